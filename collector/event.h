@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+/* event.h - the one in-memory event record that flows from hooks and CUPTI through the
+ * per-thread rings to the trace writer, and back out of the trace reader to the CLI.
+ * Fixed size (SP_EVENT_SIZE bytes) so rings hold plain slots. Strings are never stored
+ * here: names are ids from collector/intern.h (in the process) or from the reader's
+ * string table (offline). Times are nanoseconds on the trace clock (CLOCK_MONOTONIC). */
+#ifndef SP_EVENT_H
+#define SP_EVENT_H
+
+#include <stdint.h>
+
+enum sp_ev_kind {
+	SP_EV_NONE = 0,
+	SP_EV_KERNEL = 1,       /* GPU kernel (CUPTI concurrent-kernel activity) */
+	SP_EV_MEMCPY = 2,       /* GPU copy; sub = CUpti_ActivityMemcpyKind */
+	SP_EV_MEMSET = 3,       /* GPU memset */
+	SP_EV_SYNC = 4,         /* CPU waits on GPU; sub = CUpti_ActivitySynchronizationType */
+	SP_EV_API = 5,          /* CUDA API call on a CPU thread; sub = enum sp_api_domain */
+	SP_EV_NCCL = 6,         /* NCCL call on a CPU thread; sub = enum sp_nccl_op */
+	SP_EV_ALLOC = 7,        /* allocation; sub = enum sp_mem_kind */
+	SP_EV_FREE = 8,         /* release; sub = enum sp_mem_kind */
+	SP_EV_MARKER = 9,       /* NVTX range (start..end) or instant (start == end) */
+	SP_EV_STEP = 10,        /* one step: start..end, u.step.number, sub = enum sp_action */
+	SP_EV_WINDOW_BEGIN = 11,/* a recorded window opens (at the start of its RECORD phase) */
+	SP_EV_WINDOW_END = 12,  /* the window is closed; totals in u.window */
+	SP_EV_DROPPED = 13,     /* records lost; sub = enum sp_drop_source, u.dropped.count */
+	SP_EV_THREAD = 14,      /* a CPU thread's name: tid, name */
+	SP_EV_DEVICE = 15,      /* a GPU's description: device, name, u.device */
+	SP_EV_CLOCK = 16,       /* clock anchor: start = trace clock, u.clock.realtime_ns */
+	SP_EV_COMM = 17,        /* NCCL communicator life; sub = enum sp_comm_event */
+	SP_EV_MODULE = 18,      /* a mapped module (for offline symbolisation): name = path */
+	SP_EV__COUNT
+};
+
+/* enum sp_action: the schedule's verdict on a step, numbered as torch.profiler.ProfilerAction */
+enum sp_action { SP_ACT_NONE = 0, SP_ACT_WARMUP = 1, SP_ACT_RECORD = 2, SP_ACT_RECORD_AND_SAVE = 3 };
+
+enum sp_api_domain { SP_API_RUNTIME = 1, SP_API_DRIVER = 2, SP_API_NVTX = 3 };
+
+enum sp_nccl_op {
+	SP_NCCL_ALLREDUCE = 1, SP_NCCL_ALLGATHER, SP_NCCL_REDUCESCATTER, SP_NCCL_BROADCAST,
+	SP_NCCL_REDUCE, SP_NCCL_ALLTOALL, SP_NCCL_SEND, SP_NCCL_RECV, SP_NCCL_GROUP_START,
+	SP_NCCL_GROUP_END, SP_NCCL__COUNT
+};
+
+enum sp_comm_event { SP_COMM_INIT = 1, SP_COMM_SPLIT = 2, SP_COMM_DESTROY = 3, SP_COMM_ABORT = 4 };
+
+enum sp_mem_kind {
+	SP_MEM_DEVICE = 1,      /* cudaMalloc, cuMemAlloc */
+	SP_MEM_DEVICE_ASYNC,    /* cudaMallocAsync (stream-ordered) */
+	SP_MEM_PINNED,          /* cudaMallocHost / cudaHostAlloc */
+	SP_MEM_MANAGED,         /* cudaMallocManaged */
+	SP_MEM_PITCHED,         /* cudaMallocPitch, cuMemAllocPitch */
+	SP_MEM_VMM,             /* cuMemCreate / cuMemMap (expandable segments) */
+	SP_MEM_HOST,            /* malloc family */
+};
+
+enum sp_drop_source {
+	SP_DROP_RING = 1,       /* a per-thread ring was full */
+	SP_DROP_CUPTI = 2,      /* CUPTI reported dropped activity records */
+	SP_DROP_CAP = 3,        /* the window byte cap was reached */
+	SP_DROP_LATE = 4,       /* GPU record arrived after its window was closed */
+};
+
+#define SP_NO_DEVICE 0xffffu
+#define SP_EVENT_SIZE 96
+
+struct sp_ev_kernel {
+	uint32_t grid[3];
+	uint32_t block[3];
+	uint32_t static_smem;   /* bytes */
+	uint32_t dynamic_smem;  /* bytes */
+	uint16_t regs;          /* registers per thread */
+	uint8_t launch;         /* enum sp_launch_type */
+	uint8_t pad;
+	uint32_t graph_id;      /* 0 unless replayed from a CUDA graph */
+	uint64_t graph_node;    /* graph node id, 0 unless from a graph */
+};
+
+enum sp_launch_type { SP_LAUNCH_NORMAL = 0, SP_LAUNCH_COOPERATIVE = 1, SP_LAUNCH_CLUSTER = 2, SP_LAUNCH_GRAPH = 3 };
+
+struct sp_ev_copy {                /* memcpy and memset */
+	uint64_t bytes;
+	uint32_t value;         /* memset: value */
+	uint8_t src_kind;       /* CUpti_ActivityMemoryKind */
+	uint8_t dst_kind;
+	uint8_t async;
+	uint8_t pad;
+	uint32_t graph_id;
+	uint32_t pad2;
+	uint64_t graph_node;
+};
+
+struct sp_ev_sync {
+	uint32_t event;         /* CUDA event id for event syncs, else 0 */
+};
+
+struct sp_ev_api {
+	uint32_t cbid;          /* CUPTI callback id in its domain */
+	int32_t status;         /* return code (0 success) */
+};
+
+struct sp_ev_nccl {
+	uint64_t count;         /* elements */
+	uint64_t bytes;         /* count * sizeof(datatype) */
+	uint64_t comm;          /* communicator id hash (equal on every rank of the communicator) */
+	uint64_t seq;           /* per-communicator sequence number of collective/p2p calls */
+	int32_t peer;           /* root (rooted collectives) or peer (send/recv); -1 none */
+	int32_t comm_rank;
+	int32_t comm_size;
+	uint8_t dtype;          /* ncclDataType_t */
+	uint8_t redop;          /* ncclRedOp_t, 0xff none */
+	uint8_t group_depth;    /* ncclGroupStart nesting at the call */
+	uint8_t pad;
+};
+
+struct sp_ev_mem {
+	uint64_t addr;
+	uint64_t size;          /* bytes; for FREE the size freed if known */
+	uint64_t live;          /* live bytes of this kind on this device after the call */
+	uint32_t stack;         /* call-stack id, 0 none */
+};
+
+struct sp_ev_marker {
+	uint32_t domain;        /* string id of the NVTX domain, 0 default */
+	int32_t depth;          /* nesting depth on its thread */
+};
+
+struct sp_ev_step {
+	int64_t number;         /* torch numbering, from 0 */
+};
+
+struct sp_ev_window {
+	uint32_t id;            /* 0, 1, ... per process */
+	uint32_t capped;        /* 1 if the byte cap cut the window */
+	int64_t first_step;
+	int64_t last_step;
+	uint64_t bytes;         /* encoded bytes written for the window (WINDOW_END) */
+	uint64_t dropped;       /* records lost in the window, all sources (WINDOW_END) */
+};
+
+struct sp_ev_dropped {
+	uint64_t count;
+};
+
+struct sp_ev_device {
+	uint32_t sm_count;
+	uint16_t cc_major, cc_minor;
+	uint64_t memory;        /* bytes of global memory */
+};
+
+struct sp_ev_clock {
+	uint64_t realtime_ns;   /* CLOCK_REALTIME taken with start (CLOCK_MONOTONIC) */
+};
+
+struct sp_ev_module {
+	uint64_t start, end;    /* mapped address range */
+	uint64_t offset;        /* file offset of start */
+};
+
+struct sp_event {
+	uint8_t kind;           /* enum sp_ev_kind */
+	uint8_t sub;            /* kind-specific code, see enum sp_ev_kind */
+	uint16_t device;        /* CUDA device ordinal, SP_NO_DEVICE if none */
+	uint32_t tid;           /* OS thread id for CPU-side events, 0 for GPU records */
+	uint64_t start;         /* ns, trace clock */
+	uint64_t end;           /* ns, trace clock; == start for instants */
+	uint32_t corr;          /* CUPTI correlation id linking a CPU call to its GPU work, 0 none */
+	uint32_t name;          /* interned string id, 0 none */
+	uint32_t stream;        /* CUDA stream id (CUPTI's), 0 none */
+	uint32_t context;       /* CUDA context id (CUPTI's), 0 none */
+	union {
+		struct sp_ev_kernel kernel;
+		struct sp_ev_copy copy;
+		struct sp_ev_sync sync;
+		struct sp_ev_api api;
+		struct sp_ev_nccl nccl;
+		struct sp_ev_mem mem;
+		struct sp_ev_marker marker;
+		struct sp_ev_step step;
+		struct sp_ev_window window;
+		struct sp_ev_dropped dropped;
+		struct sp_ev_device dev;
+		struct sp_ev_clock clock;
+		struct sp_ev_module module;
+		uint8_t raw[56];
+	} u;
+};
+
+_Static_assert(sizeof(struct sp_event) == SP_EVENT_SIZE, "sp_event must stay 96 bytes");
+
+/* Names of enum values for text output; never NULL ("?" for unknown values). */
+const char *sp_ev_kind_name(unsigned kind);
+const char *sp_action_name(unsigned action);
+const char *sp_nccl_op_name(unsigned op);
+const char *sp_mem_kind_name(unsigned kind);
+const char *sp_drop_source_name(unsigned src);
+
+#endif

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/* trace.h - the per-rank trace file format: the only module that writes or reads it.
+ * A file is a fixed header followed by chunks; each chunk is one zstd frame of encoded
+ * records that decompresses on its own, so a file cut at any byte reads up to its last
+ * whole chunk. Strings are records too (id -> bytes) and come before their first use.
+ * docs/FORMAT.md is the byte-level description; keep the two in step. */
+#ifndef SP_TRACE_H
+#define SP_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "event.h"
+
+#define SP_TRACE_MAGIC "STEPPROF"
+#define SP_TRACE_VERSION 1
+#define SP_TRACE_MIN_VERSION 1
+
+/* feature bits in the header: what the producer had switched on */
+#define SP_FEAT_KERNELS      (1ull << 0)
+#define SP_FEAT_MEMCPY       (1ull << 1)
+#define SP_FEAT_MEMSET       (1ull << 2)
+#define SP_FEAT_SYNC         (1ull << 3)
+#define SP_FEAT_RUNTIME_API  (1ull << 4)
+#define SP_FEAT_DRIVER_API   (1ull << 5)
+#define SP_FEAT_NCCL         (1ull << 6)
+#define SP_FEAT_DEVICE_MEM   (1ull << 7)
+#define SP_FEAT_HOST_MALLOC  (1ull << 8)
+#define SP_FEAT_STACKS       (1ull << 9)
+#define SP_FEAT_SHAPES       (1ull << 10)
+#define SP_FEAT_NVTX         (1ull << 11)
+
+/* What the producer knows about itself; copied into the file header. */
+struct sp_trace_meta {
+	uint64_t features;      /* SP_FEAT_* */
+	int32_t pid;
+	int32_t rank;           /* -1 if the process has no rank */
+	int32_t world_size;     /* -1 if unknown */
+	int32_t local_rank;     /* -1 if unknown */
+	uint64_t anchor_mono_ns;/* CLOCK_MONOTONIC and CLOCK_REALTIME read together at open */
+	uint64_t anchor_real_ns;
+	char host[64];          /* NUL-terminated host name */
+	char command[256];      /* program command line, NUL-terminated, truncated */
+};
+
+/* The decoded header, as the reader returns it. */
+struct sp_trace_header {
+	uint16_t version;
+	uint16_t min_version;
+	uint32_t header_size;
+	struct sp_trace_meta meta;
+};
+
+/* ---- writing ---- */
+struct sp_trace_writer;
+
+/* Called by the writer when an event names a string id it has not written yet; returns
+ * the string (NUL-terminated) or NULL if unknown (the id is then written as "?"). */
+typedef const char *(*sp_string_lookup_fn)(void *ctx, uint32_t id);
+
+/* Creates (O_CLOEXEC, truncating) the file at path and writes the header. chunk_bytes is the
+ * raw size at which a chunk is compressed and written (0 = default 256 KiB).
+ * Returns NULL with errno set on failure; nothing is left open. */
+struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_meta *meta,
+					sp_string_lookup_fn lookup, void *lookup_ctx, size_t chunk_bytes);
+/* Encodes one event into the current chunk (writing strings it names first). Returns the number
+ * of encoded bytes added (> 0), or -1 with errno on a write failure of a full chunk. */
+int sp_trace_write(struct sp_trace_writer *w, const struct sp_event *ev);
+/* Writes one string record for id (used by lookup and by tests). Returns encoded bytes or -1. */
+int sp_trace_write_string(struct sp_trace_writer *w, uint32_t id, const char *s);
+/* Compresses and writes the current chunk, if not empty. Returns 0 or -1 with errno. */
+int sp_trace_flush(struct sp_trace_writer *w);
+/* Bytes written to the file so far (header and whole chunks). This function can't fail. */
+uint64_t sp_trace_file_bytes(const struct sp_trace_writer *w);
+/* Flushes, closes and frees. Returns 0 or -1 if the last flush or close failed (freed anyway). */
+int sp_trace_close(struct sp_trace_writer *w);
+
+/* ---- reading (streaming: memory bounded by one chunk plus the string table) ---- */
+struct sp_trace_reader;
+
+/* Opens and checks the header. Returns NULL and writes a message to err (errlen bytes) if the
+ * file is unreadable, not a stepprof trace, or needs a newer reader (version < min_version). */
+struct sp_trace_reader *sp_trace_open(const char *path, char *err, size_t errlen);
+const struct sp_trace_header *sp_trace_header(const struct sp_trace_reader *r);
+/* Next event in file order (string records are absorbed into the table, never returned).
+ * Returns 1 with *ev filled, 0 at the end of the readable data, -1 on a corrupt chunk (message
+ * from sp_trace_error). A torn last chunk is the end, not an error: see sp_trace_truncated. */
+int sp_trace_next(struct sp_trace_reader *r, struct sp_event *ev);
+/* The string for id, or "?" if the file has not defined it. This function can't fail. */
+const char *sp_trace_string(const struct sp_trace_reader *r, uint32_t id);
+/* 1 if the file ended inside a chunk (cut short), else 0. */
+int sp_trace_truncated(const struct sp_trace_reader *r);
+const char *sp_trace_error(const struct sp_trace_reader *r);
+/* Moves back to the first event (string table kept). Returns 0 or -1. */
+int sp_trace_rewind(struct sp_trace_reader *r);
+void sp_trace_close_reader(struct sp_trace_reader *r);
+
+#endif

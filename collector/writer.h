@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* writer.h - the writer thread: the only thread that encodes, compresses and writes. It drains
+ * the rings, tracks windows (byte cap, drop counts) and closes the file at exit. The
+ * application thread only pushes events; it never waits on I/O or compression. */
+#ifndef SP_WRITER_H
+#define SP_WRITER_H
+
+#include <stdint.h>
+#include "trace.h"
+
+/* Creates the trace file at path and starts the writer thread (all signals blocked).
+ * window_max_bytes caps encoded bytes per window (0 = no cap). Returns 0, or -1 after
+ * warning once on stderr ("stepprof: ..."): then nothing is running and pushes are dropped. */
+int sp_writer_start(const char *path, const struct sp_trace_meta *meta, uint64_t window_max_bytes);
+/* Asks the writer to compress and write what it holds now (e.g. at a window's end) without
+ * waiting for it. Safe on any thread. This function can't fail. */
+void sp_writer_kick(void);
+/* Drains every ring, writes the final chunk and closes the file; joins the thread.
+ * Idempotent. Returns 0, or -1 if the file could not be completed (warned). */
+int sp_writer_stop(void);
+/* 1 while the writer thread runs. */
+int sp_writer_running(void);
+
+#endif

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/* config.h - the effective configuration: built-in defaults, then one INI file (inih), then
+ * STEPPROF_<SECTION>_<KEY> environment overrides. Loading never exits or prints: errors are
+ * collected with file, line, key and what is allowed, and the caller decides (the CLI prints
+ * and exits 2; the profiled process warns once and stays inert). */
+#ifndef SP_CONFIG_H
+#define SP_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "schedule.h"
+#include "ranks.h"
+
+enum sp_marker_kind {
+	SP_MARK_AUTO = 0,       /* find the iteration period from the launch stream */
+	SP_MARK_KERNEL,         /* kernel name glob */
+	SP_MARK_API,            /* CUDA runtime or driver API function name (glob) */
+	SP_MARK_NCCL,           /* NCCL call name (glob), e.g. ncclAllReduce */
+	SP_MARK_NVTX,           /* NVTX range name (glob) */
+	SP_MARK_PROFILER_RANGE, /* each cudaProfilerStart..cudaProfilerStop range is one step */
+};
+
+#define SP_CFG_PATH 1024
+#define SP_CFG_PATTERN 256
+
+struct sp_config {
+	/* [profile] */
+	bool enabled;                   /* master switch */
+	char output[SP_CFG_PATH];       /* output directory template: {host} {pid} {rank} {date} {time} {jobid} */
+	/* [ranks] */
+	char ranks_text[256];           /* as written: "0", "0,1", "0-3,8", "all" */
+	struct sp_rankset ranks;        /* parsed */
+	/* [schedule] */
+	struct sp_schedule schedule;    /* finalised: profiling_frequency already applied */
+	/* [marker] */
+	enum sp_marker_kind marker_kind;
+	char marker_pattern[SP_CFG_PATTERN]; /* glob; empty for auto and profiler_range */
+	int marker_every;               /* every N-th occurrence is a step boundary, >= 1 */
+	/* [activities] */
+	bool kernels, memcpy, memset, sync;
+	bool runtime_api, driver_api;   /* launch, copy, sync, stream/event and allocation calls */
+	bool nccl, nvtx;
+	bool device_memory;
+	bool host_malloc;
+	uint64_t host_malloc_min;       /* bytes: smaller host allocations are not recorded */
+	bool stacks;
+	int stack_depth;                /* frames, 1..128 */
+	bool kernel_shapes;             /* grid, block, registers, shared memory */
+	/* [limits] */
+	uint64_t window_max_bytes;      /* encoded bytes per window, 0 = unlimited */
+	uint32_t ring_events;           /* slots per thread ring */
+	uint64_t cupti_buffer_bytes;    /* size of each CUPTI activity buffer */
+	/* [cupti] */
+	char cupti_library[SP_CFG_PATH];/* explicit libcupti path; empty = the loaded one, else search */
+	/* where it came from */
+	char source[SP_CFG_PATH];       /* the INI file read, or "" for built-in defaults */
+};
+
+#define SP_CFG_MAX_ERRORS 64
+struct sp_cfg_errors {
+	int count;                      /* errors collected (may exceed SP_CFG_MAX_ERRORS; extra not kept) */
+	char msg[SP_CFG_MAX_ERRORS][320];
+};
+
+/* Fills cfg with the built-in defaults. This function can't fail. */
+void sp_cfg_defaults(struct sp_config *cfg);
+/* Reads the INI file at path over cfg. Unknown sections or keys, malformed or out-of-range
+ * values are appended to errs as "PATH:LINE: [section] key: problem (allowed: ...)".
+ * Returns the number of errors added (0 = all good); cfg keeps every valid setting. */
+int sp_cfg_load_file(struct sp_config *cfg, const char *path, struct sp_cfg_errors *errs);
+/* Applies one setting; origin and line name it in errors (line 0 = not from a file).
+ * Returns 0 or 1 (one error added). */
+int sp_cfg_set(struct sp_config *cfg, const char *section, const char *key, const char *value,
+	       const char *origin, int line, struct sp_cfg_errors *errs);
+/* Applies every STEPPROF_<SECTION>_<KEY> variable of envp (NULL = environ). Variables that are
+ * not keys (STEPPROF_CONFIG, STEPPROF_RANK...) are ignored. Returns errors added. */
+int sp_cfg_load_env(struct sp_config *cfg, char **envp, struct sp_cfg_errors *errs);
+/* Checks cross-key rules (warmup + active <= profiling_frequency, ...) and applies
+ * profiling_frequency. Call once after all settings. Returns errors added. */
+int sp_cfg_finish(struct sp_config *cfg, struct sp_cfg_errors *errs);
+/* The whole sequence the library and the CLI use: defaults, file (path, else $STEPPROF_CONFIG,
+ * else none), environment, finish. Returns the number of errors. */
+int sp_cfg_load(struct sp_config *cfg, const char *path, struct sp_cfg_errors *errs);
+/* Writes the effective configuration as a valid INI file to f. This function can't fail. */
+void sp_cfg_print(const struct sp_config *cfg, FILE *f);
+/* Expands the output template for this process into out. Returns 0, or -1 if it does not fit
+ * or names an unknown placeholder. */
+int sp_cfg_expand(const char *tmpl, const struct sp_rank_info *ri, char *out, size_t outlen);
+/* Parses sizes like 512, 64K, 256M, 2G (powers of 1024). Returns 0 or -1. */
+int sp_parse_size(const char *s, uint64_t *out);
+const char *sp_marker_kind_name(enum sp_marker_kind k);
+
+#endif

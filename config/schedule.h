@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/* schedule.h - torch.profiler.schedule with torch 2.11's exact semantics: which action each
+ * step gets. Pure functions; no allocation, no I/O. */
+#ifndef SP_SCHEDULE_H
+#define SP_SCHEDULE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../collector/event.h"
+
+struct sp_schedule {
+	int64_t skip_first;
+	int64_t skip_first_wait;        /* torch's int flag: nonzero skips the first cycle's wait */
+	int64_t wait;
+	int64_t warmup;
+	int64_t active;                 /* >= 1 */
+	int64_t repeat;                 /* 0 = cycle forever */
+	int64_t frequency;              /* profiling_frequency; 0 = off. With repeat == 0 it sets
+	                                   wait = frequency - warmup - active (sp_schedule_finish) */
+};
+
+/* The action torch.profiler.schedule(...)(step) returns for this step (step >= 0; a negative
+ * step gets SP_ACT_NONE). This function can't fail. */
+enum sp_action sp_schedule_action(const struct sp_schedule *s, int64_t step);
+/* Validates (torch's asserts plus ours) and applies frequency. Returns 0, or -1 with a message
+ * in err naming the key and what is allowed; s is unchanged on error. */
+int sp_schedule_finish(struct sp_schedule *s, char *err, size_t errlen);
+/* 1 if no step after `step` can ever be recorded again (repeat exhausted). */
+int sp_schedule_done(const struct sp_schedule *s, int64_t step);
+
+#endif
