@@ -1,10 +1,144 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd_run.c - placeholder until written. */
+/* cmd_run.c - `stepprof run [--config FILE] [--out DIR] [--] CMD ...`: checks the configuration,
+ * puts libstepprof.so in front of CMD (LD_PRELOAD and the CUDA injection hook), runs it, and
+ * returns its exit status; then names the trace files that appeared. Like `nsys profile`. */
+#include <dirent.h>
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 #include "cli.h"
+#include "config/config.h"
+
+/* Finds libstepprof.so beside the binary (build/) or in ../lib (dist/). Returns 0 or -1. */
+static int find_library(char *out, size_t len)
+{
+	char exe[PATH_MAX], dir[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0)
+		return -1;
+	exe[n] = 0;
+	snprintf(dir, sizeof dir, "%s", dirname(exe));
+	const char *cands[] = { "%s/libstepprof.so", "%s/../lib/libstepprof.so" };
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(out, len, cands[i], dir);
+		if (access(out, R_OK) == 0) {
+			char real[PATH_MAX];
+			if (realpath(out, real))
+				snprintf(out, len, "%s", real);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Prints the traces under dir (recursively, one level of template subdirectories) newer than since. */
+static int list_traces(const char *dir, time_t since, int depth)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		char p[PATH_MAX];
+		struct stat st;
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+		if (stat(p, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode) && depth < 3)
+			n += list_traces(p, since, depth + 1);
+		else if (S_ISREG(st.st_mode) && st.st_mtime >= since && strstr(e->d_name, ".sptrace")) {
+			fprintf(stderr, "stepprof: trace %s (%lld bytes)\n", p, (long long)st.st_size);
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
+}
 
 int sp_cmd_run(int argc, char **argv)
 {
-	fprintf(stderr, "stepprof run: not built yet\n");
-	return 1;
+	const char *config = NULL, *out = NULL;
+	char lib[PATH_MAX], abs[PATH_MAX], preload[2 * PATH_MAX];
+	struct sp_config cfg;
+	struct sp_cfg_errors errs = { 0 };
+	int i = 1;
+	for (; i < argc; i++) {
+		if (!strcmp(argv[i], "--config") && i + 1 < argc)
+			config = argv[++i];
+		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
+			out = argv[++i];
+		else if (!strcmp(argv[i], "--")) {
+			i++;
+			break;
+		} else if (argv[i][0] == '-') {
+			fprintf(stderr, "stepprof run: unknown option %s\n", argv[i]);
+			return 2;
+		} else
+			break;
+	}
+	if (i >= argc) {
+		fprintf(stderr, "usage: stepprof run [--config FILE] [--out DIR] [--] CMD [ARGS...]\n");
+		return 2;
+	}
+	if (find_library(lib, sizeof lib) < 0) {
+		fprintf(stderr, "stepprof run: libstepprof.so not found beside %s or in ../lib\n", sp_cli_argv0);
+		return 1;
+	}
+	if (config) {
+		if (!realpath(config, abs)) {
+			fprintf(stderr, "stepprof run: %s: %s\n", config, strerror(errno));
+			return 2;
+		}
+		setenv("STEPPROF_CONFIG", abs, 1);
+	}
+	if (out)
+		setenv("STEPPROF_PROFILE_OUTPUT", out, 1);
+	if (sp_cfg_load(&cfg, NULL, &errs) > 0) {
+		for (int k = 0; k < errs.count && k < SP_CFG_MAX_ERRORS; k++)
+			fprintf(stderr, "%s\n", errs.msg[k]);
+		return 2;
+	}
+	const char *old = getenv("LD_PRELOAD");
+	snprintf(preload, sizeof preload, "%s%s%s", lib, old && *old ? " " : "", old && *old ? old : "");
+	setenv("LD_PRELOAD", preload, 1);
+	time_t start = time(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		perror("stepprof run: fork");
+		return 1;
+	}
+	if (pid == 0) {
+		execvp(argv[i], argv + i);
+		fprintf(stderr, "stepprof run: cannot run %s: %s\n", argv[i], strerror(errno));
+		_exit(127);
+	}
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	/* the output template's first fixed directory is where traces land */
+	char dir[SP_CFG_PATH];
+	snprintf(dir, sizeof dir, "%s", cfg.output);
+	char *brace = strchr(dir, '{');
+	if (brace) {
+		*brace = 0;
+		char *slash = strrchr(dir, '/');
+		if (slash)
+			*slash = 0;
+		else
+			snprintf(dir, sizeof dir, ".");
+	}
+	if (!list_traces(dir[0] ? dir : ".", start, 0))
+		fprintf(stderr, "stepprof: no trace written under %s (no CUDA, rank not selected, or no step "
+				"recorded: see the schedule with 'stepprof schedule')\n", dir[0] ? dir : ".");
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }

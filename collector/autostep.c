@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/* autostep.c - automatic step detection (see autostep.h and docs/STEPS.md).
+ *
+ * Every TRY_EVERY tokens, take the rarest token that still repeats: any true period P is a
+ * distance from its last position to an earlier occurrence of the same token, so those
+ * distances are the candidates. For each, measure how far back the stream stays periodic
+ * (run length R); the true iteration period has the longest run (sub-periods such as identical
+ * layers break at the optimizer; multiples of P have shorter runs). A candidate must hold for at
+ * least 4 copies and show a wrap: one position whose CPU gap (median of three copies) is >= 4x
+ * the period's median gap and >= 20 us (the loop's Python, data loading or a sync) - or, without
+ * one, a run of >= 32768 tokens and 16 copies. Two tries in a row must agree. The boundary is put
+ * before the token after the wrap, expressed as (anchor token, every N-th occurrence). */
+#include <stdlib.h>
+#include <string.h>
+#include "autostep.h"
+
+#define TRY_EVERY 256u     /* tokens between detection attempts */
+#define COUNT_SLOTS 65536u /* token histogram size (ids are folded into it) */
+#define MAX_CANDIDATES 64u /* distances tried per attempt */
+#define MIN_REPEATS 3u     /* full periods the run must cover besides the current one */
+#define MAX_PERIOD 16384u  /* longest iteration, in tokens */
+#define GAP_RATIO 4u       /* the wrap's CPU gap vs the period's median gap */
+#define MIN_WRAP_NS 20000u /* and at least this long */
+#define LONG_RUN 32768u    /* without a clear wrap, a run this long still proves the period */
+
+static inline uint32_t at(const struct sp_autostep *a, uint64_t i)
+{
+	return a->tok[i & (a->cap - 1)];
+}
+
+static inline uint64_t ts_at(const struct sp_autostep *a, uint64_t i)
+{
+	return a->ts[i & (a->cap - 1)];
+}
+
+/* Length of the periodic run ending at the newest token for distance d (bounded by the ring). */
+static uint64_t run_length(const struct sp_autostep *a, uint64_t first, uint64_t d)
+{
+	uint64_t i = a->n - 1, r = 0;
+	while (i >= first + d && at(a, i) == at(a, i - d)) {
+		r++;
+		i--;
+	}
+	return r;
+}
+
+static uint64_t median3(uint64_t x, uint64_t y, uint64_t z)
+{
+	uint64_t lo = x < y ? x : y, hi = x < y ? y : x;
+	return z < lo ? lo : z > hi ? hi : z;
+}
+
+/* Finds where period p wraps: the token after the largest median (over the last three copies)
+ * CPU gap. Returns 1 if that gap stands out (>= GAP_RATIO times the period's median gap and
+ * >= MIN_WRAP_NS), with its position in [n - p, n) in *pos; else 0. */
+static int wrap_position(struct sp_autostep *a, uint32_t p, uint64_t *pos)
+{
+	uint64_t best = a->n - p, best_gap = 0, *g = a->gaps;
+	uint32_t k = 0;
+	for (uint64_t q = a->n - p; q < a->n; q++, k++) {
+		g[k] = median3(ts_at(a, q) - ts_at(a, q - 1), ts_at(a, q - p) - ts_at(a, q - p - 1),
+			       ts_at(a, q - 2 * p) - ts_at(a, q - 2 * p - 1));
+		if (g[k] > best_gap) {
+			best_gap = g[k];
+			best = q;
+		}
+	}
+	*pos = best;
+	if (p == 1)
+		return 0;
+	/* median of the period's gaps (nth_element would do; p is small enough to sort a copy) */
+	uint64_t *c = g + p;
+	memcpy(c, g, p * sizeof *g);
+	for (uint32_t i = 1; i < p; i++)
+		for (uint32_t j = i; j > 0 && c[j - 1] > c[j]; j--) {
+			uint64_t t = c[j];
+			c[j] = c[j - 1];
+			c[j - 1] = t;
+		}
+	return best_gap >= MIN_WRAP_NS && best_gap >= GAP_RATIO * c[p / 2];
+}
+
+/* One detection attempt. Returns the period, or 0 if none is proven yet. */
+static uint32_t find_period(struct sp_autostep *a)
+{
+	uint64_t first = a->n > a->cap ? a->n - a->cap : 0;
+	uint64_t pos = a->n - 1, best_d = 0, best_run = 0;
+	uint32_t best_count = UINT32_MAX;
+
+	/* the rarest token that still repeats: its last occurrence and earlier ones give the candidates */
+	memset(a->counts, 0, sizeof(uint32_t) * COUNT_SLOTS);
+	for (uint64_t j = first; j < a->n; j++)
+		a->counts[at(a, j) & (COUNT_SLOTS - 1)]++;
+	/* among the newer half only: old setup tokens must not hide the iteration's rare ones */
+	for (uint64_t i = a->n; i-- > first + (a->n - first) / 2;) {
+		uint32_t c = a->counts[at(a, i) & (COUNT_SLOTS - 1)];
+		if (c >= MIN_REPEATS + 1 && c < best_count) {
+			best_count = c;
+			pos = i;
+		}
+	}
+	if (best_count == UINT32_MAX)
+		return 0;
+	uint32_t tried = 0;
+	for (uint64_t j = pos; j-- > first && tried < MAX_CANDIDATES;) {
+		if (at(a, j) != at(a, pos))
+			continue;
+		uint64_t d = pos - j;
+		tried++;
+		if ((MIN_REPEATS + 1) * d > a->n - first)
+			break;
+		uint64_t r = run_length(a, first, d), wrap;
+		if (r >= MIN_REPEATS * d && r > best_run && d <= MAX_PERIOD &&
+		    (wrap_position(a, (uint32_t)d, &wrap) || (r >= LONG_RUN && r >= 16 * d))) {
+			best_run = r;
+			best_d = d;
+		}
+	}
+	return (uint32_t)best_d;
+}
+
+int sp_autostep_init(struct sp_autostep *a, uint32_t cap)
+{
+	uint32_t c = 256;
+	while (c < cap && c < (1u << 24))
+		c <<= 1;
+	memset(a, 0, sizeof *a);
+	a->tok = calloc(c, sizeof *a->tok);
+	a->ts = calloc(c, sizeof *a->ts);
+	a->counts = calloc(COUNT_SLOTS, sizeof *a->counts);
+	a->gaps = calloc(2 * MAX_PERIOD, sizeof *a->gaps);
+	if (!a->tok || !a->ts || !a->counts || !a->gaps) {
+		sp_autostep_free(a);
+		return -1;
+	}
+	a->cap = c;
+	a->next_try = TRY_EVERY;
+	return 0;
+}
+
+void sp_autostep_free(struct sp_autostep *a)
+{
+	free(a->tok);
+	free(a->ts);
+	free(a->counts);
+	free(a->gaps);
+	a->gaps = NULL;
+	a->tok = NULL;
+	a->ts = NULL;
+	a->counts = NULL;
+}
+
+int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
+{
+	if (a->locked || !a->tok)
+		return 0;
+	a->tok[a->n & (a->cap - 1)] = tok;
+	a->ts[a->n & (a->cap - 1)] = ts;
+	a->n++;
+	if (a->n < a->next_try)
+		return 0;
+	a->next_try = a->n + TRY_EVERY;
+	uint32_t p = find_period(a);
+	if (!p || p != a->last_period) {
+		a->last_period = p;
+		return 0;
+	}
+	/* locked: the iteration starts at position b; count anchor occurrences per period and
+	 * since the most recent boundary instance. */
+	uint64_t b;
+	wrap_position(a, p, &b);
+	a->period = p;
+	a->anchor = at(a, b);
+	a->every = 0;
+	for (uint64_t i = a->n - p; i < a->n; i++)
+		a->every += at(a, i) == a->anchor;
+	a->count = 0;
+	for (uint64_t i = b; i < a->n; i++)
+		a->count += at(a, i) == a->anchor;
+	a->count %= a->every;
+	a->locked = 1;
+	return 1;
+}

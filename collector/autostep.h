@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* autostep.h - automatic step detection: finds the iteration period in the stream of launch
+ * and synchronisation tokens and names a marker (a token and an every-N) that falls on the
+ * same place of every iteration. Pure logic: no locks, no I/O, no CUDA; the caller serialises.
+ * Algorithm and limits: docs/STEPS.md. */
+#ifndef SP_AUTOSTEP_H
+#define SP_AUTOSTEP_H
+
+#include <stdint.h>
+
+struct sp_autostep {
+	uint32_t *tok;          /* ring of recent tokens (interned name ids) */
+	uint64_t *ts;           /* their CPU timestamps (ns) */
+	uint32_t *counts;       /* scratch histogram for detection */
+	uint64_t *gaps;         /* scratch gaps for detection */
+	uint32_t cap;           /* ring capacity (power of two) */
+	uint64_t n;             /* tokens fed so far */
+	uint64_t next_try;      /* n at which detection runs next */
+	uint32_t last_period;   /* period found by the previous try (must repeat to lock) */
+	/* result, valid once locked */
+	int locked;
+	uint32_t period;        /* tokens per iteration */
+	uint32_t anchor;        /* token that begins an iteration */
+	uint32_t every;         /* occurrences of anchor per iteration */
+	uint32_t count;         /* anchor occurrences since the last boundary, at lock time */
+};
+
+/* Allocates a ring of cap tokens (rounded up to a power of two, >= 256). Returns 0 or -1
+ * (no memory; a is then unusable). */
+int sp_autostep_init(struct sp_autostep *a, uint32_t cap);
+void sp_autostep_free(struct sp_autostep *a);
+/* Feeds one token. Returns 1 when this call locked the detector (result fields valid), else 0.
+ * After locking it ignores further tokens. This function can't fail. */
+int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts);
+
+#endif

@@ -1,0 +1,900 @@
+/* SPDX-License-Identifier: MIT */
+/* collector.c - the CUPTI side of the collector: subscribes at CUDA initialisation, turns
+ * callbacks into markers and API events, activity records into GPU events, and applies the
+ * schedule: activity kinds are on only from WARMUP to the end of RECORD_AND_SAVE, warmup
+ * records are dropped by correlation id, and a finished window is closed by the writer thread
+ * once its GPU records have arrived. Outside windows only the callbacks that marker detection
+ * needs are enabled. Never exits or aborts: every failure warns once and disables collection. */
+#include <errno.h>
+#include <fnmatch.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <dlfcn.h>
+#include <generated_nvtx_meta.h>
+#include "autostep.h"
+#include "clock.h"
+#include "collector.h"
+#include "cupti_api.h"
+#include "intern.h"
+#include "log.h"
+#include "ring.h"
+#include "writer.h"
+#include "config/config.h"
+
+#define MAX_WINDOWS 8          /* windows tracked at once (open + closing) */
+#define NAME_CACHE 1024        /* per-thread pointer -> name id cache (power of two) */
+#define MATCH_CACHE 65536      /* name id -> marker match verdict */
+#define CORR_PENDING UINT32_MAX
+
+/* One recorded window, from its first RECORD step to its GPU records' arrival. */
+struct window {
+	int used;                /* slot in use */
+	int closing;             /* RECORD_AND_SAVE ended; waiting for GPU records */
+	uint32_t id;
+	uint32_t corr_lo, corr_hi; /* GPU records with corr in [lo, hi) belong here; CORR_PENDING = next call */
+	int64_t first_step, last_step;
+	uint64_t t_begin, t_end, close_ts, last_record_ts;
+	atomic_uint_fast64_t launched; /* kernel launch calls seen in the window */
+	atomic_uint_fast64_t arrived;  /* non-graph kernel records received */
+};
+
+static struct {
+	struct sp_config cfg;         /* effective configuration */
+	struct sp_rank_info ri;       /* who we are */
+	int active;                   /* subscribed and collecting (0 after any fatal problem) */
+	int disabled;                 /* fork child or failure: callbacks return at once */
+	CUpti_SubscriberHandle sub;
+	pthread_mutex_t lock;         /* step boundaries and window table */
+	int64_t step;                 /* current step, -1 before the first marker */
+	enum sp_action action;        /* action of the current step */
+	uint64_t step_start;          /* trace-clock start of the current step */
+	int collecting;               /* activity kinds and recording callbacks on */
+	int done;                     /* schedule exhausted: nothing more will be recorded */
+	uint32_t next_window_id;
+	struct window win[MAX_WINDOWS];
+	struct window *open;          /* the window of the current RECORD steps, or NULL */
+	atomic_int split_pending;     /* a boundary happened outside a CUDA call: the next call's corr splits */
+	uint32_t *split_lo, *split_hi;/* fields the pending split fills */
+	int writer_started;
+	char trace_path[SP_CFG_PATH + 256];
+	/* marker */
+	uint64_t marker_count;        /* occurrences so far */
+	uint8_t match[MATCH_CACHE];   /* 0 unknown, 1 no, 2 yes */
+	int in_range;                 /* profiler_range: inside cudaProfilerStart..Stop */
+	struct sp_autostep autodet;   /* auto marker, before it locks */
+	uint32_t auto_anchor;         /* auto marker token once locked (0 = learning) */
+	uint32_t api_name[2][1024];   /* (domain, cbid) -> interned name, 0 = not yet */
+	uint8_t api_marker[2][1024];  /* (domain, cbid) is an api marker / profiler range call */
+	uint8_t cb_on[2][1024];       /* callbacks currently enabled */
+	int step_open;                /* a step is in progress (profiler ranges leave gaps) */
+	uint64_t range_starts, range_stops; /* profiler_range occurrences */
+	struct { uint32_t lo, hi; } closed[4]; /* corr ranges of windows already written (late records) */
+	unsigned nclosed;
+	char *(*demangle)(const char *, char *, size_t *, int *);
+	uint64_t last_flush;
+	size_t buffer_bytes;
+} G = { .lock = PTHREAD_MUTEX_INITIALIZER, .step = -1 };
+
+static __thread struct {
+	int rt_depth;                 /* runtime API calls in progress on this thread */
+	int mk_depth;                 /* marker API calls in progress on this thread */
+	int named;                    /* SP_EV_THREAD pushed */
+	const void *np[NAME_CACHE];   /* name pointer cache */
+	uint32_t nid[NAME_CACHE];
+} T;
+
+/* ---- small helpers ---- */
+
+static uint32_t tid(void)
+{
+	static __thread uint32_t t;
+	if (!t)
+		t = (uint32_t)syscall(SYS_gettid);
+	return t;
+}
+
+/* Interned id of a name pointer, cached per thread by address (names CUPTI hands out are stable). */
+static uint32_t name_id(const char *s)
+{
+	if (!s)
+		return 0;
+	size_t h = ((uintptr_t)s >> 3) & (NAME_CACHE - 1);
+	if (T.np[h] == s)
+		return T.nid[h];
+	uint32_t id = sp_intern(s);
+	T.np[h] = s;
+	T.nid[h] = id;
+	return id;
+}
+
+static int glob_match(const char *pat, const char *s)
+{
+	return s && fnmatch(pat, s, 0) == 0;
+}
+
+/* Whether the kernel or call named by id matches the marker pattern: against the raw name,
+ * the demangled name and the demangled name without return type and arguments. Cached. */
+static int name_matches(uint32_t id)
+{
+	if (id < MATCH_CACHE && G.match[id])
+		return G.match[id] == 2;
+	const char *raw = sp_intern_lookup(id), *pat = G.cfg.marker_pattern;
+	int ok = glob_match(pat, raw);
+	if (!ok && raw && G.demangle) {
+		int st = 0;
+		char *d = G.demangle(raw, NULL, NULL, &st);
+		if (d && st == 0) {
+			ok = glob_match(pat, d);
+			if (!ok) {
+				char *p = strchr(d, '('), *sp;
+				if (p)
+					*p = 0;
+				sp = strrchr(d, ' ');
+				ok = glob_match(pat, sp ? sp + 1 : d);
+			}
+		}
+		free(d);
+	}
+	if (id < MATCH_CACHE)
+		G.match[id] = ok ? 2 : 1;
+	return ok;
+}
+
+static void push(struct sp_event *ev)
+{
+	if (!T.named) {
+		char nm[32] = "";
+		struct sp_event t = { .kind = SP_EV_THREAD, .device = SP_NO_DEVICE, .tid = tid() };
+		T.named = 1;
+		pthread_getname_np(pthread_self(), nm, sizeof nm);
+		t.name = sp_intern(nm[0] ? nm : "thread");
+		t.start = t.end = sp_now_ns();
+		sp_ring_push(&t);
+	}
+	sp_ring_push(ev);
+}
+
+/* Name of a callback id without CUPTI's version suffix ("cudaLaunchKernel_v7000" -> "cudaLaunchKernel"). */
+static uint32_t api_name(CUpti_CallbackDomain dom, CUpti_CallbackId cbid)
+{
+	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
+	if (cbid >= 1024)
+		return 0;
+	if (!G.api_name[d][cbid]) {
+		const char *n = NULL;
+		char buf[128];
+		if (sp_cupti.cuptiGetCallbackName(dom, cbid, &n) != CUPTI_SUCCESS || !n)
+			n = "?";
+		snprintf(buf, sizeof buf, "%s", n);
+		char *v = strstr(buf, "_v");
+		if (v && v[2] >= '0' && v[2] <= '9' && strspn(v + 2, "0123456789") == strlen(v + 2))
+			*v = 0;
+		G.api_name[d][cbid] = sp_intern(buf);
+	}
+	return G.api_name[d][cbid];
+}
+
+static int is_launch(CUpti_CallbackDomain dom, CUpti_CallbackId cbid)
+{
+	if (dom != CUPTI_CB_DOMAIN_DRIVER_API)
+		return 0;
+	switch (cbid) {
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- callback sets ---- */
+
+/* API calls recorded inside windows: everything that launches, copies, sets, synchronises,
+ * orders streams or allocates. Selected by name so new CUDA versions' variants are included. */
+static const char *const recorded_api[2][14] = {
+	{ "cudaLaunch*", "cudaGraphLaunch*", "cudaMemcpy*", "cudaMemset*", "cuda*Synchronize*",
+	  "cudaStreamWaitEvent*", "cudaEventRecord*", "cudaMalloc*", "cudaFree*", "cudaProfilerSt*" },
+	{ "cuLaunch*", "cuGraphLaunch*", "cuMemcpy*", "cuMemset*", "cu*Synchronize*", "cuStreamWaitEvent*",
+	  "cuEventRecord*", "cuMemAlloc*", "cuMemFree*", "cuMemCreate*", "cuMemMap*", "cuMemUnmap*",
+	  "cuMemRelease*", "cuProfilerSt*" },
+};
+/* Tokens the auto detector learns from besides kernel launches: once-per-iteration calls. */
+static const char *const auto_api[] = {
+	"cu*Synchronize*", "cuMemcpyDtoH*", "cuMemcpyAsync*", "cuMemcpy", "cuMemcpy_ptds",
+};
+
+static int name_in(const char *n, const char *const *globs, size_t k)
+{
+	for (size_t i = 0; i < k && globs[i]; i++)
+		if (glob_match(globs[i], n))
+			return 1;
+	return 0;
+}
+
+/* Enables exactly the callbacks the current phase needs: marker detection always (until the
+ * schedule is done), plus the recorded API set while collecting. Runs under G.lock. */
+static void apply_callbacks(void)
+{
+	static const CUpti_CallbackDomain doms[2] = { CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API };
+	static const uint32_t sizes[2] = { CUPTI_RUNTIME_TRACE_CBID_SIZE, CUPTI_DRIVER_TRACE_CBID_SIZE };
+	enum sp_marker_kind mk = G.cfg.marker_kind;
+	int rec_rt = G.collecting && G.cfg.runtime_api, rec_drv = G.collecting && G.cfg.driver_api;
+	for (int d = 0; d < 2; d++) {
+		for (uint32_t cb = 1; cb < sizes[d] && cb < 1024; cb++) {
+			const char *n = sp_intern_lookup(api_name(doms[d], cb));
+			int want = 0;
+			if (!G.done) {
+				if ((mk == SP_MARK_KERNEL || (mk == SP_MARK_AUTO && !G.auto_anchor)) &&
+				    is_launch(doms[d], cb))
+					want = 1;
+				if (mk == SP_MARK_AUTO && !G.auto_anchor && d == 1 &&
+				    name_in(n, auto_api, sizeof auto_api / sizeof *auto_api))
+					want = 1;
+				if (mk == SP_MARK_AUTO && G.auto_anchor &&
+				    (G.api_marker[d][cb] || (is_launch(doms[d], cb) && G.api_marker[0][0])))
+					want = 1;
+				if ((mk == SP_MARK_API || mk == SP_MARK_PROFILER_RANGE) && G.api_marker[d][cb])
+					want = 1;
+			}
+			/* driver recording also needs the runtime set: its depth counter hides nested driver calls */
+			if ((d == 0 ? rec_rt || rec_drv : rec_drv) && name_in(n, recorded_api[d], 14))
+				want = 1;
+			if (want != G.cb_on[d][cb] && sp_cupti.cuptiEnableCallback(want, G.sub, doms[d], cb) == CUPTI_SUCCESS)
+				G.cb_on[d][cb] = (uint8_t)want;
+		}
+	}
+}
+
+static void set_activities(int on)
+{
+	struct { int want; CUpti_ActivityKind k; } kinds[] = {
+		{ G.cfg.kernels, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL },
+		{ G.cfg.memcpy, CUPTI_ACTIVITY_KIND_MEMCPY },
+		{ G.cfg.memset, CUPTI_ACTIVITY_KIND_MEMSET },
+		{ G.cfg.sync, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION },
+	};
+	for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+		if (kinds[i].want)
+			on ? SP_CUPTI(cuptiActivityEnable(kinds[i].k)) : SP_CUPTI(cuptiActivityDisable(kinds[i].k));
+}
+
+/* ---- windows and steps (under G.lock) ---- */
+
+static int start_writer(void)
+{
+	char dir[SP_CFG_PATH], host[64] = "host";
+	struct sp_trace_meta m = { 0 };
+	if (G.writer_started)
+		return G.writer_started > 0 ? 0 : -1;
+	G.writer_started = -1;
+	gethostname(host, sizeof host - 1);
+	if (sp_cfg_expand(G.cfg.output, &G.ri, dir, sizeof dir) < 0) {
+		sp_warn("cannot expand output directory '%s'; not profiling", G.cfg.output);
+		return -1;
+	}
+	for (char *p = dir + 1; *p; p++)
+		if (*p == '/') {
+			*p = 0;
+			mkdir(dir, 0777);
+			*p = '/';
+		}
+	if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
+		sp_warn("cannot create output directory %s: %s; not profiling", dir, strerror(errno));
+		return -1;
+	}
+	if (G.ri.rank >= 0)
+		snprintf(G.trace_path, sizeof G.trace_path, "%s/rank%d.%s.%d.sptrace", dir, G.ri.rank, host, (int)getpid());
+	else
+		snprintf(G.trace_path, sizeof G.trace_path, "%s/norank.%s.%d.sptrace", dir, host, (int)getpid());
+	m.features = (G.cfg.kernels ? SP_FEAT_KERNELS : 0) | (G.cfg.memcpy ? SP_FEAT_MEMCPY : 0) |
+		     (G.cfg.memset ? SP_FEAT_MEMSET : 0) | (G.cfg.sync ? SP_FEAT_SYNC : 0) |
+		     (G.cfg.runtime_api ? SP_FEAT_RUNTIME_API : 0) | (G.cfg.driver_api ? SP_FEAT_DRIVER_API : 0) |
+		     (G.cfg.kernel_shapes ? SP_FEAT_SHAPES : 0) | (G.cfg.nvtx ? SP_FEAT_NVTX : 0);
+	m.pid = getpid();
+	m.rank = G.ri.rank;
+	m.world_size = G.ri.world_size;
+	m.local_rank = G.ri.local_rank;
+	m.anchor_mono_ns = sp_now_ns();
+	m.anchor_real_ns = sp_realtime_ns();
+	snprintf(m.host, sizeof m.host, "%s", host);
+	FILE *f = fopen("/proc/self/cmdline", "re");
+	if (f) {
+		size_t n = fread(m.command, 1, sizeof m.command - 1, f);
+		for (size_t i = 0; i + 1 < n; i++)
+			if (!m.command[i])
+				m.command[i] = ' ';
+		fclose(f);
+	}
+	if (sp_writer_start(G.trace_path, &m, G.cfg.window_max_bytes) < 0)
+		return -1;
+	G.writer_started = 1;
+	sp_info("writing %s", G.trace_path);
+	return 0;
+}
+
+static struct window *new_window(void)
+{
+	for (int i = 0; i < MAX_WINDOWS; i++)
+		if (!G.win[i].used) {
+			memset(&G.win[i], 0, sizeof G.win[i]);
+			G.win[i].used = 1;
+			return &G.win[i];
+		}
+	return NULL;
+}
+
+/* Sets *field to corr, or arranges for the next CUDA call's correlation id to fill it. */
+static void split_at(uint32_t *field, uint32_t corr, int lo)
+{
+	*field = corr ? corr : CORR_PENDING;
+	if (!corr) {
+		if (lo)
+			G.split_lo = field;
+		else
+			G.split_hi = field;
+		atomic_store(&G.split_pending, 1);
+	}
+}
+
+static void push_ctl(enum sp_ev_kind kind, uint64_t t, struct window *w)
+{
+	struct sp_event ev = { .kind = kind, .device = SP_NO_DEVICE, .tid = tid(), .start = t, .end = t };
+	ev.u.window.id = w->id;
+	ev.u.window.first_step = w->first_step;
+	ev.u.window.last_step = w->last_step;
+	push(&ev);
+}
+
+static int is_record(enum sp_action a)
+{
+	return a == SP_ACT_RECORD || a == SP_ACT_RECORD_AND_SAVE;
+}
+
+/* Switches activity kinds and recording callbacks to what `act` needs. */
+static void set_collecting(enum sp_action act)
+{
+	int want = act != SP_ACT_NONE && !G.disabled;
+	if (want && !G.collecting && start_writer() < 0)
+		want = 0;
+	if (want != G.collecting) {
+		G.collecting = want;
+		set_activities(want);
+		apply_callbacks();
+	}
+}
+
+/* Ends the current step at time t; corr is the correlation id of the CUDA call that is the
+ * marker (0 if the marker is not a CUDA call). Writes the step if it was recorded and hands a
+ * finished window to the writer thread. */
+static void end_step(uint64_t t, uint32_t corr)
+{
+	if (!G.step_open)
+		return;
+	G.step_open = 0;
+	if (is_record(G.action)) {
+		struct sp_event ev = { .kind = SP_EV_STEP, .sub = G.action, .device = SP_NO_DEVICE, .tid = tid(),
+				       .start = G.step_start, .end = t };
+		ev.u.step.number = G.step;
+		push(&ev);
+	}
+	if (G.action == SP_ACT_RECORD_AND_SAVE && G.open) {
+		struct window *w = G.open;
+		w->last_step = G.step;
+		w->t_end = t;
+		split_at(&w->corr_hi, corr, 0);
+		w->close_ts = sp_now_ns();
+		w->closing = 1;
+		__atomic_store_n(&G.open, NULL, __ATOMIC_RELEASE);
+		sp_writer_kick();
+	}
+	if (sp_schedule_action(&G.cfg.schedule, G.step + 1) == SP_ACT_NONE)
+		set_collecting(SP_ACT_NONE);
+}
+
+/* Begins the next step at time t (corr as for end_step): opens a window at the first RECORD
+ * step and switches collection on from WARMUP. */
+static void begin_step(uint64_t t, uint32_t corr)
+{
+	G.step++;
+	G.step_open = 1;
+	G.step_start = t;
+	G.action = sp_schedule_action(&G.cfg.schedule, G.step);
+	if (is_record(G.action) && !G.open) {
+		struct window *w = new_window();
+		if (w && start_writer() == 0) {
+			w->id = G.next_window_id++;
+			w->first_step = w->last_step = G.step;
+			w->t_begin = t;
+			w->corr_hi = CORR_PENDING;
+			split_at(&w->corr_lo, corr, 1);
+			push_ctl(SP_EV_WINDOW_BEGIN, t, w);
+			__atomic_store_n(&G.open, w, __ATOMIC_RELEASE);
+		} else if (!w) {
+			sp_warn_once("too many windows waiting for GPU records; skipping a window");
+		}
+	}
+	set_collecting(G.action);
+	if (!G.done && sp_schedule_done(&G.cfg.schedule, G.step)) {
+		G.done = 1;
+		apply_callbacks();
+	}
+}
+
+/* One marker occurrence at time t (corr as for end_step), counted against `every`. For
+ * profiler ranges, a Start begins a step and the matching Stop (stop = 1) ends it. */
+static void marker_hit(uint64_t t, uint32_t corr, int stop)
+{
+	uint64_t every = (uint64_t)G.cfg.marker_every;
+	pthread_mutex_lock(&G.lock);
+	if (G.cfg.marker_kind == SP_MARK_PROFILER_RANGE) {
+		if (stop && ++G.range_stops % every == 0)
+			end_step(t, corr);
+		else if (!stop && G.range_starts++ % every == 0 && !G.done)
+			begin_step(t, corr);
+	} else if (!G.done && G.marker_count++ % every == 0) {
+		end_step(t, corr);
+		begin_step(t, corr);
+	}
+	pthread_mutex_unlock(&G.lock);
+}
+
+/* The auto detector's token stream (before it locks) and anchor hits (after). */
+static void auto_token(uint32_t tok, uint64_t t, uint32_t corr)
+{
+	if (G.auto_anchor) {
+		if (tok == G.auto_anchor)
+			marker_hit(t, corr, 0);
+		return;
+	}
+	pthread_mutex_lock(&G.lock);
+	if (!G.auto_anchor && sp_autostep_feed(&G.autodet, tok, t)) {
+		struct sp_autostep *a = &G.autodet;
+		G.cfg.marker_every = (int)a->every;
+		G.marker_count = a->count;
+		G.auto_anchor = a->anchor;
+		G.api_marker[0][0] = 1; /* anchor may be a kernel: keep launch callbacks */
+		for (int d = 0; d < 2; d++)
+			for (uint32_t cb = 1; cb < 1024; cb++)
+				if (G.api_name[d][cb] == a->anchor) {
+					G.api_marker[d][cb] = 1;
+					G.api_marker[0][0] = 0; /* it is an API call: launches are not needed */
+				}
+		sp_info("automatic steps: period %u calls, boundary before '%s' (every %u)", a->period,
+			sp_intern_lookup(a->anchor), a->every);
+		sp_autostep_free(a);
+		apply_callbacks();
+	}
+	pthread_mutex_unlock(&G.lock);
+}
+
+/* ---- CUPTI callbacks (application threads) ---- */
+
+static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
+{
+	if (G.disabled)
+		return;
+	if (dom == CUPTI_CB_DOMAIN_NVTX) {
+		const CUpti_NvtxData *nd = data;
+		const char *msg = NULL;
+		if (cbid == CUPTI_CBID_NVTX_nvtxRangePushA || cbid == CUPTI_CBID_NVTX_nvtxRangeStartA)
+			msg = ((const nvtxRangePushA_params *)nd->functionParams)->message;
+		else if (cbid == CUPTI_CBID_NVTX_nvtxRangePushEx || cbid == CUPTI_CBID_NVTX_nvtxRangeStartEx) {
+			const nvtxEventAttributes_t *a = ((const nvtxRangePushEx_params *)nd->functionParams)->eventAttrib;
+			msg = a && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : NULL;
+		} else if (cbid == CUPTI_CBID_NVTX_nvtxDomainRangePushEx || cbid == CUPTI_CBID_NVTX_nvtxDomainRangeStartEx) {
+			const nvtxEventAttributes_t *a =
+				((const nvtxDomainRangePushEx_params *)nd->functionParams)->core.eventAttrib;
+			msg = a && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : NULL;
+		}
+		if (msg && glob_match(G.cfg.marker_pattern, msg))
+			marker_hit(sp_now_ns(), 0, 0);
+		return;
+	}
+	if (dom != CUPTI_CB_DOMAIN_RUNTIME_API && dom != CUPTI_CB_DOMAIN_DRIVER_API)
+		return;
+	const CUpti_CallbackData *cd = data;
+	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
+	int api_mk = cbid < 1024 && G.api_marker[d][cbid] &&
+		     (G.cfg.marker_kind == SP_MARK_API || G.cfg.marker_kind == SP_MARK_PROFILER_RANGE);
+	uint64_t t = sp_now_ns();
+	if (cd->callbackSite == CUPTI_API_ENTER) {
+		if (!d)
+			T.rt_depth++;
+		if (atomic_load_explicit(&G.split_pending, memory_order_relaxed) && atomic_exchange(&G.split_pending, 0)) {
+			pthread_mutex_lock(&G.lock);
+			if (G.split_lo && *G.split_lo == CORR_PENDING)
+				*G.split_lo = cd->correlationId;
+			if (G.split_hi && *G.split_hi == CORR_PENDING)
+				*G.split_hi = cd->correlationId;
+			G.split_lo = G.split_hi = NULL;
+			pthread_mutex_unlock(&G.lock);
+		}
+		/* Marker detection. Driver launches see every kernel (runtime launches nest in them);
+		 * an API marker counts only the outermost matching call on its thread. */
+		if (!G.done) {
+			if (G.cfg.marker_kind == SP_MARK_KERNEL) {
+				if (is_launch(dom, cbid) && name_matches(name_id(cd->symbolName)))
+					marker_hit(t, cd->correlationId, 0);
+			} else if (G.cfg.marker_kind == SP_MARK_AUTO) {
+				if (is_launch(dom, cbid))
+					auto_token(name_id(cd->symbolName), t, cd->correlationId);
+				else if (d && cbid < 1024)
+					auto_token(api_name(dom, cbid), t, cd->correlationId);
+			} else if (api_mk && T.mk_depth++ == 0) {
+				const char *n = sp_intern_lookup(api_name(dom, cbid));
+				if (G.cfg.marker_kind == SP_MARK_API || strstr(n, "Start"))
+					marker_hit(t, cd->correlationId, 0);
+			}
+		}
+		if (cd->correlationData)
+			*cd->correlationData = t;
+		return;
+	}
+	/* API exit */
+	if (!d)
+		T.rt_depth--;
+	if (api_mk && T.mk_depth > 0 && --T.mk_depth == 0 && G.cfg.marker_kind == SP_MARK_PROFILER_RANGE &&
+	    strstr(sp_intern_lookup(api_name(dom, cbid)), "Stop"))
+		marker_hit(t, cd->correlationId, 1);
+	struct window *w = __atomic_load_n(&G.open, __ATOMIC_ACQUIRE);
+	if (!w || (d && T.rt_depth > 0) || (d ? !G.cfg.driver_api : !G.cfg.runtime_api))
+		return; /* warmup, nested in a runtime call, or not wanted */
+	if (is_launch(dom, cbid))
+		atomic_fetch_add_explicit(&w->launched, 1, memory_order_relaxed);
+	struct sp_event ev = { .kind = SP_EV_API, .sub = d ? SP_API_DRIVER : SP_API_RUNTIME,
+			       .device = SP_NO_DEVICE, .tid = tid(), .end = t, .corr = cd->correlationId,
+			       .name = api_name(dom, cbid) };
+	ev.start = cd->correlationData && *cd->correlationData ? *cd->correlationData : t;
+	ev.u.api.cbid = cbid;
+	ev.u.api.status = cd->functionReturnValue ? *(const int *)cd->functionReturnValue : 0;
+	push(&ev);
+}
+
+/* ---- activity buffers (CUPTI's threads, or the writer thread when it flushes) ---- */
+
+static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_records)
+{
+	*buf = aligned_alloc(8, G.buffer_bytes);
+	*size = *buf ? G.buffer_bytes : 0;
+	*max_records = 0;
+}
+
+/* The window a GPU record with this correlation id belongs to, or NULL (warmup or outside).
+ * *late is set if it belongs to a window already written. Caller holds G.lock. */
+static struct window *window_of(uint32_t corr, int *late)
+{
+	*late = 0;
+	for (int i = 0; i < MAX_WINDOWS; i++) {
+		struct window *w = &G.win[i];
+		if (w->used && w->corr_lo != CORR_PENDING && corr >= w->corr_lo &&
+		    (w->corr_hi == CORR_PENDING || corr < w->corr_hi))
+			return w;
+	}
+	for (unsigned i = 0; i < G.nclosed && i < 4; i++)
+		*late |= corr >= G.closed[i].lo && corr < G.closed[i].hi;
+	return NULL;
+}
+
+static void convert_record(const CUpti_Activity *rec, uint64_t *late)
+{
+	struct sp_event ev = { .device = SP_NO_DEVICE };
+	uint32_t corr;
+	int is_late;
+	switch (rec->kind) {
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+	case CUPTI_ACTIVITY_KIND_KERNEL: {
+		const CUpti_ActivityKernel10 *k = (const void *)rec;
+		ev.kind = SP_EV_KERNEL;
+		ev.device = (uint16_t)k->deviceId;
+		ev.start = k->start;
+		ev.end = k->end;
+		ev.corr = corr = k->correlationId;
+		ev.name = name_id(k->name);
+		ev.stream = k->streamId;
+		ev.context = k->contextId;
+		if (G.cfg.kernel_shapes) {
+			ev.u.kernel.grid[0] = k->gridX, ev.u.kernel.grid[1] = k->gridY, ev.u.kernel.grid[2] = k->gridZ;
+			ev.u.kernel.block[0] = k->blockX, ev.u.kernel.block[1] = k->blockY, ev.u.kernel.block[2] = k->blockZ;
+			ev.u.kernel.static_smem = k->staticSharedMemory;
+			ev.u.kernel.dynamic_smem = k->dynamicSharedMemory;
+			ev.u.kernel.regs = k->registersPerThread;
+		}
+		ev.u.kernel.graph_id = k->graphId;
+		ev.u.kernel.graph_node = k->graphNodeId;
+		ev.u.kernel.launch = k->graphId ? SP_LAUNCH_GRAPH
+				     : k->launchType ? SP_LAUNCH_COOPERATIVE
+				     : (k->clusterX * k->clusterY * k->clusterZ > 1) ? SP_LAUNCH_CLUSTER
+									     : SP_LAUNCH_NORMAL;
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_MEMCPY: {
+		const CUpti_ActivityMemcpy6 *m = (const void *)rec;
+		ev.kind = SP_EV_MEMCPY;
+		ev.sub = m->copyKind;
+		ev.device = (uint16_t)m->deviceId;
+		ev.start = m->start;
+		ev.end = m->end;
+		ev.corr = corr = m->correlationId;
+		ev.stream = m->streamId;
+		ev.context = m->contextId;
+		ev.u.copy.bytes = m->bytes;
+		ev.u.copy.src_kind = m->srcKind;
+		ev.u.copy.dst_kind = m->dstKind;
+		ev.u.copy.async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
+		ev.u.copy.graph_id = m->graphId;
+		ev.u.copy.graph_node = m->graphNodeId;
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_MEMSET: {
+		const CUpti_ActivityMemset4 *m = (const void *)rec;
+		ev.kind = SP_EV_MEMSET;
+		ev.device = (uint16_t)m->deviceId;
+		ev.start = m->start;
+		ev.end = m->end;
+		ev.corr = corr = m->correlationId;
+		ev.stream = m->streamId;
+		ev.context = m->contextId;
+		ev.u.copy.bytes = m->bytes;
+		ev.u.copy.value = m->value;
+		ev.u.copy.dst_kind = (uint8_t)m->memoryKind;
+		ev.u.copy.async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) != 0;
+		ev.u.copy.graph_id = m->graphId;
+		ev.u.copy.graph_node = m->graphNodeId;
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+		const CUpti_ActivitySynchronization2 *s = (const void *)rec;
+		ev.kind = SP_EV_SYNC;
+		ev.sub = (uint8_t)s->type;
+		ev.start = s->start;
+		ev.end = s->end;
+		ev.corr = corr = s->correlationId;
+		ev.stream = s->streamId == (uint32_t)-1 ? 0 : s->streamId;
+		ev.context = s->contextId;
+		ev.tid = 0;
+		ev.u.sync.event = s->cudaEventId;
+		break;
+	}
+	default:
+		return;
+	}
+	pthread_mutex_lock(&G.lock);
+	struct window *w = window_of(corr, &is_late);
+	if (w) {
+		if (ev.kind == SP_EV_KERNEL && !ev.u.kernel.graph_id)
+			atomic_fetch_add_explicit(&w->arrived, 1, memory_order_relaxed);
+		w->last_record_ts = sp_now_ns();
+	}
+	pthread_mutex_unlock(&G.lock);
+	if (w)
+		push(&ev);
+	else
+		*late += is_late;
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid)
+{
+	CUpti_Activity *rec = NULL;
+	uint64_t late = 0;
+	while (valid && sp_cupti.cuptiActivityGetNextRecord(buf, valid, &rec) == CUPTI_SUCCESS)
+		convert_record(rec, &late);
+	if (late) {
+		struct sp_event ev = { .kind = SP_EV_DROPPED, .sub = SP_DROP_LATE, .device = SP_NO_DEVICE };
+		ev.start = ev.end = sp_now_ns();
+		ev.u.dropped.count = late;
+		push(&ev);
+	}
+	size_t dropped = 0;
+	if (sp_cupti.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped) {
+		struct sp_event ev = { .kind = SP_EV_DROPPED, .sub = SP_DROP_CUPTI, .device = SP_NO_DEVICE };
+		ev.start = ev.end = sp_now_ns();
+		ev.u.dropped.count = dropped;
+		push(&ev);
+	}
+	free(buf);
+}
+
+static uint64_t CUPTIAPI timestamp_cb(void)
+{
+	return sp_now_ns();
+}
+
+/* ---- the writer thread's tick: finish closing windows ---- */
+
+static void writer_tick(void *ctx)
+{
+	uint64_t now = sp_now_ns();
+	int closing = 0;
+	pthread_mutex_lock(&G.lock);
+	for (int i = 0; i < MAX_WINDOWS; i++)
+		closing |= G.win[i].used && G.win[i].closing;
+	pthread_mutex_unlock(&G.lock);
+	if (!closing)
+		return;
+	if (now - G.last_flush >= 2000000ull) {
+		sp_cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		G.last_flush = sp_now_ns();
+	}
+	pthread_mutex_lock(&G.lock);
+	for (int i = 0; i < MAX_WINDOWS; i++) {
+		struct window *w = &G.win[i];
+		if (!w->used || !w->closing)
+			continue;
+		uint64_t age = now - w->close_ts, quiet = now - (w->last_record_ts > w->close_ts ? w->last_record_ts : w->close_ts);
+		int complete = atomic_load(&w->arrived) >= atomic_load(&w->launched) && age > 4000000ull;
+		if (complete || (age > 50000000ull && quiet > 500000000ull) || age > 10000000000ull) {
+			struct sp_event ev = { .kind = SP_EV_WINDOW_END, .device = SP_NO_DEVICE,
+					       .start = w->t_end, .end = w->t_end };
+			ev.u.window.id = w->id;
+			ev.u.window.first_step = w->first_step;
+			ev.u.window.last_step = w->last_step;
+			sp_writer_emit(&ev);
+			sp_info("window %u (steps %lld-%lld) closed after %.1f ms", w->id, (long long)w->first_step,
+				(long long)w->last_step, age / 1e6);
+			G.closed[G.nclosed++ % 4].lo = w->corr_lo;
+			G.closed[(G.nclosed - 1) % 4].hi = w->corr_hi;
+			w->used = 0;
+		}
+	}
+	pthread_mutex_unlock(&G.lock);
+}
+
+/* ---- life cycle ---- */
+
+static void on_fork_child(void)
+{
+	G.disabled = 1;
+	G.active = 0;
+	sp_ring_disable_all();
+}
+
+static void on_exit_process(void)
+{
+	if (!G.active)
+		return;
+	pthread_mutex_lock(&G.lock);
+	if (G.open) /* the program ended inside a window: close it at the current step */
+		G.action = SP_ACT_RECORD_AND_SAVE;
+	end_step(sp_now_ns(), 0);
+	G.done = 1;
+	pthread_mutex_unlock(&G.lock);
+	if (G.writer_started > 0) {
+		sp_cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		for (int i = 0; i < 200; i++) { /* up to 2 s for windows to close */
+			int closing = 0;
+			pthread_mutex_lock(&G.lock);
+			for (int k = 0; k < MAX_WINDOWS; k++)
+				closing |= G.win[k].used && G.win[k].closing;
+			pthread_mutex_unlock(&G.lock);
+			if (!closing)
+				break;
+			sp_writer_kick();
+			usleep(10000);
+		}
+		sp_writer_stop();
+	}
+	G.active = 0;
+}
+
+static int arm_markers(void)
+{
+	static const CUpti_CallbackDomain doms[2] = { CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API };
+	static const uint32_t sizes[2] = { CUPTI_RUNTIME_TRACE_CBID_SIZE, CUPTI_DRIVER_TRACE_CBID_SIZE };
+	int n = 0;
+	for (int d = 0; d < 2; d++)
+		for (uint32_t cb = 1; cb < sizes[d] && cb < 1024; cb++) {
+			const char *nm = sp_intern_lookup(api_name(doms[d], cb));
+			int hit = 0;
+			if (G.cfg.marker_kind == SP_MARK_API)
+				hit = glob_match(G.cfg.marker_pattern, nm);
+			else if (G.cfg.marker_kind == SP_MARK_PROFILER_RANGE)
+				hit = !strcmp(nm, "cudaProfilerStart") || !strcmp(nm, "cudaProfilerStop") ||
+				      !strcmp(nm, "cuProfilerStart") || !strcmp(nm, "cuProfilerStop");
+			G.api_marker[d][cb] = hit;
+			n += hit;
+		}
+	if (G.cfg.marker_kind == SP_MARK_API && !n) {
+		sp_warn("[marker] pattern '%s' names no CUDA runtime or driver API function; not profiling",
+			G.cfg.marker_pattern);
+		return -1;
+	}
+	if (G.cfg.marker_kind == SP_MARK_NVTX) {
+		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangePushA));
+		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangePushEx));
+		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeStartA));
+		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeStartEx));
+		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxDomainRangePushEx));
+		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxDomainRangeStartEx));
+	}
+	if (G.cfg.marker_kind == SP_MARK_NCCL)
+		sp_info("NCCL marker '%s': steps come from the NCCL hooks", G.cfg.marker_pattern);
+	return 0;
+}
+
+static int owner_pid;
+
+void sp_collector_inject(void)
+{
+	struct sp_cfg_errors errs = { 0 };
+	char why[512];
+	static int once;
+	if (once++)
+		return;
+	if (sp_cfg_load(&G.cfg, NULL, &errs) > 0) {
+		for (int i = 0; i < errs.count && i < SP_CFG_MAX_ERRORS; i++)
+			sp_warn("%s", errs.msg[i]);
+		sp_warn("configuration errors: not profiling this process (check with 'stepprof check')");
+		return;
+	}
+	if (!G.cfg.enabled)
+		return;
+	sp_ranks_detect(&G.ri, NULL);
+	if (!sp_rankset_has(&G.cfg.ranks, G.ri.rank))
+		return;
+	if (sp_cupti_load(G.cfg.cupti_library, why, sizeof why) < 0) {
+		sp_warn("cannot load CUPTI: %s; not profiling", why);
+		return;
+	}
+	CUptiResult r = sp_cupti.cuptiSubscribe(&G.sub, on_callback, NULL);
+	if (r != CUPTI_SUCCESS) {
+		const char *msg = "?";
+		sp_cupti.cuptiGetResultString(r, &msg);
+		sp_warn("CUPTI is already in use in this process (another profiler such as nsys, "
+			"compute-sanitizer or torch.profiler subscribed first: %s); stepprof collects nothing here",
+			msg);
+		return;
+	}
+	owner_pid = getpid();
+	G.buffer_bytes = G.cfg.cupti_buffer_bytes;
+	G.demangle = (char *(*)(const char *, char *, size_t *, int *))dlsym(RTLD_DEFAULT, "__cxa_demangle");
+	if (SP_CUPTI(cuptiActivityRegisterTimestampCallback(timestamp_cb)) != CUPTI_SUCCESS ||
+	    SP_CUPTI(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed)) != CUPTI_SUCCESS) {
+		sp_cupti.cuptiUnsubscribe(G.sub);
+		return;
+	}
+	sp_ring_configure(G.cfg.ring_events);
+	sp_writer_set_tick(writer_tick, NULL);
+	if (G.cfg.marker_kind == SP_MARK_AUTO && sp_autostep_init(&G.autodet, 1u << 16) < 0) {
+		sp_warn("no memory for automatic step detection; not profiling");
+		sp_cupti.cuptiUnsubscribe(G.sub);
+		return;
+	}
+	if (arm_markers() < 0) {
+		sp_cupti.cuptiUnsubscribe(G.sub);
+		return;
+	}
+	pthread_mutex_lock(&G.lock);
+	apply_callbacks();
+	pthread_mutex_unlock(&G.lock);
+	pthread_atfork(NULL, NULL, on_fork_child);
+	atexit(on_exit_process);
+	G.active = 1;
+	sp_info("profiling rank %d (%s), marker %s '%s' every %d", G.ri.rank, G.ri.source,
+		sp_marker_kind_name(G.cfg.marker_kind), G.cfg.marker_pattern, G.cfg.marker_every);
+}
+
+void sp_collector_library_call(int kind, const char *fn)
+{
+	if (!G.active || G.cfg.marker_kind != SP_MARK_NCCL || kind != SP_MARK_NCCL || G.done)
+		return;
+	if (glob_match(G.cfg.marker_pattern, fn))
+		marker_hit(sp_now_ns(), 0, 0);
+}
+
+int sp_collector_owns_cupti(void)
+{
+	if (!G.active || owner_pid != getpid())
+		return 0;
+	sp_warn_once("another profiler (e.g. torch.profiler) tried to subscribe to CUPTI, which stepprof holds in "
+		     "this process: its GPU activities will be missing; stepprof's trace is complete");
+	return 1;
+}

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/* test_autostep.c - automatic step detection on synthetic launch streams: after locking, the
+ * (anchor, every, count) it names must put every boundary exactly on an iteration start. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+#include "collector/autostep.h"
+
+/* An iteration: tokens with the CPU gap (ns) before each. The first token follows the loop's
+ * wrap, which has the longest gap. */
+struct iter {
+	uint32_t tok[4096];
+	uint64_t gap[4096];
+	uint32_t n;
+};
+
+static void add(struct iter *it, uint32_t tok, uint64_t gap)
+{
+	it->tok[it->n] = tok;
+	it->gap[it->n++] = gap;
+}
+
+/* Feeds `setup` random tokens, then iterations until the detector locks (at most max_iters),
+ * then 20 more iterations counting boundaries as the collector does. Returns the number of
+ * boundaries that were NOT at an iteration start (0 = perfect), or -1 if it never locked. */
+static int run(const struct iter *it, int setup, int max_iters, uint32_t *period)
+{
+	struct sp_autostep a;
+	uint64_t t = 1000;
+	int locked_at = -1, bad = 0, boundaries = 0;
+	assert_int_equal(sp_autostep_init(&a, 1u << 16), 0);
+	srand(7);
+	for (int i = 0; i < setup; i++)
+		sp_autostep_feed(&a, 5000 + (uint32_t)(rand() % 50), t += 3000);
+	for (int k = 0; k < max_iters && locked_at < 0; k++)
+		for (uint32_t i = 0; i < it->n; i++)
+			if (sp_autostep_feed(&a, it->tok[i], t += it->gap[i])) {
+				locked_at = k;
+				/* the rest of this iteration still counts toward the anchor */
+				uint64_t count = a.count;
+				for (uint32_t j = i + 1; j < it->n; j++)
+					if (it->tok[j] == a.anchor && count++ % a.every == 0)
+						bad++, boundaries++;
+				for (int m = 0; m < 20; m++)
+					for (uint32_t j = 0; j < it->n; j++)
+						if (it->tok[j] == a.anchor && count++ % a.every == 0) {
+							boundaries++;
+							bad += j != 0;
+						}
+				break;
+			}
+	*period = a.period;
+	sp_autostep_free(&a);
+	if (locked_at < 0)
+		return -1;
+	if (!bad)
+		assert_int_equal(boundaries, 20); /* one per iteration, none lost */
+	return bad;
+}
+
+static void transformer_like(void **state)
+{
+	static struct iter it;
+	uint32_t period;
+	it.n = 0;
+	add(&it, 1, 400000);                      /* embedding, after the loop wrap */
+	for (int l = 0; l < 12; l++) {            /* 12 identical layers: a sub-period */
+		add(&it, 10, 4000); add(&it, 11, 4000); add(&it, 12, 4000); add(&it, 13, 4000);
+	}
+	add(&it, 2, 4000);                        /* loss */
+	for (int l = 0; l < 12; l++) {            /* backward */
+		add(&it, 20, 4000); add(&it, 21, 4000); add(&it, 22, 4000);
+	}
+	add(&it, 30, 4000); add(&it, 31, 4000);   /* optimizer */
+	add(&it, 40, 9000);                       /* sync */
+	assert_int_equal(run(&it, 300, 30, &period), 0);
+	assert_int_equal(period, it.n);
+}
+
+static void tiny_kernels_with_sync(void **state)
+{
+	static struct iter it;
+	uint32_t period;
+	it.n = 0;
+	for (int i = 0; i < 2000; i++)
+		add(&it, 7, i == 0 ? 300000 : 5000); /* one kernel 2000 times, long gap at the wrap */
+	add(&it, 8, 5000);                         /* cuCtxSynchronize */
+	assert_int_equal(run(&it, 50, 20, &period), 0);
+	assert_int_equal(period, 2001);
+}
+
+static void anchor_inside_iteration(void **state)
+{
+	/* the longest gap is in the middle (a data-loader wait before token 3): the boundary goes there */
+	static struct iter it;
+	uint32_t period;
+	it.n = 0;
+	add(&it, 1, 5000); add(&it, 2, 5000); add(&it, 3, 900000); add(&it, 4, 5000); add(&it, 1, 5000);
+	struct sp_autostep a;
+	uint64_t t = 0;
+	assert_int_equal(sp_autostep_init(&a, 4096), 0);
+	int locked = 0;
+	for (int k = 0; k < 400 && !locked; k++)
+		for (uint32_t i = 0; i < it.n && !locked; i++)
+			locked = sp_autostep_feed(&a, it.tok[i], t += it.gap[i]);
+	assert_true(locked);
+	assert_int_equal(a.period, 5);
+	assert_int_equal(a.anchor, 3);
+	assert_int_equal(a.every, 1);
+	sp_autostep_free(&a);
+	(void)period;
+}
+
+static void aperiodic_never_locks(void **state)
+{
+	struct sp_autostep a;
+	uint64_t t = 0;
+	assert_int_equal(sp_autostep_init(&a, 4096), 0);
+	srand(3);
+	for (int i = 0; i < 100000; i++)
+		assert_int_equal(sp_autostep_feed(&a, (uint32_t)(rand() % 40), t += 1000 + rand() % 5000), 0);
+	assert_false(a.locked);
+	sp_autostep_free(&a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(transformer_like),
+		cmocka_unit_test(tiny_kernels_with_sync),
+		cmocka_unit_test(anchor_inside_iteration),
+		cmocka_unit_test(aperiodic_never_locks),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
