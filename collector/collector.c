@@ -82,7 +82,10 @@ static struct {
 } G = { .lock = PTHREAD_MUTEX_INITIALIZER, .step = -1 };
 
 static __thread struct {
-	int rt_depth;                 /* runtime API calls in progress on this thread */
+	int in_rt;                    /* a runtime API call is in progress (they never nest) */
+	int in_rt_launch;             /* ... and it is a kernel launch (its nested driver launch is not counted again) */
+	uint64_t rt_t0;               /* its start */
+	uint32_t rt_corr;             /* its correlation id */
 	int mk_depth;                 /* marker API calls in progress on this thread */
 	int named;                    /* SP_EV_THREAD pushed */
 	const void *np[NAME_CACHE];   /* name pointer cache */
@@ -182,8 +185,18 @@ static uint32_t api_name(CUpti_CallbackDomain dom, CUpti_CallbackId cbid)
 
 static int is_launch(CUpti_CallbackDomain dom, CUpti_CallbackId cbid)
 {
-	if (dom != CUPTI_CB_DOMAIN_DRIVER_API)
+	if (dom == CUPTI_CB_DOMAIN_RUNTIME_API) {
+		switch (cbid) {
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
+			return 1;
+		}
 		return 0;
+	}
 	switch (cbid) {
 	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
 	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
@@ -423,7 +436,7 @@ static void begin_step(uint64_t t, uint32_t corr)
 		}
 	}
 	set_collecting(G.action);
-	if (!G.done && sp_schedule_done(&G.cfg.schedule, G.step)) {
+	if (!G.done && G.action == SP_ACT_NONE && sp_schedule_done(&G.cfg.schedule, G.step)) {
 		G.done = 1;
 		apply_callbacks();
 	}
@@ -506,9 +519,18 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 	int api_mk = cbid < 1024 && G.api_marker[d][cbid] &&
 		     (G.cfg.marker_kind == SP_MARK_API || G.cfg.marker_kind == SP_MARK_PROFILER_RANGE);
 	uint64_t t = sp_now_ns();
+	/* a kernel launch counts once: at the runtime call, or at a driver call made outside one */
+	int launch = is_launch(dom, cbid) && (!d || !T.in_rt_launch);
 	if (cd->callbackSite == CUPTI_API_ENTER) {
-		if (!d)
-			T.rt_depth++;
+		if (!d) {
+			T.in_rt = 1;
+			T.in_rt_launch = launch;
+			T.rt_t0 = t;
+			T.rt_corr = cd->correlationId;
+		}
+		/* a marker inside a runtime call begins its step where that call began */
+		uint64_t mt = d && T.in_rt ? T.rt_t0 : t;
+		uint32_t mc = d && T.in_rt ? T.rt_corr : cd->correlationId;
 		if (atomic_load_explicit(&G.split_pending, memory_order_relaxed) && atomic_exchange(&G.split_pending, 0)) {
 			pthread_mutex_lock(&G.lock);
 			if (G.split_lo && *G.split_lo == CORR_PENDING)
@@ -522,17 +544,17 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 		 * an API marker counts only the outermost matching call on its thread. */
 		if (!G.done) {
 			if (G.cfg.marker_kind == SP_MARK_KERNEL) {
-				if (is_launch(dom, cbid) && name_matches(name_id(cd->symbolName)))
-					marker_hit(t, cd->correlationId, 0);
+				if (launch && name_matches(name_id(cd->symbolName)))
+					marker_hit(mt, mc, 0);
 			} else if (G.cfg.marker_kind == SP_MARK_AUTO) {
-				if (is_launch(dom, cbid))
-					auto_token(name_id(cd->symbolName), t, cd->correlationId);
-				else if (d && cbid < 1024)
-					auto_token(api_name(dom, cbid), t, cd->correlationId);
+				if (launch)
+					auto_token(name_id(cd->symbolName), mt, mc);
+				else if (d && !is_launch(dom, cbid) && cbid < 1024)
+					auto_token(api_name(dom, cbid), mt, mc);
 			} else if (api_mk && T.mk_depth++ == 0) {
 				const char *n = sp_intern_lookup(api_name(dom, cbid));
 				if (G.cfg.marker_kind == SP_MARK_API || strstr(n, "Start"))
-					marker_hit(t, cd->correlationId, 0);
+					marker_hit(mt, mc, 0);
 			}
 		}
 		if (cd->correlationData)
@@ -541,14 +563,14 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 	}
 	/* API exit */
 	if (!d)
-		T.rt_depth--;
+		T.in_rt = T.in_rt_launch = 0;
 	if (api_mk && T.mk_depth > 0 && --T.mk_depth == 0 && G.cfg.marker_kind == SP_MARK_PROFILER_RANGE &&
 	    strstr(sp_intern_lookup(api_name(dom, cbid)), "Stop"))
 		marker_hit(t, cd->correlationId, 1);
 	struct window *w = __atomic_load_n(&G.open, __ATOMIC_ACQUIRE);
-	if (!w || (d && T.rt_depth > 0) || (d ? !G.cfg.driver_api : !G.cfg.runtime_api))
+	if (!w || (d && T.in_rt) || (d ? !G.cfg.driver_api : !G.cfg.runtime_api))
 		return; /* warmup, nested in a runtime call, or not wanted */
-	if (is_launch(dom, cbid))
+	if (launch)
 		atomic_fetch_add_explicit(&w->launched, 1, memory_order_relaxed);
 	struct sp_event ev = { .kind = SP_EV_API, .sub = d ? SP_API_DRIVER : SP_API_RUNTIME,
 			       .device = SP_NO_DEVICE, .tid = tid(), .end = t, .corr = cd->correlationId,
