@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""bench.py - stepprof's overhead benchmark (run by bench/run.sh on the GPU machine).
+
+Workloads: add (2000 tiny add_ kernels per step, launch-bound) and mlp (tests/gpu/mlp_train.py's
+step). Configurations, each a separate process:
+  baseline     no profiler
+  sp-outside   stepprof loaded, schedule that never records (skip_first huge)
+  sp-window    stepprof recording every measured step (skip_first S, warmup 1, active A)
+  torch        torch.profiler (CPU+CUDA), same schedule, Chrome JSON exported at the window's end
+  cupti-floor  bench/cupti_floor.c injected: CONCURRENT_KERNEL records only, dropped
+Every step ends with torch.cuda.synchronize(); steps are timed boundary to boundary (so a
+profiler's work at a step boundary counts). Measured steps: S+3 .. S+A-2 (all inside the
+window, away from its edges); "near save" is the longest step among S+A-1 .. S+A+3, where the
+window (step S+A, RECORD_AND_SAVE) is written. Configurations run in rotated order in each
+round; ratios are medians over rounds of (config median / same round's baseline median).
+
+usage: bench.py run --build DIR --out DIR [--floor-lib SO] [--rounds 2] [--marker auto|KIND:PATTERN]
+       bench.py worker --workload add|mlp --steps N [--torch-profiler OUT.json --skip S --active A]"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "gpu"))
+
+CONFIGS = ["baseline", "sp-outside", "sp-window", "torch", "cupti-floor"]
+WORKLOADS = ["add", "mlp"]
+ADD_KERNELS = 2000
+
+
+# ---------------- worker: one process, one configuration ----------------
+def worker(a):
+    import torch
+    if a.workload == "add":
+        x = torch.zeros(1024, device="cuda")
+
+        def step():
+            for _ in range(ADD_KERNELS):
+                x.add_(1.0)
+    else:
+        import mlp_train
+        step = mlp_train.make_step()
+    prof = None
+    if a.torch_profiler:
+        import mlp_train
+        prof = torch.profiler.profile(
+            activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA],
+            schedule=torch.profiler.schedule(skip_first=a.skip, wait=0, warmup=1, active=a.active, repeat=1),
+            on_trace_ready=mlp_train.trace_exporter(a.torch_profiler))
+        prof.start()
+    t = [time.perf_counter()]
+    for _ in range(a.steps):
+        step()
+        torch.cuda.synchronize()
+        if prof:
+            prof.step()
+        t.append(time.perf_counter())
+    if prof:
+        prof.stop()
+    times = [(t[i + 1] - t[i]) * 1e3 for i in range(a.steps)]
+    print("BENCH " + json.dumps({"times_ms": times, "torch": torch.__version__,
+                                 "gpu": torch.cuda.get_device_name(0)}), flush=True)
+    return 0
+
+
+# ---------------- orchestrator ----------------
+def clean_env():
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("STEPPROF_") and k not in ("LD_PRELOAD", "CUDA_INJECTION64_PATH")}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def write_ini(path, out_dir, skip, active, marker):
+    kind, _, pattern = marker.partition(":")
+    with open(path, "w") as f:
+        f.write(f"[profile]\nenabled = true\noutput = {out_dir}\n"
+                f"[schedule]\nskip_first = {skip}\nwait = 0\nwarmup = 1\nactive = {active}\nrepeat = 1\n"
+                f"[marker]\nkind = {kind}\n" + (f"pattern = {pattern}\n" if pattern else ""))
+
+
+def check_ini(build, path):
+    r = subprocess.run([os.path.join(build, "stepprof"), "check", path], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"bench: stepprof check {path} rejected the configuration:\n{r.stdout}{r.stderr}")
+
+
+def trace_stats(build, trace_dir, run_dir):
+    """Size, kernels and recorded steps of the stepprof trace under trace_dir (None if none)."""
+    files = [os.path.join(d, f) for d, _, fs in os.walk(trace_dir) for f in fs if f.endswith(".sptrace")]
+    if not files:
+        return None
+    st = {"file": files[0], "bytes": sum(os.path.getsize(f) for f in files), "files": len(files)}
+    js = os.path.join(run_dir, "trace.json")
+    r = subprocess.run([os.path.join(build, "stepprof"), "convert", files[0], "-o", js, "--merge"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        st["error"] = f"stepprof convert failed: {(r.stdout + r.stderr).strip()[-400:]}"
+        return st
+    st.update(json_stats(js))
+    os.remove(js)  # large and re-creatable from the .sptrace
+    return st
+
+
+def json_stats(path):
+    """Kernels and recorded steps of a Chrome trace (stepprof's converted or torch's)."""
+    import traceutil as tu
+    try:
+        tr = tu.load(path)
+    except tu.TraceError as e:
+        return {"error": str(e)}
+    kernels = sum(1 for ops in tr.steps.values() for op in ops if op.cat == "kernel")
+    return {"kernels": kernels, "steps": sorted(tr.steps), "fallback": tr.n_fallback,
+            "json_bytes": os.path.getsize(path)}
+
+
+def run_one(a, workload, config, rnd):
+    """Runs one worker process; returns its record (times, stats, problems)."""
+    run_dir = os.path.join(a.out, "runs", f"{workload}-{config}-r{rnd}")
+    os.makedirs(run_dir, exist_ok=True)
+    env = clean_env()
+    cmd = [sys.executable, os.path.abspath(__file__), "worker", "--workload", workload, "--steps", str(a.total)]
+    trace_dir = os.path.join(run_dir, "trace")
+    if config.startswith("sp-"):
+        ini = os.path.join(run_dir, "stepprof.ini")
+        skip = a.skip if config == "sp-window" else 10**6
+        write_ini(ini, trace_dir, skip, a.active, a.marker)
+        check_ini(a.build, ini)
+        env.update(LD_PRELOAD=os.path.join(a.build, "libstepprof.so"), STEPPROF_CONFIG=ini)
+    elif config == "torch":
+        cmd += ["--torch-profiler", os.path.join(run_dir, "torch.json"), "--skip", str(a.skip),
+                "--active", str(a.active)]
+    elif config == "cupti-floor":
+        env["CUDA_INJECTION64_PATH"] = a.floor_lib
+    rec = {"workload": workload, "config": config, "round": rnd, "problems": []}
+    try:
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=a.timeout)
+        out, err, rc = r.stdout, r.stderr, r.returncode
+    except subprocess.TimeoutExpired as e:
+        out, err, rc = e.stdout or "", e.stderr or "", "timeout"
+        out, err = (x.decode() if isinstance(x, bytes) else x for x in (out, err))
+    for name, text in (("stdout.log", out), ("stderr.log", err)):
+        with open(os.path.join(run_dir, name), "w") as f:
+            f.write(text)
+    line = next((l for l in out.splitlines() if l.startswith("BENCH ")), None)
+    if rc != 0 or not line:
+        last = (err.strip().splitlines() or ["(no stderr)"])[-1]
+        rec["problems"].append(f"worker exited {rc}: {last[-300:]} (see {run_dir}/stderr.log)")
+        return rec
+    rec.update(json.loads(line[6:]))
+    t = rec["times_ms"]
+    rec["median_ms"] = statistics.median(t[a.skip + 3:a.skip + a.active - 1])
+    rec["near_save_ms"] = max(t[a.skip + a.active - 1:a.skip + a.active + 4])
+    if config.startswith("sp-"):
+        rec["stepprof_stderr"] = [l for l in err.splitlines() if l.startswith("stepprof:")][:10]
+        st = trace_stats(a.build, trace_dir, run_dir)
+        rec["trace"] = st
+        if config == "sp-window":
+            if not st or st.get("error") or not st.get("kernels"):
+                rec["problems"].append(f"window recorded nothing: {st}")
+            elif len(st["steps"]) < a.active - 2:
+                rec["problems"].append(f"window holds {len(st['steps'])} steps, expected {a.active}")
+        elif st and st.get("kernels"):
+            rec["problems"].append(f"outside-window run recorded {st['kernels']} kernels")
+    elif config == "torch":
+        js = os.path.join(run_dir, "torch.json")
+        rec["trace"] = json_stats(js) if os.path.exists(js) else {"error": "no torch.json exported"}
+        if os.path.exists(js) and not a.keep_traces:
+            os.remove(js)  # tens of MB; its size and counts are kept
+        if rec["trace"].get("error"):
+            rec["problems"].append(rec["trace"]["error"])
+    elif config == "cupti-floor" and "cupti_floor: CONCURRENT_KERNEL enabled" not in err:
+        rec["problems"].append("the CUPTI floor library did not load (no 'cupti_floor:' line)")
+    return rec
+
+
+def fmt(value, spec):
+    return "" if value is None else spec.format(value)
+
+
+def summarise(a, records):
+    """Markdown table and per-(workload, config) summary dicts."""
+    rows, summary = [], []
+    for wl in a.workloads:
+        base = {r["round"]: r["median_ms"] for r in records
+                if r["workload"] == wl and r["config"] == "baseline" and "median_ms" in r}
+        for cfg in a.configs:
+            recs = [r for r in records if r["workload"] == wl and r["config"] == cfg]
+            good = [r for r in recs if "median_ms" in r]
+            meds = [r["median_ms"] for r in good]
+            ratios = [r["median_ms"] / base[r["round"]] for r in good if r["round"] in base]
+            s = {"workload": wl, "config": cfg, "median_ms": meds,
+                 "ratio": statistics.median(ratios) if ratios else None,
+                 "near_save_ms": max((r["near_save_ms"] for r in good), default=None),
+                 "problems": [p for r in recs for p in r["problems"]]}
+            tr = next((r["trace"] for r in good if r.get("trace") and r["trace"].get("kernels")), None)
+            if tr:
+                size = tr.get("bytes", tr.get("json_bytes"))
+                s.update(kernels=tr["kernels"], trace_bytes=size, bytes_per_kernel=size / tr["kernels"],
+                         steps=f"{tr['steps'][0]}-{tr['steps'][-1]}" if tr["steps"] else "")
+            summary.append(s)
+            save = fmt(s["near_save_ms"], "{:.2f}") + (
+                f" ({s['near_save_ms'] / statistics.median(meds):.2f}x)" if meds and s["near_save_ms"] else "")
+            rows.append(f"| {wl} | {cfg} | {', '.join(f'{m:.2f}' for m in meds) or 'FAILED'} | "
+                        f"{fmt(s['ratio'], '{:.3f}x')} | {save} | {s.get('steps', '')} | "
+                        f"{fmt(s.get('kernels'), '{}')} | {fmt(s.get('bytes_per_kernel'), '{:.1f}')} | "
+                        f"{'; '.join(s['problems'])[:200]} |")
+    return rows, summary
+
+
+def orchestrate(a):
+    a.total = a.skip + 1 + a.active + 6
+    if a.active < 25:
+        sys.exit("bench: --active must be >= 25 (>= 21 measured steps inside the window)")
+    if "cupti-floor" in a.configs and not (a.floor_lib and os.path.exists(a.floor_lib)):
+        sys.exit(f"bench: --floor-lib {a.floor_lib!r} missing (bench/run.sh builds it)")
+    os.makedirs(a.out, exist_ok=True)
+    records = []
+    for rnd in range(a.rounds):
+        order = a.configs[rnd % len(a.configs):] + a.configs[:rnd % len(a.configs)]
+        for wl in a.workloads:
+            for cfg in order:
+                t0 = time.time()
+                rec = run_one(a, wl, cfg, rnd)
+                records.append(rec)
+                if cfg == "baseline" and "median_ms" not in rec:
+                    sys.exit(f"bench: the baseline run fails, stopping: {rec['problems']}")
+                med = f"{rec['median_ms']:.2f} ms" if "median_ms" in rec else "FAILED"
+                print(f"round {rnd} {wl:4s} {cfg:12s} {med:>12s}  ({time.time() - t0:.0f} s)"
+                      + (f"  problems: {rec['problems']}" if rec["problems"] else ""), flush=True)
+    rows, summary = summarise(a, records)
+    gpu = next((r.get("gpu") for r in records if r.get("gpu")), "?")
+    torch_v = next((r.get("torch") for r in records if r.get("torch")), "?")
+    md = [f"# stepprof benchmark ({time.strftime('%Y-%m-%d %H:%M')})", "",
+          f"GPU {gpu}, torch {torch_v}, host {platform.node()}; {a.rounds} rounds; marker {a.marker}; "
+          f"window skip_first={a.skip} warmup=1 active={a.active}; median of steps {a.skip + 3}..{a.skip + a.active - 2} "
+          f"per run; add = {ADD_KERNELS} add_ kernels per step, mlp = tests/gpu/mlp_train.py step.", "",
+          "| workload | config | ms/step per round | vs baseline | longest step near save, ms | steps recorded "
+          "| kernels recorded | bytes/kernel on disk | problems |",
+          "|---|---|---|---|---|---|---|---|---|", *rows, "",
+          "bytes/kernel: stepprof = .sptrace bytes / kernels recorded; torch = Chrome JSON bytes / kernels."]
+    text = "\n".join(md) + "\n"
+    print("\n" + text)
+    with open(os.path.join(a.out, "bench.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(a.out, "bench.json"), "w") as f:
+        json.dump({"settings": vars(a), "summary": summary,
+                   "runs": records}, f, indent=1)
+    failed = [s for s in summary if s["problems"] or s["ratio"] is None]
+    print(f"bench: {len(summary) - len(failed)} configurations ok, {len(failed)} with problems; "
+          f"raw data in {os.path.join(a.out, 'bench.json')}")
+    return 1 if failed else 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--build", required=True)
+    r.add_argument("--out", required=True)
+    r.add_argument("--floor-lib")
+    r.add_argument("--rounds", type=int, default=2)
+    r.add_argument("--marker", default="auto", help="auto, or KIND:PATTERN e.g. api:cudaDeviceSynchronize*")
+    r.add_argument("--skip", type=int, default=3)
+    r.add_argument("--active", type=int, default=30)
+    r.add_argument("--workloads", type=lambda s: s.split(","), default=WORKLOADS)
+    r.add_argument("--configs", type=lambda s: s.split(","), default=CONFIGS)
+    r.add_argument("--timeout", type=int, default=240, help="seconds per worker process")
+    r.add_argument("--keep-traces", action="store_true", help="keep torch.profiler's JSON exports")
+    w = sub.add_parser("worker")
+    w.add_argument("--workload", choices=WORKLOADS, required=True)
+    w.add_argument("--steps", type=int, required=True)
+    w.add_argument("--torch-profiler")
+    w.add_argument("--skip", type=int, default=3)
+    w.add_argument("--active", type=int, default=30)
+    a = p.parse_args()
+    if a.cmd == "worker":
+        return worker(a)
+    a.build = os.path.abspath(a.build)
+    a.out = os.path.abspath(a.out)
+    bad = [c for c in a.configs if c not in CONFIGS] + [w for w in a.workloads if w not in WORKLOADS]
+    if bad:
+        sys.exit(f"bench: unknown configuration or workload {bad}")
+    if "baseline" not in a.configs:
+        a.configs = ["baseline"] + a.configs
+    return orchestrate(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
