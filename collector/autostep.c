@@ -6,10 +6,11 @@
  * distances are the candidates. For each, measure how far back the stream stays periodic
  * (run length R); the true iteration period has the longest run (sub-periods such as identical
  * layers break at the optimizer; multiples of P have shorter runs). A candidate must hold for at
- * least 4 copies and show a wrap: one position whose CPU gap (median of three copies) is >= 4x
- * the period's median gap and >= 20 us (the loop's Python, data loading or a sync) - or, without
- * one, a run of >= 32768 tokens and 16 copies. Two tries in a row must agree. The boundary is put
- * before the token after the wrap, expressed as (anchor token, every N-th occurrence). */
+ * least 4 copies and show where it wraps: after its last host synchronisation if it has one,
+ * else at the one position whose CPU gap (median of three copies) is >= 4x the period's median
+ * gap and >= 20 us (the loop's Python or data loading) - or, without either, a run of >= 32768
+ * tokens and 16 copies proves it (boundary at the largest gap). Two tries in a row must agree.
+ * The boundary is expressed as (anchor token, every N-th occurrence). */
 #include <stdlib.h>
 #include <string.h>
 #include "autostep.h"
@@ -80,6 +81,20 @@ static int wrap_position(struct sp_autostep *a, uint32_t p, uint64_t *pos)
 	return best_gap >= MIN_WRAP_NS && best_gap >= GAP_RATIO * c[p / 2];
 }
 
+/* Where period p wraps if it holds a synchronisation: the first token after a run of them (the
+ * last run, scanning back), as a position in [n - p, n) in *pos. Returns 1 if there is one, else 0. */
+static int last_sync(const struct sp_autostep *a, uint32_t p, uint64_t *pos)
+{
+	for (uint64_t q = a->n; q-- > a->n - p;) {
+		uint64_t next = q + 1 == a->n ? q + 1 - p : q + 1; /* cyclic within the period */
+		if ((at(a, q) & SP_AUTOSTEP_SYNC) && !(at(a, next) & SP_AUTOSTEP_SYNC)) {
+			*pos = next;
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* One detection attempt. Returns the period, or 0 if none is proven yet. */
 static uint32_t find_period(struct sp_autostep *a)
 {
@@ -111,7 +126,8 @@ static uint32_t find_period(struct sp_autostep *a)
 			break;
 		uint64_t r = run_length(a, first, d), wrap;
 		if (r >= MIN_REPEATS * d && r > best_run && d <= MAX_PERIOD &&
-		    (wrap_position(a, (uint32_t)d, &wrap) || (r >= LONG_RUN && r >= 16 * d))) {
+		    (last_sync(a, (uint32_t)d, &wrap) || wrap_position(a, (uint32_t)d, &wrap) ||
+		     (r >= LONG_RUN && r >= 16 * d))) {
 			best_run = r;
 			best_d = d;
 		}
@@ -168,7 +184,8 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 	/* locked: the iteration starts at position b; count anchor occurrences per period and
 	 * since the most recent boundary instance. */
 	uint64_t b;
-	wrap_position(a, p, &b);
+	if (!last_sync(a, p, &b))
+		wrap_position(a, p, &b);
 	a->period = p;
 	a->anchor = at(a, b);
 	a->every = 0;

@@ -20,10 +20,14 @@ struct sp_autostep {
 	/* result, valid once locked */
 	int locked;
 	uint32_t period;        /* tokens per iteration */
-	uint32_t anchor;        /* token that begins an iteration */
+	uint32_t anchor;        /* token that begins an iteration (SP_AUTOSTEP_SYNC included) */
 	uint32_t every;         /* occurrences of anchor per iteration */
 	uint32_t count;         /* anchor occurrences since the last boundary, at lock time */
 };
+
+/* Set in a token that blocks the host until the GPU catches up (a synchronisation): iterations
+ * usually end with one, so the boundary goes after the period's last such token. */
+#define SP_AUTOSTEP_SYNC 0x80000000u
 
 /* Allocates a ring of cap tokens (rounded up to a power of two, >= 256). Returns 0 or -1
  * (no memory; a is then unusable). */

@@ -72,6 +72,7 @@ static struct {
 	uint32_t api_name[2][1024];   /* (domain, cbid) -> interned name, 0 = not yet */
 	uint8_t api_marker[2][1024];  /* (domain, cbid) is an api marker / profiler range call */
 	uint8_t cb_on[2][1024];       /* callbacks currently enabled */
+	uint8_t api_sync[1024];       /* driver cbid blocks the host (auto detection's iteration ends) */
 	int step_open;                /* a step is in progress (profiler ranges leave gaps) */
 	uint64_t range_starts, range_stops; /* profiler_range occurrences */
 	struct { uint32_t lo, hi; } closed[4]; /* corr ranges of windows already written (late records) */
@@ -477,7 +478,7 @@ static void auto_token(uint32_t tok, uint64_t t, uint32_t corr)
 		G.api_marker[0][0] = 1; /* anchor may be a kernel: keep launch callbacks */
 		for (int d = 0; d < 2; d++)
 			for (uint32_t cb = 1; cb < 1024; cb++)
-				if (G.api_name[d][cb] == a->anchor) {
+				if (G.api_name[d][cb] == (a->anchor & ~SP_AUTOSTEP_SYNC)) {
 					G.api_marker[d][cb] = 1;
 					G.api_marker[0][0] = 0; /* it is an API call: launches are not needed */
 				}
@@ -550,7 +551,7 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 				if (launch)
 					auto_token(name_id(cd->symbolName), mt, mc);
 				else if (d && !is_launch(dom, cbid) && cbid < 1024)
-					auto_token(api_name(dom, cbid), mt, mc);
+					auto_token(api_name(dom, cbid) | (G.api_sync[cbid] ? SP_AUTOSTEP_SYNC : 0), mt, mc);
 			} else if (api_mk && T.mk_depth++ == 0) {
 				const char *n = sp_intern_lookup(api_name(dom, cbid));
 				if (G.cfg.marker_kind == SP_MARK_API || strstr(n, "Start"))
@@ -823,6 +824,9 @@ static int arm_markers(void)
 				      !strcmp(nm, "cuProfilerStart") || !strcmp(nm, "cuProfilerStop");
 			G.api_marker[d][cb] = hit;
 			n += hit;
+			if (d == 1)
+				G.api_sync[cb] = glob_match("cu*Synchronize*", nm) ||
+						 (glob_match("cuMemcpyDtoH*", nm) && !strstr(nm, "Async"));
 		}
 	if (G.cfg.marker_kind == SP_MARK_API && !n) {
 		sp_warn("[marker] pattern '%s' names no CUDA runtime or driver API function; not profiling",

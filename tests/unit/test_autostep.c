@@ -87,9 +87,22 @@ static void tiny_kernels_with_sync(void **state)
 	it.n = 0;
 	for (int i = 0; i < 2000; i++)
 		add(&it, 7, i == 0 ? 300000 : 5000); /* one kernel 2000 times, long gap at the wrap */
-	add(&it, 8, 5000);                         /* cuCtxSynchronize */
+	add(&it, 8 | SP_AUTOSTEP_SYNC, 5000);      /* cuCtxSynchronize */
 	assert_int_equal(run(&it, 50, 20, &period), 0);
 	assert_int_equal(period, 2001);
+}
+
+static void sync_ends_iteration_without_gaps(void **state)
+{
+	/* the workload of tests/gpu: uniform 5 us gaps everywhere; two syncs end the iteration */
+	static struct iter it;
+	uint32_t period;
+	it.n = 0;
+	uint32_t toks[] = { 1, 2, 3, 4, 5, 6 | SP_AUTOSTEP_SYNC, 7 | SP_AUTOSTEP_SYNC };
+	for (unsigned i = 0; i < 7; i++)
+		add(&it, toks[i], 5000);
+	assert_int_equal(run(&it, 20, 40, &period), 0);
+	assert_int_equal(period, 7);
 }
 
 static void anchor_inside_iteration(void **state)
@@ -131,6 +144,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(transformer_like),
 		cmocka_unit_test(tiny_kernels_with_sync),
+		cmocka_unit_test(sync_ends_iteration_without_gaps),
 		cmocka_unit_test(anchor_inside_iteration),
 		cmocka_unit_test(aperiodic_never_locks),
 	};
