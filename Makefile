@@ -1,5 +1,5 @@
 # stepprof - build. `make` builds build/libstepprof.so and build/stepprof; `make test` runs the
-# host tests; `make dist` makes dist/stepprof/ (self-contained); `make deps` installs Debian packages.
+# host tests; `make demo` profiles the bundled CUDA workload (GPU); `make dist` makes dist/stepprof/ (self-contained); `make deps` installs Debian packages.
 # Options: DEBUG=1 (-O0 -g3 -Werror), SAN=address,undefined, CUDA_HOME=/usr/local/cuda, V=1.
 
 CUDA_HOME ?= /usr/local/cuda
@@ -98,6 +98,9 @@ test: check-cmocka all $(TEST_BINS) $(HELPER_BINS)
 test-gpu: all
 	tests/gpu/run.sh $(O)
 
+demo: all
+	scripts/demo.sh $(O)
+
 bench: all
 	bench/run.sh $(O)
 
@@ -113,5 +116,5 @@ format:
 clean:
 	rm -rf $(O) dist
 
-.PHONY: all test test-gpu bench dist deps clean format check-cmocka
+.PHONY: all test test-gpu bench demo dist deps clean format check-cmocka
 -include $(shell find $(O) -name '*.d' 2>/dev/null)
