@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/* export.h - the exporter interface of `stepprof convert`: each output format is a table of
+ * callbacks in its own file (cli/export_<format>.c), driven window by window from the
+ * streaming grouper (windows.h). Also the buffered output stream they write to (plain or gzip,
+ * chosen by the ".gz" suffix, written beside the target and renamed into place at close). */
+#ifndef SP_EXPORT_H
+#define SP_EXPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "windows.h"
+
+struct sp_out;
+
+/* What an exporter works with; one per output file. */
+struct sp_export {
+	const struct sp_export_ops *ops;
+	struct sp_out *out;             /* the file being written */
+	struct sp_trace_reader *r;      /* strings of the trace */
+	const struct sp_trace_header *hdr;
+	const struct sp_windows *g;     /* thread names, devices */
+	const char *source;             /* path of the trace, for the output's metadata */
+	int wall;                       /* times on the wall clock (several windows or ranks line up) */
+	uint64_t events;                /* events written so far (exporters count) */
+	void *priv;                     /* the exporter's state, from begin to end */
+};
+
+struct sp_export_ops {
+	const char *name;               /* format name (--format) */
+	const char *suffix;             /* file suffix, e.g. ".json" */
+	/* Starts a file. Returns 0 or -1 (message on stderr). */
+	int (*begin)(struct sp_export *x);
+	/* Writes one window. Returns 0 or -1 (message on stderr). */
+	int (*window)(struct sp_export *x, const struct sp_window *w);
+	/* Finishes the file and frees priv; called once after a successful begin, even after an
+	 * error. Returns 0 or -1. */
+	int (*end)(struct sp_export *x);
+};
+
+extern const struct sp_export_ops sp_export_chrome;
+
+/* The exporter called name, or NULL. */
+const struct sp_export_ops *sp_export_find(const char *name);
+
+/* Opens path for writing (gzip if it ends in ".gz"; "-" is stdout, plain). Data goes to
+ * path + ".tmp" until sp_out_close renames it. Returns NULL with a message in err on failure. */
+struct sp_out *sp_out_open(const char *path, char *err, size_t errlen);
+/* Buffered writes. Errors are remembered and reported by sp_out_close. Can't fail otherwise. */
+void sp_out_write(struct sp_out *o, const void *p, size_t n);
+void sp_out_puts(struct sp_out *o, const char *s);
+void sp_out_printf(struct sp_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* s as a JSON string (quotes included): escapes '"', '\\' and control characters, and writes
+ * bytes that are not valid UTF-8 as U+FFFD so the output always parses. NULL writes "". */
+void sp_out_json_str(struct sp_out *o, const char *s);
+/* ns as microseconds with 3 decimals (e.g. -1.500, 12.034). */
+void sp_out_us(struct sp_out *o, int64_t ns);
+/* Flushes, closes and renames into place (or removes the temporary file if anything failed or
+ * keep is 0). Returns 0, or -1 with a message on stderr. Frees o in every case. */
+int sp_out_close(struct sp_out *o, int keep);
+
+#endif

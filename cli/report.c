@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+/* report.c - aggregates GPU work of the selected windows while streaming the trace, then
+ * prints the tables of report.h. Kernel rows live in a table indexed by name id (ids are small
+ * and dense: the collector interns names from 1 up), so a window is folded in as it is read. */
+#include <stdlib.h>
+#include <string.h>
+#include "report.h"
+#include "windows.h"
+
+#define MEM_ROWS 12 /* CUPTI memcpy kinds 0..10, then memset */
+#define MEMSET_ROW 11
+
+struct kstat {
+	uint64_t calls, total, min, max; /* ns */
+};
+
+struct mstat {
+	uint64_t calls, bytes, total;
+};
+
+struct wsum {                   /* one summary line */
+	struct sp_window w;     /* ev/n not used */
+	uint64_t steps, kernels, busy; /* busy: ns of [t0, t1] with GPU work running */
+};
+
+struct report {
+	struct sp_trace_reader *r;
+	struct kstat *k;        /* indexed by name id */
+	size_t kcap;
+	struct mstat m[MEM_ROWS];
+	uint64_t dropped[SP_DROP__COUNT];
+	struct wsum *w;
+	size_t nw;
+	struct { uint64_t s, e; } *iv; /* scratch: GPU intervals of one window */
+	size_t ivcap;
+};
+
+struct sort_ctx {
+	const struct report *rep;
+	int key;
+};
+
+static int cmp_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? -1 : a > b;
+}
+
+static int cmp_iv(const void *a, const void *b)
+{
+	return cmp_u64(*(const uint64_t *)a, *(const uint64_t *)b);
+}
+
+static int cmp_rows(const void *pa, const void *pb, void *arg)
+{
+	const struct sort_ctx *c = arg;
+	uint32_t ia = *(const uint32_t *)pa, ib = *(const uint32_t *)pb;
+	const struct kstat *a = &c->rep->k[ia], *b = &c->rep->k[ib];
+	int d = 0;
+
+	switch (c->key) {
+	case SP_SORT_TOTAL: d = cmp_u64(b->total, a->total); break;
+	case SP_SORT_AVG: d = cmp_u64(b->total / b->calls, a->total / a->calls); break;
+	case SP_SORT_CALLS: d = cmp_u64(b->calls, a->calls); break;
+	case SP_SORT_MAX: d = cmp_u64(b->max, a->max); break;
+	case SP_SORT_MIN: d = cmp_u64(b->min, a->min); break;
+	}
+	return d ? d : strcmp(sp_trace_string(c->rep->r, ia), sp_trace_string(c->rep->r, ib));
+}
+
+/* ns in a human unit with 3 decimals: "850ns", "12.345us", "1.234ms", "2.500s". */
+static const char *fmt_time(char *buf, size_t n, uint64_t ns)
+{
+	if (ns < 1000)
+		snprintf(buf, n, "%lluns", (unsigned long long)ns);
+	else if (ns < 1000000)
+		snprintf(buf, n, "%.3fus", ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, n, "%.3fms", ns / 1e6);
+	else
+		snprintf(buf, n, "%.3fs", ns / 1e9);
+	return buf;
+}
+
+/* Writes name in a column of width: control characters as '?', cut with "..." if longer. */
+static void print_name(FILE *out, const char *name, int width)
+{
+	int len = (int)strlen(name), cut = len > width, keep = cut ? width - 3 : len;
+
+	for (int i = 0; i < keep; i++)
+		fputc((unsigned char)name[i] < 0x20 ? '?' : name[i], out);
+	fprintf(out, "%s%*s", cut ? "..." : "", width - keep - (cut ? 3 : 0), "");
+}
+
+static const char *fmt_bytes(char *buf, size_t n, uint64_t b)
+{
+	if (b < 1024)
+		snprintf(buf, n, "%lluB", (unsigned long long)b);
+	else if (b < 1024 * 1024)
+		snprintf(buf, n, "%.2fKiB", b / 1024.0);
+	else if (b < 1024ull * 1024 * 1024)
+		snprintf(buf, n, "%.2fMiB", b / 1048576.0);
+	else
+		snprintf(buf, n, "%.2fGiB", b / 1073741824.0);
+	return buf;
+}
+
+/* Folds window w into the report. Exits if memory runs out; otherwise can't fail. */
+static void add_window(struct report *rep, const struct sp_window *w)
+{
+	struct wsum *s;
+	size_t niv = 0;
+	uint64_t upto = w->t0;
+
+	rep->w = sp_xrealloc(rep->w, (rep->nw + 1) * sizeof(*rep->w));
+	s = &rep->w[rep->nw++];
+	memset(s, 0, sizeof(*s));
+	s->w = *w;
+	for (unsigned i = 0; i < SP_DROP__COUNT; i++)
+		rep->dropped[i] += w->dropped[i];
+
+	for (size_t i = 0; i < w->n; i++) {
+		const struct sp_event *e = &w->ev[i];
+		uint64_t d = e->end > e->start ? e->end - e->start : 0;
+		s->steps += e->kind == SP_EV_STEP;
+		if (!sp_ev_is_gpu(e))
+			continue;
+		if (e->kind == SP_EV_KERNEL) {
+			struct kstat *k;
+			if (e->name >= rep->kcap) {
+				size_t cap = rep->kcap ? rep->kcap : 256;
+				while (cap <= e->name)
+					cap *= 2;
+				rep->k = sp_xrealloc(rep->k, cap * sizeof(*rep->k));
+				memset(rep->k + rep->kcap, 0, (cap - rep->kcap) * sizeof(*rep->k));
+				rep->kcap = cap;
+			}
+			k = &rep->k[e->name];
+			if (!k->calls || d < k->min)
+				k->min = d;
+			if (d > k->max)
+				k->max = d;
+			k->calls++;
+			k->total += d;
+			s->kernels++;
+		} else {
+			struct mstat *m = &rep->m[e->kind == SP_EV_MEMSET ? MEMSET_ROW : e->sub < MEMSET_ROW ? e->sub : 0];
+			m->calls++;
+			m->bytes += e->u.copy.bytes;
+			m->total += d;
+		}
+		if (niv == rep->ivcap) {
+			rep->ivcap = rep->ivcap ? rep->ivcap * 2 : 1024;
+			rep->iv = sp_xrealloc(rep->iv, rep->ivcap * sizeof(*rep->iv));
+		}
+		rep->iv[niv].s = e->start < w->t0 ? w->t0 : e->start;
+		rep->iv[niv].e = e->end > w->t1 ? w->t1 : e->end;
+		niv += rep->iv[niv].e > rep->iv[niv].s;
+	}
+	if (niv)
+		qsort(rep->iv, niv, sizeof(*rep->iv), cmp_iv); /* by start: s is the first member */
+	for (size_t i = 0; i < niv; i++) {
+		uint64_t from = rep->iv[i].s > upto ? rep->iv[i].s : upto;
+		if (rep->iv[i].e > from) {
+			s->busy += rep->iv[i].e - from;
+			upto = rep->iv[i].e;
+		}
+	}
+}
+
+static void print_kernels(const struct report *rep, const struct sp_report_opts *o, FILE *out)
+{
+	uint32_t *rows = NULL;
+	size_t n = 0, shown;
+	uint64_t total = 0, calls = 0, rest = 0;
+	int width = SP_REPORT_NAME_WIDTH;
+	char t[4][32];
+
+	for (size_t id = 0; id < rep->kcap; id++)
+		if (rep->k[id].calls) {
+			rows = sp_xrealloc(rows, (n + 1) * sizeof(*rows));
+			rows[n++] = (uint32_t)id;
+			total += rep->k[id].total;
+			calls += rep->k[id].calls;
+		}
+	if (!n) {
+		fprintf(out, "No GPU kernels recorded.\n");
+		return;
+	}
+	qsort_r(rows, n, sizeof(*rows), cmp_rows, &(struct sort_ctx){ rep, o->sort });
+	shown = o->top > 0 && (size_t)o->top < n ? (size_t)o->top : n;
+	if (o->wide)
+		for (size_t i = 0; i < shown; i++) {
+			int len = (int)strlen(sp_trace_string(rep->r, rows[i]));
+			width = len > width ? len : width;
+		}
+
+	fprintf(out, "%-*s %8s %12s %12s %12s %12s %7s\n", width, "Name", "Calls", "Total", "Avg", "Min", "Max",
+		"% GPU");
+	for (int i = 0; i < width; i++)
+		fputc('-', out);
+	fprintf(out, " -------- ------------ ------------ ------------ ------------ -------\n");
+	for (size_t i = 0; i < n; i++) {
+		const struct kstat *k = &rep->k[rows[i]];
+		const char *name = sp_trace_string(rep->r, rows[i]);
+		if (i >= shown) {
+			rest += k->total;
+			continue;
+		}
+		print_name(out, name, width);
+		fprintf(out, " %8llu %12s %12s %12s %12s %6.1f%%\n", (unsigned long long)k->calls,
+			fmt_time(t[0], 32, k->total), fmt_time(t[1], 32, (k->total + k->calls / 2) / k->calls),
+			fmt_time(t[2], 32, k->min), fmt_time(t[3], 32, k->max), total ? 100.0 * k->total / total : 0);
+	}
+	if (shown < n)
+		fprintf(out, "... %zu more kernel name%s: %s, %.1f%% of GPU time (--top 0 shows all)\n", n - shown,
+			n - shown == 1 ? "" : "s", fmt_time(t[0], 32, rest), total ? 100.0 * rest / total : 0);
+	fprintf(out, "%-*s %8llu %12s %12s %12s %12s %6.1f%%\n", width, "Total", (unsigned long long)calls,
+		fmt_time(t[0], 32, total), "", "", "", 100.0);
+	fprintf(out, "%zu kernel names, %llu kernels, %s of kernel time\n", n, (unsigned long long)calls,
+		fmt_time(t[0], 32, total));
+	free(rows);
+}
+
+static void print_windows(const struct report *rep, FILE *out)
+{
+	char t[32];
+
+	for (size_t i = 0; i < rep->nw; i++) {
+		const struct wsum *s = &rep->w[i];
+		uint64_t dur = s->w.t1 > s->w.t0 ? s->w.t1 - s->w.t0 : 0;
+		fprintf(out, "Window %u: steps %lld-%lld (%llu step%s), %s, %llu kernels, GPU busy %.1f%%", s->w.id,
+			(long long)s->w.first_step, (long long)s->w.last_step, (unsigned long long)s->steps,
+			s->steps == 1 ? "" : "s", fmt_time(t, sizeof(t), dur), (unsigned long long)s->kernels,
+			dur ? 100.0 * s->busy / dur : 0);
+		if (s->w.capped)
+			fprintf(out, ", capped");
+		if (s->w.dropped_total)
+			fprintf(out, ", %llu dropped", (unsigned long long)s->w.dropped_total);
+		fprintf(out, "%s\n", s->w.complete ? "" : " (incomplete)");
+	}
+}
+
+static void print_memory(const struct report *rep, FILE *out)
+{
+	static const char *const kind[MEM_ROWS] = { "Memcpy Unknown", "Memcpy HtoD", "Memcpy DtoH", "Memcpy HtoA",
+						    "Memcpy AtoH", "Memcpy AtoA", "Memcpy AtoD", "Memcpy DtoA",
+						    "Memcpy DtoD", "Memcpy HtoH", "Memcpy PtoP", "Memset" };
+	char b[32], t[32];
+	int header = 0;
+
+	for (int i = 0; i < MEM_ROWS; i++) {
+		const struct mstat *m = &rep->m[i];
+		if (!m->calls)
+			continue;
+		if (!header++)
+			fprintf(out, "\n%-16s %8s %12s %12s %12s\n", "Memory op", "Calls", "Bytes", "Total", "GB/s");
+		fprintf(out, "%-16s %8llu %12s %12s %12.3f\n", kind[i], (unsigned long long)m->calls,
+			fmt_bytes(b, sizeof(b), m->bytes), fmt_time(t, sizeof(t), m->total),
+			m->total ? (double)m->bytes / m->total : 0.0);
+	}
+}
+
+int sp_report_sort_parse(const char *s)
+{
+	static const char *const keys[] = { [SP_SORT_TOTAL] = "total", [SP_SORT_AVG] = "avg",
+					    [SP_SORT_CALLS] = "calls", [SP_SORT_MAX] = "max",
+					    [SP_SORT_MIN] = "min", [SP_SORT_NAME] = "name" };
+	for (int i = 0; i < (int)(sizeof(keys) / sizeof(keys[0])); i++)
+		if (!strcmp(s, keys[i]))
+			return i;
+	return -1;
+}
+
+int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
+{
+	struct report rep = { 0 };
+	const struct sp_trace_header *h;
+	const struct sp_window *w;
+	struct sp_windows *g;
+	char err[256];
+	int rc, seen = 0, ret = 0;
+
+	rep.r = sp_trace_open(path, err, sizeof(err));
+	if (!rep.r) {
+		fprintf(stderr, "stepprof report: %s\n", err);
+		return 1;
+	}
+	h = sp_trace_header(rep.r);
+	g = sp_windows_open(rep.r);
+	while ((rc = sp_windows_next(g, &w)) == 1) {
+		seen++;
+		if (o->window < 0 || w->id == o->window)
+			add_window(&rep, w);
+	}
+	if (rc < 0) {
+		fprintf(stderr, "stepprof report: %s: %s\n", path, sp_trace_error(rep.r));
+		ret = 1;
+	} else if (!rep.nw) {
+		if (o->window >= 0)
+			fprintf(stderr, "stepprof report: %s has no window %lld (it has %d)\n", path, o->window, seen);
+		else
+			fprintf(stderr, "stepprof report: %s holds no recorded window\n", path);
+		ret = 1;
+	}
+	if (rep.nw) {
+		fprintf(out, "Trace %s: host %s, ", path, h->meta.host);
+		if (h->meta.rank >= 0)
+			fprintf(out, "rank %d of %d, ", h->meta.rank, h->meta.world_size);
+		fprintf(out, "pid %d\n", h->meta.pid);
+		if (o->window >= 0)
+			fprintf(out, "Window %lld of %d windows\n\n", o->window, seen);
+		else
+			fprintf(out, "All %zu window%s aggregated\n\n", rep.nw, rep.nw == 1 ? "" : "s");
+		print_kernels(&rep, o, out);
+		fprintf(out, "\nDropped records: %llu (cupti: %llu, ring_full: %llu, window_cap: %llu, late: %llu)\n",
+			(unsigned long long)(rep.dropped[SP_DROP_CUPTI] + rep.dropped[SP_DROP_RING] +
+					     rep.dropped[SP_DROP_CAP] + rep.dropped[SP_DROP_LATE]),
+			(unsigned long long)rep.dropped[SP_DROP_CUPTI], (unsigned long long)rep.dropped[SP_DROP_RING],
+			(unsigned long long)rep.dropped[SP_DROP_CAP], (unsigned long long)rep.dropped[SP_DROP_LATE]);
+		print_windows(&rep, out);
+		if (sp_windows_outside(g))
+			fprintf(out, "Records outside any window (skipped): %llu\n",
+				(unsigned long long)sp_windows_outside(g));
+		if (sp_trace_truncated(rep.r))
+			fprintf(out, "Note: the trace was cut short; what followed the cut is lost.\n");
+		print_memory(&rep, out);
+	}
+	free(rep.k);
+	free(rep.w);
+	free(rep.iv);
+	sp_windows_close(g);
+	sp_trace_close_reader(rep.r);
+	return ret;
+}

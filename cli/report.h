@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* report.h - the text report of `stepprof report`: a key_averages-style table of GPU kernels,
+ * the dropped-record line, one summary line per window, and the memcpy/memset table. Reads the
+ * trace once through windows.h; memory is one window plus one row per kernel name. */
+#ifndef SP_REPORT_H
+#define SP_REPORT_H
+
+#include <stdio.h>
+
+enum sp_report_sort { SP_SORT_TOTAL, SP_SORT_AVG, SP_SORT_CALLS, SP_SORT_MAX, SP_SORT_MIN, SP_SORT_NAME };
+
+#define SP_REPORT_NAME_WIDTH 50  /* kernel name column, unless wide */
+#define SP_REPORT_TOP 30         /* rows shown by default */
+
+struct sp_report_opts {
+	int sort;               /* enum sp_report_sort; names ascending, the others descending */
+	int top;                /* kernel rows shown, 0 = all */
+	long long window;       /* only this window id, -1 = all windows aggregated */
+	int wide;               /* full kernel names instead of truncating to SP_REPORT_NAME_WIDTH */
+};
+
+/* The sort key called s ("total", "avg", "calls", "max", "min", "name"), or -1. */
+int sp_report_sort_parse(const char *s);
+/* Reads the trace at path and writes the report to out. Returns 0; 1 if the file is unreadable,
+ * corrupt, or has no (such) window (message on stderr; what was read may be printed already). */
+int sp_report(const char *path, const struct sp_report_opts *o, FILE *out);
+
+#endif

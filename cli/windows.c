@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: MIT */
+/* windows.c - groups a trace's events into recorded windows while streaming (see windows.h).
+ * An event belongs to window W if its start lies in [W.t0, W.t1], or, for GPU work, if its
+ * correlation id is that of an API call of W. File order is only mostly time order, so W is
+ * held until the next BEGIN (or the end of the file) and settled then: events read around W's
+ * edges move to the next window or count as outside. Memory: one window plus what lies between. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "windows.h"
+
+struct sp_windows {
+	struct sp_trace_reader *r;      /* the file (not owned) */
+	struct sp_window cur;           /* the window being filled; before the first BEGIN, a holding area */
+	int have_cur;                   /* cur is a real window (a BEGIN was read) */
+	size_t cur_cap;                 /* capacity of cur.ev */
+	struct sp_window out;           /* the window last handed out */
+	size_t out_cap;
+	struct sp_idset corr;           /* API correlation ids of the window being settled */
+	struct sp_idset prev_corr;      /* ... of the window last handed out: late GPU records */
+	struct { uint32_t tid, name; } *threads; /* SP_EV_THREAD records, latest name wins */
+	size_t nthreads;
+	struct sp_event dev[SP_WIN_MAX_DEVICES]; /* SP_EV_DEVICE records; kind 0 = none */
+	uint64_t anchor_mono, anchor_real;       /* latest clock anchor */
+	uint64_t outside;               /* records of no window */
+	int done;                       /* the reader returned its last value, kept in rc */
+	int rc;
+};
+
+/* ---- id set ---- */
+
+static size_t idset_pos(const struct sp_idset *s, uint64_t key)
+{
+	uint64_t h = key * 0x9e3779b97f4a7c15ull;
+	size_t i = (size_t)(h >> 20) & (s->cap - 1);
+	while (s->slot[i] && s->slot[i] != key)
+		i = (i + 1) & (s->cap - 1);
+	return i;
+}
+
+void sp_oom(void)
+{
+	fprintf(stderr, "stepprof: out of memory\n");
+	exit(1);
+}
+
+void *sp_xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	if (!q)
+		sp_oom();
+	return q;
+}
+
+int sp_idset_add(struct sp_idset *s, uint64_t key)
+{
+	if (!key) {
+		int was = s->has_zero;
+		s->has_zero = 1;
+		return !was;
+	}
+	if ((s->n + 1) * 2 > s->cap) {
+		struct sp_idset big = { .cap = s->cap ? s->cap * 2 : 64 };
+		big.slot = memset(sp_xrealloc(NULL, big.cap * sizeof(*big.slot)), 0, big.cap * sizeof(*big.slot));
+		for (size_t i = 0; i < s->cap; i++)
+			if (s->slot[i])
+				big.slot[idset_pos(&big, s->slot[i])] = s->slot[i];
+		free(s->slot);
+		s->slot = big.slot;
+		s->cap = big.cap;
+	}
+	size_t i = idset_pos(s, key);
+	if (s->slot[i])
+		return 0;
+	s->slot[i] = key;
+	s->n++;
+	return 1;
+}
+
+int sp_idset_has(const struct sp_idset *s, uint64_t key)
+{
+	if (!key)
+		return s->has_zero;
+	return s->cap && s->slot[idset_pos(s, key)] == key;
+}
+
+void sp_idset_clear(struct sp_idset *s)
+{
+	if (s->n)
+		memset(s->slot, 0, s->cap * sizeof(*s->slot));
+	s->n = 0;
+	s->has_zero = 0;
+}
+
+void sp_idset_free(struct sp_idset *s)
+{
+	free(s->slot);
+	memset(s, 0, sizeof(*s));
+}
+
+/* ---- grouping ---- */
+
+int sp_ev_is_gpu(const struct sp_event *ev)
+{
+	return ev->kind == SP_EV_KERNEL || ev->kind == SP_EV_MEMCPY || ev->kind == SP_EV_MEMSET;
+}
+
+uint64_t sp_window_wall(const struct sp_window *w, uint64_t mono)
+{
+	return mono - w->anchor_mono + w->anchor_real;
+}
+
+static void push(struct sp_window *w, size_t *cap, const struct sp_event *ev)
+{
+	if (w->n == *cap) {
+		*cap = *cap ? *cap * 2 : 1024;
+		w->ev = sp_xrealloc(w->ev, *cap * sizeof(*w->ev));
+	}
+	w->ev[w->n++] = *ev;
+}
+
+static int in_window(const struct sp_window *w, const struct sp_idset *corr, const struct sp_event *e)
+{
+	if (e->start >= w->t0 && e->start <= w->t1)
+		return 1;
+	return sp_ev_is_gpu(e) && e->corr && sp_idset_has(corr, e->corr);
+}
+
+/* Settles the held events: those of cur go to g->out (a real window is then ready to hand out),
+ * those at or after next->t0 stay in the buffer as next's first events, the rest count as
+ * outside. DROPPED records are never lost: they stay with cur, or go to next before the first
+ * window. next is NULL at the end of the file. Then next (if any) becomes cur. */
+static void settle(struct sp_windows *g, const struct sp_window *next)
+{
+	struct sp_window *w = &g->cur;
+	size_t moved = 0;
+
+	if (g->have_cur && !w->complete)
+		w->t1 = next ? next->t0 - (next->t0 > w->t0) : UINT64_MAX;
+	sp_idset_clear(&g->corr);
+	for (size_t i = 0; g->have_cur && i < w->n; i++)
+		if (w->ev[i].kind == SP_EV_API && w->ev[i].corr && in_window(w, &g->corr, &w->ev[i]))
+			sp_idset_add(&g->corr, w->ev[i].corr);
+
+	g->out.n = 0;
+	for (size_t i = 0; i < w->n; i++) {
+		const struct sp_event *e = &w->ev[i];
+		if (g->have_cur && in_window(w, &g->corr, e))
+			push(&g->out, &g->out_cap, e);
+		else if (next && (e->start >= next->t0 || (e->kind == SP_EV_DROPPED && !g->have_cur)))
+			w->ev[moved++] = *e;
+		else if (e->kind == SP_EV_DROPPED && g->have_cur)
+			push(&g->out, &g->out_cap, e);
+		else
+			g->outside++;
+	}
+
+	if (g->have_cur) {
+		struct sp_event *keep = g->out.ev;
+		size_t n = g->out.n;
+		g->out = *w;
+		g->out.ev = keep;
+		g->out.n = n;
+		for (size_t i = 0; i < n; i++) {
+			const struct sp_event *e = &keep[i];
+			if (e->kind == SP_EV_DROPPED && e->sub < SP_DROP__COUNT)
+				g->out.dropped[e->sub] += e->u.dropped.count;
+			if (!w->complete && e->kind == SP_EV_STEP && e->u.step.number > g->out.last_step)
+				g->out.last_step = e->u.step.number;
+		}
+		if (!w->complete) {
+			g->out.t1 = w->t0;
+			for (size_t i = 0; i < n; i++)
+				if (keep[i].end > g->out.t1)
+					g->out.t1 = keep[i].end;
+		}
+		struct sp_idset t = g->prev_corr;
+		g->prev_corr = g->corr;
+		g->corr = t;
+	}
+	if (next) {
+		struct sp_event *buf = w->ev;
+		*w = *next;
+		w->ev = buf;
+		w->n = moved;
+		g->have_cur = 1;
+	} else {
+		w->n = 0;
+		g->have_cur = 0;
+	}
+}
+
+struct sp_windows *sp_windows_open(struct sp_trace_reader *r)
+{
+	struct sp_windows *g = sp_xrealloc(NULL, sizeof(*g));
+	const struct sp_trace_header *h = sp_trace_header(r);
+
+	memset(g, 0, sizeof(*g));
+	g->r = r;
+	g->anchor_mono = h->meta.anchor_mono_ns;
+	g->anchor_real = h->meta.anchor_real_ns;
+	return g;
+}
+
+static void set_thread(struct sp_windows *g, uint32_t tid, uint32_t name)
+{
+	for (size_t i = 0; i < g->nthreads; i++)
+		if (g->threads[i].tid == tid) {
+			g->threads[i].name = name;
+			return;
+		}
+	g->threads = sp_xrealloc(g->threads, (g->nthreads + 1) * sizeof(*g->threads));
+	g->threads[g->nthreads].tid = tid;
+	g->threads[g->nthreads++].name = name;
+}
+
+int sp_windows_next(struct sp_windows *g, const struct sp_window **w)
+{
+	struct sp_event ev;
+
+	while (!g->done) {
+		int rc = sp_trace_next(g->r, &ev);
+		if (rc <= 0) {
+			int had = g->have_cur;
+			g->done = 1;
+			g->rc = rc;
+			settle(g, NULL);
+			if (had) {
+				*w = &g->out;
+				return 1;
+			}
+			break;
+		}
+		switch (ev.kind) {
+		case SP_EV_THREAD:
+			set_thread(g, ev.tid, ev.name);
+			break;
+		case SP_EV_DEVICE:
+			if (ev.device < SP_WIN_MAX_DEVICES)
+				g->dev[ev.device] = ev;
+			break;
+		case SP_EV_CLOCK:
+			g->anchor_mono = ev.start;
+			g->anchor_real = ev.u.clock.realtime_ns;
+			break;
+		case SP_EV_WINDOW_BEGIN: {
+			int had = g->have_cur;
+			struct sp_window next = {
+				.id = ev.u.window.id, .t0 = ev.start, .t1 = UINT64_MAX,
+				.first_step = ev.u.window.first_step, .last_step = ev.u.window.first_step,
+				.anchor_mono = g->anchor_mono, .anchor_real = g->anchor_real,
+			};
+			settle(g, &next);
+			if (had) {
+				*w = &g->out;
+				return 1;
+			}
+			break;
+		}
+		case SP_EV_WINDOW_END:
+			if (g->have_cur && !g->cur.complete && ev.u.window.id == g->cur.id) {
+				g->cur.complete = 1;
+				g->cur.t1 = ev.start;
+				g->cur.last_step = ev.u.window.last_step;
+				g->cur.bytes = ev.u.window.bytes;
+				g->cur.dropped_total = ev.u.window.dropped;
+				g->cur.capped = ev.u.window.capped != 0;
+			} else {
+				g->outside++;
+			}
+			break;
+		case SP_EV_COMM:
+		case SP_EV_MODULE:
+		case SP_EV_NONE:
+			break;
+		default:
+			if (sp_ev_is_gpu(&ev) && ev.corr && sp_idset_has(&g->prev_corr, ev.corr))
+				g->cur.dropped[SP_DROP_LATE]++; /* its window was handed out already */
+			else
+				push(&g->cur, &g->cur_cap, &ev);
+		}
+	}
+	return g->rc;
+}
+
+const char *sp_windows_thread_name(const struct sp_windows *g, uint32_t tid)
+{
+	for (size_t i = 0; i < g->nthreads; i++)
+		if (g->threads[i].tid == tid)
+			return sp_trace_string(g->r, g->threads[i].name);
+	return NULL;
+}
+
+const struct sp_event *sp_windows_device(const struct sp_windows *g, unsigned device)
+{
+	return device < SP_WIN_MAX_DEVICES && g->dev[device].kind == SP_EV_DEVICE ? &g->dev[device] : NULL;
+}
+
+uint64_t sp_windows_outside(const struct sp_windows *g)
+{
+	return g->outside;
+}
+
+void sp_windows_close(struct sp_windows *g)
+{
+	if (!g)
+		return;
+	free(g->cur.ev);
+	free(g->out.ev);
+	free(g->threads);
+	sp_idset_free(&g->corr);
+	sp_idset_free(&g->prev_corr);
+	free(g);
+}

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# check_chrome_json.py - validates a Chrome Trace Event JSON file written by `stepprof convert`
+# (plain or .gz): the object form, the fields each phase needs, every flow start "s" matched by
+# an end "f" (and the reverse) with both ends inside a slice of their track, a name for every
+# process and thread track, one ProfilerStep#N per step. Optional expectations on the command
+# line (--nested: slices of a track never partly overlap). Exits 1 with one line per problem, else prints a one-line summary.
+import argparse
+import collections
+import gzip
+import json
+import sys
+
+EPS = 0.0005  # microseconds: timestamps carry 3 decimals
+META = {"process_name", "process_labels", "process_sort_index", "thread_name", "thread_sort_index"}
+
+
+def load(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        return json.load(f)
+
+
+def check(path, args):
+    errors = []
+    err = errors.append
+    doc = load(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+        return ["not the object form with a traceEvents list"]
+    if doc.get("displayTimeUnit") != "ns":
+        err("displayTimeUnit is not 'ns'")
+    if not isinstance(doc.get("otherData"), dict):
+        err("no otherData object")
+    num = (int, float)
+    slices = collections.defaultdict(list)  # (pid, tid) -> [(ts, end)]
+    starts, ends = collections.Counter(), collections.Counter()
+    flows, proc_named, thread_named = [], set(), set()
+    used_pids, used_tracks = set(), set()
+    steps, cats = [], collections.Counter()
+
+    for i, e in enumerate(doc["traceEvents"]):
+        where = f"event {i} ({e.get('ph')} {e.get('name')!r})"
+        ph = e.get("ph")
+        if not isinstance(e.get("pid"), int):
+            err(f"{where}: no integer pid")
+            continue
+        if ph == "M":
+            if e.get("name") not in META or not isinstance(e.get("args"), dict):
+                err(f"{where}: bad metadata record")
+            elif e["name"] == "process_name":
+                proc_named.add(e["pid"])
+            elif e["name"] == "thread_name":
+                thread_named.add((e["pid"], e.get("tid")))
+            continue
+        if not isinstance(e.get("ts"), num):
+            err(f"{where}: no numeric ts")
+            continue
+        used_pids.add(e["pid"])
+        track = (e["pid"], e.get("tid"))
+        if ph == "X":
+            if not (isinstance(e.get("name"), str) and isinstance(e.get("cat"), str)
+                    and isinstance(e.get("tid"), int) and isinstance(e.get("dur"), num) and e["dur"] >= 0):
+                err(f"{where}: X needs name, cat, tid and dur >= 0")
+                continue
+            slices[track].append((e["ts"], e["ts"] + e["dur"]))
+            used_tracks.add(track)
+            cats[e["cat"]] += 1
+            if e["name"].startswith("ProfilerStep#"):
+                steps.append(int(e["name"][len("ProfilerStep#"):]))
+        elif ph in ("s", "f"):
+            if not (isinstance(e.get("id"), int) and isinstance(e.get("tid"), int)
+                    and e.get("cat") == "ac2g" and isinstance(e.get("name"), str)):
+                err(f"{where}: flow needs integer id and tid, cat ac2g and a name")
+                continue
+            if ph == "f" and e.get("bp") != "e":
+                err(f"{where}: flow end without \"bp\":\"e\"")
+            (starts if ph == "s" else ends)[e["id"]] += 1
+            flows.append((ph, e["id"], track, e["ts"]))
+            used_tracks.add(track)
+        elif ph == "i":
+            if e.get("s") not in ("t", "p", "g") or not isinstance(e.get("name"), str):
+                err(f"{where}: instant needs a name and s in t/p/g")
+            if e.get("s") == "t":
+                used_tracks.add(track)
+        elif ph == "C":
+            a = e.get("args")
+            if not isinstance(e.get("name"), str) or not isinstance(a, dict) or not a or \
+                    not all(isinstance(v, num) for v in a.values()):
+                err(f"{where}: counter needs a name and numeric args")
+        else:
+            err(f"{where}: unexpected phase")
+
+    for fid in starts:
+        if starts[fid] != 1:
+            err(f"flow {fid}: {starts[fid]} starts")
+        if not ends[fid]:
+            err(f"flow {fid}: start without end")
+    for fid in ends:
+        if not starts[fid]:
+            err(f"flow {fid}: end without start")
+    for ph, fid, track, ts in flows:
+        if not any(s - EPS <= ts <= e + EPS for s, e in slices[track]):
+            err(f"flow {ph} {fid}: no slice on track {track} encloses ts {ts}")
+    for pid in sorted(used_pids - proc_named):
+        err(f"pid {pid} has no process_name")
+    for track in sorted(used_tracks - thread_named):
+        err(f"track {track} has no thread_name")
+    if args.nested:
+        for track, sl in slices.items():
+            stack = []
+            for s, e in sorted(sl, key=lambda x: (x[0], -x[1])):
+                while stack and stack[-1] <= s + EPS:
+                    stack.pop()
+                if stack and e > stack[-1] + EPS:
+                    err(f"track {track}: slice {s}..{e} overlaps the end of its parent at {stack[-1]}")
+                stack.append(e)
+    if len(steps) != len(set(steps)):
+        err(f"repeated ProfilerStep: {sorted(steps)}")
+
+    if args.steps is not None:
+        want = [int(s) for s in args.steps.split(",") if s]
+        if sorted(steps) != sorted(want):
+            err(f"steps {sorted(steps)}, expected {want}")
+    for c in args.count:
+        cat, n = c.split("=")
+        if cats[cat] != int(n):
+            err(f"{cats[cat]} X events of cat {cat}, expected {n}")
+    if args.flows is not None and len(starts) != args.flows:
+        err(f"{len(starts)} flows, expected {args.flows}")
+    if args.windows is not None and len(doc.get("otherData", {}).get("windows", [])) != args.windows:
+        err(f"otherData lists {len(doc['otherData'].get('windows', []))} windows, expected {args.windows}")
+    for name in args.track:
+        names = [e["args"].get("name") for e in doc["traceEvents"]
+                 if e.get("ph") == "M" and e.get("name") in ("process_name", "thread_name")]
+        if name not in names:
+            err(f"no track named {name!r}")
+    if not errors:
+        print(f"{path}: ok, {len(doc['traceEvents'])} events, steps {sorted(steps)}, {len(starts)} flows, "
+              f"{dict(sorted(cats.items()))}")
+    return errors
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("file")
+    ap.add_argument("--steps", help="comma-separated step numbers expected (one ProfilerStep each)")
+    ap.add_argument("--count", action="append", default=[], metavar="CAT=N", help="X events of a category")
+    ap.add_argument("--flows", type=int, help="flow arrows expected")
+    ap.add_argument("--windows", type=int, help="windows listed in otherData")
+    ap.add_argument("--nested", action="store_true", help="slices of each track must nest (no partial overlap)")
+    ap.add_argument("--track", action="append", default=[], help="a process or thread name that must exist")
+    args = ap.parse_args()
+    errors = check(args.file, args)
+    for e in errors:
+        print(f"{args.file}: {e}", file=sys.stderr)
+    sys.exit(1 if errors else 0)
+
+
+if __name__ == "__main__":
+    main()

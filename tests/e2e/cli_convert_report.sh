@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# cli_convert_report.sh - `stepprof convert` and `stepprof report` on the sample trace of
+# tests/unit/trace_fixture.h (written by the test_convert binary with SP_WRITE_SAMPLE set):
+# one valid JSON file per window, --merge gives one (gzip), --window picks one; the report's
+# columns, row order, drop line and window lines. Exits non-zero on the first failure.
+set -euo pipefail
+B=${SP_BUILD:?} R=${SP_ROOT:?}
+CHECK="python3 $R/tests/e2e/check_chrome_json.py"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+SP_WRITE_SAMPLE=$T/run.sptrace "$B/tests/test_convert"
+cd "$T"
+
+# one file per window, named after the trace
+"$B/stepprof" convert run.sptrace 2>convert.log || fail "convert: $(cat convert.log)"
+[ "$(ls run.w*.json | tr '\n' ' ')" = "run.w0.json run.w1.json " ] || fail "per-window files: $(ls)"
+grep -q "^wrote run.w0.json: window 0, steps 5-7" convert.log || fail "convert log: $(cat convert.log)"
+$CHECK run.w0.json --nested --steps 5,6,7 --flows 12 --windows 1 --count kernel=8 --count gpu_memcpy=3 \
+	--count gpu_memset=1 --count nccl=1 --count cuda_runtime=13 --count cuda_driver=1 \
+	--track "node1 rank 1" --track "node1 rank 1 GPU 0" --track "python main" --track "thread 101" \
+	--track "stream 7" --track "stream 13"
+$CHECK run.w1.json --steps 15,16 --flows 2 --windows 1 --count kernel=2
+
+# --merge: one gzip file, all windows, wall clock
+"$B/stepprof" convert run.sptrace --merge -o merged.json.gz 2>convert.log || fail "merge: $(cat convert.log)"
+[ "$(ls merged*)" = "merged.json.gz" ] || fail "merge files: $(ls)"
+$CHECK merged.json.gz --nested --steps 5,6,7,15,16 --flows 14 --windows 2 --count kernel=10
+
+# --window N: only that one
+"$B/stepprof" convert run.sptrace --window 1 -o one.json 2>/dev/null
+[ "$(ls one*)" = "one.w1.json" ] || fail "--window files: $(ls)"
+if "$B/stepprof" convert run.sptrace --window 9 2>/dev/null; then fail "--window 9 succeeded"; fi
+
+# report: columns, order by total GPU time, totals, drops, windows
+"$B/stepprof" report run.sptrace >report.txt || fail "report failed"
+grep -Eq '^Name +Calls +Total +Avg +Min +Max +% GPU$' report.txt || fail "header: $(cat report.txt)"
+rows=$(sed -n '/^----/,/^Total /p' report.txt | sed '1d;$d' | cut -c1-22)
+[ "$(echo "$rows" | head -2 | tr '\n' '|')" = "ampere_sgemm_128x64_nn|ncclDevKernel_AllReduc|" ] ||
+	fail "row order: $rows"
+grep -Eq '^Total +10 +20\.000ms +100\.0%$' report.txt || fail "total line: $(cat report.txt)"
+grep -qx 'Dropped records: 6 (cupti: 2, ring_full: 3, window_cap: 0, late: 1)' report.txt || fail "drops"
+grep -qx 'Window 0: steps 5-7 (3 steps), 30.000ms, 8 kernels, GPU busy 44.0%, 3 dropped' report.txt ||
+	fail "window 0 line: $(cat report.txt)"
+grep -Eq '^Memcpy HtoD +3 +3\.00MiB' report.txt || fail "memcpy table"
+
+"$B/stepprof" report run.sptrace --sort calls --top 2 >top.txt
+sed -n '/^----/,/^Total /p' top.txt | grep -q '^\.\.\. 2 more kernel names' || fail "--top: $(cat top.txt)"
+[ "$(sed -n '/^----/{n;p}' top.txt | cut -c1-12)" = "ampere_sgemm" ] || fail "--sort calls first row"
+[ "$(sed -n '/^----/{n;n;p}' top.txt | cut -c1-12)" = "void at::nat" ] || fail "--sort calls second row"
+
+"$B/stepprof" report run.sptrace --window 1 >w1.txt
+grep -q '^Window 1:' w1.txt && ! grep -q '^Window 0:' w1.txt || fail "--window 1: $(cat w1.txt)"
+set +e
+"$B/stepprof" report run.sptrace --sort bogus 2>/dev/null; [ $? -eq 2 ] || fail "bad --sort not a usage error"
+"$B/stepprof" report nothing.sptrace 2>/dev/null; [ $? -eq 1 ] || fail "missing file not a runtime error"
+echo "cli_convert_report: ok"

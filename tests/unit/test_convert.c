@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: MIT */
+/* test_convert.c - window grouping (events before BEGIN, GPU work after END joined by
+ * correlation id, late records, a file cut short), JSON string escaping, and `stepprof convert`
+ * output: one file per window, --merge, --window, gzip readable by python's gzip+json.
+ * With SP_WRITE_SAMPLE=PATH set it only writes the sample trace there (for the e2e script). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cli/cli.h"
+#include "cli/export.h"
+#include "cli/windows.h"
+#include "trace_fixture.h"
+
+static char dir[] = "/tmp/sp_test_convert.XXXXXX";
+
+/* dir/leaf in one of 8 rotating buffers: copy it if it must outlive 7 more calls. */
+static char *path_of(const char *leaf)
+{
+	static char buf[8][256];
+	static int i;
+	char *p = buf[i++ % 8];
+	snprintf(p, 256, "%s/%s", dir, leaf);
+	return p;
+}
+
+static int has_kernel(const struct sp_window *w, uint32_t corr)
+{
+	for (size_t i = 0; i < w->n; i++)
+		if (w->ev[i].kind == SP_EV_KERNEL && w->ev[i].corr == corr)
+			return 1;
+	return 0;
+}
+
+static size_t count_kind(const struct sp_window *w, int kind)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < w->n; i++)
+		n += w->ev[i].kind == kind;
+	return n;
+}
+
+static int run_convert(int argc, const char **argv)
+{
+	return sp_cmd_convert(argc, (char **)argv);
+}
+
+/* 0 if python3 parses path as JSON (gunzipped first for .gz) with the object-form keys. */
+static int python_loads(const char *path)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd),
+		 "python3 -c 'import gzip,json,sys; p=sys.argv[1]; f=gzip.open(p) if p.endswith(\".gz\") else open(p,\"rb\");"
+		 " d=json.load(f); assert isinstance(d[\"traceEvents\"], list) and d[\"displayTimeUnit\"]==\"ns\"' '%s'",
+		 path);
+	return system(cmd);
+}
+
+static void test_group_sample(void **state)
+{
+	char err[256];
+	const struct sp_window *w;
+	struct sp_trace_reader *r;
+	struct sp_windows *g;
+
+	fx_write_sample(path_of("g.sptrace"));
+	r = sp_trace_open(path_of("g.sptrace"), err, sizeof(err));
+	assert_non_null(r);
+	g = sp_windows_open(r);
+
+	assert_int_equal(sp_windows_next(g, &w), 1);
+	assert_int_equal(w->id, 0);
+	assert_true(w->complete);
+	assert_int_equal(w->first_step, 5);
+	assert_int_equal(w->last_step, 7);
+	assert_int_equal(w->t0, FX_T);
+	assert_int_equal(w->t1, FX_T + 30 * MS);
+	assert_int_equal(count_kind(w, SP_EV_STEP), 3);
+	assert_int_equal(count_kind(w, SP_EV_KERNEL), 8);
+	assert_true(has_kernel(w, 60));  /* ran after END, joined by its launch */
+	assert_false(has_kernel(w, 999)); /* after END, no launch in the window */
+	int pre = 0;
+	for (size_t i = 0; i < w->n; i++)
+		pre += w->ev[i].kind == SP_EV_API && w->ev[i].corr == 11;
+	assert_int_equal(pre, 1); /* written before BEGIN */
+	assert_int_equal(w->dropped[SP_DROP_RING], 3);
+	assert_int_equal(w->dropped[SP_DROP_LATE], 0);
+	assert_int_equal(w->dropped_total, 3);
+	assert_string_equal(sp_windows_thread_name(g, 100), "python main");
+	assert_null(sp_windows_thread_name(g, 101));
+	assert_non_null(sp_windows_device(g, 0));
+	assert_null(sp_windows_device(g, 1));
+
+	assert_int_equal(sp_windows_next(g, &w), 1);
+	assert_int_equal(w->id, 1);
+	assert_true(w->complete);
+	assert_int_equal(count_kind(w, SP_EV_KERNEL), 2);
+	assert_false(has_kernel(w, 61)); /* late: counted, not kept */
+	assert_int_equal(w->dropped[SP_DROP_LATE], 1);
+	assert_int_equal(w->dropped[SP_DROP_CUPTI], 2);
+	assert_int_equal(w->dropped[SP_DROP_RING], 0);
+
+	assert_int_equal(sp_windows_next(g, &w), 0);
+	assert_int_equal(sp_windows_next(g, &w), 0);
+	assert_int_equal(sp_windows_outside(g), 1);
+	sp_windows_close(g);
+	sp_trace_close_reader(r);
+}
+
+/* A file cut inside its last chunk: window 0 whole, window 1 partial (incomplete, t1 at its last
+ * event), window 2's records lost with the torn chunk. */
+static void test_group_truncated(void **state)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s", path_of("cut.sptrace"));
+	struct sp_trace_writer *w = fx_create(path);
+	const struct sp_window *win;
+	struct sp_trace_reader *r;
+	struct sp_windows *g;
+	struct stat st;
+	char err[256];
+	uint64_t T = FX_T;
+
+	fx_put(w, fx_window(SP_EV_WINDOW_BEGIN, 0, 0, T, 0));
+	fx_put(w, fx_api(T + MS, 1, S_LAUNCH, 100));
+	fx_put(w, fx_gpu(SP_EV_KERNEL, T + 2 * MS, T + 3 * MS, 1, S_GEMM, 7));
+	fx_put(w, fx_step(0, T, 1));
+	fx_put(w, fx_window(SP_EV_WINDOW_END, 0, 0, T + 10 * MS, 0));
+	fx_put(w, fx_window(SP_EV_WINDOW_BEGIN, 1, 3, T + 100 * MS, 0));
+	fx_put(w, fx_step(3, T + 100 * MS, 0));
+	fx_put(w, fx_api(T + 101 * MS, 2, S_LAUNCH, 100));
+	fx_put(w, fx_gpu(SP_EV_KERNEL, T + 102 * MS, T + 104 * MS, 2, S_GEMM, 7));
+	assert_int_equal(sp_trace_flush(w), 0);
+	for (int i = 0; i < 2000; i++) /* a chunk that will be torn */
+		fx_put(w, fx_gpu(SP_EV_KERNEL, T + 200 * MS + (uint64_t)i, T + 201 * MS, 3, S_GEMM, 7));
+	assert_int_equal(sp_trace_close(w), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(truncate(path, st.st_size - 20), 0);
+
+	r = sp_trace_open(path, err, sizeof(err));
+	assert_non_null(r);
+	g = sp_windows_open(r);
+	assert_int_equal(sp_windows_next(g, &win), 1);
+	assert_int_equal(win->id, 0);
+	assert_true(win->complete);
+	assert_int_equal(count_kind(win, SP_EV_KERNEL), 1);
+	assert_int_equal(sp_windows_next(g, &win), 1);
+	assert_int_equal(win->id, 1);
+	assert_false(win->complete);
+	assert_int_equal(win->first_step, 3);
+	assert_int_equal(win->last_step, 3);
+	assert_int_equal(win->t1, T + 110 * MS); /* the step's end */
+	assert_int_equal(count_kind(win, SP_EV_KERNEL), 1);
+	assert_int_equal(sp_windows_next(g, &win), 0);
+	assert_true(sp_trace_truncated(r));
+	sp_windows_close(g);
+	sp_trace_close_reader(r);
+
+	/* convert still writes both, the second marked incomplete */
+	const char *argv[] = { "convert", path, "-o", path_of("cut.json") };
+	assert_int_equal(run_convert(4, argv), 0);
+	char *s = fx_slurp(path_of("cut.w1.json"));
+	assert_non_null(s);
+	assert_non_null(strstr(s, "window 1 (incomplete)"));
+	assert_non_null(strstr(s, "\"complete\":false"));
+	free(s);
+	assert_int_equal(python_loads(path_of("cut.w0.json")), 0);
+	assert_int_equal(python_loads(path_of("cut.w1.json")), 0);
+}
+
+/* A corrupt chunk in the middle: the windows before it come out (the one it cuts marked
+ * incomplete), then the error; convert keeps what it wrote and fails. */
+static void test_group_corrupt(void **state)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s", path_of("bad.sptrace"));
+	struct sp_trace_writer *w = fx_create(path);
+	const struct sp_window *win;
+	struct sp_trace_reader *r;
+	struct sp_windows *g;
+	char err[256];
+	uint64_t T = FX_T, off;
+	FILE *f;
+
+	fx_put(w, fx_window(SP_EV_WINDOW_BEGIN, 0, 0, T, 0));
+	fx_put(w, fx_step(0, T, 1));
+	fx_put(w, fx_window(SP_EV_WINDOW_END, 0, 0, T + 10 * MS, 0));
+	fx_put(w, fx_window(SP_EV_WINDOW_BEGIN, 1, 1, T + 20 * MS, 0));
+	fx_put(w, fx_step(1, T + 20 * MS, 1));
+	assert_int_equal(sp_trace_flush(w), 0);
+	off = sp_trace_file_bytes(w);
+	fx_put(w, fx_gpu(SP_EV_KERNEL, T + 21 * MS, T + 22 * MS, 0, S_GEMM, 7));
+	assert_int_equal(sp_trace_flush(w), 0);
+	fx_put(w, fx_window(SP_EV_WINDOW_END, 1, 1, T + 30 * MS, 0));
+	assert_int_equal(sp_trace_close(w), 0);
+	f = fopen(path, "r+b");
+	assert_non_null(f);
+	assert_int_equal(fseek(f, (long)off + 16, SEEK_SET), 0); /* the zstd frame of the 2nd chunk */
+	assert_int_equal(fwrite("XXXXXXXX", 1, 8, f), 8);
+	fclose(f);
+
+	r = sp_trace_open(path, err, sizeof(err));
+	assert_non_null(r);
+	g = sp_windows_open(r);
+	assert_int_equal(sp_windows_next(g, &win), 1);
+	assert_int_equal(win->id, 0);
+	assert_true(win->complete);
+	assert_int_equal(sp_windows_next(g, &win), 1);
+	assert_int_equal(win->id, 1);
+	assert_false(win->complete);
+	assert_int_equal(count_kind(win, SP_EV_STEP), 1);
+	assert_int_equal(sp_windows_next(g, &win), -1);
+	assert_int_equal(sp_windows_next(g, &win), -1);
+	sp_windows_close(g);
+	sp_trace_close_reader(r);
+
+	const char *argv[] = { "convert", path, "-o", path_of("bad.json") };
+	assert_int_equal(run_convert(4, argv), 1);
+	assert_int_equal(python_loads(path_of("bad.w0.json")), 0);
+	assert_int_equal(python_loads(path_of("bad.w1.json")), 0);
+}
+
+static void test_json_escape(void **state)
+{
+	char err[256];
+	struct sp_out *o = sp_out_open(path_of("esc.txt"), err, sizeof(err));
+
+	assert_non_null(o);
+	sp_out_json_str(o, fx_strings[S_ELEMWISE]);
+	sp_out_puts(o, "\n");
+	sp_out_json_str(o, fx_strings[S_WEIRD]);
+	sp_out_puts(o, "\n");
+	sp_out_json_str(o, "\xe2\x82"); /* a cut 3-byte sequence */
+	sp_out_puts(o, "\n");
+	sp_out_json_str(o, NULL);
+	sp_out_puts(o, "\n");
+	sp_out_us(o, 1234567);
+	sp_out_puts(o, " ");
+	sp_out_us(o, -1500);
+	sp_out_puts(o, " ");
+	sp_out_us(o, 7);
+	assert_int_equal(sp_out_close(o, 1), 0);
+	assert_int_equal(access(path_of("esc.txt.tmp"), F_OK), -1);
+
+	char *s = fx_slurp(path_of("esc.txt"));
+	assert_string_equal(s, "\"void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>, "
+			       "std::array<char*, 3> >(int, \\\"q\\\"\\\\path & <x>)\"\n"
+			       "\"name with\\nnewline\\ttab\\u0001ctl, bad utf8 \\ufffdend, \xc2\xb5s\"\n"
+			       "\"\\ufffd\\ufffd\"\n"
+			       "\"\"\n"
+			       "1234.567 -1.500 0.007");
+	free(s);
+}
+
+static void test_convert_per_window(void **state)
+{
+	char trace[256];
+	snprintf(trace, sizeof(trace), "%s", path_of("run.sptrace"));
+	fx_write_sample(trace);
+
+	const char *argv[] = { "convert", trace };
+	assert_int_equal(run_convert(2, argv), 0);
+	assert_int_equal(access(path_of("run.w0.json"), F_OK), 0);
+	assert_int_equal(access(path_of("run.w1.json"), F_OK), 0);
+	assert_int_equal(access(path_of("run.w2.json"), F_OK), -1);
+	assert_int_equal(python_loads(path_of("run.w0.json")), 0);
+	assert_int_equal(python_loads(path_of("run.w1.json")), 0);
+
+	char *s = fx_slurp(path_of("run.w0.json"));
+	assert_non_null(s);
+	assert_int_equal(fx_count(s, "\"name\":\"ProfilerStep#"), 3);
+	assert_non_null(strstr(s, "\"name\":\"ProfilerStep#5\""));
+	assert_int_equal(fx_count(s, "\"ph\":\"s\""), 12);
+	assert_int_equal(fx_count(s, "\"ph\":\"f\""), 12);
+	assert_int_equal(fx_count(s, "\"cat\":\"kernel\""), 8);
+	assert_int_equal(fx_count(s, "\"cat\":\"gpu_memcpy\""), 3);
+	assert_int_equal(fx_count(s, "\"cat\":\"gpu_memset\""), 1);
+	assert_int_equal(fx_count(s, "\"cat\":\"nccl\""), 1);
+	assert_int_equal(fx_count(s, "\"cat\":\"cuda_sync\""), 1);
+	assert_int_equal(fx_count(s, "\"cat\":\"cuda_driver\""), 1);
+	assert_int_equal(fx_count(s, "\"ph\":\"C\""), 2);
+	assert_non_null(strstr(s, "\"name\":\"node1 rank 1\""));
+	assert_non_null(strstr(s, "\"name\":\"node1 rank 1 GPU 0\""));
+	assert_non_null(strstr(s, "\"name\":\"python main\""));
+	assert_non_null(strstr(s, "\"name\":\"thread 101\""));
+	assert_non_null(strstr(s, "\"name\":\"stream 7\""));
+	assert_non_null(strstr(s, "\"name\":\"memory GPU 0\""));
+	assert_non_null(strstr(s, "\"name\":\"dropped records (ring_full)\""));
+	assert_non_null(strstr(s, "\"name\":\"Memcpy HtoD (Pinned -> Device)\""));
+	/* times relative to the window start: the first launch at 100 us, flow ids carry rank + 1 */
+	assert_non_null(strstr(s, "\"tid\":100,\"ts\":100.000,\"dur\":10.000"));
+	assert_non_null(strstr(s, "{\"ph\":\"s\",\"id\":8589934603,")); /* (1 + 1) << 32 | 11 */
+	assert_null(strstr(s, "\"correlation\":999"));
+	free(s);
+}
+
+static void test_convert_merge_gzip(void **state)
+{
+	char trace[256];
+	snprintf(trace, sizeof(trace), "%s", path_of("m.sptrace"));
+	fx_write_sample(trace);
+
+	const char *argv[] = { "convert", trace, "--merge", "-o", path_of("all.json.gz") };
+	assert_int_equal(run_convert(5, argv), 0);
+	assert_int_equal(access(path_of("all.w0.json.gz"), F_OK), -1);
+	char *s = fx_slurp(path_of("all.json.gz"));
+	assert_non_null(s);
+	assert_int_equal((unsigned char)s[0], 0x1f); /* gzip magic */
+	assert_int_equal((unsigned char)s[1], 0x8b);
+	free(s);
+	assert_int_equal(python_loads(path_of("all.json.gz")), 0);
+
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd),
+		 "python3 -c 'import gzip,json,sys; d=json.load(gzip.open(sys.argv[1]));"
+		 " s=sorted(e[\"name\"] for e in d[\"traceEvents\"] if e[\"name\"].startswith(\"ProfilerStep#\"));"
+		 " assert s==[\"ProfilerStep#%%d\" %% n for n in (15,16,5,6,7)], s;"
+		 " assert [w[\"id\"] for w in d[\"otherData\"][\"windows\"]]==[0,1];"
+		 " assert d[\"baseTimeNanoseconds\"] %% 86400000000000 == 0' '%s'",
+		 path_of("all.json.gz"));
+	assert_int_equal(system(cmd), 0);
+
+	/* --window picks one */
+	const char *argv2[] = { "convert", trace, "--window", "1", "-o", path_of("one.json") };
+	assert_int_equal(run_convert(6, argv2), 0);
+	assert_int_equal(access(path_of("one.w0.json"), F_OK), -1);
+	s = fx_slurp(path_of("one.w1.json"));
+	assert_non_null(s);
+	assert_int_equal(fx_count(s, "\"name\":\"ProfilerStep#"), 2);
+	free(s);
+
+	const char *argv3[] = { "convert", trace, "--window", "7" };
+	assert_int_equal(run_convert(4, argv3), 1);
+	const char *argv4[] = { "convert", path_of("missing.sptrace") };
+	assert_int_equal(run_convert(2, argv4), 1);
+	const char *argv5[] = { "convert", trace, "--bogus" };
+	assert_int_equal(run_convert(3, argv5), 2);
+}
+
+int main(void)
+{
+	const char *sample = getenv("SP_WRITE_SAMPLE");
+	if (sample) {
+		fx_write_sample(sample);
+		return 0;
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_group_sample),
+		cmocka_unit_test(test_group_truncated),
+		cmocka_unit_test(test_group_corrupt),
+		cmocka_unit_test(test_json_escape),
+		cmocka_unit_test(test_convert_per_window),
+		cmocka_unit_test(test_convert_merge_gzip),
+	};
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd))
+		fprintf(stderr, "could not remove %s\n", dir);
+	return rc;
+}

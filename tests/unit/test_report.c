@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/* test_report.c - `stepprof report` on the sample trace of trace_fixture.h: the numbers worked
+ * out by hand there (totals, averages, % of GPU time, drops, GPU busy, memcpy table), every sort
+ * key, --top, --window, name truncation and --wide, and the errors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cli/report.h"
+#include "trace_fixture.h"
+
+static char dir[] = "/tmp/sp_test_report.XXXXXX";
+static char trace[300];
+
+#define GEMM "ampere_sgemm_128x64_nn"
+#define NCCL "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+#define ELEM "void at::native::vectorized_elementwise_kernel"
+#define WEIRD "name with"
+
+/* The report of the sample with these options, as one string (caller frees); *rc gets the result. */
+static char *report(int sort, int top, long long window, int wide, int *rc)
+{
+	struct sp_report_opts o = { .sort = sort, .top = top, .window = window, .wide = wide };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	*rc = sp_report(trace, &o, f);
+	fclose(f);
+	return buf;
+}
+
+/* Asserts that the needles appear in s in this order, each at the start of a line. */
+static void assert_rows(const char *s, const char *const *names, int n)
+{
+	const char *at = s;
+	for (int i = 0; i < n; i++) {
+		const char *p = at;
+		while ((p = strstr(p, names[i])) && p != s && p[-1] != '\n')
+			p++;
+		if (!p)
+			fail_msg("row '%s' missing or out of order in:\n%s", names[i], s);
+		at = p + 1;
+	}
+}
+
+/* The line of s that starts with prefix (copied into buf), or fails. */
+static const char *line(const char *s, const char *prefix, char *buf, size_t n)
+{
+	const char *p = s;
+	while ((p = strstr(p, prefix)) && p != s && p[-1] != '\n')
+		p++;
+	if (!p)
+		fail_msg("no line starting '%s' in:\n%s", prefix, s);
+	size_t len = strcspn(p, "\n");
+	snprintf(buf, n, "%.*s", (int)(len < n ? len : n - 1), p);
+	return buf;
+}
+
+/* Asserts that the row of s starting with name holds these cells (spaces squeezed), and that it
+ * is as wide as the header line of its table (starting with header): the columns line up. */
+static void assert_table_cells(const char *s, const char *header, const char *name, const char *cells)
+{
+	char l[512], h[512], got[512];
+	size_t n = 0;
+	int space = 0;
+
+	line(s, name, l, sizeof(l));
+	for (const char *p = l + strlen(name); *p; p++) {
+		if (*p == ' ') {
+			space = n > 0;
+			continue;
+		}
+		if (space)
+			got[n++] = ' ';
+		space = 0;
+		got[n++] = *p;
+	}
+	got[n] = 0;
+	assert_string_equal(got, cells);
+	assert_int_equal(strlen(l), strlen(line(s, header, h, sizeof(h))));
+}
+
+#define assert_cells(s, name, cells) assert_table_cells(s, "Name ", name, cells)
+
+static void test_totals(void **state)
+{
+	char l[512];
+	int rc;
+	char *s = report(SP_SORT_TOTAL, 0, -1, 0, &rc);
+
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(s, "Trace "));
+	assert_non_null(strstr(s, "host node1, rank 1 of 2, pid 4242"));
+	assert_non_null(strstr(s, "All 2 windows aggregated"));
+	/* header columns in order */
+	line(s, "Name ", l, sizeof(l));
+	assert_true(strstr(l, "Calls") < strstr(l, "Total") && strstr(l, "Total") < strstr(l, "Avg") &&
+		    strstr(l, "Avg") < strstr(l, "Min") && strstr(l, "Min") < strstr(l, "Max") &&
+		    strstr(l, "Max") < strstr(l, "% GPU"));
+	assert_cells(s, GEMM, "5 10.000ms 2.000ms 2.000ms 2.000ms 50.0%");
+	assert_cells(s, NCCL, "1 8.000ms 8.000ms 8.000ms 8.000ms 40.0%");
+	assert_cells(s, ELEM, "<... 3 1.500ms 500.000us 500.000us 500.000us 7.5%");
+	assert_cells(s, "Total ", "10 20.000ms 100.0%");
+	assert_string_equal(line(s, "4 kernel names", l, sizeof(l)), "4 kernel names, 10 kernels, 20.000ms of kernel time");
+	assert_string_equal(line(s, "Dropped records:", l, sizeof(l)),
+			    "Dropped records: 6 (cupti: 2, ring_full: 3, window_cap: 0, late: 1)");
+	assert_string_equal(line(s, "Window 0:", l, sizeof(l)),
+			    "Window 0: steps 5-7 (3 steps), 30.000ms, 8 kernels, GPU busy 44.0%, 3 dropped");
+	assert_string_equal(line(s, "Window 1:", l, sizeof(l)),
+			    "Window 1: steps 15-16 (2 steps), 20.000ms, 2 kernels, GPU busy 20.0%, 2 dropped");
+	assert_string_equal(line(s, "Records outside", l, sizeof(l)), "Records outside any window (skipped): 1");
+	assert_table_cells(s, "Memory op ", "Memcpy HtoD", "3 3.00MiB 300.000us 10.486");
+	assert_table_cells(s, "Memory op ", "Memset", "1 4.00KiB 100.000us 0.041");
+	assert_null(strstr(s, "cut short"));
+	/* control characters of a name must not break the table */
+	assert_cells(s, "name with?newline?tab?ctl", ", bad utf8 \xff" "end, \xc2\xb5s 1 500.000us 500.000us 500.000us 500.000us 2.5%");
+	free(s);
+}
+
+static void test_sort_keys(void **state)
+{
+	int rc;
+	struct {
+		int key;
+		const char *order[4];
+	} cases[] = {
+		{ SP_SORT_TOTAL, { GEMM, NCCL, ELEM, WEIRD } },
+		{ SP_SORT_CALLS, { GEMM, ELEM, WEIRD, NCCL } }, /* 1-call tie broken by name */
+		{ SP_SORT_AVG, { NCCL, GEMM, WEIRD, ELEM } },
+		{ SP_SORT_MAX, { NCCL, GEMM, WEIRD, ELEM } },
+		{ SP_SORT_MIN, { NCCL, GEMM, WEIRD, ELEM } },
+		{ SP_SORT_NAME, { GEMM, WEIRD, NCCL, ELEM } },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *s = report(cases[i].key, 0, -1, 0, &rc);
+		assert_int_equal(rc, 0);
+		assert_rows(s, cases[i].order, 4);
+		free(s);
+	}
+	assert_int_equal(sp_report_sort_parse("avg"), SP_SORT_AVG);
+	assert_int_equal(sp_report_sort_parse("name"), SP_SORT_NAME);
+	assert_int_equal(sp_report_sort_parse("bogus"), -1);
+}
+
+static void test_top_and_window(void **state)
+{
+	char l[512];
+	int rc;
+	char *s = report(SP_SORT_TOTAL, 2, -1, 0, &rc);
+
+	assert_int_equal(rc, 0);
+	assert_rows(s, (const char *[]){ GEMM, NCCL, "... 2 more kernel names: 2.000ms, 10.0% of GPU time" }, 3);
+	assert_null(strstr(s, ELEM));
+	assert_cells(s, "Total ", "10 20.000ms 100.0%");
+	free(s);
+
+	s = report(SP_SORT_TOTAL, 0, 1, 0, &rc);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(s, "Window 1 of 2 windows"));
+	assert_cells(s, GEMM, "2 4.000ms 2.000ms 2.000ms 2.000ms 100.0%");
+	assert_null(strstr(s, NCCL));
+	assert_null(strstr(s, "Window 0:"));
+	assert_string_equal(line(s, "Dropped records:", l, sizeof(l)),
+			    "Dropped records: 3 (cupti: 2, ring_full: 0, window_cap: 0, late: 1)");
+	assert_null(strstr(s, "Memcpy HtoD"));
+	free(s);
+
+	s = report(SP_SORT_TOTAL, 0, 5, 0, &rc);
+	assert_int_equal(rc, 1);
+	free(s);
+}
+
+static void test_names(void **state)
+{
+	char l[512];
+	int rc;
+	char *s = report(SP_SORT_TOTAL, 0, -1, 0, &rc);
+
+	/* truncated to the column: 47 characters then "..." */
+	line(s, ELEM, l, sizeof(l));
+	assert_int_equal(strncmp(l, "void at::native::vectorized_elementwise_kernel<...", SP_REPORT_NAME_WIDTH), 0);
+	free(s);
+
+	s = report(SP_SORT_TOTAL, 0, -1, 1, &rc);
+	line(s, ELEM, l, sizeof(l));
+	assert_non_null(strstr(l, "std::array<char*, 3> >(int, \"q\"\\path & <x>)        3 "));
+	line(s, "Name ", l, sizeof(l));
+	assert_true(strlen(l) > 150); /* the column grew to the longest name */
+	free(s);
+}
+
+static void test_errors(void **state)
+{
+	struct sp_report_opts o = { .window = -1 };
+	char p[320];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/nothing.sptrace", dir);
+	assert_int_equal(sp_report(p, &o, stdout), 1);
+	f = fopen(p, "w");
+	fputs("not a trace, just text long enough to be a header ...", f);
+	fclose(f);
+	assert_int_equal(sp_report(p, &o, stdout), 1);
+
+	/* a valid trace with no window */
+	snprintf(p, sizeof(p), "%s/empty.sptrace", dir);
+	struct sp_trace_writer *w = fx_create(p);
+	fx_put(w, fx_api(FX_T, 1, S_LAUNCH, 100));
+	assert_int_equal(sp_trace_close(w), 0);
+	assert_int_equal(sp_report(p, &o, stdout), 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_totals),
+		cmocka_unit_test(test_sort_keys),
+		cmocka_unit_test(test_top_and_window),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_errors),
+	};
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	snprintf(trace, sizeof(trace), "%s/sample.sptrace", dir);
+	fx_write_sample(trace);
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd))
+		fprintf(stderr, "could not remove %s\n", dir);
+	return rc;
+}
