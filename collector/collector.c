@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <dlfcn.h>
 #include <generated_nvtx_meta.h>
+#include <nccl.h>
 #include "autostep.h"
 #include "clock.h"
 #include "collector.h"
@@ -87,6 +88,9 @@ static __thread struct {
 	int in_rt_launch;             /* ... and it is a kernel launch (its nested driver launch is not counted again) */
 	uint64_t rt_t0;               /* its start */
 	uint32_t rt_corr;             /* its correlation id */
+	int in_nccl;                  /* inside an NCCL call */
+	uint32_t nccl_corr;           /* correlation id of its first kernel launch */
+	int nccl_group;               /* ncclGroupStart nesting */
 	int mk_depth;                 /* marker API calls in progress on this thread */
 	int named;                    /* SP_EV_THREAD pushed */
 	const void *np[NAME_CACHE];   /* name pointer cache */
@@ -283,6 +287,20 @@ static void set_activities(int on)
 
 /* ---- windows and steps (under G.lock) ---- */
 
+#define MAX_COMMS 256
+#define COMM_GONE ((void *)(uintptr_t)1) /* tombstone of a destroyed communicator's slot */
+/* A communicator: identity shared by all its ranks, and the call sequence number. */
+struct comm {
+	void *comm;             /* ncclComm_t, NULL = free slot */
+	uint64_t hash;          /* FNV-1a of the unique id (INIT) or of parent hash, color and split index */
+	int rank, size, device;
+	uint32_t splits;        /* children split from it so far */
+	atomic_uint_fast64_t seq;
+};
+
+static struct comm comms[MAX_COMMS];
+static void push_comm(int what, const struct comm *c, uint64_t t);
+
 static int start_writer(void)
 {
 	char dir[SP_CFG_PATH], host[64] = "host";
@@ -431,6 +449,9 @@ static void begin_step(uint64_t t, uint32_t corr)
 			w->corr_hi = CORR_PENDING;
 			split_at(&w->corr_lo, corr, 1);
 			push_ctl(SP_EV_WINDOW_BEGIN, t, w);
+			for (int i = 0; i < MAX_COMMS; i++) /* each window names its communicators */
+				if (comms[i].comm && comms[i].comm != COMM_GONE)
+					push_comm(SP_COMM_INIT, &comms[i], t);
 			__atomic_store_n(&G.open, w, __ATOMIC_RELEASE);
 		} else if (!w) {
 			sp_warn_once("too many windows waiting for GPU records; skipping a window");
@@ -529,6 +550,8 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 			T.rt_t0 = t;
 			T.rt_corr = cd->correlationId;
 		}
+		if (launch && T.in_nccl && !T.nccl_corr)
+			T.nccl_corr = cd->correlationId; /* links the NCCL call to its kernel */
 		/* a marker inside a runtime call begins its step where that call began */
 		uint64_t mt = d && T.in_rt ? T.rt_t0 : t;
 		uint32_t mc = d && T.in_rt ? T.rt_corr : cd->correlationId;
@@ -908,12 +931,163 @@ void sp_collector_inject(void)
 		sp_marker_kind_name(G.cfg.marker_kind), G.cfg.marker_pattern, G.cfg.marker_every);
 }
 
-void sp_collector_library_call(int kind, const char *fn)
+/* ---- NCCL (called from preload/nccl.c) ---- */
+
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
 {
-	if (!G.active || G.cfg.marker_kind != SP_MARK_NCCL || kind != SP_MARK_NCCL || G.done)
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* The slot of comm (a free one if add), or NULL. Caller holds G.lock. */
+static struct comm *comm_slot(void *comm, int add)
+{
+	size_t h = ((uintptr_t)comm >> 4) % MAX_COMMS;
+	for (size_t i = 0; i < MAX_COMMS; i++) {
+		struct comm *c = &comms[(h + i) % MAX_COMMS];
+		if (c->comm == comm)
+			return c;
+		if (!c->comm)
+			return add ? c : NULL;
+	}
+	return NULL;
+}
+
+/* Fills rank, size and device from NCCL itself (split communicators learn them late). */
+static void comm_query(struct comm *c)
+{
+	typedef ncclResult_t (*query_fn)(void *, int *);
+	static query_fn user_rank, count, dev;
+	if (!user_rank) {
+		user_rank = (query_fn)dlsym(RTLD_DEFAULT, "ncclCommUserRank");
+		count = (query_fn)dlsym(RTLD_DEFAULT, "ncclCommCount");
+		dev = (query_fn)dlsym(RTLD_DEFAULT, "ncclCommCuDevice");
+	}
+	if (c->rank < 0 && user_rank)
+		user_rank(c->comm, &c->rank);
+	if (c->size < 0 && count)
+		count(c->comm, &c->size);
+	if (c->device < 0 && dev)
+		dev(c->comm, &c->device);
+}
+
+static void push_comm(int what, const struct comm *c, uint64_t t)
+{
+	struct sp_event ev = { .kind = SP_EV_COMM, .sub = (uint8_t)what, .tid = tid(), .start = t, .end = t };
+	ev.device = c->device >= 0 ? (uint16_t)c->device : SP_NO_DEVICE;
+	ev.u.nccl.comm = c->hash;
+	ev.u.nccl.comm_rank = c->rank;
+	ev.u.nccl.comm_size = c->size;
+	ev.u.nccl.peer = -1;
+	push(&ev);
+}
+
+int sp_collector_nccl_active(void)
+{
+	return G.active && !G.disabled;
+}
+
+uint64_t sp_collector_nccl_begin(const struct sp_nccl_call *c)
+{
+	uint64_t t = sp_now_ns();
+	T.in_nccl = 1;
+	T.nccl_corr = 0;
+	if (c->op == SP_NCCL_GROUP_END && T.nccl_group > 0)
+		T.nccl_group--;
+	if (G.cfg.marker_kind == SP_MARK_NCCL && !G.done && glob_match(G.cfg.marker_pattern, c->fn))
+		marker_hit(t, 0, 0);
+	return t;
+}
+
+void sp_collector_nccl_end(const struct sp_nccl_call *c, uint64_t t0, int ret)
+{
+	static const uint8_t dsize[12] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1 };
+	uint64_t seq = 0;
+	struct comm *cm = NULL;
+	T.in_nccl = 0;
+	if (c->op == SP_NCCL_GROUP_START)
+		T.nccl_group++;
+	if (c->comm) {
+		pthread_mutex_lock(&G.lock);
+		cm = comm_slot(c->comm, 1);
+		if (cm && !cm->comm) { /* created outside the hooks: the identity is local only */
+			cm->comm = c->comm;
+			cm->hash = fnv1a(0xcbf29ce484222325ull, &c->comm, sizeof c->comm);
+			cm->rank = cm->size = cm->device = -1;
+		}
+		if (cm) {
+			if (cm->rank < 0 || cm->size < 0 || cm->device < 0)
+				comm_query(cm);
+			seq = atomic_fetch_add(&cm->seq, 1);
+		}
+		pthread_mutex_unlock(&G.lock);
+	}
+	if (!G.cfg.nccl || !__atomic_load_n(&G.open, __ATOMIC_ACQUIRE))
 		return;
-	if (glob_match(G.cfg.marker_pattern, fn))
-		marker_hit(sp_now_ns(), 0, 0);
+	struct sp_event ev = { .kind = SP_EV_NCCL, .sub = (uint8_t)c->op, .device = SP_NO_DEVICE, .tid = tid(),
+			       .start = t0, .end = sp_now_ns(), .corr = T.nccl_corr, .name = sp_intern(c->fn) };
+	ev.u.nccl.count = c->count;
+	ev.u.nccl.dtype = (uint8_t)c->dtype;
+	ev.u.nccl.bytes = c->count * (c->dtype >= 0 && c->dtype < 12 ? dsize[c->dtype] : 1);
+	ev.u.nccl.redop = c->redop < 0 ? 0xff : (uint8_t)c->redop;
+	ev.u.nccl.peer = c->peer;
+	ev.u.nccl.group_depth = (uint8_t)T.nccl_group;
+	ev.u.nccl.seq = seq;
+	ev.u.nccl.comm_rank = ev.u.nccl.comm_size = -1;
+	ev.u.api.status = 0;
+	if (cm) {
+		ev.u.nccl.comm = cm->hash;
+		ev.u.nccl.comm_rank = cm->rank;
+		ev.u.nccl.comm_size = cm->size;
+		ev.device = cm->device >= 0 ? (uint16_t)cm->device : SP_NO_DEVICE;
+	}
+	if (ret != 0 && ret != 7 /* ncclInProgress */)
+		sp_info("%s returned %d", c->fn, ret);
+	push(&ev);
+}
+
+void sp_collector_comm(int what, void *comm, const void *id, size_t idlen, int rank, int nranks, void *parent)
+{
+	if (!G.active || !comm)
+		return;
+	uint64_t t = sp_now_ns();
+	int created = what == SP_COMM_INIT || what == SP_COMM_SPLIT;
+	pthread_mutex_lock(&G.lock);
+	struct comm *c = comm_slot(comm, created);
+	if (c && created) {
+		struct comm *p = what == SP_COMM_SPLIT ? comm_slot(parent, 0) : NULL;
+		c->comm = comm;
+		c->rank = rank;
+		c->size = nranks;
+		c->device = -1;
+		c->splits = 0;
+		atomic_store(&c->seq, 0);
+		c->hash = fnv1a(0xcbf29ce484222325ull, id, idlen);
+		if (p) { /* equal on every rank of the child: parent identity, split index, color */
+			uint32_t k = p->splits++;
+			c->hash = fnv1a(fnv1a(c->hash, &p->hash, sizeof p->hash), &k, sizeof k);
+		}
+		if (what == SP_COMM_INIT && G.ri.rank < 0 && rank >= 0) {
+			/* no rank in the environment: the first communicator names it */
+			G.ri.rank = rank;
+			G.ri.world_size = nranks;
+			G.ri.source = "nccl";
+			if (!sp_rankset_has(&G.cfg.ranks, rank)) {
+				G.done = 1; /* not selected after all */
+				apply_callbacks();
+				G.disabled = 1;
+			}
+		}
+		if (G.writer_started > 0)
+			push_comm(what, c, t);
+	} else if (c) {
+		push_comm(what, c, t);
+		c->comm = COMM_GONE;
+	}
+	pthread_mutex_unlock(&G.lock);
 }
 
 int sp_collector_owns_cupti(void)

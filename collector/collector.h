@@ -4,6 +4,7 @@
 #ifndef SP_COLLECTOR_H
 #define SP_COLLECTOR_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Called once from the CUDA driver's injection entry (inside cuInit, before any kernel or graph
@@ -11,9 +12,29 @@
  * arms step detection. Any failure warns once and leaves the process unprofiled.
  * This function can't fail (it returns nothing). */
 void sp_collector_inject(void);
-/* A hooked library call that may be a marker (NCCL: fn = "ncclAllReduce"...). Cheap when the
- * marker is not of that kind. May run on any thread. */
-void sp_collector_library_call(int kind, const char *fn);
+/* One NCCL call as the hook saw it. */
+struct sp_nccl_call {
+	const char *fn;         /* "ncclAllReduce"... (static string) */
+	int op;                 /* enum sp_nccl_op */
+	uint64_t count;         /* elements */
+	int dtype;              /* ncclDataType_t */
+	int redop;              /* ncclRedOp_t, -1 none */
+	int peer;               /* root or peer, -1 none */
+	void *comm;             /* ncclComm_t, NULL for group calls */
+	void *stream;           /* cudaStream_t */
+};
+
+/* 1 if this process is profiled (NCCL hooks then report their calls). This function can't fail. */
+int sp_collector_nccl_active(void);
+/* Before the real call: marker detection and group depth. Returns the start time to pass to
+ * sp_collector_nccl_end. May run on any thread. This function can't fail. */
+uint64_t sp_collector_nccl_begin(const struct sp_nccl_call *c);
+/* After the real call (ret = its ncclResult_t): records it if a window is open. */
+void sp_collector_nccl_end(const struct sp_nccl_call *c, uint64_t t0, int ret);
+/* Communicator life (what = enum sp_comm_event). For INIT, id/idlen is the unique id (equal on all
+ * ranks); for SPLIT, parent is the parent communicator and id the color. rank/nranks -1 if
+ * unknown. This function can't fail. */
+void sp_collector_comm(int what, void *comm, const void *id, size_t idlen, int rank, int nranks, void *parent);
 /* Another tool tried to subscribe to CUPTI (torch.profiler, nsys): warn once, naming it.
  * Returns 1 if stepprof holds CUPTI in this process (the caller must fail the other subscribe). */
 int sp_collector_owns_cupti(void);
