@@ -21,7 +21,12 @@ typedef void (*sp_ring_fn)(void *ctx, const struct sp_event *ev);
 uint64_t sp_ring_drain(sp_ring_fn fn, void *ctx);
 /* Events dropped so far because a ring was full (all threads). This function can't fail. */
 uint64_t sp_ring_dropped(void);
-/* Events pushed so far (all threads). This function can't fail. */
+/* Events pushed so far (all threads), dropped ones included. This function can't fail. */
 uint64_t sp_ring_pushed(void);
+/* Rings currently registered (live threads plus exited ones not yet drained and freed). */
+uint32_t sp_ring_count(void);
+/* For a fork child: later pushes are dropped silently (not counted) and no ring inherited from
+ * the parent is touched again. Permanent. This function can't fail. */
+void sp_ring_disable_all(void);
 
 #endif

@@ -20,5 +20,13 @@ void sp_writer_kick(void);
 int sp_writer_stop(void);
 /* 1 while the writer thread runs. */
 int sp_writer_running(void);
+/* Sets a hook the writer thread runs at the start of every pass, before draining the rings
+ * (the collector flushes CUPTI buffers and decides window ends there); NULL removes it. Takes
+ * effect from the next pass. This function can't fail. */
+void sp_writer_set_tick(void (*fn)(void *ctx), void *ctx);
+/* Only from inside the tick: adds ev to the stream after everything drained so far (it is a
+ * push into the writer thread's own ring, drained in the same pass). Returns 0, or -1 if that
+ * ring was full (counted as a ring drop). */
+int sp_writer_emit(const struct sp_event *ev);
 
 #endif

@@ -1,0 +1,749 @@
+/* SPDX-License-Identifier: MIT */
+/* trace.c - the trace file format, both directions: header, chunks (one zstd frame each) and
+ * the varint record encoding; docs/FORMAT.md describes the bytes. The writer side runs on the
+ * writer thread only and never prints; the reader side is for the CLI and keeps one chunk plus
+ * the string table in memory. A record's layout is the field tables below: change them only
+ * together with SP_TRACE_VERSION and docs/FORMAT.md. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+#include "trace.h"
+
+#define HEADER_V1_SIZE 376           /* bytes of the version-1 header */
+#define CHUNK_MAGIC 0x4b435053u      /* "SPCK" read as a little-endian u32 */
+#define CHUNK_HEADER_SIZE 16
+#define DEFAULT_CHUNK_BYTES (256u << 10)
+#define MAX_RAW_CHUNK (1u << 30)     /* reader refuses bigger chunks as corrupt */
+#define MAX_STRING_ID (1u << 24)     /* reader refuses bigger string ids as corrupt */
+#define KIND_STRING 0xff
+#define MAX_EVENT_BYTES 256          /* bound on one encoded event (fields x 10-byte varints) */
+#define ZSTD_LEVEL 3
+
+/* How a field is stored: plain varint, zigzag varint, or device ordinal plus one (mod 2^16) so
+ * SP_NO_DEVICE costs one byte. */
+enum { FL_U = 0, FL_S = 1, FL_DEV = 2 };
+
+struct field {
+	uint8_t off;            /* byte offset in struct sp_event */
+	uint8_t size;           /* 1, 2, 4 or 8 */
+	uint8_t how;            /* FL_* */
+};
+
+#define F(member, how) { offsetof(struct sp_event, member), sizeof(((struct sp_event *)0)->member), how }
+
+/* After the kind byte, start (zigzag delta) and end - start (zigzag): these, for every kind. */
+static const struct field common_fields[] = {
+	F(corr, FL_U), F(name, FL_U), F(sub, FL_U), F(device, FL_DEV), F(tid, FL_U), F(stream, FL_U),
+	F(context, FL_U),
+};
+/* Then the union fields of the kind, in this order. */
+static const struct field kernel_fields[] = {
+	F(u.kernel.grid[0], FL_U), F(u.kernel.grid[1], FL_U), F(u.kernel.grid[2], FL_U),
+	F(u.kernel.block[0], FL_U), F(u.kernel.block[1], FL_U), F(u.kernel.block[2], FL_U),
+	F(u.kernel.static_smem, FL_U), F(u.kernel.dynamic_smem, FL_U), F(u.kernel.regs, FL_U),
+	F(u.kernel.launch, FL_U), F(u.kernel.graph_id, FL_U), F(u.kernel.graph_node, FL_U),
+};
+static const struct field copy_fields[] = {
+	F(u.copy.bytes, FL_U), F(u.copy.value, FL_U), F(u.copy.src_kind, FL_U), F(u.copy.dst_kind, FL_U),
+	F(u.copy.async, FL_U), F(u.copy.graph_id, FL_U), F(u.copy.graph_node, FL_U),
+};
+static const struct field sync_fields[] = { F(u.sync.event, FL_U) };
+static const struct field api_fields[] = { F(u.api.cbid, FL_U), F(u.api.status, FL_S) };
+static const struct field nccl_fields[] = {
+	F(u.nccl.count, FL_U), F(u.nccl.bytes, FL_U), F(u.nccl.comm, FL_U), F(u.nccl.seq, FL_U),
+	F(u.nccl.peer, FL_S), F(u.nccl.comm_rank, FL_S), F(u.nccl.comm_size, FL_S), F(u.nccl.dtype, FL_U),
+	F(u.nccl.redop, FL_U), F(u.nccl.group_depth, FL_U),
+};
+static const struct field mem_fields[] = {
+	F(u.mem.addr, FL_U), F(u.mem.size, FL_U), F(u.mem.live, FL_U), F(u.mem.stack, FL_U),
+};
+static const struct field marker_fields[] = { F(u.marker.domain, FL_U), F(u.marker.depth, FL_S) };
+static const struct field step_fields[] = { F(u.step.number, FL_S) };
+static const struct field window_fields[] = {
+	F(u.window.id, FL_U), F(u.window.capped, FL_U), F(u.window.first_step, FL_S),
+	F(u.window.last_step, FL_S), F(u.window.bytes, FL_U), F(u.window.dropped, FL_U),
+};
+static const struct field dropped_fields[] = { F(u.dropped.count, FL_U) };
+static const struct field device_fields[] = {
+	F(u.dev.sm_count, FL_U), F(u.dev.cc_major, FL_U), F(u.dev.cc_minor, FL_U), F(u.dev.memory, FL_U),
+};
+static const struct field clock_fields[] = { F(u.clock.realtime_ns, FL_U) };
+static const struct field module_fields[] = {
+	F(u.module.start, FL_U), F(u.module.end, FL_U), F(u.module.offset, FL_U),
+};
+
+#define KIND(k, t) [k] = { t, sizeof(t) / sizeof(t[0]) }
+static const struct {
+	const struct field *f;
+	uint8_t n;
+} kind_fields[SP_EV__COUNT] = {
+	KIND(SP_EV_KERNEL, kernel_fields), KIND(SP_EV_MEMCPY, copy_fields), KIND(SP_EV_MEMSET, copy_fields),
+	KIND(SP_EV_SYNC, sync_fields), KIND(SP_EV_API, api_fields), KIND(SP_EV_NCCL, nccl_fields),
+	KIND(SP_EV_ALLOC, mem_fields), KIND(SP_EV_FREE, mem_fields), KIND(SP_EV_MARKER, marker_fields),
+	KIND(SP_EV_STEP, step_fields), KIND(SP_EV_WINDOW_BEGIN, window_fields),
+	KIND(SP_EV_WINDOW_END, window_fields), KIND(SP_EV_DROPPED, dropped_fields),
+	[SP_EV_THREAD] = { NULL, 0 }, KIND(SP_EV_DEVICE, device_fields), KIND(SP_EV_CLOCK, clock_fields),
+	KIND(SP_EV_COMM, nccl_fields), KIND(SP_EV_MODULE, module_fields),
+};
+
+struct sp_trace_writer {
+	int fd;
+	ZSTD_CCtx *cctx;
+	uint8_t *raw;           /* records of the chunk being built */
+	size_t raw_len, raw_cap;
+	size_t chunk_bytes;     /* raw size that triggers a flush */
+	uint32_t nrec;          /* records in raw, strings included */
+	uint64_t prev_start;    /* start of the previous record in this chunk (0 at chunk start) */
+	uint8_t *out;           /* chunk header + compressed frame */
+	size_t out_cap;
+	uint64_t file_bytes;
+	sp_string_lookup_fn lookup;
+	void *lookup_ctx;
+	uint8_t *written;       /* bitmap of string ids already in the file */
+	uint32_t written_bits;
+};
+
+struct sp_trace_reader {
+	int fd;
+	struct sp_trace_header hdr;
+	uint64_t off;           /* file offset of the next chunk */
+	uint8_t *raw, *comp;    /* current chunk, decompressed; compressed scratch */
+	size_t raw_cap, comp_cap;
+	size_t pos, len;        /* read position and size of raw */
+	uint32_t left;          /* records not yet decoded in this chunk */
+	uint64_t prev_start;
+	char **str;             /* string table by id */
+	uint32_t nstr;
+	int truncated, failed;
+	ZSTD_DCtx *dctx;
+	char err[256];
+};
+
+/* ---- little-endian and varint helpers ---- */
+
+static void put_le(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < n; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)v | 0x80;
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static uint64_t zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static int64_t unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* Reads one varint from *p (not past end). Returns 0, or -1 if it runs past end or 10 bytes. */
+static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t x = 0;
+	for (int shift = 0; shift < 70 && *p < end; shift += 7) {
+		uint8_t b = *(*p)++;
+		x |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*v = x;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* The stored form of one field of ev. This function can't fail. */
+static uint64_t field_get(const struct sp_event *ev, const struct field *f)
+{
+	uint64_t v = get_le((const uint8_t *)ev + f->off, f->size);
+	if (f->how == FL_S) {
+		int shift = 64 - 8 * f->size;
+		return zigzag((int64_t)(v << shift) >> shift);
+	}
+	return f->how == FL_DEV ? (v + 1) & 0xffff : v;
+}
+
+/* Stores the decoded form of one field into ev. Returns 0, or -1 if v does not fit the field. */
+static int field_set(struct sp_event *ev, const struct field *f, uint64_t v)
+{
+	int bits = 8 * f->size;
+	if (f->how == FL_S) {
+		int64_t s = unzigzag(v);
+		if (bits < 64 && (s < -((int64_t)1 << (bits - 1)) || s >= ((int64_t)1 << (bits - 1))))
+			return -1;
+		v = (uint64_t)s;
+	} else if (bits < 64 && v >> bits) {
+		return -1;
+	} else if (f->how == FL_DEV) {
+		v = (v - 1) & 0xffff;
+	}
+	put_le((uint8_t *)ev + f->off, v, f->size);
+	return 0;
+}
+
+/* ---- writing ---- */
+
+/* Makes room for need more raw bytes. Returns 0, or -1 with errno ENOMEM (nothing changed). */
+static int raw_reserve(struct sp_trace_writer *w, size_t need)
+{
+	if (w->raw_len + need <= w->raw_cap)
+		return 0;
+	size_t cap = w->raw_cap ? w->raw_cap : 4096;
+	while (cap < w->raw_len + need)
+		cap *= 2;
+	uint8_t *p = realloc(w->raw, cap);
+	if (!p)
+		return -1;
+	w->raw = p;
+	w->raw_cap = cap;
+	return 0;
+}
+
+/* Writes all of buf. Returns 0, or -1 with errno (part may have been written). */
+static int write_all(int fd, const uint8_t *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static bool string_written(const struct sp_trace_writer *w, uint32_t id)
+{
+	return id < w->written_bits && (w->written[id / 8] >> (id % 8) & 1);
+}
+
+/* Marks id as written. Returns 0, or -1 with errno ENOMEM (the string is then simply written
+ * again on its next use). */
+static int mark_written(struct sp_trace_writer *w, uint32_t id)
+{
+	if (id >= w->written_bits) {
+		uint32_t bits = w->written_bits ? w->written_bits : 1024;
+		while (bits <= id && bits < (1u << 31))
+			bits *= 2;
+		if (bits <= id)
+			return -1;
+		uint8_t *p = realloc(w->written, bits / 8);
+		if (!p)
+			return -1;
+		memset(p + w->written_bits / 8, 0, (bits - w->written_bits) / 8);
+		w->written = p;
+		w->written_bits = bits;
+	}
+	w->written[id / 8] |= (uint8_t)(1u << (id % 8));
+	return 0;
+}
+
+/* Appends a string record to the chunk. Returns its encoded size, or -1 with errno ENOMEM. */
+static int append_string(struct sp_trace_writer *w, uint32_t id, const char *s)
+{
+	size_t len = strlen(s);
+	if (raw_reserve(w, len + 21) < 0)
+		return -1;
+	uint8_t *start = w->raw + w->raw_len, *p = start;
+	*p++ = KIND_STRING;
+	p = put_varint(p, id);
+	p = put_varint(p, len);
+	memcpy(p, s, len);
+	p += len;
+	w->raw_len += (size_t)(p - start);
+	w->nrec++;
+	mark_written(w, id);
+	return (int)(p - start);
+}
+
+/* Writes the string of id if the file lacks it. Returns bytes added (0 if none) or -1. */
+static int ensure_string(struct sp_trace_writer *w, uint32_t id)
+{
+	if (!id || string_written(w, id))
+		return 0;
+	const char *s = w->lookup ? w->lookup(w->lookup_ctx, id) : NULL;
+	return append_string(w, id, s ? s : "?");
+}
+
+/* Flushes if the chunk has reached its size. Returns 0 or -1 with errno. */
+static int maybe_flush(struct sp_trace_writer *w)
+{
+	return w->raw_len >= w->chunk_bytes ? sp_trace_flush(w) : 0;
+}
+
+/* ---- reading ---- */
+
+static int reader_fail(struct sp_trace_reader *r, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->err, sizeof(r->err), fmt, ap);
+	va_end(ap);
+	r->failed = 1;
+	return -1;
+}
+
+/* Reads up to len bytes at off. Returns the count read (short only at end of file), or -1. */
+static ssize_t read_at(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = pread(fd, (uint8_t *)buf + got, len - got, (off_t)(off + got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+/* Grows *buf to at least len bytes. Returns 0, or -1 (buffer unchanged). */
+static int grow(uint8_t **buf, size_t *cap, size_t len)
+{
+	if (len <= *cap)
+		return 0;
+	uint8_t *p = realloc(*buf, len);
+	if (!p)
+		return -1;
+	*buf = p;
+	*cap = len;
+	return 0;
+}
+
+/* Loads the next chunk. Returns 1 if loaded, 0 at the end of the file or a torn chunk (sets
+ * truncated), -1 on a corrupt chunk or I/O error (message set). */
+static int load_chunk(struct sp_trace_reader *r)
+{
+	uint8_t h[CHUNK_HEADER_SIZE];
+	ssize_t n = read_at(r->fd, h, sizeof(h), r->off);
+	if (n < 0)
+		return reader_fail(r, "read error at offset %llu: %s", (unsigned long long)r->off, strerror(errno));
+	if (n == 0)
+		return 0;
+	if (n < CHUNK_HEADER_SIZE) {
+		r->truncated = 1;
+		return 0;
+	}
+	uint32_t magic = (uint32_t)get_le(h, 4), csize = (uint32_t)get_le(h + 4, 4);
+	uint32_t rsize = (uint32_t)get_le(h + 8, 4), count = (uint32_t)get_le(h + 12, 4);
+	if (magic != CHUNK_MAGIC)
+		return reader_fail(r, "bad chunk magic at offset %llu", (unsigned long long)r->off);
+	if (rsize > MAX_RAW_CHUNK)
+		return reader_fail(r, "chunk at offset %llu claims %u raw bytes", (unsigned long long)r->off, rsize);
+	struct stat st;
+	if (fstat(r->fd, &st) == 0 && r->off + CHUNK_HEADER_SIZE + csize > (uint64_t)st.st_size) {
+		r->truncated = 1;
+		return 0;
+	}
+	if (grow(&r->comp, &r->comp_cap, csize) < 0 || grow(&r->raw, &r->raw_cap, rsize ? rsize : 1) < 0)
+		return reader_fail(r, "out of memory for a chunk of %u bytes", rsize);
+	n = read_at(r->fd, r->comp, csize, r->off + CHUNK_HEADER_SIZE);
+	if (n < 0)
+		return reader_fail(r, "read error at offset %llu: %s", (unsigned long long)r->off, strerror(errno));
+	if ((size_t)n < csize) {
+		r->truncated = 1;
+		return 0;
+	}
+	size_t got = ZSTD_decompressDCtx(r->dctx, r->raw, rsize, r->comp, csize);
+	if (ZSTD_isError(got))
+		return reader_fail(r, "corrupt chunk at offset %llu: %s", (unsigned long long)r->off,
+				   ZSTD_getErrorName(got));
+	if (got != rsize)
+		return reader_fail(r, "corrupt chunk at offset %llu: %zu bytes instead of %u",
+				   (unsigned long long)r->off, got, rsize);
+	r->off += CHUNK_HEADER_SIZE + csize;
+	r->pos = 0;
+	r->len = rsize;
+	r->left = count;
+	r->prev_start = 0;
+	return 1;
+}
+
+/* Absorbs a string record (kind byte already read). Returns 0, or -1 on a bad record. */
+static int read_string(struct sp_trace_reader *r, const uint8_t **p, const uint8_t *end)
+{
+	uint64_t id, len;
+	if (get_varint(p, end, &id) < 0 || get_varint(p, end, &len) < 0 || len > (uint64_t)(end - *p))
+		return reader_fail(r, "corrupt string record");
+	if (!id || id >= MAX_STRING_ID)
+		return reader_fail(r, "string id %llu out of range", (unsigned long long)id);
+	if (id >= r->nstr) {
+		uint32_t n = r->nstr ? r->nstr : 256;
+		while (n <= id)
+			n *= 2;
+		char **t = realloc(r->str, n * sizeof(*t));
+		if (!t)
+			return reader_fail(r, "out of memory for the string table");
+		memset(t + r->nstr, 0, (n - r->nstr) * sizeof(*t));
+		r->str = t;
+		r->nstr = n;
+	}
+	char *s = malloc(len + 1);
+	if (!s)
+		return reader_fail(r, "out of memory for the string table");
+	memcpy(s, *p, len);
+	s[len] = 0;
+	*p += len;
+	free(r->str[id]);
+	r->str[id] = s;
+	return 0;
+}
+
+/* Decodes one event record (kind byte already read). Returns 0, or -1 on a bad record. */
+static int read_event(struct sp_trace_reader *r, uint8_t kind, const uint8_t **p, const uint8_t *end,
+		      struct sp_event *ev)
+{
+	uint64_t dstart, dur, v;
+	memset(ev, 0, sizeof(*ev));
+	ev->kind = kind;
+	if (get_varint(p, end, &dstart) < 0 || get_varint(p, end, &dur) < 0)
+		return reader_fail(r, "corrupt %s record", sp_ev_kind_name(kind));
+	ev->start = r->prev_start + (uint64_t)unzigzag(dstart);
+	ev->end = ev->start + (uint64_t)unzigzag(dur);
+	r->prev_start = ev->start;
+	for (size_t i = 0; i < sizeof(common_fields) / sizeof(common_fields[0]); i++)
+		if (get_varint(p, end, &v) < 0 || field_set(ev, &common_fields[i], v) < 0)
+			return reader_fail(r, "corrupt %s record", sp_ev_kind_name(kind));
+	for (unsigned i = 0; i < kind_fields[kind].n; i++)
+		if (get_varint(p, end, &v) < 0 || field_set(ev, &kind_fields[kind].f[i], v) < 0)
+			return reader_fail(r, "corrupt %s record", sp_ev_kind_name(kind));
+	return 0;
+}
+
+/* Checks the first n bytes h of a file of fsize bytes. Returns 0, or -1 with a message in err. */
+static int check_header(const uint8_t *h, ssize_t n, uint64_t fsize, const char *path, char *err, size_t errlen)
+{
+	if (n < 8 || memcmp(h, SP_TRACE_MAGIC, 8)) {
+		snprintf(err, errlen, "%s: not a stepprof trace (bad magic)", path);
+		return -1;
+	}
+	if (n < 16) {
+		snprintf(err, errlen, "%s: truncated header (%zd bytes)", path, n);
+		return -1;
+	}
+	unsigned version = (unsigned)get_le(h + 8, 2), min_version = (unsigned)get_le(h + 10, 2);
+	uint32_t hsize = (uint32_t)get_le(h + 12, 4);
+	if (min_version > SP_TRACE_VERSION)
+		snprintf(err, errlen,
+			 "%s: trace format version %u needs a newer stepprof (it needs a reader of version >= %u; "
+			 "this one reads versions %u..%u)",
+			 path, version, min_version, SP_TRACE_MIN_VERSION, SP_TRACE_VERSION);
+	else if (version < SP_TRACE_MIN_VERSION)
+		snprintf(err, errlen, "%s: trace format version %u is too old (this stepprof reads versions %u..%u)",
+			 path, version, SP_TRACE_MIN_VERSION, SP_TRACE_VERSION);
+	else if (hsize < HEADER_V1_SIZE)
+		snprintf(err, errlen, "%s: corrupt header (header size %u < %u)", path, hsize, HEADER_V1_SIZE);
+	else if (n < HEADER_V1_SIZE || fsize < hsize)
+		snprintf(err, errlen, "%s: truncated header (%llu of %u bytes)", path, (unsigned long long)fsize,
+			 hsize);
+	else
+		return 0;
+	return -1;
+}
+
+/* ---- exported: writing ---- */
+
+/* Returns NULL with errno set on failure; nothing is left open or allocated. */
+struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_meta *meta,
+					sp_string_lookup_fn lookup, void *lookup_ctx, size_t chunk_bytes)
+{
+	uint8_t h[HEADER_V1_SIZE] = { 0 };
+	memcpy(h, SP_TRACE_MAGIC, 8);
+	put_le(h + 8, SP_TRACE_VERSION, 2);
+	put_le(h + 10, SP_TRACE_MIN_VERSION, 2);
+	put_le(h + 12, HEADER_V1_SIZE, 4);
+	put_le(h + 16, meta->features, 8);
+	put_le(h + 24, (uint32_t)meta->pid, 4);
+	put_le(h + 28, (uint32_t)meta->rank, 4);
+	put_le(h + 32, (uint32_t)meta->world_size, 4);
+	put_le(h + 36, (uint32_t)meta->local_rank, 4);
+	put_le(h + 40, meta->anchor_mono_ns, 8);
+	put_le(h + 48, meta->anchor_real_ns, 8);
+	memcpy(h + 56, meta->host, strnlen(meta->host, 63));
+	memcpy(h + 120, meta->command, strnlen(meta->command, 255));
+
+	struct sp_trace_writer *w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->chunk_bytes = chunk_bytes ? chunk_bytes : DEFAULT_CHUNK_BYTES;
+	w->lookup = lookup;
+	w->lookup_ctx = lookup_ctx;
+	w->cctx = ZSTD_createCCtx();
+	if (!w->cctx || ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, ZSTD_LEVEL)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1))) {
+		ZSTD_freeCCtx(w->cctx);
+		free(w);
+		errno = ENOMEM;
+		return NULL;
+	}
+	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (w->fd < 0 || write_all(w->fd, h, sizeof(h)) < 0) {
+		int e = errno;
+		if (w->fd >= 0) {
+			close(w->fd);
+			unlink(path);
+		}
+		ZSTD_freeCCtx(w->cctx);
+		free(w);
+		errno = e;
+		return NULL;
+	}
+	w->file_bytes = sizeof(h);
+	return w;
+}
+
+/* Returns the encoded bytes added (strings included), or -1 with errno: EINVAL for a kind
+ * that is not an event kind (nothing written), ENOMEM, or the error of writing a full chunk
+ * (the event is then in the chunk, which stays pending). */
+int sp_trace_write(struct sp_trace_writer *w, const struct sp_event *ev)
+{
+	if (ev->kind == SP_EV_NONE || ev->kind >= SP_EV__COUNT) {
+		errno = EINVAL;
+		return -1;
+	}
+	int ns = ensure_string(w, ev->name), nd = 0;
+	if (ns >= 0 && ev->kind == SP_EV_MARKER)
+		nd = ensure_string(w, ev->u.marker.domain);
+	if (ns < 0 || nd < 0 || raw_reserve(w, MAX_EVENT_BYTES) < 0)
+		return -1;
+	uint8_t *start = w->raw + w->raw_len, *p = start;
+	*p++ = ev->kind;
+	p = put_varint(p, zigzag((int64_t)(ev->start - w->prev_start)));
+	p = put_varint(p, zigzag((int64_t)(ev->end - ev->start)));
+	w->prev_start = ev->start;
+	for (size_t i = 0; i < sizeof(common_fields) / sizeof(common_fields[0]); i++)
+		p = put_varint(p, field_get(ev, &common_fields[i]));
+	for (unsigned i = 0; i < kind_fields[ev->kind].n; i++)
+		p = put_varint(p, field_get(ev, &kind_fields[ev->kind].f[i]));
+	w->raw_len += (size_t)(p - start);
+	w->nrec++;
+	return maybe_flush(w) < 0 ? -1 : ns + nd + (int)(p - start);
+}
+
+/* Returns encoded bytes, or -1 with errno (EINVAL for id 0 or ENOMEM: nothing added; else a
+ * full chunk failed to write and stays pending). */
+int sp_trace_write_string(struct sp_trace_writer *w, uint32_t id, const char *s)
+{
+	if (!id) {
+		errno = EINVAL;
+		return -1;
+	}
+	int n = append_string(w, id, s);
+	return n < 0 || maybe_flush(w) < 0 ? -1 : n;
+}
+
+/* Returns 0, or -1 with errno; on failure the chunk stays pending (a later flush retries it,
+ * though the file may then hold a torn chunk that readers stop at). */
+int sp_trace_flush(struct sp_trace_writer *w)
+{
+	if (!w->nrec)
+		return 0;
+	size_t bound = CHUNK_HEADER_SIZE + ZSTD_compressBound(w->raw_len);
+	if (bound > w->out_cap) {
+		uint8_t *p = realloc(w->out, bound);
+		if (!p)
+			return -1;
+		w->out = p;
+		w->out_cap = bound;
+	}
+	size_t c = ZSTD_compress2(w->cctx, w->out + CHUNK_HEADER_SIZE, bound - CHUNK_HEADER_SIZE, w->raw,
+				  w->raw_len);
+	if (ZSTD_isError(c) || c > UINT32_MAX || w->raw_len > UINT32_MAX) {
+		errno = EIO;
+		return -1;
+	}
+	put_le(w->out, CHUNK_MAGIC, 4);
+	put_le(w->out + 4, c, 4);
+	put_le(w->out + 8, w->raw_len, 4);
+	put_le(w->out + 12, w->nrec, 4);
+	if (write_all(w->fd, w->out, CHUNK_HEADER_SIZE + c) < 0)
+		return -1;
+	w->file_bytes += CHUNK_HEADER_SIZE + c;
+	w->raw_len = 0;
+	w->nrec = 0;
+	w->prev_start = 0;
+	return 0;
+}
+
+/* This function can't fail. */
+uint64_t sp_trace_file_bytes(const struct sp_trace_writer *w)
+{
+	return w->file_bytes;
+}
+
+/* Returns 0, or -1 with errno if the last flush or close failed; w is freed either way. */
+int sp_trace_close(struct sp_trace_writer *w)
+{
+	int rc = sp_trace_flush(w);
+	int e = errno;
+	if (close(w->fd) < 0 && rc == 0) {
+		rc = -1;
+		e = errno;
+	}
+	ZSTD_freeCCtx(w->cctx);
+	free(w->raw);
+	free(w->out);
+	free(w->written);
+	free(w);
+	errno = e;
+	return rc;
+}
+
+/* ---- exported: reading ---- */
+
+/* Returns NULL with a message in err when the file can't be opened, is not a trace, is cut
+ * inside its header, or needs another reader version. */
+struct sp_trace_reader *sp_trace_open(const char *path, char *err, size_t errlen)
+{
+	uint8_t h[HEADER_V1_SIZE];
+	struct stat st;
+	struct sp_trace_reader *r = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read_at(fd, h, sizeof(h), 0);
+	if (n < 0 || fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (check_header(h, n, (uint64_t)st.st_size, path, err, errlen) < 0)
+		goto fail;
+	if (!(r = calloc(1, sizeof(*r))) || !(r->dctx = ZSTD_createDCtx())) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		goto fail;
+	}
+	r->fd = fd;
+	r->hdr.version = (uint16_t)get_le(h + 8, 2);
+	r->hdr.min_version = (uint16_t)get_le(h + 10, 2);
+	r->hdr.header_size = (uint32_t)get_le(h + 12, 4);
+	struct sp_trace_meta *m = &r->hdr.meta;
+	m->features = get_le(h + 16, 8);
+	m->pid = (int32_t)get_le(h + 24, 4);
+	m->rank = (int32_t)get_le(h + 28, 4);
+	m->world_size = (int32_t)get_le(h + 32, 4);
+	m->local_rank = (int32_t)get_le(h + 36, 4);
+	m->anchor_mono_ns = get_le(h + 40, 8);
+	m->anchor_real_ns = get_le(h + 48, 8);
+	memcpy(m->host, h + 56, sizeof(m->host) - 1);
+	memcpy(m->command, h + 120, sizeof(m->command) - 1);
+	r->off = r->hdr.header_size;
+	return r;
+fail:
+	free(r);
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+const struct sp_trace_header *sp_trace_header(const struct sp_trace_reader *r)
+{
+	return &r->hdr;
+}
+
+/* Returns 1 with *ev filled, 0 at the end (or a torn last chunk), -1 on a corrupt chunk; after
+ * -1 every call returns -1 until sp_trace_rewind. */
+int sp_trace_next(struct sp_trace_reader *r, struct sp_event *ev)
+{
+	if (r->failed)
+		return -1;
+	for (;;) {
+		if (!r->left) {
+			if (r->pos != r->len)
+				return reader_fail(r, "chunk before offset %llu has %zu bytes after its last record",
+						   (unsigned long long)r->off, r->len - r->pos);
+			int rc = load_chunk(r);
+			if (rc <= 0)
+				return rc;
+			continue;
+		}
+		const uint8_t *p = r->raw + r->pos, *end = r->raw + r->len;
+		if (p == end)
+			return reader_fail(r, "chunk before offset %llu ends before its last record",
+					   (unsigned long long)r->off);
+		uint8_t kind = *p++;
+		int rc;
+		if (kind == KIND_STRING)
+			rc = read_string(r, &p, end);
+		else if (kind == SP_EV_NONE || kind >= SP_EV__COUNT)
+			rc = reader_fail(r, "unknown record kind %u in chunk before offset %llu", kind,
+					 (unsigned long long)r->off);
+		else
+			rc = read_event(r, kind, &p, end, ev);
+		if (rc < 0)
+			return -1;
+		r->pos = (size_t)(p - r->raw);
+		r->left--;
+		if (kind != KIND_STRING)
+			return 1;
+	}
+}
+
+/* This function can't fail. */
+const char *sp_trace_string(const struct sp_trace_reader *r, uint32_t id)
+{
+	return id < r->nstr && r->str[id] ? r->str[id] : "?";
+}
+
+int sp_trace_truncated(const struct sp_trace_reader *r)
+{
+	return r->truncated;
+}
+
+const char *sp_trace_error(const struct sp_trace_reader *r)
+{
+	return r->err[0] ? r->err : "no error";
+}
+
+/* Returns 0. This function can't fail (the file is re-read lazily by sp_trace_next). */
+int sp_trace_rewind(struct sp_trace_reader *r)
+{
+	r->off = r->hdr.header_size;
+	r->pos = r->len = 0;
+	r->left = 0;
+	r->truncated = r->failed = 0;
+	r->err[0] = 0;
+	return 0;
+}
+
+void sp_trace_close_reader(struct sp_trace_reader *r)
+{
+	if (!r)
+		return;
+	for (uint32_t i = 0; i < r->nstr; i++)
+		free(r->str[i]);
+	free(r->str);
+	free(r->raw);
+	free(r->comp);
+	ZSTD_freeDCtx(r->dctx);
+	close(r->fd);
+	free(r);
+}

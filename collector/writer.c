@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: MIT */
+/* writer.c - the writer thread behind writer.h: each pass runs the tick hook, drains every ring
+ * into a staging batch, sorts it by start (stable) and encodes it; it enforces the per-window
+ * byte cap and writes the window's drop counts. It is the only thread that touches the trace
+ * file. An error warns once and turns the writer into a sink; it never stops the program. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "clock.h"
+#include "intern.h"
+#include "ring.h"
+#include "writer.h"
+
+#define PASS_NS 2000000           /* idle wait between passes */
+#define MAX_STAGE 65536u          /* events sorted together at most */
+
+static struct {
+	pthread_mutex_t ctl;            /* serialises start and stop */
+	pthread_mutex_t lock;           /* guards kicked, stopping, tick */
+	pthread_cond_t cond;            /* wakes the writer: kick or stop */
+	bool kicked, stopping;
+	void (*tick)(void *ctx);        /* run on the writer thread before each drain */
+	void *tick_ctx;
+	_Atomic int running;
+	pthread_t thread;
+	int result;                     /* of the last run: 0, or -1 if the file is incomplete */
+	/* writer thread only, from here on */
+	struct sp_trace_writer *tw;
+	char path[1024];
+	uint64_t cap;                   /* window_max_bytes, 0 none */
+	bool failed;                    /* a write failed: events are discarded */
+	struct sp_event *stage;         /* drained, not yet written */
+	const struct sp_event **order;  /* stage sorted by start */
+	size_t nstage, stage_cap;
+	bool in_window;
+	uint64_t win_bytes;             /* encoded bytes since WINDOW_BEGIN */
+	uint64_t win_cap_drops;         /* data events dropped by the cap in this window */
+	uint64_t ring_seen;             /* sp_ring_dropped() at the last window boundary */
+	uint64_t ring_outside;          /* ring drops outside windows, written at stop */
+} g = {
+	.ctl = PTHREAD_MUTEX_INITIALIZER,
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.cond = PTHREAD_COND_INITIALIZER,
+};
+
+static const char *lookup(void *ctx, uint32_t id)
+{
+	return sp_intern_lookup(id);
+}
+
+/* Warns once and discards everything from now on. This function can't fail. */
+static void fail(const char *what, int err)
+{
+	if (!g.failed)
+		fprintf(stderr, "stepprof: %s trace %s failed (%s); dropping further events\n", what, g.path,
+			strerror(err));
+	g.failed = true;
+}
+
+static bool is_data(uint8_t kind)
+{
+	return kind >= SP_EV_KERNEL && kind <= SP_EV_MARKER;
+}
+
+static void write_event(const struct sp_event *ev)
+{
+	if (g.failed)
+		return;
+	int n = sp_trace_write(g.tw, ev);
+	if (n < 0)
+		fail("writing", errno);
+	else if (g.in_window)
+		g.win_bytes += (uint64_t)n;
+}
+
+/* Ring drops since the last boundary; those outside a window are kept for stop. */
+static uint64_t ring_drops_since_boundary(void)
+{
+	uint64_t now = sp_ring_dropped(), d = now - g.ring_seen;
+	g.ring_seen = now;
+	if (!g.in_window) {
+		g.ring_outside += d;
+		return 0;
+	}
+	return d;
+}
+
+static void write_dropped(uint8_t source, uint64_t count, uint64_t when)
+{
+	if (!count)
+		return;
+	struct sp_event d = { .kind = SP_EV_DROPPED, .sub = source, .device = SP_NO_DEVICE, .start = when,
+			      .end = when, .u.dropped.count = count };
+	write_event(&d);
+}
+
+static void window_begin(const struct sp_event *ev)
+{
+	ring_drops_since_boundary();
+	g.in_window = true;
+	g.win_bytes = 0;
+	g.win_cap_drops = 0;
+	write_event(ev);
+}
+
+/* Writes the window's drop records, a clock anchor and the completed WINDOW_END, then flushes. */
+static void window_end(const struct sp_event *ev)
+{
+	struct sp_event end = *ev, clk = { .kind = SP_EV_CLOCK, .device = SP_NO_DEVICE };
+	uint64_t ring = ring_drops_since_boundary();
+	end.u.window.bytes = g.win_bytes;
+	end.u.window.dropped = g.win_cap_drops + ring;
+	end.u.window.capped = g.win_cap_drops > 0;
+	write_dropped(SP_DROP_CAP, g.win_cap_drops, ev->start);
+	write_dropped(SP_DROP_RING, ring, ev->start);
+	clk.start = clk.end = sp_now_ns();
+	clk.u.clock.realtime_ns = sp_realtime_ns();
+	write_event(&clk);
+	write_event(&end);
+	g.in_window = false;
+	if (!g.failed && sp_trace_flush(g.tw) < 0)
+		fail("writing", errno);
+}
+
+static void process(const struct sp_event *ev)
+{
+	if (ev->kind == SP_EV_WINDOW_BEGIN)
+		window_begin(ev);
+	else if (ev->kind == SP_EV_WINDOW_END)
+		window_end(ev);
+	else if (g.in_window && g.cap && is_data(ev->kind) && g.win_bytes >= g.cap)
+		g.win_cap_drops++;
+	else
+		write_event(ev);
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const struct sp_event *x = *(const struct sp_event *const *)a, *y = *(const struct sp_event *const *)b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x < y ? -1 : x > y; /* stage order: keeps the sort stable */
+}
+
+/* Sorts and writes the staged batch. This function can't fail (errors go through fail()). */
+static void process_stage(void)
+{
+	for (size_t i = 0; i < g.nstage; i++)
+		g.order[i] = &g.stage[i];
+	qsort(g.order, g.nstage, sizeof(*g.order), by_start);
+	for (size_t i = 0; i < g.nstage; i++)
+		process(g.order[i]);
+	g.nstage = 0;
+}
+
+/* Doubles the staging arrays up to MAX_STAGE. Returns false when full or out of memory. */
+static bool grow_stage(void)
+{
+	size_t cap = g.stage_cap ? 2 * g.stage_cap : 1024;
+	if (cap > MAX_STAGE)
+		return false;
+	struct sp_event *s = realloc(g.stage, cap * sizeof(*s));
+	if (s)
+		g.stage = s;
+	const struct sp_event **o = s ? realloc(g.order, cap * sizeof(*o)) : NULL;
+	if (!o)
+		return false;
+	g.order = o;
+	g.stage_cap = cap;
+	return true;
+}
+
+/* sp_ring_drain callback: stages ev, writing the batch first when staging is full. */
+static void stage_one(void *ctx, const struct sp_event *ev)
+{
+	if (g.nstage == g.stage_cap && !grow_stage()) {
+		process_stage();
+		if (!g.stage_cap) { /* no memory for any staging: write unsorted */
+			process(ev);
+			return;
+		}
+	}
+	g.stage[g.nstage++] = *ev;
+}
+
+/* runs on the writer thread, all signals blocked */
+static void *writer_main(void *arg)
+{
+	pthread_setname_np(pthread_self(), "stepprof-writer");
+	for (;;) {
+		pthread_mutex_lock(&g.lock);
+		bool stopping = g.stopping, kicked = g.kicked;
+		void (*tick)(void *) = g.tick;
+		void *tick_ctx = g.tick_ctx;
+		g.kicked = false;
+		pthread_mutex_unlock(&g.lock);
+
+		if (tick)
+			tick(tick_ctx);
+		uint64_t drained = sp_ring_drain(stage_one, NULL);
+		process_stage();
+		if ((kicked || stopping) && !g.failed && sp_trace_flush(g.tw) < 0)
+			fail("writing", errno);
+		if (stopping)
+			break;
+		if (drained >= MAX_STAGE / 4)
+			continue; /* busy: rings are filling, go again at once */
+		struct timespec until;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += PASS_NS;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_mutex_lock(&g.lock);
+		if (!g.kicked && !g.stopping)
+			pthread_cond_clockwait(&g.cond, &g.lock, CLOCK_MONOTONIC, &until);
+		pthread_mutex_unlock(&g.lock);
+	}
+	ring_drops_since_boundary();
+	g.in_window = false;
+	write_dropped(SP_DROP_RING, g.ring_outside, sp_now_ns());
+	if (sp_trace_close(g.tw) < 0 && !g.failed)
+		fail("closing", errno);
+	g.tw = NULL;
+	g.result = g.failed ? -1 : 0;
+	return NULL;
+}
+
+/* Returns 0, or -1 after warning once (nothing running, no file left open). */
+int sp_writer_start(const char *path, const struct sp_trace_meta *meta, uint64_t window_max_bytes)
+{
+	int rc = -1;
+	pthread_mutex_lock(&g.ctl);
+	if (atomic_load(&g.running)) {
+		fprintf(stderr, "stepprof: trace writer already running; not starting another for %s\n", path);
+		goto out;
+	}
+	g.tw = sp_trace_create(path, meta, lookup, NULL, 0);
+	if (!g.tw) {
+		fprintf(stderr, "stepprof: cannot create trace %s: %s\n", path, strerror(errno));
+		goto out;
+	}
+	snprintf(g.path, sizeof(g.path), "%s", path);
+	g.cap = window_max_bytes;
+	g.failed = g.in_window = g.kicked = g.stopping = false;
+	g.ring_seen = sp_ring_dropped();
+	g.ring_outside = 0;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int err = pthread_create(&g.thread, NULL, writer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		fprintf(stderr, "stepprof: cannot start the trace writer thread: %s\n", strerror(err));
+		sp_trace_close(g.tw);
+		g.tw = NULL;
+		goto out;
+	}
+	atomic_store(&g.running, 1);
+	rc = 0;
+out:
+	pthread_mutex_unlock(&g.ctl);
+	return rc;
+}
+
+/* Sets the hook run on the writer thread at the start of every pass (NULL: none); it takes
+ * effect from the next pass. This function can't fail. */
+void sp_writer_set_tick(void (*fn)(void *ctx), void *ctx)
+{
+	pthread_mutex_lock(&g.lock);
+	g.tick = fn;
+	g.tick_ctx = ctx;
+	pthread_mutex_unlock(&g.lock);
+}
+
+/* Only from inside the tick: the writer thread owns a ring like any producer, so this is a
+ * push into it, drained in the same pass. Returns 0, or -1 if the ring was full (counted). */
+int sp_writer_emit(const struct sp_event *ev)
+{
+	return sp_ring_push(ev);
+}
+
+/* This function can't fail. */
+void sp_writer_kick(void)
+{
+	pthread_mutex_lock(&g.lock);
+	g.kicked = true;
+	pthread_cond_signal(&g.cond);
+	pthread_mutex_unlock(&g.lock);
+}
+
+/* Returns the result of the last run (0 also if never started), or -1 when called on the
+ * writer thread itself (it can't join itself; nothing done). */
+int sp_writer_stop(void)
+{
+	pthread_mutex_lock(&g.ctl);
+	if (atomic_load(&g.running) && pthread_equal(pthread_self(), g.thread)) {
+		pthread_mutex_unlock(&g.ctl);
+		fprintf(stderr, "stepprof: trace writer stop called on the writer thread; ignored\n");
+		return -1;
+	}
+	if (atomic_load(&g.running)) {
+		pthread_mutex_lock(&g.lock);
+		g.stopping = true;
+		pthread_cond_signal(&g.cond);
+		pthread_mutex_unlock(&g.lock);
+		pthread_join(g.thread, NULL);
+		atomic_store(&g.running, 0);
+	}
+	int rc = g.result;
+	pthread_mutex_unlock(&g.ctl);
+	return rc;
+}
+
+int sp_writer_running(void)
+{
+	return atomic_load(&g.running);
+}

@@ -1,0 +1,512 @@
+/* SPDX-License-Identifier: MIT */
+/* test_trace.c - the trace file format: every kind round-trips, strings precede their use
+ * across chunks, cut files read their whole chunks, corrupt chunks and new versions are
+ * refused, and a realistic kernel stream stays compact (bytes per kernel printed). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "collector/trace.h"
+
+#define HDR 376
+
+static char dir[] = "/tmp/sp_test_trace.XXXXXX";
+
+static const char *names[] = { NULL, "vec_add", "void gemm<float, 128>(float const*, float*, int)", "cudaLaunchKernel",
+			       "ncclAllReduce", "step", "nvtx-domain", "worker-0", "NVIDIA H100 80GB HBM3",
+			       "/usr/lib/libcuda.so.1" };
+
+static const char *lookup(void *ctx, uint32_t id)
+{
+	return id < sizeof(names) / sizeof(names[0]) ? names[id] : NULL;
+}
+
+static void path_of(char *buf, size_t len, const char *leaf)
+{
+	snprintf(buf, len, "%s/%s", dir, leaf);
+}
+
+static struct sp_trace_meta meta(void)
+{
+	struct sp_trace_meta m = { .features = SP_FEAT_KERNELS | SP_FEAT_NCCL, .pid = 4242, .rank = 3,
+				   .world_size = 8, .local_rank = 1, .anchor_mono_ns = 1000000000ull,
+				   .anchor_real_ns = 1700000000123456789ull };
+	strcpy(m.host, "node-17");
+	strcpy(m.command, "python train.py --epochs 3");
+	return m;
+}
+
+/* One event of every kind, every field that matters for the kind set to a distinctive value. */
+static int all_kinds(struct sp_event *ev)
+{
+	int n = 0;
+	uint64_t t = 5000000000ull;
+	struct sp_event k = { .kind = SP_EV_KERNEL, .device = 1, .start = t, .end = t + 2500, .corr = 77,
+			      .name = 2, .stream = 7, .context = 3,
+			      .u.kernel = { { 64, 2, 1 }, { 256, 1, 1 }, 1024, 4096, 40, SP_LAUNCH_COOPERATIVE, 0, 9,
+					    0xfeedbeefcafe } };
+	ev[n++] = k;
+	ev[n++] = (struct sp_event){ .kind = SP_EV_MEMCPY, .sub = 1, .device = 0, .start = t - 100, .end = t + 900,
+				     .corr = 78, .stream = 7, .context = 3,
+				     .u.copy = { .bytes = 1ull << 33, .src_kind = 2, .dst_kind = 3, .async = 1,
+						 .graph_id = 4, .graph_node = 5 } };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_MEMSET, .device = 0, .start = t, .end = t + 10, .corr = 79,
+				     .stream = 13, .context = 3,
+				     .u.copy = { .bytes = 4096, .value = 0xdeadbeef, .dst_kind = 3 } };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_SYNC, .sub = 3, .device = 0, .tid = 1234, .start = t, .end = t + 77777,
+				     .corr = 80, .stream = 7, .context = 3, .u.sync.event = 12 };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_API, .sub = SP_API_RUNTIME, .device = SP_NO_DEVICE, .tid = 1234,
+				     .start = t, .end = t + 3000, .corr = 77, .name = 3,
+				     .u.api = { .cbid = 211, .status = -2 } };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_NCCL, .sub = SP_NCCL_ALLREDUCE, .device = 2, .tid = 99,
+				     .start = t, .end = t + 50000, .corr = 81, .name = 4, .stream = 21,
+				     .u.nccl = { .count = 1u << 20, .bytes = 4u << 20, .comm = 0x8877665544332211ull,
+						 .seq = 17, .peer = -1, .comm_rank = 3, .comm_size = 8, .dtype = 7,
+						 .redop = 0xff, .group_depth = 2 } };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_ALLOC, .sub = SP_MEM_DEVICE, .device = 0, .tid = 99, .start = t,
+				     .end = t + 40, .corr = 82, .name = 3, .stream = 1,
+				     .u.mem = { .addr = 0x7f0000001000ull, .size = 1 << 20, .live = 3 << 20, .stack = 5 } };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_FREE, .sub = SP_MEM_HOST, .device = SP_NO_DEVICE, .tid = 99,
+				     .start = t + 1, .end = t + 1,
+				     .u.mem = { .addr = 0x55550000ull, .size = 64, .live = 0, .stack = 0 } };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_MARKER, .device = SP_NO_DEVICE, .tid = 5, .start = t, .end = t + 9,
+				     .name = 5, .u.marker = { .domain = 6, .depth = -1 } };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_STEP, .sub = SP_ACT_RECORD, .device = SP_NO_DEVICE, .tid = 5,
+				     .start = t, .end = t + 1000000, .name = 5, .u.step.number = -7 };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_WINDOW_BEGIN, .device = SP_NO_DEVICE, .start = t, .end = t,
+				     .u.window = { .id = 2, .first_step = 10, .last_step = 12 } };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_WINDOW_END, .device = SP_NO_DEVICE, .start = t + 5, .end = t + 5,
+				     .u.window = { .id = 2, .capped = 1, .first_step = 10, .last_step = 12,
+						   .bytes = 123456789, .dropped = 42 } };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_DROPPED, .sub = SP_DROP_CUPTI, .device = 1, .start = t, .end = t,
+				     .u.dropped.count = 1ull << 40 };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_THREAD, .device = SP_NO_DEVICE, .tid = 4321, .start = t, .end = t,
+				     .name = 7 };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_DEVICE, .device = 3, .start = t, .end = t, .name = 8,
+				     .u.dev = { .sm_count = 132, .cc_major = 9, .cc_minor = 0, .memory = 85ull << 30 } };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_CLOCK, .device = SP_NO_DEVICE, .start = t, .end = t,
+				     .u.clock.realtime_ns = 1700000000987654321ull };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_COMM, .sub = SP_COMM_SPLIT, .device = 2, .tid = 99, .start = t,
+				     .end = t, .name = 4,
+				     .u.nccl = { .comm = 0x1122334455667788ull, .comm_rank = 5, .comm_size = 16 } };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_MODULE, .device = SP_NO_DEVICE, .start = 0, .end = 0, .name = 9,
+				     .u.module = { .start = 0x7f1234560000ull, .end = 0x7f1234990000ull,
+						   .offset = 0x1000 } };
+	/* extremes: start 0 after a big one, end < start, maximal values */
+	ev[n++] = (struct sp_event){ .kind = SP_EV_KERNEL, .device = 0xfffe, .tid = UINT32_MAX, .start = UINT64_MAX,
+				     .end = 3, .corr = UINT32_MAX, .stream = UINT32_MAX, .context = UINT32_MAX,
+				     .u.kernel = { .grid = { UINT32_MAX, 1, 1 }, .block = { 1024, 1, 1 },
+						   .regs = UINT16_MAX, .launch = 255, .graph_id = UINT32_MAX,
+						   .graph_node = UINT64_MAX } };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_STEP, .device = SP_NO_DEVICE, .start = 0, .end = UINT64_MAX,
+				     .u.step.number = INT64_MIN };
+	return n;
+}
+
+/* Writes n events with the given chunk size. */
+static void write_file(const char *path, const struct sp_event *ev, int n, size_t chunk)
+{
+	struct sp_trace_meta m = meta();
+	struct sp_trace_writer *w = sp_trace_create(path, &m, lookup, NULL, chunk);
+	assert_non_null(w);
+	for (int i = 0; i < n; i++)
+		assert_true(sp_trace_write(w, &ev[i]) > 0);
+	assert_int_equal(sp_trace_close(w), 0);
+}
+
+static void test_roundtrip_every_kind(void **state)
+{
+	struct sp_event ev[64], got;
+	int n = all_kinds(ev);
+	char path[256], err[256];
+	path_of(path, sizeof(path), "kinds.sptrace");
+	for (size_t chunk = 1; chunk <= 1u << 20; chunk <<= 10) { /* one chunk per record, then one chunk */
+		write_file(path, ev, n, chunk);
+		struct sp_trace_reader *r = sp_trace_open(path, err, sizeof(err));
+		assert_non_null(r);
+		const struct sp_trace_header *h = sp_trace_header(r);
+		struct sp_trace_meta m = meta();
+		assert_int_equal(h->version, SP_TRACE_VERSION);
+		assert_int_equal(h->min_version, SP_TRACE_MIN_VERSION);
+		assert_int_equal(h->header_size, HDR);
+		assert_memory_equal(&h->meta, &m, sizeof(m));
+		int seen = 0;
+		for (int i = 0; i < n; i++) {
+			assert_int_equal(sp_trace_next(r, &got), 1);
+			if (memcmp(&got, &ev[i], sizeof(got)))
+				fail_msg("record %d (%s) differs after the round trip", i, sp_ev_kind_name(ev[i].kind));
+			seen |= 1 << got.kind;
+		}
+		assert_int_equal(sp_trace_next(r, &got), 0);
+		assert_int_equal(sp_trace_truncated(r), 0);
+		assert_int_equal(seen, ((1 << SP_EV__COUNT) - 1) & ~1);
+		assert_string_equal(sp_trace_string(r, 8), names[8]);
+		sp_trace_close_reader(r);
+	}
+}
+
+static void test_bad_kind_refused(void **state)
+{
+	char path[256];
+	path_of(path, sizeof(path), "badkind.sptrace");
+	struct sp_trace_meta m = meta();
+	struct sp_trace_writer *w = sp_trace_create(path, &m, lookup, NULL, 0);
+	struct sp_event ev = { .kind = SP_EV__COUNT };
+	assert_int_equal(sp_trace_write(w, &ev), -1);
+	ev.kind = SP_EV_NONE;
+	assert_int_equal(sp_trace_write(w, &ev), -1);
+	assert_int_equal(sp_trace_write_string(w, 0, "x"), -1);
+	assert_int_equal(sp_trace_close(w), 0);
+}
+
+static void test_strings_precede_use_across_chunks(void **state)
+{
+	char path[256], err[256];
+	path_of(path, sizeof(path), "strings.sptrace");
+	struct sp_trace_meta m = meta();
+	struct sp_trace_writer *w = sp_trace_create(path, &m, lookup, NULL, 64);
+	struct sp_event ev = { .kind = SP_EV_MARKER, .device = SP_NO_DEVICE, .start = 1, .end = 2 };
+	uint32_t ids[] = { 2, 5, 2, 2, 9, 5, 42, 0, 2, 9 };
+	int first_long = 0, later_long = 0;
+	for (int i = 0; i < 10; i++) {
+		ev.name = ids[i];
+		ev.u.marker.domain = i == 3 ? 6 : 0;
+		int n = sp_trace_write(w, &ev);
+		assert_true(n > 0);
+		if (i == 0)
+			first_long = n;
+		if (i == 8)
+			later_long = n;
+		assert_int_equal(sp_trace_flush(w), 0); /* every record in its own chunk */
+	}
+	assert_int_equal(sp_trace_write_string(w, 11, "late"), 5 + 2);
+	assert_int_equal(sp_trace_close(w), 0);
+	/* the long name costs its bytes once, not again in a later chunk */
+	assert_true(first_long > (int)strlen(names[2]));
+	assert_true(later_long < 32);
+
+	struct sp_trace_reader *r = sp_trace_open(path, err, sizeof(err));
+	assert_non_null(r);
+	struct sp_event got;
+	for (int i = 0; i < 10; i++) {
+		assert_int_equal(sp_trace_next(r, &got), 1);
+		assert_int_equal(got.name, ids[i]);
+		/* resolvable when the record is returned: the string came first */
+		const char *want = ids[i] == 42 ? "?" : ids[i] ? names[ids[i]] : "?";
+		assert_string_equal(sp_trace_string(r, got.name), want);
+		if (i == 3)
+			assert_string_equal(sp_trace_string(r, got.u.marker.domain), "nvtx-domain");
+	}
+	assert_string_equal(sp_trace_string(r, 11), "?");
+	assert_int_equal(sp_trace_next(r, &got), 0);
+	assert_string_equal(sp_trace_string(r, 11), "late");
+	assert_string_equal(sp_trace_string(r, 1000), "?");
+	/* the table survives a rewind and the second pass returns the same records */
+	assert_int_equal(sp_trace_rewind(r), 0);
+	for (int i = 0; i < 10; i++) {
+		assert_int_equal(sp_trace_next(r, &got), 1);
+		assert_int_equal(got.name, ids[i]);
+	}
+	assert_int_equal(sp_trace_next(r, &got), 0);
+	sp_trace_close_reader(r);
+}
+
+/* Reads path to the end. Returns the count of events; *trunc and *rc from the reader. */
+static int read_all(const char *path, int *trunc, int *rc)
+{
+	char err[256];
+	struct sp_trace_reader *r = sp_trace_open(path, err, sizeof(err));
+	if (!r)
+		return -1;
+	struct sp_event ev;
+	int n = 0;
+	while ((*rc = sp_trace_next(r, &ev)) == 1) {
+		assert_int_equal(ev.corr, n); /* the records come in order, none skipped */
+		n++;
+	}
+	*trunc = sp_trace_truncated(r);
+	sp_trace_close_reader(r);
+	return n;
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
+	char buf[65536];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), a)) > 0)
+		fwrite(buf, 1, n, b);
+	fclose(a);
+	fclose(b);
+}
+
+static void test_truncated_reads_whole_chunks(void **state)
+{
+	enum { N = 3000, MAXCH = 64 };
+	char path[256], cut[256];
+	path_of(path, sizeof(path), "whole.sptrace");
+	path_of(cut, sizeof(cut), "cut.sptrace");
+	struct sp_trace_meta m = meta();
+	struct sp_trace_writer *w = sp_trace_create(path, &m, lookup, NULL, 8192);
+	uint64_t end_of[MAXCH];
+	int events_by[MAXCH], nch = 0;
+	for (int i = 0; i < N; i++) {
+		struct sp_event ev = { .kind = SP_EV_KERNEL, .start = 1000 + 5000ull * i, .corr = (uint32_t)i,
+				       .name = 1 + i % 2, .stream = 7 };
+		ev.end = ev.start + 2000 + (uint64_t)(i * 7919 % 1000);
+		uint64_t before = sp_trace_file_bytes(w);
+		assert_true(sp_trace_write(w, &ev) > 0);
+		if (sp_trace_file_bytes(w) != before) {
+			end_of[nch] = sp_trace_file_bytes(w);
+			events_by[nch++] = i + 1;
+		}
+	}
+	assert_int_equal(sp_trace_close(w), 0);
+	struct stat st;
+	stat(path, &st);
+	if ((uint64_t)st.st_size != (nch ? end_of[nch - 1] : 0)) {
+		end_of[nch] = (uint64_t)st.st_size;
+		events_by[nch++] = N;
+	}
+	assert_true(nch >= 4);
+
+	int trunc, rc;
+	assert_int_equal(read_all(path, &trunc, &rc), N);
+	assert_int_equal(trunc, 0);
+
+	/* every offset from the start of the last chunk, and every 37th before it */
+	copy_file(path, cut);
+	int fd = open(cut, O_WRONLY);
+	uint64_t last_start = end_of[nch - 2];
+	for (uint64_t off = (uint64_t)st.st_size; off >= HDR; off--) {
+		if (off < last_start && off % 37)
+			continue;
+		assert_int_equal(ftruncate(fd, (off_t)off), 0);
+		int want = 0, boundary = off == HDR;
+		for (int c = 0; c < nch; c++) {
+			if (end_of[c] <= off)
+				want = events_by[c];
+			boundary |= end_of[c] == off;
+		}
+		int got = read_all(cut, &trunc, &rc);
+		if (got != want || trunc != !boundary || rc != 0)
+			fail_msg("cut at %llu: %d events (want %d), truncated %d, rc %d", (unsigned long long)off, got,
+				 want, trunc, rc);
+	}
+	/* cut inside the header: refused with a message, never a crash */
+	uint64_t offs[] = { 375, 100, 16, 15, 12, 8, 7, 1, 0 }; /* shrinking only */
+	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
+		char err[256] = "";
+		assert_int_equal(ftruncate(fd, (off_t)offs[i]), 0);
+		assert_null(sp_trace_open(cut, err, sizeof(err)));
+		if (!strstr(err, offs[i] < 8 ? "not a stepprof trace" : "truncated header"))
+			fail_msg("cut at %llu: %s", (unsigned long long)offs[i], err);
+	}
+	close(fd);
+}
+
+/* Flips one byte at off of a copy of src and returns how reading it ends. */
+static int read_corrupted(const char *src, const char *dst, uint64_t off, int *events, char *msg, size_t len)
+{
+	char err[256];
+	copy_file(src, dst);
+	int fd = open(dst, O_RDWR);
+	uint8_t b;
+	assert_int_equal(pread(fd, &b, 1, (off_t)off), 1);
+	b ^= 0x5a;
+	assert_int_equal(pwrite(fd, &b, 1, (off_t)off), 1);
+	close(fd);
+	struct sp_trace_reader *r = sp_trace_open(dst, err, sizeof(err));
+	assert_non_null(r);
+	struct sp_event ev;
+	int rc;
+	*events = 0;
+	while ((rc = sp_trace_next(r, &ev)) == 1)
+		++*events;
+	snprintf(msg, len, "%s", sp_trace_error(r));
+	assert_int_equal(sp_trace_next(r, &ev), rc); /* sticky */
+	sp_trace_close_reader(r);
+	return rc;
+}
+
+static void test_corrupt_chunk_is_an_error(void **state)
+{
+	char path[256], bad[256], msg[256];
+	path_of(path, sizeof(path), "good.sptrace");
+	path_of(bad, sizeof(bad), "bad.sptrace");
+	struct sp_trace_meta m = meta();
+	struct sp_trace_writer *w = sp_trace_create(path, &m, lookup, NULL, 0);
+	struct sp_event ev = { .kind = SP_EV_KERNEL, .name = 2 };
+	for (int i = 0; i < 100; i++) {
+		ev.start = ev.end = 1000u * i;
+		ev.corr = (uint32_t)i;
+		sp_trace_write(w, &ev);
+	}
+	sp_trace_flush(w);
+	uint64_t second = sp_trace_file_bytes(w);
+	for (int i = 0; i < 100; i++)
+		sp_trace_write(w, &ev);
+	assert_int_equal(sp_trace_close(w), 0);
+	struct stat st;
+	stat(path, &st);
+	int events;
+	/* a byte in the second chunk's frame: first chunk read, then an error */
+	for (uint64_t off = second + 16; off < (uint64_t)st.st_size; off += 7) {
+		assert_int_equal(read_corrupted(path, bad, off, &events, msg, sizeof(msg)), -1);
+		assert_int_equal(events, 100);
+		assert_non_null(strstr(msg, "corrupt"));
+	}
+	/* the chunk magic, and a raw size that does not match the frame */
+	assert_int_equal(read_corrupted(path, bad, second, &events, msg, sizeof(msg)), -1);
+	assert_non_null(strstr(msg, "bad chunk magic"));
+	assert_int_equal(read_corrupted(path, bad, second + 8, &events, msg, sizeof(msg)), -1);
+	assert_non_null(strstr(msg, "corrupt chunk"));
+	/* a torn-looking compressed size past the end of the file is a cut, not an error */
+	assert_int_equal(read_corrupted(path, bad, second + 7, &events, msg, sizeof(msg)), 0);
+	assert_int_equal(events, 100);
+}
+
+/* Rewrites header bytes of a copy of path. */
+static void patch(const char *src, const char *dst, int off, const void *bytes, int len)
+{
+	copy_file(src, dst);
+	int fd = open(dst, O_RDWR);
+	assert_int_equal(pwrite(fd, bytes, (size_t)len, off), len);
+	close(fd);
+}
+
+static void test_versions(void **state)
+{
+	char path[256], bad[256], err[256];
+	struct sp_event ev[64], got;
+	int n = all_kinds(ev);
+	path_of(path, sizeof(path), "ver.sptrace");
+	path_of(bad, sizeof(bad), "ver2.sptrace");
+	write_file(path, ev, n, 0);
+
+	uint8_t v2[4] = { 2, 0, 2, 0 }; /* version 2, min_version 2 */
+	patch(path, bad, 8, v2, 4);
+	assert_null(sp_trace_open(bad, err, sizeof(err)));
+	assert_non_null(strstr(err, "version 2 needs a newer stepprof"));
+
+	uint8_t v0[4] = { 0, 0, 0, 0 };
+	patch(path, bad, 8, v0, 4);
+	assert_null(sp_trace_open(bad, err, sizeof(err)));
+	assert_non_null(strstr(err, "too old"));
+
+	patch(path, bad, 0, "STEPPROX", 8);
+	assert_null(sp_trace_open(bad, err, sizeof(err)));
+	assert_non_null(strstr(err, "not a stepprof trace"));
+
+	uint8_t small[4] = { 100, 0, 0, 0 };
+	patch(path, bad, 12, small, 4);
+	assert_null(sp_trace_open(bad, err, sizeof(err)));
+	assert_non_null(strstr(err, "header size"));
+
+	assert_null(sp_trace_open("/nonexistent/x.sptrace", err, sizeof(err)));
+	assert_non_null(strstr(err, "No such file"));
+
+	/* a later version (readable by this one) with a longer header: the reader skips the rest */
+	FILE *a = fopen(path, "rb"), *b = fopen(bad, "wb");
+	uint8_t buf[1 << 16];
+	size_t len = fread(buf, 1, sizeof(buf), a);
+	uint8_t v3[8] = { 3, 0, 1, 0, (HDR + 24) & 0xff, (HDR + 24) >> 8, 0, 0 };
+	memcpy(buf + 8, v3, 8);
+	fwrite(buf, 1, HDR, b);
+	memset(buf + len, 0xee, 24);
+	fwrite(buf + len, 1, 24, b);
+	fwrite(buf + HDR, 1, len - HDR, b);
+	fclose(a);
+	fclose(b);
+	struct sp_trace_reader *r = sp_trace_open(bad, err, sizeof(err));
+	assert_non_null(r);
+	assert_int_equal(sp_trace_header(r)->version, 3);
+	assert_int_equal(sp_trace_header(r)->header_size, HDR + 24);
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(sp_trace_next(r, &got), 1);
+		assert_memory_equal(&got, &ev[i], sizeof(got));
+	}
+	assert_int_equal(sp_trace_next(r, &got), 0);
+	sp_trace_close_reader(r);
+}
+
+/* Kernel names like a real model's: mangled, long, ~50 of them. */
+static char knames[51][160];
+
+static const char *klookup(void *ctx, uint32_t id)
+{
+	return id >= 1 && id <= 50 ? knames[id] : NULL;
+}
+
+static void test_bytes_per_kernel(void **state)
+{
+	enum { N = 200000 };
+	char path[256];
+	path_of(path, sizeof(path), "kernels.sptrace");
+	struct { uint32_t grid, block, regs, smem; } shape[51];
+	srand(12345);
+	for (int i = 1; i <= 50; i++) {
+		snprintf(knames[i], sizeof(knames[i]),
+			 "void at::native::elementwise_kernel<128, %d, at::native::gpu_kernel_impl_nocast<op%d>>(int, T)",
+			 i % 4, i);
+		shape[i].grid = (uint32_t)(1 + rand() % 4096);
+		shape[i].block = 64u << (rand() % 4);
+		shape[i].regs = (uint32_t)(16 + rand() % 64);
+		shape[i].smem = (uint32_t)(rand() % 3) * 1024;
+	}
+	struct sp_trace_meta m = meta();
+	struct sp_trace_writer *w = sp_trace_create(path, &m, klookup, NULL, 0);
+	uint64_t t = 1000000000000ull;
+	uint32_t corr = 1000;
+	for (int i = 0; i < N; i++) {
+		int k = 1 + rand() % 50;
+		t += 4500 + (uint64_t)(rand() % 1000);
+		corr += 1 + (uint32_t)(rand() % 3);
+		struct sp_event ev = { .kind = SP_EV_KERNEL, .device = 0, .start = t,
+				       .end = t + 2000 + (uint64_t)(rand() % 1000), .corr = corr, .name = (uint32_t)k,
+				       .stream = 7, .context = 1 };
+		ev.u.kernel.grid[0] = shape[k].grid;
+		ev.u.kernel.grid[1] = ev.u.kernel.grid[2] = 1;
+		ev.u.kernel.block[0] = shape[k].block;
+		ev.u.kernel.block[1] = ev.u.kernel.block[2] = 1;
+		ev.u.kernel.regs = (uint16_t)shape[k].regs;
+		ev.u.kernel.dynamic_smem = shape[k].smem;
+		assert_true(sp_trace_write(w, &ev) > 0);
+	}
+	assert_int_equal(sp_trace_close(w), 0);
+	struct stat st;
+	stat(path, &st);
+	double per = (double)(st.st_size - HDR) / N;
+	printf("bytes per kernel record (zstd, %d kernels, 50 names, random order): %.2f\n", N, per);
+	assert_true(per < 16.0);
+}
+
+static int teardown(void **state)
+{
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd);
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir))
+		return 1;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip_every_kind),
+		cmocka_unit_test(test_bad_kind_refused),
+		cmocka_unit_test(test_strings_precede_use_across_chunks),
+		cmocka_unit_test(test_truncated_reads_whole_chunks),
+		cmocka_unit_test(test_corrupt_chunk_is_an_error),
+		cmocka_unit_test(test_versions),
+		cmocka_unit_test(test_bytes_per_kernel),
+	};
+	return cmocka_run_group_tests(tests, NULL, teardown);
+}

@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: MIT */
+/* test_writer.c - the writer thread: events from several threads reach the file, a window over
+ * its byte cap keeps control events and records exact drop counts, a finished window is on disk
+ * before stop, the tick runs and can emit, ring drops are written, and errors don't kill. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "collector/intern.h"
+#include "collector/ring.h"
+#include "collector/writer.h"
+
+static char dir[] = "/tmp/sp_test_writer.XXXXXX";
+static struct sp_trace_meta meta = { .pid = 1, .rank = 0, .world_size = 1, .local_rank = 0, .host = "h" };
+
+struct file {
+	struct sp_event *ev;
+	int n, truncated;
+	char names[8][64];       /* names of the first string ids, as the file resolves them */
+};
+
+/* Reads every event of path (a file still being written reads up to its last chunk). */
+static void read_file(const char *path, struct file *f)
+{
+	char err[256];
+	struct sp_trace_reader *r = sp_trace_open(path, err, sizeof(err));
+	assert_non_null(r);
+	f->ev = NULL;
+	f->n = 0;
+	struct sp_event ev;
+	int rc;
+	while ((rc = sp_trace_next(r, &ev)) == 1) {
+		f->ev = realloc(f->ev, (size_t)(f->n + 1) * sizeof(ev));
+		f->ev[f->n++] = ev;
+	}
+	assert_int_equal(rc, 0);
+	f->truncated = sp_trace_truncated(r);
+	for (uint32_t i = 0; i < 8; i++)
+		snprintf(f->names[i], sizeof(f->names[i]), "%s", sp_trace_string(r, i));
+	sp_trace_close_reader(r);
+}
+
+struct producer {
+	uint32_t tid, name;
+	uint64_t first, n;
+};
+
+static void *produce(void *arg)
+{
+	struct producer *p = arg;
+	for (uint64_t i = 0; i < p->n; i++) {
+		struct sp_event ev = { .kind = SP_EV_KERNEL, .tid = p->tid, .start = p->first + 1000 * i,
+				       .corr = (uint32_t)i, .name = p->name, .stream = 7 };
+		ev.end = ev.start + 500;
+		if (sp_ring_push(&ev) < 0)
+			return (void *)1;
+	}
+	return NULL;
+}
+
+/* Runs T producers pushing n kernels each from first on, and waits until they have exited and
+ * the writer has drained them (their rings are freed): the rings of different threads are
+ * drained one after another, so only this orders their events before what the caller pushes. */
+static void run_producers(int T, uint64_t first, uint64_t n, uint32_t name)
+{
+	uint32_t rings = sp_ring_count();
+	pthread_t th[16];
+	struct producer p[16];
+	for (int t = 0; t < T; t++) {
+		p[t] = (struct producer){ .tid = 100 + (uint32_t)t, .name = name, .first = first + (uint64_t)t, .n = n };
+		pthread_create(&th[t], NULL, produce, &p[t]);
+	}
+	for (int t = 0; t < T; t++) {
+		void *dropped;
+		pthread_join(th[t], &dropped);
+		assert_null(dropped); /* rings are big enough here */
+	}
+	while (sp_ring_count() > rings)
+		usleep(100);
+}
+
+static void push(struct sp_event ev)
+{
+	assert_int_equal(sp_ring_push(&ev), 0);
+}
+
+/* 1 if a thread of this process is named name and blocks SIGINT, SIGTERM and SIGUSR1. */
+static int named_thread_blocks_signals(const char *name)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int found = 0;
+	while (d && (e = readdir(d))) {
+		char path[300], buf[4096];
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		int match = fgets(buf, sizeof(buf), f) && !strncmp(buf, name, strlen(name));
+		fclose(f);
+		if (!match)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+		f = fopen(path, "r");
+		while (f && fgets(buf, sizeof(buf), f)) {
+			unsigned long long mask;
+			if (sscanf(buf, "SigBlk: %llx", &mask) == 1)
+				found = (mask >> (SIGINT - 1) & 1) && (mask >> (SIGTERM - 1) & 1) &&
+					(mask >> (SIGUSR1 - 1) & 1);
+		}
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+static void test_capped_window(void **state)
+{
+	enum { T = 4, N = 1000, CAP = 2000 };
+	char path[256];
+	snprintf(path, sizeof(path), "%s/capped.sptrace", dir);
+	uint32_t name = sp_intern("capped_kernel");
+	uint32_t step_name = sp_intern("train_step");
+	assert_int_equal(sp_writer_start(path, &meta, CAP), 0);
+	assert_int_equal(sp_writer_running(), 1);
+	int named = 0; /* the thread names itself once running */
+	for (int tries = 0; tries < 1000 && !named; tries++, usleep(1000))
+		named = named_thread_blocks_signals("stepprof-writer");
+	assert_true(named);
+
+	run_producers(T, 1000000000, N, name); /* before the window: never capped */
+	push((struct sp_event){ .kind = SP_EV_WINDOW_BEGIN, .device = SP_NO_DEVICE, .start = 3000000000,
+				.end = 3000000000, .u.window = { .id = 0, .first_step = 5, .last_step = 6 } });
+	run_producers(T, 3000000001, N, name); /* inside: over the cap */
+	for (int s = 5; s <= 6; s++) /* control events inside the window: always written */
+		push((struct sp_event){ .kind = SP_EV_STEP, .sub = SP_ACT_RECORD, .device = SP_NO_DEVICE,
+					.start = 3000000000ull + 400000ull * (uint64_t)(s - 5) + 10,
+					.end = 3000000000ull + 400000ull * (uint64_t)(s - 4), .name = step_name,
+					.u.step.number = s });
+	push((struct sp_event){ .kind = SP_EV_WINDOW_END, .device = SP_NO_DEVICE, .start = 5000000000,
+				.end = 5000000000, .u.window = { .id = 0, .first_step = 5, .last_step = 6 } });
+
+	/* the finished window reaches the disk without a stop */
+	struct file f = { 0 };
+	int seen_end = 0;
+	for (int tries = 0; tries < 2000 && !seen_end; tries++) {
+		usleep(1000);
+		read_file(path, &f);
+		for (int i = 0; i < f.n; i++)
+			seen_end |= f.ev[i].kind == SP_EV_WINDOW_END;
+		free(f.ev);
+	}
+	assert_true(seen_end);
+
+	run_producers(1, 6000000000, 10, name); /* after the window: no cap */
+	assert_int_equal(sp_writer_stop(), 0);
+	assert_int_equal(sp_writer_stop(), 0); /* idempotent */
+	assert_int_equal(sp_writer_running(), 0);
+
+	read_file(path, &f);
+	assert_int_equal(f.truncated, 0);
+	assert_string_equal(f.names[name], "capped_kernel");
+	int phase = 0, before = 0, inside = 0, after = 0, steps = 0, clocks = 0, cap_records = 0;
+	uint64_t cap_drops = 0;
+	const struct sp_event *end = NULL;
+	for (int i = 0; i < f.n; i++) {
+		const struct sp_event *e = &f.ev[i];
+		switch (e->kind) {
+		case SP_EV_WINDOW_BEGIN: phase = 1; break;
+		case SP_EV_WINDOW_END: phase = 2, end = e; break;
+		case SP_EV_KERNEL: ++*(phase == 0 ? &before : phase == 1 ? &inside : &after); break;
+		case SP_EV_STEP: assert_int_equal(phase, 1), steps++; break;
+		case SP_EV_CLOCK: assert_int_equal(phase, 1), clocks++; break;
+		case SP_EV_DROPPED:
+			assert_int_equal(phase, 1);
+			assert_int_equal(e->sub, SP_DROP_CAP); /* no ring drops here */
+			cap_records++;
+			cap_drops += e->u.dropped.count;
+			break;
+		default: fail_msg("unexpected %s record", sp_ev_kind_name(e->kind));
+		}
+	}
+	print_message("window: %d kernels written, %llu dropped by the cap, %llu bytes\n", inside,
+		      (unsigned long long)cap_drops, (unsigned long long)end->u.window.bytes);
+	assert_int_equal(before, T * N);
+	assert_int_equal(after, 10);
+	assert_true(inside > 0 && inside < T * N);
+	assert_int_equal(steps, 2);
+	assert_int_equal(clocks, 1);
+	assert_int_equal(cap_records, 1);
+	assert_int_equal(cap_drops, T * N - inside);
+	assert_non_null(end);
+	assert_int_equal(end->u.window.capped, 1);
+	assert_int_equal(end->u.window.dropped, T * N - inside);
+	assert_true(end->u.window.bytes >= CAP && end->u.window.bytes < CAP + 200);
+	assert_int_equal(end->u.window.first_step, 5);
+	assert_int_equal(end->u.window.last_step, 6);
+	free(f.ev);
+}
+
+static atomic_int ticks, emit_failed;
+
+/* runs on the writer thread */
+static void tick(void *ctx)
+{
+	if (atomic_fetch_add(&ticks, 1) == 0) {
+		struct sp_event ev = { .kind = SP_EV_STEP, .device = SP_NO_DEVICE, .start = 7, .end = 8,
+				       .name = *(uint32_t *)ctx, .u.step.number = 42 };
+		atomic_store(&emit_failed, sp_writer_emit(&ev) != 0);
+	}
+}
+
+static void test_tick_emits(void **state)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/tick.sptrace", dir);
+	static uint32_t name;
+	name = sp_intern("from_tick");
+	atomic_store(&ticks, 0);
+	sp_writer_set_tick(tick, &name);
+	assert_int_equal(sp_writer_start(path, &meta, 0), 0);
+	while (atomic_load(&ticks) < 2) /* the first tick's emit made the writer's ring: not a producer's */
+		usleep(100);
+	run_producers(3, 100, 500, sp_intern("k"));
+	sp_writer_kick();
+	while (atomic_load(&ticks) < 3)
+		usleep(100);
+	assert_int_equal(sp_writer_stop(), 0);
+	assert_int_equal(atomic_load(&emit_failed), 0);
+	sp_writer_set_tick(NULL, NULL);
+	int after_stop = atomic_load(&ticks);
+	usleep(10000);
+	assert_int_equal(atomic_load(&ticks), after_stop);
+
+	struct file f;
+	read_file(path, &f);
+	int kernels = 0, emitted = 0;
+	for (int i = 0; i < f.n; i++) {
+		kernels += f.ev[i].kind == SP_EV_KERNEL;
+		if (f.ev[i].kind == SP_EV_STEP) {
+			emitted++;
+			assert_int_equal(f.ev[i].u.step.number, 42);
+			assert_int_equal(f.ev[i].name, name);
+		}
+	}
+	assert_int_equal(kernels, 1500);
+	assert_int_equal(emitted, 1);
+	free(f.ev);
+}
+
+static void *burst(void *arg)
+{
+	for (int i = 0; i < 20000; i++) {
+		struct sp_event ev = { .kind = SP_EV_API, .start = (uint64_t)i, .end = (uint64_t)i };
+		sp_ring_push(&ev);
+	}
+	return NULL;
+}
+
+static void test_ring_drops_written_at_stop(void **state)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/drops.sptrace", dir);
+	assert_int_equal(sp_writer_start(path, &meta, 0), 0);
+	uint64_t dropped0 = sp_ring_dropped();
+	sp_ring_configure(64);
+	pthread_t th;
+	pthread_create(&th, NULL, burst, NULL);
+	pthread_join(th, NULL);
+	sp_ring_configure(65536);
+	uint64_t dropped = sp_ring_dropped() - dropped0;
+	assert_int_equal(sp_writer_stop(), 0);
+
+	struct file f;
+	read_file(path, &f);
+	uint64_t apis = 0, in_file = 0;
+	for (int i = 0; i < f.n; i++) {
+		apis += f.ev[i].kind == SP_EV_API;
+		if (f.ev[i].kind == SP_EV_DROPPED) {
+			assert_int_equal(f.ev[i].sub, SP_DROP_RING);
+			in_file += f.ev[i].u.dropped.count;
+		}
+	}
+	print_message("ring of 64: %llu written, %llu dropped\n", (unsigned long long)apis,
+		      (unsigned long long)in_file);
+	assert_true(dropped > 0);
+	assert_int_equal(in_file, dropped);
+	assert_int_equal(apis + dropped, 20000);
+	free(f.ev);
+}
+
+static void test_start_failure_warns(void **state)
+{
+	assert_int_equal(sp_writer_start("/nonexistent-dir/x.sptrace", &meta, 0), -1);
+	assert_int_equal(sp_writer_running(), 0);
+	struct sp_event ev = { .kind = SP_EV_API };
+	sp_ring_push(&ev); /* still harmless */
+	sp_writer_kick();
+}
+
+static int teardown(void **state)
+{
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd);
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir))
+		return 1;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_capped_window),
+		cmocka_unit_test(test_tick_emits),
+		cmocka_unit_test(test_ring_drops_written_at_stop),
+		cmocka_unit_test(test_start_failure_warns),
+	};
+	return cmocka_run_group_tests(tests, NULL, teardown);
+}
