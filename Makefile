@@ -88,6 +88,11 @@ $(O)/tests/e2e/%: tests/e2e/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g -o $@ $< -lpthread
 
+# gen_golden writes the golden trace through the core library
+$(O)/tests/e2e/gen_golden: tests/e2e/gen_golden.c $(O)/libspcore.a
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CLI_CFLAGS) -o $@ $< $(O)/libspcore.a $(DEP_LIBS) -lpthread
+
 check-cmocka:
 	@pkg-config --exists cmocka || { echo "missing cmocka: install the Debian package libcmocka-dev (or run 'make deps')"; exit 1; }
 
