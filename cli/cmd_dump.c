@@ -53,6 +53,7 @@ static void put_name(struct dump *d, const char *key, uint32_t id)
 	fputc('"', d->out);
 }
 
+/* " dev=N", or " dev=-" for SP_NO_DEVICE. */
 static void put_dev(struct dump *d, uint16_t dev)
 {
 	if (dev == SP_NO_DEVICE)
@@ -86,6 +87,7 @@ static void put_gpu(struct dump *d, const struct sp_event *ev)
 	fprintf(d->out, " corr=%u", ev->corr);
 }
 
+/* One line for ev: the kind's name, then its fields. stdio errors are left to the caller. */
 static void put_event(struct dump *d, const struct sp_event *ev)
 {
 	FILE *o = d->out;
@@ -201,6 +203,7 @@ static void put_event(struct dump *d, const struct sp_event *ev)
 	fputc('\n', o);
 }
 
+/* The header as "key: value" lines. */
 static void put_header(FILE *o, const struct sp_trace_header *h)
 {
 	const struct sp_trace_meta *m = &h->meta;
@@ -222,6 +225,7 @@ static void put_header(FILE *o, const struct sp_trace_header *h)
 	fputc('\n', o);
 }
 
+/* Prints the usage to f and returns rc. */
 static int usage(FILE *f, int rc)
 {
 	fprintf(f, "usage: stepprof dump [--relative] TRACE\n"
@@ -231,7 +235,8 @@ static int usage(FILE *f, int rc)
 }
 
 /* Exit status: 0 (also for a cut file: ends with "# truncated"), 1 if the file is unreadable or
- * corrupt (records before the damage are printed), 2 on a usage error. */
+ * corrupt (records before the damage are printed) or the output can't be written, 2 on a usage
+ * error. */
 int sp_cmd_dump(int argc, char **argv)
 {
 	struct dump d = { .out = stdout };
@@ -266,7 +271,11 @@ int sp_cmd_dump(int argc, char **argv)
 		put_event(&d, &ev);
 	if (rc == 0 && sp_trace_truncated(d.r))
 		fputs("# truncated\n", d.out);
-	fflush(d.out);
+	if (fflush(d.out) || ferror(d.out)) {
+		fprintf(stderr, "stepprof dump: writing the output failed\n");
+		sp_trace_close_reader(d.r);
+		return 1;
+	}
 	if (rc < 0)
 		fprintf(stderr, "stepprof dump: %s: %s\n", path, sp_trace_error(d.r));
 	sp_trace_close_reader(d.r);

@@ -15,6 +15,7 @@
 
 /* One open-addressing hash table. A slot is (hash32 << 32 | id), 0 when empty. */
 struct table {
+	struct table *older;    /* the table this one replaced, kept for readers still in it */
 	uint32_t mask;
 	_Atomic uint64_t slot[];
 };
@@ -26,6 +27,7 @@ static struct {
 	_Atomic(struct table *) table;              /* the current hash table, NULL before first use */
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
+/* This function can't fail. */
 static uint32_t hash(const char *s)
 {
 	uint64_t h = 14695981039346656037ull; /* FNV-1a */
@@ -34,6 +36,7 @@ static uint32_t hash(const char *s)
 	return (uint32_t)(h ^ (h >> 32));
 }
 
+/* The string of a published id (1..count). Lock-free; can't fail. */
 static const char *string_of(uint32_t id)
 {
 	return atomic_load_explicit(&g.chunk[id / CHUNK_IDS], memory_order_acquire)[id % CHUNK_IDS];
@@ -51,6 +54,7 @@ static uint32_t find(const struct table *t, const char *s, uint32_t h)
 	}
 }
 
+/* Inserts (h, id) into t, which has a free slot (load under one half). Lock held. */
 static void put(struct table *t, uint32_t h, uint32_t id)
 {
 	uint32_t i = h & t->mask;
@@ -83,7 +87,8 @@ static uint32_t append(const char *s, uint32_t h)
 		struct table *bigger = new_table(2 * (t->mask + 1));
 		if (!bigger)
 			return 0;
-		atomic_store_explicit(&g.table, bigger, memory_order_release); /* t stays: readers */
+		bigger->older = t;
+		atomic_store_explicit(&g.table, bigger, memory_order_release);
 		t = bigger;
 	}
 	const char **c = atomic_load_explicit(&g.chunk[id / CHUNK_IDS], memory_order_relaxed);

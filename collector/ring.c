@@ -53,6 +53,8 @@ static void thread_exit(void *p)
 	atomic_store_explicit(&r->dead, 1, memory_order_release);
 }
 
+/* pthread_once: the key whose destructor marks a thread's ring dead (failure: no destructor,
+ * so an exited thread's ring is only freed at process exit). */
 static void make_key(void)
 {
 	pthread_key_create(&g.key, thread_exit);

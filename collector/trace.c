@@ -105,6 +105,7 @@ struct sp_trace_writer {
 	uint8_t *out;           /* chunk header + compressed frame */
 	size_t out_cap;
 	uint64_t file_bytes;
+	int broken;             /* errno of a failed chunk write: nothing more is written */
 	sp_string_lookup_fn lookup;
 	void *lookup_ctx;
 	uint8_t *written;       /* bitmap of string ids already in the file */
@@ -240,6 +241,7 @@ static int write_all(int fd, const uint8_t *buf, size_t len)
 	return 0;
 }
 
+/* This function can't fail. */
 static bool string_written(const struct sp_trace_writer *w, uint32_t id)
 {
 	return id < w->written_bits && (w->written[id / 8] >> (id % 8) & 1);
@@ -524,12 +526,12 @@ struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_
 }
 
 /* Returns the encoded bytes added (strings included), or -1 with errno: EINVAL for a kind
- * that is not an event kind (nothing written), ENOMEM, or the error of writing a full chunk
- * (the event is then in the chunk, which stays pending). */
+ * that is not an event kind, ENOMEM, or the error of a chunk write, now or earlier (see
+ * sp_trace_flush; the chunk's events are then lost). */
 int sp_trace_write(struct sp_trace_writer *w, const struct sp_event *ev)
 {
-	if (ev->kind == SP_EV_NONE || ev->kind >= SP_EV__COUNT) {
-		errno = EINVAL;
+	if (ev->kind == SP_EV_NONE || ev->kind >= SP_EV__COUNT || w->broken) {
+		errno = w->broken ? w->broken : EINVAL;
 		return -1;
 	}
 	int ns = ensure_string(w, ev->name), nd = 0;
@@ -551,22 +553,27 @@ int sp_trace_write(struct sp_trace_writer *w, const struct sp_event *ev)
 	return maybe_flush(w) < 0 ? -1 : ns + nd + (int)(p - start);
 }
 
-/* Returns encoded bytes, or -1 with errno (EINVAL for id 0 or ENOMEM: nothing added; else a
- * full chunk failed to write and stays pending). */
+/* Returns encoded bytes, or -1 with errno (EINVAL for id 0, ENOMEM, or the error of a chunk
+ * write, as sp_trace_write). */
 int sp_trace_write_string(struct sp_trace_writer *w, uint32_t id, const char *s)
 {
-	if (!id) {
-		errno = EINVAL;
+	if (!id || w->broken) {
+		errno = w->broken ? w->broken : EINVAL;
 		return -1;
 	}
 	int n = append_string(w, id, s);
 	return n < 0 || maybe_flush(w) < 0 ? -1 : n;
 }
 
-/* Returns 0, or -1 with errno; on failure the chunk stays pending (a later flush retries it,
- * though the file may then hold a torn chunk that readers stop at). */
+/* Returns 0, or -1 with errno. After a failed write the file may end in a torn chunk (readers
+ * stop there, as at a cut); every later flush then fails the same way without writing, so
+ * nothing follows the torn bytes. */
 int sp_trace_flush(struct sp_trace_writer *w)
 {
+	if (w->broken) {
+		errno = w->broken;
+		return -1;
+	}
 	if (!w->nrec)
 		return 0;
 	size_t bound = CHUNK_HEADER_SIZE + ZSTD_compressBound(w->raw_len);
@@ -587,8 +594,10 @@ int sp_trace_flush(struct sp_trace_writer *w)
 	put_le(w->out + 4, c, 4);
 	put_le(w->out + 8, w->raw_len, 4);
 	put_le(w->out + 12, w->nrec, 4);
-	if (write_all(w->fd, w->out, CHUNK_HEADER_SIZE + c) < 0)
+	if (write_all(w->fd, w->out, CHUNK_HEADER_SIZE + c) < 0) {
+		w->broken = errno ? errno : EIO;
 		return -1;
+	}
 	w->file_bytes += CHUNK_HEADER_SIZE + c;
 	w->raw_len = 0;
 	w->nrec = 0;
@@ -664,6 +673,7 @@ fail:
 	return NULL;
 }
 
+/* This function can't fail. */
 const struct sp_trace_header *sp_trace_header(const struct sp_trace_reader *r)
 {
 	return &r->hdr;
@@ -713,11 +723,13 @@ const char *sp_trace_string(const struct sp_trace_reader *r, uint32_t id)
 	return id < r->nstr && r->str[id] ? r->str[id] : "?";
 }
 
+/* This function can't fail. */
 int sp_trace_truncated(const struct sp_trace_reader *r)
 {
 	return r->truncated;
 }
 
+/* The message of the last -1 from sp_trace_next, or "no error". This function can't fail. */
 const char *sp_trace_error(const struct sp_trace_reader *r)
 {
 	return r->err[0] ? r->err : "no error";
@@ -734,6 +746,7 @@ int sp_trace_rewind(struct sp_trace_reader *r)
 	return 0;
 }
 
+/* Frees everything; r may be NULL. This function can't fail. */
 void sp_trace_close_reader(struct sp_trace_reader *r)
 {
 	if (!r)

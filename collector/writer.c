@@ -14,6 +14,7 @@
 #include <time.h>
 #include "clock.h"
 #include "intern.h"
+#include "log.h"
 #include "ring.h"
 #include "writer.h"
 
@@ -49,6 +50,7 @@ static struct {
 	.cond = PTHREAD_COND_INITIALIZER,
 };
 
+/* sp_string_lookup_fn over the process's intern table; NULL for an unknown id. */
 static const char *lookup(void *ctx, uint32_t id)
 {
 	return sp_intern_lookup(id);
@@ -58,8 +60,7 @@ static const char *lookup(void *ctx, uint32_t id)
 static void fail(const char *what, int err)
 {
 	if (!g.failed)
-		fprintf(stderr, "stepprof: %s trace %s failed (%s); dropping further events\n", what, g.path,
-			strerror(err));
+		sp_warn("%s trace %s failed (%s); dropping further events", what, g.path, strerror(err));
 	g.failed = true;
 }
 
@@ -68,6 +69,7 @@ static bool is_data(uint8_t kind)
 	return kind >= SP_EV_KERNEL && kind <= SP_EV_MARKER;
 }
 
+/* Writes ev, counting its bytes in the open window. Errors go through fail(). */
 static void write_event(const struct sp_event *ev)
 {
 	if (g.failed)
@@ -91,6 +93,7 @@ static uint64_t ring_drops_since_boundary(void)
 	return d;
 }
 
+/* Writes a DROPPED record if count is nonzero. Errors go through fail(). */
 static void write_dropped(uint8_t source, uint64_t count, uint64_t when)
 {
 	if (!count)
@@ -100,6 +103,7 @@ static void write_dropped(uint8_t source, uint64_t count, uint64_t when)
 	write_event(&d);
 }
 
+/* Opens the window's byte and drop accounting and writes ev. Errors go through fail(). */
 static void window_begin(const struct sp_event *ev)
 {
 	ring_drops_since_boundary();
@@ -128,6 +132,7 @@ static void window_end(const struct sp_event *ev)
 		fail("writing", errno);
 }
 
+/* Writes ev, or counts it as dropped by the window cap. Errors go through fail(). */
 static void process(const struct sp_event *ev)
 {
 	if (ev->kind == SP_EV_WINDOW_BEGIN)
@@ -140,6 +145,7 @@ static void process(const struct sp_event *ev)
 		write_event(ev);
 }
 
+/* qsort order: by start, then by place in the stage. */
 static int by_start(const void *a, const void *b)
 {
 	const struct sp_event *x = *(const struct sp_event *const *)a, *y = *(const struct sp_event *const *)b;
@@ -151,6 +157,8 @@ static int by_start(const void *a, const void *b)
 /* Sorts and writes the staged batch. This function can't fail (errors go through fail()). */
 static void process_stage(void)
 {
+	if (!g.nstage)
+		return;
 	for (size_t i = 0; i < g.nstage; i++)
 		g.order[i] = &g.stage[i];
 	qsort(g.order, g.nstage, sizeof(*g.order), by_start);
@@ -239,12 +247,12 @@ int sp_writer_start(const char *path, const struct sp_trace_meta *meta, uint64_t
 	int rc = -1;
 	pthread_mutex_lock(&g.ctl);
 	if (atomic_load(&g.running)) {
-		fprintf(stderr, "stepprof: trace writer already running; not starting another for %s\n", path);
+		sp_warn("trace writer already running; not starting another for %s", path);
 		goto out;
 	}
 	g.tw = sp_trace_create(path, meta, lookup, NULL, 0);
 	if (!g.tw) {
-		fprintf(stderr, "stepprof: cannot create trace %s: %s\n", path, strerror(errno));
+		sp_warn("cannot create trace %s: %s", path, strerror(errno));
 		goto out;
 	}
 	snprintf(g.path, sizeof(g.path), "%s", path);
@@ -258,7 +266,7 @@ int sp_writer_start(const char *path, const struct sp_trace_meta *meta, uint64_t
 	int err = pthread_create(&g.thread, NULL, writer_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
-		fprintf(stderr, "stepprof: cannot start the trace writer thread: %s\n", strerror(err));
+		sp_warn("cannot start the trace writer thread: %s", strerror(err));
 		sp_trace_close(g.tw);
 		g.tw = NULL;
 		goto out;
@@ -303,7 +311,7 @@ int sp_writer_stop(void)
 	pthread_mutex_lock(&g.ctl);
 	if (atomic_load(&g.running) && pthread_equal(pthread_self(), g.thread)) {
 		pthread_mutex_unlock(&g.ctl);
-		fprintf(stderr, "stepprof: trace writer stop called on the writer thread; ignored\n");
+		sp_warn("trace writer stop called on the writer thread; ignored");
 		return -1;
 	}
 	if (atomic_load(&g.running)) {
@@ -319,6 +327,7 @@ int sp_writer_stop(void)
 	return rc;
 }
 
+/* This function can't fail. */
 int sp_writer_running(void)
 {
 	return atomic_load(&g.running);

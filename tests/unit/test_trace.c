@@ -7,10 +7,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "collector/trace.h"
@@ -437,6 +440,52 @@ static void test_versions(void **state)
 	sp_trace_close_reader(r);
 }
 
+/* A chunk write that fails (file size limit) leaves at most a torn chunk: later writes and
+ * flushes fail without writing, and the file reads as cut after its whole chunks. */
+static void test_write_failure_stops_writing(void **state)
+{
+	char path[256];
+	path_of(path, sizeof(path), "limited.sptrace");
+	struct rlimit old, lim;
+	getrlimit(RLIMIT_FSIZE, &old);
+	lim = (struct rlimit){ 1024, old.rlim_max }; /* soft limit only: raising it back needs no privilege */
+	signal(SIGXFSZ, SIG_IGN);
+	struct sp_trace_meta m = meta();
+	struct sp_trace_writer *w = sp_trace_create(path, &m, lookup, NULL, 0);
+	setrlimit(RLIMIT_FSIZE, &lim);
+	struct sp_event ev = { .kind = SP_EV_ALLOC };
+	uint64_t x = 1;
+	for (int i = 0; i < 10; i++) { /* one small chunk fits */
+		ev.u.mem.addr = x *= 6364136223846793005ull;
+		assert_true(sp_trace_write(w, &ev) > 0);
+	}
+	assert_int_equal(sp_trace_flush(w), 0);
+	for (int i = 0; i < 500; i++) { /* this one does not */
+		ev.u.mem.addr = x *= 6364136223846793005ull;
+		assert_true(sp_trace_write(w, &ev) > 0);
+	}
+	assert_int_equal(sp_trace_flush(w), -1);
+	assert_int_equal(errno, EFBIG);
+	setrlimit(RLIMIT_FSIZE, &old);
+	assert_int_equal(sp_trace_write(w, &ev), -1); /* refused, even with room again */
+	assert_int_equal(sp_trace_flush(w), -1);
+	assert_int_equal(sp_trace_close(w), -1);
+	struct stat st;
+	stat(path, &st);
+	assert_int_equal(st.st_size, 1024);
+	int trunc, rc;
+	char err[256];
+	struct sp_trace_reader *r = sp_trace_open(path, err, sizeof(err));
+	int n = 0;
+	while ((rc = sp_trace_next(r, &ev)) == 1)
+		n++;
+	assert_int_equal(rc, 0);
+	assert_int_equal(n, 10);
+	trunc = sp_trace_truncated(r);
+	assert_int_equal(trunc, 1);
+	sp_trace_close_reader(r);
+}
+
 /* Kernel names like a real model's: mangled, long, ~50 of them. */
 static char knames[51][160];
 
@@ -506,6 +555,7 @@ int main(void)
 		cmocka_unit_test(test_truncated_reads_whole_chunks),
 		cmocka_unit_test(test_corrupt_chunk_is_an_error),
 		cmocka_unit_test(test_versions),
+		cmocka_unit_test(test_write_failure_stops_writing),
 		cmocka_unit_test(test_bytes_per_kernel),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown);

@@ -8,12 +8,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include "collector/intern.h"
 #include "collector/ring.h"
@@ -309,6 +311,59 @@ static void test_start_failure_warns(void **state)
 	sp_writer_kick();
 }
 
+static void *random_allocs(void *arg)
+{
+	uint64_t x = 88172645463325252ull;
+	for (int i = 0; i < 5000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* incompressible addresses */
+		struct sp_event ev = { .kind = SP_EV_ALLOC, .start = (uint64_t)i, .u.mem.addr = x };
+		sp_ring_push(&ev);
+	}
+	return NULL;
+}
+
+/* The file can't grow past 4 KiB: the writer warns once, discards the rest, the program goes on. */
+static void test_write_error_warns_once(void **state)
+{
+	char path[256], log[256], line[512];
+	snprintf(path, sizeof(path), "%s/full.sptrace", dir);
+	snprintf(log, sizeof(log), "%s/stderr.txt", dir);
+	struct rlimit old, small;
+	getrlimit(RLIMIT_FSIZE, &old);
+	small = (struct rlimit){ 4096, old.rlim_max }; /* soft limit only: raising it back needs no privilege */
+	signal(SIGXFSZ, SIG_IGN);
+	int saved = dup(2), fd = open(log, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+	dup2(fd, 2);
+	setrlimit(RLIMIT_FSIZE, &small);
+	assert_int_equal(sp_writer_start(path, &meta, 0), 0);
+	for (int round = 0; round < 3; round++) {
+		pthread_t th;
+		pthread_create(&th, NULL, random_allocs, NULL);
+		pthread_join(th, NULL);
+		sp_writer_kick();
+		usleep(20000);
+	}
+	int rc = sp_writer_stop();
+	setrlimit(RLIMIT_FSIZE, &old);
+	dup2(saved, 2);
+	close(saved);
+	close(fd);
+	assert_int_equal(rc, -1);
+	FILE *f = fopen(log, "r");
+	int warnings = 0;
+	while (fgets(line, sizeof(line), f))
+		warnings += !strncmp(line, "stepprof: writing trace ", 24) && strstr(line, "dropping further events");
+	fclose(f);
+	assert_int_equal(warnings, 1);
+	struct file tr;
+	read_file(path, &tr); /* what made it to disk is still a readable trace */
+	free(tr.ev);
+	/* and the writer starts again afterwards */
+	snprintf(path, sizeof(path), "%s/after.sptrace", dir);
+	assert_int_equal(sp_writer_start(path, &meta, 0), 0);
+	assert_int_equal(sp_writer_stop(), 0);
+}
+
 static int teardown(void **state)
 {
 	char cmd[300];
@@ -325,6 +380,7 @@ int main(void)
 		cmocka_unit_test(test_tick_emits),
 		cmocka_unit_test(test_ring_drops_written_at_stop),
 		cmocka_unit_test(test_start_failure_warns),
+		cmocka_unit_test(test_write_error_warns_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown);
 }
