@@ -76,7 +76,7 @@ $(O)/libspcore.a: $(CORE_OBJS)
 
 $(O)/stepprof: $(O)/host/cli/main.o $(O)/libspcore.a
 	$(if $(Q),@echo "  LD      $@")
-	$(Q)$(CC) -Wl,-rpath,'$$ORIGIN/../lib' -o $@ $^ $(DEP_LIBS) -lpthread -lm $(SANLD)
+	$(Q)$(CC) -Wl,-rpath,'$$ORIGIN/../lib:$$ORIGIN' -o $@ $^ $(DEP_LIBS) -lpthread -lm $(SANLD)
 
 $(O)/tests/%: tests/unit/%.c $(O)/libspcore.a
 	@mkdir -p $(dir $@)
