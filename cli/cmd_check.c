@@ -1,10 +1,62 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd_check.c - placeholder until written. */
+/* cmd_check.c - `stepprof check [FILE]`: loads the configuration exactly as the profiled
+ * process will (FILE, else $STEPPROF_CONFIG, else built-in defaults; then STEPPROF_* overrides)
+ * and prints it as an INI file that loads back to the same configuration, or every error. */
 #include <stdio.h>
+#include <string.h>
 #include "cli.h"
+#include "config/config.h"
 
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: stepprof check [FILE]\n"
+		   "  Checks FILE (else $STEPPROF_CONFIG, else the built-in defaults) with the STEPPROF_*\n"
+		   "  environment overrides applied. Prints the effective configuration and exits 0, or\n"
+		   "  prints every error to stderr and exits 2. Keys: docs/CONFIG.md.\n");
+}
+
+/* Exits 0 (valid), 2 (usage or configuration errors). */
 int sp_cmd_check(int argc, char **argv)
 {
-	fprintf(stderr, "stepprof check: not built yet\n");
-	return 1;
+	static struct sp_config cfg;
+	static struct sp_cfg_errors errs;
+	struct sp_rank_info ri;
+	bool env_header = false;
+
+	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		usage(stdout);
+		return 0;
+	}
+	if (argc > 2 || (argc == 2 && argv[1][0] == '-' && argv[1][1])) {
+		usage(stderr);
+		return 2;
+	}
+	if (sp_cfg_load(&cfg, argc == 2 ? argv[1] : NULL, &errs)) {
+		sp_cfg_print_errors(&errs, stderr);
+		return 2;
+	}
+	if (cfg.source[0])
+		printf("# stepprof: %s is valid\n", cfg.source);
+	else
+		printf("# stepprof: built-in defaults\n");
+	for (int i = 0; i < SP_CFG_NKEYS; i++) {
+		if (strncmp(cfg.origin[i].name, "STEPPROF_", 9))
+			continue;
+		printf("%s %s", env_header ? "," : "# environment overrides applied:", cfg.origin[i].name);
+		env_header = true;
+	}
+	if (env_header)
+		printf("\n");
+	sp_ranks_detect(&ri, NULL);
+	if (ri.rank >= 0 && ri.world_size > 0)
+		printf("# this process: rank %d of %d (%s): %s\n", ri.rank, ri.world_size, ri.source,
+		       sp_rankset_has(&cfg.ranks, ri.rank) ? "selected" : "not selected");
+	else if (ri.rank >= 0)
+		printf("# this process: rank %d (%s): %s\n", ri.rank, ri.source,
+		       sp_rankset_has(&cfg.ranks, ri.rank) ? "selected" : "not selected");
+	else
+		printf("# this process: no rank in the environment (counts as rank 0): %s\n",
+		       sp_rankset_has(&cfg.ranks, ri.rank) ? "selected" : "not selected");
+	sp_cfg_print(&cfg, stdout);
+	return 0;
 }

@@ -24,6 +24,13 @@ enum sp_marker_kind {
 
 #define SP_CFG_PATH 1024
 #define SP_CFG_PATTERN 256
+#define SP_CFG_NKEYS 31         /* keys in the table of config.c (docs/CONFIG.md lists them) */
+
+/* Where a key got its value: for error messages about contradictions and for `stepprof check`. */
+struct sp_cfg_origin {
+	char name[256];         /* INI path, variable name or "command line"; "" = built-in default */
+	int line;               /* line in the INI file, 0 if not from a file */
+};
 
 struct sp_config {
 	/* [profile] */
@@ -56,6 +63,7 @@ struct sp_config {
 	char cupti_library[SP_CFG_PATH];/* explicit libcupti path; empty = the loaded one, else search */
 	/* where it came from */
 	char source[SP_CFG_PATH];       /* the INI file read, or "" for built-in defaults */
+	struct sp_cfg_origin origin[SP_CFG_NKEYS]; /* per key, in the order of docs/CONFIG.md */
 };
 
 #define SP_CFG_MAX_ERRORS 64
@@ -85,6 +93,9 @@ int sp_cfg_finish(struct sp_config *cfg, struct sp_cfg_errors *errs);
 int sp_cfg_load(struct sp_config *cfg, const char *path, struct sp_cfg_errors *errs);
 /* Writes the effective configuration as a valid INI file to f. This function can't fail. */
 void sp_cfg_print(const struct sp_config *cfg, FILE *f);
+/* Writes every error of errs, one per line, and a line counting those not kept (for the CLI;
+ * never called in the profiled process). This function can't fail. */
+void sp_cfg_print_errors(const struct sp_cfg_errors *errs, FILE *f);
 /* Expands the output template for this process into out. Returns 0, or -1 if it does not fit
  * or names an unknown placeholder. */
 int sp_cfg_expand(const char *tmpl, const struct sp_rank_info *ri, char *out, size_t outlen);

@@ -19,11 +19,16 @@ struct sp_schedule {
 	                                   wait = frequency - warmup - active (sp_schedule_finish) */
 };
 
+/* Largest value of any schedule key (ours, not torch's): keeps every product of them inside
+ * int64 and every step count exact in a double. */
+#define SP_SCHEDULE_MAX 1000000000
+
 /* The action torch.profiler.schedule(...)(step) returns for this step (step >= 0; a negative
  * step gets SP_ACT_NONE). This function can't fail. */
 enum sp_action sp_schedule_action(const struct sp_schedule *s, int64_t step);
 /* Validates (torch's asserts plus ours) and applies frequency. Returns 0, or -1 with a message
- * in err naming the key and what is allowed; s is unchanged on error. */
+ * in err naming the key and what is allowed ("KEY: problem (allowed: ...)", KEY first: the
+ * config layer reads it to name where KEY was set); s is unchanged on error. */
 int sp_schedule_finish(struct sp_schedule *s, char *err, size_t errlen);
 /* 1 if no step after `step` can ever be recorded again (repeat exhausted). */
 int sp_schedule_done(const struct sp_schedule *s, int64_t step);

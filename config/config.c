@@ -1,0 +1,812 @@
+/* SPDX-License-Identifier: MIT */
+/* config.c - the effective configuration: one table of every key (section, name, type, range,
+ * default), the INI reader (inih), STEPPROF_<SECTION>_<KEY> overrides, the cross-key checks and
+ * the printer. Runs inside the profiled process: it never prints or exits; every problem
+ * becomes one "ORIGIN[:LINE]: [section] key: problem (allowed: ...)" line in sp_cfg_errors. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <ini.h>
+#include "config.h"
+
+enum ktype { K_BOOL, K_INT, K_SIZE, K_STR, K_OUTPUT, K_RANKS, K_KIND };
+
+struct key {
+	const char *section, *name;
+	enum ktype type;
+	size_t off, size;       /* the field in struct sp_config */
+	int64_t min, max;       /* K_INT and K_SIZE */
+	const char *def;        /* default, written as in an INI file */
+};
+
+#define FIELD(m) offsetof(struct sp_config, m), sizeof(((struct sp_config *)0)->m)
+#define SCHED(m, min, def) { "schedule", #m, K_INT, FIELD(schedule.m), min, SP_SCHEDULE_MAX, def }
+#define ACT(m, def) { "activities", #m, K_BOOL, FIELD(m), 0, 1, def }
+#define KIB 1024LL
+#define MIB (1024 * KIB)
+#define GIB (1024 * MIB)
+#define TIB (1024 * GIB)
+
+static const struct key keys[] = {
+	{ "profile", "enabled", K_BOOL, FIELD(enabled), 0, 1, "true" },
+	{ "profile", "output", K_OUTPUT, FIELD(output), 0, 0, "stepprof-traces/{date}" },
+	{ "ranks", "ranks", K_RANKS, FIELD(ranks_text), 0, 0, "0" },
+	SCHED(skip_first, 0, "0"),
+	{ "schedule", "skip_first_wait", K_BOOL, FIELD(schedule.skip_first_wait), 0, 1, "0" },
+	SCHED(wait, 0, "5"),
+	SCHED(warmup, 0, "1"),
+	SCHED(active, 1, "3"),
+	SCHED(repeat, 0, "1"),
+	{ "schedule", "profiling_frequency", K_INT, FIELD(schedule.frequency), 0, SP_SCHEDULE_MAX, "0" },
+	{ "marker", "kind", K_KIND, FIELD(marker_kind), 0, 0, "auto" },
+	{ "marker", "pattern", K_STR, FIELD(marker_pattern), 0, 0, "" },
+	{ "marker", "every", K_INT, FIELD(marker_every), 1, SP_SCHEDULE_MAX, "1" },
+	ACT(kernels, "true"), ACT(memcpy, "true"), ACT(memset, "true"), ACT(sync, "true"),
+	ACT(runtime_api, "true"), ACT(driver_api, "true"), ACT(nccl, "true"), ACT(nvtx, "true"),
+	ACT(device_memory, "true"), ACT(host_malloc, "false"),
+	{ "activities", "host_malloc_min", K_SIZE, FIELD(host_malloc_min), 0, GIB, "64K" },
+	ACT(stacks, "false"),
+	{ "activities", "stack_depth", K_INT, FIELD(stack_depth), 1, 128, "32" },
+	ACT(kernel_shapes, "true"),
+	{ "limits", "window_max_bytes", K_SIZE, FIELD(window_max_bytes), 0, TIB, "256M" },
+	{ "limits", "ring_events", K_SIZE, FIELD(ring_events), 64, 16 * MIB, "65536" },
+	{ "limits", "cupti_buffer_bytes", K_SIZE, FIELD(cupti_buffer_bytes), 64 * KIB, 256 * MIB, "8M" },
+	{ "cupti", "library", K_STR, FIELD(cupti_library), 0, 0, "" },
+};
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+_Static_assert(NKEYS == SP_CFG_NKEYS, "SP_CFG_NKEYS in config.h must count the keys table");
+
+static const char *const sections[] = { "profile", "ranks", "schedule", "marker", "activities",
+					"limits", "cupti" };
+#define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
+
+static const char *const kind_names[] = { "auto", "kernel", "api", "nccl", "nvtx", "profiler_range" };
+#define NKINDS (sizeof(kind_names) / sizeof(kind_names[0]))
+
+enum { PH_HOST, PH_PID, PH_RANK, PH_DATE, PH_TIME, PH_JOBID };
+static const char *const placeholders[] = { "host", "pid", "rank", "date", "time", "jobid" };
+#define NPLACEHOLDERS (sizeof(placeholders) / sizeof(placeholders[0]))
+
+/* Appends one formatted message to errs (counted even when errs is full). Returns 1. */
+__attribute__((format(printf, 2, 3))) static int add_error(struct sp_cfg_errors *errs, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (errs->count < SP_CFG_MAX_ERRORS) {
+		va_start(ap, fmt);
+		vsnprintf(errs->msg[errs->count], sizeof(errs->msg[0]), fmt, ap);
+		va_end(ap);
+	}
+	errs->count++;
+	return 1;
+}
+
+/* "ORIGIN:LINE" or "ORIGIN" into buf; "built-in defaults" for an empty origin. Can't fail. */
+static const char *where(char *buf, size_t len, const char *origin, int line)
+{
+	if (!origin || !*origin)
+		origin = "built-in defaults";
+	if (line > 0)
+		snprintf(buf, len, "%s:%d", origin, line);
+	else
+		snprintf(buf, len, "%s", origin);
+	return buf;
+}
+
+static bool known_section(const char *s)
+{
+	for (size_t i = 0; i < NSECTIONS; i++)
+		if (!strcasecmp(s, sections[i]))
+			return true;
+	return false;
+}
+
+/* The key's index in keys[], or -1. */
+static int find_key(const char *section, const char *name)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (!strcasecmp(section, keys[i].section) && !strcasecmp(name, keys[i].name))
+			return (int)i;
+	return -1;
+}
+
+/* Comma-separated list of the sections, or of the keys of one section, into buf. */
+static const char *list_names(char *buf, size_t len, const char *section)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < (section ? NKEYS : NSECTIONS); i++) {
+		const char *name = section ? keys[i].name : sections[i];
+		if (section && strcasecmp(section, keys[i].section))
+			continue;
+		n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%s%s", n ? ", " : "", name);
+	}
+	return buf;
+}
+
+/* Strict decimal integer with optional sign. Returns 0, -1 (malformed) or -2 (overflow). */
+static int parse_int64(const char *s, int64_t *out)
+{
+	char *end;
+	const char *d = s + (*s == '-' || *s == '+');
+
+	if (!isdigit((unsigned char)*d))
+		return -1;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (*end)
+		return -1;
+	if (errno == ERANGE)
+		return -2;
+	*out = v;
+	return 0;
+}
+
+static int parse_bool(const char *s, bool *out)
+{
+	static const char *const yes[] = { "true", "yes", "on", "1" }, *const no[] = { "false", "no", "off", "0" };
+
+	for (size_t i = 0; i < 4; i++) {
+		if (!strcasecmp(s, yes[i]) || !strcasecmp(s, no[i])) {
+			*out = !strcasecmp(s, yes[i]);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Formats a size with the largest suffix that divides it exactly (round-trips through
+ * sp_parse_size). Can't fail. */
+static const char *format_size(char *buf, size_t len, uint64_t v)
+{
+	static const char suffix[] = "KMGT";
+	int i = -1;
+
+	while (v && i < 3 && v % 1024 == 0) {
+		v /= 1024;
+		i++;
+	}
+	snprintf(buf, len, i < 0 ? "%llu" : "%llu%c", (unsigned long long)v, i < 0 ? 0 : suffix[i]);
+	return buf;
+}
+
+/* The PH_ index of the placeholder that the '{' at p starts (*len: its length with braces),
+ * or -1 if none does. */
+static int placeholder_at(const char *p, size_t *len)
+{
+	const char *close = strchr(p, '}');
+
+	for (size_t i = 0; close && i < NPLACEHOLDERS; i++) {
+		if ((size_t)(close - p - 1) == strlen(placeholders[i]) &&
+		    !strncmp(p + 1, placeholders[i], strlen(placeholders[i]))) {
+			*len = (size_t)(close - p + 1);
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+/* Checks the placeholders of an output template; writes the problem to problem. Returns 0 or -1. */
+static int check_template(const char *t, char *problem, size_t len)
+{
+	size_t n;
+
+	for (const char *p = strchr(t, '{'); p; p = strchr(p + 1, '{')) {
+		if (placeholder_at(p, &n) < 0) {
+			const char *close = strchr(p, '}');
+			if (close)
+				snprintf(problem, len, "unknown placeholder '%.*s'", (int)(close - p + 1), p);
+			else
+				snprintf(problem, len, "'{' without '}' in '%s'", t);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* What the key accepts, for the "(allowed: ...)" part of its errors. */
+static const char *allowed(const struct key *k, char *buf, size_t len)
+{
+	char a[16], b[16];
+
+	switch (k->type) {
+	case K_BOOL:
+		return "true, false, yes, no, on, off, 1, 0";
+	case K_INT:
+		if (k->max == SP_SCHEDULE_MAX)
+			snprintf(buf, len, "integer >= %lld", (long long)k->min);
+		else
+			snprintf(buf, len, "integer %lld..%lld", (long long)k->min, (long long)k->max);
+		return buf;
+	case K_SIZE:
+		snprintf(buf, len, "size %s..%s, as 512, 64K, 256M, 2G; K, M, G, T are powers of 1024",
+			 format_size(a, sizeof(a), (uint64_t)k->min), format_size(b, sizeof(b), (uint64_t)k->max));
+		return buf;
+	case K_STR:
+		snprintf(buf, len, "text of at most %zu characters, optionally in double quotes", k->size - 1);
+		return buf;
+	case K_OUTPUT:
+		return "a directory path; placeholders {host} {pid} {rank} {date} {time} {jobid}";
+	case K_RANKS:
+		return "all, or ranks and ranges like 0 / 0,1 / 0-3,8";
+	case K_KIND:
+		return "auto, kernel, api, nccl, nvtx, profiler_range";
+	}
+	return "?";
+}
+
+/* Stores an integer of the field's width. Can't fail (ranges are checked before). */
+static void store(struct sp_config *cfg, const struct key *k, int64_t v)
+{
+	char *p = (char *)cfg + k->off;
+
+	if (k->size == sizeof(bool))
+		*(bool *)p = v != 0;
+	else if (k->size == sizeof(int32_t))
+		*(int32_t *)p = (int32_t)v;
+	else
+		*(int64_t *)p = v;
+}
+
+static int64_t load(const struct sp_config *cfg, const struct key *k)
+{
+	const char *p = (const char *)cfg + k->off;
+
+	if (k->size == sizeof(bool))
+		return *(const bool *)p;
+	if (k->size == sizeof(int32_t))
+		return *(const int32_t *)p;
+	return *(const int64_t *)p;
+}
+
+/* Parses v (already trimmed) into the key's field. Returns 0, or -1 with the problem in
+ * problem; cfg is unchanged then. */
+static int set_value(struct sp_config *cfg, const struct key *k, const char *v, char *problem, size_t plen)
+{
+	char *field = (char *)cfg + k->off;
+	int64_t i = 0;
+	uint64_t u;
+	bool b;
+	int rc;
+
+	switch (k->type) {
+	case K_BOOL:
+		if (parse_bool(v, &b) < 0) {
+			snprintf(problem, plen, "not a boolean: '%.80s'", v);
+			return -1;
+		}
+		store(cfg, k, b);
+		return 0;
+	case K_INT:
+		if ((rc = parse_int64(v, &i)) == -1) {
+			snprintf(problem, plen, "not an integer: '%.80s'", v);
+			return -1;
+		}
+		if (rc < 0 || i < k->min || i > k->max) {
+			snprintf(problem, plen, "out of range: '%.80s'", v);
+			return -1;
+		}
+		store(cfg, k, i);
+		return 0;
+	case K_SIZE:
+		if (sp_parse_size(v, &u) < 0) {
+			snprintf(problem, plen, "not a size: '%.80s'", v);
+			return -1;
+		}
+		if (u < (uint64_t)k->min || u > (uint64_t)k->max) {
+			snprintf(problem, plen, "out of range: '%.80s'", v);
+			return -1;
+		}
+		if (k->size == sizeof(uint32_t))
+			*(uint32_t *)field = (uint32_t)u;
+		else
+			*(uint64_t *)field = u;
+		return 0;
+	case K_KIND:
+		for (size_t n = 0; n < NKINDS; n++) {
+			if (!strcasecmp(v, kind_names[n])) {
+				cfg->marker_kind = (enum sp_marker_kind)n;
+				return 0;
+			}
+		}
+		snprintf(problem, plen, "unknown marker kind: '%.80s'", v);
+		return -1;
+	case K_RANKS: {
+		struct sp_rankset set;
+		char err[128];
+		if (strlen(v) >= k->size) {
+			snprintf(problem, plen, "too long: %zu characters", strlen(v));
+			return -1;
+		}
+		if (sp_rankset_parse(v, &set, err, sizeof(err)) < 0) {
+			snprintf(problem, plen, "%s", err);
+			return -1;
+		}
+		cfg->ranks = set;
+		strcpy(field, v);
+		return 0;
+	}
+	case K_STR:
+	case K_OUTPUT: {
+		size_t n = strlen(v);
+		if (n >= 2 && v[0] == '"' && v[n - 1] == '"') {
+			v++;
+			n -= 2;
+		}
+		if (n >= k->size) {
+			snprintf(problem, plen, "too long: %zu characters", n);
+			return -1;
+		}
+		for (size_t j = 0; j < n; j++) {
+			if (iscntrl((unsigned char)v[j])) {
+				snprintf(problem, plen, "contains a control character");
+				return -1;
+			}
+			if (v[j] == ';' && j > 0 && isspace((unsigned char)v[j - 1])) {
+				snprintf(problem, plen, "contains ' ;', which an INI file takes for a comment");
+				return -1;
+			}
+		}
+		char text[SP_CFG_PATH];
+		memcpy(text, v, n);
+		text[n] = '\0';
+		if (k->type == K_OUTPUT && !n) {
+			snprintf(problem, plen, "empty");
+			return -1;
+		}
+		if (k->type == K_OUTPUT && check_template(text, problem, plen) < 0)
+			return -1;
+		memcpy(field, text, n + 1);
+		return 0;
+	}
+	}
+	return -1;
+}
+
+/* Copies s without leading and trailing white space into buf. Returns -1 if it does not fit. */
+static int trim(const char *s, char *buf, size_t len)
+{
+	while (isspace((unsigned char)*s))
+		s++;
+	size_t n = strlen(s);
+	while (n && isspace((unsigned char)s[n - 1]))
+		n--;
+	if (n >= len)
+		return -1;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	return 0;
+}
+
+/* Returns 0 or 1 (one error added); cfg keeps its old value on error. */
+int sp_cfg_set(struct sp_config *cfg, const char *section, const char *key, const char *value,
+	       const char *origin, int line, struct sp_cfg_errors *errs)
+{
+	char w[300], list[256], problem[200], v[SP_CFG_PATH + 8];
+	int i = find_key(section, key);
+
+	where(w, sizeof(w), origin, line);
+	if (!known_section(section))
+		return add_error(errs, "%s: [%s] %s: unknown section (allowed: %s)", w, section, key,
+				 list_names(list, sizeof(list), NULL));
+	if (i < 0)
+		return add_error(errs, "%s: [%s] %s: unknown key (allowed: %s)", w, section, key,
+				 list_names(list, sizeof(list), section));
+	const struct key *k = &keys[i];
+	if (trim(value, v, sizeof(v)) < 0) {
+		snprintf(problem, sizeof(problem), "too long: %zu characters", strlen(value));
+	} else if (set_value(cfg, k, v, problem, sizeof(problem)) == 0) {
+		snprintf(cfg->origin[i].name, sizeof(cfg->origin[i].name), "%s", origin ? origin : "");
+		cfg->origin[i].line = line;
+		return 0;
+	}
+	return add_error(errs, "%s: [%s] %s: %s (allowed: %s)", w, k->section, k->name, problem,
+			 allowed(k, list, sizeof(list)));
+}
+
+/* This function can't fail. */
+void sp_cfg_defaults(struct sp_config *cfg)
+{
+	struct sp_cfg_errors errs = { 0 };
+
+	memset(cfg, 0, sizeof(*cfg));
+	for (size_t i = 0; i < NKEYS; i++)
+		sp_cfg_set(cfg, keys[i].section, keys[i].name, keys[i].def, "", 0, &errs);
+	/* errs stays empty: test_config.c checks that every default parses */
+}
+
+/* ---- the INI file, through inih ---- */
+
+/* State of one file read. inih gets lines from ini_read (which numbers them and finds the
+ * syntax errors inih would only report once) and keys through ini_key. */
+struct ini_ctx {
+	struct sp_config *cfg;
+	struct sp_cfg_errors *errs;
+	const char *path;
+	FILE *f;
+	char *buf;              /* getline buffer */
+	size_t cap;
+	int line;               /* number of the line inih is working on */
+	int first_bad;          /* first line reported as a syntax error, 0 if none */
+	bool cont;              /* that line continues the previous value (inih multi-line) */
+	bool has_prev;          /* inih has a previous key, so an indented line is a continuation */
+	bool bad_section;       /* the current section is unknown: its keys are not reported again */
+	int seen[SP_CFG_NKEYS]; /* line where each key was first set in this file, 0 = not yet */
+};
+
+__attribute__((format(printf, 2, 3))) static int syntax_error(struct ini_ctx *c, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!c->first_bad)
+		c->first_bad = c->line;
+	return add_error(c->errs, "%s:%d: %s", c->path, c->line, msg);
+}
+
+/* inih's find_chars_or_comment: the first of chars, or an inline ';' after white space. */
+static char *find_or_comment(char *s, const char *chars)
+{
+	bool was_space = false;
+
+	while (*s && !strchr(chars, *s) && !(was_space && *s == ';')) {
+		was_space = isspace((unsigned char)*s);
+		s++;
+	}
+	return s;
+}
+
+/* Classifies the line in c->buf the way inih's ini_parse_stream will, and reports what inih
+ * would call an error. Keeps c->has_prev and c->bad_section in step with inih. */
+static void classify(struct ini_ctx *c)
+{
+	char *line = c->buf, *start = line, *end;
+	char list[128];
+
+	if (c->line == 1 && !strncmp(start, "\xEF\xBB\xBF", 3))
+		start += 3;
+	end = start + strlen(start);
+	while (end > start && isspace((unsigned char)end[-1]))
+		*--end = '\0';
+	while (isspace((unsigned char)*start))
+		start++;
+	c->cont = false;
+	if (!*start || *start == ';' || *start == '#')
+		return;
+	if (c->has_prev && start > line) {
+		c->cont = true;
+		syntax_error(c, "indented line continues the previous value; multi-line values are not "
+			     "supported (remove the indentation)");
+		return;
+	}
+	if (*start == '[') {
+		end = find_or_comment(start + 1, "]");
+		if (*end != ']') {
+			syntax_error(c, "section header without ']': '%s'", start);
+			return;
+		}
+		*end = '\0';
+		char name[64];
+		if (trim(start + 1, name, sizeof(name)) < 0)
+			name[0] = '\0';
+		c->has_prev = false;
+		c->bad_section = !known_section(name);
+		if (c->bad_section)
+			add_error(c->errs, "%s:%d: [%s]: unknown section (allowed: %s)", c->path, c->line,
+				  start + 1, list_names(list, sizeof(list), NULL));
+		return;
+	}
+	if (!*find_or_comment(start, "=:")) {
+		syntax_error(c, "expected 'key = value', '[section]' or a comment: '%s'", start);
+		return;
+	}
+	c->has_prev = true;
+}
+
+/* inih's reader: one line per call, at most num - 1 characters. Returns str, or NULL at the
+ * end of the file (or on a read error, which ferror reports afterwards). */
+static char *ini_read(char *str, int num, void *stream)
+{
+	struct ini_ctx *c = stream;
+	ssize_t n = getline(&c->buf, &c->cap, c->f);
+
+	if (n < 0)
+		return NULL;
+	c->line++;
+	while (n > 0 && (c->buf[n - 1] == '\n' || c->buf[n - 1] == '\r'))
+		c->buf[--n] = '\0';
+	if (n >= num) {
+		syntax_error(c, "line longer than %d characters (inih's limit)", num - 1);
+		c->cont = false;
+		str[0] = '\0';
+		return str;
+	}
+	memcpy(str, c->buf, (size_t)n + 1);
+	classify(c);
+	return str;
+}
+
+/* inih's handler: one key. Always returns 1 (keep going): errors are collected instead. */
+static int ini_key(void *user, const char *section, const char *name, const char *value)
+{
+	struct ini_ctx *c = user;
+	char sec[64];
+	int i;
+
+	if (c->cont || c->bad_section)
+		return 1;
+	if (trim(section, sec, sizeof(sec)) < 0)
+		sec[0] = '\0'; /* not reached: classify() marks a section this long unknown */
+	section = sec;
+	i = find_key(section, name);
+	if (!*section) {
+		add_error(c->errs, "%s:%d: %s: key outside any [section] (allowed: a key after its "
+			  "[section] line)", c->path, c->line, name);
+		return 1;
+	}
+	if (i >= 0 && c->seen[i]) {
+		add_error(c->errs, "%s:%d: [%s] %s: set twice, first at line %d (allowed: once per file)",
+			  c->path, c->line, keys[i].section, keys[i].name, c->seen[i]);
+		return 1;
+	}
+	if (i >= 0)
+		c->seen[i] = c->line;
+	sp_cfg_set(c->cfg, section, name, value, c->path, c->line, c->errs);
+	return 1;
+}
+
+/* Returns the number of errors added; cfg keeps every valid setting. */
+int sp_cfg_load_file(struct sp_config *cfg, const char *path, struct sp_cfg_errors *errs)
+{
+	struct ini_ctx c = { .cfg = cfg, .errs = errs, .path = path };
+	int before = errs->count, rc;
+	struct stat st;
+
+	snprintf(cfg->source, sizeof(cfg->source), "%s", path);
+	if (!(c.f = fopen(path, "re")))
+		return add_error(errs, "%s: cannot open: %s", path, strerror(errno));
+	if (fstat(fileno(c.f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		fclose(c.f);
+		return add_error(errs, "%s: is a directory, not an INI file", path);
+	}
+	rc = ini_parse_stream(ini_read, &c, ini_key, &c);
+	if (ferror(c.f))
+		add_error(errs, "%s: read error", path);
+	else if (rc == -2)
+		add_error(errs, "%s: out of memory while parsing", path);
+	else if (rc > 0 && rc != c.first_bad) /* inih saw an error that classify() did not */
+		add_error(errs, "%s:%d: syntax error", path, rc);
+	free(c.buf);
+	fclose(c.f);
+	return errs->count - before;
+}
+
+/* Returns the number of errors added. */
+int sp_cfg_load_env(struct sp_config *cfg, char **envp, struct sp_cfg_errors *errs)
+{
+	extern char **environ;
+	int before = errs->count;
+
+	for (char **e = envp ? envp : environ; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		char var[128], section[32], key[64];
+		if (strncmp(*e, "STEPPROF_", 9) || !eq || (size_t)(eq - *e) >= sizeof(var))
+			continue;
+		snprintf(var, sizeof(var), "%.*s", (int)(eq - *e), *e);
+		for (size_t s = 0; s < NSECTIONS; s++) {
+			size_t n = strlen(sections[s]);
+			if (strncasecmp(var + 9, sections[s], n) || var[9 + n] != '_')
+				continue;
+			snprintf(section, sizeof(section), "%s", sections[s]);
+			snprintf(key, sizeof(key), "%s", var + 10 + n);
+			for (char *p = key; *p; p++)
+				*p = (char)tolower((unsigned char)*p);
+			sp_cfg_set(cfg, section, key, eq + 1, var, 0, errs);
+			break;
+		}
+	}
+	return errs->count - before;
+}
+
+/* Returns the number of errors added (0 or more); cfg->schedule is unchanged if it is bad. */
+int sp_cfg_finish(struct sp_config *cfg, struct sp_cfg_errors *errs)
+{
+	char err[256], w[300], name[32];
+	int n = 0;
+	bool needs = cfg->marker_kind >= SP_MARK_KERNEL && cfg->marker_kind <= SP_MARK_NVTX;
+	const struct sp_cfg_origin *o;
+
+	if (sp_schedule_finish(&cfg->schedule, err, sizeof(err)) < 0) {
+		/* err is "key: problem (allowed: ...)": blame where that key was set */
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(err, ":"), err);
+		int i = find_key("schedule", name);
+		o = i < 0 ? &(struct sp_cfg_origin){ "", 0 } : &cfg->origin[i];
+		n += add_error(errs, "%s: [schedule] %s", where(w, sizeof(w), o->name, o->line), err);
+	}
+	if (needs && !cfg->marker_pattern[0]) {
+		o = &cfg->origin[find_key("marker", "kind")];
+		n += add_error(errs, "%s: [marker] kind: %s needs a pattern (allowed: [marker] pattern = "
+			       "a glob such as ncclAllReduce* with kernel, api, nccl, nvtx)",
+			       where(w, sizeof(w), o->name, o->line), kind_names[cfg->marker_kind]);
+	}
+	if (!needs && cfg->marker_pattern[0]) {
+		o = &cfg->origin[find_key("marker", "pattern")];
+		n += add_error(errs, "%s: [marker] pattern: must be empty with kind = %s (allowed: empty "
+			       "with auto and profiler_range)", where(w, sizeof(w), o->name, o->line),
+			       sp_marker_kind_name(cfg->marker_kind));
+	}
+	return n;
+}
+
+/* Resets errs. Returns the number of errors. */
+int sp_cfg_load(struct sp_config *cfg, const char *path, struct sp_cfg_errors *errs)
+{
+	errs->count = 0;
+	sp_cfg_defaults(cfg);
+	if (!path || !*path)
+		path = getenv("STEPPROF_CONFIG");
+	if (path && *path)
+		sp_cfg_load_file(cfg, path, errs);
+	sp_cfg_load_env(cfg, NULL, errs);
+	sp_cfg_finish(cfg, errs);
+	return errs->count;
+}
+
+/* This function can't fail. */
+void sp_cfg_print(const struct sp_config *cfg, FILE *f)
+{
+	const char *section = NULL;
+	char buf[32];
+
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct key *k = &keys[i];
+		const char *field = (const char *)cfg + k->off;
+		if (!section || strcmp(section, k->section))
+			fprintf(f, "%s[%s]\n", section ? "\n" : "", k->section);
+		section = k->section;
+		fprintf(f, "%s = ", k->name);
+		switch (k->type) {
+		case K_BOOL:
+			fprintf(f, "%s\n", load(cfg, k) ? "true" : "false");
+			break;
+		case K_INT:
+			fprintf(f, "%lld\n", (long long)load(cfg, k));
+			break;
+		case K_SIZE:
+			fprintf(f, "%s\n", format_size(buf, sizeof(buf), k->size == sizeof(uint32_t) ?
+						       *(const uint32_t *)field : *(const uint64_t *)field));
+			break;
+		case K_STR:
+		case K_OUTPUT: /* quoted, so that the reader's quote stripping gives it back as is */
+			fprintf(f, "\"%s\"\n", field);
+			break;
+		case K_RANKS:
+			fprintf(f, "%s\n", field);
+			break;
+		case K_KIND:
+			fprintf(f, "%s\n", sp_marker_kind_name(cfg->marker_kind));
+			break;
+		}
+	}
+}
+
+/* This function can't fail. */
+void sp_cfg_print_errors(const struct sp_cfg_errors *errs, FILE *f)
+{
+	for (int i = 0; i < errs->count && i < SP_CFG_MAX_ERRORS; i++)
+		fprintf(f, "%s\n", errs->msg[i]);
+	if (errs->count > SP_CFG_MAX_ERRORS)
+		fprintf(f, "... and %d more errors\n", errs->count - SP_CFG_MAX_ERRORS);
+}
+
+/* Copies s into out at *n, '/' replaced by '_'. Returns -1 if it does not fit. */
+static int put(char *out, size_t outlen, size_t *n, const char *s)
+{
+	for (; *s; s++) {
+		if (*n + 1 >= outlen)
+			return -1;
+		out[(*n)++] = *s == '/' ? '_' : *s;
+	}
+	out[*n] = '\0';
+	return 0;
+}
+
+/* Returns 0, or -1 (out holds a truncated string) if it does not fit or names an unknown
+ * placeholder. ri may be NULL (no rank). */
+int sp_cfg_expand(const char *tmpl, const struct sp_rank_info *ri, char *out, size_t outlen)
+{
+	char val[256];
+	size_t n = 0, len;
+	time_t now = time(NULL);
+	struct tm tm;
+	const char *job;
+
+	if (!outlen)
+		return -1;
+	out[0] = '\0';
+	localtime_r(&now, &tm);
+	for (const char *p = tmpl; *p; p++) {
+		if (*p != '{') {
+			if (n + 1 >= outlen)
+				return -1;
+			out[n++] = *p;
+			out[n] = '\0';
+			continue;
+		}
+		switch (placeholder_at(p, &len)) {
+		case PH_HOST:
+			if (gethostname(val, sizeof(val)) < 0)
+				strcpy(val, "nohost");
+			val[sizeof(val) - 1] = '\0';
+			break;
+		case PH_PID:
+			snprintf(val, sizeof(val), "%d", (int)getpid());
+			break;
+		case PH_RANK:
+			if (ri && ri->rank >= 0)
+				snprintf(val, sizeof(val), "%d", ri->rank);
+			else
+				strcpy(val, "norank");
+			break;
+		case PH_DATE:
+			strftime(val, sizeof(val), "%Y%m%d", &tm);
+			break;
+		case PH_TIME:
+			strftime(val, sizeof(val), "%H%M%S", &tm);
+			break;
+		case PH_JOBID:
+			if (!(job = getenv("SLURM_JOB_ID")) || !*job)
+				if (!(job = getenv("PBS_JOBID")) || !*job)
+					if (!(job = getenv("TORCHELASTIC_RUN_ID")) || !*job)
+						job = "nojob";
+			snprintf(val, sizeof(val), "%s", job);
+			break;
+		default:
+			return -1;
+		}
+		if (put(out, outlen, &n, val) < 0)
+			return -1;
+		p += len - 1;
+	}
+	return 0;
+}
+
+/* Returns 0, or -1 (out unchanged) if s is not a size or overflows. */
+int sp_parse_size(const char *s, uint64_t *out)
+{
+	static const char suffix[] = "KMGT";
+	uint64_t v = 0, mul = 1;
+	const char *p = s;
+
+	if (!isdigit((unsigned char)*p))
+		return -1;
+	for (; isdigit((unsigned char)*p); p++)
+		if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v))
+			return -1;
+	if (*p) {
+		const char *u = strchr(suffix, toupper((unsigned char)*p));
+		if (!u || p[1])
+			return -1;
+		for (long i = 0; i <= u - suffix; i++)
+			mul *= 1024;
+	}
+	if (__builtin_mul_overflow(v, mul, &v))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+const char *sp_marker_kind_name(enum sp_marker_kind k)
+{
+	return (unsigned)k < NKINDS ? kind_names[k] : "?";
+}

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# cli_check_schedule.sh - `stepprof check` and `stepprof schedule` end to end: exit codes, error
+# messages with FILE:LINE, environment overrides, the print/load round trip, exact schedule tables.
+# Needs $SP_BUILD (build dir) and $SP_ROOT (repo root); exits non-zero on any failure.
+set -u
+SP=${SP_BUILD:?}/stepprof
+D=${SP_ROOT:?}/tests/data
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+for v in $(compgen -e | grep '^STEPPROF_'); do unset "$v"; done
+failed=0
+
+# run NAME CMD...: runs CMD, keeping stdout in $T/NAME.out, stderr in $T/NAME.err, status in $rc
+run() {
+	local name=$1
+	shift
+	"$@" >"$T/$name.out" 2>"$T/$name.err"
+	rc=$?
+}
+ok() { # ok DESCRIPTION TEST...
+	local what=$1
+	shift
+	if "$@"; then echo "ok   $what"; else echo "FAIL $what"; failed=1; fi
+}
+has() { grep -qxF -- "$2" "$T/$1"; } # has FILE LINE: FILE holds exactly that line
+
+# check: a valid file
+run good "$SP" check "$D/good.ini"
+ok "check good.ini exits 0" [ "$rc" = 0 ]
+ok "check good.ini header" has good.out "# stepprof: $D/good.ini is valid"
+ok "check good.ini prints values" has good.out "wait = 20"
+ok "check good.ini quiet stderr" [ ! -s "$T/good.err" ]
+
+# check: what it prints loads back to the same configuration
+grep -v '^#' "$T/good.out" >"$T/rt.ini"
+run rt "$SP" check "$T/rt.ini"
+ok "printed configuration is valid" [ "$rc" = 0 ]
+ok "printed configuration round-trips" diff <(grep -v '^#' "$T/good.out") <(grep -v '^#' "$T/rt.out")
+
+# check: every error of a bad file, one per line on stderr, exit 2
+run bad "$SP" check "$D/bad.ini"
+ok "check bad.ini exits 2" [ "$rc" = 2 ]
+ok "check bad.ini prints nothing on stdout" [ ! -s "$T/bad.out" ]
+ok "check bad.ini reports all 19 errors" [ "$(wc -l <"$T/bad.err")" = 19 ]
+ok "bad int with file:line" has bad.err "$D/bad.ini:7: [schedule] wait: not an integer: 'x' (allowed: integer >= 0)"
+ok "unknown key with file:line" has bad.err "$D/bad.ini:11: [schedule] wiat: unknown key (allowed: skip_first, skip_first_wait, wait, warmup, active, repeat, profiling_frequency)"
+ok "syntax error with file:line" has bad.err "$D/bad.ini:13: expected 'key = value', '[section]' or a comment: 'this line has no equals sign'"
+ok "bad rank set with file:line" has bad.err "$D/bad.ini:22: [ranks] ranks: bad rank or range 'x' (allowed: all, or ranks and ranges like 0 / 0,1 / 0-3,8)"
+ok "missing pattern with file:line" has bad.err "$D/bad.ini:18: [marker] kind: kernel needs a pattern (allowed: [marker] pattern = a glob such as ncclAllReduce* with kernel, api, nccl, nvtx)"
+run cross "$SP" check "$D/bad_cross.ini"
+ok "contradictions exit 2" [ "$rc" = 2 ]
+ok "warmup + active > profiling_frequency" has cross.err "$D/bad_cross.ini:6: [schedule] profiling_frequency: 10 is less than warmup + active = 11 (allowed: 0, or at least warmup + active)"
+
+# check: defaults, $STEPPROF_CONFIG, environment overrides, usage errors
+run defaults "$SP" check
+ok "check with no file: defaults" has defaults.out "# stepprof: built-in defaults"
+ok "defaults: wait = 5" has defaults.out "wait = 5"
+run envcfg env STEPPROF_CONFIG="$D/frequency.ini" "$SP" check
+ok "STEPPROF_CONFIG names the file" has envcfg.out "# stepprof: $D/frequency.ini is valid"
+ok "profiling_frequency sets wait" has envcfg.out "wait = 7"
+run envset env STEPPROF_SCHEDULE_WAIT=3 STEPPROF_PROFILE_OUTPUT=/tmp/x "$SP" check "$D/good.ini"
+ok "env override applied" has envset.out "wait = 3"
+ok "env override named in the header" has envset.out "# environment overrides applied: STEPPROF_PROFILE_OUTPUT, STEPPROF_SCHEDULE_WAIT"
+run envbad env STEPPROF_SCHEDULE_WAIT=x "$SP" check
+ok "bad env value exits 2" [ "$rc" = 2 ]
+ok "bad env value message" has envbad.err "STEPPROF_SCHEDULE_WAIT: [schedule] wait: not an integer: 'x' (allowed: integer >= 0)"
+run missing "$SP" check /nonexistent/stepprof.ini
+ok "missing file exits 2" [ "$rc" = 2 ]
+ok "missing file message" has missing.err "/nonexistent/stepprof.ini: cannot open: No such file or directory"
+run usage "$SP" check a b
+ok "two files: usage error" [ "$rc" = 2 ]
+run rank env OMPI_COMM_WORLD_RANK=5 OMPI_COMM_WORLD_SIZE=8 "$SP" check "$D/good.ini"
+ok "check shows this process's rank" has rank.out "# this process: rank 5 of 8 (openmpi): not selected"
+
+# schedule: the exact table on stdout, the summary on stderr
+run sched "$SP" schedule --steps 12 skip_first=2 wait=1 warmup=1 active=2 repeat=2
+ok "schedule exits 0" [ "$rc" = 0 ]
+ok "schedule table" diff "$T/sched.out" - <<'EOF'
+0 NONE
+1 NONE
+2 NONE
+3 WARMUP
+4 RECORD
+5 RECORD_AND_SAVE
+6 NONE
+7 WARMUP
+8 RECORD
+9 RECORD_AND_SAVE
+10 NONE
+11 NONE
+EOF
+ok "schedule summary on stderr" diff "$T/sched.err" - <<'EOF'
+# windows (recorded steps): steps 4-5, 8-9
+# nothing is recorded after step 9
+EOF
+run sdef "$SP" schedule
+ok "default steps: skip_first + cycle * repeat + 2" [ "$(wc -l <"$T/sdef.out")" = 11 ]
+ok "default schedule records 6-8" has sdef.out "8 RECORD_AND_SAVE"
+run sw0 "$SP" schedule --steps=5 warmup=0 active=1 wait=1 repeat=0
+ok "warmup = 0 warns on stderr" grep -q "warning: warmup = 0" "$T/sw0.err"
+ok "stdout stays exactly the table" diff "$T/sw0.out" - <<'EOF'
+0 NONE
+1 RECORD_AND_SAVE
+2 NONE
+3 RECORD_AND_SAVE
+4 NONE
+EOF
+ok "forever noted" grep -q "^# repeat = 0: the cycle of 2 steps goes on forever$" "$T/sw0.err"
+run scut "$SP" schedule --steps 5 wait=1 warmup=1 active=4
+ok "window cut off by --steps" has scut.err "# windows (recorded steps): steps 2-4 (cut off by --steps)"
+run sfreq "$SP" schedule --config "$D/frequency.ini" --steps 20
+ok "frequency file: two windows in 20 steps" [ "$(grep -c RECORD_AND_SAVE "$T/sfreq.out")" = 2 ]
+ok "frequency file: the second ends at step 19" has sfreq.out "19 RECORD_AND_SAVE"
+run sfreq2 "$SP" schedule repeat=0 profiling_frequency=4 warmup=1 active=1 --steps 3
+ok "an option after KEY=VALUE is a bad argument" [ "$rc" = 2 ]
+run sfreq3 "$SP" schedule --steps 8 repeat=0 profiling_frequency=4 warmup=1 active=1
+ok "profiling_frequency on the command line" [ "$(tr '\n' ' ' <"$T/sfreq3.out")" = "0 NONE 1 NONE 2 WARMUP 3 RECORD_AND_SAVE 4 NONE 5 NONE 6 WARMUP 7 RECORD_AND_SAVE " ]
+run sfrepeat "$SP" schedule profiling_frequency=10
+ok "profiling_frequency with repeat > 0 exits 2" [ "$rc" = 2 ]
+ok "profiling_frequency with repeat > 0 message" grep -qF "command line: [schedule] profiling_frequency: 10 is only allowed with repeat = 0" "$T/sfrepeat.err"
+run senv env STEPPROF_SCHEDULE_WAIT=5 STEPPROF_SCHEDULE_REPEAT=1 "$SP" schedule --steps 2 warmup=0 active=1 wait=0
+ok "the command line wins over the environment" [ "$(tr '\n' ' ' <"$T/senv.out")" = "0 RECORD_AND_SAVE 1 NONE " ]
+
+# schedule: bad arguments and config errors exit 2 and print every error
+run sbad "$SP" schedule wiat=1 wait=x foo active=0
+ok "bad KEY/VALUE exits 2" [ "$rc" = 2 ]
+ok "bad KEY/VALUE prints no table" [ ! -s "$T/sbad.out" ]
+ok "unknown key" grep -qF "command line: [schedule] wiat: unknown key (allowed: skip_first," "$T/sbad.err"
+ok "bad value" has sbad.err "command line: [schedule] wait: not an integer: 'x' (allowed: integer >= 0)"
+ok "not KEY=VALUE" grep -qF "command line: 'foo': expected KEY=VALUE" "$T/sbad.err"
+ok "out of range" has sbad.err "command line: [schedule] active: out of range: '0' (allowed: integer >= 1)"
+run ssteps "$SP" schedule --steps 0
+ok "--steps 0 exits 2" [ "$rc" = 2 ]
+run sconf "$SP" schedule --config "$D/bad.ini"
+ok "config errors exit 2" [ "$rc" = 2 ]
+ok "config errors all printed" [ "$(wc -l <"$T/sconf.err")" = 19 ]
+
+exit $failed
