@@ -195,6 +195,9 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 	for (uint64_t i = b; i < a->n; i++)
 		a->count += at(a, i) == a->anchor;
 	a->count %= a->every;
+	/* iterations begun so far: boundaries inside the periodic region [n - run - p, n) */
+	uint64_t first = a->n > a->cap ? a->n - a->cap : 0, region = a->n - run_length(a, first, p) - p;
+	a->iterations = b >= region ? (uint32_t)((b - region) / p + 1) : 1;
 	a->locked = 1;
 	return 1;
 }

@@ -23,6 +23,7 @@ struct sp_autostep {
 	uint32_t anchor;        /* token that begins an iteration (SP_AUTOSTEP_SYNC included) */
 	uint32_t every;         /* occurrences of anchor per iteration */
 	uint32_t count;         /* anchor occurrences since the last boundary, at lock time */
+	uint32_t iterations;    /* iterations begun in the periodic run, the current one included */
 };
 
 /* Set in a token that blocks the host until the GPU catches up (a synchronisation): iterations

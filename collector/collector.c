@@ -226,9 +226,7 @@ static const char *const recorded_api[2][14] = {
 	  "cuMemRelease*", "cuProfilerSt*" },
 };
 /* Tokens the auto detector learns from besides kernel launches: once-per-iteration calls. */
-static const char *const auto_api[] = {
-	"cu*Synchronize*", "cuMemcpyDtoH*", "cuMemcpyAsync*", "cuMemcpy", "cuMemcpy_ptds",
-};
+static const char *const auto_api[] = { "cu*Synchronize*", "cuMemcpy*", "cuMemset*" };
 
 static int name_in(const char *n, const char *const *globs, size_t k)
 {
@@ -496,6 +494,19 @@ static void auto_token(uint32_t tok, uint64_t t, uint32_t corr)
 		G.cfg.marker_every = (int)a->every;
 		G.marker_count = a->count;
 		G.auto_anchor = a->anchor;
+		/* number steps from the program's first periodic iteration; the one in progress was
+		 * not watched from its start, so it records nothing */
+		G.step = (int64_t)a->iterations - 1;
+		G.step_open = 1;
+		G.action = SP_ACT_NONE;
+		G.step_start = t;
+		for (int64_t k = 0; k <= G.step; k++)
+			if (sp_schedule_action(&G.cfg.schedule, k) != SP_ACT_NONE) {
+				sp_warn("automatic step detection needed %lld iterations; the schedule's steps before "
+					"%lld are not recorded (raise skip_first or wait)", (long long)G.step + 1,
+					(long long)G.step + 1);
+				break;
+			}
 		G.api_marker[0][0] = 1; /* anchor may be a kernel: keep launch callbacks */
 		for (int d = 0; d < 2; d++)
 			for (uint32_t cb = 1; cb < 1024; cb++)
@@ -503,8 +514,8 @@ static void auto_token(uint32_t tok, uint64_t t, uint32_t corr)
 					G.api_marker[d][cb] = 1;
 					G.api_marker[0][0] = 0; /* it is an API call: launches are not needed */
 				}
-		sp_info("automatic steps: period %u calls, boundary before '%s' (every %u)", a->period,
-			sp_intern_lookup(a->anchor), a->every);
+		sp_info("automatic steps: period %u calls, boundary before '%s' (every %u), at step %lld",
+			a->period, sp_intern_lookup(a->anchor & ~SP_AUTOSTEP_SYNC), a->every, (long long)G.step);
 		sp_autostep_free(a);
 		apply_callbacks();
 	}

@@ -39,6 +39,8 @@ static int run(const struct iter *it, int setup, int max_iters, uint32_t *period
 		for (uint32_t i = 0; i < it->n; i++)
 			if (sp_autostep_feed(&a, it->tok[i], t += it->gap[i])) {
 				locked_at = k;
+				/* steps are numbered from the first iteration: this one is number k */
+				assert_int_equal(a.iterations, k + 1);
 				/* the rest of this iteration still counts toward the anchor */
 				uint64_t count = a.count;
 				for (uint32_t j = i + 1; j < it->n; j++)
