@@ -267,7 +267,7 @@ def main():
     r.add_argument("--floor-lib")
     r.add_argument("--rounds", type=int, default=2)
     r.add_argument("--marker", default="auto", help="auto, or KIND:PATTERN e.g. api:cudaDeviceSynchronize*")
-    r.add_argument("--skip", type=int, default=3)
+    r.add_argument("--skip", type=int, default=8)
     r.add_argument("--active", type=int, default=30)
     r.add_argument("--workloads", type=lambda s: s.split(","), default=WORKLOADS)
     r.add_argument("--configs", type=lambda s: s.split(","), default=CONFIGS)
@@ -277,7 +277,7 @@ def main():
     w.add_argument("--workload", choices=WORKLOADS, required=True)
     w.add_argument("--steps", type=int, required=True)
     w.add_argument("--torch-profiler")
-    w.add_argument("--skip", type=int, default=3)
+    w.add_argument("--skip", type=int, default=8)
     w.add_argument("--active", type=int, default=30)
     a = p.parse_args()
     if a.cmd == "worker":
