@@ -166,12 +166,17 @@ void sp_autostep_free(struct sp_autostep *a)
 	a->counts = NULL;
 }
 
+void sp_autostep_credit(struct sp_autostep *a, uint64_t ns)
+{
+	a->credit += ns;
+}
+
 int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 {
 	if (a->locked || !a->tok)
 		return 0;
 	a->tok[a->n & (a->cap - 1)] = tok;
-	a->ts[a->n & (a->cap - 1)] = ts;
+	a->ts[a->n & (a->cap - 1)] = ts - a->credit;
 	a->n++;
 	if (a->n < a->next_try)
 		return 0;
@@ -184,15 +189,17 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 	/* locked: the iteration starts at position b; count anchor occurrences per period and
 	 * since the most recent boundary instance. */
 	uint64_t b;
-	if (!last_sync(a, p, &b))
+	a->after = last_sync(a, p, &b);
+	if (!a->after)
 		wrap_position(a, p, &b);
+	uint64_t ap = a->after ? b - 1 : b; /* the synchronisation that ends it, or the token that begins it */
 	a->period = p;
-	a->anchor = at(a, b);
+	a->anchor = at(a, ap);
 	a->every = 0;
 	for (uint64_t i = a->n - p; i < a->n; i++)
 		a->every += at(a, i) == a->anchor;
 	a->count = 0;
-	for (uint64_t i = b; i < a->n; i++)
+	for (uint64_t i = ap; i < a->n; i++)
 		a->count += at(a, i) == a->anchor;
 	a->count %= a->every;
 	/* iterations begun so far: boundaries inside the periodic region [n - run - p, n) */

@@ -17,10 +17,12 @@ struct sp_autostep {
 	uint64_t n;             /* tokens fed so far */
 	uint64_t next_try;      /* n at which detection runs next */
 	uint32_t last_period;   /* period found by the previous try (must repeat to lock) */
+	uint64_t credit;        /* ns spent in detection itself, taken out of later timestamps */
 	/* result, valid once locked */
 	int locked;
 	uint32_t period;        /* tokens per iteration */
-	uint32_t anchor;        /* token that begins an iteration (SP_AUTOSTEP_SYNC included) */
+	uint32_t anchor;        /* token that begins an iteration, or ends it if `after` (flag bits included) */
+	int after;              /* the boundary is at the end of the anchor (a synchronisation) */
 	uint32_t every;         /* occurrences of anchor per iteration */
 	uint32_t count;         /* anchor occurrences since the last boundary, at lock time */
 	uint32_t iterations;    /* iterations begun in the periodic run, the current one included */
@@ -34,6 +36,9 @@ struct sp_autostep {
  * (no memory; a is then unusable). */
 int sp_autostep_init(struct sp_autostep *a, uint32_t cap);
 void sp_autostep_free(struct sp_autostep *a);
+/* Tells the detector that ns of the time since the last token were its own work (a detection
+ * attempt), not the program's, so it does not see its own pauses as the loop's wrap. */
+void sp_autostep_credit(struct sp_autostep *a, uint64_t ns);
 /* Feeds one token. Returns 1 when this call locked the detector (result fields valid), else 0.
  * After locking it ignores further tokens. This function can't fail. */
 int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts);

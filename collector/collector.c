@@ -70,6 +70,7 @@ static struct {
 	int in_range;                 /* profiler_range: inside cudaProfilerStart..Stop */
 	struct sp_autostep autodet;   /* auto marker, before it locks */
 	uint32_t auto_anchor;         /* auto marker token once locked (0 = learning) */
+	int auto_after;               /* the auto boundary is at the anchor call's end */
 	uint32_t api_name[2][1024];   /* (domain, cbid) -> interned name, 0 = not yet */
 	uint8_t api_marker[2][1024];  /* (domain, cbid) is an api marker / profiler range call */
 	uint8_t cb_on[2][1024];       /* callbacks currently enabled */
@@ -484,13 +485,18 @@ static void marker_hit(uint64_t t, uint32_t corr, int stop)
 static void auto_token(uint32_t tok, uint64_t t, uint32_t corr)
 {
 	if (G.auto_anchor) {
-		if (tok == G.auto_anchor)
+		if (tok == G.auto_anchor && !G.auto_after)
 			marker_hit(t, corr, 0);
 		return;
 	}
 	pthread_mutex_lock(&G.lock);
-	if (!G.auto_anchor && sp_autostep_feed(&G.autodet, tok, t)) {
+	int locked = !G.auto_anchor && sp_autostep_feed(&G.autodet, tok, t);
+	uint64_t spent = sp_now_ns() - t;
+	if (spent > 2000) /* a detection attempt ran: not the program's time */
+		sp_autostep_credit(&G.autodet, spent);
+	if (locked) {
 		struct sp_autostep *a = &G.autodet;
+		G.auto_after = a->after;
 		G.cfg.marker_every = (int)a->every;
 		G.marker_count = a->count;
 		G.auto_anchor = a->anchor;
@@ -514,8 +520,9 @@ static void auto_token(uint32_t tok, uint64_t t, uint32_t corr)
 					G.api_marker[d][cb] = 1;
 					G.api_marker[0][0] = 0; /* it is an API call: launches are not needed */
 				}
-		sp_info("automatic steps: period %u calls, boundary before '%s' (every %u), at step %lld",
-			a->period, sp_intern_lookup(a->anchor & ~SP_AUTOSTEP_SYNC), a->every, (long long)G.step);
+		sp_info("automatic steps: period %u calls, boundary %s '%s' (every %u), at step %lld", a->period,
+			a->after ? "after" : "before", sp_intern_lookup(a->anchor & ~SP_AUTOSTEP_SYNC), a->every,
+			(long long)G.step);
 		sp_autostep_free(a);
 		apply_callbacks();
 	}
@@ -599,6 +606,8 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 	/* API exit */
 	if (!d)
 		T.in_rt = T.in_rt_launch = 0;
+	if (G.auto_after && d && cbid < 1024 && G.api_marker[1][cbid] && !G.done)
+		marker_hit(t, cd->correlationId + 1, 0); /* the iteration ended with this call */
 	if (api_mk && T.mk_depth > 0 && --T.mk_depth == 0 && G.cfg.marker_kind == SP_MARK_PROFILER_RANGE &&
 	    strstr(sp_intern_lookup(api_name(dom, cbid)), "Stop"))
 		marker_hit(t, cd->correlationId, 1);
