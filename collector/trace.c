@@ -25,11 +25,13 @@
 #define MAX_STRING_ID (1u << 24)     /* reader refuses bigger string ids as corrupt */
 #define KIND_STRING 0xff
 #define MAX_EVENT_BYTES 256          /* bound on one encoded event (fields x 10-byte varints) */
-#define ZSTD_LEVEL 3
+#define ZSTD_LEVEL 9
 
-/* How a field is stored: plain varint, zigzag varint, or device ordinal plus one (mod 2^16) so
- * SP_NO_DEVICE costs one byte. */
-enum { FL_U = 0, FL_S = 1, FL_DEV = 2 };
+/* How a field is stored: plain varint, zigzag varint, device ordinal plus one (mod 2^16) so
+ * SP_NO_DEVICE costs one byte, or correlation id: 0 for none, else 1 + zigzag(corr - the previous
+ * nonzero corr of the chunk) - neighbouring records have neighbouring ids, so this is one
+ * repetitive byte where the plain id was three unpredictable ones. */
+enum { FL_U = 0, FL_S = 1, FL_DEV = 2, FL_CORR = 3 };
 
 struct field {
 	uint8_t off;            /* byte offset in struct sp_event */
@@ -41,7 +43,7 @@ struct field {
 
 /* After the kind byte, start (zigzag delta) and end - start (zigzag): these, for every kind. */
 static const struct field common_fields[] = {
-	F(corr, FL_U), F(name, FL_U), F(sub, FL_U), F(device, FL_DEV), F(tid, FL_U), F(stream, FL_U),
+	F(corr, FL_CORR), F(name, FL_U), F(sub, FL_U), F(device, FL_DEV), F(tid, FL_U), F(stream, FL_U),
 	F(context, FL_U),
 };
 /* Then the union fields of the kind, in this order. */
@@ -102,6 +104,7 @@ struct sp_trace_writer {
 	size_t chunk_bytes;     /* raw size that triggers a flush */
 	uint32_t nrec;          /* records in raw, strings included */
 	uint64_t prev_start;    /* start of the previous record in this chunk (0 at chunk start) */
+	uint64_t prev_corr;     /* last nonzero correlation id in this chunk (0 at chunk start) */
 	uint8_t *out;           /* chunk header + compressed frame */
 	size_t out_cap;
 	uint64_t file_bytes;
@@ -121,6 +124,7 @@ struct sp_trace_reader {
 	size_t pos, len;        /* read position and size of raw */
 	uint32_t left;          /* records not yet decoded in this chunk */
 	uint64_t prev_start;
+	uint64_t prev_corr;
 	char **str;             /* string table by id */
 	uint32_t nstr;
 	int truncated, failed;
@@ -388,7 +392,7 @@ static int load_chunk(struct sp_trace_reader *r)
 	r->pos = 0;
 	r->len = rsize;
 	r->left = count;
-	r->prev_start = 0;
+	r->prev_start = r->prev_corr = 0;
 	return 1;
 }
 
@@ -434,9 +438,14 @@ static int read_event(struct sp_trace_reader *r, uint8_t kind, const uint8_t **p
 	ev->start = r->prev_start + (uint64_t)unzigzag(dstart);
 	ev->end = ev->start + (uint64_t)unzigzag(dur);
 	r->prev_start = ev->start;
-	for (size_t i = 0; i < sizeof(common_fields) / sizeof(common_fields[0]); i++)
-		if (get_varint(p, end, &v) < 0 || field_set(ev, &common_fields[i], v) < 0)
+	for (size_t i = 0; i < sizeof(common_fields) / sizeof(common_fields[0]); i++) {
+		if (get_varint(p, end, &v) < 0)
 			return reader_fail(r, "corrupt %s record", sp_ev_kind_name(kind));
+		if (common_fields[i].how == FL_CORR && v)
+			r->prev_corr = v = (uint64_t)((int64_t)r->prev_corr + unzigzag(v - 1));
+		if (field_set(ev, &common_fields[i], v) < 0)
+			return reader_fail(r, "corrupt %s record", sp_ev_kind_name(kind));
+	}
 	for (unsigned i = 0; i < kind_fields[kind].n; i++)
 		if (get_varint(p, end, &v) < 0 || field_set(ev, &kind_fields[kind].f[i], v) < 0)
 			return reader_fail(r, "corrupt %s record", sp_ev_kind_name(kind));
@@ -544,8 +553,14 @@ int sp_trace_write(struct sp_trace_writer *w, const struct sp_event *ev)
 	p = put_varint(p, zigzag((int64_t)(ev->start - w->prev_start)));
 	p = put_varint(p, zigzag((int64_t)(ev->end - ev->start)));
 	w->prev_start = ev->start;
-	for (size_t i = 0; i < sizeof(common_fields) / sizeof(common_fields[0]); i++)
-		p = put_varint(p, field_get(ev, &common_fields[i]));
+	for (size_t i = 0; i < sizeof(common_fields) / sizeof(common_fields[0]); i++) {
+		uint64_t v = field_get(ev, &common_fields[i]);
+		if (common_fields[i].how == FL_CORR && v) {
+			v = 1 + zigzag((int64_t)v - (int64_t)w->prev_corr);
+			w->prev_corr = ev->corr;
+		}
+		p = put_varint(p, v);
+	}
 	for (unsigned i = 0; i < kind_fields[ev->kind].n; i++)
 		p = put_varint(p, field_get(ev, &kind_fields[ev->kind].f[i]));
 	w->raw_len += (size_t)(p - start);
@@ -601,7 +616,7 @@ int sp_trace_flush(struct sp_trace_writer *w)
 	w->file_bytes += CHUNK_HEADER_SIZE + c;
 	w->raw_len = 0;
 	w->nrec = 0;
-	w->prev_start = 0;
+	w->prev_start = w->prev_corr = 0;
 	return 0;
 }
 
