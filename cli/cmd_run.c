@@ -19,12 +19,12 @@
 /* Finds libstepprof.so beside the binary (build/) or in ../lib (dist/). Returns 0 or -1. */
 static int find_library(char *out, size_t len)
 {
-	char exe[PATH_MAX], dir[PATH_MAX];
+	char exe[PATH_MAX], dir[PATH_MAX - 64];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	if (n <= 0)
 		return -1;
 	exe[n] = 0;
-	snprintf(dir, sizeof dir, "%s", dirname(exe));
+	snprintf(dir, sizeof dir, "%.*s", (int)sizeof dir - 1, dirname(exe));
 	const char *cands[] = { "%s/libstepprof.so", "%s/../lib/libstepprof.so" };
 	for (size_t i = 0; i < 2; i++) {
 		snprintf(out, len, cands[i], dir);

@@ -24,6 +24,8 @@
 #include "cupti_api.h"
 #include "intern.h"
 #include "log.h"
+#include "memory.h"
+#include "stacks.h"
 #include "ring.h"
 #include "writer.h"
 #include "config/config.h"
@@ -75,6 +77,9 @@ static struct {
 	uint8_t api_marker[2][1024];  /* (domain, cbid) is an api marker / profiler range call */
 	uint8_t cb_on[2][1024];       /* callbacks currently enabled */
 	uint8_t api_sync[1024];       /* driver cbid blocks the host (auto detection's iteration ends) */
+	struct memop { uint8_t kind, shape; } memop[2][1024]; /* allocation calls, by (domain, cbid) */
+	int devices_written;          /* SP_EV_DEVICE records are in the trace */
+	volatile int host_on;         /* malloc hooks report (profiled, host_malloc on, not a fork child) */
 	int step_open;                /* a step is in progress (profiler ranges leave gaps) */
 	uint64_t range_starts, range_stops; /* profiler_range occurrences */
 	struct { uint32_t lo, hi; } closed[4]; /* corr ranges of windows already written (late records) */
@@ -262,6 +267,8 @@ static void apply_callbacks(void)
 				if ((mk == SP_MARK_API || mk == SP_MARK_PROFILER_RANGE) && G.api_marker[d][cb])
 					want = 1;
 			}
+			if (!G.done && G.cfg.device_memory && G.memop[d][cb].shape)
+				want = 1; /* levels are tracked from process start */
 			/* driver recording also needs the runtime set: its depth counter hides nested driver calls */
 			if ((d == 0 ? rec_rt || rec_drv : rec_drv) && name_in(n, recorded_api[d], 14))
 				want = 1;
@@ -390,6 +397,61 @@ static int is_record(enum sp_action a)
 	return a == SP_ACT_RECORD || a == SP_ACT_RECORD_AND_SAVE;
 }
 
+/* Writes what a window needs to be read alone: the GPUs, the mapped modules (for offline
+ * symbolisation of stacks) and the allocations alive at its start. */
+static void window_context(uint64_t t)
+{
+	typedef int (*cu_int_fn)(int *);
+	static cu_int_fn count;
+	int n = 0;
+	if (!G.devices_written && (count || (count = (cu_int_fn)dlsym(RTLD_DEFAULT, "cuDeviceGetCount"))) && !count(&n)) {
+		int (*get_name)(char *, int, int) = (int (*)(char *, int, int))dlsym(RTLD_DEFAULT, "cuDeviceGetName");
+		int (*attr)(int *, int, int) = (int (*)(int *, int, int))dlsym(RTLD_DEFAULT, "cuDeviceGetAttribute");
+		int (*mem)(size_t *, int) = (int (*)(size_t *, int))dlsym(RTLD_DEFAULT, "cuDeviceTotalMem_v2");
+		for (int i = 0; i < n && i < 64; i++) {
+			char name[256] = "GPU";
+			int sms = 0, maj = 0, min = 0;
+			size_t bytes = 0;
+			struct sp_event ev = { .kind = SP_EV_DEVICE, .device = (uint16_t)i, .start = t, .end = t };
+			if (get_name)
+				get_name(name, sizeof name, i);
+			if (attr) {
+				attr(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, i);
+				attr(&maj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, i);
+				attr(&min, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, i);
+			}
+			if (mem)
+				mem(&bytes, i);
+			ev.name = sp_intern(name);
+			ev.u.dev.sm_count = (uint32_t)sms;
+			ev.u.dev.cc_major = (uint16_t)maj;
+			ev.u.dev.cc_minor = (uint16_t)min;
+			ev.u.dev.memory = bytes;
+			push(&ev);
+		}
+		G.devices_written = 1;
+	}
+	if (G.cfg.stacks) {
+		FILE *f = fopen("/proc/self/maps", "re");
+		char line[4352], path[4096], perm[8];
+		unsigned long long lo, hi, off;
+		while (f && fgets(line, sizeof line, f))
+			if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095s", &lo, &hi, perm, &off, path) == 5 &&
+			    perm[2] == 'x' && path[0] == '/') {
+				struct sp_event ev = { .kind = SP_EV_MODULE, .device = SP_NO_DEVICE, .start = t, .end = t };
+				ev.name = sp_intern(path);
+				ev.u.module.start = lo;
+				ev.u.module.end = hi;
+				ev.u.module.offset = off;
+				push(&ev);
+			}
+		if (f)
+			fclose(f);
+	}
+	if (G.cfg.device_memory || G.cfg.host_malloc)
+		sp_mem_snapshot(t);
+}
+
 /* Switches activity kinds and recording callbacks to what `act` needs. */
 static void set_collecting(enum sp_action act)
 {
@@ -425,6 +487,8 @@ static void end_step(uint64_t t, uint32_t corr)
 		w->close_ts = sp_now_ns();
 		w->closing = 1;
 		__atomic_store_n(&G.open, NULL, __ATOMIC_RELEASE);
+		if (G.cfg.device_memory || G.cfg.host_malloc)
+			sp_mem_peaks(t);
 		sp_writer_kick();
 	}
 	if (sp_schedule_action(&G.cfg.schedule, G.step + 1) == SP_ACT_NONE)
@@ -448,6 +512,7 @@ static void begin_step(uint64_t t, uint32_t corr)
 			w->corr_hi = CORR_PENDING;
 			split_at(&w->corr_lo, corr, 1);
 			push_ctl(SP_EV_WINDOW_BEGIN, t, w);
+			window_context(t);
 			for (int i = 0; i < MAX_COMMS; i++) /* each window names its communicators */
 				if (comms[i].comm && comms[i].comm != COMM_GONE)
 					push_comm(SP_COMM_INIT, &comms[i], t);
@@ -527,6 +592,65 @@ static void auto_token(uint32_t tok, uint64_t t, uint32_t corr)
 		apply_callbacks();
 	}
 	pthread_mutex_unlock(&G.lock);
+}
+
+/* ---- allocations seen through CUPTI callbacks ---- */
+
+/* How an allocation call's parameters look (every params struct starts with these fields). */
+enum { MEM_NONE, MEM_PTR_SIZE, MEM_PITCH, MEM_CREATE, MEM_FREE };
+struct p_ptr_size { void **ptr; size_t size; };
+struct p_pitch { void **ptr; size_t *pitch; size_t width; size_t height; };
+struct p_create { CUmemGenericAllocationHandle *handle; size_t size; const CUmemAllocationProp *prop; };
+struct p_free { void *ptr; };
+
+static const struct { const char *glob; uint8_t kind, shape; } memops[] = {
+	{ "cudaMalloc", SP_MEM_DEVICE, MEM_PTR_SIZE }, { "cudaMallocAsync*", SP_MEM_DEVICE_ASYNC, MEM_PTR_SIZE },
+	{ "cudaMallocFromPoolAsync*", SP_MEM_DEVICE_ASYNC, MEM_PTR_SIZE },
+	{ "cudaMallocManaged", SP_MEM_MANAGED, MEM_PTR_SIZE }, { "cudaMallocPitch", SP_MEM_PITCHED, MEM_PITCH },
+	{ "cudaMallocHost", SP_MEM_PINNED, MEM_PTR_SIZE }, { "cudaHostAlloc", SP_MEM_PINNED, MEM_PTR_SIZE },
+	{ "cudaFree", SP_MEM_DEVICE, MEM_FREE }, { "cudaFreeAsync*", SP_MEM_DEVICE, MEM_FREE },
+	{ "cudaFreeHost", SP_MEM_PINNED, MEM_FREE },
+	{ "cuMemAlloc", SP_MEM_DEVICE, MEM_PTR_SIZE }, { "cuMemAllocAsync*", SP_MEM_DEVICE_ASYNC, MEM_PTR_SIZE },
+	{ "cuMemAllocFromPoolAsync*", SP_MEM_DEVICE_ASYNC, MEM_PTR_SIZE },
+	{ "cuMemAllocManaged", SP_MEM_MANAGED, MEM_PTR_SIZE }, { "cuMemAllocPitch", SP_MEM_PITCHED, MEM_PITCH },
+	{ "cuMemAllocHost", SP_MEM_PINNED, MEM_PTR_SIZE }, { "cuMemHostAlloc", SP_MEM_PINNED, MEM_PTR_SIZE },
+	{ "cuMemFree", SP_MEM_DEVICE, MEM_FREE }, { "cuMemFreeAsync*", SP_MEM_DEVICE, MEM_FREE },
+	{ "cuMemFreeHost", SP_MEM_PINNED, MEM_FREE },
+	{ "cuMemCreate", SP_MEM_VMM, MEM_CREATE }, { "cuMemRelease", SP_MEM_VMM, MEM_FREE },
+};
+
+/* An allocation call returned successfully: account for it (and record it in a window). */
+static void memory_call(const CUpti_CallbackData *cd, struct memop op, uint64_t t, uint32_t stack, int record)
+{
+	const void *p = cd->functionParams;
+	uint32_t dev = UINT32_MAX;
+	uint64_t addr = 0, size = 0;
+	if (op.shape == MEM_FREE) {
+		/* the pointer is the first parameter; frees of the four kinds share the key space but VMM */
+		const struct p_free *f = p;
+		int kind = op.kind == SP_MEM_VMM ? SP_MEM_VMM : SP_MEM_DEVICE;
+		sp_mem_free(kind, (uint64_t)(uintptr_t)f->ptr, t, record);
+		return;
+	}
+	if (op.shape == MEM_PTR_SIZE) {
+		const struct p_ptr_size *a = p;
+		addr = a->ptr ? (uint64_t)(uintptr_t)*a->ptr : 0;
+		size = a->size;
+	} else if (op.shape == MEM_PITCH) {
+		const struct p_pitch *a = p;
+		addr = a->ptr ? (uint64_t)(uintptr_t)*a->ptr : 0;
+		size = (a->pitch ? *a->pitch : a->width) * a->height;
+	} else if (op.shape == MEM_CREATE) {
+		const struct p_create *a = p;
+		addr = a->handle ? (uint64_t)*a->handle : 0;
+		size = a->size;
+		if (a->prop && a->prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+			dev = (uint32_t)a->prop->location.id;
+	}
+	if (dev == UINT32_MAX && cd->context && sp_cupti.cuptiGetDeviceId(cd->context, &dev) != CUPTI_SUCCESS)
+		dev = UINT32_MAX;
+	if (addr)
+		sp_mem_alloc(op.kind, dev == UINT32_MAX ? -1 : (int)dev, addr, size, stack, t, record);
 }
 
 /* ---- CUPTI callbacks (application threads) ---- */
@@ -612,6 +736,13 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 	    strstr(sp_intern_lookup(api_name(dom, cbid)), "Stop"))
 		marker_hit(t, cd->correlationId, 1);
 	struct window *w = __atomic_load_n(&G.open, __ATOMIC_ACQUIRE);
+	struct memop mop = cbid < 1024 ? G.memop[d][cbid] : (struct memop){ 0, 0 };
+	int ok = cd->functionReturnValue && *(const int *)cd->functionReturnValue == 0;
+	uint32_t stack = 0;
+	if (w && G.cfg.stacks && (launch || mop.shape) && !(d && T.in_rt))
+		stack = sp_stack_capture(G.cfg.stack_depth);
+	if (mop.shape && ok && !(d && T.in_rt) && G.cfg.device_memory)
+		memory_call(cd, mop, t, stack, w != NULL);
 	if (!w || (d && T.in_rt) || (d ? !G.cfg.driver_api : !G.cfg.runtime_api))
 		return; /* warmup, nested in a runtime call, or not wanted */
 	if (launch)
@@ -622,6 +753,7 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 	ev.start = cd->correlationData && *cd->correlationData ? *cd->correlationData : t;
 	ev.u.api.cbid = cbid;
 	ev.u.api.status = cd->functionReturnValue ? *(const int *)cd->functionReturnValue : 0;
+	ev.u.api.stack = stack;
 	push(&ev);
 }
 
@@ -818,6 +950,7 @@ static void writer_tick(void *ctx)
 
 static void on_fork_child(void)
 {
+	G.host_on = 0;
 	G.disabled = 1;
 	G.active = 0;
 	sp_ring_disable_all();
@@ -867,6 +1000,9 @@ static int arm_markers(void)
 				      !strcmp(nm, "cuProfilerStart") || !strcmp(nm, "cuProfilerStop");
 			G.api_marker[d][cb] = hit;
 			n += hit;
+			for (size_t k = 0; k < sizeof memops / sizeof *memops; k++)
+				if (!strncmp(memops[k].glob, "cuda", 4) == (d == 0) && glob_match(memops[k].glob, nm))
+					G.memop[d][cb] = (struct memop){ memops[k].kind, memops[k].shape };
 			if (d == 1)
 				G.api_sync[cb] = glob_match("cu*Synchronize*", nm) ||
 						 (glob_match("cuMemcpyDtoH*", nm) && !strstr(nm, "Async"));
@@ -947,6 +1083,7 @@ void sp_collector_inject(void)
 	pthread_atfork(NULL, NULL, on_fork_child);
 	atexit(on_exit_process);
 	G.active = 1;
+	G.host_on = G.cfg.host_malloc;
 	sp_info("profiling rank %d (%s), marker %s '%s' every %d", G.ri.rank, G.ri.source,
 		sp_marker_kind_name(G.cfg.marker_kind), G.cfg.marker_pattern, G.cfg.marker_every);
 }
@@ -1057,7 +1194,8 @@ void sp_collector_nccl_end(const struct sp_nccl_call *c, uint64_t t0, int ret)
 	ev.u.nccl.group_depth = (uint8_t)T.nccl_group;
 	ev.u.nccl.seq = seq;
 	ev.u.nccl.comm_rank = ev.u.nccl.comm_size = -1;
-	ev.u.api.status = 0;
+	if (G.cfg.stacks)
+		ev.u.nccl.stack = sp_stack_capture(G.cfg.stack_depth);
 	if (cm) {
 		ev.u.nccl.comm = cm->hash;
 		ev.u.nccl.comm_rank = cm->rank;
@@ -1108,6 +1246,28 @@ void sp_collector_comm(int what, void *comm, const void *id, size_t idlen, int r
 		c->comm = COMM_GONE;
 	}
 	pthread_mutex_unlock(&G.lock);
+}
+
+/* ---- host allocations (called from preload/malloc.c, inside malloc: no allocation here) ---- */
+
+int sp_collector_host_active(void)
+{
+	return G.host_on;
+}
+
+void sp_collector_host_alloc(void *p, size_t size)
+{
+	if (!p || size < G.cfg.host_malloc_min)
+		return;
+	int rec = __atomic_load_n(&G.open, __ATOMIC_ACQUIRE) != NULL;
+	sp_mem_alloc(SP_MEM_HOST, -1, (uint64_t)(uintptr_t)p, size,
+		     rec && G.cfg.stacks ? sp_stack_capture(G.cfg.stack_depth) : 0, sp_now_ns(), rec);
+}
+
+void sp_collector_host_free(void *p, size_t usable)
+{
+	if (p && usable >= G.cfg.host_malloc_min)
+		sp_mem_free(SP_MEM_HOST, (uint64_t)(uintptr_t)p, sp_now_ns(), __atomic_load_n(&G.open, __ATOMIC_ACQUIRE) != NULL);
 }
 
 int sp_collector_owns_cupti(void)

@@ -53,20 +53,20 @@ static int bind_all(void *h, char *why, size_t whylen)
 int sp_cupti_load(const char *configured, char *why, size_t whylen)
 {
 	struct find_ctx c = { "", "" };
-	char cand[8][1024];
+	char cand[8][1100];
 	int n = 0;
 	const char *cuda_home = getenv("CUDA_HOME");
 
 	dl_iterate_phdr(scan_object, &c);
 	if (configured && *configured)
-		snprintf(cand[n++], sizeof cand[0], "%s", configured);
+		snprintf(cand[n++], sizeof cand[0], "%.1024s", configured);
 	if (c.cupti[0])
-		snprintf(cand[n++], sizeof cand[0], "%s", c.cupti);
+		snprintf(cand[n++], sizeof cand[0], "%.1024s", c.cupti);
 	if (c.cudart_dir[0])
-		snprintf(cand[n++], sizeof cand[0], "%s/libcupti.so.13", c.cudart_dir);
+		snprintf(cand[n++], sizeof cand[0], "%.1024s/libcupti.so.13", c.cudart_dir);
 	if (cuda_home && *cuda_home) {
-		snprintf(cand[n++], sizeof cand[0], "%s/extras/CUPTI/lib64/libcupti.so.13", cuda_home);
-		snprintf(cand[n++], sizeof cand[0], "%s/lib64/libcupti.so.13", cuda_home);
+		snprintf(cand[n++], sizeof cand[0], "%.1024s/extras/CUPTI/lib64/libcupti.so.13", cuda_home);
+		snprintf(cand[n++], sizeof cand[0], "%.1024s/lib64/libcupti.so.13", cuda_home);
 	}
 	snprintf(cand[n++], sizeof cand[0], "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13");
 	snprintf(cand[n++], sizeof cand[0], "/usr/local/cuda/lib64/libcupti.so.13");
@@ -76,7 +76,7 @@ int sp_cupti_load(const char *configured, char *why, size_t whylen)
 		void *h = strchr(cand[i], '/') ? try_open(cand[i]) : dlopen(cand[i], RTLD_NOW | RTLD_GLOBAL);
 		if (!h)
 			continue;
-		snprintf(sp_cupti.path, sizeof sp_cupti.path, "%s", cand[i]);
+		memcpy(sp_cupti.path, cand[i], sizeof sp_cupti.path);
 		if (bind_all(h, why, whylen) == 0) {
 			sp_cupti.handle = h;
 			return 0;

@@ -9,7 +9,7 @@
 
 #define SP_CUPTI_FUNCS(X)                                                                          \
 	X(cuptiSubscribe) X(cuptiUnsubscribe) X(cuptiEnableCallback) X(cuptiEnableDomain)          \
-	X(cuptiGetCallbackName) X(cuptiActivityEnable) X(cuptiActivityDisable)                     \
+	X(cuptiGetCallbackName) X(cuptiGetDeviceId) X(cuptiActivityEnable) X(cuptiActivityDisable)                     \
 	X(cuptiActivityRegisterCallbacks) X(cuptiActivityRegisterTimestampCallback)                \
 	X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord) X(cuptiActivityGetNumDroppedRecords) \
 	X(cuptiActivitySetAttribute) X(cuptiGetResultString) X(cuptiGetVersion)
@@ -19,7 +19,7 @@ struct sp_cupti {
 	SP_CUPTI_FUNCS(SP_CUPTI_PTR)
 #undef SP_CUPTI_PTR
 	void *handle;            /* dlopen handle */
-	char path[1024];         /* the file it came from */
+	char path[1100];         /* the file it came from */
 };
 
 extern struct sp_cupti sp_cupti;

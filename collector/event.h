@@ -98,6 +98,7 @@ struct sp_ev_sync {
 struct sp_ev_api {
 	uint32_t cbid;          /* CUPTI callback id in its domain */
 	int32_t status;         /* return code (0 success) */
+	uint32_t stack;         /* call-stack id (launch site), 0 none */
 };
 
 struct sp_ev_nccl {
@@ -112,14 +113,24 @@ struct sp_ev_nccl {
 	uint8_t redop;          /* ncclRedOp_t, 0xff none */
 	uint8_t group_depth;    /* ncclGroupStart nesting at the call */
 	uint8_t pad;
+	uint32_t stack;         /* call-stack id, 0 none */
 };
 
 struct sp_ev_mem {
 	uint64_t addr;
 	uint64_t size;          /* bytes; for FREE the size freed if known */
-	uint64_t live;          /* live bytes of this kind on this device after the call */
+	uint64_t live;          /* after the call: live device bytes of this device (all device kinds
+	                           together), or live host bytes for SP_MEM_HOST; tracked from process
+	                           start, so absolute */
 	uint32_t stack;         /* call-stack id, 0 none */
+	uint32_t flags;         /* SP_MEMF_* */
 };
+
+/* sp_ev_mem.flags */
+#define SP_MEMF_SNAPSHOT 1u     /* ALLOC written at a window's start for an allocation alive then;
+                                   start = when it was made */
+#define SP_MEMF_PEAK 2u         /* ALLOC written at a window's end: live = the highest level since
+                                   process start (addr = size = 0) */
 
 struct sp_ev_marker {
 	uint32_t domain;        /* string id of the NVTX domain, 0 default */

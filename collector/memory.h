@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/* memory.h - live memory accounting from process start: every device allocation (these calls
+ * are rare) and, when asked, every host allocation above a size. Levels are absolute, so a
+ * window's timeline starts at the true level. Events are pushed only when the caller says a
+ * window is open. Never allocates with malloc (it runs inside malloc hooks). */
+#ifndef SP_MEMORY_H
+#define SP_MEMORY_H
+
+#include <stdint.h>
+
+#define SP_MEM_HOST_SLOT 64 /* accounting slot of host memory (device slots are 0..63) */
+
+/* Records an allocation of size bytes at addr (kind = enum sp_mem_kind; device ordinal, or -1
+ * for host kinds). record: also push an SP_EV_ALLOC event. This function can't fail (an
+ * allocation the table cannot hold is counted in the level but not remembered). */
+void sp_mem_alloc(int kind, int device, uint64_t addr, uint64_t size, uint32_t stack, uint64_t t, int record);
+/* Records the release of addr (kind as at allocation; VMM handles and pointers are kept apart).
+ * Unknown addresses change nothing. record: also push an SP_EV_FREE event. */
+void sp_mem_free(int kind, uint64_t addr, uint64_t t, int record);
+/* At a window's start: pushes one SNAPSHOT ALLOC per live allocation. */
+void sp_mem_snapshot(uint64_t t);
+/* At a window's end: pushes one PEAK ALLOC per device (and host) with the highest level so far. */
+void sp_mem_peaks(uint64_t t);
+/* Current live bytes of a slot (device 0..63, SP_MEM_HOST_SLOT). */
+uint64_t sp_mem_live(int slot);
+
+#endif

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/* stacks.c - see stacks.h. Stacks live in an mmap'ed, append-only arena (no malloc: captures run
+ * inside malloc hooks) and are found again through an open-addressing hash of their frames.
+ * Lookups by id are lock-free (ids index an array published with release stores); inserts take a
+ * mutex. */
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include "stacks.h"
+
+#define MAX_STACKS (1u << 20)          /* ids; the arena and table are sized for this many */
+#define ARENA_BYTES (256ull << 20)     /* frames of all stacks (reserved, touched as used) */
+#define TABLE_SLOTS (1u << 21)
+
+struct stack {
+	uint32_t n;
+	uint64_t pcs[];
+};
+
+static struct {
+	pthread_mutex_t lock;          /* inserts */
+	pthread_once_t once;
+	int ready;                     /* arena and tables mapped */
+	uint8_t *arena;                /* append-only frames */
+	size_t used;
+	_Atomic(struct stack *) *byid; /* id -> stack */
+	uint32_t *table;               /* hash slot -> id, 0 empty */
+	atomic_uint count;             /* ids handed out */
+	struct { uintptr_t lo, hi; } skip[8]; /* our own, libcupti's and libcuda's text */
+	int nskip;
+} S = { .lock = PTHREAD_MUTEX_INITIALIZER, .once = PTHREAD_ONCE_INIT };
+
+static __thread int busy;             /* re-entrancy guard */
+
+static int find_skip(struct dl_phdr_info *info, size_t size, void *data)
+{
+	const char *n = info->dlpi_name ? info->dlpi_name : "";
+	if (!(strstr(n, "libstepprof") || strstr(n, "libcupti") || strstr(n, "libcuda.so")) || S.nskip >= 8)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			S.skip[S.nskip].lo = info->dlpi_addr + ph->p_vaddr;
+			S.skip[S.nskip].hi = S.skip[S.nskip].lo + ph->p_memsz;
+			S.nskip++;
+			break;
+		}
+	}
+	return 0;
+}
+
+static void setup(void)
+{
+	void *a = mmap(NULL, ARENA_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *b = mmap(NULL, MAX_STACKS * sizeof(*S.byid), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *t = mmap(NULL, TABLE_SLOTS * sizeof(uint32_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (a == MAP_FAILED || b == MAP_FAILED || t == MAP_FAILED)
+		return;
+	S.arena = a;
+	S.byid = b;
+	S.table = t;
+	dl_iterate_phdr(find_skip, NULL);
+	S.ready = 1;
+}
+
+static int skipped(uintptr_t pc)
+{
+	for (int i = 0; i < S.nskip; i++)
+		if (pc >= S.skip[i].lo && pc < S.skip[i].hi)
+			return 1;
+	return 0;
+}
+
+static uint64_t hash_frames(const uint64_t *pcs, uint32_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ n;
+	for (uint32_t i = 0; i < n; i++)
+		h = (h ^ pcs[i]) * 0x100000001b3ull;
+	return h ^ (h >> 29);
+}
+
+uint32_t sp_stack_capture(int depth)
+{
+	void *raw[SP_STACK_MAX + 16];
+	uint64_t pcs[SP_STACK_MAX];
+	uint32_t n = 0, id = 0;
+	if (busy)
+		return 0;
+	busy = 1;
+	pthread_once(&S.once, setup);
+	if (!S.ready)
+		goto out;
+	if (depth < 1 || depth > SP_STACK_MAX)
+		depth = SP_STACK_MAX;
+	int got = unw_backtrace(raw, depth + 16);
+	for (int i = 0; i < got && n < (uint32_t)depth; i++) {
+		if (n == 0 && skipped((uintptr_t)raw[i]))
+			continue; /* our frames, CUPTI's and the driver's at the top */
+		pcs[n++] = (uint64_t)(uintptr_t)raw[i];
+	}
+	if (!n)
+		goto out;
+	uint64_t h = hash_frames(pcs, n);
+	pthread_mutex_lock(&S.lock);
+	for (uint32_t k = 0; k < TABLE_SLOTS; k++) {
+		uint32_t *slot = &S.table[(h + k) & (TABLE_SLOTS - 1)];
+		if (*slot) {
+			struct stack *s = atomic_load_explicit(&S.byid[*slot], memory_order_relaxed);
+			if (s->n == n && !memcmp(s->pcs, pcs, n * sizeof(*pcs))) {
+				id = *slot;
+				break;
+			}
+			continue;
+		}
+		size_t need = sizeof(struct stack) + n * sizeof(uint64_t);
+		uint32_t next = atomic_load(&S.count) + 1;
+		if (next >= MAX_STACKS || S.used + need > ARENA_BYTES)
+			break; /* full: stacks are dropped from here on (id 0) */
+		struct stack *s = (struct stack *)(S.arena + S.used);
+		S.used += (need + 7) & ~(size_t)7;
+		s->n = n;
+		memcpy(s->pcs, pcs, n * sizeof(*pcs));
+		atomic_store_explicit(&S.byid[next], s, memory_order_release);
+		atomic_store(&S.count, next);
+		*slot = id = next;
+		break;
+	}
+	pthread_mutex_unlock(&S.lock);
+out:
+	busy = 0;
+	return id;
+}
+
+const uint64_t *sp_stack_lookup(void *ctx, uint32_t id, uint32_t *n)
+{
+	if (!S.ready || !id || id > atomic_load(&S.count))
+		return NULL;
+	struct stack *s = atomic_load_explicit(&S.byid[id], memory_order_acquire);
+	if (!s)
+		return NULL;
+	*n = s->n;
+	return s->pcs;
+}

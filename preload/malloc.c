@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/* malloc.c - malloc family hooks. Each wrapper forwards to the real function (resolved with
+ * RTLD_NEXT on first use) and, when the collector wants host allocations, reports the result.
+ * Safe before main(), inside dlsym (which calls calloc: served from a static pool that free()
+ * recognises and ignores) and on every thread, CUPTI's included; a per-thread guard keeps the
+ * collector's own allocations out. When host tracking is off a call costs one flag test. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
+#include <string.h>
+#include "collector/collector.h"
+
+#define SP_EXPORT __attribute__((visibility("default")))
+
+static struct {
+	void *(*malloc)(size_t);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void (*free)(void *);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	void *(*valloc)(size_t);
+	int resolving;               /* inside resolve(): dlsym's allocations come from the pool */
+} R;
+
+static _Alignas(16) char pool[4096]; /* for dlsym's calloc during resolve() */
+static size_t pool_used;
+static __thread int guard;           /* inside a hook's report on this thread */
+
+static int in_pool(const void *p)
+{
+	return (const char *)p >= pool && (const char *)p < pool + sizeof pool;
+}
+
+static void *pool_alloc(size_t n)
+{
+	n = (n + 15) & ~(size_t)15;
+	if (pool_used + n > sizeof pool)
+		return NULL;
+	void *p = pool + pool_used;
+	pool_used += n;
+	return p; /* the pool is zeroed static memory: fine for calloc */
+}
+
+/* Resolves every real function at once. This function can't fail (a missing one stays NULL). */
+static void resolve(void)
+{
+	R.resolving = 1;
+	R.malloc = dlsym(RTLD_NEXT, "malloc");
+	R.calloc = dlsym(RTLD_NEXT, "calloc");
+	R.realloc = dlsym(RTLD_NEXT, "realloc");
+	R.free = dlsym(RTLD_NEXT, "free");
+	R.posix_memalign = dlsym(RTLD_NEXT, "posix_memalign");
+	R.aligned_alloc = dlsym(RTLD_NEXT, "aligned_alloc");
+	R.memalign = dlsym(RTLD_NEXT, "memalign");
+	R.valloc = dlsym(RTLD_NEXT, "valloc");
+	R.resolving = 0;
+}
+
+/* Reports an allocation if the collector wants it (outside the guard). */
+static void *report(void *p, size_t size)
+{
+	if (p && sp_collector_host_active() && !guard) {
+		guard = 1;
+		sp_collector_host_alloc(p, size);
+		guard = 0;
+	}
+	return p;
+}
+
+static void report_free(void *p)
+{
+	if (p && sp_collector_host_active() && !guard) {
+		guard = 1;
+		sp_collector_host_free(p, malloc_usable_size(p));
+		guard = 0;
+	}
+}
+
+SP_EXPORT void *malloc(size_t n)
+{
+	if (!R.malloc) {
+		if (R.resolving)
+			return pool_alloc(n);
+		resolve();
+	}
+	return report(R.malloc(n), n);
+}
+
+SP_EXPORT void *calloc(size_t k, size_t n)
+{
+	if (!R.calloc) {
+		if (R.resolving)
+			return k && n > SIZE_MAX / k ? NULL : pool_alloc(k * n);
+		resolve();
+	}
+	return report(R.calloc(k, n), k * n);
+}
+
+SP_EXPORT void *realloc(void *p, size_t n)
+{
+	if (in_pool(p)) { /* grown out of the bootstrap pool: copy to real memory */
+		void *q = malloc(n);
+		if (q)
+			memcpy(q, p, n < sizeof pool ? n : sizeof pool);
+		return q;
+	}
+	if (!R.realloc)
+		resolve();
+	report_free(p);
+	return report(R.realloc(p, n), n);
+}
+
+SP_EXPORT void free(void *p)
+{
+	if (!p || in_pool(p))
+		return;
+	if (!R.free)
+		resolve();
+	report_free(p);
+	R.free(p);
+}
+
+SP_EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+	if (!R.posix_memalign)
+		resolve();
+	int r = R.posix_memalign(out, align, n);
+	if (r == 0)
+		report(*out, n);
+	return r;
+}
+
+SP_EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+	if (!R.aligned_alloc)
+		resolve();
+	return report(R.aligned_alloc(align, n), n);
+}
+
+SP_EXPORT void *memalign(size_t align, size_t n)
+{
+	if (!R.memalign)
+		resolve();
+	return report(R.memalign(align, n), n);
+}
+
+SP_EXPORT void *valloc(size_t n)
+{
+	if (!R.valloc)
+		resolve();
+	return report(R.valloc(n), n);
+}

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/* test_memory.c - live memory accounting: levels per device and host, peaks, frees of unknown
+ * addresses, VMM handles kept apart from pointers, table growth, and the SNAPSHOT / PEAK events a
+ * window gets. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include "collector/event.h"
+#include "collector/memory.h"
+#include "collector/ring.h"
+
+static struct sp_event got[70000];
+static int ngot;
+
+static void collect(void *ctx, const struct sp_event *ev)
+{
+	if (ngot < (int)(sizeof got / sizeof *got))
+		got[ngot++] = *ev;
+}
+
+static void drain(void)
+{
+	ngot = 0;
+	sp_ring_drain(collect, NULL);
+}
+
+static void levels_and_events(void **state)
+{
+	uint64_t base0 = sp_mem_live(0), base1 = sp_mem_live(1);
+	sp_mem_alloc(SP_MEM_DEVICE, 0, 0x1000, 100, 7, 10, 1);
+	sp_mem_alloc(SP_MEM_DEVICE_ASYNC, 0, 0x2000, 50, 0, 11, 1);
+	sp_mem_alloc(SP_MEM_DEVICE, 1, 0x3000, 30, 0, 12, 0);        /* accounted, not recorded */
+	sp_mem_alloc(SP_MEM_VMM, 1, 0x1000, 1000, 0, 13, 1);          /* a handle equal to a pointer */
+	assert_int_equal(sp_mem_live(0) - base0, 150);
+	assert_int_equal(sp_mem_live(1) - base1, 1030);
+	sp_mem_free(SP_MEM_DEVICE, 0x1000, 20, 1);                     /* the pointer, not the handle */
+	sp_mem_free(SP_MEM_DEVICE, 0xdead, 21, 1);                     /* unknown: nothing */
+	assert_int_equal(sp_mem_live(0) - base0, 50);
+	assert_int_equal(sp_mem_live(1) - base1, 1030);
+	sp_mem_free(SP_MEM_VMM, 0x1000, 22, 1);
+	assert_int_equal(sp_mem_live(1) - base1, 30);
+	drain();
+	assert_int_equal(ngot, 5); /* 3 recorded allocs, 2 frees (the unknown one writes nothing) */
+	assert_int_equal(got[0].kind, SP_EV_ALLOC);
+	assert_int_equal(got[0].u.mem.size, 100);
+	assert_int_equal(got[0].u.mem.live - base0, 100);
+	assert_int_equal(got[0].u.mem.stack, 7);
+	assert_int_equal(got[3].kind, SP_EV_FREE);
+	assert_int_equal(got[3].u.mem.size, 100);
+	assert_int_equal(got[3].u.mem.live - base0, 50);
+	assert_int_equal(got[4].sub, SP_MEM_VMM);
+	assert_int_equal(got[4].device, 1);
+	/* the window's start sees what is alive; its end sees the peak */
+	sp_mem_snapshot(30);
+	drain();
+	int snaps = 0;
+	for (int i = 0; i < ngot; i++) {
+		assert_true(got[i].u.mem.flags & SP_MEMF_SNAPSHOT);
+		snaps += got[i].u.mem.addr == 0x2000 && got[i].start == 11;
+		snaps += got[i].u.mem.addr == 0x3000 && got[i].start == 12;
+	}
+	assert_int_equal(snaps, 2);
+	sp_mem_peaks(40);
+	drain();
+	int peak1 = 0;
+	for (int i = 0; i < ngot; i++)
+		if (got[i].device == 1 && (got[i].u.mem.flags & SP_MEMF_PEAK))
+			peak1 = got[i].u.mem.live - base1 == 1030;
+	assert_true(peak1);
+	sp_mem_free(SP_MEM_DEVICE, 0x2000, 50, 0);
+	sp_mem_free(SP_MEM_DEVICE, 0x3000, 50, 0);
+}
+
+static void many_allocations_grow_the_table(void **state)
+{
+	uint64_t base = sp_mem_live(SP_MEM_HOST_SLOT);
+	for (uint64_t i = 1; i <= 50000; i++)
+		sp_mem_alloc(SP_MEM_HOST, -1, i * 64, 10, 0, i, 0);
+	assert_int_equal(sp_mem_live(SP_MEM_HOST_SLOT) - base, 500000);
+	for (uint64_t i = 1; i <= 50000; i += 2)
+		sp_mem_free(SP_MEM_HOST, i * 64, i, 0);
+	assert_int_equal(sp_mem_live(SP_MEM_HOST_SLOT) - base, 250000);
+	for (uint64_t i = 2; i <= 50000; i += 2)
+		sp_mem_free(SP_MEM_HOST, i * 64, i, 0);
+	assert_int_equal(sp_mem_live(SP_MEM_HOST_SLOT), base);
+	drain();
+	assert_int_equal(ngot, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(levels_and_events),
+		cmocka_unit_test(many_allocations_grow_the_table),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
