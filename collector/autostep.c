@@ -15,7 +15,7 @@
 #include <string.h>
 #include "autostep.h"
 
-#define TRY_EVERY 256u     /* tokens between detection attempts (an eighth of it early on) */
+#define TRY_EVERY 256u     /* tokens between detection attempts (every 8 for the first 2048) */
 #define COUNT_SLOTS 65536u /* token histogram size (ids are folded into it) */
 #define MAX_CANDIDATES 64u /* distances tried per attempt */
 #define MIN_REPEATS 3u     /* full periods the run must cover besides the current one */
@@ -150,7 +150,7 @@ int sp_autostep_init(struct sp_autostep *a, uint32_t cap)
 		return -1;
 	}
 	a->cap = c;
-	a->next_try = TRY_EVERY / 8;
+	a->next_try = TRY_EVERY / 32;
 	return 0;
 }
 
@@ -180,7 +180,7 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 	a->n++;
 	if (a->n < a->next_try)
 		return 0;
-	a->next_try = a->n + (a->n < 8 * TRY_EVERY ? TRY_EVERY / 8 : TRY_EVERY);
+	a->next_try = a->n + (a->n < 8 * TRY_EVERY ? TRY_EVERY / 32 : TRY_EVERY);
 	uint32_t p = find_period(a);
 	if (!p || p != a->last_period) {
 		a->last_period = p;

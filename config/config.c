@@ -39,7 +39,7 @@ static const struct key keys[] = {
 	{ "ranks", "ranks", K_RANKS, FIELD(ranks_text), 0, 0, "0" },
 	SCHED(skip_first, 0, "0"),
 	{ "schedule", "skip_first_wait", K_BOOL, FIELD(schedule.skip_first_wait), 0, 1, "0" },
-	SCHED(wait, 0, "5"),
+	SCHED(wait, 0, "10"),
 	SCHED(warmup, 0, "1"),
 	SCHED(active, 1, "3"),
 	SCHED(repeat, 0, "1"),

@@ -54,7 +54,7 @@ ok "warmup + active > profiling_frequency" has cross.err "$D/bad_cross.ini:6: [s
 # check: defaults, $STEPPROF_CONFIG, environment overrides, usage errors
 run defaults "$SP" check
 ok "check with no file: defaults" has defaults.out "# stepprof: built-in defaults"
-ok "defaults: wait = 5" has defaults.out "wait = 5"
+ok "defaults: wait = 10" has defaults.out "wait = 10"
 run envcfg env STEPPROF_CONFIG="$D/frequency.ini" "$SP" check
 ok "STEPPROF_CONFIG names the file" has envcfg.out "# stepprof: $D/frequency.ini is valid"
 ok "profiling_frequency sets wait" has envcfg.out "wait = 7"
@@ -94,8 +94,8 @@ ok "schedule summary on stderr" diff "$T/sched.err" - <<'EOF'
 # nothing is recorded after step 9
 EOF
 run sdef "$SP" schedule
-ok "default steps: skip_first + cycle * repeat + 2" [ "$(wc -l <"$T/sdef.out")" = 11 ]
-ok "default schedule records 6-8" has sdef.out "8 RECORD_AND_SAVE"
+ok "default steps: skip_first + cycle * repeat + 2" [ "$(wc -l <"$T/sdef.out")" = 16 ]
+ok "default schedule records 11-13" has sdef.out "13 RECORD_AND_SAVE"
 run sw0 "$SP" schedule --steps=5 warmup=0 active=1 wait=1 repeat=0
 ok "warmup = 0 warns on stderr" grep -q "warning: warmup = 0" "$T/sw0.err"
 ok "stdout stays exactly the table" diff "$T/sw0.out" - <<'EOF'

@@ -94,7 +94,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.ranks.n, 1);
 	assert_int_equal(cfg.schedule.skip_first, 0);
 	assert_int_equal(cfg.schedule.skip_first_wait, 0);
-	assert_int_equal(cfg.schedule.wait, 5);
+	assert_int_equal(cfg.schedule.wait, 10);
 	assert_int_equal(cfg.schedule.warmup, 1);
 	assert_int_equal(cfg.schedule.active, 3);
 	assert_int_equal(cfg.schedule.repeat, 1);
@@ -204,7 +204,7 @@ static void test_bad_file_collects_all(void **state)
 		assert_string_equal(errs.msg[i], p);
 	}
 	/* valid settings survive: nothing in bad.ini is valid, so the defaults remain */
-	assert_int_equal(cfg.schedule.wait, 5);
+	assert_int_equal(cfg.schedule.wait, 10);
 	assert_int_equal(cfg.stack_depth, 32);
 }
 
@@ -224,7 +224,7 @@ static void test_cross_key_errors(void **state)
 	snprintf(p, sizeof(p), "%s:10: [marker] pattern: must be empty with kind = auto (allowed: empty "
 		 "with auto and profiler_range)", data("bad_cross.ini"));
 	assert_string_equal(errs.msg[1], p);
-	assert_int_equal(cfg.schedule.wait, 5); /* unchanged on error */
+	assert_int_equal(cfg.schedule.wait, 10); /* unchanged on error */
 
 	/* frequency with repeat > 0: an error, blamed on the frequency's line */
 	assert_int_equal(load_text("[schedule]\nrepeat = 2\n\nprofiling_frequency = 10\n"), 1);
@@ -486,7 +486,7 @@ static void test_print_round_trip(void **state)
 	}
 	assert_string_equal(cfg.marker_pattern, " step \\\"x\\\" #1;");
 	assert_non_null(strstr(first, "\nwindow_max_bytes = 3073\n"));
-	assert_non_null(strstr(first, "[schedule]\nskip_first = 0\nskip_first_wait = false\nwait = 5\n"));
+	assert_non_null(strstr(first, "[schedule]\nskip_first = 0\nskip_first_wait = false\nwait = 10\n"));
 }
 
 static void test_parse_size(void **state)
