@@ -11,10 +11,20 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "collector/ring.h"
 
 enum { MAXT = 32 };
+#define WAIT_S 30 /* bound of every wait on producers: ample on a loaded machine */
+
+/* Monotonic milliseconds. This function can't fail. */
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
 
 struct check {
 	uint64_t next[MAXT];     /* expected minimum next sequence number per producer */
@@ -63,19 +73,24 @@ static void test_many_producers_one_consumer(void **state)
 	struct producer p[T];
 	pthread_t th[T];
 	atomic_int go = 0;
-	for (int t = 0; t < T; t++) {
-		p[t] = (struct producer){ .id = (uint32_t)t, .n = N, .go = &go };
-		pthread_create(&th[t], NULL, produce, &p[t]);
+	int made = 0;
+	for (; made < T; made++) {
+		p[made] = (struct producer){ .id = (uint32_t)made, .n = N, .go = &go };
+		if (pthread_create(&th[made], NULL, produce, &p[made]))
+			break;
 	}
-	atomic_store(&go, 1);
-	uint64_t got = 0;
+	atomic_store(&go, 1); /* also when a create failed: the others must not spin on */
+	uint64_t got = 0, give_up = now_ms() + WAIT_S * 1000;
 	int joined[T] = { 0 };
-	for (int done = 0; done < T;) { /* drain while they push and exit */
+	for (int done = 0; done < made;) { /* drain while they push and exit */
 		got += sp_ring_drain(consume, &c);
-		for (int t = 0; t < T; t++)
+		for (int t = 0; t < made; t++)
 			if (!joined[t] && pthread_tryjoin_np(th[t], NULL) == 0)
 				joined[t] = 1, done++;
+		if (done < made && now_ms() > give_up)
+			fail_msg("gave up after %d s waiting for producers to exit: %d of %d joined", WAIT_S, done, made);
 	}
+	assert_int_equal(made, T); /* else pthread_create failed */
 	got += sp_ring_drain(consume, &c);
 
 	uint64_t received = 0, dropped = 0;
@@ -101,7 +116,7 @@ static void test_full_ring_drops_exactly(void **state)
 	uint64_t dropped0 = sp_ring_dropped();
 	struct producer p = { .id = 0, .n = 1000 };
 	pthread_t th;
-	pthread_create(&th, NULL, produce, &p); /* nothing drains meanwhile */
+	assert_int_equal(pthread_create(&th, NULL, produce, &p), 0); /* nothing drains meanwhile */
 	pthread_join(th, NULL);
 	assert_int_equal(p.dropped, 1000 - S);
 	assert_int_equal(sp_ring_dropped() - dropped0, 1000 - S);
@@ -120,17 +135,18 @@ static void test_exiting_threads_freed(void **state)
 	sp_ring_configure(65536);
 	uint64_t pushed0 = sp_ring_pushed();
 	struct check c = { 0 };
-	struct producer lp[LONG], sp[SHORT];
+	/* static: a producer outliving a failed assertion writes here, not into a dead frame */
+	static struct producer lp[LONG], sp[SHORT];
 	pthread_t lt[LONG], st[SHORT];
 	for (int i = 0; i < LONG; i++) {
 		lp[i] = (struct producer){ .id = (uint32_t)i, .n = 50 * N };
-		pthread_create(&lt[i], NULL, produce, &lp[i]);
+		assert_int_equal(pthread_create(&lt[i], NULL, produce, &lp[i]), 0);
 	}
 	uint64_t short_received = 0;
 	for (int w = 0; w < WAVES; w++) {
 		for (int i = 0; i < SHORT; i++) {
 			sp[i] = (struct producer){ .id = (uint32_t)(LONG + i), .n = N };
-			pthread_create(&st[i], NULL, produce, &sp[i]);
+			assert_int_equal(pthread_create(&st[i], NULL, produce, &sp[i]), 0);
 		}
 		for (int i = 0; i < SHORT; i++)
 			pthread_join(st[i], NULL);

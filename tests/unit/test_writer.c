@@ -16,10 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 #include "collector/intern.h"
 #include "collector/ring.h"
 #include "collector/writer.h"
+
+#define WAIT_S 30 /* bound of every wait on the writer: ample on a loaded machine */
 
 static char dir[] = "/tmp/sp_test_writer.XXXXXX";
 static struct sp_trace_meta meta = { .pid = 1, .rank = 0, .world_size = 1, .local_rank = 0, .host = "h" };
@@ -51,6 +54,26 @@ static void read_file(const char *path, struct file *f)
 	sp_trace_close_reader(r);
 }
 
+/* Monotonic milliseconds. This function can't fail. */
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/* Polls cond every 100 us; if it is still false after WAIT_S seconds, fails the test with
+ * "gave up after N s waiting for <what>" (printf-style) instead of hanging. */
+#define wait_until(cond, what, ...)                                                                \
+	do {                                                                                       \
+		uint64_t give_up_ = now_ms() + WAIT_S * 1000;                                      \
+		while (!(cond)) {                                                                  \
+			if (now_ms() > give_up_)                                                   \
+				fail_msg("gave up after %d s waiting for " what, WAIT_S, ##__VA_ARGS__); \
+			usleep(100);                                                               \
+		}                                                                                  \
+	} while (0)
+
 struct producer {
 	uint32_t tid, name;
 	uint64_t first, n;
@@ -71,23 +94,29 @@ static void *produce(void *arg)
 
 /* Runs T producers pushing n kernels each from first on, and waits until they have exited and
  * the writer has drained them (their rings are freed): the rings of different threads are
- * drained one after another, so only this orders their events before what the caller pushes. */
+ * drained one after another, so only this orders their events before what the caller pushes.
+ * The wait counts rings, so no other thread may create one meanwhile: the caller's and the
+ * writer's own rings (a tick's emit) must exist before. */
 static void run_producers(int T, uint64_t first, uint64_t n, uint32_t name)
 {
 	uint32_t rings = sp_ring_count();
 	pthread_t th[16];
 	struct producer p[16];
-	for (int t = 0; t < T; t++) {
-		p[t] = (struct producer){ .tid = 100 + (uint32_t)t, .name = name, .first = first + (uint64_t)t, .n = n };
-		pthread_create(&th[t], NULL, produce, &p[t]);
+	void *dropped[16];
+	int made = 0;
+	for (; made < T; made++) {
+		p[made] = (struct producer){ .tid = 100 + (uint32_t)made, .name = name, .first = first + (uint64_t)made,
+					     .n = n };
+		if (pthread_create(&th[made], NULL, produce, &p[made]))
+			break;
 	}
-	for (int t = 0; t < T; t++) {
-		void *dropped;
-		pthread_join(th[t], &dropped);
-		assert_null(dropped); /* rings are big enough here */
-	}
-	while (sp_ring_count() > rings)
-		usleep(100);
+	for (int t = 0; t < made; t++)
+		pthread_join(th[t], &dropped[t]);
+	assert_int_equal(made, T); /* else pthread_create failed */
+	for (int t = 0; t < T; t++)
+		assert_null(dropped[t]); /* rings are big enough here */
+	wait_until(sp_ring_count() <= rings, "the writer to free %d exited producers' rings (%u rings, %u before)",
+		   T, sp_ring_count(), rings);
 }
 
 static void push(struct sp_event ev)
@@ -137,7 +166,7 @@ static void test_capped_window(void **state)
 	assert_int_equal(sp_writer_start(path, &meta, CAP), 0);
 	assert_int_equal(sp_writer_running(), 1);
 	int named = 0; /* the thread names itself once running */
-	for (int tries = 0; tries < 1000 && !named; tries++, usleep(1000))
+	for (uint64_t give_up = now_ms() + WAIT_S * 1000; !named && now_ms() < give_up; usleep(1000))
 		named = named_thread_blocks_signals("stepprof-writer");
 	assert_true(named);
 
@@ -156,7 +185,7 @@ static void test_capped_window(void **state)
 	/* the finished window reaches the disk without a stop */
 	struct file f = { 0 };
 	int seen_end = 0;
-	for (int tries = 0; tries < 2000 && !seen_end; tries++) {
+	for (uint64_t give_up = now_ms() + WAIT_S * 1000; !seen_end && now_ms() < give_up;) {
 		usleep(1000);
 		read_file(path, &f);
 		for (int i = 0; i < f.n; i++)
@@ -232,12 +261,11 @@ static void test_tick_emits(void **state)
 	atomic_store(&ticks, 0);
 	sp_writer_set_tick(tick, &name);
 	assert_int_equal(sp_writer_start(path, &meta, 0), 0);
-	while (atomic_load(&ticks) < 2) /* the first tick's emit made the writer's ring: not a producer's */
-		usleep(100);
+	/* the first tick's emit made the writer's ring: not a producer's */
+	wait_until(atomic_load(&ticks) >= 2, "the writer's second tick (%d ticks)", atomic_load(&ticks));
 	run_producers(3, 100, 500, sp_intern("k"));
 	sp_writer_kick();
-	while (atomic_load(&ticks) < 3)
-		usleep(100);
+	wait_until(atomic_load(&ticks) >= 3, "a tick after the kick (%d ticks)", atomic_load(&ticks));
 	assert_int_equal(sp_writer_stop(), 0);
 	assert_int_equal(atomic_load(&emit_failed), 0);
 	sp_writer_set_tick(NULL, NULL);
@@ -278,7 +306,7 @@ static void test_ring_drops_written_at_stop(void **state)
 	uint64_t dropped0 = sp_ring_dropped();
 	sp_ring_configure(64);
 	pthread_t th;
-	pthread_create(&th, NULL, burst, NULL);
+	assert_int_equal(pthread_create(&th, NULL, burst, NULL), 0);
 	pthread_join(th, NULL);
 	sp_ring_configure(65536);
 	uint64_t dropped = sp_ring_dropped() - dropped0;
@@ -336,10 +364,10 @@ static void test_write_error_warns_once(void **state)
 	dup2(fd, 2);
 	setrlimit(RLIMIT_FSIZE, &small);
 	assert_int_equal(sp_writer_start(path, &meta, 0), 0);
+	int rounds = 0; /* asserted once stderr is back */
 	for (int round = 0; round < 3; round++) {
 		pthread_t th;
-		pthread_create(&th, NULL, random_allocs, NULL);
-		pthread_join(th, NULL);
+		rounds += !pthread_create(&th, NULL, random_allocs, NULL) && !pthread_join(th, NULL);
 		sp_writer_kick();
 		usleep(20000);
 	}
@@ -348,6 +376,7 @@ static void test_write_error_warns_once(void **state)
 	dup2(saved, 2);
 	close(saved);
 	close(fd);
+	assert_int_equal(rounds, 3);
 	assert_int_equal(rc, -1);
 	FILE *f = fopen(log, "r");
 	int warnings = 0;
