@@ -9,7 +9,8 @@
  * least 4 copies and show where it wraps: after its last host synchronisation if it has one,
  * else at the one position whose CPU gap (median of three copies) is >= 4x the period's median
  * gap and >= 20 us (the loop's Python or data loading) - or, without either, a run of >= 32768
- * tokens and 16 copies proves it (boundary at the largest gap). Two tries in a row must agree.
+ * tokens and 16 copies proves it (boundary at the largest gap). A period must launch a kernel,
+ * and must still hold one full period after it was first found.
  * The boundary is expressed as (anchor token, every N-th occurrence). */
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,15 @@ static int last_sync(const struct sp_autostep *a, uint32_t p, uint64_t *pos)
 	return 0;
 }
 
+/* 1 if the newest period of length p launches a kernel. */
+static int has_kernel(const struct sp_autostep *a, uint32_t p)
+{
+	for (uint64_t q = a->n - p; q < a->n; q++)
+		if (at(a, q) & SP_AUTOSTEP_KERNEL)
+			return 1;
+	return 0;
+}
+
 /* One detection attempt. Returns the period, or 0 if none is proven yet. */
 static uint32_t find_period(struct sp_autostep *a)
 {
@@ -125,7 +135,7 @@ static uint32_t find_period(struct sp_autostep *a)
 		if ((MIN_REPEATS + 1) * d > a->n - first)
 			break;
 		uint64_t r = run_length(a, first, d), wrap;
-		if (r >= MIN_REPEATS * d && r > best_run && d <= MAX_PERIOD &&
+		if (r >= MIN_REPEATS * d && r > best_run && d <= MAX_PERIOD && has_kernel(a, (uint32_t)d) &&
 		    (last_sync(a, (uint32_t)d, &wrap) || wrap_position(a, (uint32_t)d, &wrap) ||
 		     (r >= LONG_RUN && r >= 16 * d))) {
 			best_run = r;
@@ -184,8 +194,11 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 	uint32_t p = find_period(a);
 	if (!p || p != a->last_period) {
 		a->last_period = p;
+		a->first_found = a->n;
 		return 0;
 	}
+	if (a->n - a->first_found < p)
+		return 0; /* confirm over one more full period */
 	/* locked: the iteration starts at position b; count anchor occurrences per period and
 	 * since the most recent boundary instance. */
 	uint64_t b;

@@ -16,7 +16,8 @@ struct sp_autostep {
 	uint32_t cap;           /* ring capacity (power of two) */
 	uint64_t n;             /* tokens fed so far */
 	uint64_t next_try;      /* n at which detection runs next */
-	uint32_t last_period;   /* period found by the previous try (must repeat to lock) */
+	uint32_t last_period;   /* period found by the previous try (must hold a full period more to lock) */
+	uint64_t first_found;   /* n when last_period was first found */
 	uint64_t credit;        /* ns spent in detection itself, taken out of later timestamps */
 	/* result, valid once locked */
 	int locked;
@@ -31,6 +32,10 @@ struct sp_autostep {
 /* Set in a token that blocks the host until the GPU catches up (a synchronisation): iterations
  * usually end with one, so the boundary goes after the period's last such token. */
 #define SP_AUTOSTEP_SYNC 0x80000000u
+/* Set in a token that is a kernel launch: an iteration launches at least one kernel, which keeps
+ * start-up regimes such as "copy a parameter, synchronise" x N from passing for the loop. */
+#define SP_AUTOSTEP_KERNEL 0x40000000u
+#define SP_AUTOSTEP_FLAGS (SP_AUTOSTEP_SYNC | SP_AUTOSTEP_KERNEL)
 
 /* Allocates a ring of cap tokens (rounded up to a power of two, >= 256). Returns 0 or -1
  * (no memory; a is then unusable). */

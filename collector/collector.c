@@ -581,12 +581,12 @@ static void auto_token(uint32_t tok, uint64_t t, uint32_t corr)
 		G.api_marker[0][0] = 1; /* anchor may be a kernel: keep launch callbacks */
 		for (int d = 0; d < 2; d++)
 			for (uint32_t cb = 1; cb < 1024; cb++)
-				if (G.api_name[d][cb] == (a->anchor & ~SP_AUTOSTEP_SYNC)) {
+				if (G.api_name[d][cb] == (a->anchor & ~SP_AUTOSTEP_FLAGS)) {
 					G.api_marker[d][cb] = 1;
 					G.api_marker[0][0] = 0; /* it is an API call: launches are not needed */
 				}
 		sp_info("automatic steps: period %u calls, boundary %s '%s' (every %u), at step %lld", a->period,
-			a->after ? "after" : "before", sp_intern_lookup(a->anchor & ~SP_AUTOSTEP_SYNC), a->every,
+			a->after ? "after" : "before", sp_intern_lookup(a->anchor & ~SP_AUTOSTEP_FLAGS), a->every,
 			(long long)G.step);
 		sp_autostep_free(a);
 		apply_callbacks();
@@ -714,7 +714,7 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 					marker_hit(mt, mc, 0);
 			} else if (G.cfg.marker_kind == SP_MARK_AUTO) {
 				if (launch)
-					auto_token(name_id(cd->symbolName), mt, mc);
+					auto_token(name_id(cd->symbolName) | SP_AUTOSTEP_KERNEL, mt, mc);
 				else if (d && !is_launch(dom, cbid) && cbid < 1024)
 					auto_token(api_name(dom, cbid) | (G.api_sync[cbid] ? SP_AUTOSTEP_SYNC : 0), mt, mc);
 			} else if (api_mk && T.mk_depth++ == 0) {
@@ -929,7 +929,7 @@ static void writer_tick(void *ctx)
 			continue;
 		uint64_t age = now - w->close_ts, quiet = now - (w->last_record_ts > w->close_ts ? w->last_record_ts : w->close_ts);
 		int complete = atomic_load(&w->arrived) >= atomic_load(&w->launched) && age > 4000000ull;
-		if (complete || (age > 50000000ull && quiet > 500000000ull) || age > 10000000000ull) {
+		if (complete || (age > 50000000ull && quiet > 100000000ull) || age > 10000000000ull) {
 			struct sp_event ev = { .kind = SP_EV_WINDOW_END, .device = SP_NO_DEVICE,
 					       .start = w->t_end, .end = w->t_end };
 			ev.u.window.id = w->id;

@@ -17,9 +17,10 @@ struct iter {
 	uint32_t n;
 };
 
+/* Adds a token; anything but a synchronisation is a kernel launch here. */
 static void add(struct iter *it, uint32_t tok, uint64_t gap)
 {
-	it->tok[it->n] = tok;
+	it->tok[it->n] = tok & SP_AUTOSTEP_SYNC ? tok : tok | SP_AUTOSTEP_KERNEL;
 	it->gap[it->n++] = gap;
 }
 
@@ -123,7 +124,7 @@ static void anchor_inside_iteration(void **state)
 			locked = sp_autostep_feed(&a, it.tok[i], t += it.gap[i]);
 	assert_true(locked);
 	assert_int_equal(a.period, 5);
-	assert_int_equal(a.anchor, 3);
+	assert_int_equal(a.anchor, 3 | SP_AUTOSTEP_KERNEL);
 	assert_int_equal(a.every, 1);
 	sp_autostep_free(&a);
 	(void)period;
@@ -139,7 +140,8 @@ static void own_pauses_are_credited(void **state)
 	for (int k = 0; k < 20 && !a.locked; k++)
 		for (int i = 0; i <= 2000 && !a.locked; i++) {
 			uint64_t before = a.next_try;
-			sp_autostep_feed(&a, i < 2000 ? 7 : 8 | SP_AUTOSTEP_SYNC, t += i == 0 ? 300000 : 5000);
+			sp_autostep_feed(&a, i < 2000 ? 7 | SP_AUTOSTEP_KERNEL : 8 | SP_AUTOSTEP_SYNC,
+					 t += i == 0 ? 300000 : 5000);
 			if (a.next_try != before) { /* an attempt ran: 80 us of our own time */
 				t += 80000;
 				sp_autostep_credit(&a, 80000);
@@ -148,6 +150,25 @@ static void own_pauses_are_credited(void **state)
 	assert_true(a.locked);
 	assert_int_equal(a.period, 2001);
 	assert_true(a.after);
+	sp_autostep_free(&a);
+}
+
+static void startup_copies_are_not_the_loop(void **state)
+{
+	/* model.to(device): copy + synchronise per parameter, no kernel - periodic, with a sync, but
+	 * not the training loop; the loop that follows must be found */
+	struct sp_autostep a;
+	uint64_t t = 0;
+	assert_int_equal(sp_autostep_init(&a, 1u << 16), 0);
+	for (int i = 0; i < 200; i++) {
+		assert_int_equal(sp_autostep_feed(&a, 50, t += 5000), 0);
+		assert_int_equal(sp_autostep_feed(&a, 51 | SP_AUTOSTEP_SYNC, t += 5000), 0);
+	}
+	for (int k = 0; k < 40 && !a.locked; k++)
+		for (uint32_t i = 0; i < 12 && !a.locked; i++)
+			sp_autostep_feed(&a, i < 11 ? (60 + i) | SP_AUTOSTEP_KERNEL : 51 | SP_AUTOSTEP_SYNC, t += 5000);
+	assert_true(a.locked);
+	assert_int_equal(a.period, 12);
 	sp_autostep_free(&a);
 }
 
@@ -171,6 +192,7 @@ int main(void)
 		cmocka_unit_test(sync_ends_iteration_without_gaps),
 		cmocka_unit_test(anchor_inside_iteration),
 		cmocka_unit_test(own_pauses_are_credited),
+		cmocka_unit_test(startup_copies_are_not_the_loop),
 		cmocka_unit_test(aperiodic_never_locks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
