@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_convert.c - `stepprof convert`: turns a trace into one viewer file per recorded window
  * (or one for all with --merge), streaming: the trace is read once, one window in memory.
+ * --merge-ranks writes several ranks' traces into one file, one window per trace in memory.
  * Owns the argument parsing and the output file names; the format is the exporter's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
 #include "export.h"
+#include "nccl.h"
 
 struct convert_opts {
 	const char *trace;
@@ -15,14 +17,30 @@ struct convert_opts {
 	int wall;               /* wall-clock times */
 	long long window;       /* only this window id, or -1 */
 	const struct sp_export_ops *ops;
+	int merge_ranks;        /* traces[0..ntraces) in one file */
+	const char **traces;
+	int ntraces;
+};
+
+struct rank_in {                /* one trace of --merge-ranks */
+	const char *path;
+	struct sp_trace_reader *r;
+	struct sp_windows *g;
+	const struct sp_window *w; /* its next window to write, NULL when none is left */
+	int rc;                 /* the last sp_windows_next result */
+	int seen;               /* windows selected so far */
+	int64_t key;            /* rank, or pid if it has none */
 };
 
 static int usage(void)
 {
 	fprintf(stderr, "usage: stepprof convert TRACE [-o OUT[.json|.json.gz]] [--merge] [--wall] [--window N]"
 			" [--format chrome]\n"
+			"       stepprof convert --merge-ranks -o OUT[.json|.json.gz] [--window N] TRACE TRACE ...\n"
 			"  writes OUT.w<ID>.json per recorded window (OUT defaults to TRACE without .sptrace);\n"
-			"  --merge: all windows in OUT.json on the wall clock; '-o -' writes stdout (implies --merge)\n");
+			"  --merge: all windows in OUT.json on the wall clock; '-o -' writes stdout (implies --merge);\n"
+			"  --merge-ranks: every trace's windows (or window N) in OUT.json on one wall clock, NCCL\n"
+			"  collectives linked across ranks\n");
 	return 2;
 }
 
@@ -88,15 +106,28 @@ static int parse(int argc, char **argv, struct convert_opts *o)
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage();
 			return 1;
-		} else if (a[0] == '-' || o->trace) {
+		} else if (!strcmp(a, "--merge-ranks")) {
+			o->merge_ranks = 1;
+		} else if (a[0] == '-') {
 			fprintf(stderr, "stepprof convert: unexpected argument '%s'\n", a);
 			return usage();
 		} else {
-			o->trace = a;
+			o->traces = sp_xrealloc(o->traces, (size_t)(o->ntraces + 1) * sizeof(*o->traces));
+			o->traces[o->ntraces++] = a;
 		}
 	}
-	if (!o->trace)
+	if (!o->ntraces)
 		return usage();
+	o->trace = o->traces[0];
+	if (o->merge_ranks && !o->out) {
+		fprintf(stderr, "stepprof convert: --merge-ranks needs -o OUT\n");
+		return usage();
+	}
+	if (!o->merge_ranks && o->ntraces > 1) {
+		fprintf(stderr, "stepprof convert: unexpected argument '%s' (several traces need --merge-ranks)\n",
+			o->traces[1]);
+		return usage();
+	}
 	if (o->out && !strcmp(o->out, "-"))
 		o->merge = 1;
 	if (o->merge)
@@ -113,18 +144,139 @@ static int finish(struct sp_export *x, int failed)
 	return failed;
 }
 
-int sp_cmd_convert(int argc, char **argv)
+/* The next window of in that --window selects, or NULL (in->rc says why; after window N was found,
+ * the rest of the file is not read). */
+static const struct sp_window *next_window(struct rank_in *in, long long want)
 {
-	struct convert_opts o;
+	const struct sp_window *w;
+
+	while (!(want >= 0 && in->seen) && (in->rc = sp_windows_next(in->g, &w)) == 1)
+		if (want < 0 || w->id == want) {
+			in->seen++;
+			return w;
+		}
+	return NULL;
+}
+
+/* Traces with a rank first, by rank; then the others by pid. */
+static int cmp_rank_in(const void *pa, const void *pb)
+{
+	const struct rank_in *a = pa, *b = pb;
+	int na = sp_trace_header(a->r)->meta.rank < 0, nb = sp_trace_header(b->r)->meta.rank < 0;
+
+	return na != nb ? na - nb : (a->key > b->key) - (a->key < b->key);
+}
+
+/* --merge-ranks: the selected windows of every trace in one file on the wall clock. Windows with
+ * the same id are written together, in rank order, after their NCCL calls are paired by
+ * (comm, seq); memory is one window per trace. Returns 0, or 1 (message on stderr). */
+static int merge_ranks(const struct convert_opts *o)
+{
+	struct rank_in *in = sp_xrealloc(NULL, (size_t)o->ntraces * sizeof(*in));
+	struct sp_nccl_match *m = sp_nccl_match_new();
+	struct sp_export x = { .ops = o->ops, .wall = 1, .match = m };
+	char err[256], *stem, *ext, *path = NULL;
+	int n = 0, failed = 0, nwin = 0;
+
+	for (; n < o->ntraces; n++) {
+		const struct sp_trace_meta *meta;
+		in[n] = (struct rank_in){ .path = o->traces[n], .r = sp_trace_open(o->traces[n], err, sizeof(err)) };
+		if (!in[n].r) {
+			fprintf(stderr, "stepprof convert: %s\n", err);
+			failed = 1;
+			break;
+		}
+		meta = &sp_trace_header(in[n].r)->meta;
+		in[n].key = meta->rank >= 0 ? meta->rank : meta->pid;
+		in[n].g = sp_windows_open(in[n].r);
+	}
+	if (!failed)
+		qsort(in, (size_t)n, sizeof(*in), cmp_rank_in);
+	for (int i = 1; !failed && i < n; i++)
+		if (in[i].key == in[i - 1].key) {
+			fprintf(stderr, "stepprof convert: %s and %s are both %s %lld\n", in[i - 1].path, in[i].path,
+				sp_trace_header(in[i].r)->meta.rank >= 0 ? "rank" : "pid", (long long)in[i].key);
+			failed = 1;
+		}
+	for (int i = 0; !failed && i < n; i++)
+		in[i].w = next_window(&in[i], o->window);
+	out_name(o, &stem, &ext);
+	if (!strcmp(o->out, "-") ? !(path = strdup("-")) : asprintf(&path, "%s%s", stem, ext) < 0)
+		sp_oom();
+	if (!failed) {
+		x.r = in[0].r, x.hdr = sp_trace_header(in[0].r), x.g = in[0].g, x.source = in[0].path;
+		x.out = sp_out_open(path, err, sizeof(err));
+		if (!x.out)
+			fprintf(stderr, "stepprof convert: %s\n", err);
+		else if (x.ops->begin(&x)) {
+			sp_out_close(x.out, 0);
+			x.out = NULL;
+		}
+		failed = !x.out;
+	}
+	while (!failed) {
+		long long id = -1; /* the round: the lowest window id not written yet */
+		for (int i = 0; i < n; i++)
+			if (in[i].w && (id < 0 || in[i].w->id < id))
+				id = in[i].w->id;
+		if (id < 0)
+			break;
+		sp_nccl_match_reset(m);
+		for (int i = 0; i < n; i++)
+			if (in[i].w && in[i].w->id == id)
+				sp_nccl_match_add(m, in[i].key, in[i].w);
+		sp_nccl_match_build(m);
+		for (int i = 0; i < n && !failed; i++)
+			if (in[i].w && in[i].w->id == id) {
+				x.r = in[i].r, x.hdr = sp_trace_header(in[i].r), x.g = in[i].g, x.source = in[i].path;
+				failed |= x.ops->window(&x, in[i].w) != 0;
+				nwin++;
+				in[i].w = next_window(&in[i], o->window);
+			}
+	}
+	if (x.out) {
+		if (!nwin)
+			fprintf(stderr, "stepprof convert: no window to write\n");
+		failed = finish(&x, failed || !nwin);
+		if (!failed)
+			fprintf(stderr, "wrote %s: %d traces, %d windows, %llu events, %llu NCCL collectives paired across "
+					"ranks\n", path, n, nwin, (unsigned long long)x.events,
+				(unsigned long long)sp_nccl_match_paired(m));
+		for (int i = 0; i < n; i++) { /* a corrupt chunk fails the command, the file is kept */
+			if (in[i].rc < 0) {
+				fprintf(stderr, "stepprof convert: %s: %s\n", in[i].path, sp_trace_error(in[i].r));
+				failed = 1;
+			} else if (!in[i].seen) {
+				fprintf(stderr, "stepprof convert: note: %s has no window%s\n", in[i].path,
+					o->window >= 0 ? " of that id" : "");
+			} else if (sp_trace_truncated(in[i].r)) {
+				fprintf(stderr, "stepprof convert: note: %s was cut short; what followed the cut is lost\n",
+					in[i].path);
+			}
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		sp_windows_close(in[i].g);
+		sp_trace_close_reader(in[i].r);
+	}
+	free(in);
+	free(path);
+	free(stem);
+	free(ext);
+	sp_nccl_match_free(m);
+	return failed;
+}
+
+/* One trace: a file per window, or one for all (--merge). Returns 0, or 1 (message on stderr). */
+static int convert_one(struct convert_opts o)
+{
 	struct sp_trace_reader *r;
 	struct sp_windows *g;
 	const struct sp_window *w;
 	struct sp_export x;
 	char err[256], *stem, *ext, *path = NULL;
-	int rc = 0, failed = 0, nwin = 0, ret;
+	int rc = 0, failed = 0, nwin = 0;
 
-	if ((ret = parse(argc, argv, &o)))
-		return ret == 1 ? 0 : ret;
 	r = sp_trace_open(o.trace, err, sizeof(err));
 	if (!r) {
 		fprintf(stderr, "stepprof convert: %s\n", err);
@@ -195,4 +347,17 @@ int sp_cmd_convert(int argc, char **argv)
 	sp_windows_close(g);
 	sp_trace_close_reader(r);
 	return failed;
+}
+
+int sp_cmd_convert(int argc, char **argv)
+{
+	struct convert_opts o;
+	int ret = parse(argc, argv, &o);
+
+	if (!ret)
+		ret = o.merge_ranks ? merge_ranks(&o) : convert_one(o);
+	else if (ret == 1) /* --help */
+		ret = 0;
+	free(o.traces);
+	return ret;
 }

@@ -11,8 +11,11 @@
 #include "windows.h"
 
 struct sp_out;
+struct sp_nccl_match;
 
-/* What an exporter works with; one per output file. */
+/* What an exporter works with; one per output file. When several ranks' traces go into one file
+ * (convert --merge-ranks), r, hdr, g and source change between window calls and stay valid until
+ * end returns. */
 struct sp_export {
 	const struct sp_export_ops *ops;
 	struct sp_out *out;             /* the file being written */
@@ -21,6 +24,8 @@ struct sp_export {
 	const struct sp_windows *g;     /* thread names, devices */
 	const char *source;             /* path of the trace, for the output's metadata */
 	int wall;                       /* times on the wall clock (several windows or ranks line up) */
+	const struct sp_nccl_match *match; /* --merge-ranks: the NCCL calls of every rank's window of this
+	                                      round, paired by (comm, seq); NULL otherwise */
 	uint64_t events;                /* events written so far (exporters count) */
 	void *priv;                     /* the exporter's state, from begin to end */
 };

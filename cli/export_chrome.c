@@ -3,11 +3,13 @@
  * chrome://tracing open it and as Kineto writes it: "X" spans, "s"/"f" flow arrows (cat
  * "ac2g") from launch calls to their GPU work, "C" memory counters, "M" track names.
  * Process ids are unique per rank and device (see docs/OUTPUTS.md), so the files of several
- * ranks merge by concatenating their traceEvents. Streams: writes each event as it goes. */
+ * ranks merge by concatenating their traceEvents, or are written as one by --merge-ranks, with
+ * "nccl" flow arrows between the calls of one collective. Streams: writes each event as it goes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "export.h"
+#include "nccl.h"
 
 #define GPU_PID_BASE 1000000000ll /* GPU pid = base + key * 100 + device */
 #define NS_PER_DAY 86400000000000ull
@@ -15,6 +17,14 @@
 struct win_info {               /* what otherData says about a window written */
 	struct sp_window w;     /* ev/n not used */
 	uint64_t steps;
+	size_t trace;           /* index in traces */
+};
+
+struct trace_info {             /* a trace whose windows are written (several with --merge-ranks) */
+	struct sp_trace_reader *r;
+	const struct sp_trace_header *hdr;
+	const struct sp_windows *g;
+	const char *source;
 };
 
 struct chrome {
@@ -29,6 +39,8 @@ struct chrome {
 	size_t order_cap;
 	struct win_info *wins;
 	size_t nwins;
+	struct trace_info *traces;
+	size_t ntraces;
 };
 
 /* Start ascending, then end descending (an enclosing slice before what it encloses, as viewers
@@ -106,7 +118,8 @@ static uint64_t flow_id(const struct sp_export *x, uint32_t corr)
 	return ((uint64_t)(rank >= 0 ? rank + 1 : 0) << 32) | corr;
 }
 
-static void flow(struct sp_export *x, char ph, const struct sp_event *e, int64_t pid, uint64_t tid, int64_t ts)
+/* A flow arrow's start ('s') or end ('f', bound to the enclosing slice); cat is its name too. */
+static void flow(struct sp_export *x, char ph, uint64_t id, const char *cat, int64_t pid, uint64_t tid, int64_t ts)
 {
 	struct chrome *c = x->priv;
 
@@ -114,9 +127,9 @@ static void flow(struct sp_export *x, char ph, const struct sp_event *e, int64_t
 	c->first = 0;
 	x->events++;
 	sp_out_printf(x->out, "{\"ph\":\"%c\",\"id\":%llu,\"pid\":%lld,\"tid\":%llu,\"ts\":", ph,
-		      (unsigned long long)flow_id(x, e->corr), (long long)pid, (unsigned long long)tid);
+		      (unsigned long long)id, (long long)pid, (unsigned long long)tid);
 	sp_out_us(x->out, ts);
-	sp_out_printf(x->out, ",\"cat\":\"ac2g\",\"name\":\"ac2g\"%s}", ph == 'f' ? ",\"bp\":\"e\"" : "");
+	sp_out_printf(x->out, ",\"cat\":\"%s\",\"name\":\"%s\"%s}", cat, cat, ph == 'f' ? ",\"bp\":\"e\"" : "");
 }
 
 static const char *str(const struct sp_export *x, uint32_t id, const char *fallback)
@@ -284,7 +297,7 @@ static void gpu_event(struct sp_export *x, const struct sp_window *w, const stru
 	}
 	sp_out_puts(x->out, "}}");
 	if (e->corr && sp_idset_has(&c->api_corr, e->corr))
-		flow(x, 'f', e, pid, e->stream, ts);
+		flow(x, 'f', flow_id(x, e->corr), "ac2g", pid, e->stream, ts);
 }
 
 static void api_event(struct sp_export *x, const struct sp_window *w, const struct sp_event *e)
@@ -302,16 +315,35 @@ static void api_event(struct sp_export *x, const struct sp_window *w, const stru
 		sp_out_printf(x->out, ",\"device\":%u", e->device);
 	sp_out_puts(x->out, "}}");
 	if (e->corr && sp_idset_has(&c->gpu_corr, e->corr))
-		flow(x, 's', e, cpu_pid(c), e->tid, ts);
+		flow(x, 's', flow_id(x, e->corr), "ac2g", cpu_pid(c), e->tid, ts);
+}
+
+/* With --merge-ranks, an NCCL call found in the round's match: its collective's key, and if other
+ * ranks' calls were found, the arrival skew, this call's wait for the last arrival and who that was. */
+static void nccl_match_args(struct sp_export *x, const struct sp_event *e, const struct sp_nccl_peer *p)
+{
+	sp_out_printf(x->out, ",\"nccl_match\":\"0x%016llx:%llu\",\"nccl calls matched\":%u",
+		      (unsigned long long)e->u.nccl.comm, (unsigned long long)e->u.nccl.seq, p->n);
+	if (p->n < 2)
+		return;
+	sp_out_puts(x->out, ",\"arrival skew (us)\":");
+	sp_out_us(x->out, (int64_t)(p->last_wall - p->first_wall));
+	sp_out_puts(x->out, ",\"wait for last arrival (us)\":");
+	sp_out_us(x->out, (int64_t)(p->last_wall - p->wall));
+	sp_out_printf(x->out, ",\"last to arrive\":%lld", (long long)p->last_key);
 }
 
 static void nccl_event(struct sp_export *x, const struct sp_window *w, const struct sp_event *e)
 {
+	struct chrome *c = x->priv;
 	const struct sp_ev_nccl *n = &e->u.nccl;
+	struct sp_nccl_peer p;
+	int matched = x->match && sp_nccl_match_find(x->match, c->key, e, &p);
+	int64_t ts = ts_of(x, w, e->start);
 	char name[48];
 
 	snprintf(name, sizeof(name), "nccl%s", sp_nccl_op_name(e->sub));
-	ev_open(x, "X", "nccl", str(x, e->name, name), cpu_pid(x->priv), e->tid, ts_of(x, w, e->start));
+	ev_open(x, "X", "nccl", str(x, e->name, name), cpu_pid(c), e->tid, ts);
 	dur(x, e);
 	sp_out_printf(x->out,
 		      ",\"args\":{\"op\":\"%s\",\"count\":%llu,\"bytes\":%llu,\"dtype\":\"%s\",\"comm\":\"0x%016llx\","
@@ -325,7 +357,13 @@ static void nccl_event(struct sp_export *x, const struct sp_window *w, const str
 		sp_out_printf(x->out, ",\"redop\":\"%s\"", nccl_redop(n->redop));
 	if (e->device != SP_NO_DEVICE)
 		sp_out_printf(x->out, ",\"device\":%u,\"stream\":%u", e->device, e->stream);
+	if (matched)
+		nccl_match_args(x, e, &p);
 	sp_out_puts(x->out, "}}");
+	if (!matched || !p.flow || p.n < 2) /* arrows from the lowest rank's call to each other one */
+		return;
+	for (uint32_t i = p.pos ? p.pos : 1; i < (p.pos ? p.pos + 1 : p.n); i++)
+		flow(x, p.pos ? 'f' : 's', p.flow + i, "nccl", cpu_pid(c), e->tid, ts);
 }
 
 static void cpu_event(struct sp_export *x, const struct sp_window *w, const struct sp_event *e)
@@ -391,17 +429,30 @@ static void cpu_event(struct sp_export *x, const struct sp_window *w, const stru
 
 /* ---- the exporter ---- */
 
+/* Index in traces of the trace x is on now (added if new). Exits if memory runs out. */
+static size_t trace_index(struct sp_export *x)
+{
+	struct chrome *c = x->priv;
+	size_t i = 0;
+
+	while (i < c->ntraces && c->traces[i].hdr != x->hdr)
+		i++;
+	if (i == c->ntraces) {
+		c->traces = sp_xrealloc(c->traces, (c->ntraces + 1) * sizeof(*c->traces));
+		c->traces[c->ntraces++] = (struct trace_info){ x->r, x->hdr, x->g, x->source };
+	}
+	return i;
+}
+
 static int chrome_begin(struct sp_export *x)
 {
 	struct chrome *c = calloc(1, sizeof(*c));
-	const struct sp_trace_meta *m = &x->hdr->meta;
 
 	if (!c) {
 		fprintf(stderr, "stepprof: out of memory\n");
 		return -1;
 	}
 	c->first = 1;
-	c->key = m->rank >= 0 ? m->rank : m->pid;
 	x->priv = c;
 	sp_out_puts(x->out, "{\"traceEvents\":[");
 	return 0;
@@ -410,8 +461,11 @@ static int chrome_begin(struct sp_export *x)
 static int chrome_window(struct sp_export *x, const struct sp_window *w)
 {
 	struct chrome *c = x->priv;
+	const struct sp_trace_meta *m = &x->hdr->meta;
 	struct win_info *wi;
+	size_t trace = trace_index(x);
 
+	c->key = m->rank >= 0 ? m->rank : m->pid;
 	if (!x->wall || !c->base_set) {
 		c->base = sp_window_wall(w, w->t0);
 		if (x->wall)
@@ -428,6 +482,7 @@ static int chrome_window(struct sp_export *x, const struct sp_window *w)
 	wi = &c->wins[c->nwins++];
 	wi->w = *w;
 	wi->steps = 0;
+	wi->trace = trace;
 
 	if (w->n > c->order_cap) {
 		c->order_cap = w->n;
@@ -460,26 +515,50 @@ static int chrome_window(struct sp_export *x, const struct sp_window *w)
 	return 0;
 }
 
-static void other_data(struct sp_export *x)
+/* "source":..,"host":..,"command":..,"pid":..,"rank":..,"world_size":..,"local_rank":..,"trace_version":.. */
+static void trace_meta(struct sp_export *x, const struct trace_info *t)
 {
-	struct chrome *c = x->priv;
-	const struct sp_trace_meta *m = &x->hdr->meta;
+	const struct sp_trace_meta *m = &t->hdr->meta;
 
-	sp_out_puts(x->out, ",\n\"otherData\":{\"producer\":\"stepprof\",\"source\":");
-	sp_out_json_str(x->out, x->source);
+	sp_out_puts(x->out, "\"source\":");
+	sp_out_json_str(x->out, t->source);
 	sp_out_puts(x->out, ",\"host\":");
 	sp_out_json_str(x->out, m->host);
 	sp_out_puts(x->out, ",\"command\":");
 	sp_out_json_str(x->out, m->command);
-	sp_out_printf(x->out, ",\"pid\":%d,\"rank\":%d,\"world_size\":%d,\"local_rank\":%d,\"trace_version\":%u,"
-		      "\"clock\":\"%s\",\"windows\":[",
-		      m->pid, m->rank, m->world_size, m->local_rank, x->hdr->version, x->wall ? "wall" : "window");
+	sp_out_printf(x->out, ",\"pid\":%d,\"rank\":%d,\"world_size\":%d,\"local_rank\":%d,\"trace_version\":%u",
+		      m->pid, m->rank, m->world_size, m->local_rank, t->hdr->version);
+}
+
+/* otherData: the trace's metadata (with --merge-ranks: a "ranks" list of them) and the windows. */
+static void other_data(struct sp_export *x)
+{
+	struct chrome *c = x->priv;
+	int merged = c->ntraces > 1;
+
+	sp_out_puts(x->out, ",\n\"otherData\":{\"producer\":\"stepprof\",");
+	if (merged) {
+		sp_out_puts(x->out, "\"ranks\":[");
+		for (size_t i = 0; i < c->ntraces; i++) {
+			sp_out_puts(x->out, i ? ",\n{" : "\n{");
+			trace_meta(x, &c->traces[i]);
+			sp_out_puts(x->out, "}");
+		}
+		sp_out_puts(x->out, "]");
+	} else {
+		trace_meta(x, &c->traces[trace_index(x)]);
+	}
+	sp_out_printf(x->out, ",\"clock\":\"%s\",\"windows\":[", x->wall ? "wall" : "window");
 	for (size_t i = 0; i < c->nwins; i++) {
 		const struct sp_window *w = &c->wins[i].w;
+		const struct sp_trace_meta *m = &c->traces[c->wins[i].trace].hdr->meta;
+		sp_out_puts(x->out, i ? ",\n{" : "\n{");
+		if (merged)
+			sp_out_printf(x->out, "\"rank\":%d,\"pid\":%d,", m->rank, m->pid);
 		sp_out_printf(x->out,
-			      "%s\n{\"id\":%u,\"first_step\":%lld,\"last_step\":%lld,\"steps\":%llu,\"complete\":%s,"
+			      "\"id\":%u,\"first_step\":%lld,\"last_step\":%lld,\"steps\":%llu,\"complete\":%s,"
 			      "\"capped\":%s,\"start_ns\":%llu,\"end_ns\":%llu,\"bytes\":%llu,\"dropped\":{\"total\":%llu",
-			      i ? "," : "", w->id, (long long)w->first_step, (long long)w->last_step,
+			      w->id, (long long)w->first_step, (long long)w->last_step,
 			      (unsigned long long)c->wins[i].steps, w->complete ? "true" : "false",
 			      w->capped ? "true" : "false", (unsigned long long)sp_window_wall(w, w->t0),
 			      (unsigned long long)sp_window_wall(w, w->t1), (unsigned long long)w->bytes,
@@ -498,16 +577,22 @@ static int chrome_end(struct sp_export *x)
 
 	sp_out_printf(x->out, "\n],\n\"displayTimeUnit\":\"ns\",\n\"baseTimeNanoseconds\":%llu,\n\"deviceProperties\":[",
 		      (unsigned long long)c->base);
-	for (unsigned d = 0; d < SP_WIN_MAX_DEVICES; d++) {
-		const struct sp_event *e = sp_windows_device(x->g, d);
-		if (!e)
-			continue;
-		sp_out_printf(x->out, "%s{\"id\":%u,\"name\":", n++ ? "," : "", d);
-		sp_out_json_str(x->out, str(x, e->name, ""));
-		sp_out_printf(x->out, ",\"totalGlobalMem\":%llu,\"computeMajor\":%u,\"computeMinor\":%u,\"numSms\":%u}",
-			      (unsigned long long)e->u.dev.memory, e->u.dev.cc_major, e->u.dev.cc_minor,
-			      e->u.dev.sm_count);
-	}
+	trace_index(x); /* a file without windows still describes its trace */
+	for (size_t t = 0; t < c->ntraces; t++)
+		for (unsigned d = 0; d < SP_WIN_MAX_DEVICES; d++) {
+			const struct sp_event *e = sp_windows_device(c->traces[t].g, d);
+			if (!e)
+				continue;
+			sp_out_printf(x->out, "%s{\"id\":%u,\"name\":", n++ ? "," : "", d);
+			sp_out_json_str(x->out, e->name ? sp_trace_string(c->traces[t].r, e->name) : "");
+			sp_out_printf(x->out,
+				      ",\"totalGlobalMem\":%llu,\"computeMajor\":%u,\"computeMinor\":%u,\"numSms\":%u",
+				      (unsigned long long)e->u.dev.memory, e->u.dev.cc_major, e->u.dev.cc_minor,
+				      e->u.dev.sm_count);
+			if (c->ntraces > 1)
+				sp_out_printf(x->out, ",\"rank\":%d", c->traces[t].hdr->meta.rank);
+			sp_out_puts(x->out, "}");
+		}
 	sp_out_puts(x->out, "]");
 	other_data(x);
 	sp_out_puts(x->out, "\n}\n");
@@ -516,6 +601,7 @@ static int chrome_end(struct sp_export *x)
 	sp_idset_free(&c->api_corr);
 	sp_idset_free(&c->gpu_corr);
 	free(c->wins);
+	free(c->traces);
 	free(c->order);
 	free(c);
 	x->priv = NULL;

@@ -4,6 +4,7 @@
  * and dense: the collector interns names from 1 up), so a window is folded in as it is read. */
 #include <stdlib.h>
 #include <string.h>
+#include "nccl.h"
 #include "report.h"
 #include "windows.h"
 
@@ -33,6 +34,7 @@ struct report {
 	size_t nw;
 	struct { uint64_t s, e; } *iv; /* scratch: GPU intervals of one window */
 	size_t ivcap;
+	struct sp_nccl_stats nccl; /* the NCCL table */
 };
 
 struct sort_ctx {
@@ -260,6 +262,71 @@ static void print_memory(const struct report *rep, FILE *out)
 	}
 }
 
+/* NCCL rows by total time, longest first; ties keep the key order (op, ranks, size). */
+static int cmp_nccl_rows(const void *pa, const void *pb)
+{
+	const struct sp_nccl_row *a = *(const struct sp_nccl_row *const *)pa, *b = *(const struct sp_nccl_row *const *)pb;
+	return a->ns != b->ns ? (a->ns < b->ns ? 1 : -1) : (a > b) - (a < b);
+}
+
+/* The NCCL table, if the windows hold NCCL calls or kernels: one row per op, communicator size and
+ * message size, timed as nccl.h says; sizes and bandwidths as nccl-tests reports them. --top rows. */
+static void print_nccl(const struct report *rep, const struct sp_report_opts *o, FILE *out)
+{
+	const struct sp_nccl_stats *s = &rep->nccl;
+	const struct sp_nccl_row **rows;
+	size_t shown;
+	uint64_t rest = 0;
+	int cpu = 0;
+	char sz[32], tb[32], t[2][32], algo[32], n[16];
+
+	if (!s->n) {
+		if (s->orphan_kernels) /* kernels, but no calls recorded (nccl = 0) */
+			fprintf(out, "\nNCCL kernels linked to no call: %llu, %s\n", (unsigned long long)s->orphan_kernels,
+				fmt_time(t[0], 32, s->orphan_ns));
+		return;
+	}
+	rows = sp_xrealloc(NULL, (s->n + 1) * sizeof(*rows));
+	for (size_t i = 0; i < s->n; i++)
+		rows[i] = &s->row[i];
+	qsort(rows, s->n, sizeof(*rows), cmp_nccl_rows);
+	shown = o->top > 0 && (size_t)o->top < s->n ? (size_t)o->top : s->n;
+	fprintf(out, "\n%-14s %5s %10s %8s %12s %12s  %12s %-21s %10s %10s\n", "NCCL op", "Ranks", "Size", "Calls",
+		"Total bytes", "Time", "Avg", "Algo/proto", "algbw GB/s", "busbw GB/s");
+	for (size_t i = 0; i < s->n; i++) {
+		const struct sp_nccl_row *r = rows[i];
+		uint64_t size = sp_nccl_size(r->op, r->bytes, r->nranks);
+		double factor = sp_nccl_bus_factor(r->op, r->nranks);
+		double algbw = size && r->ns ? (double)size * r->calls / r->ns : -1;
+		if (i >= shown) {
+			rest += r->ns;
+			continue;
+		}
+		cpu |= r->cpu_timed;
+		snprintf(n, sizeof(n), r->nranks > 0 ? "%d" : "?", r->nranks);
+		fprintf(out, "%-14s %5s %10s %8llu %12s %12s%c %12s %-21s ", sp_nccl_op_name(r->op), n,
+			size ? fmt_bytes(sz, sizeof(sz), size) : "?", (unsigned long long)r->calls,
+			size ? fmt_bytes(tb, sizeof(tb), size * r->calls) : "?", fmt_time(t[0], 32, r->ns),
+			r->cpu_timed ? '*' : ' ', fmt_time(t[1], 32, (r->ns + r->calls / 2) / r->calls),
+			sp_nccl_algo_name(r->algo, algo, sizeof(algo)));
+		if (algbw < 0)
+			fprintf(out, "%10s %10s\n", "-", "-");
+		else if (factor < 0)
+			fprintf(out, "%10.3f %10s\n", algbw, "-");
+		else
+			fprintf(out, "%10.3f %10.3f\n", algbw, algbw * factor);
+	}
+	if (shown < s->n)
+		fprintf(out, "... %zu more NCCL row%s: %s (--top 0 shows all)\n", s->n - shown,
+			s->n - shown == 1 ? "" : "s", fmt_time(t[0], 32, rest));
+	if (cpu)
+		fprintf(out, "* CPU time of the calls: no NCCL kernel was linked to them\n");
+	if (s->orphan_kernels)
+		fprintf(out, "NCCL kernels linked to no call: %llu, %s\n", (unsigned long long)s->orphan_kernels,
+			fmt_time(t[0], 32, s->orphan_ns));
+	free(rows);
+}
+
 int sp_report_sort_parse(const char *s)
 {
 	static const char *const keys[] = { [SP_SORT_TOTAL] = "total", [SP_SORT_AVG] = "avg",
@@ -289,8 +356,10 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 	g = sp_windows_open(rep.r);
 	while ((rc = sp_windows_next(g, &w)) == 1) {
 		seen++;
-		if (o->window < 0 || w->id == o->window)
+		if (o->window < 0 || w->id == o->window) {
 			add_window(&rep, w);
+			sp_nccl_stats_add(&rep.nccl, rep.r, w);
+		}
 	}
 	if (rc < 0) {
 		fprintf(stderr, "stepprof report: %s: %s\n", path, sp_trace_error(rep.r));
@@ -324,10 +393,12 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 		if (sp_trace_truncated(rep.r))
 			fprintf(out, "Note: the trace was cut short; what followed the cut is lost.\n");
 		print_memory(&rep, out);
+		print_nccl(&rep, o, out);
 	}
 	free(rep.k);
 	free(rep.w);
 	free(rep.iv);
+	sp_nccl_stats_free(&rep.nccl);
 	sp_windows_close(g);
 	sp_trace_close_reader(rep.r);
 	return ret;

@@ -242,6 +242,10 @@ int sp_windows_next(struct sp_windows *g, const struct sp_window **w)
 		case SP_EV_CLOCK:
 			g->anchor_mono = ev.start;
 			g->anchor_real = ev.u.clock.realtime_ns;
+			if (g->have_cur && !g->cur.complete) { /* written at the window's end: its nearest */
+				g->cur.anchor_mono = ev.start;
+				g->cur.anchor_real = ev.u.clock.realtime_ns;
+			}
 			break;
 		case SP_EV_WINDOW_BEGIN: {
 			int had = g->have_cur;

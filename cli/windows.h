@@ -24,7 +24,9 @@ struct sp_window {
 	uint64_t bytes;         /* encoded bytes of the window (WINDOW_END) */
 	uint64_t dropped_total; /* records lost, all sources, as WINDOW_END counts them */
 	uint64_t dropped[SP_DROP__COUNT]; /* by source: its DROPPED records, plus late GPU records met here */
-	uint64_t anchor_mono, anchor_real; /* clock anchor for wall time: last SP_EV_CLOCK, else the header */
+	uint64_t anchor_mono, anchor_real; /* clock anchor for wall time, the nearest to the window: the
+	                                      SP_EV_CLOCK written at its end, else the last one before it,
+	                                      else the header's */
 	struct sp_event *ev;    /* its events, file order; no BEGIN/END and no metadata records */
 	size_t n;
 };

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # check_chrome_json.py - validates a Chrome Trace Event JSON file written by `stepprof convert`
 # (plain or .gz): the object form, the fields each phase needs, every flow start "s" matched by
-# an end "f" (and the reverse) with both ends inside a slice of their track, a name for every
-# process and thread track, one ProfilerStep#N per step. Optional expectations on the command
+# an end "f" (and the reverse) with both ends inside a slice of their track (launch flows "ac2g",
+# cross-rank NCCL flows "nccl"), a name for every process and thread track, one ProfilerStep#N per
+# step and process. Optional expectations on the command
 # line (--nested: slices of a track never partly overlap). Exits 1 with one line per problem, else prints a one-line summary.
 import argparse
 import collections
@@ -66,11 +67,11 @@ def check(path, args):
             used_tracks.add(track)
             cats[e["cat"]] += 1
             if e["name"].startswith("ProfilerStep#"):
-                steps.append(int(e["name"][len("ProfilerStep#"):]))
+                steps.append((e["pid"], int(e["name"][len("ProfilerStep#"):])))
         elif ph in ("s", "f"):
             if not (isinstance(e.get("id"), int) and isinstance(e.get("tid"), int)
-                    and e.get("cat") == "ac2g" and isinstance(e.get("name"), str)):
-                err(f"{where}: flow needs integer id and tid, cat ac2g and a name")
+                    and e.get("cat") in ("ac2g", "nccl") and isinstance(e.get("name"), str)):
+                err(f"{where}: flow needs integer id and tid, cat ac2g or nccl and a name")
                 continue
             if ph == "f" and e.get("bp") != "e":
                 err(f"{where}: flow end without \"bp\":\"e\"")
@@ -117,6 +118,7 @@ def check(path, args):
     if len(steps) != len(set(steps)):
         err(f"repeated ProfilerStep: {sorted(steps)}")
 
+    steps = [n for _, n in steps]
     if args.steps is not None:
         want = [int(s) for s in args.steps.split(",") if s]
         if sorted(steps) != sorted(want):

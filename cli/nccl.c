@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: MIT */
+/* nccl.c - NCCL knowledge of the offline CLI (see nccl.h): kernel names, bus bandwidth, the
+ * call-to-kernel links and group sharing behind the report's NCCL table, and the cross-rank
+ * pairing of collectives by (communicator, sequence number) for the merged timeline. Memory is
+ * per window: scratch arrays for the window being folded in or matched, freed or reused after. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "nccl.h"
+
+struct call {                   /* an NCCL call of the window being folded in */
+	const struct sp_event *e;
+	uint64_t ns;            /* linked kernel time */
+	uint32_t kernels;       /* linked kernels */
+	int algo;               /* code of its kernels, SP_NCCL_ALGO_MIXED if they differ */
+};
+
+struct launch {                 /* where a kernel was launched: thread and CPU time */
+	uint32_t corr, tid;
+	uint64_t t;
+};
+
+struct member {                 /* one call of a round of the cross-rank match */
+	uint64_t comm, seq;
+	uint64_t start;         /* on its trace's clock */
+	uint64_t wall;
+	int64_t key;            /* rank (or pid) of its trace */
+	int32_t comm_rank;
+	uint32_t run;           /* index of its collective in runs (after build) */
+};
+
+struct run {                    /* one collective of a round */
+	uint32_t first, n;      /* members[first .. first + n) */
+	uint64_t first_wall, last_wall;
+	int64_t last_key;
+	uint64_t number;        /* collectives numbered across rounds: flow ids stay unique */
+};
+
+struct sp_nccl_match {
+	struct member *m;
+	size_t n, cap;
+	struct run *runs;
+	size_t nruns, runs_cap;
+	uint64_t numbered;      /* collectives numbered in earlier rounds */
+	uint64_t paired;        /* collectives with two or more calls, all rounds */
+};
+
+static const char *const algos[] = { NULL, "RING", "TREE", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE",
+				     "PAT" };
+static const char *const protos[] = { NULL, "LL", "LL128", "SIMPLE" };
+#define NALGOS ((int)(sizeof(algos) / sizeof(algos[0])))
+#define NPROTOS ((int)(sizeof(protos) / sizeof(protos[0])))
+
+static int cmp_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? -1 : a > b;
+}
+
+/* Index of the longest entry of t (1..n-1) spelled by the tokens at p, which end at end; 0 if none. */
+static int match_token(const char *p, const char *end, const char *const *t, int n)
+{
+	int best = 0;
+	size_t blen = 0;
+
+	for (int i = 1; i < n; i++) {
+		size_t l = strlen(t[i]);
+		if (l > blen && (size_t)(end - p) >= l && !strncmp(p, t[i], l) && (p + l == end || p[l] == '_'))
+			best = i, blen = l;
+	}
+	return best;
+}
+
+/* 1 for ncclGroupStart and ncclGroupEnd: markers, not transfers. */
+static int is_group_call(const struct sp_event *e)
+{
+	return e->sub == SP_NCCL_GROUP_START || e->sub == SP_NCCL_GROUP_END;
+}
+
+/* The code of a call or row that had code have and gains a kernel of code (first: it had none). */
+static int merge_algo(int have, int code, int first)
+{
+	return first || have == code ? code : SP_NCCL_ALGO_MIXED;
+}
+
+static int cmp_call(const void *pa, const void *pb)
+{
+	const struct call *a = pa, *b = pb;
+	int d = cmp_u64(a->e->tid, b->e->tid);
+	d = d ? d : cmp_u64(a->e->start, b->e->start);
+	return d ? d : (a->e > b->e) - (a->e < b->e);
+}
+
+static int cmp_launch(const void *pa, const void *pb)
+{
+	return cmp_u64(((const struct launch *)pa)->corr, ((const struct launch *)pb)->corr);
+}
+
+/* The call of calls (sorted by thread, start) enclosing time t on thread tid, or NULL. */
+static struct call *enclosing(struct call *calls, size_t n, uint32_t tid, uint64_t t)
+{
+	size_t lo = 0, hi = n; /* first call after (tid, t) */
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (calls[mid].e->tid < tid || (calls[mid].e->tid == tid && calls[mid].e->start <= t))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || calls[lo - 1].e->tid != tid || calls[lo - 1].e->end < t)
+		return NULL;
+	return &calls[lo - 1];
+}
+
+/* Shares the kernel time of group end g among the calls members[0..n) by bytes. Can't fail. */
+static void share_group(const struct call *g, struct call **members, size_t n)
+{
+	uint64_t total = 0, given = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += members[i]->e->u.nccl.bytes;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t part = total ? (uint64_t)((unsigned __int128)g->ns * members[i]->e->u.nccl.bytes / total)
+				      : g->ns / n;
+		members[i]->ns = i + 1 == n ? g->ns - given : part; /* the last takes the rounding */
+		members[i]->kernels = g->kernels;
+		members[i]->algo = g->algo;
+		given += part;
+	}
+}
+
+static int cmp_row(const struct sp_nccl_row *a, const struct sp_nccl_row *b)
+{
+	int d = (a->op > b->op) - (a->op < b->op);
+	d = d ? d : (a->nranks > b->nranks) - (a->nranks < b->nranks);
+	d = d ? d : cmp_u64(a->bytes, b->bytes);
+	return d ? d : a->cpu_timed - b->cpu_timed;
+}
+
+/* Adds one call to its row (inserted in key order if new). Exits if memory runs out. */
+static void add_call(struct sp_nccl_stats *s, const struct call *c)
+{
+	const struct sp_event *e = c->e;
+	struct sp_nccl_row key = { .op = e->sub, .cpu_timed = !c->kernels, .nranks = e->u.nccl.comm_size,
+				   .bytes = e->u.nccl.bytes };
+	size_t lo = 0, hi = s->n;
+	struct sp_nccl_row *row;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (cmp_row(&s->row[mid], &key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == s->n || cmp_row(&s->row[lo], &key)) {
+		s->row = sp_xrealloc(s->row, (s->n + 1) * sizeof(*s->row));
+		memmove(&s->row[lo + 1], &s->row[lo], (s->n - lo) * sizeof(*s->row));
+		s->row[lo] = key;
+		s->n++;
+	}
+	row = &s->row[lo];
+	row->algo = (int16_t)merge_algo(row->algo, c->kernels ? c->algo : 0, !row->calls);
+	row->calls++;
+	row->ns += c->kernels ? c->ns : e->end > e->start ? e->end - e->start : 0;
+}
+
+static int cmp_member(const void *pa, const void *pb)
+{
+	const struct member *a = pa, *b = pb;
+	int d = cmp_u64(a->comm, b->comm);
+	d = d ? d : cmp_u64(a->seq, b->seq);
+	d = d ? d : (a->key > b->key) - (a->key < b->key);
+	d = d ? d : (a->comm_rank > b->comm_rank) - (a->comm_rank < b->comm_rank);
+	return d ? d : cmp_u64(a->start, b->start);
+}
+
+/* ---- names and formulas ---- */
+
+int sp_nccl_is_kernel(const char *name)
+{
+	return !strncmp(name, "ncclDevKernel_", 14) || !strncmp(name, "ncclKernel_", 11);
+}
+
+int sp_nccl_algo(const char *kernel)
+{
+	const char *end = kernel + strcspn(kernel, "(<"), *p = kernel;
+	int algo = 0, proto = 0;
+
+	while (p < end) {
+		algo = algo ? algo : match_token(p, end, algos, NALGOS);
+		proto = proto ? proto : match_token(p, end, protos, NPROTOS);
+		p = memchr(p, '_', (size_t)(end - p));
+		if (!p)
+			break;
+		p++;
+	}
+	return algo * NPROTOS + proto;
+}
+
+const char *sp_nccl_algo_name(int code, char *buf, size_t n)
+{
+	if (code == SP_NCCL_ALGO_MIXED)
+		snprintf(buf, n, "mixed");
+	else if (code <= 0 || code >= NALGOS * NPROTOS)
+		snprintf(buf, n, "-");
+	else
+		snprintf(buf, n, "%s/%s", code / NPROTOS ? algos[code / NPROTOS] : "-",
+			 code % NPROTOS ? protos[code % NPROTOS] : "-");
+	return buf;
+}
+
+uint64_t sp_nccl_size(int op, uint64_t bytes, int nranks)
+{
+	if (op == SP_NCCL_ALLGATHER || op == SP_NCCL_REDUCESCATTER || op == SP_NCCL_ALLTOALL)
+		return nranks > 0 ? bytes * (uint64_t)nranks : 0;
+	return bytes;
+}
+
+double sp_nccl_bus_factor(int op, int nranks)
+{
+	switch (op) {
+	case SP_NCCL_ALLREDUCE:
+		return nranks > 0 ? 2.0 * (nranks - 1) / nranks : -1;
+	case SP_NCCL_ALLGATHER:
+	case SP_NCCL_REDUCESCATTER:
+	case SP_NCCL_ALLTOALL:
+		return nranks > 0 ? (double)(nranks - 1) / nranks : -1;
+	case SP_NCCL_BROADCAST:
+	case SP_NCCL_REDUCE:
+	case SP_NCCL_SEND:
+	case SP_NCCL_RECV:
+		return 1;
+	}
+	return -1;
+}
+
+/* ---- the report's table ---- */
+
+void sp_nccl_stats_add(struct sp_nccl_stats *s, struct sp_trace_reader *r, const struct sp_window *w)
+{
+	struct call *calls, **pending;
+	struct launch *launches;
+	size_t nc = 0, nl = 0, np = 0;
+
+	for (size_t i = 0; i < w->n; i++) {
+		nc += w->ev[i].kind == SP_EV_NCCL;
+		nl += (w->ev[i].kind == SP_EV_NCCL || w->ev[i].kind == SP_EV_API) && w->ev[i].corr;
+	}
+	calls = sp_xrealloc(NULL, nc * sizeof(*calls));
+	pending = sp_xrealloc(NULL, nc * sizeof(*pending));
+	launches = sp_xrealloc(NULL, nl * sizeof(*launches));
+	nc = nl = 0;
+	for (size_t i = 0; i < w->n; i++) {
+		const struct sp_event *e = &w->ev[i];
+		if (e->kind == SP_EV_NCCL)
+			calls[nc++] = (struct call){ .e = e };
+		if ((e->kind == SP_EV_NCCL || e->kind == SP_EV_API) && e->corr)
+			launches[nl++] = (struct launch){ e->corr, e->tid, e->start };
+	}
+	if (nc)
+		qsort(calls, nc, sizeof(*calls), cmp_call);
+	if (nl)
+		qsort(launches, nl, sizeof(*launches), cmp_launch);
+
+	for (size_t i = 0; i < w->n; i++) { /* each NCCL kernel to the call that launched it */
+		const struct sp_event *k = &w->ev[i];
+		struct launch key = { .corr = k->corr }, *l;
+		struct call *c = NULL;
+		uint64_t d = k->end > k->start ? k->end - k->start : 0;
+		if (k->kind != SP_EV_KERNEL || !sp_nccl_is_kernel(sp_trace_string(r, k->name)))
+			continue;
+		l = k->corr && nl ? bsearch(&key, launches, nl, sizeof(*launches), cmp_launch) : NULL;
+		if (l)
+			c = enclosing(calls, nc, l->tid, l->t);
+		if (!c) {
+			s->orphan_kernels++;
+			s->orphan_ns += d;
+			continue;
+		}
+		c->algo = merge_algo(c->algo, sp_nccl_algo(sp_trace_string(r, k->name)), !c->kernels);
+		c->kernels++;
+		c->ns += d;
+	}
+
+	for (size_t i = 0; i < nc; i++) { /* groups: per thread, members wait for the outermost GroupEnd */
+		struct call *c = &calls[i];
+		int depth = c->e->u.nccl.group_depth;
+		if ((i && c->e->tid != calls[i - 1].e->tid) || (c->e->sub == SP_NCCL_GROUP_START && depth == 1))
+			np = 0; /* a new thread, or a new outermost group: forget members whose end was not seen */
+		if (c->e->sub == SP_NCCL_GROUP_END && !depth) {
+			if (np)
+				share_group(c, pending, np);
+			else if (c->kernels) {
+				s->orphan_kernels += c->kernels;
+				s->orphan_ns += c->ns;
+			}
+			np = 0;
+		} else if (!is_group_call(c->e) && depth && !c->kernels) {
+			pending[np++] = c;
+		}
+	}
+	for (size_t i = 0; i < nc; i++)
+		if (!is_group_call(calls[i].e))
+			add_call(s, &calls[i]);
+	free(calls);
+	free(pending);
+	free(launches);
+}
+
+void sp_nccl_stats_free(struct sp_nccl_stats *s)
+{
+	free(s->row);
+	memset(s, 0, sizeof(*s));
+}
+
+/* ---- cross-rank pairing ---- */
+
+struct sp_nccl_match *sp_nccl_match_new(void)
+{
+	struct sp_nccl_match *m = sp_xrealloc(NULL, sizeof(*m));
+	memset(m, 0, sizeof(*m));
+	return m;
+}
+
+void sp_nccl_match_reset(struct sp_nccl_match *m)
+{
+	m->numbered += m->nruns;
+	m->n = m->nruns = 0;
+}
+
+void sp_nccl_match_add(struct sp_nccl_match *m, int64_t key, const struct sp_window *w)
+{
+	for (size_t i = 0; i < w->n; i++) {
+		const struct sp_event *e = &w->ev[i];
+		if (e->kind != SP_EV_NCCL || !e->u.nccl.comm || is_group_call(e))
+			continue;
+		if (m->n == m->cap) {
+			m->cap = m->cap ? m->cap * 2 : 256;
+			m->m = sp_xrealloc(m->m, m->cap * sizeof(*m->m));
+		}
+		m->m[m->n++] = (struct member){ .comm = e->u.nccl.comm, .seq = e->u.nccl.seq, .start = e->start,
+						.wall = sp_window_wall(w, e->start), .key = key,
+						.comm_rank = e->u.nccl.comm_rank };
+	}
+}
+
+void sp_nccl_match_build(struct sp_nccl_match *m)
+{
+	size_t out = 0;
+
+	if (m->n)
+		qsort(m->m, m->n, sizeof(*m->m), cmp_member);
+	for (size_t i = 0; i < m->n; i++) { /* one call per (comm, seq, trace, comm rank): the first */
+		const struct member *a = &m->m[i], *b = out ? &m->m[out - 1] : NULL;
+		if (b && a->comm == b->comm && a->seq == b->seq && a->key == b->key && a->comm_rank == b->comm_rank)
+			continue;
+		m->m[out++] = m->m[i];
+	}
+	m->n = out;
+	for (size_t i = 0; i < m->n; i++) {
+		struct member *c = &m->m[i];
+		struct run *r = m->nruns ? &m->runs[m->nruns - 1] : NULL;
+		if (!r || c->comm != m->m[r->first].comm || c->seq != m->m[r->first].seq) {
+			if (r && r->n > 1)
+				m->paired++;
+			if (m->nruns == m->runs_cap) {
+				m->runs_cap = m->runs_cap ? m->runs_cap * 2 : 64;
+				m->runs = sp_xrealloc(m->runs, m->runs_cap * sizeof(*m->runs));
+			}
+			r = &m->runs[m->nruns];
+			*r = (struct run){ .first = (uint32_t)i, .first_wall = c->wall, .last_wall = c->wall,
+					   .last_key = c->key, .number = m->numbered + m->nruns };
+			m->nruns++;
+		} else if (c->wall > r->last_wall) {
+			r->last_wall = c->wall;
+			r->last_key = c->key;
+		}
+		if (c->wall < r->first_wall)
+			r->first_wall = c->wall;
+		r->n++;
+		c->run = (uint32_t)(m->nruns - 1);
+	}
+	if (m->nruns && m->runs[m->nruns - 1].n > 1)
+		m->paired++;
+}
+
+int sp_nccl_match_find(const struct sp_nccl_match *m, int64_t trace, const struct sp_event *e, struct sp_nccl_peer *p)
+{
+	struct member key = { .comm = e->u.nccl.comm, .seq = e->u.nccl.seq, .key = trace,
+			      .comm_rank = e->u.nccl.comm_rank, .start = e->start };
+	const struct member *c = m->n ? bsearch(&key, m->m, m->n, sizeof(*m->m), cmp_member) : NULL;
+	const struct run *r;
+
+	if (!c || e->kind != SP_EV_NCCL)
+		return 0;
+	r = &m->runs[c->run];
+	*p = (struct sp_nccl_peer){ .flow = r->n <= 1u << 16 ? SP_NCCL_FLOW_BASE + (r->number << 16) : 0,
+				    .pos = (uint32_t)(c - m->m) - r->first, .n = r->n, .first_wall = r->first_wall, .last_wall = r->last_wall,
+				    .wall = c->wall, .last_key = r->last_key };
+	return 1;
+}
+
+uint64_t sp_nccl_match_paired(const struct sp_nccl_match *m)
+{
+	return m->paired;
+}
+
+void sp_nccl_match_free(struct sp_nccl_match *m)
+{
+	if (!m)
+		return;
+	free(m->m);
+	free(m->runs);
+	free(m);
+}
