@@ -10,8 +10,12 @@ boundary). Prints "pid N ppid M" first and "mlp ok steps=... median_ms=... max_r
                               each window is exported as Chrome JSON (OUT.json, then OUT.1.json...)
   --torch-profiler-coexist    start torch.profiler anyway (next to stepprof, which owns CUPTI):
                               the loop must still finish and exit 0
+  --memory-json OUT.json      at the end, write torch's exact reserved bytes (peak and current)
+                              and the caching allocator's segments (address, size) as JSON, for
+                              check_memory.py; also prints "mlp memory max_reserved_bytes=B"
 Steps default to $MLP_STEPS or 30."""
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -53,6 +57,21 @@ def trace_exporter(path):
     return export
 
 
+def write_memory_json(path, device, **extra):
+    """Writes torch's exact reserved bytes of device (peak and now) and the caching allocator's
+    segments as JSON to path; returns the peak. The segments let check_memory.py tell torch's
+    device allocations from other libraries' (NCCL buffers, ...) by address."""
+    segs = [[s["address"], s["total_size"]] for s in torch.cuda.memory_snapshot()
+            if s.get("device", device) == device]
+    peak = torch.cuda.max_memory_reserved(device)
+    info = {"device": device, "max_reserved_bytes": peak, "reserved_bytes": torch.cuda.memory_reserved(device),
+            "segments": segs, "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
+            "torch": torch.__version__, **extra}
+    with open(path, "w") as f:
+        json.dump(info, f)
+    return peak
+
+
 def make_profiler(args):
     """The torch.profiler for --torch-profiler / --torch-profiler-coexist, or None."""
     if not (args.torch_profiler or args.torch_profiler_coexist):
@@ -79,6 +98,7 @@ def parse_args(argv=None):
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--torch-profiler", metavar="OUT.json")
     p.add_argument("--torch-profiler-coexist", action="store_true")
+    p.add_argument("--memory-json", metavar="OUT.json")
     p.add_argument("--skip-first", type=int, default=5)
     p.add_argument("--wait", type=int, default=1)
     p.add_argument("--warmup", type=int, default=1)
@@ -112,6 +132,9 @@ def main():
     reserved = torch.cuda.max_memory_reserved() / 2**20
     print(f"mlp ok steps={args.steps} median_ms={statistics.median(times):.3f} "
           f"max_reserved_mb={reserved:.0f}", flush=True)
+    if args.memory_json:
+        peak = write_memory_json(args.memory_json, torch.cuda.current_device())
+        print(f"mlp memory max_reserved_bytes={peak}", flush=True)
     return 0
 
 

@@ -215,6 +215,37 @@ t_coexist() {
 	echo "stepprof's own trace (information): $(traces trace | head -1)"
 }
 
+# mlp-memory: the device memory peak stepprof reports equals torch's max_memory_reserved within
+# 1% (check_memory.py; other libraries' allocations are told apart by torch's segment addresses)
+t_mlp_memory() {
+	write_ini stepprof.ini "$PWD/trace" api 'cudaDeviceSynchronize*' 1 "$MLP_SCHED"
+	sp_run env -u PYTORCH_CUDA_ALLOC_CONF "$PY" "$HERE/mlp_train.py" --steps "$MLP_STEPS" \
+		--memory-json "$PWD/torch-mem.json" || fail_run $? mlp_train.py
+	grep -a '^mlp ' stdout.log
+	local t
+	t=$(traces trace)
+	[ "$(printf '%s' "$t" | grep -c .)" -eq 1 ] || die "expected 1 trace under $PWD/trace"
+	"$SP" dump "$t" >dump.txt 2>dump.err || { cat dump.err; die "stepprof dump failed"; }
+	"$PY" "$HERE/check_memory.py" dump.txt --memory-json torch-mem.json || die "check_memory failed"
+}
+
+# mlp-stacks: with stacks = true launch calls carry interned stack ids whose frames lie in the
+# window's MODULE records (check_stacks.py on `stepprof dump`)
+t_mlp_stacks() {
+	write_ini stepprof.ini "$PWD/trace" api 'cudaDeviceSynchronize*' 1 "$MLP_SCHED"
+	printf 'stacks = true\n' >>stepprof.ini
+	"$SP" check stepprof.ini >check.log 2>&1 || { cat check.log; die "stacks = true rejected"; }
+	sp_run "$PY" "$HERE/mlp_train.py" --steps "$MLP_STEPS" || fail_run $? mlp_train.py
+	local t
+	t=$(traces trace)
+	[ "$(printf '%s' "$t" | grep -c .)" -eq 1 ] || die "expected 1 trace under $PWD/trace"
+	"$SP" dump "$t" >dump.txt 2>dump.err || { cat dump.err; die "stepprof dump failed"; }
+	"$PY" "$HERE/check_stacks.py" dump.txt || die "check_stacks failed"
+	if "$SP" stacks "$t" --kind launch >stacks.txt 2>&1; then # information: the CLI's own view
+		echo "stepprof stacks (head):"; head -20 stacks.txt
+	fi
+}
+
 # inert_test CMD...: a process that never initialises CUDA runs as without stepprof: same
 # output and status, nothing on stderr from stepprof, no file or directory created.
 inert_test() {
@@ -235,7 +266,7 @@ t_inert_python() { inert_test "$PY" -c 'print(1)'; }
 t_inert_torch() { inert_test "$PY" -c 'import torch; print(torch.__version__)'; }
 
 TESTS=(selftest build wl-kernel wl-kernel-static wl-api wl-range wl-auto mlp-torch mlp-auto mlp-kernel
-	torchrun bash-c coexist inert-true inert-python inert-torch)
+	torchrun bash-c coexist inert-true inert-python inert-torch mlp-memory mlp-stacks)
 pass=0 fail=0 failed=()
 echo "stepprof GPU suite: build $BUILD, output $OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/* malloc_bench.c - a malloc-heavy CUDA program for bench/malloc_bench.sh: it initialises CUDA
+ * (cuInit + the primary context, so stepprof profiles it), then runs STEPS steps of OPS
+ * operations on a table of live blocks; each operation frees one block and allocates another
+ * (malloc, calloc, realloc or posix_memalign; mostly small sizes, ~5% of at least 64 KiB), and
+ * each step ends with cuCtxSynchronize() (the step marker). The sequence is the same in every
+ * run (fixed seed). Prints "step_us T0 T1 ..." (each step boundary to boundary) and
+ * "malloc_bench ok steps=S ops=M median_us=X". Any CUDA or allocation error exits 1 naming it.
+ *
+ * usage: malloc_bench [STEPS [OPS [SLOTS]]]     (defaults 60, 20000, 4096) */
+#include <cuda.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define LARGE_MIN (64u << 10)  /* stepprof's default host_malloc_min */
+#define LARGE_SPAN (448u << 10)
+
+static struct {
+	void **slot;           /* live blocks (they escape here, so no allocation is optimised away) */
+	unsigned nslots;
+	uint64_t rng;          /* xorshift64 state: the same sequence in every run */
+} B = { .rng = 0x9e3779b97f4a7c15ull };
+
+static uint64_t next_rand(void)
+{
+	B.rng ^= B.rng << 13;
+	B.rng ^= B.rng >> 7;
+	B.rng ^= B.rng << 17;
+	return B.rng;
+}
+
+/* Exits 1 naming the call if a CUDA call failed. */
+static void cu_check(CUresult r, const char *what)
+{
+	if (r != CUDA_SUCCESS) {
+		const char *s = NULL;
+		cuGetErrorString(r, &s);
+		fprintf(stderr, "malloc_bench: %s failed: %d (%s)\n", what, (int)r, s ? s : "?");
+		exit(1);
+	}
+}
+
+static double now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* ~95% 16 B .. 4 KiB (log-uniform-ish), ~5% 64 KiB .. 512 KiB. */
+static size_t pick_size(void)
+{
+	uint64_t r = next_rand();
+	if (r % 100 < 5)
+		return LARGE_MIN + (size_t)((r >> 8) % LARGE_SPAN);
+	return ((size_t)16 << ((r >> 8) % 8)) + (size_t)((r >> 16) % 64);
+}
+
+/* posix_memalign with 64-byte alignment; NULL if it fails. */
+static void *aligned(size_t n)
+{
+	void *p;
+	return posix_memalign(&p, 64, n) ? NULL : p;
+}
+
+/* One operation on a random slot: the old block goes (free, or realloc's move), a new one comes.
+ * Exits 1 if an allocation fails. */
+static void operate(void)
+{
+	uint64_t r = next_rand();
+	unsigned i = (unsigned)(r % B.nslots), how = (unsigned)((r >> 32) % 100);
+	size_t n = pick_size();
+	void *p;
+	if (how < 5 && B.slot[i]) {
+		p = realloc(B.slot[i], n);
+	} else {
+		free(B.slot[i]);
+		B.slot[i] = NULL;
+		if (how < 10)
+			p = calloc(1, n);
+		else if (how < 15)
+			p = aligned(n);
+		else
+			p = malloc(n);
+	}
+	if (!p) {
+		fprintf(stderr, "malloc_bench: allocation of %zu bytes failed\n", n);
+		exit(1);
+	}
+	unsigned char *c = p;
+	c[0] = (unsigned char)r; /* touch both ends, as a user of the block would */
+	c[n - 1] = (unsigned char)(r >> 8);
+	B.slot[i] = p;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+	int steps = argc > 1 ? atoi(argv[1]) : 60, ops = argc > 2 ? atoi(argv[2]) : 20000;
+	B.nslots = argc > 3 ? (unsigned)atoi(argv[3]) : 4096;
+	if (steps < 1 || ops < 1 || B.nslots < 1) {
+		fprintf(stderr, "usage: malloc_bench [STEPS [OPS [SLOTS]]]\n");
+		return 2;
+	}
+	CUdevice dev;
+	CUcontext ctx;
+	cu_check(cuInit(0), "cuInit");
+	cu_check(cuDeviceGet(&dev, 0), "cuDeviceGet");
+	cu_check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+	cu_check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+	B.slot = calloc(B.nslots, sizeof(*B.slot));
+	double *t = malloc((size_t)steps * sizeof(*t)), *sorted = malloc((size_t)steps * sizeof(*sorted));
+	if (!B.slot || !t || !sorted) {
+		fprintf(stderr, "malloc_bench: no memory for the tables\n");
+		return 1;
+	}
+	double prev = now_us();
+	for (int s = 0; s < steps; s++) {
+		for (int k = 0; k < ops; k++)
+			operate();
+		cu_check(cuCtxSynchronize(), "cuCtxSynchronize");
+		double x = now_us();
+		t[s] = x - prev;
+		prev = x;
+	}
+	printf("step_us");
+	for (int s = 0; s < steps; s++)
+		printf(" %.2f", t[s]);
+	memcpy(sorted, t, (size_t)steps * sizeof(*t));
+	qsort(sorted, (size_t)steps, sizeof(*sorted), cmp_double);
+	printf("\nmalloc_bench ok steps=%d ops=%d median_us=%.2f\n", steps, ops,
+	       steps % 2 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2);
+	for (unsigned i = 0; i < B.nslots; i++)
+		free(B.slot[i]);
+	free(B.slot);
+	free(t);
+	free(sorted);
+	cu_check(cuDevicePrimaryCtxRelease(dev), "cuDevicePrimaryCtxRelease");
+	return 0;
+}

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# bench/malloc_bench.sh BUILD_DIR - what host-allocation tracking and call stacks cost, on the GPU
+# machine: builds bench/malloc_bench.c and runs it, interleaved over ROUNDS rounds (rotated order):
+#   baseline     no stepprof
+#   host-off     stepprof loaded, host_malloc = false
+#   host-on      host_malloc = true
+#   host-stacks  host_malloc = true, stacks = true
+# The stepprof runs share one window (marker api cuCtxSynchronize*, skip_first SKIP, warmup 1,
+# active ACTIVE) that covers the measured steps SKIP+3 .. SKIP+ACTIVE-2. Prints a markdown table
+# (also ${OUT:-/tmp/stepprof-malloc}/malloc_bench.md; raw data in malloc_bench.json): median step
+# time per round, median over rounds of the ratio to that round's baseline, recorded host
+# allocation events per step (from `stepprof dump`), and the stack capture cost per event =
+# (host-stacks - host-on) / events per step. Targets (issue 4): host-on <= 1.05x, host-off <= 1.01x.
+# Settings: ROUNDS (5), OPS (20000 malloc/free pairs per step), SKIP (5), ACTIVE (60).
+set -u
+BUILD=$(cd "${1:?usage: bench/malloc_bench.sh BUILD_DIR}" && pwd) || exit 2
+HERE=$(cd "$(dirname "$0")" && pwd)
+OUT=${OUT:-/tmp/stepprof-malloc}
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+PY=${PYTHON:-python3}
+ROUNDS=${ROUNDS:-5}
+OPS=${OPS:-20000}
+SKIP=${SKIP:-5}
+ACTIVE=${ACTIVE:-60}
+STEPS=$((SKIP + 1 + ACTIVE + 5))
+CONFIGS=(baseline host-off host-on host-stacks)
+for f in "$BUILD/libstepprof.so" "$BUILD/stepprof"; do [ -e "$f" ] || { echo "missing $f: run make first"; exit 2; }; done
+[ "$ACTIVE" -ge 10 ] || { echo "ACTIVE must be >= 10"; exit 2; }
+for v in $(compgen -e | grep '^STEPPROF_'); do unset "$v"; done
+unset LD_PRELOAD CUDA_INJECTION64_PATH
+export NCCL_NVLS_ENABLE=0
+rm -rf "$OUT" && mkdir -p "$OUT/runs" || exit 2
+BIN=$OUT/malloc_bench
+gcc -std=gnu11 -O2 -Wall -I"$CUDA_HOME/include" "$HERE/malloc_bench.c" -o "$BIN" -L"$CUDA_HOME/lib64/stubs" -lcuda ||
+	{ echo "malloc_bench: cannot build malloc_bench.c"; exit 1; }
+"$BIN" 2 100 >"$OUT/sanity.log" 2>&1 || { cat "$OUT/sanity.log"; echo "malloc_bench does not run without stepprof"; exit 1; }
+
+# ini CONFIG: writes and checks $OUT/CONFIG.ini
+ini() {
+	local f=$OUT/$1.ini host=false stacks=false
+	case $1 in host-on) host=true ;; host-stacks) host=true stacks=true ;; esac
+	{
+		printf '[profile]\nenabled = true\noutput = trace\n' # relative: each run's own directory
+		printf '[schedule]\nskip_first = %s\nwait = 0\nwarmup = 1\nactive = %s\nrepeat = 1\n' "$SKIP" "$ACTIVE"
+		printf '[marker]\nkind = api\npattern = cuCtxSynchronize*\n'
+		printf '[activities]\nhost_malloc = %s\nstacks = %s\n' "$host" "$stacks"
+		printf '[limits]\nring_events = 256K\n' # room for many steps' events between writer passes
+	} >"$f"
+	"$BUILD/stepprof" check "$f" >"$OUT/$1.check.log" 2>&1 || { cat "$OUT/$1.check.log"; echo "stepprof check $f failed"; exit 1; }
+}
+for c in "${CONFIGS[@]:1}"; do ini "$c"; done
+
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+echo "malloc_bench: $ROUNDS rounds, $STEPS steps of $OPS operations, window steps $((SKIP + 1))..$((SKIP + ACTIVE))"
+for ((r = 0; r < ROUNDS; r++)); do
+	for ((k = 0; k < ${#CONFIGS[@]}; k++)); do
+		c=${CONFIGS[$(((k + r) % ${#CONFIGS[@]}))]}
+		d=$OUT/runs/$c-r$r
+		mkdir -p "$d"
+		if [ "$c" = baseline ]; then
+			(cd "$d" && timeout 300 "$BIN" "$STEPS" "$OPS" >stdout.log 2>stderr.log)
+		else
+			(cd "$d" && STEPPROF_CONFIG=$OUT/$c.ini LD_PRELOAD=$BUILD/libstepprof.so \
+				timeout 300 "$BIN" "$STEPS" "$OPS" >stdout.log 2>stderr.log)
+		fi
+		rc=$?
+		med=$(sed -n 's/^malloc_bench ok .*median_us=\([0-9.]*\).*/\1/p' "$d/stdout.log")
+		echo "round $r $c: exit $rc, median ${med:-?} us"
+		if [ $rc -ne 0 ] || [ -z "$med" ]; then
+			tail -5 "$d/stderr.log"
+			[ "$c" = baseline ] && { echo "malloc_bench: the baseline run fails, stopping"; exit 1; }
+			continue
+		fi
+		t=$(find "$d/trace" -name '*.sptrace' 2>/dev/null | head -1)
+		[ -n "$t" ] && { "$BUILD/stepprof" dump "$t" >"$d/dump.txt" 2>"$d/dump.err" || tail -3 "$d/dump.err"; }
+	done
+done
+
+"$PY" - "$OUT" "$SKIP" "$ACTIVE" "$ROUNDS" "$OPS" "$HERE/../tests/gpu" <<'PY'
+import json, os, statistics, sys
+out, gpu_dir = sys.argv[1], sys.argv[6]
+skip, active, rounds, ops = (int(x) for x in sys.argv[2:6])
+sys.path.insert(0, gpu_dir)
+import dumputil as du
+
+configs = ["baseline", "host-off", "host-on", "host-stacks"]
+targets = {"host-off": 1.01, "host-on": 1.05}
+first, last = skip + 3, skip + active - 2          # measured steps (0-based iterations)
+runs, problems = {}, []
+for c in configs:
+    for r in range(rounds):
+        d = os.path.join(out, "runs", f"{c}-r{r}")
+        rec = {"config": c, "round": r}
+        try:
+            lines = open(os.path.join(d, "stdout.log")).read().splitlines()
+            t = [float(x) for x in next(l for l in lines if l.startswith("step_us ")).split()[1:]]
+            rec["median_us"] = statistics.median(t[first:last + 1])
+        except (OSError, StopIteration, ValueError, statistics.StatisticsError):
+            problems.append(f"{c} round {r}: no step times (see {d})")
+            continue
+        runs[(c, r)] = rec
+        if c == "baseline":
+            continue
+        if not os.path.exists(os.path.join(d, "dump.txt")):
+            problems.append(f"{c} round {r}: no trace written (stepprof inactive? see {d}/stderr.log)")
+            continue
+        try:
+            dump = du.load(os.path.join(d, "dump.txt"))
+            steps = dump.steps()
+        except du.DumpError as e:
+            problems.append(f"{c} round {r}: {e}")
+            continue
+        measured = {n: s for n, s in steps.items() if first <= n <= last}
+        if len(measured) != last - first + 1:
+            problems.append(f"{c} round {r}: the window recorded steps {min(steps, default='-')}.."
+                            f"{max(steps, default='-')}, not all of {first}..{last}")
+        host = [x for x in dump.of("alloc", "free") if x.text("mem") == "host"
+                and not (x.has("flags") and x.text("flags") != "-")
+                and not (x.kind == "alloc" and x.int("addr") == 0 and x.int("size") == 0)
+                and du.step_of(measured, x.start) is not None]
+        rec["events_per_step"] = len(host) / max(len(measured), 1)
+        rec["with_stack"] = sum(1 for x in host if x.int("stack", 0))
+        rec["dropped"] = sum(x.int("dropped", 0) for x in dump.of("window_end"))
+        if c == "host-off" and host:
+            problems.append(f"{c} round {r}: {len(host)} host events recorded with host_malloc = false")
+        if c != "host-off" and not host:
+            problems.append(f"{c} round {r}: no host allocation event recorded")
+        if c == "host-stacks" and rec["with_stack"] < len(host):
+            problems.append(f"{c} round {r}: {len(host) - rec['with_stack']} of {len(host)} events have no stack")
+
+base = {r: runs[("baseline", r)]["median_us"] for r in range(rounds) if ("baseline", r) in runs}
+rows, summary = [], {}
+for c in configs:
+    recs = [runs[(c, r)] for r in range(rounds) if (c, r) in runs]
+    ratios = [x["median_us"] / base[x["round"]] for x in recs if x["round"] in base]
+    ratio = statistics.median(ratios) if ratios else None
+    evs = [x["events_per_step"] for x in recs if "events_per_step" in x]
+    ev = statistics.median(evs) if evs else None
+    drops = sum(x.get("dropped", 0) for x in recs)
+    tgt = targets.get(c)
+    verdict = "" if tgt is None or ratio is None else ("meets" if ratio <= tgt else "MISSES")
+    summary[c] = {"median_us": [x["median_us"] for x in recs], "ratio": ratio, "events_per_step": ev,
+                  "dropped": drops, "target": tgt, "verdict": verdict}
+    rows.append(f"| {c} | {', '.join(f'{x:.0f}' for x in summary[c]['median_us']) or 'FAILED'} | "
+                f"{'' if ratio is None else f'{ratio:.3f}x'} | {'' if ev is None else f'{ev:.0f}'} | "
+                f"{drops if c != 'baseline' else ''} | {'' if tgt is None else f'<= {tgt}x'} {verdict} |")
+costs = []
+for r in range(rounds):
+    on, st = runs.get(("host-on", r)), runs.get(("host-stacks", r))
+    if on and st and st.get("events_per_step"):
+        costs.append((st["median_us"] - on["median_us"]) * 1e3 / st["events_per_step"])
+cost = statistics.median(costs) if costs else None
+gpu = os.popen("nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null").read().strip().splitlines()
+md = ["# stepprof malloc benchmark", "",
+      f"GPU {gpu[0] if gpu else '?'}; {rounds} rounds; {skip + 1 + active + 5} steps of "
+      f"{ops} malloc/free pairs (~5% >= 64 KiB: the recorded ones); medians of steps "
+      f"{first}..{last} (all inside the window).", "",
+      "| config | median us/step per round | vs baseline | host events/step recorded | dropped (all rounds) | target, verdict |",
+      "|---|---|---|---|---|---|", *rows, "",
+      "Call-stack capture cost: " + ("not measured" if cost is None else
+                                     f"{cost:.0f} ns per recorded allocation event (median over rounds of "
+                                     "(host-stacks - host-on) / events per step)")]
+if problems:
+    md += ["", "Problems:", *[f"- {p}" for p in problems]]
+text = "\n".join(md) + "\n"
+print("\n" + text)
+open(os.path.join(out, "malloc_bench.md"), "w").write(text)
+json.dump({"summary": summary, "stack_ns_per_event": cost, "runs": [dict(v) for v in runs.values()],
+           "problems": problems}, open(os.path.join(out, "malloc_bench.json"), "w"), indent=1)
+sys.exit(1 if problems else 0)
+PY

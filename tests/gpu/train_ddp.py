@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""train_ddp.py - an unmodified-style DistributedDataParallel training loop for the 2-GPU suite
+(tests/gpu/run-ddp.sh): one process per GPU under torchrun, NCCL backend, the MLP of
+mlp_train.py (--layers x (Linear(width) + ReLU), MSE, Adam(foreach), fp32, a fixed batch per
+rank). Each iteration ends with torch.cuda.synchronize(), as in mlp_train.py; there is no other
+device synchronisation in the script, so an api marker on cudaDeviceSynchronize* numbers steps
+as the loop does. Prints per rank "rank R pid P ppid Q" first and
+"ddp ok rank=R steps=N max_reserved_bytes=B" (torch.cuda.max_memory_reserved) last.
+
+  --torch-profiler OUT_DIR   run the same loop under torch.profiler (CPU+CUDA) with the schedule
+                             --skip-first/--wait/--warmup/--active/--repeat; each rank exports
+                             OUT_DIR/rank{R}.json (further windows rank{R}.1.json, ...)
+  --memory-json PATH         write torch's reserved bytes and segments (see mlp_train.py) to PATH,
+                             "{rank}" in PATH replaced by the rank
+
+usage: torchrun --standalone --nproc_per_node 2 train_ddp.py [--steps N] [options]"""
+import argparse
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mlp_train  # noqa: E402
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--layers", type=int, default=8)
+    p.add_argument("--width", type=int, default=4096)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--torch-profiler", metavar="OUT_DIR")
+    p.add_argument("--memory-json", metavar="PATH")
+    p.add_argument("--skip-first", type=int, default=8)
+    p.add_argument("--wait", type=int, default=1)
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--active", type=int, default=3)
+    p.add_argument("--repeat", type=int, default=1)
+    return p.parse_args(argv)
+
+
+def make_step(local_rank, rank, layers, width, batch):
+    """DDP model, optimiser and this rank's fixed batch on cuda:local_rank; returns step()."""
+    torch.manual_seed(0)  # equal initial weights (DDP broadcasts rank 0's anyway)
+    mods = []
+    for _ in range(layers):
+        mods += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+    model = DDP(torch.nn.Sequential(*mods).cuda(), device_ids=[local_rank])
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4, foreach=True)
+    g = torch.Generator(device="cuda").manual_seed(1 + rank)
+    x = torch.randn(batch, width, device="cuda", generator=g)
+    y = torch.randn(batch, width, device="cuda", generator=g)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+
+    return step
+
+
+def make_profiler(args, rank):
+    if not args.torch_profiler:
+        return None
+    os.makedirs(args.torch_profiler, exist_ok=True)
+    return torch.profiler.profile(
+        activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA],
+        schedule=torch.profiler.schedule(skip_first=args.skip_first, wait=args.wait, warmup=args.warmup,
+                                         active=args.active, repeat=args.repeat),
+        on_trace_ready=mlp_train.trace_exporter(os.path.join(args.torch_profiler, f"rank{rank}.json")))
+
+
+def main():
+    args = parse_args()
+    try:
+        rank, local, world = (int(os.environ[k]) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE"))
+    except (KeyError, ValueError):
+        print("train_ddp: RANK, LOCAL_RANK and WORLD_SIZE must be set: run it under torchrun", file=sys.stderr)
+        return 2
+    print(f"rank {rank} pid {os.getpid()} ppid {os.getppid()}", flush=True)
+    if torch.cuda.device_count() <= local:
+        print(f"train_ddp: rank {rank} needs cuda:{local}, {torch.cuda.device_count()} GPUs visible",
+              file=sys.stderr)
+        return 1
+    torch.cuda.set_device(local)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+    step = make_step(local, rank, args.layers, args.width, args.batch)
+    prof = make_profiler(args, rank)
+    if prof:
+        prof.start()
+    t0 = time.perf_counter()
+    for _ in range(args.steps):
+        step()
+        torch.cuda.synchronize()
+        if prof:
+            prof.step()
+    if prof:
+        prof.stop()
+    elapsed = time.perf_counter() - t0
+    peak = torch.cuda.max_memory_reserved(local)
+    if args.memory_json:
+        mlp_train.write_memory_json(args.memory_json.replace("{rank}", str(rank)), local, rank=rank,
+                                    world_size=world)
+    dist.destroy_process_group()
+    print(f"ddp ok rank={rank} steps={args.steps} max_reserved_bytes={peak} "
+          f"ms_per_step={elapsed * 1e3 / max(args.steps, 1):.2f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
