@@ -19,7 +19,7 @@ LIB = (0x7F0000000000, 0x7F0000400000, "/usr/lib/libtorch_cuda.so")
 
 
 def header(rank, features="kernels,runtime_api,driver_api,nccl,device_memory,stacks"):
-    return [f"version: 1", "min_version: 1", "header_size: 376", f"features: 0x3f3 {features}",
+    return ["version: 1", "min_version: 1", "header_size: 376", f"features: 0x3f3 {features}",
             f"pid: {1000 + rank}", f"rank: {rank}", "world_size: 2", f"local_rank: {rank}",
             "anchor_mono_ns: 0", "anchor_real_ns: 0", "host: selftest", "command: python train_ddp.py"]
 
@@ -36,7 +36,6 @@ def make_dump(rank, *, drop_seq=None, count_of=None, comm=COMM, unlink=False, st
         L.append(f"module start=2 name=\"{LIB[2]}\" range=0x{LIB[0]:x}-0x{LIB[1]:x} offset=0x0")
     L.append(f"comm tid=7 dev={rank} start=3 dur=0 event=init name=- comm=0x{comm:016x} rank={rank}/2")
     fl = lambda f: f" flags={f}" if flags else ""  # noqa: E731
-    live = 0
     snaps = [(0xA0000000, 400 * MB, "device"), (0xB0000000, 200 * MB, "device"), (0x5, 40 * MB, "vmm")]
     total = sum(s for _, s, _ in snaps)
     for addr, size, kind in snaps:
