@@ -98,6 +98,7 @@ static __thread struct {
 	uint32_t nccl_corr;           /* correlation id of its first kernel launch */
 	int nccl_group;               /* ncclGroupStart nesting */
 	int mk_depth;                 /* marker API calls in progress on this thread */
+	int after_pending;            /* an ending marker's entry set up a boundary for its exit */
 	int named;                    /* SP_EV_THREAD pushed */
 	const void *np[NAME_CACHE];   /* name pointer cache */
 	uint32_t nid[NAME_CACHE];
@@ -272,8 +273,13 @@ static void apply_callbacks(void)
 			/* driver recording also needs the runtime set: its depth counter hides nested driver calls */
 			if ((d == 0 ? rec_rt || rec_drv : rec_drv) && name_in(n, recorded_api[d], 14))
 				want = 1;
-			if (want != G.cb_on[d][cb] && sp_cupti.cuptiEnableCallback(want, G.sub, doms[d], cb) == CUPTI_SUCCESS)
-				G.cb_on[d][cb] = (uint8_t)want;
+			if (want != G.cb_on[d][cb]) {
+				CUptiResult r = sp_cupti.cuptiEnableCallback(want, G.sub, doms[d], cb);
+				if (r == CUPTI_SUCCESS)
+					G.cb_on[d][cb] = (uint8_t)want;
+				else
+					sp_warn_once("cuptiEnableCallback(%d, %s) failed: %d", want, n, (int)r);
+			}
 		}
 	}
 }
@@ -306,6 +312,42 @@ struct comm {
 
 static struct comm comms[MAX_COMMS];
 static void push_comm(int what, const struct comm *c, uint64_t t);
+
+/* Writes one SP_EV_DEVICE record per GPU (name, SMs, compute capability, memory), once. Calls the
+ * driver: only from an API entry callback or outside callbacks (see after_enter). */
+static void write_devices(uint64_t t)
+{
+	typedef int (*cu_int_fn)(int *);
+	static cu_int_fn count;
+	int n = 0;
+	if (!G.devices_written && (count || (count = (cu_int_fn)dlsym(RTLD_DEFAULT, "cuDeviceGetCount"))) && !count(&n)) {
+		int (*get_name)(char *, int, int) = (int (*)(char *, int, int))dlsym(RTLD_DEFAULT, "cuDeviceGetName");
+		int (*attr)(int *, int, int) = (int (*)(int *, int, int))dlsym(RTLD_DEFAULT, "cuDeviceGetAttribute");
+		int (*mem)(size_t *, int) = (int (*)(size_t *, int))dlsym(RTLD_DEFAULT, "cuDeviceTotalMem_v2");
+		for (int i = 0; i < n && i < 64; i++) {
+			char name[256] = "GPU";
+			int sms = 0, maj = 0, min = 0;
+			size_t bytes = 0;
+			struct sp_event ev = { .kind = SP_EV_DEVICE, .device = (uint16_t)i, .start = t, .end = t };
+			if (get_name)
+				get_name(name, sizeof name, i);
+			if (attr) {
+				attr(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, i);
+				attr(&maj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, i);
+				attr(&min, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, i);
+			}
+			if (mem)
+				mem(&bytes, i);
+			ev.name = sp_intern(name);
+			ev.u.dev.sm_count = (uint32_t)sms;
+			ev.u.dev.cc_major = (uint16_t)maj;
+			ev.u.dev.cc_minor = (uint16_t)min;
+			ev.u.dev.memory = bytes;
+			push(&ev);
+		}
+		G.devices_written = 1;
+	}
+}
 
 static int start_writer(void)
 {
@@ -355,6 +397,7 @@ static int start_writer(void)
 	if (sp_writer_start(G.trace_path, &m, G.cfg.window_max_bytes) < 0)
 		return -1;
 	G.writer_started = 1;
+	write_devices(m.anchor_mono_ns);
 	sp_info("writing %s", G.trace_path);
 	return 0;
 }
@@ -397,40 +440,10 @@ static int is_record(enum sp_action a)
 	return a == SP_ACT_RECORD || a == SP_ACT_RECORD_AND_SAVE;
 }
 
-/* Writes what a window needs to be read alone: the GPUs, the mapped modules (for offline
- * symbolisation of stacks) and the allocations alive at its start. */
+/* Writes what a window needs to be read alone: the mapped modules (for offline symbolisation of
+ * stacks) and the allocations alive at its start. Makes no CUDA call. */
 static void window_context(uint64_t t)
 {
-	typedef int (*cu_int_fn)(int *);
-	static cu_int_fn count;
-	int n = 0;
-	if (!G.devices_written && (count || (count = (cu_int_fn)dlsym(RTLD_DEFAULT, "cuDeviceGetCount"))) && !count(&n)) {
-		int (*get_name)(char *, int, int) = (int (*)(char *, int, int))dlsym(RTLD_DEFAULT, "cuDeviceGetName");
-		int (*attr)(int *, int, int) = (int (*)(int *, int, int))dlsym(RTLD_DEFAULT, "cuDeviceGetAttribute");
-		int (*mem)(size_t *, int) = (int (*)(size_t *, int))dlsym(RTLD_DEFAULT, "cuDeviceTotalMem_v2");
-		for (int i = 0; i < n && i < 64; i++) {
-			char name[256] = "GPU";
-			int sms = 0, maj = 0, min = 0;
-			size_t bytes = 0;
-			struct sp_event ev = { .kind = SP_EV_DEVICE, .device = (uint16_t)i, .start = t, .end = t };
-			if (get_name)
-				get_name(name, sizeof name, i);
-			if (attr) {
-				attr(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, i);
-				attr(&maj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, i);
-				attr(&min, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, i);
-			}
-			if (mem)
-				mem(&bytes, i);
-			ev.name = sp_intern(name);
-			ev.u.dev.sm_count = (uint32_t)sms;
-			ev.u.dev.cc_major = (uint16_t)maj;
-			ev.u.dev.cc_minor = (uint16_t)min;
-			ev.u.dev.memory = bytes;
-			push(&ev);
-		}
-		G.devices_written = 1;
-	}
 	if (G.cfg.stacks) {
 		FILE *f = fopen("/proc/self/maps", "re");
 		char line[4352], path[4096], perm[8];
@@ -546,12 +559,35 @@ static void marker_hit(uint64_t t, uint32_t corr, int stop)
 	pthread_mutex_unlock(&G.lock);
 }
 
+/* A marker that ends its step (the auto detector's synchronisation anchor) is handled in two
+ * halves. CUPTI must not be reconfigured inside an API exit callback (seen on CUDA 13: enabling
+ * activity kinds there froze every later correlation id), so at the call's entry the collection
+ * state of the coming step is set, and at its exit only the step bookkeeping happens. */
+static void after_enter(void)
+{
+	pthread_mutex_lock(&G.lock);
+	if (!G.done && G.marker_count++ % (uint64_t)G.cfg.marker_every == 0) {
+		set_collecting(sp_schedule_action(&G.cfg.schedule, G.step + 1));
+		T.after_pending = 1;
+	}
+	pthread_mutex_unlock(&G.lock);
+}
+
+static void after_exit(uint64_t t)
+{
+	T.after_pending = 0;
+	pthread_mutex_lock(&G.lock);
+	end_step(t, 0); /* the next CUDA call's correlation id splits the steps */
+	begin_step(t, 0);
+	pthread_mutex_unlock(&G.lock);
+}
+
 /* The auto detector's token stream (before it locks) and anchor hits (after). */
 static void auto_token(uint32_t tok, uint64_t t, uint32_t corr)
 {
 	if (G.auto_anchor) {
-		if (tok == G.auto_anchor && !G.auto_after)
-			marker_hit(t, corr, 0);
+		if (tok == G.auto_anchor)
+			G.auto_after ? after_enter() : marker_hit(t, corr, 0);
 		return;
 	}
 	pthread_mutex_lock(&G.lock);
@@ -730,8 +766,8 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 	/* API exit */
 	if (!d)
 		T.in_rt = T.in_rt_launch = 0;
-	if (G.auto_after && d && cbid < 1024 && G.api_marker[1][cbid] && !G.done)
-		marker_hit(t, cd->correlationId + 1, 0); /* the iteration ended with this call */
+	if (T.after_pending && d && cbid < 1024 && G.api_marker[1][cbid])
+		after_exit(t); /* the iteration ended with this call */
 	if (api_mk && T.mk_depth > 0 && --T.mk_depth == 0 && G.cfg.marker_kind == SP_MARK_PROFILER_RANGE &&
 	    strstr(sp_intern_lookup(api_name(dom, cbid)), "Stop"))
 		marker_hit(t, cd->correlationId, 1);
