@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_dump.c - `stepprof dump [--relative] TRACE`: the header as "key: value" lines, then one
- * line per record with every field that matters for its kind and names resolved. The output is
+ * line per record with every field that matters for its kind and names resolved; a call stack
+ * is printed as a `stack` line just before the first record that names it. The output is
  * stable and diff-friendly (golden tests depend on it): change it only on purpose. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
 #include "collector/trace.h"
+#include "windows.h"
 
 #define NAME_OF(table, v) ((v) < sizeof(table) / sizeof(table[0]) && table[v] ? table[v] : "?")
 
@@ -26,6 +28,7 @@ struct dump {
 	struct sp_trace_reader *r;
 	int relative;            /* print times relative to the header anchors */
 	uint64_t mono0, real0;   /* the anchors, or 0 */
+	struct sp_idset stacks;  /* stack ids printed so far */
 };
 
 /* Prints s with backslash escapes for quotes, backslashes and bytes outside printable ASCII. */
@@ -87,10 +90,48 @@ static void put_gpu(struct dump *d, const struct sp_event *ev)
 	fprintf(d->out, " corr=%u", ev->corr);
 }
 
+/* " flags=snapshot,peak" for an allocation's SP_MEMF_* bits, " flags=-" for none. */
+static void put_mem_flags(FILE *o, uint32_t flags)
+{
+	static const char *const names[] = { "snapshot", "peak" };
+	const char *sep = "=";
+	fputs(" flags", o);
+	for (unsigned i = 0; i < 32; i++)
+		if (flags >> i & 1) {
+			if (i < sizeof(names) / sizeof(names[0]))
+				fprintf(o, "%s%s", sep, names[i]);
+			else
+				fprintf(o, "%s0x%x", sep, 1u << i);
+			sep = ",";
+		}
+	if (!flags)
+		fputs("=-", o);
+}
+
+/* "stack id=N pcs=A,B,..." (innermost first; "pcs=-" if empty or unknown) the first time an
+ * event names stack id. Exits if memory runs out; stdio errors are left to the caller. */
+static void put_stack(struct dump *d, uint32_t id)
+{
+	uint32_t n;
+	if (!id || !sp_idset_add(&d->stacks, id))
+		return;
+	const uint64_t *pcs = sp_trace_stack(d->r, id, &n);
+	fprintf(d->out, "stack id=%u pcs=%s", id, n ? "" : "-");
+	for (uint32_t i = 0; i < n; i++)
+		fprintf(d->out, "%s0x%" PRIx64, i ? "," : "", pcs[i]);
+	fputc('\n', d->out);
+}
+
 /* One line for ev: the kind's name, then its fields. stdio errors are left to the caller. */
 static void put_event(struct dump *d, const struct sp_event *ev)
 {
 	FILE *o = d->out;
+	if (ev->kind == SP_EV_API)
+		put_stack(d, ev->u.api.stack);
+	else if (ev->kind == SP_EV_NCCL || ev->kind == SP_EV_COMM)
+		put_stack(d, ev->u.nccl.stack);
+	else if (ev->kind == SP_EV_ALLOC || ev->kind == SP_EV_FREE)
+		put_stack(d, ev->u.mem.stack);
 	fputs(sp_ev_kind_name(ev->kind), o);
 	switch (ev->kind) {
 	case SP_EV_KERNEL: {
@@ -121,7 +162,8 @@ static void put_event(struct dump *d, const struct sp_event *ev)
 		put_cpu(d, ev);
 		fprintf(o, " corr=%u domain=%s", ev->corr, NAME_OF(api_domains, ev->sub));
 		put_name(d, "name", ev->name);
-		fprintf(o, " cbid=%u status=%d stream=%u", ev->u.api.cbid, ev->u.api.status, ev->stream);
+		fprintf(o, " cbid=%u status=%d stream=%u stack=%u", ev->u.api.cbid, ev->u.api.status, ev->stream,
+			ev->u.api.stack);
 		break;
 	case SP_EV_NCCL: {
 		const struct sp_ev_nccl *n = &ev->u.nccl;
@@ -130,9 +172,9 @@ static void put_event(struct dump *d, const struct sp_event *ev)
 		put_name(d, "name", ev->name);
 		fprintf(o,
 			" count=%" PRIu64 " bytes=%" PRIu64 " comm=0x%016" PRIx64 " seq=%" PRIu64
-			" peer=%d rank=%d/%d dtype=%u redop=%u group=%u",
+			" peer=%d rank=%d/%d dtype=%u redop=%u group=%u stack=%u",
 			n->count, n->bytes, n->comm, n->seq, n->peer, n->comm_rank, n->comm_size, n->dtype, n->redop,
-			n->group_depth);
+			n->group_depth, n->stack);
 		break;
 	}
 	case SP_EV_ALLOC:
@@ -143,6 +185,7 @@ static void put_event(struct dump *d, const struct sp_event *ev)
 		put_name(d, "name", ev->name);
 		fprintf(o, " addr=0x%" PRIx64 " size=%" PRIu64 " live=%" PRIu64 " stack=%u", m->addr, m->size, m->live,
 			m->stack);
+		put_mem_flags(o, m->flags);
 		break;
 	}
 	case SP_EV_MARKER:
@@ -190,8 +233,8 @@ static void put_event(struct dump *d, const struct sp_event *ev)
 		put_cpu(d, ev);
 		fprintf(o, " event=%s", NAME_OF(comm_events, ev->sub));
 		put_name(d, "name", ev->name);
-		fprintf(o, " comm=0x%016" PRIx64 " rank=%d/%d", ev->u.nccl.comm, ev->u.nccl.comm_rank,
-			ev->u.nccl.comm_size);
+		fprintf(o, " comm=0x%016" PRIx64 " rank=%d/%d stack=%u", ev->u.nccl.comm, ev->u.nccl.comm_rank,
+			ev->u.nccl.comm_size, ev->u.nccl.stack);
 		break;
 	case SP_EV_MODULE:
 		put_time(d, ev, 0);
@@ -271,6 +314,7 @@ int sp_cmd_dump(int argc, char **argv)
 		put_event(&d, &ev);
 	if (rc == 0 && sp_trace_truncated(d.r))
 		fputs("# truncated\n", d.out);
+	sp_idset_free(&d.stacks);
 	if (fflush(d.out) || ferror(d.out)) {
 		fprintf(stderr, "stepprof dump: writing the output failed\n");
 		sp_trace_close_reader(d.r);

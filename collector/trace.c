@@ -2,7 +2,7 @@
 /* trace.c - the trace file format, both directions: header, chunks (one zstd frame each) and
  * the varint record encoding; docs/FORMAT.md describes the bytes. The writer side runs on the
  * writer thread only and never prints; the reader side is for the CLI and keeps one chunk plus
- * the string table in memory. A record's layout is the field tables below: change them only
+ * the string and stack tables in memory. A record's layout is the field tables below: change them only
  * together with SP_TRACE_VERSION and docs/FORMAT.md. */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +24,9 @@
 #define MAX_RAW_CHUNK (1u << 30)     /* reader refuses bigger chunks as corrupt */
 #define MAX_STRING_ID (1u << 24)     /* reader refuses bigger string ids as corrupt */
 #define KIND_STRING 0xff
+#define KIND_STACK 0xfe
+#define MAX_STACK_ID (1u << 24)      /* reader refuses bigger stack ids as corrupt */
+#define MAX_STACK_DEPTH 1024         /* reader refuses deeper stacks as corrupt */
 #define MAX_EVENT_BYTES 256          /* bound on one encoded event (fields x 10-byte varints) */
 #define ZSTD_LEVEL 9
 
@@ -58,14 +61,14 @@ static const struct field copy_fields[] = {
 	F(u.copy.async, FL_U), F(u.copy.graph_id, FL_U), F(u.copy.graph_node, FL_U),
 };
 static const struct field sync_fields[] = { F(u.sync.event, FL_U) };
-static const struct field api_fields[] = { F(u.api.cbid, FL_U), F(u.api.status, FL_S) };
+static const struct field api_fields[] = { F(u.api.cbid, FL_U), F(u.api.status, FL_S), F(u.api.stack, FL_U) };
 static const struct field nccl_fields[] = {
 	F(u.nccl.count, FL_U), F(u.nccl.bytes, FL_U), F(u.nccl.comm, FL_U), F(u.nccl.seq, FL_U),
 	F(u.nccl.peer, FL_S), F(u.nccl.comm_rank, FL_S), F(u.nccl.comm_size, FL_S), F(u.nccl.dtype, FL_U),
-	F(u.nccl.redop, FL_U), F(u.nccl.group_depth, FL_U),
+	F(u.nccl.redop, FL_U), F(u.nccl.group_depth, FL_U), F(u.nccl.stack, FL_U),
 };
 static const struct field mem_fields[] = {
-	F(u.mem.addr, FL_U), F(u.mem.size, FL_U), F(u.mem.live, FL_U), F(u.mem.stack, FL_U),
+	F(u.mem.addr, FL_U), F(u.mem.size, FL_U), F(u.mem.live, FL_U), F(u.mem.stack, FL_U), F(u.mem.flags, FL_U),
 };
 static const struct field marker_fields[] = { F(u.marker.domain, FL_U), F(u.marker.depth, FL_S) };
 static const struct field step_fields[] = { F(u.step.number, FL_S) };
@@ -96,6 +99,12 @@ static const struct {
 	KIND(SP_EV_COMM, nccl_fields), KIND(SP_EV_MODULE, module_fields),
 };
 
+/* A growable bitmap of ids already written (strings, stacks). */
+struct idbits {
+	uint8_t *bits;
+	uint32_t n;             /* bits allocated */
+};
+
 struct sp_trace_writer {
 	int fd;
 	ZSTD_CCtx *cctx;
@@ -111,8 +120,10 @@ struct sp_trace_writer {
 	int broken;             /* errno of a failed chunk write: nothing more is written */
 	sp_string_lookup_fn lookup;
 	void *lookup_ctx;
-	uint8_t *written;       /* bitmap of string ids already in the file */
-	uint32_t written_bits;
+	sp_stack_lookup_fn stack_lookup;
+	void *stack_ctx;
+	struct idbits strings;  /* string ids already in the file */
+	struct idbits stacks;   /* stack ids already in the file */
 };
 
 struct sp_trace_reader {
@@ -127,6 +138,8 @@ struct sp_trace_reader {
 	uint64_t prev_corr;
 	char **str;             /* string table by id */
 	uint32_t nstr;
+	struct { uint64_t *pcs; uint32_t n; } *stk; /* stack table by id */
+	uint32_t nstk;
 	int truncated, failed;
 	ZSTD_DCtx *dctx;
 	char err[256];
@@ -246,29 +259,29 @@ static int write_all(int fd, const uint8_t *buf, size_t len)
 }
 
 /* This function can't fail. */
-static bool string_written(const struct sp_trace_writer *w, uint32_t id)
+static bool bits_has(const struct idbits *b, uint32_t id)
 {
-	return id < w->written_bits && (w->written[id / 8] >> (id % 8) & 1);
+	return id < b->n && (b->bits[id / 8] >> (id % 8) & 1);
 }
 
-/* Marks id as written. Returns 0, or -1 with errno ENOMEM (the string is then simply written
+/* Marks id as written. Returns 0, or -1 with errno ENOMEM (the record is then simply written
  * again on its next use). */
-static int mark_written(struct sp_trace_writer *w, uint32_t id)
+static int bits_set(struct idbits *b, uint32_t id)
 {
-	if (id >= w->written_bits) {
-		uint32_t bits = w->written_bits ? w->written_bits : 1024;
-		while (bits <= id && bits < (1u << 31))
-			bits *= 2;
-		if (bits <= id)
+	if (id >= b->n) {
+		uint32_t n = b->n ? b->n : 1024;
+		while (n <= id && n < (1u << 31))
+			n *= 2;
+		if (n <= id)
 			return -1;
-		uint8_t *p = realloc(w->written, bits / 8);
+		uint8_t *p = realloc(b->bits, n / 8);
 		if (!p)
 			return -1;
-		memset(p + w->written_bits / 8, 0, (bits - w->written_bits) / 8);
-		w->written = p;
-		w->written_bits = bits;
+		memset(p + b->n / 8, 0, (n - b->n) / 8);
+		b->bits = p;
+		b->n = n;
 	}
-	w->written[id / 8] |= (uint8_t)(1u << (id % 8));
+	b->bits[id / 8] |= (uint8_t)(1u << (id % 8));
 	return 0;
 }
 
@@ -286,17 +299,61 @@ static int append_string(struct sp_trace_writer *w, uint32_t id, const char *s)
 	p += len;
 	w->raw_len += (size_t)(p - start);
 	w->nrec++;
-	mark_written(w, id);
+	bits_set(&w->strings, id);
 	return (int)(p - start);
 }
 
 /* Writes the string of id if the file lacks it. Returns bytes added (0 if none) or -1. */
 static int ensure_string(struct sp_trace_writer *w, uint32_t id)
 {
-	if (!id || string_written(w, id))
+	if (!id || bits_has(&w->strings, id))
 		return 0;
 	const char *s = w->lookup ? w->lookup(w->lookup_ctx, id) : NULL;
 	return append_string(w, id, s ? s : "?");
+}
+
+/* Appends a stack record: each address as the zigzag of its difference to the previous one of
+ * the stack (0 before the first). Returns its encoded size, or -1 with errno ENOMEM. */
+static int append_stack(struct sp_trace_writer *w, uint32_t id, const uint64_t *pcs, uint32_t n)
+{
+	if (raw_reserve(w, 21 + (size_t)n * 10) < 0)
+		return -1;
+	uint8_t *start = w->raw + w->raw_len, *p = start;
+	uint64_t prev = 0;
+	*p++ = KIND_STACK;
+	p = put_varint(p, id);
+	p = put_varint(p, n);
+	for (uint32_t i = 0; i < n; i++) {
+		p = put_varint(p, zigzag((int64_t)(pcs[i] - prev)));
+		prev = pcs[i];
+	}
+	w->raw_len += (size_t)(p - start);
+	w->nrec++;
+	bits_set(&w->stacks, id);
+	return (int)(p - start);
+}
+
+/* The call-stack id that ev names (launch, NCCL call or allocation site), 0 if none. */
+static uint32_t event_stack(const struct sp_event *ev)
+{
+	switch (ev->kind) {
+	case SP_EV_API: return ev->u.api.stack;
+	case SP_EV_NCCL:
+	case SP_EV_COMM: return ev->u.nccl.stack;
+	case SP_EV_ALLOC:
+	case SP_EV_FREE: return ev->u.mem.stack;
+	default: return 0;
+	}
+}
+
+/* Writes the stack of id if the file lacks it. Returns bytes added (0 if none) or -1. */
+static int ensure_stack(struct sp_trace_writer *w, uint32_t id)
+{
+	if (!id || bits_has(&w->stacks, id))
+		return 0;
+	uint32_t n = 0;
+	const uint64_t *pcs = w->stack_lookup ? w->stack_lookup(w->stack_ctx, id, &n) : NULL;
+	return append_stack(w, id, pcs, !pcs ? 0 : n > MAX_STACK_DEPTH ? MAX_STACK_DEPTH : n); /* keeps the innermost */
 }
 
 /* Flushes if the chunk has reached its size. Returns 0 or -1 with errno. */
@@ -426,6 +483,42 @@ static int read_string(struct sp_trace_reader *r, const uint8_t **p, const uint8
 	return 0;
 }
 
+/* Absorbs a stack record (kind byte already read). Returns 0, or -1 on a bad record. */
+static int read_stack(struct sp_trace_reader *r, const uint8_t **p, const uint8_t *end)
+{
+	uint64_t id, n, v, pc = 0;
+	if (get_varint(p, end, &id) < 0 || get_varint(p, end, &n) < 0)
+		return reader_fail(r, "corrupt stack record");
+	if (!id || id >= MAX_STACK_ID || n > MAX_STACK_DEPTH)
+		return reader_fail(r, "stack %llu (%llu frames) out of range", (unsigned long long)id,
+				   (unsigned long long)n);
+	if (id >= r->nstk) {
+		uint32_t cap = r->nstk ? r->nstk : 256;
+		while (cap <= id)
+			cap *= 2;
+		void *t = realloc(r->stk, cap * sizeof(*r->stk));
+		if (!t)
+			return reader_fail(r, "out of memory for the stack table");
+		r->stk = t;
+		memset(r->stk + r->nstk, 0, (cap - r->nstk) * sizeof(*r->stk));
+		r->nstk = cap;
+	}
+	uint64_t *pcs = malloc((n ? n : 1) * sizeof(*pcs));
+	if (!pcs)
+		return reader_fail(r, "out of memory for the stack table");
+	for (uint64_t i = 0; i < n; i++) {
+		if (get_varint(p, end, &v) < 0) {
+			free(pcs);
+			return reader_fail(r, "corrupt stack record");
+		}
+		pcs[i] = pc += (uint64_t)unzigzag(v);
+	}
+	free(r->stk[id].pcs);
+	r->stk[id].pcs = pcs;
+	r->stk[id].n = (uint32_t)n;
+	return 0;
+}
+
 /* Decodes one event record (kind byte already read). Returns 0, or -1 on a bad record. */
 static int read_event(struct sp_trace_reader *r, uint8_t kind, const uint8_t **p, const uint8_t *end,
 		      struct sp_event *ev)
@@ -543,10 +636,12 @@ int sp_trace_write(struct sp_trace_writer *w, const struct sp_event *ev)
 		errno = w->broken ? w->broken : EINVAL;
 		return -1;
 	}
-	int ns = ensure_string(w, ev->name), nd = 0;
+	int ns = ensure_string(w, ev->name), nd = 0, nk = 0;
 	if (ns >= 0 && ev->kind == SP_EV_MARKER)
 		nd = ensure_string(w, ev->u.marker.domain);
-	if (ns < 0 || nd < 0 || raw_reserve(w, MAX_EVENT_BYTES) < 0)
+	if (ns >= 0 && nd >= 0)
+		nk = ensure_stack(w, event_stack(ev));
+	if (ns < 0 || nd < 0 || nk < 0 || raw_reserve(w, MAX_EVENT_BYTES) < 0)
 		return -1;
 	uint8_t *start = w->raw + w->raw_len, *p = start;
 	*p++ = ev->kind;
@@ -565,7 +660,7 @@ int sp_trace_write(struct sp_trace_writer *w, const struct sp_event *ev)
 		p = put_varint(p, field_get(ev, &kind_fields[ev->kind].f[i]));
 	w->raw_len += (size_t)(p - start);
 	w->nrec++;
-	return maybe_flush(w) < 0 ? -1 : ns + nd + (int)(p - start);
+	return maybe_flush(w) < 0 ? -1 : ns + nd + nk + (int)(p - start);
 }
 
 /* Returns encoded bytes, or -1 with errno (EINVAL for id 0, ENOMEM, or the error of a chunk
@@ -578,6 +673,25 @@ int sp_trace_write_string(struct sp_trace_writer *w, uint32_t id, const char *s)
 	}
 	int n = append_string(w, id, s);
 	return n < 0 || maybe_flush(w) < 0 ? -1 : n;
+}
+
+/* This function can't fail. */
+void sp_trace_set_stack_lookup(struct sp_trace_writer *w, sp_stack_lookup_fn fn, void *ctx)
+{
+	w->stack_lookup = fn;
+	w->stack_ctx = ctx;
+}
+
+/* Returns encoded bytes, or -1 with errno (EINVAL for id 0 or more than the readable depth,
+ * ENOMEM, or the error of a chunk write, as sp_trace_write). */
+int sp_trace_write_stack(struct sp_trace_writer *w, uint32_t id, const uint64_t *pcs, uint32_t n)
+{
+	if (!id || n > MAX_STACK_DEPTH || w->broken) {
+		errno = w->broken ? w->broken : EINVAL;
+		return -1;
+	}
+	int k = append_stack(w, id, pcs, n);
+	return k < 0 || maybe_flush(w) < 0 ? -1 : k;
 }
 
 /* Returns 0, or -1 with errno. After a failed write the file may end in a torn chunk (readers
@@ -638,7 +752,8 @@ int sp_trace_close(struct sp_trace_writer *w)
 	ZSTD_freeCCtx(w->cctx);
 	free(w->raw);
 	free(w->out);
-	free(w->written);
+	free(w->strings.bits);
+	free(w->stacks.bits);
 	free(w);
 	errno = e;
 	return rc;
@@ -718,6 +833,8 @@ int sp_trace_next(struct sp_trace_reader *r, struct sp_event *ev)
 		int rc;
 		if (kind == KIND_STRING)
 			rc = read_string(r, &p, end);
+		else if (kind == KIND_STACK)
+			rc = read_stack(r, &p, end);
 		else if (kind == SP_EV_NONE || kind >= SP_EV__COUNT)
 			rc = reader_fail(r, "unknown record kind %u in chunk before offset %llu", kind,
 					 (unsigned long long)r->off);
@@ -727,7 +844,7 @@ int sp_trace_next(struct sp_trace_reader *r, struct sp_event *ev)
 			return -1;
 		r->pos = (size_t)(p - r->raw);
 		r->left--;
-		if (kind != KIND_STRING)
+		if (kind != KIND_STRING && kind != KIND_STACK)
 			return 1;
 	}
 }
@@ -736,6 +853,14 @@ int sp_trace_next(struct sp_trace_reader *r, struct sp_event *ev)
 const char *sp_trace_string(const struct sp_trace_reader *r, uint32_t id)
 {
 	return id < r->nstr && r->str[id] ? r->str[id] : "?";
+}
+
+/* This function can't fail. */
+const uint64_t *sp_trace_stack(const struct sp_trace_reader *r, uint32_t id, uint32_t *n)
+{
+	bool known = id < r->nstk && r->stk[id].n;
+	*n = known ? r->stk[id].n : 0;
+	return known ? r->stk[id].pcs : NULL;
 }
 
 /* This function can't fail. */
@@ -769,6 +894,9 @@ void sp_trace_close_reader(struct sp_trace_reader *r)
 	for (uint32_t i = 0; i < r->nstr; i++)
 		free(r->str[i]);
 	free(r->str);
+	for (uint32_t i = 0; i < r->nstk; i++)
+		free(r->stk[i].pcs);
+	free(r->stk);
 	free(r->raw);
 	free(r->comp);
 	ZSTD_freeDCtx(r->dctx);

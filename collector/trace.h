@@ -2,7 +2,8 @@
 /* trace.h - the per-rank trace file format: the only module that writes or reads it.
  * A file is a fixed header followed by chunks; each chunk is one zstd frame of encoded
  * records that decompresses on its own, so a file cut at any byte reads up to its last
- * whole chunk. Strings are records too (id -> bytes) and come before their first use.
+ * whole chunk. Strings and call stacks are records too (id -> bytes, id -> return addresses)
+ * and come before their first use.
  * docs/FORMAT.md is the byte-level description; keep the two in step. */
 #ifndef SP_TRACE_H
 #define SP_TRACE_H
@@ -56,17 +57,27 @@ struct sp_trace_writer;
 /* Called by the writer when an event names a string id it has not written yet; returns
  * the string (NUL-terminated) or NULL if unknown (the id is then written as "?"). */
 typedef const char *(*sp_string_lookup_fn)(void *ctx, uint32_t id);
+/* Called by the writer when an event names a call-stack id it has not written yet; returns the
+ * stack's return addresses (innermost first) and their count in *n, or NULL if unknown (the id
+ * is then written as an empty stack). */
+typedef const uint64_t *(*sp_stack_lookup_fn)(void *ctx, uint32_t id, uint32_t *n);
 
 /* Creates (O_CLOEXEC, truncating) the file at path and writes the header. chunk_bytes is the
  * raw size at which a chunk is compressed and written (0 = default 256 KiB).
  * Returns NULL with errno set on failure; nothing is left open. */
 struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_meta *meta,
 					sp_string_lookup_fn lookup, void *lookup_ctx, size_t chunk_bytes);
-/* Encodes one event into the current chunk (writing strings it names first). Returns the number
- * of encoded bytes added (> 0), or -1 with errno on a write failure of a full chunk. */
+/* Sets the lookup for call-stack ids (u.api.stack, u.nccl.stack, u.mem.stack); without one,
+ * stacks that events name are written empty. This function can't fail. */
+void sp_trace_set_stack_lookup(struct sp_trace_writer *w, sp_stack_lookup_fn fn, void *ctx);
+/* Encodes one event into the current chunk (writing strings and stacks it names first). Returns
+ * the number of encoded bytes added (> 0), or -1 with errno on a write failure of a full chunk. */
 int sp_trace_write(struct sp_trace_writer *w, const struct sp_event *ev);
 /* Writes one string record for id (used by lookup and by tests). Returns encoded bytes or -1. */
 int sp_trace_write_string(struct sp_trace_writer *w, uint32_t id, const char *s);
+/* Writes one stack record for id: n return addresses, innermost first (used by the stack lookup
+ * path and by tests). Returns encoded bytes or -1 (errno EINVAL for id 0). */
+int sp_trace_write_stack(struct sp_trace_writer *w, uint32_t id, const uint64_t *pcs, uint32_t n);
 /* Compresses and writes the current chunk, if not empty. Returns 0 or -1 with errno. */
 int sp_trace_flush(struct sp_trace_writer *w);
 /* Bytes written to the file so far (header and whole chunks). This function can't fail. */
@@ -74,19 +85,24 @@ uint64_t sp_trace_file_bytes(const struct sp_trace_writer *w);
 /* Flushes, closes and frees. Returns 0 or -1 if the last flush or close failed (freed anyway). */
 int sp_trace_close(struct sp_trace_writer *w);
 
-/* ---- reading (streaming: memory bounded by one chunk plus the string table) ---- */
+/* ---- reading (streaming: memory bounded by one chunk plus the string and stack tables) ---- */
 struct sp_trace_reader;
 
 /* Opens and checks the header. Returns NULL and writes a message to err (errlen bytes) if the
  * file is unreadable, not a stepprof trace, or needs a newer reader (version < min_version). */
 struct sp_trace_reader *sp_trace_open(const char *path, char *err, size_t errlen);
 const struct sp_trace_header *sp_trace_header(const struct sp_trace_reader *r);
-/* Next event in file order (string records are absorbed into the table, never returned).
+/* Next event in file order (string and stack records are absorbed into their tables, never
+ * returned).
  * Returns 1 with *ev filled, 0 at the end of the readable data, -1 on a corrupt chunk (message
  * from sp_trace_error). A torn last chunk is the end, not an error: see sp_trace_truncated. */
 int sp_trace_next(struct sp_trace_reader *r, struct sp_event *ev);
 /* The string for id, or "?" if the file has not defined it. This function can't fail. */
 const char *sp_trace_string(const struct sp_trace_reader *r, uint32_t id);
+/* The return addresses of stack id (innermost first) with their count in *n, or NULL (*n = 0)
+ * if the file has not defined it so far or defined it empty. Valid until the reader is closed.
+ * This function can't fail. */
+const uint64_t *sp_trace_stack(const struct sp_trace_reader *r, uint32_t id, uint32_t *n);
 /* 1 if the file ended inside a chunk (cut short), else 0. */
 int sp_trace_truncated(const struct sp_trace_reader *r);
 const char *sp_trace_error(const struct sp_trace_reader *r);

@@ -16,6 +16,7 @@
 #include "intern.h"
 #include "log.h"
 #include "ring.h"
+#include "stacks.h"
 #include "writer.h"
 
 #define PASS_NS 2000000           /* idle wait between passes */
@@ -255,6 +256,7 @@ int sp_writer_start(const char *path, const struct sp_trace_meta *meta, uint64_t
 		sp_warn("cannot create trace %s: %s", path, strerror(errno));
 		goto out;
 	}
+	sp_trace_set_stack_lookup(g.tw, sp_stack_lookup, NULL);
 	snprintf(g.path, sizeof(g.path), "%s", path);
 	g.cap = window_max_bytes;
 	g.failed = g.in_window = g.kicked = g.stopping = false;

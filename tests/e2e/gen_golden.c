@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* gen_golden.c - writes tests/golden/small.sptrace: a small trace with every record kind over
- * three chunks, a name reused across chunks and a name that needs escaping. Everything is fixed
+ * three chunks, a name reused across chunks and a name that needs escaping, call stacks (one
+ * shared by two records, one the producer does not know), a snapshot and a peak allocation. Everything is fixed
  * (no clock, pid or host is read), so two runs with one zstd version give identical bytes.
  * Usage: gen_golden OUT.sptrace | gen_golden --zstd-version */
 #include <stdio.h>
@@ -19,6 +20,16 @@ static const char *const strings[] = {
 static const char *lookup(void *ctx, uint32_t id)
 {
 	return id < sizeof(strings) / sizeof(strings[0]) ? strings[id] : NULL;
+}
+
+/* stack 1: three frames, the outer one below the inner ones; stack 2: one frame; 3: unknown */
+static const uint64_t stack1[] = { 0x7f0000001234ull, 0x7f00000ff000ull, 0x55550000abcdull };
+static const uint64_t stack2[] = { 0x7f0000002000ull };
+
+static const uint64_t *stack_lookup(void *ctx, uint32_t id, uint32_t *n)
+{
+	*n = id == 1 ? 3 : 1;
+	return id == 1 ? stack1 : id == 2 ? stack2 : NULL;
 }
 
 static int put(struct sp_trace_writer *w, struct sp_event ev)
@@ -54,6 +65,7 @@ int main(int argc, char **argv)
 		perror(argv[1]);
 		return 1;
 	}
+	sp_trace_set_stack_lookup(w, stack_lookup, NULL);
 	const uint16_t none = SP_NO_DEVICE;
 	int bad = 0;
 	/* chunk 1: descriptions, window open, one step of CPU and GPU work */
@@ -67,16 +79,21 @@ int main(int argc, char **argv)
 					 .name = 9, .u.module = { 0x7f0000000000ull, 0x7f0000400000ull, 0x1000 } });
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_WINDOW_BEGIN, .device = none, .start = T0 + 1000,
 					 .end = T0 + 1000, .u.window = { .id = 0, .first_step = 1, .last_step = 2 } });
+	bad |= put(w, (struct sp_event){ .kind = SP_EV_ALLOC, .sub = SP_MEM_DEVICE, .device = 0, .tid = 4242,
+					 .start = T0 + 500, .end = T0 + 500,
+					 .u.mem = { .addr = 0x7f5400000000ull, .size = 4096, .live = 4096, .stack = 1,
+						    .flags = SP_MEMF_SNAPSHOT } });
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_STEP, .sub = SP_ACT_RECORD, .device = none, .tid = 4242,
 					 .start = T0 + 1000, .end = T0 + 60000, .name = 5, .u.step.number = 1 });
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_MARKER, .device = none, .tid = 4242, .start = T0 + 1100,
 					 .end = T0 + 30000, .name = 11, .u.marker = { .domain = 6, .depth = 0 } });
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_ALLOC, .sub = SP_MEM_DEVICE, .device = 0, .tid = 4242,
 					 .start = T0 + 1200, .end = T0 + 1900, .corr = 9, .name = 10,
-					 .u.mem = { .addr = 0x7f5500000000ull, .size = 1 << 20, .live = 1 << 20 } });
+					 .u.mem = { .addr = 0x7f5500000000ull, .size = 1 << 20, .live = 4096 + (1 << 20),
+						    .stack = 1 } });
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_API, .sub = SP_API_RUNTIME, .device = 0, .tid = 4242,
 					 .start = T0 + 2000, .end = T0 + 5000, .corr = 10, .name = 3,
-					 .u.api = { .cbid = 211, .status = 0 } });
+					 .u.api = { .cbid = 211, .status = 0, .stack = 2 } });
 	bad |= put(w, kernel(6000, 10, 1, 64));
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_MEMCPY, .sub = 1, .device = 0, .start = T0 + 9000,
 					 .end = T0 + 12000, .corr = 11, .stream = 7, .context = 1,
@@ -98,12 +115,15 @@ int main(int argc, char **argv)
 					 .start = T0 + 63000, .end = T0 + 64000, .corr = 14, .name = 4, .stream = 7,
 					 .u.nccl = { .count = 262144, .bytes = 1 << 20, .comm = 0x0123456789abcdefull,
 						     .seq = 0, .peer = -1, .comm_rank = 1, .comm_size = 2, .dtype = 7,
-						     .redop = 0, .group_depth = 0 } });
+						     .redop = 0, .group_depth = 0, .stack = 3 } });
 	bad |= put(w, kernel(65000, 15, 2, 128));
 	bad |= put(w, kernel(68000, 16, 1, 64));
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_FREE, .sub = SP_MEM_DEVICE, .device = 0, .tid = 4242,
 					 .start = T0 + 100000, .end = T0 + 100500, .corr = 17,
-					 .u.mem = { .addr = 0x7f5500000000ull, .size = 1 << 20, .live = 0 } });
+					 .u.mem = { .addr = 0x7f5500000000ull, .size = 1 << 20, .live = 4096 } });
+	bad |= put(w, (struct sp_event){ .kind = SP_EV_ALLOC, .sub = SP_MEM_DEVICE, .device = 0, .start = T0 + 120000,
+					 .end = T0 + 120000,
+					 .u.mem = { .live = 4096 + (1 << 20), .flags = SP_MEMF_PEAK } });
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_DROPPED, .sub = SP_DROP_CAP, .device = none,
 					 .start = T0 + 120000, .end = T0 + 120000, .u.dropped.count = 3 });
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_CLOCK, .device = none, .start = T0 + 120100,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test_trace.c - the trace file format: every kind round-trips, strings precede their use
- * across chunks, cut files read their whole chunks, corrupt chunks and new versions are
+/* test_trace.c - the trace file format: every kind round-trips, strings and call stacks
+ * precede their use across chunks, cut files read their whole chunks, corrupt chunks and new versions are
  * refused, and a realistic kernel stream stays compact (bytes per kernel printed). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -67,15 +67,16 @@ static int all_kinds(struct sp_event *ev)
 				     .corr = 80, .stream = 7, .context = 3, .u.sync.event = 12 };
 	ev[n++] = (struct sp_event){ .kind = SP_EV_API, .sub = SP_API_RUNTIME, .device = SP_NO_DEVICE, .tid = 1234,
 				     .start = t, .end = t + 3000, .corr = 77, .name = 3,
-				     .u.api = { .cbid = 211, .status = -2 } };
+				     .u.api = { .cbid = 211, .status = -2, .stack = 6 } };
 	ev[n++] = (struct sp_event){ .kind = SP_EV_NCCL, .sub = SP_NCCL_ALLREDUCE, .device = 2, .tid = 99,
 				     .start = t, .end = t + 50000, .corr = 81, .name = 4, .stream = 21,
 				     .u.nccl = { .count = 1u << 20, .bytes = 4u << 20, .comm = 0x8877665544332211ull,
 						 .seq = 17, .peer = -1, .comm_rank = 3, .comm_size = 8, .dtype = 7,
-						 .redop = 0xff, .group_depth = 2 } };
+						 .redop = 0xff, .group_depth = 2, .stack = 7 } };
 	ev[n++] = (struct sp_event){ .kind = SP_EV_ALLOC, .sub = SP_MEM_DEVICE, .device = 0, .tid = 99, .start = t,
 				     .end = t + 40, .corr = 82, .name = 3, .stream = 1,
-				     .u.mem = { .addr = 0x7f0000001000ull, .size = 1 << 20, .live = 3 << 20, .stack = 5 } };
+				     .u.mem = { .addr = 0x7f0000001000ull, .size = 1 << 20, .live = 3 << 20, .stack = 5,
+						.flags = SP_MEMF_SNAPSHOT | SP_MEMF_PEAK } };
 	ev[n++] = (struct sp_event){ .kind = SP_EV_FREE, .sub = SP_MEM_HOST, .device = SP_NO_DEVICE, .tid = 99,
 				     .start = t + 1, .end = t + 1,
 				     .u.mem = { .addr = 0x55550000ull, .size = 64, .live = 0, .stack = 0 } };
@@ -218,6 +219,84 @@ static void test_strings_precede_use_across_chunks(void **state)
 		assert_int_equal(got.name, ids[i]);
 	}
 	assert_int_equal(sp_trace_next(r, &got), 0);
+	sp_trace_close_reader(r);
+}
+
+/* Stacks of test_stacks_precede_use: 1 jumps up and down (negative deltas, extremes), 2 is 128
+ * deep, 3 is unknown to the producer, 4 is deeper than a reader takes (written cut to its 1024
+ * innermost frames). ctx counts the calls. */
+static const uint64_t stack_one[] = { 0x7f0000001234ull, 0x55550000abcdull, UINT64_MAX, 0, 0x7f0000001234ull };
+static uint64_t deep[2000];
+static const uint64_t *stack_lookup(void *ctx, uint32_t id, uint32_t *n)
+{
+	++*(int *)ctx;
+	*n = id == 1 ? 5 : id == 2 ? 128 : 2000;
+	return id == 1 ? stack_one : id == 2 || id == 4 ? deep : NULL;
+}
+
+static void test_stacks_precede_use(void **state)
+{
+	char path[256], err[256];
+	int lookups = 0;
+	path_of(path, sizeof(path), "stacks.sptrace");
+	for (int i = 0; i < 2000; i++)
+		deep[i] = 0x7f1000000000ull + (uint64_t)(i * 7919 % 2000) * 16;
+	struct sp_trace_meta m = meta();
+	struct sp_trace_writer *w = sp_trace_create(path, &m, lookup, NULL, 64);
+	sp_trace_set_stack_lookup(w, stack_lookup, &lookups);
+	struct sp_event ev[] = {
+		{ .kind = SP_EV_ALLOC, .device = 0, .start = 10, .end = 10, .u.mem = { .addr = 1, .size = 8, .stack = 1 } },
+		{ .kind = SP_EV_API, .device = 0, .start = 11, .end = 12, .name = 3, .u.api.stack = 2 },
+		{ .kind = SP_EV_NCCL, .device = 0, .start = 13, .end = 14, .name = 4, .u.nccl.stack = 3 },
+		{ .kind = SP_EV_COMM, .device = 0, .start = 15, .end = 15, .name = 4, .u.nccl.stack = 4 },
+		{ .kind = SP_EV_FREE, .device = 0, .start = 16, .end = 16, .u.mem = { .addr = 1, .size = 8, .stack = 1 } },
+		{ .kind = SP_EV_API, .device = 0, .start = 17, .end = 18, .name = 3, .u.api.stack = 9 },
+		{ .kind = SP_EV_KERNEL, .device = 0, .start = 19, .end = 20, .name = 1 }, /* no stack field */
+	};
+	int bytes[7];
+	const uint64_t nine[] = { 0x400000, 0x3fffff };
+	assert_int_equal(sp_trace_write_stack(w, 0, nine, 2), -1);
+	assert_int_equal(sp_trace_write_stack(w, 9, deep, 1025), -1);
+	assert_true(sp_trace_write_stack(w, 9, nine, 2) > 0);
+	for (int i = 0; i < 7; i++) {
+		bytes[i] = sp_trace_write(w, &ev[i]);
+		assert_true(bytes[i] > 0);
+		assert_int_equal(sp_trace_flush(w), 0); /* every record in its own chunk */
+	}
+	assert_int_equal(sp_trace_close(w), 0);
+	assert_int_equal(lookups, 4); /* once per id; never for 9, written explicitly */
+	assert_true(bytes[0] > 5 * 2 + 10);
+	assert_true(bytes[4] < 16); /* stack 1 is not written again in a later chunk */
+
+	struct sp_trace_reader *r = sp_trace_open(path, err, sizeof(err));
+	struct sp_event got;
+	uint32_t n = 99;
+	assert_non_null(r);
+	assert_null(sp_trace_stack(r, 1, &n));
+	assert_int_equal(n, 0);
+	for (int pass = 0; pass < 2; pass++) { /* the table survives a rewind */
+		for (int i = 0; i < 7; i++) {
+			assert_int_equal(sp_trace_next(r, &got), 1);
+			assert_memory_equal(&got, &ev[i], sizeof(got));
+		}
+		assert_int_equal(sp_trace_next(r, &got), 0);
+		const uint64_t *p = sp_trace_stack(r, 1, &n);
+		assert_int_equal(n, 5);
+		assert_memory_equal(p, stack_one, sizeof(stack_one));
+		p = sp_trace_stack(r, 2, &n);
+		assert_int_equal(n, 128);
+		assert_memory_equal(p, deep, 128 * sizeof(*p));
+		assert_null(sp_trace_stack(r, 3, &n)); /* written empty */
+		assert_int_equal(n, 0);
+		p = sp_trace_stack(r, 4, &n);
+		assert_int_equal(n, 1024);
+		assert_memory_equal(p, deep, 1024 * sizeof(*p));
+		p = sp_trace_stack(r, 9, &n);
+		assert_int_equal(n, 2);
+		assert_memory_equal(p, nine, sizeof(nine));
+		assert_null(sp_trace_stack(r, 77, &n));
+		assert_int_equal(sp_trace_rewind(r), 0);
+	}
 	sp_trace_close_reader(r);
 }
 
@@ -552,6 +631,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip_every_kind),
 		cmocka_unit_test(test_bad_kind_refused),
 		cmocka_unit_test(test_strings_precede_use_across_chunks),
+		cmocka_unit_test(test_stacks_precede_use),
 		cmocka_unit_test(test_truncated_reads_whole_chunks),
 		cmocka_unit_test(test_corrupt_chunk_is_an_error),
 		cmocka_unit_test(test_versions),
