@@ -5,14 +5,18 @@
 CUDA_HOME ?= /usr/local/cuda
 CC ?= gcc
 O := build
-PKGS := inih libzstd libunwind zlib
+PKGS := inih libzstd libunwind zlib libdw libelf
+# offline symbolisation: linked into the CLI and the tests, never into the preloaded library
+CLI_PKGS := libdw libelf
 # Debian package that provides each pkg-config module
 PKG_DEB_inih := libinih-dev
 PKG_DEB_libzstd := libzstd-dev
 PKG_DEB_libunwind := libunwind-dev
 PKG_DEB_zlib := zlib1g-dev
+PKG_DEB_libdw := libdw-dev
+PKG_DEB_libelf := libelf-dev
 PKG_DEB_cmocka := libcmocka-dev
-DEBS := libinih-dev libzstd-dev libunwind-dev zlib1g-dev libcmocka-dev pkg-config python3
+DEBS := libinih-dev libzstd-dev libunwind-dev zlib1g-dev libdw-dev libelf-dev g++ libcmocka-dev pkg-config python3
 
 ifeq ($(filter deps clean distclean help,$(MAKECMDGOALS)),)
   $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,\
@@ -38,7 +42,9 @@ CFLAGS_COMMON := -std=gnu11 $(OPT) -Wall -Wextra -Wno-unused-parameter -Wshadow 
 	-D_GNU_SOURCE -I. $(CUDA_INC) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LIB_CFLAGS := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -ftls-model=initial-exec -DSP_IN_LIBRARY
 CLI_CFLAGS := $(CFLAGS_COMMON)
-DEP_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+DEP_LIBS := $(shell pkg-config --libs $(filter-out $(CLI_PKGS),$(PKGS)) 2>/dev/null)
+# the CLI also demangles C++ names with libstdc++'s __cxa_demangle (g++ provides libstdc++.so)
+CLI_LIBS := $(DEP_LIBS) $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null) -lstdc++
 
 # Core: host code shared by the library, the CLI and the unit tests (no CUPTI calls).
 CORE_SRCS := $(wildcard config/*.c) $(filter-out collector/cupti%.c collector/collector.c,$(wildcard collector/*.c))
@@ -76,13 +82,13 @@ $(O)/libspcore.a: $(CORE_OBJS)
 
 $(O)/stepprof: $(O)/host/cli/main.o $(O)/libspcore.a
 	$(if $(Q),@echo "  LD      $@")
-	$(Q)$(CC) -Wl,-rpath,'$$ORIGIN/../lib:$$ORIGIN' -o $@ $^ $(DEP_LIBS) -lpthread -lm $(SANLD)
+	$(Q)$(CC) -Wl,-rpath,'$$ORIGIN/../lib:$$ORIGIN' -o $@ $^ $(CLI_LIBS) -lpthread -lm $(SANLD)
 
 $(O)/tests/%: tests/unit/%.c $(O)/libspcore.a
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  TEST    $@")
 	$(Q)$(CC) $(CLI_CFLAGS) $(shell pkg-config --cflags cmocka) -o $@ $< $(O)/libspcore.a \
-		$(shell pkg-config --libs cmocka) $(DEP_LIBS) -lpthread -lm $(SANLD)
+		$(shell pkg-config --libs cmocka) $(CLI_LIBS) -lpthread -lm $(SANLD)
 
 $(O)/tests/e2e/%: tests/e2e/%.c
 	@mkdir -p $(dir $@)
@@ -91,7 +97,7 @@ $(O)/tests/e2e/%: tests/e2e/%.c
 # gen_golden writes the golden trace through the core library
 $(O)/tests/e2e/gen_golden: tests/e2e/gen_golden.c $(O)/libspcore.a
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CLI_CFLAGS) -o $@ $< $(O)/libspcore.a $(DEP_LIBS) -lpthread
+	$(Q)$(CC) $(CLI_CFLAGS) -o $@ $< $(O)/libspcore.a $(CLI_LIBS) -lpthread
 
 check-cmocka:
 	@pkg-config --exists cmocka || { echo "missing cmocka: install the Debian package libcmocka-dev (or run 'make deps')"; exit 1; }

@@ -17,6 +17,8 @@ static const struct {
 	{ "report", sp_cmd_report, "report TRACE [--sort KEY] [--top N] [--window N]   GPU kernel table" },
 	{ "convert", sp_cmd_convert, "convert TRACE [-o OUT[.json|.json.gz]] [--merge]   Chrome/Perfetto JSON" },
 	{ "dump", sp_cmd_dump, "dump TRACE                    every record as text (stable, for diffs)" },
+	{ "memory", sp_cmd_memory, "memory TRACE [-o OUT.html] [--window N]   memory timeline page and peaks" },
+	{ "stacks", sp_cmd_stacks, "stacks TRACE [--by bytes|calls] [--kind alloc|launch|nccl|all] [-o FILE]   folded stacks" },
 };
 
 static void usage(FILE *f)

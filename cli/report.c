@@ -4,6 +4,7 @@
  * and dense: the collector interns names from 1 up), so a window is folded in as it is read. */
 #include <stdlib.h>
 #include <string.h>
+#include "folded.h"
 #include "nccl.h"
 #include "report.h"
 #include "windows.h"
@@ -35,6 +36,7 @@ struct report {
 	struct { uint64_t s, e; } *iv; /* scratch: GPU intervals of one window */
 	size_t ivcap;
 	struct sp_nccl_stats nccl; /* the NCCL table */
+	struct sp_stackagg sites;  /* allocation sites (folded.h) */
 };
 
 struct sort_ctx {
@@ -359,6 +361,7 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 		if (o->window < 0 || w->id == o->window) {
 			add_window(&rep, w);
 			sp_nccl_stats_add(&rep.nccl, rep.r, w);
+			sp_stackagg_add_window(&rep.sites, rep.r, w, SP_FOLD_ALLOC);
 		}
 	}
 	if (rc < 0) {
@@ -394,11 +397,13 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 			fprintf(out, "Note: the trace was cut short; what followed the cut is lost.\n");
 		print_memory(&rep, out);
 		print_nccl(&rep, o, out);
+		sp_stackagg_sites(&rep.sites, path, rep.r, SP_SITES_TOP, out);
 	}
 	free(rep.k);
 	free(rep.w);
 	free(rep.iv);
 	sp_nccl_stats_free(&rep.nccl);
+	sp_stackagg_free(&rep.sites);
 	sp_windows_close(g);
 	sp_trace_close_reader(rep.r);
 	return ret;

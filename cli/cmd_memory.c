@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_memory.c - `stepprof memory TRACE [-o OUT.html] [--window N]`: the memory timeline page
+ * of every recorded window (or one) and a short text summary of each on stdout (memtl.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "export.h"
+#include "memtl.h"
+
+#define SUMMARY_TOP 10 /* allocations alive at the peak listed per series */
+
+static int usage(FILE *f, int rc)
+{
+	fprintf(f, "usage: stepprof memory TRACE [-o OUT.html] [--window N]\n"
+		   "  writes a self-contained HTML page of live GPU and host memory per recorded window\n"
+		   "  (default OUT: TRACE without .sptrace, plus .memory.html) and prints each window's peaks\n");
+	return rc;
+}
+
+/* Exit status: 0 written; 1 unreadable trace, no (such) window, corrupt chunk (the page is still
+ * written with the windows before it) or write error; 2 usage. */
+int sp_cmd_memory(int argc, char **argv)
+{
+	const char *trace = NULL, *out = NULL;
+	char *def = NULL, *end, err[512];
+	long long window = -1;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+			return usage(stdout, 0);
+		if (!strcmp(a, "-o") && val) {
+			out = val;
+			i++;
+		} else if (!strcmp(a, "--window") && val) {
+			window = strtoll(val, &end, 10);
+			if (!*val || *end || window < 0) {
+				fprintf(stderr, "stepprof memory: --window wants a window id, not '%s'\n", val);
+				return usage(stderr, 2);
+			}
+			i++;
+		} else if (a[0] == '-' || trace) {
+			fprintf(stderr, "stepprof memory: unexpected argument '%s'\n", a);
+			return usage(stderr, 2);
+		} else {
+			trace = a;
+		}
+	}
+	if (!trace)
+		return usage(stderr, 2);
+	if (!out) {
+		size_t n = strlen(trace);
+		n -= n > 8 && !strcmp(trace + n - 8, ".sptrace") ? 8 : 0;
+		if (asprintf(&def, "%.*s.memory.html", (int)n, trace) < 0)
+			sp_oom();
+		out = def;
+	}
+
+	struct sp_trace_reader *r = sp_trace_open(trace, err, sizeof(err));
+	if (!r) {
+		fprintf(stderr, "stepprof memory: %s\n", err);
+		free(def);
+		return 1;
+	}
+	struct sp_sym *sym = sp_sym_open();
+	struct sp_memtl_reader *m = sp_memtl_open(r, sym);
+	struct sp_out *o = sp_out_open(out, err, sizeof(err));
+	const struct sp_memtl *w;
+	int rc, seen = 0, shown = 0, ret = 0;
+
+	if (!o) {
+		fprintf(stderr, "stepprof memory: %s\n", err);
+		ret = 1;
+		goto done;
+	}
+	sp_memtl_html_begin(o, trace, sp_trace_header(r));
+	while ((rc = sp_memtl_next(m, &w)) == 1) {
+		seen++;
+		if (window >= 0 && w->id != window)
+			continue;
+		sp_memtl_html_window(o, w, r, sym);
+		sp_memtl_summary(w, r, sym, SUMMARY_TOP, stdout);
+		shown++;
+	}
+	sp_memtl_html_end(o);
+	if (rc < 0) {
+		fprintf(stderr, "stepprof memory: %s: %s\n", trace, sp_trace_error(r));
+		ret = 1;
+	} else if (!shown) {
+		if (window >= 0)
+			fprintf(stderr, "stepprof memory: %s has no window %lld (it has %d)\n", trace, window, seen);
+		else
+			fprintf(stderr, "stepprof memory: %s holds no recorded window\n", trace);
+		ret = 1;
+	}
+	if (sp_out_close(o, shown > 0) != 0)
+		ret = 1;
+	else if (shown)
+		printf("wrote %s: %d window%s\n", out, shown, shown == 1 ? "" : "s");
+done:
+	sp_memtl_close(m);
+	sp_sym_close(sym);
+	sp_trace_close_reader(r);
+	free(def);
+	return ret;
+}

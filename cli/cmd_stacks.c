@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_stacks.c - `stepprof stacks TRACE [--by bytes|calls] [--kind alloc|launch|nccl|all]
+ * [-o FILE]`: folded call stacks of the trace's allocation, launch and NCCL call sites
+ * (folded.h), symbolised offline against the trace's module records. */
+#include <stdio.h>
+#include <string.h>
+#include "cli.h"
+#include "folded.h"
+
+static int usage(FILE *f, int rc)
+{
+	fprintf(f, "usage: stepprof stacks TRACE [--by bytes|calls] [--kind alloc|launch|nccl|all] [-o FILE]\n"
+		   "  folded stacks (\"root;...;leaf weight\", for flamegraph.pl or speedscope) of allocation sites\n"
+		   "  (default), launch sites or NCCL call sites; weight = bytes (default for alloc) or calls\n"
+		   "  (default otherwise; launches have no bytes); -o FILE instead of stdout\n");
+	return rc;
+}
+
+/* Exit status: 0 written (also when nothing matched: then no line); 1 unreadable or corrupt
+ * trace, or write error; 2 usage. */
+int sp_cmd_stacks(int argc, char **argv)
+{
+	static const struct { const char *name; unsigned mask; } kinds[] = {
+		{ "alloc", SP_FOLD_ALLOC }, { "launch", SP_FOLD_LAUNCH }, { "nccl", SP_FOLD_NCCL }, { "all", SP_FOLD_ALL },
+	};
+	const char *trace = NULL, *outpath = NULL;
+	unsigned mask = SP_FOLD_ALLOC;
+	int by_bytes = -1;
+	char err[512];
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+			return usage(stdout, 0);
+		if (!strcmp(a, "--by") && val && (!strcmp(val, "bytes") || !strcmp(val, "calls"))) {
+			by_bytes = !strcmp(val, "bytes");
+			i++;
+		} else if (!strcmp(a, "--kind") && val) {
+			size_t k = 0;
+			while (k < sizeof(kinds) / sizeof(kinds[0]) && strcmp(val, kinds[k].name))
+				k++;
+			if (k == sizeof(kinds) / sizeof(kinds[0])) {
+				fprintf(stderr, "stepprof stacks: unknown --kind '%s'\n", val);
+				return usage(stderr, 2);
+			}
+			mask = kinds[k].mask;
+			i++;
+		} else if (!strcmp(a, "-o") && val) {
+			outpath = val;
+			i++;
+		} else if (a[0] == '-' || trace) {
+			fprintf(stderr, "stepprof stacks: unexpected argument '%s'\n", a);
+			return usage(stderr, 2);
+		} else {
+			trace = a;
+		}
+	}
+	if (!trace)
+		return usage(stderr, 2);
+	if (by_bytes < 0)
+		by_bytes = mask == SP_FOLD_ALLOC;
+	if (by_bytes && mask == SP_FOLD_LAUNCH) {
+		fprintf(stderr, "stepprof stacks: launches have no bytes; use --by calls\n");
+		return usage(stderr, 2);
+	}
+
+	struct sp_trace_reader *r = sp_trace_open(trace, err, sizeof(err));
+	if (!r) {
+		fprintf(stderr, "stepprof stacks: %s\n", err);
+		return 1;
+	}
+	struct sp_sym *sym = sp_sym_open();
+	struct sp_stackagg agg = { 0 };
+	struct sp_event ev;
+	int rc, ret = 0;
+	while ((rc = sp_trace_next(r, &ev)) == 1) {
+		if (ev.kind == SP_EV_MODULE)
+			sp_sym_add_module(sym, sp_trace_string(r, ev.name), ev.u.module.start, ev.u.module.end,
+					  ev.u.module.offset);
+		else
+			sp_stackagg_add(&agg, r, &ev, mask);
+	}
+	if (rc < 0) {
+		fprintf(stderr, "stepprof stacks: %s: %s\n", trace, sp_trace_error(r));
+		ret = 1;
+	}
+	FILE *out = outpath ? fopen(outpath, "w") : stdout;
+	if (!out) {
+		perror(outpath);
+		ret = 1;
+	} else {
+		size_t n = sp_stackagg_folded(&agg, mask, by_bytes, r, sym, out);
+		int bad = fflush(out) || ferror(out);
+		if ((outpath && fclose(out)) || bad) {
+			fprintf(stderr, "stepprof stacks: writing %s failed\n", outpath ? outpath : "the output");
+			ret = 1;
+		} else if (outpath) {
+			fprintf(stderr, "wrote %s: %zu line%s\n", outpath, n, n == 1 ? "" : "s");
+		}
+	}
+	sp_stackagg_free(&agg);
+	sp_sym_close(sym);
+	sp_trace_close_reader(r);
+	return ret;
+}

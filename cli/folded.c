@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/* folded.c - see folded.h. A table per class indexed by stack id while reading; at print time
+ * each stack becomes a line (or a site) of text, and equal texts are merged after sorting, so
+ * distinct stacks that name the same functions add up. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "folded.h"
+#include "memtl.h"
+
+#define SITE_WIDTH 60 /* site column of the sites table */
+
+struct line {
+	char *text;
+	uint64_t calls, bytes;
+};
+
+static const char *const class_root[SP_FOLD_CLASSES] = { "[alloc]", "[launch]", "[nccl]" };
+
+/* The class of ev (0 alloc, 1 launch, 2 nccl) and its stack id and bytes; -1 if none. */
+static int classify(const struct sp_trace_reader *r, const struct sp_event *ev, uint32_t *stack, uint64_t *bytes)
+{
+	switch (ev->kind) {
+	case SP_EV_ALLOC:
+		if (ev->u.mem.flags & (SP_MEMF_SNAPSHOT | SP_MEMF_PEAK))
+			return -1;
+		*stack = ev->u.mem.stack;
+		*bytes = ev->u.mem.size;
+		return 0;
+	case SP_EV_API:
+		*stack = ev->u.api.stack;
+		*bytes = 0;
+		return strstr(sp_trace_string(r, ev->name), "aunch") ? 1 : -1;
+	case SP_EV_NCCL:
+		*stack = ev->u.nccl.stack;
+		*bytes = ev->u.nccl.bytes;
+		return 2;
+	default:
+		return -1;
+	}
+}
+
+static void append(char **buf, size_t *len, size_t *cap, const char *s)
+{
+	size_t n = strlen(s);
+	if (*len + n + 1 > *cap) {
+		*cap = (*len + n + 1) * 2;
+		*buf = sp_xrealloc(*buf, *cap);
+	}
+	memcpy(*buf + *len, s, n + 1);
+	*len += n;
+}
+
+static int by_text(const void *a, const void *b)
+{
+	return strcmp(((const struct line *)a)->text, ((const struct line *)b)->text);
+}
+
+static int by_bytes_desc(const void *pa, const void *pb)
+{
+	const struct line *a = pa, *b = pb;
+	if (a->bytes != b->bytes)
+		return a->bytes > b->bytes ? -1 : 1;
+	return strcmp(a->text, b->text);
+}
+
+/* Sorts lines by text and merges equal ones. Returns the new count. */
+static size_t merge(struct line *l, size_t n)
+{
+	size_t k = 0;
+	qsort(l, n, sizeof(*l), by_text);
+	for (size_t i = 0; i < n; i++) {
+		if (k && !strcmp(l[k - 1].text, l[i].text)) {
+			l[k - 1].calls += l[i].calls;
+			l[k - 1].bytes += l[i].bytes;
+			free(l[i].text);
+		} else {
+			l[k++] = l[i];
+		}
+	}
+	return k;
+}
+
+/* ---- exported ---- */
+
+void sp_stackagg_add(struct sp_stackagg *a, const struct sp_trace_reader *r, const struct sp_event *ev, unsigned mask)
+{
+	uint32_t stack;
+	uint64_t bytes;
+	int c = classify(r, ev, &stack, &bytes);
+
+	if (c < 0 || !(mask & (1u << c)))
+		return;
+	if (stack >= a->cap[c]) {
+		uint32_t cap = a->cap[c] ? a->cap[c] : 64;
+		while (cap <= stack)
+			cap *= 2;
+		a->c[c] = sp_xrealloc(a->c[c], cap * sizeof(*a->c[c]));
+		memset(a->c[c] + a->cap[c], 0, (cap - a->cap[c]) * sizeof(*a->c[c]));
+		a->cap[c] = cap;
+	}
+	a->c[c][stack].calls++;
+	a->c[c][stack].bytes += bytes;
+	a->total[c]++;
+}
+
+void sp_stackagg_add_window(struct sp_stackagg *a, const struct sp_trace_reader *r, const struct sp_window *w,
+			    unsigned mask)
+{
+	for (size_t i = 0; i < w->n; i++)
+		sp_stackagg_add(a, r, &w->ev[i], mask);
+}
+
+size_t sp_stackagg_folded(const struct sp_stackagg *a, unsigned mask, int by_bytes, const struct sp_trace_reader *r,
+			  struct sp_sym *sym, FILE *out)
+{
+	struct line *l = NULL;
+	size_t n = 0, written = 0;
+	int several = (mask & (mask - 1)) != 0;
+
+	for (int c = 0; c < SP_FOLD_CLASSES; c++) {
+		if (!(mask & (1u << c)))
+			continue;
+		for (uint32_t id = 0; id < a->cap[c]; id++) {
+			uint64_t w = by_bytes ? a->c[c][id].bytes : a->c[c][id].calls;
+			uint32_t depth = 0;
+			const uint64_t *pcs = id ? sp_trace_stack(r, id, &depth) : NULL;
+			char *buf = NULL;
+			size_t len = 0, cap = 0;
+			if (!w)
+				continue;
+			if (several)
+				append(&buf, &len, &cap, class_root[c]);
+			if (!depth)
+				append(&buf, &len, &cap, several ? ";[no stack]" : "[no stack]");
+			for (uint32_t f = depth; f-- > 0;) {
+				if (len)
+					append(&buf, &len, &cap, ";");
+				size_t from = len;
+				append(&buf, &len, &cap, sp_sym_function(sym, pcs[f]));
+				for (char *p = buf + from; *p; p++)
+					if (*p == ';' || *p == '\n' || *p == '\r')
+						*p = '_';
+			}
+			l = sp_xrealloc(l, (n + 1) * sizeof(*l));
+			l[n++] = (struct line){ buf, a->c[c][id].calls, a->c[c][id].bytes };
+		}
+	}
+	n = merge(l, n);
+	for (size_t i = 0; i < n; i++) {
+		fprintf(out, "%s %" PRIu64 "\n", l[i].text, by_bytes ? l[i].bytes : l[i].calls);
+		written++;
+		free(l[i].text);
+	}
+	free(l);
+	return written;
+}
+
+void sp_stackagg_sites(const struct sp_stackagg *a, const char *path, const struct sp_trace_reader *r, int top,
+		       FILE *out)
+{
+	struct sp_sym *sym;
+	struct line *l = NULL;
+	size_t n = 0;
+	char err[256], b[32];
+
+	if (!a->total[0])
+		return;
+	sym = sp_sym_open();
+	sp_sym_load_trace(sym, path, err, sizeof(err));
+	for (uint32_t id = 0; id < a->cap[0]; id++) {
+		uint32_t depth = 0;
+		const uint64_t *pcs = id ? sp_trace_stack(r, id, &depth) : NULL;
+		char *text;
+		if (!a->c[0][id].calls)
+			continue;
+		text = strdup(depth ? sp_sym_frame(sym, pcs[0]) : "(no stack)");
+		if (!text)
+			sp_oom();
+		l = sp_xrealloc(l, (n + 1) * sizeof(*l));
+		l[n++] = (struct line){ text, a->c[0][id].calls, a->c[0][id].bytes };
+	}
+	n = merge(l, n);
+	qsort(l, n, sizeof(*l), by_bytes_desc);
+	fprintf(out, "\n%-*s %12s %8s\n", SITE_WIDTH, "Top allocation sites by bytes", "Bytes", "Calls");
+	for (size_t i = 0; i < n; i++) {
+		if ((int)i < top) {
+			int len = (int)strlen(l[i].text);
+			if (len > SITE_WIDTH)
+				fprintf(out, "%.*s...", SITE_WIDTH - 3, l[i].text);
+			else
+				fprintf(out, "%-*s", SITE_WIDTH, l[i].text);
+			fprintf(out, " %12s %8" PRIu64 "\n", sp_memtl_bytes(b, sizeof(b), l[i].bytes), l[i].calls);
+		}
+		free(l[i].text);
+	}
+	if (n > (size_t)top)
+		fprintf(out, "... %zu more sites\n", n - (size_t)top);
+	free(l);
+	sp_sym_close(sym);
+}
+
+void sp_stackagg_free(struct sp_stackagg *a)
+{
+	for (int c = 0; c < SP_FOLD_CLASSES; c++)
+		free(a->c[c]);
+	memset(a, 0, sizeof(*a));
+}

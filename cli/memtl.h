@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/* memtl.h - the memory timeline behind `stepprof memory`: per recorded window, the live bytes of
+ * each GPU (and of the host) over the window, its steps, its peak and the allocations alive at
+ * the peak. The live set at time t is the window's SNAPSHOT allocations plus its ALLOCs minus its
+ * FREEs (matched by device and address); levels are the records' absolute `live` values. Reads
+ * the trace once, one window in memory at a time; never formats output (memtl_html.c does). */
+#ifndef SP_MEMTL_H
+#define SP_MEMTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "collector/trace.h"
+#include "symbols.h"
+
+#define SP_MEMTL_NEVER UINT64_MAX /* freed / died of an allocation still alive at the window's end */
+
+/* One allocation of the window (made in it, or alive when it opened). */
+struct sp_memtl_alloc {
+	uint64_t addr, size;
+	uint64_t made;          /* ns, trace clock; before t0 for snapshot allocations */
+	uint64_t freed;         /* ns, SP_MEMTL_NEVER if alive at the window's end */
+	uint64_t born, died;    /* place among the window's changes: 0 = alive at t0, k = the k-th
+	                           ALLOC/FREE in time order; died SP_MEMTL_NEVER if never freed */
+	uint32_t stack;         /* call-stack id, 0 none */
+	uint16_t device;        /* GPU ordinal, SP_NO_DEVICE for host memory */
+	uint8_t kind;           /* enum sp_mem_kind */
+	uint8_t snapshot;       /* 1 if alive when the window opened */
+};
+
+struct sp_memtl_point {
+	uint64_t t, live;       /* ns; bytes live from t on */
+	uint64_t seq;           /* the change that set it (as sp_memtl_alloc.born; 0 for the level at t0) */
+};
+
+/* The level of one GPU, or of the host, over the window. */
+struct sp_memtl_series {
+	uint16_t device;        /* GPU ordinal, or SP_NO_DEVICE: host memory (malloc family and pinned) */
+	char label[96];         /* "GPU 0 (NVIDIA H100 80GB HBM3)", "GPU 1", "host" */
+	struct sp_memtl_point *pt; /* pt[0] = the level at t0, then one point per change, time order */
+	size_t n;
+	uint64_t peak, peak_t;  /* highest level in the window and when it was first reached */
+	uint64_t peak_seq;      /* the change that reached it (0: the level at t0) */
+	uint64_t peak_ever;     /* highest level since process start (PEAK records), 0 if unknown */
+	size_t *at_peak;        /* indexes into the window's allocations alive at the peak, biggest first */
+	size_t n_at_peak;
+	uint64_t allocs, frees; /* ALLOC / FREE records in the window */
+};
+
+struct sp_memtl_step {
+	int64_t number;
+	uint64_t start, end;
+};
+
+/* One window's timeline, as sp_memtl_next hands it out. */
+struct sp_memtl {
+	uint32_t id;
+	int complete;           /* its WINDOW_END was read */
+	int64_t first_step, last_step;
+	uint64_t t0, t1;
+	struct sp_memtl_alloc *a; /* snapshot allocations first, then in the order they were made */
+	size_t na;
+	struct sp_memtl_series *s; /* GPUs by ordinal, the host last */
+	size_t ns;
+	struct sp_memtl_step *step; /* by start */
+	size_t nstep;
+};
+
+struct sp_memtl_reader;
+
+/* Starts reading the windows of r (which stays the caller's). MODULE records met on the way are
+ * given to sym (may be NULL). Exits the CLI if memory runs out; otherwise can't fail. */
+struct sp_memtl_reader *sp_memtl_open(struct sp_trace_reader *r, struct sp_sym *sym);
+/* The next window's timeline in *w, valid until the next call. Returns 1, 0 at the end, or -1
+ * after a corrupt chunk (sp_trace_error says why; the window it cut was handed out first). */
+int sp_memtl_next(struct sp_memtl_reader *m, const struct sp_memtl **w);
+/* Frees m (NULL is fine). This function can't fail. */
+void sp_memtl_close(struct sp_memtl_reader *m);
+
+/* b bytes as "512B", "1.50KiB", "3.00MiB", "2.00GiB" in buf. Returns buf. Can't fail. */
+const char *sp_memtl_bytes(char *buf, size_t n, uint64_t b);
+/* The short text summary of w: per series the peak in the window, its time and step, the peak
+ * since process start, and the top allocations alive at the peak (symbolised stack tops). Stack
+ * ids are read from r. Can't fail (stdio errors are the caller's). */
+void sp_memtl_summary(const struct sp_memtl *w, const struct sp_trace_reader *r, struct sp_sym *sym, int top,
+		      FILE *out);
+
+/* The page of `stepprof memory` (memtl_html.c), in three parts: begin (title, header and styles),
+ * one section per window (its data; stack ids read from r, frames named by sym), end (the script
+ * that draws). Write errors are kept by o and reported by sp_out_close. Exit the CLI if memory
+ * runs out; otherwise can't fail. */
+struct sp_out;
+void sp_memtl_html_begin(struct sp_out *o, const char *trace, const struct sp_trace_header *h);
+void sp_memtl_html_window(struct sp_out *o, const struct sp_memtl *w, const struct sp_trace_reader *r,
+			  struct sp_sym *sym);
+void sp_memtl_html_end(struct sp_out *o);
+
+#endif

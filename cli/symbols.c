@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/* symbols.c - see symbols.h. Modules are kept in a table of their own (for the "module+0xoff"
+ * fallback) and reported to one libdwfl session at their load bias, worked out from the file's
+ * program headers (libelf): the PT_LOAD segment that holds the mapping's file offset says which
+ * ELF address the mapping's first byte has. Names are cached in an open-addressing table. */
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "collector/trace.h"
+#include "symbols.h"
+#include "windows.h"
+
+/* libstdc++'s demangler (cxxabi.h is C++ only). Returns a malloc'ed name, or NULL. */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+struct module {
+	char *path;
+	const char *base;       /* file name part of path */
+	uint64_t start, end, offset;
+	int state;              /* 0 not reported yet, 1 reported to dwfl, -1 its file could not be used */
+};
+
+struct entry {                  /* one cached address */
+	uint64_t pc;            /* 0 = empty slot */
+	char *frame;            /* sp_sym_frame's text */
+	char *func;             /* sp_sym_function's text */
+};
+
+struct sp_sym {
+	Dwfl *dwfl;             /* NULL if libdwfl could not start: only fallbacks then */
+	struct module *mod;
+	size_t nmod;
+	int pending;            /* modules added since the last report to dwfl */
+	struct entry *tab;      /* cache, power-of-two size */
+	size_t cap, n;
+	char zero[8];           /* the text for pc 0 */
+};
+
+static const Dwfl_Callbacks callbacks = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+};
+
+static char *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+	if (!p)
+		sp_oom();
+	return p;
+}
+
+static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *p;
+	va_start(ap, fmt);
+	if (vasprintf(&p, fmt, ap) < 0)
+		sp_oom();
+	va_end(ap);
+	return p;
+}
+
+/* The load bias of module m (runtime address minus ELF address). Returns 0 with *bias set, or -1
+ * if the file can't be opened, isn't ELF, or no PT_LOAD segment holds the mapping's offset. */
+static int load_bias(const struct module *m, GElf_Addr *bias)
+{
+	int fd = open(m->path, O_RDONLY | O_CLOEXEC), rc = -1;
+	Elf *e = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	GElf_Ehdr eh;
+	size_t n;
+
+	if (e && gelf_getehdr(e, &eh) && eh.e_type == ET_EXEC) {
+		*bias = 0;
+		rc = 0;
+	} else if (e && gelf_getehdr(e, &eh) && elf_getphdrnum(e, &n) == 0) {
+		for (size_t i = 0; i < n && rc < 0; i++) {
+			GElf_Phdr ph;
+			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && m->offset >= ph.p_offset &&
+			    m->offset < ph.p_offset + ph.p_filesz) {
+				*bias = m->start - (ph.p_vaddr + (m->offset - ph.p_offset));
+				rc = 0;
+			}
+		}
+	}
+	if (e)
+		elf_end(e);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* Reports the modules added since the last call to dwfl. A module whose file is unusable, or
+ * that overlaps one reported before (the address was reused), is marked unusable. Can't fail. */
+static void report_pending(struct sp_sym *s)
+{
+	s->pending = 0;
+	if (!s->dwfl)
+		return;
+	dwfl_report_begin_add(s->dwfl);
+	for (size_t i = 0; i < s->nmod; i++) {
+		struct module *m = &s->mod[i];
+		GElf_Addr bias;
+		if (m->state)
+			continue;
+		m->state = -1;
+		if (load_bias(m, &bias) == 0 && dwfl_report_elf(s->dwfl, m->base, m->path, -1, bias, true))
+			m->state = 1;
+	}
+	dwfl_report_end(s->dwfl, NULL, NULL);
+}
+
+/* The module whose mapping holds pc, or NULL. */
+static const struct module *module_of(const struct sp_sym *s, uint64_t pc)
+{
+	for (size_t i = 0; i < s->nmod; i++)
+		if (pc >= s->mod[i].start && pc < s->mod[i].end)
+			return &s->mod[i];
+	return NULL;
+}
+
+/* Fills e (pc set) with its texts. Exits the CLI if memory runs out; otherwise can't fail. */
+static void resolve(struct sp_sym *s, struct entry *e)
+{
+	const struct module *m = module_of(s, e->pc);
+	Dwfl_Module *dm = m && m->state > 0 ? dwfl_addrmodule(s->dwfl, e->pc - 1) : NULL;
+	GElf_Off off = 0;
+	GElf_Sym sym;
+	const char *name = dm ? dwfl_module_addrinfo(dm, e->pc - 1, &off, &sym, NULL, NULL, NULL) : NULL;
+
+	if (name && *name) {
+		int status = -1;
+		char *plain = name[0] == '_' && name[1] == 'Z' ? __cxa_demangle(name, NULL, NULL, &status) : NULL;
+		e->func = plain && !status ? plain : xstrdup(name);
+		if (e->func != plain)
+			free(plain);
+		e->frame = xprintf("%s+0x%" PRIx64 " (%s)", e->func, (uint64_t)off + 1, m->base);
+	} else if (m) {
+		uint64_t foff = e->pc - m->start + m->offset;
+		e->func = xprintf("%s+0x%" PRIx64, m->base, foff);
+		e->frame = xprintf("0x%" PRIx64 " (%s)", e->pc, e->func);
+	} else {
+		e->func = xprintf("0x%" PRIx64, e->pc);
+		e->frame = xstrdup(e->func);
+	}
+}
+
+/* The cache entry of pc (> 0), resolved on first use. Exits if memory runs out. */
+static const struct entry *lookup(struct sp_sym *s, uint64_t pc)
+{
+	if (s->pending)
+		report_pending(s);
+	if ((s->n + 1) * 2 > s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 256;
+		struct entry *t = calloc(cap, sizeof(*t));
+		if (!t)
+			sp_oom();
+		for (size_t i = 0; i < s->cap; i++)
+			if (s->tab[i].pc) {
+				size_t j = (size_t)(s->tab[i].pc * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
+				while (t[j].pc)
+					j = (j + 1) & (cap - 1);
+				t[j] = s->tab[i];
+			}
+		free(s->tab);
+		s->tab = t;
+		s->cap = cap;
+	}
+	size_t i = (size_t)(pc * 0x9e3779b97f4a7c15ull >> 20) & (s->cap - 1);
+	while (s->tab[i].pc && s->tab[i].pc != pc)
+		i = (i + 1) & (s->cap - 1);
+	if (!s->tab[i].pc) {
+		s->tab[i].pc = pc;
+		s->n++;
+		resolve(s, &s->tab[i]);
+	}
+	return &s->tab[i];
+}
+
+/* ---- exported ---- */
+
+struct sp_sym *sp_sym_open(void)
+{
+	struct sp_sym *s = calloc(1, sizeof(*s));
+	if (!s)
+		sp_oom();
+	elf_version(EV_CURRENT);
+	unsetenv("DEBUGINFOD_URLS"); /* local files only: no downloads (or network waits) from libdwfl */
+	s->dwfl = dwfl_begin(&callbacks);
+	strcpy(s->zero, "0x0");
+	return s;
+}
+
+void sp_sym_add_module(struct sp_sym *s, const char *path, uint64_t start, uint64_t end, uint64_t offset)
+{
+	for (size_t i = 0; i < s->nmod; i++)
+		if (s->mod[i].start == start && s->mod[i].end == end && s->mod[i].offset == offset &&
+		    !strcmp(s->mod[i].path, path))
+			return;
+	s->mod = sp_xrealloc(s->mod, (s->nmod + 1) * sizeof(*s->mod));
+	struct module *m = &s->mod[s->nmod++];
+	m->path = xstrdup(path);
+	m->base = strrchr(m->path, '/') ? strrchr(m->path, '/') + 1 : m->path;
+	m->start = start;
+	m->end = end;
+	m->offset = offset;
+	m->state = 0;
+	s->pending = 1;
+}
+
+int sp_sym_load_trace(struct sp_sym *s, const char *path, char *err, size_t errlen)
+{
+	struct sp_trace_reader *r = sp_trace_open(path, err, errlen);
+	struct sp_event ev;
+	int n = 0;
+
+	if (!r)
+		return -1;
+	while (sp_trace_next(r, &ev) == 1)
+		if (ev.kind == SP_EV_MODULE) {
+			sp_sym_add_module(s, sp_trace_string(r, ev.name), ev.u.module.start, ev.u.module.end,
+					  ev.u.module.offset);
+			n++;
+		}
+	sp_trace_close_reader(r);
+	return n;
+}
+
+const char *sp_sym_frame(struct sp_sym *s, uint64_t pc)
+{
+	return pc ? lookup(s, pc)->frame : s->zero;
+}
+
+const char *sp_sym_function(struct sp_sym *s, uint64_t pc)
+{
+	return pc ? lookup(s, pc)->func : s->zero;
+}
+
+void sp_sym_close(struct sp_sym *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->cap; i++)
+		if (s->tab[i].pc) {
+			free(s->tab[i].frame);
+			free(s->tab[i].func);
+		}
+	for (size_t i = 0; i < s->nmod; i++)
+		free(s->mod[i].path);
+	if (s->dwfl)
+		dwfl_end(s->dwfl);
+	free(s->tab);
+	free(s->mod);
+	free(s);
+}
