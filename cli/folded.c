@@ -30,7 +30,8 @@ static int classify(const struct sp_trace_reader *r, const struct sp_event *ev, 
 	case SP_EV_API:
 		*stack = ev->u.api.stack;
 		*bytes = 0;
-		return strstr(sp_trace_string(r, ev->name), "aunch") ? 1 : -1;
+		/* without a stack: stacks off, or the driver call nested in a runtime launch (counted there) */
+		return ev->u.api.stack && strstr(sp_trace_string(r, ev->name), "aunch") ? 1 : -1;
 	case SP_EV_NCCL:
 		*stack = ev->u.nccl.stack;
 		*bytes = ev->u.nccl.bytes;

@@ -15,7 +15,7 @@
 /* What is counted (a mask of these) */
 enum {
 	SP_FOLD_ALLOC = 1,      /* allocations made in a window (not SNAPSHOT or PEAK records); bytes = size */
-	SP_FOLD_LAUNCH = 2,     /* CUDA launch calls (API records whose name has "aunch"); no bytes */
+	SP_FOLD_LAUNCH = 2,     /* CUDA launch calls: API records with a stack whose name has "aunch"; no bytes */
 	SP_FOLD_NCCL = 4,       /* NCCL calls; bytes = the call's bytes */
 	SP_FOLD_ALL = 7,
 };

@@ -106,8 +106,9 @@ static struct sp_event mem(int kind, uint64_t t, uint64_t size, uint32_t stack, 
 }
 
 /* One window: allocations of 100, 200 (A), 300 (D), 50 (no stack) bytes, a snapshot (A, 1000
- * bytes) and a peak record that are not allocations of the window; two launches from B, one
- * cudaMemcpyAsync with stack A (not a launch), one NCCL call of 4096 bytes from C. */
+ * bytes) and a peak record that are not allocations of the window; two launches from B (the
+ * first with a nested driver launch without stack), one cudaMemcpyAsync with stack A (not a
+ * launch), one NCCL call of 4096 bytes from C. */
 static void write_trace(void)
 {
 	struct sp_trace_writer *w = fx_create(trace);
@@ -126,6 +127,8 @@ static void write_trace(void)
 		e.u.api.stack = 2;
 		fx_put(w, e);
 	}
+	e = fx_api(FX_T + 6 * MS + 1000, 10, S_LAUNCH_EX, 100); /* nested in the first: no stack */
+	fx_put(w, e);
 	e = fx_api(FX_T + 8 * MS, 12, S_MEMCPY_API, 100);
 	e.u.api.stack = 1;
 	fx_put(w, e);
