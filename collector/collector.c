@@ -99,6 +99,8 @@ static __thread struct {
 	int nccl_group;               /* ncclGroupStart nesting */
 	int mk_depth;                 /* marker API calls in progress on this thread */
 	int after_pending;            /* an ending marker's entry set up a boundary for its exit */
+	uint32_t cur_cb[2];           /* (runtime, driver) callback ids in progress on this thread, 0 none */
+	int defer_off;                /* apply_callbacks left a call in progress enabled: redo at its exit */
 	int named;                    /* SP_EV_THREAD pushed */
 	const void *np[NAME_CACHE];   /* name pointer cache */
 	uint32_t nid[NAME_CACHE];
@@ -273,6 +275,12 @@ static void apply_callbacks(void)
 			/* driver recording also needs the runtime set: its depth counter hides nested driver calls */
 			if ((d == 0 ? rec_rt || rec_drv : rec_drv) && name_in(n, recorded_api[d], 14))
 				want = 1;
+			if (!want && G.cb_on[d][cb] && T.cur_cb[d] == cb) {
+				/* the call in progress: disabling it now loses its exit, and CUPTI then never
+				 * moves on to a new correlation id; its exit callback finishes the job */
+				T.defer_off = 1;
+				continue;
+			}
 			if (want != G.cb_on[d][cb]) {
 				CUptiResult r = sp_cupti.cuptiEnableCallback(want, G.sub, doms[d], cb);
 				if (r == CUPTI_SUCCESS)
@@ -722,6 +730,7 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 	/* a kernel launch counts once: at the runtime call, or at a driver call made outside one */
 	int launch = is_launch(dom, cbid) && (!d || !T.in_rt_launch);
 	if (cd->callbackSite == CUPTI_API_ENTER) {
+		T.cur_cb[d] = cbid;
 		if (!d) {
 			T.in_rt = 1;
 			T.in_rt_launch = launch;
@@ -766,6 +775,13 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 	/* API exit */
 	if (!d)
 		T.in_rt = T.in_rt_launch = 0;
+	T.cur_cb[d] = 0;
+	if (T.defer_off) {
+		T.defer_off = 0;
+		pthread_mutex_lock(&G.lock);
+		apply_callbacks();
+		pthread_mutex_unlock(&G.lock);
+	}
 	if (T.after_pending && d && cbid < 1024 && G.api_marker[1][cbid])
 		after_exit(t); /* the iteration ended with this call */
 	if (api_mk && T.mk_depth > 0 && --T.mk_depth == 0 && G.cfg.marker_kind == SP_MARK_PROFILER_RANGE &&
