@@ -79,7 +79,6 @@ static struct {
 	uint8_t api_sync[1024];       /* driver cbid blocks the host (auto detection's iteration ends) */
 	struct memop { uint8_t kind, shape; } memop[2][1024]; /* allocation calls, by (domain, cbid) */
 	int devices_written;          /* SP_EV_DEVICE records are in the trace */
-	volatile int host_on;         /* malloc hooks report (profiled, host_malloc on, not a fork child) */
 	int step_open;                /* a step is in progress (profiler ranges leave gaps) */
 	uint64_t range_starts, range_stops; /* profiler_range occurrences */
 	struct { uint32_t lo, hi; } closed[4]; /* corr ranges of windows already written (late records) */
@@ -1002,7 +1001,7 @@ static void writer_tick(void *ctx)
 
 static void on_fork_child(void)
 {
-	G.host_on = 0;
+	sp_host_tracking = 0;
 	G.disabled = 1;
 	G.active = 0;
 	sp_ring_disable_all();
@@ -1135,7 +1134,7 @@ void sp_collector_inject(void)
 	pthread_atfork(NULL, NULL, on_fork_child);
 	atexit(on_exit_process);
 	G.active = 1;
-	G.host_on = G.cfg.host_malloc;
+	sp_host_tracking = G.cfg.host_malloc;
 	sp_info("profiling rank %d (%s), marker %s '%s' every %d", G.ri.rank, G.ri.source,
 		sp_marker_kind_name(G.cfg.marker_kind), G.cfg.marker_pattern, G.cfg.marker_every);
 }
@@ -1302,10 +1301,7 @@ void sp_collector_comm(int what, void *comm, const void *id, size_t idlen, int r
 
 /* ---- host allocations (called from preload/malloc.c, inside malloc: no allocation here) ---- */
 
-int sp_collector_host_active(void)
-{
-	return G.host_on;
-}
+volatile int sp_host_tracking;
 
 void sp_collector_host_alloc(void *p, size_t size)
 {

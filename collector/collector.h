@@ -35,9 +35,9 @@ void sp_collector_nccl_end(const struct sp_nccl_call *c, uint64_t t0, int ret);
  * ranks); for SPLIT, parent is the parent communicator and id the color. rank/nranks -1 if
  * unknown. This function can't fail. */
 void sp_collector_comm(int what, void *comm, const void *id, size_t idlen, int rank, int nranks, void *parent);
-/* 1 if the malloc hooks should report (this process is profiled with [activities] host_malloc).
- * A plain load: the hooks' only cost when off. */
-int sp_collector_host_active(void);
+/* Nonzero if the malloc hooks should report (this process is profiled with [activities]
+ * host_malloc, and is not a fork child). A plain load: the hooks' only cost when off. */
+extern volatile int sp_host_tracking;
 /* A successful host allocation of size bytes at p / a release of p (usable = malloc_usable_size
  * before the release). Called inside malloc: they never allocate. */
 void sp_collector_host_alloc(void *p, size_t size);

@@ -62,7 +62,7 @@ static void resolve(void)
 /* Reports an allocation if the collector wants it (outside the guard). */
 static void *report(void *p, size_t size)
 {
-	if (p && sp_collector_host_active() && !guard) {
+	if (__builtin_expect(sp_host_tracking, 0) && p && !guard) {
 		guard = 1;
 		sp_collector_host_alloc(p, size);
 		guard = 0;
@@ -72,7 +72,7 @@ static void *report(void *p, size_t size)
 
 static void report_free(void *p)
 {
-	if (p && sp_collector_host_active() && !guard) {
+	if (__builtin_expect(sp_host_tracking, 0) && p && !guard) {
 		guard = 1;
 		sp_collector_host_free(p, malloc_usable_size(p));
 		guard = 0;
