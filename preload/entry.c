@@ -12,6 +12,7 @@
 #include <cupti.h>
 #include "collector/collector.h"
 #include "collector/log.h"
+#include "resolve.h"
 
 #define SP_EXPORT __attribute__((visibility("default")))
 
@@ -63,7 +64,8 @@ SP_EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_Callback
 	static CUptiResult (*real)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
 	if (sp_collector_owns_cupti())
 		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+	static const char *const libs[] = { "libcupti.so.13", "libcupti.so", NULL };
 	if (!real)
-		real = (CUptiResult(*)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *))dlsym(RTLD_NEXT, "cuptiSubscribe");
+		real = (CUptiResult(*)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *))sp_resolve("cuptiSubscribe", libs);
 	return real ? real(sub, cb, ud) : CUPTI_ERROR_NOT_INITIALIZED;
 }

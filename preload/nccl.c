@@ -8,14 +8,17 @@
 #include <stddef.h>
 #include "collector/collector.h"
 #include "collector/event.h"
+#include "resolve.h"
 
 #define SP_EXPORT __attribute__((visibility("default")))
 
-/* Resolves real_<fn> with RTLD_NEXT on first use (NCCL may be dlopen'ed late). */
+static const char *const nccl_libs[] = { "libnccl.so.2", "libnccl.so", NULL };
+
+/* Resolves real_<fn> on first use (NCCL may be dlopen'ed late). */
 #define REAL(fn)                                                                 \
 	static __typeof__(fn) *real_##fn;                                        \
 	if (!real_##fn)                                                          \
-		real_##fn = (__typeof__(fn) *)dlsym(RTLD_NEXT, #fn);             \
+		real_##fn = (__typeof__(fn) *)sp_resolve(#fn, nccl_libs);                    \
 	if (!real_##fn)                                                          \
 		return ncclSystemError
 

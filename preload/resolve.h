@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: MIT */
+/* resolve.h - finding the real definition behind one of our hooks. */
+#ifndef SP_RESOLVE_H
+#define SP_RESOLVE_H
+
+/* The next definition of name after this library: RTLD_NEXT when its library is in the global
+ * scope, else from the first of libs (NULL-terminated sonames) that is already loaded - torch
+ * loads libnccl and libcupti as dependencies of a library that Python dlopen'ed RTLD_LOCAL, where
+ * RTLD_NEXT cannot see them. Returns NULL if none has it. Never loads a library. */
+void *sp_resolve(const char *name, const char *const *libs);
+
+#endif
