@@ -10,6 +10,7 @@
 #include <string.h>
 #include "export.h"
 #include "nccl.h"
+#include "symbols.h"
 
 #define GPU_PID_BASE 1000000000ll /* GPU pid = base + key * 100 + device */
 #define NS_PER_DAY 86400000000000ull
@@ -134,7 +135,7 @@ static void flow(struct sp_export *x, char ph, uint64_t id, const char *cat, int
 
 static const char *str(const struct sp_export *x, uint32_t id, const char *fallback)
 {
-	return id ? sp_trace_string(x->r, id) : fallback;
+	return id ? sp_display_name(sp_trace_string(x->r, id)) : fallback;
 }
 
 /* ---- names of CUDA enums (CUPTI numbering) ---- */

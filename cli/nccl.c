@@ -177,14 +177,33 @@ static int cmp_member(const void *pa, const void *pb)
 
 /* ---- names and formulas ---- */
 
+/* The plain function name inside an Itanium-mangled one ("_Z38ncclDevKernel_AllReduce_..." as
+ * CUPTI reports NCCL's kernels), with its length in *len; other names are returned whole. */
+static const char *plain_name(const char *name, size_t *len)
+{
+	char *digits_end;
+	if (name[0] == '_' && name[1] == 'Z' && name[2] >= '1' && name[2] <= '9') {
+		unsigned long n = strtoul(name + 2, &digits_end, 10);
+		if (n && strlen(digits_end) >= n) {
+			*len = n;
+			return digits_end;
+		}
+	}
+	*len = strcspn(name, "(<");
+	return name;
+}
+
 int sp_nccl_is_kernel(const char *name)
 {
-	return !strncmp(name, "ncclDevKernel_", 14) || !strncmp(name, "ncclKernel_", 11);
+	size_t n;
+	const char *p = plain_name(name, &n);
+	return (n >= 14 && !strncmp(p, "ncclDevKernel_", 14)) || (n >= 11 && !strncmp(p, "ncclKernel_", 11));
 }
 
 int sp_nccl_algo(const char *kernel)
 {
-	const char *end = kernel + strcspn(kernel, "(<"), *p = kernel;
+	size_t len;
+	const char *p = plain_name(kernel, &len), *end = p + len;
 	int algo = 0, proto = 0;
 
 	while (p < end) {

@@ -7,6 +7,7 @@
 #include "folded.h"
 #include "nccl.h"
 #include "report.h"
+#include "symbols.h"
 #include "windows.h"
 
 #define MEM_ROWS 12 /* CUPTI memcpy kinds 0..10, then memset */
@@ -194,7 +195,7 @@ static void print_kernels(const struct report *rep, const struct sp_report_opts 
 	shown = o->top > 0 && (size_t)o->top < n ? (size_t)o->top : n;
 	if (o->wide)
 		for (size_t i = 0; i < shown; i++) {
-			int len = (int)strlen(sp_trace_string(rep->r, rows[i]));
+			int len = (int)strlen(sp_display_name(sp_trace_string(rep->r, rows[i])));
 			width = len > width ? len : width;
 		}
 
@@ -205,7 +206,7 @@ static void print_kernels(const struct report *rep, const struct sp_report_opts 
 	fprintf(out, " -------- ------------ ------------ ------------ ------------ -------\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct kstat *k = &rep->k[rows[i]];
-		const char *name = sp_trace_string(rep->r, rows[i]);
+		const char *name = sp_display_name(sp_trace_string(rep->r, rows[i]));
 		if (i >= shown) {
 			rest += k->total;
 			continue;

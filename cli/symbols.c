@@ -260,3 +260,50 @@ void sp_sym_close(struct sp_sym *s)
 	free(s->mod);
 	free(s);
 }
+
+/* Open-addressing cache: raw name pointer -> demangled copy (or the raw pointer). */
+static struct {
+	const char **raw;
+	const char **shown;
+	size_t cap, used;
+} D;
+
+const char *sp_display_name(const char *raw)
+{
+	if (!raw || raw[0] != '_' || raw[1] != 'Z')
+		return raw;
+	if ((D.used + 1) * 2 > D.cap) {
+		size_t cap = D.cap ? D.cap * 2 : 1024;
+		const char **r = calloc(cap, sizeof(*r)), **v = calloc(cap, sizeof(*v));
+		if (!r || !v) {
+			free(r);
+			free(v);
+			return raw;
+		}
+		for (size_t i = 0; i < D.cap; i++)
+			if (D.raw[i])
+				for (size_t h = ((uintptr_t)D.raw[i] >> 4) % cap;; h = (h + 1) % cap)
+					if (!r[h]) {
+						r[h] = D.raw[i];
+						v[h] = D.shown[i];
+						break;
+					}
+		free(D.raw);
+		free(D.shown);
+		D.raw = r;
+		D.shown = v;
+		D.cap = cap;
+	}
+	size_t h = ((uintptr_t)raw >> 4) % D.cap;
+	for (; D.raw[h]; h = (h + 1) % D.cap)
+		if (D.raw[h] == raw)
+			return D.shown[h];
+	int status = 0;
+	char *plain = __cxa_demangle(raw, NULL, NULL, &status);
+	D.raw[h] = raw;
+	D.shown[h] = plain && status == 0 ? plain : raw;
+	D.used++;
+	if (D.shown[h] == raw)
+		free(plain);
+	return D.shown[h];
+}

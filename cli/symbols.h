@@ -29,4 +29,10 @@ const char *sp_sym_function(struct sp_sym *s, uint64_t pc);
 /* Frees s and everything it returned (NULL is fine). This function can't fail. */
 void sp_sym_close(struct sp_sym *s);
 
+/* The name to show for a kernel or function name from a trace: demangled if it is an Itanium C++
+ * name (as torch.profiler and Nsight show them), else the name itself. The result lives as long
+ * as the process (cached by the name's address, which must stay valid). This function can't
+ * fail (out of memory: the raw name). */
+const char *sp_display_name(const char *raw);
+
 #endif

@@ -244,6 +244,11 @@ static void test_names_and_formulas(void **state)
 	assert_true(sp_nccl_is_kernel(strings[K_AR_LL]));
 	assert_true(sp_nccl_is_kernel("ncclKernel_AllReduce_RING_LL_Sum_float"));
 	assert_false(sp_nccl_is_kernel(strings[K_GEMM]));
+	/* as CUPTI reports NCCL 2.28's kernels: mangled */
+	assert_true(sp_nccl_is_kernel("_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LLPv"));
+	assert_false(sp_nccl_is_kernel("_Z5ncclDv"));
+	assert_string_equal(sp_nccl_algo_name(sp_nccl_algo("_Z39ncclDevKernel_AllReduce_Sum_f32_TREE_LLPv"), b, sizeof(b)),
+			    "TREE/LL");
 	assert_string_equal(sp_nccl_algo_name(sp_nccl_algo(strings[K_AR_LL]), b, sizeof(b)), "RING/LL");
 	assert_string_equal(sp_nccl_algo_name(sp_nccl_algo(strings[K_AR_LL128]), b, sizeof(b)), "RING/LL128");
 	assert_string_equal(sp_nccl_algo_name(sp_nccl_algo("ncclDevKernel_AllReduce_Sum_bf16_NVLS_TREE_SIMPLE"), b,

@@ -258,6 +258,16 @@ static void test_report_has_sites(void **state)
 	free(buf);
 }
 
+static void test_display_names(void **state)
+{
+	static const char raw[] = "_ZN2at6native3fooIfEEvT_", plain[] = "step_marker", bad[] = "_Zgarbage";
+	const char *shown = sp_display_name(raw);
+	assert_string_equal(shown, "void at::native::foo<float>(float)");
+	assert_ptr_equal(sp_display_name(raw), shown); /* cached */
+	assert_ptr_equal(sp_display_name(plain), plain);
+	assert_ptr_equal(sp_display_name(bad), bad);   /* not demangleable: as is */
+}
+
 static void test_modules_from_trace(void **state)
 {
 	char err[256];
@@ -284,6 +294,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_own_and_library_functions),
 		cmocka_unit_test(test_modules_from_trace),
+		cmocka_unit_test(test_display_names),
 		cmocka_unit_test(test_folded_stacks),
 		cmocka_unit_test(test_sites_table),
 		cmocka_unit_test(test_report_has_sites),
