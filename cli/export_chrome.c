@@ -410,6 +410,8 @@ static void cpu_event(struct sp_export *x, const struct sp_window *w, const stru
 		break;
 	case SP_EV_ALLOC:
 	case SP_EV_FREE: {
+		if (e->u.mem.flags & SP_MEMF_PEAK)
+			break; /* the level since process start, not a point of this window's timeline */
 		int dev = e->device != SP_NO_DEVICE;
 		if (dev)
 			snprintf(name, sizeof(name), "memory GPU %u", e->device);
