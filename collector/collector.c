@@ -1064,6 +1064,13 @@ static int arm_markers(void)
 		return -1;
 	}
 	if (G.cfg.marker_kind == SP_MARK_NVTX) {
+		/* NVTX reaches CUPTI only through its injection hook, read at the program's first NVTX
+		 * call: ranges opened before CUDA initialises are not seen */
+		const char *cur = getenv("NVTX_INJECTION64_PATH");
+		if (!cur || !*cur)
+			setenv("NVTX_INJECTION64_PATH", sp_cupti.path, 1);
+		else if (strcmp(cur, sp_cupti.path))
+			sp_warn("NVTX_INJECTION64_PATH is %s: NVTX markers reach stepprof only if it is libcupti", cur);
 		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangePushA));
 		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangePushEx));
 		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeStartA));
