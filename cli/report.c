@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "folded.h"
+#include "memtl.h"
 #include "nccl.h"
 #include "report.h"
 #include "symbols.h"
@@ -96,18 +97,6 @@ static void print_name(FILE *out, const char *name, int width)
 	fprintf(out, "%s%*s", cut ? "..." : "", width - keep - (cut ? 3 : 0), "");
 }
 
-static const char *fmt_bytes(char *buf, size_t n, uint64_t b)
-{
-	if (b < 1024)
-		snprintf(buf, n, "%lluB", (unsigned long long)b);
-	else if (b < 1024 * 1024)
-		snprintf(buf, n, "%.2fKiB", b / 1024.0);
-	else if (b < 1024ull * 1024 * 1024)
-		snprintf(buf, n, "%.2fMiB", b / 1048576.0);
-	else
-		snprintf(buf, n, "%.2fGiB", b / 1073741824.0);
-	return buf;
-}
 
 /* Folds window w into the report. Exits if memory runs out; otherwise can't fail. */
 static void add_window(struct report *rep, const struct sp_window *w)
@@ -260,7 +249,7 @@ static void print_memory(const struct report *rep, FILE *out)
 		if (!header++)
 			fprintf(out, "\n%-16s %8s %12s %12s %12s\n", "Memory op", "Calls", "Bytes", "Total", "GB/s");
 		fprintf(out, "%-16s %8llu %12s %12s %12.3f\n", kind[i], (unsigned long long)m->calls,
-			fmt_bytes(b, sizeof(b), m->bytes), fmt_time(t, sizeof(t), m->total),
+			sp_memtl_bytes(b, sizeof(b), m->bytes), fmt_time(t, sizeof(t), m->total),
 			m->total ? (double)m->bytes / m->total : 0.0);
 	}
 }
@@ -308,8 +297,8 @@ static void print_nccl(const struct report *rep, const struct sp_report_opts *o,
 		cpu |= r->cpu_timed;
 		snprintf(n, sizeof(n), r->nranks > 0 ? "%d" : "?", r->nranks);
 		fprintf(out, "%-14s %5s %10s %8llu %12s %12s%c %12s %-21s ", sp_nccl_op_name(r->op), n,
-			size ? fmt_bytes(sz, sizeof(sz), size) : "?", (unsigned long long)r->calls,
-			size ? fmt_bytes(tb, sizeof(tb), size * r->calls) : "?", fmt_time(t[0], 32, r->ns),
+			size ? sp_memtl_bytes(sz, sizeof(sz), size) : "?", (unsigned long long)r->calls,
+			size ? sp_memtl_bytes(tb, sizeof(tb), size * r->calls) : "?", fmt_time(t[0], 32, r->ns),
 			r->cpu_timed ? '*' : ' ', fmt_time(t[1], 32, (r->ns + r->calls / 2) / r->calls),
 			sp_nccl_algo_name(r->algo, algo, sizeof(algo)));
 		if (algbw < 0)

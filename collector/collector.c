@@ -833,23 +833,22 @@ static struct window *window_of(uint32_t corr, int *late)
 	return NULL;
 }
 
+/* The fields every GPU activity record kind shares. */
+#define GPU_COMMON(ev, r)                                                                           \
+	((ev).device = (uint16_t)(r)->deviceId, (ev).start = (r)->start, (ev).end = (r)->end,       \
+	 (ev).corr = (r)->correlationId, (ev).stream = (r)->streamId, (ev).context = (r)->contextId)
+
 static void convert_record(const CUpti_Activity *rec, uint64_t *late)
 {
 	struct sp_event ev = { .device = SP_NO_DEVICE };
-	uint32_t corr;
 	int is_late;
 	switch (rec->kind) {
 	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
 	case CUPTI_ACTIVITY_KIND_KERNEL: {
 		const CUpti_ActivityKernel10 *k = (const void *)rec;
 		ev.kind = SP_EV_KERNEL;
-		ev.device = (uint16_t)k->deviceId;
-		ev.start = k->start;
-		ev.end = k->end;
-		ev.corr = corr = k->correlationId;
+		GPU_COMMON(ev, k);
 		ev.name = name_id(k->name);
-		ev.stream = k->streamId;
-		ev.context = k->contextId;
 		if (G.cfg.kernel_shapes) {
 			ev.u.kernel.grid[0] = k->gridX, ev.u.kernel.grid[1] = k->gridY, ev.u.kernel.grid[2] = k->gridZ;
 			ev.u.kernel.block[0] = k->blockX, ev.u.kernel.block[1] = k->blockY, ev.u.kernel.block[2] = k->blockZ;
@@ -869,12 +868,7 @@ static void convert_record(const CUpti_Activity *rec, uint64_t *late)
 		const CUpti_ActivityMemcpy6 *m = (const void *)rec;
 		ev.kind = SP_EV_MEMCPY;
 		ev.sub = m->copyKind;
-		ev.device = (uint16_t)m->deviceId;
-		ev.start = m->start;
-		ev.end = m->end;
-		ev.corr = corr = m->correlationId;
-		ev.stream = m->streamId;
-		ev.context = m->contextId;
+		GPU_COMMON(ev, m);
 		ev.u.copy.bytes = m->bytes;
 		ev.u.copy.src_kind = m->srcKind;
 		ev.u.copy.dst_kind = m->dstKind;
@@ -886,12 +880,7 @@ static void convert_record(const CUpti_Activity *rec, uint64_t *late)
 	case CUPTI_ACTIVITY_KIND_MEMSET: {
 		const CUpti_ActivityMemset4 *m = (const void *)rec;
 		ev.kind = SP_EV_MEMSET;
-		ev.device = (uint16_t)m->deviceId;
-		ev.start = m->start;
-		ev.end = m->end;
-		ev.corr = corr = m->correlationId;
-		ev.stream = m->streamId;
-		ev.context = m->contextId;
+		GPU_COMMON(ev, m);
 		ev.u.copy.bytes = m->bytes;
 		ev.u.copy.value = m->value;
 		ev.u.copy.dst_kind = (uint8_t)m->memoryKind;
@@ -906,7 +895,7 @@ static void convert_record(const CUpti_Activity *rec, uint64_t *late)
 		ev.sub = (uint8_t)s->type;
 		ev.start = s->start;
 		ev.end = s->end;
-		ev.corr = corr = s->correlationId;
+		ev.corr = s->correlationId;
 		ev.stream = s->streamId == (uint32_t)-1 ? 0 : s->streamId;
 		ev.context = s->contextId;
 		ev.tid = 0;
@@ -917,7 +906,7 @@ static void convert_record(const CUpti_Activity *rec, uint64_t *late)
 		return;
 	}
 	pthread_mutex_lock(&G.lock);
-	struct window *w = window_of(corr, &is_late);
+	struct window *w = window_of(ev.corr, &is_late);
 	if (w) {
 		if (ev.kind == SP_EV_KERNEL && !ev.u.kernel.graph_id)
 			atomic_fetch_add_explicit(&w->arrived, 1, memory_order_relaxed);
