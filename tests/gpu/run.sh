@@ -246,6 +246,25 @@ t_mlp_stacks() {
 	fi
 }
 
+# nvtx: marker kind = nvtx on a loop whose iterations are NVTX ranges: steps 4-6 recorded, each
+# holding exactly that iteration's three kernels
+t_nvtx() {
+	write_ini stepprof.ini "$PWD/trace" nvtx 'train_step' 1 "2,1,1,3,1"
+	sp_run "$PY" "$HERE/nvtx_loop.py" 12 || fail_run $? nvtx_loop.py
+	grep -a '^nvtx ok' stdout.log || die "nvtx_loop.py did not finish"
+	convert_one
+	"$PY" - trace.json "$HERE" <<'PY' || die "NVTX steps wrong"
+import sys
+sys.path.insert(0, sys.argv[2])
+import traceutil
+tr = traceutil.load(sys.argv[1])
+steps = {s: [o for o in ops if o.cat == "kernel"] for s, ops in tr.steps.items()}
+print("kernels per step:", {s: len(k) for s, k in sorted(steps.items())})
+assert sorted(steps) == [4, 5, 6], sorted(steps)
+assert all(len(k) == 3 for k in steps.values())
+PY
+}
+
 # inert_test CMD...: a process that never initialises CUDA runs as without stepprof: same
 # output and status, nothing on stderr from stepprof, no file or directory created.
 inert_test() {
@@ -266,7 +285,7 @@ t_inert_python() { inert_test "$PY" -c 'print(1)'; }
 t_inert_torch() { inert_test "$PY" -c 'import torch; print(torch.__version__)'; }
 
 TESTS=(selftest build wl-kernel wl-kernel-static wl-api wl-range wl-auto mlp-torch mlp-auto mlp-kernel
-	torchrun bash-c coexist inert-true inert-python inert-torch mlp-memory mlp-stacks)
+	torchrun bash-c coexist inert-true inert-python inert-torch mlp-memory mlp-stacks nvtx)
 pass=0 fail=0 failed=()
 echo "stepprof GPU suite: build $BUILD, output $OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
