@@ -76,6 +76,7 @@ static struct {
 	uint32_t api_name[2][1024];   /* (domain, cbid) -> interned name, 0 = not yet */
 	uint8_t api_marker[2][1024];  /* (domain, cbid) is an api marker / profiler range call */
 	uint8_t cb_on[2][1024];       /* callbacks currently enabled */
+	uint8_t cls[2][1024];         /* CLS_* of each callback id, from its name (arm_markers) */
 	uint8_t api_sync[1024];       /* driver cbid blocks the host (auto detection's iteration ends) */
 	struct memop { uint8_t kind, shape; } memop[2][1024]; /* allocation calls, by (domain, cbid) */
 	int devices_written;          /* SP_EV_DEVICE records are in the trace */
@@ -224,6 +225,8 @@ static int is_launch(CUpti_CallbackDomain dom, CUpti_CallbackId cbid)
 
 /* ---- callback sets ---- */
 
+enum { CLS_RECORDED = 1, CLS_AUTO = 2 }; /* in the recorded set; an auto-detection token */
+
 /* API calls recorded inside windows: everything that launches, copies, sets, synchronises,
  * orders streams or allocates. Selected by name so new CUDA versions' variants are included. */
 static const char *const recorded_api[2][14] = {
@@ -254,14 +257,12 @@ static void apply_callbacks(void)
 	int rec_rt = G.collecting && G.cfg.runtime_api, rec_drv = G.collecting && G.cfg.driver_api;
 	for (int d = 0; d < 2; d++) {
 		for (uint32_t cb = 1; cb < sizes[d] && cb < 1024; cb++) {
-			const char *n = sp_intern_lookup(api_name(doms[d], cb));
 			int want = 0;
 			if (!G.done) {
 				if ((mk == SP_MARK_KERNEL || (mk == SP_MARK_AUTO && !G.auto_anchor)) &&
 				    is_launch(doms[d], cb))
 					want = 1;
-				if (mk == SP_MARK_AUTO && !G.auto_anchor && d == 1 &&
-				    name_in(n, auto_api, sizeof auto_api / sizeof *auto_api))
+				if (mk == SP_MARK_AUTO && !G.auto_anchor && (G.cls[d][cb] & CLS_AUTO))
 					want = 1;
 				if (mk == SP_MARK_AUTO && G.auto_anchor &&
 				    (G.api_marker[d][cb] || (is_launch(doms[d], cb) && G.api_marker[0][0])))
@@ -272,7 +273,7 @@ static void apply_callbacks(void)
 			if (!G.done && G.cfg.device_memory && G.memop[d][cb].shape)
 				want = 1; /* levels are tracked from process start */
 			/* driver recording also needs the runtime set: its depth counter hides nested driver calls */
-			if ((d == 0 ? rec_rt || rec_drv : rec_drv) && name_in(n, recorded_api[d], 14))
+			if ((d == 0 ? rec_rt || rec_drv : rec_drv) && (G.cls[d][cb] & CLS_RECORDED))
 				want = 1;
 			if (!want && G.cb_on[d][cb] && T.cur_cb[d] == cb) {
 				/* the call in progress: disabling it now loses its exit, and CUPTI then never
@@ -285,7 +286,8 @@ static void apply_callbacks(void)
 				if (r == CUPTI_SUCCESS)
 					G.cb_on[d][cb] = (uint8_t)want;
 				else
-					sp_warn_once("cuptiEnableCallback(%d, %s) failed: %d", want, n, (int)r);
+					sp_warn_once("cuptiEnableCallback(%d, %s) failed: %d", want,
+						     sp_intern_lookup(api_name(doms[d], cb)), (int)r);
 			}
 		}
 	}
@@ -1040,6 +1042,8 @@ static int arm_markers(void)
 				      !strcmp(nm, "cuProfilerStart") || !strcmp(nm, "cuProfilerStop");
 			G.api_marker[d][cb] = hit;
 			n += hit;
+			G.cls[d][cb] = (name_in(nm, recorded_api[d], 14) ? CLS_RECORDED : 0) |
+				       (d == 1 && name_in(nm, auto_api, sizeof auto_api / sizeof *auto_api) ? CLS_AUTO : 0);
 			for (size_t k = 0; k < sizeof memops / sizeof *memops; k++)
 				if (!strncmp(memops[k].glob, "cuda", 4) == (d == 0) && glob_match(memops[k].glob, nm))
 					G.memop[d][cb] = (struct memop){ memops[k].kind, memops[k].shape };
