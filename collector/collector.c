@@ -1312,9 +1312,9 @@ void sp_collector_host_alloc(void *p, size_t size)
 		     rec && G.cfg.stacks ? sp_stack_capture(G.cfg.stack_depth) : 0, sp_now_ns(), rec);
 }
 
-void sp_collector_host_free(void *p, size_t usable)
+void sp_collector_host_free(void *p)
 {
-	if (p && usable >= G.cfg.host_malloc_min)
+	if (p && sp_mem_host_maybe((uint64_t)(uintptr_t)p))
 		sp_mem_free(SP_MEM_HOST, (uint64_t)(uintptr_t)p, sp_now_ns(), __atomic_load_n(&G.open, __ATOMIC_ACQUIRE) != NULL);
 }
 

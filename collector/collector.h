@@ -38,10 +38,10 @@ void sp_collector_comm(int what, void *comm, const void *id, size_t idlen, int r
 /* Nonzero if the malloc hooks should report (this process is profiled with [activities]
  * host_malloc, and is not a fork child). A plain load: the hooks' only cost when off. */
 extern volatile int sp_host_tracking;
-/* A successful host allocation of size bytes at p / a release of p (usable = malloc_usable_size
- * before the release). Called inside malloc: they never allocate. */
+/* A successful host allocation of size bytes at p / a release of p (before the real free). Called
+ * inside malloc: they never allocate. A release of a block never recorded costs a bitmap test. */
 void sp_collector_host_alloc(void *p, size_t size);
-void sp_collector_host_free(void *p, size_t usable);
+void sp_collector_host_free(void *p);
 /* Another tool tried to subscribe to CUPTI (torch.profiler, nsys): warn once, naming it.
  * Returns 1 if stepprof holds CUPTI in this process (the caller must fail the other subscribe). */
 int sp_collector_owns_cupti(void);

@@ -2,6 +2,7 @@
 /* memory.c - see memory.h. One open-addressing table of live allocations (address -> size, kind,
  * device, stack, time) in mmap'ed memory, guarded by a mutex; per-slot levels and peaks. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 #include "clock.h"
@@ -28,6 +29,21 @@ static struct {
 	uint32_t cap, used;      /* slots, slots not empty (live + tombstones) */
 	uint64_t live[SP_MEM_HOST_SLOT + 1], peak[SP_MEM_HOST_SLOT + 1];
 } M = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* Host blocks ever recorded, by address bits: set on allocation, never cleared (a stale bit only
+ * costs a table lookup). 2^20 bits. */
+static _Atomic uint64_t host_seen[1u << 14];
+
+static uint32_t seen_bit(uint64_t addr)
+{
+	return (uint32_t)((addr >> 4) ^ (addr >> 24)) & ((1u << 20) - 1);
+}
+
+int sp_mem_host_maybe(uint64_t addr)
+{
+	uint32_t b = seen_bit(addr);
+	return (atomic_load_explicit(&host_seen[b >> 6], memory_order_relaxed) >> (b & 63)) & 1;
+}
 
 static int is_host(int kind)
 {
@@ -103,6 +119,10 @@ void sp_mem_alloc(int kind, int device, uint64_t addr, uint64_t size, uint32_t s
 {
 	struct alloc a = { key_of(kind, addr), size, t, stack, (uint8_t)kind, 0 };
 	a.slot = is_host(kind) || device < 0 || device >= SP_MEM_HOST_SLOT ? SP_MEM_HOST_SLOT : (uint8_t)device;
+	if (kind == SP_MEM_HOST) {
+		uint32_t b = seen_bit(addr);
+		atomic_fetch_or_explicit(&host_seen[b >> 6], 1ull << (b & 63), memory_order_relaxed);
+	}
 	pthread_mutex_lock(&M.lock);
 	M.live[a.slot] += size;
 	if (M.live[a.slot] > M.peak[a.slot])

@@ -17,6 +17,9 @@ void sp_mem_alloc(int kind, int device, uint64_t addr, uint64_t size, uint32_t s
 /* Records the release of addr (kind as at allocation; VMM handles and pointers are kept apart).
  * Unknown addresses change nothing. record: also push an SP_EV_FREE event. */
 void sp_mem_free(int kind, uint64_t addr, uint64_t t, int record);
+/* 0 if addr was certainly never recorded as a host allocation (a lock-free bitmap test that lets
+ * free() of small blocks skip the table), 1 if it may have been. This function can't fail. */
+int sp_mem_host_maybe(uint64_t addr);
 /* At a window's start: pushes one SNAPSHOT ALLOC per live allocation. */
 void sp_mem_snapshot(uint64_t t);
 /* At a window's end: pushes one PEAK ALLOC per device (and host) with the highest level so far. */

@@ -6,7 +6,6 @@
  * collector's own allocations out. When host tracking is off a call costs one flag test. */
 #include <dlfcn.h>
 #include <errno.h>
-#include <malloc.h>
 #include <stdint.h>
 #include <string.h>
 #include "collector/collector.h"
@@ -74,7 +73,7 @@ static void report_free(void *p)
 {
 	if (__builtin_expect(sp_host_tracking, 0) && p && !guard) {
 		guard = 1;
-		sp_collector_host_free(p, malloc_usable_size(p));
+		sp_collector_host_free(p);
 		guard = 0;
 	}
 }

@@ -73,6 +73,18 @@ static void levels_and_events(void **state)
 	sp_mem_free(SP_MEM_DEVICE, 0x3000, 50, 0);
 }
 
+static void host_bitmap_filters_frees(void **state)
+{
+	assert_false(sp_mem_host_maybe(0x7f0000123450)); /* never recorded */
+	sp_mem_alloc(SP_MEM_HOST, -1, 0x7f0000123450, 1 << 20, 0, 1, 0);
+	assert_true(sp_mem_host_maybe(0x7f0000123450));
+	sp_mem_free(SP_MEM_HOST, 0x7f0000123450, 2, 0);
+	assert_true(sp_mem_host_maybe(0x7f0000123450)); /* stale bits stay: only a lookup wasted */
+	sp_mem_alloc(SP_MEM_DEVICE, 0, 0x7f0000999990, 64, 0, 3, 0); /* device: not in the host bitmap */
+	assert_false(sp_mem_host_maybe(0x7f0000999990));
+	sp_mem_free(SP_MEM_DEVICE, 0x7f0000999990, 4, 0);
+}
+
 static void many_allocations_grow_the_table(void **state)
 {
 	uint64_t base = sp_mem_live(SP_MEM_HOST_SLOT);
@@ -93,6 +105,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(levels_and_events),
+		cmocka_unit_test(host_bitmap_filters_frees),
 		cmocka_unit_test(many_allocations_grow_the_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
