@@ -151,8 +151,8 @@ static void settle(struct sp_windows *g, const struct sp_window *next)
 			w->ev[moved++] = *e;
 		else if (e->kind == SP_EV_DROPPED && g->have_cur)
 			push(&g->out, &g->out_cap, e);
-		else
-			g->outside++;
+		else if (!((e->kind == SP_EV_ALLOC) && (e->u.mem.flags & (SP_MEMF_SNAPSHOT | SP_MEMF_PEAK))))
+			g->outside++; /* memory context records are not events of a window: not counted */
 	}
 
 	if (g->have_cur) {
