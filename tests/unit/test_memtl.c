@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "scratch.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,6 @@
 #define MIB (1024ull * 1024)
 #define T 1000000000000ull /* window 0 opens here */
 
-static char dir[] = "/tmp/sp_test_memtl.XXXXXX";
 static char sample[300];
 
 /* stack 1: alloc_weights <- model_forward <- train_loop; 2: launch_gemm <- train_loop; 3: train_loop */
@@ -376,18 +376,11 @@ static void test_thinning_and_incomplete(void **state)
 
 static int setup(void **state)
 {
-	if (!mkdtemp(dir))
+	if (make_scratch("memtl") < 0)
 		return -1;
 	snprintf(sample, sizeof(sample), "%s/mem.sptrace", dir);
 	write_sample(sample);
 	return 0;
-}
-
-static int teardown(void **state)
-{
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd);
 }
 
 int main(void)
@@ -403,5 +396,5 @@ int main(void)
 		cmocka_unit_test(test_html_page),
 		cmocka_unit_test(test_thinning_and_incomplete),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, remove_scratch);
 }

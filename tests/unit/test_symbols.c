@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "scratch.h"
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -21,7 +22,6 @@
 #include "stack_fixture.h"
 #include "trace_fixture.h"
 
-static char dir[] = "/tmp/sp_test_symbols.XXXXXX";
 static char trace[300];
 
 /* Adds this process's executable mappings to s, as the collector would record them. */
@@ -279,16 +279,9 @@ static void test_modules_from_trace(void **state)
 	sp_sym_close(s);
 }
 
-static int teardown(void **state)
-{
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd);
-}
-
 int main(void)
 {
-	if (!mkdtemp(dir))
+	if (make_scratch("symbols") < 0)
 		return 1;
 	snprintf(trace, sizeof(trace), "%s/stacks.sptrace", dir);
 	const struct CMUnitTest tests[] = {
@@ -299,5 +292,5 @@ int main(void)
 		cmocka_unit_test(test_sites_table),
 		cmocka_unit_test(test_report_has_sites),
 	};
-	return cmocka_run_group_tests(tests, NULL, teardown);
+	return cmocka_run_group_tests(tests, NULL, remove_scratch);
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "scratch.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -19,8 +20,6 @@
 #include "collector/trace.h"
 
 #define HDR 376
-
-static char dir[] = "/tmp/sp_test_trace.XXXXXX";
 
 static const char *names[] = { NULL, "vec_add", "void gemm<float, 128>(float const*, float*, int)", "cudaLaunchKernel",
 			       "ncclAllReduce", "step", "nvtx-domain", "worker-0", "NVIDIA H100 80GB HBM3",
@@ -616,16 +615,9 @@ static void test_bytes_per_kernel(void **state)
 	assert_true(per < 16.0);
 }
 
-static int teardown(void **state)
-{
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd);
-}
-
 int main(void)
 {
-	if (!mkdtemp(dir))
+	if (make_scratch("trace") < 0)
 		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip_every_kind),
@@ -638,5 +630,5 @@ int main(void)
 		cmocka_unit_test(test_write_failure_stops_writing),
 		cmocka_unit_test(test_bytes_per_kernel),
 	};
-	return cmocka_run_group_tests(tests, NULL, teardown);
+	return cmocka_run_group_tests(tests, NULL, remove_scratch);
 }

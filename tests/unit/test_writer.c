@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "scratch.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -24,7 +25,6 @@
 
 #define WAIT_S 30 /* bound of every wait on the writer: ample on a loaded machine */
 
-static char dir[] = "/tmp/sp_test_writer.XXXXXX";
 static struct sp_trace_meta meta = { .pid = 1, .rank = 0, .world_size = 1, .local_rank = 0, .host = "h" };
 
 struct file {
@@ -393,16 +393,9 @@ static void test_write_error_warns_once(void **state)
 	assert_int_equal(sp_writer_stop(), 0);
 }
 
-static int teardown(void **state)
-{
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd);
-}
-
 int main(void)
 {
-	if (!mkdtemp(dir))
+	if (make_scratch("writer") < 0)
 		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_capped_window),
@@ -411,5 +404,5 @@ int main(void)
 		cmocka_unit_test(test_start_failure_warns),
 		cmocka_unit_test(test_write_error_warns_once),
 	};
-	return cmocka_run_group_tests(tests, NULL, teardown);
+	return cmocka_run_group_tests(tests, NULL, remove_scratch);
 }
