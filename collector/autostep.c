@@ -10,7 +10,9 @@
  * else at the one position whose CPU gap (median of three copies) is >= 4x the period's median
  * gap and >= 20 us (the loop's Python or data loading) - or, without either, a run of >= 32768
  * tokens and 16 copies proves it (boundary at the largest gap). A period must launch a kernel,
- * and must still hold one full period after it was first found.
+ * must be primitive (not a multiple of a shorter period that explains the same run: in a stream
+ * of identical launches the driver's own periodic stalls, such as a full launch queue, must not
+ * pass for the loop's wrap), and must still hold one full period after it was first found.
  * The boundary is expressed as (anchor token, every N-th occurrence). */
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +107,20 @@ static int has_kernel(const struct sp_autostep *a, uint32_t p)
 	return 0;
 }
 
+/* 1 if no shorter period e dividing d keeps the stream periodic over a run of at least r. */
+static int primitive(const struct sp_autostep *a, uint64_t first, uint64_t d, uint64_t r)
+{
+	for (uint64_t e = 1; e * e <= d; e++) {
+		if (d % e)
+			continue;
+		if (e < d && run_length(a, first, e) >= r)
+			return 0;
+		if (e > 1 && d / e < d && run_length(a, first, d / e) >= r)
+			return 0;
+	}
+	return 1;
+}
+
 /* One detection attempt. Returns the period, or 0 if none is proven yet. */
 static uint32_t find_period(struct sp_autostep *a)
 {
@@ -137,7 +153,7 @@ static uint32_t find_period(struct sp_autostep *a)
 		uint64_t r = run_length(a, first, d), wrap;
 		if (r >= MIN_REPEATS * d && r > best_run && d <= MAX_PERIOD && has_kernel(a, (uint32_t)d) &&
 		    (last_sync(a, (uint32_t)d, &wrap) || wrap_position(a, (uint32_t)d, &wrap) ||
-		     (r >= LONG_RUN && r >= 16 * d))) {
+		     (r >= LONG_RUN && r >= 16 * d)) && primitive(a, first, d, r)) {
 			best_run = r;
 			best_d = d;
 		}

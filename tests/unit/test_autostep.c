@@ -95,6 +95,22 @@ static void tiny_kernels_with_sync(void **state)
 	assert_int_equal(period, 2001);
 }
 
+/* Seen on the GPU machine: in a run of identical launches the driver stalls every 31 launches
+ * (its launch queue), so a 31-launch stretch looked like an iteration with a clear wrap before
+ * four copies of the real 2001-token iteration were in the ring, and steps came out 31 kernels
+ * long. A period that a shorter one explains is not the loop. */
+static void periodic_driver_stalls_are_not_the_loop(void **state)
+{
+	static struct iter it;
+	uint32_t period;
+	it.n = 0;
+	for (int i = 0; i < 2000; i++)
+		add(&it, 7, i == 0 ? 300000 : i % 31 == 0 ? 60000 : 5000);
+	add(&it, 8 | SP_AUTOSTEP_SYNC, 5000);
+	assert_int_equal(run(&it, 50, 20, &period), 0);
+	assert_int_equal(period, 2001);
+}
+
 static void sync_ends_iteration_without_gaps(void **state)
 {
 	/* the workload of tests/gpu: uniform 5 us gaps everywhere; two syncs end the iteration */
@@ -189,6 +205,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(transformer_like),
 		cmocka_unit_test(tiny_kernels_with_sync),
+		cmocka_unit_test(periodic_driver_stalls_are_not_the_loop),
 		cmocka_unit_test(sync_ends_iteration_without_gaps),
 		cmocka_unit_test(anchor_inside_iteration),
 		cmocka_unit_test(own_pauses_are_credited),
