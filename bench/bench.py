@@ -9,6 +9,12 @@ step). Configurations, each a separate process:
   sp-window    stepprof recording every measured step (skip_first S, warmup 1, active A)
   torch        torch.profiler (CPU+CUDA), same schedule, Chrome JSON exported at the window's end
   cupti-floor  bench/cupti_floor.c injected: CONCURRENT_KERNEL records only, dropped
+  cupti-sub    (not run by default) cupti_floor.c mode sub: subscribed, nothing enabled
+  cupti-cb     (not run by default) mode cb: kernel records + empty launch callbacks
+  cupti-act    (not run by default) mode act: kernel + RUNTIME + DRIVER activity records
+  cupti-ts     (not run by default) mode ts: kernel records stamped by a CLOCK_MONOTONIC callback
+A stepprof configuration may carry settings: sp-window+activities.runtime_api=false runs
+sp-window with STEPPROF_ACTIVITIES_RUNTIME_API=false.
 Every step ends with torch.cuda.synchronize(); steps are timed boundary to boundary (so a
 profiler's work at a step boundary counts). Measured steps: S+3 .. S+A-2 (all inside the
 window, away from its edges); "near save" is the longest step among S+A-1 .. S+A+3, where the
@@ -30,6 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "gpu"))
 
 CONFIGS = ["baseline", "sp-outside", "sp-window", "torch", "cupti-floor"]
+FLOOR_MODES = {"cupti-floor": "kernel", "cupti-sub": "sub", "cupti-cb": "cb", "cupti-act": "act", "cupti-ts": "ts"}
 WORKLOADS = ["add", "mlp"]
 ADD_KERNELS = 2000
 
@@ -54,9 +61,10 @@ def worker(a):
             schedule=torch.profiler.schedule(skip_first=a.skip, wait=0, warmup=1, active=a.active, repeat=1),
             on_trace_ready=mlp_train.trace_exporter(a.torch_profiler))
         prof.start()
-    t = [time.perf_counter()]
+    t, issue = [time.perf_counter()], []
     for _ in range(a.steps):
         step()
+        issue.append((time.perf_counter() - t[-1]) * 1e3)  # launches issued, GPU maybe still busy
         torch.cuda.synchronize()
         if prof:
             prof.step()
@@ -64,7 +72,7 @@ def worker(a):
     if prof:
         prof.stop()
     times = [(t[i + 1] - t[i]) * 1e3 for i in range(a.steps)]
-    print("BENCH " + json.dumps({"times_ms": times, "torch": torch.__version__,
+    print("BENCH " + json.dumps({"times_ms": times, "issue_ms": issue, "torch": torch.__version__,
                                  "gpu": torch.cuda.get_device_name(0)}), flush=True)
     return 0
 
@@ -129,18 +137,22 @@ def run_one(a, workload, config, rnd):
     trace_dir = os.path.join(run_dir, "trace")
     if config.startswith("sp-"):
         ini = os.path.join(run_dir, "stepprof.ini")
-        skip = a.skip if config == "sp-window" else 10**6
+        for kv in config.split("+")[1:]:
+            key, _, value = kv.partition("=")
+            env["STEPPROF_" + key.replace(".", "_").upper()] = value
+        skip = a.skip if config.startswith("sp-window") else 10**6
         write_ini(ini, trace_dir, skip, a.active, a.marker)
         check_ini(a.build, ini)
         env.update(LD_PRELOAD=os.path.join(a.build, "libstepprof.so"), STEPPROF_CONFIG=ini)
     elif config == "torch":
         cmd += ["--torch-profiler", os.path.join(run_dir, "torch.json"), "--skip", str(a.skip),
                 "--active", str(a.active)]
-    elif config == "cupti-floor":
-        env["CUDA_INJECTION64_PATH"] = a.floor_lib
+    elif config in FLOOR_MODES:
+        env.update(CUDA_INJECTION64_PATH=a.floor_lib, CUPTI_FLOOR_MODE=FLOOR_MODES[config])
     rec = {"workload": workload, "config": config, "round": rnd, "problems": []}
     try:
-        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=a.timeout)
+        pin = (lambda: os.sched_setaffinity(0, a.cpus)) if a.cpus else None
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=a.timeout, preexec_fn=pin)
         out, err, rc = r.stdout, r.stderr, r.returncode
     except subprocess.TimeoutExpired as e:
         out, err, rc = e.stdout or "", e.stderr or "", "timeout"
@@ -156,12 +168,13 @@ def run_one(a, workload, config, rnd):
     rec.update(json.loads(line[6:]))
     t = rec["times_ms"]
     rec["median_ms"] = statistics.median(t[a.skip + 3:a.skip + a.active - 1])
+    rec["issue_median_ms"] = statistics.median(rec["issue_ms"][a.skip + 3:a.skip + a.active - 1])
     rec["near_save_ms"] = max(t[a.skip + a.active - 1:a.skip + a.active + 4])
     if config.startswith("sp-"):
         rec["stepprof_stderr"] = [l for l in err.splitlines() if l.startswith("stepprof:")][:10]
         st = trace_stats(a.build, trace_dir, run_dir)
         rec["trace"] = st
-        if config == "sp-window":
+        if config.startswith("sp-window"):
             if not st or st.get("error") or not st.get("kernels"):
                 rec["problems"].append(f"window recorded nothing: {st}")
             elif len(st["steps"]) < a.active - 2:
@@ -175,9 +188,27 @@ def run_one(a, workload, config, rnd):
             os.remove(js)  # tens of MB; its size and counts are kept
         if rec["trace"].get("error"):
             rec["problems"].append(rec["trace"]["error"])
-    elif config == "cupti-floor" and "cupti_floor: CONCURRENT_KERNEL enabled" not in err:
-        rec["problems"].append("the CUPTI floor library did not load (no 'cupti_floor:' line)")
+    elif config in FLOOR_MODES and f"cupti_floor: mode {FLOOR_MODES[config]} enabled" not in err:
+        rec["problems"].append("the CUPTI floor library did not load (no 'cupti_floor: mode' line)")
     return rec
+
+
+def cpu_times():
+    """(busy+idle jiffies, steal jiffies) of all CPUs from /proc/stat, or None."""
+    try:
+        f = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return sum(f), f[7] if len(f) > 7 else 0
+
+
+def cpu_list(text):
+    """'2-5,8' -> {2, 3, 4, 5, 8}"""
+    cpus = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
 
 
 def fmt(value, spec):
@@ -218,10 +249,10 @@ def orchestrate(a):
     a.total = a.skip + 1 + a.active + 6
     if a.active < 25:
         sys.exit("bench: --active must be >= 25 (>= 21 measured steps inside the window)")
-    if "cupti-floor" in a.configs and not (a.floor_lib and os.path.exists(a.floor_lib)):
+    if set(FLOOR_MODES) & set(a.configs) and not (a.floor_lib and os.path.exists(a.floor_lib)):
         sys.exit(f"bench: --floor-lib {a.floor_lib!r} missing (bench/run.sh builds it)")
     os.makedirs(a.out, exist_ok=True)
-    records = []
+    records, cpu0 = [], cpu_times()
     for rnd in range(a.rounds):
         order = a.configs[rnd % len(a.configs):] + a.configs[:rnd % len(a.configs)]
         for wl in a.workloads:
@@ -231,16 +262,22 @@ def orchestrate(a):
                 records.append(rec)
                 if cfg == "baseline" and "median_ms" not in rec:
                     sys.exit(f"bench: the baseline run fails, stopping: {rec['problems']}")
-                med = f"{rec['median_ms']:.2f} ms" if "median_ms" in rec else "FAILED"
+                med = (f"{rec['median_ms']:.2f} ms (issue {rec['issue_median_ms']:.2f})"
+                       if "median_ms" in rec else "FAILED")
                 print(f"round {rnd} {wl:4s} {cfg:12s} {med:>12s}  ({time.time() - t0:.0f} s)"
                       + (f"  problems: {rec['problems']}" if rec["problems"] else ""), flush=True)
     rows, summary = summarise(a, records)
+    cpu1 = cpu_times()
+    steal = (f"{100 * (cpu1[1] - cpu0[1]) / max(cpu1[0] - cpu0[0], 1):.1f}%"
+             if cpu0 and cpu1 else "unknown")
     gpu = next((r.get("gpu") for r in records if r.get("gpu")), "?")
     torch_v = next((r.get("torch") for r in records if r.get("torch")), "?")
     md = [f"# stepprof benchmark ({time.strftime('%Y-%m-%d %H:%M')})", "",
           f"GPU {gpu}, torch {torch_v}, host {platform.node()}; {a.rounds} rounds; marker {a.marker}; "
           f"window skip_first={a.skip} warmup=1 active={a.active}; median of steps {a.skip + 3}..{a.skip + a.active - 2} "
-          f"per run; add = {ADD_KERNELS} add_ kernels per step, mlp = tests/gpu/mlp_train.py step.", "",
+          f"per run; add = {ADD_KERNELS} add_ kernels per step, mlp = tests/gpu/mlp_train.py step; "
+          f"workers pinned to CPUs {sorted(a.cpus) if a.cpus else 'none'}; CPU time stolen by the hypervisor "
+          f"during the bench: {steal}.", "",
           "| workload | config | ms/step per round | vs baseline | longest step near save, ms | steps recorded "
           "| kernels recorded | bytes/kernel on disk | problems |",
           "|---|---|---|---|---|---|---|---|---|", *rows, "",
@@ -250,7 +287,7 @@ def orchestrate(a):
     with open(os.path.join(a.out, "bench.md"), "w") as f:
         f.write(text)
     with open(os.path.join(a.out, "bench.json"), "w") as f:
-        json.dump({"settings": vars(a), "summary": summary,
+        json.dump({"settings": {k: sorted(v) if isinstance(v, set) else v for k, v in vars(a).items()}, "summary": summary,
                    "runs": records}, f, indent=1)
     failed = [s for s in summary if s["problems"] or s["ratio"] is None]
     print(f"bench: {len(summary) - len(failed)} configurations ok, {len(failed)} with problems; "
@@ -272,6 +309,8 @@ def main():
     r.add_argument("--workloads", type=lambda s: s.split(","), default=WORKLOADS)
     r.add_argument("--configs", type=lambda s: s.split(","), default=CONFIGS)
     r.add_argument("--timeout", type=int, default=240, help="seconds per worker process")
+    r.add_argument("--cpus", type=cpu_list, default=None,
+                   help="pin every worker to these CPUs, e.g. 2-5 (less noise from migrations)")
     r.add_argument("--keep-traces", action="store_true", help="keep torch.profiler's JSON exports")
     w = sub.add_parser("worker")
     w.add_argument("--workload", choices=WORKLOADS, required=True)
@@ -284,7 +323,7 @@ def main():
         return worker(a)
     a.build = os.path.abspath(a.build)
     a.out = os.path.abspath(a.out)
-    bad = [c for c in a.configs if c not in CONFIGS] + [w for w in a.workloads if w not in WORKLOADS]
+    bad = [c for c in a.configs if c.split("+")[0] not in CONFIGS and c not in FLOOR_MODES] + [w for w in a.workloads if w not in WORKLOADS]
     if bad:
         sys.exit(f"bench: unknown configuration or workload {bad}")
     if "baseline" not in a.configs:
