@@ -995,6 +995,7 @@ static void writer_tick(void *ctx)
 static void on_fork_child(void)
 {
 	sp_host_tracking = 0;
+	sp_host_min_bytes = SIZE_MAX;
 	G.disabled = 1;
 	G.active = 0;
 	sp_ring_disable_all();
@@ -1136,6 +1137,7 @@ void sp_collector_inject(void)
 	pthread_atfork(NULL, NULL, on_fork_child);
 	atexit(on_exit_process);
 	G.active = 1;
+	sp_host_min_bytes = G.cfg.host_malloc ? (size_t)G.cfg.host_malloc_min : SIZE_MAX;
 	sp_host_tracking = G.cfg.host_malloc;
 	sp_info("profiling rank %d (%s), marker %s '%s' every %d", G.ri.rank, G.ri.source,
 		sp_marker_kind_name(G.cfg.marker_kind), G.cfg.marker_pattern, G.cfg.marker_every);
@@ -1304,6 +1306,7 @@ void sp_collector_comm(int what, void *comm, const void *id, size_t idlen, int r
 /* ---- host allocations (called from preload/malloc.c, inside malloc: no allocation here) ---- */
 
 volatile int sp_host_tracking;
+volatile size_t sp_host_min_bytes = SIZE_MAX;
 
 void sp_collector_host_alloc(void *p, size_t size)
 {
@@ -1316,7 +1319,7 @@ void sp_collector_host_alloc(void *p, size_t size)
 
 void sp_collector_host_free(void *p)
 {
-	if (p && sp_mem_host_maybe((uint64_t)(uintptr_t)p))
+	if (p)
 		sp_mem_free(SP_MEM_HOST, (uint64_t)(uintptr_t)p, sp_now_ns(), __atomic_load_n(&G.open, __ATOMIC_ACQUIRE) != NULL);
 }
 

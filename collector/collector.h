@@ -38,8 +38,12 @@ void sp_collector_comm(int what, void *comm, const void *id, size_t idlen, int r
 /* Nonzero if the malloc hooks should report (this process is profiled with [activities]
  * host_malloc, and is not a fork child). A plain load: the hooks' only cost when off. */
 extern volatile int sp_host_tracking;
+/* The smallest allocation the hooks report: host_malloc_min while tracking, else SIZE_MAX, so a
+ * small allocation costs the hooks one comparison. */
+extern volatile size_t sp_host_min_bytes;
 /* A successful host allocation of size bytes at p / a release of p (before the real free). Called
- * inside malloc: they never allocate. A release of a block never recorded costs a bitmap test. */
+ * inside malloc: they never allocate. The hooks call them only for allocations of at least
+ * sp_host_min_bytes and for releases that sp_mem_host_maybe() cannot rule out. */
 void sp_collector_host_alloc(void *p, size_t size);
 void sp_collector_host_free(void *p);
 /* Another tool tried to subscribe to CUPTI (torch.profiler, nsys): warn once, naming it.

@@ -27,23 +27,11 @@ static struct {
 	pthread_mutex_t lock;
 	struct alloc *tab;       /* mmap'ed */
 	uint32_t cap, used;      /* slots, slots not empty (live + tombstones) */
+	uint32_t tombs;          /* deleted slots among used */
 	uint64_t live[SP_MEM_HOST_SLOT + 1], peak[SP_MEM_HOST_SLOT + 1];
 } M = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-/* Host blocks ever recorded, by address bits: set on allocation, never cleared (a stale bit only
- * costs a table lookup). 2^20 bits. */
-static _Atomic uint64_t host_seen[1u << 14];
-
-static uint32_t seen_bit(uint64_t addr)
-{
-	return (uint32_t)((addr >> 4) ^ (addr >> 24)) & ((1u << 20) - 1);
-}
-
-int sp_mem_host_maybe(uint64_t addr)
-{
-	uint32_t b = seen_bit(addr);
-	return (atomic_load_explicit(&host_seen[b >> 6], memory_order_relaxed) >> (b & 63)) & 1;
-}
+_Atomic uint64_t sp_mem_host_seen[1u << 14];
 
 static int is_host(int kind)
 {
@@ -62,10 +50,13 @@ static uint32_t hash(uint64_t k)
 	return (uint32_t)(k ^ (k >> 33));
 }
 
-/* Doubles the table (or makes the first). Returns 0 or -1 (no memory: table unchanged). */
+/* Makes room: rebuilds the table without its tombstones, at the same size if at most a quarter
+ * of it is live (allocation churn leaves tombstones, not more live blocks), else doubled (or
+ * makes the first). Returns 0 or -1 (no memory: table unchanged). */
 static int grow(void)
 {
-	uint32_t cap = M.cap ? M.cap * 2 : INITIAL_SLOTS;
+	uint32_t live = M.used - M.tombs;
+	uint32_t cap = !M.cap ? INITIAL_SLOTS : live * 4 <= M.cap ? M.cap : M.cap * 2;
 	struct alloc *t = mmap(NULL, (size_t)cap * sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (t == MAP_FAILED)
 		return -1;
@@ -86,6 +77,7 @@ static int grow(void)
 	M.tab = t;
 	M.cap = cap;
 	M.used = used;
+	M.tombs = 0;
 	return 0;
 }
 
@@ -120,8 +112,8 @@ void sp_mem_alloc(int kind, int device, uint64_t addr, uint64_t size, uint32_t s
 	struct alloc a = { key_of(kind, addr), size, t, stack, (uint8_t)kind, 0 };
 	a.slot = is_host(kind) || device < 0 || device >= SP_MEM_HOST_SLOT ? SP_MEM_HOST_SLOT : (uint8_t)device;
 	if (kind == SP_MEM_HOST) {
-		uint32_t b = seen_bit(addr);
-		atomic_fetch_or_explicit(&host_seen[b >> 6], 1ull << (b & 63), memory_order_relaxed);
+		uint32_t b = sp_mem_seen_bit(addr);
+		atomic_fetch_or_explicit(&sp_mem_host_seen[b >> 6], 1ull << (b & 63), memory_order_relaxed);
 	}
 	pthread_mutex_lock(&M.lock);
 	M.live[a.slot] += size;
@@ -132,6 +124,7 @@ void sp_mem_alloc(int kind, int device, uint64_t addr, uint64_t size, uint32_t s
 			struct alloc *s = &M.tab[h & (M.cap - 1)];
 			if (!s->key || s->key == TOMB || s->key == a.key) {
 				M.used += !s->key;
+				M.tombs -= s->key == TOMB;
 				*s = a;
 				break;
 			}
@@ -148,6 +141,7 @@ void sp_mem_free(int kind, uint64_t addr, uint64_t t, int record)
 	if (a) {
 		struct alloc old = *a;
 		a->key = TOMB;
+		M.tombs++;
 		M.live[old.slot] -= old.size;
 		if (record)
 			push_mem(old.kind, SP_EV_FREE, &old, addr, t, 0);
@@ -181,6 +175,14 @@ void sp_mem_peaks(uint64_t t)
 		sp_ring_push(&ev);
 	}
 	pthread_mutex_unlock(&M.lock);
+}
+
+uint32_t sp_mem_table_slots(void)
+{
+	pthread_mutex_lock(&M.lock);
+	uint32_t cap = M.cap;
+	pthread_mutex_unlock(&M.lock);
+	return cap;
 }
 
 uint64_t sp_mem_live(int slot)

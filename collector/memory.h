@@ -6,6 +6,7 @@
 #ifndef SP_MEMORY_H
 #define SP_MEMORY_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #define SP_MEM_HOST_SLOT 64 /* accounting slot of host memory (device slots are 0..63) */
@@ -17,13 +18,29 @@ void sp_mem_alloc(int kind, int device, uint64_t addr, uint64_t size, uint32_t s
 /* Records the release of addr (kind as at allocation; VMM handles and pointers are kept apart).
  * Unknown addresses change nothing. record: also push an SP_EV_FREE event. */
 void sp_mem_free(int kind, uint64_t addr, uint64_t t, int record);
-/* 0 if addr was certainly never recorded as a host allocation (a lock-free bitmap test that lets
- * free() of small blocks skip the table), 1 if it may have been. This function can't fail. */
-int sp_mem_host_maybe(uint64_t addr);
+/* Host blocks ever recorded, one bit per address hash: set on allocation, never cleared (a stale
+ * bit only costs a table lookup). Read through sp_mem_host_maybe. */
+extern _Atomic uint64_t sp_mem_host_seen[1u << 14];
+
+static inline uint32_t sp_mem_seen_bit(uint64_t addr)
+{
+	return (uint32_t)((addr >> 4) ^ (addr >> 24)) & ((1u << 20) - 1);
+}
+
+/* 0 if addr was certainly never recorded as a host allocation (a lock-free bitmap test, inlined
+ * into the free() hook, that lets releases of small blocks skip everything else), 1 if it may
+ * have been. This function can't fail. */
+static inline int sp_mem_host_maybe(uint64_t addr)
+{
+	uint32_t b = sp_mem_seen_bit(addr);
+	return (atomic_load_explicit(&sp_mem_host_seen[b >> 6], memory_order_relaxed) >> (b & 63)) & 1;
+}
 /* At a window's start: pushes one SNAPSHOT ALLOC per live allocation. */
 void sp_mem_snapshot(uint64_t t);
 /* At a window's end: pushes one PEAK ALLOC per device (and host) with the highest level so far. */
 void sp_mem_peaks(uint64_t t);
+/* Slots in the table of live allocations (it grows with live blocks, not with churn). */
+uint32_t sp_mem_table_slots(void);
 /* Current live bytes of a slot (device 0..63, SP_MEM_HOST_SLOT). */
 uint64_t sp_mem_live(int slot);
 

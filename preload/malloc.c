@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "collector/collector.h"
+#include "collector/memory.h"
 
 #define SP_EXPORT __attribute__((visibility("default")))
 
@@ -58,10 +59,11 @@ static void resolve(void)
 	R.resolving = 0;
 }
 
-/* Reports an allocation if the collector wants it (outside the guard). */
+/* Reports an allocation if the collector wants it (outside the guard): one comparison for an
+ * allocation below the size threshold, or for any when tracking is off. */
 static void *report(void *p, size_t size)
 {
-	if (__builtin_expect(sp_host_tracking, 0) && p && !guard) {
+	if (__builtin_expect(size >= sp_host_min_bytes, 0) && p && !guard) {
 		guard = 1;
 		sp_collector_host_alloc(p, size);
 		guard = 0;
@@ -69,9 +71,11 @@ static void *report(void *p, size_t size)
 	return p;
 }
 
+/* Reports a release if the block may have been recorded: a flag load when tracking is off, and
+ * one bitmap test for blocks never recorded. */
 static void report_free(void *p)
 {
-	if (__builtin_expect(sp_host_tracking, 0) && p && !guard) {
+	if (__builtin_expect(sp_host_tracking, 0) && p && sp_mem_host_maybe((uint64_t)(uintptr_t)p) && !guard) {
 		guard = 1;
 		sp_collector_host_free(p);
 		guard = 0;

@@ -101,12 +101,33 @@ static void many_allocations_grow_the_table(void **state)
 	assert_int_equal(ngot, 0);
 }
 
+/* Host churn (allocate, free, allocate elsewhere) leaves tombstones: the table must be rebuilt in
+ * place, not doubled for every few thousand frees. */
+static void churn_does_not_grow_the_table(void **state)
+{
+	uint64_t base = sp_mem_live(SP_MEM_HOST_SLOT);
+	uint32_t cap0 = 0;
+	for (uint64_t i = 1; i <= 1000000; i++) {
+		sp_mem_alloc(SP_MEM_HOST, -1, 0x100000000ull + i * 4096, 100, 0, i, 0);
+		if (i > 100)
+			sp_mem_free(SP_MEM_HOST, 0x100000000ull + (i - 100) * 4096, i, 0);
+		if (i == 1000)
+			cap0 = sp_mem_table_slots();
+	}
+	assert_int_equal(sp_mem_live(SP_MEM_HOST_SLOT) - base, 100 * 100);
+	assert_int_equal(sp_mem_table_slots(), cap0);
+	for (uint64_t i = 1000000 - 99; i <= 1000000; i++)
+		sp_mem_free(SP_MEM_HOST, 0x100000000ull + i * 4096, i, 0);
+	assert_int_equal(sp_mem_live(SP_MEM_HOST_SLOT), base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(levels_and_events),
 		cmocka_unit_test(host_bitmap_filters_frees),
 		cmocka_unit_test(many_allocations_grow_the_table),
+		cmocka_unit_test(churn_does_not_grow_the_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
