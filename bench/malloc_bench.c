@@ -9,6 +9,7 @@
  *
  * usage: malloc_bench [STEPS [OPS [SLOTS]]]     (defaults 60, 20000, 4096) */
 #include <cuda.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +111,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: malloc_bench [STEPS [OPS [SLOTS]]]\n");
 		return 2;
 	}
+	/* Fixed allocator parameters: glibc moves its mmap and trim thresholds after every free of an
+	 * mmap'ed block, so a profiler's own large buffers (or their absence) would change which
+	 * sizes here cost an mmap/munmap pair. Fixed, every configuration runs the same allocator. */
+	mallopt(M_MMAP_THRESHOLD, 64 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
+	mallopt(M_TOP_PAD, 16 << 20);
 	CUdevice dev;
 	CUcontext ctx;
 	cu_check(cuInit(0), "cuInit");

@@ -120,14 +120,15 @@ for c in configs:
                 and not (x.kind == "alloc" and x.int("addr") == 0 and x.int("size") == 0)
                 and du.step_of(measured, x.start) is not None]
         rec["events_per_step"] = len(host) / max(len(measured), 1)
-        rec["with_stack"] = sum(1 for x in host if x.int("stack", 0))
+        allocs = [x for x in host if x.kind == "alloc"]  # a free has a stack only if its allocation was recorded
+        rec["with_stack"] = sum(1 for x in allocs if x.int("stack", 0))
         rec["dropped"] = sum(x.int("dropped", 0) for x in dump.of("window_end"))
         if c == "host-off" and host:
             problems.append(f"{c} round {r}: {len(host)} host events recorded with host_malloc = false")
         if c != "host-off" and not host:
             problems.append(f"{c} round {r}: no host allocation event recorded")
-        if c == "host-stacks" and rec["with_stack"] < len(host):
-            problems.append(f"{c} round {r}: {len(host) - rec['with_stack']} of {len(host)} events have no stack")
+        if c == "host-stacks" and rec["with_stack"] < len(allocs):
+            problems.append(f"{c} round {r}: {len(allocs) - rec['with_stack']} of {len(allocs)} allocations have no stack")
 
 base = {r: runs[("baseline", r)]["median_us"] for r in range(rounds) if ("baseline", r) in runs}
 rows, summary = [], {}
