@@ -9,6 +9,7 @@ step). Configurations, each a separate process:
   sp-window    stepprof recording every measured step (skip_first S, warmup 1, active A)
   torch        torch.profiler (CPU+CUDA), same schedule, Chrome JSON exported at the window's end
   cupti-floor  bench/cupti_floor.c injected: CONCURRENT_KERNEL records only, dropped
+  baseline-again  no profiler, a second time: its ratio to baseline is the machine's own noise
   cupti-sub    (not run by default) cupti_floor.c mode sub: subscribed, nothing enabled
   cupti-cb     (not run by default) mode cb: kernel records + empty launch callbacks
   cupti-act    (not run by default) mode act: kernel + RUNTIME + DRIVER activity records
@@ -35,7 +36,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "gpu"))
 
-CONFIGS = ["baseline", "sp-outside", "sp-window", "torch", "cupti-floor"]
+CONFIGS = ["baseline", "sp-outside", "sp-window", "torch", "cupti-floor", "baseline-again"]
 FLOOR_MODES = {"cupti-floor": "kernel", "cupti-sub": "sub", "cupti-cb": "cb", "cupti-act": "act", "cupti-ts": "ts"}
 WORKLOADS = ["add", "mlp"]
 ADD_KERNELS = 2000

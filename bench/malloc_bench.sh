@@ -3,6 +3,7 @@
 # bench/malloc_bench.sh BUILD_DIR - what host-allocation tracking and call stacks cost, on the GPU
 # machine: builds bench/malloc_bench.c and runs it, interleaved over ROUNDS rounds (rotated order):
 #   baseline     no stepprof
+#   baseline-again  no stepprof, a second time: its ratio to baseline is the machine's noise
 #   host-off     stepprof loaded, host_malloc = false
 #   host-on      host_malloc = true
 #   host-stacks  host_malloc = true, stacks = true
@@ -24,7 +25,7 @@ OPS=${OPS:-20000}
 SKIP=${SKIP:-5}
 ACTIVE=${ACTIVE:-60}
 STEPS=$((SKIP + 1 + ACTIVE + 5))
-CONFIGS=(baseline host-off host-on host-stacks)
+CONFIGS=(baseline baseline-again host-off host-on host-stacks)
 for f in "$BUILD/libstepprof.so" "$BUILD/stepprof"; do [ -e "$f" ] || { echo "missing $f: run make first"; exit 2; }; done
 [ "$ACTIVE" -ge 10 ] || { echo "ACTIVE must be >= 10"; exit 2; }
 for v in $(compgen -e | grep '^STEPPROF_'); do unset "$v"; done
@@ -49,7 +50,7 @@ ini() {
 	} >"$f"
 	"$BUILD/stepprof" check "$f" >"$OUT/$1.check.log" 2>&1 || { cat "$OUT/$1.check.log"; echo "stepprof check $f failed"; exit 1; }
 }
-for c in "${CONFIGS[@]:1}"; do ini "$c"; done
+for c in "${CONFIGS[@]:2}"; do ini "$c"; done
 
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 echo "malloc_bench: $ROUNDS rounds, $STEPS steps of $OPS operations, window steps $((SKIP + 1))..$((SKIP + ACTIVE))"
@@ -58,7 +59,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 		c=${CONFIGS[$(((k + r) % ${#CONFIGS[@]}))]}
 		d=$OUT/runs/$c-r$r
 		mkdir -p "$d"
-		if [ "$c" = baseline ]; then
+		if [ "${c%-again}" = baseline ]; then
 			(cd "$d" && timeout 300 "$BIN" "$STEPS" "$OPS" >stdout.log 2>stderr.log)
 		else
 			(cd "$d" && STEPPROF_CONFIG=$OUT/$c.ini LD_PRELOAD=$BUILD/libstepprof.so \
@@ -84,7 +85,7 @@ skip, active, rounds, ops = (int(x) for x in sys.argv[2:6])
 sys.path.insert(0, gpu_dir)
 import dumputil as du
 
-configs = ["baseline", "host-off", "host-on", "host-stacks"]
+configs = ["baseline", "baseline-again", "host-off", "host-on", "host-stacks"]
 targets = {"host-off": 1.01, "host-on": 1.05}
 first, last = skip + 3, skip + active - 2          # measured steps (0-based iterations)
 runs, problems = {}, []
@@ -100,7 +101,7 @@ for c in configs:
             problems.append(f"{c} round {r}: no step times (see {d})")
             continue
         runs[(c, r)] = rec
-        if c == "baseline":
+        if c.startswith("baseline"):
             continue
         if not os.path.exists(os.path.join(d, "dump.txt")):
             problems.append(f"{c} round {r}: no trace written (stepprof inactive? see {d}/stderr.log)")
