@@ -180,6 +180,9 @@ def run_one(a, workload, config, rnd):
                 rec["problems"].append(f"window recorded nothing: {st}")
             elif len(st["steps"]) < a.active - 2:
                 rec["problems"].append(f"window holds {len(st['steps'])} steps, expected {a.active}")
+            elif workload == "add" and st["kernels"] != ADD_KERNELS * len(st["steps"]):
+                rec["problems"].append(f"{st['kernels']} kernels in {len(st['steps'])} steps, "
+                                       f"not {ADD_KERNELS} per step: boundaries off the iterations")
         elif st and st.get("kernels"):
             rec["problems"].append(f"outside-window run recorded {st['kernels']} kernels")
     elif config == "torch":
@@ -220,6 +223,15 @@ def summarise(a, records):
     """Markdown table and per-(workload, config) summary dicts."""
     rows, summary = [], []
     for wl in a.workloads:
+        # every recorded step must hold what torch.profiler records per step (same program)
+        ref = next((r["trace"]["kernels"] / len(r["trace"]["steps"]) for r in records
+                    if r["workload"] == wl and r["config"] == "torch" and (r.get("trace") or {}).get("steps")), None)
+        for r in records:
+            st = r.get("trace") or {}
+            if (ref and r["workload"] == wl and r["config"].startswith("sp-window") and st.get("steps")
+                    and st.get("kernels") and st["kernels"] / len(st["steps"]) != ref):
+                r["problems"].append(f"{st['kernels'] / len(st['steps']):.1f} kernels per step, "
+                                     f"torch.profiler {ref:.1f}: boundaries off the iterations")
         base = {r["round"]: r["median_ms"] for r in records
                 if r["workload"] == wl and r["config"] == "baseline" and "median_ms" in r}
         for cfg in a.configs:

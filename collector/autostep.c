@@ -12,7 +12,9 @@
  * tokens and 16 copies proves it (boundary at the largest gap). A period must launch a kernel,
  * must be primitive (not a multiple of a shorter period that explains the same run: in a stream
  * of identical launches the driver's own periodic stalls, such as a full launch queue, must not
- * pass for the loop's wrap), and must still hold one full period after it was first found.
+ * pass for the loop's wrap), and must still hold one full period after it was first found -
+ * CONFIRM_TIMING tokens if only a CPU gap shows its wrap (identical layers behind Python's
+ * per-module overhead look like short iterations with a wrap, until the layers end).
  * The boundary is expressed as (anchor token, every N-th occurrence). */
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,7 @@
 #define GAP_RATIO 4u       /* the wrap's CPU gap vs the period's median gap */
 #define MIN_WRAP_NS 20000u /* and at least this long */
 #define LONG_RUN 32768u    /* without a clear wrap, a run this long still proves the period */
+#define CONFIRM_TIMING 4096u /* tokens a period without a synchronisation must keep holding */
 
 static inline uint32_t at(const struct sp_autostep *a, uint64_t i)
 {
@@ -151,11 +154,13 @@ static uint32_t find_period(struct sp_autostep *a)
 		if ((MIN_REPEATS + 1) * d > a->n - first)
 			break;
 		uint64_t r = run_length(a, first, d), wrap;
+		int sync = 0;
 		if (r >= MIN_REPEATS * d && r > best_run && d <= MAX_PERIOD && has_kernel(a, (uint32_t)d) &&
-		    (last_sync(a, (uint32_t)d, &wrap) || wrap_position(a, (uint32_t)d, &wrap) ||
+		    ((sync = last_sync(a, (uint32_t)d, &wrap)) || wrap_position(a, (uint32_t)d, &wrap) ||
 		     (r >= LONG_RUN && r >= 16 * d)) && primitive(a, first, d, r)) {
 			best_run = r;
 			best_d = d;
+			a->found_sync = sync;
 		}
 	}
 	return (uint32_t)best_d;
@@ -213,8 +218,8 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 		a->first_found = a->n;
 		return 0;
 	}
-	if (a->n - a->first_found < p)
-		return 0; /* confirm over one more full period */
+	if (a->n - a->first_found < (a->found_sync || p > CONFIRM_TIMING ? p : CONFIRM_TIMING))
+		return 0; /* confirm over one more full period (longer if only a gap shows the wrap) */
 	/* locked: the iteration starts at position b; count anchor occurrences per period and
 	 * since the most recent boundary instance. */
 	uint64_t b;

@@ -18,6 +18,7 @@ struct sp_autostep {
 	uint64_t next_try;      /* n at which detection runs next */
 	uint32_t last_period;   /* period found by the previous try (must hold a full period more to lock) */
 	uint64_t first_found;   /* n when last_period was first found */
+	int found_sync;         /* the period found last holds a synchronisation */
 	uint64_t credit;        /* ns spent in detection itself, taken out of later timestamps */
 	/* result, valid once locked */
 	int locked;
