@@ -87,18 +87,36 @@ static int wrap_position(struct sp_autostep *a, uint32_t p, uint64_t *pos)
 	return best_gap >= MIN_WRAP_NS && best_gap >= GAP_RATIO * c[p / 2];
 }
 
-/* Where period p wraps if it holds a synchronisation: the first token after a run of them (the
- * last run, scanning back), as a position in [n - p, n) in *pos. Returns 1 if there is one, else 0. */
+/* Occurrences of token t in the newest period of length p. */
+static uint32_t count_in_period(const struct sp_autostep *a, uint32_t p, uint32_t t)
+{
+	uint32_t c = 0;
+	for (uint64_t q = a->n - p; q < a->n; q++)
+		c += at(a, q) == t;
+	return c;
+}
+
+/* Where period p wraps if it holds a synchronisation: the first token after a run of them, as a
+ * position in [n - p, n) in *pos. With several runs, the one ending in the synchronisation that
+ * occurs fewest times per period (the loop's own torch.cuda.synchronize() or loss.item(), not
+ * the per-bucket event waits of DDP, which come and go with timing), the newest among equals.
+ * Returns 1 if there is one, else 0. */
 static int last_sync(const struct sp_autostep *a, uint32_t p, uint64_t *pos)
 {
+	uint32_t best = UINT32_MAX;
 	for (uint64_t q = a->n; q-- > a->n - p;) {
 		uint64_t next = q + 1 == a->n ? q + 1 - p : q + 1; /* cyclic within the period */
-		if ((at(a, q) & SP_AUTOSTEP_SYNC) && !(at(a, next) & SP_AUTOSTEP_SYNC)) {
+		if (!(at(a, q) & SP_AUTOSTEP_SYNC) || (at(a, next) & SP_AUTOSTEP_SYNC))
+			continue;
+		uint32_t c = count_in_period(a, p, at(a, q));
+		if (c < best) {
+			best = c;
 			*pos = next;
-			return 1;
 		}
+		if (c == 1)
+			break;
 	}
-	return 0;
+	return best != UINT32_MAX;
 }
 
 /* 1 if the newest period of length p launches a kernel. */
@@ -229,9 +247,7 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 	uint64_t ap = a->after ? b - 1 : b; /* the synchronisation that ends it, or the token that begins it */
 	a->period = p;
 	a->anchor = at(a, ap);
-	a->every = 0;
-	for (uint64_t i = a->n - p; i < a->n; i++)
-		a->every += at(a, i) == a->anchor;
+	a->every = count_in_period(a, p, a->anchor);
 	a->count = 0;
 	for (uint64_t i = ap; i < a->n; i++)
 		a->count += at(a, i) == a->anchor;

@@ -77,7 +77,7 @@ static struct {
 	uint8_t api_marker[2][1024];  /* (domain, cbid) is an api marker / profiler range call */
 	uint8_t cb_on[2][1024];       /* callbacks currently enabled */
 	uint8_t cls[2][1024];         /* CLS_* of each callback id, from its name (arm_markers) */
-	uint8_t api_sync[1024];       /* driver cbid blocks the host (auto detection's iteration ends) */
+	uint8_t api_sync[2][1024];    /* (domain, cbid) blocks the host (auto detection's iteration ends) */
 	struct memop { uint8_t kind, shape; } memop[2][1024]; /* allocation calls, by (domain, cbid) */
 	int devices_written;          /* SP_EV_DEVICE records are in the trace */
 	int step_open;                /* a step is in progress (profiler ranges leave gaps) */
@@ -236,8 +236,12 @@ static const char *const recorded_api[2][14] = {
 	  "cuEventRecord*", "cuMemAlloc*", "cuMemFree*", "cuMemCreate*", "cuMemMap*", "cuMemUnmap*",
 	  "cuMemRelease*", "cuProfilerSt*" },
 };
-/* Tokens the auto detector learns from besides kernel launches: once-per-iteration calls. */
-static const char *const auto_api[] = { "cu*Synchronize*", "cuMemcpy*", "cuMemset*" };
+/* Tokens the auto detector learns from besides kernel launches: once-per-iteration calls, each
+ * counted at the outermost call (a runtime call, or a driver call made outside one): how the
+ * runtime implements cudaDeviceSynchronize in the driver changes once activities are enabled
+ * (seen with DDP on CUDA 13: per-stream cuEventSynchronize calls vanished inside windows). */
+static const char *const auto_api[2][3] = { { "cuda*Synchronize*", "cudaMemcpy*", "cudaMemset*" },
+					    { "cu*Synchronize*", "cuMemcpy*", "cuMemset*" } };
 
 static int name_in(const char *n, const char *const *globs, size_t k)
 {
@@ -525,6 +529,7 @@ static void begin_step(uint64_t t, uint32_t corr)
 	G.step_open = 1;
 	G.step_start = t;
 	G.action = sp_schedule_action(&G.cfg.schedule, G.step);
+	sp_info("step %lld begins (%s) on thread %u", (long long)G.step, sp_action_name(G.action), tid());
 	if (is_record(G.action) && !G.open) {
 		struct window *w = new_window();
 		if (w && start_writer() == 0) {
@@ -763,8 +768,8 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 			} else if (G.cfg.marker_kind == SP_MARK_AUTO) {
 				if (launch)
 					auto_token(name_id(cd->symbolName) | SP_AUTOSTEP_KERNEL, mt, mc);
-				else if (d && !is_launch(dom, cbid) && cbid < 1024)
-					auto_token(api_name(dom, cbid) | (G.api_sync[cbid] ? SP_AUTOSTEP_SYNC : 0), mt, mc);
+				else if (cbid < 1024 && (G.cls[d][cbid] & CLS_AUTO) && !(d && T.in_rt))
+					auto_token(api_name(dom, cbid) | (G.api_sync[d][cbid] ? SP_AUTOSTEP_SYNC : 0), mt, mc);
 			} else if (api_mk && T.mk_depth++ == 0) {
 				const char *n = sp_intern_lookup(api_name(dom, cbid));
 				if (G.cfg.marker_kind == SP_MARK_API || strstr(n, "Start"))
@@ -785,7 +790,7 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 		apply_callbacks();
 		pthread_mutex_unlock(&G.lock);
 	}
-	if (T.after_pending && d && cbid < 1024 && G.api_marker[1][cbid])
+	if (T.after_pending && cbid < 1024 && G.api_marker[d][cbid])
 		after_exit(t); /* the iteration ended with this call */
 	if (api_mk && T.mk_depth > 0 && --T.mk_depth == 0 && G.cfg.marker_kind == SP_MARK_PROFILER_RANGE &&
 	    strstr(sp_intern_lookup(api_name(dom, cbid)), "Stop"))
@@ -1046,13 +1051,13 @@ static int arm_markers(void)
 			G.api_marker[d][cb] = hit;
 			n += hit;
 			G.cls[d][cb] = (name_in(nm, recorded_api[d], 14) ? CLS_RECORDED : 0) |
-				       (d == 1 && name_in(nm, auto_api, sizeof auto_api / sizeof *auto_api) ? CLS_AUTO : 0);
+				       (!is_launch(doms[d], cb) && name_in(nm, auto_api[d], 3) ? CLS_AUTO : 0);
 			for (size_t k = 0; k < sizeof memops / sizeof *memops; k++)
 				if (!strncmp(memops[k].glob, "cuda", 4) == (d == 0) && glob_match(memops[k].glob, nm))
 					G.memop[d][cb] = (struct memop){ memops[k].kind, memops[k].shape };
-			if (d == 1)
-				G.api_sync[cb] = glob_match("cu*Synchronize*", nm) ||
-						 (glob_match("cuMemcpyDtoH*", nm) && !strstr(nm, "Async"));
+			G.api_sync[d][cb] = d ? glob_match("cu*Synchronize*", nm) ||
+						(glob_match("cuMemcpyDtoH*", nm) && !strstr(nm, "Async"))
+					      : glob_match("cuda*Synchronize*", nm) || !strcmp(nm, "cudaMemcpy");
 		}
 	if (G.cfg.marker_kind == SP_MARK_API && !n) {
 		sp_warn("[marker] pattern '%s' names no CUDA runtime or driver API function; not profiling",

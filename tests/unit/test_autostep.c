@@ -133,6 +133,25 @@ static void layer_gaps_are_not_the_wrap(void **state)
 	assert_int_equal(period, it.n);
 }
 
+/* DDP: eight per-bucket event waits (which vanish when the GPU is ahead) and the loop's own
+ * device synchronisation: the boundary goes after the one that happens once per iteration. */
+static void once_per_iteration_sync_is_the_anchor(void **state)
+{
+	static struct iter it;
+	uint32_t period;
+	it.n = 0;
+	for (int b = 0; b < 8; b++) {
+		add(&it, 10 + b, 5000); add(&it, 20, 5000);   /* backward, an allreduce */
+		add(&it, 30 | SP_AUTOSTEP_SYNC, 5000);        /* cudaEventSynchronize */
+	}
+	add(&it, 40, 5000); add(&it, 41, 5000);            /* optimizer */
+	add(&it, 50 | SP_AUTOSTEP_SYNC, 5000);             /* cudaDeviceSynchronize */
+	for (int s = 0; s < 40; s++) {                     /* run() checks boundaries on every place */
+		assert_int_equal(run(&it, 13 + s, 40, &period), 0);
+		assert_int_equal(period, it.n);
+	}
+}
+
 static void sync_ends_iteration_without_gaps(void **state)
 {
 	/* the workload of tests/gpu: uniform 5 us gaps everywhere; two syncs end the iteration */
@@ -229,6 +248,7 @@ int main(void)
 		cmocka_unit_test(tiny_kernels_with_sync),
 		cmocka_unit_test(periodic_driver_stalls_are_not_the_loop),
 		cmocka_unit_test(layer_gaps_are_not_the_wrap),
+		cmocka_unit_test(once_per_iteration_sync_is_the_anchor),
 		cmocka_unit_test(sync_ends_iteration_without_gaps),
 		cmocka_unit_test(anchor_inside_iteration),
 		cmocka_unit_test(own_pauses_are_credited),
