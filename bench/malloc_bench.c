@@ -7,9 +7,12 @@
  * run (fixed seed). Prints "step_us T0 T1 ..." (each step boundary to boundary) and
  * "malloc_bench ok steps=S ops=M median_us=X". Any CUDA or allocation error exits 1 naming it.
  *
- * usage: malloc_bench [STEPS [OPS [SLOTS]]]     (defaults 60, 20000, 4096) */
-#include <cuda.h>
+ * usage: malloc_bench [STEPS [OPS [SLOTS]]]     (defaults 60, 20000, 4096)
+ * Build with -DMALLOC_BENCH_NO_CUDA for a CUDA-free variant (see below). */
 #include <malloc.h>
+#ifndef MALLOC_BENCH_NO_CUDA
+#include <cuda.h>
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +35,22 @@ static uint64_t next_rand(void)
 	B.rng ^= B.rng << 17;
 	return B.rng;
 }
+
+#ifdef MALLOC_BENCH_NO_CUDA
+/* Built with -DMALLOC_BENCH_NO_CUDA: no CUDA at all, so stepprof's collector never starts and only
+ * the hooks' cost with tracking off remains (runs on any machine). */
+typedef int CUresult;
+#define CUDA_SUCCESS 0
+#define cuInit(f) 0
+#define cuDeviceGet(d, i) (*(d) = 0)
+#define cuDevicePrimaryCtxRetain(c, d) (*(c) = 0)
+#define cuCtxSetCurrent(c) 0
+#define cuCtxSynchronize() 0
+#define cuDevicePrimaryCtxRelease(d) 0
+#define cuGetErrorString(r, s) (void)(r)
+typedef int CUdevice;
+typedef int CUcontext;
+#endif
 
 /* Exits 1 naming the call if a CUDA call failed. */
 static void cu_check(CUresult r, const char *what)
