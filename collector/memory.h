@@ -39,7 +39,8 @@ static inline int sp_mem_host_maybe(uint64_t addr)
 void sp_mem_snapshot(uint64_t t);
 /* At a window's end: pushes one PEAK ALLOC per device (and host) with the highest level so far. */
 void sp_mem_peaks(uint64_t t);
-/* Slots in the table of live allocations (it grows with live blocks, not with churn). */
+/* Slots in the table of live allocations (it grows with live blocks, not with churn). This
+ * function can't fail. */
 uint32_t sp_mem_table_slots(void);
 /* Current live bytes of a slot (device 0..63, SP_MEM_HOST_SLOT). */
 uint64_t sp_mem_live(int slot);
