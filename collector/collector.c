@@ -1006,6 +1006,37 @@ static void on_fork_child(void)
 	sp_ring_disable_all();
 }
 
+/* At exit, if the schedule wanted steps and no window was ever opened, says why on stderr (an
+ * empty trace must not pass in silence). Caller holds G.lock. This function can't fail. */
+static void explain_no_window(void)
+{
+	int64_t first = -1;
+	if (G.next_window_id || G.disabled)
+		return;
+	for (int64_t k = 0; k < 1000000 && first < 0; k++)
+		if (is_record(sp_schedule_action(&G.cfg.schedule, k)))
+			first = k;
+	if (first < 0)
+		return; /* the schedule records nothing */
+	const char *anchor = sp_intern_lookup(G.auto_anchor & ~SP_AUTOSTEP_FLAGS);
+	if (G.cfg.marker_kind == SP_MARK_AUTO && !G.auto_anchor)
+		sp_warn("no step recorded: automatic step detection did not find the iteration (it must "
+			"repeat exactly, four times); set an explicit [marker] (docs/STEPS.md)");
+	else if (G.cfg.marker_kind == SP_MARK_AUTO)
+		sp_warn("no step recorded: the program ended in step %lld and the schedule records from step "
+			"%lld; automatic boundaries come %s each '%s' (every %d): if the program ran longer, "
+			"that call stopped recurring - set an explicit [marker] (docs/STEPS.md)",
+			(long long)G.step, (long long)first, G.auto_after ? "after" : "before", anchor ? anchor : "?",
+			G.cfg.marker_every);
+	else if (G.step < 0)
+		sp_warn("no step recorded: the %s marker '%s' never occurred", sp_marker_kind_name(G.cfg.marker_kind),
+			G.cfg.marker_pattern);
+	else
+		sp_warn("no step recorded: the program ended in step %lld and the schedule records from step "
+			"%lld (%s marker '%s', every %d)", (long long)G.step, (long long)first,
+			sp_marker_kind_name(G.cfg.marker_kind), G.cfg.marker_pattern, G.cfg.marker_every);
+}
+
 static void on_exit_process(void)
 {
 	if (!G.active)
@@ -1014,6 +1045,7 @@ static void on_exit_process(void)
 	if (G.open) /* the program ended inside a window: close it at the current step */
 		G.action = SP_ACT_RECORD_AND_SAVE;
 	end_step(sp_now_ns(), 0);
+	explain_no_window();
 	G.done = 1;
 	pthread_mutex_unlock(&G.lock);
 	if (G.writer_started > 0) {
