@@ -237,9 +237,8 @@ static const char *const recorded_api[2][14] = {
 	  "cuMemRelease*", "cuProfilerSt*" },
 };
 /* Tokens the auto detector learns from besides kernel launches: once-per-iteration calls, each
- * counted at the outermost call (a runtime call, or a driver call made outside one): how the
- * runtime implements cudaDeviceSynchronize in the driver changes once activities are enabled
- * (seen with DDP on CUDA 13: per-stream cuEventSynchronize calls vanished inside windows). */
+ * counted at the outermost call (a runtime call, or a driver call made outside one), so that the
+ * driver calls a runtime call makes inside (its implementation) are not tokens of their own. */
 static const char *const auto_api[2][3] = { { "cuda*Synchronize*", "cudaMemcpy*", "cudaMemset*" },
 					    { "cu*Synchronize*", "cuMemcpy*", "cuMemset*" } };
 
