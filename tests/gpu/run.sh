@@ -127,6 +127,22 @@ t_wl_auto() {
 		{ show summary.log stderr.log; die "check_autosteps failed"; }
 }
 
+# A run that ends before the schedule's first recorded step: the program's output and exit status
+# are its own, and stepprof says on stderr why nothing was recorded (api and auto markers).
+t_short_run() {
+	need "$OUT/bin/workload_shared" build
+	local kind
+	for kind in api auto; do
+		write_ini stepprof.ini "$PWD/trace-$kind" "$kind" "$([ $kind = api ] && echo 'cudaDeviceSynchronize*')" 1 "$WL_SCHED"
+		sp_run "$OUT/bin/workload_shared" 8 || fail_run $? "workload ($kind marker)"
+		grep -q '^workload ok' stdout.log || die "$kind: the workload's own output is missing"
+		grep -q '^stepprof: no step recorded' stderr.log || { show stderr.log; die "$kind: no 'no step recorded' warning"; }
+		[ "$kind" = auto ] || grep -q 'ended in step 7 and the schedule records from step 13' stderr.log ||
+			{ show stderr.log; die "api: the warning does not name step 7 and step 13"; }
+		grep -a '^stepprof: no step recorded' stderr.log | sed "s/^/  $kind: /"
+	done
+}
+
 mlp_sched_args() {
 	local sk wa wu ac rp
 	IFS=, read -r sk wa wu ac rp <<<"$MLP_SCHED"
@@ -285,7 +301,7 @@ t_inert_python() { inert_test "$PY" -c 'print(1)'; }
 t_inert_torch() { inert_test "$PY" -c 'import torch; print(torch.__version__)'; }
 
 TESTS=(selftest build wl-kernel wl-kernel-static wl-api wl-range wl-auto mlp-torch mlp-auto mlp-kernel
-	torchrun bash-c coexist inert-true inert-python inert-torch mlp-memory mlp-stacks nvtx)
+	torchrun bash-c coexist inert-true inert-python inert-torch mlp-memory mlp-stacks nvtx short-run)
 pass=0 fail=0 failed=()
 echo "stepprof GPU suite: build $BUILD, output $OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
