@@ -18,9 +18,10 @@ A stepprof configuration may carry settings: sp-window+activities.runtime_api=fa
 sp-window with STEPPROF_ACTIVITIES_RUNTIME_API=false.
 Every step ends with torch.cuda.synchronize(); steps are timed boundary to boundary (so a
 profiler's work at a step boundary counts). Measured steps: S+3 .. S+A-2 (all inside the
-window, away from its edges); "near save" is the longest step among S+A-1 .. S+A+3, where the
-window (step S+A, RECORD_AND_SAVE) is written. Configurations run in rotated order in each
-round; ratios are medians over rounds of (config median / same round's baseline median).
+window, away from its edges); the save stall is the longest step among S+A-1 .. S+A+3, where
+the window (step S+A, RECORD_AND_SAVE) is written, minus the run's median step. Configurations
+run in rotated order in each round; ratios are medians over rounds of (config median / same
+round's baseline median), and also lower quartile of run medians / the baseline's.
 
 usage: bench.py run --build DIR --out DIR [--floor-lib SO] [--rounds 2] [--marker auto|KIND:PATTERN]
        bench.py worker --workload add|mlp --steps N [--torch-profiler OUT.json --skip S --active A]"""
@@ -219,8 +220,16 @@ def fmt(value, spec):
     return "" if value is None else spec.format(value)
 
 
+def quartile1(values):
+    """Lower quartile (inclusive method), the value itself for one value, None for none."""
+    v = sorted(values)
+    return statistics.quantiles(v, n=4, method="inclusive")[0] if len(v) > 1 else (v[0] if v else None)
+
+
 def summarise(a, records):
-    """Markdown table and per-(workload, config) summary dicts."""
+    """Markdown table and per-(workload, config) summary dicts. Besides the median of per-round
+    ratios, the ratio of lower quartiles of run medians: on a machine whose runs land in a fast or a
+    slow regime, it compares the undisturbed runs."""
     rows, summary = [], []
     for wl in a.workloads:
         # every recorded step must hold what torch.profiler records per step (same program)
@@ -239,9 +248,13 @@ def summarise(a, records):
             good = [r for r in recs if "median_ms" in r]
             meds = [r["median_ms"] for r in good]
             ratios = [r["median_ms"] / base[r["round"]] for r in good if r["round"] in base]
+            q_base, q_cfg = quartile1(base.values()), quartile1(meds)
+            stalls = [r["near_save_ms"] - r["median_ms"] for r in good]
             s = {"workload": wl, "config": cfg, "median_ms": meds,
                  "ratio": statistics.median(ratios) if ratios else None,
+                 "q1_ratio": q_cfg / q_base if q_cfg and q_base else None,
                  "near_save_ms": max((r["near_save_ms"] for r in good), default=None),
+                 "stall_ms": stalls,
                  "problems": [p for r in recs for p in r["problems"]]}
             tr = next((r["trace"] for r in good if r.get("trace") and r["trace"].get("kernels")), None)
             if tr:
@@ -249,10 +262,9 @@ def summarise(a, records):
                 s.update(kernels=tr["kernels"], trace_bytes=size, bytes_per_kernel=size / tr["kernels"],
                          steps=f"{tr['steps'][0]}-{tr['steps'][-1]}" if tr["steps"] else "")
             summary.append(s)
-            save = fmt(s["near_save_ms"], "{:.2f}") + (
-                f" ({s['near_save_ms'] / statistics.median(meds):.2f}x)" if meds and s["near_save_ms"] else "")
+            save = f"{statistics.median(stalls):.2f}, {max(stalls):.2f}" if stalls else ""
             rows.append(f"| {wl} | {cfg} | {', '.join(f'{m:.2f}' for m in meds) or 'FAILED'} | "
-                        f"{fmt(s['ratio'], '{:.3f}x')} | {save} | {s.get('steps', '')} | "
+                        f"{fmt(s['ratio'], '{:.3f}x')} | {fmt(s['q1_ratio'], '{:.3f}x')} | {save} | {s.get('steps', '')} | "
                         f"{fmt(s.get('kernels'), '{}')} | {fmt(s.get('bytes_per_kernel'), '{:.1f}')} | "
                         f"{'; '.join(s['problems'])[:200]} |")
     return rows, summary
@@ -291,9 +303,11 @@ def orchestrate(a):
           f"per run; add = {ADD_KERNELS} add_ kernels per step, mlp = tests/gpu/mlp_train.py step; "
           f"workers pinned to CPUs {sorted(a.cpus) if a.cpus else 'none'}; CPU time stolen by the hypervisor "
           f"during the bench: {steal}.", "",
-          "| workload | config | ms/step per round | vs baseline | longest step near save, ms | steps recorded "
+          "| workload | config | ms/step per round | vs baseline (median of per-round ratios) "
+          "| vs baseline (lower quartiles) | save stall ms (median, max over runs) | steps recorded "
           "| kernels recorded | bytes/kernel on disk | problems |",
-          "|---|---|---|---|---|---|---|---|---|", *rows, "",
+          "|---|---|---|---|---|---|---|---|---|---|", *rows, "",
+          "save stall: the longest of the five steps around the window's end minus the run's median step.",
           "bytes/kernel: stepprof = .sptrace bytes / kernels recorded; torch = Chrome JSON bytes / kernels."]
     text = "\n".join(md) + "\n"
     print("\n" + text)
