@@ -13,9 +13,24 @@
 
 #define MEM_ROWS 12 /* CUPTI memcpy kinds 0..10, then memset */
 #define MEMSET_ROW 11
+#define STEP_ROWS 200 /* per-step rows printed at most */
 
 struct kstat {
 	uint64_t calls, total, min, max; /* ns */
+	int nccl;               /* 0 not yet known, 1 not an NCCL kernel, 2 an NCCL kernel */
+};
+
+struct sstat {                  /* one recorded step */
+	int64_t number;
+	uint32_t window;
+	uint64_t start, end;    /* CPU boundaries, ns */
+	uint64_t kernels, kernel_ns, nccl_ns, copy_ns; /* GPU work launched from the step */
+	uint64_t busy, idle;    /* ns of the step's span with GPU work running; its longest gap */
+};
+
+struct corr_t {                 /* a CUDA call: correlation id and CPU start */
+	uint32_t corr;
+	uint64_t t;
 };
 
 struct mstat {
@@ -37,6 +52,10 @@ struct report {
 	size_t nw;
 	struct { uint64_t s, e; } *iv; /* scratch: GPU intervals of one window */
 	size_t ivcap;
+	struct corr_t *calls;   /* scratch: the CUDA calls of one window, by correlation id */
+	size_t callcap;
+	struct sstat *st;       /* recorded steps, window after window */
+	size_t nst;
 	struct sp_nccl_stats nccl; /* the NCCL table */
 	struct sp_stackagg sites;  /* allocation sites (folded.h) */
 };
@@ -54,6 +73,40 @@ static int cmp_u64(uint64_t a, uint64_t b)
 static int cmp_iv(const void *a, const void *b)
 {
 	return cmp_u64(*(const uint64_t *)a, *(const uint64_t *)b);
+}
+
+static int cmp_corr(const void *a, const void *b)
+{
+	const struct corr_t *x = a, *y = b;
+	return x->corr != y->corr ? (x->corr < y->corr ? -1 : 1) : cmp_u64(x->t, y->t);
+}
+
+/* CPU start of the call with correlation id corr among calls[0..n) (sorted), or 0 if none. */
+static uint64_t call_start(const struct corr_t *calls, size_t n, uint32_t corr)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (calls[mid].corr < corr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && calls[lo].corr == corr ? calls[lo].t : 0;
+}
+
+/* The step among st[0..n) (sorted by start, not overlapping) whose span holds t, or NULL. */
+static struct sstat *step_at(struct sstat *st, size_t n, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) { /* first step starting after t */
+		size_t mid = (lo + hi) / 2;
+		if (st[mid].start <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && t < st[lo - 1].end ? &st[lo - 1] : NULL;
 }
 
 static int cmp_rows(const void *pa, const void *pb, void *arg)
@@ -102,8 +155,8 @@ static void print_name(FILE *out, const char *name, int width)
 static void add_window(struct report *rep, const struct sp_window *w)
 {
 	struct wsum *s;
-	size_t niv = 0;
-	uint64_t upto = w->t0;
+	size_t niv = 0, ncalls = 0, first_st = rep->nst, nst;
+	struct sstat *st;
 
 	rep->w = sp_xrealloc(rep->w, (rep->nw + 1) * sizeof(*rep->w));
 	s = &rep->w[rep->nw++];
@@ -112,12 +165,33 @@ static void add_window(struct report *rep, const struct sp_window *w)
 	for (unsigned i = 0; i < SP_DROP__COUNT; i++)
 		rep->dropped[i] += w->dropped[i];
 
+	/* the window's steps and CUDA calls first: GPU work belongs to the step of its call */
+	for (size_t i = 0; i < w->n; i++) {
+		const struct sp_event *e = &w->ev[i];
+		if (e->kind == SP_EV_STEP) {
+			rep->st = sp_xrealloc(rep->st, (rep->nst + 1) * sizeof(*rep->st));
+			rep->st[rep->nst++] = (struct sstat){ .number = e->u.step.number, .window = w->id,
+							      .start = e->start, .end = e->end };
+		} else if (e->kind == SP_EV_API && e->corr) {
+			if (ncalls == rep->callcap) {
+				rep->callcap = rep->callcap ? rep->callcap * 2 : 1024;
+				rep->calls = sp_xrealloc(rep->calls, rep->callcap * sizeof(*rep->calls));
+			}
+			rep->calls[ncalls++] = (struct corr_t){ e->corr, e->start };
+		}
+	}
+	st = rep->st + first_st;
+	nst = rep->nst - first_st;
+	qsort(rep->calls, ncalls, sizeof(*rep->calls), cmp_corr);
+
 	for (size_t i = 0; i < w->n; i++) {
 		const struct sp_event *e = &w->ev[i];
 		uint64_t d = e->end > e->start ? e->end - e->start : 0;
 		s->steps += e->kind == SP_EV_STEP;
 		if (!sp_ev_is_gpu(e))
 			continue;
+		uint64_t cpu = e->corr ? call_start(rep->calls, ncalls, e->corr) : 0;
+		struct sstat *in = step_at(st, nst, cpu ? cpu : e->start);
 		if (e->kind == SP_EV_KERNEL) {
 			struct kstat *k;
 			if (e->name >= rep->kcap) {
@@ -136,11 +210,22 @@ static void add_window(struct report *rep, const struct sp_window *w)
 			k->calls++;
 			k->total += d;
 			s->kernels++;
+			if (!k->nccl) {
+				const char *name = sp_trace_string(rep->r, e->name);
+				k->nccl = name && sp_nccl_is_kernel(name) ? 2 : 1;
+			}
+			if (in) {
+				in->kernels++;
+				in->kernel_ns += d;
+				in->nccl_ns += k->nccl == 2 ? d : 0;
+			}
 		} else {
 			struct mstat *m = &rep->m[e->kind == SP_EV_MEMSET ? MEMSET_ROW : e->sub < MEMSET_ROW ? e->sub : 0];
 			m->calls++;
 			m->bytes += e->u.copy.bytes;
 			m->total += d;
+			if (in)
+				in->copy_ns += d;
 		}
 		if (niv == rep->ivcap) {
 			rep->ivcap = rep->ivcap ? rep->ivcap * 2 : 1024;
@@ -152,12 +237,35 @@ static void add_window(struct report *rep, const struct sp_window *w)
 	}
 	if (niv)
 		qsort(rep->iv, niv, sizeof(*rep->iv), cmp_iv); /* by start: s is the first member */
+	/* merge into disjoint intervals, in place */
+	size_t m = 0;
 	for (size_t i = 0; i < niv; i++) {
-		uint64_t from = rep->iv[i].s > upto ? rep->iv[i].s : upto;
-		if (rep->iv[i].e > from) {
-			s->busy += rep->iv[i].e - from;
-			upto = rep->iv[i].e;
+		if (m && rep->iv[i].s <= rep->iv[m - 1].e) {
+			if (rep->iv[i].e > rep->iv[m - 1].e)
+				rep->iv[m - 1].e = rep->iv[i].e;
+		} else {
+			rep->iv[m++] = rep->iv[i];
 		}
+	}
+	for (size_t i = 0; i < m; i++)
+		s->busy += rep->iv[i].e - rep->iv[i].s;
+	/* each step: busy time inside its span and the longest stretch with no GPU work */
+	size_t first = 0;
+	for (size_t k = 0; k < nst; k++) {
+		struct sstat *x = &st[k];
+		uint64_t upto = x->start;
+		while (first < m && rep->iv[first].e <= x->start)
+			first++;
+		for (size_t i = first; i < m && rep->iv[i].s < x->end; i++) {
+			uint64_t a = rep->iv[i].s > x->start ? rep->iv[i].s : x->start;
+			uint64_t b = rep->iv[i].e < x->end ? rep->iv[i].e : x->end;
+			if (a > upto && a - upto > x->idle)
+				x->idle = a - upto;
+			x->busy += b - a;
+			upto = b;
+		}
+		if (x->end > upto && x->end - upto > x->idle)
+			x->idle = x->end - upto;
 	}
 }
 
@@ -232,6 +340,31 @@ static void print_windows(const struct report *rep, FILE *out)
 			fprintf(out, ", %llu dropped", (unsigned long long)s->w.dropped_total);
 		fprintf(out, "%s\n", s->w.complete ? "" : " (incomplete)");
 	}
+}
+
+/* One row per recorded step (at most STEP_ROWS): GPU work by the step of the CPU call that
+ * launched it, busy time and the longest GPU idle stretch inside the step's CPU span (a data
+ * loader or host-bound stretch shows there). */
+static void print_steps(const struct report *rep, FILE *out)
+{
+	char t[6][32];
+
+	if (!rep->nst)
+		return;
+	fprintf(out, "\nPer step: GPU work counted in the step whose CPU call launched it; busy and idle inside "
+		"the step's span\n");
+	fprintf(out, "%-8s %6s %12s %8s %12s %12s %14s %9s %17s\n", "Step", "Window", "Duration", "Kernels",
+		"Kernel time", "NCCL time", "Copy/set time", "GPU busy", "Longest GPU idle");
+	for (size_t i = 0; i < rep->nst && i < STEP_ROWS; i++) {
+		const struct sstat *x = &rep->st[i];
+		uint64_t dur = x->end > x->start ? x->end - x->start : 0;
+		fprintf(out, "%-8lld %6u %12s %8llu %12s %12s %14s %8.1f%% %17s\n", (long long)x->number, x->window,
+			fmt_time(t[0], 32, dur), (unsigned long long)x->kernels, fmt_time(t[1], 32, x->kernel_ns),
+			fmt_time(t[2], 32, x->nccl_ns), fmt_time(t[3], 32, x->copy_ns),
+			dur ? 100.0 * x->busy / dur : 0.0, fmt_time(t[4], 32, x->idle));
+	}
+	if (rep->nst > STEP_ROWS)
+		fprintf(out, "... %zu more steps (--window ID shows one window)\n", rep->nst - STEP_ROWS);
 }
 
 static void print_memory(const struct report *rep, FILE *out)
@@ -385,6 +518,7 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 				(unsigned long long)sp_windows_outside(g));
 		if (sp_trace_truncated(rep.r))
 			fprintf(out, "Note: the trace was cut short; what followed the cut is lost.\n");
+		print_steps(&rep, out);
 		print_memory(&rep, out);
 		print_nccl(&rep, o, out);
 		sp_stackagg_sites(&rep.sites, path, rep.r, SP_SITES_TOP, out);
@@ -392,6 +526,8 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 	free(rep.k);
 	free(rep.w);
 	free(rep.iv);
+	free(rep.calls);
+	free(rep.st);
 	sp_nccl_stats_free(&rep.nccl);
 	sp_stackagg_free(&rep.sites);
 	sp_windows_close(g);

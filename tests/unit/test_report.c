@@ -124,6 +124,31 @@ static void test_totals(void **state)
 	free(s);
 }
 
+/* The per-step table, worked out by hand from trace_fixture.h: steps 5 and 6 launch gemm (2 ms)
+ * and elementwise (0.5 ms) and copy 0.1 ms, GPU work 1-3.5 and 4-4.1 ms into the 10 ms step (the
+ * longest idle stretch 4.1-10 ms); step 7 adds the NCCL kernel (8 ms at 21-29 ms, launched from
+ * another thread inside the step), the memset and the weird kernel (launched at 29.8 ms, run
+ * after the window's end: counted in its step, outside its span); steps 15 and 16 one gemm each. */
+static void test_steps(void **state)
+{
+	int rc;
+	char *s = report(SP_SORT_TOTAL, 0, -1, 0, &rc);
+
+	assert_int_equal(rc, 0);
+	assert_rows(s, (const char *const[]){ "Step ", "5 ", "6 ", "7 ", "15 ", "16 " }, 6);
+	assert_table_cells(s, "Step ", "5 ", "0 10.000ms 2 2.500ms 0ns 100.000us 26.0% 5.900ms");
+	assert_table_cells(s, "Step ", "6 ", "0 10.000ms 2 2.500ms 0ns 100.000us 26.0% 5.900ms");
+	assert_table_cells(s, "Step ", "7 ", "0 10.000ms 4 11.000ms 8.000ms 200.000us 80.0% 1.000ms");
+	assert_table_cells(s, "Step ", "15 ", "1 10.000ms 1 2.000ms 0ns 0ns 20.0% 7.000ms");
+	assert_table_cells(s, "Step ", "16 ", "1 10.000ms 1 2.000ms 0ns 0ns 20.0% 7.000ms");
+	free(s);
+	s = report(SP_SORT_TOTAL, 0, 1, 0, &rc); /* one window: its steps only */
+	assert_int_equal(rc, 0);
+	assert_null(strstr(s, "\n5 "));
+	assert_table_cells(s, "Step ", "15 ", "1 10.000ms 1 2.000ms 0ns 0ns 20.0% 7.000ms");
+	free(s);
+}
+
 static void test_sort_keys(void **state)
 {
 	int rc;
@@ -221,6 +246,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_totals),
+		cmocka_unit_test(test_steps),
 		cmocka_unit_test(test_sort_keys),
 		cmocka_unit_test(test_top_and_window),
 		cmocka_unit_test(test_names),
