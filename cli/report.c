@@ -8,29 +8,15 @@
 #include "memtl.h"
 #include "nccl.h"
 #include "report.h"
+#include "steps.h"
 #include "symbols.h"
 #include "windows.h"
 
 #define MEM_ROWS 12 /* CUPTI memcpy kinds 0..10, then memset */
 #define MEMSET_ROW 11
-#define STEP_ROWS 200 /* per-step rows printed at most */
 
 struct kstat {
 	uint64_t calls, total, min, max; /* ns */
-	int nccl;               /* 0 not yet known, 1 not an NCCL kernel, 2 an NCCL kernel */
-};
-
-struct sstat {                  /* one recorded step */
-	int64_t number;
-	uint32_t window;
-	uint64_t start, end;    /* CPU boundaries, ns */
-	uint64_t kernels, kernel_ns, nccl_ns, copy_ns; /* GPU work launched from the step */
-	uint64_t busy, idle;    /* ns of the step's span with GPU work running; its longest gap */
-};
-
-struct corr_t {                 /* a CUDA call: correlation id and CPU start */
-	uint32_t corr;
-	uint64_t t;
 };
 
 struct mstat {
@@ -50,12 +36,7 @@ struct report {
 	uint64_t dropped[SP_DROP__COUNT];
 	struct wsum *w;
 	size_t nw;
-	struct { uint64_t s, e; } *iv; /* scratch: GPU intervals of one window */
-	size_t ivcap;
-	struct corr_t *calls;   /* scratch: the CUDA calls of one window, by correlation id */
-	size_t callcap;
-	struct sstat *st;       /* recorded steps, window after window */
-	size_t nst;
+	struct sp_steps steps;  /* the per-step table (steps.h) */
 	struct sp_nccl_stats nccl; /* the NCCL table */
 	struct sp_stackagg sites;  /* allocation sites (folded.h) */
 };
@@ -68,45 +49,6 @@ struct sort_ctx {
 static int cmp_u64(uint64_t a, uint64_t b)
 {
 	return a < b ? -1 : a > b;
-}
-
-static int cmp_iv(const void *a, const void *b)
-{
-	return cmp_u64(*(const uint64_t *)a, *(const uint64_t *)b);
-}
-
-static int cmp_corr(const void *a, const void *b)
-{
-	const struct corr_t *x = a, *y = b;
-	return x->corr != y->corr ? (x->corr < y->corr ? -1 : 1) : cmp_u64(x->t, y->t);
-}
-
-/* CPU start of the call with correlation id corr among calls[0..n) (sorted), or 0 if none. */
-static uint64_t call_start(const struct corr_t *calls, size_t n, uint32_t corr)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (calls[mid].corr < corr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && calls[lo].corr == corr ? calls[lo].t : 0;
-}
-
-/* The step among st[0..n) (sorted by start, not overlapping) whose span holds t, or NULL. */
-static struct sstat *step_at(struct sstat *st, size_t n, uint64_t t)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) { /* first step starting after t */
-		size_t mid = (lo + hi) / 2;
-		if (st[mid].start <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo && t < st[lo - 1].end ? &st[lo - 1] : NULL;
 }
 
 static int cmp_rows(const void *pa, const void *pb, void *arg)
@@ -126,20 +68,6 @@ static int cmp_rows(const void *pa, const void *pb, void *arg)
 	return d ? d : strcmp(sp_trace_string(c->rep->r, ia), sp_trace_string(c->rep->r, ib));
 }
 
-/* ns in a human unit with 3 decimals: "850ns", "12.345us", "1.234ms", "2.500s". */
-static const char *fmt_time(char *buf, size_t n, uint64_t ns)
-{
-	if (ns < 1000)
-		snprintf(buf, n, "%lluns", (unsigned long long)ns);
-	else if (ns < 1000000)
-		snprintf(buf, n, "%.3fus", ns / 1e3);
-	else if (ns < 1000000000)
-		snprintf(buf, n, "%.3fms", ns / 1e6);
-	else
-		snprintf(buf, n, "%.3fs", ns / 1e9);
-	return buf;
-}
-
 /* Writes name in a column of width: control characters as '?', cut with "..." if longer. */
 static void print_name(FILE *out, const char *name, int width)
 {
@@ -155,8 +83,6 @@ static void print_name(FILE *out, const char *name, int width)
 static void add_window(struct report *rep, const struct sp_window *w)
 {
 	struct wsum *s;
-	size_t niv = 0, ncalls = 0, first_st = rep->nst, nst;
-	struct sstat *st;
 
 	rep->w = sp_xrealloc(rep->w, (rep->nw + 1) * sizeof(*rep->w));
 	s = &rep->w[rep->nw++];
@@ -165,33 +91,12 @@ static void add_window(struct report *rep, const struct sp_window *w)
 	for (unsigned i = 0; i < SP_DROP__COUNT; i++)
 		rep->dropped[i] += w->dropped[i];
 
-	/* the window's steps and CUDA calls first: GPU work belongs to the step of its call */
-	for (size_t i = 0; i < w->n; i++) {
-		const struct sp_event *e = &w->ev[i];
-		if (e->kind == SP_EV_STEP) {
-			rep->st = sp_xrealloc(rep->st, (rep->nst + 1) * sizeof(*rep->st));
-			rep->st[rep->nst++] = (struct sstat){ .number = e->u.step.number, .window = w->id,
-							      .start = e->start, .end = e->end };
-		} else if (e->kind == SP_EV_API && e->corr) {
-			if (ncalls == rep->callcap) {
-				rep->callcap = rep->callcap ? rep->callcap * 2 : 1024;
-				rep->calls = sp_xrealloc(rep->calls, rep->callcap * sizeof(*rep->calls));
-			}
-			rep->calls[ncalls++] = (struct corr_t){ e->corr, e->start };
-		}
-	}
-	st = rep->st + first_st;
-	nst = rep->nst - first_st;
-	qsort(rep->calls, ncalls, sizeof(*rep->calls), cmp_corr);
-
 	for (size_t i = 0; i < w->n; i++) {
 		const struct sp_event *e = &w->ev[i];
 		uint64_t d = e->end > e->start ? e->end - e->start : 0;
 		s->steps += e->kind == SP_EV_STEP;
 		if (!sp_ev_is_gpu(e))
 			continue;
-		uint64_t cpu = e->corr ? call_start(rep->calls, ncalls, e->corr) : 0;
-		struct sstat *in = step_at(st, nst, cpu ? cpu : e->start);
 		if (e->kind == SP_EV_KERNEL) {
 			struct kstat *k;
 			if (e->name >= rep->kcap) {
@@ -210,63 +115,14 @@ static void add_window(struct report *rep, const struct sp_window *w)
 			k->calls++;
 			k->total += d;
 			s->kernels++;
-			if (!k->nccl) {
-				const char *name = sp_trace_string(rep->r, e->name);
-				k->nccl = name && sp_nccl_is_kernel(name) ? 2 : 1;
-			}
-			if (in) {
-				in->kernels++;
-				in->kernel_ns += d;
-				in->nccl_ns += k->nccl == 2 ? d : 0;
-			}
 		} else {
 			struct mstat *m = &rep->m[e->kind == SP_EV_MEMSET ? MEMSET_ROW : e->sub < MEMSET_ROW ? e->sub : 0];
 			m->calls++;
 			m->bytes += e->u.copy.bytes;
 			m->total += d;
-			if (in)
-				in->copy_ns += d;
-		}
-		if (niv == rep->ivcap) {
-			rep->ivcap = rep->ivcap ? rep->ivcap * 2 : 1024;
-			rep->iv = sp_xrealloc(rep->iv, rep->ivcap * sizeof(*rep->iv));
-		}
-		rep->iv[niv].s = e->start < w->t0 ? w->t0 : e->start;
-		rep->iv[niv].e = e->end > w->t1 ? w->t1 : e->end;
-		niv += rep->iv[niv].e > rep->iv[niv].s;
-	}
-	if (niv)
-		qsort(rep->iv, niv, sizeof(*rep->iv), cmp_iv); /* by start: s is the first member */
-	/* merge into disjoint intervals, in place */
-	size_t m = 0;
-	for (size_t i = 0; i < niv; i++) {
-		if (m && rep->iv[i].s <= rep->iv[m - 1].e) {
-			if (rep->iv[i].e > rep->iv[m - 1].e)
-				rep->iv[m - 1].e = rep->iv[i].e;
-		} else {
-			rep->iv[m++] = rep->iv[i];
 		}
 	}
-	for (size_t i = 0; i < m; i++)
-		s->busy += rep->iv[i].e - rep->iv[i].s;
-	/* each step: busy time inside its span and the longest stretch with no GPU work */
-	size_t first = 0;
-	for (size_t k = 0; k < nst; k++) {
-		struct sstat *x = &st[k];
-		uint64_t upto = x->start;
-		while (first < m && rep->iv[first].e <= x->start)
-			first++;
-		for (size_t i = first; i < m && rep->iv[i].s < x->end; i++) {
-			uint64_t a = rep->iv[i].s > x->start ? rep->iv[i].s : x->start;
-			uint64_t b = rep->iv[i].e < x->end ? rep->iv[i].e : x->end;
-			if (a > upto && a - upto > x->idle)
-				x->idle = a - upto;
-			x->busy += b - a;
-			upto = b;
-		}
-		if (x->end > upto && x->end - upto > x->idle)
-			x->idle = x->end - upto;
-	}
+	s->busy = sp_steps_add_window(&rep->steps, rep->r, w);
 }
 
 static void print_kernels(const struct report *rep, const struct sp_report_opts *o, FILE *out)
@@ -310,16 +166,16 @@ static void print_kernels(const struct report *rep, const struct sp_report_opts 
 		}
 		print_name(out, name, width);
 		fprintf(out, " %8llu %12s %12s %12s %12s %6.1f%%\n", (unsigned long long)k->calls,
-			fmt_time(t[0], 32, k->total), fmt_time(t[1], 32, (k->total + k->calls / 2) / k->calls),
-			fmt_time(t[2], 32, k->min), fmt_time(t[3], 32, k->max), total ? 100.0 * k->total / total : 0);
+			sp_fmt_ns(t[0], 32, k->total), sp_fmt_ns(t[1], 32, (k->total + k->calls / 2) / k->calls),
+			sp_fmt_ns(t[2], 32, k->min), sp_fmt_ns(t[3], 32, k->max), total ? 100.0 * k->total / total : 0);
 	}
 	if (shown < n)
 		fprintf(out, "... %zu more kernel name%s: %s, %.1f%% of GPU time (--top 0 shows all)\n", n - shown,
-			n - shown == 1 ? "" : "s", fmt_time(t[0], 32, rest), total ? 100.0 * rest / total : 0);
+			n - shown == 1 ? "" : "s", sp_fmt_ns(t[0], 32, rest), total ? 100.0 * rest / total : 0);
 	fprintf(out, "%-*s %8llu %12s %12s %12s %12s %6.1f%%\n", width, "Total", (unsigned long long)calls,
-		fmt_time(t[0], 32, total), "", "", "", 100.0);
+		sp_fmt_ns(t[0], 32, total), "", "", "", 100.0);
 	fprintf(out, "%zu kernel names, %llu kernels, %s of kernel time\n", n, (unsigned long long)calls,
-		fmt_time(t[0], 32, total));
+		sp_fmt_ns(t[0], 32, total));
 	free(rows);
 }
 
@@ -332,7 +188,7 @@ static void print_windows(const struct report *rep, FILE *out)
 		uint64_t dur = s->w.t1 > s->w.t0 ? s->w.t1 - s->w.t0 : 0;
 		fprintf(out, "Window %u: steps %lld-%lld (%llu step%s), %s, %llu kernels, GPU busy %.1f%%", s->w.id,
 			(long long)s->w.first_step, (long long)s->w.last_step, (unsigned long long)s->steps,
-			s->steps == 1 ? "" : "s", fmt_time(t, sizeof(t), dur), (unsigned long long)s->kernels,
+			s->steps == 1 ? "" : "s", sp_fmt_ns(t, sizeof(t), dur), (unsigned long long)s->kernels,
 			dur ? 100.0 * s->busy / dur : 0);
 		if (s->w.capped)
 			fprintf(out, ", capped");
@@ -340,31 +196,6 @@ static void print_windows(const struct report *rep, FILE *out)
 			fprintf(out, ", %llu dropped", (unsigned long long)s->w.dropped_total);
 		fprintf(out, "%s\n", s->w.complete ? "" : " (incomplete)");
 	}
-}
-
-/* One row per recorded step (at most STEP_ROWS): GPU work by the step of the CPU call that
- * launched it, busy time and the longest GPU idle stretch inside the step's CPU span (a data
- * loader or host-bound stretch shows there). */
-static void print_steps(const struct report *rep, FILE *out)
-{
-	char t[6][32];
-
-	if (!rep->nst)
-		return;
-	fprintf(out, "\nPer step: GPU work counted in the step whose CPU call launched it; busy and idle inside "
-		"the step's span\n");
-	fprintf(out, "%-8s %6s %12s %8s %12s %12s %14s %9s %17s\n", "Step", "Window", "Duration", "Kernels",
-		"Kernel time", "NCCL time", "Copy/set time", "GPU busy", "Longest GPU idle");
-	for (size_t i = 0; i < rep->nst && i < STEP_ROWS; i++) {
-		const struct sstat *x = &rep->st[i];
-		uint64_t dur = x->end > x->start ? x->end - x->start : 0;
-		fprintf(out, "%-8lld %6u %12s %8llu %12s %12s %14s %8.1f%% %17s\n", (long long)x->number, x->window,
-			fmt_time(t[0], 32, dur), (unsigned long long)x->kernels, fmt_time(t[1], 32, x->kernel_ns),
-			fmt_time(t[2], 32, x->nccl_ns), fmt_time(t[3], 32, x->copy_ns),
-			dur ? 100.0 * x->busy / dur : 0.0, fmt_time(t[4], 32, x->idle));
-	}
-	if (rep->nst > STEP_ROWS)
-		fprintf(out, "... %zu more steps (--window ID shows one window)\n", rep->nst - STEP_ROWS);
 }
 
 static void print_memory(const struct report *rep, FILE *out)
@@ -382,7 +213,7 @@ static void print_memory(const struct report *rep, FILE *out)
 		if (!header++)
 			fprintf(out, "\n%-16s %8s %12s %12s %12s\n", "Memory op", "Calls", "Bytes", "Total", "GB/s");
 		fprintf(out, "%-16s %8llu %12s %12s %12.3f\n", kind[i], (unsigned long long)m->calls,
-			sp_memtl_bytes(b, sizeof(b), m->bytes), fmt_time(t, sizeof(t), m->total),
+			sp_memtl_bytes(b, sizeof(b), m->bytes), sp_fmt_ns(t, sizeof(t), m->total),
 			m->total ? (double)m->bytes / m->total : 0.0);
 	}
 }
@@ -408,7 +239,7 @@ static void print_nccl(const struct report *rep, const struct sp_report_opts *o,
 	if (!s->n) {
 		if (s->orphan_kernels) /* kernels, but no calls recorded (nccl = 0) */
 			fprintf(out, "\nNCCL kernels linked to no call: %llu, %s\n", (unsigned long long)s->orphan_kernels,
-				fmt_time(t[0], 32, s->orphan_ns));
+				sp_fmt_ns(t[0], 32, s->orphan_ns));
 		return;
 	}
 	rows = sp_xrealloc(NULL, (s->n + 1) * sizeof(*rows));
@@ -431,8 +262,8 @@ static void print_nccl(const struct report *rep, const struct sp_report_opts *o,
 		snprintf(n, sizeof(n), r->nranks > 0 ? "%d" : "?", r->nranks);
 		fprintf(out, "%-14s %5s %10s %8llu %12s %12s%c %12s %-21s ", sp_nccl_op_name(r->op), n,
 			size ? sp_memtl_bytes(sz, sizeof(sz), size) : "?", (unsigned long long)r->calls,
-			size ? sp_memtl_bytes(tb, sizeof(tb), size * r->calls) : "?", fmt_time(t[0], 32, r->ns),
-			r->cpu_timed ? '*' : ' ', fmt_time(t[1], 32, (r->ns + r->calls / 2) / r->calls),
+			size ? sp_memtl_bytes(tb, sizeof(tb), size * r->calls) : "?", sp_fmt_ns(t[0], 32, r->ns),
+			r->cpu_timed ? '*' : ' ', sp_fmt_ns(t[1], 32, (r->ns + r->calls / 2) / r->calls),
 			sp_nccl_algo_name(r->algo, algo, sizeof(algo)));
 		if (algbw < 0)
 			fprintf(out, "%10s %10s\n", "-", "-");
@@ -443,12 +274,12 @@ static void print_nccl(const struct report *rep, const struct sp_report_opts *o,
 	}
 	if (shown < s->n)
 		fprintf(out, "... %zu more NCCL row%s: %s (--top 0 shows all)\n", s->n - shown,
-			s->n - shown == 1 ? "" : "s", fmt_time(t[0], 32, rest));
+			s->n - shown == 1 ? "" : "s", sp_fmt_ns(t[0], 32, rest));
 	if (cpu)
 		fprintf(out, "* CPU time of the calls: no NCCL kernel was linked to them\n");
 	if (s->orphan_kernels)
 		fprintf(out, "NCCL kernels linked to no call: %llu, %s\n", (unsigned long long)s->orphan_kernels,
-			fmt_time(t[0], 32, s->orphan_ns));
+			sp_fmt_ns(t[0], 32, s->orphan_ns));
 	free(rows);
 }
 
@@ -518,16 +349,14 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 				(unsigned long long)sp_windows_outside(g));
 		if (sp_trace_truncated(rep.r))
 			fprintf(out, "Note: the trace was cut short; what followed the cut is lost.\n");
-		print_steps(&rep, out);
+		sp_steps_print(&rep.steps, out);
 		print_memory(&rep, out);
 		print_nccl(&rep, o, out);
 		sp_stackagg_sites(&rep.sites, path, rep.r, SP_SITES_TOP, out);
 	}
 	free(rep.k);
 	free(rep.w);
-	free(rep.iv);
-	free(rep.calls);
-	free(rep.st);
+	sp_steps_free(&rep.steps);
 	sp_nccl_stats_free(&rep.nccl);
 	sp_stackagg_free(&rep.sites);
 	sp_windows_close(g);

@@ -163,7 +163,7 @@ static void fx_step0(struct sp_trace_writer *w, uint64_t s, int64_t n, uint32_t 
  *   GPU busy 4 of 20 ms = 20.0%.
  * Totals: gemm 5 calls 10 ms, nccl 8 ms, elementwise 1.5 ms, weird 0.5 ms = 20 ms.
  * Dropped: 6 (cupti 2, ring_full 3, window_cap 0, late 1). Flows: 12 in window 0, 2 in 1. */
-static void fx_write_sample(const char *path)
+__attribute__((unused)) static void fx_write_sample(const char *path)
 {
 	struct sp_trace_writer *w = fx_create(path);
 	struct sp_event e;

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_steps.c - `stepprof steps TRACE [TRACE ...]`: the per-step table of steps.h for one trace;
+ * for several (one per rank), their steps side by side: the spread of each step's time across
+ * ranks, the slowest rank, and per rank the medians of step, compute, NCCL and idle time. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "steps.h"
+
+static int usage(FILE *f, int rc)
+{
+	fprintf(f, "usage: stepprof steps TRACE [TRACE ...]\n"
+		   "  one trace: a row per recorded step (kernel, NCCL and copy time, GPU busy, longest GPU idle);\n"
+		   "  several (e.g. every rank's trace of one run): each step's time across them, the slowest\n"
+		   "  rank, and per rank the medians of step, compute, NCCL and GPU idle time\n");
+	return rc;
+}
+
+/* Reads every window of path into s; *rank gets the header's rank (-1 if none). Returns 0, or 1
+ * (message on stderr) if the file is unreadable or corrupt. */
+static int load(const char *path, struct sp_steps *s, int *rank)
+{
+	char err[512];
+	const struct sp_window *w;
+	struct sp_trace_reader *r = sp_trace_open(path, err, sizeof(err));
+	int rc;
+
+	if (!r) {
+		fprintf(stderr, "stepprof steps: %s\n", err);
+		return 1;
+	}
+	*rank = sp_trace_header(r)->meta.rank;
+	struct sp_windows *g = sp_windows_open(r);
+	while ((rc = sp_windows_next(g, &w)) == 1)
+		sp_steps_add_window(s, r, w);
+	if (rc < 0)
+		fprintf(stderr, "stepprof steps: %s: %s\n", path, sp_trace_error(r));
+	sp_windows_close(g);
+	sp_trace_close_reader(r);
+	return rc < 0;
+}
+
+/* Exit status: 0 printed; 1 a trace is unreadable or corrupt, or holds no recorded step; 2 usage. */
+int sp_cmd_steps(int argc, char **argv)
+{
+	size_t n = 0;
+	int ret = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return usage(stdout, 0);
+		if (argv[i][0] == '-') {
+			fprintf(stderr, "stepprof steps: unexpected argument '%s'\n", argv[i]);
+			return usage(stderr, 2);
+		}
+		n++;
+	}
+	if (!n)
+		return usage(stderr, 2);
+	struct sp_steps *s = calloc(n, sizeof(*s));
+	int *rank = calloc(n, sizeof(*rank));
+	if (!s || !rank)
+		sp_oom();
+	for (size_t i = 0; i < n; i++) {
+		ret |= load(argv[i + 1], &s[i], &rank[i]);
+		if (!ret && !s[i].n) {
+			fprintf(stderr, "stepprof steps: %s holds no recorded step\n", argv[i + 1]);
+			ret = 1;
+		}
+	}
+	if (!ret && n == 1)
+		sp_steps_print(&s[0], stdout);
+	else if (!ret)
+		sp_steps_compare(s, rank, n, stdout);
+	for (size_t i = 0; i < n; i++)
+		sp_steps_free(&s[i]);
+	free(s);
+	free(rank);
+	return ret;
+}

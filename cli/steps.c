@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: MIT */
+/* steps.c - see steps.h. GPU operations are attributed to steps through the CPU call with the
+ * same correlation id (a binary search in the window's calls sorted by id), falling back to the
+ * operation's own start; busy and idle come from the window's GPU intervals merged once. */
+#include <stdlib.h>
+#include <string.h>
+#include "nccl.h"
+#include "steps.h"
+
+static int cmp_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? -1 : a > b;
+}
+
+static int cmp_iv(const void *a, const void *b)
+{
+	return cmp_u64(((const struct sp_steps_iv *)a)->s, ((const struct sp_steps_iv *)b)->s);
+}
+
+static int cmp_call(const void *a, const void *b)
+{
+	const struct sp_steps_call *x = a, *y = b;
+	return x->corr != y->corr ? (x->corr < y->corr ? -1 : 1) : cmp_u64(x->t, y->t);
+}
+
+static int cmp_u64p(const void *a, const void *b)
+{
+	return cmp_u64(*(const uint64_t *)a, *(const uint64_t *)b);
+}
+
+static int cmp_i64p(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* CPU start of the call with correlation id corr among calls[0..n) (sorted), or 0 if none. */
+static uint64_t call_start(const struct sp_steps_call *calls, size_t n, uint32_t corr)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (calls[mid].corr < corr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && calls[lo].corr == corr ? calls[lo].t : 0;
+}
+
+/* The step among st[0..n) (sorted by start, not overlapping) whose span holds t, or NULL. */
+static struct sp_step_stat *step_at(struct sp_step_stat *st, size_t n, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) { /* first step starting after t */
+		size_t mid = (lo + hi) / 2;
+		if (st[mid].start <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && t < st[lo - 1].end ? &st[lo - 1] : NULL;
+}
+
+/* 1 if kernel name id is an NCCL kernel (cached by id). Exits if memory runs out. */
+static int is_nccl(struct sp_steps *s, struct sp_trace_reader *r, uint32_t id)
+{
+	if (id >= s->ncap) {
+		size_t cap = s->ncap ? s->ncap : 256;
+		while (cap <= id)
+			cap *= 2;
+		s->nccl = sp_xrealloc(s->nccl, cap);
+		memset(s->nccl + s->ncap, 0, cap - s->ncap);
+		s->ncap = cap;
+	}
+	if (!s->nccl[id]) {
+		const char *name = sp_trace_string(r, id);
+		s->nccl[id] = name && sp_nccl_is_kernel(name) ? 2 : 1;
+	}
+	return s->nccl[id] == 2;
+}
+
+/* Median of v[0..n) (sorts v); 0 if n is 0. */
+static uint64_t median(uint64_t *v, size_t n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_u64p);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+const char *sp_fmt_ns(char *buf, size_t n, uint64_t ns)
+{
+	if (ns < 1000)
+		snprintf(buf, n, "%lluns", (unsigned long long)ns);
+	else if (ns < 1000000)
+		snprintf(buf, n, "%.3fus", ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, n, "%.3fms", ns / 1e6);
+	else
+		snprintf(buf, n, "%.3fs", ns / 1e9);
+	return buf;
+}
+
+uint64_t sp_steps_add_window(struct sp_steps *s, struct sp_trace_reader *r, const struct sp_window *w)
+{
+	size_t niv = 0, ncalls = 0, first_st = s->n, nst, m = 0;
+	struct sp_step_stat *st;
+	uint64_t busy = 0;
+
+	/* the window's steps and CUDA calls first: GPU work belongs to the step of its call */
+	for (size_t i = 0; i < w->n; i++) {
+		const struct sp_event *e = &w->ev[i];
+		if (e->kind == SP_EV_STEP) {
+			s->st = sp_xrealloc(s->st, (s->n + 1) * sizeof(*s->st));
+			s->st[s->n++] = (struct sp_step_stat){ .number = e->u.step.number, .window = w->id,
+							       .start = e->start, .end = e->end };
+		} else if (e->kind == SP_EV_API && e->corr) {
+			if (ncalls == s->callcap) {
+				s->callcap = s->callcap ? s->callcap * 2 : 1024;
+				s->calls = sp_xrealloc(s->calls, s->callcap * sizeof(*s->calls));
+			}
+			s->calls[ncalls++] = (struct sp_steps_call){ e->corr, e->start };
+		}
+	}
+	st = s->st + first_st;
+	nst = s->n - first_st;
+	if (ncalls)
+		qsort(s->calls, ncalls, sizeof(*s->calls), cmp_call);
+
+	for (size_t i = 0; i < w->n; i++) {
+		const struct sp_event *e = &w->ev[i];
+		if (!sp_ev_is_gpu(e))
+			continue;
+		uint64_t d = e->end > e->start ? e->end - e->start : 0;
+		uint64_t cpu = e->corr ? call_start(s->calls, ncalls, e->corr) : 0;
+		struct sp_step_stat *in = step_at(st, nst, cpu ? cpu : e->start);
+		if (in && e->kind == SP_EV_KERNEL) {
+			in->kernels++;
+			in->kernel_ns += d;
+			in->nccl_ns += is_nccl(s, r, e->name) ? d : 0;
+		} else if (in) {
+			in->copy_ns += d;
+		}
+		if (niv == s->ivcap) {
+			s->ivcap = s->ivcap ? s->ivcap * 2 : 1024;
+			s->iv = sp_xrealloc(s->iv, s->ivcap * sizeof(*s->iv));
+		}
+		s->iv[niv].s = e->start < w->t0 ? w->t0 : e->start;
+		s->iv[niv].e = e->end > w->t1 ? w->t1 : e->end;
+		niv += s->iv[niv].e > s->iv[niv].s;
+	}
+	if (niv)
+		qsort(s->iv, niv, sizeof(*s->iv), cmp_iv);
+	for (size_t i = 0; i < niv; i++) { /* merge into disjoint intervals, in place */
+		if (m && s->iv[i].s <= s->iv[m - 1].e) {
+			if (s->iv[i].e > s->iv[m - 1].e)
+				s->iv[m - 1].e = s->iv[i].e;
+		} else {
+			s->iv[m++] = s->iv[i];
+		}
+	}
+	for (size_t i = 0; i < m; i++)
+		busy += s->iv[i].e - s->iv[i].s;
+	/* each step: busy time inside its span and the longest stretch with no GPU work */
+	for (size_t k = 0, first = 0; k < nst; k++) {
+		struct sp_step_stat *x = &st[k];
+		uint64_t upto = x->start;
+		while (first < m && s->iv[first].e <= x->start)
+			first++;
+		for (size_t i = first; i < m && s->iv[i].s < x->end; i++) {
+			uint64_t a = s->iv[i].s > x->start ? s->iv[i].s : x->start;
+			uint64_t b = s->iv[i].e < x->end ? s->iv[i].e : x->end;
+			if (a > upto && a - upto > x->idle)
+				x->idle = a - upto;
+			x->busy += b - a;
+			upto = b;
+		}
+		if (x->end > upto && x->end - upto > x->idle)
+			x->idle = x->end - upto;
+	}
+	return busy;
+}
+
+void sp_steps_print(const struct sp_steps *s, FILE *out)
+{
+	char t[5][32];
+
+	if (!s->n)
+		return;
+	fprintf(out, "\nPer step: GPU work counted in the step whose CPU call launched it; busy and idle inside "
+		"the step's span\n");
+	fprintf(out, "%-8s %6s %12s %8s %12s %12s %14s %9s %17s\n", "Step", "Window", "Duration", "Kernels",
+		"Kernel time", "NCCL time", "Copy/set time", "GPU busy", "Longest GPU idle");
+	for (size_t i = 0; i < s->n && i < SP_STEPS_ROWS; i++) {
+		const struct sp_step_stat *x = &s->st[i];
+		uint64_t dur = x->end > x->start ? x->end - x->start : 0;
+		fprintf(out, "%-8lld %6u %12s %8llu %12s %12s %14s %8.1f%% %17s\n", (long long)x->number, x->window,
+			sp_fmt_ns(t[0], 32, dur), (unsigned long long)x->kernels, sp_fmt_ns(t[1], 32, x->kernel_ns),
+			sp_fmt_ns(t[2], 32, x->nccl_ns), sp_fmt_ns(t[3], 32, x->copy_ns),
+			dur ? 100.0 * x->busy / dur : 0.0, sp_fmt_ns(t[4], 32, x->idle));
+	}
+	if (s->n > SP_STEPS_ROWS)
+		fprintf(out, "... %zu more steps (--window ID shows one window)\n", s->n - SP_STEPS_ROWS);
+}
+
+/* The step numbered num in s, or NULL. */
+static const struct sp_step_stat *find_step(const struct sp_steps *s, int64_t num)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->st[i].number == num)
+			return &s->st[i];
+	return NULL;
+}
+
+static uint64_t duration(const struct sp_step_stat *x)
+{
+	return x->end > x->start ? x->end - x->start : 0;
+}
+
+static uint64_t compute_ns(const struct sp_step_stat *x)
+{
+	return x->kernel_ns > x->nccl_ns ? x->kernel_ns - x->nccl_ns : 0;
+}
+
+/* The label of trace i: its rank, or "#i" if it has none or shares it with another trace. */
+static const char *label(char *buf, size_t len, const int *rank, size_t n, size_t i)
+{
+	int dup = rank[i] < 0;
+	for (size_t k = 0; k < n && !dup; k++)
+		dup = k != i && rank[k] == rank[i];
+	if (dup)
+		snprintf(buf, len, "#%zu", i);
+	else
+		snprintf(buf, len, "%d", rank[i]);
+	return buf;
+}
+
+void sp_steps_compare(const struct sp_steps *s, const int *rank, size_t n, FILE *out)
+{
+	int64_t *nums = NULL;
+	size_t nn = 0, rows = 0, common = 0;
+	uint64_t *v = sp_xrealloc(NULL, (n + 1) * sizeof(*v)), *slowest_in = calloc(n + 1, sizeof(*slowest_in));
+	char t[6][32], rk[16];
+
+	if (!slowest_in)
+		sp_oom();
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < s[i].n; k++) {
+			nums = sp_xrealloc(nums, (nn + 1) * sizeof(*nums));
+			nums[nn++] = s[i].st[k].number;
+		}
+	qsort(nums, nn, sizeof(*nums), cmp_i64p);
+	fprintf(out, "Step times across %zu traces (a step's time is marker to marker on its own rank)\n", n);
+	fprintf(out, "%-8s %5s %12s %12s %12s %8s %8s\n", "Step", "Ranks", "Fastest", "Median", "Slowest", "Slowest",
+		"Spread");
+	for (size_t j = 0; j < nn; j++) {
+		size_t have = 0, slow = 0, fast = 0;
+		if (j && nums[j] == nums[j - 1])
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			const struct sp_step_stat *x = find_step(&s[i], nums[j]);
+			if (!x)
+				continue;
+			uint64_t d = duration(x);
+			if (!have || d > duration(find_step(&s[slow], nums[j])))
+				slow = i;
+			if (!have || d < duration(find_step(&s[fast], nums[j])))
+				fast = i;
+			v[have++] = d;
+		}
+		uint64_t lo = duration(find_step(&s[fast], nums[j])), hi = duration(find_step(&s[slow], nums[j]));
+		slowest_in[slow] += have > 1 && hi > lo;
+		common += have == n;
+		if (rows++ < SP_STEPS_ROWS) {
+			label(rk, sizeof(rk), rank, n, slow);
+			fprintf(out, "%-8lld %5zu %12s %12s %12s %8s %7.1f%%\n", (long long)nums[j], have,
+				sp_fmt_ns(t[0], 32, lo), sp_fmt_ns(t[1], 32, median(v, have)), sp_fmt_ns(t[2], 32, hi),
+				have > 1 && hi > lo ? rk : "-", lo ? 100.0 * (double)(hi - lo) / lo : 0.0);
+		}
+	}
+	if (rows > SP_STEPS_ROWS)
+		fprintf(out, "... %zu more steps\n", rows - SP_STEPS_ROWS);
+
+	/* per rank: medians over its steps */
+	size_t most = 0, least = 0;
+	uint64_t *comp = sp_xrealloc(NULL, (n + 1) * sizeof(*comp));
+	fprintf(out, "\n%-6s %6s %12s %15s %12s %16s %11s\n", "Rank", "Steps", "Median step", "Median compute",
+		"Median NCCL", "Median GPU idle", "Slowest in");
+	for (size_t i = 0; i < n; i++) {
+		uint64_t *a = sp_xrealloc(NULL, (s[i].n + 1) * sizeof(*a));
+		uint64_t med[4];
+		for (int q = 0; q < 4; q++) {
+			for (size_t k = 0; k < s[i].n; k++) {
+				const struct sp_step_stat *x = &s[i].st[k];
+				a[k] = q == 0 ? duration(x) : q == 1 ? compute_ns(x) : q == 2 ? x->nccl_ns : x->idle;
+			}
+			med[q] = median(a, s[i].n);
+		}
+		free(a);
+		comp[i] = med[1];
+		most = comp[i] > comp[most] ? i : most;
+		least = comp[i] < comp[least] ? i : least;
+		label(rk, sizeof(rk), rank, n, i);
+		fprintf(out, "%-6s %6zu %12s %15s %12s %16s %5llu steps\n", rk, s[i].n, sp_fmt_ns(t[0], 32, med[0]),
+			sp_fmt_ns(t[1], 32, med[1]), sp_fmt_ns(t[2], 32, med[2]), sp_fmt_ns(t[3], 32, med[3]),
+			(unsigned long long)slowest_in[i]);
+	}
+	if (!common)
+		fprintf(out, "\nNo step number is in every trace: are these ranks of one run, with one schedule?\n");
+	else if (n > 1 && comp[least] && comp[most] > comp[least] + comp[least] / 20) {
+		char a[16], b[16];
+		label(a, sizeof(a), rank, n, most);
+		label(b, sizeof(b), rank, n, least);
+		fprintf(out, "\nRank %s does the most GPU compute per step (median %s, +%.1f%% over rank %s): in "
+			"synchronous training the other ranks' NCCL kernels wait for it.\n", a,
+			sp_fmt_ns(t[0], 32, comp[most]), 100.0 * (double)(comp[most] - comp[least]) / comp[least], b);
+	}
+	free(comp);
+	free(nums);
+	free(v);
+	free(slowest_in);
+}
+
+void sp_steps_free(struct sp_steps *s)
+{
+	free(s->st);
+	free(s->iv);
+	free(s->calls);
+	free(s->nccl);
+	memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* steps.h - per-step statistics of a trace's recorded windows, for `stepprof report` (one trace)
+ * and `stepprof steps` (several ranks side by side): the GPU work launched in each step (a GPU
+ * operation counts in the step whose CPU call, found by correlation id, lies in the step) and how
+ * busy the GPU was inside the step's span. Memory: the steps, plus one window's scratch. */
+#ifndef SP_STEPS_H
+#define SP_STEPS_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "windows.h"
+
+#define SP_STEPS_ROWS 200 /* per-step rows printed at most */
+
+struct sp_step_stat {
+	int64_t number;
+	uint32_t window;
+	uint64_t start, end;    /* CPU boundaries, ns */
+	uint64_t kernels, kernel_ns, nccl_ns, copy_ns; /* GPU work launched from the step */
+	uint64_t busy, idle;    /* ns of the step's span with GPU work running; its longest gap */
+};
+
+struct sp_steps {
+	struct sp_step_stat *st; /* recorded steps, window after window */
+	size_t n;
+	/* scratch */
+	struct sp_steps_iv { uint64_t s, e; } *iv;  /* GPU intervals of one window */
+	size_t ivcap;
+	struct sp_steps_call { uint32_t corr; uint64_t t; } *calls; /* its CUDA calls, by correlation id */
+	size_t callcap;
+	uint8_t *nccl;          /* by name id: 0 unknown, 1 not an NCCL kernel, 2 an NCCL kernel */
+	size_t ncap;
+};
+
+/* Adds the steps of window w (read through r, for kernel names) to s. Returns the ns of
+ * [w->t0, w->t1] during which any GPU work ran. Exits the CLI if memory runs out; otherwise
+ * can't fail. */
+uint64_t sp_steps_add_window(struct sp_steps *s, struct sp_trace_reader *r, const struct sp_window *w);
+/* The per-step table of s (at most SP_STEPS_ROWS rows); nothing if s has no step. Can't fail. */
+void sp_steps_print(const struct sp_steps *s, FILE *out);
+/* Several ranks' steps side by side: per step number, the spread of step times and the slowest
+ * rank; per rank, medians of step time, compute (non-NCCL kernel) time, NCCL time and GPU idle.
+ * rank[i] names s[i] (-1: unknown, printed as the index). Can't fail. */
+void sp_steps_compare(const struct sp_steps *s, const int *rank, size_t n, FILE *out);
+void sp_steps_free(struct sp_steps *s);
+/* ns in a human unit with 3 decimals: "850ns", "12.345us", "1.234ms", "2.500s" (into buf). */
+const char *sp_fmt_ns(char *buf, size_t n, uint64_t ns);
+
+#endif

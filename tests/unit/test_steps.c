@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/* test_steps.c - the per-step statistics of steps.h and `stepprof steps` on two synthetic ranks
+ * whose numbers are worked out by hand: rank 0 computes 2 ms and spends 3 ms in an NCCL kernel per
+ * step, rank 1 computes 4 ms and spends 1 ms in NCCL (the straggler: the others wait for it);
+ * every step lasts 10 ms, except rank 1's step 2 (11 ms). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include "cli/cli.h"
+#include "cli/steps.h"
+#include "scratch.h"
+#include "trace_fixture.h"
+
+static char path[2][512];
+
+/* Writes rank r's trace: one window, steps 1..3; each step launches a compute kernel (gemm) at
+ * +0.1 ms that runs from +1 ms and an NCCL kernel after it, and ends after `len` ms. */
+static void write_rank(int r)
+{
+	struct sp_trace_meta m = { .features = SP_FEAT_KERNELS | SP_FEAT_RUNTIME_API, .pid = 100 + r, .rank = r,
+				   .world_size = 2, .local_rank = r, .anchor_mono_ns = FX_T,
+				   .anchor_real_ns = 1700000000000000000ull };
+	strcpy(m.host, "node1");
+	struct sp_trace_writer *w = sp_trace_create(path[r], &m, fx_lookup, NULL, 0);
+	uint64_t t = FX_T, compute = r ? 4 * MS : 2 * MS, nccl = r ? 1 * MS : 3 * MS;
+	uint32_t c = 1;
+
+	assert_non_null(w);
+	fx_put(w, fx_window(SP_EV_WINDOW_BEGIN, 0, 1, t, 0));
+	for (int n = 1; n <= 3; n++) {
+		uint64_t len = r == 1 && n == 2 ? 11 * MS : 10 * MS;
+		fx_put(w, fx_api(t + 100 * US, c, S_LAUNCH, 100));
+		fx_put(w, fx_gpu(SP_EV_KERNEL, t + 1 * MS, t + 1 * MS + compute, c, S_GEMM, 7));
+		fx_put(w, fx_api(t + 200 * US, c + 1, S_LAUNCH_EX, 101));
+		fx_put(w, fx_gpu(SP_EV_KERNEL, t + 1 * MS + compute, t + 1 * MS + compute + nccl, c + 1, S_NCCL_KERNEL, 13));
+		struct sp_event e = fx_step(n, t, n == 3);
+		e.end = t + len;
+		fx_put(w, e);
+		t += len;
+		c += 2;
+	}
+	fx_put(w, fx_window(SP_EV_WINDOW_END, 0, 3, t, 0));
+	assert_int_equal(sp_trace_close(w), 0);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	if (make_scratch("steps"))
+		return -1;
+	for (int r = 0; r < 2; r++) {
+		snprintf(path[r], sizeof(path[r]), "%s/rank%d.sptrace", dir, r);
+		write_rank(r);
+	}
+	return 0;
+}
+
+/* The output of `stepprof steps` with these traces, as one string (caller frees). */
+static char *run_steps(int n, int *rc)
+{
+	char *argv[] = { "steps", path[0], path[1] }, *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len), *saved = stdout;
+
+	assert_non_null(f);
+	fflush(stdout);
+	stdout = f;
+	*rc = sp_cmd_steps(n + 1, argv);
+	stdout = saved;
+	fclose(f);
+	return buf;
+}
+
+/* The line of s starting with prefix, spaces squeezed, into buf. */
+static const char *row(const char *s, const char *prefix, char *buf, size_t n)
+{
+	const char *p = s;
+	size_t k = 0;
+	while ((p = strstr(p, prefix)) && p != s && p[-1] != '\n')
+		p++;
+	if (!p)
+		fail_msg("no line starting '%s' in:\n%s", prefix, s);
+	for (int space = 0; *p && *p != '\n' && k + 1 < n; p++) {
+		if (*p == ' ') {
+			space = 1;
+			continue;
+		}
+		if (space && k)
+			buf[k++] = ' ';
+		space = 0;
+		buf[k++] = *p;
+	}
+	buf[k] = 0;
+	return buf;
+}
+
+static void one_rank(void **state)
+{
+	char l[256];
+	int rc;
+	char *s = run_steps(1, &rc);
+
+	assert_int_equal(rc, 0);
+	/* step 2 of rank 0: 10 ms, compute 2 ms + NCCL 3 ms at 1-6 ms: busy 50%, idle 6-10 ms */
+	assert_string_equal(row(s, "2 ", l, sizeof(l)), "2 0 10.000ms 2 5.000ms 3.000ms 0ns 50.0% 4.000ms");
+	free(s);
+}
+
+static void two_ranks(void **state)
+{
+	char l[256];
+	int rc;
+	char *s = run_steps(2, &rc);
+
+	assert_int_equal(rc, 0);
+	assert_string_equal(row(s, "1 ", l, sizeof(l)), "1 2 10.000ms 10.000ms 10.000ms - 0.0%");
+	assert_string_equal(row(s, "2 ", l, sizeof(l)), "2 2 10.000ms 10.500ms 11.000ms 1 10.0%");
+	const char *ranks = strstr(s, "\nRank ");
+	assert_non_null(ranks);
+	ranks++; /* the per-rank table: its rows start with the rank, as step rows do with the step */
+	assert_string_equal(row(ranks, "Rank ", l, sizeof(l)),
+			    "Rank Steps Median step Median compute Median NCCL Median GPU idle Slowest in");
+	/* rank 0: idle 6-10 ms in every step; rank 1: idle 6-10 ms, 6-11 ms in step 2 */
+	assert_string_equal(row(ranks, "0 ", l, sizeof(l)), "0 3 10.000ms 2.000ms 3.000ms 4.000ms 0 steps");
+	assert_string_equal(row(ranks, "1 ", l, sizeof(l)), "1 3 10.000ms 4.000ms 1.000ms 4.000ms 1 steps");
+	assert_non_null(strstr(s, "Rank 1 does the most GPU compute per step (median 4.000ms, +100.0% over rank 0)"));
+	free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(one_rank),
+		cmocka_unit_test(two_ranks),
+	};
+	return cmocka_run_group_tests(tests, setup, remove_scratch);
+}
