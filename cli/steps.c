@@ -252,7 +252,7 @@ void sp_steps_compare(const struct sp_steps *s, const int *rank, size_t n, FILE 
 		}
 	qsort(nums, nn, sizeof(*nums), cmp_i64p);
 	fprintf(out, "Step times across %zu traces (a step's time is marker to marker on its own rank)\n", n);
-	fprintf(out, "%-8s %5s %12s %12s %12s %8s %8s\n", "Step", "Ranks", "Fastest", "Median", "Slowest", "Slowest",
+	fprintf(out, "%-8s %5s %12s %12s %12s %8s %8s\n", "Step", "Ranks", "Fastest", "Median", "Slowest", "By rank",
 		"Spread");
 	for (size_t j = 0; j < nn; j++) {
 		size_t have = 0, slow = 0, fast = 0;
