@@ -129,11 +129,25 @@ static void two_ranks(void **state)
 	free(s);
 }
 
+static void errors(void **state)
+{
+	char *none[] = { "steps" }, *opt[] = { "steps", "--bogus" }, *missing[] = { "steps", "/nonexistent/x.sptrace" };
+	FILE *saved = stderr;
+
+	stderr = fopen("/dev/null", "w");
+	assert_int_equal(sp_cmd_steps(1, none), 2);
+	assert_int_equal(sp_cmd_steps(2, opt), 2);
+	assert_int_equal(sp_cmd_steps(2, missing), 1);
+	fclose(stderr);
+	stderr = saved;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(one_rank),
 		cmocka_unit_test(two_ranks),
+		cmocka_unit_test(errors),
 	};
 	return cmocka_run_group_tests(tests, setup, remove_scratch);
 }
