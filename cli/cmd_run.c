@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd_run.c - `stepprof run [--config FILE] [--out DIR] [--] CMD ...`: checks the configuration,
- * puts libstepprof.so in front of CMD (LD_PRELOAD and the CUDA injection hook), runs it, and
- * returns its exit status; then names the trace files that appeared. Like `nsys profile`. */
+/* cmd_run.c - `stepprof run [--config FILE] [--out DIR] [--ranks LIST] [--set SECTION.KEY=VALUE]
+ * ... [--] CMD ...`: checks the configuration, puts libstepprof.so in front of CMD (LD_PRELOAD
+ * and the CUDA injection hook), runs it, and returns its exit status; then names the trace files
+ * that appeared. Like `nsys profile`. --set and --ranks become STEPPROF_<SECTION>_<KEY>
+ * variables, so every process of the job (launcher, workers) reads the same settings. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <libgen.h>
@@ -65,6 +68,43 @@ static int list_traces(const char *dir, time_t since, int depth)
 	return n;
 }
 
+static int usage(void)
+{
+	fprintf(stderr, "usage: stepprof run [--config FILE] [--out DIR] [--ranks LIST] [--set SECTION.KEY=VALUE]... "
+			"[--] CMD [ARGS...]\n"
+			"  e.g. stepprof run --ranks 0,7 --set schedule.wait=20 --set marker.kind=nvtx "
+			"--set marker.pattern=train_step -- torchrun ...\n");
+	return 2;
+}
+
+/* Checks SECTION.KEY=VALUE against the configuration keys and exports it as
+ * STEPPROF_<SECTION>_<KEY>. Returns 0, or -1 after printing what is wrong. */
+static int set_option(const char *kv)
+{
+	const char *dot = strchr(kv, '.'), *eq = strchr(kv, '=');
+	char section[32], key[64], var[128];
+	struct sp_config scratch;
+	struct sp_cfg_errors errs = { 0 };
+
+	if (!dot || !eq || dot > eq || dot == kv || eq == dot + 1 || (size_t)(dot - kv) >= sizeof section ||
+	    (size_t)(eq - dot - 1) >= sizeof key) {
+		fprintf(stderr, "stepprof run: --set '%s': expected SECTION.KEY=VALUE (e.g. schedule.wait=20)\n", kv);
+		return -1;
+	}
+	snprintf(section, sizeof section, "%.*s", (int)(dot - kv), kv);
+	snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
+	sp_cfg_defaults(&scratch);
+	if (sp_cfg_set(&scratch, section, key, eq + 1, "--set", 0, &errs)) {
+		sp_cfg_print_errors(&errs, stderr);
+		return -1;
+	}
+	int n = snprintf(var, sizeof var, "STEPPROF_%s_%s", section, key);
+	for (int k = 9; k < n; k++)
+		var[k] = (char)toupper((unsigned char)var[k]);
+	setenv(var, eq + 1, 1);
+	return 0;
+}
+
 int sp_cmd_run(int argc, char **argv)
 {
 	const char *config = NULL, *out = NULL;
@@ -77,19 +117,28 @@ int sp_cmd_run(int argc, char **argv)
 			config = argv[++i];
 		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
 			out = argv[++i];
-		else if (!strcmp(argv[i], "--")) {
+		else if (!strcmp(argv[i], "--set") && i + 1 < argc) {
+			if (set_option(argv[++i]) < 0)
+				return 2;
+		} else if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
+			char kv[256];
+			snprintf(kv, sizeof kv, "ranks.ranks=%s", argv[++i]);
+			if (set_option(kv) < 0)
+				return 2;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage();
+			return 0;
+		} else if (!strcmp(argv[i], "--")) {
 			i++;
 			break;
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "stepprof run: unknown option %s\n", argv[i]);
-			return 2;
+			return usage();
 		} else
 			break;
 	}
-	if (i >= argc) {
-		fprintf(stderr, "usage: stepprof run [--config FILE] [--out DIR] [--] CMD [ARGS...]\n");
-		return 2;
-	}
+	if (i >= argc)
+		return usage();
 	if (find_library(lib, sizeof lib) < 0) {
 		fprintf(stderr, "stepprof run: libstepprof.so not found beside %s or in ../lib\n", sp_cli_argv0);
 		return 1;

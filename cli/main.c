@@ -11,7 +11,7 @@ static const struct {
 	int (*fn)(int, char **);
 	const char *help;
 } cmds[] = {
-	{ "run", sp_cmd_run, "run [--config FILE] [--out DIR] -- CMD ...   profile CMD (sets LD_PRELOAD)" },
+	{ "run", sp_cmd_run, "run [--config FILE] [--out DIR] [--ranks LIST] [--set SECTION.KEY=VALUE] -- CMD ...   profile CMD" },
 	{ "check", sp_cmd_check, "check [FILE]                  print the effective configuration or every error" },
 	{ "schedule", sp_cmd_schedule, "schedule [--config FILE] [--steps N] [KEY=VALUE ...]   dry-run the schedule" },
 	{ "report", sp_cmd_report, "report TRACE [--sort KEY] [--top N] [--window N]   GPU kernel table" },

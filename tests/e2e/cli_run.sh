@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# cli_run.sh - `stepprof run` end to end without a GPU: the command runs with libstepprof.so
+# preloaded and its own exit status; --set and --ranks reach it as STEPPROF_<SECTION>_<KEY>
+# variables; a bad --set, --ranks or configuration stops before running anything (exit 2).
+# Needs $SP_BUILD (build dir); exits non-zero on any failure.
+set -u
+SP=$(cd "${SP_BUILD:?}" && pwd)/stepprof
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+for v in $(compgen -e | grep '^STEPPROF_'); do unset "$v"; done
+unset LD_PRELOAD
+cd "$T" || exit 1
+failed=0
+ok() { # ok DESCRIPTION TEST...
+	local what=$1
+	shift
+	if "$@"; then echo "ok   $what"; else echo "FAIL $what"; failed=1; fi
+}
+
+"$SP" run --set schedule.wait=3 --ranks 0,7 --out "$T/traces" -- \
+	sh -c 'echo "wait=$STEPPROF_SCHEDULE_WAIT ranks=$STEPPROF_RANKS_RANKS out=$STEPPROF_PROFILE_OUTPUT"; case "$LD_PRELOAD" in *libstepprof.so*) exit 7;; esac; exit 1' \
+	>run.out 2>run.err
+rc=$?
+ok "the command's exit status (7: it saw the library preloaded)" [ "$rc" = 7 ]
+ok "--set and --ranks reach the command" grep -qxF "wait=3 ranks=0,7 out=$T/traces" run.out
+ok "no trace from a process without CUDA, said on stderr" grep -qF "stepprof: no trace written" run.err
+
+"$SP" run --set schedule.wiat=3 -- sh -c 'echo ran' >bad.out 2>bad.err
+rc=$?
+ok "unknown key: exit 2" [ "$rc" = 2 ]
+ok "unknown key: nothing ran" [ ! -s bad.out ]
+ok "unknown key: named, with what is allowed" grep -qF "[schedule] wiat: unknown key (allowed: skip_first," bad.err
+"$SP" run --set bogus -- true 2>bogus.err
+ok "not SECTION.KEY=VALUE: exit 2" [ "$?" = 2 ]
+ok "not SECTION.KEY=VALUE: said" grep -qF "expected SECTION.KEY=VALUE" bogus.err
+"$SP" run --ranks 0-x -- true 2>ranks.err
+ok "bad --ranks: exit 2" [ "$?" = 2 ]
+ok "bad --ranks: said" grep -qF "[ranks] ranks: bad rank or range" ranks.err
+"$SP" run --set schedule.active=0 -- true 2>range.err
+ok "out of range: exit 2" [ "$?" = 2 ]
+"$SP" run 2>usage.err
+ok "no command: exit 2 with usage" [ "$?" = 2 ]
+ok "usage names --set" grep -qF -- "--set SECTION.KEY=VALUE" usage.err
+"$SP" run -- sh -c 'exit 0' 2>/dev/null
+ok "exit 0 passes through" [ "$?" = 0 ]
+
+exit $failed
