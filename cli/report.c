@@ -51,6 +51,11 @@ static int cmp_u64(uint64_t a, uint64_t b)
 	return a < b ? -1 : a > b;
 }
 
+static int cmp_u64p(const void *a, const void *b)
+{
+	return cmp_u64(*(const uint64_t *)a, *(const uint64_t *)b);
+}
+
 static int cmp_rows(const void *pa, const void *pb, void *arg)
 {
 	const struct sort_ctx *c = arg;
@@ -283,6 +288,90 @@ static void print_nccl(const struct report *rep, const struct sp_report_opts *o,
 	free(rows);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* What stands out, in plain words, with where to look next. Thresholds: GPU idle for a median of
+ * >= 30% of each step; NCCL kernels >= 30% of kernel time; one kernel name >= 50%; a step >= 1.5x
+ * the median step; any dropped record. Nothing printed if nothing stands out. Can't fail. */
+static void print_findings(const struct report *rep, FILE *out)
+{
+	const struct sp_steps *s = &rep->steps;
+	uint64_t total = 0, nccl = 0, top = 0, drops = 0;
+	size_t top_id = 0, n = 0;
+	char t[2][32];
+
+#define FINDING(...) (n++ ? 0 : fprintf(out, "\nFindings\n"), fprintf(out, "- " __VA_ARGS__))
+	for (size_t id = 0; id < rep->kcap; id++) {
+		const char *name = rep->k[id].calls ? sp_trace_string(rep->r, (uint32_t)id) : NULL;
+		if (!name)
+			continue;
+		total += rep->k[id].total;
+		nccl += sp_nccl_is_kernel(name) ? rep->k[id].total : 0;
+		if (rep->k[id].total > top) {
+			top = rep->k[id].total;
+			top_id = id;
+		}
+	}
+	if (s->n) {
+		double *idle = sp_xrealloc(NULL, s->n * sizeof(*idle));
+		uint64_t *dur = sp_xrealloc(NULL, s->n * sizeof(*dur)), med, longest = 0;
+		size_t slow = 0;
+		for (size_t i = 0; i < s->n; i++) {
+			dur[i] = s->st[i].end > s->st[i].start ? s->st[i].end - s->st[i].start : 0;
+			idle[i] = dur[i] ? 1.0 - (double)s->st[i].busy / dur[i] : 0;
+			if (dur[i] > dur[slow])
+				slow = i;
+		}
+		longest = dur[slow];
+		qsort(idle, s->n, sizeof(*idle), cmp_double);
+		double idle_med = s->n % 2 ? idle[s->n / 2] : (idle[s->n / 2 - 1] + idle[s->n / 2]) / 2;
+		qsort(dur, s->n, sizeof(*dur), cmp_u64p);
+		med = s->n % 2 ? dur[s->n / 2] : (dur[s->n / 2 - 1] + dur[s->n / 2]) / 2;
+		if (idle_med >= 0.30)
+			FINDING("The GPU is idle for a median %.1f%% of each step: the host (Python, launches, data "
+				"loading, synchronisation) does not keep it busy. The per-step table shows the longest "
+				"idle stretch of each step; open one step in Perfetto (stepprof convert) to see what "
+				"the CPU does then.\n", 100 * idle_med);
+		if (s->n >= 3 && med && longest * 2 >= med * 3)
+			FINDING("Step %lld took %s, %.1fx the median step (%s): see its row in the per-step table.\n",
+				(long long)s->st[slow].number, sp_fmt_ns(t[0], 32, longest), (double)longest / med,
+				sp_fmt_ns(t[1], 32, med));
+		free(idle);
+		free(dur);
+	}
+	if (total && nccl * 10 >= total * 3)
+		FINDING("NCCL kernels take %.1f%% of GPU kernel time: check bus bandwidth in the NCCL table, and "
+			"run `stepprof steps` on every rank's trace to find a rank the others wait for.\n",
+			100.0 * nccl / total);
+	if (total && top * 2 >= total)
+		FINDING("One kernel takes %.1f%% of GPU kernel time: %s.\n", 100.0 * top / total,
+			sp_display_name(sp_trace_string(rep->r, (uint32_t)top_id)));
+	for (unsigned i = 0; i < SP_DROP__COUNT; i++)
+		drops += rep->dropped[i];
+	if (drops) {
+		FINDING("%llu records were lost:", (unsigned long long)drops);
+		if (rep->dropped[SP_DROP_RING])
+			fprintf(out, " %llu to full per-thread rings (raise [limits] ring_events);",
+				(unsigned long long)rep->dropped[SP_DROP_RING]);
+		if (rep->dropped[SP_DROP_CUPTI])
+			fprintf(out, " %llu by CUPTI (raise [limits] cupti_buffer_bytes);",
+				(unsigned long long)rep->dropped[SP_DROP_CUPTI]);
+		if (rep->dropped[SP_DROP_CAP])
+			fprintf(out, " %llu to the window byte cap (raise [limits] window_max_bytes);",
+				(unsigned long long)rep->dropped[SP_DROP_CAP]);
+		if (rep->dropped[SP_DROP_LATE])
+			fprintf(out, " %llu GPU record%s came after its window was written (work still running "
+				"long after the window's last step);", (unsigned long long)rep->dropped[SP_DROP_LATE],
+				rep->dropped[SP_DROP_LATE] == 1 ? "" : "s");
+		fprintf(out, " the tables above miss them.\n");
+	}
+#undef FINDING
+}
+
 int sp_report_sort_parse(const char *s)
 {
 	static const char *const keys[] = { [SP_SORT_TOTAL] = "total", [SP_SORT_AVG] = "avg",
@@ -353,6 +442,7 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 		print_memory(&rep, out);
 		print_nccl(&rep, o, out);
 		sp_stackagg_sites(&rep.sites, path, rep.r, SP_SITES_TOP, out);
+		print_findings(&rep, out);
 	}
 	free(rep.k);
 	free(rep.w);

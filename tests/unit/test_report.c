@@ -149,6 +149,29 @@ static void test_steps(void **state)
 	free(s);
 }
 
+/* The findings of the sample: steps idle for a median 74% (26, 26, 80, 20, 20% busy), NCCL
+ * 8 of 20 ms of kernel time, gemm 10 of 20 ms, 6 drops by source; all steps equally long. */
+static void test_findings(void **state)
+{
+	int rc;
+	char *s = report(SP_SORT_TOTAL, 0, -1, 0, &rc);
+
+	assert_int_equal(rc, 0);
+	assert_rows(s, (const char *const[]){ "Findings", "- The GPU is idle for a median 74.0% of each step",
+					      "- NCCL kernels take 40.0% of GPU kernel time",
+					      "- One kernel takes 50.0% of GPU kernel time: " GEMM ".",
+					      "- 6 records were lost: 3 to full per-thread rings (raise [limits] ring_events); "
+					      "2 by CUPTI (raise [limits] cupti_buffer_bytes); 1 GPU record came after" }, 5);
+	assert_null(strstr(s, "the median step"));
+	free(s);
+	s = report(SP_SORT_TOTAL, 0, 1, 0, &rc); /* window 1: one gemm per step, 2 CUPTI drops and the late one */
+	assert_non_null(strstr(s, "- The GPU is idle for a median 80.0% of each step"));
+	assert_null(strstr(s, "NCCL kernels take"));
+	assert_non_null(strstr(s, "- One kernel takes 100.0% of GPU kernel time"));
+	assert_non_null(strstr(s, "- 3 records were lost: 2 by CUPTI (raise [limits] cupti_buffer_bytes); 1 GPU record came"));
+	free(s);
+}
+
 static void test_sort_keys(void **state)
 {
 	int rc;
@@ -247,6 +270,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_totals),
 		cmocka_unit_test(test_steps),
+		cmocka_unit_test(test_findings),
 		cmocka_unit_test(test_sort_keys),
 		cmocka_unit_test(test_top_and_window),
 		cmocka_unit_test(test_names),
