@@ -14,6 +14,7 @@ int sp_cmd_run(int argc, char **argv);
 int sp_cmd_memory(int argc, char **argv);
 int sp_cmd_stacks(int argc, char **argv);
 int sp_cmd_steps(int argc, char **argv);
+int sp_cmd_diff(int argc, char **argv);
 
 /* argv[0] of the stepprof binary as invoked (for locating the library beside it). */
 extern const char *sp_cli_argv0;

@@ -18,6 +18,7 @@ static const struct {
 	{ "convert", sp_cmd_convert, "convert TRACE [-o OUT[.json|.json.gz]] [--merge]   Chrome/Perfetto JSON" },
 	{ "dump", sp_cmd_dump, "dump TRACE                    every record as text (stable, for diffs)" },
 	{ "memory", sp_cmd_memory, "memory TRACE [-o OUT.html] [--window N]   memory timeline page and peaks" },
+	{ "diff", sp_cmd_diff, "diff BASE NEW [--window N] [--top N]   kernel time per step, what changed" },
 	{ "steps", sp_cmd_steps, "steps TRACE [TRACE ...]       per-step table; several ranks side by side" },
 	{ "stacks", sp_cmd_stacks, "stacks TRACE [--by bytes|calls] [--kind alloc|launch|nccl|all] [-o FILE]   folded stacks" },
 };

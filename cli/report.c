@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "folded.h"
+#include "format.h"
 #include "memtl.h"
 #include "nccl.h"
 #include "report.h"
@@ -73,15 +74,6 @@ static int cmp_rows(const void *pa, const void *pb, void *arg)
 	return d ? d : strcmp(sp_trace_string(c->rep->r, ia), sp_trace_string(c->rep->r, ib));
 }
 
-/* Writes name in a column of width: control characters as '?', cut with "..." if longer. */
-static void print_name(FILE *out, const char *name, int width)
-{
-	int len = (int)strlen(name), cut = len > width, keep = cut ? width - 3 : len;
-
-	for (int i = 0; i < keep; i++)
-		fputc((unsigned char)name[i] < 0x20 ? '?' : name[i], out);
-	fprintf(out, "%s%*s", cut ? "..." : "", width - keep - (cut ? 3 : 0), "");
-}
 
 
 /* Folds window w into the report. Exits if memory runs out; otherwise can't fail. */
@@ -169,7 +161,7 @@ static void print_kernels(const struct report *rep, const struct sp_report_opts 
 			rest += k->total;
 			continue;
 		}
-		print_name(out, name, width);
+		sp_print_name(out, name, width);
 		fprintf(out, " %8llu %12s %12s %12s %12s %6.1f%%\n", (unsigned long long)k->calls,
 			sp_fmt_ns(t[0], 32, k->total), sp_fmt_ns(t[1], 32, (k->total + k->calls / 2) / k->calls),
 			sp_fmt_ns(t[2], 32, k->min), sp_fmt_ns(t[3], 32, k->max), total ? 100.0 * k->total / total : 0);

@@ -4,6 +4,7 @@
  * operation's own start; busy and idle come from the window's GPU intervals merged once. */
 #include <stdlib.h>
 #include <string.h>
+#include "format.h"
 #include "nccl.h"
 #include "steps.h"
 
@@ -87,19 +88,6 @@ static uint64_t median(uint64_t *v, size_t n)
 		return 0;
 	qsort(v, n, sizeof(*v), cmp_u64p);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-const char *sp_fmt_ns(char *buf, size_t n, uint64_t ns)
-{
-	if (ns < 1000)
-		snprintf(buf, n, "%lluns", (unsigned long long)ns);
-	else if (ns < 1000000)
-		snprintf(buf, n, "%.3fus", ns / 1e3);
-	else if (ns < 1000000000)
-		snprintf(buf, n, "%.3fms", ns / 1e6);
-	else
-		snprintf(buf, n, "%.3fs", ns / 1e9);
-	return buf;
 }
 
 uint64_t sp_steps_add_window(struct sp_steps *s, struct sp_trace_reader *r, const struct sp_window *w)

@@ -43,7 +43,5 @@ void sp_steps_print(const struct sp_steps *s, FILE *out);
  * rank[i] names s[i] (-1: unknown, printed as the index). Can't fail. */
 void sp_steps_compare(const struct sp_steps *s, const int *rank, size_t n, FILE *out);
 void sp_steps_free(struct sp_steps *s);
-/* ns in a human unit with 3 decimals: "850ns", "12.345us", "1.234ms", "2.500s" (into buf). */
-const char *sp_fmt_ns(char *buf, size_t n, uint64_t ns);
 
 #endif

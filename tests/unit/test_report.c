@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli/report.h"
+#include "text_assert.h"
 #include "trace_fixture.h"
 
 static char dir[] = "/tmp/sp_test_report.XXXXXX";
@@ -34,20 +35,6 @@ static char *report(int sort, int top, long long window, int wide, int *rc)
 	*rc = sp_report(trace, &o, f);
 	fclose(f);
 	return buf;
-}
-
-/* Asserts that the needles appear in s in this order, each at the start of a line. */
-static void assert_rows(const char *s, const char *const *names, int n)
-{
-	const char *at = s;
-	for (int i = 0; i < n; i++) {
-		const char *p = at;
-		while ((p = strstr(p, names[i])) && p != s && p[-1] != '\n')
-			p++;
-		if (!p)
-			fail_msg("row '%s' missing or out of order in:\n%s", names[i], s);
-		at = p + 1;
-	}
 }
 
 /* The line of s that starts with prefix (copied into buf), or fails. */

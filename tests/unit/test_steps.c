@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test_steps.c - the per-step statistics of steps.h and `stepprof steps` on two synthetic ranks
+/* test_steps.c - the per-step statistics of steps.h, `stepprof steps` and `stepprof diff` on two
+ * synthetic ranks
  * whose numbers are worked out by hand: rank 0 computes 2 ms and spends 3 ms in an NCCL kernel per
  * step, rank 1 computes 4 ms and spends 1 ms in NCCL (the straggler: the others wait for it);
  * every step lasts 10 ms, except rank 1's step 2 (11 ms). */
@@ -11,9 +12,13 @@
 #include "cli/cli.h"
 #include "cli/steps.h"
 #include "scratch.h"
+#include "text_assert.h"
 #include "trace_fixture.h"
 
 static char path[2][512];
+
+#define GEMM_NAME "ampere_sgemm_128x64_nn"
+#define NCCL_NAME "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
 
 /* Writes rank r's trace: one window, steps 1..3; each step launches a compute kernel (gemm) at
  * +0.1 ms that runs from +1 ms and an NCCL kernel after it, and ends after `len` ms. */
@@ -57,20 +62,27 @@ static int setup(void **state)
 	return 0;
 }
 
-/* The output of `stepprof steps` with these traces, as one string (caller frees). */
-static char *run_steps(int n, int *rc)
+/* The stdout of cmd(argc, argv), as one string (caller frees); *rc gets its status. */
+static char *capture(int (*cmd)(int, char **), int argc, char **argv, int *rc)
 {
-	char *argv[] = { "steps", path[0], path[1] }, *buf = NULL;
+	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len), *saved = stdout;
 
 	assert_non_null(f);
 	fflush(stdout);
 	stdout = f;
-	*rc = sp_cmd_steps(n + 1, argv);
+	*rc = cmd(argc, argv);
 	stdout = saved;
 	fclose(f);
 	return buf;
+}
+
+/* The output of `stepprof steps` with the first n traces. */
+static char *run_steps(int n, int *rc)
+{
+	char *argv[] = { "steps", path[0], path[1] };
+	return capture(sp_cmd_steps, n + 1, argv, rc);
 }
 
 /* The line of s starting with prefix, spaces squeezed, into buf. */
@@ -129,6 +141,33 @@ static void two_ranks(void **state)
 	free(s);
 }
 
+/* rank 0 as base, rank 1 as new: gemm 2 -> 4 ms per step, NCCL 3 -> 1 ms; equal |delta|, so by
+ * name; the same kernel time per step and median step. */
+static void diff(void **state)
+{
+	char l[256], *argv[] = { "diff", path[0], path[1] };
+	int rc;
+	char *s = capture(sp_cmd_diff, 3, argv, &rc);
+
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(s, "steps, median step 10.000ms (+0.0%), kernel time 5.000ms per step (+0.0%)"));
+	assert_rows(s, (const char *const[]){ "Kernel (per step)", GEMM_NAME, NCCL_NAME }, 3);
+	assert_string_equal(row(s, GEMM_NAME, l, sizeof(l)), GEMM_NAME " 1.0 1.0 2.000ms 4.000ms +2.000ms +100.0%");
+	assert_string_equal(row(s, NCCL_NAME, l, sizeof(l)), NCCL_NAME " 1.0 1.0 3.000ms 1.000ms -2.000ms -66.7%");
+	free(s);
+	char *top[] = { "diff", path[0], path[1], "--top", "1" };
+	s = capture(sp_cmd_diff, 5, top, &rc);
+	assert_non_null(strstr(s, "... 1 more kernel names"));
+	free(s);
+	char *bad[] = { "diff", path[0] };
+	FILE *saved = stderr;
+	stderr = fopen("/dev/null", "w");
+	free(capture(sp_cmd_diff, 2, bad, &rc));
+	fclose(stderr);
+	stderr = saved;
+	assert_int_equal(rc, 2);
+}
+
 static void errors(void **state)
 {
 	char *none[] = { "steps" }, *opt[] = { "steps", "--bogus" }, *missing[] = { "steps", "/nonexistent/x.sptrace" };
@@ -147,6 +186,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(one_rank),
 		cmocka_unit_test(two_ranks),
+		cmocka_unit_test(diff),
 		cmocka_unit_test(errors),
 	};
 	return cmocka_run_group_tests(tests, setup, remove_scratch);

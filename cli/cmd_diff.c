@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_diff.c - `stepprof diff BASE NEW [--window N] [--top N]`: what changed between two traces
+ * (two runs, two commits, two ranks): kernel time per recorded step by kernel name, largest change
+ * first, and the median step time of each. Per step, so windows of different lengths compare. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "format.h"
+#include "steps.h"
+#include "symbols.h"
+
+#define DIFF_TOP 20 /* rows shown by default */
+#define SP_DIFF_NAME_WIDTH 50
+
+struct krow {
+	char *name;             /* raw kernel name (owned) */
+	uint64_t calls, total;  /* ns */
+};
+
+struct side {
+	struct krow *k;         /* sorted by name once loaded */
+	size_t n;
+	struct sp_steps steps;
+	uint64_t total;         /* all kernel time */
+};
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(((const struct krow *)a)->name, ((const struct krow *)b)->name);
+}
+
+static int cmp_u64p(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Folds window w's kernels into s by name id (byid[id] = row + 1), growing as ids appear.
+ * Exits if memory runs out. */
+static void add_kernels(struct side *s, struct sp_trace_reader *r, const struct sp_window *w, size_t **byid,
+			size_t *cap)
+{
+	for (size_t i = 0; i < w->n; i++) {
+		const struct sp_event *e = &w->ev[i];
+		if (e->kind != SP_EV_KERNEL)
+			continue;
+		if (e->name >= *cap) {
+			size_t c = *cap ? *cap : 256;
+			while (c <= e->name)
+				c *= 2;
+			*byid = sp_xrealloc(*byid, c * sizeof(**byid));
+			memset(*byid + *cap, 0, (c - *cap) * sizeof(**byid));
+			*cap = c;
+		}
+		if (!(*byid)[e->name]) {
+			const char *name = sp_trace_string(r, e->name);
+			s->k = sp_xrealloc(s->k, (s->n + 1) * sizeof(*s->k));
+			s->k[s->n] = (struct krow){ strdup(name ? name : "?"), 0, 0 };
+			if (!s->k[s->n].name)
+				sp_oom();
+			(*byid)[e->name] = ++s->n;
+		}
+		struct krow *k = &s->k[(*byid)[e->name] - 1];
+		uint64_t d = e->end > e->start ? e->end - e->start : 0;
+		k->calls++;
+		k->total += d;
+		s->total += d;
+	}
+}
+
+/* Reads path's windows (all, or only window) into s. Returns 0, or 1 after a message. */
+static int load(const char *path, long long window, struct side *s)
+{
+	char err[512];
+	const struct sp_window *w;
+	size_t *byid = NULL, cap = 0;
+	int rc;
+	struct sp_trace_reader *r = sp_trace_open(path, err, sizeof(err));
+
+	if (!r) {
+		fprintf(stderr, "stepprof diff: %s\n", err);
+		return 1;
+	}
+	struct sp_windows *g = sp_windows_open(r);
+	while ((rc = sp_windows_next(g, &w)) == 1)
+		if (window < 0 || w->id == window) {
+			add_kernels(s, r, w, &byid, &cap);
+			sp_steps_add_window(&s->steps, r, w);
+		}
+	if (rc < 0)
+		fprintf(stderr, "stepprof diff: %s: %s\n", path, sp_trace_error(r));
+	else if (!s->steps.n)
+		fprintf(stderr, "stepprof diff: %s holds no recorded step%s\n", path, window < 0 ? "" : " in that window");
+	free(byid);
+	sp_windows_close(g);
+	sp_trace_close_reader(r);
+	qsort(s->k, s->n, sizeof(*s->k), cmp_name);
+	return rc < 0 || !s->steps.n;
+}
+
+static uint64_t median_step(const struct sp_steps *st)
+{
+	uint64_t *d = sp_xrealloc(NULL, (st->n + 1) * sizeof(*d)), m;
+	for (size_t i = 0; i < st->n; i++)
+		d[i] = st->st[i].end > st->st[i].start ? st->st[i].end - st->st[i].start : 0;
+	qsort(d, st->n, sizeof(*d), cmp_u64p);
+	m = st->n % 2 ? d[st->n / 2] : (d[st->n / 2 - 1] + d[st->n / 2]) / 2;
+	free(d);
+	return m;
+}
+
+struct drow {
+	const char *name;
+	double calls[2], ns[2]; /* per step, base and new */
+};
+
+static int cmp_delta(const void *a, const void *b)
+{
+	const struct drow *x = a, *y = b;
+	double dx = x->ns[1] - x->ns[0], dy = y->ns[1] - y->ns[0];
+	dx = dx < 0 ? -dx : dx;
+	dy = dy < 0 ? -dy : dy;
+	return dx != dy ? (dx < dy ? 1 : -1) : strcmp(x->name, y->name);
+}
+
+/* "+1.234ms" / "-850ns": a signed time in a human unit. */
+static const char *signed_ns(char *buf, size_t n, double ns)
+{
+	char t[32];
+	snprintf(buf, n, "%c%s", ns < 0 ? '-' : '+', sp_fmt_ns(t, sizeof(t), (uint64_t)(ns < 0 ? -ns + 0.5 : ns + 0.5)));
+	return buf;
+}
+
+static void print_diff(const struct side *s, const char *const *path, int top, FILE *out)
+{
+	struct drow *rows = sp_xrealloc(NULL, (s[0].n + s[1].n + 1) * sizeof(*rows));
+	size_t n = 0, i = 0, j = 0, shown;
+	double steps[2] = { (double)s[0].steps.n, (double)s[1].steps.n };
+	uint64_t med[2] = { median_step(&s[0].steps), median_step(&s[1].steps) };
+	char t[6][32];
+
+	while (i < s[0].n || j < s[1].n) { /* merge the two name-sorted lists */
+		int c = i == s[0].n ? 1 : j == s[1].n ? -1 : strcmp(s[0].k[i].name, s[1].k[j].name);
+		struct drow *r = &rows[n++];
+		memset(r, 0, sizeof(*r));
+		if (c <= 0) {
+			r->name = s[0].k[i].name;
+			r->calls[0] = s[0].k[i].calls / steps[0];
+			r->ns[0] = s[0].k[i].total / steps[0];
+			i++;
+		}
+		if (c >= 0) {
+			r->name = s[1].k[j].name;
+			r->calls[1] = s[1].k[j].calls / steps[1];
+			r->ns[1] = s[1].k[j].total / steps[1];
+			j++;
+		}
+	}
+	qsort(rows, n, sizeof(*rows), cmp_delta);
+	double k0 = s[0].total / steps[0], k1 = s[1].total / steps[1];
+	fprintf(out, "base %s: %zu steps, median step %s, kernel time %s per step\n", path[0], s[0].steps.n,
+		sp_fmt_ns(t[0], 32, med[0]), sp_fmt_ns(t[1], 32, (uint64_t)(k0 + 0.5)));
+	fprintf(out, "new  %s: %zu steps, median step %s (%+.1f%%), kernel time %s per step (%+.1f%%)\n\n", path[1],
+		s[1].steps.n, sp_fmt_ns(t[0], 32, med[1]), med[0] ? 100.0 * ((double)med[1] - med[0]) / med[0] : 0.0,
+		sp_fmt_ns(t[1], 32, (uint64_t)(k1 + 0.5)), k0 > 0 ? 100.0 * (k1 - k0) / k0 : 0.0);
+	fprintf(out, "%-*s %10s %10s %12s %12s %12s %8s\n", SP_DIFF_NAME_WIDTH, "Kernel (per step)", "Calls base",
+		"Calls new", "Time base", "Time new", "Delta", "Delta %");
+	shown = top > 0 && (size_t)top < n ? (size_t)top : n;
+	for (size_t k = 0; k < shown; k++) {
+		const struct drow *r = &rows[k];
+		sp_print_name(out, sp_display_name(r->name), SP_DIFF_NAME_WIDTH);
+		fprintf(out, " %10.1f %10.1f %12s %12s %12s ", r->calls[0], r->calls[1],
+			r->ns[0] > 0 ? sp_fmt_ns(t[0], 32, (uint64_t)(r->ns[0] + 0.5)) : "-",
+			r->ns[1] > 0 ? sp_fmt_ns(t[1], 32, (uint64_t)(r->ns[1] + 0.5)) : "-",
+			signed_ns(t[2], 32, r->ns[1] - r->ns[0]));
+		if (r->ns[0] > 0)
+			fprintf(out, "%+7.1f%%\n", 100.0 * (r->ns[1] - r->ns[0]) / r->ns[0]);
+		else
+			fprintf(out, "%8s\n", "new");
+	}
+	if (shown < n)
+		fprintf(out, "... %zu more kernel names (--top 0 shows all)\n", n - shown);
+	free(rows);
+}
+
+static int usage(FILE *f, int rc)
+{
+	fprintf(f, "usage: stepprof diff BASE NEW [--window N] [--top N]\n"
+		   "  kernel time per recorded step by kernel name, BASE vs NEW, largest change first\n"
+		   "  (default %d rows, 0 = all); --window N compares that window of each trace\n", DIFF_TOP);
+	return rc;
+}
+
+/* Exit status: 0 printed; 1 a trace unreadable, corrupt or without a recorded step; 2 usage. */
+int sp_cmd_diff(int argc, char **argv)
+{
+	const char *path[2] = { NULL, NULL };
+	long long window = -1, top = DIFF_TOP;
+	struct side s[2];
+	int ret = 0;
+	char *end;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+			return usage(stdout, 0);
+		if ((!strcmp(a, "--window") || !strcmp(a, "--top")) && val) {
+			long long v = strtoll(val, &end, 10);
+			if (!*val || *end || v < 0) {
+				fprintf(stderr, "stepprof diff: %s wants a number >= 0, not '%s'\n", a, val);
+				return usage(stderr, 2);
+			}
+			*(!strcmp(a, "--top") ? &top : &window) = v;
+			i++;
+		} else if (a[0] == '-' || (path[0] && path[1])) {
+			fprintf(stderr, "stepprof diff: unexpected argument '%s'\n", a);
+			return usage(stderr, 2);
+		} else {
+			path[!!path[0]] = a;
+		}
+	}
+	if (!path[1])
+		return usage(stderr, 2);
+	memset(s, 0, sizeof(s));
+	for (int k = 0; k < 2; k++)
+		ret |= load(path[k], window, &s[k]);
+	if (!ret)
+		print_diff(s, path, (int)(top > 1000000 ? 0 : top), stdout);
+	for (int k = 0; k < 2; k++) {
+		for (size_t i = 0; i < s[k].n; i++)
+			free(s[k].k[i].name);
+		free(s[k].k);
+		sp_steps_free(&s[k].steps);
+	}
+	return ret;
+}

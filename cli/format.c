@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/* format.c - see format.h. */
+#include <string.h>
+#include "format.h"
+
+const char *sp_fmt_ns(char *buf, size_t n, uint64_t ns)
+{
+	if (ns < 1000)
+		snprintf(buf, n, "%lluns", (unsigned long long)ns);
+	else if (ns < 1000000)
+		snprintf(buf, n, "%.3fus", ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, n, "%.3fms", ns / 1e6);
+	else
+		snprintf(buf, n, "%.3fs", ns / 1e9);
+	return buf;
+}
+
+void sp_print_name(FILE *out, const char *name, int width)
+{
+	int len = (int)strlen(name), cut = len > width, keep = cut ? width - 3 : len;
+
+	for (int i = 0; i < keep; i++)
+		fputc((unsigned char)name[i] < 0x20 ? '?' : name[i], out);
+	fprintf(out, "%s%*s", cut ? "..." : "", width - keep - (cut ? 3 : 0), "");
+}
