@@ -151,7 +151,26 @@ ddp_nccl_test() {
 		--json trace.rank0.json --json trace.rank1.json --torch "$ref/rank0.json" --torch "$ref/rank1.json" \
 		--steps "$DDP_RECORDED" || die "check_nccl failed"
 }
-t_ddp_all() { ddp_nccl_test api 'cudaDeviceSynchronize*'; }
+t_ddp_all() {
+	ddp_nccl_test api 'cudaDeviceSynchronize*'
+	# the cross-rank views on real traces: steps 10-12 on both ranks, every step in a row with
+	# 2 ranks, a per-rank row each with NCCL time; diff of the two ranks lists the NCCL kernel
+	local t0 t1
+	t0=$(find trace -name 'rank0.*.sptrace') t1=$(find trace -name 'rank1.*.sptrace')
+	"$SP" steps "$t0" "$t1" >steps.txt 2>steps.err || { cat steps.err; die "stepprof steps failed"; }
+	cat steps.txt
+	for s in 10 11 12; do
+		grep -qE "^$s +2 " steps.txt || die "stepprof steps: no row for step $s with 2 ranks"
+	done
+	for r in 0 1; do
+		grep -qE "^$r +3 +[0-9.]+[nmu]?s +[0-9.]+[nmu]?s +[0-9.]+[nmu]?s " steps.txt || die "stepprof steps: no row for rank $r"
+	done
+	"$SP" diff "$t0" "$t1" >diff.txt 2>diff.err || { cat diff.err; die "stepprof diff failed"; }
+	head -8 diff.txt
+	grep -q '^ncclDevKernel' diff.txt || die "stepprof diff: no NCCL kernel row"
+	"$SP" report "$t0" >report.txt || die "stepprof report failed"
+	grep -qE '^10 +0 ' report.txt || die "stepprof report: no per-step row for step 10"
+}
 t_ddp_auto() { ddp_nccl_test auto ''; }
 
 t_ddp_memory() {
