@@ -158,7 +158,10 @@ int sp_cmd_run(int argc, char **argv)
 		return 2;
 	}
 	const char *old = getenv("LD_PRELOAD");
-	snprintf(preload, sizeof preload, "%s%s%s", lib, old && *old ? " " : "", old && *old ? old : "");
+	if (old && (strstr(old, "libasan") || strstr(old, "libtsan") || strstr(old, "libhwasan")))
+		snprintf(preload, sizeof preload, "%s %s", old, lib); /* a sanitizer runtime must stay first */
+	else
+		snprintf(preload, sizeof preload, "%s%s%s", lib, old && *old ? " " : "", old && *old ? old : "");
 	setenv("LD_PRELOAD", preload, 1);
 	time_t start = time(NULL);
 	pid_t pid = fork();
