@@ -41,7 +41,8 @@ static int load(const char *path, struct sp_steps *s, int *rank)
 	return rc < 0;
 }
 
-/* Exit status: 0 printed; 1 a trace is unreadable or corrupt, or holds no recorded step; 2 usage. */
+/* Exit status: 0 printed; 1 a trace is unreadable or corrupt, or none holds a recorded step; 2 usage.
+ * A trace without a recorded step is left out, with a note on stderr. */
 int sp_cmd_steps(int argc, char **argv)
 {
 	size_t n = 0;
@@ -62,17 +63,20 @@ int sp_cmd_steps(int argc, char **argv)
 	int *rank = calloc(n, sizeof(*rank));
 	if (!s || !rank)
 		sp_oom();
-	for (size_t i = 0; i < n; i++) {
-		ret |= load(argv[i + 1], &s[i], &rank[i]);
-		if (!ret && !s[i].n) {
-			fprintf(stderr, "stepprof steps: %s holds no recorded step\n", argv[i + 1]);
-			ret = 1;
-		}
+	size_t used = 0;
+	for (size_t i = 0; i < n && !ret; i++) {
+		ret |= load(argv[i + 1], &s[used], &rank[used]);
+		if (!ret && !s[used].n)
+			fprintf(stderr, "stepprof steps: %s holds no recorded step; left out\n", argv[i + 1]);
+		else
+			used++;
 	}
-	if (!ret && n == 1)
+	if (!ret && !used)
+		ret = 1;
+	else if (!ret && used == 1)
 		sp_steps_print(&s[0], stdout);
 	else if (!ret)
-		sp_steps_compare(s, rank, n, stdout);
+		sp_steps_compare(s, rank, used, stdout);
 	for (size_t i = 0; i < n; i++)
 		sp_steps_free(&s[i]);
 	free(s);
