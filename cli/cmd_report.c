@@ -10,9 +10,10 @@
 static int usage(void)
 {
 	fprintf(stderr, "usage: stepprof report TRACE [--sort total|avg|calls|max|min|name] [--top N] [--window N|all]"
-			" [--wide]\n"
+			" [--wide] [--json]\n"
 			"  GPU kernel table of all recorded windows together (default) or of one window;\n"
-			"  --top N rows (default %d, 0 = all), --wide: full kernel names\n",
+			"  --top N rows (default %d, 0 = all), --wide: full kernel names, --json: everything as one\n"
+			"  JSON object (every kernel row)\n",
 		SP_REPORT_TOP);
 	return 2;
 }
@@ -58,6 +59,8 @@ int sp_cmd_report(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--wide")) {
 			o.wide = 1;
+		} else if (!strcmp(a, "--json")) {
+			o.json = 1;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage();
 			return 0;

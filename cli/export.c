@@ -15,6 +15,7 @@
 
 struct sp_out {
 	FILE *f;                /* plain output, or NULL */
+	int borrowed;           /* f is the caller's (sp_out_stream): flushed, not closed */
 	gzFile gz;              /* gzip output, or NULL */
 	char *path, *tmp;       /* target and temporary name; NULL for stdout */
 	int err;                /* a write failed */
@@ -66,6 +67,16 @@ const struct sp_export_ops *sp_export_find(const char *name)
 		if (!strcmp(exporters[i]->name, name))
 			return exporters[i];
 	return NULL;
+}
+
+struct sp_out *sp_out_stream(FILE *f)
+{
+	struct sp_out *o = calloc(1, sizeof(*o));
+	if (!o)
+		sp_oom();
+	o->f = f;
+	o->borrowed = 1;
+	return o;
 }
 
 struct sp_out *sp_out_open(const char *path, char *err, size_t errlen)
@@ -191,8 +202,8 @@ int sp_out_close(struct sp_out *o, int keep)
 	out_flush(o);
 	if (o->gz)
 		o->err |= gzclose(o->gz) != Z_OK;
-	else if (o->f == stdout)
-		o->err |= fflush(stdout) != 0;
+	else if (o->f == stdout || o->borrowed)
+		o->err |= fflush(o->f) != 0;
 	else
 		o->err |= fclose(o->f) != 0;
 	if (o->tmp) {

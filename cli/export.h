@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "windows.h"
 
 struct sp_out;
@@ -50,6 +51,9 @@ const struct sp_export_ops *sp_export_find(const char *name);
 /* Opens path for writing (gzip if it ends in ".gz"; "-" is stdout, plain). Data goes to
  * path + ".tmp" until sp_out_close renames it. Returns NULL with a message in err on failure. */
 struct sp_out *sp_out_open(const char *path, char *err, size_t errlen);
+/* A stream over the caller's f (written through, flushed by sp_out_close, never closed). Exits
+ * the CLI if memory runs out. */
+struct sp_out *sp_out_stream(FILE *f);
 /* Buffered writes. Errors are remembered and reported by sp_out_close. Can't fail otherwise. */
 void sp_out_write(struct sp_out *o, const void *p, size_t n);
 void sp_out_puts(struct sp_out *o, const char *s);

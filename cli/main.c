@@ -14,7 +14,7 @@ static const struct {
 	{ "run", sp_cmd_run, "run [--config FILE] [--out DIR] [--ranks LIST] [--set SECTION.KEY=VALUE] -- CMD ...   profile CMD" },
 	{ "check", sp_cmd_check, "check [FILE]                  print the effective configuration or every error" },
 	{ "schedule", sp_cmd_schedule, "schedule [--config FILE] [--steps N] [KEY=VALUE ...]   dry-run the schedule" },
-	{ "report", sp_cmd_report, "report TRACE [--sort KEY] [--top N] [--window N]   GPU kernel table" },
+	{ "report", sp_cmd_report, "report TRACE [--sort KEY] [--top N] [--window N] [--json]   kernel, step, NCCL tables, findings" },
 	{ "convert", sp_cmd_convert, "convert TRACE [-o OUT[.json|.json.gz]] [--merge]   Chrome/Perfetto JSON" },
 	{ "dump", sp_cmd_dump, "dump TRACE                    every record as text (stable, for diffs)" },
 	{ "memory", sp_cmd_memory, "memory TRACE [-o OUT.html] [--window N]   memory timeline page and peaks" },

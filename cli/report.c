@@ -9,6 +9,7 @@
 #include "memtl.h"
 #include "nccl.h"
 #include "report.h"
+#include "export.h"
 #include "steps.h"
 #include "symbols.h"
 #include "windows.h"
@@ -122,26 +123,38 @@ static void add_window(struct report *rep, const struct sp_window *w)
 	s->busy = sp_steps_add_window(&rep->steps, rep->r, w);
 }
 
-static void print_kernels(const struct report *rep, const struct sp_report_opts *o, FILE *out)
+/* The kernel rows (name ids with calls) in the order of sort key `key`; *n gets their count.
+ * Caller frees. Exits if memory runs out. */
+static uint32_t *sorted_kernels(const struct report *rep, int key, size_t *n)
 {
 	uint32_t *rows = NULL;
-	size_t n = 0, shown;
+	*n = 0;
+	for (size_t id = 0; id < rep->kcap; id++)
+		if (rep->k[id].calls) {
+			rows = sp_xrealloc(rows, (*n + 1) * sizeof(*rows));
+			rows[(*n)++] = (uint32_t)id;
+		}
+	if (*n)
+		qsort_r(rows, *n, sizeof(*rows), cmp_rows, &(struct sort_ctx){ rep, key });
+	return rows;
+}
+
+static void print_kernels(const struct report *rep, const struct sp_report_opts *o, FILE *out)
+{
+	size_t n, shown;
+	uint32_t *rows = sorted_kernels(rep, o->sort, &n);
 	uint64_t total = 0, calls = 0, rest = 0;
 	int width = SP_REPORT_NAME_WIDTH;
 	char t[4][32];
 
-	for (size_t id = 0; id < rep->kcap; id++)
-		if (rep->k[id].calls) {
-			rows = sp_xrealloc(rows, (n + 1) * sizeof(*rows));
-			rows[n++] = (uint32_t)id;
-			total += rep->k[id].total;
-			calls += rep->k[id].calls;
-		}
+	for (size_t i = 0; i < n; i++) {
+		total += rep->k[rows[i]].total;
+		calls += rep->k[rows[i]].calls;
+	}
 	if (!n) {
 		fprintf(out, "No GPU kernels recorded.\n");
 		return;
 	}
-	qsort_r(rows, n, sizeof(*rows), cmp_rows, &(struct sort_ctx){ rep, o->sort });
 	shown = o->top > 0 && (size_t)o->top < n ? (size_t)o->top : n;
 	if (o->wide)
 		for (size_t i = 0; i < shown; i++) {
@@ -195,11 +208,13 @@ static void print_windows(const struct report *rep, FILE *out)
 	}
 }
 
+static const char *const mem_kind[MEM_ROWS] = { "Memcpy Unknown", "Memcpy HtoD", "Memcpy DtoH", "Memcpy HtoA",
+						"Memcpy AtoH",    "Memcpy AtoA", "Memcpy AtoD", "Memcpy DtoA",
+						"Memcpy DtoD",    "Memcpy HtoH", "Memcpy PtoP", "Memset" };
+
 static void print_memory(const struct report *rep, FILE *out)
 {
-	static const char *const kind[MEM_ROWS] = { "Memcpy Unknown", "Memcpy HtoD", "Memcpy DtoH", "Memcpy HtoA",
-						    "Memcpy AtoH", "Memcpy AtoA", "Memcpy AtoD", "Memcpy DtoA",
-						    "Memcpy DtoD", "Memcpy HtoH", "Memcpy PtoP", "Memset" };
+	const char *const *kind = mem_kind;
 	char b[32], t[32];
 	int header = 0;
 
@@ -364,6 +379,102 @@ static void print_findings(const struct report *rep, FILE *out)
 #undef FINDING
 }
 
+/* The whole report as one JSON object (docs/OUTPUTS.md): every kernel row (in --sort order,
+ * --top ignored), drops, windows, steps, memory ops, NCCL rows and the findings' sentences. */
+static void print_json(const struct report *rep, const char *path, const struct sp_trace_header *h,
+		       const struct sp_report_opts *o, uint64_t outside, FILE *out)
+{
+	struct sp_out *x = sp_out_stream(out);
+	size_t n;
+	uint32_t *rows = sorted_kernels(rep, o->sort, &n);
+	char *text = NULL;
+	size_t len = 0;
+
+	sp_out_puts(x, "{\"trace\":");
+	sp_out_json_str(x, path);
+	sp_out_puts(x, ",\"host\":");
+	sp_out_json_str(x, h->meta.host);
+	sp_out_printf(x, ",\"rank\":%d,\"world_size\":%d,\"pid\":%d,\"window\":", h->meta.rank, h->meta.world_size,
+		      h->meta.pid);
+	o->window < 0 ? sp_out_puts(x, "null") : sp_out_printf(x, "%lld", o->window);
+	sp_out_puts(x, ",\n\"kernels\":[");
+	for (size_t i = 0; i < n; i++) {
+		const struct kstat *k = &rep->k[rows[i]];
+		const char *raw = sp_trace_string(rep->r, rows[i]);
+		sp_out_puts(x, i ? ",\n{\"name\":" : "\n{\"name\":");
+		sp_out_json_str(x, sp_display_name(raw ? raw : ""));
+		sp_out_puts(x, ",\"raw_name\":");
+		sp_out_json_str(x, raw);
+		sp_out_printf(x, ",\"calls\":%llu,\"total_ns\":%llu,\"min_ns\":%llu,\"max_ns\":%llu}",
+			      (unsigned long long)k->calls, (unsigned long long)k->total, (unsigned long long)k->min,
+			      (unsigned long long)k->max);
+	}
+	sp_out_printf(x, "],\n\"dropped\":{\"cupti\":%llu,\"ring_full\":%llu,\"window_cap\":%llu,\"late\":%llu},"
+		      "\"records_outside\":%llu,\n\"windows\":[",
+		      (unsigned long long)rep->dropped[SP_DROP_CUPTI], (unsigned long long)rep->dropped[SP_DROP_RING],
+		      (unsigned long long)rep->dropped[SP_DROP_CAP], (unsigned long long)rep->dropped[SP_DROP_LATE],
+		      (unsigned long long)outside);
+	for (size_t i = 0; i < rep->nw; i++) {
+		const struct wsum *s = &rep->w[i];
+		sp_out_printf(x, "%s{\"id\":%u,\"first_step\":%lld,\"last_step\":%lld,\"duration_ns\":%llu,\"steps\":%llu,"
+			      "\"kernels\":%llu,\"gpu_busy_ns\":%llu,\"capped\":%s,\"dropped\":%llu,\"complete\":%s}",
+			      i ? ",\n" : "\n", s->w.id, (long long)s->w.first_step, (long long)s->w.last_step,
+			      (unsigned long long)(s->w.t1 > s->w.t0 ? s->w.t1 - s->w.t0 : 0), (unsigned long long)s->steps,
+			      (unsigned long long)s->kernels, (unsigned long long)s->busy, s->w.capped ? "true" : "false",
+			      (unsigned long long)s->w.dropped_total, s->w.complete ? "true" : "false");
+	}
+	sp_out_puts(x, "],\n\"steps\":[");
+	for (size_t i = 0; i < rep->steps.n; i++) {
+		const struct sp_step_stat *s = &rep->steps.st[i];
+		sp_out_printf(x, "%s{\"number\":%lld,\"window\":%u,\"duration_ns\":%llu,\"kernels\":%llu,\"kernel_ns\":%llu,"
+			      "\"nccl_ns\":%llu,\"copy_ns\":%llu,\"gpu_busy_ns\":%llu,\"longest_idle_ns\":%llu}",
+			      i ? ",\n" : "\n", (long long)s->number, s->window,
+			      (unsigned long long)(s->end > s->start ? s->end - s->start : 0), (unsigned long long)s->kernels,
+			      (unsigned long long)s->kernel_ns, (unsigned long long)s->nccl_ns, (unsigned long long)s->copy_ns,
+			      (unsigned long long)s->busy, (unsigned long long)s->idle);
+	}
+	sp_out_puts(x, "],\n\"memory_ops\":[");
+	for (int i = 0, first = 1; i < MEM_ROWS; i++)
+		if (rep->m[i].calls) {
+			sp_out_printf(x, "%s{\"kind\":\"%s\",\"calls\":%llu,\"bytes\":%llu,\"total_ns\":%llu}", first ? "" : ",",
+				      mem_kind[i], (unsigned long long)rep->m[i].calls, (unsigned long long)rep->m[i].bytes,
+				      (unsigned long long)rep->m[i].total);
+			first = 0;
+		}
+	sp_out_puts(x, "],\n\"nccl\":[");
+	for (size_t i = 0; i < rep->nccl.n; i++) {
+		const struct sp_nccl_row *r = &rep->nccl.row[i];
+		uint64_t size = sp_nccl_size(r->op, r->bytes, r->nranks);
+		double factor = sp_nccl_bus_factor(r->op, r->nranks);
+		double algbw = size && r->ns ? (double)size * r->calls / r->ns : -1;
+		char algo[32];
+		sp_out_printf(x, "%s{\"op\":\"%s\",\"ranks\":%d,\"size\":%llu,\"calls\":%llu,\"time_ns\":%llu,"
+			      "\"cpu_timed\":%s,\"algo\":", i ? ",\n" : "\n", sp_nccl_op_name(r->op), r->nranks,
+			      (unsigned long long)size, (unsigned long long)r->calls, (unsigned long long)r->ns,
+			      r->cpu_timed ? "true" : "false");
+		sp_out_json_str(x, sp_nccl_algo_name(r->algo, algo, sizeof(algo)));
+		algbw < 0 ? sp_out_puts(x, ",\"algbw_gbps\":null") : sp_out_printf(x, ",\"algbw_gbps\":%.3f", algbw);
+		algbw < 0 || factor < 0 ? sp_out_puts(x, ",\"busbw_gbps\":null}")
+					: sp_out_printf(x, ",\"busbw_gbps\":%.3f}", algbw * factor);
+	}
+	sp_out_puts(x, "],\n\"findings\":[");
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		sp_oom();
+	print_findings(rep, f);
+	fclose(f);
+	n = 0;
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+		if (!strncmp(line, "- ", 2)) {
+			sp_out_puts(x, n++ ? ",\n" : "\n");
+			sp_out_json_str(x, line + 2);
+		}
+	sp_out_puts(x, "]}\n");
+	free(text);
+	free(rows);
+	sp_out_close(x, 1);
+}
+
 int sp_report_sort_parse(const char *s)
 {
 	static const char *const keys[] = { [SP_SORT_TOTAL] = "total", [SP_SORT_AVG] = "avg",
@@ -409,7 +520,9 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 			fprintf(stderr, "stepprof report: %s holds no recorded window\n", path);
 		ret = 1;
 	}
-	if (rep.nw) {
+	if (rep.nw && o->json) {
+		print_json(&rep, path, h, o, sp_windows_outside(g), out);
+	} else if (rep.nw) {
 		fprintf(out, "Trace %s: host %s, ", path, h->meta.host);
 		if (h->meta.rank >= 0)
 			fprintf(out, "rank %d of %d, ", h->meta.rank, h->meta.world_size);

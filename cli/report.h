@@ -18,6 +18,7 @@ struct sp_report_opts {
 	int top;                /* kernel rows shown, 0 = all */
 	long long window;       /* only this window id, -1 = all windows aggregated */
 	int wide;               /* full kernel names instead of truncating to SP_REPORT_NAME_WIDTH */
+	int json;               /* one JSON object instead of the tables (docs/OUTPUTS.md) */
 };
 
 /* The sort key called s ("total", "avg", "calls", "max", "min", "name"), or -1. */
