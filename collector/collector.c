@@ -361,6 +361,18 @@ static void write_devices(uint64_t t)
 	}
 }
 
+/* This process is not profiled after all (its rank, known only now, is not selected): stops
+ * watching and tracking. Runs under G.lock. This function can't fail. */
+static void disable_unselected(void)
+{
+	sp_info("rank %d (%s) is not selected: not profiling", G.ri.rank, G.ri.source);
+	sp_host_min_bytes = SIZE_MAX;
+	sp_host_tracking = 0;
+	G.done = 1;
+	apply_callbacks();
+	G.disabled = 1;
+}
+
 static int start_writer(void)
 {
 	char dir[SP_CFG_PATH], host[64] = "host";
@@ -368,6 +380,12 @@ static int start_writer(void)
 	if (G.writer_started)
 		return G.writer_started > 0 ? 0 : -1;
 	G.writer_started = -1;
+	/* a rank the environment did not give is decided now: the largest NCCL communicator
+	 * initialised so far named it, else the process counts as rank 0 */
+	if (!sp_rankset_has(&G.cfg.ranks, G.ri.rank)) {
+		disable_unselected();
+		return -1;
+	}
 	gethostname(host, sizeof host - 1);
 	if (sp_cfg_expand(G.cfg.output, &G.ri, dir, sizeof dir) < 0) {
 		sp_warn("cannot expand output directory '%s'; not profiling", G.cfg.output);
@@ -531,7 +549,11 @@ static void begin_step(uint64_t t, uint32_t corr)
 	sp_info("step %lld begins (%s) on thread %u", (long long)G.step, sp_action_name(G.action), tid());
 	if (is_record(G.action) && !G.open) {
 		struct window *w = new_window();
-		if (w && start_writer() == 0) {
+		if (!w) {
+			sp_warn_once("too many windows waiting for GPU records; skipping a window");
+		} else if (start_writer() < 0) {
+			w->used = 0; /* not profiled after all, or no trace file: no window */
+		} else {
 			w->id = G.next_window_id++;
 			w->first_step = w->last_step = G.step;
 			w->t_begin = t;
@@ -543,8 +565,6 @@ static void begin_step(uint64_t t, uint32_t corr)
 				if (comms[i].comm && comms[i].comm != COMM_GONE)
 					push_comm(SP_COMM_INIT, &comms[i], t);
 			__atomic_store_n(&G.open, w, __ATOMIC_RELEASE);
-		} else if (!w) {
-			sp_warn_once("too many windows waiting for GPU records; skipping a window");
 		}
 	}
 	set_collecting(G.action);
@@ -1133,8 +1153,8 @@ void sp_collector_inject(void)
 	if (!G.cfg.enabled)
 		return;
 	sp_ranks_detect(&G.ri, NULL);
-	if (!sp_rankset_has(&G.cfg.ranks, G.ri.rank))
-		return;
+	if (G.ri.rank >= 0 && !sp_rankset_has(&G.cfg.ranks, G.ri.rank))
+		return; /* a rank the environment does not give is decided at the first window */
 	if (sp_cupti_load(G.cfg.cupti_library, why, sizeof why) < 0) {
 		sp_warn("cannot load CUPTI: %s; not profiling", why);
 		return;
@@ -1319,16 +1339,14 @@ void sp_collector_comm(int what, void *comm, const void *id, size_t idlen, int r
 			uint32_t k = p->splits++;
 			c->hash = fnv1a(fnv1a(c->hash, &p->hash, sizeof p->hash), &k, sizeof k);
 		}
-		if (what == SP_COMM_INIT && G.ri.rank < 0 && rank >= 0) {
-			/* no rank in the environment: the first communicator names it */
+		if (what == SP_COMM_INIT && rank >= 0 && !G.writer_started &&
+		    (G.ri.rank < 0 || (!strcmp(G.ri.source, "nccl") && nranks > G.ri.world_size))) {
+			/* no rank in the environment: the largest communicator initialised before the
+			 * first window (the world's, as a rule) names it; start_writer decides selection */
 			G.ri.rank = rank;
 			G.ri.world_size = nranks;
 			G.ri.source = "nccl";
-			if (!sp_rankset_has(&G.cfg.ranks, rank)) {
-				G.done = 1; /* not selected after all */
-				apply_callbacks();
-				G.disabled = 1;
-			}
+			sp_info("rank %d of %d from an NCCL communicator", rank, nranks);
 		}
 		if (G.writer_started > 0)
 			push_comm(what, c, t);

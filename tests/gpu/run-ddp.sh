@@ -122,9 +122,11 @@ t_ddp_torch() {
 	done
 }
 
-t_ddp_rank1() {
+# rank1_only ARGS...: ddp_run with ranks = 1 and ARGS; exactly rank 1's trace must appear, with
+# rank 1 of 2 in its header, the recorded steps and NCCL records.
+rank1_only() {
 	write_ini stepprof.ini "$PWD/trace" api 'cudaDeviceSynchronize*' 1
-	ddp_run stepprof
+	ddp_run stepprof "$@"
 	local all pid1 t
 	all=$(find trace -mindepth 1 2>/dev/null | sort)
 	echo "under trace/:"; echo "${all:-  none}" | sed 's/^/  /'
@@ -139,6 +141,7 @@ t_ddp_rank1() {
 	[ "$(grep -c '^step ' dump.txt)" -eq "$DDP_RECORDED" ] || die "$(grep -c '^step ' dump.txt) steps recorded, expected $DDP_RECORDED"
 	[ "$(grep -c '^nccl ' dump.txt)" -gt 0 ] || die "rank 1's trace has no NCCL record"
 }
+t_ddp_rank1() { rank1_only; }
 
 # ddp_nccl_test KIND PATTERN: both ranks recorded -> check_nccl against torch.profiler's traces
 ddp_nccl_test() {
@@ -173,6 +176,10 @@ t_ddp_all() {
 }
 t_ddp_auto() { ddp_nccl_test auto ''; }
 
+# The rank from NCCL: the workers hide RANK/LOCAL_RANK/WORLD_SIZE before CUDA starts, so
+# stepprof must take the rank from the communicator; ranks = 1 must give rank 1's trace only.
+t_ddp_nccl_rank() { rank1_only --hide-rank-env; }
+
 t_ddp_memory() {
 	local src=$OUT/ddp-all r ok=1
 	for r in 0 1; do
@@ -184,7 +191,7 @@ t_ddp_memory() {
 	[ $ok -eq 1 ] || die "stepprof's device memory differs from torch's"
 }
 
-TESTS=(selftest ddp-torch ddp-rank1 ddp-all ddp-auto ddp-memory)
+TESTS=(selftest ddp-torch ddp-rank1 ddp-all ddp-auto ddp-memory ddp-nccl-rank)
 pass=0 fail=0 failed=()
 echo "stepprof 2-GPU suite: build $BUILD, output $OUT, launcher ${LAUNCH[*]}"
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'

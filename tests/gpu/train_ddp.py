@@ -13,6 +13,10 @@ as the loop does. Prints per rank "rank R pid P ppid Q" first and
                              OUT_DIR/rank{R}.json (further windows rank{R}.1.json, ...)
   --memory-json PATH         write torch's reserved bytes and segments (see mlp_train.py) to PATH,
                              "{rank}" in PATH replaced by the rank
+  --hide-rank-env            take RANK, LOCAL_RANK and WORLD_SIZE out of the environment before
+                             CUDA starts (passing them to init_process_group instead), as a
+                             launcher that sets no rank variable would: stepprof then learns the
+                             rank from the NCCL communicator
 
 usage: torchrun --standalone --nproc_per_node 2 train_ddp.py [--steps N] [options]"""
 import argparse
@@ -36,6 +40,7 @@ def parse_args(argv=None):
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--torch-profiler", metavar="OUT_DIR")
     p.add_argument("--memory-json", metavar="PATH")
+    p.add_argument("--hide-rank-env", action="store_true")
     p.add_argument("--skip-first", type=int, default=8)
     p.add_argument("--wait", type=int, default=1)
     p.add_argument("--warmup", type=int, default=1)
@@ -83,13 +88,16 @@ def main():
     except (KeyError, ValueError):
         print("train_ddp: RANK, LOCAL_RANK and WORLD_SIZE must be set: run it under torchrun", file=sys.stderr)
         return 2
+    if args.hide_rank_env:
+        for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):
+            os.environ.pop(k, None)
     print(f"rank {rank} pid {os.getpid()} ppid {os.getppid()}", flush=True)
     if torch.cuda.device_count() <= local:
         print(f"train_ddp: rank {rank} needs cuda:{local}, {torch.cuda.device_count()} GPUs visible",
               file=sys.stderr)
         return 1
     torch.cuda.set_device(local)
-    dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local), rank=rank, world_size=world)
     step = make_step(local, rank, args.layers, args.width, args.batch)
     prof = make_profiler(args, rank)
     if prof:
