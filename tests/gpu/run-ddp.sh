@@ -9,6 +9,8 @@
 set -u
 BUILD=$(cd "${1:?usage: tests/gpu/run-ddp.sh BUILD_DIR}" && pwd) || exit 2
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/gpu/suite_lib.sh
+. "$HERE/suite_lib.sh"
 OUT=${OUT:-/tmp/stepprof-ddp}
 PY=${PYTHON:-python3}
 T=${T:-240}
@@ -33,9 +35,6 @@ DDP_SCHED=8,1,1,3,1         # skip_first,wait,warmup,active,repeat: records 10-1
 DDP_RECORDED=3
 
 # ---- helpers (run inside each test's subshell; the test's directory is the cwd) ----
-die() { echo "FAILED: $*"; exit 1; }
-need() { [ -e "$1" ] || die "missing $1 (made by test $2: run it first)"; }
-show() { for f in "$@"; do [ -s "$f" ] && { echo "--- tail $f"; tail -n 30 "$f"; }; done; return 0; }
 
 sched_args() {
 	local sk wa wu ac rp
@@ -192,26 +191,6 @@ t_ddp_memory() {
 }
 
 TESTS=(selftest ddp-torch ddp-rank1 ddp-all ddp-auto ddp-memory ddp-nccl-rank)
-pass=0 fail=0 failed=()
 echo "stepprof 2-GPU suite: build $BUILD, output $OUT, launcher ${LAUNCH[*]}"
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
-for name in "${TESTS[@]}"; do
-	[ -n "$ONLY" ] && ! [[ $name =~ $ONLY ]] && continue
-	dir=$OUT/$name
-	mkdir -p "$dir"
-	start=$SECONDS
-	(cd "$dir" && set -o pipefail && "t_${name//-/_}") >"$dir/test.log" 2>&1
-	rc=$?
-	if [ $rc -eq 0 ]; then
-		pass=$((pass + 1))
-		echo "PASS $name ($((SECONDS - start)) s)"
-	else
-		fail=$((fail + 1))
-		failed+=("$name")
-		echo "FAIL $name ($((SECONDS - start)) s), log $dir/test.log:"
-		tail -n 60 "$dir/test.log" | sed 's/^/    /'
-	fi
-done
-[ ${#failed[@]} -gt 0 ] && echo "failed: ${failed[*]}"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+run_suite "${TESTS[@]}"

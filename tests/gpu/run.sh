@@ -8,6 +8,8 @@
 set -u
 BUILD=$(cd "${1:?usage: tests/gpu/run.sh BUILD_DIR}" && pwd) || exit 2
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/gpu/suite_lib.sh
+. "$HERE/suite_lib.sh"
 OUT=${OUT:-/tmp/stepprof-gpu}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 PY=${PYTHON:-python3}
@@ -29,8 +31,6 @@ MLP_SCHED=5,1,1,3,1         # records 7-9
 MLP_RECORDED=3
 
 # ---- helpers (run inside each test's subshell; the test's directory is the cwd) ----
-die() { echo "FAILED: $*"; exit 1; }
-need() { [ -e "$1" ] || die "missing $1 (made by test $2: run it first)"; }
 
 # write_ini FILE OUTPUT KIND PATTERN EVERY SCHED: one stepprof configuration, validated by
 # `stepprof check` (a rejected key fails the test here rather than leaving stepprof inert).
@@ -64,7 +64,6 @@ plain_run() {
 	timeout "$T" "$@" >plain.stdout.log 2>plain.stderr.log
 }
 fail_run() { show stdout.log stderr.log; die "$2 exited $1"; }
-show() { for f in "$@"; do [ -s "$f" ] && { echo "--- tail $f"; tail -n 25 "$f"; }; done; return 0; }
 
 # traces DIR: the .sptrace files under DIR, one per line.
 traces() { find "$1" -name '*.sptrace' 2>/dev/null | sort; }
@@ -302,26 +301,6 @@ t_inert_torch() { inert_test "$PY" -c 'import torch; print(torch.__version__)'; 
 
 TESTS=(selftest build wl-kernel wl-kernel-static wl-api wl-range wl-auto mlp-torch mlp-auto mlp-kernel
 	torchrun bash-c coexist inert-true inert-python inert-torch mlp-memory mlp-stacks nvtx short-run)
-pass=0 fail=0 failed=()
 echo "stepprof GPU suite: build $BUILD, output $OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
-for name in "${TESTS[@]}"; do
-	[ -n "$ONLY" ] && ! [[ $name =~ $ONLY ]] && continue
-	dir=$OUT/$name
-	mkdir -p "$dir"
-	start=$SECONDS
-	(cd "$dir" && set -o pipefail && "t_${name//-/_}") >"$dir/test.log" 2>&1
-	rc=$?
-	if [ $rc -eq 0 ]; then
-		pass=$((pass + 1))
-		echo "PASS $name ($((SECONDS - start)) s)"
-	else
-		fail=$((fail + 1))
-		failed+=("$name")
-		echo "FAIL $name ($((SECONDS - start)) s), log $dir/test.log:"
-		tail -n 60 "$dir/test.log" | sed 's/^/    /'
-	fi
-done
-[ ${#failed[@]} -gt 0 ] && echo "failed: ${failed[*]}"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+run_suite "${TESTS[@]}"
