@@ -19,6 +19,7 @@
 #include "cli/report.h"
 #include "cli/windows.h"
 #include "collector/trace.h"
+#include "text_assert.h"
 
 #define US 1000ull
 #define MS 1000000ull
@@ -207,25 +208,6 @@ static char *report(const char *path, int top)
 	assert_non_null(f);
 	assert_int_equal(sp_report(path, &o, f), 0);
 	fclose(f);
-	return buf;
-}
-
-/* The line of s starting with prefix with its runs of spaces squeezed to one, into buf. */
-static const char *squeezed(const char *s, const char *prefix, char *buf, size_t n)
-{
-	const char *p = s;
-	size_t k = 0;
-
-	while ((p = strstr(p, prefix)) && p != s && p[-1] != '\n')
-		p++;
-	if (!p)
-		fail_msg("no line starting '%s' in:\n%s", prefix, s);
-	for (; *p && *p != '\n' && k + 1 < n; p++)
-		if (*p != ' ' || (k && buf[k - 1] != ' '))
-			buf[k++] = *p;
-	while (k && buf[k - 1] == ' ')
-		k--;
-	buf[k] = 0;
 	return buf;
 }
 

@@ -85,29 +85,6 @@ static char *run_steps(int n, int *rc)
 	return capture(sp_cmd_steps, n + 1, argv, rc);
 }
 
-/* The line of s starting with prefix, spaces squeezed, into buf. */
-static const char *row(const char *s, const char *prefix, char *buf, size_t n)
-{
-	const char *p = s;
-	size_t k = 0;
-	while ((p = strstr(p, prefix)) && p != s && p[-1] != '\n')
-		p++;
-	if (!p)
-		fail_msg("no line starting '%s' in:\n%s", prefix, s);
-	for (int space = 0; *p && *p != '\n' && k + 1 < n; p++) {
-		if (*p == ' ') {
-			space = 1;
-			continue;
-		}
-		if (space && k)
-			buf[k++] = ' ';
-		space = 0;
-		buf[k++] = *p;
-	}
-	buf[k] = 0;
-	return buf;
-}
-
 static void one_rank(void **state)
 {
 	char l[256];
@@ -116,7 +93,7 @@ static void one_rank(void **state)
 
 	assert_int_equal(rc, 0);
 	/* step 2 of rank 0: 10 ms, compute 2 ms + NCCL 3 ms at 1-6 ms: busy 50%, idle 6-10 ms */
-	assert_string_equal(row(s, "2 ", l, sizeof(l)), "2 0 10.000ms 2 5.000ms 3.000ms 0ns 50.0% 4.000ms");
+	assert_string_equal(squeezed(s, "2 ", l, sizeof(l)), "2 0 10.000ms 2 5.000ms 3.000ms 0ns 50.0% 4.000ms");
 	free(s);
 }
 
@@ -127,16 +104,16 @@ static void two_ranks(void **state)
 	char *s = run_steps(2, &rc);
 
 	assert_int_equal(rc, 0);
-	assert_string_equal(row(s, "1 ", l, sizeof(l)), "1 2 10.000ms 10.000ms 10.000ms - 0.0%");
-	assert_string_equal(row(s, "2 ", l, sizeof(l)), "2 2 10.000ms 10.500ms 11.000ms 1 10.0%");
+	assert_string_equal(squeezed(s, "1 ", l, sizeof(l)), "1 2 10.000ms 10.000ms 10.000ms - 0.0%");
+	assert_string_equal(squeezed(s, "2 ", l, sizeof(l)), "2 2 10.000ms 10.500ms 11.000ms 1 10.0%");
 	const char *ranks = strstr(s, "\nRank ");
 	assert_non_null(ranks);
 	ranks++; /* the per-rank table: its rows start with the rank, as step rows do with the step */
-	assert_string_equal(row(ranks, "Rank ", l, sizeof(l)),
+	assert_string_equal(squeezed(ranks, "Rank ", l, sizeof(l)),
 			    "Rank Steps Median step Median compute Median NCCL Median GPU idle Slowest in");
 	/* rank 0: idle 6-10 ms in every step; rank 1: idle 6-10 ms, 6-11 ms in step 2 */
-	assert_string_equal(row(ranks, "0 ", l, sizeof(l)), "0 3 10.000ms 2.000ms 3.000ms 4.000ms 0 steps");
-	assert_string_equal(row(ranks, "1 ", l, sizeof(l)), "1 3 10.000ms 4.000ms 1.000ms 4.000ms 1 steps");
+	assert_string_equal(squeezed(ranks, "0 ", l, sizeof(l)), "0 3 10.000ms 2.000ms 3.000ms 4.000ms 0 steps");
+	assert_string_equal(squeezed(ranks, "1 ", l, sizeof(l)), "1 3 10.000ms 4.000ms 1.000ms 4.000ms 1 steps");
 	assert_non_null(strstr(s, "Rank 1 does the most GPU compute per step (median 4.000ms, +100.0% over rank 0)"));
 	free(s);
 }
@@ -152,8 +129,8 @@ static void diff(void **state)
 	assert_int_equal(rc, 0);
 	assert_non_null(strstr(s, "steps, median step 10.000ms (+0.0%), kernel time 5.000ms per step (+0.0%)"));
 	assert_rows(s, (const char *const[]){ "Kernel (per step)", GEMM_NAME, NCCL_NAME }, 3);
-	assert_string_equal(row(s, GEMM_NAME, l, sizeof(l)), GEMM_NAME " 1.0 1.0 2.000ms 4.000ms +2.000ms +100.0%");
-	assert_string_equal(row(s, NCCL_NAME, l, sizeof(l)), NCCL_NAME " 1.0 1.0 3.000ms 1.000ms -2.000ms -66.7%");
+	assert_string_equal(squeezed(s, GEMM_NAME, l, sizeof(l)), GEMM_NAME " 1.0 1.0 2.000ms 4.000ms +2.000ms +100.0%");
+	assert_string_equal(squeezed(s, NCCL_NAME, l, sizeof(l)), NCCL_NAME " 1.0 1.0 3.000ms 1.000ms -2.000ms -66.7%");
 	free(s);
 	char *top[] = { "diff", path[0], path[1], "--top", "1" };
 	s = capture(sp_cmd_diff, 5, top, &rc);

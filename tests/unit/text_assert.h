@@ -20,4 +20,23 @@ __attribute__((unused)) static void assert_rows(const char *s, const char *const
 	}
 }
 
+/* The line of s starting with prefix with its runs of spaces squeezed to one, into buf. */
+__attribute__((unused)) static const char *squeezed(const char *s, const char *prefix, char *buf, size_t n)
+{
+	const char *p = s;
+	size_t k = 0;
+
+	while ((p = strstr(p, prefix)) && p != s && p[-1] != '\n')
+		p++;
+	if (!p)
+		fail_msg("no line starting '%s' in:\n%s", prefix, s);
+	for (; *p && *p != '\n' && k + 1 < n; p++)
+		if (*p != ' ' || (k && buf[k - 1] != ' '))
+			buf[k++] = *p;
+	while (k && buf[k - 1] == ' ')
+		k--;
+	buf[k] = 0;
+	return buf;
+}
+
 #endif
