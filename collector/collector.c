@@ -367,7 +367,6 @@ static void disable_unselected(void)
 {
 	sp_info("rank %d (%s) is not selected: not profiling", G.ri.rank, G.ri.source);
 	sp_host_min_bytes = SIZE_MAX;
-	sp_host_tracking = 0;
 	G.done = 1;
 	apply_callbacks();
 	G.disabled = 1;
@@ -1018,7 +1017,6 @@ static void writer_tick(void *ctx)
 
 static void on_fork_child(void)
 {
-	sp_host_tracking = 0;
 	sp_host_min_bytes = SIZE_MAX;
 	G.disabled = 1;
 	G.active = 0;
@@ -1194,7 +1192,6 @@ void sp_collector_inject(void)
 	atexit(on_exit_process);
 	G.active = 1;
 	sp_host_min_bytes = G.cfg.host_malloc ? (size_t)G.cfg.host_malloc_min : SIZE_MAX;
-	sp_host_tracking = G.cfg.host_malloc;
 	sp_info("profiling rank %d (%s), marker %s '%s' every %d", G.ri.rank, G.ri.source,
 		sp_marker_kind_name(G.cfg.marker_kind), G.cfg.marker_pattern, G.cfg.marker_every);
 }
@@ -1359,7 +1356,6 @@ void sp_collector_comm(int what, void *comm, const void *id, size_t idlen, int r
 
 /* ---- host allocations (called from preload/malloc.c, inside malloc: no allocation here) ---- */
 
-volatile int sp_host_tracking;
 volatile size_t sp_host_min_bytes = SIZE_MAX;
 
 void sp_collector_host_alloc(void *p, size_t size)

@@ -35,11 +35,9 @@ void sp_collector_nccl_end(const struct sp_nccl_call *c, uint64_t t0, int ret);
  * ranks); for SPLIT, parent is the parent communicator and id the color. rank/nranks -1 if
  * unknown. This function can't fail. */
 void sp_collector_comm(int what, void *comm, const void *id, size_t idlen, int rank, int nranks, void *parent);
-/* Nonzero if the malloc hooks should report (this process is profiled with [activities]
- * host_malloc, and is not a fork child). A plain load: the hooks' only cost when off. */
-extern volatile int sp_host_tracking;
-/* The smallest allocation the hooks report: host_malloc_min while tracking, else SIZE_MAX, so a
- * small allocation costs the hooks one comparison. */
+/* The smallest allocation the hooks report: host_malloc_min while this process tracks host
+ * memory ([activities] host_malloc, not a fork child, selected), else SIZE_MAX (tracking off).
+ * A plain load and one comparison: the hooks' only cost for a small allocation or when off. */
 extern volatile size_t sp_host_min_bytes;
 /* A successful host allocation of size bytes at p / a release of p (before the real free). Called
  * inside malloc: they never allocate. The hooks call them only for allocations of at least

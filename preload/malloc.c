@@ -71,11 +71,12 @@ static void *report(void *p, size_t size)
 	return p;
 }
 
-/* Reports a release if the block may have been recorded: a flag load when tracking is off, and
- * one bitmap test for blocks never recorded. */
+/* Reports a release if the block may have been recorded: a load and a comparison when tracking
+ * is off, and one bitmap test for blocks never recorded. */
 static void report_free(void *p)
 {
-	if (__builtin_expect(sp_host_tracking, 0) && p && sp_mem_host_maybe((uint64_t)(uintptr_t)p) && !guard) {
+	if (__builtin_expect(sp_host_min_bytes != SIZE_MAX, 0) && p && sp_mem_host_maybe((uint64_t)(uintptr_t)p) &&
+	    !guard) {
 		guard = 1;
 		sp_collector_host_free(p);
 		guard = 0;
