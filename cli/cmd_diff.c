@@ -30,12 +30,6 @@ static int cmp_name(const void *a, const void *b)
 	return strcmp(((const struct krow *)a)->name, ((const struct krow *)b)->name);
 }
 
-static int cmp_u64p(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
-}
-
 /* Folds window w's kernels into s by name id (byid[id] = row + 1), growing as ids appear.
  * Exits if memory runs out. */
 static void add_kernels(struct side *s, struct sp_trace_reader *r, const struct sp_window *w, size_t **byid,
@@ -99,17 +93,6 @@ static int load(const char *path, long long window, struct side *s)
 	return rc < 0 || !s->steps.n;
 }
 
-static uint64_t median_step(const struct sp_steps *st)
-{
-	uint64_t *d = sp_xrealloc(NULL, (st->n + 1) * sizeof(*d)), m;
-	for (size_t i = 0; i < st->n; i++)
-		d[i] = st->st[i].end > st->st[i].start ? st->st[i].end - st->st[i].start : 0;
-	qsort(d, st->n, sizeof(*d), cmp_u64p);
-	m = st->n % 2 ? d[st->n / 2] : (d[st->n / 2 - 1] + d[st->n / 2]) / 2;
-	free(d);
-	return m;
-}
-
 struct drow {
 	const char *name;
 	double calls[2], ns[2]; /* per step, base and new */
@@ -137,7 +120,7 @@ static void print_diff(const struct side *s, const char *const *path, int top, F
 	struct drow *rows = sp_xrealloc(NULL, (s[0].n + s[1].n + 1) * sizeof(*rows));
 	size_t n = 0, i = 0, j = 0, shown;
 	double steps[2] = { (double)s[0].steps.n, (double)s[1].steps.n };
-	uint64_t med[2] = { median_step(&s[0].steps), median_step(&s[1].steps) };
+	uint64_t med[2] = { sp_steps_median_ns(&s[0].steps), sp_steps_median_ns(&s[1].steps) };
 	char t[6][32];
 
 	while (i < s[0].n || j < s[1].n) { /* merge the two name-sorted lists */

@@ -53,11 +53,6 @@ static int cmp_u64(uint64_t a, uint64_t b)
 	return a < b ? -1 : a > b;
 }
 
-static int cmp_u64p(const void *a, const void *b)
-{
-	return cmp_u64(*(const uint64_t *)a, *(const uint64_t *)b);
-}
-
 static int cmp_rows(const void *pa, const void *pb, void *arg)
 {
 	const struct sort_ctx *c = arg;
@@ -295,23 +290,20 @@ static void print_nccl(const struct report *rep, const struct sp_report_opts *o,
 	free(rows);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
+#define FINDINGS_MAX 5
+#define FINDING_LEN 640
 
-/* What stands out, in plain words, with where to look next. Thresholds: GPU idle for a median of
- * >= 30% of each step; NCCL kernels >= 30% of kernel time; one kernel name >= 50%; a step >= 1.5x
- * the median step; any dropped record. Nothing printed if nothing stands out. Can't fail. */
-static void print_findings(const struct report *rep, FILE *out)
+/* What stands out, in plain words, with where to look next: writes up to FINDINGS_MAX sentences
+ * into f and returns how many. Thresholds: GPU idle for a median of >= 30% of each step; a step
+ * >= 1.5x the median step (3 or more steps); NCCL kernels >= 30% of kernel time; one kernel name
+ * >= 50%; any lost record. Exits if memory runs out. */
+static size_t findings(const struct report *rep, char (*f)[FINDING_LEN])
 {
 	const struct sp_steps *s = &rep->steps;
 	uint64_t total = 0, nccl = 0, top = 0, drops = 0;
 	size_t top_id = 0, n = 0;
 	char t[2][32];
 
-#define FINDING(...) (n++ ? 0 : fprintf(out, "\nFindings\n"), fprintf(out, "- " __VA_ARGS__))
 	for (size_t id = 0; id < rep->kcap; id++) {
 		const char *name = rep->k[id].calls ? sp_trace_string(rep->r, (uint32_t)id) : NULL;
 		if (!name)
@@ -324,59 +316,64 @@ static void print_findings(const struct report *rep, FILE *out)
 		}
 	}
 	if (s->n) {
-		double *idle = sp_xrealloc(NULL, s->n * sizeof(*idle));
-		uint64_t *dur = sp_xrealloc(NULL, s->n * sizeof(*dur)), med, longest = 0;
+		uint64_t *idle = sp_xrealloc(NULL, s->n * sizeof(*idle)), med = sp_steps_median_ns(s);
 		size_t slow = 0;
 		for (size_t i = 0; i < s->n; i++) {
-			dur[i] = s->st[i].end > s->st[i].start ? s->st[i].end - s->st[i].start : 0;
-			idle[i] = dur[i] ? 1.0 - (double)s->st[i].busy / dur[i] : 0;
-			if (dur[i] > dur[slow])
+			uint64_t d = sp_step_ns(&s->st[i]);
+			idle[i] = d ? (d - s->st[i].busy) * 1000000 / d : 0; /* parts per million of the step */
+			if (d > sp_step_ns(&s->st[slow]))
 				slow = i;
 		}
-		longest = dur[slow];
-		qsort(idle, s->n, sizeof(*idle), cmp_double);
-		double idle_med = s->n % 2 ? idle[s->n / 2] : (idle[s->n / 2 - 1] + idle[s->n / 2]) / 2;
-		qsort(dur, s->n, sizeof(*dur), cmp_u64p);
-		med = s->n % 2 ? dur[s->n / 2] : (dur[s->n / 2 - 1] + dur[s->n / 2]) / 2;
-		if (idle_med >= 0.30)
-			FINDING("The GPU is idle for a median %.1f%% of each step: the host (Python, launches, data "
-				"loading, synchronisation) does not keep it busy. The per-step table shows the longest "
-				"idle stretch of each step; open one step in Perfetto (stepprof convert) to see what "
-				"the CPU does then.\n", 100 * idle_med);
-		if (s->n >= 3 && med && longest * 2 >= med * 3)
-			FINDING("Step %lld took %s, %.1fx the median step (%s): see its row in the per-step table.\n",
-				(long long)s->st[slow].number, sp_fmt_ns(t[0], 32, longest), (double)longest / med,
-				sp_fmt_ns(t[1], 32, med));
+		uint64_t idle_med = sp_median_u64(idle, s->n), longest = sp_step_ns(&s->st[slow]);
 		free(idle);
-		free(dur);
+		if (idle_med >= 300000)
+			snprintf(f[n++], FINDING_LEN, "The GPU is idle for a median %.1f%% of each step: the host (Python, "
+				 "launches, data loading, synchronisation) does not keep it busy. The per-step table "
+				 "shows the longest idle stretch of each step; open one step in Perfetto (stepprof "
+				 "convert) to see what the CPU does then.", idle_med / 1e4);
+		if (s->n >= 3 && med && longest * 2 >= med * 3)
+			snprintf(f[n++], FINDING_LEN, "Step %lld took %s, %.1fx the median step (%s): see its row in the "
+				 "per-step table.", (long long)s->st[slow].number, sp_fmt_ns(t[0], 32, longest),
+				 (double)longest / med, sp_fmt_ns(t[1], 32, med));
 	}
 	if (total && nccl * 10 >= total * 3)
-		FINDING("NCCL kernels take %.1f%% of GPU kernel time: check bus bandwidth in the NCCL table, and "
-			"run `stepprof steps` on every rank's trace to find a rank the others wait for.\n",
-			100.0 * nccl / total);
+		snprintf(f[n++], FINDING_LEN, "NCCL kernels take %.1f%% of GPU kernel time: check bus bandwidth in the "
+			 "NCCL table, and run `stepprof steps` on every rank's trace to find a rank the others wait "
+			 "for.", 100.0 * nccl / total);
 	if (total && top * 2 >= total)
-		FINDING("One kernel takes %.1f%% of GPU kernel time: %s.\n", 100.0 * top / total,
-			sp_display_name(sp_trace_string(rep->r, (uint32_t)top_id)));
+		snprintf(f[n++], FINDING_LEN, "One kernel takes %.1f%% of GPU kernel time: %.400s.", 100.0 * top / total,
+			 sp_display_name(sp_trace_string(rep->r, (uint32_t)top_id)));
 	for (unsigned i = 0; i < SP_DROP__COUNT; i++)
 		drops += rep->dropped[i];
 	if (drops) {
-		FINDING("%llu records were lost:", (unsigned long long)drops);
+		char *p = f[n++], *end = p + FINDING_LEN;
+		p += snprintf(p, end - p, "%llu records were lost:", (unsigned long long)drops);
 		if (rep->dropped[SP_DROP_RING])
-			fprintf(out, " %llu to full per-thread rings (raise [limits] ring_events);",
-				(unsigned long long)rep->dropped[SP_DROP_RING]);
+			p += snprintf(p, end - p, " %llu to full per-thread rings (raise [limits] ring_events);",
+				      (unsigned long long)rep->dropped[SP_DROP_RING]);
 		if (rep->dropped[SP_DROP_CUPTI])
-			fprintf(out, " %llu by CUPTI (raise [limits] cupti_buffer_bytes);",
-				(unsigned long long)rep->dropped[SP_DROP_CUPTI]);
+			p += snprintf(p, end - p, " %llu by CUPTI (raise [limits] cupti_buffer_bytes);",
+				      (unsigned long long)rep->dropped[SP_DROP_CUPTI]);
 		if (rep->dropped[SP_DROP_CAP])
-			fprintf(out, " %llu to the window byte cap (raise [limits] window_max_bytes);",
-				(unsigned long long)rep->dropped[SP_DROP_CAP]);
+			p += snprintf(p, end - p, " %llu to the window byte cap (raise [limits] window_max_bytes);",
+				      (unsigned long long)rep->dropped[SP_DROP_CAP]);
 		if (rep->dropped[SP_DROP_LATE])
-			fprintf(out, " %llu GPU record%s came after its window was written (work still running "
-				"long after the window's last step);", (unsigned long long)rep->dropped[SP_DROP_LATE],
-				rep->dropped[SP_DROP_LATE] == 1 ? "" : "s");
-		fprintf(out, " the tables above miss them.\n");
+			p += snprintf(p, end - p, " %llu GPU record%s came after its window was written (work still "
+				      "running long after the window's last step);",
+				      (unsigned long long)rep->dropped[SP_DROP_LATE], rep->dropped[SP_DROP_LATE] == 1 ? "" : "s");
+		snprintf(p, end - p, " the tables above miss them.");
 	}
-#undef FINDING
+	return n;
+}
+
+/* The findings as a "Findings" list; nothing if nothing stands out. Can't fail. */
+static void print_findings(const struct report *rep, FILE *out)
+{
+	char f[FINDINGS_MAX][FINDING_LEN];
+	size_t n = findings(rep, f);
+
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "%s- %s\n", i ? "" : "\nFindings\n", f[i]);
 }
 
 /* The whole report as one JSON object (docs/OUTPUTS.md): every kernel row (in --sort order,
@@ -387,8 +384,6 @@ static void print_json(const struct report *rep, const char *path, const struct 
 	struct sp_out *x = sp_out_stream(out);
 	size_t n;
 	uint32_t *rows = sorted_kernels(rep, o->sort, &n);
-	char *text = NULL;
-	size_t len = 0;
 
 	sp_out_puts(x, "{\"trace\":");
 	sp_out_json_str(x, path);
@@ -458,19 +453,13 @@ static void print_json(const struct report *rep, const char *path, const struct 
 					: sp_out_printf(x, ",\"busbw_gbps\":%.3f}", algbw * factor);
 	}
 	sp_out_puts(x, "],\n\"findings\":[");
-	FILE *f = open_memstream(&text, &len);
-	if (!f)
-		sp_oom();
-	print_findings(rep, f);
-	fclose(f);
-	n = 0;
-	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
-		if (!strncmp(line, "- ", 2)) {
-			sp_out_puts(x, n++ ? ",\n" : "\n");
-			sp_out_json_str(x, line + 2);
-		}
+	char f[FINDINGS_MAX][FINDING_LEN];
+	n = findings(rep, f);
+	for (size_t i = 0; i < n; i++) {
+		sp_out_puts(x, i ? ",\n" : "\n");
+		sp_out_json_str(x, f[i]);
+	}
 	sp_out_puts(x, "]}\n");
-	free(text);
 	free(rows);
 	sp_out_close(x, 1);
 }

@@ -81,8 +81,7 @@ static int is_nccl(struct sp_steps *s, struct sp_trace_reader *r, uint32_t id)
 	return s->nccl[id] == 2;
 }
 
-/* Median of v[0..n) (sorts v); 0 if n is 0. */
-static uint64_t median(uint64_t *v, size_t n)
+uint64_t sp_median_u64(uint64_t *v, size_t n)
 {
 	if (!n)
 		return 0;
@@ -182,7 +181,7 @@ void sp_steps_print(const struct sp_steps *s, FILE *out)
 		"Kernel time", "NCCL time", "Copy/set time", "GPU busy", "Longest GPU idle");
 	for (size_t i = 0; i < s->n && i < SP_STEPS_ROWS; i++) {
 		const struct sp_step_stat *x = &s->st[i];
-		uint64_t dur = x->end > x->start ? x->end - x->start : 0;
+		uint64_t dur = sp_step_ns(x);
 		fprintf(out, "%-8lld %6u %12s %8llu %12s %12s %14s %8.1f%% %17s\n", (long long)x->number, x->window,
 			sp_fmt_ns(t[0], 32, dur), (unsigned long long)x->kernels, sp_fmt_ns(t[1], 32, x->kernel_ns),
 			sp_fmt_ns(t[2], 32, x->nccl_ns), sp_fmt_ns(t[3], 32, x->copy_ns),
@@ -201,9 +200,14 @@ static const struct sp_step_stat *find_step(const struct sp_steps *s, int64_t nu
 	return NULL;
 }
 
-static uint64_t duration(const struct sp_step_stat *x)
+uint64_t sp_steps_median_ns(const struct sp_steps *s)
 {
-	return x->end > x->start ? x->end - x->start : 0;
+	uint64_t *d = sp_xrealloc(NULL, (s->n + 1) * sizeof(*d)), m;
+	for (size_t i = 0; i < s->n; i++)
+		d[i] = sp_step_ns(&s->st[i]);
+	m = sp_median_u64(d, s->n);
+	free(d);
+	return m;
 }
 
 static uint64_t compute_ns(const struct sp_step_stat *x)
@@ -243,27 +247,27 @@ void sp_steps_compare(const struct sp_steps *s, const int *rank, size_t n, FILE 
 	fprintf(out, "%-8s %5s %12s %12s %12s %8s %8s\n", "Step", "Ranks", "Fastest", "Median", "Slowest", "By rank",
 		"Spread");
 	for (size_t j = 0; j < nn; j++) {
-		size_t have = 0, slow = 0, fast = 0;
+		size_t have = 0, slow = 0;
+		uint64_t lo = 0, hi = 0;
 		if (j && nums[j] == nums[j - 1])
 			continue;
 		for (size_t i = 0; i < n; i++) {
 			const struct sp_step_stat *x = find_step(&s[i], nums[j]);
 			if (!x)
 				continue;
-			uint64_t d = duration(x);
-			if (!have || d > duration(find_step(&s[slow], nums[j])))
-				slow = i;
-			if (!have || d < duration(find_step(&s[fast], nums[j])))
-				fast = i;
+			uint64_t d = sp_step_ns(x);
+			if (!have || d > hi)
+				hi = d, slow = i;
+			if (!have || d < lo)
+				lo = d;
 			v[have++] = d;
 		}
-		uint64_t lo = duration(find_step(&s[fast], nums[j])), hi = duration(find_step(&s[slow], nums[j]));
 		slowest_in[slow] += have > 1 && hi > lo;
 		common += have == n;
 		if (rows++ < SP_STEPS_ROWS) {
 			label(rk, sizeof(rk), rank, n, slow);
 			fprintf(out, "%-8lld %5zu %12s %12s %12s %8s %7.1f%%\n", (long long)nums[j], have,
-				sp_fmt_ns(t[0], 32, lo), sp_fmt_ns(t[1], 32, median(v, have)), sp_fmt_ns(t[2], 32, hi),
+				sp_fmt_ns(t[0], 32, lo), sp_fmt_ns(t[1], 32, sp_median_u64(v, have)), sp_fmt_ns(t[2], 32, hi),
 				have > 1 && hi > lo ? rk : "-", lo ? 100.0 * (double)(hi - lo) / lo : 0.0);
 		}
 	}
@@ -281,9 +285,9 @@ void sp_steps_compare(const struct sp_steps *s, const int *rank, size_t n, FILE 
 		for (int q = 0; q < 4; q++) {
 			for (size_t k = 0; k < s[i].n; k++) {
 				const struct sp_step_stat *x = &s[i].st[k];
-				a[k] = q == 0 ? duration(x) : q == 1 ? compute_ns(x) : q == 2 ? x->nccl_ns : x->idle;
+				a[k] = q == 0 ? sp_step_ns(x) : q == 1 ? compute_ns(x) : q == 2 ? x->nccl_ns : x->idle;
 			}
-			med[q] = median(a, s[i].n);
+			med[q] = sp_median_u64(a, s[i].n);
 		}
 		free(a);
 		comp[i] = med[1];

@@ -43,5 +43,14 @@ void sp_steps_print(const struct sp_steps *s, FILE *out);
  * rank[i] names s[i] (-1: unknown, printed as the index). Can't fail. */
 void sp_steps_compare(const struct sp_steps *s, const int *rank, size_t n, FILE *out);
 void sp_steps_free(struct sp_steps *s);
+/* A step's CPU duration (marker to marker), ns. */
+static inline uint64_t sp_step_ns(const struct sp_step_stat *x)
+{
+	return x->end > x->start ? x->end - x->start : 0;
+}
+/* Median of v[0..n) (sorts v); 0 if n is 0. Can't fail. */
+uint64_t sp_median_u64(uint64_t *v, size_t n);
+/* Median step duration of s, ns; 0 without steps. Exits if memory runs out. */
+uint64_t sp_steps_median_ns(const struct sp_steps *s);
 
 #endif
