@@ -83,7 +83,9 @@ import json, os, statistics, sys
 out, gpu_dir = sys.argv[1], sys.argv[6]
 skip, active, rounds, ops = (int(x) for x in sys.argv[2:6])
 sys.path.insert(0, gpu_dir)
+sys.path.insert(0, os.path.join(gpu_dir, "..", "..", "bench"))
 import dumputil as du
+from bench import quartile1
 
 configs = ["baseline", "baseline-again", "host-off", "host-on", "host-stacks"]
 targets = {"host-off": 1.01, "host-on": 1.05}
@@ -133,10 +135,6 @@ for c in configs:
 
 base = {r: runs[("baseline", r)]["median_us"] for r in range(rounds) if ("baseline", r) in runs}
 
-
-def quartile1(values):
-    v = sorted(values)
-    return statistics.quantiles(v, n=4, method="inclusive")[0] if len(v) > 1 else (v[0] if v else None)
 
 
 q_base = quartile1(base.values())
