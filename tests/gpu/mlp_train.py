@@ -90,20 +90,26 @@ def make_profiler(args):
         schedule=sched, on_trace_ready=ready)
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--steps", type=int, default=int(os.environ.get("MLP_STEPS", "30")))
+def add_loop_args(p, steps, skip_first, profiler_out):
+    """The options this script and train_ddp.py share: loop length, model size, torch.profiler's
+    output (metavar profiler_out) and schedule, the memory file."""
+    p.add_argument("--steps", type=int, default=steps)
     p.add_argument("--layers", type=int, default=8)
     p.add_argument("--width", type=int, default=4096)
     p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--torch-profiler", metavar="OUT.json")
-    p.add_argument("--torch-profiler-coexist", action="store_true")
+    p.add_argument("--torch-profiler", metavar=profiler_out)
     p.add_argument("--memory-json", metavar="OUT.json")
-    p.add_argument("--skip-first", type=int, default=5)
+    p.add_argument("--skip-first", type=int, default=skip_first)
     p.add_argument("--wait", type=int, default=1)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--active", type=int, default=3)
     p.add_argument("--repeat", type=int, default=1)
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_loop_args(p, int(os.environ.get("MLP_STEPS", "30")), 5, "OUT.json")
+    p.add_argument("--torch-profiler-coexist", action="store_true")
     return p.parse_args(argv)
 
 

@@ -34,18 +34,8 @@ import mlp_train  # noqa: E402
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--layers", type=int, default=8)
-    p.add_argument("--width", type=int, default=4096)
-    p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--torch-profiler", metavar="OUT_DIR")
-    p.add_argument("--memory-json", metavar="PATH")
+    mlp_train.add_loop_args(p, 20, 8, "OUT_DIR")
     p.add_argument("--hide-rank-env", action="store_true")
-    p.add_argument("--skip-first", type=int, default=8)
-    p.add_argument("--wait", type=int, default=1)
-    p.add_argument("--warmup", type=int, default=1)
-    p.add_argument("--active", type=int, default=3)
-    p.add_argument("--repeat", type=int, default=1)
     return p.parse_args(argv)
 
 
