@@ -39,14 +39,7 @@ static void add_kernels(struct side *s, struct sp_trace_reader *r, const struct 
 		const struct sp_event *e = &w->ev[i];
 		if (e->kind != SP_EV_KERNEL)
 			continue;
-		if (e->name >= *cap) {
-			size_t c = *cap ? *cap : 256;
-			while (c <= e->name)
-				c *= 2;
-			*byid = sp_xrealloc(*byid, c * sizeof(**byid));
-			memset(*byid + *cap, 0, (c - *cap) * sizeof(**byid));
-			*cap = c;
-		}
+		*byid = sp_xgrow(*byid, cap, sizeof(**byid), e->name);
 		if (!(*byid)[e->name]) {
 			const char *name = sp_trace_string(r, e->name);
 			s->k = sp_xrealloc(s->k, (s->n + 1) * sizeof(*s->k));

@@ -92,14 +92,7 @@ static void add_window(struct report *rep, const struct sp_window *w)
 			continue;
 		if (e->kind == SP_EV_KERNEL) {
 			struct kstat *k;
-			if (e->name >= rep->kcap) {
-				size_t cap = rep->kcap ? rep->kcap : 256;
-				while (cap <= e->name)
-					cap *= 2;
-				rep->k = sp_xrealloc(rep->k, cap * sizeof(*rep->k));
-				memset(rep->k + rep->kcap, 0, (cap - rep->kcap) * sizeof(*rep->k));
-				rep->kcap = cap;
-			}
+			rep->k = sp_xgrow(rep->k, &rep->kcap, sizeof(*rep->k), e->name);
 			k = &rep->k[e->name];
 			if (!k->calls || d < k->min)
 				k->min = d;

@@ -66,14 +66,7 @@ static struct sp_step_stat *step_at(struct sp_step_stat *st, size_t n, uint64_t 
 /* 1 if kernel name id is an NCCL kernel (cached by id). Exits if memory runs out. */
 static int is_nccl(struct sp_steps *s, struct sp_trace_reader *r, uint32_t id)
 {
-	if (id >= s->ncap) {
-		size_t cap = s->ncap ? s->ncap : 256;
-		while (cap <= id)
-			cap *= 2;
-		s->nccl = sp_xrealloc(s->nccl, cap);
-		memset(s->nccl + s->ncap, 0, cap - s->ncap);
-		s->ncap = cap;
-	}
+	s->nccl = sp_xgrow(s->nccl, &s->ncap, 1, id);
 	if (!s->nccl[id]) {
 		const char *name = sp_trace_string(r, id);
 		s->nccl[id] = name && sp_nccl_is_kernel(name) ? 2 : 1;

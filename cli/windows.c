@@ -52,6 +52,19 @@ void *sp_xrealloc(void *p, size_t n)
 	return q;
 }
 
+void *sp_xgrow(void *p, size_t *cap, size_t elem, size_t i)
+{
+	size_t c = *cap ? *cap : 256;
+	if (i < *cap)
+		return p;
+	while (c <= i)
+		c *= 2;
+	p = sp_xrealloc(p, c * elem);
+	memset((char *)p + *cap * elem, 0, (c - *cap) * elem);
+	*cap = c;
+	return p;
+}
+
 int sp_idset_add(struct sp_idset *s, uint64_t key)
 {
 	if (!key) {

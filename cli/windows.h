@@ -51,6 +51,9 @@ void sp_idset_free(struct sp_idset *s);
  * realloc that calls it on failure. */
 void sp_oom(void) __attribute__((noreturn));
 void *sp_xrealloc(void *p, size_t n);
+/* Grows the zero-filled array p of *cap elements of elem bytes (doubling, from 256) until index i
+ * fits; returns it and updates *cap. Exits the CLI if memory runs out. */
+void *sp_xgrow(void *p, size_t *cap, size_t elem, size_t i);
 
 /* Starts grouping the events of r (which stays the caller's; read from its current position).
  * Exits the CLI if memory runs out; otherwise can't fail. */
