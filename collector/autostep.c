@@ -87,6 +87,18 @@ static int wrap_position(struct sp_autostep *a, uint32_t p, uint64_t *pos)
 	return best_gap >= MIN_WRAP_NS && best_gap >= GAP_RATIO * c[p / 2];
 }
 
+/* 1 if the newest period of length p holds a synchronisation that the next token does not
+ * continue (the end of a run of them, cyclic within the period), else 0. */
+static int has_sync_end(const struct sp_autostep *a, uint32_t p)
+{
+	for (uint64_t q = a->n - p; q < a->n; q++) {
+		uint64_t next = q + 1 == a->n ? q + 1 - p : q + 1;
+		if ((at(a, q) & SP_AUTOSTEP_SYNC) && !(at(a, next) & SP_AUTOSTEP_SYNC))
+			return 1;
+	}
+	return 0;
+}
+
 /* Occurrences of token t in the newest period of length p. */
 static uint32_t count_in_period(const struct sp_autostep *a, uint32_t p, uint32_t t)
 {
@@ -100,7 +112,8 @@ static uint32_t count_in_period(const struct sp_autostep *a, uint32_t p, uint32_
  * position in [n - p, n) in *pos. With several runs, the one ending in the synchronisation that
  * occurs fewest times per period (the loop's own torch.cuda.synchronize() or loss.item(), not
  * the per-bucket event waits of DDP, which come and go with timing), the newest among equals.
- * Returns 1 if there is one, else 0. */
+ * Returns 1 if there is one, else 0. Counts tokens per run: called once, at the lock (candidates
+ * only need has_sync_end). */
 static int last_sync(const struct sp_autostep *a, uint32_t p, uint64_t *pos)
 {
 	uint32_t best = UINT32_MAX;
@@ -174,7 +187,7 @@ static uint32_t find_period(struct sp_autostep *a)
 		uint64_t r = run_length(a, first, d), wrap;
 		int sync = 0;
 		if (r >= MIN_REPEATS * d && r > best_run && d <= MAX_PERIOD && has_kernel(a, (uint32_t)d) &&
-		    ((sync = last_sync(a, (uint32_t)d, &wrap)) || wrap_position(a, (uint32_t)d, &wrap) ||
+		    ((sync = has_sync_end(a, (uint32_t)d)) || wrap_position(a, (uint32_t)d, &wrap) ||
 		     (r >= LONG_RUN && r >= 16 * d)) && primitive(a, first, d, r)) {
 			best_run = r;
 			best_d = d;
