@@ -6,7 +6,7 @@
  * distances are the candidates. For each, measure how far back the stream stays periodic
  * (run length R); the true iteration period has the longest run (sub-periods such as identical
  * layers break at the optimizer; multiples of P have shorter runs). A candidate must hold for at
- * least 4 copies and show where it wraps: after its last host synchronisation if it has one,
+ * least 4 copies and show where it wraps: after its rarest host synchronisation if it has one,
  * else at the one position whose CPU gap (median of three copies) is >= 4x the period's median
  * gap and >= 20 us (the loop's Python or data loading) - or, without either, a run of >= 32768
  * tokens and 16 copies proves it (boundary at the largest gap). A period must launch a kernel,
@@ -108,26 +108,28 @@ static uint32_t count_in_period(const struct sp_autostep *a, uint32_t p, uint32_
 	return c;
 }
 
-/* Where period p wraps if it holds a synchronisation: the first token after a run of them, as a
- * position in [n - p, n) in *pos. With several runs, the one ending in the synchronisation that
- * occurs fewest times per period (the loop's own torch.cuda.synchronize() or loss.item(), not
- * the per-bucket event waits of DDP, which come and go with timing), the newest among equals.
- * Returns 1 if there is one, else 0. Counts tokens per run: called once, at the lock (candidates
- * only need has_sync_end). */
+/* Where period p wraps if it holds a synchronisation: just after the synchronisation that occurs
+ * fewest times per period (the loop's own torch.cuda.synchronize() or loss.item(), not DDP's
+ * per-bucket or statistics event waits, which come and go), as a position in [n - p, n) in *pos.
+ * Among equals, one that ends a run of synchronisations, then the newest. The boundary may fall
+ * inside a run: torch.cuda.synchronize() followed at once by waits that stop after a few
+ * iterations must anchor on the former. Returns 1 if there is one, else 0. Counts tokens:
+ * called once, at the lock (candidates only need has_sync_end). */
 static int last_sync(const struct sp_autostep *a, uint32_t p, uint64_t *pos)
 {
 	uint32_t best = UINT32_MAX;
+	int best_end = 0;
 	for (uint64_t q = a->n; q-- > a->n - p;) {
-		uint64_t next = q + 1 == a->n ? q + 1 - p : q + 1; /* cyclic within the period */
-		if (!(at(a, q) & SP_AUTOSTEP_SYNC) || (at(a, next) & SP_AUTOSTEP_SYNC))
+		if (!(at(a, q) & SP_AUTOSTEP_SYNC))
 			continue;
+		uint64_t next = q + 1 == a->n ? q + 1 - p : q + 1; /* cyclic within the period */
+		int end = !(at(a, next) & SP_AUTOSTEP_SYNC);
 		uint32_t c = count_in_period(a, p, at(a, q));
-		if (c < best) {
+		if (c < best || (c == best && end && !best_end)) {
 			best = c;
+			best_end = end;
 			*pos = next;
 		}
-		if (c == 1)
-			break;
 	}
 	return best != UINT32_MAX;
 }

@@ -78,6 +78,7 @@ static struct {
 	uint8_t cb_on[2][1024];       /* callbacks currently enabled */
 	uint8_t cls[2][1024];         /* CLS_* of each callback id, from its name (arm_markers) */
 	uint8_t api_sync[2][1024];    /* (domain, cbid) blocks the host (auto detection's iteration ends) */
+	atomic_int had_context;       /* a CUDA context was created (a launcher only counts devices) */
 	struct memop { uint8_t kind, shape; } memop[2][1024]; /* allocation calls, by (domain, cbid) */
 	int devices_written;          /* SP_EV_DEVICE records are in the trace */
 	int step_open;                /* a step is in progress (profiler ranges leave gaps) */
@@ -744,6 +745,10 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 			marker_hit(sp_now_ns(), 0, 0);
 		return;
 	}
+	if (dom == CUPTI_CB_DOMAIN_RESOURCE) { /* CONTEXT_CREATED only: this process does GPU work */
+		atomic_store_explicit(&G.had_context, 1, memory_order_relaxed);
+		return;
+	}
 	if (dom != CUPTI_CB_DOMAIN_RUNTIME_API && dom != CUPTI_CB_DOMAIN_DRIVER_API)
 		return;
 	const CUpti_CallbackData *cd = data;
@@ -1030,6 +1035,8 @@ static void explain_no_window(void)
 	int64_t first = -1;
 	if (G.next_window_id || G.disabled)
 		return;
+	if (!atomic_load_explicit(&G.had_context, memory_order_relaxed))
+		return; /* no CUDA context: a launcher (torchrun counts devices) had nothing to profile */
 	for (int64_t k = 0; k < 1000000 && first < 0; k++)
 		if (is_record(sp_schedule_action(&G.cfg.schedule, k)))
 			first = k;
@@ -1185,6 +1192,7 @@ void sp_collector_inject(void)
 		sp_cupti.cuptiUnsubscribe(G.sub);
 		return;
 	}
+	SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
 	pthread_mutex_lock(&G.lock);
 	apply_callbacks();
 	pthread_mutex_unlock(&G.lock);
