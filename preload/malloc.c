@@ -3,7 +3,8 @@
  * RTLD_NEXT on first use) and, when the collector wants host allocations, reports the result.
  * Safe before main(), inside dlsym (which calls calloc: served from a static pool that free()
  * recognises and ignores) and on every thread, CUPTI's included; a per-thread guard keeps the
- * collector's own allocations out. When host tracking is off a call costs one flag test. */
+ * collector's own allocations out. When host tracking is off a call costs one comparison and a
+ * tail call to the real function (the file is built without frame pointers for that). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
@@ -59,11 +60,12 @@ static void resolve(void)
 	R.resolving = 0;
 }
 
-/* Reports an allocation if the collector wants it (outside the guard): one comparison for an
- * allocation below the size threshold, or for any when tracking is off. */
-static void *report(void *p, size_t size)
+/* Reports an allocation of size >= sp_host_min_bytes (callers test that: one comparison for an
+ * allocation below the threshold, or for any when tracking is off). Out of line, so that the
+ * wrappers' usual path is a test and a tail call. */
+static __attribute__((noinline)) void *report_big(void *p, size_t size)
 {
-	if (__builtin_expect(size >= sp_host_min_bytes, 0) && p && !guard) {
+	if (p && !guard) {
 		guard = 1;
 		sp_collector_host_alloc(p, size);
 		guard = 0;
@@ -71,26 +73,43 @@ static void *report(void *p, size_t size)
 	return p;
 }
 
-/* Reports a release if the block may have been recorded: a load and a comparison when tracking
- * is off, and one bitmap test for blocks never recorded. */
-static void report_free(void *p)
+static inline void *report(void *p, size_t size)
 {
-	if (__builtin_expect(sp_host_min_bytes != SIZE_MAX, 0) && p && sp_mem_host_maybe((uint64_t)(uintptr_t)p) &&
-	    !guard) {
+	return __builtin_expect(size >= sp_host_min_bytes, 0) ? report_big(p, size) : p;
+}
+
+static __attribute__((noinline)) void report_free_slow(void *p)
+{
+	if (!guard) {
 		guard = 1;
 		sp_collector_host_free(p);
 		guard = 0;
 	}
 }
 
+/* Reports a release if the block may have been recorded: a load and a comparison when tracking
+ * is off, and one bitmap test for blocks never recorded. */
+static inline void report_free(void *p)
+{
+	if (__builtin_expect(sp_host_min_bytes != SIZE_MAX, 0) && p && sp_mem_host_maybe((uint64_t)(uintptr_t)p))
+		report_free_slow(p);
+}
+
+static __attribute__((noinline)) void *malloc_first(size_t n)
+{
+	if (R.resolving)
+		return pool_alloc(n);
+	resolve();
+	return report(R.malloc(n), n);
+}
+
 SP_EXPORT void *malloc(size_t n)
 {
-	if (!R.malloc) {
-		if (R.resolving)
-			return pool_alloc(n);
-		resolve();
-	}
-	return report(R.malloc(n), n);
+	if (__builtin_expect(!R.malloc, 0))
+		return malloc_first(n);
+	if (__builtin_expect(n < sp_host_min_bytes, 1))
+		return R.malloc(n); /* a tail call */
+	return report_big(R.malloc(n), n);
 }
 
 SP_EXPORT void *calloc(size_t k, size_t n)
@@ -119,12 +138,12 @@ SP_EXPORT void *realloc(void *p, size_t n)
 
 SP_EXPORT void free(void *p)
 {
-	if (!p || in_pool(p))
+	if (__builtin_expect(in_pool(p), 0))
 		return;
-	if (!R.free)
+	if (__builtin_expect(!R.free, 0))
 		resolve();
 	report_free(p);
-	R.free(p);
+	R.free(p); /* a tail call; free(NULL) is the real one's to ignore */
 }
 
 SP_EXPORT int posix_memalign(void **out, size_t align, size_t n)
