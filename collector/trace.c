@@ -28,7 +28,9 @@
 #define MAX_STACK_ID (1u << 24)      /* reader refuses bigger stack ids as corrupt */
 #define MAX_STACK_DEPTH 1024         /* reader refuses deeper stacks as corrupt */
 #define MAX_EVENT_BYTES 256          /* bound on one encoded event (fields x 10-byte varints) */
+#ifndef ZSTD_LEVEL
 #define ZSTD_LEVEL 9
+#endif
 
 /* How a field is stored: plain varint, zigzag varint, device ordinal plus one (mod 2^16) so
  * SP_NO_DEVICE costs one byte, or correlation id: 0 for none, else 1 + zigzag(corr - the previous
