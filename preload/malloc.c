@@ -73,11 +73,14 @@ static __attribute__((noinline)) void *report_big(void *p, size_t size)
 	return p;
 }
 
+/* report_big if size reaches the threshold; returns p. */
 static inline void *report(void *p, size_t size)
 {
 	return __builtin_expect(size >= sp_host_min_bytes, 0) ? report_big(p, size) : p;
 }
 
+/* Hands a release that may have been recorded to the collector (outside the guard). This function
+ * can't fail. */
 static __attribute__((noinline)) void report_free_slow(void *p)
 {
 	if (!guard) {
@@ -95,6 +98,8 @@ static inline void report_free(void *p)
 		report_free_slow(p);
 }
 
+/* malloc before the real functions are known: from the pool inside resolve() (dlsym allocates;
+ * NULL once the pool is spent), else resolves them and goes on as malloc. */
 static __attribute__((noinline)) void *malloc_first(size_t n)
 {
 	if (R.resolving)
