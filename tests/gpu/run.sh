@@ -184,8 +184,9 @@ t_mlp_kernel() {
 }
 
 # launcher_test CMD...: CMD starts mlp_train.py in a child process. Under stepprof exactly one
-# trace appears, in the worker's directory (output = trace/{pid}), none for the parent, and
-# the output (numbers masked) and exit status equal a run without stepprof.
+# trace appears, in the worker's directory (output = trace/{pid}), none for the parent, no
+# process warns that it recorded no step, and the output (numbers masked) and exit status equal
+# a run without stepprof.
 launcher_test() {
 	local rc0 rc1 pid ppid t
 	plain_run "$@"
@@ -206,6 +207,8 @@ launcher_test() {
 	[ "$(printf '%s' "$t" | grep -c .)" -eq 1 ] || die "expected exactly one trace (the worker's)"
 	[ "$(basename "$(dirname "$t")")" = "$pid" ] || die "the trace is not in trace/$pid (the worker)"
 	[ ! -e "trace/$ppid" ] || die "the parent (pid $ppid) left trace/$ppid"
+	# the worker records, and a launcher that only counts devices has nothing to say at exit
+	! grep -a '^stepprof: no step recorded' stderr.log || die "a 'no step recorded' warning (the launcher's?)"
 }
 t_torchrun() {
 	local launcher=(torchrun)
