@@ -8,7 +8,9 @@
  * Build and run after `make` (modes: 0 no tracking, 1 table only, 2 table and recording):
  *   gcc -O2 -I. bench/host_track_bench.c build/libspcore.a -lzstd -lunwind -lpthread -o /tmp/htb
  *   for i in 1 2 3 4 5 6; do for m in 0 1 2; do /tmp/htb $m 60 /tmp/htb.sptrace; done; done
- * Prints "mode M median_us X" (median step, steps 6..STEPS). Exits 1 if the writer cannot start. */
+ * A fourth argument sets the ring's slots (default 262144, as malloc_bench's ring_events).
+ * Prints "mode M median_us X dropped D" (median step, steps 6..STEPS; ring drops). Exits 1 if the
+ * writer cannot start. */
 #include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -102,7 +104,7 @@ int main(int argc, char **argv)
 		steps = 60;
 	mallopt(M_MMAP_THRESHOLD, 1 << 30); /* as malloc_bench: fixed, not adaptive */
 	mallopt(M_TRIM_THRESHOLD, 1 << 30);
-	sp_ring_configure(1u << 18);
+	sp_ring_configure(argc > 4 ? (uint32_t)atoi(argv[4]) : 1u << 18); /* malloc_bench's ring_events */
 	struct sp_trace_meta m = { .pid = 1, .rank = 0, .world_size = 1, .local_rank = 0 };
 	if (sp_writer_start(argc > 3 ? argv[3] : "/tmp/host_track_bench.sptrace", &m, 0) < 0)
 		return 1;
@@ -116,6 +118,7 @@ int main(int argc, char **argv)
 	}
 	sp_writer_stop();
 	qsort(step_us + 5, (size_t)steps - 5, sizeof(double), cmp_double);
-	printf("mode %d median_us %.0f\n", H.mode, step_us[5 + (steps - 5) / 2]);
+	printf("mode %d median_us %.0f dropped %llu\n", H.mode, step_us[5 + (steps - 5) / 2],
+	       (unsigned long long)sp_ring_dropped());
 	return 0;
 }
