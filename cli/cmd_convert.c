@@ -191,7 +191,7 @@ static int merge_ranks(const struct convert_opts *o)
 		in[n].g = sp_windows_open(in[n].r);
 	}
 	if (!failed)
-		qsort(in, (size_t)n, sizeof(*in), cmp_rank_in);
+		sp_sort(in, (size_t)n, sizeof(*in), cmp_rank_in);
 	for (int i = 1; !failed && i < n; i++)
 		if (in[i].key == in[i - 1].key) {
 			fprintf(stderr, "stepprof convert: %s and %s are both %s %lld\n", in[i - 1].path, in[i].path,

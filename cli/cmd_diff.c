@@ -82,7 +82,7 @@ static int load(const char *path, long long window, struct side *s)
 	free(byid);
 	sp_windows_close(g);
 	sp_trace_close_reader(r);
-	qsort(s->k, s->n, sizeof(*s->k), cmp_name);
+	sp_sort(s->k, s->n, sizeof(*s->k), cmp_name);
 	return rc < 0 || !s->steps.n;
 }
 
@@ -133,7 +133,7 @@ static void print_diff(const struct side *s, const char *const *path, int top, F
 			j++;
 		}
 	}
-	qsort(rows, n, sizeof(*rows), cmp_delta);
+	sp_sort(rows, n, sizeof(*rows), cmp_delta);
 	double k0 = s[0].total / steps[0], k1 = s[1].total / steps[1];
 	fprintf(out, "base %s: %zu steps, median step %s, kernel time %s per step\n", path[0], s[0].steps.n,
 		sp_fmt_ns(t[0], 32, med[0]), sp_fmt_ns(t[1], 32, (uint64_t)(k0 + 0.5)));

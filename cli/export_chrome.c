@@ -494,7 +494,7 @@ static int chrome_window(struct sp_export *x, const struct sp_window *w)
 	for (size_t i = 0; i < w->n; i++)
 		c->order[i] = &w->ev[i];
 	if (w->n)
-		qsort(c->order, w->n, sizeof(*c->order), cmp_order);
+		sp_sort(c->order, w->n, sizeof(*c->order), cmp_order);
 
 	name_tracks(x, w);
 	for (size_t i = 0; i < w->n; i++) {

@@ -69,7 +69,7 @@ static int by_bytes_desc(const void *pa, const void *pb)
 static size_t merge(struct line *l, size_t n)
 {
 	size_t k = 0;
-	qsort(l, n, sizeof(*l), by_text);
+	sp_sort(l, n, sizeof(*l), by_text);
 	for (size_t i = 0; i < n; i++) {
 		if (k && !strcmp(l[k - 1].text, l[i].text)) {
 			l[k - 1].calls += l[i].calls;
@@ -182,7 +182,7 @@ void sp_stackagg_sites(const struct sp_stackagg *a, const char *path, const stru
 		l[n++] = (struct line){ text, a->c[0][id].calls, a->c[0][id].bytes };
 	}
 	n = merge(l, n);
-	qsort(l, n, sizeof(*l), by_bytes_desc);
+	sp_sort(l, n, sizeof(*l), by_bytes_desc);
 	fprintf(out, "\n%-*s %12s %8s\n", SITE_WIDTH, "Top allocation sites by bytes", "Bytes", "Calls");
 	for (size_t i = 0; i < n; i++) {
 		if ((int)i < top) {

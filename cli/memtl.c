@@ -253,7 +253,7 @@ static void build(struct sp_memtl_reader *m)
 	}
 	for (size_t i = 0; i < m->nev; i++)
 		order[i] = &m->ev[i];
-	qsort(order, m->nev, sizeof(*order), by_start);
+	sp_sort(order, m->nev, sizeof(*order), by_start);
 	for (size_t i = 0; i < m->nev; i++) {
 		const struct sp_event *e = order[i];
 		if (e->kind == SP_EV_STEP) {
@@ -313,7 +313,7 @@ static void build(struct sp_memtl_reader *m)
 				s->at_peak[s->n_at_peak++] = i;
 			}
 		}
-		qsort_r(s->at_peak, s->n_at_peak, sizeof(*s->at_peak), by_size_desc, o->a);
+		sp_sort_r(s->at_peak, s->n_at_peak, sizeof(*s->at_peak), by_size_desc, o->a);
 	}
 	free(order);
 }

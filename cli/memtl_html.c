@@ -242,7 +242,7 @@ void sp_memtl_html_window(struct sp_out *o, const struct sp_memtl *w, const stru
 			bysize[i] = i;
 			taken += pos[i] == 0;
 		}
-		qsort_r(bysize, w->na, sizeof(*bysize), by_size, w->a);
+		sp_sort_r(bysize, w->na, sizeof(*bysize), by_size, w->a);
 		for (size_t i = 0; i < w->na && taken < MAX_ALLOCS; i++)
 			if (pos[bysize[i]] < 0) {
 				pos[bysize[i]] = 0;

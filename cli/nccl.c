@@ -278,9 +278,9 @@ void sp_nccl_stats_add(struct sp_nccl_stats *s, struct sp_trace_reader *r, const
 			launches[nl++] = (struct launch){ e->corr, e->tid, e->start };
 	}
 	if (nc)
-		qsort(calls, nc, sizeof(*calls), cmp_call);
+		sp_sort(calls, nc, sizeof(*calls), cmp_call);
 	if (nl)
-		qsort(launches, nl, sizeof(*launches), cmp_launch);
+		sp_sort(launches, nl, sizeof(*launches), cmp_launch);
 
 	for (size_t i = 0; i < w->n; i++) { /* each NCCL kernel to the call that launched it */
 		const struct sp_event *k = &w->ev[i];
@@ -369,7 +369,7 @@ void sp_nccl_match_build(struct sp_nccl_match *m)
 	size_t out = 0;
 
 	if (m->n)
-		qsort(m->m, m->n, sizeof(*m->m), cmp_member);
+		sp_sort(m->m, m->n, sizeof(*m->m), cmp_member);
 	for (size_t i = 0; i < m->n; i++) { /* one call per (comm, seq, trace, comm rank): the first */
 		const struct member *a = &m->m[i], *b = out ? &m->m[out - 1] : NULL;
 		if (b && a->comm == b->comm && a->seq == b->seq && a->key == b->key && a->comm_rank == b->comm_rank)

@@ -123,7 +123,7 @@ static uint32_t *sorted_kernels(const struct report *rep, int key, size_t *n)
 			rows[(*n)++] = (uint32_t)id;
 		}
 	if (*n)
-		qsort_r(rows, *n, sizeof(*rows), cmp_rows, &(struct sort_ctx){ rep, key });
+		sp_sort_r(rows, *n, sizeof(*rows), cmp_rows, &(struct sort_ctx){ rep, key });
 	return rows;
 }
 
@@ -245,7 +245,7 @@ static void print_nccl(const struct report *rep, const struct sp_report_opts *o,
 	rows = sp_xrealloc(NULL, (s->n + 1) * sizeof(*rows));
 	for (size_t i = 0; i < s->n; i++)
 		rows[i] = &s->row[i];
-	qsort(rows, s->n, sizeof(*rows), cmp_nccl_rows);
+	sp_sort(rows, s->n, sizeof(*rows), cmp_nccl_rows);
 	shown = o->top > 0 && (size_t)o->top < s->n ? (size_t)o->top : s->n;
 	fprintf(out, "\n%-14s %5s %10s %8s %12s %12s  %12s %-21s %10s %10s\n", "NCCL op", "Ranks", "Size", "Calls",
 		"Total bytes", "Time", "Avg", "Algo/proto", "algbw GB/s", "busbw GB/s");

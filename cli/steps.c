@@ -78,7 +78,7 @@ uint64_t sp_median_u64(uint64_t *v, size_t n)
 {
 	if (!n)
 		return 0;
-	qsort(v, n, sizeof(*v), cmp_u64p);
+	sp_sort(v, n, sizeof(*v), cmp_u64p);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
@@ -106,7 +106,7 @@ uint64_t sp_steps_add_window(struct sp_steps *s, struct sp_trace_reader *r, cons
 	st = s->st + first_st;
 	nst = s->n - first_st;
 	if (ncalls)
-		qsort(s->calls, ncalls, sizeof(*s->calls), cmp_call);
+		sp_sort(s->calls, ncalls, sizeof(*s->calls), cmp_call);
 
 	for (size_t i = 0; i < w->n; i++) {
 		const struct sp_event *e = &w->ev[i];
@@ -131,7 +131,7 @@ uint64_t sp_steps_add_window(struct sp_steps *s, struct sp_trace_reader *r, cons
 		niv += s->iv[niv].e > s->iv[niv].s;
 	}
 	if (niv)
-		qsort(s->iv, niv, sizeof(*s->iv), cmp_iv);
+		sp_sort(s->iv, niv, sizeof(*s->iv), cmp_iv);
 	for (size_t i = 0; i < niv; i++) { /* merge into disjoint intervals, in place */
 		if (m && s->iv[i].s <= s->iv[m - 1].e) {
 			if (s->iv[i].e > s->iv[m - 1].e)
@@ -235,7 +235,7 @@ void sp_steps_compare(const struct sp_steps *s, const int *rank, size_t n, FILE 
 			nums = sp_xrealloc(nums, (nn + 1) * sizeof(*nums));
 			nums[nn++] = s[i].st[k].number;
 		}
-	qsort(nums, nn, sizeof(*nums), cmp_i64p);
+	sp_sort(nums, nn, sizeof(*nums), cmp_i64p);
 	fprintf(out, "Step times across %zu traces (a step's time is marker to marker on its own rank)\n", n);
 	fprintf(out, "%-8s %5s %12s %12s %12s %8s %8s\n", "Step", "Ranks", "Fastest", "Median", "Slowest", "By rank",
 		"Spread");

@@ -65,6 +65,18 @@ void *sp_xgrow(void *p, size_t *cap, size_t elem, size_t i)
 	return p;
 }
 
+void sp_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
+
+void sp_sort_r(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *, void *), void *ctx)
+{
+	if (n > 1)
+		qsort_r(base, n, size, cmp, ctx);
+}
+
 int sp_idset_add(struct sp_idset *s, uint64_t key)
 {
 	if (!key) {

@@ -54,6 +54,10 @@ void *sp_xrealloc(void *p, size_t n);
 /* Grows the zero-filled array p of *cap elements of elem bytes (doubling, from 256) until index i
  * fits; returns it and updates *cap. Exits the CLI if memory runs out. */
 void *sp_xgrow(void *p, size_t *cap, size_t elem, size_t i);
+/* qsort and qsort_r for arrays that may be empty and NULL (the C library's base must never be
+ * NULL, even for no element). These functions can't fail. */
+void sp_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+void sp_sort_r(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *, void *), void *ctx);
 
 /* Starts grouping the events of r (which stays the caller's; read from its current position).
  * Exits the CLI if memory runs out; otherwise can't fail. */
