@@ -97,10 +97,10 @@ $(O)/tests/e2e/%: tests/e2e/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g -o $@ $< -lpthread
 
-# gen_golden writes the golden trace through the core library
-$(O)/tests/e2e/gen_golden: tests/e2e/gen_golden.c $(O)/libspcore.a
+# gen_golden and gen_random write traces through the core library
+$(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_random: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CLI_CFLAGS) -o $@ $< $(O)/libspcore.a $(CLI_LIBS) -lpthread
+	$(Q)$(CC) $(CLI_CFLAGS) -o $@ $< $(O)/libspcore.a $(CLI_LIBS) -lpthread $(SANLD)
 
 check-cmocka:
 	@pkg-config --exists cmocka || { echo "missing cmocka: install the Debian package libcmocka-dev (or run 'make deps')"; exit 1; }
