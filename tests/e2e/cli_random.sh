@@ -4,7 +4,8 @@
 # (tests/e2e/gen_random.c: any kind, sub code, device, payload, times running backwards, steps and
 # windows in any order, unknown names and stacks). Each command must exit 0 or 1 (never crash or
 # hang), say nothing of a sanitizer (SAN builds), and a JSON or HTML file it reports as written
-# must be complete. RANDOM_TRACES (default 24) and RANDOM_SEED (default 1) pick the traces.
+# must be complete; cut, bit-flipped and random-byte files are refused or read as far as they are
+# whole, never crash. RANDOM_TRACES (default 24) and RANDOM_SEED (default 1) pick the traces.
 # Exits non-zero on the first failure, naming the command and the seed.
 set -euo pipefail
 B=${SP_BUILD:?} R=${SP_ROOT:?}
@@ -61,6 +62,31 @@ for t in r*.sptrace; do
 	fi
 	prev=$t
 done
+# damaged copies: cut anywhere, a byte changed anywhere (header included), or no trace at all;
+# the reading commands must refuse them or read what is whole, never crash
+python3 - "$SEED" r*.sptrace <<'PY'
+import random, sys
+rnd = random.Random(int(sys.argv[1]))
+for k, f in enumerate(sys.argv[2:8]):
+    data = open(f, "rb").read()
+    open("cut%d.sptrace" % k, "wb").write(data[:rnd.randrange(len(data) + 1)])
+    b = bytearray(data)
+    for _ in range(rnd.choice([1, 1, 4])):
+        i = rnd.randrange(min(len(b), 600)) if rnd.random() < 0.5 else rnd.randrange(len(b))
+        b[i] ^= 1 << rnd.randrange(8)
+    open("flip%d.sptrace" % k, "wb").write(bytes(b))
+open("noise.sptrace", "wb").write(bytes(rnd.randrange(256) for _ in range(5000)))
+open("empty.sptrace", "wb").write(b"")
+PY
+for t in cut*.sptrace flip*.sptrace noise.sptrace empty.sptrace; do
+	run dump-damaged "$B/stepprof" dump "$t" || true
+	run report-damaged "$B/stepprof" report "$t" || true
+	rm -f d.*json*
+	run convert-damaged "$B/stepprof" convert "$t" -o d.json || true
+	run memory-damaged "$B/stepprof" memory "$t" -o d.html || true
+	run steps-damaged "$B/stepprof" steps "$t" || true
+done
+
 # the traces are well formed: the reader must accept them (a guard against a generator that only
 # exercises the error path)
 [ "$read_ok" -eq "$N" ] || fail "stepprof dump read $read_ok of $N random traces"
