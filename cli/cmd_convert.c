@@ -16,11 +16,88 @@ struct convert_opts {
 	int merge;              /* all windows in one file */
 	int wall;               /* wall-clock times */
 	long long window;       /* only this window id, or -1 */
+	int steps;              /* --steps given: only steps step_lo..step_hi */
+	int64_t step_lo, step_hi;
 	const struct sp_export_ops *ops;
 	int merge_ranks;        /* traces[0..ntraces) in one file */
 	const char **traces;
 	int ntraces;
 };
+
+/* A window cut to the steps of --steps (one per trace being read). */
+struct slice {
+	struct sp_window w;     /* the cut; its events in ev[0..w.n) */
+	struct sp_event *ev;
+	size_t cap;
+	struct sp_idset corr;   /* correlation ids of the CPU calls kept */
+};
+
+static int step_wanted(const struct convert_opts *o, const struct sp_event *e)
+{
+	return e->kind == SP_EV_STEP && e->u.step.number >= o->step_lo && e->u.step.number <= o->step_hi;
+}
+
+/* Window w cut to the steps --steps selects: those steps, the CPU records that start inside them,
+ * the GPU work their calls launched (by correlation id; work without one if it overlaps them) and
+ * the window's drop records. Returns w itself without --steps, the cut (in s, valid until the next
+ * call) or NULL if w holds none of the steps. Exits the CLI if memory runs out. */
+static const struct sp_window *cut(const struct convert_opts *o, const struct sp_window *w, struct slice *s)
+{
+	uint64_t s0 = UINT64_MAX, s1 = 0;
+	int64_t first = INT64_MAX, last = INT64_MIN;
+
+	if (!o->steps)
+		return w;
+	for (size_t i = 0; i < w->n; i++) {
+		const struct sp_event *e = &w->ev[i];
+		if (!step_wanted(o, e))
+			continue;
+		s0 = e->start < s0 ? e->start : s0;
+		s1 = e->end > s1 ? e->end : s1;
+		first = e->u.step.number < first ? e->u.step.number : first;
+		last = e->u.step.number > last ? e->u.step.number : last;
+	}
+	if (first == INT64_MAX)
+		return NULL;
+	sp_idset_clear(&s->corr);
+	for (size_t i = 0; i < w->n; i++) {
+		const struct sp_event *e = &w->ev[i];
+		if (!sp_ev_is_gpu(e) && e->kind != SP_EV_STEP && e->corr && e->start >= s0 && e->start < s1)
+			sp_idset_add(&s->corr, e->corr);
+	}
+	s->w = *w;
+	s->w.n = 0;
+	s->w.first_step = first;
+	s->w.last_step = last;
+	s->w.t0 = s0;
+	s->w.t1 = s1;
+	for (size_t i = 0; i < w->n; i++) {
+		const struct sp_event *e = &w->ev[i];
+		int keep;
+		if (e->kind == SP_EV_STEP)
+			keep = step_wanted(o, e);
+		else if (e->kind == SP_EV_DROPPED)
+			keep = 1;
+		else if (sp_ev_is_gpu(e))
+			keep = e->corr ? sp_idset_has(&s->corr, e->corr) : e->start < s1 && e->end > s0;
+		else
+			keep = e->start >= s0 && e->start < s1;
+		if (!keep)
+			continue;
+		s->ev = sp_xgrow(s->ev, &s->cap, sizeof(*s->ev), s->w.n);
+		s->ev[s->w.n++] = *e;
+		if (e->end > s->w.t1)
+			s->w.t1 = e->end; /* GPU work launched late in the last step ends after it */
+	}
+	s->w.ev = s->ev;
+	return &s->w;
+}
+
+static void slice_free(struct slice *s)
+{
+	free(s->ev);
+	sp_idset_free(&s->corr);
+}
 
 struct rank_in {                /* one trace of --merge-ranks */
 	const char *path;
@@ -29,15 +106,18 @@ struct rank_in {                /* one trace of --merge-ranks */
 	const struct sp_window *w; /* its next window to write, NULL when none is left */
 	int rc;                 /* the last sp_windows_next result */
 	int seen;               /* windows selected so far */
+	struct slice sl;        /* w cut to --steps */
 	int64_t key;            /* rank, or pid if it has none */
 };
 
 static int usage(void)
 {
 	fprintf(stderr, "usage: stepprof convert TRACE [-o OUT[.json|.json.gz]] [--merge] [--wall] [--window N]"
-			" [--format chrome]\n"
-			"       stepprof convert --merge-ranks -o OUT[.json|.json.gz] [--window N] TRACE TRACE ...\n"
+			" [--steps A[-B]] [--format chrome]\n"
+			"       stepprof convert --merge-ranks -o OUT[.json|.json.gz] [--window N] [--steps A[-B]]"
+			" TRACE TRACE ...\n"
 			"  writes OUT.w<ID>.json per recorded window (OUT defaults to TRACE without .sptrace);\n"
+			"  --steps: only those steps (A-B, A- or A) of each window, with the GPU work they launched;\n"
 			"  --merge: all windows in OUT.json on the wall clock; '-o -' writes stdout (implies --merge);\n"
 			"  --merge-ranks: every trace's windows (or window N) in OUT.json on one wall clock, NCCL\n"
 			"  collectives linked across ranks\n");
@@ -97,6 +177,17 @@ static int parse(int argc, char **argv, struct convert_opts *o)
 				fprintf(stderr, "stepprof convert: --window wants a window id, not '%s'\n", argv[i]);
 				return usage();
 			}
+		} else if (!strcmp(a, "--steps") && i + 1 < argc) {
+			const char *v = argv[++i];
+			o->steps = 1;
+			o->step_lo = strtoll(v, &end, 10);
+			o->step_hi = o->step_lo;
+			if (end != v && *end == '-')
+				o->step_hi = end[1] ? strtoll(end + 1, &end, 10) : (++end, INT64_MAX);
+			if (end == v || *end || o->step_lo < 0 || o->step_hi < o->step_lo) {
+				fprintf(stderr, "stepprof convert: --steps wants A, A-B or A- (step numbers), not '%s'\n", v);
+				return usage();
+			}
 		} else if (!strcmp(a, "--format") && i + 1 < argc) {
 			o->ops = sp_export_find(argv[++i]);
 			if (!o->ops) {
@@ -144,16 +235,18 @@ static int finish(struct sp_export *x, int failed)
 	return failed;
 }
 
-/* The next window of in that --window selects, or NULL (in->rc says why; after window N was found,
- * the rest of the file is not read). */
-static const struct sp_window *next_window(struct rank_in *in, long long want)
+/* The next window of in that --window selects, cut to --steps (windows without those steps are
+ * passed over), or NULL (in->rc says why; after window N was found, the rest of the file is not
+ * read). */
+static const struct sp_window *next_window(const struct convert_opts *o, struct rank_in *in)
 {
 	const struct sp_window *w;
 
-	while (!(want >= 0 && in->seen) && (in->rc = sp_windows_next(in->g, &w)) == 1)
-		if (want < 0 || w->id == want) {
+	while (!(o->window >= 0 && in->seen) && (in->rc = sp_windows_next(in->g, &w)) == 1)
+		if (o->window < 0 || w->id == o->window) {
 			in->seen++;
-			return w;
+			if ((w = cut(o, w, &in->sl)))
+				return w;
 		}
 	return NULL;
 }
@@ -199,7 +292,7 @@ static int merge_ranks(const struct convert_opts *o)
 			failed = 1;
 		}
 	for (int i = 0; !failed && i < n; i++)
-		in[i].w = next_window(&in[i], o->window);
+		in[i].w = next_window(o, &in[i]);
 	out_name(o, &stem, &ext);
 	if (!strcmp(o->out, "-") ? !(path = strdup("-")) : asprintf(&path, "%s%s", stem, ext) < 0)
 		sp_oom();
@@ -231,7 +324,7 @@ static int merge_ranks(const struct convert_opts *o)
 				x.r = in[i].r, x.hdr = sp_trace_header(in[i].r), x.g = in[i].g, x.source = in[i].path;
 				failed |= x.ops->window(&x, in[i].w) != 0;
 				nwin++;
-				in[i].w = next_window(&in[i], o->window);
+				in[i].w = next_window(o, &in[i]);
 			}
 	}
 	if (x.out) {
@@ -258,6 +351,7 @@ static int merge_ranks(const struct convert_opts *o)
 	for (int i = 0; i < n; i++) {
 		sp_windows_close(in[i].g);
 		sp_trace_close_reader(in[i].r);
+		slice_free(&in[i].sl);
 	}
 	free(in);
 	free(path);
@@ -276,6 +370,7 @@ static int convert_one(struct convert_opts o)
 	struct sp_export x;
 	char err[256], *stem, *ext, *path = NULL;
 	int rc = 0, failed = 0, nwin = 0;
+	struct slice sl = { 0 };
 
 	r = sp_trace_open(o.trace, err, sizeof(err));
 	if (!r) {
@@ -290,6 +385,8 @@ static int convert_one(struct convert_opts o)
 	while (!failed && (rc = sp_windows_next(g, &w)) == 1) {
 		if (o.window >= 0 && w->id != o.window)
 			continue;
+		if (!(w = cut(&o, w, &sl)))
+			continue; /* none of the --steps in this window */
 		if (!x.out) {
 			free(path);
 			if (o.out && !strcmp(o.out, "-"))
@@ -333,7 +430,10 @@ static int convert_one(struct convert_opts o)
 		fprintf(stderr, "stepprof convert: %s: %s\n", o.trace, sp_trace_error(r));
 		failed = 1;
 	} else if (!failed && !nwin) {
-		if (o.window >= 0)
+		if (o.steps)
+			fprintf(stderr, "stepprof convert: %s has no recorded step in %lld-%lld%s\n", o.trace,
+				(long long)o.step_lo, (long long)o.step_hi, o.window >= 0 ? " in that window" : "");
+		else if (o.window >= 0)
 			fprintf(stderr, "stepprof convert: %s has no window %lld\n", o.trace, o.window);
 		else
 			fprintf(stderr, "stepprof convert: %s holds no recorded window\n", o.trace);
@@ -344,6 +444,7 @@ static int convert_one(struct convert_opts o)
 	free(path);
 	free(stem);
 	free(ext);
+	slice_free(&sl);
 	sp_windows_close(g);
 	sp_trace_close_reader(r);
 	return failed;

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # cli_convert_report.sh - `stepprof convert` and `stepprof report` on the sample trace of
 # tests/unit/trace_fixture.h (written by the test_convert binary with SP_WRITE_SAMPLE set):
-# one valid JSON file per window, --merge gives one (gzip), --window picks one; the report's
+# one valid JSON file per window, --merge gives one (gzip), --window picks one, --steps cuts to
+# steps; the report's
 # columns, row order, drop line and window lines. Exits non-zero on the first failure.
 set -euo pipefail
 B=${SP_BUILD:?} R=${SP_ROOT:?}
@@ -33,6 +34,25 @@ $CHECK merged.json.gz --nested --steps 5,6,7,15,16 --flows 14 --windows 2 --coun
 "$B/stepprof" convert run.sptrace --window 1 -o one.json 2>/dev/null
 [ "$(ls one*)" = "one.w1.json" ] || fail "--window files: $(ls)"
 if "$B/stepprof" convert run.sptrace --window 9 2>/dev/null; then fail "--window 9 succeeded"; fi
+
+# --steps: only those steps, with the GPU work their calls launched (step 6: two kernels and a
+# copy, as the report's per-step row says; step 7 four kernels); a range over two windows gives
+# two files; steps no window holds are an error, a malformed range a usage error
+"$B/stepprof" convert run.sptrace --steps 6 -o s.json 2>steps.log || fail "--steps 6: $(cat steps.log)"
+grep -q "^wrote s.w0.json: window 0, steps 6-6, " steps.log || fail "--steps log: $(cat steps.log)"
+$CHECK s.w0.json --nested --steps 6 --flows 3 --count kernel=2 --count gpu_memcpy=1 --count gpu_memset=0
+"$B/stepprof" convert run.sptrace --steps 7-15 -o t.json 2>/dev/null || fail "--steps 7-15"
+[ "$(ls t.w*.json | tr '\n' ' ')" = "t.w0.json t.w1.json " ] || fail "--steps 7-15 files: $(ls)"
+$CHECK t.w0.json --steps 7 --count kernel=4 --count nccl=1
+$CHECK t.w1.json --steps 15 --count kernel=1
+set +e
+"$B/stepprof" convert run.sptrace --steps 8-9 2>steps.log; rc=$?
+set -e
+[ $rc -eq 1 ] && grep -q "has no recorded step in 8-9" steps.log || fail "--steps 8-9: exit $rc, $(cat steps.log)"
+set +e
+"$B/stepprof" convert run.sptrace --steps 7-5 2>/dev/null; rc=$?
+set -e
+[ $rc -eq 2 ] || fail "--steps 7-5: exit $rc"
 
 # report: columns, order by total GPU time, totals, drops, windows
 "$B/stepprof" report run.sptrace >report.txt || fail "report failed"

@@ -86,6 +86,12 @@ EOF
 $CHECK w1.json --flows 3 --windows 2 --steps 1,1
 [ "$(grep -o '"nccl_match"' w1.json | wc -l)" -eq 2 ] || fail "--window 1 match count"
 
+# --steps 1: the same step from each rank, the same as --window 1 here
+"$B/stepprof" convert --merge-ranks --steps 1 -o s1.json rank0.sptrace rank1.sptrace 2>merge.log ||
+	fail "--steps 1: $(cat merge.log)"
+$CHECK s1.json --flows 3 --windows 2 --steps 1,1
+[ "$(grep -o '"nccl_match"' s1.json | wc -l)" -eq 2 ] || fail "--steps 1 match count"
+
 # another trace (the convert sample: rank 1 of host node1, other windows) merges too
 SP_WRITE_SAMPLE=$T/sample.sptrace "$B/tests/test_convert"
 "$B/stepprof" report sample.sptrace >sample.txt # its one AllReduce: kernel found by the launch inside the call

@@ -50,6 +50,10 @@ for t in r*.sptrace; do
 		ls c.w*.json >/dev/null 2>&1 && json_ok c.w*.json
 	fi
 	if run convert-merge "$B/stepprof" convert "$t" --merge -o m.json.gz; then json_ok m.json.gz; fi
+	rm -f s.*json*
+	if run convert-steps "$B/stepprof" convert "$t" --steps 3-9 -o s.json; then
+		ls s.w*.json >/dev/null 2>&1 && json_ok s.w*.json
+	fi
 	if run memory "$B/stepprof" memory "$t" -o mem.html; then
 		[ ! -e mem.html ] || grep -q '</html>' mem.html || fail "memory: mem.html incomplete (seed $SEED)"
 	fi
