@@ -115,7 +115,7 @@ static uint32_t count_in_period(const struct sp_autostep *a, uint32_t p, uint32_
  * inside a run: torch.cuda.synchronize() followed at once by waits that stop after a few
  * iterations must anchor on the former. Returns 1 if there is one, else 0. Counts tokens:
  * called once, at the lock (candidates only need has_sync_end). */
-static int last_sync(const struct sp_autostep *a, uint32_t p, uint64_t *pos)
+static int rarest_sync(const struct sp_autostep *a, uint32_t p, uint64_t *pos)
 {
 	uint32_t best = UINT32_MAX;
 	int best_end = 0;
@@ -256,7 +256,7 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 	/* locked: the iteration starts at position b; count anchor occurrences per period and
 	 * since the most recent boundary instance. */
 	uint64_t b;
-	a->after = last_sync(a, p, &b);
+	a->after = rarest_sync(a, p, &b);
 	if (!a->after)
 		wrap_position(a, p, &b);
 	uint64_t ap = a->after ? b - 1 : b; /* the synchronisation that ends it, or the token that begins it */
