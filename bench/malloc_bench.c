@@ -19,22 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#define LARGE_MIN (64u << 10)  /* stepprof's default host_malloc_min */
-#define LARGE_SPAN (448u << 10)
-
-static struct {
-	void **slot;           /* live blocks (they escape here, so no allocation is optimised away) */
-	unsigned nslots;
-	uint64_t rng;          /* xorshift64 state: the same sequence in every run */
-} B = { .rng = 0x9e3779b97f4a7c15ull };
-
-static uint64_t next_rand(void)
-{
-	B.rng ^= B.rng << 13;
-	B.rng ^= B.rng >> 7;
-	B.rng ^= B.rng << 17;
-	return B.rng;
-}
+#include "malloc_mix.h"
 
 #ifdef MALLOC_BENCH_NO_CUDA
 /* Built with -DMALLOC_BENCH_NO_CUDA: no CUDA at all, so stepprof's collector never starts and only
@@ -70,52 +55,6 @@ static double now_us(void)
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-/* ~95% 16 B .. 4 KiB (log-uniform-ish), ~5% 64 KiB .. 512 KiB. */
-static size_t pick_size(void)
-{
-	uint64_t r = next_rand();
-	if (r % 100 < 5)
-		return LARGE_MIN + (size_t)((r >> 8) % LARGE_SPAN);
-	return ((size_t)16 << ((r >> 8) % 8)) + (size_t)((r >> 16) % 64);
-}
-
-/* posix_memalign with 64-byte alignment; NULL if it fails. */
-static void *aligned(size_t n)
-{
-	void *p;
-	return posix_memalign(&p, 64, n) ? NULL : p;
-}
-
-/* One operation on a random slot: the old block goes (free, or realloc's move), a new one comes.
- * Exits 1 if an allocation fails. */
-static void operate(void)
-{
-	uint64_t r = next_rand();
-	unsigned i = (unsigned)(r % B.nslots), how = (unsigned)((r >> 32) % 100);
-	size_t n = pick_size();
-	void *p;
-	if (how < 5 && B.slot[i]) {
-		p = realloc(B.slot[i], n);
-	} else {
-		free(B.slot[i]);
-		B.slot[i] = NULL;
-		if (how < 10)
-			p = calloc(1, n);
-		else if (how < 15)
-			p = aligned(n);
-		else
-			p = malloc(n);
-	}
-	if (!p) {
-		fprintf(stderr, "malloc_bench: allocation of %zu bytes failed\n", n);
-		exit(1);
-	}
-	unsigned char *c = p;
-	c[0] = (unsigned char)r; /* touch both ends, as a user of the block would */
-	c[n - 1] = (unsigned char)(r >> 8);
-	B.slot[i] = p;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -130,12 +69,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: malloc_bench [STEPS [OPS [SLOTS]]]\n");
 		return 2;
 	}
-	/* Fixed allocator parameters: glibc moves its mmap and trim thresholds after every free of an
-	 * mmap'ed block, so a profiler's own large buffers (or their absence) would change which
-	 * sizes here cost an mmap/munmap pair. Fixed, every configuration runs the same allocator. */
-	mallopt(M_MMAP_THRESHOLD, 64 << 20);
-	mallopt(M_TRIM_THRESHOLD, 256 << 20);
-	mallopt(M_TOP_PAD, 16 << 20);
+	mix_fix_allocator();
 	CUdevice dev;
 	CUcontext ctx;
 	cu_check(cuInit(0), "cuInit");
