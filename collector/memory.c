@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* memory.c - see memory.h. One open-addressing table of live allocations (address -> size, kind,
- * device, stack, time) in mmap'ed memory, guarded by a mutex; per-slot levels and peaks. */
-#include <pthread.h>
+ * device, stack, time) in mmap'ed memory, guarded by a spinlock; per-slot levels and peaks. It runs
+ * inside malloc hooks on every thread: no malloc, no stdio, and a host event touches as few cache
+ * lines as it can (the lock's line, one table slot, the ring's). */
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -10,12 +12,20 @@
 #include "memory.h"
 #include "ring.h"
 
-#define INITIAL_SLOTS (1u << 14)
+#define INITIAL_SLOTS 1024u  /* 32 KiB: a table that stays in cache; it doubles as live blocks grow */
 #define VMM_KEY (1ull << 63)  /* VMM handles live in their own key space */
-#define TOMB UINT64_MAX
+#define SPINS 64              /* busy waits before yielding the CPU to a lock holder */
+
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ volatile("yield")
+#else
+#define cpu_relax() ((void)0)
+#endif
 
 struct alloc {
-	uint64_t key;            /* address (or handle | VMM_KEY); 0 empty, TOMB deleted */
+	uint64_t key;            /* address (or handle | VMM_KEY); 0 empty */
 	uint64_t size;
 	uint64_t time;
 	uint32_t stack;
@@ -23,15 +33,44 @@ struct alloc {
 	uint8_t slot;            /* 0..63 device, SP_MEM_HOST_SLOT host */
 };
 
+struct level {
+	uint64_t live, peak;     /* bytes alive now, most ever alive */
+};
+
+/* What one host event touches shares one cache line: the lock, the table's place and size, and
+ * the host level. Device levels are elsewhere (their calls are rare). */
 static struct {
-	pthread_mutex_t lock;
-	struct alloc *tab;       /* mmap'ed */
-	uint32_t cap, used;      /* slots, slots not empty (live + tombstones) */
-	uint32_t tombs;          /* deleted slots among used */
-	uint64_t live[SP_MEM_HOST_SLOT + 1], peak[SP_MEM_HOST_SLOT + 1];
-} M = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	_Alignas(64) _Atomic int lock; /* a spinlock: one atomic exchange to take, a store to release */
+	uint32_t cap, used;      /* slots (a power of two, or 0 before the first), slots in use */
+	struct alloc *tab;       /* mmap'ed; linear probing, deletion by backward shift: no tombstones */
+	struct level host;       /* SP_MEM_HOST_SLOT */
+	_Alignas(64) struct level dev[SP_MEM_HOST_SLOT];
+} M;
 
 _Atomic uint64_t sp_mem_host_seen[1u << 14];
+__thread int sp_mem_self;
+
+/* The critical sections are a few table probes (rarely a rebuild): spin briefly, then yield, so
+ * a holder that was preempted gets the CPU back. This function can't fail. */
+static void lock(void)
+{
+	while (atomic_exchange_explicit(&M.lock, 1, memory_order_acquire))
+		for (int i = 0; atomic_load_explicit(&M.lock, memory_order_relaxed); i++)
+			if (i < SPINS)
+				cpu_relax();
+			else
+				sched_yield();
+}
+
+static void unlock(void)
+{
+	atomic_store_explicit(&M.lock, 0, memory_order_release);
+}
+
+static struct level *level(unsigned slot)
+{
+	return slot == SP_MEM_HOST_SLOT ? &M.host : &M.dev[slot];
+}
 
 static int is_host(int kind)
 {
@@ -50,49 +89,48 @@ static uint32_t hash(uint64_t k)
 	return (uint32_t)(k ^ (k >> 33));
 }
 
-/* Makes room: rebuilds the table without its tombstones, at the same size if at most a quarter
- * of it is live (allocation churn leaves tombstones, not more live blocks), else doubled (or
- * makes the first). Returns 0 or -1 (no memory: table unchanged). */
+/* The slot of key in t (cap slots): its own, or the empty one where it would go. */
+static struct alloc *probe(struct alloc *t, uint32_t cap, uint64_t key)
+{
+	for (uint32_t h = hash(key);; h++) {
+		struct alloc *a = &t[h & (cap - 1)];
+		if (!a->key || a->key == key)
+			return a;
+	}
+}
+
+/* Makes the table twice as big (or makes the first). Returns 0 or -1 (no memory: table
+ * unchanged). Call with the lock held. */
 static int grow(void)
 {
-	uint32_t live = M.used - M.tombs;
-	uint32_t cap = !M.cap ? INITIAL_SLOTS : live * 4 <= M.cap ? M.cap : M.cap * 2;
+	uint32_t cap = M.cap ? M.cap * 2 : INITIAL_SLOTS;
 	struct alloc *t = mmap(NULL, (size_t)cap * sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (t == MAP_FAILED)
 		return -1;
-	uint32_t used = 0;
-	for (uint32_t i = 0; i < M.cap; i++) {
-		struct alloc *a = &M.tab[i];
-		if (!a->key || a->key == TOMB)
-			continue;
-		for (uint32_t h = hash(a->key);; h++)
-			if (!t[h & (cap - 1)].key) {
-				t[h & (cap - 1)] = *a;
-				used++;
-				break;
-			}
-	}
+	for (uint32_t i = 0; i < M.cap; i++)
+		if (M.tab[i].key)
+			*probe(t, cap, M.tab[i].key) = M.tab[i];
 	if (M.tab)
 		munmap(M.tab, (size_t)M.cap * sizeof(*M.tab));
 	M.tab = t;
 	M.cap = cap;
-	M.used = used;
-	M.tombs = 0;
 	return 0;
 }
 
-static struct alloc *find(uint64_t key)
+/* Empties slot i and moves later entries of its probe run back into the hole, so that lookups
+ * never need tombstones (linear probing's backward-shift deletion). Lock held. */
+static void erase(uint32_t i)
 {
-	if (!M.cap)
-		return NULL;
-	for (uint32_t h = hash(key), i = 0; i < M.cap; h++, i++) {
-		struct alloc *a = &M.tab[h & (M.cap - 1)];
-		if (a->key == key)
-			return a;
-		if (!a->key)
-			return NULL;
+	uint32_t mask = M.cap - 1;
+	for (uint32_t j = (i + 1) & mask; M.tab[j].key; j = (j + 1) & mask) {
+		uint32_t home = hash(M.tab[j].key) & mask;
+		if (((j - home) & mask) >= ((j - i) & mask)) { /* the hole lies on j's probe path */
+			M.tab[i] = M.tab[j];
+			i = j;
+		}
 	}
-	return NULL;
+	M.tab[i].key = 0;
+	M.used--;
 }
 
 static void push_mem(int kind, int evkind, const struct alloc *a, uint64_t addr, uint64_t t, uint32_t flags)
@@ -101,7 +139,7 @@ static void push_mem(int kind, int evkind, const struct alloc *a, uint64_t addr,
 	ev.device = a->slot == SP_MEM_HOST_SLOT ? SP_NO_DEVICE : a->slot;
 	ev.u.mem.addr = addr;
 	ev.u.mem.size = a->size;
-	ev.u.mem.live = M.live[a->slot];
+	ev.u.mem.live = level(a->slot)->live;
 	ev.u.mem.stack = a->stack;
 	ev.u.mem.flags = flags;
 	sp_ring_push(&ev);
@@ -111,81 +149,78 @@ void sp_mem_alloc(int kind, int device, uint64_t addr, uint64_t size, uint32_t s
 {
 	struct alloc a = { key_of(kind, addr), size, t, stack, (uint8_t)kind, 0 };
 	a.slot = is_host(kind) || device < 0 || device >= SP_MEM_HOST_SLOT ? SP_MEM_HOST_SLOT : (uint8_t)device;
-	if (kind == SP_MEM_HOST) {
+	if (kind == SP_MEM_HOST) { /* set the free filter's bit; a program's blocks reuse addresses, so it
+				    * is set already as a rule and the line stays shared between cores */
 		uint32_t b = sp_mem_seen_bit(addr);
-		atomic_fetch_or_explicit(&sp_mem_host_seen[b >> 6], 1ull << (b & 63), memory_order_relaxed);
+		if (!sp_mem_host_maybe(addr))
+			atomic_fetch_or_explicit(&sp_mem_host_seen[b >> 6], 1ull << (b & 63), memory_order_relaxed);
 	}
-	pthread_mutex_lock(&M.lock);
-	M.live[a.slot] += size;
-	if (M.live[a.slot] > M.peak[a.slot])
-		M.peak[a.slot] = M.live[a.slot];
-	if ((M.used + 1) * 2 <= M.cap || grow() == 0)
-		for (uint32_t h = hash(a.key);; h++) {
-			struct alloc *s = &M.tab[h & (M.cap - 1)];
-			if (!s->key || s->key == TOMB || s->key == a.key) {
-				M.used += !s->key;
-				M.tombs -= s->key == TOMB;
-				*s = a;
-				break;
-			}
-		}
+	lock();
+	struct level *l = level(a.slot);
+	l->live += size;
+	if (l->live > l->peak)
+		l->peak = l->live;
+	if ((M.used + 1) * 2 <= M.cap || grow() == 0) {
+		struct alloc *s = probe(M.tab, M.cap, a.key);
+		M.used += !s->key;
+		*s = a;
+	}
 	if (record)
 		push_mem(kind, SP_EV_ALLOC, &a, addr, t, 0);
-	pthread_mutex_unlock(&M.lock);
+	unlock();
 }
 
 void sp_mem_free(int kind, uint64_t addr, uint64_t t, int record)
 {
-	pthread_mutex_lock(&M.lock);
-	struct alloc *a = find(key_of(kind, addr));
-	if (a) {
+	lock();
+	struct alloc *a = M.cap ? probe(M.tab, M.cap, key_of(kind, addr)) : NULL;
+	if (a && a->key) {
 		struct alloc old = *a;
-		a->key = TOMB;
-		M.tombs++;
-		M.live[old.slot] -= old.size;
+		erase((uint32_t)(a - M.tab));
+		level(old.slot)->live -= old.size;
 		if (record)
 			push_mem(old.kind, SP_EV_FREE, &old, addr, t, 0);
 	}
-	pthread_mutex_unlock(&M.lock);
+	unlock();
 }
 
 void sp_mem_snapshot(uint64_t t)
 {
-	pthread_mutex_lock(&M.lock);
+	lock();
 	for (uint32_t i = 0; i < M.cap; i++) {
 		struct alloc *a = &M.tab[i];
-		if (a->key && a->key != TOMB)
+		if (a->key)
 			push_mem(a->kind, SP_EV_ALLOC, a, a->key & ~VMM_KEY, a->time, SP_MEMF_SNAPSHOT);
 	}
-	pthread_mutex_unlock(&M.lock);
+	unlock();
 	(void)t;
 }
 
 void sp_mem_peaks(uint64_t t)
 {
-	pthread_mutex_lock(&M.lock);
-	for (int s = 0; s <= SP_MEM_HOST_SLOT; s++) {
-		if (!M.peak[s])
+	lock();
+	for (unsigned s = 0; s <= SP_MEM_HOST_SLOT; s++) {
+		if (!level(s)->peak)
 			continue;
-		struct alloc a = { 0, 0, t, 0, s == SP_MEM_HOST_SLOT ? SP_MEM_HOST : SP_MEM_DEVICE, (uint8_t)s };
-		struct sp_event ev = { .kind = SP_EV_ALLOC, .sub = a.kind, .start = t, .end = t };
+		struct sp_event ev = { .kind = SP_EV_ALLOC, .start = t, .end = t };
+		ev.sub = s == SP_MEM_HOST_SLOT ? SP_MEM_HOST : SP_MEM_DEVICE;
 		ev.device = s == SP_MEM_HOST_SLOT ? SP_NO_DEVICE : (uint16_t)s;
-		ev.u.mem.live = M.peak[s];
+		ev.u.mem.live = level(s)->peak;
 		ev.u.mem.flags = SP_MEMF_PEAK;
 		sp_ring_push(&ev);
 	}
-	pthread_mutex_unlock(&M.lock);
+	unlock();
 }
 
 uint32_t sp_mem_table_slots(void)
 {
-	pthread_mutex_lock(&M.lock);
+	lock();
 	uint32_t cap = M.cap;
-	pthread_mutex_unlock(&M.lock);
+	unlock();
 	return cap;
 }
 
 uint64_t sp_mem_live(int slot)
 {
-	return slot >= 0 && slot <= SP_MEM_HOST_SLOT ? M.live[slot] : 0;
+	return slot >= 0 && slot <= SP_MEM_HOST_SLOT ? level((unsigned)slot)->live : 0;
 }

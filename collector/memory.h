@@ -11,6 +11,12 @@
 
 #define SP_MEM_HOST_SLOT 64 /* accounting slot of host memory (device slots are 0..63) */
 
+/* Nonzero while the calling thread allocates for stepprof itself (the writer thread always, CUPTI
+ * activity buffers): the malloc hooks leave such allocations and releases out of the program's
+ * host memory. Set and restore it around the allocation; initial-exec TLS, one load in a hook's
+ * slow path. */
+extern __thread int sp_mem_self;
+
 /* Records an allocation of size bytes at addr (kind = enum sp_mem_kind; device ordinal, or -1
  * for host kinds). record: also push an SP_EV_ALLOC event. This function can't fail (an
  * allocation the table cannot hold is counted in the level but not remembered). */

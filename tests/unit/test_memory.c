@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_memory.c - live memory accounting: levels per device and host, peaks, frees of unknown
- * addresses, VMM handles kept apart from pointers, table growth, and the SNAPSHOT / PEAK events a
- * window gets. */
+ * addresses, VMM handles kept apart from pointers, table growth, deletion against a reference, and
+ * the SNAPSHOT / PEAK events a window gets. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -121,6 +121,38 @@ static void churn_does_not_grow_the_table(void **state)
 	assert_int_equal(sp_mem_live(SP_MEM_HOST_SLOT), base);
 }
 
+/* Random allocations and frees over a small set of addresses (long probe runs, deletions in the
+ * middle of them, frees of addresses not alive) against a plain array: the level must match after
+ * every operation, and every live block must still be found by its free. */
+static void random_churn_matches_a_reference(void **state)
+{
+	enum { KEYS = 3000 };
+	static uint64_t size_of[KEYS]; /* 0: not alive */
+	uint64_t base = sp_mem_live(SP_MEM_HOST_SLOT), expect = 0, rng = 88172645463325252ull;
+	for (int i = 0; i < 400000; i++) {
+		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+		unsigned k = (unsigned)(rng % KEYS);
+		uint64_t addr = 0x200000000ull + (uint64_t)k * 16;
+		if (size_of[k] || (rng >> 40) % 3 == 0) { /* free it (a no-op if not alive) */
+			sp_mem_free(SP_MEM_HOST, addr, 0, 0);
+			expect -= size_of[k];
+			size_of[k] = 0;
+		} else {
+			size_of[k] = 1 + (rng >> 20) % 1000;
+			sp_mem_alloc(SP_MEM_HOST, -1, addr, size_of[k], 0, 0, 0);
+			expect += size_of[k];
+		}
+		if (sp_mem_live(SP_MEM_HOST_SLOT) - base != expect)
+			fail_msg("level %llu after operation %d, expected %llu",
+				 (unsigned long long)(sp_mem_live(SP_MEM_HOST_SLOT) - base), i, (unsigned long long)expect);
+	}
+	for (unsigned k = 0; k < KEYS; k++)
+		sp_mem_free(SP_MEM_HOST, 0x200000000ull + (uint64_t)k * 16, 0, 0);
+	assert_int_equal(sp_mem_live(SP_MEM_HOST_SLOT), base);
+	drain();
+	assert_int_equal(ngot, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -128,6 +160,7 @@ int main(void)
 		cmocka_unit_test(host_bitmap_filters_frees),
 		cmocka_unit_test(many_allocations_grow_the_table),
 		cmocka_unit_test(churn_does_not_grow_the_table),
+		cmocka_unit_test(random_churn_matches_a_reference),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
