@@ -844,7 +844,10 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 
 static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_records)
 {
+	int self = sp_mem_self;
+	sp_mem_self = 1; /* stepprof's buffer, not the program's host memory */
 	*buf = aligned_alloc(8, G.buffer_bytes);
+	sp_mem_self = self;
 	*size = *buf ? G.buffer_bytes : 0;
 	*max_records = 0;
 }
@@ -1368,17 +1371,16 @@ volatile size_t sp_host_min_bytes = SIZE_MAX;
 
 void sp_collector_host_alloc(void *p, size_t size)
 {
-	if (!p || size < G.cfg.host_malloc_min)
-		return;
+	/* the hook checked p and size; outside a window the time only dates a later snapshot's entry */
 	int rec = __atomic_load_n(&G.open, __ATOMIC_ACQUIRE) != NULL;
 	sp_mem_alloc(SP_MEM_HOST, -1, (uint64_t)(uintptr_t)p, size,
-		     rec && G.cfg.stacks ? sp_stack_capture(G.cfg.stack_depth) : 0, sp_now_ns(), rec);
+		     rec && G.cfg.stacks ? sp_stack_capture(G.cfg.stack_depth) : 0, rec ? sp_now_ns() : sp_coarse_ns(), rec);
 }
 
 void sp_collector_host_free(void *p)
 {
-	if (p)
-		sp_mem_free(SP_MEM_HOST, (uint64_t)(uintptr_t)p, sp_now_ns(), __atomic_load_n(&G.open, __ATOMIC_ACQUIRE) != NULL);
+	int rec = __atomic_load_n(&G.open, __ATOMIC_ACQUIRE) != NULL;
+	sp_mem_free(SP_MEM_HOST, (uint64_t)(uintptr_t)p, rec ? sp_now_ns() : 0, rec);
 }
 
 int sp_collector_owns_cupti(void)

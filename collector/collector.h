@@ -39,9 +39,10 @@ void sp_collector_comm(int what, void *comm, const void *id, size_t idlen, int r
  * memory ([activities] host_malloc, not a fork child, selected), else SIZE_MAX (tracking off).
  * A plain load and one comparison: the hooks' only cost for a small allocation or when off. */
 extern volatile size_t sp_host_min_bytes;
-/* A successful host allocation of size bytes at p / a release of p (before the real free). Called
- * inside malloc: they never allocate. The hooks call them only for allocations of at least
- * sp_host_min_bytes and for releases that sp_mem_host_maybe() cannot rule out. */
+/* A successful host allocation of size bytes at p (p not NULL) / a release of p (not NULL, before
+ * the real free). Called inside malloc: they never allocate. The hooks call them only for
+ * allocations of at least sp_host_min_bytes and for releases that sp_mem_host_maybe() cannot rule
+ * out; they check neither again. */
 void sp_collector_host_alloc(void *p, size_t size);
 void sp_collector_host_free(void *p);
 /* Another tool tried to subscribe to CUPTI (torch.profiler, nsys): warn once, naming it.
