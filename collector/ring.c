@@ -2,7 +2,14 @@
 /* ring.c - per-thread SPSC rings behind ring.h. A thread's first push maps its ring and links
  * it into a global lock-free list; after that a push is a few loads and stores, no lock, no
  * syscall. A thread's exit marks its ring dead; the consumer frees it once drained. Rings are
- * mmap'ed, not malloc'ed, so a push from inside a malloc hook cannot recurse into malloc. */
+ * mmap'ed, not malloc'ed, so a push from inside a malloc hook cannot recurse into malloc.
+ *
+ * Rewind: a ring is megabytes (room for bursts), but between two writer passes a thread fills a
+ * few hundred slots. Lapping the whole ring would write a fresh, cold stretch of it every pass and
+ * push the program's own data out of the cache. So when a pass leaves a ring empty, the consumer
+ * offers a rewind at that index; a producer that finds its head still there jumps to the start
+ * of the next lap (slot 0, still warm) and says so; the consumer skips the slots jumped over.
+ * The ring keeps its full capacity across a jump, and its busy part stays a few hundred slots. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -17,11 +24,14 @@
 
 struct ring {
 	/* producer side */
-	_Atomic uint64_t head;          /* slots written; release-stored after the slot */
+	_Atomic uint64_t head;          /* slots written or jumped over; release-stored after the slot */
 	_Atomic uint64_t dropped;       /* pushes lost to a full ring; only the producer stores */
+	_Atomic uint64_t jumped_from;   /* head at the last rewind (UINT64_MAX: none yet) */
+	_Atomic uint64_t skipped;       /* slots jumped over, all rewinds; only the producer stores */
 	uint64_t tail_seen;             /* producer's last view of tail */
 	/* consumer side, own cache line */
-	_Alignas(64) _Atomic uint64_t tail; /* slots consumed */
+	_Alignas(64) _Atomic uint64_t tail; /* slots consumed or skipped */
+	_Atomic uint64_t rewind;        /* the producer may rewind if head is still here (UINT64_MAX: no) */
 	_Atomic int dead;               /* set by the thread-exit destructor */
 	struct ring *next;              /* list link; changed only by the consumer once linked */
 	size_t map_bytes;
@@ -41,6 +51,19 @@ static struct {
 	pthread_once_t key_once;
 	pthread_key_t key;              /* destructor marks the thread's ring dead */
 } g = { .slots = DEFAULT_SLOTS, .retire_lock = PTHREAD_MUTEX_INITIALIZER, .key_once = PTHREAD_ONCE_INIT };
+
+/* Asks for a slot's lines in the state a write needs, so that the next push finds them in cache
+ * however far off it is (after a rewind they were last read by the writer, on another core).
+ * PREFETCHW is a no-op on x86 CPUs without it. */
+static inline void prefetch_for_write(const struct sp_event *s)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__asm__ volatile("prefetchw %0\n\tprefetchw %1" : : "m"(*(const char *)s), "m"(((const char *)s)[sizeof *s - 1]));
+#else
+	__builtin_prefetch(s, 1);
+	__builtin_prefetch((const char *)s + sizeof *s - 1, 1);
+#endif
+}
 
 static __thread struct ring *tls_ring;
 static __thread bool tls_creating;
@@ -76,6 +99,8 @@ static struct ring *ring_create(void)
 	}
 	r->map_bytes = bytes;
 	r->mask = slots - 1;
+	atomic_init(&r->jumped_from, UINT64_MAX);
+	atomic_init(&r->rewind, UINT64_MAX);
 	pthread_once(&g.key_once, make_key);
 	pthread_setspecific(g.key, r);
 	r->next = atomic_load_explicit(&g.list, memory_order_relaxed);
@@ -86,6 +111,27 @@ static struct ring *ring_create(void)
 	tls_ring = r;
 	tls_creating = false;
 	return r;
+}
+
+/* Events a ring has taken (head less the slots rewinds jumped over). This function can't fail. */
+static uint64_t pushed_of(struct ring *r)
+{
+	uint64_t skipped = atomic_load_explicit(&r->skipped, memory_order_relaxed);
+	return atomic_load_explicit(&r->head, memory_order_relaxed) - skipped;
+}
+
+/* The first slot of the lap after index i. */
+static uint64_t next_lap(const struct ring *r, uint64_t i)
+{
+	return (i | r->mask) + 1;
+}
+
+/* Where the unconsumed part of r begins, seen from the producer with tail t: past the slots a
+ * rewind jumped over if the consumer has not reached the jump yet. */
+static uint64_t live_from(const struct ring *r, uint64_t t)
+{
+	uint64_t j = atomic_load_explicit(&r->jumped_from, memory_order_relaxed);
+	return t == j ? next_lap(r, j) : t;
 }
 
 /* Unlinks a dead, drained ring and frees it, keeping its counters. Consumer only. */
@@ -101,7 +147,7 @@ static void retire(struct ring *r)
 		p->next = r->next;
 	}
 	uint64_t dropped = atomic_load_explicit(&r->dropped, memory_order_relaxed);
-	g.retired_pushed += atomic_load_explicit(&r->head, memory_order_relaxed) + dropped;
+	g.retired_pushed += pushed_of(r) + dropped;
 	g.retired_dropped += dropped;
 	atomic_fetch_sub_explicit(&g.nrings, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&g.retire_lock);
@@ -117,7 +163,7 @@ static void totals(uint64_t *pushed, uint64_t *dropped)
 	*dropped = g.retired_dropped + lost;
 	for (struct ring *r = atomic_load_explicit(&g.list, memory_order_acquire); r; r = r->next) {
 		uint64_t d = atomic_load_explicit(&r->dropped, memory_order_relaxed);
-		*pushed += atomic_load_explicit(&r->head, memory_order_relaxed) + d;
+		*pushed += pushed_of(r) + d;
 		*dropped += d;
 	}
 	pthread_mutex_unlock(&g.retire_lock);
@@ -146,9 +192,18 @@ int sp_ring_push(const struct sp_event *ev)
 		return -1;
 	}
 	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-	if (head - r->tail_seen > r->mask) {
+	if (head == atomic_load_explicit(&r->rewind, memory_order_acquire)) {
+		/* the consumer emptied the ring at head and has not seen a push since: rewind */
+		uint64_t to = next_lap(r, head);
+		atomic_store_explicit(&r->jumped_from, head, memory_order_relaxed);
+		atomic_store_explicit(&r->skipped, atomic_load_explicit(&r->skipped, memory_order_relaxed) + (to - head),
+				      memory_order_relaxed);
+		r->tail_seen = head;
+		head = to; /* published by the release store of head below */
+	}
+	if (head - live_from(r, r->tail_seen) > r->mask) {
 		r->tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
-		if (head - r->tail_seen > r->mask) {
+		if (head - live_from(r, r->tail_seen) > r->mask) {
 			uint64_t d = atomic_load_explicit(&r->dropped, memory_order_relaxed);
 			atomic_store_explicit(&r->dropped, d + 1, memory_order_relaxed);
 			return -1;
@@ -156,6 +211,7 @@ int sp_ring_push(const struct sp_event *ev)
 	}
 	r->slot[head & r->mask] = *ev;
 	atomic_store_explicit(&r->head, head + 1, memory_order_release);
+	prefetch_for_write(&r->slot[(head + 1) & r->mask]);
 	return 0;
 }
 
@@ -169,6 +225,8 @@ uint64_t sp_ring_drain(sp_ring_fn fn, void *ctx)
 		int dead = atomic_load_explicit(&r->dead, memory_order_acquire);
 		uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
 		uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+		if (tail != head && tail == atomic_load_explicit(&r->jumped_from, memory_order_relaxed))
+			tail = next_lap(r, tail); /* the producer rewound here: skip to where it went */
 		n += head - tail;
 		for (; tail != head; tail++) {
 			fn(ctx, &r->slot[tail & r->mask]);
@@ -176,6 +234,8 @@ uint64_t sp_ring_drain(sp_ring_fn fn, void *ctx)
 				atomic_store_explicit(&r->tail, tail + 1, memory_order_release);
 		}
 		atomic_store_explicit(&r->tail, tail, memory_order_release);
+		if (tail & r->mask) /* empty, away from the ring's start: offer a rewind */
+			atomic_store_explicit(&r->rewind, tail, memory_order_release);
 		if (dead)
 			retire(r);
 	}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_ring.c - per-thread rings: with many producers and one consumer every event arrives in
- * its thread's order or is counted as dropped (pushed == received + dropped, exactly); exited
+ * its thread's order or is counted as dropped (pushed == received + dropped, exactly); a rewind to
+ * the ring's start keeps order and capacity; exited
  * threads' rings are freed once drained; a fork child's pushes touch nothing. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -128,6 +129,55 @@ static void test_full_ring_drops_exactly(void **state)
 	assert_int_equal(sp_ring_dropped() - dropped0, 1000 - S); /* freed ring's counts kept */
 }
 
+struct rewind_result {
+	uint64_t pushed, received, dropped;
+	int out_of_order;
+};
+
+/* Runs in a thread of its own (a fresh ring of 64 slots): pushes 40, drains (the ring is empty
+ * at 40: a rewind is offered), then fills the ring to the brim from the next lap's start and
+ * drains, twice over. Nothing may be dropped (a rewind keeps the full capacity) and nothing
+ * but the events pushed may come out (the slots jumped over hold an earlier lap's events). */
+static void *rewind_thread(void *arg)
+{
+	struct rewind_result *r = arg;
+	struct check c = { 0 };
+	uint64_t seq = 0;
+	for (int round = 0; round < 3; round++) {
+		int n = round ? 64 : 40;
+		for (int i = 0; i < n; i++, seq++) {
+			struct sp_event ev = { .kind = SP_EV_API, .tid = 0, .start = seq, .end = seq * 3, .corr = (uint32_t)seq };
+			r->dropped += sp_ring_push(&ev) < 0;
+		}
+		r->received += sp_ring_drain(consume, &c);
+		if (round == 0) { /* a second push after the offer: the one that rewinds, then more */
+			for (int i = 0; i < 10; i++, seq++) {
+				struct sp_event ev = { .kind = SP_EV_API, .start = seq, .end = seq * 3, .corr = (uint32_t)seq };
+				r->dropped += sp_ring_push(&ev) < 0;
+			}
+			r->received += sp_ring_drain(consume, &c);
+		}
+	}
+	r->pushed = seq;
+	r->out_of_order = c.out_of_order + (c.next[0] != seq);
+	return NULL;
+}
+
+static void test_rewind_keeps_order_and_capacity(void **state)
+{
+	sp_ring_configure(64);
+	uint64_t pushed0 = sp_ring_pushed();
+	struct rewind_result r = { 0 };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, rewind_thread, &r), 0);
+	pthread_join(th, NULL);
+	sp_ring_drain(consume, &(struct check){ 0 }); /* frees the dead ring */
+	assert_int_equal(r.dropped, 0);
+	assert_int_equal(r.out_of_order, 0);
+	assert_int_equal(r.received, r.pushed);
+	assert_int_equal(sp_ring_pushed() - pushed0, r.pushed); /* slots jumped over are not pushes */
+}
+
 /* Short-lived threads come and go while long ones push; all their rings end up freed. */
 static void test_exiting_threads_freed(void **state)
 {
@@ -196,6 +246,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_many_producers_one_consumer),
 		cmocka_unit_test(test_full_ring_drops_exactly),
+		cmocka_unit_test(test_rewind_keeps_order_and_capacity),
 		cmocka_unit_test(test_exiting_threads_freed),
 		cmocka_unit_test(test_fork_child_disabled),
 	};
