@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "intern.h"
 #include "log.h"
+#include "memory.h"
 #include "ring.h"
 #include "stacks.h"
 #include "writer.h"
@@ -202,6 +203,7 @@ static void stage_one(void *ctx, const struct sp_event *ev)
 static void *writer_main(void *arg)
 {
 	pthread_setname_np(pthread_self(), "stepprof-writer");
+	sp_mem_self = 1; /* its staging, zstd and CUPTI-flush allocations are stepprof's, not the program's */
 	for (;;) {
 		pthread_mutex_lock(&g.lock);
 		bool stopping = g.stopping, kicked = g.kicked;

@@ -2,8 +2,9 @@
 /* malloc.c - malloc family hooks. Each wrapper forwards to the real function (resolved with
  * RTLD_NEXT on first use) and, when the collector wants host allocations, reports the result.
  * Safe before main(), inside dlsym (which calls calloc: served from a static pool that free()
- * recognises and ignores) and on every thread, CUPTI's included; a per-thread guard keeps the
- * collector's own allocations out. When host tracking is off a call costs one comparison and a
+ * recognises and ignores) and on every thread, CUPTI's included; the per-thread sp_mem_self keeps
+ * stepprof's own allocations out (the collector's inside a report, the writer thread's, CUPTI
+ * activity buffers). When host tracking is off a call costs one comparison and a
  * tail call to the real function (the file is built without frame pointers for that). */
 #include <dlfcn.h>
 #include <errno.h>
@@ -28,7 +29,6 @@ static struct {
 
 static _Alignas(16) char pool[4096]; /* for dlsym's calloc during resolve() */
 static size_t pool_used;
-static __thread int guard;           /* inside a hook's report on this thread */
 
 static int in_pool(const void *p)
 {
@@ -65,10 +65,10 @@ static void resolve(void)
  * wrappers' usual path is a test and a tail call. */
 static __attribute__((noinline)) void *report_big(void *p, size_t size)
 {
-	if (p && !guard) {
-		guard = 1;
+	if (p && !sp_mem_self) {
+		sp_mem_self = 1;
 		sp_collector_host_alloc(p, size);
-		guard = 0;
+		sp_mem_self = 0;
 	}
 	return p;
 }
@@ -79,14 +79,14 @@ static inline void *report(void *p, size_t size)
 	return __builtin_expect(size >= sp_host_min_bytes, 0) ? report_big(p, size) : p;
 }
 
-/* Hands a release that may have been recorded to the collector (outside the guard). This function
- * can't fail. */
+/* Hands a release that may have been recorded to the collector (unless stepprof itself releases
+ * it). This function can't fail. */
 static __attribute__((noinline)) void report_free_slow(void *p)
 {
-	if (!guard) {
-		guard = 1;
+	if (!sp_mem_self) {
+		sp_mem_self = 1;
 		sp_collector_host_free(p);
-		guard = 0;
+		sp_mem_self = 0;
 	}
 }
 
