@@ -70,6 +70,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	mix_fix_allocator();
+	mix_prefault_heap();
 	CUdevice dev;
 	CUcontext ctx;
 	cu_check(cuInit(0), "cuInit");

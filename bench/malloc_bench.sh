@@ -13,7 +13,9 @@
 # time per round, median over rounds of the ratio to that round's baseline, recorded host
 # allocation events per step (from `stepprof dump`), and the stack capture cost per event =
 # (host-stacks - host-on) / events per step. Targets (issue 4): host-on <= 1.05x, host-off <= 1.01x.
-# Settings: ROUNDS (5), OPS (20000 malloc/free pairs per step), SKIP (5), ACTIVE (60).
+# Settings: ROUNDS (5), OPS (20000 malloc/free pairs per step), SKIP (5), ACTIVE (60), and CMP: another
+# build dir (e.g. the last commit's) whose library runs as two more configurations, cmp-host-off and
+# cmp-host-on, interleaved with the rest, so that a change is measured against it in one call.
 set -u
 BUILD=$(cd "${1:?usage: bench/malloc_bench.sh BUILD_DIR}" && pwd) || exit 2
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -25,8 +27,9 @@ OPS=${OPS:-20000}
 SKIP=${SKIP:-5}
 ACTIVE=${ACTIVE:-60}
 STEPS=$((SKIP + 1 + ACTIVE + 5))
-CONFIGS=(baseline baseline-again host-off host-on host-stacks)
-for f in "$BUILD/libstepprof.so" "$BUILD/stepprof"; do [ -e "$f" ] || { echo "missing $f: run make first"; exit 2; }; done
+CMP=${CMP:+$(cd "$CMP" && pwd)}
+CONFIGS=(baseline baseline-again host-off host-on host-stacks ${CMP:+cmp-host-off cmp-host-on})
+for f in "$BUILD/libstepprof.so" "$BUILD/stepprof" ${CMP:+"$CMP/libstepprof.so"}; do [ -e "$f" ] || { echo "missing $f: run make first"; exit 2; }; done
 [ "$ACTIVE" -ge 10 ] || { echo "ACTIVE must be >= 10"; exit 2; }
 for v in $(compgen -e | grep '^STEPPROF_'); do unset "$v"; done
 unset LD_PRELOAD CUDA_INJECTION64_PATH
@@ -40,13 +43,15 @@ gcc -std=gnu11 -O2 -Wall -I"$CUDA_HOME/include" "$HERE/malloc_bench.c" -o "$BIN"
 # ini CONFIG: writes and checks $OUT/CONFIG.ini
 ini() {
 	local f=$OUT/$1.ini host=false stacks=false
-	case $1 in host-on) host=true ;; host-stacks) host=true stacks=true ;; esac
+	case ${1#cmp-} in host-on) host=true ;; host-stacks) host=true stacks=true ;; esac
 	{
 		printf '[profile]\nenabled = true\noutput = trace\n' # relative: each run's own directory
 		printf '[schedule]\nskip_first = %s\nwait = 0\nwarmup = 1\nactive = %s\nrepeat = 1\n' "$SKIP" "$ACTIVE"
 		printf '[marker]\nkind = api\npattern = cuCtxSynchronize*\n'
 		printf '[activities]\nhost_malloc = %s\nstacks = %s\n' "$host" "$stacks"
-		printf '[limits]\nring_events = 256K\n' # room for many steps' events between writer passes
+		# ring: room for many steps' events between writer passes; CUPTI buffers of a size the
+		# program never allocates, so that one recorded as the program's (a defect) is seen
+		printf '[limits]\nring_events = 256K\ncupti_buffer_bytes = 3M\n'
 	} >"$f"
 	"$BUILD/stepprof" check "$f" >"$OUT/$1.check.log" 2>&1 || { cat "$OUT/$1.check.log"; echo "stepprof check $f failed"; exit 1; }
 }
@@ -62,7 +67,9 @@ for ((r = 0; r < ROUNDS; r++)); do
 		if [ "${c%-again}" = baseline ]; then
 			(cd "$d" && timeout 300 "$BIN" "$STEPS" "$OPS" >stdout.log 2>stderr.log)
 		else
-			(cd "$d" && STEPPROF_CONFIG=$OUT/$c.ini LD_PRELOAD=$BUILD/libstepprof.so \
+			lib=$BUILD/libstepprof.so
+			[ "${c#cmp-}" != "$c" ] && lib=$CMP/libstepprof.so
+			(cd "$d" && STEPPROF_CONFIG=$OUT/$c.ini LD_PRELOAD=$lib \
 				timeout 300 "$BIN" "$STEPS" "$OPS" >stdout.log 2>stderr.log)
 		fi
 		rc=$?
@@ -78,7 +85,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 	done
 done
 
-"$PY" - "$OUT" "$SKIP" "$ACTIVE" "$ROUNDS" "$OPS" "$HERE/../tests/gpu" <<'PY'
+"$PY" - "$OUT" "$SKIP" "$ACTIVE" "$ROUNDS" "$OPS" "$HERE/../tests/gpu" "${CONFIGS[*]}" <<'PY'
 import json, os, statistics, sys
 out, gpu_dir = sys.argv[1], sys.argv[6]
 skip, active, rounds, ops = (int(x) for x in sys.argv[2:6])
@@ -87,8 +94,8 @@ sys.path.insert(0, os.path.join(gpu_dir, "..", "..", "bench"))
 import dumputil as du
 from bench import quartile1
 
-configs = ["baseline", "baseline-again", "host-off", "host-on", "host-stacks"]
-targets = {"host-off": 1.01, "host-on": 1.05}
+configs = sys.argv[7].split()
+targets = {"host-off": 1.01, "host-on": 1.05, "cmp-host-off": 1.01, "cmp-host-on": 1.05}
 first, last = skip + 3, skip + active - 2          # measured steps (0-based iterations)
 runs, problems = {}, []
 for c in configs:
@@ -123,12 +130,15 @@ for c in configs:
                 and not (x.kind == "alloc" and x.int("addr") == 0 and x.int("size") == 0)
                 and du.step_of(measured, x.start) is not None]
         rec["events_per_step"] = len(host) / max(len(measured), 1)
+        own = [x for x in dump.of("alloc") if x.text("mem") == "host" and x.int("size", 0) == 3 << 20]
+        if own:
+            problems.append(f"{c} round {r}: {len(own)} of stepprof's own CUPTI buffers recorded as the program's host memory")
         allocs = [x for x in host if x.kind == "alloc"]  # a free has a stack only if its allocation was recorded
         rec["with_stack"] = sum(1 for x in allocs if x.int("stack", 0))
         rec["dropped"] = sum(x.int("dropped", 0) for x in dump.of("window_end"))
-        if c == "host-off" and host:
+        if c.endswith("host-off") and host:
             problems.append(f"{c} round {r}: {len(host)} host events recorded with host_malloc = false")
-        if c != "host-off" and not host:
+        if not c.endswith("host-off") and not host:
             problems.append(f"{c} round {r}: no host allocation event recorded")
         if c == "host-stacks" and rec["with_stack"] < len(allocs):
             problems.append(f"{c} round {r}: {len(allocs) - rec['with_stack']} of {len(allocs)} allocations have no stack")
