@@ -48,7 +48,7 @@ static struct {
 } M;
 
 _Atomic uint64_t sp_mem_host_seen[1u << 14];
-__thread int sp_mem_self;
+__thread volatile int sp_mem_self;
 
 /* The critical sections are a few table probes (rarely a rebuild): spin briefly, then yield, so
  * a holder that was preempted gets the CPU back. This function can't fail. */

@@ -14,8 +14,9 @@
 /* Nonzero while the calling thread allocates for stepprof itself (the writer thread always, CUPTI
  * activity buffers): the malloc hooks leave such allocations and releases out of the program's
  * host memory. Set and restore it around the allocation; initial-exec TLS, one load in a hook's
- * slow path. */
-extern __thread int sp_mem_self;
+ * slow path. volatile: the compiler takes malloc for a function that reads no program memory and
+ * would drop the store before one as dead. */
+extern __thread volatile int sp_mem_self;
 
 /* Records an allocation of size bytes at addr (kind = enum sp_mem_kind; device ordinal, or -1
  * for host kinds). record: also push an SP_EV_ALLOC event. This function can't fail (an
