@@ -753,13 +753,13 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 		return;
 	const CUpti_CallbackData *cd = data;
 	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
-	if (d && T.in_rt_launch && is_launch(dom, cbid))
+	/* a kernel launch counts once: at the runtime call, or at a driver call made outside one */
+	int launch = is_launch(dom, cbid);
+	if (launch && d && T.in_rt_launch)
 		return; /* the driver launch inside a runtime launch: that one is counted and recorded */
 	int api_mk = cbid < 1024 && G.api_marker[d][cbid] &&
 		     (G.cfg.marker_kind == SP_MARK_API || G.cfg.marker_kind == SP_MARK_PROFILER_RANGE);
 	uint64_t t = sp_now_ns();
-	/* a kernel launch counts once: at the runtime call, or at a driver call made outside one */
-	int launch = is_launch(dom, cbid) && (!d || !T.in_rt_launch);
 	if (cd->callbackSite == CUPTI_API_ENTER) {
 		T.cur_cb[d] = cbid;
 		if (!d) {
