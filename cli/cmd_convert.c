@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "export.h"
 #include "nccl.h"
+#include "steps.h"
 
 struct convert_opts {
 	const char *trace;
@@ -29,7 +30,7 @@ struct slice {
 	struct sp_window w;     /* the cut; its events in ev[0..w.n) */
 	struct sp_event *ev;
 	size_t cap;
-	struct sp_idset corr;   /* correlation ids of the CPU calls kept */
+	struct sp_calls calls;  /* the window's CUDA calls: where its GPU work belongs */
 };
 
 static int step_wanted(const struct convert_opts *o, const struct sp_event *e)
@@ -38,8 +39,8 @@ static int step_wanted(const struct convert_opts *o, const struct sp_event *e)
 }
 
 /* Window w cut to the steps --steps selects: those steps, the CPU records that start inside them,
- * the GPU work their calls launched (by correlation id; work without one if it overlaps them) and
- * the window's drop records. Returns w itself without --steps, the cut (in s, valid until the next
+ * the GPU work their calls launched (placed by sp_calls_anchor, the rule of the report's per-step
+ * rows) and the window's drop records. Returns w itself without --steps, the cut (in s, valid until the next
  * call) or NULL if w holds none of the steps. Exits the CLI if memory runs out. */
 static const struct sp_window *cut(const struct convert_opts *o, const struct sp_window *w, struct slice *s)
 {
@@ -59,12 +60,7 @@ static const struct sp_window *cut(const struct convert_opts *o, const struct sp
 	}
 	if (first == INT64_MAX)
 		return NULL;
-	sp_idset_clear(&s->corr);
-	for (size_t i = 0; i < w->n; i++) {
-		const struct sp_event *e = &w->ev[i];
-		if (!sp_ev_is_gpu(e) && e->kind != SP_EV_STEP && e->corr && e->start >= s0 && e->start < s1)
-			sp_idset_add(&s->corr, e->corr);
-	}
+	sp_calls_index(&s->calls, w);
 	s->w = *w;
 	s->w.n = 0;
 	s->w.first_step = first;
@@ -78,10 +74,10 @@ static const struct sp_window *cut(const struct convert_opts *o, const struct sp
 			keep = step_wanted(o, e);
 		else if (e->kind == SP_EV_DROPPED)
 			keep = 1;
-		else if (sp_ev_is_gpu(e))
-			keep = e->corr ? sp_idset_has(&s->corr, e->corr) : e->start < s1 && e->end > s0;
-		else
-			keep = e->start >= s0 && e->start < s1;
+		else {
+			uint64_t at = sp_ev_is_gpu(e) ? sp_calls_anchor(&s->calls, e) : e->start;
+			keep = at >= s0 && at < s1;
+		}
 		if (!keep)
 			continue;
 		s->ev = sp_xgrow(s->ev, &s->cap, sizeof(*s->ev), s->w.n);
@@ -96,7 +92,7 @@ static const struct sp_window *cut(const struct convert_opts *o, const struct sp
 static void slice_free(struct slice *s)
 {
 	free(s->ev);
-	sp_idset_free(&s->corr);
+	sp_calls_free(&s->calls);
 }
 
 struct rank_in {                /* one trace of --merge-ranks */

@@ -20,7 +20,7 @@ static int cmp_iv(const void *a, const void *b)
 
 static int cmp_call(const void *a, const void *b)
 {
-	const struct sp_steps_call *x = a, *y = b;
+	const struct sp_calls_one *x = a, *y = b;
 	return x->corr != y->corr ? (x->corr < y->corr ? -1 : 1) : cmp_u64(x->t, y->t);
 }
 
@@ -35,18 +35,38 @@ static int cmp_i64p(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* CPU start of the call with correlation id corr among calls[0..n) (sorted), or 0 if none. */
-static uint64_t call_start(const struct sp_steps_call *calls, size_t n, uint32_t corr)
+void sp_calls_index(struct sp_calls *c, const struct sp_window *w)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
+	c->n = 0;
+	for (size_t i = 0; i < w->n; i++) {
+		const struct sp_event *e = &w->ev[i];
+		if (e->kind != SP_EV_API || !e->corr)
+			continue;
+		c->v = sp_xgrow(c->v, &c->cap, sizeof(*c->v), c->n);
+		c->v[c->n++] = (struct sp_calls_one){ e->corr, e->start };
+	}
+	sp_sort(c->v, c->n, sizeof(*c->v), cmp_call);
+}
+
+uint64_t sp_calls_anchor(const struct sp_calls *c, const struct sp_event *e)
+{
+	size_t lo = 0, hi = c->n;
+	if (!e->corr)
+		return e->start;
+	while (lo < hi) { /* first call with an id >= e's */
 		size_t mid = (lo + hi) / 2;
-		if (calls[mid].corr < corr)
+		if (c->v[mid].corr < e->corr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < n && calls[lo].corr == corr ? calls[lo].t : 0;
+	return lo < c->n && c->v[lo].corr == e->corr && c->v[lo].t ? c->v[lo].t : e->start;
+}
+
+void sp_calls_free(struct sp_calls *c)
+{
+	free(c->v);
+	*c = (struct sp_calls){ 0 };
 }
 
 /* The step among st[0..n) (sorted by start, not overlapping) whose span holds t, or NULL. */
@@ -84,7 +104,7 @@ uint64_t sp_median_u64(uint64_t *v, size_t n)
 
 uint64_t sp_steps_add_window(struct sp_steps *s, struct sp_trace_reader *r, const struct sp_window *w)
 {
-	size_t niv = 0, ncalls = 0, first_st = s->n, nst, m = 0;
+	size_t niv = 0, first_st = s->n, nst, m = 0;
 	struct sp_step_stat *st;
 	uint64_t busy = 0;
 
@@ -95,26 +115,18 @@ uint64_t sp_steps_add_window(struct sp_steps *s, struct sp_trace_reader *r, cons
 			s->st = sp_xrealloc(s->st, (s->n + 1) * sizeof(*s->st));
 			s->st[s->n++] = (struct sp_step_stat){ .number = e->u.step.number, .window = w->id,
 							       .start = e->start, .end = e->end };
-		} else if (e->kind == SP_EV_API && e->corr) {
-			if (ncalls == s->callcap) {
-				s->callcap = s->callcap ? s->callcap * 2 : 1024;
-				s->calls = sp_xrealloc(s->calls, s->callcap * sizeof(*s->calls));
-			}
-			s->calls[ncalls++] = (struct sp_steps_call){ e->corr, e->start };
 		}
 	}
+	sp_calls_index(&s->calls, w);
 	st = s->st + first_st;
 	nst = s->n - first_st;
-	if (ncalls)
-		sp_sort(s->calls, ncalls, sizeof(*s->calls), cmp_call);
 
 	for (size_t i = 0; i < w->n; i++) {
 		const struct sp_event *e = &w->ev[i];
 		if (!sp_ev_is_gpu(e))
 			continue;
 		uint64_t d = e->end > e->start ? e->end - e->start : 0;
-		uint64_t cpu = e->corr ? call_start(s->calls, ncalls, e->corr) : 0;
-		struct sp_step_stat *in = step_at(st, nst, cpu ? cpu : e->start);
+		struct sp_step_stat *in = step_at(st, nst, sp_calls_anchor(&s->calls, e));
 		if (in && e->kind == SP_EV_KERNEL) {
 			in->kernels++;
 			in->kernel_ns += d;
@@ -311,7 +323,7 @@ void sp_steps_free(struct sp_steps *s)
 {
 	free(s->st);
 	free(s->iv);
-	free(s->calls);
+	sp_calls_free(&s->calls);
 	free(s->nccl);
 	memset(s, 0, sizeof(*s));
 }

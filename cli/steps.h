@@ -20,14 +20,28 @@ struct sp_step_stat {
 	uint64_t busy, idle;    /* ns of the step's span with GPU work running; its longest gap */
 };
 
+/* A window's CUDA calls by correlation id: what places its GPU work among its steps. */
+struct sp_calls {
+	struct sp_calls_one { uint32_t corr; uint64_t t; } *v; /* sorted by id, then start */
+	size_t n, cap;
+};
+
+/* Indexes the CUDA API calls of window w (those with a correlation id) into c, replacing what
+ * it held. Exits the CLI if memory runs out; otherwise can't fail. */
+void sp_calls_index(struct sp_calls *c, const struct sp_window *w);
+/* The CPU time that places GPU record e among steps: the start of the call that launched it
+ * (same correlation id), or e's own start when that call is not in the window (no id, or its
+ * record was lost). `report`, `steps` and `convert --steps` all count GPU work by this rule. */
+uint64_t sp_calls_anchor(const struct sp_calls *c, const struct sp_event *e);
+void sp_calls_free(struct sp_calls *c);
+
 struct sp_steps {
 	struct sp_step_stat *st; /* recorded steps, window after window */
 	size_t n;
 	/* scratch */
 	struct sp_steps_iv { uint64_t s, e; } *iv;  /* GPU intervals of one window */
 	size_t ivcap;
-	struct sp_steps_call { uint32_t corr; uint64_t t; } *calls; /* its CUDA calls, by correlation id */
-	size_t callcap;
+	struct sp_calls calls;  /* its CUDA calls */
 	uint8_t *nccl;          /* by name id: 0 unknown, 1 not an NCCL kernel, 2 an NCCL kernel */
 	size_t ncap;
 };

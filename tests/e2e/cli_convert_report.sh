@@ -45,6 +45,14 @@ $CHECK s.w0.json --nested --steps 6 --flows 3 --count kernel=2 --count gpu_memcp
 [ "$(ls t.w*.json | tr '\n' ' ')" = "t.w0.json t.w1.json " ] || fail "--steps 7-15 files: $(ls)"
 $CHECK t.w0.json --steps 7 --count kernel=4 --count nccl=1
 $CHECK t.w1.json --steps 15 --count kernel=1
+# every step: the kernels `convert --steps N` keeps are the ones the report's per-step row counts
+"$B/stepprof" report run.sptrace --window all >perstep.txt || fail "report --window all"
+for n in 5 6 7 15 16; do
+	k=$(sed -n '/^Per step/,/^$/p' perstep.txt | awk -v n=$n '$1 == n { print $4 }')
+	[ -n "$k" ] || fail "no per-step row for step $n: $(cat perstep.txt)"
+	"$B/stepprof" convert run.sptrace --steps $n -o p$n.json 2>/dev/null || fail "--steps $n"
+	$CHECK p$n.w*.json --steps $n --count kernel=$k
+done
 set +e
 "$B/stepprof" convert run.sptrace --steps 8-9 2>steps.log; rc=$?
 set -e

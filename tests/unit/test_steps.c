@@ -145,6 +145,33 @@ static void diff(void **state)
 	assert_int_equal(rc, 2);
 }
 
+/* Where GPU work belongs: at its launching call's start; at its own start without an id, or when
+ * the call's record is not in the window (lost to a full ring). */
+static void anchor_rule(void **state)
+{
+	struct sp_event ev[] = {
+		{ .kind = SP_EV_API, .corr = 7, .start = 300, .end = 310 },
+		{ .kind = SP_EV_API, .corr = 5, .start = 100, .end = 110 },
+		{ .kind = SP_EV_API, .corr = 0, .start = 50, .end = 60 },     /* no id: not indexed */
+		{ .kind = SP_EV_KERNEL, .corr = 7, .start = 900, .end = 950 },
+		{ .kind = SP_EV_KERNEL, .corr = 9, .start = 920, .end = 960 }, /* its call was lost */
+		{ .kind = SP_EV_MEMCPY, .corr = 0, .start = 940, .end = 990 },
+		{ .kind = SP_EV_KERNEL, .corr = 5, .start = 980, .end = 999 },
+	};
+	struct sp_window w = { .ev = ev, .n = sizeof ev / sizeof *ev };
+	struct sp_calls c = { 0 };
+	sp_calls_index(&c, &w);
+	assert_int_equal(c.n, 2);
+	assert_int_equal(sp_calls_anchor(&c, &ev[3]), 300);
+	assert_int_equal(sp_calls_anchor(&c, &ev[4]), 920);
+	assert_int_equal(sp_calls_anchor(&c, &ev[5]), 940);
+	assert_int_equal(sp_calls_anchor(&c, &ev[6]), 100);
+	w.n = 0; /* an empty window empties the index */
+	sp_calls_index(&c, &w);
+	assert_int_equal(sp_calls_anchor(&c, &ev[3]), 900);
+	sp_calls_free(&c);
+}
+
 static void errors(void **state)
 {
 	char *none[] = { "steps" }, *opt[] = { "steps", "--bogus" }, *missing[] = { "steps", "/nonexistent/x.sptrace" };
@@ -164,6 +191,7 @@ int main(void)
 		cmocka_unit_test(one_rank),
 		cmocka_unit_test(two_ranks),
 		cmocka_unit_test(diff),
+		cmocka_unit_test(anchor_rule),
 		cmocka_unit_test(errors),
 	};
 	return cmocka_run_group_tests(tests, setup, remove_scratch);
