@@ -36,18 +36,19 @@
 
 static int mode; /* 0 none, 1 table, 2 table and recording */
 
-/* What the free hook does (the inlined filter, then sp_collector_host_free). */
+/* What the free hook does with glibc (the inlined filter on the chunk size before the block, then
+ * sp_collector_host_free). */
 static void tracked_free(void *p)
 {
-	if (mode && p && sp_mem_host_maybe((uint64_t)(uintptr_t)p))
-		sp_mem_free(SP_MEM_HOST, (uint64_t)(uintptr_t)p, mode == 2 ? sp_now_ns() : 0, mode == 2);
+	if (mode && p && (((const size_t *)p)[-1] & ~(size_t)7) >= MIN_BYTES)
+		sp_mem_free(SP_MEM_HOST, (uint64_t)(uintptr_t)p, mode == 2 ? sp_fast_ns() : 0, mode == 2);
 }
 
 /* What the malloc hook does for a block of n bytes (sp_collector_host_alloc). */
 static void tracked_alloc(void *p, size_t n)
 {
 	if (mode && n >= MIN_BYTES)
-		sp_mem_alloc(SP_MEM_HOST, -1, (uint64_t)(uintptr_t)p, n, 0, mode == 2 ? sp_now_ns() : sp_coarse_ns(), mode == 2);
+		sp_mem_alloc(SP_MEM_HOST, -1, (uint64_t)(uintptr_t)p, n, 0, mode == 2 ? sp_fast_ns() : sp_coarse_ns(), mode == 2);
 }
 
 #define MIX_FREEING(p) tracked_free(p)

@@ -134,6 +134,9 @@ for c in configs:
         if own:
             problems.append(f"{c} round {r}: {len(own)} of stepprof's own CUPTI buffers recorded as the program's host memory")
         allocs = [x for x in host if x.kind == "alloc"]  # a free has a stack only if its allocation was recorded
+        frees = len(host) - len(allocs)
+        if allocs and frees < 0.9 * len(allocs):  # each step frees about as many tracked blocks as it makes
+            problems.append(f"{c} round {r}: {frees} frees for {len(allocs)} allocations: the free filter misses recorded blocks")
         rec["with_stack"] = sum(1 for x in allocs if x.int("stack", 0))
         rec["dropped"] = sum(x.int("dropped", 0) for x in dump.of("window_end"))
         if c.endswith("host-off") and host:

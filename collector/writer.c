@@ -212,6 +212,7 @@ static void *writer_main(void *arg)
 		g.kicked = false;
 		pthread_mutex_unlock(&g.lock);
 
+		sp_fast_anchor();
 		if (tick)
 			tick(tick_ctx);
 		uint64_t drained = sp_ring_drain(stage_one, NULL);

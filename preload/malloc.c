@@ -25,6 +25,7 @@ static struct {
 	void *(*memalign)(size_t, size_t);
 	void *(*valloc)(size_t);
 	int resolving;               /* inside resolve(): dlsym's allocations come from the pool */
+	int glibc_sizes;             /* the real free is glibc's: a block's chunk size precedes it */
 } R;
 
 static _Alignas(16) char pool[4096]; /* for dlsym's calloc during resolve() */
@@ -57,6 +58,12 @@ static void resolve(void)
 	R.aligned_alloc = dlsym(RTLD_NEXT, "aligned_alloc");
 	R.memalign = dlsym(RTLD_NEXT, "memalign");
 	R.valloc = dlsym(RTLD_NEXT, "valloc");
+#if defined(__x86_64__) || defined(__i386__)
+	/* glibc exports its free as __libc_free too; another allocator interposed in front of it
+	 * (jemalloc, tcmalloc) has a free of its own and keeps the bitmap filter. x86 only: where
+	 * glibc tags memory (aarch64 MTE) the word before a block is not the block's to read. */
+	R.glibc_sizes = R.free && R.free == (void (*)(void *))dlsym(RTLD_NEXT, "__libc_free");
+#endif
 	R.resolving = 0;
 }
 
@@ -90,11 +97,21 @@ static __attribute__((noinline)) void report_free_slow(void *p)
 	}
 }
 
+/* 0 if p (not NULL) was certainly never recorded. With glibc, from the chunk size in the word
+ * before the block (the line free() reads next anyway): a block smaller than the threshold was not
+ * recorded, whatever its address. Else one bitmap test (memory.h). */
+static inline int maybe_recorded(void *p)
+{
+	if (R.glibc_sizes)
+		return (((const size_t *)p)[-1] & ~(size_t)7) >= sp_host_min_bytes; /* 7: glibc's flag bits */
+	return sp_mem_host_maybe((uint64_t)(uintptr_t)p);
+}
+
 /* Reports a release if the block may have been recorded: a load and a comparison when tracking
- * is off, and one bitmap test for blocks never recorded. */
+ * is off, and one more load and comparison for a block never recorded. */
 static inline void report_free(void *p)
 {
-	if (__builtin_expect(sp_host_min_bytes != SIZE_MAX, 0) && p && sp_mem_host_maybe((uint64_t)(uintptr_t)p))
+	if (__builtin_expect(sp_host_min_bytes != SIZE_MAX, 0) && p && maybe_recorded(p))
 		report_free_slow(p);
 }
 

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/* clock.c - the anchor behind sp_fast_ns (clock.h): pairs of (time-stamp counter, CLOCK_MONOTONIC)
+ * taken by the writer thread, published under a sequence counter. Only the writer writes it. */
+#include <stdio.h>
+#include <string.h>
+#include "clock.h"
+
+#define MAX_PAIR_TICKS 20000  /* a pair whose two counter reads lie further apart was interrupted */
+#define MIN_BASELINE_NS 1000000ull
+
+struct sp_tsc_anchor sp_tsc;
+
+static struct {
+	int checked, usable;     /* clocksource looked at; it is the TSC */
+	uint64_t first_tsc, first_ns;
+} A;
+
+/* 1 if the kernel keeps CLOCK_MONOTONIC with the TSC (then the counter is invariant and in step
+ * across CPUs, or the kernel would have dropped it). */
+static int clocksource_is_tsc(void)
+{
+	char cs[32] = "";
+	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+	if (!f)
+		return 0;
+	if (!fgets(cs, sizeof cs, f))
+		cs[0] = 0;
+	fclose(f);
+	return !strcmp(cs, "tsc\n");
+}
+
+void sp_fast_anchor(void)
+{
+#if defined(__x86_64__)
+	if (!A.checked) {
+		A.checked = 1;
+		A.usable = clocksource_is_tsc();
+	}
+	if (!A.usable)
+		return;
+	uint64_t a = __rdtsc(), ns = sp_now_ns(), b = __rdtsc();
+	if (b - a > MAX_PAIR_TICKS)
+		return;
+	uint64_t tsc = a + (b - a) / 2;
+	if (!A.first_tsc) {
+		A.first_tsc = tsc;
+		A.first_ns = ns;
+		return;
+	}
+	if (ns - A.first_ns < MIN_BASELINE_NS || tsc <= A.first_tsc)
+		return;
+	uint64_t mult = (uint64_t)(((unsigned __int128)(ns - A.first_ns) << 32) / (tsc - A.first_tsc));
+	uint32_t s = atomic_load_explicit(&sp_tsc.seq, memory_order_relaxed);
+	atomic_store_explicit(&sp_tsc.seq, s + 1, memory_order_relaxed); /* odd: readers retry */
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&sp_tsc.tsc0, tsc, memory_order_relaxed);
+	atomic_store_explicit(&sp_tsc.ns0, ns, memory_order_relaxed);
+	atomic_store_explicit(&sp_tsc.mult, mult, memory_order_relaxed);
+	atomic_store_explicit(&sp_tsc.seq, s + 2, memory_order_release);
+#endif
+}
