@@ -5,8 +5,13 @@
 #include <string.h>
 #include "clock.h"
 
-#define MAX_PAIR_TICKS 20000  /* a pair whose two counter reads lie further apart was interrupted */
-#define MIN_BASELINE_NS 1000000ull
+/* A pair is (counter, clock) with the counter read before and after the clock: its error is half
+ * their distance. Pairs wider than MAX_PAIR_TICKS (under a microsecond at 2-4 GHz) were
+ * interrupted and are not used; the rate waits for MIN_BASELINE_NS between the first pair and the
+ * current one, so that two pairs' errors make at most 1e-4 of it (200 ns over a 2 ms pass, the
+ * worst case; a pair is usually 25 ns wide). */
+#define MAX_PAIR_TICKS 2000
+#define MIN_BASELINE_NS 10000000ull
 
 struct sp_tsc_anchor sp_tsc;
 

@@ -40,9 +40,9 @@ extern struct sp_tsc_anchor sp_tsc;
 /* The trace clock from the CPU's time-stamp counter: one RDTSC (not serialising, unlike the
  * vDSO's) and a multiply against an anchor the writer thread refreshes every pass. For paths that
  * stamp every host allocation, where clock_gettime's serialisation stalls a memory-bound program.
- * Within about a microsecond of sp_now_ns (the rate error over one pass), usually a few ns. Before
- * the first anchor, off x86-64, or where the kernel does not use the TSC as its clocksource, it is
- * sp_now_ns. This function can't fail. */
+ * Within a microsecond of sp_now_ns at worst (an anchor pair's width plus the rate's error over
+ * one pass), usually tens of ns. For the first 10 ms of the writer, off x86-64, or where the
+ * kernel does not use the TSC as its clocksource, it is sp_now_ns. This function can't fail. */
 static inline uint64_t sp_fast_ns(void)
 {
 #if defined(__x86_64__)
@@ -67,7 +67,7 @@ static inline uint64_t sp_fast_ns(void)
 }
 
 /* Refreshes sp_fast_ns's anchor (the writer thread, every pass; one thread only). The first call
- * checks the clocksource; the rate comes from the first anchor to this one, once they are 1 ms
+ * checks the clocksource; the rate comes from the first anchor to this one, once they are 10 ms
  * apart. This function can't fail (a check that fails leaves sp_fast_ns on sp_now_ns). */
 void sp_fast_anchor(void);
 
