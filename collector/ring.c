@@ -28,7 +28,7 @@ struct ring {
 	_Atomic uint64_t dropped;       /* pushes lost to a full ring; only the producer stores */
 	_Atomic uint64_t jumped_from;   /* head at the last rewind (UINT64_MAX: none yet) */
 	_Atomic uint64_t skipped;       /* slots jumped over, all rewinds; only the producer stores */
-	uint64_t tail_seen;             /* producer's last view of tail */
+	uint64_t tail_seen;             /* producer's last view of where unconsumed slots begin */
 	/* consumer side, own cache line */
 	_Alignas(64) _Atomic uint64_t tail; /* slots consumed or skipped */
 	_Atomic uint64_t rewind;        /* the producer may rewind if head is still here (UINT64_MAX: no) */
@@ -126,14 +126,6 @@ static uint64_t next_lap(const struct ring *r, uint64_t i)
 	return (i | r->mask) + 1;
 }
 
-/* Where the unconsumed part of r begins, seen from the producer with tail t: past the slots a
- * rewind jumped over if the consumer has not reached the jump yet. */
-static uint64_t live_from(const struct ring *r, uint64_t t)
-{
-	uint64_t j = atomic_load_explicit(&r->jumped_from, memory_order_relaxed);
-	return t == j ? next_lap(r, j) : t;
-}
-
 /* Unlinks a dead, drained ring and frees it, keeping its counters. Consumer only. */
 static void retire(struct ring *r)
 {
@@ -198,12 +190,13 @@ int sp_ring_push(const struct sp_event *ev)
 		atomic_store_explicit(&r->jumped_from, head, memory_order_relaxed);
 		atomic_store_explicit(&r->skipped, atomic_load_explicit(&r->skipped, memory_order_relaxed) + (to - head),
 				      memory_order_relaxed);
-		r->tail_seen = head;
+		r->tail_seen = to; /* what lies before it is consumed or jumped over */
 		head = to; /* published by the release store of head below */
 	}
-	if (head - live_from(r, r->tail_seen) > r->mask) {
+	if (head - r->tail_seen > r->mask) {
+		/* a tail still at the jump (the consumer has not seen it) only understates the room */
 		r->tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
-		if (head - live_from(r, r->tail_seen) > r->mask) {
+		if (head - r->tail_seen > r->mask) {
 			uint64_t d = atomic_load_explicit(&r->dropped, memory_order_relaxed);
 			atomic_store_explicit(&r->dropped, d + 1, memory_order_relaxed);
 			return -1;
