@@ -57,7 +57,8 @@ static struct {
 	int64_t step;                 /* current step, -1 before the first marker */
 	enum sp_action action;        /* action of the current step */
 	uint64_t step_start;          /* trace-clock start of the current step */
-	int collecting;               /* activity kinds and recording callbacks on */
+	int collecting;               /* recording callbacks on; activity kinds wanted */
+	int activities_on;            /* activity kinds enabled (off only once windows have closed) */
 	int done;                     /* schedule exhausted: nothing more will be recorded */
 	uint32_t next_window_id;
 	struct window win[MAX_WINDOWS];
@@ -495,17 +496,37 @@ static void window_context(uint64_t t)
 		sp_mem_snapshot(t);
 }
 
-/* Switches activity kinds and recording callbacks to what `act` needs. */
+/* Switches recording callbacks to what `act` needs, and activity kinds on if it needs them.
+ * Activity kinds go off later, from the writer's tick once no window is open or closing
+ * (activities_idle): a window often ends inside an API exit callback (cudaProfilerStop), where
+ * CUPTI must not be reconfigured, and disabling a kind there lost the last step's records that
+ * CUPTI had not yet handed over (seen once on CUDA 13: all 10 GPU operations of that step). */
 static void set_collecting(enum sp_action act)
 {
 	int want = act != SP_ACT_NONE && !G.disabled;
 	if (want && !G.collecting && start_writer() < 0)
 		want = 0;
+	if (want && !G.activities_on) {
+		set_activities(1);
+		G.activities_on = 1;
+	}
 	if (want != G.collecting) {
 		G.collecting = want;
-		set_activities(want);
 		apply_callbacks();
 	}
+}
+
+/* Turns activity kinds off when nothing wants them any more: not collecting, and every window
+ * written. Writer thread (its tick), under G.lock. This function can't fail. */
+static void activities_idle(void)
+{
+	if (!G.activities_on || G.collecting)
+		return;
+	for (int i = 0; i < MAX_WINDOWS; i++)
+		if (G.win[i].used)
+			return;
+	set_activities(0);
+	G.activities_on = 0;
 }
 
 /* Ends the current step at time t; corr is the correlation id of the CUDA call that is the
@@ -990,6 +1011,8 @@ static void writer_tick(void *ctx)
 	pthread_mutex_lock(&G.lock);
 	for (int i = 0; i < MAX_WINDOWS; i++)
 		closing |= G.win[i].used && G.win[i].closing;
+	if (!closing)
+		activities_idle();
 	pthread_mutex_unlock(&G.lock);
 	if (!closing)
 		return;

@@ -149,12 +149,6 @@ void sp_mem_alloc(int kind, int device, uint64_t addr, uint64_t size, uint32_t s
 {
 	struct alloc a = { key_of(kind, addr), size, t, stack, (uint8_t)kind, 0 };
 	a.slot = is_host(kind) || device < 0 || device >= SP_MEM_HOST_SLOT ? SP_MEM_HOST_SLOT : (uint8_t)device;
-	if (kind == SP_MEM_HOST) { /* set the free filter's bit; a program's blocks reuse addresses, so it
-				    * is set already as a rule and the line stays shared between cores */
-		uint32_t b = sp_mem_seen_bit(addr);
-		if (!sp_mem_host_maybe(addr))
-			atomic_fetch_or_explicit(&sp_mem_host_seen[b >> 6], 1ull << (b & 63), memory_order_relaxed);
-	}
 	lock();
 	struct level *l = level(a.slot);
 	l->live += size;

@@ -25,13 +25,24 @@ void sp_mem_alloc(int kind, int device, uint64_t addr, uint64_t size, uint32_t s
 /* Records the release of addr (kind as at allocation; VMM handles and pointers are kept apart).
  * Unknown addresses change nothing. record: also push an SP_EV_FREE event. */
 void sp_mem_free(int kind, uint64_t addr, uint64_t t, int record);
-/* Host blocks ever recorded, one bit per address hash: set on allocation, never cleared (a stale
- * bit only costs a table lookup). Read through sp_mem_host_maybe. */
+/* The free filter for allocators other than glibc (whose chunk size before each block serves
+ * instead, preload/malloc.c): host blocks ever recorded, one bit per address hash, set by the
+ * malloc hooks through sp_mem_host_mark and never cleared (a stale bit only costs a table
+ * lookup). Read through sp_mem_host_maybe. */
 extern _Atomic uint64_t sp_mem_host_seen[1u << 14];
 
 static inline uint32_t sp_mem_seen_bit(uint64_t addr)
 {
 	return (uint32_t)((addr >> 4) ^ (addr >> 24)) & ((1u << 20) - 1);
+}
+
+/* Sets addr's bit, if it is not set already (as a rule it is: a program's blocks reuse
+ * addresses, and the line then stays shared between cores). This function can't fail. */
+static inline void sp_mem_host_mark(uint64_t addr)
+{
+	uint32_t b = sp_mem_seen_bit(addr);
+	if (!((atomic_load_explicit(&sp_mem_host_seen[b >> 6], memory_order_relaxed) >> (b & 63)) & 1))
+		atomic_fetch_or_explicit(&sp_mem_host_seen[b >> 6], 1ull << (b & 63), memory_order_relaxed);
 }
 
 /* 0 if addr was certainly never recorded as a host allocation (a lock-free bitmap test, inlined

@@ -74,6 +74,8 @@ static __attribute__((noinline)) void *report_big(void *p, size_t size)
 {
 	if (p && !sp_mem_self) {
 		sp_mem_self = 1;
+		if (!R.glibc_sizes)
+			sp_mem_host_mark((uint64_t)(uintptr_t)p); /* maybe_recorded's bitmap */
 		sp_collector_host_alloc(p, size);
 		sp_mem_self = 0;
 	}

@@ -3,7 +3,8 @@
 # tests/gpu/run.sh BUILD_DIR - the GPU suite, on a machine with an NVIDIA GPU, CUDA at
 # $CUDA_HOME (/usr/local/cuda) and python3 with torch. Each test prints PASS/FAIL; the last line
 # is "N passed, N failed". Logs, traces and JSON go to ${OUT:-/tmp/stepprof-gpu}/<test>/.
-# ONLY=REGEX runs the tests whose names match; T=SECONDS is each command's timeout (90).
+# ONLY=REGEX runs the tests whose names match; T=SECONDS is each command's timeout (90); REPEAT=N
+# runs each test but selftest and build N times (suite_lib.sh).
 # docs/GPU-TESTS.md says what each test proves.
 set -u
 BUILD=$(cd "${1:?usage: tests/gpu/run.sh BUILD_DIR}" && pwd) || exit 2
@@ -304,6 +305,7 @@ t_inert_torch() { inert_test "$PY" -c 'import torch; print(torch.__version__)'; 
 
 TESTS=(selftest build wl-kernel wl-kernel-static wl-api wl-range wl-auto mlp-torch mlp-auto mlp-kernel
 	torchrun bash-c coexist inert-true inert-python inert-torch mlp-memory mlp-stacks nvtx short-run)
+ONCE="selftest build"
 echo "stepprof GPU suite: build $BUILD, output $OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 run_suite "${TESTS[@]}"
