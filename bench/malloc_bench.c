@@ -7,8 +7,15 @@
  * run (fixed seed). Prints "step_us T0 T1 ..." (each step boundary to boundary) and
  * "malloc_bench ok steps=S ops=M median_us=X". Any CUDA or allocation error exits 1 naming it.
  *
- * usage: malloc_bench [STEPS [OPS [SLOTS]]]     (defaults 60, 20000, 4096)
+ * Paired mode (PAIRED = 1): blocks of 6 steps take turns between the program's allocator functions
+ * (those a preloaded profiler interposes) and libc's own, looked up in libc past any hooks; the
+ * line "step_libc 0 0 0 0 0 0 1 1 ..." says which steps called libc directly. In one process,
+ * the ratio of the two kinds of step is what the hooks cost, without the drift of a machine whose
+ * speed differs from one process to the next.
+ *
+ * usage: malloc_bench [STEPS [OPS [SLOTS [PAIRED]]]]     (defaults 60, 20000, 4096, 0)
  * Build with -DMALLOC_BENCH_NO_CUDA for a CUDA-free variant (see below). */
+#include <dlfcn.h>
 #include <malloc.h>
 #ifndef MALLOC_BENCH_NO_CUDA
 #include <cuda.h>
@@ -48,6 +55,27 @@ static void cu_check(CUresult r, const char *what)
 	}
 }
 
+#define PAIR_BLOCK 6 /* paired mode: steps per turn */
+
+/* Points the mix at libc's own functions (past any preloaded hooks) when libc is 1, else back at
+ * the program's. Exits 1 if libc's cannot be found. */
+static void use_libc(int libc)
+{
+	static struct mix_fns own, real;
+	if (!own.malloc) {
+		void *h = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+		own = F;
+		real = (struct mix_fns){ h ? dlsym(h, "malloc") : NULL, h ? dlsym(h, "calloc") : NULL,
+					 h ? dlsym(h, "realloc") : NULL, h ? dlsym(h, "free") : NULL,
+					 h ? dlsym(h, "posix_memalign") : NULL };
+		if (!real.malloc || !real.calloc || !real.realloc || !real.free || !real.posix_memalign) {
+			fprintf(stderr, "malloc_bench: cannot find libc's allocator functions\n");
+			exit(1);
+		}
+	}
+	F = libc ? real : own;
+}
+
 static double now_us(void)
 {
 	struct timespec ts;
@@ -65,8 +93,9 @@ int main(int argc, char **argv)
 {
 	int steps = argc > 1 ? atoi(argv[1]) : 60, ops = argc > 2 ? atoi(argv[2]) : 20000;
 	B.nslots = argc > 3 ? (unsigned)atoi(argv[3]) : 4096;
+	int paired = argc > 4 && atoi(argv[4]) == 1;
 	if (steps < 1 || ops < 1 || B.nslots < 1) {
-		fprintf(stderr, "usage: malloc_bench [STEPS [OPS [SLOTS]]]\n");
+		fprintf(stderr, "usage: malloc_bench [STEPS [OPS [SLOTS [PAIRED]]]]\n");
 		return 2;
 	}
 	mix_fix_allocator();
@@ -83,8 +112,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "malloc_bench: no memory for the tables\n");
 		return 1;
 	}
+	if (paired)
+		use_libc(0);
 	double prev = now_us();
 	for (int s = 0; s < steps; s++) {
+		if (paired)
+			use_libc(s / PAIR_BLOCK % 2);
 		for (int k = 0; k < ops; k++)
 			operate();
 		cu_check(cuCtxSynchronize(), "cuCtxSynchronize");
@@ -95,6 +128,11 @@ int main(int argc, char **argv)
 	printf("step_us");
 	for (int s = 0; s < steps; s++)
 		printf(" %.2f", t[s]);
+	if (paired) {
+		printf("\nstep_libc");
+		for (int s = 0; s < steps; s++)
+			printf(" %d", s / PAIR_BLOCK % 2);
+	}
 	memcpy(sorted, t, (size_t)steps * sizeof(*t));
 	qsort(sorted, (size_t)steps, sizeof(*sorted), cmp_double);
 	printf("\nmalloc_bench ok steps=%d ops=%d median_us=%.2f\n", steps, ops,

@@ -13,6 +13,11 @@
 # time per round, median over rounds of the ratio to that round's baseline, recorded host
 # allocation events per step (from `stepprof dump`), and the stack capture cost per event =
 # (host-stacks - host-on) / events per step. Targets (issue 4): host-on <= 1.05x, host-off <= 1.01x.
+# Paired, in one process (malloc_bench's PAIRED mode: blocks of 6 steps take turns between the
+# hooked allocator functions and libc's own, so that a machine whose speed drifts from one process
+# to the next cannot blur a few percent): paired-none (no stepprof: the pairing's own noise),
+# paired-off (host_malloc = false), paired-on (host_malloc = true), PACTIVE (120) steps in a window;
+# their ratio is the median over rounds of (hooked steps / libc steps).
 # Settings: ROUNDS (5), OPS (20000 malloc/free pairs per step), SKIP (5), ACTIVE (60), and CMP: another
 # build dir (e.g. the last commit's) whose library runs as two more configurations, cmp-host-off and
 # cmp-host-on, interleaved with the rest, so that a change is measured against it in one call.
@@ -26,9 +31,11 @@ ROUNDS=${ROUNDS:-5}
 OPS=${OPS:-20000}
 SKIP=${SKIP:-5}
 ACTIVE=${ACTIVE:-60}
+PACTIVE=${PACTIVE:-120}
 STEPS=$((SKIP + 1 + ACTIVE + 5))
+PSTEPS=$((SKIP + 1 + PACTIVE + 5))
 CMP=${CMP:+$(cd "$CMP" && pwd)}
-CONFIGS=(baseline baseline-again host-off host-on host-stacks ${CMP:+cmp-host-off cmp-host-on})
+CONFIGS=(baseline baseline-again host-off host-on host-stacks ${CMP:+cmp-host-off cmp-host-on} paired-none paired-off paired-on)
 for f in "$BUILD/libstepprof.so" "$BUILD/stepprof" ${CMP:+"$CMP/libstepprof.so"}; do [ -e "$f" ] || { echo "missing $f: run make first"; exit 2; }; done
 [ "$ACTIVE" -ge 10 ] || { echo "ACTIVE must be >= 10"; exit 2; }
 for v in $(compgen -e | grep '^STEPPROF_'); do unset "$v"; done
@@ -42,11 +49,12 @@ gcc -std=gnu11 -O2 -Wall -I"$CUDA_HOME/include" "$HERE/malloc_bench.c" -o "$BIN"
 
 # ini CONFIG: writes and checks $OUT/CONFIG.ini
 ini() {
-	local f=$OUT/$1.ini host=false stacks=false
-	case ${1#cmp-} in host-on) host=true ;; host-stacks) host=true stacks=true ;; esac
+	local f=$OUT/$1.ini host=false stacks=false active=$ACTIVE
+	case ${1#cmp-} in host-on | paired-on) host=true ;; host-stacks) host=true stacks=true ;; esac
+	[ "${1#paired-}" != "$1" ] && active=$PACTIVE
 	{
 		printf '[profile]\nenabled = true\noutput = trace\n' # relative: each run's own directory
-		printf '[schedule]\nskip_first = %s\nwait = 0\nwarmup = 1\nactive = %s\nrepeat = 1\n' "$SKIP" "$ACTIVE"
+		printf '[schedule]\nskip_first = %s\nwait = 0\nwarmup = 1\nactive = %s\nrepeat = 1\n' "$SKIP" "$active"
 		printf '[marker]\nkind = api\npattern = cuCtxSynchronize*\n'
 		printf '[activities]\nhost_malloc = %s\nstacks = %s\n' "$host" "$stacks"
 		# ring: room for many steps' events between writer passes; CUPTI buffers of a size the
@@ -55,7 +63,7 @@ ini() {
 	} >"$f"
 	"$BUILD/stepprof" check "$f" >"$OUT/$1.check.log" 2>&1 || { cat "$OUT/$1.check.log"; echo "stepprof check $f failed"; exit 1; }
 }
-for c in "${CONFIGS[@]:2}"; do ini "$c"; done
+for c in "${CONFIGS[@]:2}"; do [ "$c" != paired-none ] && ini "$c"; done
 
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 echo "malloc_bench: $ROUNDS rounds, $STEPS steps of $OPS operations, window steps $((SKIP + 1))..$((SKIP + ACTIVE))"
@@ -64,13 +72,15 @@ for ((r = 0; r < ROUNDS; r++)); do
 		c=${CONFIGS[$(((k + r) % ${#CONFIGS[@]}))]}
 		d=$OUT/runs/$c-r$r
 		mkdir -p "$d"
-		if [ "${c%-again}" = baseline ]; then
-			(cd "$d" && timeout 300 "$BIN" "$STEPS" "$OPS" >stdout.log 2>stderr.log)
+		args=("$STEPS" "$OPS")
+		[ "${c#paired-}" != "$c" ] && args=("$PSTEPS" "$OPS" 4096 1)
+		if [ "${c%-again}" = baseline ] || [ "$c" = paired-none ]; then
+			(cd "$d" && timeout 300 "$BIN" "${args[@]}" >stdout.log 2>stderr.log)
 		else
 			lib=$BUILD/libstepprof.so
 			[ "${c#cmp-}" != "$c" ] && lib=$CMP/libstepprof.so
 			(cd "$d" && STEPPROF_CONFIG=$OUT/$c.ini LD_PRELOAD=$lib \
-				timeout 300 "$BIN" "$STEPS" "$OPS" >stdout.log 2>stderr.log)
+				timeout 300 "$BIN" "${args[@]}" >stdout.log 2>stderr.log)
 		fi
 		rc=$?
 		med=$(sed -n 's/^malloc_bench ok .*median_us=\([0-9.]*\).*/\1/p' "$d/stdout.log")
@@ -85,7 +95,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 	done
 done
 
-"$PY" - "$OUT" "$SKIP" "$ACTIVE" "$ROUNDS" "$OPS" "$HERE/../tests/gpu" "${CONFIGS[*]}" <<'PY'
+"$PY" - "$OUT" "$SKIP" "$ACTIVE" "$ROUNDS" "$OPS" "$HERE/../tests/gpu" "${CONFIGS[*]}" "$PACTIVE" <<'PY'
 import json, os, statistics, sys
 out, gpu_dir = sys.argv[1], sys.argv[6]
 skip, active, rounds, ops = (int(x) for x in sys.argv[2:6])
@@ -95,22 +105,33 @@ import dumputil as du
 from bench import quartile1
 
 configs = sys.argv[7].split()
-targets = {"host-off": 1.01, "host-on": 1.05, "cmp-host-off": 1.01, "cmp-host-on": 1.05}
-first, last = skip + 3, skip + active - 2          # measured steps (0-based iterations)
+pactive = int(sys.argv[8])
+targets = {"host-off": 1.01, "host-on": 1.05, "cmp-host-off": 1.01, "cmp-host-on": 1.05,
+           "paired-off": 1.01, "paired-on": 1.05}
 runs, problems = {}, []
 for c in configs:
+    paired = c.startswith("paired-")
+    first, last = skip + 3, skip + (pactive if paired else active) - 2  # measured steps (0-based)
     for r in range(rounds):
         d = os.path.join(out, "runs", f"{c}-r{r}")
         rec = {"config": c, "round": r}
         try:
             lines = open(os.path.join(d, "stdout.log")).read().splitlines()
             t = [float(x) for x in next(l for l in lines if l.startswith("step_us ")).split()[1:]]
-            rec["median_us"] = statistics.median(t[first:last + 1])
-        except (OSError, StopIteration, ValueError, statistics.StatisticsError):
+            if paired:  # hooked steps against libc's, each turn's first step left out
+                via = [int(x) for x in next(l for l in lines if l.startswith("step_libc ")).split()[1:]]
+                own = [t[i] for i in range(first, last + 1) if not via[i] and via[i - 1] == via[i]]
+                libc = [t[i] for i in range(first, last + 1) if via[i] and via[i - 1] == via[i]]
+                rec["median_us"] = statistics.median(own)
+                rec["libc_us"] = statistics.median(libc)
+                rec["paired_ratio"] = rec["median_us"] / rec["libc_us"]
+            else:
+                rec["median_us"] = statistics.median(t[first:last + 1])
+        except (OSError, StopIteration, ValueError, IndexError, statistics.StatisticsError):
             problems.append(f"{c} round {r}: no step times (see {d})")
             continue
         runs[(c, r)] = rec
-        if c.startswith("baseline"):
+        if c.startswith("baseline") or c == "paired-none":
             continue
         if not os.path.exists(os.path.join(d, "dump.txt")):
             problems.append(f"{c} round {r}: no trace written (stepprof inactive? see {d}/stderr.log)")
@@ -135,7 +156,7 @@ for c in configs:
             problems.append(f"{c} round {r}: {len(own)} of stepprof's own CUPTI buffers recorded as the program's host memory")
         allocs = [x for x in host if x.kind == "alloc"]  # a free has a stack only if its allocation was recorded
         frees = len(host) - len(allocs)
-        if allocs and frees < 0.9 * len(allocs):  # each step frees about as many tracked blocks as it makes
+        if allocs and frees < 0.9 * len(allocs) and not paired:  # paired: libc's steps free unseen  # each step frees about as many tracked blocks as it makes
             problems.append(f"{c} round {r}: {frees} frees for {len(allocs)} allocations: the free filter misses recorded blocks")
         rec["with_stack"] = sum(1 for x in allocs if x.int("stack", 0))
         rec["dropped"] = sum(x.int("dropped", 0) for x in dump.of("window_end"))
@@ -154,7 +175,10 @@ q_base = quartile1(base.values())
 rows, summary = [], {}
 for c in configs:
     recs = [runs[(c, r)] for r in range(rounds) if (c, r) in runs]
-    ratios = [x["median_us"] / base[x["round"]] for x in recs if x["round"] in base]
+    if c.startswith("paired-"):
+        ratios = [x["paired_ratio"] for x in recs]
+    else:
+        ratios = [x["median_us"] / base[x["round"]] for x in recs if x["round"] in base]
     ratio = statistics.median(ratios) if ratios else None
     evs = [x["events_per_step"] for x in recs if "events_per_step" in x]
     ev = statistics.median(evs) if evs else None
@@ -162,8 +186,8 @@ for c in configs:
     tgt = targets.get(c)
     verdict = "" if tgt is None or ratio is None else ("meets" if ratio <= tgt else "MISSES")
     q = quartile1([x["median_us"] for x in recs])
-    q_ratio = q / q_base if q and q_base else None
-    summary[c] = {"median_us": [x["median_us"] for x in recs], "ratio": ratio, "q1_ratio": q_ratio,
+    q_ratio = q / q_base if q and q_base and not c.startswith("paired-") else None
+    summary[c] = {"median_us": [x["median_us"] for x in recs], "ratio": ratio, "ratios": ratios, "q1_ratio": q_ratio,
                   "events_per_step": ev, "dropped": drops, "target": tgt, "verdict": verdict}
     rows.append(f"| {c} | {', '.join(f'{x:.0f}' for x in summary[c]['median_us']) or 'FAILED'} | "
                 f"{'' if ratio is None else f'{ratio:.3f}x'} | {'' if q_ratio is None else f'{q_ratio:.3f}x'} | "
@@ -183,6 +207,9 @@ md = ["# stepprof malloc benchmark", "",
       "| config | median us/step per round | vs baseline (median of per-round ratios) | vs baseline (lower quartiles) "
       "| host events/step recorded | dropped (all rounds) | target, verdict |",
       "|---|---|---|---|---|---|---|", *rows, "",
+      "paired-* rows: in one process, steps through stepprof's hooks against steps calling libc directly "
+      f"(blocks of 6, {pactive} steps in the window); their ratio column is the median over rounds of "
+      "hooked / libc, and paired-none (no stepprof) is that pairing's own noise.", "",
       "Call-stack capture cost: " + ("not measured" if cost is None else
                                      f"{cost:.0f} ns per recorded allocation event (median over rounds of "
                                      "(host-stacks - host-on) / events per step)")]

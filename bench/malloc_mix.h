@@ -22,6 +22,17 @@
 #define MIX_ALLOCATED(p, n) ((void)0)
 #endif
 
+/* The allocator functions the mix calls: the program's own (through a preloaded profiler's hooks,
+ * if any) unless a benchmark points them elsewhere (malloc_bench's paired mode: libc's, past the
+ * hooks, every other block of steps). */
+static struct mix_fns {
+	void *(*malloc)(size_t);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void (*free)(void *);
+	int (*posix_memalign)(void **, size_t, size_t);
+} F = { malloc, calloc, realloc, free, posix_memalign };
+
 #define LARGE_MIN (64u << 10)  /* stepprof's default host_malloc_min */
 #define LARGE_SPAN (448u << 10)
 
@@ -80,7 +91,7 @@ static size_t pick_size(void)
 static void *aligned(size_t n)
 {
 	void *p;
-	return posix_memalign(&p, 64, n) ? NULL : p;
+	return F.posix_memalign(&p, 64, n) ? NULL : p;
 }
 
 /* One operation on a random slot of B.slot[0..B.nslots): the old block goes (free, or realloc's
@@ -93,16 +104,16 @@ static void operate(void)
 	void *p;
 	MIX_FREEING(B.slot[i]);
 	if (how < 5 && B.slot[i]) {
-		p = realloc(B.slot[i], n);
+		p = F.realloc(B.slot[i], n);
 	} else {
-		free(B.slot[i]);
+		F.free(B.slot[i]);
 		B.slot[i] = NULL;
 		if (how < 10)
-			p = calloc(1, n);
+			p = F.calloc(1, n);
 		else if (how < 15)
 			p = aligned(n);
 		else
-			p = malloc(n);
+			p = F.malloc(n);
 	}
 	if (!p) {
 		fprintf(stderr, "allocation of %zu bytes failed\n", n);

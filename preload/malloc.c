@@ -33,7 +33,7 @@ static size_t pool_used;
 
 static int in_pool(const void *p)
 {
-	return (const char *)p >= pool && (const char *)p < pool + sizeof pool;
+	return (uintptr_t)p - (uintptr_t)pool < sizeof pool; /* one comparison */
 }
 
 static void *pool_alloc(size_t n)
@@ -160,14 +160,24 @@ SP_EXPORT void *realloc(void *p, size_t n)
 	return report(R.realloc(p, n), n);
 }
 
-SP_EXPORT void free(void *p)
+/* free() when tracking is on, or before the real functions are known, or for a pool block. */
+static __attribute__((noinline)) void free_slow(void *p)
 {
-	if (__builtin_expect(in_pool(p), 0))
+	if (in_pool(p))
 		return;
-	if (__builtin_expect(!R.free, 0))
+	if (!R.free)
 		resolve();
 	report_free(p);
-	R.free(p); /* a tail call; free(NULL) is the real one's to ignore */
+	R.free(p); /* free(NULL) is the real one's to ignore */
+}
+
+SP_EXPORT void free(void *p)
+{
+	/* tracking off: two loads, three comparisons and a tail call */
+	if (__builtin_expect(sp_host_min_bytes == SIZE_MAX && R.free && !in_pool(p), 1))
+		R.free(p);
+	else
+		free_slow(p);
 }
 
 SP_EXPORT int posix_memalign(void **out, size_t align, size_t n)
