@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* cost_probe.c - what the primitives of a host-tracking event cost on this machine, one thread,
- * nothing else running: the two trace clocks (clock.h), a pthread mutex against a spinlock, an
+ * nothing else running: the two trace clocks (clock.h), the time-stamp counter that sp_fast_ns
+ * reads (x86-64), a pthread mutex against a spinlock, an
  * atomic OR, a 96-byte ring push into rings of 8K, 64K and 256K slots (the last two being the
  * default ring and malloc_bench's ring_events; no consumer and no rewind, so each push writes
  * lines as cold as the ring is big), and a small malloc/free pair. Prints the kernel's
@@ -15,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #define REPS 9
 #define N 2000000
@@ -56,6 +60,13 @@ static void op_coarse(void)
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	sink += (uint64_t)ts.tv_nsec;
 }
+
+#if defined(__x86_64__)
+static void op_rdtsc(void)
+{
+	sink += __rdtsc();
+}
+#endif
 
 static void op_mutex(void)
 {
@@ -117,6 +128,9 @@ int main(void)
 	printf("clocksource %s\n", cs);
 	measure("clock_monotonic", op_clock);
 	measure("clock_monotonic_coarse", op_coarse);
+#if defined(__x86_64__)
+	measure("rdtsc", op_rdtsc);
+#endif
 	measure("mutex_lock_unlock", op_mutex);
 	measure("spin_lock_unlock", op_spin);
 	measure("atomic_or", op_or);

@@ -57,8 +57,8 @@ static struct {
 	int64_t step;                 /* current step, -1 before the first marker */
 	enum sp_action action;        /* action of the current step */
 	uint64_t step_start;          /* trace-clock start of the current step */
-	int collecting;               /* recording callbacks on; activity kinds wanted */
-	int activities_on;            /* activity kinds enabled (off only once windows have closed) */
+	int collecting;               /* activity kinds and recording callbacks on */
+	int activities_on;            /* activity kinds enabled (may outlast collecting: set_collecting) */
 	int done;                     /* schedule exhausted: nothing more will be recorded */
 	uint32_t next_window_id;
 	struct window win[MAX_WINDOWS];
@@ -103,6 +103,7 @@ static __thread struct {
 	int after_pending;            /* an ending marker's entry set up a boundary for its exit */
 	uint32_t cur_cb[2];           /* (runtime, driver) callback ids in progress on this thread, 0 none */
 	int defer_off;                /* apply_callbacks left a call in progress enabled: redo at its exit */
+	int in_exit;                  /* inside an API exit callback: CUPTI's activity kinds stay as they are */
 	int named;                    /* SP_EV_THREAD pushed */
 	const void *np[NAME_CACHE];   /* name pointer cache */
 	uint32_t nid[NAME_CACHE];
@@ -496,19 +497,21 @@ static void window_context(uint64_t t)
 		sp_mem_snapshot(t);
 }
 
-/* Switches recording callbacks to what `act` needs, and activity kinds on if it needs them.
- * Activity kinds go off later, from the writer's tick once no window is open or closing
- * (activities_idle): a window often ends inside an API exit callback (cudaProfilerStop), where
- * CUPTI must not be reconfigured, and disabling a kind there lost the last step's records that
- * CUPTI had not yet handed over (seen once on CUDA 13: all 10 GPU operations of that step). */
+/* Switches activity kinds and recording callbacks to what `act` needs. Inside an API exit
+ * callback (a window that cudaProfilerStop ends) activity kinds stay on, and the writer's tick
+ * turns them off once no window is open or closing (activities_idle): CUPTI must not be
+ * reconfigured there, and disabling the kinds at that point lost the last step's records that
+ * CUPTI had not handed over yet (seen once on CUDA 13: all 10 GPU operations of the step).
+ * Elsewhere they go off at once: the window's correlation range may still be open at its top
+ * (CORR_PENDING until the next watched call), and records of unwatched work would fall in it. */
 static void set_collecting(enum sp_action act)
 {
 	int want = act != SP_ACT_NONE && !G.disabled;
 	if (want && !G.collecting && start_writer() < 0)
 		want = 0;
-	if (want && !G.activities_on) {
-		set_activities(1);
-		G.activities_on = 1;
+	if (want != G.activities_on && (want || !T.in_exit)) {
+		set_activities(want);
+		G.activities_on = want;
 	}
 	if (want != G.collecting) {
 		G.collecting = want;
@@ -837,8 +840,11 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 	if (T.after_pending && cbid < 1024 && G.api_marker[d][cbid])
 		after_exit(t); /* the iteration ended with this call */
 	if (api_mk && T.mk_depth > 0 && --T.mk_depth == 0 && G.cfg.marker_kind == SP_MARK_PROFILER_RANGE &&
-	    strstr(sp_intern_lookup(api_name(dom, cbid)), "Stop"))
+	    strstr(sp_intern_lookup(api_name(dom, cbid)), "Stop")) {
+		T.in_exit = 1; /* the window's top is this call: later records fall outside it */
 		marker_hit(t, cd->correlationId, 1);
+		T.in_exit = 0;
+	}
 	struct window *w = __atomic_load_n(&G.open, __ATOMIC_ACQUIRE);
 	struct memop mop = cbid < 1024 ? G.memop[d][cbid] : (struct memop){ 0, 0 };
 	int ok = cd->functionReturnValue && *(const int *)cd->functionReturnValue == 0;
