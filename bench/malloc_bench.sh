@@ -160,9 +160,9 @@ for c in configs:
             problems.append(f"{c} round {r}: {frees} frees for {len(allocs)} allocations: the free filter misses recorded blocks")
         rec["with_stack"] = sum(1 for x in allocs if x.int("stack", 0))
         rec["dropped"] = sum(x.int("dropped", 0) for x in dump.of("window_end"))
-        if c.endswith("host-off") and host:
+        if c.endswith("-off") and host:
             problems.append(f"{c} round {r}: {len(host)} host events recorded with host_malloc = false")
-        if not c.endswith("host-off") and not host:
+        if not c.endswith("-off") and not host:
             problems.append(f"{c} round {r}: no host allocation event recorded")
         if c == "host-stacks" and rec["with_stack"] < len(allocs):
             problems.append(f"{c} round {r}: {len(allocs) - rec['with_stack']} of {len(allocs)} allocations have no stack")
