@@ -61,7 +61,7 @@ CORE_OBJS := $(patsubst %.c,$(O)/host/%.o,$(CORE_SRCS) $(CLI_SRCS))
 
 Q := $(if $(V),,@)
 
-all: $(O)/libstepprof.so $(O)/stepprof
+all: $(O)/libstepprof.so $(O)/libstepprof-nomalloc.so $(O)/stepprof
 
 $(O)/lib/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -77,6 +77,12 @@ $(O)/host/%.o: %.c
 	$(Q)$(CC) $(CLI_CFLAGS) -MMD -MP -c $< -o $@
 
 $(O)/libstepprof.so: $(LIB_OBJS)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) -shared -Wl,--no-undefined -Wl,-z,nodelete -Wl,-rpath,'$$ORIGIN' -o $@ $^ $(DEP_LIBS) -ldl -lpthread $(SANLD)
+
+# the same library without the malloc hooks: what `stepprof run` preloads when host_malloc is off,
+# so that a program's allocator calls reach libc directly (no interposition, no cost)
+$(O)/libstepprof-nomalloc.so: $(filter-out $(O)/lib/preload/malloc.o,$(LIB_OBJS))
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) -shared -Wl,--no-undefined -Wl,-z,nodelete -Wl,-rpath,'$$ORIGIN' -o $@ $^ $(DEP_LIBS) -ldl -lpthread $(SANLD)
 

@@ -16,7 +16,8 @@
 # Paired, in one process (malloc_bench's PAIRED mode: blocks of 6 steps take turns between the
 # hooked allocator functions and libc's own, so that a machine whose speed drifts from one process
 # to the next cannot blur a few percent): paired-none (no stepprof: the pairing's own noise),
-# paired-off (host_malloc = false), paired-on (host_malloc = true), PACTIVE (120) steps in a window;
+# paired-off (host_malloc = false), paired-on (host_malloc = true), paired-nohooks (host_malloc =
+# false with libstepprof-nomalloc.so, what `stepprof run` preloads then), PACTIVE (120) steps in a window;
 # their ratio is the median over rounds of (hooked steps / libc steps).
 # Settings: ROUNDS (5), OPS (20000 malloc/free pairs per step), SKIP (5), ACTIVE (60), and CMP: another
 # build dir (e.g. the last commit's) whose library runs as two more configurations, cmp-host-off and
@@ -35,8 +36,8 @@ PACTIVE=${PACTIVE:-120}
 STEPS=$((SKIP + 1 + ACTIVE + 5))
 PSTEPS=$((SKIP + 1 + PACTIVE + 5))
 CMP=${CMP:+$(cd "$CMP" && pwd)}
-CONFIGS=(baseline baseline-again host-off host-on host-stacks ${CMP:+cmp-host-off cmp-host-on} paired-none paired-off paired-on)
-for f in "$BUILD/libstepprof.so" "$BUILD/stepprof" ${CMP:+"$CMP/libstepprof.so"}; do [ -e "$f" ] || { echo "missing $f: run make first"; exit 2; }; done
+CONFIGS=(baseline baseline-again host-off host-on host-stacks ${CMP:+cmp-host-off cmp-host-on} paired-none paired-off paired-on paired-nohooks)
+for f in "$BUILD/libstepprof.so" "$BUILD/libstepprof-nomalloc.so" "$BUILD/stepprof" ${CMP:+"$CMP/libstepprof.so"}; do [ -e "$f" ] || { echo "missing $f: run make first"; exit 2; }; done
 [ "$ACTIVE" -ge 10 ] || { echo "ACTIVE must be >= 10"; exit 2; }
 for v in $(compgen -e | grep '^STEPPROF_'); do unset "$v"; done
 unset LD_PRELOAD CUDA_INJECTION64_PATH
@@ -79,6 +80,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 		else
 			lib=$BUILD/libstepprof.so
 			[ "${c#cmp-}" != "$c" ] && lib=$CMP/libstepprof.so
+			[ "$c" = paired-nohooks ] && lib=$BUILD/libstepprof-nomalloc.so
 			(cd "$d" && STEPPROF_CONFIG=$OUT/$c.ini LD_PRELOAD=$lib \
 				timeout 300 "$BIN" "${args[@]}" >stdout.log 2>stderr.log)
 		fi
@@ -107,7 +109,7 @@ from bench import quartile1
 configs = sys.argv[7].split()
 pactive = int(sys.argv[8])
 targets = {"host-off": 1.01, "host-on": 1.05, "cmp-host-off": 1.01, "cmp-host-on": 1.05,
-           "paired-off": 1.01, "paired-on": 1.05}
+           "paired-off": 1.01, "paired-on": 1.05, "paired-nohooks": 1.01}
 runs, problems = {}, []
 for c in configs:
     paired = c.startswith("paired-")
@@ -160,9 +162,9 @@ for c in configs:
             problems.append(f"{c} round {r}: {frees} frees for {len(allocs)} allocations: the free filter misses recorded blocks")
         rec["with_stack"] = sum(1 for x in allocs if x.int("stack", 0))
         rec["dropped"] = sum(x.int("dropped", 0) for x in dump.of("window_end"))
-        if c.endswith("-off") and host:
+        if (c.endswith("-off") or c == "paired-nohooks") and host:
             problems.append(f"{c} round {r}: {len(host)} host events recorded with host_malloc = false")
-        if not c.endswith("-off") and not host:
+        if not (c.endswith("-off") or c == "paired-nohooks") and not host:
             problems.append(f"{c} round {r}: no host allocation event recorded")
         if c == "host-stacks" and rec["with_stack"] < len(allocs):
             problems.append(f"{c} round {r}: {len(allocs) - rec['with_stack']} of {len(allocs)} allocations have no stack")

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_run.c - `stepprof run [--config FILE] [--out DIR] [--ranks LIST] [--set SECTION.KEY=VALUE]
- * ... [--] CMD ...`: checks the configuration, puts libstepprof.so in front of CMD (LD_PRELOAD
- * and the CUDA injection hook), runs it, and returns its exit status; then names the trace files
+ * ... [--] CMD ...`: checks the configuration, puts libstepprof.so (libstepprof-nomalloc.so when
+ * host_malloc is off) in front of CMD (LD_PRELOAD and the CUDA injection hook), runs it, and
+ * returns its exit status; then names the trace files
  * that appeared. Like `nsys profile`. --set and --ranks become STEPPROF_<SECTION>_<KEY>
  * variables, so every process of the job (launcher, workers) reads the same settings. */
 #include <ctype.h>
@@ -19,8 +20,8 @@
 #include "cli.h"
 #include "config/config.h"
 
-/* Finds libstepprof.so beside the binary (build/) or in ../lib (dist/). Returns 0 or -1. */
-static int find_library(char *out, size_t len)
+/* Finds the library `name` beside the binary (build/) or in ../lib (dist/). Returns 0 or -1. */
+static int find_library(const char *name, char *out, size_t len)
 {
 	char exe[PATH_MAX], dir[PATH_MAX - 64];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -28,9 +29,9 @@ static int find_library(char *out, size_t len)
 		return -1;
 	exe[n] = 0;
 	snprintf(dir, sizeof dir, "%.*s", (int)sizeof dir - 1, dirname(exe));
-	const char *cands[] = { "%s/libstepprof.so", "%s/../lib/libstepprof.so" };
+	const char *cands[] = { "%s/%s", "%s/../lib/%s" };
 	for (size_t i = 0; i < 2; i++) {
-		snprintf(out, len, cands[i], dir);
+		snprintf(out, len, cands[i], dir, name);
 		if (access(out, R_OK) == 0) {
 			char real[PATH_MAX];
 			if (realpath(out, real))
@@ -139,10 +140,6 @@ int sp_cmd_run(int argc, char **argv)
 	}
 	if (i >= argc)
 		return usage();
-	if (find_library(lib, sizeof lib) < 0) {
-		fprintf(stderr, "stepprof run: libstepprof.so not found beside %s or in ../lib\n", sp_cli_argv0);
-		return 1;
-	}
 	if (config) {
 		if (!realpath(config, abs)) {
 			fprintf(stderr, "stepprof run: %s: %s\n", config, strerror(errno));
@@ -156,6 +153,13 @@ int sp_cmd_run(int argc, char **argv)
 		for (int k = 0; k < errs.count && k < SP_CFG_MAX_ERRORS; k++)
 			fprintf(stderr, "%s\n", errs.msg[k]);
 		return 2;
+	}
+	/* without host_malloc, the library without malloc hooks: the program's allocator calls then
+	 * reach libc directly (with the hooks, tracking off still costs a tail call per call) */
+	if ((cfg.host_malloc || find_library("libstepprof-nomalloc.so", lib, sizeof lib) < 0) &&
+	    find_library("libstepprof.so", lib, sizeof lib) < 0) {
+		fprintf(stderr, "stepprof run: libstepprof.so not found beside %s or in ../lib\n", sp_cli_argv0);
+		return 1;
 	}
 	const char *old = getenv("LD_PRELOAD");
 	if (old && (strstr(old, "libasan") || strstr(old, "libtsan") || strstr(old, "libhwasan")))

@@ -1231,7 +1231,11 @@ void sp_collector_inject(void)
 	pthread_atfork(NULL, NULL, on_fork_child);
 	atexit(on_exit_process);
 	G.active = 1;
-	sp_host_min_bytes = G.cfg.host_malloc ? (size_t)G.cfg.host_malloc_min : SIZE_MAX;
+	if (G.cfg.host_malloc && !&sp_malloc_hooks)
+		sp_warn("host_malloc = true, but this library has no malloc hooks (libstepprof-nomalloc.so): host "
+			"memory is not tracked; preload libstepprof.so instead (stepprof run picks it by itself)");
+	else
+		sp_host_min_bytes = G.cfg.host_malloc ? (size_t)G.cfg.host_malloc_min : SIZE_MAX;
 	sp_info("profiling rank %d (%s), marker %s '%s' every %d", G.ri.rank, G.ri.source,
 		sp_marker_kind_name(G.cfg.marker_kind), G.cfg.marker_pattern, G.cfg.marker_every);
 }

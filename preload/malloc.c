@@ -28,6 +28,8 @@ static struct {
 	int glibc_sizes;             /* the real free is glibc's: a block's chunk size precedes it */
 } R;
 
+const int sp_malloc_hooks = 1; /* collector.h: this library has the hooks */
+
 static _Alignas(16) char pool[4096]; /* for dlsym's calloc during resolve() */
 static size_t pool_used;
 

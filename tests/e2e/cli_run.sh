@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# cli_run.sh - `stepprof run` end to end without a GPU: the command runs with libstepprof.so
-# preloaded and its own exit status; --set and --ranks reach it as STEPPROF_<SECTION>_<KEY>
-# variables; a bad --set, --ranks or configuration stops before running anything (exit 2).
+# cli_run.sh - `stepprof run` end to end without a GPU: the command runs with the library
+# preloaded (libstepprof-nomalloc.so, without malloc hooks, unless host_malloc is on) and its own
+# exit status; --set and --ranks reach it as STEPPROF_<SECTION>_<KEY> variables; a bad --set,
+# --ranks or configuration stops before running anything (exit 2).
 # Needs $SP_BUILD (build dir); exits non-zero on any failure.
 set -u
 SP=$(cd "${SP_BUILD:?}" && pwd)/stepprof
@@ -22,12 +23,20 @@ ok() { # ok DESCRIPTION TEST...
 }
 
 "$SP" run --set schedule.wait=3 --ranks 0,7 --out "$T/traces" -- \
-	sh -c 'echo "wait=$STEPPROF_SCHEDULE_WAIT ranks=$STEPPROF_RANKS_RANKS out=$STEPPROF_PROFILE_OUTPUT"; case "$LD_PRELOAD" in *libstepprof.so*) exit 7;; esac; exit 1' \
+	sh -c 'echo "wait=$STEPPROF_SCHEDULE_WAIT ranks=$STEPPROF_RANKS_RANKS out=$STEPPROF_PROFILE_OUTPUT"; case "$LD_PRELOAD" in *libstepprof-nomalloc.so*) exit 7;; esac; exit 1' \
 	>run.out 2>run.err
 rc=$?
-ok "the command's exit status (7: it saw the library preloaded)" [ "$rc" = 7 ]
+ok "the command's exit status (7: it saw the library without malloc hooks preloaded)" [ "$rc" = 7 ]
 ok "--set and --ranks reach the command" grep -qxF "wait=3 ranks=0,7 out=$T/traces" run.out
 ok "no trace from a process without CUDA, said on stderr" grep -qF "stepprof: no trace written" run.err
+"$SP" run --set activities.host_malloc=true -- sh -c 'case "$LD_PRELOAD" in */libstepprof.so*) exit 7;; esac; exit 1' 2>/dev/null
+ok "host_malloc = true: the library with malloc hooks" [ "$?" = 7 ]
+inj=$("$SP" run -- sh -c 'echo "$CUDA_INJECTION64_PATH"' 2>/dev/null)
+ok "the injection hook names the preloaded library ($inj)" [ "${inj##*/}" = libstepprof-nomalloc.so ]
+LIBDIR=${SP%/stepprof}
+hooks() { nm -D --defined-only "$1" | grep -cwE "(malloc|calloc|realloc|free|posix_memalign|aligned_alloc|memalign|valloc)$"; }
+ok "libstepprof.so defines the 8 malloc-family hooks" [ "$(hooks "$LIBDIR/libstepprof.so")" = 8 ]
+ok "libstepprof-nomalloc.so defines none" [ "$(hooks "$LIBDIR/libstepprof-nomalloc.so")" = 0 ]
 
 "$SP" run --set schedule.wiat=3 -- sh -c 'echo ran' >bad.out 2>bad.err
 rc=$?

@@ -39,4 +39,10 @@ v=$(STEPPROF_PROFILE_ENABLED=0 LD_PRELOAD="$PRE" sh -c 'echo "${CUDA_INJECTION64
 [ "$v" = unset ] && echo "ok   enabled=0 leaves the environment alone" || { echo "FAIL: enabled=0 set $v"; fail=1; }
 v=$(LD_PRELOAD="$PRE" sh -c 'echo "${CUDA_INJECTION64_PATH:-unset}"')
 case "$v" in */libstepprof.so) echo "ok   injection hook points at the library";; *) echo "FAIL: hook is $v"; fail=1;; esac
+# the library without malloc hooks (what `stepprof run` preloads when host_malloc is off)
+PRE=${PRE/libstepprof.so/libstepprof-nomalloc.so}
+same "without malloc hooks: python3 exit 3" python3 -c 'import sys; print("x"); sys.exit(3)'
+same "without malloc hooks: threads" "$B/tests/e2e/forker"
+v=$(LD_PRELOAD="$PRE" sh -c 'echo "${CUDA_INJECTION64_PATH:-unset}"')
+case "$v" in */libstepprof-nomalloc.so) echo "ok   its injection hook points at itself";; *) echo "FAIL: hook is $v"; fail=1;; esac
 exit $fail

@@ -143,6 +143,28 @@ t_short_run() {
 	done
 }
 
+# nomalloc-lib: `stepprof run` preloads the library without malloc hooks when host_malloc is off,
+# and it profiles as the full one does (check_workload); preloaded by hand with host_malloc on,
+# that library says once that it cannot track host memory, and the program runs on unharmed.
+t_nomalloc_lib() {
+	need "$OUT/bin/workload_shared" build
+	write_ini stepprof.ini "$PWD/trace" kernel step_marker 1 "$WL_SCHED"
+	echo "+ $SP run --config stepprof.ini -- workload_shared $WL_ITERS"
+	"$SP" run --config stepprof.ini -- sh -c 'echo "preload: $LD_PRELOAD" >preload.log; exec "$0" "$@"' \
+		"$OUT/bin/workload_shared" "$WL_ITERS" --expect expect.json >stdout.log 2>stderr.log || fail_run $? workload
+	cat preload.log
+	grep -q 'libstepprof-nomalloc\.so' preload.log || die "stepprof run did not preload libstepprof-nomalloc.so"
+	convert_one
+	"$PY" "$HERE/check_workload.py" trace.json expect.json --schedule "$WL_SCHED" ||
+		{ show summary.log stderr.log; die "check_workload failed with libstepprof-nomalloc.so"; }
+	mkdir -p on && cd on || die "no directory"
+	write_ini stepprof.ini "$PWD/trace" kernel step_marker 1 "$WL_SCHED"
+	echo 'host_malloc = true' >>stepprof.ini
+	LIB=$BUILD/libstepprof-nomalloc.so sp_run "$OUT/bin/workload_shared" 20 || fail_run $? "workload (host_malloc on)"
+	grep -q '^workload ok 20$' stdout.log || die "no 'workload ok' line"
+	[ "$(grep -ac 'has no malloc hooks' stderr.log)" = 1 ] || { show stderr.log; die "no single warning that host memory is not tracked"; }
+}
+
 mlp_sched_args() {
 	local sk wa wu ac rp
 	IFS=, read -r sk wa wu ac rp <<<"$MLP_SCHED"
@@ -304,7 +326,7 @@ t_inert_python() { inert_test "$PY" -c 'print(1)'; }
 t_inert_torch() { inert_test "$PY" -c 'import torch; print(torch.__version__)'; }
 
 TESTS=(selftest build wl-kernel wl-kernel-static wl-api wl-range wl-auto mlp-torch mlp-auto mlp-kernel
-	torchrun bash-c coexist inert-true inert-python inert-torch mlp-memory mlp-stacks nvtx short-run)
+	torchrun bash-c coexist inert-true inert-python inert-torch mlp-memory mlp-stacks nvtx short-run nomalloc-lib)
 ONCE="selftest build"
 echo "stepprof GPU suite: build $BUILD, output $OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
