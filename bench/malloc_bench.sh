@@ -205,11 +205,13 @@ gpu = os.popen("nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null").
 md = ["# stepprof malloc benchmark", "",
       f"GPU {gpu[0] if gpu else '?'}; {rounds} rounds; {skip + 1 + active + 5} steps of "
       f"{ops} malloc/free pairs (~5% >= 64 KiB: the recorded ones); medians of steps "
-      f"{first}..{last} (all inside the window).", "",
+      f"{skip + 3}..{skip + active - 2} (all inside the window; paired runs: {skip + 1 + pactive + 5} steps, "
+      f"{skip + 3}..{skip + pactive - 2}).", "",
       "| config | median us/step per round | vs baseline (median of per-round ratios) | vs baseline (lower quartiles) "
       "| host events/step recorded | dropped (all rounds) | target, verdict |",
       "|---|---|---|---|---|---|---|", *rows, "",
-      "paired-* rows: in one process, steps through stepprof's hooks against steps calling libc directly "
+      "paired-* rows: in one process, steps through the allocator functions the program sees (stepprof's hooks; "
+      "none in paired-nohooks, which preloads libstepprof-nomalloc.so) against steps calling libc directly "
       f"(blocks of 6, {pactive} steps in the window); their ratio column is the median over rounds of "
       "hooked / libc, and paired-none (no stepprof) is that pairing's own noise.", "",
       "Call-stack capture cost: " + ("not measured" if cost is None else
