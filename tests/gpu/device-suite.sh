@@ -4,7 +4,7 @@
 set -u
 B=/tmp/spbuild; rm -rf "$B"; mkdir -p "$B"
 cp dist/stepprof/bin/stepprof dist/stepprof/lib/* "$B/"
-ldd "$B/stepprof" "$B/libstepprof.so" | grep -E "not found" && exit 1
+ldd "$B/stepprof" "$B/libstepprof.so" "$B/libstepprof-nomalloc.so" | grep -E "not found" && exit 1
 R=${OUT:-/tmp}; export OUT=/tmp/stepprof-gpu
 set -o pipefail
 [ "${SUITE:-1}" = 1 ] && { ONLY=${ONLY:-} tests/gpu/run.sh "$B" 2>&1 | tee "$R/suite.log" | grep -E "^(PASS|FAIL|[0-9]+ passed)"; }
