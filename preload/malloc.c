@@ -104,18 +104,25 @@ static __attribute__((noinline)) void report_free_slow(void *p)
 /* 0 if p (not NULL) was certainly never recorded. With glibc, from the chunk size in the word
  * before the block (the line free() reads next anyway): a block smaller than the threshold was not
  * recorded, whatever its address. Else one bitmap test (memory.h). */
-static inline int maybe_recorded(void *p)
+static inline int maybe_recorded(void *p, size_t min)
 {
 	if (R.glibc_sizes)
-		return (((const size_t *)p)[-1] & ~(size_t)7) >= sp_host_min_bytes; /* 7: glibc's flag bits */
+		return (((const size_t *)p)[-1] & ~(size_t)7) >= min; /* 7: glibc's flag bits */
 	return sp_mem_host_maybe((uint64_t)(uintptr_t)p);
+}
+
+/* 0 if the release of p needs no report: tracking off, NULL, or a block never recorded. */
+static inline int free_needs_report(void *p)
+{
+	size_t min = sp_host_min_bytes; /* volatile: one load */
+	return __builtin_expect(min != SIZE_MAX, 0) && p && maybe_recorded(p, min);
 }
 
 /* Reports a release if the block may have been recorded: a load and a comparison when tracking
  * is off, and one more load and comparison for a block never recorded. */
 static inline void report_free(void *p)
 {
-	if (__builtin_expect(sp_host_min_bytes != SIZE_MAX, 0) && p && maybe_recorded(p))
+	if (free_needs_report(p))
 		report_free_slow(p);
 }
 
@@ -162,7 +169,8 @@ SP_EXPORT void *realloc(void *p, size_t n)
 	return report(R.realloc(p, n), n);
 }
 
-/* free() when tracking is on, or before the real functions are known, or for a pool block. */
+/* free() of a block that may have been recorded, before the real functions are known, or of a
+ * pool block. */
 static __attribute__((noinline)) void free_slow(void *p)
 {
 	if (in_pool(p))
@@ -175,8 +183,9 @@ static __attribute__((noinline)) void free_slow(void *p)
 
 SP_EXPORT void free(void *p)
 {
-	/* tracking off: two loads, three comparisons and a tail call */
-	if (__builtin_expect(sp_host_min_bytes == SIZE_MAX && R.free && !in_pool(p), 1))
+	/* tracking off: two loads, three comparisons and a tail call; on, for a block never recorded,
+	 * the chunk size's load (glibc reads that line next anyway) and a comparison more */
+	if (__builtin_expect(R.free && !in_pool(p) && !free_needs_report(p), 1))
 		R.free(p);
 	else
 		free_slow(p);
