@@ -36,15 +36,6 @@ static inline uint32_t sp_mem_seen_bit(uint64_t addr)
 	return (uint32_t)((addr >> 4) ^ (addr >> 24)) & ((1u << 20) - 1);
 }
 
-/* Sets addr's bit, if it is not set already (as a rule it is: a program's blocks reuse
- * addresses, and the line then stays shared between cores). This function can't fail. */
-static inline void sp_mem_host_mark(uint64_t addr)
-{
-	uint32_t b = sp_mem_seen_bit(addr);
-	if (!((atomic_load_explicit(&sp_mem_host_seen[b >> 6], memory_order_relaxed) >> (b & 63)) & 1))
-		atomic_fetch_or_explicit(&sp_mem_host_seen[b >> 6], 1ull << (b & 63), memory_order_relaxed);
-}
-
 /* 0 if addr was certainly never recorded as a host allocation (a lock-free bitmap test, inlined
  * into the free() hook, that lets releases of small blocks skip everything else), 1 if it may
  * have been. This function can't fail. */
@@ -52,6 +43,15 @@ static inline int sp_mem_host_maybe(uint64_t addr)
 {
 	uint32_t b = sp_mem_seen_bit(addr);
 	return (atomic_load_explicit(&sp_mem_host_seen[b >> 6], memory_order_relaxed) >> (b & 63)) & 1;
+}
+
+/* Sets addr's bit, if it is not set already (as a rule it is: a program's blocks reuse
+ * addresses, and the line then stays shared between cores). This function can't fail. */
+static inline void sp_mem_host_mark(uint64_t addr)
+{
+	uint32_t b = sp_mem_seen_bit(addr);
+	if (!sp_mem_host_maybe(addr))
+		atomic_fetch_or_explicit(&sp_mem_host_seen[b >> 6], 1ull << (b & 63), memory_order_relaxed);
 }
 /* At a window's start: pushes one SNAPSHOT ALLOC per live allocation. */
 void sp_mem_snapshot(uint64_t t);
