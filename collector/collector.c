@@ -103,7 +103,6 @@ static __thread struct {
 	int after_pending;            /* an ending marker's entry set up a boundary for its exit */
 	uint32_t cur_cb[2];           /* (runtime, driver) callback ids in progress on this thread, 0 none */
 	int defer_off;                /* apply_callbacks left a call in progress enabled: redo at its exit */
-	int in_exit;                  /* inside an API exit callback: CUPTI's activity kinds stay as they are */
 	int named;                    /* SP_EV_THREAD pushed */
 	const void *np[NAME_CACHE];   /* name pointer cache */
 	uint32_t nid[NAME_CACHE];
@@ -497,19 +496,28 @@ static void window_context(uint64_t t)
 		sp_mem_snapshot(t);
 }
 
-/* Switches activity kinds and recording callbacks to what `act` needs. Inside an API exit
- * callback (a window that cudaProfilerStop ends) activity kinds stay on, and the writer's tick
- * turns them off once no window is open or closing (activities_idle): CUPTI must not be
- * reconfigured there, and disabling the kinds at that point lost the last step's records that
- * CUPTI had not handed over yet (seen once on CUDA 13: all 10 GPU operations of the step).
- * Elsewhere they go off at once: the window's correlation range may still be open at its top
- * (CORR_PENDING until the next watched call), and records of unwatched work would fall in it. */
+/* 1 if a window's correlation range is still open at its top (CORR_PENDING until the next
+ * watched call): records of work launched now would fall inside it. Under G.lock. */
+static int window_top_pending(void)
+{
+	for (int i = 0; i < MAX_WINDOWS; i++)
+		if (G.win[i].used && G.win[i].corr_hi == CORR_PENDING)
+			return 1;
+	return 0;
+}
+
+/* Switches activity kinds and recording callbacks to what `act` needs. Activity kinds go off at
+ * once only while a window's top is pending (unwatched work would fall inside it); otherwise the
+ * writer's tick turns them off once every window is written (activities_idle). So a window that
+ * ends inside an API exit callback (cudaProfilerStop, whose call is the window's top) does not
+ * reconfigure CUPTI there, and no window loses records CUPTI has not handed over yet (seen once
+ * on CUDA 13: all 10 GPU operations of a window's last step, the kinds switched off at its end). */
 static void set_collecting(enum sp_action act)
 {
 	int want = act != SP_ACT_NONE && !G.disabled;
 	if (want && !G.collecting && start_writer() < 0)
 		want = 0;
-	if (want != G.activities_on && (want || !T.in_exit)) {
+	if (want != G.activities_on && (want || window_top_pending())) {
 		set_activities(want);
 		G.activities_on = want;
 	}
@@ -840,11 +848,8 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 	if (T.after_pending && cbid < 1024 && G.api_marker[d][cbid])
 		after_exit(t); /* the iteration ended with this call */
 	if (api_mk && T.mk_depth > 0 && --T.mk_depth == 0 && G.cfg.marker_kind == SP_MARK_PROFILER_RANGE &&
-	    strstr(sp_intern_lookup(api_name(dom, cbid)), "Stop")) {
-		T.in_exit = 1; /* the window's top is this call: later records fall outside it */
+	    strstr(sp_intern_lookup(api_name(dom, cbid)), "Stop"))
 		marker_hit(t, cd->correlationId, 1);
-		T.in_exit = 0;
-	}
 	struct window *w = __atomic_load_n(&G.open, __ATOMIC_ACQUIRE);
 	struct memop mop = cbid < 1024 ? G.memop[d][cbid] : (struct memop){ 0, 0 };
 	int ok = cd->functionReturnValue && *(const int *)cd->functionReturnValue == 0;
