@@ -71,6 +71,7 @@ int main(int argc, char **argv)
 	B.nslots = SLOTS;
 	if (steps < 10 || steps > MAX_STEPS)
 		steps = 60;
+	mix_read_settings();
 	mix_fix_allocator();
 	mix_prefault_heap();
 	sp_ring_configure(argc > 4 ? (uint32_t)atoi(argv[4]) : 1u << 18); /* malloc_bench's ring_events */

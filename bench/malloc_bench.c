@@ -2,7 +2,8 @@
 /* malloc_bench.c - a malloc-heavy CUDA program for bench/malloc_bench.sh: it initialises CUDA
  * (cuInit + the primary context, so stepprof profiles it), then runs STEPS steps of OPS
  * operations on a table of live blocks; each operation frees one block and allocates another
- * (malloc, calloc, realloc or posix_memalign; mostly small sizes, ~5% of at least 64 KiB), and
+ * (malloc, calloc, realloc or posix_memalign; mostly small sizes, ~5% of at least 64 KiB: see
+ * malloc_mix.h, MIX_LARGE_PERMILLE sets the share), and
  * each step ends with cuCtxSynchronize() (the step marker). The sequence is the same in every
  * run (fixed seed). Prints "step_us T0 T1 ..." (each step boundary to boundary) and
  * "malloc_bench ok steps=S ops=M median_us=X". Any CUDA or allocation error exits 1 naming it.
@@ -98,6 +99,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: malloc_bench [STEPS [OPS [SLOTS [PAIRED]]]]\n");
 		return 2;
 	}
+	mix_read_settings();
 	mix_fix_allocator();
 	mix_prefault_heap();
 	CUdevice dev;

@@ -19,7 +19,10 @@
 # paired-off (host_malloc = false), paired-on (host_malloc = true), paired-nohooks (host_malloc =
 # false with libstepprof-nomalloc.so, what `stepprof run` preloads then), PACTIVE (120) steps in a window;
 # their ratio is the median over rounds of (hooked steps / libc steps).
-# Settings: ROUNDS (5), OPS (20000 malloc/free pairs per step), SKIP (5), ACTIVE (60), and CMP: another
+# Settings: ROUNDS (5), OPS (20000 malloc/free pairs per step), SKIP (5), ACTIVE (60), LARGE (per
+# mille of blocks >= 64 KiB, the tracked ones: 50; a sweep of it gives the cost per tracked event),
+# ONLY (a space-separated subset of the configurations, e.g. "paired-none paired-on"), CPUS (pin every
+# run to these CPUs with taskset, e.g. 2-5: less noise from migrations), and CMP: another
 # build dir (e.g. the last commit's) whose library runs as two more configurations, cmp-host-off and
 # cmp-host-on, interleaved with the rest, so that a change is measured against it in one call.
 set -u
@@ -37,6 +40,13 @@ STEPS=$((SKIP + 1 + ACTIVE + 5))
 PSTEPS=$((SKIP + 1 + PACTIVE + 5))
 CMP=${CMP:+$(cd "$CMP" && pwd)}
 CONFIGS=(baseline baseline-again host-off host-on host-stacks ${CMP:+cmp-host-off cmp-host-on} paired-none paired-off paired-on paired-nohooks)
+if [ -n "${ONLY:-}" ]; then
+	for c in $ONLY; do [[ " ${CONFIGS[*]} " == *" $c "* ]] || { echo "ONLY: unknown configuration $c"; exit 2; }; done
+	read -r -a CONFIGS <<<"$ONLY"
+fi
+export MIX_LARGE_PERMILLE=${LARGE:-50}
+PIN=()
+[ -n "${CPUS:-}" ] && PIN=(taskset -c "$CPUS")
 for f in "$BUILD/libstepprof.so" "$BUILD/libstepprof-nomalloc.so" "$BUILD/stepprof" ${CMP:+"$CMP/libstepprof.so"}; do [ -e "$f" ] || { echo "missing $f: run make first"; exit 2; }; done
 [ "$ACTIVE" -ge 10 ] || { echo "ACTIVE must be >= 10"; exit 2; }
 for v in $(compgen -e | grep '^STEPPROF_'); do unset "$v"; done
@@ -64,10 +74,10 @@ ini() {
 	} >"$f"
 	"$BUILD/stepprof" check "$f" >"$OUT/$1.check.log" 2>&1 || { cat "$OUT/$1.check.log"; echo "stepprof check $f failed"; exit 1; }
 }
-for c in "${CONFIGS[@]:2}"; do [ "$c" != paired-none ] && ini "$c"; done
+for c in "${CONFIGS[@]}"; do case $c in baseline* | paired-none) ;; *) ini "$c" ;; esac; done
 
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
-echo "malloc_bench: $ROUNDS rounds, $STEPS steps of $OPS operations, window steps $((SKIP + 1))..$((SKIP + ACTIVE))"
+echo "malloc_bench: $ROUNDS rounds, $STEPS steps of $OPS operations ($MIX_LARGE_PERMILLE per mille >= 64 KiB), window steps $((SKIP + 1))..$((SKIP + ACTIVE))"
 for ((r = 0; r < ROUNDS; r++)); do
 	for ((k = 0; k < ${#CONFIGS[@]}; k++)); do
 		c=${CONFIGS[$(((k + r) % ${#CONFIGS[@]}))]}
@@ -76,13 +86,13 @@ for ((r = 0; r < ROUNDS; r++)); do
 		args=("$STEPS" "$OPS")
 		[ "${c#paired-}" != "$c" ] && args=("$PSTEPS" "$OPS" 4096 1)
 		if [ "${c%-again}" = baseline ] || [ "$c" = paired-none ]; then
-			(cd "$d" && timeout 300 "$BIN" "${args[@]}" >stdout.log 2>stderr.log)
+			(cd "$d" && timeout 300 "${PIN[@]}" "$BIN" "${args[@]}" >stdout.log 2>stderr.log)
 		else
 			lib=$BUILD/libstepprof.so
 			[ "${c#cmp-}" != "$c" ] && lib=$CMP/libstepprof.so
 			[ "$c" = paired-nohooks ] && lib=$BUILD/libstepprof-nomalloc.so
 			(cd "$d" && STEPPROF_CONFIG=$OUT/$c.ini LD_PRELOAD=$lib \
-				timeout 300 "$BIN" "${args[@]}" >stdout.log 2>stderr.log)
+				timeout 300 "${PIN[@]}" "$BIN" "${args[@]}" >stdout.log 2>stderr.log)
 		fi
 		rc=$?
 		med=$(sed -n 's/^malloc_bench ok .*median_us=\([0-9.]*\).*/\1/p' "$d/stdout.log")
@@ -204,7 +214,7 @@ cost = statistics.median(costs) if costs else None
 gpu = os.popen("nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null").read().strip().splitlines()
 md = ["# stepprof malloc benchmark", "",
       f"GPU {gpu[0] if gpu else '?'}; {rounds} rounds; {skip + 1 + active + 5} steps of "
-      f"{ops} malloc/free pairs (~5% >= 64 KiB: the recorded ones); medians of steps "
+      f"{ops} malloc/free pairs ({int(os.environ.get('MIX_LARGE_PERMILLE', 50)) / 10:g}% >= 64 KiB: the recorded ones); medians of steps "
       f"{skip + 3}..{skip + active - 2} (all inside the window; paired runs: {skip + 1 + pactive + 5} steps, "
       f"{skip + 3}..{skip + pactive - 2}).", "",
       "| config | median us/step per round | vs baseline (median of per-round ratios) | vs baseline (lower quartiles) "
@@ -213,7 +223,9 @@ md = ["# stepprof malloc benchmark", "",
       "paired-* rows: in one process, steps through the allocator functions the program sees (stepprof's hooks; "
       "none in paired-nohooks, which preloads libstepprof-nomalloc.so) against steps calling libc directly "
       f"(blocks of 6, {pactive} steps in the window); their ratio column is the median over rounds of "
-      "hooked / libc, and paired-none (no stepprof) is that pairing's own noise.", "",
+      "hooked / libc, and paired-none (no stepprof) is that pairing's own noise.",
+      *[f"- {c} per-round ratios: {', '.join(f'{x:.3f}' for x in summary[c]['ratios'])}"
+        for c in configs if c.startswith("paired-")], "",
       "Call-stack capture cost: " + ("not measured" if cost is None else
                                      f"{cost:.0f} ns per recorded allocation event (median over rounds of "
                                      "(host-stacks - host-on) / events per step)")]

@@ -3,7 +3,9 @@
  * malloc_bench.c (through stepprof's malloc hooks, on the GPU machine) and host_track_bench.c
  * (the collector's host-tracking path called directly, without a GPU). Each operation frees one
  * block of a table of live blocks and allocates another (85% malloc, 5% calloc, 5% realloc, 5%
- * posix_memalign; ~95% 16 B .. 4 KiB, ~5% 64 .. 512 KiB), the same sequence in every run.
+ * posix_memalign; ~95% 16 B .. 4 KiB, ~5% 64 .. 512 KiB), the same sequence in every run. The
+ * share of large blocks, the ones a profiler tracks by default, is MIX_LARGE_PERMILLE in the
+ * environment (per mille, 0..1000, default 50): a sweep shows what tracking costs per tracked event.
  * A file that must see each release and allocation defines MIX_FREEING(p) and
  * MIX_ALLOCATED(p, n) before including this; by default they are nothing. */
 #ifndef SP_MALLOC_MIX_H
@@ -40,7 +42,23 @@ static struct {
 	void **slot;           /* live blocks (they escape here, so no allocation is optimised away) */
 	unsigned nslots;
 	uint64_t rng;          /* xorshift64 state: the same sequence in every run */
-} B = { .rng = 0x9e3779b97f4a7c15ull };
+	unsigned large;        /* per mille of blocks >= LARGE_MIN (mix_read_settings) */
+} B = { .rng = 0x9e3779b97f4a7c15ull, .large = 50 };
+
+/* Reads MIX_LARGE_PERMILLE (0..1000) into B.large; exits 2 naming a bad value. */
+static void mix_read_settings(void)
+{
+	const char *v = getenv("MIX_LARGE_PERMILLE");
+	if (!v || !*v)
+		return;
+	char *end;
+	unsigned long n = strtoul(v, &end, 10);
+	if (*end || n > 1000) {
+		fprintf(stderr, "MIX_LARGE_PERMILLE=%s: not an integer 0..1000\n", v);
+		exit(2);
+	}
+	B.large = (unsigned)n;
+}
 
 static uint64_t next_rand(void)
 {
@@ -78,11 +96,11 @@ static void mix_prefault_heap(void)
 		free(b[i]);
 }
 
-/* ~95% 16 B .. 4 KiB (log-uniform-ish), ~5% 64 KiB .. 512 KiB. */
+/* 16 B .. 4 KiB (log-uniform-ish), or B.large per mille 64 KiB .. 512 KiB. */
 static size_t pick_size(void)
 {
 	uint64_t r = next_rand();
-	if (r % 100 < 5)
+	if (r % 1000 < B.large)
 		return LARGE_MIN + (size_t)((r >> 8) % LARGE_SPAN);
 	return ((size_t)16 << ((r >> 8) % 8)) + (size_t)((r >> 16) % 64);
 }
