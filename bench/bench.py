@@ -3,7 +3,9 @@
 """bench.py - stepprof's overhead benchmark (run by bench/run.sh on the GPU machine).
 
 Workloads: add (2000 tiny add_ kernels per step, launch-bound) and mlp (tests/gpu/mlp_train.py's
-step). Configurations, each a separate process:
+step); not run by default, hostprep (a data loader's CPU work in the training process, then a small
+training step: the malloc-heavy program of a real user, for host tracking; see hostprep_step).
+Configurations, each a separate process:
   baseline     no profiler
   sp-outside   stepprof loaded, schedule that never records (skip_first huge)
   sp-window    stepprof recording every measured step (skip_first S, warmup 1, active A)
@@ -14,8 +16,12 @@ step). Configurations, each a separate process:
   cupti-cb     (not run by default) mode cb: kernel records + empty launch callbacks
   cupti-act    (not run by default) mode act: kernel + RUNTIME + DRIVER activity records
   cupti-ts     (not run by default) mode ts: kernel records stamped by a CLOCK_MONOTONIC callback
+  sp-nohooks   (not run by default) sp-window with libstepprof-nomalloc.so, what `stepprof run`
+               preloads when host_malloc is false (no malloc hooks at all)
 A stepprof configuration may carry settings: sp-window+activities.runtime_api=false runs
-sp-window with STEPPROF_ACTIVITIES_RUNTIME_API=false.
+sp-window with STEPPROF_ACTIVITIES_RUNTIME_API=false. With activities.host_malloc=true the host
+allocation events per recorded step are counted (host_events column); with host_malloc_min=1 as
+well, that count is every allocator call that returned or released a block.
 Every step ends with torch.cuda.synchronize(); steps are timed boundary to boundary (so a
 profiler's work at a step boundary counts). Measured steps: S+3 .. S+A-2 (all inside the
 window, away from its edges); the save stall is the longest step among S+A-1 .. S+A+3, where
@@ -40,7 +46,53 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "gpu"))
 CONFIGS = ["baseline", "sp-outside", "sp-window", "torch", "cupti-floor", "baseline-again"]
 FLOOR_MODES = {"cupti-floor": "kernel", "cupti-sub": "sub", "cupti-cb": "cb", "cupti-act": "act", "cupti-ts": "ts"}
 WORKLOADS = ["add", "mlp"]
+EXTRA_WORKLOADS = ["hostprep"]
+EXTRA_CONFIGS = ["sp-nohooks"]
 ADD_KERNELS = 2000
+
+
+def hostprep_step(batch=32, side=112, crop=96, words=400):
+    """A data loader's work done in the training process, as in a DataLoader worker (one CPU
+    thread): each sample's image is decoded from bytes, converted to float, cropped, flipped and
+    normalised (tensors of 64-150 KiB: the blocks host tracking records by default), its caption
+    tokenised in Python; the batch is collated, copied to the GPU, and one small training step runs
+    on it. Returns step()."""
+    import torch
+    torch.set_num_threads(1)
+    rnd = __import__("random").Random(0)
+    raw = [bytes(rnd.getrandbits(8) for _ in range(3 * side * side)) for _ in range(16)]
+    vocab = {f"w{i}": i for i in range(5000)}
+    captions = [" ".join(f"w{rnd.randrange(6000)}" for _ in range(words)) for _ in range(16)]
+    mean = torch.tensor([0.485, 0.456, 0.406]).view(3, 1, 1)
+    std = torch.tensor([0.229, 0.224, 0.225]).view(3, 1, 1)
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * crop * crop, 512), torch.nn.ReLU(),
+                                torch.nn.Linear(512, 10)).cuda()
+    emb = torch.nn.EmbeddingBag(5000, 512, mode="mean").cuda()
+    opt = torch.optim.SGD(list(model.parameters()) + list(emb.parameters()), lr=1e-3)
+    count = [0]
+
+    def step():
+        imgs, toks = [], []
+        for j in range(batch):
+            i = (count[0] * batch + j) % len(raw)
+            x = torch.frombuffer(bytearray(raw[i]), dtype=torch.uint8).view(3, side, side)
+            x = x.float().div_(255)
+            o = (count[0] + j) % (side - crop)
+            x = x[:, o:o + crop, o:o + crop]
+            if (count[0] + j) % 2:
+                x = x.flip(2)
+            imgs.append((x - mean) / std)
+            ids = [vocab.get(w, 0) for w in captions[i].split()]
+            toks.append(torch.tensor(ids[:256]))
+        count[0] += 1
+        xb = torch.stack(imgs).cuda()
+        tb = torch.nn.utils.rnn.pad_sequence(toks, batch_first=True).cuda()
+        loss = (model(xb) + emb(tb)[:, :10]).pow(2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    return step
 
 
 # ---------------- worker: one process, one configuration ----------------
@@ -52,6 +104,8 @@ def worker(a):
         def step():
             for _ in range(ADD_KERNELS):
                 x.add_(1.0)
+    elif a.workload == "hostprep":
+        step = hostprep_step()
     else:
         import mlp_train
         step = mlp_train.make_step()
@@ -118,6 +172,25 @@ def trace_stats(build, trace_dir, run_dir):
     return st
 
 
+def host_event_stats(build, trace_file, run_dir):
+    """Host allocation events (allocations and releases recorded in the window: no snapshot or
+    peak entries) per recorded step, and the ring's drops, from `stepprof dump` streamed."""
+    events = steps = dropped = 0
+    with open(os.path.join(run_dir, "dump.err"), "w") as err:
+        p = subprocess.Popen([os.path.join(build, "stepprof"), "dump", trace_file], stdout=subprocess.PIPE,
+                             stderr=err, text=True)
+        for line in p.stdout:
+            if line.startswith(("alloc ", "free ")) and " mem=host " in line and line.rstrip().endswith("flags=-"):
+                events += 1
+            elif line.startswith("step "):
+                steps += 1
+            elif line.startswith("window_end "):
+                dropped += sum(int(f.split("=")[1]) for f in line.split() if f.startswith("dropped="))
+    if p.wait() != 0 or not steps:
+        return {"error": f"stepprof dump {trace_file} failed or holds no step (see {run_dir}/dump.err)"}
+    return {"host_events_per_step": events / steps, "dropped": dropped}
+
+
 def json_stats(path):
     """Kernels and recorded steps of a Chrome trace (stepprof's converted or torch's)."""
     import traceutil as tu
@@ -142,10 +215,11 @@ def run_one(a, workload, config, rnd):
         for kv in config.split("+")[1:]:
             key, _, value = kv.partition("=")
             env["STEPPROF_" + key.replace(".", "_").upper()] = value
-        skip = a.skip if config.startswith("sp-window") else 10**6
+        skip = 10**6 if config.startswith("sp-outside") else a.skip
         write_ini(ini, trace_dir, skip, a.active, a.marker)
         check_ini(a.build, ini)
-        env.update(LD_PRELOAD=os.path.join(a.build, "libstepprof.so"), STEPPROF_CONFIG=ini)
+        lib = "libstepprof-nomalloc.so" if config.startswith("sp-nohooks") else "libstepprof.so"
+        env.update(LD_PRELOAD=os.path.join(a.build, lib), STEPPROF_CONFIG=ini)
     elif config == "torch":
         cmd += ["--torch-profiler", os.path.join(run_dir, "torch.json"), "--skip", str(a.skip),
                 "--active", str(a.active)]
@@ -176,7 +250,13 @@ def run_one(a, workload, config, rnd):
         rec["stepprof_stderr"] = [l for l in err.splitlines() if l.startswith("stepprof:")][:10]
         st = trace_stats(a.build, trace_dir, run_dir)
         rec["trace"] = st
-        if config.startswith("sp-window"):
+        if env.get("STEPPROF_ACTIVITIES_HOST_MALLOC") == "true" and st:
+            st.update(host_event_stats(a.build, st["file"], run_dir))
+            if st.get("error"):
+                rec["problems"].append(st["error"])
+            elif not st["host_events_per_step"]:
+                rec["problems"].append("host_malloc = true recorded no host allocation event")
+        if not config.startswith("sp-outside"):
             if not st or st.get("error") or not st.get("kernels"):
                 rec["problems"].append(f"window recorded nothing: {st}")
             elif len(st["steps"]) < a.active - 2:
@@ -237,7 +317,7 @@ def summarise(a, records):
                     if r["workload"] == wl and r["config"] == "torch" and (r.get("trace") or {}).get("steps")), None)
         for r in records:
             st = r.get("trace") or {}
-            if (ref and r["workload"] == wl and r["config"].startswith("sp-window") and st.get("steps")
+            if (ref and r["workload"] == wl and r["config"].startswith(("sp-window", "sp-nohooks")) and st.get("steps")
                     and st.get("kernels") and st["kernels"] / len(st["steps"]) != ref):
                 r["problems"].append(f"{st['kernels'] / len(st['steps']):.1f} kernels per step, "
                                      f"torch.profiler {ref:.1f}: boundaries off the iterations")
@@ -261,11 +341,16 @@ def summarise(a, records):
                 size = tr.get("bytes", tr.get("json_bytes"))
                 s.update(kernels=tr["kernels"], trace_bytes=size, bytes_per_kernel=size / tr["kernels"],
                          steps=f"{tr['steps'][0]}-{tr['steps'][-1]}" if tr["steps"] else "")
+            hosts = [r["trace"]["host_events_per_step"] for r in good if "host_events_per_step" in (r.get("trace") or {})]
+            if hosts:
+                s["host_events_per_step"] = statistics.median(hosts)
+                s["host_dropped"] = sum(r["trace"].get("dropped", 0) for r in good if r.get("trace"))
             summary.append(s)
             save = f"{statistics.median(stalls):.2f}, {max(stalls):.2f}" if stalls else ""
             rows.append(f"| {wl} | {cfg} | {', '.join(f'{m:.2f}' for m in meds) or 'FAILED'} | "
                         f"{fmt(s['ratio'], '{:.3f}x')} | {fmt(s['q1_ratio'], '{:.3f}x')} | {save} | {s.get('steps', '')} | "
                         f"{fmt(s.get('kernels'), '{}')} | {fmt(s.get('bytes_per_kernel'), '{:.1f}')} | "
+                        f"{fmt(s.get('host_events_per_step'), '{:.0f}')}{fmt(s.get('host_dropped') or None, ' ({} dropped)')} | "
                         f"{'; '.join(s['problems'])[:200]} |")
     return rows, summary
 
@@ -305,10 +390,12 @@ def orchestrate(a):
           f"during the bench: {steal}.", "",
           "| workload | config | ms/step per round | vs baseline (median of per-round ratios) "
           "| vs baseline (lower quartiles) | save stall ms (median, max over runs) | steps recorded "
-          "| kernels recorded | bytes/kernel on disk | problems |",
-          "|---|---|---|---|---|---|---|---|---|---|", *rows, "",
+          "| kernels recorded | bytes/kernel on disk | host events/step | problems |",
+          "|---|---|---|---|---|---|---|---|---|---|---|", *rows, "",
           "save stall: the longest of the five steps around the window's end minus the run's median step.",
-          "bytes/kernel: stepprof = .sptrace bytes / kernels recorded; torch = Chrome JSON bytes / kernels."]
+          "bytes/kernel: stepprof = .sptrace bytes / kernels recorded; torch = Chrome JSON bytes / kernels.",
+          "host events/step: host allocations and releases recorded per step (median over runs), with "
+          "activities.host_malloc=true; with host_malloc_min=1 too, every allocator call's."]
     text = "\n".join(md) + "\n"
     print("\n" + text)
     with open(os.path.join(a.out, "bench.md"), "w") as f:
@@ -340,7 +427,7 @@ def main():
                    help="pin every worker to these CPUs, e.g. 2-5 (less noise from migrations)")
     r.add_argument("--keep-traces", action="store_true", help="keep torch.profiler's JSON exports")
     w = sub.add_parser("worker")
-    w.add_argument("--workload", choices=WORKLOADS, required=True)
+    w.add_argument("--workload", choices=WORKLOADS + EXTRA_WORKLOADS, required=True)
     w.add_argument("--steps", type=int, required=True)
     w.add_argument("--torch-profiler")
     w.add_argument("--skip", type=int, default=8)
@@ -350,7 +437,8 @@ def main():
         return worker(a)
     a.build = os.path.abspath(a.build)
     a.out = os.path.abspath(a.out)
-    bad = [c for c in a.configs if c.split("+")[0] not in CONFIGS and c not in FLOOR_MODES] + [w for w in a.workloads if w not in WORKLOADS]
+    bad = ([c for c in a.configs if c.split("+")[0] not in CONFIGS + EXTRA_CONFIGS and c not in FLOOR_MODES]
+           + [w for w in a.workloads if w not in WORKLOADS + EXTRA_WORKLOADS])
     if bad:
         sys.exit(f"bench: unknown configuration or workload {bad}")
     if "baseline" not in a.configs:
