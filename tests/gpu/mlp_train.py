@@ -24,15 +24,19 @@ import time
 import torch
 
 
-def make_step(layers=8, width=4096, batch=64):
-    """Builds the model, optimiser and data on cuda:0; returns step() doing one training step."""
+def make_step(layers=8, width=4096, batch=64, wrap=None, generator=None):
+    """Builds the model (passed through wrap if given, e.g. into DDP), optimiser and a fixed batch
+    (drawn from generator if given) on the current CUDA device; returns step() doing one training
+    step."""
     mods = []
     for _ in range(layers):
         mods += [torch.nn.Linear(width, width), torch.nn.ReLU()]
     model = torch.nn.Sequential(*mods).cuda()
+    if wrap:
+        model = wrap(model)
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, foreach=True)
-    x = torch.randn(batch, width, device="cuda")
-    y = torch.randn(batch, width, device="cuda")
+    x = torch.randn(batch, width, device="cuda", generator=generator)
+    y = torch.randn(batch, width, device="cuda", generator=generator)
 
     def step():
         opt.zero_grad(set_to_none=True)

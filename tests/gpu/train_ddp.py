@@ -40,24 +40,10 @@ def parse_args(argv=None):
 
 
 def make_step(local_rank, rank, layers, width, batch):
-    """DDP model, optimiser and this rank's fixed batch on cuda:local_rank; returns step()."""
+    """mlp_train's step with the model in DDP on cuda:local_rank and this rank's fixed batch."""
     torch.manual_seed(0)  # equal initial weights (DDP broadcasts rank 0's anyway)
-    mods = []
-    for _ in range(layers):
-        mods += [torch.nn.Linear(width, width), torch.nn.ReLU()]
-    model = DDP(torch.nn.Sequential(*mods).cuda(), device_ids=[local_rank])
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4, foreach=True)
     g = torch.Generator(device="cuda").manual_seed(1 + rank)
-    x = torch.randn(batch, width, device="cuda", generator=g)
-    y = torch.randn(batch, width, device="cuda", generator=g)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-
-    return step
+    return mlp_train.make_step(layers, width, batch, wrap=lambda m: DDP(m, device_ids=[local_rank]), generator=g)
 
 
 def make_profiler(args, rank):
