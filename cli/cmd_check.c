@@ -2,6 +2,7 @@
 /* cmd_check.c - `stepprof check [FILE]`: loads the configuration exactly as the profiled
  * process will (FILE, else $STEPPROF_CONFIG, else built-in defaults; then STEPPROF_* overrides)
  * and prints it as an INI file that loads back to the same configuration, or every error. */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
@@ -21,17 +22,27 @@ int sp_cmd_check(int argc, char **argv)
 	static struct sp_config cfg;
 	static struct sp_cfg_errors errs;
 	struct sp_rank_info ri;
+	static const struct option opts[] = { { "help", no_argument, NULL, 'h' }, { 0 } };
 	bool env_header = false;
+	int c;
 
-	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-		usage(stdout);
-		return 0;
-	}
-	if (argc > 2 || (argc == 2 && argv[1][0] == '-' && argv[1][1])) {
+	/* '+': an option only before FILE */
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			return 0;
+		}
+		sp_cli_bad_option("check", c, argc, argv);
 		usage(stderr);
 		return 2;
 	}
-	if (sp_cfg_load(&cfg, argc == 2 ? argv[1] : NULL, &errs)) {
+	if (sp_cli_operands("check", argc, argv, 0, 1)) {
+		usage(stderr);
+		return 2;
+	}
+	if (sp_cfg_load(&cfg, optind < argc ? argv[optind] : NULL, &errs)) {
 		sp_cfg_print_errors(&errs, stderr);
 		return 2;
 	}

@@ -3,6 +3,7 @@
  * (or one for all with --merge), streaming: the trace is read once, one window in memory.
  * --merge-ranks writes several ranks' traces into one file, one window per trace in memory.
  * Owns the argument parsing and the output file names; the format is the exporter's. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,7 @@ struct convert_opts {
 	int64_t step_lo, step_hi;
 	const struct sp_export_ops *ops;
 	int merge_ranks;        /* traces[0..ntraces) in one file */
-	const char **traces;
+	char **traces;          /* in argv */
 	int ntraces;
 };
 
@@ -106,9 +107,10 @@ struct rank_in {                /* one trace of --merge-ranks */
 	int64_t key;            /* rank, or pid if it has none */
 };
 
-static int usage(void)
+/* Prints the usage to f and returns rc. */
+static int usage(FILE *f, int rc)
 {
-	fprintf(stderr, "usage: stepprof convert TRACE [-o OUT[.json|.json.gz]] [--merge] [--wall] [--window N]"
+	fprintf(f, "usage: stepprof convert TRACE [-o OUT[.json|.json.gz]] [--merge] [--wall] [--window N]"
 			" [--steps A[-B]] [--format chrome]\n"
 			"       stepprof convert --merge-ranks -o OUT[.json|.json.gz] [--window N] [--steps A[-B]]"
 			" TRACE TRACE ...\n"
@@ -117,7 +119,7 @@ static int usage(void)
 			"  --merge: all windows in OUT.json on the wall clock; '-o -' writes stdout (implies --merge);\n"
 			"  --merge-ranks: every trace's windows (or window N) in OUT.json on one wall clock, NCCL\n"
 			"  collectives linked across ranks\n");
-	return 2;
+	return rc;
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -153,67 +155,90 @@ static void out_name(const struct convert_opts *o, char **stem, char **ext)
 		sp_oom();
 }
 
+/* Fills o from the command line. Returns 0, 1 for --help (the usage printed), or 2 for a usage
+ * error (printed). */
 static int parse(int argc, char **argv, struct convert_opts *o)
 {
+	static const struct option opts[] = {
+		{ "merge", no_argument, NULL, 'm' },
+		{ "wall", no_argument, NULL, 'W' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "window", required_argument, NULL, 'w' },
+		{ "steps", required_argument, NULL, 's' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "merge-ranks", no_argument, NULL, 'M' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	char *end;
+	int c;
+
 	memset(o, 0, sizeof(*o));
 	o->window = -1;
 	o->ops = &sp_export_chrome;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		char *end;
-		if (!strcmp(a, "--merge")) {
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm':
 			o->merge = 1;
-		} else if (!strcmp(a, "--wall")) {
+			break;
+		case 'W':
 			o->wall = 1;
-		} else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && i + 1 < argc) {
-			o->out = argv[++i];
-		} else if (!strcmp(a, "--window") && i + 1 < argc) {
-			o->window = strtoll(argv[++i], &end, 10);
-			if (*end || o->window < 0 || end == argv[i]) {
-				fprintf(stderr, "stepprof convert: --window wants a window id, not '%s'\n", argv[i]);
-				return usage();
+			break;
+		case 'o':
+			o->out = optarg;
+			break;
+		case 'w':
+			o->window = strtoll(optarg, &end, 10);
+			if (*end || o->window < 0 || end == optarg) {
+				fprintf(stderr, "stepprof convert: --window wants a window id, not '%s'\n", optarg);
+				return usage(stderr, 2);
 			}
-		} else if (!strcmp(a, "--steps") && i + 1 < argc) {
-			const char *v = argv[++i];
+			break;
+		case 's':
 			o->steps = 1;
-			o->step_lo = strtoll(v, &end, 10);
+			o->step_lo = strtoll(optarg, &end, 10);
 			o->step_hi = o->step_lo;
-			if (end != v && *end == '-')
+			if (end != optarg && *end == '-')
 				o->step_hi = end[1] ? strtoll(end + 1, &end, 10) : (++end, INT64_MAX);
-			if (end == v || *end || o->step_lo < 0 || o->step_hi < o->step_lo) {
-				fprintf(stderr, "stepprof convert: --steps wants A, A-B or A- (step numbers), not '%s'\n", v);
-				return usage();
+			if (end == optarg || *end || o->step_lo < 0 || o->step_hi < o->step_lo) {
+				fprintf(stderr, "stepprof convert: --steps wants A, A-B or A- (step numbers), not '%s'\n",
+					optarg);
+				return usage(stderr, 2);
 			}
-		} else if (!strcmp(a, "--format") && i + 1 < argc) {
-			o->ops = sp_export_find(argv[++i]);
+			break;
+		case 'f':
+			o->ops = sp_export_find(optarg);
 			if (!o->ops) {
-				fprintf(stderr, "stepprof convert: unknown format '%s' (known: chrome)\n", argv[i]);
+				fprintf(stderr, "stepprof convert: unknown format '%s' (known: chrome)\n", optarg);
 				return 2;
 			}
-		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage();
-			return 1;
-		} else if (!strcmp(a, "--merge-ranks")) {
+			break;
+		case 'M':
 			o->merge_ranks = 1;
-		} else if (a[0] == '-') {
-			fprintf(stderr, "stepprof convert: unexpected argument '%s'\n", a);
-			return usage();
-		} else {
-			o->traces = sp_xrealloc(o->traces, (size_t)(o->ntraces + 1) * sizeof(*o->traces));
-			o->traces[o->ntraces++] = a;
+			break;
+		case 'h':
+			usage(stdout, 0);
+			return 1;
+		default:
+			sp_cli_bad_option("convert", c, argc, argv);
+			return usage(stderr, 2);
 		}
 	}
+	o->traces = argv + optind;
+	o->ntraces = argc - optind;
 	if (!o->ntraces)
-		return usage();
+		return usage(stderr, 2);
 	o->trace = o->traces[0];
 	if (o->merge_ranks && !o->out) {
 		fprintf(stderr, "stepprof convert: --merge-ranks needs -o OUT\n");
-		return usage();
+		return usage(stderr, 2);
 	}
 	if (!o->merge_ranks && o->ntraces > 1) {
 		fprintf(stderr, "stepprof convert: unexpected argument '%s' (several traces need --merge-ranks)\n",
 			o->traces[1]);
-		return usage();
+		return usage(stderr, 2);
 	}
 	if (o->out && !strcmp(o->out, "-"))
 		o->merge = 1;
@@ -455,6 +480,5 @@ int sp_cmd_convert(int argc, char **argv)
 		ret = o.merge_ranks ? merge_ranks(&o) : convert_one(o);
 	else if (ret == 1) /* --help */
 		ret = 0;
-	free(o.traces);
 	return ret;
 }

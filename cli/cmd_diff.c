@@ -2,6 +2,7 @@
 /* cmd_diff.c - `stepprof diff BASE NEW [--window N] [--top N]`: what changed between two traces
  * (two runs, two commits, two ranks): kernel time per recorded step by kernel name, largest change
  * first, and the median step time of each. Per step, so windows of different lengths compare. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,33 +172,43 @@ static int usage(FILE *f, int rc)
 /* Exit status: 0 printed; 1 a trace unreadable, corrupt or without a recorded step; 2 usage. */
 int sp_cmd_diff(int argc, char **argv)
 {
-	const char *path[2] = { NULL, NULL };
-	long long window = -1, top = DIFF_TOP;
+	static const struct option opts[] = {
+		{ "window", required_argument, NULL, 'w' },
+		{ "top", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	const char *path[2];
+	long long window = -1, top = DIFF_TOP, v;
 	struct side s[2];
-	int ret = 0;
+	int c, ret = 0;
 	char *end;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
-			return usage(stdout, 0);
-		if ((!strcmp(a, "--window") || !strcmp(a, "--top")) && val) {
-			long long v = strtoll(val, &end, 10);
-			if (!*val || *end || v < 0) {
-				fprintf(stderr, "stepprof diff: %s wants a number >= 0, not '%s'\n", a, val);
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'w':
+		case 't':
+			v = strtoll(optarg, &end, 10);
+			if (!*optarg || *end || v < 0) {
+				fprintf(stderr, "stepprof diff: %s wants a number >= 0, not '%s'\n",
+					c == 't' ? "--top" : "--window", optarg);
 				return usage(stderr, 2);
 			}
-			*(!strcmp(a, "--top") ? &top : &window) = v;
-			i++;
-		} else if (a[0] == '-' || (path[0] && path[1])) {
-			fprintf(stderr, "stepprof diff: unexpected argument '%s'\n", a);
+			*(c == 't' ? &top : &window) = v;
+			break;
+		case 'h':
+			return usage(stdout, 0);
+		default:
+			sp_cli_bad_option("diff", c, argc, argv);
 			return usage(stderr, 2);
-		} else {
-			path[!!path[0]] = a;
 		}
 	}
-	if (!path[1])
+	if (sp_cli_operands("diff", argc, argv, 2, 2))
 		return usage(stderr, 2);
+	path[0] = argv[optind];
+	path[1] = argv[optind + 1];
 	memset(s, 0, sizeof(s));
 	for (int k = 0; k < 2; k++)
 		ret |= load(path[k], window, &s[k]);

@@ -4,6 +4,7 @@
  * is printed as a `stack` line just before the first record that names it. The output is
  * stable and diff-friendly (golden tests depend on it): change it only on purpose. */
 #include <inttypes.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
@@ -282,20 +283,32 @@ static int usage(FILE *f, int rc)
  * error. */
 int sp_cmd_dump(int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "relative", no_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
 	struct dump d = { .out = stdout };
-	const char *path = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
-			return usage(stdout, 0);
-		if (!strcmp(argv[i], "--relative"))
+	const char *path;
+	int c;
+
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
 			d.relative = 1;
-		else if (argv[i][0] == '-' || path)
+			break;
+		case 'h':
+			return usage(stdout, 0);
+		default:
+			sp_cli_bad_option("dump", c, argc, argv);
 			return usage(stderr, 2);
-		else
-			path = argv[i];
+		}
 	}
-	if (!path)
+	if (sp_cli_operands("dump", argc, argv, 1, 1))
 		return usage(stderr, 2);
+	path = argv[optind];
 	char err[512];
 	d.r = sp_trace_open(path, err, sizeof(err));
 	if (!d.r) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_memory.c - `stepprof memory TRACE [-o OUT.html] [--window N]`: the memory timeline page
  * of every recorded window (or one) and a short text summary of each on stdout (memtl.h). */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,33 +23,40 @@ static int usage(FILE *f, int rc)
  * written with the windows before it) or write error; 2 usage. */
 int sp_cmd_memory(int argc, char **argv)
 {
-	const char *trace = NULL, *out = NULL;
+	static const struct option opts[] = {
+		{ "window", required_argument, NULL, 'w' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	const char *trace, *out = NULL;
 	char *def = NULL, *end, err[512];
 	long long window = -1;
+	int c;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
-			return usage(stdout, 0);
-		if (!strcmp(a, "-o") && val) {
-			out = val;
-			i++;
-		} else if (!strcmp(a, "--window") && val) {
-			window = strtoll(val, &end, 10);
-			if (!*val || *end || window < 0) {
-				fprintf(stderr, "stepprof memory: --window wants a window id, not '%s'\n", val);
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'w':
+			window = strtoll(optarg, &end, 10);
+			if (!*optarg || *end || window < 0) {
+				fprintf(stderr, "stepprof memory: --window wants a window id, not '%s'\n", optarg);
 				return usage(stderr, 2);
 			}
-			i++;
-		} else if (a[0] == '-' || trace) {
-			fprintf(stderr, "stepprof memory: unexpected argument '%s'\n", a);
+			break;
+		case 'h':
+			return usage(stdout, 0);
+		default:
+			sp_cli_bad_option("memory", c, argc, argv);
 			return usage(stderr, 2);
-		} else {
-			trace = a;
 		}
 	}
-	if (!trace)
+	if (sp_cli_operands("memory", argc, argv, 1, 1))
 		return usage(stderr, 2);
+	trace = argv[optind];
 	if (!out) {
 		size_t n = strlen(trace);
 		n -= n > 8 && !strcmp(trace + n - 8, ".sptrace") ? 8 : 0;

@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -69,13 +70,14 @@ static int list_traces(const char *dir, time_t since, int depth)
 	return n;
 }
 
-static int usage(void)
+/* Prints the usage to f and returns rc. */
+static int usage(FILE *f, int rc)
 {
-	fprintf(stderr, "usage: stepprof run [--config FILE] [--out DIR] [--ranks LIST] [--set SECTION.KEY=VALUE]... "
+	fprintf(f, "usage: stepprof run [--config FILE] [--out DIR] [--ranks LIST] [--set SECTION.KEY=VALUE]... "
 			"[--] CMD [ARGS...]\n"
 			"  e.g. stepprof run --ranks 0,7 --set schedule.wait=20 --set marker.kind=nvtx "
 			"--set marker.pattern=train_step -- torchrun ...\n");
-	return 2;
+	return rc;
 }
 
 /* Checks SECTION.KEY=VALUE against the configuration keys and exports it as
@@ -108,38 +110,51 @@ static int set_option(const char *kv)
 
 int sp_cmd_run(int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "set", required_argument, NULL, 's' },
+		{ "ranks", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
 	const char *config = NULL, *out = NULL;
-	char lib[PATH_MAX], abs[PATH_MAX], preload[2 * PATH_MAX];
+	char lib[PATH_MAX], abs[PATH_MAX], preload[2 * PATH_MAX], kv[256];
 	struct sp_config cfg;
 	struct sp_cfg_errors errs = { 0 };
-	int i = 1;
-	for (; i < argc; i++) {
-		if (!strcmp(argv[i], "--config") && i + 1 < argc)
-			config = argv[++i];
-		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
-			out = argv[++i];
-		else if (!strcmp(argv[i], "--set") && i + 1 < argc) {
-			if (set_option(argv[++i]) < 0)
+	int c;
+
+	/* '+': the options end at CMD (or after "--"); the rest is CMD's own */
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			config = optarg;
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 's':
+			if (set_option(optarg) < 0)
 				return 2;
-		} else if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
-			char kv[256];
-			snprintf(kv, sizeof kv, "ranks.ranks=%s", argv[++i]);
+			break;
+		case 'r':
+			snprintf(kv, sizeof kv, "ranks.ranks=%s", optarg);
 			if (set_option(kv) < 0)
 				return 2;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage();
+			break;
+		case 'h':
+			usage(stdout, 0);
 			return 0;
-		} else if (!strcmp(argv[i], "--")) {
-			i++;
-			break;
-		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "stepprof run: unknown option %s\n", argv[i]);
-			return usage();
-		} else
-			break;
+		default:
+			sp_cli_bad_option("run", c, argc, argv);
+			return usage(stderr, 2);
+		}
 	}
-	if (i >= argc)
-		return usage();
+	if (optind >= argc)
+		return usage(stderr, 2);
+	char **cmd = argv + optind;
 	if (config) {
 		if (!realpath(config, abs)) {
 			fprintf(stderr, "stepprof run: %s: %s\n", config, strerror(errno));
@@ -174,8 +189,8 @@ int sp_cmd_run(int argc, char **argv)
 		return 1;
 	}
 	if (pid == 0) {
-		execvp(argv[i], argv + i);
-		fprintf(stderr, "stepprof run: cannot run %s: %s\n", argv[i], strerror(errno));
+		execvp(cmd[0], cmd);
+		fprintf(stderr, "stepprof run: cannot run %s: %s\n", cmd[0], strerror(errno));
 		_exit(127);
 	}
 	int st = 0;

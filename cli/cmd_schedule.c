@@ -2,6 +2,7 @@
 /* cmd_schedule.c - `stepprof schedule [--config FILE] [--steps N] [KEY=VALUE ...]`: dry run of
  * the [schedule] section. stdout is exactly one "STEP ACTION" line per step; the summary
  * (recorded windows, when recording stops) and warnings go to stderr as '#' lines. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,35 +75,41 @@ static void print_table(const struct sp_schedule *s, int64_t steps)
 /* Exits 0, or 2 for usage and configuration errors (all printed to stderr). */
 int sp_cmd_schedule(int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "steps", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
 	static struct sp_config cfg;
 	static struct sp_cfg_errors errs;
 	const char *path = getenv("STEPPROF_CONFIG");
 	int64_t steps = -1;
-	int i, bad = 0;
+	int c, i, bad = 0;
+	char *end;
 
-	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
-		const char *a = argv[i], *v = NULL;
-		char *end;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+	/* '+': the options stop at the first KEY=VALUE; every argument after it must be one too */
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			path = optarg;
+			break;
+		case 's':
+			steps = strtoll(optarg, &end, 10);
+			if (*optarg < '0' || *optarg > '9' || *end || steps < 1 || steps > MAX_STEPS) {
+				fprintf(stderr, "stepprof schedule: --steps: '%s' is not an integer 1..%d\n", optarg,
+					MAX_STEPS);
+				return 2;
+			}
+			break;
+		case 'h':
 			usage(stdout);
 			return 0;
-		}
-		if (!strncmp(a, "--config=", 9) || !strncmp(a, "--steps=", 8))
-			v = strchr(a, '=') + 1;
-		else if ((!strcmp(a, "--config") || !strcmp(a, "--steps")) && i + 1 < argc)
-			v = argv[++i];
-		if (!v) {
-			fprintf(stderr, "stepprof schedule: bad option '%s'\n", a);
+		default:
+			sp_cli_bad_option("schedule", c, argc, argv);
 			usage(stderr);
-			return 2;
-		}
-		if (a[2] == 'c') {
-			path = v;
-			continue;
-		}
-		steps = strtoll(v, &end, 10);
-		if (*v < '0' || *v > '9' || *end || steps < 1 || steps > MAX_STEPS) {
-			fprintf(stderr, "stepprof schedule: --steps: '%s' is not an integer 1..%d\n", v, MAX_STEPS);
 			return 2;
 		}
 	}
@@ -110,7 +117,7 @@ int sp_cmd_schedule(int argc, char **argv)
 	if (path && *path)
 		sp_cfg_load_file(&cfg, path, &errs);
 	sp_cfg_load_env(&cfg, NULL, &errs);
-	for (; i < argc; i++) {
+	for (i = optind; i < argc; i++) {
 		char key[64];
 		const char *eq = strchr(argv[i], '=');
 		if (!eq || eq == argv[i] || (size_t)(eq - argv[i]) >= sizeof(key)) {

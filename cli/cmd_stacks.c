@@ -2,6 +2,7 @@
 /* cmd_stacks.c - `stepprof stacks TRACE [--by bytes|calls] [--kind alloc|launch|nccl|all]
  * [-o FILE]`: folded call stacks of the trace's allocation, launch and NCCL call sites
  * (folded.h), symbolised offline against the trace's module records. */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
@@ -23,40 +24,52 @@ int sp_cmd_stacks(int argc, char **argv)
 	static const struct { const char *name; unsigned mask; } kinds[] = {
 		{ "alloc", SP_FOLD_ALLOC }, { "launch", SP_FOLD_LAUNCH }, { "nccl", SP_FOLD_NCCL }, { "all", SP_FOLD_ALL },
 	};
-	const char *trace = NULL, *outpath = NULL;
+	static const struct option opts[] = {
+		{ "by", required_argument, NULL, 'b' },
+		{ "kind", required_argument, NULL, 'k' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	const char *trace, *outpath = NULL;
 	unsigned mask = SP_FOLD_ALLOC;
-	int by_bytes = -1;
+	int by_bytes = -1, c;
 	char err[512];
+	size_t k;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
-			return usage(stdout, 0);
-		if (!strcmp(a, "--by") && val && (!strcmp(val, "bytes") || !strcmp(val, "calls"))) {
-			by_bytes = !strcmp(val, "bytes");
-			i++;
-		} else if (!strcmp(a, "--kind") && val) {
-			size_t k = 0;
-			while (k < sizeof(kinds) / sizeof(kinds[0]) && strcmp(val, kinds[k].name))
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			if (strcmp(optarg, "bytes") && strcmp(optarg, "calls")) {
+				fprintf(stderr, "stepprof stacks: --by wants bytes or calls, not '%s'\n", optarg);
+				return usage(stderr, 2);
+			}
+			by_bytes = !strcmp(optarg, "bytes");
+			break;
+		case 'k':
+			k = 0;
+			while (k < sizeof(kinds) / sizeof(kinds[0]) && strcmp(optarg, kinds[k].name))
 				k++;
 			if (k == sizeof(kinds) / sizeof(kinds[0])) {
-				fprintf(stderr, "stepprof stacks: unknown --kind '%s'\n", val);
+				fprintf(stderr, "stepprof stacks: unknown --kind '%s'\n", optarg);
 				return usage(stderr, 2);
 			}
 			mask = kinds[k].mask;
-			i++;
-		} else if (!strcmp(a, "-o") && val) {
-			outpath = val;
-			i++;
-		} else if (a[0] == '-' || trace) {
-			fprintf(stderr, "stepprof stacks: unexpected argument '%s'\n", a);
+			break;
+		case 'o':
+			outpath = optarg;
+			break;
+		case 'h':
+			return usage(stdout, 0);
+		default:
+			sp_cli_bad_option("stacks", c, argc, argv);
 			return usage(stderr, 2);
-		} else {
-			trace = a;
 		}
 	}
-	if (!trace)
+	if (sp_cli_operands("stacks", argc, argv, 1, 1))
 		return usage(stderr, 2);
+	trace = argv[optind];
 	if (by_bytes < 0)
 		by_bytes = mask == SP_FOLD_ALLOC;
 	if (by_bytes && mask == SP_FOLD_LAUNCH) {

@@ -2,9 +2,9 @@
 /* cmd_steps.c - `stepprof steps TRACE [TRACE ...]`: the per-step table of steps.h for one trace;
  * for several (one per rank), their steps side by side: the spread of each step's time across
  * ranks, the slowest rank, and per rank the medians of step, compute, NCCL and idle time. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include "cli.h"
 #include "steps.h"
 
@@ -45,29 +45,30 @@ static int load(const char *path, struct sp_steps *s, int *rank)
  * A trace without a recorded step is left out, with a note on stderr. */
 int sp_cmd_steps(int argc, char **argv)
 {
-	size_t n = 0;
-	int ret = 0;
+	static const struct option opts[] = { { "help", no_argument, NULL, 'h' }, { 0 } };
+	int c, ret = 0;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 'h')
 			return usage(stdout, 0);
-		if (argv[i][0] == '-') {
-			fprintf(stderr, "stepprof steps: unexpected argument '%s'\n", argv[i]);
-			return usage(stderr, 2);
-		}
-		n++;
-	}
-	if (!n)
+		sp_cli_bad_option("steps", c, argc, argv);
 		return usage(stderr, 2);
+	}
+	if (sp_cli_operands("steps", argc, argv, 1, argc))
+		return usage(stderr, 2);
+	char **paths = argv + optind;
+	size_t n = (size_t)(argc - optind);
 	struct sp_steps *s = calloc(n, sizeof(*s));
 	int *rank = calloc(n, sizeof(*rank));
 	if (!s || !rank)
 		sp_oom();
 	size_t used = 0;
 	for (size_t i = 0; i < n && !ret; i++) {
-		ret |= load(argv[i + 1], &s[used], &rank[used]);
+		ret |= load(paths[i], &s[used], &rank[used]);
 		if (!ret && !s[used].n)
-			fprintf(stderr, "stepprof steps: %s holds no recorded step; left out\n", argv[i + 1]);
+			fprintf(stderr, "stepprof steps: %s holds no recorded step; left out\n", paths[i]);
 		else
 			used++;
 	}
