@@ -18,6 +18,12 @@ Configurations, each a separate process:
   cupti-ts     (not run by default) mode ts: kernel records stamped by a CLOCK_MONOTONIC callback
   sp-nohooks   (not run by default) sp-window with libstepprof-nomalloc.so, what `stepprof run`
                preloads when host_malloc is false (no malloc hooks at all)
+With --cycle W,A the stepprof configurations record CYCLES windows instead of one (skip_first S,
+then wait W, warmup 1, active A, repeat 0), and each run also gets a paired ratio that the
+machine's regimes between processes cannot blur: the median step inside windows (away from their
+edges) over the median step outside them (away from the warmup and the save), in one process.
+Comparing that ratio between two configurations (host_malloc on and off, say) gives what the
+difference costs inside a window.
 A stepprof configuration may carry settings: sp-window+activities.runtime_api=false runs
 sp-window with STEPPROF_ACTIVITIES_RUNTIME_API=false. With activities.host_malloc=true the host
 allocation events per recorded step are counted (host_events column); with host_malloc_min=1 as
@@ -49,6 +55,7 @@ WORKLOADS = ["add", "mlp"]
 EXTRA_WORKLOADS = ["hostprep"]
 EXTRA_CONFIGS = ["sp-nohooks"]
 ADD_KERNELS = 2000
+CYCLES = 8  # --cycle: windows per run
 
 
 def hostprep_step(batch=32, side=112, crop=96, words=400):
@@ -141,11 +148,14 @@ def clean_env():
     return env
 
 
-def write_ini(path, out_dir, skip, active, marker):
+def write_ini(path, out_dir, skip, active, marker, cycle=None):
+    """One window of active steps after skip; with cycle = (W, A), windows of A steps after W
+    unrecorded ones (and a warmup step), forever."""
     kind, _, pattern = marker.partition(":")
+    wait, active, repeat = (cycle[0], cycle[1], 0) if cycle else (0, active, 1)
     with open(path, "w") as f:
         f.write(f"[profile]\nenabled = true\noutput = {out_dir}\n"
-                f"[schedule]\nskip_first = {skip}\nwait = 0\nwarmup = 1\nactive = {active}\nrepeat = 1\n"
+                f"[schedule]\nskip_first = {skip}\nwait = {wait}\nwarmup = 1\nactive = {active}\nrepeat = {repeat}\n"
                 f"[marker]\nkind = {kind}\n" + (f"pattern = {pattern}\n" if pattern else ""))
 
 
@@ -191,6 +201,19 @@ def host_event_stats(build, trace_file, run_dir):
     return {"host_events_per_step": events / steps, "dropped": dropped}
 
 
+def in_out(times, recorded, skip):
+    """--cycle: {"in_out": median step inside windows / median step outside} in one run. Inside:
+    recorded steps whose neighbours are recorded too; outside: steps after skip + 2 with no recorded
+    step within two (the warmup step, the first after a save and an index off by one stay out)."""
+    near = lambda i, d: any(j in recorded for j in range(i - d, i + d + 1))
+    inside = [times[i] for i in range(len(times)) if all(j in recorded for j in (i - 1, i, i + 1))]
+    outside = [times[i] for i in range(skip + 2, len(times) - 2) if not near(i, 2)]
+    if len(inside) < 5 or len(outside) < 5:
+        return {}
+    return {"in_out": statistics.median(inside) / statistics.median(outside),
+            "in_ms": statistics.median(inside), "out_ms": statistics.median(outside)}
+
+
 def json_stats(path):
     """Kernels and recorded steps of a Chrome trace (stepprof's converted or torch's)."""
     import traceutil as tu
@@ -216,7 +239,7 @@ def run_one(a, workload, config, rnd):
             key, _, value = kv.partition("=")
             env["STEPPROF_" + key.replace(".", "_").upper()] = value
         skip = 10**6 if config.startswith("sp-outside") else a.skip
-        write_ini(ini, trace_dir, skip, a.active, a.marker)
+        write_ini(ini, trace_dir, skip, a.active, a.marker, a.cycle)
         check_ini(a.build, ini)
         lib = "libstepprof-nomalloc.so" if config.startswith("sp-nohooks") else "libstepprof.so"
         env.update(LD_PRELOAD=os.path.join(a.build, lib), STEPPROF_CONFIG=ini)
@@ -243,9 +266,11 @@ def run_one(a, workload, config, rnd):
         return rec
     rec.update(json.loads(line[6:]))
     t = rec["times_ms"]
-    rec["median_ms"] = statistics.median(t[a.skip + 3:a.skip + a.active - 1])
-    rec["issue_median_ms"] = statistics.median(rec["issue_ms"][a.skip + 3:a.skip + a.active - 1])
-    rec["near_save_ms"] = max(t[a.skip + a.active - 1:a.skip + a.active + 4])
+    first, last = (a.skip + 2, a.total - 1) if a.cycle else (a.skip + 3, a.skip + a.active - 2)
+    rec["median_ms"] = statistics.median(t[first:last + 1])
+    rec["issue_median_ms"] = statistics.median(rec["issue_ms"][first:last + 1])
+    if not a.cycle:
+        rec["near_save_ms"] = max(t[a.skip + a.active - 1:a.skip + a.active + 4])
     if config.startswith("sp-"):
         rec["stepprof_stderr"] = [l for l in err.splitlines() if l.startswith("stepprof:")][:10]
         st = trace_stats(a.build, trace_dir, run_dir)
@@ -259,13 +284,18 @@ def run_one(a, workload, config, rnd):
         if not config.startswith("sp-outside"):
             if not st or st.get("error") or not st.get("kernels"):
                 rec["problems"].append(f"window recorded nothing: {st}")
-            elif len(st["steps"]) < a.active - 2:
-                rec["problems"].append(f"window holds {len(st['steps'])} steps, expected {a.active}")
+            elif len(st["steps"]) < (CYCLES * a.cycle[1] if a.cycle else a.active) - 2:
+                rec["problems"].append(f"windows hold {len(st['steps'])} steps, expected "
+                                       f"{CYCLES * a.cycle[1] if a.cycle else a.active}")
             elif workload == "add" and st["kernels"] != ADD_KERNELS * len(st["steps"]):
                 rec["problems"].append(f"{st['kernels']} kernels in {len(st['steps'])} steps, "
                                        f"not {ADD_KERNELS} per step: boundaries off the iterations")
         elif st and st.get("kernels"):
             rec["problems"].append(f"outside-window run recorded {st['kernels']} kernels")
+        if a.cycle and st and st.get("steps"):
+            rec.update(in_out(t, set(st["steps"]), a.skip))
+            if "in_out" not in rec:
+                rec["problems"].append("too few steps inside or outside the windows for a paired ratio")
     elif config == "torch":
         js = os.path.join(run_dir, "torch.json")
         rec["trace"] = json_stats(js) if os.path.exists(js) else {"error": "no torch.json exported"}
@@ -329,11 +359,13 @@ def summarise(a, records):
             meds = [r["median_ms"] for r in good]
             ratios = [r["median_ms"] / base[r["round"]] for r in good if r["round"] in base]
             q_base, q_cfg = quartile1(base.values()), quartile1(meds)
-            stalls = [r["near_save_ms"] - r["median_ms"] for r in good]
+            stalls = [r["near_save_ms"] - r["median_ms"] for r in good if "near_save_ms" in r]
+            in_outs = [r["in_out"] for r in good if "in_out" in r]
             s = {"workload": wl, "config": cfg, "median_ms": meds,
                  "ratio": statistics.median(ratios) if ratios else None,
                  "q1_ratio": q_cfg / q_base if q_cfg and q_base else None,
-                 "near_save_ms": max((r["near_save_ms"] for r in good), default=None),
+                 "near_save_ms": max((r["near_save_ms"] for r in good if "near_save_ms" in r), default=None),
+                 "in_out": statistics.median(in_outs) if in_outs else None, "in_outs": in_outs,
                  "stall_ms": stalls,
                  "problems": [p for r in recs for p in r["problems"]]}
             tr = next((r["trace"] for r in good if r.get("trace") and r["trace"].get("kernels")), None)
@@ -348,7 +380,9 @@ def summarise(a, records):
             summary.append(s)
             save = f"{statistics.median(stalls):.2f}, {max(stalls):.2f}" if stalls else ""
             rows.append(f"| {wl} | {cfg} | {', '.join(f'{m:.2f}' for m in meds) or 'FAILED'} | "
-                        f"{fmt(s['ratio'], '{:.3f}x')} | {fmt(s['q1_ratio'], '{:.3f}x')} | {save} | {s.get('steps', '')} | "
+                        f"{fmt(s['ratio'], '{:.3f}x')} | {fmt(s['q1_ratio'], '{:.3f}x')} | {save} | "
+                        f"{fmt(s['in_out'], '{:.3f}x')}{' (' + ', '.join(f'{x:.3f}' for x in in_outs) + ')' if in_outs else ''} | "
+                        f"{s.get('steps', '')} | "
                         f"{fmt(s.get('kernels'), '{}')} | {fmt(s.get('bytes_per_kernel'), '{:.1f}')} | "
                         f"{fmt(s.get('host_events_per_step'), '{:.0f}')}{fmt(s.get('host_dropped') or None, ' ({} dropped)')} | "
                         f"{'; '.join(s['problems'])[:200]} |")
@@ -357,7 +391,11 @@ def summarise(a, records):
 
 def orchestrate(a):
     a.total = a.skip + 1 + a.active + 6
-    if a.active < 25:
+    if a.cycle:
+        if a.cycle[0] < 5 or a.cycle[1] < 4 or "torch" in a.configs:
+            sys.exit("bench: --cycle W,A wants W >= 5, A >= 4, and no torch configuration")
+        a.total = a.skip + CYCLES * (a.cycle[0] + 1 + a.cycle[1]) + 2
+    elif a.active < 25:
         sys.exit("bench: --active must be >= 25 (>= 21 measured steps inside the window)")
     if set(FLOOR_MODES) & set(a.configs) and not (a.floor_lib and os.path.exists(a.floor_lib)):
         sys.exit(f"bench: --floor-lib {a.floor_lib!r} missing (bench/run.sh builds it)")
@@ -384,14 +422,17 @@ def orchestrate(a):
     torch_v = next((r.get("torch") for r in records if r.get("torch")), "?")
     md = [f"# stepprof benchmark ({time.strftime('%Y-%m-%d %H:%M')})", "",
           f"GPU {gpu}, torch {torch_v}, host {platform.node()}; {a.rounds} rounds; marker {a.marker}; "
-          f"window skip_first={a.skip} warmup=1 active={a.active}; median of steps {a.skip + 3}..{a.skip + a.active - 2} "
-          f"per run; add = {ADD_KERNELS} add_ kernels per step, mlp = tests/gpu/mlp_train.py step; "
+          + (f"{CYCLES} windows: skip_first={a.skip}, then wait={a.cycle[0]} warmup=1 active={a.cycle[1]} repeat=0; "
+             f"median of steps {a.skip + 2}..{a.total - 1} " if a.cycle else
+             f"window skip_first={a.skip} warmup=1 active={a.active}; median of steps {a.skip + 3}..{a.skip + a.active - 2} ")
+          + f"per run; add = {ADD_KERNELS} add_ kernels per step, mlp = tests/gpu/mlp_train.py step; "
           f"workers pinned to CPUs {sorted(a.cpus) if a.cpus else 'none'}; CPU time stolen by the hypervisor "
           f"during the bench: {steal}.", "",
           "| workload | config | ms/step per round | vs baseline (median of per-round ratios) "
-          "| vs baseline (lower quartiles) | save stall ms (median, max over runs) | steps recorded "
+          "| vs baseline (lower quartiles) | save stall ms (median, max over runs) "
+          "| inside / outside windows, paired (median; per round) | steps recorded "
           "| kernels recorded | bytes/kernel on disk | host events/step | problems |",
-          "|---|---|---|---|---|---|---|---|---|---|---|", *rows, "",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|", *rows, "",
           "save stall: the longest of the five steps around the window's end minus the run's median step.",
           "bytes/kernel: stepprof = .sptrace bytes / kernels recorded; torch = Chrome JSON bytes / kernels.",
           "host events/step: host allocations and releases recorded per step (median over runs), with "
@@ -426,6 +467,8 @@ def main():
     r.add_argument("--cpus", type=cpu_list, default=None,
                    help="pin every worker to these CPUs, e.g. 2-5 (less noise from migrations)")
     r.add_argument("--keep-traces", action="store_true", help="keep torch.profiler's JSON exports")
+    r.add_argument("--cycle", type=lambda v: tuple(int(x) for x in v.split(",")), default=None,
+                   help=f"W,A: {CYCLES} windows of A steps after W unrecorded ones; adds a paired in/out ratio")
     w = sub.add_parser("worker")
     w.add_argument("--workload", choices=WORKLOADS + EXTRA_WORKLOADS, required=True)
     w.add_argument("--steps", type=int, required=True)
