@@ -47,7 +47,7 @@ DEP_LIBS := $(shell pkg-config --libs $(filter-out $(CLI_PKGS),$(PKGS)) 2>/dev/n
 CLI_LIBS := $(DEP_LIBS) $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null) -lstdc++
 
 # Core: host code shared by the library, the CLI and the unit tests (no CUPTI calls).
-CORE_SRCS := $(wildcard config/*.c) $(filter-out collector/cupti%.c collector/collector.c,$(wildcard collector/*.c))
+CORE_SRCS := $(wildcard config/*.c) $(wildcard trace/*.c) $(filter-out collector/cupti%.c collector/collector.c,$(wildcard collector/*.c))
 # Library only: hooks and the CUPTI side of the collector.
 LIBONLY_SRCS := $(wildcard preload/*.c) $(wildcard collector/cupti*.c) $(wildcard collector/collector.c)
 CLI_SRCS := $(filter-out cli/main.c,$(wildcard cli/*.c))

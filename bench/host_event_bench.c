@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "collector/clock.h"
-#include "collector/event.h"
+#include "trace/event.h"
 #include "collector/memory.h"
 #include "collector/ring.h"
 

@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "collector/clock.h"
-#include "collector/event.h"
+#include "trace/event.h"
 #include "collector/memory.h"
 #include "collector/ring.h"
 #include "collector/writer.h"

@@ -4,7 +4,7 @@
  * kernel record, ~6.6 us apart with a few hundred ns of jitter, as the benchmark's add loop) pushed
  * through the real ring and writer into a trace file. The zstd level is trace.c's ZSTD_LEVEL, so
  * levels compare by building trace.c with -DZSTD_LEVEL=N in front of the library:
- *   gcc -O2 -I. -DZSTD_LEVEL=1 -c collector/trace.c -o /tmp/trace1.o
+ *   gcc -O2 -I. -DZSTD_LEVEL=1 -c trace/trace.c -o /tmp/trace1.o
  *   gcc -O2 -I. bench/writer_bench.c /tmp/trace1.o build/libspcore.a -lzstd -lunwind -lpthread -o /tmp/wb1
  *   /usr/bin/time -f '%U s user' /tmp/wb1 600000 /tmp/wb1.sptrace
  * Prints kernels, bytes per kernel (whole file) and wall time; the process's user time is almost all
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include "collector/clock.h"
-#include "collector/event.h"
+#include "trace/event.h"
 #include "collector/intern.h"
 #include "collector/ring.h"
 #include "collector/writer.h"

@@ -8,7 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
-#include "collector/trace.h"
+#include "config/schedule.h"
+#include "trace/trace.h"
 #include "windows.h"
 
 #define NAME_OF(table, v) ((v) < sizeof(table) / sizeof(table[0]) && table[v] ? table[v] : "?")

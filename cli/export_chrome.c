@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "export.h"
+#include "config/schedule.h"
 #include "nccl.h"
 #include "symbols.h"
 

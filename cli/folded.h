@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include "collector/trace.h"
+#include "trace/trace.h"
 #include "symbols.h"
 #include "windows.h"
 

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "collector/trace.h"
+#include "trace/trace.h"
 #include "symbols.h"
 
 #define SP_MEMTL_NEVER UINT64_MAX /* freed / died of an allocation still alive at the window's end */

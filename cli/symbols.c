@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "collector/trace.h"
+#include "trace/trace.h"
 #include "symbols.h"
 #include "windows.h"
 

@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "collector/trace.h"
+#include "trace/trace.h"
 
 #define SP_DROP__COUNT (SP_DROP_LATE + 1) /* size of a by-source array indexed by enum sp_drop_source */
 #define SP_WIN_MAX_DEVICES 64             /* devices whose SP_EV_DEVICE record is kept */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include "clock.h"
-#include "event.h"
+#include "trace/event.h"
 #include "memory.h"
 #include "ring.h"
 

@@ -6,7 +6,7 @@
 #define SP_RING_H
 
 #include <stdint.h>
-#include "event.h"
+#include "trace/event.h"
 
 /* Sets the slot count of rings created from now on (rounded up to a power of two, min 64).
  * Call before the first push. This function can't fail. */

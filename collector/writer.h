@@ -6,7 +6,7 @@
 #define SP_WRITER_H
 
 #include <stdint.h>
-#include "trace.h"
+#include "trace/trace.h"
 
 /* Creates the trace file at path and starts the writer thread (all signals blocked).
  * window_max_bytes caps encoded bytes per window (0 = no cap). Returns 0, or -1 after

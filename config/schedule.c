@@ -88,3 +88,9 @@ int sp_schedule_done(const struct sp_schedule *s, int64_t step)
 	last -= 1 + (s->skip_first_wait != 0 ? s->wait : 0);
 	return step >= last;
 }
+
+const char *sp_action_name(unsigned action)
+{
+	static const char *const t[] = { "NONE", "WARMUP", "RECORD", "RECORD_AND_SAVE" };
+	return action < sizeof(t) / sizeof(t[0]) ? t[action] : "?";
+}

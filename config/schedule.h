@@ -6,7 +6,12 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "../collector/event.h"
+
+/* the schedule's verdict on a step, numbered as torch.profiler.ProfilerAction (a STEP record's sub) */
+enum sp_action { SP_ACT_NONE = 0, SP_ACT_WARMUP = 1, SP_ACT_RECORD = 2, SP_ACT_RECORD_AND_SAVE = 3 };
+
+/* "NONE", "WARMUP", "RECORD", "RECORD_AND_SAVE"; "?" for another value. This function can't fail. */
+const char *sp_action_name(unsigned action);
 
 struct sp_schedule {
 	int64_t skip_first;

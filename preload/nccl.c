@@ -7,7 +7,7 @@
 #include <nccl.h>
 #include <stddef.h>
 #include "collector/collector.h"
-#include "collector/event.h"
+#include "trace/event.h"
 #include "resolve.h"
 
 #define SP_EXPORT __attribute__((visibility("default")))

@@ -7,7 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <zstd.h>
-#include "collector/trace.h"
+#include "trace/trace.h"
+#include "config/schedule.h"
 
 #define T0 1000000000000ull /* trace clock at the header anchor */
 

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/trace.h"
+#include "trace/trace.h"
 
 #define T0 1000000000000ull
 

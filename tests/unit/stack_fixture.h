@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include "collector/trace.h"
+#include "trace/trace.h"
 
 /* Distinct bodies, so no two are folded into one by the compiler. */
 static volatile int sx_sink;

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
-#include "collector/event.h"
+#include "trace/event.h"
 #include "collector/memory.h"
 #include "collector/ring.h"
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "cli/cli.h"
 #include "cli/memtl.h"
+#include "config/schedule.h"
 #include "stack_fixture.h"
 
 #define MS 1000000ull

@@ -18,7 +18,8 @@
 #include "cli/nccl.h"
 #include "cli/report.h"
 #include "cli/windows.h"
-#include "collector/trace.h"
+#include "trace/trace.h"
+#include "config/schedule.h"
 #include "text_assert.h"
 
 #define US 1000ull

@@ -17,7 +17,8 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "collector/trace.h"
+#include "trace/trace.h"
+#include "config/schedule.h"
 
 #define HDR 376
 

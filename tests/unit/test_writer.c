@@ -23,6 +23,7 @@
 #include "collector/intern.h"
 #include "collector/ring.h"
 #include "collector/writer.h"
+#include "config/schedule.h"
 
 #define WAIT_S 30 /* bound of every wait on the writer: ample on a loaded machine */
 

@@ -8,7 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/trace.h"
+#include "trace/trace.h"
+#include "config/schedule.h"
 
 #define US 1000ull
 #define MS 1000000ull

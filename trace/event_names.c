@@ -17,12 +17,6 @@ const char *sp_ev_kind_name(unsigned kind)
 	return NAME_OF(t, kind);
 }
 
-const char *sp_action_name(unsigned action)
-{
-	static const char *const t[] = { "NONE", "WARMUP", "RECORD", "RECORD_AND_SAVE" };
-	return NAME_OF(t, action);
-}
-
 const char *sp_nccl_op_name(unsigned op)
 {
 	static const char *const t[] = {

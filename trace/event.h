@@ -20,7 +20,7 @@ enum sp_ev_kind {
 	SP_EV_ALLOC = 7,        /* allocation; sub = enum sp_mem_kind */
 	SP_EV_FREE = 8,         /* release; sub = enum sp_mem_kind */
 	SP_EV_MARKER = 9,       /* NVTX range (start..end) or instant (start == end) */
-	SP_EV_STEP = 10,        /* one step: start..end, u.step.number, sub = enum sp_action */
+	SP_EV_STEP = 10,        /* one step: start..end, u.step.number, sub = the schedule's action (enum sp_action, config/schedule.h) */
 	SP_EV_WINDOW_BEGIN = 11,/* a recorded window opens (at the start of its RECORD phase) */
 	SP_EV_WINDOW_END = 12,  /* the window is closed; totals in u.window */
 	SP_EV_DROPPED = 13,     /* records lost; sub = enum sp_drop_source, u.dropped.count */
@@ -31,9 +31,6 @@ enum sp_ev_kind {
 	SP_EV_MODULE = 18,      /* a mapped module (for offline symbolisation): name = path */
 	SP_EV__COUNT
 };
-
-/* enum sp_action: the schedule's verdict on a step, numbered as torch.profiler.ProfilerAction */
-enum sp_action { SP_ACT_NONE = 0, SP_ACT_WARMUP = 1, SP_ACT_RECORD = 2, SP_ACT_RECORD_AND_SAVE = 3 };
 
 enum sp_api_domain { SP_API_RUNTIME = 1, SP_API_DRIVER = 2, SP_API_NVTX = 3 };
 
@@ -202,7 +199,6 @@ _Static_assert(sizeof(struct sp_event) == SP_EVENT_SIZE, "sp_event must stay 96 
 
 /* Names of enum values for text output; never NULL ("?" for unknown values). */
 const char *sp_ev_kind_name(unsigned kind);
-const char *sp_action_name(unsigned action);
 const char *sp_nccl_op_name(unsigned op);
 const char *sp_mem_kind_name(unsigned kind);
 const char *sp_drop_source_name(unsigned src);
