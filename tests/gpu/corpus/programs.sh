@@ -1,0 +1,23 @@
+# SPDX-License-Identifier: MIT
+# programs.sh - the step-detection corpus: one line per program, sourced by record.sh.
+#   corpus_programs: prints "NAME|TRUTH|COMMAND" lines; COMMAND runs from the repo root.
+# TRUTH is a marker (KIND:PATTERN) that the program hits once at the start of every true
+# iteration; it is never a detector token (docs/STEPS.md, "Recording token streams").
+# Third-party programs live under .thirdparty/ (fetched, not committed: README in this folder).
+corpus_programs() {
+	local C=tests/gpu/corpus T=api:cuDriverGetVersion
+	echo "graphs_infer|$T|python3 $C/graphs_infer.py 300"
+	echo "graphs_train|$T|python3 $C/graphs_train.py 300"
+	echo "datadep|$T|python3 $C/datadep.py 200"
+	echo "warmup_growth|$T|python3 $C/warmup_growth.py 120"
+	echo "jax_train|$T|python3 $C/jax_train.py 300"
+	echo "cublas_loop|$T|$CORPUS_BIN/cublas_loop 200"
+	[ -f .thirdparty/nanoGPT/train.py ] && {
+		echo "nanogpt_eval|$T|python3 $C/nanogpt_run.py .thirdparty/nanoGPT --compile=False --max_iters=100 --eval_interval=25 --eval_iters=10 --gradient_accumulation_steps=1"
+		echo "nanogpt_accum|$T|python3 $C/nanogpt_run.py .thirdparty/nanoGPT --compile=False --max_iters=60 --eval_interval=1000 --eval_iters=5 --gradient_accumulation_steps=4"
+		echo "nanogpt_compile|$T|python3 $C/nanogpt_run.py .thirdparty/nanoGPT --compile=True --max_iters=100 --eval_interval=50 --eval_iters=10 --gradient_accumulation_steps=1"
+	}
+	[ -x .thirdparty/llm.c/train_gpt2cu ] &&
+		echo "llmc|nvtx:Train step*|.thirdparty/llm.c/train_gpt2cu -i $CORPUS_BIN/llmc/train.bin -j $CORPUS_BIN/llmc/val.bin -e d6 -b 8 -t 256 -x 60 -v 20 -m 20 -s 0 -h 0"
+	return 0
+}
