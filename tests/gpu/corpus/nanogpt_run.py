@@ -29,7 +29,9 @@ with open(os.path.join(d, "meta.pkl"), "wb") as f:
     pickle.dump({"vocab_size": 512}, f)
 if not hasattr(torch.cuda.amp, "GradScaler"):
     torch.cuda.amp.GradScaler = lambda **kw: torch.amp.GradScaler("cuda", **kw)
-torch.optim.optimizer.register_optimizer_step_pre_hook(lambda opt, args, kwargs: truth.mark())
+from torch.optim.optimizer import register_optimizer_step_pre_hook  # noqa: E402
+
+register_optimizer_step_pre_hook(lambda opt, args, kwargs: truth.mark())
 os.chdir(ng)
 sys.argv = ["train.py", "--dataset=synth", "--out_dir=/tmp/nanogpt-out", "--always_save_checkpoint=False",
             "--n_layer=4", "--n_head=4", "--n_embd=256", "--block_size=128", "--batch_size=16",

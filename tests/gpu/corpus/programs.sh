@@ -3,6 +3,7 @@
 #   corpus_programs: prints "NAME|TRUTH|COMMAND" lines; COMMAND runs from the repo root.
 # TRUTH is a marker (KIND:PATTERN) that the program hits once at the start of every true
 # iteration; it is never a detector token (docs/STEPS.md, "Recording token streams").
+# nanogpt_ddp (DDP under torchrun) is listed only with CORPUS_GPUS=2 or more.
 # Third-party programs live under .thirdparty/ (fetched, not committed: README in this folder).
 corpus_programs() {
 	local C=tests/gpu/corpus T=api:cuDriverGetVersion
@@ -15,6 +16,8 @@ corpus_programs() {
 	[ -f .thirdparty/nanoGPT/train.py ] && {
 		echo "nanogpt_eval|$T|python3 $C/nanogpt_run.py .thirdparty/nanoGPT --compile=False --max_iters=100 --eval_interval=25 --eval_iters=10 --gradient_accumulation_steps=1"
 		echo "nanogpt_accum|$T|python3 $C/nanogpt_run.py .thirdparty/nanoGPT --compile=False --max_iters=60 --eval_interval=1000 --eval_iters=5 --gradient_accumulation_steps=4"
+		[ "${CORPUS_GPUS:-1}" -ge 2 ] &&
+			echo "nanogpt_ddp|$T|torchrun --standalone --nproc_per_node 2 --no-python $C/rankenv.sh python3 $C/nanogpt_run.py .thirdparty/nanoGPT --compile=False --max_iters=80 --eval_interval=40 --eval_iters=5 --gradient_accumulation_steps=2"
 		echo "nanogpt_compile|$T|python3 $C/nanogpt_run.py .thirdparty/nanoGPT --compile=True --max_iters=100 --eval_interval=50 --eval_iters=10 --gradient_accumulation_steps=1"
 	}
 	[ -x .thirdparty/llm.c/train_gpt2cu ] &&
