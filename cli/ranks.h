@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/* ranks.h - the cross-rank diagnosis behind `stepprof steps` with several traces: every rank's
+ * collectives paired by (communicator, sequence number), the ranks put on one clock (wall-clock
+ * anchors, refined by the collectives' common end), each collective's arrivals, waits and
+ * transfers, a per-rank-and-step breakdown (compute, exposed communication, wait for peers, host
+ * stall, copies) and the straggler with its cause. Reads each trace once; keeps per rank its steps,
+ * its collectives and its compute intervals, never a whole trace. Never exits except on out of
+ * memory; prints only in sp_ranks_print / sp_ranks_json. */
+#ifndef SP_RANKS_H
+#define SP_RANKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "steps.h"
+
+#define SP_RANKS_SCHEMA 1 /* "schema_version" of sp_ranks_json's output */
+
+struct sp_ranks;
+
+/* A new, empty analysis. Exits the CLI if memory runs out. */
+struct sp_ranks *sp_ranks_new(void);
+/* Reads the trace at path into a: its steps, NCCL collectives and compute intervals. Returns 1
+ * loaded, 0 if the trace holds no recorded step (left out, nothing kept), -1 if it is unreadable
+ * or corrupt (message in err). Exits the CLI if memory runs out. */
+int sp_ranks_load(struct sp_ranks *a, const char *path, char *err, size_t errlen);
+/* Aligns the clocks, pairs the collectives, and computes waits, breakdowns and the verdict. Call
+ * once, after the last load. Exits the CLI if memory runs out; otherwise can't fail. */
+void sp_ranks_analyse(struct sp_ranks *a);
+/* The traces loaded, in load order: their steps and header ranks (-1 unknown). */
+size_t sp_ranks_count(const struct sp_ranks *a);
+const struct sp_steps *sp_ranks_steps(const struct sp_ranks *a, size_t i);
+int sp_ranks_rank(const struct sp_ranks *a, size_t i);
+/* The per-rank table, the clock alignment and the verdict in plain words. Can't fail. */
+void sp_ranks_print(const struct sp_ranks *a, FILE *out);
+/* Everything as one JSON object (schema SP_RANKS_SCHEMA, docs/OUTPUTS.md). Can't fail. */
+void sp_ranks_json(const struct sp_ranks *a, FILE *out);
+/* For an NCCL kernel of the trace of rank key (its pid without a rank) starting at ks (trace clock)
+ * that began a collective paired with other ranks: its wait for the last arrival in *wait (ns,
+ * from ks) and returns 1; 0 if the analysis has no such kernel. Can't fail. */
+int sp_ranks_kernel_wait(const struct sp_ranks *a, int64_t key, uint64_t ks, uint64_t *wait);
+/* The verdict's straggler: its rank (or -1 for none), cause name in *cause (NULL for none). */
+int sp_ranks_straggler(const struct sp_ranks *a, const char **cause);
+/* Frees a (NULL is fine). Can't fail. */
+void sp_ranks_free(struct sp_ranks *a);
+
+#endif
