@@ -768,6 +768,28 @@ int sp_ranks_kernel_wait(const struct sp_ranks *a, int64_t key, uint64_t ks, uin
 	return 1;
 }
 
+int sp_ranks_wait_slices(const struct sp_ranks *a, struct sp_out *o, int64_t key, const struct sp_event *e,
+			 int64_t pid, int64_t ts)
+{
+	uint64_t wait, dur = e->end > e->start ? e->end - e->start : 0;
+	if (!sp_ranks_kernel_wait(a, key, e->start, &wait))
+		return 0;
+	wait = wait > dur ? dur : wait;
+	sp_out_printf(o, ",\n{\"ph\":\"X\",\"cat\":\"nccl_wait\",\"name\":\"wait for peers\",\"pid\":%lld,"
+			 "\"tid\":%u,\"ts\":", (long long)pid, e->stream);
+	sp_out_us(o, ts);
+	sp_out_puts(o, ",\"dur\":");
+	sp_out_us(o, (int64_t)wait);
+	sp_out_printf(o, ",\"args\":{\"wait (us)\":%.3f}}", (double)wait / 1e3);
+	sp_out_printf(o, ",\n{\"ph\":\"X\",\"cat\":\"nccl_transfer\",\"name\":\"transfer\",\"pid\":%lld,"
+			 "\"tid\":%u,\"ts\":", (long long)pid, e->stream);
+	sp_out_us(o, ts + (int64_t)wait);
+	sp_out_puts(o, ",\"dur\":");
+	sp_out_us(o, (int64_t)(dur - wait));
+	sp_out_printf(o, ",\"args\":{\"transfer (us)\":%.3f}}", (double)(dur - wait) / 1e3);
+	return 2;
+}
+
 int sp_ranks_straggler(const struct sp_ranks *a, const char **cause)
 {
 	*cause = a->straggler >= 0 ? cause_names[a->cause] : NULL;

@@ -39,6 +39,14 @@ void sp_ranks_json(const struct sp_ranks *a, FILE *out);
  * that began a collective paired with other ranks: its wait for the last arrival in *wait (ns,
  * from ks) and returns 1; 0 if the analysis has no such kernel. Can't fail. */
 int sp_ranks_kernel_wait(const struct sp_ranks *a, int64_t key, uint64_t ks, uint64_t *wait);
+struct sp_out;
+/* For the merged Perfetto view (convert --merge-ranks): if kernel e of the trace of key (at ts on
+ * the output's axis, on track pid/e->stream) is an NCCL kernel the analysis paired, writes two
+ * slices nested in it to o, each preceded by ",\n": "wait for peers" (cat nccl_wait, from its start
+ * until the last rank arrived) and "transfer" (cat nccl_transfer, the rest). Returns the number of
+ * events written (0 or 2). Can't fail (write errors are the stream's, see export.h). */
+int sp_ranks_wait_slices(const struct sp_ranks *a, struct sp_out *o, int64_t key, const struct sp_event *e,
+			 int64_t pid, int64_t ts);
 /* The verdict's straggler: its rank (or -1 for none), cause name in *cause (NULL for none). */
 int sp_ranks_straggler(const struct sp_ranks *a, const char **cause);
 /* Frees a (NULL is fine). Can't fail. */

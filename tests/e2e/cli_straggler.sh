@@ -47,6 +47,27 @@ grep -q 'Cause: host\. Its GPU sits idle a median 5\.[0-9]*ms per step' "$T/host
 grep -Eq '^2 +10 +[0-9.]+ms +[0-9.]+ms +[0-9.]+us +0ns +5\.[0-9]+ms +0ns +100% +100%$' "$T/host.txt" ||
 	fail "rank 2's row: $(cat "$T/host.txt")"
 
+# the merged Perfetto view: each paired NCCL kernel holds a "wait for peers" slice and a "transfer"
+# slice; the punctual ranks wait about 5 ms per step in all, the straggler never
+"$B/stepprof" convert --merge-ranks -o "$T/merged.json" "$T"/host/*.sptrace 2>/dev/null || fail "convert --merge-ranks"
+python3 "$R/tests/e2e/check_chrome_json.py" "$T/merged.json" --nested >/dev/null || fail "merged view: not well formed"
+python3 - "$T/merged.json" <<'EOF'
+import collections, json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+wait = collections.Counter()
+for e in ev:
+    if e.get("cat") == "nccl_wait":
+        wait[(e["pid"] - 1000000000) // 100] += e["dur"]
+kern = [e for e in ev if e.get("cat") == "kernel" and e["name"].startswith("ncclDevKernel")]
+xfer = [e for e in ev if e.get("cat") == "nccl_transfer"]
+if len(xfer) != len(kern) or sum(1 for e in ev if e.get("cat") == "nccl_wait") != len(kern):
+    sys.exit(f"FAIL: {len(kern)} NCCL kernels but {len(xfer)} transfer slices")
+per_step = {r: w / 10 / 1000 for r, w in wait.items()}  # ms per step over 10 steps
+if not (per_step.get(2, 0) < 0.05 and all(4.5 < per_step.get(r, 0) < 6.5 for r in (0, 1, 3))):
+    sys.exit(f"FAIL: wait slices per step (ms) {per_step}")
+print("ok: merged view: wait for peers per step (ms)", {r: round(v, 2) for r, v in sorted(per_step.items())})
+EOF
+
 "$GEN" "$T/compute" --ranks 4 --late 1 --cause compute
 expect "compute" "$(verdict "$T"/compute/*.sptrace)" "1 compute"
 "$GEN" "$T/balanced" --ranks 4
