@@ -796,6 +796,22 @@ int sp_ranks_straggler(const struct sp_ranks *a, const char **cause)
 	return a->straggler >= 0 ? a->r[a->straggler].rank : -1;
 }
 
+void sp_ranks_waits(const struct sp_ranks *a, size_t i, struct sp_ranks_wait *w)
+{
+	const struct rk *k = &a->r[i];
+	*w = (struct sp_ranks_wait){ .wait_step_ns = k->med[M_WAIT], .transfer_step_ns = k->med[M_XFER],
+				     .steps = k->st.n };
+	for (size_t j = 0; j < k->st.n; j++) {
+		w->wait_ns += k->wait[j];
+		w->transfer_ns += k->xfer[j];
+	}
+}
+
+const char *sp_ranks_verdict(const struct sp_ranks *a)
+{
+	return a->verdict;
+}
+
 void sp_ranks_free(struct sp_ranks *a)
 {
 	if (!a)

@@ -49,6 +49,16 @@ int sp_ranks_wait_slices(const struct sp_ranks *a, struct sp_out *o, int64_t key
 			 int64_t pid, int64_t ts);
 /* The verdict's straggler: its rank (or -1 for none), cause name in *cause (NULL for none). */
 int sp_ranks_straggler(const struct sp_ranks *a, const char **cause);
+/* Trace i's NCCL kernels split at each collective's last arrival (those paired with another
+ * trace; unpaired kernels count as transfer): totals and medians per step. Can't fail. */
+struct sp_ranks_wait {
+	uint64_t wait_ns, transfer_ns;          /* all its steps */
+	uint64_t wait_step_ns, transfer_step_ns; /* medians per step */
+	size_t steps;
+};
+void sp_ranks_waits(const struct sp_ranks *a, size_t i, struct sp_ranks_wait *w);
+/* The verdict in plain words (after sp_ranks_analyse). Can't fail. */
+const char *sp_ranks_verdict(const struct sp_ranks *a);
 /* Frees a (NULL is fine). Can't fail. */
 void sp_ranks_free(struct sp_ranks *a);
 

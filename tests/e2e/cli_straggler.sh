@@ -47,6 +47,19 @@ grep -q 'Cause: host\. Its GPU sits idle a median 5\.[0-9]*ms per step' "$T/host
 grep -Eq '^2 +10 +[0-9.]+ms +[0-9.]+ms +[0-9.]+us +0ns +5\.[0-9]+ms +0ns +100% +100%$' "$T/host.txt" ||
 	fail "rank 2's row: $(cat "$T/host.txt")"
 
+# report --peers: rank 0's NCCL kernel time split into waiting (about 5.4 ms per step) and transfer
+"$B/stepprof" report "$T/host/rank0.sptrace" --peers "$T/host/rank1.sptrace" --peers "$T/host/rank2.sptrace" \
+	--peers "$T/host/rank3.sptrace" >"$T/report.txt" || fail "report --peers"
+grep -Eq '^NCCL kernels: [0-9.]+ms waiting for the last rank to arrive \([89][0-9]\.[0-9]%\), [0-9.]+ms transfer; per step \(median of 10\): wait 5\.[0-9]+ms, transfer' \
+	"$T/report.txt" || fail "report --peers: $(sed -n '/^Waiting/,/^$/p' "$T/report.txt")"
+grep -q '^Straggler: rank 2\.' "$T/report.txt" || fail "report --peers: no verdict"
+"$B/stepprof" report "$T/host/rank2.sptrace" --peers "$T/host/rank0.sptrace" --json >"$T/r.json"
+python3 -c "import json,sys; w=json.load(open('$T/r.json'))['nccl_wait']; sys.exit(not (w['wait_ns'] == 0 and w['straggler'] == {'rank': 2, 'cause': 'host'}))" ||
+	fail "report --peers --json: $(cat "$T/r.json" | head -c 300)"
+"$B/stepprof" report "$T/host/rank2.sptrace" --json | python3 -c "import json,sys; sys.exit(json.load(sys.stdin)['nccl_wait'] is not None)" ||
+	fail "report without --peers: nccl_wait is not null"
+echo "ok: report --peers"
+
 # the merged Perfetto view: each paired NCCL kernel holds a "wait for peers" slice and a "transfer"
 # slice; the punctual ranks wait about 5 ms per step in all, the straggler never
 "$B/stepprof" convert --merge-ranks -o "$T/merged.json" "$T"/host/*.sptrace 2>/dev/null || fail "convert --merge-ranks"
