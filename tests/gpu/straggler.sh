@@ -31,18 +31,7 @@ OUT=/tmp/stepprof-straggler
 ONLY=${ONLY:-}
 PY=${PYTHON:-python3}
 T=${T:-240}
-LIB=$BUILD/libstepprof.so
-SP=$BUILD/stepprof
-for f in "$LIB" "$SP"; do [ -e "$f" ] || { echo "missing $f"; exit 2; }; done
-for v in $(compgen -e | grep '^STEPPROF_'); do unset "$v"; done
-unset LD_PRELOAD CUDA_INJECTION64_PATH PYTORCH_CUDA_ALLOC_CONF
-export NCCL_NVLS_ENABLE=0
-ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
-[ "$ngpu" -ge 2 ] || { echo "straggler.sh needs 2 GPUs, nvidia-smi lists $ngpu"; exit 2; }
-LAUNCH=(torchrun)
-command -v torchrun >/dev/null || LAUNCH=("$PY" -m torch.distributed.run)
-LAUNCH+=(--standalone --nproc_per_node 2)
-rm -rf "$OUT" && mkdir -p "$OUT" || exit 2
+ddp_setup straggler.sh
 STEPS=24 # steps 12-19 recorded: 8 steps, about 20 DDP buckets (collectives) each
 
 # run_case EXPECTED ARGS...: records both ranks (train_ddp.py ARGS), checks the verdict of
