@@ -4,6 +4,7 @@
  * collectives of all ranks sit in one array sorted by (communicator, sequence, trace): a run of
  * equal keys is one collective. */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "export.h"
@@ -105,13 +106,26 @@ static int cmp_wl(const void *pa, const void *pb)
 	return a->key != b->key ? (a->key < b->key ? -1 : 1) : cmp_u64(a->ks, b->ks);
 }
 
+/* a - b with wrap-around instead of overflow (times from a hostile file may be anything). */
+static int64_t sub(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
+/* |x|, INT64_MIN giving INT64_MAX. */
+static int64_t mag(int64_t x)
+{
+	return x >= 0 ? x : x == INT64_MIN ? INT64_MAX : -x;
+}
+
 /* Median of v[0..n) (sorts v); 0 if n is 0. Can't fail. */
 static int64_t median_i64(int64_t *v, size_t n)
 {
 	if (!n)
 		return 0;
 	sp_sort(v, n, sizeof(*v), cmp_i64);
-	return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
+	int64_t x = v[(n - 1) / 2], y = v[n / 2];
+	return x / 2 + y / 2 + (x % 2 + y % 2) / 2;
 }
 
 static void note(struct sp_ranks *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -277,13 +291,13 @@ static void align(struct sp_ranks *a)
 				j++;
 			for (size_t k = i; k < j; k++)
 				if (a->c[k].ke && done[a->c[k].trace])
-					vals[nv++] = (int64_t)a->c[k].ke - a->r[a->c[k].trace].off;
+					vals[nv++] = sub((int64_t)a->c[k].ke, a->r[a->c[k].trace].off);
 			if (nv) {
 				int64_t cons = median_i64(vals, nv);
 				for (size_t k = i; k < j; k++)
 					if (a->c[k].ke && !done[a->c[k].trace]) {
 						dv = sp_xgrow(dv, &dcap, sizeof(*dv), nd);
-						dv[nd++] = (struct diff){ a->c[k].trace, (int64_t)a->c[k].ke - cons };
+						dv[nd++] = (struct diff){ a->c[k].trace, sub((int64_t)a->c[k].ke, cons) };
 					}
 			}
 			i = j;
@@ -300,11 +314,11 @@ static void align(struct sp_ranks *a)
 					d[q - i] = dv[q].d;
 				k->est = median_i64(d, j - i); /* d is sorted by cmp_diff already; median sorts again */
 				for (size_t q = i; q < j; q++)
-					d[q - i] = llabs(dv[q].d - k->est);
+					d[q - i] = mag(sub(dv[q].d, k->est));
 				k->spread = median_i64(d, j - i);
 				free(d);
 				k->nest = j - i;
-				if (strcmp(k->host, a->r[ref].host) || llabs(k->est) > CLOCK_TOL_NS) {
+				if (strcmp(k->host, a->r[ref].host) || mag(k->est) > CLOCK_TOL_NS) {
 					k->clock = CLK_COLLECTIVES;
 					k->off = k->est;
 				} else {
@@ -336,7 +350,7 @@ static size_t latest(const struct sp_ranks *a, const struct coll *c, size_t n, i
 	for (size_t k = 0; k < n; k++) {
 		if (gpu && !c[k].ke)
 			continue;
-		int64_t t = (int64_t)(gpu ? c[k].ks : c[k].cpu) - a->r[c[k].trace].off;
+		int64_t t = sub((int64_t)(gpu ? c[k].ks : c[k].cpu), a->r[c[k].trace].off);
 		if (!count || t > *lv) {
 			*second = count ? *lv : t;
 			*lv = t;
@@ -360,14 +374,14 @@ static void arrivals(struct sp_ranks *a, struct coll *c, size_t n)
 	a->groups++;
 	if (ncpu > 1) {
 		for (size_t k = 0; k < n; k++)
-			a->r[c[k].trace].cpu_decisive += lcpu - scpu > TIE_NS;
-		a->r[c[cpu_last].trace].last_cpu += lcpu - scpu > TIE_NS;
+			a->r[c[k].trace].cpu_decisive += sub(lcpu, scpu) > TIE_NS;
+		a->r[c[cpu_last].trace].last_cpu += sub(lcpu, scpu) > TIE_NS;
 	}
 	if (c[0].comm_size > 0 && (size_t)c[0].comm_size == n)
 		a->complete++;
 	if (linked >= 2) {
 		a->paired++;
-		a->decisive += lks - sks > TIE_NS;
+		a->decisive += sub(lks, sks) > TIE_NS;
 	}
 	for (size_t k = 0; k < n; k++) {
 		struct rk *r = &a->r[c[k].trace];
@@ -375,10 +389,10 @@ static void arrivals(struct sp_ranks *a, struct coll *c, size_t n)
 			continue;
 		uint64_t dur = c[k].ke > c[k].ks ? c[k].ke - c[k].ks : 0, wait = 0;
 		if (linked >= 2) {
-			int64_t d = lks - ((int64_t)c[k].ks - r->off);
+			int64_t d = sub(lks, sub((int64_t)c[k].ks, r->off));
 			wait = d <= 0 ? 0 : (uint64_t)d > dur ? dur : (uint64_t)d;
-			r->decisive += lks - sks > TIE_NS;
-			r->last_gpu += k == last && lks - sks > TIE_NS;
+			r->decisive += sub(lks, sks) > TIE_NS;
+			r->last_gpu += k == last && sub(lks, sks) > TIE_NS;
 			a->wl = sp_xgrow(a->wl, &a->wlcap, sizeof(*a->wl), a->nwl);
 			a->wl[a->nwl++] = (struct wl){ r->rank >= 0 ? r->rank : r->pid, c[k].ks_mono, wait };
 		}
@@ -387,7 +401,8 @@ static void arrivals(struct sp_ranks *a, struct coll *c, size_t n)
 		r->wait[c[k].step] += wait;
 		r->xfer[c[k].step] += dur - wait;
 		uint64_t t0 = c[k].ks + wait; /* the transfer: not hidden where compute runs alongside */
-		r->exposed[c[k].step] += c[k].ke - t0 - sp_steps_covered(r->comp, r->ncomp, t0, c[k].ke);
+		if (dur && c[k].ke > t0)
+			r->exposed[c[k].step] += c[k].ke - t0 - sp_steps_covered(r->comp, r->ncomp, t0, c[k].ke);
 	}
 }
 
@@ -430,7 +445,7 @@ static const char *ms(char *buf, int64_t ns)
 {
 	char t[32];
 	if (ns < 0)
-		snprintf(buf, 40, "-%s", sp_fmt_ns(t, sizeof(t), (uint64_t)-ns));
+		snprintf(buf, 40, "-%s", sp_fmt_ns(t, sizeof(t), 0 - (uint64_t)ns));
 	else
 		snprintf(buf, 40, "%s", sp_fmt_ns(t, sizeof(t), (uint64_t)ns));
 	return buf;
@@ -497,7 +512,7 @@ static void judge(struct sp_ranks *a)
 	static const int q[3] = { M_STALL, M_COMPUTE, M_XFER };
 	for (int i = 0; i < 3; i++) {
 		a->peer[i] = others(a, a->most, q[i]);
-		a->excess[i] = (int64_t)m->med[q[i]] - (int64_t)a->peer[i];
+		a->excess[i] = sub((int64_t)m->med[q[i]], (int64_t)a->peer[i]);
 		if (!i || a->excess[i] > a->excess[a->cause])
 			a->cause = i;
 	}
