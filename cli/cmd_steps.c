@@ -11,13 +11,14 @@
 
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof steps [--json] TRACE [TRACE ...]\n"
+	fprintf(f, "usage: stepprof steps [--json [--arrivals]] TRACE [TRACE ...]\n"
 		   "  one trace: a row per recorded step (kernel, NCCL and copy time, GPU busy, longest GPU idle);\n"
 		   "  several (every rank's trace of one run, or some ranks'): each step's time across them, and\n"
 		   "  the arrival at each collective (paired by communicator and sequence number, clocks aligned):\n"
 		   "  per rank the medians of compute, exposed communication, wait for peers, host stall and\n"
 		   "  copies, how often it arrives last, and the straggler with its cause (host, compute or\n"
-		   "  communication) or none; --json: the same as one JSON object\n");
+		   "  communication) or none; --json: the same as one JSON object; --arrivals (implies --json):\n"
+		   "  also every collective's calls with their arrivals, waits and transfers\n");
 	return rc;
 }
 
@@ -26,9 +27,10 @@ static int usage(FILE *f, int rc)
 int sp_cmd_steps(int argc, char **argv)
 {
 	static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
+					      { "arrivals", no_argument, NULL, 'a' },
 					      { "help", no_argument, NULL, 'h' },
 					      { 0 } };
-	int c, json = 0;
+	int c, json = 0, arrivals = 0;
 	char err[512];
 
 	optind = 0;
@@ -36,8 +38,9 @@ int sp_cmd_steps(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (c == 'h')
 			return usage(stdout, 0);
-		if (c == 'j') {
-			json = 1;
+		if (c == 'j' || c == 'a') {
+			json = 1; /* --arrivals is a part of the JSON output */
+			arrivals |= c == 'a';
 			continue;
 		}
 		sp_cli_bad_option("steps", c, argc, argv);
@@ -63,7 +66,7 @@ int sp_cmd_steps(int argc, char **argv)
 	}
 	sp_ranks_analyse(a);
 	if (json) {
-		sp_ranks_json(a, stdout);
+		sp_ranks_json(a, stdout, arrivals);
 	} else if (n == 1) {
 		sp_steps_print(sp_ranks_steps(a, 0), stdout);
 	} else {

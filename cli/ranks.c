@@ -35,6 +35,9 @@ struct coll {                   /* one collective call of a trace, with its kern
 	uint32_t trace;         /* index in a->r */
 	int32_t step;           /* index in the trace's steps, -1 outside every step */
 	int32_t comm_size;
+	uint8_t op;             /* enum sp_nccl_op */
+	uint8_t paired;         /* its kernels were paired with another trace's (after the analysis) */
+	uint64_t wait;          /* its wait for the last arrival, ns (after the analysis) */
 };
 
 struct rk {                     /* one trace */
@@ -171,7 +174,7 @@ static void add_window(struct sp_ranks *a, struct rk *k, uint32_t ti, struct sp_
 					       .ke = l[i].kernels ? sp_window_wall(w, l[i].ke) : 0,
 					       .ks_mono = l[i].ks, .trace = ti,
 					       .step = in ? (int32_t)(in - k->st.st) : -1,
-					       .comm_size = e->u.nccl.comm_size };
+					       .comm_size = e->u.nccl.comm_size, .op = e->sub };
 		k->ncoll++;
 		k->unlinked += !l[i].kernels;
 		if (e->u.nccl.comm_size > a->world)
@@ -393,6 +396,8 @@ static void arrivals(struct sp_ranks *a, struct coll *c, size_t n)
 			wait = d <= 0 ? 0 : (uint64_t)d > dur ? dur : (uint64_t)d;
 			r->decisive += sub(lks, sks) > TIE_NS;
 			r->last_gpu += k == last && sub(lks, sks) > TIE_NS;
+			c[k].wait = wait;
+			c[k].paired = 1;
 			a->wl = sp_xgrow(a->wl, &a->wlcap, sizeof(*a->wl), a->nwl);
 			a->wl[a->nwl++] = (struct wl){ r->rank >= 0 ? r->rank : r->pid, c[k].ks_mono, wait };
 		}
@@ -705,7 +710,60 @@ static const char *clock_name(int c)
 	return c == CLK_COLLECTIVES ? "collectives" : c == CLK_ANCHORS ? "anchors" : "anchors_unchecked";
 }
 
-void sp_ranks_json(const struct sp_ranks *a, FILE *out)
+/* Every collective with its calls: arrivals on the common clock (ns after the collective's first
+ * arrival on the GPU, or on the CPU), waits and transfers. */
+static void json_arrivals(const struct sp_ranks *a, struct sp_out *x)
+{
+	char l[24];
+	sp_out_puts(x, ",\"arrivals\":[");
+	for (size_t i = 0, first = 1; i < a->nc; first = 0) {
+		size_t j = i, last = i;
+		int64_t g0 = INT64_MAX, c0 = INT64_MAX;
+		while (j < a->nc && a->c[j].comm == a->c[i].comm && a->c[j].seq == a->c[i].seq)
+			j++;
+		for (size_t k = i; k < j; k++) {
+			const struct coll *c = &a->c[k];
+			int64_t off = a->r[c->trace].off, g = sub((int64_t)c->ks, off), cpu = sub((int64_t)c->cpu, off);
+			if (c->ke && g < g0)
+				g0 = g;
+			if (cpu < c0)
+				c0 = cpu;
+			if (c->ke && (!a->c[last].ke || sub(g, sub((int64_t)a->c[last].ks, a->r[a->c[last].trace].off)) > 0))
+				last = k;
+		}
+		sp_out_printf(x, "%s{\"comm\":\"0x%016llx\",\"seq\":%llu,\"op\":\"%s\",\"comm_size\":%d,\"calls\":[",
+			      first ? "" : ",", (unsigned long long)a->c[i].comm, (unsigned long long)a->c[i].seq,
+			      sp_nccl_op_name(a->c[i].op), a->c[i].comm_size);
+		for (size_t k = i; k < j; k++) {
+			const struct coll *c = &a->c[k];
+			const struct rk *r = &a->r[c->trace];
+			int64_t off = r->off;
+			sp_out_printf(x, "%s{\"trace\":\"%s\",\"step\":", k > i ? "," : "", label(a, c->trace, l, sizeof(l)));
+			if (c->step >= 0)
+				sp_out_printf(x, "%lld", (long long)r->st.st[c->step].number);
+			else
+				sp_out_puts(x, "null");
+			sp_out_printf(x, ",\"cpu_arrival_ns\":%lld", (long long)sub(sub((int64_t)c->cpu, off), c0));
+			if (c->ke)
+				sp_out_printf(x, ",\"gpu_arrival_ns\":%lld,\"kernel_ns\":%llu", (long long)sub(sub((int64_t)c->ks, off), g0),
+					      (unsigned long long)(c->ke > c->ks ? c->ke - c->ks : 0));
+			else
+				sp_out_puts(x, ",\"gpu_arrival_ns\":null,\"kernel_ns\":null");
+			if (c->paired)
+				sp_out_printf(x, ",\"wait_ns\":%llu,\"transfer_ns\":%llu,\"last\":%s}",
+					      (unsigned long long)c->wait,
+					      (unsigned long long)((c->ke > c->ks ? c->ke - c->ks : 0) - c->wait),
+					      k == last ? "true" : "false");
+			else
+				sp_out_puts(x, ",\"wait_ns\":null,\"transfer_ns\":null,\"last\":null}");
+		}
+		sp_out_puts(x, "]}");
+		i = j;
+	}
+	sp_out_puts(x, "]");
+}
+
+void sp_ranks_json(const struct sp_ranks *a, FILE *out, int arrivals)
 {
 	struct sp_out *x = sp_out_stream(out);
 	char l[24];
@@ -769,7 +827,10 @@ void sp_ranks_json(const struct sp_ranks *a, FILE *out)
 		sp_out_puts(x, i ? "," : "");
 		sp_out_json_str(x, a->notes[i]);
 	}
-	sp_out_puts(x, "]}\n");
+	sp_out_puts(x, "]");
+	if (arrivals)
+		json_arrivals(a, x);
+	sp_out_puts(x, "}\n");
 	sp_out_close(x, 1);
 }
 

@@ -33,8 +33,9 @@ const struct sp_steps *sp_ranks_steps(const struct sp_ranks *a, size_t i);
 int sp_ranks_rank(const struct sp_ranks *a, size_t i);
 /* The per-rank table, the clock alignment and the verdict in plain words. Can't fail. */
 void sp_ranks_print(const struct sp_ranks *a, FILE *out);
-/* Everything as one JSON object (schema SP_RANKS_SCHEMA, docs/OUTPUTS.md). Can't fail. */
-void sp_ranks_json(const struct sp_ranks *a, FILE *out);
+/* Everything as one JSON object (schema SP_RANKS_SCHEMA, docs/OUTPUTS.md); with arrivals, also
+ * every collective's calls (arrivals, waits, transfers). Can't fail. */
+void sp_ranks_json(const struct sp_ranks *a, FILE *out, int arrivals);
 /* For an NCCL kernel of the trace of rank key (its pid without a rank) starting at ks (trace clock)
  * that began a collective paired with other ranks: its wait for the last arrival in *wait (ns,
  * from ks) and returns 1; 0 if the analysis has no such kernel. Can't fail. */

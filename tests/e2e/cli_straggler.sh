@@ -81,6 +81,24 @@ if not (per_step.get(2, 0) < 0.05 and all(4.5 < per_step.get(r, 0) < 6.5 for r i
 print("ok: merged view: wait for peers per step (ms)", {r: round(v, 2) for r, v in sorted(per_step.items())})
 EOF
 
+# --arrivals: every collective's calls; rank 2 arrives last at each, and the others' first
+# bucket of a step waits out its 5 ms stall
+"$B/stepprof" steps --arrivals "$T"/host/*.sptrace >"$T/arr.json" || fail "steps --arrivals"
+python3 - "$T/arr.json" <<'EOF'
+import json, sys
+a = json.load(open(sys.argv[1]))["arrivals"]
+if len(a) != 40 or any(len(c["calls"]) != 4 or c["op"] != "AllReduce" for c in a):
+    sys.exit(f"FAIL: arrivals: {len(a)} collectives")
+for c in a:
+    last = [x["trace"] for x in c["calls"] if x["last"]]
+    if last != ["2"] or any(x["wait_ns"] + x["transfer_ns"] != x["kernel_ns"] for x in c["calls"]):
+        sys.exit(f"FAIL: arrivals of {c}")
+first = [c for c in a if c["seq"] % 4 == 0]  # the first bucket of each step waits for the stall
+if not all(x["wait_ns"] > 4_500_000 for c in first for x in c["calls"] if x["trace"] != "2"):
+    sys.exit(f"FAIL: first-bucket waits {first[0]}")
+print("ok: --arrivals: 40 collectives, rank 2 last in each, wait + transfer = kernel time")
+EOF
+
 "$GEN" "$T/compute" --ranks 4 --late 1 --cause compute
 expect "compute" "$(verdict "$T"/compute/*.sptrace)" "1 compute"
 "$GEN" "$T/balanced" --ranks 4
