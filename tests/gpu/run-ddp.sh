@@ -177,7 +177,10 @@ t_ddp_memory() {
 	[ $ok -eq 1 ] || die "stepprof's device memory differs from torch's"
 }
 
-TESTS=(selftest ddp-torch ddp-rank1 ddp-all ddp-auto ddp-memory ddp-nccl-rank)
+# the straggler diagnosis (tests/gpu/straggler.sh): host stall, compute, balanced, skewed clocks
+# shellcheck source=tests/gpu/straggler.sh
+. "$HERE/straggler.sh"
+TESTS=(selftest ddp-torch ddp-rank1 ddp-all ddp-auto ddp-memory ddp-nccl-rank "${STRAGGLER_TESTS[@]}")
 echo "stepprof 2-GPU suite: build $BUILD, output $OUT, launcher ${LAUNCH[*]}"
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 run_suite "${TESTS[@]}"

@@ -14,25 +14,10 @@
 # to $OUT/straggler/<case>/rank<R>.sptrace (for tests/data/straggler/, read by
 # tests/e2e/cli_straggler.sh) and the log to $OUT/straggler.log.
 # Needs 2 GPUs, python3 with torch and torchrun. NCCL_NVLS_ENABLE=0 is forced.
-set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-RESULT=${OUT:-}
-if [ $# -ge 1 ]; then
-	BUILD=$(cd "$1" && pwd) || exit 2
-else
-	BUILD=/tmp/spbuild-straggler
-	rm -rf "$BUILD" && mkdir -p "$BUILD" || exit 2
-	cp "$ROOT"/dist/stepprof/bin/stepprof "$ROOT"/dist/stepprof/lib/* "$BUILD/" || { echo "no dist/: run make dist"; exit 2; }
-fi
-# shellcheck source=tests/gpu/suite_lib.sh
-. "$HERE/suite_lib.sh"
-OUT=/tmp/stepprof-straggler
-ONLY=${ONLY:-}
-PY=${PYTHON:-python3}
-T=${T:-240}
-ddp_setup straggler.sh
-STEPS=24 # steps 12-19 recorded: 8 steps, about 20 DDP buckets (collectives) each
+# Sourced (by run-ddp.sh, whose suite then holds these tests too), it only defines the tests,
+# STRAGGLER_TESTS and straggler_keep.
+STRAGGLER_STEPS=24 # steps 12-19 recorded: 8 steps, about 20 DDP buckets (collectives) each
+STRAGGLER_TESTS=(straggler-host straggler-compute straggler-balanced straggler-skew-a straggler-skew-b)
 
 # run_case EXPECTED ARGS...: records both ranks (train_ddp.py ARGS), checks the verdict of
 # `stepprof steps --json` ("R CAUSE" or "none"); leaves steps.json, steps.txt and trace/.
@@ -44,9 +29,9 @@ run_case() {
 	printf "[marker]\nkind = api\npattern = cudaDeviceSynchronize*\n" >>stepprof.ini
 	printf '[activities]\nkernels = true\nruntime_api = true\ndriver_api = true\nnccl = true\n' >>stepprof.ini
 	"$SP" check stepprof.ini >check.log 2>&1 || { cat check.log; die "stepprof check rejected stepprof.ini"; }
-	echo "+ ${LAUNCH[*]} train_ddp.py --steps $STEPS $*"
+	echo "+ ${LAUNCH[*]} train_ddp.py --steps $STRAGGLER_STEPS $*"
 	timeout "$T" env STEPPROF_CONFIG="$PWD/stepprof.ini" LD_PRELOAD="$LIB" NCCL_NVLS_ENABLE=0 \
-		"${LAUNCH[@]}" "$HERE/train_ddp.py" --steps "$STEPS" "$@" >stdout.log 2>stderr.log
+		"${LAUNCH[@]}" "$HERE/train_ddp.py" --steps "$STRAGGLER_STEPS" "$@" >stdout.log 2>stderr.log
 	rc=$?
 	grep -a -e '^ddp ok' stdout.log | sed 's/^/  /'
 	grep -a '^stepprof:' stderr.log | sort | uniq -c | head -10 | sed 's/^/  [stderr] /'
@@ -86,17 +71,45 @@ t_straggler_skew_b() {
 	skew_placed 1
 }
 
-echo "stepprof straggler suite: build $BUILD, logs $OUT"
-nvidia-smi --query-gpu=index,name --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
-run_suite straggler-host straggler-compute straggler-balanced straggler-skew-a straggler-skew-b | tee "$OUT/summary.log"
-rc=${PIPESTATUS[0]}
-if [ -n "$RESULT" ]; then
+# straggler_keep SUITE_OUT DEST: copies the traces of host, compute and balanced from the suite's
+# output to DEST/straggler/<case>/rank<R>.sptrace (what tests/data/straggler/ holds).
+straggler_keep() {
+	local c r f
 	for c in host compute balanced; do
 		for r in 0 1; do
-			f=$OUT/straggler-$c/rank$r.sptrace
-			[ -f "$f" ] && mkdir -p "$RESULT/straggler/$c" && cp "$f" "$RESULT/straggler/$c/rank$r.sptrace"
+			f=$1/straggler-$c/rank$r.sptrace
+			[ -f "$f" ] && mkdir -p "$2/straggler/$c" && cp "$f" "$2/straggler/$c/rank$r.sptrace"
 		done
 	done
+	return 0
+}
+
+[[ "${BASH_SOURCE[0]}" != "$0" ]] && return 0 # sourced: the tests only
+
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+RESULT=${OUT:-}
+if [ $# -ge 1 ]; then
+	BUILD=$(cd "$1" && pwd) || exit 2
+else
+	BUILD=/tmp/spbuild-straggler
+	rm -rf "$BUILD" && mkdir -p "$BUILD" || exit 2
+	cp "$ROOT"/dist/stepprof/bin/stepprof "$ROOT"/dist/stepprof/lib/* "$BUILD/" || { echo "no dist/: run make dist"; exit 2; }
+fi
+# shellcheck source=tests/gpu/suite_lib.sh
+. "$HERE/suite_lib.sh"
+OUT=/tmp/stepprof-straggler
+ONLY=${ONLY:-}
+PY=${PYTHON:-python3}
+T=${T:-240}
+ddp_setup straggler.sh
+echo "stepprof straggler suite: build $BUILD, logs $OUT"
+nvidia-smi --query-gpu=index,name --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+run_suite "${STRAGGLER_TESTS[@]}" | tee "$OUT/summary.log"
+rc=${PIPESTATUS[0]}
+if [ -n "$RESULT" ]; then
+	straggler_keep "$OUT" "$RESULT"
 	cat "$OUT"/*/test.log >"$RESULT/straggler.log" 2>/dev/null
 fi
 exit "$rc"
