@@ -357,10 +357,19 @@ static size_t findings(const struct report *rep, char (*f)[FINDING_LEN])
 				 "per-step table.", (long long)s->st[slow].number, sp_fmt_ns(t[0], 32, longest),
 				 (double)longest / med, sp_fmt_ns(t[1], 32, med));
 	}
-	if (total && nccl * 10 >= total * 3)
+	struct sp_ranks_wait w = { 0 };
+	if (rep->peers && rep->self >= 0)
+		sp_ranks_waits(rep->peers, (size_t)rep->self, &w);
+	if (total && nccl * 10 >= total * 3 && w.wait_ns + w.transfer_ns)
+		snprintf(f[n++], FINDING_LEN, "NCCL kernels take %.1f%% of GPU kernel time, %.1f%% of it waiting for other "
+			 "ranks to arrive: %s", 100.0 * nccl / total,
+			 100.0 * (double)w.wait_ns / (double)(w.wait_ns + w.transfer_ns),
+			 w.wait_ns * 2 > w.transfer_ns ? "see `Waiting for peers` for the rank they wait for and why."
+						       : "the transfers themselves dominate: check bus bandwidth in the NCCL table.");
+	else if (total && nccl * 10 >= total * 3)
 		snprintf(f[n++], FINDING_LEN, "NCCL kernels take %.1f%% of GPU kernel time: check bus bandwidth in the "
-			 "NCCL table, and run `stepprof steps` on every rank's trace to find a rank the others wait "
-			 "for.", 100.0 * nccl / total);
+			 "NCCL table, and run `stepprof steps` on every rank's trace (or this report with --peers) to find "
+			 "a rank the others wait for.", 100.0 * nccl / total);
 	if (total && top * 2 >= total)
 		snprintf(f[n++], FINDING_LEN, "One kernel takes %.1f%% of GPU kernel time: %.400s.", 100.0 * top / total,
 			 sp_display_name(sp_trace_string(rep->r, (uint32_t)top_id)));
