@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: MIT
 # cli_straggler.sh - the cross-rank diagnosis of `stepprof steps` end to end, on synthetic DDP
 # traces from gen_ranks (see tests/e2e/gen_ranks.c): a host-stall straggler, a compute straggler,
+# a communication straggler (a slow transfer of its own),
 # a balanced job (no straggler), the host-stall job with one rank's wall clock skewed by +-50 ms (the
 # same host and across hosts), a subset of ranks (the straggler traced or not), and 1,024 ranks of
 # 10 steps in under 10 s. Then, when present, the real 2-GPU traces under tests/data/straggler/
@@ -101,6 +102,9 @@ EOF
 
 "$GEN" "$T/compute" --ranks 4 --late 1 --cause compute
 expect "compute" "$(verdict "$T"/compute/*.sptrace)" "1 compute"
+mkdir -p "$T/comm"
+"$GEN" "$T/comm" --ranks 4 --late 3 --cause comm
+expect "communication" "$(verdict "$T"/comm/*.sptrace)" "3 communication"
 "$GEN" "$T/balanced" --ranks 4
 expect "balanced" "$(verdict "$T"/balanced/*.sptrace)" "none"
 "$B/stepprof" steps "$T"/balanced/*.sptrace | grep -q '^No straggler: no rank arrives last consistently' ||

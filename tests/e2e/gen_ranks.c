@@ -4,9 +4,10 @@
  * stream, BUCKETS AllReduce calls (one communicator, sequence numbers shared by all ranks) whose
  * NCCL kernels start when their rank gets there and all end together after the last arrival plus
  * the transfer, an optimizer kernel and a device synchronisation. One rank can be late on the host
- * (a gap before its launches) or in compute (longer kernels); a rank's wall clock can be skewed;
+ * (a gap before its launches), in compute (longer kernels) or in communication (a slow transfer of
+ * its own before the shared collectives); a rank's wall clock can be skewed;
  * ranks can sit on several hosts (own CLOCK_MONOTONIC base each). Deterministic (seeded).
- * Usage: gen_ranks OUTDIR [--ranks N] [--steps S] [--late R --cause host|compute] [--amount NS]
+ * Usage: gen_ranks OUTDIR [--ranks N] [--steps S] [--late R --cause host|compute|comm] [--amount NS]
  *                  [--skew R:NS ...] [--hosts K]
  * writes OUTDIR/rankR.sptrace for R in 0..N-1. */
 #include <stdio.h>
@@ -36,6 +37,7 @@ struct step {                   /* one rank's step, true time (ns) */
 	uint64_t ks[KERNELS], ke[KERNELS];
 	uint64_t call[BUCKETS], bs[BUCKETS], be[BUCKETS];
 	uint64_t os, oe;        /* optimizer kernel */
+	uint64_t xc, xs, xe;    /* --cause comm: its own extra collective (call, kernel) before bucket 0 */
 };
 
 static uint64_t rng = 88172645463325252ull;
@@ -54,7 +56,7 @@ static int put(struct sp_trace_writer *w, struct sp_event ev)
 
 int main(int argc, char **argv)
 {
-	int n = 2, steps = 10, late = -1, hosts = 1, cause = 0; /* 1 host, 2 compute */
+	int n = 2, steps = 10, late = -1, hosts = 1, cause = 0; /* 1 host, 2 compute, 3 comm */
 	uint64_t amount = 0;
 	int64_t *skew;
 	const char *dir = NULL;
@@ -74,7 +76,11 @@ int main(int argc, char **argv)
 			hosts = atoi(argv[++i]);
 		else if (!strcmp(o, "--cause") && v) {
 			i++;
-			cause = !strcmp(v, "host") ? 1 : !strcmp(v, "compute") ? 2 : !strcmp(v, "none") ? 0 : -1;
+			cause = !strcmp(v, "host")      ? 1
+				: !strcmp(v, "compute") ? 2
+				: !strcmp(v, "comm")    ? 3
+				: !strcmp(v, "none")    ? 0
+							: -1;
 		} else if (!strcmp(o, "--skew") && v && strchr(v, ':')) {
 			int r = atoi(v);
 			if (r >= 0 && r < 65536)
@@ -86,12 +92,13 @@ int main(int argc, char **argv)
 			dir = NULL, i = argc;
 	}
 	if (!dir || n < 1 || n > 65536 || steps < 1 || hosts < 1 || cause < 0) {
-		fprintf(stderr, "usage: gen_ranks OUTDIR [--ranks N] [--steps S] [--late R --cause host|compute|none] "
+		fprintf(stderr, "usage: gen_ranks OUTDIR [--ranks N] [--steps S] [--late R --cause host|compute|comm|none] "
 				"[--amount NS] [--skew R:NS ...] [--hosts K]\n");
 		return 2;
 	}
 	if (!amount)
-		amount = cause == 1 ? 5000000 : 2; /* host: a 5 ms gap; compute: kernels 2x longer */
+		amount = cause == 1 ? 5000000 : cause == 3 ? 3000000 : 2; /* host: a 5 ms gap; compute: kernels 2x
+		                                                             longer; comm: a 3 ms transfer of its own */
 
 	/* simulate every rank together: the collectives couple them */
 	struct step *st = calloc((size_t)n * (size_t)steps, sizeof(*st));
@@ -116,13 +123,19 @@ int main(int argc, char **argv)
 			}
 			for (int b = 0; b < BUCKETS; b++) /* after backward kernel 4 + b */
 				x->call[b] = x->launch + (uint64_t)(4 + b) * 8000 + 3000;
+			if (r == late && cause == 3) { /* e.g. a pipeline transfer on its own slow link */
+				x->xc = x->call[0] - 1500;
+				x->xs = x->ke[3];
+				x->xe = x->xs + amount;
+			}
 		}
 		for (int b = 0; b < BUCKETS; b++) { /* NCCL's stream runs one bucket after the other */
 			uint64_t last = 0;
 			for (int r = 0; r < n; r++) {
 				struct step *x = &st[(size_t)r * steps + s];
 				uint64_t ready = x->ke[4 + b] > x->call[b] + 5000 ? x->ke[4 + b] : x->call[b] + 5000;
-				x->bs[b] = b && x->be[b - 1] > ready ? x->be[b - 1] + 1000 : ready;
+				uint64_t prev = b ? x->be[b - 1] : x->xe; /* NCCL's stream: one kernel after the other */
+				x->bs[b] = prev > ready ? prev + 1000 : ready;
 				last = x->bs[b] > last ? x->bs[b] : last;
 			}
 			uint64_t end = last + 150000 + jitter(5000);
@@ -191,6 +204,18 @@ int main(int argc, char **argv)
 								 .name = S_LAUNCH, .u.api.cbid = 307 });
 				bad |= put(w, (struct sp_event){ .kind = SP_EV_KERNEL, .device = 0, .start = mono0 + x->bs[b],
 								 .end = mono0 + x->be[b], .corr = corr++, .name = S_NCCLK,
+								 .stream = 13, .context = 1 });
+			}
+			if (x->xe) { /* its own collective: a communicator of its own (nothing to pair) */
+				uint64_t c0 = mono0 + x->xc;
+				struct sp_event call = { .kind = SP_EV_NCCL, .sub = SP_NCCL_ALLREDUCE, .device = 0, .tid = tid,
+							 .start = c0, .end = c0 + 1000, .corr = corr, .name = S_NCCL };
+				call.u.nccl = (struct sp_ev_nccl){ .count = 1 << 20, .bytes = 4 << 20, .comm = COMM + 1 + (uint64_t)r,
+								   .seq = (uint64_t)s, .peer = -1, .comm_rank = 0,
+								   .comm_size = 1, .dtype = 7 };
+				bad |= put(w, call);
+				bad |= put(w, (struct sp_event){ .kind = SP_EV_KERNEL, .device = 0, .start = mono0 + x->xs,
+								 .end = mono0 + x->xe, .corr = corr++, .name = S_NCCLK,
 								 .stream = 13, .context = 1 });
 			}
 			uint64_t at = mono0 + x->launch + KERNELS * 8000 + 20000;
