@@ -500,6 +500,12 @@ static void judge(struct sp_ranks *a)
 			 ms(b[1], (int64_t)a->step_med));
 		return;
 	}
+	if (!a->decisive) {
+		snprintf(a->verdict, sizeof(a->verdict),
+			 "No straggler: in each of the %llu paired collectives the ranks arrive within %d us of each "
+			 "other.", (unsigned long long)a->paired, TIE_NS / 1000);
+		return;
+	}
 	if (!late || !costly) {
 		snprintf(a->verdict, sizeof(a->verdict),
 			 "No straggler: %s (rank %s arrives last most often, in %.0f%% of its %llu collectives with a clear "
