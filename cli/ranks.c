@@ -12,7 +12,7 @@
 #include "nccl.h"
 #include "ranks.h"
 
-#define TIE_NS 10000           /* arrivals closer than this are a tie: no one arrived last */
+#define TIE_NS 10000           /* arrivals closer than this (or 1% of the median step) are a tie */
 #define CLOCK_TOL_NS 200000    /* same-host anchors that disagree with the collectives by more are not used */
 #define MIN_COLLS 3            /* collectives needed to estimate a rank's clock offset */
 #define LATE_SHARE 0.5         /* a straggler arrives last in at least this share of its collectives */
@@ -76,7 +76,8 @@ struct sp_ranks {
 	double share, second;   /* the most frequent last arriver's share, the next one's */
 	int most;               /* trace index of the most frequent last arriver, -1 none */
 	uint64_t wait_others;   /* the others' median wait per step */
-	uint64_t step_med;
+	uint64_t step_med;      /* median over the traces of their median step */
+	int64_t tie;            /* arrivals closer than this are a tie: TIE_NS or 1% of step_med */
 	int64_t excess[3];      /* the straggler's stall, compute and transfer over the others' medians */
 	uint64_t peer[3];       /* the others' medians of those */
 	char verdict[1024];
@@ -377,14 +378,14 @@ static void arrivals(struct sp_ranks *a, struct coll *c, size_t n)
 	a->groups++;
 	if (ncpu > 1) {
 		for (size_t k = 0; k < n; k++)
-			a->r[c[k].trace].cpu_decisive += sub(lcpu, scpu) > TIE_NS;
-		a->r[c[cpu_last].trace].last_cpu += sub(lcpu, scpu) > TIE_NS;
+			a->r[c[k].trace].cpu_decisive += sub(lcpu, scpu) > a->tie;
+		a->r[c[cpu_last].trace].last_cpu += sub(lcpu, scpu) > a->tie;
 	}
 	if (c[0].comm_size > 0 && (size_t)c[0].comm_size == n)
 		a->complete++;
 	if (linked >= 2) {
 		a->paired++;
-		a->decisive += sub(lks, sks) > TIE_NS;
+		a->decisive += sub(lks, sks) > a->tie;
 	}
 	for (size_t k = 0; k < n; k++) {
 		struct rk *r = &a->r[c[k].trace];
@@ -394,8 +395,8 @@ static void arrivals(struct sp_ranks *a, struct coll *c, size_t n)
 		if (linked >= 2) {
 			int64_t d = sub(lks, sub((int64_t)c[k].ks, r->off));
 			wait = d <= 0 ? 0 : (uint64_t)d > dur ? dur : (uint64_t)d;
-			r->decisive += sub(lks, sks) > TIE_NS;
-			r->last_gpu += k == last && sub(lks, sks) > TIE_NS;
+			r->decisive += sub(lks, sks) > a->tie;
+			r->last_gpu += k == last && sub(lks, sks) > a->tie;
 			c[k].wait = wait;
 			c[k].paired = 1;
 			a->wl = sp_xgrow(a->wl, &a->wlcap, sizeof(*a->wl), a->nwl);
@@ -462,7 +463,6 @@ static void judge(struct sp_ranks *a)
 	char l[24], b[6][40];
 	int subset = a->world > 0 && (size_t)a->world > a->n;
 
-	a->step_med = others(a, -1, M_STEP);
 	for (size_t i = 0; i < a->n; i++) {
 		double s = share(&a->r[i]);
 		if (a->most < 0 || s > a->share ||
@@ -502,8 +502,8 @@ static void judge(struct sp_ranks *a)
 	}
 	if (!a->decisive) {
 		snprintf(a->verdict, sizeof(a->verdict),
-			 "No straggler: in each of the %llu paired collectives the ranks arrive within %d us of each "
-			 "other.", (unsigned long long)a->paired, TIE_NS / 1000);
+			 "No straggler: in each of the %llu paired collectives the ranks arrive within %s of each "
+			 "other.", (unsigned long long)a->paired, ms(b[0], a->tie));
 		return;
 	}
 	if (!late || !costly) {
@@ -619,6 +619,16 @@ void sp_ranks_analyse(struct sp_ranks *a)
 	}
 	if (a->n)
 		align(a);
+	for (size_t i = 0; i < a->n; i++) { /* the step medians first: they set the tie */
+		struct rk *k = &a->r[i];
+		uint64_t *v = sp_xrealloc(NULL, (k->st.n + 1) * sizeof(*v));
+		for (size_t j = 0; j < k->st.n; j++)
+			v[j] = sp_step_ns(&k->st.st[j]);
+		k->med[M_STEP] = sp_median_u64(v, k->st.n);
+		free(v);
+	}
+	a->step_med = others(a, -1, M_STEP);
+	a->tie = a->step_med / 100 > TIE_NS ? (int64_t)(a->step_med / 100) : TIE_NS;
 	for (size_t i = 0; i < a->nc;) {
 		size_t j = i;
 		while (j < a->nc && a->c[j].comm == a->c[i].comm && a->c[j].seq == a->c[i].seq)
