@@ -7,15 +7,18 @@
 #include <string.h>
 #include "cli.h"
 #include "report.h"
+#include "windows.h"
 
 /* Prints the usage to f and returns rc. */
 static int usage(FILE *f, int rc)
 {
 	fprintf(f, "usage: stepprof report TRACE [--sort total|avg|calls|max|min|name] [--top N] [--window N|all]"
 			" [--wide] [--json]\n"
+			"       [--peers OTHER_RANK_TRACE ...]\n"
 			"  GPU kernel table of all recorded windows together (default) or of one window;\n"
 			"  --top N rows (default %d, 0 = all), --wide: full kernel names, --json: everything as one\n"
-			"  JSON object (every kernel row)\n",
+			"  JSON object (every kernel row); --peers (repeatable): the other ranks' traces of the run,\n"
+			"  to split this rank's NCCL kernel time into waiting for peers and transfer\n",
 		SP_REPORT_TOP);
 	return rc;
 }
@@ -35,6 +38,7 @@ int sp_cmd_report(int argc, char **argv)
 		{ "window", required_argument, NULL, 'w' },
 		{ "wide", no_argument, NULL, 'W' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "peers", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -76,6 +80,10 @@ int sp_cmd_report(int argc, char **argv)
 		case 'j':
 			o.json = 1;
 			break;
+		case 'p':
+			o.peers = sp_xrealloc(o.peers, (size_t)(o.npeers + 1) * sizeof(*o.peers));
+			o.peers[o.npeers++] = optarg;
+			break;
 		case 'h':
 			usage(stdout, 0);
 			return 0;
@@ -84,7 +92,11 @@ int sp_cmd_report(int argc, char **argv)
 			return usage(stderr, 2);
 		}
 	}
-	if (sp_cli_operands("report", argc, argv, 1, 1))
+	if (sp_cli_operands("report", argc, argv, 1, 1)) {
+		free(o.peers);
 		return usage(stderr, 2);
-	return sp_report(argv[optind], &o, stdout);
+	}
+	int rc = sp_report(argv[optind], &o, stdout);
+	free(o.peers);
+	return rc;
 }

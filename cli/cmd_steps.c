@@ -1,86 +1,88 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd_steps.c - `stepprof steps TRACE [TRACE ...]`: the per-step table of steps.h for one trace;
- * for several (one per rank), their steps side by side: the spread of each step's time across
- * ranks, the slowest rank, and per rank the medians of step, compute, NCCL and idle time. */
+/* cmd_steps.c - `stepprof steps [--json] TRACE [TRACE ...]`: the per-step table of steps.h for one
+ * trace; for several (one per rank), their steps side by side (steps.h) and the cross-rank
+ * diagnosis of ranks.h: arrivals at each collective, the per-rank breakdown, the straggler and
+ * its cause. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "cli.h"
-#include "steps.h"
+#include "ranks.h"
 
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof steps TRACE [TRACE ...]\n"
+	fprintf(f, "usage: stepprof steps [--json [--arrivals]] TRACE [TRACE ...]\n"
 		   "  one trace: a row per recorded step (kernel, NCCL and copy time, GPU busy, longest GPU idle);\n"
-		   "  several (e.g. every rank's trace of one run): each step's time across them, the slowest\n"
-		   "  rank, and per rank the medians of step, compute, NCCL and GPU idle time\n");
+		   "  several (every rank's trace of one run, or some ranks'): each step's time across them, and\n"
+		   "  the arrival at each collective (paired by communicator and sequence number, clocks aligned):\n"
+		   "  per rank the medians of compute, exposed communication, wait for peers, host stall and\n"
+		   "  copies, how often it arrives last, and the straggler with its cause (host, compute or\n"
+		   "  communication) or none; --json: the same as one JSON object; --arrivals (implies --json):\n"
+		   "  also every collective's calls with their arrivals, waits and transfers\n");
 	return rc;
-}
-
-/* Reads every window of path into s; *rank gets the header's rank (-1 if none). Returns 0, or 1
- * (message on stderr) if the file is unreadable or corrupt. */
-static int load(const char *path, struct sp_steps *s, int *rank)
-{
-	char err[512];
-	const struct sp_window *w;
-	struct sp_trace_reader *r = sp_trace_open(path, err, sizeof(err));
-	int rc;
-
-	if (!r) {
-		fprintf(stderr, "stepprof steps: %s\n", err);
-		return 1;
-	}
-	*rank = sp_trace_header(r)->meta.rank;
-	struct sp_windows *g = sp_windows_open(r);
-	while ((rc = sp_windows_next(g, &w)) == 1)
-		sp_steps_add_window(s, r, w);
-	if (rc < 0)
-		fprintf(stderr, "stepprof steps: %s: %s\n", path, sp_trace_error(r));
-	sp_windows_close(g);
-	sp_trace_close_reader(r);
-	return rc < 0;
 }
 
 /* Exit status: 0 printed; 1 a trace is unreadable or corrupt, or none holds a recorded step; 2 usage.
  * A trace without a recorded step is left out, with a note on stderr. */
 int sp_cmd_steps(int argc, char **argv)
 {
-	static const struct option opts[] = { { "help", no_argument, NULL, 'h' }, { 0 } };
-	int c, ret = 0;
+	static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
+					      { "arrivals", no_argument, NULL, 'a' },
+					      { "help", no_argument, NULL, 'h' },
+					      { 0 } };
+	int c, json = 0, arrivals = 0;
+	char err[512];
 
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (c == 'h')
 			return usage(stdout, 0);
+		if (c == 'j' || c == 'a') {
+			json = 1; /* --arrivals is a part of the JSON output */
+			arrivals |= c == 'a';
+			continue;
+		}
 		sp_cli_bad_option("steps", c, argc, argv);
 		return usage(stderr, 2);
 	}
 	if (sp_cli_operands("steps", argc, argv, 1, argc))
 		return usage(stderr, 2);
-	char **paths = argv + optind;
-	size_t n = (size_t)(argc - optind);
-	struct sp_steps *s = calloc(n, sizeof(*s));
-	int *rank = calloc(n, sizeof(*rank));
-	if (!s || !rank)
-		sp_oom();
-	size_t used = 0;
-	for (size_t i = 0; i < n && !ret; i++) {
-		ret |= load(paths[i], &s[used], &rank[used]);
-		if (!ret && !s[used].n)
-			fprintf(stderr, "stepprof steps: %s holds no recorded step; left out\n", paths[i]);
-		else
-			used++;
+	struct sp_ranks *a = sp_ranks_new();
+	for (int i = optind; i < argc; i++) {
+		int rc = sp_ranks_load(a, argv[i], err, sizeof(err));
+		if (rc < 0) {
+			fprintf(stderr, "stepprof steps: %s\n", err);
+			sp_ranks_free(a);
+			return 1;
+		}
+		if (!rc)
+			fprintf(stderr, "stepprof steps: %s holds no recorded step; left out\n", argv[i]);
 	}
-	if (!ret && !used)
-		ret = 1;
-	else if (!ret && used == 1)
-		sp_steps_print(&s[0], stdout);
-	else if (!ret)
-		sp_steps_compare(s, rank, used, stdout);
-	for (size_t i = 0; i < n; i++)
-		sp_steps_free(&s[i]);
-	free(s);
-	free(rank);
-	return ret;
+	size_t n = sp_ranks_count(a);
+	if (!n) {
+		sp_ranks_free(a);
+		return 1;
+	}
+	sp_ranks_analyse(a);
+	if (json) {
+		sp_ranks_json(a, stdout, arrivals);
+	} else if (n == 1) {
+		sp_steps_print(sp_ranks_steps(a, 0), stdout);
+	} else {
+		struct sp_steps *s = malloc(n * sizeof(*s));
+		int *rank = malloc(n * sizeof(*rank));
+		if (!s || !rank)
+			sp_oom();
+		for (size_t i = 0; i < n; i++) {
+			s[i] = *sp_ranks_steps(a, i);
+			rank[i] = sp_ranks_rank(a, i);
+		}
+		sp_steps_compare(s, rank, n, stdout);
+		sp_ranks_print(a, stdout);
+		free(s);
+		free(rank);
+	}
+	sp_ranks_free(a);
+	return 0;
 }

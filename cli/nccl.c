@@ -11,8 +11,10 @@
 struct call {                   /* an NCCL call of the window being folded in */
 	const struct sp_event *e;
 	uint64_t ns;            /* linked kernel time */
+	uint64_t ks, ke;        /* first start and last end of its linked kernels (its group's) */
 	uint32_t kernels;       /* linked kernels */
 	int algo;               /* code of its kernels, SP_NCCL_ALGO_MIXED if they differ */
+	int shared;             /* 1: shares its group's kernels with an earlier member */
 };
 
 struct launch {                 /* where a kernel was launched: thread and CPU time */
@@ -125,6 +127,9 @@ static void share_group(const struct call *g, struct call **members, size_t n)
 		members[i]->ns = i + 1 == n ? g->ns - given : part; /* the last takes the rounding */
 		members[i]->kernels = g->kernels;
 		members[i]->algo = g->algo;
+		members[i]->ks = g->ks;
+		members[i]->ke = g->ke;
+		members[i]->shared = i > 0;
 		given += part;
 	}
 }
@@ -256,7 +261,11 @@ double sp_nccl_bus_factor(int op, int nranks)
 
 /* ---- the report's table ---- */
 
-void sp_nccl_stats_add(struct sp_nccl_stats *s, struct sp_trace_reader *r, const struct sp_window *w)
+/* The NCCL calls of window w sorted by (thread, start), each with its linked kernels (see
+ * sp_nccl_stats_add); *n gets their number. Kernels linked to no call are added to *orphans and
+ * *orphan_ns. Returns a malloc'ed array (NULL if none). Exits if memory runs out. */
+static struct call *link_calls(struct sp_trace_reader *r, const struct sp_window *w, size_t *n, uint64_t *orphans,
+			       uint64_t *orphan_ns)
 {
 	struct call *calls, **pending;
 	struct launch *launches;
@@ -293,11 +302,13 @@ void sp_nccl_stats_add(struct sp_nccl_stats *s, struct sp_trace_reader *r, const
 		if (l)
 			c = enclosing(calls, nc, l->tid, l->t);
 		if (!c) {
-			s->orphan_kernels++;
-			s->orphan_ns += d;
+			++*orphans;
+			*orphan_ns += d;
 			continue;
 		}
 		c->algo = merge_algo(c->algo, sp_nccl_algo(sp_trace_string(r, k->name)), !c->kernels);
+		c->ks = !c->kernels || k->start < c->ks ? k->start : c->ks;
+		c->ke = !c->kernels || k->end > c->ke ? k->end : c->ke;
 		c->kernels++;
 		c->ns += d;
 	}
@@ -311,20 +322,45 @@ void sp_nccl_stats_add(struct sp_nccl_stats *s, struct sp_trace_reader *r, const
 			if (np)
 				share_group(c, pending, np);
 			else if (c->kernels) {
-				s->orphan_kernels += c->kernels;
-				s->orphan_ns += c->ns;
+				*orphans += c->kernels;
+				*orphan_ns += c->ns;
 			}
 			np = 0;
 		} else if (!is_group_call(c->e) && depth && !c->kernels) {
 			pending[np++] = c;
 		}
 	}
+	free(pending);
+	free(launches);
+	*n = nc;
+	return calls;
+}
+
+void sp_nccl_stats_add(struct sp_nccl_stats *s, struct sp_trace_reader *r, const struct sp_window *w)
+{
+	size_t nc;
+	struct call *calls = link_calls(r, w, &nc, &s->orphan_kernels, &s->orphan_ns);
+
 	for (size_t i = 0; i < nc; i++)
 		if (!is_group_call(calls[i].e))
 			add_call(s, &calls[i]);
 	free(calls);
-	free(pending);
-	free(launches);
+}
+
+size_t sp_nccl_links(struct sp_trace_reader *r, const struct sp_window *w, struct sp_nccl_link **out)
+{
+	size_t nc, n = 0;
+	uint64_t orphans = 0, orphan_ns = 0;
+	struct call *calls = link_calls(r, w, &nc, &orphans, &orphan_ns);
+	struct sp_nccl_link *l = sp_xrealloc(NULL, (nc + 1) * sizeof(*l));
+
+	for (size_t i = 0; i < nc; i++)
+		if (!is_group_call(calls[i].e))
+			l[n++] = (struct sp_nccl_link){ .e = calls[i].e, .ks = calls[i].ks, .ke = calls[i].ke,
+							.kernels = calls[i].kernels, .shared = calls[i].shared };
+	free(calls);
+	*out = l;
+	return n;
 }
 
 void sp_nccl_stats_free(struct sp_nccl_stats *s)

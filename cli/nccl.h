@@ -55,6 +55,19 @@ double sp_nccl_bus_factor(int op, int nranks);
  * their thread, in proportion to their bytes (equally if all are 0). A call with no kernel counts
  * its CPU time, in a row marked cpu_timed. Exits the CLI if memory runs out; otherwise can't fail. */
 void sp_nccl_stats_add(struct sp_nccl_stats *s, struct sp_trace_reader *r, const struct sp_window *w);
+/* One NCCL call of a window (GroupStart/GroupEnd left out) with its linked kernels, by the
+ * rules of sp_nccl_stats_add. */
+struct sp_nccl_link {
+	const struct sp_event *e; /* the call (points into the window) */
+	uint64_t ks, ke;        /* first start and last end of its kernels (for a group member: the
+	                           group's); 0 when kernels is 0 */
+	uint32_t kernels;       /* its kernels (a group member: the group's); 0 none linked */
+	int shared;             /* 1: a group member after the first: the same kernels as that one */
+};
+/* The NCCL calls of window w (strings from r) with their kernels, in (thread, start) order, into
+ * *out (malloc'ed, the caller frees; valid while w is). Returns their number. Exits the CLI if
+ * memory runs out; otherwise can't fail. */
+size_t sp_nccl_links(struct sp_trace_reader *r, const struct sp_window *w, struct sp_nccl_link **out);
 /* Frees the rows; s may be reused. Can't fail. */
 void sp_nccl_stats_free(struct sp_nccl_stats *s);
 

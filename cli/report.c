@@ -8,6 +8,7 @@
 #include "format.h"
 #include "memtl.h"
 #include "nccl.h"
+#include "ranks.h"
 #include "report.h"
 #include "export.h"
 #include "steps.h"
@@ -40,6 +41,8 @@ struct report {
 	size_t nw;
 	struct sp_steps steps;  /* the per-step table (steps.h) */
 	struct sp_nccl_stats nccl; /* the NCCL table */
+	struct sp_ranks *peers;  /* the trace and its peers' (--peers), analysed; NULL without peers */
+	int self;                /* index of the trace among them, -1 if it holds no step */
 	struct sp_stackagg sites;  /* allocation sites (folded.h) */
 };
 
@@ -283,6 +286,31 @@ static void print_nccl(const struct report *rep, const struct sp_report_opts *o,
 	free(rows);
 }
 
+/* With --peers: this rank's NCCL kernel time split into waiting for the last rank and transfer,
+ * and the cross-rank verdict. Can't fail. */
+static void print_wait(const struct report *rep, FILE *out)
+{
+	struct sp_ranks_wait w;
+	char t[4][32];
+
+	if (!rep->peers)
+		return;
+	fprintf(out, "\nWaiting for peers (%zu traces analysed, all windows; `stepprof steps` has the breakdown):\n",
+		sp_ranks_count(rep->peers));
+	if (rep->self < 0) {
+		fprintf(out, "This trace holds no recorded step: nothing to split.\n");
+	} else {
+		sp_ranks_waits(rep->peers, (size_t)rep->self, &w);
+		fprintf(out, "NCCL kernels: %s waiting for the last rank to arrive (%.1f%%), %s transfer; per step "
+			     "(median of %zu): wait %s, transfer %s\n",
+			sp_fmt_ns(t[0], 32, w.wait_ns),
+			w.wait_ns + w.transfer_ns ? 100.0 * (double)w.wait_ns / (double)(w.wait_ns + w.transfer_ns) : 0.0,
+			sp_fmt_ns(t[1], 32, w.transfer_ns), w.steps, sp_fmt_ns(t[2], 32, w.wait_step_ns),
+			sp_fmt_ns(t[3], 32, w.transfer_step_ns));
+	}
+	fprintf(out, "%s\n", sp_ranks_verdict(rep->peers));
+}
+
 #define FINDINGS_MAX 5
 #define FINDING_LEN 640
 
@@ -329,10 +357,19 @@ static size_t findings(const struct report *rep, char (*f)[FINDING_LEN])
 				 "per-step table.", (long long)s->st[slow].number, sp_fmt_ns(t[0], 32, longest),
 				 (double)longest / med, sp_fmt_ns(t[1], 32, med));
 	}
-	if (total && nccl * 10 >= total * 3)
+	struct sp_ranks_wait w = { 0 };
+	if (rep->peers && rep->self >= 0)
+		sp_ranks_waits(rep->peers, (size_t)rep->self, &w);
+	if (total && nccl * 10 >= total * 3 && w.wait_ns + w.transfer_ns)
+		snprintf(f[n++], FINDING_LEN, "NCCL kernels take %.1f%% of GPU kernel time, %.1f%% of it waiting for other "
+			 "ranks to arrive: %s", 100.0 * nccl / total,
+			 100.0 * (double)w.wait_ns / (double)(w.wait_ns + w.transfer_ns),
+			 w.wait_ns * 2 > w.transfer_ns ? "see `Waiting for peers` for the rank they wait for and why."
+						       : "the transfers themselves dominate: check bus bandwidth in the NCCL table.");
+	else if (total && nccl * 10 >= total * 3)
 		snprintf(f[n++], FINDING_LEN, "NCCL kernels take %.1f%% of GPU kernel time: check bus bandwidth in the "
-			 "NCCL table, and run `stepprof steps` on every rank's trace to find a rank the others wait "
-			 "for.", 100.0 * nccl / total);
+			 "NCCL table, and run `stepprof steps` on every rank's trace (or this report with --peers) to find "
+			 "a rank the others wait for.", 100.0 * nccl / total);
 	if (total && top * 2 >= total)
 		snprintf(f[n++], FINDING_LEN, "One kernel takes %.1f%% of GPU kernel time: %.400s.", 100.0 * top / total,
 			 sp_display_name(sp_trace_string(rep->r, (uint32_t)top_id)));
@@ -445,7 +482,28 @@ static void print_json(const struct report *rep, const char *path, const struct 
 		algbw < 0 || factor < 0 ? sp_out_puts(x, ",\"busbw_gbps\":null}")
 					: sp_out_printf(x, ",\"busbw_gbps\":%.3f}", algbw * factor);
 	}
-	sp_out_puts(x, "],\n\"findings\":[");
+	sp_out_puts(x, "],\n\"nccl_wait\":");
+	if (!rep->peers) {
+		sp_out_puts(x, "null");
+	} else {
+		struct sp_ranks_wait w = { 0 };
+		const char *cause;
+		int straggler = sp_ranks_straggler(rep->peers, &cause);
+		if (rep->self >= 0)
+			sp_ranks_waits(rep->peers, (size_t)rep->self, &w);
+		sp_out_printf(x, "{\"traces\":%zu,\"wait_ns\":%llu,\"transfer_ns\":%llu,\"wait_per_step_ns\":%llu,"
+				 "\"transfer_per_step_ns\":%llu,\"straggler\":",
+			      sp_ranks_count(rep->peers), (unsigned long long)w.wait_ns, (unsigned long long)w.transfer_ns,
+			      (unsigned long long)w.wait_step_ns, (unsigned long long)w.transfer_step_ns);
+		if (straggler >= 0 || cause)
+			sp_out_printf(x, "{\"rank\":%d,\"cause\":\"%s\"}", straggler, cause);
+		else
+			sp_out_puts(x, "null");
+		sp_out_puts(x, ",\"verdict\":");
+		sp_out_json_str(x, sp_ranks_verdict(rep->peers));
+		sp_out_puts(x, "}");
+	}
+	sp_out_puts(x, ",\n\"findings\":[");
 	char f[FINDINGS_MAX][FINDING_LEN];
 	n = findings(rep, f);
 	for (size_t i = 0; i < n; i++) {
@@ -483,6 +541,18 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 		return 1;
 	}
 	h = sp_trace_header(rep.r);
+	if (o->npeers) { /* a first pass over the trace and its peers: the arrivals */
+		rep.peers = sp_ranks_new();
+		rep.self = sp_ranks_load(rep.peers, path, err, sizeof(err)) == 1 ? 0 : -1;
+		for (int i = 0; i < o->npeers; i++) {
+			int lrc = sp_ranks_load(rep.peers, o->peers[i], err, sizeof(err));
+			if (lrc < 0)
+				fprintf(stderr, "stepprof report: peer %s\n", err);
+			else if (!lrc)
+				fprintf(stderr, "stepprof report: peer %s holds no recorded step; left out\n", o->peers[i]);
+		}
+		sp_ranks_analyse(rep.peers);
+	}
 	g = sp_windows_open(rep.r);
 	while ((rc = sp_windows_next(g, &w)) == 1) {
 		seen++;
@@ -528,6 +598,7 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 		sp_steps_print(&rep.steps, out);
 		print_memory(&rep, out);
 		print_nccl(&rep, o, out);
+		print_wait(&rep, out);
 		sp_stackagg_sites(&rep.sites, path, rep.r, SP_SITES_TOP, out);
 		print_findings(&rep, out);
 	}
@@ -535,6 +606,7 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 	free(rep.w);
 	sp_steps_free(&rep.steps);
 	sp_nccl_stats_free(&rep.nccl);
+	sp_ranks_free(rep.peers);
 	sp_stackagg_free(&rep.sites);
 	sp_windows_close(g);
 	sp_trace_close_reader(rep.r);

@@ -69,8 +69,7 @@ void sp_calls_free(struct sp_calls *c)
 	*c = (struct sp_calls){ 0 };
 }
 
-/* The step among st[0..n) (sorted by start, not overlapping) whose span holds t, or NULL. */
-static struct sp_step_stat *step_at(struct sp_step_stat *st, size_t n, uint64_t t)
+struct sp_step_stat *sp_steps_at(struct sp_step_stat *st, size_t n, uint64_t t)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) { /* first step starting after t */
@@ -83,8 +82,7 @@ static struct sp_step_stat *step_at(struct sp_step_stat *st, size_t n, uint64_t 
 	return lo && t < st[lo - 1].end ? &st[lo - 1] : NULL;
 }
 
-/* 1 if kernel name id is an NCCL kernel (cached by id). Exits if memory runs out. */
-static int is_nccl(struct sp_steps *s, struct sp_trace_reader *r, uint32_t id)
+int sp_steps_is_nccl(struct sp_steps *s, struct sp_trace_reader *r, uint32_t id)
 {
 	s->nccl = sp_xgrow(s->nccl, &s->ncap, 1, id);
 	if (!s->nccl[id]) {
@@ -92,6 +90,37 @@ static int is_nccl(struct sp_steps *s, struct sp_trace_reader *r, uint32_t id)
 		s->nccl[id] = name && sp_nccl_is_kernel(name) ? 2 : 1;
 	}
 	return s->nccl[id] == 2;
+}
+
+size_t sp_steps_merge(struct sp_steps_iv *iv, size_t n)
+{
+	size_t m = 0;
+	sp_sort(iv, n, sizeof(*iv), cmp_iv);
+	for (size_t i = 0; i < n; i++) { /* merge into disjoint intervals, in place */
+		if (m && iv[i].s <= iv[m - 1].e) {
+			if (iv[i].e > iv[m - 1].e)
+				iv[m - 1].e = iv[i].e;
+		} else {
+			iv[m++] = iv[i];
+		}
+	}
+	return m;
+}
+
+uint64_t sp_steps_covered(const struct sp_steps_iv *iv, size_t m, uint64_t lo, uint64_t hi)
+{
+	size_t a = 0, b = m;
+	uint64_t sum = 0;
+	while (a < b) { /* first interval ending after lo */
+		size_t mid = (a + b) / 2;
+		if (iv[mid].e <= lo)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	for (; a < m && iv[a].s < hi; a++)
+		sum += (iv[a].e < hi ? iv[a].e : hi) - (iv[a].s > lo ? iv[a].s : lo);
+	return sum;
 }
 
 uint64_t sp_median_u64(uint64_t *v, size_t n)
@@ -104,7 +133,7 @@ uint64_t sp_median_u64(uint64_t *v, size_t n)
 
 uint64_t sp_steps_add_window(struct sp_steps *s, struct sp_trace_reader *r, const struct sp_window *w)
 {
-	size_t niv = 0, first_st = s->n, nst, m = 0;
+	size_t niv = 0, first_st = s->n, nst, m;
 	struct sp_step_stat *st;
 	uint64_t busy = 0;
 
@@ -126,11 +155,13 @@ uint64_t sp_steps_add_window(struct sp_steps *s, struct sp_trace_reader *r, cons
 		if (!sp_ev_is_gpu(e))
 			continue;
 		uint64_t d = e->end > e->start ? e->end - e->start : 0;
-		struct sp_step_stat *in = step_at(st, nst, sp_calls_anchor(&s->calls, e));
+		struct sp_step_stat *in = sp_steps_at(st, nst, sp_calls_anchor(&s->calls, e));
+		if (in && e->end > in->gpu_end)
+			in->gpu_end = e->end;
 		if (in && e->kind == SP_EV_KERNEL) {
 			in->kernels++;
 			in->kernel_ns += d;
-			in->nccl_ns += is_nccl(s, r, e->name) ? d : 0;
+			in->nccl_ns += sp_steps_is_nccl(s, r, e->name) ? d : 0;
 		} else if (in) {
 			in->copy_ns += d;
 		}
@@ -142,16 +173,7 @@ uint64_t sp_steps_add_window(struct sp_steps *s, struct sp_trace_reader *r, cons
 		s->iv[niv].e = e->end > w->t1 ? w->t1 : e->end;
 		niv += s->iv[niv].e > s->iv[niv].s;
 	}
-	if (niv)
-		sp_sort(s->iv, niv, sizeof(*s->iv), cmp_iv);
-	for (size_t i = 0; i < niv; i++) { /* merge into disjoint intervals, in place */
-		if (m && s->iv[i].s <= s->iv[m - 1].e) {
-			if (s->iv[i].e > s->iv[m - 1].e)
-				s->iv[m - 1].e = s->iv[i].e;
-		} else {
-			s->iv[m++] = s->iv[i];
-		}
-	}
+	m = sp_steps_merge(s->iv, niv);
 	for (size_t i = 0; i < m; i++)
 		busy += s->iv[i].e - s->iv[i].s;
 	/* each step: busy time inside its span and the longest stretch with no GPU work */
@@ -170,6 +192,9 @@ uint64_t sp_steps_add_window(struct sp_steps *s, struct sp_trace_reader *r, cons
 		}
 		if (x->end > upto && x->end - upto > x->idle)
 			x->idle = x->end - upto;
+		uint64_t lo = k && st[k - 1].gpu_end ? st[k - 1].gpu_end : x->start;
+		if (x->gpu_end > lo)
+			x->stall = x->gpu_end - lo - sp_steps_covered(s->iv, m, lo, x->gpu_end);
 	}
 	return busy;
 }
@@ -215,13 +240,7 @@ uint64_t sp_steps_median_ns(const struct sp_steps *s)
 	return m;
 }
 
-static uint64_t compute_ns(const struct sp_step_stat *x)
-{
-	return x->kernel_ns > x->nccl_ns ? x->kernel_ns - x->nccl_ns : 0;
-}
-
-/* The label of trace i: its rank, or "#i" if it has none or shares it with another trace. */
-static const char *label(char *buf, size_t len, const int *rank, size_t n, size_t i)
+const char *sp_rank_label(char *buf, size_t len, const int *rank, size_t n, size_t i)
 {
 	int dup = rank[i] < 0;
 	for (size_t k = 0; k < n && !dup; k++)
@@ -237,11 +256,9 @@ void sp_steps_compare(const struct sp_steps *s, const int *rank, size_t n, FILE 
 {
 	int64_t *nums = NULL;
 	size_t nn = 0, rows = 0, common = 0;
-	uint64_t *v = sp_xrealloc(NULL, (n + 1) * sizeof(*v)), *slowest_in = calloc(n + 1, sizeof(*slowest_in));
-	char t[6][32], rk[16];
+	uint64_t *v = sp_xrealloc(NULL, (n + 1) * sizeof(*v));
+	char t[6][32], rk[24];
 
-	if (!slowest_in)
-		sp_oom();
 	for (size_t i = 0; i < n; i++)
 		for (size_t k = 0; k < s[i].n; k++) {
 			nums = sp_xrealloc(nums, (nn + 1) * sizeof(*nums));
@@ -267,10 +284,9 @@ void sp_steps_compare(const struct sp_steps *s, const int *rank, size_t n, FILE 
 				lo = d;
 			v[have++] = d;
 		}
-		slowest_in[slow] += have > 1 && hi > lo;
 		common += have == n;
 		if (rows++ < SP_STEPS_ROWS) {
-			label(rk, sizeof(rk), rank, n, slow);
+			sp_rank_label(rk, sizeof(rk), rank, n, slow);
 			fprintf(out, "%-8lld %5zu %12s %12s %12s %8s %7.1f%%\n", (long long)nums[j], have,
 				sp_fmt_ns(t[0], 32, lo), sp_fmt_ns(t[1], 32, sp_median_u64(v, have)), sp_fmt_ns(t[2], 32, hi),
 				have > 1 && hi > lo ? rk : "-", lo ? 100.0 * (double)(hi - lo) / lo : 0.0);
@@ -279,44 +295,10 @@ void sp_steps_compare(const struct sp_steps *s, const int *rank, size_t n, FILE 
 	if (rows > SP_STEPS_ROWS)
 		fprintf(out, "... %zu more steps\n", rows - SP_STEPS_ROWS);
 
-	/* per rank: medians over its steps */
-	size_t most = 0, least = 0;
-	uint64_t *comp = sp_xrealloc(NULL, (n + 1) * sizeof(*comp));
-	fprintf(out, "\n%-6s %6s %12s %15s %12s %16s %11s\n", "Rank", "Steps", "Median step", "Median compute",
-		"Median NCCL", "Median GPU idle", "Slowest in");
-	for (size_t i = 0; i < n; i++) {
-		uint64_t *a = sp_xrealloc(NULL, (s[i].n + 1) * sizeof(*a));
-		uint64_t med[4];
-		for (int q = 0; q < 4; q++) {
-			for (size_t k = 0; k < s[i].n; k++) {
-				const struct sp_step_stat *x = &s[i].st[k];
-				a[k] = q == 0 ? sp_step_ns(x) : q == 1 ? compute_ns(x) : q == 2 ? x->nccl_ns : x->idle;
-			}
-			med[q] = sp_median_u64(a, s[i].n);
-		}
-		free(a);
-		comp[i] = med[1];
-		most = comp[i] > comp[most] ? i : most;
-		least = comp[i] < comp[least] ? i : least;
-		label(rk, sizeof(rk), rank, n, i);
-		fprintf(out, "%-6s %6zu %12s %15s %12s %16s %5llu steps\n", rk, s[i].n, sp_fmt_ns(t[0], 32, med[0]),
-			sp_fmt_ns(t[1], 32, med[1]), sp_fmt_ns(t[2], 32, med[2]), sp_fmt_ns(t[3], 32, med[3]),
-			(unsigned long long)slowest_in[i]);
-	}
 	if (!common)
 		fprintf(out, "\nNo step number is in every trace: are these ranks of one run, with one schedule?\n");
-	else if (n > 1 && comp[least] && comp[most] > comp[least] + comp[least] / 20) {
-		char a[16], b[16];
-		label(a, sizeof(a), rank, n, most);
-		label(b, sizeof(b), rank, n, least);
-		fprintf(out, "\nRank %s does the most GPU compute per step (median %s, +%.1f%% over rank %s): in "
-			"synchronous training the other ranks' NCCL kernels wait for it.\n", a,
-			sp_fmt_ns(t[0], 32, comp[most]), 100.0 * (double)(comp[most] - comp[least]) / comp[least], b);
-	}
-	free(comp);
 	free(nums);
 	free(v);
-	free(slowest_in);
 }
 
 void sp_steps_free(struct sp_steps *s)

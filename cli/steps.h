@@ -18,6 +18,10 @@ struct sp_step_stat {
 	uint64_t start, end;    /* CPU boundaries, ns */
 	uint64_t kernels, kernel_ns, nccl_ns, copy_ns; /* GPU work launched from the step */
 	uint64_t busy, idle;    /* ns of the step's span with GPU work running; its longest gap */
+	uint64_t gpu_end;       /* last end of the GPU work launched from the step, 0 if none */
+	uint64_t stall;         /* host stall: ns with no GPU work running between the end of the
+	                           previous step's GPU work (the first step of a window: its start)
+	                           and gpu_end: the GPU waited for this rank's CPU */
 };
 
 /* A window's CUDA calls by correlation id: what places its GPU work among its steps. */
@@ -46,6 +50,15 @@ struct sp_steps {
 	size_t ncap;
 };
 
+/* The step among st[0..n) (sorted by start, not overlapping) whose span holds t, or NULL. */
+struct sp_step_stat *sp_steps_at(struct sp_step_stat *st, size_t n, uint64_t t);
+/* 1 if kernel name id (strings of r) is an NCCL kernel, cached by id in s. Exits if memory runs out. */
+int sp_steps_is_nccl(struct sp_steps *s, struct sp_trace_reader *r, uint32_t id);
+/* Sorts iv[0..n) by start and merges it in place into disjoint intervals; returns their number. */
+size_t sp_steps_merge(struct sp_steps_iv *iv, size_t n);
+/* ns of [lo, hi) covered by the disjoint sorted intervals iv[0..m). Can't fail. */
+uint64_t sp_steps_covered(const struct sp_steps_iv *iv, size_t m, uint64_t lo, uint64_t hi);
+
 /* Adds the steps of window w (read through r, for kernel names) to s. Returns the ns of
  * [w->t0, w->t1] during which any GPU work ran. Exits the CLI if memory runs out; otherwise
  * can't fail. */
@@ -53,10 +66,13 @@ uint64_t sp_steps_add_window(struct sp_steps *s, struct sp_trace_reader *r, cons
 /* The per-step table of s (at most SP_STEPS_ROWS rows); nothing if s has no step. Can't fail. */
 void sp_steps_print(const struct sp_steps *s, FILE *out);
 /* Several ranks' steps side by side: per step number, the spread of step times and the slowest
- * rank; per rank, medians of step time, compute (non-NCCL kernel) time, NCCL time and GPU idle.
- * rank[i] names s[i] (-1: unknown, printed as the index). Can't fail. */
+ * rank (the per-rank breakdown and the straggler are ranks.h's). rank[i] names s[i] (-1: unknown,
+ * printed as the index). Can't fail. */
 void sp_steps_compare(const struct sp_steps *s, const int *rank, size_t n, FILE *out);
 void sp_steps_free(struct sp_steps *s);
+/* The label of trace i of n whose header ranks are rank[]: its rank, or "#i" if it has none or
+ * shares it with another trace, into buf (24 bytes suffice). Returns buf. Can't fail. */
+const char *sp_rank_label(char *buf, size_t len, const int *rank, size_t n, size_t i);
 /* A step's CPU duration (marker to marker), ns. */
 static inline uint64_t sp_step_ns(const struct sp_step_stat *x)
 {

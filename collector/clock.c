@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* clock.c - the anchor behind sp_fast_ns (clock.h): pairs of (time-stamp counter, CLOCK_MONOTONIC)
- * taken by the writer thread, published under a sequence counter. Only the writer writes it. */
+ * taken by the writer thread, published under a sequence counter. Only the writer writes it.
+ * Also the wall-clock reading of the anchors, with its test offset. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "clock.h"
+#include "log.h"
 
 /* A pair is (counter, clock) with the counter read before and after the clock: its error is half
  * their distance. Pairs wider than MAX_PAIR_TICKS (under a microsecond at 2-4 GHz) were
@@ -63,4 +66,24 @@ void sp_fast_anchor(void)
 	atomic_store_explicit(&sp_tsc.mult, mult, memory_order_relaxed);
 	atomic_store_explicit(&sp_tsc.seq, s + 2, memory_order_release);
 #endif
+}
+
+uint64_t sp_realtime_ns(void)
+{
+	static _Atomic int64_t offset = INT64_MIN; /* INT64_MIN: not read yet */
+	struct timespec ts;
+	int64_t off = atomic_load_explicit(&offset, memory_order_relaxed);
+	if (off == INT64_MIN) {
+		const char *v = getenv("STEPPROF_TEST_CLOCK_OFFSET_NS");
+		char *end = NULL;
+		off = v && *v ? strtoll(v, &end, 10) : 0;
+		if (v && *v && (*end || off == INT64_MIN))
+			off = 0; /* not a number: no offset */
+		if (off)
+			sp_warn("STEPPROF_TEST_CLOCK_OFFSET_NS=%lld: this process's wall-clock anchors are shifted "
+				"(a test switch)", (long long)off);
+		atomic_store_explicit(&offset, off, memory_order_relaxed);
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + (uint64_t)off;
 }

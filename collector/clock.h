@@ -71,11 +71,11 @@ static inline uint64_t sp_fast_ns(void)
  * apart. This function can't fail (a check that fails leaves sp_fast_ns on sp_now_ns). */
 void sp_fast_anchor(void);
 
-static inline uint64_t sp_realtime_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+/* CLOCK_REALTIME in ns, for the clock anchors that relate the trace clock to wall time (read
+ * rarely: at trace open and window ends). Test switch: STEPPROF_TEST_CLOCK_OFFSET_NS (a signed
+ * integer, read at the first call) is added to every reading, so that the process's wall clock
+ * looks skewed as on a host whose clock is off: the cross-rank alignment of `stepprof steps` must
+ * correct it. For tests only; never set it in production. This function can't fail. */
+uint64_t sp_realtime_ns(void);
 
 #endif

@@ -59,6 +59,8 @@ for t in r*.sptrace; do
 	run steps "$B/stepprof" steps "$t" || true
 	if [ -n "$prev" ]; then
 		run steps-2 "$B/stepprof" steps "$prev" "$t" || true
+		if run steps-json "$B/stepprof" steps --json "$prev" "$t"; then json_ok out.txt; fi
+		run report-peers "$B/stepprof" report "$t" --peers "$prev" || true
 		run diff "$B/stepprof" diff "$prev" "$t" || true
 	fi
 	prev=$t

@@ -15,20 +15,7 @@ OUT=${OUT:-/tmp/stepprof-ddp}
 PY=${PYTHON:-python3}
 T=${T:-240}
 ONLY=${ONLY:-}
-LIB=$BUILD/libstepprof.so
-SP=$BUILD/stepprof
-for f in "$LIB" "$SP"; do [ -e "$f" ] || { echo "missing $f: run make first"; exit 2; }; done
-# a clean environment: no inherited stepprof settings, preloads, CUPTI injections or allocator
-# settings (check_memory matches torch's segments by address: no expandable segments)
-for v in $(compgen -e | grep '^STEPPROF_'); do unset "$v"; done
-unset LD_PRELOAD CUDA_INJECTION64_PATH PYTORCH_CUDA_ALLOC_CONF
-export NCCL_NVLS_ENABLE=0
-ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
-[ "$ngpu" -ge 2 ] || { echo "run-ddp.sh needs 2 GPUs, nvidia-smi lists $ngpu"; exit 2; }
-LAUNCH=(torchrun)
-command -v torchrun >/dev/null || LAUNCH=("$PY" -m torch.distributed.run)
-LAUNCH+=(--standalone --nproc_per_node 2)
-rm -rf "$OUT" && mkdir -p "$OUT" || exit 2
+ddp_setup run-ddp.sh
 
 DDP_STEPS=20
 DDP_SCHED=8,1,1,3,1         # skip_first,wait,warmup,active,repeat: records 10-12
@@ -190,7 +177,10 @@ t_ddp_memory() {
 	[ $ok -eq 1 ] || die "stepprof's device memory differs from torch's"
 }
 
-TESTS=(selftest ddp-torch ddp-rank1 ddp-all ddp-auto ddp-memory ddp-nccl-rank)
+# the straggler diagnosis (tests/gpu/straggler.sh): host stall, compute, balanced, skewed clocks
+# shellcheck source=tests/gpu/straggler.sh
+. "$HERE/straggler.sh"
+TESTS=(selftest ddp-torch ddp-rank1 ddp-all ddp-auto ddp-memory ddp-nccl-rank "${STRAGGLER_TESTS[@]}")
 echo "stepprof 2-GPU suite: build $BUILD, output $OUT, launcher ${LAUNCH[*]}"
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 run_suite "${TESTS[@]}"

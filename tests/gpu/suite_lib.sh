@@ -40,3 +40,24 @@ run_suite() {
 	echo "$pass passed, $fail failed"
 	[ "$fail" -eq 0 ]
 }
+
+# ddp_setup NAME: what the 2-GPU scripts (run-ddp.sh, straggler.sh) do first, once BUILD, OUT and
+# PY are set: LIB and SP from BUILD (both must exist); a clean environment: no inherited stepprof
+# settings, preloads, CUPTI injections or allocator settings (check_memory matches torch's
+# segments by address: no expandable segments), NCCL_NVLS_ENABLE=0; 2 GPUs; LAUNCH = torchrun for
+# 2 processes; OUT emptied. Exits 2 (naming NAME) if a file or a GPU is missing.
+ddp_setup() {
+	local f v ngpu
+	LIB=$BUILD/libstepprof.so
+	SP=$BUILD/stepprof
+	for f in "$LIB" "$SP"; do [ -e "$f" ] || { echo "missing $f: run make first"; exit 2; }; done
+	for v in $(compgen -e | grep '^STEPPROF_'); do unset "$v"; done
+	unset LD_PRELOAD CUDA_INJECTION64_PATH PYTORCH_CUDA_ALLOC_CONF
+	export NCCL_NVLS_ENABLE=0
+	ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+	[ "$ngpu" -ge 2 ] || { echo "$1 needs 2 GPUs, nvidia-smi lists $ngpu"; exit 2; }
+	LAUNCH=(torchrun)
+	command -v torchrun >/dev/null || LAUNCH=("$PY" -m torch.distributed.run)
+	LAUNCH+=(--standalone --nproc_per_node 2)
+	rm -rf "$OUT" && mkdir -p "$OUT" || exit 2
+}

@@ -17,6 +17,12 @@ as the loop does. Prints per rank "rank R pid P ppid Q" first and
                              CUDA starts (passing them to init_process_group instead), as a
                              launcher that sets no rank variable would: stepprof then learns the
                              rank from the NCCL communicator
+  --stall-rank R --stall-ms MS   rank R sleeps MS ms on the host before each step (what a slow
+                             data loader does): the straggler with cause "host"
+  --batch-rank R --rank-batch N  rank R trains on N rows instead of --batch (more compute on one
+                             rank): the straggler with cause "compute"
+  --skew-rank R --skew-ns NS rank R sets STEPPROF_TEST_CLOCK_OFFSET_NS=NS before CUDA starts: its
+                             wall-clock anchors look NS off, as on a host with a skewed clock
 
 usage: torchrun --standalone --nproc_per_node 2 train_ddp.py [--steps N] [options]"""
 import argparse
@@ -36,6 +42,12 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     mlp_train.add_loop_args(p, 20, 8, "OUT_DIR")
     p.add_argument("--hide-rank-env", action="store_true")
+    p.add_argument("--stall-rank", type=int, default=-1)
+    p.add_argument("--stall-ms", type=float, default=0.0)
+    p.add_argument("--batch-rank", type=int, default=-1)
+    p.add_argument("--rank-batch", type=int, default=0)
+    p.add_argument("--skew-rank", type=int, default=-1)
+    p.add_argument("--skew-ns", type=int, default=0)
     return p.parse_args(argv)
 
 
@@ -64,6 +76,8 @@ def main():
     except (KeyError, ValueError):
         print("train_ddp: RANK, LOCAL_RANK and WORLD_SIZE must be set: run it under torchrun", file=sys.stderr)
         return 2
+    if rank == args.skew_rank:  # read by stepprof at its first clock anchor, after CUDA starts
+        os.environ["STEPPROF_TEST_CLOCK_OFFSET_NS"] = str(args.skew_ns)
     if args.hide_rank_env:
         for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):
             os.environ.pop(k, None)
@@ -74,12 +88,16 @@ def main():
         return 1
     torch.cuda.set_device(local)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local), rank=rank, world_size=world)
-    step = make_step(local, rank, args.layers, args.width, args.batch)
+    batch = args.rank_batch if rank == args.batch_rank and args.rank_batch > 0 else args.batch
+    stall = args.stall_ms / 1e3 if rank == args.stall_rank else 0.0
+    step = make_step(local, rank, args.layers, args.width, batch)
     prof = make_profiler(args, rank)
     if prof:
         prof.start()
     t0 = time.perf_counter()
     for _ in range(args.steps):
+        if stall:
+            time.sleep(stall)  # a slow data loader: the GPU idles while the host waits
         step()
         torch.cuda.synchronize()
         if prof:

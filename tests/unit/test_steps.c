@@ -2,7 +2,7 @@
 /* test_steps.c - the per-step statistics of steps.h, `stepprof steps` and `stepprof diff` on two
  * synthetic ranks
  * whose numbers are worked out by hand: rank 0 computes 2 ms and spends 3 ms in an NCCL kernel per
- * step, rank 1 computes 4 ms and spends 1 ms in NCCL (the straggler: the others wait for it);
+ * step, rank 1 computes 4 ms and spends 1 ms in NCCL (no NCCL call records: nothing to pair);
  * every step lasts 10 ms, except rank 1's step 2 (11 ms). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +11,7 @@
 #include <cmocka.h>
 #include "cli/cli.h"
 #include "cli/steps.h"
+#include "collector/clock.h"
 #include "scratch.h"
 #include "text_assert.h"
 #include "trace_fixture.h"
@@ -110,13 +111,28 @@ static void two_ranks(void **state)
 	assert_non_null(ranks);
 	ranks++; /* the per-rank table: its rows start with the rank, as step rows do with the step */
 	assert_string_equal(squeezed(ranks, "Rank ", l, sizeof(l)),
-			    "Rank Steps Median step Median compute Median NCCL Median GPU idle Slowest in");
-	/* rank 0: idle 6-10 ms in every step; rank 1: idle 6-10 ms, 6-11 ms in step 2 */
-	assert_string_equal(squeezed(ranks, "0 ", l, sizeof(l)), "0 3 10.000ms 2.000ms 3.000ms 4.000ms 0 steps");
-	assert_string_equal(squeezed(ranks, "1 ", l, sizeof(l)), "1 3 10.000ms 4.000ms 1.000ms 4.000ms 1 steps");
-	assert_non_null(strstr(s, "Rank 1 does the most GPU compute per step (median 4.000ms, +100.0% over rank 0)"));
+			    "Rank Steps Median step Compute Exposed comm Wait for peers Host stall Copies Last GPU Last CPU");
+	/* rank 0: GPU work 1-6 ms of each 10 ms step: idle 1 ms before the first step's work, then
+	 * 5 ms (6-10 and 0-1) before each later one's; rank 1: the same, 6 ms before step 3's */
+	assert_string_equal(squeezed(ranks, "0 ", l, sizeof(l)), "0 3 10.000ms 2.000ms 0ns 0ns 5.000ms 0ns 0% 0%");
+	assert_string_equal(squeezed(ranks, "1 ", l, sizeof(l)), "1 3 10.000ms 4.000ms 0ns 0ns 5.000ms 0ns 0% 0%");
+	/* no NCCL call records: nothing to pair, so no straggler, and it says why */
+	assert_non_null(strstr(s, "No straggler can be named: no collective"));
 	free(s);
 }
+
+/* The test switch of collector/clock.c: STEPPROF_TEST_CLOCK_OFFSET_NS shifts the wall-clock anchors. */
+static void clock_offset(void **state)
+{
+	struct timespec ts;
+	setenv("STEPPROF_TEST_CLOCK_OFFSET_NS", "-50000000", 1);
+	uint64_t got = sp_realtime_ns();
+	clock_gettime(CLOCK_REALTIME, &ts);
+	int64_t d = (int64_t)((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec - got);
+	assert_true(d >= 50000000 && d < 60000000);
+	unsetenv("STEPPROF_TEST_CLOCK_OFFSET_NS");
+}
+
 
 /* rank 0 as base, rank 1 as new: gemm 2 -> 4 ms per step, NCCL 3 -> 1 ms; equal |delta|, so by
  * name; the same kernel time per step and median step. */
@@ -190,6 +206,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(one_rank),
 		cmocka_unit_test(two_ranks),
+		cmocka_unit_test(clock_offset),
 		cmocka_unit_test(diff),
 		cmocka_unit_test(anchor_rule),
 		cmocka_unit_test(errors),
