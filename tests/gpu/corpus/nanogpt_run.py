@@ -33,6 +33,7 @@ from torch.optim.optimizer import register_optimizer_step_pre_hook  # noqa: E402
 
 register_optimizer_step_pre_hook(lambda opt, args, kwargs: truth.mark())
 os.chdir(ng)
+sys.path.insert(0, ng)  # train.py imports model.py from its own folder
 sys.argv = ["train.py", "--dataset=synth", "--out_dir=/tmp/nanogpt-out", "--always_save_checkpoint=False",
             "--n_layer=4", "--n_head=4", "--n_embd=256", "--block_size=128", "--batch_size=16",
             "--warmup_iters=10", "--lr_decay_iters=1000", "--dropout=0.0"] + sys.argv[2:]

@@ -24,12 +24,12 @@ corpus_programs | while IFS='|' read -r name truth cmd; do
 	d=$W/$name; mkdir -p "$d"
 	if [ "$MODE" = record ]; then
 		echo "== $name: $cmd"
-		t0=$(date +%s.%N)
+		t0=$(date +%s)
 		STEPPROF_PROFILE_OUTPUT=$d/trace STEPPROF_RECORD_TOKENS=$d/$name.tokens STEPPROF_RECORD_TRUTH=$truth \
 			STEPPROF_VERBOSE=1 LD_PRELOAD=$B/libstepprof.so timeout 300 $cmd >"$d/log" 2>&1
-		rc=$?; t1=$(date +%s.%N)
-		printf 'program = %s\ntruth = %s\ncommand = %s\nexit = %s\nseconds = %.1f\n' "$name" "$truth" "$cmd" "$rc" \
-			"$(echo "$t1 - $t0" | bc)" >"$d/$name.txt"
+		rc=$?; t1=$(date +%s)
+		printf 'program = %s\ntruth = %s\ncommand = %s\nexit = %s\nseconds = %s\n' "$name" "$truth" "$cmd" "$rc" \
+			"$((t1 - t0))" >"$d/$name.txt"
 		grep -E "^stepprof" "$d/log" | head -20 >>"$d/$name.txt"
 		ls -la "$d/$name.tokens"* 2>/dev/null; tail -3 "$d/log"
 		"$B/stepprof" autostep "$d/$name.tokens" 2>&1 | tail -5
