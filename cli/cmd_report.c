@@ -12,10 +12,11 @@
 static int usage(FILE *f, int rc)
 {
 	fprintf(f, "usage: stepprof report TRACE [--sort total|avg|calls|max|min|name] [--top N] [--window N|all]"
-			" [--wide] [--json]\n"
+			" [--by kernel|line] [--wide] [--json]\n"
 			"  GPU kernel table of all recorded windows together (default) or of one window;\n"
 			"  --top N rows (default %d, 0 = all), --wide: full kernel names, --json: everything as one\n"
-			"  JSON object (every kernel row)\n",
+			"  JSON object (every kernel row); --by line: kernel time by the source line of the program's\n"
+			"  own code that launched it (needs stacks = python or both when recording)\n",
 		SP_REPORT_TOP);
 	return rc;
 }
@@ -35,6 +36,7 @@ int sp_cmd_report(int argc, char **argv)
 		{ "window", required_argument, NULL, 'w' },
 		{ "wide", no_argument, NULL, 'W' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "by", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -75,6 +77,13 @@ int sp_cmd_report(int argc, char **argv)
 			break;
 		case 'j':
 			o.json = 1;
+			break;
+		case 'b':
+			if (strcmp(optarg, "kernel") && strcmp(optarg, "line")) {
+				fprintf(stderr, "stepprof report: --by wants kernel or line, not '%s'\n", optarg);
+				return usage(stderr, 2);
+			}
+			o.by_line = !strcmp(optarg, "line");
 			break;
 		case 'h':
 			usage(stdout, 0);

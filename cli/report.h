@@ -19,6 +19,7 @@ struct sp_report_opts {
 	long long window;       /* only this window id, -1 = all windows aggregated */
 	int wide;               /* full kernel names instead of truncating to SP_REPORT_NAME_WIDTH */
 	int json;               /* one JSON object instead of the tables (docs/OUTPUTS.md) */
+	int by_line;            /* kernel time by source line (bylines.h) instead of by kernel name */
 };
 
 /* The sort key called s ("total", "avg", "calls", "max", "min", "name"), or -1. */
