@@ -98,6 +98,15 @@ static void *map(size_t bytes)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* In a forked child (a data loader worker: no CUDA there) a lock may have been held at the fork
+ * and the cache half written: the child walks no Python frames. Runs in the child after fork. */
+static void child_after_fork(void)
+{
+	pthread_mutex_init(&P.lock, NULL);
+	pthread_mutex_init(&P.ftlock, NULL);
+	atomic_store(&P.off, 1);
+}
+
 /* Finds the interpreter. Leaves P.L NULL (no walking, silently) in a process without CPython,
  * and warns once for a CPython this walker does not know. */
 static void resolve(void)
@@ -134,6 +143,8 @@ static void resolve(void)
 		if (!P.cache || pipe2(P.pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 			why = "out of memory";
 	}
+	if (!why && pthread_atfork(NULL, NULL, child_after_fork) != 0)
+		why = "pthread_atfork failed";
 	if (why) {
 		sp_warn("Python %s: no Python frames in stacks (%s)", P.version, why);
 		P.L = NULL;
@@ -160,18 +171,22 @@ static int rd(void *dst, uintptr_t a, size_t n)
 	return write(P.pipe[1], (const void *)a, n) == (ssize_t)n && read(P.pipe[0], dst, n) == (ssize_t)n ? 0 : -1;
 }
 
-static int rd_ptr(uintptr_t a, uintptr_t *v)
-{
-	return rd(v, a, sizeof(*v));
-}
-
-static int rd_int(uintptr_t a, int32_t *v)
-{
-	return rd(v, a, sizeof(*v));
-}
+/* rd of one pointer, int or byte: a plain load once trusted (the walk's every step). */
+#define RD_TYPED(name, type)                                                    \
+	static inline int name(uintptr_t a, type *v)                            \
+	{                                                                       \
+		if (__builtin_expect(P.trusted, 1) && a >= 4096) {              \
+			*v = *(const type *)a;                                  \
+			return 0;                                               \
+		}                                                               \
+		return rd(v, a, sizeof(*v));                                    \
+	}
+RD_TYPED(rd_ptr, uintptr_t)
+RD_TYPED(rd_int, int32_t)
+RD_TYPED(rd_u8, uint8_t)
 
 /* 1 if object o has type t (o's ob_type at offset 8), else 0. */
-static int is_a(uintptr_t o, uintptr_t t)
+static inline int is_a(uintptr_t o, uintptr_t t)
 {
 	uintptr_t ty;
 	return o && rd_ptr(o + 8, &ty) == 0 && ty == t;
@@ -312,7 +327,7 @@ static int walk(uintptr_t ts, uint32_t *ids, uint8_t *entry, int max, int *bad)
 		uint8_t owner = 0, is_entry = 2;
 		uintptr_t instr;
 		if (rd_ptr(f + L->if_code, &code) || rd_ptr(f + L->if_prev, &prev) ||
-		    (L->if_owner != NO && rd(&owner, f + L->if_owner, 1)))
+		    (L->if_owner != NO && rd_u8(f + L->if_owner, &owner)))
 			return *bad = 1, n;
 		if (L->if_owner != NO && owner == CSTACK_OWNER) { /* an eval call's shim frame, not Python code */
 			f = prev;
@@ -327,11 +342,11 @@ static int walk(uintptr_t ts, uint32_t *ids, uint8_t *entry, int max, int *bad)
 		}
 		if (rd_ptr(f + L->if_instr, &instr))
 			return *bad = 1, n;
-		if (L->if_entry != NO && rd(&is_entry, f + L->if_entry, 1))
+		if (L->if_entry != NO && rd_u8(f + L->if_entry, &is_entry))
 			return *bad = 1, n;
 		if (L->if_owner != NO) { /* entry: the frame below is an eval call's shim */
 			uint8_t pown = CSTACK_OWNER;
-			if (prev && rd(&pown, prev + L->if_owner, 1))
+			if (prev && rd_u8(prev + L->if_owner, &pown))
 				return *bad = 1, n;
 			is_entry = pown == CSTACK_OWNER;
 		}
