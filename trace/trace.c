@@ -498,6 +498,24 @@ static int load_chunk(struct sp_trace_reader *r)
 	return 1;
 }
 
+/* Grows the zero-filled table *tab of *n entries of elem bytes (doubling, from 256) until index id
+ * fits (id < 2^24, checked by the caller). Returns 0, or -1 out of memory (table unchanged). */
+static int grow_table(void **tab, uint32_t *n, size_t elem, uint64_t id)
+{
+	if (id < *n)
+		return 0;
+	uint32_t cap = *n ? *n : 256;
+	while (cap <= id)
+		cap *= 2;
+	uint8_t *t = realloc(*tab, cap * elem);
+	if (!t)
+		return -1;
+	memset(t + *n * elem, 0, (cap - *n) * elem);
+	*tab = t;
+	*n = cap;
+	return 0;
+}
+
 /* Absorbs a string record (kind byte already read). Returns 0, or -1 on a bad record. */
 static int read_string(struct sp_trace_reader *r, const uint8_t **p, const uint8_t *end)
 {
@@ -506,17 +524,8 @@ static int read_string(struct sp_trace_reader *r, const uint8_t **p, const uint8
 		return reader_fail(r, "corrupt string record");
 	if (!id || id >= MAX_STRING_ID)
 		return reader_fail(r, "string id %llu out of range", (unsigned long long)id);
-	if (id >= r->nstr) {
-		uint32_t n = r->nstr ? r->nstr : 256;
-		while (n <= id)
-			n *= 2;
-		char **t = realloc(r->str, n * sizeof(*t));
-		if (!t)
-			return reader_fail(r, "out of memory for the string table");
-		memset(t + r->nstr, 0, (n - r->nstr) * sizeof(*t));
-		r->str = t;
-		r->nstr = n;
-	}
+	if (grow_table((void **)&r->str, &r->nstr, sizeof(*r->str), id) < 0)
+		return reader_fail(r, "out of memory for the string table");
 	char *s = malloc(len + 1);
 	if (!s)
 		return reader_fail(r, "out of memory for the string table");
@@ -537,17 +546,8 @@ static int read_pyframe(struct sp_trace_reader *r, const uint8_t **p, const uint
 		return reader_fail(r, "corrupt python frame record");
 	if (!id || id >= MAX_PYFRAME_ID || file >= MAX_STRING_ID || func >= MAX_STRING_ID || line > UINT32_MAX)
 		return reader_fail(r, "python frame %llu out of range", (unsigned long long)id);
-	if (id >= r->npy) {
-		uint32_t cap = r->npy ? r->npy : 256;
-		while (cap <= id)
-			cap *= 2;
-		void *t = realloc(r->py, cap * sizeof(*r->py));
-		if (!t)
-			return reader_fail(r, "out of memory for the python frame table");
-		r->py = t;
-		memset(r->py + r->npy, 0, (cap - r->npy) * sizeof(*r->py));
-		r->npy = cap;
-	}
+	if (grow_table((void **)&r->py, &r->npy, sizeof(*r->py), id) < 0)
+		return reader_fail(r, "out of memory for the python frame table");
 	r->py[id].file = (uint32_t)file;
 	r->py[id].func = (uint32_t)func;
 	r->py[id].line = (uint32_t)line;
@@ -566,17 +566,8 @@ static int read_stack(struct sp_trace_reader *r, const uint8_t **p, const uint8_
 	if (!id || id >= MAX_STACK_ID || n > MAX_STACK_DEPTH)
 		return reader_fail(r, "stack %llu (%llu frames) out of range", (unsigned long long)id,
 				   (unsigned long long)n);
-	if (id >= r->nstk) {
-		uint32_t cap = r->nstk ? r->nstk : 256;
-		while (cap <= id)
-			cap *= 2;
-		void *t = realloc(r->stk, cap * sizeof(*r->stk));
-		if (!t)
-			return reader_fail(r, "out of memory for the stack table");
-		r->stk = t;
-		memset(r->stk + r->nstk, 0, (cap - r->nstk) * sizeof(*r->stk));
-		r->nstk = cap;
-	}
+	if (grow_table((void **)&r->stk, &r->nstk, sizeof(*r->stk), id) < 0)
+		return reader_fail(r, "out of memory for the stack table");
 	uint64_t *pcs = malloc((n ? n : 1) * sizeof(*pcs));
 	if (!pcs)
 		return reader_fail(r, "out of memory for the stack table");
