@@ -99,6 +99,17 @@ def build():
     return step
 
 
+def resolve(f, cache={}):
+    """torch.profiler trims sys.path prefixes from file names ("torch/nn/modules/linear.py",
+    "pyline_train.py"): the absolute path again, through sys.path, so stepprof's rule applies."""
+    if os.path.isabs(f) or f.startswith("<"):
+        return f
+    if f not in cache:
+        cache[f] = next((os.path.abspath(os.path.join(p or os.getcwd(), f)) for p in sys.path
+                         if os.path.exists(os.path.join(p or os.getcwd(), f))), f)
+    return cache[f]
+
+
 def user_frame(stack):
     """The innermost frame of the program's own code in a torch.profiler stack (entries
     "FILE(LINE): FUNC"), as (file, line, func), or None."""
@@ -106,8 +117,9 @@ def user_frame(stack):
     if entries and entries[0][2] == "<module>":  # outermost first: innermost first instead
         entries.reverse()
     for f, line, func in entries:
-        if not f.startswith("<frozen") and not any(p in f for p in LIB):
-            return os.path.abspath(f) if not os.path.isabs(f) else f, int(line), func
+        f = resolve(f)
+        if not f.startswith("<frozen") and not f.startswith("torch/") and not any(p in f for p in LIB):
+            return f, int(line), func
     return None
 
 

@@ -3,7 +3,7 @@
 """pystacks_check.py - the checks of tests/gpu/pystacks.sh (exit 0 pass, 1 fail; prints a table).
 
   lines SP.json TORCH.json SCRIPT   `stepprof report --by line --json` against pyline_train.py's
-        torch.profiler rows. Rows are compared per (file, function) of the innermost frame of the
+        torch.profiler rows. Rows are compared per (file name, function) of the innermost frame of the
         program's own code: torch.profiler names a frame by the line its function starts on,
         stepprof by the line running (pyline_train.py has one kernel line per function, so the two
         match); kernels without such a frame (the autograd thread's backward) form one "(none)"
@@ -37,7 +37,7 @@ def lines(sp_json, torch_json, script):
     tr = json.load(open(torch_json))["rows"]
     spk, sp_line, trk, tr_line = {}, {}, {}, {}
     for r in sp:
-        key = f"{r['file']}|{r['function'].split('.')[-1]}" if r["user"] else "(none)"
+        key = f"{os.path.basename(r['file'])}|{r['function'].split('.')[-1]}" if r["user"] else "(none)"
         spk[key] = spk.get(key, 0) + r["total_ns"]
         if r["user"]:
             sp_line.setdefault(key, r["line"])
@@ -46,13 +46,13 @@ def lines(sp_json, torch_json, script):
             key = k
         else:
             f, func, line = k.split("|")
-            key = f"{f}|{func}"
+            key = f"{os.path.basename(f)}|{func}"
             tr_line.setdefault(key, int(line))
         trk[key] = trk.get(key, 0) + r["ns"]
     ts, tt = sum(spk.values()) or 1, sum(trk.values()) or 1
     top_s = sorted(spk, key=lambda k: -spk[k])
     top_t = sorted(trk, key=lambda k: -trk[k])
-    short = lambda k: k if k == "(none)" else os.path.basename(k.split("|")[0]) + ":" + k.split("|")[1]
+    short = lambda k: k if k == "(none)" else k.replace("|", ":")
     print(f"{'rank':>4}  {'stepprof (python stacks)':<34} {'share':>6}   {'torch.profiler with_stack':<34} {'share':>6}")
     for i in range(max(10, 0)):
         a = top_s[i] if i < len(top_s) else ""
