@@ -141,7 +141,7 @@ static void resolve(void)
 		P.code_base = *(const uintptr_t *)(P.code_type + 32); /* PyTypeObject.tp_basicsize */
 		P.cache = map(CACHE_SLOTS * sizeof(*P.cache));
 		if (!P.cache || pipe2(P.pipe, O_CLOEXEC | O_NONBLOCK) < 0)
-			why = "out of memory";
+			why = "no memory or no pipe for its first, guarded walk";
 	}
 	if (!why && pthread_atfork(NULL, NULL, child_after_fork) != 0)
 		why = "pthread_atfork failed";
