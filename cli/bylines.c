@@ -172,6 +172,9 @@ void sp_bylines_print(const struct sp_bylines *b, const struct sp_trace_reader *
 		fprintf(out, "... %zu more line%s: %s, %.1f%% of GPU time (--top 0 shows all)\n", n - shown,
 			n - shown == 1 ? "" : "s", sp_fmt_ns(t[0], 32, rest), total ? 100.0 * rest / total : 0);
 	fprintf(out, "%-*s %12s %6.1f%% %9" PRIu64 "\n", width, "Total", sp_fmt_ns(t[1], 32, total), 100.0, kernels);
+	if (!(sp_trace_header(r)->meta.features & SP_FEAT_PYSTACKS))
+		fprintf(out, "Note: recorded without Python frames: record with [activities] stacks = python or both "
+			     "to see source lines\n");
 done:
 	free_rows(l, n);
 	sp_sym_close(sym);

@@ -31,6 +31,10 @@ grep -q 'site-packages/, dist-packages/, lib/python3\*, torch/' rep.txt || fail 
 "$B/stepprof" report --by line --top 1 py.sptrace | grep -q '^\.\.\. 4 more lines: 6.500us, 39.4% of GPU time' ||
 	fail "--top 1"
 "$B/stepprof" report py.sptrace | grep -q '^ampere_sgemm_128x64_tn' || fail "report by kernel still the default"
+grep -q '^Note: recorded without Python frames' rep.txt && fail "the note on a trace with Python frames"
+"$B/stepprof" report --by line "${SP_ROOT:?}/tests/golden/small.sptrace" >old.txt || fail "--by line on a version-1 trace"
+grep -q '^Note: recorded without Python frames: record with \[activities\] stacks = python or both' old.txt ||
+	fail "no note on a trace without Python frames: $(cat old.txt)"
 "$B/stepprof" report --by bogus py.sptrace 2>/dev/null && fail "--by bogus accepted"
 
 "$B/stepprof" report --by line --json py.sptrace >rep.json || fail "report --json"

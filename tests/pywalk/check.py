@@ -46,6 +46,21 @@ def via_c(lib, what):
     return got[0]
 
 
+def gen(lib, what):
+    yield middle(lib, what)  # GEN
+
+
+def via_next(lib, what):
+    # builtin next() from C: a new eval call for the generator
+    return next(gen(lib, what))  # NEXT
+
+
+def via_for(lib, what):
+    # FOR_ITER: from 3.12 the generator runs in the caller's eval call
+    for frames in gen(lib, what):  # FOR
+        return frames
+
+
 def ñandú(lib, what):
     return middle(lib, what)  # UNICODE
 
@@ -90,6 +105,10 @@ def main():
         assert ("via_c", ln("VIA_C")) in [(f, l) for _, f, l in got], got
         assert any(f.endswith("<lambda>") for _, f, _ in got), got
         check_merged(lib, middle, [])
+        for caller, tag, fn in ((via_next, "NEXT", "via_next"), (via_for, "FOR", "via_for")):
+            got = check_python_only(lib, caller, [("capture", ln("CAPTURE")), ("leaf", ln("LEAF")),
+                                                  ("middle", ln("MIDDLE")), ("gen", ln("GEN")), (fn, ln(tag))])
+            check_merged(lib, caller, [])
         frames = check_merged(lib, via_c, [])
         # the lambda's eval call and via_c's are apart: native frames (sorted's) stand between
         kinds = [(k, t.rsplit(":", 2)[1] if k == "py" else t) for k, t in frames]
