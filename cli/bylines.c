@@ -12,8 +12,9 @@
 #define LINE_WIDTH 70 /* source line column, unless wide */
 
 /* What a kernel's launch stack says about its line. */
-enum { ROW_USER, ROW_LIBRARY, ROW_NO_PYTHON, ROW_NO_STACK };
-static const char *const row_what[] = { "user", "library", "no Python frame", "no launch stack" };
+enum { ROW_USER, ROW_LIBRARY, ROW_NO_PYTHON, ROW_NO_STACK, ROW_NO_LAUNCH };
+static const char *const row_what[] = { "user", "library", "no Python frame", "no launch stack", "no launch record" };
+static const char *const row_text[] = { NULL, NULL, "(no Python frame)", "(no launch stack)", "(no launch record)" };
 
 struct pair {
 	uint32_t corr, stack;
@@ -61,11 +62,13 @@ static struct row *rows_of(const struct sp_bylines *b, const struct sp_trace_rea
 {
 	struct row *l = NULL;
 	size_t k = 0;
+	int py = (sp_trace_header(r)->meta.features & SP_FEAT_PYSTACKS) != 0;
 	*total = 0;
-	for (uint32_t id = 0; id < b->cap; id++) {
+	for (uint32_t id = 0; id <= b->cap; id++) { /* id == cap: the kernels without a launch record */
 		uint32_t depth = 0;
-		const uint64_t *pcs = id ? sp_trace_stack(r, id, &depth) : NULL;
-		struct row w = { .ns = b->s[id].ns, .kernels = b->s[id].kernels };
+		const uint64_t *pcs = id && id < b->cap ? sp_trace_stack(r, id, &depth) : NULL;
+		struct row w = id < b->cap ? (struct row){ .ns = b->s[id].ns, .kernels = b->s[id].kernels }
+					   : (struct row){ .ns = b->orphan.ns, .kernels = b->orphan.kernels };
 		int user, f;
 		if (!w.kernels)
 			continue;
@@ -75,9 +78,9 @@ static struct row *rows_of(const struct sp_bylines *b, const struct sp_trace_rea
 			w.what = user ? ROW_USER : ROW_LIBRARY;
 			w.text = xasprintf_row(w.file, w.line, w.func, !user);
 		} else {
-			w.what = depth ? ROW_NO_PYTHON : ROW_NO_STACK;
-			w.text = strdup(depth ? "(no Python frame)" : "(no launch stack)");
-			if (!w.text)
+			/* a launch without a stack in a trace with Python frames: its thread ran no Python */
+			w.what = id == b->cap ? ROW_NO_LAUNCH : depth || py ? ROW_NO_PYTHON : ROW_NO_STACK;
+			if (!(w.text = strdup(row_text[w.what])))
 				sp_oom();
 		}
 		l = sp_xrealloc(l, (k + 1) * sizeof(*l));
@@ -114,7 +117,7 @@ void sp_bylines_add_window(struct sp_bylines *b, const struct sp_window *w)
 	size_t np = 0, cap = 0;
 	for (size_t i = 0; i < w->n; i++) {
 		const struct sp_event *e = &w->ev[i];
-		if (e->kind == SP_EV_API && e->corr && e->u.api.stack) {
+		if (e->kind == SP_EV_API && e->corr) {
 			p = sp_xgrow(p, &cap, sizeof(*p), np);
 			p[np++] = (struct pair){ e->corr, e->u.api.stack };
 		}
@@ -125,11 +128,16 @@ void sp_bylines_add_window(struct sp_bylines *b, const struct sp_window *w)
 		if (e->kind != SP_EV_KERNEL)
 			continue;
 		struct pair key = { e->corr, 0 }, *hit = e->corr && np ? bsearch(&key, p, np, sizeof(*p), by_corr) : NULL;
-		uint32_t id = hit ? hit->stack : 0;
-		if (id >= b->cap)
-			b->s = sp_xgrow(b->s, &b->cap, sizeof(*b->s), id);
-		b->s[id].ns += e->end > e->start ? e->end - e->start : 0;
-		b->s[id].kernels++;
+		uint64_t ns = e->end > e->start ? e->end - e->start : 0;
+		if (!hit) {
+			b->orphan.ns += ns;
+			b->orphan.kernels++;
+			continue;
+		}
+		if (hit->stack >= b->cap)
+			b->s = sp_xgrow(b->s, &b->cap, sizeof(*b->s), hit->stack);
+		b->s[hit->stack].ns += ns;
+		b->s[hit->stack].kernels++;
 	}
 	free(p);
 }

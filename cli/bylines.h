@@ -13,9 +13,10 @@
 #include "trace/trace.h"
 #include "windows.h"
 
-/* Kernel time and count per launch stack id (0: no launch stack). Zero-initialise. */
+/* Kernel time and count per launch stack id (0: the launch record has no stack), and of kernels
+ * whose launch record is not in their window. Zero-initialise. */
 struct sp_bylines {
-	struct { uint64_t ns, kernels; } *s;
+	struct { uint64_t ns, kernels; } *s, orphan;
 	size_t cap;
 };
 
@@ -26,7 +27,8 @@ void sp_bylines_add_window(struct sp_bylines *b, const struct sp_window *w);
  * Python frame tables read from r. Can't fail (exits if memory runs out). */
 void sp_bylines_print(const struct sp_bylines *b, const struct sp_trace_reader *r, int top, int wide, FILE *out);
 /* Writes the rows as a JSON array (every row): {"file","line","function","user","total_ns",
- * "kernels"}, file/line/function null for kernels without a Python frame (then "what" says why). */
+ * "kernels"}, file/line/function null for kernels without a Python frame (then "what" says why:
+ * "no Python frame", "no launch stack", "no launch record"). */
 void sp_bylines_json(const struct sp_bylines *b, const struct sp_trace_reader *r, struct sp_out *x);
 /* Frees b's memory and zeroes it. This function can't fail. */
 void sp_bylines_free(struct sp_bylines *b);

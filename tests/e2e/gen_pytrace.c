@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* gen_pytrace.c - writes a small version-2 trace whose stacks hold Python frames, for
  * tests/e2e/cli_pystacks.sh: launches from the program's own lines through library frames, an
- * optimizer step, a stack without Python frames (the autograd thread's), one with library frames
- * only, a kernel without a launch record, and a block made before the window (its stack merged:
+ * optimizer step, a stack without Python frames (the autograd thread's), a launch without a stack,
+ * one with library frames only, a kernel without a launch record, and a block made before the window (its stack merged:
  * native allocator frame, then Python lines). Usage: gen_pytrace OUT.sptrace */
 #include <stdio.h>
 #include <string.h>
@@ -104,12 +104,14 @@ int main(int argc, char **argv)
 	bad |= put(w, launch(4000, 12, 3));
 	bad |= put(w, launch(5000, 13, 4));
 	bad |= put(w, launch(6000, 14, 1));
+	bad |= put(w, launch(7000, 15, 0)); /* a thread without Python frames: no stack with stacks = python */
 	bad |= put(w, kernel(10000, 5000, 10, 1));
 	bad |= put(w, kernel(20000, 3000, 11, 2));
 	bad |= put(w, kernel(30000, 2000, 12, 1));
 	bad |= put(w, kernel(40000, 1000, 13, 2));
 	bad |= put(w, kernel(50000, 5000, 14, 1));
-	bad |= put(w, kernel(60000, 500, 99, 2));
+	bad |= put(w, kernel(60000, 500, 99, 2)); /* its launch record is not in the window */
+	bad |= put(w, kernel(70000, 1500, 15, 2));
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_ALLOC, .sub = SP_MEM_DEVICE, .device = 0, .start = T0 + 90000,
 					 .end = T0 + 90000, .u.mem = { .live = 64 << 20, .flags = SP_MEMF_PEAK } });
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_WINDOW_END, .device = none, .start = T0 + 90000,
