@@ -37,6 +37,8 @@ def lines(sp_json, torch_json, script):
     tr = json.load(open(torch_json))["rows"]
     spk, sp_line, trk, tr_line = {}, {}, {}, {}
     for r in sp:
+        if r.get("what") == "no launch record":  # torch.profiler has no op for such kernels either
+            continue
         key = f"{os.path.basename(r['file'])}|{r['function'].split('.')[-1]}" if r["user"] else "(none)"
         spk[key] = spk.get(key, 0) + r["total_ns"]
         if r["user"]:
