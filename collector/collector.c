@@ -859,7 +859,7 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 	 * the sites of blocks made long before it) */
 	int alloc = mop.shape && mop.shape != MEM_FREE && ok && G.cfg.device_memory;
 	if (G.cfg.stacks && !(d && T.in_rt) && (w ? launch || mop.shape : alloc))
-		stack = sp_stack_capture(G.cfg.stack_depth, (unsigned)G.cfg.stacks);
+		stack = sp_stack_capture(G.cfg.stack_depth, (unsigned)G.cfg.stacks | (alloc ? SP_STACK_NATIVE_FALLBACK : 0));
 	if (mop.shape && ok && !(d && T.in_rt) && G.cfg.device_memory)
 		memory_call(cd, mop, t, stack, w != NULL);
 	if (!w || (d && T.in_rt) || (d ? !G.cfg.driver_api : !G.cfg.runtime_api))

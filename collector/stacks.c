@@ -101,14 +101,15 @@ uint32_t sp_stack_capture(int depth, unsigned what)
 		goto out;
 	if (depth < 1 || depth > SP_STACK_MAX)
 		depth = SP_STACK_MAX;
-	int got = what & SP_STACKS_NATIVE ? unw_backtrace(raw, depth + 16) : 0;
+	if (what & SP_STACKS_PYTHON)
+		np = sp_pystack_walk(py, entry, depth < SP_PY_MAX ? depth : SP_PY_MAX);
+	int native_too = (what & SP_STACKS_NATIVE) || (np == 0 && (what & SP_STACK_NATIVE_FALLBACK));
+	int got = native_too ? unw_backtrace(raw, depth + 16) : 0;
 	for (int i = 0; i < got && n < (uint32_t)depth; i++) {
 		if (n == 0 && skipped((uintptr_t)raw[i]))
 			continue; /* our frames, CUPTI's and the driver's at the top */
 		native[n++] = (uint64_t)(uintptr_t)raw[i];
 	}
-	if (what & SP_STACKS_PYTHON)
-		np = sp_pystack_walk(py, entry, depth < SP_PY_MAX ? depth : SP_PY_MAX);
 	if (np > 0) {
 		for (uint32_t i = 0; i < n; i++)
 			is_eval[i] = (uint8_t)sp_pystack_is_eval(native[i]);

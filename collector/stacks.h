@@ -13,7 +13,12 @@
 #define SP_STACK_MAX 128                  /* native frames, and Python frames, per stack */
 #define SP_STACK_MERGED (2 * SP_STACK_MAX) /* frames of a stack with both */
 
-/* Captures the calling thread's stack (what: the SP_STACKS_* mask of config.h; at most depth native and depth
+/* With SP_STACKS_PYTHON alone: the native stack when the thread has no Python frame (an
+ * allocation by PyTorch's autograd threads still gets a site). */
+#define SP_STACK_NATIVE_FALLBACK 0x100u
+
+/* Captures the calling thread's stack (what: the SP_STACKS_* mask of config.h, optionally with
+ * SP_STACK_NATIVE_FALLBACK; at most depth native and depth
  * Python frames, 1..128) and returns its id, or 0 if it could not (nothing to capture, no
  * memory, re-entered). Safe on any thread; may be called inside malloc hooks (the stack arena is
  * mmap'ed; a Python frame seen for the first time interns its strings, and a malloc that this

@@ -96,20 +96,22 @@ static void test_frame_table(void **state)
 }
 
 /* This binary has no CPython: nothing to walk, and "both" captures the native stack alone. */
-static void __attribute__((noinline)) capture_both(uint32_t *native, uint32_t *both, uint32_t *python)
+static void __attribute__((noinline)) capture_both(uint32_t *native, uint32_t *both, uint32_t *python,
+						    uint32_t *fallback)
 {
 	*native = sp_stack_capture(16, SP_STACKS_NATIVE);
 	*both = sp_stack_capture(16, SP_STACKS_BOTH);
 	*python = sp_stack_capture(16, SP_STACKS_PYTHON);
+	*fallback = sp_stack_capture(16, SP_STACKS_PYTHON | SP_STACK_NATIVE_FALLBACK);
 }
 
 static void test_no_python(void **state)
 {
-	uint32_t ids[8], native, both, python, n1, n2;
+	uint32_t ids[8], native, both, python, fallback, n1, n2, n3;
 	uint8_t entry[8];
 	assert_int_equal(sp_pystack_walk(ids, entry, 8), 0);
 	assert_null(sp_pystack_version());
-	capture_both(&native, &both, &python);
+	capture_both(&native, &both, &python, &fallback);
 	const uint64_t *a = sp_stack_lookup(NULL, native, &n1), *b = sp_stack_lookup(NULL, both, &n2);
 	assert_non_null(a);
 	assert_non_null(b);
@@ -117,6 +119,10 @@ static void test_no_python(void **state)
 	for (uint32_t i = 2; i < n1; i++) /* inner frames differ: the two call sites in capture_both */
 		assert_true(a[i] == b[i] && !SP_IS_PYFRAME(b[i]));
 	assert_int_equal(python, 0);
+	const uint64_t *c = sp_stack_lookup(NULL, fallback, &n3); /* python, no Python frame: native */
+	assert_non_null(c);
+	assert_int_equal(n3, n1);
+	assert_true(c[n3 - 1] == a[n1 - 1]);
 }
 
 int main(void)
