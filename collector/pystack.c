@@ -12,13 +12,11 @@
  * PyUnicode_Type, PyFrame_Type); later walks read directly and keep the type checks, and any
  * failed check turns the walker off for good with one warning. */
 #include <dlfcn.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
