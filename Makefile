@@ -103,15 +103,22 @@ $(O)/tests/e2e/%: tests/e2e/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g -o $@ $< -lpthread
 
-# gen_golden, gen_random and gen_ranks write traces through the core library
-$(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_random $(O)/tests/e2e/gen_ranks: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a
+# gen_golden, gen_random, gen_ranks and gen_pytrace write traces through the core library
+$(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_random $(O)/tests/e2e/gen_ranks $(O)/tests/e2e/gen_pytrace: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CLI_CFLAGS) -o $@ $< $(O)/libspcore.a $(CLI_LIBS) -lpthread $(SANLD)
 
 check-cmocka:
 	@pkg-config --exists cmocka || { echo "missing cmocka: install the Debian package libcmocka-dev (or run 'make deps')"; exit 1; }
 
-test: check-cmocka all $(TEST_BINS) $(HELPER_BINS)
+# the test library that a real CPython loads (tests/e2e/pystack.sh): the stack capture and the
+# Python walker built as the preloaded library builds them
+PYWALK_SRCS := tests/pywalk/pywalk.c collector/stacks.c collector/pystack.c collector/intern.c collector/log.c
+$(O)/tests/libpywalk.so: $(PYWALK_SRCS)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(LIB_CFLAGS) -shared -o $@ $^ $(shell pkg-config --libs libunwind) -ldl -lpthread $(SANLD)
+
+test: check-cmocka all $(TEST_BINS) $(HELPER_BINS) $(O)/tests/libpywalk.so
 	@tests/run.sh $(O)
 
 # GPU tests and benchmark: only on a machine with an NVIDIA GPU (see docs/GPU-TESTS.md).

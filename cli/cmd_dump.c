@@ -16,7 +16,7 @@
 
 static const char *const feature_names[] = {
 	"kernels", "memcpy", "memset", "sync", "runtime_api", "driver_api",
-	"nccl", "device_memory", "host_malloc", "stacks", "shapes", "nvtx",
+	"nccl", "device_memory", "host_malloc", "stacks", "shapes", "nvtx", "pystacks",
 };
 static const char *const api_domains[] = { [SP_API_RUNTIME] = "runtime", [SP_API_DRIVER] = "driver",
 					   [SP_API_NVTX] = "nvtx" };
@@ -31,6 +31,7 @@ struct dump {
 	int relative;            /* print times relative to the header anchors */
 	uint64_t mono0, real0;   /* the anchors, or 0 */
 	struct sp_idset stacks;  /* stack ids printed so far */
+	struct sp_idset pyframes; /* Python frame ids printed so far */
 };
 
 /* Prints s with backslash escapes for quotes, backslashes and bytes outside printable ASCII. */
@@ -118,6 +119,17 @@ static void put_stack(struct dump *d, uint32_t id)
 	if (!id || !sp_idset_add(&d->stacks, id))
 		return;
 	const uint64_t *pcs = sp_trace_stack(d->r, id, &n);
+	for (uint32_t i = 0; i < n; i++) { /* version 2: the Python frames it names, first */
+		const char *file, *func;
+		uint32_t line, py = SP_PYFRAME_ID(pcs[i]);
+		if (!SP_IS_PYFRAME(pcs[i]) || sp_trace_pyframe(d->r, py, &file, &func, &line) || !sp_idset_add(&d->pyframes, py))
+			continue;
+		fprintf(d->out, "pyframe id=%u file=\"", py);
+		put_escaped(d->out, file);
+		fputs("\" func=\"", d->out);
+		put_escaped(d->out, func);
+		fprintf(d->out, "\" line=%u\n", line);
+	}
 	fprintf(d->out, "stack id=%u pcs=%s", id, n ? "" : "-");
 	for (uint32_t i = 0; i < n; i++)
 		fprintf(d->out, "%s0x%" PRIx64, i ? "," : "", pcs[i]);
@@ -329,6 +341,7 @@ int sp_cmd_dump(int argc, char **argv)
 	if (rc == 0 && sp_trace_truncated(d.r))
 		fputs("# truncated\n", d.out);
 	sp_idset_free(&d.stacks);
+	sp_idset_free(&d.pyframes);
 	if (fflush(d.out) || ferror(d.out)) {
 		fprintf(stderr, "stepprof dump: writing the output failed\n");
 		sp_trace_close_reader(d.r);

@@ -72,6 +72,7 @@ int sp_cmd_memory(int argc, char **argv)
 		return 1;
 	}
 	struct sp_sym *sym = sp_sym_open();
+	sp_sym_use_trace(sym, r); /* Python frames */
 	struct sp_memtl_reader *m = sp_memtl_open(r, sym);
 	struct sp_out *o = sp_out_open(out, err, sizeof(err));
 	const struct sp_memtl *w;

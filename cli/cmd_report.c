@@ -13,12 +13,14 @@
 static int usage(FILE *f, int rc)
 {
 	fprintf(f, "usage: stepprof report TRACE [--sort total|avg|calls|max|min|name] [--top N] [--window N|all]"
-			" [--wide] [--json]\n"
+			" [--by kernel|line] [--wide] [--json]\n"
 			"       [--peers OTHER_RANK_TRACE ...]\n"
 			"  GPU kernel table of all recorded windows together (default) or of one window;\n"
 			"  --top N rows (default %d, 0 = all), --wide: full kernel names, --json: everything as one\n"
-			"  JSON object (every kernel row); --peers (repeatable): the other ranks' traces of the run,\n"
-			"  to split this rank's NCCL kernel time into waiting for peers and transfer\n",
+			"  JSON object (every kernel row); --by line: kernel time by the source line of the program's\n"
+			"  own code that launched it (needs stacks = python or both when recording); --peers\n"
+			"  (repeatable): the other ranks' traces of the run, to split this rank's NCCL kernel time\n"
+			"  into waiting for peers and transfer\n",
 		SP_REPORT_TOP);
 	return rc;
 }
@@ -39,6 +41,7 @@ int sp_cmd_report(int argc, char **argv)
 		{ "wide", no_argument, NULL, 'W' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "peers", required_argument, NULL, 'p' },
+		{ "by", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -83,6 +86,13 @@ int sp_cmd_report(int argc, char **argv)
 		case 'p':
 			o.peers = sp_xrealloc(o.peers, (size_t)(o.npeers + 1) * sizeof(*o.peers));
 			o.peers[o.npeers++] = optarg;
+			break;
+		case 'b':
+			if (strcmp(optarg, "kernel") && strcmp(optarg, "line")) {
+				fprintf(stderr, "stepprof report: --by wants kernel or line, not '%s'\n", optarg);
+				return usage(stderr, 2);
+			}
+			o.by_line = !strcmp(optarg, "line");
 			break;
 		case 'h':
 			usage(stdout, 0);

@@ -83,6 +83,7 @@ int sp_cmd_stacks(int argc, char **argv)
 		return 1;
 	}
 	struct sp_sym *sym = sp_sym_open();
+	sp_sym_use_trace(sym, r); /* Python frames */
 	struct sp_stackagg agg = { 0 };
 	struct sp_event ev;
 	int rc, ret = 0;

@@ -169,13 +169,14 @@ void sp_stackagg_sites(const struct sp_stackagg *a, const char *path, const stru
 		return;
 	sym = sp_sym_open();
 	sp_sym_load_trace(sym, path, err, sizeof(err));
+	sp_sym_use_trace(sym, r);
 	for (uint32_t id = 0; id < a->cap[0]; id++) {
 		uint32_t depth = 0;
 		const uint64_t *pcs = id ? sp_trace_stack(r, id, &depth) : NULL;
 		char *text;
 		if (!a->c[0][id].calls)
 			continue;
-		text = strdup(depth ? sp_sym_frame(sym, pcs[0]) : "(no stack)");
+		text = strdup(sp_sym_site(sym, pcs, depth));
 		if (!text)
 			sp_oom();
 		l = sp_xrealloc(l, (n + 1) * sizeof(*l));

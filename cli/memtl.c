@@ -450,7 +450,7 @@ void sp_memtl_summary(const struct sp_memtl *w, const struct sp_trace_reader *r,
 			const uint64_t *pcs = a->stack ? sp_trace_stack(r, a->stack, &n) : NULL;
 			fprintf(out, "    %10s  %-12s made %+.3fms  %s\n", sp_memtl_bytes(b[0], 32, a->size),
 				sp_mem_kind_name(a->kind), ((double)a->made - (double)w->t0) / 1e6,
-				n ? sp_sym_frame(sym, pcs[0]) : "(no stack)");
+				sp_sym_site(sym, pcs, n));
 		}
 		if (s->n_at_peak > (size_t)top)
 			fprintf(out, "    ... %zu more\n", s->n_at_peak - (size_t)top);

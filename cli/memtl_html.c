@@ -43,7 +43,8 @@ static const char page_script[] =
 	"function fmtMs(ms){return (ms>=0?\"+\":\"\")+ms.toFixed(3)+\" ms\";}\n"
 	"function el(tag,text,cls){const e=document.createElement(tag);if(text!==undefined)e.textContent=text;"
 	"if(cls)e.className=cls;return e;}\n"
-	"function frames(W,id,n){const f=W.stacks[id];return f?f.slice(0,n).join(\" \\u2190 \"):\"(no stack)\";}\n"
+	"function frames(W,id,n){const f=W.stacks[id],l=W.sites&&W.sites[id];"
+	"return f?(l?l+\" \\u2014 \":\"\")+f.slice(0,n).join(\" \\u2190 \"):\"(no stack)\";}\n"
 	"function levelAt(s,t){let lo=0,hi=s.t.length-1,r=0;while(lo<=hi){const m=(lo+hi)>>1;"
 	"if(s.t[m]<=t){r=m;lo=m+1;}else hi=m-1;}return s.v[r];}\n"
 	"function render(W){\n"
@@ -317,6 +318,20 @@ void sp_memtl_html_window(struct sp_out *o, const struct sp_memtl *w, const stru
 			js_str(o, sp_sym_frame(sym, pcs[f]));
 		}
 		sp_out_puts(o, "]");
+		first = 0;
+	}
+	/* the program's line behind each stack with Python frames (sp_sym_site), shown first */
+	sp_out_puts(o, "},\n\"sites\":{");
+	sp_idset_clear(&stacks);
+	first = 1;
+	for (size_t i = 0; i < nsel; i++) {
+		uint32_t id = w->a[sel[i]].stack, n;
+		const uint64_t *pcs = id ? sp_trace_stack(r, id, &n) : NULL;
+		int user;
+		if (!pcs || sp_sym_user_frame(sym, pcs, n, &user) < 0 || !sp_idset_add(&stacks, id))
+			continue;
+		sp_out_printf(o, "%s\"%u\":", first ? "" : ",\n", id);
+		js_str(o, sp_sym_site(sym, pcs, n));
 		first = 0;
 	}
 	sp_out_puts(o, "}});</script>\n");

@@ -4,6 +4,7 @@
  * and dense: the collector interns names from 1 up), so a window is folded in as it is read. */
 #include <stdlib.h>
 #include <string.h>
+#include "bylines.h"
 #include "folded.h"
 #include "format.h"
 #include "memtl.h"
@@ -44,6 +45,7 @@ struct report {
 	struct sp_ranks *peers;  /* the trace and its peers' (--peers), analysed; NULL without peers */
 	int self;                /* index of the trace among them, -1 if it holds no step */
 	struct sp_stackagg sites;  /* allocation sites (folded.h) */
+	struct sp_bylines lines;   /* kernel time by source line (--by line) */
 };
 
 struct sort_ctx {
@@ -503,6 +505,10 @@ static void print_json(const struct report *rep, const char *path, const struct 
 		sp_out_json_str(x, sp_ranks_verdict(rep->peers));
 		sp_out_puts(x, "}");
 	}
+	if (o->by_line) {
+		sp_out_puts(x, ",\n\"lines\":");
+		sp_bylines_json(&rep->lines, rep->r, x);
+	}
 	sp_out_puts(x, ",\n\"findings\":[");
 	char f[FINDINGS_MAX][FINDING_LEN];
 	n = findings(rep, f);
@@ -560,6 +566,8 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 			add_window(&rep, w);
 			sp_nccl_stats_add(&rep.nccl, rep.r, w);
 			sp_stackagg_add_window(&rep.sites, rep.r, w, SP_FOLD_ALLOC);
+			if (o->by_line)
+				sp_bylines_add_window(&rep.lines, w);
 		}
 	}
 	if (rc < 0) {
@@ -583,7 +591,10 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 			fprintf(out, "Window %lld of %d windows\n\n", o->window, seen);
 		else
 			fprintf(out, "All %zu window%s aggregated\n\n", rep.nw, rep.nw == 1 ? "" : "s");
-		print_kernels(&rep, o, out);
+		if (o->by_line)
+			sp_bylines_print(&rep.lines, rep.r, o->top, o->wide, out);
+		else
+			print_kernels(&rep, o, out);
 		fprintf(out, "\nDropped records: %llu (cupti: %llu, ring_full: %llu, window_cap: %llu, late: %llu)\n",
 			(unsigned long long)(rep.dropped[SP_DROP_CUPTI] + rep.dropped[SP_DROP_RING] +
 					     rep.dropped[SP_DROP_CAP] + rep.dropped[SP_DROP_LATE]),
@@ -608,6 +619,7 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 	sp_nccl_stats_free(&rep.nccl);
 	sp_ranks_free(rep.peers);
 	sp_stackagg_free(&rep.sites);
+	sp_bylines_free(&rep.lines);
 	sp_windows_close(g);
 	sp_trace_close_reader(rep.r);
 	return ret;

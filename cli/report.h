@@ -21,6 +21,7 @@ struct sp_report_opts {
 	int json;               /* one JSON object instead of the tables (docs/OUTPUTS.md) */
 	char **peers;           /* other ranks' traces of the run (--peers): NCCL waiting vs transfer */
 	int npeers;
+	int by_line;            /* kernel time by source line (bylines.h) instead of by kernel name */
 };
 
 /* The sort key called s ("total", "avg", "calls", "max", "min", "name"), or -1. */

@@ -37,6 +37,7 @@ struct sp_sym {
 	struct module *mod;
 	size_t nmod;
 	int pending;            /* modules added since the last report to dwfl */
+	const struct sp_trace_reader *r; /* names Python frames, NULL none */
 	struct entry *tab;      /* cache, power-of-two size */
 	size_t cap, n;
 	char zero[8];           /* the text for pc 0 */
@@ -129,6 +130,18 @@ static const struct module *module_of(const struct sp_sym *s, uint64_t pc)
 /* Fills e (pc set) with its texts. Exits the CLI if memory runs out; otherwise can't fail. */
 static void resolve(struct sp_sym *s, struct entry *e)
 {
+	const char *file, *func;
+	uint32_t line;
+	if (SP_IS_PYFRAME(e->pc)) {
+		if (sp_sym_pyframe(s, e->pc, &file, &func, &line) == 0) {
+			e->func = xprintf("%s (%s:%u)", func, sp_py_short_file(file), line);
+			e->frame = xprintf("%s (%s:%u)", func, file, line);
+		} else {
+			e->func = xprintf("[python frame %u]", SP_PYFRAME_ID(e->pc));
+			e->frame = xstrdup(e->func);
+		}
+		return;
+	}
 	const struct module *m = module_of(s, e->pc);
 	Dwfl_Module *dm = m && m->state > 0 ? dwfl_addrmodule(s->dwfl, e->pc - 1) : NULL;
 	GElf_Off off = 0;
@@ -241,6 +254,64 @@ const char *sp_sym_frame(struct sp_sym *s, uint64_t pc)
 const char *sp_sym_function(struct sp_sym *s, uint64_t pc)
 {
 	return pc ? lookup(s, pc)->func : s->zero;
+}
+
+void sp_sym_use_trace(struct sp_sym *s, const struct sp_trace_reader *r)
+{
+	s->r = r;
+}
+
+int sp_sym_pyframe(const struct sp_sym *s, uint64_t pc, const char **file, const char **func, uint32_t *line)
+{
+	if (!SP_IS_PYFRAME(pc) || !s->r)
+		return -1;
+	return sp_trace_pyframe(s->r, SP_PYFRAME_ID(pc), file, func, line);
+}
+
+int sp_py_user_file(const char *file)
+{
+	static const char *const lib[] = { "/site-packages/", "/dist-packages/", "/lib/python3", "/torch/" };
+	if (!strncmp(file, "<frozen", 7))
+		return 0;
+	for (size_t i = 0; i < sizeof(lib) / sizeof(lib[0]); i++)
+		if (strstr(file, lib[i]))
+			return 0;
+	return 1;
+}
+
+const char *sp_py_short_file(const char *file)
+{
+	const char *p;
+	if ((p = strstr(file, "site-packages/")) || (p = strstr(file, "dist-packages/")))
+		return p + 14;
+	if ((p = strstr(file, "/lib/python3.")) && (p = strchr(p + 13, '/')))
+		return p + 1;
+	return file;
+}
+
+int sp_sym_user_frame(const struct sp_sym *s, const uint64_t *pcs, uint32_t n, int *user)
+{
+	const char *file, *func;
+	uint32_t line;
+	int first = -1;
+	*user = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (sp_sym_pyframe(s, pcs[i], &file, &func, &line))
+			continue;
+		if (sp_py_user_file(file)) {
+			*user = 1;
+			return (int)i;
+		}
+		if (first < 0)
+			first = (int)i;
+	}
+	return first;
+}
+
+const char *sp_sym_site(struct sp_sym *s, const uint64_t *pcs, uint32_t n)
+{
+	int user, k = n ? sp_sym_user_frame(s, pcs, n, &user) : -1;
+	return !n ? "(no stack)" : sp_sym_frame(s, pcs[k < 0 ? 0 : k]);
 }
 
 void sp_sym_close(struct sp_sym *s)

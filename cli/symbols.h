@@ -7,6 +7,7 @@
 #define SP_SYMBOLS_H
 
 #include <stdint.h>
+#include "trace/trace.h"
 
 struct sp_sym;
 
@@ -26,6 +27,31 @@ const char *sp_sym_frame(struct sp_sym *s, uint64_t pc);
 /* The same frame as a function name only ("function", else "module+0xFILEOFF", else "0xPC"):
  * what flame graphs merge on. The string lives as long as s. Can't fail. */
 const char *sp_sym_function(struct sp_sym *s, uint64_t pc);
+/* Names Python frames (SP_IS_PYFRAME values of a stack, trace.h) from r's Python frame table, as
+ * read so far: sp_sym_frame gives "function (file:line)", sp_sym_function the same with the file
+ * shortened (sp_py_short_file). r must outlive s's use; NULL stops it. Without a reader a Python
+ * frame is "[python frame N]". Can't fail. */
+void sp_sym_use_trace(struct sp_sym *s, const struct sp_trace_reader *r);
+/* The Python frame behind stack frame pc: its file, function and line. Returns 0, or -1 if pc is
+ * not a Python frame or the trace does not define it. Can't fail. */
+int sp_sym_pyframe(const struct sp_sym *s, uint64_t pc, const char **file, const char **func, uint32_t *line);
+/* 1 if a Python frame of this file is the user's own code: not the standard library or an
+ * installed package, i.e. its path has none of "/site-packages/", "/dist-packages/",
+ * "/lib/python3", "/torch/", and it does not start with "<frozen". Can't fail. */
+int sp_py_user_file(const char *file);
+/* The file as frames show it: what follows "site-packages/" or "dist-packages/" (the module's
+ * path, as import names it) or "/lib/python3.N/" (the standard library), else the whole path. */
+const char *sp_py_short_file(const char *file);
+/* The index in pcs (n frames, innermost first) of the innermost Python frame of the user's own
+ * code (sp_py_user_file); else of the innermost Python frame, with *user = 0; -1 if the stack has
+ * no Python frame the trace defines. Can't fail. */
+int sp_sym_user_frame(const struct sp_sym *s, const uint64_t *pcs, uint32_t n, int *user);
+
+/* What names a call site in one line: the frame of sp_sym_user_frame if the stack has Python
+ * frames (the line of the program that made the call), else the innermost native frame
+ * (sp_sym_frame), "(no stack)" for n = 0. The string lives as long as s. Can't fail. */
+const char *sp_sym_site(struct sp_sym *s, const uint64_t *pcs, uint32_t n);
+
 /* Frees s and everything it returned (NULL is fine). This function can't fail. */
 void sp_sym_close(struct sp_sym *s);
 

@@ -409,7 +409,8 @@ static int start_writer(void)
 	m.features = (G.cfg.kernels ? SP_FEAT_KERNELS : 0) | (G.cfg.memcpy ? SP_FEAT_MEMCPY : 0) |
 		     (G.cfg.memset ? SP_FEAT_MEMSET : 0) | (G.cfg.sync ? SP_FEAT_SYNC : 0) |
 		     (G.cfg.runtime_api ? SP_FEAT_RUNTIME_API : 0) | (G.cfg.driver_api ? SP_FEAT_DRIVER_API : 0) |
-		     (G.cfg.kernel_shapes ? SP_FEAT_SHAPES : 0) | (G.cfg.nvtx ? SP_FEAT_NVTX : 0);
+		     (G.cfg.kernel_shapes ? SP_FEAT_SHAPES : 0) | (G.cfg.nvtx ? SP_FEAT_NVTX : 0) |
+		     (G.cfg.stacks ? SP_FEAT_STACKS : 0) | (G.cfg.stacks & SP_STACKS_PYTHON ? SP_FEAT_PYSTACKS : 0);
 	m.pid = getpid();
 	m.rank = G.ri.rank;
 	m.world_size = G.ri.world_size;
@@ -854,8 +855,11 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 	struct memop mop = cbid < 1024 ? G.memop[d][cbid] : (struct memop){ 0, 0 };
 	int ok = cd->functionReturnValue && *(const int *)cd->functionReturnValue == 0;
 	uint32_t stack = 0;
-	if (w && G.cfg.stacks && (launch || mop.shape) && !(d && T.in_rt))
-		stack = sp_stack_capture(G.cfg.stack_depth);
+	/* launches in a window; allocations always (they are rare, and a window's memory peak needs
+	 * the sites of blocks made long before it) */
+	int alloc = mop.shape && mop.shape != MEM_FREE && ok && G.cfg.device_memory;
+	if (G.cfg.stacks && !(d && T.in_rt) && (w ? launch || mop.shape : alloc))
+		stack = sp_stack_capture(G.cfg.stack_depth, (unsigned)G.cfg.stacks | (alloc ? SP_STACK_NATIVE_FALLBACK : 0));
 	if (mop.shape && ok && !(d && T.in_rt) && G.cfg.device_memory)
 		memory_call(cd, mop, t, stack, w != NULL);
 	if (!w || (d && T.in_rt) || (d ? !G.cfg.driver_api : !G.cfg.runtime_api))
@@ -1352,7 +1356,7 @@ void sp_collector_nccl_end(const struct sp_nccl_call *c, uint64_t t0, int ret)
 	ev.u.nccl.seq = seq;
 	ev.u.nccl.comm_rank = ev.u.nccl.comm_size = -1;
 	if (G.cfg.stacks)
-		ev.u.nccl.stack = sp_stack_capture(G.cfg.stack_depth);
+		ev.u.nccl.stack = sp_stack_capture(G.cfg.stack_depth, (unsigned)G.cfg.stacks);
 	if (cm) {
 		ev.u.nccl.comm = cm->hash;
 		ev.u.nccl.comm_rank = cm->rank;
@@ -1413,7 +1417,7 @@ void sp_collector_host_alloc(void *p, size_t size)
 	 * inside one, the counter-based clock (clock.h) spares a serialising clock_gettime per event */
 	int rec = __atomic_load_n(&G.open, __ATOMIC_ACQUIRE) != NULL;
 	sp_mem_alloc(SP_MEM_HOST, -1, (uint64_t)(uintptr_t)p, size,
-		     rec && G.cfg.stacks ? sp_stack_capture(G.cfg.stack_depth) : 0, rec ? sp_fast_ns() : sp_coarse_ns(), rec);
+		     rec && G.cfg.stacks ? sp_stack_capture(G.cfg.stack_depth, (unsigned)G.cfg.stacks) : 0, rec ? sp_fast_ns() : sp_coarse_ns(), rec);
 }
 
 void sp_collector_host_free(void *p)

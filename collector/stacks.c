@@ -10,6 +10,8 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
+#include "config/config.h"
+#include "pystack.h"
 #include "stacks.h"
 
 #define MAX_STACKS (1u << 20)          /* ids; the arena and table are sized for this many */
@@ -83,11 +85,14 @@ static uint64_t hash_frames(const uint64_t *pcs, uint32_t n)
 	return h ^ (h >> 29);
 }
 
-uint32_t sp_stack_capture(int depth)
+uint32_t sp_stack_capture(int depth, unsigned what)
 {
 	void *raw[SP_STACK_MAX + 16];
-	uint64_t pcs[SP_STACK_MAX];
+	uint64_t native[SP_STACK_MAX], merged[SP_STACK_MERGED], *pcs = native;
+	uint32_t py[SP_PY_MAX];
+	uint8_t entry[SP_PY_MAX], is_eval[SP_STACK_MAX];
 	uint32_t n = 0, id = 0;
+	int np = 0;
 	if (busy)
 		return 0;
 	busy = 1;
@@ -96,11 +101,20 @@ uint32_t sp_stack_capture(int depth)
 		goto out;
 	if (depth < 1 || depth > SP_STACK_MAX)
 		depth = SP_STACK_MAX;
-	int got = unw_backtrace(raw, depth + 16);
+	if (what & SP_STACKS_PYTHON)
+		np = sp_pystack_walk(py, entry, depth < SP_PY_MAX ? depth : SP_PY_MAX);
+	int native_too = (what & SP_STACKS_NATIVE) || (np == 0 && (what & SP_STACK_NATIVE_FALLBACK));
+	int got = native_too ? unw_backtrace(raw, depth + 16) : 0;
 	for (int i = 0; i < got && n < (uint32_t)depth; i++) {
 		if (n == 0 && skipped((uintptr_t)raw[i]))
 			continue; /* our frames, CUPTI's and the driver's at the top */
-		pcs[n++] = (uint64_t)(uintptr_t)raw[i];
+		native[n++] = (uint64_t)(uintptr_t)raw[i];
+	}
+	if (np > 0) {
+		for (uint32_t i = 0; i < n; i++)
+			is_eval[i] = (uint8_t)sp_pystack_is_eval(native[i]);
+		n = sp_pystack_merge(native, is_eval, n, py, entry, (uint32_t)np, merged, SP_STACK_MERGED);
+		pcs = merged;
 	}
 	if (!n)
 		goto out;

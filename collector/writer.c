@@ -17,6 +17,7 @@
 #include "log.h"
 #include "memory.h"
 #include "ring.h"
+#include "pystack.h"
 #include "stacks.h"
 #include "writer.h"
 
@@ -260,6 +261,7 @@ int sp_writer_start(const char *path, const struct sp_trace_meta *meta, uint64_t
 		goto out;
 	}
 	sp_trace_set_stack_lookup(g.tw, sp_stack_lookup, NULL);
+	sp_trace_set_pyframe_lookup(g.tw, sp_pyframe_lookup, NULL);
 	snprintf(g.path, sizeof(g.path), "%s", path);
 	g.cap = window_max_bytes;
 	g.failed = g.in_window = g.kicked = g.stopping = false;

@@ -15,7 +15,7 @@
 #include <ini.h>
 #include "config.h"
 
-enum ktype { K_BOOL, K_INT, K_SIZE, K_STR, K_OUTPUT, K_RANKS, K_KIND };
+enum ktype { K_BOOL, K_INT, K_SIZE, K_STR, K_OUTPUT, K_RANKS, K_KIND, K_STACKS };
 
 struct key {
 	const char *section, *name;
@@ -51,7 +51,7 @@ static const struct key keys[] = {
 	ACT(runtime_api, "true"), ACT(driver_api, "true"), ACT(nccl, "true"), ACT(nvtx, "true"),
 	ACT(device_memory, "true"), ACT(host_malloc, "false"),
 	{ "activities", "host_malloc_min", K_SIZE, FIELD(host_malloc_min), 0, GIB, "64K" },
-	ACT(stacks, "false"),
+	{ "activities", "stacks", K_STACKS, FIELD(stacks), 0, 3, "false" },
 	{ "activities", "stack_depth", K_INT, FIELD(stack_depth), 1, 128, "32" },
 	ACT(kernel_shapes, "true"),
 	{ "limits", "window_max_bytes", K_SIZE, FIELD(window_max_bytes), 0, TIB, "256M" },
@@ -65,6 +65,9 @@ _Static_assert(NKEYS == SP_CFG_NKEYS, "SP_CFG_NKEYS in config.h must count the k
 static const char *const sections[] = { "profile", "ranks", "schedule", "marker", "activities",
 					"limits", "cupti" };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
+
+/* `stacks` values by mask (SP_STACKS_*); a boolean's true means native, as before Python frames */
+static const char *const stacks_names[] = { "false", "native", "python", "both" };
 
 static const char *const kind_names[] = { "auto", "kernel", "api", "nccl", "nvtx", "profiler_range" };
 #define NKINDS (sizeof(kind_names) / sizeof(kind_names[0]))
@@ -238,6 +241,8 @@ static const char *allowed(const struct key *k, char *buf, size_t len)
 		return "all, or ranks and ranges like 0 / 0,1 / 0-3,8";
 	case K_KIND:
 		return "auto, kernel, api, nccl, nvtx, profiler_range";
+	case K_STACKS:
+		return "native, python, both, false (true, yes, on, 1 = native; no, off, 0 = false)";
 	}
 	return "?";
 }
@@ -309,6 +314,18 @@ static int set_value(struct sp_config *cfg, const struct key *k, const char *v, 
 		else
 			*(uint64_t *)field = u;
 		return 0;
+	case K_STACKS:
+		for (int n = 0; n < 4; n++)
+			if (!strcasecmp(v, stacks_names[n])) {
+				store(cfg, k, n);
+				return 0;
+			}
+		if (parse_bool(v, &b) == 0) {
+			store(cfg, k, b ? SP_STACKS_NATIVE : 0);
+			return 0;
+		}
+		snprintf(problem, plen, "not native, python, both or a boolean: '%.80s'", v);
+		return -1;
 	case K_KIND:
 		for (size_t n = 0; n < NKINDS; n++) {
 			if (!strcasecmp(v, kind_names[n])) {
@@ -695,6 +712,9 @@ void sp_cfg_print(const struct sp_config *cfg, FILE *f)
 			break;
 		case K_KIND:
 			fprintf(f, "%s\n", sp_marker_kind_name(cfg->marker_kind));
+			break;
+		case K_STACKS:
+			fprintf(f, "%s\n", stacks_names[load(cfg, k) & 3]);
 			break;
 		}
 	}

@@ -22,6 +22,9 @@ enum sp_marker_kind {
 	SP_MARK_PROFILER_RANGE, /* each cudaProfilerStart..cudaProfilerStop range is one step */
 };
 
+/* [activities] stacks: which call stacks are captured (a mask) */
+enum { SP_STACKS_NATIVE = 1, SP_STACKS_PYTHON = 2, SP_STACKS_BOTH = 3 };
+
 #define SP_CFG_PATH 1024
 #define SP_CFG_PATTERN 256
 #define SP_CFG_NKEYS 31         /* keys in the table of config.c (docs/CONFIG.md lists them) */
@@ -52,8 +55,8 @@ struct sp_config {
 	bool device_memory;
 	bool host_malloc;
 	uint64_t host_malloc_min;       /* bytes: smaller host allocations are not recorded */
-	bool stacks;
-	int stack_depth;                /* frames, 1..128 */
+	int stacks;                     /* SP_STACKS_* mask: 0 off, native, python or both */
+	int stack_depth;                /* frames, 1..128 (native and Python each) */
 	bool kernel_shapes;             /* grid, block, registers, shared memory */
 	/* [limits] */
 	uint64_t window_max_bytes;      /* encoded bytes per window, 0 = unlimited */

@@ -25,6 +25,8 @@
 #define MAX_STRING_ID (1u << 24)     /* reader refuses bigger string ids as corrupt */
 #define KIND_STRING 0xff
 #define KIND_STACK 0xfe
+#define KIND_PYFRAME 0xfd            /* version 2 */
+#define MAX_PYFRAME_ID (1u << 24)    /* reader refuses bigger Python frame ids as corrupt */
 #define MAX_STACK_ID (1u << 24)      /* reader refuses bigger stack ids as corrupt */
 #define MAX_STACK_DEPTH 1024         /* reader refuses deeper stacks as corrupt */
 #define MAX_EVENT_BYTES 256          /* bound on one encoded event (fields x 10-byte varints) */
@@ -124,8 +126,12 @@ struct sp_trace_writer {
 	void *lookup_ctx;
 	sp_stack_lookup_fn stack_lookup;
 	void *stack_ctx;
+	sp_pyframe_lookup_fn py_lookup;
+	void *py_ctx;
+	int version;            /* of the file: 2 if it may hold Python frame records */
 	struct idbits strings;  /* string ids already in the file */
 	struct idbits stacks;   /* stack ids already in the file */
+	struct idbits pyframes; /* Python frame ids already in the file */
 };
 
 struct sp_trace_reader {
@@ -142,6 +148,9 @@ struct sp_trace_reader {
 	uint32_t nstr;
 	struct { uint64_t *pcs; uint32_t n; } *stk; /* stack table by id */
 	uint32_t nstk;
+	struct { uint32_t file, func, line, known; } *py; /* Python frame table by id */
+	uint32_t npy;           /* entries allocated */
+	uint32_t pymax;         /* highest id defined + 1 */
 	int truncated, failed;
 	ZSTD_DCtx *dctx;
 	char err[256];
@@ -348,14 +357,48 @@ static uint32_t event_stack(const struct sp_event *ev)
 	}
 }
 
-/* Writes the stack of id if the file lacks it. Returns bytes added (0 if none) or -1. */
+/* Writes the Python frame record of id (and its strings) if the file lacks it. Returns bytes
+ * added (0 if none) or -1 with errno ENOMEM. */
+static int ensure_pyframe(struct sp_trace_writer *w, uint32_t id)
+{
+	uint32_t file = 0, func = 0, line = 0;
+	if (!id || id >= MAX_PYFRAME_ID || bits_has(&w->pyframes, id))
+		return 0;
+	if (w->py_lookup(w->py_ctx, id, &file, &func, &line) < 0)
+		file = func = line = 0;
+	int a = ensure_string(w, file), b = a < 0 ? -1 : ensure_string(w, func);
+	if (a < 0 || b < 0 || raw_reserve(w, 41) < 0)
+		return -1;
+	uint8_t *start = w->raw + w->raw_len, *p = start;
+	*p++ = KIND_PYFRAME;
+	p = put_varint(p, id);
+	p = put_varint(p, file);
+	p = put_varint(p, func);
+	p = put_varint(p, line);
+	w->raw_len += (size_t)(p - start);
+	w->nrec++;
+	bits_set(&w->pyframes, id);
+	return a + b + (int)(p - start);
+}
+
+/* Writes the stack of id if the file lacks it (after the Python frame records it names, in a
+ * version 2 file). Returns bytes added (0 if none) or -1. */
 static int ensure_stack(struct sp_trace_writer *w, uint32_t id)
 {
 	if (!id || bits_has(&w->stacks, id))
 		return 0;
 	uint32_t n = 0;
+	int k = 0;
 	const uint64_t *pcs = w->stack_lookup ? w->stack_lookup(w->stack_ctx, id, &n) : NULL;
-	return append_stack(w, id, pcs, !pcs ? 0 : n > MAX_STACK_DEPTH ? MAX_STACK_DEPTH : n); /* keeps the innermost */
+	n = !pcs ? 0 : n > MAX_STACK_DEPTH ? MAX_STACK_DEPTH : n; /* keeps the innermost */
+	for (uint32_t i = 0; i < n && w->version >= 2 && w->py_lookup; i++) {
+		int b = SP_IS_PYFRAME(pcs[i]) ? ensure_pyframe(w, SP_PYFRAME_ID(pcs[i])) : 0;
+		if (b < 0)
+			return -1;
+		k += b;
+	}
+	int s = append_stack(w, id, pcs, n);
+	return s < 0 ? -1 : k + s;
 }
 
 /* Flushes if the chunk has reached its size. Returns 0 or -1 with errno. */
@@ -455,6 +498,24 @@ static int load_chunk(struct sp_trace_reader *r)
 	return 1;
 }
 
+/* Grows the zero-filled table *tab of *n entries of elem bytes (doubling, from 256) until index id
+ * fits (id < 2^24, checked by the caller). Returns 0, or -1 out of memory (table unchanged). */
+static int grow_table(void **tab, uint32_t *n, size_t elem, uint64_t id)
+{
+	if (id < *n)
+		return 0;
+	uint32_t cap = *n ? *n : 256;
+	while (cap <= id)
+		cap *= 2;
+	uint8_t *t = realloc(*tab, cap * elem);
+	if (!t)
+		return -1;
+	memset(t + *n * elem, 0, (cap - *n) * elem);
+	*tab = t;
+	*n = cap;
+	return 0;
+}
+
 /* Absorbs a string record (kind byte already read). Returns 0, or -1 on a bad record. */
 static int read_string(struct sp_trace_reader *r, const uint8_t **p, const uint8_t *end)
 {
@@ -463,17 +524,8 @@ static int read_string(struct sp_trace_reader *r, const uint8_t **p, const uint8
 		return reader_fail(r, "corrupt string record");
 	if (!id || id >= MAX_STRING_ID)
 		return reader_fail(r, "string id %llu out of range", (unsigned long long)id);
-	if (id >= r->nstr) {
-		uint32_t n = r->nstr ? r->nstr : 256;
-		while (n <= id)
-			n *= 2;
-		char **t = realloc(r->str, n * sizeof(*t));
-		if (!t)
-			return reader_fail(r, "out of memory for the string table");
-		memset(t + r->nstr, 0, (n - r->nstr) * sizeof(*t));
-		r->str = t;
-		r->nstr = n;
-	}
+	if (grow_table((void **)&r->str, &r->nstr, sizeof(*r->str), id) < 0)
+		return reader_fail(r, "out of memory for the string table");
 	char *s = malloc(len + 1);
 	if (!s)
 		return reader_fail(r, "out of memory for the string table");
@@ -482,6 +534,26 @@ static int read_string(struct sp_trace_reader *r, const uint8_t **p, const uint8
 	*p += len;
 	free(r->str[id]);
 	r->str[id] = s;
+	return 0;
+}
+
+/* Absorbs a Python frame record (kind byte already read). Returns 0, or -1 on a bad record. */
+static int read_pyframe(struct sp_trace_reader *r, const uint8_t **p, const uint8_t *end)
+{
+	uint64_t id, file, func, line;
+	if (get_varint(p, end, &id) < 0 || get_varint(p, end, &file) < 0 || get_varint(p, end, &func) < 0 ||
+	    get_varint(p, end, &line) < 0)
+		return reader_fail(r, "corrupt python frame record");
+	if (!id || id >= MAX_PYFRAME_ID || file >= MAX_STRING_ID || func >= MAX_STRING_ID || line > UINT32_MAX)
+		return reader_fail(r, "python frame %llu out of range", (unsigned long long)id);
+	if (grow_table((void **)&r->py, &r->npy, sizeof(*r->py), id) < 0)
+		return reader_fail(r, "out of memory for the python frame table");
+	r->py[id].file = (uint32_t)file;
+	r->py[id].func = (uint32_t)func;
+	r->py[id].line = (uint32_t)line;
+	r->py[id].known = 1;
+	if (id >= r->pymax)
+		r->pymax = (uint32_t)id + 1;
 	return 0;
 }
 
@@ -494,17 +566,8 @@ static int read_stack(struct sp_trace_reader *r, const uint8_t **p, const uint8_
 	if (!id || id >= MAX_STACK_ID || n > MAX_STACK_DEPTH)
 		return reader_fail(r, "stack %llu (%llu frames) out of range", (unsigned long long)id,
 				   (unsigned long long)n);
-	if (id >= r->nstk) {
-		uint32_t cap = r->nstk ? r->nstk : 256;
-		while (cap <= id)
-			cap *= 2;
-		void *t = realloc(r->stk, cap * sizeof(*r->stk));
-		if (!t)
-			return reader_fail(r, "out of memory for the stack table");
-		r->stk = t;
-		memset(r->stk + r->nstk, 0, (cap - r->nstk) * sizeof(*r->stk));
-		r->nstk = cap;
-	}
+	if (grow_table((void **)&r->stk, &r->nstk, sizeof(*r->stk), id) < 0)
+		return reader_fail(r, "out of memory for the stack table");
 	uint64_t *pcs = malloc((n ? n : 1) * sizeof(*pcs));
 	if (!pcs)
 		return reader_fail(r, "out of memory for the stack table");
@@ -586,8 +649,9 @@ struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_
 {
 	uint8_t h[HEADER_V1_SIZE] = { 0 };
 	memcpy(h, SP_TRACE_MAGIC, 8);
-	put_le(h + 8, SP_TRACE_VERSION, 2);
-	put_le(h + 10, SP_TRACE_MIN_VERSION, 2);
+	int version = meta->features & SP_FEAT_PYSTACKS ? 2 : 1;
+	put_le(h + 8, (uint64_t)version, 2);
+	put_le(h + 10, (uint64_t)version, 2); /* a reader of version 1 would take Python frames for addresses */
 	put_le(h + 12, HEADER_V1_SIZE, 4);
 	put_le(h + 16, meta->features, 8);
 	put_le(h + 24, (uint32_t)meta->pid, 4);
@@ -603,6 +667,7 @@ struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_
 	if (!w)
 		return NULL;
 	w->chunk_bytes = chunk_bytes ? chunk_bytes : DEFAULT_CHUNK_BYTES;
+	w->version = version;
 	w->lookup = lookup;
 	w->lookup_ctx = lookup_ctx;
 	w->cctx = ZSTD_createCCtx();
@@ -684,6 +749,13 @@ void sp_trace_set_stack_lookup(struct sp_trace_writer *w, sp_stack_lookup_fn fn,
 	w->stack_ctx = ctx;
 }
 
+/* This function can't fail. */
+void sp_trace_set_pyframe_lookup(struct sp_trace_writer *w, sp_pyframe_lookup_fn fn, void *ctx)
+{
+	w->py_lookup = fn;
+	w->py_ctx = ctx;
+}
+
 /* Returns encoded bytes, or -1 with errno (EINVAL for id 0 or more than the readable depth,
  * ENOMEM, or the error of a chunk write, as sp_trace_write). */
 int sp_trace_write_stack(struct sp_trace_writer *w, uint32_t id, const uint64_t *pcs, uint32_t n)
@@ -756,6 +828,7 @@ int sp_trace_close(struct sp_trace_writer *w)
 	free(w->out);
 	free(w->strings.bits);
 	free(w->stacks.bits);
+	free(w->pyframes.bits);
 	free(w);
 	errno = e;
 	return rc;
@@ -837,6 +910,8 @@ int sp_trace_next(struct sp_trace_reader *r, struct sp_event *ev)
 			rc = read_string(r, &p, end);
 		else if (kind == KIND_STACK)
 			rc = read_stack(r, &p, end);
+		else if (kind == KIND_PYFRAME && r->hdr.version >= 2)
+			rc = read_pyframe(r, &p, end);
 		else if (kind == SP_EV_NONE || kind >= SP_EV__COUNT)
 			rc = reader_fail(r, "unknown record kind %u in chunk before offset %llu", kind,
 					 (unsigned long long)r->off);
@@ -846,7 +921,7 @@ int sp_trace_next(struct sp_trace_reader *r, struct sp_event *ev)
 			return -1;
 		r->pos = (size_t)(p - r->raw);
 		r->left--;
-		if (kind != KIND_STRING && kind != KIND_STACK)
+		if (kind != KIND_STRING && kind != KIND_STACK && kind != KIND_PYFRAME)
 			return 1;
 	}
 }
@@ -863,6 +938,24 @@ const uint64_t *sp_trace_stack(const struct sp_trace_reader *r, uint32_t id, uin
 	bool known = id < r->nstk && r->stk[id].n;
 	*n = known ? r->stk[id].n : 0;
 	return known ? r->stk[id].pcs : NULL;
+}
+
+/* Returns 0, or -1 if id is undefined. This function can't fail. */
+int sp_trace_pyframe(const struct sp_trace_reader *r, uint32_t id, const char **file, const char **func,
+		     uint32_t *line)
+{
+	if (id >= r->npy || !r->py[id].known)
+		return -1;
+	*file = sp_trace_string(r, r->py[id].file);
+	*func = sp_trace_string(r, r->py[id].func);
+	*line = r->py[id].line;
+	return 0;
+}
+
+/* This function can't fail. */
+uint32_t sp_trace_pyframe_ids(const struct sp_trace_reader *r)
+{
+	return r->pymax;
 }
 
 /* This function can't fail. */
@@ -899,6 +992,7 @@ void sp_trace_close_reader(struct sp_trace_reader *r)
 	for (uint32_t i = 0; i < r->nstk; i++)
 		free(r->stk[i].pcs);
 	free(r->stk);
+	free(r->py);
 	free(r->raw);
 	free(r->comp);
 	ZSTD_freeDCtx(r->dctx);

@@ -13,8 +13,8 @@
 #include "event.h"
 
 #define SP_TRACE_MAGIC "STEPPROF"
-#define SP_TRACE_VERSION 1
-#define SP_TRACE_MIN_VERSION 1
+#define SP_TRACE_VERSION 2      /* the newest version this code reads and writes */
+#define SP_TRACE_MIN_VERSION 1  /* the oldest version this code reads */
 
 /* feature bits in the header: what the producer had switched on */
 #define SP_FEAT_KERNELS      (1ull << 0)
@@ -29,6 +29,13 @@
 #define SP_FEAT_STACKS       (1ull << 9)
 #define SP_FEAT_SHAPES       (1ull << 10)
 #define SP_FEAT_NVTX         (1ull << 11)
+#define SP_FEAT_PYSTACKS     (1ull << 12) /* stacks may hold Python frames: the file is version 2 */
+
+/* A frame of a stack that is a Python frame, not a return address: the tag in the top 16 bits
+ * (no canonical user-space address has them) and a Python frame id (sp_trace_pyframe) below. */
+#define SP_PYFRAME_TAG 0xfffe000000000000ull
+#define SP_IS_PYFRAME(pc) (((pc) >> 48) == 0xfffeu)
+#define SP_PYFRAME_ID(pc) ((uint32_t)(pc))
 
 /* What the producer knows about itself; copied into the file header. */
 struct sp_trace_meta {
@@ -61,15 +68,24 @@ typedef const char *(*sp_string_lookup_fn)(void *ctx, uint32_t id);
  * stack's return addresses (innermost first) and their count in *n, or NULL if unknown (the id
  * is then written as an empty stack). */
 typedef const uint64_t *(*sp_stack_lookup_fn)(void *ctx, uint32_t id, uint32_t *n);
+/* Called by the writer when a stack names a Python frame id it has not written yet; fills the
+ * string ids of the frame's file and function and its line, and returns 0, or -1 if unknown
+ * (the frame is then written as file "?", function "?", line 0). */
+typedef int (*sp_pyframe_lookup_fn)(void *ctx, uint32_t id, uint32_t *file, uint32_t *func, uint32_t *line);
 
 /* Creates (O_CLOEXEC, truncating) the file at path and writes the header. chunk_bytes is the
- * raw size at which a chunk is compressed and written (0 = default 256 KiB).
+ * raw size at which a chunk is compressed and written (0 = default 256 KiB). The file is version 2
+ * (min_version 2) if meta->features has SP_FEAT_PYSTACKS, else version 1 (readable by every
+ * reader): only version 2 files carry Python frame records.
  * Returns NULL with errno set on failure; nothing is left open. */
 struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_meta *meta,
 					sp_string_lookup_fn lookup, void *lookup_ctx, size_t chunk_bytes);
 /* Sets the lookup for call-stack ids (u.api.stack, u.nccl.stack, u.mem.stack); without one,
  * stacks that events name are written empty. This function can't fail. */
 void sp_trace_set_stack_lookup(struct sp_trace_writer *w, sp_stack_lookup_fn fn, void *ctx);
+/* Sets the lookup for Python frame ids that stacks name (version 2 files only; in a version 1
+ * file, or without a lookup, such frames are written as plain values). This function can't fail. */
+void sp_trace_set_pyframe_lookup(struct sp_trace_writer *w, sp_pyframe_lookup_fn fn, void *ctx);
 /* Encodes one event into the current chunk (writing strings and stacks it names first). Returns
  * the number of encoded bytes added (> 0), or -1 with errno on a write failure of a full chunk. */
 int sp_trace_write(struct sp_trace_writer *w, const struct sp_event *ev);
@@ -103,6 +119,13 @@ const char *sp_trace_string(const struct sp_trace_reader *r, uint32_t id);
  * if the file has not defined it so far or defined it empty. Valid until the reader is closed.
  * This function can't fail. */
 const uint64_t *sp_trace_stack(const struct sp_trace_reader *r, uint32_t id, uint32_t *n);
+/* The Python frame id (SP_PYFRAME_ID of a stack frame): its file and function (strings of the
+ * file, "?" if undefined) and line. Returns 0, or -1 (outputs untouched) if the file has not
+ * defined it so far. This function can't fail. */
+int sp_trace_pyframe(const struct sp_trace_reader *r, uint32_t id, const char **file, const char **func,
+		     uint32_t *line);
+/* One more than the highest Python frame id defined so far (0 if none). This function can't fail. */
+uint32_t sp_trace_pyframe_ids(const struct sp_trace_reader *r);
 /* 1 if the file ended inside a chunk (cut short), else 0. */
 int sp_trace_truncated(const struct sp_trace_reader *r);
 const char *sp_trace_error(const struct sp_trace_reader *r);

@@ -142,7 +142,8 @@ static void test_good_file(void **state)
 	assert_string_equal(cfg.marker_pattern, "ncclAllReduce*");
 	assert_int_equal(cfg.marker_every, 2);
 	assert_true(cfg.kernels && !cfg.memcpy && !cfg.memset && !cfg.sync && cfg.runtime_api);
-	assert_true(!cfg.driver_api && cfg.nccl && cfg.nvtx && cfg.host_malloc && cfg.stacks);
+	assert_true(!cfg.driver_api && cfg.nccl && cfg.nvtx && cfg.host_malloc);
+	assert_int_equal(cfg.stacks, SP_STACKS_NATIVE); /* `true` means native stacks, as it always did */
 	assert_false(cfg.kernel_shapes);
 	assert_int_equal(cfg.host_malloc_min, 4096);
 	assert_int_equal(cfg.stack_depth, 16);
@@ -276,6 +277,25 @@ static void test_profiling_frequency(void **state)
 	expect_error(":2: [schedule] profiling_frequency: out of range: '-1' (allowed: integer >= 0)");
 }
 
+/* stacks = native|python|both|false, or a boolean (true: native); printed as its name */
+static void test_stacks_values(void **state)
+{
+	static const struct { const char *v; int want; } t[] = {
+		{ "native", SP_STACKS_NATIVE }, { "Python", SP_STACKS_PYTHON }, { "both", SP_STACKS_BOTH },
+		{ "false", 0 }, { "true", SP_STACKS_NATIVE }, { "on", SP_STACKS_NATIVE }, { "0", 0 },
+	};
+	char text[128];
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		snprintf(text, sizeof(text), "[activities]\nstacks = %s\n", t[i].v);
+		assert_int_equal(load_text(text), 0);
+		assert_int_equal(cfg.stacks, t[i].want);
+	}
+	assert_non_null(strstr(printed(&cfg), "stacks = false\n"));
+	assert_int_equal(load_text("[activities]\nstacks = both\n"), 0);
+	assert_non_null(strstr(printed(&cfg), "stacks = both\n"));
+}
+
 static void test_value_errors(void **state)
 {
 	(void)state;
@@ -294,6 +314,7 @@ static void test_value_errors(void **state)
 		{ "limits", "cupti_buffer_bytes", "1K", "out of range: '1K'" },
 		{ "limits", "ring_events", "63", "out of range: '63'" },
 		{ "marker", "kind", "regex", "unknown marker kind: 'regex'" },
+		{ "activities", "stacks", "pyhton", "not native, python, both or a boolean: 'pyhton'" },
 		{ "marker", "every", "0", "out of range: '0'" },
 		{ "ranks", "ranks", "1-", "bad rank or range '1-'" },
 		{ "ranks", "ranks", "", "empty rank set" },
@@ -576,7 +597,7 @@ int main(void)
 		cmocka_unit_test(test_syntax_errors),    cmocka_unit_test(test_file_errors),
 		cmocka_unit_test(test_env),              cmocka_unit_test(test_print_round_trip),
 		cmocka_unit_test(test_parse_size),       cmocka_unit_test(test_expand),
-		cmocka_unit_test(test_marker_kind_name),
+		cmocka_unit_test(test_marker_kind_name), cmocka_unit_test(test_stacks_values),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -137,8 +137,8 @@ static void test_roundtrip_every_kind(void **state)
 		assert_non_null(r);
 		const struct sp_trace_header *h = sp_trace_header(r);
 		struct sp_trace_meta m = meta();
-		assert_int_equal(h->version, SP_TRACE_VERSION);
-		assert_int_equal(h->min_version, SP_TRACE_MIN_VERSION);
+		assert_int_equal(h->version, 1); /* no Python frames: a version 1 file, as before */
+		assert_int_equal(h->min_version, 1);
 		assert_int_equal(h->header_size, HDR);
 		assert_memory_equal(&h->meta, &m, sizeof(m));
 		int seen = 0;
@@ -297,6 +297,89 @@ static void test_stacks_precede_use(void **state)
 		assert_null(sp_trace_stack(r, 77, &n));
 		assert_int_equal(sp_trace_rewind(r), 0);
 	}
+	sp_trace_close_reader(r);
+}
+
+/* Python frames of test_pyframes: ids 1 and 2 known (their strings from names[]), 3 unknown. */
+static const uint64_t pystack[] = { 0x7f0000001234ull, SP_PYFRAME_TAG | 2, SP_PYFRAME_TAG | 1, 0x55550000abcdull,
+				    SP_PYFRAME_TAG | 3 };
+static const uint64_t *py_stack_lookup(void *ctx, uint32_t id, uint32_t *n)
+{
+	*n = 5;
+	return id == 1 ? pystack : NULL;
+}
+
+static int py_lookup(void *ctx, uint32_t id, uint32_t *file, uint32_t *func, uint32_t *line)
+{
+	++*(int *)ctx;
+	if (id > 2)
+		return -1;
+	*file = id == 1 ? 5 : 6;
+	*func = id == 1 ? 7 : 8;
+	*line = id * 100;
+	return 0;
+}
+
+/* A stack with Python frames: the file is version 2, each frame record (and its strings) precedes
+ * the stack that names it and is written once; an unknown one reads as "?" at line 0; version 1
+ * files keep tagged values as plain numbers and a reader refuses a Python frame record in them. */
+static void test_pyframes(void **state)
+{
+	char path[256], err[256];
+	int calls = 0;
+	path_of(path, sizeof(path), "py.sptrace");
+	struct sp_trace_meta m = meta();
+	m.features |= SP_FEAT_PYSTACKS;
+	struct sp_trace_writer *w = sp_trace_create(path, &m, lookup, NULL, 0);
+	sp_trace_set_stack_lookup(w, py_stack_lookup, NULL);
+	sp_trace_set_pyframe_lookup(w, py_lookup, &calls);
+	struct sp_event ev = { .kind = SP_EV_API, .start = 1, .end = 2, .name = 3, .u.api.stack = 1 };
+	assert_true(sp_trace_write(w, &ev) > 0);
+	ev.start = 3;
+	assert_true(sp_trace_write(w, &ev) > 0);
+	assert_int_equal(sp_trace_close(w), 0);
+	assert_int_equal(calls, 3);
+
+	struct sp_trace_reader *r = sp_trace_open(path, err, sizeof(err));
+	struct sp_event got;
+	const char *file, *func;
+	uint32_t line, n;
+	assert_non_null(r);
+	assert_int_equal(sp_trace_header(r)->version, 2);
+	assert_int_equal(sp_trace_header(r)->min_version, 2);
+	assert_int_equal(sp_trace_next(r, &got), 1);
+	assert_memory_equal(sp_trace_stack(r, 1, &n), pystack, sizeof(pystack));
+	assert_int_equal(sp_trace_pyframe(r, 1, &file, &func, &line), 0);
+	assert_string_equal(file, names[5]);
+	assert_string_equal(func, names[7]);
+	assert_int_equal(line, 100);
+	assert_int_equal(sp_trace_pyframe(r, 2, &file, &func, &line), 0);
+	assert_string_equal(func, names[8]);
+	assert_int_equal(line, 200);
+	assert_int_equal(sp_trace_pyframe(r, 3, &file, &func, &line), 0);
+	assert_string_equal(file, "?");
+	assert_int_equal(line, 0);
+	assert_int_equal(sp_trace_pyframe(r, 4, &file, &func, &line), -1);
+	assert_int_equal(sp_trace_pyframe_ids(r), 4);
+	assert_int_equal(sp_trace_next(r, &got), 1);
+	assert_int_equal(sp_trace_next(r, &got), 0);
+	sp_trace_close_reader(r);
+
+	/* version 1: the same stack is written as plain values, no Python frame record */
+	m.features &= ~SP_FEAT_PYSTACKS;
+	calls = 0;
+	w = sp_trace_create(path, &m, lookup, NULL, 0);
+	sp_trace_set_stack_lookup(w, py_stack_lookup, NULL);
+	sp_trace_set_pyframe_lookup(w, py_lookup, &calls);
+	assert_true(sp_trace_write(w, &ev) > 0);
+	assert_int_equal(sp_trace_close(w), 0);
+	assert_int_equal(calls, 0);
+	r = sp_trace_open(path, err, sizeof(err));
+	assert_non_null(r);
+	assert_int_equal(sp_trace_header(r)->version, 1);
+	assert_int_equal(sp_trace_next(r, &got), 1);
+	assert_memory_equal(sp_trace_stack(r, 1, &n), pystack, sizeof(pystack));
+	assert_int_equal(sp_trace_pyframe_ids(r), 0);
 	sp_trace_close_reader(r);
 }
 
@@ -473,10 +556,10 @@ static void test_versions(void **state)
 	path_of(bad, sizeof(bad), "ver2.sptrace");
 	write_file(path, ev, n, 0);
 
-	uint8_t v2[4] = { 2, 0, 2, 0 }; /* version 2, min_version 2 */
-	patch(path, bad, 8, v2, 4);
+	uint8_t v9[4] = { 9, 0, 9, 0 }; /* version 9, min_version 9 */
+	patch(path, bad, 8, v9, 4);
 	assert_null(sp_trace_open(bad, err, sizeof(err)));
-	assert_non_null(strstr(err, "version 2 needs a newer stepprof"));
+	assert_non_null(strstr(err, "version 9 needs a newer stepprof"));
 
 	uint8_t v0[4] = { 0, 0, 0, 0 };
 	patch(path, bad, 8, v0, 4);
@@ -625,6 +708,7 @@ int main(void)
 		cmocka_unit_test(test_bad_kind_refused),
 		cmocka_unit_test(test_strings_precede_use_across_chunks),
 		cmocka_unit_test(test_stacks_precede_use),
+		cmocka_unit_test(test_pyframes),
 		cmocka_unit_test(test_truncated_reads_whole_chunks),
 		cmocka_unit_test(test_corrupt_chunk_is_an_error),
 		cmocka_unit_test(test_versions),

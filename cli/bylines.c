@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/* bylines.c - see bylines.h. A window's launch records give correlation id -> stack (sorted
+ * pairs, searched per kernel); kernel time is summed per stack id; at print time each stack
+ * becomes its row's text and equal texts are merged. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bylines.h"
+#include "format.h"
+#include "symbols.h"
+
+#define LINE_WIDTH 70 /* source line column, unless wide */
+
+/* What a kernel's launch stack says about its line. */
+enum { ROW_USER, ROW_LIBRARY, ROW_NO_PYTHON, ROW_NO_STACK, ROW_NO_LAUNCH };
+static const char *const row_what[] = { "user", "library", "no Python frame", "no launch stack", "no launch record" };
+static const char *const row_text[] = { NULL, NULL, "(no Python frame)", "(no launch stack)", "(no launch record)" };
+
+struct pair {
+	uint32_t corr, stack;
+};
+
+struct row {
+	char *text;             /* merge key and what is printed */
+	const char *file, *func;/* NULL without a Python frame */
+	uint32_t line;
+	int what;               /* ROW_* */
+	uint64_t ns, kernels;
+};
+
+static int by_corr(const void *a, const void *b)
+{
+	const struct pair *x = a, *y = b;
+	return x->corr < y->corr ? -1 : x->corr > y->corr;
+}
+
+static int by_text(const void *a, const void *b)
+{
+	return strcmp(((const struct row *)a)->text, ((const struct row *)b)->text);
+}
+
+static int by_time(const void *pa, const void *pb)
+{
+	const struct row *a = pa, *b = pb;
+	if (a->ns != b->ns)
+		return a->ns > b->ns ? -1 : 1;
+	return strcmp(a->text, b->text);
+}
+
+static char *xasprintf_row(const char *file, uint32_t line, const char *func, int library)
+{
+	char *t;
+	if (asprintf(&t, "%s%s:%u %s", library ? "(library) " : "", file, line, func) < 0)
+		sp_oom();
+	return t;
+}
+
+/* The rows of b, merged by text and sorted by time (descending); *n their count, *total the sum.
+ * Exits if memory runs out. */
+static struct row *rows_of(const struct sp_bylines *b, const struct sp_trace_reader *r, struct sp_sym *sym,
+			   size_t *n, uint64_t *total)
+{
+	struct row *l = NULL;
+	size_t k = 0;
+	int py = (sp_trace_header(r)->meta.features & SP_FEAT_PYSTACKS) != 0;
+	*total = 0;
+	for (uint32_t id = 0; id <= b->cap; id++) { /* id == cap: the kernels without a launch record */
+		uint32_t depth = 0;
+		const uint64_t *pcs = id && id < b->cap ? sp_trace_stack(r, id, &depth) : NULL;
+		struct row w = id < b->cap ? (struct row){ .ns = b->s[id].ns, .kernels = b->s[id].kernels }
+					   : (struct row){ .ns = b->orphan.ns, .kernels = b->orphan.kernels };
+		int user, f;
+		if (!w.kernels)
+			continue;
+		*total += w.ns;
+		f = depth ? sp_sym_user_frame(sym, pcs, depth, &user) : -1;
+		if (f >= 0 && sp_sym_pyframe(sym, pcs[f], &w.file, &w.func, &w.line) == 0) {
+			w.what = user ? ROW_USER : ROW_LIBRARY;
+			w.text = xasprintf_row(w.file, w.line, w.func, !user);
+		} else {
+			/* a launch without a stack in a trace with Python frames: its thread ran no Python */
+			w.what = id == b->cap ? ROW_NO_LAUNCH : depth || py ? ROW_NO_PYTHON : ROW_NO_STACK;
+			if (!(w.text = strdup(row_text[w.what])))
+				sp_oom();
+		}
+		l = sp_xrealloc(l, (k + 1) * sizeof(*l));
+		l[k++] = w;
+	}
+	sp_sort(l, k, sizeof(*l), by_text);
+	size_t m = 0;
+	for (size_t i = 0; i < k; i++) {
+		if (m && !strcmp(l[m - 1].text, l[i].text)) {
+			l[m - 1].ns += l[i].ns;
+			l[m - 1].kernels += l[i].kernels;
+			free(l[i].text);
+		} else {
+			l[m++] = l[i];
+		}
+	}
+	sp_sort(l, m, sizeof(*l), by_time);
+	*n = m;
+	return l;
+}
+
+static void free_rows(struct row *l, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(l[i].text);
+	free(l);
+}
+
+/* ---- exported ---- */
+
+void sp_bylines_add_window(struct sp_bylines *b, const struct sp_window *w)
+{
+	struct pair *p = NULL;
+	size_t np = 0, cap = 0;
+	for (size_t i = 0; i < w->n; i++) {
+		const struct sp_event *e = &w->ev[i];
+		if (e->kind == SP_EV_API && e->corr) {
+			p = sp_xgrow(p, &cap, sizeof(*p), np);
+			p[np++] = (struct pair){ e->corr, e->u.api.stack };
+		}
+	}
+	sp_sort(p, np, sizeof(*p), by_corr);
+	for (size_t i = 0; i < w->n; i++) {
+		const struct sp_event *e = &w->ev[i];
+		if (e->kind != SP_EV_KERNEL)
+			continue;
+		struct pair key = { e->corr, 0 }, *hit = e->corr && np ? bsearch(&key, p, np, sizeof(*p), by_corr) : NULL;
+		uint64_t ns = e->end > e->start ? e->end - e->start : 0;
+		if (!hit) {
+			b->orphan.ns += ns;
+			b->orphan.kernels++;
+			continue;
+		}
+		if (hit->stack >= b->cap)
+			b->s = sp_xgrow(b->s, &b->cap, sizeof(*b->s), hit->stack);
+		b->s[hit->stack].ns += ns;
+		b->s[hit->stack].kernels++;
+	}
+	free(p);
+}
+
+void sp_bylines_print(const struct sp_bylines *b, const struct sp_trace_reader *r, int top, int wide, FILE *out)
+{
+	struct sp_sym *sym = sp_sym_open();
+	size_t n, shown;
+	uint64_t total, rest = 0, kernels = 0;
+	char t[2][32];
+	int width = LINE_WIDTH;
+
+	sp_sym_use_trace(sym, r);
+	struct row *l = rows_of(b, r, sym, &n, &total);
+	shown = top > 0 && (size_t)top < n ? (size_t)top : n;
+	if (!n) {
+		fprintf(out, "No GPU kernels recorded.\n");
+		goto done;
+	}
+	for (size_t i = 0; wide && i < shown; i++)
+		width = (int)strlen(l[i].text) > width ? (int)strlen(l[i].text) : width;
+	fprintf(out, "GPU kernel time by source line: the innermost Python frame of the program's own code at each\n"
+		     "launch (frames under site-packages/, dist-packages/, lib/python3*, torch/ or <frozen ...> are\n"
+		     "library code; \"(library)\" rows had no frame of the program's own)\n");
+	fprintf(out, "%-*s %12s %7s %9s\n", width, "Source line", "Total", "% GPU", "Kernels");
+	for (int i = 0; i < width; i++)
+		fputc('-', out);
+	fprintf(out, " ------------ ------- ---------\n");
+	for (size_t i = 0; i < n; i++) {
+		kernels += l[i].kernels;
+		if (i >= shown) {
+			rest += l[i].ns;
+			continue;
+		}
+		sp_print_name(out, l[i].text, width);
+		fprintf(out, " %12s %6.1f%% %9" PRIu64 "\n", sp_fmt_ns(t[0], 32, l[i].ns),
+			total ? 100.0 * l[i].ns / total : 0, l[i].kernels);
+	}
+	if (shown < n)
+		fprintf(out, "... %zu more line%s: %s, %.1f%% of GPU time (--top 0 shows all)\n", n - shown,
+			n - shown == 1 ? "" : "s", sp_fmt_ns(t[0], 32, rest), total ? 100.0 * rest / total : 0);
+	fprintf(out, "%-*s %12s %6.1f%% %9" PRIu64 "\n", width, "Total", sp_fmt_ns(t[1], 32, total), 100.0, kernels);
+	if (!(sp_trace_header(r)->meta.features & SP_FEAT_PYSTACKS))
+		fprintf(out, "Note: recorded without Python frames: record with [activities] stacks = python or both "
+			     "to see source lines\n");
+done:
+	free_rows(l, n);
+	sp_sym_close(sym);
+}
+
+void sp_bylines_json(const struct sp_bylines *b, const struct sp_trace_reader *r, struct sp_out *x)
+{
+	struct sp_sym *sym = sp_sym_open();
+	size_t n;
+	uint64_t total;
+	sp_sym_use_trace(sym, r);
+	struct row *l = rows_of(b, r, sym, &n, &total);
+	sp_out_puts(x, "[");
+	for (size_t i = 0; i < n; i++) {
+		sp_out_puts(x, i ? ",\n{\"file\":" : "\n{\"file\":");
+		l[i].file ? sp_out_json_str(x, l[i].file) : sp_out_puts(x, "null");
+		l[i].file ? sp_out_printf(x, ",\"line\":%u,\"function\":", l[i].line) : sp_out_puts(x, ",\"line\":null,\"function\":");
+		l[i].func ? sp_out_json_str(x, l[i].func) : sp_out_puts(x, "null");
+		sp_out_printf(x, ",\"user\":%s,\"what\":\"%s\",\"total_ns\":%" PRIu64 ",\"kernels\":%" PRIu64 "}",
+			      l[i].what == ROW_USER ? "true" : "false", row_what[l[i].what], l[i].ns, l[i].kernels);
+	}
+	sp_out_puts(x, "]");
+	free_rows(l, n);
+	sp_sym_close(sym);
+}
+
+void sp_bylines_free(struct sp_bylines *b)
+{
+	free(b->s);
+	memset(b, 0, sizeof(*b));
+}

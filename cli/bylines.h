@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* bylines.h - GPU kernel time by source line, for `stepprof report --by line`: each kernel is
+ * charged to the stack of the launch call with its correlation id, and the stack to its
+ * innermost Python frame of the program's own code (symbols.h, sp_py_user_file: frames of the
+ * standard library, installed packages and torch/ are skipped). Streaming: a window at a time;
+ * memory is one row per launch stack. */
+#ifndef SP_BYLINES_H
+#define SP_BYLINES_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "export.h"
+#include "trace/trace.h"
+#include "windows.h"
+
+/* Kernel time and count per launch stack id (0: the launch record has no stack), and of kernels
+ * whose launch record is not in their window. Zero-initialise. */
+struct sp_bylines {
+	struct { uint64_t ns, kernels; } *s, orphan;
+	size_t cap;
+};
+
+/* Charges window w's kernels to their launch stacks. Exits the CLI if memory runs out;
+ * otherwise can't fail. */
+void sp_bylines_add_window(struct sp_bylines *b, const struct sp_window *w);
+/* Prints the table (top rows by time, 0 = all; wide: no cut in the line column), stack and
+ * Python frame tables read from r. Can't fail (exits if memory runs out). */
+void sp_bylines_print(const struct sp_bylines *b, const struct sp_trace_reader *r, int top, int wide, FILE *out);
+/* Writes the rows as a JSON array (every row): {"file","line","function","user","total_ns",
+ * "kernels"}, file/line/function null for kernels without a Python frame (then "what" says why:
+ * "no Python frame", "no launch stack", "no launch record"). */
+void sp_bylines_json(const struct sp_bylines *b, const struct sp_trace_reader *r, struct sp_out *x);
+/* Frees b's memory and zeroes it. This function can't fail. */
+void sp_bylines_free(struct sp_bylines *b);
+
+#endif

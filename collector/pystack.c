@@ -1,0 +1,470 @@
+/* SPDX-License-Identifier: MIT */
+/* pystack.c - see pystack.h. PyTorch releases the GIL before an operator runs (its generated
+ * bindings open every dispatch with gil_scoped_release), so at a kernel launch or an allocation
+ * the thread as a rule does not hold the GIL and the C API's frame getters (which take and drop
+ * references and may allocate frame objects) must not be called. What is safe is to read the
+ * calling thread's own frame chain, as py-spy reads it from outside: while the thread is inside a
+ * C call its frames can't change, and the code objects they name stay alive. So this walker only
+ * reads memory, through a per-version layout of the interpreter's structures (3.10-3.13, release
+ * builds, GIL builds), and calls only PyCode_Addr2Line (a pure read of the line table).
+ * The layout is checked before it is trusted: the first walk reads through a pipe (write(2)
+ * fails with EFAULT instead of faulting) and checks every object's type (PyCode_Type,
+ * PyUnicode_Type, PyFrame_Type); later walks read directly and keep the type checks, and any
+ * failed check turns the walker off for good with one warning. */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "trace/trace.h"
+#include "intern.h"
+#include "log.h"
+#include "pystack.h"
+
+#define NO 0xffffu               /* no such field in this version */
+#define CSTACK_OWNER 3           /* FRAME_OWNED_BY_CSTACK (3.12+): the shim frame of an eval call */
+#define MAX_PYFRAMES (1u << 20)  /* Python frame ids */
+#define FRAME_SLOTS (1u << 21)   /* hash of (file, func, line) -> id */
+#define CACHE_SLOTS (1u << 16)   /* hash of (code, instruction) -> id */
+#define CACHE_PROBES 16
+#define NAME_MAX_BYTES 1024
+
+/* Where the walker reads, per minor version (offsets in bytes; checked on this machine against
+ * pyenv's 3.10.13, 3.11.7, 3.12.1, 3.13.0 and Debian's 3.11.2 by tests/e2e/pystack.sh). */
+struct layout {
+	int minor;
+	uint16_t ts_frame;      /* PyThreadState: frame (3.10), cframe (3.11, 3.12), current_frame (3.13) */
+	uint16_t cf_current;    /* _PyCFrame.current_frame (3.11, 3.12) */
+	uint16_t fr_back, fr_code, fr_trace, fr_lasti, fr_lineno; /* PyFrameObject (3.10) */
+	uint16_t if_code, if_prev, if_instr, if_entry, if_owner;  /* _PyInterpreterFrame (3.11+) */
+	uint16_t co_filename, co_name, co_firstlineno;            /* PyCodeObject; co_name: co_qualname from 3.11 */
+	uint16_t str_ascii, str_compact; /* sizeof(PyASCIIObject), sizeof(PyCompactUnicodeObject) */
+};
+
+static const struct layout layouts[] = {
+	{ 10, 24, NO, 24, 32, 72, 96, 100, NO, NO, NO, NO, NO, 104, 112, 40, 48, 72 },
+	{ 11, 56, 8, NO, NO, NO, NO, NO, 32, 48, 56, 68, NO, 112, 128, 72, 48, 72 },
+	{ 12, 56, 0, NO, NO, NO, NO, NO, 0, 8, 56, NO, 70, 112, 128, 68, 40, 56 },
+	{ 13, 72, NO, NO, NO, NO, NO, NO, 0, 8, 56, NO, 70, 112, 128, 68, 40, 56 },
+};
+
+struct pyframe {
+	uint32_t file, func, line;
+};
+
+struct centry {                 /* (code, instruction) -> frame id, with what makes the code unique */
+	uintptr_t code, file, name;
+	int32_t lasti, first;
+	uint32_t id;
+};
+
+static struct {
+	pthread_once_t once;
+	const struct layout *L;     /* NULL: no walking (no CPython, or one this file does not know) */
+	char version[16];           /* "3.12" */
+	atomic_int off;             /* a layout check failed: no more walking */
+	int trusted;                /* a walk passed its checks with guarded reads (under lock) */
+	int pipe[2];                /* guarded reads until trusted */
+	uintptr_t code_type, str_type, frame_type; /* &PyCode_Type, &PyUnicode_Type, &PyFrame_Type */
+	uintptr_t code_base;        /* PyCode_Type.tp_basicsize: offset of co_code_adaptive (3.11+) */
+	uintptr_t eval_lo, eval_hi; /* _PyEval_EvalFrameDefault's text */
+	void *(*this_tstate)(void); /* PyGILState_GetThisThreadState: a TSS read */
+	int (*is_init)(void);
+	int (*finalizing)(void);
+	int (*addr2line)(void *code, int addr);
+	pthread_mutex_t lock;       /* walks (cache and guarded reads) */
+	struct centry *cache;       /* mmap'ed, CACHE_SLOTS */
+	pthread_mutex_t ftlock;     /* frame table inserts */
+	struct pyframe *byid;       /* mmap'ed, id -> frame */
+	uint32_t *ftab;             /* mmap'ed, FRAME_SLOTS */
+	atomic_uint count;          /* frame ids handed out */
+} P = { .once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER, .ftlock = PTHREAD_MUTEX_INITIALIZER,
+	.pipe = { -1, -1 } };
+
+static void *sym(const char *name)
+{
+	return dlsym(RTLD_DEFAULT, name);
+}
+
+static void *map(size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* In a forked child (a data loader worker: no CUDA there) a lock may have been held at the fork
+ * and the cache half written: the child walks no Python frames. Runs in the child after fork. */
+static void child_after_fork(void)
+{
+	pthread_mutex_init(&P.lock, NULL);
+	pthread_mutex_init(&P.ftlock, NULL);
+	atomic_store(&P.off, 1);
+}
+
+/* Finds the interpreter. Leaves P.L NULL (no walking, silently) in a process without CPython,
+ * and warns once for a CPython this walker does not know. */
+static void resolve(void)
+{
+	const char *(*get_version)(void) = (const char *(*)(void))sym("Py_GetVersion");
+	void *eval = sym("_PyEval_EvalFrameDefault");
+	if (!get_version || !eval)
+		return; /* not a Python process */
+	const char *v = get_version();
+	int major = 0, minor = 0;
+	if (!v || sscanf(v, "%d.%d", &major, &minor) != 2)
+		return;
+	snprintf(P.version, sizeof(P.version), "%d.%d", major, minor);
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
+		if (major == 3 && layouts[i].minor == minor)
+			P.L = &layouts[i];
+	P.this_tstate = (void *(*)(void))sym("PyGILState_GetThisThreadState");
+	P.is_init = (int (*)(void))sym("Py_IsInitialized");
+	P.finalizing = (int (*)(void))(sym("Py_IsFinalizing") ? sym("Py_IsFinalizing") : sym("_Py_IsFinalizing"));
+	P.addr2line = (int (*)(void *, int))sym("PyCode_Addr2Line");
+	P.code_type = (uintptr_t)sym("PyCode_Type");
+	P.str_type = (uintptr_t)sym("PyUnicode_Type");
+	P.frame_type = (uintptr_t)sym("PyFrame_Type");
+	const char *why = !P.L ? "only 3.10 to 3.13 are known"
+			  : strstr(v, "free-threading") ? "a free-threading build"
+			  : sym("_Py_RefTotal") || sym("_Py_GetRefTotal") ? "a debug build"
+			  : !P.this_tstate || !P.is_init || !P.finalizing || !P.addr2line || !P.code_type || !P.str_type ||
+					  (minor == 10 && !P.frame_type)
+				  ? "a symbol is missing"
+				  : NULL;
+	if (!why) {
+		P.code_base = *(const uintptr_t *)(P.code_type + 32); /* PyTypeObject.tp_basicsize */
+		P.cache = map(CACHE_SLOTS * sizeof(*P.cache));
+		if (!P.cache || pipe2(P.pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+			why = "no memory or no pipe for its first, guarded walk";
+	}
+	if (!why && pthread_atfork(NULL, NULL, child_after_fork) != 0)
+		why = "pthread_atfork failed";
+	if (why) {
+		sp_warn("Python %s: no Python frames in stacks (%s)", P.version, why);
+		P.L = NULL;
+		return;
+	}
+	Dl_info info;
+	const ElfW(Sym) *es = NULL;
+	if (dladdr1(eval, &info, (void **)&es, RTLD_DL_SYMENT) && es && es->st_size) {
+		P.eval_lo = (uintptr_t)eval;
+		P.eval_hi = P.eval_lo + es->st_size;
+	}
+}
+
+/* Reads n bytes at a into dst: directly once the layout is trusted, else through the pipe, so a
+ * bad address fails (EFAULT) instead of faulting. Returns 0 or -1. Under P.lock. */
+static int rd(void *dst, uintptr_t a, size_t n)
+{
+	if (a < 4096)
+		return -1;
+	if (P.trusted) {
+		memcpy(dst, (const void *)a, n);
+		return 0;
+	}
+	return write(P.pipe[1], (const void *)a, n) == (ssize_t)n && read(P.pipe[0], dst, n) == (ssize_t)n ? 0 : -1;
+}
+
+/* rd of one pointer, int or byte: a plain load once trusted (the walk's every step). */
+#define RD_TYPED(name, type)                                                    \
+	static inline int name(uintptr_t a, type *v)                            \
+	{                                                                       \
+		if (__builtin_expect(P.trusted, 1) && a >= 4096) {              \
+			*v = *(const type *)a;                                  \
+			return 0;                                               \
+		}                                                               \
+		return rd(v, a, sizeof(*v));                                    \
+	}
+RD_TYPED(rd_ptr, uintptr_t)
+RD_TYPED(rd_int, int32_t)
+RD_TYPED(rd_u8, uint8_t)
+
+/* 1 if object o has type t (o's ob_type at offset 8), else 0. */
+static inline int is_a(uintptr_t o, uintptr_t t)
+{
+	uintptr_t ty;
+	return o && rd_ptr(o + 8, &ty) == 0 && ty == t;
+}
+
+/* Appends code point c as UTF-8 to buf (len, at most cap - 1 bytes). */
+static void put_utf8(char *buf, size_t *len, size_t cap, uint32_t c)
+{
+	char t[4];
+	size_t n = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+	if (n == 1)
+		t[0] = (char)c;
+	else if (n == 2)
+		t[0] = (char)(0xc0 | c >> 6), t[1] = (char)(0x80 | (c & 0x3f));
+	else if (n == 3)
+		t[0] = (char)(0xe0 | c >> 12), t[1] = (char)(0x80 | (c >> 6 & 0x3f)), t[2] = (char)(0x80 | (c & 0x3f));
+	else
+		t[0] = (char)(0xf0 | c >> 18), t[1] = (char)(0x80 | (c >> 12 & 0x3f)), t[2] = (char)(0x80 | (c >> 6 & 0x3f)),
+		t[3] = (char)(0x80 | (c & 0x3f));
+	if (*len + n < cap) {
+		memcpy(buf + *len, t, n);
+		*len += n;
+	}
+}
+
+/* The text of str object s as UTF-8 in buf (cap bytes, cut at a character). Returns 0, or -1 if
+ * s is not a compact str (only compact strings name code). */
+static int str_text(uintptr_t s, char *buf, size_t cap)
+{
+	int64_t length;
+	uint32_t state;
+	if (!is_a(s, P.str_type) || rd(&length, s + 16, 8) || rd(&state, s + 32, 4) || length < 0)
+		return -1;
+	unsigned kind = state >> 2 & 7, compact = state >> 5 & 1, ascii = state >> 6 & 1;
+	if (!compact || (kind != 1 && kind != 2 && kind != 4))
+		return -1;
+	uintptr_t data = s + (ascii ? P.L->str_ascii : P.L->str_compact);
+	size_t len = 0;
+	if (ascii) {
+		len = (size_t)length < cap - 1 ? (size_t)length : cap - 1;
+		if (rd(buf, data, len))
+			return -1;
+	} else {
+		uint8_t chunk[256];
+		size_t total = (size_t)length * kind, done = 0;
+		if (total > 4 * cap)
+			total = 4 * cap;
+		while (done < total) {
+			size_t n = total - done < sizeof(chunk) ? total - done : sizeof(chunk);
+			if (rd(chunk, data + done, n))
+				return -1;
+			for (size_t i = 0; i + kind <= n; i += kind) {
+				uint32_t c = kind == 1 ? chunk[i] : kind == 2 ? *(uint16_t *)(chunk + i) : *(uint32_t *)(chunk + i);
+				put_utf8(buf, &len, cap, c);
+			}
+			done += n;
+		}
+	}
+	buf[len] = 0;
+	return 0;
+}
+
+/* The frame id of code at instruction lasti (in code units; -1 before the first), the line
+ * given (line >= 0, 3.10 while tracing) or computed. Cached per (code, lasti), checked against
+ * the code's file, name and first line so a code object freed and another made at its address
+ * do not share entries. Returns the id, or 0 (unreadable names: *bad set; table full). Under
+ * P.lock. */
+static uint32_t frame_id(uintptr_t code, int32_t lasti, int32_t line, int *bad)
+{
+	const struct layout *L = P.L;
+	uintptr_t file, name;
+	int32_t first;
+	if (rd_ptr(code + L->co_filename, &file) || rd_ptr(code + L->co_name, &name) ||
+	    rd_int(code + L->co_firstlineno, &first)) {
+		*bad = 1;
+		return 0;
+	}
+	int given = line >= 0; /* 3.10 while tracing: the frame's own line, not cached */
+	uint64_t h = (code ^ (uint64_t)(uint32_t)lasti * 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull;
+	struct centry *slot = NULL;
+	for (uint32_t k = 0; k < CACHE_PROBES && !given; k++) {
+		struct centry *e = &P.cache[((h >> 40) + k) & (CACHE_SLOTS - 1)];
+		if (!e->code) {
+			slot = e;
+			break;
+		}
+		if (e->code == code && e->lasti == lasti && e->file == file && e->name == name && e->first == first)
+			return e->id;
+	}
+	char fbuf[NAME_MAX_BYTES], nbuf[NAME_MAX_BYTES];
+	if (str_text(file, fbuf, sizeof(fbuf)) || str_text(name, nbuf, sizeof(nbuf))) {
+		*bad = 1;
+		return 0;
+	}
+	if (!given)
+		line = P.addr2line((void *)code, lasti < 0 ? -1 : lasti * 2);
+	uint32_t id = sp_pyframe_intern(sp_intern(fbuf), sp_intern(nbuf), line < 0 ? 0 : (uint32_t)line);
+	if (id && slot) /* a full probe run: not cached, computed again next time */
+		*slot = (struct centry){ code, file, name, lasti, first, id };
+	return id;
+}
+
+/* Walks the frame chain of thread state ts. Returns the count; *bad set if a check failed. */
+static int walk(uintptr_t ts, uint32_t *ids, uint8_t *entry, int max, int *bad)
+{
+	const struct layout *L = P.L;
+	uintptr_t f = 0, code, prev;
+	int n = 0;
+	if (L->minor == 10) {
+		if (rd_ptr(ts + L->ts_frame, &f))
+			return *bad = 1, 0;
+		for (int hops = 0; f && n < max && hops < 4096; hops++) {
+			uintptr_t trace;
+			int32_t lasti, lineno;
+			if (!is_a(f, P.frame_type) || rd_ptr(f + L->fr_code, &code) || !is_a(code, P.code_type) ||
+			    rd_ptr(f + L->fr_trace, &trace) || rd_int(f + L->fr_lasti, &lasti) ||
+			    rd_int(f + L->fr_lineno, &lineno) || rd_ptr(f + L->fr_back, &prev))
+				return *bad = 1, n;
+			uint32_t id = frame_id(code, lasti, trace && lineno ? lineno : -1, bad);
+			if (*bad)
+				return n;
+			if (id) {
+				ids[n] = id;
+				entry[n++] = 1; /* 3.10 runs each Python frame in an eval call of its own */
+			}
+			f = prev;
+		}
+		return n;
+	}
+	if (L->cf_current != NO) {
+		uintptr_t cframe;
+		if (rd_ptr(ts + L->ts_frame, &cframe) || (cframe && rd_ptr(cframe + L->cf_current, &f)))
+			return *bad = 1, 0;
+	} else if (rd_ptr(ts + L->ts_frame, &f)) {
+		return *bad = 1, 0;
+	}
+	for (int hops = 0; f && n < max && hops < 4096; hops++) {
+		uint8_t owner = 0, is_entry = 2;
+		uintptr_t instr;
+		if (rd_ptr(f + L->if_code, &code) || rd_ptr(f + L->if_prev, &prev) ||
+		    (L->if_owner != NO && rd_u8(f + L->if_owner, &owner)))
+			return *bad = 1, n;
+		if (L->if_owner != NO && owner == CSTACK_OWNER) { /* an eval call's shim frame, not Python code */
+			f = prev;
+			continue;
+		}
+		if (!is_a(code, P.code_type)) {
+			if (L->minor >= 13 && code) { /* 3.13: f_executable may be None etc. for internal frames */
+				f = prev;
+				continue;
+			}
+			return *bad = 1, n;
+		}
+		if (rd_ptr(f + L->if_instr, &instr))
+			return *bad = 1, n;
+		if (L->if_entry != NO && rd_u8(f + L->if_entry, &is_entry))
+			return *bad = 1, n;
+		if (L->if_owner != NO) { /* entry: the frame below is an eval call's shim */
+			uint8_t pown = CSTACK_OWNER;
+			if (prev && rd_u8(prev + L->if_owner, &pown))
+				return *bad = 1, n;
+			is_entry = pown == CSTACK_OWNER;
+		}
+		intptr_t units = ((intptr_t)instr - (intptr_t)(code + P.code_base)) / 2;
+		uint32_t id = frame_id(code, units < -1 || units > INT32_MAX ? -1 : (int32_t)units, -1, bad);
+		if (*bad)
+			return n;
+		if (id) {
+			ids[n] = id;
+			entry[n++] = is_entry > 1 ? 2 : is_entry;
+		}
+		f = prev;
+	}
+	return n;
+}
+
+/* ---- exported ---- */
+
+int sp_pystack_walk(uint32_t *ids, uint8_t *entry, int max)
+{
+	pthread_once(&P.once, resolve);
+	if (!P.L || atomic_load_explicit(&P.off, memory_order_relaxed) || max <= 0)
+		return 0;
+	if (!P.is_init() || P.finalizing())
+		return 0;
+	uintptr_t ts = (uintptr_t)P.this_tstate();
+	if (!ts)
+		return 0; /* a thread that never ran Python */
+	int bad = 0, n;
+	pthread_mutex_lock(&P.lock);
+	n = walk(ts, ids, entry, max, &bad);
+	if (!bad && n > 0 && !P.trusted) {
+		P.trusted = 1;
+		close(P.pipe[0]);
+		close(P.pipe[1]);
+	}
+	pthread_mutex_unlock(&P.lock);
+	if (bad) {
+		atomic_store(&P.off, 1);
+		sp_warn_once("Python %s: its frames did not read as expected; no more Python frames in stacks", P.version);
+		return 0;
+	}
+	return n;
+}
+
+int sp_pystack_is_eval(uint64_t pc)
+{
+	return pc > P.eval_lo && pc <= P.eval_hi; /* a return address: the call is just before it */
+}
+
+uint32_t sp_pystack_merge(const uint64_t *native, const uint8_t *is_eval, uint32_t nn, const uint32_t *py,
+			  const uint8_t *entry, uint32_t np, uint64_t *out, uint32_t max)
+{
+	uint32_t n = 0, g = 0, evals = 0, seen = 0;
+	for (uint32_t i = 0; i < nn; i++)
+		evals += is_eval[i] != 0;
+	for (uint32_t i = 0; i < nn && n < max; i++) {
+		if (!is_eval[i] || g >= np) {
+			out[n++] = native[i];
+			continue;
+		}
+		seen++;
+		do /* this eval call's frames: up to its entry frame (unknown: one, or all at the last) */
+			out[n++] = SP_PYFRAME_TAG | py[g];
+		while (++g < np && n < max && (entry[g - 1] == 0 || (entry[g - 1] == 2 && seen == evals)));
+	}
+	while (g < np && n < max)
+		out[n++] = SP_PYFRAME_TAG | py[g++];
+	return n;
+}
+
+uint32_t sp_pyframe_intern(uint32_t file, uint32_t func, uint32_t line)
+{
+	if (!atomic_load_explicit(&P.count, memory_order_acquire) && !P.byid) { /* first use: map the table */
+		pthread_mutex_lock(&P.ftlock);
+		if (!P.byid) {
+			P.ftab = map(FRAME_SLOTS * sizeof(*P.ftab));
+			P.byid = P.ftab ? map(MAX_PYFRAMES * sizeof(*P.byid)) : NULL;
+		}
+		pthread_mutex_unlock(&P.ftlock);
+		if (!P.byid)
+			return 0;
+	}
+	uint64_t h = ((uint64_t)file * 0x9e3779b97f4a7c15ull ^ func) * 0xff51afd7ed558ccdull ^ line;
+	h ^= h >> 31;
+	uint32_t id = 0;
+	pthread_mutex_lock(&P.ftlock);
+	for (uint32_t k = 0; k < FRAME_SLOTS; k++) {
+		uint32_t *slot = &P.ftab[(h + k) & (FRAME_SLOTS - 1)];
+		if (*slot) {
+			const struct pyframe *f = &P.byid[*slot];
+			if (f->file == file && f->func == func && f->line == line) {
+				id = *slot;
+				break;
+			}
+			continue;
+		}
+		uint32_t next = atomic_load_explicit(&P.count, memory_order_relaxed) + 1;
+		if (next >= MAX_PYFRAMES)
+			break;
+		P.byid[next] = (struct pyframe){ file, func, line };
+		atomic_store_explicit(&P.count, next, memory_order_release);
+		*slot = id = next;
+		break;
+	}
+	pthread_mutex_unlock(&P.ftlock);
+	return id;
+}
+
+int sp_pyframe_lookup(void *ctx, uint32_t id, uint32_t *file, uint32_t *func, uint32_t *line)
+{
+	if (!id || id > atomic_load_explicit(&P.count, memory_order_acquire))
+		return -1;
+	*file = P.byid[id].file;
+	*func = P.byid[id].func;
+	*line = P.byid[id].line;
+	return 0;
+}
+
+const char *sp_pystack_version(void)
+{
+	return P.L ? P.version : NULL;
+}
