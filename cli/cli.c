@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* cli.c - what the subcommands of cli.h share in parsing their arguments: the messages for a
- * bad option and for arguments beyond those a command takes. Prints only to stderr. */
+ * bad option and for arguments beyond those a command takes, and the check that several traces
+ * come from one run. Prints only to stderr. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "trace/trace.h"
 
 void sp_cli_bad_option(const char *cmd, int c, int argc, char **argv)
 {
@@ -30,4 +33,65 @@ int sp_cli_operands(const char *cmd, int argc, char **argv, int min, int max)
 		return -1;
 	}
 	return argc - optind < min ? -1 : 0;
+}
+
+/* What one trace's header says about its run, for sp_cli_one_run. */
+struct run_of {
+	const char *path;
+	char run[64];           /* "" for a version-1 trace */
+	int rank, pid;
+	int group;              /* index of the first trace with the same run id */
+};
+
+/* Returns 0, or 1 after printing the runs found or the rank given twice. A trace that can't be
+ * opened is skipped here: the command's own reading reports it. */
+int sp_cli_one_run(const char *cmd, char *const *paths, size_t n)
+{
+	struct run_of *t = calloc(n ? n : 1, sizeof(*t));
+	size_t ngroups = 0;
+	char err[512];
+	int rc = 0;
+
+	if (!t)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		struct sp_trace_reader *r = sp_trace_open(paths[i], err, sizeof(err));
+		t[i] = (struct run_of){ .path = paths[i], .rank = -2, .group = -1 };
+		if (!r)
+			continue;
+		const struct sp_trace_meta *m = &sp_trace_header(r)->meta;
+		snprintf(t[i].run, sizeof(t[i].run), "%s", m->run_id);
+		t[i].rank = m->rank;
+		t[i].pid = m->pid;
+		sp_trace_close_reader(r);
+		for (size_t j = 0; j < i && t[i].group < 0; j++)
+			if (t[j].group >= 0 && !strcmp(t[j].run, t[i].run))
+				t[i].group = t[j].group;
+		if (t[i].group < 0)
+			t[i].group = (int)i, ngroups++;
+	}
+	if (ngroups > 1) {
+		fprintf(stderr, "stepprof %s: these traces come from %zu different runs; give the traces of one "
+				"run (one folder, stepprof-traces/RUN/):\n", cmd, ngroups);
+		for (size_t g = 0; g < n; g++) {
+			if (t[g].group != (int)g)
+				continue;
+			fprintf(stderr, "  run %s:", t[g].run[0] ? t[g].run : "(none: written before stepprof 0.2)");
+			for (size_t i = g; i < n; i++)
+				if (t[i].group == (int)g)
+					fprintf(stderr, " %s", t[i].path);
+			fputc('\n', stderr);
+		}
+		rc = 1;
+	}
+	for (size_t i = 0; i < n && !rc; i++)
+		for (size_t j = 0; j < i && !rc; j++)
+			if (t[i].group >= 0 && t[i].group == t[j].group && t[i].rank >= 0 && t[i].rank == t[j].rank) {
+				fprintf(stderr, "stepprof %s: %s and %s are both rank %d of run %s (a restarted "
+						"worker, or two runs without a run id?); give one trace per rank\n",
+					cmd, t[j].path, t[i].path, t[i].rank, t[i].run[0] ? t[i].run : "(none)");
+				rc = 1;
+			}
+	free(t);
+	return rc;
 }

@@ -29,6 +29,12 @@ void sp_cli_bad_option(const char *cmd, int c, int argc, char **argv);
  * argument 'X'" for the first extra one). */
 int sp_cli_operands(const char *cmd, int argc, char **argv, int min, int max);
 
+/* For commands that read several ranks' traces as one job (steps, convert --merge-ranks): checks
+ * that paths[0..n) come from one run (the same run id in their headers) and that no rank appears
+ * twice. Returns 0, or 1 (the inputs disagree: exit status 1) after printing to stderr which traces belong to which run (or which two
+ * claim the same rank). Unreadable files are left to the command. This function can't fail. */
+int sp_cli_one_run(const char *cmd, char *const *paths, size_t n);
+
 /* argv[0] of the stepprof binary as invoked (for locating the library beside it). */
 extern const char *sp_cli_argv0;
 

@@ -283,9 +283,12 @@ static int cmp_rank_in(const void *pa, const void *pb)
 
 /* --merge-ranks: the selected windows of every trace in one file on the wall clock. Windows with
  * the same id are written together, in rank order, after their NCCL calls are paired by
- * (comm, seq); memory is one window per trace. Returns 0, or 1 (message on stderr). */
+ * (comm, seq); memory is one window per trace. Returns 0, or 1 (message on stderr; also when the
+ * traces come from different runs). */
 static int merge_ranks(const struct convert_opts *o)
 {
+	if (sp_cli_one_run("convert", o->traces, (size_t)o->ntraces))
+		return 1;
 	struct rank_in *in = sp_xrealloc(NULL, (size_t)o->ntraces * sizeof(*in));
 	struct sp_nccl_match *m = sp_nccl_match_new();
 	struct sp_export x = { .ops = o->ops, .wall = 1, .match = m };

@@ -267,6 +267,12 @@ static void put_header(FILE *o, const struct sp_trace_header *h)
 	put_escaped(o, m->host);
 	fputs("\ncommand: ", o);
 	put_escaped(o, m->command);
+	if (h->version >= 2) {
+		fputs("\nrun_id: ", o);
+		put_escaped(o, m->run_id);
+		fputs("\nproducer: ", o);
+		put_escaped(o, m->producer);
+	}
 	fputc('\n', o);
 }
 

@@ -60,6 +60,8 @@ int sp_cmd_steps(int argc, char **argv)
 		return usage(stderr, 2);
 	char **paths = argv + optind;
 	size_t n = (size_t)(argc - optind);
+	if (n > 1 && sp_cli_one_run("steps", paths, n))
+		return 1;
 	struct sp_steps *s = calloc(n, sizeof(*s));
 	int *rank = calloc(n, sizeof(*rank));
 	if (!s || !rank)

@@ -18,6 +18,7 @@
 #include "trace.h"
 
 #define HEADER_V1_SIZE 376           /* bytes of the version-1 header */
+#define HEADER_V2_SIZE 472           /* version 2 appends run_id[64] and producer[32] */
 #define CHUNK_MAGIC 0x4b435053u      /* "SPCK" read as a little-endian u32 */
 #define CHUNK_HEADER_SIZE 16
 #define DEFAULT_CHUNK_BYTES (256u << 10)
@@ -584,11 +585,11 @@ static int check_header(const uint8_t *h, ssize_t n, uint64_t fsize, const char 
 struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_meta *meta,
 					sp_string_lookup_fn lookup, void *lookup_ctx, size_t chunk_bytes)
 {
-	uint8_t h[HEADER_V1_SIZE] = { 0 };
+	uint8_t h[HEADER_V2_SIZE] = { 0 };
 	memcpy(h, SP_TRACE_MAGIC, 8);
 	put_le(h + 8, SP_TRACE_VERSION, 2);
 	put_le(h + 10, SP_TRACE_MIN_VERSION, 2);
-	put_le(h + 12, HEADER_V1_SIZE, 4);
+	put_le(h + 12, HEADER_V2_SIZE, 4);
 	put_le(h + 16, meta->features, 8);
 	put_le(h + 24, (uint32_t)meta->pid, 4);
 	put_le(h + 28, (uint32_t)meta->rank, 4);
@@ -598,6 +599,8 @@ struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_
 	put_le(h + 48, meta->anchor_real_ns, 8);
 	memcpy(h + 56, meta->host, strnlen(meta->host, 63));
 	memcpy(h + 120, meta->command, strnlen(meta->command, 255));
+	memcpy(h + 376, meta->run_id, strnlen(meta->run_id, 63));
+	memcpy(h + 440, meta->producer, strnlen(meta->producer, 31));
 
 	struct sp_trace_writer *w = calloc(1, sizeof(*w));
 	if (!w)
@@ -767,7 +770,7 @@ int sp_trace_close(struct sp_trace_writer *w)
  * inside its header, or needs another reader version. */
 struct sp_trace_reader *sp_trace_open(const char *path, char *err, size_t errlen)
 {
-	uint8_t h[HEADER_V1_SIZE];
+	uint8_t h[HEADER_V2_SIZE];
 	struct stat st;
 	struct sp_trace_reader *r = NULL;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -796,6 +799,15 @@ struct sp_trace_reader *sp_trace_open(const char *path, char *err, size_t errlen
 	m->anchor_real_ns = get_le(h + 48, 8);
 	memcpy(m->host, h + 56, sizeof(m->host) - 1);
 	memcpy(m->command, h + 120, sizeof(m->command) - 1);
+	if (r->hdr.version >= 2 && r->hdr.header_size >= HEADER_V2_SIZE && n >= HEADER_V2_SIZE) {
+		memcpy(m->run_id, h + 376, sizeof(m->run_id) - 1);
+		memcpy(m->producer, h + 440, sizeof(m->producer) - 1);
+		/* hostile input: these are printed and compared, keep them to printable bytes */
+		for (char *p = m->run_id; *p; p++)
+			*p = *p > ' ' && *p < 0x7f ? *p : '?';
+		for (char *p = m->producer; *p; p++)
+			*p = *p >= ' ' && *p < 0x7f ? *p : '?';
+	}
 	r->off = r->hdr.header_size;
 	return r;
 fail:

@@ -13,7 +13,7 @@
 #include "event.h"
 
 #define SP_TRACE_MAGIC "STEPPROF"
-#define SP_TRACE_VERSION 1
+#define SP_TRACE_VERSION 2   /* 2: run id and producer version appended to the header */
 #define SP_TRACE_MIN_VERSION 1
 
 /* feature bits in the header: what the producer had switched on */
@@ -41,6 +41,9 @@ struct sp_trace_meta {
 	uint64_t anchor_real_ns;
 	char host[64];          /* NUL-terminated host name */
 	char command[256];      /* program command line, NUL-terminated, truncated */
+	/* version 2 (empty when reading a version-1 file) */
+	char run_id[64];        /* the run this process belongs to, shared by all its ranks */
+	char producer[32];      /* the writer's version, e.g. "stepprof 0.2.0" */
 };
 
 /* The decoded header, as the reader returns it. */

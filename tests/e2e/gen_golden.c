@@ -61,6 +61,8 @@ int main(int argc, char **argv)
 				   .anchor_real_ns = 1764000000000000000ull };
 	strcpy(m.host, "golden-host");
 	strcpy(m.command, "python train.py --steps 3");
+	strcpy(m.run_id, "20261126-103000-4240");
+	strcpy(m.producer, "stepprof golden");
 	struct sp_trace_writer *w = sp_trace_create(argv[1], &m, lookup, NULL, 0);
 	if (!w) {
 		perror(argv[1]);

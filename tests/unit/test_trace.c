@@ -20,7 +20,7 @@
 #include "trace/trace.h"
 #include "config/schedule.h"
 
-#define HDR 376
+#define HDR 472 /* the version-2 header */
 
 static const char *names[] = { NULL, "vec_add", "void gemm<float, 128>(float const*, float*, int)", "cudaLaunchKernel",
 			       "ncclAllReduce", "step", "nvtx-domain", "worker-0", "NVIDIA H100 80GB HBM3",
@@ -43,6 +43,8 @@ static struct sp_trace_meta meta(void)
 				   .anchor_real_ns = 1700000000123456789ull };
 	strcpy(m.host, "node-17");
 	strcpy(m.command, "python train.py --epochs 3");
+	strcpy(m.run_id, "20261126-103000-4242");
+	strcpy(m.producer, "stepprof test");
 	return m;
 }
 
@@ -473,10 +475,10 @@ static void test_versions(void **state)
 	path_of(bad, sizeof(bad), "ver2.sptrace");
 	write_file(path, ev, n, 0);
 
-	uint8_t v2[4] = { 2, 0, 2, 0 }; /* version 2, min_version 2 */
-	patch(path, bad, 8, v2, 4);
+	uint8_t v3[4] = { 3, 0, 3, 0 }; /* version 3, min_version 3 */
+	patch(path, bad, 8, v3, 4);
 	assert_null(sp_trace_open(bad, err, sizeof(err)));
-	assert_non_null(strstr(err, "version 2 needs a newer stepprof"));
+	assert_non_null(strstr(err, "version 3 needs a newer stepprof"));
 
 	uint8_t v0[4] = { 0, 0, 0, 0 };
 	patch(path, bad, 8, v0, 4);
@@ -499,8 +501,8 @@ static void test_versions(void **state)
 	FILE *a = fopen(path, "rb"), *b = fopen(bad, "wb");
 	uint8_t buf[1 << 16];
 	size_t len = fread(buf, 1, sizeof(buf), a);
-	uint8_t v3[8] = { 3, 0, 1, 0, (HDR + 24) & 0xff, (HDR + 24) >> 8, 0, 0 };
-	memcpy(buf + 8, v3, 8);
+	uint8_t v3l[8] = { 3, 0, 1, 0, (HDR + 24) & 0xff, (HDR + 24) >> 8, 0, 0 };
+	memcpy(buf + 8, v3l, 8);
 	fwrite(buf, 1, HDR, b);
 	memset(buf + len, 0xee, 24);
 	fwrite(buf + len, 1, 24, b);
@@ -516,6 +518,30 @@ static void test_versions(void **state)
 		assert_memory_equal(&got, &ev[i], sizeof(got));
 	}
 	assert_int_equal(sp_trace_next(r, &got), 0);
+	sp_trace_close_reader(r);
+
+	/* a version-1 file (376-byte header, no run id): still read, run id and producer empty */
+	a = fopen(path, "rb");
+	b = fopen(bad, "wb");
+	len = fread(buf, 1, sizeof(buf), a);
+	uint8_t v1[8] = { 1, 0, 1, 0, 376 & 0xff, 376 >> 8, 0, 0 };
+	memcpy(buf + 8, v1, 8);
+	fwrite(buf, 1, 376, b);
+	fwrite(buf + HDR, 1, len - HDR, b);
+	fclose(a);
+	fclose(b);
+	assert_non_null(r = sp_trace_open(bad, err, sizeof(err)));
+	assert_string_equal(sp_trace_header(r)->meta.host, "node-17");
+	assert_string_equal(sp_trace_header(r)->meta.run_id, "");
+	assert_string_equal(sp_trace_header(r)->meta.producer, "");
+	for (int i = 0; i < n; i++)
+		assert_int_equal(sp_trace_next(r, &got), 1);
+	assert_int_equal(sp_trace_next(r, &got), 0);
+	sp_trace_close_reader(r);
+	/* the version-2 file itself carries them */
+	assert_non_null(r = sp_trace_open(path, err, sizeof(err)));
+	assert_string_equal(sp_trace_header(r)->meta.run_id, "20261126-103000-4242");
+	assert_string_equal(sp_trace_header(r)->meta.producer, "stepprof test");
 	sp_trace_close_reader(r);
 }
 
