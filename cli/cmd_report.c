@@ -14,6 +14,8 @@ static int usage(FILE *f, int rc)
 	fprintf(f, "usage: stepprof report TRACE [--sort total|avg|calls|max|min|name] [--top N] [--window N|all]"
 			" [--wide] [--json]\n"
 			"  GPU kernel table of all recorded windows together (default) or of one window;\n"
+			"  --sort also takes torch's key_averages names (self_cuda_time_total, cuda_time_total,\n"
+			"  cuda_time, device_time_total, count);\n"
 			"  --top N rows (default %d, 0 = all), --wide: full kernel names, --json: everything as one\n"
 			"  JSON object (every kernel row)\n",
 		SP_REPORT_TOP);
@@ -49,7 +51,11 @@ int sp_cmd_report(int argc, char **argv)
 		case 's':
 			o.sort = sp_report_sort_parse(optarg);
 			if (o.sort < 0) {
-				fprintf(stderr, "stepprof report: unknown sort key '%s'\n", optarg);
+				fprintf(stderr, "stepprof report: unknown sort key '%s' (known: total, avg, calls, max, "
+						"min, name; torch's self_cuda_time_total, cuda_time_total, cuda_time, "
+						"device_time_total, count%s)\n", optarg,
+					strstr(optarg, "cpu") ? "; CPU operator time is not recorded: stepprof sees "
+								"CUDA calls and GPU work, not torch operators" : "");
 				return usage(stderr, 2);
 			}
 			break;

@@ -462,9 +462,21 @@ int sp_report_sort_parse(const char *s)
 	static const char *const keys[] = { [SP_SORT_TOTAL] = "total", [SP_SORT_AVG] = "avg",
 					    [SP_SORT_CALLS] = "calls", [SP_SORT_MAX] = "max",
 					    [SP_SORT_MIN] = "min", [SP_SORT_NAME] = "name" };
+	/* torch's key_averages().table(sort_by=...) names: a kernel has no children, so self and
+	 * total are the same; torch's cuda_time / device_time is the average */
+	static const struct { const char *torch; int key; } aliases[] = {
+		{ "self_cuda_time_total", SP_SORT_TOTAL }, { "cuda_time_total", SP_SORT_TOTAL },
+		{ "self_device_time_total", SP_SORT_TOTAL }, { "device_time_total", SP_SORT_TOTAL },
+		{ "cuda_time", SP_SORT_AVG }, { "device_time", SP_SORT_AVG },
+		{ "self_cuda_time", SP_SORT_AVG }, { "self_device_time", SP_SORT_AVG },
+		{ "count", SP_SORT_CALLS },
+	};
 	for (int i = 0; i < (int)(sizeof(keys) / sizeof(keys[0])); i++)
 		if (!strcmp(s, keys[i]))
 			return i;
+	for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
+		if (!strcmp(s, aliases[i].torch))
+			return aliases[i].key;
 	return -1;
 }
 

@@ -3,8 +3,10 @@
  * three chunks, a name reused across chunks and a name that needs escaping, call stacks (one
  * shared by two records, one the producer does not know), a snapshot and a peak allocation. Everything is fixed
  * (no clock, pid or host is read), so two runs with one zstd version give identical bytes.
- * Usage: gen_golden OUT.sptrace | gen_golden --zstd-version */
+ * Usage: gen_golden OUT.sptrace [RANK RUN_ID] | gen_golden --zstd-version
+ * (RANK and RUN_ID replace the golden's rank 1 and run id: the README walk's runs of two ranks) */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
 #include "trace/trace.h"
@@ -52,8 +54,8 @@ int main(int argc, char **argv)
 		puts(ZSTD_versionString());
 		return 0;
 	}
-	if (argc != 2) {
-		fprintf(stderr, "usage: gen_golden OUT.sptrace | gen_golden --zstd-version\n");
+	if (argc != 2 && argc != 4) {
+		fprintf(stderr, "usage: gen_golden OUT.sptrace [RANK RUN_ID] | gen_golden --zstd-version\n");
 		return 2;
 	}
 	struct sp_trace_meta m = { .features = SP_FEAT_KERNELS | SP_FEAT_MEMCPY | SP_FEAT_RUNTIME_API | SP_FEAT_NCCL,
@@ -63,6 +65,11 @@ int main(int argc, char **argv)
 	strcpy(m.command, "python train.py --steps 3");
 	strcpy(m.run_id, "20261126-103000-4240");
 	strcpy(m.producer, "stepprof golden");
+	if (argc == 4) {
+		m.rank = atoi(argv[2]);
+		m.pid += m.rank;
+		snprintf(m.run_id, sizeof(m.run_id), "%s", argv[3]);
+	}
 	struct sp_trace_writer *w = sp_trace_create(argv[1], &m, lookup, NULL, 0);
 	if (!w) {
 		perror(argv[1]);
