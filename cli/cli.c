@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "config/version.h"
+#include "export.h"
 #include "trace/trace.h"
 
 void sp_cli_bad_option(const char *cmd, int c, int argc, char **argv)
@@ -94,4 +96,10 @@ int sp_cli_one_run(const char *cmd, char *const *paths, size_t n)
 			}
 	free(t);
 	return rc;
+}
+
+void sp_cli_json_head(struct sp_out *x, const char *cmd)
+{
+	sp_out_printf(x, "\"schema\":\"stepprof.%s\",\"schema_version\":%d,\"stepprof_version\":\"%s\",", cmd,
+		      SP_JSON_SCHEMA_VERSION, SP_VERSION);
 }

@@ -35,6 +35,14 @@ int sp_cli_operands(const char *cmd, int argc, char **argv, int min, int max);
  * claim the same rank). Unreadable files are left to the command. This function can't fail. */
 int sp_cli_one_run(const char *cmd, char *const *paths, size_t n);
 
+/* Every JSON object the CLI writes starts with these members: "schema" ("stepprof.CMD"),
+ * "schema_version" (SP_JSON_SCHEMA_VERSION: bumped when a member changes meaning or goes away;
+ * new members may appear without a bump) and "stepprof_version". Writes them and a trailing
+ * comma after the object's opening brace. This function can't fail. */
+#define SP_JSON_SCHEMA_VERSION 1
+struct sp_out;
+void sp_cli_json_head(struct sp_out *x, const char *cmd);
+
 /* argv[0] of the stepprof binary as invoked (for locating the library beside it). */
 extern const char *sp_cli_argv0;
 

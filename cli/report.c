@@ -8,6 +8,7 @@
 #include "format.h"
 #include "memtl.h"
 #include "nccl.h"
+#include "cli.h"
 #include "report.h"
 #include "export.h"
 #include "steps.h"
@@ -378,8 +379,14 @@ static void print_json(const struct report *rep, const char *path, const struct 
 	size_t n;
 	uint32_t *rows = sorted_kernels(rep, o->sort, &n);
 
-	sp_out_puts(x, "{\"trace\":");
+	sp_out_puts(x, "{");
+	sp_cli_json_head(x, "report");
+	sp_out_puts(x, "\"trace\":");
 	sp_out_json_str(x, path);
+	sp_out_puts(x, ",\"run_id\":");
+	sp_out_json_str(x, h->meta.run_id);
+	sp_out_puts(x, ",\"producer\":");
+	sp_out_json_str(x, h->meta.producer);
 	sp_out_puts(x, ",\"host\":");
 	sp_out_json_str(x, h->meta.host);
 	sp_out_printf(x, ",\"rank\":%d,\"world_size\":%d,\"pid\":%d,\"window\":", h->meta.rank, h->meta.world_size,
@@ -445,7 +452,9 @@ static void print_json(const struct report *rep, const char *path, const struct 
 		algbw < 0 || factor < 0 ? sp_out_puts(x, ",\"busbw_gbps\":null}")
 					: sp_out_printf(x, ",\"busbw_gbps\":%.3f}", algbw * factor);
 	}
-	sp_out_puts(x, "],\n\"findings\":[");
+	sp_out_puts(x, "],\n\"allocation_sites\":");
+	sp_stackagg_sites_json(&rep->sites, path, rep->r, x);
+	sp_out_puts(x, ",\n\"findings\":[");
 	char f[FINDINGS_MAX][FINDING_LEN];
 	n = findings(rep, f);
 	for (size_t i = 0; i < n; i++) {
