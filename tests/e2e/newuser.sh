@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# newuser.sh - the first hour of a new user, without a GPU: one run is one folder (stepprof run
+# gives every process it starts one run id; steps and convert --merge-ranks refuse traces of two
+# runs), `stepprof run` blames a command it cannot start and not the schedule, --version agrees
+# with config/version.h and the trace header, `make install PREFIX=...` gives a working binary,
+# man page, completion and docs, `make help` answers, and the demo works without a GPU from the
+# source tree and from a dist folder alone. Exits non-zero on failure.
+set -u
+B=${SP_BUILD:?} R=${SP_ROOT:?}
+SP=$B/stepprof
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+for v in $(compgen -e | grep '^STEPPROF_'); do unset "$v"; done
+unset LD_PRELOAD SLURM_JOB_ID TORCHELASTIC_RUN_ID PMIX_NAMESPACE
+failed=0
+ok() { # ok DESCRIPTION TEST...
+	local what=$1
+	shift
+	if "$@"; then echo "ok   $what"; else echo "FAIL $what"; failed=1; fi
+}
+cd "$T" || exit 1
+asan=$(ldd "$B/libstepprof.so" 2>/dev/null | awk '/libasan/ {print $3}')
+[ -n "$asan" ] && export LD_PRELOAD=$asan ASAN_OPTIONS=detect_leaks=0
+
+# --- one run, one folder -------------------------------------------------------------------------
+"$SP" run -- sh -c 'echo "$STEPPROF_RUN_ID"; sh -c "echo \$STEPPROF_RUN_ID"' >ids.txt 2>run.err
+ok "stepprof run: every process it starts shares one run id" [ "$(sort -u ids.txt | wc -l)" = 1 ]
+ok "the run id is DATE-TIME-PID of stepprof run" grep -Eqx '[0-9]{8}-[0-9]{6}-[0-9]+' ids.txt
+STEPPROF_RUN_ID=mine "$SP" run -- sh -c 'echo "$STEPPROF_RUN_ID"' >ids2.txt 2>/dev/null
+ok "a run id the user set is kept" grep -qx mine ids2.txt
+"$SP" run -- nosuchcommand-xyz >nx.out 2>nx.err
+rc=$?
+ok "run -- nosuchcmd: exit 127" [ "$rc" = 127 ]
+ok "run -- nosuchcmd: says it cannot run it" grep -qF "stepprof run: cannot run 'nosuchcommand-xyz': No such file or directory" nx.err
+ok "run -- nosuchcmd: does not blame the schedule" bash -c '! grep -q schedule nx.err'
+"$SP" run -c /nonexistent.ini -o x -- true 2>c.err
+ok "run -c/-o short options (a missing config is named)" grep -qF "/nonexistent.ini" c.err
+G=$B/tests/e2e/gen_golden
+mkdir a b
+"$G" a/rank0.h.1.sptrace 0 run-a && "$G" a/rank1.h.2.sptrace 1 run-a
+"$G" b/rank0.h.3.sptrace 0 run-b && "$G" b/rank1.h.4.sptrace 1 run-b
+"$SP" steps a/*.sptrace >s1.out 2>s1.err
+ok "steps on one run's ranks works" [ $? = 0 ]
+"$SP" steps a/*.sptrace b/*.sptrace >s2.out 2>s2.err
+rc=$?
+ok "steps on two runs: refused (exit 1)" [ "$rc" = 1 ]
+ok "steps on two runs: says which trace is which run" bash -c 'grep -q "come from 2 different runs" s2.err && grep -q "run run-a: a/rank0.h.1.sptrace a/rank1.h.2.sptrace" s2.err && grep -q "run run-b: b/rank0.h.3.sptrace b/rank1.h.4.sptrace" s2.err'
+ok "steps on two runs: prints no table" [ ! -s s2.out ]
+"$SP" convert --merge-ranks -o m.json a/rank0.h.1.sptrace b/rank1.h.4.sptrace 2>m.err
+ok "convert --merge-ranks on two runs: refused (exit 1)" [ $? = 1 ]
+ok "convert --merge-ranks on two runs: names them" grep -q "come from 2 different runs" m.err
+"$G" a/rank0.h.9.sptrace 0 run-a
+"$SP" steps a/*.sptrace >/dev/null 2>d.err
+ok "the same rank twice in one run: refused" grep -q "both rank 0 of run run-a" d.err
+
+# --- version -------------------------------------------------------------------------------------
+v=$(sed -n 's/^#define SP_VERSION "\(.*\)"/\1/p' "$R/config/version.h")
+ok "stepprof --version prints config/version.h's version" grep -q "^stepprof $v " <("$SP" --version)
+ok "report --json carries it" grep -q "\"stepprof_version\":\"$v\"" <("$SP" report a/rank0.h.1.sptrace --json)
+ok "dump shows the header's run id" grep -qx "run_id: run-a" <("$SP" dump a/rank0.h.1.sptrace)
+
+# --- make help, install, man, completion -----------------------------------------------------------
+MK="make --no-print-directory -s -C $R O=$B"
+unset MAKEFLAGS MFLAGS MAKELEVEL
+$MK help >help.out 2>&1
+ok "make help lists install and demo" bash -c "grep -q 'make install' help.out && grep -q 'make demo' help.out"
+$MK install PREFIX="$T/inst" >inst.log 2>&1
+ok "make install PREFIX=...: exit 0" [ $? = 0 ] || cat inst.log
+ok "installed stepprof --version" grep -q "^stepprof $v " <("$T/inst/bin/stepprof" --version)
+ok "installed stepprof finds its library (run)" bash -c "'$T/inst/bin/stepprof' run -- sh -c 'case \$LD_PRELOAD in *$T/inst/lib/libstepprof*) exit 0;; esac; exit 1' 2>/dev/null"
+ok "man stepprof (PATH-derived manpath)" bash -c "PATH='$T/inst/bin':\$PATH MANPATH= MANWIDTH=80 man stepprof 2>/dev/null | grep -q 'profile unmodified GPU programs'"
+ok "the man page documents every command's options" bash -c "PATH='$T/inst/bin':\$PATH MANPATH= MANWIDTH=200 man stepprof 2>/dev/null | grep -q -- '--merge-ranks'"
+ok "docs and recipes installed" test -s "$T/inst/share/doc/stepprof/RECIPES.md" -a -s "$T/inst/share/doc/stepprof/recipes/a4s.ini" -a -s "$T/inst/share/doc/stepprof/LICENSE"
+ok "bash completion completes commands" bash -c "source '$T/inst/share/bash-completion/completions/stepprof'; PATH='$T/inst/bin':\$PATH; COMP_WORDS=(stepprof rep); COMP_CWORD=1; _stepprof; [ \"\${COMPREPLY[*]}\" = report ]"
+ok "bash completion completes options from --help" bash -c "source '$T/inst/share/bash-completion/completions/stepprof'; PATH='$T/inst/bin':\$PATH; COMP_WORDS=(stepprof convert --merge-r); COMP_CWORD=2; _stepprof; [ \"\${COMPREPLY[*]}\" = --merge-ranks ]"
+$MK uninstall PREFIX="$T/inst" >/dev/null 2>&1
+ok "make uninstall removes it" test ! -e "$T/inst/bin/stepprof" -a ! -e "$T/inst/share/doc/stepprof"
+
+# --- the demo without a GPU ---------------------------------------------------------------------------
+if [ -e /dev/nvidia0 ] || nvidia-smi -L >/dev/null 2>&1; then
+	echo "note: this machine has a GPU: the no-GPU demo checks are not run here"
+else
+	(cd "$R" && scripts/demo.sh "$B") >demo.out 2>&1
+	ok "demo without a GPU: exit 0" [ $? = 0 ]
+	ok "demo without a GPU: says so" grep -q "has no NVIDIA GPU" demo.out
+	ok "demo without a GPU: shows a report" grep -q "^Name .* Calls .* Total" demo.out
+	(cd "$R" && scripts/make-dist.sh "$B" "$T/dist/stepprof") >dist.log 2>&1
+	ok "make-dist.sh into a scratch folder" [ $? = 0 ] || cat dist.log
+	mv "$T/dist/stepprof" "$T/moved" # from the dist folder alone, wherever it lies
+	"$T/moved/share/stepprof/demo.sh" >ddemo.out 2>&1
+	rc=$?
+	ok "dist demo without a GPU: exit 0" [ "$rc" = 0 ]
+	ok "dist demo without a GPU: a report" grep -q "^Name .* Calls" ddemo.out
+	ok "dist has the docs the messages point to" test -s "$T/moved/share/doc/stepprof/CONFIG.md" -a -s "$T/moved/share/man/man1/stepprof.1"
+fi
+[ "$failed" = 0 ] && echo "newuser: ok"
+exit $failed
