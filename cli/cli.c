@@ -3,6 +3,7 @@
  * bad option and for arguments beyond those a command takes, and the check that several traces
  * come from one run. Prints only to stderr. */
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,24 @@ int sp_cli_operands(const char *cmd, int argc, char **argv, int min, int max)
 		return -1;
 	}
 	return argc - optind < min ? -1 : 0;
+}
+
+int sp_cli_window(const char *cmd, const char *arg, long long *window)
+{
+	char *end;
+	long long v;
+
+	if (!strcmp(arg, "all")) {
+		*window = -1;
+		return 0;
+	}
+	v = strtoll(arg, &end, 10);
+	if (*arg < '0' || *arg > '9' || *end || v < 0 || v > UINT32_MAX) {
+		fprintf(stderr, "stepprof %s: --window wants a window id or 'all', not '%s'\n", cmd, arg);
+		return -1;
+	}
+	*window = v;
+	return 0;
 }
 
 /* What one trace's header says about its run, for sp_cli_one_run. */

@@ -35,6 +35,11 @@ int sp_cli_operands(const char *cmd, int argc, char **argv, int min, int max);
  * claim the same rank). Unreadable files are left to the command. This function can't fail. */
 int sp_cli_one_run(const char *cmd, char *const *paths, size_t n);
 
+/* --window ARG, the same in every command: a window id (0, 1, ...) or "all" (-1: every window).
+ * Returns 0 with *window set, or -1 after "stepprof CMD: --window wants a window id or 'all',
+ * not 'ARG'" on stderr (*window unchanged). */
+int sp_cli_window(const char *cmd, const char *arg, long long *window);
+
 /* Every JSON object the CLI writes starts with these members: "schema" ("stepprof.CMD"),
  * "schema_version" (SP_JSON_SCHEMA_VERSION: bumped when a member changes meaning or goes away;
  * new members may appear without a bump) and "stepprof_version". Writes them and a trailing

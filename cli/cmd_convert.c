@@ -110,9 +110,9 @@ struct rank_in {                /* one trace of --merge-ranks */
 /* Prints the usage to f and returns rc. */
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof convert TRACE [-o OUT[.json|.json.gz]] [--merge] [--wall] [--window N]"
+	fprintf(f, "usage: stepprof convert TRACE [-o OUT[.json|.json.gz]] [--merge] [--wall] [--window N|all]"
 			" [--steps A[-B]] [--format chrome]\n"
-			"       stepprof convert --merge-ranks -o OUT[.json|.json.gz] [--window N] [--steps A[-B]]"
+			"       stepprof convert --merge-ranks -o OUT[.json|.json.gz] [--window N|all] [--steps A[-B]]"
 			" TRACE TRACE ...\n"
 			"  writes OUT.w<ID>.json per recorded window (OUT defaults to TRACE without .sptrace);\n"
 			"  --steps: only those steps (A-B, A- or A) of each window, with the GPU work they launched;\n"
@@ -190,11 +190,8 @@ static int parse(int argc, char **argv, struct convert_opts *o)
 			o->out = optarg;
 			break;
 		case 'w':
-			o->window = strtoll(optarg, &end, 10);
-			if (*end || o->window < 0 || end == optarg) {
-				fprintf(stderr, "stepprof convert: --window wants a window id, not '%s'\n", optarg);
+			if (sp_cli_window("convert", optarg, &o->window) < 0)
 				return usage(stderr, 2);
-			}
 			break;
 		case 's':
 			o->steps = 1;

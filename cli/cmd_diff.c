@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd_diff.c - `stepprof diff BASE NEW [--window N] [--top N]`: what changed between two traces
+/* cmd_diff.c - `stepprof diff BASE NEW [--window N|all] [--top N]`: what changed between two traces
  * (two runs, two commits, two ranks): kernel time per recorded step by kernel name, largest change
  * first, and the median step time of each. Per step, so windows of different lengths compare. */
 #include <getopt.h>
@@ -136,10 +136,11 @@ static void print_diff(const struct side *s, const char *const *path, int top, F
 	}
 	sp_sort(rows, n, sizeof(*rows), cmp_delta);
 	double k0 = s[0].total / steps[0], k1 = s[1].total / steps[1];
-	fprintf(out, "base %s: %zu steps, median step %s, kernel time %s per step\n", path[0], s[0].steps.n,
+	fprintf(out, "base %s: %zu step%s, median step %s, kernel time %s per step\n", path[0], s[0].steps.n,
+		sp_plural(s[0].steps.n),
 		sp_fmt_ns(t[0], 32, med[0]), sp_fmt_ns(t[1], 32, (uint64_t)(k0 + 0.5)));
-	fprintf(out, "new  %s: %zu steps, median step %s (%+.1f%%), kernel time %s per step (%+.1f%%)\n\n", path[1],
-		s[1].steps.n, sp_fmt_ns(t[0], 32, med[1]), med[0] ? 100.0 * ((double)med[1] - med[0]) / med[0] : 0.0,
+	fprintf(out, "new  %s: %zu step%s, median step %s (%+.1f%%), kernel time %s per step (%+.1f%%)\n\n", path[1],
+		s[1].steps.n, sp_plural(s[1].steps.n), sp_fmt_ns(t[0], 32, med[1]), med[0] ? 100.0 * ((double)med[1] - med[0]) / med[0] : 0.0,
 		sp_fmt_ns(t[1], 32, (uint64_t)(k1 + 0.5)), k0 > 0 ? 100.0 * (k1 - k0) / k0 : 0.0);
 	fprintf(out, "%-*s %10s %10s %12s %12s %12s %8s\n", SP_DIFF_NAME_WIDTH, "Kernel (per step)", "Calls base",
 		"Calls new", "Time base", "Time new", "Delta", "Delta %");
@@ -163,7 +164,7 @@ static void print_diff(const struct side *s, const char *const *path, int top, F
 
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof diff BASE NEW [--window N] [--top N]\n"
+	fprintf(f, "usage: stepprof diff BASE NEW [--window N|all] [--top N]\n"
 		   "  kernel time per recorded step by kernel name, BASE vs NEW, largest change first\n"
 		   "  (default %d rows, 0 = all); --window N compares that window of each trace\n", DIFF_TOP);
 	return rc;
@@ -189,14 +190,16 @@ int sp_cmd_diff(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'w':
+			if (sp_cli_window("diff", optarg, &window) < 0)
+				return usage(stderr, 2);
+			break;
 		case 't':
 			v = strtoll(optarg, &end, 10);
 			if (!*optarg || *end || v < 0) {
-				fprintf(stderr, "stepprof diff: %s wants a number >= 0, not '%s'\n",
-					c == 't' ? "--top" : "--window", optarg);
+				fprintf(stderr, "stepprof diff: --top wants a number >= 0, not '%s'\n", optarg);
 				return usage(stderr, 2);
 			}
-			*(c == 't' ? &top : &window) = v;
+			top = v;
 			break;
 		case 'h':
 			return usage(stdout, 0);

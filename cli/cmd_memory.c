@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd_memory.c - `stepprof memory TRACE [-o OUT.html] [--window N]`: the memory timeline page
+/* cmd_memory.c - `stepprof memory TRACE [-o OUT.html] [--window N|all]`: the memory timeline page
  * of every recorded window (or one) and a short text summary of each on stdout (memtl.h). */
 #include <getopt.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof memory TRACE [-o OUT.html] [--window N]\n"
+	fprintf(f, "usage: stepprof memory TRACE [-o OUT.html] [--window N|all]\n"
 		   "  writes a self-contained HTML page of live GPU and host memory per recorded window\n"
 		   "  (default OUT: TRACE without .sptrace, plus .memory.html) and prints each window's peaks\n");
 	return rc;
@@ -29,7 +29,7 @@ int sp_cmd_memory(int argc, char **argv)
 		{ 0 }
 	};
 	const char *trace, *out = NULL;
-	char *def = NULL, *end, err[512];
+	char *def = NULL, err[512];
 	long long window = -1;
 	int c;
 
@@ -41,11 +41,8 @@ int sp_cmd_memory(int argc, char **argv)
 			out = optarg;
 			break;
 		case 'w':
-			window = strtoll(optarg, &end, 10);
-			if (!*optarg || *end || window < 0) {
-				fprintf(stderr, "stepprof memory: --window wants a window id, not '%s'\n", optarg);
+			if (sp_cli_window("memory", optarg, &window) < 0)
 				return usage(stderr, 2);
-			}
 			break;
 		case 'h':
 			return usage(stdout, 0);

@@ -67,14 +67,8 @@ int sp_cmd_report(int argc, char **argv)
 			o.top = (int)v;
 			break;
 		case 'w':
-			if (!strcmp(optarg, "all"))
-				o.window = -1;
-			else if (number(optarg, &v))
-				o.window = v;
-			else {
-				fprintf(stderr, "stepprof report: --window wants a window id or 'all', not '%s'\n", optarg);
+			if (sp_cli_window("report", optarg, &o.window) < 0)
 				return usage(stderr, 2);
-			}
 			break;
 		case 'W':
 			o.wide = 1;

@@ -59,8 +59,9 @@ static void print_table(const struct sp_schedule *s, int64_t first, int64_t step
 	}
 	fprintf(stderr, "%s\n", nwin ? "" : " none");
 	if (s->repeat == 0)
-		fprintf(stderr, "# repeat = 0: the cycle of %lld steps goes on forever\n",
-			(long long)(s->wait + s->warmup + s->active));
+		fprintf(stderr, "# repeat = 0: the cycle of %lld step%s goes on forever\n",
+			(long long)(s->wait + s->warmup + s->active),
+			s->wait + s->warmup + s->active == 1 ? "" : "s");
 	else {
 		int64_t lo = 0, hi = INT64_MAX; /* the first step that is done: done() only turns on */
 		while (lo < hi) {

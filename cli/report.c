@@ -173,7 +173,7 @@ static void print_kernels(const struct report *rep, const struct sp_report_opts 
 			n - shown == 1 ? "" : "s", sp_fmt_ns(t[0], 32, rest), total ? 100.0 * rest / total : 0);
 	fprintf(out, "%-*s %8llu %12s %12s %12s %12s %6.1f%%\n", width, "Total", (unsigned long long)calls,
 		sp_fmt_ns(t[0], 32, total), "", "", "", 100.0);
-	fprintf(out, "%zu kernel names, %llu kernels, %s of kernel time\n", n, (unsigned long long)calls,
+	fprintf(out, "%zu kernel name%s, %llu kernel%s, %s of kernel time\n", n, sp_plural(n), (unsigned long long)calls, sp_plural(calls),
 		sp_fmt_ns(t[0], 32, total));
 	free(rows);
 }
@@ -185,9 +185,9 @@ static void print_windows(const struct report *rep, FILE *out)
 	for (size_t i = 0; i < rep->nw; i++) {
 		const struct wsum *s = &rep->w[i];
 		uint64_t dur = s->w.t1 > s->w.t0 ? s->w.t1 - s->w.t0 : 0;
-		fprintf(out, "Window %u: steps %lld-%lld (%llu step%s), %s, %llu kernels, GPU busy %.1f%%", s->w.id,
+		fprintf(out, "Window %u: steps %lld-%lld (%llu step%s), %s, %llu kernel%s, GPU busy %.1f%%", s->w.id,
 			(long long)s->w.first_step, (long long)s->w.last_step, (unsigned long long)s->steps,
-			s->steps == 1 ? "" : "s", sp_fmt_ns(t, sizeof(t), dur), (unsigned long long)s->kernels,
+			s->steps == 1 ? "" : "s", sp_fmt_ns(t, sizeof(t), dur), (unsigned long long)s->kernels, sp_plural(s->kernels),
 			dur ? 100.0 * s->busy / dur : 0);
 		if (s->w.capped)
 			fprintf(out, ", capped");
@@ -341,7 +341,8 @@ static size_t findings(const struct report *rep, char (*f)[FINDING_LEN])
 		drops += rep->dropped[i];
 	if (drops) {
 		char *p = f[n++], *end = p + FINDING_LEN;
-		p += snprintf(p, end - p, "%llu records were lost:", (unsigned long long)drops);
+		p += snprintf(p, end - p, "%llu record%s lost:", (unsigned long long)drops,
+			      drops == 1 ? " was" : "s were");
 		if (rep->dropped[SP_DROP_RING])
 			p += snprintf(p, end - p, " %llu to full per-thread rings (raise [limits] ring_events);",
 				      (unsigned long long)rep->dropped[SP_DROP_RING]);
@@ -531,9 +532,9 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 			fprintf(out, "rank %d of %d, ", h->meta.rank, h->meta.world_size);
 		fprintf(out, "pid %d\n", h->meta.pid);
 		if (o->window >= 0)
-			fprintf(out, "Window %lld of %d windows\n\n", o->window, seen);
+			fprintf(out, "Window %lld of %d window%s\n\n", o->window, seen, sp_plural((uint64_t)seen));
 		else
-			fprintf(out, "All %zu window%s aggregated\n\n", rep.nw, rep.nw == 1 ? "" : "s");
+			fprintf(out, rep.nw == 1 ? "1 window\n\n" : "All %zu windows aggregated\n\n", rep.nw);
 		print_kernels(&rep, o, out);
 		fprintf(out, "\nDropped records: %llu (cupti: %llu, ring_full: %llu, window_cap: %llu, late: %llu)\n",
 			(unsigned long long)(rep.dropped[SP_DROP_CUPTI] + rep.dropped[SP_DROP_RING] +
