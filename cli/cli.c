@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include "cli.h"
 #include "config/version.h"
 #include "export.h"
@@ -121,4 +123,57 @@ void sp_cli_json_head(struct sp_out *x, const char *cmd)
 {
 	sp_out_printf(x, "\"schema\":\"stepprof.%s\",\"schema_version\":%d,\"stepprof_version\":\"%s\",", cmd,
 		      SP_JSON_SCHEMA_VERSION, SP_VERSION);
+}
+
+const char *sp_cli_cmd = "";
+
+/* Progress line state: one line for the whole process. */
+static struct {
+	struct timespec start;  /* first call */
+	double last;            /* seconds since start of the last print */
+	unsigned calls;
+	int shown;              /* a line is on the terminal */
+	int tty;                /* -1 unknown, 0 no, 1 stderr is a terminal */
+	double after;           /* seconds before the first line: 1, or $STEPPROF_PROGRESS_AFTER (tests) */
+} prog = { .tty = -1, .after = 1.0 };
+
+static double since_start(void)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - prog.start.tv_sec) + (now.tv_nsec - prog.start.tv_nsec) / 1e9;
+}
+
+static void progress_erase(void)
+{
+	if (prog.shown)
+		fputs("\r\033[K", stderr);
+	prog.shown = 0;
+}
+
+void sp_cli_progress(const struct sp_trace_reader *r)
+{
+	uint64_t done, total;
+	double t;
+
+	if (prog.tty < 0) {
+		const char *after = getenv("STEPPROF_PROGRESS_AFTER");
+		prog.tty = isatty(STDERR_FILENO) && !getenv("STEPPROF_NO_PROGRESS");
+		if (after && *after)
+			prog.after = atof(after);
+		clock_gettime(CLOCK_MONOTONIC, &prog.start);
+		if (prog.tty)
+			atexit(progress_erase);
+	}
+	if (!prog.tty || prog.calls++ % 4096)
+		return;
+	t = since_start();
+	if (t < prog.after || (prog.shown && t - prog.last < 0.2))
+		return;
+	prog.last = t;
+	sp_trace_progress(r, &done, &total);
+	fprintf(stderr, "\r\033[Kstepprof %s: reading the trace: %.0f%% of %.2f%s", sp_cli_cmd,
+		total ? 100.0 * (double)done / (double)total : 0.0,
+		(double)total / (total >= (1u << 30) ? (1u << 30) : (1u << 20)), total >= (1u << 30) ? "GiB" : "MiB");
+	prog.shown = 1;
 }

@@ -48,6 +48,17 @@ int sp_cli_window(const char *cmd, const char *arg, long long *window);
 struct sp_out;
 void sp_cli_json_head(struct sp_out *x, const char *cmd);
 
+/* A progress line on stderr for long reads: call it as reading goes (it looks at the clock only
+ * every 4096 calls). Only when stderr is a terminal, and only once the command has run for more
+ * than a second: "\rstepprof CMD: reading the trace: 43% of 1.20GiB", at most 5 times a second; the
+ * line is erased when the command exits. STEPPROF_NO_PROGRESS=1 turns it off;
+ * STEPPROF_PROGRESS_AFTER=SECONDS changes the one second (tests). This function can't fail. */
+struct sp_trace_reader;
+void sp_cli_progress(const struct sp_trace_reader *r);
+
+/* The running command's name, for messages (set by main). */
+extern const char *sp_cli_cmd;
+
 /* argv[0] of the stepprof binary as invoked (for locating the library beside it). */
 extern const char *sp_cli_argv0;
 

@@ -330,8 +330,10 @@ int sp_cmd_dump(int argc, char **argv)
 	put_header(d.out, h);
 	struct sp_event ev;
 	int rc;
-	while ((rc = sp_trace_next(d.r, &ev)) == 1)
+	while ((rc = sp_trace_next(d.r, &ev)) == 1) {
+		sp_cli_progress(d.r);
 		put_event(&d, &ev);
+	}
 	if (rc == 0 && sp_trace_truncated(d.r))
 		fputs("# truncated\n", d.out);
 	sp_idset_free(&d.stacks);

@@ -57,8 +57,10 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		if (!strcmp(argv[1], cmds[i].name))
+		if (!strcmp(argv[1], cmds[i].name)) {
+			sp_cli_cmd = cmds[i].name;
 			return cmds[i].fn(argc - 1, argv + 1);
+		}
 	fprintf(stderr, "stepprof: unknown command '%s'\n", argv[1]);
 	usage(stderr);
 	return 2;

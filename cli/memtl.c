@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli.h"
 #include "format.h"
 #include "memtl.h"
 #include "windows.h"
@@ -338,6 +339,7 @@ int sp_memtl_next(struct sp_memtl_reader *m, const struct sp_memtl **w)
 
 	while (!m->done) {
 		int rc = sp_trace_next(m->r, &ev);
+		sp_cli_progress(m->r);
 		if (rc <= 0 || ev.kind == SP_EV_WINDOW_BEGIN) {
 			struct sp_memtl next = { .t1 = UINT64_MAX };
 			int had = m->have_cur;

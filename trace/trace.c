@@ -818,6 +818,14 @@ fail:
 }
 
 /* This function can't fail. */
+void sp_trace_progress(const struct sp_trace_reader *r, uint64_t *done, uint64_t *total)
+{
+	struct stat st;
+	*done = r->off;
+	*total = fstat(r->fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* This function can't fail. */
 const struct sp_trace_header *sp_trace_header(const struct sp_trace_reader *r)
 {
 	return &r->hdr;

@@ -106,6 +106,9 @@ const char *sp_trace_string(const struct sp_trace_reader *r, uint32_t id);
  * if the file has not defined it so far or defined it empty. Valid until the reader is closed.
  * This function can't fail. */
 const uint64_t *sp_trace_stack(const struct sp_trace_reader *r, uint32_t id, uint32_t *n);
+/* How far reading has got, for a progress line: *done = bytes up to the end of the current chunk,
+ * *total = the file's size now. This function can't fail (*total = 0 if fstat fails). */
+void sp_trace_progress(const struct sp_trace_reader *r, uint64_t *done, uint64_t *total);
 /* 1 if the file ended inside a chunk (cut short), else 0. */
 int sp_trace_truncated(const struct sp_trace_reader *r);
 const char *sp_trace_error(const struct sp_trace_reader *r);

@@ -54,6 +54,29 @@ ok "convert --merge-ranks on two runs: names them" grep -q "come from 2 differen
 "$SP" steps a/*.sptrace >/dev/null 2>d.err
 ok "the same rank twice in one run: refused" grep -q "both rank 0 of run run-a" d.err
 
+# --- progress line: on a terminal only, after a second (here: at once), erased at the end ---------
+if command -v script >/dev/null; then
+	STEPPROF_PROGRESS_AFTER=0 script -qec "'$SP' report a/rank0.h.1.sptrace >/dev/null" /dev/null >pty.out 2>&1
+	ok "progress line on a terminal" grep -q "stepprof report: reading the trace: [0-9]*% of" pty.out
+	ok "progress line erased at exit" bash -c "tail -c 4 pty.out | od -c | grep -q '033   \[   K'"
+	STEPPROF_PROGRESS_AFTER=0 "$SP" report a/rank0.h.1.sptrace >/dev/null 2>np.err
+	ok "no progress line when stderr is not a terminal" [ ! -s np.err ]
+else
+	echo "FAIL script(1) (bsdutils) is missing: the progress line is not tested"
+	failed=1
+fi
+
+# --- stacks on a trace recorded without stacks: says so, exit 1 (not an empty success) ----------
+SP_WRITE_NCCL_SAMPLE=$T "$B/tests/test_nccl" >/dev/null 2>&1
+"$SP" stacks rank0.sptrace -o st.folded >st.out 2>st.err
+ok "stacks without stacks: exit 1" [ $? = 1 ]
+ok "stacks without stacks: says why" grep -q "holds no call stacks: it was recorded without \[activities\] stacks = true" st.err
+ok "stacks without stacks: no empty file left" [ ! -e st.folded ]
+
+# --- diff --json -----------------------------------------------------------------------------------
+"$SP" diff a/rank0.h.1.sptrace b/rank0.h.3.sptrace --json >diff.json
+ok "diff --json: a JSON object with schema and rows" python3 -c 'import json; d = json.load(open("diff.json")); assert d["schema"] == "stepprof.diff" and d["schema_version"] >= 1 and len(d["kernels"]) == 2 and d["base"]["steps"] == 2, d'
+
 # --- version -------------------------------------------------------------------------------------
 v=$(sed -n 's/^#define SP_VERSION "\(.*\)"/\1/p' "$R/config/version.h")
 ok "stepprof --version prints config/version.h's version" grep -q "^stepprof $v " <("$SP" --version)
