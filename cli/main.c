@@ -15,7 +15,7 @@ static const struct {
 	const char *help;
 } cmds[] = {
 	{ "run", sp_cmd_run, "run [-c FILE] [-o DIR] [--ranks LIST] [--set SECTION.KEY=VALUE] -- CMD ...   profile CMD" },
-	{ "check", sp_cmd_check, "check [FILE]                  print the effective configuration or every error" },
+	{ "check", sp_cmd_check, "check [[-c] FILE]             print the effective configuration or every error" },
 	{ "schedule", sp_cmd_schedule, "schedule [-c FILE] [--count N | --steps A-B] [KEY=VALUE ...]   dry-run the schedule" },
 	{ "report", sp_cmd_report, "report TRACE [--sort KEY] [--top N] [--window N] [--json]   kernel, step, NCCL tables, findings" },
 	{ "convert", sp_cmd_convert, "convert TRACE [-o OUT[.json|.json.gz]] [--merge]   Chrome/Perfetto JSON" },

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# readme_walk.sh [DOC] - walks the commands of README.md (or DOC) in order, as a new user types
+# readme_walk.sh [DOC] - walks the commands of README.md and docs/RECIPES.md (or DOC) in order, as a new user types
 # them, in an empty directory that holds what a fresh clone plus `make` holds (build/): every
 # ```sh block, every line, through one bash with `set -euo pipefail`, so a command that fails as
 # written fails the test. The profiled runs (a program under LD_PRELOAD or `stepprof run -- CMD`)
@@ -82,5 +82,9 @@ if [ "$(basename "$DOC")" = README.md ]; then
 	ok "memory page written" test -s memory.html
 	ok "folded stacks written" test -s allocs.folded
 	ok "the skipped commands are the profiled runs and make targets only" [ "$(grep -cv 'LD_PRELOAD\|stepprof run\|^make\|^mpirun' skipped.txt)" = 0 ]
+fi
+# with no argument: README.md, then the commands of docs/RECIPES.md the same way
+if [ $# -eq 0 ]; then
+	bash "$R/tests/e2e/readme_walk.sh" "$R/docs/RECIPES.md" || failed=1
 fi
 exit $failed
