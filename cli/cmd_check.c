@@ -28,10 +28,10 @@ int sp_cmd_check(int argc, char **argv)
 	const char *file = NULL;
 	int c;
 
-	/* '+': an option only before FILE */
+	/* options anywhere on the line */
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:hc:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hc:", opts, NULL)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
 			return 0;
