@@ -34,7 +34,14 @@ void sp_cli_bad_option(const char *cmd, int c, int argc, char **argv)
 int sp_cli_operands(const char *cmd, int argc, char **argv, int min, int max)
 {
 	if (argc - optind > max) {
-		fprintf(stderr, "stepprof %s: unexpected argument '%s'\n", cmd, argv[optind + max]);
+		const char *x = argv[optind + max];
+		size_t n = strlen(x);
+		if (max == 1 && n > 8 && !strcmp(x + n - 8, ".sptrace")) /* a glob matched several traces */
+			fprintf(stderr, "stepprof %s: one trace at a time, got %d (%s, %s%s); for several ranks of one "
+					"run: stepprof steps, stepprof convert --merge-ranks\n", cmd, argc - optind,
+				argv[optind], x, argc - optind > 2 ? ", ..." : "");
+		else
+			fprintf(stderr, "stepprof %s: unexpected argument '%s'\n", cmd, x);
 		return -1;
 	}
 	return argc - optind < min ? -1 : 0;

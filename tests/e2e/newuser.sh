@@ -80,6 +80,9 @@ ok "diff --json: a JSON object with schema and rows" python3 -c 'import json; d 
 "$SP" memory a/rank0.h.1.sptrace -o mem.html --json >mem.json 2>mem.err
 ok "memory --json: a JSON object with the peaks; the page still written" python3 -c 'import json, os; d = json.load(open("mem.json")); s = d["windows"][0]["series"][0]; assert d["schema"] == "stepprof.memory" and s["peak_bytes"] == 1052672 and len(s["alive_at_peak"]) == 2 and os.path.getsize("mem.html") > 0, d'
 
+"$SP" report a/*.sptrace >/dev/null 2>many.err
+ok "report on a glob of several traces: says one at a time and what reads several" grep -q "one trace at a time, got 3 .*stepprof steps" many.err
+
 # --- version -------------------------------------------------------------------------------------
 v=$(sed -n 's/^#define SP_VERSION "\(.*\)"/\1/p' "$R/config/version.h")
 ok "stepprof --version prints config/version.h's version" grep -q "^stepprof $v " <("$SP" --version)
