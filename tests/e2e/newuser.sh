@@ -83,6 +83,20 @@ ok "memory --json: a JSON object with the peaks; the page still written" python3
 "$SP" report a/*.sptrace >/dev/null 2>many.err
 ok "report on a glob of several traces: says one at a time and what reads several" grep -q "one trace at a time, got 3 .*stepprof steps" many.err
 
+# --- the shipped GPU recording through every single-trace command ------------------------------
+for real in "$R"/tests/data/demo/*.sptrace; do
+	[ -f "$real" ] || continue
+	"$SP" report "$real" >real.txt 2>&1
+	ok "real trace: report" [ $? = 0 ]
+	ok "real trace: report names its kernels" grep -q "ncclDevKernel_AllReduce" real.txt
+	ok "real trace: report --sort self_cuda_time_total --json" bash -c "'$SP' report '$real' --sort self_cuda_time_total --json | python3 -c 'import json, sys; d = json.load(sys.stdin); assert d[\"kernels\"] and d[\"windows\"]'"
+	ok "real trace: convert" "$SP" convert "$real" -o real.json.gz
+	ok "real trace: steps" bash -c "'$SP' steps '$real' >/dev/null"
+	ok "real trace: memory --json" bash -c "'$SP' memory '$real' -o real.html --json 2>/dev/null | python3 -c 'import json, sys; json.load(sys.stdin)'"
+	ok "real trace: diff against the golden" bash -c "'$SP' diff '$real' '$R/tests/golden/small.sptrace' --json >/dev/null"
+	ok "real trace: dump" bash -c "'$SP' dump '$real' >/dev/null"
+done
+
 # --- version -------------------------------------------------------------------------------------
 v=$(sed -n 's/^#define SP_VERSION "\(.*\)"/\1/p' "$R/config/version.h")
 ok "stepprof --version prints config/version.h's version" grep -q "^stepprof $v " <("$SP" --version)
@@ -120,6 +134,11 @@ else
 	ok "demo without a GPU: exit 0" [ $? = 0 ]
 	ok "demo without a GPU: says so" grep -q "has no NVIDIA GPU" demo.out
 	ok "demo without a GPU: shows a report" grep -q "^Name .* Calls .* Total" demo.out
+	if ls "$R"/tests/data/demo/*.sptrace >/dev/null 2>&1; then
+		ok "demo without a GPU: the shipped GPU recording, said to be one" grep -q "a trace recorded on a GPU machine" demo.out
+	else
+		ok "demo without a GPU: the synthetic stand-in, said to be one" grep -q "synthetic test trace" demo.out
+	fi
 	(cd "$R" && scripts/make-dist.sh "$B" "$T/dist/stepprof") >dist.log 2>&1
 	ok "make-dist.sh into a scratch folder" [ $? = 0 ] || cat dist.log
 	mv "$T/dist/stepprof" "$T/moved" # from the dist folder alone, wherever it lies
