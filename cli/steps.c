@@ -285,7 +285,7 @@ void sp_steps_compare(const struct sp_steps *s, const int *rank, size_t n, FILE 
 		}
 	}
 	if (rows > SP_STEPS_ROWS)
-		fprintf(out, "... %zu more steps\n", rows - SP_STEPS_ROWS);
+		fprintf(out, "... %zu more step%s\n", rows - SP_STEPS_ROWS, sp_plural(rows - SP_STEPS_ROWS));
 
 	/* per rank: medians over its steps */
 	size_t most = 0, least = 0;
@@ -307,9 +307,9 @@ void sp_steps_compare(const struct sp_steps *s, const int *rank, size_t n, FILE 
 		most = comp[i] > comp[most] ? i : most;
 		least = comp[i] < comp[least] ? i : least;
 		label(rk, sizeof(rk), rank, n, i);
-		fprintf(out, "%-6s %6zu %12s %15s %12s %16s %5llu steps\n", rk, s[i].n, sp_fmt_ns(t[0], 32, med[0]),
+		fprintf(out, "%-6s %6zu %12s %15s %12s %16s %5llu step%s\n", rk, s[i].n, sp_fmt_ns(t[0], 32, med[0]),
 			sp_fmt_ns(t[1], 32, med[1]), sp_fmt_ns(t[2], 32, med[2]), sp_fmt_ns(t[3], 32, med[3]),
-			(unsigned long long)slowest_in[i]);
+			(unsigned long long)slowest_in[i], sp_plural(slowest_in[i]));
 	}
 	if (!common)
 		fprintf(out, "\nNo step number is in every trace: are these ranks of one run, with one schedule?\n");

@@ -113,7 +113,7 @@ static void two_ranks(void **state)
 			    "Rank Steps Median step Median compute Median NCCL Median GPU idle Slowest in");
 	/* rank 0: idle 6-10 ms in every step; rank 1: idle 6-10 ms, 6-11 ms in step 2 */
 	assert_string_equal(squeezed(ranks, "0 ", l, sizeof(l)), "0 3 10.000ms 2.000ms 3.000ms 4.000ms 0 steps");
-	assert_string_equal(squeezed(ranks, "1 ", l, sizeof(l)), "1 3 10.000ms 4.000ms 1.000ms 4.000ms 1 steps");
+	assert_string_equal(squeezed(ranks, "1 ", l, sizeof(l)), "1 3 10.000ms 4.000ms 1.000ms 4.000ms 1 step");
 	assert_non_null(strstr(s, "Rank 1 does the most GPU compute per step (median 4.000ms, +100.0% over rank 0)"));
 	free(s);
 }
