@@ -26,6 +26,9 @@ check() { # check NAME COMMAND...
 	if "$@" >>"$R/checks.log" 2>&1; then echo "PASS $name"; pass=$((pass + 1)); else echo "FAIL $name"; fail=$((fail + 1)); fi
 }
 runid() { "$SP" dump "$1" | head -n 20 | sed -n 's/^run_id: //p'; }
+PY=${PYTHON:-python3}
+LAUNCH=(torchrun)
+command -v torchrun >/dev/null || LAUNCH=("$PY" -m torch.distributed.run)
 ngpu=$(nvidia-smi -L | wc -l)
 [ "$ngpu" -ge 2 ] && N=2 || N=1
 nvidia-smi -L; "$SP" --version
@@ -41,7 +44,7 @@ mkdir -p "$R/demo" && cp "$demo" "$R/demo/" 2>/dev/null
 # 2. one run, one folder
 W=/tmp/nuw
 rm -rf "$W" && mkdir -p "$W" && cd "$W" || exit 1
-"$SP" run --ranks all -- torchrun --standalone --nproc_per_node "$N" "$ROOT/tests/gpu/train_ddp.py" --steps 30 \
+"$SP" run --ranks all -- "${LAUNCH[@]}" --standalone --nproc_per_node "$N" "$ROOT/tests/gpu/train_ddp.py" --steps 30 \
 	>"$R/run1.log" 2>&1
 check "stepprof run -- torchrun: exit 0" [ $? = 0 ]
 check "stepprof run: one folder" [ "$(ls -d stepprof-traces/*/ | wc -l)" = 1 ]
@@ -51,13 +54,13 @@ check "stepprof run: one run id in every header, the folder's name" bash -c "for
 check "stepprof run: it printed the folder" grep -q "stepprof: run .*: stepprof-traces/" "$R/run1.log"
 check "steps on the run folder" "$SP" steps "$f1"*.sptrace
 sleep 1
-STEPPROF_RANKS_RANKS=all LD_PRELOAD=$D/lib/libstepprof-nomalloc.so torchrun --standalone --nproc_per_node "$N" \
+STEPPROF_RANKS_RANKS=all LD_PRELOAD=$D/lib/libstepprof-nomalloc.so "${LAUNCH[@]}" --standalone --nproc_per_node "$N" \
 	"$ROOT/tests/gpu/train_ddp.py" --steps 30 >"$R/run2.log" 2>&1
 check "LD_PRELOAD + torchrun --standalone: a second folder torchrun-ID" [ "$(ls -d stepprof-traces/torchrun-*/ 2>/dev/null | wc -l)" = 1 ]
 f2=$(ls -d stepprof-traces/torchrun-*/ | head -n 1)
 check "--standalone: $N traces in one folder" [ "$(ls "$f2"*.sptrace | wc -l)" = "$N" ]
 sleep 1
-STEPPROF_RANKS_RANKS=all LD_PRELOAD=$D/lib/libstepprof-nomalloc.so torchrun --nproc_per_node "$N" \
+STEPPROF_RANKS_RANKS=all LD_PRELOAD=$D/lib/libstepprof-nomalloc.so "${LAUNCH[@]}" --nproc_per_node "$N" \
 	--master_port 29533 "$ROOT/tests/gpu/train_ddp.py" --steps 30 >"$R/run3.log" 2>&1
 check "LD_PRELOAD + plain torchrun: exit 0" [ $? = 0 ]
 f3=$(ls -td stepprof-traces/*/ | head -n 1)
@@ -69,7 +72,7 @@ ls -R stepprof-traces >"$R/folders.txt"
 
 # 3. a recipe on a real loop (automatic steps)
 rm -rf stepprof-traces
-"$SP" run -c "$ROOT/docs/recipes/a4s.ini" -- python3 "$ROOT/tests/gpu/mlp_train.py" --steps 40 >"$R/a4s.log" 2>&1
+"$SP" run -c "$ROOT/docs/recipes/a4s.ini" -- "$PY" "$ROOT/tests/gpu/mlp_train.py" --steps 40 >"$R/a4s.log" 2>&1
 check "a4s recipe: exit 0" [ $? = 0 ]
 t=$(ls stepprof-traces/*/*.sptrace | head -n 1)
 "$SP" report "$t" --sort self_cuda_time_total --json >"$R/a4s.json" 2>>"$R/a4s.log"
@@ -80,6 +83,6 @@ assert w == [(16, 18), (25, 27)], w' "$R/a4s.json"
 "$SP" report "$t" --sort self_cuda_time_total --top 10 >"$R/a4s-report.txt" 2>&1
 
 # 4. torch's schedule table with the recipes' cases (commit as tests/data/schedule_torch.txt)
-cd "$ROOT" && python3 tests/gpu/gen_schedule_tables.py "$R/schedule_torch.txt"
+cd "$ROOT" && "$PY" tests/gpu/gen_schedule_tables.py "$R/schedule_torch.txt"
 check "schedule table regenerated with real torch" grep -q "skip_first=10 skip_first_wait=0 wait=1 warmup=1 active=5 repeat=1" "$R/schedule_torch.txt"
 echo "$pass passed, $fail failed"
