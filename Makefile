@@ -1,8 +1,10 @@
-# stepprof - build. `make` builds build/libstepprof.so and build/stepprof; `make test` runs the
-# host tests; `make demo` profiles the bundled CUDA workload (GPU); `make dist` makes dist/stepprof/ (self-contained); `make deps` installs Debian packages.
-# Options: DEBUG=1 (-O0 -g3 -Werror), SAN=address,undefined, CUDA_HOME=/usr/local/cuda, V=1.
+# stepprof - build. `make help` lists the targets and options.
+# Options: DEBUG=1 (-O0 -g3 -Werror), SAN=address,undefined, CUDA_HOME=/usr/local/cuda, V=1,
+# PREFIX=/usr/local and DESTDIR= for `make install`.
 
 CUDA_HOME ?= /usr/local/cuda
+PREFIX ?= /usr/local
+VERSION := $(shell sed -n 's/^\#define SP_VERSION "\(.*\)"/\1/p' config/version.h)
 CC ?= gcc
 O := build
 PKGS := inih libzstd libunwind zlib libdw libelf
@@ -16,9 +18,10 @@ PKG_DEB_zlib := zlib1g-dev
 PKG_DEB_libdw := libdw-dev
 PKG_DEB_libelf := libelf-dev
 PKG_DEB_cmocka := libcmocka-dev
-DEBS := libinih-dev libzstd-dev libunwind-dev zlib1g-dev libdw-dev libelf-dev g++ libcmocka-dev pkg-config python3
+# man-db: the install test reads the installed man page with man(1)
+DEBS := libinih-dev libzstd-dev libunwind-dev zlib1g-dev libdw-dev libelf-dev g++ libcmocka-dev pkg-config python3 man-db
 
-ifeq ($(filter deps clean distclean help,$(MAKECMDGOALS)),)
+ifeq ($(filter deps clean distclean help uninstall,$(MAKECMDGOALS)),)
   $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,\
     $(error missing $(p): install the Debian package $(PKG_DEB_$(p)) (or run 'make deps'))))
   ifeq ($(wildcard $(CUDA_HOME)/include/cupti.h)$(wildcard $(CUDA_HOME)/extras/CUPTI/include/cupti.h),)
@@ -118,8 +121,12 @@ $(O)/tests/libpywalk.so: $(PYWALK_SRCS)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(LIB_CFLAGS) -shared -o $@ $^ $(shell pkg-config --libs libunwind) -ldl -lpthread $(SANLD)
 
-test: check-cmocka all $(TEST_BINS) $(HELPER_BINS) $(O)/tests/libpywalk.so
+test: check-cmocka all $(O)/stepprof.1 $(TEST_BINS) $(HELPER_BINS) $(O)/tests/libpywalk.so
 	@tests/run.sh $(O)
+
+# the man page, generated from the help text (scripts/gen-man.sh)
+$(O)/stepprof.1: $(O)/stepprof scripts/gen-man.sh
+	$(Q)scripts/gen-man.sh $(O)/stepprof >$@.tmp && mv $@.tmp $@
 
 # GPU tests and benchmark: only on a machine with an NVIDIA GPU (see docs/GPU-TESTS.md).
 test-gpu: all
@@ -131,8 +138,53 @@ demo: all
 bench: all
 	bench/run.sh $(O)
 
-dist: all
+dist: all $(O)/stepprof.1
 	scripts/make-dist.sh $(O) dist/stepprof
+
+# PREFIX/bin/stepprof, PREFIX/lib/libstepprof*.so (the CLI finds them in ../lib), PREFIX/share:
+# docs, recipes, man page, bash completion, demo. DESTDIR for packaging.
+DOCDIR = $(DESTDIR)$(PREFIX)/share/doc/stepprof
+install: all $(O)/stepprof.1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib
+	install -m 755 $(O)/stepprof $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(O)/libstepprof.so $(O)/libstepprof-nomalloc.so $(DESTDIR)$(PREFIX)/lib/
+	$(MAKE) --no-print-directory install-share
+	@echo "installed stepprof $(VERSION) in $(DESTDIR)$(PREFIX) (PATH: $(PREFIX)/bin; man stepprof)"
+
+# what install and dist share: everything under PREFIX/share (the demo's trace: tests/data/demo/
+# when the lead's GPU recording is there, else the golden trace)
+DEMO_TRACE = $(firstword $(wildcard tests/data/demo/*.sptrace) tests/golden/small.sptrace)
+install-share: $(O)/stepprof.1
+	install -d $(DOCDIR)/recipes $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/stepprof
+	install -m 644 README.md LICENSE docs/*.md $(DOCDIR)/
+	install -m 644 docs/recipes/*.ini $(DOCDIR)/recipes/
+	install -m 644 $(O)/stepprof.1 $(DESTDIR)$(PREFIX)/share/man/man1/stepprof.1
+	install -m 644 scripts/stepprof-completion.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/stepprof
+	install -m 755 scripts/demo.sh $(DESTDIR)$(PREFIX)/share/stepprof/demo.sh
+	install -m 644 tests/gpu/workload.cu $(DESTDIR)$(PREFIX)/share/stepprof/workload.cu
+	install -m 644 $(DEMO_TRACE) $(DESTDIR)$(PREFIX)/share/stepprof/demo.sptrace
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/stepprof $(DESTDIR)$(PREFIX)/lib/libstepprof.so \
+		$(DESTDIR)$(PREFIX)/lib/libstepprof-nomalloc.so $(DESTDIR)$(PREFIX)/share/man/man1/stepprof.1 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/stepprof
+	rm -rf $(DOCDIR) $(DESTDIR)$(PREFIX)/share/stepprof
+
+help:
+	@echo "stepprof $(VERSION) - targets:"
+	@echo "  make              build/libstepprof.so, build/libstepprof-nomalloc.so, build/stepprof"
+	@echo "  make deps         install the Debian build and test packages (root; apt-get)"
+	@echo "  make test         every host test, no GPU needed; ends with 'N passed, N failed'"
+	@echo "  make demo         GPU: profile the bundled workload; no GPU: the report of a shipped GPU trace"
+	@echo "  make install      PREFIX=$(PREFIX): bin, lib, share/doc, man page, bash completion (DESTDIR too)"
+	@echo "  make uninstall    remove what install put under PREFIX"
+	@echo "  make dist         dist/stepprof/: self-contained copy (bundled libraries, docs, demo) for GPU machines"
+	@echo "  make test-gpu     GPU machine: the GPU test suite (docs/GPU-TESTS.md)"
+	@echo "  make bench        GPU machine: overhead benchmarks (docs/BENCHMARKS.md)"
+	@echo "  make format       clang-format the sources"
+	@echo "  make clean        remove build/ and dist/"
+	@echo "options: DEBUG=1 (-O0 -g3 -Werror), SAN=address,undefined, CUDA_HOME=$(CUDA_HOME), V=1 (show commands)"
 
 deps:
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEBS) make gcc
@@ -143,5 +195,5 @@ format:
 clean:
 	rm -rf $(O) dist
 
-.PHONY: all test test-gpu bench demo dist deps clean format check-cmocka
+.PHONY: all test test-gpu bench demo dist deps clean format check-cmocka install install-share uninstall help
 -include $(shell find $(O) -name '*.d' 2>/dev/null)

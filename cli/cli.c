@@ -1,10 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* cli.c - what the subcommands of cli.h share in parsing their arguments: the messages for a
- * bad option and for arguments beyond those a command takes. Prints only to stderr. */
+ * bad option and for arguments beyond those a command takes, and the check that several traces
+ * come from one run. Prints only to stderr. */
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include "cli.h"
+#include "config/version.h"
+#include "export.h"
+#include "trace/trace.h"
 
 void sp_cli_bad_option(const char *cmd, int c, int argc, char **argv)
 {
@@ -26,8 +34,153 @@ void sp_cli_bad_option(const char *cmd, int c, int argc, char **argv)
 int sp_cli_operands(const char *cmd, int argc, char **argv, int min, int max)
 {
 	if (argc - optind > max) {
-		fprintf(stderr, "stepprof %s: unexpected argument '%s'\n", cmd, argv[optind + max]);
+		const char *x = argv[optind + max];
+		size_t n = strlen(x);
+		if (max == 1 && n > 8 && !strcmp(x + n - 8, ".sptrace")) /* a glob matched several traces */
+			fprintf(stderr, "stepprof %s: one trace at a time, got %d (%s, %s%s); for several ranks of one "
+					"run: stepprof steps, stepprof convert --merge-ranks\n", cmd, argc - optind,
+				argv[optind], x, argc - optind > 2 ? ", ..." : "");
+		else
+			fprintf(stderr, "stepprof %s: unexpected argument '%s'\n", cmd, x);
 		return -1;
 	}
 	return argc - optind < min ? -1 : 0;
+}
+
+int sp_cli_window(const char *cmd, const char *arg, long long *window)
+{
+	char *end;
+	long long v;
+
+	if (!strcmp(arg, "all")) {
+		*window = -1;
+		return 0;
+	}
+	v = strtoll(arg, &end, 10);
+	if (*arg < '0' || *arg > '9' || *end || v < 0 || v > UINT32_MAX) {
+		fprintf(stderr, "stepprof %s: --window wants a window id or 'all', not '%s'\n", cmd, arg);
+		return -1;
+	}
+	*window = v;
+	return 0;
+}
+
+/* What one trace's header says about its run, for sp_cli_one_run. */
+struct run_of {
+	const char *path;
+	char run[64];           /* "" for a version-1 trace */
+	int rank, pid;
+	int group;              /* index of the first trace with the same run id */
+};
+
+/* Returns 0, or 1 after printing the runs found or the rank given twice. A trace that can't be
+ * opened is skipped here: the command's own reading reports it. */
+int sp_cli_one_run(const char *cmd, char *const *paths, size_t n)
+{
+	struct run_of *t = calloc(n ? n : 1, sizeof(*t));
+	size_t ngroups = 0;
+	char err[512];
+	int rc = 0;
+
+	if (!t)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		struct sp_trace_reader *r = sp_trace_open(paths[i], err, sizeof(err));
+		t[i] = (struct run_of){ .path = paths[i], .rank = -2, .group = -1 };
+		if (!r)
+			continue;
+		const struct sp_trace_meta *m = &sp_trace_header(r)->meta;
+		snprintf(t[i].run, sizeof(t[i].run), "%s", m->run_id);
+		t[i].rank = m->rank;
+		t[i].pid = m->pid;
+		sp_trace_close_reader(r);
+		for (size_t j = 0; j < i && t[i].group < 0; j++)
+			if (t[j].group >= 0 && !strcmp(t[j].run, t[i].run))
+				t[i].group = t[j].group;
+		if (t[i].group < 0)
+			t[i].group = (int)i, ngroups++;
+	}
+	if (ngroups > 1) {
+		fprintf(stderr, "stepprof %s: these traces come from %zu different runs; give the traces of one "
+				"run (one folder, stepprof-traces/RUN/):\n", cmd, ngroups);
+		for (size_t g = 0; g < n; g++) {
+			if (t[g].group != (int)g)
+				continue;
+			fprintf(stderr, "  run %s:", t[g].run[0] ? t[g].run : "(none: written before stepprof 0.2)");
+			for (size_t i = g; i < n; i++)
+				if (t[i].group == (int)g)
+					fprintf(stderr, " %s", t[i].path);
+			fputc('\n', stderr);
+		}
+		rc = 1;
+	}
+	for (size_t i = 0; i < n && !rc; i++)
+		for (size_t j = 0; j < i && !rc; j++)
+			if (t[i].group >= 0 && t[i].group == t[j].group && t[i].rank >= 0 && t[i].rank == t[j].rank) {
+				fprintf(stderr, "stepprof %s: %s and %s are both rank %d of run %s (a restarted "
+						"worker, or two runs without a run id?); give one trace per rank\n",
+					cmd, t[j].path, t[i].path, t[i].rank, t[i].run[0] ? t[i].run : "(none)");
+				rc = 1;
+			}
+	free(t);
+	return rc;
+}
+
+void sp_cli_json_head(struct sp_out *x, const char *cmd)
+{
+	sp_out_printf(x, "\"schema\":\"stepprof.%s\",\"schema_version\":%d,\"stepprof_version\":\"%s\",", cmd,
+		      SP_JSON_SCHEMA_VERSION, SP_VERSION);
+}
+
+const char *sp_cli_cmd = "";
+
+/* Progress line state: one line for the whole process. */
+static struct {
+	struct timespec start;  /* first call */
+	double last;            /* seconds since start of the last print */
+	unsigned calls;
+	int shown;              /* a line is on the terminal */
+	int tty;                /* -1 unknown, 0 no, 1 stderr is a terminal */
+	double after;           /* seconds before the first line: 1, or $STEPPROF_PROGRESS_AFTER (tests) */
+} prog = { .tty = -1, .after = 1.0 };
+
+static double since_start(void)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - prog.start.tv_sec) + (now.tv_nsec - prog.start.tv_nsec) / 1e9;
+}
+
+static void progress_erase(void)
+{
+	if (prog.shown)
+		fputs("\r\033[K", stderr);
+	prog.shown = 0;
+}
+
+void sp_cli_progress(const struct sp_trace_reader *r)
+{
+	uint64_t done, total;
+	double t;
+
+	if (prog.tty < 0) {
+		const char *after = getenv("STEPPROF_PROGRESS_AFTER");
+		prog.tty = isatty(STDERR_FILENO) && !getenv("STEPPROF_NO_PROGRESS");
+		if (after && *after)
+			prog.after = atof(after);
+		clock_gettime(CLOCK_MONOTONIC, &prog.start);
+		if (prog.tty)
+			atexit(progress_erase);
+	}
+	if (!prog.tty || prog.calls++ % 4096)
+		return;
+	t = since_start();
+	if (t < prog.after || (prog.shown && t - prog.last < 0.2))
+		return;
+	prog.last = t;
+	sp_trace_progress(r, &done, &total);
+	fprintf(stderr, "\r\033[Kstepprof %s: reading the trace: %.0f%% of %.2f%s", sp_cli_cmd,
+		total ? 100.0 * (double)done / (double)total : 0.0,
+		(double)total / (total >= (1u << 30) ? (1u << 30) : (1u << 20)), total >= (1u << 30) ? "GiB" : "MiB");
+	prog.shown = 1;
 }

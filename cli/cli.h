@@ -29,6 +29,36 @@ void sp_cli_bad_option(const char *cmd, int c, int argc, char **argv);
  * argument 'X'" for the first extra one). */
 int sp_cli_operands(const char *cmd, int argc, char **argv, int min, int max);
 
+/* For commands that read several ranks' traces as one job (steps, convert --merge-ranks): checks
+ * that paths[0..n) come from one run (the same run id in their headers) and that no rank appears
+ * twice. Returns 0, or 1 (the inputs disagree: exit status 1) after printing to stderr which traces belong to which run (or which two
+ * claim the same rank). Unreadable files are left to the command. This function can't fail. */
+int sp_cli_one_run(const char *cmd, char *const *paths, size_t n);
+
+/* --window ARG, the same in every command: a window id (0, 1, ...) or "all" (-1: every window).
+ * Returns 0 with *window set, or -1 after "stepprof CMD: --window wants a window id or 'all',
+ * not 'ARG'" on stderr (*window unchanged). */
+int sp_cli_window(const char *cmd, const char *arg, long long *window);
+
+/* Every JSON object the CLI writes starts with these members: "schema" ("stepprof.CMD"),
+ * "schema_version" (SP_JSON_SCHEMA_VERSION: bumped when a member changes meaning or goes away;
+ * new members may appear without a bump) and "stepprof_version". Writes them and a trailing
+ * comma after the object's opening brace. This function can't fail. */
+#define SP_JSON_SCHEMA_VERSION 1
+struct sp_out;
+void sp_cli_json_head(struct sp_out *x, const char *cmd);
+
+/* A progress line on stderr for long reads: call it as reading goes (it looks at the clock only
+ * every 4096 calls). Only when stderr is a terminal, and only once the command has run for more
+ * than a second: "\rstepprof CMD: reading the trace: 43% of 1.20GiB", at most 5 times a second; the
+ * line is erased when the command exits. STEPPROF_NO_PROGRESS=1 turns it off;
+ * STEPPROF_PROGRESS_AFTER=SECONDS changes the one second (tests). This function can't fail. */
+struct sp_trace_reader;
+void sp_cli_progress(const struct sp_trace_reader *r);
+
+/* The running command's name, for messages (set by main). */
+extern const char *sp_cli_cmd;
+
 /* argv[0] of the stepprof binary as invoked (for locating the library beside it). */
 extern const char *sp_cli_argv0;
 

@@ -10,7 +10,7 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: stepprof check [FILE]\n"
+	fprintf(f, "usage: stepprof check [[-c] FILE]\n"
 		   "  Checks FILE (else $STEPPROF_CONFIG, else the built-in defaults) with the STEPPROF_*\n"
 		   "  environment overrides applied. Prints the effective configuration and exits 0, or\n"
 		   "  prints every error to stderr and exits 2. Keys: docs/CONFIG.md.\n");
@@ -22,27 +22,35 @@ int sp_cmd_check(int argc, char **argv)
 	static struct sp_config cfg;
 	static struct sp_cfg_errors errs;
 	struct sp_rank_info ri;
-	static const struct option opts[] = { { "help", no_argument, NULL, 'h' }, { 0 } };
+	static const struct option opts[] = { { "config", required_argument, NULL, 'c' },
+					      { "help", no_argument, NULL, 'h' }, { 0 } };
 	bool env_header = false;
+	const char *file = NULL;
 	int c;
 
-	/* '+': an option only before FILE */
+	/* options anywhere on the line */
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hc:", opts, NULL)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
 			return 0;
+		}
+		if (c == 'c') { /* -c FILE, as run and schedule take it */
+			file = optarg;
+			continue;
 		}
 		sp_cli_bad_option("check", c, argc, argv);
 		usage(stderr);
 		return 2;
 	}
-	if (sp_cli_operands("check", argc, argv, 0, 1)) {
+	if (sp_cli_operands("check", argc, argv, 0, file ? 0 : 1)) {
 		usage(stderr);
 		return 2;
 	}
-	if (sp_cfg_load(&cfg, optind < argc ? argv[optind] : NULL, &errs)) {
+	if (!file && optind < argc)
+		file = argv[optind];
+	if (sp_cfg_load(&cfg, file, &errs)) {
 		sp_cfg_print_errors(&errs, stderr);
 		return 2;
 	}

@@ -111,9 +111,9 @@ struct rank_in {                /* one trace of --merge-ranks */
 /* Prints the usage to f and returns rc. */
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof convert TRACE [-o OUT[.json|.json.gz]] [--merge] [--wall] [--window N]"
+	fprintf(f, "usage: stepprof convert TRACE [-o OUT[.json|.json.gz]] [--merge] [--wall] [--window N|all]"
 			" [--steps A[-B]] [--format chrome]\n"
-			"       stepprof convert --merge-ranks -o OUT[.json|.json.gz] [--window N] [--steps A[-B]]"
+			"       stepprof convert --merge-ranks -o OUT[.json|.json.gz] [--window N|all] [--steps A[-B]]"
 			" TRACE TRACE ...\n"
 			"  writes OUT.w<ID>.json per recorded window (OUT defaults to TRACE without .sptrace);\n"
 			"  --steps: only those steps (A-B, A- or A) of each window, with the GPU work they launched;\n"
@@ -191,11 +191,8 @@ static int parse(int argc, char **argv, struct convert_opts *o)
 			o->out = optarg;
 			break;
 		case 'w':
-			o->window = strtoll(optarg, &end, 10);
-			if (*end || o->window < 0 || end == optarg) {
-				fprintf(stderr, "stepprof convert: --window wants a window id, not '%s'\n", optarg);
+			if (sp_cli_window("convert", optarg, &o->window) < 0)
 				return usage(stderr, 2);
-			}
 			break;
 		case 's':
 			o->steps = 1;
@@ -284,9 +281,12 @@ static int cmp_rank_in(const void *pa, const void *pb)
 
 /* --merge-ranks: the selected windows of every trace in one file on the wall clock. Windows with
  * the same id are written together, in rank order, after their NCCL calls are paired by
- * (comm, seq); memory is one window per trace. Returns 0, or 1 (message on stderr). */
+ * (comm, seq); memory is one window per trace. Returns 0, or 1 (message on stderr; also when the
+ * traces come from different runs). */
 static int merge_ranks(const struct convert_opts *o)
 {
+	if (sp_cli_one_run("convert", o->traces, (size_t)o->ntraces))
+		return 1;
 	struct rank_in *in = sp_xrealloc(NULL, (size_t)o->ntraces * sizeof(*in));
 	struct sp_nccl_match *m = sp_nccl_match_new();
 	struct sp_export x = { .ops = o->ops, .wall = 1, .match = m };

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd_diff.c - `stepprof diff BASE NEW [--window N] [--top N]`: what changed between two traces
+/* cmd_diff.c - `stepprof diff BASE NEW [--window N|all] [--top N] [--json]`: what changed between two traces
  * (two runs, two commits, two ranks): kernel time per recorded step by kernel name, largest change
  * first, and the median step time of each. Per step, so windows of different lengths compare. */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "export.h"
 #include "format.h"
 #include "steps.h"
 #include "symbols.h"
@@ -101,21 +103,13 @@ static int cmp_delta(const void *a, const void *b)
 	return dx != dy ? (dx < dy ? 1 : -1) : strcmp(x->name, y->name);
 }
 
-/* "+1.234ms" / "-850ns": a signed time in a human unit. */
-static const char *signed_ns(char *buf, size_t n, double ns)
-{
-	char t[32];
-	snprintf(buf, n, "%c%s", ns < 0 ? '-' : '+', sp_fmt_ns(t, sizeof(t), (uint64_t)(ns < 0 ? -ns + 0.5 : ns + 0.5)));
-	return buf;
-}
-
-static void print_diff(const struct side *s, const char *const *path, int top, FILE *out)
+/* The rows of both sides merged by name (per step), largest change first; *nrows gets their count.
+ * The caller frees the array (names stay owned by s). Exits if memory runs out. */
+static struct drow *diff_rows(const struct side *s, size_t *nrows)
 {
 	struct drow *rows = sp_xrealloc(NULL, (s[0].n + s[1].n + 1) * sizeof(*rows));
-	size_t n = 0, i = 0, j = 0, shown;
+	size_t n = 0, i = 0, j = 0;
 	double steps[2] = { (double)s[0].steps.n, (double)s[1].steps.n };
-	uint64_t med[2] = { sp_steps_median_ns(&s[0].steps), sp_steps_median_ns(&s[1].steps) };
-	char t[6][32];
 
 	while (i < s[0].n || j < s[1].n) { /* merge the two name-sorted lists */
 		int c = i == s[0].n ? 1 : j == s[1].n ? -1 : strcmp(s[0].k[i].name, s[1].k[j].name);
@@ -135,11 +129,53 @@ static void print_diff(const struct side *s, const char *const *path, int top, F
 		}
 	}
 	sp_sort(rows, n, sizeof(*rows), cmp_delta);
+	*nrows = n;
+	return rows;
+}
+
+/* The comparison as one JSON object (schema stepprof.diff): both sides' step counts, median step
+ * and kernel time per step, and every kernel row. This function can't fail (exits on OOM). */
+static void print_diff_json(const struct side *s, const char *const *path, FILE *out)
+{
+	struct sp_out *x = sp_out_stream(out);
+	size_t n;
+	struct drow *rows = diff_rows(s, &n);
+
+	sp_out_puts(x, "{");
+	sp_cli_json_head(x, "diff");
+	for (int k = 0; k < 2; k++) {
+		sp_out_puts(x, k ? ",\n\"new\":{\"trace\":" : "\"base\":{\"trace\":");
+		sp_out_json_str(x, path[k]);
+		sp_out_printf(x, ",\"steps\":%zu,\"median_step_ns\":%llu,\"kernel_ns_per_step\":%.1f}", s[k].steps.n,
+			      (unsigned long long)sp_steps_median_ns(&s[k].steps), (double)s[k].total / s[k].steps.n);
+	}
+	sp_out_puts(x, ",\n\"kernels\":[");
+	for (size_t i = 0; i < n; i++) {
+		sp_out_puts(x, i ? ",\n{\"name\":" : "\n{\"name\":");
+		sp_out_json_str(x, sp_display_name(rows[i].name));
+		sp_out_puts(x, ",\"raw_name\":");
+		sp_out_json_str(x, rows[i].name);
+		sp_out_printf(x, ",\"calls_per_step\":[%.3f,%.3f],\"ns_per_step\":[%.1f,%.1f]}", rows[i].calls[0],
+			      rows[i].calls[1], rows[i].ns[0], rows[i].ns[1]);
+	}
+	sp_out_puts(x, "]}\n");
+	sp_out_close(x, 1);
+	free(rows);
+}
+
+static void print_diff(const struct side *s, const char *const *path, int top, FILE *out)
+{
+	size_t n, shown;
+	struct drow *rows = diff_rows(s, &n);
+	double steps[2] = { (double)s[0].steps.n, (double)s[1].steps.n };
+	uint64_t med[2] = { sp_steps_median_ns(&s[0].steps), sp_steps_median_ns(&s[1].steps) };
+	char t[6][32];
 	double k0 = s[0].total / steps[0], k1 = s[1].total / steps[1];
-	fprintf(out, "base %s: %zu steps, median step %s, kernel time %s per step\n", path[0], s[0].steps.n,
+	fprintf(out, "base %s: %zu step%s, median step %s, kernel time %s per step\n", path[0], s[0].steps.n,
+		sp_plural(s[0].steps.n),
 		sp_fmt_ns(t[0], 32, med[0]), sp_fmt_ns(t[1], 32, (uint64_t)(k0 + 0.5)));
-	fprintf(out, "new  %s: %zu steps, median step %s (%+.1f%%), kernel time %s per step (%+.1f%%)\n\n", path[1],
-		s[1].steps.n, sp_fmt_ns(t[0], 32, med[1]), med[0] ? 100.0 * ((double)med[1] - med[0]) / med[0] : 0.0,
+	fprintf(out, "new  %s: %zu step%s, median step %s (%+.1f%%), kernel time %s per step (%+.1f%%)\n\n", path[1],
+		s[1].steps.n, sp_plural(s[1].steps.n), sp_fmt_ns(t[0], 32, med[1]), med[0] ? 100.0 * ((double)med[1] - med[0]) / med[0] : 0.0,
 		sp_fmt_ns(t[1], 32, (uint64_t)(k1 + 0.5)), k0 > 0 ? 100.0 * (k1 - k0) / k0 : 0.0);
 	fprintf(out, "%-*s %10s %10s %12s %12s %12s %8s\n", SP_DIFF_NAME_WIDTH, "Kernel (per step)", "Calls base",
 		"Calls new", "Time base", "Time new", "Delta", "Delta %");
@@ -150,7 +186,7 @@ static void print_diff(const struct side *s, const char *const *path, int top, F
 		fprintf(out, " %10.1f %10.1f %12s %12s %12s ", r->calls[0], r->calls[1],
 			r->ns[0] > 0 ? sp_fmt_ns(t[0], 32, (uint64_t)(r->ns[0] + 0.5)) : "-",
 			r->ns[1] > 0 ? sp_fmt_ns(t[1], 32, (uint64_t)(r->ns[1] + 0.5)) : "-",
-			signed_ns(t[2], 32, r->ns[1] - r->ns[0]));
+			sp_fmt_sns(t[2], 32, llround(r->ns[1] - r->ns[0])));
 		if (r->ns[0] > 0)
 			fprintf(out, "%+7.1f%%\n", 100.0 * (r->ns[1] - r->ns[0]) / r->ns[0]);
 		else
@@ -163,9 +199,10 @@ static void print_diff(const struct side *s, const char *const *path, int top, F
 
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof diff BASE NEW [--window N] [--top N]\n"
+	fprintf(f, "usage: stepprof diff BASE NEW [--window N|all] [--top N] [--json]\n"
 		   "  kernel time per recorded step by kernel name, BASE vs NEW, largest change first\n"
-		   "  (default %d rows, 0 = all); --window N compares that window of each trace\n", DIFF_TOP);
+		   "  (default %d rows, 0 = all); --window N compares that window of each trace;\n"
+		   "  --json: one JSON object with every row\n", DIFF_TOP);
 	return rc;
 }
 
@@ -175,13 +212,14 @@ int sp_cmd_diff(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "window", required_argument, NULL, 'w' },
 		{ "top", required_argument, NULL, 't' },
+		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *path[2];
 	long long window = -1, top = DIFF_TOP, v;
 	struct side s[2];
-	int c, ret = 0;
+	int c, ret = 0, json = 0;
 	char *end;
 
 	optind = 0;
@@ -189,14 +227,19 @@ int sp_cmd_diff(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'w':
+			if (sp_cli_window("diff", optarg, &window) < 0)
+				return usage(stderr, 2);
+			break;
 		case 't':
 			v = strtoll(optarg, &end, 10);
 			if (!*optarg || *end || v < 0) {
-				fprintf(stderr, "stepprof diff: %s wants a number >= 0, not '%s'\n",
-					c == 't' ? "--top" : "--window", optarg);
+				fprintf(stderr, "stepprof diff: --top wants a number >= 0, not '%s'\n", optarg);
 				return usage(stderr, 2);
 			}
-			*(c == 't' ? &top : &window) = v;
+			top = v;
+			break;
+		case 'j':
+			json = 1;
 			break;
 		case 'h':
 			return usage(stdout, 0);
@@ -212,7 +255,9 @@ int sp_cmd_diff(int argc, char **argv)
 	memset(s, 0, sizeof(s));
 	for (int k = 0; k < 2; k++)
 		ret |= load(path[k], window, &s[k]);
-	if (!ret)
+	if (!ret && json)
+		print_diff_json(s, path, stdout);
+	else if (!ret)
 		print_diff(s, path, (int)(top > 1000000 ? 0 : top), stdout);
 	for (int k = 0; k < 2; k++) {
 		for (size_t i = 0; i < s[k].n; i++)

@@ -279,6 +279,12 @@ static void put_header(FILE *o, const struct sp_trace_header *h)
 	put_escaped(o, m->host);
 	fputs("\ncommand: ", o);
 	put_escaped(o, m->command);
+	if (h->version >= 2) {
+		fputs("\nrun_id: ", o);
+		put_escaped(o, m->run_id);
+		fputs("\nproducer: ", o);
+		put_escaped(o, m->producer);
+	}
 	fputc('\n', o);
 }
 
@@ -336,8 +342,10 @@ int sp_cmd_dump(int argc, char **argv)
 	put_header(d.out, h);
 	struct sp_event ev;
 	int rc;
-	while ((rc = sp_trace_next(d.r, &ev)) == 1)
+	while ((rc = sp_trace_next(d.r, &ev)) == 1) {
+		sp_cli_progress(d.r);
 		put_event(&d, &ev);
+	}
 	if (rc == 0 && sp_trace_truncated(d.r))
 		fputs("# truncated\n", d.out);
 	sp_idset_free(&d.stacks);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd_memory.c - `stepprof memory TRACE [-o OUT.html] [--window N]`: the memory timeline page
- * of every recorded window (or one) and a short text summary of each on stdout (memtl.h). */
+/* cmd_memory.c - `stepprof memory TRACE [-o OUT.html] [--window N|all] [--json]`: the memory
+ * timeline page of every recorded window (or one) and a short summary of each on stdout, as text
+ * or one JSON object (memtl.h). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,14 +9,52 @@
 #include "cli.h"
 #include "export.h"
 #include "memtl.h"
+#include "symbols.h"
 
 #define SUMMARY_TOP 10 /* allocations alive at the peak listed per series */
 
+/* One window's summary as a JSON object (members of stepprof.memory's "windows"): its steps and
+ * span, and per series the peak, when (ns from the window's start), the peak since process
+ * start, allocations and frees, and the allocations alive at the peak (largest first, all of
+ * them: size, kind, made relative to the window's start, innermost frame). Can't fail. */
+static void window_json(struct sp_out *x, const struct sp_memtl *w, const struct sp_trace_reader *r,
+			struct sp_sym *sym, int first)
+{
+	sp_out_printf(x, "%s{\"id\":%u,\"first_step\":%lld,\"last_step\":%lld,\"duration_ns\":%llu,"
+			 "\"complete\":%s,\"series\":[", first ? "\n" : ",\n", w->id, (long long)w->first_step,
+		      (long long)w->last_step, (unsigned long long)(w->t1 - w->t0), w->complete ? "true" : "false");
+	for (size_t k = 0; k < w->ns; k++) {
+		const struct sp_memtl_series *s = &w->s[k];
+		sp_out_puts(x, k ? ",{\"label\":" : "{\"label\":");
+		sp_out_json_str(x, s->label);
+		sp_out_printf(x, ",\"peak_bytes\":%llu,\"peak_at_ns\":%lld,\"peak_since_start_bytes\":%llu,"
+				 "\"allocations\":%llu,\"frees\":%llu,\"alive_at_peak\":[",
+			      (unsigned long long)s->peak, (long long)(s->peak_t - w->t0),
+			      (unsigned long long)s->peak_ever, (unsigned long long)s->allocs, (unsigned long long)s->frees);
+		for (size_t i = 0; i < s->n_at_peak; i++) {
+			const struct sp_memtl_alloc *a = &w->a[s->at_peak[i]];
+			uint32_t n = 0;
+			const uint64_t *pcs = a->stack ? sp_trace_stack(r, a->stack, &n) : NULL;
+			sp_out_printf(x, "%s{\"bytes\":%llu,\"kind\":", i ? "," : "", (unsigned long long)a->size);
+			sp_out_json_str(x, sp_mem_kind_name(a->kind));
+			sp_out_printf(x, ",\"made_ns\":%lld,\"site\":", (long long)(a->made - w->t0));
+			if (n)
+				sp_out_json_str(x, sp_sym_frame(sym, pcs[0]));
+			else
+				sp_out_puts(x, "null");
+			sp_out_puts(x, "}");
+		}
+		sp_out_puts(x, "]}");
+	}
+	sp_out_puts(x, "]}");
+}
+
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof memory TRACE [-o OUT.html] [--window N]\n"
+	fprintf(f, "usage: stepprof memory TRACE [-o OUT.html] [--window N|all] [--json]\n"
 		   "  writes a self-contained HTML page of live GPU and host memory per recorded window\n"
-		   "  (default OUT: TRACE without .sptrace, plus .memory.html) and prints each window's peaks\n");
+		   "  (default OUT: TRACE without .sptrace, plus .memory.html) and prints each window's peaks\n"
+		   "  (--json: as one JSON object, every allocation alive at each peak)\n");
 	return rc;
 }
 
@@ -25,13 +64,15 @@ int sp_cmd_memory(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "window", required_argument, NULL, 'w' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *trace, *out = NULL;
-	char *def = NULL, *end, err[512];
+	char *def = NULL, err[512];
 	long long window = -1;
-	int c;
+	int c, json = 0;
 
 	optind = 0;
 	opterr = 0;
@@ -40,12 +81,12 @@ int sp_cmd_memory(int argc, char **argv)
 		case 'o':
 			out = optarg;
 			break;
+		case 'j':
+			json = 1;
+			break;
 		case 'w':
-			window = strtoll(optarg, &end, 10);
-			if (!*optarg || *end || window < 0) {
-				fprintf(stderr, "stepprof memory: --window wants a window id, not '%s'\n", optarg);
+			if (sp_cli_window("memory", optarg, &window) < 0)
 				return usage(stderr, 2);
-			}
 			break;
 		case 'h':
 			return usage(stdout, 0);
@@ -83,16 +124,33 @@ int sp_cmd_memory(int argc, char **argv)
 		ret = 1;
 		goto done;
 	}
+	struct sp_out *jx = json ? sp_out_stream(stdout) : NULL;
+	if (jx) {
+		sp_out_puts(jx, "{");
+		sp_cli_json_head(jx, "memory");
+		sp_out_puts(jx, "\"trace\":");
+		sp_out_json_str(jx, trace);
+		sp_out_puts(jx, ",\"page\":");
+		sp_out_json_str(jx, out);
+		sp_out_puts(jx, ",\"windows\":[");
+	}
 	sp_memtl_html_begin(o, trace, sp_trace_header(r));
 	while ((rc = sp_memtl_next(m, &w)) == 1) {
 		seen++;
 		if (window >= 0 && w->id != window)
 			continue;
 		sp_memtl_html_window(o, w, r, sym);
-		sp_memtl_summary(w, r, sym, SUMMARY_TOP, stdout);
+		if (jx)
+			window_json(jx, w, r, sym, !shown);
+		else
+			sp_memtl_summary(w, r, sym, SUMMARY_TOP, stdout);
 		shown++;
 	}
 	sp_memtl_html_end(o);
+	if (jx) {
+		sp_out_puts(jx, "]}\n");
+		sp_out_close(jx, 1);
+	}
 	if (rc < 0) {
 		fprintf(stderr, "stepprof memory: %s: %s\n", trace, sp_trace_error(r));
 		ret = 1;
@@ -106,7 +164,7 @@ int sp_cmd_memory(int argc, char **argv)
 	if (sp_out_close(o, shown > 0) != 0)
 		ret = 1;
 	else if (shown)
-		printf("wrote %s: %d window%s\n", out, shown, shown == 1 ? "" : "s");
+		fprintf(json ? stderr : stdout, "wrote %s: %d window%s\n", out, shown, shown == 1 ? "" : "s");
 done:
 	sp_memtl_close(m);
 	sp_sym_close(sym);

@@ -16,6 +16,8 @@ static int usage(FILE *f, int rc)
 			" [--by kernel|line] [--wide] [--json]\n"
 			"       [--peers OTHER_RANK_TRACE ...]\n"
 			"  GPU kernel table of all recorded windows together (default) or of one window;\n"
+			"  --sort also takes torch's key_averages names (self_cuda_time_total, cuda_time_total,\n"
+			"  cuda_time, device_time_total, count);\n"
 			"  --top N rows (default %d, 0 = all), --wide: full kernel names, --json: everything as one\n"
 			"  JSON object (every kernel row); --by line: kernel time by the source line of the program's\n"
 			"  own code that launched it (needs stacks = python or both when recording); --peers\n"
@@ -56,7 +58,11 @@ int sp_cmd_report(int argc, char **argv)
 		case 's':
 			o.sort = sp_report_sort_parse(optarg);
 			if (o.sort < 0) {
-				fprintf(stderr, "stepprof report: unknown sort key '%s'\n", optarg);
+				fprintf(stderr, "stepprof report: unknown sort key '%s' (known: total, avg, calls, max, "
+						"min, name; torch's self_cuda_time_total, cuda_time_total, cuda_time, "
+						"device_time_total, count%s)\n", optarg,
+					strstr(optarg, "cpu") ? "; CPU operator time is not recorded: stepprof sees "
+								"CUDA calls and GPU work, not torch operators" : "");
 				return usage(stderr, 2);
 			}
 			break;
@@ -68,14 +74,8 @@ int sp_cmd_report(int argc, char **argv)
 			o.top = (int)v;
 			break;
 		case 'w':
-			if (!strcmp(optarg, "all"))
-				o.window = -1;
-			else if (number(optarg, &v))
-				o.window = v;
-			else {
-				fprintf(stderr, "stepprof report: --window wants a window id or 'all', not '%s'\n", optarg);
+			if (sp_cli_window("report", optarg, &o.window) < 0)
 				return usage(stderr, 2);
-			}
 			break;
 		case 'W':
 			o.wide = 1;

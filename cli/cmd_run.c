@@ -8,6 +8,8 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
@@ -20,6 +22,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "config/config.h"
+#include "config/run.h"
 
 /* Finds the library `name` beside the binary (build/) or in ../lib (dist/). Returns 0 or -1. */
 static int find_library(const char *name, char *out, size_t len)
@@ -73,10 +76,12 @@ static int list_traces(const char *dir, time_t since, int depth)
 /* Prints the usage to f and returns rc. */
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof run [--config FILE] [--out DIR] [--ranks LIST] [--set SECTION.KEY=VALUE]... "
+	fprintf(f, "usage: stepprof run [-c|--config FILE] [-o|--output DIR] [--ranks LIST] [--set SECTION.KEY=VALUE]... "
 			"[--] CMD [ARGS...]\n"
-			"  e.g. stepprof run --ranks 0,7 --set schedule.wait=20 --set marker.kind=nvtx "
-			"--set marker.pattern=train_step -- torchrun ...\n");
+			"  Runs CMD with stepprof preloaded; every process it starts shares one run id (%s),\n"
+			"  so one run writes one folder (default output: stepprof-traces/{run}). Options come\n"
+			"  before CMD. e.g. stepprof run --ranks 0,7 --set schedule.wait=20 --set marker.kind=nvtx "
+			"--set marker.pattern=train_step -- torchrun ...\n", SP_RUN_ENV);
 	return rc;
 }
 
@@ -112,7 +117,8 @@ int sp_cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
-		{ "out", required_argument, NULL, 'o' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "out", required_argument, NULL, 'o' }, /* the old name */
 		{ "set", required_argument, NULL, 's' },
 		{ "ranks", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
@@ -127,7 +133,7 @@ int sp_cmd_run(int argc, char **argv)
 	/* '+': the options end at CMD (or after "--"); the rest is CMD's own */
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:hc:o:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			config = optarg;
@@ -182,20 +188,41 @@ int sp_cmd_run(int argc, char **argv)
 	else
 		snprintf(preload, sizeof preload, "%s%s%s", lib, old && *old ? " " : "", old && *old ? old : "");
 	setenv("LD_PRELOAD", preload, 1);
+	/* one id for every process of the run (a launcher's workers included): one folder */
+	char run[SP_RUN_ID_MAX];
+	const char *how;
+	sp_run_id(run, sizeof run, &how);
+	setenv(SP_RUN_ENV, run, 1);
 	time_t start = time(NULL);
+	int ep[2]; /* the child's exec errno, if exec fails (closed on a successful exec) */
+	if (pipe2(ep, O_CLOEXEC) < 0) {
+		perror("stepprof run: pipe");
+		return 1;
+	}
 	pid_t pid = fork();
 	if (pid < 0) {
 		perror("stepprof run: fork");
 		return 1;
 	}
 	if (pid == 0) {
+		close(ep[0]);
 		execvp(cmd[0], cmd);
-		fprintf(stderr, "stepprof run: cannot run %s: %s\n", cmd[0], strerror(errno));
+		int e = errno;
+		if (write(ep[1], &e, sizeof e) < 0)
+			_exit(127);
 		_exit(127);
 	}
-	int st = 0;
+	close(ep[1]);
+	int st = 0, exec_errno = 0;
+	while (read(ep[0], &exec_errno, sizeof exec_errno) < 0 && errno == EINTR)
+		;
+	close(ep[0]);
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
+	if (exec_errno) {
+		fprintf(stderr, "stepprof run: cannot run '%s': %s\n", cmd[0], strerror(exec_errno));
+		return exec_errno == ENOENT ? 127 : 126;
+	}
 	/* the output template's first fixed directory is where traces land */
 	char dir[SP_CFG_PATH];
 	snprintf(dir, sizeof dir, "%s", cfg.output);
@@ -208,8 +235,13 @@ int sp_cmd_run(int argc, char **argv)
 		else
 			snprintf(dir, sizeof dir, ".");
 	}
+	char folder[SP_CFG_PATH];
+	bool one = !strstr(cfg.output, "{pid}") && !strstr(cfg.output, "{rank}") && !strstr(cfg.output, "{host}") &&
+		   !sp_cfg_expand(cfg.output, NULL, folder, sizeof folder);
 	if (!list_traces(dir[0] ? dir : ".", start, 0))
 		fprintf(stderr, "stepprof: no trace written under %s (no CUDA, rank not selected, or no step "
 				"recorded: see the schedule with 'stepprof schedule')\n", dir[0] ? dir : ".");
+	else if (one)
+		fprintf(stderr, "stepprof: run %s (from the %s): %s/\n", run, how, folder);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd_schedule.c - `stepprof schedule [--config FILE] [--steps N] [KEY=VALUE ...]`: dry run of
+/* cmd_schedule.c - `stepprof schedule [-c FILE] [--steps N] [[--set] [schedule.]KEY=VALUE ...]`: dry run of
  * the [schedule] section. stdout is exactly one "STEP ACTION" line per step; the summary
  * (recorded windows, when recording stops) and warnings go to stderr as '#' lines. */
 #include <getopt.h>
@@ -14,11 +14,13 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: stepprof schedule [--config FILE] [--steps N] [KEY=VALUE ...]\n"
-		   "  Prints torch.profiler.schedule's action for steps 0..N-1, one \"STEP ACTION\" line\n"
-		   "  each; a summary goes to stderr. KEY: skip_first, skip_first_wait, wait, warmup,\n"
-		   "  active, repeat, profiling_frequency, applied over FILE (else $STEPPROF_CONFIG, else\n"
-		   "  the defaults) and the STEPPROF_* environment. Exits 2 on any error.\n");
+	fprintf(f, "usage: stepprof schedule [-c|--config FILE] [-n|--count N | --steps A-B] [[--set] [schedule.]KEY=VALUE ...]\n"
+		   "  Prints torch.profiler.schedule's action for steps 0..N-1 (or A..B), one \"STEP ACTION\"\n"
+		   "  line each (--steps: step numbers as convert takes them; --count: how many from step 0);\n"
+		   "  a summary goes to stderr. KEY: skip_first, skip_first_wait, wait, warmup,\n"
+		   "  active, repeat, profiling_frequency (wait=2, schedule.wait=2 and --set schedule.wait=2\n"
+		   "  are the same), applied over FILE (else $STEPPROF_CONFIG, else the defaults) and the\n"
+		   "  STEPPROF_* environment; options and KEY=VALUE in any order. Exits 2 on any error.\n");
 }
 
 /* Steps to show by default: skip_first, then `repeat` cycles (2 if it repeats forever), plus 2. */
@@ -30,17 +32,17 @@ static int64_t default_steps(const struct sp_schedule *s)
 	return n > DEFAULT_STEPS_CAP ? DEFAULT_STEPS_CAP : n;
 }
 
-/* Prints the table to stdout and the summary to stderr. Can't fail. */
-static void print_table(const struct sp_schedule *s, int64_t steps)
+/* Prints the table of steps first..first+steps-1 to stdout and the summary to stderr. Can't fail. */
+static void print_table(const struct sp_schedule *s, int64_t first, int64_t steps)
 {
 	int64_t start = -1, nwin = 0;
 	enum sp_action prev = SP_ACT_NONE;
 
-	for (int64_t i = 0; i < steps; i++)
+	for (int64_t i = first; i < first + steps; i++)
 		printf("%lld %s\n", (long long)i, sp_action_name(sp_schedule_action(s, i)));
 	fprintf(stderr, "# windows (recorded steps):");
-	for (int64_t i = 0; i <= steps; i++) {
-		enum sp_action a = i < steps ? sp_schedule_action(s, i) : SP_ACT_NONE;
+	for (int64_t i = first; i <= first + steps; i++) {
+		enum sp_action a = i < first + steps ? sp_schedule_action(s, i) : SP_ACT_NONE;
 		bool rec = a == SP_ACT_RECORD || a == SP_ACT_RECORD_AND_SAVE;
 		if (rec && start < 0)
 			start = i;
@@ -50,15 +52,16 @@ static void print_table(const struct sp_schedule *s, int64_t steps)
 			if (end > start)
 				fprintf(stderr, "-%lld", (long long)end);
 			if (a != SP_ACT_RECORD_AND_SAVE)
-				fprintf(stderr, " (cut off by --steps)");
+				fprintf(stderr, " (cut off by the end of the table)");
 			start = -1;
 		}
 		prev = a;
 	}
 	fprintf(stderr, "%s\n", nwin ? "" : " none");
 	if (s->repeat == 0)
-		fprintf(stderr, "# repeat = 0: the cycle of %lld steps goes on forever\n",
-			(long long)(s->wait + s->warmup + s->active));
+		fprintf(stderr, "# repeat = 0: the cycle of %lld step%s goes on forever\n",
+			(long long)(s->wait + s->warmup + s->active),
+			s->wait + s->warmup + s->active == 1 ? "" : "s");
 	else {
 		int64_t lo = 0, hi = INT64_MAX; /* the first step that is done: done() only turns on */
 		while (lo < hi) {
@@ -77,37 +80,60 @@ int sp_cmd_schedule(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
-		{ "steps", required_argument, NULL, 's' },
+		{ "steps", required_argument, NULL, 'r' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "set", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	static struct sp_config cfg;
 	static struct sp_cfg_errors errs;
 	const char *path = getenv("STEPPROF_CONFIG");
-	int64_t steps = -1;
-	int c, i, bad = 0;
+	int64_t steps = -1, first = 0;
+	int c, i, bad = 0, nsets = 0;
 	char *end;
+	const char **sets = calloc((size_t)argc + 1, sizeof(*sets)); /* --set values, in order */
 
-	/* '+': the options stop at the first KEY=VALUE; every argument after it must be one too */
+	if (!sets)
+		return 2;
+	/* options and KEY=VALUE operands in any order (getopt permutes the operands to the end) */
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hc:n:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			path = optarg;
 			break;
-		case 's':
+		case 'S':
+			sets[nsets++] = optarg;
+			break;
+		case 'n':
 			steps = strtoll(optarg, &end, 10);
+			first = 0;
 			if (*optarg < '0' || *optarg > '9' || *end || steps < 1 || steps > MAX_STEPS) {
-				fprintf(stderr, "stepprof schedule: --steps: '%s' is not an integer 1..%d\n", optarg,
+				fprintf(stderr, "stepprof schedule: --count: '%s' is not an integer 1..%d\n", optarg,
 					MAX_STEPS);
+				free(sets);
+				return 2;
+			}
+			break;
+		case 'r': /* A-B: step numbers, as convert --steps takes them */
+			first = strtoll(optarg, &end, 10);
+			steps = *end == '-' && end[1] >= '0' && end[1] <= '9' ? strtoll(end + 1, &end, 10) - first + 1 : 0;
+			if (*optarg < '0' || *optarg > '9' || *end || first < 0 || steps < 1 || steps > MAX_STEPS ||
+			    first > INT64_MAX - MAX_STEPS) {
+				fprintf(stderr, "stepprof schedule: --steps wants step numbers A-B (at most %d steps), not "
+						"'%s'%s\n", MAX_STEPS, optarg, *end ? "" : "; for the first N steps say --count N");
+				free(sets);
 				return 2;
 			}
 			break;
 		case 'h':
+			free(sets);
 			usage(stdout);
 			return 0;
 		default:
+			free(sets);
 			sp_cli_bad_option("schedule", c, argc, argv);
 			usage(stderr);
 			return 2;
@@ -117,17 +143,24 @@ int sp_cmd_schedule(int argc, char **argv)
 	if (path && *path)
 		sp_cfg_load_file(&cfg, path, &errs);
 	sp_cfg_load_env(&cfg, NULL, &errs);
-	for (i = optind; i < argc; i++) {
-		char key[64];
-		const char *eq = strchr(argv[i], '=');
-		if (!eq || eq == argv[i] || (size_t)(eq - argv[i]) >= sizeof(key)) {
-			bad += fprintf(stderr, "command line: '%s': expected KEY=VALUE (KEY: a [schedule] key)\n",
-				       argv[i]) > 0;
+	for (i = optind; i < argc; i++)
+		sets[nsets++] = argv[i];
+	for (i = 0; i < nsets; i++) {
+		char section[32] = "schedule", key[64];
+		const char *kv = sets[i], *eq = strchr(kv, '='), *dot = memchr(kv, '.', eq ? (size_t)(eq - kv) : 0);
+		if (dot && (size_t)(dot - kv) < sizeof(section)) {
+			snprintf(section, sizeof(section), "%.*s", (int)(dot - kv), kv);
+			kv = dot + 1;
+		}
+		if (!eq || eq == kv || (size_t)(eq - kv) >= sizeof(key)) {
+			bad += fprintf(stderr, "command line: '%s': expected KEY=VALUE or SECTION.KEY=VALUE (KEY: a "
+					       "[schedule] key, e.g. wait=2)\n", sets[i]) > 0;
 			continue;
 		}
-		snprintf(key, sizeof(key), "%.*s", (int)(eq - argv[i]), argv[i]);
-		sp_cfg_set(&cfg, "schedule", key, eq + 1, "command line", 0, &errs);
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - kv), kv);
+		sp_cfg_set(&cfg, section, key, eq + 1, "command line", 0, &errs);
 	}
+	free(sets);
 	sp_cfg_finish(&cfg, &errs);
 	if (errs.count || bad) {
 		sp_cfg_print_errors(&errs, stderr);
@@ -137,6 +170,6 @@ int sp_cmd_schedule(int argc, char **argv)
 		fprintf(stderr, "stepprof schedule: warning: warmup = 0: the first recorded step is not "
 				"warmed up (torch warns: \"Profiler won't be using warmup, this can skew "
 				"profiler results\")\n");
-	print_table(&cfg.schedule, steps > 0 ? steps : default_steps(&cfg.schedule));
+	print_table(&cfg.schedule, first, steps > 0 ? steps : default_steps(&cfg.schedule));
 	return 0;
 }

@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli.h"
 #include "folded.h"
 
@@ -32,6 +33,7 @@ int sp_cmd_stacks(int argc, char **argv)
 	};
 	const char *trace, *outpath = NULL;
 	unsigned mask = SP_FOLD_ALLOC;
+	const char *kind = "alloc";
 	int by_bytes = -1, c;
 	char err[512];
 	size_t k;
@@ -56,6 +58,7 @@ int sp_cmd_stacks(int argc, char **argv)
 				return usage(stderr, 2);
 			}
 			mask = kinds[k].mask;
+			kind = kinds[k].name;
 			break;
 		case 'o':
 			outpath = optarg;
@@ -88,6 +91,7 @@ int sp_cmd_stacks(int argc, char **argv)
 	struct sp_event ev;
 	int rc, ret = 0;
 	while ((rc = sp_trace_next(r, &ev)) == 1) {
+		sp_cli_progress(r);
 		if (ev.kind == SP_EV_MODULE)
 			sp_sym_add_module(sym, sp_trace_string(r, ev.name), ev.u.module.start, ev.u.module.end,
 					  ev.u.module.offset);
@@ -105,9 +109,19 @@ int sp_cmd_stacks(int argc, char **argv)
 	} else {
 		size_t n = sp_stackagg_folded(&agg, mask, by_bytes, r, sym, out);
 		int bad = fflush(out) || ferror(out);
+		int nostacks = !n && !(sp_trace_header(r)->meta.features & SP_FEAT_STACKS);
 		if ((outpath && fclose(out)) || bad) {
 			fprintf(stderr, "stepprof stacks: writing %s failed\n", outpath ? outpath : "the output");
 			ret = 1;
+		} else if (nostacks) { /* an empty result would look like "no such calls" */
+			fprintf(stderr, "stepprof stacks: %s holds no call stacks: it was recorded without "
+					"[activities] stacks = true\n", trace);
+			if (outpath)
+				unlink(outpath);
+			ret = 1;
+		} else if (!n) {
+			fprintf(stderr, "stepprof stacks: %s: no %s event with a call stack\n", trace,
+				kind);
 		} else if (outpath) {
 			fprintf(stderr, "wrote %s: %zu line%s\n", outpath, n, n == 1 ? "" : "s");
 		}

@@ -48,6 +48,8 @@ int sp_cmd_steps(int argc, char **argv)
 	}
 	if (sp_cli_operands("steps", argc, argv, 1, argc))
 		return usage(stderr, 2);
+	if (argc - optind > 1 && sp_cli_one_run("steps", argv + optind, (size_t)(argc - optind)))
+		return 1;
 	struct sp_ranks *a = sp_ranks_new();
 	for (int i = optind; i < argc; i++) {
 		int rc = sp_ranks_load(a, argv[i], err, sizeof(err));

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "config/version.h"
 #include "export.h"
 #include "config/schedule.h"
 #include "nccl.h"
@@ -522,7 +523,7 @@ static int chrome_window(struct sp_export *x, const struct sp_window *w)
 	return 0;
 }
 
-/* "source":..,"host":..,"command":..,"pid":..,"rank":..,"world_size":..,"local_rank":..,"trace_version":.. */
+/* "source":..,"host":..,"command":..,"run_id":..,"written_by":..,"pid":..,"rank":..,"world_size":..,"local_rank":..,"trace_version":.. */
 static void trace_meta(struct sp_export *x, const struct trace_info *t)
 {
 	const struct sp_trace_meta *m = &t->hdr->meta;
@@ -533,6 +534,10 @@ static void trace_meta(struct sp_export *x, const struct trace_info *t)
 	sp_out_json_str(x->out, m->host);
 	sp_out_puts(x->out, ",\"command\":");
 	sp_out_json_str(x->out, m->command);
+	sp_out_puts(x->out, ",\"run_id\":");
+	sp_out_json_str(x->out, m->run_id);
+	sp_out_puts(x->out, ",\"written_by\":");
+	sp_out_json_str(x->out, m->producer);
 	sp_out_printf(x->out, ",\"pid\":%d,\"rank\":%d,\"world_size\":%d,\"local_rank\":%d,\"trace_version\":%u",
 		      m->pid, m->rank, m->world_size, m->local_rank, t->hdr->version);
 }
@@ -543,7 +548,7 @@ static void other_data(struct sp_export *x)
 	struct chrome *c = x->priv;
 	int merged = c->ntraces > 1;
 
-	sp_out_puts(x->out, ",\n\"otherData\":{\"producer\":\"stepprof\",");
+	sp_out_puts(x->out, ",\n\"otherData\":{\"producer\":\"stepprof\",\"stepprof_version\":\"" SP_VERSION "\",");
 	if (merged) {
 		sp_out_puts(x->out, "\"ranks\":[");
 		for (size_t i = 0; i < c->ntraces; i++) {

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "export.h"
 #include "folded.h"
 #include "memtl.h"
 
@@ -157,16 +158,16 @@ size_t sp_stackagg_folded(const struct sp_stackagg *a, unsigned mask, int by_byt
 	return written;
 }
 
-void sp_stackagg_sites(const struct sp_stackagg *a, const char *path, const struct sp_trace_reader *r, int top,
-		       FILE *out)
+/* The allocation sites of a: merged by innermost frame, by bytes descending; *n gets their count.
+ * The caller frees each text and the array. Exits if memory runs out. */
+static struct line *collect_sites(const struct sp_stackagg *a, const char *path, const struct sp_trace_reader *r,
+				  size_t *n)
 {
 	struct sp_sym *sym;
 	struct line *l = NULL;
-	size_t n = 0;
-	char err[256], b[32];
+	char err[256];
 
-	if (!a->total[0])
-		return;
+	*n = 0;
 	sym = sp_sym_open();
 	sp_sym_load_trace(sym, path, err, sizeof(err));
 	sp_sym_use_trace(sym, r);
@@ -179,11 +180,25 @@ void sp_stackagg_sites(const struct sp_stackagg *a, const char *path, const stru
 		text = strdup(sp_sym_site(sym, pcs, depth));
 		if (!text)
 			sp_oom();
-		l = sp_xrealloc(l, (n + 1) * sizeof(*l));
-		l[n++] = (struct line){ text, a->c[0][id].calls, a->c[0][id].bytes };
+		l = sp_xrealloc(l, (*n + 1) * sizeof(*l));
+		l[(*n)++] = (struct line){ text, a->c[0][id].calls, a->c[0][id].bytes };
 	}
-	n = merge(l, n);
-	sp_sort(l, n, sizeof(*l), by_bytes_desc);
+	*n = merge(l, *n);
+	sp_sort(l, *n, sizeof(*l), by_bytes_desc);
+	sp_sym_close(sym);
+	return l;
+}
+
+void sp_stackagg_sites(const struct sp_stackagg *a, const char *path, const struct sp_trace_reader *r, int top,
+		       FILE *out)
+{
+	struct line *l;
+	size_t n = 0;
+	char b[32];
+
+	if (!a->total[0])
+		return;
+	l = collect_sites(a, path, r, &n);
 	fprintf(out, "\n%-*s %12s %8s\n", SITE_WIDTH, "Top allocation sites by bytes", "Bytes", "Calls");
 	for (size_t i = 0; i < n; i++) {
 		if ((int)i < top) {
@@ -199,7 +214,25 @@ void sp_stackagg_sites(const struct sp_stackagg *a, const char *path, const stru
 	if (n > (size_t)top)
 		fprintf(out, "... %zu more sites\n", n - (size_t)top);
 	free(l);
-	sp_sym_close(sym);
+}
+
+void sp_stackagg_sites_json(const struct sp_stackagg *a, const char *path, const struct sp_trace_reader *r,
+			    struct sp_out *x)
+{
+	struct line *l = NULL;
+	size_t n = 0;
+
+	if (a->total[0])
+		l = collect_sites(a, path, r, &n);
+	sp_out_puts(x, "[");
+	for (size_t i = 0; i < n; i++) {
+		sp_out_puts(x, i ? ",\n{\"site\":" : "\n{\"site\":");
+		sp_out_json_str(x, l[i].text);
+		sp_out_printf(x, ",\"bytes\":%" PRIu64 ",\"calls\":%" PRIu64 "}", l[i].bytes, l[i].calls);
+		free(l[i].text);
+	}
+	sp_out_puts(x, "]");
+	free(l);
 }
 
 void sp_stackagg_free(struct sp_stackagg *a)

@@ -50,6 +50,11 @@ size_t sp_stackagg_folded(const struct sp_stackagg *a, unsigned mask, int by_byt
  * addresses unnamed). */
 void sp_stackagg_sites(const struct sp_stackagg *a, const char *path, const struct sp_trace_reader *r, int top,
 		       FILE *out);
+struct sp_out;
+/* The same sites, all of them, as a JSON array of {"site","bytes","calls"} written to x ([] when
+ * no allocation was counted). Exits if memory runs out; otherwise can't fail. */
+void sp_stackagg_sites_json(const struct sp_stackagg *a, const char *path, const struct sp_trace_reader *r,
+			    struct sp_out *x);
 /* Frees a's memory and zeroes it. This function can't fail. */
 void sp_stackagg_free(struct sp_stackagg *a);
 

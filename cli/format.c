@@ -16,6 +16,19 @@ const char *sp_fmt_ns(char *buf, size_t n, uint64_t ns)
 	return buf;
 }
 
+const char *sp_fmt_sns(char *buf, size_t n, int64_t ns)
+{
+	char abs[32];
+	sp_fmt_ns(abs, sizeof(abs), ns < 0 ? -(uint64_t)ns : (uint64_t)ns);
+	snprintf(buf, n, "%c%s", ns < 0 ? '-' : '+', abs);
+	return buf;
+}
+
+const char *sp_plural(uint64_t count)
+{
+	return count == 1 ? "" : "s";
+}
+
 void sp_print_name(FILE *out, const char *name, int width)
 {
 	int len = (int)strlen(name), cut = len > width, keep = cut ? width - 3 : len;

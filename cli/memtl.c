@@ -8,6 +8,8 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli.h"
+#include "format.h"
 #include "memtl.h"
 #include "windows.h"
 
@@ -337,6 +339,7 @@ int sp_memtl_next(struct sp_memtl_reader *m, const struct sp_memtl **w)
 
 	while (!m->done) {
 		int rc = sp_trace_next(m->r, &ev);
+		sp_cli_progress(m->r);
 		if (rc <= 0 || ev.kind == SP_EV_WINDOW_BEGIN) {
 			struct sp_memtl next = { .t1 = UINT64_MAX };
 			int had = m->have_cur;
@@ -422,17 +425,17 @@ const char *sp_memtl_bytes(char *buf, size_t n, uint64_t b)
 void sp_memtl_summary(const struct sp_memtl *w, const struct sp_trace_reader *r, struct sp_sym *sym, int top,
 		      FILE *out)
 {
-	char b[2][32];
+	char b[2][32], t[32];
 
-	fprintf(out, "Window %u: steps %" PRId64 "-%" PRId64 ", %.3fms%s\n", w->id, w->first_step, w->last_step,
-		(w->t1 - w->t0) / 1e6, w->complete ? "" : " (incomplete)");
+	fprintf(out, "Window %u: steps %" PRId64 "-%" PRId64 ", %s%s\n", w->id, w->first_step, w->last_step,
+		sp_fmt_ns(t, sizeof(t), w->t1 - w->t0), w->complete ? "" : " (incomplete)");
 	if (!w->ns)
 		fprintf(out, "  no memory records\n");
 	for (size_t k = 0; k < w->ns; k++) {
 		const struct sp_memtl_series *s = &w->s[k];
 		uint64_t sum = 0;
-		fprintf(out, "  %s: peak %s at +%.3fms", s->label, sp_memtl_bytes(b[0], 32, s->peak),
-			(s->peak_t - w->t0) / 1e6);
+		fprintf(out, "  %s: peak %s at %s", s->label, sp_memtl_bytes(b[0], 32, s->peak),
+			sp_fmt_sns(t, sizeof(t), (int64_t)(s->peak_t - w->t0)));
 		for (size_t i = 0; i < w->nstep; i++)
 			if (s->peak_t >= w->step[i].start && s->peak_t < w->step[i].end) {
 				fprintf(out, " (step %" PRId64 ")", w->step[i].number);
@@ -442,14 +445,16 @@ void sp_memtl_summary(const struct sp_memtl *w, const struct sp_trace_reader *r,
 			fprintf(out, ", peak since process start %s", sp_memtl_bytes(b[0], 32, s->peak_ever));
 		for (size_t i = 0; i < s->n_at_peak; i++)
 			sum += w->a[s->at_peak[i]].size;
-		fprintf(out, "; %" PRIu64 " allocations, %" PRIu64 " frees in the window\n", s->allocs, s->frees);
-		fprintf(out, "    alive at the peak: %zu allocations, %s\n", s->n_at_peak, sp_memtl_bytes(b[1], 32, sum));
+		fprintf(out, "; %" PRIu64 " allocation%s, %" PRIu64 " free%s in the window\n", s->allocs,
+			sp_plural(s->allocs), s->frees, sp_plural(s->frees));
+		fprintf(out, "    alive at the peak: %zu allocation%s, %s\n", s->n_at_peak, sp_plural(s->n_at_peak),
+			sp_memtl_bytes(b[1], 32, sum));
 		for (size_t i = 0; i < s->n_at_peak && (int)i < top; i++) {
 			const struct sp_memtl_alloc *a = &w->a[s->at_peak[i]];
 			uint32_t n = 0;
 			const uint64_t *pcs = a->stack ? sp_trace_stack(r, a->stack, &n) : NULL;
-			fprintf(out, "    %10s  %-12s made %+.3fms  %s\n", sp_memtl_bytes(b[0], 32, a->size),
-				sp_mem_kind_name(a->kind), ((double)a->made - (double)w->t0) / 1e6,
+			fprintf(out, "    %10s  %-12s made %s  %s\n", sp_memtl_bytes(b[0], 32, a->size),
+				sp_mem_kind_name(a->kind), sp_fmt_sns(t, sizeof(t), (int64_t)(a->made - w->t0)),
 				sp_sym_site(sym, pcs, n));
 		}
 		if (s->n_at_peak > (size_t)top)

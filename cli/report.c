@@ -10,6 +10,7 @@
 #include "memtl.h"
 #include "nccl.h"
 #include "ranks.h"
+#include "cli.h"
 #include "report.h"
 #include "export.h"
 #include "steps.h"
@@ -177,7 +178,7 @@ static void print_kernels(const struct report *rep, const struct sp_report_opts 
 			n - shown == 1 ? "" : "s", sp_fmt_ns(t[0], 32, rest), total ? 100.0 * rest / total : 0);
 	fprintf(out, "%-*s %8llu %12s %12s %12s %12s %6.1f%%\n", width, "Total", (unsigned long long)calls,
 		sp_fmt_ns(t[0], 32, total), "", "", "", 100.0);
-	fprintf(out, "%zu kernel names, %llu kernels, %s of kernel time\n", n, (unsigned long long)calls,
+	fprintf(out, "%zu kernel name%s, %llu kernel%s, %s of kernel time\n", n, sp_plural(n), (unsigned long long)calls, sp_plural(calls),
 		sp_fmt_ns(t[0], 32, total));
 	free(rows);
 }
@@ -189,9 +190,9 @@ static void print_windows(const struct report *rep, FILE *out)
 	for (size_t i = 0; i < rep->nw; i++) {
 		const struct wsum *s = &rep->w[i];
 		uint64_t dur = s->w.t1 > s->w.t0 ? s->w.t1 - s->w.t0 : 0;
-		fprintf(out, "Window %u: steps %lld-%lld (%llu step%s), %s, %llu kernels, GPU busy %.1f%%", s->w.id,
+		fprintf(out, "Window %u: steps %lld-%lld (%llu step%s), %s, %llu kernel%s, GPU busy %.1f%%", s->w.id,
 			(long long)s->w.first_step, (long long)s->w.last_step, (unsigned long long)s->steps,
-			s->steps == 1 ? "" : "s", sp_fmt_ns(t, sizeof(t), dur), (unsigned long long)s->kernels,
+			s->steps == 1 ? "" : "s", sp_fmt_ns(t, sizeof(t), dur), (unsigned long long)s->kernels, sp_plural(s->kernels),
 			dur ? 100.0 * s->busy / dur : 0);
 		if (s->w.capped)
 			fprintf(out, ", capped");
@@ -379,7 +380,8 @@ static size_t findings(const struct report *rep, char (*f)[FINDING_LEN])
 		drops += rep->dropped[i];
 	if (drops) {
 		char *p = f[n++], *end = p + FINDING_LEN;
-		p += snprintf(p, end - p, "%llu records were lost:", (unsigned long long)drops);
+		p += snprintf(p, end - p, "%llu record%s lost:", (unsigned long long)drops,
+			      drops == 1 ? " was" : "s were");
 		if (rep->dropped[SP_DROP_RING])
 			p += snprintf(p, end - p, " %llu to full per-thread rings (raise [limits] ring_events);",
 				      (unsigned long long)rep->dropped[SP_DROP_RING]);
@@ -417,8 +419,14 @@ static void print_json(const struct report *rep, const char *path, const struct 
 	size_t n;
 	uint32_t *rows = sorted_kernels(rep, o->sort, &n);
 
-	sp_out_puts(x, "{\"trace\":");
+	sp_out_puts(x, "{");
+	sp_cli_json_head(x, "report");
+	sp_out_puts(x, "\"trace\":");
 	sp_out_json_str(x, path);
+	sp_out_puts(x, ",\"run_id\":");
+	sp_out_json_str(x, h->meta.run_id);
+	sp_out_puts(x, ",\"producer\":");
+	sp_out_json_str(x, h->meta.producer);
 	sp_out_puts(x, ",\"host\":");
 	sp_out_json_str(x, h->meta.host);
 	sp_out_printf(x, ",\"rank\":%d,\"world_size\":%d,\"pid\":%d,\"window\":", h->meta.rank, h->meta.world_size,
@@ -526,9 +534,21 @@ int sp_report_sort_parse(const char *s)
 	static const char *const keys[] = { [SP_SORT_TOTAL] = "total", [SP_SORT_AVG] = "avg",
 					    [SP_SORT_CALLS] = "calls", [SP_SORT_MAX] = "max",
 					    [SP_SORT_MIN] = "min", [SP_SORT_NAME] = "name" };
+	/* torch's key_averages().table(sort_by=...) names: a kernel has no children, so self and
+	 * total are the same; torch's cuda_time / device_time is the average */
+	static const struct { const char *torch; int key; } aliases[] = {
+		{ "self_cuda_time_total", SP_SORT_TOTAL }, { "cuda_time_total", SP_SORT_TOTAL },
+		{ "self_device_time_total", SP_SORT_TOTAL }, { "device_time_total", SP_SORT_TOTAL },
+		{ "cuda_time", SP_SORT_AVG }, { "device_time", SP_SORT_AVG },
+		{ "self_cuda_time", SP_SORT_AVG }, { "self_device_time", SP_SORT_AVG },
+		{ "count", SP_SORT_CALLS },
+	};
 	for (int i = 0; i < (int)(sizeof(keys) / sizeof(keys[0])); i++)
 		if (!strcmp(s, keys[i]))
 			return i;
+	for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
+		if (!strcmp(s, aliases[i].torch))
+			return aliases[i].key;
 	return -1;
 }
 
@@ -588,9 +608,9 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 			fprintf(out, "rank %d of %d, ", h->meta.rank, h->meta.world_size);
 		fprintf(out, "pid %d\n", h->meta.pid);
 		if (o->window >= 0)
-			fprintf(out, "Window %lld of %d windows\n\n", o->window, seen);
+			fprintf(out, "Window %lld of %d window%s\n\n", o->window, seen, sp_plural((uint64_t)seen));
 		else
-			fprintf(out, "All %zu window%s aggregated\n\n", rep.nw, rep.nw == 1 ? "" : "s");
+			fprintf(out, rep.nw == 1 ? "1 window\n\n" : "All %zu windows aggregated\n\n", rep.nw);
 		if (o->by_line)
 			sp_bylines_print(&rep.lines, rep.r, o->top, o->wide, out);
 		else

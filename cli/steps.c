@@ -287,13 +287,21 @@ void sp_steps_compare(const struct sp_steps *s, const int *rank, size_t n, FILE 
 		common += have == n;
 		if (rows++ < SP_STEPS_ROWS) {
 			sp_rank_label(rk, sizeof(rk), rank, n, slow);
-			fprintf(out, "%-8lld %5zu %12s %12s %12s %8s %7.1f%%\n", (long long)nums[j], have,
+			double pct = lo ? 100.0 * (double)(hi - lo) / lo : 0.0;
+			char sp[16]; /* the column stays 8 wide: 12.3%, 1234%, >99999% */
+			if (pct < 1000)
+				snprintf(sp, sizeof(sp), "%.1f%%", pct);
+			else if (pct < 99999.5)
+				snprintf(sp, sizeof(sp), "%.0f%%", pct);
+			else
+				snprintf(sp, sizeof(sp), ">99999%%");
+			fprintf(out, "%-8lld %5zu %12s %12s %12s %8s %8s\n", (long long)nums[j], have,
 				sp_fmt_ns(t[0], 32, lo), sp_fmt_ns(t[1], 32, sp_median_u64(v, have)), sp_fmt_ns(t[2], 32, hi),
-				have > 1 && hi > lo ? rk : "-", lo ? 100.0 * (double)(hi - lo) / lo : 0.0);
+				have > 1 && hi > lo ? rk : "-", sp);
 		}
 	}
 	if (rows > SP_STEPS_ROWS)
-		fprintf(out, "... %zu more steps\n", rows - SP_STEPS_ROWS);
+		fprintf(out, "... %zu more step%s\n", rows - SP_STEPS_ROWS, sp_plural(rows - SP_STEPS_ROWS));
 
 	if (!common)
 		fprintf(out, "\nNo step number is in every trace: are these ranks of one run, with one schedule?\n");

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "trace/trace.h"
+#include "cli.h"
 #include "symbols.h"
 #include "windows.h"
 
@@ -236,12 +237,14 @@ int sp_sym_load_trace(struct sp_sym *s, const char *path, char *err, size_t errl
 
 	if (!r)
 		return -1;
-	while (sp_trace_next(r, &ev) == 1)
+	while (sp_trace_next(r, &ev) == 1) {
+		sp_cli_progress(r);
 		if (ev.kind == SP_EV_MODULE) {
 			sp_sym_add_module(s, sp_trace_string(r, ev.name), ev.u.module.start, ev.u.module.end,
 					  ev.u.module.offset);
 			n++;
 		}
+	}
 	sp_trace_close_reader(r);
 	return n;
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli.h"
 #include "windows.h"
 
 struct sp_windows {
@@ -245,6 +246,7 @@ int sp_windows_next(struct sp_windows *g, const struct sp_window **w)
 
 	while (!g->done) {
 		int rc = sp_trace_next(g->r, &ev);
+		sp_cli_progress(g->r);
 		if (rc <= 0) {
 			int had = g->have_cur;
 			g->done = 1;

@@ -18,6 +18,8 @@
 #include <dlfcn.h>
 #include <generated_nvtx_meta.h>
 #include <nccl.h>
+#include "config/run.h"
+#include "config/version.h"
 #include "autostep.h"
 #include "clock.h"
 #include "collector.h"
@@ -418,6 +420,8 @@ static int start_writer(void)
 	m.anchor_mono_ns = sp_now_ns();
 	m.anchor_real_ns = sp_realtime_ns();
 	snprintf(m.host, sizeof m.host, "%s", host);
+	sp_run_id(m.run_id, sizeof m.run_id, NULL);
+	snprintf(m.producer, sizeof m.producer, "stepprof %s", SP_VERSION);
 	FILE *f = fopen("/proc/self/cmdline", "re");
 	if (f) {
 		size_t n = fread(m.command, 1, sizeof m.command - 1, f);

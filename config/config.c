@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <ini.h>
 #include "config.h"
+#include "run.h"
 
 enum ktype { K_BOOL, K_INT, K_SIZE, K_STR, K_OUTPUT, K_RANKS, K_KIND, K_STACKS };
 
@@ -35,7 +36,7 @@ struct key {
 
 static const struct key keys[] = {
 	{ "profile", "enabled", K_BOOL, FIELD(enabled), 0, 1, "true" },
-	{ "profile", "output", K_OUTPUT, FIELD(output), 0, 0, "stepprof-traces/{date}" },
+	{ "profile", "output", K_OUTPUT, FIELD(output), 0, 0, "stepprof-traces/{run}" },
 	{ "ranks", "ranks", K_RANKS, FIELD(ranks_text), 0, 0, "0" },
 	SCHED(skip_first, 0, "0"),
 	{ "schedule", "skip_first_wait", K_BOOL, FIELD(schedule.skip_first_wait), 0, 1, "0" },
@@ -72,8 +73,8 @@ static const char *const stacks_names[] = { "false", "native", "python", "both" 
 static const char *const kind_names[] = { "auto", "kernel", "api", "nccl", "nvtx", "profiler_range" };
 #define NKINDS (sizeof(kind_names) / sizeof(kind_names[0]))
 
-enum { PH_HOST, PH_PID, PH_RANK, PH_DATE, PH_TIME, PH_JOBID };
-static const char *const placeholders[] = { "host", "pid", "rank", "date", "time", "jobid" };
+enum { PH_HOST, PH_PID, PH_RANK, PH_DATE, PH_TIME, PH_JOBID, PH_RUN };
+static const char *const placeholders[] = { "host", "pid", "rank", "date", "time", "jobid", "run" };
 #define NPLACEHOLDERS (sizeof(placeholders) / sizeof(placeholders[0]))
 
 /* Appends one formatted message to errs (counted even when errs is full). Returns 1. */
@@ -236,7 +237,7 @@ static const char *allowed(const struct key *k, char *buf, size_t len)
 		snprintf(buf, len, "text of at most %zu characters, optionally in double quotes", k->size - 1);
 		return buf;
 	case K_OUTPUT:
-		return "a directory path; placeholders {host} {pid} {rank} {date} {time} {jobid}";
+		return "a directory path; placeholders {run} {host} {pid} {rank} {date} {time} {jobid}";
 	case K_RANKS:
 		return "all, or ranks and ranges like 0 / 0,1 / 0-3,8";
 	case K_KIND:
@@ -790,6 +791,9 @@ int sp_cfg_expand(const char *tmpl, const struct sp_rank_info *ri, char *out, si
 					if (!(job = getenv("TORCHELASTIC_RUN_ID")) || !*job)
 						job = "nojob";
 			snprintf(val, sizeof(val), "%s", job);
+			break;
+		case PH_RUN:
+			sp_run_id(val, sizeof(val), NULL);
 			break;
 		default:
 			return -1;

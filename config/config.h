@@ -38,7 +38,7 @@ struct sp_cfg_origin {
 struct sp_config {
 	/* [profile] */
 	bool enabled;                   /* master switch */
-	char output[SP_CFG_PATH];       /* output directory template: {host} {pid} {rank} {date} {time} {jobid} */
+	char output[SP_CFG_PATH];       /* output directory template: {run} {host} {pid} {rank} {date} {time} {jobid} */
 	/* [ranks] */
 	char ranks_text[256];           /* as written: "0", "0,1", "0-3,8", "all" */
 	struct sp_rankset ranks;        /* parsed */

@@ -18,6 +18,7 @@
 #include "trace.h"
 
 #define HEADER_V1_SIZE 376           /* bytes of the version-1 header */
+#define HEADER_V2_SIZE 472           /* version 2 appends run_id[64] and producer[32] */
 #define CHUNK_MAGIC 0x4b435053u      /* "SPCK" read as a little-endian u32 */
 #define CHUNK_HEADER_SIZE 16
 #define DEFAULT_CHUNK_BYTES (256u << 10)
@@ -25,7 +26,7 @@
 #define MAX_STRING_ID (1u << 24)     /* reader refuses bigger string ids as corrupt */
 #define KIND_STRING 0xff
 #define KIND_STACK 0xfe
-#define KIND_PYFRAME 0xfd            /* version 2 */
+#define KIND_PYFRAME 0xfd            /* version 3 */
 #define MAX_PYFRAME_ID (1u << 24)    /* reader refuses bigger Python frame ids as corrupt */
 #define MAX_STACK_ID (1u << 24)      /* reader refuses bigger stack ids as corrupt */
 #define MAX_STACK_DEPTH 1024         /* reader refuses deeper stacks as corrupt */
@@ -128,7 +129,7 @@ struct sp_trace_writer {
 	void *stack_ctx;
 	sp_pyframe_lookup_fn py_lookup;
 	void *py_ctx;
-	int version;            /* of the file: 2 if it may hold Python frame records */
+	int version;            /* of the file: 3 if it may hold Python frame records */
 	struct idbits strings;  /* string ids already in the file */
 	struct idbits stacks;   /* stack ids already in the file */
 	struct idbits pyframes; /* Python frame ids already in the file */
@@ -382,7 +383,7 @@ static int ensure_pyframe(struct sp_trace_writer *w, uint32_t id)
 }
 
 /* Writes the stack of id if the file lacks it (after the Python frame records it names, in a
- * version 2 file). Returns bytes added (0 if none) or -1. */
+ * version 3 file). Returns bytes added (0 if none) or -1. */
 static int ensure_stack(struct sp_trace_writer *w, uint32_t id)
 {
 	if (!id || bits_has(&w->stacks, id))
@@ -391,7 +392,7 @@ static int ensure_stack(struct sp_trace_writer *w, uint32_t id)
 	int k = 0;
 	const uint64_t *pcs = w->stack_lookup ? w->stack_lookup(w->stack_ctx, id, &n) : NULL;
 	n = !pcs ? 0 : n > MAX_STACK_DEPTH ? MAX_STACK_DEPTH : n; /* keeps the innermost */
-	for (uint32_t i = 0; i < n && w->version >= 2 && w->py_lookup; i++) {
+	for (uint32_t i = 0; i < n && w->version >= 3 && w->py_lookup; i++) {
 		int b = SP_IS_PYFRAME(pcs[i]) ? ensure_pyframe(w, SP_PYFRAME_ID(pcs[i])) : 0;
 		if (b < 0)
 			return -1;
@@ -647,12 +648,14 @@ static int check_header(const uint8_t *h, ssize_t n, uint64_t fsize, const char 
 struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_meta *meta,
 					sp_string_lookup_fn lookup, void *lookup_ctx, size_t chunk_bytes)
 {
-	uint8_t h[HEADER_V1_SIZE] = { 0 };
+	uint8_t h[HEADER_V2_SIZE] = { 0 };
 	memcpy(h, SP_TRACE_MAGIC, 8);
-	int version = meta->features & SP_FEAT_PYSTACKS ? 2 : 1;
+	/* version 3 only with Python frames: a reader older than 3 would take them for addresses, so
+	 * such a file also needs a reader of version 3; any other file is version 2, readable by all */
+	int version = meta->features & SP_FEAT_PYSTACKS ? 3 : 2;
 	put_le(h + 8, (uint64_t)version, 2);
-	put_le(h + 10, (uint64_t)version, 2); /* a reader of version 1 would take Python frames for addresses */
-	put_le(h + 12, HEADER_V1_SIZE, 4);
+	put_le(h + 10, (uint64_t)(version == 3 ? 3 : SP_TRACE_MIN_VERSION), 2);
+	put_le(h + 12, HEADER_V2_SIZE, 4);
 	put_le(h + 16, meta->features, 8);
 	put_le(h + 24, (uint32_t)meta->pid, 4);
 	put_le(h + 28, (uint32_t)meta->rank, 4);
@@ -662,6 +665,8 @@ struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_
 	put_le(h + 48, meta->anchor_real_ns, 8);
 	memcpy(h + 56, meta->host, strnlen(meta->host, 63));
 	memcpy(h + 120, meta->command, strnlen(meta->command, 255));
+	memcpy(h + 376, meta->run_id, strnlen(meta->run_id, 63));
+	memcpy(h + 440, meta->producer, strnlen(meta->producer, 31));
 
 	struct sp_trace_writer *w = calloc(1, sizeof(*w));
 	if (!w)
@@ -840,7 +845,7 @@ int sp_trace_close(struct sp_trace_writer *w)
  * inside its header, or needs another reader version. */
 struct sp_trace_reader *sp_trace_open(const char *path, char *err, size_t errlen)
 {
-	uint8_t h[HEADER_V1_SIZE];
+	uint8_t h[HEADER_V2_SIZE];
 	struct stat st;
 	struct sp_trace_reader *r = NULL;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -869,6 +874,15 @@ struct sp_trace_reader *sp_trace_open(const char *path, char *err, size_t errlen
 	m->anchor_real_ns = get_le(h + 48, 8);
 	memcpy(m->host, h + 56, sizeof(m->host) - 1);
 	memcpy(m->command, h + 120, sizeof(m->command) - 1);
+	if (r->hdr.version >= 2 && r->hdr.header_size >= HEADER_V2_SIZE && n >= HEADER_V2_SIZE) {
+		memcpy(m->run_id, h + 376, sizeof(m->run_id) - 1);
+		memcpy(m->producer, h + 440, sizeof(m->producer) - 1);
+		/* hostile input: these are printed and compared, keep them to printable bytes */
+		for (char *p = m->run_id; *p; p++)
+			*p = *p > ' ' && *p < 0x7f ? *p : '?';
+		for (char *p = m->producer; *p; p++)
+			*p = *p >= ' ' && *p < 0x7f ? *p : '?';
+	}
 	r->off = r->hdr.header_size;
 	return r;
 fail:
@@ -876,6 +890,14 @@ fail:
 	if (fd >= 0)
 		close(fd);
 	return NULL;
+}
+
+/* This function can't fail. */
+void sp_trace_progress(const struct sp_trace_reader *r, uint64_t *done, uint64_t *total)
+{
+	struct stat st;
+	*done = r->off;
+	*total = fstat(r->fd, &st) == 0 ? (uint64_t)st.st_size : 0;
 }
 
 /* This function can't fail. */
@@ -910,7 +932,7 @@ int sp_trace_next(struct sp_trace_reader *r, struct sp_event *ev)
 			rc = read_string(r, &p, end);
 		else if (kind == KIND_STACK)
 			rc = read_stack(r, &p, end);
-		else if (kind == KIND_PYFRAME && r->hdr.version >= 2)
+		else if (kind == KIND_PYFRAME && r->hdr.version >= 3)
 			rc = read_pyframe(r, &p, end);
 		else if (kind == SP_EV_NONE || kind >= SP_EV__COUNT)
 			rc = reader_fail(r, "unknown record kind %u in chunk before offset %llu", kind,

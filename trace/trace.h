@@ -13,7 +13,8 @@
 #include "event.h"
 
 #define SP_TRACE_MAGIC "STEPPROF"
-#define SP_TRACE_VERSION 2      /* the newest version this code reads and writes */
+#define SP_TRACE_VERSION 3      /* 2: run id and producer version appended to the header;
+                                   3: Python frame records (0xFD) and tagged stack frames */
 #define SP_TRACE_MIN_VERSION 1  /* the oldest version this code reads */
 
 /* feature bits in the header: what the producer had switched on */
@@ -48,6 +49,9 @@ struct sp_trace_meta {
 	uint64_t anchor_real_ns;
 	char host[64];          /* NUL-terminated host name */
 	char command[256];      /* program command line, NUL-terminated, truncated */
+	/* version 2 (empty when reading a version-1 file) */
+	char run_id[64];        /* the run this process belongs to, shared by all its ranks */
+	char producer[32];      /* the writer's version, e.g. "stepprof 0.2.0" */
 };
 
 /* The decoded header, as the reader returns it. */
@@ -126,6 +130,9 @@ int sp_trace_pyframe(const struct sp_trace_reader *r, uint32_t id, const char **
 		     uint32_t *line);
 /* One more than the highest Python frame id defined so far (0 if none). This function can't fail. */
 uint32_t sp_trace_pyframe_ids(const struct sp_trace_reader *r);
+/* How far reading has got, for a progress line: *done = bytes up to the end of the current chunk,
+ * *total = the file's size now. This function can't fail (*total = 0 if fstat fails). */
+void sp_trace_progress(const struct sp_trace_reader *r, uint64_t *done, uint64_t *total);
 /* 1 if the file ended inside a chunk (cut short), else 0. */
 int sp_trace_truncated(const struct sp_trace_reader *r);
 const char *sp_trace_error(const struct sp_trace_reader *r);

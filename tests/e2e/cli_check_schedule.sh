@@ -73,7 +73,7 @@ run rank env OMPI_COMM_WORLD_RANK=5 OMPI_COMM_WORLD_SIZE=8 "$SP" check "$D/good.
 ok "check shows this process's rank" has rank.out "# this process: rank 5 of 8 (openmpi): not selected"
 
 # schedule: the exact table on stdout, the summary on stderr
-run sched "$SP" schedule --steps 12 skip_first=2 wait=1 warmup=1 active=2 repeat=2
+run sched "$SP" schedule --count 12 skip_first=2 wait=1 warmup=1 active=2 repeat=2
 ok "schedule exits 0" [ "$rc" = 0 ]
 ok "schedule table" diff "$T/sched.out" - <<'EOF'
 0 NONE
@@ -96,7 +96,7 @@ EOF
 run sdef "$SP" schedule
 ok "default steps: skip_first + cycle * repeat + 2" [ "$(wc -l <"$T/sdef.out")" = 16 ]
 ok "default schedule records 11-13" has sdef.out "13 RECORD_AND_SAVE"
-run sw0 "$SP" schedule --steps=5 warmup=0 active=1 wait=1 repeat=0
+run sw0 "$SP" schedule --count=5 warmup=0 active=1 wait=1 repeat=0
 ok "warmup = 0 warns on stderr" grep -q "warning: warmup = 0" "$T/sw0.err"
 ok "stdout stays exactly the table" diff "$T/sw0.out" - <<'EOF'
 0 NONE
@@ -106,19 +106,23 @@ ok "stdout stays exactly the table" diff "$T/sw0.out" - <<'EOF'
 4 NONE
 EOF
 ok "forever noted" grep -q "^# repeat = 0: the cycle of 2 steps goes on forever$" "$T/sw0.err"
-run scut "$SP" schedule --steps 5 wait=1 warmup=1 active=4
-ok "window cut off by --steps" has scut.err "# windows (recorded steps): steps 2-4 (cut off by --steps)"
-run sfreq "$SP" schedule --config "$D/frequency.ini" --steps 20
+run scut "$SP" schedule -n 5 wait=1 warmup=1 active=4
+ok "window cut off by --count" has scut.err "# windows (recorded steps): steps 2-4 (cut off by the end of the table)"
+run sfreq "$SP" schedule --config "$D/frequency.ini" --count 20
 ok "frequency file: two windows in 20 steps" [ "$(grep -c RECORD_AND_SAVE "$T/sfreq.out")" = 2 ]
 ok "frequency file: the second ends at step 19" has sfreq.out "19 RECORD_AND_SAVE"
-run sfreq2 "$SP" schedule repeat=0 profiling_frequency=4 warmup=1 active=1 --steps 3
-ok "an option after KEY=VALUE is a bad argument" [ "$rc" = 2 ]
-run sfreq3 "$SP" schedule --steps 8 repeat=0 profiling_frequency=4 warmup=1 active=1
+run sfreq2 "$SP" schedule repeat=0 profiling_frequency=4 warmup=1 active=1 --count 3
+ok "an option after KEY=VALUE is taken" [ "$rc" = 0 ] && ok "options anywhere: 3 steps" [ "$(wc -l <"$T/sfreq2.out")" = 3 ]
+run sdot "$SP" schedule -c "$D/frequency.ini" schedule.wait=1 --set schedule.warmup=0 warmup=1 --steps 10-12
+ok "schedule.KEY=VALUE, --set and KEY=VALUE are one thing; --steps A-B" [ "$(tr '\n' ' ' <"$T/sdot.out")" = "$("$SP" schedule -c "$D/frequency.ini" wait=1 warmup=1 --count 13 2>/dev/null | tail -n 3 | tr '\n' ' ')" ]
+run sbare "$SP" schedule --steps 12
+ok "--steps N (a count before 0.2) is refused with a hint" grep -qF "for the first N steps say --count N" "$T/sbare.err"
+run sfreq3 "$SP" schedule --count 8 repeat=0 profiling_frequency=4 warmup=1 active=1
 ok "profiling_frequency on the command line" [ "$(tr '\n' ' ' <"$T/sfreq3.out")" = "0 NONE 1 NONE 2 WARMUP 3 RECORD_AND_SAVE 4 NONE 5 NONE 6 WARMUP 7 RECORD_AND_SAVE " ]
 run sfrepeat "$SP" schedule profiling_frequency=10
 ok "profiling_frequency with repeat > 0 exits 2" [ "$rc" = 2 ]
 ok "profiling_frequency with repeat > 0 message" grep -qF "command line: [schedule] profiling_frequency: 10 is only allowed with repeat = 0" "$T/sfrepeat.err"
-run senv env STEPPROF_SCHEDULE_WAIT=5 STEPPROF_SCHEDULE_REPEAT=1 "$SP" schedule --steps 2 warmup=0 active=1 wait=0
+run senv env STEPPROF_SCHEDULE_WAIT=5 STEPPROF_SCHEDULE_REPEAT=1 "$SP" schedule --count 2 warmup=0 active=1 wait=0
 ok "the command line wins over the environment" [ "$(tr '\n' ' ' <"$T/senv.out")" = "0 RECORD_AND_SAVE 1 NONE " ]
 
 # schedule: bad arguments and config errors exit 2 and print every error
@@ -129,8 +133,8 @@ ok "unknown key" grep -qF "command line: [schedule] wiat: unknown key (allowed: 
 ok "bad value" has sbad.err "command line: [schedule] wait: not an integer: 'x' (allowed: integer >= 0)"
 ok "not KEY=VALUE" grep -qF "command line: 'foo': expected KEY=VALUE" "$T/sbad.err"
 ok "out of range" has sbad.err "command line: [schedule] active: out of range: '0' (allowed: integer >= 1)"
-run ssteps "$SP" schedule --steps 0
-ok "--steps 0 exits 2" [ "$rc" = 2 ]
+run ssteps "$SP" schedule --count 0
+ok "--count 0 exits 2" [ "$rc" = 2 ]
 run sconf "$SP" schedule --config "$D/bad.ini"
 ok "config errors exit 2" [ "$rc" = 2 ]
 ok "config errors all printed" [ "$(wc -l <"$T/sconf.err")" = 19 ]

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# cli_pystacks.sh - the CLI on stacks with Python frames (a version-2 trace from gen_pytrace):
+# cli_pystacks.sh - the CLI on stacks with Python frames (a version-3 trace from gen_pytrace):
 # `report --by line` (text and JSON) charges kernel time to the program's own lines, skipping
 # library frames, with rows for kernels without Python frames or launch records; `stacks` writes
 # the Python frames in folded stacks; `memory` names the line of a block made before the window;
-# `dump` prints the Python frame records; old readers are kept off (min_version 2).
+# `dump` prints the Python frame records; old readers are kept off (min_version 3).
 set -euo pipefail
 B=${SP_BUILD:?}
 T=$(mktemp -d)
@@ -55,12 +55,12 @@ grep -qx '<module> (/home/u/train.py:120);main (/home/u/train.py:100);train_step
 grep -qx '0x7f0000002000 1' launch.folded || fail "native-only stack: $(cat launch.folded)"
 
 "$B/stepprof" memory py.sptrace -o mem.html >mem.txt || fail "memory: $(cat mem.txt)"
-grep -Eq '^ +64\.00MiB +device +made -0\.001ms +train_step \(/home/u/train\.py:43\)$' mem.txt ||
+grep -Eq '^ +64\.00MiB +device +made -500ns +train_step \(/home/u/train\.py:43\)$' mem.txt ||
 	fail "memory summary: $(cat mem.txt)"
 grep -q '"sites":{"5":"train_step (/home/u/train.py:43)"}' mem.html || fail "memory page: no Python line"
 
 "$B/stepprof" dump py.sptrace >dump.txt || fail "dump"
-grep -q '^min_version: 2$' dump.txt || fail "min_version"
+grep -q '^min_version: 3$' dump.txt || fail "min_version"
 grep -q '^features: 0x1211 kernels,runtime_api,stacks,pystacks$' dump.txt || fail "features: $(sed -n 4p dump.txt)"
 grep -q '^pyframe id=2 file="/opt/venv/lib/python3.12/site-packages/torch/nn/modules/linear.py" func="Linear.forward" line=125$' \
 	dump.txt || fail "dump pyframe"

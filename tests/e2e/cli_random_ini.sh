@@ -88,7 +88,7 @@ for ((i = 0; i < N; i++)); do
 		cp out.txt "p$i.ini" # the printed configuration is itself a valid file
 		run recheck "0" "$B/stepprof" check "p$i.ini"
 	fi
-	run schedule "0 2" env "${envs[@]}" "$B/stepprof" schedule --config "c$i.ini" --steps 30
+	run schedule "0 2" env "${envs[@]}" "$B/stepprof" schedule --config "c$i.ini" --count 30
 done
 [ "$valid" -gt 0 ] && [ "$valid" -lt "$N" ] || fail "$valid of $N random files valid: the generator misses a side"
 echo "ok   $N random INI files through check and schedule, $valid valid (seed $SEED)"

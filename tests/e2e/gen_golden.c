@@ -3,8 +3,11 @@
  * three chunks, a name reused across chunks and a name that needs escaping, call stacks (one
  * shared by two records, one the producer does not know), a snapshot and a peak allocation. Everything is fixed
  * (no clock, pid or host is read), so two runs with one zstd version give identical bytes.
- * Usage: gen_golden OUT.sptrace | gen_golden --zstd-version */
+ * Usage: gen_golden OUT.sptrace [RANK RUN_ID [FIRST_STEP]] | gen_golden --zstd-version
+ * (RANK, RUN_ID and FIRST_STEP replace the golden's rank 1, run id and step numbers 1-2: the
+ * README walk's runs of two ranks) */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
 #include "trace/trace.h"
@@ -52,8 +55,8 @@ int main(int argc, char **argv)
 		puts(ZSTD_versionString());
 		return 0;
 	}
-	if (argc != 2) {
-		fprintf(stderr, "usage: gen_golden OUT.sptrace | gen_golden --zstd-version\n");
+	if (argc != 2 && argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: gen_golden OUT.sptrace [RANK RUN_ID [FIRST_STEP]] | gen_golden --zstd-version\n");
 		return 2;
 	}
 	struct sp_trace_meta m = { .features = SP_FEAT_KERNELS | SP_FEAT_MEMCPY | SP_FEAT_RUNTIME_API | SP_FEAT_NCCL,
@@ -61,6 +64,14 @@ int main(int argc, char **argv)
 				   .anchor_real_ns = 1764000000000000000ull };
 	strcpy(m.host, "golden-host");
 	strcpy(m.command, "python train.py --steps 3");
+	strcpy(m.run_id, "20261126-103000-4240");
+	strcpy(m.producer, "stepprof golden");
+	const uint32_t s1 = argc == 5 ? (uint32_t)atoi(argv[4]) : 1, s2 = s1 + 1; /* the two steps */
+	if (argc >= 4) {
+		m.rank = atoi(argv[2]);
+		m.pid += m.rank;
+		snprintf(m.run_id, sizeof(m.run_id), "%s", argv[3]);
+	}
 	struct sp_trace_writer *w = sp_trace_create(argv[1], &m, lookup, NULL, 0);
 	if (!w) {
 		perror(argv[1]);
@@ -79,13 +90,13 @@ int main(int argc, char **argv)
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_MODULE, .device = none, .start = T0 + 30, .end = T0 + 30,
 					 .name = 9, .u.module = { 0x7f0000000000ull, 0x7f0000400000ull, 0x1000 } });
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_WINDOW_BEGIN, .device = none, .start = T0 + 1000,
-					 .end = T0 + 1000, .u.window = { .id = 0, .first_step = 1, .last_step = 2 } });
+					 .end = T0 + 1000, .u.window = { .id = 0, .first_step = s1, .last_step = s2 } });
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_ALLOC, .sub = SP_MEM_DEVICE, .device = 0, .tid = 4242,
 					 .start = T0 + 500, .end = T0 + 500,
 					 .u.mem = { .addr = 0x7f5400000000ull, .size = 4096, .live = 4096, .stack = 1,
 						    .flags = SP_MEMF_SNAPSHOT } });
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_STEP, .sub = SP_ACT_RECORD, .device = none, .tid = 4242,
-					 .start = T0 + 1000, .end = T0 + 60000, .name = 5, .u.step.number = 1 });
+					 .start = T0 + 1000, .end = T0 + 60000, .name = 5, .u.step.number = s1 });
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_MARKER, .device = none, .tid = 4242, .start = T0 + 1100,
 					 .end = T0 + 30000, .name = 11, .u.marker = { .domain = 6, .depth = 0 } });
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_ALLOC, .sub = SP_MEM_DEVICE, .device = 0, .tid = 4242,
@@ -111,7 +122,7 @@ int main(int argc, char **argv)
 					 .u.nccl = { .comm = 0x0123456789abcdefull, .comm_rank = 1, .comm_size = 2 } });
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_STEP, .sub = SP_ACT_RECORD_AND_SAVE, .device = none,
 					 .tid = 4242, .start = T0 + 62000, .end = T0 + 120000, .name = 5,
-					 .u.step.number = 2 });
+					 .u.step.number = s2 });
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_NCCL, .sub = SP_NCCL_ALLREDUCE, .device = 0, .tid = 4242,
 					 .start = T0 + 63000, .end = T0 + 64000, .corr = 14, .name = 4, .stream = 7,
 					 .u.nccl = { .count = 262144, .bytes = 1 << 20, .comm = 0x0123456789abcdefull,
@@ -131,7 +142,7 @@ int main(int argc, char **argv)
 					 .end = T0 + 120100, .u.clock.realtime_ns = m.anchor_real_ns + 120150 });
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_WINDOW_END, .device = none, .start = T0 + 120000,
 					 .end = T0 + 120000,
-					 .u.window = { .id = 0, .capped = 1, .first_step = 1, .last_step = 2,
+					 .u.window = { .id = 0, .capped = 1, .first_step = s1, .last_step = s2,
 						       .bytes = 2048, .dropped = 3 } });
 	bad |= sp_trace_flush(w) < 0;
 	/* chunk 3: after the window */

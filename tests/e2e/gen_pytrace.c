@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* gen_pytrace.c - writes a small version-2 trace whose stacks hold Python frames, for
+/* gen_pytrace.c - writes a small version-3 trace whose stacks hold Python frames, for
  * tests/e2e/cli_pystacks.sh: launches from the program's own lines through library frames, an
  * optimizer step, a stack without Python frames (the autograd thread's), a launch without a stack,
  * one with library frames only, a kernel without a launch record, and a block made before the window (its stack merged:

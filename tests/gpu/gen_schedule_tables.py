@@ -16,6 +16,8 @@ for skip_first, sfw, wait, warmup, active, repeat in itertools.product(
         [0, 1, 3], [0, 1], [0, 1, 2, 5], [0, 1, 2], [1, 2, 3], [0, 1, 2, 3]):
     cases.append((skip_first, sfw, wait, warmup, active, repeat))
 cases += [(10, 0, 5, 1, 3, 2), (0, 0, 7, 2, 1, 0), (2, 1, 1, 1, 2, 2), (0, 1, 8, 2, 1, 0)]
+# the schedules of docs/recipes/*.ini (their "; torch:" lines), so real torch covers them too
+cases += [(0, 0, 0, 0, 1, 1), (0, 0, 5, 2, 1, 1), (10, 0, 0, 1, 1, 1), (10, 0, 1, 1, 5, 1)]
 for (skip_first, sfw, wait, warmup, active, repeat) in cases:
     steps = skip_first + (wait + warmup + active) * (repeat + 1) + 3
     fn = schedule(skip_first=skip_first, skip_first_wait=sfw, wait=wait, warmup=warmup,

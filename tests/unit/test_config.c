@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "config/config.h"
+#include "config/run.h"
 
 static struct sp_config cfg;
 static struct sp_cfg_errors errs;
@@ -88,7 +89,7 @@ static void test_defaults(void **state)
 	assert_int_equal(sp_cfg_load_env(&cfg, env, &errs), 0);
 	assert_int_equal(sp_cfg_finish(&cfg, &errs), 0);
 	assert_true(cfg.enabled);
-	assert_string_equal(cfg.output, "stepprof-traces/{date}");
+	assert_string_equal(cfg.output, "stepprof-traces/{run}");
 	assert_string_equal(cfg.ranks_text, "0");
 	assert_false(cfg.ranks.all);
 	assert_int_equal(cfg.ranks.n, 1);
@@ -165,7 +166,7 @@ static void test_bad_file_collects_all(void **state)
 	static const char *const want[] = {
 		"3: [profile] enabled: not a boolean: 'maybe' (allowed: true, false, yes, no, on, off, 1, 0)",
 		"4: [profile] output: unknown placeholder '{foo}' (allowed: a directory path; placeholders "
-		"{host} {pid} {rank} {date} {time} {jobid})",
+		"{run} {host} {pid} {rank} {date} {time} {jobid})",
 		"7: [schedule] wait: not an integer: 'x' (allowed: integer >= 0)",
 		"8: [schedule] warmup: out of range: '-1' (allowed: integer >= 0)",
 		"9: [schedule] active: out of range: '0' (allowed: integer >= 1)",
@@ -534,6 +535,54 @@ static void test_parse_size(void **state)
 	}
 }
 
+/* The run id: one per launch, from the launcher's variables, a safe file name, stable. */
+static void test_run_id(void **state)
+{
+	(void)state;
+	const char *vars[] = { "STEPPROF_RUN_ID", "SLURM_JOB_ID", "SLURM_STEP_ID", "TORCHELASTIC_RUN_ID",
+			       "TORCHELASTIC_RESTART_COUNT", "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid",
+			       "PMI_RANK", "MV2_COMM_WORLD_RANK" };
+	char a[SP_RUN_ID_MAX], b[SP_RUN_ID_MAX], want[SP_RUN_ID_MAX];
+	const char *how;
+
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		unsetenv(vars[i]);
+	/* alone: start time and pid, the same on every call */
+	sp_run_id(a, sizeof(a), &how);
+	sp_run_id(b, sizeof(b), NULL);
+	assert_string_equal(a, b);
+	assert_string_equal(how, "process start time and pid");
+	snprintf(want, sizeof(want), "-%d", (int)getpid());
+	assert_int_equal(strlen(a), 15 + strlen(want));
+	assert_string_equal(a + 15, want);
+	assert_int_equal(a[8], '-');
+	/* torchrun without --rdzv-id: the launcher (parent) and this host */
+	setenv("TORCHELASTIC_RUN_ID", "none", 1);
+	sp_run_id(a, sizeof(a), &how);
+	assert_string_equal(how, "launcher start time, host and pid");
+	snprintf(want, sizeof(want), "-%d", (int)getppid());
+	assert_string_equal(a + strlen(a) - strlen(want), want);
+	setenv("PMIX_NAMESPACE", "prterun-node1-4242@1", 1);
+	sp_run_id(a, sizeof(a), NULL);
+	assert_string_equal(a, "mpi-prterun-node1-4242_1");
+	setenv("TORCHELASTIC_RUN_ID", "abc123", 1);
+	sp_run_id(a, sizeof(a), NULL);
+	assert_string_equal(a, "torchrun-abc123");
+	setenv("SLURM_JOB_ID", "777", 1);
+	setenv("SLURM_STEP_ID", "2", 1);
+	sp_run_id(a, sizeof(a), &how);
+	assert_string_equal(a, "slurm-777.2");
+	assert_string_equal(how, "Slurm job id");
+	/* stepprof run's variable wins; hostile bytes become '_', never a hidden or parent folder */
+	setenv("STEPPROF_RUN_ID", "../x y/\n", 1);
+	sp_run_id(a, sizeof(a), NULL);
+	assert_string_equal(a, "_._x_y__");
+	assert_int_equal(sp_cfg_expand("t/{run}", NULL, b, sizeof(b)), 0);
+	assert_string_equal(b, "t/_._x_y__");
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		unsetenv(vars[i]);
+}
+
 static void test_expand(void **state)
 {
 	(void)state;
@@ -597,6 +646,7 @@ int main(void)
 		cmocka_unit_test(test_syntax_errors),    cmocka_unit_test(test_file_errors),
 		cmocka_unit_test(test_env),              cmocka_unit_test(test_print_round_trip),
 		cmocka_unit_test(test_parse_size),       cmocka_unit_test(test_expand),
+		cmocka_unit_test(test_run_id),
 		cmocka_unit_test(test_marker_kind_name), cmocka_unit_test(test_stacks_values),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -237,14 +237,14 @@ static void test_summary(void **state)
 		"32.00MiB; 3 allocations, 3 frees in the window\n"
 		"    alive at the peak: 4 allocations, 17.00MiB\n"
 		"       8.00MiB  device       made +1.000ms  sx_alloc_weights+0x4 (test_memtl)\n"
-		"       4.00MiB  device       made -5000.000ms  sx_alloc_weights+0x4 (test_memtl)\n"
+		"       4.00MiB  device       made -5.000s  sx_alloc_weights+0x4 (test_memtl)\n"
 		"       3.00MiB  device       made +12.000ms  (no stack)\n"
 		"    ... 1 more\n"
-		"  host: peak 1.06MiB at +16.000ms (step 6), peak since process start 2.00MiB; 1 allocations, 0 frees "
+		"  host: peak 1.06MiB at +16.000ms (step 6), peak since process start 2.00MiB; 1 allocation, 0 frees "
 		"in the window\n"
 		"    alive at the peak: 2 allocations, 1.06MiB\n"
 		"       1.00MiB  host         made +16.000ms  sx_train_loop+0x4 (test_memtl)\n"
-		"      64.00KiB  host         made -3000.000ms  sx_train_loop+0x4 (test_memtl)\n");
+		"      64.00KiB  host         made -3.000s  sx_train_loop+0x4 (test_memtl)\n");
 	free(buf);
 	sp_memtl_close(m);
 	sp_sym_close(sym);

@@ -20,7 +20,7 @@
 #include "trace/trace.h"
 #include "config/schedule.h"
 
-#define HDR 376
+#define HDR 472 /* the version-2 header */
 
 static const char *names[] = { NULL, "vec_add", "void gemm<float, 128>(float const*, float*, int)", "cudaLaunchKernel",
 			       "ncclAllReduce", "step", "nvtx-domain", "worker-0", "NVIDIA H100 80GB HBM3",
@@ -43,6 +43,8 @@ static struct sp_trace_meta meta(void)
 				   .anchor_real_ns = 1700000000123456789ull };
 	strcpy(m.host, "node-17");
 	strcpy(m.command, "python train.py --epochs 3");
+	strcpy(m.run_id, "20261126-103000-4242");
+	strcpy(m.producer, "stepprof test");
 	return m;
 }
 
@@ -137,7 +139,7 @@ static void test_roundtrip_every_kind(void **state)
 		assert_non_null(r);
 		const struct sp_trace_header *h = sp_trace_header(r);
 		struct sp_trace_meta m = meta();
-		assert_int_equal(h->version, 1); /* no Python frames: a version 1 file, as before */
+		assert_int_equal(h->version, 2); /* no Python frames: version 2, readable by every reader */
 		assert_int_equal(h->min_version, 1);
 		assert_int_equal(h->header_size, HDR);
 		assert_memory_equal(&h->meta, &m, sizeof(m));
@@ -320,8 +322,8 @@ static int py_lookup(void *ctx, uint32_t id, uint32_t *file, uint32_t *func, uin
 	return 0;
 }
 
-/* A stack with Python frames: the file is version 2, each frame record (and its strings) precedes
- * the stack that names it and is written once; an unknown one reads as "?" at line 0; version 1
+/* A stack with Python frames: the file is version 3, each frame record (and its strings) precedes
+ * the stack that names it and is written once; an unknown one reads as "?" at line 0; version 2
  * files keep tagged values as plain numbers and a reader refuses a Python frame record in them. */
 static void test_pyframes(void **state)
 {
@@ -345,8 +347,8 @@ static void test_pyframes(void **state)
 	const char *file, *func;
 	uint32_t line, n;
 	assert_non_null(r);
-	assert_int_equal(sp_trace_header(r)->version, 2);
-	assert_int_equal(sp_trace_header(r)->min_version, 2);
+	assert_int_equal(sp_trace_header(r)->version, 3);
+	assert_int_equal(sp_trace_header(r)->min_version, 3);
 	assert_int_equal(sp_trace_next(r, &got), 1);
 	assert_memory_equal(sp_trace_stack(r, 1, &n), pystack, sizeof(pystack));
 	assert_int_equal(sp_trace_pyframe(r, 1, &file, &func, &line), 0);
@@ -365,7 +367,7 @@ static void test_pyframes(void **state)
 	assert_int_equal(sp_trace_next(r, &got), 0);
 	sp_trace_close_reader(r);
 
-	/* version 1: the same stack is written as plain values, no Python frame record */
+	/* version 2 (no pystacks): the same stack is written as plain values, no Python frame record */
 	m.features &= ~SP_FEAT_PYSTACKS;
 	calls = 0;
 	w = sp_trace_create(path, &m, lookup, NULL, 0);
@@ -376,7 +378,7 @@ static void test_pyframes(void **state)
 	assert_int_equal(calls, 0);
 	r = sp_trace_open(path, err, sizeof(err));
 	assert_non_null(r);
-	assert_int_equal(sp_trace_header(r)->version, 1);
+	assert_int_equal(sp_trace_header(r)->version, 2);
 	assert_int_equal(sp_trace_next(r, &got), 1);
 	assert_memory_equal(sp_trace_stack(r, 1, &n), pystack, sizeof(pystack));
 	assert_int_equal(sp_trace_pyframe_ids(r), 0);
@@ -582,8 +584,8 @@ static void test_versions(void **state)
 	FILE *a = fopen(path, "rb"), *b = fopen(bad, "wb");
 	uint8_t buf[1 << 16];
 	size_t len = fread(buf, 1, sizeof(buf), a);
-	uint8_t v3[8] = { 3, 0, 1, 0, (HDR + 24) & 0xff, (HDR + 24) >> 8, 0, 0 };
-	memcpy(buf + 8, v3, 8);
+	uint8_t v3l[8] = { 4, 0, 1, 0, (HDR + 24) & 0xff, (HDR + 24) >> 8, 0, 0 };
+	memcpy(buf + 8, v3l, 8);
 	fwrite(buf, 1, HDR, b);
 	memset(buf + len, 0xee, 24);
 	fwrite(buf + len, 1, 24, b);
@@ -592,13 +594,37 @@ static void test_versions(void **state)
 	fclose(b);
 	struct sp_trace_reader *r = sp_trace_open(bad, err, sizeof(err));
 	assert_non_null(r);
-	assert_int_equal(sp_trace_header(r)->version, 3);
+	assert_int_equal(sp_trace_header(r)->version, 4);
 	assert_int_equal(sp_trace_header(r)->header_size, HDR + 24);
 	for (int i = 0; i < n; i++) {
 		assert_int_equal(sp_trace_next(r, &got), 1);
 		assert_memory_equal(&got, &ev[i], sizeof(got));
 	}
 	assert_int_equal(sp_trace_next(r, &got), 0);
+	sp_trace_close_reader(r);
+
+	/* a version-1 file (376-byte header, no run id): still read, run id and producer empty */
+	a = fopen(path, "rb");
+	b = fopen(bad, "wb");
+	len = fread(buf, 1, sizeof(buf), a);
+	uint8_t v1[8] = { 1, 0, 1, 0, 376 & 0xff, 376 >> 8, 0, 0 };
+	memcpy(buf + 8, v1, 8);
+	fwrite(buf, 1, 376, b);
+	fwrite(buf + HDR, 1, len - HDR, b);
+	fclose(a);
+	fclose(b);
+	assert_non_null(r = sp_trace_open(bad, err, sizeof(err)));
+	assert_string_equal(sp_trace_header(r)->meta.host, "node-17");
+	assert_string_equal(sp_trace_header(r)->meta.run_id, "");
+	assert_string_equal(sp_trace_header(r)->meta.producer, "");
+	for (int i = 0; i < n; i++)
+		assert_int_equal(sp_trace_next(r, &got), 1);
+	assert_int_equal(sp_trace_next(r, &got), 0);
+	sp_trace_close_reader(r);
+	/* the version-2 file itself carries them */
+	assert_non_null(r = sp_trace_open(path, err, sizeof(err)));
+	assert_string_equal(sp_trace_header(r)->meta.run_id, "20261126-103000-4242");
+	assert_string_equal(sp_trace_header(r)->meta.producer, "stepprof test");
 	sp_trace_close_reader(r);
 }
 
