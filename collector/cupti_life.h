@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/* cupti_life.h - stepprof's hold on CUPTI: subscribe, detach for good after the last window, or
+ * detach and re-attach between windows (cuptiFinalize on the writer thread, never inside a
+ * callback: CUPTI leaves a cost behind once an activity kind was on, and only finalising removes
+ * it). Owns the count of callbacks in flight, so CUPTI is never torn down under one, and the
+ * offset that keeps correlation ids increasing across re-attaches. The policy is collector/life.h;
+ * this module never decides what is recorded. */
+#ifndef SP_CUPTI_LIFE_H
+#define SP_CUPTI_LIFE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <cupti.h>
+#include "life.h"
+
+/* What a (re)subscription installs; armed runs after each one, with no CUPTI callback or activity
+ * enabled yet, to enable what the current phase needs (it may take the collector's lock). */
+struct sp_cupti_hooks {
+	CUpti_CallbackFunc callback;
+	CUpti_BuffersCallbackRequestFunc requested;
+	CUpti_BuffersCallbackCompleteFunc completed;
+	CUpti_TimestampCallbackFunc timestamp;
+	void (*armed)(void);
+};
+
+enum sp_hold {
+	SP_HOLD_NONE = 0,       /* not subscribed (never, or a re-attach failed) */
+	SP_HOLD_ATTACHED,       /* subscribed: CUPTI calls allowed */
+	SP_HOLD_DETACHING,      /* the writer thread is finalising: callbacks return at once */
+	SP_HOLD_GONE,           /* detached for good: no CUPTI call ever again */
+};
+
+/* Shared with the inline guards below; read-only outside cupti_life.c. */
+extern struct sp_hold_state {
+	_Atomic int state;           /* enum sp_hold */
+	_Atomic int inflight;        /* callbacks and CUPTI calls in progress outside the writer */
+	_Atomic unsigned generation; /* CUPTI instances so far (0 = the first) */
+	_Atomic uint32_t corr_base;  /* added to every correlation id of the current instance */
+	_Atomic uint32_t corr_last;  /* a recent raw correlation id of the current instance */
+} sp_hold;
+
+/* Enters a callback or a CUPTI call made outside the writer thread. Returns 1 (then call
+ * sp_cupti_life_leave) while attached, else 0: CUPTI must not be touched. This function can't fail. */
+static inline int sp_cupti_life_enter(void)
+{
+	atomic_fetch_add(&sp_hold.inflight, 1);
+	if (atomic_load(&sp_hold.state) == SP_HOLD_ATTACHED)
+		return 1;
+	atomic_fetch_sub(&sp_hold.inflight, 1);
+	return 0;
+}
+
+static inline void sp_cupti_life_leave(void)
+{
+	atomic_fetch_sub(&sp_hold.inflight, 1);
+}
+
+/* The CUPTI instance now (changes at each re-attach: per-thread call state from before is stale). */
+static inline unsigned sp_cupti_life_generation(void)
+{
+	return atomic_load_explicit(&sp_hold.generation, memory_order_relaxed);
+}
+
+/* A raw correlation id from CUPTI, as the trace numbers it (0 stays 0: no correlation). */
+static inline uint32_t sp_cupti_life_corr(uint32_t raw)
+{
+	return raw ? raw + atomic_load_explicit(&sp_hold.corr_base, memory_order_relaxed) : 0;
+}
+
+/* Subscribes and registers the buffer and timestamp callbacks, the timestamp one exactly once in
+ * this CUPTI instance and before any activity kind (a later change corrupts records), then runs
+ * hooks->armed. Returns CUPTI_SUCCESS, or the failing call's result with nothing held: warned,
+ * except CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (the caller names the other profiler).
+ * Not from inside a callback. */
+CUptiResult sp_cupti_life_attach(const struct sp_cupti_hooks *hooks, CUpti_SubscriberHandle *sub);
+/* Notes that an activity kind is being enabled (the instance now leaves a cost behind). */
+void sp_cupti_life_dirty(void);
+/* Notes that the program created a CUDA graph (auto keeps the subscription from then on). */
+void sp_cupti_life_graph(void);
+/* Notes that a step boundary may have been missed while detached (warns once; no more cycles). */
+void sp_cupti_life_missed(const char *why);
+/* The process is exiting: from now on the tick detaches nothing (finalising CUPTI while CUDA
+ * tears itself down gains nothing and risks a hang). This function can't fail. */
+void sp_cupti_life_freeze(void);
+/* Writer thread, its tick, without the collector's lock: v describes the collector now (policy,
+ * marker, done, busy, steps_to_window filled by the caller; the rest is filled here), step and
+ * step_start the current step. Detaches or cycles when sp_life_decide says so. Returns the act
+ * done (SP_LIFE_STAY if nothing, or if it failed: then warned and no more cycles).
+ * Never call it from a callback. */
+enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64_t step_start, uint64_t now,
+				    CUpti_SubscriberHandle *sub);
+
+#endif
