@@ -107,6 +107,7 @@ static __thread struct {
 	int defer_off;                /* apply_callbacks left a call in progress enabled: redo at its exit */
 	int named;                    /* SP_EV_THREAD pushed */
 	unsigned gen;                 /* CUPTI instance the call state above belongs to (cupti_life.h) */
+	int marking;                  /* marker calls in progress on this thread (cupti_life.h timing) */
 	const void *np[NAME_CACHE];   /* name pointer cache */
 	uint32_t nid[NAME_CACHE];
 } T;
@@ -891,26 +892,42 @@ static void callback_body(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const
 	push(&ev);
 }
 
+/* 1 if this API call may be a step marker: an api marker, profiler range or auto anchor call, or
+ * a launch when the marker is a kernel. Its calls time the detaches (cupti_life.h). */
+static int marker_call(CUpti_CallbackDomain dom, CUpti_CallbackId cbid)
+{
+	enum sp_marker_kind mk = G.cfg.marker_kind;
+	if (cbid < 1024 && G.api_marker[dom == CUPTI_CB_DOMAIN_DRIVER_API][cbid])
+		return 1;
+	return (mk == SP_MARK_KERNEL || (mk == SP_MARK_AUTO && G.auto_anchor && G.api_marker[0][0])) &&
+	       is_launch(dom, cbid);
+}
+
 /* The subscriber's callback (application threads). Counted in flight, so that a detach never
- * tears CUPTI down under it (cupti_life.h). After a re-attach, this thread's call state from the
- * old instance is stale (a call that began before the detach ends unseen), and correlation ids
- * are moved past the old instance's; a marker call that straddled the detach (its exit seen, its
- * entry not) means a boundary may be lost, and is said. */
+ * tears CUPTI down under it, and marker calls are timed, so that a detach between windows falls
+ * between two of them (cupti_life.h). After a re-attach this thread's call state from the old
+ * instance is stale and is reset (no marker call was in progress at the detach), and correlation
+ * ids are moved past the old instance's; a marker call whose entry went unseen is said. */
 static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
 {
-	if (!sp_cupti_life_enter())
-		return;
 	int api = dom == CUPTI_CB_DOMAIN_RUNTIME_API || dom == CUPTI_CB_DOMAIN_DRIVER_API;
+	int site = api ? (int)((const CUpti_CallbackData *)data)->callbackSite : -1;
+	int mk = api && marker_call(dom, cbid);
+	if (!sp_cupti_life_enter()) {
+		if (mk && site == CUPTI_API_ENTER)
+			sp_cupti_life_lost();
+		return;
+	}
 	unsigned gen = sp_cupti_life_generation();
 	if (__builtin_expect(T.gen != gen, 0)) {
-		int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
-		if (api && ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_EXIT && cbid < 1024 &&
-		    G.api_marker[d][cbid])
-			sp_cupti_life_missed("a marker call was in progress while detached");
+		if (mk && site == CUPTI_API_EXIT)
+			sp_cupti_life_missed("a marker call began while detached");
 		T.gen = gen;
-		T.in_rt = T.in_rt_launch = T.mk_depth = T.after_pending = T.defer_off = 0;
+		T.in_rt = T.in_rt_launch = T.mk_depth = T.after_pending = T.defer_off = T.marking = 0;
 		T.cur_cb[0] = T.cur_cb[1] = 0;
 	}
+	if (mk && site == CUPTI_API_ENTER && T.marking++ == 0)
+		sp_cupti_life_mark_begin(sp_now_ns());
 	if (api)
 		atomic_store_explicit(&sp_hold.corr_last, ((const CUpti_CallbackData *)data)->correlationId,
 				      memory_order_relaxed);
@@ -921,6 +938,8 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 	} else {
 		callback_body(dom, cbid, data);
 	}
+	if (mk && site == CUPTI_API_EXIT && T.marking > 0 && --T.marking == 0)
+		sp_cupti_life_mark_end(sp_now_ns());
 	sp_cupti_life_leave();
 }
 
@@ -1086,14 +1105,13 @@ static void life_tick(uint64_t now)
 	struct sp_life_view v = { .policy = G.cfg.detach_between, .marker = G.cfg.marker_kind };
 	pthread_mutex_lock(&G.lock);
 	int64_t step = G.step;
-	uint64_t start = G.step_start;
 	v.done = G.done;
 	v.busy = G.collecting || G.activities_on || G.open != NULL;
 	for (int i = 0; i < MAX_WINDOWS; i++)
 		v.busy |= G.win[i].used;
 	v.steps_to_window = v.busy || v.done ? 0 : sp_life_steps_to_window(&G.cfg.schedule, step, 1000);
 	pthread_mutex_unlock(&G.lock);
-	if (sp_cupti_life_tick(&v, step, start, now, &G.sub) == SP_LIFE_DETACH) {
+	if (sp_cupti_life_tick(&v, step, now, &G.sub) == SP_LIFE_DETACH) {
 		sp_host_min_bytes = SIZE_MAX; /* host allocations: nothing will be recorded again */
 		sp_writer_set_pass_ns(100000000ull); /* nothing to drain but the odd NCCL event */
 	}

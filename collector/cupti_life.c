@@ -23,9 +23,8 @@ static struct {
 	_Atomic bool graphs;         /* the program created a CUDA graph */
 	_Atomic bool stopped;        /* no more cycles: one failed or may have missed a boundary */
 	_Atomic bool frozen;         /* the process exits: no detach at all any more */
-	struct sp_life_pace pace;    /* step length seen from the ticks (writer thread only) */
 	unsigned cycles;             /* detach + re-attach done */
-} L = { .pace = SP_LIFE_PACE_INIT };
+} L;
 
 /* Sleeps about 50 us (the writer thread waits for callbacks to return). */
 static void nap(void)
@@ -47,8 +46,10 @@ static int drain(void)
 	return 0;
 }
 
-/* Detaches: drains, flushes, unsubscribes, finalises. Returns 0 (state NONE or GONE), or -1 if
- * callbacks did not drain (state back to ATTACHED, nothing else changed; warned). */
+/* Detaches: drains, flushes, unsubscribes, finalises. For good, or (a cycle) only if no marker
+ * call is in progress once callbacks have drained. Returns 0 (state NONE or GONE), 1 if a marker
+ * call was in progress (called off: state back to ATTACHED, nothing else changed), or -1 if
+ * callbacks did not drain (likewise, and warned). */
 static int detach(CUpti_SubscriberHandle sub, bool for_good)
 {
 	atomic_store(&sp_hold.state, SP_HOLD_DETACHING);
@@ -56,6 +57,10 @@ static int detach(CUpti_SubscriberHandle sub, bool for_good)
 		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
 		sp_warn("a CUPTI callback did not return within 1 s; staying attached to CUPTI");
 		return -1;
+	}
+	if (!for_good && atomic_load(&sp_hold.marking) > 0) {
+		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
+		return 1; /* its exit must be seen by the instance that saw its entry */
 	}
 	/* the writer thread is the only one touching CUPTI now; records still buffered arrive in
 	 * the buffer callback on this thread (late ones are counted, not lost in silence) */
@@ -116,18 +121,18 @@ void sp_cupti_life_missed(const char *why)
 			"detach_between = never to avoid this)", why);
 }
 
-enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64_t step_start, uint64_t now,
-				    CUpti_SubscriberHandle *sub)
+enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64_t now, CUpti_SubscriberHandle *sub)
 {
 	int state = atomic_load(&sp_hold.state);
 	if (state != SP_HOLD_ATTACHED || atomic_load(&L.frozen))
 		return SP_LIFE_STAY;
-	sp_life_pace_note(&L.pace, step, step_start);
-	uint64_t since = now > step_start ? now - step_start : 0;
+	uint64_t end = atomic_load(&sp_hold.last_end), quiet = atomic_load(&sp_hold.quiet);
+	unsigned seen = atomic_load(&sp_hold.quiet_seen);
+	uint64_t since = end && now > end ? now - end : UINT64_MAX / 2;
 	v->dirty = L.dirty;
 	v->graphs = atomic_load(&L.graphs);
 	v->stopped = atomic_load(&L.stopped);
-	v->fresh_step = step >= 0 && L.pace.seen >= 2 && since < L.pace.shortest / 4;
+	v->fresh_step = atomic_load(&sp_hold.marking) == 0 && sp_life_quiet_fresh(quiet, seen, since);
 	enum sp_life_act act = sp_life_decide(v);
 	if (act == SP_LIFE_DETACH) {
 		if (detach(*sub, true) < 0) {
@@ -141,8 +146,12 @@ enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64
 	if (act != SP_LIFE_CYCLE)
 		return act;
 	uint64_t t0 = sp_now_ns();
-	if (detach(*sub, false) < 0) {
-		atomic_store(&L.stopped, true);
+	int r0 = detach(*sub, false);
+	if (r0 != 0) {
+		if (r0 < 0)
+			atomic_store(&L.stopped, true);
+		if (atomic_exchange(&sp_hold.lost, false))
+			sp_cupti_life_missed("a marker call came while a detach was being called off");
 		return SP_LIFE_STAY;
 	}
 	CUptiResult r = sp_cupti_life_attach(&L.hooks, sub);
@@ -159,7 +168,9 @@ enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64
 	L.cycles++;
 	sp_info("detached from and re-attached to CUPTI in step %lld (detach_between = %s): %.2f ms without "
 		"a subscriber", (long long)step, v->policy == SP_DETACH_ALWAYS ? "always" : "auto", gap / 1e6);
-	if (!sp_life_pace_safe(&L.pace, since + (t0 > now ? t0 - now : 0), gap))
-		sp_cupti_life_missed("the detach did not end well before the next step could begin");
+	if (atomic_exchange(&sp_hold.lost, false))
+		sp_cupti_life_missed("a marker call came while detaching");
+	else if (!sp_life_quiet_fits(quiet, seen, since + (t0 > now ? t0 - now : 0), gap))
+		sp_cupti_life_missed("the detach outlasted the shortest time between two marker calls");
 	return act;
 }

@@ -9,6 +9,7 @@
 #define SP_CUPTI_LIFE_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <cupti.h>
 #include "life.h"
@@ -37,6 +38,11 @@ extern struct sp_hold_state {
 	_Atomic unsigned generation; /* CUPTI instances so far (0 = the first) */
 	_Atomic uint32_t corr_base;  /* added to every correlation id of the current instance */
 	_Atomic uint32_t corr_last;  /* a recent raw correlation id of the current instance */
+	_Atomic int marking;         /* threads inside a marker call (a detach must wait for none) */
+	_Atomic uint64_t last_end;   /* when a marker call last ended (trace clock, ns), 0 never */
+	_Atomic uint64_t quiet;      /* shortest time from a marker call's end to the next one's start */
+	_Atomic unsigned quiet_seen; /* quiet times measured */
+	_Atomic bool lost;           /* a marker call's entry came while detaching (dropped) */
 } sp_hold;
 
 /* Enters a callback or a CUPTI call made outside the writer thread. Returns 1 (then call
@@ -53,6 +59,33 @@ static inline int sp_cupti_life_enter(void)
 static inline void sp_cupti_life_leave(void)
 {
 	atomic_fetch_sub(&sp_hold.inflight, 1);
+}
+
+/* A marker call's entry (the first on this thread: the caller keeps the depth) at now. Measures
+ * the quiet time since the last marker call ended. This function can't fail. */
+static inline void sp_cupti_life_mark_begin(uint64_t now)
+{
+	atomic_fetch_add(&sp_hold.marking, 1);
+	uint64_t end = atomic_load_explicit(&sp_hold.last_end, memory_order_relaxed);
+	if (end && now > end) {
+		uint64_t q = now - end, s = atomic_load_explicit(&sp_hold.quiet, memory_order_relaxed);
+		if (!s || q < s)
+			atomic_store_explicit(&sp_hold.quiet, q, memory_order_relaxed);
+		atomic_fetch_add_explicit(&sp_hold.quiet_seen, 1, memory_order_relaxed);
+	}
+}
+
+/* That marker call's exit, at now. This function can't fail. */
+static inline void sp_cupti_life_mark_end(uint64_t now)
+{
+	atomic_store_explicit(&sp_hold.last_end, now, memory_order_relaxed);
+	atomic_fetch_sub(&sp_hold.marking, 1);
+}
+
+/* A marker call's entry callback came while detaching and was dropped. This function can't fail. */
+static inline void sp_cupti_life_lost(void)
+{
+	atomic_store(&sp_hold.lost, true);
 }
 
 /* The CUPTI instance now (changes at each re-attach: per-thread call state from before is stale). */
@@ -83,11 +116,10 @@ void sp_cupti_life_missed(const char *why);
  * tears itself down gains nothing and risks a hang). This function can't fail. */
 void sp_cupti_life_freeze(void);
 /* Writer thread, its tick, without the collector's lock: v describes the collector now (policy,
- * marker, done, busy, steps_to_window filled by the caller; the rest is filled here), step and
- * step_start the current step. Detaches or cycles when sp_life_decide says so. Returns the act
- * done (SP_LIFE_STAY if nothing, or if it failed: then warned and no more cycles).
+ * marker, done, busy, steps_to_window filled by the caller; the rest is filled here), step the
+ * current step (for messages). Detaches or cycles when sp_life_decide says so. Returns the act
+ * done (SP_LIFE_STAY if nothing, or if it failed or was called off: then no harm done).
  * Never call it from a callback. */
-enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64_t step_start, uint64_t now,
-				    CUpti_SubscriberHandle *sub);
+enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64_t now, CUpti_SubscriberHandle *sub);
 
 #endif

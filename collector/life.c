@@ -12,8 +12,8 @@
  * 5. detach_between = auto, and the program made a CUDA graph (kernels of graphs created before
  *    a re-attach may be invisible to the new CUPTI) or the marker is NVTX (its injection is
  *    CUPTI's and is not re-armed by a new subscription): stay.
- * 6. the next window is fewer than SP_LIFE_MIN_GAP steps away, or no step began just now (the
- *    detach must fall inside one step, not across a boundary the marker needs): stay.
+ * 6. the next window is fewer than SP_LIFE_MIN_GAP steps away, or not just after a marker call
+ *    ended (the detach must fall between two marker calls, not across one): stay.
  * 7. otherwise: cycle (detach, re-attach with the marker's callbacks only). */
 enum sp_life_act sp_life_decide(const struct sp_life_view *v)
 {
@@ -46,24 +46,12 @@ int64_t sp_life_steps_to_window(const struct sp_schedule *s, int64_t step, int64
 	return INT64_MAX;
 }
 
-void sp_life_pace_note(struct sp_life_pace *p, int64_t step, uint64_t start)
+int sp_life_quiet_fresh(uint64_t shortest, unsigned seen, uint64_t since)
 {
-	if (step == p->step)
-		return;
-	if (p->seen < 1u << 30 && step > p->step && p->step >= 0 && start > p->start) {
-		/* the ticks may skip boundaries: the average over the steps between two samples */
-		uint64_t len = (start - p->start) / (uint64_t)(step - p->step);
-		if (!p->shortest || len < p->shortest)
-			p->shortest = len;
-		p->seen++;
-	}
-	p->step = step;
-	p->start = start;
+	return seen >= 2 && shortest && since < shortest / 4;
 }
 
-int sp_life_pace_safe(const struct sp_life_pace *p, uint64_t since, uint64_t gap)
+int sp_life_quiet_fits(uint64_t shortest, unsigned seen, uint64_t since, uint64_t gap)
 {
-	if (p->seen < 2 || !p->shortest)
-		return 0;
-	return since + gap < p->shortest / 4 * 3;
+	return seen >= 2 && shortest && since + gap < shortest / 4 * 3;
 }

@@ -29,7 +29,7 @@ struct sp_life_view {
 	bool dirty;             /* activity kinds were enabled since CUPTI was last initialised */
 	bool graphs;            /* the process created a CUDA graph */
 	bool stopped;           /* an earlier cycle failed or was unsafe: no more cycles */
-	bool fresh_step;        /* a step began a short time ago (a quarter of a step or less) */
+	bool fresh_step;        /* no marker call in progress, and the last one ended just now (quiet_fresh) */
 	int64_t steps_to_window;/* steps until the next WARMUP or RECORD step; INT64_MAX if none */
 };
 
@@ -42,20 +42,13 @@ const char *sp_life_act_name(unsigned act);
  * This function can't fail. */
 int64_t sp_life_steps_to_window(const struct sp_schedule *s, int64_t step, int64_t horizon);
 
-/* The step length the writer thread sees from its ticks: it samples (step, step start) and keeps
- * the shortest recent step, which bounds how long a detach may last without missing a boundary. */
-struct sp_life_pace {           /* start with SP_LIFE_PACE_INIT */
-	int64_t step;           /* last step seen, -1 none */
-	uint64_t start;         /* its start (trace clock, ns) */
-	uint64_t shortest;      /* shortest step seen recently (ns), 0 unknown */
-	unsigned seen;          /* steps measured */
-};
-#define SP_LIFE_PACE_INIT { .step = -1 }
-/* Feeds one sample: the current step and when it began. This function can't fail. */
-void sp_life_pace_note(struct sp_life_pace *p, int64_t step, uint64_t start);
-/* 1 if a detach that begins `since` ns after the current step's start and lasts `gap` ns
- * certainly ends before the next boundary (with a margin: three quarters of the shortest step);
- * 0 if it may not or if the step length is not known yet. This function can't fail. */
-int sp_life_pace_safe(const struct sp_life_pace *p, uint64_t since, uint64_t gap);
+/* How long a detach may last: the quiet time between the end of a marker call and the start of
+ * the next (the shortest seen, over `seen` samples) bounds it, since a marker call that begins
+ * while detached is lost. fresh: a marker call ended `since` ns ago, early enough in the quiet
+ * time (its first quarter) to start a detach; fits: a detach that began `since` ns after the last
+ * marker call ended and lasted `gap` ns ended in the first three quarters of the quiet time. Both
+ * are 0 while fewer than two quiet times were measured. These functions can't fail. */
+int sp_life_quiet_fresh(uint64_t shortest, unsigned seen, uint64_t since);
+int sp_life_quiet_fits(uint64_t shortest, unsigned seen, uint64_t since, uint64_t gap);
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_life.c - the CUPTI life-cycle decision (collector/life.h): when stepprof detaches for good,
  * when it detaches and re-attaches between windows, and when it must stay; how far the next
- * window is; and the step-length bound that keeps a detach inside one step. */
+ * window is; and the quiet-time bound that keeps a detach between two marker calls. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -94,29 +94,19 @@ static void test_steps_to_window(void **state)
 	assert_true(sp_life_steps_to_window(&one, 500, 1000) == INT64_MAX);
 }
 
-static void test_pace(void **state)
+static void test_quiet(void **state)
 {
 	(void)state;
-	struct sp_life_pace p = SP_LIFE_PACE_INIT;
-	assert_int_equal(sp_life_pace_safe(&p, 0, 0), 0); /* unknown: never safe */
-	sp_life_pace_note(&p, 3, 1000000);
-	sp_life_pace_note(&p, 3, 1000000); /* same step again: nothing */
-	sp_life_pace_note(&p, 4, 11000000); /* 10 ms */
-	assert_int_equal(sp_life_pace_safe(&p, 0, 0), 0); /* one step measured is not enough */
-	sp_life_pace_note(&p, 7, 35000000); /* ticks skipped two boundaries: 8 ms each */
-	assert_int_equal(p.seen, 2);
-	assert_int_equal(p.shortest, 8000000);
-	/* three quarters of the shortest step: 6 ms */
-	assert_int_equal(sp_life_pace_safe(&p, 1000000, 4000000), 1);
-	assert_int_equal(sp_life_pace_safe(&p, 1000000, 5000000), 0);
-	assert_int_equal(sp_life_pace_safe(&p, 0, 6000000), 0);
-	/* a longer step does not raise the bound; a step number going back (a new count) is no sample */
-	sp_life_pace_note(&p, 8, 85000000);
-	assert_int_equal(p.shortest, 8000000);
-	sp_life_pace_note(&p, 2, 90000000);
-	sp_life_pace_note(&p, 3, 90500000);
-	assert_int_equal(p.shortest, 500000);
-	assert_int_equal(p.seen, 4);
+	/* fewer than two quiet times measured, or none: never */
+	assert_int_equal(sp_life_quiet_fresh(8000000, 1, 0), 0);
+	assert_int_equal(sp_life_quiet_fresh(0, 5, 0), 0);
+	assert_int_equal(sp_life_quiet_fits(8000000, 1, 0, 0), 0);
+	/* 8 ms between marker calls: start within 2 ms, end within 6 ms */
+	assert_int_equal(sp_life_quiet_fresh(8000000, 2, 1999999), 1);
+	assert_int_equal(sp_life_quiet_fresh(8000000, 2, 2000000), 0);
+	assert_int_equal(sp_life_quiet_fits(8000000, 2, 1000000, 4999999), 1);
+	assert_int_equal(sp_life_quiet_fits(8000000, 2, 1000000, 5000000), 0);
+	assert_int_equal(sp_life_quiet_fits(8000000, 9, 0, 6000000), 0);
 }
 
 int main(void)
@@ -124,7 +114,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decide),
 		cmocka_unit_test(test_steps_to_window),
-		cmocka_unit_test(test_pace),
+		cmocka_unit_test(test_quiet),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
