@@ -245,6 +245,7 @@ def run_one(a, wl, config, rnd):
             sys.exit(f"outside: stepprof check {ini} rejected the configuration:\n{r.stdout}{r.stderr}")
         env.update(LD_PRELOAD=os.path.join(a.build, "libstepprof-nomalloc.so"), STEPPROF_CONFIG=ini,
                    STEPPROF_VERBOSE="1")
+        env.update(parse_named(a.env, "--env"))
     rc, lines = run_process(wl["cmd"], env, os.path.join(run_dir, "output.log"), a.timeout)
     rec["stepprof"] = [l for _, l in lines if l.startswith("stepprof:") and " begins (" not in l][:12]
     if rc != 0:
@@ -367,6 +368,7 @@ def main():
     r.add_argument("--program", action="append", help="NAME=COMMAND LINE of another workload")
     r.add_argument("--step-regex", action="append", help="NAME=REGEX: its step lines (step, ms)")
     r.add_argument("--marker", action="append", help="NAME=PATTERN: its api marker (cudaDeviceSynchronize)")
+    r.add_argument("--env", action="append", help="VAR=VALUE for the stepprof runs (e.g. STEPPROF_CUPTI_LIBRARY)")
     w = sub.add_parser("worker")
     w.add_argument("workload", choices=["add", "mlp", "graph"])
     w.add_argument("--steps", type=int, required=True)

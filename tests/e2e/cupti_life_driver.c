@@ -3,41 +3,55 @@
  * preloaded and the fake libcupti configured: it calls the injection entry as cuInit would, then
  * runs STEPS steps of STEP_US microseconds, each ending with a cudaDeviceSynchronize (enter and
  * exit callbacks through fake_cupti_fire; SYNC_US microseconds of the step pass inside it, as in a
- * GPU-bound loop); with GRAPH set it reports a CUDA graph's creation at step 2. Prints "driver: N
- * of M syncs seen" (callbacks stepprof had enabled). */
+ * GPU-bound loop); with GRAPH set it reports a CUDA graph's creation at step 2. With PRINT_STEPS
+ * set it prints "STEP i MS" as each step ends (bench/outside.py's format) and runs without stepprof
+ * too. Prints "driver: N of M syncs seen" (callbacks stepprof had enabled). */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 #include <cupti.h>
 
 int main(int argc, char **argv)
 {
 	int steps = argc > 1 ? atoi(argv[1]) : 40, step_us = argc > 2 ? atoi(argv[2]) : 8000, seen = 0;
+	int print = getenv("PRINT_STEPS") != NULL;
 	int (*init)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "InitializeInjection");
-	if (!init) {
+	if (!init && !print) {
 		fprintf(stderr, "driver: no InitializeInjection (preload libstepprof)\n");
 		return 2;
 	}
-	init();
+	if (init)
+		init();
 	int (*fire)(int, unsigned, int, unsigned) = (int (*)(int, unsigned, int, unsigned))dlsym(RTLD_DEFAULT,
 												 "fake_cupti_fire");
-	if (!fire) {
+	if (!fire && !print) {
 		fprintf(stderr, "driver: the fake libcupti is not loaded\n");
 		return 2;
 	}
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	unsigned corr = 1;
 	int sync_us = getenv("SYNC_US") ? atoi(getenv("SYNC_US")) : 0;
-	fire(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, 0, 0);
+	if (fire)
+		fire(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, 0, 0);
 	for (int i = 0; i < steps; i++) {
-		if (i == 2 && getenv("GRAPH"))
+		if (fire && i == 2 && getenv("GRAPH"))
 			fire(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPH_CREATED, 0, 0);
 		usleep(step_us - sync_us);
-		seen += fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 0, corr);
+		seen += fire && fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 0, corr);
 		if (sync_us)
 			usleep(sync_us);
-		fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 1, corr);
+		if (fire)
+			fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 1, corr);
 		corr++;
+		if (print) {
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			printf("STEP %d %.4f\n", i, (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
+			fflush(stdout);
+			t0 = t1;
+		}
 	}
 	printf("driver: %d of %d syncs seen\n", seen, steps);
 	return 0;

@@ -70,3 +70,22 @@ assert outside.check_kernels({20: 2200, 61: 2000}, "graph") != []
 assert outside.check_kernels({}, "mlp") == ["the trace holds no recorded step"]
 print("ok   outside.py: phases before/inside/between/after/learning exact, a wrong action and a short window named")
 PY
+
+# end to end with the real library and the stand-in libcupti (tests/e2e/cupti_life.sh): a program
+# printing its steps, an unprofiled run, the api (detach + re-attach between windows) and once
+# (detached after the window) configurations; the table must hold every phase they have
+B=${SP_BUILD:?}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+FAKE_CUPTI_LOG=/dev/null PRINT_STEPS=1 timeout 120 /usr/bin/python3 "$R/bench/outside.py" run --build "$B" \
+	--out "$T" --rounds 1 --workloads fake --configs api,once \
+	--program "fake=$B/tests/e2e/cupti_life_driver 160 5000" \
+	--env STEPPROF_CUPTI_LIBRARY="$B/tests/e2e/libfakecupti.so" >"$T/log" 2>&1 ||
+	{ tail -20 "$T/log"; fail "outside.py run with the stand-in CUPTI exited non-zero"; }
+grep -Eq '^\| fake \| api \| - \| [0-9.]+ \([0-9.]+x\) \| [0-9.]+ .* \| [0-9.]+ \([0-9.]+x\) \| - \| [0-9.]+ \|' "$T/outside.md" ||
+	{ cat "$T/outside.md"; fail "the api row lacks before, inside or between"; }
+grep -Eq '^\| fake \| once \| - \| [0-9.]+ .* \| [0-9.]+ .* \| - \| [0-9.]+ \([0-9.]+x\) \|' "$T/outside.md" ||
+	{ cat "$T/outside.md"; fail "the once row lacks after"; }
+grep -q 're-attached to CUPTI' "$T/runs/fake-api-r0/output.log" || fail "no re-attach between windows in the api run"
+grep -q 'detached from CUPTI in step' "$T/runs/fake-once-r0/output.log" || fail "no final detach in the once run"
+echo "ok   outside.py end to end (stand-in CUPTI): phases per configuration, re-attach and final detach seen"
