@@ -47,6 +47,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "gpu"))
+sys.path.insert(0, HERE)
+import bench  # noqa: E402 (bench.py: the same clean environment)
 
 CYCLE = (0, 20, 1, 20, 0)      # skip_first, wait, warmup, active, repeat
 ONCE = (0, 100, 1, 20, 1)
@@ -103,13 +105,6 @@ def worker(a):
 
 
 # ---------------- one run ----------------
-def clean_env():
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("STEPPROF_") and k not in ("LD_PRELOAD", "CUDA_INJECTION64_PATH")}
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
 def write_ini(path, out_dir, kind, pattern, sched, detach):
     sk, wa, wu, ac, rp = sched
     with open(path, "w") as f:
@@ -230,7 +225,7 @@ def check_kernels(per_step, workload):
 def run_one(a, wl, config, rnd):
     run_dir = os.path.join(a.out, "runs", f"{wl['name']}-{config}-r{rnd}")
     os.makedirs(run_dir, exist_ok=True)
-    env = clean_env()
+    env = bench.clean_env()  # no inherited stepprof settings, preloads or injections
     rec = {"workload": wl["name"], "config": config, "round": rnd, "problems": []}
     marker, sched = "none", None
     if config == "floor":

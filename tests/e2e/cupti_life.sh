@@ -12,6 +12,10 @@
 #  - detach_between = never, or auto with a CUDA graph created: one subscription all along.
 set -u
 B=${SP_BUILD:?}
+PRE=$B/libstepprof-nomalloc.so
+# a SAN=address build: the ASan runtime must come first in the process (as in inert.sh)
+asan=$(ldd "$PRE" 2>/dev/null | awk '/libasan/ {print $3}')
+[ -n "$asan" ] && { PRE="$asan $PRE"; export ASAN_OPTIONS=detect_leaks=0; }
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail=0
@@ -26,7 +30,7 @@ run() {
 	printf '[profile]\noutput = %s\n[ranks]\nranks = all\n[schedule]\nwait = %s\nwarmup = %s\nactive = %s\nrepeat = %s\n[marker]\nkind = api\npattern = cudaDeviceSynchronize\n[cupti]\nlibrary = %s\ndetach_between = %s\n' \
 		"$T/$name/out" "$wa" "$wu" "$ac" "$rp" "$B/tests/e2e/libfakecupti.so" "$detach" >"$T/$name/sp.ini"
 	env "$@" FAKE_CUPTI_LOG="$T/$name/log" STEPPROF_VERBOSE=1 STEPPROF_CONFIG="$T/$name/sp.ini" \
-		LD_PRELOAD="$B/libstepprof-nomalloc.so" timeout 60 "$B/tests/e2e/cupti_life_driver" "$steps" 20000 \
+		LD_PRELOAD="$PRE" timeout 60 "$B/tests/e2e/cupti_life_driver" "$steps" 20000 \
 		>"$T/$name/stdout" 2>"$T/$name/stderr" || bad "$name: driver exited $?: $(tail -3 "$T/$name/stderr")"
 	"$B/stepprof" steps "$T/$name"/out/*.sptrace >"$T/$name/steps" 2>&1 || bad "$name: stepprof steps failed: $(tail -2 "$T/$name/steps")"
 }
