@@ -27,12 +27,14 @@ Configurations (stepprof's schedule; the api marker pattern is the workload's):
   once        api marker, wait 100 / warmup 1 / active 20 / repeat 1, then nothing
 Built-in workloads (python3 outside.py worker NAME): add (2000 tiny add_ kernels and one
 cudaDeviceSynchronize per step), mlp (tests/gpu/mlp_train.py's step), graph (add, plus a CUDA graph
-of 200 mul_ kernels replayed every step). Other programs: --program NAME=COMMAND with
+of 200 mul_ kernels replayed every step), learn (add with 1990-2010 kernels a step, the same
+sequence in every run: never exactly periodic, so the automatic marker learns all run long and its
+"learning" phase is the whole run). Other programs: --program NAME=COMMAND with
 --step-regex NAME=REGEX (groups: step number, milliseconds) and --marker NAME=PATTERN.
 
 usage: outside.py run --build DIR --out DIR [--rounds 2] [--workloads add,mlp,...] [--configs ...]
                       [--steps N] [--floor-lib SO] [--program NAME=CMD ...]
-       outside.py worker add|mlp|graph --steps N"""
+       outside.py worker add|mlp|graph|learn --steps N"""
 import argparse
 import bisect
 import json
@@ -66,6 +68,7 @@ SP_STEP = re.compile(r"^stepprof: step (-?\d+) begins \((\w+)\)")
 SP_LOCK = re.compile(r"^stepprof: automatic steps: ")
 SP_DETACH = re.compile(r"^stepprof: detached from (and re-attached to )?CUPTI")
 BUILTIN_STEP = r"^STEP (\d+) ([\d.]+)$"
+BUILTIN = ["add", "mlp", "graph", "learn"]
 ADD_KERNELS, GRAPH_KERNELS = 2000, 200
 
 
@@ -78,8 +81,12 @@ def worker(a):
         import mlp_train
         step = mlp_train.make_step()
     else:
+        import random
+        jitter = random.Random(7)  # learn: the same sequence in every run
+
         def step():
-            for _ in range(ADD_KERNELS):
+            n = ADD_KERNELS + (jitter.randint(-10, 10) if a.workload == "learn" else 0)
+            for _ in range(n):
                 x.add_(1.0)
             if graph:
                 graph.replay()
@@ -256,7 +263,10 @@ def run_one(a, wl, config, rnd):
         xs = [ms for _, ms, p, _, _ in steps if p == ph or not sched]
         if xs:
             rec["phases"][ph] = phase_stats(xs)
-    if sched:
+    if sched and wl["name"] == "learn":
+        if any(SP_LOCK.match(l) for _, l in lines):
+            rec["problems"].append("the automatic marker locked: its learning is not the whole run")
+    elif sched:
         per_step = kernels_per_step(a.build, os.path.join(run_dir, "trace"), run_dir)
         rec["kernels_per_step"] = per_step if isinstance(per_step, dict) else None
         rec["problems"] += check_kernels(per_step, wl["name"])
@@ -319,7 +329,7 @@ def orchestrate(a):
     for name in a.workloads:
         if name in programs:
             cmd = shlex.split(programs[name])
-        elif name in ("add", "mlp", "graph"):
+        elif name in BUILTIN:
             cmd = [sys.executable, os.path.abspath(__file__), "worker", name, "--steps", str(a.steps)]
         else:
             sys.exit(f"outside: workload '{name}' is not built in and has no --program")
@@ -365,7 +375,7 @@ def main():
     r.add_argument("--marker", action="append", help="NAME=PATTERN: its api marker (cudaDeviceSynchronize)")
     r.add_argument("--env", action="append", help="VAR=VALUE for the stepprof runs (e.g. STEPPROF_CUPTI_LIBRARY)")
     w = sub.add_parser("worker")
-    w.add_argument("workload", choices=["add", "mlp", "graph"])
+    w.add_argument("workload", choices=BUILTIN)
     w.add_argument("--steps", type=int, required=True)
     a = p.parse_args()
     if a.cmd == "worker":

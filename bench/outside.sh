@@ -9,7 +9,8 @@
 # Settings: ROUNDS (2), WORKLOADS (add,mlp,llmc; llmc only if .thirdparty/llm.c is there),
 # CONFIGS (api,api-never,auto,once; also api-always), STEPS (200), LLMC_ARGS (-b 4 -t 128),
 # GRAPH=1 adds the graph workload with api-always (a window after a re-attach must keep its CUDA
-# graph kernels), OUTSIDE_ARGS for anything else outside.py run takes.
+# graph kernels), LEARN=0 leaves out the learn workload (the automatic marker learning all run
+# long, against an unprofiled run), OUTSIDE_ARGS for anything else outside.py run takes.
 # Exit status: 0 with no problem found, 1 otherwise (the table lists them).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -66,12 +67,21 @@ CF=${CONFIGS:-api,api-never,auto,once}
 "$PY" "$ROOT/bench/outside.py" run --build "$B" --out "$OUT" --rounds "${ROUNDS:-2}" --steps "$STEPS" \
 	--workloads "$WL" --configs "$CF" "${FLOOR[@]}" "${PROG[@]}" ${OUTSIDE_ARGS:-} 2>&1 | tee "$OUT/outside.log" |
 	grep -v '^|' ; rc=${PIPESTATUS[0]}
+if [ "${LEARN:-1}" = 1 ]; then
+	"$PY" "$ROOT/bench/outside.py" run --build "$B" --out "$OUT/learn" --rounds "${ROUNDS:-2}" --steps "$STEPS" \
+		--workloads learn --configs auto 2>&1 | tee "$OUT/learn.log" | grep -v '^|'
+	rc=$((rc | PIPESTATUS[0]))
+fi
 if [ "${GRAPH:-0}" = 1 ]; then
 	"$PY" "$ROOT/bench/outside.py" run --build "$B" --out "$OUT/graph" --rounds 1 --steps "$STEPS" \
 		--workloads graph --configs api,api-always 2>&1 | tee "$OUT/graph.log" | grep -v '^|'
 	rc=$((rc | PIPESTATUS[0]))
 	echo "== CUDA graph workload (detach_between auto keeps the subscription; always re-attaches)"
 	grep '^|' "$OUT/graph/outside.md"
+fi
+if [ "${LEARN:-1}" = 1 ]; then
+	echo "== automatic marker that never locks (its learning phase is the whole run)"
+	grep '^|' "$OUT/learn/outside.md"
 fi
 echo "== $OUT/outside.md"
 cat "$OUT/outside.md"

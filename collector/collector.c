@@ -1109,8 +1109,11 @@ static void life_tick(uint64_t now)
 	v.busy = G.collecting || G.activities_on || G.open != NULL;
 	for (int i = 0; i < MAX_WINDOWS; i++)
 		v.busy |= G.win[i].used;
-	v.steps_to_window = v.busy || v.done ? 0 : sp_life_steps_to_window(&G.cfg.schedule, step, 1000);
 	pthread_mutex_unlock(&G.lock);
+	/* only whether the next window is SP_LIFE_MIN_GAP steps away or more matters */
+	v.steps_to_window = v.busy || v.done || v.policy == SP_DETACH_NEVER
+				    ? 0
+				    : sp_life_steps_to_window(&G.cfg.schedule, step, SP_LIFE_MIN_GAP);
 	if (sp_cupti_life_tick(&v, step, now, &G.sub) == SP_LIFE_DETACH) {
 		sp_host_min_bytes = SIZE_MAX; /* host allocations: nothing will be recorded again */
 		sp_writer_set_pass_ns(100000000ull); /* nothing to drain but the odd NCCL event */
