@@ -69,6 +69,7 @@ SP_LOCK = re.compile(r"^stepprof: automatic steps: ")
 SP_DETACH = re.compile(r"^stepprof: detached from (and re-attached to )?CUPTI")
 BUILTIN_STEP = r"^STEP (\d+) ([\d.]+)$"
 BUILTIN = ["add", "mlp", "graph", "learn"]
+STEPS_ROW = re.compile(r"^(\d+)\s+\d+\s+\S+\s+(\d+)\s")  # `stepprof steps`: step, window, duration, kernels
 ADD_KERNELS, GRAPH_KERNELS = 2000, 200
 
 
@@ -197,23 +198,18 @@ def classify(lines, step_re, sched, marker):
 
 
 def kernels_per_step(build, trace_dir, run_dir):
-    """{step: kernels} of the stepprof trace under trace_dir, or a problem string."""
-    import traceutil as tu
+    """{step: kernels} of the stepprof trace under trace_dir (from `stepprof steps`, which counts
+    each kernel in the step whose CPU call launched it), or a problem string."""
     files = [os.path.join(d, f) for d, _, fs in os.walk(trace_dir) for f in fs if f.endswith(".sptrace")]
     if len(files) != 1:
         return f"expected one trace under {trace_dir}, found {len(files)}"
-    js = os.path.join(run_dir, "trace.json")
-    r = subprocess.run([os.path.join(build, "stepprof"), "convert", files[0], "-o", js, "--merge"],
-                       capture_output=True, text=True)
+    r = subprocess.run([os.path.join(build, "stepprof"), "steps", files[0]], capture_output=True, text=True)
+    with open(os.path.join(run_dir, "steps.txt"), "w") as f:
+        f.write(r.stdout + r.stderr)
     if r.returncode != 0:
-        return f"stepprof convert failed: {(r.stdout + r.stderr).strip()[-300:]}"
-    try:
-        tr = tu.load(js)
-    except tu.TraceError as e:
-        return str(e)
-    finally:
-        os.remove(js)
-    return {n: sum(1 for op in ops if op.cat == "kernel") for n, ops in tr.steps.items()}
+        return f"stepprof steps failed: {(r.stdout + r.stderr).strip()[-300:]}"
+    rows = (STEPS_ROW.match(l) for l in r.stdout.splitlines())
+    return {int(m.group(1)): int(m.group(2)) for m in rows if m}
 
 
 def check_kernels(per_step, workload):
