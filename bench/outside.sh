@@ -52,7 +52,7 @@ if [[ ",$WL," == *,llmc,* ]]; then
 			echo "outside: building llm.c train_gpt2.cu (fp32) ..."
 			NVML=(); [ -e "$CUDA_HOME/include/nvml.h" ] && NVML=(-lnvidia-ml -L"$CUDA_HOME/lib64/stubs")
 			(cd "$LLMC" && "$CUDA_HOME/bin/nvcc" -O3 --use_fast_math -std=c++17 -arch=native -DENABLE_FP32 \
-				-Idev train_gpt2.cu -lcublas -lcublasLt "${NVML[@]}" -o "$BIN") 2>&1 | tail -5
+				-Idev train_gpt2.cu -lcublas -lcublasLt "${NVML[@]}" -Xlinker -rpath="$CUDA_HOME/lib64" -o "$BIN") 2>&1 | tail -5
 			[ -x "$BIN" ] || { echo "outside: llm.c did not build"; exit 1; }
 		fi
 		# one line per step, as it happens: "step    N/M | loss ... | X ms | ..."
