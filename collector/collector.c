@@ -892,15 +892,19 @@ static void callback_body(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const
 	push(&ev);
 }
 
-/* 1 if this API call may be a step marker: an api marker, profiler range or auto anchor call, or
- * a launch when the marker is a kernel. Its calls time the detaches (cupti_life.h). */
-static int marker_call(CUpti_CallbackDomain dom, CUpti_CallbackId cbid)
+/* 1 if this API call is a step marker's: an api marker, profiler range or auto anchor call, or
+ * the launch of the marker (or auto anchor) kernel. Its calls time the detaches (cupti_life.h). */
+static int marker_call(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd)
 {
 	enum sp_marker_kind mk = G.cfg.marker_kind;
 	if (cbid < 1024 && G.api_marker[dom == CUPTI_CB_DOMAIN_DRIVER_API][cbid])
 		return 1;
-	return (mk == SP_MARK_KERNEL || (mk == SP_MARK_AUTO && G.auto_anchor && G.api_marker[0][0])) &&
-	       is_launch(dom, cbid);
+	if (!is_launch(dom, cbid))
+		return 0;
+	if (mk == SP_MARK_KERNEL)
+		return name_matches(name_id(cd->symbolName));
+	return mk == SP_MARK_AUTO && G.auto_anchor && G.api_marker[0][0] &&
+	       name_id(cd->symbolName) == (G.auto_anchor & ~SP_AUTOSTEP_FLAGS);
 }
 
 /* The subscriber's callback (application threads). Counted in flight, so that a detach never
@@ -912,12 +916,9 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 {
 	int api = dom == CUPTI_CB_DOMAIN_RUNTIME_API || dom == CUPTI_CB_DOMAIN_DRIVER_API;
 	int site = api ? (int)((const CUpti_CallbackData *)data)->callbackSite : -1;
-	int mk = api && marker_call(dom, cbid);
-	if (!sp_cupti_life_enter()) {
-		if (mk && site == CUPTI_API_ENTER)
-			sp_cupti_life_lost();
+	int mk = api && marker_call(dom, cbid, data);
+	if (!sp_cupti_life_enter_as(mk ? SP_ENTER_MARKER : SP_ENTER_CALLBACK))
 		return;
-	}
 	unsigned gen = sp_cupti_life_generation();
 	if (__builtin_expect(T.gen != gen, 0)) {
 		if (mk && site == CUPTI_API_EXIT)

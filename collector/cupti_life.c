@@ -33,8 +33,8 @@ static void nap(void)
 	nanosleep(&ts, NULL);
 }
 
-/* Waits until no callback or outside CUPTI call is in flight; state must already say DETACHING
- * (new ones return at once). Returns 0, or -1 after DRAIN_NS (one is stuck: caller backs out). */
+/* Waits until no callback or outside CUPTI call is in flight; state must already say QUIESCING
+ * (new ones wait). Returns 0, or -1 after DRAIN_NS (one is stuck: caller backs out). */
 static int drain(void)
 {
 	uint64_t t0 = sp_now_ns();
@@ -46,21 +46,62 @@ static int drain(void)
 	return 0;
 }
 
+int sp_cupti_life_enter_slow(enum sp_enter who)
+{
+	int waiting = 0, ok = 0;
+	for (;;) {
+		int st = atomic_load(&sp_hold.state);
+		if (st == SP_HOLD_ATTACHED || (st == SP_HOLD_QUIESCING && who == SP_ENTER_CALL)) {
+			/* a call goes ahead while a detach decides (still subscribed): the caller may hold
+			 * the collector's lock, which callbacks in flight may be waiting for; the detach
+			 * drains again before it touches CUPTI */
+			atomic_fetch_add(&sp_hold.inflight, 1);
+			int now = atomic_load(&sp_hold.state);
+			if (now == SP_HOLD_ATTACHED || (now == SP_HOLD_QUIESCING && who == SP_ENTER_CALL)) {
+				ok = 1;
+				break;
+			}
+			atomic_fetch_sub(&sp_hold.inflight, 1);
+			continue;
+		}
+		if (st != SP_HOLD_QUIESCING)
+			break;
+		/* a callback waits: it holds none of stepprof's locks, and no CUPTI call is made until
+		 * the verdict, so this cannot deadlock */
+		if (who == SP_ENTER_MARKER && !waiting) {
+			atomic_fetch_add(&sp_hold.marker_waiting, 1);
+			waiting = 1;
+		}
+		sched_yield();
+	}
+	if (!ok && who == SP_ENTER_MARKER)
+		atomic_store(&sp_hold.lost, true);
+	if (waiting)
+		atomic_fetch_sub(&sp_hold.marker_waiting, 1);
+	return ok;
+}
+
 /* Detaches: drains, flushes, unsubscribes, finalises. For good, or (a cycle) only if no marker
- * call is in progress once callbacks have drained. Returns 0 (state NONE or GONE), 1 if a marker
- * call was in progress (called off: state back to ATTACHED, nothing else changed), or -1 if
+ * call is in progress or waiting once callbacks have drained. Returns 0 (state NONE or GONE), 1
+ * if a marker call was in progress (called off: state back to ATTACHED, nothing lost), or -1 if
  * callbacks did not drain (likewise, and warned). */
 static int detach(CUpti_SubscriberHandle sub, bool for_good)
 {
-	atomic_store(&sp_hold.state, SP_HOLD_DETACHING);
+	atomic_store(&sp_hold.state, SP_HOLD_QUIESCING);
 	if (drain() < 0) {
 		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
 		sp_warn("a CUPTI callback did not return within 1 s; staying attached to CUPTI");
 		return -1;
 	}
-	if (!for_good && atomic_load(&sp_hold.marking) > 0) {
+	if (!for_good && atomic_load(&sp_hold.marking) + atomic_load(&sp_hold.marker_waiting) > 0) {
 		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
 		return 1; /* its exit must be seen by the instance that saw its entry */
+	}
+	atomic_store(&sp_hold.state, SP_HOLD_DETACHING); /* waiting callbacks return now */
+	if (drain() < 0) { /* calls that went ahead while quiescing */
+		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
+		sp_warn("a CUPTI call did not return within 1 s; staying attached to CUPTI");
+		return -1;
 	}
 	/* the writer thread is the only one touching CUPTI now; records still buffered arrive in
 	 * the buffer callback on this thread (late ones are counted, not lost in silence) */
@@ -135,8 +176,9 @@ enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64
 	v->fresh_step = atomic_load(&sp_hold.marking) == 0 && sp_life_quiet_fresh(quiet, seen, since);
 	enum sp_life_act act = sp_life_decide(v);
 	if (act == SP_LIFE_DETACH) {
-		if (detach(*sub, true) < 0) {
+		if (detach(*sub, true) != 0) {
 			atomic_store(&L.stopped, true);
+			atomic_store(&L.frozen, true); /* warned; no second try */
 			return SP_LIFE_STAY;
 		}
 		sp_info("detached from CUPTI in step %lld (the schedule is done): the rest of the run is not "

@@ -27,6 +27,7 @@ struct sp_cupti_hooks {
 enum sp_hold {
 	SP_HOLD_NONE = 0,       /* not subscribed (never, or a re-attach failed) */
 	SP_HOLD_ATTACHED,       /* subscribed: CUPTI calls allowed */
+	SP_HOLD_QUIESCING,      /* a detach waits for callbacks in flight: new ones wait for its verdict */
 	SP_HOLD_DETACHING,      /* the writer thread is finalising: callbacks return at once */
 	SP_HOLD_GONE,           /* detached for good: no CUPTI call ever again */
 };
@@ -39,21 +40,37 @@ extern struct sp_hold_state {
 	_Atomic uint32_t corr_base;  /* added to every correlation id of the current instance */
 	_Atomic uint32_t corr_last;  /* a recent raw correlation id of the current instance */
 	_Atomic int marking;         /* threads inside a marker call (a detach must wait for none) */
+	_Atomic int marker_waiting;  /* marker callbacks waiting out a quiescing detach (it calls off) */
 	_Atomic uint64_t last_end;   /* when a marker call last ended (trace clock, ns), 0 never */
 	_Atomic uint64_t quiet;      /* shortest time from a marker call's end to the next one's start */
 	_Atomic unsigned quiet_seen; /* quiet times measured */
-	_Atomic bool lost;           /* a marker call's entry came while detaching (dropped) */
+	_Atomic bool lost;           /* a marker call's callback came while detaching (dropped) */
 } sp_hold;
 
-/* Enters a callback or a CUPTI call made outside the writer thread. Returns 1 (then call
- * sp_cupti_life_leave) while attached, else 0: CUPTI must not be touched. This function can't fail. */
-static inline int sp_cupti_life_enter(void)
+/* Who enters: a CUPTI call made outside the writer thread (under the collector's lock, say), a
+ * callback, or a marker call's callback. */
+enum sp_enter { SP_ENTER_CALL, SP_ENTER_CALLBACK, SP_ENTER_MARKER };
+
+/* The slow path of sp_cupti_life_enter_as, when not attached. */
+int sp_cupti_life_enter_slow(enum sp_enter who);
+
+/* Enters a callback or a CUPTI call. Returns 1 (then call sp_cupti_life_leave) while CUPTI may be
+ * used, else 0: CUPTI must not be touched (what the call was for is redone by the next attach's
+ * armed hook), and a marker call's callback is noted as lost. While a detach is deciding, a call
+ * goes ahead and a callback waits for the verdict (microseconds): a marker call's makes a detach
+ * between windows call itself off, so no marker is lost. This function can't fail. */
+static inline int sp_cupti_life_enter_as(enum sp_enter who)
 {
 	atomic_fetch_add(&sp_hold.inflight, 1);
-	if (atomic_load(&sp_hold.state) == SP_HOLD_ATTACHED)
+	if (__builtin_expect(atomic_load(&sp_hold.state) == SP_HOLD_ATTACHED, 1))
 		return 1;
 	atomic_fetch_sub(&sp_hold.inflight, 1);
-	return 0;
+	return sp_cupti_life_enter_slow(who);
+}
+
+static inline int sp_cupti_life_enter(void)
+{
+	return sp_cupti_life_enter_as(SP_ENTER_CALL);
 }
 
 static inline void sp_cupti_life_leave(void)
@@ -80,12 +97,6 @@ static inline void sp_cupti_life_mark_end(uint64_t now)
 {
 	atomic_store_explicit(&sp_hold.last_end, now, memory_order_relaxed);
 	atomic_fetch_sub(&sp_hold.marking, 1);
-}
-
-/* A marker call's entry callback came while detaching and was dropped. This function can't fail. */
-static inline void sp_cupti_life_lost(void)
-{
-	atomic_store(&sp_hold.lost, true);
 }
 
 /* The CUPTI instance now (changes at each re-attach: per-thread call state from before is stale). */
