@@ -109,7 +109,7 @@ $(O)/tests/e2e/libfakecupti.so: tests/e2e/fakecupti.c
 	$(Q)$(CC) -O1 -g -shared -fPIC $(CUDA_INC) -o $@ $< -lpthread
 $(O)/tests/e2e/cupti_life_driver: tests/e2e/cupti_life_driver.c
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) -O1 -g $(CUDA_INC) -o $@ $< -ldl
+	$(Q)$(CC) -O1 -g $(CUDA_INC) -o $@ $< -ldl -lpthread
 
 # gen_golden and gen_random write traces through the core library
 $(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_random: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a

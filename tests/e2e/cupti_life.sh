@@ -9,6 +9,7 @@
 #    and before its activity kinds; no marker lost (every step numbered as the schedule says).
 #  - the same with 3/4 of each step inside the marker call (a GPU-bound loop): a detach never
 #    straddles a marker call, so no step is lost and none is reported missed.
+#  - the same with four more threads in callbacks all the time (callbacks in flight at every detach).
 #  - detach_between = never, or auto with a CUDA graph created: one subscription all along.
 set -u
 B=${SP_BUILD:?}
@@ -90,6 +91,8 @@ run auto 6,1,3,0 auto 40
 check auto 3 0 7 8 9 17 18 19 27 28 29 37 38 39 && echo "ok   detach_between = auto without CUDA graphs: re-attaches as always"
 run gpubound 6,1,3,0 always 40 SYNC_US=15000
 check gpubound -1 0 7 8 9 17 18 19 27 28 29 37 38 39 && echo "ok   detach_between = always, GPU-bound: detaches fall between marker calls, no step lost"
+run threads 6,1,3,0 always 40 THREADS=4
+check threads 3 0 7 8 9 17 18 19 27 28 29 37 38 39 && echo "ok   detach_between = always with 4 threads in callbacks all along: 3 re-attaches, no step lost"
 run graph 6,1,3,0 auto 40 GRAPH=1
 check graph 0 0 7 8 9 17 18 19 27 28 29 37 38 39 && echo "ok   detach_between = auto with a CUDA graph: stays subscribed"
 run never 6,1,3,0 never 40
