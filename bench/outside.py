@@ -69,7 +69,8 @@ SP_LOCK = re.compile(r"^stepprof: automatic steps: ")
 SP_DETACH = re.compile(r"^stepprof: detached from (and re-attached to )?CUPTI")
 BUILTIN_STEP = r"^STEP (\d+) ([\d.]+)$"
 BUILTIN = ["add", "mlp", "graph", "learn"]
-STEPS_ROW = re.compile(r"^(\d+)\s+\d+\s+\S+\s+(\d+)\s")  # `stepprof steps`: step, window, duration, kernels
+# `stepprof steps` rows: step, window, duration, kernels, kernel/NCCL/copy time, GPU busy %
+STEPS_ROW = re.compile(r"^(\d+)\s+(\d+)\s+\S+\s+(\d+)\s+\S+\s+\S+\s+\S+\s+([\d.]+)%")
 ADD_KERNELS, GRAPH_KERNELS = 2000, 200
 
 
@@ -198,8 +199,9 @@ def classify(lines, step_re, sched, marker):
 
 
 def kernels_per_step(build, trace_dir, run_dir):
-    """{step: kernels} of the stepprof trace under trace_dir (from `stepprof steps`, which counts
-    each kernel in the step whose CPU call launched it), or a problem string."""
+    """{step: (window, kernels, GPU busy %)} of the stepprof trace under trace_dir (from `stepprof
+    steps`, which counts each kernel in the step whose CPU call launched it and times the GPU's
+    busy share within the step's span), or a problem string."""
     files = [os.path.join(d, f) for d, _, fs in os.walk(trace_dir) for f in fs if f.endswith(".sptrace")]
     if len(files) != 1:
         return f"expected one trace under {trace_dir}, found {len(files)}"
@@ -209,20 +211,31 @@ def kernels_per_step(build, trace_dir, run_dir):
     if r.returncode != 0:
         return f"stepprof steps failed: {(r.stdout + r.stderr).strip()[-300:]}"
     rows = (STEPS_ROW.match(l) for l in r.stdout.splitlines())
-    return {int(m.group(1)): int(m.group(2)) for m in rows if m}
+    return {int(m.group(1)): (int(m.group(2)), int(m.group(3)), float(m.group(4))) for m in rows if m}
 
 
 def check_kernels(per_step, workload):
-    """Problems with the recorded steps' kernel counts: every step like the first window's."""
+    """Problems with the recorded steps: each must hold as many kernels as a step of the first
+    window, and, if the first window's steps kept the GPU busy, show the GPU busy too (a window
+    whose kernels are stamped in another clock, after a re-attach, would show it idle)."""
     if isinstance(per_step, str):
         return [per_step]
     if not per_step:
         return ["the trace holds no recorded step"]
     want = {"add": ADD_KERNELS, "graph": ADD_KERNELS + GRAPH_KERNELS}.get(workload)
-    want = want or statistics.mode(per_step.values())
-    off = {n: k for n, k in sorted(per_step.items()) if k != want}
-    return [f"{len(off)} of {len(per_step)} recorded steps do not hold {want} kernels: "
-            f"{dict(list(off.items())[:6])}"] if off else []
+    want = want or statistics.mode(k for _, k, _ in per_step.values())
+    problems = []
+    off = {n: k for n, (_, k, _) in sorted(per_step.items()) if k != want}
+    if off:
+        problems.append(f"{len(off)} of {len(per_step)} recorded steps do not hold {want} kernels: "
+                        f"{dict(list(off.items())[:6])}")
+    first = min(w for w, _, _ in per_step.values())
+    if statistics.median(b for w, _, b in per_step.values() if w == first) > 1.0:
+        idle = sorted(n for n, (w, _, b) in per_step.items() if w != first and b == 0.0)
+        if idle:
+            problems.append(f"{len(idle)} recorded steps after the first window show the GPU idle "
+                            f"(kernel times outside their steps?): {idle[:6]}")
+    return problems
 
 
 def run_one(a, wl, config, rnd):

@@ -62,11 +62,15 @@ assert c == {"learning": 27, "before": 1, "inside": 11 + 21 * 2, "between": 46},
 _, _, pr = phases(synth(outside.CYCLE, 130, lie_at=5), outside.CYCLE)
 assert len(pr) == 1 and "1 steps announced an action other than the schedule's" in pr[0], pr
 
-# kernels: every recorded step like the first window's (add: 2000), or named
-assert outside.check_kernels({20: 2000, 21: 2000}, "add") == []
-p = outside.check_kernels({20: 2000, 61: 1800}, "add")
+# kernels: every recorded step like the first window's (add: 2000), or named; a later window whose
+# steps show the GPU idle while the first window's did not is named too
+assert outside.check_kernels({20: (0, 2000, 40.0), 61: (1, 2000, 38.5)}, "add") == []
+p = outside.check_kernels({20: (0, 2000, 40.0), 61: (1, 1800, 38.0)}, "add")
 assert len(p) == 1 and "1 of 2 recorded steps do not hold 2000 kernels" in p[0] and "61: 1800" in p[0], p
-assert outside.check_kernels({20: 2200, 61: 2000}, "graph") != []
+assert outside.check_kernels({20: (0, 2200, 9.0), 61: (1, 2000, 9.0)}, "graph") != []
+p = outside.check_kernels({20: (0, 50, 90.0), 21: (0, 50, 91.0), 61: (1, 50, 0.0)}, "mlp")
+assert len(p) == 1 and "show the GPU idle" in p[0] and "[61]" in p[0], p
+assert outside.check_kernels({20: (0, 0, 0.0), 61: (1, 0, 0.0)}, "fake") == []
 assert outside.check_kernels({}, "mlp") == ["the trace holds no recorded step"]
 print("ok   outside.py: phases before/inside/between/after/learning exact, a wrong action and a short window named")
 PY
