@@ -56,8 +56,8 @@ LIBONLY_SRCS := $(wildcard preload/*.c) $(wildcard collector/cupti*.c) $(wildcar
 CLI_SRCS := $(filter-out cli/main.c,$(wildcard cli/*.c))
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
 TEST_BINS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(TEST_SRCS))
-HELPER_SRCS := $(wildcard tests/e2e/*.c)
-HELPER_BINS := $(patsubst tests/e2e/%.c,$(O)/tests/e2e/%,$(HELPER_SRCS))
+HELPER_SRCS := $(filter-out tests/e2e/fakecupti.c,$(wildcard tests/e2e/*.c))
+HELPER_BINS := $(patsubst tests/e2e/%.c,$(O)/tests/e2e/%,$(HELPER_SRCS)) $(O)/tests/e2e/libfakecupti.so
 
 LIB_OBJS := $(patsubst %.c,$(O)/lib/%.o,$(CORE_SRCS) $(LIBONLY_SRCS))
 CORE_OBJS := $(patsubst %.c,$(O)/host/%.o,$(CORE_SRCS) $(CLI_SRCS))
@@ -105,6 +105,14 @@ $(O)/tests/%: tests/unit/%.c $(O)/libspcore.a
 $(O)/tests/e2e/%: tests/e2e/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g -o $@ $< -lpthread
+
+# a stand-in libcupti and a "CUDA program" driving it: the CUPTI life cycle without a GPU
+$(O)/tests/e2e/libfakecupti.so: tests/e2e/fakecupti.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -O1 -g -shared -fPIC $(CUDA_INC) -o $@ $< -lpthread
+$(O)/tests/e2e/cupti_life_driver: tests/e2e/cupti_life_driver.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -O1 -g $(CUDA_INC) -o $@ $< -ldl -lpthread
 
 # gen_golden, gen_random, gen_ranks and gen_pytrace write traces through the core library
 $(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_random $(O)/tests/e2e/gen_ranks $(O)/tests/e2e/gen_pytrace: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a

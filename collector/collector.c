@@ -24,7 +24,9 @@
 #include "clock.h"
 #include "collector.h"
 #include "cupti_api.h"
+#include "cupti_life.h"
 #include "intern.h"
+#include "life.h"
 #include "log.h"
 #include "memory.h"
 #include "stacks.h"
@@ -106,6 +108,8 @@ static __thread struct {
 	uint32_t cur_cb[2];           /* (runtime, driver) callback ids in progress on this thread, 0 none */
 	int defer_off;                /* apply_callbacks left a call in progress enabled: redo at its exit */
 	int named;                    /* SP_EV_THREAD pushed */
+	unsigned gen;                 /* CUPTI instance the call state above belongs to (cupti_life.h) */
+	int marking;                  /* marker calls in progress on this thread (cupti_life.h timing) */
 	const void *np[NAME_CACHE];   /* name pointer cache */
 	uint32_t nid[NAME_CACHE];
 } T;
@@ -262,12 +266,19 @@ static void apply_callbacks(void)
 	static const uint32_t sizes[2] = { CUPTI_RUNTIME_TRACE_CBID_SIZE, CUPTI_DRIVER_TRACE_CBID_SIZE };
 	enum sp_marker_kind mk = G.cfg.marker_kind;
 	int rec_rt = G.collecting && G.cfg.runtime_api, rec_drv = G.collecting && G.cfg.driver_api;
+	if (!sp_cupti_life_enter())
+		return; /* not attached: the next attach applies them (armed) */
 	for (int d = 0; d < 2; d++) {
 		for (uint32_t cb = 1; cb < sizes[d] && cb < 1024; cb++) {
 			int want = 0;
 			if (!G.done) {
-				if ((mk == SP_MARK_KERNEL || (mk == SP_MARK_AUTO && !G.auto_anchor)) &&
-				    is_launch(doms[d], cb))
+				if (mk == SP_MARK_KERNEL && is_launch(doms[d], cb))
+					want = 1;
+				/* learning: every launch reaches a driver launch call (runtime launches
+				 * nest in one), so the driver ids alone give every kernel as a token,
+				 * with half the callbacks of both domains; the boundary's correlation
+				 * id does not matter before the lock */
+				if (mk == SP_MARK_AUTO && !G.auto_anchor && d == 1 && is_launch(doms[d], cb))
 					want = 1;
 				if (mk == SP_MARK_AUTO && !G.auto_anchor && (G.cls[d][cb] & CLS_AUTO))
 					want = 1;
@@ -298,6 +309,7 @@ static void apply_callbacks(void)
 			}
 		}
 	}
+	sp_cupti_life_leave();
 }
 
 static void set_activities(int on)
@@ -308,9 +320,14 @@ static void set_activities(int on)
 		{ G.cfg.memset, CUPTI_ACTIVITY_KIND_MEMSET },
 		{ G.cfg.sync, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION },
 	};
+	if (!sp_cupti_life_enter())
+		return; /* not attached: the next attach applies them (armed) */
+	if (on)
+		sp_cupti_life_dirty();
 	for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
 		if (kinds[i].want)
 			on ? SP_CUPTI(cuptiActivityEnable(kinds[i].k)) : SP_CUPTI(cuptiActivityDisable(kinds[i].k));
+	sp_cupti_life_leave();
 }
 
 /* ---- windows and steps (under G.lock) ---- */
@@ -761,7 +778,7 @@ static void memory_call(const CUpti_CallbackData *cd, struct memop op, uint64_t 
 
 /* ---- CUPTI callbacks (application threads) ---- */
 
-static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
+static void callback_body(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
 {
 	if (G.disabled)
 		return;
@@ -782,8 +799,11 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 			marker_hit(sp_now_ns(), 0, 0);
 		return;
 	}
-	if (dom == CUPTI_CB_DOMAIN_RESOURCE) { /* CONTEXT_CREATED only: this process does GPU work */
-		atomic_store_explicit(&G.had_context, 1, memory_order_relaxed);
+	if (dom == CUPTI_CB_DOMAIN_RESOURCE) { /* CONTEXT_CREATED: this process does GPU work */
+		if (cbid == CUPTI_CBID_RESOURCE_GRAPH_CREATED)
+			sp_cupti_life_graph();
+		else
+			atomic_store_explicit(&G.had_context, 1, memory_order_relaxed);
 		return;
 	}
 	if (dom != CUPTI_CB_DOMAIN_RUNTIME_API && dom != CUPTI_CB_DOMAIN_DRIVER_API)
@@ -880,6 +900,58 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 	push(&ev);
 }
 
+/* 1 if this API call is a step marker's: an api marker, profiler range or auto anchor call, or
+ * the launch of the marker (or auto anchor) kernel. Its calls time the detaches (cupti_life.h). */
+static int marker_call(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd)
+{
+	enum sp_marker_kind mk = G.cfg.marker_kind;
+	if (cbid < 1024 && G.api_marker[dom == CUPTI_CB_DOMAIN_DRIVER_API][cbid])
+		return 1;
+	if (!is_launch(dom, cbid))
+		return 0;
+	if (mk == SP_MARK_KERNEL)
+		return name_matches(name_id(cd->symbolName));
+	return mk == SP_MARK_AUTO && G.auto_anchor && G.api_marker[0][0] &&
+	       name_id(cd->symbolName) == (G.auto_anchor & ~SP_AUTOSTEP_FLAGS);
+}
+
+/* The subscriber's callback (application threads). Counted in flight, so that a detach never
+ * tears CUPTI down under it, and marker calls are timed, so that a detach between windows falls
+ * between two of them (cupti_life.h). After a re-attach this thread's call state from the old
+ * instance is stale and is reset (no marker call was in progress at the detach), and correlation
+ * ids are moved past the old instance's; a marker call whose entry went unseen is said. */
+static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
+{
+	int api = dom == CUPTI_CB_DOMAIN_RUNTIME_API || dom == CUPTI_CB_DOMAIN_DRIVER_API;
+	int site = api ? (int)((const CUpti_CallbackData *)data)->callbackSite : -1;
+	int mk = api && marker_call(dom, cbid, data);
+	if (!sp_cupti_life_enter_as(mk ? SP_ENTER_MARKER : SP_ENTER_CALLBACK))
+		return;
+	unsigned gen = sp_cupti_life_generation();
+	if (__builtin_expect(T.gen != gen, 0)) {
+		if (mk && site == CUPTI_API_EXIT)
+			sp_cupti_life_missed("a marker call began while detached");
+		T.gen = gen;
+		T.in_rt = T.in_rt_launch = T.mk_depth = T.after_pending = T.defer_off = T.marking = 0;
+		T.cur_cb[0] = T.cur_cb[1] = 0;
+	}
+	if (mk && site == CUPTI_API_ENTER && T.marking++ == 0)
+		sp_cupti_life_mark_begin(sp_now_ns());
+	if (api)
+		atomic_store_explicit(&sp_hold.corr_last, ((const CUpti_CallbackData *)data)->correlationId,
+				      memory_order_relaxed);
+	if (api && atomic_load_explicit(&sp_hold.corr_base, memory_order_relaxed)) {
+		CUpti_CallbackData cd = *(const CUpti_CallbackData *)data; /* CUPTI's is const */
+		cd.correlationId = sp_cupti_life_corr(cd.correlationId);
+		callback_body(dom, cbid, &cd);
+	} else {
+		callback_body(dom, cbid, data);
+	}
+	if (mk && site == CUPTI_API_EXIT && T.marking > 0 && --T.marking == 0)
+		sp_cupti_life_mark_end(sp_now_ns());
+	sp_cupti_life_leave();
+}
+
 /* ---- activity buffers (CUPTI's threads, or the writer thread when it flushes) ---- */
 
 static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_records)
@@ -911,7 +983,7 @@ static struct window *window_of(uint32_t corr, int *late)
 /* The fields every GPU activity record kind shares. */
 #define GPU_COMMON(ev, r)                                                                           \
 	((ev).device = (uint16_t)(r)->deviceId, (ev).start = (r)->start, (ev).end = (r)->end,       \
-	 (ev).corr = (r)->correlationId, (ev).stream = (r)->streamId, (ev).context = (r)->contextId)
+	 (ev).corr = sp_cupti_life_corr((r)->correlationId), (ev).stream = (r)->streamId, (ev).context = (r)->contextId)
 
 static void convert_record(const CUpti_Activity *rec, uint64_t *late)
 {
@@ -932,6 +1004,8 @@ static void convert_record(const CUpti_Activity *rec, uint64_t *late)
 			ev.u.kernel.regs = k->registersPerThread;
 		}
 		ev.u.kernel.graph_id = k->graphId;
+		if (k->graphId)
+			sp_cupti_life_graph();
 		ev.u.kernel.graph_node = k->graphNodeId;
 		ev.u.kernel.launch = k->graphId ? SP_LAUNCH_GRAPH
 				     : k->launchType ? SP_LAUNCH_COOPERATIVE
@@ -970,7 +1044,7 @@ static void convert_record(const CUpti_Activity *rec, uint64_t *late)
 		ev.sub = (uint8_t)s->type;
 		ev.start = s->start;
 		ev.end = s->end;
-		ev.corr = s->correlationId;
+		ev.corr = sp_cupti_life_corr(s->correlationId);
 		ev.stream = s->streamId == (uint32_t)-1 ? 0 : s->streamId;
 		ev.context = s->contextId;
 		ev.tid = 0;
@@ -1021,7 +1095,39 @@ static uint64_t CUPTIAPI timestamp_cb(void)
 	return sp_now_ns();
 }
 
-/* ---- the writer thread's tick: finish closing windows ---- */
+/* ---- the writer thread's tick: finish closing windows, let go of CUPTI ---- */
+
+/* Flushes CUPTI's activity buffers if attached (their records arrive in buffer_completed).
+ * This function can't fail. */
+static void flush_activities(void)
+{
+	if (sp_cupti_life_enter()) {
+		sp_cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		sp_cupti_life_leave();
+	}
+}
+
+/* Between and after windows: asks cupti_life whether to detach (for good once the schedule is
+ * done) or to detach and re-attach. Writer thread, without G.lock. This function can't fail. */
+static void life_tick(uint64_t now)
+{
+	struct sp_life_view v = { .policy = G.cfg.detach_between, .marker = G.cfg.marker_kind };
+	pthread_mutex_lock(&G.lock);
+	int64_t step = G.step;
+	v.done = G.done;
+	v.busy = G.collecting || G.activities_on || G.open != NULL;
+	for (int i = 0; i < MAX_WINDOWS; i++)
+		v.busy |= G.win[i].used;
+	pthread_mutex_unlock(&G.lock);
+	/* only whether the next window is SP_LIFE_MIN_GAP steps away or more matters */
+	v.steps_to_window = v.busy || v.done || v.policy == SP_DETACH_NEVER
+				    ? 0
+				    : sp_life_steps_to_window(&G.cfg.schedule, step, SP_LIFE_MIN_GAP);
+	if (sp_cupti_life_tick(&v, step, now, &G.sub) == SP_LIFE_DETACH) {
+		sp_host_min_bytes = SIZE_MAX; /* host allocations: nothing will be recorded again */
+		sp_writer_set_pass_ns(100000000ull); /* nothing to drain but the odd NCCL event */
+	}
+}
 
 static void writer_tick(void *ctx)
 {
@@ -1033,10 +1139,12 @@ static void writer_tick(void *ctx)
 	if (!closing)
 		activities_idle();
 	pthread_mutex_unlock(&G.lock);
-	if (!closing)
+	if (!closing) {
+		life_tick(now);
 		return;
+	}
 	if (now - G.last_flush >= 2000000ull) {
-		sp_cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		flush_activities();
 		G.last_flush = sp_now_ns();
 	}
 	pthread_mutex_lock(&G.lock);
@@ -1110,6 +1218,7 @@ static void on_exit_process(void)
 {
 	if (!G.active)
 		return;
+	sp_cupti_life_freeze();
 	pthread_mutex_lock(&G.lock);
 	if (G.open) /* the program ended inside a window: close it at the current step */
 		G.action = SP_ACT_RECORD_AND_SAVE;
@@ -1118,7 +1227,7 @@ static void on_exit_process(void)
 	G.done = 1;
 	pthread_mutex_unlock(&G.lock);
 	if (G.writer_started > 0) {
-		sp_cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		flush_activities(); /* nothing if detached: no CUPTI call may bring it back */
 		for (int i = 0; i < 200; i++) { /* up to 2 s for windows to close */
 			int closing = 0;
 			pthread_mutex_lock(&G.lock);
@@ -1173,12 +1282,6 @@ static int arm_markers(void)
 			setenv("NVTX_INJECTION64_PATH", sp_cupti.path, 1);
 		else if (strcmp(cur, sp_cupti.path))
 			sp_warn("NVTX_INJECTION64_PATH is %s: NVTX markers reach stepprof only if it is libcupti", cur);
-		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangePushA));
-		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangePushEx));
-		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeStartA));
-		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeStartEx));
-		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxDomainRangePushEx));
-		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxDomainRangeStartEx));
 	}
 	if (G.cfg.marker_kind == SP_MARK_NCCL)
 		sp_info("NCCL marker '%s': steps come from the NCCL hooks", G.cfg.marker_pattern);
@@ -1186,6 +1289,28 @@ static int arm_markers(void)
 }
 
 static int owner_pid;
+
+/* CUPTI was (re)initialised with nothing enabled in it: enables what the current phase needs
+ * (context and graph creation, NVTX markers, the callbacks apply_callbacks picks, and activity
+ * kinds if a window is collecting). Init or writer thread, outside callbacks. Can't fail. */
+static void armed(void)
+{
+	static const CUpti_CallbackId nvtx[] = { CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
+						 CUPTI_CBID_NVTX_nvtxRangeStartA, CUPTI_CBID_NVTX_nvtxRangeStartEx,
+						 CUPTI_CBID_NVTX_nvtxDomainRangePushEx,
+						 CUPTI_CBID_NVTX_nvtxDomainRangeStartEx };
+	pthread_mutex_lock(&G.lock);
+	SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
+	SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPH_CREATED));
+	for (size_t i = 0; G.cfg.marker_kind == SP_MARK_NVTX && i < sizeof nvtx / sizeof *nvtx; i++)
+		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, nvtx[i]));
+	memset(G.cb_on, 0, sizeof G.cb_on);
+	G.activities_on = G.collecting;
+	if (G.collecting)
+		set_activities(1);
+	apply_callbacks();
+	pthread_mutex_unlock(&G.lock);
+}
 
 void sp_collector_inject(void)
 {
@@ -1209,38 +1334,31 @@ void sp_collector_inject(void)
 		sp_warn("cannot load CUPTI: %s; not profiling", why);
 		return;
 	}
-	CUptiResult r = sp_cupti.cuptiSubscribe(&G.sub, on_callback, NULL);
-	if (r != CUPTI_SUCCESS) {
+	G.buffer_bytes = G.cfg.cupti_buffer_bytes;
+	G.demangle = (char *(*)(const char *, char *, size_t *, int *))dlsym(RTLD_DEFAULT, "__cxa_demangle");
+	if (G.cfg.marker_kind == SP_MARK_AUTO && sp_autostep_init(&G.autodet, 1u << 16) < 0) {
+		sp_warn("no memory for automatic step detection; not profiling");
+		return;
+	}
+	if (arm_markers() < 0)
+		return;
+	static const struct sp_cupti_hooks hooks = { on_callback, buffer_requested, buffer_completed, timestamp_cb,
+						     armed };
+	sp_ring_configure(G.cfg.ring_events);
+	sp_writer_set_tick(writer_tick, NULL);
+	CUptiResult r = sp_cupti_life_attach(&hooks, &G.sub);
+	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		const char *msg = "?";
 		sp_cupti.cuptiGetResultString(r, &msg);
 		sp_warn("CUPTI is already in use in this process (another profiler such as nsys, "
 			"compute-sanitizer or torch.profiler subscribed first: %s); stepprof collects nothing here",
 			msg);
 		return;
+	} else if (r != CUPTI_SUCCESS) {
+		sp_writer_set_tick(NULL, NULL);
+		return; /* warned */
 	}
 	owner_pid = getpid();
-	G.buffer_bytes = G.cfg.cupti_buffer_bytes;
-	G.demangle = (char *(*)(const char *, char *, size_t *, int *))dlsym(RTLD_DEFAULT, "__cxa_demangle");
-	if (SP_CUPTI(cuptiActivityRegisterTimestampCallback(timestamp_cb)) != CUPTI_SUCCESS ||
-	    SP_CUPTI(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed)) != CUPTI_SUCCESS) {
-		sp_cupti.cuptiUnsubscribe(G.sub);
-		return;
-	}
-	sp_ring_configure(G.cfg.ring_events);
-	sp_writer_set_tick(writer_tick, NULL);
-	if (G.cfg.marker_kind == SP_MARK_AUTO && sp_autostep_init(&G.autodet, 1u << 16) < 0) {
-		sp_warn("no memory for automatic step detection; not profiling");
-		sp_cupti.cuptiUnsubscribe(G.sub);
-		return;
-	}
-	if (arm_markers() < 0) {
-		sp_cupti.cuptiUnsubscribe(G.sub);
-		return;
-	}
-	SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
-	pthread_mutex_lock(&G.lock);
-	apply_callbacks();
-	pthread_mutex_unlock(&G.lock);
 	pthread_atfork(NULL, NULL, on_fork_child);
 	atexit(on_exit_process);
 	G.active = 1;
@@ -1309,7 +1427,7 @@ static void push_comm(int what, const struct comm *c, uint64_t t)
 
 int sp_collector_nccl_active(void)
 {
-	return G.active && !G.disabled;
+	return G.active && !G.disabled && atomic_load_explicit(&sp_hold.state, memory_order_relaxed) != SP_HOLD_GONE;
 }
 
 uint64_t sp_collector_nccl_begin(const struct sp_nccl_call *c)
@@ -1432,8 +1550,8 @@ void sp_collector_host_free(void *p)
 
 int sp_collector_owns_cupti(void)
 {
-	if (!G.active || owner_pid != getpid())
-		return 0;
+	if (!G.active || owner_pid != getpid() || atomic_load(&sp_hold.state) == SP_HOLD_GONE)
+		return 0; /* after the last window stepprof let go of CUPTI: another profiler may take it */
 	sp_warn_once("another profiler (e.g. torch.profiler) tried to subscribe to CUPTI, which stepprof holds in "
 		     "this process: its GPU activities will be missing; stepprof's trace is complete");
 	return 1;

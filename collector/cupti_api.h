@@ -12,7 +12,8 @@
 	X(cuptiGetCallbackName) X(cuptiGetDeviceId) X(cuptiActivityEnable) X(cuptiActivityDisable)                     \
 	X(cuptiActivityRegisterCallbacks) X(cuptiActivityRegisterTimestampCallback)                \
 	X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord) X(cuptiActivityGetNumDroppedRecords) \
-	X(cuptiActivitySetAttribute) X(cuptiGetResultString) X(cuptiGetVersion)
+	X(cuptiActivitySetAttribute) X(cuptiGetResultString) X(cuptiGetVersion)     \
+	X(cuptiFinalize)
 
 struct sp_cupti {
 #define SP_CUPTI_PTR(fn) __typeof__(fn) *fn;

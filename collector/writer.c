@@ -31,6 +31,7 @@ static struct {
 	bool kicked, stopping;
 	void (*tick)(void *ctx);        /* run on the writer thread before each drain */
 	void *tick_ctx;
+	_Atomic uint64_t pass_ns;       /* idle wait between passes, 0 = PASS_NS */
 	_Atomic int running;
 	pthread_t thread;
 	int result;                     /* of the last run: 0, or -1 if the file is incomplete */
@@ -226,7 +227,9 @@ static void *writer_main(void *arg)
 			continue; /* busy: rings are filling, go again at once */
 		struct timespec until;
 		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_nsec += PASS_NS;
+		uint64_t pass = atomic_load(&g.pass_ns) ? atomic_load(&g.pass_ns) : PASS_NS;
+		until.tv_sec += (time_t)(pass / 1000000000u);
+		until.tv_nsec += (long)(pass % 1000000000u);
 		if (until.tv_nsec >= 1000000000) {
 			until.tv_sec++;
 			until.tv_nsec -= 1000000000;
@@ -293,6 +296,12 @@ void sp_writer_set_tick(void (*fn)(void *ctx), void *ctx)
 	g.tick = fn;
 	g.tick_ctx = ctx;
 	pthread_mutex_unlock(&g.lock);
+}
+
+/* This function can't fail. */
+void sp_writer_set_pass_ns(uint64_t ns)
+{
+	atomic_store(&g.pass_ns, ns);
 }
 
 /* Only from inside the tick: the writer thread owns a ring like any producer, so this is a

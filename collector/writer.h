@@ -24,6 +24,9 @@ int sp_writer_running(void);
  * (the collector flushes CUPTI buffers and decides window ends there); NULL removes it. Takes
  * effect from the next pass. This function can't fail. */
 void sp_writer_set_tick(void (*fn)(void *ctx), void *ctx);
+/* Sets the idle wait between passes (0: the default, 2 ms); a kick or a stop still wakes the
+ * thread at once. The collector lengthens it once nothing more can be recorded. Can't fail. */
+void sp_writer_set_pass_ns(uint64_t ns);
 /* Only from inside the tick: adds ev to the stream after everything drained so far (it is a
  * push into the writer thread's own ring, drained in the same pass). Returns 0, or -1 if that
  * ring was full (counted as a ring drop). */

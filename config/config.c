@@ -16,7 +16,7 @@
 #include "config.h"
 #include "run.h"
 
-enum ktype { K_BOOL, K_INT, K_SIZE, K_STR, K_OUTPUT, K_RANKS, K_KIND, K_STACKS };
+enum ktype { K_BOOL, K_INT, K_SIZE, K_STR, K_OUTPUT, K_RANKS, K_CHOICE, K_STACKS };
 
 struct key {
 	const char *section, *name;
@@ -25,6 +25,10 @@ struct key {
 	int64_t min, max;       /* K_INT and K_SIZE */
 	const char *def;        /* default, written as in an INI file */
 };
+
+static const char *const kind_names[] = { "auto", "kernel", "api", "nccl", "nvtx", "profiler_range", NULL };
+#define NKINDS (sizeof(kind_names) / sizeof(kind_names[0]) - 1)
+static const char *const detach_names[] = { "auto", "always", "never", NULL };
 
 #define FIELD(m) offsetof(struct sp_config, m), sizeof(((struct sp_config *)0)->m)
 #define SCHED(m, min, def) { "schedule", #m, K_INT, FIELD(schedule.m), min, SP_SCHEDULE_MAX, def }
@@ -45,7 +49,7 @@ static const struct key keys[] = {
 	SCHED(active, 1, "3"),
 	SCHED(repeat, 0, "1"),
 	{ "schedule", "profiling_frequency", K_INT, FIELD(schedule.frequency), 0, SP_SCHEDULE_MAX, "0" },
-	{ "marker", "kind", K_KIND, FIELD(marker_kind), 0, 0, "auto" },
+	{ "marker", "kind", K_CHOICE, FIELD(marker_kind), 0, 0, "auto" },
 	{ "marker", "pattern", K_STR, FIELD(marker_pattern), 0, 0, "" },
 	{ "marker", "every", K_INT, FIELD(marker_every), 1, SP_SCHEDULE_MAX, "1" },
 	ACT(kernels, "true"), ACT(memcpy, "true"), ACT(memset, "true"), ACT(sync, "true"),
@@ -59,8 +63,27 @@ static const struct key keys[] = {
 	{ "limits", "ring_events", K_SIZE, FIELD(ring_events), 64, 16 * MIB, "65536" },
 	{ "limits", "cupti_buffer_bytes", K_SIZE, FIELD(cupti_buffer_bytes), 64 * KIB, 256 * MIB, "8M" },
 	{ "cupti", "library", K_STR, FIELD(cupti_library), 0, 0, "" },
+	{ "cupti", "detach_between", K_CHOICE, FIELD(detach_between), 0, 0, "auto" },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+/* The names of a K_CHOICE key's values (NULL-terminated; the field is an enum of them). */
+static const struct {
+	size_t off;
+	const char *const *names;
+} choice_tables[] = {
+	{ offsetof(struct sp_config, marker_kind), kind_names },
+	{ offsetof(struct sp_config, detach_between), detach_names },
+};
+
+/* This function can't fail: every K_CHOICE key has a table. */
+static const char *const *choices(const struct key *k)
+{
+	for (size_t i = 0; i < sizeof(choice_tables) / sizeof(choice_tables[0]); i++)
+		if (choice_tables[i].off == k->off)
+			return choice_tables[i].names;
+	return kind_names; /* not reached */
+}
 _Static_assert(NKEYS == SP_CFG_NKEYS, "SP_CFG_NKEYS in config.h must count the keys table");
 
 static const char *const sections[] = { "profile", "ranks", "schedule", "marker", "activities",
@@ -69,9 +92,6 @@ static const char *const sections[] = { "profile", "ranks", "schedule", "marker"
 
 /* `stacks` values by mask (SP_STACKS_*); a boolean's true means native, as before Python frames */
 static const char *const stacks_names[] = { "false", "native", "python", "both" };
-
-static const char *const kind_names[] = { "auto", "kernel", "api", "nccl", "nvtx", "profiler_range" };
-#define NKINDS (sizeof(kind_names) / sizeof(kind_names[0]))
 
 enum { PH_HOST, PH_PID, PH_RANK, PH_DATE, PH_TIME, PH_JOBID, PH_RUN };
 static const char *const placeholders[] = { "host", "pid", "rank", "date", "time", "jobid", "run" };
@@ -240,8 +260,10 @@ static const char *allowed(const struct key *k, char *buf, size_t len)
 		return "a directory path; placeholders {run} {host} {pid} {rank} {date} {time} {jobid}";
 	case K_RANKS:
 		return "all, or ranks and ranges like 0 / 0,1 / 0-3,8";
-	case K_KIND:
-		return "auto, kernel, api, nccl, nvtx, profiler_range";
+	case K_CHOICE:
+		for (size_t n = 0, at = 0; choices(k)[n]; n++)
+			at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s%s", n ? ", " : "", choices(k)[n]);
+		return buf;
 	case K_STACKS:
 		return "native, python, both, false (true, yes, on, 1 = native; no, off, 0 = false)";
 	}
@@ -327,14 +349,15 @@ static int set_value(struct sp_config *cfg, const struct key *k, const char *v, 
 		}
 		snprintf(problem, plen, "not native, python, both or a boolean: '%.80s'", v);
 		return -1;
-	case K_KIND:
-		for (size_t n = 0; n < NKINDS; n++) {
-			if (!strcasecmp(v, kind_names[n])) {
-				cfg->marker_kind = (enum sp_marker_kind)n;
+	case K_CHOICE:
+		for (size_t n = 0; choices(k)[n]; n++) {
+			if (!strcasecmp(v, choices(k)[n])) {
+				store(cfg, k, (int64_t)n);
 				return 0;
 			}
 		}
-		snprintf(problem, plen, "unknown marker kind: '%.80s'", v);
+		snprintf(problem, plen, "unknown %s: '%.80s'",
+			 k->off == offsetof(struct sp_config, marker_kind) ? "marker kind" : "value", v);
 		return -1;
 	case K_RANKS: {
 		struct sp_rankset set;
@@ -711,8 +734,8 @@ void sp_cfg_print(const struct sp_config *cfg, FILE *f)
 		case K_RANKS:
 			fprintf(f, "%s\n", field);
 			break;
-		case K_KIND:
-			fprintf(f, "%s\n", sp_marker_kind_name(cfg->marker_kind));
+		case K_CHOICE:
+			fprintf(f, "%s\n", choices(k)[load(cfg, k)]);
 			break;
 		case K_STACKS:
 			fprintf(f, "%s\n", stacks_names[load(cfg, k) & 3]);

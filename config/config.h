@@ -25,9 +25,17 @@ enum sp_marker_kind {
 /* [activities] stacks: which call stacks are captured (a mask) */
 enum { SP_STACKS_NATIVE = 1, SP_STACKS_PYTHON = 2, SP_STACKS_BOTH = 3 };
 
+/* [cupti] detach_between: what happens to CUPTI between two windows of a repeating schedule
+ * (after the last window stepprof always detaches; collector/life.h). */
+enum sp_detach_policy {
+	SP_DETACH_AUTO = 0,     /* detach and re-attach, unless the program uses CUDA graphs */
+	SP_DETACH_ALWAYS,       /* detach and re-attach between every two windows */
+	SP_DETACH_NEVER,        /* stay subscribed (activity kinds off) between windows */
+};
+
 #define SP_CFG_PATH 1024
 #define SP_CFG_PATTERN 256
-#define SP_CFG_NKEYS 31         /* keys in the table of config.c (docs/CONFIG.md lists them) */
+#define SP_CFG_NKEYS 32         /* keys in the table of config.c (docs/CONFIG.md lists them) */
 
 /* Where a key got its value: for error messages about contradictions and for `stepprof check`. */
 struct sp_cfg_origin {
@@ -64,6 +72,7 @@ struct sp_config {
 	uint64_t cupti_buffer_bytes;    /* size of each CUPTI activity buffer */
 	/* [cupti] */
 	char cupti_library[SP_CFG_PATH];/* explicit libcupti path; empty = the loaded one, else search */
+	enum sp_detach_policy detach_between; /* CUPTI between windows (after the last: always detached) */
 	/* where it came from */
 	char source[SP_CFG_PATH];       /* the INI file read, or "" for built-in defaults */
 	struct sp_cfg_origin origin[SP_CFG_NKEYS]; /* per key, in the order of docs/CONFIG.md */

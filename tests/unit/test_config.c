@@ -112,6 +112,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.ring_events, 65536);
 	assert_int_equal(cfg.cupti_buffer_bytes, 8ull << 20);
 	assert_string_equal(cfg.cupti_library, "");
+	assert_int_equal(cfg.detach_between, SP_DETACH_AUTO);
 	assert_string_equal(cfg.source, "");
 	for (int i = 0; i < SP_CFG_NKEYS; i++)
 		assert_string_equal(cfg.origin[i].name, "");
@@ -152,6 +153,7 @@ static void test_good_file(void **state)
 	assert_int_equal(cfg.ring_events, 1024);
 	assert_int_equal(cfg.cupti_buffer_bytes, 32ull << 20);
 	assert_string_equal(cfg.cupti_library, "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so");
+	assert_int_equal(cfg.detach_between, SP_DETACH_NEVER);
 	/* origins: file and line of each key */
 	assert_string_equal(cfg.origin[0].name, data("good.ini"));
 	assert_int_equal(cfg.origin[0].line, 4);
@@ -316,6 +318,7 @@ static void test_value_errors(void **state)
 		{ "limits", "ring_events", "63", "out of range: '63'" },
 		{ "marker", "kind", "regex", "unknown marker kind: 'regex'" },
 		{ "activities", "stacks", "pyhton", "not native, python, both or a boolean: 'pyhton'" },
+		{ "cupti", "detach_between", "sometimes", "unknown value: 'sometimes'" },
 		{ "marker", "every", "0", "out of range: '0'" },
 		{ "ranks", "ranks", "1-", "bad rank or range '1-'" },
 		{ "ranks", "ranks", "", "empty rank set" },

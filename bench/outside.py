@@ -1,0 +1,400 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""outside.py - what stepprof costs before, between and after its windows, paired inside one
+process (run by bench/outside.sh on the GPU machine).
+
+Every program prints one line per step with that step's time; stepprof runs with STEPPROF_VERBOSE=1,
+so its "step N begins (ACTION)" lines arrive on the same pipe. The harness stamps each line as it
+arrives and gives every program step the stepprof step that holds the middle of it, so each step
+gets the action the process itself applied (cross-checked against torch's schedule in
+tests/gpu/traceutil.py). Phases of one process:
+  learning  auto marker: steps before the detector locked (no step numbers yet)
+  before    steps before the first window (after the lock)
+  inside    WARMUP, RECORD and RECORD_AND_SAVE steps
+  between   NONE steps after a window with another window to come in the schedule
+  after     NONE steps once the schedule can record nothing more
+Each phase: median step, with the 10th-90th percentile spread, over the steps of the run (the first
+STARTUP steps left out); compared with an unprofiled run of the same program in the same round
+(and, for the launch-bound loop, the CUPTI floor: bench/cupti_floor.c recording kernels all along).
+Every stepprof run's trace is checked too: each recorded step must hold as many kernels as the first
+one (a window after a detach and re-attach must miss none, CUDA graph kernels included).
+
+Configurations (stepprof's schedule; the api marker pattern is the workload's):
+  api         api marker, wait 20 / warmup 1 / active 20 / repeat 0
+  api-never   the same with [cupti] detach_between = never (stay subscribed between windows)
+  api-always  the same with detach_between = always (detach and re-attach, CUDA graphs or not)
+  auto        auto marker, same cycles
+  once        api marker, wait 100 / warmup 1 / active 20 / repeat 1, then nothing
+Built-in workloads (python3 outside.py worker NAME): add (2000 tiny add_ kernels and one
+cudaDeviceSynchronize per step), mlp (tests/gpu/mlp_train.py's step), graph (add, plus a CUDA graph
+of 200 mul_ kernels replayed every step), learn (add with 1990-2010 kernels a step, the same
+sequence in every run: never exactly periodic, so the automatic marker learns all run long and its
+"learning" phase is the whole run). Other programs: --program NAME=COMMAND with
+--step-regex NAME=REGEX (groups: step number, milliseconds) and --marker NAME=PATTERN.
+
+usage: outside.py run --build DIR --out DIR [--rounds 2] [--workloads add,mlp,...] [--configs ...]
+                      [--steps N] [--floor-lib SO] [--program NAME=CMD ...]
+       outside.py worker add|mlp|graph|learn --steps N"""
+import argparse
+import bisect
+import json
+import os
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "gpu"))
+sys.path.insert(0, HERE)
+import bench  # noqa: E402 (bench.py: the same clean environment)
+
+CYCLE = (0, 20, 1, 20, 0)      # skip_first, wait, warmup, active, repeat
+ONCE = (0, 100, 1, 20, 1)
+CONFIGS = {
+    "api": ("api", CYCLE, None),
+    "api-never": ("api", CYCLE, "never"),
+    "api-always": ("api", CYCLE, "always"),
+    "auto": ("auto", CYCLE, None),
+    "once": ("api", ONCE, None),
+}
+DEFAULT_CONFIGS = ["api", "api-never", "auto", "once"]
+PHASES = ["learning", "before", "inside", "between", "after"]
+STARTUP = 3                     # first program steps left out (CUDA and allocator warm-up)
+SP_STEP = re.compile(r"^stepprof: step (-?\d+) begins \((\w+)\)")
+SP_LOCK = re.compile(r"^stepprof: automatic steps: ")
+SP_DETACH = re.compile(r"^stepprof: detached from (and re-attached to )?CUPTI")
+BUILTIN_STEP = r"^STEP (\d+) ([\d.]+)$"
+BUILTIN = ["add", "mlp", "graph", "learn"]
+# `stepprof steps` rows: step, window, duration, kernels, kernel/NCCL/copy time, GPU busy %
+STEPS_ROW = re.compile(r"^(\d+)\s+(\d+)\s+\S+\s+(\d+)\s+\S+\s+\S+\s+\S+\s+([\d.]+)%")
+ADD_KERNELS, GRAPH_KERNELS = 2000, 200
+
+
+# ---------------- worker: one program that prints its steps ----------------
+def worker(a):
+    import torch
+    x = torch.zeros(1024, device="cuda")
+    graph = None
+    if a.workload == "mlp":
+        import mlp_train
+        step = mlp_train.make_step()
+    else:
+        import random
+        jitter = random.Random(7)  # learn: the same sequence in every run
+
+        def step():
+            n = ADD_KERNELS + (jitter.randint(-10, 10) if a.workload == "learn" else 0)
+            for _ in range(n):
+                x.add_(1.0)
+            if graph:
+                graph.replay()
+    if a.workload == "graph":
+        y = torch.ones(1024, device="cuda")
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            y.mul_(1.0)  # warm-up outside the capture, as torch asks
+        torch.cuda.current_stream().wait_stream(s)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(GRAPH_KERNELS):
+                y.mul_(1.0)
+    t0 = time.perf_counter()
+    for i in range(a.steps):
+        step()
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        print(f"STEP {i} {(t - t0) * 1e3:.4f}", flush=True)
+        t0 = t
+    return 0
+
+
+# ---------------- one run ----------------
+def write_ini(path, out_dir, kind, pattern, sched, detach):
+    sk, wa, wu, ac, rp = sched
+    with open(path, "w") as f:
+        f.write(f"[profile]\nenabled = true\noutput = {out_dir}\n"
+                f"[schedule]\nskip_first = {sk}\nwait = {wa}\nwarmup = {wu}\nactive = {ac}\nrepeat = {rp}\n"
+                f"[marker]\nkind = {kind}\n" + (f"pattern = {pattern}\n" if kind != "auto" else ""))
+        if detach:
+            f.write(f"[cupti]\ndetach_between = {detach}\n")
+
+
+def run_process(cmd, env, log_path, timeout):
+    """Runs cmd with stdout and stderr on one pipe; returns (rc, [(t, line)]) with the arrival
+    time of every line (time.monotonic, s)."""
+    lines = []
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         bufsize=1, errors="replace")
+    timer = threading.Timer(timeout, p.kill)
+    timer.start()
+    try:
+        for line in p.stdout:
+            lines.append((time.monotonic(), line.rstrip("\n")))
+        rc = p.wait()
+    finally:
+        timer.cancel()
+    with open(log_path, "w") as f:
+        f.writelines(f"{t:.6f} {l}\n" for t, l in lines)
+    return rc, lines
+
+
+def percentile(xs, q):
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, int(round(q * (len(s) - 1)))))]
+
+
+def phase_stats(xs):
+    if not xs:
+        return None
+    return {"n": len(xs), "median": statistics.median(xs), "p10": percentile(xs, 0.1),
+            "p90": percentile(xs, 0.9), "max": max(xs)}
+
+
+def classify(lines, step_re, sched, marker):
+    """Program steps of one run with their phase: [(index, ms, phase, step, action)], problems."""
+    import traceutil as tu
+    kw = dict(zip(("skip_first", "wait", "warmup", "active", "repeat"), sched))
+    prog, begins, problems, locked_at = [], [], [], None
+    for t, line in lines:
+        m = step_re.search(line)
+        if m:
+            prog.append((t, int(m.group(1)), float(m.group(2))))
+            continue
+        m = SP_STEP.match(line)
+        if m:
+            begins.append((t, int(m.group(1)), m.group(2)))
+        elif SP_LOCK.match(line):
+            locked_at = t
+    starts = [b[0] for b in begins]
+    bad = {(n, act) for _, n, act in begins if n >= 0 and tu.schedule_action(n, **kw) != act}
+    if bad:
+        problems.append(f"{len(bad)} steps announced an action other than the schedule's, e.g. {sorted(bad)[:3]}")
+    windows = [n for _, n, act in begins if act != "NONE"]
+    first_window = min(windows) if windows else None
+    out = []
+    for k, (t, idx, ms) in enumerate(prog):
+        if k < STARTUP:
+            continue
+        mid = t - ms / 2e3
+        j = bisect.bisect_right(starts, mid) - 1
+        if j < 0:
+            phase = "learning" if marker == "auto" and (locked_at is None or t <= locked_at) else "before"
+            out.append((idx, ms, phase, None, None))
+            continue
+        _, n, act = begins[j]
+        if act != "NONE":
+            phase = "inside"
+        elif first_window is None or n < first_window:
+            phase = "before"
+        else:
+            later = any(tu.schedule_action(s, **kw) != "NONE" for s in range(n + 1, n + 2 + sum(sched[1:4])))
+            phase = "between" if later else "after"
+        out.append((idx, ms, phase, n, act))
+    return out, problems
+
+
+def kernels_per_step(build, trace_dir, run_dir):
+    """{step: (window, kernels, GPU busy %)} of the stepprof trace under trace_dir (from `stepprof
+    steps`, which counts each kernel in the step whose CPU call launched it and times the GPU's
+    busy share within the step's span), or a problem string."""
+    files = [os.path.join(d, f) for d, _, fs in os.walk(trace_dir) for f in fs if f.endswith(".sptrace")]
+    if len(files) != 1:
+        return f"expected one trace under {trace_dir}, found {len(files)}"
+    r = subprocess.run([os.path.join(build, "stepprof"), "steps", files[0]], capture_output=True, text=True)
+    with open(os.path.join(run_dir, "steps.txt"), "w") as f:
+        f.write(r.stdout + r.stderr)
+    if r.returncode != 0:
+        return f"stepprof steps failed: {(r.stdout + r.stderr).strip()[-300:]}"
+    rows = (STEPS_ROW.match(l) for l in r.stdout.splitlines())
+    return {int(m.group(1)): (int(m.group(2)), int(m.group(3)), float(m.group(4))) for m in rows if m}
+
+
+def check_kernels(per_step, workload):
+    """Problems with the recorded steps: each must hold as many kernels as a step of the first
+    window, and, if the first window's steps kept the GPU busy, show the GPU busy too (a window
+    whose kernels are stamped in another clock, after a re-attach, would show it idle)."""
+    if isinstance(per_step, str):
+        return [per_step]
+    if not per_step:
+        return ["the trace holds no recorded step"]
+    want = {"add": ADD_KERNELS, "graph": ADD_KERNELS + GRAPH_KERNELS}.get(workload)
+    want = want or statistics.mode(k for _, k, _ in per_step.values())
+    problems = []
+    off = {n: k for n, (_, k, _) in sorted(per_step.items()) if k != want}
+    if off:
+        problems.append(f"{len(off)} of {len(per_step)} recorded steps do not hold {want} kernels: "
+                        f"{dict(list(off.items())[:6])}")
+    first = min(w for w, _, _ in per_step.values())
+    if statistics.median(b for w, _, b in per_step.values() if w == first) > 1.0:
+        idle = sorted(n for n, (w, _, b) in per_step.items() if w != first and b == 0.0)
+        if idle:
+            problems.append(f"{len(idle)} recorded steps after the first window show the GPU idle "
+                            f"(kernel times outside their steps?): {idle[:6]}")
+    return problems
+
+
+def run_one(a, wl, config, rnd):
+    run_dir = os.path.join(a.out, "runs", f"{wl['name']}-{config}-r{rnd}")
+    os.makedirs(run_dir, exist_ok=True)
+    env = bench.clean_env()  # no inherited stepprof settings, preloads or injections
+    rec = {"workload": wl["name"], "config": config, "round": rnd, "problems": []}
+    marker, sched = "none", None
+    if config == "floor":
+        env.update(CUDA_INJECTION64_PATH=a.floor_lib, CUPTI_FLOOR_MODE="kernel")
+    elif config != "plain":
+        kind, sched, detach = CONFIGS[config]
+        marker = kind
+        ini = os.path.join(run_dir, "stepprof.ini")
+        write_ini(ini, os.path.join(run_dir, "trace"), kind, wl["marker"], sched, detach)
+        r = subprocess.run([os.path.join(a.build, "stepprof"), "check", ini], capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"outside: stepprof check {ini} rejected the configuration:\n{r.stdout}{r.stderr}")
+        env.update(LD_PRELOAD=os.path.join(a.build, "libstepprof-nomalloc.so"), STEPPROF_CONFIG=ini,
+                   STEPPROF_VERBOSE="1")
+        env.update(parse_named(a.env, "--env"))
+    rc, lines = run_process(wl["cmd"], env, os.path.join(run_dir, "output.log"), a.timeout)
+    rec["stepprof"] = [l for _, l in lines if l.startswith("stepprof:") and " begins (" not in l][:12]
+    if rc != 0:
+        rec["problems"].append(f"exited {rc}: {(lines or [(0, '(no output)')])[-1][1][-200:]} (see {run_dir})")
+    steps, problems = classify(lines, wl["step_re"], sched or CYCLE, marker)
+    rec["problems"] += problems
+    if len(steps) < 20:
+        rec["problems"].append(f"only {len(steps)} steps printed")
+    if config == "floor" and not any("cupti_floor: mode kernel enabled" in l for _, l in lines):
+        rec["problems"].append("the CUPTI floor library did not load")
+    rec["phases"] = {}
+    for ph in PHASES if sched else ["all"]:
+        xs = [ms for _, ms, p, _, _ in steps if p == ph or not sched]
+        if xs:
+            rec["phases"][ph] = phase_stats(xs)
+    if sched and wl["name"] == "learn":
+        if any(SP_LOCK.match(l) for _, l in lines):
+            rec["problems"].append("the automatic marker locked: its learning is not the whole run")
+    elif sched:
+        per_step = kernels_per_step(a.build, os.path.join(run_dir, "trace"), run_dir)
+        rec["kernels_per_step"] = per_step if isinstance(per_step, dict) else None
+        rec["problems"] += check_kernels(per_step, wl["name"])
+    rec["steps"] = [(i, ms, p) for i, ms, p, _, _ in steps]
+    return rec
+
+
+# ---------------- table ----------------
+def cell(recs, base, phase):
+    """'m1, m2 (r.rrx)': each round's median, and the median over rounds of the ratio to the
+    same round's unprofiled median."""
+    vals, ratios = [], []
+    for r in recs:
+        ph = r["phases"].get(phase)
+        b = base.get(r["round"])
+        if ph:
+            vals.append(f"{ph['median']:.2f}")
+            if b:
+                ratios.append(ph["median"] / b)
+    if not vals:
+        return "-"
+    return ", ".join(vals) + (f" ({statistics.median(ratios):.3f}x)" if ratios else "")
+
+
+def summarise(a, records):
+    out = ["| workload | configuration | learning | before first window | inside windows | between windows "
+           "| after last window | unprofiled | CUPTI floor |", "|---|---|---|---|---|---|---|---|---|"]
+    for wl in a.workloads:
+        recs = [r for r in records if r["workload"] == wl]
+        base = {r["round"]: r["phases"]["all"]["median"] for r in recs if r["config"] == "plain" and "all" in r["phases"]}
+        plain = ", ".join(f"{base[k]:.2f}" for k in sorted(base)) or "-"
+        floor = [r for r in recs if r["config"] == "floor"]
+        fl = cell(floor, base, "all") if floor else "-"
+        for c in [c for c in a.configs if c in CONFIGS]:
+            rs = [r for r in recs if r["config"] == c]
+            out.append(f"| {wl} | {c} | " + " | ".join(cell(rs, base, p) for p in PHASES) + f" | {plain} | {fl} |")
+    out.append("")
+    out.append("Milliseconds per step: each round's median, then (in parentheses) the median over rounds of "
+               "phase median / the same round's unprofiled median. Spread (p10-p90) and every step: outside.json.")
+    problems = [f"{r['workload']}/{r['config']}/r{r['round']}: {p}" for r in records for p in r["problems"]]
+    out += ["", "Problems:" if problems else "Problems: none"] + [f"- {p}" for p in problems]
+    return "\n".join(out), problems
+
+
+def parse_named(items, what):
+    d = {}
+    for it in items or []:
+        name, eq, val = it.partition("=")
+        if not eq or not name:
+            sys.exit(f"outside: {what} '{it}': expected NAME=VALUE")
+        d[name] = val
+    return d
+
+
+def orchestrate(a):
+    programs = parse_named(a.program, "--program")
+    regexes = parse_named(a.step_regex, "--step-regex")
+    markers = parse_named(a.marker, "--marker")
+    wls = {}
+    for name in a.workloads:
+        if name in programs:
+            cmd = shlex.split(programs[name])
+        elif name in BUILTIN:
+            cmd = [sys.executable, os.path.abspath(__file__), "worker", name, "--steps", str(a.steps)]
+        else:
+            sys.exit(f"outside: workload '{name}' is not built in and has no --program")
+        wls[name] = {"name": name, "cmd": cmd, "marker": markers.get(name, "cudaDeviceSynchronize"),
+                     "step_re": re.compile(regexes.get(name, BUILTIN_STEP))}
+    configs = ["plain"] + [c for c in a.configs if c in CONFIGS]
+    os.makedirs(a.out, exist_ok=True)
+    records = []
+    for rnd in range(a.rounds):
+        for wl in a.workloads:
+            cs = configs + (["floor"] if a.floor_lib and wl in ("add", "graph") else [])
+            k = rnd % len(cs)
+            for c in cs[k:] + cs[:k]:  # rotated order: no configuration always runs first
+                t0 = time.monotonic()
+                rec = run_one(a, wls[wl], c, rnd)
+                records.append(rec)
+                print(f"outside: {wl} {c} round {rnd}: {time.monotonic() - t0:.0f} s, phases "
+                      + ", ".join(f"{p} {v['median']:.2f}" for p, v in rec["phases"].items())
+                      + (f"; PROBLEMS {rec['problems']}" if rec["problems"] else ""), flush=True)
+    with open(os.path.join(a.out, "outside.json"), "w") as f:
+        json.dump(records, f, indent=1)
+    table, problems = summarise(a, records)
+    with open(os.path.join(a.out, "outside.md"), "w") as f:
+        f.write(table + "\n")
+    print(table)
+    return 1 if problems else 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--build", required=True)
+    r.add_argument("--out", required=True)
+    r.add_argument("--rounds", type=int, default=2)
+    r.add_argument("--steps", type=int, default=200, help="steps of the built-in workloads")
+    r.add_argument("--workloads", type=lambda s: s.split(","), default=["add", "mlp"])
+    r.add_argument("--configs", type=lambda s: s.split(","), default=DEFAULT_CONFIGS)
+    r.add_argument("--floor-lib")
+    r.add_argument("--timeout", type=int, default=300, help="seconds per process")
+    r.add_argument("--program", action="append", help="NAME=COMMAND LINE of another workload")
+    r.add_argument("--step-regex", action="append", help="NAME=REGEX: its step lines (step, ms)")
+    r.add_argument("--marker", action="append", help="NAME=PATTERN: its api marker (cudaDeviceSynchronize)")
+    r.add_argument("--env", action="append", help="VAR=VALUE for the stepprof runs (e.g. STEPPROF_CUPTI_LIBRARY)")
+    w = sub.add_parser("worker")
+    w.add_argument("workload", choices=BUILTIN)
+    w.add_argument("--steps", type=int, required=True)
+    a = p.parse_args()
+    if a.cmd == "worker":
+        return worker(a)
+    unknown = [c for c in a.configs if c not in CONFIGS]
+    if unknown:
+        sys.exit(f"outside: unknown configuration {unknown} (known: {', '.join(CONFIGS)})")
+    a.build = os.path.abspath(a.build)
+    return orchestrate(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

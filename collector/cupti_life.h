@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/* cupti_life.h - stepprof's hold on CUPTI: subscribe, detach for good after the last window, or
+ * detach and re-attach between windows (cuptiFinalize on the writer thread, never inside a
+ * callback: CUPTI leaves a cost behind once an activity kind was on, and only finalising removes
+ * it). Owns the count of callbacks in flight, so CUPTI is never torn down under one, and the
+ * offset that keeps correlation ids increasing across re-attaches. The policy is collector/life.h;
+ * this module never decides what is recorded. */
+#ifndef SP_CUPTI_LIFE_H
+#define SP_CUPTI_LIFE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <cupti.h>
+#include "life.h"
+
+/* What a (re)subscription installs; armed runs after each one, with no CUPTI callback or activity
+ * enabled yet, to enable what the current phase needs (it may take the collector's lock). */
+struct sp_cupti_hooks {
+	CUpti_CallbackFunc callback;
+	CUpti_BuffersCallbackRequestFunc requested;
+	CUpti_BuffersCallbackCompleteFunc completed;
+	CUpti_TimestampCallbackFunc timestamp;
+	void (*armed)(void);
+};
+
+enum sp_hold {
+	SP_HOLD_NONE = 0,       /* not subscribed (never, or a re-attach failed) */
+	SP_HOLD_ATTACHED,       /* subscribed: CUPTI calls allowed */
+	SP_HOLD_QUIESCING,      /* a detach waits for callbacks in flight: new ones wait for its verdict */
+	SP_HOLD_DETACHING,      /* the writer thread is finalising: callbacks return at once */
+	SP_HOLD_GONE,           /* detached for good: no CUPTI call ever again */
+};
+
+/* Shared with the inline guards below; read-only outside cupti_life.c. */
+extern struct sp_hold_state {
+	_Atomic int state;           /* enum sp_hold */
+	_Atomic int inflight;        /* callbacks and CUPTI calls in progress outside the writer */
+	_Atomic unsigned generation; /* CUPTI instances so far (0 = the first) */
+	_Atomic uint32_t corr_base;  /* added to every correlation id of the current instance */
+	_Atomic uint32_t corr_last;  /* a recent raw correlation id of the current instance */
+	_Atomic int marking;         /* threads inside a marker call (a detach must wait for none) */
+	_Atomic int marker_waiting;  /* marker callbacks waiting out a quiescing detach (it calls off) */
+	_Atomic uint64_t last_end;   /* when a marker call last ended (trace clock, ns), 0 never */
+	_Atomic uint64_t quiet;      /* shortest time from a marker call's end to the next one's start */
+	_Atomic unsigned quiet_seen; /* quiet times measured */
+	_Atomic bool lost;           /* a marker call's callback came while detaching (dropped) */
+} sp_hold;
+
+/* Who enters: a CUPTI call made outside the writer thread (under the collector's lock, say), a
+ * callback, or a marker call's callback. */
+enum sp_enter { SP_ENTER_CALL, SP_ENTER_CALLBACK, SP_ENTER_MARKER };
+
+/* The slow path of sp_cupti_life_enter_as, when not attached. */
+int sp_cupti_life_enter_slow(enum sp_enter who);
+
+/* Enters a callback or a CUPTI call. Returns 1 (then call sp_cupti_life_leave) while CUPTI may be
+ * used, else 0: CUPTI must not be touched (what the call was for is redone by the next attach's
+ * armed hook), and a marker call's callback is noted as lost. While a detach is deciding, a call
+ * goes ahead and a callback waits for the verdict (microseconds): a marker call's makes a detach
+ * between windows call itself off, so no marker is lost. This function can't fail. */
+static inline int sp_cupti_life_enter_as(enum sp_enter who)
+{
+	atomic_fetch_add(&sp_hold.inflight, 1);
+	if (__builtin_expect(atomic_load(&sp_hold.state) == SP_HOLD_ATTACHED, 1))
+		return 1;
+	atomic_fetch_sub(&sp_hold.inflight, 1);
+	return sp_cupti_life_enter_slow(who);
+}
+
+static inline int sp_cupti_life_enter(void)
+{
+	return sp_cupti_life_enter_as(SP_ENTER_CALL);
+}
+
+static inline void sp_cupti_life_leave(void)
+{
+	atomic_fetch_sub(&sp_hold.inflight, 1);
+}
+
+/* A marker call's entry (the first on this thread: the caller keeps the depth) at now. Measures
+ * the quiet time since the last marker call ended. This function can't fail. */
+static inline void sp_cupti_life_mark_begin(uint64_t now)
+{
+	atomic_fetch_add(&sp_hold.marking, 1);
+	uint64_t end = atomic_load_explicit(&sp_hold.last_end, memory_order_relaxed);
+	if (end && now > end) {
+		uint64_t q = now - end, s = atomic_load_explicit(&sp_hold.quiet, memory_order_relaxed);
+		if (!s || q < s)
+			atomic_store_explicit(&sp_hold.quiet, q, memory_order_relaxed);
+		atomic_fetch_add_explicit(&sp_hold.quiet_seen, 1, memory_order_relaxed);
+	}
+}
+
+/* That marker call's exit, at now. This function can't fail. */
+static inline void sp_cupti_life_mark_end(uint64_t now)
+{
+	atomic_store_explicit(&sp_hold.last_end, now, memory_order_relaxed);
+	atomic_fetch_sub(&sp_hold.marking, 1);
+}
+
+/* The CUPTI instance now (changes at each re-attach: per-thread call state from before is stale). */
+static inline unsigned sp_cupti_life_generation(void)
+{
+	return atomic_load_explicit(&sp_hold.generation, memory_order_relaxed);
+}
+
+/* A raw correlation id from CUPTI, as the trace numbers it (0 stays 0: no correlation). */
+static inline uint32_t sp_cupti_life_corr(uint32_t raw)
+{
+	return raw ? raw + atomic_load_explicit(&sp_hold.corr_base, memory_order_relaxed) : 0;
+}
+
+/* Subscribes and registers the buffer and timestamp callbacks, the timestamp one exactly once in
+ * this CUPTI instance and before any activity kind (a later change corrupts records), then runs
+ * hooks->armed. Returns CUPTI_SUCCESS, or the failing call's result with nothing held: warned,
+ * except CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (the caller names the other profiler).
+ * Not from inside a callback. */
+CUptiResult sp_cupti_life_attach(const struct sp_cupti_hooks *hooks, CUpti_SubscriberHandle *sub);
+/* Notes that an activity kind is being enabled (the instance now leaves a cost behind). */
+void sp_cupti_life_dirty(void);
+/* Notes that the program created a CUDA graph (auto keeps the subscription from then on). */
+void sp_cupti_life_graph(void);
+/* Notes that a step boundary may have been missed while detached (warns once; no more cycles). */
+void sp_cupti_life_missed(const char *why);
+/* The process is exiting: from now on the tick detaches nothing (finalising CUPTI while CUDA
+ * tears itself down gains nothing and risks a hang). This function can't fail. */
+void sp_cupti_life_freeze(void);
+/* Writer thread, its tick, without the collector's lock: v describes the collector now (policy,
+ * marker, done, busy, steps_to_window filled by the caller; the rest is filled here), step the
+ * current step (for messages). Detaches or cycles when sp_life_decide says so. Returns the act
+ * done (SP_LIFE_STAY if nothing, or if it failed or was called off: then no harm done).
+ * Never call it from a callback. */
+enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64_t now, CUpti_SubscriberHandle *sub);
+
+#endif

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* life.c - the CUPTI life-cycle decision (see life.h): pure functions over what the collector
+ * knows. Never calls CUPTI, reads a clock or takes a lock. */
+#include <stddef.h>
+#include "life.h"
+
+/* Rules, in order:
+ * 1. busy (collecting, a window not yet written, activity kinds on): stay. Records still arrive.
+ * 2. the schedule is done: detach for good (any policy: nothing will ever be recorded again).
+ * 3. CUPTI is clean (no activity kind since it was last initialised): stay, nothing to remove.
+ * 4. detach_between = never, or cycling was stopped: stay.
+ * 5. detach_between = auto, and the program made a CUDA graph (kernels of graphs created before
+ *    a re-attach may be invisible to the new CUPTI) or the marker is NVTX (its injection is
+ *    CUPTI's and is not re-armed by a new subscription): stay.
+ * 6. the next window is fewer than SP_LIFE_MIN_GAP steps away, or not just after a marker call
+ *    ended (the detach must fall between two marker calls, not across one): stay.
+ * 7. otherwise: cycle (detach, re-attach with the marker's callbacks only). */
+enum sp_life_act sp_life_decide(const struct sp_life_view *v)
+{
+	if (v->busy)
+		return SP_LIFE_STAY;
+	if (v->done)
+		return SP_LIFE_DETACH;
+	if (!v->dirty || v->stopped || v->policy == SP_DETACH_NEVER)
+		return SP_LIFE_STAY;
+	if (v->policy == SP_DETACH_AUTO && (v->graphs || v->marker == SP_MARK_NVTX))
+		return SP_LIFE_STAY;
+	if (v->steps_to_window < SP_LIFE_MIN_GAP || !v->fresh_step)
+		return SP_LIFE_STAY;
+	return SP_LIFE_CYCLE;
+}
+
+const char *sp_life_act_name(unsigned act)
+{
+	static const char *const names[] = { "stay", "cycle", "detach" };
+	return act < sizeof names / sizeof *names ? names[act] : "?";
+}
+
+int64_t sp_life_steps_to_window(const struct sp_schedule *s, int64_t step, int64_t horizon)
+{
+	if (sp_schedule_done(s, step))
+		return INT64_MAX;
+	for (int64_t k = 1; k <= horizon; k++)
+		if (sp_schedule_action(s, step + k) != SP_ACT_NONE)
+			return k - 1;
+	return INT64_MAX;
+}
+
+int sp_life_quiet_fresh(uint64_t shortest, unsigned seen, uint64_t since)
+{
+	return seen >= 2 && shortest && since < shortest / 4;
+}
+
+int sp_life_quiet_fits(uint64_t shortest, unsigned seen, uint64_t since, uint64_t gap)
+{
+	return seen >= 2 && shortest && since + gap < shortest / 4 * 3;
+}

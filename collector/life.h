@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/* life.h - when stepprof lets go of CUPTI: the life-cycle decision as pure functions (no CUPTI,
+ * no clock, no lock), so that host tests cover it. collector/cupti_life.h does what they decide.
+ * After the schedule's last window stepprof detaches for good; between two windows it may detach
+ * and re-attach with only the marker's callbacks ([cupti] detach_between). Never touches CUPTI. */
+#ifndef SP_LIFE_H
+#define SP_LIFE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "config/config.h"
+
+/* What to do with CUPTI now. */
+enum sp_life_act {
+	SP_LIFE_STAY = 0,       /* keep things as they are */
+	SP_LIFE_CYCLE,          /* detach (cuptiFinalize) and re-attach at once with marker callbacks only */
+	SP_LIFE_DETACH,         /* detach for good: nothing more will be recorded */
+};
+
+/* Steps at least this far from the next window's first (WARMUP or RECORD) step justify a cycle. */
+#define SP_LIFE_MIN_GAP 3
+
+/* What the collector knows when its writer thread asks (all under the collector's lock). */
+struct sp_life_view {
+	enum sp_detach_policy policy; /* [cupti] detach_between */
+	enum sp_marker_kind marker;   /* NVTX markers reach CUPTI through an injection we cannot re-arm */
+	bool done;              /* the schedule can record nothing more */
+	bool busy;              /* collecting, or a window open or not yet written, or activity kinds on */
+	bool dirty;             /* activity kinds were enabled since CUPTI was last initialised */
+	bool graphs;            /* the process created a CUDA graph */
+	bool stopped;           /* an earlier cycle failed or was unsafe: no more cycles */
+	bool fresh_step;        /* no marker call in progress, and the last one ended just now (quiet_fresh) */
+	int64_t steps_to_window;/* steps until the next WARMUP or RECORD step; INT64_MAX if none */
+};
+
+/* The decision; see the rules in life.c. This function can't fail. */
+enum sp_life_act sp_life_decide(const struct sp_life_view *v);
+/* "stay", "cycle", "detach"; "?" for another value. This function can't fail. */
+const char *sp_life_act_name(unsigned act);
+/* Steps after `step` before the next one whose action is not NONE (0: the next step records or
+ * warms up); INT64_MAX if the schedule is done or none comes within `horizon` steps.
+ * This function can't fail. */
+int64_t sp_life_steps_to_window(const struct sp_schedule *s, int64_t step, int64_t horizon);
+
+/* How long a detach may last: the quiet time between the end of a marker call and the start of
+ * the next (the shortest seen, over `seen` samples) bounds it, since a marker call that begins
+ * while detached is lost. fresh: a marker call ended `since` ns ago, early enough in the quiet
+ * time (its first quarter) to start a detach; fits: a detach that began `since` ns after the last
+ * marker call ended and lasted `gap` ns ended in the first three quarters of the quiet time. Both
+ * are 0 while fewer than two quiet times were measured. These functions can't fail. */
+int sp_life_quiet_fresh(uint64_t shortest, unsigned seen, uint64_t since);
+int sp_life_quiet_fits(uint64_t shortest, unsigned seen, uint64_t since, uint64_t gap);
+
+#endif

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# cupti_life.sh - stepprof's CUPTI life cycle without a GPU: libstepprof preloaded into a "CUDA
+# program" (cupti_life_driver) with a stand-in libcupti (libfakecupti.so) that logs every call.
+#  - one window, then nothing: after the window is written stepprof detaches once (flush,
+#    unsubscribe, cuptiFinalize) and never calls CUPTI again; the trace still closes and reads.
+#  - repeating windows with detach_between = always (and auto, no CUDA graph): detach + re-attach
+#    between every two windows; the timestamp callback registered exactly once per CUPTI instance
+#    and before its activity kinds; no marker lost (every step numbered as the schedule says).
+#  - the same with 3/4 of each step inside the marker call (a GPU-bound loop): a detach never
+#    straddles a marker call, so no step is lost and none is reported missed.
+#  - the same with four more threads in callbacks all the time (callbacks in flight at every detach).
+#  - detach_between = never, or auto with a CUDA graph created: one subscription all along.
+set -u
+B=${SP_BUILD:?}
+PRE=$B/libstepprof-nomalloc.so
+# a SAN=address build: the ASan runtime must come first in the process (as in inert.sh)
+asan=$(ldd "$PRE" 2>/dev/null | awk '/libasan/ {print $3}')
+[ -n "$asan" ] && { PRE="$asan $PRE"; export ASAN_OPTIONS=detect_leaks=0; }
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+bad() { echo "FAIL $*"; fail=1; }
+
+# run NAME SCHED(wait,warmup,active,repeat) DETACH STEPS [ENV...]: one driver run in $T/NAME
+run() {
+	local name=$1 sched=$2 detach=$3 steps=$4 wa wu ac rp
+	shift 4
+	IFS=, read -r wa wu ac rp <<<"$sched"
+	mkdir -p "$T/$name"
+	printf '[profile]\noutput = %s\n[ranks]\nranks = all\n[schedule]\nwait = %s\nwarmup = %s\nactive = %s\nrepeat = %s\n[marker]\nkind = api\npattern = cudaDeviceSynchronize\n[cupti]\nlibrary = %s\ndetach_between = %s\n' \
+		"$T/$name/out" "$wa" "$wu" "$ac" "$rp" "$B/tests/e2e/libfakecupti.so" "$detach" >"$T/$name/sp.ini"
+	env "$@" FAKE_CUPTI_LOG="$T/$name/log" STEPPROF_VERBOSE=1 STEPPROF_CONFIG="$T/$name/sp.ini" \
+		LD_PRELOAD="$PRE" timeout 60 "$B/tests/e2e/cupti_life_driver" "$steps" 20000 \
+		>"$T/$name/stdout" 2>"$T/$name/stderr" || bad "$name: driver exited $?: $(tail -3 "$T/$name/stderr")"
+	"$B/stepprof" steps "$T/$name"/out/*.sptrace >"$T/$name/steps" 2>&1 || bad "$name: stepprof steps failed: $(tail -2 "$T/$name/steps")"
+}
+
+# check NAME CYCLES FINAL STEPS...: the log's life cycle and the recorded step numbers
+check() {
+	/usr/bin/python3 - "$T/$1" "$2" "$3" "${@:4}" <<'PY' || { bad "$1"; sed 's/^/    /' "$T/$1/stderr" | grep -v begins | head -20; }
+import re, sys
+d, cycles, final, want = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), [int(x) for x in sys.argv[4:]]
+log = [l.split()[0] for l in open(f"{d}/log") if not l.startswith("enable_cb")]
+err = open(f"{d}/stderr").read()
+problems = []
+if "AFTER_FINALIZE" in log:
+    problems.append("a CUPTI call after cuptiFinalize: " + str(log[log.index("AFTER_FINALIZE"):][:4]))
+if cycles < 0:  # any number of cycles: as many subscriptions as finalisations, plus one
+    cycles = log.count("finalize") - final
+if log.count("finalize") != cycles + final:
+    problems.append(f"{log.count('finalize')} cuptiFinalize calls, expected {cycles + final}")
+if log.count("subscribe") != cycles + 1:
+    problems.append(f"{log.count('subscribe')} subscriptions, expected {cycles + 1}")
+# each instance: subscribe, then register_timestamp exactly once, before any activity kind
+inst = []
+for w in log:
+    if w == "subscribe":
+        inst.append([])
+    elif inst:
+        inst[-1].append(w)
+for k, calls in enumerate(inst):
+    if calls.count("register_timestamp") != 1:
+        problems.append(f"instance {k}: timestamp callback registered {calls.count('register_timestamp')} times")
+    elif "activity_enable" in calls and calls.index("activity_enable") < calls.index("register_timestamp"):
+        problems.append(f"instance {k}: an activity kind enabled before the timestamp callback")
+    if "finalize" in calls and calls[calls.index("finalize") - 1] != "unsubscribe":
+        problems.append(f"instance {k}: cuptiFinalize not right after cuptiUnsubscribe")
+if final and log[-1] != "finalize":
+    problems.append(f"CUPTI called after the final detach: {log[-3:]}")
+if final and "detached from CUPTI in step" not in err:
+    problems.append("no 'detached from CUPTI' message with STEPPROF_VERBOSE")
+if err.count("re-attached to CUPTI") != cycles:
+    problems.append(f"{err.count('re-attached to CUPTI')} re-attach messages, expected {cycles}")
+if "may have been missed" in err:
+    problems.append("a missed boundary was reported")
+got = [int(l.split()[0]) for l in open(f"{d}/steps") if re.match(r"^\d+\s", l)]
+if got != want:
+    problems.append(f"recorded steps {got}, expected {want}")
+for p in problems:
+    print("   ", p)
+sys.exit(1 if problems else 0)
+PY
+}
+
+run once 5,1,3,1 auto 30
+check once 0 1 6 7 8 && echo "ok   one window: detached for good after it (flush, unsubscribe, finalize, then no CUPTI call); trace complete"
+run always 6,1,3,0 always 40
+check always 3 0 7 8 9 17 18 19 27 28 29 37 38 39 && echo "ok   detach_between = always: 3 re-attaches, one timestamp registration per instance, no step lost"
+run auto 6,1,3,0 auto 40
+check auto 3 0 7 8 9 17 18 19 27 28 29 37 38 39 && echo "ok   detach_between = auto without CUDA graphs: re-attaches as always"
+run gpubound 6,1,3,0 always 40 SYNC_US=15000
+check gpubound -1 0 7 8 9 17 18 19 27 28 29 37 38 39 && echo "ok   detach_between = always, GPU-bound: detaches fall between marker calls, no step lost"
+run threads 6,1,3,0 always 40 THREADS=4
+check threads 3 0 7 8 9 17 18 19 27 28 29 37 38 39 && echo "ok   detach_between = always with 4 threads in callbacks all along: 3 re-attaches, no step lost"
+run graph 6,1,3,0 auto 40 GRAPH=1
+check graph 0 0 7 8 9 17 18 19 27 28 29 37 38 39 && echo "ok   detach_between = auto with a CUDA graph: stays subscribed"
+run never 6,1,3,0 never 40
+check never 0 0 7 8 9 17 18 19 27 28 29 37 38 39 && echo "ok   detach_between = never: stays subscribed"
+exit $fail

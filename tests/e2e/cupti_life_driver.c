@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/* cupti_life_driver.c - a "CUDA program" for tests/e2e/cupti_life.sh, run with libstepprof
+ * preloaded and the fake libcupti configured: it calls the injection entry as cuInit would, then
+ * runs STEPS steps of STEP_US microseconds, each ending with a cudaDeviceSynchronize (enter and
+ * exit callbacks through fake_cupti_fire; SYNC_US microseconds of the step pass inside it, as in a
+ * GPU-bound loop); with GRAPH set it reports a CUDA graph's creation at step 2; THREADS=N more
+ * threads fire resource callbacks all along (callbacks in flight while stepprof detaches). With PRINT_STEPS
+ * set it prints "STEP i MS" as each step ends (bench/outside.py's format) and runs without stepprof
+ * too. Prints "driver: N of M syncs seen" (callbacks stepprof had enabled). */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#include <cupti.h>
+
+static int (*fire)(int, unsigned, int, unsigned);
+static atomic_int stop;
+
+static void *noise(void *arg)
+{
+	while (!atomic_load(&stop)) {
+		fire(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, 0, 0);
+		usleep(20);
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	int steps = argc > 1 ? atoi(argv[1]) : 40, step_us = argc > 2 ? atoi(argv[2]) : 8000, seen = 0;
+	int print = getenv("PRINT_STEPS") != NULL;
+	int (*init)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "InitializeInjection");
+	if (!init && !print) {
+		fprintf(stderr, "driver: no InitializeInjection (preload libstepprof)\n");
+		return 2;
+	}
+	if (init)
+		init();
+	fire = (int (*)(int, unsigned, int, unsigned))dlsym(RTLD_DEFAULT, "fake_cupti_fire");
+	if (!fire && !print) {
+		fprintf(stderr, "driver: the fake libcupti is not loaded\n");
+		return 2;
+	}
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	unsigned corr = 1;
+	int sync_us = getenv("SYNC_US") ? atoi(getenv("SYNC_US")) : 0;
+	pthread_t th[16];
+	int nth = fire && getenv("THREADS") ? atoi(getenv("THREADS")) : 0;
+	nth = nth < 0 ? 0 : nth > 16 ? 16 : nth;
+	if (fire)
+		fire(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, 0, 0);
+	for (int i = 0; i < nth; i++)
+		pthread_create(&th[i], NULL, noise, NULL);
+	for (int i = 0; i < steps; i++) {
+		if (fire && i == 2 && getenv("GRAPH"))
+			fire(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPH_CREATED, 0, 0);
+		usleep(step_us - sync_us);
+		seen += fire && fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 0, corr);
+		if (sync_us)
+			usleep(sync_us);
+		if (fire)
+			fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 1, corr);
+		corr++;
+		if (print) {
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			printf("STEP %d %.4f\n", i, (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
+			fflush(stdout);
+			t0 = t1;
+		}
+	}
+	atomic_store(&stop, 1);
+	for (int i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+	printf("driver: %d of %d syncs seen\n", seen, steps);
+	return 0;
+}

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# outside_classify.sh - bench/outside.py's mapping of a program's printed steps to stepprof's
+# schedule phases, without a GPU: synthetic output where the marker ends each program step (so
+# program step i runs in stepprof step i-1), windows 15 ms a step and everything else 10 ms. The
+# phases must come out exact (learning, before, inside, between, after), an announced action that
+# is not the schedule's must be reported, and the kernel check must name a short window.
+set -euo pipefail
+R=${SP_ROOT:?}
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+/usr/bin/python3 - "$R/bench" "$R/tests/gpu" <<'PY' || fail "outside.py classify"
+import collections
+import re
+import sys
+sys.path[:0] = sys.argv[1:3]
+import outside
+import traceutil as tu
+
+def synth(sched, n, lock_at=None, lie_at=None):
+    """Lines of a run: n program steps; stepprof announces step i-1 just before program step i ends
+    (from lock_at on, for auto); inside windows a step takes 15 ms."""
+    kw = dict(zip(("skip_first", "wait", "warmup", "active", "repeat"), sched))
+    lines, t = [], 0.0
+    for i in range(n):
+        act = tu.schedule_action(i, **kw) if i >= 0 else "NONE"
+        ms = 15.0 if i >= 1 and tu.schedule_action(i - 1, **kw) != "NONE" and (lock_at is None or i > lock_at) else 10.0
+        t += ms / 1e3
+        if lock_at is not None and i == lock_at:
+            lines.append((t - 1e-4, "stepprof: automatic steps: period 2001 calls, boundary after 'cudaDeviceSynchronize' (every 1), at step %d" % i))
+        if lock_at is None or i >= lock_at:
+            a = "RECORD" if lie_at == i else act
+            lines.append((t - 1e-4, f"stepprof: step {i} begins ({a}) on thread 7"))
+        lines.append((t, f"STEP {i} {ms:.4f}"))
+    return lines
+
+step_re = re.compile(outside.BUILTIN_STEP)
+def phases(lines, sched, marker="api"):
+    steps, problems = outside.classify(lines, step_re, sched, marker)
+    c = collections.Counter(p for _, _, p, _, _ in steps)
+    med = {p: sorted(ms for _, ms, q, _, _ in steps if q == p)[len([1 for s in steps if s[2] == p]) // 2] for p in c}
+    return c, med, problems
+
+# one window then nothing: program steps 101-121 are stepprof steps 100-120 (WARMUP..RECORD_AND_SAVE)
+c, med, pr = phases(synth(outside.ONCE, 200), outside.ONCE)
+assert not pr, pr
+assert c == {"before": 98, "inside": 21, "after": 78}, c
+assert med == {"before": 10.0, "inside": 15.0, "after": 10.0}, med
+
+# repeating cycles: windows at steps 20-40, 61-81, 102-122; the NONE steps after each are "between"
+c, med, pr = phases(synth(outside.CYCLE, 130), outside.CYCLE)
+assert not pr, pr
+assert c == {"before": 18, "inside": 21 * 3, "between": 20 * 2 + 6} and "after" not in c, c
+assert med["between"] == 10.0 and med["inside"] == 15.0, med
+
+# auto: nothing announced before the lock, which comes as program step 30 ends (steps 3-29 learn;
+# step 30 ended after it); the first window is then recorded from step 30 on only
+c, med, pr = phases(synth(outside.CYCLE, 130, lock_at=30), outside.CYCLE, "auto")
+assert c == {"learning": 27, "before": 1, "inside": 11 + 21 * 2, "between": 46}, c
+
+# a step whose announced action is not the schedule's is a problem
+_, _, pr = phases(synth(outside.CYCLE, 130, lie_at=5), outside.CYCLE)
+assert len(pr) == 1 and "1 steps announced an action other than the schedule's" in pr[0], pr
+
+# kernels: every recorded step like the first window's (add: 2000), or named; a later window whose
+# steps show the GPU idle while the first window's did not is named too
+assert outside.check_kernels({20: (0, 2000, 40.0), 61: (1, 2000, 38.5)}, "add") == []
+p = outside.check_kernels({20: (0, 2000, 40.0), 61: (1, 1800, 38.0)}, "add")
+assert len(p) == 1 and "1 of 2 recorded steps do not hold 2000 kernels" in p[0] and "61: 1800" in p[0], p
+assert outside.check_kernels({20: (0, 2200, 9.0), 61: (1, 2000, 9.0)}, "graph") != []
+p = outside.check_kernels({20: (0, 50, 90.0), 21: (0, 50, 91.0), 61: (1, 50, 0.0)}, "mlp")
+assert len(p) == 1 and "show the GPU idle" in p[0] and "[61]" in p[0], p
+assert outside.check_kernels({20: (0, 0, 0.0), 61: (1, 0, 0.0)}, "fake") == []
+assert outside.check_kernels({}, "mlp") == ["the trace holds no recorded step"]
+print("ok   outside.py: phases before/inside/between/after/learning exact, a wrong action and a short window named")
+PY
+
+# end to end with the real library and the stand-in libcupti (tests/e2e/cupti_life.sh): a program
+# printing its steps, an unprofiled run, the api (detach + re-attach between windows) and once
+# (detached after the window) configurations; the table must hold every phase they have
+B=${SP_BUILD:?}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+FAKE_CUPTI_LOG=/dev/null PRINT_STEPS=1 timeout 120 /usr/bin/python3 "$R/bench/outside.py" run --build "$B" \
+	--out "$T" --rounds 1 --workloads fake --configs api,once \
+	--program "fake=$B/tests/e2e/cupti_life_driver 160 5000" \
+	--env STEPPROF_CUPTI_LIBRARY="$B/tests/e2e/libfakecupti.so" >"$T/log" 2>&1 ||
+	{ tail -20 "$T/log"; fail "outside.py run with the stand-in CUPTI exited non-zero"; }
+grep -Eq '^\| fake \| api \| - \| [0-9.]+ \([0-9.]+x\) \| [0-9.]+ .* \| [0-9.]+ \([0-9.]+x\) \| - \| [0-9.]+ \|' "$T/outside.md" ||
+	{ cat "$T/outside.md"; fail "the api row lacks before, inside or between"; }
+grep -Eq '^\| fake \| once \| - \| [0-9.]+ .* \| [0-9.]+ .* \| - \| [0-9.]+ \([0-9.]+x\) \|' "$T/outside.md" ||
+	{ cat "$T/outside.md"; fail "the once row lacks after"; }
+grep -q 're-attached to CUPTI' "$T/runs/fake-api-r0/output.log" || fail "no re-attach between windows in the api run"
+grep -q 'detached from CUPTI in step' "$T/runs/fake-once-r0/output.log" || fail "no final detach in the once run"
+echo "ok   outside.py end to end (stand-in CUPTI): phases per configuration, re-attach and final detach seen"

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/* test_life.c - the CUPTI life-cycle decision (collector/life.h): when stepprof detaches for good,
+ * when it detaches and re-attaches between windows, and when it must stay; how far the next
+ * window is; and the quiet-time bound that keeps a detach between two marker calls. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include "collector/life.h"
+
+/* A view in which a cycle is due: between windows, activity kinds used, far from the next one. */
+static struct sp_life_view due(enum sp_detach_policy policy)
+{
+	struct sp_life_view v = { .policy = policy, .marker = SP_MARK_API, .dirty = true, .fresh_step = true,
+				  .steps_to_window = 10 };
+	return v;
+}
+
+static void test_decide(void **state)
+{
+	(void)state;
+	struct sp_life_view v = due(SP_DETACH_AUTO);
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_CYCLE);
+	v = due(SP_DETACH_ALWAYS);
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_CYCLE);
+	v = due(SP_DETACH_NEVER);
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+
+	/* a window collecting or not yet written: never, whatever else holds */
+	for (int p = SP_DETACH_AUTO; p <= SP_DETACH_NEVER; p++) {
+		v = due((enum sp_detach_policy)p);
+		v.busy = true;
+		assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+		v.done = true;
+		assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+		/* the schedule is done and every window written: detach for good, with any policy, even
+		 * when clean, stopped, graphs in use, or not at a step start */
+		v = (struct sp_life_view){ .policy = (enum sp_detach_policy)p, .done = true, .stopped = true,
+					   .graphs = true, .marker = SP_MARK_NVTX };
+		assert_int_equal(sp_life_decide(&v), SP_LIFE_DETACH);
+	}
+
+	/* nothing to remove: CUPTI was never dirtied since it was (re)initialised */
+	v = due(SP_DETACH_ALWAYS);
+	v.dirty = false;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	/* stopped after a failure or a possible missed boundary */
+	v = due(SP_DETACH_ALWAYS);
+	v.stopped = true;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	/* auto keeps the subscription for CUDA graphs and NVTX markers; always does not */
+	v = due(SP_DETACH_AUTO);
+	v.graphs = true;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	v.policy = SP_DETACH_ALWAYS;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_CYCLE);
+	v = due(SP_DETACH_AUTO);
+	v.marker = SP_MARK_NVTX;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	v.policy = SP_DETACH_ALWAYS;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_CYCLE);
+	/* the next window too close, or not just after a boundary */
+	v = due(SP_DETACH_ALWAYS);
+	v.steps_to_window = SP_LIFE_MIN_GAP - 1;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	v.steps_to_window = SP_LIFE_MIN_GAP;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_CYCLE);
+	v.fresh_step = false;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+
+	assert_string_equal(sp_life_act_name(SP_LIFE_STAY), "stay");
+	assert_string_equal(sp_life_act_name(SP_LIFE_CYCLE), "cycle");
+	assert_string_equal(sp_life_act_name(SP_LIFE_DETACH), "detach");
+	assert_string_equal(sp_life_act_name(7), "?");
+}
+
+static void test_steps_to_window(void **state)
+{
+	(void)state;
+	/* wait 20, warmup 1, active 20, repeat 0: steps 0-19 NONE, 20 WARMUP, 21-40 RECORD, 41-60 NONE... */
+	struct sp_schedule s = { .wait = 20, .warmup = 1, .active = 20, .repeat = 0 };
+	assert_int_equal(sp_life_steps_to_window(&s, -1, 1000), 20);
+	assert_int_equal(sp_life_steps_to_window(&s, 0, 1000), 19);
+	assert_int_equal(sp_life_steps_to_window(&s, 19, 1000), 0);
+	assert_int_equal(sp_life_steps_to_window(&s, 40, 1000), 20); /* RECORD_AND_SAVE at 40; next WARMUP 61 */
+	assert_int_equal(sp_life_steps_to_window(&s, 41, 1000), 19);
+	/* beyond the horizon: as good as none */
+	assert_true(sp_life_steps_to_window(&s, 41, 5) == INT64_MAX);
+	/* one window, then done */
+	struct sp_schedule one = { .wait = 100, .warmup = 0, .active = 20, .repeat = 1 };
+	assert_int_equal(sp_life_steps_to_window(&one, 50, 1000), 49);
+	assert_true(sp_life_steps_to_window(&one, 119, 1000) == INT64_MAX);
+	assert_true(sp_life_steps_to_window(&one, 500, 1000) == INT64_MAX);
+}
+
+static void test_quiet(void **state)
+{
+	(void)state;
+	/* fewer than two quiet times measured, or none: never */
+	assert_int_equal(sp_life_quiet_fresh(8000000, 1, 0), 0);
+	assert_int_equal(sp_life_quiet_fresh(0, 5, 0), 0);
+	assert_int_equal(sp_life_quiet_fits(8000000, 1, 0, 0), 0);
+	/* 8 ms between marker calls: start within 2 ms, end within 6 ms */
+	assert_int_equal(sp_life_quiet_fresh(8000000, 2, 1999999), 1);
+	assert_int_equal(sp_life_quiet_fresh(8000000, 2, 2000000), 0);
+	assert_int_equal(sp_life_quiet_fits(8000000, 2, 1000000, 4999999), 1);
+	assert_int_equal(sp_life_quiet_fits(8000000, 2, 1000000, 5000000), 0);
+	assert_int_equal(sp_life_quiet_fits(8000000, 9, 0, 6000000), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_decide),
+		cmocka_unit_test(test_steps_to_window),
+		cmocka_unit_test(test_quiet),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
