@@ -38,7 +38,9 @@ ifneq ($(SAN),)
   SANLD := -fsanitize=$(SAN)
 endif
 
-CFLAGS_COMMON := -std=gnu11 $(OPT) -Wall -Wextra -Wno-unused-parameter -Wshadow -fno-omit-frame-pointer \
+# the stepprof version that token streams name (STEPPROF_RECORD_TOKENS)
+SP_GIT_VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+CFLAGS_COMMON := -DSP_GIT_VERSION='"$(SP_GIT_VERSION)"' -std=gnu11 $(OPT) -Wall -Wextra -Wno-unused-parameter -Wshadow -fno-omit-frame-pointer \
 	-D_GNU_SOURCE -I. $(CUDA_INC) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LIB_CFLAGS := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -ftls-model=initial-exec -DSP_IN_LIBRARY
 CLI_CFLAGS := $(CFLAGS_COMMON)

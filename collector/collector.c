@@ -26,6 +26,8 @@
 #include "log.h"
 #include "memory.h"
 #include "stacks.h"
+#include "tokrec.h"
+#include "trace/tokens.h"
 #include "ring.h"
 #include "writer.h"
 #include "config/config.h"
@@ -70,6 +72,7 @@ static struct {
 	/* marker */
 	uint64_t marker_count;        /* occurrences so far */
 	uint8_t match[MATCH_CACHE];   /* 0 unknown, 1 no, 2 yes */
+	uint8_t truth_match[MATCH_CACHE]; /* the same for the recorded truth's pattern (tokrec.h) */
 	int in_range;                 /* profiler_range: inside cudaProfilerStart..Stop */
 	struct sp_autostep autodet;   /* auto marker, before it locks */
 	uint32_t auto_anchor;         /* auto marker token once locked (0 = learning) */
@@ -137,13 +140,13 @@ static int glob_match(const char *pat, const char *s)
 	return s && fnmatch(pat, s, 0) == 0;
 }
 
-/* Whether the kernel or call named by id matches the marker pattern: against the raw name,
- * the demangled name and the demangled name without return type and arguments. Cached. */
-static int name_matches(uint32_t id)
+/* Whether the kernel or call named by id matches pat: against the raw name, the demangled name
+ * and the demangled name without return type and arguments. Cached in cache[MATCH_CACHE]. */
+static int name_matches_in(uint32_t id, const char *pat, uint8_t *cache)
 {
-	if (id < MATCH_CACHE && G.match[id])
-		return G.match[id] == 2;
-	const char *raw = sp_intern_lookup(id), *pat = G.cfg.marker_pattern;
+	if (id < MATCH_CACHE && cache[id])
+		return cache[id] == 2;
+	const char *raw = sp_intern_lookup(id);
 	int ok = glob_match(pat, raw);
 	if (!ok && raw && G.demangle) {
 		int st = 0;
@@ -161,8 +164,13 @@ static int name_matches(uint32_t id)
 		free(d);
 	}
 	if (id < MATCH_CACHE)
-		G.match[id] = ok ? 2 : 1;
+		cache[id] = ok ? 2 : 1;
 	return ok;
+}
+
+static int name_matches(uint32_t id)
+{
+	return name_matches_in(id, G.cfg.marker_pattern, G.match);
 }
 
 static void push(struct sp_event *ev)
@@ -227,7 +235,8 @@ static int is_launch(CUpti_CallbackDomain dom, CUpti_CallbackId cbid)
 
 /* ---- callback sets ---- */
 
-enum { CLS_RECORDED = 1, CLS_AUTO = 2 }; /* in the recorded set; an auto-detection token */
+/* in the recorded set; an auto-detection token; a graph launch; the recorded truth (tokrec.h) */
+enum { CLS_RECORDED = 1, CLS_AUTO = 2, CLS_GRAPH = 4, CLS_TRUTH = 8 };
 
 /* API calls recorded inside windows: everything that launches, copies, sets, synchronises,
  * orders streams or allocates. Selected by name so new CUDA versions' variants are included. */
@@ -277,6 +286,8 @@ static void apply_callbacks(void)
 			}
 			if (!G.done && G.cfg.device_memory && G.memop[d][cb].shape)
 				want = 1; /* levels are tracked from process start */
+			if (sp_tokrec_on && (is_launch(doms[d], cb) || (G.cls[d][cb] & (CLS_AUTO | CLS_GRAPH | CLS_TRUTH))))
+				want = 1; /* recording the detector's tokens: for the whole run */
 			/* driver recording also needs the runtime set: its depth counter hides nested driver calls */
 			if ((d == 0 ? rec_rt || rec_drv : rec_drv) && (G.cls[d][cb] & CLS_RECORDED))
 				want = 1;
@@ -756,25 +767,82 @@ static void memory_call(const CUpti_CallbackData *cd, struct memop op, uint64_t 
 
 /* ---- CUPTI callbacks (application threads) ---- */
 
+/* The message of an NVTX push/start call, or NULL (pop/end, or not an ASCII message). */
+static const char *nvtx_message(CUpti_CallbackId cbid, const CUpti_NvtxData *nd)
+{
+	const nvtxEventAttributes_t *a = NULL;
+	if (cbid == CUPTI_CBID_NVTX_nvtxRangePushA || cbid == CUPTI_CBID_NVTX_nvtxRangeStartA)
+		return ((const nvtxRangePushA_params *)nd->functionParams)->message;
+	if (cbid == CUPTI_CBID_NVTX_nvtxRangePushEx || cbid == CUPTI_CBID_NVTX_nvtxRangeStartEx)
+		a = ((const nvtxRangePushEx_params *)nd->functionParams)->eventAttrib;
+	else if (cbid == CUPTI_CBID_NVTX_nvtxDomainRangePushEx || cbid == CUPTI_CBID_NVTX_nvtxDomainRangeStartEx)
+		a = ((const nvtxDomainRangePushEx_params *)nd->functionParams)->core.eventAttrib;
+	return a && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : NULL;
+}
+
+static int nvtx_is_end(CUpti_CallbackId cbid)
+{
+	return cbid == CUPTI_CBID_NVTX_nvtxRangePop || cbid == CUPTI_CBID_NVTX_nvtxRangeEnd ||
+	       cbid == CUPTI_CBID_NVTX_nvtxDomainRangePop || cbid == CUPTI_CBID_NVTX_nvtxDomainRangeEnd;
+}
+
+static int nvtx_is_range(CUpti_CallbackId cbid)
+{
+	return cbid == CUPTI_CBID_NVTX_nvtxRangeStartA || cbid == CUPTI_CBID_NVTX_nvtxRangeStartEx ||
+	       cbid == CUPTI_CBID_NVTX_nvtxDomainRangeStartEx || cbid == CUPTI_CBID_NVTX_nvtxRangeEnd ||
+	       cbid == CUPTI_CBID_NVTX_nvtxDomainRangeEnd;
+}
+
+/* An NVTX range call: the nvtx marker, and the recorded token stream. */
+static void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *nd)
+{
+	const char *msg = nvtx_message(cbid, nd);
+	uint64_t t = sp_now_ns();
+	if (sp_tokrec_on) {
+		uint8_t f = nvtx_is_range(cbid) ? SP_TOKF_RANGE : 0;
+		if (nvtx_is_end(cbid)) {
+			sp_tokrec_add(SP_TOK_NVTX_POP, f, 0, t, tid());
+		} else {
+			uint32_t id = msg ? sp_intern(msg) : 0;
+			if (msg && sp_tokrec_truth_kind() == SP_TOK_NVTX_PUSH && glob_match(sp_tokrec_truth_pattern(), msg))
+				sp_tokrec_add(SP_TOK_TRUTH, f, id, t, tid());
+			sp_tokrec_add(SP_TOK_NVTX_PUSH, f, id, t, tid());
+		}
+	}
+	if (G.cfg.marker_kind == SP_MARK_NVTX && msg && glob_match(G.cfg.marker_pattern, msg))
+		marker_hit(t, 0, 0);
+}
+
+/* Records the token an API entry is (STEPPROF_RECORD_TOKENS): a kernel launch, an auto-detection
+ * call or a graph launch at the outermost level, and the truth before the token it marks. */
+static void record_token(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd,
+			 int launch, uint64_t t)
+{
+	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API, outer = !(d && T.in_rt);
+	uint8_t df = d ? SP_TOKF_DRIVER : 0, cls = cbid < 1024 ? G.cls[d][cbid] : 0;
+	if (launch) {
+		uint32_t k = name_id(cd->symbolName);
+		if (sp_tokrec_truth_kind() == SP_TOK_KERNEL && name_matches_in(k, sp_tokrec_truth_pattern(), G.truth_match))
+			sp_tokrec_add(SP_TOK_TRUTH, df, k, t, tid());
+		sp_tokrec_add(SP_TOK_KERNEL, df, k, t, tid());
+		return;
+	}
+	if (!outer)
+		return;
+	if (cls & CLS_TRUTH)
+		sp_tokrec_add(SP_TOK_TRUTH, df, api_name(dom, cbid), t, tid());
+	if (cls & CLS_AUTO)
+		sp_tokrec_add(SP_TOK_API, df | (G.api_sync[d][cbid] ? SP_TOKF_SYNC : 0), api_name(dom, cbid), t, tid());
+	else if (cls & CLS_GRAPH)
+		sp_tokrec_add(SP_TOK_GRAPH, df, api_name(dom, cbid), t, tid());
+}
+
 static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
 {
 	if (G.disabled)
 		return;
 	if (dom == CUPTI_CB_DOMAIN_NVTX) {
-		const CUpti_NvtxData *nd = data;
-		const char *msg = NULL;
-		if (cbid == CUPTI_CBID_NVTX_nvtxRangePushA || cbid == CUPTI_CBID_NVTX_nvtxRangeStartA)
-			msg = ((const nvtxRangePushA_params *)nd->functionParams)->message;
-		else if (cbid == CUPTI_CBID_NVTX_nvtxRangePushEx || cbid == CUPTI_CBID_NVTX_nvtxRangeStartEx) {
-			const nvtxEventAttributes_t *a = ((const nvtxRangePushEx_params *)nd->functionParams)->eventAttrib;
-			msg = a && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : NULL;
-		} else if (cbid == CUPTI_CBID_NVTX_nvtxDomainRangePushEx || cbid == CUPTI_CBID_NVTX_nvtxDomainRangeStartEx) {
-			const nvtxEventAttributes_t *a =
-				((const nvtxDomainRangePushEx_params *)nd->functionParams)->core.eventAttrib;
-			msg = a && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : NULL;
-		}
-		if (msg && glob_match(G.cfg.marker_pattern, msg))
-			marker_hit(sp_now_ns(), 0, 0);
+		on_nvtx(cbid, data);
 		return;
 	}
 	if (dom == CUPTI_CB_DOMAIN_RESOURCE) { /* CONTEXT_CREATED only: this process does GPU work */
@@ -805,6 +873,8 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 		/* a marker inside a runtime call begins its step where that call began */
 		uint64_t mt = d && T.in_rt ? T.rt_t0 : t;
 		uint32_t mc = d && T.in_rt ? T.rt_corr : cd->correlationId;
+		if (sp_tokrec_on)
+			record_token(dom, cbid, cd, launch, mt);
 		if (atomic_load_explicit(&G.split_pending, memory_order_relaxed) && atomic_exchange(&G.split_pending, 0)) {
 			pthread_mutex_lock(&G.lock);
 			if (G.split_lo && *G.split_lo == CORR_PENDING)
@@ -1127,6 +1197,27 @@ static void on_exit_process(void)
 	G.active = 0;
 }
 
+/* Enables CUPTI's NVTX callbacks on range starts (and ends, with_ends). NVTX reaches CUPTI only
+ * through its injection hook, read at the program's first NVTX call: ranges opened before CUDA
+ * initialises are not seen. */
+static void enable_nvtx(int with_ends)
+{
+	static const CUpti_CallbackId starts[] = { CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
+		CUPTI_CBID_NVTX_nvtxRangeStartA, CUPTI_CBID_NVTX_nvtxRangeStartEx,
+		CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangeStartEx };
+	static const CUpti_CallbackId ends[] = { CUPTI_CBID_NVTX_nvtxRangePop, CUPTI_CBID_NVTX_nvtxRangeEnd,
+		CUPTI_CBID_NVTX_nvtxDomainRangePop, CUPTI_CBID_NVTX_nvtxDomainRangeEnd };
+	const char *cur = getenv("NVTX_INJECTION64_PATH");
+	if (!cur || !*cur)
+		setenv("NVTX_INJECTION64_PATH", sp_cupti.path, 1);
+	else if (strcmp(cur, sp_cupti.path))
+		sp_warn("NVTX_INJECTION64_PATH is %s: NVTX ranges reach stepprof only if it is libcupti", cur);
+	for (size_t i = 0; i < sizeof starts / sizeof *starts; i++)
+		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, starts[i]));
+	for (size_t i = 0; with_ends && i < sizeof ends / sizeof *ends; i++)
+		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, ends[i]));
+}
+
 static int arm_markers(void)
 {
 	static const CUpti_CallbackDomain doms[2] = { CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API };
@@ -1144,7 +1235,10 @@ static int arm_markers(void)
 			G.api_marker[d][cb] = hit;
 			n += hit;
 			G.cls[d][cb] = (name_in(nm, recorded_api[d], 14) ? CLS_RECORDED : 0) |
-				       (!is_launch(doms[d], cb) && name_in(nm, auto_api[d], 3) ? CLS_AUTO : 0);
+				       (!is_launch(doms[d], cb) && name_in(nm, auto_api[d], 3) ? CLS_AUTO : 0) |
+				       (glob_match(d ? "cuGraphLaunch*" : "cudaGraphLaunch*", nm) ? CLS_GRAPH : 0) |
+				       (sp_tokrec_truth_kind() == SP_TOK_API && glob_match(sp_tokrec_truth_pattern(), nm)
+						? CLS_TRUTH : 0);
 			for (size_t k = 0; k < sizeof memops / sizeof *memops; k++)
 				if (!strncmp(memops[k].glob, "cuda", 4) == (d == 0) && glob_match(memops[k].glob, nm))
 					G.memop[d][cb] = (struct memop){ memops[k].kind, memops[k].shape };
@@ -1157,21 +1251,8 @@ static int arm_markers(void)
 			G.cfg.marker_pattern);
 		return -1;
 	}
-	if (G.cfg.marker_kind == SP_MARK_NVTX) {
-		/* NVTX reaches CUPTI only through its injection hook, read at the program's first NVTX
-		 * call: ranges opened before CUDA initialises are not seen */
-		const char *cur = getenv("NVTX_INJECTION64_PATH");
-		if (!cur || !*cur)
-			setenv("NVTX_INJECTION64_PATH", sp_cupti.path, 1);
-		else if (strcmp(cur, sp_cupti.path))
-			sp_warn("NVTX_INJECTION64_PATH is %s: NVTX markers reach stepprof only if it is libcupti", cur);
-		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangePushA));
-		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangePushEx));
-		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeStartA));
-		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeStartEx));
-		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxDomainRangePushEx));
-		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxDomainRangeStartEx));
-	}
+	if (G.cfg.marker_kind == SP_MARK_NVTX || sp_tokrec_on)
+		enable_nvtx(sp_tokrec_on);
 	if (G.cfg.marker_kind == SP_MARK_NCCL)
 		sp_info("NCCL marker '%s': steps come from the NCCL hooks", G.cfg.marker_pattern);
 	return 0;
@@ -1225,7 +1306,9 @@ void sp_collector_inject(void)
 		sp_cupti.cuptiUnsubscribe(G.sub);
 		return;
 	}
+	sp_tokrec_start(); /* before arm_markers: the truth's API calls are classified there */
 	if (arm_markers() < 0) {
+		sp_tokrec_stop();
 		sp_cupti.cuptiUnsubscribe(G.sub);
 		return;
 	}
@@ -1311,6 +1394,8 @@ uint64_t sp_collector_nccl_begin(const struct sp_nccl_call *c)
 	T.nccl_corr = 0;
 	if (c->op == SP_NCCL_GROUP_END && T.nccl_group > 0)
 		T.nccl_group--;
+	if (sp_tokrec_on)
+		sp_tokrec_add(SP_TOK_NCCL, 0, sp_intern(c->fn), t, tid());
 	if (G.cfg.marker_kind == SP_MARK_NCCL && !G.done && glob_match(G.cfg.marker_pattern, c->fn))
 		marker_hit(t, 0, 0);
 	return t;
