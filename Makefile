@@ -106,7 +106,7 @@ $(O)/tests/e2e/%: tests/e2e/%.c
 	$(Q)$(CC) -O1 -g -o $@ $< -lpthread
 
 # gen_golden and gen_random write traces through the core library
-$(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_random: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a
+$(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_random $(O)/tests/e2e/gen_tokens: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CLI_CFLAGS) -o $@ $< $(O)/libspcore.a $(CLI_LIBS) -lpthread $(SANLD)
 

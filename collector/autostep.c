@@ -3,7 +3,7 @@
  *
  * Every TRY_EVERY tokens, take the rarest token that still repeats: any true period P is a
  * distance from its last position to an earlier occurrence of the same token, so those
- * distances are the candidates. For each, measure how far back the stream stays periodic
+ * distances are the candidates (graph launches count as launches). For each, measure how far back the stream stays periodic
  * (run length R); the true iteration period has the longest run (sub-periods such as identical
  * layers break at the optimizer; multiples of P have shorter runs). A candidate must hold for at
  * least 4 copies and show where it wraps: after its rarest host synchronisation if it has one,
@@ -12,9 +12,10 @@
  * tokens and 16 copies proves it (boundary at the largest gap). A period must launch a kernel,
  * must be primitive (not a multiple of a shorter period that explains the same run: in a stream
  * of identical launches the driver's own periodic stalls, such as a full launch queue, must not
- * pass for the loop's wrap), and must still hold one full period after it was first found -
- * CONFIRM_TIMING tokens if only a CPU gap shows its wrap (identical layers behind Python's
- * per-module overhead look like short iterations with a wrap, until the layers end).
+ * pass for the loop's wrap), and must still hold one full period after it was first found. A
+ * period that only a CPU gap wraps needs NOSYNC_REPEATS copies (identical layers behind Python's
+ * per-module overhead look like short iterations with a wrap, until the layers end), and a period
+ * the caller refuted (sp_autostep_refute) twice as many as the last time.
  * The boundary is expressed as (anchor token, every N-th occurrence). */
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,9 @@
 #define GAP_RATIO 4u       /* the wrap's CPU gap vs the period's median gap */
 #define MIN_WRAP_NS 20000u /* and at least this long */
 #define LONG_RUN 32768u    /* without a clear wrap, a run this long still proves the period */
-#define CONFIRM_TIMING 4096u /* tokens a period without a synchronisation must keep holding */
+#define NOSYNC_REPEATS 8u  /* full periods a period that only a CPU gap wraps must cover (identical
+			    * layers behind Python's per-module overhead repeat fewer times than this
+			    * in most models; the collector's per-step check refutes deeper stacks) */
 
 static inline uint32_t at(const struct sp_autostep *a, uint64_t i)
 {
@@ -84,7 +87,8 @@ static int wrap_position(struct sp_autostep *a, uint32_t p, uint64_t *pos)
 			c[j] = c[j - 1];
 			c[j - 1] = t;
 		}
-	return best_gap >= MIN_WRAP_NS && best_gap >= GAP_RATIO * c[p / 2];
+	/* the lower median: for a period of two tokens, the other gap (the upper one is the wrap) */
+	return best_gap >= MIN_WRAP_NS && best_gap >= GAP_RATIO * c[(p - 1) / 2];
 }
 
 /* 1 if the newest period of length p holds a synchronisation that the next token does not
@@ -157,6 +161,30 @@ static int primitive(const struct sp_autostep *a, uint64_t first, uint64_t d, ui
 	return 1;
 }
 
+/* Copies a period of d tokens must show: more for periods the caller refuted before. */
+static uint64_t required_copies(const struct sp_autostep *a, uint64_t d)
+{
+	uint64_t c = MIN_REPEATS + 1;
+	for (unsigned i = 0; i < SP_AUTOSTEP_REFUTED; i++)
+		if (a->refuted[i].period == d && a->refuted[i].copies > c)
+			c = a->refuted[i].copies;
+	return c;
+}
+
+/* 1 if period d with run r ending at the newest token is proven (see the file's comment), with
+ * *sync set if it holds a synchronisation that can end it. */
+static int proven(struct sp_autostep *a, uint64_t first, uint64_t d, uint64_t r, int *sync)
+{
+	uint64_t wrap;
+	if (d > MAX_PERIOD || r < (required_copies(a, d) - 1) * d || !has_kernel(a, (uint32_t)d))
+		return 0;
+	*sync = has_sync_end(a, (uint32_t)d);
+	if (!*sync && !(r >= NOSYNC_REPEATS * d && wrap_position(a, (uint32_t)d, &wrap)) &&
+	    !(r >= LONG_RUN && r >= 16 * d))
+		return 0;
+	return primitive(a, first, d, r);
+}
+
 /* One detection attempt. Returns the period, or 0 if none is proven yet. */
 static uint32_t find_period(struct sp_autostep *a)
 {
@@ -186,14 +214,16 @@ static uint32_t find_period(struct sp_autostep *a)
 		tried++;
 		if ((MIN_REPEATS + 1) * d > a->n - first)
 			break;
-		uint64_t r = run_length(a, first, d), wrap;
+		uint64_t r = run_length(a, first, d);
 		int sync = 0;
-		if (r >= MIN_REPEATS * d && r > best_run && d <= MAX_PERIOD && has_kernel(a, (uint32_t)d) &&
-		    ((sync = has_sync_end(a, (uint32_t)d)) || wrap_position(a, (uint32_t)d, &wrap) ||
-		     (r >= LONG_RUN && r >= 16 * d)) && primitive(a, first, d, r)) {
+		if (r > best_run && proven(a, first, d, r, &sync)) {
 			best_run = r;
 			best_d = d;
 			a->found_sync = sync;
+		}
+		if (r > a->cand_run && r >= d) { /* the best repeat seen, proven or not: for "undecided" */
+			a->cand_run = r;
+			a->cand_period = (uint32_t)d;
 		}
 	}
 	return (uint32_t)best_d;
@@ -230,6 +260,34 @@ void sp_autostep_free(struct sp_autostep *a)
 	a->counts = NULL;
 }
 
+void sp_autostep_reset(struct sp_autostep *a)
+{
+	a->n = 0;
+	a->next_try = TRY_EVERY / 32;
+	a->last_period = 0;
+	a->first_found = 0;
+	a->found_sync = 0;
+	a->credit = 0;
+	a->locked = 0;
+	a->cand_period = 0;
+	a->cand_run = 0;
+}
+
+void sp_autostep_refute(struct sp_autostep *a, uint32_t period)
+{
+	unsigned k = 0;
+	for (unsigned i = 0; i < SP_AUTOSTEP_REFUTED; i++) {
+		if (a->refuted[i].period == period) {
+			a->refuted[i].copies *= 2;
+			return;
+		}
+		if (a->refuted[i].copies < a->refuted[k].copies)
+			k = i;
+	}
+	a->refuted[k].period = period;
+	a->refuted[k].copies = 2 * (NOSYNC_REPEATS + 1);
+}
+
 void sp_autostep_credit(struct sp_autostep *a, uint64_t ns)
 {
 	a->credit += ns;
@@ -251,8 +309,8 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 		a->first_found = a->n;
 		return 0;
 	}
-	if (a->n - a->first_found < (a->found_sync || p > CONFIRM_TIMING ? p : CONFIRM_TIMING))
-		return 0; /* confirm over one more full period (longer if only a gap shows the wrap) */
+	if (a->n - a->first_found < p)
+		return 0; /* confirm over one more full period */
 	/* locked: the iteration starts at position b; count anchor occurrences per period and
 	 * since the most recent boundary instance. */
 	uint64_t b;
@@ -267,9 +325,24 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 	for (uint64_t i = ap; i < a->n; i++)
 		a->count += at(a, i) == a->anchor;
 	a->count %= a->every;
+	a->launches = 0;
+	for (uint64_t q = a->n - p; q < a->n; q++)
+		a->launches += (at(a, q) & SP_AUTOSTEP_KERNEL) != 0;
 	/* iterations begun so far: boundaries inside the periodic region [n - run - p, n) */
 	uint64_t first = a->n > a->cap ? a->n - a->cap : 0, region = a->n - run_length(a, first, p) - p;
 	a->iterations = b >= region ? (uint32_t)((b - region) / p + 1) : 1;
+	a->copies = (uint32_t)((a->n - region) / p);
 	a->locked = 1;
 	return 1;
+}
+
+uint32_t sp_autostep_count(struct sp_autostep *a, uint32_t tok, int recount)
+{
+	uint64_t first = a->n > a->cap ? a->n - a->cap : 0;
+	if (recount) {
+		memset(a->counts, 0, sizeof(uint32_t) * COUNT_SLOTS);
+		for (uint64_t j = first; j < a->n; j++)
+			a->counts[at(a, j) & (COUNT_SLOTS - 1)]++;
+	}
+	return a->counts[tok & (COUNT_SLOTS - 1)];
 }

@@ -28,7 +28,15 @@ struct sp_autostep {
 	uint32_t every;         /* occurrences of anchor per iteration */
 	uint32_t count;         /* anchor occurrences since the last boundary, at lock time */
 	uint32_t iterations;    /* iterations begun in the periodic run, the current one included */
+	uint32_t launches;      /* launch tokens (SP_AUTOSTEP_KERNEL) per period */
+	uint32_t copies;        /* whole periods the run covered at the lock */
+	/* why it has not locked: the longest repeat of the last attempts, proven or not */
+	uint32_t cand_period;
+	uint64_t cand_run;
+	/* periods the caller refuted after a lock, with the copies they must now show */
+	struct { uint32_t period, copies; } refuted[8];
 };
+#define SP_AUTOSTEP_REFUTED 8
 
 /* Set in a token that blocks the host until the GPU catches up (a synchronisation): iterations
  * usually end with one, so the boundary goes after the period's last such token. */
@@ -45,6 +53,14 @@ void sp_autostep_free(struct sp_autostep *a);
 /* Tells the detector that ns of the time since the last token were its own work (a detection
  * attempt), not the program's, so it does not see its own pauses as the loop's wrap. */
 void sp_autostep_credit(struct sp_autostep *a, uint64_t ns);
+/* Forgets the stream (not the refuted periods): learning starts again. This function can't fail. */
+void sp_autostep_reset(struct sp_autostep *a);
+/* The lock on period was wrong (its steps stopped matching): from now on that period must show
+ * twice as many copies as before to lock again. This function can't fail. */
+void sp_autostep_refute(struct sp_autostep *a, uint32_t period);
+/* Occurrences of tok in the ring (ids folded into 65,536 slots, so an estimate), from a histogram
+ * rebuilt first if recount. This function can't fail. */
+uint32_t sp_autostep_count(struct sp_autostep *a, uint32_t tok, int recount);
 /* Feeds one token. Returns 1 when this call locked the detector (result fields valid), else 0.
  * After locking it ignores further tokens. This function can't fail. */
 int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts);
