@@ -41,6 +41,7 @@ struct verdict {
 	uint32_t regime;       /* the dominant regime (most boundaries) */
 	size_t compared, matched, mismatched;
 	size_t refuted;        /* boundaries of steps the detector itself refuted */
+	size_t shifts;         /* re-locks after which the step numbers moved against the iterations */
 	long long offset;      /* step number - true iteration, in the dominant regime */
 	long long lock_iter;   /* true iteration during which the dominant regime locked */
 	long long steps_after, iters_after;
@@ -148,7 +149,7 @@ static void compare(const struct sp_tokstream *s, const struct replay *r, struct
 		v->loop_boundaries += (r->d[i].out.what & SP_DET_BOUNDARY) && nt && r->d[i].pos > truth[0];
 	}
 	long long prev_step = 0, prev_iter = 0, first_iter = -1, last_iter = -1;
-	int have_prev = 0, have_offset = 0;
+	int have_prev = 0, have_offset = 0, relocked = 0;
 	for (size_t i = 0; i < r->n && nt; i++) {
 		const struct decision *d = &r->d[i];
 		if (d->out.regime != v->regime || !(d->out.what & (SP_DET_BOUNDARY | SP_DET_LOCK)))
@@ -163,15 +164,20 @@ static void compare(const struct sp_tokstream *s, const struct replay *r, struct
 			if (v->lock_iter < 0)
 				v->lock_iter = it;
 			have_prev = 0; /* the locked step was not watched from its start */
+			relocked = have_offset;
 			continue;
 		}
 		if (first_iter < 0)
 			first_iter = it;
 		last_iter = it;
 		v->steps_after++;
-		if (!have_offset) {
+		if (!have_offset || relocked) {
+			/* a re-lock numbers the regime's steps from what it saw since it learned again:
+			 * iterations that another regime's steps covered are not counted (a shift) */
+			v->shifts += relocked && d->out.step - it != v->offset;
 			v->offset = d->out.step - it;
 			have_offset = 1;
+			relocked = 0;
 		} else if (d->out.step - it != v->offset) {
 			disagree(v, "step %lld begins in true iteration %lld (offset %lld before)", (long long)d->out.step, it, v->offset);
 		}
@@ -243,8 +249,9 @@ static void print_text(const struct sp_tokstream *s, const struct replay *r, con
 	}
 	fprintf(out, "truth: dominant regime %u: %lld steps from its first boundary, %lld true iterations; step number "
 		"- true iteration = %lld; locked during true iteration %lld; %zu consecutive steps compared: %zu match, "
-		"%zu disagreement%s%s%s; %zu refuted by the detector\n", v->regime, v->steps_after, v->iters_after, v->offset, v->lock_iter, v->compared,
-		v->matched, v->mismatched, v->mismatched == 1 ? "" : "s", v->why[0] ? ": first: " : "", v->why, v->refuted);
+		"%zu disagreement%s%s%s; %zu refuted by the detector; numbering shifted at %zu re-lock%s\n", v->regime, v->steps_after, v->iters_after, v->offset, v->lock_iter, v->compared,
+		v->matched, v->mismatched, v->mismatched == 1 ? "" : "s", v->why[0] ? ": first: " : "", v->why, v->refuted, v->shifts,
+		v->shifts == 1 ? "" : "s");
 }
 
 static void print_json(const struct sp_tokstream *s, const struct replay *r, const struct verdict *v, int ok, FILE *out)
@@ -269,9 +276,9 @@ static void print_json(const struct sp_tokstream *s, const struct replay *r, con
 		(unsigned long long)r->steps, r->how.relocks, r->how.mismatches);
 	sp_tokstream_json_str(out, r->undecided[0] ? r->undecided : r->at_end);
 	fprintf(out, ",\"truth\":{\"present\":%d,\"regime\":%u,\"steps\":%lld,\"iterations\":%lld,\"offset\":%lld,"
-		"\"lock_iteration\":%lld,\"compared\":%zu,\"matched\":%zu,\"mismatched\":%zu,\"first\":",
+		"\"lock_iteration\":%lld,\"compared\":%zu,\"matched\":%zu,\"mismatched\":%zu,\"shifts\":%zu,\"first\":",
 		v->have_truth, v->regime, v->steps_after, v->iters_after, v->offset, v->lock_iter, v->compared, v->matched,
-		v->mismatched);
+		v->mismatched, v->shifts);
 	sp_tokstream_json_str(out, v->why);
 	fprintf(out, "},\"check\":\"%s\"}\n", ok ? "ok" : "disagrees");
 }

@@ -18,7 +18,7 @@
 #include <dlfcn.h>
 #include <generated_nvtx_meta.h>
 #include <nccl.h>
-#include "autostep.h"
+#include "stepdet.h"
 #include "clock.h"
 #include "collector.h"
 #include "cupti_api.h"
@@ -70,13 +70,10 @@ static struct {
 	int writer_started;
 	char trace_path[SP_CFG_PATH + 256];
 	/* marker */
-	uint64_t marker_count;        /* occurrences so far */
-	uint8_t match[MATCH_CACHE];   /* 0 unknown, 1 no, 2 yes */
-	uint8_t truth_match[MATCH_CACHE]; /* the same for the recorded truth's pattern (tokrec.h) */
-	int in_range;                 /* profiler_range: inside cudaProfilerStart..Stop */
-	struct sp_autostep autodet;   /* auto marker, before it locks */
-	uint32_t auto_anchor;         /* auto marker token once locked (0 = learning) */
-	int auto_after;               /* the auto boundary is at the anchor call's end */
+	struct sp_stepdet det;        /* the step detector (stepdet.h): every marker kind */
+	uint64_t credit;              /* ns the detector spent learning, taken out of token times */
+	int nvtx_on;                  /* NVTX callbacks enabled */
+	uint8_t truth_match[MATCH_CACHE]; /* recorded truth's pattern: 0 unknown, 1 no, 2 yes (tokrec.h) */
 	uint32_t api_name[2][1024];   /* (domain, cbid) -> interned name, 0 = not yet */
 	uint8_t api_marker[2][1024];  /* (domain, cbid) is an api marker / profiler range call */
 	uint8_t cb_on[2][1024];       /* callbacks currently enabled */
@@ -86,7 +83,6 @@ static struct {
 	struct memop { uint8_t kind, shape; } memop[2][1024]; /* allocation calls, by (domain, cbid) */
 	int devices_written;          /* SP_EV_DEVICE records are in the trace */
 	int step_open;                /* a step is in progress (profiler ranges leave gaps) */
-	uint64_t range_starts, range_stops; /* profiler_range occurrences */
 	struct { uint32_t lo, hi; } closed[4]; /* corr ranges of windows already written (late records) */
 	unsigned nclosed;
 	char *(*demangle)(const char *, char *, size_t *, int *);
@@ -104,6 +100,8 @@ static __thread struct {
 	int nccl_group;               /* ncclGroupStart nesting */
 	int mk_depth;                 /* marker API calls in progress on this thread */
 	int after_pending;            /* an ending marker's entry set up a boundary for its exit */
+	int64_t after_step;           /* ... the step that begins then */
+	uint32_t after_cb[2];         /* ... its callback id (runtime, driver), 0 none */
 	uint32_t cur_cb[2];           /* (runtime, driver) callback ids in progress on this thread, 0 none */
 	int defer_off;                /* apply_callbacks left a call in progress enabled: redo at its exit */
 	int named;                    /* SP_EV_THREAD pushed */
@@ -168,10 +166,6 @@ static int name_matches_in(uint32_t id, const char *pat, uint8_t *cache)
 	return ok;
 }
 
-static int name_matches(uint32_t id)
-{
-	return name_matches_in(id, G.cfg.marker_pattern, G.match);
-}
 
 static void push(struct sp_event *ev)
 {
@@ -261,29 +255,50 @@ static int name_in(const char *n, const char *const *globs, size_t k)
 	return 0;
 }
 
+/* Points NVTX's injection at libcupti so that NVTX ranges reach CUPTI's callbacks. NVTX reads it
+ * at the program's first NVTX call: ranges opened before CUDA initialises are not seen. */
+static void nvtx_injection(void)
+{
+	const char *cur = getenv("NVTX_INJECTION64_PATH");
+	if (!cur || !*cur)
+		setenv("NVTX_INJECTION64_PATH", sp_cupti.path, 1);
+	else if (strcmp(cur, sp_cupti.path))
+		sp_warn("NVTX_INJECTION64_PATH is %s: NVTX ranges reach stepprof only if it is libcupti", cur);
+}
+
+/* Enables or disables CUPTI's NVTX callbacks on range starts and ends. Under G.lock. */
+static void set_nvtx(int on)
+{
+	static const CUpti_CallbackId ids[] = { CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
+		CUPTI_CBID_NVTX_nvtxRangeStartA, CUPTI_CBID_NVTX_nvtxRangeStartEx,
+		CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangeStartEx,
+		CUPTI_CBID_NVTX_nvtxRangePop, CUPTI_CBID_NVTX_nvtxRangeEnd,
+		CUPTI_CBID_NVTX_nvtxDomainRangePop, CUPTI_CBID_NVTX_nvtxDomainRangeEnd };
+	if (on == G.nvtx_on)
+		return;
+	G.nvtx_on = on;
+	for (size_t i = 0; i < sizeof ids / sizeof *ids; i++)
+		SP_CUPTI(cuptiEnableCallback(on, G.sub, CUPTI_CB_DOMAIN_NVTX, ids[i]));
+}
+
 /* Enables exactly the callbacks the current phase needs: marker detection always (until the
  * schedule is done), plus the recorded API set while collecting. Runs under G.lock. */
 static void apply_callbacks(void)
 {
 	static const CUpti_CallbackDomain doms[2] = { CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API };
 	static const uint32_t sizes[2] = { CUPTI_RUNTIME_TRACE_CBID_SIZE, CUPTI_DRIVER_TRACE_CBID_SIZE };
-	enum sp_marker_kind mk = G.cfg.marker_kind;
+	unsigned wants = sp_stepdet_wants(&G.det);
+	uint32_t anchor = sp_stepdet_anchor_name(&G.det);
 	int rec_rt = G.collecting && G.cfg.runtime_api, rec_drv = G.collecting && G.cfg.driver_api;
 	for (int d = 0; d < 2; d++) {
 		for (uint32_t cb = 1; cb < sizes[d] && cb < 1024; cb++) {
 			int want = 0;
-			if (!G.done) {
-				if ((mk == SP_MARK_KERNEL || (mk == SP_MARK_AUTO && !G.auto_anchor)) &&
-				    is_launch(doms[d], cb))
-					want = 1;
-				if (mk == SP_MARK_AUTO && !G.auto_anchor && (G.cls[d][cb] & CLS_AUTO))
-					want = 1;
-				if (mk == SP_MARK_AUTO && G.auto_anchor &&
-				    (G.api_marker[d][cb] || (is_launch(doms[d], cb) && G.api_marker[0][0])))
-					want = 1;
-				if ((mk == SP_MARK_API || mk == SP_MARK_PROFILER_RANGE) && G.api_marker[d][cb])
-					want = 1;
-			}
+			if (!G.done)
+				want = ((wants & SP_WANT_LAUNCH) && is_launch(doms[d], cb)) ||
+				       ((wants & SP_WANT_API) && (G.cls[d][cb] & CLS_AUTO)) ||
+				       ((wants & SP_WANT_GRAPH) && (G.cls[d][cb] & CLS_GRAPH)) ||
+				       ((wants & SP_WANT_ANCHOR) && anchor && G.api_name[d][cb] == anchor) ||
+				       ((wants & SP_WANT_MARKER) && G.api_marker[d][cb]);
 			if (!G.done && G.cfg.device_memory && G.memop[d][cb].shape)
 				want = 1; /* levels are tracked from process start */
 			if (sp_tokrec_on && (is_launch(doms[d], cb) || (G.cls[d][cb] & (CLS_AUTO | CLS_GRAPH | CLS_TRUTH))))
@@ -307,6 +322,7 @@ static void apply_callbacks(void)
 			}
 		}
 	}
+	set_nvtx(sp_tokrec_on || (!G.done && (wants & SP_WANT_NVTX)));
 }
 
 static void set_activities(int on)
@@ -581,11 +597,11 @@ static void end_step(uint64_t t, uint32_t corr)
 		set_collecting(SP_ACT_NONE);
 }
 
-/* Begins the next step at time t (corr as for end_step): opens a window at the first RECORD
+/* Begins step `number` at time t (corr as for end_step): opens a window at the first RECORD
  * step and switches collection on from WARMUP. */
-static void begin_step(uint64_t t, uint32_t corr)
+static void begin_step(uint64_t t, uint32_t corr, int64_t number)
 {
-	G.step++;
+	G.step = number;
 	G.step_open = 1;
 	G.step_start = t;
 	G.action = sp_schedule_action(&G.cfg.schedule, G.step);
@@ -611,98 +627,99 @@ static void begin_step(uint64_t t, uint32_t corr)
 		}
 	}
 	set_collecting(G.action);
-	if (!G.done && G.action == SP_ACT_NONE && sp_schedule_done(&G.cfg.schedule, G.step)) {
+	/* done once the schedule is, and the detector trusts its regime (a later phase of the program
+	 * would get the schedule anew: docs/STEPS.md) */
+	if (!G.done && G.action == SP_ACT_NONE && sp_schedule_done(&G.cfg.schedule, G.step) &&
+	    sp_stepdet_settled(&G.det)) {
 		G.done = 1;
 		apply_callbacks();
 	}
 }
 
-/* One marker occurrence at time t (corr as for end_step), counted against `every`. For
- * profiler ranges, a Start begins a step and the matching Stop (stop = 1) ends it. */
-static void marker_hit(uint64_t t, uint32_t corr, int stop)
+/* Automatic detection locked on step `step`: it is open from t but was not watched from its start,
+ * so it records nothing; warns if the schedule wanted a step before it. Under G.lock. */
+static void det_locked(const struct sp_det_out *o, uint64_t t)
 {
-	uint64_t every = (uint64_t)G.cfg.marker_every;
-	pthread_mutex_lock(&G.lock);
-	if (G.cfg.marker_kind == SP_MARK_PROFILER_RANGE) {
-		if (stop && ++G.range_stops % every == 0)
-			end_step(t, corr);
-		else if (!stop && G.range_starts++ % every == 0 && !G.done)
-			begin_step(t, corr);
-	} else if (!G.done && G.marker_count++ % every == 0) {
+	const struct sp_det_how *h = &G.det.how;
+	G.step = o->step;
+	G.step_open = 1;
+	G.action = SP_ACT_NONE;
+	G.step_start = t;
+	for (int64_t k = 0; k <= G.step; k++)
+		if (sp_schedule_action(&G.cfg.schedule, k) != SP_ACT_NONE) {
+			sp_warn("automatic step detection needed %lld iterations%s; the schedule's steps before %lld are "
+				"not recorded (raise skip_first or wait)", (long long)G.step + 1,
+				o->what & SP_DET_RELOCK ? " after the program's loop changed" : "", (long long)G.step + 1);
+			break;
+		}
+	sp_info("automatic steps%s: regime %u, period %u calls (%u launches), boundary %s '%s' (every %u), "
+		"proven by %u copies, at step %lld", o->what & SP_DET_RELOCK ? " (re-lock)" : "", h->regime, h->period,
+		h->launches, h->after ? "after" : "before", sp_intern_lookup(h->anchor & ~SP_AUTOSTEP_FLAGS), h->every,
+		h->confidence, (long long)G.step);
+}
+
+/* Applies one decision of the detector at time t (corr as for end_step). Under G.lock. */
+static void det_apply(const struct sp_det_out *o, uint64_t t, uint32_t corr, CUpti_CallbackId cbid, int d)
+{
+	char msg[700];
+	if (o->what & SP_DET_MISMATCH)
+		sp_info("step %lld did not match the detected period: automatic detection learns again",
+			(long long)o->bad_step);
+	if ((o->what & SP_DET_UNLOCK) && G.open)
+		G.action = SP_ACT_RECORD_AND_SAVE; /* the loop changed: a window open now ends with this step */
+	if (o->what & SP_DET_END)
 		end_step(t, corr);
-		begin_step(t, corr);
-	}
-	pthread_mutex_unlock(&G.lock);
-}
-
-/* A marker that ends its step (the auto detector's synchronisation anchor) is handled in two
- * halves. CUPTI must not be reconfigured inside an API exit callback (seen on CUDA 13: enabling
- * activity kinds there froze every later correlation id), so at the call's entry the collection
- * state of the coming step is set, and at its exit only the step bookkeeping happens. */
-static void after_enter(void)
-{
-	pthread_mutex_lock(&G.lock);
-	if (!G.done && G.marker_count++ % (uint64_t)G.cfg.marker_every == 0) {
-		set_collecting(sp_schedule_action(&G.cfg.schedule, G.step + 1));
+	if (o->what & SP_DET_LOCK)
+		det_locked(o, t);
+	if ((o->what & SP_DET_BOUNDARY) && (o->what & SP_DET_AFTER)) {
+		/* CUPTI must not be reconfigured inside an API exit callback (seen on CUDA 13: enabling
+		 * activity kinds there froze every later correlation id): the coming step's collection
+		 * is set now, at the call's entry, and only the bookkeeping waits for its exit */
+		set_collecting(sp_schedule_action(&G.cfg.schedule, o->step));
 		T.after_pending = 1;
+		T.after_step = o->step;
+		T.after_cb[d] = cbid;
+	} else if (o->what & SP_DET_BOUNDARY) {
+		end_step(t, corr);
+		begin_step(t, corr, o->step);
 	}
+	if (o->what & SP_DET_WANTS)
+		apply_callbacks();
+	if ((o->what & SP_DET_UNDECIDED) && sp_stepdet_undecided(&G.det, msg, sizeof msg))
+		sp_warn("%s", msg);
+}
+
+/* Feeds the detector one token (kind, flags and name as in trace/tokens.h) seen at time t, and
+ * applies what it decides. corr as for end_step; cbid/d name the API call (for a boundary at its
+ * exit). Takes G.lock. This function can't fail. */
+static void detect(uint8_t kind, uint8_t flags, uint32_t name, uint64_t t, uint32_t corr, CUpti_CallbackId cbid, int d)
+{
+	struct sp_det_out o;
+	pthread_mutex_lock(&G.lock);
+	if (G.done || G.disabled) {
+		pthread_mutex_unlock(&G.lock);
+		return;
+	}
+	struct sp_token tk = { .ts = t - G.credit, .name = name, .tid = tid(), .kind = kind, .flags = flags };
+	int learning = G.det.learning;
+	sp_stepdet_feed(&G.det, &tk, &o);
+	if (o.what)
+		det_apply(&o, t, corr, cbid, d);
+	uint64_t spent = sp_now_ns() - t;
+	if (learning && spent > 2000) /* a detection attempt ran: not the program's time */
+		G.credit += spent;
 	pthread_mutex_unlock(&G.lock);
 }
 
+/* The exit of a call that ends its step (see det_apply): the next step begins now; the next CUDA
+ * call's correlation id splits the two. */
 static void after_exit(uint64_t t)
 {
 	T.after_pending = 0;
+	T.after_cb[0] = T.after_cb[1] = 0;
 	pthread_mutex_lock(&G.lock);
-	end_step(t, 0); /* the next CUDA call's correlation id splits the steps */
-	begin_step(t, 0);
-	pthread_mutex_unlock(&G.lock);
-}
-
-/* The auto detector's token stream (before it locks) and anchor hits (after). */
-static void auto_token(uint32_t tok, uint64_t t, uint32_t corr)
-{
-	if (G.auto_anchor) {
-		if (tok == G.auto_anchor)
-			G.auto_after ? after_enter() : marker_hit(t, corr, 0);
-		return;
-	}
-	pthread_mutex_lock(&G.lock);
-	int locked = !G.auto_anchor && sp_autostep_feed(&G.autodet, tok, t);
-	uint64_t spent = sp_now_ns() - t;
-	if (spent > 2000) /* a detection attempt ran: not the program's time */
-		sp_autostep_credit(&G.autodet, spent);
-	if (locked) {
-		struct sp_autostep *a = &G.autodet;
-		G.auto_after = a->after;
-		G.cfg.marker_every = (int)a->every;
-		G.marker_count = a->count;
-		G.auto_anchor = a->anchor;
-		/* number steps from the program's first periodic iteration; the one in progress was
-		 * not watched from its start, so it records nothing */
-		G.step = (int64_t)a->iterations - 1;
-		G.step_open = 1;
-		G.action = SP_ACT_NONE;
-		G.step_start = t;
-		for (int64_t k = 0; k <= G.step; k++)
-			if (sp_schedule_action(&G.cfg.schedule, k) != SP_ACT_NONE) {
-				sp_warn("automatic step detection needed %lld iterations; the schedule's steps before "
-					"%lld are not recorded (raise skip_first or wait)", (long long)G.step + 1,
-					(long long)G.step + 1);
-				break;
-			}
-		G.api_marker[0][0] = 1; /* anchor may be a kernel: keep launch callbacks */
-		for (int d = 0; d < 2; d++)
-			for (uint32_t cb = 1; cb < 1024; cb++)
-				if (G.api_name[d][cb] == (a->anchor & ~SP_AUTOSTEP_FLAGS)) {
-					G.api_marker[d][cb] = 1;
-					G.api_marker[0][0] = 0; /* it is an API call: launches are not needed */
-				}
-		sp_info("automatic steps: period %u calls, boundary %s '%s' (every %u), at step %lld", a->period,
-			a->after ? "after" : "before", sp_intern_lookup(a->anchor & ~SP_AUTOSTEP_FLAGS), a->every,
-			(long long)G.step);
-		sp_autostep_free(a);
-		apply_callbacks();
-	}
+	end_step(t, 0);
+	begin_step(t, 0, T.after_step);
 	pthread_mutex_unlock(&G.lock);
 }
 
@@ -801,16 +818,39 @@ static void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *nd)
 	if (sp_tokrec_on) {
 		uint8_t f = nvtx_is_range(cbid) ? SP_TOKF_RANGE : 0;
 		if (nvtx_is_end(cbid)) {
-			sp_tokrec_add(SP_TOK_NVTX_POP, f, 0, t, tid());
+			sp_tokrec_add(SP_TOK_NVTX_POP, f, 0, t - G.credit, tid());
 		} else {
 			uint32_t id = msg ? sp_intern(msg) : 0;
 			if (msg && sp_tokrec_truth_kind() == SP_TOK_NVTX_PUSH && glob_match(sp_tokrec_truth_pattern(), msg))
-				sp_tokrec_add(SP_TOK_TRUTH, f, id, t, tid());
-			sp_tokrec_add(SP_TOK_NVTX_PUSH, f, id, t, tid());
+				sp_tokrec_add(SP_TOK_TRUTH, f, id, t - G.credit, tid());
+			sp_tokrec_add(SP_TOK_NVTX_PUSH, f, id, t - G.credit, tid());
 		}
 	}
-	if (G.cfg.marker_kind == SP_MARK_NVTX && msg && glob_match(G.cfg.marker_pattern, msg))
-		marker_hit(t, 0, 0);
+	if (G.cfg.marker_kind == SP_MARK_NVTX ? msg && glob_match(G.cfg.marker_pattern, msg)
+					       : (sp_stepdet_wants(&G.det) & SP_WANT_NVTX) != 0)
+		detect(nvtx_is_end(cbid) ? SP_TOK_NVTX_POP : SP_TOK_NVTX_PUSH, 0,
+		       msg && !nvtx_is_end(cbid) ? sp_intern(msg) : 0, t, 0, 0, 0);
+}
+
+/* The detector token an API entry is, if any: a kernel launch, or at the outermost level an
+ * auto-detection call or a graph launch. Fills kind, flags and name; returns 1, else 0. */
+static int token_of(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd, int launch,
+		    uint8_t *kind, uint8_t *flags, uint32_t *name)
+{
+	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
+	uint8_t cls = cbid < 1024 ? G.cls[d][cbid] : 0;
+	*flags = d ? SP_TOKF_DRIVER : 0;
+	if (launch) {
+		*kind = SP_TOK_KERNEL;
+		*name = name_id(cd->symbolName);
+		return 1;
+	}
+	if ((d && T.in_rt) || !(cls & (CLS_AUTO | CLS_GRAPH)))
+		return 0;
+	*kind = cls & CLS_AUTO ? SP_TOK_API : SP_TOK_GRAPH;
+	*flags |= (cls & CLS_AUTO) && G.api_sync[d][cbid] ? SP_TOKF_SYNC : 0;
+	*name = api_name(dom, cbid);
+	return 1;
 }
 
 /* Records the token an API entry is (STEPPROF_RECORD_TOKENS): a kernel launch, an auto-detection
@@ -818,23 +858,60 @@ static void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *nd)
 static void record_token(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd,
 			 int launch, uint64_t t)
 {
-	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API, outer = !(d && T.in_rt);
-	uint8_t df = d ? SP_TOKF_DRIVER : 0, cls = cbid < 1024 ? G.cls[d][cbid] : 0;
-	if (launch) {
-		uint32_t k = name_id(cd->symbolName);
-		if (sp_tokrec_truth_kind() == SP_TOK_KERNEL && name_matches_in(k, sp_tokrec_truth_pattern(), G.truth_match))
-			sp_tokrec_add(SP_TOK_TRUTH, df, k, t, tid());
-		sp_tokrec_add(SP_TOK_KERNEL, df, k, t, tid());
-		return;
+	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
+	uint8_t kind, flags;
+	uint32_t name;
+	int tok = token_of(dom, cbid, cd, launch, &kind, &flags, &name);
+	if (launch && sp_tokrec_truth_kind() == SP_TOK_KERNEL &&
+	    name_matches_in(name, sp_tokrec_truth_pattern(), G.truth_match))
+		sp_tokrec_add(SP_TOK_TRUTH, flags, name, t, tid());
+	else if (!launch && !(d && T.in_rt) && cbid < 1024 && (G.cls[d][cbid] & CLS_TRUTH))
+		sp_tokrec_add(SP_TOK_TRUTH, flags, api_name(dom, cbid), t, tid());
+	if (tok)
+		sp_tokrec_add(kind, flags, name, t, tid());
+}
+
+/* Marker detection at an API entry (time t and correlation id corr of the outermost call). Driver
+ * launches see every kernel (runtime launches nest in them); an API marker counts only the
+ * outermost matching call on its thread, a profiler range's Stop at its exit (detect_exit). */
+static void detect_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd,
+			 int launch, uint64_t t, uint32_t corr)
+{
+	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
+	uint8_t kind, flags;
+	uint32_t name;
+	switch (G.cfg.marker_kind) {
+	case SP_MARK_AUTO:
+		if (launch && !(sp_stepdet_wants(&G.det) & SP_WANT_LAUNCH))
+			break; /* a launch seen for a window's sake: the detector would ignore it */
+		if (token_of(dom, cbid, cd, launch, &kind, &flags, &name))
+			detect(kind, flags, name, t, corr, cbid, d);
+		break;
+	case SP_MARK_KERNEL:
+		if (launch && sp_stepdet_matches(&G.det, name = name_id(cd->symbolName)))
+			detect(SP_TOK_KERNEL, 0, name, t, corr, cbid, d);
+		break;
+	case SP_MARK_API:
+	case SP_MARK_PROFILER_RANGE:
+		if (cbid < 1024 && G.api_marker[d][cbid] && T.mk_depth++ == 0 &&
+		    (G.cfg.marker_kind == SP_MARK_API || strstr(sp_intern_lookup(api_name(dom, cbid)), "Start")))
+			detect(SP_TOK_API, 0, api_name(dom, cbid), t, corr, cbid, d);
+		break;
+	default:
+		break;
 	}
-	if (!outer)
-		return;
-	if (cls & CLS_TRUTH)
-		sp_tokrec_add(SP_TOK_TRUTH, df, api_name(dom, cbid), t, tid());
-	if (cls & CLS_AUTO)
-		sp_tokrec_add(SP_TOK_API, df | (G.api_sync[d][cbid] ? SP_TOKF_SYNC : 0), api_name(dom, cbid), t, tid());
-	else if (cls & CLS_GRAPH)
-		sp_tokrec_add(SP_TOK_GRAPH, df, api_name(dom, cbid), t, tid());
+}
+
+/* Marker detection at an API exit: a boundary at the end of its call, a profiler range's Stop. */
+static void detect_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd, uint64_t t)
+{
+	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
+	if (T.after_pending && T.after_cb[d] == cbid)
+		after_exit(t); /* the iteration ended with this call */
+	if ((G.cfg.marker_kind == SP_MARK_API || G.cfg.marker_kind == SP_MARK_PROFILER_RANGE) && cbid < 1024 &&
+	    G.api_marker[d][cbid] && T.mk_depth > 0 && --T.mk_depth == 0 &&
+	    G.cfg.marker_kind == SP_MARK_PROFILER_RANGE && strstr(sp_intern_lookup(api_name(dom, cbid)), "Stop"))
+		detect(SP_TOK_API, 0, api_name(dom, cbid), t, cd->correlationId, cbid, d);
 }
 
 static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
@@ -857,8 +934,6 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 	int launch = is_launch(dom, cbid);
 	if (launch && d && T.in_rt_launch)
 		return; /* the driver launch inside a runtime launch: that one is counted and recorded */
-	int api_mk = cbid < 1024 && G.api_marker[d][cbid] &&
-		     (G.cfg.marker_kind == SP_MARK_API || G.cfg.marker_kind == SP_MARK_PROFILER_RANGE);
 	uint64_t t = sp_now_ns();
 	if (cd->callbackSite == CUPTI_API_ENTER) {
 		T.cur_cb[d] = cbid;
@@ -874,7 +949,7 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 		uint64_t mt = d && T.in_rt ? T.rt_t0 : t;
 		uint32_t mc = d && T.in_rt ? T.rt_corr : cd->correlationId;
 		if (sp_tokrec_on)
-			record_token(dom, cbid, cd, launch, mt);
+			record_token(dom, cbid, cd, launch, mt - G.credit);
 		if (atomic_load_explicit(&G.split_pending, memory_order_relaxed) && atomic_exchange(&G.split_pending, 0)) {
 			pthread_mutex_lock(&G.lock);
 			if (G.split_lo && *G.split_lo == CORR_PENDING)
@@ -884,23 +959,8 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 			G.split_lo = G.split_hi = NULL;
 			pthread_mutex_unlock(&G.lock);
 		}
-		/* Marker detection. Driver launches see every kernel (runtime launches nest in them);
-		 * an API marker counts only the outermost matching call on its thread. */
-		if (!G.done) {
-			if (G.cfg.marker_kind == SP_MARK_KERNEL) {
-				if (launch && name_matches(name_id(cd->symbolName)))
-					marker_hit(mt, mc, 0);
-			} else if (G.cfg.marker_kind == SP_MARK_AUTO) {
-				if (launch)
-					auto_token(name_id(cd->symbolName) | SP_AUTOSTEP_KERNEL, mt, mc);
-				else if (cbid < 1024 && (G.cls[d][cbid] & CLS_AUTO) && !(d && T.in_rt))
-					auto_token(api_name(dom, cbid) | (G.api_sync[d][cbid] ? SP_AUTOSTEP_SYNC : 0), mt, mc);
-			} else if (api_mk && T.mk_depth++ == 0) {
-				const char *n = sp_intern_lookup(api_name(dom, cbid));
-				if (G.cfg.marker_kind == SP_MARK_API || strstr(n, "Start"))
-					marker_hit(mt, mc, 0);
-			}
-		}
+		if (!G.done)
+			detect_enter(dom, cbid, cd, launch, mt, mc);
 		if (cd->correlationData)
 			*cd->correlationData = t;
 		return;
@@ -915,11 +975,7 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 		apply_callbacks();
 		pthread_mutex_unlock(&G.lock);
 	}
-	if (T.after_pending && cbid < 1024 && G.api_marker[d][cbid])
-		after_exit(t); /* the iteration ended with this call */
-	if (api_mk && T.mk_depth > 0 && --T.mk_depth == 0 && G.cfg.marker_kind == SP_MARK_PROFILER_RANGE &&
-	    strstr(sp_intern_lookup(api_name(dom, cbid)), "Stop"))
-		marker_hit(t, cd->correlationId, 1);
+	detect_exit(dom, cbid, cd, t);
 	struct window *w = __atomic_load_n(&G.open, __ATOMIC_ACQUIRE);
 	struct memop mop = cbid < 1024 ? G.memop[d][cbid] : (struct memop){ 0, 0 };
 	int ok = cd->functionReturnValue && *(const int *)cd->functionReturnValue == 0;
@@ -1149,16 +1205,17 @@ static void explain_no_window(void)
 			first = k;
 	if (first < 0)
 		return; /* the schedule records nothing */
-	const char *anchor = sp_intern_lookup(G.auto_anchor & ~SP_AUTOSTEP_FLAGS);
-	if (G.cfg.marker_kind == SP_MARK_AUTO && !G.auto_anchor)
-		sp_warn("no step recorded: automatic step detection did not find the iteration (it must "
-			"repeat exactly, four times); set an explicit [marker] (docs/STEPS.md)");
+	const struct sp_det_how *h = &G.det.how;
+	const char *anchor = sp_intern_lookup(h->anchor & ~SP_AUTOSTEP_FLAGS);
+	char msg[700];
+	if (G.cfg.marker_kind == SP_MARK_AUTO && sp_stepdet_undecided(&G.det, msg, sizeof msg))
+		sp_warn("no step recorded: %s", msg);
 	else if (G.cfg.marker_kind == SP_MARK_AUTO)
 		sp_warn("no step recorded: the program ended in step %lld and the schedule records from step "
-			"%lld; automatic boundaries come %s each '%s' (every %d): if the program ran longer, "
+			"%lld; automatic boundaries come %s each '%s' (every %u): if the program ran longer, "
 			"that call stopped recurring - set an explicit [marker] (docs/STEPS.md)",
-			(long long)G.step, (long long)first, G.auto_after ? "after" : "before", anchor ? anchor : "?",
-			G.cfg.marker_every);
+			(long long)G.step, (long long)first, h->after ? "after" : "before", anchor ? anchor : "?",
+			h->every);
 	else if (G.step < 0)
 		sp_warn("no step recorded: the %s marker '%s' never occurred", sp_marker_kind_name(G.cfg.marker_kind),
 			G.cfg.marker_pattern);
@@ -1166,6 +1223,16 @@ static void explain_no_window(void)
 		sp_warn("no step recorded: the program ended in step %lld and the schedule records from step "
 			"%lld (%s marker '%s', every %d)", (long long)G.step, (long long)first,
 			sp_marker_kind_name(G.cfg.marker_kind), G.cfg.marker_pattern, G.cfg.marker_every);
+}
+
+/* At exit, if automatic detection had locked, then lost the loop and never found it again, says
+ * so (the steps after the change are missing). Caller holds G.lock. This function can't fail. */
+static void explain_relearning(void)
+{
+	char msg[700];
+	if (G.next_window_id && G.det.how.relocks + G.det.how.mismatches && G.cfg.marker_kind == SP_MARK_AUTO &&
+	    sp_stepdet_undecided(&G.det, msg, sizeof msg))
+		sp_warn("at exit: the program's loop changed after step %lld and %s", (long long)G.step, msg);
 }
 
 static void on_exit_process(void)
@@ -1177,6 +1244,7 @@ static void on_exit_process(void)
 		G.action = SP_ACT_RECORD_AND_SAVE;
 	end_step(sp_now_ns(), 0);
 	explain_no_window();
+	explain_relearning();
 	G.done = 1;
 	pthread_mutex_unlock(&G.lock);
 	if (G.writer_started > 0) {
@@ -1195,27 +1263,6 @@ static void on_exit_process(void)
 		sp_writer_stop();
 	}
 	G.active = 0;
-}
-
-/* Enables CUPTI's NVTX callbacks on range starts (and ends, with_ends). NVTX reaches CUPTI only
- * through its injection hook, read at the program's first NVTX call: ranges opened before CUDA
- * initialises are not seen. */
-static void enable_nvtx(int with_ends)
-{
-	static const CUpti_CallbackId starts[] = { CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
-		CUPTI_CBID_NVTX_nvtxRangeStartA, CUPTI_CBID_NVTX_nvtxRangeStartEx,
-		CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangeStartEx };
-	static const CUpti_CallbackId ends[] = { CUPTI_CBID_NVTX_nvtxRangePop, CUPTI_CBID_NVTX_nvtxRangeEnd,
-		CUPTI_CBID_NVTX_nvtxDomainRangePop, CUPTI_CBID_NVTX_nvtxDomainRangeEnd };
-	const char *cur = getenv("NVTX_INJECTION64_PATH");
-	if (!cur || !*cur)
-		setenv("NVTX_INJECTION64_PATH", sp_cupti.path, 1);
-	else if (strcmp(cur, sp_cupti.path))
-		sp_warn("NVTX_INJECTION64_PATH is %s: NVTX ranges reach stepprof only if it is libcupti", cur);
-	for (size_t i = 0; i < sizeof starts / sizeof *starts; i++)
-		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, starts[i]));
-	for (size_t i = 0; with_ends && i < sizeof ends / sizeof *ends; i++)
-		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, ends[i]));
 }
 
 static int arm_markers(void)
@@ -1251,8 +1298,8 @@ static int arm_markers(void)
 			G.cfg.marker_pattern);
 		return -1;
 	}
-	if (G.cfg.marker_kind == SP_MARK_NVTX || sp_tokrec_on)
-		enable_nvtx(sp_tokrec_on);
+	if (G.cfg.marker_kind == SP_MARK_NVTX || G.cfg.marker_kind == SP_MARK_AUTO || sp_tokrec_on)
+		nvtx_injection();
 	if (G.cfg.marker_kind == SP_MARK_NCCL)
 		sp_info("NCCL marker '%s': steps come from the NCCL hooks", G.cfg.marker_pattern);
 	return 0;
@@ -1301,7 +1348,7 @@ void sp_collector_inject(void)
 	}
 	sp_ring_configure(G.cfg.ring_events);
 	sp_writer_set_tick(writer_tick, NULL);
-	if (G.cfg.marker_kind == SP_MARK_AUTO && sp_autostep_init(&G.autodet, 1u << 16) < 0) {
+	if (sp_stepdet_init(&G.det, G.cfg.marker_kind, G.cfg.marker_pattern, G.cfg.marker_every, G.demangle) < 0) {
 		sp_warn("no memory for automatic step detection; not profiling");
 		sp_cupti.cuptiUnsubscribe(G.sub);
 		return;
@@ -1395,9 +1442,10 @@ uint64_t sp_collector_nccl_begin(const struct sp_nccl_call *c)
 	if (c->op == SP_NCCL_GROUP_END && T.nccl_group > 0)
 		T.nccl_group--;
 	if (sp_tokrec_on)
-		sp_tokrec_add(SP_TOK_NCCL, 0, sp_intern(c->fn), t, tid());
-	if (G.cfg.marker_kind == SP_MARK_NCCL && !G.done && glob_match(G.cfg.marker_pattern, c->fn))
-		marker_hit(t, 0, 0);
+		sp_tokrec_add(SP_TOK_NCCL, 0, sp_intern(c->fn), t - G.credit, tid());
+	if (G.cfg.marker_kind == SP_MARK_NCCL ? glob_match(G.cfg.marker_pattern, c->fn)
+					       : (sp_stepdet_wants(&G.det) & SP_WANT_NCCL) != 0)
+		detect(SP_TOK_NCCL, 0, sp_intern(c->fn), t, 0, 0, 0);
 	return t;
 }
 
