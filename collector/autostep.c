@@ -21,9 +21,10 @@
 #include <string.h>
 #include "autostep.h"
 
-#define TRY_EVERY 256u     /* tokens between detection attempts (every 8 for the first 2048) */
+#define TRY_EVERY 256u     /* tokens between detection attempts (more often at first: try_gap) */
 #define COUNT_SLOTS 65536u /* token histogram size (ids are folded into it) */
 #define MAX_CANDIDATES 64u /* distances tried per attempt */
+#define SCAN_NEWEST 8192u  /* newest tokens searched for the rarest repeating one */
 #define MIN_REPEATS 3u     /* full periods the run must cover besides the current one */
 #define MAX_PERIOD 16384u  /* longest iteration, in tokens */
 #define GAP_RATIO 4u       /* the wrap's CPU gap vs the period's median gap */
@@ -32,6 +33,14 @@
 #define NOSYNC_REPEATS 8u  /* full periods a period that only a CPU gap wraps must cover (identical
 			    * layers behind Python's per-module overhead repeat fewer times than this
 			    * in most models; the collector's per-step check refutes deeper stacks) */
+
+/* Tokens until the next attempt after n: every 8 for the first 512 (short loops lock within a few
+ * iterations), every 32 up to 4096, then TRY_EVERY (an attempt costs about the newest
+ * SCAN_NEWEST tokens, so attempts stay rare per token once the ring is full). */
+static uint64_t try_gap(uint64_t n)
+{
+	return n < 512 ? TRY_EVERY / 32 : n < 4096 ? TRY_EVERY / 8 : TRY_EVERY;
+}
 
 static inline uint32_t at(const struct sp_autostep *a, uint64_t i)
 {
@@ -192,12 +201,14 @@ static uint32_t find_period(struct sp_autostep *a)
 	uint64_t pos = a->n - 1, best_d = 0, best_run = 0;
 	uint32_t best_count = UINT32_MAX;
 
-	/* the rarest token that still repeats: its last occurrence and earlier ones give the candidates */
-	memset(a->counts, 0, sizeof(uint32_t) * COUNT_SLOTS);
-	for (uint64_t j = first; j < a->n; j++)
-		a->counts[at(a, j) & (COUNT_SLOTS - 1)]++;
-	/* among the newer half only: old setup tokens must not hide the iteration's rare ones */
-	for (uint64_t i = a->n; i-- > first + (a->n - first) / 2;) {
+	/* the rarest token that still repeats (counts over the ring are kept as tokens come and go):
+	 * its last occurrence and earlier ones give the candidates. Among the newer half only (old
+	 * setup tokens must not hide the iteration's rare ones), and at most SCAN_NEWEST tokens back:
+	 * the newest ones hold a token of the current iteration whatever its length. */
+	uint64_t lo = first + (a->n - first) / 2;
+	if (a->n - lo > SCAN_NEWEST)
+		lo = a->n - SCAN_NEWEST;
+	for (uint64_t i = a->n; i-- > lo;) {
 		uint32_t c = a->counts[at(a, i) & (COUNT_SLOTS - 1)];
 		if (c >= MIN_REPEATS + 1 && c < best_count) {
 			best_count = c;
@@ -206,6 +217,14 @@ static uint32_t find_period(struct sp_autostep *a)
 	}
 	if (best_count == UINT32_MAX)
 		return 0;
+	/* the newest tokens all alike (a run of one kernel): a period no longer than that run is
+	 * constant wherever it repeats, so a period of one explains it and it is not primitive;
+	 * skipping those spares the measurement of their (long) runs */
+	uint64_t same = a->same;
+	if (same > a->cand_run) {
+		a->cand_run = same;
+		a->cand_period = 1;
+	}
 	uint32_t tried = 0;
 	for (uint64_t j = pos; j-- > first && tried < MAX_CANDIDATES;) {
 		if (at(a, j) != at(a, pos))
@@ -214,6 +233,8 @@ static uint32_t find_period(struct sp_autostep *a)
 		tried++;
 		if ((MIN_REPEATS + 1) * d > a->n - first)
 			break;
+		if (d <= same)
+			continue;
 		uint64_t r = run_length(a, first, d);
 		int sync = 0;
 		if (r > best_run && proven(a, first, d, r, &sync)) {
@@ -244,7 +265,7 @@ int sp_autostep_init(struct sp_autostep *a, uint32_t cap)
 		return -1;
 	}
 	a->cap = c;
-	a->next_try = TRY_EVERY / 32;
+	a->next_try = try_gap(0);
 	return 0;
 }
 
@@ -262,8 +283,9 @@ void sp_autostep_free(struct sp_autostep *a)
 
 void sp_autostep_reset(struct sp_autostep *a)
 {
+	memset(a->counts, 0, sizeof(uint32_t) * COUNT_SLOTS);
 	a->n = 0;
-	a->next_try = TRY_EVERY / 32;
+	a->next_try = try_gap(0);
 	a->last_period = 0;
 	a->first_found = 0;
 	a->found_sync = 0;
@@ -271,6 +293,7 @@ void sp_autostep_reset(struct sp_autostep *a)
 	a->locked = 0;
 	a->cand_period = 0;
 	a->cand_run = 0;
+	a->same = 0;
 }
 
 void sp_autostep_refute(struct sp_autostep *a, uint32_t period)
@@ -297,12 +320,18 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 {
 	if (a->locked || !a->tok)
 		return 0;
+	a->same = a->n && at(a, a->n - 1) == tok ? a->same + 1 : 0;
+	if (a->same > a->cap)
+		a->same = a->cap; /* as run_length(1), bounded by the ring */
+	if (a->n >= a->cap)
+		a->counts[at(a, a->n) & (COUNT_SLOTS - 1)]--; /* the token it overwrites leaves the ring */
+	a->counts[tok & (COUNT_SLOTS - 1)]++;
 	a->tok[a->n & (a->cap - 1)] = tok;
 	a->ts[a->n & (a->cap - 1)] = ts - a->credit;
 	a->n++;
 	if (a->n < a->next_try)
 		return 0;
-	a->next_try = a->n + (a->n < 8 * TRY_EVERY ? TRY_EVERY / 32 : TRY_EVERY);
+	a->next_try = a->n + try_gap(a->n);
 	uint32_t p = find_period(a);
 	if (!p || p != a->last_period) {
 		a->last_period = p;
@@ -338,11 +367,6 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 
 uint32_t sp_autostep_count(struct sp_autostep *a, uint32_t tok, int recount)
 {
-	uint64_t first = a->n > a->cap ? a->n - a->cap : 0;
-	if (recount) {
-		memset(a->counts, 0, sizeof(uint32_t) * COUNT_SLOTS);
-		for (uint64_t j = first; j < a->n; j++)
-			a->counts[at(a, j) & (COUNT_SLOTS - 1)]++;
-	}
+	(void)recount; /* the counts are kept up to date as tokens come and go */
 	return a->counts[tok & (COUNT_SLOTS - 1)];
 }

@@ -20,6 +20,7 @@ struct sp_autostep {
 	uint64_t first_found;   /* n when last_period was first found */
 	int found_sync;         /* the period found last holds a synchronisation */
 	uint64_t credit;        /* ns spent in detection itself, taken out of later timestamps */
+	uint64_t same;          /* the newest tokens' run of one token (run_length for a period of 1) */
 	/* result, valid once locked */
 	int locked;
 	uint32_t period;        /* tokens per iteration */

@@ -701,13 +701,12 @@ static void detect(uint8_t kind, uint8_t flags, uint32_t name, uint64_t t, uint3
 		return;
 	}
 	struct sp_token tk = { .ts = t - G.credit, .name = name, .tid = tid(), .kind = kind, .flags = flags };
-	int learning = G.det.learning;
+	int attempt = sp_stepdet_may_try(&G.det);
 	sp_stepdet_feed(&G.det, &tk, &o);
 	if (o.what)
 		det_apply(&o, t, corr, cbid, d);
-	uint64_t spent = sp_now_ns() - t;
-	if (learning && spent > 2000) /* a detection attempt ran: not the program's time */
-		G.credit += spent;
+	if (attempt) /* a detection attempt ran: its time is not the program's */
+		G.credit += sp_now_ns() - t;
 	pthread_mutex_unlock(&G.lock);
 }
 

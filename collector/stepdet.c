@@ -25,9 +25,8 @@
 #define SETTLE_STEPS 64u         /* a regime this old is the program's loop (sp_stepdet_settled) */
 #define UNDECIDED_TOKENS 65536u  /* learning this long without a lock is reported */
 #define OVERRUN 2u               /* a counted step with this many periods' launches ... */
-#define OVERRUN_SLACK 32u        /* ... and this many more has lost its anchor, */
-#define OVERRUN_TIME 8u          /* ... as has one lasting this many median steps */
-#define OVERRUN_MIN_NS 1000000u  /* ... and at least this long */
+#define OVERRUN_SLACK 32u        /* ... and this many more has lost its anchor (time is no
+				  * measure: a pause in one step, a checkpoint, must not unlock) */
 #define LEARN_WANTS (SP_WANT_LAUNCH | SP_WANT_API | SP_WANT_GRAPH | SP_WANT_NVTX | SP_WANT_NCCL)
 
 static int glob_match(const char *pat, const char *s)
@@ -194,6 +193,11 @@ void sp_stepdet_free(struct sp_stepdet *d)
 	sp_autostep_free(&d->a);
 }
 
+int sp_stepdet_may_try(const struct sp_stepdet *d)
+{
+	return d->learning && d->a.n + 1 >= d->a.next_try;
+}
+
 unsigned sp_stepdet_wants(const struct sp_stepdet *d)
 {
 	return d->wants;
@@ -320,29 +324,16 @@ static int cmp_u64(const void *x, const void *y)
 static int step_differs(struct sp_stepdet *d, uint64_t ts)
 {
 	uint64_t dur = ts - d->step_t0, s[SP_DET_DURATIONS];
-	uint32_t n = d->ndur < SP_DET_DURATIONS ? d->ndur : SP_DET_DURATIONS;
 	if (d->counting && d->counted != d->how.launches)
 		return 1;
-	if (!d->counting && n >= 4) {
-		memcpy(s, d->dur, n * sizeof *s);
-		qsort(s, n, sizeof *s, cmp_u64);
-		if (dur * DUR_RATIO < s[n / 2] || dur > s[n / 2] * DUR_RATIO)
-			d->check_next = 1;
-	}
+	if (!d->counting && d->ndur >= 4 && (dur * DUR_RATIO < d->dur_median || dur > d->dur_median * DUR_RATIO))
+		d->check_next = 1;
 	d->dur[d->ndur++ % SP_DET_DURATIONS] = dur;
-	return 0;
-}
-
-/* 1 if the open step has lasted far longer than the recent steps (its anchor may never come). */
-static int overdue(const struct sp_stepdet *d, uint64_t ts)
-{
-	uint64_t s[SP_DET_DURATIONS], dur = ts - d->step_t0;
 	uint32_t n = d->ndur < SP_DET_DURATIONS ? d->ndur : SP_DET_DURATIONS;
-	if (n < 3 || dur < OVERRUN_MIN_NS)
-		return 0;
 	memcpy(s, d->dur, n * sizeof *s);
 	qsort(s, n, sizeof *s, cmp_u64);
-	return dur > OVERRUN_TIME * s[n / 2];
+	d->dur_median = s[n / 2];
+	return 0;
 }
 
 /* An anchor occurrence while locked. */
@@ -385,7 +376,7 @@ static void auto_feed(struct sp_stepdet *d, const struct sp_token *t, struct sp_
 	if (tok == d->how.anchor)
 		anchor_hit(d, t, out);
 	if (d->counting && (t->kind == SP_TOK_KERNEL || t->kind == SP_TOK_GRAPH) &&
-	    (++d->counted > OVERRUN * d->how.launches + OVERRUN_SLACK || overdue(d, t->ts))) {
+	    ++d->counted > OVERRUN * d->how.launches + OVERRUN_SLACK) {
 		/* far more launches than a period holds and no anchor: the loop has changed (its anchor
 		 * may never come again); the step is refuted now */
 		refute_step(d, out);
