@@ -18,6 +18,8 @@ struct sp_step_stat {
 	uint64_t start, end;    /* CPU boundaries, ns */
 	uint64_t kernels, kernel_ns, nccl_ns, copy_ns; /* GPU work launched from the step */
 	uint64_t busy, idle;    /* ns of the step's span with GPU work running; its longest gap */
+	struct sp_ev_step how;  /* the STEP record: how the step was found (format version 2) */
+	uint32_t marker;        /* its marker pattern or anchor (string id), 0 unknown */
 };
 
 /* A window's CUDA calls by correlation id: what places its GPU work among its steps. */

@@ -72,6 +72,8 @@ static struct {
 	/* marker */
 	struct sp_stepdet det;        /* the step detector (stepdet.h): every marker kind */
 	uint64_t credit;              /* ns the detector spent learning, taken out of token times */
+	struct sp_det_how step_how;   /* how the current step was found (its STEP record says it) */
+	int step_refuted;             /* the detector found the current step to differ from the period */
 	int nvtx_on;                  /* NVTX callbacks enabled */
 	uint8_t truth_match[MATCH_CACHE]; /* recorded truth's pattern: 0 unknown, 1 no, 2 yes (tokrec.h) */
 	uint32_t api_name[2][1024];   /* (domain, cbid) -> interned name, 0 = not yet */
@@ -567,6 +569,22 @@ static void activities_idle(void)
 	G.activities_on = 0;
 }
 
+/* Fills a STEP record's account of how the step was found (format version 2). */
+static void step_how(struct sp_event *ev)
+{
+	const struct sp_det_how *h = &G.step_how;
+	int aut = G.cfg.marker_kind == SP_MARK_AUTO;
+	ev->name = aut ? h->anchor & ~SP_AUTOSTEP_FLAGS : sp_intern(G.cfg.marker_pattern[0] ? G.cfg.marker_pattern : "?");
+	ev->u.step.how = (uint8_t)(G.cfg.marker_kind + 1);
+	ev->u.step.flags = (uint8_t)((aut && h->after ? SP_STEP_AFTER : 0) | (G.step_refuted ? SP_STEP_REFUTED : 0));
+	ev->u.step.regime = h->regime;
+	ev->u.step.period = h->period;
+	ev->u.step.launches = h->launches;
+	ev->u.step.every = aut ? h->every : (uint32_t)G.cfg.marker_every;
+	ev->u.step.confidence = h->confidence;
+	ev->u.step.relocks = h->relocks;
+}
+
 /* Ends the current step at time t; corr is the correlation id of the CUDA call that is the
  * marker (0 if the marker is not a CUDA call). Writes the step if it was recorded and hands a
  * finished window to the writer thread. */
@@ -579,6 +597,7 @@ static void end_step(uint64_t t, uint32_t corr)
 		struct sp_event ev = { .kind = SP_EV_STEP, .sub = G.action, .device = SP_NO_DEVICE, .tid = tid(),
 				       .start = G.step_start, .end = t };
 		ev.u.step.number = G.step;
+		step_how(&ev);
 		push(&ev);
 	}
 	if (G.action == SP_ACT_RECORD_AND_SAVE && G.open) {
@@ -603,6 +622,8 @@ static void begin_step(uint64_t t, uint32_t corr, int64_t number)
 {
 	G.step = number;
 	G.step_open = 1;
+	G.step_how = G.det.how;
+	G.step_refuted = 0;
 	G.step_start = t;
 	G.action = sp_schedule_action(&G.cfg.schedule, G.step);
 	sp_info("step %lld begins (%s) on thread %u", (long long)G.step, sp_action_name(G.action), tid());
@@ -643,6 +664,8 @@ static void det_locked(const struct sp_det_out *o, uint64_t t)
 	const struct sp_det_how *h = &G.det.how;
 	G.step = o->step;
 	G.step_open = 1;
+	G.step_how = G.det.how;
+	G.step_refuted = 0;
 	G.action = SP_ACT_NONE;
 	G.step_start = t;
 	for (int64_t k = 0; k <= G.step; k++)
@@ -662,9 +685,11 @@ static void det_locked(const struct sp_det_out *o, uint64_t t)
 static void det_apply(const struct sp_det_out *o, uint64_t t, uint32_t corr, CUpti_CallbackId cbid, int d)
 {
 	char msg[700];
-	if (o->what & SP_DET_MISMATCH)
+	if (o->what & SP_DET_MISMATCH) {
 		sp_info("step %lld did not match the detected period: automatic detection learns again",
 			(long long)o->bad_step);
+		G.step_refuted = 1; /* it is the open step: its STEP record says so */
+	}
 	if ((o->what & SP_DET_UNLOCK) && G.open)
 		G.action = SP_ACT_RECORD_AND_SAVE; /* the loop changed: a window open now ends with this step */
 	if (o->what & SP_DET_END)

@@ -73,7 +73,13 @@ static const struct field mem_fields[] = {
 	F(u.mem.addr, FL_U), F(u.mem.size, FL_U), F(u.mem.live, FL_U), F(u.mem.stack, FL_U), F(u.mem.flags, FL_U),
 };
 static const struct field marker_fields[] = { F(u.marker.domain, FL_U), F(u.marker.depth, FL_S) };
-static const struct field step_fields[] = { F(u.step.number, FL_S) };
+static const struct field step_fields[] = {
+	F(u.step.number, FL_S), F(u.step.how, FL_U), F(u.step.flags, FL_U), F(u.step.regime, FL_U),
+	F(u.step.period, FL_U), F(u.step.launches, FL_U), F(u.step.every, FL_U), F(u.step.confidence, FL_U),
+	F(u.step.relocks, FL_U),
+};
+/* a version-1 file's step record: the number only */
+static const struct field step_fields_v1[] = { F(u.step.number, FL_S) };
 static const struct field window_fields[] = {
 	F(u.window.id, FL_U), F(u.window.capped, FL_U), F(u.window.first_step, FL_S),
 	F(u.window.last_step, FL_S), F(u.window.bytes, FL_U), F(u.window.dropped, FL_U),
@@ -541,8 +547,14 @@ static int read_event(struct sp_trace_reader *r, uint8_t kind, const uint8_t **p
 		if (field_set(ev, &common_fields[i], v) < 0)
 			return reader_fail(r, "corrupt %s record", sp_ev_kind_name(kind));
 	}
-	for (unsigned i = 0; i < kind_fields[kind].n; i++)
-		if (get_varint(p, end, &v) < 0 || field_set(ev, &kind_fields[kind].f[i], v) < 0)
+	const struct field *kf = kind_fields[kind].f;
+	unsigned nk = kind_fields[kind].n;
+	if (kind == SP_EV_STEP && r->hdr.version < 2) {
+		kf = step_fields_v1;
+		nk = 1;
+	}
+	for (unsigned i = 0; i < nk; i++)
+		if (get_varint(p, end, &v) < 0 || field_set(ev, &kf[i], v) < 0)
 			return reader_fail(r, "corrupt %s record", sp_ev_kind_name(kind));
 	return 0;
 }
@@ -587,7 +599,7 @@ struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_
 	uint8_t h[HEADER_V1_SIZE] = { 0 };
 	memcpy(h, SP_TRACE_MAGIC, 8);
 	put_le(h + 8, SP_TRACE_VERSION, 2);
-	put_le(h + 10, SP_TRACE_MIN_VERSION, 2);
+	put_le(h + 10, SP_TRACE_WRITE_MIN_VERSION, 2);
 	put_le(h + 12, HEADER_V1_SIZE, 4);
 	put_le(h + 16, meta->features, 8);
 	put_le(h + 24, (uint32_t)meta->pid, 4);

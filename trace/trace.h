@@ -13,8 +13,10 @@
 #include "event.h"
 
 #define SP_TRACE_MAGIC "STEPPROF"
-#define SP_TRACE_VERSION 1
-#define SP_TRACE_MIN_VERSION 1
+#define SP_TRACE_VERSION 2        /* what the writer writes, and the newest this reader reads */
+#define SP_TRACE_MIN_VERSION 1    /* the oldest version this reader reads */
+/* the oldest reader that can read what the writer writes (version 2 added fields to step records) */
+#define SP_TRACE_WRITE_MIN_VERSION 2
 
 /* feature bits in the header: what the producer had switched on */
 #define SP_FEAT_KERNELS      (1ull << 0)

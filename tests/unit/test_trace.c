@@ -83,7 +83,9 @@ static int all_kinds(struct sp_event *ev)
 	ev[n++] = (struct sp_event){ .kind = SP_EV_MARKER, .device = SP_NO_DEVICE, .tid = 5, .start = t, .end = t + 9,
 				     .name = 5, .u.marker = { .domain = 6, .depth = -1 } };
 	ev[n++] = (struct sp_event){ .kind = SP_EV_STEP, .sub = SP_ACT_RECORD, .device = SP_NO_DEVICE, .tid = 5,
-				     .start = t, .end = t + 1000000, .name = 5, .u.step.number = -7 };
+				     .start = t, .end = t + 1000000, .name = 5,
+				     .u.step = { .number = -7, .how = 1, .flags = SP_STEP_AFTER | SP_STEP_REFUTED, .regime = 3,
+						 .period = 498, .launches = 497, .every = 2, .confidence = 5, .relocks = 1 } };
 	ev[n++] = (struct sp_event){ .kind = SP_EV_WINDOW_BEGIN, .device = SP_NO_DEVICE, .start = t, .end = t,
 				     .u.window = { .id = 2, .first_step = 10, .last_step = 12 } };
 	ev[n++] = (struct sp_event){ .kind = SP_EV_WINDOW_END, .device = SP_NO_DEVICE, .start = t + 5, .end = t + 5,
@@ -138,7 +140,7 @@ static void test_roundtrip_every_kind(void **state)
 		const struct sp_trace_header *h = sp_trace_header(r);
 		struct sp_trace_meta m = meta();
 		assert_int_equal(h->version, SP_TRACE_VERSION);
-		assert_int_equal(h->min_version, SP_TRACE_MIN_VERSION);
+		assert_int_equal(h->min_version, SP_TRACE_WRITE_MIN_VERSION);
 		assert_int_equal(h->header_size, HDR);
 		assert_memory_equal(&h->meta, &m, sizeof(m));
 		int seen = 0;
@@ -473,10 +475,10 @@ static void test_versions(void **state)
 	path_of(bad, sizeof(bad), "ver2.sptrace");
 	write_file(path, ev, n, 0);
 
-	uint8_t v2[4] = { 2, 0, 2, 0 }; /* version 2, min_version 2 */
-	patch(path, bad, 8, v2, 4);
+	uint8_t newer[4] = { 3, 0, 3, 0 }; /* version 3, min_version 3 */
+	patch(path, bad, 8, newer, 4);
 	assert_null(sp_trace_open(bad, err, sizeof(err)));
-	assert_non_null(strstr(err, "version 2 needs a newer stepprof"));
+	assert_non_null(strstr(err, "version 3 needs a newer stepprof"));
 
 	uint8_t v0[4] = { 0, 0, 0, 0 };
 	patch(path, bad, 8, v0, 4);
