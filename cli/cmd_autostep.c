@@ -52,13 +52,14 @@ struct verdict {
 
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof autostep FILE [--json] [--check] [--no-lock] [--marker KIND:PATTERN]\n"
+	fprintf(f, "usage: stepprof autostep FILE [--json] [--check] [--no-lock] [--marker KIND:PATTERN] [--tokens]\n"
 		   "  replays a token stream recorded with STEPPROF_RECORD_TOKENS=FILE through the step detector and\n"
 		   "  prints each decision (lock, boundary, mismatch, unlock, re-lock) and the stream's statistics.\n"
 		   "  With a truth (STEPPROF_RECORD_TRUTH), compares the dominant regime's steps with the true iterations.\n"
 		   "  --check: exit 1 if they disagree (with --no-lock: if the detector finds steps in the loop, i.e. from the\n"
 		   "  first true iteration on, or anywhere without truth)\n"
-		   "  --marker KIND:PATTERN: replay an explicit marker (kernel, api, nccl, nvtx) instead of auto\n");
+		   "  --marker KIND:PATTERN: replay an explicit marker (kernel, api, nccl, nvtx) instead of auto\n"
+		   "  --tokens: print every token first (index, time since the previous one, thread, kind, name)\n");
 	return rc;
 }
 
@@ -283,6 +284,18 @@ static void print_json(const struct sp_tokstream *s, const struct replay *r, con
 	fprintf(out, "},\"check\":\"%s\"}\n", ok ? "ok" : "disagrees");
 }
 
+/* Every token, one a line: index, time since the previous one, thread, kind, flags, name. */
+static void print_tokens(const struct sp_tokstream *s, FILE *out)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const struct sp_token *t = &s->tok[i];
+		const char *n = t->name ? sp_intern_lookup(t->name) : "";
+		fprintf(out, "%zu +%lluus tid=%u %s%s%s %.160s\n", i,
+			(unsigned long long)(i ? (t->ts - s->tok[i - 1].ts) / 1000 : 0), t->tid, sp_tok_kind_name(t->kind),
+			t->flags & SP_TOKF_SYNC ? " sync" : "", t->flags & SP_TOKF_DRIVER ? " driver" : "", n ? n : "?");
+	}
+}
+
 /* --marker KIND:PATTERN into kind and pattern. Returns 0 or -1. */
 static int parse_marker(const char *spec, int *kind, const char **pattern)
 {
@@ -303,8 +316,9 @@ int sp_cmd_autostep(int argc, char **argv)
 {
 	static const struct option opts[] = { { "json", no_argument, NULL, 'j' }, { "check", no_argument, NULL, 'c' },
 					      { "no-lock", no_argument, NULL, 'n' }, { "marker", required_argument, NULL, 'm' },
+					      { "tokens", no_argument, NULL, 't' },
 					      { "help", no_argument, NULL, 'h' }, { 0 } };
-	int c, json = 0, check = 0, nolock = 0, kind = SP_MARK_AUTO;
+	int c, json = 0, check = 0, nolock = 0, tokens = 0, kind = SP_MARK_AUTO;
 	const char *pattern = "";
 	char err[512];
 	struct sp_tokstream s;
@@ -313,8 +327,8 @@ int sp_cmd_autostep(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
 		if (c == 'h')
 			return usage(stdout, 0);
-		if (c == 'j' || c == 'c' || c == 'n') {
-			*(c == 'j' ? &json : c == 'c' ? &check : &nolock) = 1;
+		if (c == 'j' || c == 'c' || c == 'n' || c == 't') {
+			*(c == 'j' ? &json : c == 'c' ? &check : c == 'n' ? &nolock : &tokens) = 1;
 		} else if (c == 'm' && parse_marker(optarg, &kind, &pattern) < 0) {
 			fprintf(stderr, "stepprof autostep: --marker wants KIND:PATTERN (kernel, api, nccl, nvtx)\n");
 			return usage(stderr, 2);
@@ -335,6 +349,8 @@ int sp_cmd_autostep(int argc, char **argv)
 	if (!det || sp_stepdet_init(det, kind, pattern, 1, (char *(*)(const char *, char *, size_t *, int *))
 				    dlsym(RTLD_DEFAULT, "__cxa_demangle")) < 0)
 		sp_oom();
+	if (tokens)
+		print_tokens(&s, stdout);
 	replay_run(&s, det, &r);
 	compare(&s, &r, &v);
 	/* --no-lock: the loop (from the first true iteration on; without truth, the whole stream)

@@ -25,11 +25,15 @@
 #define COUNT_SLOTS 65536u /* token histogram size (ids are folded into it) */
 #define MAX_CANDIDATES 64u /* distances tried per attempt */
 #define SCAN_NEWEST 8192u  /* newest tokens searched for the rarest repeating one */
+#define SUPER_COPIES 8u    /* a period this many times longer than a launch period ... */
+#define SUPER_FILL_NUM 9u  /* ... that the shorter one's run fills 9/10 of is the shorter one */
+#define SUPER_FILL_DEN 10u
 #define MIN_REPEATS 3u     /* full periods the run must cover besides the current one */
 #define MAX_PERIOD 16384u  /* longest iteration, in tokens */
 #define GAP_RATIO 4u       /* the wrap's CPU gap vs the period's median gap */
 #define MIN_WRAP_NS 20000u /* and at least this long */
 #define LONG_RUN 32768u    /* without a clear wrap, a run this long still proves the period */
+#define GRAPH_REPEATS 16u  /* ... or this many periods that launch a CUDA graph */
 #define NOSYNC_REPEATS 8u  /* full periods a period that only a CPU gap wraps must cover (identical
 			    * layers behind Python's per-module overhead repeat fewer times than this
 			    * in most models; the collector's per-step check refutes deeper stacks) */
@@ -147,6 +151,18 @@ static int rarest_sync(const struct sp_autostep *a, uint32_t p, uint64_t *pos)
 	return best != UINT32_MAX;
 }
 
+/* Where a period of p without a visible wrap begins if it launches a graph: before its newest
+ * graph launch, as a position in [n - p, n) in *pos. Returns 1 if there is one, else 0. */
+static int graph_position(const struct sp_autostep *a, uint32_t p, uint64_t *pos)
+{
+	for (uint64_t q = a->n; q-- > a->n - p;)
+		if (at(a, q) & SP_AUTOSTEP_GRAPH) {
+			*pos = q;
+			return 1;
+		}
+	return 0;
+}
+
 /* 1 if the newest period of length p launches a kernel. */
 static int has_kernel(const struct sp_autostep *a, uint32_t p)
 {
@@ -189,43 +205,27 @@ static int proven(struct sp_autostep *a, uint64_t first, uint64_t d, uint64_t r,
 		return 0;
 	*sync = has_sync_end(a, (uint32_t)d);
 	if (!*sync && !(r >= NOSYNC_REPEATS * d && wrap_position(a, (uint32_t)d, &wrap)) &&
-	    !(r >= LONG_RUN && r >= 16 * d))
+	    !(r >= GRAPH_REPEATS * d && graph_position(a, (uint32_t)d, &wrap)) && !(r >= LONG_RUN && r >= 16 * d))
 		return 0;
 	return primitive(a, first, d, r);
 }
 
-/* One detection attempt. Returns the period, or 0 if none is proven yet. */
-static uint32_t find_period(struct sp_autostep *a)
-{
-	uint64_t first = a->n > a->cap ? a->n - a->cap : 0;
-	uint64_t pos = a->n - 1, best_d = 0, best_run = 0;
-	uint32_t best_count = UINT32_MAX;
+/* A proven period and its run. */
+struct found {
+	uint64_t d, run;
+	int sync;
+};
 
-	/* the rarest token that still repeats (counts over the ring are kept as tokens come and go):
-	 * its last occurrence and earlier ones give the candidates. Among the newer half only (old
-	 * setup tokens must not hide the iteration's rare ones), and at most SCAN_NEWEST tokens back:
-	 * the newest ones hold a token of the current iteration whatever its length. */
-	uint64_t lo = first + (a->n - first) / 2;
-	if (a->n - lo > SCAN_NEWEST)
-		lo = a->n - SCAN_NEWEST;
-	for (uint64_t i = a->n; i-- > lo;) {
-		uint32_t c = a->counts[at(a, i) & (COUNT_SLOTS - 1)];
-		if (c >= MIN_REPEATS + 1 && c < best_count) {
-			best_count = c;
-			pos = i;
-		}
-	}
-	if (best_count == UINT32_MAX)
-		return 0;
+/* Tries the distances from the occurrence of a token at pos to its earlier ones as periods; the
+ * proven one with the longest run goes into *f (d = 0 if none). */
+static void try_from(struct sp_autostep *a, uint64_t first, uint64_t pos, struct found *f)
+{
 	/* the newest tokens all alike (a run of one kernel): a period no longer than that run is
 	 * constant wherever it repeats, so a period of one explains it and it is not primitive;
 	 * skipping those spares the measurement of their (long) runs */
 	uint64_t same = a->same;
-	if (same > a->cand_run) {
-		a->cand_run = same;
-		a->cand_period = 1;
-	}
 	uint32_t tried = 0;
+	memset(f, 0, sizeof *f);
 	for (uint64_t j = pos; j-- > first && tried < MAX_CANDIDATES;) {
 		if (at(a, j) != at(a, pos))
 			continue;
@@ -237,17 +237,65 @@ static uint32_t find_period(struct sp_autostep *a)
 			continue;
 		uint64_t r = run_length(a, first, d);
 		int sync = 0;
-		if (r > best_run && proven(a, first, d, r, &sync)) {
-			best_run = r;
-			best_d = d;
-			a->found_sync = sync;
+		if (r > f->run && proven(a, first, d, r, &sync)) {
+			f->run = r;
+			f->d = d;
+			f->sync = sync;
 		}
 		if (r > a->cand_run && r >= d) { /* the best repeat seen, proven or not: for "undecided" */
 			a->cand_run = r;
 			a->cand_period = (uint32_t)d;
 		}
 	}
-	return (uint32_t)best_d;
+}
+
+/* One detection attempt. Returns the period, or 0 if none is proven yet.
+ *
+ * Candidates come from the rarest repeating token, and from the rarest repeating launch if that
+ * is another token: a loop that reads its loss every 25 iterations has the read as its rarest
+ * token, and the 25 iterations plus the read as a period that repeats; the iteration itself
+ * repeats between the reads. When the shorter period fills most of the longer one (SUPER_FILL)
+ * many times over, the shorter is the loop and the read an occasional extra; identical layers
+ * fill much less of an iteration (backward and optimizer differ). Else the longest run wins. */
+static uint32_t find_period(struct sp_autostep *a)
+{
+	uint64_t first = a->n > a->cap ? a->n - a->cap : 0;
+	uint64_t pos = a->n, kpos = a->n;
+	uint32_t best = UINT32_MAX, kbest = UINT32_MAX;
+	struct found f, k = { 0 };
+
+	/* the rarest token that still repeats (counts over the ring are kept as tokens come and go):
+	 * among the newer half only (old setup tokens must not hide the iteration's rare ones), and
+	 * at most SCAN_NEWEST tokens back: the newest ones hold a token of the current iteration
+	 * whatever its length */
+	uint64_t lo = first + (a->n - first) / 2;
+	if (a->n - lo > SCAN_NEWEST)
+		lo = a->n - SCAN_NEWEST;
+	for (uint64_t i = a->n; i-- > lo;) {
+		uint32_t t = at(a, i), c = a->counts[t & (COUNT_SLOTS - 1)];
+		if (c >= MIN_REPEATS + 1 && c < best) {
+			best = c;
+			pos = i;
+		}
+		if ((t & SP_AUTOSTEP_KERNEL) && c >= MIN_REPEATS + 1 && c < kbest) {
+			kbest = c;
+			kpos = i;
+		}
+	}
+	if (pos == a->n)
+		return 0;
+	if (a->same > a->cand_run) {
+		a->cand_run = a->same;
+		a->cand_period = 1;
+	}
+	try_from(a, first, pos, &f);
+	if (kpos != a->n && at(a, kpos) != at(a, pos))
+		try_from(a, first, kpos, &k);
+	if (k.d && (!f.d || (f.d >= SUPER_COPIES * k.d && k.run * SUPER_FILL_DEN >= f.d * SUPER_FILL_NUM) ||
+		    (f.d < SUPER_COPIES * k.d && k.run > f.run)))
+		f = k;
+	a->found_sync = f.sync;
+	return (uint32_t)f.d;
 }
 
 int sp_autostep_init(struct sp_autostep *a, uint32_t cap)
@@ -344,8 +392,8 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 	 * since the most recent boundary instance. */
 	uint64_t b;
 	a->after = rarest_sync(a, p, &b);
-	if (!a->after)
-		wrap_position(a, p, &b);
+	if (!a->after && !wrap_position(a, p, &b))
+		graph_position(a, p, &b); /* no wrap to see: before a graph launch, if there is one */
 	uint64_t ap = a->after ? b - 1 : b; /* the synchronisation that ends it, or the token that begins it */
 	a->period = p;
 	a->anchor = at(a, ap);

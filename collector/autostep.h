@@ -45,7 +45,11 @@ struct sp_autostep {
 /* Set in a token that is a kernel launch: an iteration launches at least one kernel, which keeps
  * start-up regimes such as "copy a parameter, synchronise" x N from passing for the loop. */
 #define SP_AUTOSTEP_KERNEL 0x40000000u
-#define SP_AUTOSTEP_FLAGS (SP_AUTOSTEP_SYNC | SP_AUTOSTEP_KERNEL)
+/* Set (with SP_AUTOSTEP_KERNEL) in a CUDA graph launch: a loop of graph replays has no host sync
+ * and often no CPU gap at its wrap, but a graph launch in a period that repeats many times is the
+ * iteration's own work, and a place to put the boundary. */
+#define SP_AUTOSTEP_GRAPH 0x20000000u
+#define SP_AUTOSTEP_FLAGS (SP_AUTOSTEP_SYNC | SP_AUTOSTEP_KERNEL | SP_AUTOSTEP_GRAPH)
 
 /* Allocates a ring of cap tokens (rounded up to a power of two, >= 256). Returns 0 or -1
  * (no memory; a is then unusable). */

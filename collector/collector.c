@@ -107,6 +107,7 @@ static __thread struct {
 	uint32_t cur_cb[2];           /* (runtime, driver) callback ids in progress on this thread, 0 none */
 	int defer_off;                /* apply_callbacks left a call in progress enabled: redo at its exit */
 	int named;                    /* SP_EV_THREAD pushed */
+	int in_nest;                  /* inside a runtime call watched only for nesting (CLS_NEST) */
 	const void *np[NAME_CACHE];   /* name pointer cache */
 	uint32_t nid[NAME_CACHE];
 } T;
@@ -232,7 +233,10 @@ static int is_launch(CUpti_CallbackDomain dom, CUpti_CallbackId cbid)
 /* ---- callback sets ---- */
 
 /* in the recorded set; an auto-detection token; a graph launch; the recorded truth (tokrec.h) */
-enum { CLS_RECORDED = 1, CLS_AUTO = 2, CLS_GRAPH = 4, CLS_TRUTH = 8 };
+enum { CLS_RECORDED = 1, CLS_AUTO = 2, CLS_GRAPH = 4, CLS_TRUTH = 8, CLS_NEST = 16 };
+/* CLS_NEST: any runtime call, watched while recording an API truth only to know that a driver
+ * call is made inside one (PyTorch's cudaDriverGetVersion calls cuDriverGetVersion): a truth
+ * counts at the outermost call only. Such a callback does nothing else (nest_only). */
 
 /* API calls recorded inside windows: everything that launches, copies, sets, synchronises,
  * orders streams or allocates. Selected by name so new CUDA versions' variants are included. */
@@ -303,7 +307,8 @@ static void apply_callbacks(void)
 				       ((wants & SP_WANT_MARKER) && G.api_marker[d][cb]);
 			if (!G.done && G.cfg.device_memory && G.memop[d][cb].shape)
 				want = 1; /* levels are tracked from process start */
-			if (sp_tokrec_on && (is_launch(doms[d], cb) || (G.cls[d][cb] & (CLS_AUTO | CLS_GRAPH | CLS_TRUTH))))
+			if (sp_tokrec_on &&
+			    (is_launch(doms[d], cb) || (G.cls[d][cb] & (CLS_AUTO | CLS_GRAPH | CLS_TRUTH | CLS_NEST))))
 				want = 1; /* recording the detector's tokens: for the whole run */
 			/* driver recording also needs the runtime set: its depth counter hides nested driver calls */
 			if ((d == 0 ? rec_rt || rec_drv : rec_drv) && (G.cls[d][cb] & CLS_RECORDED))
@@ -889,7 +894,7 @@ static void record_token(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const 
 	if (launch && sp_tokrec_truth_kind() == SP_TOK_KERNEL &&
 	    name_matches_in(name, sp_tokrec_truth_pattern(), G.truth_match))
 		sp_tokrec_add(SP_TOK_TRUTH, flags, name, t, tid());
-	else if (!launch && !(d && T.in_rt) && cbid < 1024 && (G.cls[d][cbid] & CLS_TRUTH))
+	else if (!launch && !(d && (T.in_rt || T.in_nest)) && cbid < 1024 && (G.cls[d][cbid] & CLS_TRUTH))
 		sp_tokrec_add(SP_TOK_TRUTH, flags, api_name(dom, cbid), t, tid());
 	if (tok)
 		sp_tokrec_add(kind, flags, name, t, tid());
@@ -938,6 +943,17 @@ static void detect_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const C
 		detect(SP_TOK_API, 0, api_name(dom, cbid), t, cd->correlationId, cbid, d);
 }
 
+/* 1 if the callback of (d, cbid) is on only to see nesting (CLS_NEST): it must change nothing
+ * else, so that recording does not change what the profile records. */
+static int nest_only(int d, CUpti_CallbackId cbid)
+{
+	if (d || cbid >= 1024 || !(G.cls[0][cbid] & CLS_NEST))
+		return 0;
+	return !(G.cls[0][cbid] & ~CLS_NEST) && !G.api_marker[0][cbid] && !G.memop[0][cbid].shape &&
+	       !is_launch(CUPTI_CB_DOMAIN_RUNTIME_API, cbid) &&
+	       !(sp_stepdet_anchor_name(&G.det) && G.api_name[0][cbid] == sp_stepdet_anchor_name(&G.det));
+}
+
 static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
 {
 	if (G.disabled)
@@ -954,6 +970,10 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 		return;
 	const CUpti_CallbackData *cd = data;
 	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
+	if (nest_only(d, cbid)) {
+		T.in_nest = cd->callbackSite == CUPTI_API_ENTER;
+		return;
+	}
 	/* a kernel launch counts once: at the runtime call, or at a driver call made outside one */
 	int launch = is_launch(dom, cbid);
 	if (launch && d && T.in_rt_launch)
@@ -1309,7 +1329,8 @@ static int arm_markers(void)
 				       (!is_launch(doms[d], cb) && name_in(nm, auto_api[d], 3) ? CLS_AUTO : 0) |
 				       (glob_match(d ? "cuGraphLaunch*" : "cudaGraphLaunch*", nm) ? CLS_GRAPH : 0) |
 				       (sp_tokrec_truth_kind() == SP_TOK_API && glob_match(sp_tokrec_truth_pattern(), nm)
-						? CLS_TRUTH : 0);
+						? CLS_TRUTH : 0) |
+				       (sp_tokrec_truth_kind() == SP_TOK_API && d == 0 ? CLS_NEST : 0);
 			for (size_t k = 0; k < sizeof memops / sizeof *memops; k++)
 				if (!strncmp(memops[k].glob, "cuda", 4) == (d == 0) && glob_match(memops[k].glob, nm))
 					G.memop[d][cb] = (struct memop){ memops[k].kind, memops[k].shape };

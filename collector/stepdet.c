@@ -2,10 +2,9 @@
 /* stepdet.c - the step detector (see stepdet.h and docs/STEPS.md, "Automatic step detection").
  *
  * Explicit markers count matching tokens against `every`. Automatic detection learns the period
- * (autostep.c), then only watches its anchor. Each step is checked cheaply: with a kernel anchor
- * every step's launches are counted (the launches are watched anyway); with a call anchor, a step
- * is counted every CHECK_EVERY steps and after any step whose duration left [median / DUR_RATIO,
- * median * DUR_RATIO]. A counted step whose launches differ from the period's ends the regime: the
+ * (autostep.c), then watches its anchor and counts the launches of every step (one counter per
+ * launch): a step whose launches differ from the period's, or that runs far past them without
+ * its anchor, ends the regime: the
  * detector learns again, and locks on the next periodic regime. A regime seen before (same anchor,
  * every, period and launches) continues its step numbers; a new one starts at its first periodic
  * iteration, so that the schedule's steps are the dominant loop's even when an evaluation phase
@@ -19,8 +18,6 @@
 #include "config/config.h"
 
 #define RING_TOKENS (1u << 16)   /* the learner's ring */
-#define CHECK_EVERY 16u          /* with a call anchor, count one step in this many */
-#define DUR_RATIO 3u             /* a step this much shorter or longer than the median is counted next */
 #define YOUNG_STEPS 8u           /* a regime that ends within this many steps was a wrong lock */
 #define SETTLE_STEPS 64u         /* a regime this old is the program's loop (sp_stepdet_settled) */
 #define UNDECIDED_TOKENS 65536u  /* learning this long without a lock is reported */
@@ -93,15 +90,17 @@ static uint32_t learn_token(struct sp_stepdet *d, const struct sp_token *t)
 {
 	switch (t->kind) {
 	case SP_TOK_KERNEL:
-	case SP_TOK_GRAPH:
 		return t->name | SP_AUTOSTEP_KERNEL;
+	case SP_TOK_GRAPH:
+		return t->name | SP_AUTOSTEP_KERNEL | SP_AUTOSTEP_GRAPH;
 	case SP_TOK_API:
 		return t->name | (t->flags & SP_TOKF_SYNC ? SP_AUTOSTEP_SYNC : 0);
 	case SP_TOK_NCCL:
 		return t->name;
 	case SP_TOK_NVTX_PUSH:
-	case SP_TOK_NVTX_POP:
-		return nvtx_token(d, t->kind == SP_TOK_NVTX_PUSH ? t->name : 0);
+		/* a range with a message; pops and unnamed ranges say nothing the pushes do not (XLA
+		 * pushes tens of thousands of unnamed ranges from its compiler threads) */
+		return t->name ? nvtx_token(d, t->name) : 0;
 	}
 	return 0;
 }
@@ -282,9 +281,7 @@ static void lock(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_o
 	d->learning = 0;
 	d->step_open = 1;
 	d->step_t0 = t->ts;
-	d->ndur = 0;
-	d->counting = 0;
-	d->check_next = 1; /* the first whole step is counted */
+	d->counting = 0; /* the locked step began before the lock: counted from the next one */
 	out->what |= SP_DET_LOCK | (relock ? SP_DET_RELOCK : 0);
 	out->step = d->step;
 	out->regime = d->how.regime;
@@ -313,27 +310,10 @@ static void refute_step(struct sp_stepdet *d, struct sp_det_out *out)
 	unlock(d, out);
 }
 
-static int cmp_u64(const void *x, const void *y)
+/* The cheap check of a step that ends: 1 if its launches differ from the period's. */
+static int step_differs(const struct sp_stepdet *d)
 {
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-	return (a > b) - (a < b);
-}
-
-/* The cheap check of a step that ends at ts: 1 if it was counted and differs from the period.
- * A duration far from the recent median asks for the next step to be counted. */
-static int step_differs(struct sp_stepdet *d, uint64_t ts)
-{
-	uint64_t dur = ts - d->step_t0, s[SP_DET_DURATIONS];
-	if (d->counting && d->counted != d->how.launches)
-		return 1;
-	if (!d->counting && d->ndur >= 4 && (dur * DUR_RATIO < d->dur_median || dur > d->dur_median * DUR_RATIO))
-		d->check_next = 1;
-	d->dur[d->ndur++ % SP_DET_DURATIONS] = dur;
-	uint32_t n = d->ndur < SP_DET_DURATIONS ? d->ndur : SP_DET_DURATIONS;
-	memcpy(s, d->dur, n * sizeof *s);
-	qsort(s, n, sizeof *s, cmp_u64);
-	d->dur_median = s[n / 2];
-	return 0;
+	return d->counting && d->counted != d->how.launches;
 }
 
 /* An anchor occurrence while locked. */
@@ -342,16 +322,17 @@ static void anchor_hit(struct sp_stepdet *d, const struct sp_token *t, struct sp
 	if (d->hits++ % d->every)
 		return;
 	struct sp_det_regime *r = &d->reg[d->cur - 1];
-	if (step_differs(d, t->ts)) {
+	if (step_differs(d)) {
 		refute_step(d, out);
 		return;
 	}
 	boundary(d, t->ts, d->how.after ? SP_DET_AFTER : 0, out);
 	r->last_step = d->step;
 	r->steps++;
-	d->counting = (d->how.anchor & SP_AUTOSTEP_KERNEL) || d->check_next || r->steps < SETTLE_STEPS ||
-		      r->steps % CHECK_EVERY == 0;
-	d->check_next = 0;
+	/* every step is counted: a sparser check (one step in 16, and after a step whose duration
+	 * stood out) let evaluation passes that end in the loop's own call pass for steps on the GPU
+	 * machine (a cuBLAS loop with 10 evaluation passes every 40 iterations) */
+	d->counting = 1;
 	d->counted = 0;
 	set_wants(d, locked_wants(d), out);
 }

@@ -57,7 +57,6 @@ struct sp_det_how {
 
 #define SP_DET_MATCH_CACHE 65536u /* name id -> marker match verdict */
 #define SP_DET_REGIMES 8u         /* regimes remembered for re-locks */
-#define SP_DET_DURATIONS 16u      /* recent step durations for the cheap check */
 
 struct sp_det_regime {
 	uint32_t anchor, every, period, launches;
@@ -85,14 +84,9 @@ struct sp_stepdet {
 	uint32_t nreg;
 	uint32_t cur;                 /* index + 1 of the current regime in reg, 0 none */
 	/* the per-step check */
-	int counting;                 /* launches are counted in this step */
+	int counting;                 /* launches are counted in this step (all but the locked one) */
 	uint32_t counted;
 	uint64_t step_t0;             /* time the current step began */
-	uint64_t dur[SP_DET_DURATIONS];
-	uint64_t dur_median;          /* their median */
-	uint32_t ndur;
-	uint64_t checked_steps;
-	int check_next;               /* count the next step (a duration looked wrong) */
 	unsigned wants;
 	/* NVTX messages, digits folded ("step 17" -> "nvtx:step #"): message id -> token id */
 	struct { uint32_t msg, tok; } nvtx[1024];

@@ -4,6 +4,7 @@
  * since the last write, so a process that ends without running exit handlers (os._exit, a
  * signal) leaves every token older than a second. Normal exit and the library destructor write
  * the rest. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,13 @@ int sp_tokrec_start(void)
 	int self = sp_mem_self;
 	sp_mem_self = 1; /* stepprof's buffers, not the program's host memory */
 	R.w = sp_tok_create(file, &h, err, sizeof err);
+	if (!R.w && errno == EEXIST) {
+		/* another process of the run (a launcher, a compile worker) has the name: this one
+		 * writes FILE.<pid> (and never touches the other's file) */
+		size_t k = strlen(file);
+		snprintf(file + k, sizeof file - k, ".%d", (int)getpid());
+		R.w = sp_tok_create(file, &h, err, sizeof err);
+	}
 	sp_mem_self = self;
 	if (!R.w) {
 		sp_warn("STEPPROF_RECORD_TOKENS: %s; not recording tokens", err);

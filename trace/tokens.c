@@ -116,9 +116,12 @@ struct sp_tok_writer *sp_tok_create(const char *path, const struct sp_tok_header
 	}
 	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, ZLEVEL);
 	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* never another process's file: O_EXCL (the caller picks another name on EEXIST) */
+	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (w->fd < 0) {
-		snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+		int e = errno;
+		snprintf(err, errlen, "cannot create %s: %s", path, strerror(e));
+		errno = e;
 		goto fail;
 	}
 	memcpy(hdr + H_MAGIC, SP_TOK_MAGIC, 8);

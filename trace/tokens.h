@@ -57,8 +57,8 @@ const char *sp_tok_kind_name(int kind);
 
 /* ---- writing (in the profiled process: no stdio, never exits) ---- */
 struct sp_tok_writer;
-/* Creates path (O_CLOEXEC, truncating) and writes the header. Returns the writer, or NULL with a
- * message in err. */
+/* Creates path (O_CLOEXEC, O_EXCL: an existing file is never touched) and writes the header.
+ * Returns the writer, or NULL with a message in err and errno set (EEXIST: the file exists). */
 struct sp_tok_writer *sp_tok_create(const char *path, const struct sp_tok_header *h, char *err, size_t errlen);
 /* Appends a token; name is the string behind t->name (defined in the file on first use; NULL
  * = "?"). Compresses and writes a chunk when the buffer is full. Returns 0, or -1 on a write or

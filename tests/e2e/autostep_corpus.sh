@@ -9,12 +9,20 @@ D=$(mktemp -d /tmp/sp_autostep.XXXXXX)
 trap 'rm -rf "$D"' EXIT
 "$B/tests/e2e/gen_tokens" "$D" || { echo "FAIL gen_tokens"; exit 1; }
 fail=0 n=0
-for f in "$D"/*.sptokens "$SP_ROOT"/tests/data/corpus/*.sptokens; do
+for f in "$D"/*.sptokens "$SP_ROOT"/tests/data/corpus/*.sptokens "$SP_ROOT"/tests/data/corpus/*.tokens; do
 	[ -f "$f" ] || continue
-	base=${f%.sptokens}
+	base=${f%.*}
 	opt=()
 	grep -qsiE '^[[:space:]]*expect[[:space:]]*=[[:space:]]*no-?lock' "$base.ini" "$base.txt" && opt=(--no-lock)
 	n=$((n + 1))
+	# a recorded stream must hold its truth (a clobbered or empty file must not pass for agreement)
+	if [ "${f#"$SP_ROOT"/tests/data/corpus/}" != "$f" ] &&
+		! "$B/stepprof" autostep --json "$f" 2>/dev/null | /usr/bin/python3 -c '
+import json, sys; j = json.load(sys.stdin); sys.exit(0 if j["stream"]["kinds"]["truth"] >= 10 else 1)'; then
+		echo "FAIL $(basename "$f"): no truth in the stream (re-record it)"
+		fail=1
+		continue
+	fi
 	if "$B/stepprof" autostep --check "${opt[@]}" "$f" >"$D/out" 2>"$D/err"; then
 		echo "ok   $(basename "$f") ${opt[*]}: $(grep '^truth: dominant' "$D/out" | cut -c1-160)"
 	else
