@@ -25,6 +25,8 @@
 #define COUNT_SLOTS 65536u /* token histogram size (ids are folded into it) */
 #define MAX_CANDIDATES 64u /* distances tried per attempt */
 #define SCAN_NEWEST 8192u  /* newest tokens searched for the rarest repeating one */
+#define SCAN_WINDOWS 3u    /* ... in the newest half, eighth and 32nd of the ring */
+#define SCAN_MIN 64u       /* ... each at least this long */
 #define SUPER_COPIES 8u    /* a period this many times longer than a launch period ... */
 #define SUPER_FILL_NUM 9u  /* ... that the shorter one's run fills 9/10 of is the shorter one */
 #define SUPER_FILL_DEN 10u
@@ -33,7 +35,7 @@
 #define GAP_RATIO 4u       /* the wrap's CPU gap vs the period's median gap */
 #define MIN_WRAP_NS 20000u /* and at least this long */
 #define LONG_RUN 32768u    /* without a clear wrap, a run this long still proves the period */
-#define GRAPH_REPEATS 16u  /* ... or this many periods that launch a CUDA graph */
+#define GRAPH_REPEATS 8u   /* ... or this many periods that launch a CUDA graph */
 #define NOSYNC_REPEATS 8u  /* full periods a period that only a CPU gap wraps must cover (identical
 			    * layers behind Python's per-module overhead repeat fewer times than this
 			    * in most models; the collector's per-step check refutes deeper stacks) */
@@ -251,46 +253,57 @@ static void try_from(struct sp_autostep *a, uint64_t first, uint64_t pos, struct
 
 /* One detection attempt. Returns the period, or 0 if none is proven yet.
  *
- * Candidates come from the rarest repeating token, and from the rarest repeating launch if that
- * is another token: a loop that reads its loss every 25 iterations has the read as its rarest
+ * Candidates come from the rarest repeating token of the newest half, eighth and 32nd of the ring,
+ * and from the rarest repeating launch: a loop that reads its loss every 25 iterations has the read as its rarest
  * token, and the 25 iterations plus the read as a period that repeats; the iteration itself
  * repeats between the reads. When the shorter period fills most of the longer one (SUPER_FILL)
  * many times over, the shorter is the loop and the read an occasional extra; identical layers
  * fill much less of an iteration (backward and optimizer differ). Else the longest run wins. */
 static uint32_t find_period(struct sp_autostep *a)
 {
-	uint64_t first = a->n > a->cap ? a->n - a->cap : 0;
-	uint64_t pos = a->n, kpos = a->n;
-	uint32_t best = UINT32_MAX, kbest = UINT32_MAX;
-	struct found f, k = { 0 };
+	uint64_t first = a->n > a->cap ? a->n - a->cap : 0, span = a->n - first;
+	uint64_t pos[2 * SCAN_WINDOWS];        /* rarest token, then rarest launch, per window */
+	uint32_t best[2 * SCAN_WINDOWS];
+	struct found f = { 0 }, k = { 0 }, g;
 
-	/* the rarest token that still repeats (counts over the ring are kept as tokens come and go):
-	 * among the newer half only (old setup tokens must not hide the iteration's rare ones), and
-	 * at most SCAN_NEWEST tokens back: the newest ones hold a token of the current iteration
-	 * whatever its length */
-	uint64_t lo = first + (a->n - first) / 2;
-	if (a->n - lo > SCAN_NEWEST)
-		lo = a->n - SCAN_NEWEST;
+	/* the rarest token that still repeats (counts over the ring are kept as tokens come and go),
+	 * among the newest half, eighth and 32nd of the ring (at most SCAN_NEWEST tokens back): old
+	 * setup or autotuning tokens must not hide the iteration's rare ones, and the newest tokens
+	 * hold a token of the current iteration whatever its length */
+	for (unsigned w = 0; w < 2 * SCAN_WINDOWS; w++) {
+		pos[w] = a->n;
+		best[w] = UINT32_MAX;
+	}
+	uint64_t lo = a->n - (span / 2 > SCAN_NEWEST ? SCAN_NEWEST : span / 2);
 	for (uint64_t i = a->n; i-- > lo;) {
 		uint32_t t = at(a, i), c = a->counts[t & (COUNT_SLOTS - 1)];
-		if (c >= MIN_REPEATS + 1 && c < best) {
-			best = c;
-			pos = i;
-		}
-		if ((t & SP_AUTOSTEP_KERNEL) && c >= MIN_REPEATS + 1 && c < kbest) {
-			kbest = c;
-			kpos = i;
+		if (c < MIN_REPEATS + 1)
+			continue;
+		for (unsigned w = 0; w < SCAN_WINDOWS; w++) {
+			if (a->n - i > (span >> (1 + 2 * w)) + SCAN_MIN)
+				continue;
+			if (c < best[w]) {
+				best[w] = c;
+				pos[w] = i;
+			}
+			if ((t & SP_AUTOSTEP_KERNEL) && c < best[SCAN_WINDOWS + w]) {
+				best[SCAN_WINDOWS + w] = c;
+				pos[SCAN_WINDOWS + w] = i;
+			}
 		}
 	}
-	if (pos == a->n)
-		return 0;
 	if (a->same > a->cand_run) {
 		a->cand_run = a->same;
 		a->cand_period = 1;
 	}
-	try_from(a, first, pos, &f);
-	if (kpos != a->n && at(a, kpos) != at(a, pos))
-		try_from(a, first, kpos, &k);
+	for (unsigned w = 0; w < 2 * SCAN_WINDOWS; w++) {
+		struct found *into = w < SCAN_WINDOWS ? &f : &k;
+		if (pos[w] == a->n || (w % SCAN_WINDOWS && at(a, pos[w]) == at(a, pos[w - 1])))
+			continue; /* none, or the same token as the wider window's */
+		try_from(a, first, pos[w], &g);
+		if (g.d && g.run > into->run)
+			*into = g;
+	}
 	if (k.d && (!f.d || (f.d >= SUPER_COPIES * k.d && k.run * SUPER_FILL_DEN >= f.d * SUPER_FILL_NUM) ||
 		    (f.d < SUPER_COPIES * k.d && k.run > f.run)))
 		f = k;
