@@ -435,3 +435,27 @@ int sp_stepdet_undecided(struct sp_stepdet *d, char *buf, size_t n)
 			 (unsigned long long)d->tokens, sug);
 	return 1;
 }
+
+int sp_stepdet_schedule_warning(const struct sp_schedule *s, char *buf, size_t n)
+{
+	int64_t first = -1;
+	for (int64_t k = 0; k < 100000 && first < 0; k++)
+		if (sp_schedule_action(s, k) != SP_ACT_NONE)
+			first = k;
+	if (first < 0 || first >= SP_STEPDET_LOCK_NOSYNC)
+		return 0;
+	if (first < SP_STEPDET_LOCK_SYNC) {
+		snprintf(buf, n, "the schedule collects from step %lld, but automatic step detection (kind = auto) "
+			 "locks during the program's iteration %d at the earliest (%d or later for a loop without a "
+			 "host synchronisation per iteration): the steps before are not recorded and the window is "
+			 "lost; raise skip_first or wait by %lld, or set an explicit [marker] (docs/STEPS.md)",
+			 (long long)first, SP_STEPDET_LOCK_SYNC - 1, SP_STEPDET_LOCK_NOSYNC - 1,
+			 (long long)(SP_STEPDET_LOCK_SYNC - first));
+		return 1;
+	}
+	snprintf(buf, n, "the schedule collects from step %lld: a loop without a host synchronisation per iteration "
+		 "(CUDA graphs, JAX) locks automatic step detection at iteration %d or later, and would lose that "
+		 "window; raise skip_first or wait by %lld for such programs, or set an explicit [marker]",
+		 (long long)first, SP_STEPDET_LOCK_NOSYNC - 1, (long long)(SP_STEPDET_LOCK_NOSYNC - first));
+	return 2;
+}

@@ -117,6 +117,16 @@ int sp_stepdet_matches(struct sp_stepdet *d, uint32_t name);
 /* When automatic detection has not locked: writes one line naming the best candidate and the
  * explicit marker it would suggest into buf. Returns 1 if undecided, else 0 (buf untouched). */
 int sp_stepdet_undecided(struct sp_stepdet *d, char *buf, size_t n);
+/* Iterations automatic detection needs before its lock, at the least: a loop with a host
+ * synchronisation per iteration locks during its 5th iteration (4 copies and one to confirm); one
+ * without (a CPU gap or a graph launch shows the wrap) needs 8 copies and more. */
+#define SP_STEPDET_LOCK_SYNC 6
+#define SP_STEPDET_LOCK_NOSYNC 18
+struct sp_schedule;
+/* For `stepprof check` and `stepprof schedule`: if the schedule (with kind = auto) collects a step
+ * before automatic detection can have locked, writes a warning (1) or a note for loops without a
+ * host synchronisation (2) into buf, naming a skip_first that avoids it. Returns 0 if neither. */
+int sp_stepdet_schedule_warning(const struct sp_schedule *s, char *buf, size_t n);
 /* 1 if the current regime has run long enough for its steps to be trusted as the program's loop
  * (auto), or always for explicit markers: the caller may then stop watching when the schedule is
  * done. */
