@@ -75,6 +75,7 @@ static struct {
 	struct sp_det_how step_how;   /* how the current step was found (its STEP record says it) */
 	int step_refuted;             /* the detector found the current step to differ from the period */
 	int nvtx_on;                  /* NVTX callbacks enabled */
+	int nest_marker;              /* an api marker names a driver function: runtime calls are CLS_NEST */
 	uint8_t truth_match[MATCH_CACHE]; /* recorded truth's pattern: 0 unknown, 1 no, 2 yes (tokrec.h) */
 	uint32_t api_name[2][1024];   /* (domain, cbid) -> interned name, 0 = not yet */
 	uint8_t api_marker[2][1024];  /* (domain, cbid) is an api marker / profiler range call */
@@ -234,9 +235,10 @@ static int is_launch(CUpti_CallbackDomain dom, CUpti_CallbackId cbid)
 
 /* in the recorded set; an auto-detection token; a graph launch; the recorded truth (tokrec.h) */
 enum { CLS_RECORDED = 1, CLS_AUTO = 2, CLS_GRAPH = 4, CLS_TRUTH = 8, CLS_NEST = 16 };
-/* CLS_NEST: any runtime call, watched while recording an API truth only to know that a driver
- * call is made inside one (PyTorch's cudaDriverGetVersion calls cuDriverGetVersion): a truth
- * counts at the outermost call only. Such a callback does nothing else (nest_only). */
+/* CLS_NEST: any runtime call, watched while recording an API truth or with an api marker on a
+ * driver function only to know that a driver call is made inside one (PyTorch's
+ * cudaDriverGetVersion calls cuDriverGetVersion): a truth or marker counts at the outermost call
+ * only. Such a callback does nothing else (nest_only). */
 
 /* API calls recorded inside windows: everything that launches, copies, sets, synchronises,
  * orders streams or allocates. Selected by name so new CUDA versions' variants are included. */
@@ -307,6 +309,8 @@ static void apply_callbacks(void)
 				       ((wants & SP_WANT_MARKER) && G.api_marker[d][cb]);
 			if (!G.done && G.cfg.device_memory && G.memop[d][cb].shape)
 				want = 1; /* levels are tracked from process start */
+			if (!G.done && G.nest_marker && (G.cls[d][cb] & CLS_NEST))
+				want = 1; /* a driver API marker: see the runtime calls it may be made inside */
 			if (sp_tokrec_on &&
 			    (is_launch(doms[d], cb) || (G.cls[d][cb] & (CLS_AUTO | CLS_GRAPH | CLS_TRUTH | CLS_NEST))))
 				want = 1; /* recording the detector's tokens: for the whole run */
@@ -922,7 +926,7 @@ static void detect_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const 
 		break;
 	case SP_MARK_API:
 	case SP_MARK_PROFILER_RANGE:
-		if (cbid < 1024 && G.api_marker[d][cbid] && T.mk_depth++ == 0 &&
+		if (cbid < 1024 && G.api_marker[d][cbid] && !(d && T.in_nest) && T.mk_depth++ == 0 &&
 		    (G.cfg.marker_kind == SP_MARK_API || strstr(sp_intern_lookup(api_name(dom, cbid)), "Start")))
 			detect(SP_TOK_API, 0, api_name(dom, cbid), t, corr, cbid, d);
 		break;
@@ -938,7 +942,7 @@ static void detect_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const C
 	if (T.after_pending && T.after_cb[d] == cbid)
 		after_exit(t); /* the iteration ended with this call */
 	if ((G.cfg.marker_kind == SP_MARK_API || G.cfg.marker_kind == SP_MARK_PROFILER_RANGE) && cbid < 1024 &&
-	    G.api_marker[d][cbid] && T.mk_depth > 0 && --T.mk_depth == 0 &&
+	    G.api_marker[d][cbid] && !(d && T.in_nest) && T.mk_depth > 0 && --T.mk_depth == 0 &&
 	    G.cfg.marker_kind == SP_MARK_PROFILER_RANGE && strstr(sp_intern_lookup(api_name(dom, cbid)), "Stop"))
 		detect(SP_TOK_API, 0, api_name(dom, cbid), t, cd->correlationId, cbid, d);
 }
@@ -1338,6 +1342,10 @@ static int arm_markers(void)
 						(glob_match("cuMemcpyDtoH*", nm) && !strstr(nm, "Async"))
 					      : glob_match("cuda*Synchronize*", nm) || !strcmp(nm, "cudaMemcpy");
 		}
+	for (uint32_t cb = 1; cb < 1024 && G.cfg.marker_kind == SP_MARK_API; cb++)
+		G.nest_marker |= G.api_marker[1][cb];
+	for (uint32_t cb = 1; cb < 1024 && G.nest_marker; cb++)
+		G.cls[0][cb] |= CLS_NEST; /* a driver marker counts outside runtime calls only */
 	if (G.cfg.marker_kind == SP_MARK_API && !n) {
 		sp_warn("[marker] pattern '%s' names no CUDA runtime or driver API function; not profiling",
 			G.cfg.marker_pattern);
