@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "collector/clock.h"
 #include "collector/intern.h"
 #include "collector/stepdet.h"
@@ -68,6 +69,7 @@ static double run(int mode, uint32_t add, uint32_t sync, uint32_t *noise)
 	char err[128];
 	if (mode == 2) {
 		struct sp_tok_header h = { .pid = 1 };
+		unlink("/tmp/detector_bench.sptokens"); /* the writer never replaces a file */
 		w = sp_tok_create("/tmp/detector_bench.sptokens", &h, err, sizeof err);
 		if (!w)
 			return -1;

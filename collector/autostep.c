@@ -228,7 +228,9 @@ static void try_from(struct sp_autostep *a, uint64_t first, uint64_t pos, struct
 	uint64_t same = a->same;
 	uint32_t tried = 0;
 	memset(f, 0, sizeof *f);
-	for (uint64_t j = pos; j-- > first && tried < MAX_CANDIDATES;) {
+	/* earlier occurrences through the chain of same-slot positions (a slot may mix tokens) */
+	for (uint64_t j = pos, step; tried < MAX_CANDIDATES && (step = a->prev[j & (a->cap - 1)]) && j - first >= step;) {
+		j -= step;
 		if (at(a, j) != at(a, pos))
 			continue;
 		uint64_t d = pos - j;
@@ -263,44 +265,46 @@ static uint32_t find_period(struct sp_autostep *a)
 {
 	uint64_t first = a->n > a->cap ? a->n - a->cap : 0, span = a->n - first;
 	uint64_t pos[2 * SCAN_WINDOWS];        /* rarest token, then rarest launch, per window */
-	uint32_t best[2 * SCAN_WINDOWS];
 	struct found f = { 0 }, k = { 0 }, g;
 
 	/* the rarest token that still repeats (counts over the ring are kept as tokens come and go),
 	 * among the newest half, eighth and 32nd of the ring (at most SCAN_NEWEST tokens back): old
 	 * setup or autotuning tokens must not hide the iteration's rare ones, and the newest tokens
-	 * hold a token of the current iteration whatever its length */
-	for (unsigned w = 0; w < 2 * SCAN_WINDOWS; w++) {
-		pos[w] = a->n;
-		best[w] = UINT32_MAX;
-	}
-	uint64_t lo = a->n - (span / 2 > SCAN_NEWEST ? SCAN_NEWEST : span / 2);
+	 * hold a token of the current iteration whatever its length. One pass from the newest token
+	 * back: the running rarest token (and launch) at each window's edge is that window's. */
+	uint64_t lo = a->n - (span / 2 > SCAN_NEWEST ? SCAN_NEWEST : span / 2), rp = a->n, kp = a->n;
+	uint32_t rb = UINT32_MAX, kb = UINT32_MAX;
+	int w = SCAN_WINDOWS - 1; /* the smallest window first */
 	for (uint64_t i = a->n; i-- > lo;) {
+		for (; w >= 0 && a->n - i > (span >> (1 + 2 * w)) + SCAN_MIN; w--) {
+			pos[w] = rp;
+			pos[SCAN_WINDOWS + w] = kp;
+		}
 		uint32_t t = at(a, i), c = a->counts[t & (COUNT_SLOTS - 1)];
 		if (c < MIN_REPEATS + 1)
 			continue;
-		for (unsigned w = 0; w < SCAN_WINDOWS; w++) {
-			if (a->n - i > (span >> (1 + 2 * w)) + SCAN_MIN)
-				continue;
-			if (c < best[w]) {
-				best[w] = c;
-				pos[w] = i;
-			}
-			if ((t & SP_AUTOSTEP_KERNEL) && c < best[SCAN_WINDOWS + w]) {
-				best[SCAN_WINDOWS + w] = c;
-				pos[SCAN_WINDOWS + w] = i;
-			}
+		if (c < rb) {
+			rb = c;
+			rp = i;
 		}
+		if ((t & SP_AUTOSTEP_KERNEL) && c < kb) {
+			kb = c;
+			kp = i;
+		}
+	}
+	for (; w >= 0; w--) {
+		pos[w] = rp;
+		pos[SCAN_WINDOWS + w] = kp;
 	}
 	if (a->same > a->cand_run) {
 		a->cand_run = a->same;
 		a->cand_period = 1;
 	}
-	for (unsigned w = 0; w < 2 * SCAN_WINDOWS; w++) {
-		struct found *into = w < SCAN_WINDOWS ? &f : &k;
-		if (pos[w] == a->n || (w % SCAN_WINDOWS && at(a, pos[w]) == at(a, pos[w - 1])))
+	for (unsigned x = 0; x < 2 * SCAN_WINDOWS; x++) {
+		struct found *into = x < SCAN_WINDOWS ? &f : &k;
+		if (pos[x] == a->n || (x % SCAN_WINDOWS && at(a, pos[x]) == at(a, pos[x - 1])))
 			continue; /* none, or the same token as the wider window's */
-		try_from(a, first, pos[w], &g);
+		try_from(a, first, pos[x], &g);
 		if (g.d && g.run > into->run)
 			*into = g;
 	}
@@ -320,8 +324,10 @@ int sp_autostep_init(struct sp_autostep *a, uint32_t cap)
 	a->tok = calloc(c, sizeof *a->tok);
 	a->ts = calloc(c, sizeof *a->ts);
 	a->counts = calloc(COUNT_SLOTS, sizeof *a->counts);
+	a->prev = calloc(c, sizeof *a->prev);
+	a->last = calloc(COUNT_SLOTS, sizeof *a->last);
 	a->gaps = calloc(2 * MAX_PERIOD, sizeof *a->gaps);
-	if (!a->tok || !a->ts || !a->counts || !a->gaps) {
+	if (!a->tok || !a->ts || !a->counts || !a->gaps || !a->prev || !a->last) {
 		sp_autostep_free(a);
 		return -1;
 	}
@@ -335,6 +341,10 @@ void sp_autostep_free(struct sp_autostep *a)
 	free(a->tok);
 	free(a->ts);
 	free(a->counts);
+	free(a->prev);
+	free(a->last);
+	a->prev = NULL;
+	a->last = NULL;
 	free(a->gaps);
 	a->gaps = NULL;
 	a->tok = NULL;
@@ -345,6 +355,7 @@ void sp_autostep_free(struct sp_autostep *a)
 void sp_autostep_reset(struct sp_autostep *a)
 {
 	memset(a->counts, 0, sizeof(uint32_t) * COUNT_SLOTS);
+	memset(a->last, 0, sizeof(uint64_t) * COUNT_SLOTS);
 	a->n = 0;
 	a->next_try = try_gap(0);
 	a->last_period = 0;
@@ -387,6 +398,9 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 	if (a->n >= a->cap)
 		a->counts[at(a, a->n) & (COUNT_SLOTS - 1)]--; /* the token it overwrites leaves the ring */
 	a->counts[tok & (COUNT_SLOTS - 1)]++;
+	uint64_t last = a->last[tok & (COUNT_SLOTS - 1)]; /* position + 1 of the slot's previous token */
+	a->prev[a->n & (a->cap - 1)] = last && a->n - (last - 1) < a->cap ? (uint32_t)(a->n - (last - 1)) : 0;
+	a->last[tok & (COUNT_SLOTS - 1)] = a->n + 1;
 	a->tok[a->n & (a->cap - 1)] = tok;
 	a->ts[a->n & (a->cap - 1)] = ts - a->credit;
 	a->n++;

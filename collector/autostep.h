@@ -11,7 +11,9 @@
 struct sp_autostep {
 	uint32_t *tok;          /* ring of recent tokens (interned name ids) */
 	uint64_t *ts;           /* their CPU timestamps (ns) */
-	uint32_t *counts;       /* scratch histogram for detection */
+	uint32_t *counts;       /* occurrences of each token (ids folded into 65,536 slots) in the ring */
+	uint32_t *prev;         /* per ring position: distance back to the previous token of its slot, 0 none */
+	uint64_t *last;         /* per slot: position + 1 of its newest token, 0 none */
 	uint64_t *gaps;         /* scratch gaps for detection */
 	uint32_t cap;           /* ring capacity (power of two) */
 	uint64_t n;             /* tokens fed so far */
