@@ -34,7 +34,6 @@
 
 #define MAX_WINDOWS 8          /* windows tracked at once (open + closing) */
 #define NAME_CACHE 1024        /* per-thread pointer -> name id cache (power of two) */
-#define MATCH_CACHE 65536      /* name id -> marker match verdict */
 #define CORR_PENDING UINT32_MAX
 
 /* One recorded window, from its first RECORD step to its GPU records' arrival. */
@@ -76,7 +75,7 @@ static struct {
 	int step_refuted;             /* the detector found the current step to differ from the period */
 	int nvtx_on;                  /* NVTX callbacks enabled */
 	int nest_marker;              /* an api marker names a driver function: runtime calls are CLS_NEST */
-	uint8_t truth_match[MATCH_CACHE]; /* recorded truth's pattern: 0 unknown, 1 no, 2 yes (tokrec.h) */
+	uint8_t truth_match[SP_DET_MATCH_CACHE]; /* recorded truth's pattern: 0 unknown, 1 no, 2 yes (tokrec.h) */
 	uint32_t api_name[2][1024];   /* (domain, cbid) -> interned name, 0 = not yet */
 	uint8_t api_marker[2][1024];  /* (domain, cbid) is an api marker / profiler range call */
 	uint8_t cb_on[2][1024];       /* callbacks currently enabled */
@@ -142,33 +141,6 @@ static int glob_match(const char *pat, const char *s)
 	return s && fnmatch(pat, s, 0) == 0;
 }
 
-/* Whether the kernel or call named by id matches pat: against the raw name, the demangled name
- * and the demangled name without return type and arguments. Cached in cache[MATCH_CACHE]. */
-static int name_matches_in(uint32_t id, const char *pat, uint8_t *cache)
-{
-	if (id < MATCH_CACHE && cache[id])
-		return cache[id] == 2;
-	const char *raw = sp_intern_lookup(id);
-	int ok = glob_match(pat, raw);
-	if (!ok && raw && G.demangle) {
-		int st = 0;
-		char *d = G.demangle(raw, NULL, NULL, &st);
-		if (d && st == 0) {
-			ok = glob_match(pat, d);
-			if (!ok) {
-				char *p = strchr(d, '('), *sp;
-				if (p)
-					*p = 0;
-				sp = strrchr(d, ' ');
-				ok = glob_match(pat, sp ? sp + 1 : d);
-			}
-		}
-		free(d);
-	}
-	if (id < MATCH_CACHE)
-		cache[id] = ok ? 2 : 1;
-	return ok;
-}
 
 
 static void push(struct sp_event *ev)
@@ -455,14 +427,7 @@ static int start_writer(void)
 	m.anchor_mono_ns = sp_now_ns();
 	m.anchor_real_ns = sp_realtime_ns();
 	snprintf(m.host, sizeof m.host, "%s", host);
-	FILE *f = fopen("/proc/self/cmdline", "re");
-	if (f) {
-		size_t n = fread(m.command, 1, sizeof m.command - 1, f);
-		for (size_t i = 0; i + 1 < n; i++)
-			if (!m.command[i])
-				m.command[i] = ' ';
-		fclose(f);
-	}
+	sp_tokrec_cmdline(m.command, sizeof m.command);
 	if (sp_writer_start(G.trace_path, &m, G.cfg.window_max_bytes) < 0)
 		return -1;
 	G.writer_started = 1;
@@ -896,7 +861,7 @@ static void record_token(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const 
 	uint32_t name;
 	int tok = token_of(dom, cbid, cd, launch, &kind, &flags, &name);
 	if (launch && sp_tokrec_truth_kind() == SP_TOK_KERNEL &&
-	    name_matches_in(name, sp_tokrec_truth_pattern(), G.truth_match))
+	    sp_name_matches(name, sp_tokrec_truth_pattern(), G.truth_match, G.demangle))
 		sp_tokrec_add(SP_TOK_TRUTH, flags, name, t, tid());
 	else if (!launch && !(d && (T.in_rt || T.in_nest)) && cbid < 1024 && (G.cls[d][cbid] & CLS_TRUTH))
 		sp_tokrec_add(SP_TOK_TRUTH, flags, api_name(dom, cbid), t, tid());
@@ -945,6 +910,18 @@ static void detect_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const C
 	    G.api_marker[d][cbid] && !(d && T.in_nest) && T.mk_depth > 0 && --T.mk_depth == 0 &&
 	    G.cfg.marker_kind == SP_MARK_PROFILER_RANGE && strstr(sp_intern_lookup(api_name(dom, cbid)), "Stop"))
 		detect(SP_TOK_API, 0, api_name(dom, cbid), t, cd->correlationId, cbid, d);
+}
+
+/* A boundary happened outside a CUDA call (split_at): this call's correlation id splits there. */
+static void fill_split(uint32_t corr)
+{
+	pthread_mutex_lock(&G.lock);
+	if (G.split_lo && *G.split_lo == CORR_PENDING)
+		*G.split_lo = corr;
+	if (G.split_hi && *G.split_hi == CORR_PENDING)
+		*G.split_hi = corr;
+	G.split_lo = G.split_hi = NULL;
+	pthread_mutex_unlock(&G.lock);
 }
 
 /* 1 if the callback of (d, cbid) is on only to see nesting (CLS_NEST): it must change nothing
@@ -998,15 +975,8 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 		uint32_t mc = d && T.in_rt ? T.rt_corr : cd->correlationId;
 		if (sp_tokrec_on)
 			record_token(dom, cbid, cd, launch, mt - G.credit);
-		if (atomic_load_explicit(&G.split_pending, memory_order_relaxed) && atomic_exchange(&G.split_pending, 0)) {
-			pthread_mutex_lock(&G.lock);
-			if (G.split_lo && *G.split_lo == CORR_PENDING)
-				*G.split_lo = cd->correlationId;
-			if (G.split_hi && *G.split_hi == CORR_PENDING)
-				*G.split_hi = cd->correlationId;
-			G.split_lo = G.split_hi = NULL;
-			pthread_mutex_unlock(&G.lock);
-		}
+		if (atomic_load_explicit(&G.split_pending, memory_order_relaxed) && atomic_exchange(&G.split_pending, 0))
+			fill_split(cd->correlationId);
 		if (!G.done)
 			detect_enter(dom, cbid, cd, launch, mt, mc);
 		if (cd->correlationData)

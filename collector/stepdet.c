@@ -31,15 +31,16 @@ static int glob_match(const char *pat, const char *s)
 	return s && fnmatch(pat, s, 0) == 0;
 }
 
-int sp_stepdet_matches(struct sp_stepdet *d, uint32_t id)
+int sp_name_matches(uint32_t id, const char *pat, uint8_t *cache,
+		    char *(*demangle)(const char *, char *, size_t *, int *))
 {
-	if (id < SP_DET_MATCH_CACHE && d->match[id])
-		return d->match[id] == 2;
-	const char *raw = sp_intern_lookup(id), *pat = d->pattern;
+	if (id < SP_DET_MATCH_CACHE && cache[id])
+		return cache[id] == 2;
+	const char *raw = sp_intern_lookup(id);
 	int ok = glob_match(pat, raw);
-	if (!ok && raw && d->demangle) {
+	if (!ok && raw && demangle) {
 		int st = 0;
-		char *dm = d->demangle(raw, NULL, NULL, &st);
+		char *dm = demangle(raw, NULL, NULL, &st);
 		if (dm && st == 0) {
 			ok = glob_match(pat, dm);
 			if (!ok) {
@@ -53,8 +54,13 @@ int sp_stepdet_matches(struct sp_stepdet *d, uint32_t id)
 		free(dm);
 	}
 	if (id < SP_DET_MATCH_CACHE)
-		d->match[id] = ok ? 2 : 1;
+		cache[id] = ok ? 2 : 1;
 	return ok;
+}
+
+int sp_stepdet_matches(struct sp_stepdet *d, uint32_t id)
+{
+	return sp_name_matches(id, d->pattern, d->match, d->demangle);
 }
 
 /* The learner's token for an NVTX message: "nvtx:" and the message with digit runs folded to

@@ -114,6 +114,11 @@ uint32_t sp_stepdet_anchor_name(const struct sp_stepdet *d);
 /* 1 if name (interned) matches the marker pattern: the raw name, the demangled name, and the
  * demangled name without return type and arguments. Cached. */
 int sp_stepdet_matches(struct sp_stepdet *d, uint32_t name);
+/* The same for any glob pat, with the verdicts cached in cache[SP_DET_MATCH_CACHE] (0 unknown,
+ * 1 no, 2 yes) and demangle (__cxa_demangle, or NULL). Any thread; a race only computes a verdict
+ * twice. */
+int sp_name_matches(uint32_t id, const char *pat, uint8_t *cache,
+		    char *(*demangle)(const char *, char *, size_t *, int *));
 /* When automatic detection has not locked: writes one line naming the best candidate and the
  * explicit marker it would suggest into buf. Returns 1 if undecided, else 0 (buf untouched). */
 int sp_stepdet_undecided(struct sp_stepdet *d, char *buf, size_t n);

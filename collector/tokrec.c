@@ -79,6 +79,20 @@ static void expand_path(const char *in, char *out, size_t n)
 	out[o] = 0;
 }
 
+void sp_tokrec_cmdline(char *buf, size_t n)
+{
+	FILE *f = fopen("/proc/self/cmdline", "re");
+	size_t got = 0;
+	if (f) {
+		got = fread(buf, 1, n - 1, f);
+		for (size_t i = 0; i + 1 < got; i++)
+			if (!buf[i])
+				buf[i] = ' ';
+		fclose(f);
+	}
+	buf[got] = 0;
+}
+
 int sp_tokrec_start(void)
 {
 	const char *path = getenv("STEPPROF_RECORD_TOKENS"), *truth = getenv("STEPPROF_RECORD_TRUTH");
@@ -97,14 +111,7 @@ int sp_tokrec_start(void)
 	snprintf(h.stepprof, sizeof h.stepprof, "%s", SP_GIT_VERSION);
 	snprintf(h.truth, sizeof h.truth, "%s", truth ? truth : "");
 	gethostname(h.host, sizeof h.host - 1);
-	FILE *f = fopen("/proc/self/cmdline", "re");
-	if (f) {
-		size_t n = fread(h.command, 1, sizeof h.command - 1, f);
-		for (size_t i = 0; i + 1 < n; i++)
-			if (!h.command[i])
-				h.command[i] = ' ';
-		fclose(f);
-	}
+	sp_tokrec_cmdline(h.command, sizeof h.command);
 	int self = sp_mem_self;
 	sp_mem_self = 1; /* stepprof's buffers, not the program's host memory */
 	R.w = sp_tok_create(file, &h, err, sizeof err);

@@ -7,6 +7,7 @@
 #ifndef SP_TOKREC_H
 #define SP_TOKREC_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Nonzero while recording (read without a lock on hot paths). */
@@ -22,6 +23,9 @@ const char *sp_tokrec_truth_pattern(void);
 /* Appends one token (kind/flags as in trace/tokens.h, name an interned id or 0). Any thread.
  * This function can't fail (a write failure warns once and stops recording). */
 void sp_tokrec_add(uint8_t kind, uint8_t flags, uint32_t name, uint64_t ts, uint32_t tid);
+/* The process's command line (arguments joined by spaces, truncated) into buf[n], for the headers
+ * of token streams and traces. This function can't fail (an unreadable /proc gives ""). */
+void sp_tokrec_cmdline(char *buf, size_t n);
 /* Writes what is buffered and closes the file. Idempotent; a fork child never writes. */
 void sp_tokrec_stop(void);
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <zstd.h>
+#include "bytes.h"
 #include "tokens.h"
 
 #define HEADER_SIZE 808u          /* bytes of the version-1 header */
@@ -23,46 +24,6 @@
 /* header field offsets */
 enum { H_MAGIC = 0, H_VERSION = 8, H_MINVER = 10, H_SIZE = 12, H_PID = 16, H_MONO = 24, H_REAL = 32,
        H_STEPPROF = 40, H_HOST = 72, H_TRUTH = 136, H_COMMAND = 264, H_END = 776 };
-
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < n; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
-static size_t put_varint(uint8_t *p, uint64_t v)
-{
-	size_t n = 0;
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
-
-/* Reads a varint from [*p, end). Returns 0, or -1 if it runs past end or is too long. */
-static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	uint64_t r = 0;
-	for (int s = 0; s < 64 && *p < end; s += 7) {
-		uint8_t b = *(*p)++;
-		r |= (uint64_t)(b & 0x7f) << s;
-		if (!(b & 0x80)) {
-			*v = r;
-			return 0;
-		}
-	}
-	return -1;
-}
 
 const char *sp_tok_kind_name(int kind)
 {
@@ -195,8 +156,8 @@ static int define_name(struct sp_tok_writer *w, uint32_t id, const char *name)
 	size_t n = strnlen(name ? name : "?", 4096);
 	uint8_t *p = w->raw + w->len;
 	*p++ = 0;
-	p += put_varint(p, id);
-	p += put_varint(p, n);
+	p = put_varint(p, id);
+	p = put_varint(p, n);
 	memcpy(p, name ? name : "?", n);
 	w->len = (size_t)(p + n - w->raw);
 	return 0;
@@ -213,9 +174,9 @@ int sp_tok_add(struct sp_tok_writer *w, const struct sp_token *t, const char *na
 	uint8_t *p = w->raw + w->len;
 	int64_t dt = w->chunk_has_token ? (int64_t)(t->ts - w->prev_ts) : (int64_t)t->ts;
 	*p++ = (uint8_t)((t->kind & 0x0f) | (t->flags & 0xf0));
-	p += put_varint(p, t->name);
-	p += put_varint(p, ((uint64_t)dt << 1) ^ (uint64_t)(dt >> 63));
-	p += put_varint(p, t->tid);
+	p = put_varint(p, t->name);
+	p = put_varint(p, zigzag(dt));
+	p = put_varint(p, t->tid);
 	w->len = (size_t)(p - w->raw);
 	w->prev_ts = t->ts;
 	w->chunk_has_token = 1;
@@ -300,6 +261,19 @@ const struct sp_tok_header *sp_tok_get_header(const struct sp_tok_reader *r)
 	return &r->h;
 }
 
+/* Makes *buf hold at least need bytes. Returns 0, or -1 (no memory; *buf unchanged). */
+static int grow(uint8_t **buf, size_t *cap, size_t need)
+{
+	if (need <= *cap)
+		return 0;
+	uint8_t *b = realloc(*buf, need);
+	if (!b)
+		return -1;
+	*buf = b;
+	*cap = need;
+	return 0;
+}
+
 /* Reads and decodes the next chunk. Returns 1, 0 at the end of the file, -1 if damaged. */
 static int next_chunk(struct sp_tok_reader *r, char *err, size_t errlen)
 {
@@ -316,20 +290,8 @@ static int next_chunk(struct sp_tok_reader *r, char *err, size_t errlen)
 		snprintf(err, errlen, "damaged chunk (sizes %u, %u)", rsize, csize);
 		return -1;
 	}
-	if (csize > r->comp_cap) {
-		uint8_t *c = realloc(r->comp, csize);
-		if (!c)
-			return snprintf(err, errlen, "no memory"), -1;
-		r->comp = c;
-		r->comp_cap = csize;
-	}
-	if (rsize > r->raw_cap) {
-		uint8_t *c = realloc(r->raw, rsize);
-		if (!c)
-			return snprintf(err, errlen, "no memory"), -1;
-		r->raw = c;
-		r->raw_cap = rsize;
-	}
+	if (grow(&r->comp, &r->comp_cap, csize) < 0 || grow(&r->raw, &r->raw_cap, rsize) < 0)
+		return snprintf(err, errlen, "no memory"), -1;
 	if (fread(r->comp, 1, csize, r->f) != csize) {
 		r->truncated = 1;
 		return 0;
@@ -396,7 +358,7 @@ int sp_tok_next(struct sp_tok_reader *r, struct sp_token *t, char *err, size_t e
 		if ((b & 0x0f) > SP_TOK_KIND_MAX || get_varint(&r->p, r->end, &name) ||
 		    get_varint(&r->p, r->end, &dt) || get_varint(&r->p, r->end, &tid) || name >= MAX_NAME_ID)
 			return snprintf(err, errlen, "damaged token record"), -1;
-		int64_t d = (int64_t)(dt >> 1) ^ -(int64_t)(dt & 1);
+		int64_t d = unzigzag(dt);
 		t->ts = r->chunk_has_token ? r->prev_ts + (uint64_t)d : (uint64_t)d;
 		r->prev_ts = t->ts;
 		r->chunk_has_token = 1;
