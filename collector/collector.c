@@ -818,16 +818,17 @@ static void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *nd)
 		if (nvtx_is_end(cbid)) {
 			sp_tokrec_add(SP_TOK_NVTX_POP, f, 0, t - G.credit, tid());
 		} else {
-			uint32_t id = msg ? sp_intern(msg) : 0;
+			uint32_t id = msg ? sp_stepdet_nvtx_name(msg) : 0; /* digits folded: a bounded table */
 			if (msg && sp_tokrec_truth_kind() == SP_TOK_NVTX_PUSH && glob_match(sp_tokrec_truth_pattern(), msg))
 				sp_tokrec_add(SP_TOK_TRUTH, f, id, t - G.credit, tid());
 			sp_tokrec_add(SP_TOK_NVTX_PUSH, f, id, t - G.credit, tid());
 		}
 	}
-	if (G.cfg.marker_kind == SP_MARK_NVTX ? msg && glob_match(G.cfg.marker_pattern, msg)
-					       : (sp_stepdet_wants(&G.det) & SP_WANT_NVTX) != 0)
+	if (G.cfg.marker_kind == SP_MARK_NVTX && msg && glob_match(G.cfg.marker_pattern, msg))
+		detect(SP_TOK_NVTX_PUSH, SP_TOKF_MATCHED, 0, t, 0, 0, 0); /* matched here: nothing interned */
+	else if (G.cfg.marker_kind != SP_MARK_NVTX && (sp_stepdet_wants(&G.det) & SP_WANT_NVTX))
 		detect(nvtx_is_end(cbid) ? SP_TOK_NVTX_POP : SP_TOK_NVTX_PUSH, 0,
-		       msg && !nvtx_is_end(cbid) ? sp_intern(msg) : 0, t, 0, 0, 0);
+		       msg && !nvtx_is_end(cbid) ? sp_stepdet_nvtx_name(msg) : 0, t, 0, 0, 0);
 }
 
 /* The detector token an API entry is, if any: a kernel launch, or at the outermost level an

@@ -63,20 +63,11 @@ int sp_stepdet_matches(struct sp_stepdet *d, uint32_t id)
 	return sp_name_matches(id, d->pattern, d->match, d->demangle);
 }
 
-/* The learner's token for an NVTX message: "nvtx:" and the message with digit runs folded to
- * '#', so that "step 17" and "step 18" are one token. */
-static uint32_t nvtx_token(struct sp_stepdet *d, uint32_t msg)
+/* s with digit runs folded to '#' after prefix, into buf[n]. This function can't fail. */
+static void fold_digits(const char *prefix, const char *s, char *buf, size_t n)
 {
-	char buf[160];
-	size_t o = 0;
-	if (!msg)
-		return d->nvtx_pop;
-	unsigned slot = msg & 1023u;
-	if (d->nvtx[slot].msg == msg)
-		return d->nvtx[slot].tok;
-	const char *s = sp_intern_lookup(msg);
-	o = (size_t)snprintf(buf, sizeof buf, "nvtx:");
-	for (; s && *s && o + 1 < sizeof buf; s++) {
+	size_t o = (size_t)snprintf(buf, n, "%s", prefix);
+	for (; s && *s && o + 1 < n; s++) {
 		if (*s >= '0' && *s <= '9') {
 			while (s[1] >= '0' && s[1] <= '9')
 				s++;
@@ -85,7 +76,25 @@ static uint32_t nvtx_token(struct sp_stepdet *d, uint32_t msg)
 			buf[o++] = *s;
 		}
 	}
-	buf[o] = 0;
+	buf[o < n ? o : n - 1] = 0;
+}
+
+uint32_t sp_stepdet_nvtx_name(const char *msg)
+{
+	char buf[160];
+	fold_digits("", msg, buf, sizeof buf);
+	return sp_intern(buf);
+}
+
+/* The learner's token for an NVTX message: "nvtx:" and the message with digit runs folded to
+ * '#', so that "step 17" and "step 18" are one token. */
+static uint32_t nvtx_token(struct sp_stepdet *d, uint32_t msg)
+{
+	char buf[170];
+	unsigned slot = msg & 1023u;
+	if (d->nvtx[slot].msg == msg)
+		return d->nvtx[slot].tok;
+	fold_digits("nvtx:", sp_intern_lookup(msg), buf, sizeof buf);
 	d->nvtx[slot].msg = msg;
 	d->nvtx[slot].tok = sp_intern(buf);
 	return d->nvtx[slot].tok;
@@ -390,7 +399,7 @@ void sp_stepdet_feed(struct sp_stepdet *d, const struct sp_token *t, struct sp_d
 	case SP_MARK_NVTX:
 		if (t->kind == (d->kind == SP_MARK_KERNEL ? SP_TOK_KERNEL : d->kind == SP_MARK_API ? SP_TOK_API
 				: d->kind == SP_MARK_NCCL ? SP_TOK_NCCL : SP_TOK_NVTX_PUSH) &&
-		    t->name && sp_stepdet_matches(d, t->name))
+		    ((t->flags & SP_TOKF_MATCHED) || (t->name && sp_stepdet_matches(d, t->name))))
 			marker_hit(d, t, out);
 		break;
 	}

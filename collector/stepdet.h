@@ -111,6 +111,10 @@ int sp_stepdet_may_try(const struct sp_stepdet *d);
 unsigned sp_stepdet_wants(const struct sp_stepdet *d);
 /* The interned name of the API call the boundaries hang on once locked on a call (0 if none). */
 uint32_t sp_stepdet_anchor_name(const struct sp_stepdet *d);
+/* The interned name of an NVTX message with its digit runs folded ("step 17" -> "step #"): what
+ * the caller feeds for NVTX ranges outside an nvtx marker, so that counters in messages do not
+ * grow the string table without bound. This function can't fail (0 if memory ran out). */
+uint32_t sp_stepdet_nvtx_name(const char *msg);
 /* 1 if name (interned) matches the marker pattern: the raw name, the demangled name, and the
  * demangled name without return type and arguments. Cached. */
 int sp_stepdet_matches(struct sp_stepdet *d, uint32_t name);

@@ -18,7 +18,7 @@
 #define CHUNK_RAW (256u << 10)    /* raw bytes per chunk (a chunk is written when this fills) */
 #define CHUNK_MAX_RAW (64u << 20) /* the reader refuses larger chunks (hostile sizes) */
 #define RECORD_MAX (16 + 4096)    /* largest record: a name definition of a 4 KiB string */
-#define MAX_NAME_ID (1u << 24)    /* name ids the reader accepts */
+#define MAX_NAME_ID (1u << 22)    /* name ids the reader accepts (a hostile id costs at most 32 MiB) */
 #define ZLEVEL 3                  /* fast: the producer compresses on an application thread */
 
 /* header field offsets */
@@ -363,7 +363,7 @@ int sp_tok_next(struct sp_tok_reader *r, struct sp_token *t, char *err, size_t e
 		r->prev_ts = t->ts;
 		r->chunk_has_token = 1;
 		t->kind = b & 0x0f;
-		t->flags = b & 0xf0;
+		t->flags = b & (SP_TOKF_SYNC | SP_TOKF_DRIVER | SP_TOKF_RANGE); /* never MATCHED */
 		t->name = (uint32_t)name;
 		t->tid = (uint32_t)tid;
 		return 1;
