@@ -668,6 +668,8 @@ static void det_apply(const struct sp_det_out *o, uint64_t t, uint32_t corr, CUp
 		G.action = SP_ACT_RECORD_AND_SAVE; /* the loop changed: a window open now ends with this step */
 	if (o->what & SP_DET_END)
 		end_step(t, corr);
+	if (o->what & SP_DET_UNLOCK)
+		set_collecting(SP_ACT_NONE); /* nothing is collected while the detector learns again */
 	if (o->what & SP_DET_LOCK)
 		det_locked(o, t);
 	if ((o->what & SP_DET_BOUNDARY) && (o->what & SP_DET_AFTER)) {
