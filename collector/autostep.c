@@ -312,6 +312,7 @@ static uint32_t find_period(struct sp_autostep *a)
 		    (f.d < SUPER_COPIES * k.d && k.run > f.run)))
 		f = k;
 	a->found_sync = f.sync;
+	a->found_run = f.run;
 	return (uint32_t)f.d;
 }
 
@@ -408,13 +409,17 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 		return 0;
 	a->next_try = a->n + try_gap(a->n);
 	uint32_t p = find_period(a);
-	if (!p || p != a->last_period) {
+	uint64_t need = required_copies(a, p) > NOSYNC_REPEATS ? required_copies(a, p) : NOSYNC_REPEATS;
+	if (p && a->found_run >= (need + 1) * (uint64_t)p) {
+		/* the run already holds a full period more than any proof asks: it has confirmed itself
+		 * (a loop whose run a loss read breaks every few iterations may get no second attempt) */
+	} else if (!p || p != a->last_period) {
 		a->last_period = p;
 		a->first_found = a->n;
 		return 0;
-	}
-	if (a->n - a->first_found < p)
+	} else if (a->n - a->first_found < p) {
 		return 0; /* confirm over one more full period */
+	}
 	/* locked: the iteration starts at position b; count anchor occurrences per period and
 	 * since the most recent boundary instance. */
 	uint64_t b;

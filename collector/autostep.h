@@ -21,6 +21,7 @@ struct sp_autostep {
 	uint32_t last_period;   /* period found by the previous try (must hold a full period more to lock) */
 	uint64_t first_found;   /* n when last_period was first found */
 	int found_sync;         /* the period found last holds a synchronisation */
+	uint64_t found_run;     /* ... and its run (tokens) */
 	uint64_t credit;        /* ns spent in detection itself, taken out of later timestamps */
 	uint64_t same;          /* the newest tokens' run of one token (run_length for a period of 1) */
 	/* result, valid once locked */
