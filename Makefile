@@ -41,7 +41,9 @@ ifneq ($(SAN),)
   SANLD := -fsanitize=$(SAN)
 endif
 
-CFLAGS_COMMON := -std=gnu11 $(OPT) -Wall -Wextra -Wno-unused-parameter -Wshadow -fno-omit-frame-pointer \
+# the stepprof version that token streams name (STEPPROF_RECORD_TOKENS)
+SP_GIT_VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+CFLAGS_COMMON := -DSP_GIT_VERSION='"$(SP_GIT_VERSION)"' -std=gnu11 $(OPT) -Wall -Wextra -Wno-unused-parameter -Wshadow -fno-omit-frame-pointer \
 	-D_GNU_SOURCE -I. $(CUDA_INC) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LIB_CFLAGS := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -ftls-model=initial-exec -DSP_IN_LIBRARY
 CLI_CFLAGS := $(CFLAGS_COMMON)
@@ -114,8 +116,8 @@ $(O)/tests/e2e/cupti_life_driver: tests/e2e/cupti_life_driver.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g $(CUDA_INC) -o $@ $< -ldl -lpthread
 
-# gen_golden, gen_random, gen_ranks and gen_pytrace write traces through the core library
-$(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_random $(O)/tests/e2e/gen_ranks $(O)/tests/e2e/gen_pytrace: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a
+# gen_golden, gen_random, gen_ranks, gen_pytrace and gen_tokens write traces through the core library
+$(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_random $(O)/tests/e2e/gen_ranks $(O)/tests/e2e/gen_pytrace $(O)/tests/e2e/gen_tokens: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CLI_CFLAGS) -o $@ $< $(O)/libspcore.a $(CLI_LIBS) -lpthread $(SANLD)
 

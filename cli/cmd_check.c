@@ -7,6 +7,7 @@
 #include <string.h>
 #include "cli.h"
 #include "config/config.h"
+#include "collector/stepdet.h"
 
 static void usage(FILE *f)
 {
@@ -77,5 +78,9 @@ int sp_cmd_check(int argc, char **argv)
 		printf("# this process: no rank in the environment (counts as rank 0): %s\n",
 		       sp_rankset_has(&cfg.ranks, ri.rank) ? "selected" : "not selected");
 	sp_cfg_print(&cfg, stdout);
+	char msg[600];
+	int w = cfg.marker_kind == SP_MARK_AUTO ? sp_stepdet_schedule_warning(&cfg.schedule, msg, sizeof msg) : 0;
+	if (w)
+		fprintf(stderr, "stepprof check: %s: %s\n", w == 1 ? "warning" : "note", msg);
 	return 0;
 }

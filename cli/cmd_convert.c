@@ -9,7 +9,7 @@
 #include <string.h>
 #include "cli.h"
 #include "export.h"
-#include "ranks.h"
+#include "crossrank.h"
 #include "nccl.h"
 #include "steps.h"
 
@@ -292,12 +292,12 @@ static int merge_ranks(const struct convert_opts *o)
 	struct sp_export x = { .ops = o->ops, .wall = 1, .match = m };
 	char err[256], *stem, *ext, *path = NULL;
 	int n = 0, failed = 0, nwin = 0;
-	struct sp_ranks *arrivals = sp_ranks_new(); /* waits of NCCL kernels (ranks.h): a first pass */
+	struct sp_xrank *arrivals = sp_xrank_new(); /* waits of NCCL kernels (ranks.h): a first pass */
 
 	for (int i = 0; i < o->ntraces; i++)
-		if (sp_ranks_load(arrivals, o->traces[i], err, sizeof(err)) < 0)
+		if (sp_xrank_load(arrivals, o->traces[i], err, sizeof(err)) < 0)
 			break; /* reported by the pass below */
-	sp_ranks_analyse(arrivals);
+	sp_xrank_analyse(arrivals);
 	x.arrivals = arrivals;
 
 	for (; n < o->ntraces; n++) {
@@ -387,7 +387,7 @@ static int merge_ranks(const struct convert_opts *o)
 	free(stem);
 	free(ext);
 	sp_nccl_match_free(m);
-	sp_ranks_free(arrivals);
+	sp_xrank_free(arrivals);
 	return failed;
 }
 

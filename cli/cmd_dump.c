@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
+#include "config/config.h"
 #include "config/schedule.h"
 #include "trace/trace.h"
 #include "windows.h"
@@ -212,6 +213,11 @@ static void put_event(struct dump *d, const struct sp_event *ev)
 		put_cpu(d, ev);
 		fprintf(o, " number=%" PRId64 " action=%s", ev->u.step.number, sp_action_name(ev->sub));
 		put_name(d, "name", ev->name);
+		if (ev->u.step.how) /* format version 2: how the step was found */
+			fprintf(o, " how=%s flags=%u regime=%u period=%u launches=%u every=%u confidence=%u relocks=%u",
+				sp_marker_kind_name((enum sp_marker_kind)(ev->u.step.how - 1)), ev->u.step.flags,
+				ev->u.step.regime, ev->u.step.period, ev->u.step.launches, ev->u.step.every,
+				ev->u.step.confidence, ev->u.step.relocks);
 		break;
 	case SP_EV_WINDOW_BEGIN:
 	case SP_EV_WINDOW_END: {

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "cli.h"
 #include "config/config.h"
+#include "collector/stepdet.h"
 
 #define MAX_STEPS 1000000       /* --steps limit */
 #define DEFAULT_STEPS_CAP 1000  /* limit of the default step count */
@@ -170,6 +171,10 @@ int sp_cmd_schedule(int argc, char **argv)
 		fprintf(stderr, "stepprof schedule: warning: warmup = 0: the first recorded step is not "
 				"warmed up (torch warns: \"Profiler won't be using warmup, this can skew "
 				"profiler results\")\n");
+	char msg[600];
+	int w = cfg.marker_kind == SP_MARK_AUTO ? sp_stepdet_schedule_warning(&cfg.schedule, msg, sizeof msg) : 0;
+	if (w)
+		fprintf(stderr, "stepprof schedule: %s: %s\n", w == 1 ? "warning" : "note", msg);
 	print_table(&cfg.schedule, first, steps > 0 ? steps : default_steps(&cfg.schedule));
 	return 0;
 }

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "cli.h"
-#include "ranks.h"
+#include "crossrank.h"
 
 static int usage(FILE *f, int rc)
 {
@@ -50,41 +50,41 @@ int sp_cmd_steps(int argc, char **argv)
 		return usage(stderr, 2);
 	if (argc - optind > 1 && sp_cli_one_run("steps", argv + optind, (size_t)(argc - optind)))
 		return 1;
-	struct sp_ranks *a = sp_ranks_new();
+	struct sp_xrank *a = sp_xrank_new();
 	for (int i = optind; i < argc; i++) {
-		int rc = sp_ranks_load(a, argv[i], err, sizeof(err));
+		int rc = sp_xrank_load(a, argv[i], err, sizeof(err));
 		if (rc < 0) {
 			fprintf(stderr, "stepprof steps: %s\n", err);
-			sp_ranks_free(a);
+			sp_xrank_free(a);
 			return 1;
 		}
 		if (!rc)
 			fprintf(stderr, "stepprof steps: %s holds no recorded step; left out\n", argv[i]);
 	}
-	size_t n = sp_ranks_count(a);
+	size_t n = sp_xrank_count(a);
 	if (!n) {
-		sp_ranks_free(a);
+		sp_xrank_free(a);
 		return 1;
 	}
-	sp_ranks_analyse(a);
+	sp_xrank_analyse(a);
 	if (json) {
-		sp_ranks_json(a, stdout, arrivals);
+		sp_xrank_json(a, stdout, arrivals);
 	} else if (n == 1) {
-		sp_steps_print(sp_ranks_steps(a, 0), stdout);
+		sp_steps_print(sp_xrank_steps(a, 0), stdout);
 	} else {
 		struct sp_steps *s = malloc(n * sizeof(*s));
 		int *rank = malloc(n * sizeof(*rank));
 		if (!s || !rank)
 			sp_oom();
 		for (size_t i = 0; i < n; i++) {
-			s[i] = *sp_ranks_steps(a, i);
-			rank[i] = sp_ranks_rank(a, i);
+			s[i] = *sp_xrank_steps(a, i);
+			rank[i] = sp_xrank_rank(a, i);
 		}
 		sp_steps_compare(s, rank, n, stdout);
-		sp_ranks_print(a, stdout);
+		sp_xrank_print(a, stdout);
 		free(s);
 		free(rank);
 	}
-	sp_ranks_free(a);
+	sp_xrank_free(a);
 	return 0;
 }

@@ -13,7 +13,7 @@
 
 struct sp_out;
 struct sp_nccl_match;
-struct sp_ranks;
+struct sp_xrank;
 
 /* What an exporter works with; one per output file. When several ranks' traces go into one file
  * (convert --merge-ranks), r, hdr, g and source change between window calls and stay valid until
@@ -28,7 +28,7 @@ struct sp_export {
 	int wall;                       /* times on the wall clock (several windows or ranks line up) */
 	const struct sp_nccl_match *match; /* --merge-ranks: the NCCL calls of every rank's window of this
 	                                      round, paired by (comm, seq); NULL otherwise */
-	const struct sp_ranks *arrivals; /* --merge-ranks: the cross-rank analysis (ranks.h): NCCL kernels
+	const struct sp_xrank *arrivals; /* --merge-ranks: the cross-rank analysis (ranks.h): NCCL kernels
 	                                    get "wait for peers" and "transfer" slices; NULL otherwise */
 	uint64_t events;                /* events written so far (exporters count) */
 	void *priv;                     /* the exporter's state, from begin to end */

@@ -12,7 +12,7 @@
 #include "export.h"
 #include "config/schedule.h"
 #include "nccl.h"
-#include "ranks.h"
+#include "crossrank.h"
 #include "symbols.h"
 
 #define GPU_PID_BASE 1000000000ll /* GPU pid = base + key * 100 + device */
@@ -301,7 +301,7 @@ static void gpu_event(struct sp_export *x, const struct sp_window *w, const stru
 	}
 	sp_out_puts(x->out, "}}");
 	if (e->kind == SP_EV_KERNEL && x->arrivals) /* waiting and transfer nested in an NCCL kernel */
-		x->events += (uint64_t)sp_ranks_wait_slices(x->arrivals, x->out, c->key, e, pid, ts);
+		x->events += (uint64_t)sp_xrank_wait_slices(x->arrivals, x->out, c->key, e, pid, ts);
 	if (e->corr && sp_idset_has(&c->api_corr, e->corr))
 		flow(x, 'f', flow_id(x, e->corr), "ac2g", pid, e->stream, ts);
 }

@@ -9,9 +9,10 @@
 #include "format.h"
 #include "memtl.h"
 #include "nccl.h"
-#include "ranks.h"
+#include "crossrank.h"
 #include "cli.h"
 #include "report.h"
+#include "config/config.h"
 #include "export.h"
 #include "steps.h"
 #include "symbols.h"
@@ -43,7 +44,7 @@ struct report {
 	size_t nw;
 	struct sp_steps steps;  /* the per-step table (steps.h) */
 	struct sp_nccl_stats nccl; /* the NCCL table */
-	struct sp_ranks *peers;  /* the trace and its peers' (--peers), analysed; NULL without peers */
+	struct sp_xrank *peers;  /* the trace and its peers' (--peers), analysed; NULL without peers */
 	int self;                /* index of the trace among them, -1 if it holds no step */
 	struct sp_stackagg sites;  /* allocation sites (folded.h) */
 	struct sp_bylines lines;   /* kernel time by source line (--by line) */
@@ -293,17 +294,17 @@ static void print_nccl(const struct report *rep, const struct sp_report_opts *o,
  * and the cross-rank verdict. Can't fail. */
 static void print_wait(const struct report *rep, FILE *out)
 {
-	struct sp_ranks_wait w;
+	struct sp_xrank_wait w;
 	char t[4][32];
 
 	if (!rep->peers)
 		return;
 	fprintf(out, "\nWaiting for peers (%zu traces analysed, all windows; `stepprof steps` has the breakdown):\n",
-		sp_ranks_count(rep->peers));
+		sp_xrank_count(rep->peers));
 	if (rep->self < 0) {
 		fprintf(out, "This trace holds no recorded step: nothing to split.\n");
 	} else {
-		sp_ranks_waits(rep->peers, (size_t)rep->self, &w);
+		sp_xrank_waits(rep->peers, (size_t)rep->self, &w);
 		fprintf(out, "NCCL kernels: %s waiting for the last rank to arrive (%.1f%%), %s transfer; per step "
 			     "(median of %zu): wait %s, transfer %s\n",
 			sp_fmt_ns(t[0], 32, w.wait_ns),
@@ -311,11 +312,84 @@ static void print_wait(const struct report *rep, FILE *out)
 			sp_fmt_ns(t[1], 32, w.transfer_ns), w.steps, sp_fmt_ns(t[2], 32, w.wait_step_ns),
 			sp_fmt_ns(t[3], 32, w.transfer_step_ns));
 	}
-	fprintf(out, "%s\n", sp_ranks_verdict(rep->peers));
+	fprintf(out, "%s\n", sp_xrank_verdict(rep->peers));
 }
 
-#define FINDINGS_MAX 5
+#define FINDINGS_MAX 7
 #define FINDING_LEN 640
+
+/* How the recorded steps were found (format version 2): one sentence into buf. Returns 0 if the
+ * trace does not say (version 1). Can't fail. */
+static int steps_found_by(const struct report *rep, char *buf, size_t len)
+{
+	const struct sp_steps *s = &rep->steps;
+	uint32_t regimes = 0, last_regime = 0, refuted = 0;
+	if (!s->n || !s->st[s->n - 1].how.how)
+		return 0;
+	for (size_t i = 0; i < s->n; i++) {
+		regimes += s->st[i].how.regime != last_regime;
+		last_regime = s->st[i].how.regime;
+		refuted += (s->st[i].how.flags & SP_STEP_REFUTED) != 0;
+	}
+	const struct sp_step_stat *l = &s->st[s->n - 1];
+	const char *m = l->marker ? sp_trace_string(rep->r, l->marker) : NULL;
+	if (l->how.how - 1 != SP_MARK_AUTO) {
+		snprintf(buf, len, "found by the %s marker '%.200s' (every %u)",
+			 sp_marker_kind_name((enum sp_marker_kind)(l->how.how - 1)), m ? m : "?", l->how.every);
+		return 1;
+	}
+	snprintf(buf, len, "found automatically: boundary %s '%.200s' (every %u), a period of %u calls with %u "
+		 "launches, proven by %u copies; regime %u%s%s%s", l->how.flags & SP_STEP_AFTER ? "after" : "before",
+		 m ? m : "?", l->how.every, l->how.period, l->how.launches, l->how.confidence, l->how.regime,
+		 l->how.relocks ? ", after re-locks (the program's loop changed)" : "",
+		 regimes > 1 ? "; the recorded steps span several regimes" : "",
+		 refuted ? "; the detector refuted some steps (see the findings)" : "");
+	return 1;
+}
+
+/* Steps whose kernel count differs from the recorded steps' median, or that the detector itself
+ * refuted, as one finding into f (ranges of step numbers), for traces that say how their steps
+ * were found. Returns 1 if any, else 0. */
+static int differing_steps(const struct sp_steps *s, char *f)
+{
+	uint64_t *k, med;
+	size_t n = 0, ranges = 0;
+	char *p = f, *end = f + FINDING_LEN;
+	if (s->n < 3 || !s->st[s->n - 1].how.how)
+		return 0; /* a version-1 trace, or one written by a tool that does not say how */
+	k = sp_xrealloc(NULL, s->n * sizeof(*k));
+	for (size_t i = 0; i < s->n; i++)
+		k[i] = s->st[i].kernels;
+	med = sp_median_u64(k, s->n);
+	free(k);
+	for (size_t i = 0; i < s->n; i++)
+		n += s->st[i].kernels != med || (s->st[i].how.flags & SP_STEP_REFUTED);
+	if (!n)
+		return 0;
+	p += snprintf(p, end - p, "%zu of %zu recorded steps differ from the others (median %llu kernels):", n, s->n,
+		      (unsigned long long)med);
+	for (size_t i = 0; i < s->n && ranges < 6; i++) {
+		const struct sp_step_stat *a = &s->st[i];
+		if (a->kernels == med && !(a->how.flags & SP_STEP_REFUTED))
+			continue;
+		size_t j = i;
+		while (j + 1 < s->n && s->st[j + 1].kernels == a->kernels && s->st[j + 1].number == s->st[j].number + 1)
+			j++;
+		p += snprintf(p, end > p ? end - p : 0, " step%s %lld%s%.0lld (%llu kernels%s);", j > i ? "s" : "",
+			      (long long)a->number, j > i ? "-" : "", j > i ? (long long)s->st[j].number : 0,
+			      (unsigned long long)a->kernels,
+			      a->how.flags & SP_STEP_REFUTED ? ", refuted by the detector" : "");
+		ranges++;
+		i = j;
+	}
+	if (s->st[s->n - 1].how.how - 1 == SP_MARK_AUTO)
+		snprintf(p, end > p ? end - p : 0, " automatic detection may have locked on another phase of the "
+			 "program (evaluation, warm-up): compare with an explicit [marker] (docs/STEPS.md).");
+	else
+		snprintf(p, end > p ? end - p : 0, " the marker may not fall once per iteration, or the program's "
+			 "iterations differ.");
+	return 1;
+}
 
 /* What stands out, in plain words, with where to look next: writes up to FINDINGS_MAX sentences
  * into f and returns how many. Thresholds: GPU idle for a median of >= 30% of each step; a step
@@ -360,9 +434,10 @@ static size_t findings(const struct report *rep, char (*f)[FINDING_LEN])
 				 "per-step table.", (long long)s->st[slow].number, sp_fmt_ns(t[0], 32, longest),
 				 (double)longest / med, sp_fmt_ns(t[1], 32, med));
 	}
-	struct sp_ranks_wait w = { 0 };
+	n += differing_steps(s, f[n]);
+	struct sp_xrank_wait w = { 0 };
 	if (rep->peers && rep->self >= 0)
-		sp_ranks_waits(rep->peers, (size_t)rep->self, &w);
+		sp_xrank_waits(rep->peers, (size_t)rep->self, &w);
 	if (total && nccl * 10 >= total * 3 && w.wait_ns + w.transfer_ns)
 		snprintf(f[n++], FINDING_LEN, "NCCL kernels take %.1f%% of GPU kernel time, %.1f%% of it waiting for other "
 			 "ranks to arrive: %s", 100.0 * nccl / total,
@@ -462,13 +537,18 @@ static void print_json(const struct report *rep, const char *path, const struct 
 	for (size_t i = 0; i < rep->steps.n; i++) {
 		const struct sp_step_stat *s = &rep->steps.st[i];
 		sp_out_printf(x, "%s{\"number\":%lld,\"window\":%u,\"duration_ns\":%llu,\"kernels\":%llu,\"kernel_ns\":%llu,"
-			      "\"nccl_ns\":%llu,\"copy_ns\":%llu,\"gpu_busy_ns\":%llu,\"longest_idle_ns\":%llu}",
+			      "\"nccl_ns\":%llu,\"copy_ns\":%llu,\"gpu_busy_ns\":%llu,\"longest_idle_ns\":%llu,"
+			      "\"regime\":%u,\"refuted\":%s}",
 			      i ? ",\n" : "\n", (long long)s->number, s->window,
 			      (unsigned long long)(s->end > s->start ? s->end - s->start : 0), (unsigned long long)s->kernels,
 			      (unsigned long long)s->kernel_ns, (unsigned long long)s->nccl_ns, (unsigned long long)s->copy_ns,
-			      (unsigned long long)s->busy, (unsigned long long)s->idle);
+			      (unsigned long long)s->busy, (unsigned long long)s->idle, s->how.regime,
+			      s->how.flags & SP_STEP_REFUTED ? "true" : "false");
 	}
-	sp_out_puts(x, "],\n\"memory_ops\":[");
+	char how[600];
+	sp_out_puts(x, "],\n\"steps_found_by\":");
+	steps_found_by(rep, how, sizeof how) ? sp_out_json_str(x, how) : sp_out_puts(x, "null");
+	sp_out_puts(x, ",\n\"memory_ops\":[");
 	for (int i = 0, first = 1; i < MEM_ROWS; i++)
 		if (rep->m[i].calls) {
 			sp_out_printf(x, "%s{\"kind\":\"%s\",\"calls\":%llu,\"bytes\":%llu,\"total_ns\":%llu}", first ? "" : ",",
@@ -496,21 +576,21 @@ static void print_json(const struct report *rep, const char *path, const struct 
 	if (!rep->peers) {
 		sp_out_puts(x, "null");
 	} else {
-		struct sp_ranks_wait w = { 0 };
+		struct sp_xrank_wait w = { 0 };
 		const char *cause;
-		int straggler = sp_ranks_straggler(rep->peers, &cause);
+		int straggler = sp_xrank_straggler(rep->peers, &cause);
 		if (rep->self >= 0)
-			sp_ranks_waits(rep->peers, (size_t)rep->self, &w);
+			sp_xrank_waits(rep->peers, (size_t)rep->self, &w);
 		sp_out_printf(x, "{\"traces\":%zu,\"wait_ns\":%llu,\"transfer_ns\":%llu,\"wait_per_step_ns\":%llu,"
 				 "\"transfer_per_step_ns\":%llu,\"straggler\":",
-			      sp_ranks_count(rep->peers), (unsigned long long)w.wait_ns, (unsigned long long)w.transfer_ns,
+			      sp_xrank_count(rep->peers), (unsigned long long)w.wait_ns, (unsigned long long)w.transfer_ns,
 			      (unsigned long long)w.wait_step_ns, (unsigned long long)w.transfer_step_ns);
 		if (straggler >= 0 || cause)
 			sp_out_printf(x, "{\"rank\":%d,\"cause\":\"%s\"}", straggler, cause);
 		else
 			sp_out_puts(x, "null");
 		sp_out_puts(x, ",\"verdict\":");
-		sp_out_json_str(x, sp_ranks_verdict(rep->peers));
+		sp_out_json_str(x, sp_xrank_verdict(rep->peers));
 		sp_out_puts(x, "}");
 	}
 	if (o->by_line) {
@@ -568,16 +648,16 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 	}
 	h = sp_trace_header(rep.r);
 	if (o->npeers) { /* a first pass over the trace and its peers: the arrivals */
-		rep.peers = sp_ranks_new();
-		rep.self = sp_ranks_load(rep.peers, path, err, sizeof(err)) == 1 ? 0 : -1;
+		rep.peers = sp_xrank_new();
+		rep.self = sp_xrank_load(rep.peers, path, err, sizeof(err)) == 1 ? 0 : -1;
 		for (int i = 0; i < o->npeers; i++) {
-			int lrc = sp_ranks_load(rep.peers, o->peers[i], err, sizeof(err));
+			int lrc = sp_xrank_load(rep.peers, o->peers[i], err, sizeof(err));
 			if (lrc < 0)
 				fprintf(stderr, "stepprof report: peer %s\n", err);
 			else if (!lrc)
 				fprintf(stderr, "stepprof report: peer %s holds no recorded step; left out\n", o->peers[i]);
 		}
-		sp_ranks_analyse(rep.peers);
+		sp_xrank_analyse(rep.peers);
 	}
 	g = sp_windows_open(rep.r);
 	while ((rc = sp_windows_next(g, &w)) == 1) {
@@ -626,6 +706,9 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 				(unsigned long long)sp_windows_outside(g));
 		if (sp_trace_truncated(rep.r))
 			fprintf(out, "Note: the trace was cut short; what followed the cut is lost.\n");
+		char how[600];
+		if (steps_found_by(&rep, how, sizeof how))
+			fprintf(out, "\nSteps %s\n", how);
 		sp_steps_print(&rep.steps, out);
 		print_memory(&rep, out);
 		print_nccl(&rep, o, out);
@@ -637,7 +720,7 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 	free(rep.w);
 	sp_steps_free(&rep.steps);
 	sp_nccl_stats_free(&rep.nccl);
-	sp_ranks_free(rep.peers);
+	sp_xrank_free(rep.peers);
 	sp_stackagg_free(&rep.sites);
 	sp_bylines_free(&rep.lines);
 	sp_windows_close(g);

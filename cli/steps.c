@@ -143,7 +143,8 @@ uint64_t sp_steps_add_window(struct sp_steps *s, struct sp_trace_reader *r, cons
 		if (e->kind == SP_EV_STEP) {
 			s->st = sp_xrealloc(s->st, (s->n + 1) * sizeof(*s->st));
 			s->st[s->n++] = (struct sp_step_stat){ .number = e->u.step.number, .window = w->id,
-							       .start = e->start, .end = e->end };
+							       .start = e->start, .end = e->end, .how = e->u.step,
+							       .marker = e->name };
 		}
 	}
 	sp_calls_index(&s->calls, w);

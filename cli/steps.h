@@ -22,6 +22,8 @@ struct sp_step_stat {
 	uint64_t stall;         /* host stall: ns with no GPU work running between the end of the
 	                           previous step's GPU work (the first step of a window: its start)
 	                           and gpu_end: the GPU waited for this rank's CPU */
+	struct sp_ev_step how;  /* the STEP record: how the step was found (format version 4) */
+	uint32_t marker;        /* its marker pattern or anchor (string id), 0 unknown */
 };
 
 /* A window's CUDA calls by correlation id: what places its GPU work among its steps. */

@@ -3,7 +3,7 @@
  *
  * Every TRY_EVERY tokens, take the rarest token that still repeats: any true period P is a
  * distance from its last position to an earlier occurrence of the same token, so those
- * distances are the candidates. For each, measure how far back the stream stays periodic
+ * distances are the candidates (graph launches count as launches). For each, measure how far back the stream stays periodic
  * (run length R); the true iteration period has the longest run (sub-periods such as identical
  * layers break at the optimizer; multiples of P have shorter runs). A candidate must hold for at
  * least 4 copies and show where it wraps: after its rarest host synchronisation if it has one,
@@ -12,23 +12,41 @@
  * tokens and 16 copies proves it (boundary at the largest gap). A period must launch a kernel,
  * must be primitive (not a multiple of a shorter period that explains the same run: in a stream
  * of identical launches the driver's own periodic stalls, such as a full launch queue, must not
- * pass for the loop's wrap), and must still hold one full period after it was first found -
- * CONFIRM_TIMING tokens if only a CPU gap shows its wrap (identical layers behind Python's
- * per-module overhead look like short iterations with a wrap, until the layers end).
+ * pass for the loop's wrap), and must still hold one full period after it was first found. A
+ * period that only a CPU gap wraps needs NOSYNC_REPEATS copies (identical layers behind Python's
+ * per-module overhead look like short iterations with a wrap, until the layers end), and a period
+ * the caller refuted (sp_autostep_refute) twice as many as the last time.
  * The boundary is expressed as (anchor token, every N-th occurrence). */
 #include <stdlib.h>
 #include <string.h>
 #include "autostep.h"
 
-#define TRY_EVERY 256u     /* tokens between detection attempts (every 8 for the first 2048) */
+#define TRY_EVERY 256u     /* tokens between detection attempts (more often at first: try_gap) */
 #define COUNT_SLOTS 65536u /* token histogram size (ids are folded into it) */
 #define MAX_CANDIDATES 64u /* distances tried per attempt */
+#define SCAN_NEWEST 8192u  /* newest tokens searched for the rarest repeating one */
+#define SCAN_WINDOWS 3u    /* ... in the newest half, eighth and 32nd of the ring */
+#define SCAN_MIN 64u       /* ... each at least this long */
+#define SUPER_COPIES 8u    /* a period this many times longer than a launch period ... */
+#define SUPER_FILL_NUM 9u  /* ... that the shorter one's run fills 9/10 of is the shorter one */
+#define SUPER_FILL_DEN 10u
 #define MIN_REPEATS 3u     /* full periods the run must cover besides the current one */
 #define MAX_PERIOD 16384u  /* longest iteration, in tokens */
 #define GAP_RATIO 4u       /* the wrap's CPU gap vs the period's median gap */
 #define MIN_WRAP_NS 20000u /* and at least this long */
 #define LONG_RUN 32768u    /* without a clear wrap, a run this long still proves the period */
-#define CONFIRM_TIMING 4096u /* tokens a period without a synchronisation must keep holding */
+#define GRAPH_REPEATS 8u   /* ... or this many periods that launch a CUDA graph */
+#define NOSYNC_REPEATS 8u  /* full periods a period that only a CPU gap wraps must cover (identical
+			    * layers behind Python's per-module overhead repeat fewer times than this
+			    * in most models; the collector's per-step check refutes deeper stacks) */
+
+/* Tokens until the next attempt after n: every 8 for the first 512 (short loops lock within a few
+ * iterations), every 32 up to 4096, then TRY_EVERY (an attempt costs about the newest
+ * SCAN_NEWEST tokens, so attempts stay rare per token once the ring is full). */
+static uint64_t try_gap(uint64_t n)
+{
+	return n < 512 ? TRY_EVERY / 32 : n < 4096 ? TRY_EVERY / 8 : TRY_EVERY;
+}
 
 static inline uint32_t at(const struct sp_autostep *a, uint64_t i)
 {
@@ -84,7 +102,8 @@ static int wrap_position(struct sp_autostep *a, uint32_t p, uint64_t *pos)
 			c[j] = c[j - 1];
 			c[j - 1] = t;
 		}
-	return best_gap >= MIN_WRAP_NS && best_gap >= GAP_RATIO * c[p / 2];
+	/* the lower median: for a period of two tokens, the other gap (the upper one is the wrap) */
+	return best_gap >= MIN_WRAP_NS && best_gap >= GAP_RATIO * c[(p - 1) / 2];
 }
 
 /* 1 if the newest period of length p holds a synchronisation that the next token does not
@@ -134,6 +153,18 @@ static int rarest_sync(const struct sp_autostep *a, uint32_t p, uint64_t *pos)
 	return best != UINT32_MAX;
 }
 
+/* Where a period of p without a visible wrap begins if it launches a graph: before its newest
+ * graph launch, as a position in [n - p, n) in *pos. Returns 1 if there is one, else 0. */
+static int graph_position(const struct sp_autostep *a, uint32_t p, uint64_t *pos)
+{
+	for (uint64_t q = a->n; q-- > a->n - p;)
+		if (at(a, q) & SP_AUTOSTEP_GRAPH) {
+			*pos = q;
+			return 1;
+		}
+	return 0;
+}
+
 /* 1 if the newest period of length p launches a kernel. */
 static int has_kernel(const struct sp_autostep *a, uint32_t p)
 {
@@ -157,46 +188,132 @@ static int primitive(const struct sp_autostep *a, uint64_t first, uint64_t d, ui
 	return 1;
 }
 
-/* One detection attempt. Returns the period, or 0 if none is proven yet. */
-static uint32_t find_period(struct sp_autostep *a)
+/* Copies a period of d tokens must show: more for periods the caller refuted before. */
+static uint64_t required_copies(const struct sp_autostep *a, uint64_t d)
 {
-	uint64_t first = a->n > a->cap ? a->n - a->cap : 0;
-	uint64_t pos = a->n - 1, best_d = 0, best_run = 0;
-	uint32_t best_count = UINT32_MAX;
+	uint64_t c = MIN_REPEATS + 1;
+	for (unsigned i = 0; i < SP_AUTOSTEP_REFUTED; i++)
+		if (a->refuted[i].period == d && a->refuted[i].copies > c)
+			c = a->refuted[i].copies;
+	return c;
+}
 
-	/* the rarest token that still repeats: its last occurrence and earlier ones give the candidates */
-	memset(a->counts, 0, sizeof(uint32_t) * COUNT_SLOTS);
-	for (uint64_t j = first; j < a->n; j++)
-		a->counts[at(a, j) & (COUNT_SLOTS - 1)]++;
-	/* among the newer half only: old setup tokens must not hide the iteration's rare ones */
-	for (uint64_t i = a->n; i-- > first + (a->n - first) / 2;) {
-		uint32_t c = a->counts[at(a, i) & (COUNT_SLOTS - 1)];
-		if (c >= MIN_REPEATS + 1 && c < best_count) {
-			best_count = c;
-			pos = i;
-		}
-	}
-	if (best_count == UINT32_MAX)
+/* 1 if period d with run r ending at the newest token is proven (see the file's comment), with
+ * *sync set if it holds a synchronisation that can end it. */
+static int proven(struct sp_autostep *a, uint64_t first, uint64_t d, uint64_t r, int *sync)
+{
+	uint64_t wrap;
+	if (d > MAX_PERIOD || r < (required_copies(a, d) - 1) * d || !has_kernel(a, (uint32_t)d))
 		return 0;
+	*sync = has_sync_end(a, (uint32_t)d);
+	if (!*sync && !(r >= NOSYNC_REPEATS * d && wrap_position(a, (uint32_t)d, &wrap)) &&
+	    !(r >= GRAPH_REPEATS * d && graph_position(a, (uint32_t)d, &wrap)) && !(r >= LONG_RUN && r >= 16 * d))
+		return 0;
+	return primitive(a, first, d, r);
+}
+
+/* A proven period and its run. */
+struct found {
+	uint64_t d, run;
+	int sync;
+};
+
+/* Tries the distances from the occurrence of a token at pos to its earlier ones as periods; the
+ * proven one with the longest run goes into *f (d = 0 if none). */
+static void try_from(struct sp_autostep *a, uint64_t first, uint64_t pos, struct found *f)
+{
+	/* the newest tokens all alike (a run of one kernel): a period no longer than that run is
+	 * constant wherever it repeats, so a period of one explains it and it is not primitive;
+	 * skipping those spares the measurement of their (long) runs */
+	uint64_t same = a->same;
 	uint32_t tried = 0;
-	for (uint64_t j = pos; j-- > first && tried < MAX_CANDIDATES;) {
+	memset(f, 0, sizeof *f);
+	/* earlier occurrences through the chain of same-slot positions (a slot may mix tokens) */
+	for (uint64_t j = pos, step; tried < MAX_CANDIDATES && (step = a->prev[j & (a->cap - 1)]) && j - first >= step;) {
+		j -= step;
 		if (at(a, j) != at(a, pos))
 			continue;
 		uint64_t d = pos - j;
 		tried++;
 		if ((MIN_REPEATS + 1) * d > a->n - first)
 			break;
-		uint64_t r = run_length(a, first, d), wrap;
+		if (d <= same)
+			continue;
+		uint64_t r = run_length(a, first, d);
 		int sync = 0;
-		if (r >= MIN_REPEATS * d && r > best_run && d <= MAX_PERIOD && has_kernel(a, (uint32_t)d) &&
-		    ((sync = has_sync_end(a, (uint32_t)d)) || wrap_position(a, (uint32_t)d, &wrap) ||
-		     (r >= LONG_RUN && r >= 16 * d)) && primitive(a, first, d, r)) {
-			best_run = r;
-			best_d = d;
-			a->found_sync = sync;
+		if (r > f->run && proven(a, first, d, r, &sync)) {
+			f->run = r;
+			f->d = d;
+			f->sync = sync;
+		}
+		if (r > a->cand_run && r >= d) { /* the best repeat seen, proven or not: for "undecided" */
+			a->cand_run = r;
+			a->cand_period = (uint32_t)d;
 		}
 	}
-	return (uint32_t)best_d;
+}
+
+/* One detection attempt. Returns the period, or 0 if none is proven yet.
+ *
+ * Candidates come from the rarest repeating token of the newest half, eighth and 32nd of the ring,
+ * and from the rarest repeating launch: a loop that reads its loss every 25 iterations has the read as its rarest
+ * token, and the 25 iterations plus the read as a period that repeats; the iteration itself
+ * repeats between the reads. When the shorter period fills most of the longer one (SUPER_FILL)
+ * many times over, the shorter is the loop and the read an occasional extra; identical layers
+ * fill much less of an iteration (backward and optimizer differ). Else the longest run wins. */
+static uint32_t find_period(struct sp_autostep *a)
+{
+	uint64_t first = a->n > a->cap ? a->n - a->cap : 0, span = a->n - first;
+	uint64_t pos[2 * SCAN_WINDOWS];        /* rarest token, then rarest launch, per window */
+	struct found f = { 0 }, k = { 0 }, g;
+
+	/* the rarest token that still repeats (counts over the ring are kept as tokens come and go),
+	 * among the newest half, eighth and 32nd of the ring (at most SCAN_NEWEST tokens back): old
+	 * setup or autotuning tokens must not hide the iteration's rare ones, and the newest tokens
+	 * hold a token of the current iteration whatever its length. One pass from the newest token
+	 * back: the running rarest token (and launch) at each window's edge is that window's. */
+	uint64_t lo = a->n - (span / 2 > SCAN_NEWEST ? SCAN_NEWEST : span / 2), rp = a->n, kp = a->n;
+	uint32_t rb = UINT32_MAX, kb = UINT32_MAX;
+	int w = SCAN_WINDOWS - 1; /* the smallest window first */
+	for (uint64_t i = a->n; i-- > lo;) {
+		for (; w >= 0 && a->n - i > (span >> (1 + 2 * w)) + SCAN_MIN; w--) {
+			pos[w] = rp;
+			pos[SCAN_WINDOWS + w] = kp;
+		}
+		uint32_t t = at(a, i), c = a->counts[t & (COUNT_SLOTS - 1)];
+		if (c < MIN_REPEATS + 1)
+			continue;
+		if (c < rb) {
+			rb = c;
+			rp = i;
+		}
+		if ((t & SP_AUTOSTEP_KERNEL) && c < kb) {
+			kb = c;
+			kp = i;
+		}
+	}
+	for (; w >= 0; w--) {
+		pos[w] = rp;
+		pos[SCAN_WINDOWS + w] = kp;
+	}
+	if (a->same > a->cand_run) {
+		a->cand_run = a->same;
+		a->cand_period = 1;
+	}
+	for (unsigned x = 0; x < 2 * SCAN_WINDOWS; x++) {
+		struct found *into = x < SCAN_WINDOWS ? &f : &k;
+		if (pos[x] == a->n || (x % SCAN_WINDOWS && at(a, pos[x]) == at(a, pos[x - 1])))
+			continue; /* none, or the same token as the wider window's */
+		try_from(a, first, pos[x], &g);
+		if (g.d && g.run > into->run)
+			*into = g;
+	}
+	if (k.d && (!f.d || (f.d >= SUPER_COPIES * k.d && k.run * SUPER_FILL_DEN >= f.d * SUPER_FILL_NUM) ||
+		    (f.d < SUPER_COPIES * k.d && k.run > f.run)))
+		f = k;
+	a->found_sync = f.sync;
+	a->found_run = f.run;
+	return (uint32_t)f.d;
 }
 
 int sp_autostep_init(struct sp_autostep *a, uint32_t cap)
@@ -208,13 +325,15 @@ int sp_autostep_init(struct sp_autostep *a, uint32_t cap)
 	a->tok = calloc(c, sizeof *a->tok);
 	a->ts = calloc(c, sizeof *a->ts);
 	a->counts = calloc(COUNT_SLOTS, sizeof *a->counts);
+	a->prev = calloc(c, sizeof *a->prev);
+	a->last = calloc(COUNT_SLOTS, sizeof *a->last);
 	a->gaps = calloc(2 * MAX_PERIOD, sizeof *a->gaps);
-	if (!a->tok || !a->ts || !a->counts || !a->gaps) {
+	if (!a->tok || !a->ts || !a->counts || !a->gaps || !a->prev || !a->last) {
 		sp_autostep_free(a);
 		return -1;
 	}
 	a->cap = c;
-	a->next_try = TRY_EVERY / 32;
+	a->next_try = try_gap(0);
 	return 0;
 }
 
@@ -223,11 +342,46 @@ void sp_autostep_free(struct sp_autostep *a)
 	free(a->tok);
 	free(a->ts);
 	free(a->counts);
+	free(a->prev);
+	free(a->last);
+	a->prev = NULL;
+	a->last = NULL;
 	free(a->gaps);
 	a->gaps = NULL;
 	a->tok = NULL;
 	a->ts = NULL;
 	a->counts = NULL;
+}
+
+void sp_autostep_reset(struct sp_autostep *a)
+{
+	memset(a->counts, 0, sizeof(uint32_t) * COUNT_SLOTS);
+	memset(a->last, 0, sizeof(uint64_t) * COUNT_SLOTS);
+	a->n = 0;
+	a->next_try = try_gap(0);
+	a->last_period = 0;
+	a->first_found = 0;
+	a->found_sync = 0;
+	a->credit = 0;
+	a->locked = 0;
+	a->cand_period = 0;
+	a->cand_run = 0;
+	a->same = 0;
+}
+
+void sp_autostep_refute(struct sp_autostep *a, uint32_t period)
+{
+	unsigned k = 0;
+	for (unsigned i = 0; i < SP_AUTOSTEP_REFUTED; i++) {
+		if (a->refuted[i].period == period) {
+			a->refuted[i].copies *= 2;
+			return;
+		}
+		if (a->refuted[i].copies < a->refuted[k].copies)
+			k = i;
+	}
+	a->refuted[k].period = period;
+	a->refuted[k].copies = 2 * (NOSYNC_REPEATS + 1);
 }
 
 void sp_autostep_credit(struct sp_autostep *a, uint64_t ns)
@@ -239,26 +393,39 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 {
 	if (a->locked || !a->tok)
 		return 0;
+	a->same = a->n && at(a, a->n - 1) == tok ? a->same + 1 : 0;
+	if (a->same > a->cap)
+		a->same = a->cap; /* as run_length(1), bounded by the ring */
+	if (a->n >= a->cap)
+		a->counts[at(a, a->n) & (COUNT_SLOTS - 1)]--; /* the token it overwrites leaves the ring */
+	a->counts[tok & (COUNT_SLOTS - 1)]++;
+	uint64_t last = a->last[tok & (COUNT_SLOTS - 1)]; /* position + 1 of the slot's previous token */
+	a->prev[a->n & (a->cap - 1)] = last && a->n - (last - 1) < a->cap ? (uint32_t)(a->n - (last - 1)) : 0;
+	a->last[tok & (COUNT_SLOTS - 1)] = a->n + 1;
 	a->tok[a->n & (a->cap - 1)] = tok;
 	a->ts[a->n & (a->cap - 1)] = ts - a->credit;
 	a->n++;
 	if (a->n < a->next_try)
 		return 0;
-	a->next_try = a->n + (a->n < 8 * TRY_EVERY ? TRY_EVERY / 32 : TRY_EVERY);
+	a->next_try = a->n + try_gap(a->n);
 	uint32_t p = find_period(a);
-	if (!p || p != a->last_period) {
+	uint64_t need = required_copies(a, p) > NOSYNC_REPEATS ? required_copies(a, p) : NOSYNC_REPEATS;
+	if (p && a->found_run >= (need + 1) * (uint64_t)p) {
+		/* the run already holds a full period more than any proof asks: it has confirmed itself
+		 * (a loop whose run a loss read breaks every few iterations may get no second attempt) */
+	} else if (!p || p != a->last_period) {
 		a->last_period = p;
 		a->first_found = a->n;
 		return 0;
+	} else if (a->n - a->first_found < p) {
+		return 0; /* confirm over one more full period */
 	}
-	if (a->n - a->first_found < (a->found_sync || p > CONFIRM_TIMING ? p : CONFIRM_TIMING))
-		return 0; /* confirm over one more full period (longer if only a gap shows the wrap) */
 	/* locked: the iteration starts at position b; count anchor occurrences per period and
 	 * since the most recent boundary instance. */
 	uint64_t b;
 	a->after = rarest_sync(a, p, &b);
-	if (!a->after)
-		wrap_position(a, p, &b);
+	if (!a->after && !wrap_position(a, p, &b))
+		graph_position(a, p, &b); /* no wrap to see: before a graph launch, if there is one */
 	uint64_t ap = a->after ? b - 1 : b; /* the synchronisation that ends it, or the token that begins it */
 	a->period = p;
 	a->anchor = at(a, ap);
@@ -267,9 +434,19 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 	for (uint64_t i = ap; i < a->n; i++)
 		a->count += at(a, i) == a->anchor;
 	a->count %= a->every;
+	a->launches = 0;
+	for (uint64_t q = a->n - p; q < a->n; q++)
+		a->launches += (at(a, q) & SP_AUTOSTEP_KERNEL) != 0;
 	/* iterations begun so far: boundaries inside the periodic region [n - run - p, n) */
 	uint64_t first = a->n > a->cap ? a->n - a->cap : 0, region = a->n - run_length(a, first, p) - p;
 	a->iterations = b >= region ? (uint32_t)((b - region) / p + 1) : 1;
+	a->copies = (uint32_t)((a->n - region) / p);
 	a->locked = 1;
 	return 1;
+}
+
+uint32_t sp_autostep_count(struct sp_autostep *a, uint32_t tok, int recount)
+{
+	(void)recount; /* the counts are kept up to date as tokens come and go */
+	return a->counts[tok & (COUNT_SLOTS - 1)];
 }

@@ -11,7 +11,9 @@
 struct sp_autostep {
 	uint32_t *tok;          /* ring of recent tokens (interned name ids) */
 	uint64_t *ts;           /* their CPU timestamps (ns) */
-	uint32_t *counts;       /* scratch histogram for detection */
+	uint32_t *counts;       /* occurrences of each token (ids folded into 65,536 slots) in the ring */
+	uint32_t *prev;         /* per ring position: distance back to the previous token of its slot, 0 none */
+	uint64_t *last;         /* per slot: position + 1 of its newest token, 0 none */
 	uint64_t *gaps;         /* scratch gaps for detection */
 	uint32_t cap;           /* ring capacity (power of two) */
 	uint64_t n;             /* tokens fed so far */
@@ -19,7 +21,9 @@ struct sp_autostep {
 	uint32_t last_period;   /* period found by the previous try (must hold a full period more to lock) */
 	uint64_t first_found;   /* n when last_period was first found */
 	int found_sync;         /* the period found last holds a synchronisation */
+	uint64_t found_run;     /* ... and its run (tokens) */
 	uint64_t credit;        /* ns spent in detection itself, taken out of later timestamps */
+	uint64_t same;          /* the newest tokens' run of one token (run_length for a period of 1) */
 	/* result, valid once locked */
 	int locked;
 	uint32_t period;        /* tokens per iteration */
@@ -28,7 +32,15 @@ struct sp_autostep {
 	uint32_t every;         /* occurrences of anchor per iteration */
 	uint32_t count;         /* anchor occurrences since the last boundary, at lock time */
 	uint32_t iterations;    /* iterations begun in the periodic run, the current one included */
+	uint32_t launches;      /* launch tokens (SP_AUTOSTEP_KERNEL) per period */
+	uint32_t copies;        /* whole periods the run covered at the lock */
+	/* why it has not locked: the longest repeat of the last attempts, proven or not */
+	uint32_t cand_period;
+	uint64_t cand_run;
+	/* periods the caller refuted after a lock, with the copies they must now show */
+	struct { uint32_t period, copies; } refuted[8];
 };
+#define SP_AUTOSTEP_REFUTED 8
 
 /* Set in a token that blocks the host until the GPU catches up (a synchronisation): iterations
  * usually end with one, so the boundary goes after the period's last such token. */
@@ -36,7 +48,11 @@ struct sp_autostep {
 /* Set in a token that is a kernel launch: an iteration launches at least one kernel, which keeps
  * start-up regimes such as "copy a parameter, synchronise" x N from passing for the loop. */
 #define SP_AUTOSTEP_KERNEL 0x40000000u
-#define SP_AUTOSTEP_FLAGS (SP_AUTOSTEP_SYNC | SP_AUTOSTEP_KERNEL)
+/* Set (with SP_AUTOSTEP_KERNEL) in a CUDA graph launch: a loop of graph replays has no host sync
+ * and often no CPU gap at its wrap, but a graph launch in a period that repeats many times is the
+ * iteration's own work, and a place to put the boundary. */
+#define SP_AUTOSTEP_GRAPH 0x20000000u
+#define SP_AUTOSTEP_FLAGS (SP_AUTOSTEP_SYNC | SP_AUTOSTEP_KERNEL | SP_AUTOSTEP_GRAPH)
 
 /* Allocates a ring of cap tokens (rounded up to a power of two, >= 256). Returns 0 or -1
  * (no memory; a is then unusable). */
@@ -45,6 +61,14 @@ void sp_autostep_free(struct sp_autostep *a);
 /* Tells the detector that ns of the time since the last token were its own work (a detection
  * attempt), not the program's, so it does not see its own pauses as the loop's wrap. */
 void sp_autostep_credit(struct sp_autostep *a, uint64_t ns);
+/* Forgets the stream (not the refuted periods): learning starts again. This function can't fail. */
+void sp_autostep_reset(struct sp_autostep *a);
+/* The lock on period was wrong (its steps stopped matching): from now on that period must show
+ * twice as many copies as before to lock again. This function can't fail. */
+void sp_autostep_refute(struct sp_autostep *a, uint32_t period);
+/* Occurrences of tok in the ring (ids folded into 65,536 slots, so an estimate), from a histogram
+ * rebuilt first if recount. This function can't fail. */
+uint32_t sp_autostep_count(struct sp_autostep *a, uint32_t tok, int recount);
 /* Feeds one token. Returns 1 when this call locked the detector (result fields valid), else 0.
  * After locking it ignores further tokens. This function can't fail. */
 int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts);

@@ -20,7 +20,7 @@
 #include <nccl.h>
 #include "config/run.h"
 #include "config/version.h"
-#include "autostep.h"
+#include "stepdet.h"
 #include "clock.h"
 #include "collector.h"
 #include "cupti_api.h"
@@ -30,13 +30,14 @@
 #include "log.h"
 #include "memory.h"
 #include "stacks.h"
+#include "tokrec.h"
+#include "trace/tokens.h"
 #include "ring.h"
 #include "writer.h"
 #include "config/config.h"
 
 #define MAX_WINDOWS 8          /* windows tracked at once (open + closing) */
 #define NAME_CACHE 1024        /* per-thread pointer -> name id cache (power of two) */
-#define MATCH_CACHE 65536      /* name id -> marker match verdict */
 #define CORR_PENDING UINT32_MAX
 
 /* One recorded window, from its first RECORD step to its GPU records' arrival. */
@@ -72,12 +73,13 @@ static struct {
 	int writer_started;
 	char trace_path[SP_CFG_PATH + 256];
 	/* marker */
-	uint64_t marker_count;        /* occurrences so far */
-	uint8_t match[MATCH_CACHE];   /* 0 unknown, 1 no, 2 yes */
-	int in_range;                 /* profiler_range: inside cudaProfilerStart..Stop */
-	struct sp_autostep autodet;   /* auto marker, before it locks */
-	uint32_t auto_anchor;         /* auto marker token once locked (0 = learning) */
-	int auto_after;               /* the auto boundary is at the anchor call's end */
+	struct sp_stepdet det;        /* the step detector (stepdet.h): every marker kind */
+	uint64_t credit;              /* ns the detector spent learning, taken out of token times */
+	struct sp_det_how step_how;   /* how the current step was found (its STEP record says it) */
+	int step_refuted;             /* the detector found the current step to differ from the period */
+	int nvtx_on;                  /* NVTX callbacks enabled */
+	int nest_marker;              /* an api marker names a driver function: runtime calls are CLS_NEST */
+	uint8_t truth_match[SP_DET_MATCH_CACHE]; /* recorded truth's pattern: 0 unknown, 1 no, 2 yes (tokrec.h) */
 	uint32_t api_name[2][1024];   /* (domain, cbid) -> interned name, 0 = not yet */
 	uint8_t api_marker[2][1024];  /* (domain, cbid) is an api marker / profiler range call */
 	uint8_t cb_on[2][1024];       /* callbacks currently enabled */
@@ -87,7 +89,6 @@ static struct {
 	struct memop { uint8_t kind, shape; } memop[2][1024]; /* allocation calls, by (domain, cbid) */
 	int devices_written;          /* SP_EV_DEVICE records are in the trace */
 	int step_open;                /* a step is in progress (profiler ranges leave gaps) */
-	uint64_t range_starts, range_stops; /* profiler_range occurrences */
 	struct { uint32_t lo, hi; } closed[4]; /* corr ranges of windows already written (late records) */
 	unsigned nclosed;
 	char *(*demangle)(const char *, char *, size_t *, int *);
@@ -105,11 +106,14 @@ static __thread struct {
 	int nccl_group;               /* ncclGroupStart nesting */
 	int mk_depth;                 /* marker API calls in progress on this thread */
 	int after_pending;            /* an ending marker's entry set up a boundary for its exit */
+	int64_t after_step;           /* ... the step that begins then */
+	uint32_t after_cb[2];         /* ... its callback id (runtime, driver), 0 none */
 	uint32_t cur_cb[2];           /* (runtime, driver) callback ids in progress on this thread, 0 none */
 	int defer_off;                /* apply_callbacks left a call in progress enabled: redo at its exit */
 	int named;                    /* SP_EV_THREAD pushed */
 	unsigned gen;                 /* CUPTI instance the call state above belongs to (cupti_life.h) */
 	int marking;                  /* marker calls in progress on this thread (cupti_life.h timing) */
+	int in_nest;                  /* inside a runtime call watched only for nesting (CLS_NEST) */
 	const void *np[NAME_CACHE];   /* name pointer cache */
 	uint32_t nid[NAME_CACHE];
 } T;
@@ -143,33 +147,7 @@ static int glob_match(const char *pat, const char *s)
 	return s && fnmatch(pat, s, 0) == 0;
 }
 
-/* Whether the kernel or call named by id matches the marker pattern: against the raw name,
- * the demangled name and the demangled name without return type and arguments. Cached. */
-static int name_matches(uint32_t id)
-{
-	if (id < MATCH_CACHE && G.match[id])
-		return G.match[id] == 2;
-	const char *raw = sp_intern_lookup(id), *pat = G.cfg.marker_pattern;
-	int ok = glob_match(pat, raw);
-	if (!ok && raw && G.demangle) {
-		int st = 0;
-		char *d = G.demangle(raw, NULL, NULL, &st);
-		if (d && st == 0) {
-			ok = glob_match(pat, d);
-			if (!ok) {
-				char *p = strchr(d, '('), *sp;
-				if (p)
-					*p = 0;
-				sp = strrchr(d, ' ');
-				ok = glob_match(pat, sp ? sp + 1 : d);
-			}
-		}
-		free(d);
-	}
-	if (id < MATCH_CACHE)
-		G.match[id] = ok ? 2 : 1;
-	return ok;
-}
+
 
 static void push(struct sp_event *ev)
 {
@@ -233,7 +211,12 @@ static int is_launch(CUpti_CallbackDomain dom, CUpti_CallbackId cbid)
 
 /* ---- callback sets ---- */
 
-enum { CLS_RECORDED = 1, CLS_AUTO = 2 }; /* in the recorded set; an auto-detection token */
+/* in the recorded set; an auto-detection token; a graph launch; the recorded truth (tokrec.h) */
+enum { CLS_RECORDED = 1, CLS_AUTO = 2, CLS_GRAPH = 4, CLS_TRUTH = 8, CLS_NEST = 16 };
+/* CLS_NEST: any runtime call, watched while recording an API truth or with an api marker on a
+ * driver function only to know that a driver call is made inside one (PyTorch's
+ * cudaDriverGetVersion calls cuDriverGetVersion): a truth or marker counts at the outermost call
+ * only. Such a callback does nothing else (nest_only). */
 
 /* API calls recorded inside windows: everything that launches, copies, sets, synchronises,
  * orders streams or allocates. Selected by name so new CUDA versions' variants are included. */
@@ -258,38 +241,63 @@ static int name_in(const char *n, const char *const *globs, size_t k)
 	return 0;
 }
 
+/* Points NVTX's injection at libcupti so that NVTX ranges reach CUPTI's callbacks. NVTX reads it
+ * at the program's first NVTX call: ranges opened before CUDA initialises are not seen. */
+static void nvtx_injection(void)
+{
+	const char *cur = getenv("NVTX_INJECTION64_PATH");
+	if (!cur || !*cur)
+		setenv("NVTX_INJECTION64_PATH", sp_cupti.path, 1);
+	else if (strcmp(cur, sp_cupti.path))
+		sp_warn("NVTX_INJECTION64_PATH is %s: NVTX ranges reach stepprof only if it is libcupti", cur);
+}
+
+/* Enables or disables CUPTI's NVTX callbacks on range starts and ends. Under G.lock. */
+static void set_nvtx(int on)
+{
+	static const CUpti_CallbackId ids[] = { CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
+		CUPTI_CBID_NVTX_nvtxRangeStartA, CUPTI_CBID_NVTX_nvtxRangeStartEx,
+		CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangeStartEx,
+		CUPTI_CBID_NVTX_nvtxRangePop, CUPTI_CBID_NVTX_nvtxRangeEnd,
+		CUPTI_CBID_NVTX_nvtxDomainRangePop, CUPTI_CBID_NVTX_nvtxDomainRangeEnd };
+	if (on == G.nvtx_on)
+		return;
+	G.nvtx_on = on;
+	for (size_t i = 0; i < sizeof ids / sizeof *ids; i++)
+		SP_CUPTI(cuptiEnableCallback(on, G.sub, CUPTI_CB_DOMAIN_NVTX, ids[i]));
+}
+
 /* Enables exactly the callbacks the current phase needs: marker detection always (until the
  * schedule is done), plus the recorded API set while collecting. Runs under G.lock. */
 static void apply_callbacks(void)
 {
 	static const CUpti_CallbackDomain doms[2] = { CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API };
 	static const uint32_t sizes[2] = { CUPTI_RUNTIME_TRACE_CBID_SIZE, CUPTI_DRIVER_TRACE_CBID_SIZE };
-	enum sp_marker_kind mk = G.cfg.marker_kind;
+	unsigned wants = sp_stepdet_wants(&G.det);
+	uint32_t anchor = sp_stepdet_anchor_name(&G.det);
 	int rec_rt = G.collecting && G.cfg.runtime_api, rec_drv = G.collecting && G.cfg.driver_api;
 	if (!sp_cupti_life_enter())
 		return; /* not attached: the next attach applies them (armed) */
 	for (int d = 0; d < 2; d++) {
 		for (uint32_t cb = 1; cb < sizes[d] && cb < 1024; cb++) {
 			int want = 0;
-			if (!G.done) {
-				if (mk == SP_MARK_KERNEL && is_launch(doms[d], cb))
-					want = 1;
-				/* learning: every launch reaches a driver launch call (runtime launches
-				 * nest in one), so the driver ids alone give every kernel as a token,
-				 * with half the callbacks of both domains; the boundary's correlation
-				 * id does not matter before the lock */
-				if (mk == SP_MARK_AUTO && !G.auto_anchor && d == 1 && is_launch(doms[d], cb))
-					want = 1;
-				if (mk == SP_MARK_AUTO && !G.auto_anchor && (G.cls[d][cb] & CLS_AUTO))
-					want = 1;
-				if (mk == SP_MARK_AUTO && G.auto_anchor &&
-				    (G.api_marker[d][cb] || (is_launch(doms[d], cb) && G.api_marker[0][0])))
-					want = 1;
-				if ((mk == SP_MARK_API || mk == SP_MARK_PROFILER_RANGE) && G.api_marker[d][cb])
-					want = 1;
-			}
+			/* learning (auto): every launch reaches a driver launch call (runtime launches nest in
+			 * one), so the driver ids alone give every kernel as a token with half the callbacks of
+			 * both domains; a kernel marker needs the runtime call, where its step begins */
+			if (!G.done)
+				want = ((wants & SP_WANT_LAUNCH) && is_launch(doms[d], cb) &&
+					 (d == 1 || G.cfg.marker_kind != SP_MARK_AUTO)) ||
+				       ((wants & SP_WANT_API) && (G.cls[d][cb] & CLS_AUTO)) ||
+				       ((wants & SP_WANT_GRAPH) && (G.cls[d][cb] & CLS_GRAPH)) ||
+				       ((wants & SP_WANT_ANCHOR) && anchor && G.api_name[d][cb] == anchor) ||
+				       ((wants & SP_WANT_MARKER) && G.api_marker[d][cb]);
 			if (!G.done && G.cfg.device_memory && G.memop[d][cb].shape)
 				want = 1; /* levels are tracked from process start */
+			if (!G.done && G.nest_marker && (G.cls[d][cb] & CLS_NEST))
+				want = 1; /* a driver API marker: see the runtime calls it may be made inside */
+			if (sp_tokrec_on &&
+			    (is_launch(doms[d], cb) || (G.cls[d][cb] & (CLS_AUTO | CLS_GRAPH | CLS_TRUTH | CLS_NEST))))
+				want = 1; /* recording the detector's tokens: for the whole run */
 			/* driver recording also needs the runtime set: its depth counter hides nested driver calls */
 			if ((d == 0 ? rec_rt || rec_drv : rec_drv) && (G.cls[d][cb] & CLS_RECORDED))
 				want = 1;
@@ -309,6 +317,7 @@ static void apply_callbacks(void)
 			}
 		}
 	}
+	set_nvtx(sp_tokrec_on || (!G.done && (wants & SP_WANT_NVTX)));
 	sp_cupti_life_leave();
 }
 
@@ -439,14 +448,7 @@ static int start_writer(void)
 	snprintf(m.host, sizeof m.host, "%s", host);
 	sp_run_id(m.run_id, sizeof m.run_id, NULL);
 	snprintf(m.producer, sizeof m.producer, "stepprof %s", SP_VERSION);
-	FILE *f = fopen("/proc/self/cmdline", "re");
-	if (f) {
-		size_t n = fread(m.command, 1, sizeof m.command - 1, f);
-		for (size_t i = 0; i + 1 < n; i++)
-			if (!m.command[i])
-				m.command[i] = ' ';
-		fclose(f);
-	}
+	sp_tokrec_cmdline(m.command, sizeof m.command);
 	if (sp_writer_start(G.trace_path, &m, G.cfg.window_max_bytes) < 0)
 		return -1;
 	G.writer_started = 1;
@@ -562,6 +564,22 @@ static void activities_idle(void)
 	G.activities_on = 0;
 }
 
+/* Fills a STEP record's account of how the step was found (format version 2). */
+static void step_how(struct sp_event *ev)
+{
+	const struct sp_det_how *h = &G.step_how;
+	int aut = G.cfg.marker_kind == SP_MARK_AUTO;
+	ev->name = aut ? h->anchor & ~SP_AUTOSTEP_FLAGS : sp_intern(G.cfg.marker_pattern[0] ? G.cfg.marker_pattern : "?");
+	ev->u.step.how = (uint8_t)(G.cfg.marker_kind + 1);
+	ev->u.step.flags = (uint8_t)((aut && h->after ? SP_STEP_AFTER : 0) | (G.step_refuted ? SP_STEP_REFUTED : 0));
+	ev->u.step.regime = h->regime;
+	ev->u.step.period = h->period;
+	ev->u.step.launches = h->launches;
+	ev->u.step.every = aut ? h->every : (uint32_t)G.cfg.marker_every;
+	ev->u.step.confidence = h->confidence;
+	ev->u.step.relocks = h->relocks;
+}
+
 /* Ends the current step at time t; corr is the correlation id of the CUDA call that is the
  * marker (0 if the marker is not a CUDA call). Writes the step if it was recorded and hands a
  * finished window to the writer thread. */
@@ -574,6 +592,7 @@ static void end_step(uint64_t t, uint32_t corr)
 		struct sp_event ev = { .kind = SP_EV_STEP, .sub = G.action, .device = SP_NO_DEVICE, .tid = tid(),
 				       .start = G.step_start, .end = t };
 		ev.u.step.number = G.step;
+		step_how(&ev);
 		push(&ev);
 	}
 	if (G.action == SP_ACT_RECORD_AND_SAVE && G.open) {
@@ -592,12 +611,14 @@ static void end_step(uint64_t t, uint32_t corr)
 		set_collecting(SP_ACT_NONE);
 }
 
-/* Begins the next step at time t (corr as for end_step): opens a window at the first RECORD
+/* Begins step `number` at time t (corr as for end_step): opens a window at the first RECORD
  * step and switches collection on from WARMUP. */
-static void begin_step(uint64_t t, uint32_t corr)
+static void begin_step(uint64_t t, uint32_t corr, int64_t number)
 {
-	G.step++;
+	G.step = number;
 	G.step_open = 1;
+	G.step_how = G.det.how;
+	G.step_refuted = 0;
 	G.step_start = t;
 	G.action = sp_schedule_action(&G.cfg.schedule, G.step);
 	sp_info("step %lld begins (%s) on thread %u", (long long)G.step, sp_action_name(G.action), tid());
@@ -622,98 +643,104 @@ static void begin_step(uint64_t t, uint32_t corr)
 		}
 	}
 	set_collecting(G.action);
-	if (!G.done && G.action == SP_ACT_NONE && sp_schedule_done(&G.cfg.schedule, G.step)) {
+	/* done once the schedule is, and the detector trusts its regime (a later phase of the program
+	 * would get the schedule anew: docs/STEPS.md) */
+	if (!G.done && G.action == SP_ACT_NONE && sp_schedule_done(&G.cfg.schedule, G.step) &&
+	    sp_stepdet_settled(&G.det)) {
 		G.done = 1;
 		apply_callbacks();
 	}
 }
 
-/* One marker occurrence at time t (corr as for end_step), counted against `every`. For
- * profiler ranges, a Start begins a step and the matching Stop (stop = 1) ends it. */
-static void marker_hit(uint64_t t, uint32_t corr, int stop)
+/* Automatic detection locked on step `step`: it is open from t but was not watched from its start,
+ * so it records nothing; warns if the schedule wanted a step before it. Under G.lock. */
+static void det_locked(const struct sp_det_out *o, uint64_t t)
 {
-	uint64_t every = (uint64_t)G.cfg.marker_every;
-	pthread_mutex_lock(&G.lock);
-	if (G.cfg.marker_kind == SP_MARK_PROFILER_RANGE) {
-		if (stop && ++G.range_stops % every == 0)
-			end_step(t, corr);
-		else if (!stop && G.range_starts++ % every == 0 && !G.done)
-			begin_step(t, corr);
-	} else if (!G.done && G.marker_count++ % every == 0) {
+	const struct sp_det_how *h = &G.det.how;
+	G.step = o->step;
+	G.step_open = 1;
+	G.step_how = G.det.how;
+	G.step_refuted = 0;
+	G.action = SP_ACT_NONE;
+	G.step_start = t;
+	for (int64_t k = 0; k <= G.step; k++)
+		if (sp_schedule_action(&G.cfg.schedule, k) != SP_ACT_NONE) {
+			sp_warn("automatic step detection needed %lld iterations%s; the schedule's steps before %lld are "
+				"not recorded (raise skip_first or wait)", (long long)G.step + 1,
+				o->what & SP_DET_RELOCK ? " after the program's loop changed" : "", (long long)G.step + 1);
+			break;
+		}
+	sp_info("automatic steps%s: regime %u, period %u calls (%u launches), boundary %s '%s' (every %u), "
+		"proven by %u copies, at step %lld", o->what & SP_DET_RELOCK ? " (re-lock)" : "", h->regime, h->period,
+		h->launches, h->after ? "after" : "before", sp_intern_lookup(h->anchor & ~SP_AUTOSTEP_FLAGS), h->every,
+		h->confidence, (long long)G.step);
+}
+
+/* Applies one decision of the detector at time t (corr as for end_step). Under G.lock. */
+static void det_apply(const struct sp_det_out *o, uint64_t t, uint32_t corr, CUpti_CallbackId cbid, int d)
+{
+	char msg[700];
+	if (o->what & SP_DET_MISMATCH) {
+		sp_info("step %lld did not match the detected period: automatic detection learns again",
+			(long long)o->bad_step);
+		G.step_refuted = 1; /* it is the open step: its STEP record says so */
+	}
+	if ((o->what & SP_DET_UNLOCK) && G.open)
+		G.action = SP_ACT_RECORD_AND_SAVE; /* the loop changed: a window open now ends with this step */
+	if (o->what & SP_DET_END)
 		end_step(t, corr);
-		begin_step(t, corr);
-	}
-	pthread_mutex_unlock(&G.lock);
-}
-
-/* A marker that ends its step (the auto detector's synchronisation anchor) is handled in two
- * halves. CUPTI must not be reconfigured inside an API exit callback (seen on CUDA 13: enabling
- * activity kinds there froze every later correlation id), so at the call's entry the collection
- * state of the coming step is set, and at its exit only the step bookkeeping happens. */
-static void after_enter(void)
-{
-	pthread_mutex_lock(&G.lock);
-	if (!G.done && G.marker_count++ % (uint64_t)G.cfg.marker_every == 0) {
-		set_collecting(sp_schedule_action(&G.cfg.schedule, G.step + 1));
+	if (o->what & SP_DET_UNLOCK)
+		set_collecting(SP_ACT_NONE); /* nothing is collected while the detector learns again */
+	if (o->what & SP_DET_LOCK)
+		det_locked(o, t);
+	if ((o->what & SP_DET_BOUNDARY) && (o->what & SP_DET_AFTER)) {
+		/* CUPTI must not be reconfigured inside an API exit callback (seen on CUDA 13: enabling
+		 * activity kinds there froze every later correlation id): the coming step's collection
+		 * is set now, at the call's entry, and only the bookkeeping waits for its exit */
+		set_collecting(sp_schedule_action(&G.cfg.schedule, o->step));
 		T.after_pending = 1;
+		T.after_step = o->step;
+		T.after_cb[d] = cbid;
+	} else if (o->what & SP_DET_BOUNDARY) {
+		end_step(t, corr);
+		begin_step(t, corr, o->step);
 	}
+	if (o->what & SP_DET_WANTS)
+		apply_callbacks();
+	if ((o->what & SP_DET_UNDECIDED) && sp_stepdet_undecided(&G.det, msg, sizeof msg))
+		sp_warn("%s", msg);
+}
+
+/* Feeds the detector one token (kind, flags and name as in trace/tokens.h) seen at time t, and
+ * applies what it decides. corr as for end_step; cbid/d name the API call (for a boundary at its
+ * exit). Takes G.lock. This function can't fail. */
+static void detect(uint8_t kind, uint8_t flags, uint32_t name, uint64_t t, uint32_t corr, CUpti_CallbackId cbid, int d)
+{
+	struct sp_det_out o;
+	pthread_mutex_lock(&G.lock);
+	if (G.done || G.disabled) {
+		pthread_mutex_unlock(&G.lock);
+		return;
+	}
+	struct sp_token tk = { .ts = t - G.credit, .name = name, .tid = tid(), .kind = kind, .flags = flags };
+	int attempt = sp_stepdet_may_try(&G.det);
+	sp_stepdet_feed(&G.det, &tk, &o);
+	if (o.what)
+		det_apply(&o, t, corr, cbid, d);
+	if (attempt) /* a detection attempt ran: its time is not the program's */
+		G.credit += sp_now_ns() - t;
 	pthread_mutex_unlock(&G.lock);
 }
 
+/* The exit of a call that ends its step (see det_apply): the next step begins now; the next CUDA
+ * call's correlation id splits the two. */
 static void after_exit(uint64_t t)
 {
 	T.after_pending = 0;
+	T.after_cb[0] = T.after_cb[1] = 0;
 	pthread_mutex_lock(&G.lock);
-	end_step(t, 0); /* the next CUDA call's correlation id splits the steps */
-	begin_step(t, 0);
-	pthread_mutex_unlock(&G.lock);
-}
-
-/* The auto detector's token stream (before it locks) and anchor hits (after). */
-static void auto_token(uint32_t tok, uint64_t t, uint32_t corr)
-{
-	if (G.auto_anchor) {
-		if (tok == G.auto_anchor)
-			G.auto_after ? after_enter() : marker_hit(t, corr, 0);
-		return;
-	}
-	pthread_mutex_lock(&G.lock);
-	int locked = !G.auto_anchor && sp_autostep_feed(&G.autodet, tok, t);
-	uint64_t spent = sp_now_ns() - t;
-	if (spent > 2000) /* a detection attempt ran: not the program's time */
-		sp_autostep_credit(&G.autodet, spent);
-	if (locked) {
-		struct sp_autostep *a = &G.autodet;
-		G.auto_after = a->after;
-		G.cfg.marker_every = (int)a->every;
-		G.marker_count = a->count;
-		G.auto_anchor = a->anchor;
-		/* number steps from the program's first periodic iteration; the one in progress was
-		 * not watched from its start, so it records nothing */
-		G.step = (int64_t)a->iterations - 1;
-		G.step_open = 1;
-		G.action = SP_ACT_NONE;
-		G.step_start = t;
-		for (int64_t k = 0; k <= G.step; k++)
-			if (sp_schedule_action(&G.cfg.schedule, k) != SP_ACT_NONE) {
-				sp_warn("automatic step detection needed %lld iterations; the schedule's steps before "
-					"%lld are not recorded (raise skip_first or wait)", (long long)G.step + 1,
-					(long long)G.step + 1);
-				break;
-			}
-		G.api_marker[0][0] = 1; /* anchor may be a kernel: keep launch callbacks */
-		for (int d = 0; d < 2; d++)
-			for (uint32_t cb = 1; cb < 1024; cb++)
-				if (G.api_name[d][cb] == (a->anchor & ~SP_AUTOSTEP_FLAGS)) {
-					G.api_marker[d][cb] = 1;
-					G.api_marker[0][0] = 0; /* it is an API call: launches are not needed */
-				}
-		sp_info("automatic steps: period %u calls, boundary %s '%s' (every %u), at step %lld", a->period,
-			a->after ? "after" : "before", sp_intern_lookup(a->anchor & ~SP_AUTOSTEP_FLAGS), a->every,
-			(long long)G.step);
-		sp_autostep_free(a);
-		apply_callbacks();
-	}
+	end_step(t, 0);
+	begin_step(t, 0, T.after_step);
 	pthread_mutex_unlock(&G.lock);
 }
 
@@ -778,25 +805,166 @@ static void memory_call(const CUpti_CallbackData *cd, struct memop op, uint64_t 
 
 /* ---- CUPTI callbacks (application threads) ---- */
 
+/* The message of an NVTX push/start call, or NULL (pop/end, or not an ASCII message). */
+static const char *nvtx_message(CUpti_CallbackId cbid, const CUpti_NvtxData *nd)
+{
+	const nvtxEventAttributes_t *a = NULL;
+	if (cbid == CUPTI_CBID_NVTX_nvtxRangePushA || cbid == CUPTI_CBID_NVTX_nvtxRangeStartA)
+		return ((const nvtxRangePushA_params *)nd->functionParams)->message;
+	if (cbid == CUPTI_CBID_NVTX_nvtxRangePushEx || cbid == CUPTI_CBID_NVTX_nvtxRangeStartEx)
+		a = ((const nvtxRangePushEx_params *)nd->functionParams)->eventAttrib;
+	else if (cbid == CUPTI_CBID_NVTX_nvtxDomainRangePushEx || cbid == CUPTI_CBID_NVTX_nvtxDomainRangeStartEx)
+		a = ((const nvtxDomainRangePushEx_params *)nd->functionParams)->core.eventAttrib;
+	return a && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : NULL;
+}
+
+static int nvtx_is_end(CUpti_CallbackId cbid)
+{
+	return cbid == CUPTI_CBID_NVTX_nvtxRangePop || cbid == CUPTI_CBID_NVTX_nvtxRangeEnd ||
+	       cbid == CUPTI_CBID_NVTX_nvtxDomainRangePop || cbid == CUPTI_CBID_NVTX_nvtxDomainRangeEnd;
+}
+
+static int nvtx_is_range(CUpti_CallbackId cbid)
+{
+	return cbid == CUPTI_CBID_NVTX_nvtxRangeStartA || cbid == CUPTI_CBID_NVTX_nvtxRangeStartEx ||
+	       cbid == CUPTI_CBID_NVTX_nvtxDomainRangeStartEx || cbid == CUPTI_CBID_NVTX_nvtxRangeEnd ||
+	       cbid == CUPTI_CBID_NVTX_nvtxDomainRangeEnd;
+}
+
+/* An NVTX range call: the nvtx marker, and the recorded token stream. */
+static void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *nd)
+{
+	const char *msg = nvtx_message(cbid, nd);
+	uint64_t t = sp_now_ns();
+	if (sp_tokrec_on) {
+		uint8_t f = nvtx_is_range(cbid) ? SP_TOKF_RANGE : 0;
+		if (nvtx_is_end(cbid)) {
+			sp_tokrec_add(SP_TOK_NVTX_POP, f, 0, t - G.credit, tid());
+		} else {
+			uint32_t id = msg ? sp_stepdet_nvtx_name(msg) : 0; /* digits folded: a bounded table */
+			if (msg && sp_tokrec_truth_kind() == SP_TOK_NVTX_PUSH && glob_match(sp_tokrec_truth_pattern(), msg))
+				sp_tokrec_add(SP_TOK_TRUTH, f, id, t - G.credit, tid());
+			sp_tokrec_add(SP_TOK_NVTX_PUSH, f, id, t - G.credit, tid());
+		}
+	}
+	if (G.cfg.marker_kind == SP_MARK_NVTX && msg && glob_match(G.cfg.marker_pattern, msg))
+		detect(SP_TOK_NVTX_PUSH, SP_TOKF_MATCHED, 0, t, 0, 0, 0); /* matched here: nothing interned */
+	else if (G.cfg.marker_kind != SP_MARK_NVTX && (sp_stepdet_wants(&G.det) & SP_WANT_NVTX))
+		detect(nvtx_is_end(cbid) ? SP_TOK_NVTX_POP : SP_TOK_NVTX_PUSH, 0,
+		       msg && !nvtx_is_end(cbid) ? sp_stepdet_nvtx_name(msg) : 0, t, 0, 0, 0);
+}
+
+/* The detector token an API entry is, if any: a kernel launch, or at the outermost level an
+ * auto-detection call or a graph launch. Fills kind, flags and name; returns 1, else 0. */
+static int token_of(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd, int launch,
+		    uint8_t *kind, uint8_t *flags, uint32_t *name)
+{
+	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
+	uint8_t cls = cbid < 1024 ? G.cls[d][cbid] : 0;
+	*flags = d ? SP_TOKF_DRIVER : 0;
+	if (launch) {
+		*kind = SP_TOK_KERNEL;
+		*name = name_id(cd->symbolName);
+		return 1;
+	}
+	if ((d && T.in_rt) || !(cls & (CLS_AUTO | CLS_GRAPH)))
+		return 0;
+	*kind = cls & CLS_AUTO ? SP_TOK_API : SP_TOK_GRAPH;
+	*flags |= (cls & CLS_AUTO) && G.api_sync[d][cbid] ? SP_TOKF_SYNC : 0;
+	*name = api_name(dom, cbid);
+	return 1;
+}
+
+/* Records the token an API entry is (STEPPROF_RECORD_TOKENS): a kernel launch, an auto-detection
+ * call or a graph launch at the outermost level, and the truth before the token it marks. */
+static void record_token(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd,
+			 int launch, uint64_t t)
+{
+	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
+	uint8_t kind, flags;
+	uint32_t name;
+	int tok = token_of(dom, cbid, cd, launch, &kind, &flags, &name);
+	if (launch && sp_tokrec_truth_kind() == SP_TOK_KERNEL &&
+	    sp_name_matches(name, sp_tokrec_truth_pattern(), G.truth_match, G.demangle))
+		sp_tokrec_add(SP_TOK_TRUTH, flags, name, t, tid());
+	else if (!launch && !(d && (T.in_rt || T.in_nest)) && cbid < 1024 && (G.cls[d][cbid] & CLS_TRUTH))
+		sp_tokrec_add(SP_TOK_TRUTH, flags, api_name(dom, cbid), t, tid());
+	if (tok)
+		sp_tokrec_add(kind, flags, name, t, tid());
+}
+
+/* Marker detection at an API entry (time t and correlation id corr of the outermost call). Driver
+ * launches see every kernel (runtime launches nest in them); an API marker counts only the
+ * outermost matching call on its thread, a profiler range's Stop at its exit (detect_exit). */
+static void detect_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd,
+			 int launch, uint64_t t, uint32_t corr)
+{
+	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
+	uint8_t kind, flags;
+	uint32_t name;
+	switch (G.cfg.marker_kind) {
+	case SP_MARK_AUTO:
+		if (launch && !(sp_stepdet_wants(&G.det) & SP_WANT_LAUNCH))
+			break; /* a launch seen for a window's sake: the detector would ignore it */
+		if (token_of(dom, cbid, cd, launch, &kind, &flags, &name))
+			detect(kind, flags, name, t, corr, cbid, d);
+		break;
+	case SP_MARK_KERNEL:
+		if (launch && sp_stepdet_matches(&G.det, name = name_id(cd->symbolName)))
+			detect(SP_TOK_KERNEL, 0, name, t, corr, cbid, d);
+		break;
+	case SP_MARK_API:
+	case SP_MARK_PROFILER_RANGE:
+		if (cbid < 1024 && G.api_marker[d][cbid] && !(d && T.in_nest) && T.mk_depth++ == 0 &&
+		    (G.cfg.marker_kind == SP_MARK_API || strstr(sp_intern_lookup(api_name(dom, cbid)), "Start")))
+			detect(SP_TOK_API, 0, api_name(dom, cbid), t, corr, cbid, d);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Marker detection at an API exit: a boundary at the end of its call, a profiler range's Stop. */
+static void detect_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd, uint64_t t)
+{
+	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
+	if (T.after_pending && T.after_cb[d] == cbid)
+		after_exit(t); /* the iteration ended with this call */
+	if ((G.cfg.marker_kind == SP_MARK_API || G.cfg.marker_kind == SP_MARK_PROFILER_RANGE) && cbid < 1024 &&
+	    G.api_marker[d][cbid] && !(d && T.in_nest) && T.mk_depth > 0 && --T.mk_depth == 0 &&
+	    G.cfg.marker_kind == SP_MARK_PROFILER_RANGE && strstr(sp_intern_lookup(api_name(dom, cbid)), "Stop"))
+		detect(SP_TOK_API, 0, api_name(dom, cbid), t, cd->correlationId, cbid, d);
+}
+
+/* A boundary happened outside a CUDA call (split_at): this call's correlation id splits there. */
+static void fill_split(uint32_t corr)
+{
+	pthread_mutex_lock(&G.lock);
+	if (G.split_lo && *G.split_lo == CORR_PENDING)
+		*G.split_lo = corr;
+	if (G.split_hi && *G.split_hi == CORR_PENDING)
+		*G.split_hi = corr;
+	G.split_lo = G.split_hi = NULL;
+	pthread_mutex_unlock(&G.lock);
+}
+
+/* 1 if the callback of (d, cbid) is on only to see nesting (CLS_NEST): it must change nothing
+ * else, so that recording does not change what the profile records. */
+static int nest_only(int d, CUpti_CallbackId cbid)
+{
+	if (d || cbid >= 1024 || !(G.cls[0][cbid] & CLS_NEST))
+		return 0;
+	return !(G.cls[0][cbid] & ~CLS_NEST) && !G.api_marker[0][cbid] && !G.memop[0][cbid].shape &&
+	       !is_launch(CUPTI_CB_DOMAIN_RUNTIME_API, cbid) &&
+	       !(sp_stepdet_anchor_name(&G.det) && G.api_name[0][cbid] == sp_stepdet_anchor_name(&G.det));
+}
+
 static void callback_body(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
 {
 	if (G.disabled)
 		return;
 	if (dom == CUPTI_CB_DOMAIN_NVTX) {
-		const CUpti_NvtxData *nd = data;
-		const char *msg = NULL;
-		if (cbid == CUPTI_CBID_NVTX_nvtxRangePushA || cbid == CUPTI_CBID_NVTX_nvtxRangeStartA)
-			msg = ((const nvtxRangePushA_params *)nd->functionParams)->message;
-		else if (cbid == CUPTI_CBID_NVTX_nvtxRangePushEx || cbid == CUPTI_CBID_NVTX_nvtxRangeStartEx) {
-			const nvtxEventAttributes_t *a = ((const nvtxRangePushEx_params *)nd->functionParams)->eventAttrib;
-			msg = a && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : NULL;
-		} else if (cbid == CUPTI_CBID_NVTX_nvtxDomainRangePushEx || cbid == CUPTI_CBID_NVTX_nvtxDomainRangeStartEx) {
-			const nvtxEventAttributes_t *a =
-				((const nvtxDomainRangePushEx_params *)nd->functionParams)->core.eventAttrib;
-			msg = a && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : NULL;
-		}
-		if (msg && glob_match(G.cfg.marker_pattern, msg))
-			marker_hit(sp_now_ns(), 0, 0);
+		on_nvtx(cbid, data);
 		return;
 	}
 	if (dom == CUPTI_CB_DOMAIN_RESOURCE) { /* CONTEXT_CREATED: this process does GPU work */
@@ -810,12 +978,14 @@ static void callback_body(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const
 		return;
 	const CUpti_CallbackData *cd = data;
 	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
+	if (nest_only(d, cbid)) {
+		T.in_nest = cd->callbackSite == CUPTI_API_ENTER;
+		return;
+	}
 	/* a kernel launch counts once: at the runtime call, or at a driver call made outside one */
 	int launch = is_launch(dom, cbid);
 	if (launch && d && T.in_rt_launch)
 		return; /* the driver launch inside a runtime launch: that one is counted and recorded */
-	int api_mk = cbid < 1024 && G.api_marker[d][cbid] &&
-		     (G.cfg.marker_kind == SP_MARK_API || G.cfg.marker_kind == SP_MARK_PROFILER_RANGE);
 	uint64_t t = sp_now_ns();
 	if (cd->callbackSite == CUPTI_API_ENTER) {
 		T.cur_cb[d] = cbid;
@@ -830,32 +1000,12 @@ static void callback_body(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const
 		/* a marker inside a runtime call begins its step where that call began */
 		uint64_t mt = d && T.in_rt ? T.rt_t0 : t;
 		uint32_t mc = d && T.in_rt ? T.rt_corr : cd->correlationId;
-		if (atomic_load_explicit(&G.split_pending, memory_order_relaxed) && atomic_exchange(&G.split_pending, 0)) {
-			pthread_mutex_lock(&G.lock);
-			if (G.split_lo && *G.split_lo == CORR_PENDING)
-				*G.split_lo = cd->correlationId;
-			if (G.split_hi && *G.split_hi == CORR_PENDING)
-				*G.split_hi = cd->correlationId;
-			G.split_lo = G.split_hi = NULL;
-			pthread_mutex_unlock(&G.lock);
-		}
-		/* Marker detection. Driver launches see every kernel (runtime launches nest in them);
-		 * an API marker counts only the outermost matching call on its thread. */
-		if (!G.done) {
-			if (G.cfg.marker_kind == SP_MARK_KERNEL) {
-				if (launch && name_matches(name_id(cd->symbolName)))
-					marker_hit(mt, mc, 0);
-			} else if (G.cfg.marker_kind == SP_MARK_AUTO) {
-				if (launch)
-					auto_token(name_id(cd->symbolName) | SP_AUTOSTEP_KERNEL, mt, mc);
-				else if (cbid < 1024 && (G.cls[d][cbid] & CLS_AUTO) && !(d && T.in_rt))
-					auto_token(api_name(dom, cbid) | (G.api_sync[d][cbid] ? SP_AUTOSTEP_SYNC : 0), mt, mc);
-			} else if (api_mk && T.mk_depth++ == 0) {
-				const char *n = sp_intern_lookup(api_name(dom, cbid));
-				if (G.cfg.marker_kind == SP_MARK_API || strstr(n, "Start"))
-					marker_hit(mt, mc, 0);
-			}
-		}
+		if (sp_tokrec_on)
+			record_token(dom, cbid, cd, launch, mt - G.credit);
+		if (atomic_load_explicit(&G.split_pending, memory_order_relaxed) && atomic_exchange(&G.split_pending, 0))
+			fill_split(cd->correlationId);
+		if (!G.done)
+			detect_enter(dom, cbid, cd, launch, mt, mc);
 		if (cd->correlationData)
 			*cd->correlationData = t;
 		return;
@@ -870,11 +1020,7 @@ static void callback_body(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const
 		apply_callbacks();
 		pthread_mutex_unlock(&G.lock);
 	}
-	if (T.after_pending && cbid < 1024 && G.api_marker[d][cbid])
-		after_exit(t); /* the iteration ended with this call */
-	if (api_mk && T.mk_depth > 0 && --T.mk_depth == 0 && G.cfg.marker_kind == SP_MARK_PROFILER_RANGE &&
-	    strstr(sp_intern_lookup(api_name(dom, cbid)), "Stop"))
-		marker_hit(t, cd->correlationId, 1);
+	detect_exit(dom, cbid, cd, t);
 	struct window *w = __atomic_load_n(&G.open, __ATOMIC_ACQUIRE);
 	struct memop mop = cbid < 1024 ? G.memop[d][cbid] : (struct memop){ 0, 0 };
 	int ok = cd->functionReturnValue && *(const int *)cd->functionReturnValue == 0;
@@ -905,14 +1051,14 @@ static void callback_body(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const
 static int marker_call(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd)
 {
 	enum sp_marker_kind mk = G.cfg.marker_kind;
-	if (cbid < 1024 && G.api_marker[dom == CUPTI_CB_DOMAIN_DRIVER_API][cbid])
+	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
+	if (cbid < 1024 && G.api_marker[d][cbid])
 		return 1;
-	if (!is_launch(dom, cbid))
-		return 0;
-	if (mk == SP_MARK_KERNEL)
-		return name_matches(name_id(cd->symbolName));
-	return mk == SP_MARK_AUTO && G.auto_anchor && G.api_marker[0][0] &&
-	       name_id(cd->symbolName) == (G.auto_anchor & ~SP_AUTOSTEP_FLAGS);
+	if (mk == SP_MARK_AUTO) { /* locked on a call: that call (a kernel anchor has no marker call) */
+		uint32_t anchor = sp_stepdet_anchor_name(&G.det);
+		return anchor && cbid < 1024 && G.api_name[d][cbid] == anchor;
+	}
+	return mk == SP_MARK_KERNEL && is_launch(dom, cbid) && sp_stepdet_matches(&G.det, name_id(cd->symbolName));
 }
 
 /* The subscriber's callback (application threads). Counted in flight, so that a detach never
@@ -1195,16 +1341,17 @@ static void explain_no_window(void)
 			first = k;
 	if (first < 0)
 		return; /* the schedule records nothing */
-	const char *anchor = sp_intern_lookup(G.auto_anchor & ~SP_AUTOSTEP_FLAGS);
-	if (G.cfg.marker_kind == SP_MARK_AUTO && !G.auto_anchor)
-		sp_warn("no step recorded: automatic step detection did not find the iteration (it must "
-			"repeat exactly, four times); set an explicit [marker] (docs/STEPS.md)");
+	const struct sp_det_how *h = &G.det.how;
+	const char *anchor = sp_intern_lookup(h->anchor & ~SP_AUTOSTEP_FLAGS);
+	char msg[700];
+	if (G.cfg.marker_kind == SP_MARK_AUTO && sp_stepdet_undecided(&G.det, msg, sizeof msg))
+		sp_warn("no step recorded: %s", msg);
 	else if (G.cfg.marker_kind == SP_MARK_AUTO)
 		sp_warn("no step recorded: the program ended in step %lld and the schedule records from step "
-			"%lld; automatic boundaries come %s each '%s' (every %d): if the program ran longer, "
+			"%lld; automatic boundaries come %s each '%s' (every %u): if the program ran longer, "
 			"that call stopped recurring - set an explicit [marker] (docs/STEPS.md)",
-			(long long)G.step, (long long)first, G.auto_after ? "after" : "before", anchor ? anchor : "?",
-			G.cfg.marker_every);
+			(long long)G.step, (long long)first, h->after ? "after" : "before", anchor ? anchor : "?",
+			h->every);
 	else if (G.step < 0)
 		sp_warn("no step recorded: the %s marker '%s' never occurred", sp_marker_kind_name(G.cfg.marker_kind),
 			G.cfg.marker_pattern);
@@ -1212,6 +1359,16 @@ static void explain_no_window(void)
 		sp_warn("no step recorded: the program ended in step %lld and the schedule records from step "
 			"%lld (%s marker '%s', every %d)", (long long)G.step, (long long)first,
 			sp_marker_kind_name(G.cfg.marker_kind), G.cfg.marker_pattern, G.cfg.marker_every);
+}
+
+/* At exit, if automatic detection had locked, then lost the loop and never found it again, says
+ * so (the steps after the change are missing). Caller holds G.lock. This function can't fail. */
+static void explain_relearning(void)
+{
+	char msg[700];
+	if (G.next_window_id && G.det.how.relocks + G.det.how.mismatches && G.cfg.marker_kind == SP_MARK_AUTO &&
+	    sp_stepdet_undecided(&G.det, msg, sizeof msg))
+		sp_warn("at exit: the program's loop changed after step %lld and %s", (long long)G.step, msg);
 }
 
 static void on_exit_process(void)
@@ -1224,6 +1381,7 @@ static void on_exit_process(void)
 		G.action = SP_ACT_RECORD_AND_SAVE;
 	end_step(sp_now_ns(), 0);
 	explain_no_window();
+	explain_relearning();
 	G.done = 1;
 	pthread_mutex_unlock(&G.lock);
 	if (G.writer_started > 0) {
@@ -1261,7 +1419,11 @@ static int arm_markers(void)
 			G.api_marker[d][cb] = hit;
 			n += hit;
 			G.cls[d][cb] = (name_in(nm, recorded_api[d], 14) ? CLS_RECORDED : 0) |
-				       (!is_launch(doms[d], cb) && name_in(nm, auto_api[d], 3) ? CLS_AUTO : 0);
+				       (!is_launch(doms[d], cb) && name_in(nm, auto_api[d], 3) ? CLS_AUTO : 0) |
+				       (glob_match(d ? "cuGraphLaunch*" : "cudaGraphLaunch*", nm) ? CLS_GRAPH : 0) |
+				       (sp_tokrec_truth_kind() == SP_TOK_API && glob_match(sp_tokrec_truth_pattern(), nm)
+						? CLS_TRUTH : 0) |
+				       (sp_tokrec_truth_kind() == SP_TOK_API && d == 0 ? CLS_NEST : 0);
 			for (size_t k = 0; k < sizeof memops / sizeof *memops; k++)
 				if (!strncmp(memops[k].glob, "cuda", 4) == (d == 0) && glob_match(memops[k].glob, nm))
 					G.memop[d][cb] = (struct memop){ memops[k].kind, memops[k].shape };
@@ -1269,20 +1431,17 @@ static int arm_markers(void)
 						(glob_match("cuMemcpyDtoH*", nm) && !strstr(nm, "Async"))
 					      : glob_match("cuda*Synchronize*", nm) || !strcmp(nm, "cudaMemcpy");
 		}
+	for (uint32_t cb = 1; cb < 1024 && G.cfg.marker_kind == SP_MARK_API; cb++)
+		G.nest_marker |= G.api_marker[1][cb];
+	for (uint32_t cb = 1; cb < 1024 && G.nest_marker; cb++)
+		G.cls[0][cb] |= CLS_NEST; /* a driver marker counts outside runtime calls only */
 	if (G.cfg.marker_kind == SP_MARK_API && !n) {
 		sp_warn("[marker] pattern '%s' names no CUDA runtime or driver API function; not profiling",
 			G.cfg.marker_pattern);
 		return -1;
 	}
-	if (G.cfg.marker_kind == SP_MARK_NVTX) {
-		/* NVTX reaches CUPTI only through its injection hook, read at the program's first NVTX
-		 * call: ranges opened before CUDA initialises are not seen */
-		const char *cur = getenv("NVTX_INJECTION64_PATH");
-		if (!cur || !*cur)
-			setenv("NVTX_INJECTION64_PATH", sp_cupti.path, 1);
-		else if (strcmp(cur, sp_cupti.path))
-			sp_warn("NVTX_INJECTION64_PATH is %s: NVTX markers reach stepprof only if it is libcupti", cur);
-	}
+	if (G.cfg.marker_kind == SP_MARK_NVTX || G.cfg.marker_kind == SP_MARK_AUTO || sp_tokrec_on)
+		nvtx_injection();
 	if (G.cfg.marker_kind == SP_MARK_NCCL)
 		sp_info("NCCL marker '%s': steps come from the NCCL hooks", G.cfg.marker_pattern);
 	return 0;
@@ -1295,16 +1454,11 @@ static int owner_pid;
  * kinds if a window is collecting). Init or writer thread, outside callbacks. Can't fail. */
 static void armed(void)
 {
-	static const CUpti_CallbackId nvtx[] = { CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
-						 CUPTI_CBID_NVTX_nvtxRangeStartA, CUPTI_CBID_NVTX_nvtxRangeStartEx,
-						 CUPTI_CBID_NVTX_nvtxDomainRangePushEx,
-						 CUPTI_CBID_NVTX_nvtxDomainRangeStartEx };
 	pthread_mutex_lock(&G.lock);
 	SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
 	SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPH_CREATED));
-	for (size_t i = 0; G.cfg.marker_kind == SP_MARK_NVTX && i < sizeof nvtx / sizeof *nvtx; i++)
-		SP_CUPTI(cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_NVTX, nvtx[i]));
 	memset(G.cb_on, 0, sizeof G.cb_on);
+	G.nvtx_on = 0; /* a new instance: apply_callbacks enables NVTX again if wanted */
 	G.activities_on = G.collecting;
 	if (G.collecting)
 		set_activities(1);
@@ -1336,12 +1490,15 @@ void sp_collector_inject(void)
 	}
 	G.buffer_bytes = G.cfg.cupti_buffer_bytes;
 	G.demangle = (char *(*)(const char *, char *, size_t *, int *))dlsym(RTLD_DEFAULT, "__cxa_demangle");
-	if (G.cfg.marker_kind == SP_MARK_AUTO && sp_autostep_init(&G.autodet, 1u << 16) < 0) {
+	if (sp_stepdet_init(&G.det, G.cfg.marker_kind, G.cfg.marker_pattern, G.cfg.marker_every, G.demangle) < 0) {
 		sp_warn("no memory for automatic step detection; not profiling");
 		return;
 	}
-	if (arm_markers() < 0)
+	sp_tokrec_start(); /* before arm_markers: the truth's API calls are classified there */
+	if (arm_markers() < 0) {
+		sp_tokrec_stop();
 		return;
+	}
 	static const struct sp_cupti_hooks hooks = { on_callback, buffer_requested, buffer_completed, timestamp_cb,
 						     armed };
 	sp_ring_configure(G.cfg.ring_events);
@@ -1437,8 +1594,11 @@ uint64_t sp_collector_nccl_begin(const struct sp_nccl_call *c)
 	T.nccl_corr = 0;
 	if (c->op == SP_NCCL_GROUP_END && T.nccl_group > 0)
 		T.nccl_group--;
-	if (G.cfg.marker_kind == SP_MARK_NCCL && !G.done && glob_match(G.cfg.marker_pattern, c->fn))
-		marker_hit(t, 0, 0);
+	if (sp_tokrec_on)
+		sp_tokrec_add(SP_TOK_NCCL, 0, sp_intern(c->fn), t - G.credit, tid());
+	if (G.cfg.marker_kind == SP_MARK_NCCL ? glob_match(G.cfg.marker_pattern, c->fn)
+					       : (sp_stepdet_wants(&G.det) & SP_WANT_NCCL) != 0)
+		detect(SP_TOK_NCCL, 0, sp_intern(c->fn), t, 0, 0, 0);
 	return t;
 }
 

@@ -136,7 +136,19 @@ struct sp_ev_marker {
 
 struct sp_ev_step {
 	int64_t number;         /* torch numbering, from 0 */
+	/* how the step was found (format version 2; 0 in version-1 traces); the event's name is
+	 * the marker's pattern, or automatic detection's anchor */
+	uint8_t how;            /* enum sp_marker_kind + 1 (config/config.h), 0 unknown */
+	uint8_t flags;          /* SP_STEP_* */
+	uint32_t regime;        /* auto: the periodic regime it belongs to (1, 2, ...) */
+	uint32_t period;        /* auto: tokens per iteration */
+	uint32_t launches;      /* auto: kernel and graph launches per iteration */
+	uint32_t every;         /* marker occurrences per step */
+	uint32_t confidence;    /* auto: copies of the period that proved the lock */
+	uint32_t relocks;       /* auto: locks after the first, so far */
 };
+#define SP_STEP_AFTER   0x01u /* the boundary is at the end of the anchor call */
+#define SP_STEP_REFUTED 0x02u /* its launches differed from the period: the detector's loop ended in it */
 
 struct sp_ev_window {
 	uint32_t id;            /* 0, 1, ... per process */

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
+#include "bytes.h"
 #include "trace.h"
 
 #define HEADER_V1_SIZE 376           /* bytes of the version-1 header */
@@ -26,7 +27,7 @@
 #define MAX_STRING_ID (1u << 24)     /* reader refuses bigger string ids as corrupt */
 #define KIND_STRING 0xff
 #define KIND_STACK 0xfe
-#define KIND_PYFRAME 0xfd            /* version 3 */
+#define KIND_PYFRAME 0xfd            /* from version 3 */
 #define MAX_PYFRAME_ID (1u << 24)    /* reader refuses bigger Python frame ids as corrupt */
 #define MAX_STACK_ID (1u << 24)      /* reader refuses bigger stack ids as corrupt */
 #define MAX_STACK_DEPTH 1024         /* reader refuses deeper stacks as corrupt */
@@ -76,7 +77,13 @@ static const struct field mem_fields[] = {
 	F(u.mem.addr, FL_U), F(u.mem.size, FL_U), F(u.mem.live, FL_U), F(u.mem.stack, FL_U), F(u.mem.flags, FL_U),
 };
 static const struct field marker_fields[] = { F(u.marker.domain, FL_U), F(u.marker.depth, FL_S) };
-static const struct field step_fields[] = { F(u.step.number, FL_S) };
+static const struct field step_fields[] = {
+	F(u.step.number, FL_S), F(u.step.how, FL_U), F(u.step.flags, FL_U), F(u.step.regime, FL_U),
+	F(u.step.period, FL_U), F(u.step.launches, FL_U), F(u.step.every, FL_U), F(u.step.confidence, FL_U),
+	F(u.step.relocks, FL_U),
+};
+/* a version-1 file's step record: the number only */
+static const struct field step_fields_v1[] = { F(u.step.number, FL_S) };
 static const struct field window_fields[] = {
 	F(u.window.id, FL_U), F(u.window.capped, FL_U), F(u.window.first_step, FL_S),
 	F(u.window.last_step, FL_S), F(u.window.bytes, FL_U), F(u.window.dropped, FL_U),
@@ -129,7 +136,7 @@ struct sp_trace_writer {
 	void *stack_ctx;
 	sp_pyframe_lookup_fn py_lookup;
 	void *py_ctx;
-	int version;            /* of the file: 3 if it may hold Python frame records */
+	int python;            /* SP_FEAT_PYSTACKS: stacks may hold Python frames, written as frame records */
 	struct idbits strings;  /* string ids already in the file */
 	struct idbits stacks;   /* stack ids already in the file */
 	struct idbits pyframes; /* Python frame ids already in the file */
@@ -156,57 +163,6 @@ struct sp_trace_reader {
 	ZSTD_DCtx *dctx;
 	char err[256];
 };
-
-/* ---- little-endian and varint helpers ---- */
-
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < n; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
-static uint8_t *put_varint(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)v | 0x80;
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
-static uint64_t zigzag(int64_t v)
-{
-	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static int64_t unzigzag(uint64_t v)
-{
-	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
-
-/* Reads one varint from *p (not past end). Returns 0, or -1 if it runs past end or 10 bytes. */
-static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	uint64_t x = 0;
-	for (int shift = 0; shift < 70 && *p < end; shift += 7) {
-		uint8_t b = *(*p)++;
-		x |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80)) {
-			*v = x;
-			return 0;
-		}
-	}
-	return -1;
-}
 
 /* The stored form of one field of ev. This function can't fail. */
 static uint64_t field_get(const struct sp_event *ev, const struct field *f)
@@ -392,7 +348,7 @@ static int ensure_stack(struct sp_trace_writer *w, uint32_t id)
 	int k = 0;
 	const uint64_t *pcs = w->stack_lookup ? w->stack_lookup(w->stack_ctx, id, &n) : NULL;
 	n = !pcs ? 0 : n > MAX_STACK_DEPTH ? MAX_STACK_DEPTH : n; /* keeps the innermost */
-	for (uint32_t i = 0; i < n && w->version >= 3 && w->py_lookup; i++) {
+	for (uint32_t i = 0; i < n && w->python && w->py_lookup; i++) {
 		int b = SP_IS_PYFRAME(pcs[i]) ? ensure_pyframe(w, SP_PYFRAME_ID(pcs[i])) : 0;
 		if (b < 0)
 			return -1;
@@ -605,8 +561,14 @@ static int read_event(struct sp_trace_reader *r, uint8_t kind, const uint8_t **p
 		if (field_set(ev, &common_fields[i], v) < 0)
 			return reader_fail(r, "corrupt %s record", sp_ev_kind_name(kind));
 	}
-	for (unsigned i = 0; i < kind_fields[kind].n; i++)
-		if (get_varint(p, end, &v) < 0 || field_set(ev, &kind_fields[kind].f[i], v) < 0)
+	const struct field *kf = kind_fields[kind].f;
+	unsigned nk = kind_fields[kind].n;
+	if (kind == SP_EV_STEP && r->hdr.version < 4) { /* step records before version 4: number only */
+		kf = step_fields_v1;
+		nk = 1;
+	}
+	for (unsigned i = 0; i < nk; i++)
+		if (get_varint(p, end, &v) < 0 || field_set(ev, &kf[i], v) < 0)
 			return reader_fail(r, "corrupt %s record", sp_ev_kind_name(kind));
 	return 0;
 }
@@ -650,11 +612,8 @@ struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_
 {
 	uint8_t h[HEADER_V2_SIZE] = { 0 };
 	memcpy(h, SP_TRACE_MAGIC, 8);
-	/* version 3 only with Python frames: a reader older than 3 would take them for addresses, so
-	 * such a file also needs a reader of version 3; any other file is version 2, readable by all */
-	int version = meta->features & SP_FEAT_PYSTACKS ? 3 : 2;
-	put_le(h + 8, (uint64_t)version, 2);
-	put_le(h + 10, (uint64_t)(version == 3 ? 3 : SP_TRACE_MIN_VERSION), 2);
+	put_le(h + 8, SP_TRACE_VERSION, 2);
+	put_le(h + 10, SP_TRACE_WRITE_MIN_VERSION, 2);
 	put_le(h + 12, HEADER_V2_SIZE, 4);
 	put_le(h + 16, meta->features, 8);
 	put_le(h + 24, (uint32_t)meta->pid, 4);
@@ -672,7 +631,7 @@ struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_
 	if (!w)
 		return NULL;
 	w->chunk_bytes = chunk_bytes ? chunk_bytes : DEFAULT_CHUNK_BYTES;
-	w->version = version;
+	w->python = !!(meta->features & SP_FEAT_PYSTACKS);
 	w->lookup = lookup;
 	w->lookup_ctx = lookup_ctx;
 	w->cctx = ZSTD_createCCtx();

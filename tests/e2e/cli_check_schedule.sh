@@ -89,11 +89,18 @@ ok "schedule table" diff "$T/sched.out" - <<'EOF'
 10 NONE
 11 NONE
 EOF
-ok "schedule summary on stderr" diff "$T/sched.err" - <<'EOF'
+ok "auto: a window before the lock is a warning" grep -q "^stepprof schedule: warning: the schedule collects from step 3, but automatic step detection .* raise skip_first or wait by 3" "$T/sched.err"
+grep -v "^stepprof schedule: warning: the schedule collects" "$T/sched.err" >"$T/sched.err2"
+ok "schedule summary on stderr" diff "$T/sched.err2" - <<'EOF'
 # windows (recorded steps): steps 4-5, 8-9
 # nothing is recorded after step 9
 EOF
 run sdef "$SP" schedule
+ok "default schedule: a note for loops without a host sync" grep -q "^stepprof schedule: note: the schedule collects from step 10" "$T/sdef.err"
+run slate "$SP" schedule skip_first=30
+ok "a late schedule: no warning" sh -c "! grep -q 'automatic step detection' '$T/slate.err'"
+run sapi env STEPPROF_MARKER_KIND=api STEPPROF_MARKER_PATTERN=cudaDeviceSynchronize "$SP" schedule skip_first=0 wait=0
+ok "an explicit marker: no warning" sh -c "! grep -q 'automatic step detection' '$T/sapi.err'"
 ok "default steps: skip_first + cycle * repeat + 2" [ "$(wc -l <"$T/sdef.out")" = 16 ]
 ok "default schedule records 11-13" has sdef.out "13 RECORD_AND_SAVE"
 run sw0 "$SP" schedule --count=5 warmup=0 active=1 wait=1 repeat=0

@@ -122,7 +122,8 @@ int main(int argc, char **argv)
 					 .u.nccl = { .comm = 0x0123456789abcdefull, .comm_rank = 1, .comm_size = 2 } });
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_STEP, .sub = SP_ACT_RECORD_AND_SAVE, .device = none,
 					 .tid = 4242, .start = T0 + 62000, .end = T0 + 120000, .name = 5,
-					 .u.step.number = s2 });
+					 .u.step = { .number = s2, .how = 1, .flags = 1, .regime = 2, .period = 498,
+						     .launches = 497, .every = 1, .confidence = 5, .relocks = 1 } });
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_NCCL, .sub = SP_NCCL_ALLREDUCE, .device = 0, .tid = 4242,
 					 .start = T0 + 63000, .end = T0 + 64000, .corr = 14, .name = 4, .stream = 7,
 					 .u.nccl = { .count = 262144, .bytes = 1 << 20, .comm = 0x0123456789abcdefull,

@@ -19,6 +19,8 @@ check() { # check NAME COMMAND...: runs the command, reports ok/FAIL
 	fi
 }
 
+"$DUMP" dump "$G/small-v1.sptrace" >"$tmp/v1.out"
+check "a version-1 trace still reads (small-v1.expected)" diff -u "$G/small-v1.expected" "$tmp/v1.out"
 "$DUMP" dump "$G/small.sptrace" >"$tmp/small.out"
 check "dump exits 0" test $? -eq 0
 check "dump matches small.expected" diff -u "$G/small.expected" "$tmp/small.out"

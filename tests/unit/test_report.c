@@ -252,6 +252,47 @@ static void test_errors(void **state)
 	assert_int_equal(sp_report(p, &o, stdout), 1);
 }
 
+/* A trace of automatic steps (format version 2): steps 0-5, each one gemm and one elementwise
+ * kernel but step 3 (an evaluation pass: one gemm), which the detector refuted. The report says
+ * how the steps were found and names the step that differs. */
+static void test_steps_found_by(void **state)
+{
+	char path[300];
+	snprintf(path, sizeof(path), "%s/auto.sptrace", dir);
+	struct sp_trace_writer *w = fx_create(path);
+	const uint64_t T = FX_T;
+	uint32_t c = 1;
+	fx_put(w, fx_window(SP_EV_WINDOW_BEGIN, 0, 0, T, 0));
+	for (int n = 0; n < 6; n++) {
+		uint64_t s = T + (uint64_t)n * 10 * MS;
+		fx_put(w, fx_api(s + 100 * US, c, S_LAUNCH, 100));
+		fx_put(w, fx_gpu(SP_EV_KERNEL, s + 1 * MS, s + 3 * MS, c++, S_GEMM, 7));
+		if (n != 3) {
+			fx_put(w, fx_api(s + 200 * US, c, S_LAUNCH, 100));
+			fx_put(w, fx_gpu(SP_EV_KERNEL, s + 3 * MS, s + 4 * MS, c++, S_ELEMWISE, 7));
+		}
+		struct sp_event e = fx_step(n, s, n == 5);
+		e.name = S_SYNC_API;
+		e.u.step = (struct sp_ev_step){ .number = n, .how = 1, .flags = SP_STEP_AFTER | (n == 3 ? SP_STEP_REFUTED : 0),
+						.regime = 1, .period = 3, .launches = 2, .every = 1, .confidence = 5 };
+		fx_put(w, e);
+	}
+	fx_put(w, fx_window(SP_EV_WINDOW_END, 0, 5, T + 60 * MS, 0));
+	assert_int_equal(sp_trace_close(w), 0);
+
+	struct sp_report_opts o = { .sort = SP_SORT_TOTAL, .top = 0, .window = -1 };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_int_equal(sp_report(path, &o, f), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "Steps found automatically: boundary after 'cudaStreamSynchronize' (every 1), a period "
+				    "of 3 calls with 2 launches, proven by 5 copies; regime 1; the detector refuted"));
+	assert_non_null(strstr(buf, "1 of 6 recorded steps differ from the others (median 2 kernels): step 3 (1 kernels, "
+				    "refuted by the detector); automatic detection may have locked on another phase"));
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -262,6 +303,7 @@ int main(void)
 		cmocka_unit_test(test_top_and_window),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_steps_found_by),
 	};
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");

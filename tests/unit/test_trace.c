@@ -85,7 +85,9 @@ static int all_kinds(struct sp_event *ev)
 	ev[n++] = (struct sp_event){ .kind = SP_EV_MARKER, .device = SP_NO_DEVICE, .tid = 5, .start = t, .end = t + 9,
 				     .name = 5, .u.marker = { .domain = 6, .depth = -1 } };
 	ev[n++] = (struct sp_event){ .kind = SP_EV_STEP, .sub = SP_ACT_RECORD, .device = SP_NO_DEVICE, .tid = 5,
-				     .start = t, .end = t + 1000000, .name = 5, .u.step.number = -7 };
+				     .start = t, .end = t + 1000000, .name = 5,
+				     .u.step = { .number = -7, .how = 1, .flags = SP_STEP_AFTER | SP_STEP_REFUTED, .regime = 3,
+						 .period = 498, .launches = 497, .every = 2, .confidence = 5, .relocks = 1 } };
 	ev[n++] = (struct sp_event){ .kind = SP_EV_WINDOW_BEGIN, .device = SP_NO_DEVICE, .start = t, .end = t,
 				     .u.window = { .id = 2, .first_step = 10, .last_step = 12 } };
 	ev[n++] = (struct sp_event){ .kind = SP_EV_WINDOW_END, .device = SP_NO_DEVICE, .start = t + 5, .end = t + 5,
@@ -139,8 +141,8 @@ static void test_roundtrip_every_kind(void **state)
 		assert_non_null(r);
 		const struct sp_trace_header *h = sp_trace_header(r);
 		struct sp_trace_meta m = meta();
-		assert_int_equal(h->version, 2); /* no Python frames: version 2, readable by every reader */
-		assert_int_equal(h->min_version, 1);
+		assert_int_equal(h->version, SP_TRACE_VERSION);
+		assert_int_equal(h->min_version, SP_TRACE_WRITE_MIN_VERSION);
 		assert_int_equal(h->header_size, HDR);
 		assert_memory_equal(&h->meta, &m, sizeof(m));
 		int seen = 0;
@@ -347,8 +349,8 @@ static void test_pyframes(void **state)
 	const char *file, *func;
 	uint32_t line, n;
 	assert_non_null(r);
-	assert_int_equal(sp_trace_header(r)->version, 3);
-	assert_int_equal(sp_trace_header(r)->min_version, 3);
+	assert_int_equal(sp_trace_header(r)->version, 4);
+	assert_int_equal(sp_trace_header(r)->min_version, 4);
 	assert_int_equal(sp_trace_next(r, &got), 1);
 	assert_memory_equal(sp_trace_stack(r, 1, &n), pystack, sizeof(pystack));
 	assert_int_equal(sp_trace_pyframe(r, 1, &file, &func, &line), 0);
@@ -378,7 +380,7 @@ static void test_pyframes(void **state)
 	assert_int_equal(calls, 0);
 	r = sp_trace_open(path, err, sizeof(err));
 	assert_non_null(r);
-	assert_int_equal(sp_trace_header(r)->version, 2);
+	assert_int_equal(sp_trace_header(r)->version, 4);
 	assert_int_equal(sp_trace_next(r, &got), 1);
 	assert_memory_equal(sp_trace_stack(r, 1, &n), pystack, sizeof(pystack));
 	assert_int_equal(sp_trace_pyframe_ids(r), 0);
@@ -603,11 +605,12 @@ static void test_versions(void **state)
 	assert_int_equal(sp_trace_next(r, &got), 0);
 	sp_trace_close_reader(r);
 
-	/* a version-1 file (376-byte header, no run id): still read, run id and producer empty */
+	/* a header of version 1's 376 bytes (no run id): still read, run id and producer empty (the
+	 * records stay this version's; a real version-1 file is tests/golden/small-v1.sptrace) */
 	a = fopen(path, "rb");
 	b = fopen(bad, "wb");
 	len = fread(buf, 1, sizeof(buf), a);
-	uint8_t v1[8] = { 1, 0, 1, 0, 376 & 0xff, 376 >> 8, 0, 0 };
+	uint8_t v1[8] = { SP_TRACE_VERSION, 0, 1, 0, 376 & 0xff, 376 >> 8, 0, 0 };
 	memcpy(buf + 8, v1, 8);
 	fwrite(buf, 1, 376, b);
 	fwrite(buf + HDR, 1, len - HDR, b);
@@ -621,7 +624,7 @@ static void test_versions(void **state)
 		assert_int_equal(sp_trace_next(r, &got), 1);
 	assert_int_equal(sp_trace_next(r, &got), 0);
 	sp_trace_close_reader(r);
-	/* the version-2 file itself carries them */
+	/* the file itself carries them */
 	assert_non_null(r = sp_trace_open(path, err, sizeof(err)));
 	assert_string_equal(sp_trace_header(r)->meta.run_id, "20261126-103000-4242");
 	assert_string_equal(sp_trace_header(r)->meta.producer, "stepprof test");

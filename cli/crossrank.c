@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* ranks.c - see ranks.h. Times of a rank are kept on its own wall clock (its windows' anchors)
+/* crossrank.c - see crossrank.h. Times of a rank are kept on its own wall clock (its windows' anchors)
  * and corrected by one offset per rank when ranks are compared; durations never need it. The
  * collectives of all ranks sit in one array sorted by (communicator, sequence, trace): a run of
  * equal keys is one collective. */
@@ -10,7 +10,7 @@
 #include "export.h"
 #include "format.h"
 #include "nccl.h"
-#include "ranks.h"
+#include "crossrank.h"
 
 #define TIE_NS 10000           /* arrivals closer than this (or 1% of the median step) are a tie */
 #define CLOCK_TOL_NS 200000    /* same-host anchors that disagree with the collectives by more are not used */
@@ -58,7 +58,7 @@ struct rk {                     /* one trace */
 	uint64_t med[M__N];     /* medians over its steps */
 };
 
-struct sp_ranks {
+struct sp_xrank {
 	struct rk *r;
 	size_t n, cap;
 	struct coll *c;
@@ -132,8 +132,8 @@ static int64_t median_i64(int64_t *v, size_t n)
 	return x / 2 + y / 2 + (x % 2 + y % 2) / 2;
 }
 
-static void note(struct sp_ranks *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(struct sp_ranks *a, const char *fmt, ...)
+static void note(struct sp_xrank *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(struct sp_xrank *a, const char *fmt, ...)
 {
 	va_list ap;
 	if (a->nnotes == MAX_NOTES)
@@ -144,7 +144,7 @@ static void note(struct sp_ranks *a, const char *fmt, ...)
 }
 
 /* The label of trace i (sp_rank_label). */
-static const char *label(const struct sp_ranks *a, size_t i, char *buf, size_t len)
+static const char *label(const struct sp_xrank *a, size_t i, char *buf, size_t len)
 {
 	return sp_rank_label(buf, len, a->ranks, a->n, i);
 }
@@ -155,7 +155,7 @@ static int is_p2p(int op)
 }
 
 /* Folds window w of trace k (index ti) into a. Exits if memory runs out. */
-static void add_window(struct sp_ranks *a, struct rk *k, uint32_t ti, struct sp_trace_reader *r,
+static void add_window(struct sp_xrank *a, struct rk *k, uint32_t ti, struct sp_trace_reader *r,
 		       const struct sp_window *w)
 {
 	size_t first = k->st.n, nl, c0 = k->ncomp;
@@ -192,16 +192,16 @@ static void add_window(struct sp_ranks *a, struct rk *k, uint32_t ti, struct sp_
 	k->ncomp = c0 + sp_steps_merge(k->comp + c0, k->ncomp - c0);
 }
 
-struct sp_ranks *sp_ranks_new(void)
+struct sp_xrank *sp_xrank_new(void)
 {
-	struct sp_ranks *a = sp_xrealloc(NULL, sizeof(*a));
+	struct sp_xrank *a = sp_xrealloc(NULL, sizeof(*a));
 	memset(a, 0, sizeof(*a));
 	a->world = -1;
 	a->straggler = a->most = -1;
 	return a;
 }
 
-int sp_ranks_load(struct sp_ranks *a, const char *path, char *err, size_t errlen)
+int sp_xrank_load(struct sp_xrank *a, const char *path, char *err, size_t errlen)
 {
 	const struct sp_window *w;
 	struct sp_trace_reader *r = sp_trace_open(path, err, errlen);
@@ -242,17 +242,17 @@ int sp_ranks_load(struct sp_ranks *a, const char *path, char *err, size_t errlen
 	return 1;
 }
 
-size_t sp_ranks_count(const struct sp_ranks *a)
+size_t sp_xrank_count(const struct sp_xrank *a)
 {
 	return a->n;
 }
 
-const struct sp_steps *sp_ranks_steps(const struct sp_ranks *a, size_t i)
+const struct sp_steps *sp_xrank_steps(const struct sp_xrank *a, size_t i)
 {
 	return &a->r[i].st;
 }
 
-int sp_ranks_rank(const struct sp_ranks *a, size_t i)
+int sp_xrank_rank(const struct sp_xrank *a, size_t i)
 {
 	return a->r[i].rank;
 }
@@ -274,7 +274,7 @@ static int cmp_diff(const void *pa, const void *pb)
  * the median difference of its collectives' ends from the consensus of the traces already placed
  * (a blocking collective ends within microseconds on every rank); one on the same host keeps its
  * anchors unless they disagree with that estimate by more than CLOCK_TOL_NS. Exits on OOM. */
-static void align(struct sp_ranks *a)
+static void align(struct sp_xrank *a)
 {
 	char *done = calloc(a->n + 1, 1);
 	int64_t *vals = sp_xrealloc(NULL, (a->n + 1) * sizeof(*vals));
@@ -347,7 +347,7 @@ static void align(struct sp_ranks *a)
 /* Among the calls c[0..n) of one collective: the latest arrival on the common clock (gpu: its
  * kernels' start, calls without kernels left out; else the call's CPU start) in *last (index) and
  * *lv, the next latest in *second. Returns how many calls counted. Can't fail. */
-static size_t latest(const struct sp_ranks *a, const struct coll *c, size_t n, int gpu, size_t *last, int64_t *lv,
+static size_t latest(const struct sp_xrank *a, const struct coll *c, size_t n, int gpu, size_t *last, int64_t *lv,
 		     int64_t *second)
 {
 	size_t count = 0;
@@ -369,7 +369,7 @@ static size_t latest(const struct sp_ranks *a, const struct coll *c, size_t n, i
 
 /* Arrivals, waits and transfers of one collective, its calls c[0..n) (one per trace), added to
  * its traces' steps. Exits if memory runs out. */
-static void arrivals(struct sp_ranks *a, struct coll *c, size_t n)
+static void arrivals(struct sp_xrank *a, struct coll *c, size_t n)
 {
 	size_t last = 0, cpu_last = 0;
 	int64_t sks = 0, scpu = 0, lks = 0, lcpu = 0;
@@ -430,7 +430,7 @@ static void medians(struct rk *k)
 }
 
 /* The median over the traces other than skip (-1: all) of their median q. */
-static uint64_t others(const struct sp_ranks *a, int skip, int q)
+static uint64_t others(const struct sp_xrank *a, int skip, int q)
 {
 	uint64_t *v = sp_xrealloc(NULL, (a->n + 1) * sizeof(*v)), m;
 	size_t n = 0;
@@ -458,7 +458,7 @@ static const char *ms(char *buf, int64_t ns)
 }
 
 /* Names the straggler and its cause, or says why there is none, in a->verdict. */
-static void judge(struct sp_ranks *a)
+static void judge(struct sp_xrank *a)
 {
 	char l[24], b[6][40];
 	int subset = a->world > 0 && (size_t)a->world > a->n;
@@ -584,7 +584,7 @@ static void judge(struct sp_ranks *a)
 
 static int cmp_order(const void *pa, const void *pb, void *ctx)
 {
-	const struct sp_ranks *a = ctx;
+	const struct sp_xrank *a = ctx;
 	size_t x = *(const size_t *)pa, y = *(const size_t *)pb;
 	int rx = a->r[x].rank, ry = a->r[y].rank;
 	if (rx != ry)
@@ -592,7 +592,7 @@ static int cmp_order(const void *pa, const void *pb, void *ctx)
 	return x < y ? -1 : x > y;
 }
 
-void sp_ranks_analyse(struct sp_ranks *a)
+void sp_xrank_analyse(struct sp_xrank *a)
 {
 	char l[24], b[2][40];
 
@@ -671,7 +671,7 @@ void sp_ranks_analyse(struct sp_ranks *a)
 
 /* ---- output ---- */
 
-void sp_ranks_print(const struct sp_ranks *a, FILE *out)
+void sp_xrank_print(const struct sp_xrank *a, FILE *out)
 {
 	char l[24], t[8][32];
 	size_t rows = a->n;
@@ -728,7 +728,7 @@ static const char *clock_name(int c)
 
 /* Every collective with its calls: arrivals on the common clock (ns after the collective's first
  * arrival on the GPU, or on the CPU), waits and transfers. */
-static void json_arrivals(const struct sp_ranks *a, struct sp_out *x)
+static void json_arrivals(const struct sp_xrank *a, struct sp_out *x)
 {
 	char l[24];
 	sp_out_puts(x, ",\"arrivals\":[");
@@ -779,12 +779,12 @@ static void json_arrivals(const struct sp_ranks *a, struct sp_out *x)
 	sp_out_puts(x, "]");
 }
 
-void sp_ranks_json(const struct sp_ranks *a, FILE *out, int arrivals)
+void sp_xrank_json(const struct sp_xrank *a, FILE *out, int arrivals)
 {
 	struct sp_out *x = sp_out_stream(out);
 	char l[24];
 
-	sp_out_printf(x, "{\"schema_version\":%d,\"traces\":[", SP_RANKS_SCHEMA);
+	sp_out_printf(x, "{\"schema_version\":%d,\"traces\":[", SP_XRANK_SCHEMA);
 	for (size_t q = 0; q < a->n; q++) {
 		const struct rk *k = &a->r[a->order[q]];
 		sp_out_puts(x, q ? ",{\"path\":" : "{\"path\":");
@@ -850,7 +850,7 @@ void sp_ranks_json(const struct sp_ranks *a, FILE *out, int arrivals)
 	sp_out_close(x, 1);
 }
 
-int sp_ranks_kernel_wait(const struct sp_ranks *a, int64_t key, uint64_t ks, uint64_t *wait)
+int sp_xrank_kernel_wait(const struct sp_xrank *a, int64_t key, uint64_t ks, uint64_t *wait)
 {
 	struct wl k = { .key = key, .ks = ks };
 	const struct wl *f = a->nwl ? bsearch(&k, a->wl, a->nwl, sizeof(*a->wl), cmp_wl) : NULL;
@@ -860,11 +860,11 @@ int sp_ranks_kernel_wait(const struct sp_ranks *a, int64_t key, uint64_t ks, uin
 	return 1;
 }
 
-int sp_ranks_wait_slices(const struct sp_ranks *a, struct sp_out *o, int64_t key, const struct sp_event *e,
+int sp_xrank_wait_slices(const struct sp_xrank *a, struct sp_out *o, int64_t key, const struct sp_event *e,
 			 int64_t pid, int64_t ts)
 {
 	uint64_t wait, dur = e->end > e->start ? e->end - e->start : 0;
-	if (!sp_ranks_kernel_wait(a, key, e->start, &wait))
+	if (!sp_xrank_kernel_wait(a, key, e->start, &wait))
 		return 0;
 	wait = wait > dur ? dur : wait;
 	sp_out_printf(o, ",\n{\"ph\":\"X\",\"cat\":\"nccl_wait\",\"name\":\"wait for peers\",\"pid\":%lld,"
@@ -882,16 +882,16 @@ int sp_ranks_wait_slices(const struct sp_ranks *a, struct sp_out *o, int64_t key
 	return 2;
 }
 
-int sp_ranks_straggler(const struct sp_ranks *a, const char **cause)
+int sp_xrank_straggler(const struct sp_xrank *a, const char **cause)
 {
 	*cause = a->straggler >= 0 ? cause_names[a->cause] : NULL;
 	return a->straggler >= 0 ? a->r[a->straggler].rank : -1;
 }
 
-void sp_ranks_waits(const struct sp_ranks *a, size_t i, struct sp_ranks_wait *w)
+void sp_xrank_waits(const struct sp_xrank *a, size_t i, struct sp_xrank_wait *w)
 {
 	const struct rk *k = &a->r[i];
-	*w = (struct sp_ranks_wait){ .wait_step_ns = k->med[M_WAIT], .transfer_step_ns = k->med[M_XFER],
+	*w = (struct sp_xrank_wait){ .wait_step_ns = k->med[M_WAIT], .transfer_step_ns = k->med[M_XFER],
 				     .steps = k->st.n };
 	for (size_t j = 0; j < k->st.n; j++) {
 		w->wait_ns += k->wait[j];
@@ -899,12 +899,12 @@ void sp_ranks_waits(const struct sp_ranks *a, size_t i, struct sp_ranks_wait *w)
 	}
 }
 
-const char *sp_ranks_verdict(const struct sp_ranks *a)
+const char *sp_xrank_verdict(const struct sp_xrank *a)
 {
 	return a->verdict;
 }
 
-void sp_ranks_free(struct sp_ranks *a)
+void sp_xrank_free(struct sp_xrank *a)
 {
 	if (!a)
 		return;

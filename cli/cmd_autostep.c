@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_autostep.c - `stepprof autostep FILE [--json] [--check] [--no-lock] [--marker KIND:PATTERN]`:
+ * replays a token stream recorded with STEPPROF_RECORD_TOKENS through the step detector
+ * (collector/stepdet.h, the code the library runs) and prints what it decides and why; with the
+ * recorded truth, compares its steps with the true iterations. */
+#include <dlfcn.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "tokstream.h"
+#include "windows.h"
+#include "collector/intern.h"
+#include "collector/stepdet.h"
+#include "config/config.h"
+
+/* One decision of the replay. */
+struct decision {
+	size_t index;          /* token index in the stream (TRUTH tokens included) */
+	size_t pos;            /* where the step begins: before token pos */
+	uint64_t ts;
+	struct sp_det_out out;
+	struct sp_det_how how; /* after the decision */
+	int refuted;           /* a BOUNDARY whose step the detector later found to differ */
+};
+
+struct replay {
+	struct decision *d;
+	size_t n, cap;
+	char undecided[600];   /* the detector's "undecided" line, if it said one */
+	char at_end[600];      /* ... and at the end of the stream, if still learning */
+	struct sp_det_how how; /* at the end */
+	uint64_t steps;        /* boundaries */
+};
+
+/* The result of comparing with the truth. */
+struct verdict {
+	int have_truth;
+	uint32_t regime;       /* the dominant regime (most boundaries) */
+	size_t compared, matched, mismatched;
+	size_t refuted;        /* boundaries of steps the detector itself refuted */
+	size_t shifts;         /* re-locks after which the step numbers moved against the iterations */
+	long long offset;      /* step number - true iteration, in the dominant regime */
+	long long lock_iter;   /* true iteration during which the dominant regime locked */
+	long long steps_after, iters_after;
+	int locked;
+	size_t loop_boundaries; /* boundaries from the first true iteration on (--no-lock: must be 0) */
+	char why[300];         /* first disagreement */
+};
+
+static int usage(FILE *f, int rc)
+{
+	fprintf(f, "usage: stepprof autostep FILE [--json] [--check] [--no-lock] [--marker KIND:PATTERN] [--tokens]\n"
+		   "  replays a token stream recorded with STEPPROF_RECORD_TOKENS=FILE through the step detector and\n"
+		   "  prints each decision (lock, boundary, mismatch, unlock, re-lock) and the stream's statistics.\n"
+		   "  With a truth (STEPPROF_RECORD_TRUTH), compares the dominant regime's steps with the true iterations.\n"
+		   "  --check: exit 1 if they disagree (with --no-lock: if the detector finds steps in the loop, i.e. from the\n"
+		   "  first true iteration on, or anywhere without truth)\n"
+		   "  --marker KIND:PATTERN: replay an explicit marker (kernel, api, nccl, nvtx) instead of auto\n"
+		   "  --tokens: print every token first (index, time since the previous one, thread, kind, name)\n");
+	return rc;
+}
+
+static void replay_run(const struct sp_tokstream *s, struct sp_stepdet *det, struct replay *r)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct sp_det_out o;
+		sp_stepdet_feed(det, &s->tok[i], &o);
+		if (o.what & SP_DET_UNDECIDED)
+			sp_stepdet_undecided(det, r->undecided, sizeof r->undecided);
+		if (!(o.what & ~(unsigned)(SP_DET_WANTS | SP_DET_UNDECIDED)))
+			continue;
+		r->d = sp_xgrow(r->d, &r->cap, sizeof *r->d, r->n);
+		struct decision *d = &r->d[r->n++];
+		d->index = i;
+		d->pos = o.what & SP_DET_AFTER ? i + 1 : i;
+		d->ts = s->tok[i].ts;
+		d->out = o;
+		d->how = det->how;
+		r->steps += (o.what & SP_DET_BOUNDARY) != 0;
+		for (size_t k = r->n - 1; (o.what & SP_DET_MISMATCH) && k-- > 0;)
+			if ((r->d[k].out.what & SP_DET_BOUNDARY) && r->d[k].out.step == o.bad_step) {
+				r->d[k].refuted = 1;
+				break;
+			}
+	}
+	r->how = det->how;
+	sp_stepdet_undecided(det, r->at_end, sizeof r->at_end);
+}
+
+/* True iteration of a step that begins before token pos: truths before pos, minus one. */
+static long long iteration_at(const size_t *truth, size_t nt, size_t pos)
+{
+	size_t lo = 0, hi = nt;
+	while (lo < hi) {
+		size_t m = (lo + hi) / 2;
+		if (truth[m] < pos)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	return (long long)lo - 1;
+}
+
+/* The regime with the most boundaries. */
+static uint32_t dominant(const struct replay *r)
+{
+	uint64_t cnt[SP_DET_REGIMES + 1] = { 0 };
+	uint32_t best = 0; /* explicit markers: regime 0 */
+	for (size_t i = 0; i < r->n; i++)
+		if ((r->d[i].out.what & SP_DET_BOUNDARY) && r->d[i].out.regime <= SP_DET_REGIMES)
+			cnt[r->d[i].out.regime]++;
+	for (uint32_t k = 0; k <= SP_DET_REGIMES; k++)
+		if (cnt[k] > cnt[best])
+			best = k;
+	return best;
+}
+
+static void disagree(struct verdict *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void disagree(struct verdict *v, const char *fmt, ...)
+{
+	va_list ap;
+	v->mismatched++;
+	if (v->why[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(v->why, sizeof v->why, fmt, ap);
+	va_end(ap);
+}
+
+/* Compares the dominant regime's boundaries with the truth: consecutive steps lie in consecutive
+ * true iterations, the step number minus the iteration is the same throughout, and as many steps
+ * follow the lock as true iterations. */
+static void compare(const struct sp_tokstream *s, const struct replay *r, struct verdict *v)
+{
+	size_t *truth = NULL, nt = 0, cap = 0;
+	memset(v, 0, sizeof *v);
+	for (size_t i = 0; i < s->n; i++)
+		if (s->tok[i].kind == SP_TOK_TRUTH) {
+			truth = sp_xgrow(truth, &cap, sizeof *truth, nt);
+			truth[nt++] = i;
+		}
+	v->have_truth = nt > 0;
+	v->regime = dominant(r);
+	v->lock_iter = -1;
+	for (size_t i = 0; i < r->n; i++) {
+		v->locked |= (r->d[i].out.what & SP_DET_LOCK) != 0;
+		v->loop_boundaries += (r->d[i].out.what & SP_DET_BOUNDARY) && nt && r->d[i].pos > truth[0];
+	}
+	long long prev_step = 0, prev_iter = 0, first_iter = -1, last_iter = -1;
+	int have_prev = 0, have_offset = 0, relocked = 0;
+	for (size_t i = 0; i < r->n && nt; i++) {
+		const struct decision *d = &r->d[i];
+		if (d->out.regime != v->regime || !(d->out.what & (SP_DET_BOUNDARY | SP_DET_LOCK)))
+			continue;
+		if (d->refuted) { /* the detector said it differed: reported, not compared */
+			v->refuted++;
+			have_prev = 0;
+			continue;
+		}
+		long long it = iteration_at(truth, nt, d->pos);
+		if (d->out.what & SP_DET_LOCK) {
+			if (v->lock_iter < 0)
+				v->lock_iter = it;
+			have_prev = 0; /* the locked step was not watched from its start */
+			relocked = have_offset;
+			continue;
+		}
+		if (first_iter < 0)
+			first_iter = it;
+		last_iter = it;
+		v->steps_after++;
+		if (!have_offset || relocked) {
+			/* a re-lock numbers the regime's steps from what it saw since it learned again:
+			 * iterations that another regime's steps covered are not counted (a shift) */
+			v->shifts += relocked && d->out.step - it != v->offset;
+			v->offset = d->out.step - it;
+			have_offset = 1;
+			relocked = 0;
+		} else if (d->out.step - it != v->offset) {
+			disagree(v, "step %lld begins in true iteration %lld (offset %lld before)", (long long)d->out.step, it, v->offset);
+		}
+		if (have_prev && d->out.step == prev_step + 1) {
+			v->compared++;
+			if (it == prev_iter + 1)
+				v->matched++;
+			else
+				disagree(v, "step %lld begins in true iteration %lld, its predecessor in %lld", (long long)d->out.step, it,
+					 prev_iter);
+		}
+		have_prev = 1;
+		prev_step = d->out.step;
+		prev_iter = it;
+	}
+	v->iters_after = first_iter < 0 ? 0 : (long long)nt - first_iter;
+	if (v->steps_after > v->iters_after)
+		disagree(v, "%lld steps from the first boundary on, only %lld true iterations", v->steps_after,
+			 v->iters_after);
+	/* still locked on it at the end: its boundaries must go on to the last iterations */
+	if (nt && v->steps_after && r->how.regime == v->regime && last_iter + 2 < (long long)nt)
+		disagree(v, "boundaries stop at true iteration %lld of %lld", last_iter, (long long)nt);
+	free(truth);
+}
+
+static const char *anchor_name(const struct sp_det_how *h)
+{
+	const char *n = sp_intern_lookup(h->anchor & ~SP_AUTOSTEP_FLAGS);
+	return n ? n : "?";
+}
+
+static void print_decision(const struct decision *d, uint64_t t0, FILE *out)
+{
+	double t = (double)(d->ts - t0) / 1e9;
+	unsigned w = d->out.what;
+	if (w & SP_DET_MISMATCH)
+		fprintf(out, "  token %-9zu %10.6f s  step %lld differed from the period (not %u launches)\n", d->index, t,
+			(long long)d->out.bad_step, d->how.launches);
+	if (w & SP_DET_UNLOCK)
+		fprintf(out, "  token %-9zu %10.6f s  unlock: the regime ended, learning again\n", d->index, t);
+	if (w & SP_DET_LOCK)
+		fprintf(out, "  token %-9zu %10.6f s  %s regime %u: period %u tokens (%u launches), boundary %s '%s' "
+			"every %u, proven by %u copies; step %lld open\n", d->index, t, w & SP_DET_RELOCK ? "re-lock" : "lock",
+			d->out.regime, d->how.period, d->how.launches, d->how.after ? "after" : "before", anchor_name(&d->how),
+			d->how.every, d->how.confidence, (long long)d->out.step);
+	if (w & SP_DET_BOUNDARY)
+		fprintf(out, "  token %-9zu %10.6f s  step %lld begins%s (regime %u)\n", d->index, t, (long long)d->out.step,
+			w & SP_DET_AFTER ? " after this call" : "", d->out.regime);
+	if ((w & SP_DET_END) && !(w & SP_DET_UNLOCK))
+		fprintf(out, "  token %-9zu %10.6f s  step ends\n", d->index, t);
+}
+
+static void print_text(const struct sp_tokstream *s, const struct replay *r, const struct verdict *v, FILE *out)
+{
+	uint64_t t0 = s->n ? s->tok[0].ts : 0;
+	sp_tokstream_stats(s, out, 0);
+	fprintf(out, "replay (%s):\n", sp_marker_kind_name(r->how.marker_kind));
+	for (size_t i = 0; i < r->n; i++)
+		print_decision(&r->d[i], t0, out);
+	if (r->undecided[0])
+		fprintf(out, "stepprof: %s\n", r->undecided);
+	if (r->at_end[0])
+		fprintf(out, "at the end: %s\n", r->at_end);
+	fprintf(out, "summary: %llu steps, %u re-lock%s, %u counted step%s that differed\n", (unsigned long long)r->steps,
+		r->how.relocks, r->how.relocks == 1 ? "" : "s", r->how.mismatches, r->how.mismatches == 1 ? "" : "s");
+	if (!v->have_truth) {
+		fprintf(out, "truth: none in the stream: nothing to compare\n");
+		return;
+	}
+	fprintf(out, "truth: dominant regime %u: %lld steps from its first boundary, %lld true iterations; step number "
+		"- true iteration = %lld; locked during true iteration %lld; %zu consecutive steps compared: %zu match, "
+		"%zu disagreement%s%s%s; %zu refuted by the detector; numbering shifted at %zu re-lock%s\n", v->regime, v->steps_after, v->iters_after, v->offset, v->lock_iter, v->compared,
+		v->matched, v->mismatched, v->mismatched == 1 ? "" : "s", v->why[0] ? ": first: " : "", v->why, v->refuted, v->shifts,
+		v->shifts == 1 ? "" : "s");
+}
+
+static void print_json(const struct sp_tokstream *s, const struct replay *r, const struct verdict *v, int ok, FILE *out)
+{
+	fputc('{', out);
+	sp_tokstream_stats(s, out, 1);
+	fprintf(out, ",\"marker\":\"%s\",\"decisions\":[", sp_marker_kind_name(r->how.marker_kind));
+	for (size_t i = 0; i < r->n; i++) {
+		const struct decision *d = &r->d[i];
+		fprintf(out, "%s{\"token\":%zu,\"t_ns\":%llu,\"what\":%u,\"lock\":%d,\"relock\":%d,\"unlock\":%d,"
+			"\"boundary\":%d,\"after\":%d,\"mismatch\":%d,\"step\":%lld,\"regime\":%u,\"period\":%u,"
+			"\"launches\":%u,\"every\":%u,\"anchor\":", i ? "," : "", d->index,
+			(unsigned long long)(d->ts - s->tok[0].ts), d->out.what, !!(d->out.what & SP_DET_LOCK),
+			!!(d->out.what & SP_DET_RELOCK), !!(d->out.what & SP_DET_UNLOCK), !!(d->out.what & SP_DET_BOUNDARY),
+			!!(d->out.what & SP_DET_AFTER), !!(d->out.what & SP_DET_MISMATCH),
+			(long long)(d->out.what & SP_DET_MISMATCH ? d->out.bad_step : d->out.step), d->out.regime,
+			d->how.period, d->how.launches, d->how.every);
+		sp_tokstream_json_str(out, anchor_name(&d->how));
+		fputc('}', out);
+	}
+	fprintf(out, "],\"steps\":%llu,\"relocks\":%u,\"mismatches\":%u,\"undecided\":",
+		(unsigned long long)r->steps, r->how.relocks, r->how.mismatches);
+	sp_tokstream_json_str(out, r->undecided[0] ? r->undecided : r->at_end);
+	fprintf(out, ",\"truth\":{\"present\":%d,\"regime\":%u,\"steps\":%lld,\"iterations\":%lld,\"offset\":%lld,"
+		"\"lock_iteration\":%lld,\"compared\":%zu,\"matched\":%zu,\"mismatched\":%zu,\"shifts\":%zu,\"first\":",
+		v->have_truth, v->regime, v->steps_after, v->iters_after, v->offset, v->lock_iter, v->compared, v->matched,
+		v->mismatched, v->shifts);
+	sp_tokstream_json_str(out, v->why);
+	fprintf(out, "},\"check\":\"%s\"}\n", ok ? "ok" : "disagrees");
+}
+
+/* Every token, one a line: index, time since the previous one, thread, kind, flags, name. */
+static void print_tokens(const struct sp_tokstream *s, FILE *out)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const struct sp_token *t = &s->tok[i];
+		const char *n = t->name ? sp_intern_lookup(t->name) : "";
+		fprintf(out, "%zu +%lluus tid=%u %s%s%s %.160s\n", i,
+			(unsigned long long)(i ? (t->ts - s->tok[i - 1].ts) / 1000 : 0), t->tid, sp_tok_kind_name(t->kind),
+			t->flags & SP_TOKF_SYNC ? " sync" : "", t->flags & SP_TOKF_DRIVER ? " driver" : "", n ? n : "?");
+	}
+}
+
+/* --marker KIND:PATTERN into kind and pattern. Returns 0 or -1. */
+static int parse_marker(const char *spec, int *kind, const char **pattern)
+{
+	static const struct { const char *name; int kind; } kinds[] = {
+		{ "kernel", SP_MARK_KERNEL }, { "api", SP_MARK_API }, { "nccl", SP_MARK_NCCL }, { "nvtx", SP_MARK_NVTX } };
+	const char *c = strchr(spec, ':');
+	for (size_t i = 0; c && c[1] && i < sizeof kinds / sizeof *kinds; i++)
+		if ((size_t)(c - spec) == strlen(kinds[i].name) && !strncmp(spec, kinds[i].name, (size_t)(c - spec))) {
+			*kind = kinds[i].kind;
+			*pattern = c + 1;
+			return 0;
+		}
+	return -1;
+}
+
+/* Exit status: 0 printed (and, with --check, agrees); 1 unreadable file, or --check disagrees; 2 usage. */
+int sp_cmd_autostep(int argc, char **argv)
+{
+	static const struct option opts[] = { { "json", no_argument, NULL, 'j' }, { "check", no_argument, NULL, 'c' },
+					      { "no-lock", no_argument, NULL, 'n' }, { "marker", required_argument, NULL, 'm' },
+					      { "tokens", no_argument, NULL, 't' },
+					      { "help", no_argument, NULL, 'h' }, { 0 } };
+	int c, json = 0, check = 0, nolock = 0, tokens = 0, kind = SP_MARK_AUTO;
+	const char *pattern = "";
+	char err[512];
+	struct sp_tokstream s;
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+		if (c == 'h')
+			return usage(stdout, 0);
+		if (c == 'j' || c == 'c' || c == 'n' || c == 't') {
+			*(c == 'j' ? &json : c == 'c' ? &check : c == 'n' ? &nolock : &tokens) = 1;
+		} else if (c == 'm' && parse_marker(optarg, &kind, &pattern) < 0) {
+			fprintf(stderr, "stepprof autostep: --marker wants KIND:PATTERN (kernel, api, nccl, nvtx)\n");
+			return usage(stderr, 2);
+		} else if (c != 'm') {
+			sp_cli_bad_option("autostep", c, argc, argv);
+			return usage(stderr, 2);
+		}
+	}
+	if (sp_cli_operands("autostep", argc, argv, 1, 1))
+		return usage(stderr, 2);
+	if (sp_tokstream_load(&s, argv[optind], err, sizeof err) < 0) {
+		fprintf(stderr, "stepprof autostep: %s\n", err);
+		return 1;
+	}
+	struct sp_stepdet *det = calloc(1, sizeof *det);
+	struct replay r = { 0 };
+	struct verdict v;
+	if (!det || sp_stepdet_init(det, kind, pattern, 1, (char *(*)(const char *, char *, size_t *, int *))
+				    dlsym(RTLD_DEFAULT, "__cxa_demangle")) < 0)
+		sp_oom();
+	if (tokens)
+		print_tokens(&s, stdout);
+	replay_run(&s, det, &r);
+	compare(&s, &r, &v);
+	/* --no-lock: the loop (from the first true iteration on; without truth, the whole stream)
+	 * must get no step */
+	int ok = nolock ? (v.have_truth ? !v.loop_boundaries : !v.locked) : !v.mismatched && (!v.have_truth || v.steps_after > 0);
+	if (json)
+		print_json(&s, &r, &v, ok, stdout);
+	else
+		print_text(&s, &r, &v, stdout);
+	if (check && !ok)
+		fprintf(stderr, "stepprof autostep: %s: %s\n", argv[optind],
+			nolock ? "the detector found steps in a loop that must not lock" : v.steps_after ? v.why : "no step found");
+	sp_stepdet_free(det);
+	free(det);
+	free(r.d);
+	sp_tokstream_free(&s);
+	return check && !ok;
+}

@@ -1,0 +1,476 @@
+/* SPDX-License-Identifier: MIT */
+/* stepdet.c - the step detector (see stepdet.h and docs/STEPS.md, "Automatic step detection").
+ *
+ * Explicit markers count matching tokens against `every`. Automatic detection learns the period
+ * (autostep.c), then watches its anchor and counts the launches of every step (one counter per
+ * launch): a step whose launches differ from the period's, or that runs far past them without
+ * its anchor, ends the regime: the
+ * detector learns again, and locks on the next periodic regime. A regime seen before (same anchor,
+ * every, period and launches) continues its step numbers; a new one starts at its first periodic
+ * iteration, so that the schedule's steps are the dominant loop's even when an evaluation phase
+ * came first. A period refuted soon after its lock must show more copies to lock again. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fnmatch.h>
+#include "stepdet.h"
+#include "intern.h"
+#include "config/config.h"
+
+#define RING_TOKENS (1u << 16)   /* the learner's ring */
+#define YOUNG_STEPS 8u           /* a regime that ends within this many steps was a wrong lock */
+#define SETTLE_STEPS 64u         /* a regime this old is the program's loop (sp_stepdet_settled) */
+#define UNDECIDED_TOKENS 65536u  /* learning this long without a lock is reported */
+#define OVERRUN 2u               /* a counted step with this many periods' launches ... */
+#define OVERRUN_SLACK 32u        /* ... and this many more has lost its anchor (time is no
+				  * measure: a pause in one step, a checkpoint, must not unlock) */
+#define LEARN_WANTS (SP_WANT_LAUNCH | SP_WANT_API | SP_WANT_GRAPH | SP_WANT_NVTX | SP_WANT_NCCL)
+
+static int glob_match(const char *pat, const char *s)
+{
+	return s && fnmatch(pat, s, 0) == 0;
+}
+
+int sp_name_matches(uint32_t id, const char *pat, uint8_t *cache,
+		    char *(*demangle)(const char *, char *, size_t *, int *))
+{
+	if (id < SP_DET_MATCH_CACHE && cache[id])
+		return cache[id] == 2;
+	const char *raw = sp_intern_lookup(id);
+	int ok = glob_match(pat, raw);
+	if (!ok && raw && demangle) {
+		int st = 0;
+		char *dm = demangle(raw, NULL, NULL, &st);
+		if (dm && st == 0) {
+			ok = glob_match(pat, dm);
+			if (!ok) {
+				char *p = strchr(dm, '('), *sp;
+				if (p)
+					*p = 0;
+				sp = strrchr(dm, ' ');
+				ok = glob_match(pat, sp ? sp + 1 : dm);
+			}
+		}
+		free(dm);
+	}
+	if (id < SP_DET_MATCH_CACHE)
+		cache[id] = ok ? 2 : 1;
+	return ok;
+}
+
+int sp_stepdet_matches(struct sp_stepdet *d, uint32_t id)
+{
+	return sp_name_matches(id, d->pattern, d->match, d->demangle);
+}
+
+/* s with digit runs folded to '#' after prefix, into buf[n]. This function can't fail. */
+static void fold_digits(const char *prefix, const char *s, char *buf, size_t n)
+{
+	size_t o = (size_t)snprintf(buf, n, "%s", prefix);
+	for (; s && *s && o + 1 < n; s++) {
+		if (*s >= '0' && *s <= '9') {
+			while (s[1] >= '0' && s[1] <= '9')
+				s++;
+			buf[o++] = '#';
+		} else {
+			buf[o++] = *s;
+		}
+	}
+	buf[o < n ? o : n - 1] = 0;
+}
+
+uint32_t sp_stepdet_nvtx_name(const char *msg)
+{
+	char buf[160];
+	fold_digits("", msg, buf, sizeof buf);
+	return sp_intern(buf);
+}
+
+/* The learner's token for an NVTX message: "nvtx:" and the message with digit runs folded to
+ * '#', so that "step 17" and "step 18" are one token. */
+static uint32_t nvtx_token(struct sp_stepdet *d, uint32_t msg)
+{
+	char buf[170];
+	unsigned slot = msg & 1023u;
+	if (d->nvtx[slot].msg == msg)
+		return d->nvtx[slot].tok;
+	fold_digits("nvtx:", sp_intern_lookup(msg), buf, sizeof buf);
+	d->nvtx[slot].msg = msg;
+	d->nvtx[slot].tok = sp_intern(buf);
+	return d->nvtx[slot].tok;
+}
+
+/* The learner's token for t (name and autostep flags), or 0 if t is not one. */
+static uint32_t learn_token(struct sp_stepdet *d, const struct sp_token *t)
+{
+	switch (t->kind) {
+	case SP_TOK_KERNEL:
+		return t->name | SP_AUTOSTEP_KERNEL;
+	case SP_TOK_GRAPH:
+		return t->name | SP_AUTOSTEP_KERNEL | SP_AUTOSTEP_GRAPH;
+	case SP_TOK_API:
+		return t->name | (t->flags & SP_TOKF_SYNC ? SP_AUTOSTEP_SYNC : 0);
+	case SP_TOK_NCCL:
+		return t->name;
+	case SP_TOK_NVTX_PUSH:
+		/* a range with a message; pops and unnamed ranges say nothing the pushes do not (XLA
+		 * pushes tens of thousands of unnamed ranges from its compiler threads) */
+		return t->name ? nvtx_token(d, t->name) : 0;
+	}
+	return 0;
+}
+
+static unsigned want_of(const struct sp_token *t)
+{
+	switch (t->kind) {
+	case SP_TOK_KERNEL:
+		return SP_WANT_LAUNCH;
+	case SP_TOK_GRAPH:
+		return SP_WANT_GRAPH;
+	case SP_TOK_API:
+		return SP_WANT_API;
+	case SP_TOK_NCCL:
+		return SP_WANT_NCCL;
+	default:
+		return SP_WANT_NVTX;
+	}
+}
+
+/* 1 if the caller, enabling what sp_stepdet_wants says, would have delivered t. */
+static int wanted(const struct sp_stepdet *d, const struct sp_token *t)
+{
+	if (d->wants & want_of(t))
+		return 1;
+	return (d->wants & SP_WANT_ANCHOR) && (t->kind == SP_TOK_API || t->kind == SP_TOK_GRAPH) &&
+	       t->name == (d->how.anchor & ~SP_AUTOSTEP_FLAGS);
+}
+
+/* What a locked detector watches: the anchor, plus launches while a step is counted. */
+static unsigned locked_wants(const struct sp_stepdet *d)
+{
+	uint32_t a = d->how.anchor;
+	unsigned w = a & SP_AUTOSTEP_KERNEL ? SP_WANT_LAUNCH | SP_WANT_GRAPH : 0;
+	if (!(a & SP_AUTOSTEP_KERNEL)) {
+		const char *n = sp_intern_lookup(a & ~SP_AUTOSTEP_FLAGS);
+		w |= n && !strncmp(n, "nvtx:", 5) ? SP_WANT_NVTX : n && !strncmp(n, "nccl", 4) ? SP_WANT_NCCL : SP_WANT_ANCHOR;
+	}
+	if (d->counting)
+		w |= SP_WANT_LAUNCH | SP_WANT_GRAPH;
+	return w;
+}
+
+/* Sets the wants to w and flags the change in out. */
+static void set_wants(struct sp_stepdet *d, unsigned w, struct sp_det_out *out)
+{
+	if (w != d->wants)
+		out->what |= SP_DET_WANTS;
+	d->wants = w;
+}
+
+static void start_learning(struct sp_stepdet *d, struct sp_det_out *out)
+{
+	d->learning = 1;
+	d->undecided_at = d->tokens = 0;
+	d->cur = 0;
+	d->how.regime = 0;
+	d->counting = 0;
+	sp_autostep_reset(&d->a);
+	set_wants(d, LEARN_WANTS, out);
+}
+
+int sp_stepdet_init(struct sp_stepdet *d, int kind, const char *pattern, int every,
+		    char *(*demangle)(const char *, char *, size_t *, int *))
+{
+	struct sp_det_out ignore = { 0 };
+	memset(d, 0, sizeof *d);
+	d->kind = kind;
+	snprintf(d->pattern, sizeof d->pattern, "%s", pattern ? pattern : "");
+	d->every = every >= 1 ? (uint32_t)every : 1;
+	d->demangle = demangle;
+	d->step = -1;
+	d->how.marker_kind = kind;
+	d->how.every = d->every;
+	d->nvtx_pop = sp_intern("nvtx:pop");
+	if (kind != SP_MARK_AUTO) {
+		d->wants = kind == SP_MARK_KERNEL ? SP_WANT_LAUNCH : kind == SP_MARK_NVTX ? SP_WANT_NVTX
+			   : kind == SP_MARK_NCCL ? SP_WANT_NCCL : SP_WANT_MARKER;
+		return 0;
+	}
+	if (sp_autostep_init(&d->a, RING_TOKENS) < 0)
+		return -1;
+	start_learning(d, &ignore);
+	return 0;
+}
+
+void sp_stepdet_free(struct sp_stepdet *d)
+{
+	sp_autostep_free(&d->a);
+}
+
+int sp_stepdet_may_try(const struct sp_stepdet *d)
+{
+	return d->learning && d->a.n + 1 >= d->a.next_try;
+}
+
+unsigned sp_stepdet_wants(const struct sp_stepdet *d)
+{
+	return d->wants;
+}
+
+uint32_t sp_stepdet_anchor_name(const struct sp_stepdet *d)
+{
+	return d->kind == SP_MARK_AUTO && !d->learning ? d->how.anchor & ~SP_AUTOSTEP_FLAGS : 0;
+}
+
+int sp_stepdet_settled(const struct sp_stepdet *d)
+{
+	return d->kind != SP_MARK_AUTO || (d->cur && d->reg[d->cur - 1].steps >= SETTLE_STEPS);
+}
+
+/* A boundary: step d->step + 1 begins. */
+static void boundary(struct sp_stepdet *d, uint64_t ts, unsigned flags, struct sp_det_out *out)
+{
+	d->step++;
+	d->step_open = 1;
+	d->step_t0 = ts;
+	out->what |= SP_DET_BOUNDARY | flags;
+	out->step = d->step;
+	out->regime = d->how.regime;
+}
+
+/* An explicit marker occurrence, counted against every. */
+static void marker_hit(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_out *out)
+{
+	if (d->hits++ % d->every == 0)
+		boundary(d, t->ts, 0, out);
+}
+
+/* A profiler_range marker call: a Start begins a step, the matching Stop ends it. */
+static void range_call(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_out *out)
+{
+	const char *n = sp_intern_lookup(t->name);
+	if (n && strstr(n, "Stop")) {
+		if (++d->range_stops % d->every == 0 && d->step_open) {
+			d->step_open = 0;
+			out->what |= SP_DET_END;
+		}
+	} else if (n && strstr(n, "Start") && d->range_starts++ % d->every == 0) {
+		boundary(d, t->ts, 0, out);
+	}
+}
+
+/* The learner locked: find or open the regime, number the open step, watch the anchor. */
+static void lock(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_out *out)
+{
+	const struct sp_autostep *a = &d->a;
+	struct sp_det_regime *r = NULL;
+	for (uint32_t i = 0; i < d->nreg && !r; i++)
+		if (d->reg[i].anchor == a->anchor && d->reg[i].every == a->every && d->reg[i].period == a->period &&
+		    d->reg[i].launches == a->launches && d->reg[i].after == a->after)
+			r = &d->reg[i];
+	int relock = d->how.regime != 0 || d->nreg > 0;
+	if (r) { /* a regime seen before resumes: its iterations went on while the detector learned */
+		d->step = r->last_step + (int64_t)a->iterations;
+	} else {
+		r = &d->reg[d->nreg < SP_DET_REGIMES ? d->nreg++ : SP_DET_REGIMES - 1];
+		memset(r, 0, sizeof *r);
+		r->anchor = a->anchor;
+		r->every = a->every;
+		r->period = a->period;
+		r->launches = a->launches;
+		r->after = a->after;
+		d->step = (int64_t)a->iterations - 1; /* numbered from the regime's first periodic iteration */
+	}
+	r->last_step = d->step;
+	d->cur = (uint32_t)(r - d->reg) + 1;
+	d->how.regime = d->cur;
+	d->how.period = a->period;
+	d->how.launches = a->launches;
+	d->how.anchor = a->anchor;
+	d->how.after = a->after;
+	d->how.every = a->every;
+	d->how.confidence = a->copies;
+	d->how.relocks += relock;
+	d->every = a->every;
+	d->hits = a->count;
+	d->learning = 0;
+	d->step_open = 1;
+	d->step_t0 = t->ts;
+	d->counting = 0; /* the locked step began before the lock: counted from the next one */
+	out->what |= SP_DET_LOCK | (relock ? SP_DET_RELOCK : 0);
+	out->step = d->step;
+	out->regime = d->how.regime;
+	set_wants(d, locked_wants(d), out);
+}
+
+/* The locked period stopped matching: the open step ends, learning starts again. A regime that
+ * ends young was a wrong lock: its period must prove itself longer next time. */
+static void unlock(struct sp_stepdet *d, struct sp_det_out *out)
+{
+	struct sp_det_regime *r = &d->reg[d->cur - 1];
+	if (r->steps < YOUNG_STEPS)
+		sp_autostep_refute(&d->a, r->period);
+	d->step_open = 0;
+	out->what |= SP_DET_END | SP_DET_UNLOCK;
+	start_learning(d, out);
+}
+
+/* The open step did not match the period: it is refuted (not the regime's) and the regime ends. */
+static void refute_step(struct sp_stepdet *d, struct sp_det_out *out)
+{
+	out->what |= SP_DET_MISMATCH;
+	out->bad_step = d->step;
+	d->how.mismatches++;
+	d->reg[d->cur - 1].last_step = d->step - 1;
+	unlock(d, out);
+}
+
+/* The cheap check of a step that ends: 1 if its launches differ from the period's. */
+static int step_differs(const struct sp_stepdet *d)
+{
+	return d->counting && d->counted != d->how.launches;
+}
+
+/* An anchor occurrence while locked. */
+static void anchor_hit(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_out *out)
+{
+	if (d->hits++ % d->every)
+		return;
+	struct sp_det_regime *r = &d->reg[d->cur - 1];
+	if (step_differs(d)) {
+		refute_step(d, out);
+		return;
+	}
+	boundary(d, t->ts, d->how.after ? SP_DET_AFTER : 0, out);
+	r->last_step = d->step;
+	r->steps++;
+	/* every step is counted: a sparser check (one step in 16, and after a step whose duration
+	 * stood out) let evaluation passes that end in the loop's own call pass for steps on the GPU
+	 * machine (a cuBLAS loop with 10 evaluation passes every 40 iterations) */
+	d->counting = 1;
+	d->counted = 0;
+	set_wants(d, locked_wants(d), out);
+}
+
+static void auto_feed(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_out *out)
+{
+	uint32_t tok = learn_token(d, t);
+	if (!tok || !wanted(d, t))
+		return; /* not a token, or one the detector would not have been shown */
+	if (d->learning) {
+		d->tokens++;
+		if (sp_autostep_feed(&d->a, tok, t->ts))
+			lock(d, t, out);
+		else if (d->tokens >= d->undecided_at + UNDECIDED_TOKENS && !d->reported) {
+			d->undecided_at = d->tokens;
+			d->reported = 1;
+			out->what |= SP_DET_UNDECIDED;
+		}
+		return;
+	}
+	/* a launch that is the anchor begins its step: count it in the new one */
+	if (tok == d->how.anchor)
+		anchor_hit(d, t, out);
+	if (d->counting && (t->kind == SP_TOK_KERNEL || t->kind == SP_TOK_GRAPH) &&
+	    ++d->counted > OVERRUN * d->how.launches + OVERRUN_SLACK) {
+		/* far more launches than a period holds and no anchor: the loop has changed (its anchor
+		 * may never come again); the step is refuted now */
+		refute_step(d, out);
+	}
+}
+
+void sp_stepdet_feed(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_out *out)
+{
+	memset(out, 0, sizeof *out);
+	out->regime = d->how.regime;
+	if (t->kind == SP_TOK_TRUTH)
+		return;
+	switch (d->kind) {
+	case SP_MARK_AUTO:
+		auto_feed(d, t, out);
+		break;
+	case SP_MARK_PROFILER_RANGE:
+		if (t->kind == SP_TOK_API)
+			range_call(d, t, out);
+		break;
+	case SP_MARK_KERNEL:
+	case SP_MARK_API:
+	case SP_MARK_NCCL:
+	case SP_MARK_NVTX:
+		if (t->kind == (d->kind == SP_MARK_KERNEL ? SP_TOK_KERNEL : d->kind == SP_MARK_API ? SP_TOK_API
+				: d->kind == SP_MARK_NCCL ? SP_TOK_NCCL : SP_TOK_NVTX_PUSH) &&
+		    ((t->flags & SP_TOKF_MATCHED) || (t->name && sp_stepdet_matches(d, t->name))))
+			marker_hit(d, t, out);
+		break;
+	}
+}
+
+/* The explicit marker to suggest from the learner's ring: the rarest host synchronisation that
+ * repeats, else the rarest repeating NVTX range, else the rarest repeating kernel. */
+static void suggest(struct sp_stepdet *d, char *buf, size_t n)
+{
+	struct sp_autostep *a = &d->a;
+	uint32_t best[3] = { 0 }, bestc[3] = { UINT32_MAX, UINT32_MAX, UINT32_MAX };
+	uint64_t first = a->n > a->cap ? a->n - a->cap : 0;
+	sp_autostep_count(a, 0, 1);
+	for (uint64_t i = first; i < a->n; i++) {
+		uint32_t tok = a->tok[i & (a->cap - 1)], c = sp_autostep_count(a, tok, 0);
+		const char *nm = sp_intern_lookup(tok & ~SP_AUTOSTEP_FLAGS);
+		int k = tok & SP_AUTOSTEP_SYNC ? 0 : nm && !strncmp(nm, "nvtx:", 5) && strcmp(nm, "nvtx:pop") ? 1
+			: tok & SP_AUTOSTEP_KERNEL ? 2 : -1;
+		if (k >= 0 && c >= 4 && c < bestc[k]) {
+			bestc[k] = c;
+			best[k] = tok;
+		}
+	}
+	static const char *const kinds[3] = { "api", "nvtx", "kernel" };
+	for (int k = 0; k < 3; k++)
+		if (best[k]) {
+			const char *nm = sp_intern_lookup(best[k] & ~SP_AUTOSTEP_FLAGS);
+			snprintf(buf, n, "[marker] kind = %s, pattern = %s", kinds[k], k == 1 ? nm + 5 : nm);
+			return;
+		}
+	snprintf(buf, n, "an explicit [marker] (docs/STEPS.md)");
+}
+
+int sp_stepdet_undecided(struct sp_stepdet *d, char *buf, size_t n)
+{
+	char sug[300];
+	if (d->kind != SP_MARK_AUTO || !d->learning)
+		return 0;
+	suggest(d, sug, sizeof sug);
+	if (d->a.cand_period)
+		snprintf(buf, n, "automatic step detection is undecided after %llu tokens: the best candidate, a period "
+			 "of %u tokens, repeated %llu times (not proven: it must repeat exactly, with a host "
+			 "synchronisation or a clear CPU gap where it wraps); set %s",
+			 (unsigned long long)d->tokens, d->a.cand_period,
+			 (unsigned long long)(d->a.cand_run / d->a.cand_period + 1), sug);
+	else
+		snprintf(buf, n, "automatic step detection is undecided after %llu tokens: nothing repeats; set %s",
+			 (unsigned long long)d->tokens, sug);
+	return 1;
+}
+
+int sp_stepdet_schedule_warning(const struct sp_schedule *s, char *buf, size_t n)
+{
+	int64_t first = -1;
+	for (int64_t k = 0; k < 100000 && first < 0; k++)
+		if (sp_schedule_action(s, k) != SP_ACT_NONE)
+			first = k;
+	if (first < 0 || first >= SP_STEPDET_LOCK_NOSYNC)
+		return 0;
+	if (first < SP_STEPDET_LOCK_SYNC) {
+		snprintf(buf, n, "the schedule collects from step %lld, but automatic step detection (kind = auto) "
+			 "locks during the program's iteration %d at the earliest (%d or later for a loop without a "
+			 "host synchronisation per iteration): the steps before are not recorded and the window is "
+			 "lost; raise skip_first or wait by %lld, or set an explicit [marker] (docs/STEPS.md)",
+			 (long long)first, SP_STEPDET_LOCK_SYNC - 1, SP_STEPDET_LOCK_NOSYNC - 1,
+			 (long long)(SP_STEPDET_LOCK_SYNC - first));
+		return 1;
+	}
+	snprintf(buf, n, "the schedule collects from step %lld: a loop without a host synchronisation per iteration "
+		 "(CUDA graphs, JAX) locks automatic step detection at iteration %d or later, and would lose that "
+		 "window; raise skip_first or wait by %lld for such programs, or set an explicit [marker]",
+		 (long long)first, SP_STEPDET_LOCK_NOSYNC - 1, (long long)(SP_STEPDET_LOCK_NOSYNC - first));
+	return 2;
+}

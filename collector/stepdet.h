@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/* stepdet.h - the step detector: tokens in, decisions out. Owns marker matching (kernel, api,
+ * nccl, nvtx, profiler_range), automatic detection (autostep.h) with its phases (lock, per-step
+ * check, unlock, re-lock), and step numbering. Pure: it calls no CUPTI or CUDA function, keeps no
+ * global state and takes no lock (the caller serialises), so the library (collector.c) and the
+ * offline replay (`stepprof autostep`) run the same code on the same tokens. docs/STEPS.md. */
+#ifndef SP_STEPDET_H
+#define SP_STEPDET_H
+
+#include <stdint.h>
+#include "autostep.h"
+#include "trace/tokens.h"
+
+/* Which tokens the detector needs now (sp_stepdet_wants): the caller enables what delivers them
+ * and may feed anything else too (it is ignored, as it would be if it had not been seen). */
+#define SP_WANT_LAUNCH 0x01u   /* kernel launches */
+#define SP_WANT_API    0x02u   /* auto-detection API calls (sync, copy, set) */
+#define SP_WANT_GRAPH  0x04u   /* graph launches */
+#define SP_WANT_NVTX   0x08u   /* NVTX push/pop/start/end */
+#define SP_WANT_NCCL   0x10u   /* NCCL calls */
+#define SP_WANT_ANCHOR 0x20u   /* the API call named by sp_stepdet_anchor_name */
+#define SP_WANT_MARKER 0x40u   /* an explicit api / profiler_range marker's calls */
+
+/* What one token decided (bits of sp_det_out.what). */
+#define SP_DET_BOUNDARY 0x01u  /* step `step` begins (the previous one, if open, ends) */
+#define SP_DET_AFTER    0x02u  /* ... at the end of this token's call, not at its start */
+#define SP_DET_END      0x04u  /* the open step ends and none begins (range stop, unlock) */
+#define SP_DET_LOCK     0x08u  /* automatic detection locked: step `step` is open from here,
+				* unwatched from its start (it records nothing) */
+#define SP_DET_RELOCK   0x10u  /* ... a lock after an unlock (with LOCK) */
+#define SP_DET_UNLOCK   0x20u  /* the period stopped matching: learning again (with END) */
+#define SP_DET_MISMATCH 0x40u  /* the step that ended differed from the period (`bad_step`) */
+#define SP_DET_WANTS    0x80u  /* sp_stepdet_wants changed */
+#define SP_DET_UNDECIDED 0x100u /* learning has gone on long without a lock (once per run):
+				 * say so (sp_stepdet_undecided) */
+
+struct sp_det_out {
+	unsigned what;
+	int64_t step;          /* BOUNDARY / LOCK: the step that begins */
+	int64_t bad_step;      /* MISMATCH: the step that differed */
+	uint32_t regime;       /* the regime (1, 2, ...) the step belongs to */
+};
+
+/* How the current steps were found, for the trace and `stepprof report`. */
+struct sp_det_how {
+	int marker_kind;       /* enum sp_marker_kind */
+	uint32_t regime;       /* auto: the current regime, 0 while learning */
+	uint32_t period;       /* tokens per iteration */
+	uint32_t launches;     /* kernel and graph launches per iteration */
+	uint32_t anchor;       /* interned name of the anchor */
+	int after;             /* boundary at the anchor call's end */
+	uint32_t every;
+	uint32_t relocks;      /* locks after the first */
+	uint32_t mismatches;   /* counted steps that differed */
+	uint32_t confidence;   /* copies of the period that proved the lock */
+};
+
+#define SP_DET_MATCH_CACHE 65536u /* name id -> marker match verdict */
+#define SP_DET_REGIMES 8u         /* regimes remembered for re-locks */
+
+struct sp_det_regime {
+	uint32_t anchor, every, period, launches;
+	int after;
+	int64_t last_step;     /* its last step number */
+	uint64_t steps;        /* steps it has had */
+};
+
+struct sp_stepdet {
+	int kind;                     /* enum sp_marker_kind */
+	char pattern[256];
+	uint32_t every;
+	char *(*demangle)(const char *, char *, size_t *, int *); /* __cxa_demangle, or NULL */
+	uint8_t match[SP_DET_MATCH_CACHE]; /* 0 unknown, 1 no, 2 yes */
+	int64_t step;                 /* the current step, -1 before the first */
+	int step_open;
+	uint64_t hits;                /* marker (or anchor) occurrences counted against every */
+	uint64_t range_starts, range_stops;
+	/* automatic detection */
+	struct sp_autostep a;
+	int learning;                 /* auto, not locked (or unlocked again) */
+	uint64_t tokens;              /* tokens fed to the learner since it last started */
+	struct sp_det_how how;
+	struct sp_det_regime reg[SP_DET_REGIMES];
+	uint32_t nreg;
+	uint32_t cur;                 /* index + 1 of the current regime in reg, 0 none */
+	/* the per-step check */
+	int counting;                 /* launches are counted in this step (all but the locked one) */
+	uint32_t counted;
+	uint64_t step_t0;             /* time the current step began */
+	unsigned wants;
+	/* NVTX messages, digits folded ("step 17" -> "nvtx:step #"): message id -> token id */
+	struct { uint32_t msg, tok; } nvtx[1024];
+	uint32_t nvtx_pop;            /* token id of a pop/end */
+	uint64_t undecided_at;        /* tokens at which "undecided" was last reported */
+	int reported;                 /* SP_DET_UNDECIDED was returned */
+};
+
+/* Sets d up for marker kind (enum sp_marker_kind), pattern (glob; ignored for auto and
+ * profiler_range) and every (>= 1). Returns 0, or -1 (no memory for automatic detection).
+ * demangle may be NULL. */
+int sp_stepdet_init(struct sp_stepdet *d, int kind, const char *pattern, int every,
+		    char *(*demangle)(const char *, char *, size_t *, int *));
+void sp_stepdet_free(struct sp_stepdet *d);
+/* Feeds one token (t->name an interned id; TRUTH tokens are ignored). Fills *out (what = 0: no
+ * decision). This function can't fail. */
+void sp_stepdet_feed(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_out *out);
+/* 1 if feeding the next token may run a detection attempt (the caller then times it, to credit
+ * the detector's own time back: sp_stepdet_feed's token times must be the program's). */
+int sp_stepdet_may_try(const struct sp_stepdet *d);
+/* SP_WANT_* the detector needs now. */
+unsigned sp_stepdet_wants(const struct sp_stepdet *d);
+/* The interned name of the API call the boundaries hang on once locked on a call (0 if none). */
+uint32_t sp_stepdet_anchor_name(const struct sp_stepdet *d);
+/* The interned name of an NVTX message with its digit runs folded ("step 17" -> "step #"): what
+ * the caller feeds for NVTX ranges outside an nvtx marker, so that counters in messages do not
+ * grow the string table without bound. This function can't fail (0 if memory ran out). */
+uint32_t sp_stepdet_nvtx_name(const char *msg);
+/* 1 if name (interned) matches the marker pattern: the raw name, the demangled name, and the
+ * demangled name without return type and arguments. Cached. */
+int sp_stepdet_matches(struct sp_stepdet *d, uint32_t name);
+/* The same for any glob pat, with the verdicts cached in cache[SP_DET_MATCH_CACHE] (0 unknown,
+ * 1 no, 2 yes) and demangle (__cxa_demangle, or NULL). Any thread; a race only computes a verdict
+ * twice. */
+int sp_name_matches(uint32_t id, const char *pat, uint8_t *cache,
+		    char *(*demangle)(const char *, char *, size_t *, int *));
+/* When automatic detection has not locked: writes one line naming the best candidate and the
+ * explicit marker it would suggest into buf. Returns 1 if undecided, else 0 (buf untouched). */
+int sp_stepdet_undecided(struct sp_stepdet *d, char *buf, size_t n);
+/* Iterations automatic detection needs before its lock, at the least: a loop with a host
+ * synchronisation per iteration locks during its 5th iteration (4 copies and one to confirm); one
+ * without (a CPU gap or a graph launch shows the wrap) needs 8 copies and more. */
+#define SP_STEPDET_LOCK_SYNC 6
+#define SP_STEPDET_LOCK_NOSYNC 18
+struct sp_schedule;
+/* For `stepprof check` and `stepprof schedule`: if the schedule (with kind = auto) collects a step
+ * before automatic detection can have locked, writes a warning (1) or a note for loops without a
+ * host synchronisation (2) into buf, naming a skip_first that avoids it. Returns 0 if neither. */
+int sp_stepdet_schedule_warning(const struct sp_schedule *s, char *buf, size_t n);
+/* 1 if the current regime has run long enough for its steps to be trusted as the program's loop
+ * (auto), or always for explicit markers: the caller may then stop watching when the schedule is
+ * done. */
+int sp_stepdet_settled(const struct sp_stepdet *d);
+
+#endif

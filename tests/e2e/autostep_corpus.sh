@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Replays every token stream of the corpus through the step detector with `stepprof autostep --check`:
+# the synthetic classes written by gen_tokens (tests/e2e/gen_tokens.c) and every stream recorded on the
+# GPU machine under tests/data/corpus/ (each with a .ini or .txt beside it; `expect = nolock` there, or
+# in the synthetic .ini, means the loop must get no step). Also checks that the check can fail.
+set -u
+B=$SP_BUILD
+D=$(mktemp -d /tmp/sp_autostep.XXXXXX)
+trap 'rm -rf "$D"' EXIT
+"$B/tests/e2e/gen_tokens" "$D" || { echo "FAIL gen_tokens"; exit 1; }
+fail=0 n=0
+for f in "$D"/*.sptokens "$SP_ROOT"/tests/data/corpus/*.sptokens "$SP_ROOT"/tests/data/corpus/*.tokens; do
+	[ -f "$f" ] || continue
+	base=${f%.*}
+	opt=()
+	grep -qsiE '^[[:space:]]*expect[[:space:]]*=[[:space:]]*no-?lock' "$base.ini" "$base.txt" && opt=(--no-lock)
+	n=$((n + 1))
+	# a recorded stream must hold its truth (a clobbered or empty file must not pass for agreement)
+	if [ "${f#"$SP_ROOT"/tests/data/corpus/}" != "$f" ] &&
+		! "$B/stepprof" autostep --json "$f" 2>/dev/null | /usr/bin/python3 -c '
+import json, sys; j = json.load(sys.stdin); sys.exit(0 if j["stream"]["kinds"]["truth"] >= 10 else 1)'; then
+		echo "FAIL $(basename "$f"): no truth in the stream (re-record it)"
+		fail=1
+		continue
+	fi
+	if "$B/stepprof" autostep --check "${opt[@]}" "$f" >"$D/out" 2>"$D/err"; then
+		echo "ok   $(basename "$f") ${opt[*]}: $(grep '^truth: dominant' "$D/out" | cut -c1-160)"
+	else
+		echo "FAIL $(basename "$f") ${opt[*]}: $(cat "$D/err")"
+		fail=1
+	fi
+done
+[ "$n" -ge 8 ] || { echo "FAIL only $n streams"; fail=1; }
+# the check must be able to fail: a loop that locks, replayed as one that must not, disagrees
+if "$B/stepprof" autostep --check --no-lock "$D/cublas.sptokens" >/dev/null 2>&1; then
+	echo "FAIL --no-lock passed a locking stream"; fail=1
+else
+	echo "ok   --no-lock refuses a stream that locks"
+fi
+# ... and an explicit marker that is not the iteration (every micro-batch's copy) disagrees with the truth
+if "$B/stepprof" autostep --check --marker api:cudaMemcpyAsync "$D/grad_accum.sptokens" >/dev/null 2>&1; then
+	echo "FAIL a marker on micro-batches passed"; fail=1
+else
+	echo "ok   a marker on micro-batches disagrees with the truth"
+fi
+# the loop's own synchronisation as an explicit marker agrees
+if "$B/stepprof" autostep --check --marker api:cudaStreamSynchronize "$D/warmup.sptokens" >/dev/null 2>&1; then
+	echo "ok   an explicit marker on the loop's synchronisation agrees"
+else
+	echo "FAIL an explicit marker on the loop's synchronisation"; fail=1
+fi
+# JSON is valid and names the dominant regime
+"$B/stepprof" autostep --json "$D/ddp.sptokens" >"$D/j" && /usr/bin/python3 -c '
+import json,sys; j=json.load(open(sys.argv[1])); assert j["check"]=="ok" and j["truth"]["regime"]>=1 and j["steps"]>40, j["truth"]
+' "$D/j" && echo "ok   --json" || { echo "FAIL --json"; fail=1; }
+exit $fail

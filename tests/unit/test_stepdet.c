@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/* test_stepdet.c - the step detector (collector/stepdet.h) driven by tokens, as the library and
+ * `stepprof autostep` drive it: explicit markers, the lock, what it asks to watch, the per-step
+ * check, unlock and re-lock with consistent step numbers, and the undecided report. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+#include "collector/intern.h"
+#include "collector/stepdet.h"
+#include "config/config.h"
+
+static struct sp_stepdet det;
+static uint64_t now = 1000000;
+static uint64_t rng = 12345;
+
+static uint32_t rnd(uint32_t n)
+{
+	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)((rng >> 33) % n);
+}
+
+static unsigned feed(int kind, int flags, const char *name, uint64_t gap, struct sp_det_out *o)
+{
+	struct sp_token t = { .kind = (uint8_t)kind, .flags = (uint8_t)flags, .tid = 1 };
+	now += gap;
+	t.ts = now;
+	t.name = name ? sp_intern(name) : 0;
+	sp_stepdet_feed(&det, &t, o);
+	return o->what;
+}
+
+static void explicit_kernel_every_two(void **state)
+{
+	struct sp_det_out o;
+	int64_t steps[8];
+	int n = 0;
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_KERNEL, "step_k*", 2, NULL), 0);
+	assert_int_equal(sp_stepdet_wants(&det), SP_WANT_LAUNCH);
+	for (int i = 0; i < 12; i++) {
+		feed(SP_TOK_KERNEL, 0, "other", 1000, &o);
+		assert_int_equal(o.what, 0);
+		if (feed(SP_TOK_KERNEL, 0, "step_kernel", 1000, &o) & SP_DET_BOUNDARY)
+			steps[n++] = o.step;
+	}
+	assert_int_equal(n, 6); /* occurrences 0, 2, 4, ... */
+	for (int i = 0; i < n; i++)
+		assert_int_equal(steps[i], i);
+	assert_true(sp_stepdet_settled(&det));
+	sp_stepdet_free(&det);
+}
+
+static void profiler_ranges(void **state)
+{
+	struct sp_det_out o;
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_PROFILER_RANGE, "", 1, NULL), 0);
+	assert_int_equal(feed(SP_TOK_API, 0, "cudaProfilerStart", 10, &o), SP_DET_BOUNDARY);
+	assert_int_equal(o.step, 0);
+	assert_int_equal(feed(SP_TOK_API, 0, "cudaProfilerStop", 10, &o), SP_DET_END);
+	assert_int_equal(feed(SP_TOK_API, 0, "cuProfilerStart", 10, &o), SP_DET_BOUNDARY);
+	assert_int_equal(o.step, 1);
+	sp_stepdet_free(&det);
+}
+
+static void nvtx_marker(void **state)
+{
+	struct sp_det_out o;
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_NVTX, "train step*", 1, NULL), 0);
+	assert_int_equal(feed(SP_TOK_NVTX_PUSH, 0, "forward", 10, &o), 0);
+	assert_int_equal(feed(SP_TOK_NVTX_PUSH, 0, "train step 7", 10, &o), SP_DET_BOUNDARY);
+	assert_int_equal(feed(SP_TOK_TRUTH, 0, "train step 8", 10, &o), 0); /* truth is never a token */
+	assert_int_equal(feed(SP_TOK_NVTX_POP, 0, NULL, 10, &o), 0);
+	sp_stepdet_free(&det);
+}
+
+/* One iteration of a training loop: `k` launches (names a_0..), a sync, the loop's wrap. Returns
+ * the OR of the decisions; *step is the last boundary's step. */
+static unsigned iteration(const char *prefix, int k, int64_t *step, uint64_t wrap)
+{
+	struct sp_det_out o;
+	char nm[32];
+	unsigned all = 0;
+	for (int i = 0; i < k; i++) {
+		snprintf(nm, sizeof nm, "%s_%d", prefix, i);
+		all |= feed(SP_TOK_KERNEL, 0, nm, i ? 4000 + rnd(2000) : wrap, &o);
+		if (o.what & (SP_DET_BOUNDARY | SP_DET_LOCK))
+			*step = o.step;
+	}
+	all |= feed(SP_TOK_API, SP_TOKF_SYNC, "cudaStreamSynchronize", 3000, &o);
+	if (o.what & (SP_DET_BOUNDARY | SP_DET_LOCK))
+		*step = o.step;
+	now += 500000; /* the GPU catches up */
+	return all;
+}
+
+static void auto_lock_watch_and_check(void **state)
+{
+	int64_t step = -1;
+	int k;
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	unsigned w0 = sp_stepdet_wants(&det);
+	assert_true((w0 & SP_WANT_LAUNCH) && (w0 & SP_WANT_API) && (w0 & SP_WANT_GRAPH) && (w0 & SP_WANT_NVTX));
+	for (k = 0; k < 20 && !(iteration("a", 30, &step, 200000) & SP_DET_LOCK); k++)
+		;
+	assert_true(k < 8);                 /* a synchronised loop locks within a few iterations */
+	assert_int_equal(step, k + 1);      /* numbered from the first iteration: the lock comes at the
+					     * end of iteration k, so the open step is iteration k + 1 */
+	assert_string_equal(sp_intern_lookup(sp_stepdet_anchor_name(&det)), "cudaStreamSynchronize");
+	assert_true(det.how.after);
+	/* launches are watched besides the anchor: every whole step is counted */
+	assert_int_equal(sp_stepdet_wants(&det), SP_WANT_ANCHOR | SP_WANT_LAUNCH | SP_WANT_GRAPH);
+	for (int i = 0; i < 100; i++) {
+		int64_t prev = step;
+		unsigned w = iteration("a", 30, &step, 200000);
+		assert_true(w & SP_DET_BOUNDARY);
+		assert_false(w & (SP_DET_MISMATCH | SP_DET_UNLOCK));
+		assert_int_equal(step, prev + 1);
+	}
+	assert_true(sp_stepdet_settled(&det));
+	/* every step stays counted: its launches are the check */
+	assert_int_equal(sp_stepdet_wants(&det), SP_WANT_ANCHOR | SP_WANT_LAUNCH | SP_WANT_GRAPH);
+	sp_stepdet_free(&det);
+}
+
+/* The loop changes (an evaluation phase of another shape), then comes back: the detector refutes
+ * the step that differs, learns again, and the training regime resumes its own step numbers. */
+static void phase_change_and_relock(void **state)
+{
+	int64_t step = -1, iter_of_step0;
+	int k;
+	unsigned all = 0;
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	for (k = 0; !(iteration("t", 40, &step, 200000) & SP_DET_LOCK); k++)
+		;
+	iter_of_step0 = k - step;
+	for (k++; k < 30; k++)
+		iteration("t", 40, &step, 200000);
+	assert_int_equal(step - (k - 1), -iter_of_step0);
+	for (int e = 0; e < 12; e++) /* evaluation: 12 passes of another shape, same sync */
+		all |= iteration("e", 15, &step, 50000);
+	assert_true(all & SP_DET_MISMATCH);
+	assert_true(all & SP_DET_UNLOCK);
+	all = 0;
+	int64_t seen = -1, first_seen = INT64_MIN;
+	for (int i = 0; i < 40; i++, k++) {
+		unsigned w = iteration("t", 40, &step, 200000);
+		all |= w;
+		if ((w & SP_DET_BOUNDARY) && first_seen == INT64_MIN)
+			first_seen = step - k;
+		if (w & SP_DET_BOUNDARY) {
+			seen = step - k;
+			assert_int_equal(seen, first_seen); /* one step per iteration after the re-lock */
+		}
+	}
+	assert_true(all & SP_DET_RELOCK);
+	assert_int_equal(det.how.regime, 1); /* the training regime, not a new one */
+	/* its steps go on from its last one: the iterations it saw while learning again are counted,
+	 * the one an evaluation regime's steps covered is not (numbering may shift back by that) */
+	assert_true(seen <= -iter_of_step0 && seen >= -iter_of_step0 - 2);
+	sp_stepdet_free(&det);
+}
+
+static void undecided_names_a_marker(void **state)
+{
+	struct sp_det_out o;
+	char nm[32], msg[700];
+	unsigned all = 0;
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	for (int it = 0; it < 6000; it++) {
+		for (int i = 0, n = 5 + (int)rnd(20); i < n; i++) {
+			snprintf(nm, sizeof nm, "expert_%u", rnd(40));
+			all |= feed(SP_TOK_KERNEL, 0, nm, 5000, &o);
+		}
+		all |= feed(SP_TOK_API, SP_TOKF_SYNC, "cudaDeviceSynchronize", 3000, &o);
+	}
+	assert_false(all & SP_DET_LOCK);
+	assert_true(all & SP_DET_UNDECIDED);
+	assert_int_equal(sp_stepdet_undecided(&det, msg, sizeof msg), 1);
+	assert_non_null(strstr(msg, "undecided"));
+	assert_non_null(strstr(msg, "kind = api, pattern = cudaDeviceSynchronize"));
+	sp_stepdet_free(&det);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(explicit_kernel_every_two),
+		cmocka_unit_test(profiler_ranges),
+		cmocka_unit_test(nvtx_marker),
+		cmocka_unit_test(auto_lock_watch_and_check),
+		cmocka_unit_test(phase_change_and_relock),
+		cmocka_unit_test(undecided_names_a_marker),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
