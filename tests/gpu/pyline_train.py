@@ -2,27 +2,33 @@
 # SPDX-License-Identifier: MIT
 """pyline_train.py - a small PyTorch training loop whose GPU work comes from distinctive source
 lines, for tests/gpu/pystacks.sh: each kernel-launching line of interest sits in a function of
-its own (torch.profiler's stacks name a function by the line it starts on, stepprof's by the line
-that runs: one line per function makes both comparable), two large blocks are allocated at known
+its own (torch.profiler's python_function events name a frame by the line its function starts
+on in some versions and by the line running in others, stepprof by the line running: one line per
+function makes both comparable per (file, function)), two large blocks are allocated at known
 lines before training (BIG_A, BIG_B), and every step ends with torch.cuda.synchronize().
 
   --steps N               steps (default 12)
   --torch-profiler OUT    run under torch.profiler(with_stack=True), recording steps
                           [skip, skip + active) (skip = --skip, warmup 1), and write the kernel
-                          time per innermost user frame as JSON to OUT
+                          time per innermost user frame as JSON to OUT: "rows" from the Chrome
+                          trace (torch_trace_lines.py), "key_averages" from
+                          key_averages(group_by_stack_n) as a cross-check
+  --torch-trace T.json.gz the Chrome trace, gzipped (default: OUT's name + .trace.json.gz)
+  --torch-table T.tsv     the extraction's table, one line per kernel (default: none)
   --skip S --active A     the recorded steps (defaults 6, 4), same as stepprof's schedule
 Prints "pyline ok steps=N" at the end."""
 import argparse
+import gzip
 import json
 import os
-import re
 import sys
 import time
 
 import torch
 
+import torch_trace_lines as ttl
+
 WIDTH, BATCH = 2048, 512
-LIB = ("/site-packages/", "/dist-packages/", "/lib/python3", "/torch/")  # stepprof's rule
 
 
 def big_blocks():
@@ -99,50 +105,31 @@ def build():
     return step
 
 
-def resolve(f, cache={}):
-    """torch.profiler trims sys.path prefixes from file names ("torch/nn/modules/linear.py",
-    "pyline_train.py"): the absolute path again, through sys.path, so stepprof's rule applies."""
-    if os.path.isabs(f) or f.startswith("<"):
-        return f
-    if f not in cache:
-        cache[f] = next((os.path.abspath(os.path.join(p or os.getcwd(), f)) for p in sys.path
-                         if os.path.exists(os.path.join(p or os.getcwd(), f))), f)
-    return cache[f]
-
-
-def user_frame(stack):
-    """The innermost frame of the program's own code in a torch.profiler stack (entries
-    "FILE(LINE): FUNC"), as (file, line, func), or None."""
-    entries = [m.groups() for m in (re.match(r"^(.*)\((\d+)\): (.*)$", s) for s in stack) if m]
-    if entries and entries[0][2] == "<module>":  # outermost first: innermost first instead
-        entries.reverse()
-    for f, line, func in entries:
-        f = resolve(f)
-        if not f.startswith("<frozen") and not f.startswith("torch/") and not any(p in f for p in LIB):
-            return f, int(line), func
-    return None
-
-
-def torch_lines(prof):
-    """Kernel time (ns) and count per innermost user frame of the op that launched it."""
-    rows = {}
-    for evt in prof.events():
-        kernels = getattr(evt, "kernels", None) or []
-        if not kernels:
-            continue
-        uf = user_frame(evt.stack or [])
-        key = f"{uf[0]}|{uf[2]}|{uf[1]}" if uf else "(none)"
-        r = rows.setdefault(key, {"ns": 0, "kernels": 0})
-        for k in kernels:
-            r["ns"] += int(round(k.duration * 1000))  # us
-            r["kernels"] += 1
-    return rows
+def export_trace(prof, path):
+    """The recorded window's Chrome trace, gzipped to PATH (torch_trace_lines.py reads it). A trace
+    over 15 MiB gzipped keeps only the events the extraction reads (the device tool brings back
+    16 MiB a file)."""
+    raw = path + ".tmp.json"
+    prof.export_chrome_trace(raw)
+    with open(raw, "rb") as f:
+        data = f.read()
+    os.unlink(raw)
+    packed = gzip.compress(data, 6)
+    if len(packed) > 15 << 20:
+        doc = json.loads(data)
+        keep = ("python_function", "cuda_runtime", "cuda_driver", "cpu_op", "kernel")
+        doc["traceEvents"] = [e for e in doc.get("traceEvents", []) if e.get("cat") in keep]
+        packed = gzip.compress(json.dumps(doc).encode(), 6)
+    with open(path, "wb") as f:
+        f.write(packed)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=12)
     p.add_argument("--torch-profiler")
+    p.add_argument("--torch-trace")
+    p.add_argument("--torch-table")
     p.add_argument("--skip", type=int, default=6)
     p.add_argument("--active", type=int, default=4)
     a = p.parse_args()
@@ -150,9 +137,11 @@ def main():
     step = build()
     prof = None
     if a.torch_profiler:
+        trace = a.torch_trace or a.torch_profiler + ".trace.json.gz"
         prof = torch.profiler.profile(
             activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA],
             schedule=torch.profiler.schedule(skip_first=a.skip - 1, wait=0, warmup=1, active=a.active, repeat=1),
+            on_trace_ready=lambda p: export_trace(p, trace),
             with_stack=True)
         prof.start()
     times = []
@@ -165,10 +154,16 @@ def main():
             prof.step()
     if prof:
         prof.stop()
-        rows = torch_lines(prof)
+        resolve = ttl.make_resolve(sys.path)
+        rows, table, summary = ttl.extract(ttl.load(trace), resolve)
+        ka, ka_why = ttl.key_average_rows(prof, resolve)
+        if a.torch_table:
+            ttl.write_table(a.torch_table, table)
         with open(a.torch_profiler, "w") as f:
-            json.dump({"rows": rows, "torch": torch.__version__}, f, indent=1)
-        print(f"torch.profiler: {sum(r['kernels'] for r in rows.values())} kernels in {len(rows)} rows", flush=True)
+            json.dump({"rows": rows, "summary": summary, "key_averages": ka, "key_averages_note": ka_why,
+                       "torch": torch.__version__}, f, indent=1)
+        print(f"torch.profiler: {sum(r['kernels'] for r in rows.values())} kernels in {len(rows)} rows; "
+              f"{json.dumps(summary)}", flush=True)
     del keep
     print(f"pyline ok steps={a.steps} median_ms={sorted(times)[len(times) // 2]:.3f}", flush=True)
     return 0

@@ -3,10 +3,14 @@
 # pystacks.sh [BUILD_DIR] - Python source lines behind kernels, on a GPU machine, in one call (about
 # 3 minutes): run from the repository root; without BUILD_DIR it lays dist/stepprof (make dist)
 # flat as a build dir, as device-suite.sh does. Prints PASS/FAIL lines and tables; exit 0 only if
-# every check passes. Output in ${OUT:-/tmp/stepprof-pystacks}.
+# every check passes. Works in ${WORK:-/tmp/stepprof-pystacks}; with OUT set, copies there the 7
+# files that debug a `lines` failure (torch_trace.json.gz: torch.profiler's Chrome trace;
+# torch_table.tsv: the extraction, one line per kernel; torch_lines.json; report_lines.txt and
+# .json; lines.sptrace; logs.txt: both runs' output), each under 16 MiB, no folder.
 #  1. lines: tests/gpu/pyline_train.py under stepprof (stacks = python) and, in another process,
 #     under torch.profiler(with_stack=True) (one CUPTI subscriber per process): the top-10 of
-#     kernel time by innermost frame of the program's own code must agree (tests/gpu/pystacks_check.py).
+#     kernel time by innermost frame of the program's own code must agree (tests/gpu/pystacks_check.py;
+#     torch's side read from its Chrome trace by tests/gpu/torch_trace_lines.py).
 #  2. memory: `stepprof memory` names the Python lines (BIG_A, BIG_B) of the two largest blocks
 #     alive at the peak, allocated before the window.
 #  3. cost: bench.py's workers (mlp: 8 x Linear(4096) + Adam; add: 2000 tiny kernels a step) in a
@@ -14,7 +18,7 @@
 #     over the same without stacks, and the cost per launch; target <= 1.10x on the MLP (python).
 set -u
 R=$(pwd)
-OUT=${OUT:-/tmp/stepprof-pystacks}
+W=${WORK:-/tmp/stepprof-pystacks}
 PY=${PYTHON:-python3}
 ROUNDS=${ROUNDS:-2}
 if [ $# -ge 1 ]; then
@@ -25,8 +29,9 @@ else
 fi
 for v in $(compgen -e | grep '^STEPPROF_'); do unset "$v"; done
 unset LD_PRELOAD CUDA_INJECTION64_PATH PYTORCH_CUDA_ALLOC_CONF
-rm -rf "$OUT" && mkdir -p "$OUT" || exit 2
-cd "$OUT" || exit 2
+[ -n "${OUT:-}" ] && { mkdir -p "$OUT" || exit 2; }
+rm -rf "$W" && mkdir -p "$W" || exit 2
+cd "$W" || exit 2
 fails=0
 pass() { echo "PASS $*"; }
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
@@ -42,12 +47,12 @@ trace_in() { find "$1" -name '*.sptrace' | head -1; }
 
 # ---- 1 and 2: lines and memory ----
 SKIP=6 ACTIVE=4
-ini lines.ini "$OUT/lines" python $SKIP $ACTIVE || exit 2
-STEPPROF_CONFIG=$OUT/lines.ini LD_PRELOAD=$B/libstepprof.so timeout 120 "$PY" "$R/tests/gpu/pyline_train.py" \
+ini lines.ini "$W/lines" python $SKIP $ACTIVE || exit 2
+STEPPROF_CONFIG=$W/lines.ini LD_PRELOAD=$B/libstepprof.so timeout 120 "$PY" "$R/tests/gpu/pyline_train.py" \
 	--steps 12 >lines.log 2>&1 || fail "lines: pyline_train.py under stepprof exited $?: $(tail -5 lines.log)"
-T=$(trace_in "$OUT/lines")
+T=$(trace_in "$W/lines")
 timeout 120 "$PY" "$R/tests/gpu/pyline_train.py" --steps 12 --skip $SKIP --active $ACTIVE \
-	--torch-profiler torch_lines.json >torch.log 2>&1 || fail "lines: pyline_train.py under torch.profiler exited $?: $(tail -5 torch.log)"
+	--torch-profiler torch_lines.json --torch-trace torch_trace.json.gz --torch-table torch_table.tsv >torch.log 2>&1 || fail "lines: pyline_train.py under torch.profiler exited $?: $(tail -5 torch.log)"
 grep -a '^stepprof:' lines.log | head -5
 if [ -n "$T" ] && [ -s torch_lines.json ]; then
 	"$B/stepprof" report --by line --wide "$T" >report_lines.txt 2>&1
@@ -63,7 +68,7 @@ if [ -n "$T" ] && [ -s torch_lines.json ]; then
 		fail "memory: the Python lines of the largest blocks are not named (above)"
 	"$B/stepprof" stacks --kind launch "$T" -o launch.folded >/dev/null 2>&1
 	grep -q 'pyline_train.py:[0-9]*)' launch.folded && pass "stacks: folded launch stacks hold Python frames" ||
-		fail "stacks: no Python frame in $OUT/launch.folded"
+		fail "stacks: no Python frame in $W/launch.folded"
 else
 	fail "lines: no stepprof trace ($T) or no torch.profiler rows"
 fi
@@ -75,7 +80,7 @@ for rnd in $(seq 1 "$ROUNDS"); do
 	[ $((rnd % 2)) -eq 0 ] && order="both python false"
 	for wl in mlp add; do
 		for st in $order; do
-			d=$OUT/cost/$wl-$st-r$rnd
+			d=$W/cost/$wl-$st-r$rnd
 			mkdir -p "$d"
 			ini "$d/sp.ini" "$d/trace" "$st" $CS $CA || exit 2
 			STEPPROF_CONFIG=$d/sp.ini LD_PRELOAD=$B/libstepprof.so timeout 120 "$PY" "$R/bench/bench.py" worker \
@@ -83,7 +88,15 @@ for rnd in $(seq 1 "$ROUNDS"); do
 		done
 	done
 done
-"$PY" "$R/tests/gpu/pystacks_check.py" cost "$OUT/cost" "$B/stepprof" $CS $CA && pass "cost: stacks = python within 1.10x of no stacks on the MLP" ||
+"$PY" "$R/tests/gpu/pystacks_check.py" cost "$W/cost" "$B/stepprof" $CS $CA && pass "cost: stacks = python within 1.10x of no stacks on the MLP" ||
 	fail "cost: over target or a run failed (above)"
+if [ -n "${OUT:-}" ]; then
+	{ echo "== lines.log (under stepprof)"; cat lines.log; echo "== torch.log (under torch.profiler)"; cat torch.log; } >logs.txt 2>/dev/null
+	[ -n "$T" ] && cp "$T" lines.sptrace
+	for f in torch_trace.json.gz torch_table.tsv torch_lines.json report_lines.txt report_lines.json lines.sptrace logs.txt; do
+		[ -f "$f" ] && [ "$(stat -c %s "$f")" -lt $((16 << 20)) ] && cp "$f" "$OUT/"
+	done
+	echo "debug files in $OUT: $(cd "$OUT" && ls | tr '\n' ' ')"
+fi
 echo "pystacks: $fails failed"
 [ "$fails" -eq 0 ]

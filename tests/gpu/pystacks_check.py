@@ -3,13 +3,16 @@
 """pystacks_check.py - the checks of tests/gpu/pystacks.sh (exit 0 pass, 1 fail; prints a table).
 
   lines SP.json TORCH.json SCRIPT   `stepprof report --by line --json` against pyline_train.py's
-        torch.profiler rows. Rows are compared per (file name, function) of the innermost frame of the
-        program's own code: torch.profiler names a frame by the line its function starts on,
-        stepprof by the line running (pyline_train.py has one kernel line per function, so the two
-        match); kernels without such a frame (the autograd thread's backward) form one "(none)"
-        row on both sides. Pass: the two top-10s share at least 8 keys, every key with >= 2% of
-        kernel time on one side is in the other's top 12, and its shares differ by at most
-        3 points or 30%.
+        torch.profiler rows (torch_trace_lines.py on its Chrome trace). Rows are compared per
+        (file name, function) of the innermost frame of the program's own code: torch.profiler
+        names a frame by its function's first line in some versions and by the line running in
+        others, stepprof by the line running (pyline_train.py has one kernel line per function);
+        whether the lines are equal is printed, not judged. Kernels without such a frame (the
+        autograd thread's backward) form one "(none)" row on both sides. Pass: the two top-10s
+        share at least 8 keys, every key with >= 2% of kernel time on one side is in the other's
+        top 12, and its shares differ by at most 3 points or 30%. torch's key_averages rows, when
+        present, are compared with the trace's rows by the same rule and printed (a cross-check
+        that does not decide).
   memory MEMORY.txt SCRIPT          `stepprof memory` text: the rows of 768 MiB and 512 MiB blocks
         (the largest alive at the peak) name pyline_train.py's lines marked BIG_A and BIG_B.
   cost DIR STEPPROF SKIP ACTIVE     bench.py worker runs DIR/<wl>-<stacks>-r<round>/ (out.log,
@@ -32,41 +35,31 @@ def marked_line(script, tag):
     raise SystemExit(f"no line marked {tag} in {script}")
 
 
-def lines(sp_json, torch_json, script):
-    sp = json.load(open(sp_json))["lines"]
-    tr = json.load(open(torch_json))["rows"]
-    spk, sp_line, trk, tr_line = {}, {}, {}, {}
-    for r in sp:
-        if r.get("what") == "no launch record":  # torch.profiler has no op for such kernels either
-            continue
-        key = f"{os.path.basename(r['file'])}|{r['function'].split('.')[-1]}" if r["user"] else "(none)"
-        spk[key] = spk.get(key, 0) + r["total_ns"]
-        if r["user"]:
-            sp_line.setdefault(key, r["line"])
-    for k, r in tr.items():
+def torch_keys(rows):
+    """Torch rows ({"FILE|FUNC|LINE" or "(none)": {"ns", ...}}) per (file name, function): ns per
+    key and the line of each key."""
+    ns, line = {}, {}
+    for k, r in (rows or {}).items():
         if k == "(none)":
             key = k
         else:
-            f, func, line = k.split("|")
-            key = f"{os.path.basename(f)}|{func}"
-            tr_line.setdefault(key, int(line))
-        trk[key] = trk.get(key, 0) + r["ns"]
+            f, func, ln = k.rsplit("|", 2)
+            key = f"{os.path.basename(f)}|{func.split('.')[-1]}"
+            line.setdefault(key, int(ln))
+        ns[key] = ns.get(key, 0) + r["ns"]
+    return ns, line
+
+
+def disagree(spk, trk, names=("stepprof", "torch")):
+    """The problems between two {key: ns} tables (the pass rule of the module comment)."""
     ts, tt = sum(spk.values()) or 1, sum(trk.values()) or 1
     top_s = sorted(spk, key=lambda k: -spk[k])
     top_t = sorted(trk, key=lambda k: -trk[k])
-    short = lambda k: k if k == "(none)" else k.replace("|", ":")
-    print(f"{'rank':>4}  {'stepprof (python stacks)':<34} {'share':>6}   {'torch.profiler with_stack':<34} {'share':>6}")
-    for i in range(max(10, 0)):
-        a = top_s[i] if i < len(top_s) else ""
-        b = top_t[i] if i < len(top_t) else ""
-        la = f"{short(a)}:{sp_line.get(a, '')}" if a else ""
-        lb = f"{short(b)}:{tr_line.get(b, '')}" if b else ""
-        print(f"{i + 1:>4}  {la:<34} {100 * spk.get(a, 0) / ts:5.1f}%   {lb:<34} {100 * trk.get(b, 0) / tt:5.1f}%")
     problems = []
     common = set(top_s[:10]) & set(top_t[:10])
     if len(common) < 8:
         problems.append(f"the top-10s share {len(common)} keys")
-    for side, mine, other, top_other, tm, to in (("stepprof", spk, trk, top_t, ts, tt), ("torch", trk, spk, top_s, tt, ts)):
+    for side, mine, other, top_other, tm, to in ((names[0], spk, trk, top_t, ts, tt), (names[1], trk, spk, top_s, tt, ts)):
         for k in sorted(mine, key=lambda k: -mine[k])[:10]:
             a, b = mine[k] / tm, other.get(k, 0) / to
             if a < 0.02:
@@ -75,10 +68,54 @@ def lines(sp_json, torch_json, script):
                 problems.append(f"{short(k)} ({100 * a:.1f}% in {side}) is not in the other's top 12")
             elif abs(a - b) > max(0.03, 0.3 * max(a, b)):
                 problems.append(f"{short(k)}: {100 * a:.1f}% in {side}, {100 * b:.1f}% in the other")
-    same_line = sum(1 for k in common if k in sp_line and sp_line[k] == tr_line.get(k))
+    return problems
+
+
+def short(k):
+    return k if k == "(none)" else k.replace("|", ":")
+
+
+def lines(sp_json, torch_json, script):
+    sp = json.load(open(sp_json))["lines"]
+    doc = json.load(open(torch_json))
+    tr = doc["rows"]
+    spk, sp_line = {}, {}
+    for r in sp:
+        if r.get("what") == "no launch record":  # torch.profiler has no op for such kernels either
+            continue
+        key = f"{os.path.basename(r['file'])}|{r['function'].split('.')[-1]}" if r["user"] else "(none)"
+        spk[key] = spk.get(key, 0) + r["total_ns"]
+        if r["user"]:
+            sp_line.setdefault(key, r["line"])
+    trk, tr_line = torch_keys(tr)
+    ts, tt = sum(spk.values()) or 1, sum(trk.values()) or 1
+    top_s = sorted(spk, key=lambda k: -spk[k])
+    top_t = sorted(trk, key=lambda k: -trk[k])
+    print(f"torch {doc.get('torch', '?')}: {json.dumps(doc.get('summary', {}))}")
+    print(f"{'rank':>4}  {'stepprof (python stacks)':<34} {'share':>6}   {'torch.profiler with_stack':<34} {'share':>6}")
+    for i in range(10):
+        a = top_s[i] if i < len(top_s) else ""
+        b = top_t[i] if i < len(top_t) else ""
+        la = f"{short(a)}:{sp_line.get(a, '')}" if a else ""
+        lb = f"{short(b)}:{tr_line.get(b, '')}" if b else ""
+        print(f"{i + 1:>4}  {la:<34} {100 * spk.get(a, 0) / ts:5.1f}%   {lb:<34} {100 * trk.get(b, 0) / tt:5.1f}%")
+    problems = disagree(spk, trk)
+    common = [k for k in set(top_s[:10]) & set(top_t[:10]) if k != "(none)"]
+    same = sorted(k for k in common if sp_line.get(k) == tr_line.get(k))
+    diff = sorted(f"{short(k)} {sp_line.get(k)}/{tr_line.get(k)}" for k in common if k not in same)
     print(f"kernels: stepprof {sum(r['kernels'] for r in sp)}, torch {sum(r['kernels'] for r in tr.values())}; "
-          f"lines equal in {same_line} of {len([k for k in common if k != '(none)'])} common functions "
-          f"(torch.profiler gives a function's first line)")
+          f"lines equal in {len(same)} of {len(common)} common functions"
+          + (f" (stepprof/torch: {', '.join(diff)})" if diff else ""))
+    # the cross-check: torch's own key_averages(group_by_stack_n), against the trace's rows
+    ka = doc.get("key_averages")
+    if ka is None:
+        print(f"cross-check: no key_averages rows ({doc.get('key_averages_note', 'not recorded')})")
+    else:
+        kak, _ = torch_keys(ka)
+        kp = disagree(trk, kak, ("the trace", "key_averages"))
+        note = doc.get("key_averages_note") or ""
+        print(f"cross-check: torch's key_averages(group_by_stack_n) {'agrees with' if not kp else 'differs from'} "
+              f"the trace's rows" + (f" ({note})" if note else "") + "".join(f"\n  {p}" for p in kp))
     for p in problems:
         print("problem:", p)
     return not problems
