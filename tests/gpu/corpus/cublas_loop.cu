@@ -3,7 +3,7 @@
 // iteration a chain of SGEMMs (a 4-layer linear "forward" and "backward"), a custom update
 // kernel, and a blocking copy of a scalar back to the host; the first 3 iterations also zero a
 // scratch buffer and allocate (warm-up that differs). Every 40 iterations an "evaluation" of 10
-// forward-only passes runs (another periodic regime). The truth is cuDriverGetVersion at the start
+// forward-only passes runs (another periodic regime). The truth is cuGetErrorName at the start
 // of each training iteration (never a detector token).
 //   nvcc -O2 -arch=sm_90 -o cublas_loop cublas_loop.cu -lcublas -lcuda
 #include <cublas_v2.h>
@@ -47,7 +47,7 @@ int main(int argc, char **argv)
 	CK(cudaMalloc(&loss, sizeof(float)));
 	for (int l = 0; l < L; l++) CK(cudaMemset(w[l], 0, sizeof(float) * n * n));
 	CK(cudaMemset(act[0], 0, sizeof(float) * n * 64));
-	int drv;
+	const char *drvname;
 	for (int it = 0; it < iters; it++) {
 		if (it % 40 == 0) {              // evaluation: forward only, a host read each pass
 			for (int e = 0; e < 10; e++) {
@@ -57,7 +57,7 @@ int main(int argc, char **argv)
 				CK(cudaMemcpy(&h, loss, sizeof(float), cudaMemcpyDeviceToHost));
 			}
 		}
-		cuDriverGetVersion(&drv);        // truth: a training iteration begins
+		cuGetErrorName(CUDA_SUCCESS, &drvname); // truth: a training iteration begins
 		if (it < 3) {                    // warm-up that differs
 			float *tmp;
 			CK(cudaMalloc(&tmp, 1 << 20));

@@ -6,7 +6,7 @@
 # nanogpt_ddp (DDP under torchrun) is listed only with CORPUS_GPUS=2 or more.
 # Third-party programs live under .thirdparty/ (fetched, not committed: README in this folder).
 corpus_programs() {
-	local C=tests/gpu/corpus T=api:cuDriverGetVersion
+	local C=tests/gpu/corpus T=api:cuGetErrorName
 	echo "graphs_infer|$T|python3 $C/graphs_infer.py 300"
 	echo "graphs_train|$T|python3 $C/graphs_train.py 300"
 	echo "datadep|$T|python3 $C/datadep.py 200"
