@@ -24,7 +24,10 @@ static struct {
 	_Atomic bool stopped;        /* no more cycles: one failed or may have missed a boundary */
 	_Atomic bool frozen;         /* the process exits: no detach at all any more */
 	unsigned cycles;             /* detach + re-attach done */
-} L;
+	const char *held;            /* the last reason said for not detaching between windows */
+	int64_t held_step;           /* the step it was first seen in */
+	int64_t off_step;            /* the step a called-off detach was last said in */
+} L = { .held_step = INT64_MIN, .off_step = INT64_MIN };
 
 /* Sleeps about 50 us (the writer thread waits for callbacks to return). */
 static void nap(void)
@@ -85,7 +88,7 @@ int sp_cupti_life_enter_slow(enum sp_enter who)
  * call is in progress or waiting once callbacks have drained. Returns 0 (state NONE or GONE), 1
  * if a marker call was in progress (called off: state back to ATTACHED, nothing lost), or -1 if
  * callbacks did not drain (likewise, and warned). */
-static int detach(CUpti_SubscriberHandle sub, bool for_good)
+static int detach(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_ns)
 {
 	atomic_store(&sp_hold.state, SP_HOLD_QUIESCING);
 	if (drain() < 0) {
@@ -106,8 +109,10 @@ static int detach(CUpti_SubscriberHandle sub, bool for_good)
 	/* the writer thread is the only one touching CUPTI now; records still buffered arrive in
 	 * the buffer callback on this thread (late ones are counted, not lost in silence) */
 	SP_CUPTI(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+	uint64_t t0 = sp_now_ns();
 	SP_CUPTI(cuptiUnsubscribe(sub));
 	SP_CUPTI(cuptiFinalize());
+	*fin_ns = sp_now_ns() - t0;
 	L.dirty = false;
 	if (!for_good) { /* the next instance's ids go past every id of this one */
 		uint32_t last = atomic_load(&sp_hold.corr_last);
@@ -162,6 +167,37 @@ void sp_cupti_life_missed(const char *why)
 			"detach_between = never to avoid this)", why);
 }
 
+void sp_cupti_life_verify(uint64_t now)
+{
+	uint64_t by = atomic_exchange(&sp_hold.verify_by, 0);
+	if (!by)
+		return;
+	if (now >= by)
+		sp_cupti_life_missed("the detach outlasted the shortest time between two marker calls, and the "
+				     "next marker call came too late to prove that none came while detached");
+	else
+		sp_info("the first marker call after the re-attach began %.2f ms before the earliest a "
+			"second one could have: no marker call was missed while detached", (by - now) / 1e6);
+}
+
+/* Says (STEPPROF_VERBOSE) why CUPTI stays dirty between windows, when the reason changes; "no
+ * marker call ended just now" only once it has held for a whole step (ticks miss the first
+ * quarter of the quiet time now and then). This function can't fail. */
+static void say_held(const struct sp_life_view *v, int64_t step)
+{
+	const char *why = sp_life_stay_reason(v);
+	if (why != L.held) {
+		L.held = why;
+		L.held_step = step;
+		if (why && why != sp_life_not_fresh)
+			sp_info("not detaching from CUPTI between windows in step %lld: %s", (long long)step, why);
+	} else if (why == sp_life_not_fresh && step == L.held_step + 2) {
+		sp_info("not detaching from CUPTI between windows in steps %lld-%lld: %s (no tick of the writer "
+			"thread fell in the first quarter of the %.2f ms between marker calls)",
+			(long long)L.held_step, (long long)step - 1, why, atomic_load(&sp_hold.quiet) / 1e6);
+	}
+}
+
 enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64_t now, CUpti_SubscriberHandle *sub)
 {
 	int state = atomic_load(&sp_hold.state);
@@ -169,37 +205,52 @@ enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64
 		return SP_LIFE_STAY;
 	uint64_t end = atomic_load(&sp_hold.last_end), quiet = atomic_load(&sp_hold.quiet);
 	unsigned seen = atomic_load(&sp_hold.quiet_seen);
-	uint64_t since = end && now > end ? now - end : UINT64_MAX / 2;
+	uint64_t since = end && now > end ? now - end : UINT64_MAX / 2, fin = 0;
 	v->dirty = L.dirty;
 	v->graphs = atomic_load(&L.graphs);
 	v->stopped = atomic_load(&L.stopped);
 	v->fresh_step = atomic_load(&sp_hold.marking) == 0 && sp_life_quiet_fresh(quiet, seen, since);
 	enum sp_life_act act = sp_life_decide(v);
+	if (act == SP_LIFE_STAY)
+		say_held(v, step);
 	if (act == SP_LIFE_DETACH) {
-		if (detach(*sub, true) != 0) {
+		uint64_t t0 = sp_now_ns();
+		if (detach(*sub, true, &fin) != 0) {
 			atomic_store(&L.stopped, true);
 			atomic_store(&L.frozen, true); /* warned; no second try */
 			return SP_LIFE_STAY;
 		}
-		sp_info("detached from CUPTI in step %lld (the schedule is done): the rest of the run is not "
-			"profiled", (long long)step);
+		sp_info("detached from CUPTI in step %lld (the schedule is done) in %.2f ms (cuptiUnsubscribe + "
+			"cuptiFinalize %.2f ms): the rest of the run is not profiled", (long long)step,
+			(sp_now_ns() - t0) / 1e6, fin / 1e6);
 		return act;
 	}
 	if (act != SP_LIFE_CYCLE)
 		return act;
 	uint64_t t0 = sp_now_ns();
-	int r0 = detach(*sub, false);
+	int r0 = detach(*sub, false, &fin);
 	if (r0 != 0) {
 		if (r0 < 0)
 			atomic_store(&L.stopped, true);
+		else if (L.off_step != step) { /* once a step: ticks come every 2 ms */
+			L.off_step = step;
+			sp_info("detach between windows called off in step %lld: a marker call was in progress",
+				(long long)step);
+		}
 		if (atomic_exchange(&sp_hold.lost, false))
 			sp_cupti_life_missed("a marker call came while a detach was being called off");
 		return SP_LIFE_STAY;
 	}
+	uint64_t t1 = sp_now_ns();
+	/* a marker call that came while detached ended no earlier than `end + quiet`, so the next
+	 * one begins no earlier than `end + 2 quiet`: one before that proves none came (a quarter of
+	 * the quiet time kept as margin, as quiet_fits does); armed before the marker's callback is */
+	atomic_store(&sp_hold.verify_by, end ? end + quiet / 4 * 7 : 1);
 	CUptiResult r = sp_cupti_life_attach(&L.hooks, sub);
-	uint64_t gap = sp_now_ns() - t0;
+	uint64_t t2 = sp_now_ns(), gap = t2 - t0;
 	if (r != CUPTI_SUCCESS) {
 		const char *msg = "?";
+		atomic_store(&sp_hold.verify_by, 0);
 		sp_cupti.cuptiGetResultString(r, &msg);
 		sp_warn("cannot re-attach to CUPTI after detaching between windows (%s); the rest of the run "
 			"is not profiled", msg);
@@ -208,11 +259,17 @@ enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64
 		return SP_LIFE_DETACH;
 	}
 	L.cycles++;
-	sp_info("detached from and re-attached to CUPTI in step %lld (detach_between = %s): %.2f ms without "
-		"a subscriber", (long long)step, v->policy == SP_DETACH_ALWAYS ? "always" : "auto", gap / 1e6);
-	if (atomic_exchange(&sp_hold.lost, false))
+	L.held = NULL;
+	sp_info("detached from and re-attached to CUPTI in step %lld (detach_between = %s, cycle %u): %.2f ms "
+		"in all, detach %.2f ms (cuptiUnsubscribe + cuptiFinalize %.2f ms), re-attach %.2f ms; %.2f ms "
+		"after the last marker call, %.2f ms the shortest time between two", (long long)step,
+		v->policy == SP_DETACH_ALWAYS ? "always" : "auto", L.cycles, gap / 1e6, (t1 - t0) / 1e6, fin / 1e6,
+		(t2 - t1) / 1e6, since / 1e6, quiet / 1e6);
+	uint64_t late = since + (t0 > now ? t0 - now : 0);
+	if (atomic_exchange(&sp_hold.lost, false)) {
+		atomic_store(&sp_hold.verify_by, 0);
 		sp_cupti_life_missed("a marker call came while detaching");
-	else if (!sp_life_quiet_fits(quiet, seen, since + (t0 > now ? t0 - now : 0), gap))
-		sp_cupti_life_missed("the detach outlasted the shortest time between two marker calls");
+	} else if (sp_life_quiet_fits(quiet, seen, late, gap))
+		atomic_store(&sp_hold.verify_by, 0); /* no marker call could begin while detached */
 	return act;
 }

@@ -45,7 +45,13 @@ extern struct sp_hold_state {
 	_Atomic uint64_t quiet;      /* shortest time from a marker call's end to the next one's start */
 	_Atomic unsigned quiet_seen; /* quiet times measured */
 	_Atomic bool lost;           /* a marker call's callback came while detaching (dropped) */
+	_Atomic uint64_t verify_by;  /* a re-attach outlasted the quiet time: the next marker call must
+				      * begin before this (trace clock, ns) to prove none was missed; 0 none */
 } sp_hold;
+
+/* The first marker call after a re-attach that outlasted the quiet time began at now: proves that
+ * no marker call came while detached, or reports that one may have. This function can't fail. */
+void sp_cupti_life_verify(uint64_t now);
 
 /* Who enters: a CUPTI call made outside the writer thread (under the collector's lock, say), a
  * callback, or a marker call's callback. */
@@ -83,6 +89,8 @@ static inline void sp_cupti_life_leave(void)
 static inline void sp_cupti_life_mark_begin(uint64_t now)
 {
 	atomic_fetch_add(&sp_hold.marking, 1);
+	if (__builtin_expect(atomic_load_explicit(&sp_hold.verify_by, memory_order_relaxed) != 0, 0))
+		sp_cupti_life_verify(now);
 	uint64_t end = atomic_load_explicit(&sp_hold.last_end, memory_order_relaxed);
 	if (end && now > end) {
 		uint64_t q = now - end, s = atomic_load_explicit(&sp_hold.quiet, memory_order_relaxed);
