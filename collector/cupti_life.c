@@ -24,6 +24,8 @@ static struct {
 	_Atomic bool stopped;        /* no more cycles: one failed or may have missed a boundary */
 	_Atomic bool frozen;         /* the process exits: no detach at all any more */
 	unsigned cycles;             /* detach + re-attach done */
+	_Atomic bool registered;     /* timestamp and buffer callbacks registered in this instance */
+	bool reg_tried;              /* the writer thread tried to register them (once an instance) */
 	const char *held;            /* the last reason said for not detaching between windows */
 	int64_t held_step;           /* the step it was first seen in */
 	int64_t off_step;            /* the step a called-off detach was last said in */
@@ -124,23 +126,48 @@ static int detach(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_ns)
 	return 0;
 }
 
-CUptiResult sp_cupti_life_attach(const struct sp_cupti_hooks *hooks, CUpti_SubscriberHandle *sub)
+/* Registers the timestamp and buffer callbacks of this CUPTI instance. */
+static CUptiResult register_activity(const struct sp_cupti_hooks *hooks)
+{
+	CUptiResult r;
+	if ((r = SP_CUPTI(cuptiActivityRegisterTimestampCallback(hooks->timestamp))) == CUPTI_SUCCESS &&
+	    (r = SP_CUPTI(cuptiActivityRegisterCallbacks(hooks->requested, hooks->completed))) == CUPTI_SUCCESS)
+		L.registered = true;
+	return r;
+}
+
+/* Subscribes; the first instance registers the activity callbacks at once (a failure there is
+ * the caller's to report), a re-attach (lazy) only when its first activity kind is enabled, so
+ * that between windows CUPTI holds nothing but the callbacks the marker needs. */
+static CUptiResult attach(const struct sp_cupti_hooks *hooks, CUpti_SubscriberHandle *sub, bool lazy)
 {
 	CUptiResult r = sp_cupti.cuptiSubscribe(sub, hooks->callback, NULL);
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
 		return r; /* the caller names the other profiler */
 	if (r != CUPTI_SUCCESS)
 		return sp_cupti_check(r, "cuptiSubscribe", __FILE__, __LINE__);
-	if ((r = SP_CUPTI(cuptiActivityRegisterTimestampCallback(hooks->timestamp))) != CUPTI_SUCCESS ||
-	    (r = SP_CUPTI(cuptiActivityRegisterCallbacks(hooks->requested, hooks->completed))) != CUPTI_SUCCESS) {
+	L.hooks = *hooks;
+	L.registered = L.reg_tried = false;
+	if (!lazy && (r = register_activity(hooks)) != CUPTI_SUCCESS) {
 		sp_cupti.cuptiUnsubscribe(*sub);
 		return r;
 	}
-	L.hooks = *hooks;
 	atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
 	if (hooks->armed)
 		hooks->armed();
 	return CUPTI_SUCCESS;
+}
+
+CUptiResult sp_cupti_life_attach(const struct sp_cupti_hooks *hooks, CUpti_SubscriberHandle *sub)
+{
+	return attach(hooks, sub, false);
+}
+
+int sp_cupti_life_activity_ready(void)
+{
+	if (L.registered)
+		return 0;
+	return register_activity(&L.hooks) == CUPTI_SUCCESS ? 0 : -1;
 }
 
 void sp_cupti_life_dirty(void)
@@ -213,6 +240,17 @@ enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64
 	enum sp_life_act act = sp_life_decide(v);
 	if (act == SP_LIFE_STAY)
 		say_held(v, step);
+	if (act == SP_LIFE_STAY && !v->done && !L.reg_tried && (v->busy || v->steps_to_window < SP_LIFE_MIN_GAP) &&
+	    sp_cupti_life_enter()) {
+		/* the next window comes: register here, outside callbacks, rather than in the marker
+		 * callback that enables its activity kinds (sp_cupti_life_activity_ready); once */
+		uint64_t r0 = sp_now_ns();
+		L.reg_tried = true;
+		if (!atomic_load(&L.registered) && register_activity(&L.hooks) == CUPTI_SUCCESS)
+			sp_info("activity callbacks registered in step %lld for the next window in %.2f ms",
+				(long long)step, (sp_now_ns() - r0) / 1e6);
+		sp_cupti_life_leave();
+	}
 	if (act == SP_LIFE_DETACH) {
 		uint64_t t0 = sp_now_ns();
 		if (detach(*sub, true, &fin) != 0) {
@@ -246,7 +284,7 @@ enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64
 	 * one begins no earlier than `end + 2 quiet`: one before that proves none came (a quarter of
 	 * the quiet time kept as margin, as quiet_fits does); armed before the marker's callback is */
 	atomic_store(&sp_hold.verify_by, end ? end + quiet / 4 * 7 : 1);
-	CUptiResult r = sp_cupti_life_attach(&L.hooks, sub);
+	CUptiResult r = attach(&L.hooks, sub, true);
 	uint64_t t2 = sp_now_ns(), gap = t2 - t0;
 	if (r != CUPTI_SUCCESS) {
 		const char *msg = "?";

@@ -121,10 +121,15 @@ static inline uint32_t sp_cupti_life_corr(uint32_t raw)
 
 /* Subscribes and registers the buffer and timestamp callbacks, the timestamp one exactly once in
  * this CUPTI instance and before any activity kind (a later change corrupts records), then runs
- * hooks->armed. Returns CUPTI_SUCCESS, or the failing call's result with nothing held: warned,
+ * hooks->armed. (A re-attach between windows registers them only at its first activity kind:
+ * sp_cupti_life_activity_ready.) Returns CUPTI_SUCCESS, or the failing call's result with nothing held: warned,
  * except CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (the caller names the other profiler).
  * Not from inside a callback. */
 CUptiResult sp_cupti_life_attach(const struct sp_cupti_hooks *hooks, CUpti_SubscriberHandle *sub);
+/* Before an activity kind is enabled (under the collector's lock, inside sp_cupti_life_enter):
+ * registers the timestamp and buffer callbacks if this instance has not yet (a re-attach leaves
+ * them until its first window). Returns 0, or -1 if registering failed (warned; enable nothing). */
+int sp_cupti_life_activity_ready(void);
 /* Notes that an activity kind is being enabled (the instance now leaves a cost behind). */
 void sp_cupti_life_dirty(void);
 /* Notes that the program created a CUDA graph (auto keeps the subscription from then on). */
