@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* autostep.c - automatic step detection (see autostep.h and docs/STEPS.md).
  *
- * Every TRY_EVERY tokens, take the rarest token that still repeats: any true period P is a
+ * Every TRY_EVERY tokens (an eighth of the ring's fill once that is more), take the rarest token that still repeats: any true period P is a
  * distance from its last position to an earlier occurrence of the same token, so those
  * distances are the candidates. For each, measure how far back the stream stays periodic
  * (run length R); the true iteration period has the longest run (sub-periods such as identical
@@ -244,7 +244,10 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 	a->n++;
 	if (a->n < a->next_try)
 		return 0;
-	a->next_try = a->n + (a->n < 8 * TRY_EVERY ? TRY_EVERY / 32 : TRY_EVERY);
+	/* an attempt costs about the ring's fill (and runs in the program's launch path): spaced by
+	 * an eighth of it, at least TRY_EVERY, the cost per token stays flat as the ring fills */
+	uint64_t fill = a->n < a->cap ? a->n : a->cap;
+	a->next_try = a->n + (a->n < 8 * TRY_EVERY ? TRY_EVERY / 32 : fill / 8 > TRY_EVERY ? fill / 8 : TRY_EVERY);
 	uint32_t p = find_period(a);
 	if (!p || p != a->last_period) {
 		a->last_period = p;
