@@ -25,6 +25,8 @@ static struct {
 	_Atomic bool frozen;         /* the process exits: no detach at all any more */
 	unsigned cycles;             /* detach + re-attach done */
 	_Atomic bool registered;     /* timestamp and buffer callbacks registered in this instance */
+	_Atomic bool claim;          /* a thread is registering them, or did, in this instance */
+	_Atomic int reg_state;       /* 0 not yet, 1 registered, -1 failed (this instance) */
 	bool reg_tried;              /* the writer thread tried to register them (once an instance) */
 	const char *held;            /* the last reason said for not detaching between windows */
 	int64_t held_step;           /* the step it was first seen in */
@@ -126,13 +128,26 @@ static int detach(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_ns)
 	return 0;
 }
 
-/* Registers the timestamp and buffer callbacks of this CUPTI instance. */
+/* Registers the timestamp and buffer callbacks of this CUPTI instance, once: the writer thread
+ * (ahead of a window) and an application thread (enabling its activity kinds) may both come; the
+ * one that claims it registers, the other waits for the outcome (the claimant takes no lock, so
+ * this cannot deadlock). Returns CUPTI_SUCCESS, or the failing call's result (warned). */
 static CUptiResult register_activity(const struct sp_cupti_hooks *hooks)
 {
+	bool no = false;
+	if (atomic_load(&L.registered))
+		return CUPTI_SUCCESS;
+	if (!atomic_compare_exchange_strong(&L.claim, &no, true)) {
+		int st;
+		while ((st = atomic_load(&L.reg_state)) == 0)
+			sched_yield();
+		return st > 0 ? CUPTI_SUCCESS : CUPTI_ERROR_UNKNOWN;
+	}
 	CUptiResult r;
 	if ((r = SP_CUPTI(cuptiActivityRegisterTimestampCallback(hooks->timestamp))) == CUPTI_SUCCESS &&
 	    (r = SP_CUPTI(cuptiActivityRegisterCallbacks(hooks->requested, hooks->completed))) == CUPTI_SUCCESS)
-		L.registered = true;
+		atomic_store(&L.registered, true);
+	atomic_store(&L.reg_state, r == CUPTI_SUCCESS ? 1 : -1);
 	return r;
 }
 
@@ -147,7 +162,8 @@ static CUptiResult attach(const struct sp_cupti_hooks *hooks, CUpti_SubscriberHa
 	if (r != CUPTI_SUCCESS)
 		return sp_cupti_check(r, "cuptiSubscribe", __FILE__, __LINE__);
 	L.hooks = *hooks;
-	L.registered = L.reg_tried = false;
+	L.registered = L.claim = L.reg_tried = false;
+	L.reg_state = 0;
 	if (!lazy && (r = register_activity(hooks)) != CUPTI_SUCCESS) {
 		sp_cupti.cuptiUnsubscribe(*sub);
 		return r;
@@ -165,8 +181,6 @@ CUptiResult sp_cupti_life_attach(const struct sp_cupti_hooks *hooks, CUpti_Subsc
 
 int sp_cupti_life_activity_ready(void)
 {
-	if (L.registered)
-		return 0;
 	return register_activity(&L.hooks) == CUPTI_SUCCESS ? 0 : -1;
 }
 
@@ -246,7 +260,7 @@ enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64
 		 * callback that enables its activity kinds (sp_cupti_life_activity_ready); once */
 		uint64_t r0 = sp_now_ns();
 		L.reg_tried = true;
-		if (!atomic_load(&L.registered) && register_activity(&L.hooks) == CUPTI_SUCCESS)
+		if (!atomic_load(&L.claim) && register_activity(&L.hooks) == CUPTI_SUCCESS)
 			sp_info("activity callbacks registered in step %lld for the next window in %.2f ms",
 				(long long)step, (sp_now_ns() - r0) / 1e6);
 		sp_cupti_life_leave();
