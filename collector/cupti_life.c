@@ -213,7 +213,10 @@ void sp_cupti_life_verify(uint64_t now)
 	uint64_t by = atomic_exchange(&sp_hold.verify_by, 0);
 	if (!by)
 		return;
-	if (now >= by)
+	if (atomic_load(&sp_hold.overlap)) /* marker calls on two threads at once: timing proves nothing */
+		sp_cupti_life_missed("the detach outlasted the shortest time between two marker calls, and marker "
+				     "calls overlap on several threads");
+	else if (now >= by)
 		sp_cupti_life_missed("the detach outlasted the shortest time between two marker calls, and the "
 				     "next marker call came too late to prove that none came while detached");
 	else

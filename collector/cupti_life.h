@@ -45,6 +45,7 @@ extern struct sp_hold_state {
 	_Atomic uint64_t quiet;      /* shortest time from a marker call's end to the next one's start */
 	_Atomic unsigned quiet_seen; /* quiet times measured */
 	_Atomic bool lost;           /* a marker call's callback came while detaching (dropped) */
+	_Atomic bool overlap;        /* two threads were in marker calls at once (no proof by timing) */
 	_Atomic uint64_t verify_by;  /* a re-attach outlasted the quiet time: the next marker call must
 				      * begin before this (trace clock, ns) to prove none was missed; 0 none */
 } sp_hold;
@@ -88,7 +89,8 @@ static inline void sp_cupti_life_leave(void)
  * the quiet time since the last marker call ended. This function can't fail. */
 static inline void sp_cupti_life_mark_begin(uint64_t now)
 {
-	atomic_fetch_add(&sp_hold.marking, 1);
+	if (atomic_fetch_add(&sp_hold.marking, 1) > 0 && !atomic_load_explicit(&sp_hold.overlap, memory_order_relaxed))
+		atomic_store(&sp_hold.overlap, true);
 	if (__builtin_expect(atomic_load_explicit(&sp_hold.verify_by, memory_order_relaxed) != 0, 0))
 		sp_cupti_life_verify(now);
 	uint64_t end = atomic_load_explicit(&sp_hold.last_end, memory_order_relaxed);
