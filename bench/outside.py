@@ -245,6 +245,20 @@ def check_kernels(per_step, workload):
     return problems
 
 
+def check_boundaries(lines, wl, marker):
+    """The built-in workloads call the api marker (cudaDeviceSynchronize) once at the end of each
+    program step, so a process that printed N steps must have begun stepprof steps 0 .. N-1; fewer
+    means step boundaries were lost (a marker call unseen, e.g. while detached from CUPTI)."""
+    if marker != "api" or wl["name"] not in BUILTIN or wl["marker"] != "cudaDeviceSynchronize":
+        return []
+    printed = sum(1 for _, l in lines if wl["step_re"].search(l))
+    begun = [int(m.group(1)) for m in (SP_STEP.match(l) for _, l in lines) if m]
+    if printed and begun and max(begun) != printed - 1:
+        return [f"{printed} program steps but stepprof's last step is {max(begun)}, not {printed - 1}: "
+                f"{printed - 1 - max(begun)} step boundaries lost"]
+    return []
+
+
 def check_life(life, config, workload, steps):
     """Problems with stepprof's hold on CUPTI between windows: a configuration that should detach
     and re-attach there (detach_between auto without CUDA graphs, or always) and ran steps between
@@ -285,6 +299,7 @@ def run_one(a, wl, config, rnd):
         rec["problems"].append(f"exited {rc}: {(lines or [(0, '(no output)')])[-1][1][-200:]} (see {run_dir})")
     steps, problems = classify(lines, wl["step_re"], sched or CYCLE, marker)
     rec["problems"] += problems
+    rec["problems"] += check_boundaries(lines, wl, marker)
     if len(steps) < 20:
         rec["problems"].append(f"only {len(steps)} steps printed")
     if config == "floor" and not any("cupti_floor: mode kernel enabled" in l for _, l in lines):

@@ -83,7 +83,14 @@ assert outside.check_life([], "api-never", "add", btw) == [] and outside.check_l
 assert outside.check_life([], "api-always", "graph", btw) != []
 p = outside.check_life(att + ["stepprof: the detach outlasted ...: a step boundary may have been missed while detached"], "auto", "add", btw)
 assert p == ["a marker call may have been missed while detached"], p
-print("ok   outside.py: phases before/inside/between/after/learning exact, a wrong action and a short window named; missing re-attaches named")
+# boundaries: a built-in workload with 200 printed steps must begin stepprof steps 0-199
+wl = {"name": "add", "marker": "cudaDeviceSynchronize", "step_re": re.compile(outside.BUILTIN_STEP)}
+ls = [(0, f"STEP {i} 10.0") for i in range(200)]
+assert outside.check_boundaries(ls + [(0, f"stepprof: step {i} begins (NONE)") for i in range(200)], wl, "api") == []
+p = outside.check_boundaries(ls + [(0, f"stepprof: step {i} begins (NONE)") for i in range(197)], wl, "api")
+assert p == ["200 program steps but stepprof's last step is 196, not 199: 3 step boundaries lost"], p
+assert outside.check_boundaries(ls, wl, "auto") == []
+print("ok   outside.py: phases before/inside/between/after/learning exact, a wrong action and a short window named; missing re-attaches and lost boundaries named")
 PY
 
 # end to end with the real library and the stand-in libcupti (tests/e2e/cupti_life.sh): a program
