@@ -27,9 +27,9 @@ Configurations (stepprof's schedule; the api marker pattern is the workload's):
   once        api marker, wait 100 / warmup 1 / active 20 / repeat 1, then nothing
 Built-in workloads (python3 outside.py worker NAME): add (2000 tiny add_ kernels and one
 cudaDeviceSynchronize per step), mlp (tests/gpu/mlp_train.py's step), graph (add, plus a CUDA graph
-of 200 mul_ kernels replayed every step), learn (add with 1990-2010 kernels a step, the same
-sequence in every run: never exactly periodic, so the automatic marker learns all run long and its
-"learning" phase is the whole run). Other programs: --program NAME=COMMAND with
+of 200 mul_ kernels replayed every step), learn (add with 2000 + (8 i mod 21) - 10 kernels at step i:
+no two consecutive steps alike and a cycle of 21 steps, longer than the automatic marker's longest
+period, so it learns all run long and its "learning" phase is the whole run; a lock is a problem). Other programs: --program NAME=COMMAND with
 --step-regex NAME=REGEX (groups: step number, milliseconds) and --marker NAME=PATTERN.
 
 usage: outside.py run --build DIR --out DIR [--rounds 2] [--workloads add,mlp,...] [--configs ...]
@@ -67,6 +67,11 @@ STARTUP = 3                     # first program steps left out (CUDA and allocat
 SP_STEP = re.compile(r"^stepprof: step (-?\d+) begins \((\w+)\)")
 SP_LOCK = re.compile(r"^stepprof: automatic steps: ")
 SP_DETACH = re.compile(r"^stepprof: detached from (and re-attached to )?CUPTI")
+# stepprof's lines about its hold on CUPTI and its marker, printed under each run's summary
+SP_LIFE = re.compile(r"^stepprof: (detached from|detach between|not detaching|the first marker call after|"
+                     r"automatic steps|the program creates CUDA graphs|cannot re-attach|a CUPTI call|"
+                     r"a CUPTI callback|.*may have been missed)")
+LIFE_LINES = 24                 # at most this many of them per run
 BUILTIN_STEP = r"^STEP (\d+) ([\d.]+)$"
 BUILTIN = ["add", "mlp", "graph", "learn"]
 # `stepprof steps` rows: step, window, duration, kernels, kernel/NCCL/copy time, GPU busy %
@@ -83,11 +88,13 @@ def worker(a):
         import mlp_train
         step = mlp_train.make_step()
     else:
-        import random
-        jitter = random.Random(7)  # learn: the same sequence in every run
+        count = iter(range(1 << 62))
 
         def step():
-            n = ADD_KERNELS + (jitter.randint(-10, 10) if a.workload == "learn" else 0)
+            # learn: 1990-2010 kernels, 8 i mod 21 - 10 at step i: consecutive steps never match and
+            # the counts repeat only every 21 steps (~42000 tokens, beyond the detector's longest
+            # period), so no stretch of the stream is periodic; the same in every run
+            n = ADD_KERNELS + ((8 * next(count)) % 21 - 10 if a.workload == "learn" else 0)
             for _ in range(n):
                 x.add_(1.0)
             if graph:
@@ -238,6 +245,34 @@ def check_kernels(per_step, workload):
     return problems
 
 
+def check_boundaries(lines, wl, marker):
+    """The built-in workloads call the api marker (cudaDeviceSynchronize) once at the end of each
+    program step, so a process that printed N steps must have begun stepprof steps 0 .. N-1; fewer
+    means step boundaries were lost (a marker call unseen, e.g. while detached from CUPTI)."""
+    if marker != "api" or wl["name"] not in BUILTIN or wl["marker"] != "cudaDeviceSynchronize":
+        return []
+    printed = sum(1 for _, l in lines if wl["step_re"].search(l))
+    begun = [int(m.group(1)) for m in (SP_STEP.match(l) for _, l in lines) if m]
+    if printed and begun and max(begun) != printed - 1:
+        return [f"{printed} program steps but stepprof's last step is {max(begun)}, not {printed - 1}: "
+                f"{printed - 1 - max(begun)} step boundaries lost"]
+    return []
+
+
+def check_life(life, config, workload, steps):
+    """Problems with stepprof's hold on CUPTI between windows: a configuration that should detach
+    and re-attach there (detach_between auto without CUDA graphs, or always) and ran steps between
+    windows must show a re-attach; a marker call possibly missed while detached is one too."""
+    detach = CONFIGS[config][2]
+    want = detach == "always" or (detach is None and workload != "graph")
+    problems = []
+    if want and any(p == "between" for _, _, p, _, _ in steps) and not any("re-attached to CUPTI" in l for l in life):
+        problems.append("no detach between windows (the stepprof lines under the run say why)")
+    if any("may have been missed" in l for l in life):
+        problems.append("a marker call may have been missed while detached")
+    return problems
+
+
 def run_one(a, wl, config, rnd):
     run_dir = os.path.join(a.out, "runs", f"{wl['name']}-{config}-r{rnd}")
     os.makedirs(run_dir, exist_ok=True)
@@ -259,10 +294,12 @@ def run_one(a, wl, config, rnd):
         env.update(parse_named(a.env, "--env"))
     rc, lines = run_process(wl["cmd"], env, os.path.join(run_dir, "output.log"), a.timeout)
     rec["stepprof"] = [l for _, l in lines if l.startswith("stepprof:") and " begins (" not in l][:12]
+    rec["life"] = [l for _, l in lines if SP_LIFE.match(l)]
     if rc != 0:
         rec["problems"].append(f"exited {rc}: {(lines or [(0, '(no output)')])[-1][1][-200:]} (see {run_dir})")
     steps, problems = classify(lines, wl["step_re"], sched or CYCLE, marker)
     rec["problems"] += problems
+    rec["problems"] += check_boundaries(lines, wl, marker)
     if len(steps) < 20:
         rec["problems"].append(f"only {len(steps)} steps printed")
     if config == "floor" and not any("cupti_floor: mode kernel enabled" in l for _, l in lines):
@@ -278,7 +315,15 @@ def run_one(a, wl, config, rnd):
     elif sched:
         per_step = kernels_per_step(a.build, os.path.join(run_dir, "trace"), run_dir)
         rec["kernels_per_step"] = per_step if isinstance(per_step, dict) else None
+        # the step the process was in when it exited: stepprof closes it at exit, so it holds
+        # what the program did after its last marker call (with a marker that ends each step,
+        # nothing: the last program step's kernels are in the step before), not a whole step
+        last = max((int(m.group(1)) for m in (SP_STEP.match(l) for _, l in lines) if m), default=None)
+        if isinstance(per_step, dict) and last in per_step:
+            rec["cut_at_exit"] = last
+            per_step = {k: v for k, v in per_step.items() if k != last}
         rec["problems"] += check_kernels(per_step, wl["name"])
+        rec["problems"] += check_life(rec["life"], config, wl["name"], steps)
     rec["steps"] = [(i, ms, p) for i, ms, p, _, _ in steps]
     return rec
 
@@ -357,7 +402,13 @@ def orchestrate(a):
                 records.append(rec)
                 print(f"outside: {wl} {c} round {rnd}: {time.monotonic() - t0:.0f} s, phases "
                       + ", ".join(f"{p} {v['median']:.2f}" for p, v in rec["phases"].items())
+                      + (f"; step {rec['cut_at_exit']} ended at exit (not checked)" if "cut_at_exit" in rec else "")
                       + (f"; PROBLEMS {rec['problems']}" if rec["problems"] else ""), flush=True)
+                life = rec.get("life", [])
+                for l in life[:LIFE_LINES]:
+                    print(f"    {l}", flush=True)
+                if len(life) > LIFE_LINES:
+                    print(f"    ... {len(life) - LIFE_LINES} more in {a.out}/runs/{wl}-{c}-r{rnd}/output.log", flush=True)
     with open(os.path.join(a.out, "outside.json"), "w") as f:
         json.dump(records, f, indent=1)
     table, problems = summarise(a, records)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* autostep.c - automatic step detection (see autostep.h and docs/STEPS.md).
  *
- * Every TRY_EVERY tokens, take the rarest token that still repeats: any true period P is a
+ * Every TRY_EVERY tokens (more often at first: try_gap), take the rarest token that still repeats: any true period P is a
  * distance from its last position to an earlier occurrence of the same token, so those
  * distances are the candidates (graph launches count as launches). For each, measure how far back the stream stays periodic
  * (run length R); the true iteration period has the longest run (sub-periods such as identical

@@ -331,6 +331,10 @@ static void set_activities(int on)
 	};
 	if (!sp_cupti_life_enter())
 		return; /* not attached: the next attach applies them (armed) */
+	if (on && sp_cupti_life_activity_ready() < 0) {
+		sp_cupti_life_leave();
+		return; /* warned: this window records no GPU activity */
+	}
 	if (on)
 		sp_cupti_life_dirty();
 	for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)

@@ -24,7 +24,14 @@ static struct {
 	_Atomic bool stopped;        /* no more cycles: one failed or may have missed a boundary */
 	_Atomic bool frozen;         /* the process exits: no detach at all any more */
 	unsigned cycles;             /* detach + re-attach done */
-} L;
+	_Atomic bool registered;     /* timestamp and buffer callbacks registered in this instance */
+	_Atomic bool claim;          /* a thread is registering them, or did, in this instance */
+	_Atomic int reg_state;       /* 0 not yet, 1 registered, -1 failed (this instance) */
+	bool reg_tried;              /* the writer thread tried to register them (once an instance) */
+	const char *held;            /* the last reason said for not detaching between windows */
+	int64_t held_step;           /* the step it was first seen in */
+	int64_t off_step;            /* the step a called-off detach was last said in */
+} L = { .held_step = INT64_MIN, .off_step = INT64_MIN };
 
 /* Sleeps about 50 us (the writer thread waits for callbacks to return). */
 static void nap(void)
@@ -85,7 +92,7 @@ int sp_cupti_life_enter_slow(enum sp_enter who)
  * call is in progress or waiting once callbacks have drained. Returns 0 (state NONE or GONE), 1
  * if a marker call was in progress (called off: state back to ATTACHED, nothing lost), or -1 if
  * callbacks did not drain (likewise, and warned). */
-static int detach(CUpti_SubscriberHandle sub, bool for_good)
+static int detach(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_ns)
 {
 	atomic_store(&sp_hold.state, SP_HOLD_QUIESCING);
 	if (drain() < 0) {
@@ -106,8 +113,10 @@ static int detach(CUpti_SubscriberHandle sub, bool for_good)
 	/* the writer thread is the only one touching CUPTI now; records still buffered arrive in
 	 * the buffer callback on this thread (late ones are counted, not lost in silence) */
 	SP_CUPTI(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+	uint64_t t0 = sp_now_ns();
 	SP_CUPTI(cuptiUnsubscribe(sub));
 	SP_CUPTI(cuptiFinalize());
+	*fin_ns = sp_now_ns() - t0;
 	L.dirty = false;
 	if (!for_good) { /* the next instance's ids go past every id of this one */
 		uint32_t last = atomic_load(&sp_hold.corr_last);
@@ -119,23 +128,60 @@ static int detach(CUpti_SubscriberHandle sub, bool for_good)
 	return 0;
 }
 
-CUptiResult sp_cupti_life_attach(const struct sp_cupti_hooks *hooks, CUpti_SubscriberHandle *sub)
+/* Registers the timestamp and buffer callbacks of this CUPTI instance, once: the writer thread
+ * (ahead of a window) and an application thread (enabling its activity kinds) may both come; the
+ * one that claims it registers, the other waits for the outcome (the claimant takes no lock, so
+ * this cannot deadlock). Returns CUPTI_SUCCESS, or the failing call's result (warned). */
+static CUptiResult register_activity(const struct sp_cupti_hooks *hooks)
+{
+	bool no = false;
+	if (atomic_load(&L.registered))
+		return CUPTI_SUCCESS;
+	if (!atomic_compare_exchange_strong(&L.claim, &no, true)) {
+		int st;
+		while ((st = atomic_load(&L.reg_state)) == 0)
+			sched_yield();
+		return st > 0 ? CUPTI_SUCCESS : CUPTI_ERROR_UNKNOWN;
+	}
+	CUptiResult r;
+	if ((r = SP_CUPTI(cuptiActivityRegisterTimestampCallback(hooks->timestamp))) == CUPTI_SUCCESS &&
+	    (r = SP_CUPTI(cuptiActivityRegisterCallbacks(hooks->requested, hooks->completed))) == CUPTI_SUCCESS)
+		atomic_store(&L.registered, true);
+	atomic_store(&L.reg_state, r == CUPTI_SUCCESS ? 1 : -1);
+	return r;
+}
+
+/* Subscribes; the first instance registers the activity callbacks at once (a failure there is
+ * the caller's to report), a re-attach (lazy) only when its first activity kind is enabled, so
+ * that between windows CUPTI holds nothing but the callbacks the marker needs. */
+static CUptiResult attach(const struct sp_cupti_hooks *hooks, CUpti_SubscriberHandle *sub, bool lazy)
 {
 	CUptiResult r = sp_cupti.cuptiSubscribe(sub, hooks->callback, NULL);
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
 		return r; /* the caller names the other profiler */
 	if (r != CUPTI_SUCCESS)
 		return sp_cupti_check(r, "cuptiSubscribe", __FILE__, __LINE__);
-	if ((r = SP_CUPTI(cuptiActivityRegisterTimestampCallback(hooks->timestamp))) != CUPTI_SUCCESS ||
-	    (r = SP_CUPTI(cuptiActivityRegisterCallbacks(hooks->requested, hooks->completed))) != CUPTI_SUCCESS) {
+	L.hooks = *hooks;
+	L.registered = L.claim = L.reg_tried = false;
+	L.reg_state = 0;
+	if (!lazy && (r = register_activity(hooks)) != CUPTI_SUCCESS) {
 		sp_cupti.cuptiUnsubscribe(*sub);
 		return r;
 	}
-	L.hooks = *hooks;
 	atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
 	if (hooks->armed)
 		hooks->armed();
 	return CUPTI_SUCCESS;
+}
+
+CUptiResult sp_cupti_life_attach(const struct sp_cupti_hooks *hooks, CUpti_SubscriberHandle *sub)
+{
+	return attach(hooks, sub, false);
+}
+
+int sp_cupti_life_activity_ready(void)
+{
+	return register_activity(&L.hooks) == CUPTI_SUCCESS ? 0 : -1;
 }
 
 void sp_cupti_life_dirty(void)
@@ -162,6 +208,40 @@ void sp_cupti_life_missed(const char *why)
 			"detach_between = never to avoid this)", why);
 }
 
+void sp_cupti_life_verify(uint64_t now)
+{
+	uint64_t by = atomic_exchange(&sp_hold.verify_by, 0);
+	if (!by)
+		return;
+	if (atomic_load(&sp_hold.overlap)) /* marker calls on two threads at once: timing proves nothing */
+		sp_cupti_life_missed("the detach outlasted the shortest time between two marker calls, and marker "
+				     "calls overlap on several threads");
+	else if (now >= by)
+		sp_cupti_life_missed("the detach outlasted the shortest time between two marker calls, and the "
+				     "next marker call came too late to prove that none came while detached");
+	else
+		sp_info("the first marker call after the re-attach began %.2f ms before the earliest a "
+			"second one could have: no marker call was missed while detached", (by - now) / 1e6);
+}
+
+/* Says (STEPPROF_VERBOSE) why CUPTI stays dirty between windows, when the reason changes; "no
+ * marker call ended just now" only once it has held for a whole step (ticks miss the first
+ * quarter of the quiet time now and then). This function can't fail. */
+static void say_held(const struct sp_life_view *v, int64_t step)
+{
+	const char *why = sp_life_stay_reason(v);
+	if (why != L.held) {
+		L.held = why;
+		L.held_step = step;
+		if (why && why != sp_life_not_fresh)
+			sp_info("not detaching from CUPTI between windows in step %lld: %s", (long long)step, why);
+	} else if (why == sp_life_not_fresh && step == L.held_step + 2) {
+		sp_info("not detaching from CUPTI between windows in steps %lld-%lld: %s (no tick of the writer "
+			"thread fell in the first quarter of the %.2f ms between marker calls)",
+			(long long)L.held_step, (long long)step - 1, why, atomic_load(&sp_hold.quiet) / 1e6);
+	}
+}
+
 enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64_t now, CUpti_SubscriberHandle *sub)
 {
 	int state = atomic_load(&sp_hold.state);
@@ -169,37 +249,63 @@ enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64
 		return SP_LIFE_STAY;
 	uint64_t end = atomic_load(&sp_hold.last_end), quiet = atomic_load(&sp_hold.quiet);
 	unsigned seen = atomic_load(&sp_hold.quiet_seen);
-	uint64_t since = end && now > end ? now - end : UINT64_MAX / 2;
+	uint64_t since = end && now > end ? now - end : UINT64_MAX / 2, fin = 0;
 	v->dirty = L.dirty;
 	v->graphs = atomic_load(&L.graphs);
 	v->stopped = atomic_load(&L.stopped);
 	v->fresh_step = atomic_load(&sp_hold.marking) == 0 && sp_life_quiet_fresh(quiet, seen, since);
 	enum sp_life_act act = sp_life_decide(v);
+	if (act == SP_LIFE_STAY)
+		say_held(v, step);
+	if (act == SP_LIFE_STAY && !v->done && !L.reg_tried && (v->busy || v->steps_to_window < SP_LIFE_MIN_GAP) &&
+	    sp_cupti_life_enter()) {
+		/* the next window comes: register here, outside callbacks, rather than in the marker
+		 * callback that enables its activity kinds (sp_cupti_life_activity_ready); once */
+		uint64_t r0 = sp_now_ns();
+		L.reg_tried = true;
+		if (!atomic_load(&L.claim) && register_activity(&L.hooks) == CUPTI_SUCCESS)
+			sp_info("activity callbacks registered in step %lld for the next window in %.2f ms",
+				(long long)step, (sp_now_ns() - r0) / 1e6);
+		sp_cupti_life_leave();
+	}
 	if (act == SP_LIFE_DETACH) {
-		if (detach(*sub, true) != 0) {
+		uint64_t t0 = sp_now_ns();
+		if (detach(*sub, true, &fin) != 0) {
 			atomic_store(&L.stopped, true);
 			atomic_store(&L.frozen, true); /* warned; no second try */
 			return SP_LIFE_STAY;
 		}
-		sp_info("detached from CUPTI in step %lld (the schedule is done): the rest of the run is not "
-			"profiled", (long long)step);
+		sp_info("detached from CUPTI in step %lld (the schedule is done) in %.2f ms (cuptiUnsubscribe + "
+			"cuptiFinalize %.2f ms): the rest of the run is not profiled", (long long)step,
+			(sp_now_ns() - t0) / 1e6, fin / 1e6);
 		return act;
 	}
 	if (act != SP_LIFE_CYCLE)
 		return act;
 	uint64_t t0 = sp_now_ns();
-	int r0 = detach(*sub, false);
+	int r0 = detach(*sub, false, &fin);
 	if (r0 != 0) {
 		if (r0 < 0)
 			atomic_store(&L.stopped, true);
+		else if (L.off_step != step) { /* once a step: ticks come every 2 ms */
+			L.off_step = step;
+			sp_info("detach between windows called off in step %lld: a marker call was in progress",
+				(long long)step);
+		}
 		if (atomic_exchange(&sp_hold.lost, false))
 			sp_cupti_life_missed("a marker call came while a detach was being called off");
 		return SP_LIFE_STAY;
 	}
-	CUptiResult r = sp_cupti_life_attach(&L.hooks, sub);
-	uint64_t gap = sp_now_ns() - t0;
+	uint64_t t1 = sp_now_ns();
+	/* a marker call that came while detached ended no earlier than `end + quiet`, so the next
+	 * one begins no earlier than `end + 2 quiet`: one before that proves none came (a quarter of
+	 * the quiet time kept as margin, as quiet_fits does); armed before the marker's callback is */
+	atomic_store(&sp_hold.verify_by, end ? end + quiet / 4 * 7 : 1);
+	CUptiResult r = attach(&L.hooks, sub, true);
+	uint64_t t2 = sp_now_ns(), gap = t2 - t0;
 	if (r != CUPTI_SUCCESS) {
 		const char *msg = "?";
+		atomic_store(&sp_hold.verify_by, 0);
 		sp_cupti.cuptiGetResultString(r, &msg);
 		sp_warn("cannot re-attach to CUPTI after detaching between windows (%s); the rest of the run "
 			"is not profiled", msg);
@@ -208,11 +314,17 @@ enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64
 		return SP_LIFE_DETACH;
 	}
 	L.cycles++;
-	sp_info("detached from and re-attached to CUPTI in step %lld (detach_between = %s): %.2f ms without "
-		"a subscriber", (long long)step, v->policy == SP_DETACH_ALWAYS ? "always" : "auto", gap / 1e6);
-	if (atomic_exchange(&sp_hold.lost, false))
+	L.held = NULL;
+	sp_info("detached from and re-attached to CUPTI in step %lld (detach_between = %s, cycle %u): %.2f ms "
+		"in all, detach %.2f ms (cuptiUnsubscribe + cuptiFinalize %.2f ms), re-attach %.2f ms; %.2f ms "
+		"after the last marker call, %.2f ms the shortest time between two", (long long)step,
+		v->policy == SP_DETACH_ALWAYS ? "always" : "auto", L.cycles, gap / 1e6, (t1 - t0) / 1e6, fin / 1e6,
+		(t2 - t1) / 1e6, since / 1e6, quiet / 1e6);
+	uint64_t late = since + (t0 > now ? t0 - now : 0);
+	if (atomic_exchange(&sp_hold.lost, false)) {
+		atomic_store(&sp_hold.verify_by, 0);
 		sp_cupti_life_missed("a marker call came while detaching");
-	else if (!sp_life_quiet_fits(quiet, seen, since + (t0 > now ? t0 - now : 0), gap))
-		sp_cupti_life_missed("the detach outlasted the shortest time between two marker calls");
+	} else if (sp_life_quiet_fits(quiet, seen, late, gap))
+		atomic_store(&sp_hold.verify_by, 0); /* no marker call could begin while detached */
 	return act;
 }

@@ -45,7 +45,14 @@ extern struct sp_hold_state {
 	_Atomic uint64_t quiet;      /* shortest time from a marker call's end to the next one's start */
 	_Atomic unsigned quiet_seen; /* quiet times measured */
 	_Atomic bool lost;           /* a marker call's callback came while detaching (dropped) */
+	_Atomic bool overlap;        /* two threads were in marker calls at once (no proof by timing) */
+	_Atomic uint64_t verify_by;  /* a re-attach outlasted the quiet time: the next marker call must
+				      * begin before this (trace clock, ns) to prove none was missed; 0 none */
 } sp_hold;
+
+/* The first marker call after a re-attach that outlasted the quiet time began at now: proves that
+ * no marker call came while detached, or reports that one may have. This function can't fail. */
+void sp_cupti_life_verify(uint64_t now);
 
 /* Who enters: a CUPTI call made outside the writer thread (under the collector's lock, say), a
  * callback, or a marker call's callback. */
@@ -82,7 +89,10 @@ static inline void sp_cupti_life_leave(void)
  * the quiet time since the last marker call ended. This function can't fail. */
 static inline void sp_cupti_life_mark_begin(uint64_t now)
 {
-	atomic_fetch_add(&sp_hold.marking, 1);
+	if (atomic_fetch_add(&sp_hold.marking, 1) > 0 && !atomic_load_explicit(&sp_hold.overlap, memory_order_relaxed))
+		atomic_store(&sp_hold.overlap, true);
+	if (__builtin_expect(atomic_load_explicit(&sp_hold.verify_by, memory_order_relaxed) != 0, 0))
+		sp_cupti_life_verify(now);
 	uint64_t end = atomic_load_explicit(&sp_hold.last_end, memory_order_relaxed);
 	if (end && now > end) {
 		uint64_t q = now - end, s = atomic_load_explicit(&sp_hold.quiet, memory_order_relaxed);
@@ -113,10 +123,15 @@ static inline uint32_t sp_cupti_life_corr(uint32_t raw)
 
 /* Subscribes and registers the buffer and timestamp callbacks, the timestamp one exactly once in
  * this CUPTI instance and before any activity kind (a later change corrupts records), then runs
- * hooks->armed. Returns CUPTI_SUCCESS, or the failing call's result with nothing held: warned,
+ * hooks->armed. (A re-attach between windows registers them only at its first activity kind:
+ * sp_cupti_life_activity_ready.) Returns CUPTI_SUCCESS, or the failing call's result with nothing held: warned,
  * except CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (the caller names the other profiler).
  * Not from inside a callback. */
 CUptiResult sp_cupti_life_attach(const struct sp_cupti_hooks *hooks, CUpti_SubscriberHandle *sub);
+/* Before an activity kind is enabled (under the collector's lock, inside sp_cupti_life_enter):
+ * registers the timestamp and buffer callbacks if this instance has not yet (a re-attach leaves
+ * them until its first window). Returns 0, or -1 if registering failed (warned; enable nothing). */
+int sp_cupti_life_activity_ready(void);
 /* Notes that an activity kind is being enabled (the instance now leaves a cost behind). */
 void sp_cupti_life_dirty(void);
 /* Notes that the program created a CUDA graph (auto keeps the subscription from then on). */

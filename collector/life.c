@@ -30,6 +30,28 @@ enum sp_life_act sp_life_decide(const struct sp_life_view *v)
 	return SP_LIFE_CYCLE;
 }
 
+const char sp_life_not_fresh[] = "no marker call ended just now";
+const char sp_life_too_close[] = "the next window is too close";
+
+const char *sp_life_stay_reason(const struct sp_life_view *v)
+{
+	if (v->busy || v->done || !v->dirty)
+		return NULL;
+	if (v->stopped)
+		return "detaching between windows was stopped (see the warning above)";
+	if (v->policy == SP_DETACH_NEVER)
+		return "detach_between = never";
+	if (v->policy == SP_DETACH_AUTO && v->graphs)
+		return "the program created a CUDA graph (detach_between = auto)";
+	if (v->policy == SP_DETACH_AUTO && v->marker == SP_MARK_NVTX)
+		return "the marker is NVTX (detach_between = auto)";
+	if (v->steps_to_window < SP_LIFE_MIN_GAP)
+		return sp_life_too_close;
+	if (!v->fresh_step)
+		return sp_life_not_fresh;
+	return NULL;
+}
+
 const char *sp_life_act_name(unsigned act)
 {
 	static const char *const names[] = { "stay", "cycle", "detach" };

@@ -35,6 +35,12 @@ struct sp_life_view {
 
 /* The decision; see the rules in life.c. This function can't fail. */
 enum sp_life_act sp_life_decide(const struct sp_life_view *v);
+/* Why sp_life_decide says stay although CUPTI is dirty and idle between windows (the rule that
+ * held it back, in words), or NULL when there is nothing to remove or it did not say stay.
+ * This function can't fail. */
+const char *sp_life_stay_reason(const struct sp_life_view *v);
+/* The reasons that change from one tick to the next (sp_life_stay_reason returns these pointers). */
+extern const char sp_life_not_fresh[], sp_life_too_close[];
 /* "stay", "cycle", "detach"; "?" for another value. This function can't fail. */
 const char *sp_life_act_name(unsigned act);
 /* Steps after `step` before the next one whose action is not NONE (0: the next step records or

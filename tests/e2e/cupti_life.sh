@@ -6,7 +6,10 @@
 #    unsubscribe, cuptiFinalize) and never calls CUPTI again; the trace still closes and reads.
 #  - repeating windows with detach_between = always (and auto, no CUDA graph): detach + re-attach
 #    between every two windows; the timestamp callback registered exactly once per CUPTI instance
-#    and before its activity kinds; no marker lost (every step numbered as the schedule says).
+#    and before its activity kinds, by a re-attach only after its marker callbacks (not at once);
+#    no marker lost (every step numbered as the schedule says).
+#  - a cuptiFinalize of 23 ms in 30 ms steps (longer than 3/4 of the quiet time): timed on stderr;
+#    a marker call missed while detached is reported, and when none was the next one proves it.
 #  - the same with 3/4 of each step inside the marker call (a GPU-bound loop): a detach never
 #    straddles a marker call, so no step is lost and none is reported missed.
 #  - the same with four more threads in callbacks all the time (callbacks in flight at every detach).
@@ -22,7 +25,8 @@ trap 'rm -rf "$T"' EXIT
 fail=0
 bad() { echo "FAIL $*"; fail=1; }
 
-# run NAME SCHED(wait,warmup,active,repeat) DETACH STEPS [ENV...]: one driver run in $T/NAME
+# run NAME SCHED(wait,warmup,active,repeat) DETACH STEPS [ENV...]: one driver run in $T/NAME (steps
+# of $STEP_US microseconds, 20000 if unset)
 run() {
 	local name=$1 sched=$2 detach=$3 steps=$4 wa wu ac rp
 	shift 4
@@ -31,7 +35,7 @@ run() {
 	printf '[profile]\noutput = %s\n[ranks]\nranks = all\n[schedule]\nwait = %s\nwarmup = %s\nactive = %s\nrepeat = %s\n[marker]\nkind = api\npattern = cudaDeviceSynchronize\n[cupti]\nlibrary = %s\ndetach_between = %s\n' \
 		"$T/$name/out" "$wa" "$wu" "$ac" "$rp" "$B/tests/e2e/libfakecupti.so" "$detach" >"$T/$name/sp.ini"
 	env "$@" FAKE_CUPTI_LOG="$T/$name/log" STEPPROF_VERBOSE=1 STEPPROF_CONFIG="$T/$name/sp.ini" \
-		LD_PRELOAD="$PRE" timeout 60 "$B/tests/e2e/cupti_life_driver" "$steps" 20000 \
+		LD_PRELOAD="$PRE" timeout 60 "$B/tests/e2e/cupti_life_driver" "$steps" "${STEP_US:-20000}" \
 		>"$T/$name/stdout" 2>"$T/$name/stderr" || bad "$name: driver exited $?: $(tail -3 "$T/$name/stderr")"
 	"$B/stepprof" steps "$T/$name"/out/*.sptrace >"$T/$name/steps" 2>&1 || bad "$name: stepprof steps failed: $(tail -2 "$T/$name/steps")"
 }
@@ -66,6 +70,13 @@ for k, calls in enumerate(inst):
         problems.append(f"instance {k}: an activity kind enabled before the timestamp callback")
     if "finalize" in calls and calls[calls.index("finalize") - 1] != "unsubscribe":
         problems.append(f"instance {k}: cuptiFinalize not right after cuptiUnsubscribe")
+# a re-attach holds only the marker's callbacks: its activity callbacks come later (before its window)
+full = [l.split()[0] for l in open(f"{d}/log")]
+subs = [i for i, w in enumerate(full) if w == "subscribe"]
+for k, i in enumerate(subs[1:], 1):
+    nxt = full[i + 1:i + 2]
+    if nxt == ["register_timestamp"]:
+        problems.append(f"instance {k}: activity callbacks registered at the re-attach itself")
 if final and log[-1] != "finalize":
     problems.append(f"CUPTI called after the final detach: {log[-3:]}")
 if final and "detached from CUPTI in step" not in err:
@@ -93,6 +104,24 @@ run gpubound 6,1,3,0 always 40 SYNC_US=15000
 check gpubound -1 0 7 8 9 17 18 19 27 28 29 37 38 39 && echo "ok   detach_between = always, GPU-bound: detaches fall between marker calls, no step lost"
 run threads 6,1,3,0 always 40 THREADS=4
 check threads 3 0 7 8 9 17 18 19 27 28 29 37 38 39 && echo "ok   detach_between = always with 4 threads in callbacks all along: 3 re-attaches, no step lost"
+# a cuptiFinalize of 23 ms in 30 ms steps: each detach outlasts 3/4 of the time between marker
+# calls; every cycle is timed on stderr, and whether a marker call came while detached is either
+# proven not to have happened (the next one came early enough) or reported: never silent
+STEP_US=30000 run slowfin 6,1,3,0 always 40 FAKE_FINALIZE_US=23000
+/usr/bin/python3 - "$T/slowfin" <<'PY' && echo "ok   a detach that outlasts the quiet time: timed on stderr; a missed marker call is reported, one that was not is proven" || bad "slowfin: $(grep -v begins "$T/slowfin/stderr" | head -8)"
+import re, sys
+d = sys.argv[1]
+err = open(f"{d}/stderr").read()
+seen, steps = map(int, re.search(r"driver: (\d+) of (\d+) syncs seen", open(f"{d}/stdout").read()).groups())
+cycles = re.findall(r"re-attached to CUPTI in step \d+ .*cuptiFinalize ([\d.]+) ms", err)
+ok = bool(cycles) and all(float(c) >= 23 for c in cycles)
+missed = "may have been missed" in err
+if seen < steps:
+    ok = ok and missed  # a marker call came while detached: it must be said
+else:
+    ok = ok and (missed or "no marker call was missed while detached" in err)
+sys.exit(0 if ok else 1)
+PY
 run graph 6,1,3,0 auto 40 GRAPH=1
 check graph 0 0 7 8 9 17 18 19 27 28 29 37 38 39 && echo "ok   detach_between = auto with a CUDA graph: stays subscribed"
 run never 6,1,3,0 never 40

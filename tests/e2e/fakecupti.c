@@ -4,12 +4,14 @@
  * "enable_cb D CBID 0|1", "activity_enable K"...). Calls other than cuptiSubscribe after
  * cuptiFinalize are logged as "AFTER_FINALIZE name" (real CUPTI would silently initialise again).
  * The test program fires callbacks through fake_cupti_fire(), which calls stepprof's callback only
- * if stepprof enabled that (domain, cbid), as CUPTI does. Built by tests/e2e/cupti_life.sh. */
+ * if stepprof enabled that (domain, cbid), as CUPTI does. FAKE_FINALIZE_US makes cuptiFinalize
+ * take that long (the program goes on meanwhile, unseen). Built by tests/e2e/cupti_life.sh. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cupti.h>
 
 #define NCB 2048
@@ -65,7 +67,12 @@ CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle s)
 
 CUptiResult CUPTIAPI cuptiFinalize(void)
 {
+	const char *us = getenv("FAKE_FINALIZE_US"); /* how long a real cuptiFinalize may take */
 	note("finalize", "");
+	if (us && atoi(us) > 0) {
+		struct timespec ts = { atoi(us) / 1000000, atoi(us) % 1000000 * 1000L };
+		nanosleep(&ts, NULL);
+	}
 	F.cb = NULL;
 	memset(F.on, 0, sizeof F.on);
 	F.finalized = 1;

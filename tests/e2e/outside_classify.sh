@@ -72,7 +72,25 @@ p = outside.check_kernels({20: (0, 50, 90.0), 21: (0, 50, 91.0), 61: (1, 50, 0.0
 assert len(p) == 1 and "show the GPU idle" in p[0] and "[61]" in p[0], p
 assert outside.check_kernels({20: (0, 0, 0.0), 61: (1, 0, 0.0)}, "fake") == []
 assert outside.check_kernels({}, "mlp") == ["the trace holds no recorded step"]
-print("ok   outside.py: phases before/inside/between/after/learning exact, a wrong action and a short window named")
+# the hold on CUPTI: a configuration that should re-attach between windows and ran steps there
+# without one is named, as is a marker call possibly missed; graphs under auto, never: no re-attach due
+btw = [(50, 10.0, "between", 45, "NONE")]
+att = ["stepprof: detached from and re-attached to CUPTI in step 42 (detach_between = auto, cycle 1): 9.00 ms in all"]
+assert outside.check_life([], "api", "add", btw) == ["no detach between windows (the stepprof lines under the run say why)"]
+assert outside.check_life(att, "api", "add", btw) == []
+assert outside.check_life([], "api", "add", [(50, 10.0, "inside", 45, "RECORD")]) == []
+assert outside.check_life([], "api-never", "add", btw) == [] and outside.check_life([], "api", "graph", btw) == []
+assert outside.check_life([], "api-always", "graph", btw) != []
+p = outside.check_life(att + ["stepprof: the detach outlasted ...: a step boundary may have been missed while detached"], "auto", "add", btw)
+assert p == ["a marker call may have been missed while detached"], p
+# boundaries: a built-in workload with 200 printed steps must begin stepprof steps 0-199
+wl = {"name": "add", "marker": "cudaDeviceSynchronize", "step_re": re.compile(outside.BUILTIN_STEP)}
+ls = [(0, f"STEP {i} 10.0") for i in range(200)]
+assert outside.check_boundaries(ls + [(0, f"stepprof: step {i} begins (NONE)") for i in range(200)], wl, "api") == []
+p = outside.check_boundaries(ls + [(0, f"stepprof: step {i} begins (NONE)") for i in range(197)], wl, "api")
+assert p == ["200 program steps but stepprof's last step is 196, not 199: 3 step boundaries lost"], p
+assert outside.check_boundaries(ls, wl, "auto") == []
+print("ok   outside.py: phases before/inside/between/after/learning exact, a wrong action and a short window named; missing re-attaches and lost boundaries named")
 PY
 
 # end to end with the real library and the stand-in libcupti (tests/e2e/cupti_life.sh): a program
@@ -92,4 +110,10 @@ grep -Eq '^\| fake \| once \| - \| [0-9.]+ .* \| [0-9.]+ .* \| - \| [0-9.]+ \([0
 	{ cat "$T/outside.md"; fail "the once row lacks after"; }
 grep -q 're-attached to CUPTI' "$T/runs/fake-api-r0/output.log" || fail "no re-attach between windows in the api run"
 grep -q 'detached from CUPTI in step' "$T/runs/fake-once-r0/output.log" || fail "no final detach in the once run"
+# each run's hold on CUPTI comes back in the output (indented under its summary line), and the step
+# the program exited in (159, inside the last window) is left out of the kernel check
+grep -Eq '^    stepprof: detached from and re-attached to CUPTI in step [0-9]+ .*cuptiFinalize [0-9.]+ ms' "$T/log" ||
+	{ tail -30 "$T/log"; fail "the re-attach lines are not in outside.py's output"; }
+grep -q '^outside: fake api round 0: .*step 159 ended at exit (not checked)' "$T/log" ||
+	{ grep '^outside: fake api' "$T/log"; fail "the step cut at exit is not named"; }
 echo "ok   outside.py end to end (stand-in CUPTI): phases per configuration, re-attach and final detach seen"

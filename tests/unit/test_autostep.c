@@ -272,6 +272,26 @@ static void aperiodic_never_locks(void **state)
 	sp_autostep_free(&a);
 }
 
+/* bench/outside.py's learn workload: 2000 + (8 i mod 21) - 10 launches of one kernel and a
+ * synchronisation at step i. No two consecutive steps are alike and the counts cycle every 21
+ * steps (~42000 tokens, past MAX_PERIOD), so it must learn all run long. (Its first version drew
+ * the counts at random, and four equal ones in a row at steps 170-173 made it lock.) */
+static void learn_workload_never_locks(void **state)
+{
+	struct sp_autostep a;
+	uint64_t t = 0;
+	(void)state;
+	assert_int_equal(sp_autostep_init(&a, 1u << 16), 0);
+	for (int i = 0; i < 120; i++) {
+		int n = 2000 + (8 * i) % 21 - 10;
+		for (int k = 0; k < n; k++)
+			assert_int_equal(sp_autostep_feed(&a, 7 | SP_AUTOSTEP_KERNEL, t += k ? 5000 : 300000), 0);
+		assert_int_equal(sp_autostep_feed(&a, 8 | SP_AUTOSTEP_SYNC, t += 5000), 0);
+	}
+	assert_false(a.locked);
+	sp_autostep_free(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -286,6 +306,7 @@ int main(void)
 		cmocka_unit_test(own_pauses_are_credited),
 		cmocka_unit_test(startup_copies_are_not_the_loop),
 		cmocka_unit_test(aperiodic_never_locks),
+		cmocka_unit_test(learn_workload_never_locks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <cmocka.h>
 #include "collector/life.h"
 
@@ -109,12 +110,47 @@ static void test_quiet(void **state)
 	assert_int_equal(sp_life_quiet_fits(8000000, 9, 0, 6000000), 0);
 }
 
+/* The reason said for staying, for each rule; none when nothing is held back. */
+static void test_stay_reason(void **state)
+{
+	(void)state;
+	struct sp_life_view v = due(SP_DETACH_AUTO);
+	assert_null(sp_life_stay_reason(&v)); /* a cycle is due */
+	v.busy = true;
+	assert_null(sp_life_stay_reason(&v));
+	v = due(SP_DETACH_AUTO);
+	v.dirty = false;
+	assert_null(sp_life_stay_reason(&v)); /* nothing to remove */
+	v = due(SP_DETACH_AUTO);
+	v.graphs = true;
+	assert_non_null(strstr(sp_life_stay_reason(&v), "CUDA graph"));
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	v.policy = SP_DETACH_ALWAYS;
+	assert_null(sp_life_stay_reason(&v));
+	v = due(SP_DETACH_AUTO);
+	v.marker = SP_MARK_NVTX;
+	assert_non_null(strstr(sp_life_stay_reason(&v), "NVTX"));
+	v = due(SP_DETACH_NEVER);
+	assert_non_null(strstr(sp_life_stay_reason(&v), "never"));
+	v = due(SP_DETACH_ALWAYS);
+	v.stopped = true;
+	assert_non_null(strstr(sp_life_stay_reason(&v), "stopped"));
+	v = due(SP_DETACH_ALWAYS);
+	v.steps_to_window = SP_LIFE_MIN_GAP - 1;
+	assert_ptr_equal(sp_life_stay_reason(&v), sp_life_too_close);
+	v = due(SP_DETACH_ALWAYS);
+	v.fresh_step = false;
+	assert_ptr_equal(sp_life_stay_reason(&v), sp_life_not_fresh);
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decide),
 		cmocka_unit_test(test_steps_to_window),
 		cmocka_unit_test(test_quiet),
+		cmocka_unit_test(test_stay_reason),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
