@@ -20,8 +20,9 @@ Every stepprof run's trace is checked too: each recorded step must hold as many 
 one (a window after a detach and re-attach must miss none, CUDA graph kernels included).
 
 Configurations (stepprof's schedule; the api marker pattern is the workload's):
-  api         api marker, wait 20 / warmup 1 / active 20 / repeat 0
-  api-never   the same with [cupti] detach_between = never (stay subscribed between windows)
+  api         api marker, wait 20 / warmup 1 / active 20 / repeat 0, [cupti] detach_between = auto
+              (detach and re-attach between windows unless the program made a CUDA graph)
+  api-never   the same with detach_between = never (the default: stay subscribed between windows)
   api-always  the same with detach_between = always (detach and re-attach, CUDA graphs or not)
   auto        auto marker, same cycles
   once        api marker, wait 100 / warmup 1 / active 20 / repeat 1, then nothing
@@ -55,10 +56,10 @@ import bench  # noqa: E402 (bench.py: the same clean environment)
 CYCLE = (0, 20, 1, 20, 0)      # skip_first, wait, warmup, active, repeat
 ONCE = (0, 100, 1, 20, 1)
 CONFIGS = {
-    "api": ("api", CYCLE, None),
+    "api": ("api", CYCLE, "auto"),
     "api-never": ("api", CYCLE, "never"),
     "api-always": ("api", CYCLE, "always"),
-    "auto": ("auto", CYCLE, None),
+    "auto": ("auto", CYCLE, "auto"),
     "once": ("api", ONCE, None),
 }
 DEFAULT_CONFIGS = ["api", "api-never", "auto", "once"]
@@ -264,7 +265,7 @@ def check_life(life, config, workload, steps):
     and re-attach there (detach_between auto without CUDA graphs, or always) and ran steps between
     windows must show a re-attach; a marker call possibly missed while detached is one too."""
     detach = CONFIGS[config][2]
-    want = detach == "always" or (detach is None and workload != "graph")
+    want = detach == "always" or (detach == "auto" and workload != "graph")
     problems = []
     if want and any(p == "between" for _, _, p, _, _ in steps) and not any("re-attached to CUPTI" in l for l in life):
         problems.append("no detach between windows (the stepprof lines under the run say why)")
