@@ -1,17 +1,19 @@
 # SPDX-License-Identifier: MIT
 # programs.sh - the step-detection corpus: one line per program, sourced by record.sh.
-#   corpus_programs: prints "NAME|TRUTH|COMMAND" lines; COMMAND runs from the repo root.
+#   corpus_programs: prints "NAME|TRUTH|COMMAND[|SKIP]" lines; COMMAND runs from the repo root; SKIP
+#   (default 10) is the skip_first record.sh check gives both runs, past automatic detection's lock
+#   on that program (measured on an H100: graphs_infer locks in iteration 35, jax_train in 126).
 # TRUTH is a marker (KIND:PATTERN) that the program hits once at the start of every true
 # iteration; it is never a detector token (docs/STEPS.md, "Recording token streams").
 # nanogpt_ddp (DDP under torchrun) is listed only with CORPUS_GPUS=2 or more.
 # Third-party programs live under .thirdparty/ (fetched, not committed: README in this folder).
 corpus_programs() {
 	local C=tests/gpu/corpus T=api:cuGetErrorName
-	echo "graphs_infer|$T|python3 $C/graphs_infer.py 300"
-	echo "graphs_train|$T|python3 $C/graphs_train.py 300"
+	echo "graphs_infer|$T|python3 $C/graphs_infer.py 300|50"
+	echo "graphs_train|$T|python3 $C/graphs_train.py 300|40"
 	echo "datadep|$T|python3 $C/datadep.py 200"
-	echo "warmup_growth|$T|python3 $C/warmup_growth.py 120"
-	echo "jax_train|$T|python3 $C/jax_train.py 300"
+	echo "warmup_growth|$T|python3 $C/warmup_growth.py 120|25"
+	echo "jax_train|$T|python3 $C/jax_train.py 300|150"
 	echo "cublas_loop|$T|$CORPUS_BIN/cublas_loop 200"
 	[ -f .thirdparty/nanoGPT/train.py ] && {
 		echo "nanogpt_eval|$T|python3 $C/nanogpt_run.py .thirdparty/nanoGPT --compile=False --max_iters=100 --eval_interval=25 --eval_iters=10 --gradient_accumulation_steps=1"

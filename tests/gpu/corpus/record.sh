@@ -5,7 +5,8 @@
 #     and STEPPROF_RECORD_TRUTH (the default configuration otherwise: auto marker) and packs the
 #     token streams with each program's truth and log into $OUT/corpus.tar.gz (for tests/data/corpus).
 #   MODE=check: runs every program twice, with the default configuration (auto) and with its
-#     truth as an explicit marker, both recording steps 11-13 (wait 10, warmup 1, active 3), and
+#     truth as an explicit marker, both recording steps SKIP+1..SKIP+3 (programs.sh; skip_first SKIP,
+#     wait 0, warmup 1, active 3), and
 #     compares the kernels per recorded step: PASS when auto's steps hold the same kernel counts.
 # ONLY=REGEX picks programs. Needs python3 with torch (and jax for jax_train), nvcc.
 set -u
@@ -19,7 +20,7 @@ for v in $(compgen -e | grep '^STEPPROF_'); do unset "$v"; done
 nvcc -O2 -arch=sm_90 -o "$CORPUS_BIN/cublas_loop" "$HERE/cublas_loop.cu" -lcublas -lcuda || echo "FAIL build cublas_loop"
 [ -x .thirdparty/llm.c/train_gpt2cu ] && python3 "$HERE/llmc_data.py" "$CORPUS_BIN/llmc" >/dev/null
 pass=0 fail=0
-corpus_programs | while IFS='|' read -r name truth cmd; do
+corpus_programs | while IFS='|' read -r name truth cmd skip; do
 	[ -n "${ONLY:-}" ] && ! [[ $name =~ $ONLY ]] && continue
 	d=$W/$name; mkdir -p "$d"
 	if [ "$MODE" = record ]; then
@@ -37,7 +38,7 @@ corpus_programs | while IFS='|' read -r name truth cmd; do
 		kind=${truth%%:*} pat=${truth#*:}
 		for how in auto marker; do
 			o=$d/$how; mkdir -p "$o"
-			{ printf '[profile]\noutput = %s\n[schedule]\nwait = 10\nwarmup = 1\nactive = 3\n' "$o"
+			{ printf '[profile]\noutput = %s\n[schedule]\nskip_first = %s\nwait = 0\nwarmup = 1\nactive = 3\n' "$o" "${skip:-10}"
 			  [ $how = marker ] && printf '[marker]\nkind = %s\npattern = %s\n' "$kind" "$pat"; } >"$o/prof.ini"
 			STEPPROF_CONFIG=$o/prof.ini LD_PRELOAD=$B/libstepprof.so timeout 300 $cmd >"$o/log" 2>&1
 			"$B/stepprof" report --json $o/*.sptrace >"$o/report.json" 2>>"$o/log"
