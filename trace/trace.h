@@ -99,6 +99,15 @@ const struct sp_trace_header *sp_trace_header(const struct sp_trace_reader *r);
 int sp_trace_next(struct sp_trace_reader *r, struct sp_event *ev);
 /* The string for id, or "?" if the file has not defined it. This function can't fail. */
 const char *sp_trace_string(const struct sp_trace_reader *r, uint32_t id);
+/* Dense indexes for ids, so that tables by id stay as small as the file: the index (1, 2, ... in
+ * order of first appearance) of a string or stack id that the records read so far define or
+ * name, 0 for id 0 or one not seen yet; and back from an index to its id (0 if out of range).
+ * An index is at most the number of distinct ids read (docs/FORMAT.md, Limits), whatever their
+ * values. These functions can't fail. */
+uint32_t sp_trace_string_index(const struct sp_trace_reader *r, uint32_t id);
+uint32_t sp_trace_string_id(const struct sp_trace_reader *r, uint32_t index);
+uint32_t sp_trace_stack_index(const struct sp_trace_reader *r, uint32_t id);
+uint32_t sp_trace_stack_id(const struct sp_trace_reader *r, uint32_t index);
 /* The return addresses of stack id (innermost first) with their count in *n, or NULL (*n = 0)
  * if the file has not defined it so far or defined it empty. Valid until the reader is closed.
  * This function can't fail. */

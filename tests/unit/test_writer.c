@@ -49,7 +49,8 @@ static void read_file(const char *path, struct file *f)
 		f->ev = realloc(f->ev, (size_t)(f->n + 1) * sizeof(ev));
 		f->ev[f->n++] = ev;
 	}
-	assert_int_equal(rc, 0);
+	if (rc)
+		fail_msg("%s: %s", path, sp_trace_error(r));
 	f->truncated = sp_trace_truncated(r);
 	for (uint32_t i = 0; i < 8; i++)
 		snprintf(f->names[i], sizeof(f->names[i]), "%s", sp_trace_string(r, i));
