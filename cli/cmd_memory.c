@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "symbols.h"
 #include "export.h"
 #include "memtl.h"
 
@@ -13,7 +14,7 @@
 
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof memory TRACE [-o OUT.html] [--window N]\n"
+	fprintf(f, "usage: stepprof memory TRACE [-o OUT.html] [--window N] [--no-symbols]\n"
 		   "  writes a self-contained HTML page of live GPU and host memory per recorded window\n"
 		   "  (default OUT: TRACE without .sptrace, plus .memory.html) and prints each window's peaks\n");
 	return rc;
@@ -25,6 +26,7 @@ int sp_cmd_memory(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "window", required_argument, NULL, 'w' },
+		{ "no-symbols", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -46,6 +48,9 @@ int sp_cmd_memory(int argc, char **argv)
 				fprintf(stderr, "stepprof memory: --window wants a window id, not '%s'\n", optarg);
 				return usage(stderr, 2);
 			}
+			break;
+		case 'N': /* open no file that the trace names */
+			sp_sym_no_files();
 			break;
 		case 'h':
 			return usage(stdout, 0);

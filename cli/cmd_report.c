@@ -6,13 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "symbols.h"
 #include "report.h"
 
 /* Prints the usage to f and returns rc. */
 static int usage(FILE *f, int rc)
 {
 	fprintf(f, "usage: stepprof report TRACE [--sort total|avg|calls|max|min|name] [--top N] [--window N|all]"
-			" [--wide] [--json]\n"
+			" [--wide] [--json] [--no-symbols]\n"
 			"  GPU kernel table of all recorded windows together (default) or of one window;\n"
 			"  --top N rows (default %d, 0 = all), --wide: full kernel names, --json: everything as one\n"
 			"  JSON object (every kernel row)\n",
@@ -35,6 +36,7 @@ int sp_cmd_report(int argc, char **argv)
 		{ "window", required_argument, NULL, 'w' },
 		{ "wide", no_argument, NULL, 'W' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "no-symbols", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -75,6 +77,9 @@ int sp_cmd_report(int argc, char **argv)
 			break;
 		case 'j':
 			o.json = 1;
+			break;
+		case 'N': /* open no file that the trace names */
+			sp_sym_no_files();
 			break;
 		case 'h':
 			usage(stdout, 0);

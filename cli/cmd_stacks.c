@@ -6,11 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
+#include "symbols.h"
 #include "folded.h"
 
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof stacks TRACE [--by bytes|calls] [--kind alloc|launch|nccl|all] [-o FILE]\n"
+	fprintf(f, "usage: stepprof stacks TRACE [--by bytes|calls] [--kind alloc|launch|nccl|all] [-o FILE] [--no-symbols]\n"
 		   "  folded stacks (\"root;...;leaf weight\", for flamegraph.pl or speedscope) of allocation sites\n"
 		   "  (default), launch sites or NCCL call sites; weight = bytes (default for alloc) or calls\n"
 		   "  (default otherwise; launches have no bytes); -o FILE instead of stdout\n");
@@ -27,6 +28,7 @@ int sp_cmd_stacks(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "by", required_argument, NULL, 'b' },
 		{ "kind", required_argument, NULL, 'k' },
+		{ "no-symbols", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -59,6 +61,9 @@ int sp_cmd_stacks(int argc, char **argv)
 			break;
 		case 'o':
 			outpath = optarg;
+			break;
+		case 'N': /* open no file that the trace names */
+			sp_sym_no_files();
 			break;
 		case 'h':
 			return usage(stdout, 0);
