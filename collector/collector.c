@@ -1195,6 +1195,12 @@ void sp_collector_inject(void)
 	if (!G.cfg.enabled)
 		return;
 	sp_ranks_detect(&G.ri, NULL);
+	if (G.ri.problem[0])
+		sp_warn("%s", G.ri.problem);
+	if (G.ri.explicit_bad) { /* the user's own rank setting: never guess past it */
+		sp_warn("a STEPPROF_ rank variable is malformed: not profiling this process");
+		return;
+	}
 	if (G.ri.rank >= 0 && !sp_rankset_has(&G.cfg.ranks, G.ri.rank))
 		return; /* a rank the environment does not give is decided at the first window */
 	if (sp_cupti_load(G.cfg.cupti_library, why, sizeof why) < 0) {
