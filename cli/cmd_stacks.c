@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
+#include "outfile.h"
 #include "symbols.h"
 #include "folded.h"
 
@@ -102,14 +103,16 @@ int sp_cmd_stacks(int argc, char **argv)
 		fprintf(stderr, "stepprof stacks: %s: %s\n", trace, sp_trace_error(r));
 		ret = 1;
 	}
-	FILE *out = outpath ? fopen(outpath, "w") : stdout;
+	char *tmp = NULL;
+	FILE *out = outpath ? sp_outfile_fopen(outpath, &tmp, err, sizeof(err)) : stdout;
 	if (!out) {
-		perror(outpath);
+		fprintf(stderr, "stepprof stacks: %s\n", err);
 		ret = 1;
 	} else {
 		size_t n = sp_stackagg_folded(&agg, mask, by_bytes, r, sym, out);
 		int bad = fflush(out) || ferror(out);
-		if ((outpath && fclose(out)) || bad) {
+		bad |= outpath && fclose(out);
+		if (sp_outfile_commit(tmp, outpath, !bad) < 0 || bad) {
 			fprintf(stderr, "stepprof stacks: writing %s failed\n", outpath ? outpath : "the output");
 			ret = 1;
 		} else if (outpath) {

@@ -392,16 +392,8 @@ static int start_writer(void)
 		sp_warn("cannot expand output directory '%s'; not profiling", G.cfg.output);
 		return -1;
 	}
-	for (char *p = dir + 1; *p; p++)
-		if (*p == '/') {
-			*p = 0;
-			mkdir(dir, 0777);
-			*p = '/';
-		}
-	if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
-		sp_warn("cannot create output directory %s: %s; not profiling", dir, strerror(errno));
+	if (sp_writer_make_dir(dir, G.cfg.allow_foreign_dir) < 0)
 		return -1;
-	}
 	if (G.ri.rank >= 0)
 		snprintf(G.trace_path, sizeof G.trace_path, "%s/rank%d.%s.%d.sptrace", dir, G.ri.rank, host, (int)getpid());
 	else
@@ -429,6 +421,7 @@ static int start_writer(void)
 		return -1;
 	G.writer_started = 1;
 	write_devices(m.anchor_mono_ns);
+	snprintf(G.trace_path, sizeof G.trace_path, "%s", sp_writer_path());
 	sp_info("writing %s", G.trace_path);
 	return 0;
 }

@@ -37,6 +37,7 @@ struct key {
 static const struct key keys[] = {
 	{ "profile", "enabled", K_BOOL, FIELD(enabled), 0, 1, "true" },
 	{ "profile", "output", K_OUTPUT, FIELD(output), 0, 0, "stepprof-traces/{date}" },
+	{ "profile", "allow_foreign_dir", K_BOOL, FIELD(allow_foreign_dir), 0, 1, "false" },
 	{ "ranks", "ranks", K_RANKS, FIELD(ranks_text), 0, 0, "0" },
 	SCHED(skip_first, 0, "0"),
 	{ "schedule", "skip_first_wait", K_BOOL, FIELD(schedule.skip_first_wait), 0, 1, "0" },

@@ -711,7 +711,8 @@ static int check_header(const uint8_t *h, ssize_t n, uint64_t fsize, const char 
 
 /* ---- exported: writing ---- */
 
-/* Returns NULL with errno set on failure; nothing is left open or allocated. */
+/* Returns NULL with errno set on failure (EEXIST if path exists); nothing is left open or
+ * allocated. */
 struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_meta *meta,
 					sp_string_lookup_fn lookup, void *lookup_ctx, size_t chunk_bytes)
 {
@@ -744,7 +745,8 @@ struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_
 		errno = ENOMEM;
 		return NULL;
 	}
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* a new file only: never through a link someone planted, never over an earlier trace */
+	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
 	if (w->fd < 0 || write_all(w->fd, h, sizeof(h)) < 0) {
 		int e = errno;
 		if (w->fd >= 0) {

@@ -62,9 +62,11 @@ typedef const char *(*sp_string_lookup_fn)(void *ctx, uint32_t id);
  * is then written as an empty stack). */
 typedef const uint64_t *(*sp_stack_lookup_fn)(void *ctx, uint32_t id, uint32_t *n);
 
-/* Creates (O_CLOEXEC, truncating) the file at path and writes the header. chunk_bytes is the
- * raw size at which a chunk is compressed and written (0 = default 256 KiB).
- * Returns NULL with errno set on failure; nothing is left open. */
+/* Creates the file at path, which must not exist (O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode 0640
+ * less the umask: never truncates an earlier trace, never follows a link), and writes the header.
+ * chunk_bytes is the raw size at which a chunk is compressed and written (0 = default 256 KiB,
+ * at most 1 MiB). Returns NULL with errno set on failure (EEXIST: path exists); nothing is left
+ * open. */
 struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_meta *meta,
 					sp_string_lookup_fn lookup, void *lookup_ctx, size_t chunk_bytes);
 /* Sets the lookup for call-stack ids (u.api.stack, u.nccl.stack, u.mem.stack); without one,

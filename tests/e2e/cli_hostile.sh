@@ -63,3 +63,18 @@ run_checked "dump paths" "0" "$B/stepprof" dump paths.sptrace
 grep -q "name=\"$T/fifo\"" out.txt || fail "dump paths: no module record naming the FIFO"
 
 echo "ok   hostile traces: 9 hand-made, every reading command"
+
+
+# outputs: a link planted at the output name (or at the old predictable NAME.tmp) is replaced,
+# never followed; the file it points to is untouched
+echo precious >victim.txt
+ln -s victim.txt res.json.tmp
+ln -s victim.txt fold.txt
+ln -s victim.txt page.html
+run_checked "convert over a link" "0" "$B/stepprof" convert paths.sptrace --merge -o res.json
+run_checked "stacks over a link" "0" "$B/stepprof" stacks paths.sptrace -o fold.txt --kind all
+run_checked "memory over a link" "0" "$B/stepprof" memory paths.sptrace -o page.html --no-symbols
+[ "$(cat victim.txt)" = precious ] || fail "an output followed a planted link"
+[ ! -L fold.txt ] && [ ! -L page.html ] && [ -f res.json ] || fail "an output is still a link"
+ls res.* fold.* page.* | grep -E "\.[A-Za-z0-9]{6}$" 2>/dev/null && fail "temporary files left behind"
+echo "ok   outputs never follow a planted link"

@@ -342,7 +342,7 @@ static void test_value_errors(void **state)
 	assert_string_equal(cfg.marker_pattern, " a b ");
 	assert_int_equal(sp_cfg_set(&cfg, "schedule", "wait", "+7", "cli", 0, &errs), 0);
 	assert_int_equal(cfg.schedule.wait, 7);
-	assert_string_equal(cfg.origin[5].name, "cli"); /* wait is the 6th key */
+	assert_string_equal(cfg.origin[6].name, "cli"); /* wait is the 7th key */
 }
 
 /* inih syntax errors are all reported, each with its line, and do not stop the reading. */
@@ -429,8 +429,8 @@ static void test_env(void **state)
 	assert_int_equal(cfg.schedule.skip_first_wait, 1);
 	assert_int_equal(cfg.host_malloc_min, 1 << 20);
 	assert_true(cfg.ranks.all);
-	assert_string_equal(cfg.origin[5].name, "STEPPROF_SCHEDULE_WAIT");
-	assert_int_equal(cfg.origin[5].line, 0);
+	assert_string_equal(cfg.origin[6].name, "STEPPROF_SCHEDULE_WAIT");
+	assert_int_equal(cfg.origin[6].line, 0);
 
 	char *bad[] = { "STEPPROF_SCHEDULE_WAIT=x", "STEPPROF_SCHEDULE_WAITT=1", "STEPPROF_LIMITS_RING_EVENTS=1",
 			"STEPPROF_PROFILE_=1", "STEPPROF_SCHEDUL_WAIT=2", "STEPPROF_CONFG=/x.ini", NULL };

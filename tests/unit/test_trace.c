@@ -118,6 +118,7 @@ static int all_kinds(struct sp_event *ev)
 static void write_file(const char *path, const struct sp_event *ev, int n, size_t chunk)
 {
 	struct sp_trace_meta m = meta();
+	unlink(path); /* sp_trace_create makes new files only */
 	struct sp_trace_writer *w = sp_trace_create(path, &m, lookup, NULL, chunk);
 	assert_non_null(w);
 	for (int i = 0; i < n; i++)
