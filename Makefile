@@ -16,9 +16,10 @@ PKG_DEB_zlib := zlib1g-dev
 PKG_DEB_libdw := libdw-dev
 PKG_DEB_libelf := libelf-dev
 PKG_DEB_cmocka := libcmocka-dev
-# clang and libclang-rt-14-dev: libFuzzer, for the fuzz harnesses that `make test` runs briefly
+# clang and libclang-rt-14-dev: libFuzzer, for the fuzz harnesses that `make test` runs briefly;
+# libtcmalloc-minimal4: test_malloc checks that tcmalloc is not taken for glibc
 DEBS := libinih-dev libzstd-dev libunwind-dev zlib1g-dev libdw-dev libelf-dev g++ libcmocka-dev pkg-config python3 \
-	clang libclang-rt-14-dev
+	clang libclang-rt-14-dev libtcmalloc-minimal4
 
 ifeq ($(filter deps clean distclean help,$(MAKECMDGOALS)),)
   $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,\
