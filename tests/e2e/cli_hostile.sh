@@ -53,7 +53,7 @@ refused strbomb 'decompression bomb'
 refused evbomb 'decompression bomb'
 
 # read in full: every command exits 0 (steps and diff need steps: there are)
-for t in ids threads paths; do
+for t in ids threads windows paths; do
 	each "$t.sptrace"
 	[ "$fails" -eq 0 ] || fail "$t: $fails commands failed"
 done
@@ -62,7 +62,7 @@ grep -q 'kernel_name_' out.txt || fail "report ids: no kernel names: $(cat out.t
 run_checked "dump paths" "0" "$B/stepprof" dump paths.sptrace
 grep -q "name=\"$T/fifo\"" out.txt || fail "dump paths: no module record naming the FIFO"
 
-echo "ok   hostile traces: 9 hand-made, every reading command"
+echo "ok   hostile traces: 10 hand-made, every reading command"
 
 
 # outputs: a link planted at the output name (or at the old predictable NAME.tmp) is replaced,

@@ -2,7 +2,8 @@
 /* gen_hostile.c - writes hand-made hostile traces for tests/e2e/cli_hostile.sh, each built
  * from raw records (zstd chunks written here, not by the trace writer, so that they can break
  * its rules): ids spread to the top of their range, ids past it, string and event bombs, a chunk
- * claiming 2^32 records, 200,000 thread records, module records naming a FIFO and a device.
+ * claiming 2^32 records, 200,000 thread records, 10,000 windows, module records naming a FIFO
+ * and a device.
  * Usage: gen_hostile DIR FIFO_PATH   (writes DIR/<name>.sptrace; exits 1 on a write failure) */
 #include <stdint.h>
 #include <stdio.h>
@@ -244,6 +245,44 @@ int main(int argc, char **argv)
 	kernel(10, 1);
 	window(EV_WEND, 10);
 	chunk(n + 4, 0);
+	finish();
+
+	/* windows: 10,000 windows, each with a step, a kernel, an allocation and a release (time and
+	 * memory must stay linear in windows, steps and allocations) */
+	begin(dir, "windows");
+	string(1, "k", 1);
+	n = 1;
+	for (uint32_t w = 0; w < 10000; w++) {
+		ev(EV_WBEGIN, len ? 1000 : (int64_t)T0, 0, 0, 0, 0);
+		uv(w);
+		uv(0);
+		sv(w);
+		sv(w);
+		uv(0);
+		uv(0);
+		step(10, w);
+		kernel(10, 1);
+		alloc(10, 0x100000 + (uint64_t)w * 4096, 0);
+		ev(8, 10, 0, 0, 0, 100); /* free */
+		uv(0x100000 + (uint64_t)w * 4096);
+		uv(4096);
+		uv(0);
+		uv(0);
+		uv(0);
+		ev(EV_WEND, 10, 0, 0, 0, 0);
+		uv(w);
+		uv(0);
+		sv(w);
+		sv(w);
+		uv(0);
+		uv(0);
+		n += 6;
+		if (len > (256u << 10)) {
+			chunk(n, 0);
+			n = 0;
+		}
+	}
+	chunk(n, 0);
 	finish();
 
 	/* paths: module records naming a FIFO, /dev/zero and a directory; allocations and launches
