@@ -87,11 +87,14 @@ uint64_t sp_trace_file_bytes(const struct sp_trace_writer *w);
 /* Flushes, closes and frees. Returns 0 or -1 if the last flush or close failed (freed anyway). */
 int sp_trace_close(struct sp_trace_writer *w);
 
-/* ---- reading (streaming: memory bounded by one chunk plus the string and stack tables) ---- */
+/* ---- reading (streaming: memory bounded by one chunk plus the string and stack tables, each a
+ * small multiple of the decoded input; see docs/FORMAT.md, "Limits") ---- */
 struct sp_trace_reader;
 
 /* Opens and checks the header. Returns NULL and writes a message to err (errlen bytes) if the
- * file is unreadable, not a stepprof trace, or needs a newer reader (version < min_version). */
+ * file is unreadable, not a regular file (a FIFO is refused without blocking), not a stepprof
+ * trace, or needs a newer reader (version < min_version). Every id, count and size read later is
+ * checked against the limits of docs/FORMAT.md ("Limits") before it sizes anything. */
 struct sp_trace_reader *sp_trace_open(const char *path, char *err, size_t errlen);
 const struct sp_trace_header *sp_trace_header(const struct sp_trace_reader *r);
 /* Next event in file order (string and stack records are absorbed into their tables, never
