@@ -18,8 +18,11 @@ PKG_DEB_zlib := zlib1g-dev
 PKG_DEB_libdw := libdw-dev
 PKG_DEB_libelf := libelf-dev
 PKG_DEB_cmocka := libcmocka-dev
-# man-db: the install test reads the installed man page with man(1)
-DEBS := libinih-dev libzstd-dev libunwind-dev zlib1g-dev libdw-dev libelf-dev g++ libcmocka-dev pkg-config python3 man-db
+# man-db: the install test reads the installed man page with man(1); clang and libclang-rt-14-dev:
+# libFuzzer, for the fuzz harnesses that `make test` runs briefly; libtcmalloc-minimal4: test_malloc
+# checks that tcmalloc is not taken for glibc
+DEBS := libinih-dev libzstd-dev libunwind-dev zlib1g-dev libdw-dev libelf-dev g++ libcmocka-dev pkg-config python3 \
+	man-db clang libclang-rt-14-dev libtcmalloc-minimal4
 
 ifeq ($(filter deps clean distclean help uninstall,$(MAKECMDGOALS)),)
   $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,\
@@ -117,9 +120,44 @@ $(O)/tests/e2e/cupti_life_driver: tests/e2e/cupti_life_driver.c
 	$(Q)$(CC) -O1 -g $(CUDA_INC) -o $@ $< -ldl -lpthread
 
 # gen_golden, gen_random, gen_ranks, gen_pytrace and gen_tokens write traces through the core library
-$(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_random $(O)/tests/e2e/gen_ranks $(O)/tests/e2e/gen_pytrace $(O)/tests/e2e/gen_tokens: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a
+# (gen_hostile writes raw zstd chunks)
+$(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_random $(O)/tests/e2e/gen_ranks $(O)/tests/e2e/gen_pytrace $(O)/tests/e2e/gen_tokens $(O)/tests/e2e/gen_hostile: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CLI_CFLAGS) -o $@ $< $(O)/libspcore.a $(CLI_LIBS) -lpthread $(SANLD)
+
+# libFuzzer harnesses (tests/fuzz/): the core and the CLI built again with clang, ASan and UBSan.
+FUZZ_CC ?= clang
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS := $(filter-out -O2 -O0 -g3 -Werror -fsanitize=%,$(CFLAGS_COMMON)) -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS := $(patsubst %,$(O)/fuzz/fuzz_%,$(FUZZ_NAMES))
+FUZZ_OBJS := $(patsubst %.c,$(O)/fuzz/obj/%.o,$(CORE_SRCS) $(CLI_SRCS))
+FUZZ_SECONDS ?= 3600
+
+check-clang:
+	@command -v $(FUZZ_CC) >/dev/null && echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' | \
+		$(FUZZ_CC) -fsanitize=fuzzer -x c - -o /dev/null 2>/dev/null || \
+		{ echo "missing libFuzzer: install the Debian packages clang and libclang-rt-14-dev (or run 'make deps')"; exit 1; }
+
+$(O)/fuzz/obj/%.o: %.c | check-clang
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  CC(fuzz) $<")
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+
+$(O)/fuzz/libspfuzz.a: $(FUZZ_OBJS)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(O)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(O)/fuzz/libspfuzz.a
+	$(if $(Q),@echo "  FUZZ    $@")
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(CLI_LIBS) -lpthread -lm
+
+.SECONDARY: $(FUZZ_OBJS)
+
+fuzz-build: $(FUZZ_BINS)
+
+# long runs: FUZZ_SECONDS in all, shared by the harnesses (tests/fuzz/run.sh says how)
+fuzz: $(FUZZ_BINS)
+	tests/fuzz/run.sh $(O) $(FUZZ_SECONDS) $(FUZZ_NAMES)
 
 check-cmocka:
 	@pkg-config --exists cmocka || { echo "missing cmocka: install the Debian package libcmocka-dev (or run 'make deps')"; exit 1; }
@@ -131,7 +169,7 @@ $(O)/tests/libpywalk.so: $(PYWALK_SRCS)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(LIB_CFLAGS) -shared -o $@ $^ $(shell pkg-config --libs libunwind) -ldl -lpthread $(SANLD)
 
-test: check-cmocka all $(O)/stepprof.1 $(TEST_BINS) $(HELPER_BINS) $(O)/tests/libpywalk.so
+test: check-cmocka all $(O)/stepprof.1 $(TEST_BINS) $(HELPER_BINS) $(O)/tests/libpywalk.so $(FUZZ_BINS)
 	@tests/run.sh $(O)
 
 # the man page, generated from the help text (scripts/gen-man.sh)
@@ -205,5 +243,6 @@ format:
 clean:
 	rm -rf $(O) dist
 
-.PHONY: all test test-gpu bench demo dist deps clean format check-cmocka install install-share uninstall help
+.PHONY: all test test-gpu bench demo dist deps clean format check-cmocka install install-share uninstall help \
+	check-clang fuzz fuzz-build
 -include $(shell find $(O) -name '*.d' 2>/dev/null)

@@ -17,7 +17,8 @@ static void usage(FILE *f)
 		   "  prints every error to stderr and exits 2. Keys: docs/CONFIG.md.\n");
 }
 
-/* Exits 0 (valid), 2 (usage or configuration errors). */
+/* Exits 0 (valid), 2 (usage or configuration errors, or a malformed STEPPROF_RANK or
+ * STEPPROF_WORLD_SIZE; any malformed rank variable is reported once on stderr). */
 int sp_cmd_check(int argc, char **argv)
 {
 	static struct sp_config cfg;
@@ -51,7 +52,10 @@ int sp_cmd_check(int argc, char **argv)
 	}
 	if (!file && optind < argc)
 		file = argv[optind];
-	if (sp_cfg_load(&cfg, file, &errs)) {
+	sp_ranks_detect(&ri, NULL);
+	if (ri.problem[0])
+		fprintf(stderr, "stepprof: %s\n", ri.problem);
+	if (sp_cfg_load(&cfg, file, &errs) || ri.explicit_bad) {
 		sp_cfg_print_errors(&errs, stderr);
 		return 2;
 	}
@@ -67,7 +71,6 @@ int sp_cmd_check(int argc, char **argv)
 	}
 	if (env_header)
 		printf("\n");
-	sp_ranks_detect(&ri, NULL);
 	if (ri.rank >= 0 && ri.world_size > 0)
 		printf("# this process: rank %d of %d (%s): %s\n", ri.rank, ri.world_size, ri.source,
 		       sp_rankset_has(&cfg.ranks, ri.rank) ? "selected" : "not selected");

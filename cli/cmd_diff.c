@@ -33,7 +33,7 @@ static int cmp_name(const void *a, const void *b)
 	return strcmp(((const struct krow *)a)->name, ((const struct krow *)b)->name);
 }
 
-/* Folds window w's kernels into s by name id (byid[id] = row + 1), growing as ids appear.
+/* Folds window w's kernels into s by name index (byid[index] = row + 1), growing as ids appear.
  * Exits if memory runs out. */
 static void add_kernels(struct side *s, struct sp_trace_reader *r, const struct sp_window *w, size_t **byid,
 			size_t *cap)
@@ -42,16 +42,17 @@ static void add_kernels(struct side *s, struct sp_trace_reader *r, const struct 
 		const struct sp_event *e = &w->ev[i];
 		if (e->kind != SP_EV_KERNEL)
 			continue;
-		*byid = sp_xgrow(*byid, cap, sizeof(**byid), e->name);
-		if (!(*byid)[e->name]) {
+		uint32_t x = sp_trace_string_index(r, e->name); /* dense: byid is as small as the file */
+		*byid = sp_xgrow(*byid, cap, sizeof(**byid), x);
+		if (!(*byid)[x]) {
 			const char *name = sp_trace_string(r, e->name);
 			s->k = sp_xrealloc(s->k, (s->n + 1) * sizeof(*s->k));
 			s->k[s->n] = (struct krow){ strdup(name ? name : "?"), 0, 0 };
 			if (!s->k[s->n].name)
 				sp_oom();
-			(*byid)[e->name] = ++s->n;
+			(*byid)[x] = ++s->n;
 		}
-		struct krow *k = &s->k[(*byid)[e->name] - 1];
+		struct krow *k = &s->k[(*byid)[x] - 1];
 		uint64_t d = e->end > e->start ? e->end - e->start : 0;
 		k->calls++;
 		k->total += d;

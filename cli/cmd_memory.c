@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "symbols.h"
 #include "export.h"
 #include "memtl.h"
 #include "symbols.h"
@@ -51,7 +52,7 @@ static void window_json(struct sp_out *x, const struct sp_memtl *w, const struct
 
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof memory TRACE [-o OUT.html] [--window N|all] [--json]\n"
+	fprintf(f, "usage: stepprof memory TRACE [-o OUT.html] [--window N|all] [--json] [--no-symbols]\n"
 		   "  writes a self-contained HTML page of live GPU and host memory per recorded window\n"
 		   "  (default OUT: TRACE without .sptrace, plus .memory.html) and prints each window's peaks\n"
 		   "  (--json: as one JSON object, every allocation alive at each peak)\n");
@@ -66,6 +67,7 @@ int sp_cmd_memory(int argc, char **argv)
 		{ "window", required_argument, NULL, 'w' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "no-symbols", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -87,6 +89,9 @@ int sp_cmd_memory(int argc, char **argv)
 		case 'w':
 			if (sp_cli_window("memory", optarg, &window) < 0)
 				return usage(stderr, 2);
+			break;
+		case 'N': /* open no file that the trace names */
+			sp_sym_no_files();
 			break;
 		case 'h':
 			return usage(stdout, 0);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "symbols.h"
 #include "report.h"
 #include "windows.h"
 
@@ -13,7 +14,7 @@
 static int usage(FILE *f, int rc)
 {
 	fprintf(f, "usage: stepprof report TRACE [--sort total|avg|calls|max|min|name] [--top N] [--window N|all]"
-			" [--by kernel|line] [--wide] [--json]\n"
+			" [--by kernel|line] [--wide] [--json] [--no-symbols]\n"
 			"       [--peers OTHER_RANK_TRACE ...]\n"
 			"  GPU kernel table of all recorded windows together (default) or of one window;\n"
 			"  --sort also takes torch's key_averages names (self_cuda_time_total, cuda_time_total,\n"
@@ -44,6 +45,7 @@ int sp_cmd_report(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "peers", required_argument, NULL, 'p' },
 		{ "by", required_argument, NULL, 'b' },
+		{ "no-symbols", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -93,6 +95,9 @@ int sp_cmd_report(int argc, char **argv)
 				return usage(stderr, 2);
 			}
 			o.by_line = !strcmp(optarg, "line");
+			break;
+		case 'N': /* open no file that the trace names */
+			sp_sym_no_files();
 			break;
 		case 'h':
 			usage(stdout, 0);

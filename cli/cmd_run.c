@@ -24,6 +24,44 @@
 #include "config/config.h"
 #include "config/run.h"
 
+/* ld.so splits LD_PRELOAD at spaces and colons and knows no quoting, so a library path holding
+ * one can't be preloaded as it is. Makes a private directory (mkdtemp, 0700) in $TMPDIR (or
+ * /tmp) holding a link "lib" to the library's directory (so that the library's $ORIGIN run path
+ * still finds what sits beside it) and writes the path through it to via. Returns 0 (*tmpdir
+ * set: remove it with drop_link), or -1 with a message printed. */
+static int link_library(const char *lib, char *tmpdir, size_t tlen, char *via, size_t vlen)
+{
+	char dir[PATH_MAX];
+	const char *t = getenv("TMPDIR"), *base = strrchr(lib, '/');
+	if (!t || !*t || strpbrk(t, " \t\n:"))
+		t = "/tmp";
+	snprintf(dir, sizeof dir, "%.*s", base ? (int)(base - lib) : 1, base ? lib : ".");
+	snprintf(tmpdir, tlen, "%.200s/stepprof-run.XXXXXX", t);
+	if (!mkdtemp(tmpdir)) {
+		fprintf(stderr, "stepprof run: %s holds a space or a colon, which LD_PRELOAD cannot hold, and no "
+			"private link could be made in %s: %s\n", lib, t, strerror(errno));
+		return -1;
+	}
+	snprintf(via, vlen, "%.230s/lib/%.255s", tmpdir, base ? base + 1 : lib);
+	char link[PATH_MAX + 8];
+	snprintf(link, sizeof link, "%s/lib", tmpdir);
+	if (symlink(dir, link) < 0) {
+		fprintf(stderr, "stepprof run: cannot link %s: %s\n", link, strerror(errno));
+		rmdir(tmpdir);
+		return -1;
+	}
+	return 0;
+}
+
+/* Removes what link_library made. This function can't fail. */
+static void drop_link(const char *tmpdir)
+{
+	char link[PATH_MAX + 8];
+	snprintf(link, sizeof link, "%s/lib", tmpdir);
+	unlink(link);
+	rmdir(tmpdir);
+}
+
 /* Finds the library `name` beside the binary (build/) or in ../lib (dist/). Returns 0 or -1. */
 static int find_library(const char *name, char *out, size_t len)
 {
@@ -182,6 +220,12 @@ int sp_cmd_run(int argc, char **argv)
 		fprintf(stderr, "stepprof run: libstepprof.so not found beside %s or in ../lib\n", sp_cli_argv0);
 		return 1;
 	}
+	char tmpdir[PATH_MAX] = "", via[PATH_MAX];
+	if (strpbrk(lib, " \t\n:")) { /* see link_library */
+		if (link_library(lib, tmpdir, sizeof tmpdir, via, sizeof via) < 0)
+			return 1;
+		snprintf(lib, sizeof lib, "%s", via);
+	}
 	const char *old = getenv("LD_PRELOAD");
 	if (old && (strstr(old, "libasan") || strstr(old, "libtsan") || strstr(old, "libhwasan")))
 		snprintf(preload, sizeof preload, "%s %s", old, lib); /* a sanitizer runtime must stay first */
@@ -202,6 +246,8 @@ int sp_cmd_run(int argc, char **argv)
 	pid_t pid = fork();
 	if (pid < 0) {
 		perror("stepprof run: fork");
+		if (tmpdir[0])
+			drop_link(tmpdir);
 		return 1;
 	}
 	if (pid == 0) {
@@ -219,6 +265,8 @@ int sp_cmd_run(int argc, char **argv)
 	close(ep[0]);
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
+	if (tmpdir[0])
+		drop_link(tmpdir);
 	if (exec_errno) {
 		fprintf(stderr, "stepprof run: cannot run '%s': %s\n", cmd[0], strerror(exec_errno));
 		return exec_errno == ENOENT ? 127 : 126;

@@ -7,11 +7,13 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
+#include "outfile.h"
+#include "symbols.h"
 #include "folded.h"
 
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof stacks TRACE [--by bytes|calls] [--kind alloc|launch|nccl|all] [-o FILE]\n"
+	fprintf(f, "usage: stepprof stacks TRACE [--by bytes|calls] [--kind alloc|launch|nccl|all] [-o FILE] [--no-symbols]\n"
 		   "  folded stacks (\"root;...;leaf weight\", for flamegraph.pl or speedscope) of allocation sites\n"
 		   "  (default), launch sites or NCCL call sites; weight = bytes (default for alloc) or calls\n"
 		   "  (default otherwise; launches have no bytes); -o FILE instead of stdout\n");
@@ -28,6 +30,7 @@ int sp_cmd_stacks(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "by", required_argument, NULL, 'b' },
 		{ "kind", required_argument, NULL, 'k' },
+		{ "no-symbols", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -62,6 +65,9 @@ int sp_cmd_stacks(int argc, char **argv)
 			break;
 		case 'o':
 			outpath = optarg;
+			break;
+		case 'N': /* open no file that the trace names */
+			sp_sym_no_files();
 			break;
 		case 'h':
 			return usage(stdout, 0);
@@ -102,15 +108,17 @@ int sp_cmd_stacks(int argc, char **argv)
 		fprintf(stderr, "stepprof stacks: %s: %s\n", trace, sp_trace_error(r));
 		ret = 1;
 	}
-	FILE *out = outpath ? fopen(outpath, "w") : stdout;
+	char *tmp = NULL;
+	FILE *out = outpath ? sp_outfile_fopen(outpath, &tmp, err, sizeof(err)) : stdout;
 	if (!out) {
-		perror(outpath);
+		fprintf(stderr, "stepprof stacks: %s\n", err);
 		ret = 1;
 	} else {
 		size_t n = sp_stackagg_folded(&agg, mask, by_bytes, r, sym, out);
 		int bad = fflush(out) || ferror(out);
 		int nostacks = !n && !(sp_trace_header(r)->meta.features & SP_FEAT_STACKS);
-		if ((outpath && fclose(out)) || bad) {
+		bad |= outpath && fclose(out);
+		if (sp_outfile_commit(tmp, outpath, !bad) < 0 || bad) {
 			fprintf(stderr, "stepprof stacks: writing %s failed\n", outpath ? outpath : "the output");
 			ret = 1;
 		} else if (nostacks) { /* an empty result would look like "no such calls" */

@@ -167,7 +167,7 @@ static void add_window(struct sp_xrank *a, struct rk *k, uint32_t ti, struct sp_
 		const struct sp_event *e = l[i].e;
 		if (!e->u.nccl.comm || is_p2p(e->sub) || l[i].shared)
 			continue; /* p2p pairs by peer, not by sequence; group members share their first's kernels */
-		struct sp_step_stat *in = sp_steps_at(k->st.st + first, k->st.n - first, e->start);
+		struct sp_step_stat *in = k->st.n > first ? sp_steps_at(k->st.st + first, k->st.n - first, e->start) : NULL;
 		a->c = sp_xgrow(a->c, &a->ccap, sizeof(*a->c), a->nc);
 		a->c[a->nc++] = (struct coll){ .comm = e->u.nccl.comm, .seq = e->u.nccl.seq,
 					       .cpu = sp_window_wall(w, e->start),
@@ -189,7 +189,8 @@ static void add_window(struct sp_xrank *a, struct rk *k, uint32_t ti, struct sp_
 		k->comp = sp_xgrow(k->comp, &k->compcap, sizeof(*k->comp), k->ncomp);
 		k->comp[k->ncomp++] = (struct sp_steps_iv){ sp_window_wall(w, e->start), sp_window_wall(w, e->end) };
 	}
-	k->ncomp = c0 + sp_steps_merge(k->comp + c0, k->ncomp - c0);
+	if (k->ncomp > c0) /* k->comp is NULL while empty: no NULL + 0 */
+		k->ncomp = c0 + sp_steps_merge(k->comp + c0, k->ncomp - c0);
 }
 
 struct sp_xrank *sp_xrank_new(void)
@@ -603,6 +604,8 @@ void sp_xrank_analyse(struct sp_xrank *a)
 		a->ranks[i] = a->r[i].rank;
 	}
 	sp_sort_r(a->order, a->n, sizeof(*a->order), cmp_order, a);
+	if (!a->n)
+		return; /* no trace with a step (convert --merge-ranks of such traces): nothing to analyse */
 	sp_sort(a->c, a->nc, sizeof(*a->c), cmp_coll);
 	size_t out = 0; /* one call per (collective, trace): the first */
 	for (size_t i = 0; i < a->nc; i++)

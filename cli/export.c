@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "export.h"
+#include "outfile.h"
 
 #define OUT_BUF (256 * 1024)
 
@@ -92,20 +93,27 @@ struct sp_out *sp_out_open(const char *path, char *err, size_t errlen)
 		o->f = stdout;
 		return o;
 	}
+	int fd = -1;
 	o->path = strdup(path);
-	if (!o->path || asprintf(&o->tmp, "%s.tmp", path) < 0) {
+	if (!o->path) {
 		snprintf(err, errlen, "out of memory");
-		free(o->path);
 		free(o);
 		return NULL;
 	}
-	if (len > 3 && !strcmp(path + len - 3, ".gz"))
-		o->gz = gzopen(o->tmp, "wbe");
-	else
-		o->f = fopen(o->tmp, "we");
-	if (!o->gz && !o->f) {
-		snprintf(err, errlen, "%s: %s", o->tmp, strerror(errno ? errno : ENOMEM));
-		free(o->tmp);
+	/* written under a mkstemp name beside path, renamed over it by sp_out_close (outfile.h) */
+	if ((fd = sp_outfile_create(path, &o->tmp, err, errlen)) >= 0) {
+		if (len > 3 && !strcmp(path + len - 3, ".gz"))
+			o->gz = gzdopen(fd, "wb");
+		else
+			o->f = fdopen(fd, "w");
+		if (!o->gz && !o->f) {
+			snprintf(err, errlen, "%s: %s", o->tmp, strerror(errno ? errno : ENOMEM));
+			close(fd);
+			sp_outfile_commit(o->tmp, path, 0);
+			fd = -1;
+		}
+	}
+	if (fd < 0) {
 		free(o->path);
 		free(o);
 		return NULL;
@@ -208,16 +216,10 @@ int sp_out_close(struct sp_out *o, int keep)
 		o->err |= fclose(o->f) != 0;
 	if (o->tmp) {
 		if (o->err)
-			fprintf(stderr, "stepprof: writing %s failed\n", o->tmp);
-		else if (keep && rename(o->tmp, o->path)) {
-			fprintf(stderr, "stepprof: %s: %s\n", o->path, strerror(errno));
-			o->err = 1;
-		}
-		if (o->err || !keep)
-			unlink(o->tmp);
+			fprintf(stderr, "stepprof: writing %s failed\n", o->path);
+		o->err |= sp_outfile_commit(o->tmp, o->path, keep && !o->err) < 0;
 	}
 	rc = o->err ? -1 : 0;
-	free(o->tmp);
 	free(o->path);
 	free(o);
 	return rc;

@@ -52,7 +52,8 @@ extern const struct sp_export_ops sp_export_chrome;
 const struct sp_export_ops *sp_export_find(const char *name);
 
 /* Opens path for writing (gzip if it ends in ".gz"; "-" is stdout, plain). Data goes to
- * path + ".tmp" until sp_out_close renames it. Returns NULL with a message in err on failure. */
+ * a new mkstemp file beside path (outfile.h) until sp_out_close renames it over path. Returns NULL
+ * with a message in err on failure. */
 struct sp_out *sp_out_open(const char *path, char *err, size_t errlen);
 /* A stream over the caller's f (written through, flushed by sp_out_close, never closed). Exits
  * the CLI if memory runs out. */

@@ -93,13 +93,14 @@ void sp_stackagg_add(struct sp_stackagg *a, const struct sp_trace_reader *r, con
 
 	if (c < 0 || !(mask & (1u << c)))
 		return;
+	stack = sp_trace_stack_index(r, stack); /* dense: the table is as small as the file */
 	if (stack >= a->cap[c]) {
-		uint32_t cap = a->cap[c] ? a->cap[c] : 64;
+		size_t cap = a->cap[c] ? a->cap[c] : 64;
 		while (cap <= stack)
 			cap *= 2;
 		a->c[c] = sp_xrealloc(a->c[c], cap * sizeof(*a->c[c]));
 		memset(a->c[c] + a->cap[c], 0, (cap - a->cap[c]) * sizeof(*a->c[c]));
-		a->cap[c] = cap;
+		a->cap[c] = (uint32_t)cap;
 	}
 	a->c[c][stack].calls++;
 	a->c[c][stack].bytes += bytes;
@@ -126,7 +127,7 @@ size_t sp_stackagg_folded(const struct sp_stackagg *a, unsigned mask, int by_byt
 		for (uint32_t id = 0; id < a->cap[c]; id++) {
 			uint64_t w = by_bytes ? a->c[c][id].bytes : a->c[c][id].calls;
 			uint32_t depth = 0;
-			const uint64_t *pcs = id ? sp_trace_stack(r, id, &depth) : NULL;
+			const uint64_t *pcs = id ? sp_trace_stack(r, sp_trace_stack_id(r, id), &depth) : NULL;
 			char *buf = NULL;
 			size_t len = 0, cap = 0;
 			if (!w)
@@ -173,7 +174,7 @@ static struct line *collect_sites(const struct sp_stackagg *a, const char *path,
 	sp_sym_use_trace(sym, r);
 	for (uint32_t id = 0; id < a->cap[0]; id++) {
 		uint32_t depth = 0;
-		const uint64_t *pcs = id ? sp_trace_stack(r, id, &depth) : NULL;
+		const uint64_t *pcs = id ? sp_trace_stack(r, sp_trace_stack_id(r, id), &depth) : NULL;
 		char *text;
 		if (!a->c[0][id].calls)
 			continue;

@@ -36,7 +36,7 @@ struct wsum {                   /* one summary line */
 
 struct report {
 	struct sp_trace_reader *r;
-	struct kstat *k;        /* indexed by name id */
+	struct kstat *k;        /* indexed by the name's index (sp_trace_string_index) */
 	size_t kcap;
 	struct mstat m[MEM_ROWS];
 	uint64_t dropped[SP_DROP__COUNT];
@@ -54,6 +54,12 @@ struct sort_ctx {
 	const struct report *rep;
 	int key;
 };
+
+/* The kernel name of row i of rep->k. This function can't fail. */
+static const char *kname(const struct report *rep, size_t i)
+{
+	return sp_trace_string(rep->r, sp_trace_string_id(rep->r, (uint32_t)i));
+}
 
 static int cmp_u64(uint64_t a, uint64_t b)
 {
@@ -74,7 +80,7 @@ static int cmp_rows(const void *pa, const void *pb, void *arg)
 	case SP_SORT_MAX: d = cmp_u64(b->max, a->max); break;
 	case SP_SORT_MIN: d = cmp_u64(b->min, a->min); break;
 	}
-	return d ? d : strcmp(sp_trace_string(c->rep->r, ia), sp_trace_string(c->rep->r, ib));
+	return d ? d : strcmp(kname(c->rep, ia), kname(c->rep, ib));
 }
 
 
@@ -99,8 +105,9 @@ static void add_window(struct report *rep, const struct sp_window *w)
 			continue;
 		if (e->kind == SP_EV_KERNEL) {
 			struct kstat *k;
-			rep->k = sp_xgrow(rep->k, &rep->kcap, sizeof(*rep->k), e->name);
-			k = &rep->k[e->name];
+			uint32_t x = sp_trace_string_index(rep->r, e->name); /* dense: k[] is as small as the file */
+			rep->k = sp_xgrow(rep->k, &rep->kcap, sizeof(*rep->k), x);
+			k = &rep->k[x];
 			if (!k->calls || d < k->min)
 				k->min = d;
 			if (d > k->max)
@@ -153,7 +160,7 @@ static void print_kernels(const struct report *rep, const struct sp_report_opts 
 	shown = o->top > 0 && (size_t)o->top < n ? (size_t)o->top : n;
 	if (o->wide)
 		for (size_t i = 0; i < shown; i++) {
-			int len = (int)strlen(sp_display_name(sp_trace_string(rep->r, rows[i])));
+			int len = (int)strlen(sp_display_name(kname(rep, rows[i])));
 			width = len > width ? len : width;
 		}
 
@@ -164,7 +171,7 @@ static void print_kernels(const struct report *rep, const struct sp_report_opts 
 	fprintf(out, " -------- ------------ ------------ ------------ ------------ -------\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct kstat *k = &rep->k[rows[i]];
-		const char *name = sp_display_name(sp_trace_string(rep->r, rows[i]));
+		const char *name = sp_display_name(kname(rep, rows[i]));
 		if (i >= shown) {
 			rest += k->total;
 			continue;
@@ -403,7 +410,7 @@ static size_t findings(const struct report *rep, char (*f)[FINDING_LEN])
 	char t[2][32];
 
 	for (size_t id = 0; id < rep->kcap; id++) {
-		const char *name = rep->k[id].calls ? sp_trace_string(rep->r, (uint32_t)id) : NULL;
+		const char *name = rep->k[id].calls ? kname(rep, id) : NULL;
 		if (!name)
 			continue;
 		total += rep->k[id].total;
@@ -450,7 +457,7 @@ static size_t findings(const struct report *rep, char (*f)[FINDING_LEN])
 			 "a rank the others wait for.", 100.0 * nccl / total);
 	if (total && top * 2 >= total)
 		snprintf(f[n++], FINDING_LEN, "One kernel takes %.1f%% of GPU kernel time: %.400s.", 100.0 * top / total,
-			 sp_display_name(sp_trace_string(rep->r, (uint32_t)top_id)));
+			 sp_display_name(kname(rep, top_id)));
 	for (unsigned i = 0; i < SP_DROP__COUNT; i++)
 		drops += rep->dropped[i];
 	if (drops) {
@@ -510,7 +517,7 @@ static void print_json(const struct report *rep, const char *path, const struct 
 	sp_out_puts(x, ",\n\"kernels\":[");
 	for (size_t i = 0; i < n; i++) {
 		const struct kstat *k = &rep->k[rows[i]];
-		const char *raw = sp_trace_string(rep->r, rows[i]);
+		const char *raw = kname(rep, rows[i]);
 		sp_out_puts(x, i ? ",\n{\"name\":" : "\n{\"name\":");
 		sp_out_json_str(x, sp_display_name(raw ? raw : ""));
 		sp_out_puts(x, ",\"raw_name\":");

@@ -148,8 +148,8 @@ uint64_t sp_steps_add_window(struct sp_steps *s, struct sp_trace_reader *r, cons
 		}
 	}
 	sp_calls_index(&s->calls, w);
-	st = s->st + first_st;
 	nst = s->n - first_st;
+	st = nst ? s->st + first_st : NULL; /* s->st is NULL while no step was seen: no NULL + 0 */
 
 	for (size_t i = 0; i < w->n; i++) {
 		const struct sp_event *e = &w->ev[i];

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "trace/trace.h"
 #include "cli.h"
@@ -33,10 +34,16 @@ struct entry {                  /* one cached address */
 	char *func;             /* sp_sym_function's text */
 };
 
+#define MAX_MODULES 4096        /* distinct modules kept; more are not symbolised (said once) */
+
+/* Set by sp_sym_no_files (--no-symbols): no path from a trace is opened. */
+static int no_files;
+
 struct sp_sym {
 	Dwfl *dwfl;             /* NULL if libdwfl could not start: only fallbacks then */
 	struct module *mod;
 	size_t nmod;
+	int full;               /* modules refused past MAX_MODULES (said once) */
 	int pending;            /* modules added since the last report to dwfl */
 	const struct sp_trace_reader *r; /* names Python frames, NULL none */
 	struct entry *tab;      /* cache, power-of-two size */
@@ -44,9 +51,11 @@ struct sp_sym {
 	char zero[8];           /* the text for pc 0 */
 };
 
+/* Separate debug information only from the build-id tree (/usr/lib/debug/.build-id), never from a
+ * file the module's .gnu_debuglink names: the modules come from a trace, which may be hostile. */
 static const Dwfl_Callbacks callbacks = {
 	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_debuginfo = dwfl_build_id_find_debuginfo,
 	.section_address = dwfl_offline_section_address,
 };
 
@@ -70,12 +79,32 @@ static char *xprintf(const char *fmt, ...)
 	return p;
 }
 
-/* The load bias of module m (runtime address minus ELF address). Returns 0 with *bias set, or -1
- * if the file can't be opened, isn't ELF, or no PT_LOAD segment holds the mapping's offset. */
-static int load_bias(const struct module *m, GElf_Addr *bias)
+/* Opens path (named by a trace: hostile) for reading only if it is a regular file: checked before
+ * the open, so that a device is never opened (opening one can have side effects), and again on the
+ * descriptor, which is opened non-blocking so that a FIFO swapped in between cannot hang us.
+ * Returns the descriptor (blocking again, close-on-exec), or -1. */
+static int open_regular(const char *path)
 {
-	int fd = open(m->path, O_RDONLY | O_CLOEXEC), rc = -1;
-	Elf *e = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	struct stat a, b;
+	if (no_files || stat(path, &a) < 0 || !S_ISREG(a.st_mode))
+		return -1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &b) < 0 || !S_ISREG(b.st_mode) || fcntl(fd, F_SETFL, 0) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The load bias of module m read from fd (its file; left open) (runtime address minus ELF
+ * address). Returns 0 with *bias set, or -1 if the file isn't ELF or no PT_LOAD segment holds
+ * the mapping's offset. */
+static int load_bias(int fd, const struct module *m, GElf_Addr *bias)
+{
+	int rc = -1;
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	GElf_Ehdr eh;
 	size_t n;
 
@@ -94,8 +123,6 @@ static int load_bias(const struct module *m, GElf_Addr *bias)
 	}
 	if (e)
 		elf_end(e);
-	if (fd >= 0)
-		close(fd);
 	return rc;
 }
 
@@ -113,8 +140,12 @@ static void report_pending(struct sp_sym *s)
 		if (m->state)
 			continue;
 		m->state = -1;
-		if (load_bias(m, &bias) == 0 && dwfl_report_elf(s->dwfl, m->base, m->path, -1, bias, true))
+		int fd = open_regular(m->path);
+		/* on success dwfl keeps fd (and closes it at dwfl_end) */
+		if (fd >= 0 && load_bias(fd, m, &bias) == 0 && dwfl_report_elf(s->dwfl, m->base, m->path, fd, bias, true))
 			m->state = 1;
+		else if (fd >= 0)
+			close(fd);
 	}
 	dwfl_report_end(s->dwfl, NULL, NULL);
 }
@@ -200,6 +231,11 @@ static const struct entry *lookup(struct sp_sym *s, uint64_t pc)
 
 /* ---- exported ---- */
 
+void sp_sym_no_files(void)
+{
+	no_files = 1;
+}
+
 struct sp_sym *sp_sym_open(void)
 {
 	struct sp_sym *s = calloc(1, sizeof(*s));
@@ -218,6 +254,12 @@ void sp_sym_add_module(struct sp_sym *s, const char *path, uint64_t start, uint6
 		if (s->mod[i].start == start && s->mod[i].end == end && s->mod[i].offset == offset &&
 		    !strcmp(s->mod[i].path, path))
 			return;
+	if (s->nmod == MAX_MODULES) {
+		if (!s->full++)
+			fprintf(stderr, "stepprof: the trace maps more than %d distinct modules; addresses in the "
+				"others are not symbolised\n", MAX_MODULES);
+		return;
+	}
 	s->mod = sp_xrealloc(s->mod, (s->nmod + 1) * sizeof(*s->mod));
 	struct module *m = &s->mod[s->nmod++];
 	m->path = xstrdup(path);
@@ -335,20 +377,41 @@ void sp_sym_close(struct sp_sym *s)
 	free(s);
 }
 
-/* Open-addressing cache: raw name pointer -> demangled copy (or the raw pointer). */
+/* Open-addressing cache: raw name (by content: the same address may hold another name once a
+ * reader is closed) -> demangled copy, or NULL when the name is shown as it is. */
+#define DEMANGLE_MAX 4096       /* longer names are shown raw: demangling hostile text costs */
 static struct {
-	const char **raw;
-	const char **shown;
+	char **raw;             /* copies of the names */
+	char **shown;
 	size_t cap, used;
 } D;
 
+static size_t name_hash(const char *s)
+{
+	size_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+void sp_display_names_free(void)
+{
+	for (size_t i = 0; i < D.cap; i++) {
+		free(D.raw[i]);
+		free(D.shown[i]);
+	}
+	free(D.raw);
+	free(D.shown);
+	memset(&D, 0, sizeof(D));
+}
+
 const char *sp_display_name(const char *raw)
 {
-	if (!raw || raw[0] != '_' || raw[1] != 'Z')
+	if (!raw || raw[0] != '_' || raw[1] != 'Z' || strnlen(raw, DEMANGLE_MAX + 1) > DEMANGLE_MAX)
 		return raw;
 	if ((D.used + 1) * 2 > D.cap) {
 		size_t cap = D.cap ? D.cap * 2 : 1024;
-		const char **r = calloc(cap, sizeof(*r)), **v = calloc(cap, sizeof(*v));
+		char **r = calloc(cap, sizeof(*r)), **v = calloc(cap, sizeof(*v));
 		if (!r || !v) {
 			free(r);
 			free(v);
@@ -356,7 +419,7 @@ const char *sp_display_name(const char *raw)
 		}
 		for (size_t i = 0; i < D.cap; i++)
 			if (D.raw[i])
-				for (size_t h = ((uintptr_t)D.raw[i] >> 4) % cap;; h = (h + 1) % cap)
+				for (size_t h = name_hash(D.raw[i]) % cap;; h = (h + 1) % cap)
 					if (!r[h]) {
 						r[h] = D.raw[i];
 						v[h] = D.shown[i];
@@ -368,16 +431,22 @@ const char *sp_display_name(const char *raw)
 		D.shown = v;
 		D.cap = cap;
 	}
-	size_t h = ((uintptr_t)raw >> 4) % D.cap;
+	size_t h = name_hash(raw) % D.cap;
 	for (; D.raw[h]; h = (h + 1) % D.cap)
-		if (D.raw[h] == raw)
-			return D.shown[h];
+		if (!strcmp(D.raw[h], raw))
+			return D.shown[h] ? D.shown[h] : raw;
 	int status = 0;
-	char *plain = __cxa_demangle(raw, NULL, NULL, &status);
-	D.raw[h] = raw;
-	D.shown[h] = plain && status == 0 ? plain : raw;
-	D.used++;
-	if (D.shown[h] == raw)
+	char *plain = __cxa_demangle(raw, NULL, NULL, &status), *copy = strdup(raw);
+	if (!copy) {
 		free(plain);
-	return D.shown[h];
+		return raw;
+	}
+	if (status != 0) {
+		free(plain);
+		plain = NULL;
+	}
+	D.raw[h] = copy;
+	D.shown[h] = plain;
+	D.used++;
+	return plain ? plain : raw;
 }

@@ -11,6 +11,11 @@
 
 struct sp_sym;
 
+/* From now on no symboliser opens a file (--no-symbols): addresses are named by module and
+ * offset only. Paths that a trace names are otherwise opened only if they are regular files
+ * (never a FIFO or a device), read only, and at most 4096 distinct modules are kept (a warning
+ * on stderr says when more were dropped). This function can't fail. */
+void sp_sym_no_files(void);
 /* An empty symboliser. Exits the CLI if memory runs out; otherwise can't fail. */
 struct sp_sym *sp_sym_open(void);
 /* Adds a module: the executable mapping start..end of the file at path, whose first byte is at
@@ -56,9 +61,11 @@ const char *sp_sym_site(struct sp_sym *s, const uint64_t *pcs, uint32_t n);
 void sp_sym_close(struct sp_sym *s);
 
 /* The name to show for a kernel or function name from a trace: demangled if it is an Itanium C++
- * name (as torch.profiler and Nsight show them), else the name itself. The result lives as long
- * as the process (cached by the name's address, which must stay valid). This function can't
- * fail (out of memory: the raw name). */
+ * name of at most 4096 characters (as torch.profiler and Nsight show them), else the name itself.
+ * A demangled result lives until sp_display_names_free (cached by the name's text); otherwise raw
+ * is returned. This function can't fail (out of memory: the raw name). */
 const char *sp_display_name(const char *raw);
+/* Frees the names sp_display_name returned (for long-running callers: the fuzz harness). */
+void sp_display_names_free(void);
 
 #endif

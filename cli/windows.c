@@ -19,8 +19,9 @@ struct sp_windows {
 	size_t out_cap;
 	struct sp_idset corr;           /* API correlation ids of the window being settled */
 	struct sp_idset prev_corr;      /* ... of the window last handed out: late GPU records */
-	struct { uint32_t tid, name; } *threads; /* SP_EV_THREAD records, latest name wins */
-	size_t nthreads;
+	struct { uint32_t tid, name, used; } *threads; /* SP_EV_THREAD records by tid (open addressing;
+							  cap a power of two), latest name wins */
+	size_t nthreads, tcap;
 	struct sp_event dev[SP_WIN_MAX_DEVICES]; /* SP_EV_DEVICE records; kind 0 = none */
 	uint64_t anchor_mono, anchor_real;       /* latest clock anchor */
 	uint64_t outside;               /* records of no window */
@@ -228,16 +229,34 @@ struct sp_windows *sp_windows_open(struct sp_trace_reader *r)
 	return g;
 }
 
+/* The slot of tid in g->threads (used for tid, or free). g->tcap must be > 0. Can't fail. */
+static size_t thread_slot(const struct sp_windows *g, uint32_t tid)
+{
+	size_t h = (tid * 2654435761u) & (g->tcap - 1);
+	while (g->threads[h].used && g->threads[h].tid != tid)
+		h = (h + 1) & (g->tcap - 1);
+	return h;
+}
+
+/* Records tid's name: constant time per record, so linear in thread records. Exits if memory
+ * runs out; otherwise can't fail. */
 static void set_thread(struct sp_windows *g, uint32_t tid, uint32_t name)
 {
-	for (size_t i = 0; i < g->nthreads; i++)
-		if (g->threads[i].tid == tid) {
-			g->threads[i].name = name;
-			return;
-		}
-	g->threads = sp_xrealloc(g->threads, (g->nthreads + 1) * sizeof(*g->threads));
-	g->threads[g->nthreads].tid = tid;
-	g->threads[g->nthreads++].name = name;
+	if ((g->nthreads + 1) * 2 > g->tcap) {
+		struct sp_windows old = *g;
+		g->tcap = old.tcap ? old.tcap * 2 : 64;
+		g->threads = sp_xrealloc(NULL, g->tcap * sizeof(*g->threads));
+		memset(g->threads, 0, g->tcap * sizeof(*g->threads));
+		for (size_t i = 0; i < old.tcap; i++)
+			if (old.threads[i].used)
+				g->threads[thread_slot(g, old.threads[i].tid)] = old.threads[i];
+		free(old.threads);
+	}
+	size_t h = thread_slot(g, tid);
+	g->nthreads += !g->threads[h].used;
+	g->threads[h].tid = tid;
+	g->threads[h].name = name;
+	g->threads[h].used = 1;
 }
 
 int sp_windows_next(struct sp_windows *g, const struct sp_window **w)
@@ -316,10 +335,8 @@ int sp_windows_next(struct sp_windows *g, const struct sp_window **w)
 
 const char *sp_windows_thread_name(const struct sp_windows *g, uint32_t tid)
 {
-	for (size_t i = 0; i < g->nthreads; i++)
-		if (g->threads[i].tid == tid)
-			return sp_trace_string(g->r, g->threads[i].name);
-	return NULL;
+	size_t h = g->tcap ? thread_slot(g, tid) : 0;
+	return g->tcap && g->threads[h].used ? sp_trace_string(g->r, g->threads[h].name) : NULL;
 }
 
 const struct sp_event *sp_windows_device(const struct sp_windows *g, unsigned device)

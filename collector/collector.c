@@ -424,16 +424,8 @@ static int start_writer(void)
 		sp_warn("cannot expand output directory '%s'; not profiling", G.cfg.output);
 		return -1;
 	}
-	for (char *p = dir + 1; *p; p++)
-		if (*p == '/') {
-			*p = 0;
-			mkdir(dir, 0777);
-			*p = '/';
-		}
-	if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
-		sp_warn("cannot create output directory %s: %s; not profiling", dir, strerror(errno));
+	if (sp_writer_make_dir(dir, G.cfg.allow_foreign_dir) < 0)
 		return -1;
-	}
 	if (G.ri.rank >= 0)
 		snprintf(G.trace_path, sizeof G.trace_path, "%s/rank%d.%s.%d.sptrace", dir, G.ri.rank, host, (int)getpid());
 	else
@@ -457,6 +449,7 @@ static int start_writer(void)
 		return -1;
 	G.writer_started = 1;
 	write_devices(m.anchor_mono_ns);
+	snprintf(G.trace_path, sizeof G.trace_path, "%s", sp_writer_path());
 	sp_info("writing %s", G.trace_path);
 	return 0;
 }
@@ -1486,6 +1479,12 @@ void sp_collector_inject(void)
 	if (!G.cfg.enabled)
 		return;
 	sp_ranks_detect(&G.ri, NULL);
+	if (G.ri.problem[0])
+		sp_warn("%s", G.ri.problem);
+	if (G.ri.explicit_bad) { /* the user's own rank setting: never guess past it */
+		sp_warn("a STEPPROF_ rank variable is malformed: not profiling this process");
+		return;
+	}
 	if (G.ri.rank >= 0 && !sp_rankset_has(&G.cfg.ranks, G.ri.rank))
 		return; /* a rank the environment does not give is decided at the first window */
 	if (sp_cupti_load(G.cfg.cupti_library, why, sizeof why) < 0) {

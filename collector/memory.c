@@ -3,6 +3,7 @@
  * device, stack, time) in mmap'ed memory, guarded by a spinlock; per-slot levels and peaks. It runs
  * inside malloc hooks on every thread: no malloc, no stdio, and a host event touches as few cache
  * lines as it can (the lock's line, one table slot, the ring's). */
+#include <dlfcn.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -217,4 +218,41 @@ uint32_t sp_mem_table_slots(void)
 uint64_t sp_mem_live(int slot)
 {
 	return slot >= 0 && slot <= SP_MEM_HOST_SLOT ? level((unsigned)slot)->live : 0;
+}
+
+/* The load address of the object that defines fn, or NULL. This function can't fail. */
+static void *object_of(const void *fn)
+{
+	Dl_info info;
+	return fn && dladdr(fn, &info) ? info.dli_fbase : NULL;
+}
+
+int sp_mem_glibc_object(void *(*malloc_fn)(size_t), void (*free_fn)(void *), size_t (*usable_fn)(void *))
+{
+	void *libc = object_of(dlsym(RTLD_DEFAULT, "gnu_get_libc_version"));
+	return libc && object_of((const void *)malloc_fn) == libc && object_of((const void *)free_fn) == libc &&
+	       object_of((const void *)usable_fn) == libc;
+}
+
+int sp_mem_glibc_behaviour(void *(*malloc_fn)(size_t), void (*free_fn)(void *), size_t (*usable_fn)(void *))
+{
+	static const size_t sizes[] = { 1, 24, 25, 100, 1000, 4000 };
+	int ok = malloc_fn && free_fn && usable_fn;
+	for (size_t i = 0; ok && i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		/* glibc (64-bit): chunk = request + 8 rounded up to 16, at least 32; usable = chunk - 8;
+		 * the size word before the block holds the chunk size and 3 flag bits, IS_MMAPPED (2)
+		 * clear for blocks this small. Other allocators use size classes (usable(1) = 8 or 16). */
+		size_t chunk = (sizes[i] + 8 + 15) & ~(size_t)15;
+		chunk = chunk < 32 ? 32 : chunk;
+		void *p = malloc_fn(sizes[i]);
+		if (!p)
+			return 0;
+		ok = usable_fn(p) == chunk - 8;
+		if (ok) { /* only now: the word before a block of another allocator may be unmapped */
+			size_t word = ((const size_t *)p)[-1];
+			ok = (word & ~(size_t)7) == chunk && !(word & 2);
+		}
+		free_fn(p);
+	}
+	return ok;
 }

@@ -7,6 +7,7 @@
 #define SP_MEMORY_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define SP_MEM_HOST_SLOT 64 /* accounting slot of host memory (device slots are 0..63) */
@@ -53,6 +54,15 @@ static inline void sp_mem_host_mark(uint64_t addr)
 	if (!sp_mem_host_maybe(addr))
 		atomic_fetch_or_explicit(&sp_mem_host_seen[b >> 6], 1ull << (b & 63), memory_order_relaxed);
 }
+/* Whether the allocator behind malloc_fn, free_fn and usable_fn is glibc's, so that the word
+ * before each of its blocks is a chunk size (the free filter of preload/malloc.c reads it).
+ * Decided by what the functions are and do, never by a symbol's name (tcmalloc exports a
+ * __libc_free of its own): sp_mem_glibc_object checks that all three are defined in the object
+ * that defines gnu_get_libc_version; sp_mem_glibc_behaviour allocates blocks of a few sizes and
+ * checks that their usable sizes and the words before them follow glibc's chunk layout. Each
+ * returns 1 or 0. They may allocate through malloc_fn (never through the hooks). */
+int sp_mem_glibc_object(void *(*malloc_fn)(size_t), void (*free_fn)(void *), size_t (*usable_fn)(void *));
+int sp_mem_glibc_behaviour(void *(*malloc_fn)(size_t), void (*free_fn)(void *), size_t (*usable_fn)(void *));
 /* At a window's start: pushes one SNAPSHOT ALLOC per live allocation. */
 void sp_mem_snapshot(uint64_t t);
 /* At a window's end: pushes one PEAK ALLOC per device (and host) with the highest level so far. */

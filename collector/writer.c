@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include "clock.h"
 #include "intern.h"
 #include "log.h"
@@ -258,14 +260,22 @@ int sp_writer_start(const char *path, const struct sp_trace_meta *meta, uint64_t
 		sp_warn("trace writer already running; not starting another for %s", path);
 		goto out;
 	}
-	g.tw = sp_trace_create(path, meta, lookup, NULL, 0);
+	/* an existing file (a re-run with the same host and pid, a planted link) is never opened:
+	 * the next free name STEM.1.sptrace ... STEM.99.sptrace is taken instead */
+	snprintf(g.path, sizeof(g.path), "%s", path);
+	size_t stem = strlen(g.path);
+	if (stem > 8 && !strcmp(g.path + stem - 8, ".sptrace"))
+		stem -= 8;
+	for (int n = 1; !(g.tw = sp_trace_create(g.path, meta, lookup, NULL, 0)) && errno == EEXIST && n < 100; n++)
+		snprintf(g.path, sizeof(g.path), "%.*s.%d%s", (int)stem, path, n, path[stem] ? path + stem : "");
 	if (!g.tw) {
-		sp_warn("cannot create trace %s: %s", path, strerror(errno));
+		sp_warn("cannot create trace %s: %s", g.path, strerror(errno));
 		goto out;
 	}
+	if (strcmp(g.path, path))
+		sp_warn("%s exists; writing %s instead", path, g.path);
 	sp_trace_set_stack_lookup(g.tw, sp_stack_lookup, NULL);
 	sp_trace_set_pyframe_lookup(g.tw, sp_pyframe_lookup, NULL);
-	snprintf(g.path, sizeof(g.path), "%s", path);
 	g.cap = window_max_bytes;
 	g.failed = g.in_window = g.kicked = g.stopping = false;
 	g.ring_seen = sp_ring_dropped();
@@ -286,6 +296,40 @@ int sp_writer_start(const char *path, const struct sp_trace_meta *meta, uint64_t
 out:
 	pthread_mutex_unlock(&g.ctl);
 	return rc;
+}
+
+/* Returns 0, or -1 after warning once. */
+int sp_writer_make_dir(char *dir, bool allow_foreign)
+{
+	struct stat st;
+	for (char *p = dir + 1; *p; p++)
+		if (*p == '/') {
+			*p = 0;
+			mkdir(dir, 0750);
+			*p = '/';
+		}
+	if (mkdir(dir, 0750) < 0 && errno != EEXIST) {
+		sp_warn("cannot create output directory %s: %s; not profiling", dir, strerror(errno));
+		return -1;
+	}
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		sp_warn("output directory %s is not a directory; not profiling", dir);
+		return -1;
+	}
+	if (st.st_uid != geteuid() && !allow_foreign) {
+		sp_warn("output directory %s belongs to another user (uid %u; this process runs as uid %u), who could "
+			"read or remove the traces; not profiling (set [profile] allow_foreign_dir = true, or "
+			"STEPPROF_PROFILE_ALLOW_FOREIGN_DIR=1, if that is intended)", dir, (unsigned)st.st_uid,
+			(unsigned)geteuid());
+		return -1;
+	}
+	return 0;
+}
+
+/* The file sp_writer_start created (its path, or the free name taken instead). Can't fail. */
+const char *sp_writer_path(void)
+{
+	return g.path;
 }
 
 /* Sets the hook run on the writer thread at the start of every pass (NULL: none); it takes

@@ -5,13 +5,23 @@
 #ifndef SP_WRITER_H
 #define SP_WRITER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "trace/trace.h"
 
-/* Creates the trace file at path and starts the writer thread (all signals blocked).
- * window_max_bytes caps encoded bytes per window (0 = no cap). Returns 0, or -1 after
- * warning once on stderr ("stepprof: ..."): then nothing is running and pushes are dropped. */
+/* Creates the trace file at path and starts the writer thread (all signals blocked). The file
+ * is always new: if path exists (a re-run with the same host and pid, or a link someone put
+ * there), STEM.1.sptrace, STEM.2.sptrace ... is created instead, with a warning; see
+ * sp_writer_path. window_max_bytes caps encoded bytes per window (0 = no cap). Returns 0, or -1
+ * after warning once on stderr ("stepprof: ..."): then nothing is running and pushes are dropped. */
 int sp_writer_start(const char *path, const struct sp_trace_meta *meta, uint64_t window_max_bytes);
+/* Creates the output directory dir and any missing parent (mode 0750 less the umask; dir is
+ * modified in place while doing so, and restored) and checks that it is a directory owned by
+ * the effective user, unless allow_foreign ([profile] allow_foreign_dir). Returns 0, or -1
+ * after warning once on stderr (then nothing should be written there). */
+int sp_writer_make_dir(char *dir, bool allow_foreign);
+/* The path of the file the last sp_writer_start created. This function can't fail. */
+const char *sp_writer_path(void);
 /* Asks the writer to compress and write what it holds now (e.g. at a window's end) without
  * waiting for it. Safe on any thread. This function can't fail. */
 void sp_writer_kick(void);

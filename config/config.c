@@ -5,6 +5,7 @@
  * becomes one "ORIGIN[:LINE]: [section] key: problem (allowed: ...)" line in sp_cfg_errors. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@ static const char *const detach_names[] = { "auto", "always", "never", NULL };
 static const struct key keys[] = {
 	{ "profile", "enabled", K_BOOL, FIELD(enabled), 0, 1, "true" },
 	{ "profile", "output", K_OUTPUT, FIELD(output), 0, 0, "stepprof-traces/{run}" },
+	{ "profile", "allow_foreign_dir", K_BOOL, FIELD(allow_foreign_dir), 0, 1, "false" },
 	{ "ranks", "ranks", K_RANKS, FIELD(ranks_text), 0, 0, "0" },
 	SCHED(skip_first, 0, "0"),
 	{ "schedule", "skip_first_wait", K_BOOL, FIELD(schedule.skip_first_wait), 0, 1, "0" },
@@ -92,6 +94,21 @@ static const char *const sections[] = { "profile", "ranks", "schedule", "marker"
 
 /* `stacks` values by mask (SP_STACKS_*); a boolean's true means native, as before Python frames */
 static const char *const stacks_names[] = { "false", "native", "python", "both" };
+
+/* Limits of the INI reader (docs/CONFIG.md): enforced while reading, before anything is kept. */
+#define MAX_FILE_BYTES (1 << 20)        /* a larger file is refused at this byte */
+#define LINE_MAX_TEXT (INI_MAX_LINE - 1) /* characters of a line that inih reads whole */
+/* The longest line that sp_cfg_print writes, so that its output always reads back: inih
+ * wants room for "\r\n\0" after the text of a line. */
+#define PRINT_LINE_MAX (INI_MAX_LINE - 3)
+
+/* STEPPROF_* variables that are not STEPPROF_<SECTION>_<KEY> settings; any other is an error. */
+static const char *const env_other[] = { "STEPPROF_CONFIG", "STEPPROF_RANK", "STEPPROF_WORLD_SIZE",
+					 "STEPPROF_VERBOSE", "STEPPROF_CHAINED_INJECTION", "STEPPROF_RUN_ID",
+					 "STEPPROF_RECORD_TOKENS", "STEPPROF_RECORD_TRUTH",
+					 "STEPPROF_TEST_CLOCK_OFFSET_NS", "STEPPROF_NO_PROGRESS",
+					 "STEPPROF_PROGRESS_AFTER" };
+#define NENV_OTHER (sizeof(env_other) / sizeof(env_other[0]))
 
 enum { PH_HOST, PH_PID, PH_RANK, PH_DATE, PH_TIME, PH_JOBID, PH_RUN };
 static const char *const placeholders[] = { "host", "pid", "rank", "date", "time", "jobid", "run" };
@@ -362,8 +379,9 @@ static int set_value(struct sp_config *cfg, const struct key *k, const char *v, 
 	case K_RANKS: {
 		struct sp_rankset set;
 		char err[128];
-		if (strlen(v) >= k->size) {
-			snprintf(problem, plen, "too long: %zu characters", strlen(v));
+		if (strlen(v) >= k->size || strlen(k->name) + 3 + strlen(v) > PRINT_LINE_MAX) {
+			snprintf(problem, plen, "too long: %zu characters (at most %zu, so that the line '%s = ...' "
+				 "fits in an INI line)", strlen(v), PRINT_LINE_MAX - 3 - strlen(k->name), k->name);
 			return -1;
 		}
 		if (sp_rankset_parse(v, &set, err, sizeof(err)) < 0) {
@@ -381,8 +399,9 @@ static int set_value(struct sp_config *cfg, const struct key *k, const char *v, 
 			v++;
 			n -= 2;
 		}
-		if (n >= k->size) {
-			snprintf(problem, plen, "too long: %zu characters", n);
+		if (n >= k->size || strlen(k->name) + 5 + n > PRINT_LINE_MAX) {
+			snprintf(problem, plen, "too long: %zu characters (at most %zu, so that the line '%s = \"...\"' "
+				 "fits in an INI line)", n, PRINT_LINE_MAX - 5 - strlen(k->name), k->name);
 			return -1;
 		}
 		for (size_t j = 0; j < n; j++) {
@@ -472,8 +491,9 @@ struct ini_ctx {
 	struct sp_cfg_errors *errs;
 	const char *path;
 	FILE *f;
-	char *buf;              /* getline buffer */
-	size_t cap;
+	char buf[LINE_MAX_TEXT + 2]; /* the current line, NUL-terminated */
+	size_t bytes;           /* bytes read so far (at most MAX_FILE_BYTES + 1) */
+	bool too_big;           /* the file is over MAX_FILE_BYTES: reading stopped */
 	int line;               /* number of the line inih is working on */
 	int first_bad;          /* first line reported as a syntax error, 0 if none */
 	bool cont;              /* that line continues the previous value (inih multi-line) */
@@ -554,26 +574,62 @@ static void classify(struct ini_ctx *c)
 	c->has_prev = true;
 }
 
-/* inih's reader: one line per call, at most num - 1 characters. Returns str, or NULL at the
- * end of the file (or on a read error, which ferror reports afterwards). */
+/* inih's reader: one line per call, at most num - 1 characters. Reads byte by byte into a
+ * fixed buffer, so that neither a long line nor a large file is ever held: a line over the
+ * limit, a NUL byte or a carriage return other than that of a CRLF ending is an error at its
+ * line (the line is skipped), and the file ends, with an error, at byte MAX_FILE_BYTES + 1.
+ * Returns str, or NULL at the end of the file (or on a read error, which ferror reports
+ * afterwards). */
 static char *ini_read(char *str, int num, void *stream)
 {
 	struct ini_ctx *c = stream;
-	ssize_t n = getline(&c->buf, &c->cap, c->f);
+	size_t n = 0, max = (size_t)num - 1 < LINE_MAX_TEXT ? (size_t)num - 1 : LINE_MAX_TEXT;
+	bool nul = false, cr = false, any = false;
+	int ch;
 
-	if (n < 0)
+	if (c->too_big)
+		return NULL;
+	while ((ch = getc(c->f)) != EOF) {
+		any = true;
+		if (++c->bytes > MAX_FILE_BYTES) {
+			c->too_big = true;
+			add_error(c->errs, "%s:%d: the file is larger than %d bytes (allowed: a configuration file "
+				  "of at most 1 MiB)", c->path, c->line + 1, MAX_FILE_BYTES);
+			return NULL;
+		}
+		if (ch == '\n')
+			break;
+		if (ch == '\r') {
+			int next = getc(c->f);
+			if (next == '\n') {
+				c->bytes++;
+				break;
+			}
+			if (next != EOF)
+				ungetc(next, c->f);
+			cr = true;
+		}
+		nul |= ch == 0;
+		if (n <= max)
+			c->buf[n++] = (char)ch;
+	}
+	if (!any)
 		return NULL;
 	c->line++;
-	while (n > 0 && (c->buf[n - 1] == '\n' || c->buf[n - 1] == '\r'))
-		c->buf[--n] = '\0';
-	if (n >= num) {
-		syntax_error(c, "line longer than %d characters (inih's limit)", num - 1);
-		c->cont = false;
-		str[0] = '\0';
-		return str;
+	c->buf[n < sizeof(c->buf) ? n : sizeof(c->buf) - 1] = '\0';
+	str[0] = '\0';
+	c->cont = false;
+	if (nul)
+		syntax_error(c, "NUL byte in the line (allowed: text)");
+	else if (cr)
+		syntax_error(c, "carriage return inside the line: CR-only line endings? (allowed: LF or CRLF "
+			     "line endings)");
+	else if (n > max)
+		syntax_error(c, "line longer than %zu characters (inih's limit)", max);
+	else {
+		memcpy(str, c->buf, n + 1);
+		classify(c);
 	}
-	memcpy(str, c->buf, (size_t)n + 1);
-	classify(c);
 	return str;
 }
 
@@ -614,11 +670,20 @@ int sp_cfg_load_file(struct sp_config *cfg, const char *path, struct sp_cfg_erro
 	struct stat st;
 
 	snprintf(cfg->source, sizeof(cfg->source), "%s", path);
-	if (!(c.f = fopen(path, "re")))
+	/* only a regular file: checked before the open (a device is never opened) and on the
+	 * descriptor, opened non-blocking (a FIFO swapped in cannot hang the process) */
+	if (stat(path, &st) < 0)
 		return add_error(errs, "%s: cannot open: %s", path, strerror(errno));
-	if (fstat(fileno(c.f), &st) == 0 && S_ISDIR(st.st_mode)) {
-		fclose(c.f);
+	if (S_ISDIR(st.st_mode))
 		return add_error(errs, "%s: is a directory, not an INI file", path);
+	if (!S_ISREG(st.st_mode))
+		return add_error(errs, "%s: not a regular file (a FIFO, socket or device is refused)", path);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return add_error(errs, "%s: cannot open: %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fcntl(fd, F_SETFL, 0) < 0 || !(c.f = fdopen(fd, "r"))) {
+		close(fd);
+		return add_error(errs, "%s: not a regular file (a FIFO, socket or device is refused)", path);
 	}
 	rc = ini_parse_stream(ini_read, &c, ini_key, &c);
 	if (ferror(c.f))
@@ -627,7 +692,6 @@ int sp_cfg_load_file(struct sp_config *cfg, const char *path, struct sp_cfg_erro
 		add_error(errs, "%s: out of memory while parsing", path);
 	else if (rc > 0 && rc != c.first_bad) /* inih saw an error that classify() did not */
 		add_error(errs, "%s:%d: syntax error", path, rc);
-	free(c.buf);
 	fclose(c.f);
 	return errs->count - before;
 }
@@ -640,11 +704,26 @@ int sp_cfg_load_env(struct sp_config *cfg, char **envp, struct sp_cfg_errors *er
 
 	for (char **e = envp ? envp : environ; e && *e; e++) {
 		const char *eq = strchr(*e, '=');
-		char var[128], section[32], key[64];
-		if (strncmp(*e, "STEPPROF_", 9) || !eq || (size_t)(eq - *e) >= sizeof(var))
+		char var[128], section[32], key[64], list[256];
+		bool known = false;
+		if (strncmp(*e, "STEPPROF_", 9) || !eq)
 			continue;
-		snprintf(var, sizeof(var), "%.*s", (int)(eq - *e), *e);
-		for (size_t s = 0; s < NSECTIONS; s++) {
+		snprintf(var, sizeof(var), "%.*s", (int)(eq - *e) < 127 ? (int)(eq - *e) : 127, *e);
+		for (size_t i = 0; i < NENV_OTHER; i++)
+			known |= !strcmp(var, env_other[i]);
+		if (known)
+			continue;
+		if ((size_t)(eq - *e) >= sizeof(var)) {
+			add_error(errs, "%.100s...: unknown variable: name too long (allowed: STEPPROF_<SECTION>_<KEY>)", var);
+			continue;
+		}
+		for (size_t s = 0; s <= NSECTIONS; s++) {
+			if (s == NSECTIONS) { /* a misspelt section or variable: never ignored */
+				add_error(errs, "%s: unknown variable (allowed: STEPPROF_<SECTION>_<KEY> with a section "
+					  "of %s, or STEPPROF_CONFIG, STEPPROF_RANK, STEPPROF_WORLD_SIZE, STEPPROF_VERBOSE)",
+					  var, list_names(list, sizeof(list), NULL));
+				break;
+			}
 			size_t n = strlen(sections[s]);
 			if (strncasecmp(var + 9, sections[s], n) || var[9 + n] != '_')
 				continue;

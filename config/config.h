@@ -35,7 +35,7 @@ enum sp_detach_policy {
 
 #define SP_CFG_PATH 1024
 #define SP_CFG_PATTERN 256
-#define SP_CFG_NKEYS 32         /* keys in the table of config.c (docs/CONFIG.md lists them) */
+#define SP_CFG_NKEYS 33         /* keys in the table of config.c (docs/CONFIG.md lists them) */
 
 /* Where a key got its value: for error messages about contradictions and for `stepprof check`. */
 struct sp_cfg_origin {
@@ -47,6 +47,7 @@ struct sp_config {
 	/* [profile] */
 	bool enabled;                   /* master switch */
 	char output[SP_CFG_PATH];       /* output directory template: {run} {host} {pid} {rank} {date} {time} {jobid} */
+	bool allow_foreign_dir;         /* write into an output directory owned by another user */
 	/* [ranks] */
 	char ranks_text[256];           /* as written: "0", "0,1", "0-3,8", "all" */
 	struct sp_rankset ranks;        /* parsed */

@@ -53,10 +53,18 @@ static int parse_int(const char *s, int min)
 	return *end || v < min || v > INT_MAX ? -1 : (int)v;
 }
 
-/* The first valid value of var in envp (min..INT_MAX), or -1. */
-static int env_int(char **envp, const char *var, int min)
+/* The value of var in envp (min..INT_MAX), or -1 if unset or malformed; a malformed one is
+ * described in ri->problem unless an earlier one is. */
+static int env_int(struct sp_rank_info *ri, char **envp, const char *var, int min)
 {
-	return var ? parse_int(env_get(envp, var), min) : -1;
+	const char *s = var ? env_get(envp, var) : NULL;
+	int v = parse_int(s, min);
+	if (s && v < 0 && !ri->problem[0]) {
+		snprintf(ri->problem, sizeof(ri->problem), "%s='%.64s' is not a %s (a whole number >= %d); ignored", var,
+			 s, min ? "size" : "rank", min);
+		ri->explicit_bad = !strncmp(var, "STEPPROF_", 9);
+	}
+	return v;
 }
 
 /* This function can't fail. */
@@ -68,21 +76,22 @@ void sp_ranks_detect(struct sp_rank_info *ri, char **envp)
 	if (!envp)
 		envp = environ;
 	*ri = (struct sp_rank_info){ .rank = -1, .world_size = -1, .local_rank = -1, .source = "none" };
+	ri->problem[0] = '\0';
 	for (size_t i = 0; i < NLAUNCHERS && !l; i++)
-		if ((ri->rank = env_int(envp, launchers[i].rank, 0)) >= 0)
+		if ((ri->rank = env_int(ri, envp, launchers[i].rank, 0)) >= 0)
 			l = &launchers[i];
 	if (l) {
 		ri->source = l->source;
-		ri->world_size = env_int(envp, l->size, 1);
+		ri->world_size = env_int(ri, envp, l->size, 1);
 		for (size_t i = 0; l->size == NULL && i < NLAUNCHERS && ri->world_size < 0; i++)
-			ri->world_size = env_int(envp, launchers[i].size, 1);
+			ri->world_size = env_int(ri, envp, launchers[i].size, 1);
 		for (size_t j = 0; j < 2 && l->local[j] && ri->local_rank < 0; j++)
-			ri->local_rank = env_int(envp, l->local[j], 0);
+			ri->local_rank = env_int(ri, envp, l->local[j], 0);
 		for (size_t i = 0; l->local[0] == NULL && i < NLAUNCHERS; i++)
 			for (size_t j = 0; j < 2 && launchers[i].local[j] && ri->local_rank < 0; j++)
-				ri->local_rank = env_int(envp, launchers[i].local[j], 0);
+				ri->local_rank = env_int(ri, envp, launchers[i].local[j], 0);
 	}
-	int n = env_int(envp, "STEPPROF_WORLD_SIZE", 1);
+	int n = env_int(ri, envp, "STEPPROF_WORLD_SIZE", 1);
 	if (n > 0)
 		ri->world_size = n;
 }

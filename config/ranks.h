@@ -13,12 +13,16 @@ struct sp_rank_info {
 	int world_size;         /* -1 if unknown */
 	int local_rank;         /* -1 if unknown */
 	const char *source;     /* which launcher's variables were used: "torchrun", "slurm", ... or "none" */
+	bool explicit_bad;      /* STEPPROF_RANK or STEPPROF_WORLD_SIZE is set but malformed */
+	char problem[256];      /* "" or the first rank variable that is set but malformed (never ignored:
+				   callers report it once, "stepprof: " + problem) */
 };
 
 /* Reads rank variables from envp (NULL = environ) in this order: STEPPROF_RANK (explicit),
  * torchrun (RANK, WORLD_SIZE, LOCAL_RANK), Open MPI (OMPI_COMM_WORLD_*), PMIx (PMIX_RANK),
  * MVAPICH (MV2_COMM_WORLD_*), MPICH/PMI (PMI_RANK, PMI_SIZE), Slurm (SLURM_PROCID, SLURM_NTASKS,
- * SLURM_LOCALID). This function can't fail. */
+ * SLURM_LOCALID). A variable that is set but not a number in range is skipped, as if unset, and
+ * the first such one is described in ri->problem. This function can't fail. */
 void sp_ranks_detect(struct sp_rank_info *ri, char **envp);
 
 #define SP_RANKSET_MAX 64

@@ -38,14 +38,22 @@ static int in_pool(const void *p)
 	return (uintptr_t)p - (uintptr_t)pool < sizeof pool; /* one comparison */
 }
 
+/* A pool block: 16 bytes holding its size, then the block (16-byte aligned). NULL once spent. */
 static void *pool_alloc(size_t n)
 {
-	n = (n + 15) & ~(size_t)15;
-	if (pool_used + n > sizeof pool)
+	size_t need = 16 + ((n + 15) & ~(size_t)15);
+	if (n > sizeof pool || pool_used + need > sizeof pool)
 		return NULL;
-	void *p = pool + pool_used;
-	pool_used += n;
-	return p; /* the pool is zeroed static memory: fine for calloc */
+	char *p = pool + pool_used;
+	pool_used += need;
+	*(size_t *)p = n;
+	return p + 16; /* the pool is zeroed static memory: fine for calloc */
+}
+
+/* The size a pool block was allocated with. This function can't fail. */
+static size_t pool_size(const void *p)
+{
+	return *(const size_t *)((const char *)p - 16);
 }
 
 /* Resolves every real function at once. This function can't fail (a missing one stays NULL). */
@@ -60,11 +68,14 @@ static void resolve(void)
 	R.aligned_alloc = dlsym(RTLD_NEXT, "aligned_alloc");
 	R.memalign = dlsym(RTLD_NEXT, "memalign");
 	R.valloc = dlsym(RTLD_NEXT, "valloc");
-#if defined(__x86_64__) || defined(__i386__)
-	/* glibc exports its free as __libc_free too; another allocator interposed in front of it
-	 * (jemalloc, tcmalloc) has a free of its own and keeps the bitmap filter. x86 only: where
-	 * glibc tags memory (aarch64 MTE) the word before a block is not the block's to read. */
-	R.glibc_sizes = R.free && R.free == (void (*)(void *))dlsym(RTLD_NEXT, "__libc_free");
+#if defined(__x86_64__)
+	/* glibc's free: the chunk size before each block is the free filter. Decided by what the
+	 * functions are and do (memory.h), never by the __libc_free symbol, which tcmalloc exports at
+	 * its own free; any other allocator (jemalloc, tcmalloc, mimalloc) keeps the bitmap filter.
+	 * 64-bit x86 only: the layout is checked for 64-bit, and where glibc tags memory (aarch64
+	 * MTE) the word before a block is not the block's to read. */
+	size_t (*usable)(void *) = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+	R.glibc_sizes = sp_mem_glibc_object(R.malloc, R.free, usable) && sp_mem_glibc_behaviour(R.malloc, R.free, usable);
 #endif
 	R.resolving = 0;
 }
@@ -157,16 +168,22 @@ SP_EXPORT void *calloc(size_t k, size_t n)
 
 SP_EXPORT void *realloc(void *p, size_t n)
 {
-	if (in_pool(p)) { /* grown out of the bootstrap pool: copy to real memory */
+	if (in_pool(p)) { /* grown out of the bootstrap pool: copy what the block holds to real memory */
 		void *q = malloc(n);
 		if (q)
-			memcpy(q, p, n < sizeof pool ? n : sizeof pool);
+			memcpy(q, p, n < pool_size(p) ? n : pool_size(p));
 		return q;
 	}
 	if (!R.realloc)
 		resolve();
-	report_free(p);
-	return report(R.realloc(p, n), n);
+	/* asked before the call (after it p's chunk may be gone), reported after it: a failed
+	 * realloc leaves p allocated and the accounting unchanged; realloc(p, 0) returning NULL has
+	 * released p (glibc) */
+	int rec = free_needs_report(p);
+	void *q = R.realloc(p, n);
+	if (rec && (q || !n))
+		report_free_slow(p);
+	return report(q, n);
 }
 
 /* free() of a block that may have been recorded, before the real functions are known, or of a

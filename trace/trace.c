@@ -23,14 +23,22 @@
 #define CHUNK_MAGIC 0x4b435053u      /* "SPCK" read as a little-endian u32 */
 #define CHUNK_HEADER_SIZE 16
 #define DEFAULT_CHUNK_BYTES (256u << 10)
-#define MAX_RAW_CHUNK (1u << 30)     /* reader refuses bigger chunks as corrupt */
+/* Reader limits (docs/FORMAT.md, "Limits"): every id, count and size read from a file is checked
+ * against one of these before it sizes anything. The writer stays well inside them. */
+#define MAX_RAW_CHUNK (4u << 20)     /* reader refuses bigger chunks as corrupt */
+#define MAX_WRITER_CHUNK (1u << 20)  /* largest chunk_bytes the writer accepts */
+#define DECODE_FLOOR (16ull << 20)   /* a file decodes to at most DECODE_FLOOR + */
+#define DECODE_RATIO 64u             /* DECODE_RATIO x its size raw bytes per pass */
 #define MAX_STRING_ID (1u << 24)     /* reader refuses bigger string ids as corrupt */
+#define MAX_STRING_BYTES (64u << 10) /* longest string record (the writer truncates to it) */
+#define MAX_STRING_TOTAL (256u << 20)/* bytes of all strings held at once */
 #define KIND_STRING 0xff
 #define KIND_STACK 0xfe
 #define KIND_PYFRAME 0xfd            /* from version 3 */
 #define MAX_PYFRAME_ID (1u << 24)    /* reader refuses bigger Python frame ids as corrupt */
 #define MAX_STACK_ID (1u << 24)      /* reader refuses bigger stack ids as corrupt */
 #define MAX_STACK_DEPTH 1024         /* reader refuses deeper stacks as corrupt */
+#define MAX_STACK_TOTAL (32u << 20)  /* frames of all stacks held at once */
 #define MAX_EVENT_BYTES 256          /* bound on one encoded event (fields x 10-byte varints) */
 #ifndef ZSTD_LEVEL
 #define ZSTD_LEVEL 9
@@ -117,6 +125,14 @@ struct idbits {
 	uint32_t n;             /* bits allocated */
 };
 
+/* Open addressing from the ids a file uses (any value below the id limit) to dense indexes
+ * 1, 2, ... in order of first appearance: tables by index stay as small as the number of
+ * distinct ids the file holds, whatever values it names. */
+struct idmap {
+	uint32_t *key, *val;    /* key 0: empty slot */
+	uint32_t cap, used;     /* slots (power of two), filled */
+};
+
 struct sp_trace_writer {
 	int fd;
 	ZSTD_CCtx *cctx;
@@ -152,12 +168,18 @@ struct sp_trace_reader {
 	uint32_t left;          /* records not yet decoded in this chunk */
 	uint64_t prev_start;
 	uint64_t prev_corr;
-	char **str;             /* string table by id */
-	uint32_t nstr;
-	struct { uint64_t *pcs; uint32_t n; } *stk; /* stack table by id */
-	uint32_t nstk;
-	struct { uint32_t file, func, line, known; } *py; /* Python frame table by id */
-	uint32_t npy;           /* entries allocated */
+	struct idmap strmap;    /* string id -> its index in str */
+	struct { uint32_t id; char *s; } *str; /* strings by index (s NULL: named, not defined) */
+	uint32_t nstr, strcap;  /* indexes used (0 reserved), allocated */
+	uint64_t str_bytes;     /* bytes held in str */
+	struct idmap stkmap;    /* stack id -> its index in stk */
+	struct { uint32_t id, n; uint64_t *pcs; } *stk; /* stacks by index */
+	uint32_t nstk, stkcap;
+	uint64_t stk_frames;    /* frames held in stk */
+	uint64_t decoded;       /* raw bytes of the chunks loaded since open or rewind */
+	struct idmap pymap;     /* Python frame id -> its index in py */
+	struct { uint32_t id, file, func, line; } *py; /* Python frames by index */
+	uint32_t npy, pycap;    /* indexes used (0 reserved), allocated */
 	uint32_t pymax;         /* highest id defined + 1 */
 	int truncated, failed;
 	ZSTD_DCtx *dctx;
@@ -256,7 +278,7 @@ static int bits_set(struct idbits *b, uint32_t id)
 /* Appends a string record to the chunk. Returns its encoded size, or -1 with errno ENOMEM. */
 static int append_string(struct sp_trace_writer *w, uint32_t id, const char *s)
 {
-	size_t len = strlen(s);
+	size_t len = strnlen(s, MAX_STRING_BYTES); /* longer: its first MAX_STRING_BYTES bytes */
 	if (raw_reserve(w, len + 21) < 0)
 		return -1;
 	uint8_t *start = w->raw + w->raw_len, *p = start;
@@ -425,12 +447,23 @@ static int load_chunk(struct sp_trace_reader *r)
 	if (magic != CHUNK_MAGIC)
 		return reader_fail(r, "bad chunk magic at offset %llu", (unsigned long long)r->off);
 	if (rsize > MAX_RAW_CHUNK)
-		return reader_fail(r, "chunk at offset %llu claims %u raw bytes", (unsigned long long)r->off, rsize);
+		return reader_fail(r, "chunk at offset %llu claims %u raw bytes (limit %u)", (unsigned long long)r->off,
+				   rsize, MAX_RAW_CHUNK);
+	if (count > rsize)
+		return reader_fail(r, "chunk at offset %llu claims %u records in %u bytes", (unsigned long long)r->off,
+				   count, rsize);
 	struct stat st;
-	if (fstat(r->fd, &st) == 0 && r->off + CHUNK_HEADER_SIZE + csize > (uint64_t)st.st_size) {
+	if (fstat(r->fd, &st) < 0)
+		return reader_fail(r, "fstat: %s", strerror(errno));
+	if (r->off + CHUNK_HEADER_SIZE + csize > (uint64_t)st.st_size) {
 		r->truncated = 1;
 		return 0;
 	}
+	uint64_t budget = DECODE_FLOOR + DECODE_RATIO * (uint64_t)st.st_size;
+	if (r->decoded + rsize > budget)
+		return reader_fail(r, "chunk at offset %llu: the file decodes to more than %llu bytes (%llu MiB + %ux "
+				   "its size): refused as a decompression bomb", (unsigned long long)r->off,
+				   (unsigned long long)budget, DECODE_FLOOR >> 20, DECODE_RATIO);
 	if (grow(&r->comp, &r->comp_cap, csize) < 0 || grow(&r->raw, &r->raw_cap, rsize ? rsize : 1) < 0)
 		return reader_fail(r, "out of memory for a chunk of %u bytes", rsize);
 	n = read_at(r->fd, r->comp, csize, r->off + CHUNK_HEADER_SIZE);
@@ -448,6 +481,7 @@ static int load_chunk(struct sp_trace_reader *r)
 		return reader_fail(r, "corrupt chunk at offset %llu: %zu bytes instead of %u",
 				   (unsigned long long)r->off, got, rsize);
 	r->off += CHUNK_HEADER_SIZE + csize;
+	r->decoded += rsize;
 	r->pos = 0;
 	r->len = rsize;
 	r->left = count;
@@ -455,42 +489,124 @@ static int load_chunk(struct sp_trace_reader *r)
 	return 1;
 }
 
-/* Grows the zero-filled table *tab of *n entries of elem bytes (doubling, from 256) until index id
- * fits (id < 2^24, checked by the caller). Returns 0, or -1 out of memory (table unchanged). */
-static int grow_table(void **tab, uint32_t *n, size_t elem, uint64_t id)
+/* The slot of key in m (its key is key or 0). m->cap must be > 0. This function can't fail. */
+static uint32_t idmap_slot(const struct idmap *m, uint32_t key)
 {
-	if (id < *n)
+	uint32_t h = (key * 2654435761u) & (m->cap - 1);
+	while (m->key[h] && m->key[h] != key)
+		h = (h + 1) & (m->cap - 1);
+	return h;
+}
+
+/* The index of id key, 0 if not mapped. This function can't fail. */
+static uint32_t idmap_get(const struct idmap *m, uint32_t key)
+{
+	if (!m->cap)
 		return 0;
-	uint32_t cap = *n ? *n : 256;
-	while (cap <= id)
-		cap *= 2;
-	uint8_t *t = realloc(*tab, cap * elem);
-	if (!t)
-		return -1;
-	memset(t + *n * elem, 0, (cap - *n) * elem);
-	*tab = t;
-	*n = cap;
+	uint32_t h = idmap_slot(m, key);
+	return m->key[h] ? m->val[h] : 0;
+}
+
+/* Maps key (not mapped yet, nonzero) to val. Returns 0, or -1 out of memory (m unchanged). */
+static int idmap_put(struct idmap *m, uint32_t key, uint32_t val)
+{
+	if ((m->used + 1) * 2 > m->cap) {
+		struct idmap g = { .cap = m->cap ? m->cap * 2 : 256 };
+		g.key = calloc(g.cap, sizeof(*g.key));
+		g.val = malloc(g.cap * sizeof(*g.val));
+		if (!g.key || !g.val) {
+			free(g.key);
+			free(g.val);
+			return -1;
+		}
+		for (uint32_t i = 0; i < m->cap; i++)
+			if (m->key[i]) {
+				uint32_t h = idmap_slot(&g, m->key[i]);
+				g.key[h] = m->key[i];
+				g.val[h] = m->val[i];
+			}
+		g.used = m->used;
+		free(m->key);
+		free(m->val);
+		*m = g;
+	}
+	uint32_t h = idmap_slot(m, key);
+	m->key[h] = key;
+	m->val[h] = val;
+	m->used++;
 	return 0;
+}
+
+/* The index of id fid (1 <= fid < limit) in a table of elsize-byte entries *tab (each starting
+ * with its uint32_t id) with *n indexes used and *cap allocated, giving it the next index
+ * (entry zeroed but for its id) on its first appearance.
+ * Returns the index (>= 1), or 0 with a message set: fid out of range, or out of memory. */
+static uint32_t dense_id(struct sp_trace_reader *r, const char *what, struct idmap *m, uint32_t fid, uint32_t limit,
+			 void **tab, uint32_t *n, uint32_t *cap, size_t elsize)
+{
+	if (!fid || fid >= limit) {
+		reader_fail(r, "%s id %u out of range (limit %u)", what, fid, limit);
+		return 0;
+	}
+	uint32_t id = idmap_get(m, fid);
+	if (id)
+		return id;
+	id = *n + 1;
+	if (id >= *cap) {
+		size_t c = *cap ? (size_t)*cap * 2 : 256;
+		uint8_t *t = realloc(*tab, c * elsize);
+		if (!t) {
+			reader_fail(r, "out of memory for the %s table", what);
+			return 0;
+		}
+		memset(t + (size_t)*cap * elsize, 0, (c - *cap) * elsize);
+		*tab = t;
+		*cap = (uint32_t)c;
+	}
+	if (idmap_put(m, fid, id) < 0) {
+		reader_fail(r, "out of memory for the %s table", what);
+		return 0;
+	}
+	memcpy((uint8_t *)*tab + (size_t)id * elsize, &fid, sizeof(fid));
+	*n = id;
+	return id;
+}
+
+static uint32_t string_id(struct sp_trace_reader *r, uint32_t fid)
+{
+	return dense_id(r, "string", &r->strmap, fid, MAX_STRING_ID, (void **)&r->str, &r->nstr, &r->strcap,
+			sizeof(*r->str));
+}
+
+static uint32_t stack_id(struct sp_trace_reader *r, uint32_t fid)
+{
+	return dense_id(r, "stack", &r->stkmap, fid, MAX_STACK_ID, (void **)&r->stk, &r->nstk, &r->stkcap,
+			sizeof(*r->stk));
 }
 
 /* Absorbs a string record (kind byte already read). Returns 0, or -1 on a bad record. */
 static int read_string(struct sp_trace_reader *r, const uint8_t **p, const uint8_t *end)
 {
-	uint64_t id, len;
-	if (get_varint(p, end, &id) < 0 || get_varint(p, end, &len) < 0 || len > (uint64_t)(end - *p))
+	uint64_t fid, len;
+	if (get_varint(p, end, &fid) < 0 || get_varint(p, end, &len) < 0 || len > (uint64_t)(end - *p))
 		return reader_fail(r, "corrupt string record");
-	if (!id || id >= MAX_STRING_ID)
-		return reader_fail(r, "string id %llu out of range", (unsigned long long)id);
-	if (grow_table((void **)&r->str, &r->nstr, sizeof(*r->str), id) < 0)
-		return reader_fail(r, "out of memory for the string table");
+	if (len > MAX_STRING_BYTES)
+		return reader_fail(r, "string of %llu bytes (limit %u)", (unsigned long long)len, MAX_STRING_BYTES);
+	uint32_t i = string_id(r, fid > UINT32_MAX ? UINT32_MAX : (uint32_t)fid);
+	if (!i)
+		return -1;
+	uint64_t old = r->str[i].s ? strlen(r->str[i].s) : 0;
+	if (r->str_bytes - old + len > MAX_STRING_TOTAL)
+		return reader_fail(r, "strings exceed %u bytes in all", MAX_STRING_TOTAL);
 	char *s = malloc(len + 1);
 	if (!s)
 		return reader_fail(r, "out of memory for the string table");
 	memcpy(s, *p, len);
 	s[len] = 0;
 	*p += len;
-	free(r->str[id]);
-	r->str[id] = s;
+	free(r->str[i].s);
+	r->str[i].s = s;
+	r->str_bytes = r->str_bytes - old + len;
 	return 0;
 }
 
@@ -503,12 +619,13 @@ static int read_pyframe(struct sp_trace_reader *r, const uint8_t **p, const uint
 		return reader_fail(r, "corrupt python frame record");
 	if (!id || id >= MAX_PYFRAME_ID || file >= MAX_STRING_ID || func >= MAX_STRING_ID || line > UINT32_MAX)
 		return reader_fail(r, "python frame %llu out of range", (unsigned long long)id);
-	if (grow_table((void **)&r->py, &r->npy, sizeof(*r->py), id) < 0)
-		return reader_fail(r, "out of memory for the python frame table");
-	r->py[id].file = (uint32_t)file;
-	r->py[id].func = (uint32_t)func;
-	r->py[id].line = (uint32_t)line;
-	r->py[id].known = 1;
+	uint32_t i = dense_id(r, "python frame", &r->pymap, (uint32_t)id, MAX_PYFRAME_ID, (void **)&r->py, &r->npy,
+			      &r->pycap, sizeof(*r->py));
+	if (!i)
+		return -1;
+	r->py[i].file = (uint32_t)file;
+	r->py[i].func = (uint32_t)func;
+	r->py[i].line = (uint32_t)line;
 	if (id >= r->pymax)
 		r->pymax = (uint32_t)id + 1;
 	return 0;
@@ -517,14 +634,17 @@ static int read_pyframe(struct sp_trace_reader *r, const uint8_t **p, const uint
 /* Absorbs a stack record (kind byte already read). Returns 0, or -1 on a bad record. */
 static int read_stack(struct sp_trace_reader *r, const uint8_t **p, const uint8_t *end)
 {
-	uint64_t id, n, v, pc = 0;
-	if (get_varint(p, end, &id) < 0 || get_varint(p, end, &n) < 0)
+	uint64_t fid, n, v, pc = 0;
+	if (get_varint(p, end, &fid) < 0 || get_varint(p, end, &n) < 0)
 		return reader_fail(r, "corrupt stack record");
-	if (!id || id >= MAX_STACK_ID || n > MAX_STACK_DEPTH)
-		return reader_fail(r, "stack %llu (%llu frames) out of range", (unsigned long long)id,
+	if (n > MAX_STACK_DEPTH || n > (uint64_t)(end - *p))
+		return reader_fail(r, "stack %llu (%llu frames) out of range", (unsigned long long)fid,
 				   (unsigned long long)n);
-	if (grow_table((void **)&r->stk, &r->nstk, sizeof(*r->stk), id) < 0)
-		return reader_fail(r, "out of memory for the stack table");
+	uint32_t id = stack_id(r, fid > UINT32_MAX ? UINT32_MAX : (uint32_t)fid);
+	if (!id)
+		return -1;
+	if (r->stk_frames - r->stk[id].n + n > MAX_STACK_TOTAL)
+		return reader_fail(r, "stacks exceed %u frames in all", MAX_STACK_TOTAL);
 	uint64_t *pcs = malloc((n ? n : 1) * sizeof(*pcs));
 	if (!pcs)
 		return reader_fail(r, "out of memory for the stack table");
@@ -535,10 +655,23 @@ static int read_stack(struct sp_trace_reader *r, const uint8_t **p, const uint8_
 		}
 		pcs[i] = pc += (uint64_t)unzigzag(v);
 	}
+	r->stk_frames = r->stk_frames - r->stk[id].n + n;
 	free(r->stk[id].pcs);
 	r->stk[id].pcs = pcs;
 	r->stk[id].n = (uint32_t)n;
 	return 0;
+}
+
+/* Gives the string and stack ids that ev names an index (sp_trace_string_index). Returns 0, or
+ * -1 (message set) for an id out of range. */
+static int index_event_ids(struct sp_trace_reader *r, const struct sp_event *ev)
+{
+	uint32_t stack = event_stack(ev);
+	if (ev->name && !string_id(r, ev->name))
+		return -1;
+	if (ev->kind == SP_EV_MARKER && ev->u.marker.domain && !string_id(r, ev->u.marker.domain))
+		return -1;
+	return stack && !stack_id(r, stack) ? -1 : 0;
 }
 
 /* Decodes one event record (kind byte already read). Returns 0, or -1 on a bad record. */
@@ -556,8 +689,8 @@ static int read_event(struct sp_trace_reader *r, uint8_t kind, const uint8_t **p
 	for (size_t i = 0; i < sizeof(common_fields) / sizeof(common_fields[0]); i++) {
 		if (get_varint(p, end, &v) < 0)
 			return reader_fail(r, "corrupt %s record", sp_ev_kind_name(kind));
-		if (common_fields[i].how == FL_CORR && v)
-			r->prev_corr = v = (uint64_t)((int64_t)r->prev_corr + unzigzag(v - 1));
+		if (common_fields[i].how == FL_CORR && v) /* modulo 2^64, as the writer's difference */
+			r->prev_corr = v = r->prev_corr + (uint64_t)unzigzag(v - 1);
 		if (field_set(ev, &common_fields[i], v) < 0)
 			return reader_fail(r, "corrupt %s record", sp_ev_kind_name(kind));
 	}
@@ -570,7 +703,7 @@ static int read_event(struct sp_trace_reader *r, uint8_t kind, const uint8_t **p
 	for (unsigned i = 0; i < nk; i++)
 		if (get_varint(p, end, &v) < 0 || field_set(ev, &kf[i], v) < 0)
 			return reader_fail(r, "corrupt %s record", sp_ev_kind_name(kind));
-	return 0;
+	return index_event_ids(r, ev);
 }
 
 /* Checks the first n bytes h of a file of fsize bytes. Returns 0, or -1 with a message in err. */
@@ -606,7 +739,8 @@ static int check_header(const uint8_t *h, ssize_t n, uint64_t fsize, const char 
 
 /* ---- exported: writing ---- */
 
-/* Returns NULL with errno set on failure; nothing is left open or allocated. */
+/* Returns NULL with errno set on failure (EEXIST if path exists); nothing is left open or
+ * allocated. */
 struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_meta *meta,
 					sp_string_lookup_fn lookup, void *lookup_ctx, size_t chunk_bytes)
 {
@@ -630,7 +764,7 @@ struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_
 	struct sp_trace_writer *w = calloc(1, sizeof(*w));
 	if (!w)
 		return NULL;
-	w->chunk_bytes = chunk_bytes ? chunk_bytes : DEFAULT_CHUNK_BYTES;
+	w->chunk_bytes = !chunk_bytes ? DEFAULT_CHUNK_BYTES : chunk_bytes > MAX_WRITER_CHUNK ? MAX_WRITER_CHUNK : chunk_bytes;
 	w->python = !!(meta->features & SP_FEAT_PYSTACKS);
 	w->lookup = lookup;
 	w->lookup_ctx = lookup_ctx;
@@ -642,7 +776,8 @@ struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_
 		errno = ENOMEM;
 		return NULL;
 	}
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* a new file only: never through a link someone planted, never over an earlier trace */
+	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
 	if (w->fd < 0 || write_all(w->fd, h, sizeof(h)) < 0) {
 		int e = errno;
 		if (w->fd >= 0) {
@@ -807,7 +942,12 @@ struct sp_trace_reader *sp_trace_open(const char *path, char *err, size_t errlen
 	uint8_t h[HEADER_V2_SIZE];
 	struct stat st;
 	struct sp_trace_reader *r = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO given as the trace must not hang the open; only a regular file is read */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd >= 0 && fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+		goto fail;
+	}
 	ssize_t n = fd < 0 ? -1 : read_at(fd, h, sizeof(h), 0);
 	if (n < 0 || fstat(fd, &st) < 0) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -910,26 +1050,52 @@ int sp_trace_next(struct sp_trace_reader *r, struct sp_event *ev)
 /* This function can't fail. */
 const char *sp_trace_string(const struct sp_trace_reader *r, uint32_t id)
 {
-	return id < r->nstr && r->str[id] ? r->str[id] : "?";
+	uint32_t i = id ? idmap_get(&r->strmap, id) : 0;
+	return i && r->str[i].s ? r->str[i].s : "?";
+}
+
+/* This function can't fail. */
+uint32_t sp_trace_string_index(const struct sp_trace_reader *r, uint32_t id)
+{
+	return id ? idmap_get(&r->strmap, id) : 0;
+}
+
+/* This function can't fail. */
+uint32_t sp_trace_string_id(const struct sp_trace_reader *r, uint32_t index)
+{
+	return index && index <= r->nstr ? r->str[index].id : 0;
+}
+
+/* This function can't fail. */
+uint32_t sp_trace_stack_index(const struct sp_trace_reader *r, uint32_t id)
+{
+	return id ? idmap_get(&r->stkmap, id) : 0;
+}
+
+/* This function can't fail. */
+uint32_t sp_trace_stack_id(const struct sp_trace_reader *r, uint32_t index)
+{
+	return index && index <= r->nstk ? r->stk[index].id : 0;
 }
 
 /* This function can't fail. */
 const uint64_t *sp_trace_stack(const struct sp_trace_reader *r, uint32_t id, uint32_t *n)
 {
-	bool known = id < r->nstk && r->stk[id].n;
-	*n = known ? r->stk[id].n : 0;
-	return known ? r->stk[id].pcs : NULL;
+	uint32_t i = id ? idmap_get(&r->stkmap, id) : 0;
+	*n = i ? r->stk[i].n : 0;
+	return *n ? r->stk[i].pcs : NULL;
 }
 
 /* Returns 0, or -1 if id is undefined. This function can't fail. */
 int sp_trace_pyframe(const struct sp_trace_reader *r, uint32_t id, const char **file, const char **func,
 		     uint32_t *line)
 {
-	if (id >= r->npy || !r->py[id].known)
+	uint32_t i = idmap_get(&r->pymap, id);
+	if (!i)
 		return -1;
-	*file = sp_trace_string(r, r->py[id].file);
-	*func = sp_trace_string(r, r->py[id].func);
-	*line = r->py[id].line;
+	*file = sp_trace_string(r, r->py[i].file);
+	*func = sp_trace_string(r, r->py[i].func);
+	*line = r->py[i].line;
 	return 0;
 }
 
@@ -957,6 +1123,7 @@ int sp_trace_rewind(struct sp_trace_reader *r)
 	r->off = r->hdr.header_size;
 	r->pos = r->len = 0;
 	r->left = 0;
+	r->decoded = 0;
 	r->truncated = r->failed = 0;
 	r->err[0] = 0;
 	return 0;
@@ -967,13 +1134,19 @@ void sp_trace_close_reader(struct sp_trace_reader *r)
 {
 	if (!r)
 		return;
-	for (uint32_t i = 0; i < r->nstr; i++)
-		free(r->str[i]);
+	for (uint32_t i = 0; i < r->strcap; i++)
+		free(r->str[i].s);
 	free(r->str);
-	for (uint32_t i = 0; i < r->nstk; i++)
+	for (uint32_t i = 0; i < r->stkcap; i++)
 		free(r->stk[i].pcs);
 	free(r->stk);
 	free(r->py);
+	free(r->pymap.key);
+	free(r->pymap.val);
+	free(r->strmap.key);
+	free(r->strmap.val);
+	free(r->stkmap.key);
+	free(r->stkmap.val);
 	free(r->raw);
 	free(r->comp);
 	ZSTD_freeDCtx(r->dctx);

@@ -80,11 +80,11 @@ typedef const uint64_t *(*sp_stack_lookup_fn)(void *ctx, uint32_t id, uint32_t *
  * (the frame is then written as file "?", function "?", line 0). */
 typedef int (*sp_pyframe_lookup_fn)(void *ctx, uint32_t id, uint32_t *file, uint32_t *func, uint32_t *line);
 
-/* Creates (O_CLOEXEC, truncating) the file at path and writes the header. chunk_bytes is the
- * raw size at which a chunk is compressed and written (0 = default 256 KiB). The file is version 2
- * (min_version 2) if meta->features has SP_FEAT_PYSTACKS, else version 1 (readable by every
- * reader): only version 2 files carry Python frame records.
- * Returns NULL with errno set on failure; nothing is left open. */
+/* Creates the file at path, which must not exist (O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode 0640
+ * less the umask: never truncates an earlier trace, never follows a link), and writes the header.
+ * chunk_bytes is the raw size at which a chunk is compressed and written (0 = default 256 KiB,
+ * at most 1 MiB). Writes version SP_TRACE_VERSION (min_version SP_TRACE_WRITE_MIN_VERSION). Returns NULL with errno set on failure (EEXIST: path exists); nothing is left
+ * open. */
 struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_meta *meta,
 					sp_string_lookup_fn lookup, void *lookup_ctx, size_t chunk_bytes);
 /* Sets the lookup for call-stack ids (u.api.stack, u.nccl.stack, u.mem.stack); without one,
@@ -108,11 +108,14 @@ uint64_t sp_trace_file_bytes(const struct sp_trace_writer *w);
 /* Flushes, closes and frees. Returns 0 or -1 if the last flush or close failed (freed anyway). */
 int sp_trace_close(struct sp_trace_writer *w);
 
-/* ---- reading (streaming: memory bounded by one chunk plus the string and stack tables) ---- */
+/* ---- reading (streaming: memory bounded by one chunk plus the string and stack tables, each a
+ * small multiple of the decoded input; see docs/FORMAT.md, "Limits") ---- */
 struct sp_trace_reader;
 
 /* Opens and checks the header. Returns NULL and writes a message to err (errlen bytes) if the
- * file is unreadable, not a stepprof trace, or needs a newer reader (version < min_version). */
+ * file is unreadable, not a regular file (a FIFO is refused without blocking), not a stepprof
+ * trace, or needs a newer reader (version < min_version). Every id, count and size read later is
+ * checked against the limits of docs/FORMAT.md ("Limits") before it sizes anything. */
 struct sp_trace_reader *sp_trace_open(const char *path, char *err, size_t errlen);
 const struct sp_trace_header *sp_trace_header(const struct sp_trace_reader *r);
 /* Next event in file order (string and stack records are absorbed into their tables, never
@@ -122,6 +125,15 @@ const struct sp_trace_header *sp_trace_header(const struct sp_trace_reader *r);
 int sp_trace_next(struct sp_trace_reader *r, struct sp_event *ev);
 /* The string for id, or "?" if the file has not defined it. This function can't fail. */
 const char *sp_trace_string(const struct sp_trace_reader *r, uint32_t id);
+/* Dense indexes for ids, so that tables by id stay as small as the file: the index (1, 2, ... in
+ * order of first appearance) of a string or stack id that the records read so far define or
+ * name, 0 for id 0 or one not seen yet; and back from an index to its id (0 if out of range).
+ * An index is at most the number of distinct ids read (docs/FORMAT.md, Limits), whatever their
+ * values. These functions can't fail. */
+uint32_t sp_trace_string_index(const struct sp_trace_reader *r, uint32_t id);
+uint32_t sp_trace_string_id(const struct sp_trace_reader *r, uint32_t index);
+uint32_t sp_trace_stack_index(const struct sp_trace_reader *r, uint32_t id);
+uint32_t sp_trace_stack_id(const struct sp_trace_reader *r, uint32_t index);
 /* The return addresses of stack id (innermost first) with their count in *n, or NULL (*n = 0)
  * if the file has not defined it so far or defined it empty. Valid until the reader is closed.
  * This function can't fail. */

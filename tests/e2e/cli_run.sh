@@ -57,4 +57,17 @@ ok "usage names --set" grep -qF -- "--set SECTION.KEY=VALUE" usage.err
 "$SP" run -- sh -c 'exit 0' 2>/dev/null
 ok "exit 0 passes through" [ "$?" = 0 ]
 
+# a stepprof installed under a path with a space: LD_PRELOAD can't quote it, so the library is
+# preloaded through a private link, whole (no "cannot be preloaded" from ld.so), and the link is
+# gone afterwards
+mkdir -p "$T/with space/bin"
+cp "$SP" "${SP%/stepprof}/libstepprof.so" "${SP%/stepprof}/libstepprof-nomalloc.so" "$T/with space/bin/"
+TMPDIR=$T/tmp && mkdir -p "$TMPDIR" && export TMPDIR
+"$T/with space/bin/stepprof" run -- sh -c 'for f in $LD_PRELOAD; do [ -f "$f" ] || exit 1; done; case "$LD_PRELOAD" in *stepprof-run.*/lib/libstepprof-nomalloc.so*) exit 7;; esac; exit 1' >space.out 2>space.err
+rc=$?
+ok "a library path with a space: every LD_PRELOAD entry is a file, through the link (exit $rc)" [ "$rc" = 7 ]
+ok "a library path with a space: ld.so loaded it" test "$(grep -c "cannot be preloaded" space.err)" = 0
+ok "a library path with a space: the private link is removed" [ -z "$(ls "$TMPDIR")" ]
+unset TMPDIR
+
 exit $failed

@@ -163,6 +163,7 @@ int main(int argc, char **argv)
 		snprintf(m.host, sizeof(m.host), "node%03d", host);
 		snprintf(m.command, sizeof(m.command), "python train.py (synthetic rank %d of %d)", r, n);
 		snprintf(path, sizeof(path), "%s/rank%d.sptrace", dir, r);
+		unlink(path); /* a generator replaces its output (sp_trace_create never does) */
 		struct sp_trace_writer *w = sp_trace_create(path, &m, lookup, NULL, 0);
 		if (!w) {
 			perror(path);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "config/config.h"
 #include "config/run.h"
@@ -366,7 +367,7 @@ static void test_value_errors(void **state)
 	assert_string_equal(cfg.marker_pattern, " a b ");
 	assert_int_equal(sp_cfg_set(&cfg, "schedule", "wait", "+7", "cli", 0, &errs), 0);
 	assert_int_equal(cfg.schedule.wait, 7);
-	assert_string_equal(cfg.origin[5].name, "cli"); /* wait is the 6th key */
+	assert_string_equal(cfg.origin[6].name, "cli"); /* wait is the 7th key */
 }
 
 /* inih syntax errors are all reported, each with its line, and do not stop the reading. */
@@ -441,7 +442,7 @@ static void test_env(void **state)
 	char *env[] = {
 		"PATH=/bin", "STEPPROF_SCHEDULE_WAIT=3", "STEPPROF_PROFILE_OUTPUT=/tmp/x",
 		"STEPPROF_CONFIG=/nonexistent.ini", "STEPPROF_RANK=4", "STEPPROF_WORLD_SIZE=8",
-		"STEPPROF_SOMETHING_ELSE=1", "STEPPROF_SCHEDULE_SKIP_FIRST_WAIT=yes",
+		"STEPPROF_VERBOSE=1", "STEPPROF_SCHEDULE_SKIP_FIRST_WAIT=yes",
 		"STEPPROF_ACTIVITIES_HOST_MALLOC_MIN=1M", "STEPPROF_RANKS_RANKS=all",
 		"STEPPROF_MARKER_PATTERN=  ", NULL,
 	};
@@ -453,13 +454,16 @@ static void test_env(void **state)
 	assert_int_equal(cfg.schedule.skip_first_wait, 1);
 	assert_int_equal(cfg.host_malloc_min, 1 << 20);
 	assert_true(cfg.ranks.all);
-	assert_string_equal(cfg.origin[5].name, "STEPPROF_SCHEDULE_WAIT");
-	assert_int_equal(cfg.origin[5].line, 0);
+	assert_string_equal(cfg.origin[6].name, "STEPPROF_SCHEDULE_WAIT");
+	assert_int_equal(cfg.origin[6].line, 0);
 
 	char *bad[] = { "STEPPROF_SCHEDULE_WAIT=x", "STEPPROF_SCHEDULE_WAITT=1", "STEPPROF_LIMITS_RING_EVENTS=1",
-			"STEPPROF_PROFILE_=1", NULL };
+			"STEPPROF_PROFILE_=1", "STEPPROF_SCHEDUL_WAIT=2", "STEPPROF_CONFG=/x.ini", NULL };
 	errs.count = 0;
-	assert_int_equal(sp_cfg_load_env(&cfg, bad, &errs), 4);
+	assert_int_equal(sp_cfg_load_env(&cfg, bad, &errs), 6);
+	/* a misspelt section or variable is an error, never ignored */
+	assert_non_null(strstr(errs.msg[4], "STEPPROF_SCHEDUL_WAIT: unknown variable (allowed: STEPPROF_<SECTION>_<KEY>"));
+	assert_non_null(strstr(errs.msg[5], "STEPPROF_CONFG: unknown variable"));
 	assert_string_equal(errs.msg[0], "STEPPROF_SCHEDULE_WAIT: [schedule] wait: not an integer: 'x' (allowed: "
 			    "integer >= 0)");
 	assert_string_equal(errs.msg[1], "STEPPROF_SCHEDULE_WAITT: [schedule] waitt: unknown key (allowed: "
@@ -484,6 +488,78 @@ static void test_env(void **state)
 }
 
 /* sp_cfg_print writes an INI file that loads back to the same configuration. */
+/* The hostile files of issue 18: each refused with FILE:LINE, while reading. */
+static void test_hostile_files(void **state)
+{
+	(void)state;
+	/* CR-only line endings: the keys would be dropped (one line); CRLF is fine */
+	assert_int_equal(load_text("[schedule]\rwait = 3\r"), 1);
+	assert_non_null(strstr(errs.msg[0], ":1: carriage return inside the line: CR-only line endings?"));
+	assert_int_equal(load_text("[schedule]\r\nwait = 3\r\n"), 0);
+	assert_int_equal(cfg.schedule.wait, 3);
+	/* a NUL byte in a value: an error at its line, not a truncated value */
+	static const char nul[] = "[schedule]\nwait = 3\0 7\n";
+	const char *path = tmpfile_with("");
+	FILE *f = fopen(path, "w");
+	fwrite(nul, 1, sizeof(nul) - 1, f);
+	fclose(f);
+	errs.count = 0;
+	sp_cfg_defaults(&cfg);
+	assert_int_equal(sp_cfg_load_file(&cfg, path, &errs), 1);
+	assert_non_null(strstr(errs.msg[0], ":2: NUL byte in the line"));
+	assert_int_equal(cfg.schedule.wait, 10);
+	/* a line over inih's limit: an error at its line, the next lines still read */
+	char text[4096] = "[schedule]\n; ";
+	memset(text + strlen(text), 'x', 300);
+	strcat(text, "\nwait = 4\n");
+	assert_int_equal(load_text(text), 1);
+	assert_non_null(strstr(errs.msg[0], ":2: line longer than"));
+	assert_int_equal(cfg.schedule.wait, 4);
+	/* more than 1 MiB: refused at the byte past the limit (a file of comments) */
+	f = fopen(path, "w");
+	for (int i = 0; i < 20000; i++)
+		fputs("; a comment line of about sixty characters, repeated forever\n", f);
+	fclose(f);
+	errs.count = 0;
+	assert_int_equal(sp_cfg_load_file(&cfg, path, &errs), 1);
+	assert_non_null(strstr(errs.msg[0], "the file is larger than 1048576 bytes"));
+	unlink(path);
+	/* not a regular file: /dev/zero (would never end) and a FIFO (would block) */
+	errs.count = 0;
+	assert_int_equal(sp_cfg_load_file(&cfg, "/dev/zero", &errs), 1);
+	assert_string_equal(errs.msg[0], "/dev/zero: not a regular file (a FIFO, socket or device is refused)");
+	char fifo[64];
+	snprintf(fifo, sizeof(fifo), "/tmp/test_config_fifo.%d", (int)getpid());
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	errs.count = 0;
+	assert_int_equal(sp_cfg_load_file(&cfg, fifo, &errs), 1);
+	assert_non_null(strstr(errs.msg[0], "not a regular file"));
+	unlink(fifo);
+}
+
+/* Any value the configuration accepts, from any source, prints as a line that reads back. */
+static void test_long_values_read_back(void **state)
+{
+	(void)state;
+	char value[1100], var[1200], first[8192];
+	for (size_t n = 150; n < sizeof(value) - 1; n += 50) {
+		memset(value, 'a', n);
+		value[n] = 0;
+		snprintf(var, sizeof(var), "STEPPROF_CUPTI_LIBRARY=/%s", value);
+		char *env[] = { var, NULL };
+		errs.count = 0;
+		sp_cfg_defaults(&cfg);
+		int bad = sp_cfg_load_env(&cfg, env, &errs);
+		if (bad) { /* refused up front, saying the limit */
+			assert_non_null(strstr(errs.msg[0], "too long"));
+			continue;
+		}
+		strcpy(first, printed(&cfg));
+		assert_int_equal(load_text(first), 0);
+		assert_string_equal(printed(&cfg), first);
+	}
+}
+
 static void test_print_round_trip(void **state)
 {
 	(void)state;
@@ -648,6 +724,7 @@ int main(void)
 		cmocka_unit_test(test_profiling_frequency), cmocka_unit_test(test_value_errors),
 		cmocka_unit_test(test_syntax_errors),    cmocka_unit_test(test_file_errors),
 		cmocka_unit_test(test_env),              cmocka_unit_test(test_print_round_trip),
+		cmocka_unit_test(test_hostile_files),    cmocka_unit_test(test_long_values_read_back),
 		cmocka_unit_test(test_parse_size),       cmocka_unit_test(test_expand),
 		cmocka_unit_test(test_run_id),
 		cmocka_unit_test(test_marker_kind_name), cmocka_unit_test(test_stacks_values),

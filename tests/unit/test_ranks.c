@@ -95,6 +95,21 @@ static void test_malformed(void **state)
 	expect_rank(bad_size, 1, -1, -1, "torchrun");
 	expect_rank(bad_explicit, 1, 2, -1, "torchrun");
 	expect_rank(prefix, -1, -1, -1, "none");
+
+	/* a malformed variable is described (callers report it), never silently skipped */
+	struct sp_rank_info ri;
+	sp_ranks_detect(&ri, bad_explicit);
+	assert_string_equal(ri.problem, "STEPPROF_RANK='one' is not a rank (a whole number >= 0); ignored");
+	assert_true(ri.explicit_bad);
+	sp_ranks_detect(&ri, bad_rank);
+	assert_string_equal(ri.problem, "RANK='abc' is not a rank (a whole number >= 0); ignored");
+	assert_false(ri.explicit_bad);
+	sp_ranks_detect(&ri, prefix);
+	assert_string_equal(ri.problem, "");
+	char *bad_size_explicit[] = { "RANK=1", "STEPPROF_WORLD_SIZE=0", NULL };
+	sp_ranks_detect(&ri, bad_size_explicit);
+	assert_string_equal(ri.problem, "STEPPROF_WORLD_SIZE='0' is not a size (a whole number >= 1); ignored");
+	assert_true(ri.explicit_bad);
 }
 
 static void test_rankset_parse(void **state)

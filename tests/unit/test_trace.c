@@ -122,6 +122,7 @@ static int all_kinds(struct sp_event *ev)
 static void write_file(const char *path, const struct sp_event *ev, int n, size_t chunk)
 {
 	struct sp_trace_meta m = meta();
+	unlink(path); /* sp_trace_create makes new files only */
 	struct sp_trace_writer *w = sp_trace_create(path, &m, lookup, NULL, chunk);
 	assert_non_null(w);
 	for (int i = 0; i < n; i++)
@@ -369,10 +370,12 @@ static void test_pyframes(void **state)
 	assert_int_equal(sp_trace_next(r, &got), 0);
 	sp_trace_close_reader(r);
 
-	/* version 2 (no pystacks): the same stack is written as plain values, no Python frame record */
+	/* without pystacks: the same stack is written as plain values, no Python frame record */
 	m.features &= ~SP_FEAT_PYSTACKS;
 	calls = 0;
+	unlink(path); /* sp_trace_create never replaces a file */
 	w = sp_trace_create(path, &m, lookup, NULL, 0);
+	assert_non_null(w);
 	sp_trace_set_stack_lookup(w, py_stack_lookup, NULL);
 	sp_trace_set_pyframe_lookup(w, py_lookup, &calls);
 	assert_true(sp_trace_write(w, &ev) > 0);
@@ -728,6 +731,61 @@ static void test_bytes_per_kernel(void **state)
 	assert_true(per < 16.0);
 }
 
+/* Ids of any value get dense indexes in order of first appearance; an id past the limit, a long
+ * string and an over-long chunk are refused (the writer truncates a long string). */
+static void test_ids_by_index_and_limits(void **state)
+{
+	(void)state;
+	char path[256], err[256];
+	path_of(path, sizeof(path), "ids.sptrace");
+	struct sp_trace_meta m = meta();
+	struct sp_trace_writer *w = sp_trace_create(path, &m, NULL, NULL, 0);
+	assert_non_null(w);
+	static char big[100000];
+	memset(big, 'x', sizeof(big) - 1);
+	assert_true(sp_trace_write_string(w, 16000000, "far") > 0);
+	assert_true(sp_trace_write_string(w, 7, big) > 0);
+	uint64_t pcs[] = { 0x1000, 0x2000 };
+	assert_true(sp_trace_write_stack(w, 9999999, pcs, 2) > 0);
+	struct sp_event ev = { .kind = SP_EV_API, .device = 0, .tid = 1, .start = 10, .end = 20, .name = 16000000,
+			       .u.api.stack = 9999999 };
+	assert_true(sp_trace_write(w, &ev) > 0);
+	ev.name = 123456; /* named, never defined */
+	assert_true(sp_trace_write(w, &ev) > 0);
+	assert_int_equal(sp_trace_close(w), 0);
+
+	struct sp_trace_reader *r = sp_trace_open(path, err, sizeof(err));
+	struct sp_event got;
+	assert_non_null(r);
+	assert_int_equal(sp_trace_next(r, &got), 1);
+	assert_int_equal(got.name, 16000000); /* events keep the file's ids */
+	assert_int_equal(sp_trace_string_index(r, 16000000), 1);
+	assert_int_equal(sp_trace_string_index(r, 7), 2);
+	assert_int_equal(strlen(sp_trace_string(r, 7)), 65536); /* truncated by the writer */
+	assert_int_equal(sp_trace_stack_index(r, 9999999), 1);
+	assert_int_equal(sp_trace_stack_id(r, 1), 9999999);
+	assert_int_equal(sp_trace_next(r, &got), 1);
+	assert_int_equal(sp_trace_string_index(r, 123456), 3);
+	assert_int_equal(sp_trace_string_id(r, 3), 123456);
+	assert_string_equal(sp_trace_string(r, 123456), "?");
+	assert_int_equal(sp_trace_string_index(r, 5), 0);
+	assert_int_equal(sp_trace_string_id(r, 4), 0);
+	assert_int_equal(sp_trace_next(r, &got), 0);
+	sp_trace_close_reader(r);
+
+	/* an event naming id 2^24 is corrupt */
+	unlink(path);
+	w = sp_trace_create(path, &m, NULL, NULL, 0);
+	ev.name = 1u << 24;
+	assert_true(sp_trace_write(w, &ev) > 0);
+	assert_int_equal(sp_trace_close(w), 0);
+	r = sp_trace_open(path, err, sizeof(err));
+	assert_int_equal(sp_trace_next(r, &got), -1);
+	assert_string_equal(sp_trace_error(r), "string id 16777216 out of range (limit 16777216)");
+	sp_trace_close_reader(r);
+	unlink(path);
+}
+
 int main(void)
 {
 	if (make_scratch("trace") < 0)
@@ -741,6 +799,7 @@ int main(void)
 		cmocka_unit_test(test_truncated_reads_whole_chunks),
 		cmocka_unit_test(test_corrupt_chunk_is_an_error),
 		cmocka_unit_test(test_versions),
+		cmocka_unit_test(test_ids_by_index_and_limits),
 		cmocka_unit_test(test_write_failure_stops_writing),
 		cmocka_unit_test(test_bytes_per_kernel),
 	};

@@ -9,6 +9,8 @@
 #include <cmocka.h>
 #include "scratch.h"
 #include <dirent.h>
+#include <sys/stat.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -49,7 +51,8 @@ static void read_file(const char *path, struct file *f)
 		f->ev = realloc(f->ev, (size_t)(f->n + 1) * sizeof(ev));
 		f->ev[f->n++] = ev;
 	}
-	assert_int_equal(rc, 0);
+	if (rc)
+		fail_msg("%s: %s", path, sp_trace_error(r));
 	f->truncated = sp_trace_truncated(r);
 	for (uint32_t i = 0; i < 8; i++)
 		snprintf(f->names[i], sizeof(f->names[i]), "%s", sp_trace_string(r, i));
@@ -364,6 +367,82 @@ static void test_start_failure_warns(void **state)
 	sp_writer_kick();
 }
 
+/* Reads the first bytes of path into buf (NUL-terminated). */
+static void read_head(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	buf[fread(buf, 1, len - 1, f)] = 0;
+	fclose(f);
+}
+
+/* A file or a link already at the trace's name is never truncated or followed: the next free
+ * name is written instead. */
+static void test_existing_names_kept(void **state)
+{
+	char path[256], link[256], victim[256], want[300], head[16];
+	snprintf(path, sizeof(path), "%s/rank0.h.1.sptrace", dir);
+	snprintf(link, sizeof(link), "%s/rank1.h.1.sptrace", dir);
+	snprintf(victim, sizeof(victim), "%s/victim.txt", dir);
+	FILE *f = fopen(path, "w");
+	fputs("earlier run", f);
+	fclose(f);
+	f = fopen(victim, "w");
+	fputs("precious", f);
+	fclose(f);
+	assert_int_equal(symlink(victim, link), 0);
+
+	assert_int_equal(sp_writer_start(path, &meta, 0), 0);
+	snprintf(want, sizeof(want), "%s/rank0.h.1.1.sptrace", dir);
+	assert_string_equal(sp_writer_path(), want);
+	assert_int_equal(sp_writer_stop(), 0);
+	read_head(path, head, sizeof(head));
+	assert_string_equal(head, "earlier run");
+	read_head(want, head, sizeof(head));
+	assert_memory_equal(head, "STEPPROF", 8);
+
+	assert_int_equal(sp_writer_start(link, &meta, 0), 0);
+	snprintf(want, sizeof(want), "%s/rank1.h.1.1.sptrace", dir);
+	assert_string_equal(sp_writer_path(), want);
+	assert_int_equal(sp_writer_stop(), 0);
+	read_head(victim, head, sizeof(head));
+	assert_string_equal(head, "precious");
+
+	/* the trace format itself refuses both */
+	errno = 0;
+	assert_null(sp_trace_create(link, &meta, NULL, NULL, 0));
+	assert_int_equal(errno, EEXIST);
+	assert_null(sp_trace_create(path, &meta, NULL, NULL, 0));
+	assert_int_equal(errno, EEXIST);
+}
+
+/* Output directories: made 0750 (less the umask), refused when another user owns them. */
+static void test_output_dir(void **state)
+{
+	char d[256];
+	struct stat st;
+	mode_t mask = umask(022);
+	snprintf(d, sizeof(d), "%s/out/a/b", dir);
+	assert_int_equal(sp_writer_make_dir(d, false), 0);
+	assert_int_equal(stat(d, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0750);
+	snprintf(d, sizeof(d), "%s/out", dir);
+	assert_int_equal(stat(d, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0750);
+	umask(mask);
+	snprintf(d, sizeof(d), "%s/victim.txt", dir);
+	assert_int_equal(sp_writer_make_dir(d, false), -1); /* not a directory */
+	if (geteuid() != 0) {
+		print_message("not root: the foreign owner case needs chown, skipped\n");
+		return;
+	}
+	snprintf(d, sizeof(d), "%s/foreign", dir);
+	assert_int_equal(mkdir(d, 0777), 0);
+	assert_int_equal(chown(d, 65534, 65534), 0);
+	assert_int_equal(sp_writer_make_dir(d, false), -1);
+	assert_int_equal(sp_writer_make_dir(d, true), 0);
+}
+
 static void *random_allocs(void *arg)
 {
 	uint64_t x = 88172645463325252ull;
@@ -428,6 +507,8 @@ int main(void)
 		cmocka_unit_test(test_fast_clock_follows_trace_clock),
 		cmocka_unit_test(test_ring_drops_written_at_stop),
 		cmocka_unit_test(test_start_failure_warns),
+		cmocka_unit_test(test_existing_names_kept),
+		cmocka_unit_test(test_output_dir),
 		cmocka_unit_test(test_write_error_warns_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, remove_scratch);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "trace/trace.h"
 #include "config/schedule.h"
 
@@ -49,6 +50,7 @@ static struct sp_trace_writer *fx_create(const char *path)
 				   .anchor_mono_ns = FX_T - 5000 * MS, .anchor_real_ns = 1700000000000000000ull };
 	strcpy(m.host, "node1");
 	strcpy(m.command, "python train.py --lr \"0.1\"");
+	unlink(path); /* sp_trace_create makes new files only: a fixture rewrites its file */
 	struct sp_trace_writer *w = sp_trace_create(path, &m, fx_lookup, NULL, 0);
 	if (!w) {
 		perror(path);
