@@ -51,10 +51,30 @@ static struct window *window_of(uint32_t corr, int *late)
 	((ev).device = (uint16_t)(r)->deviceId, (ev).start = (r)->start, (ev).end = (r)->end,       \
 	 (ev).corr = sp_cupti_life_corr((r)->correlationId), (ev).stream = (r)->streamId, (ev).context = (r)->contextId)
 
+/* Pushes a converted GPU record if its window is open or closing (counting a kernel's arrival),
+ * else counts it in *late if it belongs to a window already written. This function can't fail. */
+static void deliver(struct sp_event *ev, uint64_t *late)
+{
+	int is_late;
+	pthread_mutex_lock(&sp_col.lock);
+	struct window *w = window_of(ev->corr, &is_late);
+	if (w) {
+		if (ev->kind == SP_EV_KERNEL && !ev->u.kernel.graph_id)
+			atomic_fetch_add_explicit(&w->arrived, 1, memory_order_relaxed);
+		w->last_record_ts = sp_now_ns();
+	}
+	pthread_mutex_unlock(&sp_col.lock);
+	if (w)
+		sp_coll_push(ev);
+	else
+		*late += is_late;
+}
+
+/* Converts one CUPTI activity record into a ring event (kinds stepprof does not record are
+ * skipped). This function can't fail. */
 static void convert_record(const CUpti_Activity *rec, uint64_t *late)
 {
 	struct sp_event ev = { .device = SP_NO_DEVICE };
-	int is_late;
 	switch (rec->kind) {
 	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
 	case CUPTI_ACTIVITY_KIND_KERNEL: {
@@ -120,18 +140,7 @@ static void convert_record(const CUpti_Activity *rec, uint64_t *late)
 	default:
 		return;
 	}
-	pthread_mutex_lock(&sp_col.lock);
-	struct window *w = window_of(ev.corr, &is_late);
-	if (w) {
-		if (ev.kind == SP_EV_KERNEL && !ev.u.kernel.graph_id)
-			atomic_fetch_add_explicit(&w->arrived, 1, memory_order_relaxed);
-		w->last_record_ts = sp_now_ns();
-	}
-	pthread_mutex_unlock(&sp_col.lock);
-	if (w)
-		sp_coll_push(&ev);
-	else
-		*late += is_late;
+	deliver(&ev, late);
 }
 
 void CUPTIAPI sp_act_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid)

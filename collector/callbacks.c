@@ -134,58 +134,66 @@ static int nest_only(int d, CUpti_CallbackId cbid)
 	       !(sp_stepdet_anchor_name(&sp_col.det) && sp_col.api_name[0][cbid] == sp_stepdet_anchor_name(&sp_col.det));
 }
 
-static void callback_body(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
+/* A resource callback: CONTEXT_CREATED (this process does GPU work) or GRAPH_CREATED. */
+static void on_resource(CUpti_CallbackId cbid)
 {
-	if (sp_col.disabled)
-		return;
-	if (dom == CUPTI_CB_DOMAIN_NVTX) {
-		on_nvtx(cbid, data);
-		return;
-	}
-	if (dom == CUPTI_CB_DOMAIN_RESOURCE) { /* CONTEXT_CREATED: this process does GPU work */
-		if (cbid == CUPTI_CBID_RESOURCE_GRAPH_CREATED)
-			sp_cupti_life_graph();
-		else
-			atomic_store_explicit(&sp_col.had_context, 1, memory_order_relaxed);
-		return;
-	}
-	if (dom != CUPTI_CB_DOMAIN_RUNTIME_API && dom != CUPTI_CB_DOMAIN_DRIVER_API)
-		return;
-	const CUpti_CallbackData *cd = data;
+	if (cbid == CUPTI_CBID_RESOURCE_GRAPH_CREATED)
+		sp_cupti_life_graph();
+	else
+		atomic_store_explicit(&sp_col.had_context, 1, memory_order_relaxed);
+}
+
+/* An API entry at time t (launch: it is a kernel launch): call state, tokens, a pending window
+ * split, marker detection, and the start time kept for the exit's SP_EV_API. */
+static void on_api_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd, int launch,
+			 uint64_t t)
+{
 	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
-	if (nest_only(d, cbid)) {
-		sp_thr.in_nest = cd->callbackSite == CUPTI_API_ENTER;
-		return;
+	sp_thr.cur_cb[d] = cbid;
+	if (!d) {
+		sp_thr.in_rt = 1;
+		sp_thr.in_rt_launch = launch;
+		sp_thr.rt_t0 = t;
+		sp_thr.rt_corr = cd->correlationId;
 	}
-	/* a kernel launch counts once: at the runtime call, or at a driver call made outside one */
-	int launch = sp_cbset_is_launch(dom, cbid);
-	if (launch && d && sp_thr.in_rt_launch)
-		return; /* the driver launch inside a runtime launch: that one is counted and recorded */
-	uint64_t t = sp_now_ns();
-	if (cd->callbackSite == CUPTI_API_ENTER) {
-		sp_thr.cur_cb[d] = cbid;
-		if (!d) {
-			sp_thr.in_rt = 1;
-			sp_thr.in_rt_launch = launch;
-			sp_thr.rt_t0 = t;
-			sp_thr.rt_corr = cd->correlationId;
-		}
-		if (launch && sp_thr.in_nccl && !sp_thr.nccl_corr)
-			sp_thr.nccl_corr = cd->correlationId; /* links the NCCL call to its kernel */
-		/* a marker inside a runtime call begins its step where that call began */
-		uint64_t mt = d && sp_thr.in_rt ? sp_thr.rt_t0 : t;
-		uint32_t mc = d && sp_thr.in_rt ? sp_thr.rt_corr : cd->correlationId;
-		if (sp_tokrec_on)
-			sp_tokglue_api(dom, cbid, cd, launch, mt - sp_col.credit);
-		if (atomic_load_explicit(&sp_col.split_pending, memory_order_relaxed) && atomic_exchange(&sp_col.split_pending, 0))
-			fill_split(cd->correlationId);
-		if (!sp_col.done)
-			detect_enter(dom, cbid, cd, launch, mt, mc);
-		if (cd->correlationData)
-			*cd->correlationData = t;
-		return;
-	}
-	/* API exit */
+	if (launch && sp_thr.in_nccl && !sp_thr.nccl_corr)
+		sp_thr.nccl_corr = cd->correlationId; /* links the NCCL call to its kernel */
+	/* a marker inside a runtime call begins its step where that call began */
+	uint64_t mt = d && sp_thr.in_rt ? sp_thr.rt_t0 : t;
+	uint32_t mc = d && sp_thr.in_rt ? sp_thr.rt_corr : cd->correlationId;
+	if (sp_tokrec_on)
+		sp_tokglue_api(dom, cbid, cd, launch, mt - sp_col.credit);
+	if (atomic_load_explicit(&sp_col.split_pending, memory_order_relaxed) && atomic_exchange(&sp_col.split_pending, 0))
+		fill_split(cd->correlationId);
+	if (!sp_col.done)
+		detect_enter(dom, cbid, cd, launch, mt, mc);
+	if (cd->correlationData)
+		*cd->correlationData = t;
+}
+
+/* An API exit inside a window: counts a launch and writes its SP_EV_API event. */
+static void record_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd,
+		       struct window *w, int launch, uint32_t stack, uint64_t t)
+{
+	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
+	if (launch)
+		atomic_fetch_add_explicit(&w->launched, 1, memory_order_relaxed);
+	struct sp_event ev = { .kind = SP_EV_API, .sub = d ? SP_API_DRIVER : SP_API_RUNTIME,
+			       .device = SP_NO_DEVICE, .tid = sp_coll_tid(), .end = t, .corr = cd->correlationId,
+			       .name = sp_cbset_api_name(dom, cbid) };
+	ev.start = cd->correlationData && *cd->correlationData ? *cd->correlationData : t;
+	ev.u.api.cbid = cbid;
+	ev.u.api.status = cd->functionReturnValue ? *(const int *)cd->functionReturnValue : 0;
+	ev.u.api.stack = stack;
+	sp_coll_push(&ev);
+}
+
+/* An API exit at time t: call state, deferred callback changes, a boundary at its end, its
+ * allocation (always) and its SP_EV_API event (in a window). */
+static void on_api_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd, int launch,
+			uint64_t t)
+{
+	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
 	if (!d)
 		sp_thr.in_rt = sp_thr.in_rt_launch = 0;
 	sp_thr.cur_cb[d] = 0;
@@ -204,21 +212,45 @@ static void callback_body(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const
 	 * the sites of blocks made long before it) */
 	int alloc = mop.shape && mop.shape != MEM_FREE && ok && sp_col.cfg.device_memory;
 	if (sp_col.cfg.stacks && !(d && sp_thr.in_rt) && (w ? launch || mop.shape : alloc))
-		stack = sp_stack_capture(sp_col.cfg.stack_depth, (unsigned)sp_col.cfg.stacks | (alloc ? SP_STACK_NATIVE_FALLBACK : 0));
+		stack = sp_stack_capture(sp_col.cfg.stack_depth,
+					 (unsigned)sp_col.cfg.stacks | (alloc ? SP_STACK_NATIVE_FALLBACK : 0));
 	if (mop.shape && ok && !(d && sp_thr.in_rt) && sp_col.cfg.device_memory)
 		sp_alloc_call(cd, mop, t, stack, w != NULL);
 	if (!w || (d && sp_thr.in_rt) || (d ? !sp_col.cfg.driver_api : !sp_col.cfg.runtime_api))
 		return; /* warmup, nested in a runtime call, or not wanted */
-	if (launch)
-		atomic_fetch_add_explicit(&w->launched, 1, memory_order_relaxed);
-	struct sp_event ev = { .kind = SP_EV_API, .sub = d ? SP_API_DRIVER : SP_API_RUNTIME,
-			       .device = SP_NO_DEVICE, .tid = sp_coll_tid(), .end = t, .corr = cd->correlationId,
-			       .name = sp_cbset_api_name(dom, cbid) };
-	ev.start = cd->correlationData && *cd->correlationData ? *cd->correlationData : t;
-	ev.u.api.cbid = cbid;
-	ev.u.api.status = cd->functionReturnValue ? *(const int *)cd->functionReturnValue : 0;
-	ev.u.api.stack = stack;
-	sp_coll_push(&ev);
+	record_api(dom, cbid, cd, w, launch, stack, t);
+}
+
+/* Dispatches one callback to its handler by domain and site. */
+static void callback_body(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
+{
+	if (sp_col.disabled)
+		return;
+	if (dom == CUPTI_CB_DOMAIN_NVTX) {
+		on_nvtx(cbid, data);
+		return;
+	}
+	if (dom == CUPTI_CB_DOMAIN_RESOURCE) {
+		on_resource(cbid);
+		return;
+	}
+	if (dom != CUPTI_CB_DOMAIN_RUNTIME_API && dom != CUPTI_CB_DOMAIN_DRIVER_API)
+		return;
+	const CUpti_CallbackData *cd = data;
+	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
+	if (nest_only(d, cbid)) {
+		sp_thr.in_nest = cd->callbackSite == CUPTI_API_ENTER;
+		return;
+	}
+	/* a kernel launch counts once: at the runtime call, or at a driver call made outside one */
+	int launch = sp_cbset_is_launch(dom, cbid);
+	if (launch && d && sp_thr.in_rt_launch)
+		return; /* the driver launch inside a runtime launch: that one is counted and recorded */
+	uint64_t t = sp_now_ns();
+	if (cd->callbackSite == CUPTI_API_ENTER)
+		on_api_enter(dom, cbid, cd, launch, t);
+	else
+		on_api_exit(dom, cbid, cd, launch, t);
 }
 
 /* 1 if this API call is a step marker's: an api marker, profiler range or auto anchor call, or
