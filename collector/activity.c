@@ -172,7 +172,7 @@ uint64_t CUPTIAPI sp_act_timestamp(void)
 
 /* ---- the writer thread's tick: finish closing windows, let go of CUPTI ---- */
 
-/* Flushes CUPTI's activity buffers if attached (their records arrive in buffer_completed).
+/* Flushes CUPTI's activity buffers if attached (their records arrive in sp_act_buffer_completed).
  * This function can't fail. */
 void sp_act_flush(void)
 {

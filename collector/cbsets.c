@@ -75,7 +75,7 @@ void sp_cbset_apply(void)
 	uint32_t anchor = sp_stepdet_anchor_name(&sp_col.det);
 	int rec_rt = sp_col.collecting && sp_col.cfg.runtime_api, rec_drv = sp_col.collecting && sp_col.cfg.driver_api;
 	if (!sp_cupti_life_enter())
-		return; /* not attached: the next attach applies them (armed) */
+		return; /* not attached: the next attach applies them (sp_cbset_armed) */
 	for (int d = 0; d < 2; d++) {
 		for (uint32_t cb = 1; cb < sizes[d] && cb < SP_CBID_MAX; cb++) {
 			int want = 0;
@@ -128,7 +128,7 @@ void sp_cbset_activities(int on)
 		{ sp_col.cfg.sync, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION },
 	};
 	if (!sp_cupti_life_enter())
-		return; /* not attached: the next attach applies them (armed) */
+		return; /* not attached: the next attach applies them (sp_cbset_armed) */
 	if (on && sp_cupti_life_activity_ready() < 0) {
 		sp_cupti_life_leave();
 		return; /* warned: this window records no GPU activity */
@@ -157,8 +157,8 @@ int sp_cbset_arm(void)
 				      !strcmp(nm, "cuProfilerStart") || !strcmp(nm, "cuProfilerStop");
 			sp_col.api_marker[d][cb] = hit;
 			n += hit;
-			sp_col.cls[d][cb] = (name_in(nm, recorded_api[d], 14) ? CLS_RECORDED : 0) |
-				       (!sp_cbset_is_launch(doms[d], cb) && name_in(nm, auto_api[d], 3) ? CLS_AUTO : 0) |
+			sp_col.cls[d][cb] = (name_in(nm, recorded_api[d], sizeof recorded_api[d] / sizeof *recorded_api[d]) ? CLS_RECORDED : 0) |
+				       (!sp_cbset_is_launch(doms[d], cb) && name_in(nm, auto_api[d], sizeof auto_api[d] / sizeof *auto_api[d]) ? CLS_AUTO : 0) |
 				       (sp_coll_glob(d ? "cuGraphLaunch*" : "cudaGraphLaunch*", nm) ? CLS_GRAPH : 0) |
 				       (sp_tokrec_truth_kind() == SP_TOK_API && sp_coll_glob(sp_tokrec_truth_pattern(), nm)
 						? CLS_TRUTH : 0) |
@@ -185,7 +185,7 @@ int sp_cbset_arm(void)
 }
 
 /* CUPTI was (re)initialised with nothing enabled in it: enables what the current phase needs
- * (context and graph creation, NVTX markers, the callbacks apply_callbacks picks, and activity
+ * (context and graph creation, NVTX markers, the callbacks sp_cbset_apply picks, and activity
  * kinds if a window is collecting). Init or writer thread, outside callbacks. Can't fail. */
 void sp_cbset_armed(void)
 {
@@ -193,7 +193,7 @@ void sp_cbset_armed(void)
 	SP_CUPTI(cuptiEnableCallback(1, sp_col.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
 	SP_CUPTI(cuptiEnableCallback(1, sp_col.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPH_CREATED));
 	memset(sp_col.cb_on, 0, sizeof sp_col.cb_on);
-	sp_col.nvtx_on = 0; /* a new instance: apply_callbacks enables NVTX again if wanted */
+	sp_col.nvtx_on = 0; /* a new instance: sp_cbset_apply enables NVTX again if wanted */
 	sp_col.activities_on = sp_col.collecting;
 	if (sp_col.collecting)
 		sp_cbset_activities(1);

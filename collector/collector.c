@@ -25,49 +25,7 @@
 struct sp_col_state sp_col = { .lock = PTHREAD_MUTEX_INITIALIZER, .step = -1 };
 __thread struct sp_col_thread sp_thr;
 static int owner_pid; /* the process that subscribed (a fork child is not it) */
-
-uint32_t sp_coll_tid(void)
-{
-	static __thread uint32_t t;
-	if (!t)
-		t = (uint32_t)syscall(SYS_gettid);
-	return t;
-}
-
-/* Interned id of a name pointer, cached per thread by address (names CUPTI hands out are stable). */
-uint32_t sp_coll_name_id(const char *s)
-{
-	if (!s)
-		return 0;
-	size_t h = ((uintptr_t)s >> 3) & (SP_NAME_CACHE - 1);
-	if (sp_thr.np[h] == s)
-		return sp_thr.nid[h];
-	uint32_t id = sp_intern(s);
-	sp_thr.np[h] = s;
-	sp_thr.nid[h] = id;
-	return id;
-}
-
-int sp_coll_glob(const char *pat, const char *s)
-{
-	return s && fnmatch(pat, s, 0) == 0;
-}
-
-
-
-void sp_coll_push(struct sp_event *ev)
-{
-	if (!sp_thr.named) {
-		char nm[32] = "";
-		struct sp_event t = { .kind = SP_EV_THREAD, .device = SP_NO_DEVICE, .tid = sp_coll_tid() };
-		sp_thr.named = 1;
-		pthread_getname_np(pthread_self(), nm, sizeof nm);
-		t.name = sp_intern(nm[0] ? nm : "thread");
-		t.start = t.end = sp_now_ns();
-		sp_ring_push(&t);
-	}
-	sp_ring_push(ev);
-}
+#define SP_SCHEDULE_SCAN 1000000 /* steps searched at exit for the schedule's first RECORD step */
 
 /* ---- life cycle ---- */
 
@@ -88,7 +46,7 @@ static void explain_no_window(void)
 		return;
 	if (!atomic_load_explicit(&sp_col.had_context, memory_order_relaxed))
 		return; /* no CUDA context: a launcher (torchrun counts devices) had nothing to profile */
-	for (int64_t k = 0; k < 1000000 && first < 0; k++)
+	for (int64_t k = 0; k < SP_SCHEDULE_SCAN && first < 0; k++)
 		if (sp_win_is_record(sp_schedule_action(&sp_col.cfg.schedule, k)))
 			first = k;
 	if (first < 0)
@@ -154,6 +112,51 @@ static void on_exit_process(void)
 	sp_col.active = 0;
 }
 
+/* ---- helpers every collector file uses (internal.h) ---- */
+
+uint32_t sp_coll_tid(void)
+{
+	static __thread uint32_t t;
+	if (!t)
+		t = (uint32_t)syscall(SYS_gettid);
+	return t;
+}
+
+/* Interned id of a name pointer, cached per thread by address (names CUPTI hands out are stable). */
+uint32_t sp_coll_name_id(const char *s)
+{
+	if (!s)
+		return 0;
+	size_t h = ((uintptr_t)s >> 3) & (SP_NAME_CACHE - 1);
+	if (sp_thr.np[h] == s)
+		return sp_thr.nid[h];
+	uint32_t id = sp_intern(s);
+	sp_thr.np[h] = s;
+	sp_thr.nid[h] = id;
+	return id;
+}
+
+int sp_coll_glob(const char *pat, const char *s)
+{
+	return s && fnmatch(pat, s, 0) == 0;
+}
+
+
+
+void sp_coll_push(struct sp_event *ev)
+{
+	if (!sp_thr.named) {
+		char nm[32] = "";
+		struct sp_event t = { .kind = SP_EV_THREAD, .device = SP_NO_DEVICE, .tid = sp_coll_tid() };
+		sp_thr.named = 1;
+		pthread_getname_np(pthread_self(), nm, sizeof nm);
+		t.name = sp_intern(nm[0] ? nm : "thread");
+		t.start = t.end = sp_now_ns();
+		sp_ring_push(&t);
+	}
+	sp_ring_push(ev);
+}
+
 void sp_collector_inject(void)
 {
 	struct sp_cfg_errors errs = { 0 };
@@ -182,7 +185,7 @@ void sp_collector_inject(void)
 		sp_warn("no memory for automatic step detection; not profiling");
 		return;
 	}
-	sp_tokrec_start(); /* before arm_markers: the truth's API calls are classified there */
+	sp_tokrec_start(); /* before sp_cbset_arm: the truth's API calls are classified there */
 	if (sp_cbset_arm() < 0) {
 		sp_tokrec_stop();
 		return;

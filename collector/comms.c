@@ -186,7 +186,7 @@ void sp_collector_comm(int what, void *comm, const void *id, size_t idlen, int r
 		if (what == SP_COMM_INIT && rank >= 0 && !sp_col.writer_started &&
 		    (sp_col.ri.rank < 0 || (!strcmp(sp_col.ri.source, "nccl") && nranks > sp_col.ri.world_size))) {
 			/* no rank in the environment: the largest communicator initialised before the
-			 * first window (the world's, as a rule) names it; start_writer decides selection */
+			 * first window (the world's, as a rule) names it; sp_out_start_writer decides selection */
 			sp_col.ri.rank = rank;
 			sp_col.ri.world_size = nranks;
 			sp_col.ri.source = "nccl";

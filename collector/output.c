@@ -23,7 +23,7 @@
 #include "writer.h"
 
 /* Writes one SP_EV_DEVICE record per GPU (name, SMs, compute capability, memory), once. Calls the
- * driver: only from an API entry callback or outside callbacks (see after_enter). */
+ * driver: only from an API entry callback or outside callbacks. */
 static void write_devices(uint64_t t)
 {
 	typedef int (*cu_int_fn)(int *);

@@ -66,7 +66,7 @@ static int window_top_pending(void)
 
 /* Switches activity kinds and recording callbacks to what `act` needs. Activity kinds go off at
  * once only while a window's top is pending (unwatched work would fall inside it); otherwise the
- * writer's tick turns them off once every window is written (activities_idle). So a window that
+ * writer's tick turns them off once every window is written (sp_win_activities_idle). So a window that
  * ends inside an API exit callback (cudaProfilerStop, whose call is the window's top) does not
  * reconfigure CUPTI there, and no window loses records CUPTI has not handed over yet (seen once
  * on CUDA 13: all 10 GPU operations of a window's last step, the kinds switched off at its end). */
