@@ -95,7 +95,8 @@ void sp_collector_host_alloc(void *p, size_t size)
 	 * inside one, the counter-based clock (clock.h) spares a serialising clock_gettime per event */
 	int rec = __atomic_load_n(&sp_col.open, __ATOMIC_ACQUIRE) != NULL;
 	sp_mem_alloc(SP_MEM_HOST, -1, (uint64_t)(uintptr_t)p, size,
-		     rec && sp_col.cfg.stacks ? sp_stack_capture(sp_col.cfg.stack_depth, (unsigned)sp_col.cfg.stacks) : 0, rec ? sp_fast_ns() : sp_coarse_ns(), rec);
+		     rec && sp_col.cfg.stacks ? sp_stack_capture(sp_col.cfg.stack_depth, (unsigned)sp_col.cfg.stacks) : 0,
+		     rec ? sp_fast_ns() : sp_coarse_ns(), rec);
 }
 
 void sp_collector_host_free(void *p)

@@ -105,7 +105,8 @@ static void detect_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const C
 	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
 	if (sp_thr.after_pending && sp_thr.after_cb[d] == cbid)
 		sp_win_after_exit(t); /* the iteration ended with this call */
-	if ((sp_col.cfg.marker_kind == SP_MARK_API || sp_col.cfg.marker_kind == SP_MARK_PROFILER_RANGE) && cbid < SP_CBID_MAX &&
+	if ((sp_col.cfg.marker_kind == SP_MARK_API || sp_col.cfg.marker_kind == SP_MARK_PROFILER_RANGE) &&
+	    cbid < SP_CBID_MAX &&
 	    sp_col.api_marker[d][cbid] && !(d && sp_thr.in_nest) && sp_thr.mk_depth > 0 && --sp_thr.mk_depth == 0 &&
 	    sp_col.cfg.marker_kind == SP_MARK_PROFILER_RANGE && strstr(sp_intern_lookup(sp_cbset_api_name(dom, cbid)), "Stop"))
 		sp_win_detect(SP_TOK_API, 0, sp_cbset_api_name(dom, cbid), t, cd->correlationId, cbid, d);
@@ -265,7 +266,8 @@ static int marker_call(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CU
 		uint32_t anchor = sp_stepdet_anchor_name(&sp_col.det);
 		return anchor && cbid < SP_CBID_MAX && sp_col.api_name[d][cbid] == anchor;
 	}
-	return mk == SP_MARK_KERNEL && sp_cbset_is_launch(dom, cbid) && sp_stepdet_matches(&sp_col.det, sp_coll_name_id(cd->symbolName));
+	return mk == SP_MARK_KERNEL && sp_cbset_is_launch(dom, cbid) &&
+	       sp_stepdet_matches(&sp_col.det, sp_coll_name_id(cd->symbolName));
 }
 
 /* The subscriber's callback (application threads). Counted in flight, so that a detach never

@@ -31,6 +31,8 @@ static const char *const recorded_api[2][14] = {
 static const char *const auto_api[2][3] = { { "cuda*Synchronize*", "cudaMemcpy*", "cudaMemset*" },
 					    { "cu*Synchronize*", "cuMemcpy*", "cuMemset*" } };
 
+#define NGLOBS(a) (sizeof(a) / sizeof *(a)) /* rows of a pattern list (NULL-padded) */
+
 static int name_in(const char *n, const char *const *globs, size_t k)
 {
 	for (size_t i = 0; i < k && globs[i]; i++)
@@ -157,8 +159,8 @@ int sp_cbset_arm(void)
 				      !strcmp(nm, "cuProfilerStart") || !strcmp(nm, "cuProfilerStop");
 			sp_col.api_marker[d][cb] = hit;
 			n += hit;
-			sp_col.cls[d][cb] = (name_in(nm, recorded_api[d], sizeof recorded_api[d] / sizeof *recorded_api[d]) ? CLS_RECORDED : 0) |
-				       (!sp_cbset_is_launch(doms[d], cb) && name_in(nm, auto_api[d], sizeof auto_api[d] / sizeof *auto_api[d]) ? CLS_AUTO : 0) |
+			sp_col.cls[d][cb] = (name_in(nm, recorded_api[d], NGLOBS(recorded_api[d])) ? CLS_RECORDED : 0) |
+				       (!sp_cbset_is_launch(doms[d], cb) && name_in(nm, auto_api[d], NGLOBS(auto_api[d])) ? CLS_AUTO : 0) |
 				       (sp_coll_glob(d ? "cuGraphLaunch*" : "cudaGraphLaunch*", nm) ? CLS_GRAPH : 0) |
 				       (sp_tokrec_truth_kind() == SP_TOK_API && sp_coll_glob(sp_tokrec_truth_pattern(), nm)
 						? CLS_TRUTH : 0) |

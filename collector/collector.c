@@ -76,7 +76,8 @@ static void explain_no_window(void)
 static void explain_relearning(void)
 {
 	char msg[700];
-	if (sp_col.next_window_id && sp_col.det.how.relocks + sp_col.det.how.mismatches && sp_col.cfg.marker_kind == SP_MARK_AUTO &&
+	if (sp_col.next_window_id && sp_col.det.how.relocks + sp_col.det.how.mismatches &&
+	    sp_col.cfg.marker_kind == SP_MARK_AUTO &&
 	    sp_stepdet_undecided(&sp_col.det, msg, sizeof msg))
 		sp_warn("at exit: the program's loop changed after step %lld and %s", (long long)sp_col.step, msg);
 }
@@ -181,7 +182,8 @@ void sp_collector_inject(void)
 	}
 	sp_col.buffer_bytes = sp_col.cfg.cupti_buffer_bytes;
 	sp_col.demangle = (char *(*)(const char *, char *, size_t *, int *))dlsym(RTLD_DEFAULT, "__cxa_demangle");
-	if (sp_stepdet_init(&sp_col.det, sp_col.cfg.marker_kind, sp_col.cfg.marker_pattern, sp_col.cfg.marker_every, sp_col.demangle) < 0) {
+	if (sp_stepdet_init(&sp_col.det, sp_col.cfg.marker_kind, sp_col.cfg.marker_pattern, sp_col.cfg.marker_every,
+			    sp_col.demangle) < 0) {
 		sp_warn("no memory for automatic step detection; not profiling");
 		return;
 	}

@@ -99,7 +99,8 @@ int sp_out_start_writer(void)
 		return -1;
 	}
 	if (sp_col.ri.rank >= 0)
-		snprintf(sp_col.trace_path, sizeof sp_col.trace_path, "%s/rank%d.%s.%d.sptrace", dir, sp_col.ri.rank, host, (int)getpid());
+		snprintf(sp_col.trace_path, sizeof sp_col.trace_path, "%s/rank%d.%s.%d.sptrace", dir, sp_col.ri.rank, host,
+			 (int)getpid());
 	else
 		snprintf(sp_col.trace_path, sizeof sp_col.trace_path, "%s/norank.%s.%d.sptrace", dir, host, (int)getpid());
 	m.features = (sp_col.cfg.kernels ? SP_FEAT_KERNELS : 0) | (sp_col.cfg.memcpy ? SP_FEAT_MEMCPY : 0) |

@@ -45,7 +45,8 @@ void sp_tokglue_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti
 	if (launch && sp_tokrec_truth_kind() == SP_TOK_KERNEL &&
 	    sp_name_matches(name, sp_tokrec_truth_pattern(), sp_col.truth_match, sp_col.demangle))
 		sp_tokrec_add(SP_TOK_TRUTH, flags, name, t, sp_coll_tid());
-	else if (!launch && !(d && (sp_thr.in_rt || sp_thr.in_nest)) && cbid < SP_CBID_MAX && (sp_col.cls[d][cbid] & CLS_TRUTH))
+	else if (!launch && !(d && (sp_thr.in_rt || sp_thr.in_nest)) && cbid < SP_CBID_MAX &&
+		 (sp_col.cls[d][cbid] & CLS_TRUTH))
 		sp_tokrec_add(SP_TOK_TRUTH, flags, sp_cbset_api_name(dom, cbid), t, sp_coll_tid());
 	if (tok)
 		sp_tokrec_add(kind, flags, name, t, sp_coll_tid());
