@@ -18,6 +18,13 @@
 #include "memory.h"
 #include "writer.h"
 
+/* Writer-thread state of closing windows. */
+static struct {
+	struct { uint32_t lo, hi; } closed[SP_MAX_CLOSED]; /* corr ranges of written windows (sp_col.lock) */
+	unsigned nclosed;                   /* windows written so far (closed[] is a ring) */
+	uint64_t last_flush;                /* last forced CUPTI flush (writer thread) */
+} A;
+
 /* ---- activity buffers (CUPTI's threads, or the writer thread when it flushes) ---- */
 
 void CUPTIAPI sp_act_buffer_requested(uint8_t **buf, size_t *size, size_t *max_records)
@@ -41,8 +48,8 @@ static struct window *window_of(uint32_t corr, int *late)
 		    (w->corr_hi == SP_CORR_PENDING || corr < w->corr_hi))
 			return w;
 	}
-	for (unsigned i = 0; i < sp_col.nclosed && i < SP_MAX_CLOSED; i++)
-		*late |= corr >= sp_col.closed[i].lo && corr < sp_col.closed[i].hi;
+	for (unsigned i = 0; i < A.nclosed && i < SP_MAX_CLOSED; i++)
+		*late |= corr >= A.closed[i].lo && corr < A.closed[i].hi;
 	return NULL;
 }
 
@@ -218,9 +225,9 @@ void sp_act_writer_tick(void *ctx)
 		life_tick(now);
 		return;
 	}
-	if (now - sp_col.last_flush >= SP_FLUSH_EVERY_NS) {
+	if (now - A.last_flush >= SP_FLUSH_EVERY_NS) {
 		sp_act_flush();
-		sp_col.last_flush = sp_now_ns();
+		A.last_flush = sp_now_ns();
 	}
 	pthread_mutex_lock(&sp_col.lock);
 	for (int i = 0; i < SP_MAX_WINDOWS; i++) {
@@ -238,8 +245,8 @@ void sp_act_writer_tick(void *ctx)
 			sp_writer_emit(&ev);
 			sp_info("window %u (steps %lld-%lld) closed after %.1f ms", w->id, (long long)w->first_step,
 				(long long)w->last_step, age / 1e6);
-			sp_col.closed[sp_col.nclosed++ % SP_MAX_CLOSED].lo = w->corr_lo;
-			sp_col.closed[(sp_col.nclosed - 1) % SP_MAX_CLOSED].hi = w->corr_hi;
+			A.closed[A.nclosed++ % SP_MAX_CLOSED].lo = w->corr_lo;
+			A.closed[(A.nclosed - 1) % SP_MAX_CLOSED].hi = w->corr_hi;
 			w->used = 0;
 		}
 	}

@@ -16,6 +16,13 @@
 #include "log.h"
 #include "tokrec.h"
 
+/* What is enabled in the current CUPTI instance. Under sp_col.lock. */
+static struct {
+	int nvtx_on;                        /* NVTX callbacks enabled */
+	int nest_marker;                    /* an api marker names a driver function: runtime calls are CLS_NEST */
+	uint8_t cb_on[2][SP_CBID_MAX];      /* callbacks currently enabled */
+} S;
+
 /* API calls recorded inside windows: everything that launches, copies, sets, synchronises,
  * orders streams or allocates. Selected by name so new CUDA versions' variants are included. */
 static const char *const recorded_api[2][14] = {
@@ -60,9 +67,9 @@ static void set_nvtx(int on)
 		CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangeStartEx,
 		CUPTI_CBID_NVTX_nvtxRangePop, CUPTI_CBID_NVTX_nvtxRangeEnd,
 		CUPTI_CBID_NVTX_nvtxDomainRangePop, CUPTI_CBID_NVTX_nvtxDomainRangeEnd };
-	if (on == sp_col.nvtx_on)
+	if (on == S.nvtx_on)
 		return;
-	sp_col.nvtx_on = on;
+	S.nvtx_on = on;
 	for (size_t i = 0; i < sizeof ids / sizeof *ids; i++)
 		SP_CUPTI(cuptiEnableCallback(on, sp_col.sub, CUPTI_CB_DOMAIN_NVTX, ids[i]));
 }
@@ -93,7 +100,7 @@ void sp_cbset_apply(void)
 				       ((wants & SP_WANT_MARKER) && sp_col.api_marker[d][cb]);
 			if (!sp_col.done && sp_col.cfg.device_memory && sp_col.memop[d][cb].shape)
 				want = 1; /* levels are tracked from process start */
-			if (!sp_col.done && sp_col.nest_marker && (sp_col.cls[d][cb] & CLS_NEST))
+			if (!sp_col.done && S.nest_marker && (sp_col.cls[d][cb] & CLS_NEST))
 				want = 1; /* a driver API marker: see the runtime calls it may be made inside */
 			if (sp_tokrec_on &&
 			    (sp_cbset_is_launch(doms[d], cb) || (sp_col.cls[d][cb] & (CLS_AUTO | CLS_GRAPH | CLS_TRUTH | CLS_NEST))))
@@ -101,16 +108,16 @@ void sp_cbset_apply(void)
 			/* driver recording also needs the runtime set: its depth counter hides nested driver calls */
 			if ((d == 0 ? rec_rt || rec_drv : rec_drv) && (sp_col.cls[d][cb] & CLS_RECORDED))
 				want = 1;
-			if (!want && sp_col.cb_on[d][cb] && sp_thr.cur_cb[d] == cb) {
+			if (!want && S.cb_on[d][cb] && sp_thr.cur_cb[d] == cb) {
 				/* the call in progress: disabling it now loses its exit, and CUPTI then never
 				 * moves on to a new correlation id; its exit callback finishes the job */
 				sp_thr.defer_off = 1;
 				continue;
 			}
-			if (want != sp_col.cb_on[d][cb]) {
+			if (want != S.cb_on[d][cb]) {
 				CUptiResult r = sp_cupti.cuptiEnableCallback(want, sp_col.sub, doms[d], cb);
 				if (r == CUPTI_SUCCESS)
-					sp_col.cb_on[d][cb] = (uint8_t)want;
+					S.cb_on[d][cb] = (uint8_t)want;
 				else
 					sp_warn_once("cuptiEnableCallback(%d, %s) failed: %d", want,
 						     sp_intern_lookup(sp_cbset_api_name(doms[d], cb)), (int)r);
@@ -171,8 +178,8 @@ int sp_cbset_arm(void)
 					      : sp_coll_glob("cuda*Synchronize*", nm) || !strcmp(nm, "cudaMemcpy");
 		}
 	for (uint32_t cb = 1; cb < SP_CBID_MAX && sp_col.cfg.marker_kind == SP_MARK_API; cb++)
-		sp_col.nest_marker |= sp_col.api_marker[1][cb];
-	for (uint32_t cb = 1; cb < SP_CBID_MAX && sp_col.nest_marker; cb++)
+		S.nest_marker |= sp_col.api_marker[1][cb];
+	for (uint32_t cb = 1; cb < SP_CBID_MAX && S.nest_marker; cb++)
 		sp_col.cls[0][cb] |= CLS_NEST; /* a driver marker counts outside runtime calls only */
 	if (sp_col.cfg.marker_kind == SP_MARK_API && !n) {
 		sp_warn("[marker] pattern '%s' names no CUDA runtime or driver API function; not profiling",
@@ -194,8 +201,8 @@ void sp_cbset_armed(void)
 	pthread_mutex_lock(&sp_col.lock);
 	SP_CUPTI(cuptiEnableCallback(1, sp_col.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
 	SP_CUPTI(cuptiEnableCallback(1, sp_col.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPH_CREATED));
-	memset(sp_col.cb_on, 0, sizeof sp_col.cb_on);
-	sp_col.nvtx_on = 0; /* a new instance: sp_cbset_apply enables NVTX again if wanted */
+	memset(S.cb_on, 0, sizeof S.cb_on);
+	S.nvtx_on = 0; /* a new instance: sp_cbset_apply enables NVTX again if wanted */
 	sp_col.activities_on = sp_col.collecting;
 	if (sp_col.collecting)
 		sp_cbset_activities(1);

@@ -80,31 +80,22 @@ struct sp_col_state {
 	struct window *open;          /* the window of the current RECORD steps, or NULL (atomic loads) */
 	atomic_int split_pending;     /* a boundary happened outside a CUDA call: the next call's corr splits */
 	uint32_t *split_lo, *split_hi;/* fields the pending split fills */
-	struct { uint32_t lo, hi; } closed[SP_MAX_CLOSED]; /* corr ranges of windows already written (activity.c) */
-	unsigned nclosed;             /* windows written so far (closed[] is a ring) */
-	/* output (output.c) */
+	/* output (output.c; comms.c and collector.c read it) */
 	int writer_started;           /* 0 not yet, 1 writing, -1 failed or not selected */
-	char trace_path[SP_CFG_PATH + 256]; /* this process's .sptrace */
-	int devices_written;          /* SP_EV_DEVICE records are in the trace */
 	/* step detection (windows.c feeds it) */
 	struct sp_stepdet det;        /* the step detector (stepdet.h): every marker kind */
 	uint64_t credit;              /* ns the detector spent learning, taken out of token times */
 	struct sp_det_how step_how;   /* how the current step was found (its STEP record says it) */
 	int step_refuted;             /* the detector found the current step to differ from the period */
-	/* callback sets (cbsets.c) */
-	int nvtx_on;                  /* NVTX callbacks enabled */
-	int nest_marker;              /* an api marker names a driver function: runtime calls are CLS_NEST */
-	uint8_t truth_match[SP_DET_MATCH_CACHE]; /* recorded truth's pattern: 0 unknown, 1 no, 2 yes (tokrec.h) */
+	/* callback sets (cbsets.c sets them; callbacks.c and tokglue.c read them) */
 	uint32_t api_name[2][SP_CBID_MAX];  /* (domain, cbid) -> interned name, 0 = not yet */
 	uint8_t api_marker[2][SP_CBID_MAX]; /* (domain, cbid) is an api marker / profiler range call */
-	uint8_t cb_on[2][SP_CBID_MAX];      /* callbacks currently enabled */
 	uint8_t cls[2][SP_CBID_MAX];        /* CLS_* of each callback id, from its name (sp_cbset_arm) */
 	uint8_t api_sync[2][SP_CBID_MAX];   /* (domain, cbid) blocks the host (auto detection's iteration ends) */
 	struct memop memop[2][SP_CBID_MAX]; /* allocation calls, by (domain, cbid) (allocs.c classifies) */
 	/* misc */
 	atomic_int had_context;       /* a CUDA context was created (a launcher only counts devices) */
 	char *(*demangle)(const char *, char *, size_t *, int *); /* __cxa_demangle if loaded */
-	uint64_t last_flush;          /* last forced CUPTI flush (activity.c, writer thread) */
 	size_t buffer_bytes;          /* size of each CUPTI activity buffer */
 	int malloc_hooks;             /* the preload library has malloc hooks (sp_collector_malloc_hooks) */
 };

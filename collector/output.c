@@ -22,6 +22,12 @@
 #include "tokrec.h"
 #include "writer.h"
 
+/* The trace file's state (sp_col.writer_started is shared: internal.h). */
+static struct {
+	char trace_path[SP_CFG_PATH + 256]; /* this process's .sptrace */
+	int devices_written;                /* SP_EV_DEVICE records are in the trace */
+} O;
+
 /* Writes one SP_EV_DEVICE record per GPU (name, SMs, compute capability, memory), once. Calls the
  * driver: only from an API entry callback or outside callbacks. */
 static void write_devices(uint64_t t)
@@ -29,7 +35,7 @@ static void write_devices(uint64_t t)
 	typedef int (*cu_int_fn)(int *);
 	static cu_int_fn count;
 	int n = 0;
-	if (!sp_col.devices_written && (count || (count = (cu_int_fn)dlsym(RTLD_DEFAULT, "cuDeviceGetCount"))) && !count(&n)) {
+	if (!O.devices_written && (count || (count = (cu_int_fn)dlsym(RTLD_DEFAULT, "cuDeviceGetCount"))) && !count(&n)) {
 		int (*get_name)(char *, int, int) = (int (*)(char *, int, int))dlsym(RTLD_DEFAULT, "cuDeviceGetName");
 		int (*attr)(int *, int, int) = (int (*)(int *, int, int))dlsym(RTLD_DEFAULT, "cuDeviceGetAttribute");
 		int (*mem)(size_t *, int) = (int (*)(size_t *, int))dlsym(RTLD_DEFAULT, "cuDeviceTotalMem_v2");
@@ -54,7 +60,7 @@ static void write_devices(uint64_t t)
 			ev.u.dev.memory = bytes;
 			sp_coll_push(&ev);
 		}
-		sp_col.devices_written = 1;
+		O.devices_written = 1;
 	}
 }
 
@@ -99,10 +105,10 @@ int sp_out_start_writer(void)
 		return -1;
 	}
 	if (sp_col.ri.rank >= 0)
-		snprintf(sp_col.trace_path, sizeof sp_col.trace_path, "%s/rank%d.%s.%d.sptrace", dir, sp_col.ri.rank, host,
+		snprintf(O.trace_path, sizeof O.trace_path, "%s/rank%d.%s.%d.sptrace", dir, sp_col.ri.rank, host,
 			 (int)getpid());
 	else
-		snprintf(sp_col.trace_path, sizeof sp_col.trace_path, "%s/norank.%s.%d.sptrace", dir, host, (int)getpid());
+		snprintf(O.trace_path, sizeof O.trace_path, "%s/norank.%s.%d.sptrace", dir, host, (int)getpid());
 	m.features = (sp_col.cfg.kernels ? SP_FEAT_KERNELS : 0) | (sp_col.cfg.memcpy ? SP_FEAT_MEMCPY : 0) |
 		     (sp_col.cfg.memset ? SP_FEAT_MEMSET : 0) | (sp_col.cfg.sync ? SP_FEAT_SYNC : 0) |
 		     (sp_col.cfg.runtime_api ? SP_FEAT_RUNTIME_API : 0) | (sp_col.cfg.driver_api ? SP_FEAT_DRIVER_API : 0) |
@@ -118,11 +124,11 @@ int sp_out_start_writer(void)
 	sp_run_id(m.run_id, sizeof m.run_id, NULL);
 	snprintf(m.producer, sizeof m.producer, "stepprof %s", SP_VERSION);
 	sp_tokrec_cmdline(m.command, sizeof m.command);
-	if (sp_writer_start(sp_col.trace_path, &m, sp_col.cfg.window_max_bytes) < 0)
+	if (sp_writer_start(O.trace_path, &m, sp_col.cfg.window_max_bytes) < 0)
 		return -1;
 	sp_col.writer_started = 1;
 	write_devices(m.anchor_mono_ns);
-	sp_info("writing %s", sp_col.trace_path);
+	sp_info("writing %s", O.trace_path);
 	return 0;
 }
 

@@ -12,6 +12,9 @@
 #include "stepdet.h"
 #include "tokrec.h"
 
+/* The recorded truth's pattern per name id: 0 unknown, 1 no, 2 yes (tokrec.h). */
+static uint8_t truth_match_cache[SP_DET_MATCH_CACHE];
+
 /* The detector token an API entry is, if any: a kernel launch, or at the outermost level an
  * auto-detection call or a graph launch. Fills kind, flags and name; returns 1, else 0. */
 int sp_tokglue_token_of(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd, int launch,
@@ -43,7 +46,7 @@ void sp_tokglue_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti
 	uint32_t name;
 	int tok = sp_tokglue_token_of(dom, cbid, cd, launch, &kind, &flags, &name);
 	if (launch && sp_tokrec_truth_kind() == SP_TOK_KERNEL &&
-	    sp_name_matches(name, sp_tokrec_truth_pattern(), sp_col.truth_match, sp_col.demangle))
+	    sp_name_matches(name, sp_tokrec_truth_pattern(), truth_match_cache, sp_col.demangle))
 		sp_tokrec_add(SP_TOK_TRUTH, flags, name, t, sp_coll_tid());
 	else if (!launch && !(d && (sp_thr.in_rt || sp_thr.in_nest)) && cbid < SP_CBID_MAX &&
 		 (sp_col.cls[d][cbid] & CLS_TRUTH))
