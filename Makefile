@@ -55,9 +55,12 @@ DEP_LIBS := $(shell pkg-config --libs $(filter-out $(CLI_PKGS),$(PKGS)) 2>/dev/n
 CLI_LIBS := $(DEP_LIBS) $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null) -lstdc++
 
 # Core: host code shared by the library, the CLI and the unit tests (no CUPTI calls).
-CORE_SRCS := $(wildcard config/*.c) $(wildcard trace/*.c) $(filter-out collector/cupti%.c collector/collector.c,$(wildcard collector/*.c))
+# the collector's CUPTI side (internal.h): only in the library, never in the host core
+CUPTI_SRCS := $(wildcard collector/cupti*.c) $(addprefix collector/,collector.c callbacks.c cbsets.c windows.c \
+	activity.c output.c comms.c allocs.c tokglue.c)
+CORE_SRCS := $(wildcard config/*.c) $(wildcard trace/*.c) $(filter-out $(CUPTI_SRCS),$(wildcard collector/*.c))
 # Library only: hooks and the CUPTI side of the collector.
-LIBONLY_SRCS := $(wildcard preload/*.c) $(wildcard collector/cupti*.c) $(wildcard collector/collector.c)
+LIBONLY_SRCS := $(wildcard preload/*.c) $(CUPTI_SRCS)
 CLI_SRCS := $(filter-out cli/main.c,$(wildcard cli/*.c))
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
 TEST_BINS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(TEST_SRCS))

@@ -41,7 +41,7 @@ static uint64_t wall(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* collector.c's detect() without CUPTI: returns the decisions' OR. */
+/* windows.c's sp_win_detect() without CUPTI: returns the decisions' OR. */
 static unsigned detect(uint8_t kind, uint8_t flags, uint32_t name, uint64_t t)
 {
 	struct sp_det_out o;

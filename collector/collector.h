@@ -39,9 +39,10 @@ void sp_collector_comm(int what, void *comm, const void *id, size_t idlen, int r
  * memory ([activities] host_malloc, not a fork child, selected), else SIZE_MAX (tracking off).
  * A plain load and one comparison: the hooks' only cost for a small allocation or when off. */
 extern volatile size_t sp_host_min_bytes;
-/* Defined by preload/malloc.c, so its address is NULL in a library built without the malloc hooks
- * (libstepprof-nomalloc.so), where host_malloc cannot work. */
-extern const int sp_malloc_hooks __attribute__((weak, visibility("hidden")));
+/* preload/malloc.c announces its hooks (from a constructor, before CUDA initialises): without
+ * the call (libstepprof-nomalloc.so) host_malloc cannot work, and sp_collector_inject says so.
+ * This function can't fail. */
+void sp_collector_malloc_hooks(void);
 /* A successful host allocation of size bytes at p (p not NULL) / a release of p (not NULL, before
  * the real free). Called inside malloc: they never allocate. The hooks call them only for
  * allocations of at least sp_host_min_bytes and for releases that sp_mem_host_maybe() cannot rule

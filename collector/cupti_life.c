@@ -242,46 +242,28 @@ static void say_held(const struct sp_life_view *v, int64_t step)
 	}
 }
 
-enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64_t now, CUpti_SubscriberHandle *sub)
+/* The next window comes: registers the activity callbacks here, outside callbacks, rather than
+ * in the marker callback that enables its activity kinds (sp_cupti_life_activity_ready); once.
+ * Does nothing if not attached. This function can't fail. */
+static void register_early(int64_t step)
 {
-	int state = atomic_load(&sp_hold.state);
-	if (state != SP_HOLD_ATTACHED || atomic_load(&L.frozen))
-		return SP_LIFE_STAY;
-	uint64_t end = atomic_load(&sp_hold.last_end), quiet = atomic_load(&sp_hold.quiet);
-	unsigned seen = atomic_load(&sp_hold.quiet_seen);
-	uint64_t since = end && now > end ? now - end : UINT64_MAX / 2, fin = 0;
-	v->dirty = L.dirty;
-	v->graphs = atomic_load(&L.graphs);
-	v->stopped = atomic_load(&L.stopped);
-	v->fresh_step = atomic_load(&sp_hold.marking) == 0 && sp_life_quiet_fresh(quiet, seen, since);
-	enum sp_life_act act = sp_life_decide(v);
-	if (act == SP_LIFE_STAY)
-		say_held(v, step);
-	if (act == SP_LIFE_STAY && !v->done && !L.reg_tried && (v->busy || v->steps_to_window < SP_LIFE_MIN_GAP) &&
-	    sp_cupti_life_enter()) {
-		/* the next window comes: register here, outside callbacks, rather than in the marker
-		 * callback that enables its activity kinds (sp_cupti_life_activity_ready); once */
-		uint64_t r0 = sp_now_ns();
-		L.reg_tried = true;
-		if (!atomic_load(&L.claim) && register_activity(&L.hooks) == CUPTI_SUCCESS)
-			sp_info("activity callbacks registered in step %lld for the next window in %.2f ms",
-				(long long)step, (sp_now_ns() - r0) / 1e6);
-		sp_cupti_life_leave();
-	}
-	if (act == SP_LIFE_DETACH) {
-		uint64_t t0 = sp_now_ns();
-		if (detach(*sub, true, &fin) != 0) {
-			atomic_store(&L.stopped, true);
-			atomic_store(&L.frozen, true); /* warned; no second try */
-			return SP_LIFE_STAY;
-		}
-		sp_info("detached from CUPTI in step %lld (the schedule is done) in %.2f ms (cuptiUnsubscribe + "
-			"cuptiFinalize %.2f ms): the rest of the run is not profiled", (long long)step,
-			(sp_now_ns() - t0) / 1e6, fin / 1e6);
-		return act;
-	}
-	if (act != SP_LIFE_CYCLE)
-		return act;
+	if (!sp_cupti_life_enter())
+		return;
+	uint64_t r0 = sp_now_ns();
+	L.reg_tried = true;
+	if (!atomic_load(&L.claim) && register_activity(&L.hooks) == CUPTI_SUCCESS)
+		sp_info("activity callbacks registered in step %lld for the next window in %.2f ms",
+			(long long)step, (sp_now_ns() - r0) / 1e6);
+	sp_cupti_life_leave();
+}
+
+/* Detaches and re-attaches between windows (sp_cupti_life_tick's CYCLE; end, quiet, seen and
+ * since as it read them). Returns SP_LIFE_CYCLE, SP_LIFE_STAY if the detach was called off, or
+ * SP_LIFE_DETACH if the re-attach failed (warned; the rest of the run is not profiled). */
+static enum sp_life_act cycle(const struct sp_life_view *v, int64_t step, uint64_t now, CUpti_SubscriberHandle *sub,
+			      uint64_t end, uint64_t quiet, unsigned seen, uint64_t since)
+{
+	uint64_t fin = 0;
 	uint64_t t0 = sp_now_ns();
 	int r0 = detach(*sub, false, &fin);
 	if (r0 != 0) {
@@ -326,5 +308,39 @@ enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64
 		sp_cupti_life_missed("a marker call came while detaching");
 	} else if (sp_life_quiet_fits(quiet, seen, late, gap))
 		atomic_store(&sp_hold.verify_by, 0); /* no marker call could begin while detached */
-	return act;
+	return SP_LIFE_CYCLE;
+}
+
+enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64_t now, CUpti_SubscriberHandle *sub)
+{
+	int state = atomic_load(&sp_hold.state);
+	if (state != SP_HOLD_ATTACHED || atomic_load(&L.frozen))
+		return SP_LIFE_STAY;
+	uint64_t end = atomic_load(&sp_hold.last_end), quiet = atomic_load(&sp_hold.quiet);
+	unsigned seen = atomic_load(&sp_hold.quiet_seen);
+	uint64_t since = end && now > end ? now - end : UINT64_MAX / 2, fin = 0;
+	v->dirty = L.dirty;
+	v->graphs = atomic_load(&L.graphs);
+	v->stopped = atomic_load(&L.stopped);
+	v->fresh_step = atomic_load(&sp_hold.marking) == 0 && sp_life_quiet_fresh(quiet, seen, since);
+	enum sp_life_act act = sp_life_decide(v);
+	if (act == SP_LIFE_STAY)
+		say_held(v, step);
+	if (act == SP_LIFE_STAY && !v->done && !L.reg_tried && (v->busy || v->steps_to_window < SP_LIFE_MIN_GAP))
+		register_early(step);
+	if (act == SP_LIFE_DETACH) {
+		uint64_t t0 = sp_now_ns();
+		if (detach(*sub, true, &fin) != 0) {
+			atomic_store(&L.stopped, true);
+			atomic_store(&L.frozen, true); /* warned; no second try */
+			return SP_LIFE_STAY;
+		}
+		sp_info("detached from CUPTI in step %lld (the schedule is done) in %.2f ms (cuptiUnsubscribe + "
+			"cuptiFinalize %.2f ms): the rest of the run is not profiled", (long long)step,
+			(sp_now_ns() - t0) / 1e6, fin / 1e6);
+		return act;
+	}
+	if (act != SP_LIFE_CYCLE)
+		return act;
+	return cycle(v, step, now, sub, end, quiet, seen, since);
 }

@@ -2,7 +2,7 @@
 /* stepdet.h - the step detector: tokens in, decisions out. Owns marker matching (kernel, api,
  * nccl, nvtx, profiler_range), automatic detection (autostep.h) with its phases (lock, per-step
  * check, unlock, re-lock), and step numbering. Pure: it calls no CUPTI or CUDA function, keeps no
- * global state and takes no lock (the caller serialises), so the library (collector.c) and the
+ * global state and takes no lock (the caller serialises), so the library (windows.c) and the
  * offline replay (`stepprof autostep`) run the same code on the same tokens. docs/STEPS.md. */
 #ifndef SP_STEPDET_H
 #define SP_STEPDET_H

@@ -28,7 +28,6 @@ static struct {
 	int glibc_sizes;             /* the real free is glibc's: a block's chunk size precedes it */
 } R;
 
-const int sp_malloc_hooks = 1; /* collector.h: this library has the hooks */
 
 static _Alignas(16) char pool[4096]; /* for dlsym's calloc during resolve() */
 static size_t pool_used;
@@ -54,6 +53,13 @@ static void *pool_alloc(size_t n)
 static size_t pool_size(const void *p)
 {
 	return *(const size_t *)((const char *)p - 16);
+}
+
+/* Tells the collector this library has the hooks (host_malloc can work). Runs at load, before
+ * cuInit can reach sp_collector_inject. This function can't fail. */
+__attribute__((constructor)) static void announce_hooks(void)
+{
+	sp_collector_malloc_hooks();
 }
 
 /* Resolves every real function at once. This function can't fail (a missing one stays NULL). */

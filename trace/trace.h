@@ -33,7 +33,7 @@
 #define SP_FEAT_STACKS       (1ull << 9)
 #define SP_FEAT_SHAPES       (1ull << 10)
 #define SP_FEAT_NVTX         (1ull << 11)
-#define SP_FEAT_PYSTACKS     (1ull << 12) /* stacks may hold Python frames: the file is version 2 */
+#define SP_FEAT_PYSTACKS     (1ull << 12) /* stacks may hold Python frames (format version 3 and later) */
 
 /* A frame of a stack that is a Python frame, not a return address: the tag in the top 16 bits
  * (no canonical user-space address has them) and a Python frame id (sp_trace_pyframe) below. */

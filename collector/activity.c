@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+/* activity.c - CUPTI's activity buffers: hands out buffers, converts each GPU record into a ring
+ * event of the window its correlation id falls in (warmup and outside records are dropped,
+ * late ones counted), and the writer thread's tick that closes windows once their records came
+ * and asks cupti_life.c whether to let go of CUPTI. Runs on CUPTI's and the writer's threads. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "clock.h"
+#include "cupti_life.h"
+#include "internal.h"
+#include "life.h"
+#include "collector.h"
+#include "log.h"
+#include "memory.h"
+#include "writer.h"
+
+/* Writer-thread state of closing windows. */
+static struct {
+	struct { uint32_t lo, hi; } closed[SP_MAX_CLOSED]; /* corr ranges of written windows (sp_col.lock) */
+	unsigned nclosed;                   /* windows written so far (closed[] is a ring) */
+	uint64_t last_flush;                /* last forced CUPTI flush (writer thread) */
+} A;
+
+/* ---- activity buffers (CUPTI's threads, or the writer thread when it flushes) ---- */
+
+void CUPTIAPI sp_act_buffer_requested(uint8_t **buf, size_t *size, size_t *max_records)
+{
+	int self = sp_mem_self;
+	sp_mem_self = 1; /* stepprof's buffer, not the program's host memory */
+	*buf = aligned_alloc(8, sp_col.buffer_bytes);
+	sp_mem_self = self;
+	*size = *buf ? sp_col.buffer_bytes : 0;
+	*max_records = 0;
+}
+
+/* The window a GPU record with this correlation id belongs to, or NULL (warmup or outside).
+ * *late is set if it belongs to a window already written. Caller holds sp_col.lock. */
+static struct window *window_of(uint32_t corr, int *late)
+{
+	*late = 0;
+	for (int i = 0; i < SP_MAX_WINDOWS; i++) {
+		struct window *w = &sp_col.win[i];
+		if (w->used && w->corr_lo != SP_CORR_PENDING && corr >= w->corr_lo &&
+		    (w->corr_hi == SP_CORR_PENDING || corr < w->corr_hi))
+			return w;
+	}
+	for (unsigned i = 0; i < A.nclosed && i < SP_MAX_CLOSED; i++)
+		*late |= corr >= A.closed[i].lo && corr < A.closed[i].hi;
+	return NULL;
+}
+
+/* The fields every GPU activity record kind shares. */
+#define GPU_COMMON(ev, r)                                                                           \
+	((ev).device = (uint16_t)(r)->deviceId, (ev).start = (r)->start, (ev).end = (r)->end,       \
+	 (ev).corr = sp_cupti_life_corr((r)->correlationId), (ev).stream = (r)->streamId, (ev).context = (r)->contextId)
+
+/* Pushes a converted GPU record if its window is open or closing (counting a kernel's arrival),
+ * else counts it in *late if it belongs to a window already written. This function can't fail. */
+static void deliver(struct sp_event *ev, uint64_t *late)
+{
+	int is_late;
+	pthread_mutex_lock(&sp_col.lock);
+	struct window *w = window_of(ev->corr, &is_late);
+	if (w) {
+		if (ev->kind == SP_EV_KERNEL && !ev->u.kernel.graph_id)
+			atomic_fetch_add_explicit(&w->arrived, 1, memory_order_relaxed);
+		w->last_record_ts = sp_now_ns();
+	}
+	pthread_mutex_unlock(&sp_col.lock);
+	if (w)
+		sp_coll_push(ev);
+	else
+		*late += is_late;
+}
+
+/* Converts one CUPTI activity record into a ring event (kinds stepprof does not record are
+ * skipped). This function can't fail. */
+static void convert_record(const CUpti_Activity *rec, uint64_t *late)
+{
+	struct sp_event ev = { .device = SP_NO_DEVICE };
+	switch (rec->kind) {
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+	case CUPTI_ACTIVITY_KIND_KERNEL: {
+		const CUpti_ActivityKernel10 *k = (const void *)rec;
+		ev.kind = SP_EV_KERNEL;
+		GPU_COMMON(ev, k);
+		ev.name = sp_coll_name_id(k->name);
+		if (sp_col.cfg.kernel_shapes) {
+			ev.u.kernel.grid[0] = k->gridX, ev.u.kernel.grid[1] = k->gridY, ev.u.kernel.grid[2] = k->gridZ;
+			ev.u.kernel.block[0] = k->blockX, ev.u.kernel.block[1] = k->blockY, ev.u.kernel.block[2] = k->blockZ;
+			ev.u.kernel.static_smem = k->staticSharedMemory;
+			ev.u.kernel.dynamic_smem = k->dynamicSharedMemory;
+			ev.u.kernel.regs = k->registersPerThread;
+		}
+		ev.u.kernel.graph_id = k->graphId;
+		if (k->graphId)
+			sp_cupti_life_graph();
+		ev.u.kernel.graph_node = k->graphNodeId;
+		ev.u.kernel.launch = k->graphId ? SP_LAUNCH_GRAPH
+				     : k->launchType ? SP_LAUNCH_COOPERATIVE
+				     : (k->clusterX * k->clusterY * k->clusterZ > 1) ? SP_LAUNCH_CLUSTER
+									     : SP_LAUNCH_NORMAL;
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_MEMCPY: {
+		const CUpti_ActivityMemcpy6 *m = (const void *)rec;
+		ev.kind = SP_EV_MEMCPY;
+		ev.sub = m->copyKind;
+		GPU_COMMON(ev, m);
+		ev.u.copy.bytes = m->bytes;
+		ev.u.copy.src_kind = m->srcKind;
+		ev.u.copy.dst_kind = m->dstKind;
+		ev.u.copy.async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
+		ev.u.copy.graph_id = m->graphId;
+		ev.u.copy.graph_node = m->graphNodeId;
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_MEMSET: {
+		const CUpti_ActivityMemset4 *m = (const void *)rec;
+		ev.kind = SP_EV_MEMSET;
+		GPU_COMMON(ev, m);
+		ev.u.copy.bytes = m->bytes;
+		ev.u.copy.value = m->value;
+		ev.u.copy.dst_kind = (uint8_t)m->memoryKind;
+		ev.u.copy.async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) != 0;
+		ev.u.copy.graph_id = m->graphId;
+		ev.u.copy.graph_node = m->graphNodeId;
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+		const CUpti_ActivitySynchronization2 *s = (const void *)rec;
+		ev.kind = SP_EV_SYNC;
+		ev.sub = (uint8_t)s->type;
+		ev.start = s->start;
+		ev.end = s->end;
+		ev.corr = sp_cupti_life_corr(s->correlationId);
+		ev.stream = s->streamId == (uint32_t)-1 ? 0 : s->streamId;
+		ev.context = s->contextId;
+		ev.tid = 0;
+		ev.u.sync.event = s->cudaEventId;
+		break;
+	}
+	default:
+		return;
+	}
+	deliver(&ev, late);
+}
+
+void CUPTIAPI sp_act_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid)
+{
+	CUpti_Activity *rec = NULL;
+	uint64_t late = 0;
+	while (valid && sp_cupti.cuptiActivityGetNextRecord(buf, valid, &rec) == CUPTI_SUCCESS)
+		convert_record(rec, &late);
+	if (late) {
+		struct sp_event ev = { .kind = SP_EV_DROPPED, .sub = SP_DROP_LATE, .device = SP_NO_DEVICE };
+		ev.start = ev.end = sp_now_ns();
+		ev.u.dropped.count = late;
+		sp_coll_push(&ev);
+	}
+	size_t dropped = 0;
+	if (sp_cupti.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped) {
+		struct sp_event ev = { .kind = SP_EV_DROPPED, .sub = SP_DROP_CUPTI, .device = SP_NO_DEVICE };
+		ev.start = ev.end = sp_now_ns();
+		ev.u.dropped.count = dropped;
+		sp_coll_push(&ev);
+	}
+	free(buf);
+}
+
+uint64_t CUPTIAPI sp_act_timestamp(void)
+{
+	return sp_now_ns();
+}
+
+/* ---- the writer thread's tick: finish closing windows, let go of CUPTI ---- */
+
+/* Flushes CUPTI's activity buffers if attached (their records arrive in sp_act_buffer_completed).
+ * This function can't fail. */
+void sp_act_flush(void)
+{
+	if (sp_cupti_life_enter()) {
+		sp_cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		sp_cupti_life_leave();
+	}
+}
+
+/* Between and after windows: asks cupti_life whether to detach (for good once the schedule is
+ * done) or to detach and re-attach. Writer thread, without sp_col.lock. This function can't fail. */
+static void life_tick(uint64_t now)
+{
+	struct sp_life_view v = { .policy = sp_col.cfg.detach_between, .marker = sp_col.cfg.marker_kind };
+	pthread_mutex_lock(&sp_col.lock);
+	int64_t step = sp_col.step;
+	v.done = sp_col.done;
+	v.busy = sp_col.collecting || sp_col.activities_on || sp_col.open != NULL;
+	for (int i = 0; i < SP_MAX_WINDOWS; i++)
+		v.busy |= sp_col.win[i].used;
+	pthread_mutex_unlock(&sp_col.lock);
+	/* only whether the next window is SP_LIFE_MIN_GAP steps away or more matters */
+	v.steps_to_window = v.busy || v.done || v.policy == SP_DETACH_NEVER
+				    ? 0
+				    : sp_life_steps_to_window(&sp_col.cfg.schedule, step, SP_LIFE_MIN_GAP);
+	if (sp_cupti_life_tick(&v, step, now, &sp_col.sub) == SP_LIFE_DETACH) {
+		sp_host_min_bytes = SIZE_MAX; /* host allocations: nothing will be recorded again */
+		sp_writer_set_pass_ns(SP_DETACHED_PASS_NS); /* nothing to drain but the odd NCCL event */
+	}
+}
+
+void sp_act_writer_tick(void *ctx)
+{
+	uint64_t now = sp_now_ns();
+	int closing = 0;
+	pthread_mutex_lock(&sp_col.lock);
+	for (int i = 0; i < SP_MAX_WINDOWS; i++)
+		closing |= sp_col.win[i].used && sp_col.win[i].closing;
+	if (!closing)
+		sp_win_activities_idle();
+	pthread_mutex_unlock(&sp_col.lock);
+	if (!closing) {
+		life_tick(now);
+		return;
+	}
+	if (now - A.last_flush >= SP_FLUSH_EVERY_NS) {
+		sp_act_flush();
+		A.last_flush = sp_now_ns();
+	}
+	pthread_mutex_lock(&sp_col.lock);
+	for (int i = 0; i < SP_MAX_WINDOWS; i++) {
+		struct window *w = &sp_col.win[i];
+		if (!w->used || !w->closing)
+			continue;
+		uint64_t age = now - w->close_ts, quiet = now - (w->last_record_ts > w->close_ts ? w->last_record_ts : w->close_ts);
+		int complete = atomic_load(&w->arrived) >= atomic_load(&w->launched) && age > SP_WINDOW_SETTLE_NS;
+		if (complete || (age > SP_WINDOW_QUIET_AGE_NS && quiet > SP_WINDOW_QUIET_NS) || age > SP_WINDOW_GIVE_UP_NS) {
+			struct sp_event ev = { .kind = SP_EV_WINDOW_END, .device = SP_NO_DEVICE,
+					       .start = w->t_end, .end = w->t_end };
+			ev.u.window.id = w->id;
+			ev.u.window.first_step = w->first_step;
+			ev.u.window.last_step = w->last_step;
+			sp_writer_emit(&ev);
+			sp_info("window %u (steps %lld-%lld) closed after %.1f ms", w->id, (long long)w->first_step,
+				(long long)w->last_step, age / 1e6);
+			A.closed[A.nclosed++ % SP_MAX_CLOSED].lo = w->corr_lo;
+			A.closed[(A.nclosed - 1) % SP_MAX_CLOSED].hi = w->corr_hi;
+			w->used = 0;
+		}
+	}
+	pthread_mutex_unlock(&sp_col.lock);
+}

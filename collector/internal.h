@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/* internal.h - state the collector's CUPTI-side files share (collector.c, callbacks.c, cbsets.c,
+ * windows.c, activity.c, output.c, comms.c, allocs.c, tokglue.c) and their internal calls. Only
+ * those files include it; front ends see collector.h. Every field says who writes it. Nothing
+ * here may be used by the host core library (the CLI and unit tests link no CUPTI). */
+#ifndef SP_COLLECTOR_INTERNAL_H
+#define SP_COLLECTOR_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "config/config.h"
+#include "config/run.h"
+#include "cupti_api.h"
+#include "stepdet.h"
+#include "trace/event.h"
+
+#define SP_MAX_WINDOWS 8     /* windows tracked at once (open + closing) */
+#define SP_NAME_CACHE 1024   /* per-thread pointer -> name id cache (power of two) */
+#define SP_CORR_PENDING UINT32_MAX /* a window edge the next CUDA call's correlation id fills */
+#define SP_CBID_MAX 1024     /* callback ids tracked per domain (CUPTI 13: < 800 runtime, < 900 driver) */
+#define SP_MAX_CLOSED 4      /* corr ranges of written windows kept to count late records */
+#define SP_MAX_DEVICES 64    /* GPUs described by SP_EV_DEVICE records */
+/* A closing window is written once its kernels have all arrived and it is SP_WINDOW_SETTLE_NS
+ * old (other record kinds trail kernels), or once it is SP_WINDOW_QUIET_AGE_NS old and no record
+ * came for SP_WINDOW_QUIET_NS (graph kernels are not counted), or at SP_WINDOW_GIVE_UP_NS. */
+#define SP_WINDOW_SETTLE_NS 4000000ull       /* 4 ms */
+#define SP_WINDOW_QUIET_AGE_NS 50000000ull   /* 50 ms */
+#define SP_WINDOW_QUIET_NS 100000000ull      /* 100 ms */
+#define SP_WINDOW_GIVE_UP_NS 10000000000ull  /* 10 s */
+#define SP_FLUSH_EVERY_NS 2000000ull         /* CUPTI buffers flushed every 2 ms while a window closes */
+#define SP_DETACHED_PASS_NS 100000000ull     /* writer pass once CUPTI is let go: 100 ms */
+#define SP_EXIT_WAIT_POLLS 200               /* at exit, wait up to 200 x 10 ms = 2 s for windows */
+#define SP_EXIT_POLL_US 10000
+
+/* Classes of a callback id, from its name (sp_cbset_arm): in the recorded set; an auto-detection
+ * token; a graph launch; the recorded truth (tokrec.h); watched only for nesting.
+ * CLS_NEST: any runtime call, watched while recording an API truth or with an api marker on a
+ * driver function only to know that a driver call is made inside one (PyTorch's
+ * cudaDriverGetVersion calls cuDriverGetVersion): a truth or marker counts at the outermost call
+ * only. Such a callback does nothing else (callbacks.c nest_only). */
+enum { CLS_RECORDED = 1, CLS_AUTO = 2, CLS_GRAPH = 4, CLS_TRUTH = 8, CLS_NEST = 16 };
+
+/* How an allocation call's parameters look (every params struct starts with these fields). */
+enum { MEM_NONE, MEM_PTR_SIZE, MEM_PITCH, MEM_CREATE, MEM_FREE };
+struct memop { uint8_t kind, shape; }; /* SP_MEM_* kind and MEM_* shape of an allocation call */
+
+/* One recorded window, from its first RECORD step to its GPU records' arrival (windows.c opens
+ * and closes it, activity.c counts its records and writes its end). */
+struct window {
+	int used;                /* slot in use */
+	int closing;             /* RECORD_AND_SAVE ended; waiting for GPU records */
+	uint32_t id;
+	uint32_t corr_lo, corr_hi; /* GPU records with corr in [lo, hi) belong here; SP_CORR_PENDING = next call */
+	int64_t first_step, last_step;
+	uint64_t t_begin, t_end, close_ts, last_record_ts;
+	atomic_uint_fast64_t launched; /* kernel launch calls seen in the window */
+	atomic_uint_fast64_t arrived;  /* non-graph kernel records received */
+};
+
+/* The collector's process-wide state (defined in collector.c). */
+struct sp_col_state {
+	struct sp_config cfg;         /* effective configuration (collector.c, at inject) */
+	struct sp_rank_info ri;       /* who we are (collector.c; comms.c may learn the rank from NCCL) */
+	int active;                   /* subscribed and collecting (0 after any fatal problem) */
+	int disabled;                 /* fork child or failure: callbacks return at once */
+	CUpti_SubscriberHandle sub;   /* the CUPTI subscriber (cupti_life.c attaches it) */
+	pthread_mutex_t lock;         /* step boundaries, window table, communicator table */
+	/* windows and steps (windows.c, under lock) */
+	int64_t step;                 /* current step, -1 before the first marker */
+	enum sp_action action;        /* action of the current step */
+	uint64_t step_start;          /* trace-clock start of the current step */
+	int step_open;                /* a step is in progress (profiler ranges leave gaps) */
+	int collecting;               /* activity kinds and recording callbacks on */
+	int activities_on;            /* activity kinds enabled (may outlast collecting: sp_win_set_collecting) */
+	int done;                     /* schedule exhausted: nothing more will be recorded */
+	uint32_t next_window_id;      /* id of the next window (0: none opened yet) */
+	struct window win[SP_MAX_WINDOWS]; /* open and closing windows */
+	struct window *open;          /* the window of the current RECORD steps, or NULL (atomic loads) */
+	atomic_int split_pending;     /* a boundary happened outside a CUDA call: the next call's corr splits */
+	uint32_t *split_lo, *split_hi;/* fields the pending split fills */
+	/* output (output.c; comms.c and collector.c read it) */
+	int writer_started;           /* 0 not yet, 1 writing, -1 failed or not selected */
+	/* step detection (windows.c feeds it) */
+	struct sp_stepdet det;        /* the step detector (stepdet.h): every marker kind */
+	uint64_t credit;              /* ns the detector spent learning, taken out of token times */
+	struct sp_det_how step_how;   /* how the current step was found (its STEP record says it) */
+	int step_refuted;             /* the detector found the current step to differ from the period */
+	/* callback sets (cbsets.c sets them; callbacks.c and tokglue.c read them) */
+	uint32_t api_name[2][SP_CBID_MAX];  /* (domain, cbid) -> interned name, 0 = not yet */
+	uint8_t api_marker[2][SP_CBID_MAX]; /* (domain, cbid) is an api marker / profiler range call */
+	uint8_t cls[2][SP_CBID_MAX];        /* CLS_* of each callback id, from its name (sp_cbset_arm) */
+	uint8_t api_sync[2][SP_CBID_MAX];   /* (domain, cbid) blocks the host (auto detection's iteration ends) */
+	struct memop memop[2][SP_CBID_MAX]; /* allocation calls, by (domain, cbid) (allocs.c classifies) */
+	/* misc */
+	atomic_int had_context;       /* a CUDA context was created (a launcher only counts devices) */
+	char *(*demangle)(const char *, char *, size_t *, int *); /* __cxa_demangle if loaded */
+	size_t buffer_bytes;          /* size of each CUPTI activity buffer */
+	int malloc_hooks;             /* the preload library has malloc hooks (sp_collector_malloc_hooks) */
+};
+extern struct sp_col_state sp_col;
+
+/* Per-thread call state (defined in collector.c). */
+struct sp_col_thread {
+	int in_rt;                    /* a runtime API call is in progress (they never nest) */
+	int in_rt_launch;             /* ... and it is a kernel launch (its nested driver launch is not counted again) */
+	uint64_t rt_t0;               /* its start */
+	uint32_t rt_corr;             /* its correlation id */
+	int in_nccl;                  /* inside an NCCL call (comms.c) */
+	uint32_t nccl_corr;           /* correlation id of its first kernel launch */
+	int nccl_group;               /* ncclGroupStart nesting */
+	int mk_depth;                 /* marker API calls in progress on this thread */
+	int after_pending;            /* an ending marker's entry set up a boundary for its exit */
+	int64_t after_step;           /* ... the step that begins then */
+	uint32_t after_cb[2];         /* ... its callback id (runtime, driver), 0 none */
+	uint32_t cur_cb[2];           /* (runtime, driver) callback ids in progress on this thread, 0 none */
+	int defer_off;                /* sp_cbset_apply left a call in progress enabled: redo at its exit */
+	int named;                    /* SP_EV_THREAD pushed */
+	unsigned gen;                 /* CUPTI instance the call state above belongs to (cupti_life.h) */
+	int marking;                  /* marker calls in progress on this thread (cupti_life.h timing) */
+	int in_nest;                  /* inside a runtime call watched only for nesting (CLS_NEST) */
+	const void *np[SP_NAME_CACHE];/* name pointer cache */
+	uint32_t nid[SP_NAME_CACHE];
+};
+extern __thread struct sp_col_thread sp_thr;
+
+/* collector.c: shared helpers. None can fail. */
+uint32_t sp_coll_tid(void);                      /* this thread's kernel id, cached */
+uint32_t sp_coll_name_id(const char *s);         /* interned id of a stable name pointer, 0 for NULL */
+int sp_coll_glob(const char *pat, const char *s);/* 1 if s (not NULL) matches the fnmatch pattern */
+void sp_coll_push(struct sp_event *ev);          /* to this thread's ring, naming the thread first */
+
+/* cbsets.c: which callbacks and activity kinds are on. Under sp_col.lock where noted there. */
+uint32_t sp_cbset_api_name(CUpti_CallbackDomain dom, CUpti_CallbackId cbid);
+int sp_cbset_is_launch(CUpti_CallbackDomain dom, CUpti_CallbackId cbid);
+void sp_cbset_apply(void);
+void sp_cbset_activities(int on);
+int sp_cbset_arm(void);
+void sp_cbset_armed(void);
+
+/* windows.c: steps and windows. */
+int sp_win_is_record(enum sp_action a);
+void sp_win_set_collecting(enum sp_action act);
+void sp_win_activities_idle(void);
+void sp_win_end_step(uint64_t t, uint32_t corr);
+void sp_win_begin_step(uint64_t t, uint32_t corr, int64_t number);
+void sp_win_detect(uint8_t kind, uint8_t flags, uint32_t name, uint64_t t, uint32_t corr, CUpti_CallbackId cbid,
+		   int d);
+void sp_win_after_exit(uint64_t t);
+
+/* output.c: the trace file and what each window carries for reading alone. */
+int sp_out_start_writer(void);
+void sp_out_window_context(uint64_t t);
+
+/* activity.c: CUPTI's activity buffers and the writer thread's tick. */
+void CUPTIAPI sp_act_buffer_requested(uint8_t **buf, size_t *size, size_t *max_records);
+void CUPTIAPI sp_act_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid);
+uint64_t CUPTIAPI sp_act_timestamp(void);
+void sp_act_flush(void);
+void sp_act_writer_tick(void *ctx);
+
+/* callbacks.c: the subscriber's callback. */
+void CUPTIAPI sp_cb_on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data);
+
+/* comms.c: NCCL communicators. */
+void sp_comms_announce(uint64_t t);
+
+/* allocs.c: allocation calls seen through CUPTI callbacks. */
+struct memop sp_alloc_classify(int d, const char *name);
+void sp_alloc_call(const CUpti_CallbackData *cd, struct memop op, uint64_t t, uint32_t stack, int record);
+
+/* tokglue.c: detector tokens of API calls, and their recording (STEPPROF_RECORD_TOKENS). */
+int sp_tokglue_token_of(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd, int launch,
+			uint8_t *kind, uint8_t *flags, uint32_t *name);
+void sp_tokglue_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd, int launch,
+		    uint64_t t);
+
+#endif

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/* output.c - the trace file of this process: decides selection of a rank known late, names and
+ * starts the writer (trace/ header, path), writes the GPUs' descriptions, and each window's
+ * context (mapped modules, live allocations). Failures warn and leave the process unprofiled. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "config/version.h"
+#include "clock.h"
+#include "intern.h"
+#include "internal.h"
+#include "collector.h"
+#include "log.h"
+#include "memory.h"
+#include "tokrec.h"
+#include "writer.h"
+
+/* The trace file's state (sp_col.writer_started is shared: internal.h). */
+static struct {
+	char trace_path[SP_CFG_PATH + 256]; /* this process's .sptrace */
+	int devices_written;                /* SP_EV_DEVICE records are in the trace */
+} O;
+
+/* Writes one SP_EV_DEVICE record per GPU (name, SMs, compute capability, memory), once. Calls the
+ * driver: only from an API entry callback or outside callbacks. */
+static void write_devices(uint64_t t)
+{
+	typedef int (*cu_int_fn)(int *);
+	static cu_int_fn count;
+	int n = 0;
+	if (!O.devices_written && (count || (count = (cu_int_fn)dlsym(RTLD_DEFAULT, "cuDeviceGetCount"))) && !count(&n)) {
+		int (*get_name)(char *, int, int) = (int (*)(char *, int, int))dlsym(RTLD_DEFAULT, "cuDeviceGetName");
+		int (*attr)(int *, int, int) = (int (*)(int *, int, int))dlsym(RTLD_DEFAULT, "cuDeviceGetAttribute");
+		int (*mem)(size_t *, int) = (int (*)(size_t *, int))dlsym(RTLD_DEFAULT, "cuDeviceTotalMem_v2");
+		for (int i = 0; i < n && i < SP_MAX_DEVICES; i++) {
+			char name[256] = "GPU";
+			int sms = 0, maj = 0, min = 0;
+			size_t bytes = 0;
+			struct sp_event ev = { .kind = SP_EV_DEVICE, .device = (uint16_t)i, .start = t, .end = t };
+			if (get_name)
+				get_name(name, sizeof name, i);
+			if (attr) {
+				attr(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, i);
+				attr(&maj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, i);
+				attr(&min, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, i);
+			}
+			if (mem)
+				mem(&bytes, i);
+			ev.name = sp_intern(name);
+			ev.u.dev.sm_count = (uint32_t)sms;
+			ev.u.dev.cc_major = (uint16_t)maj;
+			ev.u.dev.cc_minor = (uint16_t)min;
+			ev.u.dev.memory = bytes;
+			sp_coll_push(&ev);
+		}
+		O.devices_written = 1;
+	}
+}
+
+
+/* This process is not profiled after all (its rank, known only now, is not selected): stops
+ * watching and tracking. Runs under sp_col.lock. This function can't fail. */
+static void disable_unselected(void)
+{
+	sp_info("rank %d (%s) is not selected: not profiling", sp_col.ri.rank, sp_col.ri.source);
+	sp_host_min_bytes = SIZE_MAX;
+	sp_col.done = 1;
+	sp_cbset_apply();
+	sp_col.disabled = 1;
+}
+
+int sp_out_start_writer(void)
+{
+	char dir[SP_CFG_PATH], host[64] = "host";
+	struct sp_trace_meta m = { 0 };
+	if (sp_col.writer_started)
+		return sp_col.writer_started > 0 ? 0 : -1;
+	sp_col.writer_started = -1;
+	/* a rank the environment did not give is decided now: the largest NCCL communicator
+	 * initialised so far named it, else the process counts as rank 0 */
+	if (!sp_rankset_has(&sp_col.cfg.ranks, sp_col.ri.rank)) {
+		disable_unselected();
+		return -1;
+	}
+	gethostname(host, sizeof host - 1);
+	if (sp_cfg_expand(sp_col.cfg.output, &sp_col.ri, dir, sizeof dir) < 0) {
+		sp_warn("cannot expand output directory '%s'; not profiling", sp_col.cfg.output);
+		return -1;
+	}
+	if (sp_writer_make_dir(dir, sp_col.cfg.allow_foreign_dir) < 0)
+		return -1;
+	if (sp_col.ri.rank >= 0)
+		snprintf(O.trace_path, sizeof O.trace_path, "%s/rank%d.%s.%d.sptrace", dir, sp_col.ri.rank, host,
+			 (int)getpid());
+	else
+		snprintf(O.trace_path, sizeof O.trace_path, "%s/norank.%s.%d.sptrace", dir, host, (int)getpid());
+	m.features = (sp_col.cfg.kernels ? SP_FEAT_KERNELS : 0) | (sp_col.cfg.memcpy ? SP_FEAT_MEMCPY : 0) |
+		     (sp_col.cfg.memset ? SP_FEAT_MEMSET : 0) | (sp_col.cfg.sync ? SP_FEAT_SYNC : 0) |
+		     (sp_col.cfg.runtime_api ? SP_FEAT_RUNTIME_API : 0) | (sp_col.cfg.driver_api ? SP_FEAT_DRIVER_API : 0) |
+		     (sp_col.cfg.kernel_shapes ? SP_FEAT_SHAPES : 0) | (sp_col.cfg.nvtx ? SP_FEAT_NVTX : 0) |
+		     (sp_col.cfg.nccl ? SP_FEAT_NCCL : 0) | (sp_col.cfg.device_memory ? SP_FEAT_DEVICE_MEM : 0) |
+		     (sp_col.cfg.host_malloc ? SP_FEAT_HOST_MALLOC : 0) |
+		     (sp_col.cfg.stacks ? SP_FEAT_STACKS : 0) | (sp_col.cfg.stacks & SP_STACKS_PYTHON ? SP_FEAT_PYSTACKS : 0);
+	m.pid = getpid();
+	m.rank = sp_col.ri.rank;
+	m.world_size = sp_col.ri.world_size;
+	m.local_rank = sp_col.ri.local_rank;
+	m.anchor_mono_ns = sp_now_ns();
+	m.anchor_real_ns = sp_realtime_ns();
+	snprintf(m.host, sizeof m.host, "%s", host);
+	sp_run_id(m.run_id, sizeof m.run_id, NULL);
+	snprintf(m.producer, sizeof m.producer, "stepprof %s", SP_VERSION);
+	sp_tokrec_cmdline(m.command, sizeof m.command);
+	if (sp_writer_start(O.trace_path, &m, sp_col.cfg.window_max_bytes) < 0)
+		return -1;
+	sp_col.writer_started = 1;
+	write_devices(m.anchor_mono_ns);
+	snprintf(O.trace_path, sizeof O.trace_path, "%s", sp_writer_path()); /* another name if that one existed */
+	sp_info("writing %s", O.trace_path);
+	return 0;
+}
+
+/* Writes what a window needs to be read alone: the mapped modules (for offline symbolisation of
+ * stacks) and the allocations alive at its start. Makes no CUDA call. */
+void sp_out_window_context(uint64_t t)
+{
+	if (sp_col.cfg.stacks) {
+		FILE *f = fopen("/proc/self/maps", "re");
+		char line[4352], path[4096], perm[8];
+		unsigned long long lo, hi, off;
+		while (f && fgets(line, sizeof line, f))
+			if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095s", &lo, &hi, perm, &off, path) == 5 &&
+			    perm[2] == 'x' && path[0] == '/') {
+				struct sp_event ev = { .kind = SP_EV_MODULE, .device = SP_NO_DEVICE, .start = t, .end = t };
+				ev.name = sp_intern(path);
+				ev.u.module.start = lo;
+				ev.u.module.end = hi;
+				ev.u.module.offset = off;
+				sp_coll_push(&ev);
+			}
+		if (f)
+			fclose(f);
+	}
+	if (sp_col.cfg.device_memory || sp_col.cfg.host_malloc)
+		sp_mem_snapshot(t);
+}

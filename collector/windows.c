@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+/* windows.c - steps and windows: begins and ends steps from the detector's decisions, opens a
+ * window at the first RECORD step and hands it to the writer thread at the end of its
+ * RECORD_AND_SAVE step, switching collection on and off as the schedule says. Runs under
+ * sp_col.lock; makes no CUPTI configuration change inside an API exit callback. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "clock.h"
+#include "intern.h"
+#include "internal.h"
+#include "log.h"
+#include "memory.h"
+#include "writer.h"
+
+static struct window *new_window(void)
+{
+	for (int i = 0; i < SP_MAX_WINDOWS; i++)
+		if (!sp_col.win[i].used) {
+			memset(&sp_col.win[i], 0, sizeof sp_col.win[i]);
+			sp_col.win[i].used = 1;
+			return &sp_col.win[i];
+		}
+	return NULL;
+}
+
+/* Sets *field to corr, or arranges for the next CUDA call's correlation id to fill it. */
+static void split_at(uint32_t *field, uint32_t corr, int lo)
+{
+	*field = corr ? corr : SP_CORR_PENDING;
+	if (!corr) {
+		if (lo)
+			sp_col.split_lo = field;
+		else
+			sp_col.split_hi = field;
+		atomic_store(&sp_col.split_pending, 1);
+	}
+}
+
+static void push_ctl(enum sp_ev_kind kind, uint64_t t, struct window *w)
+{
+	struct sp_event ev = { .kind = kind, .device = SP_NO_DEVICE, .tid = sp_coll_tid(), .start = t, .end = t };
+	ev.u.window.id = w->id;
+	ev.u.window.first_step = w->first_step;
+	ev.u.window.last_step = w->last_step;
+	sp_coll_push(&ev);
+}
+
+int sp_win_is_record(enum sp_action a)
+{
+	return a == SP_ACT_RECORD || a == SP_ACT_RECORD_AND_SAVE;
+}
+
+/* 1 if a window's correlation range is still open at its top (SP_CORR_PENDING until the next
+ * watched call): records of work launched now would fall inside it. Under sp_col.lock. */
+static int window_top_pending(void)
+{
+	for (int i = 0; i < SP_MAX_WINDOWS; i++)
+		if (sp_col.win[i].used && sp_col.win[i].corr_hi == SP_CORR_PENDING)
+			return 1;
+	return 0;
+}
+
+/* Switches activity kinds and recording callbacks to what `act` needs. Activity kinds go off at
+ * once only while a window's top is pending (unwatched work would fall inside it); otherwise the
+ * writer's tick turns them off once every window is written (sp_win_activities_idle). So a window that
+ * ends inside an API exit callback (cudaProfilerStop, whose call is the window's top) does not
+ * reconfigure CUPTI there, and no window loses records CUPTI has not handed over yet (seen once
+ * on CUDA 13: all 10 GPU operations of a window's last step, the kinds switched off at its end). */
+void sp_win_set_collecting(enum sp_action act)
+{
+	int want = act != SP_ACT_NONE && !sp_col.disabled;
+	if (want && !sp_col.collecting && sp_out_start_writer() < 0)
+		want = 0;
+	if (want != sp_col.activities_on && (want || window_top_pending())) {
+		sp_cbset_activities(want);
+		sp_col.activities_on = want;
+	}
+	if (want != sp_col.collecting) {
+		sp_col.collecting = want;
+		sp_cbset_apply();
+	}
+}
+
+/* Turns activity kinds off when nothing wants them any more: not collecting, and every window
+ * written. Writer thread (its tick), under sp_col.lock. This function can't fail. */
+void sp_win_activities_idle(void)
+{
+	if (!sp_col.activities_on || sp_col.collecting)
+		return;
+	for (int i = 0; i < SP_MAX_WINDOWS; i++)
+		if (sp_col.win[i].used)
+			return;
+	sp_cbset_activities(0);
+	sp_col.activities_on = 0;
+}
+
+/* Fills a STEP record's account of how the step was found (format version 2). */
+static void step_how(struct sp_event *ev)
+{
+	const struct sp_det_how *h = &sp_col.step_how;
+	int aut = sp_col.cfg.marker_kind == SP_MARK_AUTO;
+	ev->name = aut ? h->anchor & ~SP_AUTOSTEP_FLAGS
+		       : sp_intern(sp_col.cfg.marker_pattern[0] ? sp_col.cfg.marker_pattern : "?");
+	ev->u.step.how = (uint8_t)(sp_col.cfg.marker_kind + 1);
+	ev->u.step.flags = (uint8_t)((aut && h->after ? SP_STEP_AFTER : 0) | (sp_col.step_refuted ? SP_STEP_REFUTED : 0));
+	ev->u.step.regime = h->regime;
+	ev->u.step.period = h->period;
+	ev->u.step.launches = h->launches;
+	ev->u.step.every = aut ? h->every : (uint32_t)sp_col.cfg.marker_every;
+	ev->u.step.confidence = h->confidence;
+	ev->u.step.relocks = h->relocks;
+}
+
+/* Ends the current step at time t; corr is the correlation id of the CUDA call that is the
+ * marker (0 if the marker is not a CUDA call). Writes the step if it was recorded and hands a
+ * finished window to the writer thread. */
+void sp_win_end_step(uint64_t t, uint32_t corr)
+{
+	if (!sp_col.step_open)
+		return;
+	sp_col.step_open = 0;
+	if (sp_win_is_record(sp_col.action)) {
+		struct sp_event ev = { .kind = SP_EV_STEP, .sub = sp_col.action, .device = SP_NO_DEVICE, .tid = sp_coll_tid(),
+				       .start = sp_col.step_start, .end = t };
+		ev.u.step.number = sp_col.step;
+		step_how(&ev);
+		sp_coll_push(&ev);
+	}
+	if (sp_col.action == SP_ACT_RECORD_AND_SAVE && sp_col.open) {
+		struct window *w = sp_col.open;
+		w->last_step = sp_col.step;
+		w->t_end = t;
+		split_at(&w->corr_hi, corr, 0);
+		w->close_ts = sp_now_ns();
+		w->closing = 1;
+		__atomic_store_n(&sp_col.open, NULL, __ATOMIC_RELEASE);
+		if (sp_col.cfg.device_memory || sp_col.cfg.host_malloc)
+			sp_mem_peaks(t);
+		sp_writer_kick();
+	}
+	if (sp_schedule_action(&sp_col.cfg.schedule, sp_col.step + 1) == SP_ACT_NONE)
+		sp_win_set_collecting(SP_ACT_NONE);
+}
+
+/* Begins step `number` at time t (corr as for end_step): opens a window at the first RECORD
+ * step and switches collection on from WARMUP. */
+void sp_win_begin_step(uint64_t t, uint32_t corr, int64_t number)
+{
+	sp_col.step = number;
+	sp_col.step_open = 1;
+	sp_col.step_how = sp_col.det.how;
+	sp_col.step_refuted = 0;
+	sp_col.step_start = t;
+	sp_col.action = sp_schedule_action(&sp_col.cfg.schedule, sp_col.step);
+	sp_info("step %lld begins (%s) on thread %u", (long long)sp_col.step, sp_action_name(sp_col.action), sp_coll_tid());
+	if (sp_win_is_record(sp_col.action) && !sp_col.open) {
+		struct window *w = new_window();
+		if (!w) {
+			sp_warn_once("too many windows waiting for GPU records; skipping a window");
+		} else if (sp_out_start_writer() < 0) {
+			w->used = 0; /* not profiled after all, or no trace file: no window */
+		} else {
+			w->id = sp_col.next_window_id++;
+			w->first_step = w->last_step = sp_col.step;
+			w->t_begin = t;
+			w->corr_hi = SP_CORR_PENDING;
+			split_at(&w->corr_lo, corr, 1);
+			push_ctl(SP_EV_WINDOW_BEGIN, t, w);
+			sp_out_window_context(t);
+			sp_comms_announce(t); /* each window names its communicators */
+			__atomic_store_n(&sp_col.open, w, __ATOMIC_RELEASE);
+		}
+	}
+	sp_win_set_collecting(sp_col.action);
+	/* done once the schedule is, and the detector trusts its regime (a later phase of the program
+	 * would get the schedule anew: docs/STEPS.md) */
+	if (!sp_col.done && sp_col.action == SP_ACT_NONE && sp_schedule_done(&sp_col.cfg.schedule, sp_col.step) &&
+	    sp_stepdet_settled(&sp_col.det)) {
+		sp_col.done = 1;
+		sp_cbset_apply();
+	}
+}
+
+/* Automatic detection locked on step `step`: it is open from t but was not watched from its start,
+ * so it records nothing; warns if the schedule wanted a step before it. Under sp_col.lock. */
+static void det_locked(const struct sp_det_out *o, uint64_t t)
+{
+	const struct sp_det_how *h = &sp_col.det.how;
+	sp_col.step = o->step;
+	sp_col.step_open = 1;
+	sp_col.step_how = sp_col.det.how;
+	sp_col.step_refuted = 0;
+	sp_col.action = SP_ACT_NONE;
+	sp_col.step_start = t;
+	for (int64_t k = 0; k <= sp_col.step; k++)
+		if (sp_schedule_action(&sp_col.cfg.schedule, k) != SP_ACT_NONE) {
+			sp_warn("automatic step detection needed %lld iterations%s; the schedule's steps before %lld are "
+				"not recorded (raise skip_first or wait)", (long long)sp_col.step + 1,
+				o->what & SP_DET_RELOCK ? " after the program's loop changed" : "", (long long)sp_col.step + 1);
+			break;
+		}
+	sp_info("automatic steps%s: regime %u, period %u calls (%u launches), boundary %s '%s' (every %u), "
+		"proven by %u copies, at step %lld", o->what & SP_DET_RELOCK ? " (re-lock)" : "", h->regime, h->period,
+		h->launches, h->after ? "after" : "before", sp_intern_lookup(h->anchor & ~SP_AUTOSTEP_FLAGS), h->every,
+		h->confidence, (long long)sp_col.step);
+}
+
+/* Applies one decision of the detector at time t (corr as for end_step). Under sp_col.lock. */
+static void det_apply(const struct sp_det_out *o, uint64_t t, uint32_t corr, CUpti_CallbackId cbid, int d)
+{
+	char msg[700];
+	if (o->what & SP_DET_MISMATCH) {
+		sp_info("step %lld did not match the detected period: automatic detection learns again",
+			(long long)o->bad_step);
+		sp_col.step_refuted = 1; /* it is the open step: its STEP record says so */
+	}
+	if ((o->what & SP_DET_UNLOCK) && sp_col.open)
+		sp_col.action = SP_ACT_RECORD_AND_SAVE; /* the loop changed: a window open now ends with this step */
+	if (o->what & SP_DET_END)
+		sp_win_end_step(t, corr);
+	if (o->what & SP_DET_UNLOCK)
+		sp_win_set_collecting(SP_ACT_NONE); /* nothing is collected while the detector learns again */
+	if (o->what & SP_DET_LOCK)
+		det_locked(o, t);
+	if ((o->what & SP_DET_BOUNDARY) && (o->what & SP_DET_AFTER)) {
+		/* CUPTI must not be reconfigured inside an API exit callback (seen on CUDA 13: enabling
+		 * activity kinds there froze every later correlation id): the coming step's collection
+		 * is set now, at the call's entry, and only the bookkeeping waits for its exit */
+		sp_win_set_collecting(sp_schedule_action(&sp_col.cfg.schedule, o->step));
+		sp_thr.after_pending = 1;
+		sp_thr.after_step = o->step;
+		sp_thr.after_cb[d] = cbid;
+	} else if (o->what & SP_DET_BOUNDARY) {
+		sp_win_end_step(t, corr);
+		sp_win_begin_step(t, corr, o->step);
+	}
+	if (o->what & SP_DET_WANTS)
+		sp_cbset_apply();
+	if ((o->what & SP_DET_UNDECIDED) && sp_stepdet_undecided(&sp_col.det, msg, sizeof msg))
+		sp_warn("%s", msg);
+}
+
+/* Feeds the detector one token (kind, flags and name as in trace/tokens.h) seen at time t, and
+ * applies what it decides. corr as for end_step; cbid/d name the API call (for a boundary at its
+ * exit). Takes sp_col.lock. This function can't fail. */
+void sp_win_detect(uint8_t kind, uint8_t flags, uint32_t name, uint64_t t, uint32_t corr, CUpti_CallbackId cbid, int d)
+{
+	struct sp_det_out o;
+	pthread_mutex_lock(&sp_col.lock);
+	if (sp_col.done || sp_col.disabled) {
+		pthread_mutex_unlock(&sp_col.lock);
+		return;
+	}
+	struct sp_token tk = { .ts = t - sp_col.credit, .name = name, .tid = sp_coll_tid(), .kind = kind, .flags = flags };
+	int attempt = sp_stepdet_may_try(&sp_col.det);
+	sp_stepdet_feed(&sp_col.det, &tk, &o);
+	if (o.what)
+		det_apply(&o, t, corr, cbid, d);
+	if (attempt) /* a detection attempt ran: its time is not the program's */
+		sp_col.credit += sp_now_ns() - t;
+	pthread_mutex_unlock(&sp_col.lock);
+}
+
+/* The exit of a call that ends its step (see det_apply): the next step begins now; the next CUDA
+ * call's correlation id splits the two. */
+void sp_win_after_exit(uint64_t t)
+{
+	sp_thr.after_pending = 0;
+	sp_thr.after_cb[0] = sp_thr.after_cb[1] = 0;
+	pthread_mutex_lock(&sp_col.lock);
+	sp_win_end_step(t, 0);
+	sp_win_begin_step(t, 0, sp_thr.after_step);
+	pthread_mutex_unlock(&sp_col.lock);
+}
