@@ -16,7 +16,9 @@ PKG_DEB_zlib := zlib1g-dev
 PKG_DEB_libdw := libdw-dev
 PKG_DEB_libelf := libelf-dev
 PKG_DEB_cmocka := libcmocka-dev
-DEBS := libinih-dev libzstd-dev libunwind-dev zlib1g-dev libdw-dev libelf-dev g++ libcmocka-dev pkg-config python3
+DEBS := libinih-dev libzstd-dev libunwind-dev zlib1g-dev libdw-dev libelf-dev g++ libcmocka-dev pkg-config python3 \
+	python3-pandas python3-numpy python3-yaml python3-plotly python3-ijson python3-psutil python3-networkx
+# (the python3-* modules run HTA, ../shared/tools/hta, in tests/e2e/cli_kineto.sh)
 
 ifeq ($(filter deps clean distclean help,$(MAKECMDGOALS)),)
   $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,\
@@ -103,8 +105,8 @@ $(O)/tests/e2e/%: tests/e2e/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g -o $@ $< -lpthread
 
-# gen_golden and gen_random write traces through the core library
-$(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_random: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a
+# gen_golden, gen_random and gen_ddp write traces through the core library
+$(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_random $(O)/tests/e2e/gen_ddp: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CLI_CFLAGS) -o $@ $< $(O)/libspcore.a $(CLI_LIBS) -lpthread $(SANLD)
 

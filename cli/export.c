@@ -189,10 +189,34 @@ void sp_out_json_str(struct sp_out *o, const char *s)
 	sp_out_write(o, "\"", 1);
 }
 
+/* Writes the decimal digits of v. Can't fail. */
+void sp_out_u64(struct sp_out *o, uint64_t v)
+{
+	char b[24], *p = b + sizeof(b);
+
+	do
+		*--p = (char)('0' + v % 10);
+	while (v /= 10);
+	sp_out_write(o, p, (size_t)(b + sizeof(b) - p));
+}
+
+void sp_out_i64(struct sp_out *o, int64_t v)
+{
+	if (v < 0)
+		sp_out_write(o, "-", 1);
+	sp_out_u64(o, v < 0 ? -(uint64_t)v : (uint64_t)v);
+}
+
 void sp_out_us(struct sp_out *o, int64_t ns)
 {
 	uint64_t a = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
-	sp_out_printf(o, "%s%llu.%03u", ns < 0 ? "-" : "", (unsigned long long)(a / 1000), (unsigned)(a % 1000));
+	unsigned f = (unsigned)(a % 1000);
+	char frac[4] = { '.', (char)('0' + f / 100), (char)('0' + f / 10 % 10), (char)('0' + f % 10) };
+
+	if (ns < 0)
+		sp_out_write(o, "-", 1);
+	sp_out_u64(o, a / 1000);
+	sp_out_write(o, frac, 4);
 }
 
 int sp_out_close(struct sp_out *o, int keep)

@@ -165,13 +165,13 @@ static void test_group_truncated(void **state)
 	/* convert still writes both, the second marked incomplete */
 	const char *argv[] = { "convert", path, "-o", path_of("cut.json") };
 	assert_int_equal(run_convert(4, argv), 0);
-	char *s = fx_slurp(path_of("cut.w1.json"));
+	char *s = fx_slurp(path_of("cut.1.pt.trace.json"));
 	assert_non_null(s);
 	assert_non_null(strstr(s, "window 1 (incomplete)"));
 	assert_non_null(strstr(s, "\"complete\":false"));
 	free(s);
-	assert_int_equal(python_loads(path_of("cut.w0.json")), 0);
-	assert_int_equal(python_loads(path_of("cut.w1.json")), 0);
+	assert_int_equal(python_loads(path_of("cut.0.pt.trace.json")), 0);
+	assert_int_equal(python_loads(path_of("cut.1.pt.trace.json")), 0);
 }
 
 /* A corrupt chunk in the middle: the windows before it come out (the one it cuts marked
@@ -222,8 +222,8 @@ static void test_group_corrupt(void **state)
 
 	const char *argv[] = { "convert", path, "-o", path_of("bad.json") };
 	assert_int_equal(run_convert(4, argv), 1);
-	assert_int_equal(python_loads(path_of("bad.w0.json")), 0);
-	assert_int_equal(python_loads(path_of("bad.w1.json")), 0);
+	assert_int_equal(python_loads(path_of("bad.0.pt.trace.json")), 0);
+	assert_int_equal(python_loads(path_of("bad.1.pt.trace.json")), 0);
 }
 
 static void test_json_escape(void **state)
@@ -266,13 +266,15 @@ static void test_convert_per_window(void **state)
 
 	const char *argv[] = { "convert", trace };
 	assert_int_equal(run_convert(2, argv), 0);
-	assert_int_equal(access(path_of("run.w0.json"), F_OK), 0);
-	assert_int_equal(access(path_of("run.w1.json"), F_OK), 0);
-	assert_int_equal(access(path_of("run.w2.json"), F_OK), -1);
-	assert_int_equal(python_loads(path_of("run.w0.json")), 0);
-	assert_int_equal(python_loads(path_of("run.w1.json")), 0);
+	assert_int_equal(access(path_of("run.0.pt.trace.json.gz"), F_OK), 0); /* the default: gzip */
+	assert_int_equal(access(path_of("run.1.pt.trace.json.gz"), F_OK), 0);
+	assert_int_equal(access(path_of("run.2.pt.trace.json.gz"), F_OK), -1);
+	const char *argv_plain[] = { "convert", trace, "-o", path_of("run.json") };
+	assert_int_equal(run_convert(4, argv_plain), 0);
+	assert_int_equal(python_loads(path_of("run.0.pt.trace.json")), 0);
+	assert_int_equal(python_loads(path_of("run.1.pt.trace.json")), 0);
 
-	char *s = fx_slurp(path_of("run.w0.json"));
+	char *s = fx_slurp(path_of("run.0.pt.trace.json"));
 	assert_non_null(s);
 	assert_int_equal(fx_count(s, "\"name\":\"ProfilerStep#"), 3);
 	assert_non_null(strstr(s, "\"name\":\"ProfilerStep#5\""));
@@ -293,9 +295,10 @@ static void test_convert_per_window(void **state)
 	assert_non_null(strstr(s, "\"name\":\"memory GPU 0\""));
 	assert_non_null(strstr(s, "\"name\":\"dropped records (ring_full)\""));
 	assert_non_null(strstr(s, "\"name\":\"Memcpy HtoD (Pinned -> Device)\""));
-	/* times relative to the window start: the first launch at 100 us, flow ids carry rank + 1 */
+	/* times relative to the window start: the first launch at 100 us; flow ids are correlation ids */
 	assert_non_null(strstr(s, "\"tid\":100,\"ts\":100.000,\"dur\":10.000"));
-	assert_non_null(strstr(s, "{\"ph\":\"s\",\"id\":8589934603,")); /* (1 + 1) << 32 | 11 */
+	assert_non_null(strstr(s, "{\"ph\":\"s\",\"id\":11,"));
+	assert_non_null(strstr(s, "\"distributedInfo\": {\"rank\": 1, \"world_size\": 2}"));
 	assert_null(strstr(s, "\"correlation\":999"));
 	free(s);
 }
@@ -308,7 +311,7 @@ static void test_convert_merge_gzip(void **state)
 
 	const char *argv[] = { "convert", trace, "--merge", "-o", path_of("all.json.gz") };
 	assert_int_equal(run_convert(5, argv), 0);
-	assert_int_equal(access(path_of("all.w0.json.gz"), F_OK), -1);
+	assert_int_equal(access(path_of("all.0.pt.trace.json.gz"), F_OK), -1);
 	char *s = fx_slurp(path_of("all.json.gz"));
 	assert_non_null(s);
 	assert_int_equal((unsigned char)s[0], 0x1f); /* gzip magic */
@@ -329,8 +332,9 @@ static void test_convert_merge_gzip(void **state)
 	/* --window picks one */
 	const char *argv2[] = { "convert", trace, "--window", "1", "-o", path_of("one.json") };
 	assert_int_equal(run_convert(6, argv2), 0);
-	assert_int_equal(access(path_of("one.w0.json"), F_OK), -1);
-	s = fx_slurp(path_of("one.w1.json"));
+	assert_int_equal(access(path_of("one.0.pt.trace.json"), F_OK), -1);
+	assert_int_equal(access(path_of("one.1.pt.trace.json"), F_OK), -1);
+	s = fx_slurp(path_of("one.json")); /* -o FILE with one window: exactly FILE */
 	assert_non_null(s);
 	assert_int_equal(fx_count(s, "\"name\":\"ProfilerStep#"), 2);
 	free(s);
