@@ -248,10 +248,19 @@ static uint64_t flow_id(const struct sp_export *x, uint32_t corr)
 static void flow(struct sp_export *x, char ph, uint64_t id, const char *cat, int64_t pid, uint64_t tid, int64_t ts)
 {
 	comma(x);
-	sp_out_printf(x->out, "{\"ph\":\"%c\",\"id\":%llu,\"pid\":%lld,\"tid\":%llu,\"ts\":", ph,
-		      (unsigned long long)id, (long long)pid, (unsigned long long)tid);
+	sp_out_puts(x->out, ph == 's' ? "{\"ph\":\"s\",\"id\":" : "{\"ph\":\"f\",\"id\":");
+	sp_out_u64(x->out, id);
+	sp_out_puts(x->out, ",\"pid\":");
+	sp_out_i64(x->out, pid);
+	sp_out_puts(x->out, ",\"tid\":");
+	sp_out_u64(x->out, tid);
+	sp_out_puts(x->out, ",\"ts\":");
 	sp_out_us(x->out, ts);
-	sp_out_printf(x->out, ",\"cat\":\"%s\",\"name\":\"%s\"%s}", cat, cat, ph == 'f' ? ",\"bp\":\"e\"" : "");
+	sp_out_puts(x->out, ",\"cat\":\"");
+	sp_out_puts(x->out, cat);
+	sp_out_puts(x->out, "\",\"name\":\"");
+	sp_out_puts(x->out, cat);
+	sp_out_puts(x->out, ph == 'f' ? "\",\"bp\":\"e\"}" : "\"}");
 }
 
 static const char *str(const struct sp_export *x, uint32_t id, const char *fallback)
@@ -636,8 +645,12 @@ static void occupancy(struct sp_export *x, const struct sp_event *e, int device)
 		}
 		occ = ((double)active < bps ? (double)active : bps) * (double)warps / a->max_warps * 100.0;
 	}
-	sp_out_printf(x->out, ",\"blocks per SM\":%.6g,\"warps per SM\":%.6g,\"est. achieved occupancy %%\":%d",
-		      bps, wps, occ < 0 ? -1 : (int)(occ + 0.5));
+	sp_out_puts(x->out, ",\"blocks per SM\":");
+	sp_out_fixed(x->out, bps, bps < 0 ? 0 : 6);
+	sp_out_puts(x->out, ",\"warps per SM\":");
+	sp_out_fixed(x->out, wps, wps < 0 ? 0 : 6);
+	sp_out_puts(x->out, ",\"est. achieved occupancy %\":");
+	sp_out_i64(x->out, occ < 0 ? -1 : (int64_t)(occ + 0.5));
 }
 
 /* The collective's args on an NCCL kernel, as Kineto's NCCL profiler writes them. */
@@ -669,6 +682,34 @@ static void collective_args(struct sp_export *x, const struct sp_event *call)
 	}
 }
 
+/* A list of unsigned integers written as "key":v or "key":[a,b,c]. */
+static void arg_u(struct sp_export *x, const char *key, uint64_t v)
+{
+	sp_out_puts(x->out, key);
+	sp_out_u64(x->out, v);
+}
+
+static void arg_dim(struct sp_export *x, const char *key, const uint32_t d[3])
+{
+	sp_out_puts(x->out, key);
+	sp_out_u64(x->out, d[0]);
+	sp_out_write(x->out, ",", 1);
+	sp_out_u64(x->out, d[1]);
+	sp_out_write(x->out, ",", 1);
+	sp_out_u64(x->out, d[2]);
+	sp_out_write(x->out, "]", 1);
+}
+
+static void kernel_args(struct sp_export *x, const struct sp_ev_kernel *k)
+{
+	arg_u(x, ",\"registers per thread\":", k->regs);
+	arg_u(x, ",\"shared memory\":", (uint64_t)k->static_smem + k->dynamic_smem);
+	arg_u(x, ",\"static shared memory\":", k->static_smem);
+	arg_u(x, ",\"dynamic shared memory\":", k->dynamic_smem);
+	arg_dim(x, ",\"grid\":[", k->grid);
+	arg_dim(x, ",\"block\":[", k->block);
+}
+
 static void gpu_event(struct sp_export *x, const struct sp_window *w, const struct sp_event *e)
 {
 	struct chrome *c = x->priv;
@@ -682,11 +723,7 @@ static void gpu_event(struct sp_export *x, const struct sp_window *w, const stru
 		ev_open(x, "X", "kernel", str(x, e->name, "kernel"), pid, e->stream, ts);
 		dur(x, e);
 		gpu_ids(x, e, device);
-		sp_out_printf(x->out,
-			      ",\"registers per thread\":%u,\"shared memory\":%u,\"static shared memory\":%u,"
-			      "\"dynamic shared memory\":%u,\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u]",
-			      k->regs, k->static_smem + k->dynamic_smem, k->static_smem, k->dynamic_smem, k->grid[0],
-			      k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2]);
+		kernel_args(x, k);
 		occupancy(x, e, device);
 		if (k->launch == SP_LAUNCH_COOPERATIVE || k->launch == SP_LAUNCH_CLUSTER)
 			sp_out_printf(x->out, ",\"launch type\":\"%s\"",
@@ -701,8 +738,12 @@ static void gpu_event(struct sp_export *x, const struct sp_window *w, const stru
 		ev_open(x, "X", "gpu_memcpy", name, pid, e->stream, ts);
 		dur(x, e);
 		gpu_ids(x, e, device);
-		sp_out_printf(x->out, ",\"bytes\":%llu,\"memory bandwidth (GB/s)\":%.3f,\"kind\":\"%s\",\"async\":%s",
-			      (unsigned long long)m->bytes, gbps(e), memcpy_kind(e->sub), m->async ? "true" : "false");
+		arg_u(x, ",\"bytes\":", m->bytes);
+		sp_out_puts(x->out, ",\"memory bandwidth (GB/s)\":");
+		sp_out_fixed(x->out, gbps(e), 3);
+		sp_out_puts(x->out, ",\"kind\":\"");
+		sp_out_puts(x->out, memcpy_kind(e->sub));
+		sp_out_puts(x->out, m->async ? "\",\"async\":true" : "\",\"async\":false");
 		graph(x, m->graph_id, m->graph_node);
 	} else {
 		const struct sp_ev_copy *m = &e->u.copy;
@@ -710,8 +751,10 @@ static void gpu_event(struct sp_export *x, const struct sp_window *w, const stru
 		ev_open(x, "X", "gpu_memset", name, pid, e->stream, ts);
 		dur(x, e);
 		gpu_ids(x, e, device);
-		sp_out_printf(x->out, ",\"bytes\":%llu,\"memory bandwidth (GB/s)\":%.3f,\"value\":%u",
-			      (unsigned long long)m->bytes, gbps(e), m->value);
+		arg_u(x, ",\"bytes\":", m->bytes);
+		sp_out_puts(x->out, ",\"memory bandwidth (GB/s)\":");
+		sp_out_fixed(x->out, gbps(e), 3);
+		arg_u(x, ",\"value\":", m->value);
 		graph(x, m->graph_id, m->graph_node);
 	}
 	sp_out_puts(x->out, "}}");
@@ -737,7 +780,7 @@ static void api_event(struct sp_export *x, const struct sp_window *w, const stru
 	if (e->u.api.status)
 		sp_out_printf(x->out, ",\"status\":%d", e->u.api.status);
 	if (e->device != SP_NO_DEVICE)
-		sp_out_printf(x->out, ",\"device\":%u", e->device);
+		arg_u(x, ",\"device\":", e->device);
 	sp_out_puts(x->out, "}}");
 	if (e->corr && sp_idset_has(&c->gpu_corr, e->corr) && sp_idset_add(&c->flow_s, e->corr))
 		flow(x, 's', flow_id(x, e->corr), "ac2g", cpu_pid(x), e->tid, ts);
