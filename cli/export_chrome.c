@@ -22,6 +22,7 @@
 #define CPU_PID_SHIFT 0x10000000ll /* per-rank view: an OS pid that would collide with a device ordinal */
 #define SYNC_TID_BASE 1000000000ull /* sync track of stream s, lane l: base + s * 16 + l */
 #define SPAN_TID_BASE 2000000000ull /* extra span track t, lane l: base + t * 16 + l */
+#define OVER_TID_BASE 3000000000ull /* slices that would partly overlap one on track tid: base + tid * 16 + l */
 #define LANES 16
 #define NS_PER_DAY 86400000000000ull
 #define PROGRESS_EVERY 65536
@@ -44,6 +45,13 @@ struct lane {                   /* the last end of a lane of a track that gets l
 	int64_t pid;
 	uint64_t tid;           /* the lane's tid */
 	uint64_t end;
+};
+
+struct tstack {                 /* the slices open on a track at the time being written */
+	int64_t pid;
+	uint64_t tid;
+	int64_t *end;           /* their ends (ns), innermost last */
+	size_t n, cap;
 };
 
 struct ctxdev {                 /* CUDA context -> device, from the window's GPU records */
@@ -81,6 +89,9 @@ struct chrome {
 	int only_dev;           /* the one device of the window's GPU work, -1 none or several */
 	struct lane *lanes;
 	size_t nlanes, lanes_cap;
+	struct tstack *ts;      /* per track, for fit() */
+	size_t nts, ts_cap, ts_last;
+	uint64_t overlaps;      /* slices moved off their track by fit() */
 	struct win_info *wins;
 	size_t nwins;
 	struct trace_info *traces;
@@ -307,6 +318,45 @@ static uint64_t lane(struct sp_export *x, int64_t pid, uint64_t base, uint64_t s
 	if (end > best->end)
 		best->end = end;
 	return best->tid;
+}
+
+static void name_track_as(struct sp_export *x, int64_t pid, uint64_t tid, const char *name, long long sort);
+
+/* The track a slice [ts, ts + d) (ns) of track (pid, tid) is written on: its own, unless it would
+ * partly overlap a slice open there (viewers nest the slices of a track; Perfetto drops what does
+ * not nest), then a lane of "<kind> <tid> (overlapping)". Slices come in start order. Exits if
+ * memory runs out. */
+static uint64_t fit(struct sp_export *x, int64_t pid, uint64_t tid, int64_t ts, uint64_t d, int gpu)
+{
+	struct chrome *c = x->priv;
+	struct tstack *t = c->nts ? &c->ts[c->ts_last] : NULL;
+	int64_t end = ts + (int64_t)d;
+
+	if (!t || t->pid != pid || t->tid != tid) {
+		size_t i = 0;
+		while (i < c->nts && (c->ts[i].pid != pid || c->ts[i].tid != tid))
+			i++;
+		if (i == c->nts) {
+			c->ts = sp_xgrow(c->ts, &c->ts_cap, sizeof(*c->ts), c->nts);
+			c->ts[c->nts++] = (struct tstack){ .pid = pid, .tid = tid };
+		}
+		c->ts_last = i;
+		t = &c->ts[i];
+	}
+	while (t->n && t->end[t->n - 1] <= ts)
+		t->n--;
+	if (t->n && end > t->end[t->n - 1]) {
+		uint64_t base = OVER_TID_BASE + tid * LANES, l = lane(x, pid, base, (uint64_t)ts, (uint64_t)end);
+		char name[80];
+		snprintf(name, sizeof(name), "%s %llu (overlapping)%s", gpu ? "stream" : "thread",
+			 (unsigned long long)tid, l == base ? "" : " +");
+		name_track_as(x, pid, l, name, (long long)l);
+		c->overlaps++;
+		return l;
+	}
+	t->end = sp_xgrow(t->end, &t->cap, sizeof(*t->end), t->n);
+	t->end[t->n++] = end;
+	return tid;
 }
 
 /* ---- names of CUDA and NCCL enums ---- */
@@ -715,12 +765,13 @@ static void gpu_event(struct sp_export *x, const struct sp_window *w, const stru
 	struct chrome *c = x->priv;
 	int device = device_of(c, e);
 	int64_t pid = gpu_pid(x, device), ts = ts_of(x, w, e->start);
+	uint64_t tid = fit(x, pid, e->stream, ts, e->end > e->start ? e->end - e->start : 0, 1);
 	char name[96];
 
 	if (e->kind == SP_EV_KERNEL) {
 		const struct sp_ev_kernel *k = &e->u.kernel;
 		const struct sp_event *call;
-		ev_open(x, "X", "kernel", str(x, e->name, "kernel"), pid, e->stream, ts);
+		ev_open(x, "X", "kernel", str(x, e->name, "kernel"), pid, tid, ts);
 		dur(x, e);
 		gpu_ids(x, e, device);
 		kernel_args(x, k);
@@ -735,7 +786,7 @@ static void gpu_event(struct sp_export *x, const struct sp_window *w, const stru
 		const struct sp_ev_copy *m = &e->u.copy;
 		snprintf(name, sizeof(name), "Memcpy %s (%s -> %s)", memcpy_kind(e->sub), memory_kind(m->src_kind),
 			 memory_kind(m->dst_kind));
-		ev_open(x, "X", "gpu_memcpy", name, pid, e->stream, ts);
+		ev_open(x, "X", "gpu_memcpy", name, pid, tid, ts);
 		dur(x, e);
 		gpu_ids(x, e, device);
 		arg_u(x, ",\"bytes\":", m->bytes);
@@ -748,7 +799,7 @@ static void gpu_event(struct sp_export *x, const struct sp_window *w, const stru
 	} else {
 		const struct sp_ev_copy *m = &e->u.copy;
 		snprintf(name, sizeof(name), "Memset (%s)", memory_kind(m->dst_kind));
-		ev_open(x, "X", "gpu_memset", name, pid, e->stream, ts);
+		ev_open(x, "X", "gpu_memset", name, pid, tid, ts);
 		dur(x, e);
 		gpu_ids(x, e, device);
 		arg_u(x, ",\"bytes\":", m->bytes);
@@ -759,7 +810,7 @@ static void gpu_event(struct sp_export *x, const struct sp_window *w, const stru
 	}
 	sp_out_puts(x->out, "}}");
 	if (e->corr && sp_idset_has(&c->api_corr, e->corr) && sp_idset_add(&c->flow_f, e->corr))
-		flow(x, 'f', flow_id(x, e->corr), "ac2g", pid, e->stream, ts);
+		flow(x, 'f', flow_id(x, e->corr), "ac2g", pid, tid, ts);
 }
 
 static void api_event(struct sp_export *x, const struct sp_window *w, const struct sp_event *e)
@@ -767,9 +818,9 @@ static void api_event(struct sp_export *x, const struct sp_window *w, const stru
 	struct chrome *c = x->priv;
 	const char *cat = e->sub == SP_API_DRIVER ? "cuda_driver" : e->sub == SP_API_NVTX ? "nvtx" : "cuda_runtime";
 	int64_t ts = ts_of(x, w, e->start);
-	uint64_t id = corr_id(x, e->corr);
+	uint64_t id = corr_id(x, e->corr), tid = fit(x, cpu_pid(x), e->tid, ts, e->end > e->start ? e->end - e->start : 0, 0);
 
-	ev_open(x, "X", cat, str(x, e->name, "cuda api"), cpu_pid(x), e->tid, ts);
+	ev_open(x, "X", cat, str(x, e->name, "cuda api"), cpu_pid(x), tid, ts);
 	dur(x, e);
 	sp_out_puts(x->out, ",\"args\":{\"External id\":");
 	sp_out_u64(x->out, id);
@@ -783,7 +834,7 @@ static void api_event(struct sp_export *x, const struct sp_window *w, const stru
 		arg_u(x, ",\"device\":", e->device);
 	sp_out_puts(x->out, "}}");
 	if (e->corr && sp_idset_has(&c->gpu_corr, e->corr) && sp_idset_add(&c->flow_s, e->corr))
-		flow(x, 's', flow_id(x, e->corr), "ac2g", cpu_pid(x), e->tid, ts);
+		flow(x, 's', flow_id(x, e->corr), "ac2g", cpu_pid(x), tid, ts);
 }
 
 /* A CUPTI synchronisation record: Kineto's cuda_sync on the GPU process of its device, stream -1
@@ -839,10 +890,11 @@ static void nccl_event(struct sp_export *x, const struct sp_window *w, const str
 	struct sp_nccl_peer p;
 	int matched = x->match && sp_nccl_match_find(x->match, c->key, e, &p);
 	int64_t ts = ts_of(x, w, e->start);
+	uint64_t tid = fit(x, cpu_pid(x), e->tid, ts, e->end > e->start ? e->end - e->start : 0, 0);
 	char name[48];
 
 	snprintf(name, sizeof(name), "nccl%s", sp_nccl_op_name(e->sub));
-	ev_open(x, "X", "nccl", str(x, e->name, name), cpu_pid(x), e->tid, ts);
+	ev_open(x, "X", "nccl", str(x, e->name, name), cpu_pid(x), tid, ts);
 	dur(x, e);
 	sp_out_printf(x->out,
 		      ",\"args\":{\"op\":\"%s\",\"count\":%llu,\"bytes\":%llu,\"dtype\":\"%s\",\"comm\":\"0x%016llx\","
@@ -862,7 +914,7 @@ static void nccl_event(struct sp_export *x, const struct sp_window *w, const str
 	if (!matched || !p.flow || p.n < 2) /* arrows from the lowest rank's call to each other one */
 		return;
 	for (uint32_t i = p.pos ? p.pos : 1; i < (p.pos ? p.pos + 1 : p.n); i++)
-		flow(x, p.pos ? 'f' : 's', p.flow + i, "nccl", cpu_pid(x), e->tid, ts);
+		flow(x, p.pos ? 'f' : 's', p.flow + i, "nccl", cpu_pid(x), tid, ts);
 }
 
 /* A step as Kineto's ProfilerStep#N: its duration is cut where the next step on its thread
@@ -889,7 +941,7 @@ static void step_event(struct sp_export *x, const struct sp_window *w, const str
 		break;
 	}
 	snprintf(name, sizeof(name), "ProfilerStep#%lld", (long long)e->u.step.number);
-	ev_open(x, "X", "user_annotation", name, cpu_pid(x), e->tid, ts);
+	ev_open(x, "X", "user_annotation", name, cpu_pid(x), fit(x, cpu_pid(x), e->tid, ts, d, 0), ts);
 	dur_ns(x, d);
 	sp_out_printf(x->out, ",\"args\":{\"External id\":0,\"step\":%lld,\"action\":\"%s\"}}",
 		      (long long)e->u.step.number, sp_action_name(e->sub));
@@ -906,7 +958,7 @@ static void cpu_event(struct sp_export *x, const struct sp_window *w, const stru
 		break;
 	case SP_EV_MARKER:
 		ev_open(x, e->end > e->start ? "X" : "i", "user_annotation", str(x, e->name, "marker"), cpu_pid(x),
-			e->tid, ts);
+			e->end > e->start ? fit(x, cpu_pid(x), e->tid, ts, e->end - e->start, 0) : e->tid, ts);
 		if (e->end > e->start)
 			dur(x, e);
 		else
@@ -1163,7 +1215,8 @@ static void other_data(struct sp_export *x)
 	} else {
 		trace_meta(x, &c->traces[trace_index(x)]);
 	}
-	sp_out_printf(x->out, ",\"clock\":\"%s\",\"windows\":[", x->wall ? "wall" : "window");
+	sp_out_printf(x->out, ",\"clock\":\"%s\",\"slices moved to overlap tracks\":%llu,\"windows\":[",
+		      x->wall ? "wall" : "window", (unsigned long long)c->overlaps);
 	for (size_t i = 0; i < c->nwins; i++) {
 		const struct sp_window *w = &c->wins[i].w;
 		const struct sp_trace_meta *m = &c->traces[c->wins[i].trace].hdr->meta;
@@ -1216,6 +1269,9 @@ static int chrome_end(struct sp_export *x)
 	free(c->steps);
 	free(c->ncall);
 	free(c->lanes);
+	for (size_t i = 0; i < c->nts; i++)
+		free(c->ts[i].end);
+	free(c->ts);
 	free(c->nccl_name);
 	free(c->wins);
 	free(c->traces);

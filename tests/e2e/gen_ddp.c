@@ -6,7 +6,8 @@
  * kernels on stream 7, an NCCL AllReduce half-way (the call on the main thread launches an NCCL
  * kernel on stream 13 that overlaps the compute kernels that follow; rank 1 and up arrive late),
  * then waits for stream 7 (cudaStreamSynchronize and its CUPTI sync record, which carries no
- * device, as CUPTI's do) and once per window for the whole context (no stream). Thread names,
+ * device, as CUPTI's do) and once per window for the whole context (no stream); an NVTX range
+ * runs from each step into the next (it nests in neither: viewers need it moved). Thread names,
  * device records and clock anchors as the collector writes them. Deterministic for a seed.
  * Usage: gen_ddp OUT_PREFIX RANKS WINDOWS STEPS KERNELS [SEED]  (writes OUT_PREFIX<rank>.sptrace;
  * exits 1 on a write failure, 2 on bad arguments) */
@@ -20,7 +21,7 @@
 #define US 1000ull
 
 enum { S_LAUNCH = 1, S_MEMCPY, S_MEMSET, S_SYNC, S_CTX_SYNC, S_NCCL_CALL, S_LAUNCH_EX, S_NCCL_KERNEL,
-       S_THREAD, S_GPU, S_GEMM, S_ELEMWISE, S_SOFTMAX, S__COUNT };
+       S_THREAD, S_GPU, S_GEMM, S_ELEMWISE, S_SOFTMAX, S_PREFETCH, S__COUNT };
 
 static const char *const names[S__COUNT] = {
 	[S_LAUNCH] = "cudaLaunchKernel", [S_MEMCPY] = "cudaMemcpyAsync", [S_MEMSET] = "cudaMemsetAsync",
@@ -32,6 +33,7 @@ static const char *const names[S__COUNT] = {
 	[S_ELEMWISE] = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
 		       "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)",
 	[S_SOFTMAX] = "void softmax_forward_kernel<float>(float*, float const*, int, int)",
+	[S_PREFETCH] = "prefetch next batch",
 };
 
 static uint64_t rng;
@@ -57,6 +59,7 @@ struct gen {
 	uint16_t dev;
 	uint64_t t;             /* CPU time now */
 	uint64_t s7, s13;       /* when streams 7 and 13 are free */
+	uint64_t prefetch;      /* start of the NVTX range open across the step boundary, 0 none */
 };
 
 static void put(struct gen *g, struct sp_event e)
@@ -131,6 +134,12 @@ static void step(struct gen *g, int64_t n, int kernels, uint64_t comm, uint64_t 
 	uint32_t c;
 
 	g->t += 20 * US;
+	if (g->prefetch) { /* a range from the last step into this one: it nests in neither step */
+		struct sp_event m = ev(SP_EV_MARKER, g->prefetch, g->t - 5 * US);
+		m.tid = g->tid, m.name = S_PREFETCH;
+		put(g, m);
+		g->prefetch = 0;
+	}
 	c = api(g, SP_API_RUNTIME, S_MEMCPY, 41, 8 * US);
 	gpu(g, SP_EV_MEMCPY, c, 0, 7, g->t - 8 * US, 300 * US);
 	c = api(g, SP_API_RUNTIME, S_MEMSET, 51, 4 * US);
@@ -158,6 +167,8 @@ static void step(struct gen *g, int64_t n, int kernels, uint64_t comm, uint64_t 
 		c = api(g, SP_API_RUNTIME, S_LAUNCH, 211, 4 * US + below(4) * US);
 		gpu(g, SP_EV_KERNEL, c, kn[k % 4], 7, g->t, 10 * US + below(190) * US);
 	}
+	if (!last)
+		g->prefetch = g->t - 3 * US;
 	sync_gpu(g, 7);
 	if (last)
 		sync_gpu(g, 0);

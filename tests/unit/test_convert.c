@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test_convert.c - window grouping (events before BEGIN, GPU work after END joined by
  * correlation id, late records, a file cut short), JSON string escaping, and `stepprof convert`
- * output: one file per window, --merge, --window, gzip readable by python's gzip+json.
+ * output: one file per window, --merge, --window, gzip readable by python's gzip+json; the
+ * exporter's extra spans (sp_export_span), with lanes for spans that overlap.
  * With SP_WRITE_SAMPLE=PATH set it only writes the sample trace there (for the e2e script). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -347,6 +348,50 @@ static void test_convert_merge_gzip(void **state)
 	assert_int_equal(run_convert(3, argv5), 2);
 }
 
+/* Extra spans given to the exporter (issue 13's "waiting" slices): each on its named track of its
+ * rank's CPU process, a partly overlapping one on a second lane, spans of other ranks left out. */
+static void test_extra_spans(void **state)
+{
+	char trace[256], err[256];
+	snprintf(trace, sizeof(trace), "%s", path_of("spans.sptrace"));
+	fx_write_sample(trace); /* rank 1 */
+
+	struct sp_trace_reader *r = sp_trace_open(trace, err, sizeof(err));
+	assert_non_null(r);
+	struct sp_windows *g = sp_windows_open(r);
+	const struct sp_window *w;
+	assert_int_equal(sp_windows_next(g, &w), 1);
+	uint64_t t0 = sp_window_wall(w, w->t0);
+	const struct sp_export_span spans[] = {
+		{ 1, "NCCL waiting", "wait for rank 0", t0 + 1000, t0 + 5000, NULL, "\"waited for\":0" },
+		{ 1, "NCCL waiting", "wait again", t0 + 4000, t0 + 9000, "nccl_wait", NULL }, /* overlaps: lane 2 */
+		{ 0, "NCCL waiting", "rank 0's", t0, t0 + 10, NULL, NULL },                    /* no rank 0 here */
+	};
+	struct sp_export x = { .ops = &sp_export_chrome, .r = r, .hdr = sp_trace_header(r), .g = g,
+			       .source = trace, .wall = 1, .merged = 1, .spans = spans, .nspans = 3 };
+	x.out = sp_out_open(path_of("spans.json"), err, sizeof(err));
+	assert_non_null(x.out);
+	assert_int_equal(x.ops->begin(&x), 0);
+	assert_int_equal(x.ops->window(&x, w), 0);
+	assert_int_equal(x.ops->end(&x), 0);
+	assert_int_equal(sp_out_close(x.out, 1), 0);
+	sp_windows_close(g);
+	sp_trace_close_reader(r);
+
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd),
+		 "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); ev=d[\"traceEvents\"];"
+		 " names={(e[\"pid\"],e[\"tid\"]):e[\"args\"][\"name\"] for e in ev if e.get(\"name\")==\"thread_name\"};"
+		 " sl={e[\"name\"]:e for e in ev if e.get(\"ph\")==\"X\" and \"wait\" in e[\"name\"] or e.get(\"name\")==\"rank 0s\"};"
+		 " a,b=sl[\"wait for rank 0\"],sl[\"wait again\"];"
+		 " assert set(sl)=={\"wait for rank 0\",\"wait again\"}, sl;"
+		 " assert names[(a[\"pid\"],a[\"tid\"])]==\"NCCL waiting\" and names[(b[\"pid\"],b[\"tid\"])]==\"NCCL waiting (2)\";"
+		 " assert a[\"pid\"]==b[\"pid\"]==1 and a[\"dur\"]==4.0 and a[\"args\"]=={\"waited for\":0} and b[\"cat\"]==\"nccl_wait\"'"
+		 " '%s'",
+		 path_of("spans.json"));
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const char *sample = getenv("SP_WRITE_SAMPLE");
@@ -355,6 +400,7 @@ int main(void)
 		return 0;
 	}
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_extra_spans),
 		cmocka_unit_test(test_group_sample),
 		cmocka_unit_test(test_group_truncated),
 		cmocka_unit_test(test_group_corrupt),
