@@ -2,16 +2,16 @@
 # SPDX-License-Identifier: MIT
 # bench/convert_bench.sh BUILD_DIR - the conversion rate of `stepprof convert`, end to end (read
 # the trace, write Chrome JSON, gzip it), on the host (no GPU). Generates a data-parallel trace with
-# tests/e2e/gen_ddp (KERNELS kernels per step, 10 steps, one window: by default 1 M kernels and
-# 1 M launches), converts it ROUNDS times to .json.gz and to plain .json, and prints per run the
+# tests/e2e/gen_ddp (KERNELS kernels per step, 10 steps, one window: by default 500 K kernels and
+# 500 K launches, 1 M records), converts it ROUNDS times to .json.gz and to plain .json, and prints per run the
 # wall and CPU seconds, the trace records read per second and the JSON events written per second
 # (an ac2g flow's two ends count as two events, as `convert` counts them), the output MB/s and the
 # gzip size. The machine's load is printed with it: on a shared machine the wall time is only
-# meaningful next to the CPU time. Settings: KERNELS (100000), ROUNDS (3), OUT (/tmp/stepprof-convert-bench).
+# meaningful next to the CPU time. Settings: KERNELS (50000), ROUNDS (3), OUT (/tmp/stepprof-convert-bench).
 set -eu
 BUILD=$(cd "${1:?usage: bench/convert_bench.sh BUILD_DIR}" && pwd)
 OUT=${OUT:-/tmp/stepprof-convert-bench}
-KERNELS=${KERNELS:-100000}
+KERNELS=${KERNELS:-50000}
 ROUNDS=${ROUNDS:-3}
 for f in "$BUILD/stepprof" "$BUILD/tests/e2e/gen_ddp"; do
 	[ -x "$f" ] || { echo "missing $f: run 'make all build/tests/e2e/gen_ddp' first"; exit 2; }

@@ -20,7 +20,10 @@
 /* gzip compression of the stream's buffers, on a thread of its own when one can be started. */
 struct gz {
 	FILE *f;                /* the compressed file */
-	z_stream z;
+	z_stream z;             /* raw deflate: the gzip header and trailer are written here */
+	uLong crc;              /* CRC-32 of the bytes given so far (computed by the writing side, so
+	                           the compressing thread does only deflate) */
+	uint64_t size;          /* bytes given so far */
 	int err;                /* deflate or a write failed (set by the compressing side) */
 	int threaded;           /* th runs */
 	pthread_t th;
@@ -103,12 +106,16 @@ static struct gz *gz_open(FILE *f)
 	struct gz *g = calloc(1, sizeof(*g));
 	sigset_t all, old;
 
-	if (!g || deflateInit2(&g->z, GZ_LEVEL, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+	static const unsigned char header[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3 }; /* deflate, no mtime, Unix */
+
+	if (!g || deflateInit2(&g->z, GZ_LEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
 		free(g);
 		fclose(f);
 		return NULL;
 	}
 	g->f = f;
+	g->crc = crc32(0, NULL, 0);
+	g->err = fwrite(header, 1, sizeof(header), f) != sizeof(header);
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_cond_init(&g->cv, NULL);
 	sigfillset(&all);
@@ -135,7 +142,13 @@ static int gz_close(struct gz *g)
 		gz_deflate(g, "", 0, 1);
 	}
 	deflateEnd(&g->z);
-	err = g->err | (fclose(g->f) != 0);
+	unsigned char trailer[8];
+	for (int i = 0; i < 4; i++) {
+		trailer[i] = (unsigned char)(g->crc >> (8 * i));
+		trailer[4 + i] = (unsigned char)(g->size >> (8 * i));
+	}
+	err = g->err || fwrite(trailer, 1, sizeof(trailer), g->f) != sizeof(trailer);
+	err |= fclose(g->f) != 0;
 	pthread_mutex_destroy(&g->mu);
 	pthread_cond_destroy(&g->cv);
 	free(g);
@@ -146,6 +159,10 @@ static void out_flush(struct sp_out *o)
 {
 	if (!o->n || o->err)
 		goto done;
+	if (o->gz) {
+		o->gz->crc = crc32_z(o->gz->crc, (const unsigned char *)o->buf, o->n);
+		o->gz->size += o->n;
+	}
 	if (o->gz && o->gz->threaded) { /* hand buf over, fill the spare meanwhile */
 		char *full = o->buf;
 		gz_wait(o->gz);

@@ -98,6 +98,9 @@ struct chrome {
 	size_t ntraces;
 	uint8_t *nccl_name;     /* by name id: 0 unknown, 1 not an NCCL kernel, 2 an NCCL kernel */
 	size_t nccl_cap;
+	struct name { const char *s; size_t n; int plain; } *names; /* by name id: display name, its
+	                           length, 1 if JSON needs no escape in it (0: not looked up yet, -1: needs) */
+	size_t names_cap;
 };
 
 /* ---- CUDA facts the trace does not carry (per compute capability, CUDA occupancy tables) ---- */
@@ -193,9 +196,40 @@ static void comma(struct sp_export *x)
 	}
 }
 
-/* Starts one event object with its common fields: {"ph":..,"cat":..,"name":..,"pid":..,"tid":..,"ts":.. */
-static void ev_open(struct sp_export *x, const char *ph, const char *cat, const char *name, int64_t pid,
-		    uint64_t tid, int64_t ts)
+/* Writes the display name of string id as a JSON string (fallback for id 0), looked up and
+ * checked for characters to escape once per id. Exits if memory runs out. */
+static void name_of(struct sp_export *x, uint32_t id, const char *fallback)
+{
+	struct chrome *c = x->priv;
+	struct name *n;
+
+	if (!id) {
+		sp_out_json_str(x->out, fallback);
+		return;
+	}
+	c->names = sp_xgrow(c->names, &c->names_cap, sizeof(*c->names), id);
+	n = &c->names[id];
+	if (!n->plain) {
+		n->s = sp_display_name(sp_trace_string(x->r, id));
+		n->n = strlen(n->s);
+		n->plain = 1;
+		for (const unsigned char *p = (const unsigned char *)n->s; *p; p++)
+			if (*p < 0x20 || *p >= 0x7f || *p == '"' || *p == '\\')
+				n->plain = -1;
+	}
+	if (n->plain < 0) {
+		sp_out_json_str(x->out, n->s);
+		return;
+	}
+	sp_out_write(x->out, "\"", 1);
+	sp_out_write(x->out, n->s, n->n);
+	sp_out_write(x->out, "\"", 1);
+}
+
+/* Starts one event object with its common fields: {"ph":..,"cat":..,"name":..,"pid":..,"tid":..,"ts":..
+ * The name is the string of name_id if not 0, else name. */
+static void ev_open_id(struct sp_export *x, const char *ph, const char *cat, uint32_t name_id, const char *name,
+		       int64_t pid, uint64_t tid, int64_t ts)
 {
 	comma(x);
 	sp_out_puts(x->out, "{\"ph\":\"");
@@ -203,13 +237,19 @@ static void ev_open(struct sp_export *x, const char *ph, const char *cat, const 
 	sp_out_puts(x->out, "\",\"cat\":\"");
 	sp_out_puts(x->out, cat);
 	sp_out_puts(x->out, "\",\"name\":");
-	sp_out_json_str(x->out, name);
+	name_of(x, name_id, name);
 	sp_out_puts(x->out, ",\"pid\":");
 	sp_out_i64(x->out, pid);
 	sp_out_puts(x->out, ",\"tid\":");
 	sp_out_u64(x->out, tid);
 	sp_out_puts(x->out, ",\"ts\":");
 	sp_out_us(x->out, ts);
+}
+
+static void ev_open(struct sp_export *x, const char *ph, const char *cat, const char *name, int64_t pid,
+		    uint64_t tid, int64_t ts)
+{
+	ev_open_id(x, ph, cat, 0, name, pid, tid, ts);
 }
 
 /* A metadata record ("M"): name is process_name, thread_name, ...; the value is a string (s) or
@@ -771,7 +811,7 @@ static void gpu_event(struct sp_export *x, const struct sp_window *w, const stru
 	if (e->kind == SP_EV_KERNEL) {
 		const struct sp_ev_kernel *k = &e->u.kernel;
 		const struct sp_event *call;
-		ev_open(x, "X", "kernel", str(x, e->name, "kernel"), pid, tid, ts);
+		ev_open_id(x, "X", "kernel", e->name, "kernel", pid, tid, ts);
 		dur(x, e);
 		gpu_ids(x, e, device);
 		kernel_args(x, k);
@@ -820,7 +860,7 @@ static void api_event(struct sp_export *x, const struct sp_window *w, const stru
 	int64_t ts = ts_of(x, w, e->start);
 	uint64_t id = corr_id(x, e->corr), tid = fit(x, cpu_pid(x), e->tid, ts, e->end > e->start ? e->end - e->start : 0, 0);
 
-	ev_open(x, "X", cat, str(x, e->name, "cuda api"), cpu_pid(x), tid, ts);
+	ev_open_id(x, "X", cat, e->name, "cuda api", cpu_pid(x), tid, ts);
 	dur(x, e);
 	sp_out_puts(x->out, ",\"args\":{\"External id\":");
 	sp_out_u64(x->out, id);
@@ -1273,6 +1313,7 @@ static int chrome_end(struct sp_export *x)
 		free(c->ts[i].end);
 	free(c->ts);
 	free(c->nccl_name);
+	free(c->names);
 	free(c->wins);
 	free(c->traces);
 	free(c->order);
