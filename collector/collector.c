@@ -327,17 +327,25 @@ struct comm {
 static struct comm comms[MAX_COMMS];
 static void push_comm(int what, const struct comm *c, uint64_t t);
 
-/* Writes one SP_EV_DEVICE record per GPU (name, SMs, compute capability, memory), once. Calls the
+/* Writes one SP_EV_DEVICE record per GPU (name, SMs, compute capability, memory), once: tried when
+ * the writer starts and again at each window's start until the driver answers (a program that
+ * loads libcuda privately, or has not initialised it yet, is not ready at the first try). Calls the
  * driver: only from an API entry callback or outside callbacks (see after_enter). */
 static void write_devices(uint64_t t)
 {
 	typedef int (*cu_int_fn)(int *);
 	static cu_int_fn count;
+	static void *cuda = RTLD_DEFAULT; /* libcuda loaded RTLD_LOCAL (cudart does) is not in the global scope */
 	int n = 0;
-	if (!G.devices_written && (count || (count = (cu_int_fn)dlsym(RTLD_DEFAULT, "cuDeviceGetCount"))) && !count(&n)) {
-		int (*get_name)(char *, int, int) = (int (*)(char *, int, int))dlsym(RTLD_DEFAULT, "cuDeviceGetName");
-		int (*attr)(int *, int, int) = (int (*)(int *, int, int))dlsym(RTLD_DEFAULT, "cuDeviceGetAttribute");
-		int (*mem)(size_t *, int) = (int (*)(size_t *, int))dlsym(RTLD_DEFAULT, "cuDeviceTotalMem_v2");
+	if (!G.devices_written && !count && !(count = (cu_int_fn)dlsym(cuda, "cuDeviceGetCount"))) {
+		void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+		if (h && (count = (cu_int_fn)dlsym(h, "cuDeviceGetCount")))
+			cuda = h;
+	}
+	if (!G.devices_written && count && !count(&n)) {
+		int (*get_name)(char *, int, int) = (int (*)(char *, int, int))dlsym(cuda, "cuDeviceGetName");
+		int (*attr)(int *, int, int) = (int (*)(int *, int, int))dlsym(cuda, "cuDeviceGetAttribute");
+		int (*mem)(size_t *, int) = (int (*)(size_t *, int))dlsym(cuda, "cuDeviceTotalMem_v2");
 		for (int i = 0; i < n && i < 64; i++) {
 			char name[256] = "GPU";
 			int sms = 0, maj = 0, min = 0;
@@ -592,6 +600,7 @@ static void begin_step(uint64_t t, uint32_t corr)
 			w->corr_hi = CORR_PENDING;
 			split_at(&w->corr_lo, corr, 1);
 			push_ctl(SP_EV_WINDOW_BEGIN, t, w);
+			write_devices(t); /* if the writer's start could not */
 			window_context(t);
 			for (int i = 0; i < MAX_COMMS; i++) /* each window names its communicators */
 				if (comms[i].comm && comms[i].comm != COMM_GONE)
