@@ -43,9 +43,10 @@ struct sp_export {
 	                                      round, paired by (comm, seq); NULL otherwise */
 	int merged;                     /* several ranks' traces in this one file (--merge-ranks) */
 	const char *dest;               /* the output path ("-" for stdout), for the output's metadata */
-	const struct sp_export_span *spans; /* extra slices to draw (see sp_export_span), the caller's,
-	                                       valid until end returns; each is written once, with the
-	                                       first window of its rank */
+	const struct sp_export_span *spans; /* extra slices to draw (see sp_export_span), the caller's:
+	                                       each window call writes those of its rank, so set them
+	                                       per round of windows (--merge-ranks: after
+	                                       sp_nccl_match_build), valid until end returns */
 	size_t nspans;
 	void (*progress)(struct sp_export *x); /* called about every 64Ki events written, or NULL */
 	void *progress_ctx;             /* the caller's, for progress */

@@ -38,7 +38,6 @@ struct trace_info {             /* a trace whose windows are written (several wi
 	const struct sp_trace_header *hdr;
 	const struct sp_windows *g;
 	const char *source;
-	int spans_done;         /* its extra spans are written */
 };
 
 struct lane {                   /* the last end of a lane of a track that gets lanes */
@@ -1090,7 +1089,7 @@ static size_t trace_index(struct sp_export *x)
 		i++;
 	if (i == c->ntraces) {
 		c->traces = sp_xrealloc(c->traces, (c->ntraces + 1) * sizeof(*c->traces));
-		c->traces[c->ntraces++] = (struct trace_info){ x->r, x->hdr, x->g, x->source, 0 };
+		c->traces[c->ntraces++] = (struct trace_info){ x->r, x->hdr, x->g, x->source };
 	}
 	return i;
 }
@@ -1209,10 +1208,7 @@ static int chrome_window(struct sp_export *x, const struct sp_window *w)
 			cpu_event(x, w, e);
 		wi->steps += e->kind == SP_EV_STEP;
 	}
-	if (!c->traces[c->trace].spans_done) {
-		c->traces[c->trace].spans_done = 1;
-		extra_spans(x);
-	}
+	extra_spans(x);
 	if (!w->complete) {
 		char name[80];
 		snprintf(name, sizeof(name), "window %u (incomplete): trace cut short", w->id);
