@@ -51,6 +51,8 @@ def kineto_rules(path, doc, rank, err):
     if rank is not None and (not m or int(m.group(1)) != rank or head.find('"distributedInfo"') > m.start()):
         err(f"the first '\"rank\": N' (HTA's rank) is {m and m.group(1)}, expected distributedInfo's {rank}")
     os_pid = (doc.get("otherData") or {}).get("pid")
+    if isinstance(os_pid, int) and 0 <= os_pid < 64:
+        os_pid += 0x10000000  # stepprof moves an OS pid off the device ordinals
     for i, e in enumerate(doc["traceEvents"]):
         a = e.get("args") or {}
         if e.get("ph") != "X":
