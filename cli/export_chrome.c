@@ -257,7 +257,7 @@ static void meta(struct sp_export *x, const char *name, int64_t pid, uint64_t ti
 		 long long v)
 {
 	comma(x);
-	sp_out_printf(x->out, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%lld,\"tid\":%llu,\"args\":{\"%s\":", name,
+	sp_out_printf(x->out, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%lld,\"tid\":%llu,\"ts\":0,\"args\":{\"%s\":", name,
 		      (long long)pid, (unsigned long long)tid, key);
 	if (s)
 		sp_out_json_str(x->out, s);
