@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 #include "export.h"
@@ -32,6 +33,7 @@ struct gz {
 	char *job;              /* a buffer to compress, NULL when the thread is idle */
 	size_t job_n;
 	int finish;             /* after job: end the stream and stop */
+	double cpu_s;           /* CPU seconds the thread used, when it has stopped */
 	unsigned char zout[256 * 1024];
 };
 
@@ -68,6 +70,13 @@ static void gz_deflate(struct gz *g, const char *p, size_t n, int finish)
 	} while (g->z.avail_out == 0 || (finish && rc != Z_STREAM_END));
 }
 
+/* CPU seconds of the calling thread so far. Can't fail (0 if the clock is missing). */
+static double thread_cpu_s(void)
+{
+	struct timespec t;
+	return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) ? 0 : (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
 /* The compressing thread: one job at a time, until the one marked finish. Signals blocked. */
 static void *gz_thread(void *arg)
 {
@@ -88,6 +97,7 @@ static void *gz_thread(void *arg)
 		pthread_cond_broadcast(&g->cv);
 	}
 	pthread_mutex_unlock(&g->mu);
+	g->cpu_s = thread_cpu_s();
 	return NULL;
 }
 
@@ -141,6 +151,9 @@ static int gz_close(struct gz *g)
 	} else {
 		gz_deflate(g, "", 0, 1);
 	}
+	if (getenv("STEPPROF_CONVERT_STATS")) /* for bench/convert_bench.sh: is the pipeline balanced? */
+		fprintf(stderr, "stepprof: cpu: writing thread %.2f s, gzip thread %.2f s%s\n", thread_cpu_s(), g->cpu_s,
+			g->threaded ? "" : " (no thread: gzip inline)");
 	deflateEnd(&g->z);
 	unsigned char trailer[8];
 	for (int i = 0; i < 4; i++) {
