@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* export.c - the exporter table and the output stream all exporters write through: a buffer
- * in front of stdio or a gzip stream (compressed as it goes, never held whole: zlib at level 1 on
+ * in front of stdio or a gzip stream (compressed as it goes, never held whole: zlib at level 3 on
  * a thread of its own, one buffer compressed while the next fills; a single gzip member, as
  * Perfetto reads no other), plus the JSON string and number formatting every text format needs. */
 #include <errno.h>
@@ -16,7 +16,7 @@
 #include "export.h"
 
 #define OUT_BUF (1024 * 1024)
-#define GZ_LEVEL 1              /* zlib's fastest: 3x level 6's speed for JSON, 1.4x its size */
+#define GZ_LEVEL 3              /* zlib level 1 to 3 compress JSON as fast (3x level 6), 3 the smallest of them */
 
 /* gzip compression of the stream's buffers, on a thread of its own when one can be started. */
 struct gz {
