@@ -91,6 +91,7 @@ struct chrome {
 	struct tstack *ts;      /* per track, for fit() */
 	size_t nts, ts_cap, ts_last;
 	uint64_t overlaps;      /* slices moved off their track by fit() */
+	uint64_t untimed;       /* records left out: they end before they start (CUPTI gave no times) */
 	struct win_info *wins;
 	size_t nwins;
 	struct trace_info *traces;
@@ -548,6 +549,8 @@ static void index_window(struct sp_export *x, const struct sp_window *w)
 	for (size_t i = 0; i < w->n; i++) {
 		const struct sp_event *e = &w->ev[i];
 		c->order[i] = e;
+		if (e->end < e->start)
+			continue; /* not written: no flow may end there */
 		if (e->kind == SP_EV_API && e->corr)
 			sp_idset_add(&c->api_corr, e->corr);
 		else if (sp_ev_is_gpu(e)) {
@@ -1014,8 +1017,9 @@ static void cpu_event(struct sp_export *x, const struct sp_window *w, const stru
 		break;
 	case SP_EV_ALLOC:
 	case SP_EV_FREE: {
-		if (e->u.mem.flags & SP_MEMF_PEAK)
-			break; /* the level since process start, not a point of this window's timeline */
+		if (e->u.mem.flags & (SP_MEMF_PEAK | SP_MEMF_SNAPSHOT))
+			break; /* the level since process start, or at the allocation's time before the window:
+			          not a point of this window's timeline */
 		int dev = e->device != SP_NO_DEVICE;
 		if (dev)
 			snprintf(name, sizeof(name), "memory GPU %u", e->device);
@@ -1181,7 +1185,12 @@ static int chrome_window(struct sp_export *x, const struct sp_window *w)
 	c->trace = trace_index(x);
 	c->key = m->rank >= 0 ? m->rank : m->pid;
 	if (!x->wall || !c->base_set) {
-		c->base = sp_window_wall(w, w->t0);
+		uint64_t first = w->t0; /* no negative ts: HTA's alignment of ranks breaks on them */
+		for (size_t i = 0; i < w->n; i++)
+			if (w->ev[i].start < first && w->ev[i].end >= w->ev[i].start &&
+			    !(w->ev[i].kind == SP_EV_ALLOC && (w->ev[i].u.mem.flags & SP_MEMF_SNAPSHOT)))
+				first = w->ev[i].start;
+		c->base = sp_window_wall(w, first);
 		if (x->wall)
 			c->base -= c->base % NS_PER_DAY;
 		c->base_set = 1;
@@ -1198,6 +1207,10 @@ static int chrome_window(struct sp_export *x, const struct sp_window *w)
 	name_tracks(x);
 	for (size_t i = 0; i < w->n; i++) {
 		const struct sp_event *e = c->order[i];
+		if (e->end < e->start) { /* CUPTI gives a record no times when it could not take them */
+			c->untimed++;
+			continue;
+		}
 		if (sp_ev_is_gpu(e))
 			gpu_event(x, w, e);
 		else if (e->kind == SP_EV_API)
@@ -1251,8 +1264,9 @@ static void other_data(struct sp_export *x)
 	} else {
 		trace_meta(x, &c->traces[trace_index(x)]);
 	}
-	sp_out_printf(x->out, ",\"clock\":\"%s\",\"slices moved to overlap tracks\":%llu,\"windows\":[",
-		      x->wall ? "wall" : "window", (unsigned long long)c->overlaps);
+	sp_out_printf(x->out, ",\"clock\":\"%s\",\"slices moved to overlap tracks\":%llu,"
+			      "\"records without valid times (left out)\":%llu,\"windows\":[",
+		      x->wall ? "wall" : "window", (unsigned long long)c->overlaps, (unsigned long long)c->untimed);
 	for (size_t i = 0; i < c->nwins; i++) {
 		const struct sp_window *w = &c->wins[i].w;
 		const struct sp_trace_meta *m = &c->traces[c->wins[i].trace].hdr->meta;
@@ -1293,6 +1307,9 @@ static int chrome_end(struct sp_export *x)
 	}
 	other_data(x);
 	sp_out_puts(x->out, "\n}\n");
+	if (c->untimed)
+		fprintf(stderr, "stepprof convert: note: %llu records end before they start (CUPTI took no times for "
+				"them): left out of %s\n", (unsigned long long)c->untimed, x->dest ? x->dest : "the file");
 	sp_idset_free(&c->pids);
 	sp_idset_free(&c->tracks);
 	sp_idset_free(&c->api_corr);

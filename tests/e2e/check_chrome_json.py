@@ -58,6 +58,8 @@ def kineto_rules(path, doc, rank, err):
         if e.get("ph") != "X":
             continue
         where = f"event {i} ({e.get('cat')} {e.get('name')!r})"
+        if e["ts"] < 0:
+            err(f"{where}: ts < 0 (HTA's alignment of ranks loses every event then)")
         if e["cat"] in GPU_CATS:
             if e["pid"] != a.get("device") or e["tid"] != a.get("stream") or "External id" not in a \
                     or a.get("correlation") != a.get("External id"):

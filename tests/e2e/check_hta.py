@@ -9,7 +9,7 @@
 #    which follows the launching call into its ProfilerStep#N) equal `stepprof report --json`'s
 #    per-step kernel_ns and kernels (--report, one per rank), to the nanosecond with HTA's rounding
 #    of timestamps to whole microseconds off (HTA_DISABLE_NS_ROUNDING=1, set here), and within
-#    1 us per kernel with it on.
+#    2 us per kernel with it on (HTA rounds ts up and the end down to whole us).
 # HTA drops the last ProfilerStep of each trace unless include_last_profiler_step=True (torch's
 # last step is usually cut short; stepprof's are whole): both are checked.
 # Runs on Debian's python3 (pandas, numpy, yaml, plotly, ijson, psutil, networkx).
@@ -93,7 +93,7 @@ def main():
             problems.append(f"rank {rank}: with HTA's defaults, steps {sorted(hta)}, expected {with_kernels[:-1]}")
         for n, (us, count) in sorted(hta.items()):
             ns, k = steps[n]
-            if count != k or abs(us * 1000 - ns) > 1000 * k:
+            if count != k or abs(us * 1000 - ns) > 2000 * k:  # ts rounded up, end down: < 2 us each
                 problems.append(f"rank {rank} step {n} (rounded): HTA {count} kernels {us:.0f} us, stepprof {k} "
                                 f"kernels {ns / 1000:.3f} us")
     for p in problems:

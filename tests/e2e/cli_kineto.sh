@@ -89,40 +89,37 @@ assert len(owner) > 300, len(owner)
 assert '"rank": ' not in json.dumps(d.get("distributedInfo")), "a merged file must not pose as one rank to HTA"
 EOF
 
-# GPU-recorded traces kept under tests/data: every one converted and checked; a folder holding
-# traces of several ranks is a job, loaded by HTA window by window
+# GPU-recorded traces kept under tests/data: every window of every one converted and checked; a
+# folder holding traces of several ranks is a job, loaded by HTA window by window
 n=0
 while IFS= read -r -d '' dir; do
-	mkdir -p "gpu$n"
-	ranks=()
+	nranked=0
 	for t in "$dir"/*.sptrace; do
 		base=$(basename "$t" .sptrace)
-		"$B/stepprof" convert "$t" -o "gpu$n/$base.json.gz" 2>log || fail "convert $t: $(cat log)"
-		"$B/stepprof" report "$t" --json >"gpu$n/$base.report" || fail "report $t"
-		rank=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rank"])' "gpu$n/$base.report")
-		for f in gpu$n/$base.*pt.trace.json.gz gpu$n/$base.json.gz; do
-			[ -f "$f" ] || continue
-			$CHECK "$f" --perfetto --kineto $([ "$rank" -ge 0 ] && echo --rank $rank) >/dev/null ||
-				fail "Perfetto/Kineto rules on $t"
+		"$B/stepprof" report "$t" --json >"gpu$n.$base.report" || fail "report $t"
+		read -r rank windows < <(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print(d["rank"], " ".join(str(w["id"]) for w in d["windows"]))' "gpu$n.$base.report")
+		[ "$rank" -ge 0 ] && nranked=$((nranked + 1))
+		for w in $windows; do
+			mkdir -p "gpu$n/w$w"
+			f="gpu$n/w$w/$base.pt.trace.json.gz"
+			"$B/stepprof" convert "$t" --window "$w" -o "$f" 2>log || fail "convert $t window $w: $(cat log)"
+			$CHECK "$f" --perfetto --kineto $([ "$rank" -ge 0 ] && echo --rank "$rank") >/dev/null ||
+				fail "Perfetto/Kineto rules on $t window $w"
+			[ "$rank" -ge 0 ] && "$B/stepprof" report "$t" --window "$w" --json >"gpu$n/w$w/$base.report"
 		done
-		[ "$rank" -ge 0 ] && ranks+=("$rank:$base")
 	done
-	if [ ${#ranks[@]} -ge 2 ]; then
-		for w in $(cd "gpu$n" && ls | sed -n 's/.*\.\([0-9]*\)\.pt\.trace\.json\.gz$/\1/p' | sort -u); do
-			mkdir -p "gpu$n/hta$w"
-			args=() list=()
-			for rb in "${ranks[@]}"; do
-				r=${rb%%:*} b=${rb#*:}
-				[ -f "gpu$n/$b.$w.pt.trace.json.gz" ] || continue
-				cp "gpu$n/$b.$w.pt.trace.json.gz" "gpu$n/hta$w/"
-				"$B/stepprof" report "$dir/$b.sptrace" --window "$w" --json >"gpu$n/$b.w$w.report"
-				args+=(--report "gpu$n/$b.w$w.report") list+=("$r")
-			done
-			[ ${#list[@]} -ge 2 ] || continue
-			$HTA "gpu$n/hta$w" --ranks "$(IFS=,; echo "${list[*]}")" "${args[@]}" || fail "HTA on $dir window $w"
-		done
-	fi
-	echo "cli_kineto: $dir: ${#ranks[@]} ranked traces checked"
+	for wd in gpu$n/w*; do
+		[ -d "$wd" ] && [ "$nranked" -ge 2 ] || continue
+		ls "$wd"/*.report >/dev/null 2>&1 || continue
+		ranks=$(python3 -c 'import json, sys; print(",".join(sorted((str(json.load(open(f))["rank"]) for f in sys.argv[1:]), key=int)))' "$wd"/*.report)
+		[ "$(echo "$ranks" | tr ',' '\n' | wc -l)" -ge 2 ] || continue
+		mkdir -p "$wd/hta" && mv "$wd"/*.pt.trace.json.gz "$wd/hta/"
+		$HTA "$wd/hta" --ranks "$ranks" $(for f in "$wd"/*.report; do echo --report "$f"; done) ||
+			fail "HTA on $dir $(basename "$wd")"
+	done
+	echo "cli_kineto: $dir: $(ls "$dir"/*.sptrace | wc -l) traces checked, $nranked with a rank"
 	n=$((n + 1))
 done < <(find "$R/tests/data" -name '*.sptrace' -printf '%h\0' | sort -zu)
 
