@@ -5,6 +5,8 @@
 #  - HTA finds exactly the ranks written (--ranks);
 #  - its temporal breakdown, GPU kernel breakdown, comm/comp overlap and idle time breakdown run
 #    and give a row for every rank;
+#  - per rank and kernel name, HTA's GPU kernel breakdown equals `stepprof report`'s kernel table
+#    (when every kernel of the window was launched inside a step: HTA keeps only those);
 #  - per rank and step, HTA's kernel time and kernel count (kernels grouped by HTA's "iteration",
 #    which follows the launching call into its ProfilerStep#N) equal `stepprof report --json`'s
 #    per-step kernel_ns and kernels (--report, one per rank), to the nanosecond with HTA's rounding
@@ -59,7 +61,7 @@ def main():
         problems.append(f"HTA found ranks {got}, expected {want}")
     with contextlib.redirect_stdout(io.StringIO()):
         tb = ta.get_temporal_breakdown(visualize=False)
-        kb, kernels = ta.get_gpu_kernel_breakdown(visualize=False)
+        kb, kernels = ta.get_gpu_kernel_breakdown(visualize=False, duration_ratio=1.0, num_kernels=1 << 30)
         ov = ta.get_comm_comp_overlap(visualize=False)
         idle = ta.get_idle_time_breakdown(ranks=got, visualize=False)[0]
     for name, df in (("temporal breakdown", tb), ("kernel breakdown", kernels), ("comm/comp overlap", ov),
@@ -69,10 +71,24 @@ def main():
     if kb.empty or kb["sum"].sum() <= 0:
         problems.append("kernel breakdown: no kernel time")
 
-    reports = {}
+    reports, totals = {}, {}
     for path in a.report:
         d = json.load(open(path))
         reports[d["rank"]] = {s["number"]: (s["kernel_ns"], s["kernels"]) for s in d["steps"]}
+        totals[d["rank"]] = d["kernels"]
+    # HTA's kernel breakdown per name: stepprof report's kernel table, where every kernel of the
+    # window was launched inside a step (HTA keeps only those); else at most the table's
+    for rank, rows in sorted(totals.items()):
+        in_steps = sum(ns for ns, _ in reports[rank].values()) == sum(k["total_ns"] for k in rows)
+        hta = kernels[(kernels["rank"] == rank) & (kernels["kernel_type"] != "MEMORY")]
+        hta = dict(zip(hta["name"], hta["sum (us)"]))
+        for k in rows:
+            us = hta.pop(k["name"], hta.pop(k["raw_name"], 0.0))
+            if abs(us * 1000 - k["total_ns"]) > k["calls"] if in_steps else us * 1000 > k["total_ns"] + k["calls"]:
+                problems.append(f"rank {rank}: HTA's kernel breakdown has {us * 1000:.0f} ns of {k['name'][:60]!r}, "
+                                f"stepprof report {k['total_ns']} ns")
+        for name, us in hta.items():
+            problems.append(f"rank {rank}: HTA's kernel breakdown has {name[:60]!r} ({us} us), stepprof report not")
     for rank, steps in sorted(reports.items()):
         hta = per_step(ta, rank)
         if sorted(hta) != sorted(n for n, (_, k) in steps.items() if k):
@@ -100,7 +116,7 @@ def main():
         print(f"check_hta: {a.dir}: {p}", file=sys.stderr)
     if not problems:
         n = sum(len(v) for v in reports.values())
-        print(f"check_hta: {a.dir}: ok, ranks {got}, {n} steps equal stepprof report's kernel time and count, "
+        print(f"check_hta: {a.dir}: ok, ranks {got}, kernel breakdown and {n} steps equal stepprof report's, "
               f"comm/comp overlap {list(ov['comp_comm_overlap_pctg'])}")
     sys.exit(1 if problems else 0)
 

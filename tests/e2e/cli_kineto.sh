@@ -119,6 +119,11 @@ print(d["rank"], " ".join(str(w["id"]) for w in d["windows"]))' "gpu$n.$base.rep
 		$HTA "$wd/hta" --ranks "$ranks" $(for f in "$wd"/*.report; do echo --report "$f"; done) ||
 			fail "HTA on $dir $(basename "$wd")"
 	done
+	if [ "$nranked" -ge 2 ]; then # the merged view of the job
+		"$B/stepprof" convert --merge-ranks -o "gpu$n/merged.json.gz" "$dir"/*.sptrace 2>log ||
+			fail "--merge-ranks $dir: $(cat log)"
+		$CHECK "gpu$n/merged.json.gz" --perfetto >/dev/null || fail "Perfetto's rules on the merged view of $dir"
+	fi
 	echo "cli_kineto: $dir: $(ls "$dir"/*.sptrace | wc -l) traces checked, $nranked with a rank"
 	n=$((n + 1))
 done < <(find "$R/tests/data" -name '*.sptrace' -printf '%h\0' | sort -zu)
