@@ -50,6 +50,11 @@ def kineto_rules(path, doc, rank, err):
     m = re.search(r'"rank":\s+(\d+)', head)
     if rank is not None and (not m or int(m.group(1)) != rank or head.find('"distributedInfo"') > m.start()):
         err(f"the first '\"rank\": N' (HTA's rank) is {m and m.group(1)}, expected distributedInfo's {rank}")
+    steps = sorted((e["pid"], e["tid"], e["ts"], e["dur"]) for e in doc["traceEvents"]
+                   if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#"))
+    for (p0, t0, ts0, d0), (p1, t1, ts1, _) in zip(steps, steps[1:]):
+        if (p0, t0) == (p1, t1) and ts0 + d0 > ts1:  # in doubles, as the TensorBoard plugin adds them
+            err(f"ProfilerStep at {ts0} ends at {ts0 + d0!r}, after the next one starts ({ts1!r})")
     os_pid = (doc.get("otherData") or {}).get("pid")
     if isinstance(os_pid, int) and 0 <= os_pid < 64:
         os_pid += 0x10000000  # stepprof moves an OS pid off the device ordinals

@@ -141,7 +141,13 @@ json.dump(flow, open("badflow.json", "w"))
 over = json.loads(json.dumps(base))
 over["traceEvents"].append({"ph": "X", "cat": "c", "name": "b", "pid": 1, "tid": 2, "ts": 2.0, "dur": 1.001})
 json.dump(over, open("overlap.json", "w"))
+steps = json.loads(json.dumps(base))
+steps["traceEvents"] += [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 1, "tid": 2,
+                          "ts": ts, "dur": dur} for n, ts, dur in ((1, 0.1, 0.2), (2, 0.3, 0.1))]
+json.dump(steps, open("steps.json", "w"))  # 0.1 + 0.2 > 0.3 in doubles
 EOF
+$CHECK steps.json --kineto 2>&1 | grep -q "ProfilerStep at 0.1 ends at 0.30000000000000004" ||
+	fail "check_chrome_json --kineto accepted steps that overlap in doubles"
 for f in badflow.json overlap.json; do
 	if $CHECK $f --perfetto >/dev/null 2>&1; then fail "check_chrome_json --perfetto accepted $f"; fi
 done
