@@ -455,8 +455,8 @@ static void window_line(char *buf, size_t n, const char *path, const struct sp_w
 }
 
 /* One trace: a file per window (<stem>.<window id><ext>), or one for all (--merge). With -o FILE
- * and a single window, that window's file is renamed to exactly FILE once the trace is read to
- * its end. Returns 0, or 1 (message on stderr). */
+ * the first window goes to exactly FILE; if a second one follows, FILE is renamed to the first
+ * window's own name (no other file is written to meanwhile). Returns 0, or 1 (message on stderr). */
 static int convert_one(struct convert_opts o)
 {
 	struct sp_trace_reader *r;
@@ -487,14 +487,14 @@ static int convert_one(struct convert_opts o)
 			continue; /* none of the --steps in this window */
 		if (!x.out) {
 			free(path);
-			if (o.out && (o.merge || !strcmp(o.out, "-")))
+			if (o.out && (o.merge || !strcmp(o.out, "-") || (exact && !nwin)))
 				path = strdup(o.out);
 			else if (o.merge ? asprintf(&path, "%s%s", stem, ext) < 0
 					 : asprintf(&path, "%s.%u%s", stem, w->id, ext) < 0)
 				path = NULL;
 			if (!path)
 				sp_oom();
-			x.dest = exact && !nwin ? o.out : path;
+			x.dest = path;
 			x.out = sp_out_open(path, err, sizeof(err));
 			x.events = 0;
 			if (!x.out) {
@@ -517,24 +517,23 @@ static int convert_one(struct convert_opts o)
 			progress_done(&pr);
 			if (failed)
 				break;
-			window_line(line, sizeof(line), path, w, x.events);
-			if (nwin == 1 && exact && o.window < 0) { /* FILE if no other window follows */
-				first = path;
-				path = NULL;
-				snprintf(first_line, sizeof(first_line), "%s", line);
+			if (nwin == 1 && exact) { /* FILE; reported once it is known to be the only window */
+				if (asprintf(&first, "%s.%u%s", stem, w->id, ext) < 0)
+					sp_oom();
+				window_line(first_line, sizeof(first_line), o.out, w, x.events);
 				continue;
 			}
-			if (first) { /* a second window: the first keeps its per-window name */
-				fputs(first_line, stderr);
+			if (first) { /* a second window: the first takes its own name */
+				if (rename(o.out, first)) {
+					fprintf(stderr, "stepprof convert: %s -> %s: %s\n", o.out, first, strerror(errno));
+					failed = 1;
+					break;
+				}
+				fprintf(stderr, "wrote %s%s", first, strchr(first_line, ':'));
 				free(first);
 				first = NULL;
 			}
-			if (exact && o.window >= 0 && rename(path, o.out)) {
-				fprintf(stderr, "stepprof convert: %s: %s\n", o.out, strerror(errno));
-				failed = 1;
-			} else if (exact && o.window >= 0) {
-				window_line(line, sizeof(line), o.out, w, x.events);
-			}
+			window_line(line, sizeof(line), path, w, x.events);
 			fputs(line, stderr);
 		}
 	}
@@ -545,13 +544,8 @@ static int convert_one(struct convert_opts o)
 			fprintf(stderr, "wrote %s: %d window%s, %llu events\n", path, nwin, nwin == 1 ? "" : "s",
 				(unsigned long long)x.events);
 	}
-	if (first) { /* the only window: it becomes FILE */
-		if (rename(first, o.out)) {
-			fprintf(stderr, "stepprof convert: %s: %s\n", o.out, strerror(errno));
-			failed = 1;
-		} else {
-			fprintf(stderr, "wrote %s%s", o.out, strchr(first_line, ':'));
-		}
+	if (first) { /* the only window: FILE */
+		fputs(first_line, stderr);
 		free(first);
 	}
 	if (!failed && rc < 0) {
