@@ -11,11 +11,14 @@ set -euo pipefail
 B=${SP_BUILD:?} R=${SP_ROOT:?}
 CHECK="python3 $R/tests/e2e/check_chrome_json.py"
 PY=/usr/bin/python3 # Debian's, with pandas & co. (a python3 earlier on PATH may lack them)
-HTA="$PY $R/tests/e2e/check_hta.py --hta $R/../shared/tools/hta"
-[ -d "$R/../shared/tools/hta/hta" ] || HTA="$PY $R/tests/e2e/check_hta.py --hta /work/shared/tools/hta"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+HTA_PKG=$R/../shared/tools/hta # HTA's package (MIT), beside the project, as its README says
+[ -d "$HTA_PKG/hta" ] || fail "no HTA package at $HTA_PKG (../shared/tools/hta from the project's root)"
+$PY -c 'import pandas, numpy, yaml, plotly, ijson, psutil, networkx' ||
+	fail "$PY lacks HTA's modules: make deps installs them (python3-pandas, ...)"
+HTA="$PY $R/tests/e2e/check_hta.py --hta $HTA_PKG"
 
 # the TensorBoard plugin's file pattern (torch_tb_profiler/consts.py): worker, optional span, suffix
 tb_worker() {
