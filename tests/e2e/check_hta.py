@@ -74,8 +74,9 @@ def main():
     reports, totals = {}, {}
     for path in a.report:
         d = json.load(open(path))
-        reports[d["rank"]] = {s["number"]: (s["kernel_ns"], s["kernels"]) for s in d["steps"]}
-        totals[d["rank"]] = d["kernels"]
+        rank = max(d["rank"], 0)  # HTA takes a trace without rank for rank 0
+        reports[rank] = {s["number"]: (s["kernel_ns"], s["kernels"]) for s in d["steps"]}
+        totals[rank] = d["kernels"]
     # HTA's kernel breakdown per name: stepprof report's kernel table, where every kernel of the
     # window was launched inside a step (HTA keeps only those); else at most the table's
     for rank, rows in sorted(totals.items()):

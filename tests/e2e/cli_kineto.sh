@@ -110,14 +110,15 @@ print(d["rank"], " ".join(str(w["id"]) for w in d["windows"]))' "gpu$n.$base.rep
 			"$B/stepprof" convert "$t" --window "$w" -o "$f" 2>log || fail "convert $t window $w: $(cat log)"
 			$CHECK "$f" --perfetto --kineto $([ "$rank" -ge 0 ] && echo --rank "$rank") >/dev/null ||
 				fail "Perfetto/Kineto rules on $t window $w"
-			[ "$rank" -ge 0 ] && "$B/stepprof" report "$t" --window "$w" --json >"gpu$n/w$w/$base.report"
+			"$B/stepprof" report "$t" --window "$w" --json >"gpu$n/w$w/$base.report"
 		done
 	done
-	for wd in gpu$n/w*; do
-		[ -d "$wd" ] && [ "$nranked" -ge 2 ] || continue
+	ntr=$(ls "$dir"/*.sptrace | wc -l)
+	for wd in gpu$n/w*; do # HTA on a job's ranks, or on a lone trace (HTA takes a trace without rank for 0)
+		[ -d "$wd" ] && { [ "$nranked" -ge 2 ] || [ "$ntr" -eq 1 ]; } || continue
 		ls "$wd"/*.report >/dev/null 2>&1 || continue
-		ranks=$(python3 -c 'import json, sys; print(",".join(sorted((str(json.load(open(f))["rank"]) for f in sys.argv[1:]), key=int)))' "$wd"/*.report)
-		[ "$(echo "$ranks" | tr ',' '\n' | wc -l)" -ge 2 ] || continue
+		ranks=$(python3 -c 'import json, sys; print(",".join(sorted((str(max(json.load(open(f))["rank"], 0)) for f in sys.argv[1:]), key=int)))' "$wd"/*.report)
+		[ "$ntr" -eq 1 ] || [ "$(echo "$ranks" | tr ',' '\n' | wc -l)" -ge 2 ] || continue
 		mkdir -p "$wd/hta" && mv "$wd"/*.pt.trace.json.gz "$wd/hta/"
 		$HTA "$wd/hta" --ranks "$ranks" $(for f in "$wd"/*.report; do echo --report "$f"; done) ||
 			fail "HTA on $dir $(basename "$wd")"
