@@ -903,7 +903,7 @@ static void sync_event(struct sp_export *x, const struct sp_window *w, const str
 		      sync_name(e->sub), e->stream ? (long long)e->stream : -1ll,
 		      (unsigned long long)corr_id(x, e->corr), (unsigned long long)corr_id(x, e->corr), device,
 		      e->context);
-	if (e->u.sync.event)
+	if (e->u.sync.event && e->u.sync.event != UINT32_MAX) /* CUPTI's "invalid" */
 		sp_out_printf(x->out, ",\"event\":%u", e->u.sync.event);
 	sp_out_puts(x->out, "}}");
 }
