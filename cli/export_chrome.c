@@ -183,6 +183,12 @@ static uint64_t corr_id(const struct sp_export *x, uint32_t corr)
 	return x->merged ? ((uint64_t)(rank >= 0 ? rank + 1 : 0) << 32) | corr : corr;
 }
 
+/* ts + d, saturated (times of a damaged trace may be anything). Can't fail. */
+static int64_t add_ns(int64_t ts, uint64_t d)
+{
+	return d > (uint64_t)(INT64_MAX - (ts > 0 ? ts : 0)) ? INT64_MAX : ts + (int64_t)d;
+}
+
 static void comma(struct sp_export *x)
 {
 	struct chrome *c = x->priv;
@@ -370,7 +376,7 @@ static uint64_t fit(struct sp_export *x, int64_t pid, uint64_t tid, int64_t ts, 
 {
 	struct chrome *c = x->priv;
 	struct tstack *t = c->nts ? &c->ts[c->ts_last] : NULL;
-	int64_t end = ts + (int64_t)d;
+	int64_t end = add_ns(ts, d);
 
 	if (!t || t->pid != pid || t->tid != tid) {
 		size_t i = 0;
@@ -976,7 +982,7 @@ static void step_event(struct sp_export *x, const struct sp_window *w, const str
 		if (next->tid != e->tid)
 			continue;
 		int64_t nts = ts_of(x, w, next->start);
-		if (nts < ts + (int64_t)d)
+		if (nts < add_ns(ts, d))
 			d = nts > ts ? (uint64_t)(nts - ts) : 0;
 		while (d && (double)ts / 1000.0 + (double)d / 1000.0 > (double)nts / 1000.0)
 			d--;
