@@ -5,9 +5,10 @@
 CUDA_HOME ?= /usr/local/cuda
 CC ?= gcc
 O := build
-PKGS := inih libzstd libunwind zlib libdw libelf
-# offline symbolisation: linked into the CLI and the tests, never into the preloaded library
-CLI_PKGS := libdw libelf
+PKGS := inih libzstd libunwind zlib libdw libelf libdeflate
+# offline symbolisation, and libdeflate's fast CRC-32 for convert's gzip: linked into the CLI and
+# the tests, never into the preloaded library
+CLI_PKGS := libdw libelf libdeflate
 # Debian package that provides each pkg-config module
 PKG_DEB_inih := libinih-dev
 PKG_DEB_libzstd := libzstd-dev
@@ -16,7 +17,8 @@ PKG_DEB_zlib := zlib1g-dev
 PKG_DEB_libdw := libdw-dev
 PKG_DEB_libelf := libelf-dev
 PKG_DEB_cmocka := libcmocka-dev
-DEBS := libinih-dev libzstd-dev libunwind-dev zlib1g-dev libdw-dev libelf-dev g++ libcmocka-dev pkg-config python3 \
+PKG_DEB_libdeflate := libdeflate-dev
+DEBS := libinih-dev libzstd-dev libunwind-dev zlib1g-dev libdw-dev libelf-dev libdeflate-dev g++ libcmocka-dev pkg-config python3 \
 	python3-pandas python3-numpy python3-yaml python3-plotly python3-ijson python3-psutil python3-networkx
 # (the python3-* modules run HTA, ../shared/tools/hta, in tests/e2e/cli_kineto.sh)
 
