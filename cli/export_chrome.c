@@ -1155,8 +1155,11 @@ static void header(struct sp_export *x, const struct sp_window *w)
 	c->header = 1;
 	sp_out_puts(x->out, "{\n\"schemaVersion\": 1,\n");
 	if (!x->merged && m->rank >= 0) {
+		int nccl = (m->features & SP_FEAT_NCCL) != 0; /* or NCCL calls recorded all the same */
+		for (size_t i = 0; w && !nccl && i < w->n; i++)
+			nccl = w->ev[i].kind == SP_EV_NCCL;
 		sp_out_puts(x->out, "\"distributedInfo\": {");
-		if (m->features & SP_FEAT_NCCL)
+		if (nccl)
 			sp_out_puts(x->out, "\"backend\": \"nccl\", ");
 		sp_out_printf(x->out, "\"rank\": %d, \"world_size\": %d},\n", m->rank, m->world_size);
 	}
