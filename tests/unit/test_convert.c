@@ -299,7 +299,7 @@ static void test_convert_per_window(void **state)
 	/* times relative to the window start: the first launch at 100 us; flow ids are correlation ids */
 	assert_non_null(strstr(s, "\"tid\":100,\"ts\":100.000,\"dur\":10.000"));
 	assert_non_null(strstr(s, "{\"ph\":\"s\",\"id\":11,"));
-	assert_non_null(strstr(s, "\"distributedInfo\": {\"rank\": 1, \"world_size\": 2}"));
+	assert_non_null(strstr(s, "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 1, \"world_size\": 2}"));
 	assert_null(strstr(s, "\"correlation\":999"));
 	free(s);
 }
