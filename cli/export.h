@@ -46,7 +46,7 @@ struct sp_export {
 	const struct sp_export_span *spans; /* extra slices to draw (see sp_export_span), the caller's:
 	                                       each window call writes those of its rank, so set them
 	                                       per round of windows (--merge-ranks: after
-	                                       sp_nccl_match_build), valid until end returns */
+	                                       sp_nccl_match_build); read only by window calls */
 	size_t nspans;
 	void (*progress)(struct sp_export *x); /* called about every 64Ki events written, or NULL */
 	void *progress_ctx;             /* the caller's, for progress */
