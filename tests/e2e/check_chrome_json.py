@@ -185,6 +185,12 @@ def check(path, args):
                 stack.append(e)
     if args.kineto:
         kineto_rules(path, doc, args.rank, err)
+    if args.devices:
+        props = {d.get("id"): d for d in doc.get("deviceProperties", [])}
+        for dev in sorted({e["pid"] for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") in GPU_CATS}):
+            d = props.get(dev, {})
+            if not d.get("name") or not d.get("numSms"):
+                err(f"GPU {dev}: no device record in deviceProperties ({d or 'missing'})")
     if args.nested:
         for track, sl in slices.items():
             stack = []
@@ -232,6 +238,8 @@ def main():
     ap.add_argument("--perfetto", action="store_true", help="Perfetto's import rules (flows, nesting, names)")
     ap.add_argument("--kineto", action="store_true", help="torch.profiler's layout, as HTA and TensorBoard read it")
     ap.add_argument("--rank", type=int, help="with --kineto: the rank the file must declare")
+    ap.add_argument("--devices", action="store_true",
+                    help="every GPU with work has its device record (name, numSms) in deviceProperties")
     ap.add_argument("--track", action="append", default=[], help="a process or thread name that must exist")
     args = ap.parse_args()
     errors = check(args.file, args)

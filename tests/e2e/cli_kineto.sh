@@ -44,7 +44,7 @@ done
 [ "$(tb_worker run.rank3.0.pt.trace.json)" = "run.rank3 0" ] || fail "TensorBoard pattern (plain)"
 for r in 0 1; do
 	for w in 0 1; do
-		$CHECK ddp$r.$w.pt.trace.json.gz --perfetto --kineto --rank $r --nested --steps \
+		$CHECK ddp$r.$w.pt.trace.json.gz --perfetto --kineto --rank $r --devices --nested --steps \
 			$([ $w = 0 ] && echo 10,11,12 || echo 18,19,20) --count kernel=93 --count cuda_sync=4 \
 			--count gpu_memcpy=3 --flows 99 >/dev/null
 	done

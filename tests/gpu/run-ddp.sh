@@ -97,7 +97,7 @@ rank_traces() {
 		"$SP" dump "$t" >"dump.rank$r.txt" 2>dump.err || { cat dump.err; die "stepprof dump $t failed"; }
 		"$SP" convert "$t" -o "trace.rank$r.json" --merge >convert.log 2>&1 ||
 			{ cat convert.log; die "stepprof convert $t failed"; }
-		"$PY" "$HERE/../e2e/check_chrome_json.py" "trace.rank$r.json" --perfetto --kineto --rank "$r" ||
+		"$PY" "$HERE/../e2e/check_chrome_json.py" "trace.rank$r.json" --perfetto --kineto --rank "$r" --devices ||
 			die "trace.rank$r.json breaks Perfetto's import rules or torch.profiler's layout"
 		"$PY" "$HERE/dumputil.py" summary "dump.rank$r.txt" | head -3
 		grep -q "^rank: $r\$" "dump.rank$r.txt" || die "$t: header rank is not $r"

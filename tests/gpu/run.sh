@@ -78,7 +78,7 @@ convert_one() {
 	[ "$n" -eq 1 ] || { find trace -ls 2>/dev/null; show stderr.log; die "expected 1 trace file under $PWD/trace, found $n"; }
 	echo "trace: $t ($(stat -c %s "$t") bytes)"
 	"$SP" convert "$t" -o trace.json --merge >convert.log 2>&1 || { cat convert.log; die "stepprof convert failed"; }
-	"$PY" "$HERE/../e2e/check_chrome_json.py" trace.json --perfetto --kineto >check.log 2>&1 ||
+	"$PY" "$HERE/../e2e/check_chrome_json.py" trace.json --perfetto --kineto --devices >check.log 2>&1 ||
 		{ head -20 check.log; die "trace.json breaks Perfetto's import rules or torch.profiler's layout"; }
 	"$PY" "$HERE/traceutil.py" summary trace.json >summary.log 2>&1 || { head -40 summary.log; die "trace.json unreadable"; }
 	head -1 summary.log
