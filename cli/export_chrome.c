@@ -176,7 +176,7 @@ static int64_t gpu_pid(const struct sp_export *x, int device)
 	return device >= 0 ? device : NO_DEV_PID;
 }
 
-/* Correlation ids as written: unique per rank in a merged file. */
+/* Correlation ids (and the ids of launch flows) as written: unique per rank in a merged file. */
 static uint64_t corr_id(const struct sp_export *x, uint32_t corr)
 {
 	int32_t rank = x->hdr->meta.rank;
@@ -293,12 +293,6 @@ static void dur_ns(struct sp_export *x, uint64_t d)
 static void dur(struct sp_export *x, const struct sp_event *e)
 {
 	dur_ns(x, e->end > e->start ? e->end - e->start : 0);
-}
-
-static uint64_t flow_id(const struct sp_export *x, uint32_t corr)
-{
-	int32_t rank = x->hdr->meta.rank;
-	return x->merged ? ((uint64_t)(rank >= 0 ? rank + 1 : 0) << 32) | corr : corr;
 }
 
 /* A flow arrow's start ('s') or end ('f', bound to the enclosing slice); cat is its name too. */
@@ -858,7 +852,7 @@ static void gpu_event(struct sp_export *x, const struct sp_window *w, const stru
 	}
 	sp_out_puts(x->out, "}}");
 	if (e->corr && sp_idset_has(&c->api_corr, e->corr) && sp_idset_add(&c->flow_f, e->corr))
-		flow(x, 'f', flow_id(x, e->corr), "ac2g", pid, tid, ts);
+		flow(x, 'f', corr_id(x, e->corr), "ac2g", pid, tid, ts);
 }
 
 static void api_event(struct sp_export *x, const struct sp_window *w, const struct sp_event *e)
@@ -882,7 +876,7 @@ static void api_event(struct sp_export *x, const struct sp_window *w, const stru
 		arg_u(x, ",\"device\":", e->device);
 	sp_out_puts(x->out, "}}");
 	if (e->corr && sp_idset_has(&c->gpu_corr, e->corr) && sp_idset_add(&c->flow_s, e->corr))
-		flow(x, 's', flow_id(x, e->corr), "ac2g", cpu_pid(x), tid, ts);
+		flow(x, 's', corr_id(x, e->corr), "ac2g", cpu_pid(x), tid, ts);
 }
 
 /* A CUPTI synchronisation record: Kineto's cuda_sync on the GPU process of its device, stream -1
