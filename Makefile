@@ -7,9 +7,10 @@ PREFIX ?= /usr/local
 VERSION := $(shell sed -n 's/^\#define SP_VERSION "\(.*\)"/\1/p' config/version.h)
 CC ?= gcc
 O := build
-PKGS := inih libzstd libunwind zlib libdw libelf
-# offline symbolisation: linked into the CLI and the tests, never into the preloaded library
-CLI_PKGS := libdw libelf
+PKGS := inih libzstd libunwind zlib libdw libelf libdeflate
+# offline symbolisation, and libdeflate's fast CRC-32 for convert's gzip: linked into the CLI and
+# the tests, never into the preloaded library
+CLI_PKGS := libdw libelf libdeflate
 # Debian package that provides each pkg-config module
 PKG_DEB_inih := libinih-dev
 PKG_DEB_libzstd := libzstd-dev
@@ -18,11 +19,14 @@ PKG_DEB_zlib := zlib1g-dev
 PKG_DEB_libdw := libdw-dev
 PKG_DEB_libelf := libelf-dev
 PKG_DEB_cmocka := libcmocka-dev
+PKG_DEB_libdeflate := libdeflate-dev
 # man-db: the install test reads the installed man page with man(1); clang and libclang-rt-14-dev:
 # libFuzzer, for the fuzz harnesses that `make test` runs briefly; libtcmalloc-minimal4: test_malloc
-# checks that tcmalloc is not taken for glibc
-DEBS := libinih-dev libzstd-dev libunwind-dev zlib1g-dev libdw-dev libelf-dev g++ libcmocka-dev pkg-config python3 \
-	man-db clang libclang-rt-14-dev libtcmalloc-minimal4
+# checks that tcmalloc is not taken for glibc; the python3-* modules run HTA (../shared/tools/hta)
+# in tests/e2e/cli_kineto.sh
+DEBS := libinih-dev libzstd-dev libunwind-dev zlib1g-dev libdw-dev libelf-dev libdeflate-dev g++ libcmocka-dev \
+	pkg-config python3 man-db clang libclang-rt-14-dev libtcmalloc-minimal4 \
+	python3-pandas python3-numpy python3-yaml python3-plotly python3-ijson python3-psutil python3-networkx
 
 ifeq ($(filter deps clean distclean help uninstall,$(MAKECMDGOALS)),)
   $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,\
@@ -122,9 +126,9 @@ $(O)/tests/e2e/cupti_life_driver: tests/e2e/cupti_life_driver.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g $(CUDA_INC) -o $@ $< -ldl -lpthread
 
-# gen_golden, gen_random, gen_ranks, gen_pytrace and gen_tokens write traces through the core library
+# gen_golden, gen_random, gen_ranks, gen_pytrace, gen_tokens and gen_ddp write traces through the core library
 # (gen_hostile writes raw zstd chunks)
-$(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_random $(O)/tests/e2e/gen_ranks $(O)/tests/e2e/gen_pytrace $(O)/tests/e2e/gen_tokens $(O)/tests/e2e/gen_hostile: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a
+$(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_random $(O)/tests/e2e/gen_ranks $(O)/tests/e2e/gen_pytrace $(O)/tests/e2e/gen_tokens $(O)/tests/e2e/gen_hostile $(O)/tests/e2e/gen_ddp: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CLI_CFLAGS) -o $@ $< $(O)/libspcore.a $(CLI_LIBS) -lpthread $(SANLD)
 

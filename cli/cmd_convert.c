@@ -3,10 +3,13 @@
  * (or one for all with --merge), streaming: the trace is read once, one window in memory.
  * --merge-ranks writes several ranks' traces into one file, one window per trace in memory.
  * Owns the argument parsing and the output file names; the format is the exporter's. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include "cli.h"
 #include "export.h"
 #include "crossrank.h"
@@ -111,14 +114,17 @@ struct rank_in {                /* one trace of --merge-ranks */
 /* Prints the usage to f and returns rc. */
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof convert TRACE [-o OUT[.json|.json.gz]] [--merge] [--wall] [--window N|all]"
-			" [--steps A[-B]] [--format chrome]\n"
-			"       stepprof convert --merge-ranks -o OUT[.json|.json.gz] [--window N|all] [--steps A[-B]]"
-			" TRACE TRACE ...\n"
-			"  writes OUT.w<ID>.json per recorded window (OUT defaults to TRACE without .sptrace);\n"
+	fprintf(f, "usage: stepprof convert TRACE [-o FILE] [--merge] [--wall] [--window N|all] [--steps A[-B]]"
+			" [--format chrome]\n"
+			"       stepprof convert --merge-ranks -o FILE [--window N|all] [--steps A[-B]] TRACE TRACE ...\n"
+			"  writes torch.profiler-style Chrome JSON (HTA, TensorBoard, Perfetto open it), one file per\n"
+			"  recorded window: STEM.<window id>.pt.trace.json.gz, STEM = TRACE without .sptrace or FILE\n"
+			"  without .pt.trace.json[.gz]/.json[.gz] (plain JSON if FILE does not end in .gz); with -o FILE\n"
+			"  and a single window (or --window N), exactly FILE;\n"
 			"  --steps: only those steps (A-B, A- or A) of each window, with the GPU work they launched;\n"
-			"  --merge: all windows in OUT.json on the wall clock; '-o -' writes stdout (implies --merge);\n"
-			"  --merge-ranks: every trace's windows (or window N) in OUT.json on one wall clock, NCCL\n"
+			"  --merge: all windows in one file (FILE, or STEM.pt.trace.json.gz) on the wall clock;\n"
+			"  '-o -' writes stdout (implies --merge);\n"
+			"  --merge-ranks: every trace's windows (or window N) in FILE on one wall clock, NCCL\n"
 			"  collectives linked across ranks\n");
 	return rc;
 }
@@ -129,13 +135,16 @@ static int ends_with(const char *s, const char *suffix)
 	return n >= k && !strcmp(s + n - k, suffix);
 }
 
-/* Splits the output name into stem and extension (the format's suffix, plus ".gz" if asked):
- * "run.json.gz" -> "run" + ".json.gz"; "run" -> "run" + ".json". Exits if memory runs out. */
+/* Splits the output name into stem and extension: the extension is the format's suffix
+ * (".pt.trace.json", the name torch.profiler's files have and the TensorBoard plugin looks for)
+ * plus ".gz" unless -o names a plain file: "run.json.gz" -> "run" + ".pt.trace.json.gz",
+ * "run.json" -> "run" + ".pt.trace.json", TRACE.sptrace -> "TRACE" + ".pt.trace.json.gz".
+ * Exits if memory runs out. */
 static void out_name(const struct convert_opts *o, char **stem, char **ext)
 {
 	const char *suffix = o->ops->suffix;
 	char *s;
-	int gz;
+	int gz = 1;
 
 	if (o->out) {
 		s = strdup(o->out);
@@ -146,14 +155,64 @@ static void out_name(const struct convert_opts *o, char **stem, char **ext)
 	}
 	if (!s)
 		sp_oom();
-	gz = ends_with(s, ".gz");
-	if (gz)
-		s[strlen(s) - 3] = 0;
-	if (ends_with(s, suffix))
-		s[strlen(s) - strlen(suffix)] = 0;
+	if (o->out) {
+		gz = ends_with(s, ".gz");
+		if (gz)
+			s[strlen(s) - 3] = 0;
+		if (ends_with(s, suffix))
+			s[strlen(s) - strlen(suffix)] = 0;
+		else if (ends_with(s, ".json"))
+			s[strlen(s) - strlen(".json")] = 0;
+	}
 	*stem = s;
 	if (asprintf(ext, "%s%s", suffix, gz ? ".gz" : "") < 0)
 		sp_oom();
+}
+
+/* Progress on stderr while a conversion runs: a line rewritten in place, from one second on,
+ * only if stderr is a terminal. */
+struct progress {
+	int tty;                /* stderr is a terminal */
+	int shown;              /* a line is on screen (to be ended) */
+	struct timespec t0, last;
+	const char *what;       /* the trace being read */
+};
+
+static double since(const struct timespec *a, const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+static void progress_cb(struct sp_export *x)
+{
+	struct progress *p = x->progress_ctx;
+	struct timespec now;
+
+	if (!p || !p->tty)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (since(&p->t0, &now) < 1.0 || (p->shown && since(&p->last, &now) < 0.25))
+		return;
+	p->last = now;
+	p->shown = 1;
+	fprintf(stderr, "\rstepprof convert: %s: %llu events written, %.1f s ", p->what,
+		(unsigned long long)x->events, since(&p->t0, &now));
+}
+
+static void progress_start(struct progress *p, const char *what)
+{
+	p->tty = isatty(2);
+	p->shown = 0;
+	p->what = what;
+	clock_gettime(CLOCK_MONOTONIC, &p->t0);
+}
+
+/* Ends the progress line, if one is shown. */
+static void progress_done(struct progress *p)
+{
+	if (p->shown)
+		fputs("\r\033[K", stderr);
+	p->shown = 0;
 }
 
 /* Fills o from the command line. Returns 0, 1 for --help (the usage printed), or 2 for a usage
@@ -289,7 +348,9 @@ static int merge_ranks(const struct convert_opts *o)
 		return 1;
 	struct rank_in *in = sp_xrealloc(NULL, (size_t)o->ntraces * sizeof(*in));
 	struct sp_nccl_match *m = sp_nccl_match_new();
-	struct sp_export x = { .ops = o->ops, .wall = 1, .match = m };
+	struct progress pr;
+	struct sp_export x = { .ops = o->ops, .wall = 1, .match = m, .merged = 1, .progress = progress_cb,
+			       .progress_ctx = &pr };
 	char err[256], *stem, *ext, *path = NULL;
 	int n = 0, failed = 0, nwin = 0;
 	struct sp_xrank *arrivals = sp_xrank_new(); /* waits of NCCL kernels (ranks.h): a first pass */
@@ -323,8 +384,10 @@ static int merge_ranks(const struct convert_opts *o)
 	for (int i = 0; !failed && i < n; i++)
 		in[i].w = next_window(o, &in[i]);
 	out_name(o, &stem, &ext);
-	if (!strcmp(o->out, "-") ? !(path = strdup("-")) : asprintf(&path, "%s%s", stem, ext) < 0)
+	if (!(path = strdup(o->out))) /* one file: exactly the one named */
 		sp_oom();
+	x.dest = path;
+	progress_start(&pr, "all ranks");
 	if (!failed) {
 		x.r = in[0].r, x.hdr = sp_trace_header(in[0].r), x.g = in[0].g, x.source = in[0].path;
 		x.out = sp_out_open(path, err, sizeof(err));
@@ -360,6 +423,7 @@ static int merge_ranks(const struct convert_opts *o)
 		if (!nwin)
 			fprintf(stderr, "stepprof convert: no window to write\n");
 		failed = finish(&x, failed || !nwin);
+		progress_done(&pr);
 		if (!failed)
 			fprintf(stderr, "wrote %s: %d traces, %d windows, %llu events, %llu NCCL collectives paired across "
 					"ranks\n", path, n, nwin, (unsigned long long)x.events,
@@ -391,15 +455,27 @@ static int merge_ranks(const struct convert_opts *o)
 	return failed;
 }
 
-/* One trace: a file per window, or one for all (--merge). Returns 0, or 1 (message on stderr). */
+/* The line that reports a window file written. */
+static void window_line(char *buf, size_t n, const char *path, const struct sp_window *w, uint64_t events)
+{
+	snprintf(buf, n, "wrote %s: window %u, steps %lld-%lld, %llu events%s\n", path, w->id,
+		 (long long)w->first_step, (long long)w->last_step, (unsigned long long)events,
+		 w->complete ? "" : " (incomplete)");
+}
+
+/* One trace: a file per window (<stem>.<window id><ext>), or one for all (--merge). With -o FILE
+ * the first window goes to exactly FILE; if a second one follows, FILE is renamed to the first
+ * window's own name (no other file is written to meanwhile). Returns 0, or 1 (message on stderr). */
 static int convert_one(struct convert_opts o)
 {
 	struct sp_trace_reader *r;
 	struct sp_windows *g;
 	const struct sp_window *w;
 	struct sp_export x;
-	char err[256], *stem, *ext, *path = NULL;
+	struct progress pr;
+	char err[256], *stem, *ext, *path = NULL, *first = NULL, first_line[4400] = "";
 	int rc = 0, failed = 0, nwin = 0;
+	int exact = o.out && strcmp(o.out, "-"); /* -o FILE: a single window's file is FILE */
 	struct slice sl = { 0 };
 
 	r = sp_trace_open(o.trace, err, sizeof(err));
@@ -409,8 +485,9 @@ static int convert_one(struct convert_opts o)
 	}
 	out_name(&o, &stem, &ext);
 	g = sp_windows_open(r);
+	progress_start(&pr, o.trace);
 	x = (struct sp_export){ .ops = o.ops, .r = r, .hdr = sp_trace_header(r), .g = g, .source = o.trace,
-				.wall = o.wall };
+				.wall = o.wall, .progress = progress_cb, .progress_ctx = &pr };
 
 	while (!failed && (rc = sp_windows_next(g, &w)) == 1) {
 		if (o.window >= 0 && w->id != o.window)
@@ -419,13 +496,14 @@ static int convert_one(struct convert_opts o)
 			continue; /* none of the --steps in this window */
 		if (!x.out) {
 			free(path);
-			if (o.out && !strcmp(o.out, "-"))
-				path = strdup("-");
+			if (o.out && (o.merge || !strcmp(o.out, "-") || (exact && !nwin)))
+				path = strdup(o.out);
 			else if (o.merge ? asprintf(&path, "%s%s", stem, ext) < 0
-					 : asprintf(&path, "%s.w%u%s", stem, w->id, ext) < 0)
+					 : asprintf(&path, "%s.%u%s", stem, w->id, ext) < 0)
 				path = NULL;
 			if (!path)
 				sp_oom();
+			x.dest = path;
 			x.out = sp_out_open(path, err, sizeof(err));
 			x.events = 0;
 			if (!x.out) {
@@ -443,18 +521,41 @@ static int convert_one(struct convert_opts o)
 		failed |= x.ops->window(&x, w) != 0;
 		nwin++;
 		if (!o.merge) {
+			char line[4400];
 			failed |= finish(&x, failed);
-			if (!failed)
-				fprintf(stderr, "wrote %s: window %u, steps %lld-%lld, %llu events%s\n", path, w->id,
-					(long long)w->first_step, (long long)w->last_step, (unsigned long long)x.events,
-					w->complete ? "" : " (incomplete)");
+			progress_done(&pr);
+			if (failed)
+				break;
+			if (nwin == 1 && exact) { /* FILE; reported once it is known to be the only window */
+				if (asprintf(&first, "%s.%u%s", stem, w->id, ext) < 0)
+					sp_oom();
+				window_line(first_line, sizeof(first_line), o.out, w, x.events);
+				continue;
+			}
+			if (first) { /* a second window: the first takes its own name */
+				if (rename(o.out, first)) {
+					fprintf(stderr, "stepprof convert: %s -> %s: %s\n", o.out, first, strerror(errno));
+					failed = 1;
+					break;
+				}
+				fprintf(stderr, "wrote %s%s", first, strchr(first_line, ':'));
+				free(first);
+				first = NULL;
+			}
+			window_line(line, sizeof(line), path, w, x.events);
+			fputs(line, stderr);
 		}
 	}
 	if (x.out) {
 		failed |= finish(&x, failed);
+		progress_done(&pr);
 		if (!failed)
 			fprintf(stderr, "wrote %s: %d window%s, %llu events\n", path, nwin, nwin == 1 ? "" : "s",
 				(unsigned long long)x.events);
+	}
+	if (first) { /* the only window: FILE */
+		fputs(first_line, stderr);
+		free(first);
 	}
 	if (!failed && rc < 0) {
 		fprintf(stderr, "stepprof convert: %s: %s\n", o.trace, sp_trace_error(r));

@@ -864,20 +864,20 @@ int sp_xrank_kernel_wait(const struct sp_xrank *a, int64_t key, uint64_t ks, uin
 }
 
 int sp_xrank_wait_slices(const struct sp_xrank *a, struct sp_out *o, int64_t key, const struct sp_event *e,
-			 int64_t pid, int64_t ts)
+			 int64_t pid, uint64_t tid, int64_t ts)
 {
 	uint64_t wait, dur = e->end > e->start ? e->end - e->start : 0;
 	if (!sp_xrank_kernel_wait(a, key, e->start, &wait))
 		return 0;
 	wait = wait > dur ? dur : wait;
 	sp_out_printf(o, ",\n{\"ph\":\"X\",\"cat\":\"nccl_wait\",\"name\":\"wait for peers\",\"pid\":%lld,"
-			 "\"tid\":%u,\"ts\":", (long long)pid, e->stream);
+			 "\"tid\":%llu,\"ts\":", (long long)pid, (unsigned long long)tid);
 	sp_out_us(o, ts);
 	sp_out_puts(o, ",\"dur\":");
 	sp_out_us(o, (int64_t)wait);
 	sp_out_printf(o, ",\"args\":{\"wait (us)\":%.3f}}", (double)wait / 1e3);
 	sp_out_printf(o, ",\n{\"ph\":\"X\",\"cat\":\"nccl_transfer\",\"name\":\"transfer\",\"pid\":%lld,"
-			 "\"tid\":%u,\"ts\":", (long long)pid, e->stream);
+			 "\"tid\":%llu,\"ts\":", (long long)pid, (unsigned long long)tid);
 	sp_out_us(o, ts + (int64_t)wait);
 	sp_out_puts(o, ",\"dur\":");
 	sp_out_us(o, (int64_t)(dur - wait));

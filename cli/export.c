@@ -1,41 +1,222 @@
 /* SPDX-License-Identifier: MIT */
 /* export.c - the exporter table and the output stream all exporters write through: a buffer
- * in front of stdio or zlib's gzip stream (compressed as it goes, never held whole), plus the
- * JSON string and time formatting every text format needs. */
+ * in front of stdio or a gzip stream (compressed as it goes, never held whole: zlib at level 2 on
+ * a thread of its own, one buffer compressed while the next fills; a single gzip member, as
+ * Perfetto reads no other), plus the JSON string and number formatting every text format needs. */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include <libdeflate.h>
 #include <zlib.h>
 #include "export.h"
 #include "outfile.h"
 
-#define OUT_BUF (256 * 1024)
+#define OUT_BUF (1024 * 1024)
+#define GZ_LEVEL 2              /* zlib levels 1-3 compress JSON 3x as fast as 6; 2 keeps pace with the writing thread */
+
+/* gzip compression of the stream's buffers, on a thread of its own when one can be started. */
+struct gz {
+	FILE *f;                /* the compressed file */
+	z_stream z;             /* raw deflate: the gzip header and trailer are written here */
+	uint32_t crc;           /* CRC-32 of the bytes given so far (computed by the writing side with
+	                           libdeflate's, 10x zlib's: the compressing thread does only deflate) */
+	uint64_t size;          /* bytes given so far */
+	int err;                /* deflate or a write failed (set by the compressing side) */
+	int threaded;           /* th runs */
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	char *job;              /* a buffer to compress, NULL when the thread is idle */
+	size_t job_n;
+	int finish;             /* after job: end the stream and stop */
+	double cpu_s;           /* CPU seconds the thread used, when it has stopped */
+	unsigned char zout[256 * 1024];
+};
 
 struct sp_out {
 	FILE *f;                /* plain output, or NULL */
 	int borrowed;           /* f is the caller's (sp_out_stream): flushed, not closed */
-	gzFile gz;              /* gzip output, or NULL */
+	struct gz *gz;          /* gzip output, or NULL */
 	char *path, *tmp;       /* target and temporary name; NULL for stdout */
 	int err;                /* a write failed */
 	size_t n;               /* bytes in buf */
-	char buf[OUT_BUF];
+	char *buf, *spare;      /* OUT_BUF each; spare is being compressed while buf fills (gzip) */
 };
 
 static const struct sp_export_ops *const exporters[] = { &sp_export_chrome };
+
+/* Deflates n bytes of p into g's file (finishing the stream if finish). Sets g->err on failure. */
+static void gz_deflate(struct gz *g, const char *p, size_t n, int finish)
+{
+	int rc;
+
+	g->z.next_in = (unsigned char *)p;
+	g->z.avail_in = (unsigned)n;
+	do {
+		g->z.next_out = g->zout;
+		g->z.avail_out = sizeof(g->zout);
+		rc = deflate(&g->z, finish ? Z_FINISH : Z_NO_FLUSH);
+		if (rc == Z_STREAM_ERROR) {
+			g->err = 1;
+			return;
+		}
+		size_t k = sizeof(g->zout) - g->z.avail_out;
+		if (k && !g->err && fwrite(g->zout, 1, k, g->f) != k)
+			g->err = 1;
+	} while (g->z.avail_out == 0 || (finish && rc != Z_STREAM_END));
+}
+
+/* CPU seconds of the calling thread so far. Can't fail (0 if the clock is missing). */
+static double thread_cpu_s(void)
+{
+	struct timespec t;
+	return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) ? 0 : (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* The compressing thread: one job at a time, until the one marked finish. Signals blocked. */
+static void *gz_thread(void *arg)
+{
+	struct gz *g = arg;
+	int finish = 0;
+
+	pthread_mutex_lock(&g->mu);
+	while (!finish) {
+		while (!g->job && !g->finish)
+			pthread_cond_wait(&g->cv, &g->mu);
+		char *job = g->job;
+		size_t n = g->job_n;
+		finish = g->finish;
+		pthread_mutex_unlock(&g->mu);
+		gz_deflate(g, job ? job : "", job ? n : 0, finish);
+		pthread_mutex_lock(&g->mu);
+		g->job = NULL;
+		pthread_cond_broadcast(&g->cv);
+	}
+	pthread_mutex_unlock(&g->mu);
+	g->cpu_s = thread_cpu_s();
+	return NULL;
+}
+
+/* Waits until g's thread has no job. */
+static void gz_wait(struct gz *g)
+{
+	pthread_mutex_lock(&g->mu);
+	while (g->job)
+		pthread_cond_wait(&g->cv, &g->mu);
+	pthread_mutex_unlock(&g->mu);
+}
+
+/* Starts gzip output to f (taken over). Returns NULL if zlib cannot start (f closed). */
+static struct gz *gz_open(FILE *f)
+{
+	struct gz *g = calloc(1, sizeof(*g));
+	sigset_t all, old;
+
+	static const unsigned char header[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3 }; /* deflate, no mtime, Unix */
+
+	if (!g || deflateInit2(&g->z, GZ_LEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(g);
+		fclose(f);
+		return NULL;
+	}
+	g->f = f;
+	g->crc = 0;
+	g->err = fwrite(header, 1, sizeof(header), f) != sizeof(header);
+	pthread_mutex_init(&g->mu, NULL);
+	pthread_cond_init(&g->cv, NULL);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	g->threaded = pthread_create(&g->th, NULL, gz_thread, g) == 0; /* else compressed inline */
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return g;
+}
+
+/* Ends the stream, closes the file, frees g. Returns 0 or -1 if anything failed. */
+static int gz_close(struct gz *g)
+{
+	int err;
+
+	if (g->threaded) {
+		pthread_mutex_lock(&g->mu);
+		while (g->job)
+			pthread_cond_wait(&g->cv, &g->mu);
+		g->finish = 1;
+		pthread_cond_broadcast(&g->cv);
+		pthread_mutex_unlock(&g->mu);
+		pthread_join(g->th, NULL);
+	} else {
+		gz_deflate(g, "", 0, 1);
+	}
+	if (getenv("STEPPROF_CONVERT_STATS")) /* for bench/convert_bench.sh: is the pipeline balanced? */
+		fprintf(stderr, "stepprof: cpu: writing thread %.2f s, gzip thread %.2f s%s\n", thread_cpu_s(), g->cpu_s,
+			g->threaded ? "" : " (no thread: gzip inline)");
+	deflateEnd(&g->z);
+	unsigned char trailer[8];
+	for (int i = 0; i < 4; i++) {
+		trailer[i] = (unsigned char)(g->crc >> (8 * i));
+		trailer[4 + i] = (unsigned char)(g->size >> (8 * i));
+	}
+	err = g->err || fwrite(trailer, 1, sizeof(trailer), g->f) != sizeof(trailer);
+	err |= fclose(g->f) != 0;
+	pthread_mutex_destroy(&g->mu);
+	pthread_cond_destroy(&g->cv);
+	free(g);
+	return err ? -1 : 0;
+}
 
 static void out_flush(struct sp_out *o)
 {
 	if (!o->n || o->err)
 		goto done;
-	if (o->gz)
-		o->err = gzwrite(o->gz, o->buf, (unsigned)o->n) != (int)o->n;
-	else
+	if (o->gz) {
+		o->gz->crc = libdeflate_crc32(o->gz->crc, o->buf, o->n);
+		o->gz->size += o->n;
+	}
+	if (o->gz && o->gz->threaded) { /* hand buf over, fill the spare meanwhile */
+		char *full = o->buf;
+		gz_wait(o->gz);
+		o->err = o->gz->err;
+		pthread_mutex_lock(&o->gz->mu);
+		o->gz->job = full;
+		o->gz->job_n = o->n;
+		pthread_cond_broadcast(&o->gz->cv);
+		pthread_mutex_unlock(&o->gz->mu);
+		o->buf = o->spare;
+		o->spare = full;
+	} else if (o->gz) {
+		gz_deflate(o->gz, o->buf, o->n, 0);
+		o->err = o->gz->err;
+	} else {
 		o->err = fwrite(o->buf, 1, o->n, o->f) != o->n;
+	}
 done:
 	o->n = 0;
+}
+
+/* A zeroed sp_out with its buffers, or NULL. */
+static struct sp_out *out_new(void)
+{
+	struct sp_out *o = calloc(1, sizeof(*o));
+
+	if (o && (!(o->buf = malloc(OUT_BUF)) || !(o->spare = malloc(OUT_BUF)))) {
+		free(o->buf);
+		free(o);
+		o = NULL;
+	}
+	return o;
+}
+
+static void out_free(struct sp_out *o)
+{
+	free(o->buf);
+	free(o->spare);
+	free(o);
 }
 
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if the bytes there are not one. */
@@ -72,7 +253,7 @@ const struct sp_export_ops *sp_export_find(const char *name)
 
 struct sp_out *sp_out_stream(FILE *f)
 {
-	struct sp_out *o = calloc(1, sizeof(*o));
+	struct sp_out *o = out_new();
 	if (!o)
 		sp_oom();
 	o->f = f;
@@ -82,7 +263,7 @@ struct sp_out *sp_out_stream(FILE *f)
 
 struct sp_out *sp_out_open(const char *path, char *err, size_t errlen)
 {
-	struct sp_out *o = calloc(1, sizeof(*o));
+	struct sp_out *o = out_new();
 	size_t len = strlen(path);
 
 	if (!o) {
@@ -97,25 +278,29 @@ struct sp_out *sp_out_open(const char *path, char *err, size_t errlen)
 	o->path = strdup(path);
 	if (!o->path) {
 		snprintf(err, errlen, "out of memory");
-		free(o);
+		out_free(o);
 		return NULL;
 	}
 	/* written under a mkstemp name beside path, renamed over it by sp_out_close (outfile.h) */
 	if ((fd = sp_outfile_create(path, &o->tmp, err, errlen)) >= 0) {
-		if (len > 3 && !strcmp(path + len - 3, ".gz"))
-			o->gz = gzdopen(fd, "wb");
-		else
-			o->f = fdopen(fd, "w");
+		o->f = fdopen(fd, "w");
+		int owned = o->f != NULL; /* fd is the stream's now (and gz_open closes it on failure) */
+		if (o->f && len > 3 && !strcmp(path + len - 3, ".gz")) {
+			errno = ENOMEM;
+			o->gz = gz_open(o->f); /* takes f over */
+			o->f = NULL;
+		}
 		if (!o->gz && !o->f) {
 			snprintf(err, errlen, "%s: %s", o->tmp, strerror(errno ? errno : ENOMEM));
-			close(fd);
+			if (!owned)
+				close(fd);
 			sp_outfile_commit(o->tmp, path, 0);
 			fd = -1;
 		}
 	}
 	if (fd < 0) {
 		free(o->path);
-		free(o);
+		out_free(o);
 		return NULL;
 	}
 	return o;
@@ -197,10 +382,59 @@ void sp_out_json_str(struct sp_out *o, const char *s)
 	sp_out_write(o, "\"", 1);
 }
 
+/* Writes the decimal digits of v. Can't fail. */
+void sp_out_u64(struct sp_out *o, uint64_t v)
+{
+	char b[24], *p = b + sizeof(b);
+
+	do
+		*--p = (char)('0' + v % 10);
+	while (v /= 10);
+	sp_out_write(o, p, (size_t)(b + sizeof(b) - p));
+}
+
+void sp_out_i64(struct sp_out *o, int64_t v)
+{
+	if (v < 0)
+		sp_out_write(o, "-", 1);
+	sp_out_u64(o, v < 0 ? -(uint64_t)v : (uint64_t)v);
+}
+
+void sp_out_fixed(struct sp_out *o, double v, int decimals)
+{
+	static const double scale[] = { 1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9 };
+	char frac[10];
+	uint64_t q, f;
+
+	if (decimals < 0 || decimals > 9 || !(v > -1e12 && v < 1e12)) { /* NaN, huge: printf's way */
+		sp_out_printf(o, "%.*f", decimals < 0 ? 0 : decimals > 9 ? 9 : decimals, v == v ? v : 0.0);
+		return;
+	}
+	if (v < 0) {
+		sp_out_write(o, "-", 1);
+		v = -v;
+	}
+	q = (uint64_t)(v * scale[decimals] + 0.5);
+	f = q % (uint64_t)scale[decimals];
+	sp_out_u64(o, q / (uint64_t)scale[decimals]);
+	if (!decimals)
+		return;
+	frac[0] = '.';
+	for (int i = decimals; i >= 1; i--, f /= 10)
+		frac[i] = (char)('0' + f % 10);
+	sp_out_write(o, frac, (size_t)decimals + 1);
+}
+
 void sp_out_us(struct sp_out *o, int64_t ns)
 {
 	uint64_t a = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
-	sp_out_printf(o, "%s%llu.%03u", ns < 0 ? "-" : "", (unsigned long long)(a / 1000), (unsigned)(a % 1000));
+	unsigned f = (unsigned)(a % 1000);
+	char frac[4] = { '.', (char)('0' + f / 100), (char)('0' + f / 10 % 10), (char)('0' + f % 10) };
+
+	if (ns < 0)
+		sp_out_write(o, "-", 1);
+	sp_out_u64(o, a / 1000);
+	sp_out_write(o, frac, 4);
 }
 
 int sp_out_close(struct sp_out *o, int keep)
@@ -209,7 +443,7 @@ int sp_out_close(struct sp_out *o, int keep)
 
 	out_flush(o);
 	if (o->gz)
-		o->err |= gzclose(o->gz) != Z_OK;
+		o->err |= gz_close(o->gz) != 0;
 	else if (o->f == stdout || o->borrowed)
 		o->err |= fflush(o->f) != 0;
 	else
@@ -221,6 +455,6 @@ int sp_out_close(struct sp_out *o, int keep)
 	}
 	rc = o->err ? -1 : 0;
 	free(o->path);
-	free(o);
+	out_free(o);
 	return rc;
 }

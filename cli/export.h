@@ -15,6 +15,20 @@ struct sp_out;
 struct sp_nccl_match;
 struct sp_xrank;
 
+/* A slice that is not a record of the trace, shown on a rank's timeline by the exporter (e.g.
+ * the cross-rank analysis's "waiting for the last rank" before a collective): on track `track`
+ * (a name; one track per name and rank, beside the rank's CPU threads), from start to end
+ * (wall-clock ns, CLOCK_REALTIME, as sp_window_wall gives). Spans of one track that partly
+ * overlap go to extra lanes ("track (2)", ...), never cut. */
+struct sp_export_span {
+	int64_t key;            /* the rank (or the pid of a trace without rank) it belongs to */
+	const char *track;      /* track name, e.g. "NCCL waiting" */
+	const char *name;       /* the slice's name */
+	uint64_t start, end;    /* wall-clock ns */
+	const char *cat;        /* category, NULL for "stepprof" */
+	const char *args_json;  /* NULL, or the members of its args object, e.g. "\"waited for\":3" */
+};
+
 /* What an exporter works with; one per output file. When several ranks' traces go into one file
  * (convert --merge-ranks), r, hdr, g and source change between window calls and stay valid until
  * end returns. */
@@ -28,8 +42,17 @@ struct sp_export {
 	int wall;                       /* times on the wall clock (several windows or ranks line up) */
 	const struct sp_nccl_match *match; /* --merge-ranks: the NCCL calls of every rank's window of this
 	                                      round, paired by (comm, seq); NULL otherwise */
-	const struct sp_xrank *arrivals; /* --merge-ranks: the cross-rank analysis (ranks.h): NCCL kernels
+	const struct sp_xrank *arrivals; /* --merge-ranks: the cross-rank analysis (crossrank.h): NCCL kernels
 	                                    get "wait for peers" and "transfer" slices; NULL otherwise */
+	int merged;                     /* several ranks' traces in this one file (--merge-ranks) */
+	const char *dest;               /* the output path ("-" for stdout), for the output's metadata */
+	const struct sp_export_span *spans; /* extra slices to draw (see sp_export_span), the caller's:
+	                                       each window call writes those of its rank, so set them
+	                                       per round of windows (--merge-ranks: after
+	                                       sp_nccl_match_build); read only by window calls */
+	size_t nspans;
+	void (*progress)(struct sp_export *x); /* called about every 64Ki events written, or NULL */
+	void *progress_ctx;             /* the caller's, for progress */
 	uint64_t events;                /* events written so far (exporters count) */
 	void *priv;                     /* the exporter's state, from begin to end */
 };
@@ -65,6 +88,11 @@ void sp_out_printf(struct sp_out *o, const char *fmt, ...) __attribute__((format
 /* s as a JSON string (quotes included): escapes '"', '\\' and control characters, and writes
  * bytes that are not valid UTF-8 as U+FFFD so the output always parses. NULL writes "". */
 void sp_out_json_str(struct sp_out *o, const char *s);
+/* v in decimal. These functions can't fail (errors are remembered like sp_out_write's). */
+void sp_out_u64(struct sp_out *o, uint64_t v);
+void sp_out_i64(struct sp_out *o, int64_t v);
+/* v with that many decimals (0..9), rounded: "4.740741". This function can't fail. */
+void sp_out_fixed(struct sp_out *o, double v, int decimals);
 /* ns as microseconds with 3 decimals (e.g. -1.500, 12.034). */
 void sp_out_us(struct sp_out *o, int64_t ns);
 /* Flushes, closes and renames into place (or removes the temporary file if anything failed or

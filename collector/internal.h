@@ -151,6 +151,8 @@ void sp_win_after_exit(uint64_t t);
 
 /* output.c: the trace file and what each window carries for reading alone. */
 int sp_out_start_writer(void);
+/* SP_EV_DEVICE records, once the driver answers (output.c). Can't fail. */
+void sp_out_write_devices(uint64_t t);
 void sp_out_window_context(uint64_t t);
 
 /* activity.c: CUPTI's activity buffers and the writer thread's tick. */

@@ -28,17 +28,25 @@ static struct {
 	int devices_written;                /* SP_EV_DEVICE records are in the trace */
 } O;
 
-/* Writes one SP_EV_DEVICE record per GPU (name, SMs, compute capability, memory), once. Calls the
+/* Writes one SP_EV_DEVICE record per GPU (name, SMs, compute capability, memory), once: tried when
+ * the writer starts and again at each window's start until the driver answers (a program that
+ * loads libcuda privately, or has not initialised it yet, is not ready at the first try). Calls the
  * driver: only from an API entry callback or outside callbacks. */
-static void write_devices(uint64_t t)
+void sp_out_write_devices(uint64_t t)
 {
 	typedef int (*cu_int_fn)(int *);
 	static cu_int_fn count;
+	static void *cuda = RTLD_DEFAULT; /* libcuda loaded RTLD_LOCAL (cudart does) is not in the global scope */
 	int n = 0;
-	if (!O.devices_written && (count || (count = (cu_int_fn)dlsym(RTLD_DEFAULT, "cuDeviceGetCount"))) && !count(&n)) {
-		int (*get_name)(char *, int, int) = (int (*)(char *, int, int))dlsym(RTLD_DEFAULT, "cuDeviceGetName");
-		int (*attr)(int *, int, int) = (int (*)(int *, int, int))dlsym(RTLD_DEFAULT, "cuDeviceGetAttribute");
-		int (*mem)(size_t *, int) = (int (*)(size_t *, int))dlsym(RTLD_DEFAULT, "cuDeviceTotalMem_v2");
+	if (!O.devices_written && !count && !(count = (cu_int_fn)dlsym(cuda, "cuDeviceGetCount"))) {
+		void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+		if (h && (count = (cu_int_fn)dlsym(h, "cuDeviceGetCount")))
+			cuda = h;
+	}
+	if (!O.devices_written && count && !count(&n)) {
+		int (*get_name)(char *, int, int) = (int (*)(char *, int, int))dlsym(cuda, "cuDeviceGetName");
+		int (*attr)(int *, int, int) = (int (*)(int *, int, int))dlsym(cuda, "cuDeviceGetAttribute");
+		int (*mem)(size_t *, int) = (int (*)(size_t *, int))dlsym(cuda, "cuDeviceTotalMem_v2");
 		for (int i = 0; i < n && i < SP_MAX_DEVICES; i++) {
 			char name[256] = "GPU";
 			int sms = 0, maj = 0, min = 0;
@@ -121,7 +129,7 @@ int sp_out_start_writer(void)
 	if (sp_writer_start(O.trace_path, &m, sp_col.cfg.window_max_bytes) < 0)
 		return -1;
 	sp_col.writer_started = 1;
-	write_devices(m.anchor_mono_ns);
+	sp_out_write_devices(m.anchor_mono_ns);
 	snprintf(O.trace_path, sizeof O.trace_path, "%s", sp_writer_path()); /* another name if that one existed */
 	sp_info("writing %s", O.trace_path);
 	return 0;

@@ -170,6 +170,7 @@ void sp_win_begin_step(uint64_t t, uint32_t corr, int64_t number)
 			w->corr_hi = SP_CORR_PENDING;
 			split_at(&w->corr_lo, corr, 1);
 			push_ctl(SP_EV_WINDOW_BEGIN, t, w);
+			sp_out_write_devices(t); /* if the writer's start could not */
 			sp_out_window_context(t);
 			sp_comms_announce(t); /* each window names its communicators */
 			__atomic_store_n(&sp_col.open, w, __ATOMIC_RELEASE);

@@ -5,11 +5,17 @@
 # an end "f" (and the reverse) with both ends inside a slice of their track (launch flows "ac2g",
 # cross-rank NCCL flows "nccl"), a name for every process and thread track, one ProfilerStep#N per
 # step and process. Optional expectations on the command
-# line (--nested: slices of a track never partly overlap). Exits 1 with one line per problem, else prints a one-line summary.
+# line (--nested: slices of a track never partly overlap). --perfetto: Perfetto's import rules, in
+# integer nanoseconds as Perfetto reads them (each flow id has exactly one start and one end, slices
+# of a track nest, one name per process and per track). --kineto: the layout torch.profiler writes
+# and HTA/TensorBoard read (metadata before traceEvents, the first '"rank": N' is the rank, GPU pid =
+# device, CPU pid = OS pid, "stream" only on GPU work and syncs, External id on GPU work).
+# Exits 1 with one line per problem, else prints a one-line summary.
 import argparse
 import collections
 import gzip
 import json
+import re
 import sys
 
 EPS = 0.0005  # microseconds: timestamps carry 3 decimals
@@ -22,6 +28,57 @@ def load(path):
         return json.load(f)
 
 
+def raw_head(path, n=1 << 16):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        return f.read(n).decode("utf-8", "replace")
+
+
+def ns(us):
+    """A timestamp in us as Perfetto takes it: integer ns."""
+    return int(round(us * 1000))
+
+
+GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
+
+
+def kineto_rules(path, doc, rank, err):
+    head = raw_head(path)
+    if "traceEvents" not in head or any(head.find(k) < 0 or head.find(k) > head.find('"traceEvents"')
+                                       for k in ('"schemaVersion"', '"deviceProperties"', '"baseTimeNanoseconds"')):
+        err("schemaVersion, deviceProperties and baseTimeNanoseconds must come before traceEvents")
+    m = re.search(r'"rank":\s+(\d+)', head)
+    if rank is not None and (not m or int(m.group(1)) != rank or head.find('"distributedInfo"') > m.start()):
+        err(f"the first '\"rank\": N' (HTA's rank) is {m and m.group(1)}, expected distributedInfo's {rank}")
+    steps = sorted((e["pid"], e["tid"], e["ts"], e["dur"]) for e in doc["traceEvents"]
+                   if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#"))
+    for (p0, t0, ts0, d0), (p1, t1, ts1, _) in zip(steps, steps[1:]):
+        if (p0, t0) == (p1, t1) and ts0 + d0 > ts1:  # in doubles, as the TensorBoard plugin adds them
+            err(f"ProfilerStep at {ts0} ends at {ts0 + d0!r}, after the next one starts ({ts1!r})")
+    os_pid = (doc.get("otherData") or {}).get("pid")
+    if isinstance(os_pid, int) and 0 <= os_pid < 64:
+        os_pid += 0x10000000  # stepprof moves an OS pid off the device ordinals
+    for i, e in enumerate(doc["traceEvents"]):
+        a = e.get("args") or {}
+        if e.get("ph") != "X":
+            continue
+        where = f"event {i} ({e.get('cat')} {e.get('name')!r})"
+        if e["ts"] < 0:
+            err(f"{where}: ts < 0 (HTA's alignment of ranks loses every event then)")
+        if e["cat"] in GPU_CATS:
+            if e["pid"] != a.get("device") or e["tid"] != a.get("stream") or "External id" not in a \
+                    or a.get("correlation") != a.get("External id"):
+                err(f"{where}: GPU work needs pid = device, tid = stream, External id = correlation")
+        elif e["cat"] == "cuda_sync":
+            if not isinstance(a.get("stream"), int) or a["stream"] == 0 or "cuda_sync_kind" not in a:
+                err(f"{where}: cuda_sync needs cuda_sync_kind and a stream (-1 when none)")
+        else:
+            if "stream" in a:
+                err(f"{where}: a CPU event carries \"stream\" (HTA takes it for GPU work)")
+            if os_pid is not None and e["pid"] != os_pid:
+                err(f"{where}: CPU pid {e['pid']} is not the OS pid {os_pid}")
+
+
 def check(path, args):
     errors = []
     err = errors.append
@@ -30,6 +87,8 @@ def check(path, args):
         return ["not the object form with a traceEvents list"]
     if doc.get("displayTimeUnit") != "ns":
         err("displayTimeUnit is not 'ns'")
+    if doc.get("schemaVersion") != 1:
+        err("schemaVersion is not 1")
     if not isinstance(doc.get("otherData"), dict):
         err("no otherData object")
     num = (int, float)
@@ -94,6 +153,8 @@ def check(path, args):
     for fid in starts:
         if starts[fid] != 1:
             err(f"flow {fid}: {starts[fid]} starts")
+        if args.perfetto and ends[fid] != 1:
+            err(f"flow {fid}: {ends[fid]} ends")
         if not ends[fid]:
             err(f"flow {fid}: start without end")
     for fid in ends:
@@ -106,6 +167,30 @@ def check(path, args):
         err(f"pid {pid} has no process_name")
     for track in sorted(used_tracks - thread_named):
         err(f"track {track} has no thread_name")
+    if args.perfetto:
+        names = collections.Counter((e["name"], e["pid"], e.get("tid") if e["name"] == "thread_name" else 0)
+                                    for e in doc["traceEvents"] if e.get("ph") == "M"
+                                    and e.get("name") in ("process_name", "thread_name"))
+        for k, n in names.items():
+            if n > 1:
+                err(f"{k[0]} of pid {k[1]} tid {k[2]} written {n} times")
+        for track, sl in slices.items():
+            stack = []
+            for s, e in sorted(((ns(s), ns(e)) for s, e in sl), key=lambda x: (x[0], -x[1])):
+                while stack and stack[-1] <= s:
+                    stack.pop()
+                if stack and e > stack[-1]:
+                    err(f"track {track}: slice {s}..{e} ns overlaps the end of its parent at {stack[-1]} ns")
+                    break
+                stack.append(e)
+    if args.kineto:
+        kineto_rules(path, doc, args.rank, err)
+    if args.devices:
+        props = {d.get("id"): d for d in doc.get("deviceProperties", [])}
+        for dev in sorted({e["pid"] for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") in GPU_CATS}):
+            d = props.get(dev, {})
+            if not d.get("name") or not d.get("numSms"):
+                err(f"GPU {dev}: no device record in deviceProperties ({d or 'missing'})")
     if args.nested:
         for track, sl in slices.items():
             stack = []
@@ -150,6 +235,11 @@ def main():
     ap.add_argument("--flows", type=int, help="flow arrows expected")
     ap.add_argument("--windows", type=int, help="windows listed in otherData")
     ap.add_argument("--nested", action="store_true", help="slices of each track must nest (no partial overlap)")
+    ap.add_argument("--perfetto", action="store_true", help="Perfetto's import rules (flows, nesting, names)")
+    ap.add_argument("--kineto", action="store_true", help="torch.profiler's layout, as HTA and TensorBoard read it")
+    ap.add_argument("--rank", type=int, help="with --kineto: the rank the file must declare")
+    ap.add_argument("--devices", action="store_true",
+                    help="every GPU with work has its device record (name, numSms) in deviceProperties")
     ap.add_argument("--track", action="append", default=[], help="a process or thread name that must exist")
     args = ap.parse_args()
     errors = check(args.file, args)

@@ -15,43 +15,45 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 SP_WRITE_SAMPLE=$T/run.sptrace "$B/tests/test_convert"
 cd "$T"
 
-# one file per window, named after the trace
+# one file per window, named after the trace (gzip), or after -o (plain JSON for a plain name)
 "$B/stepprof" convert run.sptrace 2>convert.log || fail "convert: $(cat convert.log)"
-[ "$(ls run.w*.json | tr '\n' ' ')" = "run.w0.json run.w1.json " ] || fail "per-window files: $(ls)"
-grep -q "^wrote run.w0.json: window 0, steps 5-7" convert.log || fail "convert log: $(cat convert.log)"
-$CHECK run.w0.json --nested --steps 5,6,7 --flows 12 --windows 1 --count kernel=8 --count gpu_memcpy=3 \
+[ "$(ls run.*.gz | tr '\n' ' ')" = "run.0.pt.trace.json.gz run.1.pt.trace.json.gz " ] || fail "per-window files: $(ls)"
+grep -q "^wrote run.0.pt.trace.json.gz: window 0, steps 5-7" convert.log || fail "convert log: $(cat convert.log)"
+"$B/stepprof" convert run.sptrace -o run.json 2>convert.log || fail "convert -o: $(cat convert.log)"
+[ "$(ls run.*.json | tr '\n' ' ')" = "run.0.pt.trace.json run.1.pt.trace.json " ] || fail "-o files: $(ls)"
+$CHECK run.0.pt.trace.json --perfetto --kineto --rank 1 --nested --steps 5,6,7 --flows 12 --windows 1 --count kernel=8 --count gpu_memcpy=3 \
 	--count gpu_memset=1 --count nccl=1 --count cuda_runtime=13 --count cuda_driver=1 \
 	--track "node1 rank 1" --track "node1 rank 1 GPU 0" --track "python main" --track "thread 101" \
 	--track "stream 7" --track "stream 13"
-$CHECK run.w1.json --steps 15,16 --flows 2 --windows 1 --count kernel=2
+$CHECK run.1.pt.trace.json --perfetto --kineto --rank 1 --steps 15,16 --flows 2 --windows 1 --count kernel=2
 
 # --merge: one gzip file, all windows, wall clock
 "$B/stepprof" convert run.sptrace --merge -o merged.json.gz 2>convert.log || fail "merge: $(cat convert.log)"
 [ "$(ls merged*)" = "merged.json.gz" ] || fail "merge files: $(ls)"
-$CHECK merged.json.gz --nested --steps 5,6,7,15,16 --flows 14 --windows 2 --count kernel=10
+$CHECK merged.json.gz --perfetto --kineto --rank 1 --nested --steps 5,6,7,15,16 --flows 14 --windows 2 --count kernel=10
 
 # --window N: only that one
 "$B/stepprof" convert run.sptrace --window 1 -o one.json 2>/dev/null
-[ "$(ls one*)" = "one.w1.json" ] || fail "--window files: $(ls)"
+[ "$(ls one*)" = "one.json" ] || fail "--window files: $(ls)"
 if "$B/stepprof" convert run.sptrace --window 9 2>/dev/null; then fail "--window 9 succeeded"; fi
 
 # --steps: only those steps, with the GPU work their calls launched (step 6: two kernels and a
 # copy, as the report's per-step row says; step 7 four kernels); a range over two windows gives
 # two files; steps no window holds are an error, a malformed range a usage error
 "$B/stepprof" convert run.sptrace --steps 6 -o s.json 2>steps.log || fail "--steps 6: $(cat steps.log)"
-grep -q "^wrote s.w0.json: window 0, steps 6-6, " steps.log || fail "--steps log: $(cat steps.log)"
-$CHECK s.w0.json --nested --steps 6 --flows 3 --count kernel=2 --count gpu_memcpy=1 --count gpu_memset=0
+grep -q "^wrote s.json: window 0, steps 6-6, " steps.log || fail "--steps log: $(cat steps.log)"
+$CHECK s.json --perfetto --nested --steps 6 --flows 3 --count kernel=2 --count gpu_memcpy=1 --count gpu_memset=0
 "$B/stepprof" convert run.sptrace --steps 7-15 -o t.json 2>/dev/null || fail "--steps 7-15"
-[ "$(ls t.w*.json | tr '\n' ' ')" = "t.w0.json t.w1.json " ] || fail "--steps 7-15 files: $(ls)"
-$CHECK t.w0.json --steps 7 --count kernel=4 --count nccl=1
-$CHECK t.w1.json --steps 15 --count kernel=1
+[ "$(ls t.*.json | tr '\n' ' ')" = "t.0.pt.trace.json t.1.pt.trace.json " ] || fail "--steps 7-15 files: $(ls)"
+$CHECK t.0.pt.trace.json --steps 7 --count kernel=4 --count nccl=1
+$CHECK t.1.pt.trace.json --steps 15 --count kernel=1
 # every step: the kernels `convert --steps N` keeps are the ones the report's per-step row counts
 "$B/stepprof" report run.sptrace --window all >perstep.txt || fail "report --window all"
 for n in 5 6 7 15 16; do
 	k=$(sed -n '/^Per step/,/^$/p' perstep.txt | awk -v n=$n '$1 == n { print $4 }')
 	[ -n "$k" ] || fail "no per-step row for step $n: $(cat perstep.txt)"
 	"$B/stepprof" convert run.sptrace --steps $n -o p$n.json 2>/dev/null || fail "--steps $n"
-	$CHECK p$n.w*.json --steps $n --count kernel=$k
+	$CHECK p$n.json --steps $n --count kernel=$k
 done
 set +e
 "$B/stepprof" convert run.sptrace --steps 8-9 2>steps.log; rc=$?

@@ -44,12 +44,12 @@ for t in r*.sptrace; do
 	run report-sort "$B/stepprof" report "$t" --sort calls --top 3 --window 1 || true
 	rm -f c.*json*
 	if run convert "$B/stepprof" convert "$t" -o c.json; then
-		ls c.w*.json >/dev/null 2>&1 && json_ok c.w*.json
+		ls c*.json >/dev/null 2>&1 && json_ok c*.json
 	fi
 	if run convert-merge "$B/stepprof" convert "$t" --merge -o m.json.gz; then json_ok m.json.gz; fi
 	rm -f s.*json*
 	if run convert-steps "$B/stepprof" convert "$t" --steps 3-9 -o s.json; then
-		ls s.w*.json >/dev/null 2>&1 && json_ok s.w*.json
+		ls s*.json >/dev/null 2>&1 && json_ok s*.json
 	fi
 	if run memory "$B/stepprof" memory "$t" -o mem.html; then
 		[ ! -e mem.html ] || grep -q '</html>' mem.html || fail "memory: mem.html incomplete (seed $SEED)"

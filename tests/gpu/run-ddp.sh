@@ -68,7 +68,8 @@ ddp_run() {
 }
 
 # rank_traces: checks that ./trace holds exactly one trace per rank (rank0.*, rank1.*) and
-# nothing else, and writes ./dump.rankR.txt and ./trace.rankR.json for each.
+# nothing else, and writes ./dump.rankR.txt and ./trace.rankR.json for each (checked against
+# Perfetto's import rules and torch.profiler's layout: tests/e2e/check_chrome_json.py).
 rank_traces() {
 	local all r t n
 	all=$(find trace -type f 2>/dev/null | sort)
@@ -83,6 +84,8 @@ rank_traces() {
 		"$SP" dump "$t" >"dump.rank$r.txt" 2>dump.err || { cat dump.err; die "stepprof dump $t failed"; }
 		"$SP" convert "$t" -o "trace.rank$r.json" --merge >convert.log 2>&1 ||
 			{ cat convert.log; die "stepprof convert $t failed"; }
+		"$PY" "$HERE/../e2e/check_chrome_json.py" "trace.rank$r.json" --perfetto --kineto --rank "$r" --devices ||
+			die "trace.rank$r.json breaks Perfetto's import rules or torch.profiler's layout"
 		"$PY" "$HERE/dumputil.py" summary "dump.rank$r.txt" | head -3
 		grep -q "^rank: $r\$" "dump.rank$r.txt" || die "$t: header rank is not $r"
 	done

@@ -69,7 +69,8 @@ fail_run() { show stdout.log stderr.log; die "$2 exited $1"; }
 # traces DIR: the .sptrace files under DIR, one per line.
 traces() { find "$1" -name '*.sptrace' 2>/dev/null | sort; }
 
-# convert_one: converts the single trace under ./trace to ./trace.json (dies otherwise).
+# convert_one: converts the single trace under ./trace to ./trace.json (dies otherwise) and checks
+# it against Perfetto's import rules and torch.profiler's layout (tests/e2e/check_chrome_json.py).
 convert_one() {
 	local t n
 	t=$(traces trace)
@@ -77,6 +78,8 @@ convert_one() {
 	[ "$n" -eq 1 ] || { find trace -ls 2>/dev/null; show stderr.log; die "expected 1 trace file under $PWD/trace, found $n"; }
 	echo "trace: $t ($(stat -c %s "$t") bytes)"
 	"$SP" convert "$t" -o trace.json --merge >convert.log 2>&1 || { cat convert.log; die "stepprof convert failed"; }
+	"$PY" "$HERE/../e2e/check_chrome_json.py" trace.json --perfetto --kineto --devices >check.log 2>&1 ||
+		{ head -20 check.log; die "trace.json breaks Perfetto's import rules or torch.profiler's layout"; }
 	"$PY" "$HERE/traceutil.py" summary trace.json >summary.log 2>&1 || { head -40 summary.log; die "trace.json unreadable"; }
 	head -1 summary.log
 }

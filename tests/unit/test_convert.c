@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test_convert.c - window grouping (events before BEGIN, GPU work after END joined by
  * correlation id, late records, a file cut short), JSON string escaping, and `stepprof convert`
- * output: one file per window, --merge, --window, gzip readable by python's gzip+json.
+ * output: one file per window, --merge, --window, gzip readable by python's gzip+json; the
+ * exporter's extra spans (sp_export_span), with lanes for spans that overlap.
  * With SP_WRITE_SAMPLE=PATH set it only writes the sample trace there (for the e2e script). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -165,13 +166,13 @@ static void test_group_truncated(void **state)
 	/* convert still writes both, the second marked incomplete */
 	const char *argv[] = { "convert", path, "-o", path_of("cut.json") };
 	assert_int_equal(run_convert(4, argv), 0);
-	char *s = fx_slurp(path_of("cut.w1.json"));
+	char *s = fx_slurp(path_of("cut.1.pt.trace.json"));
 	assert_non_null(s);
 	assert_non_null(strstr(s, "window 1 (incomplete)"));
 	assert_non_null(strstr(s, "\"complete\":false"));
 	free(s);
-	assert_int_equal(python_loads(path_of("cut.w0.json")), 0);
-	assert_int_equal(python_loads(path_of("cut.w1.json")), 0);
+	assert_int_equal(python_loads(path_of("cut.0.pt.trace.json")), 0);
+	assert_int_equal(python_loads(path_of("cut.1.pt.trace.json")), 0);
 }
 
 /* A corrupt chunk in the middle: the windows before it come out (the one it cuts marked
@@ -222,8 +223,8 @@ static void test_group_corrupt(void **state)
 
 	const char *argv[] = { "convert", path, "-o", path_of("bad.json") };
 	assert_int_equal(run_convert(4, argv), 1);
-	assert_int_equal(python_loads(path_of("bad.w0.json")), 0);
-	assert_int_equal(python_loads(path_of("bad.w1.json")), 0);
+	assert_int_equal(python_loads(path_of("bad.0.pt.trace.json")), 0);
+	assert_int_equal(python_loads(path_of("bad.1.pt.trace.json")), 0);
 }
 
 static void test_json_escape(void **state)
@@ -266,13 +267,15 @@ static void test_convert_per_window(void **state)
 
 	const char *argv[] = { "convert", trace };
 	assert_int_equal(run_convert(2, argv), 0);
-	assert_int_equal(access(path_of("run.w0.json"), F_OK), 0);
-	assert_int_equal(access(path_of("run.w1.json"), F_OK), 0);
-	assert_int_equal(access(path_of("run.w2.json"), F_OK), -1);
-	assert_int_equal(python_loads(path_of("run.w0.json")), 0);
-	assert_int_equal(python_loads(path_of("run.w1.json")), 0);
+	assert_int_equal(access(path_of("run.0.pt.trace.json.gz"), F_OK), 0); /* the default: gzip */
+	assert_int_equal(access(path_of("run.1.pt.trace.json.gz"), F_OK), 0);
+	assert_int_equal(access(path_of("run.2.pt.trace.json.gz"), F_OK), -1);
+	const char *argv_plain[] = { "convert", trace, "-o", path_of("run.json") };
+	assert_int_equal(run_convert(4, argv_plain), 0);
+	assert_int_equal(python_loads(path_of("run.0.pt.trace.json")), 0);
+	assert_int_equal(python_loads(path_of("run.1.pt.trace.json")), 0);
 
-	char *s = fx_slurp(path_of("run.w0.json"));
+	char *s = fx_slurp(path_of("run.0.pt.trace.json"));
 	assert_non_null(s);
 	assert_int_equal(fx_count(s, "\"name\":\"ProfilerStep#"), 3);
 	assert_non_null(strstr(s, "\"name\":\"ProfilerStep#5\""));
@@ -293,9 +296,10 @@ static void test_convert_per_window(void **state)
 	assert_non_null(strstr(s, "\"name\":\"memory GPU 0\""));
 	assert_non_null(strstr(s, "\"name\":\"dropped records (ring_full)\""));
 	assert_non_null(strstr(s, "\"name\":\"Memcpy HtoD (Pinned -> Device)\""));
-	/* times relative to the window start: the first launch at 100 us, flow ids carry rank + 1 */
+	/* times relative to the window start: the first launch at 100 us; flow ids are correlation ids */
 	assert_non_null(strstr(s, "\"tid\":100,\"ts\":100.000,\"dur\":10.000"));
-	assert_non_null(strstr(s, "{\"ph\":\"s\",\"id\":8589934603,")); /* (1 + 1) << 32 | 11 */
+	assert_non_null(strstr(s, "{\"ph\":\"s\",\"id\":11,"));
+	assert_non_null(strstr(s, "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 1, \"world_size\": 2}"));
 	assert_null(strstr(s, "\"correlation\":999"));
 	free(s);
 }
@@ -308,7 +312,7 @@ static void test_convert_merge_gzip(void **state)
 
 	const char *argv[] = { "convert", trace, "--merge", "-o", path_of("all.json.gz") };
 	assert_int_equal(run_convert(5, argv), 0);
-	assert_int_equal(access(path_of("all.w0.json.gz"), F_OK), -1);
+	assert_int_equal(access(path_of("all.0.pt.trace.json.gz"), F_OK), -1);
 	char *s = fx_slurp(path_of("all.json.gz"));
 	assert_non_null(s);
 	assert_int_equal((unsigned char)s[0], 0x1f); /* gzip magic */
@@ -329,8 +333,9 @@ static void test_convert_merge_gzip(void **state)
 	/* --window picks one */
 	const char *argv2[] = { "convert", trace, "--window", "1", "-o", path_of("one.json") };
 	assert_int_equal(run_convert(6, argv2), 0);
-	assert_int_equal(access(path_of("one.w0.json"), F_OK), -1);
-	s = fx_slurp(path_of("one.w1.json"));
+	assert_int_equal(access(path_of("one.0.pt.trace.json"), F_OK), -1);
+	assert_int_equal(access(path_of("one.1.pt.trace.json"), F_OK), -1);
+	s = fx_slurp(path_of("one.json")); /* -o FILE with one window: exactly FILE */
 	assert_non_null(s);
 	assert_int_equal(fx_count(s, "\"name\":\"ProfilerStep#"), 2);
 	free(s);
@@ -343,6 +348,50 @@ static void test_convert_merge_gzip(void **state)
 	assert_int_equal(run_convert(3, argv5), 2);
 }
 
+/* Extra spans given to the exporter (issue 13's "waiting" slices): each on its named track of its
+ * rank's CPU process, a partly overlapping one on a second lane, spans of other ranks left out. */
+static void test_extra_spans(void **state)
+{
+	char trace[256], err[256];
+	snprintf(trace, sizeof(trace), "%s", path_of("spans.sptrace"));
+	fx_write_sample(trace); /* rank 1 */
+
+	struct sp_trace_reader *r = sp_trace_open(trace, err, sizeof(err));
+	assert_non_null(r);
+	struct sp_windows *g = sp_windows_open(r);
+	const struct sp_window *w;
+	assert_int_equal(sp_windows_next(g, &w), 1);
+	uint64_t t0 = sp_window_wall(w, w->t0);
+	const struct sp_export_span spans[] = {
+		{ 1, "NCCL waiting", "wait for rank 0", t0 + 1000, t0 + 5000, NULL, "\"waited for\":0" },
+		{ 1, "NCCL waiting", "wait again", t0 + 4000, t0 + 9000, "nccl_wait", NULL }, /* overlaps: lane 2 */
+		{ 0, "NCCL waiting", "rank 0's", t0, t0 + 10, NULL, NULL },                    /* no rank 0 here */
+	};
+	struct sp_export x = { .ops = &sp_export_chrome, .r = r, .hdr = sp_trace_header(r), .g = g,
+			       .source = trace, .wall = 1, .merged = 1, .spans = spans, .nspans = 3 };
+	x.out = sp_out_open(path_of("spans.json"), err, sizeof(err));
+	assert_non_null(x.out);
+	assert_int_equal(x.ops->begin(&x), 0);
+	assert_int_equal(x.ops->window(&x, w), 0);
+	assert_int_equal(x.ops->end(&x), 0);
+	assert_int_equal(sp_out_close(x.out, 1), 0);
+	sp_windows_close(g);
+	sp_trace_close_reader(r);
+
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd),
+		 "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); ev=d[\"traceEvents\"];"
+		 " names={(e[\"pid\"],e[\"tid\"]):e[\"args\"][\"name\"] for e in ev if e.get(\"name\")==\"thread_name\"};"
+		 " sl={e[\"name\"]:e for e in ev if e.get(\"ph\")==\"X\" and \"wait\" in e[\"name\"] or e.get(\"name\")==\"rank 0s\"};"
+		 " a,b=sl[\"wait for rank 0\"],sl[\"wait again\"];"
+		 " assert set(sl)=={\"wait for rank 0\",\"wait again\"}, sl;"
+		 " assert names[(a[\"pid\"],a[\"tid\"])]==\"NCCL waiting\" and names[(b[\"pid\"],b[\"tid\"])]==\"NCCL waiting (2)\";"
+		 " assert a[\"pid\"]==b[\"pid\"]==1 and a[\"dur\"]==4.0 and a[\"args\"]=={\"waited for\":0} and b[\"cat\"]==\"nccl_wait\"'"
+		 " '%s'",
+		 path_of("spans.json"));
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const char *sample = getenv("SP_WRITE_SAMPLE");
@@ -351,6 +400,7 @@ int main(void)
 		return 0;
 	}
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_extra_spans),
 		cmocka_unit_test(test_group_sample),
 		cmocka_unit_test(test_group_truncated),
 		cmocka_unit_test(test_group_corrupt),
