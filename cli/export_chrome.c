@@ -1191,6 +1191,12 @@ static int chrome_window(struct sp_export *x, const struct sp_window *w)
 
 	c->trace = trace_index(x);
 	c->key = m->rank >= 0 ? m->rank : m->pid;
+	/* names by id hold the trace's strings: a later chunk may redefine an id (and the reader frees
+	 * the old text), and with --merge-ranks ids are another trace's: look them up anew per window */
+	if (c->names)
+		memset(c->names, 0, c->names_cap * sizeof(*c->names));
+	if (c->nccl_name)
+		memset(c->nccl_name, 0, c->nccl_cap);
 	if (!x->wall || !c->base_set) {
 		uint64_t first = w->t0; /* no negative ts: HTA's alignment of ranks breaks on them */
 		for (size_t i = 0; i < w->n; i++)
