@@ -384,6 +384,13 @@ static int set_value(struct sp_config *cfg, const struct key *k, const char *v, 
 				 "fits in an INI line)", strlen(v), PRINT_LINE_MAX - 3 - strlen(k->name), k->name);
 			return -1;
 		}
+		/* a rank set is digits, commas, dashes and blanks, or "all": anything else (a ';' that an
+		 * INI reader would take for a comment when the value is printed back) is refused here */
+		if (strspn(v, "0123456789,- \t") != strlen(v) && strcasecmp(v + strspn(v, " \t"), "all") &&
+		    sp_rankset_parse(v, &set, err, sizeof(err)) == 0) {
+			snprintf(problem, plen, "bad rank set '%.80s': only ranks, ranges, commas and 'all'", v);
+			return -1;
+		}
 		if (sp_rankset_parse(v, &set, err, sizeof(err)) < 0) {
 			snprintf(problem, plen, "%s", err);
 			return -1;
