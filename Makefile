@@ -68,8 +68,9 @@ LIBONLY_SRCS := $(wildcard preload/*.c) $(CUPTI_SRCS)
 CLI_SRCS := $(filter-out cli/main.c,$(wildcard cli/*.c))
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
 TEST_BINS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(TEST_SRCS))
-HELPER_SRCS := $(filter-out tests/e2e/fakecupti.c,$(wildcard tests/e2e/*.c))
-HELPER_BINS := $(patsubst tests/e2e/%.c,$(O)/tests/e2e/%,$(HELPER_SRCS)) $(O)/tests/e2e/libfakecupti.so
+HELPER_SRCS := $(filter-out tests/e2e/fakecupti.c tests/e2e/fakecudart.c,$(wildcard tests/e2e/*.c))
+HELPER_BINS := $(patsubst tests/e2e/%.c,$(O)/tests/e2e/%,$(HELPER_SRCS)) $(O)/tests/e2e/libfakecupti.so \
+	$(O)/tests/e2e/libfakecudart.so
 
 LIB_OBJS := $(patsubst %.c,$(O)/lib/%.o,$(CORE_SRCS) $(LIBONLY_SRCS))
 CORE_OBJS := $(patsubst %.c,$(O)/host/%.o,$(CORE_SRCS) $(CLI_SRCS))
@@ -122,6 +123,9 @@ $(O)/tests/e2e/%: tests/e2e/%.c
 $(O)/tests/e2e/libfakecupti.so: tests/e2e/fakecupti.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g -shared -fPIC $(CUDA_INC) -o $@ $< -lpthread
+$(O)/tests/e2e/libfakecudart.so: tests/e2e/fakecudart.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -O1 -g -shared -fPIC $(CUDA_INC) -o $@ $< -ldl
 $(O)/tests/e2e/cupti_life_driver: tests/e2e/cupti_life_driver.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g $(CUDA_INC) -o $@ $< -ldl -lpthread

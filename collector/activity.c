@@ -15,6 +15,7 @@
 #include "life.h"
 #include "collector.h"
 #include "log.h"
+#include "markhook.h"
 #include "memory.h"
 #include "writer.h"
 
@@ -202,9 +203,10 @@ static void life_tick(uint64_t now)
 		v.busy |= sp_col.win[i].used;
 	pthread_mutex_unlock(&sp_col.lock);
 	/* only whether the next window is SP_LIFE_MIN_GAP steps away or more matters */
-	v.steps_to_window = v.busy || v.done || v.policy == SP_DETACH_NEVER
+	v.steps_to_window = v.busy || v.done || v.policy == SP_DETACH_NEVER || sp_hook_need_attach()
 				    ? 0
-				    : sp_life_steps_to_window(&sp_col.cfg.schedule, step, SP_LIFE_MIN_GAP);
+				    : sp_life_steps_to_window(&sp_col.cfg.schedule, step, SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN);
+	v.hook_ok = sp_hook_proven();
 	if (sp_cupti_life_tick(&v, step, now, &sp_col.sub) == SP_LIFE_DETACH) {
 		sp_host_min_bytes = SIZE_MAX; /* host allocations: nothing will be recorded again */
 		sp_writer_set_pass_ns(SP_DETACHED_PASS_NS); /* nothing to drain but the odd NCCL event */

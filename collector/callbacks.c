@@ -13,6 +13,7 @@
 #include "cupti_life.h"
 #include "intern.h"
 #include "internal.h"
+#include "markhook.h"
 #include "stacks.h"
 #include "stepdet.h"
 #include "tokrec.h"
@@ -91,7 +92,8 @@ static void detect_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const 
 	case SP_MARK_API:
 	case SP_MARK_PROFILER_RANGE:
 		if (cbid < SP_CBID_MAX && sp_col.api_marker[d][cbid] && !(d && sp_thr.in_nest) && sp_thr.mk_depth++ == 0 &&
-		    (sp_col.cfg.marker_kind == SP_MARK_API || strstr(sp_intern_lookup(sp_cbset_api_name(dom, cbid)), "Start")))
+		    (sp_col.cfg.marker_kind == SP_MARK_API ? !sp_hook_cupti_marker()
+							   : strstr(sp_intern_lookup(sp_cbset_api_name(dom, cbid)), "Start") != NULL))
 			sp_win_detect(SP_TOK_API, 0, sp_cbset_api_name(dom, cbid), t, corr, cbid, d);
 		break;
 	default:
@@ -279,7 +281,7 @@ void CUPTIAPI sp_cb_on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callba
 {
 	int api = dom == CUPTI_CB_DOMAIN_RUNTIME_API || dom == CUPTI_CB_DOMAIN_DRIVER_API;
 	int site = api ? (int)((const CUpti_CallbackData *)data)->callbackSite : -1;
-	int mk = api && marker_call(dom, cbid, data);
+	int mk = api && !sp_thr.hook_counted && marker_call(dom, cbid, data); /* a hook counted it */
 	if (!sp_cupti_life_enter_as(mk ? SP_ENTER_MARKER : SP_ENTER_CALLBACK))
 		return;
 	unsigned gen = sp_cupti_life_generation();

@@ -14,6 +14,7 @@
 #include "intern.h"
 #include "internal.h"
 #include "log.h"
+#include "markhook.h"
 #include "tokrec.h"
 
 /* What is enabled in the current CUPTI instance. Under sp_col.lock. */
@@ -181,6 +182,7 @@ int sp_cbset_arm(void)
 		S.nest_marker |= sp_col.api_marker[1][cb];
 	for (uint32_t cb = 1; cb < SP_CBID_MAX && S.nest_marker; cb++)
 		sp_col.cls[0][cb] |= CLS_NEST; /* a driver marker counts outside runtime calls only */
+	sp_hook_arm();
 	if (sp_col.cfg.marker_kind == SP_MARK_API && !n) {
 		sp_warn("[marker] pattern '%s' names no CUDA runtime or driver API function; not profiling",
 			sp_col.cfg.marker_pattern);

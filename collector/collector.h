@@ -52,5 +52,12 @@ void sp_collector_host_free(void *p);
 /* Another tool tried to subscribe to CUPTI (torch.profiler, nsys): warn once, naming it.
  * Returns 1 if stepprof holds CUPTI in this process (the caller must fail the other subscribe). */
 int sp_collector_owns_cupti(void);
+/* A call of one of the CUDA functions in collector/hookfns.h begins (fn: enum sp_hook_fn) / ends
+ * (h: what enter returned), seen by the preload's hooks (preload/markers.c). While stepprof is
+ * detached from CUPTI between windows, marker calls are counted here. Cheap when the function is
+ * not a marker's: one load. Never fails; may block while CUPTI is re-attached for a window that
+ * begins with this call. */
+int sp_collector_hook_enter(int fn);
+void sp_collector_hook_exit(int h);
 
 #endif

@@ -11,6 +11,7 @@
 #include "cupti_api.h"
 #include "cupti_life.h"
 #include "log.h"
+#include "markhook.h"
 
 #define DRAIN_NS 1000000000ull     /* longest wait for callbacks in flight before giving up */
 #define CORR_MARGIN 65536u         /* ids a racing thread may have taken beyond the last one seen */
@@ -24,6 +25,9 @@ static struct {
 	_Atomic bool stopped;        /* no more cycles: one failed or may have missed a boundary */
 	_Atomic bool frozen;         /* the process exits: no detach at all any more */
 	unsigned cycles;             /* detach + re-attach done */
+	bool parked;                 /* detached until the next window, the hooks counting (markhook.h) */
+	int64_t park_step;           /* the step it parked in */
+	uint64_t park_ns;            /* when */
 	_Atomic bool registered;     /* timestamp and buffer callbacks registered in this instance */
 	_Atomic bool claim;          /* a thread is registering them, or did, in this instance */
 	_Atomic int reg_state;       /* 0 not yet, 1 registered, -1 failed (this instance) */
@@ -311,10 +315,89 @@ static enum sp_life_act cycle(const struct sp_life_view *v, int64_t step, uint64
 	return SP_LIFE_CYCLE;
 }
 
+/* Parks (sp_cupti_life_tick's PARK): the hooks count marker calls from now on, then stepprof
+ * detaches as for a cycle but stays detached until the next window is near. Returns SP_LIFE_PARK,
+ * or SP_LIFE_STAY if the detach was called off (the hooks stop counting again). */
+static enum sp_life_act park(int64_t step, CUpti_SubscriberHandle *sub)
+{
+	uint64_t fin = 0, t0 = sp_now_ns();
+	sp_hook_count(1); /* before the detach: a marker call counts where it enters, hook or callback */
+	int r = detach(*sub, false, &fin);
+	if (r != 0) {
+		sp_hook_count(0);
+		if (r < 0)
+			atomic_store(&L.stopped, true);
+		return SP_LIFE_STAY;
+	}
+	if (atomic_exchange(&sp_hold.lost, false))
+		sp_cupti_life_missed("a marker call that bypassed stepprof's hooks came while detaching");
+	L.parked = true;
+	L.park_step = step;
+	L.park_ns = sp_now_ns();
+	L.held = NULL;
+	sp_info("detached from CUPTI in step %lld until the next window in %.2f ms (cuptiUnsubscribe + cuptiFinalize "
+		"%.2f ms): stepprof's hooks count the marker calls meanwhile", (long long)step, (L.park_ns - t0) / 1e6,
+		fin / 1e6);
+	return SP_LIFE_PARK;
+}
+
+/* Re-attaches a parked stepprof before its next window (sp_cupti_life_tick's UNPARK): with the
+ * marker's callbacks, which count from now on instead of the hooks. Returns SP_LIFE_UNPARK, or
+ * SP_LIFE_DETACH if the re-attach failed (warned; the rest of the run is not profiled). */
+static enum sp_life_act unpark(int64_t step, CUpti_SubscriberHandle *sub)
+{
+	uint64_t t0 = sp_now_ns();
+	CUptiResult r = attach(&L.hooks, sub, true);
+	L.parked = false;
+	if (r != CUPTI_SUCCESS) {
+		const char *msg = "?";
+		sp_cupti.cuptiGetResultString(r, &msg);
+		sp_warn("cannot re-attach to CUPTI before a window (%s); the rest of the run is not profiled", msg);
+		atomic_store(&sp_hold.state, SP_HOLD_GONE);
+		atomic_store(&L.stopped, true);
+		sp_hook_disarm();
+		return SP_LIFE_DETACH;
+	}
+	sp_hook_count(0); /* the marker's callbacks are on: CUPTI counts the calls that enter from now on */
+	L.cycles++;
+	sp_info("re-attached to CUPTI in step %lld for the next window in %.2f ms (parked since step %lld, %.1f ms; "
+		"cycle %u)", (long long)step, (sp_now_ns() - t0) / 1e6, (long long)L.park_step, (t0 - L.park_ns) / 1e6,
+		L.cycles);
+	if (sp_hook_graph_made()) {
+		atomic_store(&L.graphs, true);
+		atomic_store(&L.stopped, true);
+		sp_warn("the program made a CUDA graph while stepprof was detached from CUPTI: that graph's kernels may "
+			"be missing from later windows; no more detaching between windows (set [cupti] detach_between = "
+			"never to avoid this)");
+	}
+	return SP_LIFE_UNPARK;
+}
+
+/* The tick while parked: stay, re-attach for the next window, or stay detached for good. */
+static enum sp_life_act parked_tick(struct sp_life_view *v, int64_t step, CUpti_SubscriberHandle *sub)
+{
+	v->parked = true;
+	enum sp_life_act act = sp_life_decide(v);
+	if (act == SP_LIFE_UNPARK)
+		return unpark(step, sub);
+	if (act == SP_LIFE_DETACH) {
+		L.parked = false;
+		atomic_store(&sp_hold.state, SP_HOLD_GONE);
+		sp_hook_disarm();
+		sp_info("the schedule is done in step %lld: stepprof stays detached from CUPTI for the rest of the run",
+			(long long)step);
+	}
+	return act;
+}
+
 enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64_t now, CUpti_SubscriberHandle *sub)
 {
 	int state = atomic_load(&sp_hold.state);
-	if (state != SP_HOLD_ATTACHED || atomic_load(&L.frozen))
+	if (atomic_load(&L.frozen))
+		return SP_LIFE_STAY;
+	if (L.parked)
+		return parked_tick(v, step, sub);
+	if (state != SP_HOLD_ATTACHED)
 		return SP_LIFE_STAY;
 	uint64_t end = atomic_load(&sp_hold.last_end), quiet = atomic_load(&sp_hold.quiet);
 	unsigned seen = atomic_load(&sp_hold.quiet_seen);
@@ -335,11 +418,14 @@ enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64
 			atomic_store(&L.frozen, true); /* warned; no second try */
 			return SP_LIFE_STAY;
 		}
+		sp_hook_disarm();
 		sp_info("detached from CUPTI in step %lld (the schedule is done) in %.2f ms (cuptiUnsubscribe + "
 			"cuptiFinalize %.2f ms): the rest of the run is not profiled", (long long)step,
 			(sp_now_ns() - t0) / 1e6, fin / 1e6);
 		return act;
 	}
+	if (act == SP_LIFE_PARK)
+		return park(step, sub);
 	if (act != SP_LIFE_CYCLE)
 		return act;
 	return cycle(v, step, now, sub, end, quiet, seen, since);

@@ -120,6 +120,8 @@ struct sp_col_thread {
 	unsigned gen;                 /* CUPTI instance the call state above belongs to (cupti_life.h) */
 	int marking;                  /* marker calls in progress on this thread (cupti_life.h timing) */
 	int in_nest;                  /* inside a runtime call watched only for nesting (CLS_NEST) */
+	int hook_depth;               /* hooked marker calls in progress on this thread (markhook.c) */
+	int hook_counted;             /* ... and the outermost one was counted by the hook, not by CUPTI */
 	const void *np[SP_NAME_CACHE];/* name pointer cache */
 	uint32_t nid[SP_NAME_CACHE];
 };

@@ -12,11 +12,19 @@
  * 5. detach_between = auto, and the program made a CUDA graph (kernels of graphs created before
  *    a re-attach may be invisible to the new CUPTI) or the marker is NVTX (its injection is
  *    CUPTI's and is not re-armed by a new subscription): stay.
- * 6. the next window is fewer than SP_LIFE_MIN_GAP steps away, or not just after a marker call
+ * 6. the preload's hooks see every marker call: park (detach until the next window, the hooks
+ *    counting steps) if the next window is SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN steps away or more.
+ * 7. the next window is fewer than SP_LIFE_MIN_GAP steps away, or not just after a marker call
  *    ended (the detach must fall between two marker calls, not across one): stay.
- * 7. otherwise: cycle (detach, re-attach with the marker's callbacks only). */
+ * 8. otherwise: cycle (detach, re-attach with the marker's callbacks only).
+ * Parked: re-attach (unpark) once the next window is fewer than SP_LIFE_UNPARK_AT steps away, or
+ * has begun; detach for good once the schedule is done. */
 enum sp_life_act sp_life_decide(const struct sp_life_view *v)
 {
+	if (v->parked)
+		return v->done ? SP_LIFE_DETACH
+		       : v->busy || v->steps_to_window < SP_LIFE_UNPARK_AT ? SP_LIFE_UNPARK
+										  : SP_LIFE_STAY;
 	if (v->busy)
 		return SP_LIFE_STAY;
 	if (v->done)
@@ -25,6 +33,8 @@ enum sp_life_act sp_life_decide(const struct sp_life_view *v)
 		return SP_LIFE_STAY;
 	if (v->policy == SP_DETACH_AUTO && (v->graphs || v->marker == SP_MARK_NVTX))
 		return SP_LIFE_STAY;
+	if (v->hook_ok)
+		return v->steps_to_window >= SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN ? SP_LIFE_PARK : SP_LIFE_STAY;
 	if (v->steps_to_window < SP_LIFE_MIN_GAP || !v->fresh_step)
 		return SP_LIFE_STAY;
 	return SP_LIFE_CYCLE;
@@ -35,7 +45,7 @@ const char sp_life_too_close[] = "the next window is too close";
 
 const char *sp_life_stay_reason(const struct sp_life_view *v)
 {
-	if (v->busy || v->done || !v->dirty)
+	if (v->parked || v->busy || v->done || !v->dirty)
 		return NULL;
 	if (v->stopped)
 		return "detaching between windows was stopped (see the warning above)";
@@ -45,8 +55,10 @@ const char *sp_life_stay_reason(const struct sp_life_view *v)
 		return "the program created a CUDA graph (detach_between = auto)";
 	if (v->policy == SP_DETACH_AUTO && v->marker == SP_MARK_NVTX)
 		return "the marker is NVTX (detach_between = auto)";
-	if (v->steps_to_window < SP_LIFE_MIN_GAP)
+	if (v->steps_to_window < SP_LIFE_MIN_GAP + (v->hook_ok ? SP_LIFE_PARK_MARGIN : 0))
 		return sp_life_too_close;
+	if (v->hook_ok)
+		return NULL;
 	if (!v->fresh_step)
 		return sp_life_not_fresh;
 	return NULL;
@@ -54,7 +66,7 @@ const char *sp_life_stay_reason(const struct sp_life_view *v)
 
 const char *sp_life_act_name(unsigned act)
 {
-	static const char *const names[] = { "stay", "cycle", "detach" };
+	static const char *const names[] = { "stay", "cycle", "detach", "park", "unpark" };
 	return act < sizeof names / sizeof *names ? names[act] : "?";
 }
 

@@ -15,10 +15,17 @@ enum sp_life_act {
 	SP_LIFE_STAY = 0,       /* keep things as they are */
 	SP_LIFE_CYCLE,          /* detach (cuptiFinalize) and re-attach at once with marker callbacks only */
 	SP_LIFE_DETACH,         /* detach for good: nothing more will be recorded */
+	SP_LIFE_PARK,           /* detach until the next window; the preload's hooks count marker calls */
+	SP_LIFE_UNPARK,         /* parked, the next window is near: re-attach */
 };
 
 /* Steps at least this far from the next window's first (WARMUP or RECORD) step justify a cycle. */
 #define SP_LIFE_MIN_GAP 3
+/* Parking needs this many steps more than a cycle; a parked stepprof re-attaches once the next
+ * window is fewer than SP_LIFE_UNPARK_AT steps away (the re-attach takes about 16 ms: a marker
+ * call that would begin the window earlier waits for it, markhook.c). */
+#define SP_LIFE_PARK_MARGIN 2
+#define SP_LIFE_UNPARK_AT 2
 
 /* What the collector knows when its writer thread asks (all under the collector's lock). */
 struct sp_life_view {
@@ -30,6 +37,8 @@ struct sp_life_view {
 	bool graphs;            /* the process created a CUDA graph */
 	bool stopped;           /* an earlier cycle failed or was unsafe: no more cycles */
 	bool fresh_step;        /* no marker call in progress, and the last one ended just now (quiet_fresh) */
+	bool hook_ok;           /* every marker call comes through the preload's hooks (markhook.h) */
+	bool parked;            /* detached until the next window, the hooks counting marker calls */
 	int64_t steps_to_window;/* steps until the next WARMUP or RECORD step; INT64_MAX if none */
 };
 

@@ -14,6 +14,11 @@
 #    straddles a marker call, so no step is lost and none is reported missed.
 #  - the same with four more threads in callbacks all the time (callbacks in flight at every detach).
 #  - detach_between = never, or auto with a CUDA graph created: one subscription all along.
+#  - marker calls made through the dynamic linker (a stand-in libcudart, as libtorch calls the
+#    real one): once stepprof's hooks are proven to see every one, stepprof parks between windows
+#    (detached until just before the next window, the hooks numbering the steps): every step
+#    numbered as the schedule says, CUPTI saw fewer marker calls than were made, no CUPTI call
+#    while parked; one marker call that bypasses the hooks keeps stepprof from parking at all.
 set -u
 B=${SP_BUILD:?}
 PRE=$B/libstepprof-nomalloc.so
@@ -126,4 +131,46 @@ run graph 6,1,3,0 auto 40 GRAPH=1
 check graph 0 0 7 8 9 17 18 19 27 28 29 37 38 39 && echo "ok   detach_between = auto with a CUDA graph: stays subscribed"
 run never 6,1,3,0 never 40
 check never 0 0 7 8 9 17 18 19 27 28 29 37 38 39 && echo "ok   detach_between = never: stays subscribed"
+
+# parked: CUPTI holds nothing between windows, the hooks count the steps
+parked() {
+	/usr/bin/python3 - "$T/$1" "$2" "${@:3}" <<'PY' || { bad "$1"; grep -v begins "$T/$1/stderr" | sed 's/^/    /' | head -20; }
+import re, sys
+d, want_parks, want = sys.argv[1], int(sys.argv[2]), [int(x) for x in sys.argv[3:]]
+err = open(f"{d}/stderr").read()
+log = [l.split()[0] for l in open(f"{d}/log")]
+seen, steps = map(int, re.search(r"driver: (\d+) of (\d+) syncs seen", open(f"{d}/stdout").read()).groups())
+parks = len(re.findall(r"detached from CUPTI in step \d+ until the next window", err))
+unparks = len(re.findall(r"re-attached to CUPTI in step \d+ for the next window", err))
+problems = []
+if (parks >= 1) != (want_parks >= 1) or (want_parks and parks < want_parks):
+    problems.append(f"{parks} parks, expected {want_parks or 'none'}")
+if want_parks and not unparks >= parks - 1:
+    problems.append(f"{parks} parks but {unparks} re-attaches")
+if want_parks and seen >= steps:
+    problems.append(f"CUPTI saw all {steps} marker calls while parked")
+if "AFTER_FINALIZE" in log:
+    problems.append("a CUPTI call after cuptiFinalize")
+if log.count("subscribe") != unparks + 1 + (0 if want_parks else log.count("subscribe") - 1):
+    problems.append(f"{log.count('subscribe')} subscriptions for {unparks} re-attaches")
+if "may have been missed" in err or "took over 1 s" in err:
+    problems.append("a missed boundary or a slow re-attach was reported")
+got = [int(l.split()[0]) for l in open(f"{d}/steps") if re.match(r"^\d+\s", l)]
+if got != want:
+    problems.append(f"recorded steps {got}, expected {want}")
+for p in problems:
+    print("   ", p)
+sys.exit(1 if problems else 0)
+PY
+}
+FAKERT=$B/tests/e2e/libfakecudart.so
+run hooked 8,1,3,0 auto 48 VIA_CUDART="$FAKERT"
+parked hooked 3 9 10 11 21 22 23 33 34 35 45 46 47 &&
+	echo "ok   marker calls through the dynamic linker: parked between windows, the hooks numbered every step"
+STEP_US=3000 run hookfast 8,1,3,0 always 48 VIA_CUDART="$FAKERT"
+parked hookfast 1 9 10 11 21 22 23 33 34 35 45 46 47 &&
+	echo "ok   parked with 3 ms steps: the re-attach before each window in time (or waited for), no step lost"
+run bypass 8,1,3,0 auto 48 VIA_CUDART="$FAKERT" BYPASS_AT=3
+parked bypass 0 9 10 11 21 22 23 33 34 35 45 46 47 &&
+	echo "ok   one marker call that bypasses the hooks: never parked, every step numbered"
 exit $fail

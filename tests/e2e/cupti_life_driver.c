@@ -6,7 +6,10 @@
  * GPU-bound loop); with GRAPH set it reports a CUDA graph's creation at step 2; THREADS=N more
  * threads fire resource callbacks all along (callbacks in flight while stepprof detaches). With PRINT_STEPS
  * set it prints "STEP i MS" as each step ends (bench/outside.py's format) and runs without stepprof
- * too. Prints "driver: N of M syncs seen" (callbacks stepprof had enabled). */
+ * too. With VIA_CUDART=PATH it loads that stand-in libcudart (fakecudart.c) and makes each step's
+ * cudaDeviceSynchronize through the dynamic linker, as libtorch does (stepprof's hook first); with
+ * BYPASS_AT=i, step i's call goes straight to it (a caller the hook cannot see). Prints "driver: N of
+ * M syncs seen" (callbacks stepprof had enabled). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -44,6 +47,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "driver: the fake libcupti is not loaded\n");
 		return 2;
 	}
+	int (*sync)(void) = NULL, (*direct)(void) = NULL;
+	unsigned (*cudart_seen)(void) = NULL;
+	int bypass_at = getenv("BYPASS_AT") ? atoi(getenv("BYPASS_AT")) : -1;
+	if (getenv("VIA_CUDART")) {
+		void *h = dlopen(getenv("VIA_CUDART"), RTLD_NOW | RTLD_GLOBAL);
+		sync = (int (*)(void))dlsym(RTLD_DEFAULT, "cudaDeviceSynchronize"); /* the first definition */
+		direct = h ? (int (*)(void))dlsym(h, "cudaDeviceSynchronize") : NULL;
+		cudart_seen = h ? (unsigned (*)(void))dlsym(h, "fake_cudart_seen") : NULL;
+		if (!sync || !direct || !cudart_seen) {
+			fprintf(stderr, "driver: cannot load %s: %s\n", getenv("VIA_CUDART"), dlerror());
+			return 2;
+		}
+	}
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	unsigned corr = 1;
@@ -59,12 +75,17 @@ int main(int argc, char **argv)
 		if (fire && i == 2 && getenv("GRAPH"))
 			fire(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPH_CREATED, 0, 0);
 		usleep(step_us - sync_us);
+		if (sync) {
+			(i == bypass_at ? direct : sync)();
+			goto timed;
+		}
 		seen += fire && fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 0, corr);
 		if (sync_us)
 			usleep(sync_us);
 		if (fire)
 			fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 1, corr);
 		corr++;
+	timed:
 		if (print) {
 			clock_gettime(CLOCK_MONOTONIC, &t1);
 			printf("STEP %d %.4f\n", i, (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
@@ -75,6 +96,8 @@ int main(int argc, char **argv)
 	atomic_store(&stop, 1);
 	for (int i = 0; i < nth; i++)
 		pthread_join(th[i], NULL);
+	if (cudart_seen)
+		seen = (int)cudart_seen();
 	printf("driver: %d of %d syncs seen\n", seen, steps);
 	return 0;
 }

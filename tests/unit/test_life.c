@@ -76,6 +76,53 @@ static void test_decide(void **state)
 	assert_string_equal(sp_life_act_name(7), "?");
 }
 
+/* Parking: only once the hooks are proven, far enough from the next window, under any policy but
+ * never (and auto's rules about graphs and NVTX still hold); parked, re-attach when the window is
+ * near or has begun, detach for good when the schedule is done. */
+static void test_park(void **state)
+{
+	(void)state;
+	struct sp_life_view v = due(SP_DETACH_AUTO);
+	v.hook_ok = true;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_PARK);
+	v.fresh_step = false; /* a parked stepprof misses no marker call: no timing needed */
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_PARK);
+	v.steps_to_window = SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN - 1;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	assert_ptr_equal(sp_life_stay_reason(&v), sp_life_too_close);
+	v = due(SP_DETACH_NEVER);
+	v.hook_ok = true;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	v = due(SP_DETACH_AUTO);
+	v.hook_ok = v.graphs = true;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	v.policy = SP_DETACH_ALWAYS;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_PARK);
+	v = due(SP_DETACH_AUTO);
+	v.hook_ok = true;
+	v.busy = true;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	v = due(SP_DETACH_AUTO);
+	v.hook_ok = true;
+	v.stopped = true;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+
+	v = (struct sp_life_view){ .policy = SP_DETACH_AUTO, .parked = true, .steps_to_window = INT64_MAX };
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	assert_null(sp_life_stay_reason(&v));
+	v.steps_to_window = SP_LIFE_UNPARK_AT;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	v.steps_to_window = SP_LIFE_UNPARK_AT - 1;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_UNPARK);
+	v.steps_to_window = 100;
+	v.busy = true; /* a window began while parked: re-attach at once */
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_UNPARK);
+	v.done = true;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_DETACH);
+	assert_string_equal(sp_life_act_name(SP_LIFE_PARK), "park");
+	assert_string_equal(sp_life_act_name(SP_LIFE_UNPARK), "unpark");
+}
+
 static void test_steps_to_window(void **state)
 {
 	(void)state;
@@ -148,6 +195,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decide),
+		cmocka_unit_test(test_park),
 		cmocka_unit_test(test_steps_to_window),
 		cmocka_unit_test(test_quiet),
 		cmocka_unit_test(test_stay_reason),

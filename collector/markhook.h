@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/* markhook.h - marker calls counted by the preload's hooks (collector/hookfns.h) rather than by
+ * CUPTI's callbacks, so that stepprof can let go of CUPTI between windows and still number every
+ * step ("parking", cupti_life.c). Relied on only once proven: at least SP_HOOK_PROOF marker calls
+ * reported by CUPTI, every one of them made inside a hook. Each call is counted once, where it
+ * entered: by its hook while the hooks count, else by CUPTI's callback. */
+#ifndef SP_MARKHOOK_H
+#define SP_MARKHOOK_H
+
+#include <stdbool.h>
+
+#define SP_HOOK_PROOF 8
+
+/* Which hooked functions matter for this process's marker ([marker] kind = api). Init, once. */
+void sp_hook_arm(void);
+/* CUPTI reports the outermost call of an api marker on this thread: returns 1 if a hook counted
+ * it already (the callback must not), else 0; notes whether it came through a hook (the proof). */
+int sp_hook_cupti_marker(void);
+/* The hooks have seen every marker call CUPTI reported, SP_HOOK_PROOF of them at least. */
+bool sp_hook_proven(void);
+/* The hooks count marker calls from now on (1, before a detach) or no longer (0, after a re-attach). */
+void sp_hook_count(int on);
+/* A marker call waits for CUPTI: its step is the last before a window (writer thread: re-attach now). */
+bool sp_hook_need_attach(void);
+/* A CUDA graph was captured or created while the hooks counted (once; clears it). */
+bool sp_hook_graph_made(void);
+/* Nothing to count any more (the schedule is done): the hooks cost one load again. */
+void sp_hook_disarm(void);
+
+#endif

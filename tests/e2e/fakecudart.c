@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/* fakecudart.c - a stand-in libcudart for tests/e2e/cupti_life.sh: its cudaDeviceSynchronize fires
+ * the runtime API callbacks through the fake libcupti (fake_cupti_fire), with SYNC_US microseconds
+ * inside the call, as the real one does through CUPTI. cupti_life_driver (VIA_CUDART set) loads
+ * it RTLD_GLOBAL and calls cudaDeviceSynchronize through the dynamic linker, so stepprof's hook
+ * (preload/markers.c) comes first, as it does for libtorch. */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <cupti.h>
+
+static unsigned corr = 1000000, seen;
+
+__attribute__((visibility("default"))) cudaError_t cudaDeviceSynchronize(void)
+{
+	static int (*fire)(int, unsigned, int, unsigned);
+	static int sync_us = -1;
+	if (!fire)
+		fire = (int (*)(int, unsigned, int, unsigned))dlsym(RTLD_DEFAULT, "fake_cupti_fire");
+	if (sync_us < 0)
+		sync_us = getenv("SYNC_US") ? atoi(getenv("SYNC_US")) : 0;
+	unsigned c = corr++;
+	seen += fire && fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 0, c);
+	if (sync_us)
+		usleep(sync_us);
+	if (fire)
+		fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 1, c);
+	return cudaSuccess;
+}
+
+/* Calls whose entry callback stepprof had enabled. */
+__attribute__((visibility("default"))) unsigned fake_cudart_seen(void)
+{
+	return seen;
+}
