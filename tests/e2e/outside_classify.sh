@@ -86,10 +86,19 @@ assert p == ["a marker call may have been missed while detached"], p
 # boundaries: a built-in workload with 200 printed steps must begin stepprof steps 0-199
 wl = {"name": "add", "marker": "cudaDeviceSynchronize", "step_re": re.compile(outside.BUILTIN_STEP)}
 ls = [(0, f"STEP {i} 10.0") for i in range(200)]
-assert outside.check_boundaries(ls + [(0, f"stepprof: step {i} begins (NONE)") for i in range(200)], wl, "api") == []
-p = outside.check_boundaries(ls + [(0, f"stepprof: step {i} begins (NONE)") for i in range(197)], wl, "api")
+assert outside.check_boundaries(ls + [(0, f"stepprof: step {i} begins (NONE)") for i in range(200)], wl, "api", False) == []
+p = outside.check_boundaries(ls + [(0, f"stepprof: step {i} begins (NONE)") for i in range(197)], wl, "api", False)
 assert p == ["200 program steps but stepprof's last step is 196, not 199: 3 step boundaries lost"], p
-assert outside.check_boundaries(ls, wl, "auto") == []
+assert outside.check_boundaries(ls, wl, "auto", False) == []
+# the program's last synchronisation at exit begins one step more; once the schedule is done
+# (`once`) stepprof numbers no more steps
+assert outside.check_boundaries(ls + [(0, f"stepprof: step {i} begins (NONE)") for i in range(201)], wl, "api", False) == []
+assert outside.check_boundaries(ls + [(0, f"stepprof: step {i} begins (NONE)") for i in range(122)], wl, "api", True) == []
+# a park and its re-attach count as a detach between windows
+park = ["stepprof: detached from CUPTI in step 41 until the next window in 3.65 ms (cuptiUnsubscribe + cuptiFinalize 2.97 ms): stepprof's hooks count the marker calls meanwhile",
+        "stepprof: re-attached to CUPTI in step 57 for the next window in 16.2 ms (parked since step 41, 200.0 ms; cycle 1)"]
+assert all(outside.SP_LIFE.match(l) for l in park)
+assert outside.check_life(park, "api", "add", btw) == []
 print("ok   outside.py: phases before/inside/between/after/learning exact, a wrong action and a short window named; missing re-attaches and lost boundaries named")
 PY
 
