@@ -12,11 +12,14 @@
  * 5. detach_between = auto, and the program made a CUDA graph (kernels of graphs created before
  *    a re-attach may be invisible to the new CUPTI) or the marker is NVTX (its injection is
  *    CUPTI's and is not re-armed by a new subscription): stay.
- * 6. the preload's hooks see every marker call: park (detach until the next window, the hooks
+ * 6. detach_between = auto, and not every marker call is known to come through the preload's
+ *    hooks (a runtime linked in statically, a marker that is not a hooked CUDA call): stay, since
+ *    only a park numbers every step for sure.
+ * 7. the preload's hooks see every marker call: park (detach until the next window, the hooks
  *    counting steps) if the next window is SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN steps away or more.
- * 7. the next window is fewer than SP_LIFE_MIN_GAP steps away, or not just after a marker call
- *    ended (the detach must fall between two marker calls, not across one): stay.
- * 8. otherwise: cycle (detach, re-attach with the marker's callbacks only).
+ * 8. (always only) the next window is fewer than SP_LIFE_MIN_GAP steps away, or not just after a
+ *    marker call ended (the detach must fall between two marker calls, not across one): stay.
+ * 9. otherwise: cycle (detach, re-attach with the marker's callbacks only).
  * Parked: re-attach (unpark) once the next window is fewer than SP_LIFE_UNPARK_AT steps away, or
  * has begun; detach for good once the schedule is done. */
 enum sp_life_act sp_life_decide(const struct sp_life_view *v)
@@ -32,6 +35,8 @@ enum sp_life_act sp_life_decide(const struct sp_life_view *v)
 	if (!v->dirty || v->stopped || v->policy == SP_DETACH_NEVER)
 		return SP_LIFE_STAY;
 	if (v->policy == SP_DETACH_AUTO && (v->graphs || v->marker == SP_MARK_NVTX))
+		return SP_LIFE_STAY;
+	if (v->policy == SP_DETACH_AUTO && !v->hook_ok)
 		return SP_LIFE_STAY;
 	if (v->hook_ok)
 		return v->steps_to_window >= SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN ? SP_LIFE_PARK : SP_LIFE_STAY;
@@ -55,6 +60,9 @@ const char *sp_life_stay_reason(const struct sp_life_view *v)
 		return "the program created a CUDA graph (detach_between = auto)";
 	if (v->policy == SP_DETACH_AUTO && v->marker == SP_MARK_NVTX)
 		return "the marker is NVTX (detach_between = auto)";
+	if (v->policy == SP_DETACH_AUTO && !v->hook_ok)
+		return "not every marker call comes through stepprof's hooks on CUDA functions, so steps could not "
+		       "all be counted while detached (detach_between = auto)";
 	if (v->steps_to_window < SP_LIFE_MIN_GAP + (v->hook_ok ? SP_LIFE_PARK_MARGIN : 0))
 		return sp_life_too_close;
 	if (v->hook_ok)

@@ -65,7 +65,7 @@ static const struct key keys[] = {
 	{ "limits", "ring_events", K_SIZE, FIELD(ring_events), 64, 16 * MIB, "65536" },
 	{ "limits", "cupti_buffer_bytes", K_SIZE, FIELD(cupti_buffer_bytes), 64 * KIB, 256 * MIB, "8M" },
 	{ "cupti", "library", K_STR, FIELD(cupti_library), 0, 0, "" },
-	{ "cupti", "detach_between", K_CHOICE, FIELD(detach_between), 0, 0, "never" },
+	{ "cupti", "detach_between", K_CHOICE, FIELD(detach_between), 0, 0, "auto" },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 

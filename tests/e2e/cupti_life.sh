@@ -104,7 +104,8 @@ check once 0 1 6 7 8 && echo "ok   one window: detached for good after it (flush
 run always 6,1,3,0 always 40
 check always 3 0 7 8 9 17 18 19 27 28 29 37 38 39 && echo "ok   detach_between = always: 3 re-attaches, one timestamp registration per instance, no step lost"
 run auto 6,1,3,0 auto 40
-check auto 3 0 7 8 9 17 18 19 27 28 29 37 38 39 && echo "ok   detach_between = auto without CUDA graphs: re-attaches as always"
+check auto 0 0 7 8 9 17 18 19 27 28 29 37 38 39 && grep -q "not every marker call comes through stepprof's hooks" "$T/auto/stderr" &&
+	echo "ok   detach_between = auto, marker calls not through the hooks: stays subscribed, and says why"
 run gpubound 6,1,3,0 always 40 SYNC_US=15000
 check gpubound -1 0 7 8 9 17 18 19 27 28 29 37 38 39 && echo "ok   detach_between = always, GPU-bound: detaches fall between marker calls, no step lost"
 run threads 6,1,3,0 always 40 THREADS=4

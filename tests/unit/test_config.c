@@ -113,7 +113,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.ring_events, 65536);
 	assert_int_equal(cfg.cupti_buffer_bytes, 8ull << 20);
 	assert_string_equal(cfg.cupti_library, "");
-	assert_int_equal(cfg.detach_between, SP_DETACH_NEVER);
+	assert_int_equal(cfg.detach_between, SP_DETACH_AUTO);
 	assert_string_equal(cfg.source, "");
 	for (int i = 0; i < SP_CFG_NKEYS; i++)
 		assert_string_equal(cfg.origin[i].name, "");

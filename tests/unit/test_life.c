@@ -22,7 +22,7 @@ static void test_decide(void **state)
 {
 	(void)state;
 	struct sp_life_view v = due(SP_DETACH_AUTO);
-	assert_int_equal(sp_life_decide(&v), SP_LIFE_CYCLE);
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY); /* auto cycles only by parking (test_park) */
 	v = due(SP_DETACH_ALWAYS);
 	assert_int_equal(sp_life_decide(&v), SP_LIFE_CYCLE);
 	v = due(SP_DETACH_NEVER);
@@ -161,8 +161,12 @@ static void test_quiet(void **state)
 static void test_stay_reason(void **state)
 {
 	(void)state;
-	struct sp_life_view v = due(SP_DETACH_AUTO);
+	struct sp_life_view v = due(SP_DETACH_ALWAYS);
 	assert_null(sp_life_stay_reason(&v)); /* a cycle is due */
+	v = due(SP_DETACH_AUTO);
+	assert_non_null(strstr(sp_life_stay_reason(&v), "hooks")); /* auto: a park or nothing */
+	v.hook_ok = true;
+	assert_null(sp_life_stay_reason(&v));
 	v.busy = true;
 	assert_null(sp_life_stay_reason(&v));
 	v = due(SP_DETACH_AUTO);
