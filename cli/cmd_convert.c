@@ -13,7 +13,7 @@
 #include "cli.h"
 #include "export.h"
 #include "crossrank.h"
-#include "nccl.h"
+#include "commstats.h"
 #include "steps.h"
 
 struct convert_opts {

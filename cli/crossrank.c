@@ -9,7 +9,7 @@
 #include <string.h>
 #include "export.h"
 #include "format.h"
-#include "nccl.h"
+#include "commstats.h"
 #include "crossrank.h"
 
 #define TIE_NS 10000           /* arrivals closer than this (or 1% of the median step) are a tie */

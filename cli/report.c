@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bylines.h"
-#include "folded.h"
+#include "stackagg.h"
 #include "format.h"
 #include "memtl.h"
-#include "nccl.h"
+#include "commstats.h"
 #include "crossrank.h"
 #include "cli.h"
 #include "report.h"
@@ -46,7 +46,7 @@ struct report {
 	struct sp_nccl_stats nccl; /* the NCCL table */
 	struct sp_xrank *peers;  /* the trace and its peers' (--peers), analysed; NULL without peers */
 	int self;                /* index of the trace among them, -1 if it holds no step */
-	struct sp_stackagg sites;  /* allocation sites (folded.h) */
+	struct sp_stackagg sites;  /* allocation sites (stackagg.h) */
 	struct sp_bylines lines;   /* kernel time by source line (--by line) */
 };
 
@@ -240,7 +240,7 @@ static int cmp_nccl_rows(const void *pa, const void *pb)
 }
 
 /* The NCCL table, if the windows hold NCCL calls or kernels: one row per op, communicator size and
- * message size, timed as nccl.h says; sizes and bandwidths as nccl-tests reports them. --top rows. */
+ * message size, timed as commstats.h says; sizes and bandwidths as nccl-tests reports them. --top rows. */
 static void print_nccl(const struct report *rep, const struct sp_report_opts *o, FILE *out)
 {
 	const struct sp_nccl_stats *s = &rep->nccl;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "format.h"
-#include "nccl.h"
+#include "commstats.h"
 #include "steps.h"
 
 static int cmp_u64(uint64_t a, uint64_t b)

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli/cli.h"
-#include "cli/nccl.h"
+#include "cli/commstats.h"
 #include "cli/report.h"
 #include "cli/windows.h"
 #include "trace/trace.h"

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli/cli.h"
-#include "cli/folded.h"
+#include "cli/stackagg.h"
 #include "cli/report.h"
 #include "cli/symbols.h"
 #include "stack_fixture.h"

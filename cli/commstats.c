@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* nccl.c - NCCL knowledge of the offline CLI (see nccl.h): kernel names, bus bandwidth, the
+/* commstats.c - NCCL statistics of the offline CLI (see commstats.h): kernel names, bus bandwidth, the
  * call-to-kernel links and group sharing behind the report's NCCL table, and the cross-rank
  * pairing of collectives by (communicator, sequence number) for the merged timeline. Memory is
  * per window: scratch arrays for the window being folded in or matched, freed or reused after. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "nccl.h"
+#include "commstats.h"
 
 struct call {                   /* an NCCL call of the window being folded in */
 	const struct sp_event *e;
