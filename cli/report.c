@@ -639,20 +639,39 @@ int sp_report_sort_parse(const char *s)
 	return -1;
 }
 
-int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
+/* Passes "peer PATH: what" (or "peer WHAT" when what is NULL) to o->note. This function can't fail. */
+static void peer_note(const struct sp_report_opts *o, const char *what, const char *peer)
 {
+	char text[600];
+
+	if (!o->note)
+		return;
+	if (peer)
+		snprintf(text, sizeof(text), "peer %s %s", peer, what);
+	else
+		snprintf(text, sizeof(text), "peer %s", what);
+	o->note(text);
+}
+
+enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o, FILE *out,
+				struct sp_report_result *res)
+{
+	struct sp_report_result dummy;
 	struct report rep = { 0 };
 	const struct sp_trace_header *h;
 	const struct sp_window *w;
 	struct sp_windows *g;
 	char err[256];
-	int rc, seen = 0, ret = 0;
+	int rc, seen = 0;
+	enum sp_report_status ret = SP_REPORT_OK;
 
-	rep.r = sp_trace_open(path, err, sizeof(err));
-	if (!rep.r) {
-		fprintf(stderr, "stepprof report: %s\n", err);
-		return 1;
-	}
+	if (!res)
+		res = &dummy;
+	res->why[0] = 0;
+	res->seen = 0;
+	rep.r = sp_trace_open(path, res->why, sizeof(res->why));
+	if (!rep.r)
+		return SP_REPORT_UNREADABLE;
 	h = sp_trace_header(rep.r);
 	if (o->npeers) { /* a first pass over the trace and its peers: the arrivals */
 		rep.peers = sp_xrank_new();
@@ -660,9 +679,9 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 		for (int i = 0; i < o->npeers; i++) {
 			int lrc = sp_xrank_load(rep.peers, o->peers[i], err, sizeof(err));
 			if (lrc < 0)
-				fprintf(stderr, "stepprof report: peer %s\n", err);
+				peer_note(o, err, NULL);
 			else if (!lrc)
-				fprintf(stderr, "stepprof report: peer %s holds no recorded step; left out\n", o->peers[i]);
+				peer_note(o, "holds no recorded step; left out", o->peers[i]);
 		}
 		sp_xrank_analyse(rep.peers);
 	}
@@ -677,15 +696,12 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 				sp_bylines_add_window(&rep.lines, w);
 		}
 	}
+	res->seen = seen;
 	if (rc < 0) {
-		fprintf(stderr, "stepprof report: %s: %s\n", path, sp_trace_error(rep.r));
-		ret = 1;
+		snprintf(res->why, sizeof(res->why), "%s", sp_trace_error(rep.r));
+		ret = SP_REPORT_CORRUPT;
 	} else if (!rep.nw) {
-		if (o->window >= 0)
-			fprintf(stderr, "stepprof report: %s has no window %lld (it has %d)\n", path, o->window, seen);
-		else
-			fprintf(stderr, "stepprof report: %s holds no recorded window\n", path);
-		ret = 1;
+		ret = SP_REPORT_NO_WINDOW;
 	}
 	if (rep.nw && o->json) {
 		print_json(&rep, path, h, o, sp_windows_outside(g), out);
