@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <zstd.h>
 #include "bytes.h"
+#include "fileio.h"
 #include "layout.h"
 #include "trace.h"
 
@@ -82,19 +83,6 @@ static ssize_t read_at(int fd, void *buf, size_t len, uint64_t off)
 	return (ssize_t)got;
 }
 
-/* Grows *buf to at least len bytes. Returns 0, or -1 (buffer unchanged). */
-static int grow(uint8_t **buf, size_t *cap, size_t len)
-{
-	if (len <= *cap)
-		return 0;
-	uint8_t *p = realloc(*buf, len);
-	if (!p)
-		return -1;
-	*buf = p;
-	*cap = len;
-	return 0;
-}
-
 /* Loads the next chunk. Returns 1 if loaded, 0 at the end of the file or a torn chunk (sets
  * truncated), -1 on a corrupt chunk or I/O error (message set). */
 static int load_chunk(struct sp_trace_reader *r)
@@ -131,7 +119,7 @@ static int load_chunk(struct sp_trace_reader *r)
 		return reader_fail(r, "chunk at offset %llu: the file decodes to more than %llu bytes (%llu MiB + %ux "
 				   "its size): refused as a decompression bomb", (unsigned long long)r->off,
 				   (unsigned long long)budget, DECODE_FLOOR >> 20, DECODE_RATIO);
-	if (grow(&r->comp, &r->comp_cap, csize) < 0 || grow(&r->raw, &r->raw_cap, rsize ? rsize : 1) < 0)
+	if (sp_buf_grow(&r->comp, &r->comp_cap, csize) < 0 || sp_buf_grow(&r->raw, &r->raw_cap, rsize ? rsize : 1) < 0)
 		return reader_fail(r, "out of memory for a chunk of %u bytes", rsize);
 	n = read_at(r->fd, r->comp, csize, r->off + CHUNK_HEADER_SIZE);
 	if (n < 0)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <zstd.h>
 #include "bytes.h"
+#include "fileio.h"
 #include "layout.h"
 #include "trace.h"
 
@@ -63,21 +64,6 @@ static int raw_reserve(struct sp_trace_writer *w, size_t need)
 		return -1;
 	w->raw = p;
 	w->raw_cap = cap;
-	return 0;
-}
-
-/* Writes all of buf. Returns 0, or -1 with errno (part may have been written). */
-static int write_all(int fd, const uint8_t *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		buf += n;
-		len -= (size_t)n;
-	}
 	return 0;
 }
 
@@ -247,7 +233,7 @@ struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_
 	}
 	/* a new file only: never through a link someone planted, never over an earlier trace */
 	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
-	if (w->fd < 0 || write_all(w->fd, h, sizeof(h)) < 0) {
+	if (w->fd < 0 || sp_write_all(w->fd, h, sizeof(h)) < 0) {
 		int e = errno;
 		if (w->fd >= 0) {
 			close(w->fd);
@@ -351,7 +337,7 @@ int sp_trace_flush(struct sp_trace_writer *w)
 	put_le(w->out + 4, c, 4);
 	put_le(w->out + 8, w->raw_len, 4);
 	put_le(w->out + 12, w->nrec, 4);
-	if (write_all(w->fd, w->out, CHUNK_HEADER_SIZE + c) < 0) {
+	if (sp_write_all(w->fd, w->out, CHUNK_HEADER_SIZE + c) < 0) {
 		w->broken = errno ? errno : EIO;
 		return -1;
 	}
