@@ -149,8 +149,7 @@ static void out_name(const struct convert_opts *o, char **stem, char **ext)
 	if (!o->out) {
 		s = sp_cli_out_name(o->trace, "");
 	} else {
-		if (!(s = strdup(o->out)))
-			sp_oom();
+		s = sp_xstrdup(o->out);
 		gz = ends_with(s, ".gz");
 		if (gz)
 			s[strlen(s) - 3] = 0;
@@ -379,8 +378,7 @@ static int merge_ranks(const struct convert_opts *o)
 	for (int i = 0; !failed && i < n; i++)
 		in[i].w = next_window(o, &in[i]);
 	out_name(o, &stem, &ext);
-	if (!(path = strdup(o->out))) /* one file: exactly the one named */
-		sp_oom();
+	path = sp_xstrdup(o->out); /* one file: exactly the one named */
 	x.dest = path;
 	progress_start(&pr, "all ranks");
 	if (!failed) {

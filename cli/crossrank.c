@@ -12,11 +12,6 @@
 #include "commstats.h"
 #include "crossrank_impl.h"
 
-static int cmp_u64(uint64_t a, uint64_t b)
-{
-	return a < b ? -1 : a > b;
-}
-
 static int cmp_i64(const void *pa, const void *pb)
 {
 	int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
@@ -26,9 +21,9 @@ static int cmp_i64(const void *pa, const void *pb)
 static int cmp_coll(const void *pa, const void *pb)
 {
 	const struct coll *a = pa, *b = pb;
-	int d = cmp_u64(a->comm, b->comm);
-	d = d ? d : cmp_u64(a->seq, b->seq);
-	return d ? d : cmp_u64(a->trace, b->trace);
+	int d = sp_cmp_u64(a->comm, b->comm);
+	d = d ? d : sp_cmp_u64(a->seq, b->seq);
+	return d ? d : sp_cmp_u64(a->trace, b->trace);
 }
 
 /* |x|, INT64_MIN giving INT64_MAX. */

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include "crossrank.h"
 #include "format.h"
+#include "util.h"
 
 #define TIE_NS 10000           /* arrivals closer than this (or 1% of the median step) are a tie */
 #define CLOCK_TOL_NS 200000    /* same-host anchors that disagree with the collectives by more are not used */
@@ -104,7 +105,7 @@ static inline double share(const struct rk *k)
 static inline int cmp_wl(const void *pa, const void *pb)
 {
 	const struct wl *a = pa, *b = pb;
-	return a->key != b->key ? (a->key < b->key ? -1 : 1) : a->ks < b->ks ? -1 : a->ks > b->ks;
+	return a->key != b->key ? (a->key < b->key ? -1 : 1) : sp_cmp_u64(a->ks, b->ks);
 }
 
 #endif

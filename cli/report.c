@@ -61,11 +61,6 @@ static const char *kname(const struct report *rep, size_t i)
 	return sp_trace_string(rep->r, sp_trace_string_id(rep->r, (uint32_t)i));
 }
 
-static int cmp_u64(uint64_t a, uint64_t b)
-{
-	return a < b ? -1 : a > b;
-}
-
 static int cmp_rows(const void *pa, const void *pb, void *arg)
 {
 	const struct sort_ctx *c = arg;
@@ -74,11 +69,11 @@ static int cmp_rows(const void *pa, const void *pb, void *arg)
 	int d = 0;
 
 	switch (c->key) {
-	case SP_SORT_TOTAL: d = cmp_u64(b->total, a->total); break;
-	case SP_SORT_AVG: d = cmp_u64(b->total / b->calls, a->total / a->calls); break;
-	case SP_SORT_CALLS: d = cmp_u64(b->calls, a->calls); break;
-	case SP_SORT_MAX: d = cmp_u64(b->max, a->max); break;
-	case SP_SORT_MIN: d = cmp_u64(b->min, a->min); break;
+	case SP_SORT_TOTAL: d = sp_cmp_u64(b->total, a->total); break;
+	case SP_SORT_AVG: d = sp_cmp_u64(b->total / b->calls, a->total / a->calls); break;
+	case SP_SORT_CALLS: d = sp_cmp_u64(b->calls, a->calls); break;
+	case SP_SORT_MAX: d = sp_cmp_u64(b->max, a->max); break;
+	case SP_SORT_MIN: d = sp_cmp_u64(b->min, a->min); break;
 	}
 	return d ? d : strcmp(kname(c->rep, ia), kname(c->rep, ib));
 }

@@ -29,6 +29,14 @@ void *sp_xrealloc(void *p, size_t n)
 	return q;
 }
 
+char *sp_xstrdup(const char *s)
+{
+	char *p = strdup(s);
+	if (!p)
+		sp_oom();
+	return p;
+}
+
 void *sp_xgrow(void *p, size_t *cap, size_t elem, size_t i)
 {
 	size_t c = *cap ? *cap : 256;

@@ -26,6 +26,8 @@ void sp_idset_free(struct sp_idset *s);
  * realloc that calls it on failure. */
 void sp_oom(void) __attribute__((noreturn));
 void *sp_xrealloc(void *p, size_t n);
+/* strdup that exits the CLI if memory runs out. */
+char *sp_xstrdup(const char *s);
 /* Grows the zero-filled array p of *cap elements of elem bytes (doubling, from 256) until index i
  * fits; returns it and updates *cap. Exits the CLI if memory runs out. */
 void *sp_xgrow(void *p, size_t *cap, size_t elem, size_t i);
@@ -33,5 +35,11 @@ void *sp_xgrow(void *p, size_t *cap, size_t elem, size_t i);
  * NULL, even for no element). These functions can't fail. */
 void sp_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 void sp_sort_r(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *, void *), void *ctx);
+
+/* -1, 0 or 1 as a is below, equal to or above b: the step of a comparator. Can't fail. */
+static inline int sp_cmp_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? -1 : a > b;
+}
 
 #endif
