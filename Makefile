@@ -241,19 +241,37 @@ help:
 	@echo "  make dist         dist/stepprof/: self-contained copy (bundled libraries, docs, demo) for GPU machines"
 	@echo "  make test-gpu     GPU machine: the GPU test suite (docs/GPU-TESTS.md)"
 	@echo "  make bench        GPU machine: overhead benchmarks (docs/BENCHMARKS.md)"
-	@echo "  make format       clang-format the sources"
+	@echo "  make format       clang-format the sources (clang-format 16 or later)"
+	@echo "  make format-check how many lines make format would change, by file"
+	@echo "  make check-sizes  files over 800 lines, functions over 80 lines in collector/ and preload/"
 	@echo "  make clean        remove build/ and dist/"
 	@echo "options: DEBUG=1 (-O0 -g3 -Werror), SAN=address,undefined, CUDA_HOME=$(CUDA_HOME), V=1 (show commands)"
 
 deps:
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEBS) make gcc
 
-format:
-	clang-format -i $(wildcard */*.c */*.h tests/*/*.c)
+# clang-format 16 or later: .clang-format keeps trailing comments where they are (AlignTrailingComments
+# Kind: Leave), which older versions cannot. Debian 12: apt-get install clang-format-19.
+CLANG_FORMAT ?= $(or $(firstword $(foreach v,22 21 20 19 18 17 16,$(shell command -v clang-format-$(v)))),clang-format)
+FORMAT_SRCS = $(wildcard */*.c */*.h tests/*/*.c)
+check-clang-format:
+	@v=$$($(CLANG_FORMAT) --version 2>/dev/null | sed -n 's/.*version \([0-9]*\).*/\1/p'); \
+	[ -n "$$v" ] && [ "$$v" -ge 16 ] || \
+		{ echo "make format needs clang-format 16 or later (found: $${v:-none}): install the Debian package clang-format-19 or set CLANG_FORMAT"; exit 1; }
+format: check-clang-format
+	$(CLANG_FORMAT) -i $(FORMAT_SRCS)
+# what `make format` would change, without changing it: the changed lines per file, then the total
+format-check: check-clang-format
+	@for f in $(FORMAT_SRCS); do n=$$($(CLANG_FORMAT) $$f | diff -U0 $$f - | grep -c '^[-+][^-+]'); \
+		[ $$n = 0 ] || echo "$$n $$f"; done | sort -rn | awk '{ print; t += $$1 } END { print t + 0, "lines would change" }'
+# the size rules (docs/ARCHITECTURE.md): .c files of at most 800 lines, functions in collector/ and preload/
+# of at most 80
+check-sizes:
+	@scripts/check-sizes.py
 
 clean:
 	rm -rf $(O) dist
 
-.PHONY: all test test-gpu bench demo dist deps clean format check-cmocka install install-share uninstall help \
+.PHONY: all test test-gpu bench demo dist deps clean format format-check check-clang-format check-sizes check-cmocka install install-share uninstall help \
 	check-clang fuzz fuzz-build
 -include $(shell find $(O) -name '*.d' 2>/dev/null)

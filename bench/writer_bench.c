@@ -2,9 +2,9 @@
 /* writer_bench.c - what the writer thread spends per kernel and what a kernel costs on disk, without
  * a GPU: a synthetic launch-bound stream (per launch one runtime cudaLaunchKernel record and one
  * kernel record, ~6.6 us apart with a few hundred ns of jitter, as the benchmark's add loop) pushed
- * through the real ring and writer into a trace file. The zstd level is trace.c's ZSTD_LEVEL, so
- * levels compare by building trace.c with -DZSTD_LEVEL=N in front of the library:
- *   gcc -O2 -I. -DZSTD_LEVEL=1 -c trace/trace.c -o /tmp/trace1.o
+ * through the real ring and writer into a trace file. The zstd level is ZSTD_LEVEL (trace/layout.h), so
+ * levels compare by building trace_write.c with -DZSTD_LEVEL=N in front of the library:
+ *   gcc -O2 -I. -DZSTD_LEVEL=1 -c trace/trace_write.c -o /tmp/trace1.o
  *   gcc -O2 -I. bench/writer_bench.c /tmp/trace1.o build/libspcore.a -lzstd -lunwind -lpthread -o /tmp/wb1
  *   /usr/bin/time -f '%U s user' /tmp/wb1 600000 /tmp/wb1.sptrace
  * Prints kernels, bytes per kernel (whole file) and wall time; the process's user time is almost all

@@ -13,6 +13,7 @@
 #include "config/version.h"
 #include "export.h"
 #include "trace/trace.h"
+#include "util.h"
 
 void sp_cli_bad_option(const char *cmd, int c, int argc, char **argv)
 {
@@ -63,6 +64,25 @@ int sp_cli_window(const char *cmd, const char *arg, long long *window)
 	}
 	*window = v;
 	return 0;
+}
+
+char *sp_cli_out_name(const char *trace, const char *suffix)
+{
+	size_t n = strlen(trace);
+	char *name;
+
+	n -= n > 8 && !strcmp(trace + n - 8, ".sptrace") ? 8 : 0;
+	if (asprintf(&name, "%.*s%s", (int)n, trace, suffix) < 0)
+		sp_oom();
+	return name;
+}
+
+void sp_cli_no_window(const char *cmd, const char *trace, long long window, int seen)
+{
+	if (window >= 0)
+		fprintf(stderr, "stepprof %s: %s has no window %lld (it has %d)\n", cmd, trace, window, seen);
+	else
+		fprintf(stderr, "stepprof %s: %s holds no recorded window\n", cmd, trace);
 }
 
 /* What one trace's header says about its run, for sp_cli_one_run. */

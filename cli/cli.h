@@ -41,6 +41,16 @@ int sp_cli_one_run(const char *cmd, char *const *paths, size_t n);
  * not 'ARG'" on stderr (*window unchanged). */
 int sp_cli_window(const char *cmd, const char *arg, long long *window);
 
+/* The default name of a command's output file: trace without its ".sptrace" (if it has more
+ * than that), then suffix (".memory.html"; "" for the stem alone). Returns a string to free;
+ * exits the CLI if memory runs out. */
+char *sp_cli_out_name(const char *trace, const char *suffix);
+
+/* After a command read the windows of trace and found none to use (seen: how many it has):
+ * "stepprof CMD: TRACE has no window W (it has N)" for --window W (window >= 0), else
+ * "stepprof CMD: TRACE holds no recorded window", on stderr. This function can't fail. */
+void sp_cli_no_window(const char *cmd, const char *trace, long long window, int seen);
+
 /* Every JSON object the CLI writes starts with these members: "schema" ("stepprof.CMD"),
  * "schema_version" (SP_JSON_SCHEMA_VERSION: bumped when a member changes meaning or goes away;
  * new members may appear without a bump) and "stepprof_version". Writes them and a trailing

@@ -13,7 +13,7 @@
 #include "cli.h"
 #include "export.h"
 #include "crossrank.h"
-#include "nccl.h"
+#include "commstats.h"
 #include "steps.h"
 
 struct convert_opts {
@@ -146,16 +146,10 @@ static void out_name(const struct convert_opts *o, char **stem, char **ext)
 	char *s;
 	int gz = 1;
 
-	if (o->out) {
-		s = strdup(o->out);
+	if (!o->out) {
+		s = sp_cli_out_name(o->trace, "");
 	} else {
-		s = strdup(o->trace);
-		if (s && ends_with(s, ".sptrace"))
-			s[strlen(s) - strlen(".sptrace")] = 0;
-	}
-	if (!s)
-		sp_oom();
-	if (o->out) {
+		s = sp_xstrdup(o->out);
 		gz = ends_with(s, ".gz");
 		if (gz)
 			s[strlen(s) - 3] = 0;
@@ -384,8 +378,7 @@ static int merge_ranks(const struct convert_opts *o)
 	for (int i = 0; !failed && i < n; i++)
 		in[i].w = next_window(o, &in[i]);
 	out_name(o, &stem, &ext);
-	if (!(path = strdup(o->out))) /* one file: exactly the one named */
-		sp_oom();
+	path = sp_xstrdup(o->out); /* one file: exactly the one named */
 	x.dest = path;
 	progress_start(&pr, "all ranks");
 	if (!failed) {
@@ -474,7 +467,7 @@ static int convert_one(struct convert_opts o)
 	struct sp_export x;
 	struct progress pr;
 	char err[256], *stem, *ext, *path = NULL, *first = NULL, first_line[4400] = "";
-	int rc = 0, failed = 0, nwin = 0;
+	int rc = 0, failed = 0, nwin = 0, seen = 0;
 	int exact = o.out && strcmp(o.out, "-"); /* -o FILE: a single window's file is FILE */
 	struct slice sl = { 0 };
 
@@ -490,6 +483,7 @@ static int convert_one(struct convert_opts o)
 				.wall = o.wall, .progress = progress_cb, .progress_ctx = &pr };
 
 	while (!failed && (rc = sp_windows_next(g, &w)) == 1) {
+		seen++;
 		if (o.window >= 0 && w->id != o.window)
 			continue;
 		if (!(w = cut(&o, w, &sl)))
@@ -564,10 +558,8 @@ static int convert_one(struct convert_opts o)
 		if (o.steps)
 			fprintf(stderr, "stepprof convert: %s has no recorded step in %lld-%lld%s\n", o.trace,
 				(long long)o.step_lo, (long long)o.step_hi, o.window >= 0 ? " in that window" : "");
-		else if (o.window >= 0)
-			fprintf(stderr, "stepprof convert: %s has no window %lld\n", o.trace, o.window);
 		else
-			fprintf(stderr, "stepprof convert: %s holds no recorded window\n", o.trace);
+			sp_cli_no_window("convert", o.trace, o.window, seen);
 		failed = 1;
 	} else if (sp_trace_truncated(r)) {
 		fprintf(stderr, "stepprof convert: note: %s was cut short; what followed the cut is lost\n", o.trace);

@@ -141,12 +141,7 @@ static void put_stack(struct dump *d, uint32_t id)
 static void put_event(struct dump *d, const struct sp_event *ev)
 {
 	FILE *o = d->out;
-	if (ev->kind == SP_EV_API)
-		put_stack(d, ev->u.api.stack);
-	else if (ev->kind == SP_EV_NCCL || ev->kind == SP_EV_COMM)
-		put_stack(d, ev->u.nccl.stack);
-	else if (ev->kind == SP_EV_ALLOC || ev->kind == SP_EV_FREE)
-		put_stack(d, ev->u.mem.stack);
+	put_stack(d, sp_ev_stack(ev));
 	fputs(sp_ev_kind_name(ev->kind), o);
 	switch (ev->kind) {
 	case SP_EV_KERNEL: {

@@ -103,13 +103,8 @@ int sp_cmd_memory(int argc, char **argv)
 	if (sp_cli_operands("memory", argc, argv, 1, 1))
 		return usage(stderr, 2);
 	trace = argv[optind];
-	if (!out) {
-		size_t n = strlen(trace);
-		n -= n > 8 && !strcmp(trace + n - 8, ".sptrace") ? 8 : 0;
-		if (asprintf(&def, "%.*s.memory.html", (int)n, trace) < 0)
-			sp_oom();
-		out = def;
-	}
+	if (!out)
+		out = def = sp_cli_out_name(trace, ".memory.html");
 
 	struct sp_trace_reader *r = sp_trace_open(trace, err, sizeof(err));
 	if (!r) {
@@ -160,10 +155,7 @@ int sp_cmd_memory(int argc, char **argv)
 		fprintf(stderr, "stepprof memory: %s: %s\n", trace, sp_trace_error(r));
 		ret = 1;
 	} else if (!shown) {
-		if (window >= 0)
-			fprintf(stderr, "stepprof memory: %s has no window %lld (it has %d)\n", trace, window, seen);
-		else
-			fprintf(stderr, "stepprof memory: %s holds no recorded window\n", trace);
+		sp_cli_no_window("memory", trace, window, seen);
 		ret = 1;
 	}
 	if (sp_out_close(o, shown > 0) != 0)

@@ -28,6 +28,12 @@ static int usage(FILE *f, int rc)
 	return rc;
 }
 
+/* sp_report's notes (a peer left out), with the command's prefix. This function can't fail. */
+static void note(const char *text)
+{
+	fprintf(stderr, "stepprof report: %s\n", text);
+}
+
 static int number(const char *s, long long *v)
 {
 	char *end;
@@ -111,7 +117,17 @@ int sp_cmd_report(int argc, char **argv)
 		free(o.peers);
 		return usage(stderr, 2);
 	}
-	int rc = sp_report(argv[optind], &o, stdout);
+	struct sp_report_result res;
+	const char *path = argv[optind];
+
+	o.note = note;
+	enum sp_report_status st = sp_report(path, &o, stdout, &res);
 	free(o.peers);
-	return rc;
+	if (st == SP_REPORT_UNREADABLE)
+		fprintf(stderr, "stepprof report: %s\n", res.why);
+	else if (st == SP_REPORT_CORRUPT)
+		fprintf(stderr, "stepprof report: %s: %s\n", path, res.why);
+	else if (st == SP_REPORT_NO_WINDOW)
+		sp_cli_no_window("report", path, o.window, res.seen);
+	return st == SP_REPORT_OK ? 0 : 1;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_stacks.c - `stepprof stacks TRACE [--by bytes|calls] [--kind alloc|launch|nccl|all]
  * [-o FILE]`: folded call stacks of the trace's allocation, launch and NCCL call sites
- * (folded.h), symbolised offline against the trace's module records. */
+ * (stackagg.h), symbolised offline against the trace's module records. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,7 +9,7 @@
 #include "cli.h"
 #include "outfile.h"
 #include "symbols.h"
-#include "folded.h"
+#include "stackagg.h"
 
 static int usage(FILE *f, int rc)
 {

@@ -15,7 +15,7 @@
 #include "config/version.h"
 #include "export.h"
 #include "config/schedule.h"
-#include "nccl.h"
+#include "commstats.h"
 #include "crossrank.h"
 #include "symbols.h"
 

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bylines.h"
-#include "folded.h"
+#include "stackagg.h"
 #include "format.h"
 #include "memtl.h"
-#include "nccl.h"
+#include "commstats.h"
 #include "crossrank.h"
 #include "cli.h"
 #include "report.h"
@@ -46,7 +46,7 @@ struct report {
 	struct sp_nccl_stats nccl; /* the NCCL table */
 	struct sp_xrank *peers;  /* the trace and its peers' (--peers), analysed; NULL without peers */
 	int self;                /* index of the trace among them, -1 if it holds no step */
-	struct sp_stackagg sites;  /* allocation sites (folded.h) */
+	struct sp_stackagg sites;  /* allocation sites (stackagg.h) */
 	struct sp_bylines lines;   /* kernel time by source line (--by line) */
 };
 
@@ -61,11 +61,6 @@ static const char *kname(const struct report *rep, size_t i)
 	return sp_trace_string(rep->r, sp_trace_string_id(rep->r, (uint32_t)i));
 }
 
-static int cmp_u64(uint64_t a, uint64_t b)
-{
-	return a < b ? -1 : a > b;
-}
-
 static int cmp_rows(const void *pa, const void *pb, void *arg)
 {
 	const struct sort_ctx *c = arg;
@@ -74,11 +69,11 @@ static int cmp_rows(const void *pa, const void *pb, void *arg)
 	int d = 0;
 
 	switch (c->key) {
-	case SP_SORT_TOTAL: d = cmp_u64(b->total, a->total); break;
-	case SP_SORT_AVG: d = cmp_u64(b->total / b->calls, a->total / a->calls); break;
-	case SP_SORT_CALLS: d = cmp_u64(b->calls, a->calls); break;
-	case SP_SORT_MAX: d = cmp_u64(b->max, a->max); break;
-	case SP_SORT_MIN: d = cmp_u64(b->min, a->min); break;
+	case SP_SORT_TOTAL: d = sp_cmp_u64(b->total, a->total); break;
+	case SP_SORT_AVG: d = sp_cmp_u64(b->total / b->calls, a->total / a->calls); break;
+	case SP_SORT_CALLS: d = sp_cmp_u64(b->calls, a->calls); break;
+	case SP_SORT_MAX: d = sp_cmp_u64(b->max, a->max); break;
+	case SP_SORT_MIN: d = sp_cmp_u64(b->min, a->min); break;
 	}
 	return d ? d : strcmp(kname(c->rep, ia), kname(c->rep, ib));
 }
@@ -240,7 +235,7 @@ static int cmp_nccl_rows(const void *pa, const void *pb)
 }
 
 /* The NCCL table, if the windows hold NCCL calls or kernels: one row per op, communicator size and
- * message size, timed as nccl.h says; sizes and bandwidths as nccl-tests reports them. --top rows. */
+ * message size, timed as commstats.h says; sizes and bandwidths as nccl-tests reports them. --top rows. */
 static void print_nccl(const struct report *rep, const struct sp_report_opts *o, FILE *out)
 {
 	const struct sp_nccl_stats *s = &rep->nccl;
@@ -639,20 +634,39 @@ int sp_report_sort_parse(const char *s)
 	return -1;
 }
 
-int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
+/* Passes "peer PATH: what" (or "peer WHAT" when what is NULL) to o->note. This function can't fail. */
+static void peer_note(const struct sp_report_opts *o, const char *what, const char *peer)
 {
+	char text[600];
+
+	if (!o->note)
+		return;
+	if (peer)
+		snprintf(text, sizeof(text), "peer %s %s", peer, what);
+	else
+		snprintf(text, sizeof(text), "peer %s", what);
+	o->note(text);
+}
+
+enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o, FILE *out,
+				struct sp_report_result *res)
+{
+	struct sp_report_result dummy;
 	struct report rep = { 0 };
 	const struct sp_trace_header *h;
 	const struct sp_window *w;
 	struct sp_windows *g;
 	char err[256];
-	int rc, seen = 0, ret = 0;
+	int rc, seen = 0;
+	enum sp_report_status ret = SP_REPORT_OK;
 
-	rep.r = sp_trace_open(path, err, sizeof(err));
-	if (!rep.r) {
-		fprintf(stderr, "stepprof report: %s\n", err);
-		return 1;
-	}
+	if (!res)
+		res = &dummy;
+	res->why[0] = 0;
+	res->seen = 0;
+	rep.r = sp_trace_open(path, res->why, sizeof(res->why));
+	if (!rep.r)
+		return SP_REPORT_UNREADABLE;
 	h = sp_trace_header(rep.r);
 	if (o->npeers) { /* a first pass over the trace and its peers: the arrivals */
 		rep.peers = sp_xrank_new();
@@ -660,9 +674,9 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 		for (int i = 0; i < o->npeers; i++) {
 			int lrc = sp_xrank_load(rep.peers, o->peers[i], err, sizeof(err));
 			if (lrc < 0)
-				fprintf(stderr, "stepprof report: peer %s\n", err);
+				peer_note(o, err, NULL);
 			else if (!lrc)
-				fprintf(stderr, "stepprof report: peer %s holds no recorded step; left out\n", o->peers[i]);
+				peer_note(o, "holds no recorded step; left out", o->peers[i]);
 		}
 		sp_xrank_analyse(rep.peers);
 	}
@@ -677,15 +691,12 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 				sp_bylines_add_window(&rep.lines, w);
 		}
 	}
+	res->seen = seen;
 	if (rc < 0) {
-		fprintf(stderr, "stepprof report: %s: %s\n", path, sp_trace_error(rep.r));
-		ret = 1;
+		snprintf(res->why, sizeof(res->why), "%s", sp_trace_error(rep.r));
+		ret = SP_REPORT_CORRUPT;
 	} else if (!rep.nw) {
-		if (o->window >= 0)
-			fprintf(stderr, "stepprof report: %s has no window %lld (it has %d)\n", path, o->window, seen);
-		else
-			fprintf(stderr, "stepprof report: %s holds no recorded window\n", path);
-		ret = 1;
+		ret = SP_REPORT_NO_WINDOW;
 	}
 	if (rep.nw && o->json) {
 		print_json(&rep, path, h, o, sp_windows_outside(g), out);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* report.h - the text report of `stepprof report`: a key_averages-style table of GPU kernels,
  * the dropped-record line, one summary line per window, the per-step table (steps.h), the
- * memcpy/memset table and the NCCL table (nccl.h), with the peers' traces its waiting for them (ranks.h). Reads the trace once through windows.h; memory is one window plus one row per kernel
+ * memcpy/memset table and the NCCL table (commstats.h), with the peers' traces its waiting for them (ranks.h). Reads the trace once through windows.h; memory is one window plus one row per kernel
  * name and per NCCL (op, ranks, size). */
 #ifndef SP_REPORT_H
 #define SP_REPORT_H
@@ -22,12 +22,28 @@ struct sp_report_opts {
 	char **peers;           /* other ranks' traces of the run (--peers): NCCL waiting vs transfer */
 	int npeers;
 	int by_line;            /* kernel time by source line (bylines.h) instead of by kernel name */
+	void (*note)(const char *text); /* told of a peer left out ("peer PATH: why"); NULL: not told */
+};
+
+/* How sp_report ended; the command turns it into its message and exit status. */
+enum sp_report_status {
+	SP_REPORT_OK = 0,
+	SP_REPORT_UNREADABLE,   /* the trace could not be opened: why holds the reader's message */
+	SP_REPORT_CORRUPT,      /* a corrupt chunk: why holds sp_trace_error's message */
+	SP_REPORT_NO_WINDOW,    /* no (such) window: seen says how many the trace holds */
+};
+struct sp_report_result {
+	char why[256];          /* UNREADABLE, CORRUPT: the reason, without any command prefix */
+	int seen;               /* windows the trace holds (all of them, whatever o->window says) */
 };
 
 /* The sort key called s ("total", "avg", "calls", "max", "min", "name"), or -1. */
 int sp_report_sort_parse(const char *s);
-/* Reads the trace at path and writes the report to out. Returns 0; 1 if the file is unreadable,
- * corrupt, or has no (such) window (message on stderr; what was read may be printed already). */
-int sp_report(const char *path, const struct sp_report_opts *o, FILE *out);
+/* Reads the trace at path and writes the report to out. Returns SP_REPORT_OK, or the reason it
+ * failed with the details in *res (res may be NULL); after a corrupt chunk, what was read may be
+ * printed already. Prints nothing to stderr: the command says what failed. Exits the CLI if
+ * memory runs out. */
+enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o, FILE *out,
+				struct sp_report_result *res);
 
 #endif

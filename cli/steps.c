@@ -5,28 +5,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include "format.h"
-#include "nccl.h"
+#include "commstats.h"
 #include "steps.h"
-
-static int cmp_u64(uint64_t a, uint64_t b)
-{
-	return a < b ? -1 : a > b;
-}
 
 static int cmp_iv(const void *a, const void *b)
 {
-	return cmp_u64(((const struct sp_steps_iv *)a)->s, ((const struct sp_steps_iv *)b)->s);
+	return sp_cmp_u64(((const struct sp_steps_iv *)a)->s, ((const struct sp_steps_iv *)b)->s);
 }
 
 static int cmp_call(const void *a, const void *b)
 {
 	const struct sp_calls_one *x = a, *y = b;
-	return x->corr != y->corr ? (x->corr < y->corr ? -1 : 1) : cmp_u64(x->t, y->t);
+	return x->corr != y->corr ? (x->corr < y->corr ? -1 : 1) : sp_cmp_u64(x->t, y->t);
 }
 
 static int cmp_u64p(const void *a, const void *b)
 {
-	return cmp_u64(*(const uint64_t *)a, *(const uint64_t *)b);
+	return sp_cmp_u64(*(const uint64_t *)a, *(const uint64_t *)b);
 }
 
 static int cmp_i64p(const void *a, const void *b)

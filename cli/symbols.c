@@ -59,14 +59,6 @@ static const Dwfl_Callbacks callbacks = {
 	.section_address = dwfl_offline_section_address,
 };
 
-static char *xstrdup(const char *s)
-{
-	char *p = strdup(s);
-	if (!p)
-		sp_oom();
-	return p;
-}
-
 static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *xprintf(const char *fmt, ...)
 {
@@ -170,7 +162,7 @@ static void resolve(struct sp_sym *s, struct entry *e)
 			e->frame = xprintf("%s (%s:%u)", func, file, line);
 		} else {
 			e->func = xprintf("[python frame %u]", SP_PYFRAME_ID(e->pc));
-			e->frame = xstrdup(e->func);
+			e->frame = sp_xstrdup(e->func);
 		}
 		return;
 	}
@@ -183,7 +175,7 @@ static void resolve(struct sp_sym *s, struct entry *e)
 	if (name && *name) {
 		int status = -1;
 		char *plain = name[0] == '_' && name[1] == 'Z' ? __cxa_demangle(name, NULL, NULL, &status) : NULL;
-		e->func = plain && !status ? plain : xstrdup(name);
+		e->func = plain && !status ? plain : sp_xstrdup(name);
 		if (e->func != plain)
 			free(plain);
 		e->frame = xprintf("%s+0x%" PRIx64 " (%s)", e->func, (uint64_t)off + 1, m->base);
@@ -193,7 +185,7 @@ static void resolve(struct sp_sym *s, struct entry *e)
 		e->frame = xprintf("0x%" PRIx64 " (%s)", e->pc, e->func);
 	} else {
 		e->func = xprintf("0x%" PRIx64, e->pc);
-		e->frame = xstrdup(e->func);
+		e->frame = sp_xstrdup(e->func);
 	}
 }
 
@@ -262,7 +254,7 @@ void sp_sym_add_module(struct sp_sym *s, const char *path, uint64_t start, uint6
 	}
 	s->mod = sp_xrealloc(s->mod, (s->nmod + 1) * sizeof(*s->mod));
 	struct module *m = &s->mod[s->nmod++];
-	m->path = xstrdup(path);
+	m->path = sp_xstrdup(path);
 	m->base = strrchr(m->path, '/') ? strrchr(m->path, '/') + 1 : m->path;
 	m->start = start;
 	m->end = end;

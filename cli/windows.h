@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "trace/trace.h"
+#include "util.h" /* sp_oom, sp_xgrow, sp_sort, sp_idset: most users of windows.h use them */
 
 #define SP_DROP__COUNT (SP_DROP_LATE + 1) /* size of a by-source array indexed by enum sp_drop_source */
 #define SP_WIN_MAX_DEVICES 64             /* devices whose SP_EV_DEVICE record is kept */
@@ -33,32 +34,6 @@ struct sp_window {
 
 struct sp_windows;
 
-/* A set of ids (correlation ids, track keys), open addressing. */
-struct sp_idset {
-	uint64_t *slot;         /* 0 = empty; key 0 is kept in has_zero */
-	size_t cap, n;
-	int has_zero;
-};
-/* Adds key; exits the CLI if memory runs out. Returns 1 if it was new, 0 if already there. */
-int sp_idset_add(struct sp_idset *s, uint64_t key);
-/* 1 if key is in s. This function can't fail. */
-int sp_idset_has(const struct sp_idset *s, uint64_t key);
-/* Empties s (keeping its memory) / frees its memory. These functions can't fail. */
-void sp_idset_clear(struct sp_idset *s);
-void sp_idset_free(struct sp_idset *s);
-
-/* For the offline CLI only: sp_oom prints "stepprof: out of memory" and exits 1; sp_xrealloc is
- * realloc that calls it on failure. */
-void sp_oom(void) __attribute__((noreturn));
-void *sp_xrealloc(void *p, size_t n);
-/* Grows the zero-filled array p of *cap elements of elem bytes (doubling, from 256) until index i
- * fits; returns it and updates *cap. Exits the CLI if memory runs out. */
-void *sp_xgrow(void *p, size_t *cap, size_t elem, size_t i);
-/* qsort and qsort_r for arrays that may be empty and NULL (the C library's base must never be
- * NULL, even for no element). These functions can't fail. */
-void sp_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
-void sp_sort_r(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *, void *), void *ctx);
-
 /* Starts grouping the events of r (which stays the caller's; read from its current position).
  * Exits the CLI if memory runs out; otherwise can't fail. */
 struct sp_windows *sp_windows_open(struct sp_trace_reader *r);
@@ -76,8 +51,6 @@ uint64_t sp_windows_outside(const struct sp_windows *g);
 /* Frees g (NULL is fine); the reader stays open. This function can't fail. */
 void sp_windows_close(struct sp_windows *g);
 
-/* 1 for records of GPU work (kernel, memcpy, memset): these join a window by correlation id. */
-int sp_ev_is_gpu(const struct sp_event *ev);
 /* Wall-clock ns (CLOCK_REALTIME) of trace time mono, with the window's anchor. Can't fail. */
 uint64_t sp_window_wall(const struct sp_window *w, uint64_t mono);
 

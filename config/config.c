@@ -15,17 +15,8 @@
 #include <unistd.h>
 #include <ini.h>
 #include "config.h"
+#include "config_impl.h"
 #include "run.h"
-
-enum ktype { K_BOOL, K_INT, K_SIZE, K_STR, K_OUTPUT, K_RANKS, K_CHOICE, K_STACKS };
-
-struct key {
-	const char *section, *name;
-	enum ktype type;
-	size_t off, size;       /* the field in struct sp_config */
-	int64_t min, max;       /* K_INT and K_SIZE */
-	const char *def;        /* default, written as in an INI file */
-};
 
 static const char *const kind_names[] = { "auto", "kernel", "api", "nccl", "nvtx", "profiler_range", NULL };
 #define NKINDS (sizeof(kind_names) / sizeof(kind_names[0]) - 1)
@@ -109,10 +100,6 @@ static const char *const env_other[] = { "STEPPROF_CONFIG", "STEPPROF_RANK", "ST
 					 "STEPPROF_TEST_CLOCK_OFFSET_NS", "STEPPROF_NO_PROGRESS",
 					 "STEPPROF_PROGRESS_AFTER" };
 #define NENV_OTHER (sizeof(env_other) / sizeof(env_other[0]))
-
-enum { PH_HOST, PH_PID, PH_RANK, PH_DATE, PH_TIME, PH_JOBID, PH_RUN };
-static const char *const placeholders[] = { "host", "pid", "rank", "date", "time", "jobid", "run" };
-#define NPLACEHOLDERS (sizeof(placeholders) / sizeof(placeholders[0]))
 
 /* Appends one formatted message to errs (counted even when errs is full). Returns 1. */
 __attribute__((format(printf, 2, 3))) static int add_error(struct sp_cfg_errors *errs, const char *fmt, ...)
@@ -203,55 +190,6 @@ static int parse_bool(const char *s, bool *out)
 	return -1;
 }
 
-/* Formats a size with the largest suffix that divides it exactly (round-trips through
- * sp_parse_size). Can't fail. */
-static const char *format_size(char *buf, size_t len, uint64_t v)
-{
-	static const char suffix[] = "KMGT";
-	int i = -1;
-
-	while (v && i < 3 && v % 1024 == 0) {
-		v /= 1024;
-		i++;
-	}
-	snprintf(buf, len, i < 0 ? "%llu" : "%llu%c", (unsigned long long)v, i < 0 ? 0 : suffix[i]);
-	return buf;
-}
-
-/* The PH_ index of the placeholder that the '{' at p starts (*len: its length with braces),
- * or -1 if none does. */
-static int placeholder_at(const char *p, size_t *len)
-{
-	const char *close = strchr(p, '}');
-
-	for (size_t i = 0; close && i < NPLACEHOLDERS; i++) {
-		if ((size_t)(close - p - 1) == strlen(placeholders[i]) &&
-		    !strncmp(p + 1, placeholders[i], strlen(placeholders[i]))) {
-			*len = (size_t)(close - p + 1);
-			return (int)i;
-		}
-	}
-	return -1;
-}
-
-/* Checks the placeholders of an output template; writes the problem to problem. Returns 0 or -1. */
-static int check_template(const char *t, char *problem, size_t len)
-{
-	size_t n;
-
-	for (const char *p = strchr(t, '{'); p; p = strchr(p + 1, '{')) {
-		if (placeholder_at(p, &n) < 0) {
-			const char *close = strchr(p, '}');
-			if (close)
-				snprintf(problem, len, "unknown placeholder '%.*s'", (int)(close - p + 1), p);
-			else
-				snprintf(problem, len, "'{' without '}' in '%s'", t);
-			return -1;
-		}
-	}
-	return 0;
-}
-
 /* What the key accepts, for the "(allowed: ...)" part of its errors. */
 static const char *allowed(const struct key *k, char *buf, size_t len)
 {
@@ -268,7 +206,7 @@ static const char *allowed(const struct key *k, char *buf, size_t len)
 		return buf;
 	case K_SIZE:
 		snprintf(buf, len, "size %s..%s, as 512, 64K, 256M, 2G; K, M, G, T are powers of 1024",
-			 format_size(a, sizeof(a), (uint64_t)k->min), format_size(b, sizeof(b), (uint64_t)k->max));
+			 sp_cfg_format_size(a, sizeof(a), (uint64_t)k->min), sp_cfg_format_size(b, sizeof(b), (uint64_t)k->max));
 		return buf;
 	case K_STR:
 		snprintf(buf, len, "text of at most %zu characters, optionally in double quotes", k->size - 1);
@@ -428,7 +366,7 @@ static int set_value(struct sp_config *cfg, const struct key *k, const char *v, 
 			snprintf(problem, plen, "empty");
 			return -1;
 		}
-		if (k->type == K_OUTPUT && check_template(text, problem, plen) < 0)
+		if (k->type == K_OUTPUT && sp_cfg_check_template(text, problem, plen) < 0)
 			return -1;
 		memcpy(field, text, n + 1);
 		return 0;
@@ -789,157 +727,24 @@ int sp_cfg_load(struct sp_config *cfg, const char *path, struct sp_cfg_errors *e
 	return errs->count;
 }
 
-/* This function can't fail. */
-void sp_cfg_print(const struct sp_config *cfg, FILE *f)
-{
-	const char *section = NULL;
-	char buf[32];
-
-	for (size_t i = 0; i < NKEYS; i++) {
-		const struct key *k = &keys[i];
-		const char *field = (const char *)cfg + k->off;
-		if (!section || strcmp(section, k->section))
-			fprintf(f, "%s[%s]\n", section ? "\n" : "", k->section);
-		section = k->section;
-		fprintf(f, "%s = ", k->name);
-		switch (k->type) {
-		case K_BOOL:
-			fprintf(f, "%s\n", load(cfg, k) ? "true" : "false");
-			break;
-		case K_INT:
-			fprintf(f, "%lld\n", (long long)load(cfg, k));
-			break;
-		case K_SIZE:
-			fprintf(f, "%s\n", format_size(buf, sizeof(buf), k->size == sizeof(uint32_t) ?
-						       *(const uint32_t *)field : *(const uint64_t *)field));
-			break;
-		case K_STR:
-		case K_OUTPUT: /* quoted, so that the reader's quote stripping gives it back as is */
-			fprintf(f, "\"%s\"\n", field);
-			break;
-		case K_RANKS:
-			fprintf(f, "%s\n", field);
-			break;
-		case K_CHOICE:
-			fprintf(f, "%s\n", choices(k)[load(cfg, k)]);
-			break;
-		case K_STACKS:
-			fprintf(f, "%s\n", stacks_names[load(cfg, k) & 3]);
-			break;
-		}
-	}
-}
-
-/* This function can't fail. */
-void sp_cfg_print_errors(const struct sp_cfg_errors *errs, FILE *f)
-{
-	for (int i = 0; i < errs->count && i < SP_CFG_MAX_ERRORS; i++)
-		fprintf(f, "%s\n", errs->msg[i]);
-	if (errs->count > SP_CFG_MAX_ERRORS)
-		fprintf(f, "... and %d more errors\n", errs->count - SP_CFG_MAX_ERRORS);
-}
-
-/* Copies s into out at *n, '/' replaced by '_'. Returns -1 if it does not fit. */
-static int put(char *out, size_t outlen, size_t *n, const char *s)
-{
-	for (; *s; s++) {
-		if (*n + 1 >= outlen)
-			return -1;
-		out[(*n)++] = *s == '/' ? '_' : *s;
-	}
-	out[*n] = '\0';
-	return 0;
-}
-
-/* Returns 0, or -1 (out holds a truncated string) if it does not fit or names an unknown
- * placeholder. ri may be NULL (no rank). */
-int sp_cfg_expand(const char *tmpl, const struct sp_rank_info *ri, char *out, size_t outlen)
-{
-	char val[256];
-	size_t n = 0, len;
-	time_t now = time(NULL);
-	struct tm tm;
-	const char *job;
-
-	if (!outlen)
-		return -1;
-	out[0] = '\0';
-	localtime_r(&now, &tm);
-	for (const char *p = tmpl; *p; p++) {
-		if (*p != '{') {
-			if (n + 1 >= outlen)
-				return -1;
-			out[n++] = *p;
-			out[n] = '\0';
-			continue;
-		}
-		switch (placeholder_at(p, &len)) {
-		case PH_HOST:
-			if (gethostname(val, sizeof(val)) < 0)
-				strcpy(val, "nohost");
-			val[sizeof(val) - 1] = '\0';
-			break;
-		case PH_PID:
-			snprintf(val, sizeof(val), "%d", (int)getpid());
-			break;
-		case PH_RANK:
-			if (ri && ri->rank >= 0)
-				snprintf(val, sizeof(val), "%d", ri->rank);
-			else
-				strcpy(val, "norank");
-			break;
-		case PH_DATE:
-			strftime(val, sizeof(val), "%Y%m%d", &tm);
-			break;
-		case PH_TIME:
-			strftime(val, sizeof(val), "%H%M%S", &tm);
-			break;
-		case PH_JOBID:
-			if (!(job = getenv("SLURM_JOB_ID")) || !*job)
-				if (!(job = getenv("PBS_JOBID")) || !*job)
-					if (!(job = getenv("TORCHELASTIC_RUN_ID")) || !*job)
-						job = "nojob";
-			snprintf(val, sizeof(val), "%s", job);
-			break;
-		case PH_RUN:
-			sp_run_id(val, sizeof(val), NULL);
-			break;
-		default:
-			return -1;
-		}
-		if (put(out, outlen, &n, val) < 0)
-			return -1;
-		p += len - 1;
-	}
-	return 0;
-}
-
-/* Returns 0, or -1 (out unchanged) if s is not a size or overflows. */
-int sp_parse_size(const char *s, uint64_t *out)
-{
-	static const char suffix[] = "KMGT";
-	uint64_t v = 0, mul = 1;
-	const char *p = s;
-
-	if (!isdigit((unsigned char)*p))
-		return -1;
-	for (; isdigit((unsigned char)*p); p++)
-		if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v))
-			return -1;
-	if (*p) {
-		const char *u = strchr(suffix, toupper((unsigned char)*p));
-		if (!u || p[1])
-			return -1;
-		for (long i = 0; i <= u - suffix; i++)
-			mul *= 1024;
-	}
-	if (__builtin_mul_overflow(v, mul, &v))
-		return -1;
-	*out = v;
-	return 0;
-}
-
 const char *sp_marker_kind_name(enum sp_marker_kind k)
 {
 	return (unsigned)k < NKINDS ? kind_names[k] : "?";
+}
+
+/* ---- for config_print.c (config_impl.h) ---- */
+
+const struct key *sp_cfg_key(size_t i)
+{
+	return i < NKEYS ? &keys[i] : NULL;
+}
+
+int64_t sp_cfg_key_load(const struct sp_config *cfg, const struct key *k)
+{
+	return load(cfg, k);
+}
+
+const char *sp_cfg_key_choice(const struct key *k, int64_t v)
+{
+	return k->type == K_STACKS ? stacks_names[v & 3] : choices(k)[v];
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* bytes.h - the byte encodings the file formats of trace/ share (trace.c, tokens.c): little-endian
- * integers, LEB128 varints, zigzag. Header-only; no I/O, no allocation. */
+/* bytes.h - the byte encodings the file formats of trace/ share (trace_write.c, trace_read.c,
+ * record.c, tokens.c): little-endian integers, LEB128 varints, zigzag. Header-only; no I/O, no allocation. */
 #ifndef SP_TRACE_BYTES_H
 #define SP_TRACE_BYTES_H
 

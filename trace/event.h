@@ -215,4 +215,11 @@ const char *sp_nccl_op_name(unsigned op);
 const char *sp_mem_kind_name(unsigned kind);
 const char *sp_drop_source_name(unsigned src);
 
+/* Facts about events (event_facts.c); these functions can't fail. */
+/* 1 for records of GPU work (kernel, memcpy, memset): these join a window by correlation id. */
+int sp_ev_is_gpu(const struct sp_event *ev);
+/* The call-stack id an API call, NCCL call or communicator, or allocation or free carries; 0 for
+ * the kinds that carry none (and for a record without a stack). */
+uint32_t sp_ev_stack(const struct sp_event *ev);
+
 #endif

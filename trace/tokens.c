@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zstd.h>
 #include "bytes.h"
+#include "fileio.h"
 #include "tokens.h"
 
 #define HEADER_SIZE 808u          /* bytes of the version-1 header */
@@ -47,21 +48,6 @@ struct sp_tok_writer {
 	ZSTD_CCtx *cctx;
 };
 
-static int write_all(int fd, const void *buf, size_t n)
-{
-	const uint8_t *p = buf;
-	while (n) {
-		ssize_t k = write(fd, p, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 struct sp_tok_writer *sp_tok_create(const char *path, const struct sp_tok_header *h, char *err, size_t errlen)
 {
 	uint8_t hdr[HEADER_SIZE] = { 0 };
@@ -96,7 +82,7 @@ struct sp_tok_writer *sp_tok_create(const char *path, const struct sp_tok_header
 	memcpy(hdr + H_HOST, h->host, strnlen(h->host, 63));
 	memcpy(hdr + H_TRUTH, h->truth, strnlen(h->truth, 127));
 	memcpy(hdr + H_COMMAND, h->command, strnlen(h->command, 511));
-	if (write_all(w->fd, hdr, sizeof hdr) < 0) {
+	if (sp_write_all(w->fd, hdr, sizeof hdr) < 0) {
 		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
 		close(w->fd);
 		goto fail;
@@ -127,7 +113,7 @@ int sp_tok_flush(struct sp_tok_writer *w)
 	put_le(w->out + 4, c, 4);
 	w->len = 0;
 	w->chunk_has_token = 0;
-	if (write_all(w->fd, w->out, c + 8) < 0) {
+	if (sp_write_all(w->fd, w->out, c + 8) < 0) {
 		w->dead = 1;
 		return -1;
 	}
@@ -261,19 +247,6 @@ const struct sp_tok_header *sp_tok_get_header(const struct sp_tok_reader *r)
 	return &r->h;
 }
 
-/* Makes *buf hold at least need bytes. Returns 0, or -1 (no memory; *buf unchanged). */
-static int grow(uint8_t **buf, size_t *cap, size_t need)
-{
-	if (need <= *cap)
-		return 0;
-	uint8_t *b = realloc(*buf, need);
-	if (!b)
-		return -1;
-	*buf = b;
-	*cap = need;
-	return 0;
-}
-
 /* Reads and decodes the next chunk. Returns 1, 0 at the end of the file, -1 if damaged. */
 static int next_chunk(struct sp_tok_reader *r, char *err, size_t errlen)
 {
@@ -290,7 +263,7 @@ static int next_chunk(struct sp_tok_reader *r, char *err, size_t errlen)
 		snprintf(err, errlen, "damaged chunk (sizes %u, %u)", rsize, csize);
 		return -1;
 	}
-	if (grow(&r->comp, &r->comp_cap, csize) < 0 || grow(&r->raw, &r->raw_cap, rsize) < 0)
+	if (sp_buf_grow(&r->comp, &r->comp_cap, csize) < 0 || sp_buf_grow(&r->raw, &r->raw_cap, rsize) < 0)
 		return snprintf(err, errlen, "no memory"), -1;
 	if (fread(r->comp, 1, csize, r->f) != csize) {
 		r->truncated = 1;

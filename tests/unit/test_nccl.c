@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli/cli.h"
-#include "cli/nccl.h"
+#include "cli/commstats.h"
 #include "cli/report.h"
 #include "cli/windows.h"
 #include "trace/trace.h"
@@ -207,7 +207,7 @@ static char *report(const char *path, int top)
 	FILE *f = open_memstream(&buf, &len);
 
 	assert_non_null(f);
-	assert_int_equal(sp_report(path, &o, f), 0);
+	assert_int_equal(sp_report(path, &o, f, NULL), 0);
 	fclose(f);
 	return buf;
 }

@@ -32,7 +32,7 @@ static char *report(int sort, int top, long long window, int wide, int *rc)
 	FILE *f = open_memstream(&buf, &len);
 
 	assert_non_null(f);
-	*rc = sp_report(trace, &o, f);
+	*rc = sp_report(trace, &o, f, NULL);
 	fclose(f);
 	return buf;
 }
@@ -208,7 +208,7 @@ static void test_top_and_window(void **state)
 	free(s);
 
 	s = report(SP_SORT_TOTAL, 0, 5, 0, &rc);
-	assert_int_equal(rc, 1);
+	assert_int_equal(rc, SP_REPORT_NO_WINDOW); /* window 5 is not there */
 	free(s);
 }
 
@@ -236,20 +236,24 @@ static void test_errors(void **state)
 	struct sp_report_opts o = { .window = -1 };
 	char p[320];
 	FILE *f;
+	struct sp_report_result res;
 
 	snprintf(p, sizeof(p), "%s/nothing.sptrace", dir);
-	assert_int_equal(sp_report(p, &o, stdout), 1);
+	assert_int_equal(sp_report(p, &o, stdout, &res), SP_REPORT_UNREADABLE);
+	assert_non_null(strstr(res.why, "nothing.sptrace"));
+	assert_null(strstr(res.why, "stepprof report"));
 	f = fopen(p, "w");
 	fputs("not a trace, just text long enough to be a header ...", f);
 	fclose(f);
-	assert_int_equal(sp_report(p, &o, stdout), 1);
+	assert_int_equal(sp_report(p, &o, stdout, NULL), SP_REPORT_UNREADABLE);
 
 	/* a valid trace with no window */
 	snprintf(p, sizeof(p), "%s/empty.sptrace", dir);
 	struct sp_trace_writer *w = fx_create(p);
 	fx_put(w, fx_api(FX_T, 1, S_LAUNCH, 100));
 	assert_int_equal(sp_trace_close(w), 0);
-	assert_int_equal(sp_report(p, &o, stdout), 1);
+	assert_int_equal(sp_report(p, &o, stdout, &res), SP_REPORT_NO_WINDOW);
+	assert_int_equal(res.seen, 0);
 }
 
 /* A trace of automatic steps (format version 2): steps 0-5, each one gemm and one elementwise
@@ -284,7 +288,7 @@ static void test_steps_found_by(void **state)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	assert_int_equal(sp_report(path, &o, f), 0);
+	assert_int_equal(sp_report(path, &o, f, NULL), 0);
 	fclose(f);
 	assert_non_null(strstr(buf, "Steps found automatically: boundary after 'cudaStreamSynchronize' (every 1), a period "
 				    "of 3 calls with 2 launches, proven by 5 copies; regime 1; the detector refuted"));

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli/cli.h"
-#include "cli/folded.h"
+#include "cli/stackagg.h"
 #include "cli/report.h"
 #include "cli/symbols.h"
 #include "stack_fixture.h"
@@ -241,7 +241,7 @@ static void test_report_has_sites(void **state)
 
 	snprintf(path, sizeof(path), "%s/sample.sptrace", dir);
 	fx_write_sample(path);
-	assert_int_equal(sp_report(path, &o, f), 0);
+	assert_int_equal(sp_report(path, &o, f, NULL), 0);
 	fclose(f);
 	const char *t = strstr(buf, "\nTop allocation sites by bytes ");
 	assert_non_null(t);
@@ -252,7 +252,7 @@ static void test_report_has_sites(void **state)
 	buf = NULL;
 	f = open_memstream(&buf, &len);
 	o.window = 1;
-	assert_int_equal(sp_report(path, &o, f), 0);
+	assert_int_equal(sp_report(path, &o, f, NULL), 0);
 	fclose(f);
 	assert_null(strstr(buf, "allocation sites"));
 	free(buf);

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* nccl.h - what the offline CLI knows about NCCL: which kernels are NCCL's and the algorithm and
+/* commstats.h - NCCL statistics of the offline CLI: which kernels are NCCL's and the algorithm and
  * protocol their names carry, the nccl-tests bus-bandwidth rules, the per-call statistics behind
  * `stepprof report`'s NCCL table (calls linked to their kernels, grouped calls sharing their
  * group's kernels), and the pairing of one collective's calls across ranks for
  * `stepprof convert --merge-ranks`. Works on windows (windows.h); never prints. */
-#ifndef SP_NCCL_H
-#define SP_NCCL_H
+#ifndef SP_COMMSTATS_H
+#define SP_COMMSTATS_H
 
 #include <stddef.h>
 #include <stdint.h>

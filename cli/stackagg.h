@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* folded.h - call-site aggregation by stack id, for `stepprof stacks` (folded stacks: one
+/* stackagg.h - stack aggregation: call sites counted by stack id, for `stepprof stacks` (folded stacks: one
  * "root;...;leaf weight" line per distinct stack, as flamegraph.pl and speedscope read them) and
  * for the "Top allocation sites by bytes" table of `stepprof report`. Counts per stack id while
  * streaming; names frames (symbols.h) only when printing. */
-#ifndef SP_FOLDED_H
-#define SP_FOLDED_H
+#ifndef SP_STACKAGG_H
+#define SP_STACKAGG_H
 
 #include <stdint.h>
 #include <stdio.h>

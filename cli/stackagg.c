@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* folded.c - see folded.h. A table per class indexed by stack id while reading; at print time
+/* stackagg.c - stack aggregation (see stackagg.h). A table per class indexed by stack id while reading; at print time
  * each stack becomes a line (or a site) of text, and equal texts are merged after sorting, so
  * distinct stacks that name the same functions add up. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include "export.h"
-#include "folded.h"
+#include "stackagg.h"
 #include "memtl.h"
 
 #define SITE_WIDTH 60 /* site column of the sites table */

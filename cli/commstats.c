@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* nccl.c - NCCL knowledge of the offline CLI (see nccl.h): kernel names, bus bandwidth, the
+/* commstats.c - NCCL statistics of the offline CLI (see commstats.h): kernel names, bus bandwidth, the
  * call-to-kernel links and group sharing behind the report's NCCL table, and the cross-rank
  * pairing of collectives by (communicator, sequence number) for the merged timeline. Memory is
  * per window: scratch arrays for the window being folded in or matched, freed or reused after. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "nccl.h"
+#include "commstats.h"
 
 struct call {                   /* an NCCL call of the window being folded in */
 	const struct sp_event *e;
@@ -53,11 +53,6 @@ static const char *const protos[] = { NULL, "LL", "LL128", "SIMPLE" };
 #define NALGOS ((int)(sizeof(algos) / sizeof(algos[0])))
 #define NPROTOS ((int)(sizeof(protos) / sizeof(protos[0])))
 
-static int cmp_u64(uint64_t a, uint64_t b)
-{
-	return a < b ? -1 : a > b;
-}
-
 /* Index of the longest entry of t (1..n-1) spelled by the tokens at p, which end at end; 0 if none. */
 static int match_token(const char *p, const char *end, const char *const *t, int n)
 {
@@ -87,14 +82,14 @@ static int merge_algo(int have, int code, int first)
 static int cmp_call(const void *pa, const void *pb)
 {
 	const struct call *a = pa, *b = pb;
-	int d = cmp_u64(a->e->tid, b->e->tid);
-	d = d ? d : cmp_u64(a->e->start, b->e->start);
+	int d = sp_cmp_u64(a->e->tid, b->e->tid);
+	d = d ? d : sp_cmp_u64(a->e->start, b->e->start);
 	return d ? d : (a->e > b->e) - (a->e < b->e);
 }
 
 static int cmp_launch(const void *pa, const void *pb)
 {
-	return cmp_u64(((const struct launch *)pa)->corr, ((const struct launch *)pb)->corr);
+	return sp_cmp_u64(((const struct launch *)pa)->corr, ((const struct launch *)pb)->corr);
 }
 
 /* The call of calls (sorted by thread, start) enclosing time t on thread tid, or NULL. */
@@ -138,7 +133,7 @@ static int cmp_row(const struct sp_nccl_row *a, const struct sp_nccl_row *b)
 {
 	int d = (a->op > b->op) - (a->op < b->op);
 	d = d ? d : (a->nranks > b->nranks) - (a->nranks < b->nranks);
-	d = d ? d : cmp_u64(a->bytes, b->bytes);
+	d = d ? d : sp_cmp_u64(a->bytes, b->bytes);
 	return d ? d : a->cpu_timed - b->cpu_timed;
 }
 
@@ -173,11 +168,11 @@ static void add_call(struct sp_nccl_stats *s, const struct call *c)
 static int cmp_member(const void *pa, const void *pb)
 {
 	const struct member *a = pa, *b = pb;
-	int d = cmp_u64(a->comm, b->comm);
-	d = d ? d : cmp_u64(a->seq, b->seq);
+	int d = sp_cmp_u64(a->comm, b->comm);
+	d = d ? d : sp_cmp_u64(a->seq, b->seq);
 	d = d ? d : (a->key > b->key) - (a->key < b->key);
 	d = d ? d : (a->comm_rank > b->comm_rank) - (a->comm_rank < b->comm_rank);
-	return d ? d : cmp_u64(a->start, b->start);
+	return d ? d : sp_cmp_u64(a->start, b->start);
 }
 
 /* ---- names and formulas ---- */

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/* crossrank_impl.h - inside the cross-rank analysis only (crossrank.c analyses, crossrank_out.c
+ * prints and answers queries): its tunables, the per-trace and per-collective records and the
+ * analysis state, with the few small helpers both halves use. Never include it elsewhere. */
+#ifndef SP_CROSSRANK_IMPL_H
+#define SP_CROSSRANK_IMPL_H
+
+#include <stdint.h>
+#include "crossrank.h"
+#include "format.h"
+#include "util.h"
+
+#define TIE_NS 10000           /* arrivals closer than this (or 1% of the median step) are a tie */
+#define CLOCK_TOL_NS 200000    /* same-host anchors that disagree with the collectives by more are not used */
+#define MIN_COLLS 3            /* collectives needed to estimate a rank's clock offset */
+#define LATE_SHARE 0.5         /* a straggler arrives last in at least this share of its collectives */
+#define LATE_RATIO 1.5         /* ... and this many times as often as the next rank */
+#define WAIT_FRAC 0.10         /* ... and the others wait for it this share of a step ... */
+#define WAIT_MIN_NS 100000     /* ... and at least this long */
+#define MAX_ROWS 32            /* per-rank rows printed at most */
+#define MAX_NOTES 12
+
+enum { CLK_ANCHORS, CLK_COLLECTIVES, CLK_NONE };
+enum { M_STEP, M_COMPUTE, M_EXPOSED, M_WAIT, M_STALL, M_COPY, M_XFER, M_NCCL, M__N };
+enum { CAUSE_HOST, CAUSE_COMPUTE, CAUSE_COMM };
+static const char *const cause_names[] = { "host", "compute", "communication" };
+
+struct coll {                   /* one collective call of a trace, with its kernels */
+	uint64_t comm, seq;
+	uint64_t cpu;           /* the call's start, the trace's wall clock */
+	uint64_t ks, ke;        /* its kernels' first start and last end, wall clock (0: none linked) */
+	uint64_t ks_mono;       /* ks on the trace clock */
+	uint32_t trace;         /* index in a->r */
+	int32_t step;           /* index in the trace's steps, -1 outside every step */
+	int32_t comm_size;
+	uint8_t op;             /* enum sp_nccl_op */
+	uint8_t paired;         /* its kernels were paired with another trace's (after the analysis) */
+	uint64_t wait;          /* its wait for the last arrival, ns (after the analysis) */
+};
+
+struct rk {                     /* one trace */
+	char *path;
+	int rank;               /* header rank, -1 unknown */
+	int32_t pid, world;
+	char host[64];
+	struct sp_steps st;     /* its steps */
+	struct sp_steps_iv *comp; /* compute (non-NCCL kernel) intervals, wall clock, merged per window */
+	size_t ncomp, compcap;
+	int clock;              /* CLK_* */
+	int64_t off;            /* subtracted from its wall times to put it on the common clock */
+	int64_t est, spread;    /* the collectives' estimate of its offset and its median deviation */
+	size_t nest;            /* collectives behind est */
+	uint64_t ncoll, unlinked; /* its collectives; those without a kernel */
+	uint64_t decisive, last_gpu, last_cpu, cpu_decisive; /* collectives with a clear last arrival; its */
+	uint64_t *wait, *xfer, *exposed; /* per step (index of st.st) */
+	uint64_t med[M__N];     /* medians over its steps */
+};
+
+struct sp_xrank {
+	struct rk *r;
+	size_t n, cap;
+	struct coll *c;
+	size_t nc, ccap;
+	size_t *order;          /* traces by rank */
+	int *ranks;             /* header rank of each trace */
+	struct wl { int64_t key; uint64_t ks, wait; } *wl; /* waits of paired kernels, by (key, ks) */
+	size_t nwl, wlcap;
+	uint64_t groups, paired, complete, decisive;
+	int world;              /* the largest world or communicator size seen, -1 unknown */
+	int straggler;          /* trace index, -1 none */
+	int cause;
+	int explained;          /* the cause's excess explains at least a quarter of the wait */
+	int untraced_later;     /* a rank that was not traced is likely later still */
+	double share, second;   /* the most frequent last arriver's share, the next one's */
+	int most;               /* trace index of the most frequent last arriver, -1 none */
+	uint64_t wait_others;   /* the others' median wait per step */
+	uint64_t step_med;      /* median over the traces of their median step */
+	int64_t tie;            /* arrivals closer than this are a tie: TIE_NS or 1% of step_med */
+	int64_t excess[3];      /* the straggler's stall, compute and transfer over the others' medians */
+	uint64_t peer[3];       /* the others' medians of those */
+	char verdict[1024];
+	char notes[MAX_NOTES][512];
+	int nnotes;
+};
+
+/* a - b with wrap-around instead of overflow (times from a hostile file may be anything). */
+static inline int64_t sub(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
+/* The label of trace i (sp_rank_label). */
+static inline const char *label(const struct sp_xrank *a, size_t i, char *buf, size_t len)
+{
+	return sp_rank_label(buf, len, a->ranks, a->n, i);
+}
+
+/* The share of its decisive collectives that trace k reached last (0 if none). */
+static inline double share(const struct rk *k)
+{
+	return k->decisive ? (double)k->last_gpu / (double)k->decisive : 0;
+}
+
+/* Orders the waits of paired kernels by (trace key, kernel start), for sorting and bsearch. */
+static inline int cmp_wl(const void *pa, const void *pb)
+{
+	const struct wl *a = pa, *b = pb;
+	return a->key != b->key ? (a->key < b->key ? -1 : 1) : sp_cmp_u64(a->ks, b->ks);
+}
+
+#endif
