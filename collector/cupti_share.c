@@ -794,8 +794,12 @@ int sp_share_finalize(CUptiResult *r)
 			CUptiResult e;
 			sp_share_activity((CUpti_ActivityKind)k, 0, &e);
 		}
+	/* no CUPTI flush here: Kineto calls cuptiFinalize from inside a callback (TEARDOWN_CUPTI=1)
+	 * after flushing itself; what was copied for it so far is handed over */
 	CUptiResult e;
-	sp_share_flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED, &e);
+	pthread_mutex_lock(&S.buf_lock);
+	complete_pending();
+	pthread_mutex_unlock(&S.buf_lock);
 	if (atomic_load(&S.cb_fn))
 		sp_share_unsubscribe(FAKE, &e);
 	pthread_mutex_lock(&S.buf_lock);
