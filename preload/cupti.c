@@ -12,131 +12,82 @@
 
 static const char *const cupti_libs[] = { "libcupti.so.13", "libcupti.so", NULL };
 
-/* The real libcupti function behind a hook, resolved once (NULL if no libcupti is loaded: the
- * hook then returns CUPTI_ERROR_NOT_INITIALIZED, as a program without CUPTI would fail). */
-#define REAL(fn)                                                                      \
+/* The body of every hook: served (an sp_share_* call that sets r) returns r; otherwise the real
+ * libcupti function, resolved once, gets the arguments (with no libcupti loaded the hook returns
+ * CUPTI_ERROR_NOT_INITIALIZED, as a program without CUPTI would fail). */
+#define FORWARD(fn, served, ...)                                                      \
+	CUptiResult r;                                                                \
 	static __typeof__(fn) *real_##fn;                                             \
+	if (served)                                                                   \
+		return r;                                                             \
 	if (!real_##fn)                                                               \
 		real_##fn = (__typeof__(fn) *)sp_resolve(#fn, cupti_libs);            \
-	if (!real_##fn)                                                               \
-		return CUPTI_ERROR_NOT_INITIALIZED
+	return real_##fn ? real_##fn(__VA_ARGS__) : CUPTI_ERROR_NOT_INITIALIZED
 
 SP_EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *ud)
 {
-	CUptiResult r;
-	if (sp_share_subscribe(sub, cb, ud, &r))
-		return r;
-	REAL(cuptiSubscribe);
-	return real_cuptiSubscribe(sub, cb, ud);
+	FORWARD(cuptiSubscribe, sp_share_subscribe(sub, cb, ud, &r), sub, cb, ud);
 }
 
 SP_EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle sub)
 {
-	CUptiResult r;
-	if (sp_share_unsubscribe(sub, &r))
-		return r;
-	REAL(cuptiUnsubscribe);
-	return real_cuptiUnsubscribe(sub);
+	FORWARD(cuptiUnsubscribe, sp_share_unsubscribe(sub, &r), sub);
 }
 
 SP_EXPORT CUptiResult cuptiEnableCallback(uint32_t on, CUpti_SubscriberHandle sub, CUpti_CallbackDomain d,
 					  CUpti_CallbackId cbid)
 {
-	CUptiResult r;
-	if (sp_share_enable_callback(on, sub, d, cbid, &r))
-		return r;
-	REAL(cuptiEnableCallback);
-	return real_cuptiEnableCallback(on, sub, d, cbid);
+	FORWARD(cuptiEnableCallback, sp_share_enable_callback(on, sub, d, cbid, &r), on, sub, d, cbid);
 }
 
 SP_EXPORT CUptiResult cuptiEnableDomain(uint32_t on, CUpti_SubscriberHandle sub, CUpti_CallbackDomain d)
 {
-	CUptiResult r;
-	if (sp_share_enable_domain(on, sub, d, &r))
-		return r;
-	REAL(cuptiEnableDomain);
-	return real_cuptiEnableDomain(on, sub, d);
+	FORWARD(cuptiEnableDomain, sp_share_enable_domain(on, sub, d, &r), on, sub, d);
 }
 
 SP_EXPORT CUptiResult cuptiEnableAllDomains(uint32_t on, CUpti_SubscriberHandle sub)
 {
-	CUptiResult r;
-	if (sp_share_enable_all(on, sub, &r))
-		return r;
-	REAL(cuptiEnableAllDomains);
-	return real_cuptiEnableAllDomains(on, sub);
+	FORWARD(cuptiEnableAllDomains, sp_share_enable_all(on, sub, &r), on, sub);
 }
 
 SP_EXPORT CUptiResult cuptiGetCallbackState(uint32_t *on, CUpti_SubscriberHandle sub, CUpti_CallbackDomain d,
 					    CUpti_CallbackId cbid)
 {
-	CUptiResult r;
-	if (sp_share_callback_state(on, sub, d, cbid, &r))
-		return r;
-	REAL(cuptiGetCallbackState);
-	return real_cuptiGetCallbackState(on, sub, d, cbid);
+	FORWARD(cuptiGetCallbackState, sp_share_callback_state(on, sub, d, cbid, &r), on, sub, d, cbid);
 }
 
 SP_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req,
 						     CUpti_BuffersCallbackCompleteFunc comp)
 {
-	CUptiResult r;
-	if (sp_share_register_buffers(req, comp, &r))
-		return r;
-	REAL(cuptiActivityRegisterCallbacks);
-	return real_cuptiActivityRegisterCallbacks(req, comp);
+	FORWARD(cuptiActivityRegisterCallbacks, sp_share_register_buffers(req, comp, &r), req, comp);
 }
 
 SP_EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f)
 {
-	CUptiResult r;
-	if (sp_share_register_timestamp(f, &r))
-		return r;
-	REAL(cuptiActivityRegisterTimestampCallback);
-	return real_cuptiActivityRegisterTimestampCallback(f);
+	FORWARD(cuptiActivityRegisterTimestampCallback, sp_share_register_timestamp(f, &r), f);
 }
 
 SP_EXPORT CUptiResult cuptiGetTimestamp(uint64_t *t)
 {
-	CUptiResult r;
-	if (sp_share_get_timestamp(t, &r))
-		return r;
-	REAL(cuptiGetTimestamp);
-	return real_cuptiGetTimestamp(t);
+	FORWARD(cuptiGetTimestamp, sp_share_get_timestamp(t, &r), t);
 }
 
 SP_EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind k)
 {
-	CUptiResult r;
-	if (sp_share_activity(k, 1, &r))
-		return r;
-	REAL(cuptiActivityEnable);
-	return real_cuptiActivityEnable(k);
+	FORWARD(cuptiActivityEnable, sp_share_activity(k, 1, &r), k);
 }
 
 SP_EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind k)
 {
-	CUptiResult r;
-	if (sp_share_activity(k, 0, &r))
-		return r;
-	REAL(cuptiActivityDisable);
-	return real_cuptiActivityDisable(k);
+	FORWARD(cuptiActivityDisable, sp_share_activity(k, 0, &r), k);
 }
 
 SP_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
 {
-	CUptiResult r;
-	if (sp_share_flush(flag, &r))
-		return r;
-	REAL(cuptiActivityFlushAll);
-	return real_cuptiActivityFlushAll(flag);
+	FORWARD(cuptiActivityFlushAll, sp_share_flush(flag, &r), flag);
 }
 
 SP_EXPORT CUptiResult cuptiFinalize(void)
 {
-	CUptiResult r;
-	if (sp_share_finalize(&r))
-		return r;
-	REAL(cuptiFinalize);
-	return real_cuptiFinalize();
+	FORWARD(cuptiFinalize, sp_share_finalize(&r));
 }
