@@ -506,7 +506,10 @@ static void pass_records(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t va
 			memcpy(&t0, (uint8_t *)rec + st.off[0], sizeof t0);
 		if (!is_programs(k, t0, st.n != 0xff))
 			continue;
-		if (!st.n || (st.n != 0xff && st.off[st.n - 1] + sizeof t0 > len)) {
+		size_t need = 0; /* the record must hold every timestamp field rewritten below */
+		for (unsigned i = 0; st.n != 0xff && i < st.n; i++)
+			need = st.off[i] + sizeof t0 > need ? st.off[i] + sizeof t0 : need;
+		if (!st.n || need > len) {
 			withheld++, bad_kind = k;
 			continue;
 		}

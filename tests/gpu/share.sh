@@ -24,7 +24,7 @@ fail() { echo "FAIL share: $*"; failn=$((failn + 1)); }
 
 "$PY" "$HERE/share_torch.py" --json "$O/alone.json" >"$O/alone.out" 2>"$O/alone.err" ||
 	{ tail -20 "$O/alone.err"; fail "the program alone exited $?"; }
-printf '[profile]\noutput = %s\n[ranks]\nranks = all\n[schedule]\nwait = 3\nwarmup = 1\nactive = 2\nrepeat = 0\n[marker]\nkind = api\npattern = cudaDeviceSynchronize\n' \
+printf '[profile]\noutput = %s\n[ranks]\nranks = all\n[schedule]\nwait = 3\nwarmup = 1\nactive = 2\nrepeat = 0\n[marker]\nkind = api\npattern = cudaDeviceSynchronize*\n' \
 	"$O/trace" >"$O/stepprof.ini"
 STEPPROF_VERBOSE=1 "$D/bin/stepprof" run -c "$O/stepprof.ini" -- "$PY" "$HERE/share_torch.py" --json "$O/shared.json" \
 	>"$O/shared.out" 2>"$O/shared.err" || { tail -20 "$O/shared.err"; fail "the program under stepprof exited $?"; }
