@@ -107,6 +107,10 @@ CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle
 CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle s, CUpti_CallbackDomain d)
 {
 	note("enable_domain", " %d %u", (int)d, enable);
+	if (!F.cb || s != (CUpti_SubscriberHandle)&F)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	if ((unsigned)d < 5)
+		memset(F.on[d], enable != 0, sizeof F.on[d]);
 	return CUPTI_SUCCESS;
 }
 

@@ -9,6 +9,7 @@
 #    converted to its clock and inside its stretch; CUPTI sees one subscriber (stepprof's); stderr
 #    says once that the program's profiler is served; every stepprof window holds every kernel of
 #    its steps, inside the stretch and outside it;
+#  - the same with the program's profiler enabling (and then disabling) the whole runtime domain;
 #  - the same with detach_between = always (no detach while the program's profiler holds CUPTI);
 #  - stepprof done and detached for good before the program's profiler starts: its calls go to
 #    CUPTI itself, same counts.
@@ -87,6 +88,8 @@ PY
 
 run served 1 0 auto 22
 check served 1 2 3 6 7 10 11 14 15 18 19 && echo "ok   the program's profiler under stepprof gets the same callbacks and kernel records as alone (own correlationData, its clock, its stretch); stepprof's windows complete in and out of the stretch"
+run domain 1 0 auto 22 DOMAIN=1
+check domain 1 2 3 6 7 10 11 14 15 18 19 && echo "ok   the program's profiler enables and disables the whole runtime domain: the same counts; stepprof's marker callbacks survive its disabling"
 FROM=14 run always 6 0 always 30 STEP_US=20000
 if FROM=14 check always 1 7 8 16 17 25 26; then
 	grep -Eq "re-attached to CUPTI in step ([0-9]|1[0-3]) " "$T/always/stderr" &&

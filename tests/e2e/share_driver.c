@@ -3,7 +3,8 @@
  * STEPS steps of KERNELS kernel launches (runtime launch callbacks + a fake kernel record each)
  * and a cudaDeviceSynchronize (the step marker), and from step FROM to step TO-1 plays a second
  * profiler the way Kineto does: cuptiSubscribe, a runtime launch callback, its own timestamp
- * callback (3 ticks per ns, to check the conversion), its buffer callbacks, CONCURRENT_KERNEL;
+ * callback (3 ticks per ns, to check the conversion), its buffer callbacks, CONCURRENT_KERNEL
+ * (with DOMAIN set it enables the whole runtime domain instead of the launch callback);
  * at the end of the stretch disables the kind, flushes, turns its callback off and keeps the
  * subscription. Runs with stepprof preloaded (CUPTI calls then reach stepprof's hooks first) or
  * without (FAKE_CUPTI names the fake libcupti). Prints what the second profiler received:
@@ -22,6 +23,7 @@ static int (*kernel)(unsigned);
 static struct {
 	__typeof__(cuptiSubscribe) *subscribe;
 	__typeof__(cuptiEnableCallback) *enable_cb;
+	__typeof__(cuptiEnableDomain) *enable_domain;
 	__typeof__(cuptiActivityRegisterCallbacks) *reg;
 	__typeof__(cuptiActivityRegisterTimestampCallback) *reg_ts;
 	__typeof__(cuptiActivityEnable) *enable;
@@ -85,6 +87,7 @@ int main(int argc, char **argv)
 	int steps = argc > 1 ? atoi(argv[1]) : 20, kernels = argc > 2 ? atoi(argv[2]) : 5;
 	int from = argc > 3 ? atoi(argv[3]) : 8, to = argc > 4 ? atoi(argv[4]) : 12;
 	int step_us = getenv("STEP_US") ? atoi(getenv("STEP_US")) : 3000;
+	int domain = getenv("DOMAIN") != NULL; /* the whole runtime domain rather than one callback id */
 	int (*init)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "InitializeInjection");
 	const char *fake = getenv("FAKE_CUPTI");
 	if (fake && !dlopen(fake, RTLD_NOW | RTLD_GLOBAL)) {
@@ -97,6 +100,7 @@ int main(int argc, char **argv)
 	kernel = (int (*)(unsigned))dlsym(RTLD_DEFAULT, "fake_cupti_kernel");
 #define BIND(f, n) (C.f = (__typeof__(C.f))dlsym(RTLD_DEFAULT, n))
 	if (!fire || !kernel || !BIND(subscribe, "cuptiSubscribe") || !BIND(enable_cb, "cuptiEnableCallback") ||
+	    !BIND(enable_domain, "cuptiEnableDomain") ||
 	    !BIND(reg, "cuptiActivityRegisterCallbacks") || !BIND(reg_ts, "cuptiActivityRegisterTimestampCallback") ||
 	    !BIND(enable, "cuptiActivityEnable") || !BIND(disable, "cuptiActivityDisable") ||
 	    !BIND(flush, "cuptiActivityFlushAll") || !BIND(next, "cuptiActivityGetNextRecord")) {
@@ -109,7 +113,9 @@ int main(int argc, char **argv)
 	for (int i = 0; i < steps; i++) {
 		if (i == from) { /* the program's profiler starts, as torch.profiler's Kineto does */
 			sub_r = C.subscribe(&sub, my_callback, &P);
-			if (sub_r == CUPTI_SUCCESS)
+			if (sub_r == CUPTI_SUCCESS && domain)
+				C.enable_domain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+			else if (sub_r == CUPTI_SUCCESS)
 				C.enable_cb(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
 			C.reg_ts(my_clock);
 			C.reg(my_requested, my_completed);
@@ -131,7 +137,9 @@ int main(int argc, char **argv)
 			P.t_off = my_clock();
 			C.disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 			C.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-			if (sub_r == CUPTI_SUCCESS)
+			if (sub_r == CUPTI_SUCCESS && domain)
+				C.enable_domain(0, sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+			else if (sub_r == CUPTI_SUCCESS)
 				C.enable_cb(0, sub, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
 		}
 	}
