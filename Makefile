@@ -126,7 +126,7 @@ $(O)/tests/e2e/libfakecupti.so: tests/e2e/fakecupti.c
 $(O)/tests/e2e/libfakecudart.so: tests/e2e/fakecudart.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g -shared -fPIC $(CUDA_INC) -o $@ $< -ldl
-$(O)/tests/e2e/cupti_life_driver: tests/e2e/cupti_life_driver.c
+$(O)/tests/e2e/cupti_life_driver $(O)/tests/e2e/share_driver: $(O)/tests/e2e/%: tests/e2e/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g $(CUDA_INC) -o $@ $< -ldl -lpthread
 

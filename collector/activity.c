@@ -11,6 +11,7 @@
 #include <string.h>
 #include "clock.h"
 #include "cupti_life.h"
+#include "cupti_share.h"
 #include "internal.h"
 #include "life.h"
 #include "collector.h"
@@ -202,6 +203,7 @@ static void life_tick(uint64_t now)
 	for (int i = 0; i < SP_MAX_WINDOWS; i++)
 		v.busy |= sp_col.win[i].used;
 	pthread_mutex_unlock(&sp_col.lock);
+	v.busy |= sp_share_busy(); /* the program's profiler works through stepprof's subscription */
 	/* only whether the next window is SP_LIFE_MIN_GAP steps away or more matters */
 	v.steps_to_window = v.busy || v.done || v.policy == SP_DETACH_NEVER || sp_hook_need_attach()
 				    ? 0

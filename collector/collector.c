@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "collector.h"
 #include "cupti_life.h"
+#include "cupti_share.h"
 #include "intern.h"
 #include "internal.h"
 #include "log.h"
@@ -198,8 +199,10 @@ void sp_collector_inject(void)
 		sp_tokrec_stop();
 		return;
 	}
-	static const struct sp_cupti_hooks hooks = { sp_cb_on_callback, sp_act_buffer_requested, sp_act_buffer_completed,
-						     sp_act_timestamp, sp_cbset_armed };
+	/* through cupti_share.c: a profiler inside the program is served by this subscription */
+	sp_share_install();
+	static const struct sp_cupti_hooks hooks = { sp_share_on_callback, sp_act_buffer_requested,
+						     sp_share_buffer_completed, sp_act_timestamp, sp_share_armed };
 	sp_ring_configure(sp_col.cfg.ring_events);
 	sp_writer_set_tick(sp_act_writer_tick, NULL);
 	CUptiResult r = sp_cupti_life_attach(&hooks, &sp_col.sub);
@@ -229,9 +232,6 @@ void sp_collector_inject(void)
 
 int sp_collector_owns_cupti(void)
 {
-	if (!sp_col.active || owner_pid != getpid() || atomic_load(&sp_hold.state) == SP_HOLD_GONE)
-		return 0; /* after the last window stepprof let go of CUPTI: another profiler may take it */
-	sp_warn_once("another profiler (e.g. torch.profiler) tried to subscribe to CUPTI, which stepprof holds in "
-		     "this process: its GPU activities will be missing; stepprof's trace is complete");
-	return 1;
+	/* after the last window stepprof let go of CUPTI: another profiler may take it */
+	return sp_col.active && !sp_col.disabled && owner_pid == getpid() && atomic_load(&sp_hold.state) != SP_HOLD_GONE;
 }

@@ -49,8 +49,8 @@ void sp_collector_malloc_hooks(void);
  * out; they check neither again. */
 void sp_collector_host_alloc(void *p, size_t size);
 void sp_collector_host_free(void *p);
-/* Another tool tried to subscribe to CUPTI (torch.profiler, nsys): warn once, naming it.
- * Returns 1 if stepprof holds CUPTI in this process (the caller must fail the other subscribe). */
+/* 1 if stepprof holds CUPTI in this process now (subscribed, not let go for good, not a fork
+ * child): a profiler inside the program is then served through it (cupti_share.h). Can't fail. */
 int sp_collector_owns_cupti(void);
 /* A call of one of the CUDA functions in collector/hookfns.h begins (fn: enum sp_hook_fn) / ends
  * (h: what enter returned), seen by the preload's hooks (preload/markers.c). While stepprof is

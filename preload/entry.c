@@ -4,12 +4,11 @@
  * CUDA therefore gets no thread, no file and no CUPTI. cuInit then calls InitializeInjection,
  * which hands over to the collector. An injection library that was configured before us (nsys,
  * compute-sanitizer) is chained: it is initialised first, so it keeps CUPTI and stepprof warns.
- * Also interposes cuptiSubscribe so that a later profiler's failure is explained.
+ * The program's own CUPTI calls are hooked in preload/cupti.c.
  * May run before main(): no stdio, no allocation in the constructor. */
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cupti.h>
 #include "collector/collector.h"
 #include "collector/log.h"
 #include "resolve.h"
@@ -56,16 +55,4 @@ SP_EXPORT int InitializeInjection(void)
 	}
 	sp_collector_inject();
 	return 1;
-}
-
-/* Interposes CUPTI's subscribe for every other caller in the process (Kineto, nsys...). */
-SP_EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *ud)
-{
-	static CUptiResult (*real)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
-	if (sp_collector_owns_cupti())
-		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
-	static const char *const libs[] = { "libcupti.so.13", "libcupti.so", NULL };
-	if (!real)
-		real = (CUptiResult(*)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *))sp_resolve("cuptiSubscribe", libs);
-	return real ? real(sub, cb, ud) : CUPTI_ERROR_NOT_INITIALIZED;
 }

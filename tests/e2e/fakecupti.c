@@ -5,7 +5,11 @@
  * cuptiFinalize are logged as "AFTER_FINALIZE name" (real CUPTI would silently initialise again).
  * The test program fires callbacks through fake_cupti_fire(), which calls stepprof's callback only
  * if stepprof enabled that (domain, cbid), as CUPTI does. FAKE_FINALIZE_US makes cuptiFinalize
- * take that long (the program goes on meanwhile, unseen). Built by tests/e2e/cupti_life.sh. */
+ * take that long (the program goes on meanwhile, unseen). Activity: fake_cupti_kernel() makes one
+ * CONCURRENT_KERNEL record (stamped by the registered timestamp callback, else CLOCK_REALTIME) if
+ * that kind is enabled; records reach the registered buffer callbacks at cuptiActivityFlushAll
+ * (or every 256 records), and cuptiActivityGetNextRecord walks them, as CUPTI's do.
+ * Built by the Makefile; used by tests/e2e/cupti_life.sh and share.sh. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,9 +24,16 @@ static struct {
 	pthread_mutex_t lock;
 	FILE *log;
 	CUpti_CallbackFunc cb;          /* the subscriber's callback, NULL when none */
+	void *ud;                       /* its userdata */
 	int finalized;                  /* cuptiFinalize ran and nothing subscribed since */
 	unsigned char on[5][NCB];       /* enabled (domain, cbid) */
 	char names[2][NCB][48];
+	CUpti_TimestampCallbackFunc ts; /* registered clock, NULL: CLOCK_REALTIME */
+	CUpti_BuffersCallbackRequestFunc req;
+	CUpti_BuffersCallbackCompleteFunc comp;
+	unsigned char kind[CUPTI_ACTIVITY_KIND_COUNT]; /* enabled activity kinds */
+	CUpti_ActivityKernel10 pend[256]; /* records not yet delivered */
+	unsigned npend;
 } F = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void note(const char *fn, const char *fmt, ...)
@@ -53,6 +64,7 @@ CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFun
 		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
 	F.finalized = 0;
 	F.cb = cb;
+	F.ud = ud;
 	*s = (CUpti_SubscriberHandle)&F;
 	return CUPTI_SUCCESS;
 }
@@ -75,6 +87,8 @@ CUptiResult CUPTIAPI cuptiFinalize(void)
 	}
 	F.cb = NULL;
 	memset(F.on, 0, sizeof F.on);
+	memset(F.kind, 0, sizeof F.kind);
+	F.ts = NULL, F.req = NULL, F.comp = NULL, F.npend = 0;
 	F.finalized = 1;
 	return CUPTI_SUCCESS;
 }
@@ -93,6 +107,10 @@ CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle
 CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle s, CUpti_CallbackDomain d)
 {
 	note("enable_domain", " %d %u", (int)d, enable);
+	if (!F.cb || s != (CUpti_SubscriberHandle)&F)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	if ((unsigned)d < 5)
+		memset(F.on[d], enable != 0, sizeof F.on[d]);
 	return CUPTI_SUCCESS;
 }
 
@@ -127,12 +145,16 @@ CUptiResult CUPTIAPI cuptiGetDeviceId(CUcontext c, uint32_t *dev)
 CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind k)
 {
 	note("activity_enable", " %d", (int)k);
-	return F.cb ? CUPTI_SUCCESS : CUPTI_ERROR_NOT_INITIALIZED;
+	if ((unsigned)k < CUPTI_ACTIVITY_KIND_COUNT)
+		F.kind[k] = 1;
+	return F.cb || F.req ? CUPTI_SUCCESS : CUPTI_ERROR_NOT_INITIALIZED;
 }
 
 CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind k)
 {
 	note("activity_disable", " %d", (int)k);
+	if ((unsigned)k < CUPTI_ACTIVITY_KIND_COUNT)
+		F.kind[k] = 0;
 	return CUPTI_SUCCESS;
 }
 
@@ -140,24 +162,63 @@ CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequest
 						    CUpti_BuffersCallbackCompleteFunc c)
 {
 	note("register_buffers", "");
+	F.req = r, F.comp = c;
 	return CUPTI_SUCCESS;
 }
 
 CUptiResult CUPTIAPI cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f)
 {
 	note("register_timestamp", "");
+	F.ts = f;
 	return CUPTI_SUCCESS;
+}
+
+#define REC_SIZE ((sizeof(CUpti_ActivityKernel10) + 7) & ~(size_t)7)
+
+/* Hands the pending records to the registered buffer callbacks. Caller holds F.lock, which is
+ * let go while the callbacks run (they may call back into CUPTI). */
+static void deliver(void)
+{
+	uint8_t *buf = NULL;
+	size_t size = 0, maxrec = 0, used = 0;
+	unsigned n = F.npend;
+	if (!n || !F.req || !F.comp)
+		return;
+	CUpti_ActivityKernel10 *copy = malloc(n * sizeof *copy);
+	CUpti_BuffersCallbackRequestFunc req = F.req;
+	CUpti_BuffersCallbackCompleteFunc comp = F.comp;
+	if (!copy)
+		return;
+	memcpy(copy, F.pend, n * sizeof *copy);
+	F.npend = 0;
+	pthread_mutex_unlock(&F.lock);
+	req(&buf, &size, &maxrec);
+	for (unsigned i = 0; buf && i < n && used + REC_SIZE <= size; i++, used += REC_SIZE)
+		memcpy(buf + used, &copy[i], sizeof copy[i]);
+	if (buf)
+		comp(NULL, 0, buf, size, used);
+	free(copy);
+	pthread_mutex_lock(&F.lock);
 }
 
 CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
 {
 	note("flush", "");
+	pthread_mutex_lock(&F.lock);
+	deliver();
+	pthread_mutex_unlock(&F.lock);
 	return CUPTI_SUCCESS;
 }
 
 CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, CUpti_Activity **rec)
 {
-	return CUPTI_ERROR_MAX_LIMIT_REACHED;
+	uint8_t *at = *rec ? (uint8_t *)*rec + REC_SIZE : buf;
+	if (!buf || at + REC_SIZE > buf + valid) {
+		*rec = NULL;
+		return CUPTI_ERROR_MAX_LIMIT_REACHED;
+	}
+	*rec = (CUpti_Activity *)at;
+	return CUPTI_SUCCESS;
 }
 
 CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t *n)
@@ -184,23 +245,60 @@ CUptiResult CUPTIAPI cuptiGetVersion(uint32_t *v)
 	return CUPTI_SUCCESS;
 }
 
+static uint64_t stamp(void)
+{
+	struct timespec ts;
+	if (F.ts)
+		return F.ts();
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The test program's side: one kernel of the launch with correlation id corr, recorded if
+ * CONCURRENT_KERNEL is enabled (runs 1 us). Returns 1 if recorded. */
+__attribute__((visibility("default"))) int fake_cupti_kernel(unsigned corr)
+{
+	static const char *kname = "fake_kernel";
+	int ret = 0;
+	pthread_mutex_lock(&F.lock);
+	if (F.kind[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) {
+		CUpti_ActivityKernel10 *k = &F.pend[F.npend++];
+		memset(k, 0, sizeof *k);
+		k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+		k->start = stamp();
+		k->end = k->start + 1000;
+		k->completed = CUPTI_TIMESTAMP_UNKNOWN;
+		k->correlationId = corr;
+		k->name = kname;
+		k->streamId = 7;
+		k->gridX = k->gridY = k->gridZ = k->blockX = k->blockY = k->blockZ = 1;
+		ret = 1;
+		if (F.npend == sizeof F.pend / sizeof *F.pend)
+			deliver(); /* a full buffer: CUPTI hands it over by itself */
+	}
+	pthread_mutex_unlock(&F.lock);
+	return ret;
+}
+
 /* The test program's side: one API callback (site 0 enter, 1 exit) or a resource callback, delivered
  * only if stepprof enabled it. Returns 1 if delivered. */
 __attribute__((visibility("default"))) int fake_cupti_fire(int domain, unsigned cbid, int site, unsigned corr)
 {
 	static const char *name = "fake";
-	uint64_t stamp = 0;
+	static __thread uint64_t slot[4096]; /* CUPTI keeps a call's correlationData from entry to exit */
 	int ret = 0;
 	CUpti_CallbackFunc cb = F.cb;
 	if (!cb || (unsigned)domain >= 5 || cbid >= NCB || !F.on[domain][cbid])
 		return 0;
 	if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
 		CUpti_ResourceData rd = { 0 };
-		cb(NULL, (CUpti_CallbackDomain)domain, cbid, &rd);
+		cb(F.ud, (CUpti_CallbackDomain)domain, cbid, &rd);
 		return 1;
 	}
+	if (!site)
+		slot[corr % 4096] = 0;
 	CUpti_CallbackData cd = { .callbackSite = site ? CUPTI_API_EXIT : CUPTI_API_ENTER, .functionName = name,
-				  .correlationId = corr, .correlationData = &stamp, .functionReturnValue = &ret };
-	cb(NULL, (CUpti_CallbackDomain)domain, cbid, &cd);
+				  .correlationId = corr, .correlationData = &slot[corr % 4096], .functionReturnValue = &ret };
+	cb(F.ud, (CUpti_CallbackDomain)domain, cbid, &cd);
 	return 1;
 }

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* cupti_share.h - sharing CUPTI with a profiler inside the program (torch.profiler/Kineto, another
+ * tool). CUPTI 13.0 allows one subscriber: stepprof stays it, and serves the program's profiler
+ * as CUPTI would: the program's callback gets the callbacks it enabled, its buffer callbacks get
+ * copies of the activity records of the kinds it enabled, stamped with its own clock. The hooks
+ * (preload/cupti.c) forward here; the collector installs the dispatching callbacks. Never decides
+ * what stepprof records and never fails the program's calls for stepprof's sake. */
+#ifndef SP_CUPTI_SHARE_H
+#define SP_CUPTI_SHARE_H
+
+#include <stdint.h>
+#include <cupti.h>
+
+/* ---- the program's side (preload/cupti.c). Each returns 1 when stepprof served the call (its
+ * result in *r), or 0 when the caller must pass it to the real libcupti: stepprof is not
+ * subscribed in this process (not selected, not yet, a fork child, or let go for good). ---- */
+int sp_share_subscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *ud, CUptiResult *r);
+int sp_share_unsubscribe(CUpti_SubscriberHandle sub, CUptiResult *r);
+int sp_share_enable_callback(uint32_t on, CUpti_SubscriberHandle sub, CUpti_CallbackDomain d, CUpti_CallbackId cbid,
+			     CUptiResult *r);
+int sp_share_enable_domain(uint32_t on, CUpti_SubscriberHandle sub, CUpti_CallbackDomain d, CUptiResult *r);
+int sp_share_enable_all(uint32_t on, CUpti_SubscriberHandle sub, CUptiResult *r);
+int sp_share_callback_state(uint32_t *on, CUpti_SubscriberHandle sub, CUpti_CallbackDomain d, CUpti_CallbackId cbid,
+			    CUptiResult *r);
+int sp_share_register_buffers(CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc comp,
+			      CUptiResult *r);
+int sp_share_register_timestamp(CUpti_TimestampCallbackFunc f, CUptiResult *r);
+int sp_share_get_timestamp(uint64_t *t, CUptiResult *r);
+int sp_share_activity(CUpti_ActivityKind k, int on, CUptiResult *r);
+int sp_share_flush(uint32_t flag, CUptiResult *r);
+int sp_share_finalize(CUptiResult *r);
+
+/* ---- the collector's side ---- */
+/* After sp_cupti_load: routes stepprof's own enable/disable/unsubscribe/finalize calls through
+ * this module (sp_cupti's table), so that CUPTI always holds the union of both sides' wishes.
+ * This function can't fail. */
+void sp_share_install(void);
+/* The subscriber callback and buffer-completed callback stepprof registers: they call stepprof's
+ * (callbacks.c, activity.c) and the program's. armed wraps the hook that runs after each
+ * (re)subscription: stepprof's, then what the program had enabled. */
+void CUPTIAPI sp_share_on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data);
+void CUPTIAPI sp_share_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid);
+void sp_share_armed(void);
+/* 1 while the program's profiler holds anything in CUPTI through stepprof (a subscription, an
+ * activity kind, records not yet handed over): stepprof must not detach. Can't fail. */
+int sp_share_busy(void);
+
+#endif
