@@ -142,6 +142,8 @@ static const char *where(char *buf, size_t len, const char *origin, int line)
 
 static bool known_section(const char *s)
 {
+	if (sp_phase_is_section(s))
+		return true; /* phase.c checks the name */
 	for (size_t i = 0; i < NSECTIONS; i++)
 		if (!strcasecmp(s, sections[i]))
 			return true;
@@ -459,6 +461,8 @@ int sp_cfg_set(struct sp_config *cfg, const char *section, const char *key, cons
 	char w[300], list[256], problem[200], v[SP_CFG_PATH + 8];
 	int i = find_key(section, key);
 
+	if (sp_phase_is_section(section))
+		return sp_phase_set(cfg, section, key, value, origin, line, errs);
 	where(w, sizeof(w), origin, line);
 	if (!known_section(section))
 		return add_error(errs, "%s: [%s] %s: unknown section (allowed: %s)", w, section, key,
@@ -677,6 +681,7 @@ int sp_cfg_load_file(struct sp_config *cfg, const char *path, struct sp_cfg_erro
 	struct stat st;
 
 	snprintf(cfg->source, sizeof(cfg->source), "%s", path);
+	sp_phase_new_file(cfg);
 	/* only a regular file: checked before the open (a device is never opened) and on the
 	 * descriptor, opened non-blocking (a FIFO swapped in cannot hang the process) */
 	if (stat(path, &st) < 0)
@@ -772,7 +777,7 @@ int sp_cfg_finish(struct sp_config *cfg, struct sp_cfg_errors *errs)
 			       "with auto and profiler_range)", where(w, sizeof(w), o->name, o->line),
 			       sp_marker_kind_name(cfg->marker_kind));
 	}
-	return n;
+	return n + sp_phase_finish(cfg, errs);
 }
 
 /* Resets errs. Returns the number of errors. */
@@ -798,6 +803,8 @@ void sp_cfg_print(const struct sp_config *cfg, FILE *f)
 	for (size_t i = 0; i < NKEYS; i++) {
 		const struct key *k = &keys[i];
 		const char *field = (const char *)cfg + k->off;
+		if (cfg->phases.n && (!strcmp(k->section, "schedule") || !strcmp(k->section, "marker")))
+			continue; /* each phase has its own: sp_phase_print */
 		if (!section || strcmp(section, k->section))
 			fprintf(f, "%s[%s]\n", section ? "\n" : "", k->section);
 		section = k->section;
@@ -828,6 +835,14 @@ void sp_cfg_print(const struct sp_config *cfg, FILE *f)
 			break;
 		}
 	}
+	sp_phase_print(cfg, f);
+}
+
+/* Returns NULL for an unknown key. */
+const struct sp_cfg_origin *sp_cfg_origin_of(const struct sp_config *cfg, const char *section, const char *key)
+{
+	int i = find_key(section, key);
+	return i < 0 ? NULL : &cfg->origin[i];
 }
 
 /* This function can't fail. */
