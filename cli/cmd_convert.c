@@ -22,6 +22,7 @@ struct convert_opts {
 	int merge;              /* all windows in one file */
 	int wall;               /* wall-clock times */
 	long long window;       /* only this window id, or -1 */
+	const char *phase;      /* only the windows of this phase, or NULL */
 	int steps;              /* --steps given: only steps step_lo..step_hi */
 	int64_t step_lo, step_hi;
 	const struct sp_export_ops *ops;
@@ -115,7 +116,7 @@ struct rank_in {                /* one trace of --merge-ranks */
 static int usage(FILE *f, int rc)
 {
 	fprintf(f, "usage: stepprof convert TRACE [-o FILE] [--merge] [--wall] [--window N|all] [--steps A[-B]]"
-			" [--format chrome]\n"
+			" [--phase NAME] [--format chrome]\n"
 			"       stepprof convert --merge-ranks -o FILE [--window N|all] [--steps A[-B]] TRACE TRACE ...\n"
 			"  writes torch.profiler-style Chrome JSON (HTA, TensorBoard, Perfetto open it), one file per\n"
 			"  recorded window: STEM.<window id>.pt.trace.json.gz, STEM = TRACE without .sptrace or FILE\n"
@@ -125,7 +126,7 @@ static int usage(FILE *f, int rc)
 			"  --merge: all windows in one file (FILE, or STEM.pt.trace.json.gz) on the wall clock;\n"
 			"  '-o -' writes stdout (implies --merge);\n"
 			"  --merge-ranks: every trace's windows (or window N) in FILE on one wall clock, NCCL\n"
-			"  collectives linked across ranks\n");
+			"  collectives linked across ranks; --phase NAME: only the windows of [phase.NAME]\n");
 	return rc;
 }
 
@@ -227,6 +228,7 @@ static int parse(int argc, char **argv, struct convert_opts *o)
 		{ "steps", required_argument, NULL, 's' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "merge-ranks", no_argument, NULL, 'M' },
+		{ "phase", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -245,6 +247,9 @@ static int parse(int argc, char **argv, struct convert_opts *o)
 			break;
 		case 'W':
 			o->wall = 1;
+			break;
+		case 'P':
+			o->phase = optarg;
 			break;
 		case 'o':
 			o->out = optarg;
@@ -372,6 +377,7 @@ static int merge_ranks(const struct convert_opts *o)
 		meta = &sp_trace_header(in[n].r)->meta;
 		in[n].key = meta->rank >= 0 ? meta->rank : meta->pid;
 		in[n].g = sp_windows_open(in[n].r);
+		sp_windows_set_phase(in[n].g, o->phase);
 	}
 	if (!failed)
 		sp_sort(in, (size_t)n, sizeof(*in), cmp_rank_in);
@@ -485,6 +491,7 @@ static int convert_one(struct convert_opts o)
 	}
 	out_name(&o, &stem, &ext);
 	g = sp_windows_open(r);
+	sp_windows_set_phase(g, o.phase);
 	progress_start(&pr, o.trace);
 	x = (struct sp_export){ .ops = o.ops, .r = r, .hdr = sp_trace_header(r), .g = g, .source = o.trace,
 				.wall = o.wall, .progress = progress_cb, .progress_ctx = &pr };
@@ -564,6 +571,10 @@ static int convert_one(struct convert_opts o)
 		if (o.steps)
 			fprintf(stderr, "stepprof convert: %s has no recorded step in %lld-%lld%s\n", o.trace,
 				(long long)o.step_lo, (long long)o.step_hi, o.window >= 0 ? " in that window" : "");
+		else if (o.phase)
+			fprintf(stderr, "stepprof convert: %s has no window%s of phase '%s' (%llu of other phases)\n",
+				o.trace, o.window >= 0 ? " of that id" : "", o.phase,
+				(unsigned long long)sp_windows_other_phase(g));
 		else if (o.window >= 0)
 			fprintf(stderr, "stepprof convert: %s has no window %lld\n", o.trace, o.window);
 		else

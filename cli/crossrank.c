@@ -70,6 +70,7 @@ struct sp_xrank {
 	uint64_t groups, paired, complete, decisive;
 	int world;              /* the largest world or communicator size seen, -1 unknown */
 	int straggler;          /* trace index, -1 none */
+	const char *phase;      /* load only this phase's windows, NULL all */
 	int cause;
 	int explained;          /* the cause's excess explains at least a quarter of the wait */
 	int untraced_later;     /* a rank that was not traced is likely later still */
@@ -193,6 +194,11 @@ static void add_window(struct sp_xrank *a, struct rk *k, uint32_t ti, struct sp_
 		k->ncomp = c0 + sp_steps_merge(k->comp + c0, k->ncomp - c0);
 }
 
+void sp_xrank_set_phase(struct sp_xrank *a, const char *phase)
+{
+	a->phase = phase;
+}
+
 struct sp_xrank *sp_xrank_new(void)
 {
 	struct sp_xrank *a = sp_xrealloc(NULL, sizeof(*a));
@@ -219,6 +225,7 @@ int sp_xrank_load(struct sp_xrank *a, const char *path, char *err, size_t errlen
 	if (m->world_size > a->world)
 		a->world = m->world_size;
 	struct sp_windows *g = sp_windows_open(r);
+	sp_windows_set_phase(g, a->phase);
 	while ((rc = sp_windows_next(g, &w)) == 1)
 		add_window(a, k, (uint32_t)a->n, r, w);
 	if (rc < 0)

@@ -198,8 +198,8 @@ static void print_windows(const struct report *rep, FILE *out)
 	for (size_t i = 0; i < rep->nw; i++) {
 		const struct wsum *s = &rep->w[i];
 		uint64_t dur = s->w.t1 > s->w.t0 ? s->w.t1 - s->w.t0 : 0;
-		fprintf(out, "Window %u: steps %lld-%lld (%llu step%s), %s, %llu kernel%s, GPU busy %.1f%%", s->w.id,
-			(long long)s->w.first_step, (long long)s->w.last_step, (unsigned long long)s->steps,
+		fprintf(out, "Window %u%s%s%s: steps %lld-%lld (%llu step%s), %s, %llu kernel%s, GPU busy %.1f%%", s->w.id,
+			s->w.phase[0] ? " (phase " : "", s->w.phase, s->w.phase[0] ? ")" : "", (long long)s->w.first_step, (long long)s->w.last_step, (unsigned long long)s->steps,
 			s->steps == 1 ? "" : "s", sp_fmt_ns(t, sizeof(t), dur), (unsigned long long)s->kernels, sp_plural(s->kernels),
 			dur ? 100.0 * s->busy / dur : 0);
 		if (s->w.capped)
@@ -667,6 +667,7 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 		sp_xrank_analyse(rep.peers);
 	}
 	g = sp_windows_open(rep.r);
+	sp_windows_set_phase(g, o->phase);
 	while ((rc = sp_windows_next(g, &w)) == 1) {
 		seen++;
 		if (o->window < 0 || w->id == o->window) {
@@ -681,7 +682,13 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 		fprintf(stderr, "stepprof report: %s: %s\n", path, sp_trace_error(rep.r));
 		ret = 1;
 	} else if (!rep.nw) {
-		if (o->window >= 0)
+		if (o->phase && sp_windows_other_phase(g))
+			fprintf(stderr, "stepprof report: %s has no window%s of phase '%s' (%llu of other phases)\n",
+				path, o->window >= 0 ? " of that id" : "", o->phase,
+				(unsigned long long)sp_windows_other_phase(g));
+		else if (o->phase)
+			fprintf(stderr, "stepprof report: %s has no window of phase '%s'\n", path, o->phase);
+		else if (o->window >= 0)
 			fprintf(stderr, "stepprof report: %s has no window %lld (it has %d)\n", path, o->window, seen);
 		else
 			fprintf(stderr, "stepprof report: %s holds no recorded window\n", path);
@@ -694,6 +701,9 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 		if (h->meta.rank >= 0)
 			fprintf(out, "rank %d of %d, ", h->meta.rank, h->meta.world_size);
 		fprintf(out, "pid %d\n", h->meta.pid);
+		if (o->phase)
+			fprintf(out, "Phase %s (%llu window%s of other phases left out)\n", o->phase,
+				(unsigned long long)sp_windows_other_phase(g), sp_plural(sp_windows_other_phase(g)));
 		if (o->window >= 0)
 			fprintf(out, "Window %lld of %d window%s\n\n", o->window, seen, sp_plural((uint64_t)seen));
 		else

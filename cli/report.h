@@ -22,6 +22,7 @@ struct sp_report_opts {
 	char **peers;           /* other ranks' traces of the run (--peers): NCCL waiting vs transfer */
 	int npeers;
 	int by_line;            /* kernel time by source line (bylines.h) instead of by kernel name */
+	const char *phase;      /* only the windows of this phase ([phase.NAME]), NULL = every window */
 };
 
 /* The sort key called s ("total", "avg", "calls", "max", "min", "name"), or -1. */

@@ -239,6 +239,7 @@ void sp_act_writer_tick(void *ctx)
 		if (complete || (age > SP_WINDOW_QUIET_AGE_NS && quiet > SP_WINDOW_QUIET_NS) || age > SP_WINDOW_GIVE_UP_NS) {
 			struct sp_event ev = { .kind = SP_EV_WINDOW_END, .device = SP_NO_DEVICE,
 					       .start = w->t_end, .end = w->t_end };
+			ev.name = sp_col.mk[w->mk].name; /* the phase, 0 without phases */
 			ev.u.window.id = w->id;
 			ev.u.window.first_step = w->first_step;
 			ev.u.window.last_step = w->last_step;
