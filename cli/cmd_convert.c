@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
@@ -469,6 +470,33 @@ static void window_line(char *buf, size_t n, const char *path, const struct sp_w
 		 w->complete ? "" : " (incomplete)");
 }
 
+/* The file of a window of a phase without -o: DIR/PHASE/BASE.<id><ext> for the stem DIR/BASE, in
+ * the phase's folder (created), as torch.profiler's handlers put each schedule's traces in its own
+ * folder. A phase name that is not [A-Za-z0-9_-] (a hostile trace) is not used as a folder: the
+ * window then goes beside the trace, with a note. Returns a new string; exits if memory runs out. */
+static char *phase_path(const char *stem, const struct sp_window *w, const char *ext)
+{
+	const char *base = strrchr(stem, '/');
+	char *dir = NULL, *path = NULL;
+	size_t n = strlen(w->phase);
+	int dn = base ? (int)(base - stem) : 1;
+
+	if (strspn(w->phase, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != n) {
+		fprintf(stderr, "stepprof convert: note: window %u names the phase '%s', not a folder name: "
+				"written beside the trace\n", w->id, w->phase);
+		if (asprintf(&path, "%s.%u%s", stem, w->id, ext) < 0)
+			sp_oom();
+		return path;
+	}
+	if (asprintf(&dir, "%.*s/%s", dn, base ? stem : ".", w->phase) < 0 ||
+	    asprintf(&path, "%s/%s.%u%s", dir, base ? base + 1 : stem, w->id, ext) < 0)
+		sp_oom();
+	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
+		fprintf(stderr, "stepprof convert: cannot create %s: %s\n", dir, strerror(errno)); /* the open says it again */
+	free(dir);
+	return path;
+}
+
 /* One trace: a file per window (<stem>.<window id><ext>), or one for all (--merge). With -o FILE
  * the first window goes to exactly FILE; if a second one follows, FILE is renamed to the first
  * window's own name (no other file is written to meanwhile). Returns 0, or 1 (message on stderr). */
@@ -505,6 +533,8 @@ static int convert_one(struct convert_opts o)
 			free(path);
 			if (o.out && (o.merge || !strcmp(o.out, "-") || (exact && !nwin)))
 				path = strdup(o.out);
+			else if (!o.out && !o.merge && w->phase[0])
+				path = phase_path(stem, w, ext);
 			else if (o.merge ? asprintf(&path, "%s%s", stem, ext) < 0
 					 : asprintf(&path, "%s.%u%s", stem, w->id, ext) < 0)
 				path = NULL;
