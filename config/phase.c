@@ -124,6 +124,10 @@ int sp_phase_set(struct sp_config *cfg, const char *section, const char *key, co
 	if (!(p = get_phase(cfg, name)))
 		return perr(errs, "%s: [%s]: too many phases (allowed: at most %d [phase.NAME] sections)", w, section,
 			    SP_MAX_PHASES);
+	if (!p->first[0] && !p->first_line) {
+		snprintf(p->first, sizeof(p->first), "%s", origin ? origin : "");
+		p->first_line = line;
+	}
 	if (line > 0 && p->seen[k])
 		return perr(errs, "%s: [%s] %s: set twice, first at line %d (allowed: once per file)", w, section,
 			    pkeys[k].name, p->seen[k]);
@@ -152,6 +156,14 @@ void sp_phase_new_file(struct sp_config *cfg)
 		memset(cfg->phases.p[i].seen, 0, sizeof(cfg->phases.p[i].seen));
 }
 
+/* Where key k of p was set, or where the phase was first set for a key left at its default. */
+static const char *blame(char *buf, size_t len, const struct sp_phase *p, int k)
+{
+	if (k >= 0 && p->origin[k].name[0])
+		return where(buf, len, p->origin[k].name, p->origin[k].line);
+	return where(buf, len, p->first, p->first_line);
+}
+
 /* Returns the number of errors added. */
 int sp_phase_finish(struct sp_config *cfg, struct sp_cfg_errors *errs)
 {
@@ -175,22 +187,18 @@ int sp_phase_finish(struct sp_config *cfg, struct sp_cfg_errors *errs)
 		if (sp_schedule_finish(&p->schedule, err, sizeof(err)) < 0) {
 			snprintf(name, sizeof(name), "%.*s", (int)strcspn(err, ":"), err);
 			int k = pkey_index(name);
-			n += perr(errs, "%s: [phase.%s] %s", k < 0 ? "built-in defaults" :
-				  where(w, sizeof(w), p->origin[k].name, p->origin[k].line), p->name, err);
+			n += perr(errs, "%s: [phase.%s] %s", blame(w, sizeof(w), p, k), p->name, err);
 		}
 		if (needs && !p->marker_pattern[0])
 			n += perr(errs, "%s: [phase.%s] kind: %s needs a pattern (allowed: pattern = a glob with kernel, "
-				  "api, nccl, nvtx)", where(w, sizeof(w), p->origin[PK_KIND].name, p->origin[PK_KIND].line),
-				  p->name, sp_marker_kind_name((enum sp_marker_kind)p->marker_kind));
+				  "api, nccl, nvtx)", blame(w, sizeof(w), p, PK_KIND), p->name, sp_marker_kind_name((enum sp_marker_kind)p->marker_kind));
 		if (!needs && p->marker_pattern[0])
 			n += perr(errs, "%s: [phase.%s] pattern: must be empty with kind = %s (allowed: empty with auto "
-				  "and profiler_range)", where(w, sizeof(w), p->origin[PK_PATTERN].name,
-							      p->origin[PK_PATTERN].line),
-				  p->name, sp_marker_kind_name((enum sp_marker_kind)p->marker_kind));
+				  "and profiler_range)", blame(w, sizeof(w), p, PK_PATTERN), p->name, sp_marker_kind_name((enum sp_marker_kind)p->marker_kind));
 		if (p->marker_kind == SP_MARK_AUTO && ++autos == 2)
 			n += perr(errs, "%s: [phase.%s] kind: a second phase with kind = auto (allowed: at most one "
 				  "phase finds its steps automatically; give the others an explicit marker)",
-				  where(w, sizeof(w), p->origin[PK_KIND].name, p->origin[PK_KIND].line), p->name);
+				  blame(w, sizeof(w), p, PK_KIND), p->name);
 	}
 	return n;
 }

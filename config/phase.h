@@ -24,6 +24,8 @@ struct sp_phase {
 		int line;
 	} origin[SP_PHASE_NKEYS];     /* per key, in the order of phase.c's table */
 	int seen[SP_PHASE_NKEYS];     /* line where the key was set in the file being read, 0 none */
+	char first[256];              /* where its first key was set: blamed for a default's problem */
+	int first_line;
 };
 
 struct sp_phases {
