@@ -48,8 +48,8 @@ static void print_phases(const struct sp_config *cfg)
 		}
 	}
 	if (cfg->phases.n > 1)
-		printf("# phases: one window records at a time; a window of another phase that would open while "
-		       "one records is skipped, with a 'stepprof:' line (docs/CONFIG.md)\n");
+		printf("# phases: a step of one phase ends the open step of the others, and their window with it: "
+		       "one window records at a time (docs/CONFIG.md)\n");
 }
 
 static void usage(FILE *f)
