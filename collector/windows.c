@@ -230,7 +230,7 @@ static void det_apply(const struct sp_det_out *o, uint64_t t, uint32_t corr, CUp
 			(long long)o->bad_step);
 		sp_col.step_refuted = 1; /* it is the open step: its STEP record says so */
 	}
-	if ((o->what & SP_DET_UNLOCK) && sp_col.open)
+	if ((o->what & SP_DET_UNLOCK) && sp_col.open && sp_col.open->mk == sp_col.cur)
 		sp_col.action = SP_ACT_RECORD_AND_SAVE; /* the loop changed: a window open now ends with this step */
 	if (o->what & SP_DET_END)
 		sp_win_end_step(t, corr);

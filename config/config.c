@@ -845,6 +845,12 @@ const struct sp_cfg_origin *sp_cfg_origin_of(const struct sp_config *cfg, const 
 	return i < 0 ? NULL : &cfg->origin[i];
 }
 
+/* Returns 1. */
+int sp_cfg_error(struct sp_cfg_errors *errs, const char *msg)
+{
+	return add_error(errs, "%s", msg);
+}
+
 /* This function can't fail. */
 void sp_cfg_print_errors(const struct sp_cfg_errors *errs, FILE *f)
 {

@@ -118,6 +118,8 @@ int sp_cfg_expand(const char *tmpl, const struct sp_rank_info *ri, char *out, si
 /* Parses sizes like 512, 64K, 256M, 2G (powers of 1024). Returns 0 or -1. */
 int sp_parse_size(const char *s, uint64_t *out);
 const char *sp_marker_kind_name(enum sp_marker_kind k);
+/* Appends msg to errs (counted even when errs is full: for config/phase.c). Returns 1. */
+int sp_cfg_error(struct sp_cfg_errors *errs, const char *msg);
 /* Where key was set (name "" = built-in default), or NULL for an unknown key. Can't fail. */
 const struct sp_cfg_origin *sp_cfg_origin_of(const struct sp_config *cfg, const char *section, const char *key);
 

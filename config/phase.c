@@ -25,18 +25,16 @@ enum { PK_KIND, PK_PATTERN, PK_EVERY };
  * thread at a time, and it is too large for a small stack). */
 static struct sp_config scratch;
 
-/* Appends one formatted message to errs (counted even when errs is full). Returns 1. */
+/* Appends one formatted message to errs (sp_cfg_error). Returns 1. */
 __attribute__((format(printf, 2, 3))) static int perr(struct sp_cfg_errors *errs, const char *fmt, ...)
 {
+	char msg[sizeof(errs->msg[0])];
 	va_list ap;
 
-	if (errs->count < SP_CFG_MAX_ERRORS) {
-		va_start(ap, fmt);
-		vsnprintf(errs->msg[errs->count], sizeof(errs->msg[0]), fmt, ap);
-		va_end(ap);
-	}
-	errs->count++;
-	return 1;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return sp_cfg_error(errs, msg);
 }
 
 /* "ORIGIN:LINE", "ORIGIN" or "built-in defaults" into buf. Can't fail. */
