@@ -156,7 +156,7 @@ int sp_cmd_schedule(int argc, char **argv)
 	for (i = optind; i < argc; i++)
 		sets[nsets++] = argv[i];
 	for (i = 0; i < nsets; i++) {
-		char section[32] = "schedule", key[64];
+		char section[64] = "schedule", key[64];
 		const char *kv = sets[i], *eq = strchr(kv, '='), *dot = memchr(kv, '.', eq ? (size_t)(eq - kv) : 0);
 		if (dot && (size_t)(dot - kv) < sizeof(section)) {
 			snprintf(section, sizeof(section), "%.*s", (int)(dot - kv), kv);
