@@ -75,6 +75,9 @@ int sp_cmd_steps(int argc, char **argv)
 		sp_xrank_free(a);
 		return 1;
 	}
+	if (sp_xrank_phases_mixed(a))
+		fprintf(stderr, "stepprof steps: note: the windows belong to several phases, each numbering its own "
+				"steps; --phase NAME shows one phase\n");
 	sp_xrank_analyse(a);
 	if (json) {
 		sp_xrank_json(a, stdout, arrivals);

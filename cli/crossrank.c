@@ -71,6 +71,8 @@ struct sp_xrank {
 	int world;              /* the largest world or communicator size seen, -1 unknown */
 	int straggler;          /* trace index, -1 none */
 	const char *phase;      /* load only this phase's windows, NULL all */
+	char first_phase[32];   /* the phase of the first window loaded ("" none) */
+	int phases_mixed;       /* windows of two or more phases were loaded */
 	int cause;
 	int explained;          /* the cause's excess explains at least a quarter of the wait */
 	int untraced_later;     /* a rank that was not traced is likely later still */
@@ -194,6 +196,11 @@ static void add_window(struct sp_xrank *a, struct rk *k, uint32_t ti, struct sp_
 		k->ncomp = c0 + sp_steps_merge(k->comp + c0, k->ncomp - c0);
 }
 
+int sp_xrank_phases_mixed(const struct sp_xrank *a)
+{
+	return a->phases_mixed;
+}
+
 void sp_xrank_set_phase(struct sp_xrank *a, const char *phase)
 {
 	a->phase = phase;
@@ -226,8 +233,12 @@ int sp_xrank_load(struct sp_xrank *a, const char *path, char *err, size_t errlen
 		a->world = m->world_size;
 	struct sp_windows *g = sp_windows_open(r);
 	sp_windows_set_phase(g, a->phase);
-	while ((rc = sp_windows_next(g, &w)) == 1)
+	while ((rc = sp_windows_next(g, &w)) == 1) {
+		if (!a->nc && !a->first_phase[0] && !a->phases_mixed)
+			snprintf(a->first_phase, sizeof a->first_phase, "%s", w->phase);
+		a->phases_mixed |= strcmp(a->first_phase, w->phase) != 0;
 		add_window(a, k, (uint32_t)a->n, r, w);
+	}
 	if (rc < 0)
 		snprintf(err, errlen, "%s: %s", path, sp_trace_error(r));
 	sp_windows_close(g);

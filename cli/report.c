@@ -191,6 +191,15 @@ static void print_kernels(const struct report *rep, const struct sp_report_opts 
 	free(rows);
 }
 
+/* 1 if the windows aggregated belong to two or more phases (or some to none). Can't fail. */
+static int phases_mixed(const struct report *rep)
+{
+	for (size_t i = 1; i < rep->nw; i++)
+		if (strcmp(rep->w[i].w.phase, rep->w[0].w.phase))
+			return 1;
+	return 0;
+}
+
 static void print_windows(const struct report *rep, FILE *out)
 {
 	char t[32];
@@ -706,8 +715,12 @@ int sp_report(const char *path, const struct sp_report_opts *o, FILE *out)
 				(unsigned long long)sp_windows_other_phase(g), sp_plural(sp_windows_other_phase(g)));
 		if (o->window >= 0)
 			fprintf(out, "Window %lld of %d window%s\n\n", o->window, seen, sp_plural((uint64_t)seen));
+		else if (rep.nw == 1)
+			fprintf(out, "1 window\n\n");
 		else
-			fprintf(out, rep.nw == 1 ? "1 window\n\n" : "All %zu windows aggregated\n\n", rep.nw);
+			fprintf(out, "All %zu windows aggregated\n%s\n", rep.nw,
+				phases_mixed(&rep) ? "(of several phases, each numbering its own steps: --phase NAME "
+						     "shows one)\n" : "");
 		if (o->by_line)
 			sp_bylines_print(&rep.lines, rep.r, o->top, o->wide, out);
 		else
