@@ -161,7 +161,8 @@ void sp_win_begin_step(uint64_t t, uint32_t corr, int64_t number)
 	sp_col.step_refuted = 0;
 	sp_col.step_start = t;
 	sp_col.action = sp_schedule_action(m->schedule, sp_col.step);
-	sp_info("step %lld begins (%s) on thread %u", (long long)sp_col.step, sp_action_name(sp_col.action), sp_coll_tid());
+	sp_info("%s%s%sstep %lld begins (%s) on thread %u", m->name ? "phase " : "", m->name ? sp_intern_lookup(m->name) : "",
+		m->name ? ": " : "", (long long)sp_col.step, sp_action_name(sp_col.action), sp_coll_tid());
 	if (sp_win_is_record(sp_col.action) && sp_col.open && sp_col.open->mk != sp_col.cur) {
 		sp_warn("phase %s: step %lld not recorded: a window of phase %s is recording (one window at a time)",
 			sp_intern_lookup(m->name), (long long)sp_col.step, sp_intern_lookup(sp_col.mk[sp_col.open->mk].name));
