@@ -61,7 +61,7 @@ CLI_LIBS := $(DEP_LIBS) $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null) -lstd
 # Core: host code shared by the library, the CLI and the unit tests (no CUPTI calls).
 # the collector's CUPTI side (internal.h): only in the library, never in the host core
 CUPTI_SRCS := $(wildcard collector/cupti*.c) $(addprefix collector/,collector.c callbacks.c cbsets.c windows.c \
-	activity.c output.c comms.c allocs.c tokglue.c)
+	activity.c output.c comms.c allocs.c tokglue.c phases.c)
 CORE_SRCS := $(wildcard config/*.c) $(wildcard trace/*.c) $(filter-out $(CUPTI_SRCS),$(wildcard collector/*.c))
 # Library only: hooks and the CUPTI side of the collector.
 LIBONLY_SRCS := $(wildcard preload/*.c) $(CUPTI_SRCS)
@@ -129,10 +129,13 @@ $(O)/tests/e2e/libfakecudart.so: tests/e2e/fakecudart.c
 $(O)/tests/e2e/cupti_life_driver $(O)/tests/e2e/share_driver: $(O)/tests/e2e/%: tests/e2e/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g $(CUDA_INC) -o $@ $< -ldl -lpthread
+$(O)/tests/e2e/phases_driver: tests/e2e/phases_driver.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -O1 -g $(CUDA_INC) -o $@ $< -ldl -lpthread
 
 # gen_golden, gen_random, gen_ranks, gen_pytrace, gen_tokens and gen_ddp write traces through the core library
 # (gen_hostile writes raw zstd chunks)
-$(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_random $(O)/tests/e2e/gen_ranks $(O)/tests/e2e/gen_pytrace $(O)/tests/e2e/gen_tokens $(O)/tests/e2e/gen_hostile $(O)/tests/e2e/gen_ddp: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a
+$(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_phases $(O)/tests/e2e/gen_random $(O)/tests/e2e/gen_ranks $(O)/tests/e2e/gen_pytrace $(O)/tests/e2e/gen_tokens $(O)/tests/e2e/gen_hostile $(O)/tests/e2e/gen_ddp: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CLI_CFLAGS) -o $@ $< $(O)/libspcore.a $(CLI_LIBS) -lpthread $(SANLD)
 

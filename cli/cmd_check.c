@@ -9,6 +9,49 @@
 #include "config/config.h"
 #include "collector/stepdet.h"
 
+/* One comment line per phase: its marker, its first window and whether it repeats; warnings for
+ * an automatic phase. The rules between phases (docs/CONFIG.md) go with them. Can't fail. */
+static void print_phases(const struct sp_config *cfg)
+{
+	char msg[600];
+
+	for (int i = 0; i < cfg->phases.n; i++) {
+		const struct sp_phase *p = &cfg->phases.p[i];
+		int64_t lo = -1, hi = -1;
+		for (int64_t k = 0; k < 100000 && hi < 0; k++) {
+			enum sp_action a = sp_schedule_action(&p->schedule, k);
+			if (lo < 0 && (a == SP_ACT_RECORD || a == SP_ACT_RECORD_AND_SAVE))
+				lo = k;
+			if (a == SP_ACT_RECORD_AND_SAVE)
+				hi = k;
+		}
+		printf("# phase %s: %s marker%s%s%s, every %d; steps numbered from 0 in this phase; first window: ",
+		       p->name, sp_marker_kind_name((enum sp_marker_kind)p->marker_kind), p->marker_pattern[0] ? " '" : "",
+		       p->marker_pattern, p->marker_pattern[0] ? "'" : "", p->marker_every);
+		if (hi >= 0)
+			printf("steps %lld-%lld", (long long)lo, (long long)hi);
+		else
+			printf("none in the first 100000 steps");
+		if (p->schedule.repeat)
+			printf("; %lld window%s in all\n", (long long)p->schedule.repeat, p->schedule.repeat == 1 ? "" : "s");
+		else
+			printf("; repeats forever\n");
+		if (p->marker_kind == SP_MARK_AUTO) {
+			int w = sp_stepdet_schedule_warning(&p->schedule, msg, sizeof msg);
+			if (w)
+				fprintf(stderr, "stepprof check: phase %s: %s: %s\n", p->name, w == 1 ? "warning" : "note",
+					msg);
+			if (cfg->phases.n > 1)
+				fprintf(stderr, "stepprof check: phase %s: note: automatic detection learns from every CUDA "
+					"call, those of the other phases too: it finds this phase's loop only if it is the "
+					"program's repeating loop\n", p->name);
+		}
+	}
+	if (cfg->phases.n > 1)
+		printf("# phases: a step of one phase ends the open step of the others, and their window with it: "
+		       "one window records at a time (docs/CONFIG.md)\n");
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: stepprof check [[-c] FILE]\n"
@@ -80,9 +123,10 @@ int sp_cmd_check(int argc, char **argv)
 	else
 		printf("# this process: no rank in the environment (counts as rank 0): %s\n",
 		       sp_rankset_has(&cfg.ranks, ri.rank) ? "selected" : "not selected");
+	print_phases(&cfg);
 	sp_cfg_print(&cfg, stdout);
 	char msg[600];
-	int w = cfg.marker_kind == SP_MARK_AUTO ? sp_stepdet_schedule_warning(&cfg.schedule, msg, sizeof msg) : 0;
+	int w = cfg.marker_kind == SP_MARK_AUTO && !cfg.phases.n ? sp_stepdet_schedule_warning(&cfg.schedule, msg, sizeof msg) : 0;
 	if (w)
 		fprintf(stderr, "stepprof check: %s: %s\n", w == 1 ? "warning" : "note", msg);
 	return 0;

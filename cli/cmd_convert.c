@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
@@ -22,6 +23,7 @@ struct convert_opts {
 	int merge;              /* all windows in one file */
 	int wall;               /* wall-clock times */
 	long long window;       /* only this window id, or -1 */
+	const char *phase;      /* only the windows of this phase, or NULL */
 	int steps;              /* --steps given: only steps step_lo..step_hi */
 	int64_t step_lo, step_hi;
 	const struct sp_export_ops *ops;
@@ -115,7 +117,7 @@ struct rank_in {                /* one trace of --merge-ranks */
 static int usage(FILE *f, int rc)
 {
 	fprintf(f, "usage: stepprof convert TRACE [-o FILE] [--merge] [--wall] [--window N|all] [--steps A[-B]]"
-			" [--format chrome]\n"
+			" [--phase NAME] [--format chrome]\n"
 			"       stepprof convert --merge-ranks -o FILE [--window N|all] [--steps A[-B]] TRACE TRACE ...\n"
 			"  writes torch.profiler-style Chrome JSON (HTA, TensorBoard, Perfetto open it), one file per\n"
 			"  recorded window: STEM.<window id>.pt.trace.json.gz, STEM = TRACE without .sptrace or FILE\n"
@@ -125,7 +127,7 @@ static int usage(FILE *f, int rc)
 			"  --merge: all windows in one file (FILE, or STEM.pt.trace.json.gz) on the wall clock;\n"
 			"  '-o -' writes stdout (implies --merge);\n"
 			"  --merge-ranks: every trace's windows (or window N) in FILE on one wall clock, NCCL\n"
-			"  collectives linked across ranks\n");
+			"  collectives linked across ranks; --phase NAME: only the windows of [phase.NAME]\n");
 	return rc;
 }
 
@@ -221,6 +223,7 @@ static int parse(int argc, char **argv, struct convert_opts *o)
 		{ "steps", required_argument, NULL, 's' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "merge-ranks", no_argument, NULL, 'M' },
+		{ "phase", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -239,6 +242,9 @@ static int parse(int argc, char **argv, struct convert_opts *o)
 			break;
 		case 'W':
 			o->wall = 1;
+			break;
+		case 'P':
+			o->phase = optarg;
 			break;
 		case 'o':
 			o->out = optarg;
@@ -366,6 +372,7 @@ static int merge_ranks(const struct convert_opts *o)
 		meta = &sp_trace_header(in[n].r)->meta;
 		in[n].key = meta->rank >= 0 ? meta->rank : meta->pid;
 		in[n].g = sp_windows_open(in[n].r);
+		sp_windows_set_phase(in[n].g, o->phase);
 	}
 	if (!failed)
 		sp_sort(in, (size_t)n, sizeof(*in), cmp_rank_in);
@@ -456,6 +463,33 @@ static void window_line(char *buf, size_t n, const char *path, const struct sp_w
 		 w->complete ? "" : " (incomplete)");
 }
 
+/* The file of a window of a phase without -o: DIR/PHASE/BASE.<id><ext> for the stem DIR/BASE, in
+ * the phase's folder (created), as torch.profiler's handlers put each schedule's traces in its own
+ * folder. A phase name that is not [A-Za-z0-9_-] (a hostile trace) is not used as a folder: the
+ * window then goes beside the trace, with a note. Returns a new string; exits if memory runs out. */
+static char *phase_path(const char *stem, const struct sp_window *w, const char *ext)
+{
+	const char *base = strrchr(stem, '/');
+	char *dir = NULL, *path = NULL;
+	size_t n = strlen(w->phase);
+	int dn = base ? (int)(base - stem) : 1;
+
+	if (strspn(w->phase, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != n) {
+		fprintf(stderr, "stepprof convert: note: window %u names the phase '%s', not a folder name: "
+				"written beside the trace\n", w->id, w->phase);
+		if (asprintf(&path, "%s.%u%s", stem, w->id, ext) < 0)
+			sp_oom();
+		return path;
+	}
+	if (asprintf(&dir, "%.*s/%s", dn, base ? stem : ".", w->phase) < 0 ||
+	    asprintf(&path, "%s/%s.%u%s", dir, base ? base + 1 : stem, w->id, ext) < 0)
+		sp_oom();
+	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
+		fprintf(stderr, "stepprof convert: cannot create %s: %s\n", dir, strerror(errno)); /* the open says it again */
+	free(dir);
+	return path;
+}
+
 /* One trace: a file per window (<stem>.<window id><ext>), or one for all (--merge). With -o FILE
  * the first window goes to exactly FILE; if a second one follows, FILE is renamed to the first
  * window's own name (no other file is written to meanwhile). Returns 0, or 1 (message on stderr). */
@@ -478,6 +512,7 @@ static int convert_one(struct convert_opts o)
 	}
 	out_name(&o, &stem, &ext);
 	g = sp_windows_open(r);
+	sp_windows_set_phase(g, o.phase);
 	progress_start(&pr, o.trace);
 	x = (struct sp_export){ .ops = o.ops, .r = r, .hdr = sp_trace_header(r), .g = g, .source = o.trace,
 				.wall = o.wall, .progress = progress_cb, .progress_ctx = &pr };
@@ -492,6 +527,8 @@ static int convert_one(struct convert_opts o)
 			free(path);
 			if (o.out && (o.merge || !strcmp(o.out, "-") || (exact && !nwin)))
 				path = strdup(o.out);
+			else if (!o.out && !o.merge && w->phase[0])
+				path = phase_path(stem, w, ext);
 			else if (o.merge ? asprintf(&path, "%s%s", stem, ext) < 0
 					 : asprintf(&path, "%s.%u%s", stem, w->id, ext) < 0)
 				path = NULL;
@@ -558,6 +595,10 @@ static int convert_one(struct convert_opts o)
 		if (o.steps)
 			fprintf(stderr, "stepprof convert: %s has no recorded step in %lld-%lld%s\n", o.trace,
 				(long long)o.step_lo, (long long)o.step_hi, o.window >= 0 ? " in that window" : "");
+		else if (o.phase)
+			fprintf(stderr, "stepprof convert: %s has no window%s of phase '%s' (%llu of other phases)\n",
+				o.trace, o.window >= 0 ? " of that id" : "", o.phase,
+				(unsigned long long)sp_windows_other_phase(g));
 		else
 			sp_cli_no_window("convert", o.trace, o.window, seen);
 		failed = 1;

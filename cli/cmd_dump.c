@@ -221,6 +221,8 @@ static void put_event(struct dump *d, const struct sp_event *ev)
 		fprintf(o, " id=%u steps=%" PRId64 "..%" PRId64, w->id, w->first_step, w->last_step);
 		if (ev->kind == SP_EV_WINDOW_END)
 			fprintf(o, " bytes=%" PRIu64 " dropped=%" PRIu64 " capped=%u", w->bytes, w->dropped, w->capped);
+		if (ev->name) /* its phase ([phase.NAME]) */
+			put_name(d, "phase", ev->name);
 		break;
 	}
 	case SP_EV_DROPPED:

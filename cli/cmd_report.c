@@ -15,7 +15,7 @@ static int usage(FILE *f, int rc)
 {
 	fprintf(f, "usage: stepprof report TRACE [--sort total|avg|calls|max|min|name] [--top N] [--window N|all]"
 			" [--by kernel|line] [--wide] [--json] [--no-symbols]\n"
-			"       [--peers OTHER_RANK_TRACE ...]\n"
+			"       [--phase NAME] [--peers OTHER_RANK_TRACE ...]\n"
 			"  GPU kernel table of all recorded windows together (default) or of one window;\n"
 			"  --sort also takes torch's key_averages names (self_cuda_time_total, cuda_time_total,\n"
 			"  cuda_time, device_time_total, count);\n"
@@ -23,7 +23,7 @@ static int usage(FILE *f, int rc)
 			"  JSON object (every kernel row); --by line: kernel time by the source line of the program's\n"
 			"  own code that launched it (needs stacks = python or both when recording); --peers\n"
 			"  (repeatable): the other ranks' traces of the run, to split this rank's NCCL kernel time\n"
-			"  into waiting for peers and transfer\n",
+			"  into waiting for peers and transfer; --phase NAME: only the windows of [phase.NAME]\n",
 		SP_REPORT_TOP);
 	return rc;
 }
@@ -51,6 +51,7 @@ int sp_cmd_report(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "peers", required_argument, NULL, 'p' },
 		{ "by", required_argument, NULL, 'b' },
+		{ "phase", required_argument, NULL, 'P' },
 		{ "no-symbols", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -102,6 +103,9 @@ int sp_cmd_report(int argc, char **argv)
 			}
 			o.by_line = !strcmp(optarg, "line");
 			break;
+		case 'P':
+			o.phase = optarg;
+			break;
 		case 'N': /* open no file that the trace names */
 			sp_sym_no_files();
 			break;
@@ -127,6 +131,9 @@ int sp_cmd_report(int argc, char **argv)
 		fprintf(stderr, "stepprof report: %s\n", res.why);
 	else if (st == SP_REPORT_CORRUPT)
 		fprintf(stderr, "stepprof report: %s: %s\n", path, res.why);
+	else if (st == SP_REPORT_NO_WINDOW && o.phase)
+		fprintf(stderr, "stepprof report: %s has no window%s of phase '%s' (%llu of other phases)\n", path,
+			o.window >= 0 ? " of that id" : "", o.phase, res.other_phase);
 	else if (st == SP_REPORT_NO_WINDOW)
 		sp_cli_no_window("report", path, o.window, res.seen);
 	return st == SP_REPORT_OK ? 0 : 1;

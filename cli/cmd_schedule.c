@@ -15,13 +15,16 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: stepprof schedule [-c|--config FILE] [-n|--count N | --steps A-B] [[--set] [schedule.]KEY=VALUE ...]\n"
+	fprintf(f, "usage: stepprof schedule [-c|--config FILE] [--phase NAME] [-n|--count N | --steps A-B]\n"
+		   "                         [[--set] [schedule.]KEY=VALUE ...]\n"
 		   "  Prints torch.profiler.schedule's action for steps 0..N-1 (or A..B), one \"STEP ACTION\"\n"
 		   "  line each (--steps: step numbers as convert takes them; --count: how many from step 0);\n"
 		   "  a summary goes to stderr. KEY: skip_first, skip_first_wait, wait, warmup,\n"
 		   "  active, repeat, profiling_frequency (wait=2, schedule.wait=2 and --set schedule.wait=2\n"
 		   "  are the same), applied over FILE (else $STEPPROF_CONFIG, else the defaults) and the\n"
-		   "  STEPPROF_* environment; options and KEY=VALUE in any order. Exits 2 on any error.\n");
+		   "  STEPPROF_* environment; options and KEY=VALUE in any order. --phase NAME: the schedule of\n"
+		   "  [phase.NAME] (KEY=VALUE then sets that phase's keys); a configuration with phases needs it.\n"
+		   "  Exits 2 on any error.\n");
 }
 
 /* Steps to show by default: skip_first, then `repeat` cycles (2 if it repeats forever), plus 2. */
@@ -84,12 +87,14 @@ int sp_cmd_schedule(int argc, char **argv)
 		{ "steps", required_argument, NULL, 'r' },
 		{ "count", required_argument, NULL, 'n' },
 		{ "set", required_argument, NULL, 'S' },
+		{ "phase", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	static struct sp_config cfg;
 	static struct sp_cfg_errors errs;
-	const char *path = getenv("STEPPROF_CONFIG");
+	const char *path = getenv("STEPPROF_CONFIG"), *phase = NULL;
+	char phase_section[64] = "";
 	int64_t steps = -1, first = 0;
 	int c, i, bad = 0, nsets = 0;
 	char *end;
@@ -107,6 +112,10 @@ int sp_cmd_schedule(int argc, char **argv)
 			break;
 		case 'S':
 			sets[nsets++] = optarg;
+			break;
+		case 'p':
+			phase = optarg;
+			snprintf(phase_section, sizeof(phase_section), "phase.%.50s", optarg);
 			break;
 		case 'n':
 			steps = strtoll(optarg, &end, 10);
@@ -147,12 +156,14 @@ int sp_cmd_schedule(int argc, char **argv)
 	for (i = optind; i < argc; i++)
 		sets[nsets++] = argv[i];
 	for (i = 0; i < nsets; i++) {
-		char section[32] = "schedule", key[64];
+		char section[64] = "schedule", key[64];
 		const char *kv = sets[i], *eq = strchr(kv, '='), *dot = memchr(kv, '.', eq ? (size_t)(eq - kv) : 0);
 		if (dot && (size_t)(dot - kv) < sizeof(section)) {
 			snprintf(section, sizeof(section), "%.*s", (int)(dot - kv), kv);
 			kv = dot + 1;
 		}
+		if (phase && !strcmp(section, "schedule")) /* with --phase, KEY=VALUE sets that phase's key */
+			snprintf(section, sizeof(section), "%s", phase_section);
 		if (!eq || eq == kv || (size_t)(eq - kv) >= sizeof(key)) {
 			bad += fprintf(stderr, "command line: '%s': expected KEY=VALUE or SECTION.KEY=VALUE (KEY: a "
 					       "[schedule] key, e.g. wait=2)\n", sets[i]) > 0;
@@ -166,6 +177,20 @@ int sp_cmd_schedule(int argc, char **argv)
 	if (errs.count || bad) {
 		sp_cfg_print_errors(&errs, stderr);
 		return 2;
+	}
+	const struct sp_phase *ph = phase ? sp_phase_find(&cfg, phase) : NULL;
+	if ((phase && !ph) || (!phase && cfg.phases.n)) {
+		fprintf(stderr, "stepprof schedule: %s%s%s: name one with --phase NAME:", phase ? "no phase '" : "",
+			phase ? phase : "this configuration has phases", phase ? "' in this configuration" : "");
+		for (i = 0; i < cfg.phases.n; i++)
+			fprintf(stderr, " %s", cfg.phases.p[i].name);
+		fprintf(stderr, "%s\n", cfg.phases.n ? "" : " (none: it has no [phase.NAME] section)");
+		return 2;
+	}
+	if (ph) { /* the phase's schedule and marker stand for [schedule] and [marker] */
+		cfg.schedule = ph->schedule;
+		cfg.marker_kind = (enum sp_marker_kind)ph->marker_kind;
+		fprintf(stderr, "# phase %s (its own step numbers)\n", ph->name);
 	}
 	if (cfg.schedule.warmup == 0)
 		fprintf(stderr, "stepprof schedule: warning: warmup = 0: the first recorded step is not "

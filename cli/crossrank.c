@@ -97,6 +97,16 @@ static void add_window(struct sp_xrank *a, struct rk *k, uint32_t ti, struct sp_
 		k->ncomp = c0 + sp_steps_merge(k->comp + c0, k->ncomp - c0);
 }
 
+int sp_xrank_phases_mixed(const struct sp_xrank *a)
+{
+	return a->phases_mixed;
+}
+
+void sp_xrank_set_phase(struct sp_xrank *a, const char *phase)
+{
+	a->phase = phase;
+}
+
 struct sp_xrank *sp_xrank_new(void)
 {
 	struct sp_xrank *a = sp_xrealloc(NULL, sizeof(*a));
@@ -123,8 +133,13 @@ int sp_xrank_load(struct sp_xrank *a, const char *path, char *err, size_t errlen
 	if (m->world_size > a->world)
 		a->world = m->world_size;
 	struct sp_windows *g = sp_windows_open(r);
-	while ((rc = sp_windows_next(g, &w)) == 1)
+	sp_windows_set_phase(g, a->phase);
+	while ((rc = sp_windows_next(g, &w)) == 1) {
+		if (!a->nc && !a->first_phase[0] && !a->phases_mixed)
+			snprintf(a->first_phase, sizeof a->first_phase, "%s", w->phase);
+		a->phases_mixed |= strcmp(a->first_phase, w->phase) != 0;
 		add_window(a, k, (uint32_t)a->n, r, w);
+	}
 	if (rc < 0)
 		snprintf(err, errlen, "%s: %s", path, sp_trace_error(r));
 	sp_windows_close(g);

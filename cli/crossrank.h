@@ -20,6 +20,10 @@ struct sp_xrank;
 
 /* A new, empty analysis. Exits the CLI if memory runs out. */
 struct sp_xrank *sp_xrank_new(void);
+/* Loads only the windows of phase from then on (NULL: every window). Can't fail. */
+void sp_xrank_set_phase(struct sp_xrank *a, const char *phase);
+/* 1 if the windows loaded belong to two or more phases (or some to none). Can't fail. */
+int sp_xrank_phases_mixed(const struct sp_xrank *a);
 /* Reads the trace at path into a: its steps, NCCL collectives and compute intervals. Returns 1
  * loaded, 0 if the trace holds no recorded step (left out, nothing kept), -1 if it is unreadable
  * or corrupt (message in err). Exits the CLI if memory runs out. */

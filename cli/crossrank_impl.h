@@ -68,6 +68,9 @@ struct sp_xrank {
 	uint64_t groups, paired, complete, decisive;
 	int world;              /* the largest world or communicator size seen, -1 unknown */
 	int straggler;          /* trace index, -1 none */
+	const char *phase;      /* load only this phase's windows, NULL all */
+	char first_phase[32];   /* the phase of the first window loaded ("" none) */
+	int phases_mixed;       /* windows of two or more phases were loaded */
 	int cause;
 	int explained;          /* the cause's excess explains at least a quarter of the wait */
 	int untraced_later;     /* a rank that was not traced is likely later still */

@@ -186,6 +186,15 @@ static void print_kernels(const struct report *rep, const struct sp_report_opts 
 	free(rows);
 }
 
+/* 1 if the windows aggregated belong to two or more phases (or some to none). Can't fail. */
+static int phases_mixed(const struct report *rep)
+{
+	for (size_t i = 1; i < rep->nw; i++)
+		if (strcmp(rep->w[i].w.phase, rep->w[0].w.phase))
+			return 1;
+	return 0;
+}
+
 static void print_windows(const struct report *rep, FILE *out)
 {
 	char t[32];
@@ -193,8 +202,8 @@ static void print_windows(const struct report *rep, FILE *out)
 	for (size_t i = 0; i < rep->nw; i++) {
 		const struct wsum *s = &rep->w[i];
 		uint64_t dur = s->w.t1 > s->w.t0 ? s->w.t1 - s->w.t0 : 0;
-		fprintf(out, "Window %u: steps %lld-%lld (%llu step%s), %s, %llu kernel%s, GPU busy %.1f%%", s->w.id,
-			(long long)s->w.first_step, (long long)s->w.last_step, (unsigned long long)s->steps,
+		fprintf(out, "Window %u%s%s%s: steps %lld-%lld (%llu step%s), %s, %llu kernel%s, GPU busy %.1f%%", s->w.id,
+			s->w.phase[0] ? " (phase " : "", s->w.phase, s->w.phase[0] ? ")" : "", (long long)s->w.first_step, (long long)s->w.last_step, (unsigned long long)s->steps,
 			s->steps == 1 ? "" : "s", sp_fmt_ns(t, sizeof(t), dur), (unsigned long long)s->kernels, sp_plural(s->kernels),
 			dur ? 100.0 * s->busy / dur : 0);
 		if (s->w.capped)
@@ -681,6 +690,7 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 		sp_xrank_analyse(rep.peers);
 	}
 	g = sp_windows_open(rep.r);
+	sp_windows_set_phase(g, o->phase);
 	while ((rc = sp_windows_next(g, &w)) == 1) {
 		seen++;
 		if (o->window < 0 || w->id == o->window) {
@@ -696,6 +706,7 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 		snprintf(res->why, sizeof(res->why), "%s", sp_trace_error(rep.r));
 		ret = SP_REPORT_CORRUPT;
 	} else if (!rep.nw) {
+		res->other_phase = o->phase ? sp_windows_other_phase(g) : 0;
 		ret = SP_REPORT_NO_WINDOW;
 	}
 	if (rep.nw && o->json) {
@@ -705,10 +716,17 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 		if (h->meta.rank >= 0)
 			fprintf(out, "rank %d of %d, ", h->meta.rank, h->meta.world_size);
 		fprintf(out, "pid %d\n", h->meta.pid);
+		if (o->phase)
+			fprintf(out, "Phase %s (%llu window%s of other phases left out)\n", o->phase,
+				(unsigned long long)sp_windows_other_phase(g), sp_plural(sp_windows_other_phase(g)));
 		if (o->window >= 0)
 			fprintf(out, "Window %lld of %d window%s\n\n", o->window, seen, sp_plural((uint64_t)seen));
+		else if (rep.nw == 1)
+			fprintf(out, "1 window\n\n");
 		else
-			fprintf(out, rep.nw == 1 ? "1 window\n\n" : "All %zu windows aggregated\n\n", rep.nw);
+			fprintf(out, "All %zu windows aggregated\n%s\n", rep.nw,
+				phases_mixed(&rep) ? "(of several phases, each numbering its own steps: --phase NAME "
+						     "shows one)\n" : "");
 		if (o->by_line)
 			sp_bylines_print(&rep.lines, rep.r, o->top, o->wide, out);
 		else

@@ -23,6 +23,7 @@ struct sp_report_opts {
 	int npeers;
 	int by_line;            /* kernel time by source line (bylines.h) instead of by kernel name */
 	void (*note)(const char *text); /* told of a peer left out ("peer PATH: why"); NULL: not told */
+	const char *phase;      /* only the windows of this phase ([phase.NAME]), NULL = every window */
 };
 
 /* How sp_report ended; the command turns it into its message and exit status. */
@@ -35,6 +36,7 @@ enum sp_report_status {
 struct sp_report_result {
 	char why[256];          /* UNREADABLE, CORRUPT: the reason, without any command prefix */
 	int seen;               /* windows the trace holds (all of them, whatever o->window says) */
+	unsigned long long other_phase; /* NO_WINDOW with o->phase: windows of other phases */
 };
 
 /* The sort key called s ("total", "avg", "calls", "max", "min", "name"), or -1. */

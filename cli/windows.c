@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "cli.h"
 #include "windows.h"
 
@@ -27,7 +28,15 @@ struct sp_windows {
 	uint64_t outside;               /* records of no window */
 	int done;                       /* the reader returned its last value, kept in rc */
 	int rc;
+	const char *phase;              /* hand out only this phase's windows; NULL: all */
+	uint64_t other_phase;           /* windows passed over for another phase */
 };
+
+/* 1 if the window in g->out is one the caller asked for (sp_windows_set_phase). */
+static int wanted(const struct sp_windows *g)
+{
+	return !g->phase || !strcasecmp(g->phase, g->out.phase);
+}
 
 /* ---- grouping ---- */
 
@@ -63,6 +72,8 @@ static void settle(struct sp_windows *g, const struct sp_window *next)
 
 	if (g->have_cur && !w->complete)
 		w->t1 = next ? next->t0 - (next->t0 > w->t0) : UINT64_MAX;
+	else if (g->have_cur && next && w->t1 >= next->t0) /* back to back: the instant is the next one's */
+		w->t1 = next->t0 - (next->t0 > w->t0);
 	sp_idset_clear(&g->corr);
 	for (size_t i = 0; g->have_cur && i < w->n; i++)
 		if (w->ev[i].kind == SP_EV_API && w->ev[i].corr && in_window(w, &g->corr, &w->ev[i]))
@@ -114,6 +125,16 @@ static void settle(struct sp_windows *g, const struct sp_window *next)
 		w->n = 0;
 		g->have_cur = 0;
 	}
+}
+
+void sp_windows_set_phase(struct sp_windows *g, const char *phase)
+{
+	g->phase = phase;
+}
+
+uint64_t sp_windows_other_phase(const struct sp_windows *g)
+{
+	return g->other_phase;
 }
 
 struct sp_windows *sp_windows_open(struct sp_trace_reader *r)
@@ -170,6 +191,10 @@ int sp_windows_next(struct sp_windows *g, const struct sp_window **w)
 			g->done = 1;
 			g->rc = rc;
 			settle(g, NULL);
+			if (had && !wanted(g)) {
+				g->other_phase++;
+				break;
+			}
 			if (had) {
 				*w = &g->out;
 				return 1;
@@ -199,8 +224,12 @@ int sp_windows_next(struct sp_windows *g, const struct sp_window **w)
 				.first_step = ev.u.window.first_step, .last_step = ev.u.window.first_step,
 				.anchor_mono = g->anchor_mono, .anchor_real = g->anchor_real,
 			};
+			const char *ph = ev.name ? sp_trace_string(g->r, ev.name) : NULL;
+			snprintf(next.phase, sizeof next.phase, "%s", ph ? ph : "");
 			settle(g, &next);
-			if (had) {
+			if (had && !wanted(g))
+				g->other_phase++;
+			else if (had) {
 				*w = &g->out;
 				return 1;
 			}

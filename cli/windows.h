@@ -17,6 +17,7 @@
 /* One recorded window as handed out by sp_windows_next. */
 struct sp_window {
 	uint32_t id;            /* from WINDOW_BEGIN */
+	char phase[32];         /* its phase ([phase.NAME]; WINDOW_BEGIN's name), "" without phases */
 	int complete;           /* 1 if its WINDOW_END was read; 0 if the file ended or the next began first */
 	int capped;             /* WINDOW_END says the byte cap cut it */
 	int64_t first_step;     /* from WINDOW_BEGIN */
@@ -42,6 +43,11 @@ struct sp_windows *sp_windows_open(struct sp_trace_reader *r);
  * 0 at the end, -1 after a corrupt chunk (sp_trace_error says why; the window cut by it was
  * handed out first, marked incomplete). */
 int sp_windows_next(struct sp_windows *g, const struct sp_window **w);
+/* Hands out only the windows of phase (compared without case; NULL: every window). Call before
+ * the first sp_windows_next. This function can't fail. */
+void sp_windows_set_phase(struct sp_windows *g, const char *phase);
+/* Windows passed over so far because they belong to another phase. Can't fail. */
+uint64_t sp_windows_other_phase(const struct sp_windows *g);
 /* Name of CPU thread tid from its SP_EV_THREAD record, or NULL if none was read yet. */
 const char *sp_windows_thread_name(const struct sp_windows *g, uint32_t tid);
 /* The SP_EV_DEVICE record of device, or NULL if none was read yet. */

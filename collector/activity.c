@@ -195,9 +195,13 @@ void sp_act_flush(void)
  * done) or to detach and re-attach. Writer thread, without sp_col.lock. This function can't fail. */
 static void life_tick(uint64_t now)
 {
-	struct sp_life_view v = { .policy = sp_col.cfg.detach_between, .marker = sp_col.cfg.marker_kind };
+	struct sp_life_view v = { .policy = sp_col.cfg.detach_between };
 	pthread_mutex_lock(&sp_col.lock);
 	int64_t step = sp_col.step;
+	const struct sp_schedule *sched = sp_col.mk[sp_col.cur].schedule;
+	v.marker = sp_col.mk[sp_col.cur].kind;
+	if (sp_col.nmk > 1 || sp_col.mk[0].name)
+		v.policy = SP_DETACH_NEVER; /* phases: steps of several schedules; only the final detach */
 	v.done = sp_col.done;
 	v.busy = sp_col.collecting || sp_col.activities_on || sp_col.open != NULL;
 	for (int i = 0; i < SP_MAX_WINDOWS; i++)
@@ -207,7 +211,7 @@ static void life_tick(uint64_t now)
 	/* only whether the next window is SP_LIFE_MIN_GAP steps away or more matters */
 	v.steps_to_window = v.busy || v.done || v.policy == SP_DETACH_NEVER || sp_hook_need_attach()
 				    ? 0
-				    : sp_life_steps_to_window(&sp_col.cfg.schedule, step, SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN);
+				    : sp_life_steps_to_window(sched, step, SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN);
 	v.hook_ok = sp_hook_proven();
 	if (sp_cupti_life_tick(&v, step, now, &sp_col.sub) == SP_LIFE_DETACH) {
 		sp_host_min_bytes = SIZE_MAX; /* host allocations: nothing will be recorded again */
@@ -243,6 +247,7 @@ void sp_act_writer_tick(void *ctx)
 		if (complete || (age > SP_WINDOW_QUIET_AGE_NS && quiet > SP_WINDOW_QUIET_NS) || age > SP_WINDOW_GIVE_UP_NS) {
 			struct sp_event ev = { .kind = SP_EV_WINDOW_END, .device = SP_NO_DEVICE,
 					       .start = w->t_end, .end = w->t_end };
+			ev.name = sp_col.mk[w->mk].name; /* the phase, 0 without phases */
 			ev.u.window.id = w->id;
 			ev.u.window.first_step = w->first_step;
 			ev.u.window.last_step = w->last_step;

@@ -62,11 +62,14 @@ static void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *nd)
 			sp_tokrec_add(SP_TOK_NVTX_PUSH, f, id, t - sp_col.credit, sp_coll_tid());
 		}
 	}
-	if (sp_col.cfg.marker_kind == SP_MARK_NVTX && msg && sp_coll_glob(sp_col.cfg.marker_pattern, msg))
-		sp_win_detect(SP_TOK_NVTX_PUSH, SP_TOKF_MATCHED, 0, t, 0, 0, 0); /* matched here: nothing interned */
-	else if (sp_col.cfg.marker_kind != SP_MARK_NVTX && (sp_stepdet_wants(&sp_col.det) & SP_WANT_NVTX))
-		sp_win_detect(nvtx_is_end(cbid) ? SP_TOK_NVTX_POP : SP_TOK_NVTX_PUSH, 0,
-		       msg && !nvtx_is_end(cbid) ? sp_stepdet_nvtx_name(msg) : 0, t, 0, 0, 0);
+	for (int i = 0; i < sp_col.nmk; i++) {
+		const struct sp_mk *m = &sp_col.mk[i];
+		if (m->kind == SP_MARK_NVTX && msg && sp_coll_glob(m->pattern, msg))
+			sp_win_detect(i, SP_TOK_NVTX_PUSH, SP_TOKF_MATCHED, 0, t, 0, 0, 0); /* matched here: nothing interned */
+		else if (m->kind != SP_MARK_NVTX && (sp_stepdet_wants(m->det) & SP_WANT_NVTX))
+			sp_win_detect(i, nvtx_is_end(cbid) ? SP_TOK_NVTX_POP : SP_TOK_NVTX_PUSH, 0,
+				      msg && !nvtx_is_end(cbid) ? sp_stepdet_nvtx_name(msg) : 0, t, 0, 0, 0);
+	}
 }
 
 /* Marker detection at an API entry (time t and correlation id corr of the outermost call). Driver
@@ -78,26 +81,32 @@ static void detect_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const 
 	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
 	uint8_t kind, flags;
 	uint32_t name;
-	switch (sp_col.cfg.marker_kind) {
-	case SP_MARK_AUTO:
-		if (launch && !(sp_stepdet_wants(&sp_col.det) & SP_WANT_LAUNCH))
-			break; /* a launch seen for a window's sake: the detector would ignore it */
-		if (sp_tokglue_token_of(dom, cbid, cd, launch, &kind, &flags, &name))
-			sp_win_detect(kind, flags, name, t, corr, cbid, d);
-		break;
-	case SP_MARK_KERNEL:
-		if (launch && sp_stepdet_matches(&sp_col.det, name = sp_coll_name_id(cd->symbolName)))
-			sp_win_detect(SP_TOK_KERNEL, 0, name, t, corr, cbid, d);
-		break;
-	case SP_MARK_API:
-	case SP_MARK_PROFILER_RANGE:
-		if (cbid < SP_CBID_MAX && sp_col.api_marker[d][cbid] && !(d && sp_thr.in_nest) && sp_thr.mk_depth++ == 0 &&
-		    (sp_col.cfg.marker_kind == SP_MARK_API ? !sp_hook_cupti_marker()
-							   : strstr(sp_intern_lookup(sp_cbset_api_name(dom, cbid)), "Start") != NULL))
-			sp_win_detect(SP_TOK_API, 0, sp_cbset_api_name(dom, cbid), t, corr, cbid, d);
-		break;
-	default:
-		break;
+	/* an API marker call counts once, at the outermost level, whichever phases it marks */
+	int outer = cbid < SP_CBID_MAX && sp_col.api_marker[d][cbid] && !(d && sp_thr.in_nest) && sp_thr.mk_depth++ == 0;
+	for (int i = 0; i < sp_col.nmk; i++) {
+		const struct sp_mk *m = &sp_col.mk[i];
+		switch (m->kind) {
+		case SP_MARK_AUTO:
+			if (launch && !(sp_stepdet_wants(m->det) & SP_WANT_LAUNCH))
+				break; /* a launch seen for a window's sake: the detector would ignore it */
+			if (sp_tokglue_token_of(dom, cbid, cd, launch, &kind, &flags, &name))
+				sp_win_detect(i, kind, flags, name, t, corr, cbid, d);
+			break;
+		case SP_MARK_KERNEL:
+			if (launch && sp_stepdet_matches(m->det, name = sp_coll_name_id(cd->symbolName)))
+				sp_win_detect(i, SP_TOK_KERNEL, 0, name, t, corr, cbid, d);
+			break;
+		case SP_MARK_API:
+		case SP_MARK_PROFILER_RANGE:
+			/* an api marker call a hook counted already (markhook.h) is not counted again */
+			if (outer && sp_cbset_marks(m, sp_intern_lookup(sp_cbset_api_name(dom, cbid))) &&
+			    (m->kind == SP_MARK_API ? !sp_hook_cupti_marker()
+						    : strstr(sp_intern_lookup(sp_cbset_api_name(dom, cbid)), "Start") != NULL))
+				sp_win_detect(i, SP_TOK_API, 0, sp_cbset_api_name(dom, cbid), t, corr, cbid, d);
+			break;
+		default:
+			break;
+		}
 	}
 }
 
@@ -107,11 +116,11 @@ static void detect_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const C
 	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
 	if (sp_thr.after_pending && sp_thr.after_cb[d] == cbid)
 		sp_win_after_exit(t); /* the iteration ended with this call */
-	if ((sp_col.cfg.marker_kind == SP_MARK_API || sp_col.cfg.marker_kind == SP_MARK_PROFILER_RANGE) &&
-	    cbid < SP_CBID_MAX &&
-	    sp_col.api_marker[d][cbid] && !(d && sp_thr.in_nest) && sp_thr.mk_depth > 0 && --sp_thr.mk_depth == 0 &&
-	    sp_col.cfg.marker_kind == SP_MARK_PROFILER_RANGE && strstr(sp_intern_lookup(sp_cbset_api_name(dom, cbid)), "Stop"))
-		sp_win_detect(SP_TOK_API, 0, sp_cbset_api_name(dom, cbid), t, cd->correlationId, cbid, d);
+	if (cbid < SP_CBID_MAX && sp_col.api_marker[d][cbid] && !(d && sp_thr.in_nest) && sp_thr.mk_depth > 0 &&
+	    --sp_thr.mk_depth == 0 && strstr(sp_intern_lookup(sp_cbset_api_name(dom, cbid)), "Stop"))
+		for (int i = 0; i < sp_col.nmk; i++)
+			if (sp_col.mk[i].kind == SP_MARK_PROFILER_RANGE)
+				sp_win_detect(i, SP_TOK_API, 0, sp_cbset_api_name(dom, cbid), t, cd->correlationId, cbid, d);
 }
 
 /* A boundary happened outside a CUDA call (split_at): this call's correlation id splits there. */
@@ -134,7 +143,7 @@ static int nest_only(int d, CUpti_CallbackId cbid)
 		return 0;
 	return !(sp_col.cls[0][cbid] & ~CLS_NEST) && !sp_col.api_marker[0][cbid] && !sp_col.memop[0][cbid].shape &&
 	       !sp_cbset_is_launch(CUPTI_CB_DOMAIN_RUNTIME_API, cbid) &&
-	       !(sp_stepdet_anchor_name(&sp_col.det) && sp_col.api_name[0][cbid] == sp_stepdet_anchor_name(&sp_col.det));
+	       !(sp_col.api_name[0][cbid] && sp_ph_anchor_is(sp_col.api_name[0][cbid]));
 }
 
 /* A resource callback: CONTEXT_CREATED (this process does GPU work) or GRAPH_CREATED. */
@@ -260,16 +269,17 @@ static void callback_body(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const
  * the launch of the marker (or auto anchor) kernel. Its calls time the detaches (cupti_life.h). */
 static int marker_call(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd)
 {
-	enum sp_marker_kind mk = sp_col.cfg.marker_kind;
 	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
 	if (cbid < SP_CBID_MAX && sp_col.api_marker[d][cbid])
 		return 1;
-	if (mk == SP_MARK_AUTO) { /* locked on a call: that call (a kernel anchor has no marker call) */
-		uint32_t anchor = sp_stepdet_anchor_name(&sp_col.det);
-		return anchor && cbid < SP_CBID_MAX && sp_col.api_name[d][cbid] == anchor;
-	}
-	return mk == SP_MARK_KERNEL && sp_cbset_is_launch(dom, cbid) &&
-	       sp_stepdet_matches(&sp_col.det, sp_coll_name_id(cd->symbolName));
+	/* automatic, locked on a call: that call (a kernel anchor has no marker call) */
+	if (cbid < SP_CBID_MAX && sp_col.api_name[d][cbid] && sp_ph_anchor_is(sp_col.api_name[d][cbid]))
+		return 1;
+	for (int i = 0; i < sp_col.nmk; i++)
+		if (sp_col.mk[i].kind == SP_MARK_KERNEL && sp_cbset_is_launch(dom, cbid) &&
+		    sp_stepdet_matches(sp_col.mk[i].det, sp_coll_name_id(cd->symbolName)))
+			return 1;
+	return 0;
 }
 
 /* The subscriber's callback (application threads). Counted in flight, so that a detach never

@@ -81,8 +81,10 @@ void sp_cbset_apply(void)
 {
 	static const CUpti_CallbackDomain doms[2] = { CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API };
 	static const uint32_t sizes[2] = { CUPTI_RUNTIME_TRACE_CBID_SIZE, CUPTI_DRIVER_TRACE_CBID_SIZE };
-	unsigned wants = sp_stepdet_wants(&sp_col.det);
-	uint32_t anchor = sp_stepdet_anchor_name(&sp_col.det);
+	unsigned wants = sp_ph_wants();
+	int all_auto = 1;
+	for (int i = 0; i < sp_col.nmk; i++)
+		all_auto &= sp_col.mk[i].kind == SP_MARK_AUTO;
 	int rec_rt = sp_col.collecting && sp_col.cfg.runtime_api, rec_drv = sp_col.collecting && sp_col.cfg.driver_api;
 	if (!sp_cupti_life_enter())
 		return; /* not attached: the next attach applies them (sp_cbset_armed) */
@@ -94,10 +96,10 @@ void sp_cbset_apply(void)
 			 * both domains; a kernel marker needs the runtime call, where its step begins */
 			if (!sp_col.done)
 				want = ((wants & SP_WANT_LAUNCH) && sp_cbset_is_launch(doms[d], cb) &&
-					 (d == 1 || sp_col.cfg.marker_kind != SP_MARK_AUTO)) ||
+					 (d == 1 || !all_auto)) ||
 				       ((wants & SP_WANT_API) && (sp_col.cls[d][cb] & CLS_AUTO)) ||
 				       ((wants & SP_WANT_GRAPH) && (sp_col.cls[d][cb] & CLS_GRAPH)) ||
-				       ((wants & SP_WANT_ANCHOR) && anchor && sp_col.api_name[d][cb] == anchor) ||
+				       ((wants & SP_WANT_ANCHOR) && sp_col.api_name[d][cb] && sp_ph_anchor_is(sp_col.api_name[d][cb])) ||
 				       ((wants & SP_WANT_MARKER) && sp_col.api_marker[d][cb]);
 			if (!sp_col.done && sp_col.cfg.device_memory && sp_col.memop[d][cb].shape)
 				want = 1; /* levels are tracked from process start */
@@ -151,22 +153,32 @@ void sp_cbset_activities(int on)
 	sp_cupti_life_leave();
 }
 
+/* 1 if the API function nm is one of marker m's calls (api, profiler_range). Can't fail. */
+int sp_cbset_marks(const struct sp_mk *m, const char *nm)
+{
+	if (m->kind == SP_MARK_API)
+		return sp_coll_glob(m->pattern, nm);
+	if (m->kind == SP_MARK_PROFILER_RANGE)
+		return !strcmp(nm, "cudaProfilerStart") || !strcmp(nm, "cudaProfilerStop") ||
+		       !strcmp(nm, "cuProfilerStart") || !strcmp(nm, "cuProfilerStop");
+	return 0;
+}
+
 int sp_cbset_arm(void)
 {
 	static const CUpti_CallbackDomain doms[2] = { CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API };
 	static const uint32_t sizes[2] = { CUPTI_RUNTIME_TRACE_CBID_SIZE, CUPTI_DRIVER_TRACE_CBID_SIZE };
-	int n = 0;
+	int n[SP_MAX_PHASES] = { 0 }, any_api = 0, nvtx = 0;
 	for (int d = 0; d < 2; d++)
 		for (uint32_t cb = 1; cb < sizes[d] && cb < SP_CBID_MAX; cb++) {
 			const char *nm = sp_intern_lookup(sp_cbset_api_name(doms[d], cb));
 			int hit = 0;
-			if (sp_col.cfg.marker_kind == SP_MARK_API)
-				hit = sp_coll_glob(sp_col.cfg.marker_pattern, nm);
-			else if (sp_col.cfg.marker_kind == SP_MARK_PROFILER_RANGE)
-				hit = !strcmp(nm, "cudaProfilerStart") || !strcmp(nm, "cudaProfilerStop") ||
-				      !strcmp(nm, "cuProfilerStart") || !strcmp(nm, "cuProfilerStop");
+			for (int i = 0; i < sp_col.nmk; i++)
+				if (sp_cbset_marks(&sp_col.mk[i], nm)) {
+					n[i]++;
+					hit = 1;
+				}
 			sp_col.api_marker[d][cb] = hit;
-			n += hit;
 			sp_col.cls[d][cb] = (name_in(nm, recorded_api[d], NGLOBS(recorded_api[d])) ? CLS_RECORDED : 0) |
 				       (!sp_cbset_is_launch(doms[d], cb) && name_in(nm, auto_api[d], NGLOBS(auto_api[d])) ? CLS_AUTO : 0) |
 				       (sp_coll_glob(d ? "cuGraphLaunch*" : "cudaGraphLaunch*", nm) ? CLS_GRAPH : 0) |
@@ -178,20 +190,25 @@ int sp_cbset_arm(void)
 						(sp_coll_glob("cuMemcpyDtoH*", nm) && !strstr(nm, "Async"))
 					      : sp_coll_glob("cuda*Synchronize*", nm) || !strcmp(nm, "cudaMemcpy");
 		}
-	for (uint32_t cb = 1; cb < SP_CBID_MAX && sp_col.cfg.marker_kind == SP_MARK_API; cb++)
+	for (int i = 0; i < sp_col.nmk; i++) {
+		const struct sp_mk *m = &sp_col.mk[i];
+		any_api |= m->kind == SP_MARK_API;
+		nvtx |= m->kind == SP_MARK_NVTX || m->kind == SP_MARK_AUTO;
+		if (m->kind == SP_MARK_API && !n[i]) {
+			sp_warn("[%s%s] pattern '%s' names no CUDA runtime or driver API function; not profiling",
+				m->name ? "phase." : "marker", m->name ? sp_intern_lookup(m->name) : "", m->pattern);
+			return -1;
+		}
+		if (m->kind == SP_MARK_NCCL)
+			sp_info("NCCL marker '%s': steps come from the NCCL hooks", m->pattern);
+	}
+	for (uint32_t cb = 1; cb < SP_CBID_MAX && any_api; cb++)
 		S.nest_marker |= sp_col.api_marker[1][cb];
 	for (uint32_t cb = 1; cb < SP_CBID_MAX && S.nest_marker; cb++)
 		sp_col.cls[0][cb] |= CLS_NEST; /* a driver marker counts outside runtime calls only */
 	sp_hook_arm();
-	if (sp_col.cfg.marker_kind == SP_MARK_API && !n) {
-		sp_warn("[marker] pattern '%s' names no CUDA runtime or driver API function; not profiling",
-			sp_col.cfg.marker_pattern);
-		return -1;
-	}
-	if (sp_col.cfg.marker_kind == SP_MARK_NVTX || sp_col.cfg.marker_kind == SP_MARK_AUTO || sp_tokrec_on)
+	if (nvtx || sp_tokrec_on)
 		nvtx_injection();
-	if (sp_col.cfg.marker_kind == SP_MARK_NCCL)
-		sp_info("NCCL marker '%s': steps come from the NCCL hooks", sp_col.cfg.marker_pattern);
 	return 0;
 }
 

@@ -42,34 +42,39 @@ static void on_fork_child(void)
  * empty trace must not pass in silence). Caller holds sp_col.lock. This function can't fail. */
 static void explain_no_window(void)
 {
+	const struct sp_mk *m = &sp_col.mk[sp_col.cur];
+	const char *ph = m->name ? sp_intern_lookup(m->name) : NULL;
+	char pre[64] = "";
 	int64_t first = -1;
-	if (sp_col.next_window_id || sp_col.disabled)
+	if (sp_col.rt[sp_col.cur].windows || sp_col.disabled)
 		return;
+	if (ph)
+		snprintf(pre, sizeof pre, "phase %s: ", ph);
 	if (!atomic_load_explicit(&sp_col.had_context, memory_order_relaxed))
 		return; /* no CUDA context: a launcher (torchrun counts devices) had nothing to profile */
 	for (int64_t k = 0; k < SP_SCHEDULE_SCAN && first < 0; k++)
-		if (sp_win_is_record(sp_schedule_action(&sp_col.cfg.schedule, k)))
+		if (sp_win_is_record(sp_schedule_action(m->schedule, k)))
 			first = k;
 	if (first < 0)
 		return; /* the schedule records nothing */
-	const struct sp_det_how *h = &sp_col.det.how;
+	const struct sp_det_how *h = &m->det->how;
 	const char *anchor = sp_intern_lookup(h->anchor & ~SP_AUTOSTEP_FLAGS);
 	char msg[700];
-	if (sp_col.cfg.marker_kind == SP_MARK_AUTO && sp_stepdet_undecided(&sp_col.det, msg, sizeof msg))
-		sp_warn("no step recorded: %s", msg);
-	else if (sp_col.cfg.marker_kind == SP_MARK_AUTO)
-		sp_warn("no step recorded: the program ended in step %lld and the schedule records from step "
+	if (m->kind == SP_MARK_AUTO && sp_stepdet_undecided(m->det, msg, sizeof msg))
+		sp_warn("%sno step recorded: %s", pre, msg);
+	else if (m->kind == SP_MARK_AUTO)
+		sp_warn("%sno step recorded: the program ended in step %lld and the schedule records from step "
 			"%lld; automatic boundaries come %s each '%s' (every %u): if the program ran longer, "
-			"that call stopped recurring - set an explicit [marker] (docs/STEPS.md)",
+			"that call stopped recurring - set an explicit [marker] (docs/STEPS.md)", pre,
 			(long long)sp_col.step, (long long)first, h->after ? "after" : "before", anchor ? anchor : "?",
 			h->every);
 	else if (sp_col.step < 0)
-		sp_warn("no step recorded: the %s marker '%s' never occurred", sp_marker_kind_name(sp_col.cfg.marker_kind),
-			sp_col.cfg.marker_pattern);
+		sp_warn("%sno step recorded: the %s marker '%s' never occurred", pre,
+			sp_marker_kind_name((enum sp_marker_kind)m->kind), m->pattern);
 	else
-		sp_warn("no step recorded: the program ended in step %lld and the schedule records from step "
-			"%lld (%s marker '%s', every %d)", (long long)sp_col.step, (long long)first,
-			sp_marker_kind_name(sp_col.cfg.marker_kind), sp_col.cfg.marker_pattern, sp_col.cfg.marker_every);
+		sp_warn("%sno step recorded: the program ended in step %lld and the schedule records from step "
+			"%lld (%s marker '%s', every %d)", pre, (long long)sp_col.step, (long long)first,
+			sp_marker_kind_name((enum sp_marker_kind)m->kind), m->pattern, m->every);
 }
 
 /* At exit, if automatic detection had locked, then lost the loop and never found it again, says
@@ -77,9 +82,9 @@ static void explain_no_window(void)
 static void explain_relearning(void)
 {
 	char msg[700];
-	if (sp_col.next_window_id && sp_col.det.how.relocks + sp_col.det.how.mismatches &&
-	    sp_col.cfg.marker_kind == SP_MARK_AUTO &&
-	    sp_stepdet_undecided(&sp_col.det, msg, sizeof msg))
+	const struct sp_mk *m = &sp_col.mk[sp_col.cur];
+	if (sp_col.rt[sp_col.cur].windows && m->det->how.relocks + m->det->how.mismatches && m->kind == SP_MARK_AUTO &&
+	    sp_stepdet_undecided(m->det, msg, sizeof msg))
 		sp_warn("at exit: the program's loop changed after step %lld and %s", (long long)sp_col.step, msg);
 }
 
@@ -89,11 +94,15 @@ static void on_exit_process(void)
 		return;
 	sp_cupti_life_freeze();
 	pthread_mutex_lock(&sp_col.lock);
-	if (sp_col.open) /* the program ended inside a window: close it at the current step */
-		sp_col.action = SP_ACT_RECORD_AND_SAVE;
-	sp_win_end_step(sp_now_ns(), 0);
-	explain_no_window();
-	explain_relearning();
+	uint64_t now = sp_now_ns();
+	for (int i = 0; i < sp_col.nmk; i++) {
+		sp_ph_switch(i);
+		if (sp_col.open && sp_col.open->mk == i) /* the program ended inside a window: close it here */
+			sp_col.action = SP_ACT_RECORD_AND_SAVE;
+		sp_win_end_step(now, 0);
+		explain_no_window();
+		explain_relearning();
+	}
 	sp_col.done = 1;
 	pthread_mutex_unlock(&sp_col.lock);
 	if (sp_col.writer_started > 0) {
@@ -189,11 +198,8 @@ void sp_collector_inject(void)
 	}
 	sp_col.buffer_bytes = sp_col.cfg.cupti_buffer_bytes;
 	sp_col.demangle = (char *(*)(const char *, char *, size_t *, int *))dlsym(RTLD_DEFAULT, "__cxa_demangle");
-	if (sp_stepdet_init(&sp_col.det, sp_col.cfg.marker_kind, sp_col.cfg.marker_pattern, sp_col.cfg.marker_every,
-			    sp_col.demangle) < 0) {
-		sp_warn("no memory for automatic step detection; not profiling");
-		return;
-	}
+	if (sp_ph_init() < 0)
+		return; /* warned */
 	sp_tokrec_start(); /* before sp_cbset_arm: the truth's API calls are classified there */
 	if (sp_cbset_arm() < 0) {
 		sp_tokrec_stop();
@@ -226,8 +232,11 @@ void sp_collector_inject(void)
 			"memory is not tracked; preload libstepprof.so instead (stepprof run picks it by itself)");
 	else
 		sp_host_min_bytes = sp_col.cfg.host_malloc ? (size_t)sp_col.cfg.host_malloc_min : SIZE_MAX;
-	sp_info("profiling rank %d (%s), marker %s '%s' every %d", sp_col.ri.rank, sp_col.ri.source,
-		sp_marker_kind_name(sp_col.cfg.marker_kind), sp_col.cfg.marker_pattern, sp_col.cfg.marker_every);
+	for (int i = 0; i < sp_col.nmk; i++)
+		sp_info("profiling rank %d (%s), %s%s%smarker %s '%s' every %d", sp_col.ri.rank, sp_col.ri.source,
+			sp_col.mk[i].name ? "phase " : "", sp_col.mk[i].name ? sp_intern_lookup(sp_col.mk[i].name) : "",
+			sp_col.mk[i].name ? ": " : "", sp_marker_kind_name((enum sp_marker_kind)sp_col.mk[i].kind),
+			sp_col.mk[i].pattern, sp_col.mk[i].every);
 }
 
 int sp_collector_owns_cupti(void)

@@ -108,9 +108,10 @@ uint64_t sp_collector_nccl_begin(const struct sp_nccl_call *c)
 		sp_thr.nccl_group--;
 	if (sp_tokrec_on)
 		sp_tokrec_add(SP_TOK_NCCL, 0, sp_intern(c->fn), t - sp_col.credit, sp_coll_tid());
-	if (sp_col.cfg.marker_kind == SP_MARK_NCCL ? sp_coll_glob(sp_col.cfg.marker_pattern, c->fn)
-					       : (sp_stepdet_wants(&sp_col.det) & SP_WANT_NCCL) != 0)
-		sp_win_detect(SP_TOK_NCCL, 0, sp_intern(c->fn), t, 0, 0, 0);
+	for (int i = 0; i < sp_col.nmk; i++)
+		if (sp_col.mk[i].kind == SP_MARK_NCCL ? sp_coll_glob(sp_col.mk[i].pattern, c->fn)
+						      : (sp_stepdet_wants(sp_col.mk[i].det) & SP_WANT_NCCL) != 0)
+			sp_win_detect(i, SP_TOK_NCCL, 0, sp_intern(c->fn), t, 0, 0, 0);
 	return t;
 }
 

@@ -50,6 +50,7 @@ struct memop { uint8_t kind, shape; }; /* SP_MEM_* kind and MEM_* shape of an al
  * and closes it, activity.c counts its records and writes its end). */
 struct window {
 	int used;                /* slot in use */
+	int mk;                  /* the marker (phase) whose steps it records */
 	int closing;             /* RECORD_AND_SAVE ended; waiting for GPU records */
 	uint32_t id;
 	uint32_t corr_lo, corr_hi; /* GPU records with corr in [lo, hi) belong here; SP_CORR_PENDING = next call */
@@ -57,6 +58,30 @@ struct window {
 	uint64_t t_begin, t_end, close_ts, last_record_ts;
 	atomic_uint_fast64_t launched; /* kernel launch calls seen in the window */
 	atomic_uint_fast64_t arrived;  /* non-graph kernel records received */
+};
+
+/* One step marker: the configuration's [marker] and [schedule], or one [phase.NAME] (phases.c sets
+ * them up at inject; read without the lock: they never change afterwards). */
+struct sp_mk {
+	int kind;                     /* enum sp_marker_kind */
+	const char *pattern;          /* glob, "" for auto and profiler_range */
+	int every;
+	const struct sp_schedule *schedule;
+	struct sp_stepdet *det;       /* its detector (the caller of sp_win_detect serialises feeding) */
+	uint32_t name;                /* interned phase name (its windows' WINDOW records carry it), 0 without phases */
+};
+
+/* The step state of a phase other than the current one (phases.c swaps it with sp_col's fields). */
+struct sp_phase_rt {
+	int64_t step;
+	enum sp_action action;
+	uint64_t step_start;
+	int step_open;
+	struct sp_det_how step_how;
+	int step_refuted;
+	int want;                     /* its steps want collection on (the last sp_win_set_collecting) */
+	int done;                     /* its schedule is exhausted and its detector settled */
+	uint32_t windows;             /* windows it opened */
 };
 
 /* The collector's process-wide state (defined in collector.c). */
@@ -76,6 +101,11 @@ struct sp_col_state {
 	int activities_on;            /* activity kinds enabled (may outlast collecting: sp_win_set_collecting) */
 	int done;                     /* schedule exhausted: nothing more will be recorded */
 	uint32_t next_window_id;      /* id of the next window (0: none opened yet) */
+	/* markers (phases.c; one without [phase.NAME] sections) */
+	int nmk;                      /* markers in mk, >= 1 once injected */
+	struct sp_mk mk[SP_MAX_PHASES];
+	int cur;                      /* the marker whose steps step..step_refuted hold (under lock) */
+	struct sp_phase_rt rt[SP_MAX_PHASES]; /* the others' step state, by marker (under lock) */
 	struct window win[SP_MAX_WINDOWS]; /* open and closing windows */
 	struct window *open;          /* the window of the current RECORD steps, or NULL (atomic loads) */
 	atomic_int split_pending;     /* a boundary happened outside a CUDA call: the next call's corr splits */
@@ -113,6 +143,7 @@ struct sp_col_thread {
 	int mk_depth;                 /* marker API calls in progress on this thread */
 	int after_pending;            /* an ending marker's entry set up a boundary for its exit */
 	int64_t after_step;           /* ... the step that begins then */
+	int after_mk;                 /* ... of this marker (sp_col.mk) */
 	uint32_t after_cb[2];         /* ... its callback id (runtime, driver), 0 none */
 	uint32_t cur_cb[2];           /* (runtime, driver) callback ids in progress on this thread, 0 none */
 	int defer_off;                /* sp_cbset_apply left a call in progress enabled: redo at its exit */
@@ -139,6 +170,7 @@ int sp_cbset_is_launch(CUpti_CallbackDomain dom, CUpti_CallbackId cbid);
 void sp_cbset_apply(void);
 void sp_cbset_activities(int on);
 int sp_cbset_arm(void);
+int sp_cbset_marks(const struct sp_mk *m, const char *nm);
 void sp_cbset_armed(void);
 
 /* windows.c: steps and windows. */
@@ -147,9 +179,18 @@ void sp_win_set_collecting(enum sp_action act);
 void sp_win_activities_idle(void);
 void sp_win_end_step(uint64_t t, uint32_t corr);
 void sp_win_begin_step(uint64_t t, uint32_t corr, int64_t number);
-void sp_win_detect(uint8_t kind, uint8_t flags, uint32_t name, uint64_t t, uint32_t corr, CUpti_CallbackId cbid,
-		   int d);
+void sp_win_detect(int mk, uint8_t kind, uint8_t flags, uint32_t name, uint64_t t, uint32_t corr,
+		   CUpti_CallbackId cbid, int d);
 void sp_win_after_exit(uint64_t t);
+
+/* phases.c: the markers (one per phase) and switching sp_col's step state between them. */
+int sp_ph_init(void);
+void sp_ph_switch(int mk);
+int sp_ph_other_wants(void);
+void sp_ph_done(void);
+void sp_ph_end_others(uint64_t t, uint32_t corr);
+uint32_t sp_ph_wants(void);
+uint32_t sp_ph_anchor_is(uint32_t name);
 
 /* output.c: the trace file and what each window carries for reading alone. */
 int sp_out_start_writer(void);

@@ -38,8 +38,10 @@ static struct {
 
 void sp_hook_arm(void)
 {
+	const struct sp_mk *mk = &sp_col.mk[0];
+	int api = sp_col.nmk == 1 && !mk->name && mk->kind == SP_MARK_API; /* phases: no parking */
 	for (int i = 0; i < SP_HOOK_N; i++) {
-		int m = sp_col.cfg.marker_kind == SP_MARK_API && sp_coll_glob(sp_col.cfg.marker_pattern, fns[i].name);
+		int m = api && sp_coll_glob(mk->pattern, fns[i].name);
 		if (m)
 			H.name[i] = sp_intern(fns[i].name);
 		atomic_store(&H.want[i], m ? WANT_MARKER : fns[i].graph ? WANT_GRAPH : WANT_NONE);
@@ -116,11 +118,11 @@ int sp_collector_hook_enter(int fn)
 	}
 	if (sp_thr.hook_depth++ > 0 || !atomic_load(&H.counting))
 		return fn;
-	if (sp_life_steps_to_window(&sp_col.cfg.schedule, sp_col.step, 1) == 0)
+	if (sp_life_steps_to_window(sp_col.mk[0].schedule, sp_col.step, 1) == 0)
 		wait_attached(); /* CUPTI counts this one if the re-attach came in time */
 	if (atomic_load(&H.counting)) {
 		sp_thr.hook_counted = 1;
-		sp_win_detect(SP_TOK_API, 0, H.name[fn], sp_now_ns(), 0, 0, fns[fn].drv);
+		sp_win_detect(0, SP_TOK_API, 0, H.name[fn], sp_now_ns(), 0, 0, fns[fn].drv);
 	}
 	return fn;
 }

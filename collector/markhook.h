@@ -11,7 +11,8 @@
 
 #define SP_HOOK_PROOF 8
 
-/* Which hooked functions matter for this process's marker ([marker] kind = api). Init, once. */
+/* Which hooked functions matter for this process's marker ([marker] kind = api, no phases).
+ * Init, once, after the markers are set up. */
 void sp_hook_arm(void);
 /* CUPTI reports the outermost call of an api marker on this thread: returns 1 if a hook counted
  * it already (the callback must not), else 0; notes whether it came through a hook (the proof). */

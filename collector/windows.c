@@ -43,6 +43,7 @@ static void split_at(uint32_t *field, uint32_t corr, int lo)
 static void push_ctl(enum sp_ev_kind kind, uint64_t t, struct window *w)
 {
 	struct sp_event ev = { .kind = kind, .device = SP_NO_DEVICE, .tid = sp_coll_tid(), .start = t, .end = t };
+	ev.name = sp_col.mk[w->mk].name; /* the phase, 0 without phases */
 	ev.u.window.id = w->id;
 	ev.u.window.first_step = w->first_step;
 	ev.u.window.last_step = w->last_step;
@@ -72,7 +73,8 @@ static int window_top_pending(void)
  * on CUDA 13: all 10 GPU operations of a window's last step, the kinds switched off at its end). */
 void sp_win_set_collecting(enum sp_action act)
 {
-	int want = act != SP_ACT_NONE && !sp_col.disabled;
+	sp_col.rt[sp_col.cur].want = act != SP_ACT_NONE;
+	int want = (act != SP_ACT_NONE || sp_ph_other_wants()) && !sp_col.disabled;
 	if (want && !sp_col.collecting && sp_out_start_writer() < 0)
 		want = 0;
 	if (want != sp_col.activities_on && (want || window_top_pending())) {
@@ -102,15 +104,15 @@ void sp_win_activities_idle(void)
 static void step_how(struct sp_event *ev)
 {
 	const struct sp_det_how *h = &sp_col.step_how;
-	int aut = sp_col.cfg.marker_kind == SP_MARK_AUTO;
-	ev->name = aut ? h->anchor & ~SP_AUTOSTEP_FLAGS
-		       : sp_intern(sp_col.cfg.marker_pattern[0] ? sp_col.cfg.marker_pattern : "?");
-	ev->u.step.how = (uint8_t)(sp_col.cfg.marker_kind + 1);
+	const struct sp_mk *m = &sp_col.mk[sp_col.cur];
+	int aut = m->kind == SP_MARK_AUTO;
+	ev->name = aut ? h->anchor & ~SP_AUTOSTEP_FLAGS : sp_intern(m->pattern[0] ? m->pattern : "?");
+	ev->u.step.how = (uint8_t)(m->kind + 1);
 	ev->u.step.flags = (uint8_t)((aut && h->after ? SP_STEP_AFTER : 0) | (sp_col.step_refuted ? SP_STEP_REFUTED : 0));
 	ev->u.step.regime = h->regime;
 	ev->u.step.period = h->period;
 	ev->u.step.launches = h->launches;
-	ev->u.step.every = aut ? h->every : (uint32_t)sp_col.cfg.marker_every;
+	ev->u.step.every = aut ? h->every : (uint32_t)m->every;
 	ev->u.step.confidence = h->confidence;
 	ev->u.step.relocks = h->relocks;
 }
@@ -130,7 +132,7 @@ void sp_win_end_step(uint64_t t, uint32_t corr)
 		step_how(&ev);
 		sp_coll_push(&ev);
 	}
-	if (sp_col.action == SP_ACT_RECORD_AND_SAVE && sp_col.open) {
+	if (sp_col.action == SP_ACT_RECORD_AND_SAVE && sp_col.open && sp_col.open->mk == sp_col.cur) {
 		struct window *w = sp_col.open;
 		w->last_step = sp_col.step;
 		w->t_end = t;
@@ -142,7 +144,7 @@ void sp_win_end_step(uint64_t t, uint32_t corr)
 			sp_mem_peaks(t);
 		sp_writer_kick();
 	}
-	if (sp_schedule_action(&sp_col.cfg.schedule, sp_col.step + 1) == SP_ACT_NONE)
+	if (sp_schedule_action(sp_col.mk[sp_col.cur].schedule, sp_col.step + 1) == SP_ACT_NONE)
 		sp_win_set_collecting(SP_ACT_NONE);
 }
 
@@ -150,13 +152,22 @@ void sp_win_end_step(uint64_t t, uint32_t corr)
  * step and switches collection on from WARMUP. */
 void sp_win_begin_step(uint64_t t, uint32_t corr, int64_t number)
 {
+	const struct sp_mk *m = &sp_col.mk[sp_col.cur];
+	if (sp_col.nmk > 1)
+		sp_ph_end_others(t, corr); /* phases alternate: this step ends theirs */
 	sp_col.step = number;
 	sp_col.step_open = 1;
-	sp_col.step_how = sp_col.det.how;
+	sp_col.step_how = m->det->how;
 	sp_col.step_refuted = 0;
 	sp_col.step_start = t;
-	sp_col.action = sp_schedule_action(&sp_col.cfg.schedule, sp_col.step);
-	sp_info("step %lld begins (%s) on thread %u", (long long)sp_col.step, sp_action_name(sp_col.action), sp_coll_tid());
+	sp_col.action = sp_schedule_action(m->schedule, sp_col.step);
+	sp_info("%s%s%sstep %lld begins (%s) on thread %u", m->name ? "phase " : "", m->name ? sp_intern_lookup(m->name) : "",
+		m->name ? ": " : "", (long long)sp_col.step, sp_action_name(sp_col.action), sp_coll_tid());
+	if (sp_win_is_record(sp_col.action) && sp_col.open && sp_col.open->mk != sp_col.cur) {
+		sp_warn("phase %s: step %lld not recorded: a window of phase %s is recording (one window at a time)",
+			sp_intern_lookup(m->name), (long long)sp_col.step, sp_intern_lookup(sp_col.mk[sp_col.open->mk].name));
+		sp_col.action = SP_ACT_NONE; /* not possible while steps of phases alternate; kept as a guard */
+	}
 	if (sp_win_is_record(sp_col.action) && !sp_col.open) {
 		struct window *w = new_window();
 		if (!w) {
@@ -165,6 +176,8 @@ void sp_win_begin_step(uint64_t t, uint32_t corr, int64_t number)
 			w->used = 0; /* not profiled after all, or no trace file: no window */
 		} else {
 			w->id = sp_col.next_window_id++;
+			w->mk = sp_col.cur;
+			sp_col.rt[sp_col.cur].windows++;
 			w->first_step = w->last_step = sp_col.step;
 			w->t_begin = t;
 			w->corr_hi = SP_CORR_PENDING;
@@ -179,26 +192,25 @@ void sp_win_begin_step(uint64_t t, uint32_t corr, int64_t number)
 	sp_win_set_collecting(sp_col.action);
 	/* done once the schedule is, and the detector trusts its regime (a later phase of the program
 	 * would get the schedule anew: docs/STEPS.md) */
-	if (!sp_col.done && sp_col.action == SP_ACT_NONE && sp_schedule_done(&sp_col.cfg.schedule, sp_col.step) &&
-	    sp_stepdet_settled(&sp_col.det)) {
-		sp_col.done = 1;
-		sp_cbset_apply();
-	}
+	if (!sp_col.rt[sp_col.cur].done && sp_col.action == SP_ACT_NONE && sp_schedule_done(m->schedule, sp_col.step) &&
+	    sp_stepdet_settled(m->det))
+		sp_ph_done();
 }
 
 /* Automatic detection locked on step `step`: it is open from t but was not watched from its start,
  * so it records nothing; warns if the schedule wanted a step before it. Under sp_col.lock. */
 static void det_locked(const struct sp_det_out *o, uint64_t t)
 {
-	const struct sp_det_how *h = &sp_col.det.how;
+	const struct sp_mk *m = &sp_col.mk[sp_col.cur];
+	const struct sp_det_how *h = &m->det->how;
 	sp_col.step = o->step;
 	sp_col.step_open = 1;
-	sp_col.step_how = sp_col.det.how;
+	sp_col.step_how = m->det->how;
 	sp_col.step_refuted = 0;
 	sp_col.action = SP_ACT_NONE;
 	sp_col.step_start = t;
 	for (int64_t k = 0; k <= sp_col.step; k++)
-		if (sp_schedule_action(&sp_col.cfg.schedule, k) != SP_ACT_NONE) {
+		if (sp_schedule_action(m->schedule, k) != SP_ACT_NONE) {
 			sp_warn("automatic step detection needed %lld iterations%s; the schedule's steps before %lld are "
 				"not recorded (raise skip_first or wait)", (long long)sp_col.step + 1,
 				o->what & SP_DET_RELOCK ? " after the program's loop changed" : "", (long long)sp_col.step + 1);
@@ -219,7 +231,7 @@ static void det_apply(const struct sp_det_out *o, uint64_t t, uint32_t corr, CUp
 			(long long)o->bad_step);
 		sp_col.step_refuted = 1; /* it is the open step: its STEP record says so */
 	}
-	if ((o->what & SP_DET_UNLOCK) && sp_col.open)
+	if ((o->what & SP_DET_UNLOCK) && sp_col.open && sp_col.open->mk == sp_col.cur)
 		sp_col.action = SP_ACT_RECORD_AND_SAVE; /* the loop changed: a window open now ends with this step */
 	if (o->what & SP_DET_END)
 		sp_win_end_step(t, corr);
@@ -231,9 +243,10 @@ static void det_apply(const struct sp_det_out *o, uint64_t t, uint32_t corr, CUp
 		/* CUPTI must not be reconfigured inside an API exit callback (seen on CUDA 13: enabling
 		 * activity kinds there froze every later correlation id): the coming step's collection
 		 * is set now, at the call's entry, and only the bookkeeping waits for its exit */
-		sp_win_set_collecting(sp_schedule_action(&sp_col.cfg.schedule, o->step));
+		sp_win_set_collecting(sp_schedule_action(sp_col.mk[sp_col.cur].schedule, o->step));
 		sp_thr.after_pending = 1;
 		sp_thr.after_step = o->step;
+		sp_thr.after_mk = sp_col.cur;
 		sp_thr.after_cb[d] = cbid;
 	} else if (o->what & SP_DET_BOUNDARY) {
 		sp_win_end_step(t, corr);
@@ -241,14 +254,15 @@ static void det_apply(const struct sp_det_out *o, uint64_t t, uint32_t corr, CUp
 	}
 	if (o->what & SP_DET_WANTS)
 		sp_cbset_apply();
-	if ((o->what & SP_DET_UNDECIDED) && sp_stepdet_undecided(&sp_col.det, msg, sizeof msg))
+	if ((o->what & SP_DET_UNDECIDED) && sp_stepdet_undecided(sp_col.mk[sp_col.cur].det, msg, sizeof msg))
 		sp_warn("%s", msg);
 }
 
-/* Feeds the detector one token (kind, flags and name as in trace/tokens.h) seen at time t, and
- * applies what it decides. corr as for end_step; cbid/d name the API call (for a boundary at its
- * exit). Takes sp_col.lock. This function can't fail. */
-void sp_win_detect(uint8_t kind, uint8_t flags, uint32_t name, uint64_t t, uint32_t corr, CUpti_CallbackId cbid, int d)
+/* Feeds marker mk's detector (sp_col.mk) one token (kind, flags and name as in trace/tokens.h)
+ * seen at time t, and applies what it decides. corr as for end_step; cbid/d name the API call
+ * (for a boundary at its exit). Takes sp_col.lock. This function can't fail. */
+void sp_win_detect(int mk, uint8_t kind, uint8_t flags, uint32_t name, uint64_t t, uint32_t corr,
+		   CUpti_CallbackId cbid, int d)
 {
 	struct sp_det_out o;
 	pthread_mutex_lock(&sp_col.lock);
@@ -256,9 +270,10 @@ void sp_win_detect(uint8_t kind, uint8_t flags, uint32_t name, uint64_t t, uint3
 		pthread_mutex_unlock(&sp_col.lock);
 		return;
 	}
+	sp_ph_switch(mk);
 	struct sp_token tk = { .ts = t - sp_col.credit, .name = name, .tid = sp_coll_tid(), .kind = kind, .flags = flags };
-	int attempt = sp_stepdet_may_try(&sp_col.det);
-	sp_stepdet_feed(&sp_col.det, &tk, &o);
+	int attempt = sp_stepdet_may_try(sp_col.mk[mk].det);
+	sp_stepdet_feed(sp_col.mk[mk].det, &tk, &o);
 	if (o.what)
 		det_apply(&o, t, corr, cbid, d);
 	if (attempt) /* a detection attempt ran: its time is not the program's */
@@ -273,6 +288,7 @@ void sp_win_after_exit(uint64_t t)
 	sp_thr.after_pending = 0;
 	sp_thr.after_cb[0] = sp_thr.after_cb[1] = 0;
 	pthread_mutex_lock(&sp_col.lock);
+	sp_ph_switch(sp_thr.after_mk);
 	sp_win_end_step(t, 0);
 	sp_win_begin_step(t, 0, sp_thr.after_step);
 	pthread_mutex_unlock(&sp_col.lock);

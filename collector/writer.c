@@ -50,6 +50,9 @@ static struct {
 	uint64_t win_cap_drops;         /* data events dropped by the cap in this window */
 	uint64_t ring_seen;             /* sp_ring_dropped() at the last window boundary */
 	uint64_t ring_outside;          /* ring drops outside windows, written at stop */
+	struct sp_event held[8];        /* WINDOW_BEGINs that came while a window was open, in order */
+	struct sp_event held_end[8];    /* ... the WINDOW_END of each if it came too (kind 0: not yet) */
+	int nheld;
 } g = {
 	.ctl = PTHREAD_MUTEX_INITIALIZER,
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -138,13 +141,41 @@ static void window_end(const struct sp_event *ev)
 		fail("writing", errno);
 }
 
-/* Writes ev, or counts it as dropped by the window cap. Errors go through fail(). */
+/* Writes ev, or counts it as dropped by the window cap. A window that begins while the previous
+ * one still waits for its GPU records (back-to-back windows: every step its own window, or two
+ * phases taking turns) has its BEGIN held until that END is written: windows never overlap in the
+ * file (a reader takes a BEGIN before the previous END for a cut window; cli/windows.c places
+ * the events written in between by their times). Errors go through fail(). */
 static void process(const struct sp_event *ev)
 {
-	if (ev->kind == SP_EV_WINDOW_BEGIN)
+	int k = 0;
+	if (ev->kind == SP_EV_WINDOW_END) /* of a window still held? (it completed before the open one) */
+		while (k < g.nheld && g.held[k].u.window.id != ev->u.window.id)
+			k++;
+	if (ev->kind == SP_EV_WINDOW_BEGIN && (g.in_window || g.nheld)) {
+		if (g.nheld < (int)(sizeof g.held / sizeof g.held[0])) {
+			g.held_end[g.nheld].kind = 0;
+			g.held[g.nheld++] = *ev;
+		} else {
+			window_begin(ev); /* not reached: the collector tracks at most 8 windows */
+		}
+	} else if (ev->kind == SP_EV_WINDOW_BEGIN) {
 		window_begin(ev);
-	else if (ev->kind == SP_EV_WINDOW_END)
+	} else if (ev->kind == SP_EV_WINDOW_END && k < g.nheld) {
+		g.held_end[k] = *ev; /* written once its BEGIN is */
+	} else if (ev->kind == SP_EV_WINDOW_END) {
 		window_end(ev);
+		while (g.nheld) { /* the next window begins; if it also ended already, it ends too */
+			struct sp_event b = g.held[0], e = g.held_end[0];
+			memmove(g.held, g.held + 1, (size_t)(g.nheld - 1) * sizeof g.held[0]);
+			memmove(g.held_end, g.held_end + 1, (size_t)(g.nheld - 1) * sizeof g.held_end[0]);
+			g.nheld--;
+			window_begin(&b);
+			if (!e.kind)
+				break;
+			window_end(&e);
+		}
+	}
 	else if (g.in_window && g.cap && is_data(ev->kind) && g.win_bytes >= g.cap)
 		g.win_cap_drops++;
 	else
@@ -241,6 +272,12 @@ static void *writer_main(void *arg)
 			pthread_cond_clockwait(&g.cond, &g.lock, CLOCK_MONOTONIC, &until);
 		pthread_mutex_unlock(&g.lock);
 	}
+	for (int i = 0; i < g.nheld; i++) { /* windows whose predecessor never ended: written as they are */
+		write_event(&g.held[i]);
+		if (g.held_end[i].kind)
+			write_event(&g.held_end[i]);
+	}
+	g.nheld = 0;
 	ring_drops_since_boundary();
 	g.in_window = false;
 	write_dropped(SP_DROP_RING, g.ring_outside, sp_now_ns());
@@ -278,6 +315,7 @@ int sp_writer_start(const char *path, const struct sp_trace_meta *meta, uint64_t
 	sp_trace_set_pyframe_lookup(g.tw, sp_pyframe_lookup, NULL);
 	g.cap = window_max_bytes;
 	g.failed = g.in_window = g.kicked = g.stopping = false;
+	g.nheld = 0;
 	g.ring_seen = sp_ring_dropped();
 	g.ring_outside = 0;
 	sigset_t all, old;

@@ -129,6 +129,8 @@ static const char *where(char *buf, size_t len, const char *origin, int line)
 
 static bool known_section(const char *s)
 {
+	if (sp_phase_is_section(s))
+		return true; /* phase.c checks the name */
 	for (size_t i = 0; i < NSECTIONS; i++)
 		if (!strcasecmp(s, sections[i]))
 			return true;
@@ -397,6 +399,8 @@ int sp_cfg_set(struct sp_config *cfg, const char *section, const char *key, cons
 	char w[300], list[256], problem[200], v[SP_CFG_PATH + 8];
 	int i = find_key(section, key);
 
+	if (sp_phase_is_section(section))
+		return sp_phase_set(cfg, section, key, value, origin, line, errs);
 	where(w, sizeof(w), origin, line);
 	if (!known_section(section))
 		return add_error(errs, "%s: [%s] %s: unknown section (allowed: %s)", w, section, key,
@@ -615,6 +619,7 @@ int sp_cfg_load_file(struct sp_config *cfg, const char *path, struct sp_cfg_erro
 	struct stat st;
 
 	snprintf(cfg->source, sizeof(cfg->source), "%s", path);
+	sp_phase_new_file(cfg);
 	/* only a regular file: checked before the open (a device is never opened) and on the
 	 * descriptor, opened non-blocking (a FIFO swapped in cannot hang the process) */
 	if (stat(path, &st) < 0)
@@ -710,7 +715,7 @@ int sp_cfg_finish(struct sp_config *cfg, struct sp_cfg_errors *errs)
 			       "with auto and profiler_range)", where(w, sizeof(w), o->name, o->line),
 			       sp_marker_kind_name(cfg->marker_kind));
 	}
-	return n;
+	return n + sp_phase_finish(cfg, errs);
 }
 
 /* Resets errs. Returns the number of errors. */
@@ -725,6 +730,19 @@ int sp_cfg_load(struct sp_config *cfg, const char *path, struct sp_cfg_errors *e
 	sp_cfg_load_env(cfg, NULL, errs);
 	sp_cfg_finish(cfg, errs);
 	return errs->count;
+}
+
+/* Returns NULL for an unknown key. */
+const struct sp_cfg_origin *sp_cfg_origin_of(const struct sp_config *cfg, const char *section, const char *key)
+{
+	int i = find_key(section, key);
+	return i < 0 ? NULL : &cfg->origin[i];
+}
+
+/* Returns 1. */
+int sp_cfg_error(struct sp_cfg_errors *errs, const char *msg)
+{
+	return add_error(errs, "%s", msg);
 }
 
 const char *sp_marker_kind_name(enum sp_marker_kind k)

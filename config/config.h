@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include "schedule.h"
 #include "ranks.h"
+#include "phase.h"
 
 enum sp_marker_kind {
 	SP_MARK_AUTO = 0,       /* find the iteration period from the launch stream */
@@ -74,6 +75,8 @@ struct sp_config {
 	/* [cupti] */
 	char cupti_library[SP_CFG_PATH];/* explicit libcupti path; empty = the loaded one, else search */
 	enum sp_detach_policy detach_between; /* CUPTI between windows (after the last: always detached) */
+	/* [phase.NAME] sections (phase.h): with any, they replace [marker] and [schedule] */
+	struct sp_phases phases;
 	/* where it came from */
 	char source[SP_CFG_PATH];       /* the INI file read, or "" for built-in defaults */
 	struct sp_cfg_origin origin[SP_CFG_NKEYS]; /* per key, in the order of docs/CONFIG.md */
@@ -115,5 +118,9 @@ int sp_cfg_expand(const char *tmpl, const struct sp_rank_info *ri, char *out, si
 /* Parses sizes like 512, 64K, 256M, 2G (powers of 1024). Returns 0 or -1. */
 int sp_parse_size(const char *s, uint64_t *out);
 const char *sp_marker_kind_name(enum sp_marker_kind k);
+/* Appends msg to errs (counted even when errs is full: for config/phase.c). Returns 1. */
+int sp_cfg_error(struct sp_cfg_errors *errs, const char *msg);
+/* Where key was set (name "" = built-in default), or NULL for an unknown key. Can't fail. */
+const struct sp_cfg_origin *sp_cfg_origin_of(const struct sp_config *cfg, const char *section, const char *key);
 
 #endif

@@ -17,6 +17,8 @@ void sp_cfg_print(const struct sp_config *cfg, FILE *f)
 	for (size_t i = 0; sp_cfg_key(i); i++) {
 		const struct key *k = sp_cfg_key(i);
 		const char *field = (const char *)cfg + k->off;
+		if (cfg->phases.n && (!strcmp(k->section, "schedule") || !strcmp(k->section, "marker")))
+			continue; /* each phase has its own: sp_phase_print */
 		if (!section || strcmp(section, k->section))
 			fprintf(f, "%s[%s]\n", section ? "\n" : "", k->section);
 		section = k->section;
@@ -45,6 +47,7 @@ void sp_cfg_print(const struct sp_config *cfg, FILE *f)
 			break;
 		}
 	}
+	sp_phase_print(cfg, f);
 }
 
 /* This function can't fail. */

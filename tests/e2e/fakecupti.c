@@ -124,6 +124,8 @@ CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t cbid,
 	if (!F.names[k][cbid][0]) {
 		if (!k && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020)
 			snprintf(F.names[k][cbid], 48, "cudaDeviceSynchronize_v3020");
+		else if (!k && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020)
+			snprintf(F.names[k][cbid], 48, "cudaStreamSynchronize_v3020");
 		else if (!k && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000)
 			snprintf(F.names[k][cbid], 48, "cudaLaunchKernel_v7000");
 		else if (k && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel)

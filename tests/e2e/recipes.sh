@@ -26,15 +26,24 @@ for ini in "$R"/docs/recipes/*.ini; do
 	name=$(basename "$ini")
 	n=$((n + 1))
 	ok "$name: stepprof check" "$SP" check "$ini" >/dev/null
-	call=$(sed -n 's/^; torch: //p' "$ini")
-	ok "$name: names its torch call" [ -n "$call" ]
-	# enough steps to see every cycle and the end: skip_first + cycle x max(repeat, 3) + 5
-	steps=$(cd "$R/tests/e2e" && $PY -c 'import sys, torch_schedule as t
+	# one "; torch: schedule(...)" line, or one "; torch[PHASE]: ..." per [phase.PHASE] section
+	phases=$(sed -n 's/^\[phase\.\(.*\)\]$/\1/p' "$ini")
+	[ -n "$phases" ] || phases=-
+	for ph in $phases; do
+		if [ "$ph" = - ]; then
+			call=$(sed -n 's/^; torch: //p' "$ini") what=$name sel=()
+		else
+			call=$(sed -n "s/^; torch\[$ph\]: //p" "$ini") what="$name [phase.$ph]" sel=(--phase "$ph")
+		fi
+		ok "$what: names its torch call" [ -n "$call" ]
+		# enough steps to see every cycle and the end: skip_first + cycle x max(repeat, 3) + 5
+		steps=$(cd "$R/tests/e2e" && $PY -c 'import sys, torch_schedule as t
 a = t.parse_call(sys.argv[1])
 print(a.get("skip_first", 0) + (a["wait"] + a["warmup"] + a["active"]) * max(a.get("repeat", 0), 3) + 5)' "$call")
-	"$SP" schedule -c "$ini" --count "$steps" >"$T/ours" 2>/dev/null
-	$PY "$R/tests/e2e/torch_schedule.py" "$call" "$steps" >"$T/torch"
-	ok "$name: stepprof schedule = torch's $call over $steps steps" diff "$T/torch" "$T/ours"
+		"$SP" schedule -c "$ini" "${sel[@]}" --count "$steps" >"$T/ours" 2>/dev/null
+		$PY "$R/tests/e2e/torch_schedule.py" "$call" "$steps" >"$T/torch"
+		ok "$what: stepprof schedule = torch's $call over $steps steps" diff "$T/torch" "$T/ours"
+	done
 	# the page shows the file as it is: an ini block whose first line is the file's first line
 	$PY - "$R/docs/RECIPES.md" "$ini" <<'PY' >"$T/block"
 import sys

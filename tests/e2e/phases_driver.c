@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* phases_driver.c - a "CUDA program" with two phases for tests/e2e/phases.sh, run with libstepprof
+ * preloaded and the fake libcupti (fakecupti.c): ROUNDS rounds of one inference call (a
+ * cudaStreamSynchronize, enter and exit) followed by MICRO training micro-batches (each a
+ * cudaDeviceSynchronize), STEP_US microseconds apart. Prints "driver: I infer, T train calls". */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <cupti.h>
+
+int main(int argc, char **argv)
+{
+	int rounds = argc > 1 ? atoi(argv[1]) : 3, micro = argc > 2 ? atoi(argv[2]) : 4;
+	int step_us = argc > 3 ? atoi(argv[3]) : 3000, infer = 0, train = 0;
+	int (*init)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "InitializeInjection");
+	if (!init) {
+		fprintf(stderr, "driver: no InitializeInjection (preload libstepprof)\n");
+		return 2;
+	}
+	init(); /* loads the fake libcupti, as the configuration names it */
+	int (*fire)(int, unsigned, int, unsigned) =
+		(int (*)(int, unsigned, int, unsigned))dlsym(RTLD_DEFAULT, "fake_cupti_fire");
+	if (!fire) {
+		fprintf(stderr, "driver: the fake libcupti is not loaded\n");
+		return 2;
+	}
+	fire(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, 0, 0);
+	unsigned corr = 1;
+	for (int r = 0; r < rounds; r++) {
+		for (int m = -1; m < micro; m++) { /* m = -1: the inference call */
+			unsigned cb = m < 0 ? CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020
+					    : CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020;
+			fire(CUPTI_CB_DOMAIN_RUNTIME_API, cb, 0, corr);
+			usleep(step_us);
+			fire(CUPTI_CB_DOMAIN_RUNTIME_API, cb, 1, corr++);
+			*(m < 0 ? &infer : &train) += 1;
+		}
+	}
+	printf("driver: %d infer, %d train calls\n", infer, train);
+	return 0;
+}
