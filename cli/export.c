@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* export.c - the exporter table and the output stream all exporters write through: a buffer
- * in front of stdio or a gzip stream (compressed as it goes, never held whole: zlib at level 2 on
- * a thread of its own, one buffer compressed while the next fills; a single gzip member, as
- * Perfetto reads no other), plus the JSON string and number formatting every text format needs. */
+ * in front of stdio or a gzip stream (compressed as it goes, never held whole: ISA-L's igzip at
+ * level 1 on a thread of its own, one buffer compressed while the next fills; a single gzip member,
+ * as Perfetto reads no other), plus the JSON string and number formatting every text format needs. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -12,20 +12,21 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <libdeflate.h>
-#include <zlib.h>
+#include <isa-l/crc.h>
+#include <isa-l/igzip_lib.h>
 #include "export.h"
 #include "outfile.h"
 
 #define OUT_BUF (1024 * 1024)
-#define GZ_LEVEL 2              /* zlib levels 1-3 compress JSON 3x as fast as 6; 2 keeps pace with the writing thread */
+#define GZ_LEVEL 1              /* igzip level 1: 5x zlib level 2's speed on this JSON, 5% larger (BENCHMARKS.md) */
 
 /* gzip compression of the stream's buffers, on a thread of its own when one can be started. */
 struct gz {
 	FILE *f;                /* the compressed file */
-	z_stream z;             /* raw deflate: the gzip header and trailer are written here */
+	struct isal_zstream z;  /* raw deflate: the gzip header and trailer are written here */
+	uint8_t *zlevel;        /* igzip's work memory for GZ_LEVEL */
 	uint32_t crc;           /* CRC-32 of the bytes given so far (computed by the writing side with
-	                           libdeflate's, 10x zlib's: the compressing thread does only deflate) */
+	                           ISA-L's: the compressing thread does only deflate) */
 	uint64_t size;          /* bytes given so far */
 	int err;                /* deflate or a write failed (set by the compressing side) */
 	int threaded;           /* th runs */
@@ -54,22 +55,20 @@ static const struct sp_export_ops *const exporters[] = { &sp_export_chrome };
 /* Deflates n bytes of p into g's file (finishing the stream if finish). Sets g->err on failure. */
 static void gz_deflate(struct gz *g, const char *p, size_t n, int finish)
 {
-	int rc;
-
-	g->z.next_in = (unsigned char *)p;
-	g->z.avail_in = (unsigned)n;
+	g->z.next_in = (uint8_t *)p;
+	g->z.avail_in = (uint32_t)n;
+	g->z.end_of_stream = finish;
 	do {
 		g->z.next_out = g->zout;
 		g->z.avail_out = sizeof(g->zout);
-		rc = deflate(&g->z, finish ? Z_FINISH : Z_NO_FLUSH);
-		if (rc == Z_STREAM_ERROR) {
+		if (isal_deflate(&g->z) != COMP_OK) {
 			g->err = 1;
 			return;
 		}
 		size_t k = sizeof(g->zout) - g->z.avail_out;
 		if (k && !g->err && fwrite(g->zout, 1, k, g->f) != k)
 			g->err = 1;
-	} while (g->z.avail_out == 0 || (finish && rc != Z_STREAM_END));
+	} while (g->z.avail_in || g->z.avail_out == 0 || (finish && g->z.internal_state.state != ZSTATE_END));
 }
 
 /* CPU seconds of the calling thread so far. Can't fail (0 if the clock is missing). */
@@ -112,7 +111,7 @@ static void gz_wait(struct gz *g)
 	pthread_mutex_unlock(&g->mu);
 }
 
-/* Starts gzip output to f (taken over). Returns NULL if zlib cannot start (f closed). */
+/* Starts gzip output to f (taken over). Returns NULL if memory runs out (f closed). */
 static struct gz *gz_open(FILE *f)
 {
 	struct gz *g = calloc(1, sizeof(*g));
@@ -120,11 +119,16 @@ static struct gz *gz_open(FILE *f)
 
 	static const unsigned char header[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3 }; /* deflate, no mtime, Unix */
 
-	if (!g || deflateInit2(&g->z, GZ_LEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+	if (!g || !(g->zlevel = malloc(ISAL_DEF_LVL1_DEFAULT))) {
 		free(g);
 		fclose(f);
 		return NULL;
 	}
+	isal_deflate_init(&g->z);
+	g->z.level = GZ_LEVEL;
+	g->z.level_buf = g->zlevel;
+	g->z.level_buf_size = ISAL_DEF_LVL1_DEFAULT;
+	g->z.gzip_flag = IGZIP_DEFLATE;
 	g->f = f;
 	g->crc = 0;
 	g->err = fwrite(header, 1, sizeof(header), f) != sizeof(header);
@@ -156,7 +160,7 @@ static int gz_close(struct gz *g)
 	if (getenv("STEPPROF_CONVERT_STATS")) /* for bench/convert_bench.sh: is the pipeline balanced? */
 		fprintf(stderr, "stepprof: cpu: writing thread %.2f s, gzip thread %.2f s%s\n", thread_cpu_s(), g->cpu_s,
 			g->threaded ? "" : " (no thread: gzip inline)");
-	deflateEnd(&g->z);
+	free(g->zlevel);
 	unsigned char trailer[8];
 	for (int i = 0; i < 4; i++) {
 		trailer[i] = (unsigned char)(g->crc >> (8 * i));
@@ -175,7 +179,7 @@ static void out_flush(struct sp_out *o)
 	if (!o->n || o->err)
 		goto done;
 	if (o->gz) {
-		o->gz->crc = libdeflate_crc32(o->gz->crc, o->buf, o->n);
+		o->gz->crc = crc32_gzip_refl(o->gz->crc, (const unsigned char *)o->buf, o->n);
 		o->gz->size += o->n;
 	}
 	if (o->gz && o->gz->threaded) { /* hand buf over, fill the spare meanwhile */
