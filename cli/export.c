@@ -312,6 +312,11 @@ struct sp_out *sp_out_open(const char *path, char *err, size_t errlen)
 
 void sp_out_write(struct sp_out *o, const void *p, size_t n)
 {
+	if (n < OUT_BUF - o->n) { /* the usual case: it fits */
+		memcpy(o->buf + o->n, p, n);
+		o->n += n;
+		return;
+	}
 	while (n) {
 		size_t k = OUT_BUF - o->n < n ? OUT_BUF - o->n : n;
 		memcpy(o->buf + o->n, p, k);
@@ -386,59 +391,115 @@ void sp_out_json_str(struct sp_out *o, const char *s)
 	sp_out_write(o, "\"", 1);
 }
 
-/* Writes the decimal digits of v. Can't fail. */
-void sp_out_u64(struct sp_out *o, uint64_t v)
+char *sp_out_room(struct sp_out *o, size_t n)
 {
-	char b[24], *p = b + sizeof(b);
-
-	do
-		*--p = (char)('0' + v % 10);
-	while (v /= 10);
-	sp_out_write(o, p, (size_t)(b + sizeof(b) - p));
+	if (OUT_BUF - o->n < n)
+		out_flush(o);
+	return o->buf + o->n;
 }
 
-void sp_out_i64(struct sp_out *o, int64_t v)
+void sp_out_done(struct sp_out *o, char *end)
+{
+	o->n = (size_t)(end - o->buf);
+	if (o->n == OUT_BUF)
+		out_flush(o);
+}
+
+char *sp_put_u64(char *p, uint64_t v)
+{
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				    "8081828384858687888990919293949596979899";
+	static const uint64_t pow10[19] = { 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13,
+					    1e14, 1e15, 1e16, 1e17, 1e18, 10000000000000000000ull };
+	int n = 1;
+	char *q;
+
+	while (n < 20 && v >= pow10[n - 1]) /* the digits are written in place, last first */
+		n++;
+	q = p + n;
+	while (v >= 100) {
+		unsigned d = (unsigned)(v % 100);
+		v /= 100;
+		q -= 2;
+		q[0] = pairs[2 * d];
+		q[1] = pairs[2 * d + 1];
+	}
+	if (v >= 10) {
+		q[-2] = pairs[2 * v];
+		q[-1] = pairs[2 * v + 1];
+	} else {
+		q[-1] = (char)('0' + v);
+	}
+	return p + n;
+}
+
+char *sp_put_i64(char *p, int64_t v)
 {
 	if (v < 0)
-		sp_out_write(o, "-", 1);
-	sp_out_u64(o, v < 0 ? -(uint64_t)v : (uint64_t)v);
+		*p++ = '-';
+	return sp_put_u64(p, v < 0 ? -(uint64_t)v : (uint64_t)v);
 }
 
-void sp_out_fixed(struct sp_out *o, double v, int decimals)
+char *sp_put_fixed(char *p, double v, int decimals)
 {
 	static const double scale[] = { 1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9 };
-	char frac[10];
 	uint64_t q, f;
 
 	if (decimals < 0 || decimals > 9 || !(v > -1e12 && v < 1e12)) { /* NaN, huge: printf's way */
-		sp_out_printf(o, "%.*f", decimals < 0 ? 0 : decimals > 9 ? 9 : decimals, v == v ? v : 0.0);
-		return;
+		int n = snprintf(p, SP_PUT_FIXED_MAX, "%.*f", decimals < 0 ? 0 : decimals > 9 ? 9 : decimals,
+				 v == v ? v : 0.0);
+		return p + (n < 0 ? 0 : n < SP_PUT_FIXED_MAX ? n : SP_PUT_FIXED_MAX - 1);
 	}
 	if (v < 0) {
-		sp_out_write(o, "-", 1);
+		*p++ = '-';
 		v = -v;
 	}
 	q = (uint64_t)(v * scale[decimals] + 0.5);
 	f = q % (uint64_t)scale[decimals];
-	sp_out_u64(o, q / (uint64_t)scale[decimals]);
+	p = sp_put_u64(p, q / (uint64_t)scale[decimals]);
 	if (!decimals)
-		return;
-	frac[0] = '.';
+		return p;
+	*p = '.';
 	for (int i = decimals; i >= 1; i--, f /= 10)
-		frac[i] = (char)('0' + f % 10);
-	sp_out_write(o, frac, (size_t)decimals + 1);
+		p[i] = (char)('0' + f % 10);
+	return p + decimals + 1;
+}
+
+char *sp_put_us(char *p, int64_t ns)
+{
+	uint64_t a = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
+	unsigned f = (unsigned)(a % 1000);
+
+	if (ns < 0)
+		*p++ = '-';
+	p = sp_put_u64(p, a / 1000);
+	p[0] = '.';
+	p[1] = (char)('0' + f / 100);
+	p[2] = (char)('0' + f / 10 % 10);
+	p[3] = (char)('0' + f % 10);
+	return p + 4;
+}
+
+/* Writes the decimal digits of v. Can't fail. */
+void sp_out_u64(struct sp_out *o, uint64_t v)
+{
+	sp_out_done(o, sp_put_u64(sp_out_room(o, SP_PUT_NUM_MAX), v));
+}
+
+void sp_out_i64(struct sp_out *o, int64_t v)
+{
+	sp_out_done(o, sp_put_i64(sp_out_room(o, SP_PUT_NUM_MAX), v));
+}
+
+void sp_out_fixed(struct sp_out *o, double v, int decimals)
+{
+	sp_out_done(o, sp_put_fixed(sp_out_room(o, SP_PUT_FIXED_MAX), v, decimals));
 }
 
 void sp_out_us(struct sp_out *o, int64_t ns)
 {
-	uint64_t a = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
-	unsigned f = (unsigned)(a % 1000);
-	char frac[4] = { '.', (char)('0' + f / 100), (char)('0' + f / 10 % 10), (char)('0' + f % 10) };
-
-	if (ns < 0)
-		sp_out_write(o, "-", 1);
-	sp_out_u64(o, a / 1000);
-	sp_out_write(o, frac, 4);
+	sp_out_done(o, sp_put_us(sp_out_room(o, SP_PUT_NUM_MAX), ns));
 }
 
 int sp_out_close(struct sp_out *o, int keep)

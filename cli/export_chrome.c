@@ -66,6 +66,16 @@ struct call_map {               /* correlation id -> the NCCL call that launched
 	size_t cap, n;
 };
 
+enum { CORR_API = 1, CORR_GPU = 2, CORR_FLOW_S = 4, CORR_FLOW_F = 8 };
+
+struct corrs {                  /* per correlation id of the current window: CORR_* flags (which ends
+                                   exist, which flow ends are written) */
+	uint32_t lo;            /* the window's smallest id: flags[id - lo] */
+	size_t n, cap;          /* ids covered; 0: the window's ids are too sparse, sets are used */
+	uint8_t *flags;
+	struct sp_idset set[4]; /* by flag bit, when sparse */
+};
+
 struct chrome {
 	int header;             /* the metadata before traceEvents is written */
 	int first;              /* no event written yet (no comma before the next) */
@@ -76,8 +86,7 @@ struct chrome {
 	uint64_t next_progress; /* x->events at which progress is called next */
 	struct sp_idset pids;   /* processes whose metadata is written */
 	struct sp_idset tracks; /* (pid, tid) tracks whose name is written */
-	struct sp_idset api_corr, gpu_corr; /* of the current window: flows only where both ends exist */
-	struct sp_idset flow_s, flow_f; /* flows whose start / end is written (one of each per id) */
+	struct corrs corrs;     /* flows only where both ends exist, one of each end per id */
 	const struct sp_event **order; /* the window's events by start, longest first on ties */
 	size_t order_cap;
 	const struct sp_event **steps; /* the window's steps by start */
@@ -191,17 +200,26 @@ static int64_t add_ns(int64_t ts, uint64_t d)
 	return d > (uint64_t)(INT64_MAX - (ts > 0 ? ts : 0)) ? INT64_MAX : ts + (int64_t)d;
 }
 
-static void comma(struct sp_export *x)
+/* The separator before an event at p (room for 2 bytes), counted. Returns the new end. */
+static char *put_comma(struct sp_export *x, char *p)
 {
 	struct chrome *c = x->priv;
 
-	sp_out_write(x->out, c->first ? "\n" : ",\n", c->first ? 1 : 2);
+	if (!c->first)
+		*p++ = ',';
+	*p++ = '\n';
 	c->first = 0;
 	if (++x->events >= c->next_progress) {
 		c->next_progress = x->events + PROGRESS_EVERY;
 		if (x->progress)
 			x->progress(x);
 	}
+	return p;
+}
+
+static void comma(struct sp_export *x)
+{
+	sp_out_done(x->out, put_comma(x, sp_out_room(x->out, 2)));
 }
 
 /* Writes the display name of string id as a JSON string (fallback for id 0), looked up and
@@ -227,11 +245,17 @@ static void name_of(struct sp_export *x, uint32_t id, const char *fallback)
 	}
 	if (n->plain < 0) {
 		sp_out_json_str(x->out, n->s);
-		return;
+	} else if (n->n <= SP_OUT_ROOM_MAX - 2) {
+		char *p = sp_out_room(x->out, n->n + 2);
+		*p++ = '"';
+		p = sp_put(p, n->s, n->n);
+		*p++ = '"';
+		sp_out_done(x->out, p);
+	} else {
+		sp_out_write(x->out, "\"", 1);
+		sp_out_write(x->out, n->s, n->n);
+		sp_out_write(x->out, "\"", 1);
 	}
-	sp_out_write(x->out, "\"", 1);
-	sp_out_write(x->out, n->s, n->n);
-	sp_out_write(x->out, "\"", 1);
 }
 
 /* Starts one event object with its common fields: {"ph":..,"cat":..,"name":..,"pid":..,"tid":..,"ts":..
@@ -239,19 +263,32 @@ static void name_of(struct sp_export *x, uint32_t id, const char *fallback)
 static void ev_open_id(struct sp_export *x, const char *ph, const char *cat, uint32_t name_id, const char *name,
 		       int64_t pid, uint64_t tid, int64_t ts)
 {
-	comma(x);
-	sp_out_puts(x->out, "{\"ph\":\"");
-	sp_out_puts(x->out, ph);
-	sp_out_puts(x->out, "\",\"cat\":\"");
-	sp_out_puts(x->out, cat);
-	sp_out_puts(x->out, "\",\"name\":");
+	size_t lp = strlen(ph), lc = strlen(cat);
+	char *p;
+
+	if (lp + lc <= 256) { /* ph and cat are the exporter's own names, always short */
+		p = put_comma(x, sp_out_room(x->out, 2 + 32 + lp + lc));
+		p = SP_PUT_LIT(p, "{\"ph\":\"");
+		p = sp_put(p, ph, lp);
+		p = SP_PUT_LIT(p, "\",\"cat\":\"");
+		p = sp_put(p, cat, lc);
+		sp_out_done(x->out, SP_PUT_LIT(p, "\",\"name\":"));
+	} else {
+		comma(x);
+		sp_out_puts(x->out, "{\"ph\":\"");
+		sp_out_puts(x->out, ph);
+		sp_out_puts(x->out, "\",\"cat\":\"");
+		sp_out_puts(x->out, cat);
+		sp_out_puts(x->out, "\",\"name\":");
+	}
 	name_of(x, name_id, name);
-	sp_out_puts(x->out, ",\"pid\":");
-	sp_out_i64(x->out, pid);
-	sp_out_puts(x->out, ",\"tid\":");
-	sp_out_u64(x->out, tid);
-	sp_out_puts(x->out, ",\"ts\":");
-	sp_out_us(x->out, ts);
+	p = sp_out_room(x->out, 3 * SP_PUT_NUM_MAX + 32);
+	p = SP_PUT_LIT(p, ",\"pid\":");
+	p = sp_put_i64(p, pid);
+	p = SP_PUT_LIT(p, ",\"tid\":");
+	p = sp_put_u64(p, tid);
+	p = SP_PUT_LIT(p, ",\"ts\":");
+	sp_out_done(x->out, sp_put_us(p, ts));
 }
 
 static void ev_open(struct sp_export *x, const char *ph, const char *cat, const char *name, int64_t pid,
@@ -288,8 +325,8 @@ static int64_t ts_of(const struct sp_export *x, const struct sp_window *w, uint6
 
 static void dur_ns(struct sp_export *x, uint64_t d)
 {
-	sp_out_puts(x->out, ",\"dur\":");
-	sp_out_us(x->out, (int64_t)d);
+	char *p = sp_out_room(x->out, SP_PUT_NUM_MAX + 8);
+	sp_out_done(x->out, sp_put_us(SP_PUT_LIT(p, ",\"dur\":"), (int64_t)d));
 }
 
 static void dur(struct sp_export *x, const struct sp_event *e)
@@ -300,20 +337,23 @@ static void dur(struct sp_export *x, const struct sp_event *e)
 /* A flow arrow's start ('s') or end ('f', bound to the enclosing slice); cat is its name too. */
 static void flow(struct sp_export *x, char ph, uint64_t id, const char *cat, int64_t pid, uint64_t tid, int64_t ts)
 {
-	comma(x);
-	sp_out_puts(x->out, ph == 's' ? "{\"ph\":\"s\",\"id\":" : "{\"ph\":\"f\",\"id\":");
-	sp_out_u64(x->out, id);
-	sp_out_puts(x->out, ",\"pid\":");
-	sp_out_i64(x->out, pid);
-	sp_out_puts(x->out, ",\"tid\":");
-	sp_out_u64(x->out, tid);
-	sp_out_puts(x->out, ",\"ts\":");
-	sp_out_us(x->out, ts);
-	sp_out_puts(x->out, ",\"cat\":\"");
-	sp_out_puts(x->out, cat);
-	sp_out_puts(x->out, "\",\"name\":\"");
-	sp_out_puts(x->out, cat);
-	sp_out_puts(x->out, ph == 'f' ? "\",\"bp\":\"e\"}" : "\"}");
+	size_t lc = strlen(cat); /* "ac2g" or "nccl" */
+	char *p = put_comma(x, sp_out_room(x->out, 2 + 4 * SP_PUT_NUM_MAX + 80 + 2 * lc));
+
+	p = ph == 's' ? SP_PUT_LIT(p, "{\"ph\":\"s\",\"id\":") : SP_PUT_LIT(p, "{\"ph\":\"f\",\"id\":");
+	p = sp_put_u64(p, id);
+	p = SP_PUT_LIT(p, ",\"pid\":");
+	p = sp_put_i64(p, pid);
+	p = SP_PUT_LIT(p, ",\"tid\":");
+	p = sp_put_u64(p, tid);
+	p = SP_PUT_LIT(p, ",\"ts\":");
+	p = sp_put_us(p, ts);
+	p = SP_PUT_LIT(p, ",\"cat\":\"");
+	p = sp_put(p, cat, lc);
+	p = SP_PUT_LIT(p, "\",\"name\":\"");
+	p = sp_put(p, cat, lc);
+	p = ph == 'f' ? SP_PUT_LIT(p, "\",\"bp\":\"e\"}") : SP_PUT_LIT(p, "\"}");
+	sp_out_done(x->out, p);
 }
 
 static const char *str(const struct sp_export *x, uint32_t id, const char *fallback)
@@ -461,7 +501,51 @@ static const char *nccl_redop(unsigned k)
 	return k < sizeof(t) / sizeof(t[0]) ? t[k] : "custom";
 }
 
-/* ---- the window's indexes: devices of contexts, steps, NCCL calls ---- */
+/* ---- the window's indexes: correlation ids, devices of contexts, steps, NCCL calls ---- */
+
+/* Sets up k for w's correlation ids: flags by id when the ids are dense (they count up as the
+ * program runs: one byte per id, read in about the order written), hash sets otherwise. Exits
+ * if memory runs out. */
+static void corrs_reset(struct corrs *k, const struct sp_window *w)
+{
+	uint32_t lo = UINT32_MAX, hi = 0;
+
+	for (size_t i = 0; i < w->n; i++)
+		if (w->ev[i].corr) {
+			lo = w->ev[i].corr < lo ? w->ev[i].corr : lo;
+			hi = w->ev[i].corr > hi ? w->ev[i].corr : hi;
+		}
+	for (int b = 0; b < 4; b++)
+		sp_idset_clear(&k->set[b]);
+	k->lo = lo;
+	k->n = lo <= hi && (uint64_t)hi - lo < 4 * (uint64_t)w->n + 65536 ? (size_t)(hi - lo) + 1 : 0;
+	if (k->n > k->cap) {
+		k->cap = k->n;
+		k->flags = sp_xrealloc(k->flags, k->cap);
+	}
+	if (k->n)
+		memset(k->flags, 0, k->n);
+}
+
+/* 1 if id (not 0) has flag bit. This function can't fail. */
+static int corrs_has(const struct corrs *k, uint32_t id, unsigned bit)
+{
+	if (!k->n)
+		return sp_idset_has(&k->set[__builtin_ctz(bit)], id);
+	return id >= k->lo && id - k->lo < k->n && (k->flags[id - k->lo] & bit);
+}
+
+/* Sets flag bit of id (an id of the window, not 0). Returns 1 if it was not set. Exits if memory
+ * runs out. */
+static int corrs_add(struct corrs *k, uint32_t id, unsigned bit)
+{
+	if (!k->n)
+		return sp_idset_add(&k->set[__builtin_ctz(bit)], id);
+	if (id < k->lo || id - k->lo >= k->n || (k->flags[id - k->lo] & bit))
+		return 0;
+	k->flags[id - k->lo] |= (uint8_t)bit;
+	return 1;
+}
 
 /* The device of a GPU or sync record: its own, else the device of its CUDA context in this
  * window, else the window's only device; -1 if none of these is known. */
@@ -534,10 +618,7 @@ static void index_window(struct sp_export *x, const struct sp_window *w)
 {
 	struct chrome *c = x->priv;
 
-	sp_idset_clear(&c->api_corr);
-	sp_idset_clear(&c->gpu_corr);
-	sp_idset_clear(&c->flow_s);
-	sp_idset_clear(&c->flow_f);
+	corrs_reset(&c->corrs, w);
 	c->nctx = c->nsteps = c->nncall = c->step_at = 0;
 	c->only_dev = -2;
 	if (c->calls.n) {
@@ -554,10 +635,10 @@ static void index_window(struct sp_export *x, const struct sp_window *w)
 		if (e->end < e->start)
 			continue; /* not written: no flow may end there */
 		if (e->kind == SP_EV_API && e->corr)
-			sp_idset_add(&c->api_corr, e->corr);
+			corrs_add(&c->corrs, e->corr, CORR_API);
 		else if (sp_ev_is_gpu(e)) {
 			if (e->corr)
-				sp_idset_add(&c->gpu_corr, e->corr);
+				corrs_add(&c->corrs, e->corr, CORR_GPU);
 			if (e->device != SP_NO_DEVICE) {
 				size_t k = 0;
 				while (k < c->nctx && c->ctx[k].context != e->context)
@@ -681,17 +762,18 @@ static void name_tracks(struct sp_export *x)
 static void gpu_ids(struct sp_export *x, const struct sp_event *e, int device)
 {
 	uint64_t id = corr_id(x, e->corr);
+	char *p = sp_out_room(x->out, 5 * SP_PUT_NUM_MAX + 80);
 
-	sp_out_puts(x->out, ",\"args\":{\"External id\":");
-	sp_out_u64(x->out, id);
-	sp_out_puts(x->out, ",\"device\":");
-	sp_out_i64(x->out, device);
-	sp_out_puts(x->out, ",\"context\":");
-	sp_out_u64(x->out, e->context);
-	sp_out_puts(x->out, ",\"stream\":");
-	sp_out_u64(x->out, e->stream);
-	sp_out_puts(x->out, ",\"correlation\":");
-	sp_out_u64(x->out, id);
+	p = SP_PUT_LIT(p, ",\"args\":{\"External id\":");
+	p = sp_put_u64(p, id);
+	p = SP_PUT_LIT(p, ",\"device\":");
+	p = sp_put_i64(p, device);
+	p = SP_PUT_LIT(p, ",\"context\":");
+	p = sp_put_u64(p, e->context);
+	p = SP_PUT_LIT(p, ",\"stream\":");
+	p = sp_put_u64(p, e->stream);
+	p = SP_PUT_LIT(p, ",\"correlation\":");
+	sp_out_done(x->out, sp_put_u64(p, id));
 }
 
 static void graph(struct sp_export *x, uint32_t id, uint64_t node)
@@ -739,12 +821,13 @@ static void occupancy(struct sp_export *x, const struct sp_event *e, int device)
 		}
 		occ = ((double)active < bps ? (double)active : bps) * (double)warps / a->max_warps * 100.0;
 	}
-	sp_out_puts(x->out, ",\"blocks per SM\":");
-	sp_out_fixed(x->out, bps, bps < 0 ? 0 : 6);
-	sp_out_puts(x->out, ",\"warps per SM\":");
-	sp_out_fixed(x->out, wps, wps < 0 ? 0 : 6);
-	sp_out_puts(x->out, ",\"est. achieved occupancy %\":");
-	sp_out_i64(x->out, occ < 0 ? -1 : (int64_t)(occ + 0.5));
+	char *p = sp_out_room(x->out, 2 * SP_PUT_FIXED_MAX + SP_PUT_NUM_MAX + 80);
+	p = SP_PUT_LIT(p, ",\"blocks per SM\":");
+	p = sp_put_fixed(p, bps, bps < 0 ? 0 : 6);
+	p = SP_PUT_LIT(p, ",\"warps per SM\":");
+	p = sp_put_fixed(p, wps, wps < 0 ? 0 : 6);
+	p = SP_PUT_LIT(p, ",\"est. achieved occupancy %\":");
+	sp_out_done(x->out, sp_put_i64(p, occ < 0 ? -1 : (int64_t)(occ + 0.5)));
 }
 
 /* The collective's args on an NCCL kernel, as Kineto's NCCL profiler writes them. */
@@ -776,32 +859,37 @@ static void collective_args(struct sp_export *x, const struct sp_event *call)
 	}
 }
 
-/* A list of unsigned integers written as "key":v or "key":[a,b,c]. */
+/* An unsigned integer written as "key":v. */
 static void arg_u(struct sp_export *x, const char *key, uint64_t v)
 {
 	sp_out_puts(x->out, key);
 	sp_out_u64(x->out, v);
 }
 
-static void arg_dim(struct sp_export *x, const char *key, const uint32_t d[3])
+/* "key":[a,b,c] at p (room for 3 * SP_PUT_NUM_MAX + 4 bytes and the key). Returns the new end. */
+#define PUT_DIM(p, key, d) put_dim(SP_PUT_LIT(p, key), d)
+static char *put_dim(char *p, const uint32_t d[3])
 {
-	sp_out_puts(x->out, key);
-	sp_out_u64(x->out, d[0]);
-	sp_out_write(x->out, ",", 1);
-	sp_out_u64(x->out, d[1]);
-	sp_out_write(x->out, ",", 1);
-	sp_out_u64(x->out, d[2]);
-	sp_out_write(x->out, "]", 1);
+	*p++ = '[';
+	p = sp_put_u64(p, d[0]);
+	*p++ = ',';
+	p = sp_put_u64(p, d[1]);
+	*p++ = ',';
+	p = sp_put_u64(p, d[2]);
+	*p++ = ']';
+	return p;
 }
 
 static void kernel_args(struct sp_export *x, const struct sp_ev_kernel *k)
 {
-	arg_u(x, ",\"registers per thread\":", k->regs);
-	arg_u(x, ",\"shared memory\":", (uint64_t)k->static_smem + k->dynamic_smem);
-	arg_u(x, ",\"static shared memory\":", k->static_smem);
-	arg_u(x, ",\"dynamic shared memory\":", k->dynamic_smem);
-	arg_dim(x, ",\"grid\":[", k->grid);
-	arg_dim(x, ",\"block\":[", k->block);
+	char *p = sp_out_room(x->out, 10 * SP_PUT_NUM_MAX + 160);
+
+	p = sp_put_u64(SP_PUT_LIT(p, ",\"registers per thread\":"), k->regs);
+	p = sp_put_u64(SP_PUT_LIT(p, ",\"shared memory\":"), (uint64_t)k->static_smem + k->dynamic_smem);
+	p = sp_put_u64(SP_PUT_LIT(p, ",\"static shared memory\":"), k->static_smem);
+	p = sp_put_u64(SP_PUT_LIT(p, ",\"dynamic shared memory\":"), k->dynamic_smem);
+	p = PUT_DIM(p, ",\"grid\":", k->grid);
+	sp_out_done(x->out, PUT_DIM(p, ",\"block\":", k->block));
 }
 
 static void gpu_event(struct sp_export *x, const struct sp_window *w, const struct sp_event *e)
@@ -855,7 +943,7 @@ static void gpu_event(struct sp_export *x, const struct sp_window *w, const stru
 	sp_out_puts(x->out, "}}");
 	if (e->kind == SP_EV_KERNEL && x->arrivals) /* waiting and transfer nested in an NCCL kernel, on its track */
 		x->events += (uint64_t)sp_xrank_wait_slices(x->arrivals, x->out, c->key, e, pid, tid, ts);
-	if (e->corr && sp_idset_has(&c->api_corr, e->corr) && sp_idset_add(&c->flow_f, e->corr))
+	if (e->corr && corrs_has(&c->corrs, e->corr, CORR_API) && corrs_add(&c->corrs, e->corr, CORR_FLOW_F))
 		flow(x, 'f', corr_id(x, e->corr), "ac2g", pid, tid, ts);
 }
 
@@ -868,18 +956,16 @@ static void api_event(struct sp_export *x, const struct sp_window *w, const stru
 
 	ev_open_id(x, "X", cat, e->name, "cuda api", cpu_pid(x), tid, ts);
 	dur(x, e);
-	sp_out_puts(x->out, ",\"args\":{\"External id\":");
-	sp_out_u64(x->out, id);
-	sp_out_puts(x->out, ",\"cbid\":");
-	sp_out_u64(x->out, e->u.api.cbid);
-	sp_out_puts(x->out, ",\"correlation\":");
-	sp_out_u64(x->out, id);
+	char *p = sp_out_room(x->out, 5 * SP_PUT_NUM_MAX + 80);
+	p = sp_put_u64(SP_PUT_LIT(p, ",\"args\":{\"External id\":"), id);
+	p = sp_put_u64(SP_PUT_LIT(p, ",\"cbid\":"), e->u.api.cbid);
+	p = sp_put_u64(SP_PUT_LIT(p, ",\"correlation\":"), id);
 	if (e->u.api.status)
-		sp_out_printf(x->out, ",\"status\":%d", e->u.api.status);
+		p = sp_put_i64(SP_PUT_LIT(p, ",\"status\":"), e->u.api.status);
 	if (e->device != SP_NO_DEVICE)
-		arg_u(x, ",\"device\":", e->device);
-	sp_out_puts(x->out, "}}");
-	if (e->corr && sp_idset_has(&c->gpu_corr, e->corr) && sp_idset_add(&c->flow_s, e->corr))
+		p = sp_put_u64(SP_PUT_LIT(p, ",\"device\":"), e->device);
+	sp_out_done(x->out, SP_PUT_LIT(p, "}}"));
+	if (e->corr && corrs_has(&c->corrs, e->corr, CORR_GPU) && corrs_add(&c->corrs, e->corr, CORR_FLOW_S))
 		flow(x, 's', corr_id(x, e->corr), "ac2g", cpu_pid(x), tid, ts);
 }
 
@@ -1329,10 +1415,9 @@ static int chrome_end(struct sp_export *x)
 				"them): left out of %s\n", (unsigned long long)c->untimed, x->dest ? x->dest : "the file");
 	sp_idset_free(&c->pids);
 	sp_idset_free(&c->tracks);
-	sp_idset_free(&c->api_corr);
-	sp_idset_free(&c->gpu_corr);
-	sp_idset_free(&c->flow_s);
-	sp_idset_free(&c->flow_f);
+	for (int b = 0; b < 4; b++)
+		sp_idset_free(&c->corrs.set[b]);
+	free(c->corrs.flags);
 	free(c->calls.key);
 	free(c->calls.call);
 	free(c->ctx);
