@@ -6,7 +6,8 @@
 # (check_hta.py: both ranks found, its breakdowns run, its per-step kernel time equals `stepprof
 # report`'s) on a generated 2-rank data-parallel job (gen_ddp) and on every GPU-recorded trace under
 # tests/data (grouped by folder: a folder's traces of several ranks are one job). The merged view
-# (--merge-ranks): ids unique per rank. Exits non-zero on the first failure.
+# (--merge-ranks): ids unique per rank. SP_KINETO_DATA=DIR checks the GPU traces under DIR instead of
+# tests/data (fresh ones from a GPU run, e.g. the DDP test's). Exits non-zero on the first failure.
 set -euo pipefail
 B=${SP_BUILD:?} R=${SP_ROOT:?}
 CHECK="python3 $R/tests/e2e/check_chrome_json.py"
@@ -156,7 +157,7 @@ print(d["rank"], " ".join(str(w["id"]) for w in d["windows"]))' "gpu$n.$base.rep
 	fi
 	echo "cli_kineto: $dir: $(ls "$dir"/*.sptrace | wc -l) traces checked, $nranked with a rank"
 	n=$((n + 1))
-done < <(find "$R/tests/data" -name '*.sptrace' -printf '%h\0' | sort -zu)
+done < <(find "${SP_KINETO_DATA:-$R/tests/data}" -name '*.sptrace' -printf '%h\0' | sort -zu)
 
 # the Perfetto checker fails on what Perfetto rejects: a flow without its end, a partial overlap
 python3 - <<'EOF'
