@@ -220,6 +220,19 @@ static void kernel_args(struct sp_export *x, const struct sp_ev_kernel *k)
 	sp_out_done(x->out, PUT_DIM(p, ",\"block\":", k->block));
 }
 
+/* A copy's or memset's slice up to its own args: the opening, "dur", the ids, "bytes" and the
+ * bandwidth. This function can't fail. */
+static void copy_open(struct sp_export *x, const struct sp_event *e, const char *cat, const char *name, int64_t pid,
+		      uint64_t tid, int64_t ts, int device)
+{
+	sp_chrome_ev_open(x, "X", cat, name, pid, tid, ts);
+	sp_chrome_dur(x, e);
+	gpu_ids(x, e, device);
+	arg_u(x, ",\"bytes\":", e->u.copy.bytes);
+	sp_out_puts(x->out, ",\"memory bandwidth (GB/s)\":");
+	sp_out_fixed(x->out, gbps(e), 3);
+}
+
 void sp_chrome_gpu_event(struct sp_export *x, const struct sp_window *w, const struct sp_event *e)
 {
 	struct chrome *c = x->priv;
@@ -246,12 +259,7 @@ void sp_chrome_gpu_event(struct sp_export *x, const struct sp_window *w, const s
 		const struct sp_ev_copy *m = &e->u.copy;
 		snprintf(name, sizeof(name), "Memcpy %s (%s -> %s)", memcpy_kind(e->sub), memory_kind(m->src_kind),
 			 memory_kind(m->dst_kind));
-		sp_chrome_ev_open(x, "X", "gpu_memcpy", name, pid, tid, ts);
-		sp_chrome_dur(x, e);
-		gpu_ids(x, e, device);
-		arg_u(x, ",\"bytes\":", m->bytes);
-		sp_out_puts(x->out, ",\"memory bandwidth (GB/s)\":");
-		sp_out_fixed(x->out, gbps(e), 3);
+		copy_open(x, e, "gpu_memcpy", name, pid, tid, ts, device);
 		sp_out_puts(x->out, ",\"kind\":\"");
 		sp_out_puts(x->out, memcpy_kind(e->sub));
 		sp_out_puts(x->out, m->async ? "\",\"async\":true" : "\",\"async\":false");
@@ -259,12 +267,7 @@ void sp_chrome_gpu_event(struct sp_export *x, const struct sp_window *w, const s
 	} else {
 		const struct sp_ev_copy *m = &e->u.copy;
 		snprintf(name, sizeof(name), "Memset (%s)", memory_kind(m->dst_kind));
-		sp_chrome_ev_open(x, "X", "gpu_memset", name, pid, tid, ts);
-		sp_chrome_dur(x, e);
-		gpu_ids(x, e, device);
-		arg_u(x, ",\"bytes\":", m->bytes);
-		sp_out_puts(x->out, ",\"memory bandwidth (GB/s)\":");
-		sp_out_fixed(x->out, gbps(e), 3);
+		copy_open(x, e, "gpu_memset", name, pid, tid, ts, device);
 		arg_u(x, ",\"value\":", m->value);
 		graph(x, m->graph_id, m->graph_node);
 	}
