@@ -444,11 +444,13 @@ char *sp_put_i64(char *p, int64_t v)
 char *sp_put_fixed(char *p, double v, int decimals)
 {
 	static const double scale[] = { 1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9 };
+	int d = decimals < 0 ? 0 : decimals > 9 ? 9 : decimals;
 	uint64_t q, f;
 
-	if (decimals < 0 || decimals > 9 || !(v > -1e12 && v < 1e12)) { /* NaN, huge: printf's way */
-		int n = snprintf(p, SP_PUT_FIXED_MAX, "%.*f", decimals < 0 ? 0 : decimals > 9 ? 9 : decimals,
-				 v == v ? v : 0.0);
+	/* printf's way for NaN (written as 0) and for numbers whose scaled value is past 2^53, where
+	 * the integer arithmetic below would be inexact or overflow */
+	if (d != decimals || !(v > -9007199254740992.0 / scale[d] && v < 9007199254740992.0 / scale[d])) {
+		int n = snprintf(p, SP_PUT_FIXED_MAX, "%.*f", d, v == v ? v : 0.0);
 		return p + (n < 0 ? 0 : n < SP_PUT_FIXED_MAX ? n : SP_PUT_FIXED_MAX - 1);
 	}
 	if (v < 0) {

@@ -92,7 +92,8 @@ void sp_out_json_str(struct sp_out *o, const char *s);
 /* v in decimal. These functions can't fail (errors are remembered like sp_out_write's). */
 void sp_out_u64(struct sp_out *o, uint64_t v);
 void sp_out_i64(struct sp_out *o, int64_t v);
-/* v with that many decimals (0..9), rounded: "4.740741". This function can't fail. */
+/* v with that many decimals (0..9), rounded: "4.740741" (halfway cases away from zero; printf's
+ * digits where v scaled is past 2^53; NaN as 0). This function can't fail. */
 void sp_out_fixed(struct sp_out *o, double v, int decimals);
 /* ns as microseconds with 3 decimals (e.g. -1.500, 12.034). */
 void sp_out_us(struct sp_out *o, int64_t ns);
