@@ -405,35 +405,6 @@ void sp_out_done(struct sp_out *o, char *end)
 		out_flush(o);
 }
 
-char *sp_put_u64(char *p, uint64_t v)
-{
-	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-				    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-				    "8081828384858687888990919293949596979899";
-	static const uint64_t pow10[19] = { 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13,
-					    1e14, 1e15, 1e16, 1e17, 1e18, 10000000000000000000ull };
-	int n = 1;
-	char *q;
-
-	while (n < 20 && v >= pow10[n - 1]) /* the digits are written in place, last first */
-		n++;
-	q = p + n;
-	while (v >= 100) {
-		unsigned d = (unsigned)(v % 100);
-		v /= 100;
-		q -= 2;
-		q[0] = pairs[2 * d];
-		q[1] = pairs[2 * d + 1];
-	}
-	if (v >= 10) {
-		q[-2] = pairs[2 * v];
-		q[-1] = pairs[2 * v + 1];
-	} else {
-		q[-1] = (char)('0' + v);
-	}
-	return p + n;
-}
-
 char *sp_put_i64(char *p, int64_t v)
 {
 	if (v < 0)

@@ -114,7 +114,33 @@ static inline char *sp_put(char *p, const void *s, size_t n)
 }
 /* a string literal: its length is known when compiled */
 #define SP_PUT_LIT(p, lit) sp_put((p), "" lit, sizeof(lit) - 1)
-char *sp_put_u64(char *p, uint64_t v);
+/* v in decimal at p (inline: it writes most of what the exporters write) */
+static inline char *sp_put_u64(char *p, uint64_t v)
+{
+	static const uint64_t pow10[20] = { 1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13,
+					    1e14, 1e15, 1e16, 1e17, 1e18, 10000000000000000000ull };
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				    "8081828384858687888990919293949596979899";
+	int t = (64 - __builtin_clzll(v | 1)) * 1233 >> 12; /* about log10(v): bits * log10(2) */
+	int n = t + (v >= pow10[t]) + (t == 0 && v == 0);  /* digits; "0" has one */
+	char *q = p + n;
+
+	while (v >= 100) { /* written in place, last digits first */
+		unsigned d = (unsigned)(v % 100);
+		v /= 100;
+		q -= 2;
+		q[0] = pairs[2 * d];
+		q[1] = pairs[2 * d + 1];
+	}
+	if (v >= 10) {
+		q[-2] = pairs[2 * v];
+		q[-1] = pairs[2 * v + 1];
+	} else {
+		q[-1] = (char)('0' + v);
+	}
+	return p + n;
+}
 char *sp_put_i64(char *p, int64_t v);
 char *sp_put_us(char *p, int64_t ns);
 char *sp_put_fixed(char *p, double v, int decimals);
