@@ -7,24 +7,23 @@ PREFIX ?= /usr/local
 VERSION := $(shell sed -n 's/^\#define SP_VERSION "\(.*\)"/\1/p' config/version.h)
 CC ?= gcc
 O := build
-PKGS := inih libzstd libunwind zlib libdw libelf libdeflate
-# offline symbolisation, and libdeflate's fast CRC-32 for convert's gzip: linked into the CLI and
-# the tests, never into the preloaded library
-CLI_PKGS := libdw libelf libdeflate
+PKGS := inih libzstd libunwind libdw libelf libisal
+# offline symbolisation, and ISA-L's igzip (deflate and CRC-32) for convert's gzip: linked into
+# the CLI and the tests, never into the preloaded library
+CLI_PKGS := libdw libelf libisal
 # Debian package that provides each pkg-config module
 PKG_DEB_inih := libinih-dev
 PKG_DEB_libzstd := libzstd-dev
 PKG_DEB_libunwind := libunwind-dev
-PKG_DEB_zlib := zlib1g-dev
 PKG_DEB_libdw := libdw-dev
 PKG_DEB_libelf := libelf-dev
 PKG_DEB_cmocka := libcmocka-dev
-PKG_DEB_libdeflate := libdeflate-dev
+PKG_DEB_libisal := libisal-dev
 # man-db: the install test reads the installed man page with man(1); clang and libclang-rt-14-dev:
 # libFuzzer, for the fuzz harnesses that `make test` runs briefly; libtcmalloc-minimal4: test_malloc
 # checks that tcmalloc is not taken for glibc; the python3-* modules run HTA (../shared/tools/hta)
 # in tests/e2e/cli_kineto.sh
-DEBS := libinih-dev libzstd-dev libunwind-dev zlib1g-dev libdw-dev libelf-dev libdeflate-dev g++ libcmocka-dev \
+DEBS := libinih-dev libzstd-dev libunwind-dev libdw-dev libelf-dev libisal-dev g++ libcmocka-dev \
 	pkg-config python3 man-db clang libclang-rt-14-dev libtcmalloc-minimal4 \
 	python3-pandas python3-numpy python3-yaml python3-plotly python3-ijson python3-psutil python3-networkx
 

@@ -166,9 +166,12 @@ static void out_name(const struct convert_opts *o, char **stem, char **ext)
 }
 
 /* Progress on stderr while a conversion runs: a line rewritten in place, from one second on,
- * only if stderr is a terminal. */
+ * only if stderr is a terminal; after the reader's own line (sp_cli_progress) while the trace is
+ * read, with the same settings: STEPPROF_NO_PROGRESS=1 turns it off, STEPPROF_PROGRESS_AFTER
+ * moves the second (tests/e2e/cli_convert_progress.sh). */
 struct progress {
 	int tty;                /* stderr is a terminal */
+	double after;           /* seconds before the line may show */
 	int shown;              /* a line is on screen (to be ended) */
 	struct timespec t0, last;
 	const char *what;       /* the trace being read */
@@ -187,26 +190,32 @@ static void progress_cb(struct sp_export *x)
 	if (!p || !p->tty)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (since(&p->t0, &now) < 1.0 || (p->shown && since(&p->last, &now) < 0.25))
+	if (since(&p->t0, &now) < p->after || (p->shown && since(&p->last, &now) < 0.25))
 		return;
 	p->last = now;
 	p->shown = 1;
-	fprintf(stderr, "\rstepprof convert: %s: %llu events written, %.1f s ", p->what,
+	fprintf(stderr, "\r\033[Kstepprof convert: %s: %llu events written, %.1f s", p->what,
 		(unsigned long long)x->events, since(&p->t0, &now));
 }
 
 static void progress_start(struct progress *p, const char *what)
 {
-	p->tty = isatty(2);
+	const char *after = getenv("STEPPROF_PROGRESS_AFTER");
+
+	p->tty = isatty(2) && !getenv("STEPPROF_NO_PROGRESS");
 	p->shown = 0;
+	p->after = after && *after ? atof(after) : 1.0;
 	p->what = what;
 	clock_gettime(CLOCK_MONOTONIC, &p->t0);
 }
 
-/* Ends the progress line, if one is shown. */
+/* Ends the progress line, if one may be shown (this one or the reader's), before a message. */
 static void progress_done(struct progress *p)
 {
-	if (p->shown)
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (p->shown || (p->tty && since(&p->t0, &now) >= p->after))
 		fputs("\r\033[K", stderr);
 	p->shown = 0;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* export.c - the exporter table and the output stream all exporters write through: a buffer
- * in front of stdio or a gzip stream (compressed as it goes, never held whole: zlib at level 2 on
- * a thread of its own, one buffer compressed while the next fills; a single gzip member, as
- * Perfetto reads no other), plus the JSON string and number formatting every text format needs. */
+ * in front of stdio or a gzip stream (compressed as it goes, never held whole: ISA-L's igzip at
+ * level 1 on a thread of its own, one buffer compressed while the next fills; a single gzip member,
+ * as Perfetto reads no other), plus the JSON string and number formatting every text format needs. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -12,20 +12,21 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <libdeflate.h>
-#include <zlib.h>
+#include <isa-l/crc.h>
+#include <isa-l/igzip_lib.h>
 #include "export.h"
 #include "outfile.h"
 
 #define OUT_BUF (1024 * 1024)
-#define GZ_LEVEL 2              /* zlib levels 1-3 compress JSON 3x as fast as 6; 2 keeps pace with the writing thread */
+#define GZ_LEVEL 1              /* igzip level 1: 5x zlib level 2's speed on this JSON, 5% larger (BENCHMARKS.md) */
 
 /* gzip compression of the stream's buffers, on a thread of its own when one can be started. */
 struct gz {
 	FILE *f;                /* the compressed file */
-	z_stream z;             /* raw deflate: the gzip header and trailer are written here */
+	struct isal_zstream z;  /* raw deflate: the gzip header and trailer are written here */
+	uint8_t *zlevel;        /* igzip's work memory for GZ_LEVEL */
 	uint32_t crc;           /* CRC-32 of the bytes given so far (computed by the writing side with
-	                           libdeflate's, 10x zlib's: the compressing thread does only deflate) */
+	                           ISA-L's: the compressing thread does only deflate) */
 	uint64_t size;          /* bytes given so far */
 	int err;                /* deflate or a write failed (set by the compressing side) */
 	int threaded;           /* th runs */
@@ -54,22 +55,20 @@ static const struct sp_export_ops *const exporters[] = { &sp_export_chrome };
 /* Deflates n bytes of p into g's file (finishing the stream if finish). Sets g->err on failure. */
 static void gz_deflate(struct gz *g, const char *p, size_t n, int finish)
 {
-	int rc;
-
-	g->z.next_in = (unsigned char *)p;
-	g->z.avail_in = (unsigned)n;
+	g->z.next_in = (uint8_t *)p;
+	g->z.avail_in = (uint32_t)n;
+	g->z.end_of_stream = finish;
 	do {
 		g->z.next_out = g->zout;
 		g->z.avail_out = sizeof(g->zout);
-		rc = deflate(&g->z, finish ? Z_FINISH : Z_NO_FLUSH);
-		if (rc == Z_STREAM_ERROR) {
+		if (isal_deflate(&g->z) != COMP_OK) {
 			g->err = 1;
 			return;
 		}
 		size_t k = sizeof(g->zout) - g->z.avail_out;
 		if (k && !g->err && fwrite(g->zout, 1, k, g->f) != k)
 			g->err = 1;
-	} while (g->z.avail_out == 0 || (finish && rc != Z_STREAM_END));
+	} while (g->z.avail_in || g->z.avail_out == 0 || (finish && g->z.internal_state.state != ZSTATE_END));
 }
 
 /* CPU seconds of the calling thread so far. Can't fail (0 if the clock is missing). */
@@ -112,7 +111,7 @@ static void gz_wait(struct gz *g)
 	pthread_mutex_unlock(&g->mu);
 }
 
-/* Starts gzip output to f (taken over). Returns NULL if zlib cannot start (f closed). */
+/* Starts gzip output to f (taken over). Returns NULL if memory runs out (f closed). */
 static struct gz *gz_open(FILE *f)
 {
 	struct gz *g = calloc(1, sizeof(*g));
@@ -120,11 +119,16 @@ static struct gz *gz_open(FILE *f)
 
 	static const unsigned char header[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3 }; /* deflate, no mtime, Unix */
 
-	if (!g || deflateInit2(&g->z, GZ_LEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+	if (!g || !(g->zlevel = malloc(ISAL_DEF_LVL1_DEFAULT))) {
 		free(g);
 		fclose(f);
 		return NULL;
 	}
+	isal_deflate_init(&g->z);
+	g->z.level = GZ_LEVEL;
+	g->z.level_buf = g->zlevel;
+	g->z.level_buf_size = ISAL_DEF_LVL1_DEFAULT;
+	g->z.gzip_flag = IGZIP_DEFLATE;
 	g->f = f;
 	g->crc = 0;
 	g->err = fwrite(header, 1, sizeof(header), f) != sizeof(header);
@@ -156,7 +160,7 @@ static int gz_close(struct gz *g)
 	if (getenv("STEPPROF_CONVERT_STATS")) /* for bench/convert_bench.sh: is the pipeline balanced? */
 		fprintf(stderr, "stepprof: cpu: writing thread %.2f s, gzip thread %.2f s%s\n", thread_cpu_s(), g->cpu_s,
 			g->threaded ? "" : " (no thread: gzip inline)");
-	deflateEnd(&g->z);
+	free(g->zlevel);
 	unsigned char trailer[8];
 	for (int i = 0; i < 4; i++) {
 		trailer[i] = (unsigned char)(g->crc >> (8 * i));
@@ -175,7 +179,7 @@ static void out_flush(struct sp_out *o)
 	if (!o->n || o->err)
 		goto done;
 	if (o->gz) {
-		o->gz->crc = libdeflate_crc32(o->gz->crc, o->buf, o->n);
+		o->gz->crc = crc32_gzip_refl(o->gz->crc, (const unsigned char *)o->buf, o->n);
 		o->gz->size += o->n;
 	}
 	if (o->gz && o->gz->threaded) { /* hand buf over, fill the spare meanwhile */
@@ -308,6 +312,11 @@ struct sp_out *sp_out_open(const char *path, char *err, size_t errlen)
 
 void sp_out_write(struct sp_out *o, const void *p, size_t n)
 {
+	if (n < OUT_BUF - o->n) { /* the usual case: it fits */
+		memcpy(o->buf + o->n, p, n);
+		o->n += n;
+		return;
+	}
 	while (n) {
 		size_t k = OUT_BUF - o->n < n ? OUT_BUF - o->n : n;
 		memcpy(o->buf + o->n, p, k);
@@ -382,59 +391,88 @@ void sp_out_json_str(struct sp_out *o, const char *s)
 	sp_out_write(o, "\"", 1);
 }
 
-/* Writes the decimal digits of v. Can't fail. */
-void sp_out_u64(struct sp_out *o, uint64_t v)
+char *sp_out_room(struct sp_out *o, size_t n)
 {
-	char b[24], *p = b + sizeof(b);
-
-	do
-		*--p = (char)('0' + v % 10);
-	while (v /= 10);
-	sp_out_write(o, p, (size_t)(b + sizeof(b) - p));
+	if (OUT_BUF - o->n < n)
+		out_flush(o);
+	return o->buf + o->n;
 }
 
-void sp_out_i64(struct sp_out *o, int64_t v)
+void sp_out_done(struct sp_out *o, char *end)
+{
+	o->n = (size_t)(end - o->buf);
+	if (o->n == OUT_BUF)
+		out_flush(o);
+}
+
+char *sp_put_i64(char *p, int64_t v)
 {
 	if (v < 0)
-		sp_out_write(o, "-", 1);
-	sp_out_u64(o, v < 0 ? -(uint64_t)v : (uint64_t)v);
+		*p++ = '-';
+	return sp_put_u64(p, v < 0 ? -(uint64_t)v : (uint64_t)v);
 }
 
-void sp_out_fixed(struct sp_out *o, double v, int decimals)
+char *sp_put_fixed(char *p, double v, int decimals)
 {
 	static const double scale[] = { 1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9 };
-	char frac[10];
+	int d = decimals < 0 ? 0 : decimals > 9 ? 9 : decimals;
 	uint64_t q, f;
 
-	if (decimals < 0 || decimals > 9 || !(v > -1e12 && v < 1e12)) { /* NaN, huge: printf's way */
-		sp_out_printf(o, "%.*f", decimals < 0 ? 0 : decimals > 9 ? 9 : decimals, v == v ? v : 0.0);
-		return;
+	/* printf's way for NaN (written as 0) and for numbers whose scaled value is past 2^53, where
+	 * the integer arithmetic below would be inexact or overflow */
+	if (d != decimals || !(v > -9007199254740992.0 / scale[d] && v < 9007199254740992.0 / scale[d])) {
+		int n = snprintf(p, SP_PUT_FIXED_MAX, "%.*f", d, v == v ? v : 0.0);
+		return p + (n < 0 ? 0 : n < SP_PUT_FIXED_MAX ? n : SP_PUT_FIXED_MAX - 1);
 	}
 	if (v < 0) {
-		sp_out_write(o, "-", 1);
+		*p++ = '-';
 		v = -v;
 	}
 	q = (uint64_t)(v * scale[decimals] + 0.5);
 	f = q % (uint64_t)scale[decimals];
-	sp_out_u64(o, q / (uint64_t)scale[decimals]);
+	p = sp_put_u64(p, q / (uint64_t)scale[decimals]);
 	if (!decimals)
-		return;
-	frac[0] = '.';
+		return p;
+	*p = '.';
 	for (int i = decimals; i >= 1; i--, f /= 10)
-		frac[i] = (char)('0' + f % 10);
-	sp_out_write(o, frac, (size_t)decimals + 1);
+		p[i] = (char)('0' + f % 10);
+	return p + decimals + 1;
+}
+
+char *sp_put_us(char *p, int64_t ns)
+{
+	uint64_t a = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
+	unsigned f = (unsigned)(a % 1000);
+
+	if (ns < 0)
+		*p++ = '-';
+	p = sp_put_u64(p, a / 1000);
+	p[0] = '.';
+	p[1] = (char)('0' + f / 100);
+	p[2] = (char)('0' + f / 10 % 10);
+	p[3] = (char)('0' + f % 10);
+	return p + 4;
+}
+
+/* Writes the decimal digits of v. Can't fail. */
+void sp_out_u64(struct sp_out *o, uint64_t v)
+{
+	sp_out_done(o, sp_put_u64(sp_out_room(o, SP_PUT_NUM_MAX), v));
+}
+
+void sp_out_i64(struct sp_out *o, int64_t v)
+{
+	sp_out_done(o, sp_put_i64(sp_out_room(o, SP_PUT_NUM_MAX), v));
+}
+
+void sp_out_fixed(struct sp_out *o, double v, int decimals)
+{
+	sp_out_done(o, sp_put_fixed(sp_out_room(o, SP_PUT_FIXED_MAX), v, decimals));
 }
 
 void sp_out_us(struct sp_out *o, int64_t ns)
 {
-	uint64_t a = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
-	unsigned f = (unsigned)(a % 1000);
-	char frac[4] = { '.', (char)('0' + f / 100), (char)('0' + f / 10 % 10), (char)('0' + f % 10) };
-
-	if (ns < 0)
-		sp_out_write(o, "-", 1);
-	sp_out_u64(o, a / 1000);
-	sp_out_write(o, frac, 4);
+	sp_out_done(o, sp_put_us(sp_out_room(o, SP_PUT_NUM_MAX), ns));
 }
 
 int sp_out_close(struct sp_out *o, int keep)

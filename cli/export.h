@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include "windows.h"
 
 struct sp_out;
@@ -91,10 +92,58 @@ void sp_out_json_str(struct sp_out *o, const char *s);
 /* v in decimal. These functions can't fail (errors are remembered like sp_out_write's). */
 void sp_out_u64(struct sp_out *o, uint64_t v);
 void sp_out_i64(struct sp_out *o, int64_t v);
-/* v with that many decimals (0..9), rounded: "4.740741". This function can't fail. */
+/* v with that many decimals (0..9), rounded: "4.740741" (halfway cases away from zero; printf's
+ * digits where v scaled is past 2^53; NaN as 0). This function can't fail. */
 void sp_out_fixed(struct sp_out *o, double v, int decimals);
 /* ns as microseconds with 3 decimals (e.g. -1.500, 12.034). */
 void sp_out_us(struct sp_out *o, int64_t ns);
+
+/* Formatting straight into the stream's buffer, for the exporters' hot paths (one bounds check
+ * per event part instead of one call per token): sp_out_room gives room for n bytes (n <=
+ * SP_OUT_ROOM_MAX), the caller writes at most n there with the sp_put_* functions (each returns
+ * the new end) and hands the end back with sp_out_done. These functions can't fail. */
+#define SP_OUT_ROOM_MAX 65536
+#define SP_PUT_NUM_MAX 24       /* the most bytes sp_put_u64, sp_put_i64 and sp_put_us write */
+#define SP_PUT_FIXED_MAX 330    /* the most bytes sp_put_fixed writes (%.9f of DBL_MAX) */
+char *sp_out_room(struct sp_out *o, size_t n);
+void sp_out_done(struct sp_out *o, char *end);
+static inline char *sp_put(char *p, const void *s, size_t n)
+{
+	memcpy(p, s, n);
+	return p + n;
+}
+/* a string literal: its length is known when compiled */
+#define SP_PUT_LIT(p, lit) sp_put((p), "" lit, sizeof(lit) - 1)
+/* v in decimal at p (inline: it writes most of what the exporters write) */
+static inline char *sp_put_u64(char *p, uint64_t v)
+{
+	static const uint64_t pow10[20] = { 1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13,
+					    1e14, 1e15, 1e16, 1e17, 1e18, 10000000000000000000ull };
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				    "8081828384858687888990919293949596979899";
+	int t = (64 - __builtin_clzll(v | 1)) * 1233 >> 12; /* about log10(v): bits * log10(2) */
+	int n = t + (v >= pow10[t]) + (t == 0 && v == 0);  /* digits; "0" has one */
+	char *q = p + n;
+
+	while (v >= 100) { /* written in place, last digits first */
+		unsigned d = (unsigned)(v % 100);
+		v /= 100;
+		q -= 2;
+		q[0] = pairs[2 * d];
+		q[1] = pairs[2 * d + 1];
+	}
+	if (v >= 10) {
+		q[-2] = pairs[2 * v];
+		q[-1] = pairs[2 * v + 1];
+	} else {
+		q[-1] = (char)('0' + v);
+	}
+	return p + n;
+}
+char *sp_put_i64(char *p, int64_t v);
+char *sp_put_us(char *p, int64_t ns);
+char *sp_put_fixed(char *p, double v, int decimals);
 /* Flushes, closes and renames into place (or removes the temporary file if anything failed or
  * keep is 0). Returns 0, or -1 with a message on stderr. Frees o in every case. */
 int sp_out_close(struct sp_out *o, int keep);

@@ -6,7 +6,8 @@
 # (check_hta.py: both ranks found, its breakdowns run, its per-step kernel time equals `stepprof
 # report`'s) on a generated 2-rank data-parallel job (gen_ddp) and on every GPU-recorded trace under
 # tests/data (grouped by folder: a folder's traces of several ranks are one job). The merged view
-# (--merge-ranks): ids unique per rank. Exits non-zero on the first failure.
+# (--merge-ranks): ids unique per rank. SP_KINETO_DATA=DIR checks the GPU traces under DIR instead of
+# tests/data (fresh ones from a GPU run, e.g. the DDP test's). Exits non-zero on the first failure.
 set -euo pipefail
 B=${SP_BUILD:?} R=${SP_ROOT:?}
 CHECK="python3 $R/tests/e2e/check_chrome_json.py"
@@ -20,11 +21,34 @@ $PY -c 'import pandas, numpy, yaml, plotly, ijson, psutil, networkx' ||
 	fail "$PY lacks HTA's modules: make deps installs them (python3-pandas, ...)"
 HTA="$PY $R/tests/e2e/check_hta.py --hta $HTA_PKG"
 
-# the TensorBoard plugin's file pattern (torch_tb_profiler/consts.py): worker, optional span, suffix
-tb_worker() {
-	python3 -c 'import re, sys
-m = re.match(r"^(.*?)(\.\d+)?\.pt\.trace\.json(?:\.gz)?$", sys.argv[1])
-print(m.group(1), (m.group(2) or " ")[1:] if m else "no match")' "$1"
+# the TensorBoard plugin's file discovery, exactly as the plugin does it: WORKER_PATTERN copied
+# verbatim from pytorch/kineto tb_plugin/torch_tb_profiler/consts.py (commit
+# 5b5536847026c5661ba8002d5e2339c8aef1e0e9), and RunLoader.load's use of it
+# (tb_plugin/torch_tb_profiler/profiler/loader.py, commit 6da7e1799e387d3ed3b003f013c05f377227042c):
+# group(1) is the worker, group(2) without its dot the span; a worker's spans are numbered from 1
+# in their sorted (text) order. Prints "worker span-index" per file name given (all of one run
+# directory), "no match" for a name the plugin skips.
+tb_discover() {
+	python3 -c 'import bisect, re, sys
+from collections import defaultdict
+WORKER_PATTERN = re.compile(r"""^(.*?) # worker name
+        (\.\d+)? # optional timestamp like 1619499959628 used as span name
+        \.pt\.trace\.json # the ending suffix
+        (?:\.gz)?$""", re.X)  # optional .gz extension
+workers, spans = [], defaultdict(list)
+for path in sys.argv[1:]:
+    match = WORKER_PATTERN.match(path)
+    if not match:
+        workers.append((path, None, "no match"))
+        continue
+    worker, span = match.group(1), match.group(2)
+    if span is not None:
+        span = span[1:]
+        bisect.insort(spans[worker], span)
+    workers.append((worker, span, path))
+index = {(w, s): i for w, v in spans.items() for i, s in enumerate(v, 1)}
+for worker, span, path in workers:
+    print("no match" if path == "no match" else f"{worker} {index[(worker, span)] if span is not None else None}")' "$@"
 }
 
 cd "$T"
@@ -40,8 +64,11 @@ done
 [ "$(ls ddp*.pt.trace.json.gz | tr '\n' ' ')" = \
 	"ddp0.0.pt.trace.json.gz ddp0.1.pt.trace.json.gz ddp1.0.pt.trace.json.gz ddp1.1.pt.trace.json.gz " ] ||
 	fail "default names: $(ls)"
-[ "$(tb_worker ddp0.1.pt.trace.json.gz)" = "ddp0 1" ] || fail "TensorBoard pattern: $(tb_worker ddp0.1.pt.trace.json.gz)"
-[ "$(tb_worker run.rank3.0.pt.trace.json)" = "run.rank3 0" ] || fail "TensorBoard pattern (plain)"
+# the plugin finds every default name: worker ddpR, window W as its span number W + 1
+tb=$(tb_discover ddp*.pt.trace.json.gz | tr '\n' ' ')
+[ "$tb" = "ddp0 1 ddp0 2 ddp1 1 ddp1 2 " ] || fail "TensorBoard discovery of the default names: $tb"
+[ "$(tb_discover run.rank3.0.pt.trace.json)" = "run.rank3 1" ] || fail "TensorBoard discovery (plain JSON)"
+[ "$(tb_discover run.json.gz)" = "no match" ] || fail "the plugin's pattern is not the one copied: run.json.gz matched"
 for r in 0 1; do
 	for w in 0 1; do
 		$CHECK ddp$r.$w.pt.trace.json.gz --perfetto --kineto --rank $r --devices --nested --steps \
@@ -130,7 +157,7 @@ print(d["rank"], " ".join(str(w["id"]) for w in d["windows"]))' "gpu$n.$base.rep
 	fi
 	echo "cli_kineto: $dir: $(ls "$dir"/*.sptrace | wc -l) traces checked, $nranked with a rank"
 	n=$((n + 1))
-done < <(find "$R/tests/data" -name '*.sptrace' -printf '%h\0' | sort -zu)
+done < <(find "${SP_KINETO_DATA:-$R/tests/data}" -name '*.sptrace' -printf '%h\0' | sort -zu)
 
 # the Perfetto checker fails on what Perfetto rejects: a flow without its end, a partial overlap
 python3 - <<'EOF'

@@ -259,6 +259,72 @@ static void test_json_escape(void **state)
 	free(s);
 }
 
+/* The number formatting of the hot paths (sp_put_* behind sp_out_u64/i64/fixed/us) against
+ * printf's, at every digit count and the extremes; and a gzip stream of many buffers (the gzip
+ * thread takes them in turn) that decompresses to the same bytes as the plain one. */
+static void test_numbers_and_gzip(void **state)
+{
+	static const uint64_t u[] = { 0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 65535, 4294967295ull,
+				      999999999999999999ull, 1000000000000000000ull, 9999999999999999999ull,
+				      10000000000000000000ull, UINT64_MAX };
+	/* no halfway cases: sp_out_fixed rounds them away from zero, printf to even */
+	static const double fx[] = { 0, 0.4, 1.26, 4.740741, 123456.7891234, 999999999999.9, -2.6,
+				     1e12, 9007199254.7409, -1e300, 1e308 };
+	char err[256], want[65536], *s;
+	size_t n = 0;
+	struct sp_out *o = sp_out_open(path_of("num.txt"), err, sizeof(err));
+
+	assert_non_null(o);
+	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++) {
+		sp_out_u64(o, u[i]);
+		sp_out_puts(o, " ");
+		n += (size_t)snprintf(want + n, sizeof(want) - n, "%llu ", (unsigned long long)u[i]);
+	}
+	for (uint64_t v = 1; v < 10000000000000000000ull; v *= 10) { /* each digit count: v - 1, v */
+		sp_out_u64(o, v - 1);
+		sp_out_i64(o, -(int64_t)v);
+		n += (size_t)snprintf(want + n, sizeof(want) - n, "%llu-%llu", (unsigned long long)(v - 1),
+				      (unsigned long long)v);
+	}
+	sp_out_i64(o, INT64_MIN);
+	n += (size_t)snprintf(want + n, sizeof(want) - n, "%lld", (long long)INT64_MIN);
+	for (size_t i = 0; i < sizeof(fx) / sizeof(fx[0]); i++)
+		for (int d = 0; d <= 9; d += 3) {
+			sp_out_puts(o, " ");
+			sp_out_fixed(o, fx[i], d);
+			n += (size_t)snprintf(want + n, sizeof(want) - n, " %.*f", d, fx[i]);
+		}
+	sp_out_puts(o, " ");
+	sp_out_fixed(o, 0.0 / 0.0, 3);
+	n += (size_t)snprintf(want + n, sizeof(want) - n, " 0.000");
+	sp_out_us(o, INT64_MIN);
+	n += (size_t)snprintf(want + n, sizeof(want) - n, "-%llu.%03llu",
+			      (unsigned long long)((1ull << 63) / 1000), (unsigned long long)((1ull << 63) % 1000));
+	assert_int_equal(sp_out_close(o, 1), 0);
+	s = fx_slurp(path_of("num.txt"));
+	assert_string_equal(s, want);
+	free(s);
+
+	/* 12 MiB through gzip and plain (room-based writes and plain writes mixed) */
+	for (int gz = 0; gz < 2; gz++) {
+		o = sp_out_open(path_of(gz ? "big.txt.gz" : "big.txt"), err, sizeof(err));
+		assert_non_null(o);
+		for (uint64_t i = 0; i < 1000000; i++) {
+			char *p = sp_out_room(o, 2 * SP_PUT_NUM_MAX + 8);
+			p = SP_PUT_LIT(p, "{\"i\":");
+			p = sp_put_u64(p, i * 2654435761u % 1000003);
+			sp_out_done(o, p);
+			sp_out_puts(o, "}\n");
+		}
+		assert_int_equal(sp_out_close(o, 1), 0);
+	}
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "python3 -c 'import gzip,sys; a=gzip.open(sys.argv[1]).read(); b=open(sys.argv[2],\"rb\").read();"
+		 " assert a==b and len(a)>12000000, (len(a), len(b))' '%s' '%s'",
+		 path_of("big.txt.gz"), path_of("big.txt"));
+	assert_int_equal(system(cmd), 0);
+}
+
 static void test_convert_per_window(void **state)
 {
 	char trace[256];
@@ -405,6 +471,7 @@ int main(void)
 		cmocka_unit_test(test_group_truncated),
 		cmocka_unit_test(test_group_corrupt),
 		cmocka_unit_test(test_json_escape),
+		cmocka_unit_test(test_numbers_and_gzip),
 		cmocka_unit_test(test_convert_per_window),
 		cmocka_unit_test(test_convert_merge_gzip),
 	};
