@@ -237,7 +237,7 @@ void sp_act_writer_tick(void *ctx)
 		uint64_t age = now - w->close_ts, quiet = now - (w->last_record_ts > w->close_ts ? w->last_record_ts : w->close_ts);
 		int complete = atomic_load(&w->arrived) >= atomic_load(&w->launched) && age > SP_WINDOW_SETTLE_NS;
 		if (complete || (age > SP_WINDOW_QUIET_AGE_NS && quiet > SP_WINDOW_QUIET_NS) || age > SP_WINDOW_GIVE_UP_NS) {
-			struct sp_event ev = { .kind = SP_EV_WINDOW_END, .device = SP_NO_DEVICE,
+			struct sp_event ev = { .kind = SP_EV_WINDOW_END, .sub = w->origin, .device = SP_NO_DEVICE,
 					       .start = w->t_end, .end = w->t_end };
 			ev.u.window.id = w->id;
 			ev.u.window.first_step = w->first_step;

@@ -18,6 +18,7 @@
 #include "intern.h"
 #include "internal.h"
 #include "log.h"
+#include "ondemand.h"
 #include "ring.h"
 #include "tokrec.h"
 #include "writer.h"
@@ -86,6 +87,7 @@ static void on_exit_process(void)
 {
 	if (!sp_col.active)
 		return;
+	sp_od_stop(); /* no re-attach or time range from now on */
 	sp_cupti_life_freeze();
 	pthread_mutex_lock(&sp_col.lock);
 	if (sp_col.open) /* the program ended inside a window: close it at the current step */
@@ -225,6 +227,7 @@ void sp_collector_inject(void)
 		sp_host_min_bytes = sp_col.cfg.host_malloc ? (size_t)sp_col.cfg.host_malloc_min : SIZE_MAX;
 	sp_info("profiling rank %d (%s), marker %s '%s' every %d", sp_col.ri.rank, sp_col.ri.source,
 		sp_marker_kind_name(sp_col.cfg.marker_kind), sp_col.cfg.marker_pattern, sp_col.cfg.marker_every);
+	sp_od_start(); /* warned if it fails: the schedule's windows still come */
 }
 
 int sp_collector_owns_cupti(void)

@@ -51,6 +51,7 @@ struct memop { uint8_t kind, shape; }; /* SP_MEM_* kind and MEM_* shape of an al
 struct window {
 	int used;                /* slot in use */
 	int closing;             /* RECORD_AND_SAVE ended; waiting for GPU records */
+	uint8_t origin;          /* what opened it: SP_WIN_* of trace/event.h (its WINDOW records' sub) */
 	uint32_t id;
 	uint32_t corr_lo, corr_hi; /* GPU records with corr in [lo, hi) belong here; SP_CORR_PENDING = next call */
 	int64_t first_step, last_step;
@@ -148,6 +149,8 @@ void sp_win_begin_step(uint64_t t, uint32_t corr, int64_t number);
 void sp_win_detect(uint8_t kind, uint8_t flags, uint32_t name, uint64_t t, uint32_t corr, CUpti_CallbackId cbid,
 		   int d);
 void sp_win_after_exit(uint64_t t);
+int sp_win_open_now(uint64_t t);
+void sp_win_close_now(uint64_t t);
 
 /* output.c: the trace file and what each window carries for reading alone. */
 int sp_out_start_writer(void);
