@@ -64,41 +64,6 @@ static struct {
 	int64_t win_first, win_last;  /* its steps: the request's, or a time range's at its ends */
 } OD = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .ctl_fd = -1, .first = -1 };
 
-enum sp_action sp_od_action(int64_t step)
-{
-	if (OD.timed_open)
-		return SP_ACT_RECORD;
-	if (OD.pending && step > sp_col.step) {
-		OD.first = step;
-		OD.last = step + OD.pending - 1;
-		OD.pending = 0;
-		sp_info("on-demand window: steps %lld-%lld", (long long)OD.first, (long long)OD.last);
-	}
-	if (OD.first >= 0 && step >= OD.first && step <= OD.last)
-		return step == OD.last ? SP_ACT_RECORD_AND_SAVE : SP_ACT_RECORD;
-	return sp_schedule_action(&sp_col.cfg.schedule, step);
-}
-
-int sp_od_busy(void)
-{
-	return OD.pending || OD.timed_ms || OD.timed_open || OD.range == 1 || (OD.first >= 0 && sp_col.step < OD.last);
-}
-
-uint8_t sp_od_window_origin(uint32_t id, int64_t step)
-{
-	uint8_t o = SP_WIN_SCHEDULE;
-	if (OD.timed_open)
-		o = SP_WIN_TIMED;
-	else if (OD.first >= 0 && step >= OD.first && step <= OD.last)
-		o = SP_WIN_TRIGGER;
-	if (o != SP_WIN_SCHEDULE && OD.req && !OD.have_win) {
-		OD.win = id;
-		OD.have_win = 1;
-		OD.win_first = OD.win_last = step;
-	}
-	return (uint8_t)(o | (OD.uncounted ? SP_WIN_UNCOUNTED : 0));
-}
-
 /* Rewrites the status file if its text changed. Poll thread. This function can't fail (a write
  * that fails warns once: the request still runs, the CLI just cannot see it). */
 static void say(const char *state, const char *note)
@@ -209,14 +174,24 @@ static int need_cupti(void)
 		return -1;
 	}
 	sp_writer_set_pass_ns(0); /* windows close at the usual pace again */
-	if (sp_col.cfg.host_malloc && sp_col.malloc_hooks)
-		sp_host_min_bytes = (size_t)sp_col.cfg.host_malloc_min;
 	pthread_mutex_lock(&sp_col.lock);
 	if (!OD.uncounted && sp_col.step >= 0)
 		sp_info("steps run while detached from CUPTI were not counted: step numbers continue from %lld",
 			(long long)sp_col.step);
 	OD.uncounted |= sp_col.step >= 0;
+	if (sp_col.cfg.device_memory || sp_col.cfg.host_malloc) {
+		/* levels are tracked from the start: allocations made while detached were not seen, so a
+		 * snapshot or a peak now would be wrong; no memory records rather than wrong ones */
+		sp_warn("device and host memory are not recorded in on-demand windows after stepprof let go of "
+			"CUPTI (allocations made meanwhile were not seen)");
+		sp_col.cfg.device_memory = sp_col.cfg.host_malloc = false;
+		sp_cbset_apply();
+	}
 	pthread_mutex_unlock(&sp_col.lock);
+	if (sp_cupti_life_enter()) { /* the activity callbacks, here rather than in the marker's callback */
+		sp_cupti_life_activity_ready();
+		sp_cupti_life_leave();
+	}
 	return 0;
 }
 
@@ -323,43 +298,6 @@ static void advance(uint64_t now, uint64_t t0)
 		say("idle", ""); /* a rank learned late */
 }
 
-/* The thread: polls, takes requests, moves windows on. All signals blocked. */
-static void *od_main(void *arg)
-{
-	struct sp_od_req r;
-	uint64_t t0 = sp_now_ns();
-	pthread_setname_np(pthread_self(), "stepprof-od");
-	sp_mem_self = 1;
-	for (int i = 0; OD.files && i < 2; i++)
-		poll_file(i, &r, 0); /* requests older than this process are not for it */
-	say("idle", "");
-	pthread_mutex_lock(&OD.mu);
-	while (!OD.stopping) {
-		struct timespec until;
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		uint64_t ns = (uint64_t)sp_col.cfg.ondemand_poll_ms * 1000000u;
-		if (OD.range == 1 || OD.timed_open)
-			ns = ns > 20000000u ? 20000000u : ns; /* a range's edges: 20 ms at worst */
-		until.tv_sec += (time_t)(ns / 1000000000u);
-		until.tv_nsec += (long)(ns % 1000000000u);
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
-		pthread_cond_clockwait(&OD.cv, &OD.mu, CLOCK_MONOTONIC, &until);
-		if (OD.stopping)
-			break;
-		pthread_mutex_unlock(&OD.mu);
-		for (int i = 0; OD.files && i < 2; i++)
-			if (poll_file(i, &r, 1))
-				take(&r);
-		advance(sp_now_ns(), t0);
-		pthread_mutex_lock(&OD.mu);
-	}
-	pthread_mutex_unlock(&OD.mu);
-	return NULL;
-}
-
 /* Finds and checks the control directory and names the files. Returns 0, or -1 (warned). */
 static int set_up_files(void)
 {
@@ -392,14 +330,95 @@ static int set_up_files(void)
 	return 0;
 }
 
+/* The thread: polls, takes requests, moves windows on. All signals blocked. Until the process
+ * creates a CUDA context it only waits (a launcher that merely counts GPUs writes nothing). */
+static void *od_main(void *arg)
+{
+	struct sp_od_req r;
+	uint64_t t0 = sp_now_ns();
+	int ready = 0;
+	pthread_setname_np(pthread_self(), "stepprof-od");
+	sp_mem_self = 1;
+	pthread_mutex_lock(&OD.mu);
+	while (!OD.stopping) {
+		if (!ready && atomic_load_explicit(&sp_col.had_context, memory_order_relaxed)) {
+			ready = 1;
+			pthread_mutex_unlock(&OD.mu);
+			if (sp_col.cfg.ondemand_trigger && set_up_files() == 0) {
+				for (int i = 0; i < 2; i++)
+					poll_file(i, &r, 0); /* requests older than this process are not for it */
+				say("idle", "");
+			}
+			pthread_mutex_lock(&OD.mu);
+		}
+		struct timespec until;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		uint64_t ns = (uint64_t)sp_col.cfg.ondemand_poll_ms * 1000000u;
+		if (OD.range == 1 || OD.timed_open)
+			ns = ns > 20000000u ? 20000000u : ns; /* a range's edges: 20 ms at worst */
+		until.tv_sec += (time_t)(ns / 1000000000u);
+		until.tv_nsec += (long)(ns % 1000000000u);
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_cond_clockwait(&OD.cv, &OD.mu, CLOCK_MONOTONIC, &until);
+		if (OD.stopping)
+			break;
+		if (!ready)
+			continue;
+		pthread_mutex_unlock(&OD.mu);
+		for (int i = 0; OD.files && i < 2; i++)
+			if (poll_file(i, &r, 1))
+				take(&r);
+		advance(sp_now_ns(), t0);
+		pthread_mutex_lock(&OD.mu);
+	}
+	pthread_mutex_unlock(&OD.mu);
+	return NULL;
+}
+
+enum sp_action sp_od_action(int64_t step)
+{
+	if (OD.timed_open)
+		return SP_ACT_RECORD;
+	if (OD.pending && step > sp_col.step) {
+		OD.first = step;
+		OD.last = step + OD.pending - 1;
+		OD.pending = 0;
+		sp_info("on-demand window: steps %lld-%lld", (long long)OD.first, (long long)OD.last);
+	}
+	if (OD.first >= 0 && step >= OD.first && step <= OD.last)
+		return step == OD.last ? SP_ACT_RECORD_AND_SAVE : SP_ACT_RECORD;
+	return sp_schedule_action(&sp_col.cfg.schedule, step);
+}
+
+int sp_od_busy(void)
+{
+	return OD.pending || OD.timed_ms || OD.timed_open || OD.range == 1 || (OD.first >= 0 && sp_col.step < OD.last);
+}
+
+uint8_t sp_od_window_origin(uint32_t id, int64_t step)
+{
+	uint8_t o = SP_WIN_SCHEDULE;
+	if (OD.timed_open)
+		o = SP_WIN_TIMED;
+	else if (OD.first >= 0 && step >= OD.first && step <= OD.last)
+		o = SP_WIN_TRIGGER;
+	if (o != SP_WIN_SCHEDULE && OD.req && !OD.have_win) {
+		OD.win = id;
+		OD.have_win = 1;
+		OD.win_first = OD.win_last = step;
+	}
+	return (uint8_t)(o | (OD.uncounted ? SP_WIN_UNCOUNTED : 0));
+}
+
 int sp_od_start(void)
 {
 	const struct sp_config *c = &sp_col.cfg;
 	int range = c->ondemand_delay_ms > 0 || c->ondemand_duration_ms > 0;
 	if (!c->ondemand_trigger && !range)
 		return 0;
-	if (c->ondemand_trigger && set_up_files() < 0 && !range)
-		return -1;
 	OD.range = range;
 	sigset_t all, old;
 	sigfillset(&all);

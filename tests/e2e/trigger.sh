@@ -82,15 +82,15 @@ for k in sorted(wins):
 }
 
 # 1. after the schedule's last window: detached for good; a job trigger re-attaches
-start done 2,0,1,1 150
-ready done && sleep 0.3
-"$B/stepprof" trigger --steps 3 --wait --timeout 10 --job "$T/done/out" >"$T/done/trigger" 2>&1
+start detached 2,0,1,1 150
+ready detached && sleep 0.3
+"$B/stepprof" trigger --steps 3 --wait --timeout 10 --job "$T/detached/out" >"$T/detached/trigger" 2>&1
 rc=$?
-wait "$(cat "$T/done/pid")"
-grep -q 'reached (armed' "$T/done/trigger" && grep -q 'window 1 written, steps' "$T/done/trigger" && [ $rc = 0 ] ||
-	bad "done: trigger said (rc $rc): $(cat "$T/done/trigger")"
-w=$(windows done)
-/usr/bin/python3 - "$w" "$T/done/log" <<'PY' && echo "ok   repeat exhausted, detached: trigger re-attaches, records 3 whole steps (origin trigger, uncounted), detaches again" || bad "done: windows: $w; $(grep -c subscribe "$T/done/log") subscriptions"
+wait "$(cat "$T/detached/pid")"
+grep -q 'reached (armed' "$T/detached/trigger" && grep -q 'window 1 written, steps' "$T/detached/trigger" && [ $rc = 0 ] ||
+	bad "detached: trigger said (rc $rc): $(cat "$T/detached/trigger")"
+w=$(windows detached)
+/usr/bin/python3 - "$w" "$T/detached/log" <<'PY' && echo "ok   repeat exhausted, detached: trigger re-attaches, records 3 whole steps (origin trigger, uncounted), detaches again" || bad "detached: windows: $w; $(grep -c subscribe "$T/detached/log") subscriptions"
 import sys
 rows = [l.split(None, 5) for l in sys.argv[1].splitlines()]
 log = [l.split()[0] for l in open(sys.argv[2]) if not l.startswith("enable_cb")]
