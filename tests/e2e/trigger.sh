@@ -179,4 +179,13 @@ wait "$(cat "$T/old/pid")"
 	bad "old: a request older than the process was obeyed"
 "$B/stepprof" trigger --job "$T/old/out" >"$T/old/none" 2>&1 && bad "old: trigger with no live process succeeded"
 grep -q 'no running process' "$T/old/none" || bad "old: $(cat "$T/old/none")"
+
+# 6. stepprof check validates the [ondemand] keys (file and environment)
+printf '[ondemand]\npoll_ms = 5\nduration_ms = -1\ndelay_ms = 1w\n' >"$T/bad.ini"
+"$B/stepprof" check "$T/bad.ini" >"$T/check" 2>&1 && bad "check accepted $(cat "$T/bad.ini")"
+[ "$(grep -c 'ondemand\]' "$T/check")" = 3 ] || bad "check: $(cat "$T/check")"
+STEPPROF_ONDEMAND_TRIGGER=maybe "$B/stepprof" check >"$T/check" 2>&1 && bad "check accepted STEPPROF_ONDEMAND_TRIGGER=maybe"
+STEPPROF_ONDEMAND_DELAY_MS=1500 STEPPROF_ONDEMAND_DURATION_MS=200 "$B/stepprof" check 2>&1 | grep -q '^delay_ms = 1500' &&
+	echo "ok   stepprof check refuses bad [ondemand] values from a file or the environment, shows good ones" ||
+	bad "check: good [ondemand] values from the environment"
 exit $fail
