@@ -53,16 +53,6 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* This host's name as processes write it in their file names. */
-static void host_name(char *host, size_t len)
-{
-	snprintf(host, len, "host");
-	gethostname(host, len - 1);
-	for (char *p = host; *p; p++)
-		if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-", *p))
-			*p = '_';
-}
-
 /* Reads p's status file. Returns 0, or -1 (unreadable or malformed: err says why). */
 static int read_status(struct proc *p, char *err, size_t elen)
 {
@@ -227,14 +217,11 @@ int sp_cmd_trigger(int argc, char **argv)
 		else if (c == 'j')
 			job = optarg;
 		else if (c == 'p') {
-			size_t l = strlen(optarg);
-			if (!l || l >= sizeof r.phase ||
-			    strspn(optarg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") != l) {
-				fprintf(stderr, "stepprof trigger: --phase: '%s' is not a phase name ([A-Za-z0-9_.-], "
-						"at most 63)\n", optarg);
+			if (strlen(optarg) >= sizeof r.phase) {
+				fprintf(stderr, "stepprof trigger: --phase: longer than %zu characters\n", sizeof r.phase - 1);
 				return 2;
 			}
-			memcpy(r.phase, optarg, l + 1);
+			strcpy(r.phase, optarg);
 		} else {
 			sp_cli_bad_option("trigger", c, argc, argv);
 			return usage(stderr, 2);
@@ -256,11 +243,15 @@ int sp_cmd_trigger(int argc, char **argv)
 		fprintf(stderr, "stepprof trigger: out of memory\n");
 		return 1;
 	}
-	host_name(host, sizeof host);
+	sp_od_host_name(host, sizeof host);
 	r.id = sp_od_new_id();
-	if (sp_od_req_format(&r, text, sizeof text) < 0) {
+	struct sp_od_req back;
+	int len = sp_od_req_format(&r, text, sizeof text);
+	if (len < 0 || sp_od_req_parse(text, (size_t)len, &back, err, sizeof err) < 0) { /* what processes accept */
+		fprintf(stderr, "stepprof trigger: %s\n", len < 0 ? "request too long" : strstr(err, "'phase'")
+			? "--phase: not a phase name ([A-Za-z0-9_.-], at most 63 characters)" : err);
 		free(procs);
-		return 1;
+		return 2;
 	}
 	char what[64];
 	snprintf(what, sizeof what, "%" PRId64 " %s", r.steps ? r.steps : r.ms, r.steps ? "steps" : "ms");

@@ -26,11 +26,13 @@ __attribute__((format(printf, 3, 4))) static int fail(char *err, size_t elen, co
 	return -1;
 }
 
+#define NAME_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
+
 /* A name: 1..len-1 characters of [A-Za-z0-9_.-] (a phase, a host). Returns 0 or -1. */
 static int copy_name(char *dst, size_t len, const char *v)
 {
 	size_t n = strlen(v);
-	if (!n || n >= len || strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") != n)
+	if (!n || n >= len || strspn(v, NAME_CHARS) != n)
 		return -1;
 	memcpy(dst, v, n + 1);
 	return 0;
@@ -275,6 +277,16 @@ int sp_od_check_dir(const char *dir, int create, char *err, size_t elen)
 		return fail(err, elen, "%s may be written by other users (mode %03o): another user could steer the job",
 			    dir, (unsigned)(st.st_mode & 0777));
 	return 0;
+}
+
+void sp_od_host_name(char *host, size_t len)
+{
+	if (gethostname(host, len - 1) < 0 || !host[0])
+		snprintf(host, len, "host");
+	host[len - 1] = 0;
+	for (char *p = host; *p; p++)
+		if (!strchr(NAME_CHARS, *p))
+			*p = '_';
 }
 
 uint64_t sp_od_new_id(void)

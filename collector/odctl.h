@@ -59,6 +59,9 @@ int sp_od_write(const char *dir, const char *name, const char *text);
 /* Checks that dir is a directory owned by the effective user that no one else may write to
  * (mkdir 0700 first if create). Returns 0, or -1 with the problem in err. */
 int sp_od_check_dir(const char *dir, int create, char *err, size_t elen);
+/* This host's name as control files name it: gethostname with every character outside
+ * [A-Za-z0-9_.-] made '_' ("host" if it fails). This function can't fail. */
+void sp_od_host_name(char *host, size_t len);
 /* A request id: new for each call (time, pid and the kernel's random bytes). Can't fail. */
 uint64_t sp_od_new_id(void);
 /* The start time of process pid (field 22 of /proc/PID/stat), 0 if it does not exist. */

@@ -272,9 +272,20 @@ static void advance(uint64_t now, uint64_t t0)
 	}
 	uint64_t id = OD.req;
 	int state = !id ? 0 : !OD.have_win ? 1 : used || OD.timed_open ? 2 : 3;
+	const char *note = OD.uncounted ? "steps run while stepprof was detached from CUPTI were not counted: "
+					  "the step numbers continue the count from before" : "";
+	if (state == 1 && OD.first >= 0 && sp_col.step > OD.last) {
+		/* its steps passed without a window of its own: a scheduled window held them, or none
+		 * could open (warned) */
+		state = 3;
+		OD.win = sp_col.next_window_id ? sp_col.next_window_id - 1 : 0;
+		OD.win_first = OD.first;
+		OD.win_last = OD.last;
+		note = sp_col.next_window_id ? "the steps fell inside a window the schedule had opened (this one)" :
+					       "no window could open (see the process's stderr)";
+	}
 	int64_t wf = OD.win_first, wl = OD.win_last;
 	uint32_t win = OD.win;
-	int uncounted = OD.uncounted;
 	if (state == 3) {
 		OD.req = 0;
 		OD.first = -1;
@@ -291,8 +302,7 @@ static void advance(uint64_t now, uint64_t t0)
 		OD.st.window = win;
 		OD.st.first = wf;
 		OD.st.last = wl;
-		say("written", uncounted ? "steps run while stepprof was detached from CUPTI were not counted: the "
-					   "step numbers continue the count from before" : "");
+		say("written", note);
 	}
 	if (state == 0 && !strcmp(OD.st.state, "idle"))
 		say("idle", ""); /* a rank learned late */
@@ -301,7 +311,7 @@ static void advance(uint64_t now, uint64_t t0)
 /* Finds and checks the control directory and names the files. Returns 0, or -1 (warned). */
 static int set_up_files(void)
 {
-	char dir[SP_CFG_PATH], host[64] = "host", err[600];
+	char dir[SP_CFG_PATH], host[64], err[600];
 	if (sp_cfg_expand(sp_col.cfg.output, &sp_col.ri, dir, sizeof dir) < 0) {
 		sp_warn("cannot expand output directory '%s'; no on-demand windows", sp_col.cfg.output);
 		return -1;
@@ -313,10 +323,7 @@ static int set_up_files(void)
 		sp_warn("%s; no on-demand windows (stepprof trigger) in this process", err);
 		return -1;
 	}
-	gethostname(host, sizeof host - 1);
-	for (char *p = host; *p; p++) /* names in the control directory: [A-Za-z0-9_.-] */
-		if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-", *p))
-			*p = '_';
+	sp_od_host_name(host, sizeof host);
 	snprintf(OD.name[0], sizeof OD.name[0], SP_OD_JOB);
 	snprintf(OD.name[1], sizeof OD.name[1], SP_OD_JOB ".%s.%d", host, (int)getpid());
 	snprintf(OD.status_name, sizeof OD.status_name, "%s.%d.status", host, (int)getpid());
@@ -388,9 +395,10 @@ enum sp_action sp_od_action(int64_t step)
 		OD.pending = 0;
 		sp_info("on-demand window: steps %lld-%lld", (long long)OD.first, (long long)OD.last);
 	}
-	if (OD.first >= 0 && step >= OD.first && step <= OD.last)
+	enum sp_action sched = sp_schedule_action(&sp_col.cfg.schedule, step);
+	if (OD.first >= 0 && step >= OD.first && step <= OD.last && !sp_win_is_record(sched))
 		return step == OD.last ? SP_ACT_RECORD_AND_SAVE : SP_ACT_RECORD;
-	return sp_schedule_action(&sp_col.cfg.schedule, step);
+	return sched; /* a scheduled window goes on as planned: the request's steps are inside it */
 }
 
 int sp_od_busy(void)

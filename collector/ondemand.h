@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include "config/schedule.h"
 
-/* The action of step `step`: an on-demand request's steps record (the last one saves), a time
- * range records all along, else the schedule's. A request waiting for its first step takes the
+/* The action of step `step`: an on-demand request's steps record (the last one saves, unless a
+ * scheduled window goes on through it), a time range records all along, else the schedule's. A request waiting for its first step takes the
  * first step asked about after the current one. Under sp_col.lock. This function can't fail. */
 enum sp_action sp_od_action(int64_t step);
 /* 1 while a request or a time range still wants steps or time (the collector is not done), else 0.

@@ -123,6 +123,17 @@ ok = ok and log.count("subscribe") == 1
 sys.exit(0 if ok else 1)
 PY
 
+# 2b. a request whose steps fall inside a scheduled window: that window is neither cut nor split
+start inside 5,0,40,1 100
+ready inside && sleep 0.4
+"$B/stepprof" trigger --steps 3 --wait --timeout 10 --job "$T/inside/out" >"$T/inside/trigger" 2>&1 || bad "inside: $(cat "$T/inside/trigger")"
+wait "$(cat "$T/inside/pid")"
+w=$(windows inside)
+[ "$(echo "$w" | cut -d' ' -f1-5)" = "0 schedule counted 5 44" ] && [ "$(echo "$w" | wc -w)" = 45 ] &&
+	grep -q 'window 0 written.*inside a window the schedule had opened' "$T/inside/trigger" &&
+	echo "ok   a request inside a scheduled window: the window keeps its 40 steps, the request is answered with it" ||
+	bad "inside: windows $w; $(cat "$T/inside/trigger")"
+
 # 3. --ms: a time range on demand; and [ondemand] delay_ms/duration_ms with nothing scheduled
 start ms 100000000,1,3,1 100
 ready ms && sleep 0.2
