@@ -173,6 +173,32 @@ static void watch(struct proc *procs, int n, uint64_t id, int phase, uint64_t de
 	}
 }
 
+/* The longest poll period of the live processes, in ms. This function can't fail. */
+static int slowest_poll(const struct proc *procs, int n)
+{
+	int poll = 0;
+	for (int i = 0; i < n; i++)
+		poll = procs[i].alive && procs[i].st.poll_ms > poll ? procs[i].st.poll_ms : poll;
+	return poll;
+}
+
+/* Several processes: their windows begin at the first step boundary after a moment all of them
+ * will have read the request by (two of the slowest poll periods and a margin, wall clock), so
+ * that the ranks of a job that step together record the same steps. Rewrites text. Returns 0, or
+ * -1 (said). */
+static int set_at(struct sp_od_req *r, const struct proc *procs, int n, char *text, size_t len)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	r->at = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec +
+		(2u * (uint64_t)slowest_poll(procs, n) + 200u) * 1000000u;
+	if (sp_od_req_format(r, text, len) < 0) {
+		fprintf(stderr, "stepprof trigger: request too long\n");
+		return -1;
+	}
+	return 0;
+}
+
 /* Exit status: 0 every live process answered (and wrote its window, with --wait); 1 a process
  * could not be asked or did not answer; 2 usage. */
 int sp_cmd_trigger(int argc, char **argv)
@@ -268,6 +294,10 @@ int sp_cmd_trigger(int argc, char **argv)
 		int live = 0;
 		for (int i = 0; i < n; i++)
 			live += procs[i].alive;
+		if (live > 1 && r.steps && set_at(&r, procs, n, text, sizeof text) < 0) {
+			free(procs);
+			return 1;
+		}
 		if (!live) {
 			fprintf(stderr, "stepprof trigger: no running process in %s (%d exited)\n", job, n);
 			free(procs);
@@ -311,9 +341,8 @@ int sp_cmd_trigger(int argc, char **argv)
 			}
 		}
 	}
-	int poll = 0;
-	for (int i = 0; i < n; i++)
-		poll = procs[i].alive && procs[i].st.poll_ms > poll ? procs[i].st.poll_ms : poll;
+
+	int poll = slowest_poll(procs, n);
 	fflush(stdout);
 	watch(procs, n, r.id, 0, now_ms() + 2u * (uint64_t)poll + REACH_SLACK_MS);
 	for (int i = 0; i < n; i++)

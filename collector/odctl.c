@@ -103,6 +103,13 @@ static int req_key(void *ctx, const char *k, const char *v)
 		return to_int(v, 1, SP_OD_MAX_MS, &r->ms);
 	if (!strcmp(k, "phase"))
 		return copy_name(r->phase, sizeof r->phase, v);
+	if (!strcmp(k, "at")) {
+		int64_t at;
+		if (to_int(v, 1, INT64_MAX, &at) < 0)
+			return -1;
+		r->at = (uint64_t)at;
+		return 0;
+	}
 	return -1; /* an unknown key: a newer stepprof's request is refused, not half obeyed */
 }
 
@@ -115,6 +122,8 @@ int sp_od_req_format(const struct sp_od_req *r, char *buf, size_t len)
 		n += snprintf(buf + n, len - n, "ms %" PRId64 "\n", r->ms);
 	if (n >= 0 && (size_t)n < len && r->phase[0])
 		n += snprintf(buf + n, len - n, "phase %s\n", r->phase);
+	if (n >= 0 && (size_t)n < len && r->at)
+		n += snprintf(buf + n, len - n, "at %" PRIu64 "\n", r->at);
 	return n < 0 || (size_t)n >= len ? -1 : n;
 }
 

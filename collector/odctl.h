@@ -23,6 +23,8 @@ struct sp_od_req {
 	int64_t steps;          /* record this many whole steps from the next boundary (0: ms) */
 	int64_t ms;             /* or: record this many milliseconds from now (0: steps) */
 	char phase[64];         /* the phase whose steps count; "" = the process's only one */
+	uint64_t at;            /* steps: the first step begins no earlier than this (CLOCK_REALTIME
+				 * ns), so that the ranks of a job pick the same step; 0 = at once */
 };
 
 /* What a process says about itself (file "HOST.PID.status"), rewritten when it changes. */

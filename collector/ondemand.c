@@ -53,6 +53,7 @@ static struct {
 	/* under sp_col.lock */
 	uint64_t req;                 /* the request being served, 0 none */
 	int64_t pending;              /* its steps, until a step binds them */
+	uint64_t at;                  /* ... no step before this (CLOCK_REALTIME ns; 0 none) */
 	int64_t first, last;          /* its steps once bound, first -1 none */
 	int64_t timed_ms;             /* its milliseconds, until the window opens */
 	uint64_t timed_end;           /* the open time range ends then (trace clock), 0 to the end */
@@ -139,6 +140,7 @@ static void take(const struct sp_od_req *r)
 	if (!why) {
 		OD.req = r->id;
 		OD.pending = r->steps;
+		OD.at = r->at;
 		OD.timed_ms = r->ms;
 		OD.first = -1;
 		OD.have_win = 0;
@@ -389,7 +391,7 @@ enum sp_action sp_od_action(int64_t step)
 {
 	if (OD.timed_open)
 		return SP_ACT_RECORD;
-	if (OD.pending && step > sp_col.step) {
+	if (OD.pending && step > sp_col.step && (!OD.at || sp_realtime_ns() >= OD.at)) {
 		OD.first = step;
 		OD.last = step + OD.pending - 1;
 		OD.pending = 0;

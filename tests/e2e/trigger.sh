@@ -134,12 +134,29 @@ w=$(windows inside)
 	echo "ok   a request inside a scheduled window: the window keeps its 40 steps, the request is answered with it" ||
 	bad "inside: windows $w; $(cat "$T/inside/trigger")"
 
+# 2c. two processes writing into one output directory (a job's ranks): one --job trigger reaches
+# both, each writes its window; the request names a start time after both have read it
+start pair 100000000,1,3,1 150
+mkdir -p "$T/pair2"
+FAKE_CUPTI_LOG="$T/pair2/log" STEPPROF_CONFIG="$T/pair/sp.ini" LD_PRELOAD="$PRE" \
+	timeout 60 "$B/tests/e2e/cupti_life_driver" 150 20000 >"$T/pair2/stdout" 2>"$T/pair2/stderr" &
+p2=$!
+for _ in $(seq 100); do [ "$(ls "$T/pair/out/.stepprof/"*.status 2>/dev/null | wc -l)" = 2 ] && break; sleep 0.05; done
+"$B/stepprof" trigger --steps 3 --wait --timeout 10 --job "$T/pair/out" >"$T/pair/trigger" 2>&1 || bad "pair: $(cat "$T/pair/trigger")"
+wait "$(cat "$T/pair/pid")" "$p2"
+grep -q 'to 2 running processes' "$T/pair/trigger" && [ "$(grep -c 'window 0 written' "$T/pair/trigger")" = 2 ] &&
+	[ "$(for f in "$T/pair/out/"*.sptrace; do "$B/stepprof" dump "$f"; done | grep -c '^window_end.*origin=trigger')" = 2 ] &&
+	grep -q '^at [0-9]' "$T/pair/out/.stepprof/trigger" &&
+	echo "ok   a --job trigger reaches both processes of one output directory; each writes its window" ||
+	bad "pair: $(cat "$T/pair/trigger")"
+
 # 3. --ms: a time range on demand; and [ondemand] delay_ms/duration_ms with nothing scheduled
 start ms 100000000,1,3,1 100
 ready ms && sleep 0.2
 "$B/stepprof" trigger --ms 300 --wait --timeout 10 --job "$T/ms/out" >"$T/ms/trigger" 2>&1 || bad "ms: $(cat "$T/ms/trigger")"
 start range 100000000,1,3,1 80 "delay_ms = 400" "duration_ms = 400"
 wait "$(cat "$T/ms/pid")" "$(cat "$T/range/pid")"
+fail_before=$fail fail=0
 for n in ms range; do
 	/usr/bin/python3 - "$(windows $n)" <<'PY' || bad "$n: windows: $(windows $n)"
 import sys
@@ -151,7 +168,8 @@ ok = ok and 12 <= len(steps) <= 22 and steps == list(range(steps[0], steps[0] + 
 sys.exit(0 if ok else 1)
 PY
 done
-[ $fail = 0 ] && echo "ok   --ms 300 and [ondemand] delay_ms/duration_ms = 400: one timed window of the whole steps inside"
+[ "$fail" = 0 ] && echo "ok   --ms 300 and [ondemand] delay_ms/duration_ms = 400: one timed window of the whole steps inside"
+fail=$((fail | fail_before))
 
 # 4. hostile control files: each ignored with a warning, the process runs on; then a good one
 start hostile 100000000,1,3,1 150

@@ -102,6 +102,10 @@ for r in sorted(got):
             print(f"  a step's kernel count differs from the reference's {k}"); ok = False
         if not w["complete"] or w["steps_uncounted_before"] != unc or w["dropped"]:
             print(f"  complete {w['complete']} uncounted {w['steps_uncounted_before']} (expected {unc}) dropped {w['dropped']}"); ok = False
+firsts = {r: [w["first_step"] for w in got[r]["windows"] if w["origin"] == "trigger"] for r in got}
+if nproc > 1:  # the request names a start time so that ranks stepping together pick the same steps
+    same = len({tuple(v) for v in firsts.values()}) == 1
+    print(f"NOTE every rank recorded the same steps: {'yes' if same else 'no'} {firsts}")
 sys.exit(0 if ok else 1)
 PY
 }
@@ -150,6 +154,7 @@ triggered() {
 		rc=1
 	fi
 	check "$d" "$n" "$OUT/$ref" "$sizes" "$unc" || rc=1
+	grep '^NOTE' "$d/test.log"
 	return $rc
 }
 

@@ -37,6 +37,10 @@ static void test_request_round_trip(void **state)
 	assert_int_equal(sp_od_req_parse(buf, (size_t)n, &back, err, sizeof err), 0);
 	assert_true(back.ms == 2500 && back.steps == 0 && !back.phase[0]);
 	assert_int_equal(sp_od_req_format(&r, buf, 10), -1); /* does not fit */
+	r = (struct sp_od_req){ .id = 2, .steps = 4, .at = 1764160000123456789ull };
+	n = sp_od_req_format(&r, buf, sizeof buf);
+	assert_int_equal(sp_od_req_parse(buf, (size_t)n, &back, err, sizeof err), 0);
+	assert_true(back.at == r.at && back.steps == 4);
 }
 
 static void test_request_refused(void **state)
@@ -61,6 +65,8 @@ static void test_request_refused(void **state)
 		{ "stepprof-trigger 1\nid 1\nsteps 1\nphase a/b\n", "bad 'phase'" },
 		{ "stepprof-trigger 1\nid 1\nsteps 1\nphase \n", "bad 'phase'" },
 		{ "stepprof-trigger 1\nid 1\nsteps 1\nrun /bin/sh\n", "bad 'run'" },
+		{ "stepprof-trigger 1\nid 1\nsteps 1\nat -5\n", "bad 'at'" },
+		{ "stepprof-trigger 1\nid 1\nsteps 1\nat 99999999999999999999\n", "bad 'at'" },
 	};
 	struct sp_od_req r;
 	char err[200];
