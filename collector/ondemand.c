@@ -209,6 +209,11 @@ static int open_range(int64_t ms)
 	int rc = sp_win_open_now(now);
 	if (rc < 0)
 		OD.timed_open = 0;
+	else if (OD.req && !OD.have_win && sp_col.open) { /* a scheduled window was open: it goes on as the range */
+		OD.win = sp_col.open->id;
+		OD.have_win = 1;
+		OD.win_first = sp_col.step;
+	}
 	pthread_mutex_unlock(&sp_col.lock);
 	sp_info("time range: %s (%lld ms)", rc < 0 ? "no window could open" : "recording", (long long)ms);
 	return rc;

@@ -33,7 +33,7 @@ pass=0 fail=0
 # ini DIR WAIT WARMUP ACTIVE REPEAT: DIR/sp.ini (every rank, api marker cudaDeviceSynchronize,
 # polled every 200 ms), checked by `stepprof check`
 ini() {
-	printf '[profile]\noutput = %s/trace\n[ranks]\nranks = all\n[schedule]\nwait = %s\nwarmup = %s\nactive = %s\nrepeat = %s\n[marker]\nkind = api\npattern = cudaDeviceSynchronize\n[ondemand]\npoll_ms = 200\n' \
+	printf '[profile]\noutput = %s/trace\n[ranks]\nranks = all\n[schedule]\nwait = %s\nwarmup = %s\nactive = %s\nrepeat = %s\n[marker]\nkind = api\npattern = cudaDeviceSynchronize*\n[ondemand]\npoll_ms = 200\n' \
 		"$1" "$2" "$3" "$4" "$5" >"$1/sp.ini"
 	"$SP" check "$1/sp.ini" >"$1/check.log" 2>&1 || { cat "$1/check.log"; return 1; }
 }
