@@ -34,7 +34,8 @@ static int copy_name(char *dst, size_t len, const char *v)
 	size_t n = strlen(v);
 	if (!n || n >= len || strspn(v, NAME_CHARS) != n)
 		return -1;
-	memcpy(dst, v, n + 1);
+	memset(dst, 0, len); /* a key given twice leaves nothing of the first value */
+	memcpy(dst, v, n);
 	return 0;
 }
 
