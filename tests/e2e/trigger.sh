@@ -177,7 +177,11 @@ ready hostile && sleep 0.2
 C=$T/hostile/out/.stepprof
 good=$(printf 'stepprof-trigger 1\nid 00000000000000aa\nsteps 2\n')
 printf '%s\n' "$good" >"$T/req" && chmod 600 "$T/req"
-cp "$T/req" "$C/tmp" && chown nobody "$C/tmp" && mv "$C/tmp" "$C/trigger" && sleep 0.2
+want=4
+if [ "$(id -u)" = 0 ]; then # another owner: only root can make one
+	want=5
+	cp "$T/req" "$C/tmp" && chown nobody "$C/tmp" && mv "$C/tmp" "$C/trigger" && sleep 0.2
+fi
 cp "$T/req" "$C/tmp" && chmod 620 "$C/tmp" && mv "$C/tmp" "$C/trigger" && sleep 0.2
 ln -s "$T/req" "$C/tmp" && mv "$C/tmp" "$C/trigger" && sleep 0.2
 head -c 5000 /dev/zero | tr '\0' x >"$C/tmp" && chmod 600 "$C/tmp" && mv "$C/tmp" "$C/trigger" && sleep 0.2
@@ -188,8 +192,8 @@ grep -q 'refused' "$T/hostile/phase" || bad "hostile: --phase: $(cat "$T/hostile
 wait "$(cat "$T/hostile/pid")"
 e=$T/hostile/stderr
 n=$(grep -c 'ignoring the on-demand request' "$e")
-grep -q 'belongs to uid' "$e" && grep -q 'may be written by other users' "$e" && grep -q 'cannot open.*trigger' "$e" &&
-	grep -q 'larger than 4096' "$e" && grep -q "bad 'run'" "$e" && [ "$n" = 5 ] &&
+{ [ "$want" = 4 ] || grep -q 'belongs to uid' "$e"; } && grep -q 'may be written by other users' "$e" && grep -q 'cannot open.*trigger' "$e" &&
+	grep -q 'larger than 4096' "$e" && grep -q "bad 'run'" "$e" && [ "$n" = "$want" ] &&
 	[ "$(windows hostile | wc -l)" = 1 ] && grep -q 'driver: 150 of 150' "$T/hostile/stdout" &&
 	echo "ok   hostile request files (owner, mode, link, size, unknown key) ignored with a warning; --phase refused; a good one obeyed" ||
 	bad "hostile: $n warnings: $(grep -v begins "$e" | head -12); windows: $(windows hostile)"

@@ -7,7 +7,8 @@
 # reference run). Single GPU (a --job trigger, then a PID trigger) and, with 2 GPUs, torchrun
 # with every rank selected. Without BUILD_DIR, dist/stepprof (`make dist`) is laid flat in
 # /tmp/sptrig-build, so from the repository root on the GPU machine: bash tests/gpu/trigger.sh
-# Prints PASS/FAIL per test and "N passed, N failed" last; logs under ${OUT:-/tmp/stepprof-trigger}.
+# Prints PASS/FAIL per test and "N passed, N failed" last; logs and traces under
+# /tmp/stepprof-trigger/TEST/ (the logs also under $OUT/trigger/ when OUT is set).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 if [ $# -ge 1 ]; then
@@ -20,7 +21,10 @@ fi
 SP=$BUILD/stepprof
 LIB=$BUILD/libstepprof.so
 PY=${PYTHON:-python3}
-OUT=${OUT:-/tmp/stepprof-trigger}
+# work under /tmp; the logs (not the traces) are copied to $OUT at the end when it is set (the device
+# tool's folder that comes back)
+KEEP=${OUT:-}
+OUT=/tmp/stepprof-trigger
 rm -rf "$OUT" && mkdir -p "$OUT"
 for v in $(compgen -e | grep '^STEPPROF_'); do unset "$v"; done
 unset LD_PRELOAD CUDA_INJECTION64_PATH
@@ -169,4 +173,9 @@ else
 	echo "SKIP the torchrun tests: $NGPU GPU(s)"
 fi
 echo "$pass passed, $fail failed"
+if [ -n "$KEEP" ]; then
+	for f in "$OUT"/*/test.log "$OUT"/*/stderr.log "$OUT"/*/stdout.log; do
+		[ -f "$f" ] && mkdir -p "$KEEP/trigger/$(basename "$(dirname "$f")")" && cp "$f" "$KEEP/trigger/$(basename "$(dirname "$f")")/"
+	done
+fi
 [ "$fail" = 0 ]
