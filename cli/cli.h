@@ -19,6 +19,7 @@ int sp_cmd_stacks(int argc, char **argv);
 int sp_cmd_steps(int argc, char **argv);
 int sp_cmd_diff(int argc, char **argv);
 int sp_cmd_autostep(int argc, char **argv);
+int sp_cmd_trigger(int argc, char **argv);
 
 /* For getopt_long's '?' (unknown option, or a value given to an option that takes none) and ':'
  * (missing value: the optstring starts with ':', after a '+') returns c: prints

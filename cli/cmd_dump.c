@@ -219,6 +219,8 @@ static void put_event(struct dump *d, const struct sp_event *ev)
 		const struct sp_ev_window *w = &ev->u.window;
 		put_time(d, ev, 0);
 		fprintf(o, " id=%u steps=%" PRId64 "..%" PRId64, w->id, w->first_step, w->last_step);
+		if (ev->sub) /* files before on-demand windows: 0, the schedule */
+			fprintf(o, " origin=%s%s", sp_win_origin_name(ev->sub), ev->sub & SP_WIN_UNCOUNTED ? " uncounted" : "");
 		if (ev->kind == SP_EV_WINDOW_END)
 			fprintf(o, " bytes=%" PRIu64 " dropped=%" PRIu64 " capped=%u", w->bytes, w->dropped, w->capped);
 		if (ev->name) /* its phase ([phase.NAME]) */

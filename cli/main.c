@@ -24,6 +24,7 @@ static const struct {
 	{ "diff", sp_cmd_diff, "diff BASE NEW [--window N] [--top N]   kernel time per step, what changed" },
 	{ "steps", sp_cmd_steps, "steps TRACE [TRACE ...]       per-step table; several ranks side by side" },
 	{ "autostep", sp_cmd_autostep, "autostep FILE [--json] [--check]   replay a recorded token stream (STEPPROF_RECORD_TOKENS)" },
+	{ "trigger", sp_cmd_trigger, "trigger [--steps N | --ms MS] [--wait] PID ... | --job DIR   record a window now, on demand" },
 	{ "stacks", sp_cmd_stacks, "stacks TRACE [--by bytes|calls] [--kind alloc|launch|nccl|all] [-o FILE]   folded stacks" },
 };
 

@@ -206,6 +206,10 @@ static void print_windows(const struct report *rep, FILE *out)
 			s->w.phase[0] ? " (phase " : "", s->w.phase, s->w.phase[0] ? ")" : "", (long long)s->w.first_step, (long long)s->w.last_step, (unsigned long long)s->steps,
 			s->steps == 1 ? "" : "s", sp_fmt_ns(t, sizeof(t), dur), (unsigned long long)s->kernels, sp_plural(s->kernels),
 			dur ? 100.0 * s->busy / dur : 0);
+		if (s->w.origin & SP_WIN_ORIGIN_MASK)
+			fprintf(out, ", %s", (s->w.origin & SP_WIN_ORIGIN_MASK) == SP_WIN_TRIGGER ? "on demand" : "time range");
+		if (s->w.origin & SP_WIN_UNCOUNTED)
+			fprintf(out, ", step numbers continue a count that missed steps while detached");
 		if (s->w.capped)
 			fprintf(out, ", capped");
 		if (s->w.dropped_total)
@@ -538,11 +542,13 @@ static void print_json(const struct report *rep, const char *path, const struct 
 	for (size_t i = 0; i < rep->nw; i++) {
 		const struct wsum *s = &rep->w[i];
 		sp_out_printf(x, "%s{\"id\":%u,\"first_step\":%lld,\"last_step\":%lld,\"duration_ns\":%llu,\"steps\":%llu,"
-			      "\"kernels\":%llu,\"gpu_busy_ns\":%llu,\"capped\":%s,\"dropped\":%llu,\"complete\":%s}",
+			      "\"kernels\":%llu,\"gpu_busy_ns\":%llu,\"capped\":%s,\"dropped\":%llu,\"complete\":%s,"
+			      "\"origin\":\"%s\",\"steps_uncounted_before\":%s}",
 			      i ? ",\n" : "\n", s->w.id, (long long)s->w.first_step, (long long)s->w.last_step,
 			      (unsigned long long)(s->w.t1 > s->w.t0 ? s->w.t1 - s->w.t0 : 0), (unsigned long long)s->steps,
 			      (unsigned long long)s->kernels, (unsigned long long)s->busy, s->w.capped ? "true" : "false",
-			      (unsigned long long)s->w.dropped_total, s->w.complete ? "true" : "false");
+			      (unsigned long long)s->w.dropped_total, s->w.complete ? "true" : "false",
+			      sp_win_origin_name(s->w.origin), s->w.origin & SP_WIN_UNCOUNTED ? "true" : "false");
 	}
 	sp_out_puts(x, "],\n\"steps\":[");
 	for (size_t i = 0; i < rep->steps.n; i++) {

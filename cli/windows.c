@@ -220,7 +220,7 @@ int sp_windows_next(struct sp_windows *g, const struct sp_window **w)
 		case SP_EV_WINDOW_BEGIN: {
 			int had = g->have_cur;
 			struct sp_window next = {
-				.id = ev.u.window.id, .t0 = ev.start, .t1 = UINT64_MAX,
+				.id = ev.u.window.id, .origin = ev.sub, .t0 = ev.start, .t1 = UINT64_MAX,
 				.first_step = ev.u.window.first_step, .last_step = ev.u.window.first_step,
 				.anchor_mono = g->anchor_mono, .anchor_real = g->anchor_real,
 			};

@@ -21,6 +21,7 @@ struct sp_window {
 	int complete;           /* 1 if its WINDOW_END was read; 0 if the file ended or the next began first */
 	int capped;             /* WINDOW_END says the byte cap cut it */
 	int64_t first_step;     /* from WINDOW_BEGIN */
+	uint8_t origin;         /* WINDOW_BEGIN's sub: SP_WIN_* of trace/event.h, with SP_WIN_UNCOUNTED */
 	int64_t last_step;      /* from WINDOW_END; if incomplete, the last step recorded */
 	uint64_t t0, t1;        /* ns; t1 from WINDOW_END, else the last end time of its events */
 	uint64_t bytes;         /* encoded bytes of the window (WINDOW_END) */

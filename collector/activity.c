@@ -17,6 +17,7 @@
 #include "collector.h"
 #include "log.h"
 #include "markhook.h"
+#include "ondemand.h"
 #include "memory.h"
 #include "writer.h"
 
@@ -206,6 +207,7 @@ static void life_tick(uint64_t now)
 	v.busy = sp_col.collecting || sp_col.activities_on || sp_col.open != NULL;
 	for (int i = 0; i < SP_MAX_WINDOWS; i++)
 		v.busy |= sp_col.win[i].used;
+	v.busy |= sp_od_busy(); /* an on-demand request waits for steps: CUPTI must be there for them */
 	pthread_mutex_unlock(&sp_col.lock);
 	v.busy |= sp_share_busy(); /* the program's profiler works through stepprof's subscription */
 	/* only whether the next window is SP_LIFE_MIN_GAP steps away or more matters */
@@ -245,7 +247,7 @@ void sp_act_writer_tick(void *ctx)
 		uint64_t age = now - w->close_ts, quiet = now - (w->last_record_ts > w->close_ts ? w->last_record_ts : w->close_ts);
 		int complete = atomic_load(&w->arrived) >= atomic_load(&w->launched) && age > SP_WINDOW_SETTLE_NS;
 		if (complete || (age > SP_WINDOW_QUIET_AGE_NS && quiet > SP_WINDOW_QUIET_NS) || age > SP_WINDOW_GIVE_UP_NS) {
-			struct sp_event ev = { .kind = SP_EV_WINDOW_END, .device = SP_NO_DEVICE,
+			struct sp_event ev = { .kind = SP_EV_WINDOW_END, .sub = w->origin, .device = SP_NO_DEVICE,
 					       .start = w->t_end, .end = w->t_end };
 			ev.name = sp_col.mk[w->mk].name; /* the phase, 0 without phases */
 			ev.u.window.id = w->id;

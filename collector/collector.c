@@ -19,6 +19,7 @@
 #include "intern.h"
 #include "internal.h"
 #include "log.h"
+#include "ondemand.h"
 #include "ring.h"
 #include "tokrec.h"
 #include "writer.h"
@@ -92,6 +93,7 @@ static void on_exit_process(void)
 {
 	if (!sp_col.active)
 		return;
+	sp_od_stop(); /* no re-attach or time range from now on */
 	sp_cupti_life_freeze();
 	pthread_mutex_lock(&sp_col.lock);
 	uint64_t now = sp_now_ns();
@@ -237,6 +239,7 @@ void sp_collector_inject(void)
 			sp_col.mk[i].name ? "phase " : "", sp_col.mk[i].name ? sp_intern_lookup(sp_col.mk[i].name) : "",
 			sp_col.mk[i].name ? ": " : "", sp_marker_kind_name((enum sp_marker_kind)sp_col.mk[i].kind),
 			sp_col.mk[i].pattern, sp_col.mk[i].every);
+	sp_od_start(); /* warned if it fails: the schedule's windows still come */
 }
 
 int sp_collector_owns_cupti(void)

@@ -183,6 +183,25 @@ CUptiResult sp_cupti_life_attach(const struct sp_cupti_hooks *hooks, CUpti_Subsc
 	return attach(hooks, sub, false);
 }
 
+CUptiResult sp_cupti_life_reattach(CUpti_SubscriberHandle *sub)
+{
+	if (atomic_load(&sp_hold.state) != SP_HOLD_GONE || atomic_load(&L.frozen))
+		return CUPTI_ERROR_INVALID_OPERATION;
+	uint32_t base = atomic_load(&sp_hold.corr_base), last = atomic_load(&sp_hold.corr_last);
+	atomic_store(&sp_hold.corr_base, base + last + CORR_MARGIN); /* detach for good left it */
+	atomic_store(&sp_hold.corr_last, 0);
+	uint64_t t0 = sp_now_ns();
+	CUptiResult r = attach(&L.hooks, sub, true);
+	if (r != CUPTI_SUCCESS) {
+		atomic_store(&sp_hold.corr_base, base);
+		atomic_store(&sp_hold.corr_last, last);
+		return r;
+	}
+	L.held = NULL;
+	sp_info("re-attached to CUPTI for an on-demand window in %.2f ms", (sp_now_ns() - t0) / 1e6);
+	return CUPTI_SUCCESS;
+}
+
 int sp_cupti_life_activity_ready(void)
 {
 	return register_activity(&L.hooks) == CUPTI_SUCCESS ? 0 : -1;

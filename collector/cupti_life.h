@@ -128,6 +128,14 @@ static inline uint32_t sp_cupti_life_corr(uint32_t raw)
  * except CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (the caller names the other profiler).
  * Not from inside a callback. */
 CUptiResult sp_cupti_life_attach(const struct sp_cupti_hooks *hooks, CUpti_SubscriberHandle *sub);
+/* After a detach for good, an on-demand window needs CUPTI again (collector/ondemand.c's thread;
+ * no detach runs meanwhile: the state is GONE): subscribes anew with the marker's callbacks only
+ * (activity callbacks lazily, as a re-attach between windows), correlation ids continuing past
+ * the last instance's. Returns CUPTI_SUCCESS (attached; the tick detaches for good again once the
+ * schedule and the request are done), CUPTI_ERROR_INVALID_OPERATION if not detached for good or
+ * the process exits, or the failing call's result (still GONE; warned, except
+ * CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: another profiler took CUPTI meanwhile). */
+CUptiResult sp_cupti_life_reattach(CUpti_SubscriberHandle *sub);
 /* Before an activity kind is enabled (under the collector's lock, inside sp_cupti_life_enter):
  * registers the timestamp and buffer callbacks if this instance has not yet (a re-attach leaves
  * them until its first window). Returns 0, or -1 if registering failed (warned; enable nothing). */

@@ -52,6 +52,7 @@ struct window {
 	int used;                /* slot in use */
 	int mk;                  /* the marker (phase) whose steps it records */
 	int closing;             /* RECORD_AND_SAVE ended; waiting for GPU records */
+	uint8_t origin;          /* what opened it: SP_WIN_* of trace/event.h (its WINDOW records' sub) */
 	uint32_t id;
 	uint32_t corr_lo, corr_hi; /* GPU records with corr in [lo, hi) belong here; SP_CORR_PENDING = next call */
 	int64_t first_step, last_step;
@@ -182,6 +183,8 @@ void sp_win_begin_step(uint64_t t, uint32_t corr, int64_t number);
 void sp_win_detect(int mk, uint8_t kind, uint8_t flags, uint32_t name, uint64_t t, uint32_t corr,
 		   CUpti_CallbackId cbid, int d);
 void sp_win_after_exit(uint64_t t);
+int sp_win_open_now(uint64_t t);
+void sp_win_close_now(uint64_t t);
 
 /* phases.c: the markers (one per phase) and switching sp_col's step state between them. */
 int sp_ph_init(void);

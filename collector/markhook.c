@@ -11,6 +11,7 @@
 #include "life.h"
 #include "log.h"
 #include "markhook.h"
+#include "ondemand.h"
 #include "trace/tokens.h"
 
 #define WAIT_ATTACH_NS 1000000000ull /* longest a marker call waits for a re-attach before its window */
@@ -118,7 +119,7 @@ int sp_collector_hook_enter(int fn)
 	}
 	if (sp_thr.hook_depth++ > 0 || !atomic_load(&H.counting))
 		return fn;
-	if (sp_life_steps_to_window(sp_col.mk[0].schedule, sp_col.step, 1) == 0)
+	if (sp_life_steps_to_window(sp_col.mk[0].schedule, sp_col.step, 1) == 0 || sp_od_busy())
 		wait_attached(); /* CUPTI counts this one if the re-attach came in time */
 	if (atomic_load(&H.counting)) {
 		sp_thr.hook_counted = 1;

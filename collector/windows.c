@@ -14,6 +14,7 @@
 #include "internal.h"
 #include "log.h"
 #include "memory.h"
+#include "ondemand.h"
 #include "writer.h"
 
 static struct window *new_window(void)
@@ -42,7 +43,8 @@ static void split_at(uint32_t *field, uint32_t corr, int lo)
 
 static void push_ctl(enum sp_ev_kind kind, uint64_t t, struct window *w)
 {
-	struct sp_event ev = { .kind = kind, .device = SP_NO_DEVICE, .tid = sp_coll_tid(), .start = t, .end = t };
+	struct sp_event ev = { .kind = kind, .sub = w->origin, .device = SP_NO_DEVICE, .tid = sp_coll_tid(), .start = t,
+			       .end = t };
 	ev.name = sp_col.mk[w->mk].name; /* the phase, 0 without phases */
 	ev.u.window.id = w->id;
 	ev.u.window.first_step = w->first_step;
@@ -100,6 +102,52 @@ void sp_win_activities_idle(void)
 	sp_col.activities_on = 0;
 }
 
+/* Opens a window at time t (corr as for sp_win_end_step) named after the current step, if the
+ * writer can start. Under sp_col.lock. Returns the window, or NULL (warned once, or the process is
+ * not profiled after all). */
+static struct window *open_window(uint64_t t, uint32_t corr)
+{
+	struct window *w = new_window();
+	if (!w) {
+		sp_warn_once("too many windows waiting for GPU records; skipping a window");
+		return NULL;
+	}
+	if (sp_out_start_writer() < 0) {
+		w->used = 0; /* not profiled after all, or no trace file: no window */
+		return NULL;
+	}
+	w->id = sp_col.next_window_id++;
+	w->mk = sp_col.cur;
+	sp_col.rt[sp_col.cur].windows++;
+	w->first_step = w->last_step = sp_col.step;
+	w->t_begin = t;
+	w->corr_hi = SP_CORR_PENDING;
+	w->origin = sp_od_window_origin(w->id, sp_col.step);
+	split_at(&w->corr_lo, corr, 1);
+	push_ctl(SP_EV_WINDOW_BEGIN, t, w);
+	sp_out_write_devices(t); /* if the writer's start could not */
+	sp_out_window_context(t);
+	sp_comms_announce(t); /* each window names its communicators */
+	__atomic_store_n(&sp_col.open, w, __ATOMIC_RELEASE);
+	return w;
+}
+
+/* Hands the open window to the writer thread, ending at time t in the current step (corr as for
+ * sp_win_end_step). Under sp_col.lock, sp_col.open set. This function can't fail. */
+static void close_window(uint64_t t, uint32_t corr)
+{
+	struct window *w = sp_col.open;
+	w->last_step = sp_col.step;
+	w->t_end = t;
+	split_at(&w->corr_hi, corr, 0);
+	w->close_ts = sp_now_ns();
+	w->closing = 1;
+	__atomic_store_n(&sp_col.open, NULL, __ATOMIC_RELEASE);
+	if (sp_col.cfg.device_memory || sp_col.cfg.host_malloc)
+		sp_mem_peaks(t);
+	sp_writer_kick();
+}
+
 /* Fills a STEP record's account of how the step was found (format version 2). */
 static void step_how(struct sp_event *ev)
 {
@@ -132,19 +180,9 @@ void sp_win_end_step(uint64_t t, uint32_t corr)
 		step_how(&ev);
 		sp_coll_push(&ev);
 	}
-	if (sp_col.action == SP_ACT_RECORD_AND_SAVE && sp_col.open && sp_col.open->mk == sp_col.cur) {
-		struct window *w = sp_col.open;
-		w->last_step = sp_col.step;
-		w->t_end = t;
-		split_at(&w->corr_hi, corr, 0);
-		w->close_ts = sp_now_ns();
-		w->closing = 1;
-		__atomic_store_n(&sp_col.open, NULL, __ATOMIC_RELEASE);
-		if (sp_col.cfg.device_memory || sp_col.cfg.host_malloc)
-			sp_mem_peaks(t);
-		sp_writer_kick();
-	}
-	if (sp_schedule_action(sp_col.mk[sp_col.cur].schedule, sp_col.step + 1) == SP_ACT_NONE)
+	if (sp_col.action == SP_ACT_RECORD_AND_SAVE && sp_col.open && sp_col.open->mk == sp_col.cur)
+		close_window(t, corr);
+	if (sp_od_action(sp_col.step + 1) == SP_ACT_NONE)
 		sp_win_set_collecting(SP_ACT_NONE);
 }
 
@@ -160,7 +198,7 @@ void sp_win_begin_step(uint64_t t, uint32_t corr, int64_t number)
 	sp_col.step_how = m->det->how;
 	sp_col.step_refuted = 0;
 	sp_col.step_start = t;
-	sp_col.action = sp_schedule_action(m->schedule, sp_col.step);
+	sp_col.action = sp_od_action(sp_col.step);
 	sp_info("%s%s%sstep %lld begins (%s) on thread %u", m->name ? "phase " : "", m->name ? sp_intern_lookup(m->name) : "",
 		m->name ? ": " : "", (long long)sp_col.step, sp_action_name(sp_col.action), sp_coll_tid());
 	if (sp_win_is_record(sp_col.action) && sp_col.open && sp_col.open->mk != sp_col.cur) {
@@ -168,32 +206,13 @@ void sp_win_begin_step(uint64_t t, uint32_t corr, int64_t number)
 			sp_intern_lookup(m->name), (long long)sp_col.step, sp_intern_lookup(sp_col.mk[sp_col.open->mk].name));
 		sp_col.action = SP_ACT_NONE; /* not possible while steps of phases alternate; kept as a guard */
 	}
-	if (sp_win_is_record(sp_col.action) && !sp_col.open) {
-		struct window *w = new_window();
-		if (!w) {
-			sp_warn_once("too many windows waiting for GPU records; skipping a window");
-		} else if (sp_out_start_writer() < 0) {
-			w->used = 0; /* not profiled after all, or no trace file: no window */
-		} else {
-			w->id = sp_col.next_window_id++;
-			w->mk = sp_col.cur;
-			sp_col.rt[sp_col.cur].windows++;
-			w->first_step = w->last_step = sp_col.step;
-			w->t_begin = t;
-			w->corr_hi = SP_CORR_PENDING;
-			split_at(&w->corr_lo, corr, 1);
-			push_ctl(SP_EV_WINDOW_BEGIN, t, w);
-			sp_out_write_devices(t); /* if the writer's start could not */
-			sp_out_window_context(t);
-			sp_comms_announce(t); /* each window names its communicators */
-			__atomic_store_n(&sp_col.open, w, __ATOMIC_RELEASE);
-		}
-	}
+	if (sp_win_is_record(sp_col.action) && !sp_col.open)
+		open_window(t, corr);
 	sp_win_set_collecting(sp_col.action);
 	/* done once the schedule is, and the detector trusts its regime (a later phase of the program
-	 * would get the schedule anew: docs/STEPS.md) */
+	 * would get the schedule anew: docs/STEPS.md), and no on-demand request waits for steps */
 	if (!sp_col.rt[sp_col.cur].done && sp_col.action == SP_ACT_NONE && sp_schedule_done(m->schedule, sp_col.step) &&
-	    sp_stepdet_settled(m->det))
+	    sp_stepdet_settled(m->det) && !sp_od_busy())
 		sp_ph_done();
 }
 
@@ -243,7 +262,7 @@ static void det_apply(const struct sp_det_out *o, uint64_t t, uint32_t corr, CUp
 		/* CUPTI must not be reconfigured inside an API exit callback (seen on CUDA 13: enabling
 		 * activity kinds there froze every later correlation id): the coming step's collection
 		 * is set now, at the call's entry, and only the bookkeeping waits for its exit */
-		sp_win_set_collecting(sp_schedule_action(sp_col.mk[sp_col.cur].schedule, o->step));
+		sp_win_set_collecting(sp_od_action(o->step));
 		sp_thr.after_pending = 1;
 		sp_thr.after_step = o->step;
 		sp_thr.after_mk = sp_col.cur;
@@ -292,4 +311,28 @@ void sp_win_after_exit(uint64_t t)
 	sp_win_end_step(t, 0);
 	sp_win_begin_step(t, 0, sp_thr.after_step);
 	pthread_mutex_unlock(&sp_col.lock);
+}
+
+/* A time range begins now, at t, outside any step boundary (ondemand.c; not in a callback): opens
+ * a window and collects until sp_win_close_now. The step in progress gets no STEP record (it is
+ * not whole inside the range). Under sp_col.lock. Returns 0, or -1 if no window could open. */
+int sp_win_open_now(uint64_t t)
+{
+	if (sp_col.disabled)
+		return -1;
+	if (!sp_col.open && !open_window(t, 0))
+		return -1;
+	sp_win_set_collecting(SP_ACT_RECORD);
+	return 0;
+}
+
+/* The time range ends now, at t: closes the open window (the step in progress gets no STEP
+ * record) and collects only what the schedule says. Under sp_col.lock. This function can't fail. */
+void sp_win_close_now(uint64_t t)
+{
+	if (sp_col.open)
+		close_window(t, 0);
+	if (sp_win_is_record(sp_col.action))
+		sp_col.action = SP_ACT_NONE;
+	sp_win_set_collecting(sp_od_action(sp_col.step + 1));
 }

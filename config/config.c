@@ -57,6 +57,10 @@ static const struct key keys[] = {
 	{ "limits", "cupti_buffer_bytes", K_SIZE, FIELD(cupti_buffer_bytes), 64 * KIB, 256 * MIB, "8M" },
 	{ "cupti", "library", K_STR, FIELD(cupti_library), 0, 0, "" },
 	{ "cupti", "detach_between", K_CHOICE, FIELD(detach_between), 0, 0, "auto" },
+	{ "ondemand", "trigger", K_BOOL, FIELD(ondemand_trigger), 0, 1, "true" },
+	{ "ondemand", "poll_ms", K_INT, FIELD(ondemand_poll_ms), 20, 60000, "500" },
+	{ "ondemand", "delay_ms", K_INT, FIELD(ondemand_delay_ms), 0, SP_ONDEMAND_MAX_MS, "0" },
+	{ "ondemand", "duration_ms", K_INT, FIELD(ondemand_duration_ms), 0, SP_ONDEMAND_MAX_MS, "0" },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -80,7 +84,7 @@ static const char *const *choices(const struct key *k)
 _Static_assert(NKEYS == SP_CFG_NKEYS, "SP_CFG_NKEYS in config.h must count the keys table");
 
 static const char *const sections[] = { "profile", "ranks", "schedule", "marker", "activities",
-					"limits", "cupti" };
+					"limits", "cupti", "ondemand" };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 
 /* `stacks` values by mask (SP_STACKS_*); a boolean's true means native, as before Python frames */

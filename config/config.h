@@ -36,7 +36,8 @@ enum sp_detach_policy {
 
 #define SP_CFG_PATH 1024
 #define SP_CFG_PATTERN 256
-#define SP_CFG_NKEYS 33         /* keys in the table of config.c (docs/CONFIG.md lists them) */
+#define SP_ONDEMAND_MAX_MS 604800000 /* [ondemand] delay_ms and duration_ms: at most a week */
+#define SP_CFG_NKEYS 37         /* keys in the table of config.c (docs/CONFIG.md lists them) */
 
 /* Where a key got its value: for error messages about contradictions and for `stepprof check`. */
 struct sp_cfg_origin {
@@ -77,6 +78,11 @@ struct sp_config {
 	enum sp_detach_policy detach_between; /* CUPTI between windows (after the last: always detached) */
 	/* [phase.NAME] sections (phase.h): with any, they replace [marker] and [schedule] */
 	struct sp_phases phases;
+	/* [ondemand] (docs/CONFIG.md) */
+	bool ondemand_trigger;          /* poll the output directory for `stepprof trigger` requests */
+	int ondemand_poll_ms;           /* how often (one stat() of each control file per poll) */
+	int ondemand_delay_ms;          /* time range: starts this long after CUDA initialises */
+	int ondemand_duration_ms;       /* ... and lasts this long (0 = to the end); both 0: no range */
 	/* where it came from */
 	char source[SP_CFG_PATH];       /* the INI file read, or "" for built-in defaults */
 	struct sp_cfg_origin origin[SP_CFG_NKEYS]; /* per key, in the order of docs/CONFIG.md */

@@ -150,6 +150,17 @@ struct sp_ev_step {
 #define SP_STEP_AFTER   0x01u /* the boundary is at the end of the anchor call */
 #define SP_STEP_REFUTED 0x02u /* its launches differed from the period: the detector's loop ended in it */
 
+/* What opened a window: the sub code of its WINDOW_BEGIN and WINDOW_END records (0 in files
+ * written before on-demand windows existed: the schedule). */
+enum sp_win_origin {
+	SP_WIN_SCHEDULE = 0,    /* the schedule ([schedule]) */
+	SP_WIN_TRIGGER = 1,     /* `stepprof trigger`: the next N steps, on demand */
+	SP_WIN_TIMED = 2,       /* a time range: [ondemand] delay_ms/duration_ms, or `stepprof trigger --ms` */
+};
+#define SP_WIN_ORIGIN_MASK 0x0fu
+#define SP_WIN_UNCOUNTED 0x80u  /* steps ran while stepprof was detached from CUPTI before this window,
+				 * uncounted: its step numbers continue the count from before the detach */
+
 struct sp_ev_window {
 	uint32_t id;            /* 0, 1, ... per process */
 	uint32_t capped;        /* 1 if the byte cap cut the window */
@@ -214,6 +225,8 @@ const char *sp_ev_kind_name(unsigned kind);
 const char *sp_nccl_op_name(unsigned op);
 const char *sp_mem_kind_name(unsigned kind);
 const char *sp_drop_source_name(unsigned src);
+/* "schedule", "trigger", "timed" for a WINDOW record's sub (flags ignored); "?" for another. */
+const char *sp_win_origin_name(unsigned sub);
 
 /* Facts about events (event_facts.c); these functions can't fail. */
 /* 1 for records of GPU work (kernel, memcpy, memset): these join a window by correlation id. */

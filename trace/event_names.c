@@ -46,3 +46,10 @@ const char *sp_drop_source_name(unsigned src)
 	};
 	return NAME_OF(t, src);
 }
+
+const char *sp_win_origin_name(unsigned sub)
+{
+	static const char *const names[] = { "schedule", "trigger", "timed" };
+	unsigned o = sub & SP_WIN_ORIGIN_MASK;
+	return o < sizeof names / sizeof *names ? names[o] : "?";
+}

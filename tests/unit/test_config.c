@@ -178,7 +178,7 @@ static void test_bad_file_collects_all(void **state)
 		"repeat, profiling_frequency)",
 		"12: [schedule] wait: set twice, first at line 7 (allowed: once per file)",
 		"13: expected 'key = value', '[section]' or a comment: 'this line has no equals sign'",
-		"14: [nosuch]: unknown section (allowed: profile, ranks, schedule, marker, activities, limits, cupti)",
+		"14: [nosuch]: unknown section (allowed: profile, ranks, schedule, marker, activities, limits, cupti, ondemand)",
 		"16: section header without ']': '[marker'",
 		"19: [marker] every: out of range: '0' (allowed: integer >= 1)",
 		"20: indented line continues the previous value; multi-line values are not supported (remove "
@@ -352,7 +352,7 @@ static void test_value_errors(void **state)
 	errs.count = 0;
 	assert_int_equal(sp_cfg_set(&cfg, "sched", "wait", "1", "cli", 0, &errs), 1);
 	assert_string_equal(errs.msg[0], "cli: [sched] wait: unknown section (allowed: profile, ranks, schedule, "
-			    "marker, activities, limits, cupti)");
+			    "marker, activities, limits, cupti, ondemand)");
 	/* accepted spellings, case-insensitive names, quotes */
 	static const char *const yes[] = { "true", "YES", "On", "1" }, *const no[] = { "False", "no", "OFF", "0" };
 	for (int i = 0; i < 4; i++) {

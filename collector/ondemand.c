@@ -1,0 +1,491 @@
+/* SPDX-License-Identifier: MIT */
+/* ondemand.c - on-demand windows (see ondemand.h). A thread started at injection sleeps
+ * [ondemand] poll_ms between two stat() calls (the job's request file and this process's), reads
+ * a file only when it changed, and says what it did in OUTPUT/.stepprof/HOST.PID.status. Step
+ * windows bind to the next step boundary through sp_od_action (windows.c asks it instead of the
+ * schedule); time ranges open and close windows from this thread. Never touches the program's
+ * signals; a failure warns once and leaves on-demand windows off. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "clock.h"
+#include "collector.h"
+#include "cupti_life.h"
+#include "intern.h"
+#include "internal.h"
+#include "log.h"
+#include "memory.h"
+#include "odctl.h"
+#include "ondemand.h"
+#include "writer.h"
+
+/* The change signature of a control file: read again only when it differs. */
+struct sig {
+	int exists;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtim;
+};
+
+static struct {
+	pthread_t thread;
+	int started;                  /* the thread runs (joined at exit) */
+	pthread_mutex_t mu;           /* stopping and the condition the thread sleeps on */
+	pthread_cond_t cv;
+	int stopping;
+	int files;                    /* control files are polled (the directory passed its checks) */
+	char ctl[SP_CFG_PATH + 16];   /* OUTPUT/.stepprof */
+	char name[2][128];            /* "trigger" and "trigger.HOST.PID" */
+	char status_name[128];        /* "HOST.PID.status" */
+	int ctl_fd;                   /* held open (O_PATH): `stepprof trigger PID` finds ctl in /proc/PID/fd */
+	struct sig sig[2];            /* of each request file when last read */
+	uint64_t seen[2];             /* the id last read from each */
+	char status_text[1024];       /* what the status file holds now */
+	struct sp_od_status st;       /* ... parsed (the thread fills it) */
+	/* under sp_col.lock */
+	uint64_t req;                 /* the request being served, 0 none */
+	int64_t pending;              /* its steps, until a step binds them */
+	uint64_t at;                  /* ... no step before this (CLOCK_REALTIME ns; 0 none) */
+	int64_t first, last;          /* its steps once bound, first -1 none */
+	int mk;                       /* the phase (marker index) they belong to; -1: the next to step */
+	int64_t timed_ms;             /* its milliseconds, until the window opens */
+	uint64_t timed_end;           /* the open time range ends then (trace clock), 0 to the end */
+	int timed_open;               /* a time range (request or [ondemand] range) records */
+	int range;                    /* [ondemand] range: 0 none or over, 1 waiting, 2 open */
+	int uncounted;                /* re-attached after a detach for good: steps were not counted */
+	uint32_t win;                 /* the request's window, once open */
+	int have_win;
+	int64_t win_first, win_last;  /* its steps: the request's, or a time range's at its ends */
+} OD = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .ctl_fd = -1, .first = -1, .mk = -1 };
+
+/* The marker index of phase `name` ([phase.NAME], case as in the file or not), -1 none. Under
+ * sp_col.lock. */
+static int phase_index(const char *name)
+{
+	for (int i = 0; i < sp_col.nmk; i++)
+		if (sp_col.mk[i].name && !strcasecmp(sp_intern_lookup(sp_col.mk[i].name), name))
+			return i;
+	return -1;
+}
+
+/* Rewrites the status file if its text changed. Poll thread. This function can't fail (a write
+ * that fails warns once: the request still runs, the CLI just cannot see it). */
+static void say(const char *state, const char *note)
+{
+	char text[sizeof OD.status_text];
+	snprintf(OD.st.state, sizeof OD.st.state, "%s", state);
+	snprintf(OD.st.note, sizeof OD.st.note, "%s", note);
+	if (!OD.files || sp_od_status_format(&OD.st, text, sizeof text) < 0 || !strcmp(text, OD.status_text))
+		return;
+	if (sp_od_write(OD.ctl, OD.status_name, text) < 0)
+		sp_warn_once("cannot write %s/%s: %s; `stepprof trigger` will not see this process", OD.ctl,
+			     OD.status_name, strerror(errno));
+	else
+		snprintf(OD.status_text, sizeof OD.status_text, "%s", text);
+}
+
+/* Refuses the request id with a reason (warned on stderr and said in the status file). Poll
+ * thread, without sp_col.lock. This function can't fail. */
+static void refuse(uint64_t id, const char *why)
+{
+	sp_warn("on-demand request %016llx refused: %s", (unsigned long long)id, why);
+	OD.st.request = id;
+	say("refused", why);
+}
+
+/* Reads request file i if it changed. Returns 1 with *r filled if it holds a request not seen
+ * before, else 0 (absent, unchanged, already seen, or refused: warned). act: 0 only notes its id
+ * (at start: a request older than this process is not for it). Poll thread. */
+static int poll_file(int i, struct sp_od_req *r, int act)
+{
+	char path[sizeof OD.ctl + 130], buf[SP_OD_MAX_BYTES + 1], err[300];
+	struct stat st;
+	struct sig now = { 0 };
+	snprintf(path, sizeof path, "%s/%s", OD.ctl, OD.name[i]);
+	if (stat(path, &st) == 0)
+		now = (struct sig){ 1, st.st_dev, st.st_ino, st.st_size, st.st_mtim };
+	if (!memcmp(&now, &OD.sig[i], sizeof now))
+		return 0;
+	OD.sig[i] = now;
+	if (!now.exists)
+		return 0;
+	ssize_t n = sp_od_read(path, buf, sizeof buf, err, sizeof err);
+	if (n <= 0 || sp_od_req_parse(buf, (size_t)n, r, err, sizeof err) < 0) {
+		if (n != 0 && act)
+			sp_warn("ignoring the on-demand request in %s: %s", path, err);
+		return 0;
+	}
+	if (r->id == OD.seen[i])
+		return 0;
+	OD.seen[i] = r->id;
+	return act;
+}
+
+/* Takes request r. Poll thread, without sp_col.lock. This function can't fail. */
+static void take(const struct sp_od_req *r)
+{
+	const char *why = NULL;
+	char msg[200];
+	int gone = atomic_load(&sp_hold.state) == SP_HOLD_GONE;
+	pthread_mutex_lock(&sp_col.lock);
+	if (sp_col.disabled)
+		why = "this process is not profiled (its rank is not selected, or collection failed)";
+	else if (r->phase[0] && phase_index(r->phase) < 0) {
+		snprintf(msg, sizeof msg, "no phase '%s' in this process%s", r->phase,
+			 sp_col.mk[0].name ? "" : ": it has a single phase (ask without --phase)");
+		why = msg;
+	} else if (OD.req) {
+		snprintf(msg, sizeof msg, "request %016llx is still being served", (unsigned long long)OD.req);
+		why = msg;
+	} else if (r->steps && gone && sp_col.mk[sp_col.cur].kind == SP_MARK_NVTX)
+		why = "the marker is NVTX, whose injection a new CUPTI subscription cannot re-arm after stepprof let "
+		      "go of CUPTI at the end of its schedule (use --ms, or a schedule window)";
+	if (!why) {
+		OD.req = r->id;
+		OD.pending = r->steps;
+		OD.at = r->at;
+		OD.timed_ms = r->ms;
+		OD.first = -1;
+		OD.mk = r->phase[0] ? phase_index(r->phase) : -1;
+		OD.have_win = 0;
+		sp_col.done = 0; /* the schedule may be done: the marker's callbacks are needed again */
+		for (int i = 0; i < sp_col.nmk; i++)
+			sp_col.rt[i].done = 0; /* each phase is done again at its next step (windows.c) */
+		sp_cbset_apply(); /* nothing if detached: the re-attach's armed hook applies them */
+	}
+	pthread_mutex_unlock(&sp_col.lock);
+	if (why)
+		return refuse(r->id, why);
+	sp_info("on-demand request %016llx: %lld %s", (unsigned long long)r->id,
+		(long long)(r->steps ? r->steps : r->ms), r->steps ? "steps from the next step boundary" : "ms from now");
+	OD.st.request = r->id;
+	OD.st.window = 0;
+	OD.st.first = OD.st.last = 0;
+	say("armed", r->steps ? "waiting for the next step boundary" : "opening a time range");
+}
+
+/* Something wants CUPTI and stepprof let go of it: subscribes anew. Returns 0 if attached (or
+ * about to be), -1 if that failed (said). Poll thread, without sp_col.lock. */
+static int need_cupti(void)
+{
+	int st = atomic_load(&sp_hold.state);
+	if (st == SP_HOLD_ATTACHED)
+		return 0;
+	if (st != SP_HOLD_GONE)
+		return 1; /* a detach is under way: next poll */
+	CUptiResult r = sp_cupti_life_reattach(&sp_col.sub);
+	if (r != CUPTI_SUCCESS) {
+		const char *msg = "?";
+		sp_cupti.cuptiGetResultString(r, &msg);
+		sp_warn("cannot re-attach to CUPTI for an on-demand window (%s%s)", msg,
+			r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? ": another profiler subscribed since" : "");
+		return -1;
+	}
+	sp_writer_set_pass_ns(0); /* windows close at the usual pace again */
+	pthread_mutex_lock(&sp_col.lock);
+	if (!OD.uncounted && sp_col.step >= 0)
+		sp_info("steps run while detached from CUPTI were not counted: step numbers continue from %lld",
+			(long long)sp_col.step);
+	OD.uncounted |= sp_col.step >= 0;
+	if (sp_col.cfg.device_memory || sp_col.cfg.host_malloc) {
+		/* levels are tracked from the start: allocations made while detached were not seen, so a
+		 * snapshot or a peak now would be wrong; no memory records rather than wrong ones */
+		sp_warn("device and host memory are not recorded in on-demand windows after stepprof let go of "
+			"CUPTI (allocations made meanwhile were not seen)");
+		sp_col.cfg.device_memory = sp_col.cfg.host_malloc = false;
+		sp_cbset_apply();
+	}
+	pthread_mutex_unlock(&sp_col.lock);
+	if (sp_cupti_life_enter()) { /* the activity callbacks, here rather than in the marker's callback */
+		sp_cupti_life_activity_ready();
+		sp_cupti_life_leave();
+	}
+	return 0;
+}
+
+/* Opens a time range now (ms > 0: for that long; 0: to the end). Returns 0, or -1 (no window).
+ * Poll thread, without sp_col.lock, CUPTI attached. */
+static int open_range(int64_t ms)
+{
+	uint64_t now = sp_now_ns();
+	pthread_mutex_lock(&sp_col.lock);
+	sp_col.done = 0;
+	OD.timed_open = 1;
+	OD.timed_end = ms ? now + (uint64_t)ms * 1000000u : 0;
+	int rc = sp_win_open_now(now);
+	if (rc < 0)
+		OD.timed_open = 0;
+	else if (OD.req && !OD.have_win && sp_col.open) { /* a scheduled window was open: it goes on as the range */
+		OD.win = sp_col.open->id;
+		OD.have_win = 1;
+		OD.win_first = sp_col.step;
+	}
+	pthread_mutex_unlock(&sp_col.lock);
+	sp_info("time range: %s (%lld ms)", rc < 0 ? "no window could open" : "recording", (long long)ms);
+	return rc;
+}
+
+/* Moves the request and the time range on at time now. Poll thread, without sp_col.lock. */
+static void advance(uint64_t now, uint64_t t0)
+{
+	int want;
+	pthread_mutex_lock(&sp_col.lock);
+	want = OD.pending || OD.timed_ms || (OD.range == 1 && now >= t0 + (uint64_t)sp_col.cfg.ondemand_delay_ms * 1000000u);
+	pthread_mutex_unlock(&sp_col.lock);
+	if (want && need_cupti() < 0) {
+		uint64_t id;
+		pthread_mutex_lock(&sp_col.lock);
+		id = OD.req;
+		OD.req = 0;
+		OD.pending = OD.timed_ms = 0;
+		OD.range = 0;
+		pthread_mutex_unlock(&sp_col.lock);
+		if (id)
+			refuse(id, "cannot re-attach to CUPTI (see the process's stderr)");
+		return;
+	}
+	if (want && atomic_load(&sp_hold.state) != SP_HOLD_ATTACHED)
+		return;
+	int64_t ms = 0;
+	int open = 0;
+	pthread_mutex_lock(&sp_col.lock);
+	if (OD.range == 1 && now >= t0 + (uint64_t)sp_col.cfg.ondemand_delay_ms * 1000000u && !OD.timed_open && !OD.req) {
+		OD.range = 2;
+		ms = sp_col.cfg.ondemand_duration_ms;
+		open = 1;
+	} else if (OD.timed_ms && !OD.timed_open) {
+		ms = OD.timed_ms;
+		OD.timed_ms = 0;
+		open = 2;
+	}
+	pthread_mutex_unlock(&sp_col.lock);
+	if (open && open_range(ms) < 0 && open == 2) {
+		pthread_mutex_lock(&sp_col.lock);
+		uint64_t id = OD.req;
+		OD.req = 0;
+		pthread_mutex_unlock(&sp_col.lock);
+		refuse(id, "no window could open (see the process's stderr)");
+		return;
+	}
+	pthread_mutex_lock(&sp_col.lock);
+	if (OD.timed_open && OD.timed_end && sp_now_ns() >= OD.timed_end) {
+		OD.win_last = sp_col.step;
+		sp_win_close_now(sp_now_ns());
+		OD.timed_open = 0;
+		if (OD.range == 2)
+			OD.range = 0;
+	}
+	/* the request's window: recording while its slot is used, written once the writer let it go */
+	int used = 0;
+	for (int i = 0; OD.have_win && i < SP_MAX_WINDOWS; i++)
+		used |= sp_col.win[i].used && sp_col.win[i].id == OD.win;
+	if (OD.have_win && OD.first >= 0) {
+		OD.win_first = OD.first;
+		OD.win_last = OD.last;
+	}
+	uint64_t id = OD.req;
+	int state = !id ? 0 : !OD.have_win ? 1 : used || OD.timed_open ? 2 : 3;
+	const char *note = OD.uncounted ? "steps run while stepprof was detached from CUPTI were not counted: "
+					  "the step numbers continue the count from before" : "";
+	if (state == 1 && OD.first >= 0 && sp_col.step > OD.last) {
+		/* its steps passed without a window of its own: a scheduled window held them, or none
+		 * could open (warned) */
+		state = 3;
+		OD.win = sp_col.next_window_id ? sp_col.next_window_id - 1 : 0;
+		OD.win_first = OD.first;
+		OD.win_last = OD.last;
+		note = sp_col.next_window_id ? "the steps fell inside a window the schedule had opened (this one)" :
+					       "no window could open (see the process's stderr)";
+	}
+	int64_t wf = OD.win_first, wl = OD.win_last;
+	uint32_t win = OD.win;
+	if (state == 3) {
+		OD.req = 0;
+		OD.first = -1;
+		OD.have_win = 0;
+	}
+	if (sp_col.writer_started > 0 && !OD.st.trace[0])
+		snprintf(OD.st.trace, sizeof OD.st.trace, "%s", sp_writer_path());
+	int rank = sp_col.ri.rank;
+	pthread_mutex_unlock(&sp_col.lock);
+	OD.st.rank = rank;
+	if (state == 2 && strcmp(OD.st.state, "recording"))
+		say("recording", "");
+	if (state == 3) {
+		OD.st.window = win;
+		OD.st.first = wf;
+		OD.st.last = wl;
+		say("written", note);
+	}
+	if (state == 0 && !strcmp(OD.st.state, "idle"))
+		say("idle", ""); /* a rank learned late */
+}
+
+/* Finds and checks the control directory and names the files. Returns 0, or -1 (warned). */
+static int set_up_files(void)
+{
+	char dir[SP_CFG_PATH], host[64], err[600];
+	if (sp_cfg_expand(sp_col.cfg.output, &sp_col.ri, dir, sizeof dir) < 0) {
+		sp_warn("cannot expand output directory '%s'; no on-demand windows", sp_col.cfg.output);
+		return -1;
+	}
+	if (sp_writer_make_dir(dir, sp_col.cfg.allow_foreign_dir) < 0)
+		return -1; /* warned */
+	snprintf(OD.ctl, sizeof OD.ctl, "%s/" SP_OD_DIR, dir);
+	if (sp_od_check_dir(OD.ctl, 1, err, sizeof err) < 0) {
+		sp_warn("%s; no on-demand windows (stepprof trigger) in this process", err);
+		return -1;
+	}
+	sp_od_host_name(host, sizeof host);
+	snprintf(OD.name[0], sizeof OD.name[0], SP_OD_JOB);
+	snprintf(OD.name[1], sizeof OD.name[1], SP_OD_JOB ".%s.%d", host, (int)getpid());
+	snprintf(OD.status_name, sizeof OD.status_name, "%s.%d.status", host, (int)getpid());
+	OD.ctl_fd = open(OD.ctl, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	OD.st.pid = (int)getpid();
+	OD.st.rank = sp_col.ri.rank;
+	snprintf(OD.st.host, sizeof OD.st.host, "%s", host);
+	OD.st.start = sp_od_proc_start((int)getpid());
+	OD.st.poll_ms = sp_col.cfg.ondemand_poll_ms;
+	OD.files = 1;
+	return 0;
+}
+
+/* The thread: polls, takes requests, moves windows on. All signals blocked. Until the process
+ * creates a CUDA context it only waits (a launcher that merely counts GPUs writes nothing). */
+static void *od_main(void *arg)
+{
+	struct sp_od_req r;
+	uint64_t t0 = sp_now_ns();
+	int ready = 0;
+	pthread_setname_np(pthread_self(), "stepprof-od");
+	sp_mem_self = 1;
+	pthread_mutex_lock(&OD.mu);
+	while (!OD.stopping) {
+		if (!ready && atomic_load_explicit(&sp_col.had_context, memory_order_relaxed)) {
+			ready = 1;
+			pthread_mutex_unlock(&OD.mu);
+			if (sp_col.cfg.ondemand_trigger && set_up_files() == 0) {
+				for (int i = 0; i < 2; i++)
+					poll_file(i, &r, 0); /* requests older than this process are not for it */
+				say("idle", "");
+			}
+			pthread_mutex_lock(&OD.mu);
+		}
+		struct timespec until;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		uint64_t ns = (uint64_t)sp_col.cfg.ondemand_poll_ms * 1000000u;
+		if (OD.range == 1 || OD.timed_open)
+			ns = ns > 20000000u ? 20000000u : ns; /* a range's edges: 20 ms at worst */
+		until.tv_sec += (time_t)(ns / 1000000000u);
+		until.tv_nsec += (long)(ns % 1000000000u);
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_cond_clockwait(&OD.cv, &OD.mu, CLOCK_MONOTONIC, &until);
+		if (OD.stopping)
+			break;
+		if (!ready)
+			continue;
+		pthread_mutex_unlock(&OD.mu);
+		for (int i = 0; OD.files && i < 2; i++)
+			if (poll_file(i, &r, 1))
+				take(&r);
+		advance(sp_now_ns(), t0);
+		pthread_mutex_lock(&OD.mu);
+	}
+	pthread_mutex_unlock(&OD.mu);
+	return NULL;
+}
+
+enum sp_action sp_od_action(int64_t step)
+{
+	if (OD.timed_open)
+		return SP_ACT_RECORD;
+	if (OD.pending && step > sp_col.step && (!OD.at || sp_realtime_ns() >= OD.at) &&
+	    (OD.mk < 0 || OD.mk == sp_col.cur)) {
+		OD.mk = sp_col.cur; /* steps of the phase that steps first, unless the request named one */
+		OD.first = step;
+		OD.last = step + OD.pending - 1;
+		OD.pending = 0;
+		sp_info("on-demand window: steps %lld-%lld", (long long)OD.first, (long long)OD.last);
+	}
+	enum sp_action sched = sp_schedule_action(sp_col.mk[sp_col.cur].schedule, step);
+	if (OD.first >= 0 && OD.mk == sp_col.cur && step >= OD.first && step <= OD.last && !sp_win_is_record(sched))
+		return step == OD.last ? SP_ACT_RECORD_AND_SAVE : SP_ACT_RECORD;
+	return sched; /* a scheduled window goes on as planned: the request's steps are inside it */
+}
+
+int sp_od_busy(void)
+{
+	return OD.pending || OD.timed_ms || OD.timed_open || OD.range == 1 || (OD.first >= 0 && sp_col.step < OD.last);
+}
+
+uint8_t sp_od_window_origin(uint32_t id, int64_t step)
+{
+	uint8_t o = SP_WIN_SCHEDULE;
+	if (OD.timed_open)
+		o = SP_WIN_TIMED;
+	else if (OD.first >= 0 && step >= OD.first && step <= OD.last)
+		o = SP_WIN_TRIGGER;
+	if (o != SP_WIN_SCHEDULE && OD.req && !OD.have_win) {
+		OD.win = id;
+		OD.have_win = 1;
+		OD.win_first = OD.win_last = step;
+	}
+	return (uint8_t)(o | (OD.uncounted ? SP_WIN_UNCOUNTED : 0));
+}
+
+int sp_od_start(void)
+{
+	const struct sp_config *c = &sp_col.cfg;
+	int range = c->ondemand_delay_ms > 0 || c->ondemand_duration_ms > 0;
+	if (!c->ondemand_trigger && !range)
+		return 0;
+	OD.range = range;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int err = pthread_create(&OD.thread, NULL, od_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		sp_warn("cannot start the on-demand thread: %s; no on-demand windows", strerror(err));
+		return -1;
+	}
+	OD.started = 1;
+	return 0;
+}
+
+void sp_od_stop(void)
+{
+	if (!OD.started)
+		return;
+	pthread_mutex_lock(&OD.mu);
+	OD.stopping = 1;
+	pthread_cond_signal(&OD.cv);
+	pthread_mutex_unlock(&OD.mu);
+	pthread_join(OD.thread, NULL);
+	OD.started = 0;
+	pthread_mutex_lock(&sp_col.lock);
+	uint64_t id = OD.req;
+	int bound = OD.have_win;
+	pthread_mutex_unlock(&sp_col.lock);
+	if (id)
+		say("exited", bound ? "the process exited inside the window: it ends at the exit" :
+				      "the process exited before a step boundary came");
+	else
+		say("exited", "");
+	if (OD.ctl_fd >= 0)
+		close(OD.ctl_fd);
+	OD.ctl_fd = -1;
+}
