@@ -142,7 +142,7 @@ void sp_win_end_step(uint64_t t, uint32_t corr)
 			sp_mem_peaks(t);
 		sp_writer_kick();
 	}
-	if (sp_schedule_action(&sp_col.cfg.schedule, sp_col.step + 1) == SP_ACT_NONE)
+	if (sp_schedule_action(&sp_col.cfg.schedule, sp_stepdet_sched_step(&sp_col.det, sp_col.step + 1)) == SP_ACT_NONE)
 		sp_win_set_collecting(SP_ACT_NONE);
 }
 
@@ -155,7 +155,9 @@ void sp_win_begin_step(uint64_t t, uint32_t corr, int64_t number)
 	sp_col.step_how = sp_col.det.how;
 	sp_col.step_refuted = 0;
 	sp_col.step_start = t;
-	sp_col.action = sp_schedule_action(&sp_col.cfg.schedule, sp_col.step);
+	/* the schedule counts the preferred regime's steps only (docs/STEPS.md, "Regimes") */
+	int64_t sched = sp_stepdet_sched_step(&sp_col.det, sp_col.step);
+	sp_col.action = sp_schedule_action(&sp_col.cfg.schedule, sched);
 	sp_info("step %lld begins (%s) on thread %u", (long long)sp_col.step, sp_action_name(sp_col.action), sp_coll_tid());
 	if (sp_win_is_record(sp_col.action) && !sp_col.open) {
 		struct window *w = new_window();
@@ -179,7 +181,7 @@ void sp_win_begin_step(uint64_t t, uint32_t corr, int64_t number)
 	sp_win_set_collecting(sp_col.action);
 	/* done once the schedule is, and the detector trusts its regime (a later phase of the program
 	 * would get the schedule anew: docs/STEPS.md) */
-	if (!sp_col.done && sp_col.action == SP_ACT_NONE && sp_schedule_done(&sp_col.cfg.schedule, sp_col.step) &&
+	if (!sp_col.done && sp_col.action == SP_ACT_NONE && sched >= 0 && sp_schedule_done(&sp_col.cfg.schedule, sched) &&
 	    sp_stepdet_settled(&sp_col.det)) {
 		sp_col.done = 1;
 		sp_cbset_apply();
@@ -231,7 +233,7 @@ static void det_apply(const struct sp_det_out *o, uint64_t t, uint32_t corr, CUp
 		/* CUPTI must not be reconfigured inside an API exit callback (seen on CUDA 13: enabling
 		 * activity kinds there froze every later correlation id): the coming step's collection
 		 * is set now, at the call's entry, and only the bookkeeping waits for its exit */
-		sp_win_set_collecting(sp_schedule_action(&sp_col.cfg.schedule, o->step));
+		sp_win_set_collecting(sp_schedule_action(&sp_col.cfg.schedule, sp_stepdet_sched_step(&sp_col.det, o->step)));
 		sp_thr.after_pending = 1;
 		sp_thr.after_step = o->step;
 		sp_thr.after_cb[d] = cbid;
@@ -239,6 +241,8 @@ static void det_apply(const struct sp_det_out *o, uint64_t t, uint32_t corr, CUp
 		sp_win_end_step(t, corr);
 		sp_win_begin_step(t, corr, o->step);
 	}
+	if ((o->what & (SP_DET_LOCK | SP_DET_PROVEN)) && sp_stepdet_regime_note(&sp_col.det, msg, sizeof msg))
+		sp_warn("%s", msg);
 	if (o->what & SP_DET_WANTS)
 		sp_cbset_apply();
 	if ((o->what & SP_DET_UNDECIDED) && sp_stepdet_undecided(&sp_col.det, msg, sizeof msg))
