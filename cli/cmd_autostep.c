@@ -68,6 +68,8 @@ static int usage(FILE *f, int rc)
 		   "  the truth's regime, with its kernel launches\n"
 		   "  --no-prefer: replay with every regime counted by the schedule (no preference for training: the\n"
 		   "  detector before issue 12), to see what the preference changes\n"
+		   "  --sparse N: the per-step check counts launches in one step of N and in the steps before and of\n"
+		   "  the schedule's windows only (sp_stepdet_sparse), as a collector that saves its cost would\n"
 		   "  --tokens: print every token first (index, time since the previous one, thread, kind, name)\n");
 	return rc;
 }
@@ -440,11 +442,12 @@ int sp_cmd_autostep(int argc, char **argv)
 	static const struct option opts[] = { { "json", no_argument, NULL, 'j' }, { "check", no_argument, NULL, 'c' },
 					      { "windows", no_argument, NULL, 'w' }, { "skip-first", required_argument, NULL, 's' },
 					      { "wait", required_argument, NULL, 'W' }, { "no-prefer", no_argument, NULL, 'P' },
+					      { "sparse", required_argument, NULL, 'S' },
 					      { "no-lock", no_argument, NULL, 'n' }, { "marker", required_argument, NULL, 'm' },
 					      { "tokens", no_argument, NULL, 't' },
 					      { "help", no_argument, NULL, 'h' }, { 0 } };
 	int c, json = 0, check = 0, nolock = 0, tokens = 0, wins = 0, noprefer = 0, kind = SP_MARK_AUTO;
-	long long skip = 0, wait = -1, *num;
+	long long skip = 0, wait = -1, sparse = 0, *num;
 	char *end;
 	const char *pattern = "";
 	char err[512];
@@ -457,17 +460,17 @@ int sp_cmd_autostep(int argc, char **argv)
 		if (c == 'j' || c == 'c' || c == 'n' || c == 't' || c == 'w' || c == 'P') {
 			*(c == 'j' ? &json : c == 'c' ? &check : c == 'n' ? &nolock : c == 'w' ? &wins : c == 'P' ? &noprefer
 			  : &tokens) = 1;
-		} else if (c == 's' || c == 'W') {
-			num = c == 's' ? &skip : &wait;
+		} else if (c == 's' || c == 'W' || c == 'S') {
+			num = c == 's' ? &skip : c == 'W' ? &wait : &sparse;
 			*num = strtoll(optarg, &end, 10);
 			if (*end || end == optarg || *num < 0 || *num > 1000000) {
-				fprintf(stderr, "stepprof autostep: --skip-first and --wait want a number of steps (0 to 1000000)\n");
+				fprintf(stderr, "stepprof autostep: --skip-first, --wait and --sparse want a number of steps (0 to 1000000)\n");
 				return usage(stderr, 2);
 			}
 		} else if (c == 'm' && parse_marker(optarg, &kind, &pattern) < 0) {
 			fprintf(stderr, "stepprof autostep: --marker wants KIND:PATTERN (kernel, api, nccl, nvtx)\n");
 			return usage(stderr, 2);
-		} else if (c != 'm' && c != 's' && c != 'W') {
+		} else if (c != 'm' && c != 's' && c != 'W' && c != 'S') {
 			sp_cli_bad_option("autostep", c, argc, argv);
 			return usage(stderr, 2);
 		}
@@ -484,7 +487,13 @@ int sp_cmd_autostep(int argc, char **argv)
 	if (!det || sp_stepdet_init(det, kind, pattern, 1, (char *(*)(const char *, char *, size_t *, int *))
 				    dlsym(RTLD_DEFAULT, "__cxa_demangle")) < 0)
 		sp_oom();
+	struct sp_config cfg;
+	sp_cfg_defaults(&cfg);
+	cfg.schedule.skip_first = skip;
+	if (wait >= 0)
+		cfg.schedule.wait = wait;
 	det->no_prefer = noprefer;
+	sp_stepdet_sparse(det, (uint32_t)sparse, &cfg.schedule);
 	if (tokens)
 		print_tokens(&s, stdout);
 	replay_run(&s, det, &r);
@@ -493,14 +502,8 @@ int sp_cmd_autostep(int argc, char **argv)
 	 * must get no step */
 	int ok = nolock ? (v.have_truth ? !v.loop_boundaries : !v.locked) : !v.mismatched && (!v.have_truth || v.steps_after > 0);
 	struct windows w;
-	if (wins) {
-		struct sp_config cfg;
-		sp_cfg_defaults(&cfg);
-		cfg.schedule.skip_first = skip;
-		if (wait >= 0)
-			cfg.schedule.wait = wait;
+	if (wins)
 		windows_check(&s, &r, &v, &cfg.schedule, &w);
-	}
 	if (json)
 		print_json(&s, &r, &v, wins ? &w : NULL, skip, ok && (!wins || !w.bad), stdout);
 	else

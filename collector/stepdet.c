@@ -272,6 +272,12 @@ int sp_stepdet_settled(const struct sp_stepdet *d)
 	return r && !minor(d) && r->steps >= (r->train || d->no_prefer ? SETTLE_STEPS : TRAIN_SETTLE * SETTLE_STEPS);
 }
 
+void sp_stepdet_sparse(struct sp_stepdet *d, uint32_t every, const struct sp_schedule *sched)
+{
+	d->sparse = every;
+	d->sparse_sched = sched;
+}
+
 int64_t sp_stepdet_sched_step(const struct sp_stepdet *d, int64_t step)
 {
 	if (minor(d))
@@ -429,6 +435,18 @@ static int step_differs(const struct sp_stepdet *d)
 	return d->counting && d->counted != d->how.launches;
 }
 
+/* 1 if the step that just began (d->step) is to be counted (sp_stepdet_sparse). */
+static int count_step(const struct sp_stepdet *d)
+{
+	if (d->sparse <= 1 || minor(d) || d->step % d->sparse == 0)
+		return 1;
+	if (!d->sparse_sched)
+		return 0;
+	int64_t s = sp_stepdet_sched_step(d, d->step);
+	return sp_schedule_action(d->sparse_sched, s) != SP_ACT_NONE ||
+	       sp_schedule_action(d->sparse_sched, s + 1) != SP_ACT_NONE;
+}
+
 /* An anchor occurrence while locked. */
 static void anchor_hit(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_out *out)
 {
@@ -449,10 +467,11 @@ static void anchor_hit(struct sp_stepdet *d, const struct sp_token *t, struct sp
 	boundary(d, t->ts, d->how.after ? SP_DET_AFTER : 0, out);
 	r->last_step = d->step;
 	r->steps++;
-	/* every step is counted: a sparser check (one step in 16, and after a step whose duration
-	 * stood out) let evaluation passes that end in the loop's own call pass for steps on the GPU
-	 * machine (a cuBLAS loop with 10 evaluation passes every 40 iterations) */
-	d->counting = 1;
+	/* every step is counted by default: a sparser check (one step in 16, and after a step whose
+	 * duration stood out) let evaluation passes that end in the loop's own call pass for steps on
+	 * the GPU machine (a cuBLAS loop with 10 evaluation passes every 40 iterations);
+	 * sp_stepdet_sparse trades that for cost, keeping the steps of windows counted */
+	d->counting = count_step(d);
 	d->counted = 0;
 	set_wants(d, locked_wants(d), out);
 }

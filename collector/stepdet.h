@@ -99,6 +99,8 @@ struct sp_stepdet {
 	uint32_t cur;                 /* index + 1 of the current regime in reg, 0 none */
 	uint32_t train;               /* index + 1 of the first regime with training evidence, 0 none */
 	int no_prefer;                /* replay only: every regime counts (the policy before issue 12) */
+	uint32_t sparse;              /* count launches in one step of this many (0, 1: every step) */
+	const struct sp_schedule *sparse_sched; /* ... and in the steps before and of its windows */
 	/* the per-step check */
 	int counting;                 /* launches are counted in this step (all but the locked one) */
 	uint32_t counted;
@@ -160,6 +162,14 @@ int64_t sp_stepdet_sched_step(const struct sp_stepdet *d, int64_t step);
  * training regime found after others: writes one line saying so (and why) into buf, once per
  * regime and kind of line. Returns 1, or 0 if there is nothing (new) to say. */
 int sp_stepdet_regime_note(struct sp_stepdet *d, char *buf, size_t n);
+/* The per-step check (launches counted in each step) keeps launch callbacks on while locked. With
+ * every > 1 it counts one step in `every`, plus each step whose next or own schedule step (sched,
+ * may be NULL) is not SP_ACT_NONE: between counted steps the detector wants only its anchor, so the
+ * caller can turn launch callbacks off. Trade-off (docs/STEPS.md, "The per-step check"): a phase
+ * that ends in the loop's own anchor call (evaluation passes) is only noticed at the next counted
+ * step, and its passes count as steps until then. every 0 or 1: every step (the default). Takes
+ * effect at the next boundary. This function can't fail. */
+void sp_stepdet_sparse(struct sp_stepdet *d, uint32_t every, const struct sp_schedule *sched);
 /* 1 if the current regime has run long enough for its steps to be trusted as the program's loop
  * (auto), or always for explicit markers: the caller may then stop watching when the schedule is
  * done. */
