@@ -272,7 +272,7 @@ static uint32_t find_period(struct sp_autostep *a)
 	 * setup or autotuning tokens must not hide the iteration's rare ones, and the newest tokens
 	 * hold a token of the current iteration whatever its length. One pass from the newest token
 	 * back: the running rarest token (and launch) at each window's edge is that window's. */
-	uint64_t lo = a->n - (span / 2 > SCAN_NEWEST ? SCAN_NEWEST : span / 2), rp = a->n, kp = a->n;
+	uint64_t lo = a->n - (span / 2 > SCAN_NEWEST ? SCAN_NEWEST : span / 2), rp = a->n, kp = a->n, gp = a->n;
 	uint32_t rb = UINT32_MAX, kb = UINT32_MAX;
 	int w = SCAN_WINDOWS - 1; /* the smallest window first */
 	for (uint64_t i = a->n; i-- > lo;) {
@@ -291,6 +291,8 @@ static uint32_t find_period(struct sp_autostep *a)
 			kb = c;
 			kp = i;
 		}
+		if ((t & SP_AUTOSTEP_GRAPH) && gp == a->n)
+			gp = i;
 	}
 	for (; w >= 0; w--) {
 		pos[w] = rp;
@@ -307,6 +309,14 @@ static uint32_t find_period(struct sp_autostep *a)
 		try_from(a, first, pos[x], &g);
 		if (g.d && g.run > into->run)
 			*into = g;
+	}
+	/* the newest graph launch: a graph-replay loop whose extras every N iterations (an evaluation
+	 * of the loss: JAX) hold the rarest tokens and launches would otherwise only be tried as the
+	 * N-iteration super-period, which repeats too few times to prove */
+	if (gp != a->n) {
+		try_from(a, first, gp, &g);
+		if (g.d && g.run > k.run)
+			k = g;
 	}
 	if (k.d && (!f.d || (f.d >= SUPER_COPIES * k.d && k.run * SUPER_FILL_DEN >= f.d * SUPER_FILL_NUM) ||
 		    (f.d < SUPER_COPIES * k.d && k.run > f.run)))

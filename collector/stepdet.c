@@ -476,8 +476,30 @@ static void anchor_hit(struct sp_stepdet *d, const struct sp_token *t, struct sp
 	set_wants(d, locked_wants(d), out);
 }
 
+/* 1 if thread tid has launched a kernel or graph (remembering it if `launch`). Beyond 16 such
+ * threads every thread counts as one. This function can't fail. */
+static int launcher(struct sp_stepdet *d, uint32_t tid, int launch)
+{
+	for (unsigned i = 0; i < 16; i++) {
+		if (d->launchers[i] == tid + 1)
+			return 1;
+		if (!d->launchers[i]) {
+			if (launch)
+				d->launchers[i] = tid + 1;
+			return launch;
+		}
+	}
+	return 1;
+}
+
 static void auto_feed(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_out *out)
 {
+	int launch = t->kind == SP_TOK_KERNEL || t->kind == SP_TOK_GRAPH;
+	/* a copy or a set from a thread that launches no work is not the loop's structure: JAX feeds
+	 * its batches from a pool of threads whose copies interleave differently in each iteration,
+	 * which kept its loop from repeating exactly for over 100 iterations */
+	if (!launcher(d, t->tid, launch) && t->kind == SP_TOK_API && !(t->flags & SP_TOKF_SYNC))
+		return;
 	uint32_t tok = learn_token(d, t);
 	if (!tok || !wanted(d, t))
 		return; /* not a token, or one the detector would not have been shown */

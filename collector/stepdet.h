@@ -99,6 +99,7 @@ struct sp_stepdet {
 	uint32_t cur;                 /* index + 1 of the current regime in reg, 0 none */
 	uint32_t train;               /* index + 1 of the first regime with training evidence, 0 none */
 	int no_prefer;                /* replay only: every regime counts (the policy before issue 12) */
+	uint32_t launchers[16];       /* threads that launched a kernel or graph (tid + 1; 0 free) */
 	uint32_t sparse;              /* count launches in one step of this many (0, 1: every step) */
 	const struct sp_schedule *sparse_sched; /* ... and in the steps before and of its windows */
 	/* the per-step check */
