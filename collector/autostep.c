@@ -36,6 +36,9 @@
 #define MIN_WRAP_NS 20000u /* and at least this long */
 #define LONG_RUN 32768u    /* without a clear wrap, a run this long still proves the period */
 #define GRAPH_REPEATS 8u   /* ... or this many periods that launch a CUDA graph */
+#define GRAPH_TRY 64u      /* a graph launch this many tokens after the last attempt brings the
+			    * next one forward: a graph loop's copies are few tokens, and attempts
+			    * every TRY_EVERY tokens left JAX learning 40 iterations more */
 #define NOSYNC_REPEATS 8u  /* full periods a period that only a CPU gap wraps must cover (identical
 			    * layers behind Python's per-module overhead repeat fewer times than this
 			    * in most models; the collector's per-step check refutes deeper stacks) */
@@ -399,6 +402,11 @@ void sp_autostep_credit(struct sp_autostep *a, uint64_t ns)
 	a->credit += ns;
 }
 
+uint64_t sp_autostep_graph_try(const struct sp_autostep *a)
+{
+	return a->next_try - try_gap(a->next_try) + GRAPH_TRY;
+}
+
 int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 {
 	if (a->locked || !a->tok)
@@ -415,7 +423,7 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 	a->tok[a->n & (a->cap - 1)] = tok;
 	a->ts[a->n & (a->cap - 1)] = ts - a->credit;
 	a->n++;
-	if (a->n < a->next_try)
+	if (a->n < a->next_try && !((tok & SP_AUTOSTEP_GRAPH) && a->n >= sp_autostep_graph_try(a)))
 		return 0;
 	a->next_try = a->n + try_gap(a->n);
 	uint32_t p = find_period(a);

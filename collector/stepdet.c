@@ -251,7 +251,8 @@ void sp_stepdet_free(struct sp_stepdet *d)
 
 int sp_stepdet_may_try(const struct sp_stepdet *d)
 {
-	return d->learning && d->a.n + 1 >= d->a.next_try;
+	/* the next token may be a graph launch that brings the attempt forward: timed then too */
+	return d->learning && (d->a.n + 1 >= d->a.next_try || d->a.n + 1 >= sp_autostep_graph_try(&d->a));
 }
 
 unsigned sp_stepdet_wants(const struct sp_stepdet *d)
