@@ -58,6 +58,7 @@ struct sp_det_how {
 	uint32_t relocks;      /* locks after the first */
 	uint32_t mismatches;   /* counted steps that differed */
 	uint32_t confidence;   /* copies of the period that proved the lock */
+	int train;             /* auto: the current regime has training evidence */
 };
 
 #define SP_DET_MATCH_CACHE 65536u /* name id -> marker match verdict */

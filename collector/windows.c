@@ -106,7 +106,8 @@ static void step_how(struct sp_event *ev)
 	ev->name = aut ? h->anchor & ~SP_AUTOSTEP_FLAGS
 		       : sp_intern(sp_col.cfg.marker_pattern[0] ? sp_col.cfg.marker_pattern : "?");
 	ev->u.step.how = (uint8_t)(sp_col.cfg.marker_kind + 1);
-	ev->u.step.flags = (uint8_t)((aut && h->after ? SP_STEP_AFTER : 0) | (sp_col.step_refuted ? SP_STEP_REFUTED : 0));
+	ev->u.step.flags = (uint8_t)((aut && h->after ? SP_STEP_AFTER : 0) | (sp_col.step_refuted ? SP_STEP_REFUTED : 0) |
+				     (aut && h->train ? SP_STEP_TRAIN : 0));
 	ev->u.step.regime = h->regime;
 	ev->u.step.period = h->period;
 	ev->u.step.launches = h->launches;

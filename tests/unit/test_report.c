@@ -293,6 +293,43 @@ static void test_steps_found_by(void **state)
 	free(buf);
 }
 
+/* Steps of a regime without training evidence beside a training regime's: a finding names them. */
+static void test_untrained_steps(void **state)
+{
+	char path[300];
+	snprintf(path, sizeof(path), "%s/auto2.sptrace", dir);
+	struct sp_trace_writer *w = fx_create(path);
+	const uint64_t T = FX_T;
+	uint32_t c = 1;
+	fx_put(w, fx_window(SP_EV_WINDOW_BEGIN, 0, 0, T, 0));
+	for (int n = 0; n < 6; n++) {
+		uint64_t s = T + (uint64_t)n * 10 * MS;
+		fx_put(w, fx_api(s + 100 * US, c, S_LAUNCH, 100));
+		fx_put(w, fx_gpu(SP_EV_KERNEL, s + 1 * MS, s + 3 * MS, c++, S_GEMM, 7));
+		if (n != 3) {
+			fx_put(w, fx_api(s + 200 * US, c, S_LAUNCH, 100));
+			fx_put(w, fx_gpu(SP_EV_KERNEL, s + 3 * MS, s + 4 * MS, c++, S_ELEMWISE, 7));
+		}
+		struct sp_event e = fx_step(n, s, n == 5);
+		e.name = S_SYNC_API;
+		e.u.step = (struct sp_ev_step){ .number = n, .how = 1, .flags = SP_STEP_AFTER | (n >= 3 ? SP_STEP_TRAIN : 0),
+						.regime = n >= 3 ? 2 : 1, .period = 3, .launches = 2, .every = 1, .confidence = 5 };
+		fx_put(w, e);
+	}
+	fx_put(w, fx_window(SP_EV_WINDOW_END, 0, 5, T + 60 * MS, 0));
+	assert_int_equal(sp_trace_close(w), 0);
+
+	struct sp_report_opts o = { .sort = SP_SORT_TOTAL, .top = 0, .window = -1 };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_int_equal(sp_report(path, &o, f), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "3 recorded steps belong to a regime that launched no backward or optimizer kernel, "
+				    "while regime 2 (training) did: steps 0-2 (regime 1); automatic detection took an evaluation"));
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -304,6 +341,7 @@ int main(void)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_steps_found_by),
+		cmocka_unit_test(test_untrained_steps),
 	};
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");
