@@ -23,10 +23,10 @@ import json, sys; j = json.load(sys.stdin); sys.exit(0 if j["stream"]["kinds"]["
 		fail=1
 		continue
 	fi
-	# a recorded stream: the windows the default schedule would record (and those of record.sh
+	# the windows the default schedule would record (for a recorded stream also those of record.sh
 	# check's skip_first for it, tests/gpu/corpus/programs.sh) must hold only true iterations of the
 	# truth's regime, each with its launches
-	[ "${f#"$SP_ROOT"/tests/data/corpus/}" != "$f" ] && [ ${#opt[@]} -eq 0 ] && opt=(--windows)
+	[ ${#opt[@]} -eq 0 ] && opt=(--windows)
 	if "$B/stepprof" autostep --check "${opt[@]}" "$f" >"$D/out" 2>"$D/err"; then
 		echo "ok   $(basename "$f") ${opt[*]}: $(grep '^truth: dominant' "$D/out" | cut -c1-160)"
 		[ "${opt[*]}" = --windows ] && echo "     $(grep '^windows' "$D/out" | cut -c1-200)"
@@ -36,7 +36,7 @@ import json, sys; j = json.load(sys.stdin); sys.exit(0 if j["stream"]["kinds"]["
 	fi
 	name=$(basename "$base")
 	skip=$(sed -n "s/^[[:space:]]*echo \"$name|[^|]*|[^|]*|\([0-9]*\)\".*/\1/p" "$SP_ROOT/tests/gpu/corpus/programs.sh")
-	[ "${opt[*]}" = --windows ] || continue
+	[ "${opt[*]}" = --windows ] && [ "${f#"$SP_ROOT"/tests/data/corpus/}" != "$f" ] || continue
 	if ! "$B/stepprof" autostep --check --windows --skip-first "${skip:-10}" --wait 0 "$f" >"$D/out" 2>"$D/err"; then
 		echo "FAIL $name --windows --skip-first ${skip:-10}: $(cat "$D/err")"; fail=1
 	elif ! grep -q '^windows.*: 3 recorded steps' "$D/out"; then
