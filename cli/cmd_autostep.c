@@ -24,6 +24,9 @@ struct decision {
 	struct sp_det_out out;
 	struct sp_det_how how; /* after the decision */
 	int refuted;           /* a BOUNDARY whose step the detector later found to differ */
+	int settled;           /* sp_stepdet_settled after the decision */
+	int64_t sched;         /* the schedule's step for out.step (sp_stepdet_sched_step) */
+	char *note;            /* sp_stepdet_regime_note at a LOCK or PROVEN, or NULL */
 };
 
 struct replay {
@@ -53,12 +56,20 @@ struct verdict {
 static int usage(FILE *f, int rc)
 {
 	fprintf(f, "usage: stepprof autostep FILE [--json] [--check] [--no-lock] [--marker KIND:PATTERN] [--tokens]\n"
+		   "                        [--windows] [--skip-first N] [--wait N]\n"
 		   "  replays a token stream recorded with STEPPROF_RECORD_TOKENS=FILE through the step detector and\n"
 		   "  prints each decision (lock, boundary, mismatch, unlock, re-lock) and the stream's statistics.\n"
 		   "  With a truth (STEPPROF_RECORD_TRUTH), compares the dominant regime's steps with the true iterations.\n"
 		   "  --check: exit 1 if they disagree (with --no-lock: if the detector finds steps in the loop, i.e. from the\n"
 		   "  first true iteration on, or anywhere without truth)\n"
 		   "  --marker KIND:PATTERN: replay an explicit marker (kernel, api, nccl, nvtx) instead of auto\n"
+		   "  --windows: also replay the windows the default schedule ([schedule] defaults; --skip-first N and\n"
+		   "  --wait N set skip_first and wait) would record, and with --check exit 1 unless each recorded step is one true iteration of\n"
+		   "  the truth's regime, with its kernel launches\n"
+		   "  --no-prefer: replay with every regime counted by the schedule (no preference for training: the\n"
+		   "  detector before issue 12), to see what the preference changes\n"
+		   "  --sparse N: the per-step check counts launches in one step of N and in the steps before and of\n"
+		   "  the schedule's windows only (sp_stepdet_sparse), as a collector that saves its cost would\n"
 		   "  --tokens: print every token first (index, time since the previous one, thread, kind, name)\n");
 	return rc;
 }
@@ -79,6 +90,11 @@ static void replay_run(const struct sp_tokstream *s, struct sp_stepdet *det, str
 		d->ts = s->tok[i].ts;
 		d->out = o;
 		d->how = det->how;
+		d->settled = sp_stepdet_settled(det);
+		d->sched = sp_stepdet_sched_step(det, o.step);
+		char note[600];
+		d->note = (o.what & (SP_DET_LOCK | SP_DET_PROVEN)) && sp_stepdet_regime_note(det, note, sizeof note)
+				  ? strdup(note) : NULL;
 		r->steps += (o.what & SP_DET_BOUNDARY) != 0;
 		for (size_t k = r->n - 1; (o.what & SP_DET_MISMATCH) && k-- > 0;)
 			if ((r->d[k].out.what & SP_DET_BOUNDARY) && r->d[k].out.step == o.bad_step) {
@@ -204,6 +220,91 @@ static void compare(const struct sp_tokstream *s, const struct replay *r, struct
 	free(truth);
 }
 
+/* What a schedule would record: the collector's rule (windows.c) replayed on the decisions. */
+struct windows {
+	size_t steps;          /* recorded steps */
+	size_t bad;            /* ... not one true iteration of the truth's regime */
+	size_t minor;          /* boundaries in a regime that was not the preferred one (SP_DET_MINOR) */
+	char first[400];       /* the first recorded step, and the first bad one */
+	char why[400];
+};
+
+/* Kernel and graph launches in tokens [a, b). */
+static size_t launches_in(const struct sp_tokstream *s, size_t a, size_t b)
+{
+	size_t n = 0;
+	for (size_t i = a; i < b && i < s->n; i++)
+		n += s->tok[i].kind == SP_TOK_KERNEL || s->tok[i].kind == SP_TOK_GRAPH;
+	return n;
+}
+
+/* Checks one recorded step [a, b) of regime `regime` against the truth (regime v->regime): it
+ * must hold as many launches as the true iteration it begins in (a true iteration runs from one
+ * truth token to the next, wherever in the loop the program put its marker: what an explicit
+ * marker would record; compare() has checked that consecutive steps begin in consecutive ones). */
+static void window_step(const struct sp_tokstream *s, const size_t *truth, size_t nt, const struct verdict *v,
+			struct windows *w, long long step, uint32_t regime, int refuted, size_t a, size_t b)
+{
+	long long it = iteration_at(truth, nt, a);
+	size_t got = launches_in(s, a, b), want = 0;
+	const char *bad = NULL;
+	if (it >= 0)
+		want = launches_in(s, truth[it], (size_t)it + 1 < nt ? truth[it + 1] : s->n);
+	if (refuted)
+		bad = "refuted by the detector";
+	else if (regime != v->regime)
+		bad = "another regime's";
+	else if (it < 0 || got != want)
+		bad = "not one true iteration";
+	w->steps++;
+	if (!w->first[0])
+		snprintf(w->first, sizeof w->first, "step %lld: regime %u, %zu launches, true iteration %lld holds %zu", step,
+			 regime, got, it, want);
+	if (bad && !w->bad++)
+		snprintf(w->why, sizeof w->why, "recorded step %lld is %s: regime %u (the truth's: %u), %zu launches; "
+			 "true iteration %lld holds %zu", step, bad, regime, v->regime, got, it, want);
+}
+
+/* Replays the collector's windows for schedule sch on the decisions and checks every recorded
+ * step against the truth. */
+static void windows_check(const struct sp_tokstream *s, const struct replay *r, const struct verdict *v,
+			  const struct sp_schedule *sch, struct windows *w)
+{
+	size_t *truth = NULL, nt = 0, cap = 0, open_at = 0;
+	long long step = 0;
+	uint32_t regime = 0;
+	int open = 0, record = 0, done = 0, refuted = 0;
+	memset(w, 0, sizeof *w);
+	for (size_t i = 0; i < s->n; i++)
+		if (s->tok[i].kind == SP_TOK_TRUTH) {
+			truth = sp_xgrow(truth, &cap, sizeof *truth, nt);
+			truth[nt++] = i;
+		}
+	for (size_t i = 0; i < r->n && !done; i++) {
+		const struct decision *d = &r->d[i];
+		unsigned what = d->out.what;
+		w->minor += (what & SP_DET_BOUNDARY) && (what & SP_DET_MINOR);
+		if ((what & (SP_DET_END | SP_DET_BOUNDARY)) && open && record)
+			window_step(s, truth, nt, v, w, step, regime, refuted || (what & SP_DET_MISMATCH), open_at, d->pos);
+		if (what & (SP_DET_END | SP_DET_BOUNDARY))
+			open = 0;
+		if (what & (SP_DET_LOCK | SP_DET_BOUNDARY)) {
+			open = 1;
+			open_at = d->pos;
+			step = d->out.step;
+			regime = d->out.regime;
+			refuted = d->refuted;
+			enum sp_action act = what & SP_DET_BOUNDARY ? sp_schedule_action(sch, d->sched) : SP_ACT_NONE;
+			record = act == SP_ACT_RECORD || act == SP_ACT_RECORD_AND_SAVE;
+			done = (what & SP_DET_BOUNDARY) && act == SP_ACT_NONE && d->sched >= 0 &&
+			       sp_schedule_done(sch, d->sched) && d->settled;
+		}
+	}
+	if (open && record && !done)
+		window_step(s, truth, nt, v, w, step, regime, 0, open_at, s->n);
+	free(truth);
+}
+
 static const char *anchor_name(const struct sp_det_how *h)
 {
 	const char *n = sp_intern_lookup(h->anchor & ~SP_AUTOSTEP_FLAGS);
@@ -224,11 +325,31 @@ static void print_decision(const struct decision *d, uint64_t t0, FILE *out)
 			"every %u, proven by %u copies; step %lld open\n", d->index, t, w & SP_DET_RELOCK ? "re-lock" : "lock",
 			d->out.regime, d->how.period, d->how.launches, d->how.after ? "after" : "before", anchor_name(&d->how),
 			d->how.every, d->how.confidence, (long long)d->out.step);
+	if (d->note)
+		fprintf(out, "  token %-9zu %10.6f s  stepprof: %s\n", d->index, t, d->note);
 	if (w & SP_DET_BOUNDARY)
-		fprintf(out, "  token %-9zu %10.6f s  step %lld begins%s (regime %u)\n", d->index, t, (long long)d->out.step,
-			w & SP_DET_AFTER ? " after this call" : "", d->out.regime);
+		fprintf(out, "  token %-9zu %10.6f s  step %lld begins%s (regime %u%s)\n", d->index, t, (long long)d->out.step,
+			w & SP_DET_AFTER ? " after this call" : "", d->out.regime, w & SP_DET_MINOR ? ", not counted by the schedule" : "");
 	if ((w & SP_DET_END) && !(w & SP_DET_UNLOCK))
 		fprintf(out, "  token %-9zu %10.6f s  step ends\n", d->index, t);
+}
+
+/* One line on the windows (text) or one field (json). */
+static void print_windows(const struct windows *w, long long skip, int json, FILE *out)
+{
+	if (json) {
+		fprintf(out, ",\"windows\":{\"skip_first\":%lld,\"steps\":%zu,\"bad\":%zu,\"minor_boundaries\":%zu,\"first\":",
+			skip, w->steps, w->bad, w->minor);
+		sp_tokstream_json_str(out, w->first);
+		fputs(",\"why\":", out);
+		sp_tokstream_json_str(out, w->why);
+		fputc('}', out);
+		return;
+	}
+	fprintf(out, "windows (skip_first %lld): %zu recorded step%s, %zu not one true iteration of the truth's regime%s%s; "
+		"%zu boundar%s in a regime that was not the preferred one%s%s\n", skip, w->steps, w->steps == 1 ? "" : "s", w->bad,
+		w->bad ? ": first: " : "", w->why, w->minor, w->minor == 1 ? "y" : "ies", w->first[0] ? "; first recorded " : "",
+		w->first);
 }
 
 static void print_text(const struct sp_tokstream *s, const struct replay *r, const struct verdict *v, FILE *out)
@@ -255,7 +376,8 @@ static void print_text(const struct sp_tokstream *s, const struct replay *r, con
 		v->shifts == 1 ? "" : "s");
 }
 
-static void print_json(const struct sp_tokstream *s, const struct replay *r, const struct verdict *v, int ok, FILE *out)
+static void print_json(const struct sp_tokstream *s, const struct replay *r, const struct verdict *v,
+		       const struct windows *w, long long skip, int ok, FILE *out)
 {
 	fputc('{', out);
 	sp_tokstream_stats(s, out, 1);
@@ -281,7 +403,10 @@ static void print_json(const struct sp_tokstream *s, const struct replay *r, con
 		v->have_truth, v->regime, v->steps_after, v->iters_after, v->offset, v->lock_iter, v->compared, v->matched,
 		v->mismatched, v->shifts);
 	sp_tokstream_json_str(out, v->why);
-	fprintf(out, "},\"check\":\"%s\"}\n", ok ? "ok" : "disagrees");
+	fputc('}', out);
+	if (w)
+		print_windows(w, skip, 1, out);
+	fprintf(out, ",\"check\":\"%s\"}\n", ok ? "ok" : "disagrees");
 }
 
 /* Every token, one a line: index, time since the previous one, thread, kind, flags, name. */
@@ -315,10 +440,15 @@ static int parse_marker(const char *spec, int *kind, const char **pattern)
 int sp_cmd_autostep(int argc, char **argv)
 {
 	static const struct option opts[] = { { "json", no_argument, NULL, 'j' }, { "check", no_argument, NULL, 'c' },
+					      { "windows", no_argument, NULL, 'w' }, { "skip-first", required_argument, NULL, 's' },
+					      { "wait", required_argument, NULL, 'W' }, { "no-prefer", no_argument, NULL, 'P' },
+					      { "sparse", required_argument, NULL, 'S' },
 					      { "no-lock", no_argument, NULL, 'n' }, { "marker", required_argument, NULL, 'm' },
 					      { "tokens", no_argument, NULL, 't' },
 					      { "help", no_argument, NULL, 'h' }, { 0 } };
-	int c, json = 0, check = 0, nolock = 0, tokens = 0, kind = SP_MARK_AUTO;
+	int c, json = 0, check = 0, nolock = 0, tokens = 0, wins = 0, noprefer = 0, kind = SP_MARK_AUTO;
+	long long skip = 0, wait = -1, sparse = 0, *num;
+	char *end;
 	const char *pattern = "";
 	char err[512];
 	struct sp_tokstream s;
@@ -327,12 +457,20 @@ int sp_cmd_autostep(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
 		if (c == 'h')
 			return usage(stdout, 0);
-		if (c == 'j' || c == 'c' || c == 'n' || c == 't') {
-			*(c == 'j' ? &json : c == 'c' ? &check : c == 'n' ? &nolock : &tokens) = 1;
+		if (c == 'j' || c == 'c' || c == 'n' || c == 't' || c == 'w' || c == 'P') {
+			*(c == 'j' ? &json : c == 'c' ? &check : c == 'n' ? &nolock : c == 'w' ? &wins : c == 'P' ? &noprefer
+			  : &tokens) = 1;
+		} else if (c == 's' || c == 'W' || c == 'S') {
+			num = c == 's' ? &skip : c == 'W' ? &wait : &sparse;
+			*num = strtoll(optarg, &end, 10);
+			if (*end || end == optarg || *num < 0 || *num > 1000000) {
+				fprintf(stderr, "stepprof autostep: --skip-first, --wait and --sparse want a number of steps (0 to 1000000)\n");
+				return usage(stderr, 2);
+			}
 		} else if (c == 'm' && parse_marker(optarg, &kind, &pattern) < 0) {
 			fprintf(stderr, "stepprof autostep: --marker wants KIND:PATTERN (kernel, api, nccl, nvtx)\n");
 			return usage(stderr, 2);
-		} else if (c != 'm') {
+		} else if (c != 'm' && c != 's' && c != 'W' && c != 'S') {
 			sp_cli_bad_option("autostep", c, argc, argv);
 			return usage(stderr, 2);
 		}
@@ -349,6 +487,13 @@ int sp_cmd_autostep(int argc, char **argv)
 	if (!det || sp_stepdet_init(det, kind, pattern, 1, (char *(*)(const char *, char *, size_t *, int *))
 				    dlsym(RTLD_DEFAULT, "__cxa_demangle")) < 0)
 		sp_oom();
+	struct sp_config cfg;
+	sp_cfg_defaults(&cfg);
+	cfg.schedule.skip_first = skip;
+	if (wait >= 0)
+		cfg.schedule.wait = wait;
+	det->no_prefer = noprefer;
+	sp_stepdet_sparse(det, (uint32_t)sparse, &cfg.schedule);
 	if (tokens)
 		print_tokens(&s, stdout);
 	replay_run(&s, det, &r);
@@ -356,15 +501,26 @@ int sp_cmd_autostep(int argc, char **argv)
 	/* --no-lock: the loop (from the first true iteration on; without truth, the whole stream)
 	 * must get no step */
 	int ok = nolock ? (v.have_truth ? !v.loop_boundaries : !v.locked) : !v.mismatched && (!v.have_truth || v.steps_after > 0);
+	struct windows w;
+	if (wins)
+		windows_check(&s, &r, &v, &cfg.schedule, &w);
 	if (json)
-		print_json(&s, &r, &v, ok, stdout);
+		print_json(&s, &r, &v, wins ? &w : NULL, skip, ok && (!wins || !w.bad), stdout);
 	else
 		print_text(&s, &r, &v, stdout);
+	if (wins && !json)
+		print_windows(&w, skip, 0, stdout);
 	if (check && !ok)
 		fprintf(stderr, "stepprof autostep: %s: %s\n", argv[optind],
 			nolock ? "the detector found steps in a loop that must not lock" : v.steps_after ? v.why : "no step found");
+	else if (check && wins && w.bad)
+		fprintf(stderr, "stepprof autostep: %s: the default schedule's windows (skip_first %lld): %s\n", argv[optind],
+			skip, w.why);
+	ok &= !wins || !w.bad;
 	sp_stepdet_free(det);
 	free(det);
+	for (size_t i = 0; i < r.n; i++)
+		free(r.d[i].note);
 	free(r.d);
 	sp_tokstream_free(&s);
 	return check && !ok;

@@ -330,7 +330,7 @@ static void print_wait(const struct report *rep, FILE *out)
 	fprintf(out, "%s\n", sp_xrank_verdict(rep->peers));
 }
 
-#define FINDINGS_MAX 7
+#define FINDINGS_MAX 8
 #define FINDING_LEN 640
 
 /* How the recorded steps were found (format version 2): one sentence into buf. Returns 0 if the
@@ -359,6 +359,47 @@ static int steps_found_by(const struct report *rep, char *buf, size_t len)
 		 l->how.relocks ? ", after re-locks (the program's loop changed)" : "",
 		 regimes > 1 ? "; the recorded steps span several regimes" : "",
 		 refuted ? "; the detector refuted some steps (see the findings)" : "");
+	return 1;
+}
+
+/* Automatic steps recorded in a regime without training evidence while the trace also holds
+ * steps of a training regime (SP_STEP_TRAIN): the first regime was taken for the loop before the
+ * training one appeared (an evaluation longer than the detector's deferral). One finding into f.
+ * Returns 1 if any, else 0. */
+static int untrained_steps(const struct sp_steps *s, char *f)
+{
+	size_t train = 0, other = 0;
+	uint32_t treg = 0;
+	char *p = f, *end = f + FINDING_LEN;
+	if (!s->n || s->st[s->n - 1].how.how - 1 != SP_MARK_AUTO)
+		return 0;
+	for (size_t i = 0; i < s->n; i++) {
+		int t = (s->st[i].how.flags & SP_STEP_TRAIN) != 0;
+		train += t;
+		other += !t;
+		if (t)
+			treg = s->st[i].how.regime;
+	}
+	if (!train || !other)
+		return 0;
+	p += snprintf(p, end - p, "%zu recorded step%s belong to a regime that launched no backward or optimizer kernel, "
+		      "while regime %u (training) did:", other, other == 1 ? "" : "s", treg);
+	for (size_t i = 0, ranges = 0; i < s->n && ranges < 6; i++) {
+		const struct sp_step_stat *a = &s->st[i];
+		if (a->how.flags & SP_STEP_TRAIN)
+			continue;
+		size_t j = i;
+		while (j + 1 < s->n && !(s->st[j + 1].how.flags & SP_STEP_TRAIN) && s->st[j + 1].how.regime == a->how.regime &&
+		       s->st[j + 1].number == s->st[j].number + 1)
+			j++;
+		p += snprintf(p, end > p ? end - p : 0, " step%s %lld%s%.0lld (regime %u);", j > i ? "s" : "", (long long)a->number,
+			      j > i ? "-" : "", j > i ? (long long)s->st[j].number : 0, a->how.regime);
+		ranges++;
+		i = j;
+	}
+	snprintf(p, end > p ? end - p : 0, " automatic detection took an evaluation or start-up phase for the loop before "
+		 "the training loop appeared: those are not training steps (docs/STEPS.md, \"Which regime the schedule "
+		 "counts\").");
 	return 1;
 }
 
@@ -450,6 +491,8 @@ static size_t findings(const struct report *rep, char (*f)[FINDING_LEN])
 				 (double)longest / med, sp_fmt_ns(t[1], 32, med));
 	}
 	n += differing_steps(s, f[n]);
+	if (n < FINDINGS_MAX)
+		n += untrained_steps(s, f[n]);
 	struct sp_xrank_wait w = { 0 };
 	if (rep->peers && rep->self >= 0)
 		sp_xrank_waits(rep->peers, (size_t)rep->self, &w);
@@ -555,12 +598,12 @@ static void print_json(const struct report *rep, const char *path, const struct 
 		const struct sp_step_stat *s = &rep->steps.st[i];
 		sp_out_printf(x, "%s{\"number\":%lld,\"window\":%u,\"duration_ns\":%llu,\"kernels\":%llu,\"kernel_ns\":%llu,"
 			      "\"nccl_ns\":%llu,\"copy_ns\":%llu,\"gpu_busy_ns\":%llu,\"longest_idle_ns\":%llu,"
-			      "\"regime\":%u,\"refuted\":%s}",
+			      "\"regime\":%u,\"refuted\":%s,\"training\":%s}",
 			      i ? ",\n" : "\n", (long long)s->number, s->window,
 			      (unsigned long long)(s->end > s->start ? s->end - s->start : 0), (unsigned long long)s->kernels,
 			      (unsigned long long)s->kernel_ns, (unsigned long long)s->nccl_ns, (unsigned long long)s->copy_ns,
 			      (unsigned long long)s->busy, (unsigned long long)s->idle, s->how.regime,
-			      s->how.flags & SP_STEP_REFUTED ? "true" : "false");
+			      s->how.flags & SP_STEP_REFUTED ? "true" : "false", s->how.flags & SP_STEP_TRAIN ? "true" : "false");
 	}
 	char how[600];
 	sp_out_puts(x, "],\n\"steps_found_by\":");

@@ -36,6 +36,9 @@
 #define MIN_WRAP_NS 20000u /* and at least this long */
 #define LONG_RUN 32768u    /* without a clear wrap, a run this long still proves the period */
 #define GRAPH_REPEATS 8u   /* ... or this many periods that launch a CUDA graph */
+#define GRAPH_TRY 64u      /* a graph launch this many tokens after the last attempt brings the
+			    * next one forward: a graph loop's copies are few tokens, and attempts
+			    * every TRY_EVERY tokens left JAX learning 40 iterations more */
 #define NOSYNC_REPEATS 8u  /* full periods a period that only a CPU gap wraps must cover (identical
 			    * layers behind Python's per-module overhead repeat fewer times than this
 			    * in most models; the collector's per-step check refutes deeper stacks) */
@@ -272,7 +275,7 @@ static uint32_t find_period(struct sp_autostep *a)
 	 * setup or autotuning tokens must not hide the iteration's rare ones, and the newest tokens
 	 * hold a token of the current iteration whatever its length. One pass from the newest token
 	 * back: the running rarest token (and launch) at each window's edge is that window's. */
-	uint64_t lo = a->n - (span / 2 > SCAN_NEWEST ? SCAN_NEWEST : span / 2), rp = a->n, kp = a->n;
+	uint64_t lo = a->n - (span / 2 > SCAN_NEWEST ? SCAN_NEWEST : span / 2), rp = a->n, kp = a->n, gp = a->n;
 	uint32_t rb = UINT32_MAX, kb = UINT32_MAX;
 	int w = SCAN_WINDOWS - 1; /* the smallest window first */
 	for (uint64_t i = a->n; i-- > lo;) {
@@ -291,6 +294,8 @@ static uint32_t find_period(struct sp_autostep *a)
 			kb = c;
 			kp = i;
 		}
+		if ((t & SP_AUTOSTEP_GRAPH) && gp == a->n)
+			gp = i;
 	}
 	for (; w >= 0; w--) {
 		pos[w] = rp;
@@ -307,6 +312,14 @@ static uint32_t find_period(struct sp_autostep *a)
 		try_from(a, first, pos[x], &g);
 		if (g.d && g.run > into->run)
 			*into = g;
+	}
+	/* the newest graph launch: a graph-replay loop whose extras every N iterations (an evaluation
+	 * of the loss: JAX) hold the rarest tokens and launches would otherwise only be tried as the
+	 * N-iteration super-period, which repeats too few times to prove */
+	if (gp != a->n) {
+		try_from(a, first, gp, &g);
+		if (g.d && g.run > k.run)
+			k = g;
 	}
 	if (k.d && (!f.d || (f.d >= SUPER_COPIES * k.d && k.run * SUPER_FILL_DEN >= f.d * SUPER_FILL_NUM) ||
 		    (f.d < SUPER_COPIES * k.d && k.run > f.run)))
@@ -389,6 +402,11 @@ void sp_autostep_credit(struct sp_autostep *a, uint64_t ns)
 	a->credit += ns;
 }
 
+uint64_t sp_autostep_graph_try(const struct sp_autostep *a)
+{
+	return a->next_try - try_gap(a->next_try) + GRAPH_TRY;
+}
+
 int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 {
 	if (a->locked || !a->tok)
@@ -405,7 +423,7 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 	a->tok[a->n & (a->cap - 1)] = tok;
 	a->ts[a->n & (a->cap - 1)] = ts - a->credit;
 	a->n++;
-	if (a->n < a->next_try)
+	if (a->n < a->next_try && !((tok & SP_AUTOSTEP_GRAPH) && a->n >= sp_autostep_graph_try(a)))
 		return 0;
 	a->next_try = a->n + try_gap(a->n);
 	uint32_t p = find_period(a);

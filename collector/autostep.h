@@ -69,6 +69,9 @@ void sp_autostep_refute(struct sp_autostep *a, uint32_t period);
 /* Occurrences of tok in the ring (ids folded into 65,536 slots, so an estimate), from a histogram
  * rebuilt first if recount. This function can't fail. */
 uint32_t sp_autostep_count(struct sp_autostep *a, uint32_t tok, int recount);
+/* The n from which a graph launch runs a detection attempt before next_try (GRAPH_TRY tokens
+ * after the last attempt). This function can't fail. */
+uint64_t sp_autostep_graph_try(const struct sp_autostep *a);
 /* Feeds one token. Returns 1 when this call locked the detector (result fields valid), else 0.
  * After locking it ignores further tokens. This function can't fail. */
 int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts);

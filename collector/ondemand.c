@@ -420,7 +420,9 @@ enum sp_action sp_od_action(int64_t step)
 		OD.pending = 0;
 		sp_info("on-demand window: steps %lld-%lld", (long long)OD.first, (long long)OD.last);
 	}
-	enum sp_action sched = sp_schedule_action(sp_col.mk[sp_col.cur].schedule, step);
+	const struct sp_mk *m = &sp_col.mk[sp_col.cur];
+	/* the schedule counts the preferred regime's steps only (docs/STEPS.md, "Regimes") */
+	enum sp_action sched = sp_schedule_action(m->schedule, sp_stepdet_sched_step(m->det, step));
 	if (OD.first >= 0 && OD.mk == sp_col.cur && step >= OD.first && step <= OD.last && !sp_win_is_record(sched))
 		return step == OD.last ? SP_ACT_RECORD_AND_SAVE : SP_ACT_RECORD;
 	return sched; /* a scheduled window goes on as planned: the request's steps are inside it */

@@ -24,6 +24,8 @@
 #define OVERRUN 2u               /* a counted step with this many periods' launches ... */
 #define OVERRUN_SLACK 32u        /* ... and this many more has lost its anchor (time is no
 				  * measure: a pause in one step, a checkpoint, must not unlock) */
+#define TRAIN_SETTLE 4u           /* a regime without training evidence settles after this many
+				  * times SETTLE_STEPS (a later training loop may still come) */
 #define LEARN_WANTS (SP_WANT_LAUNCH | SP_WANT_API | SP_WANT_GRAPH | SP_WANT_NVTX | SP_WANT_NCCL)
 
 static int glob_match(const char *pat, const char *s)
@@ -167,6 +169,46 @@ static void set_wants(struct sp_stepdet *d, unsigned w, struct sp_det_out *out)
 	d->wants = w;
 }
 
+/* 1 if the kernel name (interned) says backward pass or optimizer: the evidence that a regime is
+ * training. Names as PyTorch, Inductor, cuDNN, cuBLAS and llm.c spell them; case-insensitive.
+ * Cached in d->match, which automatic detection does not otherwise use. */
+static int train_kernel(struct sp_stepdet *d, uint32_t id)
+{
+	static const char *const words[] = { "backward", "bwd", "adam", "wgrad", "dgrad", "sgd", "optimizer" };
+	if (id < SP_DET_MATCH_CACHE && d->match[id])
+		return d->match[id] == 2;
+	const char *n = sp_intern_lookup(id);
+	int yes = 0;
+	for (size_t i = 0; n && !yes && i < sizeof words / sizeof *words; i++)
+		yes = strcasestr(n, words[i]) != NULL;
+	if (id < SP_DET_MATCH_CACHE)
+		d->match[id] = yes ? 2 : 1;
+	return yes;
+}
+
+/* 1 if the learner's last period (the one it locked on) launches a training kernel. */
+static int period_trains(struct sp_stepdet *d)
+{
+	const struct sp_autostep *a = &d->a;
+	uint64_t from = a->n > a->period ? a->n - a->period : 0;
+	for (uint64_t i = from; i < a->n; i++) {
+		uint32_t tok = a->tok[i & (a->cap - 1)];
+		if ((tok & SP_AUTOSTEP_KERNEL) && !(tok & SP_AUTOSTEP_GRAPH) && train_kernel(d, tok & ~SP_AUTOSTEP_FLAGS))
+			return 1;
+	}
+	return 0;
+}
+
+/* 1 if the current regime's steps do not count towards the schedule: it shows no training
+ * evidence and a regime that does is known, or it has not yet run SP_DET_DEFER_STEPS steps. */
+static int minor(const struct sp_stepdet *d)
+{
+	if (d->kind != SP_MARK_AUTO || !d->cur || d->no_prefer)
+		return 0;
+	const struct sp_det_regime *r = &d->reg[d->cur - 1];
+	return !r->train && (d->train || !r->proven);
+}
+
 static void start_learning(struct sp_stepdet *d, struct sp_det_out *out)
 {
 	d->learning = 1;
@@ -209,7 +251,8 @@ void sp_stepdet_free(struct sp_stepdet *d)
 
 int sp_stepdet_may_try(const struct sp_stepdet *d)
 {
-	return d->learning && d->a.n + 1 >= d->a.next_try;
+	/* the next token may be a graph launch that brings the attempt forward: timed then too */
+	return d->learning && (d->a.n + 1 >= d->a.next_try || d->a.n + 1 >= sp_autostep_graph_try(&d->a));
 }
 
 unsigned sp_stepdet_wants(const struct sp_stepdet *d)
@@ -224,7 +267,63 @@ uint32_t sp_stepdet_anchor_name(const struct sp_stepdet *d)
 
 int sp_stepdet_settled(const struct sp_stepdet *d)
 {
-	return d->kind != SP_MARK_AUTO || (d->cur && d->reg[d->cur - 1].steps >= SETTLE_STEPS);
+	if (d->kind != SP_MARK_AUTO)
+		return 1;
+	const struct sp_det_regime *r = d->cur ? &d->reg[d->cur - 1] : NULL;
+	return r && !minor(d) && r->steps >= (r->train || d->no_prefer ? SETTLE_STEPS : TRAIN_SETTLE * SETTLE_STEPS);
+}
+
+void sp_stepdet_sparse(struct sp_stepdet *d, uint32_t every, const struct sp_schedule *sched)
+{
+	d->sparse = every;
+	d->sparse_sched = sched;
+}
+
+int64_t sp_stepdet_sched_step(const struct sp_stepdet *d, int64_t step)
+{
+	if (minor(d))
+		return -1;
+	return d->kind == SP_MARK_AUTO && d->cur ? step - d->reg[d->cur - 1].shift : step;
+}
+
+int sp_stepdet_regime_note(struct sp_stepdet *d, char *buf, size_t n)
+{
+	if (d->kind != SP_MARK_AUTO || !d->cur || d->no_prefer)
+		return 0;
+	struct sp_det_regime *r = &d->reg[d->cur - 1];
+	unsigned k = d->cur, kind;
+	if (!r->train && d->train)
+		kind = 1;
+	else if (!r->train && !r->proven)
+		kind = 2;
+	else if (!r->train && r->run == SP_DET_DEFER_STEPS)
+		kind = 4;
+	else if (r->train && d->train == k && d->nreg > 1)
+		kind = 8;
+	else
+		return 0;
+	if (r->noted & kind)
+		return 0;
+	r->noted |= kind;
+	if (kind == 1)
+		snprintf(buf, n, "automatic steps: regime %u (%u launches a step) launches no backward or optimizer kernel, "
+			 "regime %u (%u launches) does: regime %u is taken for an evaluation or other side phase and its "
+			 "steps are not recorded (set an explicit [marker] to record them)", k, r->launches, d->train,
+			 d->reg[d->train - 1].launches, k);
+	else if (kind == 2)
+		snprintf(buf, n, "automatic steps: regime %u (%u launches a step) launches no backward or optimizer kernel: "
+			 "its steps count towards the schedule only after %u of them in a row (an evaluation pass before "
+			 "training is shorter); windows wait until then", k, r->launches, SP_DET_DEFER_STEPS);
+	else if (kind == 4)
+		snprintf(buf, n, "automatic steps: regime %u ran %u steps in a row without a backward or optimizer kernel: "
+			 "taken for the program's loop (inference, or training whose kernel names do not say so); its step "
+			 "%lld is the schedule's step %lld (the schedule's steps come %lld steps later than the "
+			 "program's); a training regime found later is preferred", k, SP_DET_DEFER_STEPS,
+			 (long long)d->step, (long long)(d->step - r->shift), (long long)r->shift);
+	else
+		snprintf(buf, n, "automatic steps: regime %u launches backward or optimizer kernels: it is the training "
+			 "loop, preferred from now on over the regimes seen before (their steps are not recorded)", k);
+	return 1;
 }
 
 /* A boundary: step d->step + 1 begins. */
@@ -233,7 +332,7 @@ static void boundary(struct sp_stepdet *d, uint64_t ts, unsigned flags, struct s
 	d->step++;
 	d->step_open = 1;
 	d->step_t0 = ts;
-	out->what |= SP_DET_BOUNDARY | flags;
+	out->what |= SP_DET_BOUNDARY | flags | (minor(d) ? SP_DET_MINOR : 0);
 	out->step = d->step;
 	out->regime = d->how.regime;
 }
@@ -271,6 +370,12 @@ static void lock(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_o
 	int relock = d->how.regime != 0 || d->nreg > 0;
 	if (r) { /* a regime seen before resumes: its iterations went on while the detector learned */
 		d->step = r->last_step + (int64_t)a->iterations;
+		/* a regime taken for the loop after its deferral is already numbered for the schedule
+		 * apart from the program's iterations: there the schedule counts the steps the detector
+		 * watched, so that a window does not fall into the gap (the cuBLAS loop's evaluation
+		 * passes every 40 iterations took two of its three steps) */
+		if (r->proven && !r->train)
+			r->shift += d->step - r->last_step;
 	} else {
 		r = &d->reg[d->nreg < SP_DET_REGIMES ? d->nreg++ : SP_DET_REGIMES - 1];
 		memset(r, 0, sizeof *r);
@@ -282,7 +387,13 @@ static void lock(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_o
 		d->step = (int64_t)a->iterations - 1; /* numbered from the regime's first periodic iteration */
 	}
 	r->last_step = d->step;
+	r->run = 0;
+	r->train |= period_trains(d);
+	if (!r->train && !r->proven)
+		r->deferred_from = d->step;
 	d->cur = (uint32_t)(r - d->reg) + 1;
+	if (r->train && !d->train)
+		d->train = d->cur;
 	d->how.regime = d->cur;
 	d->how.period = a->period;
 	d->how.launches = a->launches;
@@ -290,6 +401,7 @@ static void lock(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_o
 	d->how.after = a->after;
 	d->how.every = a->every;
 	d->how.confidence = a->copies;
+	d->how.train = r->train;
 	d->how.relocks += relock;
 	d->every = a->every;
 	d->hits = a->count;
@@ -297,7 +409,7 @@ static void lock(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_o
 	d->step_open = 1;
 	d->step_t0 = t->ts;
 	d->counting = 0; /* the locked step began before the lock: counted from the next one */
-	out->what |= SP_DET_LOCK | (relock ? SP_DET_RELOCK : 0);
+	out->what |= SP_DET_LOCK | (relock ? SP_DET_RELOCK : 0) | (minor(d) ? SP_DET_MINOR : 0);
 	out->step = d->step;
 	out->regime = d->how.regime;
 	set_wants(d, locked_wants(d), out);
@@ -331,6 +443,18 @@ static int step_differs(const struct sp_stepdet *d)
 	return d->counting && d->counted != d->how.launches;
 }
 
+/* 1 if the step that just began (d->step) is to be counted (sp_stepdet_sparse). */
+static int count_step(const struct sp_stepdet *d)
+{
+	if (d->sparse <= 1 || minor(d) || d->step % d->sparse == 0)
+		return 1;
+	if (!d->sparse_sched)
+		return 0;
+	int64_t s = sp_stepdet_sched_step(d, d->step);
+	return sp_schedule_action(d->sparse_sched, s) != SP_ACT_NONE ||
+	       sp_schedule_action(d->sparse_sched, s + 1) != SP_ACT_NONE;
+}
+
 /* An anchor occurrence while locked. */
 static void anchor_hit(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_out *out)
 {
@@ -341,19 +465,49 @@ static void anchor_hit(struct sp_stepdet *d, const struct sp_token *t, struct sp
 		refute_step(d, out);
 		return;
 	}
+	if (++r->run >= SP_DET_DEFER_STEPS && !r->train && !r->proven && !d->train) {
+		/* long enough to be the program's loop (inference, or training whose kernels do not say
+		 * so: CUDA graphs, XLA): the schedule counts its steps from the next one on */
+		r->proven = 1;
+		r->shift = d->step - r->deferred_from;
+		out->what |= SP_DET_PROVEN;
+	}
 	boundary(d, t->ts, d->how.after ? SP_DET_AFTER : 0, out);
 	r->last_step = d->step;
 	r->steps++;
-	/* every step is counted: a sparser check (one step in 16, and after a step whose duration
-	 * stood out) let evaluation passes that end in the loop's own call pass for steps on the GPU
-	 * machine (a cuBLAS loop with 10 evaluation passes every 40 iterations) */
-	d->counting = 1;
+	/* every step is counted by default: a sparser check (one step in 16, and after a step whose
+	 * duration stood out) let evaluation passes that end in the loop's own call pass for steps on
+	 * the GPU machine (a cuBLAS loop with 10 evaluation passes every 40 iterations);
+	 * sp_stepdet_sparse trades that for cost, keeping the steps of windows counted */
+	d->counting = count_step(d);
 	d->counted = 0;
 	set_wants(d, locked_wants(d), out);
 }
 
+/* 1 if thread tid has launched a kernel or graph (remembering it if `launch`). Beyond 16 such
+ * threads every thread counts as one. This function can't fail. */
+static int launcher(struct sp_stepdet *d, uint32_t tid, int launch)
+{
+	for (unsigned i = 0; i < 16; i++) {
+		if (d->launchers[i] == tid + 1)
+			return 1;
+		if (!d->launchers[i]) {
+			if (launch)
+				d->launchers[i] = tid + 1;
+			return launch;
+		}
+	}
+	return 1;
+}
+
 static void auto_feed(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_out *out)
 {
+	int launch = t->kind == SP_TOK_KERNEL || t->kind == SP_TOK_GRAPH;
+	/* a copy or a set from a thread that launches no work is not the loop's structure: JAX feeds
+	 * its batches from a pool of threads whose copies interleave differently in each iteration,
+	 * which kept its loop from repeating exactly for over 100 iterations */
+	if (!launcher(d, t->tid, launch) && t->kind == SP_TOK_API && !(t->flags & SP_TOKF_SYNC))
+		return;
 	uint32_t tok = learn_token(d, t);
 	if (!tok || !wanted(d, t))
 		return; /* not a token, or one the detector would not have been shown */

@@ -33,6 +33,11 @@
 #define SP_DET_WANTS    0x80u  /* sp_stepdet_wants changed */
 #define SP_DET_UNDECIDED 0x100u /* learning has gone on long without a lock (once per run):
 				 * say so (sp_stepdet_undecided) */
+#define SP_DET_PROVEN 0x400u   /* a deferred regime ran long enough: its steps count from here
+				* (sp_stepdet_regime_note says so) */
+#define SP_DET_MINOR 0x200u    /* BOUNDARY / LOCK: the step's regime is not the preferred one (an
+				* evaluation pass, start-up work, or one not proven yet): its steps do
+				* not count towards the schedule (docs/STEPS.md, "Regimes") */
 
 struct sp_det_out {
 	unsigned what;
@@ -53,6 +58,7 @@ struct sp_det_how {
 	uint32_t relocks;      /* locks after the first */
 	uint32_t mismatches;   /* counted steps that differed */
 	uint32_t confidence;   /* copies of the period that proved the lock */
+	int train;             /* auto: the current regime has training evidence */
 };
 
 #define SP_DET_MATCH_CACHE 65536u /* name id -> marker match verdict */
@@ -63,7 +69,16 @@ struct sp_det_regime {
 	int after;
 	int64_t last_step;     /* its last step number */
 	uint64_t steps;        /* steps it has had */
+	int train;             /* its period launches a backward or optimizer kernel (by name) */
+	int proven;            /* no training evidence, but it ran SP_DET_DEFER_STEPS steps in a row */
+	uint64_t run;          /* steps since its last lock */
+	int64_t deferred_from; /* the step it locked on while unproven */
+	int64_t shift;         /* step number - schedule step, once proven (the steps it deferred) */
+	unsigned noted;        /* sp_stepdet_regime_note lines said for it (bit per kind) */
 };
+/* A regime without training evidence defers its steps' schedule this many steps (docs/STEPS.md,
+ * "Regimes"): evaluation passes before training are shorter. */
+#define SP_DET_DEFER_STEPS 32u
 
 struct sp_stepdet {
 	int kind;                     /* enum sp_marker_kind */
@@ -83,6 +98,11 @@ struct sp_stepdet {
 	struct sp_det_regime reg[SP_DET_REGIMES];
 	uint32_t nreg;
 	uint32_t cur;                 /* index + 1 of the current regime in reg, 0 none */
+	uint32_t train;               /* index + 1 of the first regime with training evidence, 0 none */
+	int no_prefer;                /* replay only: every regime counts (the policy before issue 12) */
+	uint32_t launchers[16];       /* threads that launched a kernel or graph (tid + 1; 0 free) */
+	uint32_t sparse;              /* count launches in one step of this many (0, 1: every step) */
+	const struct sp_schedule *sparse_sched; /* ... and in the steps before and of its windows */
 	/* the per-step check */
 	int counting;                 /* launches are counted in this step (all but the locked one) */
 	uint32_t counted;
@@ -136,6 +156,22 @@ struct sp_schedule;
  * before automatic detection can have locked, writes a warning (1) or a note for loops without a
  * host synchronisation (2) into buf, naming a skip_first that avoids it. Returns 0 if neither. */
 int sp_stepdet_schedule_warning(const struct sp_schedule *s, char *buf, size_t n);
+/* The schedule's step number for detector step `step` of the current regime: -1 (no action)
+ * while the regime is not the preferred one (SP_DET_MINOR), else step minus the steps it
+ * deferred. Explicit markers: step. This function can't fail. */
+int64_t sp_stepdet_sched_step(const struct sp_stepdet *d, int64_t step);
+/* When the current regime is deferred or not the preferred one, or was just proven, or is the
+ * training regime found after others: writes one line saying so (and why) into buf, once per
+ * regime and kind of line. Returns 1, or 0 if there is nothing (new) to say. */
+int sp_stepdet_regime_note(struct sp_stepdet *d, char *buf, size_t n);
+/* The per-step check (launches counted in each step) keeps launch callbacks on while locked. With
+ * every > 1 it counts one step in `every`, plus each step whose next or own schedule step (sched,
+ * may be NULL) is not SP_ACT_NONE: between counted steps the detector wants only its anchor, so the
+ * caller can turn launch callbacks off. Trade-off (docs/STEPS.md, "The per-step check"): a phase
+ * that ends in the loop's own anchor call (evaluation passes) is only noticed at the next counted
+ * step, and its passes count as steps until then. every 0 or 1: every step (the default). Takes
+ * effect at the next boundary. This function can't fail. */
+void sp_stepdet_sparse(struct sp_stepdet *d, uint32_t every, const struct sp_schedule *sched);
 /* 1 if the current regime has run long enough for its steps to be trusted as the program's loop
  * (auto), or always for explicit markers: the caller may then stop watching when the schedule is
  * done. */

@@ -156,7 +156,8 @@ static void step_how(struct sp_event *ev)
 	int aut = m->kind == SP_MARK_AUTO;
 	ev->name = aut ? h->anchor & ~SP_AUTOSTEP_FLAGS : sp_intern(m->pattern[0] ? m->pattern : "?");
 	ev->u.step.how = (uint8_t)(m->kind + 1);
-	ev->u.step.flags = (uint8_t)((aut && h->after ? SP_STEP_AFTER : 0) | (sp_col.step_refuted ? SP_STEP_REFUTED : 0));
+	ev->u.step.flags = (uint8_t)((aut && h->after ? SP_STEP_AFTER : 0) | (sp_col.step_refuted ? SP_STEP_REFUTED : 0) |
+				     (aut && h->train ? SP_STEP_TRAIN : 0));
 	ev->u.step.regime = h->regime;
 	ev->u.step.period = h->period;
 	ev->u.step.launches = h->launches;
@@ -198,6 +199,9 @@ void sp_win_begin_step(uint64_t t, uint32_t corr, int64_t number)
 	sp_col.step_how = m->det->how;
 	sp_col.step_refuted = 0;
 	sp_col.step_start = t;
+	/* the schedule counts the preferred regime's steps only (docs/STEPS.md, "Regimes"); an on-demand
+	 * request may record steps the schedule does not */
+	int64_t sched = sp_stepdet_sched_step(m->det, sp_col.step);
 	sp_col.action = sp_od_action(sp_col.step);
 	sp_info("%s%s%sstep %lld begins (%s) on thread %u", m->name ? "phase " : "", m->name ? sp_intern_lookup(m->name) : "",
 		m->name ? ": " : "", (long long)sp_col.step, sp_action_name(sp_col.action), sp_coll_tid());
@@ -211,8 +215,8 @@ void sp_win_begin_step(uint64_t t, uint32_t corr, int64_t number)
 	sp_win_set_collecting(sp_col.action);
 	/* done once the schedule is, and the detector trusts its regime (a later phase of the program
 	 * would get the schedule anew: docs/STEPS.md), and no on-demand request waits for steps */
-	if (!sp_col.rt[sp_col.cur].done && sp_col.action == SP_ACT_NONE && sp_schedule_done(m->schedule, sp_col.step) &&
-	    sp_stepdet_settled(m->det) && !sp_od_busy())
+	if (!sp_col.rt[sp_col.cur].done && sp_col.action == SP_ACT_NONE && sched >= 0 &&
+	    sp_schedule_done(m->schedule, sched) && sp_stepdet_settled(m->det) && !sp_od_busy())
 		sp_ph_done();
 }
 
@@ -271,6 +275,8 @@ static void det_apply(const struct sp_det_out *o, uint64_t t, uint32_t corr, CUp
 		sp_win_end_step(t, corr);
 		sp_win_begin_step(t, corr, o->step);
 	}
+	if ((o->what & (SP_DET_LOCK | SP_DET_PROVEN)) && sp_stepdet_regime_note(sp_col.mk[sp_col.cur].det, msg, sizeof msg))
+		sp_warn("%s", msg);
 	if (o->what & SP_DET_WANTS)
 		sp_cbset_apply();
 	if ((o->what & SP_DET_UNDECIDED) && sp_stepdet_undecided(sp_col.mk[sp_col.cur].det, msg, sizeof msg))

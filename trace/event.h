@@ -149,6 +149,8 @@ struct sp_ev_step {
 };
 #define SP_STEP_AFTER   0x01u /* the boundary is at the end of the anchor call */
 #define SP_STEP_REFUTED 0x02u /* its launches differed from the period: the detector's loop ended in it */
+#define SP_STEP_TRAIN   0x04u /* auto: its regime launches backward or optimizer kernels (training);
+			       * without it, a regime taken for the loop after SP_DET_DEFER_STEPS steps */
 
 /* What opened a window: the sub code of its WINDOW_BEGIN and WINDOW_END records (0 in files
  * written before on-demand windows existed: the schedule). */

@@ -23,11 +23,28 @@ import json, sys; j = json.load(sys.stdin); sys.exit(0 if j["stream"]["kinds"]["
 		fail=1
 		continue
 	fi
+	# the windows the default schedule would record (for a recorded stream also those of record.sh
+	# check's skip_first for it, tests/gpu/corpus/programs.sh) must hold only true iterations of the
+	# truth's regime, each with its launches
+	[ ${#opt[@]} -eq 0 ] && opt=(--windows)
 	if "$B/stepprof" autostep --check "${opt[@]}" "$f" >"$D/out" 2>"$D/err"; then
 		echo "ok   $(basename "$f") ${opt[*]}: $(grep '^truth: dominant' "$D/out" | cut -c1-160)"
+		[ "${opt[*]}" = --windows ] && echo "     $(grep '^windows' "$D/out" | cut -c1-200)"
 	else
 		echo "FAIL $(basename "$f") ${opt[*]}: $(cat "$D/err")"
 		fail=1
+	fi
+	name=$(basename "$base")
+	skip=$(sed -n "s/^[[:space:]]*echo \"$name|[^|]*|[^|]*|\([0-9]*\)\".*/\1/p" "$SP_ROOT/tests/gpu/corpus/programs.sh")
+	[ "${opt[*]}" = --windows ] && [ "${f#"$SP_ROOT"/tests/data/corpus/}" != "$f" ] || continue
+	if ! "$B/stepprof" autostep --check --windows --skip-first "${skip:-10}" --wait 0 "$f" >"$D/out" 2>"$D/err"; then
+		echo "FAIL $name --windows --skip-first ${skip:-10}: $(cat "$D/err")"; fail=1
+	elif ! grep -q '^windows.*: 3 recorded steps' "$D/out"; then
+		# compare_steps.py wants the marker run's three steps, in number as well
+		echo "FAIL $name --skip-first ${skip:-10}: record.sh check's schedule does not record its 3 steps:" \
+			"$(grep '^windows' "$D/out" | cut -c1-160)"; fail=1
+	else
+		echo "ok   $name --windows --skip-first ${skip:-10}"
 	fi
 done
 [ "$n" -ge 8 ] || { echo "FAIL only $n streams"; fail=1; }
@@ -37,6 +54,31 @@ if "$B/stepprof" autostep --check --no-lock "$D/cublas.sptokens" >/dev/null 2>&1
 else
 	echo "ok   --no-lock refuses a stream that locks"
 fi
+# the windows check fails where the default schedule records an evaluation regime: the three real
+# programs with evaluation passes, replayed without the preference for the training regime (the
+# detector before issue 12; the GPU machine showed it recording their evaluation steps 11-13)
+for p in nanogpt_eval nanogpt_compile llmc; do
+	f=$SP_ROOT/tests/data/corpus/$p.tokens
+	if "$B/stepprof" autostep --check --windows --no-prefer "$f" >"$D/out" 2>"$D/err"; then
+		echo "FAIL $p: the windows check passed an evaluation regime's window"; fail=1
+	elif grep -q "another regime's" "$D/err"; then
+		echo "ok   $p --no-prefer: $(cut -c1-150 "$D/err" | sed 's/^.*windows/windows/')"
+	else
+		echo "FAIL $p --no-prefer: $(cat "$D/err")"; fail=1
+	fi
+done
+# the sparse per-step check (sp_stepdet_sparse: one step in 16 plus the steps before and of the
+# windows): step numbers may drift across evaluation passes (docs/STEPS.md), but the windows the
+# default schedule records must still hold only true iterations of the truth's regime
+for f in "$SP_ROOT"/tests/data/corpus/*.tokens; do
+	grep -qsiE '^[[:space:]]*expect[[:space:]]*=[[:space:]]*no-?lock' "${f%.*}.txt" && continue
+	if "$B/stepprof" autostep --json --windows --sparse 16 "$f" | /usr/bin/python3 -c '
+import json, sys; w = json.load(sys.stdin)["windows"]; sys.exit(0 if w["bad"] == 0 else 1)'; then
+		echo "ok   $(basename "$f") --sparse 16: windows hold true iterations"
+	else
+		echo "FAIL $(basename "$f") --sparse 16: $("$B/stepprof" autostep --windows --sparse 16 "$f" | grep '^windows')"; fail=1
+	fi
+done
 # ... and an explicit marker that is not the iteration (every micro-batch's copy) disagrees with the truth
 if "$B/stepprof" autostep --check --marker api:cudaMemcpyAsync "$D/grad_accum.sptokens" >/dev/null 2>&1; then
 	echo "FAIL a marker on micro-batches passed"; fail=1

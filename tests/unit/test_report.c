@@ -256,13 +256,14 @@ static void test_errors(void **state)
 	assert_int_equal(res.seen, 0);
 }
 
-/* A trace of automatic steps (format version 2): steps 0-5, each one gemm and one elementwise
- * kernel but step 3 (an evaluation pass: one gemm), which the detector refuted. The report says
- * how the steps were found and names the step that differs. */
-static void test_steps_found_by(void **state)
+/* Writes a trace of automatic steps (format version 2) to dir/NAME: steps 0-5, each one gemm and
+ * one elementwise kernel but step 3 (an evaluation pass: one gemm). untrained: steps 0-2 are
+ * regime 1 without training evidence, 3-5 regime 2 with it; else step 3 is refuted. Returns the
+ * report's text (free it). */
+static char *auto_trace_report(const char *name, int untrained)
 {
 	char path[300];
-	snprintf(path, sizeof(path), "%s/auto.sptrace", dir);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	struct sp_trace_writer *w = fx_create(path);
 	const uint64_t T = FX_T;
 	uint32_t c = 1;
@@ -276,9 +277,11 @@ static void test_steps_found_by(void **state)
 			fx_put(w, fx_gpu(SP_EV_KERNEL, s + 3 * MS, s + 4 * MS, c++, S_ELEMWISE, 7));
 		}
 		struct sp_event e = fx_step(n, s, n == 5);
+		unsigned flags = untrained ? (n >= 3 ? SP_STEP_TRAIN : 0) : (n == 3 ? SP_STEP_REFUTED : 0);
 		e.name = S_SYNC_API;
-		e.u.step = (struct sp_ev_step){ .number = n, .how = 1, .flags = SP_STEP_AFTER | (n == 3 ? SP_STEP_REFUTED : 0),
-						.regime = 1, .period = 3, .launches = 2, .every = 1, .confidence = 5 };
+		e.u.step = (struct sp_ev_step){ .number = n, .how = 1, .flags = (uint8_t)(SP_STEP_AFTER | flags),
+						.regime = untrained && n >= 3 ? 2 : 1, .period = 3, .launches = 2, .every = 1,
+						.confidence = 5 };
 		fx_put(w, e);
 	}
 	fx_put(w, fx_window(SP_EV_WINDOW_END, 0, 5, T + 60 * MS, 0));
@@ -290,10 +293,26 @@ static void test_steps_found_by(void **state)
 	FILE *f = open_memstream(&buf, &len);
 	assert_int_equal(sp_report(path, &o, f, NULL), 0);
 	fclose(f);
+	return buf;
+}
+
+/* The report says how the steps were found and names the step that differs. */
+static void test_steps_found_by(void **state)
+{
+	char *buf = auto_trace_report("auto.sptrace", 0);
 	assert_non_null(strstr(buf, "Steps found automatically: boundary after 'cudaStreamSynchronize' (every 1), a period "
 				    "of 3 calls with 2 launches, proven by 5 copies; regime 1; the detector refuted"));
 	assert_non_null(strstr(buf, "1 of 6 recorded steps differ from the others (median 2 kernels): step 3 (1 kernels, "
 				    "refuted by the detector); automatic detection may have locked on another phase"));
+	free(buf);
+}
+
+/* Steps of a regime without training evidence beside a training regime's: a finding names them. */
+static void test_untrained_steps(void **state)
+{
+	char *buf = auto_trace_report("auto2.sptrace", 1);
+	assert_non_null(strstr(buf, "3 recorded steps belong to a regime that launched no backward or optimizer kernel, "
+				    "while regime 2 (training) did: steps 0-2 (regime 1); automatic detection took an evaluation"));
 	free(buf);
 }
 
@@ -308,6 +327,7 @@ int main(void)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_steps_found_by),
+		cmocka_unit_test(test_untrained_steps),
 	};
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");

@@ -119,6 +119,13 @@ static void auto_lock_watch_and_check(void **state)
 		assert_false(w & (SP_DET_MISMATCH | SP_DET_UNLOCK));
 		assert_int_equal(step, prev + 1);
 	}
+	/* no backward or optimizer kernel: the schedule counted its steps only after 32 of them, from
+	 * the one after its lock on, and it settles late (a training loop may still come) */
+	assert_false(sp_stepdet_settled(&det));
+	assert_int_equal(sp_stepdet_sched_step(&det, step), step - det.reg[0].shift);
+	assert_int_equal(det.reg[0].shift, SP_DET_DEFER_STEPS - 1);
+	for (int i = 0; i < 200; i++)
+		iteration("a", 30, &step, 200000);
 	assert_true(sp_stepdet_settled(&det));
 	/* every step stays counted: its launches are the check */
 	assert_int_equal(sp_stepdet_wants(&det), SP_WANT_ANCHOR | SP_WANT_LAUNCH | SP_WANT_GRAPH);
@@ -163,6 +170,58 @@ static void phase_change_and_relock(void **state)
 	sp_stepdet_free(&det);
 }
 
+/* Records the decisions of `n` iterations: MINOR boundaries and boundaries the schedule counts. */
+static void phase(const char *prefix, int k, int n, int64_t *step, unsigned *all, int *minor, int *counted)
+{
+	for (int i = 0; i < n; i++) {
+		unsigned w = iteration(prefix, k, step, prefix[0] == 'e' ? 50000 : 200000);
+		*all |= w;
+		if (w & SP_DET_BOUNDARY) {
+			*minor += (w & SP_DET_MINOR) != 0;
+			*counted += sp_stepdet_sched_step(&det, *step) >= 0;
+			assert_int_equal(!(w & SP_DET_MINOR), sp_stepdet_sched_step(&det, *step) >= 0);
+		}
+	}
+}
+
+/* An evaluation regime before training and again every N steps: its steps never count towards the
+ * schedule; the training regime's (backward kernels in its period) always do, numbered as they are. */
+static void eval_first_prefers_training(void **state)
+{
+	int64_t step = -1;
+	unsigned all = 0;
+	int minor = 0, counted = 0;
+	char note[700];
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	phase("eval", 15, 20, &step, &all, &minor, &counted);
+	assert_true(all & SP_DET_LOCK);
+	assert_true(minor > 5 && counted == 0); /* deferred: not proven, no training seen */
+	assert_int_equal(sp_stepdet_regime_note(&det, note, sizeof note), 1);
+	assert_non_null(strstr(note, "no backward or optimizer kernel"));
+	all = 0, minor = 0, counted = 0;
+	phase("layer_backward", 40, 40, &step, &all, &minor, &counted);
+	assert_true(all & SP_DET_RELOCK);
+	assert_true(counted > 25 && minor == 0);
+	assert_int_equal(sp_stepdet_sched_step(&det, step), step); /* training: no shift */
+	int64_t train_reg = det.how.regime;
+	all = 0, minor = 0, counted = 0;
+	phase("eval", 15, 40, &step, &all, &minor, &counted); /* longer than the deferral: still minor */
+	assert_true(minor > 20 && counted == 0);
+	assert_false(all & SP_DET_PROVEN);
+	assert_false(sp_stepdet_settled(&det));
+	assert_int_equal(sp_stepdet_regime_note(&det, note, sizeof note), 1);
+	assert_non_null(strstr(note, "not recorded"));
+	all = 0, minor = 0, counted = 0;
+	phase("layer_backward", 40, 20, &step, &all, &minor, &counted);
+	assert_int_equal(det.how.regime, train_reg);
+	assert_true(counted > 5 && minor == 0);
+	/* the replay's switch turns the preference off: every regime counts */
+	det.no_prefer = 1;
+	phase("eval", 15, 20, &step, &all, &minor, &counted);
+	assert_int_equal(minor, 0);
+	sp_stepdet_free(&det);
+}
+
 static void undecided_names_a_marker(void **state)
 {
 	struct sp_det_out o;
@@ -192,6 +251,7 @@ int main(void)
 		cmocka_unit_test(nvtx_marker),
 		cmocka_unit_test(auto_lock_watch_and_check),
 		cmocka_unit_test(phase_change_and_relock),
+		cmocka_unit_test(eval_first_prefers_training),
 		cmocka_unit_test(undecided_names_a_marker),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

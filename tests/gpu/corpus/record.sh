@@ -7,7 +7,10 @@
 #   MODE=check: runs every program twice, with the default configuration (auto) and with its
 #     truth as an explicit marker, both recording steps SKIP+1..SKIP+3 (programs.sh; skip_first SKIP,
 #     wait 0, warmup 1, active 3), and
-#     compares the kernels per recorded step: PASS when auto's steps hold the same kernel counts.
+#     compares the kernels per recorded step: PASS when auto's steps hold the same kernel counts, or
+#     (a program that autotunes by timing picks other kernels in another process) when the auto
+#     run's own token stream, replayed with its truth, shows every recorded step to be one true
+#     iteration of the training regime with its launches (`stepprof autostep --check --windows`).
 # ONLY=REGEX picks programs. Needs python3 with torch (and jax for jax_train), nvcc.
 set -u
 B=$(cd "${1:?usage: record.sh BUILD_DIR record|check}" && pwd); MODE=${2:-record}
@@ -40,10 +43,15 @@ corpus_programs | while IFS='|' read -r name truth cmd skip; do
 			o=$d/$how; mkdir -p "$o"
 			{ printf '[profile]\noutput = %s\n[schedule]\nskip_first = %s\nwait = 0\nwarmup = 1\nactive = 3\n' "$o" "${skip:-10}"
 			  [ $how = marker ] && printf '[marker]\nkind = %s\npattern = %s\n' "$kind" "$pat"; } >"$o/prof.ini"
-			STEPPROF_CONFIG=$o/prof.ini LD_PRELOAD=$B/libstepprof.so timeout 300 $cmd >"$o/log" 2>&1
+			# the auto run also records its tokens and truth: the replay of the same process's
+			# stream checks its windows when kernel counts differ between processes
+			rec=(); [ $how = auto ] && rec=(STEPPROF_RECORD_TOKENS=$o/auto.tokens STEPPROF_RECORD_TRUTH=$truth)
+			env "${rec[@]}" STEPPROF_CONFIG=$o/prof.ini LD_PRELOAD=$B/libstepprof.so timeout 300 $cmd >"$o/log" 2>&1
 			"$B/stepprof" report --json $o/*.sptrace >"$o/report.json" 2>>"$o/log"
 		done
-		python3 "$HERE/compare_steps.py" "$name" "$d/auto/report.json" "$d/marker/report.json"
+		"$B/stepprof" autostep --check --windows --skip-first "${skip:-10}" --wait 0 "$d/auto/auto.tokens" \
+			>"$d/auto/replay.txt" 2>&1; echo "exit $?" >>"$d/auto/replay.txt"
+		python3 "$HERE/compare_steps.py" "$name" "$d/auto/report.json" "$d/marker/report.json" "$d/auto/replay.txt"
 	fi
 done
 if [ "$MODE" = record ]; then
