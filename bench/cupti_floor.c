@@ -35,8 +35,7 @@ static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_r
 }
 
 /* runs on a CUPTI thread. Drops the records. This function can't fail. */
-static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buf, size_t size,
-				      size_t valid)
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buf, size_t size, size_t valid)
 {
 	(void)ctx, (void)stream_id, (void)size;
 	__atomic_add_fetch(&floor_g.buffers, 1, __ATOMIC_RELAXED);
@@ -48,8 +47,8 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
 static void report_at_exit(void)
 {
 	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-	fprintf(stderr, "cupti_floor: %llu buffers, %llu record bytes dropped\n",
-		(unsigned long long)floor_g.buffers, (unsigned long long)floor_g.bytes);
+	fprintf(stderr, "cupti_floor: %llu buffers, %llu record bytes dropped\n", (unsigned long long)floor_g.buffers,
+		(unsigned long long)floor_g.bytes);
 }
 
 /* Does nothing: what CUPTI's dispatch costs by itself. */
@@ -70,12 +69,16 @@ static uint64_t CUPTIAPI monotonic_ns(void)
 static CUptiResult enable_launch_callbacks(CUpti_SubscriberHandle sub)
 {
 	static const CUpti_CallbackId rt[] = {
-		CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-		CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+		CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+		CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+		CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+		CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
 	};
 	static const CUpti_CallbackId drv[] = {
-		CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-		CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+		CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+		CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+		CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+		CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
 	};
 	CUptiResult r = CUPTI_SUCCESS;
 	for (size_t i = 0; i < sizeof rt / sizeof *rt && r == CUPTI_SUCCESS; i++)

@@ -48,7 +48,8 @@ static void tracked_free(void *p)
 static void tracked_alloc(void *p, size_t n)
 {
 	if (mode && n >= MIN_BYTES)
-		sp_mem_alloc(SP_MEM_HOST, -1, (uint64_t)(uintptr_t)p, n, 0, mode == 2 ? sp_fast_ns() : sp_coarse_ns(), mode == 2);
+		sp_mem_alloc(SP_MEM_HOST, -1, (uint64_t)(uintptr_t)p, n, 0, mode == 2 ? sp_fast_ns() : sp_coarse_ns(),
+			     mode == 2);
 }
 
 #define MIX_FREEING(p) tracked_free(p)

@@ -46,22 +46,34 @@ int main(int argc, char **argv)
 	sp_ring_configure(1u << 20);
 	if (sp_writer_start(path, &m, 0) < 0)
 		return 1;
-	uint32_t kname = sp_intern("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctorOnSelf_add<float>, "
-				   "std::array<char*, 2ul> >(int, at::native::CUDAFunctorOnSelf_add<float>, std::array<char*, 2ul>)");
+	uint32_t kname = sp_intern(
+		"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctorOnSelf_add<float>, "
+		"std::array<char*, 2ul> >(int, at::native::CUDAFunctorOnSelf_add<float>, std::array<char*, 2ul>)");
 	uint32_t aname = sp_intern("cudaLaunchKernel");
 	struct sp_event w = { .kind = SP_EV_WINDOW_BEGIN, .device = SP_NO_DEVICE };
 	push(&w);
 	uint64_t t = 1000000000ull, g = t + 500000;
 	for (int i = 0; i < n; i++) {
 		t += (uint64_t)(6600 + jitter(300));
-		struct sp_event a = { .kind = SP_EV_API, .device = SP_NO_DEVICE, .tid = 4242, .start = t,
-				      .end = t + (uint64_t)(2500 + jitter(400)), .corr = 1000 + 2 * (uint32_t)i, .name = aname };
+		struct sp_event a = { .kind = SP_EV_API,
+				      .device = SP_NO_DEVICE,
+				      .tid = 4242,
+				      .start = t,
+				      .end = t + (uint64_t)(2500 + jitter(400)),
+				      .corr = 1000 + 2 * (uint32_t)i,
+				      .name = aname };
 		a.u.api.cbid = 211;
 		push(&a);
 		g = (g > t + 4000 ? g : t + 4000) + (uint64_t)jitter(100);
 		uint64_t d = (uint64_t)(1400 + jitter(60));
-		struct sp_event k = { .kind = SP_EV_KERNEL, .device = 0, .start = g, .end = g + d, .corr = a.corr,
-				      .name = kname, .stream = 7, .context = 1 };
+		struct sp_event k = { .kind = SP_EV_KERNEL,
+				      .device = 0,
+				      .start = g,
+				      .end = g + d,
+				      .corr = a.corr,
+				      .name = kname,
+				      .stream = 7,
+				      .context = 1 };
 		k.u.kernel.grid[0] = k.u.kernel.grid[1] = k.u.kernel.grid[2] = 1;
 		k.u.kernel.block[0] = 128, k.u.kernel.block[1] = k.u.kernel.block[2] = 1;
 		k.u.kernel.regs = 16;

@@ -57,8 +57,8 @@ static char *xasprintf_row(const char *file, uint32_t line, const char *func, in
 
 /* The rows of b, merged by text and sorted by time (descending); *n their count, *total the sum.
  * Exits if memory runs out. */
-static struct row *rows_of(const struct sp_bylines *b, const struct sp_trace_reader *r, struct sp_sym *sym,
-			   size_t *n, uint64_t *total)
+static struct row *rows_of(const struct sp_bylines *b, const struct sp_trace_reader *r, struct sp_sym *sym, size_t *n,
+			   uint64_t *total)
 {
 	struct row *l = NULL;
 	size_t k = 0;
@@ -127,7 +127,8 @@ void sp_bylines_add_window(struct sp_bylines *b, const struct sp_window *w)
 		const struct sp_event *e = &w->ev[i];
 		if (e->kind != SP_EV_KERNEL)
 			continue;
-		struct pair key = { e->corr, 0 }, *hit = e->corr && np ? bsearch(&key, p, np, sizeof(*p), by_corr) : NULL;
+		struct pair key = { e->corr, 0 },
+			    *hit = e->corr && np ? bsearch(&key, p, np, sizeof(*p), by_corr) : NULL;
 		uint64_t ns = e->end > e->start ? e->end - e->start : 0;
 		if (!hit) {
 			b->orphan.ns += ns;
@@ -199,7 +200,8 @@ void sp_bylines_json(const struct sp_bylines *b, const struct sp_trace_reader *r
 	for (size_t i = 0; i < n; i++) {
 		sp_out_puts(x, i ? ",\n{\"file\":" : "\n{\"file\":");
 		l[i].file ? sp_out_json_str(x, l[i].file) : sp_out_puts(x, "null");
-		l[i].file ? sp_out_printf(x, ",\"line\":%u,\"function\":", l[i].line) : sp_out_puts(x, ",\"line\":null,\"function\":");
+		l[i].file ? sp_out_printf(x, ",\"line\":%u,\"function\":", l[i].line)
+			  : sp_out_puts(x, ",\"line\":null,\"function\":");
 		l[i].func ? sp_out_json_str(x, l[i].func) : sp_out_puts(x, "null");
 		sp_out_printf(x, ",\"user\":%s,\"what\":\"%s\",\"total_ns\":%" PRIu64 ",\"kernels\":%" PRIu64 "}",
 			      l[i].what == ROW_USER ? "true" : "false", row_what[l[i].what], l[i].ns, l[i].kernels);

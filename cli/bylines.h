@@ -16,7 +16,9 @@
 /* Kernel time and count per launch stack id (0: the launch record has no stack), and of kernels
  * whose launch record is not in their window. Zero-initialise. */
 struct sp_bylines {
-	struct { uint64_t ns, kernels; } *s, orphan;
+	struct {
+		uint64_t ns, kernels;
+	} *s, orphan;
 	size_t cap;
 };
 

@@ -22,9 +22,8 @@ void sp_cli_bad_option(const char *cmd, int c, int argc, char **argv)
 
 	/* A long option is the whole argument optind has just passed (optopt is 0 when unknown);
 	 * a short one is the letter optopt, maybe inside a cluster (-xy) optind has not passed yet. */
-	if (optopt && (strncmp(arg, "--", 2) ||
-		       (optind < argc && argv[optind][0] == '-' && argv[optind][1] != '-' &&
-			strchr(argv[optind], optopt))))
+	if (optopt && (strncmp(arg, "--", 2) || (optind < argc && argv[optind][0] == '-' && argv[optind][1] != '-' &&
+						 strchr(argv[optind], optopt))))
 		arg = letter;
 	if (c == ':')
 		fprintf(stderr, "stepprof %s: option '%s' wants a value\n", cmd, arg);
@@ -38,9 +37,10 @@ int sp_cli_operands(const char *cmd, int argc, char **argv, int min, int max)
 		const char *x = argv[optind + max];
 		size_t n = strlen(x);
 		if (max == 1 && n > 8 && !strcmp(x + n - 8, ".sptrace")) /* a glob matched several traces */
-			fprintf(stderr, "stepprof %s: one trace at a time, got %d (%s, %s%s); for several ranks of one "
-					"run: stepprof steps, stepprof convert --merge-ranks\n", cmd, argc - optind,
-				argv[optind], x, argc - optind > 2 ? ", ..." : "");
+			fprintf(stderr,
+				"stepprof %s: one trace at a time, got %d (%s, %s%s); for several ranks of one "
+				"run: stepprof steps, stepprof convert --merge-ranks\n",
+				cmd, argc - optind, argv[optind], x, argc - optind > 2 ? ", ..." : "");
 		else
 			fprintf(stderr, "stepprof %s: unexpected argument '%s'\n", cmd, x);
 		return -1;
@@ -121,8 +121,10 @@ int sp_cli_one_run(const char *cmd, char *const *paths, size_t n)
 			t[i].group = (int)i, ngroups++;
 	}
 	if (ngroups > 1) {
-		fprintf(stderr, "stepprof %s: these traces come from %zu different runs; give the traces of one "
-				"run (one folder, stepprof-traces/RUN/):\n", cmd, ngroups);
+		fprintf(stderr,
+			"stepprof %s: these traces come from %zu different runs; give the traces of one "
+			"run (one folder, stepprof-traces/RUN/):\n",
+			cmd, ngroups);
 		for (size_t g = 0; g < n; g++) {
 			if (t[g].group != (int)g)
 				continue;
@@ -137,8 +139,9 @@ int sp_cli_one_run(const char *cmd, char *const *paths, size_t n)
 	for (size_t i = 0; i < n && !rc; i++)
 		for (size_t j = 0; j < i && !rc; j++)
 			if (t[i].group >= 0 && t[i].group == t[j].group && t[i].rank >= 0 && t[i].rank == t[j].rank) {
-				fprintf(stderr, "stepprof %s: %s and %s are both rank %d of run %s (a restarted "
-						"worker, or two runs without a run id?); give one trace per rank\n",
+				fprintf(stderr,
+					"stepprof %s: %s and %s are both rank %d of run %s (a restarted "
+					"worker, or two runs without a run id?); give one trace per rank\n",
 					cmd, t[j].path, t[i].path, t[i].rank, t[i].run[0] ? t[i].run : "(none)");
 				rc = 1;
 			}

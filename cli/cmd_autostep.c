@@ -55,22 +55,26 @@ struct verdict {
 
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof autostep FILE [--json] [--check] [--no-lock] [--marker KIND:PATTERN] [--tokens]\n"
-		   "                        [--windows] [--skip-first N] [--wait N]\n"
-		   "  replays a token stream recorded with STEPPROF_RECORD_TOKENS=FILE through the step detector and\n"
-		   "  prints each decision (lock, boundary, mismatch, unlock, re-lock) and the stream's statistics.\n"
-		   "  With a truth (STEPPROF_RECORD_TRUTH), compares the dominant regime's steps with the true iterations.\n"
-		   "  --check: exit 1 if they disagree (with --no-lock: if the detector finds steps in the loop, i.e. from the\n"
-		   "  first true iteration on, or anywhere without truth)\n"
-		   "  --marker KIND:PATTERN: replay an explicit marker (kernel, api, nccl, nvtx) instead of auto\n"
-		   "  --windows: also replay the windows the default schedule ([schedule] defaults; --skip-first N and\n"
-		   "  --wait N set skip_first and wait) would record, and with --check exit 1 unless each recorded step is one true iteration of\n"
-		   "  the truth's regime, with its kernel launches\n"
-		   "  --no-prefer: replay with every regime counted by the schedule (no preference for training: the\n"
-		   "  detector before issue 12), to see what the preference changes\n"
-		   "  --sparse N: the per-step check counts launches in one step of N and in the steps before and of\n"
-		   "  the schedule's windows only (sp_stepdet_sparse), as a collector that saves its cost would\n"
-		   "  --tokens: print every token first (index, time since the previous one, thread, kind, name)\n");
+	fprintf(f,
+		"usage: stepprof autostep FILE [--json] [--check] [--no-lock] [--marker KIND:PATTERN] [--tokens]\n"
+		"                        [--windows] [--skip-first N] [--wait N]\n"
+		"  replays a token stream recorded with STEPPROF_RECORD_TOKENS=FILE through the step detector and\n"
+		"  prints each decision (lock, boundary, mismatch, unlock, re-lock) and the stream's statistics.\n"
+		"  With a truth (STEPPROF_RECORD_TRUTH), compares the dominant regime's steps with the true "
+		"iterations.\n"
+		"  --check: exit 1 if they disagree (with --no-lock: if the detector finds steps in the loop, i.e. "
+		"from the\n"
+		"  first true iteration on, or anywhere without truth)\n"
+		"  --marker KIND:PATTERN: replay an explicit marker (kernel, api, nccl, nvtx) instead of auto\n"
+		"  --windows: also replay the windows the default schedule ([schedule] defaults; --skip-first N and\n"
+		"  --wait N set skip_first and wait) would record, and with --check exit 1 unless each recorded step "
+		"is one true iteration of\n"
+		"  the truth's regime, with its kernel launches\n"
+		"  --no-prefer: replay with every regime counted by the schedule (no preference for training: the\n"
+		"  detector before issue 12), to see what the preference changes\n"
+		"  --sparse N: the per-step check counts launches in one step of N and in the steps before and of\n"
+		"  the schedule's windows only (sp_stepdet_sparse), as a collector that saves its cost would\n"
+		"  --tokens: print every token first (index, time since the previous one, thread, kind, name)\n");
 	return rc;
 }
 
@@ -94,7 +98,8 @@ static void replay_run(const struct sp_tokstream *s, struct sp_stepdet *det, str
 		d->sched = sp_stepdet_sched_step(det, o.step);
 		char note[600];
 		d->note = (o.what & (SP_DET_LOCK | SP_DET_PROVEN)) && sp_stepdet_regime_note(det, note, sizeof note)
-				  ? strdup(note) : NULL;
+				  ? strdup(note)
+				  : NULL;
 		r->steps += (o.what & SP_DET_BOUNDARY) != 0;
 		for (size_t k = r->n - 1; (o.what & SP_DET_MISMATCH) && k-- > 0;)
 			if ((r->d[k].out.what & SP_DET_BOUNDARY) && r->d[k].out.step == o.bad_step) {
@@ -196,15 +201,16 @@ static void compare(const struct sp_tokstream *s, const struct replay *r, struct
 			have_offset = 1;
 			relocked = 0;
 		} else if (d->out.step - it != v->offset) {
-			disagree(v, "step %lld begins in true iteration %lld (offset %lld before)", (long long)d->out.step, it, v->offset);
+			disagree(v, "step %lld begins in true iteration %lld (offset %lld before)",
+				 (long long)d->out.step, it, v->offset);
 		}
 		if (have_prev && d->out.step == prev_step + 1) {
 			v->compared++;
 			if (it == prev_iter + 1)
 				v->matched++;
 			else
-				disagree(v, "step %lld begins in true iteration %lld, its predecessor in %lld", (long long)d->out.step, it,
-					 prev_iter);
+				disagree(v, "step %lld begins in true iteration %lld, its predecessor in %lld",
+					 (long long)d->out.step, it, prev_iter);
 		}
 		have_prev = 1;
 		prev_step = d->out.step;
@@ -258,11 +264,13 @@ static void window_step(const struct sp_tokstream *s, const size_t *truth, size_
 		bad = "not one true iteration";
 	w->steps++;
 	if (!w->first[0])
-		snprintf(w->first, sizeof w->first, "step %lld: regime %u, %zu launches, true iteration %lld holds %zu", step,
-			 regime, got, it, want);
+		snprintf(w->first, sizeof w->first, "step %lld: regime %u, %zu launches, true iteration %lld holds %zu",
+			 step, regime, got, it, want);
 	if (bad && !w->bad++)
-		snprintf(w->why, sizeof w->why, "recorded step %lld is %s: regime %u (the truth's: %u), %zu launches; "
-			 "true iteration %lld holds %zu", step, bad, regime, v->regime, got, it, want);
+		snprintf(w->why, sizeof w->why,
+			 "recorded step %lld is %s: regime %u (the truth's: %u), %zu launches; "
+			 "true iteration %lld holds %zu",
+			 step, bad, regime, v->regime, got, it, want);
 }
 
 /* Replays the collector's windows for schedule sch on the decisions and checks every recorded
@@ -285,7 +293,8 @@ static void windows_check(const struct sp_tokstream *s, const struct replay *r, 
 		unsigned what = d->out.what;
 		w->minor += (what & SP_DET_BOUNDARY) && (what & SP_DET_MINOR);
 		if ((what & (SP_DET_END | SP_DET_BOUNDARY)) && open && record)
-			window_step(s, truth, nt, v, w, step, regime, refuted || (what & SP_DET_MISMATCH), open_at, d->pos);
+			window_step(s, truth, nt, v, w, step, regime, refuted || (what & SP_DET_MISMATCH), open_at,
+				    d->pos);
 		if (what & (SP_DET_END | SP_DET_BOUNDARY))
 			open = 0;
 		if (what & (SP_DET_LOCK | SP_DET_BOUNDARY)) {
@@ -316,20 +325,23 @@ static void print_decision(const struct decision *d, uint64_t t0, FILE *out)
 	double t = (double)(d->ts - t0) / 1e9;
 	unsigned w = d->out.what;
 	if (w & SP_DET_MISMATCH)
-		fprintf(out, "  token %-9zu %10.6f s  step %lld differed from the period (not %u launches)\n", d->index, t,
-			(long long)d->out.bad_step, d->how.launches);
+		fprintf(out, "  token %-9zu %10.6f s  step %lld differed from the period (not %u launches)\n", d->index,
+			t, (long long)d->out.bad_step, d->how.launches);
 	if (w & SP_DET_UNLOCK)
 		fprintf(out, "  token %-9zu %10.6f s  unlock: the regime ended, learning again\n", d->index, t);
 	if (w & SP_DET_LOCK)
-		fprintf(out, "  token %-9zu %10.6f s  %s regime %u: period %u tokens (%u launches), boundary %s '%s' "
-			"every %u, proven by %u copies; step %lld open\n", d->index, t, w & SP_DET_RELOCK ? "re-lock" : "lock",
-			d->out.regime, d->how.period, d->how.launches, d->how.after ? "after" : "before", anchor_name(&d->how),
-			d->how.every, d->how.confidence, (long long)d->out.step);
+		fprintf(out,
+			"  token %-9zu %10.6f s  %s regime %u: period %u tokens (%u launches), boundary %s '%s' "
+			"every %u, proven by %u copies; step %lld open\n",
+			d->index, t, w & SP_DET_RELOCK ? "re-lock" : "lock", d->out.regime, d->how.period,
+			d->how.launches, d->how.after ? "after" : "before", anchor_name(&d->how), d->how.every,
+			d->how.confidence, (long long)d->out.step);
 	if (d->note)
 		fprintf(out, "  token %-9zu %10.6f s  stepprof: %s\n", d->index, t, d->note);
 	if (w & SP_DET_BOUNDARY)
-		fprintf(out, "  token %-9zu %10.6f s  step %lld begins%s (regime %u%s)\n", d->index, t, (long long)d->out.step,
-			w & SP_DET_AFTER ? " after this call" : "", d->out.regime, w & SP_DET_MINOR ? ", not counted by the schedule" : "");
+		fprintf(out, "  token %-9zu %10.6f s  step %lld begins%s (regime %u%s)\n", d->index, t,
+			(long long)d->out.step, w & SP_DET_AFTER ? " after this call" : "", d->out.regime,
+			w & SP_DET_MINOR ? ", not counted by the schedule" : "");
 	if ((w & SP_DET_END) && !(w & SP_DET_UNLOCK))
 		fprintf(out, "  token %-9zu %10.6f s  step ends\n", d->index, t);
 }
@@ -338,7 +350,9 @@ static void print_decision(const struct decision *d, uint64_t t0, FILE *out)
 static void print_windows(const struct windows *w, long long skip, int json, FILE *out)
 {
 	if (json) {
-		fprintf(out, ",\"windows\":{\"skip_first\":%lld,\"steps\":%zu,\"bad\":%zu,\"minor_boundaries\":%zu,\"first\":",
+		fprintf(out,
+			",\"windows\":{\"skip_first\":%lld,\"steps\":%zu,\"bad\":%zu,\"minor_boundaries\":%zu,"
+			"\"first\":",
 			skip, w->steps, w->bad, w->minor);
 		sp_tokstream_json_str(out, w->first);
 		fputs(",\"why\":", out);
@@ -346,10 +360,11 @@ static void print_windows(const struct windows *w, long long skip, int json, FIL
 		fputc('}', out);
 		return;
 	}
-	fprintf(out, "windows (skip_first %lld): %zu recorded step%s, %zu not one true iteration of the truth's regime%s%s; "
-		"%zu boundar%s in a regime that was not the preferred one%s%s\n", skip, w->steps, w->steps == 1 ? "" : "s", w->bad,
-		w->bad ? ": first: " : "", w->why, w->minor, w->minor == 1 ? "y" : "ies", w->first[0] ? "; first recorded " : "",
-		w->first);
+	fprintf(out,
+		"windows (skip_first %lld): %zu recorded step%s, %zu not one true iteration of the truth's regime%s%s; "
+		"%zu boundar%s in a regime that was not the preferred one%s%s\n",
+		skip, w->steps, w->steps == 1 ? "" : "s", w->bad, w->bad ? ": first: " : "", w->why, w->minor,
+		w->minor == 1 ? "y" : "ies", w->first[0] ? "; first recorded " : "", w->first);
 }
 
 static void print_text(const struct sp_tokstream *s, const struct replay *r, const struct verdict *v, FILE *out)
@@ -363,17 +378,21 @@ static void print_text(const struct sp_tokstream *s, const struct replay *r, con
 		fprintf(out, "stepprof: %s\n", r->undecided);
 	if (r->at_end[0])
 		fprintf(out, "at the end: %s\n", r->at_end);
-	fprintf(out, "summary: %llu steps, %u re-lock%s, %u counted step%s that differed\n", (unsigned long long)r->steps,
-		r->how.relocks, r->how.relocks == 1 ? "" : "s", r->how.mismatches, r->how.mismatches == 1 ? "" : "s");
+	fprintf(out, "summary: %llu steps, %u re-lock%s, %u counted step%s that differed\n",
+		(unsigned long long)r->steps, r->how.relocks, r->how.relocks == 1 ? "" : "s", r->how.mismatches,
+		r->how.mismatches == 1 ? "" : "s");
 	if (!v->have_truth) {
 		fprintf(out, "truth: none in the stream: nothing to compare\n");
 		return;
 	}
-	fprintf(out, "truth: dominant regime %u: %lld steps from its first boundary, %lld true iterations; step number "
-		"- true iteration = %lld; locked during true iteration %lld; %zu consecutive steps compared: %zu match, "
-		"%zu disagreement%s%s%s; %zu refuted by the detector; numbering shifted at %zu re-lock%s\n", v->regime, v->steps_after, v->iters_after, v->offset, v->lock_iter, v->compared,
-		v->matched, v->mismatched, v->mismatched == 1 ? "" : "s", v->why[0] ? ": first: " : "", v->why, v->refuted, v->shifts,
-		v->shifts == 1 ? "" : "s");
+	fprintf(out,
+		"truth: dominant regime %u: %lld steps from its first boundary, %lld true iterations; step number "
+		"- true iteration = %lld; locked during true iteration %lld; %zu consecutive steps compared: %zu "
+		"match, "
+		"%zu disagreement%s%s%s; %zu refuted by the detector; numbering shifted at %zu re-lock%s\n",
+		v->regime, v->steps_after, v->iters_after, v->offset, v->lock_iter, v->compared, v->matched,
+		v->mismatched, v->mismatched == 1 ? "" : "s", v->why[0] ? ": first: " : "", v->why, v->refuted,
+		v->shifts, v->shifts == 1 ? "" : "s");
 }
 
 static void print_json(const struct sp_tokstream *s, const struct replay *r, const struct verdict *v,
@@ -384,24 +403,27 @@ static void print_json(const struct sp_tokstream *s, const struct replay *r, con
 	fprintf(out, ",\"marker\":\"%s\",\"decisions\":[", sp_marker_kind_name(r->how.marker_kind));
 	for (size_t i = 0; i < r->n; i++) {
 		const struct decision *d = &r->d[i];
-		fprintf(out, "%s{\"token\":%zu,\"t_ns\":%llu,\"what\":%u,\"lock\":%d,\"relock\":%d,\"unlock\":%d,"
+		fprintf(out,
+			"%s{\"token\":%zu,\"t_ns\":%llu,\"what\":%u,\"lock\":%d,\"relock\":%d,\"unlock\":%d,"
 			"\"boundary\":%d,\"after\":%d,\"mismatch\":%d,\"step\":%lld,\"regime\":%u,\"period\":%u,"
-			"\"launches\":%u,\"every\":%u,\"anchor\":", i ? "," : "", d->index,
-			(unsigned long long)(d->ts - s->tok[0].ts), d->out.what, !!(d->out.what & SP_DET_LOCK),
-			!!(d->out.what & SP_DET_RELOCK), !!(d->out.what & SP_DET_UNLOCK), !!(d->out.what & SP_DET_BOUNDARY),
-			!!(d->out.what & SP_DET_AFTER), !!(d->out.what & SP_DET_MISMATCH),
+			"\"launches\":%u,\"every\":%u,\"anchor\":",
+			i ? "," : "", d->index, (unsigned long long)(d->ts - s->tok[0].ts), d->out.what,
+			!!(d->out.what & SP_DET_LOCK), !!(d->out.what & SP_DET_RELOCK), !!(d->out.what & SP_DET_UNLOCK),
+			!!(d->out.what & SP_DET_BOUNDARY), !!(d->out.what & SP_DET_AFTER),
+			!!(d->out.what & SP_DET_MISMATCH),
 			(long long)(d->out.what & SP_DET_MISMATCH ? d->out.bad_step : d->out.step), d->out.regime,
 			d->how.period, d->how.launches, d->how.every);
 		sp_tokstream_json_str(out, anchor_name(&d->how));
 		fputc('}', out);
 	}
-	fprintf(out, "],\"steps\":%llu,\"relocks\":%u,\"mismatches\":%u,\"undecided\":",
-		(unsigned long long)r->steps, r->how.relocks, r->how.mismatches);
+	fprintf(out, "],\"steps\":%llu,\"relocks\":%u,\"mismatches\":%u,\"undecided\":", (unsigned long long)r->steps,
+		r->how.relocks, r->how.mismatches);
 	sp_tokstream_json_str(out, r->undecided[0] ? r->undecided : r->at_end);
-	fprintf(out, ",\"truth\":{\"present\":%d,\"regime\":%u,\"steps\":%lld,\"iterations\":%lld,\"offset\":%lld,"
+	fprintf(out,
+		",\"truth\":{\"present\":%d,\"regime\":%u,\"steps\":%lld,\"iterations\":%lld,\"offset\":%lld,"
 		"\"lock_iteration\":%lld,\"compared\":%zu,\"matched\":%zu,\"mismatched\":%zu,\"shifts\":%zu,\"first\":",
-		v->have_truth, v->regime, v->steps_after, v->iters_after, v->offset, v->lock_iter, v->compared, v->matched,
-		v->mismatched, v->shifts);
+		v->have_truth, v->regime, v->steps_after, v->iters_after, v->offset, v->lock_iter, v->compared,
+		v->matched, v->mismatched, v->shifts);
 	sp_tokstream_json_str(out, v->why);
 	fputc('}', out);
 	if (w)
@@ -416,16 +438,22 @@ static void print_tokens(const struct sp_tokstream *s, FILE *out)
 		const struct sp_token *t = &s->tok[i];
 		const char *n = t->name ? sp_intern_lookup(t->name) : "";
 		fprintf(out, "%zu +%lluus tid=%u %s%s%s %.160s\n", i,
-			(unsigned long long)(i ? (t->ts - s->tok[i - 1].ts) / 1000 : 0), t->tid, sp_tok_kind_name(t->kind),
-			t->flags & SP_TOKF_SYNC ? " sync" : "", t->flags & SP_TOKF_DRIVER ? " driver" : "", n ? n : "?");
+			(unsigned long long)(i ? (t->ts - s->tok[i - 1].ts) / 1000 : 0), t->tid,
+			sp_tok_kind_name(t->kind), t->flags & SP_TOKF_SYNC ? " sync" : "",
+			t->flags & SP_TOKF_DRIVER ? " driver" : "", n ? n : "?");
 	}
 }
 
 /* --marker KIND:PATTERN into kind and pattern. Returns 0 or -1. */
 static int parse_marker(const char *spec, int *kind, const char **pattern)
 {
-	static const struct { const char *name; int kind; } kinds[] = {
-		{ "kernel", SP_MARK_KERNEL }, { "api", SP_MARK_API }, { "nccl", SP_MARK_NCCL }, { "nvtx", SP_MARK_NVTX } };
+	static const struct {
+		const char *name;
+		int kind;
+	} kinds[] = { { "kernel", SP_MARK_KERNEL },
+		      { "api", SP_MARK_API },
+		      { "nccl", SP_MARK_NCCL },
+		      { "nvtx", SP_MARK_NVTX } };
 	const char *c = strchr(spec, ':');
 	for (size_t i = 0; c && c[1] && i < sizeof kinds / sizeof *kinds; i++)
 		if ((size_t)(c - spec) == strlen(kinds[i].name) && !strncmp(spec, kinds[i].name, (size_t)(c - spec))) {
@@ -439,13 +467,14 @@ static int parse_marker(const char *spec, int *kind, const char **pattern)
 /* Exit status: 0 printed (and, with --check, agrees); 1 unreadable file, or --check disagrees; 2 usage. */
 int sp_cmd_autostep(int argc, char **argv)
 {
-	static const struct option opts[] = { { "json", no_argument, NULL, 'j' }, { "check", no_argument, NULL, 'c' },
-					      { "windows", no_argument, NULL, 'w' }, { "skip-first", required_argument, NULL, 's' },
-					      { "wait", required_argument, NULL, 'W' }, { "no-prefer", no_argument, NULL, 'P' },
-					      { "sparse", required_argument, NULL, 'S' },
-					      { "no-lock", no_argument, NULL, 'n' }, { "marker", required_argument, NULL, 'm' },
-					      { "tokens", no_argument, NULL, 't' },
-					      { "help", no_argument, NULL, 'h' }, { 0 } };
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },         { "check", no_argument, NULL, 'c' },
+		{ "windows", no_argument, NULL, 'w' },      { "skip-first", required_argument, NULL, 's' },
+		{ "wait", required_argument, NULL, 'W' },   { "no-prefer", no_argument, NULL, 'P' },
+		{ "sparse", required_argument, NULL, 'S' }, { "no-lock", no_argument, NULL, 'n' },
+		{ "marker", required_argument, NULL, 'm' }, { "tokens", no_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },         { 0 }
+	};
 	int c, json = 0, check = 0, nolock = 0, tokens = 0, wins = 0, noprefer = 0, kind = SP_MARK_AUTO;
 	long long skip = 0, wait = -1, sparse = 0, *num;
 	char *end;
@@ -458,13 +487,18 @@ int sp_cmd_autostep(int argc, char **argv)
 		if (c == 'h')
 			return usage(stdout, 0);
 		if (c == 'j' || c == 'c' || c == 'n' || c == 't' || c == 'w' || c == 'P') {
-			*(c == 'j' ? &json : c == 'c' ? &check : c == 'n' ? &nolock : c == 'w' ? &wins : c == 'P' ? &noprefer
-			  : &tokens) = 1;
+			*(c == 'j'   ? &json
+			  : c == 'c' ? &check
+			  : c == 'n' ? &nolock
+			  : c == 'w' ? &wins
+			  : c == 'P' ? &noprefer
+				     : &tokens) = 1;
 		} else if (c == 's' || c == 'W' || c == 'S') {
 			num = c == 's' ? &skip : c == 'W' ? &wait : &sparse;
 			*num = strtoll(optarg, &end, 10);
 			if (*end || end == optarg || *num < 0 || *num > 1000000) {
-				fprintf(stderr, "stepprof autostep: --skip-first, --wait and --sparse want a number of steps (0 to 1000000)\n");
+				fprintf(stderr, "stepprof autostep: --skip-first, --wait and --sparse want a number of "
+						"steps (0 to 1000000)\n");
 				return usage(stderr, 2);
 			}
 		} else if (c == 'm' && parse_marker(optarg, &kind, &pattern) < 0) {
@@ -484,8 +518,9 @@ int sp_cmd_autostep(int argc, char **argv)
 	struct sp_stepdet *det = calloc(1, sizeof *det);
 	struct replay r = { 0 };
 	struct verdict v;
-	if (!det || sp_stepdet_init(det, kind, pattern, 1, (char *(*)(const char *, char *, size_t *, int *))
-				    dlsym(RTLD_DEFAULT, "__cxa_demangle")) < 0)
+	if (!det || sp_stepdet_init(det, kind, pattern, 1,
+				    (char *(*)(const char *, char *, size_t *, int *))dlsym(RTLD_DEFAULT,
+											    "__cxa_demangle")) < 0)
 		sp_oom();
 	struct sp_config cfg;
 	sp_cfg_defaults(&cfg);
@@ -500,7 +535,8 @@ int sp_cmd_autostep(int argc, char **argv)
 	compare(&s, &r, &v);
 	/* --no-lock: the loop (from the first true iteration on; without truth, the whole stream)
 	 * must get no step */
-	int ok = nolock ? (v.have_truth ? !v.loop_boundaries : !v.locked) : !v.mismatched && (!v.have_truth || v.steps_after > 0);
+	int ok = nolock ? (v.have_truth ? !v.loop_boundaries : !v.locked)
+			: !v.mismatched && (!v.have_truth || v.steps_after > 0);
 	struct windows w;
 	if (wins)
 		windows_check(&s, &r, &v, &cfg.schedule, &w);
@@ -512,10 +548,12 @@ int sp_cmd_autostep(int argc, char **argv)
 		print_windows(&w, skip, 0, stdout);
 	if (check && !ok)
 		fprintf(stderr, "stepprof autostep: %s: %s\n", argv[optind],
-			nolock ? "the detector found steps in a loop that must not lock" : v.steps_after ? v.why : "no step found");
+			nolock          ? "the detector found steps in a loop that must not lock"
+			: v.steps_after ? v.why
+					: "no step found");
 	else if (check && wins && w.bad)
-		fprintf(stderr, "stepprof autostep: %s: the default schedule's windows (skip_first %lld): %s\n", argv[optind],
-			skip, w.why);
+		fprintf(stderr, "stepprof autostep: %s: the default schedule's windows (skip_first %lld): %s\n",
+			argv[optind], skip, w.why);
 	ok &= !wins || !w.bad;
 	sp_stepdet_free(det);
 	free(det);

@@ -26,25 +26,30 @@ static void print_phases(const struct sp_config *cfg)
 				hi = k;
 		}
 		printf("# phase %s: %s marker%s%s%s, every %d; steps numbered from 0 in this phase; first window: ",
-		       p->name, sp_marker_kind_name((enum sp_marker_kind)p->marker_kind), p->marker_pattern[0] ? " '" : "",
-		       p->marker_pattern, p->marker_pattern[0] ? "'" : "", p->marker_every);
+		       p->name, sp_marker_kind_name((enum sp_marker_kind)p->marker_kind),
+		       p->marker_pattern[0] ? " '" : "", p->marker_pattern, p->marker_pattern[0] ? "'" : "",
+		       p->marker_every);
 		if (hi >= 0)
 			printf("steps %lld-%lld", (long long)lo, (long long)hi);
 		else
 			printf("none in the first 100000 steps");
 		if (p->schedule.repeat)
-			printf("; %lld window%s in all\n", (long long)p->schedule.repeat, p->schedule.repeat == 1 ? "" : "s");
+			printf("; %lld window%s in all\n", (long long)p->schedule.repeat,
+			       p->schedule.repeat == 1 ? "" : "s");
 		else
 			printf("; repeats forever\n");
 		if (p->marker_kind == SP_MARK_AUTO) {
 			int w = sp_stepdet_schedule_warning(&p->schedule, msg, sizeof msg);
 			if (w)
-				fprintf(stderr, "stepprof check: phase %s: %s: %s\n", p->name, w == 1 ? "warning" : "note",
-					msg);
+				fprintf(stderr, "stepprof check: phase %s: %s: %s\n", p->name,
+					w == 1 ? "warning" : "note", msg);
 			if (cfg->phases.n > 1)
-				fprintf(stderr, "stepprof check: phase %s: note: automatic detection learns from every CUDA "
-					"call, those of the other phases too: it finds this phase's loop only if it is the "
-					"program's repeating loop\n", p->name);
+				fprintf(stderr,
+					"stepprof check: phase %s: note: automatic detection learns from every CUDA "
+					"call, those of the other phases too: it finds this phase's loop only if it is "
+					"the "
+					"program's repeating loop\n",
+					p->name);
 		}
 	}
 	if (cfg->phases.n > 1)
@@ -68,7 +73,8 @@ int sp_cmd_check(int argc, char **argv)
 	static struct sp_cfg_errors errs;
 	struct sp_rank_info ri;
 	static const struct option opts[] = { { "config", required_argument, NULL, 'c' },
-					      { "help", no_argument, NULL, 'h' }, { 0 } };
+					      { "help", no_argument, NULL, 'h' },
+					      { 0 } };
 	bool env_header = false;
 	const char *file = NULL;
 	int c;
@@ -126,7 +132,9 @@ int sp_cmd_check(int argc, char **argv)
 	print_phases(&cfg);
 	sp_cfg_print(&cfg, stdout);
 	char msg[600];
-	int w = cfg.marker_kind == SP_MARK_AUTO && !cfg.phases.n ? sp_stepdet_schedule_warning(&cfg.schedule, msg, sizeof msg) : 0;
+	int w = cfg.marker_kind == SP_MARK_AUTO && !cfg.phases.n
+			? sp_stepdet_schedule_warning(&cfg.schedule, msg, sizeof msg)
+			: 0;
 	if (w)
 		fprintf(stderr, "stepprof check: %s: %s\n", w == 1 ? "warning" : "note", msg);
 	return 0;

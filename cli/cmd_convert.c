@@ -107,7 +107,7 @@ struct rank_in {                /* one trace of --merge-ranks */
 	struct sp_trace_reader *r;
 	struct sp_windows *g;
 	const struct sp_window *w; /* its next window to write, NULL when none is left */
-	int rc;                 /* the last sp_windows_next result */
+	int rc;   /* the last sp_windows_next result */
 	int seen;               /* windows selected so far */
 	struct slice sl;        /* w cut to --steps */
 	int64_t key;            /* rank, or pid if it has none */
@@ -117,17 +117,17 @@ struct rank_in {                /* one trace of --merge-ranks */
 static int usage(FILE *f, int rc)
 {
 	fprintf(f, "usage: stepprof convert TRACE [-o FILE] [--merge] [--wall] [--window N|all] [--steps A[-B]]"
-			" [--phase NAME] [--format chrome]\n"
-			"       stepprof convert --merge-ranks -o FILE [--window N|all] [--steps A[-B]] TRACE TRACE ...\n"
-			"  writes torch.profiler-style Chrome JSON (HTA, TensorBoard, Perfetto open it), one file per\n"
-			"  recorded window: STEM.<window id>.pt.trace.json.gz, STEM = TRACE without .sptrace or FILE\n"
-			"  without .pt.trace.json[.gz]/.json[.gz] (plain JSON if FILE does not end in .gz); with -o FILE\n"
-			"  and a single window (or --window N), exactly FILE;\n"
-			"  --steps: only those steps (A-B, A- or A) of each window, with the GPU work they launched;\n"
-			"  --merge: all windows in one file (FILE, or STEM.pt.trace.json.gz) on the wall clock;\n"
-			"  '-o -' writes stdout (implies --merge);\n"
-			"  --merge-ranks: every trace's windows (or window N) in FILE on one wall clock, NCCL\n"
-			"  collectives linked across ranks; --phase NAME: only the windows of [phase.NAME]\n");
+		   " [--phase NAME] [--format chrome]\n"
+		   "       stepprof convert --merge-ranks -o FILE [--window N|all] [--steps A[-B]] TRACE TRACE ...\n"
+		   "  writes torch.profiler-style Chrome JSON (HTA, TensorBoard, Perfetto open it), one file per\n"
+		   "  recorded window: STEM.<window id>.pt.trace.json.gz, STEM = TRACE without .sptrace or FILE\n"
+		   "  without .pt.trace.json[.gz]/.json[.gz] (plain JSON if FILE does not end in .gz); with -o FILE\n"
+		   "  and a single window (or --window N), exactly FILE;\n"
+		   "  --steps: only those steps (A-B, A- or A) of each window, with the GPU work they launched;\n"
+		   "  --merge: all windows in one file (FILE, or STEM.pt.trace.json.gz) on the wall clock;\n"
+		   "  '-o -' writes stdout (implies --merge);\n"
+		   "  --merge-ranks: every trace's windows (or window N) in FILE on one wall clock, NCCL\n"
+		   "  collectives linked across ranks; --phase NAME: only the windows of [phase.NAME]\n");
 	return rc;
 }
 
@@ -225,16 +225,11 @@ static void progress_done(struct progress *p)
 static int parse(int argc, char **argv, struct convert_opts *o)
 {
 	static const struct option opts[] = {
-		{ "merge", no_argument, NULL, 'm' },
-		{ "wall", no_argument, NULL, 'W' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "window", required_argument, NULL, 'w' },
-		{ "steps", required_argument, NULL, 's' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "merge-ranks", no_argument, NULL, 'M' },
-		{ "phase", required_argument, NULL, 'P' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
+		{ "merge", no_argument, NULL, 'm' },        { "wall", no_argument, NULL, 'W' },
+		{ "output", required_argument, NULL, 'o' }, { "window", required_argument, NULL, 'w' },
+		{ "steps", required_argument, NULL, 's' },  { "format", required_argument, NULL, 'f' },
+		{ "merge-ranks", no_argument, NULL, 'M' },  { "phase", required_argument, NULL, 'P' },
+		{ "help", no_argument, NULL, 'h' },         { 0 }
 	};
 	char *end;
 	int c;
@@ -269,7 +264,8 @@ static int parse(int argc, char **argv, struct convert_opts *o)
 			if (end != optarg && *end == '-')
 				o->step_hi = end[1] ? strtoll(end + 1, &end, 10) : (++end, INT64_MAX);
 			if (end == optarg || *end || o->step_lo < 0 || o->step_hi < o->step_lo) {
-				fprintf(stderr, "stepprof convert: --steps wants A, A-B or A- (step numbers), not '%s'\n",
+				fprintf(stderr,
+					"stepprof convert: --steps wants A, A-B or A- (step numbers), not '%s'\n",
 					optarg);
 				return usage(stderr, 2);
 			}
@@ -358,7 +354,11 @@ static int merge_ranks(const struct convert_opts *o)
 	struct rank_in *in = sp_xrealloc(NULL, (size_t)o->ntraces * sizeof(*in));
 	struct sp_nccl_match *m = sp_nccl_match_new();
 	struct progress pr;
-	struct sp_export x = { .ops = o->ops, .wall = 1, .match = m, .merged = 1, .progress = progress_cb,
+	struct sp_export x = { .ops = o->ops,
+			       .wall = 1,
+			       .match = m,
+			       .merged = 1,
+			       .progress = progress_cb,
 			       .progress_ctx = &pr };
 	char err[256], *stem, *ext, *path = NULL;
 	int n = 0, failed = 0, nwin = 0;
@@ -434,8 +434,10 @@ static int merge_ranks(const struct convert_opts *o)
 		failed = finish(&x, failed || !nwin);
 		progress_done(&pr);
 		if (!failed)
-			fprintf(stderr, "wrote %s: %d traces, %d windows, %llu events, %llu NCCL collectives paired across "
-					"ranks\n", path, n, nwin, (unsigned long long)x.events,
+			fprintf(stderr,
+				"wrote %s: %d traces, %d windows, %llu events, %llu NCCL collectives paired across "
+				"ranks\n",
+				path, n, nwin, (unsigned long long)x.events,
 				(unsigned long long)sp_nccl_match_paired(m));
 		for (int i = 0; i < n; i++) { /* a corrupt chunk fails the command, the file is kept */
 			if (in[i].rc < 0) {
@@ -445,7 +447,8 @@ static int merge_ranks(const struct convert_opts *o)
 				fprintf(stderr, "stepprof convert: note: %s has no window%s\n", in[i].path,
 					o->window >= 0 ? " of that id" : "");
 			} else if (sp_trace_truncated(in[i].r)) {
-				fprintf(stderr, "stepprof convert: note: %s was cut short; what followed the cut is lost\n",
+				fprintf(stderr,
+					"stepprof convert: note: %s was cut short; what followed the cut is lost\n",
 					in[i].path);
 			}
 		}
@@ -467,9 +470,8 @@ static int merge_ranks(const struct convert_opts *o)
 /* The line that reports a window file written. */
 static void window_line(char *buf, size_t n, const char *path, const struct sp_window *w, uint64_t events)
 {
-	snprintf(buf, n, "wrote %s: window %u, steps %lld-%lld, %llu events%s\n", path, w->id,
-		 (long long)w->first_step, (long long)w->last_step, (unsigned long long)events,
-		 w->complete ? "" : " (incomplete)");
+	snprintf(buf, n, "wrote %s: window %u, steps %lld-%lld, %llu events%s\n", path, w->id, (long long)w->first_step,
+		 (long long)w->last_step, (unsigned long long)events, w->complete ? "" : " (incomplete)");
 }
 
 /* The file of a window of a phase without -o: DIR/PHASE/BASE.<id><ext> for the stem DIR/BASE, in
@@ -484,8 +486,10 @@ static char *phase_path(const char *stem, const struct sp_window *w, const char 
 	int dn = base ? (int)(base - stem) : 1;
 
 	if (strspn(w->phase, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != n) {
-		fprintf(stderr, "stepprof convert: note: window %u names the phase '%s', not a folder name: "
-				"written beside the trace\n", w->id, w->phase);
+		fprintf(stderr,
+			"stepprof convert: note: window %u names the phase '%s', not a folder name: "
+			"written beside the trace\n",
+			w->id, w->phase);
 		if (asprintf(&path, "%s.%u%s", stem, w->id, ext) < 0)
 			sp_oom();
 		return path;
@@ -494,7 +498,8 @@ static char *phase_path(const char *stem, const struct sp_window *w, const char 
 	    asprintf(&path, "%s/%s.%u%s", dir, base ? base + 1 : stem, w->id, ext) < 0)
 		sp_oom();
 	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
-		fprintf(stderr, "stepprof convert: cannot create %s: %s\n", dir, strerror(errno)); /* the open says it again */
+		fprintf(stderr, "stepprof convert: cannot create %s: %s\n", dir,
+			strerror(errno)); /* the open says it again */
 	free(dir);
 	return path;
 }
@@ -523,8 +528,14 @@ static int convert_one(struct convert_opts o)
 	g = sp_windows_open(r);
 	sp_windows_set_phase(g, o.phase);
 	progress_start(&pr, o.trace);
-	x = (struct sp_export){ .ops = o.ops, .r = r, .hdr = sp_trace_header(r), .g = g, .source = o.trace,
-				.wall = o.wall, .progress = progress_cb, .progress_ctx = &pr };
+	x = (struct sp_export){ .ops = o.ops,
+				.r = r,
+				.hdr = sp_trace_header(r),
+				.g = g,
+				.source = o.trace,
+				.wall = o.wall,
+				.progress = progress_cb,
+				.progress_ctx = &pr };
 
 	while (!failed && (rc = sp_windows_next(g, &w)) == 1) {
 		seen++;
@@ -574,7 +585,8 @@ static int convert_one(struct convert_opts o)
 			}
 			if (first) { /* a second window: the first takes its own name */
 				if (rename(o.out, first)) {
-					fprintf(stderr, "stepprof convert: %s -> %s: %s\n", o.out, first, strerror(errno));
+					fprintf(stderr, "stepprof convert: %s -> %s: %s\n", o.out, first,
+						strerror(errno));
 					failed = 1;
 					break;
 				}

@@ -82,7 +82,8 @@ static int load(const char *path, long long window, struct side *s)
 	if (rc < 0)
 		fprintf(stderr, "stepprof diff: %s: %s\n", path, sp_trace_error(r));
 	else if (!s->steps.n)
-		fprintf(stderr, "stepprof diff: %s holds no recorded step%s\n", path, window < 0 ? "" : " in that window");
+		fprintf(stderr, "stepprof diff: %s holds no recorded step%s\n", path,
+			window < 0 ? "" : " in that window");
 	free(byid);
 	sp_windows_close(g);
 	sp_trace_close_reader(r);
@@ -173,11 +174,11 @@ static void print_diff(const struct side *s, const char *const *path, int top, F
 	char t[6][32];
 	double k0 = s[0].total / steps[0], k1 = s[1].total / steps[1];
 	fprintf(out, "base %s: %zu step%s, median step %s, kernel time %s per step\n", path[0], s[0].steps.n,
-		sp_plural(s[0].steps.n),
-		sp_fmt_ns(t[0], 32, med[0]), sp_fmt_ns(t[1], 32, (uint64_t)(k0 + 0.5)));
+		sp_plural(s[0].steps.n), sp_fmt_ns(t[0], 32, med[0]), sp_fmt_ns(t[1], 32, (uint64_t)(k0 + 0.5)));
 	fprintf(out, "new  %s: %zu step%s, median step %s (%+.1f%%), kernel time %s per step (%+.1f%%)\n\n", path[1],
-		s[1].steps.n, sp_plural(s[1].steps.n), sp_fmt_ns(t[0], 32, med[1]), med[0] ? 100.0 * ((double)med[1] - med[0]) / med[0] : 0.0,
-		sp_fmt_ns(t[1], 32, (uint64_t)(k1 + 0.5)), k0 > 0 ? 100.0 * (k1 - k0) / k0 : 0.0);
+		s[1].steps.n, sp_plural(s[1].steps.n), sp_fmt_ns(t[0], 32, med[1]),
+		med[0] ? 100.0 * ((double)med[1] - med[0]) / med[0] : 0.0, sp_fmt_ns(t[1], 32, (uint64_t)(k1 + 0.5)),
+		k0 > 0 ? 100.0 * (k1 - k0) / k0 : 0.0);
 	fprintf(out, "%-*s %10s %10s %12s %12s %12s %8s\n", SP_DIFF_NAME_WIDTH, "Kernel (per step)", "Calls base",
 		"Calls new", "Time base", "Time new", "Delta", "Delta %");
 	shown = top > 0 && (size_t)top < n ? (size_t)top : n;
@@ -200,23 +201,23 @@ static void print_diff(const struct side *s, const char *const *path, int top, F
 
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof diff BASE NEW [--window N|all] [--top N] [--json]\n"
-		   "  kernel time per recorded step by kernel name, BASE vs NEW, largest change first\n"
-		   "  (default %d rows, 0 = all); --window N compares that window of each trace;\n"
-		   "  --json: one JSON object with every row\n", DIFF_TOP);
+	fprintf(f,
+		"usage: stepprof diff BASE NEW [--window N|all] [--top N] [--json]\n"
+		"  kernel time per recorded step by kernel name, BASE vs NEW, largest change first\n"
+		"  (default %d rows, 0 = all); --window N compares that window of each trace;\n"
+		"  --json: one JSON object with every row\n",
+		DIFF_TOP);
 	return rc;
 }
 
 /* Exit status: 0 printed; 1 a trace unreadable, corrupt or without a recorded step; 2 usage. */
 int sp_cmd_diff(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "window", required_argument, NULL, 'w' },
-		{ "top", required_argument, NULL, 't' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
+	static const struct option opts[] = { { "window", required_argument, NULL, 'w' },
+					      { "top", required_argument, NULL, 't' },
+					      { "json", no_argument, NULL, 'j' },
+					      { "help", no_argument, NULL, 'h' },
+					      { 0 } };
 	const char *path[2];
 	long long window = -1, top = DIFF_TOP, v;
 	struct side s[2];

@@ -16,15 +16,19 @@
 #define NAME_OF(table, v) ((v) < sizeof(table) / sizeof(table[0]) && table[v] ? table[v] : "?")
 
 static const char *const feature_names[] = {
-	"kernels", "memcpy", "memset", "sync", "runtime_api", "driver_api",
-	"nccl", "device_memory", "host_malloc", "stacks", "shapes", "nvtx", "pystacks",
+	"kernels",       "memcpy",      "memset", "sync",   "runtime_api", "driver_api", "nccl",
+	"device_memory", "host_malloc", "stacks", "shapes", "nvtx",        "pystacks",
 };
-static const char *const api_domains[] = { [SP_API_RUNTIME] = "runtime", [SP_API_DRIVER] = "driver",
-					   [SP_API_NVTX] = "nvtx" };
-static const char *const comm_events[] = { [SP_COMM_INIT] = "init", [SP_COMM_SPLIT] = "split",
-					   [SP_COMM_DESTROY] = "destroy", [SP_COMM_ABORT] = "abort" };
-static const char *const launch_types[] = { [SP_LAUNCH_NORMAL] = "normal", [SP_LAUNCH_COOPERATIVE] = "cooperative",
-					    [SP_LAUNCH_CLUSTER] = "cluster", [SP_LAUNCH_GRAPH] = "graph" };
+static const char *const api_domains[] = {
+	[SP_API_RUNTIME] = "runtime", [SP_API_DRIVER] = "driver", [SP_API_NVTX] = "nvtx"
+};
+static const char *const comm_events[] = {
+	[SP_COMM_INIT] = "init", [SP_COMM_SPLIT] = "split", [SP_COMM_DESTROY] = "destroy", [SP_COMM_ABORT] = "abort"
+};
+static const char *const launch_types[] = { [SP_LAUNCH_NORMAL] = "normal",
+					    [SP_LAUNCH_COOPERATIVE] = "cooperative",
+					    [SP_LAUNCH_CLUSTER] = "cluster",
+					    [SP_LAUNCH_GRAPH] = "graph" };
 
 struct dump {
 	FILE *out;
@@ -123,7 +127,8 @@ static void put_stack(struct dump *d, uint32_t id)
 	for (uint32_t i = 0; i < n; i++) { /* version 2: the Python frames it names, first */
 		const char *file, *func;
 		uint32_t line, py = SP_PYFRAME_ID(pcs[i]);
-		if (!SP_IS_PYFRAME(pcs[i]) || sp_trace_pyframe(d->r, py, &file, &func, &line) || !sp_idset_add(&d->pyframes, py))
+		if (!SP_IS_PYFRAME(pcs[i]) || sp_trace_pyframe(d->r, py, &file, &func, &line) ||
+		    !sp_idset_add(&d->pyframes, py))
 			continue;
 		fprintf(d->out, "pyframe id=%u file=\"", py);
 		put_escaped(d->out, file);
@@ -158,7 +163,8 @@ static void put_event(struct dump *d, const struct sp_event *ev)
 		const struct sp_ev_copy *c = &ev->u.copy;
 		put_gpu(d, ev);
 		if (ev->kind == SP_EV_MEMCPY)
-			fprintf(o, " kind=%u bytes=%" PRIu64 " src=%u dst=%u", ev->sub, c->bytes, c->src_kind, c->dst_kind);
+			fprintf(o, " kind=%u bytes=%" PRIu64 " src=%u dst=%u", ev->sub, c->bytes, c->src_kind,
+				c->dst_kind);
 		else
 			fprintf(o, " bytes=%" PRIu64 " value=0x%x mem=%u", c->bytes, c->value, c->dst_kind);
 		fprintf(o, " async=%u graph=%u/%" PRIu64, c->async, c->graph_id, c->graph_node);
@@ -220,7 +226,8 @@ static void put_event(struct dump *d, const struct sp_event *ev)
 		put_time(d, ev, 0);
 		fprintf(o, " id=%u steps=%" PRId64 "..%" PRId64, w->id, w->first_step, w->last_step);
 		if (ev->sub) /* files before on-demand windows: 0, the schedule */
-			fprintf(o, " origin=%s%s", sp_win_origin_name(ev->sub), ev->sub & SP_WIN_UNCOUNTED ? " uncounted" : "");
+			fprintf(o, " origin=%s%s", sp_win_origin_name(ev->sub),
+				ev->sub & SP_WIN_UNCOUNTED ? " uncounted" : "");
 		if (ev->kind == SP_EV_WINDOW_END)
 			fprintf(o, " bytes=%" PRIu64 " dropped=%" PRIu64 " capped=%u", w->bytes, w->dropped, w->capped);
 		if (ev->name) /* its phase ([phase.NAME]) */
@@ -241,8 +248,8 @@ static void put_event(struct dump *d, const struct sp_event *ev)
 		put_dev(d, ev->device);
 		put_time(d, ev, 0);
 		put_name(d, "name", ev->name);
-		fprintf(o, " sm=%u cc=%u.%u memory=%" PRIu64, ev->u.dev.sm_count, ev->u.dev.cc_major, ev->u.dev.cc_minor,
-			ev->u.dev.memory);
+		fprintf(o, " sm=%u cc=%u.%u memory=%" PRIu64, ev->u.dev.sm_count, ev->u.dev.cc_major,
+			ev->u.dev.cc_minor, ev->u.dev.memory);
 		break;
 	case SP_EV_CLOCK:
 		put_time(d, ev, 0);
@@ -269,8 +276,8 @@ static void put_event(struct dump *d, const struct sp_event *ev)
 static void put_header(FILE *o, const struct sp_trace_header *h)
 {
 	const struct sp_trace_meta *m = &h->meta;
-	fprintf(o, "version: %u\nmin_version: %u\nheader_size: %u\nfeatures: 0x%" PRIx64, h->version,
-		h->min_version, h->header_size, m->features);
+	fprintf(o, "version: %u\nmin_version: %u\nheader_size: %u\nfeatures: 0x%" PRIx64, h->version, h->min_version,
+		h->header_size, m->features);
 	const char *sep = " ";
 	for (unsigned i = 0; i < sizeof(feature_names) / sizeof(feature_names[0]); i++)
 		if (m->features >> i & 1) {
@@ -307,11 +314,9 @@ static int usage(FILE *f, int rc)
  * error. */
 int sp_cmd_dump(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "relative", no_argument, NULL, 'r' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
+	static const struct option opts[] = { { "relative", no_argument, NULL, 'r' },
+					      { "help", no_argument, NULL, 'h' },
+					      { 0 } };
 	struct dump d = { .out = stdout };
 	const char *path;
 	int c;

@@ -18,20 +18,24 @@
  * span, and per series the peak, when (ns from the window's start), the peak since process
  * start, allocations and frees, and the allocations alive at the peak (largest first, all of
  * them: size, kind, made relative to the window's start, innermost frame). Can't fail. */
-static void window_json(struct sp_out *x, const struct sp_memtl *w, const struct sp_trace_reader *r,
-			struct sp_sym *sym, int first)
+static void window_json(struct sp_out *x, const struct sp_memtl *w, const struct sp_trace_reader *r, struct sp_sym *sym,
+			int first)
 {
-	sp_out_printf(x, "%s{\"id\":%u,\"first_step\":%lld,\"last_step\":%lld,\"duration_ns\":%llu,"
-			 "\"complete\":%s,\"series\":[", first ? "\n" : ",\n", w->id, (long long)w->first_step,
-		      (long long)w->last_step, (unsigned long long)(w->t1 - w->t0), w->complete ? "true" : "false");
+	sp_out_printf(x,
+		      "%s{\"id\":%u,\"first_step\":%lld,\"last_step\":%lld,\"duration_ns\":%llu,"
+		      "\"complete\":%s,\"series\":[",
+		      first ? "\n" : ",\n", w->id, (long long)w->first_step, (long long)w->last_step,
+		      (unsigned long long)(w->t1 - w->t0), w->complete ? "true" : "false");
 	for (size_t k = 0; k < w->ns; k++) {
 		const struct sp_memtl_series *s = &w->s[k];
 		sp_out_puts(x, k ? ",{\"label\":" : "{\"label\":");
 		sp_out_json_str(x, s->label);
-		sp_out_printf(x, ",\"peak_bytes\":%llu,\"peak_at_ns\":%lld,\"peak_since_start_bytes\":%llu,"
-				 "\"allocations\":%llu,\"frees\":%llu,\"alive_at_peak\":[",
+		sp_out_printf(x,
+			      ",\"peak_bytes\":%llu,\"peak_at_ns\":%lld,\"peak_since_start_bytes\":%llu,"
+			      "\"allocations\":%llu,\"frees\":%llu,\"alive_at_peak\":[",
 			      (unsigned long long)s->peak, (long long)(s->peak_t - w->t0),
-			      (unsigned long long)s->peak_ever, (unsigned long long)s->allocs, (unsigned long long)s->frees);
+			      (unsigned long long)s->peak_ever, (unsigned long long)s->allocs,
+			      (unsigned long long)s->frees);
 		for (size_t i = 0; i < s->n_at_peak; i++) {
 			const struct sp_memtl_alloc *a = &w->a[s->at_peak[i]];
 			uint32_t n = 0;
@@ -64,12 +68,9 @@ static int usage(FILE *f, int rc)
 int sp_cmd_memory(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "window", required_argument, NULL, 'w' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "no-symbols", no_argument, NULL, 'N' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
+		{ "window", required_argument, NULL, 'w' }, { "output", required_argument, NULL, 'o' },
+		{ "json", no_argument, NULL, 'j' },         { "no-symbols", no_argument, NULL, 'N' },
+		{ "help", no_argument, NULL, 'h' },         { 0 }
 	};
 	const char *trace, *out = NULL;
 	char *def = NULL, err[512];

@@ -13,17 +13,18 @@
 /* Prints the usage to f and returns rc. */
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof report TRACE [--sort total|avg|calls|max|min|name] [--top N] [--window N|all]"
-			" [--by kernel|line] [--wide] [--json] [--no-symbols]\n"
-			"       [--phase NAME] [--peers OTHER_RANK_TRACE ...]\n"
-			"  GPU kernel table of all recorded windows together (default) or of one window;\n"
-			"  --sort also takes torch's key_averages names (self_cuda_time_total, cuda_time_total,\n"
-			"  cuda_time, device_time_total, count);\n"
-			"  --top N rows (default %d, 0 = all), --wide: full kernel names, --json: everything as one\n"
-			"  JSON object (every kernel row); --by line: kernel time by the source line of the program's\n"
-			"  own code that launched it (needs stacks = python or both when recording); --peers\n"
-			"  (repeatable): the other ranks' traces of the run, to split this rank's NCCL kernel time\n"
-			"  into waiting for peers and transfer; --phase NAME: only the windows of [phase.NAME]\n",
+	fprintf(f,
+		"usage: stepprof report TRACE [--sort total|avg|calls|max|min|name] [--top N] [--window N|all]"
+		" [--by kernel|line] [--wide] [--json] [--no-symbols]\n"
+		"       [--phase NAME] [--peers OTHER_RANK_TRACE ...]\n"
+		"  GPU kernel table of all recorded windows together (default) or of one window;\n"
+		"  --sort also takes torch's key_averages names (self_cuda_time_total, cuda_time_total,\n"
+		"  cuda_time, device_time_total, count);\n"
+		"  --top N rows (default %d, 0 = all), --wide: full kernel names, --json: everything as one\n"
+		"  JSON object (every kernel row); --by line: kernel time by the source line of the program's\n"
+		"  own code that launched it (needs stacks = python or both when recording); --peers\n"
+		"  (repeatable): the other ranks' traces of the run, to split this rank's NCCL kernel time\n"
+		"  into waiting for peers and transfer; --phase NAME: only the windows of [phase.NAME]\n",
 		SP_REPORT_TOP);
 	return rc;
 }
@@ -43,19 +44,17 @@ static int number(const char *s, long long *v)
 
 int sp_cmd_report(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "sort", required_argument, NULL, 's' },
-		{ "top", required_argument, NULL, 't' },
-		{ "window", required_argument, NULL, 'w' },
-		{ "wide", no_argument, NULL, 'W' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "peers", required_argument, NULL, 'p' },
-		{ "by", required_argument, NULL, 'b' },
-		{ "phase", required_argument, NULL, 'P' },
-		{ "no-symbols", no_argument, NULL, 'N' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
+	static const struct option opts[] = { { "sort", required_argument, NULL, 's' },
+					      { "top", required_argument, NULL, 't' },
+					      { "window", required_argument, NULL, 'w' },
+					      { "wide", no_argument, NULL, 'W' },
+					      { "json", no_argument, NULL, 'j' },
+					      { "peers", required_argument, NULL, 'p' },
+					      { "by", required_argument, NULL, 'b' },
+					      { "phase", required_argument, NULL, 'P' },
+					      { "no-symbols", no_argument, NULL, 'N' },
+					      { "help", no_argument, NULL, 'h' },
+					      { 0 } };
 	struct sp_report_opts o = { .sort = SP_SORT_TOTAL, .top = SP_REPORT_TOP, .window = -1 };
 	long long v;
 	int c;
@@ -67,11 +66,14 @@ int sp_cmd_report(int argc, char **argv)
 		case 's':
 			o.sort = sp_report_sort_parse(optarg);
 			if (o.sort < 0) {
-				fprintf(stderr, "stepprof report: unknown sort key '%s' (known: total, avg, calls, max, "
-						"min, name; torch's self_cuda_time_total, cuda_time_total, cuda_time, "
-						"device_time_total, count%s)\n", optarg,
+				fprintf(stderr,
+					"stepprof report: unknown sort key '%s' (known: total, avg, calls, max, "
+					"min, name; torch's self_cuda_time_total, cuda_time_total, cuda_time, "
+					"device_time_total, count%s)\n",
+					optarg,
 					strstr(optarg, "cpu") ? "; CPU operator time is not recorded: stepprof sees "
-								"CUDA calls and GPU work, not torch operators" : "");
+								"CUDA calls and GPU work, not torch operators"
+							      : "");
 				return usage(stderr, 2);
 			}
 			break;

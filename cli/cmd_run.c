@@ -38,8 +38,10 @@ static int link_library(const char *lib, char *tmpdir, size_t tlen, char *via, s
 	snprintf(dir, sizeof dir, "%.*s", base ? (int)(base - lib) : 1, base ? lib : ".");
 	snprintf(tmpdir, tlen, "%.200s/stepprof-run.XXXXXX", t);
 	if (!mkdtemp(tmpdir)) {
-		fprintf(stderr, "stepprof run: %s holds a space or a colon, which LD_PRELOAD cannot hold, and no "
-			"private link could be made in %s: %s\n", lib, t, strerror(errno));
+		fprintf(stderr,
+			"stepprof run: %s holds a space or a colon, which LD_PRELOAD cannot hold, and no "
+			"private link could be made in %s: %s\n",
+			lib, t, strerror(errno));
 		return -1;
 	}
 	snprintf(via, vlen, "%.230s/lib/%.255s", tmpdir, base ? base + 1 : lib);
@@ -114,12 +116,14 @@ static int list_traces(const char *dir, time_t since, int depth)
 /* Prints the usage to f and returns rc. */
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof run [-c|--config FILE] [-o|--output DIR] [--ranks LIST] [--set SECTION.KEY=VALUE]... "
-			"[--] CMD [ARGS...]\n"
-			"  Runs CMD with stepprof preloaded; every process it starts shares one run id (%s),\n"
-			"  so one run writes one folder (default output: stepprof-traces/{run}). Options come\n"
-			"  before CMD. e.g. stepprof run --ranks 0,7 --set schedule.wait=20 --set marker.kind=nvtx "
-			"--set marker.pattern=train_step -- torchrun ...\n", SP_RUN_ENV);
+	fprintf(f,
+		"usage: stepprof run [-c|--config FILE] [-o|--output DIR] [--ranks LIST] [--set SECTION.KEY=VALUE]... "
+		"[--] CMD [ARGS...]\n"
+		"  Runs CMD with stepprof preloaded; every process it starts shares one run id (%s),\n"
+		"  so one run writes one folder (default output: stepprof-traces/{run}). Options come\n"
+		"  before CMD. e.g. stepprof run --ranks 0,7 --set schedule.wait=20 --set marker.kind=nvtx "
+		"--set marker.pattern=train_step -- torchrun ...\n",
+		SP_RUN_ENV);
 	return rc;
 }
 
@@ -154,13 +158,10 @@ static int set_option(const char *kv)
 int sp_cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "output", required_argument, NULL, 'o' },
+		{ "config", required_argument, NULL, 'c' }, { "output", required_argument, NULL, 'o' },
 		{ "out", required_argument, NULL, 'o' }, /* the old name */
-		{ "set", required_argument, NULL, 's' },
-		{ "ranks", required_argument, NULL, 'r' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
+		{ "set", required_argument, NULL, 's' },    { "ranks", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },         { 0 }
 	};
 	const char *config = NULL, *out = NULL;
 	char lib[PATH_MAX], abs[PATH_MAX], preload[2 * PATH_MAX], kv[256];
@@ -287,8 +288,10 @@ int sp_cmd_run(int argc, char **argv)
 	bool one = !strstr(cfg.output, "{pid}") && !strstr(cfg.output, "{rank}") && !strstr(cfg.output, "{host}") &&
 		   !sp_cfg_expand(cfg.output, NULL, folder, sizeof folder);
 	if (!list_traces(dir[0] ? dir : ".", start, 0))
-		fprintf(stderr, "stepprof: no trace written under %s (no CUDA, rank not selected, or no step "
-				"recorded: see the schedule with 'stepprof schedule')\n", dir[0] ? dir : ".");
+		fprintf(stderr,
+			"stepprof: no trace written under %s (no CUDA, rank not selected, or no step "
+			"recorded: see the schedule with 'stepprof schedule')\n",
+			dir[0] ? dir : ".");
 	else if (one)
 		fprintf(stderr, "stepprof: run %s (from the %s): %s/\n", run, how, folder);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);

@@ -64,8 +64,7 @@ static void print_table(const struct sp_schedule *s, int64_t first, int64_t step
 	fprintf(stderr, "%s\n", nwin ? "" : " none");
 	if (s->repeat == 0)
 		fprintf(stderr, "# repeat = 0: the cycle of %lld step%s goes on forever\n",
-			(long long)(s->wait + s->warmup + s->active),
-			s->wait + s->warmup + s->active == 1 ? "" : "s");
+			(long long)(s->wait + s->warmup + s->active), s->wait + s->warmup + s->active == 1 ? "" : "s");
 	else {
 		int64_t lo = 0, hi = INT64_MAX; /* the first step that is done: done() only turns on */
 		while (lo < hi) {
@@ -82,15 +81,13 @@ static void print_table(const struct sp_schedule *s, int64_t first, int64_t step
 /* Exits 0, or 2 for usage and configuration errors (all printed to stderr). */
 int sp_cmd_schedule(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "steps", required_argument, NULL, 'r' },
-		{ "count", required_argument, NULL, 'n' },
-		{ "set", required_argument, NULL, 'S' },
-		{ "phase", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
+	static const struct option opts[] = { { "config", required_argument, NULL, 'c' },
+					      { "steps", required_argument, NULL, 'r' },
+					      { "count", required_argument, NULL, 'n' },
+					      { "set", required_argument, NULL, 'S' },
+					      { "phase", required_argument, NULL, 'p' },
+					      { "help", no_argument, NULL, 'h' },
+					      { 0 } };
 	static struct sp_config cfg;
 	static struct sp_cfg_errors errs;
 	const char *path = getenv("STEPPROF_CONFIG"), *phase = NULL;
@@ -129,11 +126,14 @@ int sp_cmd_schedule(int argc, char **argv)
 			break;
 		case 'r': /* A-B: step numbers, as convert --steps takes them */
 			first = strtoll(optarg, &end, 10);
-			steps = *end == '-' && end[1] >= '0' && end[1] <= '9' ? strtoll(end + 1, &end, 10) - first + 1 : 0;
+			steps = *end == '-' && end[1] >= '0' && end[1] <= '9' ? strtoll(end + 1, &end, 10) - first + 1
+									      : 0;
 			if (*optarg < '0' || *optarg > '9' || *end || first < 0 || steps < 1 || steps > MAX_STEPS ||
 			    first > INT64_MAX - MAX_STEPS) {
-				fprintf(stderr, "stepprof schedule: --steps wants step numbers A-B (at most %d steps), not "
-						"'%s'%s\n", MAX_STEPS, optarg, *end ? "" : "; for the first N steps say --count N");
+				fprintf(stderr,
+					"stepprof schedule: --steps wants step numbers A-B (at most %d steps), not "
+					"'%s'%s\n",
+					MAX_STEPS, optarg, *end ? "" : "; for the first N steps say --count N");
 				free(sets);
 				return 2;
 			}
@@ -165,8 +165,10 @@ int sp_cmd_schedule(int argc, char **argv)
 		if (phase && !strcmp(section, "schedule")) /* with --phase, KEY=VALUE sets that phase's key */
 			snprintf(section, sizeof(section), "%s", phase_section);
 		if (!eq || eq == kv || (size_t)(eq - kv) >= sizeof(key)) {
-			bad += fprintf(stderr, "command line: '%s': expected KEY=VALUE or SECTION.KEY=VALUE (KEY: a "
-					       "[schedule] key, e.g. wait=2)\n", sets[i]) > 0;
+			bad += fprintf(stderr,
+				       "command line: '%s': expected KEY=VALUE or SECTION.KEY=VALUE (KEY: a "
+				       "[schedule] key, e.g. wait=2)\n",
+				       sets[i]) > 0;
 			continue;
 		}
 		snprintf(key, sizeof(key), "%.*s", (int)(eq - kv), kv);

@@ -13,7 +13,8 @@
 
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof stacks TRACE [--by bytes|calls] [--kind alloc|launch|nccl|all] [-o FILE] [--no-symbols]\n"
+	fprintf(f, "usage: stepprof stacks TRACE [--by bytes|calls] [--kind alloc|launch|nccl|all] [-o FILE] "
+		   "[--no-symbols]\n"
 		   "  folded stacks (\"root;...;leaf weight\", for flamegraph.pl or speedscope) of allocation sites\n"
 		   "  (default), launch sites or NCCL call sites; weight = bytes (default for alloc) or calls\n"
 		   "  (default otherwise; launches have no bytes); -o FILE instead of stdout\n");
@@ -24,16 +25,20 @@ static int usage(FILE *f, int rc)
  * trace, or write error; 2 usage. */
 int sp_cmd_stacks(int argc, char **argv)
 {
-	static const struct { const char *name; unsigned mask; } kinds[] = {
-		{ "alloc", SP_FOLD_ALLOC }, { "launch", SP_FOLD_LAUNCH }, { "nccl", SP_FOLD_NCCL }, { "all", SP_FOLD_ALL },
+	static const struct {
+		const char *name;
+		unsigned mask;
+	} kinds[] = {
+		{ "alloc", SP_FOLD_ALLOC },
+		{ "launch", SP_FOLD_LAUNCH },
+		{ "nccl", SP_FOLD_NCCL },
+		{ "all", SP_FOLD_ALL },
 	};
-	static const struct option opts[] = {
-		{ "by", required_argument, NULL, 'b' },
-		{ "kind", required_argument, NULL, 'k' },
-		{ "no-symbols", no_argument, NULL, 'N' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
+	static const struct option opts[] = { { "by", required_argument, NULL, 'b' },
+					      { "kind", required_argument, NULL, 'k' },
+					      { "no-symbols", no_argument, NULL, 'N' },
+					      { "help", no_argument, NULL, 'h' },
+					      { 0 } };
 	const char *trace, *outpath = NULL;
 	unsigned mask = SP_FOLD_ALLOC;
 	const char *kind = "alloc";
@@ -122,14 +127,15 @@ int sp_cmd_stacks(int argc, char **argv)
 			fprintf(stderr, "stepprof stacks: writing %s failed\n", outpath ? outpath : "the output");
 			ret = 1;
 		} else if (nostacks) { /* an empty result would look like "no such calls" */
-			fprintf(stderr, "stepprof stacks: %s holds no call stacks: it was recorded without "
-					"[activities] stacks = true\n", trace);
+			fprintf(stderr,
+				"stepprof stacks: %s holds no call stacks: it was recorded without "
+				"[activities] stacks = true\n",
+				trace);
 			if (outpath)
 				unlink(outpath);
 			ret = 1;
 		} else if (!n) {
-			fprintf(stderr, "stepprof stacks: %s: no %s event with a call stack\n", trace,
-				kind);
+			fprintf(stderr, "stepprof stacks: %s: no %s event with a call stack\n", trace, kind);
 		} else if (outpath) {
 			fprintf(stderr, "wrote %s: %zu line%s\n", outpath, n, n == 1 ? "" : "s");
 		}

@@ -23,8 +23,8 @@ struct proc {
 	char ctl[PATH_MAX];          /* its control directory */
 	char status_name[128];       /* HOST.PID.status there */
 	struct sp_od_status st;      /* as last read */
-	int local;                   /* on this host: its liveness can be checked */
-	int alive;                   /* running when the request was written (or not checkable) */
+	int local;     /* on this host: its liveness can be checked */
+	int alive;     /* running when the request was written (or not checkable) */
 	int reached, done;           /* answered the request; its window is written (or refused, exited) */
 };
 
@@ -71,7 +71,8 @@ static int add_proc(struct proc *procs, int *n, const char *ctl, const char *nam
 {
 	char err[400];
 	if (*n >= MAX_PROCS) {
-		fprintf(stderr, "stepprof trigger: more than %d processes in %s; the others are not asked\n", MAX_PROCS, ctl);
+		fprintf(stderr, "stepprof trigger: more than %d processes in %s; the others are not asked\n", MAX_PROCS,
+			ctl);
 		return -1;
 	}
 	struct proc *p = &procs[*n];
@@ -156,12 +157,13 @@ static void watch(struct proc *procs, int n, uint64_t id, int phase, uint64_t de
 			} else if (fin) {
 				p->done = 1;
 				if (!strcmp(p->st.state, "written"))
-					printf("  rank %d pid %d on %s: window %u written, steps %" PRId64 "-%" PRId64 ", in %s%s%s\n",
+					printf("  rank %d pid %d on %s: window %u written, steps %" PRId64 "-%" PRId64
+					       ", in %s%s%s\n",
 					       p->st.rank, p->st.pid, p->st.host, p->st.window, p->st.first, p->st.last,
 					       p->st.trace, p->st.note[0] ? "; " : "", p->st.note);
 				else
-					printf("  rank %d pid %d on %s: %s%s%s\n", p->st.rank, p->st.pid, p->st.host, p->st.state,
-					       p->st.note[0] ? ": " : "", p->st.note);
+					printf("  rank %d pid %d on %s: %s%s%s\n", p->st.rank, p->st.pid, p->st.host,
+					       p->st.state, p->st.note[0] ? ": " : "", p->st.note);
 			}
 			if (phase == 0 ? !p->reached : !p->done)
 				pending++;
@@ -225,10 +227,17 @@ int sp_cmd_trigger(int argc, char **argv)
 			errno = 0;
 			v = strtoll(optarg, &end, 10);
 			if (errno || end == optarg || *end || v < 1 ||
-			    v > (c == 's' ? SP_OD_MAX_STEPS : c == 'm' ? SP_OD_MAX_MS : 86400)) {
+			    v > (c == 's'   ? SP_OD_MAX_STEPS
+				 : c == 'm' ? SP_OD_MAX_MS
+					    : 86400)) {
 				fprintf(stderr, "stepprof trigger: --%s: '%s' is not an integer 1..%d\n",
-					c == 's' ? "steps" : c == 'm' ? "ms" : "timeout", optarg,
-					c == 's' ? SP_OD_MAX_STEPS : c == 'm' ? SP_OD_MAX_MS : 86400);
+					c == 's'   ? "steps"
+					: c == 'm' ? "ms"
+						   : "timeout",
+					optarg,
+					c == 's'   ? SP_OD_MAX_STEPS
+					: c == 'm' ? SP_OD_MAX_MS
+						   : 86400);
 				return 2;
 			}
 		}
@@ -244,7 +253,8 @@ int sp_cmd_trigger(int argc, char **argv)
 			job = optarg;
 		else if (c == 'p') {
 			if (strlen(optarg) >= sizeof r.phase) {
-				fprintf(stderr, "stepprof trigger: --phase: longer than %zu characters\n", sizeof r.phase - 1);
+				fprintf(stderr, "stepprof trigger: --phase: longer than %zu characters\n",
+					sizeof r.phase - 1);
 				return 2;
 			}
 			strcpy(r.phase, optarg);
@@ -274,8 +284,10 @@ int sp_cmd_trigger(int argc, char **argv)
 	struct sp_od_req back;
 	int len = sp_od_req_format(&r, text, sizeof text);
 	if (len < 0 || sp_od_req_parse(text, (size_t)len, &back, err, sizeof err) < 0) { /* what processes accept */
-		fprintf(stderr, "stepprof trigger: %s\n", len < 0 ? "request too long" : strstr(err, "'phase'")
-			? "--phase: not a phase name ([A-Za-z0-9_.-], at most 63 characters)" : err);
+		fprintf(stderr, "stepprof trigger: %s\n",
+			len < 0                  ? "request too long"
+			: strstr(err, "'phase'") ? "--phase: not a phase name ([A-Za-z0-9_.-], at most 63 characters)"
+						 : err);
 		free(procs);
 		return 2;
 	}
@@ -285,8 +297,10 @@ int sp_cmd_trigger(int argc, char **argv)
 		char ctl[PATH_MAX];
 		snprintf(ctl, sizeof ctl, "%s/" SP_OD_DIR, job);
 		if (sp_od_check_dir(ctl, 0, err, sizeof err) < 0) {
-			fprintf(stderr, "stepprof trigger: %s (is %s the output directory of a running job, started with "
-					"[ondemand] trigger = true?)\n", err, job);
+			fprintf(stderr,
+				"stepprof trigger: %s (is %s the output directory of a running job, started with "
+				"[ondemand] trigger = true?)\n",
+				err, job);
 			free(procs);
 			return 1;
 		}
@@ -308,8 +322,8 @@ int sp_cmd_trigger(int argc, char **argv)
 			free(procs);
 			return 1;
 		}
-		printf("stepprof trigger: request %016" PRIx64 " (%s) to %d running process%s in %s\n", r.id, what, live,
-		       live == 1 ? "" : "es", job);
+		printf("stepprof trigger: request %016" PRIx64 " (%s) to %d running process%s in %s\n", r.id, what,
+		       live, live == 1 ? "" : "es", job);
 	} else {
 		printf("stepprof trigger: request %016" PRIx64 " (%s) to %d process%s\n", r.id, what, argc - optind,
 		       argc - optind == 1 ? "" : "es");
@@ -322,8 +336,10 @@ int sp_cmd_trigger(int argc, char **argv)
 				return 2;
 			}
 			if (find_ctl((int)pid, ctl, sizeof ctl) < 0) {
-				printf("  pid %ld: not reached (not running, another user's, not preloaded with stepprof, "
-				       "CUDA not initialised yet, or [ondemand] trigger = false)\n", pid);
+				printf("  pid %ld: not reached (not running, another user's, not preloaded with "
+				       "stepprof, "
+				       "CUDA not initialised yet, or [ondemand] trigger = false)\n",
+				       pid);
 				rc = 1;
 				continue;
 			}
@@ -335,7 +351,8 @@ int sp_cmd_trigger(int argc, char **argv)
 			}
 			snprintf(name, sizeof name, SP_OD_JOB ".%s.%ld", host, pid);
 			if (sp_od_write(ctl, name, text) < 0) {
-				printf("  pid %ld: not reached (cannot write %s/%s: %s)\n", pid, ctl, name, strerror(errno));
+				printf("  pid %ld: not reached (cannot write %s/%s: %s)\n", pid, ctl, name,
+				       strerror(errno));
 				procs[--n].alive = 0;
 				rc = 1;
 			}
@@ -347,8 +364,8 @@ int sp_cmd_trigger(int argc, char **argv)
 	watch(procs, n, r.id, 0, now_ms() + 2u * (uint64_t)poll + REACH_SLACK_MS);
 	for (int i = 0; i < n; i++)
 		if (procs[i].alive && !procs[i].reached) {
-			printf("  rank %d pid %d on %s: not reached within %.1f s%s\n", procs[i].st.rank, procs[i].st.pid,
-			       procs[i].st.host, (2.0 * poll + REACH_SLACK_MS) / 1e3,
+			printf("  rank %d pid %d on %s: not reached within %.1f s%s\n", procs[i].st.rank,
+			       procs[i].st.pid, procs[i].st.host, (2.0 * poll + REACH_SLACK_MS) / 1e3,
 			       procs[i].local ? "" : " (on another host: the output directory must be shared)");
 			rc = 1;
 		} else if (procs[i].reached && !strcmp(procs[i].st.state, "refused"))
@@ -357,8 +374,8 @@ int sp_cmd_trigger(int argc, char **argv)
 		watch(procs, n, r.id, 1, now_ms() + (uint64_t)timeout * 1000u);
 		for (int i = 0; i < n; i++)
 			if (procs[i].reached && !procs[i].done) {
-				printf("  rank %d pid %d on %s: no window written within %lld s (%s)\n", procs[i].st.rank,
-				       procs[i].st.pid, procs[i].st.host, timeout, procs[i].st.state);
+				printf("  rank %d pid %d on %s: no window written within %lld s (%s)\n",
+				       procs[i].st.rank, procs[i].st.pid, procs[i].st.host, timeout, procs[i].st.state);
 				rc = 1;
 			} else if (procs[i].reached && strcmp(procs[i].st.state, "written"))
 				rc = 1;

@@ -8,7 +8,7 @@
 #include <string.h>
 #include "commstats.h"
 
-struct call {                   /* an NCCL call of the window being folded in */
+struct call {     /* an NCCL call of the window being folded in */
 	const struct sp_event *e;
 	uint64_t ns;            /* linked kernel time */
 	uint64_t ks, ke;        /* first start and last end of its linked kernels (its group's) */
@@ -17,12 +17,12 @@ struct call {                   /* an NCCL call of the window being folded in */
 	int shared;             /* 1: shares its group's kernels with an earlier member */
 };
 
-struct launch {                 /* where a kernel was launched: thread and CPU time */
+struct launch {   /* where a kernel was launched: thread and CPU time */
 	uint32_t corr, tid;
 	uint64_t t;
 };
 
-struct member {                 /* one call of a round of the cross-rank match */
+struct member {   /* one call of a round of the cross-rank match */
 	uint64_t comm, seq;
 	uint64_t start;         /* on its trace's clock */
 	uint64_t wall;
@@ -31,7 +31,7 @@ struct member {                 /* one call of a round of the cross-rank match *
 	uint32_t run;           /* index of its collective in runs (after build) */
 };
 
-struct run {                    /* one collective of a round */
+struct run {      /* one collective of a round */
 	uint32_t first, n;      /* members[first .. first + n) */
 	uint64_t first_wall, last_wall;
 	int64_t last_key;
@@ -47,8 +47,9 @@ struct sp_nccl_match {
 	uint64_t paired;        /* collectives with two or more calls, all rounds */
 };
 
-static const char *const algos[] = { NULL, "RING", "TREE", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE",
-				     "PAT" };
+static const char *const algos[] = {
+	NULL, "RING", "TREE", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"
+};
 static const char *const protos[] = { NULL, "LL", "LL128", "SIMPLE" };
 #define NALGOS ((int)(sizeof(algos) / sizeof(algos[0])))
 #define NPROTOS ((int)(sizeof(protos) / sizeof(protos[0])))
@@ -117,8 +118,8 @@ static void share_group(const struct call *g, struct call **members, size_t n)
 	for (size_t i = 0; i < n; i++)
 		total += members[i]->e->u.nccl.bytes;
 	for (size_t i = 0; i < n; i++) {
-		uint64_t part = total ? (uint64_t)((unsigned __int128)g->ns * members[i]->e->u.nccl.bytes / total)
-				      : g->ns / n;
+		uint64_t part =
+			total ? (uint64_t)((unsigned __int128)g->ns * members[i]->e->u.nccl.bytes / total) : g->ns / n;
 		members[i]->ns = i + 1 == n ? g->ns - given : part; /* the last takes the rounding */
 		members[i]->kernels = g->kernels;
 		members[i]->algo = g->algo;
@@ -141,7 +142,9 @@ static int cmp_row(const struct sp_nccl_row *a, const struct sp_nccl_row *b)
 static void add_call(struct sp_nccl_stats *s, const struct call *c)
 {
 	const struct sp_event *e = c->e;
-	struct sp_nccl_row key = { .op = e->sub, .cpu_timed = !c->kernels, .nranks = e->u.nccl.comm_size,
+	struct sp_nccl_row key = { .op = e->sub,
+				   .cpu_timed = !c->kernels,
+				   .nranks = e->u.nccl.comm_size,
 				   .bytes = e->u.nccl.bytes };
 	size_t lo = 0, hi = s->n;
 	struct sp_nccl_row *row;
@@ -351,8 +354,11 @@ size_t sp_nccl_links(struct sp_trace_reader *r, const struct sp_window *w, struc
 
 	for (size_t i = 0; i < nc; i++)
 		if (!is_group_call(calls[i].e))
-			l[n++] = (struct sp_nccl_link){ .e = calls[i].e, .ks = calls[i].ks, .ke = calls[i].ke,
-							.kernels = calls[i].kernels, .shared = calls[i].shared };
+			l[n++] = (struct sp_nccl_link){ .e = calls[i].e,
+							.ks = calls[i].ks,
+							.ke = calls[i].ke,
+							.kernels = calls[i].kernels,
+							.shared = calls[i].shared };
 	free(calls);
 	*out = l;
 	return n;
@@ -389,8 +395,11 @@ void sp_nccl_match_add(struct sp_nccl_match *m, int64_t key, const struct sp_win
 			m->cap = m->cap ? m->cap * 2 : 256;
 			m->m = sp_xrealloc(m->m, m->cap * sizeof(*m->m));
 		}
-		m->m[m->n++] = (struct member){ .comm = e->u.nccl.comm, .seq = e->u.nccl.seq, .start = e->start,
-						.wall = sp_window_wall(w, e->start), .key = key,
+		m->m[m->n++] = (struct member){ .comm = e->u.nccl.comm,
+						.seq = e->u.nccl.seq,
+						.start = e->start,
+						.wall = sp_window_wall(w, e->start),
+						.key = key,
 						.comm_rank = e->u.nccl.comm_rank };
 	}
 }
@@ -419,8 +428,11 @@ void sp_nccl_match_build(struct sp_nccl_match *m)
 				m->runs = sp_xrealloc(m->runs, m->runs_cap * sizeof(*m->runs));
 			}
 			r = &m->runs[m->nruns];
-			*r = (struct run){ .first = (uint32_t)i, .first_wall = c->wall, .last_wall = c->wall,
-					   .last_key = c->key, .number = m->numbered + m->nruns };
+			*r = (struct run){ .first = (uint32_t)i,
+					   .first_wall = c->wall,
+					   .last_wall = c->wall,
+					   .last_key = c->key,
+					   .number = m->numbered + m->nruns };
 			m->nruns++;
 		} else if (c->wall > r->last_wall) {
 			r->last_wall = c->wall;
@@ -437,8 +449,11 @@ void sp_nccl_match_build(struct sp_nccl_match *m)
 
 int sp_nccl_match_find(const struct sp_nccl_match *m, int64_t trace, const struct sp_event *e, struct sp_nccl_peer *p)
 {
-	struct member key = { .comm = e->u.nccl.comm, .seq = e->u.nccl.seq, .key = trace,
-			      .comm_rank = e->u.nccl.comm_rank, .start = e->start };
+	struct member key = { .comm = e->u.nccl.comm,
+			      .seq = e->u.nccl.seq,
+			      .key = trace,
+			      .comm_rank = e->u.nccl.comm_rank,
+			      .start = e->start };
 	const struct member *c = m->n ? bsearch(&key, m->m, m->n, sizeof(*m->m), cmp_member) : NULL;
 	const struct run *r;
 
@@ -446,8 +461,12 @@ int sp_nccl_match_find(const struct sp_nccl_match *m, int64_t trace, const struc
 		return 0;
 	r = &m->runs[c->run];
 	*p = (struct sp_nccl_peer){ .flow = r->n <= 1u << 16 ? SP_NCCL_FLOW_BASE + (r->number << 16) : 0,
-				    .pos = (uint32_t)(c - m->m) - r->first, .n = r->n, .first_wall = r->first_wall, .last_wall = r->last_wall,
-				    .wall = c->wall, .last_key = r->last_key };
+				    .pos = (uint32_t)(c - m->m) - r->first,
+				    .n = r->n,
+				    .first_wall = r->first_wall,
+				    .last_wall = r->last_wall,
+				    .wall = c->wall,
+				    .last_key = r->last_key };
 	return 1;
 }
 

@@ -71,15 +71,19 @@ static void add_window(struct sp_xrank *a, struct rk *k, uint32_t ti, struct sp_
 		const struct sp_event *e = l[i].e;
 		if (!e->u.nccl.comm || is_p2p(e->sub) || l[i].shared)
 			continue; /* p2p pairs by peer, not by sequence; group members share their first's kernels */
-		struct sp_step_stat *in = k->st.n > first ? sp_steps_at(k->st.st + first, k->st.n - first, e->start) : NULL;
+		struct sp_step_stat *in =
+			k->st.n > first ? sp_steps_at(k->st.st + first, k->st.n - first, e->start) : NULL;
 		a->c = sp_xgrow(a->c, &a->ccap, sizeof(*a->c), a->nc);
-		a->c[a->nc++] = (struct coll){ .comm = e->u.nccl.comm, .seq = e->u.nccl.seq,
+		a->c[a->nc++] = (struct coll){ .comm = e->u.nccl.comm,
+					       .seq = e->u.nccl.seq,
 					       .cpu = sp_window_wall(w, e->start),
 					       .ks = l[i].kernels ? sp_window_wall(w, l[i].ks) : 0,
 					       .ke = l[i].kernels ? sp_window_wall(w, l[i].ke) : 0,
-					       .ks_mono = l[i].ks, .trace = ti,
+					       .ks_mono = l[i].ks,
+					       .trace = ti,
 					       .step = in ? (int32_t)(in - k->st.st) : -1,
-					       .comm_size = e->u.nccl.comm_size, .op = e->sub };
+					       .comm_size = e->u.nccl.comm_size,
+					       .op = e->sub };
 		k->ncoll++;
 		k->unlinked += !l[i].kernels;
 		if (e->u.nccl.comm_size > a->world)
@@ -221,7 +225,8 @@ static void align(struct sp_xrank *a)
 				for (size_t k = i; k < j; k++)
 					if (a->c[k].ke && !done[a->c[k].trace]) {
 						dv = sp_xgrow(dv, &dcap, sizeof(*dv), nd);
-						dv[nd++] = (struct diff){ a->c[k].trace, sub((int64_t)a->c[k].ke, cons) };
+						dv[nd++] =
+							(struct diff){ a->c[k].trace, sub((int64_t)a->c[k].ke, cons) };
 					}
 			}
 			i = j;
@@ -340,8 +345,8 @@ static void medians(struct rk *k)
 		for (size_t i = 0; i < k->st.n; i++) {
 			const struct sp_step_stat *x = &k->st.st[i];
 			uint64_t comp = x->kernel_ns > x->nccl_ns ? x->kernel_ns - x->nccl_ns : 0;
-			uint64_t by[M__N] = { sp_step_ns(x), comp, k->exposed[i], k->wait[i], x->stall, x->copy_ns,
-					      k->xfer[i], x->nccl_ns };
+			uint64_t by[M__N] = { sp_step_ns(x), comp,       k->exposed[i], k->wait[i],
+					      x->stall,      x->copy_ns, k->xfer[i],    x->nccl_ns };
 			v[i] = by[q];
 		}
 		k->med[q] = sp_median_u64(v, k->st.n);
@@ -380,8 +385,7 @@ static void judge(struct sp_xrank *a)
 
 	for (size_t i = 0; i < a->n; i++) {
 		double s = share(&a->r[i]);
-		if (a->most < 0 || s > a->share ||
-		    (s == a->share && a->r[i].last_gpu > a->r[a->most].last_gpu)) {
+		if (a->most < 0 || s > a->share || (s == a->share && a->r[i].last_gpu > a->r[a->most].last_gpu)) {
 			a->most = (int)i;
 			a->share = s;
 		}
@@ -390,11 +394,13 @@ static void judge(struct sp_xrank *a)
 		if ((int)i != a->most && share(&a->r[i]) > a->second)
 			a->second = share(&a->r[i]);
 	if (a->n < 2) {
-		snprintf(a->verdict, sizeof(a->verdict), "One trace: a straggler needs two or more ranks' traces of one run.");
+		snprintf(a->verdict, sizeof(a->verdict),
+			 "One trace: a straggler needs two or more ranks' traces of one run.");
 		return;
 	}
 	if (!a->paired) {
-		snprintf(a->verdict, sizeof(a->verdict), "No straggler can be named: no collective (same communicator "
+		snprintf(a->verdict, sizeof(a->verdict),
+			 "No straggler can be named: no collective (same communicator "
 			 "and sequence number, NCCL kernel recorded) is in two or more traces.");
 		return;
 	}
@@ -408,8 +414,10 @@ static void judge(struct sp_xrank *a)
 		a->untraced_later = 1;
 		snprintf(a->verdict, sizeof(a->verdict),
 			 "No straggler among the %zu traced ranks (of %d): they reach their collectives together, but "
-			 "then spend a median %s per step inside NCCL kernels (%.0f%% of a %s step). Either the transfers "
-			 "are that slow or, more likely, they all wait for a rank that was not traced. Trace every rank "
+			 "then spend a median %s per step inside NCCL kernels (%.0f%% of a %s step). Either the "
+			 "transfers "
+			 "are that slow or, more likely, they all wait for a rank that was not traced. Trace every "
+			 "rank "
 			 "(ranks = all) to tell.",
 			 a->n, a->world, ms(b[0], (int64_t)xfer), 100.0 * (double)xfer / (double)a->step_med,
 			 ms(b[1], (int64_t)a->step_med));
@@ -418,21 +426,26 @@ static void judge(struct sp_xrank *a)
 	if (!a->decisive) {
 		snprintf(a->verdict, sizeof(a->verdict),
 			 "No straggler: in each of the %llu paired collectives the ranks arrive within %s of each "
-			 "other.", (unsigned long long)a->paired, ms(b[0], a->tie));
+			 "other.",
+			 (unsigned long long)a->paired, ms(b[0], a->tie));
 		return;
 	}
 	if (!late || !costly) {
 		snprintf(a->verdict, sizeof(a->verdict),
-			 "No straggler: %s (rank %s arrives last most often, in %.0f%% of its %llu collectives with a clear "
+			 "No straggler: %s (rank %s arrives last most often, in %.0f%% of its %llu collectives with a "
+			 "clear "
 			 "last arrival; the next rank in %.0f%%), and the other ranks wait a median %s per step for it "
 			 "(%.1f%% of a %s step).",
 			 !late ? "no rank arrives last consistently" : "the waiting is too short to matter", l,
-			 100 * a->share, (unsigned long long)m->decisive, 100 * a->second, ms(b[0], (int64_t)a->wait_others),
+			 100 * a->share, (unsigned long long)m->decisive, 100 * a->second,
+			 ms(b[0], (int64_t)a->wait_others),
 			 a->step_med ? 100.0 * (double)a->wait_others / (double)a->step_med : 0.0,
 			 ms(b[1], (int64_t)a->step_med));
 		if (subset)
-			note(a, "Only %zu of %d ranks were traced: a rank that was not traced may still be late; the "
-				"waits here are the traced ranks' waits for each other (lower bounds).", a->n, a->world);
+			note(a,
+			     "Only %zu of %d ranks were traced: a rank that was not traced may still be late; the "
+			     "waits here are the traced ranks' waits for each other (lower bounds).",
+			     a->n, a->world);
 		return;
 	}
 	static const int q[3] = { M_STALL, M_COMPUTE, M_XFER };
@@ -448,27 +461,32 @@ static void judge(struct sp_xrank *a)
 		/* its own NCCL kernels run as long as the others': it waits too, for someone not traced */
 		a->untraced_later = 1;
 		snprintf(a->verdict, sizeof(a->verdict),
-			 "No straggler among the %zu traced ranks (of %d): rank %s arrives last of them in %.0f%% of the "
+			 "No straggler among the %zu traced ranks (of %d): rank %s arrives last of them in %.0f%% of "
+			 "the "
 			 "collectives, but its own NCCL kernels run about as long (median %s per step) as the others' "
-			 "(%s): it waits too, most likely for a rank that was not traced. Trace every rank (ranks = all) "
+			 "(%s): it waits too, most likely for a rank that was not traced. Trace every rank (ranks = "
+			 "all) "
 			 "to name it.",
-			 a->n, a->world, l, 100 * a->share, ms(b[0], (int64_t)m->med[M_NCCL]), ms(b[1], (int64_t)peer_nccl));
+			 a->n, a->world, l, 100 * a->share, ms(b[0], (int64_t)m->med[M_NCCL]),
+			 ms(b[1], (int64_t)peer_nccl));
 		return;
 	}
 	a->straggler = a->most;
-	int n = snprintf(a->verdict, sizeof(a->verdict),
-			 "Straggler: rank %s. It arrives last in %.0f%% of its %llu collectives with a clear last arrival "
-			 "(the next rank in %.0f%%), and the other ranks wait for it a median %s per step (%.0f%% of a %s "
-			 "step). ",
-			 l, 100 * a->share, (unsigned long long)m->decisive, 100 * a->second, ms(b[0], (int64_t)a->wait_others),
-			 a->step_med ? 100.0 * (double)a->wait_others / (double)a->step_med : 0.0,
-			 ms(b[1], (int64_t)a->step_med));
+	int n = snprintf(
+		a->verdict, sizeof(a->verdict),
+		"Straggler: rank %s. It arrives last in %.0f%% of its %llu collectives with a clear last arrival "
+		"(the next rank in %.0f%%), and the other ranks wait for it a median %s per step (%.0f%% of a %s "
+		"step). ",
+		l, 100 * a->share, (unsigned long long)m->decisive, 100 * a->second, ms(b[0], (int64_t)a->wait_others),
+		a->step_med ? 100.0 * (double)a->wait_others / (double)a->step_med : 0.0,
+		ms(b[1], (int64_t)a->step_med));
 	size_t o = n > 0 && (size_t)n < sizeof(a->verdict) ? (size_t)n : sizeof(a->verdict) - 1;
 	switch (a->cause) {
 	case CAUSE_HOST:
 		snprintf(a->verdict + o, sizeof(a->verdict) - o,
 			 "Cause: host. Its GPU sits idle a median %s per step waiting for its CPU to launch work (the "
-			 "others: %s), while its compute (%s) and transfers (%s) are close to theirs: look at what rank "
+			 "others: %s), while its compute (%s) and transfers (%s) are close to theirs: look at what "
+			 "rank "
 			 "%s's CPU does before its steps (data loading, Python, synchronisation, logging).",
 			 ms(b[2], (int64_t)m->med[M_STALL]), ms(b[3], (int64_t)a->peer[0]), ms(b[4], a->excess[1]),
 			 ms(b[5], a->excess[2]), l);
@@ -486,14 +504,16 @@ static void judge(struct sp_xrank *a)
 			 ms(b[2], (int64_t)m->med[M_XFER]), ms(b[3], (int64_t)a->peer[2]), ms(b[4], a->excess[2]));
 	}
 	if (!a->explained)
-		note(a, "Unsure of the cause: rank %s's largest excess over the others (%s: %s per step) explains "
-			"less than a quarter of the wait it causes; its lateness may come from what this trace does not "
-			"record (CPU work inside kernels' launch path, another process on its GPU).",
+		note(a,
+		     "Unsure of the cause: rank %s's largest excess over the others (%s: %s per step) explains "
+		     "less than a quarter of the wait it causes; its lateness may come from what this trace does not "
+		     "record (CPU work inside kernels' launch path, another process on its GPU).",
 		     l, cause_names[a->cause], ms(b[0], a->excess[a->cause]));
 	if (subset)
-		note(a, "Only %zu of %d ranks were traced. Rank %s's own NCCL kernels are short (median %s per step "
-			"against the others' %s): it waits for no one traced and likely for no one at all, so it is "
-			"probably the last of all ranks; a rank that was not traced could still be as late.",
+		note(a,
+		     "Only %zu of %d ranks were traced. Rank %s's own NCCL kernels are short (median %s per step "
+		     "against the others' %s): it waits for no one traced and likely for no one at all, so it is "
+		     "probably the last of all ranks; a rank that was not traced could still be as late.",
 		     a->n, a->world, l, ms(b[0], (int64_t)m->med[M_NCCL]), ms(b[1], (int64_t)peer_nccl));
 }
 
@@ -565,24 +585,30 @@ void sp_xrank_analyse(struct sp_xrank *a)
 		moved += k->clock == CLK_COLLECTIVES;
 		unplaced += k->clock == CLK_NONE && a->n > 1;
 		if (k->clock == CLK_COLLECTIVES && moved <= 4)
-			note(a, "Clock: rank %s %s rank %s's (the reference): placed by its collectives' ends, moved "
-				"%s from its wall-clock anchors (median deviation %s over %zu collectives).",
+			note(a,
+			     "Clock: rank %s %s rank %s's (the reference): placed by its collectives' ends, moved "
+			     "%s from its wall-clock anchors (median deviation %s over %zu collectives).",
 			     label(a, i, l, sizeof(l)),
 			     strcmp(k->host, a->r[a->order[0]].host) ? "is on another host than"
-								       : "shares a host but its anchors disagree with",
+								     : "shares a host but its anchors disagree with",
 			     ref, ms(b[0], -k->off), ms(b[1], k->spread), k->nest);
 	}
 	if (moved > 4)
-		note(a, "Clock: %zu ranks in all were placed by their collectives' ends rather than their anchors.", moved);
+		note(a, "Clock: %zu ranks in all were placed by their collectives' ends rather than their anchors.",
+		     moved);
 	if (unplaced)
-		note(a, "Clock: %zu traces share fewer than %d collectives with the others: their wall-clock anchors "
-			"are used as they are (arrivals are as good as the hosts' clock sync).", unplaced, MIN_COLLS);
+		note(a,
+		     "Clock: %zu traces share fewer than %d collectives with the others: their wall-clock anchors "
+		     "are used as they are (arrivals are as good as the hosts' clock sync).",
+		     unplaced, MIN_COLLS);
 	uint64_t unlinked = 0;
 	for (size_t i = 0; i < a->n; i++)
 		unlinked += a->r[i].unlinked;
 	if (unlinked)
-		note(a, "%llu NCCL calls had no kernel recorded (dropped records, or CUDA graphs): their arrivals are "
-			"not counted.", (unsigned long long)unlinked);
+		note(a,
+		     "%llu NCCL calls had no kernel recorded (dropped records, or CUDA graphs): their arrivals are "
+		     "not counted.",
+		     (unsigned long long)unlinked);
 	judge(a);
 }
 
@@ -606,4 +632,3 @@ void sp_xrank_free(struct sp_xrank *a)
 	free(a->wl);
 	free(a);
 }
-

@@ -50,8 +50,8 @@ struct sp_out;
  * slices nested in it to o, each preceded by ",\n": "wait for peers" (cat nccl_wait, from its start
  * until the last rank arrived) and "transfer" (cat nccl_transfer, the rest). Returns the number of
  * events written (0 or 2). Can't fail (write errors are the stream's, see export.h). */
-int sp_xrank_wait_slices(const struct sp_xrank *a, struct sp_out *o, int64_t key, const struct sp_event *e,
-			 int64_t pid, uint64_t tid, int64_t ts);
+int sp_xrank_wait_slices(const struct sp_xrank *a, struct sp_out *o, int64_t key, const struct sp_event *e, int64_t pid,
+			 uint64_t tid, int64_t ts);
 /* The verdict's straggler: its rank (or -1 for none), cause name in *cause (NULL for none). */
 int sp_xrank_straggler(const struct sp_xrank *a, const char **cause);
 /* Trace i's NCCL kernels split at each collective's last arrival (those paired with another

@@ -25,7 +25,7 @@ enum { M_STEP, M_COMPUTE, M_EXPOSED, M_WAIT, M_STALL, M_COPY, M_XFER, M_NCCL, M_
 enum { CAUSE_HOST, CAUSE_COMPUTE, CAUSE_COMM };
 static const char *const cause_names[] = { "host", "compute", "communication" };
 
-struct coll {                   /* one collective call of a trace, with its kernels */
+struct coll {     /* one collective call of a trace, with its kernels */
 	uint64_t comm, seq;
 	uint64_t cpu;           /* the call's start, the trace's wall clock */
 	uint64_t ks, ke;        /* its kernels' first start and last end, wall clock (0: none linked) */
@@ -38,7 +38,7 @@ struct coll {                   /* one collective call of a trace, with its kern
 	uint64_t wait;          /* its wait for the last arrival, ns (after the analysis) */
 };
 
-struct rk {                     /* one trace */
+struct rk {       /* one trace */
 	char *path;
 	int rank;               /* header rank, -1 unknown */
 	int32_t pid, world;
@@ -63,7 +63,10 @@ struct sp_xrank {
 	size_t nc, ccap;
 	size_t *order;          /* traces by rank */
 	int *ranks;             /* header rank of each trace */
-	struct wl { int64_t key; uint64_t ks, wait; } *wl; /* waits of paired kernels, by (key, ks) */
+	struct wl {
+		int64_t key;
+		uint64_t ks, wait;
+	} *wl; /* waits of paired kernels, by (key, ks) */
 	size_t nwl, wlcap;
 	uint64_t groups, paired, complete, decisive;
 	int world;              /* the largest world or communicator size seen, -1 unknown */

@@ -16,8 +16,9 @@ void sp_xrank_print(const struct sp_xrank *a, FILE *out)
 	char l[24], t[8][32];
 	size_t rows = a->n;
 
-	fprintf(out, "\nArrivals: %llu collectives in %zu traces (paired across ranks by communicator and sequence "
-		     "number: %llu, %llu of them with every rank of the communicator traced)\n",
+	fprintf(out,
+		"\nArrivals: %llu collectives in %zu traces (paired across ranks by communicator and sequence "
+		"number: %llu, %llu of them with every rank of the communicator traced)\n",
 		(unsigned long long)a->groups, a->n, (unsigned long long)a->paired, (unsigned long long)a->complete);
 	fprintf(out, "Per rank, medians per step; Last = share of collectives it reached last (GPU: NCCL kernel start; "
 		     "CPU: the NCCL call)\n");
@@ -54,8 +55,9 @@ void sp_xrank_print(const struct sp_xrank *a, FILE *out)
 
 static void json_meds(struct sp_out *x, const uint64_t *m)
 {
-	sp_out_printf(x, "{\"step\":%llu,\"compute\":%llu,\"exposed_comm\":%llu,\"wait\":%llu,\"host_stall\":%llu,"
-			 "\"copy\":%llu,\"transfer\":%llu,\"nccl\":%llu}",
+	sp_out_printf(x,
+		      "{\"step\":%llu,\"compute\":%llu,\"exposed_comm\":%llu,\"wait\":%llu,\"host_stall\":%llu,"
+		      "\"copy\":%llu,\"transfer\":%llu,\"nccl\":%llu}",
 		      (unsigned long long)m[M_STEP], (unsigned long long)m[M_COMPUTE], (unsigned long long)m[M_EXPOSED],
 		      (unsigned long long)m[M_WAIT], (unsigned long long)m[M_STALL], (unsigned long long)m[M_COPY],
 		      (unsigned long long)m[M_XFER], (unsigned long long)m[M_NCCL]);
@@ -84,7 +86,8 @@ static void json_arrivals(const struct sp_xrank *a, struct sp_out *x)
 				g0 = g;
 			if (cpu < c0)
 				c0 = cpu;
-			if (c->ke && (!a->c[last].ke || sub(g, sub((int64_t)a->c[last].ks, a->r[a->c[last].trace].off)) > 0))
+			if (c->ke &&
+			    (!a->c[last].ke || sub(g, sub((int64_t)a->c[last].ks, a->r[a->c[last].trace].off)) > 0))
 				last = k;
 		}
 		sp_out_printf(x, "%s{\"comm\":\"0x%016llx\",\"seq\":%llu,\"op\":\"%s\",\"comm_size\":%d,\"calls\":[",
@@ -94,14 +97,16 @@ static void json_arrivals(const struct sp_xrank *a, struct sp_out *x)
 			const struct coll *c = &a->c[k];
 			const struct rk *r = &a->r[c->trace];
 			int64_t off = r->off;
-			sp_out_printf(x, "%s{\"trace\":\"%s\",\"step\":", k > i ? "," : "", label(a, c->trace, l, sizeof(l)));
+			sp_out_printf(x, "%s{\"trace\":\"%s\",\"step\":", k > i ? "," : "",
+				      label(a, c->trace, l, sizeof(l)));
 			if (c->step >= 0)
 				sp_out_printf(x, "%lld", (long long)r->st.st[c->step].number);
 			else
 				sp_out_puts(x, "null");
 			sp_out_printf(x, ",\"cpu_arrival_ns\":%lld", (long long)sub(sub((int64_t)c->cpu, off), c0));
 			if (c->ke)
-				sp_out_printf(x, ",\"gpu_arrival_ns\":%lld,\"kernel_ns\":%llu", (long long)sub(sub((int64_t)c->ks, off), g0),
+				sp_out_printf(x, ",\"gpu_arrival_ns\":%lld,\"kernel_ns\":%llu",
+					      (long long)sub(sub((int64_t)c->ks, off), g0),
 					      (unsigned long long)(c->ke > c->ks ? c->ke - c->ks : 0));
 			else
 				sp_out_puts(x, ",\"gpu_arrival_ns\":null,\"kernel_ns\":null");
@@ -132,13 +137,15 @@ void sp_xrank_json(const struct sp_xrank *a, FILE *out, int arrivals)
 		sp_out_printf(x, ",\"label\":\"%s\",\"rank\":%d,\"pid\":%d,\"world_size\":%d,\"host\":",
 			      label(a, a->order[q], l, sizeof(l)), k->rank, k->pid, k->world);
 		sp_out_json_str(x, k->host);
-		sp_out_printf(x, ",\"steps\":%zu,\"collectives\":%llu,\"collectives_without_kernel\":%llu,"
-				 "\"clock\":{\"method\":\"%s\",\"offset_ns\":%lld,\"collective_estimate_ns\":%lld,"
-				 "\"deviation_ns\":%lld,\"collectives_used\":%zu},"
-				 "\"last_arrivals\":{\"gpu\":%llu,\"cpu\":%llu,\"decisive_gpu\":%llu,\"decisive_cpu\":%llu,"
-				 "\"share_gpu\":%.4f},\"median_ns\":",
-			      k->st.n, (unsigned long long)k->ncoll, (unsigned long long)k->unlinked, clock_name(k->clock),
-			      (long long)k->off, (long long)k->est, (long long)k->spread, k->nest,
+		sp_out_printf(x,
+			      ",\"steps\":%zu,\"collectives\":%llu,\"collectives_without_kernel\":%llu,"
+			      "\"clock\":{\"method\":\"%s\",\"offset_ns\":%lld,\"collective_estimate_ns\":%lld,"
+			      "\"deviation_ns\":%lld,\"collectives_used\":%zu},"
+			      "\"last_arrivals\":{\"gpu\":%llu,\"cpu\":%llu,\"decisive_gpu\":%llu,\"decisive_cpu\":%"
+			      "llu,"
+			      "\"share_gpu\":%.4f},\"median_ns\":",
+			      k->st.n, (unsigned long long)k->ncoll, (unsigned long long)k->unlinked,
+			      clock_name(k->clock), (long long)k->off, (long long)k->est, (long long)k->spread, k->nest,
 			      (unsigned long long)k->last_gpu, (unsigned long long)k->last_cpu,
 			      (unsigned long long)k->decisive, (unsigned long long)k->cpu_decisive, share(k));
 		json_meds(x, k->med);
@@ -146,9 +153,11 @@ void sp_xrank_json(const struct sp_xrank *a, FILE *out, int arrivals)
 		for (size_t i = 0; i < k->st.n; i++) {
 			const struct sp_step_stat *s = &k->st.st[i];
 			uint64_t comp = s->kernel_ns > s->nccl_ns ? s->kernel_ns - s->nccl_ns : 0;
-			sp_out_printf(x, "%s{\"step\":%lld,\"window\":%u,\"duration_ns\":%llu,\"compute_ns\":%llu,"
-					 "\"exposed_comm_ns\":%llu,\"wait_ns\":%llu,\"host_stall_ns\":%llu,\"copy_ns\":%llu,"
-					 "\"transfer_ns\":%llu,\"nccl_ns\":%llu}",
+			sp_out_printf(x,
+				      "%s{\"step\":%lld,\"window\":%u,\"duration_ns\":%llu,\"compute_ns\":%llu,"
+				      "\"exposed_comm_ns\":%llu,\"wait_ns\":%llu,\"host_stall_ns\":%llu,\"copy_ns\":%"
+				      "llu,"
+				      "\"transfer_ns\":%llu,\"nccl_ns\":%llu}",
 				      i ? "," : "", (long long)s->number, s->window, (unsigned long long)sp_step_ns(s),
 				      (unsigned long long)comp, (unsigned long long)k->exposed[i],
 				      (unsigned long long)k->wait[i], (unsigned long long)s->stall,
@@ -157,18 +166,20 @@ void sp_xrank_json(const struct sp_xrank *a, FILE *out, int arrivals)
 		}
 		sp_out_puts(x, "]}");
 	}
-	sp_out_printf(x, "],\"coverage\":{\"traced\":%zu,\"world_size\":%d,\"subset\":%s},"
-			 "\"collectives\":{\"total\":%llu,\"paired\":%llu,\"complete\":%llu,\"decisive\":%llu},",
+	sp_out_printf(x,
+		      "],\"coverage\":{\"traced\":%zu,\"world_size\":%d,\"subset\":%s},"
+		      "\"collectives\":{\"total\":%llu,\"paired\":%llu,\"complete\":%llu,\"decisive\":%llu},",
 		      a->n, a->world, a->world > 0 && (size_t)a->world > a->n ? "true" : "false",
 		      (unsigned long long)a->groups, (unsigned long long)a->paired, (unsigned long long)a->complete,
 		      (unsigned long long)a->decisive);
 	if (a->straggler >= 0) {
 		const struct rk *k = &a->r[a->straggler];
-		sp_out_printf(x, "\"straggler\":{\"rank\":%d,\"cause\":\"%s\",\"wait_ms_per_step\":%.3f},",
-			      k->rank, cause_names[a->cause], (double)a->wait_others / 1e6);
-		sp_out_printf(x, "\"straggler_detail\":{\"label\":\"%s\",\"last_share\":%.4f,\"next_share\":%.4f,"
-				 "\"cause_explained\":%s,\"excess_ms_per_step\":{\"host\":%.3f,\"compute\":%.3f,"
-				 "\"communication\":%.3f}},",
+		sp_out_printf(x, "\"straggler\":{\"rank\":%d,\"cause\":\"%s\",\"wait_ms_per_step\":%.3f},", k->rank,
+			      cause_names[a->cause], (double)a->wait_others / 1e6);
+		sp_out_printf(x,
+			      "\"straggler_detail\":{\"label\":\"%s\",\"last_share\":%.4f,\"next_share\":%.4f,"
+			      "\"cause_explained\":%s,\"excess_ms_per_step\":{\"host\":%.3f,\"compute\":%.3f,"
+			      "\"communication\":%.3f}},",
 			      label(a, (size_t)a->straggler, l, sizeof(l)), a->share, a->second,
 			      a->explained ? "true" : "false", (double)a->excess[0] / 1e6, (double)a->excess[1] / 1e6,
 			      (double)a->excess[2] / 1e6);
@@ -200,21 +211,25 @@ int sp_xrank_kernel_wait(const struct sp_xrank *a, int64_t key, uint64_t ks, uin
 	return 1;
 }
 
-int sp_xrank_wait_slices(const struct sp_xrank *a, struct sp_out *o, int64_t key, const struct sp_event *e,
-			 int64_t pid, uint64_t tid, int64_t ts)
+int sp_xrank_wait_slices(const struct sp_xrank *a, struct sp_out *o, int64_t key, const struct sp_event *e, int64_t pid,
+			 uint64_t tid, int64_t ts)
 {
 	uint64_t wait, dur = e->end > e->start ? e->end - e->start : 0;
 	if (!sp_xrank_kernel_wait(a, key, e->start, &wait))
 		return 0;
 	wait = wait > dur ? dur : wait;
-	sp_out_printf(o, ",\n{\"ph\":\"X\",\"cat\":\"nccl_wait\",\"name\":\"wait for peers\",\"pid\":%lld,"
-			 "\"tid\":%llu,\"ts\":", (long long)pid, (unsigned long long)tid);
+	sp_out_printf(o,
+		      ",\n{\"ph\":\"X\",\"cat\":\"nccl_wait\",\"name\":\"wait for peers\",\"pid\":%lld,"
+		      "\"tid\":%llu,\"ts\":",
+		      (long long)pid, (unsigned long long)tid);
 	sp_out_us(o, ts);
 	sp_out_puts(o, ",\"dur\":");
 	sp_out_us(o, (int64_t)wait);
 	sp_out_printf(o, ",\"args\":{\"wait (us)\":%.3f}}", (double)wait / 1e3);
-	sp_out_printf(o, ",\n{\"ph\":\"X\",\"cat\":\"nccl_transfer\",\"name\":\"transfer\",\"pid\":%lld,"
-			 "\"tid\":%llu,\"ts\":", (long long)pid, (unsigned long long)tid);
+	sp_out_printf(o,
+		      ",\n{\"ph\":\"X\",\"cat\":\"nccl_transfer\",\"name\":\"transfer\",\"pid\":%lld,"
+		      "\"tid\":%llu,\"ts\":",
+		      (long long)pid, (unsigned long long)tid);
 	sp_out_us(o, ts + (int64_t)wait);
 	sp_out_puts(o, ",\"dur\":");
 	sp_out_us(o, (int64_t)(dur - wait));
@@ -231,7 +246,8 @@ int sp_xrank_straggler(const struct sp_xrank *a, const char **cause)
 void sp_xrank_waits(const struct sp_xrank *a, size_t i, struct sp_xrank_wait *w)
 {
 	const struct rk *k = &a->r[i];
-	*w = (struct sp_xrank_wait){ .wait_step_ns = k->med[M_WAIT], .transfer_step_ns = k->med[M_XFER],
+	*w = (struct sp_xrank_wait){ .wait_step_ns = k->med[M_WAIT],
+				     .transfer_step_ns = k->med[M_XFER],
 				     .steps = k->st.n };
 	for (size_t j = 0; j < k->st.n; j++) {
 		w->wait_ns += k->wait[j];
@@ -243,4 +259,3 @@ const char *sp_xrank_verdict(const struct sp_xrank *a)
 {
 	return a->verdict;
 }
-

@@ -158,8 +158,8 @@ static int gz_close(struct gz *g)
 		gz_deflate(g, "", 0, 1);
 	}
 	if (getenv("STEPPROF_CONVERT_STATS")) /* for bench/convert_bench.sh: is the pipeline balanced? */
-		fprintf(stderr, "stepprof: cpu: writing thread %.2f s, gzip thread %.2f s%s\n", thread_cpu_s(), g->cpu_s,
-			g->threaded ? "" : " (no thread: gzip inline)");
+		fprintf(stderr, "stepprof: cpu: writing thread %.2f s, gzip thread %.2f s%s\n", thread_cpu_s(),
+			g->cpu_s, g->threaded ? "" : " (no thread: gzip inline)");
 	free(g->zlevel);
 	unsigned char trailer[8];
 	for (int i = 0; i < 4; i++) {

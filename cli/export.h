@@ -40,12 +40,12 @@ struct sp_export {
 	const struct sp_trace_header *hdr;
 	const struct sp_windows *g;     /* thread names, devices */
 	const char *source;             /* path of the trace, for the output's metadata */
-	int wall;                       /* times on the wall clock (several windows or ranks line up) */
+	int wall;         /* times on the wall clock (several windows or ranks line up) */
 	const struct sp_nccl_match *match; /* --merge-ranks: the NCCL calls of every rank's window of this
 	                                      round, paired by (comm, seq); NULL otherwise */
 	const struct sp_xrank *arrivals; /* --merge-ranks: the cross-rank analysis (crossrank.h): NCCL kernels
 	                                    get "wait for peers" and "transfer" slices; NULL otherwise */
-	int merged;                     /* several ranks' traces in this one file (--merge-ranks) */
+	int merged;       /* several ranks' traces in this one file (--merge-ranks) */
 	const char *dest;               /* the output path ("-" for stdout), for the output's metadata */
 	const struct sp_export_span *spans; /* extra slices to draw (see sp_export_span), the caller's:
 	                                       each window call writes those of its rank, so set them
@@ -55,7 +55,7 @@ struct sp_export {
 	void (*progress)(struct sp_export *x); /* called about every 64Ki events written, or NULL */
 	void *progress_ctx;             /* the caller's, for progress */
 	uint64_t events;                /* events written so far (exporters count) */
-	void *priv;                     /* the exporter's state, from begin to end */
+	void *priv;       /* the exporter's state, from begin to end */
 };
 
 struct sp_export_ops {
@@ -117,8 +117,10 @@ static inline char *sp_put(char *p, const void *s, size_t n)
 /* v in decimal at p (inline: it writes most of what the exporters write) */
 static inline char *sp_put_u64(char *p, uint64_t v)
 {
-	static const uint64_t pow10[20] = { 1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13,
-					    1e14, 1e15, 1e16, 1e17, 1e18, 10000000000000000000ull };
+	static const uint64_t pow10[20] = { 1,    1e1,  1e2,  1e3,  1e4,
+					    1e5,  1e6,  1e7,  1e8,  1e9,
+					    1e10, 1e11, 1e12, 1e13, 1e14,
+					    1e15, 1e16, 1e17, 1e18, 10000000000000000000ull };
 	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
 				    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 				    "8081828384858687888990919293949596979899";

@@ -208,7 +208,8 @@ static void index_window(struct sp_export *x, const struct sp_window *w)
 			call_map_put(&c->calls, c->ncall[i]->corr, c->ncall[i]);
 	for (size_t i = 0; i < w->n; i++) {
 		const struct sp_event *e = &w->ev[i], *call;
-		if (e->kind == SP_EV_API && e->corr && !sp_chrome_call_map_get(&c->calls, e->corr) && (call = enclosing_call(c, e)))
+		if (e->kind == SP_EV_API && e->corr && !sp_chrome_call_map_get(&c->calls, e->corr) &&
+		    (call = enclosing_call(c, e)))
 			call_map_put(&c->calls, e->corr, call);
 	}
 }
@@ -248,18 +249,21 @@ static void device_properties(struct sp_export *x, const struct sp_window *w)
 				continue;
 			sp_out_printf(x->out, "%s\n  {\"id\": %u, \"name\": ", n++ ? "," : "", d);
 			if (!e) {
-				sp_out_puts(x->out, "\"\", \"stepprof note\": \"the trace has no record of this device\"}");
+				sp_out_puts(x->out,
+					    "\"\", \"stepprof note\": \"the trace has no record of this device\"}");
 				continue;
 			}
 			sp_out_json_str(x->out, e->name ? sp_trace_string(c->traces[t].r, e->name) : "");
-			sp_out_printf(x->out, ", \"totalGlobalMem\": %llu, \"computeMajor\": %u, \"computeMinor\": %u, "
-					      "\"numSms\": %u",
+			sp_out_printf(x->out,
+				      ", \"totalGlobalMem\": %llu, \"computeMajor\": %u, \"computeMinor\": %u, "
+				      "\"numSms\": %u",
 				      (unsigned long long)e->u.dev.memory, e->u.dev.cc_major, e->u.dev.cc_minor,
 				      e->u.dev.sm_count);
 			if (a)
 				sp_out_printf(x->out,
 					      ", \"maxThreadsPerBlock\": 1024, \"maxThreadsPerMultiprocessor\": %u, "
-					      "\"regsPerBlock\": 65536, \"warpSize\": 32, \"sharedMemPerBlock\": 49152, "
+					      "\"regsPerBlock\": 65536, \"warpSize\": 32, \"sharedMemPerBlock\": "
+					      "49152, "
 					      "\"regsPerMultiprocessor\": 65536, \"sharedMemPerBlockOptin\": %u, "
 					      "\"sharedMemPerMultiprocessor\": %u",
 					      a->max_warps * 32u, a->smem_optin, a->smem_sm);
@@ -408,8 +412,9 @@ static void other_data(struct sp_export *x)
 	} else {
 		trace_meta(x, &c->traces[trace_index(x)]);
 	}
-	sp_out_printf(x->out, ",\"clock\":\"%s\",\"slices moved to overlap tracks\":%llu,"
-			      "\"records without valid times (left out)\":%llu,\"windows\":[",
+	sp_out_printf(x->out,
+		      ",\"clock\":\"%s\",\"slices moved to overlap tracks\":%llu,"
+		      "\"records without valid times (left out)\":%llu,\"windows\":[",
 		      x->wall ? "wall" : "window", (unsigned long long)c->overlaps, (unsigned long long)c->untimed);
 	for (size_t i = 0; i < c->nwins; i++) {
 		const struct sp_window *w = &c->wins[i].w;
@@ -419,14 +424,16 @@ static void other_data(struct sp_export *x)
 			sp_out_printf(x->out, "\"rank\":%d,\"pid\":%d,", m->rank, m->pid);
 		sp_out_printf(x->out,
 			      "\"id\":%u,\"first_step\":%lld,\"last_step\":%lld,\"steps\":%llu,\"complete\":%s,"
-			      "\"capped\":%s,\"start_ns\":%llu,\"end_ns\":%llu,\"bytes\":%llu,\"dropped\":{\"total\":%llu",
+			      "\"capped\":%s,\"start_ns\":%llu,\"end_ns\":%llu,\"bytes\":%llu,\"dropped\":{\"total\":%"
+			      "llu",
 			      w->id, (long long)w->first_step, (long long)w->last_step,
 			      (unsigned long long)c->wins[i].steps, w->complete ? "true" : "false",
 			      w->capped ? "true" : "false", (unsigned long long)sp_window_wall(w, w->t0),
 			      (unsigned long long)sp_window_wall(w, w->t1), (unsigned long long)w->bytes,
 			      (unsigned long long)w->dropped_total);
 		for (unsigned s = 1; s < SP_DROP__COUNT; s++)
-			sp_out_printf(x->out, ",\"%s\":%llu", sp_drop_source_name(s), (unsigned long long)w->dropped[s]);
+			sp_out_printf(x->out, ",\"%s\":%llu", sp_drop_source_name(s),
+				      (unsigned long long)w->dropped[s]);
 		sp_out_puts(x->out, "}}");
 	}
 	sp_out_puts(x->out, "]}");
@@ -452,8 +459,10 @@ static int chrome_end(struct sp_export *x)
 	other_data(x);
 	sp_out_puts(x->out, "\n}\n");
 	if (c->untimed)
-		fprintf(stderr, "stepprof convert: note: %llu records end before they start (CUPTI took no times for "
-				"them): left out of %s\n", (unsigned long long)c->untimed, x->dest ? x->dest : "the file");
+		fprintf(stderr,
+			"stepprof convert: note: %llu records end before they start (CUPTI took no times for "
+			"them): left out of %s\n",
+			(unsigned long long)c->untimed, x->dest ? x->dest : "the file");
 	sp_idset_free(&c->pids);
 	sp_idset_free(&c->tracks);
 	for (int b = 0; b < 4; b++)

@@ -38,20 +38,20 @@ struct trace_info {             /* a trace whose windows are written (several wi
 	const char *source;
 };
 
-struct lane {                   /* the last end of a lane of a track that gets lanes */
+struct lane {     /* the last end of a lane of a track that gets lanes */
 	int64_t pid;
 	uint64_t tid;           /* the lane's tid */
 	uint64_t end;
 };
 
-struct tstack {                 /* the slices open on a track at the time being written */
+struct tstack {   /* the slices open on a track at the time being written */
 	int64_t pid;
 	uint64_t tid;
 	int64_t *end;           /* their ends (ns), innermost last */
 	size_t n, cap;
 };
 
-struct ctxdev {                 /* CUDA context -> device, from the window's GPU records */
+struct ctxdev {   /* CUDA context -> device, from the window's GPU records */
 	uint32_t context;
 	uint16_t device;
 };
@@ -64,7 +64,7 @@ struct call_map {               /* correlation id -> the NCCL call that launched
 
 enum { CORR_API = 1, CORR_GPU = 2, CORR_FLOW_S = 4, CORR_FLOW_F = 8 };
 
-struct corrs {                  /* per correlation id of the current window: CORR_* flags (which ends
+struct corrs {    /* per correlation id of the current window: CORR_* flags (which ends
                                    exist, which flow ends are written) */
 	uint32_t lo;            /* the window's smallest id: flags[id - lo] */
 	size_t n, cap;          /* ids covered; 0: the window's ids are too sparse, sets are used */
@@ -105,7 +105,11 @@ struct chrome {
 	size_t ntraces;
 	uint8_t *nccl_name;     /* by name id: 0 unknown, 1 not an NCCL kernel, 2 an NCCL kernel */
 	size_t nccl_cap;
-	struct name { const char *s; size_t n; int plain; } *names; /* by name id: display name, its
+	struct name {
+		const char *s;
+		size_t n;
+		int plain;
+	} *names; /* by name id: display name, its
 	                           length, 1 if JSON needs no escape in it (0: not looked up yet, -1: needs) */
 	size_t names_cap;
 };

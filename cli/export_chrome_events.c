@@ -9,12 +9,12 @@
 /* ---- CUDA facts the trace does not carry (per compute capability, CUDA occupancy tables) ---- */
 
 static const struct arch arches[] = {
-	{ 6, 0, 64, 32, 65536, 49152, 0 },        { 6, 1, 64, 32, 98304, 49152, 0 },
-	{ 7, 0, 64, 32, 98304, 98304, 0 },        { 7, 2, 64, 32, 98304, 98304, 0 },
-	{ 7, 5, 32, 16, 65536, 65536, 0 },        { 8, 0, 64, 32, 167936, 166912, 1024 },
-	{ 8, 6, 48, 16, 102400, 101376, 1024 },   { 8, 7, 48, 16, 167936, 166912, 1024 },
-	{ 8, 9, 48, 24, 102400, 101376, 1024 },   { 9, 0, 64, 32, 233472, 232448, 1024 },
-	{ 10, 0, 64, 32, 233472, 232448, 1024 },  { 10, 3, 64, 32, 233472, 232448, 1024 },
+	{ 6, 0, 64, 32, 65536, 49152, 0 },       { 6, 1, 64, 32, 98304, 49152, 0 },
+	{ 7, 0, 64, 32, 98304, 98304, 0 },       { 7, 2, 64, 32, 98304, 98304, 0 },
+	{ 7, 5, 32, 16, 65536, 65536, 0 },       { 8, 0, 64, 32, 167936, 166912, 1024 },
+	{ 8, 6, 48, 16, 102400, 101376, 1024 },  { 8, 7, 48, 16, 167936, 166912, 1024 },
+	{ 8, 9, 48, 24, 102400, 101376, 1024 },  { 9, 0, 64, 32, 233472, 232448, 1024 },
+	{ 10, 0, 64, 32, 233472, 232448, 1024 }, { 10, 3, 64, 32, 233472, 232448, 1024 },
 	{ 12, 0, 48, 32, 102400, 101376, 1024 },
 };
 
@@ -30,36 +30,35 @@ const struct arch *sp_chrome_arch_of(const struct sp_event *dev)
 static const char *memcpy_kind(unsigned k)
 {
 	static const char *const t[] = { "Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
-					 "AtoD", "DtoA", "DtoD", "HtoH", "PtoP" };
+					 "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP" };
 	return k < sizeof(t) / sizeof(t[0]) ? t[k] : "Unknown";
 }
 
 static const char *memory_kind(unsigned k)
 {
-	static const char *const t[] = { "Unknown", "Pageable", "Pinned", "Device",
-					 "Array", "Managed", "Device Static", "Managed Static" };
+	static const char *const t[] = { "Unknown", "Pageable", "Pinned",        "Device",
+					 "Array",   "Managed",  "Device Static", "Managed Static" };
 	return k < sizeof(t) / sizeof(t[0]) ? t[k] : "Unknown";
 }
 
 static const char *sync_name(unsigned k)
 {
-	static const char *const t[] = { "Unknown", "Event Sync", "Stream Wait Event", "Stream Sync",
-					 "Context Sync" };
+	static const char *const t[] = { "Unknown", "Event Sync", "Stream Wait Event", "Stream Sync", "Context Sync" };
 	return k < sizeof(t) / sizeof(t[0]) ? t[k] : "Unknown";
 }
 
 static const char *nccl_dtype(unsigned k)
 {
-	static const char *const t[] = { "int8", "uint8", "int32", "uint32", "int64", "uint64", "float16",
-					 "float32", "float64", "bfloat16", "float8e4m3", "float8e5m2" };
+	static const char *const t[] = { "int8",    "uint8",   "int32",   "uint32",   "int64",      "uint64",
+					 "float16", "float32", "float64", "bfloat16", "float8e4m3", "float8e5m2" };
 	return k < sizeof(t) / sizeof(t[0]) ? t[k] : "unknown";
 }
 
 /* The dtype as torch.distributed names it in Kineto's collective args ("Float", "BFloat16"). */
 static const char *torch_dtype(unsigned k)
 {
-	static const char *const t[] = { "Char", "Byte", "Int", "UInt32", "Long", "UInt64", "Half",
-					 "Float", "Double", "BFloat16", "Float8_e4m3fn", "Float8_e5m2" };
+	static const char *const t[] = { "Char", "Byte",  "Int",    "UInt32",   "Long",          "UInt64",
+					 "Half", "Float", "Double", "BFloat16", "Float8_e4m3fn", "Float8_e5m2" };
 	return k < sizeof(t) / sizeof(t[0]) ? t[k] : "Unknown";
 }
 
@@ -67,15 +66,24 @@ static const char *torch_dtype(unsigned k)
 static const char *collective_name(unsigned op)
 {
 	switch (op) {
-	case SP_NCCL_ALLREDUCE: return "allreduce";
-	case SP_NCCL_ALLGATHER: return "allgather";
-	case SP_NCCL_REDUCESCATTER: return "reduce_scatter";
-	case SP_NCCL_BROADCAST: return "broadcast";
-	case SP_NCCL_REDUCE: return "reduce";
-	case SP_NCCL_ALLTOALL: return "all_to_all";
-	case SP_NCCL_SEND: return "send";
-	case SP_NCCL_RECV: return "recv";
-	default: return "unknown";
+	case SP_NCCL_ALLREDUCE:
+		return "allreduce";
+	case SP_NCCL_ALLGATHER:
+		return "allgather";
+	case SP_NCCL_REDUCESCATTER:
+		return "reduce_scatter";
+	case SP_NCCL_BROADCAST:
+		return "broadcast";
+	case SP_NCCL_REDUCE:
+		return "reduce";
+	case SP_NCCL_ALLTOALL:
+		return "all_to_all";
+	case SP_NCCL_SEND:
+		return "send";
+	case SP_NCCL_RECV:
+		return "recv";
+	default:
+		return "unknown";
 	}
 }
 
@@ -183,7 +191,8 @@ static void collective_args(struct sp_export *x, const struct sp_event *call)
 		sp_out_puts(x->out, ",\"Process Group Ranks\":\"[");
 		for (int i = 0; i < n->comm_size; i++)
 			sp_out_printf(x->out, "%s%d", i ? ", " : "", i);
-		sp_out_puts(x->out, "]\",\"Process Group Ranks source\":\"inferred: the communicator spans the world\"");
+		sp_out_puts(x->out,
+			    "]\",\"Process Group Ranks source\":\"inferred: the communicator spans the world\"");
 	}
 }
 
@@ -253,7 +262,8 @@ void sp_chrome_gpu_event(struct sp_export *x, const struct sp_window *w, const s
 			sp_out_printf(x->out, ",\"launch type\":\"%s\"",
 				      k->launch == SP_LAUNCH_COOPERATIVE ? "cooperative" : "cluster");
 		graph(x, k->graph_id, k->graph_node);
-		if (c->nncall && (call = sp_chrome_call_map_get(&c->calls, e->corr)) && sp_chrome_is_nccl_kernel(x, e->name))
+		if (c->nncall && (call = sp_chrome_call_map_get(&c->calls, e->corr)) &&
+		    sp_chrome_is_nccl_kernel(x, e->name))
 			collective_args(x, call);
 	} else if (e->kind == SP_EV_MEMCPY) {
 		const struct sp_ev_copy *m = &e->u.copy;
@@ -322,8 +332,9 @@ static void sync_event(struct sp_export *x, const struct sp_window *w, const str
 	sp_chrome_name_track_as(x, pid, tid, track, (long long)(tid - SYNC_TID_BASE));
 	sp_chrome_ev_open(x, "X", "cuda_sync", sync_name(e->sub), pid, tid, ts);
 	sp_chrome_dur(x, e);
-	sp_out_printf(x->out, ",\"args\":{\"cuda_sync_kind\":\"%s\",\"stream\":%lld,\"correlation\":%llu,"
-			      "\"External id\":%llu,\"device\":%d,\"context\":%u",
+	sp_out_printf(x->out,
+		      ",\"args\":{\"cuda_sync_kind\":\"%s\",\"stream\":%lld,\"correlation\":%llu,"
+		      "\"External id\":%llu,\"device\":%d,\"context\":%u",
 		      sync_name(e->sub), e->stream ? (long long)e->stream : -1ll,
 		      (unsigned long long)corr_id(x, e->corr), (unsigned long long)corr_id(x, e->corr), device,
 		      e->context);
@@ -407,7 +418,8 @@ static void step_event(struct sp_export *x, const struct sp_window *w, const str
 		break;
 	}
 	snprintf(name, sizeof(name), "ProfilerStep#%lld", (long long)e->u.step.number);
-	sp_chrome_ev_open(x, "X", "user_annotation", name, cpu_pid(x), sp_chrome_fit(x, cpu_pid(x), e->tid, ts, d, 0), ts);
+	sp_chrome_ev_open(x, "X", "user_annotation", name, cpu_pid(x), sp_chrome_fit(x, cpu_pid(x), e->tid, ts, d, 0),
+			  ts);
 	sp_chrome_dur_ns(x, d);
 	sp_out_printf(x->out, ",\"args\":{\"External id\":0,\"step\":%lld,\"action\":\"%s\"}}",
 		      (long long)e->u.step.number, sp_action_name(e->sub));
@@ -423,9 +435,10 @@ void sp_chrome_cpu_event(struct sp_export *x, const struct sp_window *w, const s
 		sync_event(x, w, e);
 		break;
 	case SP_EV_MARKER:
-		sp_chrome_ev_open(x, e->end > e->start ? "X" : "i", "user_annotation", sp_chrome_str(x, e->name, "marker"),
-				  cpu_pid(x),
-				  e->end > e->start ? sp_chrome_fit(x, cpu_pid(x), e->tid, ts, e->end - e->start, 0) : e->tid,
+		sp_chrome_ev_open(x, e->end > e->start ? "X" : "i", "user_annotation",
+				  sp_chrome_str(x, e->name, "marker"), cpu_pid(x),
+				  e->end > e->start ? sp_chrome_fit(x, cpu_pid(x), e->tid, ts, e->end - e->start, 0)
+						    : e->tid,
 				  ts);
 		if (e->end > e->start)
 			sp_chrome_dur(x, e);
@@ -449,7 +462,8 @@ void sp_chrome_cpu_event(struct sp_export *x, const struct sp_window *w, const s
 		int dev = e->device != SP_NO_DEVICE;
 		if (dev)
 			snprintf(name, sizeof(name), "memory GPU %u", e->device);
-		sp_chrome_ev_open(x, "C", "memory", dev ? name : "memory host", dev ? gpu_pid(x, e->device) : cpu_pid(x), 0, ts);
+		sp_chrome_ev_open(x, "C", "memory", dev ? name : "memory host",
+				  dev ? gpu_pid(x, e->device) : cpu_pid(x), 0, ts);
 		sp_out_printf(x->out, ",\"args\":{\"%s\":%llu}}", sp_mem_kind_name(e->sub),
 			      (unsigned long long)e->u.mem.live);
 		break;
@@ -487,8 +501,8 @@ void sp_chrome_extra_spans(struct sp_export *x)
 	for (size_t i = 0; i < n; i++) {
 		const struct sp_export_span *s = v[i];
 		size_t t = 0; /* the track's number: the first span of that name */
-		while (t < x->nspans && (x->spans[t].key != c->key || !x->spans[t].track ||
-					 strcmp(x->spans[t].track, s->track)))
+		while (t < x->nspans &&
+		       (x->spans[t].key != c->key || !x->spans[t].track || strcmp(x->spans[t].track, s->track)))
 			t++;
 		uint64_t base = SPAN_TID_BASE + t * LANES, tid = sp_chrome_lane(x, pid, base, s->start, s->end);
 		char track[160];
@@ -497,7 +511,8 @@ void sp_chrome_extra_spans(struct sp_export *x)
 		else
 			snprintf(track, sizeof(track), "%s (%u)", s->track, (unsigned)(tid - base) + 1);
 		sp_chrome_name_track_as(x, pid, tid, track, (long long)tid);
-		sp_chrome_ev_open(x, "X", s->cat ? s->cat : "stepprof", s->name ? s->name : "", pid, tid, ts_wall(x, s->start));
+		sp_chrome_ev_open(x, "X", s->cat ? s->cat : "stepprof", s->name ? s->name : "", pid, tid,
+				  ts_wall(x, s->start));
 		sp_chrome_dur_ns(x, s->end > s->start ? s->end - s->start : 0);
 		sp_out_puts(x->out, ",\"args\":{");
 		if (s->args_json)

@@ -110,7 +110,8 @@ static void meta(struct sp_export *x, const char *name, int64_t pid, uint64_t ti
 		 long long v)
 {
 	comma(x);
-	sp_out_printf(x->out, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%lld,\"tid\":%llu,\"ts\":0,\"args\":{\"%s\":", name,
+	sp_out_printf(x->out,
+		      "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%lld,\"tid\":%llu,\"ts\":0,\"args\":{\"%s\":", name,
 		      (long long)pid, (unsigned long long)tid, key);
 	if (s)
 		sp_out_json_str(x->out, s);
@@ -221,7 +222,8 @@ uint64_t sp_chrome_fit(struct sp_export *x, int64_t pid, uint64_t tid, int64_t t
 	while (t->n && t->end[t->n - 1] <= ts)
 		t->n--;
 	if (t->n && end > t->end[t->n - 1]) {
-		uint64_t base = OVER_TID_BASE + tid * LANES, l = sp_chrome_lane(x, pid, base, (uint64_t)ts, (uint64_t)end);
+		uint64_t base = OVER_TID_BASE + tid * LANES,
+			 l = sp_chrome_lane(x, pid, base, (uint64_t)ts, (uint64_t)end);
 		char name[80];
 		snprintf(name, sizeof(name), "%s %llu (overlapping)%s", gpu ? "stream" : "thread",
 			 (unsigned long long)tid, l == base ? "" : " +");
@@ -257,8 +259,11 @@ static void name_process(struct sp_export *x, int64_t pid, int device)
 	meta(x, "process_name", pid, 0, "name", name, 0);
 	meta(x, "process_labels", pid, 0, "labels", label, 0);
 	meta(x, "process_sort_index", pid, 0, "sort_index", NULL,
-	     x->merged ? c->key * 100 + (device >= 0 ? 1 + device : device == -2 ? 99 : 0)
-		       : device == -1 ? 0 : 0x1000000 + (device >= 0 ? device : 0xffff));
+	     x->merged      ? c->key * 100 + (device >= 0    ? 1 + device
+					      : device == -2 ? 99
+							     : 0)
+	     : device == -1 ? 0
+			    : 0x1000000 + (device >= 0 ? device : 0xffff));
 }
 
 void sp_chrome_name_track_as(struct sp_export *x, int64_t pid, uint64_t tid, const char *name, long long sort)

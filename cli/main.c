@@ -14,18 +14,24 @@ static const struct {
 	int (*fn)(int, char **);
 	const char *help;
 } cmds[] = {
-	{ "run", sp_cmd_run, "run [-c FILE] [-o DIR] [--ranks LIST] [--set SECTION.KEY=VALUE] -- CMD ...   profile CMD" },
+	{ "run", sp_cmd_run,
+	  "run [-c FILE] [-o DIR] [--ranks LIST] [--set SECTION.KEY=VALUE] -- CMD ...   profile CMD" },
 	{ "check", sp_cmd_check, "check [[-c] FILE]             print the effective configuration or every error" },
-	{ "schedule", sp_cmd_schedule, "schedule [-c FILE] [--count N | --steps A-B] [KEY=VALUE ...]   dry-run the schedule" },
-	{ "report", sp_cmd_report, "report TRACE [--sort KEY] [--top N] [--window N] [--json]   kernel, step, NCCL tables, findings" },
+	{ "schedule", sp_cmd_schedule,
+	  "schedule [-c FILE] [--count N | --steps A-B] [KEY=VALUE ...]   dry-run the schedule" },
+	{ "report", sp_cmd_report,
+	  "report TRACE [--sort KEY] [--top N] [--window N] [--json]   kernel, step, NCCL tables, findings" },
 	{ "convert", sp_cmd_convert, "convert TRACE [-o OUT[.json|.json.gz]] [--merge]   Chrome/Perfetto JSON" },
 	{ "dump", sp_cmd_dump, "dump TRACE                    every record as text (stable, for diffs)" },
 	{ "memory", sp_cmd_memory, "memory TRACE [-o OUT.html] [--window N]   memory timeline page and peaks" },
 	{ "diff", sp_cmd_diff, "diff BASE NEW [--window N] [--top N]   kernel time per step, what changed" },
 	{ "steps", sp_cmd_steps, "steps TRACE [TRACE ...]       per-step table; several ranks side by side" },
-	{ "autostep", sp_cmd_autostep, "autostep FILE [--json] [--check]   replay a recorded token stream (STEPPROF_RECORD_TOKENS)" },
-	{ "trigger", sp_cmd_trigger, "trigger [--steps N | --ms MS] [--wait] PID ... | --job DIR   record a window now, on demand" },
-	{ "stacks", sp_cmd_stacks, "stacks TRACE [--by bytes|calls] [--kind alloc|launch|nccl|all] [-o FILE]   folded stacks" },
+	{ "autostep", sp_cmd_autostep,
+	  "autostep FILE [--json] [--check]   replay a recorded token stream (STEPPROF_RECORD_TOKENS)" },
+	{ "trigger", sp_cmd_trigger,
+	  "trigger [--steps N | --ms MS] [--wait] PID ... | --job DIR   record a window now, on demand" },
+	{ "stacks", sp_cmd_stacks,
+	  "stacks TRACE [--by bytes|calls] [--kind alloc|launch|nccl|all] [-o FILE]   folded stacks" },
 };
 
 static void usage(FILE *f)

@@ -23,7 +23,11 @@ struct key {
 
 /* Open-addressing map key -> allocation index. */
 struct amap {
-	struct { struct key k; size_t v; int used; } *slot;
+	struct {
+		struct key k;
+		size_t v;
+		int used;
+	} *slot;
 	size_t cap, n;
 };
 
@@ -130,7 +134,8 @@ static void settle(struct sp_memtl_reader *m, const struct sp_memtl *next)
 		if (is_peak(e)) {
 			mine = m->have_cur;
 		} else if (is_snapshot(e)) {
-			mine = m->have_cur && i < m->end_at && e->start <= w->t0 && amap_get(&m->keys, key_of(e)) == SIZE_MAX;
+			mine = m->have_cur && i < m->end_at && e->start <= w->t0 &&
+			       amap_get(&m->keys, key_of(e)) == SIZE_MAX;
 			if (mine)
 				amap_put(&m->keys, key_of(e), 0);
 		} else {
@@ -217,9 +222,15 @@ static size_t add_alloc(struct sp_memtl *o, const struct sp_event *e, uint64_t b
 {
 	if (!(o->na & (o->na - 1)))
 		o->a = sp_xrealloc(o->a, (o->na ? o->na * 2 : 1) * sizeof(*o->a));
-	o->a[o->na] = (struct sp_memtl_alloc){ .addr = e->u.mem.addr, .size = e->u.mem.size, .made = e->start,
-					       .freed = SP_MEMTL_NEVER, .born = born, .died = SP_MEMTL_NEVER,
-					       .stack = e->u.mem.stack, .device = e->device, .kind = e->sub,
+	o->a[o->na] = (struct sp_memtl_alloc){ .addr = e->u.mem.addr,
+					       .size = e->u.mem.size,
+					       .made = e->start,
+					       .freed = SP_MEMTL_NEVER,
+					       .born = born,
+					       .died = SP_MEMTL_NEVER,
+					       .stack = e->u.mem.stack,
+					       .device = e->device,
+					       .kind = e->sub,
 					       .snapshot = born == 0 };
 	return o->na++;
 }
@@ -270,8 +281,10 @@ static void build(struct sp_memtl_reader *m)
 		if (!s->n) {
 			const struct sp_ev_mem *em = &e->u.mem;
 			uint64_t before = e->kind == SP_EV_FREE ? em->live + em->size
-				: em->live > em->size ? em->live - em->size : 0;
-			add_point(s, o->t0, has_start[slot_of(e->device)] ? start_level[slot_of(e->device)] : before, 0);
+					  : em->live > em->size ? em->live - em->size
+								: 0;
+			add_point(s, o->t0, has_start[slot_of(e->device)] ? start_level[slot_of(e->device)] : before,
+				  0);
 		}
 		if (live != SIZE_MAX) { /* freed, or allocated again without a FREE we saw */
 			o->a[live].freed = e->start;
@@ -422,8 +435,7 @@ const char *sp_memtl_bytes(char *buf, size_t n, uint64_t b)
 	return buf;
 }
 
-void sp_memtl_summary(const struct sp_memtl *w, const struct sp_trace_reader *r, struct sp_sym *sym, int top,
-		      FILE *out)
+void sp_memtl_summary(const struct sp_memtl *w, const struct sp_trace_reader *r, struct sp_sym *sym, int top, FILE *out)
 {
 	char b[2][32], t[32];
 

@@ -16,9 +16,8 @@
 #define MAX_PEAK_ROWS 500   /* rows of a peak table */
 #define MAX_FRAMES 12       /* frames embedded per stack */
 
-static const char page_head[] =
-	"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-	"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>";
+static const char page_head[] = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+				"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>";
 
 static const char page_style[] =
 	"</title>\n<style>\n"
@@ -37,7 +36,8 @@ static const char page_style[] =
 /* Draws every window of SP_WINDOWS; the page works offline (no URL anywhere). */
 static const char page_script[] =
 	"<script>\n\"use strict\";\n"
-	"const COLORS=[\"#1f77b4\",\"#d62728\",\"#2ca02c\",\"#9467bd\",\"#ff7f0e\",\"#17becf\",\"#8c564b\",\"#e377c2\"];\n"
+	"const "
+	"COLORS=[\"#1f77b4\",\"#d62728\",\"#2ca02c\",\"#9467bd\",\"#ff7f0e\",\"#17becf\",\"#8c564b\",\"#e377c2\"];\n"
 	"function fmtB(b){const u=[\"B\",\"KiB\",\"MiB\",\"GiB\",\"TiB\"];let i=0;while(b>=1024&&i<4){b/=1024;i++;}"
 	"return (i?b.toFixed(2):String(b))+u[i];}\n"
 	"function fmtMs(ms){return (ms>=0?\"+\":\"\")+ms.toFixed(3)+\" ms\";}\n"
@@ -66,12 +66,16 @@ static const char page_script[] =
 	"  const c=cv.getContext(\"2d\");c.setTransform(d,0,0,d,0,0);c.clearRect(0,0,w,H);c.font=\"11px sans-serif\";\n"
 	"  const x=t=>L+(w-L-R)*(W.dur>0?Math.min(Math.max(t,0),W.dur)/W.dur:0),y=v=>H-B-(H-T-B)*v/top;\n"
 	"  W.steps.forEach((st,i)=>{const a=x(st[1]),b=x(st[2]);c.fillStyle=i%2?\"#eef2f8\":\"#e2e9f4\";"
-	"c.fillRect(a,T,Math.max(1,b-a),H-T-B);c.fillStyle=\"#456\";c.fillText(\"ProfilerStep#\"+st[0],a+3,T+12+(i%2)*12);});\n"
-	"  c.strokeStyle=\"#999\";c.fillStyle=\"#333\";c.beginPath();c.moveTo(L,T);c.lineTo(L,H-B);c.lineTo(w-R,H-B);c.stroke();\n"
+	"c.fillRect(a,T,Math.max(1,b-a),H-T-B);c.fillStyle=\"#456\";c.fillText(\"ProfilerStep#\"+st[0],a+3,T+12+(i%2)*"
+	"12);});\n"
+	"  "
+	"c.strokeStyle=\"#999\";c.fillStyle=\"#333\";c.beginPath();c.moveTo(L,T);c.lineTo(L,H-B);c.lineTo(w-R,H-B);c."
+	"stroke();\n"
 	"  for(let k=0;k<=4;k++){const v=top/1.1*k/4;c.fillText(fmtB(Math.round(v)),4,y(v)+4);"
 	"c.strokeStyle=\"#ddd\";c.beginPath();c.moveTo(L,y(v));c.lineTo(w-R,y(v));c.stroke();}\n"
 	"  for(let k=0;k<=5;k++){const t=W.dur*k/5;c.fillText(t.toFixed(2)+\" ms\",x(t)-18,H-B+16);}\n"
-	"  W.series.forEach((s,i)=>{const col=COLORS[i%COLORS.length];c.strokeStyle=col;c.lineWidth=1.6;c.beginPath();\n"
+	"  W.series.forEach((s,i)=>{const "
+	"col=COLORS[i%COLORS.length];c.strokeStyle=col;c.lineWidth=1.6;c.beginPath();\n"
 	"   c.moveTo(x(s.t[0]),y(s.v[0]));for(let k=1;k<s.t.length;k++){c.lineTo(x(s.t[k]),y(s.v[k-1]));"
 	"c.lineTo(x(s.t[k]),y(s.v[k]));}\n"
 	"   c.lineTo(x(W.dur),y(s.v[s.v.length-1]));c.stroke();c.lineWidth=1;\n"
@@ -87,14 +91,16 @@ static const char page_script[] =
 	"  W.series.forEach(s=>tip.appendChild(el(\"div\",`${s.label}: ${fmtB(levelAt(s,t))} live`)));\n"
 	"  const live=W.allocs.filter(a=>a[1]<=t&&(a[2]===null||a[2]>t)).sort((p,q)=>q[3]-p[3]).slice(0,5);\n"
 	"  if(live.length)tip.appendChild(el(\"div\",\"largest live allocations\",\"h\"));\n"
-	"  live.forEach(a=>{const on=W.series[a[0]].label;tip.appendChild(el(\"div\",`${fmtB(a[3])} ${W.kinds[a[4]]||\"?\"}`"
+	"  live.forEach(a=>{const on=W.series[a[0]].label;tip.appendChild(el(\"div\",`${fmtB(a[3])} "
+	"${W.kinds[a[4]]||\"?\"}`"
 	"+(on===\"host\"?\"\":` on ${on}`)+`, age ${(t-a[1]).toFixed(3)} ms: ${frames(W,a[5],3)}`));});\n"
 	"  tip.style.left=Math.max(0,Math.min(px+14,wrap.clientWidth-420))+\"px\";tip.style.display=\"block\";});\n"
 	" cv.addEventListener(\"mouseleave\",()=>{tip.style.display=\"none\";inv=draw();});\n"
 	" window.addEventListener(\"resize\",()=>{inv=draw();});\n"
 	" W.series.forEach(s=>{\n"
 	"  sec.appendChild(el(\"h3\",`Allocations alive at the peak of ${s.label} (${fmtB(s.peak)} at "
-	"${fmtMs(s.peak_ms)}): ${s.n_at_peak}`+(s.n_at_peak>s.at_peak.length?`, the largest ${s.at_peak.length} shown`:\"\")));\n"
+	"${fmtMs(s.peak_ms)}): ${s.n_at_peak}`+(s.n_at_peak>s.at_peak.length?`, the largest ${s.at_peak.length} "
+	"shown`:\"\")));\n"
 	"  if(!s.at_peak.length)return;\n"
 	"  const tb=el(\"table\"),hr=el(\"tr\");[\"Size\",\"Kind\",\"Made\",\"Stack (innermost first)\"].forEach(h=>"
 	"hr.appendChild(el(\"th\",h)));tb.appendChild(hr);\n"
@@ -130,11 +136,20 @@ static void html_text(struct sp_out *o, const char *s)
 {
 	for (; *s; s++) {
 		switch (*s) {
-		case '&': sp_out_puts(o, "&amp;"); break;
-		case '<': sp_out_puts(o, "&lt;"); break;
-		case '>': sp_out_puts(o, "&gt;"); break;
-		case '"': sp_out_puts(o, "&quot;"); break;
-		default: sp_out_write(o, s, 1);
+		case '&':
+			sp_out_puts(o, "&amp;");
+			break;
+		case '<':
+			sp_out_puts(o, "&lt;");
+			break;
+		case '>':
+			sp_out_puts(o, "&gt;");
+			break;
+		case '"':
+			sp_out_puts(o, "&quot;");
+			break;
+		default:
+			sp_out_write(o, s, 1);
 		}
 	}
 }
@@ -167,7 +182,8 @@ static void put_points(struct sp_out *o, const struct sp_memtl *w, const struct 
 		size_t hi = 0;
 		keep[nk++] = 0;
 		for (size_t i = 1; i < s->n; i++) {
-			int last = i + 1 == s->n || bucket(s->pt[i + 1].t, w->t0, dur, nb) != bucket(s->pt[i].t, w->t0, dur, nb);
+			int last = i + 1 == s->n ||
+				   bucket(s->pt[i + 1].t, w->t0, dur, nb) != bucket(s->pt[i].t, w->t0, dur, nb);
 			if (!hi || s->pt[i].live > s->pt[hi].live)
 				hi = i;
 			if (last) {
@@ -257,7 +273,8 @@ void sp_memtl_html_window(struct sp_out *o, const struct sp_memtl *w, const stru
 			sel[nsel++] = i;
 		}
 
-	sp_out_printf(o, "<section id=\"w%u\"></section>\n<script>SP_WINDOWS.push({\"id\":%u,\"first_step\":%" PRId64
+	sp_out_printf(o,
+		      "<section id=\"w%u\"></section>\n<script>SP_WINDOWS.push({\"id\":%u,\"first_step\":%" PRId64
 		      ",\"last_step\":%" PRId64 ",\"complete\":%s,\"dur\":",
 		      w->id, w->id, w->first_step, w->last_step, w->complete ? "true" : "false");
 	put_ms(o, w->t1 > w->t0 ? w->t1 : w->t0, w->t0);
@@ -282,7 +299,8 @@ void sp_memtl_html_window(struct sp_out *o, const struct sp_memtl *w, const stru
 		js_str(o, s->label);
 		sp_out_printf(o, ",\"peak\":%" PRIu64 ",\"peak_ms\":", s->peak);
 		put_ms(o, s->peak_t, w->t0);
-		sp_out_printf(o, ",\"peak_ever\":%" PRIu64 ",\"n_at_peak\":%zu,\"at_peak\":[", s->peak_ever, s->n_at_peak);
+		sp_out_printf(o, ",\"peak_ever\":%" PRIu64 ",\"n_at_peak\":%zu,\"at_peak\":[", s->peak_ever,
+			      s->n_at_peak);
 		for (size_t i = 0; i < s->n_at_peak && rows < MAX_PEAK_ROWS; i++)
 			if (pos[s->at_peak[i]] >= 0)
 				sp_out_printf(o, "%s%ld", rows++ ? "," : "", pos[s->at_peak[i]]);

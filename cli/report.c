@@ -29,7 +29,7 @@ struct mstat {
 	uint64_t calls, bytes, total;
 };
 
-struct wsum {                   /* one summary line */
+struct wsum {     /* one summary line */
 	struct sp_window w;     /* ev/n not used */
 	uint64_t steps, kernels, busy; /* busy: ns of [t0, t1] with GPU work running */
 };
@@ -69,16 +69,24 @@ static int cmp_rows(const void *pa, const void *pb, void *arg)
 	int d = 0;
 
 	switch (c->key) {
-	case SP_SORT_TOTAL: d = sp_cmp_u64(b->total, a->total); break;
-	case SP_SORT_AVG: d = sp_cmp_u64(b->total / b->calls, a->total / a->calls); break;
-	case SP_SORT_CALLS: d = sp_cmp_u64(b->calls, a->calls); break;
-	case SP_SORT_MAX: d = sp_cmp_u64(b->max, a->max); break;
-	case SP_SORT_MIN: d = sp_cmp_u64(b->min, a->min); break;
+	case SP_SORT_TOTAL:
+		d = sp_cmp_u64(b->total, a->total);
+		break;
+	case SP_SORT_AVG:
+		d = sp_cmp_u64(b->total / b->calls, a->total / a->calls);
+		break;
+	case SP_SORT_CALLS:
+		d = sp_cmp_u64(b->calls, a->calls);
+		break;
+	case SP_SORT_MAX:
+		d = sp_cmp_u64(b->max, a->max);
+		break;
+	case SP_SORT_MIN:
+		d = sp_cmp_u64(b->min, a->min);
+		break;
 	}
 	return d ? d : strcmp(kname(c->rep, ia), kname(c->rep, ib));
 }
-
-
 
 /* Folds window w into the report. Exits if memory runs out; otherwise can't fail. */
 static void add_window(struct report *rep, const struct sp_window *w)
@@ -111,7 +119,9 @@ static void add_window(struct report *rep, const struct sp_window *w)
 			k->total += d;
 			s->kernels++;
 		} else {
-			struct mstat *m = &rep->m[e->kind == SP_EV_MEMSET ? MEMSET_ROW : e->sub < MEMSET_ROW ? e->sub : 0];
+			struct mstat *m = &rep->m[e->kind == SP_EV_MEMSET ? MEMSET_ROW
+						  : e->sub < MEMSET_ROW   ? e->sub
+									  : 0];
 			m->calls++;
 			m->bytes += e->u.copy.bytes;
 			m->total += d;
@@ -181,8 +191,8 @@ static void print_kernels(const struct report *rep, const struct sp_report_opts 
 			n - shown == 1 ? "" : "s", sp_fmt_ns(t[0], 32, rest), total ? 100.0 * rest / total : 0);
 	fprintf(out, "%-*s %8llu %12s %12s %12s %12s %6.1f%%\n", width, "Total", (unsigned long long)calls,
 		sp_fmt_ns(t[0], 32, total), "", "", "", 100.0);
-	fprintf(out, "%zu kernel name%s, %llu kernel%s, %s of kernel time\n", n, sp_plural(n), (unsigned long long)calls, sp_plural(calls),
-		sp_fmt_ns(t[0], 32, total));
+	fprintf(out, "%zu kernel name%s, %llu kernel%s, %s of kernel time\n", n, sp_plural(n),
+		(unsigned long long)calls, sp_plural(calls), sp_fmt_ns(t[0], 32, total));
 	free(rows);
 }
 
@@ -202,12 +212,14 @@ static void print_windows(const struct report *rep, FILE *out)
 	for (size_t i = 0; i < rep->nw; i++) {
 		const struct wsum *s = &rep->w[i];
 		uint64_t dur = s->w.t1 > s->w.t0 ? s->w.t1 - s->w.t0 : 0;
-		fprintf(out, "Window %u%s%s%s: steps %lld-%lld (%llu step%s), %s, %llu kernel%s, GPU busy %.1f%%", s->w.id,
-			s->w.phase[0] ? " (phase " : "", s->w.phase, s->w.phase[0] ? ")" : "", (long long)s->w.first_step, (long long)s->w.last_step, (unsigned long long)s->steps,
-			s->steps == 1 ? "" : "s", sp_fmt_ns(t, sizeof(t), dur), (unsigned long long)s->kernels, sp_plural(s->kernels),
-			dur ? 100.0 * s->busy / dur : 0);
+		fprintf(out, "Window %u%s%s%s: steps %lld-%lld (%llu step%s), %s, %llu kernel%s, GPU busy %.1f%%",
+			s->w.id, s->w.phase[0] ? " (phase " : "", s->w.phase, s->w.phase[0] ? ")" : "",
+			(long long)s->w.first_step, (long long)s->w.last_step, (unsigned long long)s->steps,
+			s->steps == 1 ? "" : "s", sp_fmt_ns(t, sizeof(t), dur), (unsigned long long)s->kernels,
+			sp_plural(s->kernels), dur ? 100.0 * s->busy / dur : 0);
 		if (s->w.origin & SP_WIN_ORIGIN_MASK)
-			fprintf(out, ", %s", (s->w.origin & SP_WIN_ORIGIN_MASK) == SP_WIN_TRIGGER ? "on demand" : "time range");
+			fprintf(out, ", %s",
+				(s->w.origin & SP_WIN_ORIGIN_MASK) == SP_WIN_TRIGGER ? "on demand" : "time range");
 		if (s->w.origin & SP_WIN_UNCOUNTED)
 			fprintf(out, ", step numbers continue a count that missed steps while detached");
 		if (s->w.capped)
@@ -243,7 +255,8 @@ static void print_memory(const struct report *rep, FILE *out)
 /* NCCL rows by total time, longest first; ties keep the key order (op, ranks, size). */
 static int cmp_nccl_rows(const void *pa, const void *pb)
 {
-	const struct sp_nccl_row *a = *(const struct sp_nccl_row *const *)pa, *b = *(const struct sp_nccl_row *const *)pb;
+	const struct sp_nccl_row *a = *(const struct sp_nccl_row *const *)pa,
+				 *b = *(const struct sp_nccl_row *const *)pb;
 	return a->ns != b->ns ? (a->ns < b->ns ? 1 : -1) : (a > b) - (a < b);
 }
 
@@ -260,8 +273,8 @@ static void print_nccl(const struct report *rep, const struct sp_report_opts *o,
 
 	if (!s->n) {
 		if (s->orphan_kernels) /* kernels, but no calls recorded (nccl = 0) */
-			fprintf(out, "\nNCCL kernels linked to no call: %llu, %s\n", (unsigned long long)s->orphan_kernels,
-				sp_fmt_ns(t[0], 32, s->orphan_ns));
+			fprintf(out, "\nNCCL kernels linked to no call: %llu, %s\n",
+				(unsigned long long)s->orphan_kernels, sp_fmt_ns(t[0], 32, s->orphan_ns));
 		return;
 	}
 	rows = sp_xrealloc(NULL, (s->n + 1) * sizeof(*rows));
@@ -320,10 +333,12 @@ static void print_wait(const struct report *rep, FILE *out)
 		fprintf(out, "This trace holds no recorded step: nothing to split.\n");
 	} else {
 		sp_xrank_waits(rep->peers, (size_t)rep->self, &w);
-		fprintf(out, "NCCL kernels: %s waiting for the last rank to arrive (%.1f%%), %s transfer; per step "
-			     "(median of %zu): wait %s, transfer %s\n",
+		fprintf(out,
+			"NCCL kernels: %s waiting for the last rank to arrive (%.1f%%), %s transfer; per step "
+			"(median of %zu): wait %s, transfer %s\n",
 			sp_fmt_ns(t[0], 32, w.wait_ns),
-			w.wait_ns + w.transfer_ns ? 100.0 * (double)w.wait_ns / (double)(w.wait_ns + w.transfer_ns) : 0.0,
+			w.wait_ns + w.transfer_ns ? 100.0 * (double)w.wait_ns / (double)(w.wait_ns + w.transfer_ns)
+						  : 0.0,
 			sp_fmt_ns(t[1], 32, w.transfer_ns), w.steps, sp_fmt_ns(t[2], 32, w.wait_step_ns),
 			sp_fmt_ns(t[3], 32, w.transfer_step_ns));
 	}
@@ -353,9 +368,11 @@ static int steps_found_by(const struct report *rep, char *buf, size_t len)
 			 sp_marker_kind_name((enum sp_marker_kind)(l->how.how - 1)), m ? m : "?", l->how.every);
 		return 1;
 	}
-	snprintf(buf, len, "found automatically: boundary %s '%.200s' (every %u), a period of %u calls with %u "
-		 "launches, proven by %u copies; regime %u%s%s%s", l->how.flags & SP_STEP_AFTER ? "after" : "before",
-		 m ? m : "?", l->how.every, l->how.period, l->how.launches, l->how.confidence, l->how.regime,
+	snprintf(buf, len,
+		 "found automatically: boundary %s '%.200s' (every %u), a period of %u calls with %u "
+		 "launches, proven by %u copies; regime %u%s%s%s",
+		 l->how.flags & SP_STEP_AFTER ? "after" : "before", m ? m : "?", l->how.every, l->how.period,
+		 l->how.launches, l->how.confidence, l->how.regime,
 		 l->how.relocks ? ", after re-locks (the program's loop changed)" : "",
 		 regimes > 1 ? "; the recorded steps span several regimes" : "",
 		 refuted ? "; the detector refuted some steps (see the findings)" : "");
@@ -382,22 +399,26 @@ static int untrained_steps(const struct sp_steps *s, char *f)
 	}
 	if (!train || !other)
 		return 0;
-	p += snprintf(p, end - p, "%zu recorded step%s belong to a regime that launched no backward or optimizer kernel, "
-		      "while regime %u (training) did:", other, other == 1 ? "" : "s", treg);
+	p += snprintf(p, end - p,
+		      "%zu recorded step%s belong to a regime that launched no backward or optimizer kernel, "
+		      "while regime %u (training) did:",
+		      other, other == 1 ? "" : "s", treg);
 	for (size_t i = 0, ranges = 0; i < s->n && ranges < 6; i++) {
 		const struct sp_step_stat *a = &s->st[i];
 		if (a->how.flags & SP_STEP_TRAIN)
 			continue;
 		size_t j = i;
-		while (j + 1 < s->n && !(s->st[j + 1].how.flags & SP_STEP_TRAIN) && s->st[j + 1].how.regime == a->how.regime &&
-		       s->st[j + 1].number == s->st[j].number + 1)
+		while (j + 1 < s->n && !(s->st[j + 1].how.flags & SP_STEP_TRAIN) &&
+		       s->st[j + 1].how.regime == a->how.regime && s->st[j + 1].number == s->st[j].number + 1)
 			j++;
-		p += snprintf(p, end > p ? end - p : 0, " step%s %lld%s%.0lld (regime %u);", j > i ? "s" : "", (long long)a->number,
-			      j > i ? "-" : "", j > i ? (long long)s->st[j].number : 0, a->how.regime);
+		p += snprintf(p, end > p ? end - p : 0, " step%s %lld%s%.0lld (regime %u);", j > i ? "s" : "",
+			      (long long)a->number, j > i ? "-" : "", j > i ? (long long)s->st[j].number : 0,
+			      a->how.regime);
 		ranges++;
 		i = j;
 	}
-	snprintf(p, end > p ? end - p : 0, " automatic detection took an evaluation or start-up phase for the loop before "
+	snprintf(p, end > p ? end - p : 0,
+		 " automatic detection took an evaluation or start-up phase for the loop before "
 		 "the training loop appeared: those are not training steps (docs/STEPS.md, \"Which regime the schedule "
 		 "counts\").");
 	return 1;
@@ -439,10 +460,12 @@ static int differing_steps(const struct sp_steps *s, char *f)
 		i = j;
 	}
 	if (s->st[s->n - 1].how.how - 1 == SP_MARK_AUTO)
-		snprintf(p, end > p ? end - p : 0, " automatic detection may have locked on another phase of the "
+		snprintf(p, end > p ? end - p : 0,
+			 " automatic detection may have locked on another phase of the "
 			 "program (evaluation, warm-up): compare with an explicit [marker] (docs/STEPS.md).");
 	else
-		snprintf(p, end > p ? end - p : 0, " the marker may not fall once per iteration, or the program's "
+		snprintf(p, end > p ? end - p : 0,
+			 " the marker may not fall once per iteration, or the program's "
 			 "iterations differ.");
 	return 1;
 }
@@ -481,14 +504,18 @@ static size_t findings(const struct report *rep, char (*f)[FINDING_LEN])
 		uint64_t idle_med = sp_median_u64(idle, s->n), longest = sp_step_ns(&s->st[slow]);
 		free(idle);
 		if (idle_med >= 300000)
-			snprintf(f[n++], FINDING_LEN, "The GPU is idle for a median %.1f%% of each step: the host (Python, "
+			snprintf(f[n++], FINDING_LEN,
+				 "The GPU is idle for a median %.1f%% of each step: the host (Python, "
 				 "launches, data loading, synchronisation) does not keep it busy. The per-step table "
 				 "shows the longest idle stretch of each step; open one step in Perfetto (stepprof "
-				 "convert) to see what the CPU does then.", idle_med / 1e4);
+				 "convert) to see what the CPU does then.",
+				 idle_med / 1e4);
 		if (s->n >= 3 && med && longest * 2 >= med * 3)
-			snprintf(f[n++], FINDING_LEN, "Step %lld took %s, %.1fx the median step (%s): see its row in the "
-				 "per-step table.", (long long)s->st[slow].number, sp_fmt_ns(t[0], 32, longest),
-				 (double)longest / med, sp_fmt_ns(t[1], 32, med));
+			snprintf(f[n++], FINDING_LEN,
+				 "Step %lld took %s, %.1fx the median step (%s): see its row in the "
+				 "per-step table.",
+				 (long long)s->st[slow].number, sp_fmt_ns(t[0], 32, longest), (double)longest / med,
+				 sp_fmt_ns(t[1], 32, med));
 	}
 	n += differing_steps(s, f[n]);
 	if (n < FINDINGS_MAX)
@@ -497,18 +524,23 @@ static size_t findings(const struct report *rep, char (*f)[FINDING_LEN])
 	if (rep->peers && rep->self >= 0)
 		sp_xrank_waits(rep->peers, (size_t)rep->self, &w);
 	if (total && nccl * 10 >= total * 3 && w.wait_ns + w.transfer_ns)
-		snprintf(f[n++], FINDING_LEN, "NCCL kernels take %.1f%% of GPU kernel time, %.1f%% of it waiting for other "
-			 "ranks to arrive: %s", 100.0 * nccl / total,
-			 100.0 * (double)w.wait_ns / (double)(w.wait_ns + w.transfer_ns),
-			 w.wait_ns * 2 > w.transfer_ns ? "see `Waiting for peers` for the rank they wait for and why."
-						       : "the transfers themselves dominate: check bus bandwidth in the NCCL table.");
+		snprintf(f[n++], FINDING_LEN,
+			 "NCCL kernels take %.1f%% of GPU kernel time, %.1f%% of it waiting for other "
+			 "ranks to arrive: %s",
+			 100.0 * nccl / total, 100.0 * (double)w.wait_ns / (double)(w.wait_ns + w.transfer_ns),
+			 w.wait_ns * 2 > w.transfer_ns
+				 ? "see `Waiting for peers` for the rank they wait for and why."
+				 : "the transfers themselves dominate: check bus bandwidth in the NCCL table.");
 	else if (total && nccl * 10 >= total * 3)
-		snprintf(f[n++], FINDING_LEN, "NCCL kernels take %.1f%% of GPU kernel time: check bus bandwidth in the "
-			 "NCCL table, and run `stepprof steps` on every rank's trace (or this report with --peers) to find "
-			 "a rank the others wait for.", 100.0 * nccl / total);
+		snprintf(f[n++], FINDING_LEN,
+			 "NCCL kernels take %.1f%% of GPU kernel time: check bus bandwidth in the "
+			 "NCCL table, and run `stepprof steps` on every rank's trace (or this report with --peers) to "
+			 "find "
+			 "a rank the others wait for.",
+			 100.0 * nccl / total);
 	if (total && top * 2 >= total)
-		snprintf(f[n++], FINDING_LEN, "One kernel takes %.1f%% of GPU kernel time: %.400s.", 100.0 * top / total,
-			 sp_display_name(kname(rep, top_id)));
+		snprintf(f[n++], FINDING_LEN, "One kernel takes %.1f%% of GPU kernel time: %.400s.",
+			 100.0 * top / total, sp_display_name(kname(rep, top_id)));
 	for (unsigned i = 0; i < SP_DROP__COUNT; i++)
 		drops += rep->dropped[i];
 	if (drops) {
@@ -525,9 +557,11 @@ static size_t findings(const struct report *rep, char (*f)[FINDING_LEN])
 			p += snprintf(p, end - p, " %llu to the window byte cap (raise [limits] window_max_bytes);",
 				      (unsigned long long)rep->dropped[SP_DROP_CAP]);
 		if (rep->dropped[SP_DROP_LATE])
-			p += snprintf(p, end - p, " %llu GPU record%s came after its window was written (work still "
+			p += snprintf(p, end - p,
+				      " %llu GPU record%s came after its window was written (work still "
 				      "running long after the window's last step);",
-				      (unsigned long long)rep->dropped[SP_DROP_LATE], rep->dropped[SP_DROP_LATE] == 1 ? "" : "s");
+				      (unsigned long long)rep->dropped[SP_DROP_LATE],
+				      rep->dropped[SP_DROP_LATE] == 1 ? "" : "s");
 		snprintf(p, end - p, " the tables above miss them.");
 	}
 	return n;
@@ -577,33 +611,40 @@ static void print_json(const struct report *rep, const char *path, const struct 
 			      (unsigned long long)k->calls, (unsigned long long)k->total, (unsigned long long)k->min,
 			      (unsigned long long)k->max);
 	}
-	sp_out_printf(x, "],\n\"dropped\":{\"cupti\":%llu,\"ring_full\":%llu,\"window_cap\":%llu,\"late\":%llu},"
+	sp_out_printf(x,
+		      "],\n\"dropped\":{\"cupti\":%llu,\"ring_full\":%llu,\"window_cap\":%llu,\"late\":%llu},"
 		      "\"records_outside\":%llu,\n\"windows\":[",
 		      (unsigned long long)rep->dropped[SP_DROP_CUPTI], (unsigned long long)rep->dropped[SP_DROP_RING],
 		      (unsigned long long)rep->dropped[SP_DROP_CAP], (unsigned long long)rep->dropped[SP_DROP_LATE],
 		      (unsigned long long)outside);
 	for (size_t i = 0; i < rep->nw; i++) {
 		const struct wsum *s = &rep->w[i];
-		sp_out_printf(x, "%s{\"id\":%u,\"first_step\":%lld,\"last_step\":%lld,\"duration_ns\":%llu,\"steps\":%llu,"
+		sp_out_printf(x,
+			      "%s{\"id\":%u,\"first_step\":%lld,\"last_step\":%lld,\"duration_ns\":%llu,\"steps\":%llu,"
 			      "\"kernels\":%llu,\"gpu_busy_ns\":%llu,\"capped\":%s,\"dropped\":%llu,\"complete\":%s,"
 			      "\"origin\":\"%s\",\"steps_uncounted_before\":%s}",
 			      i ? ",\n" : "\n", s->w.id, (long long)s->w.first_step, (long long)s->w.last_step,
-			      (unsigned long long)(s->w.t1 > s->w.t0 ? s->w.t1 - s->w.t0 : 0), (unsigned long long)s->steps,
-			      (unsigned long long)s->kernels, (unsigned long long)s->busy, s->w.capped ? "true" : "false",
-			      (unsigned long long)s->w.dropped_total, s->w.complete ? "true" : "false",
-			      sp_win_origin_name(s->w.origin), s->w.origin & SP_WIN_UNCOUNTED ? "true" : "false");
+			      (unsigned long long)(s->w.t1 > s->w.t0 ? s->w.t1 - s->w.t0 : 0),
+			      (unsigned long long)s->steps, (unsigned long long)s->kernels, (unsigned long long)s->busy,
+			      s->w.capped ? "true" : "false", (unsigned long long)s->w.dropped_total,
+			      s->w.complete ? "true" : "false", sp_win_origin_name(s->w.origin),
+			      s->w.origin & SP_WIN_UNCOUNTED ? "true" : "false");
 	}
 	sp_out_puts(x, "],\n\"steps\":[");
 	for (size_t i = 0; i < rep->steps.n; i++) {
 		const struct sp_step_stat *s = &rep->steps.st[i];
-		sp_out_printf(x, "%s{\"number\":%lld,\"window\":%u,\"duration_ns\":%llu,\"kernels\":%llu,\"kernel_ns\":%llu,"
+		sp_out_printf(x,
+			      "%s{\"number\":%lld,\"window\":%u,\"duration_ns\":%llu,\"kernels\":%llu,\"kernel_ns\":%"
+			      "llu,"
 			      "\"nccl_ns\":%llu,\"copy_ns\":%llu,\"gpu_busy_ns\":%llu,\"longest_idle_ns\":%llu,"
 			      "\"regime\":%u,\"refuted\":%s,\"training\":%s}",
 			      i ? ",\n" : "\n", (long long)s->number, s->window,
-			      (unsigned long long)(s->end > s->start ? s->end - s->start : 0), (unsigned long long)s->kernels,
-			      (unsigned long long)s->kernel_ns, (unsigned long long)s->nccl_ns, (unsigned long long)s->copy_ns,
+			      (unsigned long long)(s->end > s->start ? s->end - s->start : 0),
+			      (unsigned long long)s->kernels, (unsigned long long)s->kernel_ns,
+			      (unsigned long long)s->nccl_ns, (unsigned long long)s->copy_ns,
 			      (unsigned long long)s->busy, (unsigned long long)s->idle, s->how.regime,
-			      s->how.flags & SP_STEP_REFUTED ? "true" : "false", s->how.flags & SP_STEP_TRAIN ? "true" : "false");
+			      s->how.flags & SP_STEP_REFUTED ? "true" : "false",
+			      s->how.flags & SP_STEP_TRAIN ? "true" : "false");
 	}
 	char how[600];
 	sp_out_puts(x, "],\n\"steps_found_by\":");
@@ -611,9 +652,9 @@ static void print_json(const struct report *rep, const char *path, const struct 
 	sp_out_puts(x, ",\n\"memory_ops\":[");
 	for (int i = 0, first = 1; i < MEM_ROWS; i++)
 		if (rep->m[i].calls) {
-			sp_out_printf(x, "%s{\"kind\":\"%s\",\"calls\":%llu,\"bytes\":%llu,\"total_ns\":%llu}", first ? "" : ",",
-				      mem_kind[i], (unsigned long long)rep->m[i].calls, (unsigned long long)rep->m[i].bytes,
-				      (unsigned long long)rep->m[i].total);
+			sp_out_printf(x, "%s{\"kind\":\"%s\",\"calls\":%llu,\"bytes\":%llu,\"total_ns\":%llu}",
+				      first ? "" : ",", mem_kind[i], (unsigned long long)rep->m[i].calls,
+				      (unsigned long long)rep->m[i].bytes, (unsigned long long)rep->m[i].total);
 			first = 0;
 		}
 	sp_out_puts(x, "],\n\"nccl\":[");
@@ -623,10 +664,11 @@ static void print_json(const struct report *rep, const char *path, const struct 
 		double factor = sp_nccl_bus_factor(r->op, r->nranks);
 		double algbw = size && r->ns ? (double)size * r->calls / r->ns : -1;
 		char algo[32];
-		sp_out_printf(x, "%s{\"op\":\"%s\",\"ranks\":%d,\"size\":%llu,\"calls\":%llu,\"time_ns\":%llu,"
-			      "\"cpu_timed\":%s,\"algo\":", i ? ",\n" : "\n", sp_nccl_op_name(r->op), r->nranks,
-			      (unsigned long long)size, (unsigned long long)r->calls, (unsigned long long)r->ns,
-			      r->cpu_timed ? "true" : "false");
+		sp_out_printf(x,
+			      "%s{\"op\":\"%s\",\"ranks\":%d,\"size\":%llu,\"calls\":%llu,\"time_ns\":%llu,"
+			      "\"cpu_timed\":%s,\"algo\":",
+			      i ? ",\n" : "\n", sp_nccl_op_name(r->op), r->nranks, (unsigned long long)size,
+			      (unsigned long long)r->calls, (unsigned long long)r->ns, r->cpu_timed ? "true" : "false");
 		sp_out_json_str(x, sp_nccl_algo_name(r->algo, algo, sizeof(algo)));
 		algbw < 0 ? sp_out_puts(x, ",\"algbw_gbps\":null") : sp_out_printf(x, ",\"algbw_gbps\":%.3f", algbw);
 		algbw < 0 || factor < 0 ? sp_out_puts(x, ",\"busbw_gbps\":null}")
@@ -641,10 +683,12 @@ static void print_json(const struct report *rep, const char *path, const struct 
 		int straggler = sp_xrank_straggler(rep->peers, &cause);
 		if (rep->self >= 0)
 			sp_xrank_waits(rep->peers, (size_t)rep->self, &w);
-		sp_out_printf(x, "{\"traces\":%zu,\"wait_ns\":%llu,\"transfer_ns\":%llu,\"wait_per_step_ns\":%llu,"
-				 "\"transfer_per_step_ns\":%llu,\"straggler\":",
-			      sp_xrank_count(rep->peers), (unsigned long long)w.wait_ns, (unsigned long long)w.transfer_ns,
-			      (unsigned long long)w.wait_step_ns, (unsigned long long)w.transfer_step_ns);
+		sp_out_printf(x,
+			      "{\"traces\":%zu,\"wait_ns\":%llu,\"transfer_ns\":%llu,\"wait_per_step_ns\":%llu,"
+			      "\"transfer_per_step_ns\":%llu,\"straggler\":",
+			      sp_xrank_count(rep->peers), (unsigned long long)w.wait_ns,
+			      (unsigned long long)w.transfer_ns, (unsigned long long)w.wait_step_ns,
+			      (unsigned long long)w.transfer_step_ns);
 		if (straggler >= 0 || cause)
 			sp_out_printf(x, "{\"rank\":%d,\"cause\":\"%s\"}", straggler, cause);
 		else
@@ -671,16 +715,22 @@ static void print_json(const struct report *rep, const char *path, const struct 
 
 int sp_report_sort_parse(const char *s)
 {
-	static const char *const keys[] = { [SP_SORT_TOTAL] = "total", [SP_SORT_AVG] = "avg",
-					    [SP_SORT_CALLS] = "calls", [SP_SORT_MAX] = "max",
-					    [SP_SORT_MIN] = "min", [SP_SORT_NAME] = "name" };
+	static const char *const keys[] = { [SP_SORT_TOTAL] = "total", [SP_SORT_AVG] = "avg", [SP_SORT_CALLS] = "calls",
+					    [SP_SORT_MAX] = "max",     [SP_SORT_MIN] = "min", [SP_SORT_NAME] = "name" };
 	/* torch's key_averages().table(sort_by=...) names: a kernel has no children, so self and
 	 * total are the same; torch's cuda_time / device_time is the average */
-	static const struct { const char *torch; int key; } aliases[] = {
-		{ "self_cuda_time_total", SP_SORT_TOTAL }, { "cuda_time_total", SP_SORT_TOTAL },
-		{ "self_device_time_total", SP_SORT_TOTAL }, { "device_time_total", SP_SORT_TOTAL },
-		{ "cuda_time", SP_SORT_AVG }, { "device_time", SP_SORT_AVG },
-		{ "self_cuda_time", SP_SORT_AVG }, { "self_device_time", SP_SORT_AVG },
+	static const struct {
+		const char *torch;
+		int key;
+	} aliases[] = {
+		{ "self_cuda_time_total", SP_SORT_TOTAL },
+		{ "cuda_time_total", SP_SORT_TOTAL },
+		{ "self_device_time_total", SP_SORT_TOTAL },
+		{ "device_time_total", SP_SORT_TOTAL },
+		{ "cuda_time", SP_SORT_AVG },
+		{ "device_time", SP_SORT_AVG },
+		{ "self_cuda_time", SP_SORT_AVG },
+		{ "self_device_time", SP_SORT_AVG },
 		{ "count", SP_SORT_CALLS },
 	};
 	for (int i = 0; i < (int)(sizeof(keys) / sizeof(keys[0])); i++)
@@ -775,7 +825,8 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 		else
 			fprintf(out, "All %zu windows aggregated\n%s\n", rep.nw,
 				phases_mixed(&rep) ? "(of several phases, each numbering its own steps: --phase NAME "
-						     "shows one)\n" : "");
+						     "shows one)\n"
+						   : "");
 		if (o->by_line)
 			sp_bylines_print(&rep.lines, rep.r, o->top, o->wide, out);
 		else

@@ -25,7 +25,9 @@ enum {
 
 /* Calls and bytes per stack id, per class. Zero-initialise; free with sp_stackagg_free. */
 struct sp_stackagg {
-	struct { uint64_t calls, bytes; } *c[SP_FOLD_CLASSES]; /* indexed by sp_trace_stack_index (0: no stack) */
+	struct {
+		uint64_t calls, bytes;
+	} *c[SP_FOLD_CLASSES]; /* indexed by sp_trace_stack_index (0: no stack) */
 	uint32_t cap[SP_FOLD_CLASSES];
 	uint64_t total[SP_FOLD_CLASSES]; /* records counted */
 };

@@ -137,8 +137,11 @@ uint64_t sp_steps_add_window(struct sp_steps *s, struct sp_trace_reader *r, cons
 		const struct sp_event *e = &w->ev[i];
 		if (e->kind == SP_EV_STEP) {
 			s->st = sp_xrealloc(s->st, (s->n + 1) * sizeof(*s->st));
-			s->st[s->n++] = (struct sp_step_stat){ .number = e->u.step.number, .window = w->id,
-							       .start = e->start, .end = e->end, .how = e->u.step,
+			s->st[s->n++] = (struct sp_step_stat){ .number = e->u.step.number,
+							       .window = w->id,
+							       .start = e->start,
+							       .end = e->end,
+							       .how = e->u.step,
 							       .marker = e->name };
 		}
 	}
@@ -202,7 +205,7 @@ void sp_steps_print(const struct sp_steps *s, FILE *out)
 	if (!s->n)
 		return;
 	fprintf(out, "\nPer step: GPU work counted in the step whose CPU call launched it; busy and idle inside "
-		"the step's span\n");
+		     "the step's span\n");
 	fprintf(out, "%-8s %6s %12s %8s %12s %12s %14s %9s %17s\n", "Step", "Window", "Duration", "Kernels",
 		"Kernel time", "NCCL time", "Copy/set time", "GPU busy", "Longest GPU idle");
 	for (size_t i = 0; i < s->n && i < SP_STEPS_ROWS; i++) {
@@ -292,8 +295,8 @@ void sp_steps_compare(const struct sp_steps *s, const int *rank, size_t n, FILE 
 			else
 				snprintf(sp, sizeof(sp), ">99999%%");
 			fprintf(out, "%-8lld %5zu %12s %12s %12s %8s %8s\n", (long long)nums[j], have,
-				sp_fmt_ns(t[0], 32, lo), sp_fmt_ns(t[1], 32, sp_median_u64(v, have)), sp_fmt_ns(t[2], 32, hi),
-				have > 1 && hi > lo ? rk : "-", sp);
+				sp_fmt_ns(t[0], 32, lo), sp_fmt_ns(t[1], 32, sp_median_u64(v, have)),
+				sp_fmt_ns(t[2], 32, hi), have > 1 && hi > lo ? rk : "-", sp);
 		}
 	}
 	if (rows > SP_STEPS_ROWS)

@@ -28,7 +28,10 @@ struct sp_step_stat {
 
 /* A window's CUDA calls by correlation id: what places its GPU work among its steps. */
 struct sp_calls {
-	struct sp_calls_one { uint32_t corr; uint64_t t; } *v; /* sorted by id, then start */
+	struct sp_calls_one {
+		uint32_t corr;
+		uint64_t t;
+	} *v; /* sorted by id, then start */
 	size_t n, cap;
 };
 
@@ -45,7 +48,9 @@ struct sp_steps {
 	struct sp_step_stat *st; /* recorded steps, window after window */
 	size_t n;
 	/* scratch */
-	struct sp_steps_iv { uint64_t s, e; } *iv;  /* GPU intervals of one window */
+	struct sp_steps_iv {
+		uint64_t s, e;
+	} *iv;  /* GPU intervals of one window */
 	size_t ivcap;
 	struct sp_calls calls;  /* its CUDA calls */
 	uint8_t *nccl;          /* by name id: 0 unknown, 1 not an NCCL kernel, 2 an NCCL kernel */

@@ -28,7 +28,7 @@ struct module {
 	int state;              /* 0 not reported yet, 1 reported to dwfl, -1 its file could not be used */
 };
 
-struct entry {                  /* one cached address */
+struct entry {    /* one cached address */
 	uint64_t pc;            /* 0 = empty slot */
 	char *frame;            /* sp_sym_frame's text */
 	char *func;             /* sp_sym_function's text */
@@ -134,7 +134,8 @@ static void report_pending(struct sp_sym *s)
 		m->state = -1;
 		int fd = open_regular(m->path);
 		/* on success dwfl keeps fd (and closes it at dwfl_end) */
-		if (fd >= 0 && load_bias(fd, m, &bias) == 0 && dwfl_report_elf(s->dwfl, m->base, m->path, fd, bias, true))
+		if (fd >= 0 && load_bias(fd, m, &bias) == 0 &&
+		    dwfl_report_elf(s->dwfl, m->base, m->path, fd, bias, true))
 			m->state = 1;
 		else if (fd >= 0)
 			close(fd);
@@ -248,8 +249,10 @@ void sp_sym_add_module(struct sp_sym *s, const char *path, uint64_t start, uint6
 			return;
 	if (s->nmod == MAX_MODULES) {
 		if (!s->full++)
-			fprintf(stderr, "stepprof: the trace maps more than %d distinct modules; addresses in the "
-				"others are not symbolised\n", MAX_MODULES);
+			fprintf(stderr,
+				"stepprof: the trace maps more than %d distinct modules; addresses in the "
+				"others are not symbolised\n",
+				MAX_MODULES);
 		return;
 	}
 	s->mod = sp_xrealloc(s->mod, (s->nmod + 1) * sizeof(*s->mod));

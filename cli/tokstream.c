@@ -153,10 +153,12 @@ void sp_tokstream_stats(const struct sp_tokstream *s, FILE *out, int json)
 		fprintf(out, ",\"tokens\":%zu,\"truncated\":%d,\"threads\":%zu,\"seconds\":%.3f,\"kinds\":{", s->n,
 			s->truncated, nthreads, dur);
 		for (int k = 1; k <= SP_TOK_KIND_MAX; k++)
-			fprintf(out, "%s\"%s\":%llu", k > 1 ? "," : "", sp_tok_kind_name(k), (unsigned long long)kinds[k]);
-		fprintf(out, "},\"true_iterations\":%zu,\"kernels_per_true_iteration\":{\"min\":%llu,\"median\":%llu,"
-			"\"max\":%llu},\"top\":[", niter, (unsigned long long)lo, (unsigned long long)med,
-			(unsigned long long)hi);
+			fprintf(out, "%s\"%s\":%llu", k > 1 ? "," : "", sp_tok_kind_name(k),
+				(unsigned long long)kinds[k]);
+		fprintf(out,
+			"},\"true_iterations\":%zu,\"kernels_per_true_iteration\":{\"min\":%llu,\"median\":%llu,"
+			"\"max\":%llu},\"top\":[",
+			niter, (unsigned long long)lo, (unsigned long long)med, (unsigned long long)hi);
 		for (int k = 1; k < SP_TOK_TRUTH; k++)
 			top_names(s, k, out, 1, &first);
 		fprintf(out, "]}");

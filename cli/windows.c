@@ -20,13 +20,15 @@ struct sp_windows {
 	size_t out_cap;
 	struct sp_idset corr;           /* API correlation ids of the window being settled */
 	struct sp_idset prev_corr;      /* ... of the window last handed out: late GPU records */
-	struct { uint32_t tid, name, used; } *threads; /* SP_EV_THREAD records by tid (open addressing;
+	struct {
+		uint32_t tid, name, used;
+	} *threads; /* SP_EV_THREAD records by tid (open addressing;
 							  cap a power of two), latest name wins */
 	size_t nthreads, tcap;
 	struct sp_event dev[SP_WIN_MAX_DEVICES]; /* SP_EV_DEVICE records; kind 0 = none */
 	uint64_t anchor_mono, anchor_real;       /* latest clock anchor */
 	uint64_t outside;               /* records of no window */
-	int done;                       /* the reader returned its last value, kept in rc */
+	int done;         /* the reader returned its last value, kept in rc */
 	int rc;
 	const char *phase;              /* hand out only this phase's windows; NULL: all */
 	uint64_t other_phase;           /* windows passed over for another phase */
@@ -220,9 +222,14 @@ int sp_windows_next(struct sp_windows *g, const struct sp_window **w)
 		case SP_EV_WINDOW_BEGIN: {
 			int had = g->have_cur;
 			struct sp_window next = {
-				.id = ev.u.window.id, .origin = ev.sub, .t0 = ev.start, .t1 = UINT64_MAX,
-				.first_step = ev.u.window.first_step, .last_step = ev.u.window.first_step,
-				.anchor_mono = g->anchor_mono, .anchor_real = g->anchor_real,
+				.id = ev.u.window.id,
+				.origin = ev.sub,
+				.t0 = ev.start,
+				.t1 = UINT64_MAX,
+				.first_step = ev.u.window.first_step,
+				.last_step = ev.u.window.first_step,
+				.anchor_mono = g->anchor_mono,
+				.anchor_real = g->anchor_real,
 			};
 			const char *ph = ev.name ? sp_trace_string(g->r, ev.name) : NULL;
 			snprintf(next.phase, sizeof next.phase, "%s", ph ? ph : "");

@@ -23,7 +23,9 @@
 
 /* Writer-thread state of closing windows. */
 static struct {
-	struct { uint32_t lo, hi; } closed[SP_MAX_CLOSED]; /* corr ranges of written windows (sp_col.lock) */
+	struct {
+		uint32_t lo, hi;
+	} closed[SP_MAX_CLOSED]; /* corr ranges of written windows (sp_col.lock) */
 	unsigned nclosed;                   /* windows written so far (closed[] is a ring) */
 	uint64_t last_flush;                /* last forced CUPTI flush (writer thread) */
 } A;
@@ -57,9 +59,10 @@ static struct window *window_of(uint32_t corr, int *late)
 }
 
 /* The fields every GPU activity record kind shares. */
-#define GPU_COMMON(ev, r)                                                                           \
-	((ev).device = (uint16_t)(r)->deviceId, (ev).start = (r)->start, (ev).end = (r)->end,       \
-	 (ev).corr = sp_cupti_life_corr((r)->correlationId), (ev).stream = (r)->streamId, (ev).context = (r)->contextId)
+#define GPU_COMMON(ev, r)                                                                     \
+	((ev).device = (uint16_t)(r)->deviceId, (ev).start = (r)->start, (ev).end = (r)->end, \
+	 (ev).corr = sp_cupti_life_corr((r)->correlationId), (ev).stream = (r)->streamId,     \
+	 (ev).context = (r)->contextId)
 
 /* Pushes a converted GPU record if its window is open or closing (counting a kernel's arrival),
  * else counts it in *late if it belongs to a window already written. This function can't fail. */
@@ -94,7 +97,8 @@ static void convert_record(const CUpti_Activity *rec, uint64_t *late)
 		ev.name = sp_coll_name_id(k->name);
 		if (sp_col.cfg.kernel_shapes) {
 			ev.u.kernel.grid[0] = k->gridX, ev.u.kernel.grid[1] = k->gridY, ev.u.kernel.grid[2] = k->gridZ;
-			ev.u.kernel.block[0] = k->blockX, ev.u.kernel.block[1] = k->blockY, ev.u.kernel.block[2] = k->blockZ;
+			ev.u.kernel.block[0] = k->blockX, ev.u.kernel.block[1] = k->blockY,
+			ev.u.kernel.block[2] = k->blockZ;
 			ev.u.kernel.static_smem = k->staticSharedMemory;
 			ev.u.kernel.dynamic_smem = k->dynamicSharedMemory;
 			ev.u.kernel.regs = k->registersPerThread;
@@ -103,10 +107,10 @@ static void convert_record(const CUpti_Activity *rec, uint64_t *late)
 		if (k->graphId)
 			sp_cupti_life_graph();
 		ev.u.kernel.graph_node = k->graphNodeId;
-		ev.u.kernel.launch = k->graphId ? SP_LAUNCH_GRAPH
-				     : k->launchType ? SP_LAUNCH_COOPERATIVE
+		ev.u.kernel.launch = k->graphId                                      ? SP_LAUNCH_GRAPH
+				     : k->launchType                                 ? SP_LAUNCH_COOPERATIVE
 				     : (k->clusterX * k->clusterY * k->clusterZ > 1) ? SP_LAUNCH_CLUSTER
-									     : SP_LAUNCH_NORMAL;
+										     : SP_LAUNCH_NORMAL;
 		break;
 	}
 	case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -244,11 +248,16 @@ void sp_act_writer_tick(void *ctx)
 		struct window *w = &sp_col.win[i];
 		if (!w->used || !w->closing)
 			continue;
-		uint64_t age = now - w->close_ts, quiet = now - (w->last_record_ts > w->close_ts ? w->last_record_ts : w->close_ts);
+		uint64_t age = now - w->close_ts,
+			 quiet = now - (w->last_record_ts > w->close_ts ? w->last_record_ts : w->close_ts);
 		int complete = atomic_load(&w->arrived) >= atomic_load(&w->launched) && age > SP_WINDOW_SETTLE_NS;
-		if (complete || (age > SP_WINDOW_QUIET_AGE_NS && quiet > SP_WINDOW_QUIET_NS) || age > SP_WINDOW_GIVE_UP_NS) {
-			struct sp_event ev = { .kind = SP_EV_WINDOW_END, .sub = w->origin, .device = SP_NO_DEVICE,
-					       .start = w->t_end, .end = w->t_end };
+		if (complete || (age > SP_WINDOW_QUIET_AGE_NS && quiet > SP_WINDOW_QUIET_NS) ||
+		    age > SP_WINDOW_GIVE_UP_NS) {
+			struct sp_event ev = { .kind = SP_EV_WINDOW_END,
+					       .sub = w->origin,
+					       .device = SP_NO_DEVICE,
+					       .start = w->t_end,
+					       .end = w->t_end };
 			ev.name = sp_col.mk[w->mk].name; /* the phase, 0 without phases */
 			ev.u.window.id = w->id;
 			ev.u.window.first_step = w->first_step;

@@ -14,25 +14,51 @@
 #include "memory.h"
 #include "stacks.h"
 
-struct p_ptr_size { void **ptr; size_t size; };
-struct p_pitch { void **ptr; size_t *pitch; size_t width; size_t height; };
-struct p_create { CUmemGenericAllocationHandle *handle; size_t size; const CUmemAllocationProp *prop; };
-struct p_free { void *ptr; };
+struct p_ptr_size {
+	void **ptr;
+	size_t size;
+};
+struct p_pitch {
+	void **ptr;
+	size_t *pitch;
+	size_t width;
+	size_t height;
+};
+struct p_create {
+	CUmemGenericAllocationHandle *handle;
+	size_t size;
+	const CUmemAllocationProp *prop;
+};
+struct p_free {
+	void *ptr;
+};
 
-static const struct { const char *glob; uint8_t kind, shape; } memops[] = {
-	{ "cudaMalloc", SP_MEM_DEVICE, MEM_PTR_SIZE }, { "cudaMallocAsync*", SP_MEM_DEVICE_ASYNC, MEM_PTR_SIZE },
+static const struct {
+	const char *glob;
+	uint8_t kind, shape;
+} memops[] = {
+	{ "cudaMalloc", SP_MEM_DEVICE, MEM_PTR_SIZE },
+	{ "cudaMallocAsync*", SP_MEM_DEVICE_ASYNC, MEM_PTR_SIZE },
 	{ "cudaMallocFromPoolAsync*", SP_MEM_DEVICE_ASYNC, MEM_PTR_SIZE },
-	{ "cudaMallocManaged", SP_MEM_MANAGED, MEM_PTR_SIZE }, { "cudaMallocPitch", SP_MEM_PITCHED, MEM_PITCH },
-	{ "cudaMallocHost", SP_MEM_PINNED, MEM_PTR_SIZE }, { "cudaHostAlloc", SP_MEM_PINNED, MEM_PTR_SIZE },
-	{ "cudaFree", SP_MEM_DEVICE, MEM_FREE }, { "cudaFreeAsync*", SP_MEM_DEVICE, MEM_FREE },
+	{ "cudaMallocManaged", SP_MEM_MANAGED, MEM_PTR_SIZE },
+	{ "cudaMallocPitch", SP_MEM_PITCHED, MEM_PITCH },
+	{ "cudaMallocHost", SP_MEM_PINNED, MEM_PTR_SIZE },
+	{ "cudaHostAlloc", SP_MEM_PINNED, MEM_PTR_SIZE },
+	{ "cudaFree", SP_MEM_DEVICE, MEM_FREE },
+	{ "cudaFreeAsync*", SP_MEM_DEVICE, MEM_FREE },
 	{ "cudaFreeHost", SP_MEM_PINNED, MEM_FREE },
-	{ "cuMemAlloc", SP_MEM_DEVICE, MEM_PTR_SIZE }, { "cuMemAllocAsync*", SP_MEM_DEVICE_ASYNC, MEM_PTR_SIZE },
+	{ "cuMemAlloc", SP_MEM_DEVICE, MEM_PTR_SIZE },
+	{ "cuMemAllocAsync*", SP_MEM_DEVICE_ASYNC, MEM_PTR_SIZE },
 	{ "cuMemAllocFromPoolAsync*", SP_MEM_DEVICE_ASYNC, MEM_PTR_SIZE },
-	{ "cuMemAllocManaged", SP_MEM_MANAGED, MEM_PTR_SIZE }, { "cuMemAllocPitch", SP_MEM_PITCHED, MEM_PITCH },
-	{ "cuMemAllocHost", SP_MEM_PINNED, MEM_PTR_SIZE }, { "cuMemHostAlloc", SP_MEM_PINNED, MEM_PTR_SIZE },
-	{ "cuMemFree", SP_MEM_DEVICE, MEM_FREE }, { "cuMemFreeAsync*", SP_MEM_DEVICE, MEM_FREE },
+	{ "cuMemAllocManaged", SP_MEM_MANAGED, MEM_PTR_SIZE },
+	{ "cuMemAllocPitch", SP_MEM_PITCHED, MEM_PITCH },
+	{ "cuMemAllocHost", SP_MEM_PINNED, MEM_PTR_SIZE },
+	{ "cuMemHostAlloc", SP_MEM_PINNED, MEM_PTR_SIZE },
+	{ "cuMemFree", SP_MEM_DEVICE, MEM_FREE },
+	{ "cuMemFreeAsync*", SP_MEM_DEVICE, MEM_FREE },
 	{ "cuMemFreeHost", SP_MEM_PINNED, MEM_FREE },
-	{ "cuMemCreate", SP_MEM_VMM, MEM_CREATE }, { "cuMemRelease", SP_MEM_VMM, MEM_FREE },
+	{ "cuMemCreate", SP_MEM_VMM, MEM_CREATE },
+	{ "cuMemRelease", SP_MEM_VMM, MEM_FREE },
 };
 
 /* The allocation call a callback name is, in domain d (0 runtime, 1 driver): the last matching
@@ -95,7 +121,8 @@ void sp_collector_host_alloc(void *p, size_t size)
 	 * inside one, the counter-based clock (clock.h) spares a serialising clock_gettime per event */
 	int rec = __atomic_load_n(&sp_col.open, __ATOMIC_ACQUIRE) != NULL;
 	sp_mem_alloc(SP_MEM_HOST, -1, (uint64_t)(uintptr_t)p, size,
-		     rec && sp_col.cfg.stacks ? sp_stack_capture(sp_col.cfg.stack_depth, (unsigned)sp_col.cfg.stacks) : 0,
+		     rec && sp_col.cfg.stacks ? sp_stack_capture(sp_col.cfg.stack_depth, (unsigned)sp_col.cfg.stacks)
+					      : 0,
 		     rec ? sp_fast_ns() : sp_coarse_ns(), rec);
 }
 

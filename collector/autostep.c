@@ -36,10 +36,12 @@
 #define MIN_WRAP_NS 20000u /* and at least this long */
 #define LONG_RUN 32768u    /* without a clear wrap, a run this long still proves the period */
 #define GRAPH_REPEATS 8u   /* ... or this many periods that launch a CUDA graph */
-#define GRAPH_TRY 64u      /* a graph launch this many tokens after the last attempt brings the
+#define GRAPH_TRY \
+	64u      /* a graph launch this many tokens after the last attempt brings the
 			    * next one forward: a graph loop's copies are few tokens, and attempts
 			    * every TRY_EVERY tokens left JAX learning 40 iterations more */
-#define NOSYNC_REPEATS 8u  /* full periods a period that only a CPU gap wraps must cover (identical
+#define NOSYNC_REPEATS \
+	8u  /* full periods a period that only a CPU gap wraps must cover (identical
 			    * layers behind Python's per-module overhead repeat fewer times than this
 			    * in most models; the collector's per-step check refutes deeper stacks) */
 
@@ -232,7 +234,8 @@ static void try_from(struct sp_autostep *a, uint64_t first, uint64_t pos, struct
 	uint32_t tried = 0;
 	memset(f, 0, sizeof *f);
 	/* earlier occurrences through the chain of same-slot positions (a slot may mix tokens) */
-	for (uint64_t j = pos, step; tried < MAX_CANDIDATES && (step = a->prev[j & (a->cap - 1)]) && j - first >= step;) {
+	for (uint64_t j = pos, step;
+	     tried < MAX_CANDIDATES && (step = a->prev[j & (a->cap - 1)]) && j - first >= step;) {
 		j -= step;
 		if (at(a, j) != at(a, pos))
 			continue;

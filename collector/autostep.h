@@ -38,7 +38,9 @@ struct sp_autostep {
 	uint32_t cand_period;
 	uint64_t cand_run;
 	/* periods the caller refuted after a lock, with the copies they must now show */
-	struct { uint32_t period, copies; } refuted[8];
+	struct {
+		uint32_t period, copies;
+	} refuted[8];
 };
 #define SP_AUTOSTEP_REFUTED 8
 

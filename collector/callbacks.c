@@ -57,7 +57,8 @@ static void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *nd)
 			sp_tokrec_add(SP_TOK_NVTX_POP, f, 0, t - sp_col.credit, sp_coll_tid());
 		} else {
 			uint32_t id = msg ? sp_stepdet_nvtx_name(msg) : 0; /* digits folded: a bounded table */
-			if (msg && sp_tokrec_truth_kind() == SP_TOK_NVTX_PUSH && sp_coll_glob(sp_tokrec_truth_pattern(), msg))
+			if (msg && sp_tokrec_truth_kind() == SP_TOK_NVTX_PUSH &&
+			    sp_coll_glob(sp_tokrec_truth_pattern(), msg))
 				sp_tokrec_add(SP_TOK_TRUTH, f, id, t - sp_col.credit, sp_coll_tid());
 			sp_tokrec_add(SP_TOK_NVTX_PUSH, f, id, t - sp_col.credit, sp_coll_tid());
 		}
@@ -65,7 +66,8 @@ static void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *nd)
 	for (int i = 0; i < sp_col.nmk; i++) {
 		const struct sp_mk *m = &sp_col.mk[i];
 		if (m->kind == SP_MARK_NVTX && msg && sp_coll_glob(m->pattern, msg))
-			sp_win_detect(i, SP_TOK_NVTX_PUSH, SP_TOKF_MATCHED, 0, t, 0, 0, 0); /* matched here: nothing interned */
+			sp_win_detect(i, SP_TOK_NVTX_PUSH, SP_TOKF_MATCHED, 0, t, 0, 0,
+				      0); /* matched here: nothing interned */
 		else if (m->kind != SP_MARK_NVTX && (sp_stepdet_wants(m->det) & SP_WANT_NVTX))
 			sp_win_detect(i, nvtx_is_end(cbid) ? SP_TOK_NVTX_POP : SP_TOK_NVTX_PUSH, 0,
 				      msg && !nvtx_is_end(cbid) ? sp_stepdet_nvtx_name(msg) : 0, t, 0, 0, 0);
@@ -75,14 +77,15 @@ static void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *nd)
 /* Marker detection at an API entry (time t and correlation id corr of the outermost call). Driver
  * launches see every kernel (runtime launches nest in them); an API marker counts only the
  * outermost matching call on its thread, a profiler range's Stop at its exit (detect_exit). */
-static void detect_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd,
-			 int launch, uint64_t t, uint32_t corr)
+static void detect_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd, int launch,
+			 uint64_t t, uint32_t corr)
 {
 	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
 	uint8_t kind, flags;
 	uint32_t name;
 	/* an API marker call counts once, at the outermost level, whichever phases it marks */
-	int outer = cbid < SP_CBID_MAX && sp_col.api_marker[d][cbid] && !(d && sp_thr.in_nest) && sp_thr.mk_depth++ == 0;
+	int outer =
+		cbid < SP_CBID_MAX && sp_col.api_marker[d][cbid] && !(d && sp_thr.in_nest) && sp_thr.mk_depth++ == 0;
 	for (int i = 0; i < sp_col.nmk; i++) {
 		const struct sp_mk *m = &sp_col.mk[i];
 		switch (m->kind) {
@@ -100,8 +103,9 @@ static void detect_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const 
 		case SP_MARK_PROFILER_RANGE:
 			/* an api marker call a hook counted already (markhook.h) is not counted again */
 			if (outer && sp_cbset_marks(m, sp_intern_lookup(sp_cbset_api_name(dom, cbid))) &&
-			    (m->kind == SP_MARK_API ? !sp_hook_cupti_marker()
-						    : strstr(sp_intern_lookup(sp_cbset_api_name(dom, cbid)), "Start") != NULL))
+			    (m->kind == SP_MARK_API
+				     ? !sp_hook_cupti_marker()
+				     : strstr(sp_intern_lookup(sp_cbset_api_name(dom, cbid)), "Start") != NULL))
 				sp_win_detect(i, SP_TOK_API, 0, sp_cbset_api_name(dom, cbid), t, corr, cbid, d);
 			break;
 		default:
@@ -120,7 +124,8 @@ static void detect_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const C
 	    --sp_thr.mk_depth == 0 && strstr(sp_intern_lookup(sp_cbset_api_name(dom, cbid)), "Stop"))
 		for (int i = 0; i < sp_col.nmk; i++)
 			if (sp_col.mk[i].kind == SP_MARK_PROFILER_RANGE)
-				sp_win_detect(i, SP_TOK_API, 0, sp_cbset_api_name(dom, cbid), t, cd->correlationId, cbid, d);
+				sp_win_detect(i, SP_TOK_API, 0, sp_cbset_api_name(dom, cbid), t, cd->correlationId,
+					      cbid, d);
 }
 
 /* A boundary happened outside a CUDA call (split_at): this call's correlation id splits there. */
@@ -175,7 +180,8 @@ static void on_api_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const 
 	uint32_t mc = d && sp_thr.in_rt ? sp_thr.rt_corr : cd->correlationId;
 	if (sp_tokrec_on)
 		sp_tokglue_api(dom, cbid, cd, launch, mt - sp_col.credit);
-	if (atomic_load_explicit(&sp_col.split_pending, memory_order_relaxed) && atomic_exchange(&sp_col.split_pending, 0))
+	if (atomic_load_explicit(&sp_col.split_pending, memory_order_relaxed) &&
+	    atomic_exchange(&sp_col.split_pending, 0))
 		fill_split(cd->correlationId);
 	if (!sp_col.done)
 		detect_enter(dom, cbid, cd, launch, mt, mc);
@@ -184,14 +190,18 @@ static void on_api_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const 
 }
 
 /* An API exit inside a window: counts a launch and writes its SP_EV_API event. */
-static void record_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd,
-		       struct window *w, int launch, uint32_t stack, uint64_t t)
+static void record_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd, struct window *w,
+		       int launch, uint32_t stack, uint64_t t)
 {
 	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
 	if (launch)
 		atomic_fetch_add_explicit(&w->launched, 1, memory_order_relaxed);
-	struct sp_event ev = { .kind = SP_EV_API, .sub = d ? SP_API_DRIVER : SP_API_RUNTIME,
-			       .device = SP_NO_DEVICE, .tid = sp_coll_tid(), .end = t, .corr = cd->correlationId,
+	struct sp_event ev = { .kind = SP_EV_API,
+			       .sub = d ? SP_API_DRIVER : SP_API_RUNTIME,
+			       .device = SP_NO_DEVICE,
+			       .tid = sp_coll_tid(),
+			       .end = t,
+			       .corr = cd->correlationId,
 			       .name = sp_cbset_api_name(dom, cbid) };
 	ev.start = cd->correlationData && *cd->correlationData ? *cd->correlationData : t;
 	ev.u.api.cbid = cbid;
@@ -299,7 +309,8 @@ void CUPTIAPI sp_cb_on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callba
 		if (mk && site == CUPTI_API_EXIT)
 			sp_cupti_life_missed("a marker call began while detached");
 		sp_thr.gen = gen;
-		sp_thr.in_rt = sp_thr.in_rt_launch = sp_thr.mk_depth = sp_thr.after_pending = sp_thr.defer_off = sp_thr.marking = 0;
+		sp_thr.in_rt = sp_thr.in_rt_launch = sp_thr.mk_depth = sp_thr.after_pending = sp_thr.defer_off =
+			sp_thr.marking = 0;
 		sp_thr.cur_cb[0] = sp_thr.cur_cb[1] = 0;
 	}
 	if (mk && site == CUPTI_API_ENTER && sp_thr.marking++ == 0)

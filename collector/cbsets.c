@@ -19,7 +19,7 @@
 
 /* What is enabled in the current CUPTI instance. Under sp_col.lock. */
 static struct {
-	int nvtx_on;                        /* NVTX callbacks enabled */
+	int nvtx_on;   /* NVTX callbacks enabled */
 	int nest_marker;                    /* an api marker names a driver function: runtime calls are CLS_NEST */
 	uint8_t cb_on[2][SP_CBID_MAX];      /* callbacks currently enabled */
 } S;
@@ -27,11 +27,11 @@ static struct {
 /* API calls recorded inside windows: everything that launches, copies, sets, synchronises,
  * orders streams or allocates. Selected by name so new CUDA versions' variants are included. */
 static const char *const recorded_api[2][14] = {
-	{ "cudaLaunch*", "cudaGraphLaunch*", "cudaMemcpy*", "cudaMemset*", "cuda*Synchronize*",
-	  "cudaStreamWaitEvent*", "cudaEventRecord*", "cudaMalloc*", "cudaFree*", "cudaProfilerSt*" },
+	{ "cudaLaunch*", "cudaGraphLaunch*", "cudaMemcpy*", "cudaMemset*", "cuda*Synchronize*", "cudaStreamWaitEvent*",
+	  "cudaEventRecord*", "cudaMalloc*", "cudaFree*", "cudaProfilerSt*" },
 	{ "cuLaunch*", "cuGraphLaunch*", "cuMemcpy*", "cuMemset*", "cu*Synchronize*", "cuStreamWaitEvent*",
-	  "cuEventRecord*", "cuMemAlloc*", "cuMemFree*", "cuMemCreate*", "cuMemMap*", "cuMemUnmap*",
-	  "cuMemRelease*", "cuProfilerSt*" },
+	  "cuEventRecord*", "cuMemAlloc*", "cuMemFree*", "cuMemCreate*", "cuMemMap*", "cuMemUnmap*", "cuMemRelease*",
+	  "cuProfilerSt*" },
 };
 /* Tokens the auto detector learns from besides kernel launches: once-per-iteration calls, each
  * counted at the outermost call (a runtime call, or a driver call made outside one), so that the
@@ -63,11 +63,13 @@ static void nvtx_injection(void)
 /* Enables or disables CUPTI's NVTX callbacks on range starts and ends. Under sp_col.lock. */
 static void set_nvtx(int on)
 {
-	static const CUpti_CallbackId ids[] = { CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
-		CUPTI_CBID_NVTX_nvtxRangeStartA, CUPTI_CBID_NVTX_nvtxRangeStartEx,
+	static const CUpti_CallbackId ids[] = {
+		CUPTI_CBID_NVTX_nvtxRangePushA,        CUPTI_CBID_NVTX_nvtxRangePushEx,
+		CUPTI_CBID_NVTX_nvtxRangeStartA,       CUPTI_CBID_NVTX_nvtxRangeStartEx,
 		CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangeStartEx,
-		CUPTI_CBID_NVTX_nvtxRangePop, CUPTI_CBID_NVTX_nvtxRangeEnd,
-		CUPTI_CBID_NVTX_nvtxDomainRangePop, CUPTI_CBID_NVTX_nvtxDomainRangeEnd };
+		CUPTI_CBID_NVTX_nvtxRangePop,          CUPTI_CBID_NVTX_nvtxRangeEnd,
+		CUPTI_CBID_NVTX_nvtxDomainRangePop,    CUPTI_CBID_NVTX_nvtxDomainRangeEnd
+	};
 	if (on == S.nvtx_on)
 		return;
 	S.nvtx_on = on;
@@ -96,17 +98,18 @@ void sp_cbset_apply(void)
 			 * both domains; a kernel marker needs the runtime call, where its step begins */
 			if (!sp_col.done)
 				want = ((wants & SP_WANT_LAUNCH) && sp_cbset_is_launch(doms[d], cb) &&
-					 (d == 1 || !all_auto)) ||
+					(d == 1 || !all_auto)) ||
 				       ((wants & SP_WANT_API) && (sp_col.cls[d][cb] & CLS_AUTO)) ||
 				       ((wants & SP_WANT_GRAPH) && (sp_col.cls[d][cb] & CLS_GRAPH)) ||
-				       ((wants & SP_WANT_ANCHOR) && sp_col.api_name[d][cb] && sp_ph_anchor_is(sp_col.api_name[d][cb])) ||
+				       ((wants & SP_WANT_ANCHOR) && sp_col.api_name[d][cb] &&
+					sp_ph_anchor_is(sp_col.api_name[d][cb])) ||
 				       ((wants & SP_WANT_MARKER) && sp_col.api_marker[d][cb]);
 			if (!sp_col.done && sp_col.cfg.device_memory && sp_col.memop[d][cb].shape)
 				want = 1; /* levels are tracked from process start */
 			if (!sp_col.done && S.nest_marker && (sp_col.cls[d][cb] & CLS_NEST))
 				want = 1; /* a driver API marker: see the runtime calls it may be made inside */
-			if (sp_tokrec_on &&
-			    (sp_cbset_is_launch(doms[d], cb) || (sp_col.cls[d][cb] & (CLS_AUTO | CLS_GRAPH | CLS_TRUTH | CLS_NEST))))
+			if (sp_tokrec_on && (sp_cbset_is_launch(doms[d], cb) ||
+					     (sp_col.cls[d][cb] & (CLS_AUTO | CLS_GRAPH | CLS_TRUTH | CLS_NEST))))
 				want = 1; /* recording the detector's tokens: for the whole run */
 			/* driver recording also needs the runtime set: its depth counter hides nested driver calls */
 			if ((d == 0 ? rec_rt || rec_drv : rec_drv) && (sp_col.cls[d][cb] & CLS_RECORDED))
@@ -133,7 +136,10 @@ void sp_cbset_apply(void)
 
 void sp_cbset_activities(int on)
 {
-	struct { int want; CUpti_ActivityKind k; } kinds[] = {
+	struct {
+		int want;
+		CUpti_ActivityKind k;
+	} kinds[] = {
 		{ sp_col.cfg.kernels, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL },
 		{ sp_col.cfg.memcpy, CUPTI_ACTIVITY_KIND_MEMCPY },
 		{ sp_col.cfg.memset, CUPTI_ACTIVITY_KIND_MEMSET },
@@ -179,16 +185,21 @@ int sp_cbset_arm(void)
 					hit = 1;
 				}
 			sp_col.api_marker[d][cb] = hit;
-			sp_col.cls[d][cb] = (name_in(nm, recorded_api[d], NGLOBS(recorded_api[d])) ? CLS_RECORDED : 0) |
-				       (!sp_cbset_is_launch(doms[d], cb) && name_in(nm, auto_api[d], NGLOBS(auto_api[d])) ? CLS_AUTO : 0) |
-				       (sp_coll_glob(d ? "cuGraphLaunch*" : "cudaGraphLaunch*", nm) ? CLS_GRAPH : 0) |
-				       (sp_tokrec_truth_kind() == SP_TOK_API && sp_coll_glob(sp_tokrec_truth_pattern(), nm)
-						? CLS_TRUTH : 0) |
-				       (sp_tokrec_truth_kind() == SP_TOK_API && d == 0 ? CLS_NEST : 0);
+			sp_col.cls[d][cb] =
+				(name_in(nm, recorded_api[d], NGLOBS(recorded_api[d])) ? CLS_RECORDED : 0) |
+				(!sp_cbset_is_launch(doms[d], cb) && name_in(nm, auto_api[d], NGLOBS(auto_api[d]))
+					 ? CLS_AUTO
+					 : 0) |
+				(sp_coll_glob(d ? "cuGraphLaunch*" : "cudaGraphLaunch*", nm) ? CLS_GRAPH : 0) |
+				(sp_tokrec_truth_kind() == SP_TOK_API && sp_coll_glob(sp_tokrec_truth_pattern(), nm)
+					 ? CLS_TRUTH
+					 : 0) |
+				(sp_tokrec_truth_kind() == SP_TOK_API && d == 0 ? CLS_NEST : 0);
 			sp_col.memop[d][cb] = sp_alloc_classify(d, nm);
-			sp_col.api_sync[d][cb] = d ? sp_coll_glob("cu*Synchronize*", nm) ||
+			sp_col.api_sync[d][cb] =
+				d ? sp_coll_glob("cu*Synchronize*", nm) ||
 						(sp_coll_glob("cuMemcpyDtoH*", nm) && !strstr(nm, "Async"))
-					      : sp_coll_glob("cuda*Synchronize*", nm) || !strcmp(nm, "cudaMemcpy");
+				  : sp_coll_glob("cuda*Synchronize*", nm) || !strcmp(nm, "cudaMemcpy");
 		}
 	for (int i = 0; i < sp_col.nmk; i++) {
 		const struct sp_mk *m = &sp_col.mk[i];

@@ -81,7 +81,8 @@ uint64_t sp_realtime_ns(void)
 			off = 0; /* not a number: no offset */
 		if (off)
 			sp_warn("STEPPROF_TEST_CLOCK_OFFSET_NS=%lld: this process's wall-clock anchors are shifted "
-				"(a test switch)", (long long)off);
+				"(a test switch)",
+				(long long)off);
 		atomic_store_explicit(&offset, off, memory_order_relaxed);
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);

@@ -66,15 +66,16 @@ static void explain_no_window(void)
 	else if (m->kind == SP_MARK_AUTO)
 		sp_warn("%sno step recorded: the program ended in step %lld and the schedule records from step "
 			"%lld; automatic boundaries come %s each '%s' (every %u): if the program ran longer, "
-			"that call stopped recurring - set an explicit [marker] (docs/STEPS.md)", pre,
-			(long long)sp_col.step, (long long)first, h->after ? "after" : "before", anchor ? anchor : "?",
-			h->every);
+			"that call stopped recurring - set an explicit [marker] (docs/STEPS.md)",
+			pre, (long long)sp_col.step, (long long)first, h->after ? "after" : "before",
+			anchor ? anchor : "?", h->every);
 	else if (sp_col.step < 0)
 		sp_warn("%sno step recorded: the %s marker '%s' never occurred", pre,
 			sp_marker_kind_name((enum sp_marker_kind)m->kind), m->pattern);
 	else
 		sp_warn("%sno step recorded: the program ended in step %lld and the schedule records from step "
-			"%lld (%s marker '%s', every %d)", pre, (long long)sp_col.step, (long long)first,
+			"%lld (%s marker '%s', every %d)",
+			pre, (long long)sp_col.step, (long long)first,
 			sp_marker_kind_name((enum sp_marker_kind)m->kind), m->pattern, m->every);
 }
 
@@ -153,8 +154,6 @@ int sp_coll_glob(const char *pat, const char *s)
 {
 	return s && fnmatch(pat, s, 0) == 0;
 }
-
-
 
 void sp_coll_push(struct sp_event *ev)
 {
@@ -245,5 +244,6 @@ void sp_collector_inject(void)
 int sp_collector_owns_cupti(void)
 {
 	/* after the last window stepprof let go of CUPTI: another profiler may take it */
-	return sp_col.active && !sp_col.disabled && owner_pid == getpid() && atomic_load(&sp_hold.state) != SP_HOLD_GONE;
+	return sp_col.active && !sp_col.disabled && owner_pid == getpid() &&
+	       atomic_load(&sp_hold.state) != SP_HOLD_GONE;
 }

@@ -15,7 +15,7 @@ void sp_collector_inject(void);
 /* One NCCL call as the hook saw it. */
 struct sp_nccl_call {
 	const char *fn;         /* "ncclAllReduce"... (static string) */
-	int op;                 /* enum sp_nccl_op */
+	int op;   /* enum sp_nccl_op */
 	uint64_t count;         /* elements */
 	int dtype;              /* ncclDataType_t */
 	int redop;              /* ncclRedOp_t, -1 none */

@@ -31,7 +31,6 @@ struct comm {
 	atomic_uint_fast64_t seq;
 };
 
-
 static struct comm comms[MAX_COMMS]; /* open addressing by pointer; under sp_col.lock */
 
 static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
@@ -96,7 +95,8 @@ void sp_comms_announce(uint64_t t)
 
 int sp_collector_nccl_active(void)
 {
-	return sp_col.active && !sp_col.disabled && atomic_load_explicit(&sp_hold.state, memory_order_relaxed) != SP_HOLD_GONE;
+	return sp_col.active && !sp_col.disabled &&
+	       atomic_load_explicit(&sp_hold.state, memory_order_relaxed) != SP_HOLD_GONE;
 }
 
 uint64_t sp_collector_nccl_begin(const struct sp_nccl_call *c)
@@ -140,8 +140,14 @@ void sp_collector_nccl_end(const struct sp_nccl_call *c, uint64_t t0, int ret)
 	}
 	if (!sp_col.cfg.nccl || !__atomic_load_n(&sp_col.open, __ATOMIC_ACQUIRE))
 		return;
-	struct sp_event ev = { .kind = SP_EV_NCCL, .sub = (uint8_t)c->op, .device = SP_NO_DEVICE, .tid = sp_coll_tid(),
-			       .start = t0, .end = sp_now_ns(), .corr = sp_thr.nccl_corr, .name = sp_intern(c->fn) };
+	struct sp_event ev = { .kind = SP_EV_NCCL,
+			       .sub = (uint8_t)c->op,
+			       .device = SP_NO_DEVICE,
+			       .tid = sp_coll_tid(),
+			       .start = t0,
+			       .end = sp_now_ns(),
+			       .corr = sp_thr.nccl_corr,
+			       .name = sp_intern(c->fn) };
 	ev.u.nccl.count = c->count;
 	ev.u.nccl.dtype = (uint8_t)c->dtype;
 	ev.u.nccl.bytes = c->count * (c->dtype >= 0 && c->dtype < 12 ? dsize[c->dtype] : 1);

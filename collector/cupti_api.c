@@ -40,10 +40,10 @@ static void *try_open(const char *path)
 /* Returns 0 with every pointer bound, or -1 naming the first missing symbol in why. */
 static int bind_all(void *h, char *why, size_t whylen)
 {
-#define SP_CUPTI_BIND(fn)                                                                    \
-	if (!(sp_cupti.fn = (__typeof__(fn) *)dlsym(h, #fn))) {                              \
-		snprintf(why, whylen, "%s has no %s", sp_cupti.path, #fn);                   \
-		return -1;                                                                   \
+#define SP_CUPTI_BIND(fn)                                                  \
+	if (!(sp_cupti.fn = (__typeof__(fn) *)dlsym(h, #fn))) {            \
+		snprintf(why, whylen, "%s has no %s", sp_cupti.path, #fn); \
+		return -1;                                                 \
 	}
 	SP_CUPTI_FUNCS(SP_CUPTI_BIND)
 #undef SP_CUPTI_BIND

@@ -7,13 +7,26 @@
 
 #include <cupti.h>
 
-#define SP_CUPTI_FUNCS(X)                                                                          \
-	X(cuptiSubscribe) X(cuptiUnsubscribe) X(cuptiEnableCallback) X(cuptiEnableDomain)          \
-	X(cuptiGetCallbackName) X(cuptiGetDeviceId) X(cuptiActivityEnable) X(cuptiActivityDisable)                     \
-	X(cuptiActivityRegisterCallbacks) X(cuptiActivityRegisterTimestampCallback)                \
-	X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord) X(cuptiActivityGetNumDroppedRecords) \
-	X(cuptiActivitySetAttribute) X(cuptiGetResultString) X(cuptiGetVersion)     \
+/* clang-format off */
+#define SP_CUPTI_FUNCS(X) \
+	X(cuptiSubscribe) \
+	X(cuptiUnsubscribe) \
+	X(cuptiEnableCallback) \
+	X(cuptiEnableDomain) \
+	X(cuptiGetCallbackName) \
+	X(cuptiGetDeviceId) \
+	X(cuptiActivityEnable) \
+	X(cuptiActivityDisable) \
+	X(cuptiActivityRegisterCallbacks) \
+	X(cuptiActivityRegisterTimestampCallback) \
+	X(cuptiActivityFlushAll) \
+	X(cuptiActivityGetNextRecord) \
+	X(cuptiActivityGetNumDroppedRecords) \
+	X(cuptiActivitySetAttribute) \
+	X(cuptiGetResultString) \
+	X(cuptiGetVersion) \
 	X(cuptiFinalize)
+/* clang-format on */
 
 struct sp_cupti {
 #define SP_CUPTI_PTR(fn) __typeof__(fn) *fn;

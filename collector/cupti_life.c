@@ -228,7 +228,8 @@ void sp_cupti_life_missed(const char *why)
 	if (!atomic_exchange(&L.stopped, true))
 		sp_warn("%s: a step boundary may have been missed while detached from CUPTI, so later step "
 			"numbers may be off by one; no more detaching between windows (set [cupti] "
-			"detach_between = never to avoid this)", why);
+			"detach_between = never to avoid this)",
+			why);
 }
 
 void sp_cupti_life_verify(uint64_t now)
@@ -244,7 +245,8 @@ void sp_cupti_life_verify(uint64_t now)
 				     "next marker call came too late to prove that none came while detached");
 	else
 		sp_info("the first marker call after the re-attach began %.2f ms before the earliest a "
-			"second one could have: no marker call was missed while detached", (by - now) / 1e6);
+			"second one could have: no marker call was missed while detached",
+			(by - now) / 1e6);
 }
 
 /* Says (STEPPROF_VERBOSE) why CUPTI stays dirty between windows, when the reason changes; "no
@@ -275,8 +277,8 @@ static void register_early(int64_t step)
 	uint64_t r0 = sp_now_ns();
 	L.reg_tried = true;
 	if (!atomic_load(&L.claim) && register_activity(&L.hooks) == CUPTI_SUCCESS)
-		sp_info("activity callbacks registered in step %lld for the next window in %.2f ms",
-			(long long)step, (sp_now_ns() - r0) / 1e6);
+		sp_info("activity callbacks registered in step %lld for the next window in %.2f ms", (long long)step,
+			(sp_now_ns() - r0) / 1e6);
 	sp_cupti_life_leave();
 }
 
@@ -313,7 +315,8 @@ static enum sp_life_act cycle(const struct sp_life_view *v, int64_t step, uint64
 		atomic_store(&sp_hold.verify_by, 0);
 		sp_cupti.cuptiGetResultString(r, &msg);
 		sp_warn("cannot re-attach to CUPTI after detaching between windows (%s); the rest of the run "
-			"is not profiled", msg);
+			"is not profiled",
+			msg);
 		atomic_store(&sp_hold.state, SP_HOLD_GONE);
 		atomic_store(&L.stopped, true);
 		return SP_LIFE_DETACH;
@@ -322,9 +325,9 @@ static enum sp_life_act cycle(const struct sp_life_view *v, int64_t step, uint64
 	L.held = NULL;
 	sp_info("detached from and re-attached to CUPTI in step %lld (detach_between = %s, cycle %u): %.2f ms "
 		"in all, detach %.2f ms (cuptiUnsubscribe + cuptiFinalize %.2f ms), re-attach %.2f ms; %.2f ms "
-		"after the last marker call, %.2f ms the shortest time between two", (long long)step,
-		v->policy == SP_DETACH_ALWAYS ? "always" : "auto", L.cycles, gap / 1e6, (t1 - t0) / 1e6, fin / 1e6,
-		(t2 - t1) / 1e6, since / 1e6, quiet / 1e6);
+		"after the last marker call, %.2f ms the shortest time between two",
+		(long long)step, v->policy == SP_DETACH_ALWAYS ? "always" : "auto", L.cycles, gap / 1e6,
+		(t1 - t0) / 1e6, fin / 1e6, (t2 - t1) / 1e6, since / 1e6, quiet / 1e6);
 	uint64_t late = since + (t0 > now ? t0 - now : 0);
 	if (atomic_exchange(&sp_hold.lost, false)) {
 		atomic_store(&sp_hold.verify_by, 0);
@@ -355,8 +358,8 @@ static enum sp_life_act park(int64_t step, CUpti_SubscriberHandle *sub)
 	L.park_ns = sp_now_ns();
 	L.held = NULL;
 	sp_info("detached from CUPTI in step %lld until the next window in %.2f ms (cuptiUnsubscribe + cuptiFinalize "
-		"%.2f ms): stepprof's hooks count the marker calls meanwhile", (long long)step, (L.park_ns - t0) / 1e6,
-		fin / 1e6);
+		"%.2f ms): stepprof's hooks count the marker calls meanwhile",
+		(long long)step, (L.park_ns - t0) / 1e6, fin / 1e6);
 	return SP_LIFE_PARK;
 }
 
@@ -380,13 +383,15 @@ static enum sp_life_act unpark(int64_t step, CUpti_SubscriberHandle *sub)
 	sp_hook_count(0); /* the marker's callbacks are on: CUPTI counts the calls that enter from now on */
 	L.cycles++;
 	sp_info("re-attached to CUPTI in step %lld for the next window in %.2f ms (parked since step %lld, %.1f ms; "
-		"cycle %u)", (long long)step, (sp_now_ns() - t0) / 1e6, (long long)L.park_step, (t0 - L.park_ns) / 1e6,
-		L.cycles);
+		"cycle %u)",
+		(long long)step, (sp_now_ns() - t0) / 1e6, (long long)L.park_step, (t0 - L.park_ns) / 1e6, L.cycles);
 	if (sp_hook_graph_made()) {
 		atomic_store(&L.graphs, true);
 		atomic_store(&L.stopped, true);
-		sp_warn("the program made a CUDA graph while stepprof was detached from CUPTI: that graph's kernels may "
-			"be missing from later windows; no more detaching between windows (set [cupti] detach_between = "
+		sp_warn("the program made a CUDA graph while stepprof was detached from CUPTI: that graph's kernels "
+			"may "
+			"be missing from later windows; no more detaching between windows (set [cupti] detach_between "
+			"= "
 			"never to avoid this)");
 	}
 	return SP_LIFE_UNPARK;
@@ -439,8 +444,8 @@ enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64
 		}
 		sp_hook_disarm();
 		sp_info("detached from CUPTI in step %lld (the schedule is done) in %.2f ms (cuptiUnsubscribe + "
-			"cuptiFinalize %.2f ms): the rest of the run is not profiled", (long long)step,
-			(sp_now_ns() - t0) / 1e6, fin / 1e6);
+			"cuptiFinalize %.2f ms): the rest of the run is not profiled",
+			(long long)step, (sp_now_ns() - t0) / 1e6, fin / 1e6);
 		return act;
 	}
 	if (act == SP_LIFE_PARK)

@@ -48,13 +48,13 @@ static struct {
 	bool sp_kind_ever[NKIND];         /* stepprof enabled this kind at some point */
 	uint64_t on_at[NKIND], off_at[NKIND]; /* program's last enable / disable of a kind (trace clock; off 0 = on) */
 	/* the program's profiler */
-	_Atomic(CUpti_CallbackFunc) cb_fn;/* its subscriber callback, NULL if not subscribed */
-	void *ud;                         /* its userdata */
+	_Atomic(CUpti_CallbackFunc) cb_fn; /* its subscriber callback, NULL if not subscribed */
+	void *ud; /* its userdata */
 	CUpti_BuffersCallbackRequestFunc req; /* its buffer callbacks (under buf_lock) */
 	CUpti_BuffersCallbackCompleteFunc comp;
 	_Atomic(CUpti_TimestampCallbackFunc) ts; /* its clock, NULL: CUPTI's default (CLOCK_REALTIME) */
-	_Atomic int nkinds;               /* kinds the program has on */
-	_Atomic bool ever_on;             /* the program enabled an activity kind at some point */
+	_Atomic int nkinds; /* kinds the program has on */
+	_Atomic bool ever_on; /* the program enabled an activity kind at some point */
 	/* its clock against the trace clock: p = p1 + (m - m1) * rate (under buf_lock) */
 	uint64_t m0, p0, m1, p1;
 	double rate;
@@ -67,18 +67,21 @@ static struct {
 	uint32_t pstream;
 	/* counts (for the messages) */
 	_Atomic uint64_t passed, withheld, callbacks;
-	_Atomic bool said;                /* the "program subscribed" line was printed */
+	_Atomic bool said; /* the "program subscribed" line was printed */
 } S = { .lock = PTHREAD_MUTEX_INITIALIZER, .buf_lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* The handle the program gets from cuptiSubscribe: never dereferenced, compared only. */
 static char fake_handle;
-#define FAKE ((CUpti_SubscriberHandle)&fake_handle)
+#define FAKE ((CUpti_SubscriberHandle) & fake_handle)
 
 /* The program's correlationData slots: CUPTI gives each subscriber its own, and stepprof's
  * callbacks write stepprof's (callbacks.c). A stack per thread pairs an exit with its entry. */
 static __thread struct {
 	unsigned depth;
-	struct { uint32_t dom, cbid; uint64_t v; } s[CORR_STACK];
+	struct {
+		uint32_t dom, cbid;
+		uint64_t v;
+	} s[CORR_STACK];
 	uint64_t spare;
 } T;
 
@@ -95,7 +98,8 @@ static void say_once(const char *what)
 	if (!atomic_exchange(&S.said, true))
 		sp_warn("the program uses CUPTI itself (%s: torch.profiler or another profiler); stepprof stays the "
 			"only CUPTI subscriber and passes on the callbacks and activity records the program enables, "
-			"and keeps its own windows (docs/OUTPUTS.md, 'Another profiler in the process')", what);
+			"and keeps its own windows (docs/OUTPUTS.md, 'Another profiler in the process')",
+			what);
 }
 
 /* What (dom, cbid) wants now, as SIDE_* bits. */
@@ -107,12 +111,12 @@ static uint8_t want_cb(unsigned d, unsigned cbid)
 /* The number of callback ids of a domain (those a domain-wide change walks). */
 static unsigned domain_size(unsigned d)
 {
-	unsigned n = d == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_RUNTIME_TRACE_CBID_SIZE
-		     : d == CUPTI_CB_DOMAIN_DRIVER_API ? CUPTI_DRIVER_TRACE_CBID_SIZE
-		     : d == CUPTI_CB_DOMAIN_RESOURCE ? CUPTI_CBID_RESOURCE_SIZE
+	unsigned n = d == CUPTI_CB_DOMAIN_RUNTIME_API   ? CUPTI_RUNTIME_TRACE_CBID_SIZE
+		     : d == CUPTI_CB_DOMAIN_DRIVER_API  ? CUPTI_DRIVER_TRACE_CBID_SIZE
+		     : d == CUPTI_CB_DOMAIN_RESOURCE    ? CUPTI_CBID_RESOURCE_SIZE
 		     : d == CUPTI_CB_DOMAIN_SYNCHRONIZE ? CUPTI_CBID_SYNCHRONIZE_SIZE
-		     : d == CUPTI_CB_DOMAIN_NVTX ? CUPTI_CBID_NVTX_SIZE
-						 : SP_CBID_MAX;
+		     : d == CUPTI_CB_DOMAIN_NVTX        ? CUPTI_CBID_NVTX_SIZE
+							: SP_CBID_MAX;
 	return n < SP_CBID_MAX ? n : SP_CBID_MAX;
 }
 
@@ -123,9 +127,11 @@ static CUptiResult set_cb(int side, uint32_t on, CUpti_SubscriberHandle sub, uns
 {
 	CUptiResult r = CUPTI_SUCCESS;
 	if (d >= NDOM)
-		return side == SIDE_SP ? S.real.enable_domain(on, sub, (CUpti_CallbackDomain)d) : CUPTI_ERROR_INVALID_PARAMETER;
+		return side == SIDE_SP ? S.real.enable_domain(on, sub, (CUpti_CallbackDomain)d)
+				       : CUPTI_ERROR_INVALID_PARAMETER;
 	if (!all && cbid >= SP_CBID_MAX)
-		return side == SIDE_SP ? S.real.enable_cb(on, sub, (CUpti_CallbackDomain)d, cbid) : CUPTI_ERROR_INVALID_PARAMETER;
+		return side == SIDE_SP ? S.real.enable_cb(on, sub, (CUpti_CallbackDomain)d, cbid)
+				       : CUPTI_ERROR_INVALID_PARAMETER;
 	if (all) {
 		unsigned n = domain_size(d);
 		if (on) {
@@ -260,7 +266,7 @@ void sp_share_install(void)
 		return;
 	S.real = (struct real_fns){ sp_cupti.cuptiEnableCallback, sp_cupti.cuptiEnableDomain,
 				    sp_cupti.cuptiActivityEnable, sp_cupti.cuptiActivityDisable,
-				    sp_cupti.cuptiUnsubscribe, sp_cupti.cuptiFinalize };
+				    sp_cupti.cuptiUnsubscribe,    sp_cupti.cuptiFinalize };
 	sp_cupti.cuptiEnableCallback = sp_enable_cb;
 	sp_cupti.cuptiEnableDomain = sp_enable_domain;
 	sp_cupti.cuptiActivityEnable = sp_act_enable;
@@ -355,21 +361,27 @@ void CUPTIAPI sp_share_on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Cal
 
 /* Where the timestamps of the record kinds the program may get sit (first = the one compared
  * with the program's enabled stretch); n 0: a kind that is not passed on (unknown layout). */
-struct stamps { uint8_t n; uint16_t off[5]; };
-#define OFF(t, f) (uint16_t) offsetof(t, f)
+struct stamps {
+	uint8_t n;
+	uint16_t off[5];
+};
+#define OFF(t, f) (uint16_t)offsetof(t, f)
 
 static struct stamps stamps_of(unsigned k)
 {
 	switch (k) {
 	case CUPTI_ACTIVITY_KIND_KERNEL:
 	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-		return (struct stamps){ 5, { OFF(CUpti_ActivityKernel10, start), OFF(CUpti_ActivityKernel10, end),
-					     OFF(CUpti_ActivityKernel10, completed), OFF(CUpti_ActivityKernel10, queued),
-					     OFF(CUpti_ActivityKernel10, submitted) } };
+		return (struct stamps){ 5,
+					{ OFF(CUpti_ActivityKernel10, start), OFF(CUpti_ActivityKernel10, end),
+					  OFF(CUpti_ActivityKernel10, completed), OFF(CUpti_ActivityKernel10, queued),
+					  OFF(CUpti_ActivityKernel10, submitted) } };
 	case CUPTI_ACTIVITY_KIND_MEMCPY:
 		return (struct stamps){ 2, { OFF(CUpti_ActivityMemcpy6, start), OFF(CUpti_ActivityMemcpy6, end) } };
 	case CUPTI_ACTIVITY_KIND_MEMCPY2:
-		return (struct stamps){ 2, { OFF(CUpti_ActivityMemcpyPtoP4, start), OFF(CUpti_ActivityMemcpyPtoP4, end) } };
+		return (struct stamps){ 2,
+					{ OFF(CUpti_ActivityMemcpyPtoP4, start),
+					  OFF(CUpti_ActivityMemcpyPtoP4, end) } };
 	case CUPTI_ACTIVITY_KIND_MEMSET:
 		return (struct stamps){ 2, { OFF(CUpti_ActivityMemset4, start), OFF(CUpti_ActivityMemset4, end) } };
 	case CUPTI_ACTIVITY_KIND_RUNTIME:
@@ -377,8 +389,9 @@ static struct stamps stamps_of(unsigned k)
 	case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API:
 		return (struct stamps){ 2, { OFF(CUpti_ActivityAPI, start), OFF(CUpti_ActivityAPI, end) } };
 	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
-		return (struct stamps){ 2, { OFF(CUpti_ActivitySynchronization2, start),
-					     OFF(CUpti_ActivitySynchronization2, end) } };
+		return (struct stamps){ 2,
+					{ OFF(CUpti_ActivitySynchronization2, start),
+					  OFF(CUpti_ActivitySynchronization2, end) } };
 	case CUPTI_ACTIVITY_KIND_OVERHEAD:
 		return (struct stamps){ 2, { OFF(CUpti_ActivityOverhead3, start), OFF(CUpti_ActivityOverhead3, end) } };
 	case CUPTI_ACTIVITY_KIND_MEMORY2:
@@ -538,11 +551,14 @@ static void pass_records(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t va
 	if (withheld) {
 		atomic_fetch_add(&S.withheld, withheld);
 		if (bad_kind)
-			sp_warn_once("the program enabled CUPTI activity kind %u, whose records stepprof cannot pass on "
-				     "(unknown timestamp layout): they are missing from the program's profile", bad_kind);
+			sp_warn_once("the program enabled CUPTI activity kind %u, whose records stepprof cannot pass "
+				     "on "
+				     "(unknown timestamp layout): they are missing from the program's profile",
+				     bad_kind);
 		else
 			sp_warn_once("the program's profiler gave no buffer for some of its activity records: %llu "
-				     "dropped, as CUPTI would", (unsigned long long)withheld);
+				     "dropped, as CUPTI would",
+				     (unsigned long long)withheld);
 	}
 }
 
@@ -740,7 +756,8 @@ int sp_share_activity(CUpti_ActivityKind k, int on, CUptiResult *r)
 	}
 	if (on && !stamps_of(k).n)
 		sp_warn_once("the program enabled CUPTI activity kind %u, whose records stepprof cannot pass on "
-			     "(unknown timestamp layout): they will be missing from the program's profile", (unsigned)k);
+			     "(unknown timestamp layout): they will be missing from the program's profile",
+			     (unsigned)k);
 	int in = sp_cupti_life_enter();
 	if (in && on && sp_cupti_life_activity_ready() < 0) {
 		sp_cupti_life_leave();

@@ -44,13 +44,15 @@ enum { CLS_RECORDED = 1, CLS_AUTO = 2, CLS_GRAPH = 4, CLS_TRUTH = 8, CLS_NEST = 
 
 /* How an allocation call's parameters look (every params struct starts with these fields). */
 enum { MEM_NONE, MEM_PTR_SIZE, MEM_PITCH, MEM_CREATE, MEM_FREE };
-struct memop { uint8_t kind, shape; }; /* SP_MEM_* kind and MEM_* shape of an allocation call */
+struct memop {
+	uint8_t kind, shape;
+}; /* SP_MEM_* kind and MEM_* shape of an allocation call */
 
 /* One recorded window, from its first RECORD step to its GPU records' arrival (windows.c opens
  * and closes it, activity.c counts its records and writes its end). */
 struct window {
 	int used;                /* slot in use */
-	int mk;                  /* the marker (phase) whose steps it records */
+	int mk;    /* the marker (phase) whose steps it records */
 	int closing;             /* RECORD_AND_SAVE ended; waiting for GPU records */
 	uint8_t origin;          /* what opened it: SP_WIN_* of trace/event.h (its WINDOW records' sub) */
 	uint32_t id;
@@ -64,12 +66,12 @@ struct window {
 /* One step marker: the configuration's [marker] and [schedule], or one [phase.NAME] (phases.c sets
  * them up at inject; read without the lock: they never change afterwards). */
 struct sp_mk {
-	int kind;                     /* enum sp_marker_kind */
+	int kind;       /* enum sp_marker_kind */
 	const char *pattern;          /* glob, "" for auto and profiler_range */
 	int every;
 	const struct sp_schedule *schedule;
 	struct sp_stepdet *det;       /* its detector (the caller of sp_win_detect serialises feeding) */
-	uint32_t name;                /* interned phase name (its windows' WINDOW records carry it), 0 without phases */
+	uint32_t name; /* interned phase name (its windows' WINDOW records carry it), 0 without phases */
 };
 
 /* The step state of a phase other than the current one (phases.c swaps it with sp_col's fields). */
@@ -80,90 +82,90 @@ struct sp_phase_rt {
 	int step_open;
 	struct sp_det_how step_how;
 	int step_refuted;
-	int want;                     /* its steps want collection on (the last sp_win_set_collecting) */
-	int done;                     /* its schedule is exhausted and its detector settled */
-	uint32_t windows;             /* windows it opened */
+	int want; /* its steps want collection on (the last sp_win_set_collecting) */
+	int done; /* its schedule is exhausted and its detector settled */
+	uint32_t windows; /* windows it opened */
 };
 
 /* The collector's process-wide state (defined in collector.c). */
 struct sp_col_state {
-	struct sp_config cfg;         /* effective configuration (collector.c, at inject) */
-	struct sp_rank_info ri;       /* who we are (collector.c; comms.c may learn the rank from NCCL) */
-	int active;                   /* subscribed and collecting (0 after any fatal problem) */
-	int disabled;                 /* fork child or failure: callbacks return at once */
-	CUpti_SubscriberHandle sub;   /* the CUPTI subscriber (cupti_life.c attaches it) */
-	pthread_mutex_t lock;         /* step boundaries, window table, communicator table */
+	struct sp_config cfg; /* effective configuration (collector.c, at inject) */
+	struct sp_rank_info ri; /* who we are (collector.c; comms.c may learn the rank from NCCL) */
+	int active; /* subscribed and collecting (0 after any fatal problem) */
+	int disabled; /* fork child or failure: callbacks return at once */
+	CUpti_SubscriberHandle sub; /* the CUPTI subscriber (cupti_life.c attaches it) */
+	pthread_mutex_t lock; /* step boundaries, window table, communicator table */
 	/* windows and steps (windows.c, under lock) */
-	int64_t step;                 /* current step, -1 before the first marker */
-	enum sp_action action;        /* action of the current step */
-	uint64_t step_start;          /* trace-clock start of the current step */
-	int step_open;                /* a step is in progress (profiler ranges leave gaps) */
-	int collecting;               /* activity kinds and recording callbacks on */
-	int activities_on;            /* activity kinds enabled (may outlast collecting: sp_win_set_collecting) */
-	int done;                     /* schedule exhausted: nothing more will be recorded */
-	uint32_t next_window_id;      /* id of the next window (0: none opened yet) */
+	int64_t step; /* current step, -1 before the first marker */
+	enum sp_action action; /* action of the current step */
+	uint64_t step_start; /* trace-clock start of the current step */
+	int step_open; /* a step is in progress (profiler ranges leave gaps) */
+	int collecting; /* activity kinds and recording callbacks on */
+	int activities_on; /* activity kinds enabled (may outlast collecting: sp_win_set_collecting) */
+	int done; /* schedule exhausted: nothing more will be recorded */
+	uint32_t next_window_id; /* id of the next window (0: none opened yet) */
 	/* markers (phases.c; one without [phase.NAME] sections) */
-	int nmk;                      /* markers in mk, >= 1 once injected */
+	int nmk; /* markers in mk, >= 1 once injected */
 	struct sp_mk mk[SP_MAX_PHASES];
-	int cur;                      /* the marker whose steps step..step_refuted hold (under lock) */
+	int cur; /* the marker whose steps step..step_refuted hold (under lock) */
 	struct sp_phase_rt rt[SP_MAX_PHASES]; /* the others' step state, by marker (under lock) */
 	struct window win[SP_MAX_WINDOWS]; /* open and closing windows */
-	struct window *open;          /* the window of the current RECORD steps, or NULL (atomic loads) */
-	atomic_int split_pending;     /* a boundary happened outside a CUDA call: the next call's corr splits */
-	uint32_t *split_lo, *split_hi;/* fields the pending split fills */
+	struct window *open; /* the window of the current RECORD steps, or NULL (atomic loads) */
+	atomic_int split_pending; /* a boundary happened outside a CUDA call: the next call's corr splits */
+	uint32_t *split_lo, *split_hi; /* fields the pending split fills */
 	/* output (output.c; comms.c and collector.c read it) */
-	int writer_started;           /* 0 not yet, 1 writing, -1 failed or not selected */
+	int writer_started; /* 0 not yet, 1 writing, -1 failed or not selected */
 	/* step detection (windows.c feeds it) */
-	struct sp_stepdet det;        /* the step detector (stepdet.h): every marker kind */
-	uint64_t credit;              /* ns the detector spent learning, taken out of token times */
-	struct sp_det_how step_how;   /* how the current step was found (its STEP record says it) */
-	int step_refuted;             /* the detector found the current step to differ from the period */
+	struct sp_stepdet det; /* the step detector (stepdet.h): every marker kind */
+	uint64_t credit; /* ns the detector spent learning, taken out of token times */
+	struct sp_det_how step_how; /* how the current step was found (its STEP record says it) */
+	int step_refuted; /* the detector found the current step to differ from the period */
 	/* callback sets (cbsets.c sets them; callbacks.c and tokglue.c read them) */
-	uint32_t api_name[2][SP_CBID_MAX];  /* (domain, cbid) -> interned name, 0 = not yet */
+	uint32_t api_name[2][SP_CBID_MAX]; /* (domain, cbid) -> interned name, 0 = not yet */
 	uint8_t api_marker[2][SP_CBID_MAX]; /* (domain, cbid) is an api marker / profiler range call */
-	uint8_t cls[2][SP_CBID_MAX];        /* CLS_* of each callback id, from its name (sp_cbset_arm) */
-	uint8_t api_sync[2][SP_CBID_MAX];   /* (domain, cbid) blocks the host (auto detection's iteration ends) */
+	uint8_t cls[2][SP_CBID_MAX]; /* CLS_* of each callback id, from its name (sp_cbset_arm) */
+	uint8_t api_sync[2][SP_CBID_MAX]; /* (domain, cbid) blocks the host (auto detection's iteration ends) */
 	struct memop memop[2][SP_CBID_MAX]; /* allocation calls, by (domain, cbid) (allocs.c classifies) */
 	/* misc */
-	atomic_int had_context;       /* a CUDA context was created (a launcher only counts devices) */
+	atomic_int had_context; /* a CUDA context was created (a launcher only counts devices) */
 	char *(*demangle)(const char *, char *, size_t *, int *); /* __cxa_demangle if loaded */
-	size_t buffer_bytes;          /* size of each CUPTI activity buffer */
-	int malloc_hooks;             /* the preload library has malloc hooks (sp_collector_malloc_hooks) */
+	size_t buffer_bytes; /* size of each CUPTI activity buffer */
+	int malloc_hooks; /* the preload library has malloc hooks (sp_collector_malloc_hooks) */
 };
 extern struct sp_col_state sp_col;
 
 /* Per-thread call state (defined in collector.c). */
 struct sp_col_thread {
-	int in_rt;                    /* a runtime API call is in progress (they never nest) */
-	int in_rt_launch;             /* ... and it is a kernel launch (its nested driver launch is not counted again) */
-	uint64_t rt_t0;               /* its start */
-	uint32_t rt_corr;             /* its correlation id */
-	int in_nccl;                  /* inside an NCCL call (comms.c) */
-	uint32_t nccl_corr;           /* correlation id of its first kernel launch */
-	int nccl_group;               /* ncclGroupStart nesting */
-	int mk_depth;                 /* marker API calls in progress on this thread */
-	int after_pending;            /* an ending marker's entry set up a boundary for its exit */
-	int64_t after_step;           /* ... the step that begins then */
-	int after_mk;                 /* ... of this marker (sp_col.mk) */
-	uint32_t after_cb[2];         /* ... its callback id (runtime, driver), 0 none */
-	uint32_t cur_cb[2];           /* (runtime, driver) callback ids in progress on this thread, 0 none */
-	int defer_off;                /* sp_cbset_apply left a call in progress enabled: redo at its exit */
-	int named;                    /* SP_EV_THREAD pushed */
-	unsigned gen;                 /* CUPTI instance the call state above belongs to (cupti_life.h) */
-	int marking;                  /* marker calls in progress on this thread (cupti_life.h timing) */
-	int in_nest;                  /* inside a runtime call watched only for nesting (CLS_NEST) */
-	int hook_depth;               /* hooked marker calls in progress on this thread (markhook.c) */
-	int hook_counted;             /* ... and the outermost one was counted by the hook, not by CUPTI */
-	const void *np[SP_NAME_CACHE];/* name pointer cache */
+	int in_rt; /* a runtime API call is in progress (they never nest) */
+	int in_rt_launch; /* ... and it is a kernel launch (its nested driver launch is not counted again) */
+	uint64_t rt_t0; /* its start */
+	uint32_t rt_corr; /* its correlation id */
+	int in_nccl; /* inside an NCCL call (comms.c) */
+	uint32_t nccl_corr; /* correlation id of its first kernel launch */
+	int nccl_group; /* ncclGroupStart nesting */
+	int mk_depth; /* marker API calls in progress on this thread */
+	int after_pending; /* an ending marker's entry set up a boundary for its exit */
+	int64_t after_step; /* ... the step that begins then */
+	int after_mk; /* ... of this marker (sp_col.mk) */
+	uint32_t after_cb[2]; /* ... its callback id (runtime, driver), 0 none */
+	uint32_t cur_cb[2]; /* (runtime, driver) callback ids in progress on this thread, 0 none */
+	int defer_off; /* sp_cbset_apply left a call in progress enabled: redo at its exit */
+	int named; /* SP_EV_THREAD pushed */
+	unsigned gen; /* CUPTI instance the call state above belongs to (cupti_life.h) */
+	int marking; /* marker calls in progress on this thread (cupti_life.h timing) */
+	int in_nest; /* inside a runtime call watched only for nesting (CLS_NEST) */
+	int hook_depth; /* hooked marker calls in progress on this thread (markhook.c) */
+	int hook_counted; /* ... and the outermost one was counted by the hook, not by CUPTI */
+	const void *np[SP_NAME_CACHE]; /* name pointer cache */
 	uint32_t nid[SP_NAME_CACHE];
 };
 extern __thread struct sp_col_thread sp_thr;
 
 /* collector.c: shared helpers. None can fail. */
-uint32_t sp_coll_tid(void);                      /* this thread's kernel id, cached */
-uint32_t sp_coll_name_id(const char *s);         /* interned id of a stable name pointer, 0 for NULL */
-int sp_coll_glob(const char *pat, const char *s);/* 1 if s (not NULL) matches the fnmatch pattern */
-void sp_coll_push(struct sp_event *ev);          /* to this thread's ring, naming the thread first */
+uint32_t sp_coll_tid(void); /* this thread's kernel id, cached */
+uint32_t sp_coll_name_id(const char *s); /* interned id of a stable name pointer, 0 for NULL */
+int sp_coll_glob(const char *pat, const char *s); /* 1 if s (not NULL) matches the fnmatch pattern */
+void sp_coll_push(struct sp_event *ev); /* to this thread's ring, naming the thread first */
 
 /* cbsets.c: which callbacks and activity kinds are on. Under sp_col.lock where noted there. */
 uint32_t sp_cbset_api_name(CUpti_CallbackDomain dom, CUpti_CallbackId cbid);
@@ -180,8 +182,8 @@ void sp_win_set_collecting(enum sp_action act);
 void sp_win_activities_idle(void);
 void sp_win_end_step(uint64_t t, uint32_t corr);
 void sp_win_begin_step(uint64_t t, uint32_t corr, int64_t number);
-void sp_win_detect(int mk, uint8_t kind, uint8_t flags, uint32_t name, uint64_t t, uint32_t corr,
-		   CUpti_CallbackId cbid, int d);
+void sp_win_detect(int mk, uint8_t kind, uint8_t flags, uint32_t name, uint64_t t, uint32_t corr, CUpti_CallbackId cbid,
+		   int d);
 void sp_win_after_exit(uint64_t t);
 int sp_win_open_now(uint64_t t);
 void sp_win_close_now(uint64_t t);

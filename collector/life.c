@@ -25,9 +25,9 @@
 enum sp_life_act sp_life_decide(const struct sp_life_view *v)
 {
 	if (v->parked)
-		return v->done ? SP_LIFE_DETACH
+		return v->done                                             ? SP_LIFE_DETACH
 		       : v->busy || v->steps_to_window < SP_LIFE_UNPARK_AT ? SP_LIFE_UNPARK
-										  : SP_LIFE_STAY;
+									   : SP_LIFE_STAY;
 	if (v->busy)
 		return SP_LIFE_STAY;
 	if (v->done)

@@ -11,11 +11,11 @@ void sp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Verbose notes, printed only with STEPPROF_VERBOSE=1 (read once). */
 void sp_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-#define sp_warn_once(...)                                                \
-	do {                                                             \
-		static atomic_int sp_once_;                              \
-		if (!atomic_exchange(&sp_once_, 1))                      \
-			sp_warn(__VA_ARGS__);                            \
+#define sp_warn_once(...)                           \
+	do {                                        \
+		static atomic_int sp_once_;         \
+		if (!atomic_exchange(&sp_once_, 1)) \
+			sp_warn(__VA_ARGS__);       \
 	} while (0)
 
 #endif

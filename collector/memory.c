@@ -105,7 +105,8 @@ static struct alloc *probe(struct alloc *t, uint32_t cap, uint64_t key)
 static int grow(void)
 {
 	uint32_t cap = M.cap ? M.cap * 2 : INITIAL_SLOTS;
-	struct alloc *t = mmap(NULL, (size_t)cap * sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct alloc *t =
+		mmap(NULL, (size_t)cap * sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (t == MAP_FAILED)
 		return -1;
 	for (uint32_t i = 0; i < M.cap; i++)

@@ -71,7 +71,8 @@ static int each_line(const char *text, size_t n, const char *magic, int (*fn)(vo
 		i += l + 1;
 		if (no++ == 0) {
 			if (strcmp(line, magic))
-				return fail(err, elen, "not a stepprof control file (first line '%.40s', expected '%s')", line,
+				return fail(err, elen,
+					    "not a stepprof control file (first line '%.40s', expected '%s')", line,
 					    magic);
 			continue;
 		}
@@ -187,8 +188,8 @@ int sp_od_status_format(const struct sp_od_status *s, char *buf, size_t len)
 	int n = snprintf(buf, len,
 			 STATUS_MAGIC "\npid %d\nrank %d\nhost %s\nstart %" PRIu64 "\npoll_ms %d\nrequest %016" PRIx64
 				      "\nstate %s\nwindow %u\nfirst %" PRId64 "\nlast %" PRId64 "\ntrace %s\nnote %s\n",
-			 s->pid, s->rank, s->host, s->start, s->poll_ms, s->request, s->state, s->window, s->first, s->last,
-			 s->trace, s->note);
+			 s->pid, s->rank, s->host, s->start, s->poll_ms, s->request, s->state, s->window, s->first,
+			 s->last, s->trace, s->note);
 	return n < 0 || (size_t)n >= len ? -1 : n;
 }
 

@@ -43,7 +43,7 @@ static struct {
 	pthread_mutex_t mu;           /* stopping and the condition the thread sleeps on */
 	pthread_cond_t cv;
 	int stopping;
-	int files;                    /* control files are polled (the directory passed its checks) */
+	int files;      /* control files are polled (the directory passed its checks) */
 	char ctl[SP_CFG_PATH + 16];   /* OUTPUT/.stepprof */
 	char name[2][128];            /* "trigger" and "trigger.HOST.PID" */
 	char status_name[128];        /* "HOST.PID.status" */
@@ -57,11 +57,11 @@ static struct {
 	int64_t pending;              /* its steps, until a step binds them */
 	uint64_t at;                  /* ... no step before this (CLOCK_REALTIME ns; 0 none) */
 	int64_t first, last;          /* its steps once bound, first -1 none */
-	int mk;                       /* the phase (marker index) they belong to; -1: the next to step */
+	int mk;         /* the phase (marker index) they belong to; -1: the next to step */
 	int64_t timed_ms;             /* its milliseconds, until the window opens */
 	uint64_t timed_end;           /* the open time range ends then (trace clock), 0 to the end */
 	int timed_open;               /* a time range (request or [ondemand] range) records */
-	int range;                    /* [ondemand] range: 0 none or over, 1 waiting, 2 open */
+	int range;      /* [ondemand] range: 0 none or over, 1 waiting, 2 open */
 	int uncounted;                /* re-attached after a detach for good: steps were not counted */
 	uint32_t win;                 /* the request's window, once open */
 	int have_win;
@@ -167,7 +167,8 @@ static void take(const struct sp_od_req *r)
 	if (why)
 		return refuse(r->id, why);
 	sp_info("on-demand request %016llx: %lld %s", (unsigned long long)r->id,
-		(long long)(r->steps ? r->steps : r->ms), r->steps ? "steps from the next step boundary" : "ms from now");
+		(long long)(r->steps ? r->steps : r->ms),
+		r->steps ? "steps from the next step boundary" : "ms from now");
 	OD.st.request = r->id;
 	OD.st.window = 0;
 	OD.st.first = OD.st.last = 0;
@@ -188,7 +189,8 @@ static int need_cupti(void)
 		const char *msg = "?";
 		sp_cupti.cuptiGetResultString(r, &msg);
 		sp_warn("cannot re-attach to CUPTI for an on-demand window (%s%s)", msg,
-			r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? ": another profiler subscribed since" : "");
+			r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? ": another profiler subscribed since"
+									    : "");
 		return -1;
 	}
 	sp_writer_set_pass_ns(0); /* windows close at the usual pace again */
@@ -240,7 +242,8 @@ static void advance(uint64_t now, uint64_t t0)
 {
 	int want;
 	pthread_mutex_lock(&sp_col.lock);
-	want = OD.pending || OD.timed_ms || (OD.range == 1 && now >= t0 + (uint64_t)sp_col.cfg.ondemand_delay_ms * 1000000u);
+	want = OD.pending || OD.timed_ms ||
+	       (OD.range == 1 && now >= t0 + (uint64_t)sp_col.cfg.ondemand_delay_ms * 1000000u);
 	pthread_mutex_unlock(&sp_col.lock);
 	if (want && need_cupti() < 0) {
 		uint64_t id;
@@ -259,7 +262,8 @@ static void advance(uint64_t now, uint64_t t0)
 	int64_t ms = 0;
 	int open = 0;
 	pthread_mutex_lock(&sp_col.lock);
-	if (OD.range == 1 && now >= t0 + (uint64_t)sp_col.cfg.ondemand_delay_ms * 1000000u && !OD.timed_open && !OD.req) {
+	if (OD.range == 1 && now >= t0 + (uint64_t)sp_col.cfg.ondemand_delay_ms * 1000000u && !OD.timed_open &&
+	    !OD.req) {
 		OD.range = 2;
 		ms = sp_col.cfg.ondemand_duration_ms;
 		open = 1;
@@ -296,7 +300,8 @@ static void advance(uint64_t now, uint64_t t0)
 	uint64_t id = OD.req;
 	int state = !id ? 0 : !OD.have_win ? 1 : used || OD.timed_open ? 2 : 3;
 	const char *note = OD.uncounted ? "steps run while stepprof was detached from CUPTI were not counted: "
-					  "the step numbers continue the count from before" : "";
+					  "the step numbers continue the count from before"
+					: "";
 	if (state == 1 && OD.first >= 0 && sp_col.step > OD.last) {
 		/* its steps passed without a window of its own: a scheduled window held them, or none
 		 * could open (warned) */
@@ -304,8 +309,8 @@ static void advance(uint64_t now, uint64_t t0)
 		OD.win = sp_col.next_window_id ? sp_col.next_window_id - 1 : 0;
 		OD.win_first = OD.first;
 		OD.win_last = OD.last;
-		note = sp_col.next_window_id ? "the steps fell inside a window the schedule had opened (this one)" :
-					       "no window could open (see the process's stderr)";
+		note = sp_col.next_window_id ? "the steps fell inside a window the schedule had opened (this one)"
+					     : "no window could open (see the process's stderr)";
 	}
 	int64_t wf = OD.win_first, wl = OD.win_last;
 	uint32_t win = OD.win;
@@ -483,8 +488,8 @@ void sp_od_stop(void)
 	int bound = OD.have_win;
 	pthread_mutex_unlock(&sp_col.lock);
 	if (id)
-		say("exited", bound ? "the process exited inside the window: it ends at the exit" :
-				      "the process exited before a step boundary came");
+		say("exited", bound ? "the process exited inside the window: it ends at the exit"
+				    : "the process exited before a step boundary came");
 	else
 		say("exited", "");
 	if (OD.ctl_fd >= 0)

@@ -72,7 +72,6 @@ void sp_out_write_devices(uint64_t t)
 	}
 }
 
-
 /* This process is not profiled after all (its rank, known only now, is not selected): stops
  * watching and tracking. Runs under sp_col.lock. This function can't fail. */
 static void disable_unselected(void)
@@ -111,11 +110,12 @@ int sp_out_start_writer(void)
 		snprintf(O.trace_path, sizeof O.trace_path, "%s/norank.%s.%d.sptrace", dir, host, (int)getpid());
 	m.features = (sp_col.cfg.kernels ? SP_FEAT_KERNELS : 0) | (sp_col.cfg.memcpy ? SP_FEAT_MEMCPY : 0) |
 		     (sp_col.cfg.memset ? SP_FEAT_MEMSET : 0) | (sp_col.cfg.sync ? SP_FEAT_SYNC : 0) |
-		     (sp_col.cfg.runtime_api ? SP_FEAT_RUNTIME_API : 0) | (sp_col.cfg.driver_api ? SP_FEAT_DRIVER_API : 0) |
+		     (sp_col.cfg.runtime_api ? SP_FEAT_RUNTIME_API : 0) |
+		     (sp_col.cfg.driver_api ? SP_FEAT_DRIVER_API : 0) |
 		     (sp_col.cfg.kernel_shapes ? SP_FEAT_SHAPES : 0) | (sp_col.cfg.nvtx ? SP_FEAT_NVTX : 0) |
 		     (sp_col.cfg.nccl ? SP_FEAT_NCCL : 0) | (sp_col.cfg.device_memory ? SP_FEAT_DEVICE_MEM : 0) |
-		     (sp_col.cfg.host_malloc ? SP_FEAT_HOST_MALLOC : 0) |
-		     (sp_col.cfg.stacks ? SP_FEAT_STACKS : 0) | (sp_col.cfg.stacks & SP_STACKS_PYTHON ? SP_FEAT_PYSTACKS : 0);
+		     (sp_col.cfg.host_malloc ? SP_FEAT_HOST_MALLOC : 0) | (sp_col.cfg.stacks ? SP_FEAT_STACKS : 0) |
+		     (sp_col.cfg.stacks & SP_STACKS_PYTHON ? SP_FEAT_PYSTACKS : 0);
 	m.pid = getpid();
 	m.rank = sp_col.ri.rank;
 	m.world_size = sp_col.ri.world_size;
@@ -146,7 +146,10 @@ void sp_out_window_context(uint64_t t)
 		while (f && fgets(line, sizeof line, f))
 			if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095s", &lo, &hi, perm, &off, path) == 5 &&
 			    perm[2] == 'x' && path[0] == '/') {
-				struct sp_event ev = { .kind = SP_EV_MODULE, .device = SP_NO_DEVICE, .start = t, .end = t };
+				struct sp_event ev = { .kind = SP_EV_MODULE,
+						       .device = SP_NO_DEVICE,
+						       .start = t,
+						       .end = t };
 				ev.name = sp_intern(path);
 				ev.u.module.start = lo;
 				ev.u.module.end = hi;

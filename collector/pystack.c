@@ -56,7 +56,7 @@ struct pyframe {
 	uint32_t file, func, line;
 };
 
-struct centry {                 /* (code, instruction) -> frame id, with what makes the code unique */
+struct centry {   /* (code, instruction) -> frame id, with what makes the code unique */
 	uintptr_t code, file, name;
 	int32_t lasti, first;
 	uint32_t id;
@@ -82,7 +82,9 @@ static struct {
 	struct pyframe *byid;       /* mmap'ed, id -> frame */
 	uint32_t *ftab;             /* mmap'ed, FRAME_SLOTS */
 	atomic_uint count;          /* frame ids handed out */
-} P = { .once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER, .ftlock = PTHREAD_MUTEX_INITIALIZER,
+} P = { .once = PTHREAD_ONCE_INIT,
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.ftlock = PTHREAD_MUTEX_INITIALIZER,
 	.pipe = { -1, -1 } };
 
 static void *sym(const char *name)
@@ -128,11 +130,11 @@ static void resolve(void)
 	P.code_type = (uintptr_t)sym("PyCode_Type");
 	P.str_type = (uintptr_t)sym("PyUnicode_Type");
 	P.frame_type = (uintptr_t)sym("PyFrame_Type");
-	const char *why = !P.L ? "only 3.10 to 3.13 are known"
-			  : strstr(v, "free-threading") ? "a free-threading build"
+	const char *why = !P.L                                            ? "only 3.10 to 3.13 are known"
+			  : strstr(v, "free-threading")                   ? "a free-threading build"
 			  : sym("_Py_RefTotal") || sym("_Py_GetRefTotal") ? "a debug build"
-			  : !P.this_tstate || !P.is_init || !P.finalizing || !P.addr2line || !P.code_type || !P.str_type ||
-					  (minor == 10 && !P.frame_type)
+			  : !P.this_tstate || !P.is_init || !P.finalizing || !P.addr2line || !P.code_type ||
+					  !P.str_type || (minor == 10 && !P.frame_type)
 				  ? "a symbol is missing"
 				  : NULL;
 	if (!why) {
@@ -170,14 +172,14 @@ static int rd(void *dst, uintptr_t a, size_t n)
 }
 
 /* rd of one pointer, int or byte: a plain load once trusted (the walk's every step). */
-#define RD_TYPED(name, type)                                                    \
-	static inline int name(uintptr_t a, type *v)                            \
-	{                                                                       \
-		if (__builtin_expect(P.trusted, 1) && a >= 4096) {              \
-			*v = *(const type *)a;                                  \
-			return 0;                                               \
-		}                                                               \
-		return rd(v, a, sizeof(*v));                                    \
+#define RD_TYPED(name, type)                                       \
+	static inline int name(uintptr_t a, type *v)               \
+	{                                                          \
+		if (__builtin_expect(P.trusted, 1) && a >= 4096) { \
+			*v = *(const type *)a;                     \
+			return 0;                                  \
+		}                                                  \
+		return rd(v, a, sizeof(*v));                       \
 	}
 RD_TYPED(rd_ptr, uintptr_t)
 RD_TYPED(rd_int, int32_t)
@@ -202,8 +204,8 @@ static void put_utf8(char *buf, size_t *len, size_t cap, uint32_t c)
 	else if (n == 3)
 		t[0] = (char)(0xe0 | c >> 12), t[1] = (char)(0x80 | (c >> 6 & 0x3f)), t[2] = (char)(0x80 | (c & 0x3f));
 	else
-		t[0] = (char)(0xf0 | c >> 18), t[1] = (char)(0x80 | (c >> 12 & 0x3f)), t[2] = (char)(0x80 | (c >> 6 & 0x3f)),
-		t[3] = (char)(0x80 | (c & 0x3f));
+		t[0] = (char)(0xf0 | c >> 18), t[1] = (char)(0x80 | (c >> 12 & 0x3f)),
+		t[2] = (char)(0x80 | (c >> 6 & 0x3f)), t[3] = (char)(0x80 | (c & 0x3f));
 	if (*len + n < cap) {
 		memcpy(buf + *len, t, n);
 		*len += n;
@@ -237,7 +239,9 @@ static int str_text(uintptr_t s, char *buf, size_t cap)
 			if (rd(chunk, data + done, n))
 				return -1;
 			for (size_t i = 0; i + kind <= n; i += kind) {
-				uint32_t c = kind == 1 ? chunk[i] : kind == 2 ? *(uint16_t *)(chunk + i) : *(uint32_t *)(chunk + i);
+				uint32_t c = kind == 1   ? chunk[i]
+					     : kind == 2 ? *(uint16_t *)(chunk + i)
+							 : *(uint32_t *)(chunk + i);
 				put_utf8(buf, &len, cap, c);
 			}
 			done += n;
@@ -384,7 +388,8 @@ int sp_pystack_walk(uint32_t *ids, uint8_t *entry, int max)
 	pthread_mutex_unlock(&P.lock);
 	if (bad) {
 		atomic_store(&P.off, 1);
-		sp_warn_once("Python %s: its frames did not read as expected; no more Python frames in stacks", P.version);
+		sp_warn_once("Python %s: its frames did not read as expected; no more Python frames in stacks",
+			     P.version);
 		return 0;
 	}
 	return n;

@@ -58,7 +58,9 @@ static struct {
 static inline void prefetch_for_write(const struct sp_event *s)
 {
 #if defined(__x86_64__) || defined(__i386__)
-	__asm__ volatile("prefetchw %0\n\tprefetchw %1" : : "m"(*(const char *)s), "m"(((const char *)s)[sizeof *s - 1]));
+	__asm__ volatile("prefetchw %0\n\tprefetchw %1"
+			 :
+			 : "m"(*(const char *)s), "m"(((const char *)s)[sizeof *s - 1]));
 #else
 	__builtin_prefetch(s, 1);
 	__builtin_prefetch((const char *)s + sizeof *s - 1, 1);
@@ -104,8 +106,7 @@ static struct ring *ring_create(void)
 	pthread_once(&g.key_once, make_key);
 	pthread_setspecific(g.key, r);
 	r->next = atomic_load_explicit(&g.list, memory_order_relaxed);
-	while (!atomic_compare_exchange_weak_explicit(&g.list, &r->next, r, memory_order_release,
-						      memory_order_relaxed))
+	while (!atomic_compare_exchange_weak_explicit(&g.list, &r->next, r, memory_order_release, memory_order_relaxed))
 		;
 	atomic_fetch_add_explicit(&g.nrings, 1, memory_order_relaxed);
 	tls_ring = r;
@@ -188,7 +189,8 @@ int sp_ring_push(const struct sp_event *ev)
 		/* the consumer emptied the ring at head and has not seen a push since: rewind */
 		uint64_t to = next_lap(r, head);
 		atomic_store_explicit(&r->jumped_from, head, memory_order_relaxed);
-		atomic_store_explicit(&r->skipped, atomic_load_explicit(&r->skipped, memory_order_relaxed) + (to - head),
+		atomic_store_explicit(&r->skipped,
+				      atomic_load_explicit(&r->skipped, memory_order_relaxed) + (to - head),
 				      memory_order_relaxed);
 		r->tail_seen = to; /* what lies before it is consumed or jumped over */
 		head = to; /* published by the release store of head below */

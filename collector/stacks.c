@@ -26,13 +26,15 @@ struct stack {
 static struct {
 	pthread_mutex_t lock;          /* inserts */
 	pthread_once_t once;
-	int ready;                     /* arena and tables mapped */
+	int ready;       /* arena and tables mapped */
 	uint8_t *arena;                /* append-only frames */
 	size_t used;
 	_Atomic(struct stack *) *byid; /* id -> stack */
 	uint32_t *table;               /* hash slot -> id, 0 empty */
 	atomic_uint count;             /* ids handed out */
-	struct { uintptr_t lo, hi; } skip[8]; /* our own, libcupti's and libcuda's text */
+	struct {
+		uintptr_t lo, hi;
+	} skip[8]; /* our own, libcupti's and libcuda's text */
 	int nskip;
 } S = { .lock = PTHREAD_MUTEX_INITIALIZER, .once = PTHREAD_ONCE_INIT };
 
@@ -58,8 +60,10 @@ static int find_skip(struct dl_phdr_info *info, size_t size, void *data)
 static void setup(void)
 {
 	void *a = mmap(NULL, ARENA_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	void *b = mmap(NULL, MAX_STACKS * sizeof(*S.byid), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	void *t = mmap(NULL, TABLE_SLOTS * sizeof(uint32_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *b = mmap(NULL, MAX_STACKS * sizeof(*S.byid), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *t = mmap(NULL, TABLE_SLOTS * sizeof(uint32_t), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (a == MAP_FAILED || b == MAP_FAILED || t == MAP_FAILED)
 		return;
 	S.arena = a;

@@ -22,9 +22,11 @@
 #define SETTLE_STEPS 64u         /* a regime this old is the program's loop (sp_stepdet_settled) */
 #define UNDECIDED_TOKENS 65536u  /* learning this long without a lock is reported */
 #define OVERRUN 2u               /* a counted step with this many periods' launches ... */
-#define OVERRUN_SLACK 32u        /* ... and this many more has lost its anchor (time is no
+#define OVERRUN_SLACK \
+	32u        /* ... and this many more has lost its anchor (time is no
 				  * measure: a pause in one step, a checkpoint, must not unlock) */
-#define TRAIN_SETTLE 4u           /* a regime without training evidence settles after this many
+#define TRAIN_SETTLE \
+	4u    /* a regime without training evidence settles after this many
 				  * times SETTLE_STEPS (a later training loop may still come) */
 #define LEARN_WANTS (SP_WANT_LAUNCH | SP_WANT_API | SP_WANT_GRAPH | SP_WANT_NVTX | SP_WANT_NCCL)
 
@@ -154,7 +156,9 @@ static unsigned locked_wants(const struct sp_stepdet *d)
 	unsigned w = a & SP_AUTOSTEP_KERNEL ? SP_WANT_LAUNCH | SP_WANT_GRAPH : 0;
 	if (!(a & SP_AUTOSTEP_KERNEL)) {
 		const char *n = sp_intern_lookup(a & ~SP_AUTOSTEP_FLAGS);
-		w |= n && !strncmp(n, "nvtx:", 5) ? SP_WANT_NVTX : n && !strncmp(n, "nccl", 4) ? SP_WANT_NCCL : SP_WANT_ANCHOR;
+		w |= n && !strncmp(n, "nvtx:", 5)  ? SP_WANT_NVTX
+		     : n && !strncmp(n, "nccl", 4) ? SP_WANT_NCCL
+						   : SP_WANT_ANCHOR;
 	}
 	if (d->counting)
 		w |= SP_WANT_LAUNCH | SP_WANT_GRAPH;
@@ -193,7 +197,8 @@ static int period_trains(struct sp_stepdet *d)
 	uint64_t from = a->n > a->period ? a->n - a->period : 0;
 	for (uint64_t i = from; i < a->n; i++) {
 		uint32_t tok = a->tok[i & (a->cap - 1)];
-		if ((tok & SP_AUTOSTEP_KERNEL) && !(tok & SP_AUTOSTEP_GRAPH) && train_kernel(d, tok & ~SP_AUTOSTEP_FLAGS))
+		if ((tok & SP_AUTOSTEP_KERNEL) && !(tok & SP_AUTOSTEP_GRAPH) &&
+		    train_kernel(d, tok & ~SP_AUTOSTEP_FLAGS))
 			return 1;
 	}
 	return 0;
@@ -234,8 +239,10 @@ int sp_stepdet_init(struct sp_stepdet *d, int kind, const char *pattern, int eve
 	d->how.every = d->every;
 	d->nvtx_pop = sp_intern("nvtx:pop");
 	if (kind != SP_MARK_AUTO) {
-		d->wants = kind == SP_MARK_KERNEL ? SP_WANT_LAUNCH : kind == SP_MARK_NVTX ? SP_WANT_NVTX
-			   : kind == SP_MARK_NCCL ? SP_WANT_NCCL : SP_WANT_MARKER;
+		d->wants = kind == SP_MARK_KERNEL ? SP_WANT_LAUNCH
+			   : kind == SP_MARK_NVTX ? SP_WANT_NVTX
+			   : kind == SP_MARK_NCCL ? SP_WANT_NCCL
+						  : SP_WANT_MARKER;
 		return 0;
 	}
 	if (sp_autostep_init(&d->a, RING_TOKENS) < 0)
@@ -306,23 +313,33 @@ int sp_stepdet_regime_note(struct sp_stepdet *d, char *buf, size_t n)
 		return 0;
 	r->noted |= kind;
 	if (kind == 1)
-		snprintf(buf, n, "automatic steps: regime %u (%u launches a step) launches no backward or optimizer kernel, "
-			 "regime %u (%u launches) does: regime %u is taken for an evaluation or other side phase and its "
-			 "steps are not recorded (set an explicit [marker] to record them)", k, r->launches, d->train,
-			 d->reg[d->train - 1].launches, k);
+		snprintf(buf, n,
+			 "automatic steps: regime %u (%u launches a step) launches no backward or optimizer kernel, "
+			 "regime %u (%u launches) does: regime %u is taken for an evaluation or other side phase and "
+			 "its "
+			 "steps are not recorded (set an explicit [marker] to record them)",
+			 k, r->launches, d->train, d->reg[d->train - 1].launches, k);
 	else if (kind == 2)
-		snprintf(buf, n, "automatic steps: regime %u (%u launches a step) launches no backward or optimizer kernel: "
-			 "its steps count towards the schedule only after %u of them in a row (an evaluation pass before "
-			 "training is shorter); windows wait until then", k, r->launches, SP_DET_DEFER_STEPS);
+		snprintf(buf, n,
+			 "automatic steps: regime %u (%u launches a step) launches no backward or optimizer kernel: "
+			 "its steps count towards the schedule only after %u of them in a row (an evaluation pass "
+			 "before "
+			 "training is shorter); windows wait until then",
+			 k, r->launches, SP_DET_DEFER_STEPS);
 	else if (kind == 4)
-		snprintf(buf, n, "automatic steps: regime %u ran %u steps in a row without a backward or optimizer kernel: "
-			 "taken for the program's loop (inference, or training whose kernel names do not say so); its step "
+		snprintf(buf, n,
+			 "automatic steps: regime %u ran %u steps in a row without a backward or optimizer kernel: "
+			 "taken for the program's loop (inference, or training whose kernel names do not say so); its "
+			 "step "
 			 "%lld is the schedule's step %lld (the schedule's steps come %lld steps later than the "
-			 "program's); a training regime found later is preferred", k, SP_DET_DEFER_STEPS,
-			 (long long)d->step, (long long)(d->step - r->shift), (long long)r->shift);
+			 "program's); a training regime found later is preferred",
+			 k, SP_DET_DEFER_STEPS, (long long)d->step, (long long)(d->step - r->shift),
+			 (long long)r->shift);
 	else
-		snprintf(buf, n, "automatic steps: regime %u launches backward or optimizer kernels: it is the training "
-			 "loop, preferred from now on over the regimes seen before (their steps are not recorded)", k);
+		snprintf(buf, n,
+			 "automatic steps: regime %u launches backward or optimizer kernels: it is the training "
+			 "loop, preferred from now on over the regimes seen before (their steps are not recorded)",
+			 k);
 	return 1;
 }
 
@@ -551,8 +568,10 @@ void sp_stepdet_feed(struct sp_stepdet *d, const struct sp_token *t, struct sp_d
 	case SP_MARK_API:
 	case SP_MARK_NCCL:
 	case SP_MARK_NVTX:
-		if (t->kind == (d->kind == SP_MARK_KERNEL ? SP_TOK_KERNEL : d->kind == SP_MARK_API ? SP_TOK_API
-				: d->kind == SP_MARK_NCCL ? SP_TOK_NCCL : SP_TOK_NVTX_PUSH) &&
+		if (t->kind == (d->kind == SP_MARK_KERNEL ? SP_TOK_KERNEL
+				: d->kind == SP_MARK_API  ? SP_TOK_API
+				: d->kind == SP_MARK_NCCL ? SP_TOK_NCCL
+							  : SP_TOK_NVTX_PUSH) &&
 		    ((t->flags & SP_TOKF_MATCHED) || (t->name && sp_stepdet_matches(d, t->name))))
 			marker_hit(d, t, out);
 		break;
@@ -570,8 +589,10 @@ static void suggest(struct sp_stepdet *d, char *buf, size_t n)
 	for (uint64_t i = first; i < a->n; i++) {
 		uint32_t tok = a->tok[i & (a->cap - 1)], c = sp_autostep_count(a, tok, 0);
 		const char *nm = sp_intern_lookup(tok & ~SP_AUTOSTEP_FLAGS);
-		int k = tok & SP_AUTOSTEP_SYNC ? 0 : nm && !strncmp(nm, "nvtx:", 5) && strcmp(nm, "nvtx:pop") ? 1
-			: tok & SP_AUTOSTEP_KERNEL ? 2 : -1;
+		int k = tok & SP_AUTOSTEP_SYNC                                     ? 0
+			: nm && !strncmp(nm, "nvtx:", 5) && strcmp(nm, "nvtx:pop") ? 1
+			: tok & SP_AUTOSTEP_KERNEL                                 ? 2
+										   : -1;
 		if (k >= 0 && c >= 4 && c < bestc[k]) {
 			bestc[k] = c;
 			best[k] = tok;
@@ -594,7 +615,8 @@ int sp_stepdet_undecided(struct sp_stepdet *d, char *buf, size_t n)
 		return 0;
 	suggest(d, sug, sizeof sug);
 	if (d->a.cand_period)
-		snprintf(buf, n, "automatic step detection is undecided after %llu tokens: the best candidate, a period "
+		snprintf(buf, n,
+			 "automatic step detection is undecided after %llu tokens: the best candidate, a period "
 			 "of %u tokens, repeated %llu times (not proven: it must repeat exactly, with a host "
 			 "synchronisation or a clear CPU gap where it wraps); set %s",
 			 (unsigned long long)d->tokens, d->a.cand_period,
@@ -614,7 +636,8 @@ int sp_stepdet_schedule_warning(const struct sp_schedule *s, char *buf, size_t n
 	if (first < 0 || first >= SP_STEPDET_LOCK_NOSYNC)
 		return 0;
 	if (first < SP_STEPDET_LOCK_SYNC) {
-		snprintf(buf, n, "the schedule collects from step %lld, but automatic step detection (kind = auto) "
+		snprintf(buf, n,
+			 "the schedule collects from step %lld, but automatic step detection (kind = auto) "
 			 "locks during the program's iteration %d at the earliest (%d or later for a loop without a "
 			 "host synchronisation per iteration): the steps before are not recorded and the window is "
 			 "lost; raise skip_first or wait by %lld, or set an explicit [marker] (docs/STEPS.md)",
@@ -622,7 +645,8 @@ int sp_stepdet_schedule_warning(const struct sp_schedule *s, char *buf, size_t n
 			 (long long)(SP_STEPDET_LOCK_SYNC - first));
 		return 1;
 	}
-	snprintf(buf, n, "the schedule collects from step %lld: a loop without a host synchronisation per iteration "
+	snprintf(buf, n,
+		 "the schedule collects from step %lld: a loop without a host synchronisation per iteration "
 		 "(CUDA graphs, JAX) locks automatic step detection at iteration %d or later, and would lose that "
 		 "window; raise skip_first or wait by %lld for such programs, or set an explicit [marker]",
 		 (long long)first, SP_STEPDET_LOCK_NOSYNC - 1, (long long)(SP_STEPDET_LOCK_NOSYNC - first));

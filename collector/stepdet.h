@@ -14,28 +14,32 @@
 /* Which tokens the detector needs now (sp_stepdet_wants): the caller enables what delivers them
  * and may feed anything else too (it is ignored, as it would be if it had not been seen). */
 #define SP_WANT_LAUNCH 0x01u   /* kernel launches */
-#define SP_WANT_API    0x02u   /* auto-detection API calls (sync, copy, set) */
-#define SP_WANT_GRAPH  0x04u   /* graph launches */
-#define SP_WANT_NVTX   0x08u   /* NVTX push/pop/start/end */
-#define SP_WANT_NCCL   0x10u   /* NCCL calls */
+#define SP_WANT_API 0x02u   /* auto-detection API calls (sync, copy, set) */
+#define SP_WANT_GRAPH 0x04u   /* graph launches */
+#define SP_WANT_NVTX 0x08u   /* NVTX push/pop/start/end */
+#define SP_WANT_NCCL 0x10u   /* NCCL calls */
 #define SP_WANT_ANCHOR 0x20u   /* the API call named by sp_stepdet_anchor_name */
 #define SP_WANT_MARKER 0x40u   /* an explicit api / profiler_range marker's calls */
 
 /* What one token decided (bits of sp_det_out.what). */
 #define SP_DET_BOUNDARY 0x01u  /* step `step` begins (the previous one, if open, ends) */
-#define SP_DET_AFTER    0x02u  /* ... at the end of this token's call, not at its start */
-#define SP_DET_END      0x04u  /* the open step ends and none begins (range stop, unlock) */
-#define SP_DET_LOCK     0x08u  /* automatic detection locked: step `step` is open from here,
+#define SP_DET_AFTER 0x02u  /* ... at the end of this token's call, not at its start */
+#define SP_DET_END 0x04u  /* the open step ends and none begins (range stop, unlock) */
+#define SP_DET_LOCK \
+	0x08u  /* automatic detection locked: step `step` is open from here,
 				* unwatched from its start (it records nothing) */
-#define SP_DET_RELOCK   0x10u  /* ... a lock after an unlock (with LOCK) */
-#define SP_DET_UNLOCK   0x20u  /* the period stopped matching: learning again (with END) */
+#define SP_DET_RELOCK 0x10u  /* ... a lock after an unlock (with LOCK) */
+#define SP_DET_UNLOCK 0x20u  /* the period stopped matching: learning again (with END) */
 #define SP_DET_MISMATCH 0x40u  /* the step that ended differed from the period (`bad_step`) */
-#define SP_DET_WANTS    0x80u  /* sp_stepdet_wants changed */
-#define SP_DET_UNDECIDED 0x100u /* learning has gone on long without a lock (once per run):
+#define SP_DET_WANTS 0x80u  /* sp_stepdet_wants changed */
+#define SP_DET_UNDECIDED \
+	0x100u /* learning has gone on long without a lock (once per run):
 				 * say so (sp_stepdet_undecided) */
-#define SP_DET_PROVEN 0x400u   /* a deferred regime ran long enough: its steps count from here
+#define SP_DET_PROVEN \
+	0x400u   /* a deferred regime ran long enough: its steps count from here
 				* (sp_stepdet_regime_note says so) */
-#define SP_DET_MINOR 0x200u    /* BOUNDARY / LOCK: the step's regime is not the preferred one (an
+#define SP_DET_MINOR \
+	0x200u    /* BOUNDARY / LOCK: the step's regime is not the preferred one (an
 				* evaluation pass, start-up work, or one not proven yet): its steps do
 				* not count towards the schedule (docs/STEPS.md, "Regimes") */
 
@@ -81,7 +85,7 @@ struct sp_det_regime {
 #define SP_DET_DEFER_STEPS 32u
 
 struct sp_stepdet {
-	int kind;                     /* enum sp_marker_kind */
+	int kind;       /* enum sp_marker_kind */
 	char pattern[256];
 	uint32_t every;
 	char *(*demangle)(const char *, char *, size_t *, int *); /* __cxa_demangle, or NULL */
@@ -109,7 +113,9 @@ struct sp_stepdet {
 	uint64_t step_t0;             /* time the current step began */
 	unsigned wants;
 	/* NVTX messages, digits folded ("step 17" -> "nvtx:step #"): message id -> token id */
-	struct { uint32_t msg, tok; } nvtx[1024];
+	struct {
+		uint32_t msg, tok;
+	} nvtx[1024];
 	uint32_t nvtx_pop;            /* token id of a pop/end */
 	uint64_t undecided_at;        /* tokens at which "undecided" was last reported */
 	int reported;                 /* SP_DET_UNDECIDED was returned */

@@ -18,7 +18,7 @@ static uint8_t truth_match_cache[SP_DET_MATCH_CACHE];
 /* The detector token an API entry is, if any: a kernel launch, or at the outermost level an
  * auto-detection call or a graph launch. Fills kind, flags and name; returns 1, else 0. */
 int sp_tokglue_token_of(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd, int launch,
-		    uint8_t *kind, uint8_t *flags, uint32_t *name)
+			uint8_t *kind, uint8_t *flags, uint32_t *name)
 {
 	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
 	uint8_t cls = cbid < SP_CBID_MAX ? sp_col.cls[d][cbid] : 0;
@@ -38,8 +38,8 @@ int sp_tokglue_token_of(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const C
 
 /* Records the token an API entry is (STEPPROF_RECORD_TOKENS): a kernel launch, an auto-detection
  * call or a graph launch at the outermost level, and the truth before the token it marks. */
-void sp_tokglue_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd,
-			 int launch, uint64_t t)
+void sp_tokglue_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd, int launch,
+		    uint64_t t)
 {
 	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
 	uint8_t kind, flags;

@@ -43,7 +43,11 @@ static void split_at(uint32_t *field, uint32_t corr, int lo)
 
 static void push_ctl(enum sp_ev_kind kind, uint64_t t, struct window *w)
 {
-	struct sp_event ev = { .kind = kind, .sub = w->origin, .device = SP_NO_DEVICE, .tid = sp_coll_tid(), .start = t,
+	struct sp_event ev = { .kind = kind,
+			       .sub = w->origin,
+			       .device = SP_NO_DEVICE,
+			       .tid = sp_coll_tid(),
+			       .start = t,
 			       .end = t };
 	ev.name = sp_col.mk[w->mk].name; /* the phase, 0 without phases */
 	ev.u.window.id = w->id;
@@ -156,8 +160,9 @@ static void step_how(struct sp_event *ev)
 	int aut = m->kind == SP_MARK_AUTO;
 	ev->name = aut ? h->anchor & ~SP_AUTOSTEP_FLAGS : sp_intern(m->pattern[0] ? m->pattern : "?");
 	ev->u.step.how = (uint8_t)(m->kind + 1);
-	ev->u.step.flags = (uint8_t)((aut && h->after ? SP_STEP_AFTER : 0) | (sp_col.step_refuted ? SP_STEP_REFUTED : 0) |
-				     (aut && h->train ? SP_STEP_TRAIN : 0));
+	ev->u.step.flags =
+		(uint8_t)((aut && h->after ? SP_STEP_AFTER : 0) | (sp_col.step_refuted ? SP_STEP_REFUTED : 0) |
+			  (aut && h->train ? SP_STEP_TRAIN : 0));
 	ev->u.step.regime = h->regime;
 	ev->u.step.period = h->period;
 	ev->u.step.launches = h->launches;
@@ -175,8 +180,12 @@ void sp_win_end_step(uint64_t t, uint32_t corr)
 		return;
 	sp_col.step_open = 0;
 	if (sp_win_is_record(sp_col.action)) {
-		struct sp_event ev = { .kind = SP_EV_STEP, .sub = sp_col.action, .device = SP_NO_DEVICE, .tid = sp_coll_tid(),
-				       .start = sp_col.step_start, .end = t };
+		struct sp_event ev = { .kind = SP_EV_STEP,
+				       .sub = sp_col.action,
+				       .device = SP_NO_DEVICE,
+				       .tid = sp_coll_tid(),
+				       .start = sp_col.step_start,
+				       .end = t };
 		ev.u.step.number = sp_col.step;
 		step_how(&ev);
 		sp_coll_push(&ev);
@@ -203,11 +212,13 @@ void sp_win_begin_step(uint64_t t, uint32_t corr, int64_t number)
 	 * request may record steps the schedule does not */
 	int64_t sched = sp_stepdet_sched_step(m->det, sp_col.step);
 	sp_col.action = sp_od_action(sp_col.step);
-	sp_info("%s%s%sstep %lld begins (%s) on thread %u", m->name ? "phase " : "", m->name ? sp_intern_lookup(m->name) : "",
-		m->name ? ": " : "", (long long)sp_col.step, sp_action_name(sp_col.action), sp_coll_tid());
+	sp_info("%s%s%sstep %lld begins (%s) on thread %u", m->name ? "phase " : "",
+		m->name ? sp_intern_lookup(m->name) : "", m->name ? ": " : "", (long long)sp_col.step,
+		sp_action_name(sp_col.action), sp_coll_tid());
 	if (sp_win_is_record(sp_col.action) && sp_col.open && sp_col.open->mk != sp_col.cur) {
 		sp_warn("phase %s: step %lld not recorded: a window of phase %s is recording (one window at a time)",
-			sp_intern_lookup(m->name), (long long)sp_col.step, sp_intern_lookup(sp_col.mk[sp_col.open->mk].name));
+			sp_intern_lookup(m->name), (long long)sp_col.step,
+			sp_intern_lookup(sp_col.mk[sp_col.open->mk].name));
 		sp_col.action = SP_ACT_NONE; /* not possible while steps of phases alternate; kept as a guard */
 	}
 	if (sp_win_is_record(sp_col.action) && !sp_col.open)
@@ -234,14 +245,18 @@ static void det_locked(const struct sp_det_out *o, uint64_t t)
 	sp_col.step_start = t;
 	for (int64_t k = 0; k <= sp_col.step; k++)
 		if (sp_schedule_action(m->schedule, k) != SP_ACT_NONE) {
-			sp_warn("automatic step detection needed %lld iterations%s; the schedule's steps before %lld are "
-				"not recorded (raise skip_first or wait)", (long long)sp_col.step + 1,
-				o->what & SP_DET_RELOCK ? " after the program's loop changed" : "", (long long)sp_col.step + 1);
+			sp_warn("automatic step detection needed %lld iterations%s; the schedule's steps before %lld "
+				"are "
+				"not recorded (raise skip_first or wait)",
+				(long long)sp_col.step + 1,
+				o->what & SP_DET_RELOCK ? " after the program's loop changed" : "",
+				(long long)sp_col.step + 1);
 			break;
 		}
 	sp_info("automatic steps%s: regime %u, period %u calls (%u launches), boundary %s '%s' (every %u), "
-		"proven by %u copies, at step %lld", o->what & SP_DET_RELOCK ? " (re-lock)" : "", h->regime, h->period,
-		h->launches, h->after ? "after" : "before", sp_intern_lookup(h->anchor & ~SP_AUTOSTEP_FLAGS), h->every,
+		"proven by %u copies, at step %lld",
+		o->what & SP_DET_RELOCK ? " (re-lock)" : "", h->regime, h->period, h->launches,
+		h->after ? "after" : "before", sp_intern_lookup(h->anchor & ~SP_AUTOSTEP_FLAGS), h->every,
 		h->confidence, (long long)sp_col.step);
 }
 
@@ -275,7 +290,8 @@ static void det_apply(const struct sp_det_out *o, uint64_t t, uint32_t corr, CUp
 		sp_win_end_step(t, corr);
 		sp_win_begin_step(t, corr, o->step);
 	}
-	if ((o->what & (SP_DET_LOCK | SP_DET_PROVEN)) && sp_stepdet_regime_note(sp_col.mk[sp_col.cur].det, msg, sizeof msg))
+	if ((o->what & (SP_DET_LOCK | SP_DET_PROVEN)) &&
+	    sp_stepdet_regime_note(sp_col.mk[sp_col.cur].det, msg, sizeof msg))
 		sp_warn("%s", msg);
 	if (o->what & SP_DET_WANTS)
 		sp_cbset_apply();
@@ -286,8 +302,8 @@ static void det_apply(const struct sp_det_out *o, uint64_t t, uint32_t corr, CUp
 /* Feeds marker mk's detector (sp_col.mk) one token (kind, flags and name as in trace/tokens.h)
  * seen at time t, and applies what it decides. corr as for end_step; cbid/d name the API call
  * (for a boundary at its exit). Takes sp_col.lock. This function can't fail. */
-void sp_win_detect(int mk, uint8_t kind, uint8_t flags, uint32_t name, uint64_t t, uint32_t corr,
-		   CUpti_CallbackId cbid, int d)
+void sp_win_detect(int mk, uint8_t kind, uint8_t flags, uint32_t name, uint64_t t, uint32_t corr, CUpti_CallbackId cbid,
+		   int d)
 {
 	struct sp_det_out o;
 	pthread_mutex_lock(&sp_col.lock);
@@ -296,7 +312,11 @@ void sp_win_detect(int mk, uint8_t kind, uint8_t flags, uint32_t name, uint64_t 
 		return;
 	}
 	sp_ph_switch(mk);
-	struct sp_token tk = { .ts = t - sp_col.credit, .name = name, .tid = sp_coll_tid(), .kind = kind, .flags = flags };
+	struct sp_token tk = { .ts = t - sp_col.credit,
+			       .name = name,
+			       .tid = sp_coll_tid(),
+			       .kind = kind,
+			       .flags = flags };
 	int attempt = sp_stepdet_may_try(sp_col.mk[mk].det);
 	sp_stepdet_feed(sp_col.mk[mk].det, &tk, &o);
 	if (o.what)

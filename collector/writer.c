@@ -36,7 +36,7 @@ static struct {
 	_Atomic uint64_t pass_ns;       /* idle wait between passes, 0 = PASS_NS */
 	_Atomic int running;
 	pthread_t thread;
-	int result;                     /* of the last run: 0, or -1 if the file is incomplete */
+	int result;       /* of the last run: 0, or -1 if the file is incomplete */
 	/* writer thread only, from here on */
 	struct sp_trace_writer *tw;
 	char path[1024];
@@ -107,8 +107,12 @@ static void write_dropped(uint8_t source, uint64_t count, uint64_t when)
 {
 	if (!count)
 		return;
-	struct sp_event d = { .kind = SP_EV_DROPPED, .sub = source, .device = SP_NO_DEVICE, .start = when,
-			      .end = when, .u.dropped.count = count };
+	struct sp_event d = { .kind = SP_EV_DROPPED,
+			      .sub = source,
+			      .device = SP_NO_DEVICE,
+			      .start = when,
+			      .end = when,
+			      .u.dropped.count = count };
 	write_event(&d);
 }
 
@@ -175,8 +179,7 @@ static void process(const struct sp_event *ev)
 				break;
 			window_end(&e);
 		}
-	}
-	else if (g.in_window && g.cap && is_data(ev->kind) && g.win_bytes >= g.cap)
+	} else if (g.in_window && g.cap && is_data(ev->kind) && g.win_bytes >= g.cap)
 		g.win_cap_drops++;
 	else
 		write_event(ev);
@@ -357,8 +360,8 @@ int sp_writer_make_dir(char *dir, bool allow_foreign)
 	if (st.st_uid != geteuid() && !allow_foreign) {
 		sp_warn("output directory %s belongs to another user (uid %u; this process runs as uid %u), who could "
 			"read or remove the traces; not profiling (set [profile] allow_foreign_dir = true, or "
-			"STEPPROF_PROFILE_ALLOW_FOREIGN_DIR=1, if that is intended)", dir, (unsigned)st.st_uid,
-			(unsigned)geteuid());
+			"STEPPROF_PROFILE_ALLOW_FOREIGN_DIR=1, if that is intended)",
+			dir, (unsigned)st.st_uid, (unsigned)geteuid());
 		return -1;
 	}
 	return 0;

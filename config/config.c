@@ -45,9 +45,16 @@ static const struct key keys[] = {
 	{ "marker", "kind", K_CHOICE, FIELD(marker_kind), 0, 0, "auto" },
 	{ "marker", "pattern", K_STR, FIELD(marker_pattern), 0, 0, "" },
 	{ "marker", "every", K_INT, FIELD(marker_every), 1, SP_SCHEDULE_MAX, "1" },
-	ACT(kernels, "true"), ACT(memcpy, "true"), ACT(memset, "true"), ACT(sync, "true"),
-	ACT(runtime_api, "true"), ACT(driver_api, "true"), ACT(nccl, "true"), ACT(nvtx, "true"),
-	ACT(device_memory, "true"), ACT(host_malloc, "false"),
+	ACT(kernels, "true"),
+	ACT(memcpy, "true"),
+	ACT(memset, "true"),
+	ACT(sync, "true"),
+	ACT(runtime_api, "true"),
+	ACT(driver_api, "true"),
+	ACT(nccl, "true"),
+	ACT(nvtx, "true"),
+	ACT(device_memory, "true"),
+	ACT(host_malloc, "false"),
 	{ "activities", "host_malloc_min", K_SIZE, FIELD(host_malloc_min), 0, GIB, "64K" },
 	{ "activities", "stacks", K_STACKS, FIELD(stacks), 0, 3, "false" },
 	{ "activities", "stack_depth", K_INT, FIELD(stack_depth), 1, 128, "32" },
@@ -83,8 +90,8 @@ static const char *const *choices(const struct key *k)
 }
 _Static_assert(NKEYS == SP_CFG_NKEYS, "SP_CFG_NKEYS in config.h must count the keys table");
 
-static const char *const sections[] = { "profile", "ranks", "schedule", "marker", "activities",
-					"limits", "cupti", "ondemand" };
+static const char *const sections[] = { "profile",    "ranks",  "schedule", "marker",
+					"activities", "limits", "cupti",    "ondemand" };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 
 /* `stacks` values by mask (SP_STACKS_*); a boolean's true means native, as before Python frames */
@@ -98,10 +105,16 @@ static const char *const stacks_names[] = { "false", "native", "python", "both" 
 #define PRINT_LINE_MAX (INI_MAX_LINE - 3)
 
 /* STEPPROF_* variables that are not STEPPROF_<SECTION>_<KEY> settings; any other is an error. */
-static const char *const env_other[] = { "STEPPROF_CONFIG", "STEPPROF_RANK", "STEPPROF_WORLD_SIZE",
-					 "STEPPROF_VERBOSE", "STEPPROF_CHAINED_INJECTION", "STEPPROF_RUN_ID",
-					 "STEPPROF_RECORD_TOKENS", "STEPPROF_RECORD_TRUTH",
-					 "STEPPROF_TEST_CLOCK_OFFSET_NS", "STEPPROF_NO_PROGRESS",
+static const char *const env_other[] = { "STEPPROF_CONFIG",
+					 "STEPPROF_RANK",
+					 "STEPPROF_WORLD_SIZE",
+					 "STEPPROF_VERBOSE",
+					 "STEPPROF_CHAINED_INJECTION",
+					 "STEPPROF_RUN_ID",
+					 "STEPPROF_RECORD_TOKENS",
+					 "STEPPROF_RECORD_TRUTH",
+					 "STEPPROF_TEST_CLOCK_OFFSET_NS",
+					 "STEPPROF_NO_PROGRESS",
 					 "STEPPROF_PROGRESS_AFTER" };
 #define NENV_OTHER (sizeof(env_other) / sizeof(env_other[0]))
 
@@ -212,7 +225,8 @@ static const char *allowed(const struct key *k, char *buf, size_t len)
 		return buf;
 	case K_SIZE:
 		snprintf(buf, len, "size %s..%s, as 512, 64K, 256M, 2G; K, M, G, T are powers of 1024",
-			 sp_cfg_format_size(a, sizeof(a), (uint64_t)k->min), sp_cfg_format_size(b, sizeof(b), (uint64_t)k->max));
+			 sp_cfg_format_size(a, sizeof(a), (uint64_t)k->min),
+			 sp_cfg_format_size(b, sizeof(b), (uint64_t)k->max));
 		return buf;
 	case K_STR:
 		snprintf(buf, len, "text of at most %zu characters, optionally in double quotes", k->size - 1);
@@ -324,8 +338,10 @@ static int set_value(struct sp_config *cfg, const struct key *k, const char *v, 
 		struct sp_rankset set;
 		char err[128];
 		if (strlen(v) >= k->size || strlen(k->name) + 3 + strlen(v) > PRINT_LINE_MAX) {
-			snprintf(problem, plen, "too long: %zu characters (at most %zu, so that the line '%s = ...' "
-				 "fits in an INI line)", strlen(v), PRINT_LINE_MAX - 3 - strlen(k->name), k->name);
+			snprintf(problem, plen,
+				 "too long: %zu characters (at most %zu, so that the line '%s = ...' "
+				 "fits in an INI line)",
+				 strlen(v), PRINT_LINE_MAX - 3 - strlen(k->name), k->name);
 			return -1;
 		}
 		/* a rank set is digits, commas, dashes and blanks, or "all": anything else (a ';' that an
@@ -351,8 +367,10 @@ static int set_value(struct sp_config *cfg, const struct key *k, const char *v, 
 			n -= 2;
 		}
 		if (n >= k->size || strlen(k->name) + 5 + n > PRINT_LINE_MAX) {
-			snprintf(problem, plen, "too long: %zu characters (at most %zu, so that the line '%s = \"...\"' "
-				 "fits in an INI line)", n, PRINT_LINE_MAX - 5 - strlen(k->name), k->name);
+			snprintf(problem, plen,
+				 "too long: %zu characters (at most %zu, so that the line '%s = \"...\"' "
+				 "fits in an INI line)",
+				 n, PRINT_LINE_MAX - 5 - strlen(k->name), k->name);
 			return -1;
 		}
 		for (size_t j = 0; j < n; j++) {
@@ -397,8 +415,8 @@ static int trim(const char *s, char *buf, size_t len)
 }
 
 /* Returns 0 or 1 (one error added); cfg keeps its old value on error. */
-int sp_cfg_set(struct sp_config *cfg, const char *section, const char *key, const char *value,
-	       const char *origin, int line, struct sp_cfg_errors *errs)
+int sp_cfg_set(struct sp_config *cfg, const char *section, const char *key, const char *value, const char *origin,
+	       int line, struct sp_cfg_errors *errs)
 {
 	char w[300], list[256], problem[200], v[SP_CFG_PATH + 8];
 	int i = find_key(section, key);
@@ -500,7 +518,7 @@ static void classify(struct ini_ctx *c)
 	if (c->has_prev && start > line) {
 		c->cont = true;
 		syntax_error(c, "indented line continues the previous value; multi-line values are not "
-			     "supported (remove the indentation)");
+				"supported (remove the indentation)");
 		return;
 	}
 	if (*start == '[') {
@@ -516,8 +534,8 @@ static void classify(struct ini_ctx *c)
 		c->has_prev = false;
 		c->bad_section = !known_section(name);
 		if (c->bad_section)
-			add_error(c->errs, "%s:%d: [%s]: unknown section (allowed: %s)", c->path, c->line,
-				  start + 1, list_names(list, sizeof(list), NULL));
+			add_error(c->errs, "%s:%d: [%s]: unknown section (allowed: %s)", c->path, c->line, start + 1,
+				  list_names(list, sizeof(list), NULL));
 		return;
 	}
 	if (!*find_or_comment(start, "=:")) {
@@ -546,8 +564,10 @@ static char *ini_read(char *str, int num, void *stream)
 		any = true;
 		if (++c->bytes > MAX_FILE_BYTES) {
 			c->too_big = true;
-			add_error(c->errs, "%s:%d: the file is larger than %d bytes (allowed: a configuration file "
-				  "of at most 1 MiB)", c->path, c->line + 1, MAX_FILE_BYTES);
+			add_error(c->errs,
+				  "%s:%d: the file is larger than %d bytes (allowed: a configuration file "
+				  "of at most 1 MiB)",
+				  c->path, c->line + 1, MAX_FILE_BYTES);
 			return NULL;
 		}
 		if (ch == '\n')
@@ -576,7 +596,7 @@ static char *ini_read(char *str, int num, void *stream)
 		syntax_error(c, "NUL byte in the line (allowed: text)");
 	else if (cr)
 		syntax_error(c, "carriage return inside the line: CR-only line endings? (allowed: LF or CRLF "
-			     "line endings)");
+				"line endings)");
 	else if (n > max)
 		syntax_error(c, "line longer than %zu characters (inih's limit)", max);
 	else {
@@ -600,13 +620,15 @@ static int ini_key(void *user, const char *section, const char *name, const char
 	section = sec;
 	i = find_key(section, name);
 	if (!*section) {
-		add_error(c->errs, "%s:%d: %s: key outside any [section] (allowed: a key after its "
-			  "[section] line)", c->path, c->line, name);
+		add_error(c->errs,
+			  "%s:%d: %s: key outside any [section] (allowed: a key after its "
+			  "[section] line)",
+			  c->path, c->line, name);
 		return 1;
 	}
 	if (i >= 0 && c->seen[i]) {
-		add_error(c->errs, "%s:%d: [%s] %s: set twice, first at line %d (allowed: once per file)",
-			  c->path, c->line, keys[i].section, keys[i].name, c->seen[i]);
+		add_error(c->errs, "%s:%d: [%s] %s: set twice, first at line %d (allowed: once per file)", c->path,
+			  c->line, keys[i].section, keys[i].name, c->seen[i]);
 		return 1;
 	}
 	if (i >= 0)
@@ -668,13 +690,17 @@ int sp_cfg_load_env(struct sp_config *cfg, char **envp, struct sp_cfg_errors *er
 		if (known)
 			continue;
 		if ((size_t)(eq - *e) >= sizeof(var)) {
-			add_error(errs, "%.100s...: unknown variable: name too long (allowed: STEPPROF_<SECTION>_<KEY>)", var);
+			add_error(errs,
+				  "%.100s...: unknown variable: name too long (allowed: STEPPROF_<SECTION>_<KEY>)",
+				  var);
 			continue;
 		}
 		for (size_t s = 0; s <= NSECTIONS; s++) {
 			if (s == NSECTIONS) { /* a misspelt section or variable: never ignored */
-				add_error(errs, "%s: unknown variable (allowed: STEPPROF_<SECTION>_<KEY> with a section "
-					  "of %s, or STEPPROF_CONFIG, STEPPROF_RANK, STEPPROF_WORLD_SIZE, STEPPROF_VERBOSE)",
+				add_error(errs,
+					  "%s: unknown variable (allowed: STEPPROF_<SECTION>_<KEY> with a section "
+					  "of %s, or STEPPROF_CONFIG, STEPPROF_RANK, STEPPROF_WORLD_SIZE, "
+					  "STEPPROF_VERBOSE)",
 					  var, list_names(list, sizeof(list), NULL));
 				break;
 			}
@@ -709,15 +735,17 @@ int sp_cfg_finish(struct sp_config *cfg, struct sp_cfg_errors *errs)
 	}
 	if (needs && !cfg->marker_pattern[0]) {
 		o = &cfg->origin[find_key("marker", "kind")];
-		n += add_error(errs, "%s: [marker] kind: %s needs a pattern (allowed: [marker] pattern = "
+		n += add_error(errs,
+			       "%s: [marker] kind: %s needs a pattern (allowed: [marker] pattern = "
 			       "a glob such as ncclAllReduce* with kernel, api, nccl, nvtx)",
 			       where(w, sizeof(w), o->name, o->line), kind_names[cfg->marker_kind]);
 	}
 	if (!needs && cfg->marker_pattern[0]) {
 		o = &cfg->origin[find_key("marker", "pattern")];
-		n += add_error(errs, "%s: [marker] pattern: must be empty with kind = %s (allowed: empty "
-			       "with auto and profiler_range)", where(w, sizeof(w), o->name, o->line),
-			       sp_marker_kind_name(cfg->marker_kind));
+		n += add_error(errs,
+			       "%s: [marker] pattern: must be empty with kind = %s (allowed: empty "
+			       "with auto and profiler_range)",
+			       where(w, sizeof(w), o->name, o->line), sp_marker_kind_name(cfg->marker_kind));
 	}
 	return n + sp_phase_finish(cfg, errs);
 }

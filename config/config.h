@@ -48,49 +48,49 @@ struct sp_cfg_origin {
 struct sp_config {
 	/* [profile] */
 	bool enabled;                   /* master switch */
-	char output[SP_CFG_PATH];       /* output directory template: {run} {host} {pid} {rank} {date} {time} {jobid} */
-	bool allow_foreign_dir;         /* write into an output directory owned by another user */
+	char output[SP_CFG_PATH]; /* output directory template: {run} {host} {pid} {rank} {date} {time} {jobid} */
+	bool allow_foreign_dir; /* write into an output directory owned by another user */
 	/* [ranks] */
-	char ranks_text[256];           /* as written: "0", "0,1", "0-3,8", "all" */
-	struct sp_rankset ranks;        /* parsed */
+	char ranks_text[256]; /* as written: "0", "0,1", "0-3,8", "all" */
+	struct sp_rankset ranks; /* parsed */
 	/* [schedule] */
-	struct sp_schedule schedule;    /* finalised: profiling_frequency already applied */
+	struct sp_schedule schedule; /* finalised: profiling_frequency already applied */
 	/* [marker] */
 	enum sp_marker_kind marker_kind;
 	char marker_pattern[SP_CFG_PATTERN]; /* glob; empty for auto and profiler_range */
-	int marker_every;               /* every N-th occurrence is a step boundary, >= 1 */
+	int marker_every; /* every N-th occurrence is a step boundary, >= 1 */
 	/* [activities] */
 	bool kernels, memcpy, memset, sync;
-	bool runtime_api, driver_api;   /* launch, copy, sync, stream/event and allocation calls */
+	bool runtime_api, driver_api; /* launch, copy, sync, stream/event and allocation calls */
 	bool nccl, nvtx;
 	bool device_memory;
 	bool host_malloc;
-	uint64_t host_malloc_min;       /* bytes: smaller host allocations are not recorded */
-	int stacks;                     /* SP_STACKS_* mask: 0 off, native, python or both */
-	int stack_depth;                /* frames, 1..128 (native and Python each) */
-	bool kernel_shapes;             /* grid, block, registers, shared memory */
+	uint64_t host_malloc_min; /* bytes: smaller host allocations are not recorded */
+	int stacks; /* SP_STACKS_* mask: 0 off, native, python or both */
+	int stack_depth; /* frames, 1..128 (native and Python each) */
+	bool kernel_shapes; /* grid, block, registers, shared memory */
 	/* [limits] */
-	uint64_t window_max_bytes;      /* encoded bytes per window, 0 = unlimited */
-	uint32_t ring_events;           /* slots per thread ring */
-	uint64_t cupti_buffer_bytes;    /* size of each CUPTI activity buffer */
+	uint64_t window_max_bytes; /* encoded bytes per window, 0 = unlimited */
+	uint32_t ring_events; /* slots per thread ring */
+	uint64_t cupti_buffer_bytes; /* size of each CUPTI activity buffer */
 	/* [cupti] */
-	char cupti_library[SP_CFG_PATH];/* explicit libcupti path; empty = the loaded one, else search */
+	char cupti_library[SP_CFG_PATH]; /* explicit libcupti path; empty = the loaded one, else search */
 	enum sp_detach_policy detach_between; /* CUPTI between windows (after the last: always detached) */
 	/* [phase.NAME] sections (phase.h): with any, they replace [marker] and [schedule] */
 	struct sp_phases phases;
 	/* [ondemand] (docs/CONFIG.md) */
-	bool ondemand_trigger;          /* poll the output directory for `stepprof trigger` requests */
-	int ondemand_poll_ms;           /* how often (one stat() of each control file per poll) */
-	int ondemand_delay_ms;          /* time range: starts this long after CUDA initialises */
-	int ondemand_duration_ms;       /* ... and lasts this long (0 = to the end); both 0: no range */
+	bool ondemand_trigger; /* poll the output directory for `stepprof trigger` requests */
+	int ondemand_poll_ms; /* how often (one stat() of each control file per poll) */
+	int ondemand_delay_ms; /* time range: starts this long after CUDA initialises */
+	int ondemand_duration_ms; /* ... and lasts this long (0 = to the end); both 0: no range */
 	/* where it came from */
-	char source[SP_CFG_PATH];       /* the INI file read, or "" for built-in defaults */
+	char source[SP_CFG_PATH]; /* the INI file read, or "" for built-in defaults */
 	struct sp_cfg_origin origin[SP_CFG_NKEYS]; /* per key, in the order of docs/CONFIG.md */
 };
 
 #define SP_CFG_MAX_ERRORS 64
 struct sp_cfg_errors {
-	int count;                      /* errors collected (may exceed SP_CFG_MAX_ERRORS; extra not kept) */
+	int count; /* errors collected (may exceed SP_CFG_MAX_ERRORS; extra not kept) */
 	char msg[SP_CFG_MAX_ERRORS][320];
 };
 
@@ -102,8 +102,8 @@ void sp_cfg_defaults(struct sp_config *cfg);
 int sp_cfg_load_file(struct sp_config *cfg, const char *path, struct sp_cfg_errors *errs);
 /* Applies one setting; origin and line name it in errors (line 0 = not from a file).
  * Returns 0 or 1 (one error added). */
-int sp_cfg_set(struct sp_config *cfg, const char *section, const char *key, const char *value,
-	       const char *origin, int line, struct sp_cfg_errors *errs);
+int sp_cfg_set(struct sp_config *cfg, const char *section, const char *key, const char *value, const char *origin,
+	       int line, struct sp_cfg_errors *errs);
 /* Applies every STEPPROF_<SECTION>_<KEY> variable of envp (NULL = environ). Variables that are
  * not keys (STEPPROF_CONFIG, STEPPROF_RANK...) are ignored. Returns errors added. */
 int sp_cfg_load_env(struct sp_config *cfg, char **envp, struct sp_cfg_errors *errs);

@@ -31,8 +31,10 @@ void sp_cfg_print(const struct sp_config *cfg, FILE *f)
 			fprintf(f, "%lld\n", (long long)sp_cfg_key_load(cfg, k));
 			break;
 		case K_SIZE:
-			fprintf(f, "%s\n", sp_cfg_format_size(buf, sizeof(buf), k->size == sizeof(uint32_t) ?
-							      *(const uint32_t *)field : *(const uint64_t *)field));
+			fprintf(f, "%s\n",
+				sp_cfg_format_size(buf, sizeof(buf),
+						   k->size == sizeof(uint32_t) ? *(const uint32_t *)field
+									       : *(const uint64_t *)field));
 			break;
 		case K_STR:
 		case K_OUTPUT: /* quoted, so that the reader's quote stripping gives it back as is */

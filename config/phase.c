@@ -14,9 +14,15 @@
 static const struct {
 	const char *section, *name;
 } pkeys[SP_PHASE_NKEYS] = {
-	{ "marker", "kind" }, { "marker", "pattern" }, { "marker", "every" },
-	{ "schedule", "skip_first" }, { "schedule", "skip_first_wait" }, { "schedule", "wait" },
-	{ "schedule", "warmup" }, { "schedule", "active" }, { "schedule", "repeat" },
+	{ "marker", "kind" },
+	{ "marker", "pattern" },
+	{ "marker", "every" },
+	{ "schedule", "skip_first" },
+	{ "schedule", "skip_first_wait" },
+	{ "schedule", "wait" },
+	{ "schedule", "warmup" },
+	{ "schedule", "active" },
+	{ "schedule", "repeat" },
 	{ "schedule", "profiling_frequency" },
 };
 enum { PK_KIND, PK_PATTERN, PK_EVERY };
@@ -58,8 +64,9 @@ static int pkey_index(const char *key)
 static int good_name(const char *name)
 {
 	size_t n = strlen(name);
-	return n >= 1 && n < SP_PHASE_NAME && strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-						       "0123456789_-") == n;
+	return n >= 1 && n < SP_PHASE_NAME &&
+	       strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			    "0123456789_-") == n;
 }
 
 /* Copies a phase's marker and schedule into scratch (over the built-in defaults) or back. */
@@ -103,8 +110,8 @@ int sp_phase_is_section(const char *section)
 }
 
 /* Returns 0 or 1 (one error added); the phase keeps its old value on error. */
-int sp_phase_set(struct sp_config *cfg, const char *section, const char *key, const char *value,
-		 const char *origin, int line, struct sp_cfg_errors *errs)
+int sp_phase_set(struct sp_config *cfg, const char *section, const char *key, const char *value, const char *origin,
+		 int line, struct sp_cfg_errors *errs)
 {
 	char w[300], msg[sizeof(errs->msg[0])];
 	const char *name = section + 6;
@@ -114,11 +121,15 @@ int sp_phase_set(struct sp_config *cfg, const char *section, const char *key, co
 
 	where(w, sizeof(w), origin ? origin : "", line);
 	if (!good_name(name))
-		return perr(errs, "%s: [%s]: bad phase name '%.40s' (allowed: [phase.NAME], NAME of 1 to %d letters, "
-			    "digits, '_' or '-')", w, section, name, SP_PHASE_NAME - 1);
+		return perr(errs,
+			    "%s: [%s]: bad phase name '%.40s' (allowed: [phase.NAME], NAME of 1 to %d letters, "
+			    "digits, '_' or '-')",
+			    w, section, name, SP_PHASE_NAME - 1);
 	if (k < 0)
-		return perr(errs, "%s: [%s] %s: unknown key (allowed: kind, pattern, every, skip_first, "
-			    "skip_first_wait, wait, warmup, active, repeat, profiling_frequency)", w, section, key);
+		return perr(errs,
+			    "%s: [%s] %s: unknown key (allowed: kind, pattern, every, skip_first, "
+			    "skip_first_wait, wait, warmup, active, repeat, profiling_frequency)",
+			    w, section, key);
 	if (!(p = get_phase(cfg, name)))
 		return perr(errs, "%s: [%s]: too many phases (allowed: at most %d [phase.NAME] sections)", w, section,
 			    SP_MAX_PHASES);
@@ -175,9 +186,10 @@ int sp_phase_finish(struct sp_config *cfg, struct sp_cfg_errors *errs)
 	for (int i = 0; i < SP_PHASE_NKEYS; i++) {
 		const struct sp_cfg_origin *o = sp_cfg_origin_of(cfg, pkeys[i].section, pkeys[i].name);
 		if (o && o->name[0])
-			n += perr(errs, "%s: [%s] %s: not used with [phase.NAME] sections (allowed: the key in each "
-				  "phase's section)", where(w, sizeof(w), o->name, o->line), pkeys[i].section,
-				  pkeys[i].name);
+			n += perr(errs,
+				  "%s: [%s] %s: not used with [phase.NAME] sections (allowed: the key in each "
+				  "phase's section)",
+				  where(w, sizeof(w), o->name, o->line), pkeys[i].section, pkeys[i].name);
 	}
 	for (int i = 0; i < ph->n; i++) {
 		struct sp_phase *p = &ph->p[i];
@@ -188,13 +200,20 @@ int sp_phase_finish(struct sp_config *cfg, struct sp_cfg_errors *errs)
 			n += perr(errs, "%s: [phase.%s] %s", blame(w, sizeof(w), p, k), p->name, err);
 		}
 		if (needs && !p->marker_pattern[0])
-			n += perr(errs, "%s: [phase.%s] kind: %s needs a pattern (allowed: pattern = a glob with kernel, "
-				  "api, nccl, nvtx)", blame(w, sizeof(w), p, PK_KIND), p->name, sp_marker_kind_name((enum sp_marker_kind)p->marker_kind));
+			n += perr(errs,
+				  "%s: [phase.%s] kind: %s needs a pattern (allowed: pattern = a glob with kernel, "
+				  "api, nccl, nvtx)",
+				  blame(w, sizeof(w), p, PK_KIND), p->name,
+				  sp_marker_kind_name((enum sp_marker_kind)p->marker_kind));
 		if (!needs && p->marker_pattern[0])
-			n += perr(errs, "%s: [phase.%s] pattern: must be empty with kind = %s (allowed: empty with auto "
-				  "and profiler_range)", blame(w, sizeof(w), p, PK_PATTERN), p->name, sp_marker_kind_name((enum sp_marker_kind)p->marker_kind));
+			n += perr(errs,
+				  "%s: [phase.%s] pattern: must be empty with kind = %s (allowed: empty with auto "
+				  "and profiler_range)",
+				  blame(w, sizeof(w), p, PK_PATTERN), p->name,
+				  sp_marker_kind_name((enum sp_marker_kind)p->marker_kind));
 		if (p->marker_kind == SP_MARK_AUTO && ++autos == 2)
-			n += perr(errs, "%s: [phase.%s] kind: a second phase with kind = auto (allowed: at most one "
+			n += perr(errs,
+				  "%s: [phase.%s] kind: a second phase with kind = auto (allowed: at most one "
 				  "phase finds its steps automatically; give the others an explicit marker)",
 				  blame(w, sizeof(w), p, PK_KIND), p->name);
 	}
@@ -209,10 +228,11 @@ void sp_phase_print(const struct sp_config *cfg, FILE *f)
 		const struct sp_schedule *s = &p->schedule;
 		fprintf(f, "\n[phase.%s]\nkind = %s\npattern = \"%s\"\nevery = %d\n", p->name,
 			sp_marker_kind_name((enum sp_marker_kind)p->marker_kind), p->marker_pattern, p->marker_every);
-		fprintf(f, "skip_first = %lld\nskip_first_wait = %s\nwait = %lld\nwarmup = %lld\nactive = %lld\n"
-			   "repeat = %lld\nprofiling_frequency = %lld\n", (long long)s->skip_first,
-			s->skip_first_wait ? "true" : "false", (long long)s->wait, (long long)s->warmup,
-			(long long)s->active, (long long)s->repeat, (long long)s->frequency);
+		fprintf(f,
+			"skip_first = %lld\nskip_first_wait = %s\nwait = %lld\nwarmup = %lld\nactive = %lld\n"
+			"repeat = %lld\nprofiling_frequency = %lld\n",
+			(long long)s->skip_first, s->skip_first_wait ? "true" : "false", (long long)s->wait,
+			(long long)s->warmup, (long long)s->active, (long long)s->repeat, (long long)s->frequency);
 	}
 }
 

@@ -29,7 +29,7 @@ struct sp_phase {
 };
 
 struct sp_phases {
-	int n;                        /* phases defined; 0 = the plain [marker]/[schedule] case */
+	int n;   /* phases defined; 0 = the plain [marker]/[schedule] case */
 	struct sp_phase p[SP_MAX_PHASES];
 };
 
@@ -42,8 +42,8 @@ int sp_phase_is_section(const char *section);
 /* Applies one key of section "phase.NAME" (creating the phase at its first key). Errors name the
  * section as written: "ORIGIN[:LINE]: [phase.NAME] KEY: problem (allowed: ...)". A key set twice
  * in one file is an error when line > 0. Returns 0 or 1 (one error added). */
-int sp_phase_set(struct sp_config *cfg, const char *section, const char *key, const char *value,
-		 const char *origin, int line, struct sp_cfg_errors *errs);
+int sp_phase_set(struct sp_config *cfg, const char *section, const char *key, const char *value, const char *origin,
+		 int line, struct sp_cfg_errors *errs);
 /* Forgets which keys the file being read has set (call before reading a file). Can't fail. */
 void sp_phase_new_file(struct sp_config *cfg);
 /* Checks every phase (its schedule and marker as sp_cfg_finish checks [schedule] and [marker])

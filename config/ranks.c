@@ -60,8 +60,8 @@ static int env_int(struct sp_rank_info *ri, char **envp, const char *var, int mi
 	const char *s = var ? env_get(envp, var) : NULL;
 	int v = parse_int(s, min);
 	if (s && v < 0 && !ri->problem[0]) {
-		snprintf(ri->problem, sizeof(ri->problem), "%s='%.64s' is not a %s (a whole number >= %d); ignored", var,
-			 s, min ? "size" : "rank", min);
+		snprintf(ri->problem, sizeof(ri->problem), "%s='%.64s' is not a %s (a whole number >= %d); ignored",
+			 var, s, min ? "size" : "rank", min);
 		ri->explicit_bad = !strncmp(var, "STEPPROF_", 9);
 	}
 	return v;

@@ -28,8 +28,10 @@ void sp_ranks_detect(struct sp_rank_info *ri, char **envp);
 #define SP_RANKSET_MAX 64
 struct sp_rankset {
 	bool all;
-	int n;                  /* ranges used */
-	struct { int lo, hi; } r[SP_RANKSET_MAX];
+	int n;    /* ranges used */
+	struct {
+		int lo, hi;
+	} r[SP_RANKSET_MAX];
 };
 
 /* Parses "all", "0", "0,1", "0-3,8". Returns 0, or -1 with a message in err. */

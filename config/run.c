@@ -84,8 +84,8 @@ void sp_run_id(char *out, size_t len, const char **how)
 		src = "process start time and pid";
 	}
 	for (char *p = out; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-		      *p == '.' || *p == '-' || *p == '_'))
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' ||
+		      *p == '-' || *p == '_'))
 			*p = '_';
 	if (out[0] == '.') /* never ".", ".." or a hidden folder */
 		out[0] = '_';

@@ -10,7 +10,11 @@
  * Returns 0 or -1. */
 static int check(const struct sp_schedule *s, char *err, size_t errlen)
 {
-	static const struct { const char *name; size_t off; int64_t min; } keys[] = {
+	static const struct {
+		const char *name;
+		size_t off;
+		int64_t min;
+	} keys[] = {
 		{ "skip_first", offsetof(struct sp_schedule, skip_first), 0 },
 		{ "wait", offsetof(struct sp_schedule, wait), 0 },
 		{ "warmup", offsetof(struct sp_schedule, warmup), 0 },
@@ -21,19 +25,21 @@ static int check(const struct sp_schedule *s, char *err, size_t errlen)
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		int64_t v = *(const int64_t *)((const char *)s + keys[i].off);
 		if (v < keys[i].min || v > SP_SCHEDULE_MAX) {
-			snprintf(err, errlen, "%s: out of range: %lld (allowed: integer %lld..%d)",
-				 keys[i].name, (long long)v, (long long)keys[i].min, SP_SCHEDULE_MAX);
+			snprintf(err, errlen, "%s: out of range: %lld (allowed: integer %lld..%d)", keys[i].name,
+				 (long long)v, (long long)keys[i].min, SP_SCHEDULE_MAX);
 			return -1;
 		}
 	}
 	if (s->frequency > 0 && s->repeat > 0) {
-		snprintf(err, errlen, "profiling_frequency: %lld is only allowed with repeat = 0, "
+		snprintf(err, errlen,
+			 "profiling_frequency: %lld is only allowed with repeat = 0, "
 			 "repeat is %lld (allowed: 0 when repeat > 0)",
 			 (long long)s->frequency, (long long)s->repeat);
 		return -1;
 	}
 	if (s->frequency > 0 && s->frequency < s->warmup + s->active) {
-		snprintf(err, errlen, "profiling_frequency: %lld is less than warmup + active = %lld "
+		snprintf(err, errlen,
+			 "profiling_frequency: %lld is less than warmup + active = %lld "
 			 "(allowed: 0, or at least warmup + active)",
 			 (long long)s->frequency, (long long)(s->warmup + s->active));
 		return -1;

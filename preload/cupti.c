@@ -15,13 +15,13 @@ static const char *const cupti_libs[] = { "libcupti.so.13", "libcupti.so", NULL 
 /* The body of every hook: served (an sp_share_* call that sets r) returns r; otherwise the real
  * libcupti function, resolved once, gets the arguments (with no libcupti loaded the hook returns
  * CUPTI_ERROR_NOT_INITIALIZED, as a program without CUPTI would fail). */
-#define FORWARD(fn, served, ...)                                                      \
-	CUptiResult r;                                                                \
-	static __typeof__(fn) *real_##fn;                                             \
-	if (served)                                                                   \
-		return r;                                                             \
-	if (!real_##fn)                                                               \
-		real_##fn = (__typeof__(fn) *)sp_resolve(#fn, cupti_libs);            \
+#define FORWARD(fn, served, ...)                                           \
+	CUptiResult r;                                                     \
+	static __typeof__(fn) *real_##fn;                                  \
+	if (served)                                                        \
+		return r;                                                  \
+	if (!real_##fn)                                                    \
+		real_##fn = (__typeof__(fn) *)sp_resolve(#fn, cupti_libs); \
 	return real_##fn ? real_##fn(__VA_ARGS__) : CUPTI_ERROR_NOT_INITIALIZED
 
 SP_EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *ud)

@@ -51,7 +51,8 @@ SP_EXPORT int InitializeInjection(void)
 		if (init)
 			init();
 		else
-			sp_warn("cannot chain the injection library %s: %s", chained, h ? "no InitializeInjection" : dlerror());
+			sp_warn("cannot chain the injection library %s: %s", chained,
+				h ? "no InitializeInjection" : dlerror());
 	}
 	sp_collector_inject();
 	return 1;

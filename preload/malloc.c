@@ -28,7 +28,6 @@ static struct {
 	int glibc_sizes;             /* the real free is glibc's: a block's chunk size precedes it */
 } R;
 
-
 static _Alignas(16) char pool[4096]; /* for dlsym's calloc during resolve() */
 static size_t pool_used;
 
@@ -81,7 +80,8 @@ static void resolve(void)
 	 * 64-bit x86 only: the layout is checked for 64-bit, and where glibc tags memory (aarch64
 	 * MTE) the word before a block is not the block's to read. */
 	size_t (*usable)(void *) = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
-	R.glibc_sizes = sp_mem_glibc_object(R.malloc, R.free, usable) && sp_mem_glibc_behaviour(R.malloc, R.free, usable);
+	R.glibc_sizes =
+		sp_mem_glibc_object(R.malloc, R.free, usable) && sp_mem_glibc_behaviour(R.malloc, R.free, usable);
 #endif
 	R.resolving = 0;
 }

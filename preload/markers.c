@@ -31,18 +31,18 @@ cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t s, enum cudaStreamCaptureMo
 
 /* A wrapper: type, name, the value returned when the real function cannot be found (the library
  * that defines it is not loaded: no caller could have reached it), parameters, arguments. */
-#define HOOK(type, fn, libs, fail, params, args)                                 \
-	SP_EXPORT type fn params                                                  \
-	{                                                                         \
-		static type(*real) params;                                        \
-		if (!real)                                                        \
-			real = (type(*) params)sp_resolve(#fn, libs);             \
-		if (!real)                                                        \
-			return fail;                                              \
-		int h = sp_collector_hook_enter(SP_HOOK_##fn);                    \
-		type r = real args;                                               \
-		sp_collector_hook_exit(h);                                        \
-		return r;                                                         \
+#define HOOK(type, fn, libs, fail, params, args)                      \
+	SP_EXPORT type fn params                                      \
+	{                                                             \
+		static type(*real) params;                            \
+		if (!real)                                            \
+			real = (type(*) params)sp_resolve(#fn, libs); \
+		if (!real)                                            \
+			return fail;                                  \
+		int h = sp_collector_hook_enter(SP_HOOK_##fn);        \
+		type r = real args;                                   \
+		sp_collector_hook_exit(h);                            \
+		return r;                                             \
 	}
 #define RT(fn, params, args) HOOK(cudaError_t, fn, rt_libs, cudaErrorInitializationError, params, args)
 #define DRV(fn, params, args) HOOK(CUresult, fn, drv_libs, CUDA_ERROR_NOT_INITIALIZED, params, args)
@@ -61,13 +61,12 @@ RT(cudaStreamWaitEvent_ptsz, (cudaStream_t s, cudaEvent_t e, unsigned int f), (s
 RT(cudaMemcpy, (void *d, const void *s, size_t n, enum cudaMemcpyKind k), (d, s, n, k))
 RT(cudaMemcpy_ptds, (void *d, const void *s, size_t n, enum cudaMemcpyKind k), (d, s, n, k))
 RT(cudaMemcpyAsync, (void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st), (d, s, n, k, st))
-RT(cudaMemcpyAsync_ptsz, (void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st),
-   (d, s, n, k, st))
+RT(cudaMemcpyAsync_ptsz, (void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st), (d, s, n, k, st))
 RT(cudaGraphLaunch, (cudaGraphExec_t g, cudaStream_t s), (g, s))
 RT(cudaGraphLaunch_ptsz, (cudaGraphExec_t g, cudaStream_t s), (g, s))
 RT(cudaStreamBeginCapture, (cudaStream_t s, enum cudaStreamCaptureMode m), (s, m))
 RT(cudaStreamBeginCapture_ptsz, (cudaStream_t s, enum cudaStreamCaptureMode m), (s, m))
-RT(cudaGraphCreate, (cudaGraph_t *g, unsigned int f), (g, f))
+RT(cudaGraphCreate, (cudaGraph_t * g, unsigned int f), (g, f))
 DRV(cuCtxSynchronize, (void), ())
 DRV(cuStreamSynchronize, (CUstream s), (s))
 DRV(cuEventSynchronize, (CUevent e), (e))
@@ -76,4 +75,4 @@ DRV(cuMemcpyDtoH_v2, (void *d, CUdeviceptr s, size_t n), (d, s, n))
 DRV(cuMemcpyDtoHAsync_v2, (void *d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))
 DRV(cuGetErrorName, (CUresult e, const char **p), (e, p))
 DRV(cuStreamBeginCapture_v2, (CUstream s, CUstreamCaptureMode m), (s, m))
-DRV(cuGraphCreate, (CUgraph *g, unsigned int f), (g, f))
+DRV(cuGraphCreate, (CUgraph * g, unsigned int f), (g, f))

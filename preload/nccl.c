@@ -15,22 +15,22 @@
 static const char *const nccl_libs[] = { "libnccl.so.2", "libnccl.so", NULL };
 
 /* Resolves real_<fn> on first use (NCCL may be dlopen'ed late). */
-#define REAL(fn)                                                                 \
-	static __typeof__(fn) *real_##fn;                                        \
-	if (!real_##fn)                                                          \
-		real_##fn = (__typeof__(fn) *)sp_resolve(#fn, nccl_libs);                    \
-	if (!real_##fn)                                                          \
-		return ncclSystemError
+#define REAL(fn)                                                          \
+	static __typeof__(fn) *real_##fn;                                 \
+	if (!real_##fn)                                                   \
+		real_##fn = (__typeof__(fn) *)sp_resolve(#fn, nccl_libs); \
+	if (!real_##fn)                                                   \
+	return ncclSystemError
 
 /* A collective or point-to-point call: describe, forward, report. */
-#define CALL(fn, op_, count_, dtype_, redop_, peer_, comm_, stream_, args)                        \
-	REAL(fn);                                                                                   \
-	if (!sp_collector_nccl_active())                                                            \
-		return real_##fn args;                                                              \
+#define CALL(fn, op_, count_, dtype_, redop_, peer_, comm_, stream_, args)                                 \
+	REAL(fn);                                                                                          \
+	if (!sp_collector_nccl_active())                                                                   \
+		return real_##fn args;                                                                     \
 	struct sp_nccl_call c = { #fn, op_, count_, (int)(dtype_), (int)(redop_), peer_, comm_, stream_ }; \
-	uint64_t t0 = sp_collector_nccl_begin(&c);                                                  \
-	ncclResult_t r = real_##fn args;                                                            \
-	sp_collector_nccl_end(&c, t0, (int)r);                                                      \
+	uint64_t t0 = sp_collector_nccl_begin(&c);                                                         \
+	ncclResult_t r = real_##fn args;                                                                   \
+	sp_collector_nccl_end(&c, t0, (int)r);                                                             \
 	return r
 
 SP_EXPORT ncclResult_t ncclAllReduce(const void *s, void *r_, size_t n, ncclDataType_t t, ncclRedOp_t op,
@@ -51,8 +51,8 @@ SP_EXPORT ncclResult_t ncclReduceScatter(const void *s, void *r_, size_t n, nccl
 	CALL(ncclReduceScatter, SP_NCCL_REDUCESCATTER, n, t, op, -1, comm, st, (s, r_, n, t, op, comm, st));
 }
 
-SP_EXPORT ncclResult_t ncclBroadcast(const void *s, void *r_, size_t n, ncclDataType_t t, int root,
-				     ncclComm_t comm, cudaStream_t st)
+SP_EXPORT ncclResult_t ncclBroadcast(const void *s, void *r_, size_t n, ncclDataType_t t, int root, ncclComm_t comm,
+				     cudaStream_t st)
 {
 	CALL(ncclBroadcast, SP_NCCL_BROADCAST, n, t, -1, root, comm, st, (s, r_, n, t, root, comm, st));
 }

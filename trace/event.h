@@ -20,43 +20,52 @@ enum sp_ev_kind {
 	SP_EV_ALLOC = 7,        /* allocation; sub = enum sp_mem_kind */
 	SP_EV_FREE = 8,         /* release; sub = enum sp_mem_kind */
 	SP_EV_MARKER = 9,       /* NVTX range (start..end) or instant (start == end) */
-	SP_EV_STEP = 10,        /* one step: start..end, u.step.number, sub = the schedule's action (enum sp_action, config/schedule.h) */
-	SP_EV_WINDOW_BEGIN = 11,/* a recorded window opens (at the start of its RECORD phase) */
-	SP_EV_WINDOW_END = 12,  /* the window is closed; totals in u.window */
-	SP_EV_DROPPED = 13,     /* records lost; sub = enum sp_drop_source, u.dropped.count */
-	SP_EV_THREAD = 14,      /* a CPU thread's name: tid, name */
-	SP_EV_DEVICE = 15,      /* a GPU's description: device, name, u.device */
-	SP_EV_CLOCK = 16,       /* clock anchor: start = trace clock, u.clock.realtime_ns */
-	SP_EV_COMM = 17,        /* NCCL communicator life; sub = enum sp_comm_event */
-	SP_EV_MODULE = 18,      /* a mapped module (for offline symbolisation): name = path */
+	SP_EV_STEP =
+		10, /* one step: start..end, u.step.number, sub = the schedule's action (enum sp_action, config/schedule.h) */
+	SP_EV_WINDOW_BEGIN = 11, /* a recorded window opens (at the start of its RECORD phase) */
+	SP_EV_WINDOW_END = 12, /* the window is closed; totals in u.window */
+	SP_EV_DROPPED = 13, /* records lost; sub = enum sp_drop_source, u.dropped.count */
+	SP_EV_THREAD = 14, /* a CPU thread's name: tid, name */
+	SP_EV_DEVICE = 15, /* a GPU's description: device, name, u.device */
+	SP_EV_CLOCK = 16, /* clock anchor: start = trace clock, u.clock.realtime_ns */
+	SP_EV_COMM = 17, /* NCCL communicator life; sub = enum sp_comm_event */
+	SP_EV_MODULE = 18, /* a mapped module (for offline symbolisation): name = path */
 	SP_EV__COUNT
 };
 
 enum sp_api_domain { SP_API_RUNTIME = 1, SP_API_DRIVER = 2, SP_API_NVTX = 3 };
 
 enum sp_nccl_op {
-	SP_NCCL_ALLREDUCE = 1, SP_NCCL_ALLGATHER, SP_NCCL_REDUCESCATTER, SP_NCCL_BROADCAST,
-	SP_NCCL_REDUCE, SP_NCCL_ALLTOALL, SP_NCCL_SEND, SP_NCCL_RECV, SP_NCCL_GROUP_START,
-	SP_NCCL_GROUP_END, SP_NCCL__COUNT
+	SP_NCCL_ALLREDUCE = 1,
+	SP_NCCL_ALLGATHER,
+	SP_NCCL_REDUCESCATTER,
+	SP_NCCL_BROADCAST,
+	SP_NCCL_REDUCE,
+	SP_NCCL_ALLTOALL,
+	SP_NCCL_SEND,
+	SP_NCCL_RECV,
+	SP_NCCL_GROUP_START,
+	SP_NCCL_GROUP_END,
+	SP_NCCL__COUNT
 };
 
 enum sp_comm_event { SP_COMM_INIT = 1, SP_COMM_SPLIT = 2, SP_COMM_DESTROY = 3, SP_COMM_ABORT = 4 };
 
 enum sp_mem_kind {
-	SP_MEM_DEVICE = 1,      /* cudaMalloc, cuMemAlloc */
-	SP_MEM_DEVICE_ASYNC,    /* cudaMallocAsync (stream-ordered) */
-	SP_MEM_PINNED,          /* cudaMallocHost / cudaHostAlloc */
-	SP_MEM_MANAGED,         /* cudaMallocManaged */
-	SP_MEM_PITCHED,         /* cudaMallocPitch, cuMemAllocPitch */
-	SP_MEM_VMM,             /* cuMemCreate / cuMemMap (expandable segments) */
-	SP_MEM_HOST,            /* malloc family */
+	SP_MEM_DEVICE = 1, /* cudaMalloc, cuMemAlloc */
+	SP_MEM_DEVICE_ASYNC, /* cudaMallocAsync (stream-ordered) */
+	SP_MEM_PINNED, /* cudaMallocHost / cudaHostAlloc */
+	SP_MEM_MANAGED, /* cudaMallocManaged */
+	SP_MEM_PITCHED, /* cudaMallocPitch, cuMemAllocPitch */
+	SP_MEM_VMM, /* cuMemCreate / cuMemMap (expandable segments) */
+	SP_MEM_HOST, /* malloc family */
 };
 
 enum sp_drop_source {
-	SP_DROP_RING = 1,       /* a per-thread ring was full */
-	SP_DROP_CUPTI = 2,      /* CUPTI reported dropped activity records */
-	SP_DROP_CAP = 3,        /* the window byte cap was reached */
-	SP_DROP_LATE = 4,       /* GPU record arrived after its window was closed */
+	SP_DROP_RING = 1, /* a per-thread ring was full */
+	SP_DROP_CUPTI = 2, /* CUPTI reported dropped activity records */
+	SP_DROP_CAP = 3, /* the window byte cap was reached */
+	SP_DROP_LATE = 4, /* GPU record arrived after its window was closed */
 };
 
 #define SP_NO_DEVICE 0xffffu
@@ -65,21 +74,21 @@ enum sp_drop_source {
 struct sp_ev_kernel {
 	uint32_t grid[3];
 	uint32_t block[3];
-	uint32_t static_smem;   /* bytes */
-	uint32_t dynamic_smem;  /* bytes */
-	uint16_t regs;          /* registers per thread */
-	uint8_t launch;         /* enum sp_launch_type */
+	uint32_t static_smem; /* bytes */
+	uint32_t dynamic_smem; /* bytes */
+	uint16_t regs; /* registers per thread */
+	uint8_t launch; /* enum sp_launch_type */
 	uint8_t pad;
-	uint32_t graph_id;      /* 0 unless replayed from a CUDA graph */
-	uint64_t graph_node;    /* graph node id, 0 unless from a graph */
+	uint32_t graph_id; /* 0 unless replayed from a CUDA graph */
+	uint64_t graph_node; /* graph node id, 0 unless from a graph */
 };
 
 enum sp_launch_type { SP_LAUNCH_NORMAL = 0, SP_LAUNCH_COOPERATIVE = 1, SP_LAUNCH_CLUSTER = 2, SP_LAUNCH_GRAPH = 3 };
 
-struct sp_ev_copy {                /* memcpy and memset */
+struct sp_ev_copy { /* memcpy and memset */
 	uint64_t bytes;
-	uint32_t value;         /* memset: value */
-	uint8_t src_kind;       /* CUpti_ActivityMemoryKind */
+	uint32_t value; /* memset: value */
+	uint8_t src_kind; /* CUpti_ActivityMemoryKind */
 	uint8_t dst_kind;
 	uint8_t async;
 	uint8_t pad;
@@ -89,87 +98,91 @@ struct sp_ev_copy {                /* memcpy and memset */
 };
 
 struct sp_ev_sync {
-	uint32_t event;         /* CUDA event id for event syncs, else 0 */
+	uint32_t event; /* CUDA event id for event syncs, else 0 */
 };
 
 struct sp_ev_api {
-	uint32_t cbid;          /* CUPTI callback id in its domain */
-	int32_t status;         /* return code (0 success) */
-	uint32_t stack;         /* call-stack id (launch site), 0 none */
+	uint32_t cbid; /* CUPTI callback id in its domain */
+	int32_t status; /* return code (0 success) */
+	uint32_t stack; /* call-stack id (launch site), 0 none */
 };
 
 struct sp_ev_nccl {
-	uint64_t count;         /* elements */
-	uint64_t bytes;         /* count * sizeof(datatype) */
-	uint64_t comm;          /* communicator id hash (equal on every rank of the communicator) */
-	uint64_t seq;           /* per-communicator sequence number of collective/p2p calls */
-	int32_t peer;           /* root (rooted collectives) or peer (send/recv); -1 none */
+	uint64_t count; /* elements */
+	uint64_t bytes; /* count * sizeof(datatype) */
+	uint64_t comm; /* communicator id hash (equal on every rank of the communicator) */
+	uint64_t seq; /* per-communicator sequence number of collective/p2p calls */
+	int32_t peer; /* root (rooted collectives) or peer (send/recv); -1 none */
 	int32_t comm_rank;
 	int32_t comm_size;
-	uint8_t dtype;          /* ncclDataType_t */
-	uint8_t redop;          /* ncclRedOp_t, 0xff none */
-	uint8_t group_depth;    /* ncclGroupStart nesting at the call */
+	uint8_t dtype; /* ncclDataType_t */
+	uint8_t redop; /* ncclRedOp_t, 0xff none */
+	uint8_t group_depth; /* ncclGroupStart nesting at the call */
 	uint8_t pad;
-	uint32_t stack;         /* call-stack id, 0 none */
+	uint32_t stack; /* call-stack id, 0 none */
 };
 
 struct sp_ev_mem {
 	uint64_t addr;
-	uint64_t size;          /* bytes; for FREE the size freed if known */
-	uint64_t live;          /* after the call: live device bytes of this device (all device kinds
+	uint64_t size; /* bytes; for FREE the size freed if known */
+	uint64_t live; /* after the call: live device bytes of this device (all device kinds
 	                           together), or live host bytes for SP_MEM_HOST; tracked from process
 	                           start, so absolute */
-	uint32_t stack;         /* call-stack id, 0 none */
-	uint32_t flags;         /* SP_MEMF_* */
+	uint32_t stack; /* call-stack id, 0 none */
+	uint32_t flags; /* SP_MEMF_* */
 };
 
 /* sp_ev_mem.flags */
-#define SP_MEMF_SNAPSHOT 1u     /* ALLOC written at a window's start for an allocation alive then;
+#define SP_MEMF_SNAPSHOT \
+	1u /* ALLOC written at a window's start for an allocation alive then;
                                    start = when it was made */
-#define SP_MEMF_PEAK 2u         /* ALLOC written at a window's end: live = the highest level since
+#define SP_MEMF_PEAK \
+	2u /* ALLOC written at a window's end: live = the highest level since
                                    process start (addr = size = 0) */
 
 struct sp_ev_marker {
-	uint32_t domain;        /* string id of the NVTX domain, 0 default */
-	int32_t depth;          /* nesting depth on its thread */
+	uint32_t domain; /* string id of the NVTX domain, 0 default */
+	int32_t depth; /* nesting depth on its thread */
 };
 
 struct sp_ev_step {
-	int64_t number;         /* torch numbering, from 0 */
+	int64_t number; /* torch numbering, from 0 */
 	/* how the step was found (format version 2; 0 in version-1 traces); the event's name is
 	 * the marker's pattern, or automatic detection's anchor */
-	uint8_t how;            /* enum sp_marker_kind + 1 (config/config.h), 0 unknown */
-	uint8_t flags;          /* SP_STEP_* */
-	uint32_t regime;        /* auto: the periodic regime it belongs to (1, 2, ...) */
-	uint32_t period;        /* auto: tokens per iteration */
-	uint32_t launches;      /* auto: kernel and graph launches per iteration */
-	uint32_t every;         /* marker occurrences per step */
-	uint32_t confidence;    /* auto: copies of the period that proved the lock */
-	uint32_t relocks;       /* auto: locks after the first, so far */
+	uint8_t how; /* enum sp_marker_kind + 1 (config/config.h), 0 unknown */
+	uint8_t flags; /* SP_STEP_* */
+	uint32_t regime; /* auto: the periodic regime it belongs to (1, 2, ...) */
+	uint32_t period; /* auto: tokens per iteration */
+	uint32_t launches; /* auto: kernel and graph launches per iteration */
+	uint32_t every; /* marker occurrences per step */
+	uint32_t confidence; /* auto: copies of the period that proved the lock */
+	uint32_t relocks; /* auto: locks after the first, so far */
 };
-#define SP_STEP_AFTER   0x01u /* the boundary is at the end of the anchor call */
+#define SP_STEP_AFTER 0x01u /* the boundary is at the end of the anchor call */
 #define SP_STEP_REFUTED 0x02u /* its launches differed from the period: the detector's loop ended in it */
-#define SP_STEP_TRAIN   0x04u /* auto: its regime launches backward or optimizer kernels (training);
+#define SP_STEP_TRAIN \
+	0x04u /* auto: its regime launches backward or optimizer kernels (training);
 			       * without it, a regime taken for the loop after SP_DET_DEFER_STEPS steps */
 
 /* What opened a window: the sub code of its WINDOW_BEGIN and WINDOW_END records (0 in files
  * written before on-demand windows existed: the schedule). */
 enum sp_win_origin {
-	SP_WIN_SCHEDULE = 0,    /* the schedule ([schedule]) */
-	SP_WIN_TRIGGER = 1,     /* `stepprof trigger`: the next N steps, on demand */
-	SP_WIN_TIMED = 2,       /* a time range: [ondemand] delay_ms/duration_ms, or `stepprof trigger --ms` */
+	SP_WIN_SCHEDULE = 0, /* the schedule ([schedule]) */
+	SP_WIN_TRIGGER = 1, /* `stepprof trigger`: the next N steps, on demand */
+	SP_WIN_TIMED = 2, /* a time range: [ondemand] delay_ms/duration_ms, or `stepprof trigger --ms` */
 };
 #define SP_WIN_ORIGIN_MASK 0x0fu
-#define SP_WIN_UNCOUNTED 0x80u  /* steps ran while stepprof was detached from CUPTI before this window,
+#define SP_WIN_UNCOUNTED \
+	0x80u /* steps ran while stepprof was detached from CUPTI before this window,
 				 * uncounted: its step numbers continue the count from before the detach */
 
 struct sp_ev_window {
-	uint32_t id;            /* 0, 1, ... per process */
-	uint32_t capped;        /* 1 if the byte cap cut the window */
+	uint32_t id; /* 0, 1, ... per process */
+	uint32_t capped; /* 1 if the byte cap cut the window */
 	int64_t first_step;
 	int64_t last_step;
-	uint64_t bytes;         /* encoded bytes written for the window (WINDOW_END) */
-	uint64_t dropped;       /* records lost in the window, all sources (WINDOW_END) */
+	uint64_t bytes; /* encoded bytes written for the window (WINDOW_END) */
+	uint64_t dropped; /* records lost in the window, all sources (WINDOW_END) */
 };
 
 struct sp_ev_dropped {
@@ -179,29 +192,29 @@ struct sp_ev_dropped {
 struct sp_ev_device {
 	uint32_t sm_count;
 	uint16_t cc_major, cc_minor;
-	uint64_t memory;        /* bytes of global memory */
+	uint64_t memory; /* bytes of global memory */
 };
 
 struct sp_ev_clock {
-	uint64_t realtime_ns;   /* CLOCK_REALTIME taken with start (CLOCK_MONOTONIC) */
+	uint64_t realtime_ns; /* CLOCK_REALTIME taken with start (CLOCK_MONOTONIC) */
 };
 
 struct sp_ev_module {
-	uint64_t start, end;    /* mapped address range */
-	uint64_t offset;        /* file offset of start */
+	uint64_t start, end; /* mapped address range */
+	uint64_t offset; /* file offset of start */
 };
 
 struct sp_event {
-	uint8_t kind;           /* enum sp_ev_kind */
-	uint8_t sub;            /* kind-specific code, see enum sp_ev_kind */
-	uint16_t device;        /* CUDA device ordinal, SP_NO_DEVICE if none */
-	uint32_t tid;           /* OS thread id for CPU-side events, 0 for GPU records */
-	uint64_t start;         /* ns, trace clock */
-	uint64_t end;           /* ns, trace clock; == start for instants */
-	uint32_t corr;          /* CUPTI correlation id linking a CPU call to its GPU work, 0 none */
-	uint32_t name;          /* interned string id, 0 none */
-	uint32_t stream;        /* CUDA stream id (CUPTI's), 0 none */
-	uint32_t context;       /* CUDA context id (CUPTI's), 0 none */
+	uint8_t kind; /* enum sp_ev_kind */
+	uint8_t sub; /* kind-specific code, see enum sp_ev_kind */
+	uint16_t device; /* CUDA device ordinal, SP_NO_DEVICE if none */
+	uint32_t tid; /* OS thread id for CPU-side events, 0 for GPU records */
+	uint64_t start; /* ns, trace clock */
+	uint64_t end; /* ns, trace clock; == start for instants */
+	uint32_t corr; /* CUPTI correlation id linking a CPU call to its GPU work, 0 none */
+	uint32_t name; /* interned string id, 0 none */
+	uint32_t stream; /* CUDA stream id (CUPTI's), 0 none */
+	uint32_t context; /* CUDA context id (CUPTI's), 0 none */
 	union {
 		struct sp_ev_kernel kernel;
 		struct sp_ev_copy copy;

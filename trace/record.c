@@ -24,25 +24,25 @@ struct field {
 
 /* After the kind byte, start (zigzag delta) and end - start (zigzag): these, for every kind. */
 static const struct field common_fields[] = {
-	F(corr, FL_CORR), F(name, FL_U), F(sub, FL_U), F(device, FL_DEV), F(tid, FL_U), F(stream, FL_U),
-	F(context, FL_U),
+	F(corr, FL_CORR), F(name, FL_U),   F(sub, FL_U),     F(device, FL_DEV),
+	F(tid, FL_U),     F(stream, FL_U), F(context, FL_U),
 };
 /* Then the union fields of the kind, in this order. */
 static const struct field kernel_fields[] = {
-	F(u.kernel.grid[0], FL_U), F(u.kernel.grid[1], FL_U), F(u.kernel.grid[2], FL_U),
-	F(u.kernel.block[0], FL_U), F(u.kernel.block[1], FL_U), F(u.kernel.block[2], FL_U),
+	F(u.kernel.grid[0], FL_U),     F(u.kernel.grid[1], FL_U),      F(u.kernel.grid[2], FL_U),
+	F(u.kernel.block[0], FL_U),    F(u.kernel.block[1], FL_U),     F(u.kernel.block[2], FL_U),
 	F(u.kernel.static_smem, FL_U), F(u.kernel.dynamic_smem, FL_U), F(u.kernel.regs, FL_U),
-	F(u.kernel.launch, FL_U), F(u.kernel.graph_id, FL_U), F(u.kernel.graph_node, FL_U),
+	F(u.kernel.launch, FL_U),      F(u.kernel.graph_id, FL_U),     F(u.kernel.graph_node, FL_U),
 };
 static const struct field copy_fields[] = {
-	F(u.copy.bytes, FL_U), F(u.copy.value, FL_U), F(u.copy.src_kind, FL_U), F(u.copy.dst_kind, FL_U),
+	F(u.copy.bytes, FL_U), F(u.copy.value, FL_U),    F(u.copy.src_kind, FL_U),   F(u.copy.dst_kind, FL_U),
 	F(u.copy.async, FL_U), F(u.copy.graph_id, FL_U), F(u.copy.graph_node, FL_U),
 };
 static const struct field sync_fields[] = { F(u.sync.event, FL_U) };
 static const struct field api_fields[] = { F(u.api.cbid, FL_U), F(u.api.status, FL_S), F(u.api.stack, FL_U) };
 static const struct field nccl_fields[] = {
-	F(u.nccl.count, FL_U), F(u.nccl.bytes, FL_U), F(u.nccl.comm, FL_U), F(u.nccl.seq, FL_U),
-	F(u.nccl.peer, FL_S), F(u.nccl.comm_rank, FL_S), F(u.nccl.comm_size, FL_S), F(u.nccl.dtype, FL_U),
+	F(u.nccl.count, FL_U), F(u.nccl.bytes, FL_U),       F(u.nccl.comm, FL_U),      F(u.nccl.seq, FL_U),
+	F(u.nccl.peer, FL_S),  F(u.nccl.comm_rank, FL_S),   F(u.nccl.comm_size, FL_S), F(u.nccl.dtype, FL_U),
 	F(u.nccl.redop, FL_U), F(u.nccl.group_depth, FL_U), F(u.nccl.stack, FL_U),
 };
 static const struct field mem_fields[] = {
@@ -50,23 +50,28 @@ static const struct field mem_fields[] = {
 };
 static const struct field marker_fields[] = { F(u.marker.domain, FL_U), F(u.marker.depth, FL_S) };
 static const struct field step_fields[] = {
-	F(u.step.number, FL_S), F(u.step.how, FL_U), F(u.step.flags, FL_U), F(u.step.regime, FL_U),
-	F(u.step.period, FL_U), F(u.step.launches, FL_U), F(u.step.every, FL_U), F(u.step.confidence, FL_U),
-	F(u.step.relocks, FL_U),
+	F(u.step.number, FL_S), F(u.step.how, FL_U),        F(u.step.flags, FL_U),
+	F(u.step.regime, FL_U), F(u.step.period, FL_U),     F(u.step.launches, FL_U),
+	F(u.step.every, FL_U),  F(u.step.confidence, FL_U), F(u.step.relocks, FL_U),
 };
 /* a version-1 file's step record: the number only */
 static const struct field step_fields_v1[] = { F(u.step.number, FL_S) };
 static const struct field window_fields[] = {
-	F(u.window.id, FL_U), F(u.window.capped, FL_U), F(u.window.first_step, FL_S),
-	F(u.window.last_step, FL_S), F(u.window.bytes, FL_U), F(u.window.dropped, FL_U),
+	F(u.window.id, FL_U),        F(u.window.capped, FL_U), F(u.window.first_step, FL_S),
+	F(u.window.last_step, FL_S), F(u.window.bytes, FL_U),  F(u.window.dropped, FL_U),
 };
 static const struct field dropped_fields[] = { F(u.dropped.count, FL_U) };
 static const struct field device_fields[] = {
-	F(u.dev.sm_count, FL_U), F(u.dev.cc_major, FL_U), F(u.dev.cc_minor, FL_U), F(u.dev.memory, FL_U),
+	F(u.dev.sm_count, FL_U),
+	F(u.dev.cc_major, FL_U),
+	F(u.dev.cc_minor, FL_U),
+	F(u.dev.memory, FL_U),
 };
 static const struct field clock_fields[] = { F(u.clock.realtime_ns, FL_U) };
 static const struct field module_fields[] = {
-	F(u.module.start, FL_U), F(u.module.end, FL_U), F(u.module.offset, FL_U),
+	F(u.module.start, FL_U),
+	F(u.module.end, FL_U),
+	F(u.module.offset, FL_U),
 };
 
 #define KIND(k, t) [k] = { t, sizeof(t) / sizeof(t[0]) }
@@ -74,13 +79,24 @@ static const struct {
 	const struct field *f;
 	uint8_t n;
 } kind_fields[SP_EV__COUNT] = {
-	KIND(SP_EV_KERNEL, kernel_fields), KIND(SP_EV_MEMCPY, copy_fields), KIND(SP_EV_MEMSET, copy_fields),
-	KIND(SP_EV_SYNC, sync_fields), KIND(SP_EV_API, api_fields), KIND(SP_EV_NCCL, nccl_fields),
-	KIND(SP_EV_ALLOC, mem_fields), KIND(SP_EV_FREE, mem_fields), KIND(SP_EV_MARKER, marker_fields),
-	KIND(SP_EV_STEP, step_fields), KIND(SP_EV_WINDOW_BEGIN, window_fields),
-	KIND(SP_EV_WINDOW_END, window_fields), KIND(SP_EV_DROPPED, dropped_fields),
-	[SP_EV_THREAD] = { NULL, 0 }, KIND(SP_EV_DEVICE, device_fields), KIND(SP_EV_CLOCK, clock_fields),
-	KIND(SP_EV_COMM, nccl_fields), KIND(SP_EV_MODULE, module_fields),
+	KIND(SP_EV_KERNEL, kernel_fields),
+	KIND(SP_EV_MEMCPY, copy_fields),
+	KIND(SP_EV_MEMSET, copy_fields),
+	KIND(SP_EV_SYNC, sync_fields),
+	KIND(SP_EV_API, api_fields),
+	KIND(SP_EV_NCCL, nccl_fields),
+	KIND(SP_EV_ALLOC, mem_fields),
+	KIND(SP_EV_FREE, mem_fields),
+	KIND(SP_EV_MARKER, marker_fields),
+	KIND(SP_EV_STEP, step_fields),
+	KIND(SP_EV_WINDOW_BEGIN, window_fields),
+	KIND(SP_EV_WINDOW_END, window_fields),
+	KIND(SP_EV_DROPPED, dropped_fields),
+	[SP_EV_THREAD] = { NULL, 0 },
+	KIND(SP_EV_DEVICE, device_fields),
+	KIND(SP_EV_CLOCK, clock_fields),
+	KIND(SP_EV_COMM, nccl_fields),
+	KIND(SP_EV_MODULE, module_fields),
 };
 
 /* The stored form of one field of ev. This function can't fail. */

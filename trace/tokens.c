@@ -20,11 +20,23 @@
 #define CHUNK_MAX_RAW (64u << 20) /* the reader refuses larger chunks (hostile sizes) */
 #define RECORD_MAX (16 + 4096)    /* largest record: a name definition of a 4 KiB string */
 #define MAX_NAME_ID (1u << 22)    /* name ids the reader accepts (a hostile id costs at most 32 MiB) */
-#define ZLEVEL 3                  /* fast: the producer compresses on an application thread */
+#define ZLEVEL 3    /* fast: the producer compresses on an application thread */
 
 /* header field offsets */
-enum { H_MAGIC = 0, H_VERSION = 8, H_MINVER = 10, H_SIZE = 12, H_PID = 16, H_MONO = 24, H_REAL = 32,
-       H_STEPPROF = 40, H_HOST = 72, H_TRUTH = 136, H_COMMAND = 264, H_END = 776 };
+enum {
+	H_MAGIC = 0,
+	H_VERSION = 8,
+	H_MINVER = 10,
+	H_SIZE = 12,
+	H_PID = 16,
+	H_MONO = 24,
+	H_REAL = 32,
+	H_STEPPROF = 40,
+	H_HOST = 72,
+	H_TRUTH = 136,
+	H_COMMAND = 264,
+	H_END = 776
+};
 
 const char *sp_tok_kind_name(int kind)
 {
@@ -221,8 +233,10 @@ struct sp_tok_reader *sp_tok_open(const char *path, char *err, size_t errlen)
 	r->h.min_version = (uint16_t)get_le(hdr + H_MINVER, 2);
 	r->h.header_size = (uint32_t)get_le(hdr + H_SIZE, 4);
 	if (r->h.min_version > SP_TOK_VERSION || r->h.version < SP_TOK_MIN_VERSION) {
-		snprintf(err, errlen, "%s: token stream version %u (needs a reader of version >= %u); this stepprof "
-			 "reads versions %u..%u", path, r->h.version, r->h.min_version, SP_TOK_MIN_VERSION, SP_TOK_VERSION);
+		snprintf(err, errlen,
+			 "%s: token stream version %u (needs a reader of version >= %u); this stepprof "
+			 "reads versions %u..%u",
+			 path, r->h.version, r->h.min_version, SP_TOK_MIN_VERSION, SP_TOK_VERSION);
 		goto fail;
 	}
 	if (r->h.header_size < H_END || r->h.header_size > (1u << 20) || fseek(r->f, r->h.header_size, SEEK_SET)) {

@@ -27,9 +27,9 @@ enum sp_tok_kind {
 	SP_TOK_KIND_MAX = 7
 };
 /* Token flags (a record's high 4 bits). */
-#define SP_TOKF_SYNC   0x10 /* the call blocks the host until the GPU catches up */
+#define SP_TOKF_SYNC 0x10 /* the call blocks the host until the GPU catches up */
 #define SP_TOKF_DRIVER 0x20 /* a driver API call (else runtime) */
-#define SP_TOKF_RANGE  0x40 /* NVTX start/end (not push/pop) */
+#define SP_TOKF_RANGE 0x40 /* NVTX start/end (not push/pop) */
 /* Never in a file: the caller has matched the token against the marker itself (stepdet.h). */
 #define SP_TOKF_MATCHED 0x80
 

@@ -13,7 +13,8 @@
 #include "event.h"
 
 #define SP_TRACE_MAGIC "STEPPROF"
-#define SP_TRACE_VERSION 4        /* what the writer writes, and the newest this reader reads; 2: run id and
+#define SP_TRACE_VERSION \
+	4        /* what the writer writes, and the newest this reader reads; 2: run id and
                                      producer in the header, 3: Python frame records (0xFD) and tagged stack
                                      frames, 4: step records say how the step was found (docs/FORMAT.md) */
 #define SP_TRACE_MIN_VERSION 1    /* the oldest version this reader reads */
@@ -21,19 +22,19 @@
 #define SP_TRACE_WRITE_MIN_VERSION 4
 
 /* feature bits in the header: what the producer had switched on */
-#define SP_FEAT_KERNELS      (1ull << 0)
-#define SP_FEAT_MEMCPY       (1ull << 1)
-#define SP_FEAT_MEMSET       (1ull << 2)
-#define SP_FEAT_SYNC         (1ull << 3)
-#define SP_FEAT_RUNTIME_API  (1ull << 4)
-#define SP_FEAT_DRIVER_API   (1ull << 5)
-#define SP_FEAT_NCCL         (1ull << 6)
-#define SP_FEAT_DEVICE_MEM   (1ull << 7)
-#define SP_FEAT_HOST_MALLOC  (1ull << 8)
-#define SP_FEAT_STACKS       (1ull << 9)
-#define SP_FEAT_SHAPES       (1ull << 10)
-#define SP_FEAT_NVTX         (1ull << 11)
-#define SP_FEAT_PYSTACKS     (1ull << 12) /* stacks may hold Python frames (format version 3 and later) */
+#define SP_FEAT_KERNELS (1ull << 0)
+#define SP_FEAT_MEMCPY (1ull << 1)
+#define SP_FEAT_MEMSET (1ull << 2)
+#define SP_FEAT_SYNC (1ull << 3)
+#define SP_FEAT_RUNTIME_API (1ull << 4)
+#define SP_FEAT_DRIVER_API (1ull << 5)
+#define SP_FEAT_NCCL (1ull << 6)
+#define SP_FEAT_DEVICE_MEM (1ull << 7)
+#define SP_FEAT_HOST_MALLOC (1ull << 8)
+#define SP_FEAT_STACKS (1ull << 9)
+#define SP_FEAT_SHAPES (1ull << 10)
+#define SP_FEAT_NVTX (1ull << 11)
+#define SP_FEAT_PYSTACKS (1ull << 12) /* stacks may hold Python frames (format version 3 and later) */
 
 /* A frame of a stack that is a Python frame, not a return address: the tag in the top 16 bits
  * (no canonical user-space address has them) and a Python frame id (sp_trace_pyframe) below. */
@@ -85,8 +86,8 @@ typedef int (*sp_pyframe_lookup_fn)(void *ctx, uint32_t id, uint32_t *file, uint
  * chunk_bytes is the raw size at which a chunk is compressed and written (0 = default 256 KiB,
  * at most 1 MiB). Writes version SP_TRACE_VERSION (min_version SP_TRACE_WRITE_MIN_VERSION). Returns NULL with errno set on failure (EEXIST: path exists); nothing is left
  * open. */
-struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_meta *meta,
-					sp_string_lookup_fn lookup, void *lookup_ctx, size_t chunk_bytes);
+struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_meta *meta, sp_string_lookup_fn lookup,
+					void *lookup_ctx, size_t chunk_bytes);
 /* Sets the lookup for call-stack ids (u.api.stack, u.nccl.stack, u.mem.stack); without one,
  * stacks that events name are written empty. This function can't fail. */
 void sp_trace_set_stack_lookup(struct sp_trace_writer *w, sp_stack_lookup_fn fn, void *ctx);

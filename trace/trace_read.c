@@ -37,16 +37,24 @@ struct sp_trace_reader {
 	uint32_t left;          /* records not yet decoded in this chunk */
 	struct sp_rec_prev prev; /* the chunk's previous start and correlation id (layout.h) */
 	struct idmap strmap;    /* string id -> its index in str */
-	struct { uint32_t id; char *s; } *str; /* strings by index (s NULL: named, not defined) */
+	struct {
+		uint32_t id;
+		char *s;
+	} *str; /* strings by index (s NULL: named, not defined) */
 	uint32_t nstr, strcap;  /* indexes used (0 reserved), allocated */
 	uint64_t str_bytes;     /* bytes held in str */
 	struct idmap stkmap;    /* stack id -> its index in stk */
-	struct { uint32_t id, n; uint64_t *pcs; } *stk; /* stacks by index */
+	struct {
+		uint32_t id, n;
+		uint64_t *pcs;
+	} *stk; /* stacks by index */
 	uint32_t nstk, stkcap;
 	uint64_t stk_frames;    /* frames held in stk */
 	uint64_t decoded;       /* raw bytes of the chunks loaded since open or rewind */
 	struct idmap pymap;     /* Python frame id -> its index in py */
-	struct { uint32_t id, file, func, line; } *py; /* Python frames by index */
+	struct {
+		uint32_t id, file, func, line;
+	} *py; /* Python frames by index */
 	uint32_t npy, pycap;    /* indexes used (0 reserved), allocated */
 	uint32_t pymax;         /* highest id defined + 1 */
 	int truncated, failed;
@@ -116,9 +124,11 @@ static int load_chunk(struct sp_trace_reader *r)
 	}
 	uint64_t budget = DECODE_FLOOR + DECODE_RATIO * (uint64_t)st.st_size;
 	if (r->decoded + rsize > budget)
-		return reader_fail(r, "chunk at offset %llu: the file decodes to more than %llu bytes (%llu MiB + %ux "
-				   "its size): refused as a decompression bomb", (unsigned long long)r->off,
-				   (unsigned long long)budget, DECODE_FLOOR >> 20, DECODE_RATIO);
+		return reader_fail(r,
+				   "chunk at offset %llu: the file decodes to more than %llu bytes (%llu MiB + %ux "
+				   "its size): refused as a decompression bomb",
+				   (unsigned long long)r->off, (unsigned long long)budget, DECODE_FLOOR >> 20,
+				   DECODE_RATIO);
 	if (sp_buf_grow(&r->comp, &r->comp_cap, csize) < 0 || sp_buf_grow(&r->raw, &r->raw_cap, rsize ? rsize : 1) < 0)
 		return reader_fail(r, "out of memory for a chunk of %u bytes", rsize);
 	n = read_at(r->fd, r->comp, csize, r->off + CHUNK_HEADER_SIZE);
@@ -523,8 +533,7 @@ const uint64_t *sp_trace_stack(const struct sp_trace_reader *r, uint32_t id, uin
 }
 
 /* Returns 0, or -1 if id is undefined. This function can't fail. */
-int sp_trace_pyframe(const struct sp_trace_reader *r, uint32_t id, const char **file, const char **func,
-		     uint32_t *line)
+int sp_trace_pyframe(const struct sp_trace_reader *r, uint32_t id, const char **file, const char **func, uint32_t *line)
 {
 	uint32_t i = idmap_get(&r->pymap, id);
 	if (!i)
@@ -589,4 +598,3 @@ void sp_trace_close_reader(struct sp_trace_reader *r)
 	close(r->fd);
 	free(r);
 }
-

@@ -196,8 +196,8 @@ static int maybe_flush(struct sp_trace_writer *w)
 
 /* Returns NULL with errno set on failure (EEXIST if path exists); nothing is left open or
  * allocated. */
-struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_meta *meta,
-					sp_string_lookup_fn lookup, void *lookup_ctx, size_t chunk_bytes)
+struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_meta *meta, sp_string_lookup_fn lookup,
+					void *lookup_ctx, size_t chunk_bytes)
 {
 	uint8_t h[HEADER_V2_SIZE] = { 0 };
 	memcpy(h, SP_TRACE_MAGIC, 8);
@@ -219,7 +219,9 @@ struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_
 	struct sp_trace_writer *w = calloc(1, sizeof(*w));
 	if (!w)
 		return NULL;
-	w->chunk_bytes = !chunk_bytes ? DEFAULT_CHUNK_BYTES : chunk_bytes > MAX_WRITER_CHUNK ? MAX_WRITER_CHUNK : chunk_bytes;
+	w->chunk_bytes = !chunk_bytes                     ? DEFAULT_CHUNK_BYTES
+			 : chunk_bytes > MAX_WRITER_CHUNK ? MAX_WRITER_CHUNK
+							  : chunk_bytes;
 	w->python = !!(meta->features & SP_FEAT_PYSTACKS);
 	w->lookup = lookup;
 	w->lookup_ctx = lookup_ctx;
@@ -327,8 +329,7 @@ int sp_trace_flush(struct sp_trace_writer *w)
 		w->out = p;
 		w->out_cap = bound;
 	}
-	size_t c = ZSTD_compress2(w->cctx, w->out + CHUNK_HEADER_SIZE, bound - CHUNK_HEADER_SIZE, w->raw,
-				  w->raw_len);
+	size_t c = ZSTD_compress2(w->cctx, w->out + CHUNK_HEADER_SIZE, bound - CHUNK_HEADER_SIZE, w->raw, w->raw_len);
 	if (ZSTD_isError(c) || c > UINT32_MAX || w->raw_len > UINT32_MAX) {
 		errno = EIO;
 		return -1;
@@ -373,4 +374,3 @@ int sp_trace_close(struct sp_trace_writer *w)
 	errno = e;
 	return rc;
 }
-

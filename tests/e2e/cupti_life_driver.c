@@ -79,11 +79,13 @@ int main(int argc, char **argv)
 			(i == bypass_at ? direct : sync)();
 			goto timed;
 		}
-		seen += fire && fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 0, corr);
+		seen += fire && fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+				     0, corr);
 		if (sync_us)
 			usleep(sync_us);
 		if (fire)
-			fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 1, corr);
+			fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 1,
+			     corr);
 		corr++;
 	timed:
 		if (print) {

@@ -24,7 +24,7 @@ static struct {
 	pthread_mutex_t lock;
 	FILE *log;
 	CUpti_CallbackFunc cb;          /* the subscriber's callback, NULL when none */
-	void *ud;                       /* its userdata */
+	void *ud;         /* its userdata */
 	int finalized;                  /* cuptiFinalize ran and nothing subscribed since */
 	unsigned char on[5][NCB];       /* enabled (domain, cbid) */
 	char names[2][NCB][48];
@@ -299,8 +299,11 @@ __attribute__((visibility("default"))) int fake_cupti_fire(int domain, unsigned 
 	}
 	if (!site)
 		slot[corr % 4096] = 0;
-	CUpti_CallbackData cd = { .callbackSite = site ? CUPTI_API_EXIT : CUPTI_API_ENTER, .functionName = name,
-				  .correlationId = corr, .correlationData = &slot[corr % 4096], .functionReturnValue = &ret };
+	CUpti_CallbackData cd = { .callbackSite = site ? CUPTI_API_EXIT : CUPTI_API_ENTER,
+				  .functionName = name,
+				  .correlationId = corr,
+				  .correlationData = &slot[corr % 4096],
+				  .functionReturnValue = &ret };
 	cb(F.ud, (CUpti_CallbackDomain)domain, cbid, &cd);
 	return 1;
 }

@@ -20,16 +20,37 @@
 #define T0 2000000000000ull /* trace clock at the anchor */
 #define US 1000ull
 
-enum { S_LAUNCH = 1, S_MEMCPY, S_MEMSET, S_SYNC, S_CTX_SYNC, S_NCCL_CALL, S_LAUNCH_EX, S_NCCL_KERNEL,
-       S_THREAD, S_GPU, S_GEMM, S_ELEMWISE, S_SOFTMAX, S_PREFETCH, S__COUNT };
+enum {
+	S_LAUNCH = 1,
+	S_MEMCPY,
+	S_MEMSET,
+	S_SYNC,
+	S_CTX_SYNC,
+	S_NCCL_CALL,
+	S_LAUNCH_EX,
+	S_NCCL_KERNEL,
+	S_THREAD,
+	S_GPU,
+	S_GEMM,
+	S_ELEMWISE,
+	S_SOFTMAX,
+	S_PREFETCH,
+	S__COUNT
+};
 
 static const char *const names[S__COUNT] = {
-	[S_LAUNCH] = "cudaLaunchKernel", [S_MEMCPY] = "cudaMemcpyAsync", [S_MEMSET] = "cudaMemsetAsync",
-	[S_SYNC] = "cudaStreamSynchronize", [S_CTX_SYNC] = "cudaDeviceSynchronize", [S_NCCL_CALL] = "ncclAllReduce",
+	[S_LAUNCH] = "cudaLaunchKernel",
+	[S_MEMCPY] = "cudaMemcpyAsync",
+	[S_MEMSET] = "cudaMemsetAsync",
+	[S_SYNC] = "cudaStreamSynchronize",
+	[S_CTX_SYNC] = "cudaDeviceSynchronize",
+	[S_NCCL_CALL] = "ncclAllReduce",
 	[S_LAUNCH_EX] = "cuLaunchKernelEx",
 	[S_NCCL_KERNEL] = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
-	[S_THREAD] = "pt_main_thread", [S_GPU] = "NVIDIA H100 80GB HBM3",
-	[S_GEMM] = "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+	[S_THREAD] = "pt_main_thread",
+	[S_GPU] = "NVIDIA H100 80GB HBM3",
+	[S_GEMM] = "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_"
+		   "kernel__5x_cublas",
 	[S_ELEMWISE] = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
 		       "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)",
 	[S_SOFTMAX] = "void softmax_forward_kernel<float>(float*, float const*, int, int)",
@@ -157,9 +178,15 @@ static void step(struct gen *g, int64_t n, int kernels, uint64_t comm, uint64_t 
 			call.end = g->t + 3 * US;
 			call.sub = SP_NCCL_ALLREDUCE, call.tid = g->tid, call.device = g->dev, call.stream = 13;
 			call.name = S_NCCL_CALL;
-			call.u.nccl = (struct sp_ev_nccl){ .count = 25u << 20, .bytes = 100u << 20, .comm = comm,
-							   .seq = (*seq)++, .peer = -1, .comm_rank = g->rank,
-							   .comm_size = g->ranks, .dtype = 7, .redop = 0 };
+			call.u.nccl = (struct sp_ev_nccl){ .count = 25u << 20,
+							   .bytes = 100u << 20,
+							   .comm = comm,
+							   .seq = (*seq)++,
+							   .peer = -1,
+							   .comm_rank = g->rank,
+							   .comm_size = g->ranks,
+							   .dtype = 7,
+							   .redop = 0 };
 			put(g, call);
 			g->t = call.end + 2 * US;
 			gpu(g, SP_EV_KERNEL, c, S_NCCL_KERNEL, 13, at, 900 * US + below(200) * US);
@@ -190,10 +217,15 @@ int main(int argc, char **argv)
 	}
 	for (int r = 0; r < ranks; r++) {
 		char path[4096];
-		struct sp_trace_meta m = { .features = SP_FEAT_KERNELS | SP_FEAT_MEMCPY | SP_FEAT_MEMSET | SP_FEAT_SYNC |
-						       SP_FEAT_RUNTIME_API | SP_FEAT_DRIVER_API | SP_FEAT_NCCL,
-					   .pid = 31000 + r, .rank = r, .world_size = ranks, .local_rank = r,
-					   .anchor_mono_ns = T0, .anchor_real_ns = 1764000000000000000ull + 37 * US * r };
+		struct sp_trace_meta m = { .features = SP_FEAT_KERNELS | SP_FEAT_MEMCPY | SP_FEAT_MEMSET |
+						       SP_FEAT_SYNC | SP_FEAT_RUNTIME_API | SP_FEAT_DRIVER_API |
+						       SP_FEAT_NCCL,
+					   .pid = 31000 + r,
+					   .rank = r,
+					   .world_size = ranks,
+					   .local_rank = r,
+					   .anchor_mono_ns = T0,
+					   .anchor_real_ns = 1764000000000000000ull + 37 * US * r };
 		struct gen g = { .rank = r, .ranks = ranks, .tid = 31000 + r, .dev = (uint16_t)r, .t = T0 + 1000 * US };
 		uint64_t seq = 0, comm = 0x5eed0000c0ffee00ull;
 		rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(argc > 6 ? atoll(argv[6]) : 1) ^ (uint64_t)r << 32;
@@ -222,17 +254,24 @@ int main(int argc, char **argv)
 		for (int w = 0; w < windows; w++) {
 			int64_t first = 10 + (int64_t)w * (steps + 5);
 			g.t += 5000 * US; /* steps outside the windows are not recorded */
-			put(&g, (struct sp_event){ .kind = SP_EV_WINDOW_BEGIN, .device = SP_NO_DEVICE, .start = g.t,
-						   .end = g.t, .u.window = { .id = (uint32_t)w, .first_step = first,
-									 .last_step = first } });
+			put(&g, (struct sp_event){
+					.kind = SP_EV_WINDOW_BEGIN,
+					.device = SP_NO_DEVICE,
+					.start = g.t,
+					.end = g.t,
+					.u.window = { .id = (uint32_t)w, .first_step = first, .last_step = first } });
 			for (int s = 0; s < steps; s++)
 				step(&g, first + s, kernels, comm, &seq, s == steps - 1);
 			e = ev(SP_EV_CLOCK, g.t, g.t);
 			e.u.clock.realtime_ns = m.anchor_real_ns + (g.t - T0);
 			put(&g, e);
-			put(&g, (struct sp_event){ .kind = SP_EV_WINDOW_END, .device = SP_NO_DEVICE, .start = g.t,
-						   .end = g.t, .u.window = { .id = (uint32_t)w, .first_step = first,
-									 .last_step = first + steps - 1 } });
+			put(&g, (struct sp_event){ .kind = SP_EV_WINDOW_END,
+						   .device = SP_NO_DEVICE,
+						   .start = g.t,
+						   .end = g.t,
+						   .u.window = { .id = (uint32_t)w,
+								 .first_step = first,
+								 .last_step = first + steps - 1 } });
 		}
 		if (sp_trace_close(g.w) < 0 || g.bad) {
 			fprintf(stderr, "gen_ddp: writing %s failed\n", path);

@@ -12,8 +12,18 @@
 #include <zstd.h>
 
 #define T0 1000000000000ull
-enum { EV_KERNEL = 1, EV_API = 5, EV_ALLOC = 7, EV_STEP = 10, EV_WBEGIN = 11, EV_WEND = 12, EV_THREAD = 14,
-       EV_MODULE = 18, STRING = 0xff, STACK = 0xfe };
+enum {
+	EV_KERNEL = 1,
+	EV_API = 5,
+	EV_ALLOC = 7,
+	EV_STEP = 10,
+	EV_WBEGIN = 11,
+	EV_WEND = 12,
+	EV_THREAD = 14,
+	EV_MODULE = 18,
+	STRING = 0xff,
+	STACK = 0xfe
+};
 
 static uint8_t *buf;
 static size_t len, cap;

@@ -13,9 +13,20 @@
 #define PY(id) (SP_PYFRAME_TAG | (id))
 
 static const char *const strings[] = {
-	NULL, "ampere_sgemm_128x64_tn", "elementwise_add", "cudaLaunchKernel", "/home/u/train.py", "train_step",
-	"/opt/venv/lib/python3.12/site-packages/torch/nn/modules/linear.py", "Linear.forward", "main", "<module>",
-	"/opt/venv/lib/python3.12/site-packages/torch/optim/adam.py", "Adam.step", "cudaMalloc", "NVIDIA H100",
+	NULL,
+	"ampere_sgemm_128x64_tn",
+	"elementwise_add",
+	"cudaLaunchKernel",
+	"/home/u/train.py",
+	"train_step",
+	"/opt/venv/lib/python3.12/site-packages/torch/nn/modules/linear.py",
+	"Linear.forward",
+	"main",
+	"<module>",
+	"/opt/venv/lib/python3.12/site-packages/torch/optim/adam.py",
+	"Adam.step",
+	"cudaMalloc",
+	"NVIDIA H100",
 };
 
 static const char *lookup(void *ctx, uint32_t id)
@@ -24,8 +35,8 @@ static const char *lookup(void *ctx, uint32_t id)
 }
 
 /* Python frames: (file, function, line) as string ids */
-static const uint32_t frames[][3] = { { 0, 0, 0 }, { 4, 5, 42 }, { 6, 7, 125 }, { 4, 8, 100 }, { 4, 9, 120 },
-				      { 10, 11, 200 }, { 4, 5, 44 }, { 4, 5, 43 } };
+static const uint32_t frames[][3] = { { 0, 0, 0 },   { 4, 5, 42 },    { 6, 7, 125 }, { 4, 8, 100 },
+				      { 4, 9, 120 }, { 10, 11, 200 }, { 4, 5, 44 },  { 4, 5, 43 } };
 
 static int py_lookup(void *ctx, uint32_t id, uint32_t *file, uint32_t *func, uint32_t *line)
 {
@@ -42,8 +53,10 @@ static const uint64_t s2[] = { PY(5), PY(6), PY(3), PY(4) };                    
 static const uint64_t s3[] = { 0x7f0000002000ull };                              /* autograd thread */
 static const uint64_t s4[] = { PY(5), PY(2) };                                   /* library frames only */
 static const uint64_t s5[] = { 0x7f0000003000ull, PY(7), PY(3), PY(4) };         /* allocation, line 43 */
-static const struct { const uint64_t *pcs; uint32_t n; } stacks[] = { { NULL, 0 }, { s1, 5 }, { s2, 4 },
-								      { s3, 1 }, { s4, 2 }, { s5, 4 } };
+static const struct {
+	const uint64_t *pcs;
+	uint32_t n;
+} stacks[] = { { NULL, 0 }, { s1, 5 }, { s2, 4 }, { s3, 1 }, { s4, 2 }, { s5, 4 } };
 
 static const uint64_t *stack_lookup(void *ctx, uint32_t id, uint32_t *n)
 {
@@ -60,15 +73,27 @@ static int put(struct sp_trace_writer *w, struct sp_event ev)
 
 static struct sp_event launch(uint64_t at, uint32_t corr, uint32_t stack)
 {
-	return (struct sp_event){ .kind = SP_EV_API, .sub = SP_API_RUNTIME, .device = SP_NO_DEVICE, .tid = 7,
-				  .start = T0 + at, .end = T0 + at + 100, .corr = corr, .name = 3,
+	return (struct sp_event){ .kind = SP_EV_API,
+				  .sub = SP_API_RUNTIME,
+				  .device = SP_NO_DEVICE,
+				  .tid = 7,
+				  .start = T0 + at,
+				  .end = T0 + at + 100,
+				  .corr = corr,
+				  .name = 3,
 				  .u.api = { .cbid = 211, .stack = stack } };
 }
 
 static struct sp_event kernel(uint64_t at, uint64_t dur, uint32_t corr, uint32_t name)
 {
-	return (struct sp_event){ .kind = SP_EV_KERNEL, .device = 0, .start = T0 + at, .end = T0 + at + dur,
-				  .corr = corr, .name = name, .stream = 7, .context = 1 };
+	return (struct sp_event){ .kind = SP_EV_KERNEL,
+				  .device = 0,
+				  .start = T0 + at,
+				  .end = T0 + at + dur,
+				  .corr = corr,
+				  .name = name,
+				  .stream = 7,
+				  .context = 1 };
 }
 
 int main(int argc, char **argv)
@@ -77,8 +102,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: gen_pytrace OUT.sptrace\n");
 		return 2;
 	}
-	struct sp_trace_meta m = { .features = SP_FEAT_KERNELS | SP_FEAT_RUNTIME_API | SP_FEAT_STACKS | SP_FEAT_PYSTACKS,
-				   .pid = 7, .rank = -1, .world_size = -1, .local_rank = -1, .anchor_mono_ns = T0 };
+	struct sp_trace_meta m = { .features =
+					   SP_FEAT_KERNELS | SP_FEAT_RUNTIME_API | SP_FEAT_STACKS | SP_FEAT_PYSTACKS,
+				   .pid = 7,
+				   .rank = -1,
+				   .world_size = -1,
+				   .local_rank = -1,
+				   .anchor_mono_ns = T0 };
 	strcpy(m.host, "py-host");
 	strcpy(m.command, "python train.py");
 	struct sp_trace_writer *w = sp_trace_create(argv[1], &m, lookup, NULL, 0);
@@ -91,14 +121,29 @@ int main(int argc, char **argv)
 	const uint16_t none = SP_NO_DEVICE;
 	int bad = 0;
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_DEVICE, .device = 0, .start = T0, .end = T0, .name = 13 });
-	bad |= put(w, (struct sp_event){ .kind = SP_EV_WINDOW_BEGIN, .device = none, .start = T0 + 1000,
-					 .end = T0 + 1000, .u.window = { .id = 0, .first_step = 3, .last_step = 3 } });
-	bad |= put(w, (struct sp_event){ .kind = SP_EV_ALLOC, .sub = SP_MEM_DEVICE, .device = 0, .tid = 7, .start = T0 + 500,
+	bad |= put(w, (struct sp_event){ .kind = SP_EV_WINDOW_BEGIN,
+					 .device = none,
+					 .start = T0 + 1000,
+					 .end = T0 + 1000,
+					 .u.window = { .id = 0, .first_step = 3, .last_step = 3 } });
+	bad |= put(w, (struct sp_event){ .kind = SP_EV_ALLOC,
+					 .sub = SP_MEM_DEVICE,
+					 .device = 0,
+					 .tid = 7,
+					 .start = T0 + 500,
 					 .end = T0 + 500,
-					 .u.mem = { .addr = 0x7f5400000000ull, .size = 64 << 20, .live = 64 << 20, .stack = 5,
+					 .u.mem = { .addr = 0x7f5400000000ull,
+						    .size = 64 << 20,
+						    .live = 64 << 20,
+						    .stack = 5,
 						    .flags = SP_MEMF_SNAPSHOT } });
-	bad |= put(w, (struct sp_event){ .kind = SP_EV_STEP, .sub = SP_ACT_RECORD_AND_SAVE, .device = none, .tid = 7,
-					 .start = T0 + 1000, .end = T0 + 90000, .u.step.number = 3 });
+	bad |= put(w, (struct sp_event){ .kind = SP_EV_STEP,
+					 .sub = SP_ACT_RECORD_AND_SAVE,
+					 .device = none,
+					 .tid = 7,
+					 .start = T0 + 1000,
+					 .end = T0 + 90000,
+					 .u.step.number = 3 });
 	bad |= put(w, launch(2000, 10, 1));
 	bad |= put(w, launch(3000, 11, 2));
 	bad |= put(w, launch(4000, 12, 3));
@@ -112,10 +157,17 @@ int main(int argc, char **argv)
 	bad |= put(w, kernel(50000, 5000, 14, 1));
 	bad |= put(w, kernel(60000, 500, 99, 2)); /* its launch record is not in the window */
 	bad |= put(w, kernel(70000, 1500, 15, 2));
-	bad |= put(w, (struct sp_event){ .kind = SP_EV_ALLOC, .sub = SP_MEM_DEVICE, .device = 0, .start = T0 + 90000,
-					 .end = T0 + 90000, .u.mem = { .live = 64 << 20, .flags = SP_MEMF_PEAK } });
-	bad |= put(w, (struct sp_event){ .kind = SP_EV_WINDOW_END, .device = none, .start = T0 + 90000,
-					 .end = T0 + 90000, .u.window = { .id = 0, .first_step = 3, .last_step = 3 } });
+	bad |= put(w, (struct sp_event){ .kind = SP_EV_ALLOC,
+					 .sub = SP_MEM_DEVICE,
+					 .device = 0,
+					 .start = T0 + 90000,
+					 .end = T0 + 90000,
+					 .u.mem = { .live = 64 << 20, .flags = SP_MEMF_PEAK } });
+	bad |= put(w, (struct sp_event){ .kind = SP_EV_WINDOW_END,
+					 .device = none,
+					 .start = T0 + 90000,
+					 .end = T0 + 90000,
+					 .u.window = { .id = 0, .first_step = 3, .last_step = 3 } });
 	if (sp_trace_close(w) < 0 || bad) {
 		fprintf(stderr, "gen_pytrace: writing %s failed\n", argv[1]);
 		return 1;

@@ -30,9 +30,20 @@ static uint64_t below(uint64_t n)
 }
 
 static const char *const names[] = {
-	NULL, "vec_add", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "cudaLaunchKernel", "ncclAllReduce",
-	"train_step", "", "a \"quoted\"\tname\n", "NVIDIA H200", "/usr/lib/libcuda.so.1", "cudaMalloc",
-	"void gemm<float, 128>(float const*, float*, int)", "cudaDeviceSynchronize", "forward",
+	NULL,
+	"vec_add",
+	"ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+	"cudaLaunchKernel",
+	"ncclAllReduce",
+	"train_step",
+	"",
+	"a \"quoted\"\tname\n",
+	"NVIDIA H200",
+	"/usr/lib/libcuda.so.1",
+	"cudaMalloc",
+	"void gemm<float, 128>(float const*, float*, int)",
+	"cudaDeviceSynchronize",
+	"forward",
 };
 #define NNAMES (sizeof(names) / sizeof(names[0]))
 
@@ -59,11 +70,16 @@ static const uint64_t *stack_lookup(void *ctx, uint32_t id, uint32_t *n)
 static uint64_t wild(uint64_t usual)
 {
 	switch (below(16)) {
-	case 0: return 0;
-	case 1: return UINT64_MAX;
-	case 2: return next();
-	case 3: return (uint64_t)INT64_MAX + below(3);
-	default: return below(usual + 1);
+	case 0:
+		return 0;
+	case 1:
+		return UINT64_MAX;
+	case 2:
+		return next();
+	case 3:
+		return (uint64_t)INT64_MAX + below(3);
+	default:
+		return below(usual + 1);
 	}
 }
 
@@ -133,9 +149,12 @@ int main(int argc, char **argv)
 	for (int f = 0; f < count; f++) {
 		char path[4096];
 		snprintf(path, sizeof path, "%s%d.sptrace", argv[1], f);
-		struct sp_trace_meta m = { .features = next(), .pid = (int32_t)below(100000),
-					   .rank = (int32_t)below(4) - 1, .world_size = (int32_t)below(9) - 1,
-					   .local_rank = (int32_t)below(3) - 1, .anchor_mono_ns = T0,
+		struct sp_trace_meta m = { .features = next(),
+					   .pid = (int32_t)below(100000),
+					   .rank = (int32_t)below(4) - 1,
+					   .world_size = (int32_t)below(9) - 1,
+					   .local_rank = (int32_t)below(3) - 1,
+					   .anchor_mono_ns = T0,
 					   .anchor_real_ns = below(2) ? 1764000000000000000ull : wild(T0) };
 		snprintf(m.host, sizeof m.host, "host%d", f);
 		snprintf(m.command, sizeof m.command, "python train.py --seed %d", f);

@@ -15,15 +15,21 @@
 #include <string.h>
 #include "trace/trace.h"
 
-#define KERNELS 8                     /* forward + backward kernels per step */
-#define BUCKETS 4                     /* AllReduce calls per step, after backward kernels 4..7 */
+#define KERNELS 8       /* forward + backward kernels per step */
+#define BUCKETS 4       /* AllReduce calls per step, after backward kernels 4..7 */
 #define REAL0 1764000000000000000ull  /* wall clock at true time 0 */
 #define COMM 0x5eed0c0ffee0001ull
 
 static const char *const strings[] = {
-	NULL, "cudaLaunchKernel", "ncclAllReduce", "sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x32",
-	"ncclDevKernel_AllReduce_Sum_f32_RING_LL", "cudaDeviceSynchronize",
-	"void at::native::vectorized_elementwise_kernel<4, at::native::AdamFunctor>", "python3", "NVIDIA H100",
+	NULL,
+	"cudaLaunchKernel",
+	"ncclAllReduce",
+	"sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x32",
+	"ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+	"cudaDeviceSynchronize",
+	"void at::native::vectorized_elementwise_kernel<4, at::native::AdamFunctor>",
+	"python3",
+	"NVIDIA H100",
 };
 enum { S_LAUNCH = 1, S_NCCL, S_GEMM, S_NCCLK, S_SYNC, S_ADAM, S_THREAD, S_DEV };
 
@@ -32,7 +38,7 @@ static const char *lookup(void *ctx, uint32_t id)
 	return id < sizeof(strings) / sizeof(strings[0]) ? strings[id] : NULL;
 }
 
-struct step {                   /* one rank's step, true time (ns) */
+struct step {     /* one rank's step, true time (ns) */
 	uint64_t start, launch, end;
 	uint64_t ks[KERNELS], ke[KERNELS];
 	uint64_t call[BUCKETS], bs[BUCKETS], be[BUCKETS];
@@ -92,12 +98,15 @@ int main(int argc, char **argv)
 			dir = NULL, i = argc;
 	}
 	if (!dir || n < 1 || n > 65536 || steps < 1 || hosts < 1 || cause < 0) {
-		fprintf(stderr, "usage: gen_ranks OUTDIR [--ranks N] [--steps S] [--late R --cause host|compute|comm|none] "
-				"[--amount NS] [--skew R:NS ...] [--hosts K]\n");
+		fprintf(stderr,
+			"usage: gen_ranks OUTDIR [--ranks N] [--steps S] [--late R --cause host|compute|comm|none] "
+			"[--amount NS] [--skew R:NS ...] [--hosts K]\n");
 		return 2;
 	}
 	if (!amount)
-		amount = cause == 1 ? 5000000 : cause == 3 ? 3000000 : 2; /* host: a 5 ms gap; compute: kernels 2x
+		amount = cause == 1   ? 5000000
+			 : cause == 3 ? 3000000
+				      : 2; /* host: a 5 ms gap; compute: kernels 2x
 		                                                             longer; comm: a 3 ms transfer of its own */
 
 	/* simulate every rank together: the collectives couple them */
@@ -134,7 +143,8 @@ int main(int argc, char **argv)
 			for (int r = 0; r < n; r++) {
 				struct step *x = &st[(size_t)r * steps + s];
 				uint64_t ready = x->ke[4 + b] > x->call[b] + 5000 ? x->ke[4 + b] : x->call[b] + 5000;
-				uint64_t prev = b ? x->be[b - 1] : x->xe; /* NCCL's stream: one kernel after the other */
+				uint64_t prev =
+					b ? x->be[b - 1] : x->xe; /* NCCL's stream: one kernel after the other */
 				x->bs[b] = prev > ready ? prev + 1000 : ready;
 				last = x->bs[b] > last ? x->bs[b] : last;
 			}
@@ -158,8 +168,12 @@ int main(int argc, char **argv)
 		uint64_t mono0 = 5000000000000ull * (uint64_t)(host + 1); /* CLOCK_MONOTONIC base of its host */
 		int64_t ntp = (int64_t)(host * 37000) - 20000;           /* hosts' wall clocks differ a little */
 		struct sp_trace_meta m = { .features = SP_FEAT_KERNELS | SP_FEAT_RUNTIME_API | SP_FEAT_NCCL,
-					   .pid = 10000 + r, .rank = r, .world_size = n, .local_rank = r % 8,
-					   .anchor_mono_ns = mono0, .anchor_real_ns = (uint64_t)((int64_t)REAL0 + ntp + skew[r]) };
+					   .pid = 10000 + r,
+					   .rank = r,
+					   .world_size = n,
+					   .local_rank = r % 8,
+					   .anchor_mono_ns = mono0,
+					   .anchor_real_ns = (uint64_t)((int64_t)REAL0 + ntp + skew[r]) };
 		snprintf(m.host, sizeof(m.host), "node%03d", host);
 		snprintf(m.command, sizeof(m.command), "python train.py (synthetic rank %d of %d)", r, n);
 		snprintf(path, sizeof(path), "%s/rank%d.sptrace", dir, r);
@@ -172,69 +186,155 @@ int main(int argc, char **argv)
 		const struct step *x0 = &st[(size_t)r * steps], *xl = &st[(size_t)r * steps + steps - 1];
 		const uint16_t none = SP_NO_DEVICE;
 		uint32_t corr = 1, tid = 20000 + (uint32_t)r;
-		bad |= put(w, (struct sp_event){ .kind = SP_EV_THREAD, .device = none, .tid = tid, .start = mono0,
-						 .end = mono0, .name = S_THREAD });
-		bad |= put(w, (struct sp_event){ .kind = SP_EV_DEVICE, .device = 0, .start = mono0, .end = mono0,
-						 .name = S_DEV, .u.dev = { .sm_count = 132, .cc_major = 9 } });
-		bad |= put(w, (struct sp_event){ .kind = SP_EV_WINDOW_BEGIN, .device = none, .start = mono0 + x0->start,
-						 .end = mono0 + x0->start, .u.window = { .id = 0, .first_step = 10 } });
+		bad |= put(w, (struct sp_event){ .kind = SP_EV_THREAD,
+						 .device = none,
+						 .tid = tid,
+						 .start = mono0,
+						 .end = mono0,
+						 .name = S_THREAD });
+		bad |= put(w, (struct sp_event){ .kind = SP_EV_DEVICE,
+						 .device = 0,
+						 .start = mono0,
+						 .end = mono0,
+						 .name = S_DEV,
+						 .u.dev = { .sm_count = 132, .cc_major = 9 } });
+		bad |= put(w, (struct sp_event){ .kind = SP_EV_WINDOW_BEGIN,
+						 .device = none,
+						 .start = mono0 + x0->start,
+						 .end = mono0 + x0->start,
+						 .u.window = { .id = 0, .first_step = 10 } });
 		for (int s = 0; s < steps; s++) {
 			const struct step *x = &st[(size_t)r * steps + s];
-			bad |= put(w, (struct sp_event){ .kind = SP_EV_STEP, .device = none, .tid = tid,
-							 .start = mono0 + x->start, .end = mono0 + x->end,
+			bad |= put(w, (struct sp_event){ .kind = SP_EV_STEP,
+							 .device = none,
+							 .tid = tid,
+							 .start = mono0 + x->start,
+							 .end = mono0 + x->end,
 							 .u.step.number = 10 + s });
 			for (int k = 0; k < KERNELS; k++) {
 				uint64_t at = mono0 + x->launch + (uint64_t)k * 8000;
-				bad |= put(w, (struct sp_event){ .kind = SP_EV_API, .sub = 1, .device = 0, .tid = tid,
-								 .start = at, .end = at + 3000, .corr = corr,
-								 .name = S_LAUNCH, .u.api.cbid = 211 });
-				bad |= put(w, (struct sp_event){ .kind = SP_EV_KERNEL, .device = 0, .start = mono0 + x->ks[k],
-								 .end = mono0 + x->ke[k], .corr = corr++, .name = S_GEMM,
-								 .stream = 7, .context = 1 });
+				bad |= put(w, (struct sp_event){ .kind = SP_EV_API,
+								 .sub = 1,
+								 .device = 0,
+								 .tid = tid,
+								 .start = at,
+								 .end = at + 3000,
+								 .corr = corr,
+								 .name = S_LAUNCH,
+								 .u.api.cbid = 211 });
+				bad |= put(w, (struct sp_event){ .kind = SP_EV_KERNEL,
+								 .device = 0,
+								 .start = mono0 + x->ks[k],
+								 .end = mono0 + x->ke[k],
+								 .corr = corr++,
+								 .name = S_GEMM,
+								 .stream = 7,
+								 .context = 1 });
 			}
 			for (int b = 0; b < BUCKETS; b++) {
 				uint64_t c0 = mono0 + x->call[b];
-				struct sp_event call = { .kind = SP_EV_NCCL, .sub = SP_NCCL_ALLREDUCE, .device = 0, .tid = tid,
-							 .start = c0, .end = c0 + 4000, .corr = corr, .name = S_NCCL };
-				call.u.nccl = (struct sp_ev_nccl){ .count = 1 << 20, .bytes = 4 << 20, .comm = COMM,
+				struct sp_event call = { .kind = SP_EV_NCCL,
+							 .sub = SP_NCCL_ALLREDUCE,
+							 .device = 0,
+							 .tid = tid,
+							 .start = c0,
+							 .end = c0 + 4000,
+							 .corr = corr,
+							 .name = S_NCCL };
+				call.u.nccl = (struct sp_ev_nccl){ .count = 1 << 20,
+								   .bytes = 4 << 20,
+								   .comm = COMM,
 								   .seq = 1000 + (uint64_t)s * BUCKETS + (uint64_t)b,
-								   .peer = -1, .comm_rank = r, .comm_size = n, .dtype = 7 };
+								   .peer = -1,
+								   .comm_rank = r,
+								   .comm_size = n,
+								   .dtype = 7 };
 				bad |= put(w, call);
-				bad |= put(w, (struct sp_event){ .kind = SP_EV_API, .sub = 2, .device = 0, .tid = tid,
-								 .start = c0 + 1000, .end = c0 + 3000, .corr = corr,
-								 .name = S_LAUNCH, .u.api.cbid = 307 });
-				bad |= put(w, (struct sp_event){ .kind = SP_EV_KERNEL, .device = 0, .start = mono0 + x->bs[b],
-								 .end = mono0 + x->be[b], .corr = corr++, .name = S_NCCLK,
-								 .stream = 13, .context = 1 });
+				bad |= put(w, (struct sp_event){ .kind = SP_EV_API,
+								 .sub = 2,
+								 .device = 0,
+								 .tid = tid,
+								 .start = c0 + 1000,
+								 .end = c0 + 3000,
+								 .corr = corr,
+								 .name = S_LAUNCH,
+								 .u.api.cbid = 307 });
+				bad |= put(w, (struct sp_event){ .kind = SP_EV_KERNEL,
+								 .device = 0,
+								 .start = mono0 + x->bs[b],
+								 .end = mono0 + x->be[b],
+								 .corr = corr++,
+								 .name = S_NCCLK,
+								 .stream = 13,
+								 .context = 1 });
 			}
 			if (x->xe) { /* its own collective: a communicator of its own (nothing to pair) */
 				uint64_t c0 = mono0 + x->xc;
-				struct sp_event call = { .kind = SP_EV_NCCL, .sub = SP_NCCL_ALLREDUCE, .device = 0, .tid = tid,
-							 .start = c0, .end = c0 + 1000, .corr = corr, .name = S_NCCL };
-				call.u.nccl = (struct sp_ev_nccl){ .count = 1 << 20, .bytes = 4 << 20, .comm = COMM + 1 + (uint64_t)r,
-								   .seq = (uint64_t)s, .peer = -1, .comm_rank = 0,
-								   .comm_size = 1, .dtype = 7 };
+				struct sp_event call = { .kind = SP_EV_NCCL,
+							 .sub = SP_NCCL_ALLREDUCE,
+							 .device = 0,
+							 .tid = tid,
+							 .start = c0,
+							 .end = c0 + 1000,
+							 .corr = corr,
+							 .name = S_NCCL };
+				call.u.nccl = (struct sp_ev_nccl){ .count = 1 << 20,
+								   .bytes = 4 << 20,
+								   .comm = COMM + 1 + (uint64_t)r,
+								   .seq = (uint64_t)s,
+								   .peer = -1,
+								   .comm_rank = 0,
+								   .comm_size = 1,
+								   .dtype = 7 };
 				bad |= put(w, call);
-				bad |= put(w, (struct sp_event){ .kind = SP_EV_KERNEL, .device = 0, .start = mono0 + x->xs,
-								 .end = mono0 + x->xe, .corr = corr++, .name = S_NCCLK,
-								 .stream = 13, .context = 1 });
+				bad |= put(w, (struct sp_event){ .kind = SP_EV_KERNEL,
+								 .device = 0,
+								 .start = mono0 + x->xs,
+								 .end = mono0 + x->xe,
+								 .corr = corr++,
+								 .name = S_NCCLK,
+								 .stream = 13,
+								 .context = 1 });
 			}
 			uint64_t at = mono0 + x->launch + KERNELS * 8000 + 20000;
-			bad |= put(w, (struct sp_event){ .kind = SP_EV_API, .sub = 1, .device = 0, .tid = tid, .start = at,
-							 .end = at + 3000, .corr = corr, .name = S_LAUNCH, .u.api.cbid = 211 });
-			bad |= put(w, (struct sp_event){ .kind = SP_EV_KERNEL, .device = 0, .start = mono0 + x->os,
-							 .end = mono0 + x->oe, .corr = corr++, .name = S_ADAM, .stream = 7,
+			bad |= put(w, (struct sp_event){ .kind = SP_EV_API,
+							 .sub = 1,
+							 .device = 0,
+							 .tid = tid,
+							 .start = at,
+							 .end = at + 3000,
+							 .corr = corr,
+							 .name = S_LAUNCH,
+							 .u.api.cbid = 211 });
+			bad |= put(w, (struct sp_event){ .kind = SP_EV_KERNEL,
+							 .device = 0,
+							 .start = mono0 + x->os,
+							 .end = mono0 + x->oe,
+							 .corr = corr++,
+							 .name = S_ADAM,
+							 .stream = 7,
 							 .context = 1 });
-			bad |= put(w, (struct sp_event){ .kind = SP_EV_API, .sub = 1, .device = 0, .tid = tid, .start = at + 5000,
-							 .end = mono0 + x->end - 1000, .corr = corr++, .name = S_SYNC,
+			bad |= put(w, (struct sp_event){ .kind = SP_EV_API,
+							 .sub = 1,
+							 .device = 0,
+							 .tid = tid,
+							 .start = at + 5000,
+							 .end = mono0 + x->end - 1000,
+							 .corr = corr++,
+							 .name = S_SYNC,
 							 .u.api.cbid = 165 });
 		}
-		bad |= put(w, (struct sp_event){ .kind = SP_EV_CLOCK, .device = none, .start = mono0 + xl->end,
+		bad |= put(w, (struct sp_event){ .kind = SP_EV_CLOCK,
+						 .device = none,
+						 .start = mono0 + xl->end,
 						 .end = mono0 + xl->end,
 						 .u.clock.realtime_ns = m.anchor_real_ns + xl->end });
-		bad |= put(w, (struct sp_event){ .kind = SP_EV_WINDOW_END, .device = none, .start = mono0 + xl->end,
-						 .end = mono0 + xl->end,
-						 .u.window = { .id = 0, .first_step = 10, .last_step = 10 + steps - 1 } });
+		bad |= put(w,
+			   (struct sp_event){ .kind = SP_EV_WINDOW_END,
+					      .device = none,
+					      .start = mono0 + xl->end,
+					      .end = mono0 + xl->end,
+					      .u.window = { .id = 0, .first_step = 10, .last_step = 10 + steps - 1 } });
 		if (bad || sp_trace_close(w)) {
 			perror(path);
 			return 1;

@@ -100,10 +100,10 @@ int main(int argc, char **argv)
 	kernel = (int (*)(unsigned))dlsym(RTLD_DEFAULT, "fake_cupti_kernel");
 #define BIND(f, n) (C.f = (__typeof__(C.f))dlsym(RTLD_DEFAULT, n))
 	if (!fire || !kernel || !BIND(subscribe, "cuptiSubscribe") || !BIND(enable_cb, "cuptiEnableCallback") ||
-	    !BIND(enable_domain, "cuptiEnableDomain") ||
-	    !BIND(reg, "cuptiActivityRegisterCallbacks") || !BIND(reg_ts, "cuptiActivityRegisterTimestampCallback") ||
-	    !BIND(enable, "cuptiActivityEnable") || !BIND(disable, "cuptiActivityDisable") ||
-	    !BIND(flush, "cuptiActivityFlushAll") || !BIND(next, "cuptiActivityGetNextRecord")) {
+	    !BIND(enable_domain, "cuptiEnableDomain") || !BIND(reg, "cuptiActivityRegisterCallbacks") ||
+	    !BIND(reg_ts, "cuptiActivityRegisterTimestampCallback") || !BIND(enable, "cuptiActivityEnable") ||
+	    !BIND(disable, "cuptiActivityDisable") || !BIND(flush, "cuptiActivityFlushAll") ||
+	    !BIND(next, "cuptiActivityGetNextRecord")) {
 		fprintf(stderr, "driver: the fake libcupti is not loaded\n");
 		return 2;
 	}
@@ -116,7 +116,8 @@ int main(int argc, char **argv)
 			if (sub_r == CUPTI_SUCCESS && domain)
 				C.enable_domain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API);
 			else if (sub_r == CUPTI_SUCCESS)
-				C.enable_cb(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
+				C.enable_cb(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API,
+					    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
 			C.reg_ts(my_clock);
 			C.reg(my_requested, my_completed);
 			C.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
@@ -140,13 +141,15 @@ int main(int argc, char **argv)
 			if (sub_r == CUPTI_SUCCESS && domain)
 				C.enable_domain(0, sub, CUPTI_CB_DOMAIN_RUNTIME_API);
 			else if (sub_r == CUPTI_SUCCESS)
-				C.enable_cb(0, sub, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
+				C.enable_cb(0, sub, CUPTI_CB_DOMAIN_RUNTIME_API,
+					    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
 		}
 	}
 	C.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	long expect = (long)(to - from) * kernels;
 	printf("second: callbacks %ld of %ld, records %ld of %ld, corrdata_bad %ld, stamp_bad %ld, corr_bad %ld, "
-	       "subscribe %d, buffers_out %ld\n", P.callbacks, 2 * expect, P.records, expect, P.corrdata_bad, P.stamp_bad,
-	       P.corr_bad, sub_r, P.buffers_out);
+	       "subscribe %d, buffers_out %ld\n",
+	       P.callbacks, 2 * expect, P.records, expect, P.corrdata_bad, P.stamp_bad, P.corr_bad, sub_r,
+	       P.buffers_out);
 	return 0;
 }

@@ -23,8 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (sp_od_status_parse((const char *)data, size, &s, err, sizeof err) == 0) {
 		int n = sp_od_status_format(&s, buf, sizeof buf);
 		/* notes and paths are kept up to SP_OD_TEXT - 1 bytes, whatever they hold but newlines */
-		if (n < 0 || sp_od_status_parse(buf, (size_t)n, &s2, err, sizeof err) < 0 ||
-		    s.pid != s2.pid || s.rank != s2.rank || s.request != s2.request || strcmp(s.state, s2.state) ||
+		if (n < 0 || sp_od_status_parse(buf, (size_t)n, &s2, err, sizeof err) < 0 || s.pid != s2.pid ||
+		    s.rank != s2.rank || s.request != s2.request || strcmp(s.state, s2.state) ||
 		    strcmp(s.host, s2.host) || s.first != s2.first || s.last != s2.last || strcmp(s.trace, s2.trace))
 			abort();
 	}

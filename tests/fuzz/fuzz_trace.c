@@ -144,7 +144,8 @@ static int convert_seed(const char *spec)
 		size_t r = ZSTD_decompress(raw, sizeof(raw), buf + pos + 16, csize);
 		if (ZSTD_isError(r))
 			return 1;
-		uint8_t hd[6] = { (uint8_t)r, (uint8_t)(r >> 8), buf[pos + 12], buf[pos + 13], buf[pos + 14], buf[pos + 15] };
+		uint8_t hd[6] = { (uint8_t)r,    (uint8_t)(r >> 8), buf[pos + 12],
+				  buf[pos + 13], buf[pos + 14],     buf[pos + 15] };
 		fwrite(hd, 1, 6, g);
 		fwrite(raw, 1, r, g);
 		pos += 16 + csize;
@@ -172,11 +173,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	run(sp_cmd_report, (const char *const[]){ "report", trace, "--sort", "name", "--top", "0", "--window", "1",
 						  "--wide", "--no-symbols", NULL });
 	run(sp_cmd_convert, (const char *const[]){ "convert", trace, "--merge", "-o", out_json, NULL });
-	run(sp_cmd_convert, (const char *const[]){ "convert", trace, "--steps", "1-3", "--wall", "-o", out_json, NULL });
+	run(sp_cmd_convert,
+	    (const char *const[]){ "convert", trace, "--steps", "1-3", "--wall", "-o", out_json, NULL });
 	run(sp_cmd_convert, (const char *const[]){ "convert", "--merge-ranks", "-o", out_json, trace, trace, NULL });
 	run(sp_cmd_memory, (const char *const[]){ "memory", trace, "-o", out_html, "--no-symbols", NULL });
-	run(sp_cmd_stacks, (const char *const[]){ "stacks", trace, "--kind", "all", "-o", out_txt, "--no-symbols",
-						  NULL });
+	run(sp_cmd_stacks,
+	    (const char *const[]){ "stacks", trace, "--kind", "all", "-o", out_txt, "--no-symbols", NULL });
 	run(sp_cmd_steps, (const char *const[]){ "steps", trace, trace, NULL });
 	run(sp_cmd_diff, (const char *const[]){ "diff", trace, trace, NULL });
 	sp_display_names_free(); /* the CLI keeps them for its lifetime; this process lives on */

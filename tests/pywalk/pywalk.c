@@ -28,7 +28,9 @@ __attribute__((visibility("default"))) int pywalk_capture(char *out, int cap, in
 					sp_intern_lookup(func), line);
 		else
 			len += snprintf(out + len, (size_t)(cap - len), "c %s\n",
-					dladdr((void *)(uintptr_t)(pcs[i] - 1), &info) && info.dli_sname ? info.dli_sname : "?");
+					dladdr((void *)(uintptr_t)(pcs[i] - 1), &info) && info.dli_sname
+						? info.dli_sname
+						: "?");
 	}
 	return pcs ? (int)n : -1;
 }

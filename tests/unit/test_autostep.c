@@ -31,8 +31,8 @@ static void add(struct iter *it, uint32_t tok, uint64_t gap)
  * the later ones `late` (a program whose loop changes shape, as DDP's does after ten iterations).
  * Returns the number of boundaries NOT between two iterations (0 = perfect), or -1 if it never
  * locked. */
-static int run_changing(const struct iter *early, int n_early, const struct iter *late, int setup,
-			int max_iters, uint32_t *period)
+static int run_changing(const struct iter *early, int n_early, const struct iter *late, int setup, int max_iters,
+			uint32_t *period)
 {
 	struct sp_autostep a;
 	uint64_t t = 1000;
@@ -80,13 +80,19 @@ static void transformer_like(void **state)
 	it.n = 0;
 	add(&it, 1, 400000);                      /* embedding, after the loop wrap */
 	for (int l = 0; l < 12; l++) {            /* 12 identical layers: a sub-period */
-		add(&it, 10, 4000); add(&it, 11, 4000); add(&it, 12, 4000); add(&it, 13, 4000);
+		add(&it, 10, 4000);
+		add(&it, 11, 4000);
+		add(&it, 12, 4000);
+		add(&it, 13, 4000);
 	}
 	add(&it, 2, 4000);                        /* loss */
 	for (int l = 0; l < 12; l++) {            /* backward */
-		add(&it, 20, 4000); add(&it, 21, 4000); add(&it, 22, 4000);
+		add(&it, 20, 4000);
+		add(&it, 21, 4000);
+		add(&it, 22, 4000);
 	}
-	add(&it, 30, 4000); add(&it, 31, 4000);   /* optimizer */
+	add(&it, 30, 4000);
+	add(&it, 31, 4000);   /* optimizer */
 	add(&it, 40, 9000);                       /* not a synchronisation: only the gap shows the wrap */
 	assert_int_equal(run(&it, 300, 100, &period), 0); /* so it must hold for 4096 tokens */
 	assert_int_equal(period, it.n);
@@ -130,13 +136,19 @@ static void layer_gaps_are_not_the_wrap(void **state)
 	it.n = 0;
 	add(&it, 1, 300000);                        /* input copy after the loop's wrap */
 	for (int l = 0; l < 8; l++) {               /* forward: gemm, bias, relu */
-		add(&it, 10, 40000); add(&it, 11, 5000); add(&it, 12, 5000);
+		add(&it, 10, 40000);
+		add(&it, 11, 5000);
+		add(&it, 12, 5000);
 	}
 	add(&it, 2, 30000);                         /* loss */
 	for (int l = 0; l < 8; l++) {               /* backward */
-		add(&it, 20, 35000); add(&it, 21, 5000); add(&it, 22, 5000); add(&it, 23, 5000);
+		add(&it, 20, 35000);
+		add(&it, 21, 5000);
+		add(&it, 22, 5000);
+		add(&it, 23, 5000);
 	}
-	add(&it, 30, 30000); add(&it, 31, 5000);    /* optimizer */
+	add(&it, 30, 30000);
+	add(&it, 31, 5000);    /* optimizer */
 	add(&it, 40 | SP_AUTOSTEP_SYNC, 5000);      /* loss.item() */
 	assert_int_equal(run(&it, 10, 30, &period), 0);
 	assert_int_equal(period, it.n);
@@ -150,10 +162,12 @@ static void once_per_iteration_sync_is_the_anchor(void **state)
 	uint32_t period;
 	it.n = 0;
 	for (int b = 0; b < 8; b++) {
-		add(&it, 10 + b, 5000); add(&it, 20, 5000);   /* backward, an allreduce */
+		add(&it, 10 + b, 5000);
+		add(&it, 20, 5000);   /* backward, an allreduce */
 		add(&it, 30 | SP_AUTOSTEP_SYNC, 5000);        /* cudaEventSynchronize */
 	}
-	add(&it, 40, 5000); add(&it, 41, 5000);            /* optimizer */
+	add(&it, 40, 5000);
+	add(&it, 41, 5000);            /* optimizer */
 	add(&it, 50 | SP_AUTOSTEP_SYNC, 5000);             /* cudaDeviceSynchronize */
 	for (int s = 0; s < 40; s++) {                     /* run() checks boundaries on every place */
 		assert_int_equal(run(&it, 13 + s, 40, &period), 0);
@@ -202,7 +216,11 @@ static void anchor_inside_iteration(void **state)
 	static struct iter it;
 	uint32_t period;
 	it.n = 0;
-	add(&it, 1, 5000); add(&it, 2, 5000); add(&it, 3, 900000); add(&it, 4, 5000); add(&it, 1, 5000);
+	add(&it, 1, 5000);
+	add(&it, 2, 5000);
+	add(&it, 3, 900000);
+	add(&it, 4, 5000);
+	add(&it, 1, 5000);
 	struct sp_autostep a;
 	uint64_t t = 0;
 	assert_int_equal(sp_autostep_init(&a, 4096), 0);

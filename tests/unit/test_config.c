@@ -104,8 +104,8 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.marker_kind, SP_MARK_AUTO);
 	assert_string_equal(cfg.marker_pattern, "");
 	assert_int_equal(cfg.marker_every, 1);
-	assert_true(cfg.kernels && cfg.memcpy && cfg.memset && cfg.sync && cfg.runtime_api &&
-		    cfg.driver_api && cfg.nccl && cfg.nvtx && cfg.device_memory && cfg.kernel_shapes);
+	assert_true(cfg.kernels && cfg.memcpy && cfg.memset && cfg.sync && cfg.runtime_api && cfg.driver_api &&
+		    cfg.nccl && cfg.nvtx && cfg.device_memory && cfg.kernel_shapes);
 	assert_false(cfg.host_malloc || cfg.stacks);
 	assert_int_equal(cfg.host_malloc_min, 64 * 1024);
 	assert_int_equal(cfg.stack_depth, 32);
@@ -178,7 +178,8 @@ static void test_bad_file_collects_all(void **state)
 		"repeat, profiling_frequency)",
 		"12: [schedule] wait: set twice, first at line 7 (allowed: once per file)",
 		"13: expected 'key = value', '[section]' or a comment: 'this line has no equals sign'",
-		"14: [nosuch]: unknown section (allowed: profile, ranks, schedule, marker, activities, limits, cupti, ondemand)",
+		"14: [nosuch]: unknown section (allowed: profile, ranks, schedule, marker, activities, limits, cupti, "
+		"ondemand)",
 		"16: section header without ']': '[marker'",
 		"19: [marker] every: out of range: '0' (allowed: integer >= 1)",
 		"20: indented line continues the previous value; multi-line values are not supported (remove "
@@ -223,11 +224,15 @@ static void test_cross_key_errors(void **state)
 	sp_cfg_load_file(&cfg, data("bad_cross.ini"), &errs);
 	assert_int_equal(errs.count, 0);
 	assert_int_equal(sp_cfg_finish(&cfg, &errs), 2);
-	snprintf(p, sizeof(p), "%s:6: [schedule] profiling_frequency: 10 is less than warmup + active = 11 "
-		 "(allowed: 0, or at least warmup + active)", data("bad_cross.ini"));
+	snprintf(p, sizeof(p),
+		 "%s:6: [schedule] profiling_frequency: 10 is less than warmup + active = 11 "
+		 "(allowed: 0, or at least warmup + active)",
+		 data("bad_cross.ini"));
 	assert_string_equal(errs.msg[0], p);
-	snprintf(p, sizeof(p), "%s:10: [marker] pattern: must be empty with kind = auto (allowed: empty "
-		 "with auto and profiler_range)", data("bad_cross.ini"));
+	snprintf(p, sizeof(p),
+		 "%s:10: [marker] pattern: must be empty with kind = auto (allowed: empty "
+		 "with auto and profiler_range)",
+		 data("bad_cross.ini"));
 	assert_string_equal(errs.msg[1], p);
 	assert_int_equal(cfg.schedule.wait, 10); /* unchanged on error */
 
@@ -255,7 +260,8 @@ static void test_cross_key_errors(void **state)
 	sp_cfg_defaults(&cfg);
 	sp_cfg_load_env(&cfg, env, &errs);
 	assert_int_equal(sp_cfg_finish(&cfg, &errs), 1);
-	assert_string_equal(errs.msg[0], "STEPPROF_MARKER_KIND: [marker] kind: api needs a pattern (allowed: "
+	assert_string_equal(errs.msg[0],
+			    "STEPPROF_MARKER_KIND: [marker] kind: api needs a pattern (allowed: "
 			    "[marker] pattern = a glob such as ncclAllReduce* with kernel, api, nccl, nvtx)");
 }
 
@@ -268,8 +274,7 @@ static void test_profiling_frequency(void **state)
 	assert_int_equal(cfg.schedule.frequency, 10);
 	/* the cycle is 10 steps: record step 9, 19, 29 */
 	for (int s = 0; s < 40; s++)
-		assert_int_equal(sp_schedule_action(&cfg.schedule, s) != SP_ACT_NONE,
-				 s % 10 >= 7);
+		assert_int_equal(sp_schedule_action(&cfg.schedule, s) != SP_ACT_NONE, s % 10 >= 7);
 	assert_int_equal(sp_schedule_action(&cfg.schedule, 29), SP_ACT_RECORD_AND_SAVE);
 	/* wait is overridden even when set; frequency == warmup + active gives wait 0 */
 	assert_int_equal(load_text("[schedule]\nrepeat=0\nwait=50\nwarmup=1\nactive=2\nprofiling_frequency=3\n"), 0);
@@ -284,9 +289,17 @@ static void test_profiling_frequency(void **state)
 /* stacks = native|python|both|false, or a boolean (true: native); printed as its name */
 static void test_stacks_values(void **state)
 {
-	static const struct { const char *v; int want; } t[] = {
-		{ "native", SP_STACKS_NATIVE }, { "Python", SP_STACKS_PYTHON }, { "both", SP_STACKS_BOTH },
-		{ "false", 0 }, { "true", SP_STACKS_NATIVE }, { "on", SP_STACKS_NATIVE }, { "0", 0 },
+	static const struct {
+		const char *v;
+		int want;
+	} t[] = {
+		{ "native", SP_STACKS_NATIVE },
+		{ "Python", SP_STACKS_PYTHON },
+		{ "both", SP_STACKS_BOTH },
+		{ "false", 0 },
+		{ "true", SP_STACKS_NATIVE },
+		{ "on", SP_STACKS_NATIVE },
+		{ "0", 0 },
 	};
 	char text[128];
 	(void)state;
@@ -303,7 +316,9 @@ static void test_stacks_values(void **state)
 static void test_value_errors(void **state)
 {
 	(void)state;
-	static const struct { const char *section, *key, *value, *msg; } t[] = {
+	static const struct {
+		const char *section, *key, *value, *msg;
+	} t[] = {
 		{ "schedule", "wait", "3x", "not an integer: '3x'" },
 		{ "schedule", "wait", "", "not an integer: ''" },
 		{ "schedule", "wait", "0x10", "not an integer: '0x10'" },
@@ -352,7 +367,7 @@ static void test_value_errors(void **state)
 	errs.count = 0;
 	assert_int_equal(sp_cfg_set(&cfg, "sched", "wait", "1", "cli", 0, &errs), 1);
 	assert_string_equal(errs.msg[0], "cli: [sched] wait: unknown section (allowed: profile, ranks, schedule, "
-			    "marker, activities, limits, cupti, ondemand)");
+					 "marker, activities, limits, cupti, ondemand)");
 	/* accepted spellings, case-insensitive names, quotes */
 	static const char *const yes[] = { "true", "YES", "On", "1" }, *const no[] = { "False", "no", "OFF", "0" };
 	for (int i = 0; i < 4; i++) {
@@ -375,7 +390,8 @@ static void test_syntax_errors(void **state)
 {
 	(void)state;
 	assert_int_equal(load_text("wait = 1\n[schedule]\nnoequals\nwait = 2\n[broken\n  \n\xEF\xBB\xBFx\n"
-				   "warmup = 3\n"), 4);
+				   "warmup = 3\n"),
+			 4);
 	expect_error(":1: wait: key outside any [section] (allowed: a key after its [section] line)");
 	expect_error(":3: expected 'key = value', '[section]' or a comment: 'noequals'");
 	expect_error(":5: section header without ']': '[broken'");
@@ -440,11 +456,18 @@ static void test_env(void **state)
 {
 	(void)state;
 	char *env[] = {
-		"PATH=/bin", "STEPPROF_SCHEDULE_WAIT=3", "STEPPROF_PROFILE_OUTPUT=/tmp/x",
-		"STEPPROF_CONFIG=/nonexistent.ini", "STEPPROF_RANK=4", "STEPPROF_WORLD_SIZE=8",
-		"STEPPROF_VERBOSE=1", "STEPPROF_SCHEDULE_SKIP_FIRST_WAIT=yes",
-		"STEPPROF_ACTIVITIES_HOST_MALLOC_MIN=1M", "STEPPROF_RANKS_RANKS=all",
-		"STEPPROF_MARKER_PATTERN=  ", NULL,
+		"PATH=/bin",
+		"STEPPROF_SCHEDULE_WAIT=3",
+		"STEPPROF_PROFILE_OUTPUT=/tmp/x",
+		"STEPPROF_CONFIG=/nonexistent.ini",
+		"STEPPROF_RANK=4",
+		"STEPPROF_WORLD_SIZE=8",
+		"STEPPROF_VERBOSE=1",
+		"STEPPROF_SCHEDULE_SKIP_FIRST_WAIT=yes",
+		"STEPPROF_ACTIVITIES_HOST_MALLOC_MIN=1M",
+		"STEPPROF_RANKS_RANKS=all",
+		"STEPPROF_MARKER_PATTERN=  ",
+		NULL,
 	};
 	errs.count = 0;
 	sp_cfg_defaults(&cfg);
@@ -457,16 +480,23 @@ static void test_env(void **state)
 	assert_string_equal(cfg.origin[6].name, "STEPPROF_SCHEDULE_WAIT");
 	assert_int_equal(cfg.origin[6].line, 0);
 
-	char *bad[] = { "STEPPROF_SCHEDULE_WAIT=x", "STEPPROF_SCHEDULE_WAITT=1", "STEPPROF_LIMITS_RING_EVENTS=1",
-			"STEPPROF_PROFILE_=1", "STEPPROF_SCHEDUL_WAIT=2", "STEPPROF_CONFG=/x.ini", NULL };
+	char *bad[] = { "STEPPROF_SCHEDULE_WAIT=x",
+			"STEPPROF_SCHEDULE_WAITT=1",
+			"STEPPROF_LIMITS_RING_EVENTS=1",
+			"STEPPROF_PROFILE_=1",
+			"STEPPROF_SCHEDUL_WAIT=2",
+			"STEPPROF_CONFG=/x.ini",
+			NULL };
 	errs.count = 0;
 	assert_int_equal(sp_cfg_load_env(&cfg, bad, &errs), 6);
 	/* a misspelt section or variable is an error, never ignored */
-	assert_non_null(strstr(errs.msg[4], "STEPPROF_SCHEDUL_WAIT: unknown variable (allowed: STEPPROF_<SECTION>_<KEY>"));
+	assert_non_null(
+		strstr(errs.msg[4], "STEPPROF_SCHEDUL_WAIT: unknown variable (allowed: STEPPROF_<SECTION>_<KEY>"));
 	assert_non_null(strstr(errs.msg[5], "STEPPROF_CONFG: unknown variable"));
 	assert_string_equal(errs.msg[0], "STEPPROF_SCHEDULE_WAIT: [schedule] wait: not an integer: 'x' (allowed: "
-			    "integer >= 0)");
-	assert_string_equal(errs.msg[1], "STEPPROF_SCHEDULE_WAITT: [schedule] waitt: unknown key (allowed: "
+					 "integer >= 0)");
+	assert_string_equal(errs.msg[1],
+			    "STEPPROF_SCHEDULE_WAITT: [schedule] waitt: unknown key (allowed: "
 			    "skip_first, skip_first_wait, wait, warmup, active, repeat, profiling_frequency)");
 	assert_non_null(strstr(errs.msg[2], "STEPPROF_LIMITS_RING_EVENTS: [limits] ring_events: out of range: '1'"));
 	assert_non_null(strstr(errs.msg[3], "STEPPROF_PROFILE_: [profile] : unknown key"));
@@ -593,13 +623,23 @@ static void test_print_round_trip(void **state)
 static void test_parse_size(void **state)
 {
 	(void)state;
-	static const struct { const char *s; uint64_t v; } ok[] = {
-		{ "0", 0 }, { "512", 512 }, { "64K", 65536 }, { "64k", 65536 }, { "256M", 256ull << 20 },
-		{ "2G", 2ull << 30 }, { "3T", 3ull << 40 }, { "16777215T", 16777215ull << 40 },
+	static const struct {
+		const char *s;
+		uint64_t v;
+	} ok[] = {
+		{ "0", 0 },
+		{ "512", 512 },
+		{ "64K", 65536 },
+		{ "64k", 65536 },
+		{ "256M", 256ull << 20 },
+		{ "2G", 2ull << 30 },
+		{ "3T", 3ull << 40 },
+		{ "16777215T", 16777215ull << 40 },
 		{ "18446744073709551615", UINT64_MAX },
 	};
-	static const char *const bad[] = { "", "K", "1KB", "1 K", " 1", "1.5M", "-1", "+1", "0x10",
-					   "16777216T", "18446744073709551616", "1P" };
+	static const char *const bad[] = {
+		"", "K", "1KB", "1 K", " 1", "1.5M", "-1", "+1", "0x10", "16777216T", "18446744073709551616", "1P"
+	};
 	uint64_t v;
 
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
@@ -618,9 +658,15 @@ static void test_parse_size(void **state)
 static void test_run_id(void **state)
 {
 	(void)state;
-	const char *vars[] = { "STEPPROF_RUN_ID", "SLURM_JOB_ID", "SLURM_STEP_ID", "TORCHELASTIC_RUN_ID",
-			       "TORCHELASTIC_RESTART_COUNT", "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid",
-			       "PMI_RANK", "MV2_COMM_WORLD_RANK" };
+	const char *vars[] = { "STEPPROF_RUN_ID",
+			       "SLURM_JOB_ID",
+			       "SLURM_STEP_ID",
+			       "TORCHELASTIC_RUN_ID",
+			       "TORCHELASTIC_RESTART_COUNT",
+			       "PMIX_NAMESPACE",
+			       "OMPI_MCA_ess_base_jobid",
+			       "PMI_RANK",
+			       "MV2_COMM_WORLD_RANK" };
 	char a[SP_RUN_ID_MAX], b[SP_RUN_ID_MAX], want[SP_RUN_ID_MAX];
 	const char *how;
 
@@ -719,15 +765,23 @@ static void test_marker_kind_name(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),         cmocka_unit_test(test_good_file),
-		cmocka_unit_test(test_bad_file_collects_all), cmocka_unit_test(test_cross_key_errors),
-		cmocka_unit_test(test_profiling_frequency), cmocka_unit_test(test_value_errors),
-		cmocka_unit_test(test_syntax_errors),    cmocka_unit_test(test_file_errors),
-		cmocka_unit_test(test_env),              cmocka_unit_test(test_print_round_trip),
-		cmocka_unit_test(test_hostile_files),    cmocka_unit_test(test_long_values_read_back),
-		cmocka_unit_test(test_parse_size),       cmocka_unit_test(test_expand),
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_good_file),
+		cmocka_unit_test(test_bad_file_collects_all),
+		cmocka_unit_test(test_cross_key_errors),
+		cmocka_unit_test(test_profiling_frequency),
+		cmocka_unit_test(test_value_errors),
+		cmocka_unit_test(test_syntax_errors),
+		cmocka_unit_test(test_file_errors),
+		cmocka_unit_test(test_env),
+		cmocka_unit_test(test_print_round_trip),
+		cmocka_unit_test(test_hostile_files),
+		cmocka_unit_test(test_long_values_read_back),
+		cmocka_unit_test(test_parse_size),
+		cmocka_unit_test(test_expand),
 		cmocka_unit_test(test_run_id),
-		cmocka_unit_test(test_marker_kind_name), cmocka_unit_test(test_stacks_values),
+		cmocka_unit_test(test_marker_kind_name),
+		cmocka_unit_test(test_stacks_values),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

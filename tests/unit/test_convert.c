@@ -57,8 +57,10 @@ static int python_loads(const char *path)
 {
 	char cmd[1024];
 	snprintf(cmd, sizeof(cmd),
-		 "python3 -c 'import gzip,json,sys; p=sys.argv[1]; f=gzip.open(p) if p.endswith(\".gz\") else open(p,\"rb\");"
-		 " d=json.load(f); assert isinstance(d[\"traceEvents\"], list) and d[\"displayTimeUnit\"]==\"ns\"' '%s'",
+		 "python3 -c 'import gzip,json,sys; p=sys.argv[1]; f=gzip.open(p) if p.endswith(\".gz\") else "
+		 "open(p,\"rb\");"
+		 " d=json.load(f); assert isinstance(d[\"traceEvents\"], list) and d[\"displayTimeUnit\"]==\"ns\"' "
+		 "'%s'",
 		 path);
 	return system(cmd);
 }
@@ -264,12 +266,27 @@ static void test_json_escape(void **state)
  * thread takes them in turn) that decompresses to the same bytes as the plain one. */
 static void test_numbers_and_gzip(void **state)
 {
-	static const uint64_t u[] = { 0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 65535, 4294967295ull,
-				      999999999999999999ull, 1000000000000000000ull, 9999999999999999999ull,
-				      10000000000000000000ull, UINT64_MAX };
+	static const uint64_t u[] = { 0,
+				      1,
+				      9,
+				      10,
+				      11,
+				      99,
+				      100,
+				      101,
+				      999,
+				      1000,
+				      65535,
+				      4294967295ull,
+				      999999999999999999ull,
+				      1000000000000000000ull,
+				      9999999999999999999ull,
+				      10000000000000000000ull,
+				      UINT64_MAX };
 	/* no halfway cases: sp_out_fixed rounds them away from zero, printf to even */
-	static const double fx[] = { 0, 0.4, 1.26, 4.740741, 123456.7891234, 999999999999.9, -2.6,
-				     1e12, 9007199254.7409, -1e300, 1e308 };
+	static const double fx[] = {
+		0, 0.4, 1.26, 4.740741, 123456.7891234, 999999999999.9, -2.6, 1e12, 9007199254.7409, -1e300, 1e308
+	};
 	char err[256], want[65536], *s;
 	size_t n = 0;
 	struct sp_out *o = sp_out_open(path_of("num.txt"), err, sizeof(err));
@@ -298,8 +315,8 @@ static void test_numbers_and_gzip(void **state)
 	sp_out_fixed(o, 0.0 / 0.0, 3);
 	n += (size_t)snprintf(want + n, sizeof(want) - n, " 0.000");
 	sp_out_us(o, INT64_MIN);
-	n += (size_t)snprintf(want + n, sizeof(want) - n, "-%llu.%03llu",
-			      (unsigned long long)((1ull << 63) / 1000), (unsigned long long)((1ull << 63) % 1000));
+	n += (size_t)snprintf(want + n, sizeof(want) - n, "-%llu.%03llu", (unsigned long long)((1ull << 63) / 1000),
+			      (unsigned long long)((1ull << 63) % 1000));
 	assert_int_equal(sp_out_close(o, 1), 0);
 	s = fx_slurp(path_of("num.txt"));
 	assert_string_equal(s, want);
@@ -319,7 +336,8 @@ static void test_numbers_and_gzip(void **state)
 		assert_int_equal(sp_out_close(o, 1), 0);
 	}
 	char cmd[600];
-	snprintf(cmd, sizeof(cmd), "python3 -c 'import gzip,sys; a=gzip.open(sys.argv[1]).read(); b=open(sys.argv[2],\"rb\").read();"
+	snprintf(cmd, sizeof(cmd),
+		 "python3 -c 'import gzip,sys; a=gzip.open(sys.argv[1]).read(); b=open(sys.argv[2],\"rb\").read();"
 		 " assert a==b and len(a)>12000000, (len(a), len(b))' '%s' '%s'",
 		 path_of("big.txt.gz"), path_of("big.txt"));
 	assert_int_equal(system(cmd), 0);
@@ -433,8 +451,15 @@ static void test_extra_spans(void **state)
 		{ 1, "NCCL waiting", "wait again", t0 + 4000, t0 + 9000, "nccl_wait", NULL }, /* overlaps: lane 2 */
 		{ 0, "NCCL waiting", "rank 0's", t0, t0 + 10, NULL, NULL },                    /* no rank 0 here */
 	};
-	struct sp_export x = { .ops = &sp_export_chrome, .r = r, .hdr = sp_trace_header(r), .g = g,
-			       .source = trace, .wall = 1, .merged = 1, .spans = spans, .nspans = 3 };
+	struct sp_export x = { .ops = &sp_export_chrome,
+			       .r = r,
+			       .hdr = sp_trace_header(r),
+			       .g = g,
+			       .source = trace,
+			       .wall = 1,
+			       .merged = 1,
+			       .spans = spans,
+			       .nspans = 3 };
 	x.out = sp_out_open(path_of("spans.json"), err, sizeof(err));
 	assert_non_null(x.out);
 	assert_int_equal(x.ops->begin(&x), 0);
@@ -447,12 +472,16 @@ static void test_extra_spans(void **state)
 	char cmd[1024];
 	snprintf(cmd, sizeof(cmd),
 		 "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); ev=d[\"traceEvents\"];"
-		 " names={(e[\"pid\"],e[\"tid\"]):e[\"args\"][\"name\"] for e in ev if e.get(\"name\")==\"thread_name\"};"
-		 " sl={e[\"name\"]:e for e in ev if e.get(\"ph\")==\"X\" and \"wait\" in e[\"name\"] or e.get(\"name\")==\"rank 0s\"};"
+		 " names={(e[\"pid\"],e[\"tid\"]):e[\"args\"][\"name\"] for e in ev if "
+		 "e.get(\"name\")==\"thread_name\"};"
+		 " sl={e[\"name\"]:e for e in ev if e.get(\"ph\")==\"X\" and \"wait\" in e[\"name\"] or "
+		 "e.get(\"name\")==\"rank 0s\"};"
 		 " a,b=sl[\"wait for rank 0\"],sl[\"wait again\"];"
 		 " assert set(sl)=={\"wait for rank 0\",\"wait again\"}, sl;"
-		 " assert names[(a[\"pid\"],a[\"tid\"])]==\"NCCL waiting\" and names[(b[\"pid\"],b[\"tid\"])]==\"NCCL waiting (2)\";"
-		 " assert a[\"pid\"]==b[\"pid\"]==1 and a[\"dur\"]==4.0 and a[\"args\"]=={\"waited for\":0} and b[\"cat\"]==\"nccl_wait\"'"
+		 " assert names[(a[\"pid\"],a[\"tid\"])]==\"NCCL waiting\" and names[(b[\"pid\"],b[\"tid\"])]==\"NCCL "
+		 "waiting (2)\";"
+		 " assert a[\"pid\"]==b[\"pid\"]==1 and a[\"dur\"]==4.0 and a[\"args\"]=={\"waited for\":0} and "
+		 "b[\"cat\"]==\"nccl_wait\"'"
 		 " '%s'",
 		 path_of("spans.json"));
 	assert_int_equal(system(cmd), 0);
@@ -466,14 +495,10 @@ int main(void)
 		return 0;
 	}
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_extra_spans),
-		cmocka_unit_test(test_group_sample),
-		cmocka_unit_test(test_group_truncated),
-		cmocka_unit_test(test_group_corrupt),
-		cmocka_unit_test(test_json_escape),
-		cmocka_unit_test(test_numbers_and_gzip),
-		cmocka_unit_test(test_convert_per_window),
-		cmocka_unit_test(test_convert_merge_gzip),
+		cmocka_unit_test(test_extra_spans),        cmocka_unit_test(test_group_sample),
+		cmocka_unit_test(test_group_truncated),    cmocka_unit_test(test_group_corrupt),
+		cmocka_unit_test(test_json_escape),        cmocka_unit_test(test_numbers_and_gzip),
+		cmocka_unit_test(test_convert_per_window), cmocka_unit_test(test_convert_merge_gzip),
 	};
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");

@@ -21,7 +21,7 @@ static void test_basics(void **state)
 	assert_int_equal(a, before + 1);
 	assert_int_equal(b, before + 2);
 	assert_int_equal(sp_intern(copy), a); /* by content, not by pointer */
-	copy[0] = 'X';                        /* the table holds its own copy */
+	copy[0] = 'X';   /* the table holds its own copy */
 	assert_string_equal(sp_intern_lookup(a), "vec_add");
 	assert_string_equal(sp_intern_lookup(e), "");
 	assert_int_equal(sp_intern_count(), before + 3);

@@ -13,7 +13,10 @@
 /* A view in which a cycle is due: between windows, activity kinds used, far from the next one. */
 static struct sp_life_view due(enum sp_detach_policy policy)
 {
-	struct sp_life_view v = { .policy = policy, .marker = SP_MARK_API, .dirty = true, .fresh_step = true,
+	struct sp_life_view v = { .policy = policy,
+				  .marker = SP_MARK_API,
+				  .dirty = true,
+				  .fresh_step = true,
 				  .steps_to_window = 10 };
 	return v;
 }
@@ -37,8 +40,11 @@ static void test_decide(void **state)
 		assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
 		/* the schedule is done and every window written: detach for good, with any policy, even
 		 * when clean, stopped, graphs in use, or not at a step start */
-		v = (struct sp_life_view){ .policy = (enum sp_detach_policy)p, .done = true, .stopped = true,
-					   .graphs = true, .marker = SP_MARK_NVTX };
+		v = (struct sp_life_view){ .policy = (enum sp_detach_policy)p,
+					   .done = true,
+					   .stopped = true,
+					   .graphs = true,
+					   .marker = SP_MARK_NVTX };
 		assert_int_equal(sp_life_decide(&v), SP_LIFE_DETACH);
 	}
 
@@ -198,10 +204,8 @@ static void test_stay_reason(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_decide),
-		cmocka_unit_test(test_park),
-		cmocka_unit_test(test_steps_to_window),
-		cmocka_unit_test(test_quiet),
+		cmocka_unit_test(test_decide),          cmocka_unit_test(test_park),
+		cmocka_unit_test(test_steps_to_window), cmocka_unit_test(test_quiet),
 		cmocka_unit_test(test_stay_reason),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -145,7 +145,8 @@ static void random_churn_matches_a_reference(void **state)
 		}
 		if (sp_mem_live(SP_MEM_HOST_SLOT) - base != expect)
 			fail_msg("level %llu after operation %d, expected %llu",
-				 (unsigned long long)(sp_mem_live(SP_MEM_HOST_SLOT) - base), i, (unsigned long long)expect);
+				 (unsigned long long)(sp_mem_live(SP_MEM_HOST_SLOT) - base), i,
+				 (unsigned long long)expect);
 	}
 	for (unsigned k = 0; k < KEYS; k++)
 		sp_mem_free(SP_MEM_HOST, 0x200000000ull + (uint64_t)k * 16, 0, 0);

@@ -92,8 +92,12 @@ static struct sp_event window(int kind, uint32_t id, int64_t stepno, uint64_t t)
  *   A launch with stack 2 at +23 ms. */
 static void write_sample(const char *path)
 {
-	struct sp_trace_meta m = { .pid = 4242, .rank = -1, .world_size = -1, .local_rank = -1,
-				   .anchor_mono_ns = T - 6000 * MS, .anchor_real_ns = 1700000000000000000ull };
+	struct sp_trace_meta m = { .pid = 4242,
+				   .rank = -1,
+				   .world_size = -1,
+				   .local_rank = -1,
+				   .anchor_mono_ns = T - 6000 * MS,
+				   .anchor_real_ns = 1700000000000000000ull };
 	strcpy(m.host, "node1");
 	strcpy(m.command, "python train.py <memory test>");
 	struct sp_trace_writer *w = sp_trace_create(path, &m, lookup_string, NULL, 0);
@@ -231,7 +235,8 @@ static void test_summary(void **state)
 	assert_int_equal(sp_memtl_next(m, &w), 1);
 	sp_memtl_summary(w, r, sym, 3, f);
 	fclose(f);
-	assert_string_equal(buf,
+	assert_string_equal(
+		buf,
 		"Window 0: steps 5-6, 20.000ms\n"
 		"  GPU 0 (NVIDIA H100 80GB HBM3): peak 17.00MiB at +12.000ms (step 6), peak since process start "
 		"32.00MiB; 3 allocations, 3 frees in the window\n"

@@ -27,28 +27,55 @@
 #define WALL 1700000000123000000ull /* wall clock of rank 0's window 0 start */
 #define C1 0x1111222233334444ull     /* communicators: both of size 2 */
 #define C2 0x5555666677778888ull
-#define F32 7                         /* ncclFloat32 */
-#define U8 1                          /* ncclUint8 */
+#define F32 7    /* ncclFloat32 */
+#define U8 1     /* ncclUint8 */
 
 enum { /* string ids */
-	N_AR = 1, N_AG, N_SEND, N_RECV, N_GS, N_GE, N_BC, N_RS, K_AR_LL, K_AR_LL128, K_AG, K_SR, K_BC, K_ORPHAN,
-	K_GEMM, N_LAUNCH, N_MAIN, N_GPU,
+       N_AR = 1,
+       N_AG,
+       N_SEND,
+       N_RECV,
+       N_GS,
+       N_GE,
+       N_BC,
+       N_RS,
+       K_AR_LL,
+       K_AR_LL128,
+       K_AG,
+       K_SR,
+       K_BC,
+       K_ORPHAN,
+       K_GEMM,
+       N_LAUNCH,
+       N_MAIN,
+       N_GPU,
 };
 
 static const char *const strings[] = {
-	[N_AR] = "ncclAllReduce", [N_AG] = "ncclAllGather", [N_SEND] = "ncclSend", [N_RECV] = "ncclRecv",
-	[N_GS] = "ncclGroupStart", [N_GE] = "ncclGroupEnd", [N_BC] = "ncclBroadcast", [N_RS] = "ncclReduceScatter",
+	[N_AR] = "ncclAllReduce",
+	[N_AG] = "ncclAllGather",
+	[N_SEND] = "ncclSend",
+	[N_RECV] = "ncclRecv",
+	[N_GS] = "ncclGroupStart",
+	[N_GE] = "ncclGroupEnd",
+	[N_BC] = "ncclBroadcast",
+	[N_RS] = "ncclReduceScatter",
 	[K_AR_LL] = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
-	[K_AR_LL128] = "ncclDevKernel_AllReduce_Sum_f32_RING_LL128", [K_AG] = "ncclDevKernel_AllGather_RING_SIMPLE",
-	[K_SR] = "ncclDevKernel_SendRecv", [K_BC] = "ncclDevKernel_Broadcast_RING_LL128",
-	[K_ORPHAN] = "ncclDevKernel_AllReduce_Sum_f32_TREE_LL", [K_GEMM] = "ampere_sgemm_128x64_nn",
-	[N_LAUNCH] = "cudaLaunchKernel", [N_MAIN] = "main", [N_GPU] = "NVIDIA H100 80GB HBM3",
+	[K_AR_LL128] = "ncclDevKernel_AllReduce_Sum_f32_RING_LL128",
+	[K_AG] = "ncclDevKernel_AllGather_RING_SIMPLE",
+	[K_SR] = "ncclDevKernel_SendRecv",
+	[K_BC] = "ncclDevKernel_Broadcast_RING_LL128",
+	[K_ORPHAN] = "ncclDevKernel_AllReduce_Sum_f32_TREE_LL",
+	[K_GEMM] = "ampere_sgemm_128x64_nn",
+	[N_LAUNCH] = "cudaLaunchKernel",
+	[N_MAIN] = "main",
+	[N_GPU] = "NVIDIA H100 80GB HBM3",
 };
 
 static char dir[] = "/tmp/sp_test_nccl.XXXXXX";
 static char rank_path[2][300];
 
-struct rankw {                  /* a rank's trace being written */
+struct rankw {    /* a rank's trace being written */
 	struct sp_trace_writer *w;
 	uint64_t t0;            /* trace clock of window 0's start */
 	int rank;
@@ -69,22 +96,31 @@ static void put(struct rankw *r, struct sp_event e)
 
 static struct sp_event ev(struct rankw *r, int kind, uint64_t rel_us, uint64_t dur_us)
 {
-	return (struct sp_event){ .kind = (uint8_t)kind, .start = r->t0 + rel_us * US,
-				  .end = r->t0 + (rel_us + dur_us) * US, .device = 0, .tid = 100 };
+	return (struct sp_event){ .kind = (uint8_t)kind,
+				  .start = r->t0 + rel_us * US,
+				  .end = r->t0 + (rel_us + dur_us) * US,
+				  .device = 0,
+				  .tid = 100 };
 }
 
 /* An NCCL call at rel_us (CPU time dur_us) carrying corr. */
-static void call(struct rankw *r, int op, uint32_t name, uint64_t rel_us, uint64_t dur_us, uint32_t corr,
-		 uint64_t comm, uint64_t seq, uint64_t count, int dtype, int depth, int peer)
+static void call(struct rankw *r, int op, uint32_t name, uint64_t rel_us, uint64_t dur_us, uint32_t corr, uint64_t comm,
+		 uint64_t seq, uint64_t count, int dtype, int depth, int peer)
 {
 	static const int size[] = { [U8] = 1, [F32] = 4 };
 	struct sp_event e = ev(r, SP_EV_NCCL, rel_us, dur_us);
 
 	e.sub = (uint8_t)op, e.name = name, e.corr = corr, e.stream = 13;
-	e.u.nccl = (struct sp_ev_nccl){ .count = count, .bytes = count * (uint64_t)(comm ? size[dtype] : 0),
-					.comm = comm, .seq = seq, .peer = peer, .comm_rank = comm ? r->rank : -1,
-					.comm_size = comm ? 2 : -1, .dtype = (uint8_t)dtype,
-					.redop = op == SP_NCCL_ALLREDUCE ? 0 : 0xff, .group_depth = (uint8_t)depth };
+	e.u.nccl = (struct sp_ev_nccl){ .count = count,
+					.bytes = count * (uint64_t)(comm ? size[dtype] : 0),
+					.comm = comm,
+					.seq = seq,
+					.peer = peer,
+					.comm_rank = comm ? r->rank : -1,
+					.comm_size = comm ? 2 : -1,
+					.dtype = (uint8_t)dtype,
+					.redop = op == SP_NCCL_ALLREDUCE ? 0 : 0xff,
+					.group_depth = (uint8_t)depth };
 	put(r, e);
 }
 
@@ -135,8 +171,11 @@ static void window_end(struct rankw *r, uint32_t id, uint64_t rel_us, uint64_t r
  *   window 1: C1 seq 20 AllReduce 4 MiB at 1001.0 / 1001.1, kernel RING_LL128 2 ms */
 static void write_rank(const char *path, int rank)
 {
-	struct sp_trace_meta m = { .features = SP_FEAT_KERNELS | SP_FEAT_RUNTIME_API | SP_FEAT_NCCL, .pid = 100 + rank,
-				   .rank = rank, .world_size = 2, .local_rank = 0 };
+	struct sp_trace_meta m = { .features = SP_FEAT_KERNELS | SP_FEAT_RUNTIME_API | SP_FEAT_NCCL,
+				   .pid = 100 + rank,
+				   .rank = rank,
+				   .world_size = 2,
+				   .local_rank = 0 };
 	struct rankw r = { .t0 = rank ? 5000000 * MS : 1000000 * MS, .rank = rank };
 	uint64_t wall0 = WALL + (uint64_t)rank * 500 * US; /* wall clock of this rank's t0 */
 	int peer = !rank;
@@ -230,14 +269,17 @@ static void test_names_and_formulas(void **state)
 	/* as CUPTI reports NCCL 2.28's kernels: mangled */
 	assert_true(sp_nccl_is_kernel("_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LLPv"));
 	assert_false(sp_nccl_is_kernel("_Z5ncclDv"));
-	assert_string_equal(sp_nccl_algo_name(sp_nccl_algo("_Z39ncclDevKernel_AllReduce_Sum_f32_TREE_LLPv"), b, sizeof(b)),
+	assert_string_equal(sp_nccl_algo_name(sp_nccl_algo("_Z39ncclDevKernel_AllReduce_Sum_f32_TREE_LLPv"), b,
+					      sizeof(b)),
 			    "TREE/LL");
 	assert_string_equal(sp_nccl_algo_name(sp_nccl_algo(strings[K_AR_LL]), b, sizeof(b)), "RING/LL");
 	assert_string_equal(sp_nccl_algo_name(sp_nccl_algo(strings[K_AR_LL128]), b, sizeof(b)), "RING/LL128");
 	assert_string_equal(sp_nccl_algo_name(sp_nccl_algo("ncclDevKernel_AllReduce_Sum_bf16_NVLS_TREE_SIMPLE"), b,
-					      sizeof(b)), "NVLS_TREE/SIMPLE");
+					      sizeof(b)),
+			    "NVLS_TREE/SIMPLE");
 	assert_string_equal(sp_nccl_algo_name(sp_nccl_algo("ncclDevKernel_ReduceScatter_Sum_f16_COLLNET_DIRECT_LL"), b,
-					      sizeof(b)), "COLLNET_DIRECT/LL");
+					      sizeof(b)),
+			    "COLLNET_DIRECT/LL");
 	assert_string_equal(sp_nccl_algo_name(sp_nccl_algo("ncclKernel_AllReduce_TREE_LL128_Sum_float"), b, sizeof(b)),
 			    "TREE/LL128");
 	assert_string_equal(sp_nccl_algo_name(sp_nccl_algo("ncclDevKernel_AllGather_PAT"), b, sizeof(b)), "PAT/-");
@@ -286,7 +328,8 @@ static void test_report_rank0(void **state)
 			    "AllReduce 2 4.00MiB 2 8.00MiB 6.000ms 3.000ms mixed 1.398 1.398");
 	assert_string_equal(squeezed(s, "Broadcast ", l, sizeof(l)),
 			    "Broadcast 2 8.00MiB 1 8.00MiB 4.000ms 4.000ms RING/LL128 2.097 2.097");
-	assert_string_equal(squeezed(s, "Recv ", l, sizeof(l)), "Recv 2 1.50MiB 1 1.50MiB 1.500ms 1.500ms - 1.049 1.049");
+	assert_string_equal(squeezed(s, "Recv ", l, sizeof(l)),
+			    "Recv 2 1.50MiB 1 1.50MiB 1.500ms 1.500ms - 1.049 1.049");
 	assert_string_equal(squeezed(s, "AllGather ", l, sizeof(l)),
 			    "AllGather 2 2.00MiB 1 2.00MiB 1.000ms 1.000ms RING/SIMPLE 2.097 1.049");
 	assert_string_equal(squeezed(s, "Send ", l, sizeof(l)),
@@ -322,7 +365,8 @@ static void test_report_rank1(void **state)
 
 	assert_string_equal(squeezed(s, "AllReduce ", l, sizeof(l)),
 			    "AllReduce 2 4.00MiB 2 8.00MiB 4.000ms 2.000ms mixed 2.097 2.097");
-	assert_string_equal(squeezed(s, "Send ", l, sizeof(l)), "Send 2 1.50MiB 1 1.50MiB 1.500ms 1.500ms - 1.049 1.049");
+	assert_string_equal(squeezed(s, "Send ", l, sizeof(l)),
+			    "Send 2 1.50MiB 1 1.50MiB 1.500ms 1.500ms - 1.049 1.049");
 	assert_string_equal(squeezed(s, "Recv ", l, sizeof(l)),
 			    "Recv 2 512.00KiB 1 512.00KiB 500.000us 500.000us - 1.049 1.049");
 	assert_null(strstr(s, "linked to no call"));
@@ -455,9 +499,12 @@ int main(void)
 		write_rank(rank_path[i], i);
 	}
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_names_and_formulas), cmocka_unit_test(test_report_rank0),
-		cmocka_unit_test(test_report_rank1),       cmocka_unit_test(test_nearest_anchor),
-		cmocka_unit_test(test_match),              cmocka_unit_test(test_merge),
+		cmocka_unit_test(test_names_and_formulas),
+		cmocka_unit_test(test_report_rank0),
+		cmocka_unit_test(test_report_rank1),
+		cmocka_unit_test(test_nearest_anchor),
+		cmocka_unit_test(test_match),
+		cmocka_unit_test(test_merge),
 	};
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
 	if (!rc) {

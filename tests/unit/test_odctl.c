@@ -90,16 +90,26 @@ static void test_request_refused(void **state)
 
 static void test_status_round_trip(void **state)
 {
-	struct sp_od_status s = { .pid = 42, .rank = 3, .host = "node-1", .start = 123456, .poll_ms = 500,
-				  .request = 0xabcu, .state = "written", .first = 10, .last = 14, .window = 2,
-				  .trace = "/out/rank3.node-1.42.sptrace", .note = "a note, with spaces" },
+	struct sp_od_status s = { .pid = 42,
+				  .rank = 3,
+				  .host = "node-1",
+				  .start = 123456,
+				  .poll_ms = 500,
+				  .request = 0xabcu,
+				  .state = "written",
+				  .first = 10,
+				  .last = 14,
+				  .window = 2,
+				  .trace = "/out/rank3.node-1.42.sptrace",
+				  .note = "a note, with spaces" },
 			    back;
 	char buf[1024], err[200];
 	int n = sp_od_status_format(&s, buf, sizeof buf);
 	assert_true(n > 0);
 	assert_int_equal(sp_od_status_parse(buf, (size_t)n, &back, err, sizeof err), 0);
 	assert_memory_equal(&s, &back, sizeof s);
-	const char *no_host = "stepprof-status 1\npid 4\n", *bad_state = "stepprof-status 1\npid 4\nhost h\nstate x y\n";
+	const char *no_host = "stepprof-status 1\npid 4\n",
+		   *bad_state = "stepprof-status 1\npid 4\nhost h\nstate x y\n";
 	assert_int_equal(sp_od_status_parse(no_host, strlen(no_host), &back, err, sizeof err), -1);
 	assert_int_equal(sp_od_status_parse(bad_state, strlen(bad_state), &back, err, sizeof err), -1);
 }

@@ -96,7 +96,8 @@ static void test_errors(void **state)
 	expect_error(":3: [phase.a] wait: set twice, first at line 2");
 	/* the same key in two phases is fine; so are two sections of one phase */
 	assert_int_equal(load_into(&cfg, "[phase.a]\nwait = 1\n[phase.b]\nwait = 2\nkind = api\npattern = cudaFree\n"
-					 "[phase.A]\nactive = 2\n"), 0);
+					 "[phase.A]\nactive = 2\n"),
+			 0);
 	assert_int_equal(cfg.phases.n, 2);
 	assert_int_equal(sp_phase_find(&cfg, "a")->schedule.active, 2);
 	/* cross-key rules, blamed on the phase */
@@ -104,18 +105,21 @@ static void test_errors(void **state)
 	expect_error("[phase.a] kind: nvtx needs a pattern");
 	assert_int_equal(load_into(&cfg, "[phase.a]\npattern = x*\n"), 1);
 	expect_error("[phase.a] pattern: must be empty with kind = auto");
-	assert_int_equal(load_into(&cfg, "[phase.a]\nrepeat = 0\nprofiling_frequency = 3\nwarmup = 2\nactive = 2\n"), 1);
+	assert_int_equal(load_into(&cfg, "[phase.a]\nrepeat = 0\nprofiling_frequency = 3\nwarmup = 2\nactive = 2\n"),
+			 1);
 	expect_error("[phase.a] profiling_frequency:");
 	/* rules between phases */
 	assert_int_equal(load_into(&cfg, "[phase.a]\nwait = 1\n[phase.b]\nwait = 2\n"), 1);
 	expect_error(":4: [phase.b] kind: a second phase with kind = auto"); /* its first line: kind is default */
 	assert_int_equal(load_into(&cfg, "[schedule]\nwait = 1\n[marker]\nkind = nvtx\npattern = x\n"
-					 "[phase.a]\nkind = api\npattern = cudaFree\n"), 3);
+					 "[phase.a]\nkind = api\npattern = cudaFree\n"),
+			 3);
 	expect_error(":2: [schedule] wait: not used with [phase.NAME] sections");
 	expect_error(":4: [marker] kind: not used with [phase.NAME] sections");
 	char many[1024] = "";
 	for (int i = 0; i <= SP_MAX_PHASES; i++)
-		snprintf(many + strlen(many), sizeof many - strlen(many), "[phase.p%d]\nkind = api\npattern = c%d\n", i, i);
+		snprintf(many + strlen(many), sizeof many - strlen(many), "[phase.p%d]\nkind = api\npattern = c%d\n", i,
+			 i);
 	assert_true(load_into(&cfg, many) >= 1);
 	expect_error("[phase.p8]: too many phases (allowed: at most 8");
 }
@@ -126,7 +130,8 @@ static void test_set_and_env(void **state)
 	errs.count = 0;
 	sp_cfg_defaults(&cfg);
 	assert_int_equal(sp_cfg_set(&cfg, "phase.x", "active", "4", "command line", 0, &errs), 0);
-	assert_int_equal(sp_cfg_set(&cfg, "phase.x", "active", "5", "command line", 0, &errs), 0); /* no line: no "twice" */
+	assert_int_equal(sp_cfg_set(&cfg, "phase.x", "active", "5", "command line", 0, &errs),
+			 0); /* no line: no "twice" */
 	assert_int_equal(sp_phase_find(&cfg, "x")->schedule.active, 5);
 	assert_int_equal(sp_cfg_set(&cfg, "phase.x", "active", "0", "command line", 0, &errs), 1);
 	expect_error("command line: [phase.x] active: out of range: '0' (allowed: integer >= 1)");

@@ -97,7 +97,7 @@ static void test_frame_table(void **state)
 
 /* This binary has no CPython: nothing to walk, and "both" captures the native stack alone. */
 static void __attribute__((noinline)) capture_both(uint32_t *native, uint32_t *both, uint32_t *python,
-						    uint32_t *fallback)
+						   uint32_t *fallback)
 {
 	*native = sp_stack_capture(16, SP_STACKS_NATIVE);
 	*both = sp_stack_capture(16, SP_STACKS_BOTH);
@@ -128,9 +128,9 @@ static void test_no_python(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_merge_groups),    cmocka_unit_test(test_merge_one_each),
-		cmocka_unit_test(test_merge_unknown),   cmocka_unit_test(test_merge_leftovers),
-		cmocka_unit_test(test_frame_table),     cmocka_unit_test(test_no_python),
+		cmocka_unit_test(test_merge_groups),  cmocka_unit_test(test_merge_one_each),
+		cmocka_unit_test(test_merge_unknown), cmocka_unit_test(test_merge_leftovers),
+		cmocka_unit_test(test_frame_table),   cmocka_unit_test(test_no_python),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

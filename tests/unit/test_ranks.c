@@ -19,8 +19,7 @@ static void expect_rank(char **envp, int rank, int size, int local, const char *
 	sp_ranks_detect(&ri, envp);
 	if (ri.rank != rank || ri.world_size != size || ri.local_rank != local || strcmp(ri.source, source))
 		fail_msg("got rank %d size %d local %d source %s; want %d %d %d %s (first var %s)", ri.rank,
-			 ri.world_size, ri.local_rank, ri.source, rank, size, local, source,
-			 envp[0] ? envp[0] : "-");
+			 ri.world_size, ri.local_rank, ri.source, rank, size, local, source, envp[0] ? envp[0] : "-");
 }
 
 static void test_launchers(void **state)
@@ -53,8 +52,9 @@ static void test_precedence_and_overrides(void **state)
 {
 	(void)state;
 	/* torchrun under Slurm: torchrun's variables describe the worker */
-	char *torch_in_slurm[] = { "SLURM_PROCID=0", "SLURM_NTASKS=2", "SLURM_LOCALID=0",
-				   "RANK=11", "WORLD_SIZE=16", "LOCAL_RANK=3", NULL };
+	char *torch_in_slurm[] = {
+		"SLURM_PROCID=0", "SLURM_NTASKS=2", "SLURM_LOCALID=0", "RANK=11", "WORLD_SIZE=16", "LOCAL_RANK=3", NULL
+	};
 	/* Open MPI 5 sets PMIX_RANK too: Open MPI comes first and has a size */
 	char *ompi5[] = { "PMIX_RANK=1", "OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2",
 			  "OMPI_COMM_WORLD_LOCAL_RANK=1", NULL };
@@ -117,11 +117,21 @@ static void test_rankset_parse(void **state)
 	(void)state;
 	struct sp_rankset set;
 	char err[128];
-	static const struct { const char *s; int n, lo0, hi0; } ok[] = {
-		{ "0", 1, 0, 0 }, { "0,1", 2, 0, 0 }, { "0-3,8", 2, 0, 3 }, { " 2 - 5 , 7 ", 2, 2, 5 },
-		{ "\t4\t", 1, 4, 4 }, { "3-3", 1, 3, 3 }, { "2147483647", 1, 2147483647, 2147483647 },
+	static const struct {
+		const char *s;
+		int n, lo0, hi0;
+	} ok[] = {
+		{ "0", 1, 0, 0 },
+		{ "0,1", 2, 0, 0 },
+		{ "0-3,8", 2, 0, 3 },
+		{ " 2 - 5 , 7 ", 2, 2, 5 },
+		{ "\t4\t", 1, 4, 4 },
+		{ "3-3", 1, 3, 3 },
+		{ "2147483647", 1, 2147483647, 2147483647 },
 	};
-	static const struct { const char *s, *err; } bad[] = {
+	static const struct {
+		const char *s, *err;
+	} bad[] = {
 		{ "", "empty rank set" },
 		{ "   ", "empty rank set" },
 		{ "x", "bad rank or range 'x'" },
@@ -192,8 +202,8 @@ static void test_rankset_has(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_launchers),     cmocka_unit_test(test_precedence_and_overrides),
-		cmocka_unit_test(test_malformed),     cmocka_unit_test(test_rankset_parse),
+		cmocka_unit_test(test_launchers),   cmocka_unit_test(test_precedence_and_overrides),
+		cmocka_unit_test(test_malformed),   cmocka_unit_test(test_rankset_parse),
 		cmocka_unit_test(test_rankset_has),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

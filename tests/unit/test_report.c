@@ -95,7 +95,8 @@ static void test_totals(void **state)
 	assert_cells(s, NCCL, "1 8.000ms 8.000ms 8.000ms 8.000ms 40.0%");
 	assert_cells(s, ELEM, "<... 3 1.500ms 500.000us 500.000us 500.000us 7.5%");
 	assert_cells(s, "Total ", "10 20.000ms 100.0%");
-	assert_string_equal(line(s, "4 kernel names", l, sizeof(l)), "4 kernel names, 10 kernels, 20.000ms of kernel time");
+	assert_string_equal(line(s, "4 kernel names", l, sizeof(l)),
+			    "4 kernel names, 10 kernels, 20.000ms of kernel time");
 	assert_string_equal(line(s, "Dropped records:", l, sizeof(l)),
 			    "Dropped records: 6 (cupti: 2, ring_full: 3, window_cap: 0, late: 1)");
 	assert_string_equal(line(s, "Window 0:", l, sizeof(l)),
@@ -107,7 +108,9 @@ static void test_totals(void **state)
 	assert_table_cells(s, "Memory op ", "Memset", "1 4.00KiB 100.000us 0.041");
 	assert_null(strstr(s, "cut short"));
 	/* control characters of a name must not break the table */
-	assert_cells(s, "name with?newline?tab?ctl", ", bad utf8 \xff" "end, \xc2\xb5s 1 500.000us 500.000us 500.000us 500.000us 2.5%");
+	assert_cells(s, "name with?newline?tab?ctl",
+		     ", bad utf8 \xff"
+		     "end, \xc2\xb5s 1 500.000us 500.000us 500.000us 500.000us 2.5%");
 	free(s);
 }
 
@@ -144,18 +147,22 @@ static void test_findings(void **state)
 	char *s = report(SP_SORT_TOTAL, 0, -1, 0, &rc);
 
 	assert_int_equal(rc, 0);
-	assert_rows(s, (const char *const[]){ "Findings", "- The GPU is idle for a median 74.0% of each step",
-					      "- NCCL kernels take 40.0% of GPU kernel time",
-					      "- One kernel takes 50.0% of GPU kernel time: " GEMM ".",
-					      "- 6 records were lost: 3 to full per-thread rings (raise [limits] ring_events); "
-					      "2 by CUPTI (raise [limits] cupti_buffer_bytes); 1 GPU record came after" }, 5);
+	assert_rows(s,
+		    (const char *const[]){
+			    "Findings", "- The GPU is idle for a median 74.0% of each step",
+			    "- NCCL kernels take 40.0% of GPU kernel time",
+			    "- One kernel takes 50.0% of GPU kernel time: " GEMM ".",
+			    "- 6 records were lost: 3 to full per-thread rings (raise [limits] ring_events); "
+			    "2 by CUPTI (raise [limits] cupti_buffer_bytes); 1 GPU record came after" },
+		    5);
 	assert_null(strstr(s, "the median step"));
 	free(s);
 	s = report(SP_SORT_TOTAL, 0, 1, 0, &rc); /* window 1: one gemm per step, 2 CUPTI drops and the late one */
 	assert_non_null(strstr(s, "- The GPU is idle for a median 80.0% of each step"));
 	assert_null(strstr(s, "NCCL kernels take"));
 	assert_non_null(strstr(s, "- One kernel takes 100.0% of GPU kernel time"));
-	assert_non_null(strstr(s, "- 3 records were lost: 2 by CUPTI (raise [limits] cupti_buffer_bytes); 1 GPU record came"));
+	assert_non_null(
+		strstr(s, "- 3 records were lost: 2 by CUPTI (raise [limits] cupti_buffer_bytes); 1 GPU record came"));
 	free(s);
 }
 
@@ -279,8 +286,13 @@ static char *auto_trace_report(const char *name, int untrained)
 		struct sp_event e = fx_step(n, s, n == 5);
 		unsigned flags = untrained ? (n >= 3 ? SP_STEP_TRAIN : 0) : (n == 3 ? SP_STEP_REFUTED : 0);
 		e.name = S_SYNC_API;
-		e.u.step = (struct sp_ev_step){ .number = n, .how = 1, .flags = (uint8_t)(SP_STEP_AFTER | flags),
-						.regime = untrained && n >= 3 ? 2 : 1, .period = 3, .launches = 2, .every = 1,
+		e.u.step = (struct sp_ev_step){ .number = n,
+						.how = 1,
+						.flags = (uint8_t)(SP_STEP_AFTER | flags),
+						.regime = untrained && n >= 3 ? 2 : 1,
+						.period = 3,
+						.launches = 2,
+						.every = 1,
 						.confidence = 5 };
 		fx_put(w, e);
 	}
@@ -300,10 +312,12 @@ static char *auto_trace_report(const char *name, int untrained)
 static void test_steps_found_by(void **state)
 {
 	char *buf = auto_trace_report("auto.sptrace", 0);
-	assert_non_null(strstr(buf, "Steps found automatically: boundary after 'cudaStreamSynchronize' (every 1), a period "
-				    "of 3 calls with 2 launches, proven by 5 copies; regime 1; the detector refuted"));
-	assert_non_null(strstr(buf, "1 of 6 recorded steps differ from the others (median 2 kernels): step 3 (1 kernels, "
-				    "refuted by the detector); automatic detection may have locked on another phase"));
+	assert_non_null(strstr(buf,
+			       "Steps found automatically: boundary after 'cudaStreamSynchronize' (every 1), a period "
+			       "of 3 calls with 2 launches, proven by 5 copies; regime 1; the detector refuted"));
+	assert_non_null(strstr(buf,
+			       "1 of 6 recorded steps differ from the others (median 2 kernels): step 3 (1 kernels, "
+			       "refuted by the detector); automatic detection may have locked on another phase"));
 	free(buf);
 }
 
@@ -311,22 +325,20 @@ static void test_steps_found_by(void **state)
 static void test_untrained_steps(void **state)
 {
 	char *buf = auto_trace_report("auto2.sptrace", 1);
-	assert_non_null(strstr(buf, "3 recorded steps belong to a regime that launched no backward or optimizer kernel, "
-				    "while regime 2 (training) did: steps 0-2 (regime 1); automatic detection took an evaluation"));
+	assert_non_null(
+		strstr(buf,
+		       "3 recorded steps belong to a regime that launched no backward or optimizer kernel, "
+		       "while regime 2 (training) did: steps 0-2 (regime 1); automatic detection took an evaluation"));
 	free(buf);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_totals),
-		cmocka_unit_test(test_steps),
-		cmocka_unit_test(test_findings),
-		cmocka_unit_test(test_sort_keys),
-		cmocka_unit_test(test_top_and_window),
-		cmocka_unit_test(test_names),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_steps_found_by),
+		cmocka_unit_test(test_totals),          cmocka_unit_test(test_steps),
+		cmocka_unit_test(test_findings),        cmocka_unit_test(test_sort_keys),
+		cmocka_unit_test(test_top_and_window),  cmocka_unit_test(test_names),
+		cmocka_unit_test(test_errors),          cmocka_unit_test(test_steps_found_by),
 		cmocka_unit_test(test_untrained_steps),
 	};
 	if (!mkdtemp(dir)) {

@@ -89,7 +89,8 @@ static void test_many_producers_one_consumer(void **state)
 			if (!joined[t] && pthread_tryjoin_np(th[t], NULL) == 0)
 				joined[t] = 1, done++;
 		if (done < made && now_ms() > give_up)
-			fail_msg("gave up after %d s waiting for producers to exit: %d of %d joined", WAIT_S, done, made);
+			fail_msg("gave up after %d s waiting for producers to exit: %d of %d joined", WAIT_S, done,
+				 made);
 	}
 	assert_int_equal(made, T); /* else pthread_create failed */
 	got += sp_ring_drain(consume, &c);
@@ -101,8 +102,8 @@ static void test_many_producers_one_consumer(void **state)
 		received += c.received[t];
 		dropped += p[t].dropped;
 	}
-	print_message("received %llu, dropped %llu of %d\n", (unsigned long long)received,
-		      (unsigned long long)dropped, T * N);
+	print_message("received %llu, dropped %llu of %d\n", (unsigned long long)received, (unsigned long long)dropped,
+		      T * N);
 	assert_int_equal(got, received);
 	assert_int_equal(sp_ring_pushed() - pushed0, received + dropped);
 	assert_int_equal(sp_ring_dropped() - dropped0, dropped);
@@ -146,13 +147,20 @@ static void *rewind_thread(void *arg)
 	for (int round = 0; round < 3; round++) {
 		int n = round ? 64 : 40;
 		for (int i = 0; i < n; i++, seq++) {
-			struct sp_event ev = { .kind = SP_EV_API, .tid = 0, .start = seq, .end = seq * 3, .corr = (uint32_t)seq };
+			struct sp_event ev = { .kind = SP_EV_API,
+					       .tid = 0,
+					       .start = seq,
+					       .end = seq * 3,
+					       .corr = (uint32_t)seq };
 			r->dropped += sp_ring_push(&ev) < 0;
 		}
 		r->received += sp_ring_drain(consume, &c);
 		if (round == 0) { /* a second push after the offer: the one that rewinds, then more */
 			for (int i = 0; i < 10; i++, seq++) {
-				struct sp_event ev = { .kind = SP_EV_API, .start = seq, .end = seq * 3, .corr = (uint32_t)seq };
+				struct sp_event ev = { .kind = SP_EV_API,
+						       .start = seq,
+						       .end = seq * 3,
+						       .corr = (uint32_t)seq };
 				r->dropped += sp_ring_push(&ev) < 0;
 			}
 			r->received += sp_ring_drain(consume, &c);
@@ -217,8 +225,8 @@ static void test_exiting_threads_freed(void **state)
 	for (int i = 0; i < LONG; i++)
 		assert_int_equal(c.received[i] + lp[i].dropped, 50 * N);
 	assert_int_equal(sp_ring_count(), 0);
-	assert_int_equal(sp_ring_pushed() - pushed0, short_received + c.received[0] + c.received[1] +
-							     lp[0].dropped + lp[1].dropped);
+	assert_int_equal(sp_ring_pushed() - pushed0,
+			 short_received + c.received[0] + c.received[1] + lp[0].dropped + lp[1].dropped);
 }
 
 /* In a fork child, after sp_ring_disable_all, pushes fail silently and the inherited ring (with

@@ -16,8 +16,8 @@
 static const char *const names[] = { "NONE", "WARMUP", "RECORD", "RECORD_AND_SAVE" };
 
 /* Schedule from the six numbers, frequency 0. */
-static struct sp_schedule sched(int64_t skip_first, int64_t sfw, int64_t wait, int64_t warmup,
-				int64_t active, int64_t repeat)
+static struct sp_schedule sched(int64_t skip_first, int64_t sfw, int64_t wait, int64_t warmup, int64_t active,
+				int64_t repeat)
 {
 	return (struct sp_schedule){ skip_first, sfw, wait, warmup, active, repeat, 0 };
 }
@@ -55,14 +55,17 @@ static void test_torch_reference_table(void **state)
 	FILE *f = fopen(path, "r");
 	if (!f)
 		fail_msg("%s is missing: generate it with tests/gpu/gen_schedule_tables.py on a machine "
-			 "with torch", path);
+			 "with torch",
+			 path);
 	while (fgets(line, sizeof(line), f)) {
 		long long v[7];
 		int off = 0;
 		if (line[0] == '#')
 			continue;
-		if (sscanf(line, "skip_first=%lld skip_first_wait=%lld wait=%lld warmup=%lld active=%lld "
-			   "repeat=%lld steps=%lld:%n", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &off) != 7 ||
+		if (sscanf(line,
+			   "skip_first=%lld skip_first_wait=%lld wait=%lld warmup=%lld active=%lld "
+			   "repeat=%lld steps=%lld:%n",
+			   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &off) != 7 ||
 		    !off)
 			fail_msg("%s: malformed line: %s", path, line);
 		struct sp_schedule s = sched(v[0], v[1], v[2], v[3], v[4], v[5]);
@@ -73,8 +76,8 @@ static void test_torch_reference_table(void **state)
 		for (; tok; tok = strtok_r(NULL, " \n", &save), step++) {
 			enum sp_action a = sp_schedule_action(&s, step);
 			if (strcmp(names[a], tok))
-				fail_msg("case %s step %lld: got %s, torch says %s", line, (long long)step,
-					 names[a], tok);
+				fail_msg("case %s step %lld: got %s, torch says %s", line, (long long)step, names[a],
+					 tok);
 			/* done() agrees with the table: once done, only NONE follows */
 			assert_int_equal(sp_schedule_done(&s, step), done_slow(&s, step));
 			steps_checked++;
@@ -152,20 +155,23 @@ static void test_hand_tables(void **state)
 static void test_finish(void **state)
 {
 	(void)state;
-	static const struct { struct sp_schedule s; const char *err; } bad[] = {
+	static const struct {
+		struct sp_schedule s;
+		const char *err;
+	} bad[] = {
 		{ { 0, 0, -1, 1, 1, 0, 0 }, "wait: out of range: -1 (allowed: integer 0..1000000000)" },
 		{ { 0, 0, 0, -1, 1, 0, 0 }, "warmup: out of range: -1 (allowed: integer 0..1000000000)" },
 		{ { 0, 0, 0, 0, 0, 0, 0 }, "active: out of range: 0 (allowed: integer 1..1000000000)" },
 		{ { 0, 0, 0, 0, 1, -1, 0 }, "repeat: out of range: -1 (allowed: integer 0..1000000000)" },
 		{ { -1, 0, 0, 0, 1, 0, 0 }, "skip_first: out of range: -1 (allowed: integer 0..1000000000)" },
-		{ { 0, 0, 1000000001, 0, 1, 0, 0 },
-		  "wait: out of range: 1000000001 (allowed: integer 0..1000000000)" },
-		{ { 0, 0, 0, 0, 1, 0, -5 },
-		  "profiling_frequency: out of range: -5 (allowed: integer 0..1000000000)" },
-		{ { 0, 0, 5, 2, 1, 1, 10 }, "profiling_frequency: 10 is only allowed with repeat = 0, repeat is 1 "
-					    "(allowed: 0 when repeat > 0)" },
-		{ { 0, 0, 5, 2, 9, 0, 10 }, "profiling_frequency: 10 is less than warmup + active = 11 "
-					    "(allowed: 0, or at least warmup + active)" },
+		{ { 0, 0, 1000000001, 0, 1, 0, 0 }, "wait: out of range: 1000000001 (allowed: integer 0..1000000000)" },
+		{ { 0, 0, 0, 0, 1, 0, -5 }, "profiling_frequency: out of range: -5 (allowed: integer 0..1000000000)" },
+		{ { 0, 0, 5, 2, 1, 1, 10 },
+		  "profiling_frequency: 10 is only allowed with repeat = 0, repeat is 1 "
+		  "(allowed: 0 when repeat > 0)" },
+		{ { 0, 0, 5, 2, 9, 0, 10 },
+		  "profiling_frequency: 10 is less than warmup + active = 11 "
+		  "(allowed: 0, or at least warmup + active)" },
 	};
 	char err[256];
 

@@ -25,8 +25,12 @@ static char path[2][512];
  * +0.1 ms that runs from +1 ms and an NCCL kernel after it, and ends after `len` ms. */
 static void write_rank(int r)
 {
-	struct sp_trace_meta m = { .features = SP_FEAT_KERNELS | SP_FEAT_RUNTIME_API, .pid = 100 + r, .rank = r,
-				   .world_size = 2, .local_rank = r, .anchor_mono_ns = FX_T,
+	struct sp_trace_meta m = { .features = SP_FEAT_KERNELS | SP_FEAT_RUNTIME_API,
+				   .pid = 100 + r,
+				   .rank = r,
+				   .world_size = 2,
+				   .local_rank = r,
+				   .anchor_mono_ns = FX_T,
 				   .anchor_real_ns = 1700000000000000000ull };
 	strcpy(m.host, "node1");
 	struct sp_trace_writer *w = sp_trace_create(path[r], &m, fx_lookup, NULL, 0);
@@ -40,7 +44,8 @@ static void write_rank(int r)
 		fx_put(w, fx_api(t + 100 * US, c, S_LAUNCH, 100));
 		fx_put(w, fx_gpu(SP_EV_KERNEL, t + 1 * MS, t + 1 * MS + compute, c, S_GEMM, 7));
 		fx_put(w, fx_api(t + 200 * US, c + 1, S_LAUNCH_EX, 101));
-		fx_put(w, fx_gpu(SP_EV_KERNEL, t + 1 * MS + compute, t + 1 * MS + compute + nccl, c + 1, S_NCCL_KERNEL, 13));
+		fx_put(w, fx_gpu(SP_EV_KERNEL, t + 1 * MS + compute, t + 1 * MS + compute + nccl, c + 1, S_NCCL_KERNEL,
+				 13));
 		struct sp_event e = fx_step(n, t, n == 3);
 		e.end = t + len;
 		fx_put(w, e);
@@ -110,8 +115,8 @@ static void two_ranks(void **state)
 	const char *ranks = strstr(s, "\nRank ");
 	assert_non_null(ranks);
 	ranks++; /* the per-rank table: its rows start with the rank, as step rows do with the step */
-	assert_string_equal(squeezed(ranks, "Rank ", l, sizeof(l)),
-			    "Rank Steps Median step Compute Exposed comm Wait for peers Host stall Copies Last GPU Last CPU");
+	assert_string_equal(squeezed(ranks, "Rank ", l, sizeof(l)), "Rank Steps Median step Compute Exposed comm Wait "
+								    "for peers Host stall Copies Last GPU Last CPU");
 	/* rank 0: GPU work 1-6 ms of each 10 ms step: idle 1 ms before the first step's work, then
 	 * 5 ms (6-10 and 0-1) before each later one's; rank 1: the same, 6 ms before step 3's */
 	assert_string_equal(squeezed(ranks, "0 ", l, sizeof(l)), "0 3 10.000ms 2.000ms 0ns 0ns 5.000ms 0ns 0% 0%");
@@ -133,7 +138,6 @@ static void clock_offset(void **state)
 	unsetenv("STEPPROF_TEST_CLOCK_OFFSET_NS");
 }
 
-
 /* rank 0 as base, rank 1 as new: gemm 2 -> 4 ms per step, NCCL 3 -> 1 ms; equal |delta|, so by
  * name; the same kernel time per step and median step. */
 static void diff(void **state)
@@ -145,7 +149,8 @@ static void diff(void **state)
 	assert_int_equal(rc, 0);
 	assert_non_null(strstr(s, "steps, median step 10.000ms (+0.0%), kernel time 5.000ms per step (+0.0%)"));
 	assert_rows(s, (const char *const[]){ "Kernel (per step)", GEMM_NAME, NCCL_NAME }, 3);
-	assert_string_equal(squeezed(s, GEMM_NAME, l, sizeof(l)), GEMM_NAME " 1.0 1.0 2.000ms 4.000ms +2.000ms +100.0%");
+	assert_string_equal(squeezed(s, GEMM_NAME, l, sizeof(l)),
+			    GEMM_NAME " 1.0 1.0 2.000ms 4.000ms +2.000ms +100.0%");
 	assert_string_equal(squeezed(s, NCCL_NAME, l, sizeof(l)), NCCL_NAME " 1.0 1.0 3.000ms 1.000ms -2.000ms -66.7%");
 	free(s);
 	char *top[] = { "diff", path[0], path[1], "--top", "1" };
@@ -204,12 +209,8 @@ static void errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(one_rank),
-		cmocka_unit_test(two_ranks),
-		cmocka_unit_test(clock_offset),
-		cmocka_unit_test(diff),
-		cmocka_unit_test(anchor_rule),
-		cmocka_unit_test(errors),
+		cmocka_unit_test(one_rank), cmocka_unit_test(two_ranks),   cmocka_unit_test(clock_offset),
+		cmocka_unit_test(diff),     cmocka_unit_test(anchor_rule), cmocka_unit_test(errors),
 	};
 	return cmocka_run_group_tests(tests, setup, remove_scratch);
 }

@@ -33,8 +33,10 @@ static void write_stream(const char *path)
 	assert_non_null(w);
 	for (uint32_t i = 0; i < N_TOKENS; i++) {
 		/* times go backwards now and then, as tokens of two threads do */
-		struct sp_token t = { .ts = 1000000 + (uint64_t)i * 700 - (i % 7 == 3 ? 900 : 0), .name = 1 + i % 300,
-				      .tid = 100 + i % 3, .kind = (uint8_t)(1 + i % SP_TOK_KIND_MAX),
+		struct sp_token t = { .ts = 1000000 + (uint64_t)i * 700 - (i % 7 == 3 ? 900 : 0),
+				      .name = 1 + i % 300,
+				      .tid = 100 + i % 3,
+				      .kind = (uint8_t)(1 + i % SP_TOK_KIND_MAX),
 				      .flags = i % 5 ? 0 : SP_TOKF_SYNC };
 		name_of(i, nm, sizeof nm);
 		assert_int_equal(sp_tok_add(w, &t, nm), 0);

@@ -22,8 +22,15 @@
 
 #define HDR 472 /* the version-2 header */
 
-static const char *names[] = { NULL, "vec_add", "void gemm<float, 128>(float const*, float*, int)", "cudaLaunchKernel",
-			       "ncclAllReduce", "step", "nvtx-domain", "worker-0", "NVIDIA H100 80GB HBM3",
+static const char *names[] = { NULL,
+			       "vec_add",
+			       "void gemm<float, 128>(float const*, float*, int)",
+			       "cudaLaunchKernel",
+			       "ncclAllReduce",
+			       "step",
+			       "nvtx-domain",
+			       "worker-0",
+			       "NVIDIA H100 80GB HBM3",
 			       "/usr/lib/libcuda.so.1" };
 
 static const char *lookup(void *ctx, uint32_t id)
@@ -38,8 +45,12 @@ static void path_of(char *buf, size_t len, const char *leaf)
 
 static struct sp_trace_meta meta(void)
 {
-	struct sp_trace_meta m = { .features = SP_FEAT_KERNELS | SP_FEAT_NCCL, .pid = 4242, .rank = 3,
-				   .world_size = 8, .local_rank = 1, .anchor_mono_ns = 1000000000ull,
+	struct sp_trace_meta m = { .features = SP_FEAT_KERNELS | SP_FEAT_NCCL,
+				   .pid = 4242,
+				   .rank = 3,
+				   .world_size = 8,
+				   .local_rank = 1,
+				   .anchor_mono_ns = 1000000000ull,
 				   .anchor_real_ns = 1700000000123456789ull };
 	strcpy(m.host, "node-17");
 	strcpy(m.command, "python train.py --epochs 3");
@@ -53,67 +64,197 @@ static int all_kinds(struct sp_event *ev)
 {
 	int n = 0;
 	uint64_t t = 5000000000ull;
-	struct sp_event k = { .kind = SP_EV_KERNEL, .device = 1, .start = t, .end = t + 2500, .corr = 77,
-			      .name = 2, .stream = 7, .context = 3,
-			      .u.kernel = { { 64, 2, 1 }, { 256, 1, 1 }, 1024, 4096, 40, SP_LAUNCH_COOPERATIVE, 0, 9,
-					    0xfeedbeefcafe } };
+	struct sp_event k = {
+		.kind = SP_EV_KERNEL,
+		.device = 1,
+		.start = t,
+		.end = t + 2500,
+		.corr = 77,
+		.name = 2,
+		.stream = 7,
+		.context = 3,
+		.u.kernel = { { 64, 2, 1 }, { 256, 1, 1 }, 1024, 4096, 40, SP_LAUNCH_COOPERATIVE, 0, 9, 0xfeedbeefcafe }
+	};
 	ev[n++] = k;
-	ev[n++] = (struct sp_event){ .kind = SP_EV_MEMCPY, .sub = 1, .device = 0, .start = t - 100, .end = t + 900,
-				     .corr = 78, .stream = 7, .context = 3,
-				     .u.copy = { .bytes = 1ull << 33, .src_kind = 2, .dst_kind = 3, .async = 1,
-						 .graph_id = 4, .graph_node = 5 } };
-	ev[n++] = (struct sp_event){ .kind = SP_EV_MEMSET, .device = 0, .start = t, .end = t + 10, .corr = 79,
-				     .stream = 13, .context = 3,
+	ev[n++] = (struct sp_event){ .kind = SP_EV_MEMCPY,
+				     .sub = 1,
+				     .device = 0,
+				     .start = t - 100,
+				     .end = t + 900,
+				     .corr = 78,
+				     .stream = 7,
+				     .context = 3,
+				     .u.copy = { .bytes = 1ull << 33,
+						 .src_kind = 2,
+						 .dst_kind = 3,
+						 .async = 1,
+						 .graph_id = 4,
+						 .graph_node = 5 } };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_MEMSET,
+				     .device = 0,
+				     .start = t,
+				     .end = t + 10,
+				     .corr = 79,
+				     .stream = 13,
+				     .context = 3,
 				     .u.copy = { .bytes = 4096, .value = 0xdeadbeef, .dst_kind = 3 } };
-	ev[n++] = (struct sp_event){ .kind = SP_EV_SYNC, .sub = 3, .device = 0, .tid = 1234, .start = t, .end = t + 77777,
-				     .corr = 80, .stream = 7, .context = 3, .u.sync.event = 12 };
-	ev[n++] = (struct sp_event){ .kind = SP_EV_API, .sub = SP_API_RUNTIME, .device = SP_NO_DEVICE, .tid = 1234,
-				     .start = t, .end = t + 3000, .corr = 77, .name = 3,
+	ev[n++] = (struct sp_event){ .kind = SP_EV_SYNC,
+				     .sub = 3,
+				     .device = 0,
+				     .tid = 1234,
+				     .start = t,
+				     .end = t + 77777,
+				     .corr = 80,
+				     .stream = 7,
+				     .context = 3,
+				     .u.sync.event = 12 };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_API,
+				     .sub = SP_API_RUNTIME,
+				     .device = SP_NO_DEVICE,
+				     .tid = 1234,
+				     .start = t,
+				     .end = t + 3000,
+				     .corr = 77,
+				     .name = 3,
 				     .u.api = { .cbid = 211, .status = -2, .stack = 6 } };
-	ev[n++] = (struct sp_event){ .kind = SP_EV_NCCL, .sub = SP_NCCL_ALLREDUCE, .device = 2, .tid = 99,
-				     .start = t, .end = t + 50000, .corr = 81, .name = 4, .stream = 21,
-				     .u.nccl = { .count = 1u << 20, .bytes = 4u << 20, .comm = 0x8877665544332211ull,
-						 .seq = 17, .peer = -1, .comm_rank = 3, .comm_size = 8, .dtype = 7,
-						 .redop = 0xff, .group_depth = 2, .stack = 7 } };
-	ev[n++] = (struct sp_event){ .kind = SP_EV_ALLOC, .sub = SP_MEM_DEVICE, .device = 0, .tid = 99, .start = t,
-				     .end = t + 40, .corr = 82, .name = 3, .stream = 1,
-				     .u.mem = { .addr = 0x7f0000001000ull, .size = 1 << 20, .live = 3 << 20, .stack = 5,
+	ev[n++] = (struct sp_event){ .kind = SP_EV_NCCL,
+				     .sub = SP_NCCL_ALLREDUCE,
+				     .device = 2,
+				     .tid = 99,
+				     .start = t,
+				     .end = t + 50000,
+				     .corr = 81,
+				     .name = 4,
+				     .stream = 21,
+				     .u.nccl = { .count = 1u << 20,
+						 .bytes = 4u << 20,
+						 .comm = 0x8877665544332211ull,
+						 .seq = 17,
+						 .peer = -1,
+						 .comm_rank = 3,
+						 .comm_size = 8,
+						 .dtype = 7,
+						 .redop = 0xff,
+						 .group_depth = 2,
+						 .stack = 7 } };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_ALLOC,
+				     .sub = SP_MEM_DEVICE,
+				     .device = 0,
+				     .tid = 99,
+				     .start = t,
+				     .end = t + 40,
+				     .corr = 82,
+				     .name = 3,
+				     .stream = 1,
+				     .u.mem = { .addr = 0x7f0000001000ull,
+						.size = 1 << 20,
+						.live = 3 << 20,
+						.stack = 5,
 						.flags = SP_MEMF_SNAPSHOT | SP_MEMF_PEAK } };
-	ev[n++] = (struct sp_event){ .kind = SP_EV_FREE, .sub = SP_MEM_HOST, .device = SP_NO_DEVICE, .tid = 99,
-				     .start = t + 1, .end = t + 1,
+	ev[n++] = (struct sp_event){ .kind = SP_EV_FREE,
+				     .sub = SP_MEM_HOST,
+				     .device = SP_NO_DEVICE,
+				     .tid = 99,
+				     .start = t + 1,
+				     .end = t + 1,
 				     .u.mem = { .addr = 0x55550000ull, .size = 64, .live = 0, .stack = 0 } };
-	ev[n++] = (struct sp_event){ .kind = SP_EV_MARKER, .device = SP_NO_DEVICE, .tid = 5, .start = t, .end = t + 9,
-				     .name = 5, .u.marker = { .domain = 6, .depth = -1 } };
-	ev[n++] = (struct sp_event){ .kind = SP_EV_STEP, .sub = SP_ACT_RECORD, .device = SP_NO_DEVICE, .tid = 5,
-				     .start = t, .end = t + 1000000, .name = 5,
-				     .u.step = { .number = -7, .how = 1, .flags = SP_STEP_AFTER | SP_STEP_REFUTED, .regime = 3,
-						 .period = 498, .launches = 497, .every = 2, .confidence = 5, .relocks = 1 } };
-	ev[n++] = (struct sp_event){ .kind = SP_EV_WINDOW_BEGIN, .device = SP_NO_DEVICE, .start = t, .end = t,
+	ev[n++] = (struct sp_event){ .kind = SP_EV_MARKER,
+				     .device = SP_NO_DEVICE,
+				     .tid = 5,
+				     .start = t,
+				     .end = t + 9,
+				     .name = 5,
+				     .u.marker = { .domain = 6, .depth = -1 } };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_STEP,
+				     .sub = SP_ACT_RECORD,
+				     .device = SP_NO_DEVICE,
+				     .tid = 5,
+				     .start = t,
+				     .end = t + 1000000,
+				     .name = 5,
+				     .u.step = { .number = -7,
+						 .how = 1,
+						 .flags = SP_STEP_AFTER | SP_STEP_REFUTED,
+						 .regime = 3,
+						 .period = 498,
+						 .launches = 497,
+						 .every = 2,
+						 .confidence = 5,
+						 .relocks = 1 } };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_WINDOW_BEGIN,
+				     .device = SP_NO_DEVICE,
+				     .start = t,
+				     .end = t,
 				     .u.window = { .id = 2, .first_step = 10, .last_step = 12 } };
-	ev[n++] = (struct sp_event){ .kind = SP_EV_WINDOW_END, .device = SP_NO_DEVICE, .start = t + 5, .end = t + 5,
-				     .u.window = { .id = 2, .capped = 1, .first_step = 10, .last_step = 12,
-						   .bytes = 123456789, .dropped = 42 } };
-	ev[n++] = (struct sp_event){ .kind = SP_EV_DROPPED, .sub = SP_DROP_CUPTI, .device = 1, .start = t, .end = t,
+	ev[n++] = (struct sp_event){ .kind = SP_EV_WINDOW_END,
+				     .device = SP_NO_DEVICE,
+				     .start = t + 5,
+				     .end = t + 5,
+				     .u.window = { .id = 2,
+						   .capped = 1,
+						   .first_step = 10,
+						   .last_step = 12,
+						   .bytes = 123456789,
+						   .dropped = 42 } };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_DROPPED,
+				     .sub = SP_DROP_CUPTI,
+				     .device = 1,
+				     .start = t,
+				     .end = t,
 				     .u.dropped.count = 1ull << 40 };
-	ev[n++] = (struct sp_event){ .kind = SP_EV_THREAD, .device = SP_NO_DEVICE, .tid = 4321, .start = t, .end = t,
+	ev[n++] = (struct sp_event){ .kind = SP_EV_THREAD,
+				     .device = SP_NO_DEVICE,
+				     .tid = 4321,
+				     .start = t,
+				     .end = t,
 				     .name = 7 };
-	ev[n++] = (struct sp_event){ .kind = SP_EV_DEVICE, .device = 3, .start = t, .end = t, .name = 8,
-				     .u.dev = { .sm_count = 132, .cc_major = 9, .cc_minor = 0, .memory = 85ull << 30 } };
-	ev[n++] = (struct sp_event){ .kind = SP_EV_CLOCK, .device = SP_NO_DEVICE, .start = t, .end = t,
+	ev[n++] =
+		(struct sp_event){ .kind = SP_EV_DEVICE,
+				   .device = 3,
+				   .start = t,
+				   .end = t,
+				   .name = 8,
+				   .u.dev = { .sm_count = 132, .cc_major = 9, .cc_minor = 0, .memory = 85ull << 30 } };
+	ev[n++] = (struct sp_event){ .kind = SP_EV_CLOCK,
+				     .device = SP_NO_DEVICE,
+				     .start = t,
+				     .end = t,
 				     .u.clock.realtime_ns = 1700000000987654321ull };
-	ev[n++] = (struct sp_event){ .kind = SP_EV_COMM, .sub = SP_COMM_SPLIT, .device = 2, .tid = 99, .start = t,
-				     .end = t, .name = 4,
+	ev[n++] = (struct sp_event){ .kind = SP_EV_COMM,
+				     .sub = SP_COMM_SPLIT,
+				     .device = 2,
+				     .tid = 99,
+				     .start = t,
+				     .end = t,
+				     .name = 4,
 				     .u.nccl = { .comm = 0x1122334455667788ull, .comm_rank = 5, .comm_size = 16 } };
-	ev[n++] = (struct sp_event){ .kind = SP_EV_MODULE, .device = SP_NO_DEVICE, .start = 0, .end = 0, .name = 9,
-				     .u.module = { .start = 0x7f1234560000ull, .end = 0x7f1234990000ull,
-						   .offset = 0x1000 } };
+	ev[n++] = (struct sp_event){
+		.kind = SP_EV_MODULE,
+		.device = SP_NO_DEVICE,
+		.start = 0,
+		.end = 0,
+		.name = 9,
+		.u.module = { .start = 0x7f1234560000ull, .end = 0x7f1234990000ull, .offset = 0x1000 }
+	};
 	/* extremes: start 0 after a big one, end < start, maximal values */
-	ev[n++] = (struct sp_event){ .kind = SP_EV_KERNEL, .device = 0xfffe, .tid = UINT32_MAX, .start = UINT64_MAX,
-				     .end = 3, .corr = UINT32_MAX, .stream = UINT32_MAX, .context = UINT32_MAX,
-				     .u.kernel = { .grid = { UINT32_MAX, 1, 1 }, .block = { 1024, 1, 1 },
-						   .regs = UINT16_MAX, .launch = 255, .graph_id = UINT32_MAX,
+	ev[n++] = (struct sp_event){ .kind = SP_EV_KERNEL,
+				     .device = 0xfffe,
+				     .tid = UINT32_MAX,
+				     .start = UINT64_MAX,
+				     .end = 3,
+				     .corr = UINT32_MAX,
+				     .stream = UINT32_MAX,
+				     .context = UINT32_MAX,
+				     .u.kernel = { .grid = { UINT32_MAX, 1, 1 },
+						   .block = { 1024, 1, 1 },
+						   .regs = UINT16_MAX,
+						   .launch = 255,
+						   .graph_id = UINT32_MAX,
 						   .graph_node = UINT64_MAX } };
-	ev[n++] = (struct sp_event){ .kind = SP_EV_STEP, .device = SP_NO_DEVICE, .start = 0, .end = UINT64_MAX,
+	ev[n++] = (struct sp_event){ .kind = SP_EV_STEP,
+				     .device = SP_NO_DEVICE,
+				     .start = 0,
+				     .end = UINT64_MAX,
 				     .u.step.number = INT64_MIN };
 	return n;
 }
@@ -250,11 +391,19 @@ static void test_stacks_precede_use(void **state)
 	struct sp_trace_writer *w = sp_trace_create(path, &m, lookup, NULL, 64);
 	sp_trace_set_stack_lookup(w, stack_lookup, &lookups);
 	struct sp_event ev[] = {
-		{ .kind = SP_EV_ALLOC, .device = 0, .start = 10, .end = 10, .u.mem = { .addr = 1, .size = 8, .stack = 1 } },
+		{ .kind = SP_EV_ALLOC,
+		  .device = 0,
+		  .start = 10,
+		  .end = 10,
+		  .u.mem = { .addr = 1, .size = 8, .stack = 1 } },
 		{ .kind = SP_EV_API, .device = 0, .start = 11, .end = 12, .name = 3, .u.api.stack = 2 },
 		{ .kind = SP_EV_NCCL, .device = 0, .start = 13, .end = 14, .name = 4, .u.nccl.stack = 3 },
 		{ .kind = SP_EV_COMM, .device = 0, .start = 15, .end = 15, .name = 4, .u.nccl.stack = 4 },
-		{ .kind = SP_EV_FREE, .device = 0, .start = 16, .end = 16, .u.mem = { .addr = 1, .size = 8, .stack = 1 } },
+		{ .kind = SP_EV_FREE,
+		  .device = 0,
+		  .start = 16,
+		  .end = 16,
+		  .u.mem = { .addr = 1, .size = 8, .stack = 1 } },
 		{ .kind = SP_EV_API, .device = 0, .start = 17, .end = 18, .name = 3, .u.api.stack = 9 },
 		{ .kind = SP_EV_KERNEL, .device = 0, .start = 19, .end = 20, .name = 1 }, /* no stack field */
 	};
@@ -430,8 +579,11 @@ static void test_truncated_reads_whole_chunks(void **state)
 	uint64_t end_of[MAXCH];
 	int events_by[MAXCH], nch = 0;
 	for (int i = 0; i < N; i++) {
-		struct sp_event ev = { .kind = SP_EV_KERNEL, .start = 1000 + 5000ull * i, .corr = (uint32_t)i,
-				       .name = 1 + i % 2, .stream = 7 };
+		struct sp_event ev = { .kind = SP_EV_KERNEL,
+				       .start = 1000 + 5000ull * i,
+				       .corr = (uint32_t)i,
+				       .name = 1 + i % 2,
+				       .stream = 7 };
 		ev.end = ev.start + 2000 + (uint64_t)(i * 7919 % 1000);
 		uint64_t before = sp_trace_file_bytes(w);
 		assert_true(sp_trace_write(w, &ev) > 0);
@@ -693,11 +845,14 @@ static void test_bytes_per_kernel(void **state)
 	enum { N = 200000 };
 	char path[256];
 	path_of(path, sizeof(path), "kernels.sptrace");
-	struct { uint32_t grid, block, regs, smem; } shape[51];
+	struct {
+		uint32_t grid, block, regs, smem;
+	} shape[51];
 	srand(12345);
 	for (int i = 1; i <= 50; i++) {
 		snprintf(knames[i], sizeof(knames[i]),
-			 "void at::native::elementwise_kernel<128, %d, at::native::gpu_kernel_impl_nocast<op%d>>(int, T)",
+			 "void at::native::elementwise_kernel<128, %d, at::native::gpu_kernel_impl_nocast<op%d>>(int, "
+			 "T)",
 			 i % 4, i);
 		shape[i].grid = (uint32_t)(1 + rand() % 4096);
 		shape[i].block = 64u << (rand() % 4);
@@ -712,9 +867,14 @@ static void test_bytes_per_kernel(void **state)
 		int k = 1 + rand() % 50;
 		t += 4500 + (uint64_t)(rand() % 1000);
 		corr += 1 + (uint32_t)(rand() % 3);
-		struct sp_event ev = { .kind = SP_EV_KERNEL, .device = 0, .start = t,
-				       .end = t + 2000 + (uint64_t)(rand() % 1000), .corr = corr, .name = (uint32_t)k,
-				       .stream = 7, .context = 1 };
+		struct sp_event ev = { .kind = SP_EV_KERNEL,
+				       .device = 0,
+				       .start = t,
+				       .end = t + 2000 + (uint64_t)(rand() % 1000),
+				       .corr = corr,
+				       .name = (uint32_t)k,
+				       .stream = 7,
+				       .context = 1 };
 		ev.u.kernel.grid[0] = shape[k].grid;
 		ev.u.kernel.grid[1] = ev.u.kernel.grid[2] = 1;
 		ev.u.kernel.block[0] = shape[k].block;
@@ -747,7 +907,12 @@ static void test_ids_by_index_and_limits(void **state)
 	assert_true(sp_trace_write_string(w, 7, big) > 0);
 	uint64_t pcs[] = { 0x1000, 0x2000 };
 	assert_true(sp_trace_write_stack(w, 9999999, pcs, 2) > 0);
-	struct sp_event ev = { .kind = SP_EV_API, .device = 0, .tid = 1, .start = 10, .end = 20, .name = 16000000,
+	struct sp_event ev = { .kind = SP_EV_API,
+			       .device = 0,
+			       .tid = 1,
+			       .start = 10,
+			       .end = 20,
+			       .name = 16000000,
 			       .u.api.stack = 9999999 };
 	assert_true(sp_trace_write(w, &ev) > 0);
 	ev.name = 123456; /* named, never defined */

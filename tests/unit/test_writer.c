@@ -69,14 +69,14 @@ static uint64_t now_ms(void)
 
 /* Polls cond every 100 us; if it is still false after WAIT_S seconds, fails the test with
  * "gave up after N s waiting for <what>" (printf-style) instead of hanging. */
-#define wait_until(cond, what, ...)                                                                \
-	do {                                                                                       \
-		uint64_t give_up_ = now_ms() + WAIT_S * 1000;                                      \
-		while (!(cond)) {                                                                  \
-			if (now_ms() > give_up_)                                                   \
+#define wait_until(cond, what, ...)                                                                      \
+	do {                                                                                             \
+		uint64_t give_up_ = now_ms() + WAIT_S * 1000;                                            \
+		while (!(cond)) {                                                                        \
+			if (now_ms() > give_up_)                                                         \
 				fail_msg("gave up after %d s waiting for " what, WAIT_S, ##__VA_ARGS__); \
-			usleep(100);                                                               \
-		}                                                                                  \
+			usleep(100);                                                                     \
+		}                                                                                        \
 	} while (0)
 
 struct producer {
@@ -88,8 +88,12 @@ static void *produce(void *arg)
 {
 	struct producer *p = arg;
 	for (uint64_t i = 0; i < p->n; i++) {
-		struct sp_event ev = { .kind = SP_EV_KERNEL, .tid = p->tid, .start = p->first + 1000 * i,
-				       .corr = (uint32_t)i, .name = p->name, .stream = 7 };
+		struct sp_event ev = { .kind = SP_EV_KERNEL,
+				       .tid = p->tid,
+				       .start = p->first + 1000 * i,
+				       .corr = (uint32_t)i,
+				       .name = p->name,
+				       .stream = 7 };
 		ev.end = ev.start + 500;
 		if (sp_ring_push(&ev) < 0)
 			return (void *)1;
@@ -110,7 +114,9 @@ static void run_producers(int T, uint64_t first, uint64_t n, uint32_t name)
 	void *dropped[16];
 	int made = 0;
 	for (; made < T; made++) {
-		p[made] = (struct producer){ .tid = 100 + (uint32_t)made, .name = name, .first = first + (uint64_t)made,
+		p[made] = (struct producer){ .tid = 100 + (uint32_t)made,
+					     .name = name,
+					     .first = first + (uint64_t)made,
 					     .n = n };
 		if (pthread_create(&th[made], NULL, produce, &p[made]))
 			break;
@@ -120,8 +126,8 @@ static void run_producers(int T, uint64_t first, uint64_t n, uint32_t name)
 	assert_int_equal(made, T); /* else pthread_create failed */
 	for (int t = 0; t < T; t++)
 		assert_null(dropped[t]); /* rings are big enough here */
-	wait_until(sp_ring_count() <= rings, "the writer to free %d exited producers' rings (%u rings, %u before)",
-		   T, sp_ring_count(), rings);
+	wait_until(sp_ring_count() <= rings, "the writer to free %d exited producers' rings (%u rings, %u before)", T,
+		   sp_ring_count(), rings);
 }
 
 static void push(struct sp_event ev)
@@ -176,16 +182,25 @@ static void test_capped_window(void **state)
 	assert_true(named);
 
 	run_producers(T, 1000000000, N, name); /* before the window: never capped */
-	push((struct sp_event){ .kind = SP_EV_WINDOW_BEGIN, .device = SP_NO_DEVICE, .start = 3000000000,
-				.end = 3000000000, .u.window = { .id = 0, .first_step = 5, .last_step = 6 } });
+	push((struct sp_event){ .kind = SP_EV_WINDOW_BEGIN,
+				.device = SP_NO_DEVICE,
+				.start = 3000000000,
+				.end = 3000000000,
+				.u.window = { .id = 0, .first_step = 5, .last_step = 6 } });
 	run_producers(T, 3000000001, N, name); /* inside: over the cap */
 	for (int s = 5; s <= 6; s++) /* control events inside the window: always written */
-		push((struct sp_event){ .kind = SP_EV_STEP, .sub = SP_ACT_RECORD, .device = SP_NO_DEVICE,
+		push((struct sp_event){ .kind = SP_EV_STEP,
+					.sub = SP_ACT_RECORD,
+					.device = SP_NO_DEVICE,
 					.start = 3000000000ull + 400000ull * (uint64_t)(s - 5) + 10,
-					.end = 3000000000ull + 400000ull * (uint64_t)(s - 4), .name = step_name,
+					.end = 3000000000ull + 400000ull * (uint64_t)(s - 4),
+					.name = step_name,
 					.u.step.number = s });
-	push((struct sp_event){ .kind = SP_EV_WINDOW_END, .device = SP_NO_DEVICE, .start = 5000000000,
-				.end = 5000000000, .u.window = { .id = 0, .first_step = 5, .last_step = 6 } });
+	push((struct sp_event){ .kind = SP_EV_WINDOW_END,
+				.device = SP_NO_DEVICE,
+				.start = 5000000000,
+				.end = 5000000000,
+				.u.window = { .id = 0, .first_step = 5, .last_step = 6 } });
 
 	/* the finished window reaches the disk without a stop */
 	struct file f = { 0 };
@@ -213,18 +228,29 @@ static void test_capped_window(void **state)
 	for (int i = 0; i < f.n; i++) {
 		const struct sp_event *e = &f.ev[i];
 		switch (e->kind) {
-		case SP_EV_WINDOW_BEGIN: phase = 1; break;
-		case SP_EV_WINDOW_END: phase = 2, end = e; break;
-		case SP_EV_KERNEL: ++*(phase == 0 ? &before : phase == 1 ? &inside : &after); break;
-		case SP_EV_STEP: assert_int_equal(phase, 1), steps++; break;
-		case SP_EV_CLOCK: assert_int_equal(phase, 1), clocks++; break;
+		case SP_EV_WINDOW_BEGIN:
+			phase = 1;
+			break;
+		case SP_EV_WINDOW_END:
+			phase = 2, end = e;
+			break;
+		case SP_EV_KERNEL:
+			++*(phase == 0 ? &before : phase == 1 ? &inside : &after);
+			break;
+		case SP_EV_STEP:
+			assert_int_equal(phase, 1), steps++;
+			break;
+		case SP_EV_CLOCK:
+			assert_int_equal(phase, 1), clocks++;
+			break;
 		case SP_EV_DROPPED:
 			assert_int_equal(phase, 1);
 			assert_int_equal(e->sub, SP_DROP_CAP); /* no ring drops here */
 			cap_records++;
 			cap_drops += e->u.dropped.count;
 			break;
-		default: fail_msg("unexpected %s record", sp_ev_kind_name(e->kind));
+		default:
+			fail_msg("unexpected %s record", sp_ev_kind_name(e->kind));
 		}
 	}
 	print_message("window: %d kernels written, %llu dropped by the cap, %llu bytes\n", inside,
@@ -251,8 +277,12 @@ static atomic_int ticks, emit_failed;
 static void tick(void *ctx)
 {
 	if (atomic_fetch_add(&ticks, 1) == 0) {
-		struct sp_event ev = { .kind = SP_EV_STEP, .device = SP_NO_DEVICE, .start = 7, .end = 8,
-				       .name = *(uint32_t *)ctx, .u.step.number = 42 };
+		struct sp_event ev = { .kind = SP_EV_STEP,
+				       .device = SP_NO_DEVICE,
+				       .start = 7,
+				       .end = 8,
+				       .name = *(uint32_t *)ctx,
+				       .u.step.number = 42 };
 		atomic_store(&emit_failed, sp_writer_emit(&ev) != 0);
 	}
 }
