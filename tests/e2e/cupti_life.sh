@@ -168,6 +168,9 @@ FAKERT=$B/tests/e2e/libfakecudart.so
 run hooked 8,1,3,0 auto 48 VIA_CUDART="$FAKERT"
 parked hooked 3 9 10 11 21 22 23 33 34 35 45 46 47 &&
 	echo "ok   marker calls through the dynamic linker: parked between windows, the hooks numbered every step"
+run hooklocal 8,1,3,0 auto 48 VIA_CUDART="$FAKERT" CUDART_LOCAL=1
+parked hooklocal 3 9 10 11 21 22 23 33 34 35 45 46 47 &&
+	echo "ok   the runtime under another name, loaded out of the global scope: the hooks still find it and park"
 STEP_US=3000 run hookfast 8,1,3,0 always 48 VIA_CUDART="$FAKERT"
 parked hookfast 1 9 10 11 21 22 23 33 34 35 45 46 47 &&
 	echo "ok   parked with 3 ms steps: the re-attach before each window in time (or waited for), no step lost"

@@ -51,7 +51,8 @@ int main(int argc, char **argv)
 	unsigned (*cudart_seen)(void) = NULL;
 	int bypass_at = getenv("BYPASS_AT") ? atoi(getenv("BYPASS_AT")) : -1;
 	if (getenv("VIA_CUDART")) {
-		void *h = dlopen(getenv("VIA_CUDART"), RTLD_NOW | RTLD_GLOBAL);
+		/* CUDART_LOCAL: as Python loads a wheel's renamed libcudart, out of the global scope */
+		void *h = dlopen(getenv("VIA_CUDART"), RTLD_NOW | (getenv("CUDART_LOCAL") ? RTLD_LOCAL : RTLD_GLOBAL));
 		sync = (int (*)(void))dlsym(RTLD_DEFAULT, "cudaDeviceSynchronize"); /* the first definition */
 		direct = h ? (int (*)(void))dlsym(h, "cudaDeviceSynchronize") : NULL;
 		cudart_seen = h ? (unsigned (*)(void))dlsym(h, "fake_cudart_seen") : NULL;
