@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* cupti_share.c - serving the program's own CUPTI profiler while stepprof stays the only real
  * subscriber (see cupti_share.h). Keeps what each side enabled (callbacks, activity kinds) and
- * makes CUPTI hold the union; dispatches each callback to the side(s) that enabled it; copies
- * the program's activity records into buffers its own bufferRequested gives, converted to its
- * clock. Runs on the program's threads, CUPTI's threads and the writer thread. Never fails a
+ * makes CUPTI hold the union; dispatches each callback to the side(s) that enabled it; serves
+ * the program's CUPTI calls (its records and clock: cupti_share_records.c). Runs on the
+ * program's threads, CUPTI's threads and the writer thread. Never fails a
  * program's call because of stepprof, never changes what stepprof records. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -17,58 +17,13 @@
 #include "cupti_api.h"
 #include "cupti_life.h"
 #include "cupti_share.h"
+#include "cupti_share_int.h"
 #include "internal.h"
 #include "log.h"
 
-#define NDOM CUPTI_CB_DOMAIN_SIZE
-#define NKIND CUPTI_ACTIVITY_KIND_COUNT
 #define CORR_STACK 16            /* nested API calls per thread the program's correlationData covers */
-#define CAL_MIN_NS 2000000ull    /* shortest span between two clock samples for a rate */
 
-/* Who wants a callback or a kind. */
-enum { SIDE_SP = 1, SIDE_PROG = 2 };
-
-/* The real entry points for stepprof's own calls (sp_cupti's table before sp_share_install). */
-struct real_fns {
-	__typeof__(cuptiEnableCallback) *enable_cb;
-	__typeof__(cuptiEnableDomain) *enable_domain;
-	__typeof__(cuptiActivityEnable) *act_enable;
-	__typeof__(cuptiActivityDisable) *act_disable;
-	__typeof__(cuptiUnsubscribe) *unsubscribe;
-	__typeof__(cuptiFinalize) *finalize;
-};
-
-static struct {
-	pthread_mutex_t lock;             /* wants and the real enable calls that follow them */
-	struct real_fns real;             /* set once by sp_share_install */
-	_Atomic bool installed;           /* sp_share_install ran */
-	uint8_t all[NDOM];                /* SIDE_* bits: whole domain enabled */
-	uint8_t cb[NDOM][SP_CBID_MAX];    /* SIDE_* bits: one callback id enabled */
-	uint8_t kind[NKIND];              /* SIDE_* bits: activity kind enabled */
-	bool sp_kind_ever[NKIND];         /* stepprof enabled this kind at some point */
-	uint64_t on_at[NKIND], off_at[NKIND]; /* program's last enable / disable of a kind (trace clock; off 0 = on) */
-	/* the program's profiler */
-	_Atomic(CUpti_CallbackFunc) cb_fn; /* its subscriber callback, NULL if not subscribed */
-	void *ud; /* its userdata */
-	CUpti_BuffersCallbackRequestFunc req; /* its buffer callbacks (under buf_lock) */
-	CUpti_BuffersCallbackCompleteFunc comp;
-	_Atomic(CUpti_TimestampCallbackFunc) ts; /* its clock, NULL: CUPTI's default (CLOCK_REALTIME) */
-	_Atomic int nkinds; /* kinds the program has on */
-	_Atomic bool ever_on; /* the program enabled an activity kind at some point */
-	/* its clock against the trace clock: p = p1 + (m - m1) * rate (under buf_lock) */
-	uint64_t m0, p0, m1, p1;
-	double rate;
-	bool have0;
-	/* the program's buffer being filled (under buf_lock) */
-	pthread_mutex_t buf_lock;
-	uint8_t *pbuf;
-	size_t psize, pused;
-	CUcontext pctx;
-	uint32_t pstream;
-	/* counts (for the messages) */
-	_Atomic uint64_t passed, withheld, callbacks;
-	_Atomic bool said; /* the "program subscribed" line was printed */
-} S = { .lock = PTHREAD_MUTEX_INITIALIZER, .buf_lock = PTHREAD_MUTEX_INITIALIZER };
+struct share_globals sp_share_S = { .lock = PTHREAD_MUTEX_INITIALIZER, .buf_lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* The handle the program gets from cuptiSubscribe: never dereferenced, compared only. */
 static char fake_handle;
@@ -357,220 +312,6 @@ void CUPTIAPI sp_share_on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Cal
 		to_program(f, dom, cbid, data);
 }
 
-/* ---- activity records ---- */
-
-/* Where the timestamps of the record kinds the program may get sit (first = the one compared
- * with the program's enabled stretch); n 0: a kind that is not passed on (unknown layout). */
-struct stamps {
-	uint8_t n;
-	uint16_t off[5];
-};
-#define OFF(t, f) (uint16_t)offsetof(t, f)
-
-static struct stamps stamps_of(unsigned k)
-{
-	switch (k) {
-	case CUPTI_ACTIVITY_KIND_KERNEL:
-	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-		return (struct stamps){ 5,
-					{ OFF(CUpti_ActivityKernel10, start), OFF(CUpti_ActivityKernel10, end),
-					  OFF(CUpti_ActivityKernel10, completed), OFF(CUpti_ActivityKernel10, queued),
-					  OFF(CUpti_ActivityKernel10, submitted) } };
-	case CUPTI_ACTIVITY_KIND_MEMCPY:
-		return (struct stamps){ 2, { OFF(CUpti_ActivityMemcpy6, start), OFF(CUpti_ActivityMemcpy6, end) } };
-	case CUPTI_ACTIVITY_KIND_MEMCPY2:
-		return (struct stamps){ 2,
-					{ OFF(CUpti_ActivityMemcpyPtoP4, start),
-					  OFF(CUpti_ActivityMemcpyPtoP4, end) } };
-	case CUPTI_ACTIVITY_KIND_MEMSET:
-		return (struct stamps){ 2, { OFF(CUpti_ActivityMemset4, start), OFF(CUpti_ActivityMemset4, end) } };
-	case CUPTI_ACTIVITY_KIND_RUNTIME:
-	case CUPTI_ACTIVITY_KIND_DRIVER:
-	case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API:
-		return (struct stamps){ 2, { OFF(CUpti_ActivityAPI, start), OFF(CUpti_ActivityAPI, end) } };
-	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
-		return (struct stamps){ 2,
-					{ OFF(CUpti_ActivitySynchronization2, start),
-					  OFF(CUpti_ActivitySynchronization2, end) } };
-	case CUPTI_ACTIVITY_KIND_OVERHEAD:
-		return (struct stamps){ 2, { OFF(CUpti_ActivityOverhead3, start), OFF(CUpti_ActivityOverhead3, end) } };
-	case CUPTI_ACTIVITY_KIND_MEMORY2:
-		return (struct stamps){ 1, { OFF(CUpti_ActivityMemory4, timestamp) } };
-	case CUPTI_ACTIVITY_KIND_MARKER:
-		return (struct stamps){ 1, { OFF(CUpti_ActivityMarker2, timestamp) } };
-	case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
-		return (struct stamps){ 0xff, { 0 } }; /* no timestamp */
-	default:
-		return (struct stamps){ 0, { 0 } };
-	}
-}
-
-static uint64_t program_now(void)
-{
-	CUpti_TimestampCallbackFunc f = atomic_load(&S.ts);
-	if (f)
-		return f();
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* One pair (trace clock, program clock) read as close together as three tries allow. */
-static void sample(uint64_t *m, uint64_t *p)
-{
-	uint64_t best = UINT64_MAX;
-	for (int i = 0; i < 3; i++) {
-		uint64_t a = sp_now_ns(), q = program_now(), b = sp_now_ns();
-		if (b - a < best)
-			best = b - a, *m = a + (b - a) / 2, *p = q;
-	}
-}
-
-/* Brings the clock mapping up to date; caller holds buf_lock. This function can't fail. */
-static void calibrate(void)
-{
-	if (!S.have0) {
-		sample(&S.m0, &S.p0);
-		S.have0 = true;
-	}
-	uint64_t m, p;
-	sample(&m, &p);
-	while (m - S.m0 < CAL_MIN_NS) { /* the first conversion: a rate needs some span (once) */
-		struct timespec ts = { 0, 200000 };
-		nanosleep(&ts, NULL);
-		sample(&m, &p);
-	}
-	S.rate = (double)(int64_t)(p - S.p0) / (double)(m - S.m0);
-	S.m1 = m, S.p1 = p;
-}
-
-static uint64_t to_program_clock(uint64_t t)
-{
-	return S.p1 + (uint64_t)(int64_t)((double)(int64_t)(t - S.m1) * S.rate);
-}
-
-/* Hands the program's buffer being filled to its bufferCompleted; caller holds buf_lock. */
-static void complete_pending(void)
-{
-	if (!S.pbuf)
-		return;
-	uint8_t *b = S.pbuf;
-	S.pbuf = NULL;
-	if (S.comp)
-		S.comp(S.pctx, S.pstream, b, S.psize, S.pused);
-}
-
-/* Copies one record of len bytes into the program's buffer (a new one from its bufferRequested
- * when full). Caller holds buf_lock. Returns the copy, or NULL if the program gave no room. */
-static uint8_t *room_for(size_t len, CUcontext ctx, uint32_t stream)
-{
-	if (S.pbuf && (S.pused + len > S.psize || S.pctx != ctx || S.pstream != stream))
-		complete_pending();
-	if (!S.pbuf) {
-		uint8_t *b = NULL;
-		size_t size = 0, maxrec = 0;
-		if (!S.req)
-			return NULL;
-		S.req(&b, &size, &maxrec);
-		if (!b || size < len)
-			return NULL; /* the program stopped giving buffers (Kineto's limit): as CUPTI drops */
-		S.pbuf = b, S.psize = size, S.pused = 0, S.pctx = ctx, S.pstream = stream;
-	}
-	uint8_t *at = S.pbuf + S.pused;
-	S.pused += len;
-	return at;
-}
-
-/* 1 if a record of kind k stamped t (trace clock) is the program's: of a kind it enabled, and,
- * where stepprof enabled the kind too, stamped within the program's stretch. */
-static int is_programs(unsigned k, uint64_t t, bool timed)
-{
-	if (k >= NKIND || !S.on_at[k])
-		return 0;
-	if (!S.sp_kind_ever[k])
-		return 1; /* only the program enabled this kind: every record is its own */
-	if (!timed)
-		return S.kind[k] & SIDE_PROG ? 1 : 0;
-	return t >= S.on_at[k] && (!S.off_at[k] || t <= S.off_at[k]);
-}
-
-/* Copies the program's records of one completed buffer into its buffers. CUPTI's thread. */
-static void pass_records(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t valid)
-{
-	CUpti_Activity *rec = NULL, *next = NULL;
-	uint64_t passed = 0, withheld = 0;
-	unsigned bad_kind = 0;
-	pthread_mutex_lock(&S.buf_lock);
-	if (!S.comp) { /* no buffer callbacks registered: CUPTI would have nowhere to put them either */
-		pthread_mutex_unlock(&S.buf_lock);
-		return;
-	}
-	bool cal = false;
-	if (sp_cupti.cuptiActivityGetNextRecord(buf, valid, &next) != CUPTI_SUCCESS)
-		next = NULL;
-	while ((rec = next) != NULL) {
-		if (sp_cupti.cuptiActivityGetNextRecord(buf, valid, &next) != CUPTI_SUCCESS)
-			next = NULL;
-		size_t len = (size_t)((next ? (uint8_t *)next : buf + valid) - (uint8_t *)rec);
-		unsigned k = (unsigned)rec->kind;
-		struct stamps st = stamps_of(k);
-		uint64_t t0 = 0;
-		if (st.n && st.n != 0xff && st.off[0] + sizeof t0 <= len)
-			memcpy(&t0, (uint8_t *)rec + st.off[0], sizeof t0);
-		if (!is_programs(k, t0, st.n != 0xff))
-			continue;
-		size_t need = 0; /* the record must hold every timestamp field rewritten below */
-		for (unsigned i = 0; st.n != 0xff && i < st.n; i++)
-			need = st.off[i] + sizeof t0 > need ? st.off[i] + sizeof t0 : need;
-		if (!st.n || need > len) {
-			withheld++, bad_kind = k;
-			continue;
-		}
-		uint8_t *to = room_for(len, ctx, stream);
-		if (!to) {
-			withheld++;
-			continue;
-		}
-		memcpy(to, rec, len);
-		if (!cal && st.n != 0xff) {
-			calibrate();
-			cal = true;
-		}
-		for (unsigned i = 0; st.n != 0xff && i < st.n; i++) {
-			uint64_t v;
-			memcpy(&v, to + st.off[i], sizeof v);
-			if (v != CUPTI_TIMESTAMP_UNKNOWN && v != UINT64_MAX) {
-				v = to_program_clock(v);
-				memcpy(to + st.off[i], &v, sizeof v);
-			}
-		}
-		passed++;
-	}
-	pthread_mutex_unlock(&S.buf_lock);
-	atomic_fetch_add(&S.passed, passed);
-	if (withheld) {
-		atomic_fetch_add(&S.withheld, withheld);
-		if (bad_kind)
-			sp_warn_once("the program enabled CUPTI activity kind %u, whose records stepprof cannot pass "
-				     "on "
-				     "(unknown timestamp layout): they are missing from the program's profile",
-				     bad_kind);
-		else
-			sp_warn_once("the program's profiler gave no buffer for some of its activity records: %llu "
-				     "dropped, as CUPTI would",
-				     (unsigned long long)withheld);
-	}
-}
-
-/* CUPTI's buffer thread, or a thread that flushes. The program's copies first: the records stay
- * valid only until stepprof's handler frees the buffer. */
-void CUPTIAPI sp_share_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid)
-{
-	if (valid && atomic_load(&S.ever_on))
-		pass_records(ctx, stream, buf, valid);
-	sp_act_buffer_completed(ctx, stream, buf, size, valid);
-}
-
 /* ---- the program's calls ---- */
 
 int sp_share_subscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *ud, CUptiResult *r)
@@ -709,7 +450,7 @@ int sp_share_register_buffers(CUpti_BuffersCallbackRequestFunc req, CUpti_Buffer
 	}
 	pthread_mutex_lock(&S.buf_lock);
 	if (S.req != req || S.comp != comp)
-		complete_pending(); /* the old callbacks get their buffer back */
+		sp_share_complete_pending(); /* the old callbacks get their buffer back */
 	S.req = req, S.comp = comp;
 	pthread_mutex_unlock(&S.buf_lock);
 	*r = CUPTI_SUCCESS;
@@ -725,7 +466,7 @@ int sp_share_register_timestamp(CUpti_TimestampCallbackFunc f, CUptiResult *r)
 	pthread_mutex_lock(&S.buf_lock);
 	atomic_store(&S.ts, f);
 	S.have0 = false;
-	sample(&S.m0, &S.p0);
+	sp_share_sample(&S.m0, &S.p0);
 	S.have0 = true;
 	pthread_mutex_unlock(&S.buf_lock);
 	*r = CUPTI_SUCCESS;
@@ -740,7 +481,7 @@ int sp_share_get_timestamp(uint64_t *t, CUptiResult *r)
 		*r = CUPTI_ERROR_INVALID_PARAMETER;
 		return 1;
 	}
-	*t = program_now();
+	*t = sp_share_program_now();
 	*r = CUPTI_SUCCESS;
 	return 1;
 }
@@ -754,7 +495,7 @@ int sp_share_activity(CUpti_ActivityKind k, int on, CUptiResult *r)
 		*r = CUPTI_ERROR_INVALID_KIND;
 		return 1;
 	}
-	if (on && !stamps_of(k).n)
+	if (on && !sp_share_stamps_of(k).n)
 		sp_warn_once("the program enabled CUPTI activity kind %u, whose records stepprof cannot pass on "
 			     "(unknown timestamp layout): they will be missing from the program's profile",
 			     (unsigned)k);
@@ -799,7 +540,7 @@ int sp_share_flush(uint32_t flag, CUptiResult *r)
 		sp_cupti_life_leave();
 	}
 	pthread_mutex_lock(&S.buf_lock);
-	complete_pending();
+	sp_share_complete_pending();
 	pthread_mutex_unlock(&S.buf_lock);
 	return 1;
 }
@@ -818,7 +559,7 @@ int sp_share_finalize(CUptiResult *r)
 	 * after flushing itself; what was copied for it so far is handed over */
 	CUptiResult e;
 	pthread_mutex_lock(&S.buf_lock);
-	complete_pending();
+	sp_share_complete_pending();
 	pthread_mutex_unlock(&S.buf_lock);
 	if (atomic_load(&S.cb_fn))
 		sp_share_unsubscribe(FAKE, &e);

@@ -237,8 +237,10 @@ static int open_range(int64_t ms)
 	return rc;
 }
 
-/* Moves the request and the time range on at time now. Poll thread, without sp_col.lock. */
-static void advance(uint64_t now, uint64_t t0)
+/* Re-attaches to CUPTI when a request, a trigger's time range or the [ondemand] range's delay
+ * wants recording. Returns 0 if the caller goes on, -1 if not now: still re-attaching, or the
+ * re-attach failed (the request is refused, the ranges dropped). Poll thread, without sp_col.lock. */
+static int attach_if_wanted(uint64_t now, uint64_t t0)
 {
 	int want;
 	pthread_mutex_lock(&sp_col.lock);
@@ -255,10 +257,17 @@ static void advance(uint64_t now, uint64_t t0)
 		pthread_mutex_unlock(&sp_col.lock);
 		if (id)
 			refuse(id, "cannot re-attach to CUPTI (see the process's stderr)");
-		return;
+		return -1;
 	}
 	if (want && atomic_load(&sp_hold.state) != SP_HOLD_ATTACHED)
-		return;
+		return -1;
+	return 0;
+}
+
+/* Opens the [ondemand] range once its delay passed, or a trigger's time range. Returns 0, or -1
+ * when the trigger's range could not open (its request refused). Poll thread, without sp_col.lock. */
+static int open_due_range(uint64_t now, uint64_t t0)
+{
 	int64_t ms = 0;
 	int open = 0;
 	pthread_mutex_lock(&sp_col.lock);
@@ -279,8 +288,15 @@ static void advance(uint64_t now, uint64_t t0)
 		OD.req = 0;
 		pthread_mutex_unlock(&sp_col.lock);
 		refuse(id, "no window could open (see the process's stderr)");
-		return;
+		return -1;
 	}
+	return 0;
+}
+
+/* Closes a time range that ran its length, and moves the request on (recording, written) with its
+ * state file. This function can't fail. Poll thread, without sp_col.lock. */
+static void settle_request(void)
+{
 	pthread_mutex_lock(&sp_col.lock);
 	if (OD.timed_open && OD.timed_end && sp_now_ns() >= OD.timed_end) {
 		OD.win_last = sp_col.step;
@@ -334,6 +350,14 @@ static void advance(uint64_t now, uint64_t t0)
 	}
 	if (state == 0 && !strcmp(OD.st.state, "idle"))
 		say("idle", ""); /* a rank learned late */
+}
+
+/* Moves the request and the time range on at time now. Poll thread, without sp_col.lock. */
+static void advance(uint64_t now, uint64_t t0)
+{
+	if (attach_if_wanted(now, t0) < 0 || open_due_range(now, t0) < 0)
+		return;
+	settle_request();
 }
 
 /* Finds and checks the control directory and names the files. Returns 0, or -1 (warned). */
