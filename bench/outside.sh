@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: MIT
 # bench/outside.sh - what stepprof costs before, between and after its windows, in one GPU call, run
 # from the repository root: lays dist/stepprof out flat as a build dir (make dist first), builds the
-# CUPTI floor library, and, if karpathy/llm.c sits in .thirdparty/llm.c (git-ignored), builds its
-# train_gpt2.cu (fp32) and a random-weight GPT-2 124M with random tokens (bench/llmc_synth.py);
+# CUPTI floor library, and, if karpathy/llm.c's train_gpt2cu is built in .thirdparty/llm.c
+# (git-ignored; tests/gpu/corpus/README.md), runs it on a random-init GPT-2 124M and random tokens;
 # then bench/outside.py runs every workload x configuration against an unprofiled run, ROUNDS rounds.
 # Writes $OUT/outside.md (the table, printed last), $OUT/outside.json (every step) and the runs' logs.
-# Settings: ROUNDS (2), WORKLOADS (add,mlp,llmc; llmc only if .thirdparty/llm.c is there),
+# Settings: ROUNDS (2), WORKLOADS (add,mlp,llmc; llmc only if .thirdparty/llm.c/train_gpt2cu is built),
 # CONFIGS (api,api-never,auto,once; also api-always), STEPS (200), LLMC_ARGS (-b 4 -t 128),
 # GRAPH=1 adds the graph workload with api-always (a window after a re-attach must keep its CUDA
 # graph kernels), LEARN=0 leaves out the learn workload (the automatic marker learning all run
@@ -45,21 +45,16 @@ WL=${WORKLOADS:-add,mlp,llmc}
 LLMC=$ROOT/.thirdparty/llm.c
 PROG=()
 if [[ ",$WL," == *,llmc,* ]]; then
-	if [ -e "$LLMC/train_gpt2.cu" ]; then
-		D=/tmp/llmc-synth BIN=$LLMC/train_gpt2fp32_sp
-		[ -e "$D/gpt2_synth.bin" ] || "$PY" "$ROOT/bench/llmc_synth.py" "$D" || exit 1
-		if [ ! -x "$BIN" ] || [ "$LLMC/train_gpt2.cu" -nt "$BIN" ]; then
-			echo "outside: building llm.c train_gpt2.cu (fp32) ..."
-			NVML=(); [ -e "$CUDA_HOME/include/nvml.h" ] && NVML=(-lnvidia-ml -L"$CUDA_HOME/lib64/stubs")
-			(cd "$LLMC" && "$CUDA_HOME/bin/nvcc" -O3 --use_fast_math -std=c++17 -arch=native -DENABLE_FP32 \
-				-Idev train_gpt2.cu -lcublas -lcublasLt "${NVML[@]}" -Xlinker -rpath="$CUDA_HOME/lib64" -o "$BIN") 2>&1 | tail -5
-			[ -x "$BIN" ] || { echo "outside: llm.c did not build"; exit 1; }
-		fi
+	if [ -x "$LLMC/train_gpt2cu" ]; then
+		# karpathy/llm.c's own trainer (bf16, cuBLASLt; built as tests/gpu/corpus/README.md says),
+		# GPT-2 124M initialised from its descriptor (-e d12), random tokens (llmc_data.py)
+		D=/tmp/llmc-data
+		[ -e "$D/train.bin" ] || "$PY" "$ROOT/tests/gpu/corpus/llmc_data.py" "$D" || exit 1
 		# one line per step, as it happens: "step    N/M | loss ... | X ms | ..."
-		PROG=(--program "llmc=stdbuf -oL $BIN -e $D/gpt2_synth.bin -i $D/synth_train.bin -j $D/synth_val.bin ${LLMC_ARGS:--b 4 -t 128} -x $STEPS -v 1000000 -s 0 -h 0 -y 0"
+		PROG=(--program "llmc=stdbuf -oL $LLMC/train_gpt2cu -i $D/train.bin -j $D/val.bin -e d12 ${LLMC_ARGS:--b 4 -t 128} -x $STEPS -v 1000000 -s 0 -h 0"
 			--step-regex 'llmc=^step\s+(\d+)/\d+ \|.*\| ([\d.]+) ms \|' --marker llmc=cudaEventSynchronize)
 	else
-		echo "outside: no $LLMC/train_gpt2.cu: the third-party trainer is left out"
+		echo "outside: no $LLMC/train_gpt2cu (build it: tests/gpu/corpus/README.md): the third-party trainer is left out"
 		WL=$(echo ",$WL," | sed 's/,llmc,/,/; s/^,//; s/,$//')
 	fi
 fi
