@@ -72,7 +72,7 @@ ddp_run() {
 # Perfetto's import rules and torch.profiler's layout: tests/e2e/check_chrome_json.py).
 rank_traces() {
 	local all r t n
-	all=$(find trace -type f 2>/dev/null | sort)
+	all=$(find trace -type f -not -path "trace/.stepprof/*" 2>/dev/null | sort) # .stepprof: on-demand control files
 	echo "files under trace/:"; echo "${all:-  none}" | sed 's/^/  /'
 	for r in 0 1; do
 		n=$(printf '%s\n' "$all" | grep -c "/rank$r\.[^/]*\.sptrace\$")
@@ -117,7 +117,7 @@ rank1_only() {
 	write_ini stepprof.ini "$PWD/trace" api 'cudaDeviceSynchronize*' 1
 	ddp_run stepprof "$@"
 	local all pid1 t
-	all=$(find trace -mindepth 1 2>/dev/null | sort)
+	all=$(find trace -mindepth 1 -not -path "trace/.stepprof*" 2>/dev/null | sort) # .stepprof: on-demand control files
 	echo "under trace/:"; echo "${all:-  none}" | sed 's/^/  /'
 	[ "$(printf '%s\n' "$all" | grep -c .)" -eq 1 ] || die "expected exactly one file under trace/ (rank 1's)"
 	t=$all
