@@ -92,8 +92,8 @@ int sp_cupti_life_enter_slow(enum sp_enter who)
 	return ok;
 }
 
-/* Detaches: drains, flushes, unsubscribes, finalises. For good, or (a cycle) only if no marker
- * call is in progress or waiting once callbacks have drained. Returns 0 (state NONE or GONE), 1
+/* Detaches: drains, flushes, unsubscribes, finalises, for good or not, only if no marker call is
+ * in progress or waiting once callbacks have drained (the hooks hold new hooked calls meanwhile). Returns 0 (state NONE or GONE), 1
  * if a marker call was in progress (called off: state back to ATTACHED, nothing lost), or -1 if
  * callbacks did not drain (likewise, and warned). */
 static int detach(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_ns)
@@ -104,9 +104,12 @@ static int detach(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_ns)
 		sp_warn("a CUPTI callback did not return within 1 s; staying attached to CUPTI");
 		return -1;
 	}
-	if (!for_good && atomic_load(&sp_hold.marking) + atomic_load(&sp_hold.marker_waiting) > 0) {
+	if (atomic_load(&sp_hold.marking) + atomic_load(&sp_hold.marker_waiting) > 0) {
+		/* its exit must be seen by the instance that saw its entry, and CUPTI must not be
+		 * finalised under a call it wraps (seen on H100: a SIGSEGV in the cudaDeviceSynchronize
+		 * that a detach for good fell into, in 2-rank DDP jobs) */
 		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
-		return 1; /* its exit must be seen by the instance that saw its entry */
+		return 1;
 	}
 	atomic_store(&sp_hold.state, SP_HOLD_DETACHING); /* waiting callbacks return now */
 	if (drain() < 0) { /* calls that went ahead while quiescing */
@@ -437,7 +440,10 @@ enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64
 		register_early(step);
 	if (act == SP_LIFE_DETACH) {
 		uint64_t t0 = sp_now_ns();
-		if (detach(*sub, true, &fin) != 0) {
+		int r = detach(*sub, true, &fin);
+		if (r > 0)
+			return SP_LIFE_STAY; /* a marker call was in progress: the next tick tries again */
+		if (r < 0) {
 			atomic_store(&L.stopped, true);
 			atomic_store(&L.frozen, true); /* warned; no second try */
 			return SP_LIFE_STAY;

@@ -2,9 +2,11 @@
 /* markhook.c - see markhook.h. Application threads (the hooks) and the writer thread (the switch). */
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sched.h>
 #include <time.h>
 #include "clock.h"
 #include "collector.h"
+#include "cupti_life.h"
 #include "hookfns.h"
 #include "intern.h"
 #include "internal.h"
@@ -107,10 +109,24 @@ static void wait_attached(void)
 	}
 }
 
+/* A detach is finalising CUPTI: a hooked call waits (holding nothing) until it is done, so that
+ * CUPTI is never finalised under a call it is about to wrap; at most WAIT_ATTACH_NS. */
+static void wait_detach(void)
+{
+	uint64_t t0 = sp_now_ns();
+	int st;
+	while (((st = atomic_load(&sp_hold.state)) == SP_HOLD_QUIESCING || st == SP_HOLD_DETACHING) &&
+	       sp_now_ns() - t0 < WAIT_ATTACH_NS)
+		sched_yield();
+}
+
 int sp_collector_hook_enter(int fn)
 {
 	if ((unsigned)fn >= SP_HOOK_N)
 		return -1;
+	int st = atomic_load_explicit(&sp_hold.state, memory_order_relaxed);
+	if (__builtin_expect(st == SP_HOLD_QUIESCING || st == SP_HOLD_DETACHING, 0))
+		wait_detach();
 	unsigned w = atomic_load_explicit(&H.want[fn], memory_order_relaxed);
 	if (w != WANT_MARKER) {
 		if (w == WANT_GRAPH && atomic_load_explicit(&H.counting, memory_order_relaxed))
