@@ -387,12 +387,14 @@ static void lock(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_o
 	int relock = d->how.regime != 0 || d->nreg > 0;
 	if (r) { /* a regime seen before resumes: its iterations went on while the detector learned */
 		d->step = r->last_step + (int64_t)a->iterations;
-		/* a regime taken for the loop after its deferral is already numbered for the schedule
-		 * apart from the program's iterations: there the schedule counts the steps the detector
-		 * watched, so that a window does not fall into the gap (the cuBLAS loop's evaluation
-		 * passes every 40 iterations took two of its three steps) */
-		if (r->proven && !r->train)
-			r->shift += d->step - r->last_step;
+		/* a regime the schedule counts (training, or proven) counts the steps the detector
+		 * watched once it has locked: the iterations spent learning again (the refuted step
+		 * consumed its schedule step; the locked one is not watched) do not advance the
+		 * schedule, so a window does not fall into the gap (llm.c's validation every 20 steps
+		 * took skip_first 10, wait 10's window whole; the cuBLAS loop's evaluation passes every
+		 * 40 iterations two of its three steps) */
+		if (r->train || r->proven)
+			r->shift += d->step - r->last_step - 1;
 	} else {
 		r = &d->reg[d->nreg < SP_DET_REGIMES ? d->nreg++ : SP_DET_REGIMES - 1];
 		memset(r, 0, sizeof *r);

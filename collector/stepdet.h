@@ -164,7 +164,8 @@ struct sp_schedule;
 int sp_stepdet_schedule_warning(const struct sp_schedule *s, char *buf, size_t n);
 /* The schedule's step number for detector step `step` of the current regime: -1 (no action)
  * while the regime is not the preferred one (SP_DET_MINOR), else step minus the steps it
- * deferred. Explicit markers: step. This function can't fail. */
+ * deferred and those it did not watch between its locks (docs/STEPS.md, "Regimes"). Explicit
+ * markers: step. This function can't fail. */
 int64_t sp_stepdet_sched_step(const struct sp_stepdet *d, int64_t step);
 /* When the current regime is deferred or not the preferred one, or was just proven, or is the
  * training regime found after others: writes one line saying so (and why) into buf, once per
