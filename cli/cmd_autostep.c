@@ -528,6 +528,7 @@ int sp_cmd_autostep(int argc, char **argv)
 	if (wait >= 0)
 		cfg.schedule.wait = wait;
 	det->no_prefer = noprefer;
+	sp_stepdet_schedule(det, &cfg.schedule); /* as the library does (collector/phases.c) */
 	sp_stepdet_sparse(det, (uint32_t)sparse, &cfg.schedule);
 	if (tokens)
 		print_tokens(&s, stdout);

@@ -30,6 +30,7 @@ int sp_ph_init(void)
 			sp_warn("no memory for step detection; not profiling");
 			return -1;
 		}
+		sp_stepdet_schedule(m->det, m->schedule);
 		sp_col.rt[i] = (struct sp_phase_rt){ .step = -1 };
 	}
 	sp_col.nmk = n;

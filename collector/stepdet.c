@@ -280,6 +280,11 @@ int sp_stepdet_settled(const struct sp_stepdet *d)
 	return r && !minor(d) && r->steps >= (r->train || d->no_prefer ? SETTLE_STEPS : TRAIN_SETTLE * SETTLE_STEPS);
 }
 
+void sp_stepdet_schedule(struct sp_stepdet *d, const struct sp_schedule *sched)
+{
+	d->sched = sched;
+}
+
 void sp_stepdet_sparse(struct sp_stepdet *d, uint32_t every, const struct sp_schedule *sched)
 {
 	d->sparse = every;
@@ -375,6 +380,28 @@ static void range_call(struct sp_stepdet *d, const struct sp_token *t, struct sp
 	}
 }
 
+/* The schedule steps a training regime skips at its re-lock on step d->step after its last
+ * watched one, r->last_step + 1 (refuted: it keeps its schedule step): the iterations spent
+ * learning again advance the schedule only through steps it gives no action, up to the first it
+ * does (or the refuted step's own, if it was a warmup), which the next boundary then gets. So a
+ * window never falls into the gap (llm.c's
+ * validation every 20 steps took skip_first 10, wait 10's window whole), and elsewhere the
+ * schedule keeps the program's numbering. Without a schedule, every step of the gap is skipped.
+ * The loop runs once per iteration of the gap, which the program ran. This function can't fail. */
+static int64_t gap_steps(const struct sp_stepdet *d, const struct sp_det_regime *r)
+{
+	int64_t last = r->last_step + 1 - r->shift, next = d->step + 1 - r->shift;
+	/* a warmup in the refuted step warmed nothing the window will hold: it comes again */
+	int64_t from = d->sched && sp_schedule_action(d->sched, last) == SP_ACT_WARMUP ? last : last + 1;
+	for (int64_t k = from; k < next; k++) {
+		if (d->sched && sp_schedule_done(d->sched, k - 1))
+			return 0;
+		if (!d->sched || sp_schedule_action(d->sched, k) != SP_ACT_NONE)
+			return next - k;
+	}
+	return 0;
+}
+
 /* The learner locked: find or open the regime, number the open step, watch the anchor. */
 static void lock(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_out *out)
 {
@@ -389,10 +416,12 @@ static void lock(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_o
 		d->step = r->last_step + (int64_t)a->iterations;
 		/* a regime taken for the loop after its deferral is already numbered for the schedule
 		 * apart from the program's iterations: there the schedule counts the steps the detector
-		 * watched, so that a window does not fall into the gap (the cuBLAS loop's evaluation
-		 * passes every 40 iterations took two of its three steps) */
+		 * watched (the cuBLAS loop's evaluation passes every 40 iterations took two of its three
+		 * steps); a training regime skips only the gap's steps the schedule gives no action */
 		if (r->proven && !r->train)
 			r->shift += d->step - r->last_step;
+		else if (r->train)
+			r->shift += gap_steps(d, r);
 	} else {
 		r = &d->reg[d->nreg < SP_DET_REGIMES ? d->nreg++ : SP_DET_REGIMES - 1];
 		memset(r, 0, sizeof *r);

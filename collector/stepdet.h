@@ -107,6 +107,7 @@ struct sp_stepdet {
 	uint32_t launchers[16];       /* threads that launched a kernel or graph (tid + 1; 0 free) */
 	uint32_t sparse;              /* count launches in one step of this many (0, 1: every step) */
 	const struct sp_schedule *sparse_sched; /* ... and in the steps before and of its windows */
+	const struct sp_schedule *sched; /* the schedule that counts its steps (re-locks), or NULL */
 	/* the per-step check */
 	int counting;                 /* launches are counted in this step (all but the locked one) */
 	uint32_t counted;
@@ -164,7 +165,8 @@ struct sp_schedule;
 int sp_stepdet_schedule_warning(const struct sp_schedule *s, char *buf, size_t n);
 /* The schedule's step number for detector step `step` of the current regime: -1 (no action)
  * while the regime is not the preferred one (SP_DET_MINOR), else step minus the steps it
- * deferred. Explicit markers: step. This function can't fail. */
+ * deferred and those it did not watch between its locks (docs/STEPS.md, "Regimes"). Explicit
+ * markers: step. This function can't fail. */
 int64_t sp_stepdet_sched_step(const struct sp_stepdet *d, int64_t step);
 /* When the current regime is deferred or not the preferred one, or was just proven, or is the
  * training regime found after others: writes one line saying so (and why) into buf, once per
@@ -178,6 +180,10 @@ int sp_stepdet_regime_note(struct sp_stepdet *d, char *buf, size_t n);
  * step, and its passes count as steps until then. every 0 or 1: every step (the default). Takes
  * effect at the next boundary. This function can't fail. */
 void sp_stepdet_sparse(struct sp_stepdet *d, uint32_t every, const struct sp_schedule *sched);
+/* The schedule that counts d's steps (sched outlives d; NULL: none known): at a re-lock the steps
+ * spent learning again skip only those it gives no action (docs/STEPS.md, "Regimes"). The live
+ * collector and the replay must set the same. This function can't fail. */
+void sp_stepdet_schedule(struct sp_stepdet *d, const struct sp_schedule *sched);
 /* 1 if the current regime has run long enough for its steps to be trusted as the program's loop
  * (auto), or always for explicit markers: the caller may then stop watching when the schedule is
  * done. */

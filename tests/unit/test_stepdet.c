@@ -222,6 +222,43 @@ static void eval_first_prefers_training(void **state)
 	sp_stepdet_free(&det);
 }
 
+/* Training, an evaluation pass across the schedule's window, training again: the window is not
+ * lost in the re-lock's gap (llm.c, skip_first 10, wait 10) but taken by the first steps watched
+ * after it; a schedule whose window lies past the gap keeps the program's numbering. */
+static void relock_gap_keeps_window(void **state)
+{
+	struct sp_schedule sch = { .skip_first = 10, .wait = 10, .warmup = 1, .active = 3, .repeat = 1 };
+	struct sp_schedule late = { .skip_first = 60, .wait = 0, .warmup = 1, .active = 3, .repeat = 1 };
+	for (int v = 0; v < 2; v++) {
+		int64_t step = -1, rec[8];
+		unsigned all = 0, relock = 0;
+		int minor = 0, counted = 0, n = 0, warm = 0;
+		assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+		sp_stepdet_schedule(&det, v ? &late : &sch);
+		phase("layer_backward", 40, 18, &step, &all, &minor, &counted);
+		assert_true(step < 20); /* the training ends before the window's warmup (step 20) */
+		phase("eval", 15, 8, &step, &all, &minor, &counted);
+		for (int i = 0; i < 60; i++) {
+			unsigned w = iteration("layer_backward", 40, &step, 200000);
+			enum sp_action a = sp_schedule_action(v ? &late : &sch, sp_stepdet_sched_step(&det, step));
+			relock |= w & SP_DET_RELOCK;
+			if (!relock || !(w & SP_DET_BOUNDARY))
+				continue;
+			if ((a == SP_ACT_RECORD || a == SP_ACT_RECORD_AND_SAVE) && n < 8)
+				rec[n++] = step;
+			else if (a == SP_ACT_WARMUP && !n)
+				warm = 1; /* watched before the window, after the re-lock */
+		}
+		assert_int_equal(n, 3);
+		assert_true(warm);
+		assert_true(rec[0] > 23); /* the program's steps 20-23 went by while it learned again */
+		assert_true(rec[1] == rec[0] + 1 && rec[2] == rec[0] + 2);
+		if (v) /* past the gap: the program's numbering */
+			assert_int_equal(rec[0], 61);
+		sp_stepdet_free(&det);
+	}
+}
+
 static void undecided_names_a_marker(void **state)
 {
 	struct sp_det_out o;
@@ -252,6 +289,7 @@ int main(void)
 		cmocka_unit_test(auto_lock_watch_and_check),
 		cmocka_unit_test(phase_change_and_relock),
 		cmocka_unit_test(eval_first_prefers_training),
+		cmocka_unit_test(relock_gap_keeps_window),
 		cmocka_unit_test(undecided_names_a_marker),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,14 +33,14 @@ if name.startswith("datadep"):
 else:
     ok = bool(a) and ka == km
 how = ""
-if not ok and a and not name.startswith("datadep") and len(sys.argv) > 4:
+if not ok and not name.startswith("datadep") and len(sys.argv) > 4:
     try:
         with open(sys.argv[4]) as f:
             replay = f.read().splitlines()
     except OSError:
         replay = []
     wins = [x for x in replay if x.startswith("windows")]
-    if replay and replay[-1] == "exit 0" and wins and " 0 not one true" in wins[0] and len(set(ka)) == 1:
+    if a and replay and replay[-1] == "exit 0" and wins and " 0 not one true" in wins[0] and len(set(ka)) == 1:
         ok, how = True, " (in-process: kernel counts differ between the two processes; the auto run's own " \
                         "token stream shows its recorded steps are true iterations: " + wins[0][:160] + ")"
     elif wins:

@@ -11,6 +11,8 @@
 #     (a program that autotunes by timing picks other kernels in another process) when the auto
 #     run's own token stream, replayed with its truth, shows every recorded step to be one true
 #     iteration of the training regime with its launches (`stepprof autostep --check --windows`).
+#     A program that FAILs prints the auto run's stepprof lines (STEPPROF_VERBOSE) and leaves its
+#     token stream, replay, log and INI in $OUT/check/NAME/.
 # ONLY=REGEX picks programs. Needs python3 with torch (and jax for jax_train), nvcc.
 set -u
 B=$(cd "${1:?usage: record.sh BUILD_DIR record|check}" && pwd); MODE=${2:-record}
@@ -45,13 +47,21 @@ corpus_programs | while IFS='|' read -r name truth cmd skip; do
 			  [ $how = marker ] && printf '[marker]\nkind = %s\npattern = %s\n' "$kind" "$pat"; } >"$o/prof.ini"
 			# the auto run also records its tokens and truth: the replay of the same process's
 			# stream checks its windows when kernel counts differ between processes
-			rec=(); [ $how = auto ] && rec=(STEPPROF_RECORD_TOKENS=$o/auto.tokens STEPPROF_RECORD_TRUTH=$truth)
+			rec=(); [ $how = auto ] && rec=(STEPPROF_RECORD_TOKENS=$o/auto.tokens STEPPROF_RECORD_TRUTH=$truth STEPPROF_VERBOSE=1)
 			env "${rec[@]}" STEPPROF_CONFIG=$o/prof.ini LD_PRELOAD=$B/libstepprof.so timeout 300 $cmd >"$o/log" 2>&1
 			"$B/stepprof" report --json $o/*.sptrace >"$o/report.json" 2>>"$o/log"
 		done
 		"$B/stepprof" autostep --check --windows --skip-first "${skip:-10}" --wait 0 "$d/auto/auto.tokens" \
 			>"$d/auto/replay.txt" 2>&1; echo "exit $?" >>"$d/auto/replay.txt"
-		python3 "$HERE/compare_steps.py" "$name" "$d/auto/report.json" "$d/marker/report.json" "$d/auto/replay.txt"
+		python3 "$HERE/compare_steps.py" "$name" "$d/auto/report.json" "$d/marker/report.json" "$d/auto/replay.txt" |
+			tee "$d/compare.txt"
+		# a failure shows what the library said in the auto run (its locks, steps and windows)
+		# and keeps its stream, replay and log under $OUT/check/NAME (the GPU machine's run is gone after)
+		if grep -q '^FAIL' "$d/compare.txt"; then
+			grep -E '^stepprof' "$d/auto/log" | grep -vE 'step [0-9]+ begins \(NONE\)' | head -40
+			mkdir -p "$R/check/$name" && cp "$d"/auto/auto.tokens* "$d/auto/replay.txt" "$d/auto/log" \
+				"$d/auto/prof.ini" "$R/check/$name/" 2>/dev/null
+		fi
 	fi
 done
 if [ "$MODE" = record ]; then
