@@ -61,6 +61,11 @@ assert c == {"learning": 27, "before": 1, "inside": 11 + 21 * 2, "between": 46},
 # a step whose announced action is not the schedule's is a problem
 _, _, pr = phases(synth(outside.CYCLE, 130, lie_at=5), outside.CYCLE)
 assert len(pr) == 1 and "1 steps announced an action other than the schedule's" in pr[0], pr
+# ... unless the detector said its regime counts late towards the schedule (docs/STEPS.md, Regimes)
+ls = synth(outside.CYCLE, 130, lock_at=30, lie_at=40)
+ls.insert(0, (0.0, "stepprof: automatic steps: regime 1 (2000 launches a step) launches no backward or optimizer kernel: its steps count towards the schedule only after 32 of them in a row"))
+_, _, pr = phases(ls, outside.CYCLE, "auto")
+assert pr == [], pr
 
 # kernels: every recorded step like the first window's (add: 2000), or named; a later window whose
 # steps show the GPU idle while the first window's did not is named too
