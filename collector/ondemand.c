@@ -484,11 +484,7 @@ int sp_od_start(void)
 	if (!c->ondemand_trigger && !range)
 		return 0;
 	OD.range = range;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int err = pthread_create(&OD.thread, NULL, od_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int err = sp_thread_start(&OD.thread, od_main, NULL);
 	if (err) {
 		sp_warn("cannot start the on-demand thread: %s; no on-demand windows", strerror(err));
 		return -1;

@@ -292,6 +292,16 @@ static void *writer_main(void *arg)
 }
 
 /* Returns 0, or -1 after warning once (nothing running, no file left open). */
+int sp_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int err = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return err;
+}
+
 int sp_writer_start(const char *path, const struct sp_trace_meta *meta, uint64_t window_max_bytes)
 {
 	int rc = -1;
@@ -321,11 +331,7 @@ int sp_writer_start(const char *path, const struct sp_trace_meta *meta, uint64_t
 	g.nheld = 0;
 	g.ring_seen = sp_ring_dropped();
 	g.ring_outside = 0;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int err = pthread_create(&g.thread, NULL, writer_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int err = sp_thread_start(&g.thread, writer_main, NULL);
 	if (err) {
 		sp_warn("cannot start the trace writer thread: %s", strerror(err));
 		sp_trace_close(g.tw);

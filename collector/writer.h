@@ -5,6 +5,7 @@
 #ifndef SP_WRITER_H
 #define SP_WRITER_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include "trace/trace.h"
@@ -30,6 +31,9 @@ void sp_writer_kick(void);
 int sp_writer_stop(void);
 /* 1 while the writer thread runs. */
 int sp_writer_running(void);
+/* Starts a stepprof thread with every signal blocked (the program's handlers never run on it).
+ * Returns pthread_create's result. */
+int sp_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 /* Sets a hook the writer thread runs at the start of every pass, before draining the rings
  * (the collector flushes CUPTI buffers and decides window ends there); NULL removes it. Takes
  * effect from the next pass. This function can't fail. */
