@@ -47,7 +47,7 @@ static unsigned detect(uint8_t kind, uint8_t flags, uint32_t name, uint64_t t)
 	struct sp_det_out o;
 	pthread_mutex_lock(&lock);
 	struct sp_token tk = { .ts = t - credit, .name = name, .tid = 1, .kind = kind, .flags = flags };
-	int attempt = sp_stepdet_may_try(&det);
+	int attempt = sp_stepdet_may_try(&det, &tk);
 	sp_stepdet_feed(&det, &tk, &o);
 	if (attempt)
 		credit += sp_now_ns() - t;

@@ -297,8 +297,15 @@ static uint32_t find_period(struct sp_autostep *a)
 			kb = c;
 			kp = i;
 		}
-		if ((t & SP_AUTOSTEP_GRAPH) && gp == a->n)
+	}
+	/* the newest graph launch that repeats, in the same window: none lies past graph_n (a search
+	 * of its own, so that streams without graphs pay nothing for it in the pass above) */
+	for (uint64_t i = a->graph_n; i-- > lo;) {
+		uint32_t t = at(a, i);
+		if ((t & SP_AUTOSTEP_GRAPH) && a->counts[t & (COUNT_SLOTS - 1)] >= MIN_REPEATS + 1) {
 			gp = i;
+			break;
+		}
 	}
 	for (; w >= 0; w--) {
 		pos[w] = rp;
@@ -383,6 +390,7 @@ void sp_autostep_reset(struct sp_autostep *a)
 	a->cand_period = 0;
 	a->cand_run = 0;
 	a->same = 0;
+	a->graph_n = 0;
 }
 
 void sp_autostep_refute(struct sp_autostep *a, uint32_t period)
@@ -425,6 +433,8 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 	a->last[tok & (COUNT_SLOTS - 1)] = a->n + 1;
 	a->tok[a->n & (a->cap - 1)] = tok;
 	a->ts[a->n & (a->cap - 1)] = ts - a->credit;
+	if (tok & SP_AUTOSTEP_GRAPH)
+		a->graph_n = a->n + 1;
 	a->n++;
 	if (a->n < a->next_try && !((tok & SP_AUTOSTEP_GRAPH) && a->n >= sp_autostep_graph_try(a)))
 		return 0;

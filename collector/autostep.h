@@ -24,6 +24,7 @@ struct sp_autostep {
 	uint64_t found_run;     /* ... and its run (tokens) */
 	uint64_t credit;        /* ns spent in detection itself, taken out of later timestamps */
 	uint64_t same;          /* the newest tokens' run of one token (run_length for a period of 1) */
+	uint64_t graph_n;       /* position + 1 of the newest graph launch (SP_AUTOSTEP_GRAPH), 0 none */
 	/* result, valid once locked */
 	int locked;
 	uint32_t period;        /* tokens per iteration */

@@ -256,10 +256,13 @@ void sp_stepdet_free(struct sp_stepdet *d)
 	sp_autostep_free(&d->a);
 }
 
-int sp_stepdet_may_try(const struct sp_stepdet *d)
+int sp_stepdet_may_try(const struct sp_stepdet *d, const struct sp_token *t)
 {
-	/* the next token may be a graph launch that brings the attempt forward: timed then too */
-	return d->learning && (d->a.n + 1 >= d->a.next_try || d->a.n + 1 >= sp_autostep_graph_try(&d->a));
+	/* a graph launch may bring the attempt forward (sp_autostep_feed); any other token may not:
+	 * asking for every token would time every token from GRAPH_TRY tokens after an attempt on,
+	 * a clock read each (2x the learning phase's cost on a launch-bound loop) */
+	return d->learning &&
+	       (d->a.n + 1 >= d->a.next_try || (t->kind == SP_TOK_GRAPH && d->a.n + 1 >= sp_autostep_graph_try(&d->a)));
 }
 
 unsigned sp_stepdet_wants(const struct sp_stepdet *d)

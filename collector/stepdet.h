@@ -131,9 +131,10 @@ void sp_stepdet_free(struct sp_stepdet *d);
 /* Feeds one token (t->name an interned id; TRUTH tokens are ignored). Fills *out (what = 0: no
  * decision). This function can't fail. */
 void sp_stepdet_feed(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_out *out);
-/* 1 if feeding the next token may run a detection attempt (the caller then times it, to credit
- * the detector's own time back: sp_stepdet_feed's token times must be the program's). */
-int sp_stepdet_may_try(const struct sp_stepdet *d);
+/* 1 if feeding t may run a detection attempt (the caller then times it, to credit the detector's
+ * own time back: sp_stepdet_feed's token times must be the program's). Only t's kind is read: call
+ * it before sp_stepdet_feed(d, t). This function can't fail. */
+int sp_stepdet_may_try(const struct sp_stepdet *d, const struct sp_token *t);
 /* SP_WANT_* the detector needs now. */
 unsigned sp_stepdet_wants(const struct sp_stepdet *d);
 /* The interned name of the API call the boundaries hang on once locked on a call (0 if none). */

@@ -322,7 +322,7 @@ void sp_win_detect(int mk, uint8_t kind, uint8_t flags, uint32_t name, uint64_t 
 			       .tid = sp_coll_tid(),
 			       .kind = kind,
 			       .flags = flags };
-	int attempt = sp_stepdet_may_try(sp_col.mk[mk].det);
+	int attempt = sp_stepdet_may_try(sp_col.mk[mk].det, &tk);
 	sp_stepdet_feed(sp_col.mk[mk].det, &tk, &o);
 	if (o.what)
 		det_apply(&o, t, corr, cbid, d);

@@ -280,6 +280,44 @@ static void undecided_names_a_marker(void **state)
 	sp_stepdet_free(&det);
 }
 
+/* sp_stepdet_may_try says 1 exactly for the tokens whose feed runs a detection attempt (the
+ * collector reads the clock after each such token to credit the attempt's time back): never
+ * missing one, and not answering 1 for other tokens (it did for every token from 64 tokens after
+ * an attempt on, because a graph launch may bring the next attempt forward). A stream that never
+ * locks, without and with graph launches. */
+static void may_try_is_exact(void **state)
+{
+	char nm[32];
+	for (int v = 0; v < 2; v++) {
+		unsigned attempts = 0, graph_attempts = 0, extra = 0, missed = 0;
+		assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+		for (int i = 0; i < 20000 && det.learning; i++) {
+			int graph = v && rnd(16) == 0;
+			snprintf(nm, sizeof nm, graph ? "graph_%u" : "expert_%u", rnd(graph ? 4 : 40));
+			struct sp_token t = { .kind = graph ? SP_TOK_GRAPH : SP_TOK_KERNEL,
+					      .tid = 1,
+					      .ts = now += 5000 };
+			struct sp_det_out o;
+			t.name = sp_intern(nm);
+			uint64_t next = det.a.next_try;
+			int may = sp_stepdet_may_try(&det, &t);
+			sp_stepdet_feed(&det, &t, &o);
+			int tried = det.a.next_try != next || !det.learning;
+			attempts += tried;
+			graph_attempts += tried && graph && det.a.n < next;
+			missed += tried && !may;
+			extra += may && !tried;
+		}
+		assert_true(det.learning);
+		assert_int_equal(missed, 0);
+		assert_int_equal(extra, 0);
+		assert_in_range(attempts, 200, 2000); /* every 8, 32, then 256 tokens (and graph launches) */
+		if (v)
+			assert_true(graph_attempts > 0); /* graph launches brought attempts forward */
+		sp_stepdet_free(&det);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -291,6 +329,7 @@ int main(void)
 		cmocka_unit_test(eval_first_prefers_training),
 		cmocka_unit_test(relock_gap_keeps_window),
 		cmocka_unit_test(undecided_names_a_marker),
+		cmocka_unit_test(may_try_is_exact),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
