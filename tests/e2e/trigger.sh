@@ -34,7 +34,7 @@ start() {
 			"$B/tests/e2e/libfakecupti.so"
 		for l in "$@"; do echo "$l"; done
 	} >"$T/$name/sp.ini"
-	FAKE_CUPTI_LOG="$T/$name/log" STEPPROF_VERBOSE=1 STEPPROF_CONFIG="$T/$name/sp.ini" LD_PRELOAD="$PRE" \
+	env ${DRIVER_ENV:-} FAKE_CUPTI_LOG="$T/$name/log" STEPPROF_VERBOSE=1 STEPPROF_CONFIG="$T/$name/sp.ini" LD_PRELOAD="$PRE" \
 		timeout 60 "$B/tests/e2e/cupti_life_driver" "$steps" 20000 >"$T/$name/stdout" 2>"$T/$name/stderr" &
 	echo $! >"$T/$name/pid"
 }
@@ -100,6 +100,29 @@ steps = [int(x) for x in r[5].split()]
 ok = ok and r[1] == "trigger" and r[2] == "uncounted" and len(steps) == 3 and steps == list(range(steps[0], steps[0] + 3))
 ok = ok and [int(r[3]), int(r[4])] == [steps[0], steps[-1]]
 ok = ok and log.count("subscribe") == 2 and log.count("finalize") == 2 and "AFTER_FINALIZE" not in log and log[-1] == "finalize"
+sys.exit(0 if ok else 1)
+PY
+
+# 1b. parked between windows (marker calls through a stand-in libcudart, so stepprof's hooks count
+# them while detached): a trigger re-attaches first; its window holds 3 counted steps, and the
+# schedule's windows keep their exact step numbers around it
+DRIVER_ENV="VIA_CUDART=$B/tests/e2e/libfakecudart.so" start parked 100,1,2,0 260
+for _ in $(seq 200); do grep -q 'until the next window' "$T/parked/stderr" 2>/dev/null && break; sleep 0.05; done
+"$B/stepprof" trigger --steps 3 --wait --timeout 10 --job "$T/parked/out" >"$T/parked/trigger" 2>&1
+rc=$?
+wait "$(cat "$T/parked/pid")"
+w=$(windows parked)
+[ $rc = 0 ] && grep -q 'window 1 written' "$T/parked/trigger" || bad "parked: trigger said (rc $rc): $(cat "$T/parked/trigger")"
+/usr/bin/python3 - "$w" "$T/parked/stderr" <<'PY' && echo "ok   parked between windows: a trigger re-attaches first, records 3 counted steps; scheduled windows keep their step numbers" || bad "parked: windows: $w; $(grep -v begins "$T/parked/stderr" | head -12)"
+import re, sys
+rows = [l.split(None, 5) for l in sys.argv[1].splitlines()]
+err = open(sys.argv[2]).read()
+sched = [[int(x) for x in r[5].split()] for r in rows if r[1] == "schedule"]
+trig = [[int(x) for x in r[5].split()] for r in rows if r[1] == "trigger" and r[2] == "counted"]
+park = [int(x) for x in re.findall(r"detached from CUPTI in step (\d+) until the next window", err)]
+ok = sched[:2] == [[101, 102], [204, 205]] and len(trig) == 1 and len(trig[0]) == 3
+ok = ok and trig[0] == list(range(trig[0][0], trig[0][0] + 3)) and park and park[0] < trig[0][0] < 203
+ok = ok and "may have been missed" not in err and "took over 1 s" not in err
 sys.exit(0 if ok else 1)
 PY
 
