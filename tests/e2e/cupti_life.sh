@@ -21,10 +21,8 @@
 #    while parked; one marker call that bypasses the hooks keeps stepprof from parking at all.
 set -u
 B=${SP_BUILD:?}
-PRE=$B/libstepprof-nomalloc.so
-# a SAN=address build: the ASan runtime must come first in the process (as in inert.sh)
-asan=$(ldd "$PRE" 2>/dev/null | awk '/libasan/ {print $3}')
-[ -n "$asan" ] && { PRE="$asan $PRE"; export ASAN_OPTIONS=detect_leaks=0; }
+# shellcheck source=tests/e2e/lib/preload.sh
+. "$(dirname "$0")/lib/preload.sh"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail=0

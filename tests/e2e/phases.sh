@@ -13,9 +13,8 @@
 #  - check shows each phase; schedule --phase dry-runs one; a second auto phase is refused.
 set -u
 B=${SP_BUILD:?}
-PRE=$B/libstepprof-nomalloc.so
-asan=$(ldd "$PRE" 2>/dev/null | awk '/libasan/ {print $3}')
-[ -n "$asan" ] && { PRE="$asan $PRE"; export ASAN_OPTIONS=detect_leaks=0; }
+# shellcheck source=tests/e2e/lib/preload.sh
+. "$(dirname "$0")/lib/preload.sh"
 SP=$B/stepprof
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT

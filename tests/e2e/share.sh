@@ -15,9 +15,8 @@
 #    CUPTI itself, same counts.
 set -u
 B=${SP_BUILD:?}
-PRE=$B/libstepprof-nomalloc.so
-asan=$(ldd "$PRE" 2>/dev/null | awk '/libasan/ {print $3}')
-[ -n "$asan" ] && { PRE="$asan $PRE"; export ASAN_OPTIONS=detect_leaks=0; }
+# shellcheck source=tests/e2e/lib/preload.sh
+. "$(dirname "$0")/lib/preload.sh"
 FAKE=$B/tests/e2e/libfakecupti.so
 T=$(mktemp -d)
 trap '[ -n "${KEEP:-}" ] && echo "kept $T" || rm -rf "$T"' EXIT

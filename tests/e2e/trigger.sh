@@ -12,9 +12,8 @@
 #    the process is not obeyed; --phase with a single-phase process is refused.
 set -u
 B=${SP_BUILD:?}
-PRE=$B/libstepprof-nomalloc.so
-asan=$(ldd "$PRE" 2>/dev/null | awk '/libasan/ {print $3}')
-[ -n "$asan" ] && { PRE="$asan $PRE"; export ASAN_OPTIONS=detect_leaks=0; }
+# shellcheck source=tests/e2e/lib/preload.sh
+. "$(dirname "$0")/lib/preload.sh"
 T=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
 fail=0
