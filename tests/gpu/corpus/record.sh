@@ -45,9 +45,10 @@ corpus_programs | while IFS='|' read -r name truth cmd skip; do
 			o=$d/$how; mkdir -p "$o"
 			{ printf '[profile]\noutput = %s\n[schedule]\nskip_first = %s\nwait = 0\nwarmup = 1\nactive = 3\n' "$o" "${skip:-10}"
 			  [ $how = marker ] && printf '[marker]\nkind = %s\npattern = %s\n' "$kind" "$pat"; } >"$o/prof.ini"
-			# the auto run also records its tokens and truth: the replay of the same process's
+			# the auto run also records its tokens and truth (quoted: a truth pattern may hold spaces, as
+			# llm.c's 'nvtx:Train step*' does); the replay of the same process's
 			# stream checks its windows when kernel counts differ between processes
-			rec=(); [ $how = auto ] && rec=(STEPPROF_RECORD_TOKENS=$o/auto.tokens STEPPROF_RECORD_TRUTH=$truth STEPPROF_VERBOSE=1)
+			rec=(); [ $how = auto ] && rec=("STEPPROF_RECORD_TOKENS=$o/auto.tokens" "STEPPROF_RECORD_TRUTH=$truth" STEPPROF_VERBOSE=1)
 			env "${rec[@]}" STEPPROF_CONFIG=$o/prof.ini LD_PRELOAD=$B/libstepprof.so timeout 300 $cmd >"$o/log" 2>&1
 			"$B/stepprof" report --json $o/*.sptrace >"$o/report.json" 2>>"$o/log"
 		done
