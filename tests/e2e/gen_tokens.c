@@ -239,6 +239,57 @@ static void ddp(const char *dir)
 	close_class();
 }
 
+/* One rank of tests/gpu/corpus/ddp_train.py (DDP under torchrun): pinned batches copied without a
+ * sync, forward on the main thread, backward on autograd's device thread with DDP's two gradient
+ * buckets all-reduced there, gradient clipping and AdamW(foreach), loss.item() every log_every-th
+ * iteration (none in the others), and an evaluation pass (8 forward-only batches, their loss
+ * all-reduced and read once) at the start of iteration 0 and of every 50th. */
+static void ddp_eval_pass(void)
+{
+	for (int b = 0; b < 8; b++) {
+		emit(SP_TOK_API, 0, "cudaMemcpyAsync", 4000);
+		emit(SP_TOK_API, 0, "cudaMemcpyAsync", 4000);
+		block("fwd", 26, 13, 0);
+		block("xent_eval", 3, 0, 0);
+		launch("add_eval");
+	}
+	emit(SP_TOK_NCCL, 0, "ncclAllReduce", 3000);
+	dlaunch("ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+	emit(SP_TOK_API, 0, "cudaMemcpyAsync", 4000);
+	sync_call("cudaStreamSynchronize", 900000);
+}
+
+static void ddp_eval(const char *dir, const char *name, int log_every, int must_lock, const char *what)
+{
+	open_class(dir, name, "nvtx:truth_step", must_lock, what);
+	setup();
+	for (int it = 0; it < 200; it++) {
+		truth();
+		if (it % 50 == 0)
+			ddp_eval_pass();
+		emit(SP_TOK_API, 0, "cudaMemcpyAsync", 4000);
+		emit(SP_TOK_API, 0, "cudaMemcpyAsync", 4000);
+		block("fwd", 26, 13, 0);
+		block("xent", 3, 0, 0);
+		tid = 4243; /* autograd's device thread */
+		block("bwd", 24, 12, 0);
+		emit(SP_TOK_NCCL, 0, "ncclAllReduce", 3000);
+		dlaunch("ncclDevKernel_AllReduce_Sum_bf16_RING_LL");
+		block("bwd_head", 24, 12, 0);
+		emit(SP_TOK_NCCL, 0, "ncclAllReduce", 3000);
+		dlaunch("ncclDevKernel_AllReduce_Sum_bf16_RING_LL");
+		tid = 4242;
+		block("clip_norm", 5, 0, 0);
+		block("adamw_foreach", 10, 0, 0);
+		if (it % log_every == 0) {
+			emit(SP_TOK_API, 0, "cudaMemcpyAsync", 4000);
+			sync_call("cudaStreamSynchronize", 2000000);
+		}
+		wrap(250000);
+	}
+	close_class();
+}
+
 /* The first iterations differ (cuDNN/cuBLAS autotuning, extra kernels), then the loop settles. */
 static void warmup(const char *dir)
 {
@@ -303,6 +354,13 @@ int main(int argc, char **argv)
 	graphs(argv[1]);
 	jax(argv[1]);
 	ddp(argv[1]);
+	ddp_eval(argv[1], "ddp_eval", 1, 1, "DDP (ddp_train.py): NCCL buckets on autograd's thread, eval every 50 steps");
+	/* the same loop reading its loss only every 10th iteration: no iteration but every 10th has a host
+	 * sync, and the one-iteration period never repeats the NOSYNC_REPEATS copies a CPU-gap wrap
+	 * needs (autostep.c). Today's answer is "undecided" at exit: no step at all, never a wrong
+	 * one (nolock also refuses a lock on the ten-iteration period). A detector that learns such
+	 * loops turns this into a class that must lock. */
+	ddp_eval(argv[1], "ddp_log10", 10, 0, "DDP as ddp_eval, loss read every 10th step: undecided today");
 	warmup(argv[1]);
 	datadep(argv[1]);
 	cublas(argv[1]);

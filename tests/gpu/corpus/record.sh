@@ -13,6 +13,10 @@
 #     iteration of the training regime with its launches (`stepprof autostep --check --windows`).
 #     A program that FAILs prints the auto run's stepprof lines (STEPPROF_VERBOSE) and leaves its
 #     token stream, replay, log and INI in $OUT/check/NAME/.
+#   A program under torchrun (`--nproc_per_node N` in its command, programs.sh) profiles every rank
+#   (ranks = all): each rank records its own stream NAME.rank<R>.tokens (rankenv.sh) with its own
+#   NAME.rank<R>.txt, and check compares each rank's steps (rank<R>.*.sptrace) and replays its stream
+#   as corpus-NAME.rank<R>. Such programs are listed with CORPUS_GPUS=2 or more.
 # ONLY=REGEX picks programs. Needs python3 with torch (and jax for jax_train), nvcc.
 set -u
 B=$(cd "${1:?usage: record.sh BUILD_DIR record|check}" && pwd); MODE=${2:-record}
@@ -28,39 +32,54 @@ pass=0 fail=0
 corpus_programs | while IFS='|' read -r name truth cmd skip; do
 	[ -n "${ONLY:-}" ] && ! [[ $name =~ $ONLY ]] && continue
 	d=$W/$name; mkdir -p "$d"
+	# the ranks a torchrun program has ("" for one process): each records and is checked on its own
+	ranks="" np=1; [[ $cmd =~ --nproc_per_node[=\ ]([0-9]+) ]] && np=${BASH_REMATCH[1]} && ranks=$(seq 0 $((np - 1)))
 	if [ "$MODE" = record ]; then
 		echo "== $name: $cmd"
 		t0=$(date +%s)
 		STEPPROF_PROFILE_OUTPUT=$d/trace STEPPROF_RECORD_TOKENS=$d/$name.tokens STEPPROF_RECORD_TRUTH=$truth \
-			STEPPROF_VERBOSE=1 LD_PRELOAD=$B/libstepprof.so timeout 300 $cmd >"$d/log" 2>&1
+			STEPPROF_RANKS_RANKS=all STEPPROF_VERBOSE=1 LD_PRELOAD=$B/libstepprof.so timeout 300 $cmd >"$d/log" 2>&1 </dev/null
 		rc=$?; t1=$(date +%s)
-		printf 'program = %s\ntruth = %s\ncommand = %s\nexit = %s\nseconds = %s\n' "$name" "$truth" "$cmd" "$rc" \
-			"$((t1 - t0))" >"$d/$name.txt"
-		grep -E "^stepprof" "$d/log" | head -20 >>"$d/$name.txt"
-		ls -la "$d/$name.tokens"* 2>/dev/null; tail -3 "$d/log"
-		"$B/stepprof" autostep "$d/$name.tokens" 2>&1 | tail -5
+		for r in ${ranks:-single}; do
+			n=$name; [ "$r" = single ] || n=$name.rank$r
+			printf 'program = %s\ntruth = %s\ncommand = %s\nexit = %s\nseconds = %s\n' "$n" "$truth" "$cmd" \
+				"$rc" "$((t1 - t0))" >"$d/$n.txt"
+			[ "$r" = single ] || echo "rank = $r of $np (torchrun; the log's lines are every rank's)" >>"$d/$n.txt"
+			grep -E "^stepprof" "$d/log" | head -20 >>"$d/$n.txt"
+			ls -la "$d/$n.tokens"* 2>/dev/null
+			"$B/stepprof" autostep "$d/$n.tokens" 2>&1 | tail -5
+		done
+		tail -3 "$d/log"
 	else
 		kind=${truth%%:*} pat=${truth#*:}
 		for how in auto marker; do
 			o=$d/$how; mkdir -p "$o"
 			{ printf '[profile]\noutput = %s\n[schedule]\nskip_first = %s\nwait = 0\nwarmup = 1\nactive = 3\n' "$o" "${skip:-10}"
+			  printf '[ranks]\nranks = all\n'
 			  [ $how = marker ] && printf '[marker]\nkind = %s\npattern = %s\n' "$kind" "$pat"; } >"$o/prof.ini"
 			# the auto run also records its tokens and truth (quoted: a truth pattern may hold spaces, as
 			# llm.c's 'nvtx:Train step*' does); the replay of the same process's
 			# stream checks its windows when kernel counts differ between processes
 			rec=(); [ $how = auto ] && rec=("STEPPROF_RECORD_TOKENS=$o/auto.tokens" "STEPPROF_RECORD_TRUTH=$truth" STEPPROF_VERBOSE=1)
-			env "${rec[@]}" STEPPROF_CONFIG=$o/prof.ini LD_PRELOAD=$B/libstepprof.so timeout 300 $cmd >"$o/log" 2>&1
-			"$B/stepprof" report --json $o/*.sptrace >"$o/report.json" 2>>"$o/log"
+			env "${rec[@]}" STEPPROF_CONFIG=$o/prof.ini LD_PRELOAD=$B/libstepprof.so timeout 300 $cmd >"$o/log" 2>&1 </dev/null
+			for r in ${ranks:-single}; do # one report per rank: its own steps and kernel counts
+				tr=("$o"/*.sptrace) sfx=""; [ "$r" = single ] || { tr=("$o"/rank"$r".*.sptrace) sfx=.rank$r; }
+				"$B/stepprof" report --json "${tr[@]}" >"$o/report$sfx.json" 2>>"$o/log"
+			done
 		done
-		"$B/stepprof" autostep --check --windows --skip-first "${skip:-10}" --wait 0 "$d/auto/auto.tokens" \
-			>"$d/auto/replay.txt" 2>&1; echo "exit $?" >>"$d/auto/replay.txt"
-		python3 "$HERE/compare_steps.py" "$name" "$d/auto/report.json" "$d/marker/report.json" "$d/auto/replay.txt" |
-			tee "$d/compare.txt"
+		: >"$d/compare.txt"
+		for r in ${ranks:-single}; do
+			sfx=""; [ "$r" = single ] || sfx=.rank$r
+			"$B/stepprof" autostep --check --windows --skip-first "${skip:-10}" --wait 0 "$d/auto/auto$sfx.tokens" \
+				>"$d/auto/replay$sfx.txt" 2>&1; echo "exit $?" >>"$d/auto/replay$sfx.txt"
+			python3 "$HERE/compare_steps.py" "$name$sfx" "$d/auto/report$sfx.json" "$d/marker/report$sfx.json" \
+				"$d/auto/replay$sfx.txt" | tee -a "$d/compare.txt"
+		done
 		# a failure shows what the library said in the auto run (its locks, steps and windows)
 		# and keeps its stream, replay and log under $OUT/check/NAME (the GPU machine's run is gone after)
 		if grep -q '^FAIL' "$d/compare.txt"; then
 			grep -E '^stepprof' "$d/auto/log" | grep -vE 'step [0-9]+ begins \(NONE\)' | head -40
-			mkdir -p "$R/check/$name" && cp "$d"/auto/auto.tokens* "$d/auto/replay.txt" "$d/auto/log" \
+			mkdir -p "$R/check/$name" && cp "$d"/auto/auto*.tokens* "$d"/auto/replay*.txt "$d/auto/log" \
 				"$d/auto/prof.ini" "$R/check/$name/" 2>/dev/null
 		fi
 	fi
