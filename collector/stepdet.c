@@ -28,6 +28,8 @@
 #define TRAIN_SETTLE \
 	4u    /* a regime without training evidence settles after this many
 				  * times SETTLE_STEPS (a later training loop may still come) */
+#define PROBE_RATIO 4u           /* an uncounted step this many times longer or shorter than the
+				  * counted ones is counted next (sp_stepdet_blind) */
 #define LEARN_WANTS (SP_WANT_LAUNCH | SP_WANT_API | SP_WANT_GRAPH | SP_WANT_NVTX | SP_WANT_NCCL)
 
 static int glob_match(const char *pat, const char *s)
@@ -160,8 +162,8 @@ static unsigned locked_wants(const struct sp_stepdet *d)
 		     : n && !strncmp(n, "nccl", 4) ? SP_WANT_NCCL
 						   : SP_WANT_ANCHOR;
 	}
-	if (d->counting)
-		w |= SP_WANT_LAUNCH | SP_WANT_GRAPH;
+	if (d->counting || d->probe)
+		w |= SP_WANT_LAUNCH | SP_WANT_GRAPH; /* probe: the caller must show launches again */
 	return w;
 }
 
@@ -292,6 +294,17 @@ void sp_stepdet_sparse(struct sp_stepdet *d, uint32_t every, const struct sp_sch
 {
 	d->sparse = every;
 	d->sparse_sched = sched;
+}
+
+void sp_stepdet_blind(struct sp_stepdet *d, int on)
+{
+	d->blind = on != 0;
+}
+
+int sp_stepdet_sparse_quiet(const struct sp_stepdet *d)
+{
+	return d->kind == SP_MARK_AUTO && !d->learning && d->sparse > 1 && !minor(d) &&
+	       !(d->wants & (SP_WANT_LAUNCH | SP_WANT_GRAPH));
 }
 
 int64_t sp_stepdet_sched_step(const struct sp_stepdet *d, int64_t step)
@@ -469,6 +482,8 @@ static void lock(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_o
 static void unlock(struct sp_stepdet *d, struct sp_det_out *out)
 {
 	struct sp_det_regime *r = &d->reg[d->cur - 1];
+	d->probe = 0;
+	d->ref_ns = 0; /* a new regime's steps take their own time */
 	if (r->steps < YOUNG_STEPS)
 		sp_autostep_refute(&d->a, r->period);
 	d->step_open = 0;
@@ -492,10 +507,13 @@ static int step_differs(const struct sp_stepdet *d)
 	return d->counting && d->counted != d->how.launches;
 }
 
-/* 1 if the step that just began (d->step) is to be counted (sp_stepdet_sparse). */
+/* 1 if the step that just began (d->step) is to be counted (sp_stepdet_sparse): never while the
+ * caller is blind to launches (sp_stepdet_blind), always after a step whose time stood out. */
 static int count_step(const struct sp_stepdet *d)
 {
-	if (d->sparse <= 1 || minor(d) || d->step % d->sparse == 0)
+	if (d->blind)
+		return 0;
+	if (d->sparse <= 1 || minor(d) || d->probe || d->step % d->sparse == 0)
 		return 1;
 	if (!d->sparse_sched)
 		return 0;
@@ -513,6 +531,20 @@ static void anchor_hit(struct sp_stepdet *d, const struct sp_token *t, struct sp
 	if (step_differs(d)) {
 		refute_step(d, out);
 		return;
+	}
+	/* the cheap check of a step whose launches were not counted: its time against the counted
+	 * ones'; one that stands out gets the next step counted (a probe), which refutes the regime if
+	 * its launches differ. A counted step that matched sets the reference. */
+	uint64_t dur = t->ts > d->step_t0 ? t->ts - d->step_t0 : 0;
+	if (d->counting) {
+		d->ref_ns = d->ref_ns ? (d->ref_ns * 7 + dur) / 8 : dur;
+		d->probe = 0;
+	} else if (d->ref_ns && d->sparse > 1 && !d->probe &&
+		   (dur > PROBE_RATIO * d->ref_ns || dur * PROBE_RATIO < d->ref_ns)) {
+		d->probe = 1;
+		d->probes++;
+		out->what |= SP_DET_PROBE;
+		out->bad_step = d->step;
 	}
 	if (++r->run >= SP_DET_DEFER_STEPS && !r->train && !r->proven && !d->train) {
 		/* long enough to be the program's loop (inference, or training whose kernels do not say

@@ -38,6 +38,10 @@
 #define SP_DET_PROVEN \
 	0x400u   /* a deferred regime ran long enough: its steps count from here
 				* (sp_stepdet_regime_note says so) */
+#define SP_DET_PROBE \
+	0x800u   /* the step that ended (`bad_step`), not counted, took PROBE_RATIO times
+				* more or less time than the counted ones: the next step is counted, the
+				* detector wants launches again (the caller re-attaches if parked) */
 #define SP_DET_MINOR \
 	0x200u    /* BOUNDARY / LOCK: the step's regime is not the preferred one (an
 				* evaluation pass, start-up work, or one not proven yet): its steps do
@@ -106,6 +110,10 @@ struct sp_stepdet {
 	int no_prefer;                /* replay only: every regime counts (the policy before issue 12) */
 	uint32_t launchers[16];       /* threads that launched a kernel or graph (tid + 1; 0 free) */
 	uint32_t sparse;              /* count launches in one step of this many (0, 1: every step) */
+	int blind;                    /* the caller sees no launch now (parked): no step is counted */
+	int probe;                    /* a step's time stood out: count the next one */
+	uint64_t ref_ns;              /* the counted steps' time (moving average) */
+	uint32_t probes;              /* steps whose time stood out */
 	const struct sp_schedule *sparse_sched; /* ... and in the steps before and of its windows */
 	const struct sp_schedule *sched; /* the schedule that counts its steps (re-locks), or NULL */
 	/* the per-step check */
@@ -181,6 +189,18 @@ int sp_stepdet_regime_note(struct sp_stepdet *d, char *buf, size_t n);
  * step, and its passes count as steps until then. every 0 or 1: every step (the default). Takes
  * effect at the next boundary. This function can't fail. */
 void sp_stepdet_sparse(struct sp_stepdet *d, uint32_t every, const struct sp_schedule *sched);
+/* The sparse check's rate the library uses for automatic detection (docs/STEPS.md). */
+#define SP_STEPDET_SPARSE 16u
+/* The caller sees no launch (on = 1: parked, detached from CUPTI) or sees them again (0). While
+ * blind no step is counted, whatever sp_stepdet_sparse says; each step is checked by its time
+ * alone (between two anchor calls) against the counted steps': one that takes PROBE_RATIO (4)
+ * times more or less returns SP_DET_PROBE and wants launches until the next step was counted
+ * (a mismatch there refutes the regime as usual). Takes effect at the next boundary. Can't fail. */
+void sp_stepdet_blind(struct sp_stepdet *d, int on);
+/* 1 if automatic detection is locked on the preferred regime with a sparse check and wants no
+ * launch now (the step in progress is not counted): the caller may stop seeing launches, and
+ * park on the anchor call if something else counts it. This function can't fail. */
+int sp_stepdet_sparse_quiet(const struct sp_stepdet *d);
 /* The schedule that counts d's steps (sched outlives d; NULL: none known): at a re-lock the steps
  * spent learning again skip only those it gives no action (docs/STEPS.md, "Regimes"). The live
  * collector and the replay must set the same. This function can't fail. */

@@ -132,6 +132,57 @@ static void auto_lock_watch_and_check(void **state)
 	sp_stepdet_free(&det);
 }
 
+/* The sparse check (sp_stepdet_sparse) as the library runs it: launches wanted in one step of 16
+ * only; blind (parked: no launch seen), no step is counted and each is checked by its time; a
+ * regime change shows as a step whose time stands out (a probe, wanting launches again), and the
+ * step counted once the caller sees launches again refutes the regime, which re-locks. */
+static void sparse_blind_probe(void **state)
+{
+	int64_t step = -1;
+	int k, wanted = 0;
+	unsigned all = 0;
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	sp_stepdet_sparse(&det, SP_STEPDET_SPARSE, NULL);
+	for (k = 0; k < 20 && !(iteration("adam", 30, &step, 200000) & SP_DET_LOCK); k++)
+		;
+	assert_true(k < 8);
+	for (int i = 0; i < 64; i++) {
+		all |= iteration("adam", 30, &step, 200000);
+		wanted += (sp_stepdet_wants(&det) & SP_WANT_LAUNCH) != 0;
+	}
+	assert_false(all & (SP_DET_MISMATCH | SP_DET_UNLOCK | SP_DET_PROBE));
+	assert_int_equal(wanted, 64 / SP_STEPDET_SPARSE); /* the counted steps only */
+	assert_true(det.ref_ns > 0);
+	/* blind: no step is counted, none wants launches, the same loop passes its time check */
+	sp_stepdet_blind(&det, 1);
+	all = 0;
+	for (int i = 0; i < 40; i++) {
+		all |= iteration("adam", 30, &step, 200000);
+		assert_true(sp_stepdet_sparse_quiet(&det));
+	}
+	assert_false(all & (SP_DET_MISMATCH | SP_DET_UNLOCK | SP_DET_PROBE));
+	/* the loop changes (four times the launches, a long wrap): the first step of it is a probe,
+	 * which wants launches; still blind, nothing is refuted */
+	all = iteration("adam", 120, &step, 4000000);
+	all |= iteration("adam", 120, &step, 4000000);
+	assert_true(all & SP_DET_PROBE);
+	assert_false(all & (SP_DET_MISMATCH | SP_DET_UNLOCK));
+	assert_true(sp_stepdet_wants(&det) & SP_WANT_LAUNCH);
+	assert_false(sp_stepdet_sparse_quiet(&det));
+	assert_int_equal(det.probes, 1);
+	/* launches seen again: the next step is counted, differs and is refuted; the new loop locks */
+	sp_stepdet_blind(&det, 0);
+	all = 0;
+	for (int i = 0; i < 20 && !(all & SP_DET_RELOCK); i++)
+		all |= iteration("adam", 120, &step, 4000000);
+	assert_true(all & SP_DET_MISMATCH);
+	assert_true(all & SP_DET_UNLOCK);
+	assert_true(all & SP_DET_RELOCK);
+	assert_int_equal(det.how.launches, 120);
+	assert_int_equal(det.how.mismatches, 1);
+	sp_stepdet_free(&det);
+}
+
 /* The loop changes (an evaluation phase of another shape), then comes back: the detector refutes
  * the step that differs, learns again, and the training regime resumes its own step numbers. */
 static void phase_change_and_relock(void **state)
@@ -326,6 +377,7 @@ int main(void)
 		cmocka_unit_test(nvtx_marker),
 		cmocka_unit_test(auto_lock_watch_and_check),
 		cmocka_unit_test(phase_change_and_relock),
+		cmocka_unit_test(sparse_blind_probe),
 		cmocka_unit_test(eval_first_prefers_training),
 		cmocka_unit_test(relock_gap_keeps_window),
 		cmocka_unit_test(undecided_names_a_marker),
