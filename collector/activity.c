@@ -205,6 +205,8 @@ static void life_tick(uint64_t now)
 	int64_t step = sp_col.step;
 	const struct sp_schedule *sched = sp_col.mk[sp_col.cur].schedule;
 	v.marker = sp_col.mk[sp_col.cur].kind;
+	struct sp_stepdet *det = sp_col.mk[0].det;
+	int aut = sp_auto_life(&v, det, &step);
 	if (sp_col.nmk > 1 || sp_col.mk[0].name)
 		v.policy = SP_DETACH_NEVER; /* phases: steps of several schedules; only the final detach */
 	v.done = sp_col.done;
@@ -219,7 +221,10 @@ static void life_tick(uint64_t now)
 				    ? 0
 				    : sp_life_steps_to_window(sched, step, SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN);
 	v.hook_ok = sp_hook_proven();
-	if (sp_cupti_life_tick(&v, step, now, &sp_col.sub) == SP_LIFE_DETACH) {
+	enum sp_life_act act = sp_cupti_life_tick(&v, step, now, &sp_col.sub);
+	if (aut)
+		sp_auto_life_after(&v, det, act);
+	if (act == SP_LIFE_DETACH) {
 		sp_host_min_bytes = SIZE_MAX; /* host allocations: nothing will be recorded again */
 		sp_writer_set_pass_ns(SP_DETACHED_PASS_NS); /* nothing to drain but the odd NCCL event */
 	}

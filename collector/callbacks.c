@@ -92,7 +92,9 @@ static void detect_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const 
 		case SP_MARK_AUTO:
 			if (launch && !(sp_stepdet_wants(m->det) & SP_WANT_LAUNCH))
 				break; /* a launch seen for a window's sake: the detector would ignore it */
-			if (sp_tokglue_token_of(dom, cbid, cd, launch, &kind, &flags, &name))
+			/* the anchor call a hook counted already (parking on it, markhook.h) is not counted again */
+			if (sp_tokglue_token_of(dom, cbid, cd, launch, &kind, &flags, &name) &&
+			    !(kind == SP_TOK_API && sp_hook_cupti_anchor(name)))
 				sp_win_detect(i, kind, flags, name, t, corr, cbid, d);
 			break;
 		case SP_MARK_KERNEL:

@@ -16,17 +16,20 @@
  *    hooks (a runtime linked in statically, a marker that is not a hooked CUDA call): stay, since
  *    only a park numbers every step for sure.
  * 7. the preload's hooks see every marker call: park (detach until the next window, the hooks
- *    counting steps) if the next window is SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN steps away or more.
+ *    counting steps) if the next window is SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN steps away or more,
+ *    and automatic detection (whose marker call is its anchor) needs no launch now: locked, with
+ *    its sparse check between counted steps (stepdet.h); else stay.
  * 8. (always only) the next window is fewer than SP_LIFE_MIN_GAP steps away, or not just after a
  *    marker call ended (the detach must fall between two marker calls, not across one): stay.
  * 9. otherwise: cycle (detach, re-attach with the marker's callbacks only).
  * Parked: re-attach (unpark) once the next window is fewer than SP_LIFE_UNPARK_AT steps away, or
- * has begun; detach for good once the schedule is done. */
+ * has begun, or automatic detection wants launches again (a step's time stood out, or it learns
+ * again); detach for good once the schedule is done. */
 enum sp_life_act sp_life_decide(const struct sp_life_view *v)
 {
 	if (v->parked)
 		return v->done                                             ? SP_LIFE_DETACH
-		       : v->busy || v->steps_to_window < SP_LIFE_UNPARK_AT ? SP_LIFE_UNPARK
+		       : v->busy || v->det_busy || v->steps_to_window < SP_LIFE_UNPARK_AT ? SP_LIFE_UNPARK
 									   : SP_LIFE_STAY;
 	if (v->busy)
 		return SP_LIFE_STAY;
@@ -39,13 +42,15 @@ enum sp_life_act sp_life_decide(const struct sp_life_view *v)
 	if (v->policy == SP_DETACH_AUTO && !v->hook_ok)
 		return SP_LIFE_STAY;
 	if (v->hook_ok)
-		return v->steps_to_window >= SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN ? SP_LIFE_PARK : SP_LIFE_STAY;
+		return !v->det_busy && v->steps_to_window >= SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN ? SP_LIFE_PARK
+												      : SP_LIFE_STAY;
 	if (v->steps_to_window < SP_LIFE_MIN_GAP || !v->fresh_step)
 		return SP_LIFE_STAY;
 	return SP_LIFE_CYCLE;
 }
 
 const char sp_life_not_fresh[] = "no marker call ended just now";
+const char sp_life_det_busy[] = "automatic step detection needs every launch now (learning, or checking a step)";
 const char sp_life_too_close[] = "the next window is too close";
 
 const char *sp_life_stay_reason(const struct sp_life_view *v)
@@ -63,6 +68,8 @@ const char *sp_life_stay_reason(const struct sp_life_view *v)
 	if (v->policy == SP_DETACH_AUTO && !v->hook_ok)
 		return "not every marker call comes through stepprof's hooks on CUDA functions, so steps could not "
 		       "all be counted while detached (detach_between = auto)";
+	if (v->hook_ok && v->det_busy)
+		return sp_life_det_busy;
 	if (v->steps_to_window < SP_LIFE_MIN_GAP + (v->hook_ok ? SP_LIFE_PARK_MARGIN : 0))
 		return sp_life_too_close;
 	if (v->hook_ok)

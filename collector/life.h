@@ -39,6 +39,7 @@ struct sp_life_view {
 	bool fresh_step;        /* no marker call in progress, and the last one ended just now (quiet_fresh) */
 	bool hook_ok;           /* every marker call comes through the preload's hooks (markhook.h) */
 	bool parked;            /* detached until the next window, the hooks counting marker calls */
+	bool det_busy;          /* automatic detection needs every launch now (stepdet.h: not sparse_quiet) */
 	int64_t steps_to_window;/* steps until the next WARMUP or RECORD step; INT64_MAX if none */
 };
 
@@ -49,7 +50,7 @@ enum sp_life_act sp_life_decide(const struct sp_life_view *v);
  * This function can't fail. */
 const char *sp_life_stay_reason(const struct sp_life_view *v);
 /* The reasons that change from one tick to the next (sp_life_stay_reason returns these pointers). */
-extern const char sp_life_not_fresh[], sp_life_too_close[];
+extern const char sp_life_not_fresh[], sp_life_too_close[], sp_life_det_busy[];
 /* "stay", "cycle", "detach"; "?" for another value. This function can't fail. */
 const char *sp_life_act_name(unsigned act);
 /* Steps after `step` before the next one whose action is not NONE (0: the next step records or

@@ -3,6 +3,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sched.h>
+#include <string.h>
 #include <time.h>
 #include "clock.h"
 #include "collector.h"
@@ -32,6 +33,9 @@ static const struct {
 static struct {
 	_Atomic uint8_t want[SP_HOOK_N]; /* WANT_*: a marker's function, a graph's capture or creation */
 	uint32_t name[SP_HOOK_N];        /* interned name of a marker's function */
+	uint8_t flags[SP_HOOK_N];        /* its detector token's flags (driver, synchronising) */
+	_Atomic uint32_t anchor;         /* auto: the anchor call the hooks follow (sp_hook_follow), 0 none */
+	uint32_t probes;                 /* auto: the detector's probes said so far (writer thread) */
 	_Atomic int counting;            /* the hooks count marker calls (stepprof is detached) */
 	_Atomic bool need_attach;        /* a marker call waits for the re-attach before its window */
 	_Atomic unsigned seen, unseen;   /* marker calls CUPTI reported inside / outside a hook */
@@ -45,10 +49,71 @@ void sp_hook_arm(void)
 	int api = sp_col.nmk == 1 && !mk->name && mk->kind == SP_MARK_API; /* phases: no parking */
 	for (int i = 0; i < SP_HOOK_N; i++) {
 		int m = api && sp_coll_glob(mk->pattern, fns[i].name);
-		if (m)
-			H.name[i] = sp_intern(fns[i].name);
+		const char *n = fns[i].name;
+		H.name[i] = sp_intern(n);
+		/* as tokglue.c classifies the call for automatic detection (cbsets.c's api_sync) */
+		H.flags[i] = (uint8_t)((fns[i].drv ? SP_TOKF_DRIVER : 0) |
+				       (sp_coll_glob(fns[i].drv ? "cu*Synchronize*" : "cuda*Synchronize*", n) ||
+						!strcmp(n, "cudaMemcpy") || !strcmp(n, "cuMemcpyDtoH")
+					? SP_TOKF_SYNC
+					: 0));
 		atomic_store(&H.want[i], m ? WANT_MARKER : fns[i].graph ? WANT_GRAPH : WANT_NONE);
 	}
+}
+
+int sp_hook_follow(uint32_t anchor)
+{
+	const struct sp_mk *mk = &sp_col.mk[0];
+	int fn = -1;
+	if (sp_col.nmk != 1 || mk->name || mk->kind != SP_MARK_AUTO)
+		return -1;
+	for (int i = 0; anchor && i < SP_HOOK_N && fn < 0; i++)
+		if (H.name[i] == anchor && !fns[i].graph && !strstr(fns[i].name, "GraphLaunch"))
+			fn = i; /* a graph launch anchors graphs: detach_between = auto never parks on those */
+	if (fn < 0)
+		anchor = 0;
+	if (atomic_load(&H.anchor) == anchor)
+		return fn;
+	for (int i = 0; i < SP_HOOK_N; i++)
+		atomic_store(&H.want[i], i == fn ? WANT_MARKER : fns[i].graph ? WANT_GRAPH : WANT_NONE);
+	atomic_store(&H.seen, 0); /* another call: proven anew */
+	atomic_store(&H.unseen, 0);
+	atomic_store(&H.anchor, anchor);
+	return fn;
+}
+
+int sp_auto_life(struct sp_life_view *v, struct sp_stepdet *det, int64_t *step)
+{
+	if (sp_col.nmk != 1 || sp_col.mk[0].name || sp_col.mk[0].kind != SP_MARK_AUTO)
+		return 0;
+	int64_t s = sp_stepdet_sched_step(det, sp_col.step);
+	v->det_busy = !sp_stepdet_sparse_quiet(det) || s < 0;
+	if (s >= 0)
+		*step = s; /* the schedule's step: how far the next window is */
+	if (!atomic_load(&H.counting)) /* attached: follow the anchor (none while learning) */
+		sp_hook_follow(sp_stepdet_anchor_name(det));
+	if (!v->det_busy && sp_hook_proven())
+		sp_stepdet_blind(det, 1); /* a park may come: no step may begin counting launches before it */
+	if (det->probes != H.probes) {
+		H.probes = det->probes;
+		sp_info("automatic steps: a step took over 4 times more or less time than those whose launches were "
+			"counted: the next step's launches are counted%s",
+			atomic_load(&H.counting) ? " (re-attaching to CUPTI for it)" : "");
+	}
+	return 1;
+}
+
+void sp_auto_life_after(const struct sp_life_view *v, struct sp_stepdet *det, int act)
+{
+	int parked = act == SP_LIFE_PARK || (v->parked && act == SP_LIFE_STAY);
+	pthread_mutex_lock(&sp_col.lock);
+	sp_stepdet_blind(det, parked); /* parked: no launch is seen, the steps are checked by time alone */
+	pthread_mutex_unlock(&sp_col.lock);
+}
+
+int sp_hook_cupti_anchor(uint32_t name)
+{
+	return name && name == atomic_load_explicit(&H.anchor, memory_order_relaxed) ? sp_hook_cupti_marker() : 0;
 }
 
 void sp_hook_disarm(void)
@@ -64,8 +129,9 @@ int sp_hook_cupti_marker(void)
 	if (sp_thr.hook_depth > 0)
 		atomic_fetch_add_explicit(&H.seen, 1, memory_order_relaxed);
 	else if (atomic_fetch_add(&H.unseen, 1) == 0)
-		sp_info("a marker call came without going through stepprof's hooks (a runtime linked in statically, "
-			"or a function looked up by hand): stepprof stays attached to CUPTI between windows");
+		sp_info("a %s call came without going through stepprof's hooks (a runtime linked in statically, "
+			"or a function looked up by hand): stepprof stays attached to CUPTI between windows",
+			atomic_load(&H.anchor) ? "step anchor" : "marker");
 	return 0;
 }
 
@@ -135,17 +201,24 @@ int sp_collector_hook_enter(int fn)
 	}
 	if (sp_thr.hook_depth++ > 0 || !atomic_load(&H.counting))
 		return fn;
-	if (sp_life_steps_to_window(sp_col.mk[0].schedule, sp_col.step, 1) == 0 || sp_od_busy())
+	/* the schedule's step (automatic detection numbers its regimes' steps apart from it) */
+	int64_t sched = sp_stepdet_sched_step(sp_col.mk[0].det, sp_col.step);
+	if (sched < 0 || sp_life_steps_to_window(sp_col.mk[0].schedule, sched, 1) == 0 || sp_od_busy())
 		wait_attached(); /* CUPTI counts this one if the re-attach came in time */
 	if (atomic_load(&H.counting)) {
 		sp_thr.hook_counted = 1;
-		sp_win_detect(0, SP_TOK_API, 0, H.name[fn], sp_now_ns(), 0, 0, fns[fn].drv);
+		sp_win_detect(0, SP_TOK_API, H.flags[fn], H.name[fn], sp_now_ns(), 0, 0, fns[fn].drv);
 	}
 	return fn;
 }
 
 void sp_collector_hook_exit(int h)
 {
-	if (h >= 0 && --sp_thr.hook_depth == 0)
-		sp_thr.hook_counted = 0;
+	if (h < 0 || --sp_thr.hook_depth > 0)
+		return;
+	/* an automatic step that begins after the anchor call: CUPTI's exit callback is not there to
+	 * begin it (windows.c's det_apply), the hook's exit is */
+	if (sp_thr.hook_counted && sp_thr.after_pending)
+		sp_win_after_exit(sp_now_ns());
+	sp_thr.hook_counted = 0;
 }

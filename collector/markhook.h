@@ -17,6 +17,24 @@ void sp_hook_arm(void);
 /* CUPTI reports the outermost call of an api marker on this thread: returns 1 if a hook counted
  * it already (the callback must not), else 0; notes whether it came through a hook (the proof). */
 int sp_hook_cupti_marker(void);
+/* Automatic detection: the hooks follow its anchor call `anchor` (interned; 0: none, learning or
+ * locked on something the hooks do not see): a hooked CUDA call other than a graph launch is
+ * armed as the marker is for explicit api markers, proven anew when the anchor changes. Writer
+ * thread, while attached. Returns the hooked function's index, or -1 (none: no parking). */
+int sp_hook_follow(uint32_t anchor);
+/* CUPTI reports an automatic-detection token `name` (outermost): as sp_hook_cupti_marker if it is
+ * the anchor the hooks follow (1: a hook counted it already), else 0. */
+int sp_hook_cupti_anchor(uint32_t name);
+struct sp_life_view;
+struct sp_stepdet;
+/* The writer thread's life tick, under sp_col.lock, for the single automatic marker: fills
+ * v->det_busy, turns *step into the schedule's step, makes the hooks follow the detector's anchor
+ * while attached and blinds the detector (no step starts counting launches) when a park may come.
+ * Returns 0 (and does nothing) for any other marker. This function can't fail. */
+int sp_auto_life(struct sp_life_view *v, struct sp_stepdet *det, int64_t *step);
+/* After the tick (without sp_col.lock): the detector is blind exactly while parked (act: enum
+ * sp_life_act). This function can't fail. */
+void sp_auto_life_after(const struct sp_life_view *v, struct sp_stepdet *det, int act);
 /* The hooks have seen every marker call CUPTI reported, SP_HOOK_PROOF of them at least. */
 bool sp_hook_proven(void);
 /* The hooks count marker calls from now on (1, before a detach) or no longer (0, after a re-attach). */

@@ -31,6 +31,10 @@ int sp_ph_init(void)
 			return -1;
 		}
 		sp_stepdet_schedule(m->det, m->schedule);
+		/* once locked, launches are counted in one step of 16 and in those of and before windows
+		 * only: launch callbacks go off in between (issue 20; docs/STEPS.md, "The per-step check") */
+		if (m->kind == SP_MARK_AUTO)
+			sp_stepdet_sparse(m->det, SP_STEPDET_SPARSE, m->schedule);
 		sp_col.rt[i] = (struct sp_phase_rt){ .step = -1 };
 	}
 	sp_col.nmk = n;

@@ -19,6 +19,12 @@
 #    (detached until just before the next window, the hooks numbering the steps): every step
 #    numbered as the schedule says, CUPTI saw fewer marker calls than were made, no CUPTI call
 #    while parked; one marker call that bypasses the hooks keeps stepprof from parking at all.
+#  - the automatic marker (MARKER=auto) on a loop of 20 kernel launches and a cudaDeviceSynchronize
+#    through the stand-in libcudart: it locks on the sync, launch callbacks go off between counted
+#    steps (the sparse check), it parks between windows once the hooks are proven for its anchor,
+#    and every window step still has its 20 kernels; then the loop changes (60 kernels, 4.5 times
+#    longer steps) while parked: a step's time stands out, stepprof re-attaches, the counted step
+#    does not match, detection re-locks on the new loop, and its windows hold 60 kernels a step.
 set -u
 B=${SP_BUILD:?}
 # shellcheck source=tests/e2e/lib/preload.sh
@@ -35,7 +41,9 @@ run() {
 	shift 4
 	IFS=, read -r wa wu ac rp <<<"$sched"
 	mkdir -p "$T/$name"
-	printf '[profile]\noutput = %s\n[ranks]\nranks = all\n[schedule]\nwait = %s\nwarmup = %s\nactive = %s\nrepeat = %s\n[marker]\nkind = api\npattern = cudaDeviceSynchronize\n[cupti]\nlibrary = %s\ndetach_between = %s\n' \
+	local mk='kind = api\npattern = cudaDeviceSynchronize'
+	[ "${MARKER:-api}" = auto ] && mk='kind = auto'
+	printf "[profile]\noutput = %s\n[ranks]\nranks = all\n[schedule]\nwait = %s\nwarmup = %s\nactive = %s\nrepeat = %s\n[marker]\n$mk\n[cupti]\nlibrary = %s\ndetach_between = %s\n" \
 		"$T/$name/out" "$wa" "$wu" "$ac" "$rp" "$B/tests/e2e/libfakecupti.so" "$detach" >"$T/$name/sp.ini"
 	env "$@" FAKE_CUPTI_LOG="$T/$name/log" STEPPROF_VERBOSE=1 STEPPROF_CONFIG="$T/$name/sp.ini" \
 		LD_PRELOAD="$PRE" timeout 60 "$B/tests/e2e/cupti_life_driver" "$steps" "${STEP_US:-20000}" \
@@ -175,4 +183,48 @@ parked hookfast 1 9 10 11 21 22 23 33 34 35 45 46 47 &&
 run bypass 8,1,3,0 auto 48 VIA_CUDART="$FAKERT" BYPASS_AT=3
 parked bypass 0 9 10 11 21 22 23 33 34 35 45 46 47 &&
 	echo "ok   one marker call that bypasses the hooks: never parked, every step numbered"
+
+# the automatic marker parks on its anchor call (issue 20): KERNELS is "step:kernels ..." of the windows
+autopark() {
+	/usr/bin/python3 - "$T/$1" "$2" "$3" <<'PY' || { bad "$1"; grep -v begins "$T/$1/stderr" | sed 's/^/    /' | head -24; }
+import re, sys
+d, want_parks, want = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+err = open(f"{d}/stderr").read()
+out = open(f"{d}/stdout").read()
+log = [l.split()[0] for l in open(f"{d}/log")]
+lseen, lall = map(int, re.search(r"driver: (\d+) of (\d+) launches seen", out).groups())
+parks = len(re.findall(r"detached from CUPTI in step \d+ until the next window", err))
+problems = []
+if not re.search(r"automatic steps: regime 1, period 21 calls \(20 launches\), boundary after 'cudaDeviceSynchronize'", err):
+    problems.append("no lock on cudaDeviceSynchronize with 20 launches")
+if parks < want_parks:
+    problems.append(f"{parks} parks, expected {want_parks} or more")
+# launch callbacks off between counted steps and while parked: only the learning, the windows' and
+# the steps next to them, and one step in 16 see their launches
+if lseen > 0.7 * lall:
+    problems.append(f"{lseen} of {lall} launches seen: launch callbacks stayed on")
+if "AFTER_FINALIZE" in log:
+    problems.append("a CUPTI call after cuptiFinalize")
+if "may have been missed" in err or "took over 1 s" in err:
+    problems.append("a missed boundary or a slow re-attach was reported")
+got = [f"{l.split()[0]}:{l.split()[3]}" for l in open(f"{d}/steps") if re.match(r"^\d+\s", l)]
+if got != want:
+    problems.append(f"recorded steps:kernels {got}, expected {want}")
+for p in problems:
+    print("   ", p)
+sys.exit(1 if problems else 0)
+PY
+}
+K20="9:20 10:20 11:20 21:20 22:20 23:20 33:20 34:20 35:20"
+MARKER=auto run autopark 8,1,3,0 auto 60 VIA_CUDART="$FAKERT" LAUNCHES=20
+autopark autopark 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" &&
+	echo "ok   auto marker: locked on its sync, launch callbacks off between counted steps, parked between windows, every window step has its 20 kernels"
+MARKER=auto run autochange 8,1,3,0 auto 70 VIA_CUDART="$FAKERT" LAUNCHES=20 CHANGE_AT=38 LAUNCHES2=60 STEP2_US=90000
+autopark autochange 1 "$K20 9:60 10:60 11:60 21:60 22:60 23:60" && {
+	grep -q "a step took over 4 times more or less time" "$T/autochange/stderr" &&
+		grep -qE "re-attached to CUPTI in step (3[89]|4[0-9])" "$T/autochange/stderr" &&
+		grep -qE "step (39|4[0-9]) did not match the detected period" "$T/autochange/stderr" &&
+		grep -q "automatic steps (re-lock): regime 2, period 61 calls (60 launches)" "$T/autochange/stderr"
+} && echo "ok   auto marker parked, the loop changes: the step's time stands out, re-attached, the counted step refuted, re-locked on 60 kernels a step" ||
+	bad "autochange: $(grep -v begins "$T/autochange/stderr" | grep -E 'took over|re-attached|did not match|re-lock' | head -5)"
 exit $fail

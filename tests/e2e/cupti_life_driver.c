@@ -8,8 +8,11 @@
  * set it prints "STEP i MS" as each step ends (bench/outside.py's format) and runs without stepprof
  * too. With VIA_CUDART=PATH it loads that stand-in libcudart (fakecudart.c) and makes each step's
  * cudaDeviceSynchronize through the dynamic linker, as libtorch does (stepprof's hook first); with
- * BYPASS_AT=i, step i's call goes straight to it (a caller the hook cannot see). Prints "driver: N of
- * M syncs seen" (callbacks stepprof had enabled). */
+ * BYPASS_AT=i, step i's call goes straight to it (a caller the hook cannot see). With LAUNCHES=N each
+ * step first launches N kernels "adam_fake_K" through the driver API (fake_cupti_launch: callbacks
+ * if enabled, a kernel record if CONCURRENT_KERNEL is on), and from step CHANGE_AT on LAUNCHES2
+ * kernels "eval_fake_K" in steps of STEP2_US (the program's loop changes). Prints "driver: N of
+ * M syncs seen" (callbacks stepprof had enabled), and with LAUNCHES "driver: K of L launches seen". */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -50,6 +53,12 @@ int main(int argc, char **argv)
 	int (*sync)(void) = NULL, (*direct)(void) = NULL;
 	unsigned (*cudart_seen)(void) = NULL;
 	int bypass_at = getenv("BYPASS_AT") ? atoi(getenv("BYPASS_AT")) : -1;
+	int (*launch)(const char *, unsigned) =
+		(int (*)(const char *, unsigned))dlsym(RTLD_DEFAULT, "fake_cupti_launch");
+	int nl = getenv("LAUNCHES") ? atoi(getenv("LAUNCHES")) : 0, nl2 = getenv("LAUNCHES2") ? atoi(getenv("LAUNCHES2")) : nl;
+	int change_at = getenv("CHANGE_AT") ? atoi(getenv("CHANGE_AT")) : -1;
+	int step2_us = getenv("STEP2_US") ? atoi(getenv("STEP2_US")) : step_us;
+	unsigned lcorr = 2000000, lseen = 0, lall = 0;
 	if (getenv("VIA_CUDART")) {
 		/* CUDART_LOCAL: as Python loads a wheel's renamed libcudart, out of the global scope */
 		void *h = dlopen(getenv("VIA_CUDART"), RTLD_NOW | (getenv("CUDART_LOCAL") ? RTLD_LOCAL : RTLD_GLOBAL));
@@ -75,7 +84,14 @@ int main(int argc, char **argv)
 	for (int i = 0; i < steps; i++) {
 		if (fire && i == 2 && getenv("GRAPH"))
 			fire(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPH_CREATED, 0, 0);
-		usleep(step_us - sync_us);
+		int changed = change_at >= 0 && i >= change_at;
+		for (int k = 0, n = changed ? nl2 : nl; launch && k < n; k++) {
+			char sym[32];
+			snprintf(sym, sizeof sym, "%s_fake_%d", changed ? "eval" : "adam", k);
+			lseen += (unsigned)launch(sym, lcorr++);
+			lall++;
+		}
+		usleep((changed ? step2_us : step_us) - sync_us);
 		if (sync) {
 			(i == bypass_at ? direct : sync)();
 			goto timed;
@@ -102,5 +118,7 @@ int main(int argc, char **argv)
 	if (cudart_seen)
 		seen = (int)cudart_seen();
 	printf("driver: %d of %d syncs seen\n", seen, steps);
+	if (nl)
+		printf("driver: %u of %u launches seen\n", lseen, lall);
 	return 0;
 }

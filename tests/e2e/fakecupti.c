@@ -282,6 +282,33 @@ __attribute__((visibility("default"))) int fake_cupti_kernel(unsigned corr)
 	return ret;
 }
 
+/* The test program's side: one kernel launch through the driver API (cuLaunchKernel's entry and
+ * exit callbacks with symbol sym, if enabled) and its kernel record (fake_cupti_kernel). Returns 1
+ * if the entry callback was delivered. */
+__attribute__((visibility("default"))) int fake_cupti_launch(const char *sym, unsigned corr)
+{
+	static __thread uint64_t slot;
+	int ret = 0, seen = 0;
+	CUpti_CallbackFunc cb = F.cb;
+	CUpti_CallbackData cd = { .functionName = "cuLaunchKernel",
+				  .symbolName = sym,
+				  .correlationId = corr,
+				  .correlationData = &slot,
+				  .functionReturnValue = &ret };
+	if (cb && F.on[CUPTI_CB_DOMAIN_DRIVER_API][CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel]) {
+		cd.callbackSite = CUPTI_API_ENTER;
+		cb(F.ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cd);
+		seen = 1;
+	}
+	fake_cupti_kernel(corr);
+	cb = F.cb;
+	if (cb && F.on[CUPTI_CB_DOMAIN_DRIVER_API][CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel] && seen) {
+		cd.callbackSite = CUPTI_API_EXIT;
+		cb(F.ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cd);
+	}
+	return seen;
+}
+
 /* The test program's side: one API callback (site 0 enter, 1 exit) or a resource callback, delivered
  * only if stepprof enabled it. Returns 1 if delivered. */
 __attribute__((visibility("default"))) int fake_cupti_fire(int domain, unsigned cbid, int site, unsigned corr)

@@ -125,6 +125,24 @@ static void test_park(void **state)
 	assert_int_equal(sp_life_decide(&v), SP_LIFE_UNPARK);
 	v.done = true;
 	assert_int_equal(sp_life_decide(&v), SP_LIFE_DETACH);
+	/* the automatic marker: parks only while its detector needs no launch (sparse, between counted
+	 * steps); parked, a detector that wants launches again (a probe, learning) re-attaches at once */
+	v = due(SP_DETACH_AUTO);
+	v.marker = SP_MARK_AUTO;
+	v.hook_ok = true;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_PARK);
+	v.det_busy = true;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	assert_ptr_equal(sp_life_stay_reason(&v), sp_life_det_busy);
+	v.policy = SP_DETACH_ALWAYS;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	v = (struct sp_life_view){ .policy = SP_DETACH_AUTO, .marker = SP_MARK_AUTO, .parked = true,
+				   .steps_to_window = INT64_MAX };
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	v.det_busy = true;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_UNPARK);
+	v.done = true;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_DETACH);
 	assert_string_equal(sp_life_act_name(SP_LIFE_PARK), "park");
 	assert_string_equal(sp_life_act_name(SP_LIFE_UNPARK), "unpark");
 }

@@ -10,7 +10,8 @@
 #     compares the kernels per recorded step: PASS when auto's steps hold the same kernel counts, or
 #     (a program that autotunes by timing picks other kernels in another process) when the auto
 #     run's own token stream, replayed with its truth, shows every recorded step to be one true
-#     iteration of the training regime with its launches (`stepprof autostep --check --windows`).
+#     iteration of the training regime with its launches (`stepprof autostep --windows --sparse 16`,
+#     the sparse check the library runs for the automatic marker).
 #     A program that FAILs prints the auto run's stepprof lines (STEPPROF_VERBOSE) and leaves its
 #     token stream, replay, log and INI in $OUT/check/NAME/.
 #   A program under torchrun (`--nproc_per_node N` in its command, programs.sh) profiles every rank
@@ -70,7 +71,9 @@ corpus_programs | while IFS='|' read -r name truth cmd skip; do
 		: >"$d/compare.txt"
 		for r in ${ranks:-single}; do
 			sfx=""; [ "$r" = single ] || sfx=.rank$r
-			"$B/stepprof" autostep --check --windows --skip-first "${skip:-10}" --wait 0 "$d/auto/auto$sfx.tokens" \
+			# as the library decided: the sparse check (its step numbers may drift across evaluation
+			# passes, docs/STEPS.md); the windows line says whether its steps were true iterations
+			"$B/stepprof" autostep --windows --sparse 16 --skip-first "${skip:-10}" --wait 0 "$d/auto/auto$sfx.tokens" \
 				>"$d/auto/replay$sfx.txt" 2>&1; echo "exit $?" >>"$d/auto/replay$sfx.txt"
 			python3 "$HERE/compare_steps.py" "$name$sfx" "$d/auto/report$sfx.json" "$d/marker/report$sfx.json" \
 				"$d/auto/replay$sfx.txt" | tee -a "$d/compare.txt"
