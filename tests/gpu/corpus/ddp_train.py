@@ -41,11 +41,11 @@ class Block(torch.nn.Module):
 
 
 def main():
-    dist.init_process_group("nccl")
-    rank, world = dist.get_rank(), dist.get_world_size()
     local = int(os.environ.get("LOCAL_RANK", "0"))
     torch.cuda.set_device(local)
     dev = torch.device("cuda", local)
+    dist.init_process_group("nccl", device_id=dev)
+    rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(256, DIM), *[Block(DIM) for _ in range(4)], torch.nn.LayerNorm(DIM),
                                 torch.nn.Linear(DIM, CLASSES)).to(dev)
