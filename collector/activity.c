@@ -20,6 +20,7 @@
 #include "ondemand.h"
 #include "memory.h"
 #include "writer.h"
+#include "tokrec.h"
 
 /* Writer-thread state of closing windows. */
 static struct {
@@ -214,6 +215,9 @@ static void life_tick(uint64_t now)
 	for (int i = 0; i < SP_MAX_WINDOWS; i++)
 		v.busy |= sp_col.win[i].used;
 	v.busy |= sp_od_busy(); /* an on-demand request waits for steps: CUPTI must be there for them */
+	/* recording the detector's tokens (a corpus run): the stream is replayed against its truth
+	 * from the first token to the last, so CUPTI stays for the whole run */
+	v.busy |= sp_tokrec_on;
 	pthread_mutex_unlock(&sp_col.lock);
 	v.busy |= sp_share_busy(); /* the program's profiler works through stepprof's subscription */
 	/* only whether the next window is SP_LIFE_MIN_GAP steps away or more matters */

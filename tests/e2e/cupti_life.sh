@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: MIT
 # cupti_life.sh - stepprof's CUPTI life cycle without a GPU: libstepprof preloaded into a "CUDA
 # program" (cupti_life_driver) with a stand-in libcupti (libfakecupti.so) that logs every call.
+#  - recording the detector's tokens (STEPPROF_RECORD_TOKENS): no detach at all, so that the
+#    stream holds the whole run (it is replayed against its truth).
 #  - one window, then nothing: after the window is written stepprof detaches once (flush,
 #    unsubscribe, cuptiFinalize) and never calls CUPTI again; the trace still closes and reads.
 #  - repeating windows with detach_between = always (and auto, no CUDA graph): detach + re-attach
@@ -107,6 +109,11 @@ PY
 
 run once 5,1,3,1 auto 30
 check once 0 1 6 7 8 && echo "ok   one window: detached for good after it (flush, unsubscribe, finalize, then no CUPTI call); trace complete"
+run tokrec 5,1,3,1 auto 30 STEPPROF_RECORD_TOKENS="$T/tokrec/run.tokens"
+n=$("$B/stepprof" autostep "$T/tokrec/run.tokens" 2>/dev/null | awk '$1 == "api" && $3 == "cudaDeviceSynchronize" { print $2; exit }')
+check tokrec 0 0 6 7 8 && [ "${n:-0}" -ge 30 ] &&
+	echo "ok   recording the detector's tokens: CUPTI stays after the last window, the stream holds all 30 steps' syncs" ||
+	bad "tokrec: the token stream holds ${n:-no} of the 30 marker calls (or CUPTI was let go)"
 run always 6,1,3,0 always 40
 check always 3 0 7 8 9 17 18 19 27 28 29 37 38 39 && echo "ok   detach_between = always: 3 re-attaches, one timestamp registration per instance, no step lost"
 run auto 6,1,3,0 auto 40
