@@ -75,6 +75,8 @@ static void deliver(struct sp_event *ev, uint64_t *late)
 		if (ev->kind == SP_EV_KERNEL && !ev->u.kernel.graph_id)
 			atomic_fetch_add_explicit(&w->arrived, 1, memory_order_relaxed);
 		w->last_record_ts = sp_now_ns();
+		if (sp_col.mk[0].name) /* phases: the writer puts it in its phase's file (writer.h) */
+			ev->tid = (uint32_t)w->mk + 1;
 	}
 	pthread_mutex_unlock(&sp_col.lock);
 	if (w)

@@ -2,7 +2,9 @@
 /* phases_driver.c - a "CUDA program" with two phases for tests/e2e/phases.sh, run with libstepprof
  * preloaded and the fake libcupti (fakecupti.c): ROUNDS rounds of one inference call (a
  * cudaStreamSynchronize, enter and exit) followed by MICRO training micro-batches (each a
- * cudaDeviceSynchronize), STEP_US microseconds apart. Prints "driver: I infer, T train calls". */
+ * cudaDeviceSynchronize), STEP_US microseconds apart. Each call comes after its kernels: 2 launches
+ * (cudaLaunchKernel, each with one fake kernel record) before an inference call, 3 before a
+ * micro-batch. Prints "driver: I infer, T train calls". */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +23,8 @@ int main(int argc, char **argv)
 	init(); /* loads the fake libcupti, as the configuration names it */
 	int (*fire)(int, unsigned, int, unsigned) =
 		(int (*)(int, unsigned, int, unsigned))dlsym(RTLD_DEFAULT, "fake_cupti_fire");
-	if (!fire) {
+	int (*kernel)(unsigned) = (int (*)(unsigned))dlsym(RTLD_DEFAULT, "fake_cupti_kernel");
+	if (!fire || !kernel) {
 		fprintf(stderr, "driver: the fake libcupti is not loaded\n");
 		return 2;
 	}
@@ -31,6 +34,11 @@ int main(int argc, char **argv)
 		for (int m = -1; m < micro; m++) { /* m = -1: the inference call */
 			unsigned cb = m < 0 ? CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020
 					    : CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020;
+			for (int k = 0; k < (m < 0 ? 2 : 3); k++, corr++) {
+				fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0, corr);
+				kernel(corr);
+				fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1, corr);
+			}
 			fire(CUPTI_CB_DOMAIN_RUNTIME_API, cb, 0, corr);
 			usleep(step_us);
 			fire(CUPTI_CB_DOMAIN_RUNTIME_API, cb, 1, corr++);
