@@ -68,6 +68,8 @@ static struct {
 	uint64_t cap;                   /* window_max_bytes, 0 none */
 	struct sp_event *stage;         /* drained, not yet written */
 	const struct sp_event **order;  /* stage sorted by start */
+	uint32_t *stage_phase;          /* phased: the phase a staged record goes to, 0: by route() */
+	uint32_t drain_phase;           /* phased: the phase of the latest WINDOW_BEGIN staged */
 	size_t nstage, stage_cap;
 	uint64_t ring_seen;             /* sp_ring_dropped() at the last window boundary */
 	uint64_t ring_outside;          /* ring drops outside windows, written at stop */
@@ -304,9 +306,10 @@ static void process_in(struct file *f, const struct sp_event *ev)
 		write_event(f, ev);
 }
 
-/* Writes ev to its file: the single one, or (phased) its phase's; THREAD and DEVICE records go to
- * every phase's file, made or to be made. This function can't fail (errors go through fail()). */
-static void process(const struct sp_event *in)
+/* Writes ev to its file: the single one, or (phased) its phase's: `phase` if not 0, else as
+ * route() says; THREAD and DEVICE records go to every phase's file, made or to be made. This
+ * function can't fail (errors go through fail()). */
+static void process(const struct sp_event *in, uint32_t phase)
 {
 	struct sp_event ev = *in;
 	struct file *f = &g.f[0];
@@ -322,6 +325,8 @@ static void process(const struct sp_event *in)
 	}
 	if (ev.kind == SP_EV_WINDOW_BEGIN || ev.kind == SP_EV_WINDOW_END)
 		f = phase_file(ev.name);
+	else if (phase)
+		f = phase_file(phase);
 	else
 		f = route(&ev);
 	if (f)
@@ -346,7 +351,7 @@ static void process_stage(void)
 		g.order[i] = &g.stage[i];
 	qsort(g.order, g.nstage, sizeof(*g.order), by_start);
 	for (size_t i = 0; i < g.nstage; i++)
-		process(g.order[i]);
+		process(g.order[i], g.phased ? g.stage_phase[g.order[i] - g.stage] : 0);
 	g.nstage = 0;
 }
 
@@ -360,23 +365,35 @@ static bool grow_stage(void)
 	if (s)
 		g.stage = s;
 	const struct sp_event **o = s ? realloc(g.order, cap * sizeof(*o)) : NULL;
-	if (!o)
+	if (o)
+		g.order = o;
+	uint32_t *ph = o ? realloc(g.stage_phase, cap * sizeof(*ph)) : NULL;
+	if (!ph)
 		return false;
-	g.order = o;
+	g.stage_phase = ph;
 	g.stage_cap = cap;
 	return true;
 }
 
-/* sp_ring_drain callback: stages ev, writing the batch first when staging is full. */
+/* sp_ring_drain callback: stages ev, writing the batch first when staging is full. Phased: the
+ * allocations alive at a window's start (SP_MEMF_SNAPSHOT, stamped with when they were made, so
+ * before the window) go to the phase of the WINDOW_BEGIN staged before them (the opening thread
+ * pushes them right after it, into its own ring). */
 static void stage_one(void *ctx, const struct sp_event *ev)
 {
+	uint32_t phase = 0;
+	if (g.phased && ev->kind == SP_EV_WINDOW_BEGIN)
+		g.drain_phase = ev->name;
+	if (g.phased && ev->kind == SP_EV_ALLOC && (ev->u.mem.flags & SP_MEMF_SNAPSHOT))
+		phase = g.drain_phase;
 	if (g.nstage == g.stage_cap && !grow_stage()) {
 		process_stage();
 		if (!g.stage_cap) { /* no memory for any staging: write unsorted */
-			process(ev);
+			process(ev, phase);
 			return;
 		}
 	}
+	g.stage_phase[g.nstage] = phase;
 	g.stage[g.nstage++] = *ev;
 }
 
