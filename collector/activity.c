@@ -264,6 +264,20 @@ void sp_act_writer_tick(void *ctx)
 			ev.u.window.id = w->id;
 			ev.u.window.first_step = w->first_step;
 			ev.u.window.last_step = w->last_step;
+			uint64_t launched = atomic_load(&w->launched), arrived = atomic_load(&w->arrived);
+			if (arrived < launched) { /* said in the trace and on stderr: never a silent loss */
+				struct sp_event d = { .kind = SP_EV_DROPPED,
+						      .sub = SP_DROP_MISSING,
+						      .device = SP_NO_DEVICE,
+						      .start = w->t_end,
+						      .end = w->t_end };
+				d.u.dropped.count = launched - arrived;
+				sp_writer_emit(&d);
+				sp_warn("window %u (steps %lld-%lld): %llu of its %llu kernel launches had no kernel record "
+					"after %.1f ms; written without them (counted as dropped 'missing')",
+					w->id, (long long)w->first_step, (long long)w->last_step,
+					(unsigned long long)(launched - arrived), (unsigned long long)launched, age / 1e6);
+			}
 			sp_writer_emit(&ev);
 			sp_info("window %u (steps %lld-%lld) closed after %.1f ms", w->id, (long long)w->first_step,
 				(long long)w->last_step, age / 1e6);

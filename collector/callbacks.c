@@ -240,7 +240,8 @@ static void on_api_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const C
 		sp_alloc_call(cd, mop, t, stack, w != NULL);
 	if (!w || (d && sp_thr.in_rt) || (d ? !sp_col.cfg.driver_api : !sp_col.cfg.runtime_api))
 		return; /* warmup, nested in a runtime call, or not wanted */
-	record_api(dom, cbid, cd, w, launch, stack, t);
+	/* a launch that failed made no kernel: it is not waited for (nor said missing) */
+	record_api(dom, cbid, cd, w, launch && (ok || !cd->functionReturnValue), stack, t);
 }
 
 /* Dispatches one callback to its handler by domain and site. */
