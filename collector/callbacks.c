@@ -194,8 +194,14 @@ static void record_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CU
 		       int launch, uint32_t stack, uint64_t t)
 {
 	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
-	if (launch)
+	if (launch) {
+		uint32_t hi = atomic_load_explicit(&w->last_launch, memory_order_relaxed);
 		atomic_fetch_add_explicit(&w->launched, 1, memory_order_relaxed);
+		while (hi < cd->correlationId &&
+		       !atomic_compare_exchange_weak_explicit(&w->last_launch, &hi, cd->correlationId,
+							      memory_order_relaxed, memory_order_relaxed))
+			;
+	}
 	struct sp_event ev = { .kind = SP_EV_API,
 			       .sub = d ? SP_API_DRIVER : SP_API_RUNTIME,
 			       .device = SP_NO_DEVICE,

@@ -323,7 +323,7 @@ static void process(const struct sp_event *in, uint32_t phase)
 			write_event(&g.f[i], &ev);
 		return;
 	}
-	if (ev.kind == SP_EV_WINDOW_BEGIN || ev.kind == SP_EV_WINDOW_END)
+	if (ev.kind == SP_EV_WINDOW_BEGIN || ev.kind == SP_EV_WINDOW_END || (ev.kind == SP_EV_DROPPED && ev.name))
 		f = phase_file(ev.name);
 	else if (phase)
 		f = phase_file(phase);

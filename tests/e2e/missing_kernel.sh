@@ -7,6 +7,11 @@
 # (FAKE_CUPTI_LOSE_CORR). The window is written once no record comes (the quiet rule), with a
 # DROPPED 'missing' record of 1, a stderr line, and `stepprof report` (text, JSON, findings) says
 # so; the same run without the loss has none of it.
+# And how the last kernel of a window's last step was lost with nothing said (the trigger.sh
+# signature): a kernel launched inside a runtime call that is not a launch is not counted as a
+# launch but its record counts as arrived, so the counts matched while the last launch's record
+# was still on its way (here 20 ms late): the window was written after 4 ms without it. A window
+# now also waits for the record of its last counted launch; lost for good, it is said missing.
 set -u
 B=${SP_BUILD:?}
 # shellcheck source=tests/e2e/lib/preload.sh
@@ -50,6 +55,15 @@ grep -q "^Window 0: steps 2-3 (2 steps), .*, 5 kernels, .*1 kernel missing (laun
 grep -q "^Missing kernels: 1 launched" "$T/lost/report" || bad "lost: report: no 'Missing kernels' line"
 grep -q "1 kernel launched in a window never arrived" "$T/lost/report" || bad "lost: report findings say nothing"
 grep -q '"missing":1,"complete":true' "$T/lost/json" || bad "lost: JSON window: $(grep -o '"windows".*' "$T/lost/json" | head -c 300)"
+
+# nested: each micro-batch also launches one kernel inside a cudaStreamSynchronize (uncounted):
+# the window records corr 19-22 (step 2) and 24-27 (step 3); 27 is the last launch
+run late DRIVER_NESTED=1 FAKE_CUPTI_LATE_CORR=27 FAKE_CUPTI_LATE_MS=20
+[ "$(cat "$T/late/kernels")" = "2:4 3:4 " ] || bad "late: the last kernel of the last step is lost: steps:kernels $(cat "$T/late/kernels")"
+grep -qi missing "$T/late/report" "$T/late/stderr" && bad "late: a kernel said missing: $(grep -i missing "$T/late/report" "$T/late/stderr")"
+run nested_lost DRIVER_NESTED=1 FAKE_CUPTI_LOSE_CORR=27
+[ "$(cat "$T/nested_lost/kernels")" = "2:4 3:3 " ] || bad "nested_lost: steps:kernels $(cat "$T/nested_lost/kernels")"
+grep -q '"missing":1,"complete":true' "$T/nested_lost/json" || bad "nested_lost: the lost last kernel is not said: $(grep -o '"windows".*' "$T/nested_lost/json" | head -c 300)"
 
 [ "$fail" = 0 ] && echo "missing_kernel: ok"
 exit $fail
