@@ -38,7 +38,7 @@ struct file {
 	bool in_window;
 	uint64_t win_bytes;             /* encoded bytes since WINDOW_BEGIN */
 	uint64_t win_cap_drops;         /* data events dropped by the cap in this window */
-	uint64_t last_begin;            /* start of its latest WINDOW_BEGIN written (routing by time) */
+	uint64_t last_begin;            /* phased: start of its latest WINDOW_BEGIN, held or written (routing) */
 	struct sp_event held[MAX_HELD]; /* WINDOW_BEGINs that came while a window was open, in order */
 	struct sp_event held_end[MAX_HELD]; /* ... the WINDOW_END of each if it came too (kind 0: not yet) */
 	int nheld;
@@ -176,7 +176,6 @@ static void window_begin(struct file *f, const struct sp_event *ev)
 	f->in_window = true;
 	f->win_bytes = 0;
 	f->win_cap_drops = 0;
-	f->last_begin = ev->start;
 	write_event(f, ev);
 }
 
@@ -329,6 +328,9 @@ static void process(const struct sp_event *in, uint32_t phase)
 		f = phase_file(phase);
 	else
 		f = route(&ev);
+	/* a BEGIN held behind its phase's previous window routes the events after it all the same */
+	if (f && ev.kind == SP_EV_WINDOW_BEGIN && ev.start >= f->last_begin)
+		f->last_begin = ev.start;
 	if (f)
 		process_in(f, &ev);
 }

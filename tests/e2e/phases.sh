@@ -51,7 +51,7 @@ warmup = 2
 active = $ta
 repeat = 1
 INI
-	STEPPROF_VERBOSE=1 STEPPROF_CONFIG="$T/$name/sp.ini" LD_PRELOAD="$PRE" timeout 60 \
+	env ${RUN_ENV:-} STEPPROF_VERBOSE=1 STEPPROF_CONFIG="$T/$name/sp.ini" LD_PRELOAD="$PRE" timeout 60 \
 		"$B/tests/e2e/phases_driver" "$rounds" "$micro" 3000 >"$T/$name/stdout" 2>"$T/$name/stderr" ||
 		bad "$name: driver exited $?: $(tail -3 "$T/$name/stderr")"
 	FW=$(ls "$T/$name"/out/fwd/*.sptrace 2>/dev/null | head -1)
@@ -108,6 +108,18 @@ done
 [ "$(ls "$D"/fwd_bwd | wc -l)" = 2 ] || bad "rl: fwd_bwd/ holds $(ls "$D"/fwd_bwd | wc -l) files: $(ls "$D"/fwd_bwd)"
 [ -e "$D/fwd/fwd" ] && bad "rl: convert nested a phase folder in fwd/"
 grep -q "not recorded: a window of phase" "$T/rl/stderr" && bad "rl: a window was skipped: $(grep "not recorded" "$T/rl/stderr")"
+
+# 1b. the same with the GPU records of inference window 0 slow (its last kernel 40 ms late): window 0
+#     still waits for it when the training window 1 and inference window 2 begin; window 2 is held
+#     behind 0 in fwd/, and its records must go there all the same, not to fwd_bwd/
+RUN_ENV="FAKE_CUPTI_LATE_CORR=6 FAKE_CUPTI_LATE_MS=40" run slow 3 4 1 1
+windows "$FW" >"$T/slow/win_fwd"
+diff "$T/rl/want_fwd" "$T/slow/win_fwd" >"$T/slow/diff" || bad "slow: fwd/ windows differ (want, got): $(cat "$T/slow/diff")"
+windows "$FB" >"$T/slow/win_bwd"
+diff "$T/rl/want_bwd" "$T/slow/win_bwd" >"$T/slow/diff" || bad "slow: fwd_bwd/ windows differ (want, got): $(cat "$T/slow/diff")"
+[ "$(kernels "$FW")" = "0:3 1:3 2:3 " ] || bad "slow: fwd/ kernels per step: $(kernels "$FW")"
+[ "$(kernels "$FB")" = "3:2 " ] || bad "slow: fwd_bwd/ kernels per step: $(kernels "$FB")"
+grep -q "window 0 (steps 0-0) closed after [4-9][0-9]\." "$T/slow/stderr" || bad "slow: window 0 did not wait: $(grep 'window 0' "$T/slow/stderr")"
 
 # 2. training records 3 steps, but inference comes between micro-batches 1 and 2 of a round:
 #    its window is cut there and the rest of the active steps open a new one
