@@ -229,6 +229,8 @@ static struct file *phase_file(uint32_t phase)
 		snprintf(path, sizeof path, "%s/%s", dir, g.base);
 		if (sp_writer_make_dir(dir, g.allow_foreign) < 0 || create_file(f, path, &g.meta) < 0) {
 			snprintf(f->path, sizeof f->path, "%.*s", (int)sizeof f->path - 1, path);
+			sp_warn("phase %s: its windows are not written (the other phases' are)",
+				sp_intern_lookup(f->phase));
 			f->failed = true;
 			return NULL;
 		}
