@@ -476,7 +476,7 @@ static void window_line(char *buf, size_t n, const char *path, const struct sp_w
 
 /* The file of a window of a phase without -o: DIR/PHASE/BASE.<id><ext> for the stem DIR/BASE, in
  * the phase's folder (created), as torch.profiler's handlers put each schedule's traces in its own
- * folder. A phase name that is not [A-Za-z0-9_-] (a hostile trace) is not used as a folder: the
+ * folder; DIR/BASE.<id><ext> if DIR is already named PHASE (the collector's file of that phase). A phase name that is not [A-Za-z0-9_-] (a hostile trace) is not used as a folder: the
  * window then goes beside the trace, with a note. Returns a new string; exits if memory runs out. */
 static char *phase_path(const char *stem, const struct sp_window *w, const char *ext)
 {
@@ -490,6 +490,12 @@ static char *phase_path(const char *stem, const struct sp_window *w, const char 
 			"stepprof convert: note: window %u names the phase '%s', not a folder name: "
 			"written beside the trace\n",
 			w->id, w->phase);
+		if (asprintf(&path, "%s.%u%s", stem, w->id, ext) < 0)
+			sp_oom();
+		return path;
+	}
+	/* a trace the collector wrote into its phase's folder (OUTPUT/PHASE/): its windows go beside it */
+	if (dn >= (int)n && !strncmp(stem + dn - n, w->phase, n) && (dn == (int)n || stem[dn - n - 1] == '/')) {
 		if (asprintf(&path, "%s.%u%s", stem, w->id, ext) < 0)
 			sp_oom();
 		return path;

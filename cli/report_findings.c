@@ -224,6 +224,12 @@ size_t sp_report_findings(const struct report *rep, char (*f)[FINDING_LEN])
 				      "running long after the window's last step);",
 				      (unsigned long long)rep->dropped[SP_DROP_LATE],
 				      rep->dropped[SP_DROP_LATE] == 1 ? "" : "s");
+		if (rep->dropped[SP_DROP_MISSING])
+			p += snprintf(p, end - p,
+				      " %llu kernel%s launched in a window never arrived before the window was written "
+				      "(the steps that launched them count fewer kernels);",
+				      (unsigned long long)rep->dropped[SP_DROP_MISSING],
+				      rep->dropped[SP_DROP_MISSING] == 1 ? "" : "s");
 		snprintf(p, end - p, " the tables above miss them.");
 	}
 	return n;

@@ -11,7 +11,7 @@
 #include "trace/trace.h"
 #include "util.h" /* sp_oom, sp_xgrow, sp_sort, sp_idset: most users of windows.h use them */
 
-#define SP_DROP__COUNT (SP_DROP_LATE + 1) /* size of a by-source array indexed by enum sp_drop_source */
+#define SP_DROP__COUNT (SP_DROP_MISSING + 1) /* size of a by-source array indexed by enum sp_drop_source */
 #define SP_WIN_MAX_DEVICES 64             /* devices whose SP_EV_DEVICE record is kept */
 
 /* One recorded window as handed out by sp_windows_next. */

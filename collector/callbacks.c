@@ -196,8 +196,14 @@ static void record_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CU
 		       int launch, uint32_t stack, uint64_t t)
 {
 	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
-	if (launch)
+	if (launch) {
+		uint32_t hi = atomic_load_explicit(&w->last_launch, memory_order_relaxed);
 		atomic_fetch_add_explicit(&w->launched, 1, memory_order_relaxed);
+		while (hi < cd->correlationId &&
+		       !atomic_compare_exchange_weak_explicit(&w->last_launch, &hi, cd->correlationId,
+							      memory_order_relaxed, memory_order_relaxed))
+			;
+	}
 	struct sp_event ev = { .kind = SP_EV_API,
 			       .sub = d ? SP_API_DRIVER : SP_API_RUNTIME,
 			       .device = SP_NO_DEVICE,
@@ -242,7 +248,8 @@ static void on_api_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const C
 		sp_alloc_call(cd, mop, t, stack, w != NULL);
 	if (!w || (d && sp_thr.in_rt) || (d ? !sp_col.cfg.driver_api : !sp_col.cfg.runtime_api))
 		return; /* warmup, nested in a runtime call, or not wanted */
-	record_api(dom, cbid, cd, w, launch, stack, t);
+	/* a launch that failed made no kernel: it is not waited for (nor said missing) */
+	record_api(dom, cbid, cd, w, launch && (ok || !cd->functionReturnValue), stack, t);
 }
 
 /* Dispatches one callback to its handler by domain and site. */

@@ -22,7 +22,8 @@
 #define SP_CBID_MAX 1024     /* callback ids tracked per domain (CUPTI 13: < 800 runtime, < 900 driver) */
 #define SP_MAX_CLOSED 4      /* corr ranges of written windows kept to count late records */
 #define SP_MAX_DEVICES 64    /* GPUs described by SP_EV_DEVICE records */
-/* A closing window is written once its kernels have all arrived and it is SP_WINDOW_SETTLE_NS
+/* A closing window is written once its kernels have all arrived (as many as its counted launches,
+ * the last launch's among them) and it is SP_WINDOW_SETTLE_NS
  * old (other record kinds trail kernels), or once it is SP_WINDOW_QUIET_AGE_NS old and no record
  * came for SP_WINDOW_QUIET_NS (graph kernels are not counted), or at SP_WINDOW_GIVE_UP_NS. */
 #define SP_WINDOW_SETTLE_NS 4000000ull       /* 4 ms */
@@ -61,6 +62,8 @@ struct window {
 	uint64_t t_begin, t_end, close_ts, last_record_ts;
 	atomic_uint_fast64_t launched; /* kernel launch calls seen in the window */
 	atomic_uint_fast64_t arrived;  /* non-graph kernel records received */
+	_Atomic uint32_t last_launch;  /* highest correlation id of a counted launch (0: none) */
+	_Atomic uint32_t last_arrived; /* highest correlation id of a kernel record received */
 };
 
 /* One step marker: the configuration's [marker] and [schedule], or one [phase.NAME] (phases.c sets

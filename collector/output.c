@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* output.c - the trace file of this process: decides selection of a rank known late, names and
- * starts the writer (trace/ header, path), writes the GPUs' descriptions, and each window's
+/* output.c - the trace file of this process (a file per phase with [phase.NAME] sections: OUTPUT/
+ * PHASE/): decides selection of a rank known late, names and starts the writer (trace/ header, path), writes the GPUs' descriptions, and each window's
  * context (mapped modules, live allocations). Failures warn and leave the process unprofiled. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -85,7 +85,8 @@ static void disable_unselected(void)
 
 int sp_out_start_writer(void)
 {
-	char dir[SP_CFG_PATH], host[64] = "host";
+	char dir[SP_CFG_PATH], host[64] = "host", base[160];
+	uint32_t phases[SP_MAX_PHASES];
 	struct sp_trace_meta m = { 0 };
 	if (sp_col.writer_started)
 		return sp_col.writer_started > 0 ? 0 : -1;
@@ -104,10 +105,10 @@ int sp_out_start_writer(void)
 	if (sp_writer_make_dir(dir, sp_col.cfg.allow_foreign_dir) < 0)
 		return -1;
 	if (sp_col.ri.rank >= 0)
-		snprintf(O.trace_path, sizeof O.trace_path, "%s/rank%d.%s.%d.sptrace", dir, sp_col.ri.rank, host,
-			 (int)getpid());
+		snprintf(base, sizeof base, "rank%d.%s.%d.sptrace", sp_col.ri.rank, host, (int)getpid());
 	else
-		snprintf(O.trace_path, sizeof O.trace_path, "%s/norank.%s.%d.sptrace", dir, host, (int)getpid());
+		snprintf(base, sizeof base, "norank.%s.%d.sptrace", host, (int)getpid());
+	snprintf(O.trace_path, sizeof O.trace_path, "%s/%s", dir, base);
 	m.features = (sp_col.cfg.kernels ? SP_FEAT_KERNELS : 0) | (sp_col.cfg.memcpy ? SP_FEAT_MEMCPY : 0) |
 		     (sp_col.cfg.memset ? SP_FEAT_MEMSET : 0) | (sp_col.cfg.sync ? SP_FEAT_SYNC : 0) |
 		     (sp_col.cfg.runtime_api ? SP_FEAT_RUNTIME_API : 0) |
@@ -126,12 +127,19 @@ int sp_out_start_writer(void)
 	sp_run_id(m.run_id, sizeof m.run_id, NULL);
 	snprintf(m.producer, sizeof m.producer, "stepprof %s", SP_VERSION);
 	sp_tokrec_cmdline(m.command, sizeof m.command);
-	if (sp_writer_start(O.trace_path, &m, sp_col.cfg.window_max_bytes) < 0)
+	for (int i = 0; i < sp_col.nmk; i++)
+		phases[i] = sp_col.mk[i].name;
+	if (sp_col.mk[0].name ? sp_writer_start_phases(dir, base, sp_col.nmk, phases, &m, sp_col.cfg.window_max_bytes,
+						       sp_col.cfg.allow_foreign_dir) < 0
+			      : sp_writer_start(O.trace_path, &m, sp_col.cfg.window_max_bytes) < 0)
 		return -1;
 	sp_col.writer_started = 1;
 	sp_out_write_devices(m.anchor_mono_ns);
 	snprintf(O.trace_path, sizeof O.trace_path, "%s", sp_writer_path()); /* another name if that one existed */
-	sp_info("writing %s", O.trace_path);
+	if (sp_col.mk[0].name)
+		sp_info("writing a trace per phase: %s/PHASE/%s, each made at its phase's first window", dir, base);
+	else
+		sp_info("writing %s", O.trace_path);
 	return 0;
 }
 

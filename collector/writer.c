@@ -26,6 +26,24 @@
 #define PASS_NS 2000000           /* idle wait between passes */
 #define MAX_STAGE 65536u          /* events sorted together at most */
 
+#define MAX_FILES 8                /* SP_MAX_PHASES: a trace per phase at most */
+#define MAX_HELD 8                 /* the collector tracks at most 8 windows (SP_MAX_WINDOWS) */
+
+/* One trace file: the single file of a process, or the file of one phase. */
+struct file {
+	struct sp_trace_writer *tw;     /* NULL until created (a phase's at its first window) */
+	char path[1024];
+	uint32_t phase;                 /* interned phase name its windows carry; 0: the single file */
+	bool failed;                    /* a create or write failed: its events are discarded */
+	bool in_window;
+	uint64_t win_bytes;             /* encoded bytes since WINDOW_BEGIN */
+	uint64_t win_cap_drops;         /* data events dropped by the cap in this window */
+	uint64_t last_begin;            /* phased: start of its latest WINDOW_BEGIN, held or written (routing) */
+	struct sp_event held[MAX_HELD]; /* WINDOW_BEGINs that came while a window was open, in order */
+	struct sp_event held_end[MAX_HELD]; /* ... the WINDOW_END of each if it came too (kind 0: not yet) */
+	int nheld;
+};
+
 static struct {
 	pthread_mutex_t ctl;            /* serialises start and stop */
 	pthread_mutex_t lock;           /* guards kicked, stopping, tick */
@@ -36,23 +54,25 @@ static struct {
 	_Atomic uint64_t pass_ns;       /* idle wait between passes, 0 = PASS_NS */
 	_Atomic int running;
 	pthread_t thread;
-	int result;       /* of the last run: 0, or -1 if the file is incomplete */
+	int result;       /* of the last run: 0, or -1 if a file is incomplete */
+	char path[1024];                /* the single file, or the first phase's (sp_writer_path) */
 	/* writer thread only, from here on */
-	struct sp_trace_writer *tw;
-	char path[1024];
+	struct file f[MAX_FILES];       /* f[0] alone without phases */
+	int nf;
+	bool phased;                    /* a file per phase (sp_writer_start_phases) */
+	char dir[1024], base[256];      /* phased: DIR/PHASE/BASE is a phase's file */
+	bool allow_foreign;             /* phased: [profile] allow_foreign_dir for the phase folders */
+	struct sp_trace_meta meta;      /* phased: the header of every phase's file */
+	struct sp_event *ctx_ev;        /* phased: THREAD and DEVICE records so far, for files made later */
+	size_t nctx, ctx_cap;
 	uint64_t cap;                   /* window_max_bytes, 0 none */
-	bool failed;                    /* a write failed: events are discarded */
 	struct sp_event *stage;         /* drained, not yet written */
 	const struct sp_event **order;  /* stage sorted by start */
+	uint32_t *stage_phase;          /* phased: the phase a staged record goes to, 0: by route() */
+	uint32_t drain_phase;           /* phased: the phase of the latest WINDOW_BEGIN staged */
 	size_t nstage, stage_cap;
-	bool in_window;
-	uint64_t win_bytes;             /* encoded bytes since WINDOW_BEGIN */
-	uint64_t win_cap_drops;         /* data events dropped by the cap in this window */
 	uint64_t ring_seen;             /* sp_ring_dropped() at the last window boundary */
 	uint64_t ring_outside;          /* ring drops outside windows, written at stop */
-	struct sp_event held[8];        /* WINDOW_BEGINs that came while a window was open, in order */
-	struct sp_event held_end[8];    /* ... the WINDOW_END of each if it came too (kind 0: not yet) */
-	int nheld;
 } g = {
 	.ctl = PTHREAD_MUTEX_INITIALIZER,
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -65,12 +85,12 @@ static const char *lookup(void *ctx, uint32_t id)
 	return sp_intern_lookup(id);
 }
 
-/* Warns once and discards everything from now on. This function can't fail. */
-static void fail(const char *what, int err)
+/* Warns once and discards everything of f from now on. This function can't fail. */
+static void fail(struct file *f, const char *what, int err)
 {
-	if (!g.failed)
-		sp_warn("%s trace %s failed (%s); dropping further events", what, g.path, strerror(err));
-	g.failed = true;
+	if (!f->failed)
+		sp_warn("%s trace %s failed (%s); dropping further events", what, f->path, strerror(err));
+	f->failed = true;
 }
 
 static bool is_data(uint8_t kind)
@@ -78,32 +98,65 @@ static bool is_data(uint8_t kind)
 	return kind >= SP_EV_KERNEL && kind <= SP_EV_MARKER;
 }
 
-/* Writes ev, counting its bytes in the open window. Errors go through fail(). */
-static void write_event(const struct sp_event *ev)
+/* Creates f's trace at path and writes its header (meta). The file is always new: the next free
+ * name STEM.1.sptrace ... STEM.99.sptrace is taken if path exists (a re-run with the same host and
+ * pid, a planted link). Returns 0, or -1 after warning (f->tw stays NULL). */
+static int create_file(struct file *f, const char *path, const struct sp_trace_meta *meta)
 {
-	if (g.failed)
-		return;
-	int n = sp_trace_write(g.tw, ev);
-	if (n < 0)
-		fail("writing", errno);
-	else if (g.in_window)
-		g.win_bytes += (uint64_t)n;
+	snprintf(f->path, sizeof(f->path), "%s", path);
+	size_t stem = strlen(f->path);
+	if (stem > 8 && !strcmp(f->path + stem - 8, ".sptrace"))
+		stem -= 8;
+	for (int n = 1; !(f->tw = sp_trace_create(f->path, meta, lookup, NULL, 0)) && errno == EEXIST && n < 100; n++)
+		snprintf(f->path, sizeof(f->path), "%.*s.%d%s", (int)stem, path, n, path[stem] ? path + stem : "");
+	if (!f->tw) {
+		sp_warn("cannot create trace %s: %s", f->path, strerror(errno));
+		return -1;
+	}
+	if (strcmp(f->path, path))
+		sp_warn("%s exists; writing %s instead", path, f->path);
+	sp_trace_set_stack_lookup(f->tw, sp_stack_lookup, NULL);
+	sp_trace_set_pyframe_lookup(f->tw, sp_pyframe_lookup, NULL);
+	return 0;
 }
 
-/* Ring drops since the last boundary; those outside a window are kept for stop. */
+/* Writes ev to f, counting its bytes in f's open window. Errors go through fail(). */
+static void write_event(struct file *f, const struct sp_event *ev)
+{
+	if (f->failed || !f->tw)
+		return;
+	int n = sp_trace_write(f->tw, ev);
+	if (n < 0)
+		fail(f, "writing", errno);
+	else if (f->in_window)
+		f->win_bytes += (uint64_t)n;
+}
+
+/* 1 if a window of some file is open. */
+static bool any_window(void)
+{
+	for (int i = 0; i < g.nf; i++)
+		if (g.f[i].in_window)
+			return true;
+	return false;
+}
+
+/* Ring drops since the last boundary; those outside every window are kept for stop. (The rings
+ * are the process's: with a file per phase, drops go to the window of whichever phase meets the
+ * next boundary.) */
 static uint64_t ring_drops_since_boundary(void)
 {
 	uint64_t now = sp_ring_dropped(), d = now - g.ring_seen;
 	g.ring_seen = now;
-	if (!g.in_window) {
+	if (!any_window()) {
 		g.ring_outside += d;
 		return 0;
 	}
 	return d;
 }
 
-/* Writes a DROPPED record if count is nonzero. Errors go through fail(). */
-static void write_dropped(uint8_t source, uint64_t count, uint64_t when)
+/* Writes a DROPPED record to f if count is nonzero. Errors go through fail(). */
+static void write_dropped(struct file *f, uint8_t source, uint64_t count, uint64_t when)
 {
 	if (!count)
 		return;
@@ -113,76 +166,175 @@ static void write_dropped(uint8_t source, uint64_t count, uint64_t when)
 			      .start = when,
 			      .end = when,
 			      .u.dropped.count = count };
-	write_event(&d);
+	write_event(f, &d);
 }
 
-/* Opens the window's byte and drop accounting and writes ev. Errors go through fail(). */
-static void window_begin(const struct sp_event *ev)
+/* Opens the window's byte and drop accounting in f and writes ev. Errors go through fail(). */
+static void window_begin(struct file *f, const struct sp_event *ev)
 {
 	ring_drops_since_boundary();
-	g.in_window = true;
-	g.win_bytes = 0;
-	g.win_cap_drops = 0;
-	write_event(ev);
+	f->in_window = true;
+	f->win_bytes = 0;
+	f->win_cap_drops = 0;
+	write_event(f, ev);
 }
 
-/* Writes the window's drop records, a clock anchor and the completed WINDOW_END, then flushes. */
-static void window_end(const struct sp_event *ev)
+/* Writes the window's drop records, a clock anchor and the completed WINDOW_END to f, then
+ * flushes f. */
+static void window_end(struct file *f, const struct sp_event *ev)
 {
 	struct sp_event end = *ev, clk = { .kind = SP_EV_CLOCK, .device = SP_NO_DEVICE };
 	uint64_t ring = ring_drops_since_boundary();
-	end.u.window.bytes = g.win_bytes;
-	end.u.window.dropped = g.win_cap_drops + ring;
-	end.u.window.capped = g.win_cap_drops > 0;
-	write_dropped(SP_DROP_CAP, g.win_cap_drops, ev->start);
-	write_dropped(SP_DROP_RING, ring, ev->start);
+	end.u.window.bytes = f->win_bytes;
+	end.u.window.dropped = f->win_cap_drops + ring;
+	end.u.window.capped = f->win_cap_drops > 0;
+	write_dropped(f, SP_DROP_CAP, f->win_cap_drops, ev->start);
+	write_dropped(f, SP_DROP_RING, ring, ev->start);
 	clk.start = clk.end = sp_now_ns();
 	clk.u.clock.realtime_ns = sp_realtime_ns();
-	write_event(&clk);
-	write_event(&end);
-	g.in_window = false;
-	if (!g.failed && sp_trace_flush(g.tw) < 0)
-		fail("writing", errno);
+	write_event(f, &clk);
+	write_event(f, &end);
+	f->in_window = false;
+	if (!f->failed && f->tw && sp_trace_flush(f->tw) < 0)
+		fail(f, "writing", errno);
 }
 
-/* Writes ev, or counts it as dropped by the window cap. A window that begins while the previous
- * one still waits for its GPU records (back-to-back windows: every step its own window, or two
- * phases taking turns) has its BEGIN held until that END is written: windows never overlap in the
- * file (a reader takes a BEGIN before the previous END for a cut window; cli/windows.c places
- * the events written in between by their times). Errors go through fail(). */
-static void process(const struct sp_event *ev)
+/* Phased: keeps a THREAD or DEVICE record for the phase files made later (each file names its
+ * threads and GPUs itself). Without memory the record is only in the files made so far. */
+static void keep_context(const struct sp_event *ev)
+{
+	if (g.nctx == g.ctx_cap) {
+		size_t cap = g.ctx_cap ? 2 * g.ctx_cap : 64;
+		struct sp_event *p = realloc(g.ctx_ev, cap * sizeof(*p));
+		if (!p)
+			return;
+		g.ctx_ev = p;
+		g.ctx_cap = cap;
+	}
+	g.ctx_ev[g.nctx++] = *ev;
+}
+
+/* Phased: the file of the phase whose interned name is `phase`, created (folder DIR/PHASE and its
+ * trace, with the THREAD and DEVICE records so far) at its first window; the first phase's for an
+ * unknown name. NULL if it could not be created (warned once: that phase's windows are lost). */
+static struct file *phase_file(uint32_t phase)
+{
+	struct file *f = &g.f[0];
+	for (int i = 0; i < g.nf; i++)
+		if (g.f[i].phase == phase)
+			f = &g.f[i];
+	if (!f->tw && !f->failed) {
+		char dir[sizeof g.dir + 64], path[sizeof dir + sizeof g.base + 1];
+		snprintf(dir, sizeof dir, "%s/%s", g.dir, sp_intern_lookup(f->phase));
+		snprintf(path, sizeof path, "%s/%s", dir, g.base);
+		if (sp_writer_make_dir(dir, g.allow_foreign) < 0 || create_file(f, path, &g.meta) < 0) {
+			snprintf(f->path, sizeof f->path, "%.*s", (int)sizeof f->path - 1, path);
+			sp_warn("phase %s: its windows are not written (the other phases' are)",
+				sp_intern_lookup(f->phase));
+			f->failed = true;
+			return NULL;
+		}
+		sp_info("writing %s", f->path);
+		for (size_t i = 0; i < g.nctx; i++)
+			write_event(f, &g.ctx_ev[i]);
+	}
+	return f->failed ? NULL : f;
+}
+
+/* Phased: the file an event other than a WINDOW record goes to: a GPU record to its window's
+ * phase (activity.c puts the phase's index + 1 in tid, which is cleared here), any other to the
+ * phase whose window began last at or before it (phases' windows never overlap in time: a step of
+ * one phase ends the others'), or the latest window's if none did (an event outside every
+ * window, counted outside by the reader as in a single file). NULL before any phase file exists
+ * (nothing to attribute the event to: it lies before every window). */
+static struct file *route(struct sp_event *ev)
+{
+	struct file *best = NULL, *latest = NULL;
+	if ((sp_ev_is_gpu(ev) || ev->kind == SP_EV_SYNC) && ev->tid) {
+		uint32_t k = ev->tid - 1;
+		ev->tid = 0;
+		return k < (uint32_t)g.nf ? phase_file(g.f[k].phase) : NULL;
+	}
+	for (int i = 0; i < g.nf; i++) {
+		struct file *f = &g.f[i];
+		if (!f->tw || f->failed)
+			continue;
+		if (!latest || f->last_begin > latest->last_begin)
+			latest = f;
+		if (f->last_begin <= ev->start && (!best || f->last_begin > best->last_begin))
+			best = f;
+	}
+	return best ? best : latest;
+}
+
+/* Writes ev to f, or counts it as dropped by the window cap. A window that begins while the
+ * previous one of the same file still waits for its GPU records (back-to-back windows: every step
+ * its own window) has its BEGIN held until that END is written: windows never overlap in a file (a
+ * reader takes a BEGIN before the previous END for a cut window; cli/windows.c places the events
+ * written in between by their times). Errors go through fail(). */
+static void process_in(struct file *f, const struct sp_event *ev)
 {
 	int k = 0;
 	if (ev->kind == SP_EV_WINDOW_END) /* of a window still held? (it completed before the open one) */
-		while (k < g.nheld && g.held[k].u.window.id != ev->u.window.id)
+		while (k < f->nheld && f->held[k].u.window.id != ev->u.window.id)
 			k++;
-	if (ev->kind == SP_EV_WINDOW_BEGIN && (g.in_window || g.nheld)) {
-		if (g.nheld < (int)(sizeof g.held / sizeof g.held[0])) {
-			g.held_end[g.nheld].kind = 0;
-			g.held[g.nheld++] = *ev;
+	if (ev->kind == SP_EV_WINDOW_BEGIN && (f->in_window || f->nheld)) {
+		if (f->nheld < MAX_HELD) {
+			f->held_end[f->nheld].kind = 0;
+			f->held[f->nheld++] = *ev;
 		} else {
-			window_begin(ev); /* not reached: the collector tracks at most 8 windows */
+			window_begin(f, ev); /* not reached: the collector tracks at most 8 windows */
 		}
 	} else if (ev->kind == SP_EV_WINDOW_BEGIN) {
-		window_begin(ev);
-	} else if (ev->kind == SP_EV_WINDOW_END && k < g.nheld) {
-		g.held_end[k] = *ev; /* written once its BEGIN is */
+		window_begin(f, ev);
+	} else if (ev->kind == SP_EV_WINDOW_END && k < f->nheld) {
+		f->held_end[k] = *ev; /* written once its BEGIN is */
 	} else if (ev->kind == SP_EV_WINDOW_END) {
-		window_end(ev);
-		while (g.nheld) { /* the next window begins; if it also ended already, it ends too */
-			struct sp_event b = g.held[0], e = g.held_end[0];
-			memmove(g.held, g.held + 1, (size_t)(g.nheld - 1) * sizeof g.held[0]);
-			memmove(g.held_end, g.held_end + 1, (size_t)(g.nheld - 1) * sizeof g.held_end[0]);
-			g.nheld--;
-			window_begin(&b);
+		window_end(f, ev);
+		while (f->nheld) { /* the next window begins; if it also ended already, it ends too */
+			struct sp_event b = f->held[0], e = f->held_end[0];
+			memmove(f->held, f->held + 1, (size_t)(f->nheld - 1) * sizeof f->held[0]);
+			memmove(f->held_end, f->held_end + 1, (size_t)(f->nheld - 1) * sizeof f->held_end[0]);
+			f->nheld--;
+			window_begin(f, &b);
 			if (!e.kind)
 				break;
-			window_end(&e);
+			window_end(f, &e);
 		}
-	} else if (g.in_window && g.cap && is_data(ev->kind) && g.win_bytes >= g.cap)
-		g.win_cap_drops++;
+	} else if (f->in_window && g.cap && is_data(ev->kind) && f->win_bytes >= g.cap)
+		f->win_cap_drops++;
 	else
-		write_event(ev);
+		write_event(f, ev);
+}
+
+/* Writes ev to its file: the single one, or (phased) its phase's: `phase` if not 0, else as
+ * route() says; THREAD and DEVICE records go to every phase's file, made or to be made. This
+ * function can't fail (errors go through fail()). */
+static void process(const struct sp_event *in, uint32_t phase)
+{
+	struct sp_event ev = *in;
+	struct file *f = &g.f[0];
+	if (!g.phased) {
+		process_in(f, in);
+		return;
+	}
+	if (ev.kind == SP_EV_THREAD || ev.kind == SP_EV_DEVICE) {
+		keep_context(&ev);
+		for (int i = 0; i < g.nf; i++)
+			write_event(&g.f[i], &ev);
+		return;
+	}
+	if (ev.kind == SP_EV_WINDOW_BEGIN || ev.kind == SP_EV_WINDOW_END || (ev.kind == SP_EV_DROPPED && ev.name))
+		f = phase_file(ev.name);
+	else if (phase)
+		f = phase_file(phase);
+	else
+		f = route(&ev);
+	/* a BEGIN held behind its phase's previous window routes the events after it all the same */
+	if (f && ev.kind == SP_EV_WINDOW_BEGIN && ev.start >= f->last_begin)
+		f->last_begin = ev.start;
+	if (f)
+		process_in(f, &ev);
 }
 
 /* qsort order: by start, then by place in the stage. */
@@ -203,7 +355,7 @@ static void process_stage(void)
 		g.order[i] = &g.stage[i];
 	qsort(g.order, g.nstage, sizeof(*g.order), by_start);
 	for (size_t i = 0; i < g.nstage; i++)
-		process(g.order[i]);
+		process(g.order[i], g.phased ? g.stage_phase[g.order[i] - g.stage] : 0);
 	g.nstage = 0;
 }
 
@@ -217,23 +369,35 @@ static bool grow_stage(void)
 	if (s)
 		g.stage = s;
 	const struct sp_event **o = s ? realloc(g.order, cap * sizeof(*o)) : NULL;
-	if (!o)
+	if (o)
+		g.order = o;
+	uint32_t *ph = o ? realloc(g.stage_phase, cap * sizeof(*ph)) : NULL;
+	if (!ph)
 		return false;
-	g.order = o;
+	g.stage_phase = ph;
 	g.stage_cap = cap;
 	return true;
 }
 
-/* sp_ring_drain callback: stages ev, writing the batch first when staging is full. */
+/* sp_ring_drain callback: stages ev, writing the batch first when staging is full. Phased: the
+ * allocations alive at a window's start (SP_MEMF_SNAPSHOT, stamped with when they were made, so
+ * before the window) go to the phase of the WINDOW_BEGIN staged before them (the opening thread
+ * pushes them right after it, into its own ring). */
 static void stage_one(void *ctx, const struct sp_event *ev)
 {
+	uint32_t phase = 0;
+	if (g.phased && ev->kind == SP_EV_WINDOW_BEGIN)
+		g.drain_phase = ev->name;
+	if (g.phased && ev->kind == SP_EV_ALLOC && (ev->u.mem.flags & SP_MEMF_SNAPSHOT))
+		phase = g.drain_phase;
 	if (g.nstage == g.stage_cap && !grow_stage()) {
 		process_stage();
 		if (!g.stage_cap) { /* no memory for any staging: write unsorted */
-			process(ev);
+			process(ev, phase);
 			return;
 		}
 	}
+	g.stage_phase[g.nstage] = phase;
 	g.stage[g.nstage++] = *ev;
 }
 
@@ -255,8 +419,9 @@ static void *writer_main(void *arg)
 			tick(tick_ctx);
 		uint64_t drained = sp_ring_drain(stage_one, NULL);
 		process_stage();
-		if ((kicked || stopping) && !g.failed && sp_trace_flush(g.tw) < 0)
-			fail("writing", errno);
+		for (int i = 0; (kicked || stopping) && i < g.nf; i++)
+			if (!g.f[i].failed && g.f[i].tw && sp_trace_flush(g.f[i].tw) < 0)
+				fail(&g.f[i], "writing", errno);
 		if (stopping)
 			break;
 		if (drained >= MAX_STAGE / 4)
@@ -275,19 +440,32 @@ static void *writer_main(void *arg)
 			pthread_cond_clockwait(&g.cond, &g.lock, CLOCK_MONOTONIC, &until);
 		pthread_mutex_unlock(&g.lock);
 	}
-	for (int i = 0; i < g.nheld; i++) { /* windows whose predecessor never ended: written as they are */
-		write_event(&g.held[i]);
-		if (g.held_end[i].kind)
-			write_event(&g.held_end[i]);
+	struct file *last = NULL; /* the file of the latest window: ring drops outside windows go there */
+	for (int k = 0; k < g.nf; k++) {
+		struct file *f = &g.f[k];
+		for (int i = 0; i < f->nheld; i++) { /* windows whose predecessor never ended: written as they are */
+			write_event(f, &f->held[i]);
+			if (f->held_end[i].kind)
+				write_event(f, &f->held_end[i]);
+		}
+		f->nheld = 0;
+		if (f->tw && (!last || f->last_begin > last->last_begin))
+			last = f;
 	}
-	g.nheld = 0;
 	ring_drops_since_boundary();
-	g.in_window = false;
-	write_dropped(SP_DROP_RING, g.ring_outside, sp_now_ns());
-	if (sp_trace_close(g.tw) < 0 && !g.failed)
-		fail("closing", errno);
-	g.tw = NULL;
-	g.result = g.failed ? -1 : 0;
+	for (int k = 0; k < g.nf; k++)
+		g.f[k].in_window = false;
+	if (last)
+		write_dropped(last, SP_DROP_RING, g.ring_outside, sp_now_ns());
+	g.result = 0;
+	for (int k = 0; k < g.nf; k++) {
+		struct file *f = &g.f[k];
+		if (f->tw && sp_trace_close(f->tw) < 0 && !f->failed)
+			fail(f, "closing", errno);
+		f->tw = NULL;
+		if (f->failed)
+			g.result = -1;
+	}
 	return NULL;
 }
 
@@ -302,6 +480,28 @@ int sp_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
 	return err;
 }
 
+/* Resets the per-run state and starts the thread. Under g.ctl. Returns 0, or -1 after warning
+ * (the files made so far closed). */
+static int start_thread(uint64_t window_max_bytes)
+{
+	g.cap = window_max_bytes;
+	g.kicked = g.stopping = false;
+	g.ring_seen = sp_ring_dropped();
+	g.ring_outside = 0;
+	g.nctx = 0;
+	int err = sp_thread_start(&g.thread, writer_main, NULL);
+	if (err) {
+		sp_warn("cannot start the trace writer thread: %s", strerror(err));
+		for (int i = 0; i < g.nf; i++)
+			if (g.f[i].tw)
+				sp_trace_close(g.f[i].tw);
+		memset(g.f, 0, sizeof g.f);
+		return -1;
+	}
+	atomic_store(&g.running, 1);
+	return 0;
+}
+
 int sp_writer_start(const char *path, const struct sp_trace_meta *meta, uint64_t window_max_bytes)
 {
 	int rc = -1;
@@ -310,36 +510,44 @@ int sp_writer_start(const char *path, const struct sp_trace_meta *meta, uint64_t
 		sp_warn("trace writer already running; not starting another for %s", path);
 		goto out;
 	}
-	/* an existing file (a re-run with the same host and pid, a planted link) is never opened:
-	 * the next free name STEM.1.sptrace ... STEM.99.sptrace is taken instead */
-	snprintf(g.path, sizeof(g.path), "%s", path);
-	size_t stem = strlen(g.path);
-	if (stem > 8 && !strcmp(g.path + stem - 8, ".sptrace"))
-		stem -= 8;
-	for (int n = 1; !(g.tw = sp_trace_create(g.path, meta, lookup, NULL, 0)) && errno == EEXIST && n < 100; n++)
-		snprintf(g.path, sizeof(g.path), "%.*s.%d%s", (int)stem, path, n, path[stem] ? path + stem : "");
-	if (!g.tw) {
-		sp_warn("cannot create trace %s: %s", g.path, strerror(errno));
+	memset(g.f, 0, sizeof g.f);
+	g.nf = 1;
+	g.phased = false;
+	if (create_file(&g.f[0], path, meta) < 0) {
+		snprintf(g.path, sizeof g.path, "%s", g.f[0].path);
 		goto out;
 	}
-	if (strcmp(g.path, path))
-		sp_warn("%s exists; writing %s instead", path, g.path);
-	sp_trace_set_stack_lookup(g.tw, sp_stack_lookup, NULL);
-	sp_trace_set_pyframe_lookup(g.tw, sp_pyframe_lookup, NULL);
-	g.cap = window_max_bytes;
-	g.failed = g.in_window = g.kicked = g.stopping = false;
-	g.nheld = 0;
-	g.ring_seen = sp_ring_dropped();
-	g.ring_outside = 0;
-	int err = sp_thread_start(&g.thread, writer_main, NULL);
-	if (err) {
-		sp_warn("cannot start the trace writer thread: %s", strerror(err));
-		sp_trace_close(g.tw);
-		g.tw = NULL;
+	snprintf(g.path, sizeof g.path, "%s", g.f[0].path);
+	rc = start_thread(window_max_bytes);
+out:
+	pthread_mutex_unlock(&g.ctl);
+	return rc;
+}
+
+int sp_writer_start_phases(const char *dir, const char *base, int n, const uint32_t *phases,
+			   const struct sp_trace_meta *meta, uint64_t window_max_bytes, bool allow_foreign)
+{
+	int rc = -1;
+	pthread_mutex_lock(&g.ctl);
+	if (atomic_load(&g.running)) {
+		sp_warn("trace writer already running; not starting another for %s", dir);
 		goto out;
 	}
-	atomic_store(&g.running, 1);
-	rc = 0;
+	if (n < 1 || n > MAX_FILES || strlen(dir) >= sizeof g.dir || strlen(base) >= sizeof g.base) {
+		sp_warn("cannot write %d phases under %s; not profiling", n, dir);
+		goto out;
+	}
+	memset(g.f, 0, sizeof g.f);
+	g.nf = n;
+	g.phased = true;
+	for (int i = 0; i < n; i++)
+		g.f[i].phase = phases[i];
+	snprintf(g.dir, sizeof g.dir, "%s", dir);
+	snprintf(g.base, sizeof g.base, "%s", base);
+	snprintf(g.path, sizeof g.path, "%s/%s/%s", dir, sp_intern_lookup(phases[0]), base);
+	g.allow_foreign = allow_foreign;
+	g.meta = *meta;
+	rc = start_thread(window_max_bytes);
 out:
 	pthread_mutex_unlock(&g.ctl);
 	return rc;
@@ -373,7 +581,8 @@ int sp_writer_make_dir(char *dir, bool allow_foreign)
 	return 0;
 }
 
-/* The file sp_writer_start created (its path, or the free name taken instead). Can't fail. */
+/* The file sp_writer_start created (its path, or the free name taken instead), or the first
+ * phase's file as sp_writer_start_phases would name it. Can't fail. */
 const char *sp_writer_path(void)
 {
 	return g.path;

@@ -16,6 +16,16 @@
  * sp_writer_path. window_max_bytes caps encoded bytes per window (0 = no cap). Returns 0, or -1
  * after warning once on stderr ("stepprof: ..."): then nothing is running and pushes are dropped. */
 int sp_writer_start(const char *path, const struct sp_trace_meta *meta, uint64_t window_max_bytes);
+/* As sp_writer_start, for a process with phases ([phase.NAME] sections): a trace per phase,
+ * DIR/PHASE/BASE (phases[i] is the interned name of phase i, the name the WINDOW records of its
+ * windows carry; activity.c marks a GPU record with i + 1 in tid). A phase's folder and file are
+ * made at its first window (a phase that records nothing has neither), on the writer thread, with
+ * the THREAD and DEVICE records seen so far, so each file reads alone. Each window goes to its
+ * phase's file (WINDOW records and a DROPPED record with a name: by that name), with the CPU events
+ * from its begin until the next window of any phase begins, the GPU records of its launches, and
+ * the allocations alive at its start. Returns 0, or -1 after warning once (nothing running). */
+int sp_writer_start_phases(const char *dir, const char *base, int n, const uint32_t *phases,
+			   const struct sp_trace_meta *meta, uint64_t window_max_bytes, bool allow_foreign);
 /* Creates the output directory dir and any missing parent (mode 0750 less the umask; dir is
  * modified in place while doing so, and restored) and checks that it is a directory owned by
  * the effective user, unless allow_foreign ([profile] allow_foreign_dir). Returns 0, or -1

@@ -66,6 +66,8 @@ enum sp_drop_source {
 	SP_DROP_CUPTI = 2, /* CUPTI reported dropped activity records */
 	SP_DROP_CAP = 3, /* the window byte cap was reached */
 	SP_DROP_LATE = 4, /* GPU record arrived after its window was closed */
+	SP_DROP_MISSING = 5, /* kernels launched in the window whose records had not arrived when it was
+			      * written (one that comes later is counted late as well) */
 };
 
 #define SP_NO_DEVICE 0xffffu

@@ -62,7 +62,7 @@ const char *sp_drop_source_name(unsigned src)
 		[SP_DROP_RING] = "ring_full",
 		[SP_DROP_CUPTI] = "cupti",
 		[SP_DROP_CAP] = "window_cap",
-		[SP_DROP_LATE] = "late",
+		[SP_DROP_LATE] = "late", [SP_DROP_MISSING] = "missing",
 	};
 	return NAME_OF(t, src);
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -379,6 +380,45 @@ static int check_header(const uint8_t *h, ssize_t n, uint64_t fsize, const char 
 	return -1;
 }
 
+/* 1 if the folder fd holds a *.sptrace entry (the first 4096 entries looked at). Closes fd. */
+static int has_traces(int fd)
+{
+	DIR *d = fdopendir(fd);
+	struct dirent *e;
+	int found = 0;
+	for (int i = 0; d && !found && i < 4096 && (e = readdir(d)); i++) {
+		size_t n = strlen(e->d_name);
+		found = n > 8 && !strcmp(e->d_name + n - 8, ".sptrace");
+	}
+	if (d)
+		closedir(d);
+	else
+		close(fd);
+	return found;
+}
+
+/* The message for a folder given as a trace: names its sub-folders that hold traces (a run with
+ * phases writes OUTPUT/PHASE/ each: docs/OUTPUTS.md), or says to give the files. */
+static void folder_message(int fd, const char *path, char *err, size_t errlen)
+{
+	DIR *d = fdopendir(dup(fd));
+	struct dirent *e;
+	size_t len = (size_t)snprintf(err, errlen, "%s: a folder, not a trace file", path);
+	int subs = 0;
+	for (int i = 0; d && i < 4096 && subs < 8 && (e = readdir(d)); i++) {
+		if (e->d_name[0] == '.' || len >= errlen)
+			continue;
+		int sub = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (sub >= 0 && has_traces(sub))
+			len += (size_t)snprintf(err + len, errlen - len, "%s %s/%s/*.sptrace",
+						subs++ ? "," : ": its phases' traces are", path, e->d_name);
+	}
+	if (d)
+		closedir(d);
+	if (!subs && len < errlen)
+		snprintf(err + len, errlen - len, " (give its .sptrace files: %s/*.sptrace)", path);
+}
+
 /* ---- exported: reading ---- */
 
 /* Returns NULL with a message in err when the file can't be opened, is not a trace, is cut
@@ -390,6 +430,10 @@ struct sp_trace_reader *sp_trace_open(const char *path, char *err, size_t errlen
 	struct sp_trace_reader *r = NULL;
 	/* O_NONBLOCK: a FIFO given as the trace must not hang the open; only a regular file is read */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		folder_message(fd, path, err, errlen);
+		goto fail;
+	}
 	if (fd >= 0 && fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "%s: not a regular file", path);
 		goto fail;

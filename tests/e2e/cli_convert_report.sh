@@ -89,7 +89,7 @@ d = json.load(open(sys.argv[1]))
 assert d["rank"] == 1 and d["world_size"] == 2 and d["window"] is None, d
 assert [k["name"] for k in d["kernels"]][:2] == ["ampere_sgemm_128x64_nn", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"]
 assert sum(k["calls"] for k in d["kernels"]) == 10 and sum(k["total_ns"] for k in d["kernels"]) == 20_000_000
-assert d["dropped"] == {"cupti": 2, "ring_full": 3, "window_cap": 0, "late": 1}
+assert d["dropped"] == {"cupti": 2, "ring_full": 3, "window_cap": 0, "late": 1, "missing": 0}
 assert [(w["id"], w["steps"], w["kernels"], w["gpu_busy_ns"]) for w in d["windows"]] == [(0, 3, 8, 13_200_000), (1, 2, 2, 4_000_000)]
 s7 = next(s for s in d["steps"] if s["number"] == 7)
 assert (s7["kernels"], s7["kernel_ns"], s7["nccl_ns"], s7["copy_ns"], s7["gpu_busy_ns"], s7["longest_idle_ns"]) == (4, 11_000_000, 8_000_000, 200_000, 8_000_000, 1_000_000), s7

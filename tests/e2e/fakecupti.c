@@ -9,6 +9,10 @@
  * CONCURRENT_KERNEL record (stamped by the registered timestamp callback, else CLOCK_REALTIME) if
  * that kind is enabled; records reach the registered buffer callbacks at cuptiActivityFlushAll
  * (or every 256 records), and cuptiActivityGetNextRecord walks them, as CUPTI's do.
+ * FAKE_CUPTI_LOSE_CORR=N: the kernel of the launch with correlation id N is never recorded (a
+ * record CUPTI never hands over, as one on-demand window after a re-attach seemed to lose).
+ * FAKE_CUPTI_LATE_CORR=N and FAKE_CUPTI_LATE_MS=M: that kernel's record is handed over only by the
+ * first flush M ms (default 20) after it was made (a kernel still running, or a record late). 
  * Built by the Makefile; used by tests/e2e/cupti_life.sh and share.sh. */
 #include <pthread.h>
 #include <stdarg.h>
@@ -34,6 +38,8 @@ static struct {
 	unsigned char kind[CUPTI_ACTIVITY_KIND_COUNT]; /* enabled activity kinds */
 	CUpti_ActivityKernel10 pend[256]; /* records not yet delivered */
 	unsigned npend;
+	CUpti_ActivityKernel10 late;    /* FAKE_CUPTI_LATE_CORR's record, held back until late_due */
+	struct timespec late_due;       /* CLOCK_MONOTONIC; tv_sec 0: nothing held */
 } F = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void note(const char *fn, const char *fmt, ...)
@@ -205,8 +211,17 @@ static void deliver(void)
 
 CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
 {
+	struct timespec now;
 	note("flush", "");
+	clock_gettime(CLOCK_MONOTONIC, &now);
 	pthread_mutex_lock(&F.lock);
+	if (F.late_due.tv_sec &&
+	    (now.tv_sec > F.late_due.tv_sec ||
+	     (now.tv_sec == F.late_due.tv_sec && now.tv_nsec >= F.late_due.tv_nsec)) &&
+	    F.npend < sizeof F.pend / sizeof *F.pend) {
+		F.pend[F.npend++] = F.late;
+		F.late_due.tv_sec = 0;
+	}
 	deliver();
 	pthread_mutex_unlock(&F.lock);
 	return CUPTI_SUCCESS;
@@ -262,6 +277,9 @@ __attribute__((visibility("default"))) int fake_cupti_kernel(unsigned corr)
 {
 	static const char *kname = "fake_kernel";
 	int ret = 0;
+	const char *lose = getenv("FAKE_CUPTI_LOSE_CORR");
+	if (lose && strtoul(lose, NULL, 10) == corr)
+		return 0;
 	pthread_mutex_lock(&F.lock);
 	if (F.kind[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) {
 		CUpti_ActivityKernel10 *k = &F.pend[F.npend++];
@@ -275,6 +293,19 @@ __attribute__((visibility("default"))) int fake_cupti_kernel(unsigned corr)
 		k->streamId = 7;
 		k->gridX = k->gridY = k->gridZ = k->blockX = k->blockY = k->blockZ = 1;
 		ret = 1;
+		const char *late = getenv("FAKE_CUPTI_LATE_CORR"), *ms = getenv("FAKE_CUPTI_LATE_MS");
+		if (late && strtoul(late, NULL, 10) == corr) { /* held back: out of the pending records */
+			long d = ms ? atol(ms) : 20;
+			F.late = *k;
+			F.npend--;
+			clock_gettime(CLOCK_MONOTONIC, &F.late_due);
+			F.late_due.tv_sec += d / 1000;
+			F.late_due.tv_nsec += (d % 1000) * 1000000;
+			if (F.late_due.tv_nsec >= 1000000000) {
+				F.late_due.tv_sec++;
+				F.late_due.tv_nsec -= 1000000000;
+			}
+		}
 		if (F.npend == sizeof F.pend / sizeof *F.pend)
 			deliver(); /* a full buffer: CUPTI hands it over by itself */
 	}

@@ -3,7 +3,8 @@
  * collector writes them (docs/FORMAT.md, "Window records: the phase"): window 0 of phase fwd
  * (step 0), window 1 of phase fwd_bwd (step 7), window 2 of phase fwd (step 1); each with one
  * STEP record, one launch and its kernel. For tests that need such a trace without running the
- * collector (tests/e2e/readme_walk.sh walking RECIPES.md). Usage: gen_phases OUT.sptrace [RANK RUN_ID] */
+ * collector (tests/e2e/readme_walk.sh walking RECIPES.md). Usage: gen_phases OUT.sptrace [RANK RUN_ID];
+ * GEN_PHASES_ONLY=NAME writes only that phase's windows, as the collector writes OUTPUT/NAME/. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +70,10 @@ int main(int argc, char **argv)
 		uint32_t phase, marker;
 		int64_t step;
 	} win[] = { { 1, 3, 0 }, { 2, 4, 7 }, { 1, 3, 1 } };
+	const char *only = getenv("GEN_PHASES_ONLY");
 	for (uint32_t i = 0; i < 3; i++) {
+		if (only && strcmp(only, strings[win[i].phase]))
+			continue;
 		uint64_t t = T0 + 1000 + i * 100000, e = t + 100000;
 		uint32_t corr = 10 + i;
 		struct sp_ev_window wv = { .id = i, .first_step = win[i].step, .last_step = win[i].step };

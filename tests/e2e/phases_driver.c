@@ -2,7 +2,12 @@
 /* phases_driver.c - a "CUDA program" with two phases for tests/e2e/phases.sh, run with libstepprof
  * preloaded and the fake libcupti (fakecupti.c): ROUNDS rounds of one inference call (a
  * cudaStreamSynchronize, enter and exit) followed by MICRO training micro-batches (each a
- * cudaDeviceSynchronize), STEP_US microseconds apart. Prints "driver: I infer, T train calls". */
+ * cudaDeviceSynchronize), STEP_US microseconds apart. Each call comes after its kernels: 2 launches
+ * (cudaLaunchKernel, each with one fake kernel record) before an inference call, 3 before a
+ * micro-batch. DRIVER_NESTED=1: each micro-batch first makes a cudaStreamSynchronize inside which a
+ * kernel is launched through the driver (cuLaunchKernel), as a runtime call that launches kernels
+ * internally does (stepprof counts launches at the outermost call: that kernel is not counted).
+ * Prints "driver: I infer, T train calls". */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,16 +26,32 @@ int main(int argc, char **argv)
 	init(); /* loads the fake libcupti, as the configuration names it */
 	int (*fire)(int, unsigned, int, unsigned) =
 		(int (*)(int, unsigned, int, unsigned))dlsym(RTLD_DEFAULT, "fake_cupti_fire");
-	if (!fire) {
+	int (*kernel)(unsigned) = (int (*)(unsigned))dlsym(RTLD_DEFAULT, "fake_cupti_kernel");
+	if (!fire || !kernel) {
 		fprintf(stderr, "driver: the fake libcupti is not loaded\n");
 		return 2;
 	}
 	fire(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, 0, 0);
 	unsigned corr = 1;
+	int nested = getenv("DRIVER_NESTED") != NULL;
 	for (int r = 0; r < rounds; r++) {
 		for (int m = -1; m < micro; m++) { /* m = -1: the inference call */
 			unsigned cb = m < 0 ? CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020
 					    : CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020;
+			if (nested && m >= 0) { /* a runtime call that is not a launch, launching one kernel */
+				unsigned sync = CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+					 drv = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
+				fire(CUPTI_CB_DOMAIN_RUNTIME_API, sync, 0, corr);
+				fire(CUPTI_CB_DOMAIN_DRIVER_API, drv, 0, corr);
+				kernel(corr);
+				fire(CUPTI_CB_DOMAIN_DRIVER_API, drv, 1, corr);
+				fire(CUPTI_CB_DOMAIN_RUNTIME_API, sync, 1, corr++);
+			}
+			for (int k = 0; k < (m < 0 ? 2 : 3); k++, corr++) {
+				fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0, corr);
+				kernel(corr);
+				fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1, corr);
+			}
 			fire(CUPTI_CB_DOMAIN_RUNTIME_API, cb, 0, corr);
 			usleep(step_us);
 			fire(CUPTI_CB_DOMAIN_RUNTIME_API, cb, 1, corr++);

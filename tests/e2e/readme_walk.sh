@@ -40,7 +40,10 @@ mk_run 20261126-100000-2222 "1 minute ago"
 for d in fwd fwd_bwd; do mkdir -p "stepprof-traces/$d" && cp stepprof-traces/20261126-100000-2222/*.sptrace "stepprof-traces/$d/"; done
 touch -d "2 hours ago" stepprof-traces/fwd stepprof-traces/fwd_bwd
 # the two-phase run of RECIPES.md (rl-phases.ini, -o profiler): windows of phases fwd and fwd_bwd
-mkdir -p profiler && "$B/tests/e2e/gen_phases" profiler/rank0.golden-host.4242.sptrace || exit 1
+# (the collector writes a trace per phase: profiler/fwd/ and profiler/fwd_bwd/)
+for ph in fwd fwd_bwd; do
+	mkdir -p profiler/$ph && GEN_PHASES_ONLY=$ph "$B/tests/e2e/gen_phases" profiler/$ph/rank0.golden-host.4242.sptrace || exit 1
+done
 
 # the document's blocks: ini files, and the sh lines as one script
 $PY - "$DOC" "$T/walk.sh" "$T/skipped.txt" <<'PY' || exit 1

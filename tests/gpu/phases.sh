@@ -9,8 +9,9 @@
 #     own steps; no window skipped;
 #   - per step, the kernels stepprof counted = torch.profiler's count for the same code (a run of
 #     the program with --truth, without stepprof): generate, and the last micro-batch;
-#   - `stepprof convert` puts fwd's windows in fwd/ and fwd_bwd's in fwd_bwd/, each file with
-#     that many kernel events.
+#   - the run itself writes a trace per phase, trace/fwd/ and trace/fwd_bwd/ (nothing beside
+#     them), each holding only its phase's windows; `stepprof convert` of each writes its windows
+#     beside it (no nested phase folder), each file with that many kernel events.
 # BUILD_DIR holds libstepprof.so and stepprof; without it, dist/stepprof (make dist) is laid flat
 # in /tmp. Prints "PASS phases" or "FAIL phases: why"; logs and traces in ${OUT:-/tmp}/phases.
 # Needs one GPU and python3 with torch.
@@ -56,12 +57,20 @@ STEPPROF_CONFIG=$W/stepprof.ini STEPPROF_VERBOSE=1 LD_PRELOAD=$LIB timeout 300 \
 grep -q "phases ok $ROUNDS $MICRO" run.log || fail "program output: $(cat run.log)"
 grep -a '^stepprof:' run.err | grep -v ' begins ' | head -20
 grep -a "one window at a time" run.err && fail "a window was skipped"
-T=$(ls trace/*.sptrace | head -1)
-[ -n "$T" ] || fail "no trace under trace/"
+ls trace/*.sptrace >/dev/null 2>&1 && fail "a trace beside the phase folders: $(ls trace/*.sptrace)"
+TF=$(ls trace/fwd/*.sptrace 2>/dev/null | head -1) TB=$(ls trace/fwd_bwd/*.sptrace 2>/dev/null | head -1)
+[ -n "$TF" ] && [ -n "$TB" ] || fail "no trace per phase under trace/: $(ls -R trace | tr '\n' ' ')"
+[ "$(ls trace/fwd/*.sptrace | wc -l)" = 1 ] && [ "$(ls trace/fwd_bwd/*.sptrace | wc -l)" = 1 ] ||
+	fail "more than one trace per phase folder: $(ls -R trace | tr '\n' ' ')"
+for f in "$TF" "$TB"; do
+	"$SP" dump "$f" | grep -q '^device ' || fail "$f names no GPU (not self-standing)"
+done
+"$SP" steps --phase fwd_bwd "$TF" >/dev/null 2>&1 && fail "trace/fwd/ holds a window of fwd_bwd"
+"$SP" steps --phase fwd "$TB" >/dev/null 2>&1 && fail "trace/fwd_bwd/ holds a window of fwd"
 
 # steps per phase: "STEP KERNELS" rows
-"$SP" steps --phase fwd "$T" >fwd.steps 2>&1 || fail "steps --phase fwd: $(cat fwd.steps)"
-"$SP" steps --phase fwd_bwd "$T" >bwd.steps 2>&1 || fail "steps --phase fwd_bwd: $(cat bwd.steps)"
+"$SP" steps --phase fwd "$TF" >fwd.steps 2>&1 || fail "steps --phase fwd: $(cat fwd.steps)"
+"$SP" steps --phase fwd_bwd "$TB" >bwd.steps 2>&1 || fail "steps --phase fwd_bwd: $(cat bwd.steps)"
 cat fwd.steps bwd.steps
 got_f=$(awk '$1 ~ /^[0-9]+$/ {printf "%s:%s ", $1, $4}' fwd.steps)
 got_b=$(awk '$1 ~ /^[0-9]+$/ {printf "%s:%s ", $1, $4}' bwd.steps)
@@ -72,9 +81,10 @@ echo "fwd_bwd steps:kernels $got_b(want $want_b)"
 [ "$got_b" = "$want_b" ] || fail "phase fwd_bwd: steps:kernels '$got_b', want '$want_b'"
 
 # each phase's windows in its folder, with the same kernels
-"$SP" convert "$T" 2>convert.log || fail "convert: $(cat convert.log)"
+"$SP" convert "$TF" 2>convert.log && "$SP" convert "$TB" 2>>convert.log || fail "convert: $(cat convert.log)"
 cat convert.log
-D=$(dirname "$T")
+D=trace
+[ -e "$D/fwd/fwd" ] || [ -e "$D/fwd_bwd/fwd_bwd" ] && fail "convert nested a phase folder"
 nf=$(ls "$D"/fwd/*.pt.trace.json.gz 2>/dev/null | wc -l) nb=$(ls "$D"/fwd_bwd/*.pt.trace.json.gz 2>/dev/null | wc -l)
 [ "$nf" = 3 ] && [ "$nb" = 1 ] || fail "folders: fwd/ holds $nf files (want 3), fwd_bwd/ $nb (want 1)"
 "$PY" - "$D" "$tg" "$tl" <<'PY' || fail "kernel events in the converted files differ"

@@ -104,8 +104,8 @@ for r in sorted(got):
             print("  not whole consecutive steps"); ok = False
         if any(x != k for x in kern):
             print(f"  a step's kernel count differs from the reference's {k}"); ok = False
-        if not w["complete"] or w["steps_uncounted_before"] != unc or w["dropped"]:
-            print(f"  complete {w['complete']} uncounted {w['steps_uncounted_before']} (expected {unc}) dropped {w['dropped']}"); ok = False
+        if not w["complete"] or w["steps_uncounted_before"] != unc or w["dropped"] or w.get("missing"):
+            print(f"  complete {w['complete']} uncounted {w['steps_uncounted_before']} (expected {unc}) dropped {w['dropped']} missing {w.get('missing')} (kernels launched whose record never came)"); ok = False
 firsts = {r: [w["first_step"] for w in got[r]["windows"] if w["origin"] == "trigger"] for r in got}
 if nproc > 1:  # the request names a start time so that ranks stepping together pick the same steps
     same = len({tuple(v) for v in firsts.values()}) == 1

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# missing_kernel.sh - a kernel whose activity record never comes (tests/gpu/trigger.sh once saw the
+# last step of an on-demand window hold 37 of 38 kernels) is never a silent loss: libstepprof
+# preloaded into phases_driver (kernel launches, then cudaDeviceSynchronize, the marker) with the
+# fake libcupti told to lose the record of the last launch of the window's last step
+# (FAKE_CUPTI_LOSE_CORR). The window is written once no record comes (the quiet rule), with a
+# DROPPED 'missing' record of 1, a stderr line, and `stepprof report` (text, JSON, findings) says
+# so; the same run without the loss has none of it.
+# And how the last kernel of a window's last step was lost with nothing said (the trigger.sh
+# signature): a kernel launched inside a runtime call that is not a launch is not counted as a
+# launch but its record counts as arrived, so the counts matched while the last launch's record
+# was still on its way (here 20 ms late): the window was written after 4 ms without it. A window
+# now also waits for the record of its last counted launch; lost for good, it is said missing.
+set -u
+B=${SP_BUILD:?}
+# shellcheck source=tests/e2e/lib/preload.sh
+. "$(dirname "$0")/lib/preload.sh"
+SP=$B/stepprof
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+bad() { echo "FAIL $*"; fail=1; }
+
+# run NAME [ENV...]: 1 inference call and 6 micro-batches (3 launches each); the window records
+# micro-batches 2 and 3: correlation ids 16-18 and 20-22 (docs in phases_driver.c)
+run() {
+	local name=$1
+	shift
+	mkdir -p "$T/$name"
+	printf '[profile]\noutput = %s\n[ranks]\nranks = all\n[cupti]\nlibrary = %s\n[marker]\nkind = api\npattern = cudaDeviceSynchronize\n[schedule]\nwait = 1\nwarmup = 1\nactive = 2\nrepeat = 1\n' \
+		"$T/$name/out" "$B/tests/e2e/libfakecupti.so" >"$T/$name/sp.ini"
+	env "$@" STEPPROF_CONFIG="$T/$name/sp.ini" LD_PRELOAD="$PRE" timeout 60 "$B/tests/e2e/phases_driver" 1 6 3000 \
+		>"$T/$name/stdout" 2>"$T/$name/stderr" || bad "$name: driver exited $?: $(tail -3 "$T/$name/stderr")"
+	F=$(ls "$T/$name"/out/*.sptrace 2>/dev/null | head -1)
+	[ -n "$F" ] || { bad "$name: no trace"; return; }
+	"$SP" report "$F" >"$T/$name/report" 2>&1 || bad "$name: report failed: $(cat "$T/$name/report")"
+	"$SP" report --json "$F" >"$T/$name/json" 2>&1 || bad "$name: report --json failed"
+	"$SP" steps "$F" | awk '$1 ~ /^[0-9]+$/ {printf "%s:%s ", $1, $4}' >"$T/$name/kernels"
+}
+
+run whole
+[ "$(cat "$T/whole/kernels")" = "2:3 3:3 " ] || bad "whole: steps:kernels $(cat "$T/whole/kernels")"
+grep -qi missing "$T/whole/report" "$T/whole/stderr" && bad "whole: a kernel said missing: $(grep -i missing "$T/whole/report" "$T/whole/stderr")"
+grep -q '"missing":0,"complete":true' "$T/whole/json" || bad "whole: JSON window: $(grep -o '"windows".*' "$T/whole/json" | head -c 300)"
+
+run lost FAKE_CUPTI_LOSE_CORR=22
+[ "$(cat "$T/lost/kernels")" = "2:3 3:2 " ] || bad "lost: steps:kernels $(cat "$T/lost/kernels")"
+grep -q "window 0 (steps 2-3): 1 of its 6 kernel launches had no kernel record" "$T/lost/stderr" ||
+	bad "lost: stderr says nothing: $(cat "$T/lost/stderr")"
+"$SP" dump "$F" | grep -q '^dropped .*source=missing.*count=1\|^dropped .*count=1.*missing' ||
+	bad "lost: no DROPPED missing record: $("$SP" dump "$F" | grep '^dropped')"
+grep -q "^Window 0: steps 2-3 (2 steps), .*, 5 kernels, .*1 kernel missing (launched in it, never arrived)" "$T/lost/report" ||
+	bad "lost: report window line: $(grep '^Window' "$T/lost/report")"
+grep -q "^Missing kernels: 1 launched" "$T/lost/report" || bad "lost: report: no 'Missing kernels' line"
+grep -q "1 kernel launched in a window never arrived" "$T/lost/report" || bad "lost: report findings say nothing"
+grep -q '"missing":1,"complete":true' "$T/lost/json" || bad "lost: JSON window: $(grep -o '"windows".*' "$T/lost/json" | head -c 300)"
+
+# nested: each micro-batch also launches one kernel inside a cudaStreamSynchronize (uncounted):
+# the window records corr 19-22 (step 2) and 24-27 (step 3); 27 is the last launch
+run late DRIVER_NESTED=1 FAKE_CUPTI_LATE_CORR=27 FAKE_CUPTI_LATE_MS=20
+[ "$(cat "$T/late/kernels")" = "2:4 3:4 " ] || bad "late: the last kernel of the last step is lost: steps:kernels $(cat "$T/late/kernels")"
+grep -qi missing "$T/late/report" "$T/late/stderr" && bad "late: a kernel said missing: $(grep -i missing "$T/late/report" "$T/late/stderr")"
+run nested_lost DRIVER_NESTED=1 FAKE_CUPTI_LOSE_CORR=27
+[ "$(cat "$T/nested_lost/kernels")" = "2:4 3:3 " ] || bad "nested_lost: steps:kernels $(cat "$T/nested_lost/kernels")"
+grep -q '"missing":1,"complete":true' "$T/nested_lost/json" || bad "nested_lost: the lost last kernel is not said: $(grep -o '"windows".*' "$T/nested_lost/json" | head -c 300)"
+
+[ "$fail" = 0 ] && echo "missing_kernel: ok"
+exit $fail
