@@ -2,7 +2,8 @@
 /* markhook.h - marker calls counted by the preload's hooks (collector/hookfns.h) rather than by
  * CUPTI's callbacks, so that stepprof can let go of CUPTI between windows and still number every
  * step ("parking", cupti_life.c). Relied on only once proven: at least SP_HOOK_PROOF marker calls
- * reported by CUPTI, every one of them made inside a hook. Each call is counted once, where it
+ * reported by CUPTI, every one of them made inside a hook or holding exactly one hooked driver call
+ * that stands for it (a runtime the hooks cannot see), and no such driver call outside them. Each call is counted once, where it
  * entered: by its hook while the hooks count, else by CUPTI's callback. */
 #ifndef SP_MARKHOOK_H
 #define SP_MARKHOOK_H
@@ -17,6 +18,10 @@ void sp_hook_arm(void);
 /* CUPTI reports the outermost call of an api marker on this thread: returns 1 if a hook counted
  * it already (the callback must not), else 0; notes whether it came through a hook (the proof). */
 int sp_hook_cupti_marker(void);
+/* The end of the marker call that sp_hook_cupti_marker reported (its outermost CUPTI exit on this
+ * thread): a call no hook saw is proven by exactly one nested driver call (hookfns.h
+ * SP_HOOK_NESTED) seen by the hooks in between. Can't fail. */
+void sp_hook_cupti_marker_end(void);
 /* The hooks have seen every marker call CUPTI reported, SP_HOOK_PROOF of them at least. */
 bool sp_hook_proven(void);
 /* The hooks count marker calls from now on (1, before a detach) or no longer (0, after a re-attach). */
