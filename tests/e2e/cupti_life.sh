@@ -175,4 +175,33 @@ parked hookfast 1 9 10 11 21 22 23 33 34 35 45 46 47 &&
 run bypass 8,1,3,0 auto 48 VIA_CUDART="$FAKERT" BYPASS_AT=3
 parked bypass 0 9 10 11 21 22 23 33 34 35 45 46 47 &&
 	echo "ok   one marker call that bypasses the hooks: never parked, every step numbered"
+
+# a runtime linked in statically (llm.c, any nvcc program): its marker calls never reach the hooks;
+# it reaches the driver through cuGetProcAddress (dlsym'ed from a libcuda loaded out of the global
+# scope), and the driver call nested in each marker call stands for it
+FAKECUDA=$B/tests/e2e/fakecuda/libcuda.so.1
+run static 8,1,3,0 auto 48 VIA_DRIVER="$FAKECUDA"
+parked static 3 9 10 11 21 22 23 33 34 35 45 46 47 && grep -q "cuGetProcAddress_v2 from .*libstepprof" "$T/static/stdout" &&
+	echo "ok   a static runtime: its driver calls through cuGetProcAddress prove and count the marker; parked, every step numbered"
+run staticint 8,1,3,0 auto 48 VIA_DRIVER="$FAKECUDA" FAKE_CUDA_INTERNAL=1
+parked staticint 3 9 10 11 21 22 23 33 34 35 45 46 47 &&
+	echo "ok   the same with a driver whose entry points are not its exported symbols (known by name and version)"
+run staticbypass 8,1,3,0 auto 48 VIA_DRIVER="$FAKECUDA" BYPASS_AT=3
+parked staticbypass 0 9 10 11 21 22 23 33 34 35 45 46 47 && grep -q "came without going through stepprof's hooks" "$T/staticbypass/stderr" &&
+	echo "ok   a static runtime's marker call without its driver call: never parked, and said"
+run staticstray 8,1,3,0 auto 48 VIA_DRIVER="$FAKECUDA" STRAY_AT=3
+parked staticstray 0 9 10 11 21 22 23 33 34 35 45 46 47 && grep -q "was also called outside them" "$T/staticstray/stderr" &&
+	echo "ok   the driver call made once outside a marker call: never parked (it would count a step that is none), and said"
+run hookstray 8,1,3,0 auto 48 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" STRAY_AT=3 STRAY_ALL=1
+parked hookstray 3 9 10 11 21 22 23 33 34 35 45 46 47 &&
+	echo "ok   a runtime the hooks see, and the driver function its marker calls also called outside them: parked, only the marker counted"
+mkdir -p "$T/staticoff"
+STEPPROF_PROFILE_ENABLED=0 LD_PRELOAD="$PRE" VIA_DRIVER="$FAKECUDA" PRINT_STEPS=1 timeout 60 \
+	"$B/tests/e2e/cupti_life_driver" 5 1000 >"$T/staticoff/stdout" 2>"$T/staticoff/stderr"
+if grep -q "cuGetProcAddress_v2 from $FAKECUDA" "$T/staticoff/stdout" && [ "$(grep -c '^STEP' "$T/staticoff/stdout")" = 5 ] &&
+	! grep -q stepprof "$T/staticoff/stderr"; then
+	echo "ok   stepprof off: cuGetProcAddress is the driver's own, nothing wrapped"
+else
+	bad "staticoff: $(cat "$T/staticoff/stdout" "$T/staticoff/stderr" | head -5)"
+fi
 exit $fail
