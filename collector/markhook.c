@@ -56,6 +56,8 @@ static struct {
 	_Atomic bool slow;               /* a re-attach outlasted WAIT_ATTACH_NS (said once) */
 } H;
 
+static __thread int detaching; /* this thread is detaching (sp_hook_detaching) */
+
 void sp_hook_arm(void)
 {
 	const struct sp_mk *mk = &sp_col.mk[0];
@@ -77,6 +79,11 @@ void sp_hook_arm(void)
 		H.drv[drv] = 0;
 		atomic_store(&H.want[drv], WANT_NESTED);
 	}
+}
+
+void sp_hook_detaching(int on)
+{
+	detaching = on;
 }
 
 void sp_hook_disarm(void)
@@ -179,8 +186,8 @@ int sp_collector_hook_enter(int fn)
 	if ((unsigned)fn >= SP_HOOK_N)
 		return -1;
 	int st = atomic_load_explicit(&sp_hold.state, memory_order_relaxed);
-	if (__builtin_expect(st == SP_HOLD_QUIESCING || st == SP_HOLD_DETACHING, 0))
-		wait_detach();
+	if (__builtin_expect(st == SP_HOLD_QUIESCING || st == SP_HOLD_DETACHING, 0) && !detaching)
+		wait_detach(); /* (libcupti may reach the driver through our trampolines: not on its own detach) */
 	unsigned w = atomic_load_explicit(&H.want[fn], memory_order_relaxed);
 	if (w != WANT_MARKER && w != WANT_NESTED) {
 		if (w == WANT_GRAPH && atomic_load_explicit(&H.counting, memory_order_relaxed))
