@@ -218,19 +218,30 @@ static void *dlsym_gpa(void *h, const char *name)
 	return f == (void *)P.real_gpa1 ? (void *)gpa1_wrap : f == (void *)P.real_gpa2 ? (void *)gpa2_wrap : f;
 }
 
+/* What dlsym does when libc's cannot be found (not glibc): finds nothing, as a failed lookup. */
+static void *no_dlsym(void *h, const char *name)
+{
+	(void)h;
+	(void)name;
+	return NULL;
+}
+
 /* Called by the dlsym stub with its arguments: where to jump with them untouched (the caller's
  * return address still on the stack, so that RTLD_NEXT means what the caller meant). Inside our
  * own resolution of the real dlsym (it may allocate, and a malloc hook may call dlsym) the base
- * version is found without recursion. Returns NULL only if libc has no dlsym at all. */
+ * version is found without recursion. Never returns NULL. */
 __attribute__((used, visibility("hidden"))) void *sp_dlsym_route(void *h, const char *name)
 {
 	(void)h;
 	if (__builtin_expect(in_resolve > 0, 0)) {
 		void *f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-		return f ? f : dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.17");
+		f = f ? f : dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.17");
+		return f ? f : (void *)no_dlsym;
 	}
 	void *(*rd)(void *, const char *) = real_dlsym();
-	if (!raw && rd && name && !strncmp(name, "cuGetProcAddress", 16))
+	if (!rd)
+		return (void *)no_dlsym;
+	if (!raw && name && !strncmp(name, "cuGetProcAddress", 16))
 		return (void *)dlsym_gpa;
 	return (void *)rd;
 }
