@@ -82,6 +82,8 @@ static struct {
 	_Atomic(void *) real[TR_N];              /* the driver function behind each trampoline (one slot) */
 	gpa1_fn real_gpa1;                       /* the driver's cuGetProcAddress (v1 ABI) */
 	gpa2_fn real_gpa2;                       /* ... and cuGetProcAddress_v2 */
+	_Atomic(gpa1_fn) alt_gpa1;               /* another one the driver handed out for itself (v1 ABI) */
+	_Atomic(gpa2_fn) alt_gpa2;               /* ... (v2 ABI) */
 	void *drv;                               /* a handle on the driver that defines them (NOLOAD) */
 	pthread_mutex_t lock;                    /* learning the above */
 	_Atomic bool conflict;                   /* a second real function for one slot (said once) */
@@ -150,6 +152,30 @@ static void learn_driver(void *f)
 static CUresult gpa1_wrap(const char *sym, void **pfn, int ver, cuuint64_t flags);
 static CUresult gpa2_wrap(const char *sym, void **pfn, int ver, cuuint64_t flags,
 			  CUdriverProcAddressQueryResult *st);
+static CUresult gpa1_alt(const char *sym, void **pfn, int ver, cuuint64_t flags);
+static CUresult gpa2_alt(const char *sym, void **pfn, int ver, cuuint64_t flags, CUdriverProcAddressQueryResult *st);
+
+/* What to hand out for f, the driver's answer to a lookup of cuGetProcAddress itself at version
+ * ver: our wrapper of the same ABI (its exported symbols; else one other function per ABI, by the
+ * versions cuda.h gives: v1 from 11030, v2 from 12000), else f. Can't fail. */
+static void *wrap_self(void *f, int ver)
+{
+	if (f == (void *)P.real_gpa1)
+		return (void *)gpa1_wrap;
+	if (f == (void *)P.real_gpa2)
+		return (void *)gpa2_wrap;
+	if (ver > CUDA_VERSION || ver < 11030)
+		return f;
+	if (ver < 12000) {
+		gpa1_fn old = NULL;
+		return atomic_compare_exchange_strong(&P.alt_gpa1, &old, (gpa1_fn)f) || old == (gpa1_fn)f
+			       ? (void *)gpa1_alt
+			       : f;
+	}
+	gpa2_fn old = NULL;
+	return atomic_compare_exchange_strong(&P.alt_gpa2, &old, (gpa2_fn)f) || old == (gpa2_fn)f ? (void *)gpa2_alt
+												    : f;
+}
 
 /* What to hand out for f, which the driver returned for (sym, ver, flags): a trampoline when f is
  * a function whose ABI we know (the exported symbol of one of ours, or asked for in a version
@@ -162,7 +188,7 @@ static void *wrap(const char *sym, void *f, int ver, cuuint64_t flags)
 	learn_driver(f);
 	pthread_mutex_unlock(&P.lock);
 	if (!strcmp(sym, "cuGetProcAddress")) /* asked of the driver itself, as cudart does */
-		return f == (void *)P.real_gpa1 ? (void *)gpa1_wrap : f == (void *)P.real_gpa2 ? (void *)gpa2_wrap : f;
+		return wrap_self(f, ver);
 	int pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0, k = -1;
 	for (int i = 0; i < TR_N && k < 0; i++) /* the exported symbol itself: its name says the ABI */
 		if (!strcmp(sym, tr[i].ask) && P.drv && P.real_dlsym(P.drv, tr[i].exp) == f)
@@ -181,20 +207,42 @@ static void *wrap(const char *sym, void *f, int ver, cuuint64_t flags)
 	return f;
 }
 
-static CUresult gpa1_wrap(const char *sym, void **pfn, int ver, cuuint64_t flags)
+/* The wrappers: the driver's lookup, then its answer wrapped. */
+static CUresult gpa1_call(gpa1_fn real, const char *sym, void **pfn, int ver, cuuint64_t flags)
 {
-	CUresult r = P.real_gpa1(sym, pfn, ver, flags);
+	CUresult r = real(sym, pfn, ver, flags);
 	if (r == CUDA_SUCCESS && pfn)
 		*pfn = wrap(sym, *pfn, ver, flags);
 	return r;
 }
 
-static CUresult gpa2_wrap(const char *sym, void **pfn, int ver, cuuint64_t flags, CUdriverProcAddressQueryResult *st)
+static CUresult gpa2_call(gpa2_fn real, const char *sym, void **pfn, int ver, cuuint64_t flags,
+			  CUdriverProcAddressQueryResult *st)
 {
-	CUresult r = P.real_gpa2(sym, pfn, ver, flags, st);
+	CUresult r = real(sym, pfn, ver, flags, st);
 	if (r == CUDA_SUCCESS && pfn)
 		*pfn = wrap(sym, *pfn, ver, flags);
 	return r;
+}
+
+static CUresult gpa1_wrap(const char *sym, void **pfn, int ver, cuuint64_t flags)
+{
+	return gpa1_call(P.real_gpa1, sym, pfn, ver, flags);
+}
+
+static CUresult gpa2_wrap(const char *sym, void **pfn, int ver, cuuint64_t flags, CUdriverProcAddressQueryResult *st)
+{
+	return gpa2_call(P.real_gpa2, sym, pfn, ver, flags, st);
+}
+
+static CUresult gpa1_alt(const char *sym, void **pfn, int ver, cuuint64_t flags)
+{
+	return gpa1_call(atomic_load(&P.alt_gpa1), sym, pfn, ver, flags);
+}
+
+static CUresult gpa2_alt(const char *sym, void **pfn, int ver, cuuint64_t flags, CUdriverProcAddressQueryResult *st)
+{
+	return gpa2_call(atomic_load(&P.alt_gpa2), sym, pfn, ver, flags, st);
 }
 
 /* dlsym of a cuGetProcAddress* name (the stub below sends only those here): the driver's, then

@@ -185,6 +185,7 @@ parked static 3 9 10 11 21 22 23 33 34 35 45 46 47 && grep -q "cuGetProcAddress_
 	echo "ok   a static runtime: its driver calls through cuGetProcAddress prove and count the marker; parked, every step numbered"
 run staticint 8,1,3,0 auto 48 VIA_DRIVER="$FAKECUDA" FAKE_CUDA_INTERNAL=1
 parked staticint 3 9 10 11 21 22 23 33 34 35 45 46 47 &&
+	grep -q "cuGetProcAddress_v2 from .*libstepprof" "$T/staticint/stdout" &&
 	echo "ok   the same with a driver whose entry points are not its exported symbols (known by name and version)"
 run staticbypass 8,1,3,0 auto 48 VIA_DRIVER="$FAKECUDA" BYPASS_AT=3
 parked staticbypass 0 9 10 11 21 22 23 33 34 35 45 46 47 && grep -q "came without going through stepprof's hooks" "$T/staticbypass/stderr" &&

@@ -3,8 +3,8 @@
  * statically sees of the driver. It exports cuGetProcAddress and cuGetProcAddress_v2 and hands
  * out its functions by (name, version, flags) as the real one does (cuda.h: cuCtxSynchronize
  * before 13000, cuCtxSynchronize_v2 from 13000; the _ptsz variant with the per-thread flag).
- * With FAKE_CUDA_INTERNAL set it hands out an unexported copy of cuCtxSynchronize (a driver whose
- * entry points are not its exported symbols). Each call fires the driver API callbacks through
+ * With FAKE_CUDA_INTERNAL set it hands out unexported copies of cuCtxSynchronize and of
+ * cuGetProcAddress_v2 itself (a driver whose entry points are not its exported symbols). Each call fires the driver API callbacks through
  * the fake libcupti, as the real driver does through CUPTI. */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -66,11 +66,18 @@ EXPORT unsigned fake_cuda_calls(void)
 EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuuint64_t flags,
 				    CUdriverProcAddressQueryResult *st);
 
+static CUresult gpa_internal(const char *sym, void **pfn, int ver, cuuint64_t flags, CUdriverProcAddressQueryResult *st)
+{
+	return cuGetProcAddress_v2(sym, pfn, ver, flags, st);
+}
+
 static void *lookup(const char *sym, int ver, cuuint64_t flags)
 {
 	int pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
 	if (!strcmp(sym, "cuGetProcAddress"))
-		return ver >= 12000 ? (void *)cuGetProcAddress_v2 : dlsym(RTLD_DEFAULT, "cuGetProcAddress");
+		return ver < 12000			  ? dlsym(RTLD_DEFAULT, "cuGetProcAddress")
+		       : getenv("FAKE_CUDA_INTERNAL") ? (void *)gpa_internal
+						      : (void *)cuGetProcAddress_v2;
 	if (!strcmp(sym, "cuCtxSynchronize") && ver >= 13000)
 		return (void *)cuCtxSynchronize_v2;
 	if (!strcmp(sym, "cuCtxSynchronize") && ver >= 2000)
