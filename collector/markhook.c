@@ -52,11 +52,16 @@ static struct {
 	_Atomic unsigned nested;         /* ... of which proven by a nested driver call (the runtime unseen) */
 	_Atomic unsigned stray;          /* nested driver calls made outside a marker call */
 	_Atomic bool stray_said;         /* strays keep stepprof attached (said once) */
+	_Atomic unsigned extra;          /* hooked marker calls CUPTI did not count as marker calls */
 	_Atomic bool graph;              /* a graph was captured or created while counting */
 	_Atomic bool slow;               /* a re-attach outlasted WAIT_ATTACH_NS (said once) */
 } H;
 
 static __thread int detaching; /* this thread is detaching (sp_hook_detaching) */
+static __thread struct {
+	int watch;    /* the outermost hooked marker call on this thread was made while attached */
+	int reported; /* ... and CUPTI reported it as a marker call */
+} W;
 
 void sp_hook_arm(void)
 {
@@ -96,9 +101,10 @@ int sp_hook_cupti_marker(void)
 {
 	if (sp_thr.hook_counted)
 		return 1;
-	if (sp_thr.hook_depth > 0)
+	if (sp_thr.hook_depth > 0) {
 		atomic_fetch_add_explicit(&H.seen, 1, memory_order_relaxed);
-	else
+		W.reported = 1;
+	} else
 		sp_thr.hook_pending = PEND_WAIT; /* the verdict at its end: did a nested driver call come? */
 	return 0;
 }
@@ -131,7 +137,7 @@ void sp_hook_cupti_marker_end(void)
 
 bool sp_hook_proven(void)
 {
-	return atomic_load(&H.seen) >= SP_HOOK_PROOF && atomic_load(&H.unseen) == 0 &&
+	return atomic_load(&H.seen) >= SP_HOOK_PROOF && atomic_load(&H.unseen) == 0 && atomic_load(&H.extra) == 0 &&
 	       (atomic_load(&H.stray) == 0 || atomic_load(&H.nested) == 0);
 }
 
@@ -203,6 +209,8 @@ int sp_collector_hook_enter(int fn)
 	if (!atomic_load(&H.counting)) {
 		if (w == WANT_NESTED && atomic_fetch_add(&H.stray, 1) == 0)
 			stray_check();
+		W.watch = w == WANT_MARKER; /* CUPTI must report it as a marker call before it ends */
+		W.reported = 0;
 		return fn;
 	}
 	/* a driver call stands for a marker call only where the proof relied on that: otherwise the
@@ -220,6 +228,14 @@ int sp_collector_hook_enter(int fn)
 
 void sp_collector_hook_exit(int h)
 {
-	if (h >= 0 && --sp_thr.hook_depth == 0)
-		sp_thr.hook_counted = 0;
+	if (h < 0 || --sp_thr.hook_depth > 0)
+		return;
+	sp_thr.hook_counted = 0;
+	/* a call the hooks would count that CUPTI did not count (a driver marker's function called
+	 * from inside the runtime, which CUPTI leaves out): the hooks' steps would not be CUPTI's */
+	if (W.watch && !W.reported && !atomic_load(&H.counting) && atomic_fetch_add(&H.extra, 1) == 0)
+		sp_info("a hooked call of %s was not a marker call for CUPTI (made inside a runtime call): the "
+			"hooks cannot count its steps, stepprof stays attached to CUPTI between windows",
+			fns[h].name);
+	W.watch = 0;
 }

@@ -3,7 +3,9 @@
  * CUPTI's callbacks, so that stepprof can let go of CUPTI between windows and still number every
  * step ("parking", cupti_life.c). Relied on only once proven: at least SP_HOOK_PROOF marker calls
  * reported by CUPTI, every one of them made inside a hook or holding exactly one hooked driver call
- * that stands for it (a runtime the hooks cannot see), and no such driver call outside them. Each call is counted once, where it
+ * that stands for it (a runtime the hooks cannot see), and no such driver call outside them; no
+ * hooked call of the marker's function that CUPTI did not count (the runtime's own calls of a
+ * driver marker's function, now that the driver's entry points are hooked too). Each call is counted once, where it
  * entered: by its hook while the hooks count, else by CUPTI's callback. */
 #ifndef SP_MARKHOOK_H
 #define SP_MARKHOOK_H

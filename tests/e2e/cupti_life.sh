@@ -35,8 +35,8 @@ run() {
 	shift 4
 	IFS=, read -r wa wu ac rp <<<"$sched"
 	mkdir -p "$T/$name"
-	printf '[profile]\noutput = %s\n[ranks]\nranks = all\n[schedule]\nwait = %s\nwarmup = %s\nactive = %s\nrepeat = %s\n[marker]\nkind = api\npattern = cudaDeviceSynchronize\n[cupti]\nlibrary = %s\ndetach_between = %s\n' \
-		"$T/$name/out" "$wa" "$wu" "$ac" "$rp" "$B/tests/e2e/libfakecupti.so" "$detach" >"$T/$name/sp.ini"
+	printf '[profile]\noutput = %s\n[ranks]\nranks = all\n[schedule]\nwait = %s\nwarmup = %s\nactive = %s\nrepeat = %s\n[marker]\nkind = api\npattern = %s\n[cupti]\nlibrary = %s\ndetach_between = %s\n' \
+		"$T/$name/out" "$wa" "$wu" "$ac" "$rp" "${MARKER:-cudaDeviceSynchronize}" "$B/tests/e2e/libfakecupti.so" "$detach" >"$T/$name/sp.ini"
 	env "$@" FAKE_CUPTI_LOG="$T/$name/log" STEPPROF_VERBOSE=1 STEPPROF_CONFIG="$T/$name/sp.ini" \
 		LD_PRELOAD="$PRE" timeout 60 "$B/tests/e2e/cupti_life_driver" "$steps" "${STEP_US:-20000}" \
 		>"$T/$name/stdout" 2>"$T/$name/stderr" || bad "$name: driver exited $?: $(tail -3 "$T/$name/stderr")"
@@ -196,6 +196,12 @@ parked staticstray 0 9 10 11 21 22 23 33 34 35 45 46 47 && grep -q "was also cal
 run hookstray 8,1,3,0 auto 48 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" STRAY_AT=3 STRAY_ALL=1
 parked hookstray 3 9 10 11 21 22 23 33 34 35 45 46 47 &&
 	echo "ok   a runtime the hooks see, and the driver function its marker calls also called outside them: parked, only the marker counted"
+# a driver marker (cuCtxSynchronize) called by the program itself once a step, and by its runtime
+# inside a runtime call (one stepprof watches only for nesting): CUPTI counts only the first, the
+# hooks would count both
+MARKER=cuCtxSynchronize run drvinner 8,1,3,0 auto 48 VIA_DRIVER="$FAKECUDA" STRAY_AT=0 STRAY_ALL=1 RT_CBID=5
+parked drvinner 0 9 10 11 21 22 23 33 34 35 45 46 47 && grep -q "was not a marker call for CUPTI" "$T/drvinner/stderr" &&
+	echo "ok   a driver marker whose function the runtime also calls inside its own calls: never parked, every step numbered"
 mkdir -p "$T/staticoff"
 STEPPROF_PROFILE_ENABLED=0 LD_PRELOAD="$PRE" VIA_DRIVER="$FAKECUDA" PRINT_STEPS=1 timeout 60 \
 	"$B/tests/e2e/cupti_life_driver" 5 1000 >"$T/staticoff/stdout" 2>"$T/staticoff/stderr"

@@ -43,6 +43,10 @@ int main(int argc, char **argv)
 	int print = getenv("PRINT_STEPS") != NULL;
 	typedef CUresult (*gpa_t)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
 	CUresult (*ctx_sync)(void) = NULL, (*ctx_sync2)(CUcontext) = NULL;
+	/* RT_CBID: the runtime call each step makes (a callback id the fake names cuda_other_N: a call
+	 * stepprof watches only for what it nests) */
+	unsigned rt_cbid = getenv("RT_CBID") ? (unsigned)atoi(getenv("RT_CBID"))
+					     : CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020;
 	int stray_at = getenv("STRAY_AT") ? atoi(getenv("STRAY_AT")) : -1, stray_all = getenv("STRAY_ALL") != NULL;
 	if (getenv("VIA_DRIVER")) {
 		void *h = dlopen(getenv("VIA_DRIVER"), RTLD_NOW | RTLD_LOCAL), *p = NULL;
@@ -108,15 +112,13 @@ int main(int argc, char **argv)
 				ctx_sync();
 			goto timed;
 		}
-		seen += fire && fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
-				     0, corr);
+		seen += fire && fire(CUPTI_CB_DOMAIN_RUNTIME_API, rt_cbid, 0, corr);
 		if (ctx_sync && i != bypass_at)
 			ctx_sync();
 		if (sync_us)
 			usleep(sync_us);
 		if (fire)
-			fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 1,
-			     corr);
+			fire(CUPTI_CB_DOMAIN_RUNTIME_API, rt_cbid, 1, corr);
 		if (ctx_sync && (i == stray_at || (stray_all && i > stray_at && stray_at >= 0)))
 			ctx_sync();
 		corr++;
