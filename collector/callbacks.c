@@ -123,11 +123,15 @@ static void detect_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const C
 	if (sp_thr.after_pending && sp_thr.after_cb[d] == cbid)
 		sp_win_after_exit(t); /* the iteration ended with this call */
 	if (cbid < SP_CBID_MAX && sp_col.api_marker[d][cbid] && !(d && sp_thr.in_nest) && sp_thr.mk_depth > 0 &&
-	    --sp_thr.mk_depth == 0 && strstr(sp_intern_lookup(sp_cbset_api_name(dom, cbid)), "Stop"))
-		for (int i = 0; i < sp_col.nmk; i++)
-			if (sp_col.mk[i].kind == SP_MARK_PROFILER_RANGE)
-				sp_win_detect(i, SP_TOK_API, 0, sp_cbset_api_name(dom, cbid), t, cd->correlationId,
-					      cbid, d);
+	    --sp_thr.mk_depth == 0) {
+		if (sp_thr.hook_pending)
+			sp_hook_cupti_marker_end(); /* the proof of a call no hook saw (markhook.h) */
+		if (strstr(sp_intern_lookup(sp_cbset_api_name(dom, cbid)), "Stop"))
+			for (int i = 0; i < sp_col.nmk; i++)
+				if (sp_col.mk[i].kind == SP_MARK_PROFILER_RANGE)
+					sp_win_detect(i, SP_TOK_API, 0, sp_cbset_api_name(dom, cbid), t,
+						      cd->correlationId, cbid, d);
+	}
 }
 
 /* A boundary happened outside a CUDA call (split_at): this call's correlation id splits there. */
@@ -319,7 +323,7 @@ void CUPTIAPI sp_cb_on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callba
 			sp_cupti_life_missed("a marker call began while detached");
 		sp_thr.gen = gen;
 		sp_thr.in_rt = sp_thr.in_rt_launch = sp_thr.mk_depth = sp_thr.after_pending = sp_thr.defer_off =
-			sp_thr.marking = 0;
+			sp_thr.marking = sp_thr.hook_pending = 0;
 		sp_thr.cur_cb[0] = sp_thr.cur_cb[1] = 0;
 	}
 	if (mk && site == CUPTI_API_ENTER && sp_thr.marking++ == 0)

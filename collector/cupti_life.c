@@ -96,7 +96,7 @@ int sp_cupti_life_enter_slow(enum sp_enter who)
  * in progress or waiting once callbacks have drained (the hooks hold new hooked calls meanwhile). Returns 0 (state NONE or GONE), 1
  * if a marker call was in progress (called off: state back to ATTACHED, nothing lost), or -1 if
  * callbacks did not drain (likewise, and warned). */
-static int detach(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_ns)
+static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_ns)
 {
 	atomic_store(&sp_hold.state, SP_HOLD_QUIESCING);
 	if (drain() < 0) {
@@ -133,6 +133,16 @@ static int detach(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_ns)
 	atomic_fetch_add(&sp_hold.generation, 1);
 	atomic_store(&sp_hold.state, for_good ? SP_HOLD_GONE : SP_HOLD_NONE);
 	return 0;
+}
+
+/* detach_body on this thread, marked as the detaching one: a hooked driver call that CUPTI itself
+ * makes while it is torn down does not wait for the detach it is part of (markhook.c). */
+static int detach(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_ns)
+{
+	sp_hook_detaching(1);
+	int r = detach_body(sub, for_good, fin_ns);
+	sp_hook_detaching(0);
+	return r;
 }
 
 /* Registers the timestamp and buffer callbacks of this CUPTI instance, once: the writer thread

@@ -19,7 +19,20 @@
 
 #define WAIT_ATTACH_NS 1000000000ull /* longest a marker call waits for a re-attach before its window */
 
-enum { WANT_NONE, WANT_MARKER, WANT_GRAPH };
+/* WANT_NESTED: a driver function that a runtime marker's function calls (hookfns.h SP_HOOK_NESTED) */
+enum { WANT_NONE, WANT_MARKER, WANT_GRAPH, WANT_NESTED };
+
+/* sp_thr.hook_pending: where the proof stands on this thread's marker call that CUPTI reported
+ * outside any hook: none, waiting for a nested driver call, one seen, more than one seen. */
+enum { PEND_NONE, PEND_WAIT, PEND_ONE, PEND_MANY };
+
+static const struct {
+	uint8_t rt, drv; /* enum sp_hook_fn */
+} nested[] = {
+#define SP_NESTED_ROW(rt, drv) { SP_HOOK_##rt, SP_HOOK_##drv },
+	SP_HOOK_NESTED(SP_NESTED_ROW)
+#undef SP_NESTED_ROW
+};
 
 static const struct {
 	const char *name; /* as CUPTI names it, without the version suffix */
@@ -32,16 +45,27 @@ static const struct {
 
 static struct {
 	_Atomic uint8_t want[SP_HOOK_N]; /* WANT_*: a marker's function, a graph's capture or creation */
-	uint32_t name[SP_HOOK_N];        /* interned name of a marker's function */
+	uint32_t name[SP_HOOK_N];        /* interned name of a marker's function (a nested one: its caller's) */
+	uint8_t drv[SP_HOOK_N];          /* the name is a driver function's (1) or a runtime function's (0) */
 	uint8_t flags[SP_HOOK_N];        /* its detector token's flags (driver, synchronising) */
 	_Atomic uint32_t anchor;         /* auto: the anchor call the hooks follow (sp_hook_follow), 0 none */
 	uint32_t probes;                 /* auto: the detector's probes said so far (writer thread) */
 	_Atomic int counting;            /* the hooks count marker calls (stepprof is detached) */
 	_Atomic bool need_attach;        /* a marker call waits for the re-attach before its window */
 	_Atomic unsigned seen, unseen;   /* marker calls CUPTI reported inside / outside a hook */
+	_Atomic unsigned nested;         /* ... of which proven by a nested driver call (the runtime unseen) */
+	_Atomic unsigned stray;          /* nested driver calls made outside a marker call */
+	_Atomic bool stray_said;         /* strays keep stepprof attached (said once) */
+	_Atomic unsigned extra;          /* hooked marker calls CUPTI did not count as marker calls */
 	_Atomic bool graph;              /* a graph was captured or created while counting */
 	_Atomic bool slow;               /* a re-attach outlasted WAIT_ATTACH_NS (said once) */
 } H;
+
+static __thread int detaching; /* this thread is detaching (sp_hook_detaching) */
+static __thread struct {
+	int watch;    /* the outermost hooked marker call on this thread was made while attached */
+	int reported; /* ... and CUPTI reported it as a marker call */
+} W;
 
 void sp_hook_arm(void)
 {
@@ -51,6 +75,7 @@ void sp_hook_arm(void)
 		int m = api && sp_coll_glob(mk->pattern, fns[i].name);
 		const char *n = fns[i].name;
 		H.name[i] = sp_intern(n);
+		H.drv[i] = fns[i].drv;
 		/* as tokglue.c classifies the call for automatic detection (cbsets.c's api_sync) */
 		H.flags[i] = (uint8_t)((fns[i].drv ? SP_TOKF_DRIVER : 0) |
 				       (sp_coll_glob(fns[i].drv ? "cu*Synchronize*" : "cuda*Synchronize*", n) ||
@@ -59,6 +84,22 @@ void sp_hook_arm(void)
 					: 0));
 		atomic_store(&H.want[i], m ? WANT_MARKER : fns[i].graph ? WANT_GRAPH : WANT_NONE);
 	}
+	/* the driver functions a marked runtime function calls count its calls under its name, where
+	 * the runtime call itself is out of the hooks' sight; a function marked itself stays a marker */
+	for (size_t k = 0; k < sizeof nested / sizeof nested[0]; k++) {
+		unsigned rt = nested[k].rt, drv = nested[k].drv;
+		if (atomic_load(&H.want[rt]) != WANT_MARKER || atomic_load(&H.want[drv]) != WANT_NONE)
+			continue;
+		H.name[drv] = H.name[rt];
+		H.drv[drv] = 0;
+		H.flags[drv] = H.flags[rt];
+		atomic_store(&H.want[drv], WANT_NESTED);
+	}
+}
+
+void sp_hook_detaching(int on)
+{
+	detaching = on;
 }
 
 int sp_hook_follow(uint32_t anchor)
@@ -78,6 +119,7 @@ int sp_hook_follow(uint32_t anchor)
 		atomic_store(&H.want[i], i == fn ? WANT_MARKER : fns[i].graph ? WANT_GRAPH : WANT_NONE);
 	atomic_store(&H.seen, 0); /* another call: proven anew */
 	atomic_store(&H.unseen, 0);
+	atomic_store(&H.extra, 0);
 	atomic_store(&H.anchor, anchor);
 	return fn;
 }
@@ -113,7 +155,18 @@ void sp_auto_life_after(const struct sp_life_view *v, struct sp_stepdet *det, in
 
 int sp_hook_cupti_anchor(uint32_t name)
 {
-	return name && name == atomic_load_explicit(&H.anchor, memory_order_relaxed) ? sp_hook_cupti_marker() : 0;
+	if (!name || name != atomic_load_explicit(&H.anchor, memory_order_relaxed))
+		return 0;
+	if (sp_thr.hook_counted)
+		return 1;
+	/* an anchor is proven by its own hook only (no nested driver call stands for it) */
+	if (sp_thr.hook_depth > 0) {
+		atomic_fetch_add_explicit(&H.seen, 1, memory_order_relaxed);
+		W.reported = 1;
+	} else if (atomic_fetch_add(&H.unseen, 1) == 0)
+		sp_info("a step anchor call came without going through stepprof's hooks (a runtime linked in "
+			"statically, or a function looked up by hand): stepprof stays attached to CUPTI between windows");
+	return 0;
 }
 
 void sp_hook_disarm(void)
@@ -126,18 +179,44 @@ int sp_hook_cupti_marker(void)
 {
 	if (sp_thr.hook_counted)
 		return 1;
-	if (sp_thr.hook_depth > 0)
+	if (sp_thr.hook_depth > 0) {
 		atomic_fetch_add_explicit(&H.seen, 1, memory_order_relaxed);
-	else if (atomic_fetch_add(&H.unseen, 1) == 0)
-		sp_info("a %s call came without going through stepprof's hooks (a runtime linked in statically, "
-			"or a function looked up by hand): stepprof stays attached to CUPTI between windows",
-			atomic_load(&H.anchor) ? "step anchor" : "marker");
+		W.reported = 1;
+	} else
+		sp_thr.hook_pending = PEND_WAIT; /* the verdict at its end: did a nested driver call come? */
 	return 0;
+}
+
+/* Nested driver calls stand for marker calls (some runtime is out of the hooks' sight) and one came
+ * outside them: the hooks would count a step that is none. Said once. */
+static void stray_check(void)
+{
+	if (atomic_load(&H.stray) && atomic_load(&H.nested) && !atomic_exchange(&H.stray_said, true))
+		sp_info("a driver function that stands for the marker's calls (the runtime's own are out of "
+			"stepprof's sight) was also called outside them: stepprof stays attached to CUPTI between "
+			"windows");
+}
+
+void sp_hook_cupti_marker_end(void)
+{
+	int p = sp_thr.hook_pending;
+	sp_thr.hook_pending = PEND_NONE;
+	if (p == PEND_ONE) {
+		atomic_fetch_add_explicit(&H.seen, 1, memory_order_relaxed);
+		if (atomic_fetch_add(&H.nested, 1) == 0)
+			stray_check();
+	} else if (p != PEND_NONE && atomic_fetch_add(&H.unseen, 1) == 0)
+		sp_info(p == PEND_MANY ? "a marker call made more than one of the driver calls that stand for it: "
+					 "stepprof stays attached to CUPTI between windows"
+				       : "a marker call came without going through stepprof's hooks (a runtime "
+					 "linked in statically whose driver calls were not seen, or a function looked "
+					 "up by hand): stepprof stays attached to CUPTI between windows");
 }
 
 bool sp_hook_proven(void)
 {
-	return atomic_load(&H.seen) >= SP_HOOK_PROOF && atomic_load(&H.unseen) == 0;
+	return atomic_load(&H.seen) >= SP_HOOK_PROOF && atomic_load(&H.unseen) == 0 && atomic_load(&H.extra) == 0 &&
+	       (atomic_load(&H.stray) == 0 || atomic_load(&H.nested) == 0);
 }
 
 void sp_hook_count(int on)
@@ -191,15 +270,30 @@ int sp_collector_hook_enter(int fn)
 	if ((unsigned)fn >= SP_HOOK_N)
 		return -1;
 	int st = atomic_load_explicit(&sp_hold.state, memory_order_relaxed);
-	if (__builtin_expect(st == SP_HOLD_QUIESCING || st == SP_HOLD_DETACHING, 0))
-		wait_detach();
+	if (__builtin_expect(st == SP_HOLD_QUIESCING || st == SP_HOLD_DETACHING, 0) && !detaching)
+		wait_detach(); /* (libcupti may reach the driver through our trampolines: not on its own detach) */
 	unsigned w = atomic_load_explicit(&H.want[fn], memory_order_relaxed);
-	if (w != WANT_MARKER) {
+	if (w != WANT_MARKER && w != WANT_NESTED) {
 		if (w == WANT_GRAPH && atomic_load_explicit(&H.counting, memory_order_relaxed))
 			atomic_store(&H.graph, true);
 		return -1;
 	}
-	if (sp_thr.hook_depth++ > 0 || !atomic_load(&H.counting))
+	if (sp_thr.hook_depth++ > 0)
+		return fn;
+	if (sp_thr.hook_pending != PEND_NONE) { /* inside a marker call CUPTI counted: the proof only */
+		sp_thr.hook_pending = sp_thr.hook_pending == PEND_WAIT ? PEND_ONE : PEND_MANY;
+		return fn;
+	}
+	if (!atomic_load(&H.counting)) {
+		if (w == WANT_NESTED && atomic_fetch_add(&H.stray, 1) == 0)
+			stray_check();
+		W.watch = w == WANT_MARKER; /* CUPTI must report it as a marker call before it ends */
+		W.reported = 0;
+		return fn;
+	}
+	/* a driver call stands for a marker call only where the proof relied on that: otherwise the
+	 * runtime's hooks count (a nested call is inside one) and this one is none of them */
+	if (w == WANT_NESTED && !atomic_load_explicit(&H.nested, memory_order_relaxed))
 		return fn;
 	/* the schedule's step (automatic detection numbers its regimes' steps apart from it) */
 	int64_t sched = sp_stepdet_sched_step(sp_col.mk[0].det, sp_col.step);
@@ -207,7 +301,7 @@ int sp_collector_hook_enter(int fn)
 		wait_attached(); /* CUPTI counts this one if the re-attach came in time */
 	if (atomic_load(&H.counting)) {
 		sp_thr.hook_counted = 1;
-		sp_win_detect(0, SP_TOK_API, H.flags[fn], H.name[fn], sp_now_ns(), 0, 0, fns[fn].drv);
+		sp_win_detect(0, SP_TOK_API, H.flags[fn], H.name[fn], sp_now_ns(), 0, 0, H.drv[fn]);
 	}
 	return fn;
 }
@@ -221,4 +315,11 @@ void sp_collector_hook_exit(int h)
 	if (sp_thr.hook_counted && sp_thr.after_pending)
 		sp_win_after_exit(sp_now_ns());
 	sp_thr.hook_counted = 0;
+	/* a call the hooks would count that CUPTI did not count (a driver marker's function called
+	 * from inside the runtime, which CUPTI leaves out): the hooks' steps would not be CUPTI's */
+	if (W.watch && !W.reported && !atomic_load(&H.counting) && atomic_fetch_add(&H.extra, 1) == 0)
+		sp_info("a hooked call of %s was not a marker call for CUPTI (made inside a runtime call): the "
+			"hooks cannot count its steps, stepprof stays attached to CUPTI between windows",
+			fns[h].name);
+	W.watch = 0;
 }

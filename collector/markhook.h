@@ -2,7 +2,10 @@
 /* markhook.h - marker calls counted by the preload's hooks (collector/hookfns.h) rather than by
  * CUPTI's callbacks, so that stepprof can let go of CUPTI between windows and still number every
  * step ("parking", cupti_life.c). Relied on only once proven: at least SP_HOOK_PROOF marker calls
- * reported by CUPTI, every one of them made inside a hook. Each call is counted once, where it
+ * reported by CUPTI, every one of them made inside a hook or holding exactly one hooked driver call
+ * that stands for it (a runtime the hooks cannot see), and no such driver call outside them; no
+ * hooked call of the marker's function that CUPTI did not count (the runtime's own calls of a
+ * driver marker's function, now that the driver's entry points are hooked too). Each call is counted once, where it
  * entered: by its hook while the hooks count, else by CUPTI's callback. */
 #ifndef SP_MARKHOOK_H
 #define SP_MARKHOOK_H
@@ -35,6 +38,10 @@ int sp_auto_life(struct sp_life_view *v, struct sp_stepdet *det, int64_t *step);
 /* After the tick (without sp_col.lock): the detector is blind exactly while parked (act: enum
  * sp_life_act). This function can't fail. */
 void sp_auto_life_after(const struct sp_life_view *v, struct sp_stepdet *det, int act);
+/* The end of the marker call that sp_hook_cupti_marker reported (its outermost CUPTI exit on this
+ * thread): a call no hook saw is proven by exactly one nested driver call (hookfns.h
+ * SP_HOOK_NESTED) seen by the hooks in between. Can't fail. */
+void sp_hook_cupti_marker_end(void);
 /* The hooks have seen every marker call CUPTI reported, SP_HOOK_PROOF of them at least. */
 bool sp_hook_proven(void);
 /* The hooks count marker calls from now on (1, before a detach) or no longer (0, after a re-attach). */
@@ -43,6 +50,9 @@ void sp_hook_count(int on);
 bool sp_hook_need_attach(void);
 /* A CUDA graph was captured or created while the hooks counted (once; clears it). */
 bool sp_hook_graph_made(void);
+/* This thread detaches from CUPTI (1) or is done (0): a hooked call it makes meanwhile (CUPTI
+ * reaching the driver through a trampoline of preload/procaddr.c) does not wait for that detach. */
+void sp_hook_detaching(int on);
 /* Nothing to count any more (the schedule is done): the hooks cost one load again. */
 void sp_hook_disarm(void);
 

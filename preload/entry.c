@@ -11,6 +11,7 @@
 #include <string.h>
 #include "collector/collector.h"
 #include "collector/log.h"
+#include "entry.h"
 #include "resolve.h"
 
 #define SP_EXPORT __attribute__((visibility("default")))
@@ -24,11 +25,16 @@ static int is_off(const char *v)
 	return v && (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcasecmp(v, "off"));
 }
 
+int sp_preload_enabled(void)
+{
+	return !is_off(getenv("STEPPROF_PROFILE_ENABLED"));
+}
+
 __attribute__((constructor)) static void sp_entry_init(void)
 {
 	Dl_info info;
 	const char *prev = getenv("CUDA_INJECTION64_PATH");
-	if (is_off(getenv("STEPPROF_PROFILE_ENABLED")))
+	if (!sp_preload_enabled())
 		return;
 	if (!dladdr((void *)sp_entry_init, &info) || !info.dli_fname)
 		return;

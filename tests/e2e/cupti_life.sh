@@ -43,8 +43,8 @@ run() {
 	shift 4
 	IFS=, read -r wa wu ac rp <<<"$sched"
 	mkdir -p "$T/$name"
-	local mk='kind = api\npattern = cudaDeviceSynchronize'
-	[ "${MARKER:-api}" = auto ] && mk='kind = auto'
+	local mk="kind = api\npattern = ${MARKER:-cudaDeviceSynchronize}"
+	[ "${MARKER:-}" = auto ] && mk='kind = auto'
 	printf "[profile]\noutput = %s\n[ranks]\nranks = all\n[schedule]\nwait = %s\nwarmup = %s\nactive = %s\nrepeat = %s\n[marker]\n$mk\n[cupti]\nlibrary = %s\ndetach_between = %s\n" \
 		"$T/$name/out" "$wa" "$wu" "$ac" "$rp" "$B/tests/e2e/libfakecupti.so" "$detach" >"$T/$name/sp.ini"
 	env "$@" FAKE_CUPTI_LOG="$T/$name/log" STEPPROF_VERBOSE=1 STEPPROF_CONFIG="$T/$name/sp.ini" \
@@ -234,4 +234,40 @@ autopark autochange 1 "$K20 9:60 10:60 11:60 21:60 22:60 23:60" && {
 		grep -q "automatic steps (re-lock): regime 2, period 61 calls (60 launches)" "$T/autochange/stderr"
 } && echo "ok   auto marker parked, the loop changes: the step's time stands out, re-attached, the counted step refuted, re-locked on 60 kernels a step" ||
 	bad "autochange: $(grep -v begins "$T/autochange/stderr" | grep -E 'took over|re-attached|did not match|re-lock' | head -5)"
+
+# a runtime linked in statically (llm.c, any nvcc program): its marker calls never reach the hooks;
+# it reaches the driver through cuGetProcAddress (dlsym'ed from a libcuda loaded out of the global
+# scope), and the driver call nested in each marker call stands for it
+FAKECUDA=$B/tests/e2e/fakecuda/libcuda.so.1
+run static 8,1,3,0 auto 48 VIA_DRIVER="$FAKECUDA"
+parked static 3 9 10 11 21 22 23 33 34 35 45 46 47 && grep -q "cuGetProcAddress_v2 from .*libstepprof" "$T/static/stdout" &&
+	echo "ok   a static runtime: its driver calls through cuGetProcAddress prove and count the marker; parked, every step numbered"
+run staticint 8,1,3,0 auto 48 VIA_DRIVER="$FAKECUDA" FAKE_CUDA_INTERNAL=1
+parked staticint 3 9 10 11 21 22 23 33 34 35 45 46 47 &&
+	grep -q "cuGetProcAddress_v2 from .*libstepprof" "$T/staticint/stdout" &&
+	echo "ok   the same with a driver whose entry points are not its exported symbols (known by name and version)"
+run staticbypass 8,1,3,0 auto 48 VIA_DRIVER="$FAKECUDA" BYPASS_AT=3
+parked staticbypass 0 9 10 11 21 22 23 33 34 35 45 46 47 && grep -q "came without going through stepprof's hooks" "$T/staticbypass/stderr" &&
+	echo "ok   a static runtime's marker call without its driver call: never parked, and said"
+run staticstray 8,1,3,0 auto 48 VIA_DRIVER="$FAKECUDA" STRAY_AT=3
+parked staticstray 0 9 10 11 21 22 23 33 34 35 45 46 47 && grep -q "was also called outside them" "$T/staticstray/stderr" &&
+	echo "ok   the driver call made once outside a marker call: never parked (it would count a step that is none), and said"
+run hookstray 8,1,3,0 auto 48 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" STRAY_AT=3 STRAY_ALL=1
+parked hookstray 3 9 10 11 21 22 23 33 34 35 45 46 47 &&
+	echo "ok   a runtime the hooks see, and the driver function its marker calls also called outside them: parked, only the marker counted"
+# a driver marker (cuCtxSynchronize) called by the program itself once a step, and by its runtime
+# inside a runtime call (one stepprof watches only for nesting): CUPTI counts only the first, the
+# hooks would count both
+MARKER=cuCtxSynchronize run drvinner 8,1,3,0 auto 48 VIA_DRIVER="$FAKECUDA" STRAY_AT=0 STRAY_ALL=1 RT_CBID=5
+parked drvinner 0 9 10 11 21 22 23 33 34 35 45 46 47 && grep -q "was not a marker call for CUPTI" "$T/drvinner/stderr" &&
+	echo "ok   a driver marker whose function the runtime also calls inside its own calls: never parked, every step numbered"
+mkdir -p "$T/staticoff"
+STEPPROF_PROFILE_ENABLED=0 LD_PRELOAD="$PRE" VIA_DRIVER="$FAKECUDA" PRINT_STEPS=1 timeout 60 \
+	"$B/tests/e2e/cupti_life_driver" 5 1000 >"$T/staticoff/stdout" 2>"$T/staticoff/stderr"
+if grep -q "cuGetProcAddress_v2 from $FAKECUDA" "$T/staticoff/stdout" && [ "$(grep -c '^STEP' "$T/staticoff/stdout")" = 5 ] &&
+	! grep -q stepprof "$T/staticoff/stderr"; then
+	echo "ok   stepprof off: cuGetProcAddress is the driver's own, nothing wrapped"
+else
+	bad "staticoff: $(cat "$T/staticoff/stdout" "$T/staticoff/stderr" | head -5)"
+fi
 exit $fail

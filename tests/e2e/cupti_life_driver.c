@@ -8,11 +8,18 @@
  * set it prints "STEP i MS" as each step ends (bench/outside.py's format) and runs without stepprof
  * too. With VIA_CUDART=PATH it loads that stand-in libcudart (fakecudart.c) and makes each step's
  * cudaDeviceSynchronize through the dynamic linker, as libtorch does (stepprof's hook first); with
- * BYPASS_AT=i, step i's call goes straight to it (a caller the hook cannot see). With LAUNCHES=N each
- * step first launches N kernels "adam_fake_K" through the driver API (fake_cupti_launch: callbacks
- * if enabled, a kernel record if CONCURRENT_KERNEL is on), and from step CHANGE_AT on LAUNCHES2
- * kernels "eval_fake_K" in steps of STEP2_US (the program's loop changes). Prints "driver: N of
- * M syncs seen" (callbacks stepprof had enabled), and with LAUNCHES "driver: K of L launches seen". */
+ * BYPASS_AT=i, step i's call goes straight to it (a caller the hook cannot see). With VIA_DRIVER=PATH
+ * it is a runtime linked in statically: it dlopens that stand-in libcuda (fakecuda.c) out of the
+ * global scope, looks up cuGetProcAddress_v2 with dlsym, asks it for itself and for
+ * cuCtxSynchronize, and each step's cudaDeviceSynchronize (its runtime callbacks) calls that in
+ * between; BYPASS_AT=i leaves step i's driver call out, STRAY_AT=i adds one after step i's
+ * marker call (STRAY_ALL: after every marker call from then on; with VIA_CUDART too: a runtime the
+ * hooks see, beside driver calls of its own). With LAUNCHES=N each step first launches N kernels
+ * "adam_fake_K" through the driver API (fake_cupti_launch: callbacks if enabled, a kernel record if
+ * CONCURRENT_KERNEL is on), and from step CHANGE_AT on LAUNCHES2 kernels "eval_fake_K" in steps of
+ * STEP2_US (the program's loop changes). Prints "driver: N of M syncs seen" (callbacks stepprof had
+ * enabled), and with LAUNCHES "driver: K of L launches seen". */
+#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -38,6 +45,30 @@ int main(int argc, char **argv)
 {
 	int steps = argc > 1 ? atoi(argv[1]) : 40, step_us = argc > 2 ? atoi(argv[2]) : 8000, seen = 0;
 	int print = getenv("PRINT_STEPS") != NULL;
+	typedef CUresult (*gpa_t)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+	CUresult (*ctx_sync)(void) = NULL, (*ctx_sync2)(CUcontext) = NULL;
+	/* RT_CBID: the runtime call each step makes (a callback id the fake names cuda_other_N: a call
+	 * stepprof watches only for what it nests) */
+	unsigned rt_cbid = getenv("RT_CBID") ? (unsigned)atoi(getenv("RT_CBID"))
+					     : CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020;
+	int stray_at = getenv("STRAY_AT") ? atoi(getenv("STRAY_AT")) : -1, stray_all = getenv("STRAY_ALL") != NULL;
+	if (getenv("VIA_DRIVER")) {
+		void *h = dlopen(getenv("VIA_DRIVER"), RTLD_NOW | RTLD_LOCAL), *p = NULL;
+		gpa_t gpa = h ? (gpa_t)dlsym(h, "cuGetProcAddress_v2") : NULL;
+		CUdriverProcAddressQueryResult st;
+		if (!gpa || gpa("cuGetProcAddress", &p, 12000, 0, &st) || !p) {
+			fprintf(stderr, "driver: no cuGetProcAddress in %s\n", getenv("VIA_DRIVER"));
+			return 2;
+		}
+		Dl_info di;
+		printf("driver: cuGetProcAddress_v2 from %s\n", dladdr(p, &di) && di.dli_fname ? di.dli_fname : "?");
+		gpa = (gpa_t)p;
+		if (gpa("cuCtxSynchronize", (void **)&ctx_sync, 2000, 0, &st) ||
+		    gpa("cuCtxSynchronize", (void **)&ctx_sync2, 13000, 0, &st) || ctx_sync2((CUcontext)0x5eed)) {
+			fprintf(stderr, "driver: cuCtxSynchronize (2000) or cuCtxSynchronize_v2 (13000) failed\n");
+			return 2;
+		}
+	}
 	int (*init)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "InitializeInjection");
 	if (!init && !print) {
 		fprintf(stderr, "driver: no InitializeInjection (preload libstepprof)\n");
@@ -94,15 +125,19 @@ int main(int argc, char **argv)
 		usleep((changed ? step2_us : step_us) - sync_us);
 		if (sync) {
 			(i == bypass_at ? direct : sync)();
+			if (ctx_sync && (i == stray_at || (stray_all && i > stray_at && stray_at >= 0)))
+				ctx_sync();
 			goto timed;
 		}
-		seen += fire && fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
-				     0, corr);
+		seen += fire && fire(CUPTI_CB_DOMAIN_RUNTIME_API, rt_cbid, 0, corr);
+		if (ctx_sync && i != bypass_at)
+			ctx_sync();
 		if (sync_us)
 			usleep(sync_us);
 		if (fire)
-			fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 1,
-			     corr);
+			fire(CUPTI_CB_DOMAIN_RUNTIME_API, rt_cbid, 1, corr);
+		if (ctx_sync && (i == stray_at || (stray_all && i > stray_at && stray_at >= 0)))
+			ctx_sync();
 		corr++;
 	timed:
 		if (print) {

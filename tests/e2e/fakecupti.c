@@ -136,6 +136,8 @@ CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t cbid,
 			snprintf(F.names[k][cbid], 48, "cudaLaunchKernel_v7000");
 		else if (k && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel)
 			snprintf(F.names[k][cbid], 48, "cuLaunchKernel");
+		else if (k && cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize)
+			snprintf(F.names[k][cbid], 48, "cuCtxSynchronize");
 		else
 			snprintf(F.names[k][cbid], 48, "%s_other_%u", k ? "cu" : "cuda", cbid);
 	}

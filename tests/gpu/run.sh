@@ -119,6 +119,16 @@ workload_test() {
 t_wl_kernel() { workload_test shared kernel step_marker; }
 t_wl_kernel_static() { workload_test static kernel step_marker; }
 t_wl_api() { workload_test shared api 'cudaDeviceSynchronize*'; }
+# the runtime linked in statically (nvcc's default, as llm.c) with an api marker: its
+# cudaDeviceSynchronize reaches stepprof only as the driver call it gets through cuGetProcAddress
+# (preload/procaddr.c); once that is proven, stepprof parks between windows (always: the workload
+# captures a CUDA graph) and each window still holds exactly its steps and kernels
+t_wl_park_static() {
+	local WL_SCHED=10,8,1,3,3 # records 19-21, 31-33, 43-45; 8 steps between windows
+	STEPPROF_VERBOSE=1 STEPPROF_CUPTI_DETACH_BETWEEN=always workload_test static api cudaDeviceSynchronize
+	grep -aE "detached from CUPTI in step [0-9]+ until the next window" stderr.log ||
+		{ grep -a '^stepprof:' stderr.log | grep -aiE "hook|attach|driver|marker" | head; die "the static runtime did not park between windows"; }
+}
 t_wl_range() { workload_test shared profiler_range '' --profiler-range; }
 
 t_wl_auto() {
@@ -328,7 +338,7 @@ t_inert_true() { inert_test /bin/true; }
 t_inert_python() { inert_test "$PY" -c 'print(1)'; }
 t_inert_torch() { inert_test "$PY" -c 'import torch; print(torch.__version__)'; }
 
-TESTS=(selftest build wl-kernel wl-kernel-static wl-api wl-range wl-auto mlp-torch mlp-auto mlp-kernel
+TESTS=(selftest build wl-kernel wl-kernel-static wl-api wl-park-static wl-range wl-auto mlp-torch mlp-auto mlp-kernel
 	torchrun bash-c coexist inert-true inert-python inert-torch mlp-memory mlp-stacks nvtx short-run nomalloc-lib)
 ONCE="selftest build"
 echo "stepprof GPU suite: build $BUILD, output $OUT"

@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: MIT */
+/* procaddr.c - driver entry points handed out by cuGetProcAddress. A CUDA runtime (linked in
+ * statically, or libcudart.so itself) dlopens libcuda.so.1, looks up cuGetProcAddress_v2 with
+ * dlsym and gets every driver function through it: the dynamic linker never sees those calls, so
+ * markers.c cannot. Here dlsym, cuGetProcAddress and cuGetProcAddress_v2 are interposed; a lookup
+ * of cuGetProcAddress* gets our wrapper, which hands out a counting trampoline for the driver
+ * functions that step markers need (collector/hookfns.h) and only where it knows the ABI of what
+ * the driver returned; everything else passes through untouched. Never changes what a lookup
+ * finds for anyone else: dlsym keeps its caller's address for RTLD_NEXT (an assembly stub jumps
+ * to the real one). Everything passes through when stepprof is off. */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include "collector/collector.h"
+#include "collector/hookfns.h"
+#include "collector/log.h"
+#include "entry.h"
+#include "resolve.h"
+
+#define SP_EXPORT __attribute__((visibility("default")))
+#define ANY_PT 2 /* a function without per-thread variant: the same whatever the flags */
+
+typedef CUresult (*gpa1_fn)(const char *, void **, int, cuuint64_t);
+typedef CUresult (*gpa2_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+
+static const char *const drv_libs[] = { "libcuda.so.1", "libcuda.so", NULL };
+
+/* The trampolines: X(hook, name asked for, first version, versions up to (excluded), per-thread:
+ * 0 legacy, 1 per-thread, ANY_PT, the driver's exported symbol of this ABI, params, args). The
+ * version bounds come from cuda.h (CUDA 13.0): a function's ABI changes only under a new _vN
+ * name at a new version; versions above the header's are trusted only when the driver returned
+ * the exported symbol itself, whose name fixes the ABI. */
+#define SP_TRAMPOLINES(X)                                                                                      \
+	X(cuCtxSynchronize, "cuCtxSynchronize", 2000, 13000, ANY_PT, "cuCtxSynchronize", (void), ())           \
+	X(cuCtxSynchronize_v2, "cuCtxSynchronize", 13000, 99999, ANY_PT, "cuCtxSynchronize_v2", (CUcontext c), \
+	  (c))                                                                                                 \
+	X(cuStreamSynchronize, "cuStreamSynchronize", 2000, 99999, 0, "cuStreamSynchronize", (CUstream s), (s)) \
+	X(cuStreamSynchronize_ptsz, "cuStreamSynchronize", 7000, 99999, 1, "cuStreamSynchronize_ptsz",          \
+	  (CUstream s), (s))                                                                                   \
+	X(cuEventSynchronize, "cuEventSynchronize", 2000, 99999, ANY_PT, "cuEventSynchronize", (CUevent e), (e)) \
+	X(cuEventRecord, "cuEventRecord", 2000, 99999, 0, "cuEventRecord", (CUevent e, CUstream s), (e, s))     \
+	X(cuEventRecord_ptsz, "cuEventRecord", 7000, 99999, 1, "cuEventRecord_ptsz", (CUevent e, CUstream s),   \
+	  (e, s))                                                                                              \
+	X(cuGraphLaunch, "cuGraphLaunch", 10000, 99999, 0, "cuGraphLaunch", (CUgraphExec g, CUstream s), (g, s)) \
+	X(cuGraphLaunch_ptsz, "cuGraphLaunch", 10000, 99999, 1, "cuGraphLaunch_ptsz",                          \
+	  (CUgraphExec g, CUstream s), (g, s))                                                                 \
+	X(cuMemcpyDtoH_v2, "cuMemcpyDtoH", 3020, 99999, 0, "cuMemcpyDtoH_v2", (void *d, CUdeviceptr s, size_t n), \
+	  (d, s, n))                                                                                           \
+	X(cuMemcpyDtoH_v2_ptds, "cuMemcpyDtoH", 7000, 99999, 1, "cuMemcpyDtoH_v2_ptds",                        \
+	  (void *d, CUdeviceptr s, size_t n), (d, s, n))                                                       \
+	X(cuMemcpyDtoHAsync_v2, "cuMemcpyDtoHAsync", 3020, 99999, 0, "cuMemcpyDtoHAsync_v2",                   \
+	  (void *d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))                                      \
+	X(cuMemcpyDtoHAsync_v2_ptsz, "cuMemcpyDtoHAsync", 7000, 99999, 1, "cuMemcpyDtoHAsync_v2_ptsz",         \
+	  (void *d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))                                      \
+	X(cuMemcpy, "cuMemcpy", 4000, 99999, 0, "cuMemcpy", (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n)) \
+	X(cuMemcpy_ptds, "cuMemcpy", 7000, 99999, 1, "cuMemcpy_ptds", (CUdeviceptr d, CUdeviceptr s, size_t n), \
+	  (d, s, n))                                                                                           \
+	X(cuMemcpyAsync, "cuMemcpyAsync", 4000, 99999, 0, "cuMemcpyAsync",                                     \
+	  (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))                                \
+	X(cuMemcpyAsync_ptsz, "cuMemcpyAsync", 7000, 99999, 1, "cuMemcpyAsync_ptsz",                           \
+	  (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))                                \
+	X(cuStreamBeginCapture_v2, "cuStreamBeginCapture", 10010, 99999, 0, "cuStreamBeginCapture_v2",         \
+	  (CUstream s, CUstreamCaptureMode m), (s, m))                                                         \
+	X(cuStreamBeginCapture_v2_ptsz, "cuStreamBeginCapture", 10010, 99999, 1, "cuStreamBeginCapture_v2_ptsz", \
+	  (CUstream s, CUstreamCaptureMode m), (s, m))                                                         \
+	X(cuGraphCreate, "cuGraphCreate", 10000, 99999, ANY_PT, "cuGraphCreate", (CUgraph * g, unsigned f), (g, f))
+
+enum {
+#define TR_ENUM(hook, ask, v0, v1, pt, exp, params, args) TR_##hook,
+	SP_TRAMPOLINES(TR_ENUM)
+#undef TR_ENUM
+		TR_N
+};
+
+static struct {
+	int off;                                 /* stepprof is off in this process: pass everything through */
+	void *(*real_dlsym)(void *, const char *); /* the next dlsym (libc's) */
+	_Atomic(void *) real[TR_N];              /* the driver function behind each trampoline (one slot) */
+	gpa1_fn real_gpa1;                       /* the driver's cuGetProcAddress (v1 ABI) */
+	gpa2_fn real_gpa2;                       /* ... and cuGetProcAddress_v2 */
+	_Atomic(gpa1_fn) alt_gpa1;               /* another one the driver handed out for itself (v1 ABI) */
+	_Atomic(gpa2_fn) alt_gpa2;               /* ... (v2 ABI) */
+	void *drv;                               /* a handle on the driver that defines them (NOLOAD) */
+	pthread_mutex_t lock;                    /* learning the above */
+	_Atomic bool conflict;                   /* a second real function for one slot (said once) */
+} P = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static __thread int in_resolve; /* finding the real dlsym on this thread: its allocations may call dlsym */
+static __thread int raw;        /* our own lookups on this thread: dlsym is the real one for them */
+
+/* The trampolines: count the call as markers.c's hooks do, call what the driver handed out. */
+#define TR_FN(hook, ask, v0, v1, pt, exp, params, args)                                       \
+	static CUresult tr_##hook params                                                      \
+	{                                                                                     \
+		CUresult(*real) params = (CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], \
+										memory_order_relaxed); \
+		int h = sp_collector_hook_enter(SP_HOOK_##hook);                              \
+		CUresult r = real args;                                                       \
+		sp_collector_hook_exit(h);                                                    \
+		return r;                                                                     \
+	}
+SP_TRAMPOLINES(TR_FN)
+#undef TR_FN
+
+static const struct {
+	const char *ask, *exp; /* the name looked up; the driver's exported symbol of this ABI */
+	int v0, v1, pt;
+	void *tramp;
+} tr[TR_N] = {
+#define TR_ROW(hook, ask, v0, v1, pt, exp, params, args) { ask, exp, v0, v1, pt, (void *)tr_##hook },
+	SP_TRAMPOLINES(TR_ROW)
+#undef TR_ROW
+};
+
+/* The real dlsym: libc's, found by version (2.34 moved it into libc; older x86-64 and aarch64
+ * have it at their base version). NULL if none: then no lookup is wrapped. Can't fail otherwise. */
+static void *(*real_dlsym(void))(void *, const char *)
+{
+	static const char *const vers[] = { "GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17", NULL };
+	void *(*f)(void *, const char *) = P.real_dlsym;
+	if (f)
+		return f;
+	in_resolve++;
+	for (int i = in_resolve > 1 ? 1 : 0; !f && vers[i]; i++)
+		f = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", vers[i]);
+	in_resolve--;
+	if (f)
+		P.real_dlsym = f;
+	return f;
+}
+
+/* The driver's cuGetProcAddress pair, learned from the object that defines f (one of them, or
+ * anything of libcuda). Caller holds P.lock. Leaves them NULL when f's object has none. */
+static void learn_driver(void *f)
+{
+	Dl_info di, me;
+	if (P.drv || !f || !dladdr(f, &di) || !di.dli_fname || !dladdr((void *)learn_driver, &me) ||
+	    di.dli_fbase == me.dli_fbase) /* our own cuGetProcAddress is not the driver's */
+		return;
+	void *h = dlopen(di.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
+	if (!h)
+		return;
+	P.real_gpa1 = (gpa1_fn)P.real_dlsym(h, "cuGetProcAddress");
+	P.real_gpa2 = (gpa2_fn)P.real_dlsym(h, "cuGetProcAddress_v2");
+	P.drv = h; /* kept: the driver is never unloaded */
+}
+
+static CUresult gpa1_wrap(const char *sym, void **pfn, int ver, cuuint64_t flags);
+static CUresult gpa2_wrap(const char *sym, void **pfn, int ver, cuuint64_t flags,
+			  CUdriverProcAddressQueryResult *st);
+static CUresult gpa1_alt(const char *sym, void **pfn, int ver, cuuint64_t flags);
+static CUresult gpa2_alt(const char *sym, void **pfn, int ver, cuuint64_t flags, CUdriverProcAddressQueryResult *st);
+
+/* What to hand out for f, the driver's answer to a lookup of cuGetProcAddress itself at version
+ * ver: our wrapper of the same ABI (its exported symbols; else one other function per ABI, by the
+ * versions cuda.h gives: v1 from 11030, v2 from 12000), else f. Can't fail. */
+static void *wrap_self(void *f, int ver)
+{
+	if (f == (void *)P.real_gpa1)
+		return (void *)gpa1_wrap;
+	if (f == (void *)P.real_gpa2)
+		return (void *)gpa2_wrap;
+	if (ver > CUDA_VERSION || ver < 11030)
+		return f;
+	if (ver < 12000) {
+		gpa1_fn old = NULL;
+		return atomic_compare_exchange_strong(&P.alt_gpa1, &old, (gpa1_fn)f) || old == (gpa1_fn)f
+			       ? (void *)gpa1_alt
+			       : f;
+	}
+	gpa2_fn old = NULL;
+	return atomic_compare_exchange_strong(&P.alt_gpa2, &old, (gpa2_fn)f) || old == (gpa2_fn)f ? (void *)gpa2_alt
+												    : f;
+}
+
+/* What to hand out for f, which the driver returned for (sym, ver, flags): a trampoline when f is
+ * a function whose ABI we know (the exported symbol of one of ours, or asked for in a version
+ * range cuda.h documents), else f itself. Can't fail. */
+static void *wrap(const char *sym, void *f, int ver, cuuint64_t flags)
+{
+	if (!f || !sym || P.off)
+		return f;
+	pthread_mutex_lock(&P.lock);
+	learn_driver(f);
+	pthread_mutex_unlock(&P.lock);
+	if (!strcmp(sym, "cuGetProcAddress")) /* asked of the driver itself, as cudart does */
+		return wrap_self(f, ver);
+	int pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0, k = -1;
+	for (int i = 0; i < TR_N && k < 0; i++) /* the exported symbol itself: its name says the ABI */
+		if (!strcmp(sym, tr[i].ask) && P.drv && P.real_dlsym(P.drv, tr[i].exp) == f)
+			k = i;
+	for (int i = 0; i < TR_N && k < 0; i++)
+		if (!strcmp(sym, tr[i].ask) && ver >= tr[i].v0 && ver < tr[i].v1 && ver <= CUDA_VERSION &&
+		    (tr[i].pt == ANY_PT || tr[i].pt == pt))
+			k = i;
+	if (k < 0)
+		return f;
+	void *old = NULL;
+	if (atomic_compare_exchange_strong(&P.real[k], &old, f) || old == f)
+		return tr[k].tramp;
+	if (!atomic_exchange(&P.conflict, true)) /* one slot per ABI variant: the second is not counted */
+		sp_info("the driver handed out two functions for %s: the second is not hooked", tr[k].exp);
+	return f;
+}
+
+/* The wrappers: the driver's lookup, then its answer wrapped. */
+static CUresult gpa1_call(gpa1_fn real, const char *sym, void **pfn, int ver, cuuint64_t flags)
+{
+	CUresult r = real(sym, pfn, ver, flags);
+	if (r == CUDA_SUCCESS && pfn)
+		*pfn = wrap(sym, *pfn, ver, flags);
+	return r;
+}
+
+static CUresult gpa2_call(gpa2_fn real, const char *sym, void **pfn, int ver, cuuint64_t flags,
+			  CUdriverProcAddressQueryResult *st)
+{
+	CUresult r = real(sym, pfn, ver, flags, st);
+	if (r == CUDA_SUCCESS && pfn)
+		*pfn = wrap(sym, *pfn, ver, flags);
+	return r;
+}
+
+static CUresult gpa1_wrap(const char *sym, void **pfn, int ver, cuuint64_t flags)
+{
+	return gpa1_call(P.real_gpa1, sym, pfn, ver, flags);
+}
+
+static CUresult gpa2_wrap(const char *sym, void **pfn, int ver, cuuint64_t flags, CUdriverProcAddressQueryResult *st)
+{
+	return gpa2_call(P.real_gpa2, sym, pfn, ver, flags, st);
+}
+
+static CUresult gpa1_alt(const char *sym, void **pfn, int ver, cuuint64_t flags)
+{
+	return gpa1_call(atomic_load(&P.alt_gpa1), sym, pfn, ver, flags);
+}
+
+static CUresult gpa2_alt(const char *sym, void **pfn, int ver, cuuint64_t flags, CUdriverProcAddressQueryResult *st)
+{
+	return gpa2_call(atomic_load(&P.alt_gpa2), sym, pfn, ver, flags, st);
+}
+
+/* dlsym of a cuGetProcAddress* name (the stub below sends only those here): the driver's, then
+ * wrapped (as it is when stepprof is off). RTLD_DEFAULT and RTLD_NEXT search past this library (where our own definitions are),
+ * which for these names is what the caller's would find. NULL as dlsym would. */
+static void *dlsym_gpa(void *h, const char *name)
+{
+	void *(*rd)(void *, const char *) = real_dlsym();
+	if (!rd)
+		return NULL;
+	raw++;
+	void *f = h == RTLD_DEFAULT || h == RTLD_NEXT ? sp_resolve(name, drv_libs) : rd(h, name);
+	raw--;
+	if (!f)
+		return NULL;
+	if (P.off)
+		return f;
+	pthread_mutex_lock(&P.lock);
+	learn_driver(f);
+	pthread_mutex_unlock(&P.lock);
+	return f == (void *)P.real_gpa1 ? (void *)gpa1_wrap : f == (void *)P.real_gpa2 ? (void *)gpa2_wrap : f;
+}
+
+/* What dlsym does when libc's cannot be found (not glibc): finds nothing, as a failed lookup. */
+static void *no_dlsym(void *h, const char *name)
+{
+	(void)h;
+	(void)name;
+	return NULL;
+}
+
+/* Called by the dlsym stub with its arguments: where to jump with them untouched (the caller's
+ * return address still on the stack, so that RTLD_NEXT means what the caller meant). Inside our
+ * own resolution of the real dlsym (it may allocate, and a malloc hook may call dlsym) the base
+ * version is found without recursion. Never returns NULL. */
+__attribute__((used, visibility("hidden"))) void *sp_dlsym_route(void *h, const char *name)
+{
+	(void)h;
+	if (__builtin_expect(in_resolve > 0, 0)) {
+		void *f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+		f = f ? f : dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.17");
+		return f ? f : (void *)no_dlsym;
+	}
+	void *(*rd)(void *, const char *) = real_dlsym();
+	if (!rd)
+		return (void *)no_dlsym;
+	if (!raw && name && !strncmp(name, "cuGetProcAddress", 16))
+		return (void *)dlsym_gpa;
+	return (void *)rd;
+}
+
+/* dlsym itself: saves the arguments, asks sp_dlsym_route where to go, and jumps there with the
+ * caller's return address in place (a C wrapper calling the real dlsym would make RTLD_NEXT
+ * relative to this library, whatever the compiler's tail-call choices). */
+#if defined(__x86_64__)
+__asm__(".text\n"
+	".globl dlsym\n"
+	".type dlsym, @function\n"
+	"dlsym:\n"
+	".cfi_startproc\n"
+	"endbr64\n"
+	"pushq %rdi\n"
+	".cfi_adjust_cfa_offset 8\n"
+	"pushq %rsi\n"
+	".cfi_adjust_cfa_offset 8\n"
+	"subq $8, %rsp\n"
+	".cfi_adjust_cfa_offset 8\n"
+	"call sp_dlsym_route\n"
+	"addq $8, %rsp\n"
+	".cfi_adjust_cfa_offset -8\n"
+	"popq %rsi\n"
+	".cfi_adjust_cfa_offset -8\n"
+	"popq %rdi\n"
+	".cfi_adjust_cfa_offset -8\n"
+	"jmp *%rax\n"
+	".cfi_endproc\n"
+	".size dlsym, .-dlsym\n");
+#elif defined(__aarch64__)
+__asm__(".text\n"
+	".globl dlsym\n"
+	".type dlsym, %function\n"
+	"dlsym:\n"
+	".cfi_startproc\n"
+	"stp x29, x30, [sp, #-32]!\n"
+	".cfi_def_cfa_offset 32\n"
+	".cfi_offset 29, -32\n"
+	".cfi_offset 30, -24\n"
+	"mov x29, sp\n"
+	"stp x0, x1, [sp, #16]\n"
+	"bl sp_dlsym_route\n"
+	"mov x16, x0\n"
+	"ldp x0, x1, [sp, #16]\n"
+	"ldp x29, x30, [sp], #32\n"
+	".cfi_def_cfa_offset 0\n"
+	"br x16\n"
+	".cfi_endproc\n"
+	".size dlsym, .-dlsym\n");
+#endif
+/* (elsewhere dlsym is not interposed: only a caller linked with libcuda is seen, below) */
+
+/* The driver's cuGetProcAddress pair for a caller linked with libcuda: found once, past this
+ * library. Leaves them NULL if the driver is not loaded. */
+static void find_driver(const char *name)
+{
+	raw++;
+	void *f = real_dlsym() ? sp_resolve(name, drv_libs) : NULL;
+	raw--;
+	pthread_mutex_lock(&P.lock);
+	learn_driver(f);
+	pthread_mutex_unlock(&P.lock);
+}
+
+/* The driver's own symbols, for a caller linked with libcuda. */
+#undef cuGetProcAddress
+SP_EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, cuuint64_t flags)
+{
+	if (!P.real_gpa1)
+		find_driver("cuGetProcAddress");
+	if (!P.real_gpa1)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return P.off ? P.real_gpa1(sym, pfn, ver, flags) : gpa1_wrap(sym, pfn, ver, flags);
+}
+
+SP_EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuuint64_t flags,
+				       CUdriverProcAddressQueryResult *st)
+{
+	if (!P.real_gpa2)
+		find_driver("cuGetProcAddress_v2");
+	if (!P.real_gpa2)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return P.off ? P.real_gpa2(sym, pfn, ver, flags, st) : gpa2_wrap(sym, pfn, ver, flags, st);
+}
+
+/* Off when stepprof is (STEPPROF_PROFILE_ENABLED, read by entry.c before us). */
+__attribute__((constructor)) static void procaddr_init(void)
+{
+	P.off = !sp_preload_enabled();
+	real_dlsym();
+}

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/* fakecuda.c - a stand-in libcuda.so.1 for tests/e2e/cupti_life.sh: what a CUDA runtime linked in
+ * statically sees of the driver. It exports cuGetProcAddress and cuGetProcAddress_v2 and hands
+ * out its functions by (name, version, flags) as the real one does (cuda.h: cuCtxSynchronize
+ * before 13000, cuCtxSynchronize_v2 from 13000; the _ptsz variant with the per-thread flag).
+ * With FAKE_CUDA_INTERNAL set it hands out unexported copies of cuCtxSynchronize and of
+ * cuGetProcAddress_v2 itself (a driver whose entry points are not its exported symbols). Each call fires the driver API callbacks through
+ * the fake libcupti, as the real driver does through CUPTI. */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cupti.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+static unsigned corr = 2000000, calls;
+
+static void fire(unsigned cbid, int site)
+{
+	static int (*f)(int, unsigned, int, unsigned);
+	if (!f)
+		f = (int (*)(int, unsigned, int, unsigned))dlsym(RTLD_DEFAULT, "fake_cupti_fire");
+	if (f)
+		f(CUPTI_CB_DOMAIN_DRIVER_API, cbid, site, corr);
+}
+
+EXPORT CUresult cuCtxSynchronize(void)
+{
+	fire(CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, 0);
+	calls++;
+	fire(CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, 1);
+	corr++;
+	return CUDA_SUCCESS;
+}
+
+static CUresult ctx_sync_internal(void)
+{
+	return cuCtxSynchronize();
+}
+
+/* the CUDA 13 ABI: a context argument (the driver program checks that it arrives) */
+EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+	return ctx == (CUcontext)(uintptr_t)0x5eed ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+EXPORT CUresult cuStreamSynchronize(CUstream s)
+{
+	(void)s;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s)
+{
+	(void)s;
+	return CUDA_SUCCESS;
+}
+
+/* driver calls made so far (the driver program compares it with its own count) */
+EXPORT unsigned fake_cuda_calls(void)
+{
+	return calls;
+}
+
+EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuuint64_t flags,
+				    CUdriverProcAddressQueryResult *st);
+
+static CUresult gpa_internal(const char *sym, void **pfn, int ver, cuuint64_t flags, CUdriverProcAddressQueryResult *st)
+{
+	return cuGetProcAddress_v2(sym, pfn, ver, flags, st);
+}
+
+static void *lookup(const char *sym, int ver, cuuint64_t flags)
+{
+	int pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+	if (!strcmp(sym, "cuGetProcAddress"))
+		return ver < 12000			  ? dlsym(RTLD_DEFAULT, "cuGetProcAddress")
+		       : getenv("FAKE_CUDA_INTERNAL") ? (void *)gpa_internal
+						      : (void *)cuGetProcAddress_v2;
+	if (!strcmp(sym, "cuCtxSynchronize") && ver >= 13000)
+		return (void *)cuCtxSynchronize_v2;
+	if (!strcmp(sym, "cuCtxSynchronize") && ver >= 2000)
+		return getenv("FAKE_CUDA_INTERNAL") ? (void *)ctx_sync_internal : (void *)cuCtxSynchronize;
+	if (!strcmp(sym, "cuStreamSynchronize") && ver >= 2000)
+		return pt && ver >= 7000 ? (void *)cuStreamSynchronize_ptsz : (void *)cuStreamSynchronize;
+	return NULL;
+}
+
+EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuuint64_t flags,
+				    CUdriverProcAddressQueryResult *st)
+{
+	if (!sym || !pfn)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pfn = lookup(sym, ver, flags);
+	if (st)
+		*st = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+#undef cuGetProcAddress
+EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, cuuint64_t flags)
+{
+	return cuGetProcAddress_v2(sym, pfn, ver, flags, NULL);
+}
