@@ -191,7 +191,8 @@ static void print_windows(const struct report *rep, FILE *out)
 			fprintf(out, ", %llu dropped", (unsigned long long)s->w.dropped_total);
 		if (s->w.dropped[SP_DROP_MISSING])
 			fprintf(out, ", %llu kernel%s missing (launched in it, never arrived)",
-				(unsigned long long)s->w.dropped[SP_DROP_MISSING], s->w.dropped[SP_DROP_MISSING] == 1 ? "" : "s");
+				(unsigned long long)s->w.dropped[SP_DROP_MISSING],
+				s->w.dropped[SP_DROP_MISSING] == 1 ? "" : "s");
 		fprintf(out, "%s\n", s->w.complete ? "" : " (incomplete)");
 	}
 }
@@ -356,25 +357,25 @@ static void print_json(const struct report *rep, const char *path, const struct 
 			      (unsigned long long)k->max);
 	}
 	sp_out_printf(x,
-		      "],\n\"dropped\":{\"cupti\":%llu,\"ring_full\":%llu,\"window_cap\":%llu,\"late\":%llu,\"missing\":%llu},"
+		      "],\n\"dropped\":{\"cupti\":%llu,\"ring_full\":%llu,\"window_cap\":%llu,\"late\":%llu,"
+		      "\"missing\":%llu},"
 		      "\"records_outside\":%llu,\n\"windows\":[",
 		      (unsigned long long)rep->dropped[SP_DROP_CUPTI], (unsigned long long)rep->dropped[SP_DROP_RING],
 		      (unsigned long long)rep->dropped[SP_DROP_CAP], (unsigned long long)rep->dropped[SP_DROP_LATE],
-		      (unsigned long long)rep->dropped[SP_DROP_MISSING],
-		      (unsigned long long)outside);
+		      (unsigned long long)rep->dropped[SP_DROP_MISSING], (unsigned long long)outside);
 	for (size_t i = 0; i < rep->nw; i++) {
 		const struct wsum *s = &rep->w[i];
 		sp_out_printf(x,
 			      "%s{\"id\":%u,\"first_step\":%lld,\"last_step\":%lld,\"duration_ns\":%llu,\"steps\":%llu,"
-			      "\"kernels\":%llu,\"gpu_busy_ns\":%llu,\"capped\":%s,\"dropped\":%llu,\"missing\":%llu,\"complete\":%s,"
+			      "\"kernels\":%llu,\"gpu_busy_ns\":%llu,\"capped\":%s,\"dropped\":%llu,\"missing\":%llu,"
+			      "\"complete\":%s,"
 			      "\"origin\":\"%s\",\"steps_uncounted_before\":%s}",
 			      i ? ",\n" : "\n", s->w.id, (long long)s->w.first_step, (long long)s->w.last_step,
 			      (unsigned long long)(s->w.t1 > s->w.t0 ? s->w.t1 - s->w.t0 : 0),
 			      (unsigned long long)s->steps, (unsigned long long)s->kernels, (unsigned long long)s->busy,
 			      s->w.capped ? "true" : "false", (unsigned long long)s->w.dropped_total,
-			      (unsigned long long)s->w.dropped[SP_DROP_MISSING],
-			      s->w.complete ? "true" : "false", sp_win_origin_name(s->w.origin),
-			      s->w.origin & SP_WIN_UNCOUNTED ? "true" : "false");
+			      (unsigned long long)s->w.dropped[SP_DROP_MISSING], s->w.complete ? "true" : "false",
+			      sp_win_origin_name(s->w.origin), s->w.origin & SP_WIN_UNCOUNTED ? "true" : "false");
 	}
 	sp_out_puts(x, "],\n\"steps\":[");
 	for (size_t i = 0; i < rep->steps.n; i++) {
@@ -583,8 +584,9 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 			(unsigned long long)rep.dropped[SP_DROP_CUPTI], (unsigned long long)rep.dropped[SP_DROP_RING],
 			(unsigned long long)rep.dropped[SP_DROP_CAP], (unsigned long long)rep.dropped[SP_DROP_LATE]);
 		if (rep.dropped[SP_DROP_MISSING])
-			fprintf(out, "Missing kernels: %llu launched in the windows never arrived before their window was "
-				     "written\n",
+			fprintf(out,
+				"Missing kernels: %llu launched in the windows never arrived before their window was "
+				"written\n",
 				(unsigned long long)rep.dropped[SP_DROP_MISSING]);
 		print_windows(&rep, out);
 		if (sp_windows_outside(g))

@@ -76,7 +76,8 @@ static void deliver(struct sp_event *ev, uint64_t *late)
 		if (ev->kind == SP_EV_KERNEL && !ev->u.kernel.graph_id) {
 			atomic_fetch_add_explicit(&w->arrived, 1, memory_order_relaxed);
 			if (ev->corr > atomic_load_explicit(&w->last_arrived, memory_order_relaxed))
-				atomic_store_explicit(&w->last_arrived, ev->corr, memory_order_relaxed); /* under lock */
+				atomic_store_explicit(&w->last_arrived, ev->corr,
+						      memory_order_relaxed); /* under lock */
 		}
 		w->last_record_ts = sp_now_ns();
 		if (sp_col.mk[0].name) /* phases: the writer puts it in its phase's file (writer.h) */
@@ -293,7 +294,8 @@ void sp_act_writer_tick(void *ctx)
 				d.u.dropped.count = missing;
 				d.name = sp_col.mk[w->mk].name; /* its phase's: the phase's file (writer.h) */
 				sp_writer_emit(&d);
-				sp_warn("window %u (steps %lld-%lld): %llu of its %llu kernel launches had no kernel record "
+				sp_warn("window %u (steps %lld-%lld): %llu of its %llu kernel launches had no kernel "
+					"record "
 					"after %.1f ms; written without them (counted as dropped 'missing')",
 					w->id, (long long)w->first_step, (long long)w->last_step,
 					(unsigned long long)missing, (unsigned long long)launched, age / 1e6);

@@ -57,37 +57,37 @@
  * calls CUPTI reports holds exactly one of them and that none comes outside one. Measured with a
  * logging libcuda (docs/ARCHITECTURE.md): the lookups cudart 13.0 makes; which one a call uses is
  * checked by the proof on the real driver. */
-#define SP_HOOK_NESTED(X)                                        \
-	X(cudaDeviceSynchronize, cuCtxSynchronize)               \
-	X(cudaDeviceSynchronize, cuCtxSynchronize_v2)            \
-	X(cudaStreamSynchronize, cuStreamSynchronize)            \
-	X(cudaStreamSynchronize, cuStreamSynchronize_ptsz)       \
-	X(cudaStreamSynchronize_ptsz, cuStreamSynchronize)       \
-	X(cudaStreamSynchronize_ptsz, cuStreamSynchronize_ptsz)  \
-	X(cudaEventSynchronize, cuEventSynchronize)              \
-	X(cudaEventRecord, cuEventRecord)                        \
-	X(cudaEventRecord, cuEventRecord_ptsz)                   \
-	X(cudaEventRecord_ptsz, cuEventRecord)                   \
-	X(cudaEventRecord_ptsz, cuEventRecord_ptsz)              \
-	X(cudaGraphLaunch, cuGraphLaunch)                        \
-	X(cudaGraphLaunch, cuGraphLaunch_ptsz)                   \
-	X(cudaGraphLaunch_ptsz, cuGraphLaunch)                   \
-	X(cudaGraphLaunch_ptsz, cuGraphLaunch_ptsz)              \
-	X(cudaMemcpy, cuMemcpyDtoH_v2)                           \
-	X(cudaMemcpy, cuMemcpyDtoH_v2_ptds)                      \
-	X(cudaMemcpy, cuMemcpy)                                  \
-	X(cudaMemcpy, cuMemcpy_ptds)                             \
-	X(cudaMemcpy_ptds, cuMemcpyDtoH_v2)                      \
-	X(cudaMemcpy_ptds, cuMemcpyDtoH_v2_ptds)                 \
-	X(cudaMemcpy_ptds, cuMemcpy)                             \
-	X(cudaMemcpy_ptds, cuMemcpy_ptds)                        \
-	X(cudaMemcpyAsync, cuMemcpyDtoHAsync_v2)                 \
-	X(cudaMemcpyAsync, cuMemcpyDtoHAsync_v2_ptsz)            \
-	X(cudaMemcpyAsync, cuMemcpyAsync)                        \
-	X(cudaMemcpyAsync, cuMemcpyAsync_ptsz)                   \
-	X(cudaMemcpyAsync_ptsz, cuMemcpyDtoHAsync_v2)            \
-	X(cudaMemcpyAsync_ptsz, cuMemcpyDtoHAsync_v2_ptsz)       \
-	X(cudaMemcpyAsync_ptsz, cuMemcpyAsync)                   \
+#define SP_HOOK_NESTED(X)                                       \
+	X(cudaDeviceSynchronize, cuCtxSynchronize)              \
+	X(cudaDeviceSynchronize, cuCtxSynchronize_v2)           \
+	X(cudaStreamSynchronize, cuStreamSynchronize)           \
+	X(cudaStreamSynchronize, cuStreamSynchronize_ptsz)      \
+	X(cudaStreamSynchronize_ptsz, cuStreamSynchronize)      \
+	X(cudaStreamSynchronize_ptsz, cuStreamSynchronize_ptsz) \
+	X(cudaEventSynchronize, cuEventSynchronize)             \
+	X(cudaEventRecord, cuEventRecord)                       \
+	X(cudaEventRecord, cuEventRecord_ptsz)                  \
+	X(cudaEventRecord_ptsz, cuEventRecord)                  \
+	X(cudaEventRecord_ptsz, cuEventRecord_ptsz)             \
+	X(cudaGraphLaunch, cuGraphLaunch)                       \
+	X(cudaGraphLaunch, cuGraphLaunch_ptsz)                  \
+	X(cudaGraphLaunch_ptsz, cuGraphLaunch)                  \
+	X(cudaGraphLaunch_ptsz, cuGraphLaunch_ptsz)             \
+	X(cudaMemcpy, cuMemcpyDtoH_v2)                          \
+	X(cudaMemcpy, cuMemcpyDtoH_v2_ptds)                     \
+	X(cudaMemcpy, cuMemcpy)                                 \
+	X(cudaMemcpy, cuMemcpy_ptds)                            \
+	X(cudaMemcpy_ptds, cuMemcpyDtoH_v2)                     \
+	X(cudaMemcpy_ptds, cuMemcpyDtoH_v2_ptds)                \
+	X(cudaMemcpy_ptds, cuMemcpy)                            \
+	X(cudaMemcpy_ptds, cuMemcpy_ptds)                       \
+	X(cudaMemcpyAsync, cuMemcpyDtoHAsync_v2)                \
+	X(cudaMemcpyAsync, cuMemcpyDtoHAsync_v2_ptsz)           \
+	X(cudaMemcpyAsync, cuMemcpyAsync)                       \
+	X(cudaMemcpyAsync, cuMemcpyAsync_ptsz)                  \
+	X(cudaMemcpyAsync_ptsz, cuMemcpyDtoHAsync_v2)           \
+	X(cudaMemcpyAsync_ptsz, cuMemcpyDtoHAsync_v2_ptsz)      \
+	X(cudaMemcpyAsync_ptsz, cuMemcpyAsync)                  \
 	X(cudaMemcpyAsync_ptsz, cuMemcpyAsync_ptsz)
 
 enum sp_hook_fn {

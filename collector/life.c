@@ -28,9 +28,9 @@
 enum sp_life_act sp_life_decide(const struct sp_life_view *v)
 {
 	if (v->parked)
-		return v->done                                             ? SP_LIFE_DETACH
+		return v->done                                                            ? SP_LIFE_DETACH
 		       : v->busy || v->det_busy || v->steps_to_window < SP_LIFE_UNPARK_AT ? SP_LIFE_UNPARK
-									   : SP_LIFE_STAY;
+											  : SP_LIFE_STAY;
 	if (v->busy)
 		return SP_LIFE_STAY;
 	if (v->done)
@@ -43,7 +43,7 @@ enum sp_life_act sp_life_decide(const struct sp_life_view *v)
 		return SP_LIFE_STAY;
 	if (v->hook_ok)
 		return !v->det_busy && v->steps_to_window >= SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN ? SP_LIFE_PARK
-												      : SP_LIFE_STAY;
+												   : SP_LIFE_STAY;
 	if (v->steps_to_window < SP_LIFE_MIN_GAP || !v->fresh_step)
 		return SP_LIFE_STAY;
 	return SP_LIFE_CYCLE;

@@ -79,9 +79,9 @@ void sp_hook_arm(void)
 		/* as tokglue.c classifies the call for automatic detection (cbsets.c's api_sync) */
 		H.flags[i] = (uint8_t)((fns[i].drv ? SP_TOKF_DRIVER : 0) |
 				       (sp_coll_glob(fns[i].drv ? "cu*Synchronize*" : "cuda*Synchronize*", n) ||
-						!strcmp(n, "cudaMemcpy") || !strcmp(n, "cuMemcpyDtoH")
-					? SP_TOKF_SYNC
-					: 0));
+							!strcmp(n, "cudaMemcpy") || !strcmp(n, "cuMemcpyDtoH")
+						? SP_TOKF_SYNC
+						: 0));
 		atomic_store(&H.want[i], m ? WANT_MARKER : fns[i].graph ? WANT_GRAPH : WANT_NONE);
 	}
 	/* the driver functions a marked runtime function calls count its calls under its name, where
@@ -165,7 +165,8 @@ int sp_hook_cupti_anchor(uint32_t name)
 		W.reported = 1;
 	} else if (atomic_fetch_add(&H.unseen, 1) == 0)
 		sp_info("a step anchor call came without going through stepprof's hooks (a runtime linked in "
-			"statically, or a function looked up by hand): stepprof stays attached to CUPTI between windows");
+			"statically, or a function looked up by hand): stepprof stays attached to CUPTI between "
+			"windows");
 	return 0;
 }
 

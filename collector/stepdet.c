@@ -28,7 +28,8 @@
 #define TRAIN_SETTLE \
 	4u    /* a regime without training evidence settles after this many
 				  * times SETTLE_STEPS (a later training loop may still come) */
-#define PROBE_RATIO 4u           /* an uncounted step this many times longer or shorter than the
+#define PROBE_RATIO \
+	4u    /* an uncounted step this many times longer or shorter than the
 				  * counted ones is counted next (sp_stepdet_blind) */
 #define LEARN_WANTS (SP_WANT_LAUNCH | SP_WANT_API | SP_WANT_GRAPH | SP_WANT_NVTX | SP_WANT_NCCL)
 

@@ -110,8 +110,8 @@ struct sp_stepdet {
 	int no_prefer;                /* replay only: every regime counts (the policy before issue 12) */
 	uint32_t launchers[16];       /* threads that launched a kernel or graph (tid + 1; 0 free) */
 	uint32_t sparse;              /* count launches in one step of this many (0, 1: every step) */
-	int blind;                    /* the caller sees no launch now (parked): no step is counted */
-	int probe;                    /* a step's time stood out: count the next one */
+	int blind;      /* the caller sees no launch now (parked): no step is counted */
+	int probe;      /* a step's time stood out: count the next one */
 	uint64_t ref_ns;              /* the counted steps' time (moving average) */
 	uint32_t probes;              /* steps whose time stood out */
 	const struct sp_schedule *sparse_sched; /* ... and in the steps before and of its windows */

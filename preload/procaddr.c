@@ -34,39 +34,37 @@ static const char *const drv_libs[] = { "libcuda.so.1", "libcuda.so", NULL };
  * version bounds come from cuda.h (CUDA 13.0): a function's ABI changes only under a new _vN
  * name at a new version; versions above the header's are trusted only when the driver returned
  * the exported symbol itself, whose name fixes the ABI. */
-#define SP_TRAMPOLINES(X)                                                                                      \
-	X(cuCtxSynchronize, "cuCtxSynchronize", 2000, 13000, ANY_PT, "cuCtxSynchronize", (void), ())           \
-	X(cuCtxSynchronize_v2, "cuCtxSynchronize", 13000, 99999, ANY_PT, "cuCtxSynchronize_v2", (CUcontext c), \
-	  (c))                                                                                                 \
-	X(cuStreamSynchronize, "cuStreamSynchronize", 2000, 99999, 0, "cuStreamSynchronize", (CUstream s), (s)) \
-	X(cuStreamSynchronize_ptsz, "cuStreamSynchronize", 7000, 99999, 1, "cuStreamSynchronize_ptsz",          \
-	  (CUstream s), (s))                                                                                   \
-	X(cuEventSynchronize, "cuEventSynchronize", 2000, 99999, ANY_PT, "cuEventSynchronize", (CUevent e), (e)) \
-	X(cuEventRecord, "cuEventRecord", 2000, 99999, 0, "cuEventRecord", (CUevent e, CUstream s), (e, s))     \
-	X(cuEventRecord_ptsz, "cuEventRecord", 7000, 99999, 1, "cuEventRecord_ptsz", (CUevent e, CUstream s),   \
-	  (e, s))                                                                                              \
-	X(cuGraphLaunch, "cuGraphLaunch", 10000, 99999, 0, "cuGraphLaunch", (CUgraphExec g, CUstream s), (g, s)) \
-	X(cuGraphLaunch_ptsz, "cuGraphLaunch", 10000, 99999, 1, "cuGraphLaunch_ptsz",                          \
-	  (CUgraphExec g, CUstream s), (g, s))                                                                 \
-	X(cuMemcpyDtoH_v2, "cuMemcpyDtoH", 3020, 99999, 0, "cuMemcpyDtoH_v2", (void *d, CUdeviceptr s, size_t n), \
-	  (d, s, n))                                                                                           \
-	X(cuMemcpyDtoH_v2_ptds, "cuMemcpyDtoH", 7000, 99999, 1, "cuMemcpyDtoH_v2_ptds",                        \
-	  (void *d, CUdeviceptr s, size_t n), (d, s, n))                                                       \
-	X(cuMemcpyDtoHAsync_v2, "cuMemcpyDtoHAsync", 3020, 99999, 0, "cuMemcpyDtoHAsync_v2",                   \
-	  (void *d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))                                      \
-	X(cuMemcpyDtoHAsync_v2_ptsz, "cuMemcpyDtoHAsync", 7000, 99999, 1, "cuMemcpyDtoHAsync_v2_ptsz",         \
-	  (void *d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))                                      \
-	X(cuMemcpy, "cuMemcpy", 4000, 99999, 0, "cuMemcpy", (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n)) \
-	X(cuMemcpy_ptds, "cuMemcpy", 7000, 99999, 1, "cuMemcpy_ptds", (CUdeviceptr d, CUdeviceptr s, size_t n), \
-	  (d, s, n))                                                                                           \
-	X(cuMemcpyAsync, "cuMemcpyAsync", 4000, 99999, 0, "cuMemcpyAsync",                                     \
-	  (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))                                \
-	X(cuMemcpyAsync_ptsz, "cuMemcpyAsync", 7000, 99999, 1, "cuMemcpyAsync_ptsz",                           \
-	  (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))                                \
-	X(cuStreamBeginCapture_v2, "cuStreamBeginCapture", 10010, 99999, 0, "cuStreamBeginCapture_v2",         \
-	  (CUstream s, CUstreamCaptureMode m), (s, m))                                                         \
-	X(cuStreamBeginCapture_v2_ptsz, "cuStreamBeginCapture", 10010, 99999, 1, "cuStreamBeginCapture_v2_ptsz", \
-	  (CUstream s, CUstreamCaptureMode m), (s, m))                                                         \
+#define SP_TRAMPOLINES(X)                                                                                             \
+	X(cuCtxSynchronize, "cuCtxSynchronize", 2000, 13000, ANY_PT, "cuCtxSynchronize", (void), ())                  \
+	X(cuCtxSynchronize_v2, "cuCtxSynchronize", 13000, 99999, ANY_PT, "cuCtxSynchronize_v2", (CUcontext c), (c))   \
+	X(cuStreamSynchronize, "cuStreamSynchronize", 2000, 99999, 0, "cuStreamSynchronize", (CUstream s), (s))       \
+	X(cuStreamSynchronize_ptsz, "cuStreamSynchronize", 7000, 99999, 1, "cuStreamSynchronize_ptsz", (CUstream s),  \
+	  (s))                                                                                                        \
+	X(cuEventSynchronize, "cuEventSynchronize", 2000, 99999, ANY_PT, "cuEventSynchronize", (CUevent e), (e))      \
+	X(cuEventRecord, "cuEventRecord", 2000, 99999, 0, "cuEventRecord", (CUevent e, CUstream s), (e, s))           \
+	X(cuEventRecord_ptsz, "cuEventRecord", 7000, 99999, 1, "cuEventRecord_ptsz", (CUevent e, CUstream s), (e, s)) \
+	X(cuGraphLaunch, "cuGraphLaunch", 10000, 99999, 0, "cuGraphLaunch", (CUgraphExec g, CUstream s), (g, s))      \
+	X(cuGraphLaunch_ptsz, "cuGraphLaunch", 10000, 99999, 1, "cuGraphLaunch_ptsz", (CUgraphExec g, CUstream s),    \
+	  (g, s))                                                                                                     \
+	X(cuMemcpyDtoH_v2, "cuMemcpyDtoH", 3020, 99999, 0, "cuMemcpyDtoH_v2", (void *d, CUdeviceptr s, size_t n),     \
+	  (d, s, n))                                                                                                  \
+	X(cuMemcpyDtoH_v2_ptds, "cuMemcpyDtoH", 7000, 99999, 1, "cuMemcpyDtoH_v2_ptds",                               \
+	  (void *d, CUdeviceptr s, size_t n), (d, s, n))                                                              \
+	X(cuMemcpyDtoHAsync_v2, "cuMemcpyDtoHAsync", 3020, 99999, 0, "cuMemcpyDtoHAsync_v2",                          \
+	  (void *d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))                                             \
+	X(cuMemcpyDtoHAsync_v2_ptsz, "cuMemcpyDtoHAsync", 7000, 99999, 1, "cuMemcpyDtoHAsync_v2_ptsz",                \
+	  (void *d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))                                             \
+	X(cuMemcpy, "cuMemcpy", 4000, 99999, 0, "cuMemcpy", (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))      \
+	X(cuMemcpy_ptds, "cuMemcpy", 7000, 99999, 1, "cuMemcpy_ptds", (CUdeviceptr d, CUdeviceptr s, size_t n),       \
+	  (d, s, n))                                                                                                  \
+	X(cuMemcpyAsync, "cuMemcpyAsync", 4000, 99999, 0, "cuMemcpyAsync",                                            \
+	  (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))                                       \
+	X(cuMemcpyAsync_ptsz, "cuMemcpyAsync", 7000, 99999, 1, "cuMemcpyAsync_ptsz",                                  \
+	  (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))                                       \
+	X(cuStreamBeginCapture_v2, "cuStreamBeginCapture", 10010, 99999, 0, "cuStreamBeginCapture_v2",                \
+	  (CUstream s, CUstreamCaptureMode m), (s, m))                                                                \
+	X(cuStreamBeginCapture_v2_ptsz, "cuStreamBeginCapture", 10010, 99999, 1, "cuStreamBeginCapture_v2_ptsz",      \
+	  (CUstream s, CUstreamCaptureMode m), (s, m))                                                                \
 	X(cuGraphCreate, "cuGraphCreate", 10000, 99999, ANY_PT, "cuGraphCreate", (CUgraph * g, unsigned f), (g, f))
 
 enum {
@@ -77,14 +75,14 @@ enum {
 };
 
 static struct {
-	int off;                                 /* stepprof is off in this process: pass everything through */
+	int off;     /* stepprof is off in this process: pass everything through */
 	void *(*real_dlsym)(void *, const char *); /* the next dlsym (libc's) */
 	_Atomic(void *) real[TR_N];              /* the driver function behind each trampoline (one slot) */
 	gpa1_fn real_gpa1;                       /* the driver's cuGetProcAddress (v1 ABI) */
 	gpa2_fn real_gpa2;                       /* ... and cuGetProcAddress_v2 */
 	_Atomic(gpa1_fn) alt_gpa1;               /* another one the driver handed out for itself (v1 ABI) */
 	_Atomic(gpa2_fn) alt_gpa2;               /* ... (v2 ABI) */
-	void *drv;                               /* a handle on the driver that defines them (NOLOAD) */
+	void *drv;          /* a handle on the driver that defines them (NOLOAD) */
 	pthread_mutex_t lock;                    /* learning the above */
 	_Atomic bool conflict;                   /* a second real function for one slot (said once) */
 } P = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -93,15 +91,15 @@ static __thread int in_resolve; /* finding the real dlsym on this thread: its al
 static __thread int raw;        /* our own lookups on this thread: dlsym is the real one for them */
 
 /* The trampolines: count the call as markers.c's hooks do, call what the driver handed out. */
-#define TR_FN(hook, ask, v0, v1, pt, exp, params, args)                                       \
-	static CUresult tr_##hook params                                                      \
-	{                                                                                     \
-		CUresult(*real) params = (CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], \
-										memory_order_relaxed); \
-		int h = sp_collector_hook_enter(SP_HOOK_##hook);                              \
-		CUresult r = real args;                                                       \
-		sp_collector_hook_exit(h);                                                    \
-		return r;                                                                     \
+#define TR_FN(hook, ask, v0, v1, pt, exp, params, args)                                                     \
+	static CUresult tr_##hook params                                                                    \
+	{                                                                                                   \
+		CUresult(*real) params =                                                                    \
+			(CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed); \
+		int h = sp_collector_hook_enter(SP_HOOK_##hook);                                            \
+		CUresult r = real args;                                                                     \
+		sp_collector_hook_exit(h);                                                                  \
+		return r;                                                                                   \
 	}
 SP_TRAMPOLINES(TR_FN)
 #undef TR_FN
@@ -150,8 +148,7 @@ static void learn_driver(void *f)
 }
 
 static CUresult gpa1_wrap(const char *sym, void **pfn, int ver, cuuint64_t flags);
-static CUresult gpa2_wrap(const char *sym, void **pfn, int ver, cuuint64_t flags,
-			  CUdriverProcAddressQueryResult *st);
+static CUresult gpa2_wrap(const char *sym, void **pfn, int ver, cuuint64_t flags, CUdriverProcAddressQueryResult *st);
 static CUresult gpa1_alt(const char *sym, void **pfn, int ver, cuuint64_t flags);
 static CUresult gpa2_alt(const char *sym, void **pfn, int ver, cuuint64_t flags, CUdriverProcAddressQueryResult *st);
 
@@ -174,7 +171,7 @@ static void *wrap_self(void *f, int ver)
 	}
 	gpa2_fn old = NULL;
 	return atomic_compare_exchange_strong(&P.alt_gpa2, &old, (gpa2_fn)f) || old == (gpa2_fn)f ? (void *)gpa2_alt
-												    : f;
+												  : f;
 }
 
 /* What to hand out for f, which the driver returned for (sym, ver, flags): a trampoline when f is

@@ -59,10 +59,8 @@ const char *sp_mem_kind_name(unsigned kind)
 const char *sp_drop_source_name(unsigned src)
 {
 	static const char *const t[] = {
-		[SP_DROP_RING] = "ring_full",
-		[SP_DROP_CUPTI] = "cupti",
-		[SP_DROP_CAP] = "window_cap",
-		[SP_DROP_LATE] = "late", [SP_DROP_MISSING] = "missing",
+		[SP_DROP_RING] = "ring_full", [SP_DROP_CUPTI] = "cupti",     [SP_DROP_CAP] = "window_cap",
+		[SP_DROP_LATE] = "late",      [SP_DROP_MISSING] = "missing",
 	};
 	return NAME_OF(t, src);
 }

@@ -86,7 +86,8 @@ int main(int argc, char **argv)
 	int bypass_at = getenv("BYPASS_AT") ? atoi(getenv("BYPASS_AT")) : -1;
 	int (*launch)(const char *, unsigned) =
 		(int (*)(const char *, unsigned))dlsym(RTLD_DEFAULT, "fake_cupti_launch");
-	int nl = getenv("LAUNCHES") ? atoi(getenv("LAUNCHES")) : 0, nl2 = getenv("LAUNCHES2") ? atoi(getenv("LAUNCHES2")) : nl;
+	int nl = getenv("LAUNCHES") ? atoi(getenv("LAUNCHES")) : 0,
+	    nl2 = getenv("LAUNCHES2") ? atoi(getenv("LAUNCHES2")) : nl;
 	int change_at = getenv("CHANGE_AT") ? atoi(getenv("CHANGE_AT")) : -1;
 	int step2_us = getenv("STEP2_US") ? atoi(getenv("STEP2_US")) : step_us;
 	unsigned lcorr = 2000000, lseen = 0, lall = 0;

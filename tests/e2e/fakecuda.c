@@ -75,7 +75,7 @@ static void *lookup(const char *sym, int ver, cuuint64_t flags)
 {
 	int pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
 	if (!strcmp(sym, "cuGetProcAddress"))
-		return ver < 12000			  ? dlsym(RTLD_DEFAULT, "cuGetProcAddress")
+		return ver < 12000                    ? dlsym(RTLD_DEFAULT, "cuGetProcAddress")
 		       : getenv("FAKE_CUDA_INTERNAL") ? (void *)gpa_internal
 						      : (void *)cuGetProcAddress_v2;
 	if (!strcmp(sym, "cuCtxSynchronize") && ver >= 13000)

@@ -354,7 +354,8 @@ int main(int argc, char **argv)
 	graphs(argv[1]);
 	jax(argv[1]);
 	ddp(argv[1]);
-	ddp_eval(argv[1], "ddp_eval", 1, 1, "DDP (ddp_train.py): NCCL buckets on autograd's thread, eval every 50 steps");
+	ddp_eval(argv[1], "ddp_eval", 1, 1,
+		 "DDP (ddp_train.py): NCCL buckets on autograd's thread, eval every 50 steps");
 	/* the same loop reading its loss only every 10th iteration: no iteration but every 10th has a host
 	 * sync, and the one-iteration period never repeats the NOSYNC_REPEATS copies a CPU-gap wrap
 	 * needs (autostep.c). Today's answer is "undecided" at exit: no step at all, never a wrong

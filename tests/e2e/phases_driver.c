@@ -48,9 +48,11 @@ int main(int argc, char **argv)
 				fire(CUPTI_CB_DOMAIN_RUNTIME_API, sync, 1, corr++);
 			}
 			for (int k = 0; k < (m < 0 ? 2 : 3); k++, corr++) {
-				fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0, corr);
+				fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0,
+				     corr);
 				kernel(corr);
-				fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1, corr);
+				fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1,
+				     corr);
 			}
 			fire(CUPTI_CB_DOMAIN_RUNTIME_API, cb, 0, corr);
 			usleep(step_us);

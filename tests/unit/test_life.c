@@ -136,7 +136,9 @@ static void test_park(void **state)
 	assert_ptr_equal(sp_life_stay_reason(&v), sp_life_det_busy);
 	v.policy = SP_DETACH_ALWAYS;
 	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
-	v = (struct sp_life_view){ .policy = SP_DETACH_AUTO, .marker = SP_MARK_AUTO, .parked = true,
+	v = (struct sp_life_view){ .policy = SP_DETACH_AUTO,
+				   .marker = SP_MARK_AUTO,
+				   .parked = true,
 				   .steps_to_window = INT64_MAX };
 	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
 	v.det_busy = true;
