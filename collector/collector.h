@@ -58,6 +58,9 @@ int sp_collector_owns_cupti(void);
  * not a marker's: one load. Never fails; may block while CUPTI is re-attached for a window that
  * begins with this call. */
 int sp_collector_hook_enter(int fn);
+/* The same from a trampoline that knows the place it was called from (its return address): a
+ * driver call standing for a marker call counts only from places proven to be the marker's. */
+int sp_collector_hook_enter_at(int fn, const void *from);
 void sp_collector_hook_exit(int h);
 
 #endif

@@ -56,16 +56,74 @@ static struct {
 	_Atomic unsigned nested;         /* ... of which proven by a nested driver call (the runtime unseen) */
 	_Atomic unsigned stray;          /* nested driver calls made outside a marker call */
 	_Atomic bool stray_said;         /* strays keep stepprof attached (said once) */
+	_Atomic bool odd_said;           /* a nested call from an unknown site while counting (said once) */
 	_Atomic unsigned extra;          /* hooked marker calls CUPTI did not count as marker calls */
 	_Atomic bool graph;              /* a graph was captured or created while counting */
 	_Atomic bool slow;               /* a re-attach outlasted WAIT_ATTACH_NS (said once) */
 } H;
 
+/* The places in a runtime (return addresses into it) that nested driver calls come from: cudart
+ * makes the driver call that stands for a marker call from one place in that function, and calls
+ * the same driver function elsewhere for itself (cudaFree, initialisation...). A place seen inside
+ * a marker call (good) and never outside one (bad) counts steps while detached; calls from the
+ * others are not marker calls. Lock-free: a slot's pc is claimed once and never changes. */
+#define SP_SITES 32
+static struct {
+	_Atomic uintptr_t pc;       /* 0: free */
+	_Atomic unsigned good, bad; /* nested calls from here inside / outside a marker call */
+} S[SP_SITES];
+static _Atomic bool sites_full; /* a place found no slot: the proof fails */
+
 static __thread int detaching; /* this thread is detaching (sp_hook_detaching) */
 static __thread struct {
-	int watch;    /* the outermost hooked marker call on this thread was made while attached */
-	int reported; /* ... and CUPTI reported it as a marker call */
+	int watch;     /* the outermost hooked marker call on this thread was made while attached */
+	int reported;  /* ... and CUPTI reported it as a marker call */
+	uintptr_t pc;  /* the place of the nested driver call in the marker call in progress */
 } W;
+
+/* The slot of place pc: found, or claimed if add (else -1). Never fails otherwise. */
+static int site(uintptr_t pc, int add)
+{
+	for (int i = 0; i < SP_SITES; i++) {
+		uintptr_t cur = atomic_load_explicit(&S[i].pc, memory_order_acquire);
+		if (cur == pc)
+			return i;
+		if (!cur) {
+			if (!add)
+				return -1;
+			uintptr_t zero = 0;
+			if (atomic_compare_exchange_strong(&S[i].pc, &zero, pc) || zero == pc)
+				return i;
+		}
+	}
+	if (add)
+		atomic_store(&sites_full, true);
+	return -1;
+}
+
+/* Every place a marker call's nested driver call came from was never seen outside a marker call. */
+static bool sites_ok(void)
+{
+	if (atomic_load(&sites_full))
+		return false;
+	for (int i = 0; i < SP_SITES && atomic_load(&S[i].pc); i++)
+		if (atomic_load(&S[i].good) && atomic_load(&S[i].bad))
+			return false;
+	return true;
+}
+
+/* A nested call from place pc while counting stands for a marker call (1) or not (0). */
+static int site_counts(uintptr_t pc)
+{
+	int i = site(pc, 0);
+	if (i >= 0)
+		return atomic_load(&S[i].good) > 0 && atomic_load(&S[i].bad) == 0;
+	if (!atomic_exchange(&H.odd_said, true))
+		sp_warn("a driver call that stands for marker calls came from a place in the runtime not seen "
+			"while attached to CUPTI: not counted as a step (if it was a marker call, the step numbers "
+			"after it are one short until the next window re-attaches)");
+	return 0;
+}
 
 void sp_hook_arm(void)
 {
@@ -192,10 +250,10 @@ int sp_hook_cupti_marker(void)
  * outside them: the hooks would count a step that is none. Said once. */
 static void stray_check(void)
 {
-	if (atomic_load(&H.stray) && atomic_load(&H.nested) && !atomic_exchange(&H.stray_said, true))
+	if (atomic_load(&H.stray) && atomic_load(&H.nested) && !sites_ok() && !atomic_exchange(&H.stray_said, true))
 		sp_info("a driver function that stands for the marker's calls (the runtime's own are out of "
-			"stepprof's sight) was also called outside them: stepprof stays attached to CUPTI between "
-			"windows");
+			"stepprof's sight) was also called outside them from the same place: stepprof stays attached "
+			"to CUPTI between windows");
 }
 
 void sp_hook_cupti_marker_end(void)
@@ -203,6 +261,9 @@ void sp_hook_cupti_marker_end(void)
 	int p = sp_thr.hook_pending;
 	sp_thr.hook_pending = PEND_NONE;
 	if (p == PEND_ONE) {
+		int i = site(W.pc, 1);
+		if (i >= 0)
+			atomic_fetch_add(&S[i].good, 1);
 		atomic_fetch_add_explicit(&H.seen, 1, memory_order_relaxed);
 		if (atomic_fetch_add(&H.nested, 1) == 0)
 			stray_check();
@@ -217,7 +278,7 @@ void sp_hook_cupti_marker_end(void)
 bool sp_hook_proven(void)
 {
 	return atomic_load(&H.seen) >= SP_HOOK_PROOF && atomic_load(&H.unseen) == 0 && atomic_load(&H.extra) == 0 &&
-	       (atomic_load(&H.stray) == 0 || atomic_load(&H.nested) == 0);
+	       (atomic_load(&H.nested) == 0 || sites_ok());
 }
 
 void sp_hook_count(int on)
@@ -268,6 +329,11 @@ static void wait_detach(void)
 
 int sp_collector_hook_enter(int fn)
 {
+	return sp_collector_hook_enter_at(fn, NULL);
+}
+
+int sp_collector_hook_enter_at(int fn, const void *from)
+{
 	if ((unsigned)fn >= SP_HOOK_N)
 		return -1;
 	int st = atomic_load_explicit(&sp_hold.state, memory_order_relaxed);
@@ -283,18 +349,25 @@ int sp_collector_hook_enter(int fn)
 		return fn;
 	if (sp_thr.hook_pending != PEND_NONE) { /* inside a marker call CUPTI counted: the proof only */
 		sp_thr.hook_pending = sp_thr.hook_pending == PEND_WAIT ? PEND_ONE : PEND_MANY;
+		W.pc = (uintptr_t)from;
 		return fn;
 	}
 	if (!atomic_load(&H.counting)) {
-		if (w == WANT_NESTED && atomic_fetch_add(&H.stray, 1) == 0)
+		if (w == WANT_NESTED) {
+			int i = site((uintptr_t)from, 1);
+			if (i >= 0)
+				atomic_fetch_add(&S[i].bad, 1);
+			atomic_fetch_add(&H.stray, 1);
 			stray_check();
+		}
 		W.watch = w == WANT_MARKER; /* CUPTI must report it as a marker call before it ends */
 		W.reported = 0;
 		return fn;
 	}
 	/* a driver call stands for a marker call only where the proof relied on that: otherwise the
 	 * runtime's hooks count (a nested call is inside one) and this one is none of them */
-	if (w == WANT_NESTED && !atomic_load_explicit(&H.nested, memory_order_relaxed))
+	if (w == WANT_NESTED &&
+	    (!atomic_load_explicit(&H.nested, memory_order_relaxed) || !site_counts((uintptr_t)from)))
 		return fn;
 	/* the schedule's step (automatic detection numbers its regimes' steps apart from it) */
 	int64_t sched = sp_stepdet_sched_step(sp_col.mk[0].det, sp_col.step);

@@ -96,7 +96,7 @@ static __thread int raw;        /* our own lookups on this thread: dlsym is the 
 	{                                                                                                   \
 		CUresult(*real) params =                                                                    \
 			(CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed); \
-		int h = sp_collector_hook_enter(SP_HOOK_##hook);                                            \
+		int h = sp_collector_hook_enter_at(SP_HOOK_##hook, __builtin_return_address(0));            \
 		CUresult r = real args;                                                                     \
 		sp_collector_hook_exit(h);                                                                  \
 		return r;                                                                                   \

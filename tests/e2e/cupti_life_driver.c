@@ -13,7 +13,8 @@
  * global scope, looks up cuGetProcAddress_v2 with dlsym, asks it for itself and for
  * cuCtxSynchronize, and each step's cudaDeviceSynchronize (its runtime callbacks) calls that in
  * between; BYPASS_AT=i leaves step i's driver call out, STRAY_AT=i adds one after step i's
- * marker call (STRAY_ALL: after every marker call from then on; with VIA_CUDART too: a runtime the
+ * marker call (STRAY_ALL: after every marker call from then on; STRAY_SAME: from the place the
+ * runtime's own nested call comes from; with VIA_CUDART too: a runtime the
  * hooks see, beside driver calls of its own). With LAUNCHES=N each step first launches N kernels
  * "adam_fake_K" through the driver API (fake_cupti_launch: callbacks if enabled, a kernel record if
  * CONCURRENT_KERNEL is on), and from step CHANGE_AT on LAUNCHES2 kernels "eval_fake_K" in steps of
@@ -41,6 +42,15 @@ static void *noise(void *arg)
 	return NULL;
 }
 
+/* The runtime's own call of a driver function, always from this one place (as cudart makes the
+ * driver call inside its cudaDeviceSynchronize): STRAY_SAME=1 makes the strays from here too. */
+static __attribute__((noinline)) CUresult from_runtime(CUresult (*f)(void))
+{
+	CUresult r = f();
+	__asm__ volatile("" ::: "memory"); /* not a tail call: the return address stays here */
+	return r;
+}
+
 int main(int argc, char **argv)
 {
 	int steps = argc > 1 ? atoi(argv[1]) : 40, step_us = argc > 2 ? atoi(argv[2]) : 8000, seen = 0;
@@ -52,6 +62,7 @@ int main(int argc, char **argv)
 	unsigned rt_cbid = getenv("RT_CBID") ? (unsigned)atoi(getenv("RT_CBID"))
 					     : CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020;
 	int stray_at = getenv("STRAY_AT") ? atoi(getenv("STRAY_AT")) : -1, stray_all = getenv("STRAY_ALL") != NULL;
+	int stray_same = getenv("STRAY_SAME") != NULL;
 	if (getenv("VIA_DRIVER")) {
 		void *h = dlopen(getenv("VIA_DRIVER"), RTLD_NOW | RTLD_LOCAL), *p = NULL;
 		gpa_t gpa = h ? (gpa_t)dlsym(h, "cuGetProcAddress_v2") : NULL;
@@ -127,18 +138,18 @@ int main(int argc, char **argv)
 		if (sync) {
 			(i == bypass_at ? direct : sync)();
 			if (ctx_sync && (i == stray_at || (stray_all && i > stray_at && stray_at >= 0)))
-				ctx_sync();
+				(void)(stray_same ? from_runtime(ctx_sync) : ctx_sync());
 			goto timed;
 		}
 		seen += fire && fire(CUPTI_CB_DOMAIN_RUNTIME_API, rt_cbid, 0, corr);
 		if (ctx_sync && i != bypass_at)
-			ctx_sync();
+			from_runtime(ctx_sync);
 		if (sync_us)
 			usleep(sync_us);
 		if (fire)
 			fire(CUPTI_CB_DOMAIN_RUNTIME_API, rt_cbid, 1, corr);
 		if (ctx_sync && (i == stray_at || (stray_all && i > stray_at && stray_at >= 0)))
-			ctx_sync();
+			(void)(stray_same ? from_runtime(ctx_sync) : ctx_sync());
 		corr++;
 	timed:
 		if (print) {
