@@ -252,8 +252,9 @@ static void stray_check(void)
 {
 	if (atomic_load(&H.stray) && atomic_load(&H.nested) && !sites_ok() && !atomic_exchange(&H.stray_said, true))
 		sp_info("a driver function that stands for the marker's calls (the runtime's own are out of "
-			"stepprof's sight) was also called outside them from the same place: stepprof stays attached "
-			"to CUPTI between windows");
+			"stepprof's sight) was also called outside them from the same place (seen in step %lld): "
+			"stepprof stays attached to CUPTI between windows",
+			(long long)sp_col.step);
 }
 
 void sp_hook_cupti_marker_end(void)
