@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* markhook.c - see markhook.h. Application threads (the hooks) and the writer thread (the switch). */
+#include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sched.h>
@@ -250,11 +251,20 @@ int sp_hook_cupti_marker(void)
  * outside them: the hooks would count a step that is none. Said once. */
 static void stray_check(void)
 {
-	if (atomic_load(&H.stray) && atomic_load(&H.nested) && !sites_ok() && !atomic_exchange(&H.stray_said, true))
-		sp_info("a driver function that stands for the marker's calls (the runtime's own are out of "
-			"stepprof's sight) was also called outside them from the same place (seen in step %lld): "
-			"stepprof stays attached to CUPTI between windows",
-			(long long)sp_col.step);
+	if (!atomic_load(&H.stray) || !atomic_load(&H.nested) || sites_ok() || atomic_exchange(&H.stray_said, true))
+		return;
+	uintptr_t both = 0, rel = 0;
+	for (int i = 0; i < SP_SITES && atomic_load(&S[i].pc); i++)
+		if (atomic_load(&S[i].good) && atomic_load(&S[i].bad))
+			both = atomic_load(&S[i].pc);
+	Dl_info di = { 0 };
+	if (both && dladdr((void *)both, &di) && di.dli_fbase)
+		rel = both - (uintptr_t)di.dli_fbase;
+	sp_info("a driver function that stands for the marker's calls (the runtime's own are out of stepprof's "
+		"sight) was also called outside them from the same place (%s+%#lx%s, in step %lld): stepprof stays "
+		"attached to CUPTI between windows",
+		di.dli_fname ? di.dli_fname : "?", (unsigned long)rel,
+		atomic_load(&sites_full) ? ", or too many places" : "", (long long)sp_col.step);
 }
 
 void sp_hook_cupti_marker_end(void)
