@@ -507,6 +507,7 @@ static void lock(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_o
 			p = *r;
 		d->step = p.last_step + (int64_t)a->iterations;
 		r->shift = continued_shift(d, &p, r);
+		r->continued |= d->hand != 0;
 	} else {
 		r = &d->reg[d->nreg < SP_DET_REGIMES ? d->nreg++ : SP_DET_REGIMES - 1];
 		memset(r, 0, sizeof *r);

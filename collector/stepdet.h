@@ -85,7 +85,8 @@ struct sp_det_regime {
 	uint64_t sig;          /* its period's launches in their cyclic order (a hash): a regime that
 				* differs only in API calls (DDP's timing syncs, first ten iterations) is
 				* the same loop */
-	int continued;         /* numbered on from an earlier regime that counted for the schedule */
+	int continued;         /* numbered on at a lock from a regime that counted for the schedule
+				* (its own earlier steps or another's): nothing was lost at that lock */
 	unsigned noted;        /* sp_stepdet_regime_note lines said for it (bit per kind) */
 };
 /* A regime without training evidence defers its steps' schedule this many steps (docs/STEPS.md,
@@ -180,7 +181,8 @@ struct sp_schedule;
 int sp_stepdet_schedule_warning(const struct sp_schedule *s, char *buf, size_t n);
 /* The schedule's step number for detector step `step` of the current regime: -1 (no action)
  * while the regime is not the preferred one (SP_DET_MINOR), else step minus the steps it
- * deferred and those it did not watch between its locks (docs/STEPS.md, "Regimes"). Explicit
+ * deferred and those it did not watch between its locks (docs/STEPS.md, "Regimes"); it never
+ * goes back, across regimes too (only a warmup may come again after a re-lock). Explicit
  * markers: step. This function can't fail. */
 int64_t sp_stepdet_sched_step(const struct sp_stepdet *d, int64_t step);
 /* When the current regime is deferred or not the preferred one, or was just proven, or is the
