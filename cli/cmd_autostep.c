@@ -69,7 +69,8 @@ static int usage(FILE *f, int rc)
 		"  --windows: also replay the windows the default schedule ([schedule] defaults; --skip-first N and\n"
 		"  --wait N set skip_first and wait) would record, and with --check exit 1 unless each recorded step "
 		"is one true iteration of\n"
-		"  the truth's regime, with its kernel launches\n"
+		"  the truth's regime (or of another regime with training evidence: one truth inside it), with its\n"
+		"  kernel launches, and no step number is recorded twice\n"
 		"  --no-prefer: replay with every regime counted by the schedule (no preference for training: the\n"
 		"  detector before issue 12), to see what the preference changes\n"
 		"  --sparse N: the per-step check counts launches in one step of N and in the steps before and of\n"
@@ -229,6 +230,8 @@ static void compare(const struct sp_tokstream *s, const struct replay *r, struct
 /* What a schedule would record: the collector's rule (windows.c) replayed on the decisions. */
 struct windows {
 	size_t steps;          /* recorded steps */
+	long long *seen;       /* their step numbers (one recorded twice is wrong) */
+	size_t nseen, capseen;
 	size_t bad;            /* ... not one true iteration of the truth's regime */
 	size_t minor;          /* boundaries in a regime that was not the preferred one (SP_DET_MINOR) */
 	char first[400];       /* the first recorded step, and the first bad one */
@@ -244,22 +247,43 @@ static size_t launches_in(const struct sp_tokstream *s, size_t a, size_t b)
 	return n;
 }
 
-/* Checks one recorded step [a, b) of regime `regime` against the truth (regime v->regime): it
- * must hold as many launches as the true iteration it begins in (a true iteration runs from one
- * truth token to the next, wherever in the loop the program put its marker: what an explicit
- * marker would record; compare() has checked that consecutive steps begin in consecutive ones). */
+/* Truth tokens in [a, b). */
+static size_t truths_in(const size_t *truth, size_t nt, size_t a, size_t b)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < nt; i++)
+		n += truth[i] >= a && truth[i] < b;
+	return n;
+}
+
+/* Checks one recorded step [a, b) of regime `regime` (train: it showed training evidence) against
+ * the truth (regime v->regime): it must hold as many launches as the true iteration it begins in (a
+ * true iteration runs from one truth token to the next, wherever in the loop the program put its
+ * marker: what an explicit marker would record; compare() has checked that consecutive steps of
+ * the truth's regime begin in consecutive ones). A step of another regime is right only if that
+ * regime trains and the step is exactly one true iteration: one truth inside it, the iteration's
+ * launches (a training loop that changed a little between two locks, DDP's timing calls that
+ * stop after ten iterations); an evaluation pass, or a step that straddles iterations, is not.
+ * A step number recorded twice is wrong whatever it holds. */
 static void window_step(const struct sp_tokstream *s, const size_t *truth, size_t nt, const struct verdict *v,
-			struct windows *w, long long step, uint32_t regime, int refuted, size_t a, size_t b)
+			struct windows *w, long long step, uint32_t regime, int train, int refuted, size_t a, size_t b)
 {
 	long long it = iteration_at(truth, nt, a);
 	size_t got = launches_in(s, a, b), want = 0;
 	const char *bad = NULL;
 	if (it >= 0)
 		want = launches_in(s, truth[it], (size_t)it + 1 < nt ? truth[it + 1] : s->n);
+	int twice = 0;
+	for (size_t i = 0; i < w->nseen; i++)
+		twice |= w->seen[i] == step;
+	w->seen = sp_xgrow(w->seen, &w->capseen, sizeof *w->seen, w->nseen);
+	w->seen[w->nseen++] = step;
 	if (refuted)
 		bad = "refuted by the detector";
-	else if (regime != v->regime)
-		bad = "another regime's";
+	else if (twice)
+		bad = "recorded twice (a step number handed out again)";
+	else if (regime != v->regime && (!train || truths_in(truth, nt, a, b) != 1 || it < 0 || got != want))
+		bad = train ? "another regime's and not one true iteration" : "another regime's";
 	else if (it < 0 || got != want)
 		bad = "not one true iteration";
 	w->steps++;
@@ -281,7 +305,7 @@ static void windows_check(const struct sp_tokstream *s, const struct replay *r, 
 	size_t *truth = NULL, nt = 0, cap = 0, open_at = 0;
 	long long step = 0;
 	uint32_t regime = 0;
-	int open = 0, record = 0, done = 0, refuted = 0;
+	int open = 0, record = 0, done = 0, refuted = 0, train = 0;
 	memset(w, 0, sizeof *w);
 	for (size_t i = 0; i < s->n; i++)
 		if (s->tok[i].kind == SP_TOK_TRUTH) {
@@ -293,8 +317,8 @@ static void windows_check(const struct sp_tokstream *s, const struct replay *r, 
 		unsigned what = d->out.what;
 		w->minor += (what & SP_DET_BOUNDARY) && (what & SP_DET_MINOR);
 		if ((what & (SP_DET_END | SP_DET_BOUNDARY)) && open && record)
-			window_step(s, truth, nt, v, w, step, regime, refuted || (what & SP_DET_MISMATCH), open_at,
-				    d->pos);
+			window_step(s, truth, nt, v, w, step, regime, train, refuted || (what & SP_DET_MISMATCH),
+				    open_at, d->pos);
 		if (what & (SP_DET_END | SP_DET_BOUNDARY))
 			open = 0;
 		if (what & (SP_DET_LOCK | SP_DET_BOUNDARY)) {
@@ -302,6 +326,7 @@ static void windows_check(const struct sp_tokstream *s, const struct replay *r, 
 			open_at = d->pos;
 			step = d->out.step;
 			regime = d->out.regime;
+			train = d->how.train;
 			refuted = d->refuted;
 			enum sp_action act = what & SP_DET_BOUNDARY ? sp_schedule_action(sch, d->sched) : SP_ACT_NONE;
 			record = act == SP_ACT_RECORD || act == SP_ACT_RECORD_AND_SAVE;
@@ -310,8 +335,10 @@ static void windows_check(const struct sp_tokstream *s, const struct replay *r, 
 		}
 	}
 	if (open && record && !done)
-		window_step(s, truth, nt, v, w, step, regime, 0, open_at, s->n);
+		window_step(s, truth, nt, v, w, step, regime, train, 0, open_at, s->n);
 	free(truth);
+	free(w->seen);
+	w->seen = NULL;
 }
 
 static const char *anchor_name(const struct sp_det_how *h)
@@ -361,7 +388,8 @@ static void print_windows(const struct windows *w, long long skip, int json, FIL
 		return;
 	}
 	fprintf(out,
-		"windows (skip_first %lld): %zu recorded step%s, %zu not one true iteration of the truth's regime%s%s; "
+		"windows (skip_first %lld): %zu recorded step%s, %zu not one true iteration (of the truth's regime, or "
+		"of a training regime) or recorded twice%s%s; "
 		"%zu boundar%s in a regime that was not the preferred one%s%s\n",
 		skip, w->steps, w->steps == 1 ? "" : "s", w->bad, w->bad ? ": first: " : "", w->why, w->minor,
 		w->minor == 1 ? "y" : "ies", w->first[0] ? "; first recorded " : "", w->first);

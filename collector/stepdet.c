@@ -207,6 +207,36 @@ static int period_trains(struct sp_stepdet *d)
 	return 0;
 }
 
+/* Mixes two launch tokens into a hash. */
+static uint64_t mix2(uint32_t x, uint32_t y)
+{
+	uint64_t h = ((uint64_t)x << 32 | y) * 0x9e3779b97f4a7c15ull;
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	return h ^ (h >> 32);
+}
+
+/* The learner's last period's kernel and graph launches in their cyclic order, as a hash that does
+ * not depend on where the period was cut (a sum over consecutive pairs, the last with the first):
+ * two locks on one loop agree whatever API calls come and go between its launches. */
+static uint64_t period_sig(const struct sp_stepdet *d)
+{
+	const struct sp_autostep *a = &d->a;
+	uint64_t from = a->n > a->period ? a->n - a->period : 0, sig = 0;
+	uint32_t first = 0, prev = 0;
+	for (uint64_t i = from; i < a->n; i++) {
+		uint32_t tok = a->tok[i & (a->cap - 1)];
+		if (!(tok & SP_AUTOSTEP_KERNEL))
+			continue;
+		if (prev)
+			sig += mix2(prev, tok);
+		else
+			first = tok;
+		prev = tok;
+	}
+	return prev ? sig + mix2(prev, first) : 0;
+}
+
 /* 1 if the current regime's steps do not count towards the schedule: it shows no training
  * evidence and a regime that does is known, or it has not yet run SP_DET_DEFER_STEPS steps. */
 static int minor(const struct sp_stepdet *d)
@@ -365,10 +395,31 @@ int sp_stepdet_regime_note(struct sp_stepdet *d, char *buf, size_t n)
 	return 1;
 }
 
+/* The schedule's numbering never goes back: a step of the preferred regime gets a schedule step
+ * after the highest one handed out so far, or the same one when that is a warmup (a re-lock repeats
+ * the warmup of the step it refuted: it warmed nothing the window will hold). The lock's numbering
+ * (lock()) already continues; this holds whatever a regime's own shift says (a regime proven after
+ * another counted, a resumed one). Shifts the current regime if needed. This function can't fail. */
+static void hand_out(struct sp_stepdet *d)
+{
+	if (d->kind != SP_MARK_AUTO || !d->cur || minor(d))
+		return;
+	struct sp_det_regime *r = &d->reg[d->cur - 1];
+	int64_t s = d->step - r->shift;
+	int rewarm = d->sched && s == d->sched_hi && sp_schedule_action(d->sched, s) == SP_ACT_WARMUP;
+	if (d->hand && s <= d->sched_hi && !rewarm) {
+		r->shift += s - (d->sched_hi + 1);
+		s = d->sched_hi + 1;
+	}
+	d->hand = d->cur;
+	d->sched_hi = s;
+}
+
 /* A boundary: step d->step + 1 begins. */
 static void boundary(struct sp_stepdet *d, uint64_t ts, unsigned flags, struct sp_det_out *out)
 {
 	d->step++;
+	hand_out(d);
 	d->step_open = 1;
 	d->step_t0 = ts;
 	out->what |= SP_DET_BOUNDARY | flags | (minor(d) ? SP_DET_MINOR : 0);
@@ -419,36 +470,61 @@ static int64_t gap_steps(const struct sp_stepdet *d, const struct sp_det_regime 
 	return 0;
 }
 
-/* The learner locked: find or open the regime, number the open step, watch the anchor. */
+/* The shift of regime r (at its lock on d->step) that continues the schedule's numbering of regime p,
+ * the one that last counted (r itself when it resumes): a regime taken for the loop after its
+ * deferral counts only the steps the detector watched (the cuBLAS loop's evaluation passes every 40
+ * iterations took two of its three steps), a training regime skips only the gap's steps the schedule
+ * gives no action (gap_steps); one that never counted keeps r's. This function can't fail. */
+static int64_t continued_shift(const struct sp_stepdet *d, const struct sp_det_regime *p, const struct sp_det_regime *r)
+{
+	if (p->proven && !p->train)
+		return p->shift + (d->step - p->last_step);
+	if (p->train)
+		return p->shift + gap_steps(d, p);
+	return r->shift;
+}
+
+/* The learner locked: find or open the regime, number the open step, watch the anchor. A regime is
+ * found again when its anchor, every, boundary side and launches match and either its period or
+ * the order of its launches does: API calls that come and go (DDP's eight cudaEventSynchronize of
+ * its first ten iterations) change the period, not the loop. Once a regime counted for the
+ * schedule, every lock numbers on from it (the iterations spent learning again advance it, with
+ * the gap rule): step numbers never go back and no schedule step is handed out twice. */
 static void lock(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_out *out)
 {
 	const struct sp_autostep *a = &d->a;
 	struct sp_det_regime *r = NULL;
+	uint64_t sig = period_sig(d);
 	for (uint32_t i = 0; i < d->nreg && !r; i++)
-		if (d->reg[i].anchor == a->anchor && d->reg[i].every == a->every && d->reg[i].period == a->period &&
-		    d->reg[i].launches == a->launches && d->reg[i].after == a->after)
+		if (d->reg[i].anchor == a->anchor && d->reg[i].every == a->every && d->reg[i].launches == a->launches &&
+		    d->reg[i].after == a->after && (d->reg[i].period == a->period || d->reg[i].sig == sig))
 			r = &d->reg[i];
 	int relock = d->how.regime != 0 || d->nreg > 0;
+	/* the regime that counted last, copied: a new regime may take its slot */
+	struct sp_det_regime p = d->hand ? d->reg[d->hand - 1] : (struct sp_det_regime){ .last_step = -1 };
 	if (r) { /* a regime seen before resumes: its iterations went on while the detector learned */
-		d->step = r->last_step + (int64_t)a->iterations;
-		/* a regime taken for the loop after its deferral is already numbered for the schedule
-		 * apart from the program's iterations: there the schedule counts the steps the detector
-		 * watched (the cuBLAS loop's evaluation passes every 40 iterations took two of its three
-		 * steps); a training regime skips only the gap's steps the schedule gives no action */
-		if (r->proven && !r->train)
-			r->shift += d->step - r->last_step;
-		else if (r->train)
-			r->shift += gap_steps(d, r);
+		if (!d->hand || p.last_step <= r->last_step)
+			p = *r;
+		d->step = p.last_step + (int64_t)a->iterations;
+		r->shift = continued_shift(d, &p, r);
+		r->continued |= d->hand != 0;
 	} else {
 		r = &d->reg[d->nreg < SP_DET_REGIMES ? d->nreg++ : SP_DET_REGIMES - 1];
 		memset(r, 0, sizeof *r);
 		r->anchor = a->anchor;
 		r->every = a->every;
-		r->period = a->period;
 		r->launches = a->launches;
 		r->after = a->after;
-		d->step = (int64_t)a->iterations - 1; /* numbered from the regime's first periodic iteration */
+		if (d->hand) { /* numbered on from the regime that counted last */
+			d->step = p.last_step + (int64_t)a->iterations;
+			r->continued = 1;
+			r->shift = continued_shift(d, &p, r);
+		} else {
+			d->step = (int64_t)a->iterations - 1; /* from the regime's first periodic iteration */
+		}
 	}
+	r->period = a->period;
+	r->sig = sig;
 	r->last_step = d->step;
 	r->run = 0;
 	r->train |= period_trains(d);
@@ -551,7 +627,7 @@ static void anchor_hit(struct sp_stepdet *d, const struct sp_token *t, struct sp
 		/* long enough to be the program's loop (inference, or training whose kernels do not say
 		 * so: CUDA graphs, XLA): the schedule counts its steps from the next one on */
 		r->proven = 1;
-		r->shift = d->step - r->deferred_from;
+		r->shift += d->step - r->deferred_from; /* after the shift a continued regime got at its lock */
 		out->what |= SP_DET_PROVEN;
 	}
 	boundary(d, t->ts, d->how.after ? SP_DET_AFTER : 0, out);

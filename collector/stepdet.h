@@ -82,6 +82,11 @@ struct sp_det_regime {
 	uint64_t run;          /* steps since its last lock */
 	int64_t deferred_from; /* the step it locked on while unproven */
 	int64_t shift;         /* step number - schedule step, once proven (the steps it deferred) */
+	uint64_t sig;          /* its period's launches in their cyclic order (a hash): a regime that
+				* differs only in API calls (DDP's timing syncs, first ten iterations) is
+				* the same loop */
+	int continued;         /* numbered on at a lock from a regime that counted for the schedule
+				* (its own earlier steps or another's): nothing was lost at that lock */
 	unsigned noted;        /* sp_stepdet_regime_note lines said for it (bit per kind) */
 };
 /* A regime without training evidence defers its steps' schedule this many steps (docs/STEPS.md,
@@ -107,6 +112,8 @@ struct sp_stepdet {
 	uint32_t nreg;
 	uint32_t cur;                 /* index + 1 of the current regime in reg, 0 none */
 	uint32_t train;               /* index + 1 of the first regime with training evidence, 0 none */
+	uint32_t hand;                /* index + 1 of the regime whose steps last counted for the schedule */
+	int64_t sched_hi;             /* the highest schedule step handed out (valid with hand) */
 	int no_prefer;                /* replay only: every regime counts (the policy before issue 12) */
 	uint32_t launchers[16];       /* threads that launched a kernel or graph (tid + 1; 0 free) */
 	uint32_t sparse;              /* count launches in one step of this many (0, 1: every step) */
@@ -174,7 +181,8 @@ struct sp_schedule;
 int sp_stepdet_schedule_warning(const struct sp_schedule *s, char *buf, size_t n);
 /* The schedule's step number for detector step `step` of the current regime: -1 (no action)
  * while the regime is not the preferred one (SP_DET_MINOR), else step minus the steps it
- * deferred and those it did not watch between its locks (docs/STEPS.md, "Regimes"). Explicit
+ * deferred and those it did not watch between its locks (docs/STEPS.md, "Regimes"); it never
+ * goes back, across regimes too (only a warmup may come again after a re-lock). Explicit
  * markers: step. This function can't fail. */
 int64_t sp_stepdet_sched_step(const struct sp_stepdet *d, int64_t step);
 /* When the current regime is deferred or not the preferred one, or was just proven, or is the

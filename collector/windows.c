@@ -243,11 +243,12 @@ static void det_locked(const struct sp_det_out *o, uint64_t t)
 	sp_col.step_refuted = 0;
 	sp_col.action = SP_ACT_NONE;
 	sp_col.step_start = t;
-	/* the schedule's steps up to the locked one's were lost, unless the regime was seen before: its
-	 * schedule resumes after the steps it watched (docs/STEPS.md, "Regimes"); a regime that does not
-	 * count yet has no schedule step */
+	/* the schedule's steps up to the locked one's were lost, unless the regime was seen before or
+	 * numbers on from one that counted: its schedule resumes after the steps handed out
+	 * (docs/STEPS.md, "Regimes"); a regime that does not count yet has no schedule step */
 	const struct sp_stepdet *det = m->det;
-	int64_t sched = det->cur && det->reg[det->cur - 1].steps ? -1 : sp_stepdet_sched_step(det, sp_col.step);
+	const struct sp_det_regime *rg = det->cur ? &det->reg[det->cur - 1] : NULL;
+	int64_t sched = rg && (rg->steps || rg->continued) ? -1 : sp_stepdet_sched_step(det, sp_col.step);
 	for (int64_t k = 0; k <= sched; k++)
 		if (sp_schedule_action(m->schedule, k) != SP_ACT_NONE) {
 			sp_warn("automatic step detection needed %lld iterations%s; the schedule's steps before %lld "

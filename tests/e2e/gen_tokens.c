@@ -218,13 +218,27 @@ static void jax(const char *dir)
 
 /* DDP: gradient buckets all-reduced with NCCL during backward; the loop's cudaDeviceSynchronize,
  * followed in the first ten iterations by DDP's eight cudaEventSynchronize. */
-static void ddp(const char *dir)
+/* DDP: forward, backward buckets each all-reduced, SGD, cudaDeviceSynchronize; DDP's eight
+ * cudaEventSynchronize of its runtime statistics in the first ten iterations only. With eval_at > 0,
+ * a forward-only evaluation (5 passes, each ending in the loop's own sync) at the start of iteration
+ * eval_at (nanoGPT's estimate_loss on rank 0, tests/data/corpus/nanogpt_ddp.rank0): the training
+ * loop re-locks without the event syncs, a period of other length, and must keep its numbering.
+ * With change_at > 0 the loop launches one kernel more from that iteration on (another GEMM for a
+ * new shape): a new training regime, whose steps must number on from the first's. */
+static void ddp_loop(const char *dir, const char *name, int eval_at, int change_at, int iters, const char *what)
 {
-	open_class(dir, "ddp", "nvtx:truth_step", 1, "DDP with NCCL all-reduce, changing syncs");
+	open_class(dir, name, "nvtx:truth_step", 1, what);
 	setup();
-	for (int it = 0; it < 60; it++) {
+	for (int it = 0; it < iters; it++) {
 		truth();
+		for (int v = 0; eval_at && it == eval_at && v < 5; v++) {
+			block("fwd", 30, 10, 0);
+			sync_call("cudaDeviceSynchronize", 900000);
+			wrap(40000);
+		}
 		block("fwd", 30, 10, 0);
+		if (change_at && it >= change_at)
+			launch("gemm_new_shape");
 		for (int b = 0; b < 4; b++) {
 			block("bwd", 15, 5, 0);
 			emit(SP_TOK_NCCL, 0, "ncclAllReduce", 3000);
@@ -237,6 +251,11 @@ static void ddp(const char *dir)
 		wrap(200000);
 	}
 	close_class();
+}
+
+static void ddp(const char *dir)
+{
+	ddp_loop(dir, "ddp", 0, 0, 60, "DDP with NCCL all-reduce, changing syncs");
 }
 
 /* One rank of tests/gpu/corpus/ddp_train.py (DDP under torchrun): pinned batches copied without a
@@ -362,6 +381,10 @@ int main(int argc, char **argv)
 	 * one (nolock also refuses a lock on the ten-iteration period). A detector that learns such
 	 * loops turns this into a class that must lock. */
 	ddp_eval(argv[1], "ddp_log10", 10, 0, "DDP as ddp_eval, loss read every 10th step: undecided today");
+	/* issue 12 (nanogpt_ddp on 2 GPUs): before the fix the re-lock after the evaluation was a new
+	 * regime numbered from its first iteration, and the default schedule recorded steps 11-13 twice */
+	ddp_loop(argv[1], "ddp_evalmid", 20, 0, 60, "DDP, event syncs stop at 10, evaluation at 20: one loop");
+	ddp_loop(argv[1], "train_change", 20, 30, 70, "training whose kernels change at 30: numbered on");
 	warmup(argv[1]);
 	datadep(argv[1]);
 	cublas(argv[1]);

@@ -273,6 +273,51 @@ static void eval_first_prefers_training(void **state)
 	sp_stepdet_free(&det);
 }
 
+/* Issue 12 (nanoGPT under DDP): the training loop changes after its window (an evaluation, then
+ * a loop of another shape: a new training regime), with a repeating schedule. Step numbers of
+ * counted boundaries only grow and no schedule step with an action is handed out twice, whatever
+ * regime counts (the same loop with other API calls: tests/e2e/gen_tokens.c ddp_evalmid). */
+static void numbering_never_goes_back(void **state)
+{
+	struct sp_schedule sch = { .skip_first = 10, .wait = 5, .warmup = 1, .active = 3, .repeat = 0 };
+	int64_t step = -1, last_step = -1, last_sched = -1, given[512];
+	int ngiven = 0;
+	unsigned all = 0;
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	sp_stepdet_schedule(&det, &sch);
+	static const struct {
+		const char *prefix;
+		int k, n;
+	} phases[] = { { "layer_backward", 40, 25 }, { "eval", 15, 6 },  { "layer_backward", 40, 20 },
+		       { "eval", 15, 6 },            { "layer_backward", 41, 30 }, { "eval", 15, 6 },
+		       { "layer_backward", 41, 30 } };
+	for (size_t p = 0; p < sizeof phases / sizeof *phases; p++)
+		for (int i = 0; i < phases[p].n; i++) {
+			uint64_t wrap = phases[p].prefix[0] == 'e' ? 50000 : 200000;
+			unsigned w = iteration(phases[p].prefix, phases[p].k, &step, wrap);
+			all |= w;
+			int64_t sc = sp_stepdet_sched_step(&det, step);
+			if (!(w & SP_DET_BOUNDARY) || sc < 0)
+				continue;
+			assert_true(step > last_step);
+			last_step = step;
+			if (sp_schedule_action(&sch, sc) == SP_ACT_NONE || sp_schedule_action(&sch, sc) == SP_ACT_WARMUP) {
+				assert_true(sc >= last_sched);
+			} else {
+				for (int g = 0; g < ngiven; g++)
+					assert_true(given[g] != sc);
+				assert_true(ngiven < 512);
+				given[ngiven++] = sc;
+				assert_true(sc > last_sched);
+			}
+			last_sched = sc;
+		}
+	assert_true(all & SP_DET_RELOCK);
+	assert_true(det.nreg >= 3);      /* eval, training, training of another shape */
+	assert_true(ngiven >= 6);        /* windows in both training shapes */
+	sp_stepdet_free(&det);
+}
+
 /* Training, an evaluation pass across the schedule's window, training again: the window is not
  * lost in the re-lock's gap (llm.c, skip_first 10, wait 10) but taken by the first steps watched
  * after it; a schedule whose window lies past the gap keeps the program's numbering. */
@@ -380,6 +425,7 @@ int main(void)
 		cmocka_unit_test(sparse_blind_probe),
 		cmocka_unit_test(eval_first_prefers_training),
 		cmocka_unit_test(relock_gap_keeps_window),
+		cmocka_unit_test(numbering_never_goes_back),
 		cmocka_unit_test(undecided_names_a_marker),
 		cmocka_unit_test(may_try_is_exact),
 	};
