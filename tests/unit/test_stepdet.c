@@ -288,9 +288,8 @@ static void numbering_never_goes_back(void **state)
 	static const struct {
 		const char *prefix;
 		int k, n;
-	} phases[] = { { "layer_backward", 40, 25 }, { "eval", 15, 6 },  { "layer_backward", 40, 20 },
-		       { "eval", 15, 6 },            { "layer_backward", 41, 30 }, { "eval", 15, 6 },
-		       { "layer_backward", 41, 30 } };
+	} phases[] = { { "layer_backward", 40, 25 }, { "eval", 15, 6 }, { "layer_backward", 40, 20 }, { "eval", 15, 6 },
+		       { "layer_backward", 41, 30 }, { "eval", 15, 6 }, { "layer_backward", 41, 30 } };
 	for (size_t p = 0; p < sizeof phases / sizeof *phases; p++)
 		for (int i = 0; i < phases[p].n; i++) {
 			uint64_t wrap = phases[p].prefix[0] == 'e' ? 50000 : 200000;
@@ -301,7 +300,8 @@ static void numbering_never_goes_back(void **state)
 				continue;
 			assert_true(step > last_step);
 			last_step = step;
-			if (sp_schedule_action(&sch, sc) == SP_ACT_NONE || sp_schedule_action(&sch, sc) == SP_ACT_WARMUP) {
+			if (sp_schedule_action(&sch, sc) == SP_ACT_NONE ||
+			    sp_schedule_action(&sch, sc) == SP_ACT_WARMUP) {
 				assert_true(sc >= last_sched);
 			} else {
 				for (int g = 0; g < ngiven; g++)
