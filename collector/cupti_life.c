@@ -14,6 +14,7 @@
 #include "markhook.h"
 
 #define DRAIN_NS 1000000000ull     /* longest wait for callbacks in flight before giving up */
+#define DRAIN_HOOKED_NS 2000000ull /* ... for hooked CUDA calls in progress (a long sync calls it off) */
 #define CORR_MARGIN 65536u         /* ids a racing thread may have taken beyond the last one seen */
 
 struct sp_hold_state sp_hold;
@@ -51,6 +52,19 @@ static int drain(void)
 	uint64_t t0 = sp_now_ns();
 	while (atomic_load(&sp_hold.inflight) > 0) {
 		if (sp_now_ns() - t0 > DRAIN_NS)
+			return -1;
+		nap();
+	}
+	return 0;
+}
+
+/* Waits until no thread is inside a hooked CUDA call (sp_hold.hooked; new ones wait for the
+ * detach meanwhile, so the wait is short). Returns 0, or -1 after DRAIN_HOOKED_NS. */
+static int drain_hooked(void)
+{
+	uint64_t t0 = sp_now_ns();
+	while (atomic_load(&sp_hold.hooked) > 0) {
+		if (sp_now_ns() - t0 > DRAIN_HOOKED_NS)
 			return -1;
 		nap();
 	}
@@ -116,6 +130,14 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
 		sp_warn("a CUPTI call did not return within 1 s; staying attached to CUPTI");
 		return -1;
+	}
+	/* no thread inside a hooked CUDA call: CUPTI wraps it, and finalising CUPTI under it crashed
+	 * (H100, 2-rank DDP: the NCCL watchdog's cudaEventQuery, 2 of 15 jobs); new ones wait. A call
+	 * that outlasts 2 ms (a long synchronisation) calls the detach off: the next tick tries again.
+	 * Calls the preload does not hook (launches) are not covered: CUPTI's own teardown must hold */
+	if (drain_hooked() < 0) {
+		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
+		return 1;
 	}
 	/* the writer thread is the only one touching CUPTI now; records still buffered arrive in
 	 * the buffer callback on this thread (late ones are counted, not lost in silence) */

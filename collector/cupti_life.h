@@ -41,6 +41,9 @@ extern struct sp_hold_state {
 	_Atomic uint32_t corr_last;  /* a recent raw correlation id of the current instance */
 	_Atomic int marking;         /* threads inside a marker call (a detach must wait for none) */
 	_Atomic int marker_waiting;  /* marker callbacks waiting out a quiescing detach (it calls off) */
+	_Atomic int hooked;          /* threads inside a CUDA call the preload hooks (a detach waits for
+				      * none: CUPTI finalised under a call it wraps crashes, as the NCCL
+				      * watchdog's cudaEventQuery did on H100) */
 	_Atomic uint64_t last_end;   /* when a marker call last ended (trace clock, ns), 0 never */
 	_Atomic uint64_t quiet;      /* shortest time from a marker call's end to the next one's start */
 	_Atomic unsigned quiet_seen; /* quiet times measured */

@@ -23,6 +23,8 @@
 /* WANT_NESTED: a driver function that a runtime marker's function calls (hookfns.h SP_HOOK_NESTED) */
 enum { WANT_NONE, WANT_MARKER, WANT_GRAPH, WANT_NESTED };
 
+#define HOOK_UNCOUNTED (-2) /* sp_collector_hook_enter: not a hooked function, not in flight */
+
 /* sp_thr.hook_pending: where the proof stands on this thread's marker call that CUPTI reported
  * outside any hook: none, waiting for a nested driver call, one seen, more than one seen. */
 enum { PEND_NONE, PEND_WAIT, PEND_ONE, PEND_MANY };
@@ -346,10 +348,16 @@ int sp_collector_hook_enter(int fn)
 int sp_collector_hook_enter_at(int fn, const void *from)
 {
 	if ((unsigned)fn >= SP_HOOK_N)
-		return -1;
-	int st = atomic_load_explicit(&sp_hold.state, memory_order_relaxed);
-	if (__builtin_expect(st == SP_HOLD_QUIESCING || st == SP_HOLD_DETACHING, 0) && !detaching)
+		return HOOK_UNCOUNTED;
+	/* in flight first, then the state (both sequentially consistent): a detach either sees this call
+	 * and waits for it, or this call sees the detach and waits for it to finish */
+	atomic_fetch_add(&sp_hold.hooked, 1);
+	int st = atomic_load(&sp_hold.state);
+	if (__builtin_expect(st == SP_HOLD_QUIESCING || st == SP_HOLD_DETACHING, 0) && !detaching) {
+		atomic_fetch_sub(&sp_hold.hooked, 1);
 		wait_detach(); /* (libcupti may reach the driver through our trampolines: not on its own detach) */
+		atomic_fetch_add(&sp_hold.hooked, 1);
+	}
 	unsigned w = atomic_load_explicit(&H.want[fn], memory_order_relaxed);
 	if (w != WANT_MARKER && w != WANT_NESTED) {
 		if (w == WANT_GRAPH && atomic_load_explicit(&H.counting, memory_order_relaxed))
@@ -393,6 +401,9 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 
 void sp_collector_hook_exit(int h)
 {
+	if (h == HOOK_UNCOUNTED)
+		return;
+	atomic_fetch_sub(&sp_hold.hooked, 1);
 	if (h < 0 || --sp_thr.hook_depth > 0)
 		return;
 	/* an automatic step that begins after the anchor call: CUPTI's exit callback is not there to
