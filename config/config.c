@@ -21,6 +21,7 @@
 static const char *const kind_names[] = { "auto", "kernel", "api", "nccl", "nvtx", "profiler_range", NULL };
 #define NKINDS (sizeof(kind_names) / sizeof(kind_names[0]) - 1)
 static const char *const detach_names[] = { "auto", "always", "never", NULL };
+static const char *const learn_names[] = { "cupti", "hooks", "auto", NULL };
 
 #define FIELD(m) offsetof(struct sp_config, m), sizeof(((struct sp_config *)0)->m)
 #define SCHED(m, min, def) { "schedule", #m, K_INT, FIELD(schedule.m), min, SP_SCHEDULE_MAX, def }
@@ -45,6 +46,7 @@ static const struct key keys[] = {
 	{ "marker", "kind", K_CHOICE, FIELD(marker_kind), 0, 0, "auto" },
 	{ "marker", "pattern", K_STR, FIELD(marker_pattern), 0, 0, "" },
 	{ "marker", "every", K_INT, FIELD(marker_every), 1, SP_SCHEDULE_MAX, "1" },
+	{ "marker", "learn", K_CHOICE, FIELD(marker_learn), 0, 0, "cupti" },
 	ACT(kernels, "true"),
 	ACT(memcpy, "true"),
 	ACT(memset, "true"),
@@ -78,6 +80,7 @@ static const struct {
 } choice_tables[] = {
 	{ offsetof(struct sp_config, marker_kind), kind_names },
 	{ offsetof(struct sp_config, detach_between), detach_names },
+	{ offsetof(struct sp_config, marker_learn), learn_names },
 };
 
 /* This function can't fail: every K_CHOICE key has a table. */
