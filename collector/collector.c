@@ -16,6 +16,7 @@
 #include "collector.h"
 #include "cupti_life.h"
 #include "cupti_share.h"
+#include "hooklearn.h"
 #include "intern.h"
 #include "internal.h"
 #include "log.h"
@@ -212,7 +213,12 @@ void sp_collector_inject(void)
 						     sp_share_buffer_completed, sp_act_timestamp, sp_share_armed };
 	sp_ring_configure(sp_col.cfg.ring_events);
 	sp_writer_set_tick(sp_act_writer_tick, NULL);
-	CUptiResult r = sp_cupti_life_attach(&hooks, &sp_col.sub);
+	CUptiResult r = CUPTI_SUCCESS;
+	if (sp_hooklearn_wanted()) { /* learning from the preload's hooks: subscribed before the first window */
+		sp_cupti_life_start_parked(&hooks);
+		sp_hooklearn_begin();
+	} else
+		r = sp_cupti_life_attach(&hooks, &sp_col.sub);
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		const char *msg = "?";
 		sp_cupti.cuptiGetResultString(r, &msg);
