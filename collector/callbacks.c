@@ -181,7 +181,7 @@ static void on_api_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const 
 		sp_thr.rt_corr = cd->correlationId;
 	}
 	if (launch && d)
-		sp_hooklearn_cupti_launch(); /* the launch hooks' proof (hooklearn.h) */
+		sp_hooklearn_cupti_launch(cd->symbolName); /* the launch hooks' proof (hooklearn.h) */
 	if (launch && sp_thr.in_nccl && !sp_thr.nccl_corr)
 		sp_thr.nccl_corr = cd->correlationId; /* links the NCCL call to its kernel */
 	/* a marker inside a runtime call begins its step where that call began */

@@ -63,9 +63,9 @@ int sp_collector_owns_cupti(void);
  * callbacks, hooklearn.h), SP_LAUNCH_LEARN also feed it to automatic step detection as a token. */
 enum { SP_LAUNCH_OFF = 0, SP_LAUNCH_MARK, SP_LAUNCH_LEARN };
 extern _Atomic int sp_launch_want;
-/* A kernel launch begins (name: the kernel's mangled name as sp_collector_kernel_name interned
- * it, 0 if the driver cannot name it; asked for only under SP_LAUNCH_LEARN) / ends (h: what enter
- * returned). Never fails, never blocks. */
+/* A kernel launch begins (name: the kernel's name from the driver as sp_collector_kernel_name
+ * interned it, 0 if the driver cannot name it) / ends (h: what enter returned). Called only while
+ * sp_launch_want is not SP_LAUNCH_OFF. Never fails, never blocks. */
 int sp_collector_launch_enter(uint32_t name);
 void sp_collector_launch_exit(int h);
 /* The id of a kernel's mangled name, as CUPTI's symbolName is interned; 0 for NULL. May take a

@@ -29,6 +29,7 @@ static struct {
 
 static __thread int launch_depth; /* launch hooks in progress on this thread */
 static __thread int launch_fed;   /* ... and the outermost one fed the detector a token */
+static __thread uint32_t launch_id; /* ... the name the hook found for it (0 none) */
 
 bool sp_hooklearn_wanted(void)
 {
@@ -109,12 +110,20 @@ bool sp_hooklearn_failed(void)
 	return atomic_load(&HL.failed);
 }
 
-void sp_hooklearn_cupti_launch(void)
+void sp_hooklearn_cupti_launch(const char *symbol)
 {
 	if (atomic_load_explicit(&sp_launch_want, memory_order_relaxed) == SP_LAUNCH_OFF)
 		return;
 	if (launch_depth > 0) {
 		atomic_fetch_add_explicit(&HL.seen, 1, memory_order_relaxed);
+		uint32_t cupti = sp_coll_name_id(symbol);
+		if (launch_id && cupti && launch_id != cupti && !atomic_exchange(&HL.failed, true)) {
+			atomic_store(&sp_launch_want, SP_LAUNCH_OFF);
+			sp_warn("the driver names a kernel '%s' where CUPTI names it '%s': the steps learned from "
+				"stepprof's hooks before the first window may differ from CUPTI's; automatic detection "
+				"learns with CUPTI from now on (set [marker] learn = cupti to avoid this)",
+				sp_intern_lookup(launch_id), symbol);
+		}
 		return;
 	}
 	if (atomic_fetch_add(&HL.unseen, 1) == 0) {
@@ -137,6 +146,7 @@ int sp_collector_launch_enter(uint32_t name)
 	if (launch_depth++ > 0)
 		return 1;
 	launch_fed = 0;
+	launch_id = name;
 	if (atomic_load_explicit(&sp_launch_want, memory_order_relaxed) != SP_LAUNCH_LEARN || !sp_hooklearn_on())
 		return 1;
 	if (!name) {

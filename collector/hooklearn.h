@@ -31,8 +31,9 @@ bool sp_hooklearn_failed(void);
 /* After a token from the hooks (application thread, no lock held): the detector locked, so CUPTI
  * is attached now, on this thread (the writer thread runs only from the first window on). */
 void sp_hooklearn_check(void);
-/* CUPTI reports a driver kernel launch on this thread (its entry callback): counts whether a
- * launch hook is around it. This function can't fail. */
-void sp_hooklearn_cupti_launch(void);
+/* CUPTI reports a driver kernel launch of `symbol` (its symbolName) on this thread (its entry
+ * callback): a launch hook must be around it and have named the kernel the same, else hook
+ * learning ends for the run (said once). This function can't fail. */
+void sp_hooklearn_cupti_launch(const char *symbol);
 
 #endif

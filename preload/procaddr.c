@@ -180,8 +180,7 @@ static uint32_t launch_name(CUfunction f)
 	{                                                                                                   \
 		CUresult(*real) params =                                                                    \
 			(CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed); \
-		int w = atomic_load_explicit(&sp_launch_want, memory_order_relaxed);                        \
-		int h = sp_collector_launch_enter(w == SP_LAUNCH_LEARN ? launch_name(f) : 0);               \
+		int h = sp_collector_launch_enter(launch_name(f));                                          \
 		CUresult r = real args;                                                                     \
 		sp_collector_launch_exit(h);                                                                \
 		return r;                                                                                   \
@@ -480,8 +479,7 @@ SP_EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuu
 			return CUDA_ERROR_NOT_INITIALIZED;                                                  \
 		if (__builtin_expect(atomic_load_explicit(&sp_launch_want, memory_order_relaxed) == 0, 1)) \
 			return real args;                                                                   \
-		int w = atomic_load_explicit(&sp_launch_want, memory_order_relaxed);                        \
-		int h = sp_collector_launch_enter(w == SP_LAUNCH_LEARN ? launch_name(f) : 0);               \
+		int h = sp_collector_launch_enter(launch_name(f));                                          \
 		CUresult r = real args;                                                                     \
 		sp_collector_launch_exit(h);                                                                \
 		return r;                                                                                   \

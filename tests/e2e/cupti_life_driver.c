@@ -153,9 +153,12 @@ int main(int argc, char **argv)
 		int changed = change_at >= 0 && i >= change_at;
 		if (capture && i == capture_at)
 			capture(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL);
-		for (int k = 0, n = changed ? nl2 : nl; launch && k < n; k++) {
-			char *sym = knames[changed][k & 255];
-			snprintf(sym, sizeof knames[0][0], "%s_fake_%d", changed ? "eval" : "adam", k & 255);
+		for (int k = 0, n = changed ? nl2 : nl; (launch || lk) && k < n; k++) {
+			/* (the fake libcupti's launches keep the name in one stack buffer, as before: the name
+			 * cache by address (collector.c sp_coll_name_id) then sees every kernel under its first
+			 * name, which autochange's expectations rely on; a CUfunction needs its own) */
+			char buf[32], *sym = lk ? knames[changed][k & 255] : buf;
+			snprintf(sym, sizeof buf, "%s_fake_%d", changed ? "eval" : "adam", k & 255);
 			if (lk)
 				(i == lbypass_at ? lk_direct : lk)((CUfunction)sym, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
 			else
