@@ -34,22 +34,11 @@ static __thread uint32_t launch_id; /* ... the name the hook found for it (0 non
 bool sp_hooklearn_wanted(void)
 {
 	const struct sp_config *c = &sp_col.cfg;
-	const char *why = NULL;
-	if (c->marker_learn == SP_LEARN_CUPTI)
-		return false;
-	if (sp_col.nmk != 1 || sp_col.mk[0].name)
-		why = "phases are set";
-	else if (sp_col.mk[0].kind != SP_MARK_AUTO)
-		return false; /* an explicit marker learns nothing */
-	else if (c->detach_between == SP_DETACH_NEVER)
-		why = "[cupti] detach_between = never";
-	else if (sp_tokrec_on)
+	const char *why = sp_cfg_learn_cupti_why(c);
+	if (!why && (sp_col.nmk != 1 || sp_col.mk[0].name || sp_col.mk[0].kind != SP_MARK_AUTO))
+		why = "phases are set"; /* (as the configuration says: a safety net) */
+	else if (!why && sp_tokrec_on)
 		why = "the detector's tokens are recorded (STEPPROF_RECORD_TOKENS)";
-	else if (c->ondemand_delay_ms || c->ondemand_duration_ms)
-		why = "an [ondemand] time range is set";
-	else if (c->marker_learn == SP_LEARN_AUTO && c->device_memory)
-		why = "device_memory tracks device allocations from process start (learn = hooks trades that "
-		      "for speed)";
 	if (why && c->marker_learn == SP_LEARN_HOOKS)
 		sp_info("[marker] learn = hooks: learning with CUPTI all the same (%s)", why);
 	return why == NULL;

@@ -102,6 +102,10 @@ struct sp_cfg_errors {
 	char msg[SP_CFG_MAX_ERRORS][320];
 };
 
+/* Why automatic detection learns with CUPTI rather than from the hooks in this configuration
+ * ([marker] learn, docs/CONFIG.md), or NULL: it learns from the hooks (unless the process records
+ * its tokens). This function can't fail. */
+const char *sp_cfg_learn_cupti_why(const struct sp_config *c);
 /* Fills cfg with the built-in defaults. This function can't fail. */
 void sp_cfg_defaults(struct sp_config *cfg);
 /* Reads the INI file at path over cfg. Unknown sections or keys, malformed or out-of-range
