@@ -35,6 +35,7 @@ static int owner_pid; /* the process that subscribed (a fork child is not it) */
 static void on_fork_child(void)
 {
 	sp_host_min_bytes = SIZE_MAX;
+	atomic_store(&sp_launch_want, SP_LAUNCH_OFF); /* the launch hooks pass through, learning or not */
 	sp_col.disabled = 1;
 	sp_col.active = 0;
 	sp_ring_disable_all();
