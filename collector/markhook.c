@@ -89,6 +89,11 @@ void sp_hook_arm(void)
 		H.tok[i] = sp_cbset_token_kind(n, fns[i].drv);
 		atomic_store(&H.want[i], m ? WANT_MARKER : fns[i].graph ? WANT_GRAPH : WANT_NONE);
 	}
+	/* learning from the hooks: a driver call that may be a runtime call's own (a runtime linked in
+	 * statically, whose calls the hooks cannot see) is no token, since CUPTI would name the token
+	 * after the runtime call; only launches and the runtime's hooked calls stand for it */
+	for (size_t k = 0; k < sizeof nested / sizeof nested[0]; k++)
+		H.tok[nested[k].drv] = 0;
 	/* the driver functions a marked runtime function calls count its calls under its name, where
 	 * the runtime call itself is out of the hooks' sight; a function marked itself stays a marker */
 	for (size_t k = 0; k < sizeof nested / sizeof nested[0]; k++) {
