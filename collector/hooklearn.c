@@ -84,6 +84,14 @@ void sp_hooklearn_fail(const char *why)
 	hand_over();
 }
 
+void sp_hooklearn_need_cupti(const char *why)
+{
+	if (!sp_hooklearn_on())
+		return;
+	sp_info("automatic steps: %s while learning from stepprof's hooks: attaching to CUPTI", why);
+	hand_over();
+}
+
 void sp_hooklearn_check(void)
 {
 	uint32_t anchor = sp_stepdet_anchor_name(sp_col.mk[0].det);

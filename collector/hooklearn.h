@@ -28,6 +28,10 @@ void sp_hooklearn_end(int attached);
  * attaches CUPTI, which learns from then on. This function can't fail. */
 void sp_hooklearn_fail(const char *why);
 bool sp_hooklearn_failed(void);
+/* Something needs CUPTI now (why, in words), on an application thread holding none of stepprof's
+ * locks: while learning from the hooks, attaches at once (the writer thread, which re-attaches a
+ * parked stepprof, runs only from the first window on). Else nothing. This function can't fail. */
+void sp_hooklearn_need_cupti(const char *why);
 /* After a token from the hooks (application thread, no lock held): the detector locked, so CUPTI
  * is attached now, on this thread (the writer thread runs only from the first window on). */
 void sp_hooklearn_check(void);
