@@ -336,4 +336,15 @@ if grep -q "cuGetProcAddress_v2 from $FAKECUDA" "$T/hookoff/stdout" && [ "$(grep
 else
 	bad "hookoff: $(cat "$T/hookoff/stdout" "$T/hookoff/stderr" | head -5)"
 fi
+# the launch symbols the library exports (a caller linked with libcuda, as XLA): stepprof's, and
+# they reach the driver's (its answer for a NULL function comes back)
+got=$(LD_PRELOAD="$PRE" /usr/bin/python3 -c "
+import ctypes
+ctypes.CDLL('$FAKECUDA', mode=ctypes.RTLD_GLOBAL)
+me, sp = ctypes.CDLL(None), ctypes.CDLL('${PRE##* }')
+same = ctypes.cast(me.cuLaunchKernel, ctypes.c_void_p).value == ctypes.cast(sp.cuLaunchKernel, ctypes.c_void_p).value
+print(same, me.cuLaunchKernel(None, 1, 1, 1, 1, 1, 1, 0, None, None, None), me.cuLaunchKernelEx(None, None, None, None),
+      me.cuLaunchKernel(ctypes.c_char_p(b'k'), 1, 1, 1, 1, 1, 1, 0, None, None, None))" 2>&1)
+[ "$got" = "True 400 400 0" ] && echo "ok   exported cuLaunchKernel and cuLaunchKernelEx are stepprof's and forward to the driver" ||
+	bad "exported launch symbols: $got"
 exit $fail
