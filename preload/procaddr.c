@@ -128,7 +128,10 @@ static __thread int raw;        /* our own lookups on this thread: dlsym is the 
 SP_TRAMPOLINES(TR_FN)
 #undef TR_FN
 
-/* The driver's cuFuncGetName (CUDA 12.3+), asked of the driver itself once; NULL if none. */
+static void *(*real_dlsym(void))(void *, const char *);
+
+/* The driver's cuFuncGetName (CUDA 12.3+), asked of the driver itself once (else its exported
+ * symbol); NULL if none. */
 static CUresult (*func_get_name(void))(const char **, CUfunction)
 {
 	void *f = atomic_load_explicit(&P.func_get_name, memory_order_acquire);
@@ -138,6 +141,11 @@ static CUresult (*func_get_name(void))(const char **, CUfunction)
 			f = NULL;
 		if (!f && P.real_gpa1 && P.real_gpa1("cuFuncGetName", &f, 12030, 0) != CUDA_SUCCESS)
 			f = NULL;
+		if (!f) { /* a caller linked with libcuda that never asked cuGetProcAddress (XLA) */
+			raw++;
+			f = real_dlsym() ? sp_resolve("cuFuncGetName", drv_libs) : NULL;
+			raw--;
+		}
 		f = f ? f : (void *)-1;
 		atomic_store_explicit(&P.func_get_name, f, memory_order_release);
 	}
