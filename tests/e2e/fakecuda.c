@@ -86,8 +86,11 @@ EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **k
 	return launch(f);
 }
 
+/* FAKE_CUDA_NO_NAMES: a driver that cannot name kernels (before CUDA 12.3) */
 EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
 {
+	if (getenv("FAKE_CUDA_NO_NAMES"))
+		return CUDA_ERROR_NOT_SUPPORTED;
 	if (!name || !f)
 		return CUDA_ERROR_INVALID_VALUE;
 	*name = (const char *)f;
