@@ -49,7 +49,7 @@ void sp_hooklearn_begin(void)
 	atomic_store(&HL.begun, true);
 	atomic_store(&HL.on, true);
 	atomic_store(&sp_launch_want, SP_LAUNCH_LEARN);
-	sp_info("automatic steps: learning from stepprof's hooks, not subscribed to CUPTI until the first window "
+	sp_info("automatic steps: learning from stepprof's hooks, not subscribed to CUPTI until it locks "
 		"([marker] learn = %s)",
 		sp_col.cfg.marker_learn == SP_LEARN_AUTO ? "auto" : "hooks");
 }
