@@ -59,7 +59,7 @@ CLI_LIBS := $(DEP_LIBS) $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null) -lstd
 
 # Core: host code shared by the library, the CLI and the unit tests (no CUPTI calls).
 # the collector's CUPTI side (internal.h): only in the library, never in the host core
-CUPTI_SRCS := $(wildcard collector/cupti*.c) $(addprefix collector/,collector.c callbacks.c cbsets.c windows.c \
+CUPTI_SRCS := $(wildcard collector/cupti*.c) $(addprefix collector/,collector.c callbacks.c cbsets.c windows.c hooklearn.c \
 	activity.c output.c comms.c allocs.c tokglue.c phases.c ondemand.c)
 CORE_SRCS := $(wildcard config/*.c) $(wildcard trace/*.c) $(filter-out $(CUPTI_SRCS),$(wildcard collector/*.c))
 # Library only: hooks and the CUPTI side of the collector.

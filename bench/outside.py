@@ -60,8 +60,10 @@ CONFIGS = {
     "api-never": ("api", CYCLE, "never"),
     "api-always": ("api", CYCLE, "always"),
     "auto": ("auto", CYCLE, "auto"),
+    "auto-hooks": ("auto", CYCLE, "auto"),   # [marker] learn = hooks (LEARN_FROM)
     "once": ("api", ONCE, None),
 }
+LEARN_FROM = {"auto-hooks": "hooks"}     # configurations whose automatic marker learns from the hooks
 DEFAULT_CONFIGS = ["api", "api-never", "auto", "once"]
 PHASES = ["learning", "before", "inside", "between", "after"]
 STARTUP = 3                     # first program steps left out (CUDA and allocator warm-up)
@@ -123,12 +125,13 @@ def worker(a):
 
 
 # ---------------- one run ----------------
-def write_ini(path, out_dir, kind, pattern, sched, detach):
+def write_ini(path, out_dir, kind, pattern, sched, detach, learn=None):
     sk, wa, wu, ac, rp = sched
     with open(path, "w") as f:
         f.write(f"[profile]\nenabled = true\noutput = {out_dir}\n"
                 f"[schedule]\nskip_first = {sk}\nwait = {wa}\nwarmup = {wu}\nactive = {ac}\nrepeat = {rp}\n"
-                f"[marker]\nkind = {kind}\n" + (f"pattern = {pattern}\n" if kind != "auto" else ""))
+                f"[marker]\nkind = {kind}\n" + (f"pattern = {pattern}\n" if kind != "auto" else "") +
+                (f"learn = {learn}\n" if learn else ""))
         if detach:
             f.write(f"[cupti]\ndetach_between = {detach}\n")
 
@@ -294,7 +297,7 @@ def run_one(a, wl, config, rnd):
         kind, sched, detach = CONFIGS[config]
         marker = kind
         ini = os.path.join(run_dir, "stepprof.ini")
-        write_ini(ini, os.path.join(run_dir, "trace"), kind, wl["marker"], sched, detach)
+        write_ini(ini, os.path.join(run_dir, "trace"), kind, wl["marker"], sched, detach, LEARN_FROM.get(config))
         r = subprocess.run([os.path.join(a.build, "stepprof"), "check", ini], capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(f"outside: stepprof check {ini} rejected the configuration:\n{r.stdout}{r.stderr}")

@@ -7,10 +7,11 @@
 # then bench/outside.py runs every workload x configuration against an unprofiled run, ROUNDS rounds.
 # Writes $OUT/outside.md (the table, printed last), $OUT/outside.json (every step) and the runs' logs.
 # Settings: ROUNDS (2), WORKLOADS (add,mlp,llmc; llmc only if .thirdparty/llm.c/train_gpt2cu is built),
-# CONFIGS (api,api-never,auto,once; also api-always), STEPS (200), LLMC_ARGS (-b 4 -t 128),
+# CONFIGS (api,api-never,auto,once; also api-always, auto-hooks), STEPS (200), LLMC_ARGS (-b 4 -t 128),
 # GRAPH=1 adds the graph workload with api-always (a window after a re-attach must keep its CUDA
 # graph kernels), LEARN=0 leaves out the learn workload (the automatic marker learning all run
-# long, against an unprofiled run), OUTSIDE_ARGS for anything else outside.py run takes.
+# long, against an unprofiled run; with CUPTI (auto) and from the hooks with CUPTI detached
+# (auto-hooks: [marker] learn = hooks)), OUTSIDE_ARGS for anything else outside.py run takes.
 # Exit status: 0 with no problem found, 1 otherwise (the table lists them).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -64,7 +65,7 @@ CF=${CONFIGS:-api,api-never,auto,once}
 	grep -v '^|' ; rc=${PIPESTATUS[0]}
 if [ "${LEARN:-1}" = 1 ]; then
 	"$PY" "$ROOT/bench/outside.py" run --build "$B" --out "$OUT/learn" --rounds "${ROUNDS:-2}" --steps "$STEPS" \
-		--workloads learn --configs auto 2>&1 | tee "$OUT/learn.log" | grep -v '^|'
+		--workloads learn --configs auto,auto-hooks 2>&1 | tee "$OUT/learn.log" | grep -v '^|'
 	rc=$((rc | PIPESTATUS[0]))
 fi
 if [ "${GRAPH:-0}" = 1 ]; then

@@ -11,6 +11,7 @@
 #include <generated_nvtx_meta.h>
 #include "clock.h"
 #include "cupti_life.h"
+#include "hooklearn.h"
 #include "intern.h"
 #include "internal.h"
 #include "markhook.h"
@@ -179,6 +180,8 @@ static void on_api_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const 
 		sp_thr.rt_t0 = t;
 		sp_thr.rt_corr = cd->correlationId;
 	}
+	if (launch && d)
+		sp_hooklearn_cupti_launch(cd->symbolName); /* the launch hooks' proof (hooklearn.h) */
 	if (launch && sp_thr.in_nccl && !sp_thr.nccl_corr)
 		sp_thr.nccl_corr = cd->correlationId; /* links the NCCL call to its kernel */
 	/* a marker inside a runtime call begins its step where that call began */

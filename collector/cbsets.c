@@ -260,6 +260,13 @@ uint32_t sp_cbset_api_name(CUpti_CallbackDomain dom, CUpti_CallbackId cbid)
 	return sp_col.api_name[d][cbid];
 }
 
+int sp_cbset_token_kind(const char *name, int drv)
+{
+	return name_in(name, auto_api[drv != 0], NGLOBS(auto_api[0])) ? SP_TOK_API
+	       : sp_coll_glob(drv ? "cuGraphLaunch*" : "cudaGraphLaunch*", name) ? SP_TOK_GRAPH
+										 : 0;
+}
+
 int sp_cbset_is_launch(CUpti_CallbackDomain dom, CUpti_CallbackId cbid)
 {
 	if (dom == CUPTI_CB_DOMAIN_RUNTIME_API) {

@@ -16,6 +16,7 @@
 #include "collector.h"
 #include "cupti_life.h"
 #include "cupti_share.h"
+#include "hooklearn.h"
 #include "intern.h"
 #include "internal.h"
 #include "log.h"
@@ -34,6 +35,7 @@ static int owner_pid; /* the process that subscribed (a fork child is not it) */
 static void on_fork_child(void)
 {
 	sp_host_min_bytes = SIZE_MAX;
+	atomic_store(&sp_launch_want, SP_LAUNCH_OFF); /* the launch hooks pass through, learning or not */
 	sp_col.disabled = 1;
 	sp_col.active = 0;
 	sp_ring_disable_all();
@@ -212,7 +214,12 @@ void sp_collector_inject(void)
 						     sp_share_buffer_completed, sp_act_timestamp, sp_share_armed };
 	sp_ring_configure(sp_col.cfg.ring_events);
 	sp_writer_set_tick(sp_act_writer_tick, NULL);
-	CUptiResult r = sp_cupti_life_attach(&hooks, &sp_col.sub);
+	CUptiResult r = CUPTI_SUCCESS;
+	if (sp_hooklearn_wanted()) { /* learning from the preload's hooks: subscribed before the first window */
+		sp_cupti_life_start_parked(&hooks);
+		sp_hooklearn_begin();
+	} else
+		r = sp_cupti_life_attach(&hooks, &sp_col.sub);
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		const char *msg = "?";
 		sp_cupti.cuptiGetResultString(r, &msg);

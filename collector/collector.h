@@ -4,6 +4,7 @@
 #ifndef SP_COLLECTOR_H
 #define SP_COLLECTOR_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -57,6 +58,19 @@ int sp_collector_owns_cupti(void);
  * detached from CUPTI between windows, marker calls are counted here. Cheap when the function is
  * not a marker's: one load. Never fails; may block while CUPTI is re-attached for a window that
  * begins with this call. */
+/* What the launch hooks (preload/procaddr.c) do now: SP_LAUNCH_OFF pass through (one relaxed
+ * load), SP_LAUNCH_MARK note on this thread that a hook saw the launch (the proof against CUPTI's
+ * callbacks, hooklearn.h), SP_LAUNCH_LEARN also feed it to automatic step detection as a token. */
+enum { SP_LAUNCH_OFF = 0, SP_LAUNCH_MARK, SP_LAUNCH_LEARN };
+extern _Atomic int sp_launch_want;
+/* A kernel launch begins (name: the kernel's name from the driver as sp_collector_kernel_name
+ * interned it, 0 if the driver cannot name it) / ends (h: what enter returned). Called only while
+ * sp_launch_want is not SP_LAUNCH_OFF. Never fails, never blocks. */
+int sp_collector_launch_enter(uint32_t name);
+void sp_collector_launch_exit(int h);
+/* The id of a kernel's mangled name, as CUPTI's symbolName is interned; 0 for NULL. May take a
+ * lock (interning), never allocates inside malloc. This function can't fail. */
+uint32_t sp_collector_kernel_name(const char *mangled);
 int sp_collector_hook_enter(int fn);
 /* The same from a trampoline that knows the place it was called from (its return address): a
  * driver call standing for a marker call counts only from places proven to be the marker's. */

@@ -3,6 +3,7 @@
  * the writer thread: callbacks in flight drain first, activity buffers are flushed, then
  * cuptiUnsubscribe and cuptiFinalize. Any failure warns once and leaves stepprof as it was
  * (still subscribed) with no further cycles; it never stops the program. */
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -10,6 +11,7 @@
 #include "clock.h"
 #include "cupti_api.h"
 #include "cupti_life.h"
+#include "hooklearn.h"
 #include "log.h"
 #include "markhook.h"
 
@@ -36,7 +38,8 @@ static struct {
 	const char *held;            /* the last reason said for not detaching between windows */
 	int64_t held_step;           /* the step it was first seen in */
 	int64_t off_step;            /* the step a called-off detach was last said in */
-} L = { .held_step = INT64_MIN, .off_step = INT64_MIN };
+	pthread_mutex_t park_lock;   /* parked: the writer's tick and an application thread's attach */
+} L = { .held_step = INT64_MIN, .off_step = INT64_MIN, .park_lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* Sleeps about 50 us (the writer thread waits for callbacks to return). */
 static void nap(void)
@@ -416,6 +419,7 @@ static enum sp_life_act unpark(int64_t step, CUpti_SubscriberHandle *sub)
 		return SP_LIFE_DETACH;
 	}
 	sp_hook_count(0); /* the marker's callbacks are on: CUPTI counts the calls that enter from now on */
+	sp_hooklearn_end(1); /* learning from the hooks ends: launches are proven against CUPTI's */
 	L.cycles++;
 	sp_info("re-attached to CUPTI in step %lld for the next window in %.2f ms (parked since step %lld, %.1f ms; "
 		"cycle %u)",
@@ -449,13 +453,49 @@ static enum sp_life_act parked_tick(struct sp_life_view *v, int64_t step, CUpti_
 	return act;
 }
 
+void sp_cupti_life_start_parked(const struct sp_cupti_hooks *hooks)
+{
+	pthread_mutex_lock(&L.park_lock);
+	L.hooks = *hooks;
+	L.parked = true;
+	L.park_step = 0;
+	L.park_ns = sp_now_ns();
+	sp_hook_count(1);
+	pthread_mutex_unlock(&L.park_lock);
+}
+
+int sp_cupti_life_attach_now(CUpti_SubscriberHandle *sub, int64_t step, bool graph)
+{
+	if (atomic_load(&L.frozen))
+		return 0;
+	pthread_mutex_lock(&L.park_lock);
+	if (!L.parked) {
+		pthread_mutex_unlock(&L.park_lock);
+		return 0;
+	}
+	if (graph)
+		sp_cupti_life_graph();
+	enum sp_life_act act = unpark(step, sub);
+	pthread_mutex_unlock(&L.park_lock);
+	if (act == SP_LIFE_UNPARK && graph)
+		sp_info("attached to CUPTI before the program's CUDA graph capture or creation (graphs made before "
+			"a subscriber exists are invisible to it); no more detaching between windows");
+	return act == SP_LIFE_UNPARK;
+}
+
 enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64_t now, CUpti_SubscriberHandle *sub)
 {
 	int state = atomic_load(&sp_hold.state);
 	if (atomic_load(&L.frozen))
 		return SP_LIFE_STAY;
-	if (L.parked)
-		return parked_tick(v, step, sub);
+	pthread_mutex_lock(&L.park_lock);
+	if (L.parked) {
+		enum sp_life_act act = parked_tick(v, step, sub);
+		pthread_mutex_unlock(&L.park_lock);
+		return act;
+	}
+	pthread_mutex_unlock(&L.park_lock);
+	state = atomic_load(&sp_hold.state);
 	if (state != SP_HOLD_ATTACHED)
 		return SP_LIFE_STAY;
 	uint64_t end = atomic_load(&sp_hold.last_end), quiet = atomic_load(&sp_hold.quiet);

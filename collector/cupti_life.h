@@ -149,6 +149,15 @@ void sp_cupti_life_dirty(void);
 void sp_cupti_life_graph(void);
 /* Notes that a step boundary may have been missed while detached (warns once; no more cycles). */
 void sp_cupti_life_missed(const char *why);
+/* Starts detached, as parked before a window (the hooks count, markhook.h), without subscribing:
+ * automatic detection learns from the preload's hooks (hooklearn.h); hooks are what the first
+ * attach installs. Before the writer thread's first tick. This function can't fail. */
+void sp_cupti_life_start_parked(const struct sp_cupti_hooks *hooks);
+/* Parked: attaches now, on an application thread holding none of stepprof's locks (the hooks'
+ * learning hands over to CUPTI; graph: the program is about to capture or create a CUDA graph,
+ * which CUPTI must exist before: no more parking after it), step for messages. Returns 1 if it
+ * attached, 0 if not parked (nothing done) or the attach failed (warned). */
+int sp_cupti_life_attach_now(CUpti_SubscriberHandle *sub, int64_t step, bool graph);
 /* The process is exiting: from now on the tick detaches nothing (finalising CUPTI while CUDA
  * tears itself down gains nothing and risks a hang). This function can't fail. */
 void sp_cupti_life_freeze(void);

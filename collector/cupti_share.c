@@ -18,6 +18,7 @@
 #include "cupti_life.h"
 #include "cupti_share.h"
 #include "cupti_share_int.h"
+#include "hooklearn.h"
 #include "internal.h"
 #include "log.h"
 
@@ -332,6 +333,7 @@ int sp_share_subscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void 
 	*sub = FAKE;
 	*r = CUPTI_SUCCESS;
 	sp_info("the program subscribed to CUPTI: served by stepprof's subscription");
+	sp_hooklearn_need_cupti("the program subscribed to CUPTI"); /* (no writer tick to do it yet) */
 	return 1;
 }
 

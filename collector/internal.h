@@ -174,6 +174,10 @@ void sp_coll_push(struct sp_event *ev); /* to this thread's ring, naming the thr
 /* cbsets.c: which callbacks and activity kinds are on. Under sp_col.lock where noted there. */
 uint32_t sp_cbset_api_name(CUpti_CallbackDomain dom, CUpti_CallbackId cbid);
 int sp_cbset_is_launch(CUpti_CallbackDomain dom, CUpti_CallbackId cbid);
+/* The detector token a call of the CUDA function `name` (driver API if drv) is at the outermost
+ * level, as the callbacks classify it (CLS_AUTO: SP_TOK_API, CLS_GRAPH: SP_TOK_GRAPH), else 0.
+ * For the hooks' learning (markhook.c). This function can't fail. */
+int sp_cbset_token_kind(const char *name, int drv);
 void sp_cbset_apply(void);
 void sp_cbset_activities(int on);
 int sp_cbset_arm(void);

@@ -24,13 +24,15 @@
  * 9. otherwise: cycle (detach, re-attach with the marker's callbacks only).
  * Parked: re-attach (unpark) once the next window is fewer than SP_LIFE_UNPARK_AT steps away, or
  * has begun, or automatic detection wants launches again (a step's time stood out, or it learns
- * again); detach for good once the schedule is done. */
+ * again) unless the preload's hooks give it every launch (hook_learn); detach for good once the
+ * schedule is done. */
 enum sp_life_act sp_life_decide(const struct sp_life_view *v)
 {
 	if (v->parked)
-		return v->done                                                            ? SP_LIFE_DETACH
-		       : v->busy || v->det_busy || v->steps_to_window < SP_LIFE_UNPARK_AT ? SP_LIFE_UNPARK
-											  : SP_LIFE_STAY;
+		return v->done ? SP_LIFE_DETACH
+		       : v->busy || (v->det_busy && !v->hook_learn) || v->steps_to_window < SP_LIFE_UNPARK_AT
+			       ? SP_LIFE_UNPARK
+			       : SP_LIFE_STAY;
 	if (v->busy)
 		return SP_LIFE_STAY;
 	if (v->done)

@@ -40,6 +40,7 @@ struct sp_life_view {
 	bool hook_ok;           /* every marker call comes through the preload's hooks (markhook.h) */
 	bool parked;            /* detached until the next window, the hooks counting marker calls */
 	bool det_busy;          /* automatic detection needs every launch now (stepdet.h: not sparse_quiet) */
+	bool hook_learn;        /* ... and the preload's hooks give it every launch (hooklearn.h) */
 	int64_t steps_to_window;/* steps until the next WARMUP or RECORD step; INT64_MAX if none */
 };
 

@@ -10,6 +10,7 @@
 #include "collector.h"
 #include "cupti_life.h"
 #include "hookfns.h"
+#include "hooklearn.h"
 #include "intern.h"
 #include "internal.h"
 #include "life.h"
@@ -51,6 +52,7 @@ static struct {
 	uint32_t name[SP_HOOK_N];        /* interned name of a marker's function (a nested one: its caller's) */
 	uint8_t drv[SP_HOOK_N];          /* the name is a driver function's (1) or a runtime function's (0) */
 	uint8_t flags[SP_HOOK_N];        /* its detector token's flags (driver, synchronising) */
+	uint8_t tok[SP_HOOK_N];          /* the detector token a call is while learning from the hooks, 0 none */
 	_Atomic uint32_t anchor;         /* auto: the anchor call the hooks follow (sp_hook_follow), 0 none */
 	uint32_t probes;                 /* auto: the detector's probes said so far (writer thread) */
 	_Atomic int counting;            /* the hooks count marker calls (stepprof is detached) */
@@ -78,6 +80,8 @@ static struct {
 static _Atomic bool sites_full; /* a place found no slot: the proof fails */
 
 static __thread int detaching; /* this thread is detaching (sp_hook_detaching) */
+static __thread int learn_depth; /* hooked calls on this thread entered while learning from the hooks */
+static __thread int learn_fed;   /* ... and the outermost one fed the detector a token */
 static __thread struct {
 	int watch;     /* the outermost hooked marker call on this thread was made while attached */
 	int reported;  /* ... and CUPTI reported it as a marker call */
@@ -143,8 +147,14 @@ void sp_hook_arm(void)
 							!strcmp(n, "cudaMemcpy") || !strcmp(n, "cuMemcpyDtoH")
 						? SP_TOKF_SYNC
 						: 0));
+		H.tok[i] = sp_cbset_token_kind(n, fns[i].drv);
 		atomic_store(&H.want[i], m ? WANT_MARKER : fns[i].graph ? WANT_GRAPH : WANT_NONE);
 	}
+	/* learning from the hooks: a driver call that may be a runtime call's own (a runtime linked in
+	 * statically, whose calls the hooks cannot see) is no token, since CUPTI would name the token
+	 * after the runtime call; only launches and the runtime's hooked calls stand for it */
+	for (size_t k = 0; k < sizeof nested / sizeof nested[0]; k++)
+		H.tok[nested[k].drv] = 0;
 	/* the driver functions a marked runtime function calls count its calls under its name, where
 	 * the runtime call itself is out of the hooks' sight; a function marked itself stays a marker */
 	for (size_t k = 0; k < sizeof nested / sizeof nested[0]; k++) {
@@ -185,6 +195,19 @@ int sp_hook_follow(uint32_t anchor)
 	return fn;
 }
 
+/* The tick while learning from the hooks (sp_auto_life; the writer thread runs only once a window
+ * opened, which an on-demand request may do): the hooks hand over to CUPTI themselves when the
+ * detector locks (hooklearn.c), the tick re-attaches (det_busy) if they cannot go on. */
+static void learn_tick(struct sp_life_view *v, struct sp_stepdet *det)
+{
+	if (!sp_hooklearn_failed() && !sp_stepdet_anchor_name(det)) {
+		v->hook_learn = 1;
+		return;
+	}
+	sp_hooklearn_end(0);
+	v->det_busy = 1;
+}
+
 int sp_auto_life(struct sp_life_view *v, struct sp_stepdet *det, int64_t *step)
 {
 	if (sp_col.nmk != 1 || sp_col.mk[0].name || sp_col.mk[0].kind != SP_MARK_AUTO)
@@ -193,7 +216,9 @@ int sp_auto_life(struct sp_life_view *v, struct sp_stepdet *det, int64_t *step)
 	v->det_busy = !sp_stepdet_sparse_quiet(det) || s < 0;
 	if (s >= 0)
 		*step = s; /* the schedule's step: how far the next window is */
-	if (!atomic_load(&H.counting)) /* attached: follow the anchor (none while learning) */
+	if (sp_hooklearn_on())
+		learn_tick(v, det);
+	else if (!atomic_load(&H.counting)) /* attached: follow the anchor (none while learning) */
 		sp_hook_follow(sp_stepdet_anchor_name(det));
 	if (!v->det_busy && sp_hook_proven())
 		sp_stepdet_blind(det, 1); /* a park may come: no step may begin counting launches before it */
@@ -208,7 +233,8 @@ int sp_auto_life(struct sp_life_view *v, struct sp_stepdet *det, int64_t *step)
 
 void sp_auto_life_after(const struct sp_life_view *v, struct sp_stepdet *det, int act)
 {
-	int parked = act == SP_LIFE_PARK || (v->parked && act == SP_LIFE_STAY);
+	/* learning from the hooks: parked, but every launch is seen */
+	int parked = (act == SP_LIFE_PARK || (v->parked && act == SP_LIFE_STAY)) && !v->hook_learn;
 	pthread_mutex_lock(&sp_col.lock);
 	sp_stepdet_blind(det, parked); /* parked: no launch is seen, the steps are checked by time alone */
 	pthread_mutex_unlock(&sp_col.lock);
@@ -233,6 +259,7 @@ int sp_hook_cupti_anchor(uint32_t name)
 
 void sp_hook_disarm(void)
 {
+	sp_hooklearn_end(0);
 	for (int i = 0; i < SP_HOOK_N; i++)
 		atomic_store(&H.want[i], WANT_NONE);
 }
@@ -340,6 +367,24 @@ static void wait_detach(void)
 		sched_yield();
 }
 
+/* A hooked call while learning from the hooks: the outermost one on this thread is a token if
+ * CUPTI's callbacks would make it one (tokglue.c: a driver call inside a runtime call is none).
+ * Returns the handle for sp_collector_hook_exit. */
+static int learn_enter(int fn)
+{
+	if (learn_depth++ > 0)
+		return SP_HOOK_N + fn;
+	learn_fed = 0;
+	unsigned wants = sp_stepdet_wants(sp_col.mk[0].det);
+	if (sp_col.done || !H.tok[fn] || !sp_hooklearn_on() ||
+	    !(wants & (H.tok[fn] == SP_TOK_GRAPH ? SP_WANT_GRAPH : SP_WANT_API)))
+		return SP_HOOK_N + fn;
+	learn_fed = 1;
+	sp_win_detect(0, H.tok[fn], H.flags[fn], H.name[fn], sp_now_ns(), 0, 0, H.drv[fn]);
+	sp_hooklearn_check();
+	return SP_HOOK_N + fn;
+}
+
 int sp_collector_hook_enter(int fn)
 {
 	return sp_collector_hook_enter_at(fn, NULL);
@@ -360,8 +405,12 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 	}
 	unsigned w = atomic_load_explicit(&H.want[fn], memory_order_relaxed);
 	if (w != WANT_MARKER && w != WANT_NESTED) {
-		if (w == WANT_GRAPH && atomic_load_explicit(&H.counting, memory_order_relaxed))
+		/* parked: CUPTI must exist before the graph does (graphs captured earlier are invisible) */
+		if (w == WANT_GRAPH && atomic_load_explicit(&H.counting, memory_order_relaxed) &&
+		    !sp_cupti_life_attach_now(&sp_col.sub, sp_col.step, true))
 			atomic_store(&H.graph, true);
+		if (atomic_load_explicit(&sp_launch_want, memory_order_relaxed) == SP_LAUNCH_LEARN)
+			return learn_enter(fn);
 		return -1;
 	}
 	if (sp_thr.hook_depth++ > 0)
@@ -404,6 +453,13 @@ void sp_collector_hook_exit(int h)
 	if (h == HOOK_UNCOUNTED)
 		return;
 	atomic_fetch_sub(&sp_hold.hooked, 1);
+	if (h >= SP_HOOK_N) { /* learn_enter's */
+		if (--learn_depth == 0 && learn_fed && sp_thr.after_pending)
+			sp_win_after_exit(sp_now_ns()); /* no CUPTI exit callback is there to begin the step */
+		if (learn_depth == 0)
+			learn_fed = 0;
+		return;
+	}
 	if (h < 0 || --sp_thr.hook_depth > 0)
 		return;
 	/* an automatic step that begins after the anchor call: CUPTI's exit callback is not there to

@@ -21,6 +21,7 @@
 static const char *const kind_names[] = { "auto", "kernel", "api", "nccl", "nvtx", "profiler_range", NULL };
 #define NKINDS (sizeof(kind_names) / sizeof(kind_names[0]) - 1)
 static const char *const detach_names[] = { "auto", "always", "never", NULL };
+static const char *const learn_names[] = { "cupti", "hooks", "auto", NULL };
 
 #define FIELD(m) offsetof(struct sp_config, m), sizeof(((struct sp_config *)0)->m)
 #define SCHED(m, min, def) { "schedule", #m, K_INT, FIELD(schedule.m), min, SP_SCHEDULE_MAX, def }
@@ -45,6 +46,7 @@ static const struct key keys[] = {
 	{ "marker", "kind", K_CHOICE, FIELD(marker_kind), 0, 0, "auto" },
 	{ "marker", "pattern", K_STR, FIELD(marker_pattern), 0, 0, "" },
 	{ "marker", "every", K_INT, FIELD(marker_every), 1, SP_SCHEDULE_MAX, "1" },
+	{ "marker", "learn", K_CHOICE, FIELD(marker_learn), 0, 0, "cupti" },
 	ACT(kernels, "true"),
 	ACT(memcpy, "true"),
 	ACT(memset, "true"),
@@ -78,6 +80,7 @@ static const struct {
 } choice_tables[] = {
 	{ offsetof(struct sp_config, marker_kind), kind_names },
 	{ offsetof(struct sp_config, detach_between), detach_names },
+	{ offsetof(struct sp_config, marker_learn), learn_names },
 };
 
 /* This function can't fail: every K_CHOICE key has a table. */
@@ -100,9 +103,7 @@ static const char *const stacks_names[] = { "false", "native", "python", "both" 
 /* Limits of the INI reader (docs/CONFIG.md): enforced while reading, before anything is kept. */
 #define MAX_FILE_BYTES (1 << 20)        /* a larger file is refused at this byte */
 #define LINE_MAX_TEXT (INI_MAX_LINE - 1) /* characters of a line that inih reads whole */
-/* The longest line that sp_cfg_print writes, so that its output always reads back: inih
- * wants room for "\r\n\0" after the text of a line. */
-#define PRINT_LINE_MAX (INI_MAX_LINE - 3)
+#define PRINT_LINE_MAX (INI_MAX_LINE - 3) /* sp_cfg_print's longest line: inih wants "\r\n\0" after it */
 
 /* STEPPROF_* variables that are not STEPPROF_<SECTION>_<KEY> settings; any other is an error. */
 static const char *const env_other[] = { "STEPPROF_CONFIG",
@@ -122,7 +123,6 @@ static const char *const env_other[] = { "STEPPROF_CONFIG",
 __attribute__((format(printf, 2, 3))) static int add_error(struct sp_cfg_errors *errs, const char *fmt, ...)
 {
 	va_list ap;
-
 	if (errs->count < SP_CFG_MAX_ERRORS) {
 		va_start(ap, fmt);
 		vsnprintf(errs->msg[errs->count], sizeof(errs->msg[0]), fmt, ap);

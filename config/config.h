@@ -34,10 +34,17 @@ enum sp_detach_policy {
 	SP_DETACH_NEVER,        /* stay subscribed (activity kinds off) between windows */
 };
 
+/* [marker] learn: what automatic detection learns from before it locks (collector/hooklearn.h). */
+enum sp_learn_policy {
+	SP_LEARN_CUPTI = 0, /* CUPTI's callbacks, subscribed from the start */
+	SP_LEARN_HOOKS,     /* the preload's hooks, not subscribed until CUPTI is needed */
+	SP_LEARN_AUTO,      /* hooks unless something needs CUPTI from the start (device_memory...) */
+};
+
 #define SP_CFG_PATH 1024
 #define SP_CFG_PATTERN 256
 #define SP_ONDEMAND_MAX_MS 604800000 /* [ondemand] delay_ms and duration_ms: at most a week */
-#define SP_CFG_NKEYS 37         /* keys in the table of config.c (docs/CONFIG.md lists them) */
+#define SP_CFG_NKEYS 38         /* keys in the table of config.c (docs/CONFIG.md lists them) */
 
 /* Where a key got its value: for error messages about contradictions and for `stepprof check`. */
 struct sp_cfg_origin {
@@ -59,6 +66,7 @@ struct sp_config {
 	enum sp_marker_kind marker_kind;
 	char marker_pattern[SP_CFG_PATTERN]; /* glob; empty for auto and profiler_range */
 	int marker_every; /* every N-th occurrence is a step boundary, >= 1 */
+	enum sp_learn_policy marker_learn; /* where automatic detection learns (collector/hooklearn.h) */
 	/* [activities] */
 	bool kernels, memcpy, memset, sync;
 	bool runtime_api, driver_api; /* launch, copy, sync, stream/event and allocation calls */
@@ -94,6 +102,10 @@ struct sp_cfg_errors {
 	char msg[SP_CFG_MAX_ERRORS][320];
 };
 
+/* Why automatic detection learns with CUPTI rather than from the hooks in this configuration
+ * ([marker] learn, docs/CONFIG.md), or NULL: it learns from the hooks (unless the process records
+ * its tokens). This function can't fail. */
+const char *sp_cfg_learn_cupti_why(const struct sp_config *c);
 /* Fills cfg with the built-in defaults. This function can't fail. */
 void sp_cfg_defaults(struct sp_config *cfg);
 /* Reads the INI file at path over cfg. Unknown sections or keys, malformed or out-of-range

@@ -67,12 +67,31 @@ static const char *const drv_libs[] = { "libcuda.so.1", "libcuda.so", NULL };
 	  (CUstream s, CUstreamCaptureMode m), (s, m))                                                                \
 	X(cuGraphCreate, "cuGraphCreate", 10000, 99999, ANY_PT, "cuGraphCreate", (CUgraph * g, unsigned f), (g, f))
 
+/* The kernel launches, as SP_TRAMPOLINES (cuda.h: cuLaunchKernel from 4000, cuLaunchKernelEx from
+ * 11060, each with a _ptsz variant asked for with the per-thread flag). Every runtime (static or
+ * shared cudart, cuBLAS's, NCCL's) gets them through cuGetProcAddress. Their trampolines cost one
+ * relaxed load and a tail call while stepprof wants no launch (collector.h sp_launch_want). */
+#define LK_PARAMS                                                                                           \
+	(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh, \
+	 CUstream s, void **kp, void **ex)
+#define LK_ARGS (f, gx, gy, gz, bx, by, bz, sh, s, kp, ex)
+#define LX_PARAMS (const CUlaunchConfig *c, CUfunction f, void **kp, void **ex)
+#define LX_ARGS (c, f, kp, ex)
+#define SP_LAUNCHES(X)                                                                          \
+	X(cuLaunchKernel, "cuLaunchKernel", 4000, 99999, 0, "cuLaunchKernel", LK_PARAMS, LK_ARGS) \
+	X(cuLaunchKernel_ptsz, "cuLaunchKernel", 7000, 99999, 1, "cuLaunchKernel_ptsz", LK_PARAMS, LK_ARGS) \
+	X(cuLaunchKernelEx, "cuLaunchKernelEx", 11060, 99999, 0, "cuLaunchKernelEx", LX_PARAMS, LX_ARGS) \
+	X(cuLaunchKernelEx_ptsz, "cuLaunchKernelEx", 11060, 99999, 1, "cuLaunchKernelEx_ptsz", LX_PARAMS, LX_ARGS)
+
 enum {
 #define TR_ENUM(hook, ask, v0, v1, pt, exp, params, args) TR_##hook,
-	SP_TRAMPOLINES(TR_ENUM)
+	SP_TRAMPOLINES(TR_ENUM) SP_LAUNCHES(TR_ENUM)
 #undef TR_ENUM
 		TR_N
 };
+
+#define NAME_SLOTS 4096 /* kernels named (open addressing; past a full run of probes: asked each time) */
+#define NAME_PROBES 16
 
 static struct {
 	int off;     /* stepprof is off in this process: pass everything through */
@@ -85,6 +104,11 @@ static struct {
 	void *drv;          /* a handle on the driver that defines them (NOLOAD) */
 	pthread_mutex_t lock;                    /* learning the above */
 	_Atomic bool conflict;                   /* a second real function for one slot (said once) */
+	_Atomic(void *) func_get_name;           /* the driver's cuFuncGetName, (void *)-1 if none */
+	struct {
+		_Atomic uintptr_t fn; /* a CUfunction, 0 free */
+		_Atomic uint32_t id;  /* its name's interned id, 0 while being filled */
+	} names[NAME_SLOTS];                     /* kernel names by CUfunction (lock-free) */
 } P = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static __thread int in_resolve; /* finding the real dlsym on this thread: its allocations may call dlsym */
@@ -104,13 +128,88 @@ static __thread int raw;        /* our own lookups on this thread: dlsym is the 
 SP_TRAMPOLINES(TR_FN)
 #undef TR_FN
 
+static void *(*real_dlsym(void))(void *, const char *);
+
+/* The driver's cuFuncGetName (CUDA 12.3+), asked of the driver itself once (else its exported
+ * symbol); NULL if none. */
+static CUresult (*func_get_name(void))(const char **, CUfunction)
+{
+	void *f = atomic_load_explicit(&P.func_get_name, memory_order_acquire);
+	if (!f) {
+		CUdriverProcAddressQueryResult st;
+		if (!P.real_gpa2 || P.real_gpa2("cuFuncGetName", &f, 12030, 0, &st) != CUDA_SUCCESS)
+			f = NULL;
+		if (!f && P.real_gpa1 && P.real_gpa1("cuFuncGetName", &f, 12030, 0) != CUDA_SUCCESS)
+			f = NULL;
+		if (!f) { /* a caller linked with libcuda that never asked cuGetProcAddress (XLA) */
+			raw++;
+			f = real_dlsym() ? sp_resolve("cuFuncGetName", drv_libs) : NULL;
+			raw--;
+		}
+		f = f ? f : (void *)-1;
+		atomic_store_explicit(&P.func_get_name, f, memory_order_release);
+	}
+	return f == (void *)-1 ? NULL : (CUresult(*)(const char **, CUfunction))f;
+}
+
+/* The interned id of f's name as CUPTI's symbolName gives it (the mangled name), 0 if the driver
+ * cannot name it. Cached per CUfunction without a lock: a racing thread names it again. */
+static uint32_t launch_name(CUfunction f)
+{
+	uintptr_t k = (uintptr_t)f;
+	if (!k)
+		return 0;
+	size_t h = (size_t)((k >> 4) * 0x9E3779B97F4A7C15ull >> 52);
+	for (int i = 0; i < NAME_PROBES; i++) {
+		size_t j = (h + (size_t)i) & (NAME_SLOTS - 1);
+		uintptr_t cur = atomic_load_explicit(&P.names[j].fn, memory_order_acquire);
+		if (cur && cur != k)
+			continue;
+		uint32_t id = cur ? atomic_load_explicit(&P.names[j].id, memory_order_acquire) : 0;
+		if (id)
+			return id;
+		CUresult (*get)(const char **, CUfunction) = func_get_name();
+		const char *n = NULL;
+		if (!get || get(&n, f) != CUDA_SUCCESS || !n || !(id = sp_collector_kernel_name(n)))
+			return 0;
+		if (cur || atomic_compare_exchange_strong(&P.names[j].fn, &cur, k) || cur == k)
+			atomic_store_explicit(&P.names[j].id, id, memory_order_release);
+		return id;
+	}
+	const char *n = NULL;
+	CUresult (*get)(const char **, CUfunction) = func_get_name();
+	return get && get(&n, f) == CUDA_SUCCESS && n ? sp_collector_kernel_name(n) : 0;
+}
+
+/* The launch trampolines: one relaxed load and a tail call to the driver while stepprof wants no
+ * launch, else (out of line) the collector around the call. */
+#define TR_LAUNCH(hook, ask, v0, v1, pt, exp, params, args)                                                 \
+	static __attribute__((noinline)) CUresult slow_##hook params                                        \
+	{                                                                                                   \
+		CUresult(*real) params =                                                                    \
+			(CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed); \
+		int h = sp_collector_launch_enter(launch_name(f));                                          \
+		CUresult r = real args;                                                                     \
+		sp_collector_launch_exit(h);                                                                \
+		return r;                                                                                   \
+	}                                                                                                   \
+	static CUresult tr_##hook params                                                                    \
+	{                                                                                                   \
+		if (__builtin_expect(atomic_load_explicit(&sp_launch_want, memory_order_relaxed) != 0, 0))  \
+			return slow_##hook args;                                                            \
+		return ((CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed)) \
+			args;                                                                               \
+	}
+SP_LAUNCHES(TR_LAUNCH)
+#undef TR_LAUNCH
+
 static const struct {
 	const char *ask, *exp; /* the name looked up; the driver's exported symbol of this ABI */
 	int v0, v1, pt;
 	void *tramp;
 } tr[TR_N] = {
 #define TR_ROW(hook, ask, v0, v1, pt, exp, params, args) { ask, exp, v0, v1, pt, (void *)tr_##hook },
-	SP_TRAMPOLINES(TR_ROW)
+	SP_TRAMPOLINES(TR_ROW) SP_LAUNCHES(TR_ROW)
 #undef TR_ROW
 };
 
@@ -372,6 +471,31 @@ SP_EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuu
 		return CUDA_ERROR_NOT_INITIALIZED;
 	return P.off ? P.real_gpa2(sym, pfn, ver, flags, st) : gpa2_wrap(sym, pfn, ver, flags, st);
 }
+
+/* The driver's launch symbols, for a caller linked with libcuda (XLA) or finding them with
+ * dlsym(RTLD_DEFAULT): as the trampolines, the real one resolved once past this library. */
+#define EXP_LAUNCH(hook, ask, v0, v1, pt, exp, params, args)                                                \
+	SP_EXPORT CUresult hook params                                                                      \
+	{                                                                                                   \
+		static CUresult(*real) params;                                                              \
+		if (!real) {                                                                                \
+			raw++;                                                                              \
+			real = (CUresult(*) params)(real_dlsym() ? sp_resolve(exp, drv_libs) : NULL);      \
+			raw--;                                                                              \
+		}                                                                                           \
+		if (!real)                                                                                  \
+			return CUDA_ERROR_NOT_INITIALIZED;                                                  \
+		if (__builtin_expect(atomic_load_explicit(&sp_launch_want, memory_order_relaxed) == 0, 1)) \
+			return real args;                                                                   \
+		int h = sp_collector_launch_enter(launch_name(f));                                          \
+		CUresult r = real args;                                                                     \
+		sp_collector_launch_exit(h);                                                                \
+		return r;                                                                                   \
+	}
+#undef cuLaunchKernel
+#undef cuLaunchKernelEx
+SP_LAUNCHES(EXP_LAUNCH)
+#undef EXP_LAUNCH
 
 /* Off when stepprof is (STEPPROF_PROFILE_ENABLED, read by entry.c before us). */
 __attribute__((constructor)) static void procaddr_init(void)

@@ -45,7 +45,7 @@ run() {
 	mkdir -p "$T/$name"
 	local mk="kind = api\npattern = ${MARKER:-cudaDeviceSynchronize}"
 	[ "${MARKER:-}" = auto ] && mk='kind = auto'
-	printf "[profile]\noutput = %s\n[ranks]\nranks = all\n[schedule]\nwait = %s\nwarmup = %s\nactive = %s\nrepeat = %s\n[marker]\n$mk\n[cupti]\nlibrary = %s\ndetach_between = %s\n" \
+	printf "[profile]\noutput = %s\n[ranks]\nranks = all\n[schedule]\nwait = %s\nwarmup = %s\nactive = %s\nrepeat = %s\n[marker]\n$mk\nlearn = ${LEARN:-cupti}\n[cupti]\nlibrary = %s\ndetach_between = %s\n" \
 		"$T/$name/out" "$wa" "$wu" "$ac" "$rp" "$B/tests/e2e/libfakecupti.so" "$detach" >"$T/$name/sp.ini"
 	env "$@" FAKE_CUPTI_LOG="$T/$name/log" STEPPROF_VERBOSE=1 STEPPROF_CONFIG="$T/$name/sp.ini" \
 		LD_PRELOAD="$PRE" timeout 60 "$B/tests/e2e/cupti_life_driver" "$steps" "${STEP_US:-20000}" \
@@ -279,4 +279,81 @@ if grep -q "cuGetProcAddress_v2 from $FAKECUDA" "$T/staticoff/stdout" && [ "$(gr
 else
 	bad "staticoff: $(cat "$T/staticoff/stdout" "$T/staticoff/stderr" | head -5)"
 fi
+# learning from the hooks ([marker] learn = hooks): the automatic marker learns from the launches
+# a runtime makes through cuGetProcAddress'd cuLaunchKernel (kernels named by cuFuncGetName) and
+# the hooked syncs, with no CUPTI subscription until it locks; then the run goes on as autopark's
+hooklearn() {
+	/usr/bin/python3 - "$T/$1" "$2" "$3" <<'PY' || { bad "$1"; grep -v begins "$T/$1/stderr" | sed 's/^/    /' | head -24; }
+import re, sys
+d, want_parks, want = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+err = open(f"{d}/stderr").read()
+log = [l.split()[0] for l in open(f"{d}/log")]
+problems = []
+learn = err.find("automatic steps: learning from stepprof's hooks, not subscribed to CUPTI")
+lock = err.find("automatic steps: regime 1, period 21 calls (20 launches), boundary after 'cudaDeviceSynchronize'")
+handed = err.find("locked on 'cudaDeviceSynchronize' while learning from stepprof's hooks: attaching to CUPTI")
+attach = err.find("re-attached to CUPTI in step")
+if min(learn, lock, handed, attach) < 0 or not learn < lock < handed < attach:
+    problems.append("not: learning from the hooks, the lock, then the first attach (in that order)")
+if log[:1] != ["subscribe"]:
+    problems.append(f"a CUPTI call before the first subscription: {log[:2]}")
+parks = len(re.findall(r"detached from CUPTI in step \d+ until the next window", err))
+if parks < want_parks:
+    problems.append(f"{parks} parks, expected {want_parks} or more")
+if log.count("subscribe") != parks + 1:
+    problems.append(f"{log.count('subscribe')} subscriptions for {parks} parks")
+if "AFTER_FINALIZE" in log or "may have been missed" in err or "took over 1 s" in err:
+    problems.append("a CUPTI call after cuptiFinalize, a missed boundary or a slow re-attach")
+got = [f"{l.split()[0]}:{l.split()[3]}" for l in open(f"{d}/steps") if re.match(r"^\d+\s", l)]
+if got != want:
+    problems.append(f"recorded steps:kernels {got}, expected {want}")
+for p in problems:
+    print("   ", p)
+sys.exit(1 if problems else 0)
+PY
+}
+LEARN=hooks MARKER=auto run hooklearn 8,1,3,0 auto 60 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20
+hooklearn hooklearn 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" &&
+	echo "ok   learn = hooks: learned from the launch and sync hooks with no CUPTI subscription, attached at the lock, parked between windows, every window step has its 20 kernels"
+LEARN=auto MARKER=auto run hooklearnauto 8,1,3,0 auto 30 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20
+grep -q "learn = hooks: learning with CUPTI all the same\|learning from stepprof's hooks" "$T/hooklearnauto/stderr" &&
+	bad "hooklearnauto: learn = auto learned from the hooks with device_memory on" ||
+	echo "ok   learn = auto with device_memory on (tracked from process start): learns with CUPTI"
+LEARN=hooks MARKER=auto run hookgraph 8,1,3,0 auto 30 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20 CAPTURE_AT=2
+grep -q "graph capture with CUPTI subscribed: 1" "$T/hookgraph/stdout" &&
+	grep -q "attached to CUPTI before the program's CUDA graph capture" "$T/hookgraph/stderr" &&
+	! grep -q "until the next window" "$T/hookgraph/stderr" &&
+	[ "$(grep -cE '^(9|10|11|21|22|23) +[0-9]+ .* 20 ' "$T/hookgraph/steps")" = 6 ] &&
+	echo "ok   learn = hooks, a graph capture while learning: CUPTI attached before the capture began, never parked, windows whole" ||
+	bad "hookgraph: $(cat "$T/hookgraph/stdout"; grep -v begins "$T/hookgraph/stderr" | head -8)"
+LEARN=hooks MARKER=auto run hookbypass 8,1,3,0 auto 30 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20 LAUNCH_BYPASS_AT=10
+grep -q "a kernel launch came that stepprof's launch hooks did not see" "$T/hookbypass/stderr" &&
+	[ "$(grep -cE '^(9|10|11|21|22|23) +[0-9]+ .* 20 ' "$T/hookbypass/steps")" = 6 ] &&
+	echo "ok   learn = hooks, a launch the hooks did not see (after the attach): said, learning with CUPTI from then on" ||
+	bad "hookbypass: $(grep -v begins "$T/hookbypass/stderr" | head -8)"
+LEARN=hooks MARKER=auto run hooknonames 8,1,3,0 auto 30 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20 FAKE_CUDA_NO_NAMES=1
+grep -q "cannot learn from stepprof's hooks (the driver does not name kernels" "$T/hooknonames/stderr" &&
+	[ "$(grep -cE '^(9|10|11|21|22|23) +[0-9]+ .* 20 ' "$T/hooknonames/steps")" = 6 ] &&
+	echo "ok   learn = hooks, a driver without cuFuncGetName: said, learned with CUPTI, windows whole" ||
+	bad "hooknonames: $(grep -v begins "$T/hooknonames/stderr" | head -8)"
+mkdir -p "$T/hookoff"
+STEPPROF_PROFILE_ENABLED=0 STEPPROF_MARKER_LEARN=hooks LD_PRELOAD="$PRE" VIA_DRIVER="$FAKECUDA" LAUNCHES=20 PRINT_STEPS=1 \
+	timeout 60 "$B/tests/e2e/cupti_life_driver" 5 1000 >"$T/hookoff/stdout" 2>"$T/hookoff/stderr"
+if grep -q "cuGetProcAddress_v2 from $FAKECUDA" "$T/hookoff/stdout" && [ "$(grep -c '^STEP' "$T/hookoff/stdout")" = 5 ] &&
+	grep -q "driver: 0 of 100 launches seen" "$T/hookoff/stdout" && ! grep -q stepprof "$T/hookoff/stderr"; then
+	echo "ok   stepprof off with learn = hooks: launches go straight to the driver, nothing wrapped"
+else
+	bad "hookoff: $(cat "$T/hookoff/stdout" "$T/hookoff/stderr" | head -5)"
+fi
+# the launch symbols the library exports (a caller linked with libcuda, as XLA): stepprof's, and
+# they reach the driver's (its answer for a NULL function comes back)
+got=$(LD_PRELOAD="$PRE" /usr/bin/python3 -c "
+import ctypes
+ctypes.CDLL('$FAKECUDA', mode=ctypes.RTLD_GLOBAL)
+me, sp = ctypes.CDLL(None), ctypes.CDLL('${PRE##* }')
+same = ctypes.cast(me.cuLaunchKernel, ctypes.c_void_p).value == ctypes.cast(sp.cuLaunchKernel, ctypes.c_void_p).value
+print(same, me.cuLaunchKernel(None, 1, 1, 1, 1, 1, 1, 0, None, None, None), me.cuLaunchKernelEx(None, None, None, None),
+      me.cuLaunchKernel(ctypes.c_char_p(b'k'), 1, 1, 1, 1, 1, 1, 0, None, None, None))" 2>&1)
+[ "$got" = "True 400 400 0" ] && echo "ok   exported cuLaunchKernel and cuLaunchKernelEx are stepprof's and forward to the driver" ||
+	bad "exported launch symbols: $got"
 exit $fail

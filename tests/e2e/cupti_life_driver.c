@@ -19,7 +19,11 @@
  * "adam_fake_K" through the driver API (fake_cupti_launch: callbacks if enabled, a kernel record if
  * CONCURRENT_KERNEL is on), and from step CHANGE_AT on LAUNCHES2 kernels "eval_fake_K" in steps of
  * STEP2_US (the program's loop changes). Prints "driver: N of M syncs seen" (callbacks stepprof had
- * enabled), and with LAUNCHES "driver: K of L launches seen". */
+ * enabled), and with LAUNCHES "driver: K of L launches seen". With VIA_DRIVER and LAUNCHES the
+ * launches go through the stand-in driver's cuLaunchKernel as cuGetProcAddress hands it out (a
+ * runtime's launches; LAUNCH_BYPASS_AT=i: step i's through its exported symbol, a caller the hooks
+ * cannot see), and CAPTURE_AT=i begins a CUDA graph capture in step i (prints whether CUPTI had a
+ * subscriber then). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -80,6 +84,36 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	/* launches through the driver's cuLaunchKernel as a runtime gets it (VIA_DRIVER and LAUNCHES) */
+	CUresult (*lk)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+		       void **, void **) = NULL,
+		 (*lk_direct)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+			      CUstream, void **, void **) = NULL,
+		 (*capture)(CUstream, CUstreamCaptureMode) = NULL;
+	unsigned (*drv_seen)(void) = NULL;
+	int (*cap_sub)(void) = NULL;
+	if (getenv("VIA_DRIVER") && getenv("LAUNCHES")) {
+		void *h = dlopen(getenv("VIA_DRIVER"), RTLD_NOW | RTLD_LOCAL);
+		typedef CUresult (*gpa_t2)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+		gpa_t2 gpa = h ? (gpa_t2)dlsym(h, "cuGetProcAddress_v2") : NULL;
+		CUdriverProcAddressQueryResult st;
+		void *p = NULL;
+		if (gpa && !gpa("cuGetProcAddress", &p, 12000, 0, &st) && p) {
+			gpa = (gpa_t2)p;
+			gpa("cuLaunchKernel", (void **)&lk, 12000, 0, &st);
+			gpa("cuStreamBeginCapture", (void **)&capture, 12000, 0, &st);
+		}
+		lk_direct = h ? dlsym(h, "cuLaunchKernel") : NULL;
+		drv_seen = h ? (unsigned (*)(void))dlsym(h, "fake_cuda_launches_seen") : NULL;
+		cap_sub = h ? (int (*)(void))dlsym(h, "fake_cuda_capture_subscribed") : NULL;
+		if (!lk || !lk_direct || !drv_seen || !capture || !cap_sub) {
+			fprintf(stderr, "driver: no cuLaunchKernel or cuStreamBeginCapture in %s\n", getenv("VIA_DRIVER"));
+			return 2;
+		}
+	}
+	int lbypass_at = getenv("LAUNCH_BYPASS_AT") ? atoi(getenv("LAUNCH_BYPASS_AT")) : -1;
+	int capture_at = getenv("CAPTURE_AT") ? atoi(getenv("CAPTURE_AT")) : -1;
+	static char knames[2][256][32]; /* a CUfunction of the fake driver is its name */
 	int (*init)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "InitializeInjection");
 	if (!init && !print) {
 		fprintf(stderr, "driver: no InitializeInjection (preload libstepprof)\n");
@@ -128,10 +162,18 @@ int main(int argc, char **argv)
 		if (fire && i == 2 && getenv("GRAPH"))
 			fire(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPH_CREATED, 0, 0);
 		int changed = change_at >= 0 && i >= change_at;
-		for (int k = 0, n = changed ? nl2 : nl; launch && k < n; k++) {
-			char sym[32];
-			snprintf(sym, sizeof sym, "%s_fake_%d", changed ? "eval" : "adam", k);
-			lseen += (unsigned)launch(sym, lcorr++);
+		if (capture && i == capture_at)
+			capture(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL);
+		for (int k = 0, n = changed ? nl2 : nl; (launch || lk) && k < n; k++) {
+			/* (the fake libcupti's launches keep the name in one stack buffer, as before: the name
+			 * cache by address (collector.c sp_coll_name_id) then sees every kernel under its first
+			 * name, which autochange's expectations rely on; a CUfunction needs its own) */
+			char buf[32], *sym = lk ? knames[changed][k & 255] : buf;
+			snprintf(sym, sizeof buf, "%s_fake_%d", changed ? "eval" : "adam", k & 255);
+			if (lk)
+				(i == lbypass_at ? lk_direct : lk)((CUfunction)sym, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+			else
+				lseen += (unsigned)launch(sym, lcorr++);
 			lall++;
 		}
 		usleep((changed ? step2_us : step_us) - sync_us);
@@ -164,6 +206,10 @@ int main(int argc, char **argv)
 		pthread_join(th[i], NULL);
 	if (cudart_seen)
 		seen = (int)cudart_seen();
+	if (drv_seen)
+		lseen = drv_seen();
+	if (cap_sub && capture_at >= 0)
+		printf("driver: graph capture with CUPTI subscribed: %d\n", cap_sub());
 	printf("driver: %d of %d syncs seen\n", seen, steps);
 	if (nl)
 		printf("driver: %u of %u launches seen\n", lseen, lall);

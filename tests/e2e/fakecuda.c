@@ -57,6 +57,67 @@ EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s)
 	return CUDA_SUCCESS;
 }
 
+/* Kernel launches: a CUfunction is its kernel's name (cuFuncGetName hands it back); each fires
+ * the driver launch callbacks through the fake libcupti (fake_cupti_launch), as the real driver
+ * does. fake_cuda_launches_seen: how many stepprof's callbacks saw. */
+static unsigned launch_corr = 3000000, launches_seen;
+
+static CUresult launch(CUfunction f)
+{
+	static int (*fl)(const char *, unsigned);
+	if (!fl)
+		fl = (int (*)(const char *, unsigned))dlsym(RTLD_DEFAULT, "fake_cupti_launch");
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	launches_seen += fl ? (unsigned)fl((const char *)f, launch_corr++) : 0;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+			       unsigned bz, unsigned sh, CUstream s, void **kp, void **ex)
+{
+	(void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)sh, (void)s, (void)kp, (void)ex;
+	return launch(f);
+}
+
+EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **kp, void **ex)
+{
+	(void)c, (void)kp, (void)ex;
+	return launch(f);
+}
+
+/* FAKE_CUDA_NO_NAMES: a driver that cannot name kernels (before CUDA 12.3) */
+EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
+{
+	if (getenv("FAKE_CUDA_NO_NAMES"))
+		return CUDA_ERROR_NOT_SUPPORTED;
+	if (!name || !f)
+		return CUDA_ERROR_INVALID_VALUE;
+	*name = (const char *)f;
+	return CUDA_SUCCESS;
+}
+
+EXPORT unsigned fake_cuda_launches_seen(void)
+{
+	return launches_seen;
+}
+
+/* A graph capture: notes whether CUPTI had a subscriber when it began (it must, to see the graph). */
+static int capture_subscribed = -1;
+
+EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode m)
+{
+	int (*sub)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "fake_cupti_subscribed");
+	(void)s, (void)m;
+	capture_subscribed = sub ? sub() : 0;
+	return CUDA_SUCCESS;
+}
+
+EXPORT int fake_cuda_capture_subscribed(void)
+{
+	return capture_subscribed;
+}
+
 /* driver calls made so far (the driver program compares it with its own count) */
 EXPORT unsigned fake_cuda_calls(void)
 {
@@ -82,6 +143,14 @@ static void *lookup(const char *sym, int ver, cuuint64_t flags)
 		return (void *)cuCtxSynchronize_v2;
 	if (!strcmp(sym, "cuCtxSynchronize") && ver >= 2000)
 		return getenv("FAKE_CUDA_INTERNAL") ? (void *)ctx_sync_internal : (void *)cuCtxSynchronize;
+	if (!strcmp(sym, "cuLaunchKernel") && ver >= 4000)
+		return (void *)cuLaunchKernel; /* (no _ptsz copy: the legacy one serves both) */
+	if (!strcmp(sym, "cuLaunchKernelEx") && ver >= 11060)
+		return (void *)cuLaunchKernelEx;
+	if (!strcmp(sym, "cuFuncGetName") && ver >= 12030 && !getenv("FAKE_CUDA_NO_NAMES"))
+		return (void *)cuFuncGetName;
+	if (!strcmp(sym, "cuStreamBeginCapture") && ver >= 10010)
+		return (void *)cuStreamBeginCapture_v2;
 	if (!strcmp(sym, "cuStreamSynchronize") && ver >= 2000)
 		return pt && ver >= 7000 ? (void *)cuStreamSynchronize_ptsz : (void *)cuStreamSynchronize;
 	return NULL;

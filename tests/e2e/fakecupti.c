@@ -342,6 +342,12 @@ __attribute__((visibility("default"))) int fake_cupti_launch(const char *sym, un
 	return seen;
 }
 
+/* 1 while a subscriber exists (fakecuda.c: was CUPTI there before a graph capture began?). */
+__attribute__((visibility("default"))) int fake_cupti_subscribed(void)
+{
+	return F.cb != NULL;
+}
+
 /* The test program's side: one API callback (site 0 enter, 1 exit) or a resource callback, delivered
  * only if stepprof enabled it. Returns 1 if delivered. */
 __attribute__((visibility("default"))) int fake_cupti_fire(int domain, unsigned cbid, int site, unsigned corr)

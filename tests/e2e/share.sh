@@ -13,6 +13,8 @@
 #  - the same with detach_between = always (no detach while the program's profiler holds CUPTI);
 #  - stepprof done and detached for good before the program's profiler starts: its calls go to
 #    CUPTI itself, same counts.
+#  - the automatic marker learning from the hooks (learn = hooks, not subscribed): the program's
+#    profiler subscribing attaches stepprof at once, same counts.
 set -u
 B=${SP_BUILD:?}
 # shellcheck source=tests/e2e/lib/preload.sh
@@ -97,4 +99,18 @@ if FROM=14 check always 1 7 8 16 17 25 26; then
 fi
 run done 1 1 auto 22
 check done 0 2 3 && echo "ok   stepprof let go of CUPTI before the program's profiler started: its calls reach CUPTI itself, the same counts"
+# the automatic marker learning from the hooks ([marker] learn = hooks): stepprof is not subscribed
+# when the program's profiler subscribes; it attaches at once and serves it as above
+mkdir -p "$T/hooklearn"
+printf '[profile]\noutput = %s\n[ranks]\nranks = all\n[schedule]\nwait = 1\nwarmup = 1\nactive = 2\nrepeat = 0\n[marker]\nkind = auto\nlearn = hooks\n[cupti]\nlibrary = %s\n' \
+	"$T/hooklearn/out" "$FAKE" >"$T/hooklearn/sp.ini"
+FAKE_CUPTI_LOG="$T/hooklearn/log" STEPPROF_VERBOSE=1 STEPPROF_CONFIG="$T/hooklearn/sp.ini" LD_PRELOAD="$PRE" \
+	timeout 60 "$B/tests/e2e/share_driver" 22 5 8 12 >"$T/hooklearn/stdout" 2>"$T/hooklearn/stderr"
+if [ "$(grep '^second:' "$T/hooklearn/stdout")" = "$ref" ] &&
+	grep -q "the program subscribed to CUPTI while learning from stepprof's hooks: attaching to CUPTI" "$T/hooklearn/stderr" &&
+	[ "$(grep -c '^subscribe' "$T/hooklearn/log")" = 1 ]; then
+	echo "ok   learn = hooks: the program's profiler subscribes while stepprof is not subscribed: stepprof attaches at once and serves it, the same counts"
+else
+	bad "hooklearn: $(grep '^second:' "$T/hooklearn/stdout"; grep -v begins "$T/hooklearn/stderr" | head -6)"
+fi
 exit $fail

@@ -104,6 +104,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.marker_kind, SP_MARK_AUTO);
 	assert_string_equal(cfg.marker_pattern, "");
 	assert_int_equal(cfg.marker_every, 1);
+	assert_int_equal(cfg.marker_learn, SP_LEARN_CUPTI);
 	assert_true(cfg.kernels && cfg.memcpy && cfg.memset && cfg.sync && cfg.runtime_api && cfg.driver_api &&
 		    cfg.nccl && cfg.nvtx && cfg.device_memory && cfg.kernel_shapes);
 	assert_false(cfg.host_malloc || cfg.stacks);
@@ -754,6 +755,38 @@ static void test_expand(void **state)
 	assert_int_equal(sp_cfg_expand("a{rank}", &ri, out, 6), -1);
 }
 
+/* [marker] learn: where automatic detection learns, and why CUPTI all the same */
+static void test_learn_why(void **state)
+{
+	(void)state;
+	struct sp_config c;
+	sp_cfg_defaults(&c);
+	assert_non_null(sp_cfg_learn_cupti_why(&c)); /* the default: cupti */
+	c.marker_learn = SP_LEARN_HOOKS;
+	assert_null(sp_cfg_learn_cupti_why(&c)); /* device_memory on: hooks trade it for speed */
+	c.marker_learn = SP_LEARN_AUTO;
+	assert_non_null(strstr(sp_cfg_learn_cupti_why(&c), "device_memory"));
+	c.device_memory = false;
+	assert_null(sp_cfg_learn_cupti_why(&c));
+	c.detach_between = SP_DETACH_NEVER;
+	assert_non_null(strstr(sp_cfg_learn_cupti_why(&c), "never"));
+	c.detach_between = SP_DETACH_AUTO;
+	c.ondemand_delay_ms = 5;
+	assert_non_null(strstr(sp_cfg_learn_cupti_why(&c), "ondemand"));
+	c.ondemand_delay_ms = 0;
+	c.marker_kind = SP_MARK_API;
+	assert_non_null(strstr(sp_cfg_learn_cupti_why(&c), "explicit"));
+	/* from the environment, checked against its names */
+	setenv("STEPPROF_MARKER_LEARN", "hooks", 1);
+	errs.count = 0;
+	assert_int_equal(sp_cfg_load(&c, NULL, &errs), 0);
+	assert_int_equal(c.marker_learn, SP_LEARN_HOOKS);
+	setenv("STEPPROF_MARKER_LEARN", "sometimes", 1);
+	errs.count = 0;
+	assert_true(sp_cfg_load(&c, NULL, &errs) > 0);
+	unsetenv("STEPPROF_MARKER_LEARN");
+}
+
 static void test_marker_kind_name(void **state)
 {
 	(void)state;
@@ -780,7 +813,7 @@ int main(void)
 		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_expand),
 		cmocka_unit_test(test_run_id),
-		cmocka_unit_test(test_marker_kind_name),
+		cmocka_unit_test(test_marker_kind_name), cmocka_unit_test(test_learn_why),
 		cmocka_unit_test(test_stacks_values),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

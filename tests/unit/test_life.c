@@ -143,6 +143,16 @@ static void test_park(void **state)
 	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
 	v.det_busy = true;
 	assert_int_equal(sp_life_decide(&v), SP_LIFE_UNPARK);
+	/* learning from the hooks ([marker] learn = hooks): parked although learning, until a window
+	 * comes near or begins */
+	v.hook_learn = true;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	v.steps_to_window = SP_LIFE_UNPARK_AT - 1;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_UNPARK);
+	v.steps_to_window = INT64_MAX;
+	v.busy = true;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_UNPARK);
+	v.busy = false;
 	v.done = true;
 	assert_int_equal(sp_life_decide(&v), SP_LIFE_DETACH);
 	assert_string_equal(sp_life_act_name(SP_LIFE_PARK), "park");

@@ -14,6 +14,9 @@
 #     the sparse check the library runs for the automatic marker).
 #     A program that FAILs prints the auto run's stepprof lines (STEPPROF_VERBOSE) and leaves its
 #     token stream, replay, log and INI in $OUT/check/NAME/.
+#   CORPUS_LEARN=hooks (or auto): check's auto runs learn with [marker] learn = CORPUS_LEARN and
+#     record no tokens (recording keeps CUPTI all run), so PASS needs the same kernel counts as
+#     the marker run (no in-process replay); each program prints how its auto run learned.
 #   A program under torchrun (`--nproc_per_node N` in its command, programs.sh) profiles every rank
 #   (ranks = all): each rank records its own stream NAME.rank<R>.tokens (rankenv.sh) with its own
 #   NAME.rank<R>.txt, and check compares each rank's steps (rank<R>.*.sptrace) and replays its stream
@@ -57,11 +60,14 @@ corpus_programs | while IFS='|' read -r name truth cmd skip; do
 			o=$d/$how; mkdir -p "$o"
 			{ printf '[profile]\noutput = %s\n[schedule]\nskip_first = %s\nwait = 0\nwarmup = 1\nactive = 3\n' "$o" "${skip:-10}"
 			  printf '[ranks]\nranks = all\n'
-			  [ $how = marker ] && printf '[marker]\nkind = %s\npattern = %s\n' "$kind" "$pat"; } >"$o/prof.ini"
+			  [ $how = marker ] && printf '[marker]\nkind = %s\npattern = %s\n' "$kind" "$pat"
+			  [ $how = auto ] && [ -n "${CORPUS_LEARN:-}" ] && printf '[marker]\nlearn = %s\n' "$CORPUS_LEARN"; } >"$o/prof.ini"
 			# the auto run also records its tokens and truth (quoted: a truth pattern may hold spaces, as
 			# llm.c's 'nvtx:Train step*' does); the replay of the same process's
 			# stream checks its windows when kernel counts differ between processes
 			rec=(); [ $how = auto ] && rec=("STEPPROF_RECORD_TOKENS=$o/auto.tokens" "STEPPROF_RECORD_TRUTH=$truth" STEPPROF_VERBOSE=1)
+			# learning from the hooks needs no token recording (which keeps CUPTI all run): no replay then
+			[ $how = auto ] && [ -n "${CORPUS_LEARN:-}" ] && rec=(STEPPROF_VERBOSE=1)
 			env "${rec[@]}" STEPPROF_CONFIG=$o/prof.ini LD_PRELOAD=$B/libstepprof.so timeout 300 $cmd >"$o/log" 2>&1 </dev/null
 			for r in ${ranks:-single}; do # one report per rank: its own steps and kernel counts
 				tr=("$o"/*.sptrace) sfx=""; [ "$r" = single ] || { tr=("$o"/rank"$r".*.sptrace) sfx=.rank$r; }
@@ -73,11 +79,18 @@ corpus_programs | while IFS='|' read -r name truth cmd skip; do
 			sfx=""; [ "$r" = single ] || sfx=.rank$r
 			# as the library decided: the sparse check (its step numbers may drift across evaluation
 			# passes, docs/STEPS.md); the windows line says whether its steps were true iterations
-			"$B/stepprof" autostep --windows --sparse 16 --skip-first "${skip:-10}" --wait 0 "$d/auto/auto$sfx.tokens" \
-				>"$d/auto/replay$sfx.txt" 2>&1; echo "exit $?" >>"$d/auto/replay$sfx.txt"
+			rp=()
+			if [ -z "${CORPUS_LEARN:-}" ]; then
+				"$B/stepprof" autostep --windows --sparse 16 --skip-first "${skip:-10}" --wait 0 "$d/auto/auto$sfx.tokens" \
+					>"$d/auto/replay$sfx.txt" 2>&1; echo "exit $?" >>"$d/auto/replay$sfx.txt"
+				rp=("$d/auto/replay$sfx.txt")
+			fi
 			python3 "$HERE/compare_steps.py" "$name$sfx" "$d/auto/report$sfx.json" "$d/marker/report$sfx.json" \
-				"$d/auto/replay$sfx.txt" | tee -a "$d/compare.txt"
+				"${rp[@]}" | tee -a "$d/compare.txt"
 		done
+		# CORPUS_LEARN: whether the auto run learned from the hooks, and how it handed over to CUPTI
+		[ -n "${CORPUS_LEARN:-}" ] && grep -E "learn(ing|ed)? (from|with) |locked on .* while learning|launch hooks did not see|names a kernel|before the program's CUDA graph" \
+			"$d/auto/log" | sed "s/^/  $name: /" | head -6
 		# a failure shows what the library said in the auto run (its locks, steps and windows)
 		# and keeps its stream, replay and log under $OUT/check/NAME (the GPU machine's run is gone after)
 		if grep -q '^FAIL' "$d/compare.txt"; then

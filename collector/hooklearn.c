@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/* hooklearn.c - see hooklearn.h. Application threads (the launch hooks, CUPTI's launch callbacks)
+ * and the writer thread (the switch, through markhook.c's sp_auto_life). The launch hooks' hot
+ * path is one relaxed load in preload/procaddr.c; nothing here allocates or takes a lock unless
+ * a token is fed to the detector. */
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "clock.h"
+#include "collector.h"
+#include "cupti_life.h"
+#include "hooklearn.h"
+#include "intern.h"
+#include "internal.h"
+#include "log.h"
+#include "stepdet.h"
+#include "tokrec.h"
+#include "trace/tokens.h"
+
+_Atomic int sp_launch_want;
+
+static struct {
+	_Atomic bool begun;      /* this process learned from the hooks (the proof is wanted) */
+	_Atomic bool on;         /* learning from the hooks now */
+	_Atomic bool failed;     /* the hooks cannot learn here (said once) */
+	_Atomic unsigned seen;   /* driver launches CUPTI reported inside a launch hook */
+	_Atomic unsigned unseen; /* ... outside any (said once) */
+} HL;
+
+static __thread int launch_depth; /* launch hooks in progress on this thread */
+static __thread int launch_fed;   /* ... and the outermost one fed the detector a token */
+static __thread uint32_t launch_id; /* ... the name the hook found for it (0 none) */
+
+bool sp_hooklearn_wanted(void)
+{
+	const struct sp_config *c = &sp_col.cfg;
+	const char *why = sp_cfg_learn_cupti_why(c);
+	if (!why && (sp_col.nmk != 1 || sp_col.mk[0].name || sp_col.mk[0].kind != SP_MARK_AUTO))
+		why = "phases are set"; /* (as the configuration says: a safety net) */
+	else if (!why && sp_tokrec_on)
+		why = "the detector's tokens are recorded (STEPPROF_RECORD_TOKENS)";
+	if (why && c->marker_learn == SP_LEARN_HOOKS)
+		sp_info("[marker] learn = hooks: learning with CUPTI all the same (%s)", why);
+	return why == NULL;
+}
+
+void sp_hooklearn_begin(void)
+{
+	atomic_store(&HL.begun, true);
+	atomic_store(&HL.on, true);
+	atomic_store(&sp_launch_want, SP_LAUNCH_LEARN);
+	sp_info("automatic steps: learning from stepprof's hooks, not subscribed to CUPTI until it locks "
+		"([marker] learn = %s)",
+		sp_col.cfg.marker_learn == SP_LEARN_AUTO ? "auto" : "hooks");
+}
+
+bool sp_hooklearn_on(void)
+{
+	return atomic_load_explicit(&HL.on, memory_order_relaxed);
+}
+
+void sp_hooklearn_end(int attached)
+{
+	atomic_store(&HL.on, false);
+	/* the proof runs only where CUPTI reports launches; once one failed, nothing to prove */
+	atomic_store(&sp_launch_want,
+		     attached && atomic_load(&HL.begun) && !atomic_load(&HL.failed) ? SP_LAUNCH_MARK : SP_LAUNCH_OFF);
+}
+
+/* Hands over to CUPTI now, on this application thread (none of stepprof's locks held): once. */
+static void hand_over(void)
+{
+	if (!atomic_exchange(&HL.on, false))
+		return; /* another thread does, or did */
+	atomic_store(&sp_launch_want, SP_LAUNCH_OFF);
+	if (!sp_cupti_life_attach_now(&sp_col.sub, sp_col.step, false))
+		sp_hooklearn_end(0); /* warned: the rest of the run is not profiled */
+}
+
+void sp_hooklearn_fail(const char *why)
+{
+	if (!atomic_exchange(&HL.failed, true))
+		sp_info("automatic steps: cannot learn from stepprof's hooks (%s): learning with CUPTI instead", why);
+	hand_over();
+}
+
+void sp_hooklearn_need_cupti(const char *why)
+{
+	if (!sp_hooklearn_on())
+		return;
+	sp_info("automatic steps: %s while learning from stepprof's hooks: attaching to CUPTI", why);
+	hand_over();
+}
+
+void sp_hooklearn_check(void)
+{
+	uint32_t anchor = sp_stepdet_anchor_name(sp_col.mk[0].det);
+	if (!anchor || !sp_hooklearn_on())
+		return;
+	sp_info("automatic steps: locked on '%s' while learning from stepprof's hooks: attaching to CUPTI",
+		sp_intern_lookup(anchor));
+	hand_over();
+}
+
+bool sp_hooklearn_failed(void)
+{
+	return atomic_load(&HL.failed);
+}
+
+void sp_hooklearn_cupti_launch(const char *symbol)
+{
+	if (atomic_load_explicit(&sp_launch_want, memory_order_relaxed) == SP_LAUNCH_OFF)
+		return;
+	if (launch_depth > 0) {
+		atomic_fetch_add_explicit(&HL.seen, 1, memory_order_relaxed);
+		uint32_t cupti = sp_coll_name_id(symbol);
+		if (launch_id && cupti && launch_id != cupti && !atomic_exchange(&HL.failed, true)) {
+			atomic_store(&sp_launch_want, SP_LAUNCH_OFF);
+			sp_warn("the driver names a kernel '%s' where CUPTI names it '%s': the steps learned from "
+				"stepprof's hooks before the first window may differ from CUPTI's; automatic detection "
+				"learns with CUPTI from now on (set [marker] learn = cupti to avoid this)",
+				sp_intern_lookup(launch_id), symbol);
+		}
+		return;
+	}
+	if (atomic_fetch_add(&HL.unseen, 1) == 0) {
+		atomic_store(&HL.failed, true);
+		atomic_store(&sp_launch_want, SP_LAUNCH_OFF);
+		sp_warn("a kernel launch came that stepprof's launch hooks did not see (a driver function looked up "
+			"by hand, or a launch call that is not hooked): the steps learned from the hooks before the "
+			"first window may be off; automatic detection learns with CUPTI from now on (set [marker] "
+			"learn = cupti to avoid this)");
+	}
+}
+
+uint32_t sp_collector_kernel_name(const char *mangled)
+{
+	return mangled ? sp_intern(mangled) : 0;
+}
+
+int sp_collector_launch_enter(uint32_t name)
+{
+	if (launch_depth++ > 0)
+		return 1;
+	launch_fed = 0;
+	launch_id = name;
+	if (atomic_load_explicit(&sp_launch_want, memory_order_relaxed) != SP_LAUNCH_LEARN || !sp_hooklearn_on())
+		return 1;
+	if (!name) {
+		sp_hooklearn_fail("the driver does not name kernels: cuFuncGetName needs CUDA 12.3 or later");
+		return 1;
+	}
+	atomic_store_explicit(&sp_col.had_context, 1, memory_order_relaxed); /* a launch: a context exists */
+	/* as CUPTI's driver launch callback feeds it (callbacks.c detect_enter, tokglue.c) */
+	if (!sp_col.done && (sp_stepdet_wants(sp_col.mk[0].det) & SP_WANT_LAUNCH)) {
+		launch_fed = 1;
+		sp_win_detect(0, SP_TOK_KERNEL, SP_TOKF_DRIVER, name, sp_now_ns(), 0, 0, 1);
+		sp_hooklearn_check();
+	}
+	return 1;
+}
+
+void sp_collector_launch_exit(int h)
+{
+	if (!h || --launch_depth > 0)
+		return;
+	/* a step that begins after this launch: no CUPTI exit callback is there to begin it */
+	if (launch_fed && sp_thr.after_pending)
+		sp_win_after_exit(sp_now_ns());
+	launch_fed = 0;
+}
