@@ -140,12 +140,14 @@ int sp_cmd_check(int argc, char **argv)
 	if (cfg.marker_learn != SP_LEARN_CUPTI) {
 		const char *why = sp_cfg_learn_cupti_why(&cfg);
 		if (why)
-			fprintf(stderr, "stepprof check: note: [marker] learn = %s: automatic detection learns with CUPTI "
-					"here (%s)\n",
+			fprintf(stderr,
+				"stepprof check: note: [marker] learn = %s: automatic detection learns with CUPTI "
+				"here (%s)\n",
 				cfg.marker_learn == SP_LEARN_HOOKS ? "hooks" : "auto", why);
 		else
-			fprintf(stderr, "stepprof check: note: [marker] learn = %s: automatic detection learns from "
-					"stepprof's hooks, not subscribed to CUPTI until it locks (docs/CONFIG.md)\n",
+			fprintf(stderr,
+				"stepprof check: note: [marker] learn = %s: automatic detection learns from "
+				"stepprof's hooks, not subscribed to CUPTI until it locks (docs/CONFIG.md)\n",
 				cfg.marker_learn == SP_LEARN_HOOKS ? "hooks" : "auto");
 	}
 	return 0;

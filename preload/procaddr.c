@@ -71,16 +71,16 @@ static const char *const drv_libs[] = { "libcuda.so.1", "libcuda.so", NULL };
  * 11060, each with a _ptsz variant asked for with the per-thread flag). Every runtime (static or
  * shared cudart, cuBLAS's, NCCL's) gets them through cuGetProcAddress. Their trampolines cost one
  * relaxed load and a tail call while stepprof wants no launch (collector.h sp_launch_want). */
-#define LK_PARAMS                                                                                           \
+#define LK_PARAMS                                                                                                 \
 	(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh, \
 	 CUstream s, void **kp, void **ex)
 #define LK_ARGS (f, gx, gy, gz, bx, by, bz, sh, s, kp, ex)
 #define LX_PARAMS (const CUlaunchConfig *c, CUfunction f, void **kp, void **ex)
 #define LX_ARGS (c, f, kp, ex)
-#define SP_LAUNCHES(X)                                                                          \
-	X(cuLaunchKernel, "cuLaunchKernel", 4000, 99999, 0, "cuLaunchKernel", LK_PARAMS, LK_ARGS) \
+#define SP_LAUNCHES(X)                                                                                      \
+	X(cuLaunchKernel, "cuLaunchKernel", 4000, 99999, 0, "cuLaunchKernel", LK_PARAMS, LK_ARGS)           \
 	X(cuLaunchKernel_ptsz, "cuLaunchKernel", 7000, 99999, 1, "cuLaunchKernel_ptsz", LK_PARAMS, LK_ARGS) \
-	X(cuLaunchKernelEx, "cuLaunchKernelEx", 11060, 99999, 0, "cuLaunchKernelEx", LX_PARAMS, LX_ARGS) \
+	X(cuLaunchKernelEx, "cuLaunchKernelEx", 11060, 99999, 0, "cuLaunchKernelEx", LX_PARAMS, LX_ARGS)    \
 	X(cuLaunchKernelEx_ptsz, "cuLaunchKernelEx", 11060, 99999, 1, "cuLaunchKernelEx_ptsz", LX_PARAMS, LX_ARGS)
 
 enum {
@@ -183,22 +183,21 @@ static uint32_t launch_name(CUfunction f)
 
 /* The launch trampolines: one relaxed load and a tail call to the driver while stepprof wants no
  * launch, else (out of line) the collector around the call. */
-#define TR_LAUNCH(hook, ask, v0, v1, pt, exp, params, args)                                                 \
-	static __attribute__((noinline)) CUresult slow_##hook params                                        \
-	{                                                                                                   \
-		CUresult(*real) params =                                                                    \
-			(CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed); \
-		int h = sp_collector_launch_enter(launch_name(f));                                          \
-		CUresult r = real args;                                                                     \
-		sp_collector_launch_exit(h);                                                                \
-		return r;                                                                                   \
-	}                                                                                                   \
-	static CUresult tr_##hook params                                                                    \
-	{                                                                                                   \
-		if (__builtin_expect(atomic_load_explicit(&sp_launch_want, memory_order_relaxed) != 0, 0))  \
-			return slow_##hook args;                                                            \
-		return ((CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed)) \
-			args;                                                                               \
+#define TR_LAUNCH(hook, ask, v0, v1, pt, exp, params, args)                                                      \
+	static __attribute__((noinline)) CUresult slow_##hook params                                             \
+	{                                                                                                        \
+		CUresult(*real) params =                                                                         \
+			(CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed);      \
+		int h = sp_collector_launch_enter(launch_name(f));                                               \
+		CUresult r = real args;                                                                          \
+		sp_collector_launch_exit(h);                                                                     \
+		return r;                                                                                        \
+	}                                                                                                        \
+	static CUresult tr_##hook params                                                                         \
+	{                                                                                                        \
+		if (__builtin_expect(atomic_load_explicit(&sp_launch_want, memory_order_relaxed) != 0, 0))       \
+			return slow_##hook args;                                                                 \
+		return ((CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed))args; \
 	}
 SP_LAUNCHES(TR_LAUNCH)
 #undef TR_LAUNCH
@@ -474,23 +473,23 @@ SP_EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuu
 
 /* The driver's launch symbols, for a caller linked with libcuda (XLA) or finding them with
  * dlsym(RTLD_DEFAULT): as the trampolines, the real one resolved once past this library. */
-#define EXP_LAUNCH(hook, ask, v0, v1, pt, exp, params, args)                                                \
-	SP_EXPORT CUresult hook params                                                                      \
-	{                                                                                                   \
-		static CUresult(*real) params;                                                              \
-		if (!real) {                                                                                \
-			raw++;                                                                              \
+#define EXP_LAUNCH(hook, ask, v0, v1, pt, exp, params, args)                                               \
+	SP_EXPORT CUresult hook params                                                                     \
+	{                                                                                                  \
+		static CUresult(*real) params;                                                             \
+		if (!real) {                                                                               \
+			raw++;                                                                             \
 			real = (CUresult(*) params)(real_dlsym() ? sp_resolve(exp, drv_libs) : NULL);      \
-			raw--;                                                                              \
-		}                                                                                           \
-		if (!real)                                                                                  \
-			return CUDA_ERROR_NOT_INITIALIZED;                                                  \
+			raw--;                                                                             \
+		}                                                                                          \
+		if (!real)                                                                                 \
+			return CUDA_ERROR_NOT_INITIALIZED;                                                 \
 		if (__builtin_expect(atomic_load_explicit(&sp_launch_want, memory_order_relaxed) == 0, 1)) \
-			return real args;                                                                   \
-		int h = sp_collector_launch_enter(launch_name(f));                                          \
-		CUresult r = real args;                                                                     \
-		sp_collector_launch_exit(h);                                                                \
-		return r;                                                                                   \
+			return real args;                                                                  \
+		int h = sp_collector_launch_enter(launch_name(f));                                         \
+		CUresult r = real args;                                                                    \
+		sp_collector_launch_exit(h);                                                               \
+		return r;                                                                                  \
 	}
 #undef cuLaunchKernel
 #undef cuLaunchKernelEx

@@ -87,9 +87,9 @@ int main(int argc, char **argv)
 	/* launches through the driver's cuLaunchKernel as a runtime gets it (VIA_DRIVER and LAUNCHES) */
 	CUresult (*lk)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
 		       void **, void **) = NULL,
-		 (*lk_direct)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-			      CUstream, void **, void **) = NULL,
-		 (*capture)(CUstream, CUstreamCaptureMode) = NULL;
+				     (*lk_direct)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+						  unsigned, unsigned, CUstream, void **, void **) = NULL,
+				     (*capture)(CUstream, CUstreamCaptureMode) = NULL;
 	unsigned (*drv_seen)(void) = NULL;
 	int (*cap_sub)(void) = NULL;
 	if (getenv("VIA_DRIVER") && getenv("LAUNCHES")) {
@@ -107,7 +107,8 @@ int main(int argc, char **argv)
 		drv_seen = h ? (unsigned (*)(void))dlsym(h, "fake_cuda_launches_seen") : NULL;
 		cap_sub = h ? (int (*)(void))dlsym(h, "fake_cuda_capture_subscribed") : NULL;
 		if (!lk || !lk_direct || !drv_seen || !capture || !cap_sub) {
-			fprintf(stderr, "driver: no cuLaunchKernel or cuStreamBeginCapture in %s\n", getenv("VIA_DRIVER"));
+			fprintf(stderr, "driver: no cuLaunchKernel or cuStreamBeginCapture in %s\n",
+				getenv("VIA_DRIVER"));
 			return 2;
 		}
 	}
@@ -171,7 +172,8 @@ int main(int argc, char **argv)
 			char buf[32], *sym = lk ? knames[changed][k & 255] : buf;
 			snprintf(sym, sizeof buf, "%s_fake_%d", changed ? "eval" : "adam", k & 255);
 			if (lk)
-				(i == lbypass_at ? lk_direct : lk)((CUfunction)sym, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+				(i == lbypass_at ? lk_direct : lk)((CUfunction)sym, 1, 1, 1, 1, 1, 1, 0, NULL, NULL,
+								   NULL);
 			else
 				lseen += (unsigned)launch(sym, lcorr++);
 			lall++;

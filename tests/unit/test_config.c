@@ -813,7 +813,8 @@ int main(void)
 		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_expand),
 		cmocka_unit_test(test_run_id),
-		cmocka_unit_test(test_marker_kind_name), cmocka_unit_test(test_learn_why),
+		cmocka_unit_test(test_marker_kind_name),
+		cmocka_unit_test(test_learn_why),
 		cmocka_unit_test(test_stacks_values),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
