@@ -421,7 +421,9 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 		return fn;
 	}
 	if (!atomic_load(&H.counting)) {
-		if (w == WANT_NESTED) {
+		/* a stray only where CUPTI reports every marker call: attached, the schedule not done (after
+		 * it the marker's callbacks are off, and every call would look like one) */
+		if (w == WANT_NESTED && !sp_col.done && atomic_load(&sp_hold.state) == SP_HOLD_ATTACHED) {
 			int i = site((uintptr_t)from, 1);
 			if (i >= 0)
 				atomic_fetch_add(&S[i].bad, 1);
