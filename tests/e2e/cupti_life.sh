@@ -21,6 +21,8 @@
 #    (detached until just before the next window, the hooks numbering the steps): every step
 #    numbered as the schedule says, CUPTI saw fewer marker calls than were made, no CUPTI call
 #    while parked; one marker call that bypasses the hooks keeps stepprof from parking at all.
+#  - a thread polling a hooked call all along (NCCL's watchdog): CUPTI is never finalised while a
+#    thread is inside one (the real CUPTI crashed the thread; the fake logs it).
 #  - the automatic marker (MARKER=auto) on a loop of 20 kernel launches and a cudaDeviceSynchronize
 #    through the stand-in libcudart: it locks on the sync, launch callbacks go off between counted
 #    steps (the sparse check), it parks between windows once the hooks are proven for its anchor,
@@ -190,6 +192,20 @@ parked hookfast 1 9 10 11 21 22 23 33 34 35 45 46 47 &&
 run bypass 8,1,3,0 auto 48 VIA_CUDART="$FAKERT" BYPASS_AT=3
 parked bypass 0 9 10 11 21 22 23 33 34 35 45 46 47 &&
 	echo "ok   one marker call that bypasses the hooks: never parked, every step numbered"
+# a thread inside a hooked call nearly all the time (NCCL's watchdog polling cudaEventQuery, which
+# the real CUPTI wraps: finalised under it, it crashed): every detach waits until no thread is inside
+# one, the final detach and the parks between windows alike (the fake logs FINALIZE_UNDER_CALL)
+for wd in watchdog:5,1,3,1:1 watchpark:8,1,3,0:3; do
+	IFS=: read -r name sched nfin <<<"$wd"
+	run "$name" "$sched" auto 48 VIA_CUDART="$FAKERT" WATCHDOG=1
+	if grep -q FINALIZE_UNDER_CALL "$T/$name/log"; then
+		bad "$name: cuptiFinalize while a thread was inside a hooked call: $(grep -c FINALIZE_UNDER_CALL "$T/$name/log") times"
+	elif [ "$(grep -c '^finalize' "$T/$name/log")" -lt "$nfin" ]; then
+		bad "$name: $(grep -c '^finalize' "$T/$name/log") cuptiFinalize calls, expected $nfin or more: $(grep -v begins "$T/$name/stderr" | tail -3)"
+	else
+		echo "ok   $name: a thread polling a hooked call all along: CUPTI finalised only with no thread inside one ($nfin+ detaches)"
+	fi
+done
 
 # the automatic marker parks on its anchor call (issue 20): KERNELS is "step:kernels ..." of the windows
 autopark() {

@@ -37,6 +37,19 @@
 static int (*fire)(int, unsigned, int, unsigned);
 static atomic_int stop;
 
+/* WATCHDOG=1: a thread that polls cudaEventQuery through the dynamic linker (stepprof's hook first)
+ * all along, as PyTorch's NCCL watchdog does */
+static void *watchdog(void *arg)
+{
+	int (*query)(void *) = (int (*)(void *))dlsym(RTLD_DEFAULT, "cudaEventQuery");
+	(void)arg;
+	while (query && !atomic_load(&stop)) {
+		query(NULL);
+		usleep(30);
+	}
+	return NULL;
+}
+
 static void *noise(void *arg)
 {
 	while (!atomic_load(&stop)) {
@@ -159,6 +172,8 @@ int main(int argc, char **argv)
 		fire(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, 0, 0);
 	for (int i = 0; i < nth; i++)
 		pthread_create(&th[i], NULL, noise, NULL);
+	pthread_t wd;
+	int wd_on = getenv("WATCHDOG") && !pthread_create(&wd, NULL, watchdog, NULL);
 	for (int i = 0; i < steps; i++) {
 		if (fire && i == 2 && getenv("GRAPH"))
 			fire(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPH_CREATED, 0, 0);
@@ -204,6 +219,8 @@ int main(int argc, char **argv)
 		}
 	}
 	atomic_store(&stop, 1);
+	if (wd_on)
+		pthread_join(wd, NULL);
 	for (int i = 0; i < nth; i++)
 		pthread_join(th[i], NULL);
 	if (cudart_seen)

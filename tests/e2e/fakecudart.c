@@ -3,7 +3,9 @@
  * the runtime API callbacks through the fake libcupti (fake_cupti_fire), with SYNC_US microseconds
  * inside the call, as the real one does through CUPTI. cupti_life_driver (VIA_CUDART set) loads
  * it RTLD_GLOBAL and calls cudaDeviceSynchronize through the dynamic linker, so stepprof's hook
- * (preload/markers.c) comes first, as it does for libtorch. */
+ * (preload/markers.c) comes first, as it does for libtorch. Its cudaEventQuery stays QUERY_US
+ * (default 300) microseconds inside a call the fake libcupti counts as wrapped (fake_cupti_wrapped),
+ * as NCCL's watchdog thread polls the real one. */
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -32,4 +34,23 @@ __attribute__((visibility("default"))) cudaError_t cudaDeviceSynchronize(void)
 __attribute__((visibility("default"))) unsigned fake_cudart_seen(void)
 {
 	return seen;
+}
+
+/* A call CUPTI wraps without any callback enabled (the real one's driver entry is instrumented while
+ * a subscriber exists): the fake libcupti logs a cuptiFinalize made while one is in progress. */
+__attribute__((visibility("default"))) cudaError_t cudaEventQuery(cudaEvent_t e)
+{
+	static void (*wrapped)(int);
+	static int query_us = -1;
+	(void)e;
+	if (!wrapped)
+		wrapped = (void (*)(int))dlsym(RTLD_DEFAULT, "fake_cupti_wrapped");
+	if (query_us < 0)
+		query_us = getenv("QUERY_US") ? atoi(getenv("QUERY_US")) : 300;
+	if (wrapped)
+		wrapped(1);
+	usleep(query_us);
+	if (wrapped)
+		wrapped(-1);
+	return cudaSuccess;
 }

@@ -13,8 +13,10 @@
  * record CUPTI never hands over, as one on-demand window after a re-attach seemed to lose).
  * FAKE_CUPTI_LATE_CORR=N and FAKE_CUPTI_LATE_MS=M: that kernel's record is handed over only by the
  * first flush M ms (default 20) after it was made (a kernel still running, or a record late). 
- * Built by the Makefile; used by tests/e2e/cupti_life.sh and share.sh. */
+ * A cuptiFinalize while a stand-in runtime call is in progress (fake_cupti_wrapped) is logged as
+ * "FINALIZE_UNDER_CALL N". Built by the Makefile; used by tests/e2e/cupti_life.sh and share.sh. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,9 +85,19 @@ CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle s)
 	return CUPTI_SUCCESS;
 }
 
+static atomic_int wrapped_calls; /* threads inside a call CUPTI wraps (fake_cupti_wrapped) */
+
+/* A stand-in runtime's call that CUPTI would wrap begins (+1) or ends (-1). */
+__attribute__((visibility("default"))) void fake_cupti_wrapped(int delta)
+{
+	atomic_fetch_add(&wrapped_calls, delta);
+}
+
 CUptiResult CUPTIAPI cuptiFinalize(void)
 {
 	const char *us = getenv("FAKE_FINALIZE_US"); /* how long a real cuptiFinalize may take */
+	if (atomic_load(&wrapped_calls) > 0) /* the real one crashes the thread inside it (H100) */
+		note("FINALIZE_UNDER_CALL", "%d", atomic_load(&wrapped_calls));
 	note("finalize", "");
 	if (us && atoi(us) > 0) {
 		struct timespec ts = { atoi(us) / 1000000, atoi(us) % 1000000 * 1000L };
