@@ -147,7 +147,8 @@ int sp_collector_launch_enter(uint32_t name)
 	if (atomic_load_explicit(&sp_launch_want, memory_order_relaxed) != SP_LAUNCH_LEARN || !sp_hooklearn_on())
 		return 1;
 	if (!name) {
-		sp_hooklearn_fail("the driver does not name kernels: cuFuncGetName needs CUDA 12.3 or later");
+		sp_hooklearn_fail("the driver does not name kernels: neither cuFuncGetName nor cuKernelGetName (CUDA "
+				  "12.3+) named a launch");
 		return 1;
 	}
 	atomic_store_explicit(&sp_col.had_context, 1, memory_order_relaxed); /* a launch: a context exists */

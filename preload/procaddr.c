@@ -105,6 +105,7 @@ static struct {
 	pthread_mutex_t lock;                    /* learning the above */
 	_Atomic bool conflict;                   /* a second real function for one slot (said once) */
 	_Atomic(void *) func_get_name;           /* the driver's cuFuncGetName, (void *)-1 if none */
+	_Atomic(void *) kernel_get_name;         /* the driver's cuKernelGetName, (void *)-1 if none */
 	struct {
 		_Atomic uintptr_t fn; /* a CUfunction, 0 free */
 		_Atomic uint32_t id;  /* its name's interned id, 0 while being filled */
@@ -130,26 +131,41 @@ SP_TRAMPOLINES(TR_FN)
 
 static void *(*real_dlsym(void))(void *, const char *);
 
-/* The driver's cuFuncGetName (CUDA 12.3+), asked of the driver itself once (else its exported
- * symbol); NULL if none. */
-static CUresult (*func_get_name(void))(const char **, CUfunction)
+/* A driver function for naming kernels (CUDA 12.3+), asked of the driver itself once (else its
+ * exported symbol) and kept in *slot; NULL if none. */
+static void *driver_fn(_Atomic(void *) *slot, const char *sym)
 {
-	void *f = atomic_load_explicit(&P.func_get_name, memory_order_acquire);
+	void *f = atomic_load_explicit(slot, memory_order_acquire);
 	if (!f) {
 		CUdriverProcAddressQueryResult st;
-		if (!P.real_gpa2 || P.real_gpa2("cuFuncGetName", &f, 12030, 0, &st) != CUDA_SUCCESS)
+		if (!P.real_gpa2 || P.real_gpa2(sym, &f, 12030, 0, &st) != CUDA_SUCCESS)
 			f = NULL;
-		if (!f && P.real_gpa1 && P.real_gpa1("cuFuncGetName", &f, 12030, 0) != CUDA_SUCCESS)
+		if (!f && P.real_gpa1 && P.real_gpa1(sym, &f, 12030, 0) != CUDA_SUCCESS)
 			f = NULL;
 		if (!f) { /* a caller linked with libcuda that never asked cuGetProcAddress (XLA) */
 			raw++;
-			f = real_dlsym() ? sp_resolve("cuFuncGetName", drv_libs) : NULL;
+			f = real_dlsym() ? sp_resolve(sym, drv_libs) : NULL;
 			raw--;
 		}
 		f = f ? f : (void *)-1;
-		atomic_store_explicit(&P.func_get_name, f, memory_order_release);
+		atomic_store_explicit(slot, f, memory_order_release);
 	}
-	return f == (void *)-1 ? NULL : (CUresult(*)(const char **, CUfunction))f;
+	return f == (void *)-1 ? NULL : f;
+}
+
+/* The mangled name of what a launch names: a CUfunction (cuFuncGetName), or a CUkernel, which
+ * cudart 12+ passes as one (lazy, context-free loading: cuKernelGetName); NULL if neither names it. */
+static const char *fn_name(CUfunction f)
+{
+	const char *n = NULL;
+	CUresult (*get)(const char **, CUfunction) =
+		(CUresult(*)(const char **, CUfunction))driver_fn(&P.func_get_name, "cuFuncGetName");
+	if (get && get(&n, f) == CUDA_SUCCESS && n)
+		return n;
+	CUresult (*kget)(const char **, CUkernel) =
+		(CUresult(*)(const char **, CUkernel))driver_fn(&P.kernel_get_name, "cuKernelGetName");
+	n = NULL;
+	return kget && kget(&n, (CUkernel)f) == CUDA_SUCCESS ? n : NULL;
 }
 
 /* The interned id of f's name as CUPTI's symbolName gives it (the mangled name), 0 if the driver
@@ -168,17 +184,15 @@ static uint32_t launch_name(CUfunction f)
 		uint32_t id = cur ? atomic_load_explicit(&P.names[j].id, memory_order_acquire) : 0;
 		if (id)
 			return id;
-		CUresult (*get)(const char **, CUfunction) = func_get_name();
-		const char *n = NULL;
-		if (!get || get(&n, f) != CUDA_SUCCESS || !n || !(id = sp_collector_kernel_name(n)))
+		const char *n = fn_name(f);
+		if (!n || !(id = sp_collector_kernel_name(n)))
 			return 0;
 		if (cur || atomic_compare_exchange_strong(&P.names[j].fn, &cur, k) || cur == k)
 			atomic_store_explicit(&P.names[j].id, id, memory_order_release);
 		return id;
 	}
-	const char *n = NULL;
-	CUresult (*get)(const char **, CUfunction) = func_get_name();
-	return get && get(&n, f) == CUDA_SUCCESS && n ? sp_collector_kernel_name(n) : 0;
+	const char *n = fn_name(f);
+	return n ? sp_collector_kernel_name(n) : 0;
 }
 
 /* The launch trampolines: one relaxed load and a tail call to the driver while stepprof wants no
