@@ -48,26 +48,15 @@ static void nap(void)
 	nanosleep(&ts, NULL);
 }
 
-/* Waits until no callback or outside CUPTI call is in flight; state must already say QUIESCING
- * (new ones wait). Returns 0, or -1 after DRAIN_NS (one is stuck: caller backs out). */
-static int drain(void)
+/* Waits until *count is 0: the callbacks and outside CUPTI calls in flight (sp_hold.inflight,
+ * DRAIN_NS), or the threads inside a hooked CUDA call (sp_hold.hooked, DRAIN_HOOKED_NS: short,
+ * a long synchronisation calls the detach off); state must already say QUIESCING or DETACHING
+ * (new ones wait). Returns 0, or -1 after limit_ns (caller backs out). */
+static int drain_until(_Atomic int *count, uint64_t limit_ns)
 {
 	uint64_t t0 = sp_now_ns();
-	while (atomic_load(&sp_hold.inflight) > 0) {
-		if (sp_now_ns() - t0 > DRAIN_NS)
-			return -1;
-		nap();
-	}
-	return 0;
-}
-
-/* Waits until no thread is inside a hooked CUDA call (sp_hold.hooked; new ones wait for the
- * detach meanwhile, so the wait is short). Returns 0, or -1 after DRAIN_HOOKED_NS. */
-static int drain_hooked(void)
-{
-	uint64_t t0 = sp_now_ns();
-	while (atomic_load(&sp_hold.hooked) > 0) {
-		if (sp_now_ns() - t0 > DRAIN_HOOKED_NS)
+	while (atomic_load(count) > 0) {
+		if (sp_now_ns() - t0 > limit_ns)
 			return -1;
 		nap();
 	}
@@ -116,7 +105,7 @@ int sp_cupti_life_enter_slow(enum sp_enter who)
 static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_ns)
 {
 	atomic_store(&sp_hold.state, SP_HOLD_QUIESCING);
-	if (drain() < 0) {
+	if (drain_until(&sp_hold.inflight, DRAIN_NS) < 0) {
 		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
 		sp_warn("a CUPTI callback did not return within 1 s; staying attached to CUPTI");
 		return -1;
@@ -129,7 +118,7 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 		return 1;
 	}
 	atomic_store(&sp_hold.state, SP_HOLD_DETACHING); /* waiting callbacks return now */
-	if (drain() < 0) { /* calls that went ahead while quiescing */
+	if (drain_until(&sp_hold.inflight, DRAIN_NS) < 0) { /* calls that went ahead while quiescing */
 		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
 		sp_warn("a CUPTI call did not return within 1 s; staying attached to CUPTI");
 		return -1;
@@ -138,7 +127,7 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 	 * (H100, 2-rank DDP: the NCCL watchdog's cudaEventQuery, 2 of 15 jobs); new ones wait. A call
 	 * that outlasts 2 ms (a long synchronisation) calls the detach off: the next tick tries again.
 	 * Calls the preload does not hook (launches) are not covered: CUPTI's own teardown must hold */
-	if (drain_hooked() < 0) {
+	if (drain_until(&sp_hold.hooked, DRAIN_HOOKED_NS) < 0) {
 		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
 		return 1;
 	}
