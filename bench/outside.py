@@ -68,7 +68,8 @@ DEFAULT_CONFIGS = ["api", "api-never", "auto", "once"]
 PHASES = ["learning", "before", "inside", "between", "after"]
 STARTUP = 3                     # first program steps left out (CUDA and allocator warm-up)
 SP_STEP = re.compile(r"^stepprof: step (-?\d+) begins \((\w+)\)")
-SP_LOCK = re.compile(r"^stepprof: automatic steps: ")
+# a lock or what it decided about a regime (not "learning from stepprof's hooks", said before any lock)
+SP_LOCK = re.compile(r"^stepprof: automatic steps(?: \(re-lock\))?: (?:regime |locked on )")
 SP_DETACH = re.compile(r"^stepprof: detached from (and re-attached to )?CUPTI")
 # stepprof's lines about its hold on CUPTI and its marker, printed under each run's summary
 SP_LIFE = re.compile(r"^stepprof: (detached from|re-attached to|detach between|not detaching|the first marker call after|"
