@@ -107,6 +107,7 @@ static struct {
 	_Atomic(gpa1_fn) alt_gpa1;               /* another one the driver handed out for itself (v1 ABI) */
 	_Atomic(gpa2_fn) alt_gpa2;               /* ... (v2 ABI) */
 	void *drv;          /* a handle on the driver that defines them (NOLOAD) */
+	void *self;			      /* a handle on this library (NOLOAD), NULL if none */
 	pthread_mutex_t lock;                    /* learning the above */
 	_Atomic unsigned char said[TR_N];        /* SAID_* for this row's name (each said once) */
 	_Atomic(void *) func_get_name;           /* the driver's cuFuncGetName, (void *)-1 if none */
@@ -473,9 +474,11 @@ static int exp_row(const char *name)
 }
 
 /* dlsym on a library's handle of a trampolined function's exported name (the stub below sends
- * only those here: RTLD_DEFAULT and RTLD_NEXT find our own definitions): the real lookup, then the
- * row's trampoline where it found the driver's own exported symbol of that name (whose name fixes
- * its ABI), else what it found (said once per name unless it is our own). NULL as dlsym would. */
+ * only those here: RTLD_DEFAULT and RTLD_NEXT find our own definitions): the real lookup; where it
+ * found the driver's own exported symbol of that name (whose name fixes its ABI), our own
+ * definition of it (as RTLD_DEFAULT finds: the launches, markers.c's hooks), else the row's
+ * trampoline (the slot may hold the driver's other entry point cuGetProcAddress gave: then
+ * unhooked); else what it found (said once per name unless it is our own). NULL as dlsym would. */
 static void *dlsym_tramp(void *h, const char *name)
 {
 	void *(*rd)(void *, const char *) = real_dlsym();
@@ -491,9 +494,13 @@ static void *dlsym_tramp(void *h, const char *name)
 	pthread_mutex_unlock(&P.lock);
 	int k = exp_row(name);
 	if (k >= 0 && P.drv && P.real_dlsym(P.drv, name) == f) {
-		void *t = install(k, f, name, -1, 0);
+		void *own = P.self ? P.real_dlsym(P.self, name) : NULL;
+		own = own && ours(own) ? own : NULL;
+		void *t = own ? own : install(k, f, name, -1, 0);
 		if (t != f)
-			tell(SAID_HOOKED, name, -1, 0, "the driver's own symbol");
+			tell(SAID_HOOKED, name, -1, 0,
+			     own ? "the driver's own symbol, handed out as stepprof's definition of it"
+				 : "the driver's own symbol");
 		return t;
 	}
 	if (k >= 0 && !ours(f))
@@ -643,4 +650,7 @@ __attribute__((constructor)) static void procaddr_init(void)
 {
 	P.off = !sp_preload_enabled();
 	real_dlsym();
+	Dl_info me;
+	if (!P.off && dladdr((void *)ours, &me) && me.dli_fname)
+		P.self = dlopen(me.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
 }

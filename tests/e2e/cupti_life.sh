@@ -353,7 +353,8 @@ grep -q "a kernel launch came that stepprof's launch hooks did not see" "$T/hook
 # the launch function as cuBLAS(Lt) may get it: looked up at a version newer than stepprof's cuda.h
 # (the driver answers the same unexported function as at the newest version stepprof knows:
 # hooked), at a newer version where the driver answers another one (left unhooked, and the
-# warning names that lookup), or found with dlsym on the driver's own handle (hooked)
+# warning names that lookup), or found with dlsym on the driver's own handle (hooked, though
+# cuGetProcAddress gave the driver's other, unexported entry point before)
 LEARN=hooks MARKER=auto run hooknewer 8,1,3,0 auto 60 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20 \
 	LAUNCH_NEWER=1 FAKE_CUDA_LAUNCH=internal
 hooklearn hooknewer 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" && ! grep -q "did not see\|not hooked" "$T/hooknewer/stderr" &&
@@ -386,9 +387,10 @@ grep -q "did not see (kernel 'adam_fake_0'; the first launch lookup stepprof lef
 	whole hooklate &&
 	echo "ok   learn = hooks, that lookup made after the attach: the launch through it is not seen, and the warning names the lookup" ||
 	bad "hooklate: $(grep -v begins "$T/hooklate/stderr" | head -8)"
-LEARN=hooks MARKER=auto run hookdlsym 8,1,3,0 auto 60 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20 LAUNCH_DLSYM=1
+LEARN=hooks MARKER=auto run hookdlsym 8,1,3,0 auto 60 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20 LAUNCH_DLSYM=1 \
+	FAKE_CUDA_LAUNCH=internal
 hooklearn hookdlsym 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" && ! grep -q "did not see\|not hooked" "$T/hookdlsym/stderr" &&
-	grep -q "cuLaunchKernel by dlsym on a library's handle is hooked: the driver's own symbol" "$T/hookdlsym/stderr" &&
+	grep -q "cuLaunchKernel by dlsym on a library's handle is hooked: the driver's own symbol, handed out as stepprof's" "$T/hookdlsym/stderr" &&
 	echo "ok   learn = hooks, cuLaunchKernel found with dlsym on the driver's handle: hooked, learned from it" ||
 	bad "hookdlsym: $(grep -v begins "$T/hookdlsym/stderr" | grep "did not see\|not hooked")"
 LEARN=hooks MARKER=auto run hooknonames 8,1,3,0 auto 30 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20 FAKE_CUDA_NO_NAMES=1
