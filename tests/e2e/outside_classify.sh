@@ -27,7 +27,7 @@ def synth(sched, n, lock_at=None, lie_at=None):
         ms = 15.0 if i >= 1 and tu.schedule_action(i - 1, **kw) != "NONE" and (lock_at is None or i > lock_at) else 10.0
         t += ms / 1e3
         if lock_at is not None and i == lock_at:
-            lines.append((t - 1e-4, "stepprof: automatic steps: period 2001 calls, boundary after 'cudaDeviceSynchronize' (every 1), at step %d" % i))
+            lines.append((t - 1e-4, "stepprof: automatic steps: regime 1, period 2001 calls (2000 launches), boundary after 'cudaDeviceSynchronize' (every 1), at step %d" % i))
         if lock_at is None or i >= lock_at:
             a = "RECORD" if lie_at == i else act
             lines.append((t - 1e-4, f"stepprof: step {i} begins ({a}) on thread 7"))
@@ -57,6 +57,14 @@ assert med["between"] == 10.0 and med["inside"] == 15.0, med
 # step 30 ended after it); the first window is then recorded from step 30 on only
 c, med, pr = phases(synth(outside.CYCLE, 130, lock_at=30), outside.CYCLE, "auto")
 assert c == {"learning": 27, "before": 1, "inside": 11 + 21 * 2, "between": 46}, c
+
+# learning from the hooks is said before any lock: it is no lock (the learn workload's check)
+ls = synth(outside.CYCLE, 130, lock_at=30)
+ls.insert(0, (0.0, "stepprof: automatic steps: learning from stepprof's hooks, not subscribed to CUPTI until it locks ([marker] learn = hooks)"))
+c, _, _ = phases(ls, outside.CYCLE, "auto")
+assert c["learning"] == 27, c
+assert not outside.SP_LOCK.match(ls[0][1])
+assert outside.SP_LOCK.match("stepprof: automatic steps: locked on 'k' while learning from stepprof's hooks: attaching to CUPTI")
 
 # a step whose announced action is not the schedule's is a problem
 _, _, pr = phases(synth(outside.CYCLE, 130, lie_at=5), outside.CYCLE)
