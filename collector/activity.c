@@ -259,12 +259,13 @@ void sp_act_writer_tick(void *ctx)
 		A.last_flush = sp_now_ns();
 	}
 	pthread_mutex_lock(&sp_col.lock);
+	now = sp_now_ns(); /* a window may have begun closing since the first read (its age was negative) */
 	for (int i = 0; i < SP_MAX_WINDOWS; i++) {
 		struct window *w = &sp_col.win[i];
 		if (!w->used || !w->closing)
 			continue;
-		uint64_t age = now - w->close_ts,
-			 quiet = now - (w->last_record_ts > w->close_ts ? w->last_record_ts : w->close_ts);
+		uint64_t last = w->last_record_ts > w->close_ts ? w->last_record_ts : w->close_ts;
+		uint64_t age = now > w->close_ts ? now - w->close_ts : 0, quiet = now > last ? now - last : 0;
 		/* the counts alone are not enough: a kernel whose launch is not counted (a driver launch
 		 * inside a runtime call that is not a launch) would stand in for the last launch's kernel,
 		 * still on its way; so its record (the highest id counted, if inside the window) must have come */

@@ -34,7 +34,7 @@ B=${SP_BUILD:?}
 # shellcheck source=tests/e2e/lib/preload.sh
 . "$(dirname "$0")/lib/preload.sh"
 T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+trap 'rm -rf "$T" "$T.wrapped"' EXIT
 fail=0
 bad() { echo "FAIL $*"; fail=1; }
 
@@ -372,4 +372,11 @@ print(same, me.cuLaunchKernel(None, 1, 1, 1, 1, 1, 1, 0, None, None, None), me.c
       me.cuLaunchKernel(ctypes.c_char_p(b'k'), 1, 1, 1, 1, 1, 1, 0, None, None, None))" 2>&1)
 [ "$got" = "True 400 400 0" ] && echo "ok   exported cuLaunchKernel and cuLaunchKernelEx are stepprof's and forward to the driver" ||
 	bad "exported launch symbols: $got"
+# a window's age is never negative (the writer's clock read before a window began closing once
+# wrapped to "closed after 18446744073709.5 ms" and closed it at once, before its records came)
+if grep -rh "closed after [0-9]\{10,\}" "$T" >"$T.wrapped"; then
+	bad "a window closed after a wrapped age: $(head -2 "$T.wrapped")"
+else
+	echo "ok   every window's close time is a plausible age"
+fi
 exit $fail
