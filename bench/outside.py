@@ -66,6 +66,11 @@ CONFIGS = {
 LEARN_FROM = {"auto-hooks": "hooks"}     # configurations whose automatic marker learns from the hooks
 DEFAULT_CONFIGS = ["api", "api-never", "auto", "once"]
 PHASES = ["learning", "before", "inside", "between", "after"]
+# steps after stepprof let go of CUPTI (a detach: its own step and SETTLE - 1 after it) or took it
+# again (a re-attach: its step and the next): their cost is the transition's, not the parked state's
+SP_DETACH_STEP = re.compile(r"^stepprof: detached from CUPTI in step (-?\d+)")
+SP_REATTACH_STEP = re.compile(r"^stepprof: re-attached to CUPTI in step (-?\d+)")
+SETTLE = 4
 STARTUP = 3                     # first program steps left out (CUDA and allocator warm-up)
 SP_STEP = re.compile(r"^stepprof: step (-?\d+) begins \((\w+)\)")
 # a lock or what it decided about a regime (not "learning from stepprof's hooks", said before any lock)
@@ -166,6 +171,31 @@ def phase_stats(xs):
         return None
     return {"n": len(xs), "median": statistics.median(xs), "p10": percentile(xs, 0.1),
             "p90": percentile(xs, 0.9), "max": max(xs)}
+
+
+def transition_steps(lines):
+    """{stepprof step: how many steps from it on a detach (SETTLE) or re-attach (2) touched}."""
+    out = {}
+    for _, l in lines:
+        m = SP_DETACH_STEP.match(l)
+        if m:
+            out[int(m.group(1))] = SETTLE
+        m = SP_REATTACH_STEP.match(l)
+        if m:
+            out[int(m.group(1))] = 2
+    return out
+
+
+def settled(steps, lines):
+    """Phase stats of the between- and after-window steps that no detach or re-attach touched:
+    what being parked or detached costs in itself (the transitions' cost is the rest). Counted in
+    program steps from the first one in the transition's stepprof step (after the schedule is done
+    stepprof numbers no more steps)."""
+    first = {}
+    for idx, _, _, n, _ in steps:
+        first.setdefault(n, idx)
+    edge = {i for n, k in transition_steps(lines).items() if n in first for i in range(first[n], first[n] + k)}
+    return phase_stats([ms for idx, ms, p, _, _ in steps if p in ("between", "after") and idx not in edge])
 
 
 def classify(lines, step_re, sched, marker):
@@ -322,6 +352,8 @@ def run_one(a, wl, config, rnd):
         xs = [ms for _, ms, p, _, _ in steps if p == ph or not sched]
         if xs:
             rec["phases"][ph] = phase_stats(xs)
+    if sched and settled(steps, lines):
+        rec["phases"]["settled"] = settled(steps, lines)
     if sched and wl["name"] == "learn":
         if any(SP_LOCK.match(l) for _, l in lines):
             rec["problems"].append("the automatic marker locked: its learning is not the whole run")
@@ -360,7 +392,8 @@ def cell(recs, base, phase):
 
 def summarise(a, records):
     out = ["| workload | configuration | learning | before first window | inside windows | between windows "
-           "| after last window | unprofiled | CUPTI floor |", "|---|---|---|---|---|---|---|---|---|"]
+           "| after last window | between/after, settled | unprofiled | CUPTI floor |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for wl in a.workloads:
         recs = [r for r in records if r["workload"] == wl]
         base = {r["round"]: r["phases"]["all"]["median"] for r in recs if r["config"] == "plain" and "all" in r["phases"]}
@@ -369,10 +402,12 @@ def summarise(a, records):
         fl = cell(floor, base, "all") if floor else "-"
         for c in [c for c in a.configs if c in CONFIGS]:
             rs = [r for r in recs if r["config"] == c]
-            out.append(f"| {wl} | {c} | " + " | ".join(cell(rs, base, p) for p in PHASES) + f" | {plain} | {fl} |")
+            out.append(f"| {wl} | {c} | " + " | ".join(cell(rs, base, p) for p in PHASES + ["settled"]) + f" | {plain} | {fl} |")
     out.append("")
     out.append("Milliseconds per step: each round's median, then (in parentheses) the median over rounds of "
-               "phase median / the same round's unprofiled median. Spread (p10-p90) and every step: outside.json.")
+               "phase median / the same round's unprofiled median. Spread (p10-p90) and every step: outside.json. "
+               f"Settled: the between- and after-window steps but a detach's step and the {SETTLE - 1} after it "
+               "and a re-attach's step and the next (the parked or detached state itself).")
     problems = [f"{r['workload']}/{r['config']}/r{r['round']}: {p}" for r in records for p in r["problems"]]
     out += ["", "Problems:" if problems else "Problems: none"] + [f"- {p}" for p in problems]
     return "\n".join(out), problems

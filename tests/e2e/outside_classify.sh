@@ -66,6 +66,24 @@ assert c["learning"] == 27, c
 assert not outside.SP_LOCK.match(ls[0][1])
 assert outside.SP_LOCK.match("stepprof: automatic steps: locked on 'k' while learning from stepprof's hooks: attaching to CUPTI")
 
+# settled: between-window steps that no detach (its step and the next 3) or re-attach (its step and
+# the next) touched; the transitions' slow steps do not count there
+ls = synth(outside.CYCLE, 130) + [
+    (0.0, "stepprof: detached from CUPTI in step 42 until the next window in 3.60 ms (cuptiUnsubscribe + cuptiFinalize 2.9 ms): stepprof's hooks count the marker calls meanwhile"),
+    (0.0, "stepprof: re-attached to CUPTI in step 58 for the next window in 9.10 ms (parked since step 42, 90.0 ms; cycle 1)")]
+assert outside.transition_steps(ls) == {42: 4, 58: 2}, outside.transition_steps(ls)
+edge = {42, 43, 44, 45, 58, 59}
+steps, _ = outside.classify(ls, step_re, outside.CYCLE, "api")
+slow = [(i, 99.0 if n in edge else ms, p, n, a) for i, ms, p, n, a in steps]
+btw = [x for x in slow if x[2] in ("between", "after")]
+st = outside.settled(slow, ls)
+assert st["median"] == 10.0 and st["max"] == 10.0 and st["n"] == len([x for x in btw if x[3] not in edge]) < len(btw), st
+# after the schedule is done stepprof numbers no more steps: the final detach's transition is
+# counted in program steps (the 4 from its step on), the rest of the run is settled
+ls = [(0.0, "stepprof: step 10 begins (NONE)"), (0.0, "stepprof: detached from CUPTI in step 10 (the schedule is done)")]
+st = outside.settled([(i, 99.0 if i < 14 else 10.0, "after", 10, "NONE") for i in range(10, 40)], ls)
+assert st["n"] == 26 and st["max"] == 10.0, st
+
 # a step whose announced action is not the schedule's is a problem
 _, _, pr = phases(synth(outside.CYCLE, 130, lie_at=5), outside.CYCLE)
 assert len(pr) == 1 and "1 steps announced an action other than the schedule's" in pr[0], pr
@@ -128,10 +146,10 @@ FAKE_CUPTI_LOG=/dev/null PRINT_STEPS=1 timeout 120 /usr/bin/python3 "$R/bench/ou
 	--program "fake=env VIA_CUDART=$B/tests/e2e/libfakecudart.so $B/tests/e2e/cupti_life_driver 160 5000" \
 	--env STEPPROF_CUPTI_LIBRARY="$B/tests/e2e/libfakecupti.so" >"$T/log" 2>&1 ||
 	{ tail -20 "$T/log"; fail "outside.py run with the stand-in CUPTI exited non-zero"; }
-grep -Eq '^\| fake \| api \| - \| [0-9.]+ \([0-9.]+x\) \| [0-9.]+ .* \| [0-9.]+ \([0-9.]+x\) \| - \| [0-9.]+ \|' "$T/outside.md" ||
-	{ cat "$T/outside.md"; fail "the api row lacks before, inside or between"; }
-grep -Eq '^\| fake \| once \| - \| [0-9.]+ .* \| [0-9.]+ .* \| - \| [0-9.]+ \([0-9.]+x\) \|' "$T/outside.md" ||
-	{ cat "$T/outside.md"; fail "the once row lacks after"; }
+grep -Eq '^\| fake \| api \| - \| [0-9.]+ \([0-9.]+x\) \| [0-9.]+ .* \| [0-9.]+ \([0-9.]+x\) \| - \| [0-9.]+ \([0-9.]+x\) \| [0-9.]+ \|' "$T/outside.md" ||
+	{ cat "$T/outside.md"; fail "the api row lacks before, inside, between or settled"; }
+grep -Eq '^\| fake \| once \| - \| [0-9.]+ .* \| [0-9.]+ .* \| - \| [0-9.]+ \([0-9.]+x\) \| [0-9.]+ \([0-9.]+x\) \|' "$T/outside.md" ||
+	{ cat "$T/outside.md"; fail "the once row lacks after or settled"; }
 grep -q 're-attached to CUPTI' "$T/runs/fake-api-r0/output.log" || fail "no re-attach between windows in the api run"
 grep -q 'detached from CUPTI in step' "$T/runs/fake-once-r0/output.log" || fail "no final detach in the once run"
 # each run's hold on CUPTI comes back in the output (indented under its summary line), and the step
