@@ -86,33 +86,46 @@ static int untrained_steps(const struct sp_steps *s, char *f)
 	return 1;
 }
 
+/* Whether a's content is the program's: not the step the process exited in (SP_STEP_AT_EXIT: it
+ * holds whatever came after the last iteration, which the step table says). */
+static int whole_step(const struct sp_step_stat *a)
+{
+	return !(a->how.flags & SP_STEP_AT_EXIT);
+}
+
 /* Steps whose kernel count differs from the recorded steps' median, or that the detector itself
  * refuted, as one finding into f (ranges of step numbers), for traces that say how their steps
- * were found. Returns 1 if any, else 0. */
+ * were found; the step the process exited in is left out. Returns 1 if any, else 0. */
 static int differing_steps(const struct sp_steps *s, char *f)
 {
 	uint64_t *k, med;
-	size_t n = 0, ranges = 0;
+	size_t n = 0, ranges = 0, m = 0;
 	char *p = f, *end = f + FINDING_LEN;
 	if (s->n < 3 || !s->st[s->n - 1].how.how)
 		return 0; /* a version-1 trace, or one written by a tool that does not say how */
 	k = sp_xrealloc(NULL, s->n * sizeof(*k));
 	for (size_t i = 0; i < s->n; i++)
-		k[i] = s->st[i].kernels;
-	med = sp_median_u64(k, s->n);
+		if (whole_step(&s->st[i]))
+			k[m++] = s->st[i].kernels;
+	if (m < 3) {
+		free(k);
+		return 0;
+	}
+	med = sp_median_u64(k, m);
 	free(k);
 	for (size_t i = 0; i < s->n; i++)
-		n += s->st[i].kernels != med || (s->st[i].how.flags & SP_STEP_REFUTED);
+		n += whole_step(&s->st[i]) && (s->st[i].kernels != med || (s->st[i].how.flags & SP_STEP_REFUTED));
 	if (!n)
 		return 0;
-	p += snprintf(p, end - p, "%zu of %zu recorded steps differ from the others (median %llu kernels):", n, s->n,
+	p += snprintf(p, end - p, "%zu of %zu recorded steps differ from the others (median %llu kernels):", n, m,
 		      (unsigned long long)med);
 	for (size_t i = 0; i < s->n && ranges < 6; i++) {
 		const struct sp_step_stat *a = &s->st[i];
-		if (a->kernels == med && !(a->how.flags & SP_STEP_REFUTED))
+		if (!whole_step(a) || (a->kernels == med && !(a->how.flags & SP_STEP_REFUTED)))
 			continue;
 		size_t j = i;
-		while (j + 1 < s->n && s->st[j + 1].kernels == a->kernels && s->st[j + 1].number == s->st[j].number + 1)
+		while (j + 1 < s->n && whole_step(&s->st[j + 1]) && s->st[j + 1].kernels == a->kernels &&
+		       s->st[j + 1].number == s->st[j].number + 1)
 			j++;
 		p += snprintf(p, end > p ? end - p : 0, " step%s %lld%s%.0lld (%llu kernels%s);", j > i ? "s" : "",
 			      (long long)a->number, j > i ? "-" : "", j > i ? (long long)s->st[j].number : 0,

@@ -218,6 +218,13 @@ void sp_steps_print(const struct sp_steps *s, FILE *out)
 	}
 	if (s->n > SP_STEPS_ROWS)
 		fprintf(out, "... %zu more steps (--window ID shows one window)\n", s->n - SP_STEPS_ROWS);
+	for (size_t i = 0; i < s->n; i++)
+		if (s->st[i].how.flags & SP_STEP_AT_EXIT)
+			fprintf(out,
+				"Step %lld ended when the process exited, not at a step boundary: it holds whatever "
+				"the "
+				"program did after its last iteration (a final evaluation, a save).\n",
+				(long long)s->st[i].number);
 }
 
 /* The step numbered num in s, or NULL. */

@@ -100,6 +100,7 @@ static void on_exit_process(void)
 	sp_cupti_life_freeze();
 	pthread_mutex_lock(&sp_col.lock);
 	uint64_t now = sp_now_ns();
+	sp_col.at_exit = 1; /* the steps ended here end at exit, not at a boundary */
 	for (int i = 0; i < sp_col.nmk; i++) {
 		sp_ph_switch(i);
 		if (sp_col.open && sp_col.open->mk == i) /* the program ended inside a window: close it here */

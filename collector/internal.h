@@ -123,6 +123,7 @@ struct sp_col_state {
 	uint64_t credit; /* ns the detector spent learning, taken out of token times */
 	struct sp_det_how step_how; /* how the current step was found (its STEP record says it) */
 	int step_refuted; /* the detector found the current step to differ from the period */
+	int at_exit; /* the process is exiting: the step ended now ends at exit (SP_STEP_AT_EXIT) */
 	/* callback sets (cbsets.c sets them; callbacks.c and tokglue.c read them) */
 	uint32_t api_name[2][SP_CBID_MAX]; /* (domain, cbid) -> interned name, 0 = not yet */
 	uint8_t api_marker[2][SP_CBID_MAX]; /* (domain, cbid) is an api marker / profiler range call */

@@ -162,7 +162,7 @@ static void step_how(struct sp_event *ev)
 	ev->u.step.how = (uint8_t)(m->kind + 1);
 	ev->u.step.flags =
 		(uint8_t)((aut && h->after ? SP_STEP_AFTER : 0) | (sp_col.step_refuted ? SP_STEP_REFUTED : 0) |
-			  (aut && h->train ? SP_STEP_TRAIN : 0));
+			  (aut && h->train ? SP_STEP_TRAIN : 0) | (sp_col.at_exit ? SP_STEP_AT_EXIT : 0));
 	ev->u.step.regime = h->regime;
 	ev->u.step.period = h->period;
 	ev->u.step.launches = h->launches;

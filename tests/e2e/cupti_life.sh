@@ -372,6 +372,18 @@ print(same, me.cuLaunchKernel(None, 1, 1, 1, 1, 1, 1, 0, None, None, None), me.c
       me.cuLaunchKernel(ctypes.c_char_p(b'k'), 1, 1, 1, 1, 1, 1, 0, None, None, None))" 2>&1)
 [ "$got" = "True 400 400 0" ] && echo "ok   exported cuLaunchKernel and cuLaunchKernelEx are stepprof's and forward to the driver" ||
 	bad "exported launch symbols: $got"
+# the program exits inside a window: the step it exits in ends at exit, not at a boundary, and says so
+# (report JSON at_exit, the step table's note); the other steps are whole
+run atexit 4,1,100,1 auto 14
+if "$B/stepprof" report --json "$T/atexit"/out/*.sptrace 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+st = json.load(sys.stdin)["steps"]
+sys.exit(not (len(st) >= 3 and st[-1]["at_exit"] and not any(s["at_exit"] for s in st[:-1])))' &&
+	grep -q "^Step [0-9]* ended when the process exited" "$T/atexit/steps"; then
+	echo "ok   the step the process exited in is marked as ended at exit, the others are whole"
+else
+	bad "atexit: $(grep -c . "$T/atexit/steps") lines: $(tail -3 "$T/atexit/steps")"
+fi
 # a window's age is never negative (the writer's clock read before a window began closing once
 # wrapped to "closed after 18446744073709.5 ms" and closed it at once, before its records came)
 if grep -rh "closed after [0-9]\{10,\}" "$T" >"$T.wrapped"; then

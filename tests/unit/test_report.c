@@ -263,11 +263,14 @@ static void test_errors(void **state)
 	assert_int_equal(res.seen, 0);
 }
 
+enum { STEP3_REFUTED, UNTRAINED, AT_EXIT };
+
 /* Writes a trace of automatic steps (format version 2) to dir/NAME: steps 0-5, each one gemm and
- * one elementwise kernel but step 3 (an evaluation pass: one gemm). untrained: steps 0-2 are
- * regime 1 without training evidence, 3-5 regime 2 with it; else step 3 is refuted. Returns the
- * report's text (free it). */
-static char *auto_trace_report(const char *name, int untrained)
+ * one elementwise kernel but step 3 (an evaluation pass: one gemm). UNTRAINED: steps 0-2 are
+ * regime 1 without training evidence, 3-5 regime 2 with it; STEP3_REFUTED: step 3 is refuted;
+ * AT_EXIT: step 5, not 3, is the short one, and the process exited in it. Returns the report's
+ * text (free it). */
+static char *auto_trace_report(const char *name, int mode)
 {
 	char path[300];
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -279,17 +282,19 @@ static char *auto_trace_report(const char *name, int untrained)
 		uint64_t s = T + (uint64_t)n * 10 * MS;
 		fx_put(w, fx_api(s + 100 * US, c, S_LAUNCH, 100));
 		fx_put(w, fx_gpu(SP_EV_KERNEL, s + 1 * MS, s + 3 * MS, c++, S_GEMM, 7));
-		if (n != 3) {
+		if (n != (mode == AT_EXIT ? 5 : 3)) {
 			fx_put(w, fx_api(s + 200 * US, c, S_LAUNCH, 100));
 			fx_put(w, fx_gpu(SP_EV_KERNEL, s + 3 * MS, s + 4 * MS, c++, S_ELEMWISE, 7));
 		}
 		struct sp_event e = fx_step(n, s, n == 5);
-		unsigned flags = untrained ? (n >= 3 ? SP_STEP_TRAIN : 0) : (n == 3 ? SP_STEP_REFUTED : 0);
+		unsigned flags = mode == UNTRAINED ? (n >= 3 ? SP_STEP_TRAIN : 0)
+				 : mode == AT_EXIT ? (n == 5 ? SP_STEP_AT_EXIT : 0)
+						   : (n == 3 ? SP_STEP_REFUTED : 0);
 		e.name = S_SYNC_API;
 		e.u.step = (struct sp_ev_step){ .number = n,
 						.how = 1,
 						.flags = (uint8_t)(SP_STEP_AFTER | flags),
-						.regime = untrained && n >= 3 ? 2 : 1,
+						.regime = mode == UNTRAINED && n >= 3 ? 2 : 1,
 						.period = 3,
 						.launches = 2,
 						.every = 1,
@@ -311,7 +316,7 @@ static char *auto_trace_report(const char *name, int untrained)
 /* The report says how the steps were found and names the step that differs. */
 static void test_steps_found_by(void **state)
 {
-	char *buf = auto_trace_report("auto.sptrace", 0);
+	char *buf = auto_trace_report("auto.sptrace", STEP3_REFUTED);
 	assert_non_null(strstr(buf,
 			       "Steps found automatically: boundary after 'cudaStreamSynchronize' (every 1), a period "
 			       "of 3 calls with 2 launches, proven by 5 copies; regime 1; the detector refuted"));
@@ -324,11 +329,22 @@ static void test_steps_found_by(void **state)
 /* Steps of a regime without training evidence beside a training regime's: a finding names them. */
 static void test_untrained_steps(void **state)
 {
-	char *buf = auto_trace_report("auto2.sptrace", 1);
+	char *buf = auto_trace_report("auto2.sptrace", UNTRAINED);
 	assert_non_null(
 		strstr(buf,
 		       "3 recorded steps belong to a regime that launched no backward or optimizer kernel, "
 		       "while regime 2 (training) did: steps 0-2 (regime 1); automatic detection took an evaluation"));
+	free(buf);
+}
+
+/* The step the process exited in holds what came after the last iteration: the step table says
+ * so, and it is no step that "differs from the others". */
+static void test_step_at_exit(void **state)
+{
+	(void)state;
+	char *buf = auto_trace_report("auto3.sptrace", AT_EXIT);
+	assert_non_null(strstr(buf, "Step 5 ended when the process exited, not at a step boundary"));
+	assert_null(strstr(buf, "differ from the others"));
 	free(buf);
 }
 
@@ -339,7 +355,7 @@ int main(void)
 		cmocka_unit_test(test_findings),        cmocka_unit_test(test_sort_keys),
 		cmocka_unit_test(test_top_and_window),  cmocka_unit_test(test_names),
 		cmocka_unit_test(test_errors),          cmocka_unit_test(test_steps_found_by),
-		cmocka_unit_test(test_untrained_steps),
+		cmocka_unit_test(test_untrained_steps), cmocka_unit_test(test_step_at_exit),
 	};
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");
