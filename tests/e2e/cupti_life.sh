@@ -207,25 +207,39 @@ for wd in watchdog:5,1,3,1:1 watchpark:8,1,3,0:3; do
 	fi
 done
 
-# the automatic marker parks on its anchor call (issue 20): KERNELS is "step:kernels ..." of the windows
-autopark() {
-	/usr/bin/python3 - "$T/$1" "$2" "$3" <<'PY' || { bad "$1"; grep -v begins "$T/$1/stderr" | sed 's/^/    /' | head -24; }
+# the automatic marker parks on its anchor call (issue 20): autoparked NAME PARKS KERNELS [hooks], KERNELS
+# "step:kernels ..." of the windows; with hooks it learned from stepprof's hooks ([marker] learn =
+# hooks), else with CUPTI (launch callbacks off between counted steps)
+autoparked() {
+	/usr/bin/python3 - "$T/$1" "$2" "$3" "${4:-cupti}" <<'PY' || { bad "$1"; grep -v begins "$T/$1/stderr" | sed 's/^/    /' | head -24; }
 import re, sys
-d, want_parks, want = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+d, want_parks, want, learn_from = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4]
 err = open(f"{d}/stderr").read()
-out = open(f"{d}/stdout").read()
 log = [l.split()[0] for l in open(f"{d}/log")]
-lseen, lall = map(int, re.search(r"driver: (\d+) of (\d+) launches seen", out).groups())
 parks = len(re.findall(r"detached from CUPTI in step \d+ until the next window", err))
 problems = []
-if not re.search(r"automatic steps: regime 1, period 21 calls \(20 launches\), boundary after 'cudaDeviceSynchronize'", err):
-    problems.append("no lock on cudaDeviceSynchronize with 20 launches")
+lock = "automatic steps: regime 1, period 21 calls (20 launches), boundary after 'cudaDeviceSynchronize'"
+if learn_from == "hooks":
+    learn = err.find("automatic steps: learning from stepprof's hooks, not subscribed to CUPTI")
+    handed = err.find("locked on 'cudaDeviceSynchronize' while learning from stepprof's hooks: attaching to CUPTI")
+    attach = err.find("re-attached to CUPTI in step")
+    if min(learn, err.find(lock), handed, attach) < 0 or not learn < err.find(lock) < handed < attach:
+        problems.append("not: learning from the hooks, the lock, then the first attach (in that order)")
+    if log[:1] != ["subscribe"]:
+        problems.append(f"a CUPTI call before the first subscription: {log[:2]}")
+    if log.count("subscribe") != parks + 1:
+        problems.append(f"{log.count('subscribe')} subscriptions for {parks} parks")
+else:
+    out = open(f"{d}/stdout").read()
+    lseen, lall = map(int, re.search(r"driver: (\d+) of (\d+) launches seen", out).groups())
+    if lock not in err:
+        problems.append("no lock on cudaDeviceSynchronize with 20 launches")
+    # launch callbacks off between counted steps and while parked: only the learning, the windows' and
+    # the steps next to them, and one step in 16 see their launches
+    if lseen > 0.7 * lall:
+        problems.append(f"{lseen} of {lall} launches seen: launch callbacks stayed on")
 if parks < want_parks:
     problems.append(f"{parks} parks, expected {want_parks} or more")
-# launch callbacks off between counted steps and while parked: only the learning, the windows' and
-# the steps next to them, and one step in 16 see their launches
-if lseen > 0.7 * lall:
-    problems.append(f"{lseen} of {lall} launches seen: launch callbacks stayed on")
 if "AFTER_FINALIZE" in log:
     problems.append("a CUPTI call after cuptiFinalize")
 if "may have been missed" in err or "took over 1 s" in err:
@@ -240,12 +254,12 @@ PY
 }
 K20="9:20 10:20 11:20 21:20 22:20 23:20 33:20 34:20 35:20"
 MARKER=auto run autopark 8,1,3,0 auto 60 VIA_CUDART="$FAKERT" LAUNCHES=20
-autopark autopark 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" &&
+autoparked autopark 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" &&
 	echo "ok   auto marker: locked on its sync, launch callbacks off between counted steps, parked between windows, every window step has its 20 kernels"
 MARKER=auto run autochange 8,1,3,0 auto 70 VIA_CUDART="$FAKERT" LAUNCHES=20 CHANGE_AT=38 LAUNCHES2=60 STEP2_US=90000
 # the new regime numbers on from the first (issue 12: no step number twice in a trace): the gap rule
 # moves the window whose warmup (schedule step 44) fell in the re-lock's gap to steps 47-49
-autopark autochange 1 "$K20 47:60 48:60 49:60 59:60 60:60 61:60" && {
+autoparked autochange 1 "$K20 47:60 48:60 49:60 59:60 60:60 61:60" && {
 	! grep -q "automatic step detection needed" "$T/autochange/stderr" &&
 	grep -q "a step took over 4 times more or less time" "$T/autochange/stderr" &&
 		grep -qE "re-attached to CUPTI in step (3[89]|4[0-9])" "$T/autochange/stderr" &&
@@ -298,38 +312,8 @@ fi
 # learning from the hooks ([marker] learn = hooks): the automatic marker learns from the launches
 # a runtime makes through cuGetProcAddress'd cuLaunchKernel (kernels named by cuFuncGetName) and
 # the hooked syncs, with no CUPTI subscription until it locks; then the run goes on as autopark's
-hooklearn() {
-	/usr/bin/python3 - "$T/$1" "$2" "$3" <<'PY' || { bad "$1"; grep -v begins "$T/$1/stderr" | sed 's/^/    /' | head -24; }
-import re, sys
-d, want_parks, want = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
-err = open(f"{d}/stderr").read()
-log = [l.split()[0] for l in open(f"{d}/log")]
-problems = []
-learn = err.find("automatic steps: learning from stepprof's hooks, not subscribed to CUPTI")
-lock = err.find("automatic steps: regime 1, period 21 calls (20 launches), boundary after 'cudaDeviceSynchronize'")
-handed = err.find("locked on 'cudaDeviceSynchronize' while learning from stepprof's hooks: attaching to CUPTI")
-attach = err.find("re-attached to CUPTI in step")
-if min(learn, lock, handed, attach) < 0 or not learn < lock < handed < attach:
-    problems.append("not: learning from the hooks, the lock, then the first attach (in that order)")
-if log[:1] != ["subscribe"]:
-    problems.append(f"a CUPTI call before the first subscription: {log[:2]}")
-parks = len(re.findall(r"detached from CUPTI in step \d+ until the next window", err))
-if parks < want_parks:
-    problems.append(f"{parks} parks, expected {want_parks} or more")
-if log.count("subscribe") != parks + 1:
-    problems.append(f"{log.count('subscribe')} subscriptions for {parks} parks")
-if "AFTER_FINALIZE" in log or "may have been missed" in err or "took over 1 s" in err:
-    problems.append("a CUPTI call after cuptiFinalize, a missed boundary or a slow re-attach")
-got = [f"{l.split()[0]}:{l.split()[3]}" for l in open(f"{d}/steps") if re.match(r"^\d+\s", l)]
-if got != want:
-    problems.append(f"recorded steps:kernels {got}, expected {want}")
-for p in problems:
-    print("   ", p)
-sys.exit(1 if problems else 0)
-PY
-}
 LEARN=hooks MARKER=auto run hooklearn 8,1,3,0 auto 60 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20
-hooklearn hooklearn 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" &&
+autoparked hooklearn 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" hooks &&
 	echo "ok   learn = hooks: learned from the launch and sync hooks with no CUPTI subscription, attached at the lock, parked between windows, every window step has its 20 kernels"
 LEARN=auto MARKER=auto run hooklearnauto 8,1,3,0 auto 30 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20
 grep -q "learn = hooks: learning with CUPTI all the same\|learning from stepprof's hooks" "$T/hooklearnauto/stderr" &&
