@@ -71,6 +71,11 @@ void sp_collector_launch_exit(int h);
 /* The id of a kernel's mangled name, as CUPTI's symbolName is interned; 0 for NULL. May take a
  * lock (interning), never allocates inside malloc. This function can't fail. */
 uint32_t sp_collector_kernel_name(const char *mangled);
+/* A driver lookup of a function the preload trampolines stays unhooked (lookup: what was looked up,
+ * "cuLaunchKernel at version 13020"; why: in words; launch: a kernel launch function), once per
+ * name: said with STEPPROF_VERBOSE, and the first launch one is named if the launch hooks prove to
+ * miss launches (hooklearn.h). Any thread, inside dlsym. This function can't fail. */
+void sp_collector_lookup_unhooked(const char *lookup, const char *why, int launch);
 int sp_collector_hook_enter(int fn);
 /* The same from a trampoline that knows the place it was called from (its return address): a
  * driver call standing for a marker call counts only from places proven to be the marker's. */

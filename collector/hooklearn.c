@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "clock.h"
 #include "collector.h"
 #include "cupti_life.h"
@@ -25,7 +26,12 @@ static struct {
 	_Atomic bool failed;     /* the hooks cannot learn here (said once) */
 	_Atomic unsigned seen;   /* driver launches CUPTI reported inside a launch hook */
 	_Atomic unsigned unseen; /* ... outside any (said once) */
+	_Atomic int unhooked;    /* the first launch lookup left unhooked: 1 being written, 2 in `lookup` */
+	char lookup[320];        /* ... in words */
 } HL;
+
+/* why hook learning cannot be trusted once a launch lookup was left unhooked */
+#define UNHOOKED_WHY "a launch lookup stepprof left unhooked: %s"
 
 static __thread int launch_depth; /* launch hooks in progress on this thread */
 static __thread int launch_fed;   /* ... and the outermost one fed the detector a token */
@@ -39,6 +45,11 @@ bool sp_hooklearn_wanted(void)
 		why = "phases are set"; /* (as the configuration says: a safety net) */
 	else if (!why && sp_tokrec_on)
 		why = "the detector's tokens are recorded (STEPPROF_RECORD_TOKENS)";
+	static char unhooked[sizeof HL.lookup + 64];
+	if (!why && atomic_load_explicit(&HL.unhooked, memory_order_acquire) == 2) {
+		snprintf(unhooked, sizeof unhooked, UNHOOKED_WHY, HL.lookup);
+		why = unhooked;
+	}
 	if (why && c->marker_learn == SP_LEARN_HOOKS)
 		sp_info("[marker] learn = hooks: learning with CUPTI all the same (%s)", why);
 	return why == NULL;
@@ -126,10 +137,34 @@ void sp_hooklearn_cupti_launch(const char *symbol)
 	if (atomic_fetch_add(&HL.unseen, 1) == 0) {
 		atomic_store(&HL.failed, true);
 		atomic_store(&sp_launch_want, SP_LAUNCH_OFF);
-		sp_warn("a kernel launch came that stepprof's launch hooks did not see (a driver function looked up "
-			"by hand, or a launch call that is not hooked): the steps learned from the hooks before the "
-			"first window may be off; automatic detection learns with CUPTI from now on (set [marker] "
-			"learn = cupti to avoid this)");
+		int known = atomic_load_explicit(&HL.unhooked, memory_order_acquire) == 2;
+		sp_warn("a kernel launch came that stepprof's launch hooks did not see (kernel '%s'; %s%s): the steps "
+			"learned from the hooks before the first window may be off; automatic detection learns with "
+			"CUPTI from now on (set [marker] learn = cupti to avoid this)",
+			symbol ? symbol : "unnamed",
+			known ? "the first launch lookup stepprof left unhooked: "
+			      : "no launch lookup was left unhooked: a launch function found another way, or a launch "
+				"call that is not hooked",
+			known ? HL.lookup : "");
+	}
+}
+
+/* A launch function the hooks do not see: learning from them would miss its launches. Before
+ * hook learning begins, sp_hooklearn_wanted says no; while it learns, it hands over to CUPTI now
+ * (on the thread that looked the function up, none of stepprof's locks held); after, the proof
+ * against CUPTI's launch callbacks names it if a launch comes through it. */
+void sp_collector_lookup_unhooked(const char *lookup, const char *why, int launch)
+{
+	sp_info("%s is not hooked: %s", lookup, why);
+	int free_ = 0;
+	if (!launch || !atomic_compare_exchange_strong(&HL.unhooked, &free_, 1))
+		return;
+	snprintf(HL.lookup, sizeof HL.lookup, "%s (%s)", lookup, why);
+	atomic_store_explicit(&HL.unhooked, 2, memory_order_release);
+	if (sp_hooklearn_on()) {
+		char what[sizeof HL.lookup + 64];
+		snprintf(what, sizeof what, UNHOOKED_WHY, HL.lookup);
+		sp_hooklearn_fail(what);
 	}
 }
 

@@ -5,7 +5,9 @@
  * markers.c cannot. Here dlsym, cuGetProcAddress and cuGetProcAddress_v2 are interposed; a lookup
  * of cuGetProcAddress* gets our wrapper, which hands out a counting trampoline for the driver
  * functions that step markers need (collector/hookfns.h) and only where it knows the ABI of what
- * the driver returned; everything else passes through untouched. Never changes what a lookup
+ * the driver returned; dlsym on a library's handle of those functions' exported names gets the
+ * trampoline where it found the driver's own symbol; everything else passes through untouched
+ * (a lookup of a trampolined name left unhooked is told to the collector). Never changes what a lookup
  * finds for anyone else: dlsym keeps its caller's address for RTLD_NEXT (an assembly stub jumps
  * to the real one). Everything passes through when stepprof is off. */
 #include <cuda.h>
@@ -14,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include "collector/collector.h"
 #include "collector/hookfns.h"
@@ -90,6 +93,8 @@ enum {
 		TR_N
 };
 
+enum { SAID_UNHOOKED = 1, SAID_HOOKED = 2 }; /* a lookup of a name left unhooked; hooked by a new way */
+
 #define NAME_SLOTS 4096 /* kernels named (open addressing; past a full run of probes: asked each time) */
 #define NAME_PROBES 16
 
@@ -102,8 +107,9 @@ static struct {
 	_Atomic(gpa1_fn) alt_gpa1;               /* another one the driver handed out for itself (v1 ABI) */
 	_Atomic(gpa2_fn) alt_gpa2;               /* ... (v2 ABI) */
 	void *drv;          /* a handle on the driver that defines them (NOLOAD) */
+	void *self;			      /* a handle on this library (NOLOAD), NULL if none */
 	pthread_mutex_t lock;                    /* learning the above */
-	_Atomic bool conflict;                   /* a second real function for one slot (said once) */
+	_Atomic unsigned char said[TR_N];        /* SAID_* for this row's name (each said once) */
 	_Atomic(void *) func_get_name;           /* the driver's cuFuncGetName, (void *)-1 if none */
 	_Atomic(void *) kernel_get_name;         /* the driver's cuKernelGetName, (void *)-1 if none */
 	struct {
@@ -243,19 +249,32 @@ static void *(*real_dlsym(void))(void *, const char *)
 	return f;
 }
 
-/* The driver's cuGetProcAddress pair, learned from the object that defines f (one of them, or
- * anything of libcuda). Caller holds P.lock. Leaves them NULL when f's object has none. */
-static void learn_driver(void *f)
+/* Whether f is in this library (one of our own definitions). Can't fail: false if unknown. */
+static bool ours(void *f)
 {
 	Dl_info di, me;
-	if (P.drv || !f || !dladdr(f, &di) || !di.dli_fname || !dladdr((void *)learn_driver, &me) ||
-	    di.dli_fbase == me.dli_fbase) /* our own cuGetProcAddress is not the driver's */
+	return f && dladdr(f, &di) && dladdr((void *)ours, &me) && di.dli_fbase == me.dli_fbase;
+}
+
+/* The driver's cuGetProcAddress pair, learned from the object that defines f (one of them, or
+ * anything of libcuda). Caller holds P.lock. Leaves them and P.drv NULL when f's object has
+ * neither (not a driver: any library may define a cu* name). */
+static void learn_driver(void *f)
+{
+	Dl_info di;
+	if (P.drv || !f || ours(f) || !dladdr(f, &di) || !di.dli_fname) /* our cuGetProcAddress is not the driver's */
 		return;
 	void *h = dlopen(di.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
 	if (!h)
 		return;
-	P.real_gpa1 = (gpa1_fn)P.real_dlsym(h, "cuGetProcAddress");
-	P.real_gpa2 = (gpa2_fn)P.real_dlsym(h, "cuGetProcAddress_v2");
+	gpa1_fn g1 = (gpa1_fn)P.real_dlsym(h, "cuGetProcAddress");
+	gpa2_fn g2 = (gpa2_fn)P.real_dlsym(h, "cuGetProcAddress_v2");
+	if (!g1 && !g2) {
+		dlclose(h);
+		return;
+	}
+	P.real_gpa1 = g1;
+	P.real_gpa2 = g2;
 	P.drv = h; /* kept: the driver is never unloaded */
 }
 
@@ -286,10 +305,60 @@ static void *wrap_self(void *f, int ver)
 												  : f;
 }
 
-/* What to hand out for f, which the driver returned for (sym, ver, flags): a trampoline when f is
- * a function whose ABI we know (the exported symbol of one of ours, or asked for in a version
- * range cuda.h documents), else f itself. Can't fail. */
-static void *wrap(const char *sym, void *f, int ver, cuuint64_t flags)
+/* A lookup of a trampolined name (sym: asked for, or the exported name dlsym was asked for, then
+ * ver < 0), once per name and kind (SAID_*): left unhooked, and why, forwarded to the collector
+ * (it says it with STEPPROF_VERBOSE; the first launch one is named when the launch hooks prove
+ * incomplete); hooked by a way that needed more than the table (a newer version, dlsym), said
+ * with STEPPROF_VERBOSE. This function can't fail. */
+static void tell(int said, const char *sym, int ver, cuuint64_t flags, const char *why)
+{
+	int k = -1;
+	for (int i = 0; i < TR_N && k < 0; i++)
+		if (!strcmp(sym, tr[i].ask) || !strcmp(sym, tr[i].exp))
+			k = i;
+	if (k < 0 || (atomic_fetch_or(&P.said[k], (unsigned char)said) & said))
+		return;
+	char what[128];
+	if (ver < 0)
+		snprintf(what, sizeof what, "%s by dlsym on a library's handle", sym);
+	else
+		snprintf(what, sizeof what, "%s at version %d%s", sym, ver,
+			 flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM ? " (per-thread stream)" : "");
+	if (said == SAID_HOOKED)
+		sp_info("%s is hooked: %s", what, why);
+	else
+		sp_collector_lookup_unhooked(what, why, k >= TR_cuLaunchKernel);
+}
+
+/* f, the driver's answer to a lookup (sym, ver, flags), into row k's slot: the row's trampoline,
+ * or f itself when the slot holds another function already (one slot per ABI variant: the second
+ * is not counted; said). Can't fail. */
+static void *install(int k, void *f, const char *sym, int ver, cuuint64_t flags)
+{
+	void *old = NULL;
+	if (atomic_compare_exchange_strong(&P.real[k], &old, f) || old == f)
+		return tr[k].tramp;
+	tell(SAID_UNHOOKED, sym, ver, flags,
+	     "the driver handed out a second function for one hook (the first one is hooked)");
+	return f;
+}
+
+/* The function the driver's lookup (g1 or g2, the one a call came through) answers for (sym, ver,
+ * flags); NULL if none. */
+static void *ask_again(gpa1_fn g1, gpa2_fn g2, const char *sym, int ver, cuuint64_t flags)
+{
+	void *p = NULL;
+	CUdriverProcAddressQueryResult st;
+	CUresult r = g2 ? g2(sym, &p, ver, flags, &st) : g1 ? g1(sym, &p, ver, flags) : CUDA_ERROR_NOT_FOUND;
+	return r == CUDA_SUCCESS ? p : NULL;
+}
+
+/* What to hand out for f, which the driver's lookup g1 or g2 returned for (sym, ver, flags): a
+ * trampoline when f is a function whose ABI we know (the exported symbol of one of ours, asked for
+ * in a version range cuda.h documents, or asked for at a version newer than cuda.h where the
+ * driver answers the same function as at the newest version we know), else f itself (said once
+ * per name). Can't fail. */
+static void *wrap(const char *sym, void *f, int ver, cuuint64_t flags, gpa1_fn g1, gpa2_fn g2)
 {
 	if (!f || !sym || P.off)
 		return f;
@@ -298,21 +367,39 @@ static void *wrap(const char *sym, void *f, int ver, cuuint64_t flags)
 	pthread_mutex_unlock(&P.lock);
 	if (!strcmp(sym, "cuGetProcAddress")) /* asked of the driver itself, as cudart does */
 		return wrap_self(f, ver);
-	int pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0, k = -1;
+	int pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0, k = -1, known = 0, row = -1;
 	for (int i = 0; i < TR_N && k < 0; i++) /* the exported symbol itself: its name says the ABI */
 		if (!strcmp(sym, tr[i].ask) && P.drv && P.real_dlsym(P.drv, tr[i].exp) == f)
 			k = i;
-	for (int i = 0; i < TR_N && k < 0; i++)
-		if (!strcmp(sym, tr[i].ask) && ver >= tr[i].v0 && ver < tr[i].v1 && ver <= CUDA_VERSION &&
-		    (tr[i].pt == ANY_PT || tr[i].pt == pt))
+	for (int i = 0; i < TR_N && k < 0; i++) {
+		if (strcmp(sym, tr[i].ask) || (tr[i].pt != ANY_PT && tr[i].pt != pt))
+			continue;
+		if (ver >= tr[i].v0 && ver < tr[i].v1 && ver <= CUDA_VERSION)
 			k = i;
-	if (k < 0)
+		int v = tr[i].v1 - 1 < CUDA_VERSION ? tr[i].v1 - 1 : CUDA_VERSION; /* the newest it covers */
+		if (v >= tr[i].v0 && v > known)
+			known = v, row = i;
+	}
+	if (k >= 0)
+		return install(k, f, sym, ver, flags);
+	if (!known) /* not a name of ours */
 		return f;
-	void *old = NULL;
-	if (atomic_compare_exchange_strong(&P.real[k], &old, f) || old == f)
-		return tr[k].tramp;
-	if (!atomic_exchange(&P.conflict, true)) /* one slot per ABI variant: the second is not counted */
-		sp_info("the driver handed out two functions for %s: the second is not hooked", tr[k].exp);
+	char why[128];
+	if (ver <= CUDA_VERSION) {
+		snprintf(why, sizeof why, "no ABI stepprof knows at this version");
+	} else if (ask_again(g1, g2, sym, known, flags) == f) { /* the ABI of version `known` */
+		snprintf(why, sizeof why, "the driver answers the same function as at version %d", known);
+		void *t = install(row, f, sym, ver, flags);
+		if (t != f)
+			tell(SAID_HOOKED, sym, ver, flags, why);
+		return t;
+	} else {
+		snprintf(why, sizeof why,
+			 "the driver answers another function there than at version %d, the newest "
+			 "stepprof was built for",
+			 known);
+	}
+	tell(SAID_UNHOOKED, sym, ver, flags, why);
 	return f;
 }
 
@@ -321,7 +408,7 @@ static CUresult gpa1_call(gpa1_fn real, const char *sym, void **pfn, int ver, cu
 {
 	CUresult r = real(sym, pfn, ver, flags);
 	if (r == CUDA_SUCCESS && pfn)
-		*pfn = wrap(sym, *pfn, ver, flags);
+		*pfn = wrap(sym, *pfn, ver, flags, real, NULL);
 	return r;
 }
 
@@ -330,7 +417,7 @@ static CUresult gpa2_call(gpa2_fn real, const char *sym, void **pfn, int ver, cu
 {
 	CUresult r = real(sym, pfn, ver, flags, st);
 	if (r == CUDA_SUCCESS && pfn)
-		*pfn = wrap(sym, *pfn, ver, flags);
+		*pfn = wrap(sym, *pfn, ver, flags, NULL, real);
 	return r;
 }
 
@@ -375,6 +462,52 @@ static void *dlsym_gpa(void *h, const char *name)
 	return f == (void *)P.real_gpa1 ? (void *)gpa1_wrap : f == (void *)P.real_gpa2 ? (void *)gpa2_wrap : f;
 }
 
+/* The row whose driver symbol is name (an exported name of the trampolines), -1 if none. */
+static int exp_row(const char *name)
+{
+	if (name[0] != 'c' || name[1] != 'u') /* (most names dlsym is asked for: at once) */
+		return -1;
+	for (int i = 0; i < TR_N; i++)
+		if (!strcmp(name, tr[i].exp))
+			return i;
+	return -1;
+}
+
+/* dlsym on a library's handle of a trampolined function's exported name (the stub below sends
+ * only those here: RTLD_DEFAULT and RTLD_NEXT find our own definitions): the real lookup; where it
+ * found the driver's own exported symbol of that name (whose name fixes its ABI), our own
+ * definition of it (as RTLD_DEFAULT finds: the launches, markers.c's hooks), else the row's
+ * trampoline (the slot may hold the driver's other entry point cuGetProcAddress gave: then
+ * unhooked); else what it found (said once per name unless it is our own). NULL as dlsym would. */
+static void *dlsym_tramp(void *h, const char *name)
+{
+	void *(*rd)(void *, const char *) = real_dlsym();
+	if (!rd)
+		return NULL;
+	raw++;
+	void *f = rd(h, name);
+	raw--;
+	if (!f || P.off)
+		return f;
+	pthread_mutex_lock(&P.lock);
+	learn_driver(f);
+	pthread_mutex_unlock(&P.lock);
+	int k = exp_row(name);
+	if (k >= 0 && P.drv && P.real_dlsym(P.drv, name) == f) {
+		void *own = P.self ? P.real_dlsym(P.self, name) : NULL;
+		own = own && ours(own) ? own : NULL;
+		void *t = own ? own : install(k, f, name, -1, 0);
+		if (t != f)
+			tell(SAID_HOOKED, name, -1, 0,
+			     own ? "the driver's own symbol, handed out as stepprof's definition of it"
+				 : "the driver's own symbol");
+		return t;
+	}
+	if (k >= 0 && !ours(f))
+		tell(SAID_UNHOOKED, name, -1, 0, "it is not the driver's own symbol");
+	return f;
+}
+
 /* What dlsym does when libc's cannot be found (not glibc): finds nothing, as a failed lookup. */
 static void *no_dlsym(void *h, const char *name)
 {
@@ -400,6 +533,8 @@ __attribute__((used, visibility("hidden"))) void *sp_dlsym_route(void *h, const 
 		return (void *)no_dlsym;
 	if (!raw && name && !strncmp(name, "cuGetProcAddress", 16))
 		return (void *)dlsym_gpa;
+	if (!raw && name && !P.off && h != RTLD_DEFAULT && h != RTLD_NEXT && exp_row(name) >= 0)
+		return (void *)dlsym_tramp;
 	return (void *)rd;
 }
 
@@ -515,4 +650,7 @@ __attribute__((constructor)) static void procaddr_init(void)
 {
 	P.off = !sp_preload_enabled();
 	real_dlsym();
+	Dl_info me;
+	if (!P.off && dladdr((void *)ours, &me) && me.dli_fname)
+		P.self = dlopen(me.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
 }

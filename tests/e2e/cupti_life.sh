@@ -57,7 +57,7 @@ run() {
 
 # check NAME CYCLES FINAL STEPS...: the log's life cycle and the recorded step numbers
 check() {
-	/usr/bin/python3 - "$T/$1" "$2" "$3" "${@:4}" <<'PY' || { bad "$1"; sed 's/^/    /' "$T/$1/stderr" | grep -v begins | head -20; }
+	/usr/bin/python3 - "$T/$1" "$2" "$3" "${@:4}" <<'PY' || { bad "$1"; sed 's/^/    /' "$T/$1/stderr" | grep -v begins | head -20; false; }
 import re, sys
 d, cycles, final, want = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), [int(x) for x in sys.argv[4:]]
 log = [l.split()[0] for l in open(f"{d}/log") if not l.startswith("enable_cb")]
@@ -150,7 +150,7 @@ check never 0 0 7 8 9 17 18 19 27 28 29 37 38 39 && echo "ok   detach_between = 
 
 # parked: CUPTI holds nothing between windows, the hooks count the steps
 parked() {
-	/usr/bin/python3 - "$T/$1" "$2" "${@:3}" <<'PY' || { bad "$1"; grep -v begins "$T/$1/stderr" | sed 's/^/    /' | head -20; }
+	/usr/bin/python3 - "$T/$1" "$2" "${@:3}" <<'PY' || { bad "$1"; grep -v begins "$T/$1/stderr" | sed 's/^/    /' | head -20; false; }
 import re, sys
 d, want_parks, want = sys.argv[1], int(sys.argv[2]), [int(x) for x in sys.argv[3:]]
 err = open(f"{d}/stderr").read()
@@ -211,7 +211,7 @@ done
 # "step:kernels ..." of the windows; with hooks it learned from stepprof's hooks ([marker] learn =
 # hooks), else with CUPTI (launch callbacks off between counted steps)
 autoparked() {
-	/usr/bin/python3 - "$T/$1" "$2" "$3" "${4:-cupti}" <<'PY' || { bad "$1"; grep -v begins "$T/$1/stderr" | sed 's/^/    /' | head -24; }
+	/usr/bin/python3 - "$T/$1" "$2" "$3" "${4:-cupti}" <<'PY' || { bad "$1"; grep -v begins "$T/$1/stderr" | sed 's/^/    /' | head -24; false; }
 import re, sys
 d, want_parks, want, learn_from = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4]
 err = open(f"{d}/stderr").read()
@@ -227,7 +227,8 @@ if learn_from == "hooks":
         problems.append("not: learning from the hooks, the lock, then the first attach (in that order)")
     if log[:1] != ["subscribe"]:
         problems.append(f"a CUPTI call before the first subscription: {log[:2]}")
-    if log.count("subscribe") != parks + 1:
+    # every park but one at the very end (the last window closed before the program did) re-attaches
+    if log.count("subscribe") not in (parks, parks + 1) or log.count("subscribe") != err.count("re-attached to CUPTI in step"):
         problems.append(f"{log.count('subscribe')} subscriptions for {parks} parks")
 else:
     out = open(f"{d}/stdout").read()
@@ -312,6 +313,8 @@ fi
 # learning from the hooks ([marker] learn = hooks): the automatic marker learns from the launches
 # a runtime makes through cuGetProcAddress'd cuLaunchKernel (kernels named by cuFuncGetName) and
 # the hooked syncs, with no CUPTI subscription until it locks; then the run goes on as autopark's
+# whole NAME: the first two windows' steps (9-11, 21-23) each hold their 20 kernels
+whole() { [ "$(grep -cE '^(9|10|11|21|22|23) +[0-9]+ .* 20 ' "$T/$1/steps")" = 6 ]; }
 LEARN=hooks MARKER=auto run hooklearn 8,1,3,0 auto 60 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20
 autoparked hooklearn 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" hooks &&
 	echo "ok   learn = hooks: learned from the launch and sync hooks with no CUPTI subscription, attached at the lock, parked between windows, every window step has its 20 kernels"
@@ -323,17 +326,60 @@ LEARN=hooks MARKER=auto run hookgraph 8,1,3,0 auto 30 VIA_CUDART="$FAKERT" VIA_D
 grep -q "graph capture with CUPTI subscribed: 1" "$T/hookgraph/stdout" &&
 	grep -q "attached to CUPTI before the program's CUDA graph capture" "$T/hookgraph/stderr" &&
 	! grep -q "until the next window" "$T/hookgraph/stderr" &&
-	[ "$(grep -cE '^(9|10|11|21|22|23) +[0-9]+ .* 20 ' "$T/hookgraph/steps")" = 6 ] &&
+	whole hookgraph &&
 	echo "ok   learn = hooks, a graph capture while learning: CUPTI attached before the capture began, never parked, windows whole" ||
 	bad "hookgraph: $(cat "$T/hookgraph/stdout"; grep -v begins "$T/hookgraph/stderr" | head -8)"
 LEARN=hooks MARKER=auto run hookbypass 8,1,3,0 auto 30 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20 LAUNCH_BYPASS_AT=10
 grep -q "a kernel launch came that stepprof's launch hooks did not see" "$T/hookbypass/stderr" &&
-	[ "$(grep -cE '^(9|10|11|21|22|23) +[0-9]+ .* 20 ' "$T/hookbypass/steps")" = 6 ] &&
+	whole hookbypass &&
 	echo "ok   learn = hooks, a launch the hooks did not see (after the attach): said, learning with CUPTI from then on" ||
 	bad "hookbypass: $(grep -v begins "$T/hookbypass/stderr" | head -8)"
+# the launch function as cuBLAS(Lt) may get it: looked up at a version newer than stepprof's cuda.h
+# (the driver answers the same unexported function as at the newest version stepprof knows:
+# hooked), at a newer version where the driver answers another one (left unhooked, and the
+# warning names that lookup), or found with dlsym on the driver's own handle (hooked, though
+# cuGetProcAddress gave the driver's other, unexported entry point before)
+LEARN=hooks MARKER=auto run hooknewer 8,1,3,0 auto 60 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20 \
+	LAUNCH_NEWER=1 FAKE_CUDA_LAUNCH=internal
+hooklearn hooknewer 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" && ! grep -q "did not see\|not hooked" "$T/hooknewer/stderr" &&
+	grep -q "cuLaunchKernel at version [0-9]* is hooked: the driver answers the same function as at version 13000" "$T/hooknewer/stderr" &&
+	echo "ok   learn = hooks, cuLaunchKernel looked up at a newer version where the driver answers as at 13000: hooked, learned from it" ||
+	bad "hooknewer: $(grep -v begins "$T/hooknewer/stderr" | grep "did not see\|not hooked")"
+LEARN=hooks MARKER=auto run hooknewabi 8,1,3,0 auto 30 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20 \
+	LAUNCH_NEWER=1 FAKE_CUDA_LAUNCH=newabi
+v=$(grep -o 'looked up at version [0-9]*' "$T/hooknewabi/stdout" | grep -o '[0-9]*$')
+unhooked="cuLaunchKernel at version ${v:-?} (the driver answers another function there than at version 13000"
+grep -q "learning with CUPTI all the same (a launch lookup stepprof left unhooked: $unhooked" "$T/hooknewabi/stderr" &&
+	grep -q "stepprof: cuLaunchKernel at version ${v:-?} is not hooked: the driver answers another function" "$T/hooknewabi/stderr" &&
+	whole hooknewabi &&
+	echo "ok   learn = hooks, cuLaunchKernel at a newer version with another function there: unhooked, said, learned with CUPTI" ||
+	bad "hooknewabi: $(grep -v begins "$T/hooknewabi/stderr" | head -8)"
+# the same lookup made while learning from the hooks (a library loaded at its first use): learns
+# with CUPTI from then on
+LEARN=hooks MARKER=auto run hookmid 8,1,3,0 auto 30 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20 \
+	LAUNCH_NEWER_AT=1 FAKE_CUDA_LAUNCH=newabi
+grep -q "cannot learn from stepprof's hooks (a launch lookup stepprof left unhooked: $unhooked" "$T/hookmid/stderr" &&
+	! grep -q "did not see" "$T/hookmid/stderr" &&
+	whole hookmid &&
+	echo "ok   learn = hooks, that lookup made while learning: learning with CUPTI from then on, said, windows whole" ||
+	bad "hookmid: $(grep -v begins "$T/hookmid/stderr" | head -8)"
+# the same lookup made late (a library loaded at its first use), once CUPTI is attached: the proof
+# against CUPTI's launch callbacks names it
+LEARN=hooks MARKER=auto run hooklate 8,1,3,0 auto 30 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20 \
+	LAUNCH_NEWER_AT=10 FAKE_CUDA_LAUNCH=newabi
+grep -q "did not see (kernel 'adam_fake_0'; the first launch lookup stepprof left unhooked: $unhooked" "$T/hooklate/stderr" &&
+	whole hooklate &&
+	echo "ok   learn = hooks, that lookup made after the attach: the launch through it is not seen, and the warning names the lookup" ||
+	bad "hooklate: $(grep -v begins "$T/hooklate/stderr" | head -8)"
+LEARN=hooks MARKER=auto run hookdlsym 8,1,3,0 auto 60 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20 LAUNCH_DLSYM=1 \
+	FAKE_CUDA_LAUNCH=internal
+hooklearn hookdlsym 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" && ! grep -q "did not see\|not hooked" "$T/hookdlsym/stderr" &&
+	grep -q "cuLaunchKernel by dlsym on a library's handle is hooked: the driver's own symbol, handed out as stepprof's" "$T/hookdlsym/stderr" &&
+	echo "ok   learn = hooks, cuLaunchKernel found with dlsym on the driver's handle: hooked, learned from it" ||
+	bad "hookdlsym: $(grep -v begins "$T/hookdlsym/stderr" | grep "did not see\|not hooked")"
 LEARN=hooks MARKER=auto run hooknonames 8,1,3,0 auto 30 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20 FAKE_CUDA_NO_NAMES=1
 grep -q "cannot learn from stepprof's hooks (the driver does not name kernels" "$T/hooknonames/stderr" &&
-	[ "$(grep -cE '^(9|10|11|21|22|23) +[0-9]+ .* 20 ' "$T/hooknonames/steps")" = 6 ] &&
+	whole hooknonames &&
 	echo "ok   learn = hooks, a driver without cuFuncGetName: said, learned with CUPTI, windows whole" ||
 	bad "hooknonames: $(grep -v begins "$T/hooknonames/stderr" | head -8)"
 mkdir -p "$T/hookoff"

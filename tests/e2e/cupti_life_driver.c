@@ -21,8 +21,10 @@
  * STEP2_US (the program's loop changes). Prints "driver: N of M syncs seen" (callbacks stepprof had
  * enabled), and with LAUNCHES "driver: K of L launches seen". With VIA_DRIVER and LAUNCHES the
  * launches go through the stand-in driver's cuLaunchKernel as cuGetProcAddress hands it out (a
- * runtime's launches; LAUNCH_BYPASS_AT=i: step i's through its exported symbol, a caller the hooks
- * cannot see), and CAPTURE_AT=i begins a CUDA graph capture in step i (prints whether CUPTI had a
+ * runtime's launches, looked up at version 12000, at CUDA_VERSION + 20 with LAUNCH_NEWER set (from
+ * step LAUNCH_NEWER_AT=i on: looked up again then, at that version); with
+ * LAUNCH_DLSYM set found with dlsym on the driver's handle instead; LAUNCH_BYPASS_AT=i: step i's
+ * through a launch function no lookup gives, a caller the hooks cannot see), and CAPTURE_AT=i begins a CUDA graph capture in step i (prints whether CUPTI had a
  * subscriber then). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -105,18 +107,23 @@ int main(int argc, char **argv)
 				     (*capture)(CUstream, CUstreamCaptureMode) = NULL;
 	unsigned (*drv_seen)(void) = NULL;
 	int (*cap_sub)(void) = NULL;
+	gpa_t lgpa = NULL; /* the driver's cuGetProcAddress_v2 as it hands it out */
+	CUdriverProcAddressQueryResult lst;
+	int newer_at = getenv("LAUNCH_NEWER_AT") ? atoi(getenv("LAUNCH_NEWER_AT")) : -1;
 	if (getenv("VIA_DRIVER") && getenv("LAUNCHES")) {
 		void *h = dlopen(getenv("VIA_DRIVER"), RTLD_NOW | RTLD_LOCAL);
-		typedef CUresult (*gpa_t2)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
-		gpa_t2 gpa = h ? (gpa_t2)dlsym(h, "cuGetProcAddress_v2") : NULL;
-		CUdriverProcAddressQueryResult st;
+		gpa_t gpa = h ? (gpa_t)dlsym(h, "cuGetProcAddress_v2") : NULL;
 		void *p = NULL;
-		if (gpa && !gpa("cuGetProcAddress", &p, 12000, 0, &st) && p) {
-			gpa = (gpa_t2)p;
-			gpa("cuLaunchKernel", (void **)&lk, 12000, 0, &st);
-			gpa("cuStreamBeginCapture", (void **)&capture, 12000, 0, &st);
+		if (gpa && !gpa("cuGetProcAddress", &p, 12000, 0, &lst) && p) {
+			lgpa = (gpa_t)p;
+			int lver = getenv("LAUNCH_NEWER") ? CUDA_VERSION + 20 : 12000;
+			lgpa("cuLaunchKernel", (void **)&lk, lver, 0, &lst);
+			printf("driver: cuLaunchKernel looked up at version %d\n", lver);
+			lgpa("cuStreamBeginCapture", (void **)&capture, 12000, 0, &lst);
 		}
-		lk_direct = h ? dlsym(h, "cuLaunchKernel") : NULL;
+		if (h && getenv("LAUNCH_DLSYM"))
+			lk = dlsym(h, "cuLaunchKernel");
+		lk_direct = h ? dlsym(h, "fake_cuda_launch_raw") : NULL;
 		drv_seen = h ? (unsigned (*)(void))dlsym(h, "fake_cuda_launches_seen") : NULL;
 		cap_sub = h ? (int (*)(void))dlsym(h, "fake_cuda_capture_subscribed") : NULL;
 		if (!lk || !lk_direct || !drv_seen || !capture || !cap_sub) {
@@ -180,6 +187,10 @@ int main(int argc, char **argv)
 		int changed = change_at >= 0 && i >= change_at;
 		if (capture && i == capture_at)
 			capture(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL);
+		if (lgpa && i == newer_at) { /* a library loaded late (cuBLAS at the first GEMM) */
+			lgpa("cuLaunchKernel", (void **)&lk, CUDA_VERSION + 20, 0, &lst);
+			printf("driver: cuLaunchKernel looked up at version %d in step %d\n", CUDA_VERSION + 20, i);
+		}
 		for (int k = 0, n = changed ? nl2 : nl; (launch || lk) && k < n; k++) {
 			/* (the fake libcupti's launches keep the name in one stack buffer, as before: the name
 			 * cache by address (collector.c sp_coll_name_id) then sees every kernel under its first

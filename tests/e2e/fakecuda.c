@@ -5,7 +5,9 @@
  * before 13000, cuCtxSynchronize_v2 from 13000; the _ptsz variant with the per-thread flag).
  * With FAKE_CUDA_INTERNAL set it hands out unexported copies of cuCtxSynchronize and of
  * cuGetProcAddress_v2 itself (a driver whose entry points are not its exported symbols). Each call fires the driver API callbacks through
- * the fake libcupti, as the real driver does through CUPTI. */
+ * the fake libcupti, as the real driver does through CUPTI. FAKE_CUDA_LAUNCH=internal: lookups of
+ * cuLaunchKernel get an unexported copy at every version (as the real driver's); =newabi: that
+ * copy up to CUDA_VERSION, another one above (a newer ABI under the same name). */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -86,6 +88,28 @@ EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **k
 	return launch(f);
 }
 
+static CUresult launch_internal(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+				unsigned bz, unsigned sh, CUstream s, void **kp, void **ex)
+{
+	(void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)sh, (void)s, (void)kp, (void)ex;
+	return launch(f);
+}
+
+static CUresult launch_newabi(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+			      unsigned bz, unsigned sh, CUstream s, void **kp, void **ex)
+{
+	(void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)sh, (void)s, (void)kp, (void)ex;
+	return launch(f);
+}
+
+/* a launch by a way no lookup of a driver function gives (a caller the hooks cannot see) */
+EXPORT CUresult fake_cuda_launch_raw(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+				     unsigned bz, unsigned sh, CUstream s, void **kp, void **ex)
+{
+	(void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)sh, (void)s, (void)kp, (void)ex;
+	return launch(f);
+}
+
 /* FAKE_CUDA_NO_NAMES: a driver that cannot name kernels (before CUDA 12.3) */
 EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
 {
@@ -143,8 +167,11 @@ static void *lookup(const char *sym, int ver, cuuint64_t flags)
 		return (void *)cuCtxSynchronize_v2;
 	if (!strcmp(sym, "cuCtxSynchronize") && ver >= 2000)
 		return getenv("FAKE_CUDA_INTERNAL") ? (void *)ctx_sync_internal : (void *)cuCtxSynchronize;
+	const char *lmode = getenv("FAKE_CUDA_LAUNCH");
+	if (!strcmp(sym, "cuLaunchKernel") && ver >= 4000 && lmode) /* (no _ptsz copy: one serves both) */
+		return !strcmp(lmode, "newabi") && ver > CUDA_VERSION ? (void *)launch_newabi : (void *)launch_internal;
 	if (!strcmp(sym, "cuLaunchKernel") && ver >= 4000)
-		return (void *)cuLaunchKernel; /* (no _ptsz copy: the legacy one serves both) */
+		return (void *)cuLaunchKernel;
 	if (!strcmp(sym, "cuLaunchKernelEx") && ver >= 11060)
 		return (void *)cuLaunchKernelEx;
 	if (!strcmp(sym, "cuFuncGetName") && ver >= 12030 && !getenv("FAKE_CUDA_NO_NAMES"))
