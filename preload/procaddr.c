@@ -107,7 +107,7 @@ static struct {
 	_Atomic(gpa1_fn) alt_gpa1;               /* another one the driver handed out for itself (v1 ABI) */
 	_Atomic(gpa2_fn) alt_gpa2;               /* ... (v2 ABI) */
 	void *drv;          /* a handle on the driver that defines them (NOLOAD) */
-	void *self;			      /* a handle on this library (NOLOAD), NULL if none */
+	void *self;         /* a handle on this library (NOLOAD), NULL if none */
 	pthread_mutex_t lock;                    /* learning the above */
 	_Atomic unsigned char said[TR_N];        /* SAID_* for this row's name (each said once) */
 	_Atomic(void *) func_get_name;           /* the driver's cuFuncGetName, (void *)-1 if none */
@@ -120,6 +120,11 @@ static struct {
 
 static __thread int in_resolve; /* finding the real dlsym on this thread: its allocations may call dlsym */
 static __thread int raw;        /* our own lookups on this thread: dlsym is the real one for them */
+
+void sp_procaddr_raw(int on)
+{
+	raw += on ? 1 : -1;
+}
 
 /* The trampolines: count the call as markers.c's hooks do, call what the driver handed out. */
 #define TR_FN(hook, ask, v0, v1, pt, exp, params, args)                                                     \

@@ -32,6 +32,7 @@ static int in_object(struct dl_phdr_info *info, size_t size, void *data)
 
 void *sp_resolve(const char *name, const char *const *libs)
 {
+	sp_procaddr_raw(1); /* dlsym(libcuda, name) must not hand a hook back its own definition */
 	void *f = dlsym(RTLD_NEXT, name);
 	for (; !f && libs && *libs; libs++) {
 		void *h = dlopen(*libs, RTLD_NOLOAD | RTLD_LAZY);
@@ -47,5 +48,6 @@ void *sp_resolve(const char *name, const char *const *libs)
 			dl_iterate_phdr(in_object, &s);
 		f = s.found;
 	}
+	sp_procaddr_raw(0);
 	return f;
 }

@@ -10,4 +10,9 @@
  * renamed copy, libcudart-HASH.so.12). Returns NULL if none has it. Never loads a library. */
 void *sp_resolve(const char *name, const char *const *libs);
 
+/* This thread's own lookups begin (on = 1) or end (0), nested: meanwhile dlsym is the real one
+ * for it, never a trampoline or one of this library's own definitions (procaddr.c), so that a
+ * hook resolving its real function cannot be handed itself. This function can't fail. */
+void sp_procaddr_raw(int on);
+
 #endif

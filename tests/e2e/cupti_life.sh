@@ -421,4 +421,20 @@ if grep -rh "closed after [0-9]\{10,\}" "$T" >"$T.wrapped"; then
 else
 	echo "ok   every window's close time is a plausible age"
 fi
+# XLA's way (xla/tsl/cuda/cuda_stub.cc): libcuda dlopen'ed RTLD_LOCAL (out of the global scope), each
+# driver function found by dlsym on that handle, then called. The hooked names come back as
+# stepprof's own definitions, whose real function must be the driver's, never themselves (a lookup
+# inside sp_resolve went through the interposed dlsym and handed a hook itself: endless recursion,
+# jax_train's SIGSEGV on an H100)
+got=$(LD_PRELOAD="$PRE" timeout 20 /usr/bin/python3 -c "
+import ctypes, os
+cu, sp = ctypes.CDLL('$FAKECUDA', mode=os.RTLD_LAZY), ctypes.CDLL('${PRE##* }')
+ours = all(ctypes.cast(getattr(cu, n), ctypes.c_void_p).value == ctypes.cast(getattr(sp, n), ctypes.c_void_p).value
+           for n in ('cuStreamSynchronize', 'cuCtxSynchronize', 'cuLaunchKernel', 'cuStreamBeginCapture_v2'))
+n0 = cu.fake_cuda_calls()
+r = (cu.cuStreamSynchronize(None), cu.cuCtxSynchronize(), cu.cuLaunchKernel(None, 1, 1, 1, 1, 1, 1, 0, None, None, None),
+     cu.cuStreamBeginCapture_v2(None, 0))
+print(ours, *r, cu.fake_cuda_calls() - n0)" 2>&1)
+[ "$got" = "True 0 0 400 0 1" ] && echo "ok   libcuda loaded RTLD_LOCAL, functions by dlsym on its handle (XLA): stepprof's, reaching the driver" ||
+	bad "dlsym on a RTLD_LOCAL libcuda's handle (XLA): $(echo "$got" | tail -2)"
 exit $fail
