@@ -341,7 +341,7 @@ grep -q "a kernel launch came that stepprof's launch hooks did not see" "$T/hook
 # cuGetProcAddress gave the driver's other, unexported entry point before)
 LEARN=hooks MARKER=auto run hooknewer 8,1,3,0 auto 60 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20 \
 	LAUNCH_NEWER=1 FAKE_CUDA_LAUNCH=internal
-hooklearn hooknewer 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" && ! grep -q "did not see\|not hooked" "$T/hooknewer/stderr" &&
+autoparked hooknewer 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" hooks && ! grep -q "did not see\|not hooked" "$T/hooknewer/stderr" &&
 	grep -q "cuLaunchKernel at version [0-9]* is hooked: the driver answers the same function as at version 13000" "$T/hooknewer/stderr" &&
 	echo "ok   learn = hooks, cuLaunchKernel looked up at a newer version where the driver answers as at 13000: hooked, learned from it" ||
 	bad "hooknewer: $(grep -v begins "$T/hooknewer/stderr" | grep "did not see\|not hooked")"
@@ -373,7 +373,7 @@ grep -q "did not see (kernel 'adam_fake_0'; the first launch lookup stepprof lef
 	bad "hooklate: $(grep -v begins "$T/hooklate/stderr" | head -8)"
 LEARN=hooks MARKER=auto run hookdlsym 8,1,3,0 auto 60 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20 LAUNCH_DLSYM=1 \
 	FAKE_CUDA_LAUNCH=internal
-hooklearn hookdlsym 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" && ! grep -q "did not see\|not hooked" "$T/hookdlsym/stderr" &&
+autoparked hookdlsym 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" hooks && ! grep -q "did not see\|not hooked" "$T/hookdlsym/stderr" &&
 	grep -q "cuLaunchKernel by dlsym on a library's handle is hooked: the driver's own symbol, handed out as stepprof's" "$T/hookdlsym/stderr" &&
 	echo "ok   learn = hooks, cuLaunchKernel found with dlsym on the driver's handle: hooked, learned from it" ||
 	bad "hookdlsym: $(grep -v begins "$T/hookdlsym/stderr" | grep "did not see\|not hooked")"
