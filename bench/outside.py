@@ -260,6 +260,18 @@ def kernels_per_step(build, trace_dir, run_dir):
     return {int(m.group(1)): (int(m.group(2)), int(m.group(3)), float(m.group(4))) for m in rows if m}
 
 
+def exit_step(run_dir, default):
+    """The step the process exited in as the trace says (its AT_EXIT flag, named under `stepprof
+    steps`' table in run_dir/steps.txt), else default: the last "step N begins" line need not be
+    it (the automatic marker's parked steps print none)."""
+    try:
+        with open(os.path.join(run_dir, "steps.txt")) as f:
+            m = re.search(r"^Step (\d+) ended when the process exited", f.read(), re.M)
+    except OSError:
+        m = None
+    return int(m.group(1)) if m else default
+
+
 def check_kernels(per_step, workload):
     """Problems with the recorded steps: each must hold as many kernels as a step of the first
     window, and, if the first window's steps kept the GPU busy, show the GPU busy too (a window
@@ -364,6 +376,7 @@ def run_one(a, wl, config, rnd):
         # what the program did after its last marker call (with a marker that ends each step,
         # nothing: the last program step's kernels are in the step before), not a whole step
         last = max((int(m.group(1)) for m in (SP_STEP.match(l) for _, l in lines) if m), default=None)
+        last = exit_step(run_dir, last)
         if isinstance(per_step, dict) and last in per_step:
             rec["cut_at_exit"] = last
             per_step = {k: v for k, v in per_step.items() if k != last}

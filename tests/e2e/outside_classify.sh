@@ -132,6 +132,13 @@ assert all(outside.SP_LIFE.match(l) for l in park)
 assert outside.check_life(park, "api", "add", btw) == []
 # staying attached between windows is fine when stepprof says why (auto without hooks, graphs...)
 assert outside.check_life(["stepprof: not detaching from CUPTI between windows in step 41: not every marker call comes through stepprof's hooks"], "api", "llmc", btw) == []
+# the step the process exited in, as `stepprof steps` names it (AT_EXIT), over the last "begins" line
+import os, tempfile
+with tempfile.TemporaryDirectory() as d:
+    assert outside.exit_step(d, 7) == 7
+    with open(os.path.join(d, "steps.txt"), "w") as f:
+        f.write("  198 1 ... 497\n  199 1 ... 1026\n\nStep 199 ended when the process exited, not at a step boundary\n")
+    assert outside.exit_step(d, 150) == 199
 print("ok   outside.py: phases before/inside/between/after/learning exact, a wrong action and a short window named; missing re-attaches and lost boundaries named")
 PY
 

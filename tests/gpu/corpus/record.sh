@@ -21,6 +21,8 @@
 #   (ranks = all): each rank records its own stream NAME.rank<R>.tokens (rankenv.sh) with its own
 #   NAME.rank<R>.txt, and check compares each rank's steps (rank<R>.*.sptrace) and replays its stream
 #   as corpus-NAME.rank<R>. Such programs are listed with CORPUS_GPUS=2 or more.
+# check: a run that does not exit 0 FAILs its program (its segv_bt and stepprof lines shown);
+# CORPUS_PRELOAD adds libraries after libstepprof.so (tests/gpu/tools/segv_bt.so for backtraces).
 # ONLY=REGEX picks programs. Needs python3 with torch (and jax for jax_train), nvcc.
 set -u
 B=$(cd "${1:?usage: record.sh BUILD_DIR record|check}" && pwd); MODE=${2:-record}
@@ -68,7 +70,9 @@ corpus_programs | while IFS='|' read -r name truth cmd skip; do
 			rec=(); [ $how = auto ] && rec=("STEPPROF_RECORD_TOKENS=$o/auto.tokens" "STEPPROF_RECORD_TRUTH=$truth" STEPPROF_VERBOSE=1)
 			# learning from the hooks needs no token recording (which keeps CUPTI all run): no replay then
 			[ $how = auto ] && [ -n "${CORPUS_LEARN:-}" ] && rec=(STEPPROF_VERBOSE=1)
-			env "${rec[@]}" STEPPROF_CONFIG=$o/prof.ini LD_PRELOAD=$B/libstepprof.so timeout 300 $cmd >"$o/log" 2>&1 </dev/null
+			env "${rec[@]}" STEPPROF_CONFIG=$o/prof.ini LD_PRELOAD="$B/libstepprof.so${CORPUS_PRELOAD:+ $CORPUS_PRELOAD}" \
+				timeout 300 $cmd >"$o/log" 2>&1 </dev/null
+			echo $? >"$o/exit"
 			for r in ${ranks:-single}; do # one report per rank: its own steps and kernel counts
 				tr=("$o"/*.sptrace) sfx=""; [ "$r" = single ] || { tr=("$o"/rank"$r".*.sptrace) sfx=.rank$r; }
 				"$B/stepprof" report --json "${tr[@]}" >"$o/report$sfx.json" 2>>"$o/log"
@@ -87,6 +91,12 @@ corpus_programs | while IFS='|' read -r name truth cmd skip; do
 			fi
 			python3 "$HERE/compare_steps.py" "$name$sfx" "$d/auto/report$sfx.json" "$d/marker/report$sfx.json" \
 				"${rp[@]}" | tee -a "$d/compare.txt"
+		done
+		# a run that did not exit 0 fails the program whatever its steps (a crash at exit included)
+		for how in auto marker; do
+			e=$(cat "$d/$how/exit"); [ "$e" = 0 ] && continue
+			echo "FAIL corpus-$name: the $how run exited with $e" | tee -a "$d/compare.txt"
+			grep -a -E '^segv_bt|^stepprof' "$d/$how/log" | grep -vE 'step [0-9]+ begins' | tail -40
 		done
 		# CORPUS_LEARN: whether the auto run learned from the hooks, and how it handed over to CUPTI
 		[ -n "${CORPUS_LEARN:-}" ] && grep -E "learn(ing|ed)? (from|with) |locked on .* while learning|launch hooks did not see|names a kernel|before the program's CUDA graph" \
