@@ -217,17 +217,19 @@ static void life_tick(uint64_t now)
 	if (sp_col.nmk > 1 || sp_col.mk[0].name)
 		v.policy = SP_DETACH_NEVER; /* phases: steps of several schedules; only the final detach */
 	v.done = sp_col.done;
-	v.busy = sp_col.collecting || sp_col.activities_on || sp_col.open != NULL;
+	bool writing = sp_col.activities_on || sp_col.open != NULL; /* a window not yet written */
 	for (int i = 0; i < SP_MAX_WINDOWS; i++)
-		v.busy |= sp_col.win[i].used;
-	v.busy |= sp_od_busy(); /* an on-demand request waits for steps: CUPTI must be there for them */
-	/* recording the detector's tokens (a corpus run): the stream is replayed against its truth
-	 * from the first token to the last, so CUPTI stays for the whole run */
-	v.busy |= sp_tokrec_on;
+		writing |= sp_col.win[i].used;
+	/* an on-demand request waits for steps: CUPTI must be there for them; recording the
+	 * detector's tokens (a corpus run): the stream is replayed against its truth from the first
+	 * token to the last, so CUPTI stays for the whole run */
+	bool held = sp_col.collecting || sp_od_busy() || sp_tokrec_on;
 	pthread_mutex_unlock(&sp_col.lock);
-	v.busy |= sp_share_busy(); /* the program's profiler works through stepprof's subscription */
+	held |= sp_share_busy(); /* the program's profiler works through stepprof's subscription */
+	v.busy = held || writing;
+	v.closing = writing && !held;
 	/* only whether the next window is SP_LIFE_MIN_GAP steps away or more matters */
-	v.steps_to_window = v.busy || v.done || v.policy == SP_DETACH_NEVER || sp_hook_need_attach()
+	v.steps_to_window = (v.busy && !v.closing) || v.done || v.policy == SP_DETACH_NEVER || sp_hook_need_attach()
 				    ? 0
 				    : sp_life_steps_to_window(sched, step, SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN);
 	v.hook_ok = sp_hook_proven();
@@ -304,6 +306,8 @@ void sp_act_writer_tick(void *ctx)
 			sp_writer_emit(&ev);
 			sp_info("window %u (steps %lld-%lld) closed after %.1f ms", w->id, (long long)w->first_step,
 				(long long)w->last_step, age / 1e6);
+			if (sp_col.collecting && sp_col.cfg.detach_between != SP_DETACH_NEVER)
+				sp_cupti_life_overlap(); /* the next window began before this one was written */
 			A.closed[A.nclosed++ % SP_MAX_CLOSED].lo = w->corr_lo;
 			A.closed[(A.nclosed - 1) % SP_MAX_CLOSED].hi = w->corr_hi;
 			w->used = 0;

@@ -37,6 +37,7 @@ static struct {
 	bool reg_tried;              /* the writer thread tried to register them (once an instance) */
 	const char *held;            /* the last reason said for not detaching between windows */
 	int64_t held_step;           /* the step it was first seen in */
+	bool said_closing;           /* sp_life_closing was said (once a run) */
 	int64_t off_step;            /* the step a called-off detach was last said in */
 	pthread_mutex_t park_lock;   /* parked: the writer's tick and an application thread's attach */
 } L = { .held_step = INT64_MIN, .off_step = INT64_MIN, .park_lock = PTHREAD_MUTEX_INITIALIZER };
@@ -245,6 +246,14 @@ void sp_cupti_life_graph(void)
 		sp_info("the program creates CUDA graphs");
 }
 
+void sp_cupti_life_overlap(void)
+{
+	if (!L.said_closing) {
+		L.said_closing = true;
+		sp_info("not detaching from CUPTI between windows: %s", sp_life_closing);
+	}
+}
+
 void sp_cupti_life_freeze(void)
 {
 	atomic_store(&L.frozen, true);
@@ -285,7 +294,9 @@ static void say_held(const struct sp_life_view *v, int64_t step)
 	if (why != L.held) {
 		L.held = why;
 		L.held_step = step;
-		if (why && why != sp_life_not_fresh && why != sp_life_det_busy) /* these two come and go */
+		bool again = why == sp_life_closing && L.said_closing; /* each gap would say it: once */
+		L.said_closing |= why == sp_life_closing;
+		if (why && why != sp_life_not_fresh && why != sp_life_det_busy && !again) /* these two come and go */
 			sp_info("not detaching from CUPTI between windows in step %lld: %s", (long long)step, why);
 	} else if (why == sp_life_not_fresh && step == L.held_step + 2) {
 		sp_info("not detaching from CUPTI between windows in steps %lld-%lld: %s (no tick of the writer "

@@ -147,6 +147,9 @@ int sp_cupti_life_activity_ready(void);
 void sp_cupti_life_dirty(void);
 /* Notes that the program created a CUDA graph (auto keeps the subscription from then on). */
 void sp_cupti_life_graph(void);
+/* A window was written only after the next one began: says once (STEPPROF_VERBOSE) that there was
+ * nothing to detach for. Writer thread. This function can't fail. */
+void sp_cupti_life_overlap(void);
 /* Notes that a step boundary may have been missed while detached (warns once; no more cycles). */
 void sp_cupti_life_missed(const char *why);
 /* Starts detached, as parked before a window (the hooks count, markhook.h), without subscribing:

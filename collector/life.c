@@ -55,9 +55,12 @@ const char sp_life_not_fresh[] = "no marker call ended just now";
 const char sp_life_det_busy[] = "automatic step detection needs every launch now (learning, or checking a step)";
 const char sp_life_too_close[] = "the next window is too close";
 
+const char sp_life_closing[] = "the last window was still being written when the next one came close (its steps are "
+			       "shorter than a window takes to close: nothing to detach for)";
+
 const char *sp_life_stay_reason(const struct sp_life_view *v)
 {
-	if (v->parked || v->busy || v->done || !v->dirty)
+	if (v->parked || (v->busy && !v->closing) || v->done || !v->dirty)
 		return NULL;
 	if (v->stopped)
 		return "detaching between windows was stopped (see the warning above)";
@@ -70,6 +73,9 @@ const char *sp_life_stay_reason(const struct sp_life_view *v)
 	if (v->policy == SP_DETACH_AUTO && !v->hook_ok)
 		return "not every marker call comes through stepprof's hooks on CUDA functions, so steps could not "
 		       "all be counted while detached (detach_between = auto)";
+	if (v->busy) /* closing: said only once the next window is too close to detach for */
+		return v->steps_to_window < SP_LIFE_MIN_GAP + (v->hook_ok ? SP_LIFE_PARK_MARGIN : 0) ? sp_life_closing
+														: NULL;
 	if (v->hook_ok && v->det_busy)
 		return sp_life_det_busy;
 	if (v->steps_to_window < SP_LIFE_MIN_GAP + (v->hook_ok ? SP_LIFE_PARK_MARGIN : 0))

@@ -33,6 +33,7 @@ struct sp_life_view {
 	enum sp_marker_kind marker;   /* NVTX markers reach CUPTI through an injection we cannot re-arm */
 	bool done;              /* the schedule can record nothing more */
 	bool busy;              /* collecting, or a window open or not yet written, or activity kinds on */
+	bool closing;           /* ... busy only because the last window is still being written */
 	bool dirty;             /* activity kinds were enabled since CUPTI was last initialised */
 	bool graphs;            /* the process created a CUDA graph */
 	bool stopped;           /* an earlier cycle failed or was unsafe: no more cycles */
@@ -51,7 +52,7 @@ enum sp_life_act sp_life_decide(const struct sp_life_view *v);
  * This function can't fail. */
 const char *sp_life_stay_reason(const struct sp_life_view *v);
 /* The reasons that change from one tick to the next (sp_life_stay_reason returns these pointers). */
-extern const char sp_life_not_fresh[], sp_life_too_close[], sp_life_det_busy[];
+extern const char sp_life_not_fresh[], sp_life_too_close[], sp_life_det_busy[], sp_life_closing[];
 /* "stay", "cycle", "detach"; "?" for another value. This function can't fail. */
 const char *sp_life_act_name(unsigned act);
 /* Steps after `step` before the next one whose action is not NONE (0: the next step records or

@@ -118,6 +118,13 @@ check tokrec 0 0 6 7 8 && [ "${n:-0}" -ge 30 ] &&
 	bad "tokrec: the token stream holds ${n:-no} of the 30 marker calls (or CUPTI was let go)"
 run always 6,1,3,0 always 40
 check always 3 0 7 8 9 17 18 19 27 28 29 37 38 39 && echo "ok   detach_between = always: 3 re-attaches, one timestamp registration per instance, no step lost"
+# steps shorter than a window takes to close (about 5 ms here): the next window comes before the
+# last is written, nothing to detach for, and stepprof says so once (not in 20 ms steps)
+STEP_US=200 run shortgap 8,1,2,0 always 300
+n=$(grep -c "still being written when the next one came close" "$T/shortgap/stderr")
+[ "$n" = 1 ] && ! grep -q "still being written" "$T/always/stderr" &&
+	echo "ok   steps shorter than a window's close: no detach between windows, said once" ||
+	bad "shortgap: said $n times; $(grep -v begins "$T/shortgap/stderr" | head -5)"
 run auto 6,1,3,0 auto 40
 check auto 0 0 7 8 9 17 18 19 27 28 29 37 38 39 && grep -q "not every marker call comes through stepprof's hooks" "$T/auto/stderr" &&
 	echo "ok   detach_between = auto, marker calls not through the hooks: stays subscribed, and says why"

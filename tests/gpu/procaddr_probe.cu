@@ -2,11 +2,14 @@
 // procaddr_probe.cu - for tests/gpu/procaddr_probe.sh: a loop built with nvcc's default static
 // runtime, one tiny kernel and one marker call per step (argv[2] names which), so that each runtime
 // marker's driver call - got through cuGetProcAddress, the only way a static runtime reaches the
-// driver - can be checked to stand for it (stepprof parks between windows, steps exact).
+// driver - can be checked to stand for it (stepprof parks between windows, steps exact). argv[3]:
+// host work (a sleep) per step in microseconds, 20000 by default: a window takes ~5 ms to be
+// written, so much shorter steps leave nothing to detach for.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 __global__ void bump(int *p) { p[0]++; }
 
@@ -17,6 +20,7 @@ int main(int argc, char **argv)
 {
 	int iters = argc > 1 ? atoi(argv[1]) : 40, h = 0, *d;
 	const char *which = argc > 2 ? argv[2] : "device";
+	int host_us = argc > 3 ? atoi(argv[3]) : 20000;
 	cudaStream_t s;
 	cudaEvent_t ev;
 	CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -51,6 +55,8 @@ int main(int argc, char **argv)
 			CK(cudaGraphLaunch(ge, s));
 			CK(cudaStreamSynchronize(s));
 		}
+		if (host_us > 0)
+			usleep((useconds_t)host_us);
 	}
 	CK(cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost));
 	printf("probe ok %d %d\n", iters, h);

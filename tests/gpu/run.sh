@@ -125,7 +125,8 @@ t_wl_api() { workload_test shared api 'cudaDeviceSynchronize*'; }
 # captures a CUDA graph) and each window still holds exactly its steps and kernels
 t_wl_park_static() {
 	local WL_SCHED=10,8,1,3,3 # records 19-21, 31-33, 43-45; 8 steps between windows
-	STEPPROF_VERBOSE=1 STEPPROF_CUPTI_DETACH_BETWEEN=always workload_test static api cudaDeviceSynchronize
+	# 20 ms of host work a step: the workload's own steps (~0.1 ms) end before a window is written
+	STEPPROF_VERBOSE=1 STEPPROF_CUPTI_DETACH_BETWEEN=always workload_test static api cudaDeviceSynchronize --host-us 20000
 	grep -aE "detached from CUPTI in step [0-9]+ until the next window" stderr.log ||
 		{ grep -a '^stepprof:' stderr.log | grep -aiE "hook|attach|driver|marker" | head; die "the static runtime did not park between windows"; }
 }

@@ -3,7 +3,9 @@
  * (tests/gpu/run.sh). Every iteration launches the same ops through every launch path stepprof
  * must see (runtime <<<>>>, cuLaunchKernel, cudaLaunchKernelExC with a cluster, a CUDA graph,
  * an async copy and memset). It checks every CUDA call and exits 1 with a message on error.
- * Usage: workload N [--profiler-range] [--expect FILE]
+ * Usage: workload N [--profiler-range] [--expect FILE] [--host-us US]
+ * --host-us: US microseconds of host work (a sleep) after each iteration's synchronisation, as a
+ * data loader's: steps long enough for stepprof to detach between windows.
  * Build: nvcc -O2 -arch=sm_90 [-cudart shared] workload.cu -o workload -lcuda */
 #include <cuda.h>
 #include <cuda_profiler_api.h>
@@ -11,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CK(call)                                                                              \
 	do {                                                                                  \
@@ -93,22 +96,24 @@ static void write_expect(const char *path, int iters, int profiler_range)
 
 int main(int argc, char **argv)
 {
-	int iters = -1, profiler_range = 0;
+	int iters = -1, profiler_range = 0, host_us = 0;
 	const char *expect = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--profiler-range"))
 			profiler_range = 1;
 		else if (!strcmp(argv[i], "--expect") && i + 1 < argc)
 			expect = argv[++i];
+		else if (!strcmp(argv[i], "--host-us") && i + 1 < argc)
+			host_us = atoi(argv[++i]);
 		else if (iters < 0 && argv[i][0] >= '0' && argv[i][0] <= '9')
 			iters = atoi(argv[i]);
 		else {
-			fprintf(stderr, "usage: workload N [--profiler-range] [--expect FILE]\n");
+			fprintf(stderr, "usage: workload N [--profiler-range] [--expect FILE] [--host-us US]\n");
 			return 2;
 		}
 	}
 	if (iters <= 0) {
-		fprintf(stderr, "usage: workload N [--profiler-range] [--expect FILE]\n");
+		fprintf(stderr, "usage: workload N [--profiler-range] [--expect FILE] [--host-us US]\n");
 		return 2;
 	}
 	if (expect)
@@ -188,6 +193,8 @@ int main(int argc, char **argv)
 		CK(cudaDeviceSynchronize());
 		if (profiler_range)
 			CK(cudaProfilerStop());
+		if (host_us > 0)
+			usleep((useconds_t)host_us);
 	}
 
 	int last = -1;

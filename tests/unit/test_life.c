@@ -205,6 +205,14 @@ static void test_stay_reason(void **state)
 	assert_null(sp_life_stay_reason(&v));
 	v.busy = true;
 	assert_null(sp_life_stay_reason(&v));
+	/* the last window still being written: said only once the next one is too close to detach for */
+	v.closing = true;
+	assert_null(sp_life_stay_reason(&v));
+	v.steps_to_window = SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN - 1;
+	assert_ptr_equal(sp_life_stay_reason(&v), sp_life_closing);
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	v.policy = SP_DETACH_NEVER;
+	assert_non_null(strstr(sp_life_stay_reason(&v), "never")); /* the policy first */
 	v = due(SP_DETACH_AUTO);
 	v.dirty = false;
 	assert_null(sp_life_stay_reason(&v)); /* nothing to remove */
