@@ -184,6 +184,12 @@ static int need_cupti(void)
 		return 0;
 	if (st != SP_HOLD_GONE)
 		return 1; /* a detach is under way: next poll */
+	/* said before the re-attach: a window may begin at the first step boundary CUPTI reports, before
+	 * this thread gets the lock back (on 2 x H200 the first trigger window came out unflagged) */
+	pthread_mutex_lock(&sp_col.lock);
+	int said = OD.uncounted;
+	OD.uncounted |= sp_col.step >= 0;
+	pthread_mutex_unlock(&sp_col.lock);
 	CUptiResult r = sp_cupti_life_reattach(&sp_col.sub);
 	if (r != CUPTI_SUCCESS) {
 		const char *msg = "?";
@@ -195,10 +201,9 @@ static int need_cupti(void)
 	}
 	sp_writer_set_pass_ns(0); /* windows close at the usual pace again */
 	pthread_mutex_lock(&sp_col.lock);
-	if (!OD.uncounted && sp_col.step >= 0)
+	if (!said && OD.uncounted)
 		sp_info("steps run while detached from CUPTI were not counted: step numbers continue from %lld",
 			(long long)sp_col.step);
-	OD.uncounted |= sp_col.step >= 0;
 	if (sp_col.cfg.device_memory || sp_col.cfg.host_malloc) {
 		/* levels are tracked from the start: allocations made while detached were not seen, so a
 		 * snapshot or a peak now would be wrong; no memory records rather than wrong ones */
