@@ -97,6 +97,7 @@ corpus_programs | while IFS='|' read -r name truth cmd skip; do
 			e=$(cat "$d/$how/exit"); [ "$e" = 0 ] && continue
 			echo "FAIL corpus-$name: the $how run exited with $e" | tee -a "$d/compare.txt"
 			grep -a -E '^segv_bt|^stepprof' "$d/$how/log" | grep -vE 'step [0-9]+ begins' | tail -40
+			echo "-- the program's own last lines (a Python traceback):"; grep -av '^stepprof' "$d/$how/log" | tail -12
 		done
 		# CORPUS_LEARN: whether the auto run learned from the hooks, and how it handed over to CUPTI
 		[ -n "${CORPUS_LEARN:-}" ] && grep -E "learn(ing|ed)? (from|with) |locked on .* while learning|launch hooks did not see|names a kernel|before the program's CUDA graph" \
