@@ -75,7 +75,7 @@ const char *sp_life_stay_reason(const struct sp_life_view *v)
 		       "all be counted while detached (detach_between = auto)";
 	if (v->busy) /* closing: said only once the next window is too close to detach for */
 		return v->steps_to_window < SP_LIFE_MIN_GAP + (v->hook_ok ? SP_LIFE_PARK_MARGIN : 0) ? sp_life_closing
-														: NULL;
+												     : NULL;
 	if (v->hook_ok && v->det_busy)
 		return sp_life_det_busy;
 	if (v->steps_to_window < SP_LIFE_MIN_GAP + (v->hook_ok ? SP_LIFE_PARK_MARGIN : 0))
