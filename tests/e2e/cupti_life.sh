@@ -355,14 +355,12 @@ grep -q "a kernel launch came that stepprof's launch hooks did not see" "$T/hook
 # hooked), at a newer version where the driver answers another one (left unhooked, and the
 # warning names that lookup), or found with dlsym on the driver's own handle (hooked, though
 # cuGetProcAddress gave the driver's other, unexported entry point before)
-hookrun hooknewer 60 \
-	LAUNCH_NEWER=1 FAKE_CUDA_LAUNCH=internal
+hookrun hooknewer 60 LAUNCH_NEWER=1 FAKE_CUDA_LAUNCH=internal
 autoparked hooknewer 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" hooks && ! grep -q "did not see\|not hooked" "$T/hooknewer/stderr" &&
 	grep -q "cuLaunchKernel at version [0-9]* is hooked: the driver answers the same function as at version 13000" "$T/hooknewer/stderr" &&
 	echo "ok   learn = hooks, cuLaunchKernel looked up at a newer version where the driver answers as at 13000: hooked, learned from it" ||
 	bad "hooknewer: $(grep -v begins "$T/hooknewer/stderr" | grep "did not see\|not hooked")"
-hookrun hooknewabi 30 \
-	LAUNCH_NEWER=1 FAKE_CUDA_LAUNCH=newabi
+hookrun hooknewabi 30 LAUNCH_NEWER=1 FAKE_CUDA_LAUNCH=newabi
 v=$(grep -o 'looked up at version [0-9]*' "$T/hooknewabi/stdout" | grep -o '[0-9]*$')
 unhooked="cuLaunchKernel at version ${v:-?} (the driver answers another function there than at version 13000"
 grep -q "learning with CUPTI all the same (a launch lookup stepprof left unhooked: $unhooked" "$T/hooknewabi/stderr" &&
@@ -372,8 +370,7 @@ grep -q "learning with CUPTI all the same (a launch lookup stepprof left unhooke
 	bad "hooknewabi: $(grep -v begins "$T/hooknewabi/stderr" | head -8)"
 # the same lookup made while learning from the hooks (a library loaded at its first use): learns
 # with CUPTI from then on
-hookrun hookmid 30 \
-	LAUNCH_NEWER_AT=1 FAKE_CUDA_LAUNCH=newabi
+hookrun hookmid 30 LAUNCH_NEWER_AT=1 FAKE_CUDA_LAUNCH=newabi
 grep -q "cannot learn from stepprof's hooks (a launch lookup stepprof left unhooked: $unhooked" "$T/hookmid/stderr" &&
 	! grep -q "did not see" "$T/hookmid/stderr" &&
 	whole hookmid &&
@@ -381,14 +378,12 @@ grep -q "cannot learn from stepprof's hooks (a launch lookup stepprof left unhoo
 	bad "hookmid: $(grep -v begins "$T/hookmid/stderr" | head -8)"
 # the same lookup made late (a library loaded at its first use), once CUPTI is attached: the proof
 # against CUPTI's launch callbacks names it
-hookrun hooklate 30 \
-	LAUNCH_NEWER_AT=10 FAKE_CUDA_LAUNCH=newabi
+hookrun hooklate 30 LAUNCH_NEWER_AT=10 FAKE_CUDA_LAUNCH=newabi
 grep -q "did not see (kernel 'adam_fake_0'; the first launch lookup stepprof left unhooked: $unhooked" "$T/hooklate/stderr" &&
 	whole hooklate &&
 	echo "ok   learn = hooks, that lookup made after the attach: the launch through it is not seen, and the warning names the lookup" ||
 	bad "hooklate: $(grep -v begins "$T/hooklate/stderr" | head -8)"
-hookrun hookdlsym 60 LAUNCH_DLSYM=1 \
-	FAKE_CUDA_LAUNCH=internal
+hookrun hookdlsym 60 LAUNCH_DLSYM=1 FAKE_CUDA_LAUNCH=internal
 autoparked hookdlsym 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" hooks && ! grep -q "did not see\|not hooked" "$T/hookdlsym/stderr" &&
 	grep -q "cuLaunchKernel by dlsym on a library's handle is hooked: the driver's own symbol, handed out as stepprof's" "$T/hookdlsym/stderr" &&
 	echo "ok   learn = hooks, cuLaunchKernel found with dlsym on the driver's handle: hooked, learned from it" ||
