@@ -142,12 +142,13 @@ def write_ini(path, out_dir, kind, pattern, sched, detach, learn=None):
             f.write(f"[cupti]\ndetach_between = {detach}\n")
 
 
-def run_process(cmd, env, log_path, timeout):
-    """Runs cmd with stdout and stderr on one pipe; returns (rc, [(t, line)]) with the arrival
-    time of every line (time.monotonic, s)."""
+def run_process(cmd, env, log_path, timeout, cpus=None):
+    """Runs cmd with stdout and stderr on one pipe, pinned to the set cpus if given; returns (rc,
+    [(t, line)]) with the arrival time of every line (time.monotonic, s)."""
     lines = []
+    pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         bufsize=1, errors="replace")
+                         bufsize=1, errors="replace", preexec_fn=pin)
     timer = threading.Timer(timeout, p.kill)
     timer.start()
     try:
@@ -347,7 +348,7 @@ def run_one(a, wl, config, rnd):
         env.update(LD_PRELOAD=os.path.join(a.build, "libstepprof-nomalloc.so"), STEPPROF_CONFIG=ini,
                    STEPPROF_VERBOSE="1")
         env.update(parse_named(a.env, "--env"))
-    rc, lines = run_process(wl["cmd"], env, os.path.join(run_dir, "output.log"), a.timeout)
+    rc, lines = run_process(wl["cmd"], env, os.path.join(run_dir, "output.log"), a.timeout, a.cpus)
     rec["stepprof"] = [l for _, l in lines if l.startswith("stepprof:") and " begins (" not in l][:12]
     rec["life"] = [l for _, l in lines if SP_LIFE.match(l)]
     if rc != 0:
@@ -427,6 +428,8 @@ def summarise(a, records):
                "phase median / the same round's unprofiled median. Spread (p10-p90) and every step: outside.json. "
                f"Settled: the between- and after-window steps but a detach's step and the {SETTLE - 1} after it "
                "and a re-attach's step and the next (the parked or detached state itself).")
+    if a.cpus:
+        out.append(f"Every process pinned to CPUs {sorted(a.cpus)}.")
     problems = [f"{r['workload']}/{r['config']}/r{r['round']}: {p}" for r in records for p in r["problems"]]
     out += ["", "Problems:" if problems else "Problems: none"] + [f"- {p}" for p in problems]
     return "\n".join(out), problems
@@ -498,6 +501,8 @@ def main():
     r.add_argument("--configs", type=lambda s: s.split(","), default=DEFAULT_CONFIGS)
     r.add_argument("--floor-lib")
     r.add_argument("--timeout", type=int, default=300, help="seconds per process")
+    r.add_argument("--cpus", type=bench.cpu_list, default=None,
+                   help="pin every process to these CPUs, e.g. 2-7 (fewer migrations; the same set for all)")
     r.add_argument("--program", action="append", help="NAME=COMMAND LINE of another workload")
     r.add_argument("--step-regex", action="append", help="NAME=REGEX: its step lines (step, ms)")
     r.add_argument("--marker", action="append", help="NAME=PATTERN: its api marker (cudaDeviceSynchronize)")

@@ -11,7 +11,8 @@
 # GRAPH=1 adds the graph workload with api-always (a window after a re-attach must keep its CUDA
 # graph kernels), LEARN=0 leaves out the learn workload (the automatic marker learning all run
 # long, against an unprofiled run; with CUPTI (auto) and from the hooks with CUPTI detached
-# (auto-hooks: [marker] learn = hooks)), OUTSIDE_ARGS for anything else outside.py run takes.
+# (auto-hooks: [marker] learn = hooks)), CPUS (e.g. 2-7: every process pinned to these CPUs, for
+# less noise between processes), OUTSIDE_ARGS for anything else outside.py run takes.
 # Exit status: 0 with no problem found, 1 otherwise (the table lists them).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -60,17 +61,18 @@ if [[ ",$WL," == *,llmc,* ]]; then
 	fi
 fi
 CF=${CONFIGS:-api,api-never,auto,once}
+PIN=(); [ -n "${CPUS:-}" ] && PIN=(--cpus "$CPUS")
 "$PY" "$ROOT/bench/outside.py" run --build "$B" --out "$OUT" --rounds "${ROUNDS:-2}" --steps "$STEPS" \
-	--workloads "$WL" --configs "$CF" "${FLOOR[@]}" "${PROG[@]}" ${OUTSIDE_ARGS:-} 2>&1 | tee "$OUT/outside.log" |
+	--workloads "$WL" --configs "$CF" "${FLOOR[@]}" "${PROG[@]}" "${PIN[@]}" ${OUTSIDE_ARGS:-} 2>&1 | tee "$OUT/outside.log" |
 	grep -v '^|' ; rc=${PIPESTATUS[0]}
 if [ "${LEARN:-1}" = 1 ]; then
 	"$PY" "$ROOT/bench/outside.py" run --build "$B" --out "$OUT/learn" --rounds "${ROUNDS:-2}" --steps "$STEPS" \
-		--workloads learn --configs auto,auto-hooks 2>&1 | tee "$OUT/learn.log" | grep -v '^|'
+		--workloads learn --configs auto,auto-hooks "${PIN[@]}" 2>&1 | tee "$OUT/learn.log" | grep -v '^|'
 	rc=$((rc | PIPESTATUS[0]))
 fi
 if [ "${GRAPH:-0}" = 1 ]; then
 	"$PY" "$ROOT/bench/outside.py" run --build "$B" --out "$OUT/graph" --rounds 1 --steps "$STEPS" \
-		--workloads graph --configs api,api-always 2>&1 | tee "$OUT/graph.log" | grep -v '^|'
+		--workloads graph --configs api,api-always "${PIN[@]}" 2>&1 | tee "$OUT/graph.log" | grep -v '^|'
 	rc=$((rc | PIPESTATUS[0]))
 	echo "== CUDA graph workload (detach_between auto keeps the subscription; always re-attaches)"
 	grep '^|' "$OUT/graph/outside.md"

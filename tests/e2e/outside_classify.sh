@@ -149,7 +149,7 @@ B=${SP_BUILD:?}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 FAKE_CUPTI_LOG=/dev/null PRINT_STEPS=1 timeout 120 /usr/bin/python3 "$R/bench/outside.py" run --build "$B" \
-	--out "$T" --rounds 1 --workloads fake --configs api,once \
+	--out "$T" --rounds 1 --workloads fake --configs api,once --cpus 0 \
 	--program "fake=env VIA_CUDART=$B/tests/e2e/libfakecudart.so $B/tests/e2e/cupti_life_driver 160 5000" \
 	--env STEPPROF_CUPTI_LIBRARY="$B/tests/e2e/libfakecupti.so" >"$T/log" 2>&1 ||
 	{ tail -20 "$T/log"; fail "outside.py run with the stand-in CUPTI exited non-zero"; }
@@ -157,6 +157,7 @@ grep -Eq '^\| fake \| api \| - \| [0-9.]+ \([0-9.]+x\) \| [0-9.]+ .* \| [0-9.]+ 
 	{ cat "$T/outside.md"; fail "the api row lacks before, inside, between or settled"; }
 grep -Eq '^\| fake \| once \| - \| [0-9.]+ .* \| [0-9.]+ .* \| - \| [0-9.]+ \([0-9.]+x\) \| [0-9.]+ \([0-9.]+x\) \|' "$T/outside.md" ||
 	{ cat "$T/outside.md"; fail "the once row lacks after or settled"; }
+grep -q '^Every process pinned to CPUs \[0\]\.' "$T/outside.md" || fail "--cpus 0 is not said under the table"
 grep -q 're-attached to CUPTI' "$T/runs/fake-api-r0/output.log" || fail "no re-attach between windows in the api run"
 grep -q 'detached from CUPTI in step' "$T/runs/fake-once-r0/output.log" || fail "no final detach in the once run"
 # each run's hold on CUPTI comes back in the output (indented under its summary line), and the step
