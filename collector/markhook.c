@@ -423,14 +423,16 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 	if (!atomic_load(&H.counting)) {
 		/* a stray only where CUPTI reports every marker call: attached, the schedule not done (after
 		 * it the marker's callbacks are off, and every call would look like one) */
-		if (w == WANT_NESTED && !sp_col.done && atomic_load(&sp_hold.state) == SP_HOLD_ATTACHED) {
+		bool reported = !sp_col.done && atomic_load(&sp_hold.state) == SP_HOLD_ATTACHED;
+		if (w == WANT_NESTED && reported) {
 			int i = site((uintptr_t)from, 1);
 			if (i >= 0)
 				atomic_fetch_add(&S[i].bad, 1);
 			atomic_fetch_add(&H.stray, 1);
 			stray_check();
 		}
-		W.watch = w == WANT_MARKER; /* CUPTI must report it as a marker call before it ends */
+		/* CUPTI must report it as a marker call before it ends (where it reports them: as above) */
+		W.watch = w == WANT_MARKER && reported;
 		W.reported = 0;
 		return fn;
 	}

@@ -310,6 +310,13 @@ parked hookstray 3 9 10 11 21 22 23 33 34 35 45 46 47 &&
 MARKER=cuCtxSynchronize run drvinner 8,1,3,0 auto 48 VIA_DRIVER="$FAKECUDA" STRAY_AT=0 STRAY_ALL=1 RT_CBID=5
 parked drvinner 0 9 10 11 21 22 23 33 34 35 45 46 47 && grep -q "was not a marker call for CUPTI" "$T/drvinner/stderr" &&
 	echo "ok   a driver marker whose function the runtime also calls inside its own calls: never parked, every step numbered"
+# the schedule done (its marker callbacks off), not yet detached: a marker call then is no call
+# "CUPTI did not count" (said falsely on 2 x H200, trigger.sh detached-1gpu, in 1 ms steps)
+STEP_US=300 run donewatch 5,0,2,1 auto 60 VIA_CUDART="$FAKERT"
+! grep -q "was not a marker call for CUPTI" "$T/donewatch/stderr" &&
+	grep -q "detached from CUPTI in step [0-9]* (the schedule is done)" "$T/donewatch/stderr" &&
+	echo "ok   marker calls after the schedule is done, before the detach: not taken for calls CUPTI missed" ||
+	bad "donewatch: $(grep -v begins "$T/donewatch/stderr" | head -6)"
 mkdir -p "$T/staticoff"
 STEPPROF_PROFILE_ENABLED=0 LD_PRELOAD="$PRE" VIA_DRIVER="$FAKECUDA" PRINT_STEPS=1 timeout 60 \
 	"$B/tests/e2e/cupti_life_driver" 5 1000 >"$T/staticoff/stdout" 2>"$T/staticoff/stderr"
