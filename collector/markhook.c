@@ -57,6 +57,7 @@ static struct {
 	uint32_t probes;                 /* auto: the detector's probes said so far (writer thread) */
 	_Atomic int counting;            /* the hooks count marker calls (stepprof is detached) */
 	_Atomic bool need_attach;        /* a marker call waits for the re-attach before its window */
+	_Atomic bool disarmed;           /* detached for good: the hooks see nothing (sp_hook_disarm) */
 	_Atomic unsigned seen, unseen;   /* marker calls CUPTI reported inside / outside a hook */
 	_Atomic unsigned nested;         /* ... of which proven by a nested driver call (the runtime unseen) */
 	_Atomic unsigned stray;          /* nested driver calls made outside a marker call */
@@ -260,6 +261,7 @@ int sp_hook_cupti_anchor(uint32_t name)
 void sp_hook_disarm(void)
 {
 	sp_hooklearn_end(0);
+	atomic_store(&H.disarmed, true);
 	for (int i = 0; i < SP_HOOK_N; i++)
 		atomic_store(&H.want[i], WANT_NONE);
 }
@@ -268,6 +270,10 @@ int sp_hook_cupti_marker(void)
 {
 	if (sp_thr.hook_counted)
 		return 1;
+	/* disarmed (an on-demand window after the final detach): the hooks are not watching, so a
+	 * marker call CUPTI reports says nothing about them */
+	if (atomic_load_explicit(&H.disarmed, memory_order_relaxed))
+		return 0;
 	if (sp_thr.hook_depth > 0) {
 		atomic_fetch_add_explicit(&H.seen, 1, memory_order_relaxed);
 		W.reported = 1;

@@ -18,7 +18,8 @@
  * Init, once, after the markers are set up. */
 void sp_hook_arm(void);
 /* CUPTI reports the outermost call of an api marker on this thread: returns 1 if a hook counted
- * it already (the callback must not), else 0; notes whether it came through a hook (the proof). */
+ * it already (the callback must not), else 0; notes whether it came through a hook (the proof),
+ * except once the hooks are disarmed (sp_hook_disarm: they watch nothing then). */
 int sp_hook_cupti_marker(void);
 /* Automatic detection: the hooks follow its anchor call `anchor` (interned; 0: none, learning or
  * locked on something the hooks do not see): a hooked CUDA call other than a graph launch is

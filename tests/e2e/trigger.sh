@@ -80,14 +80,18 @@ for k in sorted(wins):
 '
 }
 
-# 1. after the schedule's last window: detached for good; a job trigger re-attaches
-start detached 2,0,1,1 150
+# 1. after the schedule's last window: detached for good; a job trigger re-attaches (marker calls
+# through a stand-in libcudart: the hooks, disarmed by then, must not be judged by the calls CUPTI
+# reports in the on-demand window)
+DRIVER_ENV="VIA_CUDART=$B/tests/e2e/libfakecudart.so" start detached 2,0,1,1 150
 ready detached && sleep 0.3
 "$B/stepprof" trigger --steps 3 --wait --timeout 10 --job "$T/detached/out" >"$T/detached/trigger" 2>&1
 rc=$?
 wait "$(cat "$T/detached/pid")"
 grep -q 'reached (armed' "$T/detached/trigger" && grep -q 'window 1 written, steps' "$T/detached/trigger" && [ $rc = 0 ] ||
 	bad "detached: trigger said (rc $rc): $(cat "$T/detached/trigger")"
+! grep -q "came without going through stepprof's hooks" "$T/detached/stderr" ||
+	bad "detached: the disarmed hooks were judged by the on-demand window's marker calls"
 w=$(windows detached)
 /usr/bin/python3 - "$w" "$T/detached/log" <<'PY' && echo "ok   repeat exhausted, detached: trigger re-attaches, records 3 whole steps (origin trigger, uncounted), detaches again" || bad "detached: windows: $w; $(grep -c subscribe "$T/detached/log") subscriptions"
 import sys
