@@ -331,6 +331,28 @@ fi
 # the hooked syncs, with no CUPTI subscription until it locks; then the run goes on as autopark's
 # whole NAME: the first two windows' steps (9-11, 21-23) each hold their 20 kernels
 whole() { [ "$(grep -cE '^(9|10|11|21|22|23) +[0-9]+ .* 20 ' "$T/$1/steps")" = 6 ]; }
+# saidwhole NAME OK PATTERN...: NAME's stderr matches every PATTERN (a leading '!': matches none of
+# it) and its first two windows are whole (whole); prints "ok   OK"
+saidwhole() {
+	local name=$1 ok=$2 pat
+	shift 2
+	for pat in "$@"; do
+		if [ "${pat:0:1}" = '!' ]; then
+			grep -q "${pat:1}" "$T/$name/stderr" && break
+		else
+			grep -q "$pat" "$T/$name/stderr" || break
+		fi
+		pat=
+	done
+	[ -z "$pat" ] && whole "$name" && echo "ok   $ok" || bad "$name: $(grep -v begins "$T/$name/stderr" | head -8)"
+}
+# hooked NAME SAID OK: NAME learned from the hooks and parked (autoparked), no launch unseen and no
+# lookup left unhooked, and its stderr says SAID (a grep pattern); prints "ok   OK"
+hooked() {
+	autoparked "$1" 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" hooks && ! grep -q "did not see\|not hooked" "$T/$1/stderr" &&
+		grep -q "$2" "$T/$1/stderr" && echo "ok   $3" ||
+		bad "$1: $(grep -v begins "$T/$1/stderr" | grep "did not see\|not hooked")"
+}
 # hookrun NAME STEPS [ENV...]: the automatic marker learning from the hooks ([marker] learn = hooks)
 # on the stand-in runtime and driver, 20 launches a step, schedule 8,1,3,0 (auto)
 hookrun() {
@@ -353,53 +375,38 @@ grep -q "graph capture with CUPTI subscribed: 1" "$T/hookgraph/stdout" &&
 	echo "ok   learn = hooks, a graph capture while learning: CUPTI attached before the capture began, never parked, windows whole" ||
 	bad "hookgraph: $(cat "$T/hookgraph/stdout"; grep -v begins "$T/hookgraph/stderr" | head -8)"
 hookrun hookbypass 30 LAUNCH_BYPASS_AT=10
-grep -q "a kernel launch came that stepprof's launch hooks did not see" "$T/hookbypass/stderr" &&
-	whole hookbypass &&
-	echo "ok   learn = hooks, a launch the hooks did not see (after the attach): said, learning with CUPTI from then on" ||
-	bad "hookbypass: $(grep -v begins "$T/hookbypass/stderr" | head -8)"
+saidwhole hookbypass "learn = hooks, a launch the hooks did not see (after the attach): said, learning with CUPTI from then on" \
+	"a kernel launch came that stepprof's launch hooks did not see"
 # the launch function as cuBLAS(Lt) may get it: looked up at a version newer than stepprof's cuda.h
 # (the driver answers the same unexported function as at the newest version stepprof knows:
 # hooked), at a newer version where the driver answers another one (left unhooked, and the
 # warning names that lookup), or found with dlsym on the driver's own handle (hooked, though
 # cuGetProcAddress gave the driver's other, unexported entry point before)
 hookrun hooknewer 60 LAUNCH_NEWER=1 FAKE_CUDA_LAUNCH=internal
-autoparked hooknewer 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" hooks && ! grep -q "did not see\|not hooked" "$T/hooknewer/stderr" &&
-	grep -q "cuLaunchKernel at version [0-9]* is hooked: the driver answers the same function as at version 13000" "$T/hooknewer/stderr" &&
-	echo "ok   learn = hooks, cuLaunchKernel looked up at a newer version where the driver answers as at 13000: hooked, learned from it" ||
-	bad "hooknewer: $(grep -v begins "$T/hooknewer/stderr" | grep "did not see\|not hooked")"
+hooked hooknewer "cuLaunchKernel at version [0-9]* is hooked: the driver answers the same function as at version 13000" \
+	"learn = hooks, cuLaunchKernel looked up at a newer version where the driver answers as at 13000: hooked, learned from it"
 hookrun hooknewabi 30 LAUNCH_NEWER=1 FAKE_CUDA_LAUNCH=newabi
 v=$(grep -o 'looked up at version [0-9]*' "$T/hooknewabi/stdout" | grep -o '[0-9]*$')
 unhooked="cuLaunchKernel at version ${v:-?} (the driver answers another function there than at version 13000"
-grep -q "learning with CUPTI all the same (a launch lookup stepprof left unhooked: $unhooked" "$T/hooknewabi/stderr" &&
-	grep -q "stepprof: cuLaunchKernel at version ${v:-?} is not hooked: the driver answers another function" "$T/hooknewabi/stderr" &&
-	whole hooknewabi &&
-	echo "ok   learn = hooks, cuLaunchKernel at a newer version with another function there: unhooked, said, learned with CUPTI" ||
-	bad "hooknewabi: $(grep -v begins "$T/hooknewabi/stderr" | head -8)"
+saidwhole hooknewabi "learn = hooks, cuLaunchKernel at a newer version with another function there: unhooked, said, learned with CUPTI" \
+	"learning with CUPTI all the same (a launch lookup stepprof left unhooked: $unhooked" \
+	"stepprof: cuLaunchKernel at version ${v:-?} is not hooked: the driver answers another function"
 # the same lookup made while learning from the hooks (a library loaded at its first use): learns
 # with CUPTI from then on
 hookrun hookmid 30 LAUNCH_NEWER_AT=1 FAKE_CUDA_LAUNCH=newabi
-grep -q "cannot learn from stepprof's hooks (a launch lookup stepprof left unhooked: $unhooked" "$T/hookmid/stderr" &&
-	! grep -q "did not see" "$T/hookmid/stderr" &&
-	whole hookmid &&
-	echo "ok   learn = hooks, that lookup made while learning: learning with CUPTI from then on, said, windows whole" ||
-	bad "hookmid: $(grep -v begins "$T/hookmid/stderr" | head -8)"
+saidwhole hookmid "learn = hooks, that lookup made while learning: learning with CUPTI from then on, said, windows whole" \
+	"cannot learn from stepprof's hooks (a launch lookup stepprof left unhooked: $unhooked" '!did not see'
 # the same lookup made late (a library loaded at its first use), once CUPTI is attached: the proof
 # against CUPTI's launch callbacks names it
 hookrun hooklate 30 LAUNCH_NEWER_AT=10 FAKE_CUDA_LAUNCH=newabi
-grep -q "did not see (kernel 'adam_fake_0'; the first launch lookup stepprof left unhooked: $unhooked" "$T/hooklate/stderr" &&
-	whole hooklate &&
-	echo "ok   learn = hooks, that lookup made after the attach: the launch through it is not seen, and the warning names the lookup" ||
-	bad "hooklate: $(grep -v begins "$T/hooklate/stderr" | head -8)"
+saidwhole hooklate "learn = hooks, that lookup made after the attach: the launch through it is not seen, and the warning names the lookup" \
+	"did not see (kernel 'adam_fake_0'; the first launch lookup stepprof left unhooked: $unhooked"
 hookrun hookdlsym 60 LAUNCH_DLSYM=1 FAKE_CUDA_LAUNCH=internal
-autoparked hookdlsym 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" hooks && ! grep -q "did not see\|not hooked" "$T/hookdlsym/stderr" &&
-	grep -q "cuLaunchKernel by dlsym on a library's handle is hooked: the driver's own symbol, handed out as stepprof's" "$T/hookdlsym/stderr" &&
-	echo "ok   learn = hooks, cuLaunchKernel found with dlsym on the driver's handle: hooked, learned from it" ||
-	bad "hookdlsym: $(grep -v begins "$T/hookdlsym/stderr" | grep "did not see\|not hooked")"
+hooked hookdlsym "cuLaunchKernel by dlsym on a library's handle is hooked: the driver's own symbol, handed out as stepprof's" \
+	"learn = hooks, cuLaunchKernel found with dlsym on the driver's handle: hooked, learned from it"
 hookrun hooknonames 30 FAKE_CUDA_NO_NAMES=1
-grep -q "cannot learn from stepprof's hooks (the driver does not name kernels" "$T/hooknonames/stderr" &&
-	whole hooknonames &&
-	echo "ok   learn = hooks, a driver without cuFuncGetName: said, learned with CUPTI, windows whole" ||
-	bad "hooknonames: $(grep -v begins "$T/hooknonames/stderr" | head -8)"
+saidwhole hooknonames "learn = hooks, a driver without cuFuncGetName: said, learned with CUPTI, windows whole" \
+	"cannot learn from stepprof's hooks (the driver does not name kernels"
 mkdir -p "$T/hookoff"
 STEPPROF_PROFILE_ENABLED=0 STEPPROF_MARKER_LEARN=hooks LD_PRELOAD="$PRE" VIA_DRIVER="$FAKECUDA" LAUNCHES=20 PRINT_STEPS=1 \
 	timeout 60 "$B/tests/e2e/cupti_life_driver" 5 1000 >"$T/hookoff/stdout" 2>"$T/hookoff/stderr"
