@@ -294,9 +294,9 @@ static void say_held(const struct sp_life_view *v, int64_t step)
 	if (why != L.held) {
 		L.held = why;
 		L.held_step = step;
-		bool again = why == sp_life_closing && L.said_closing; /* each gap would say it: once */
-		L.said_closing |= why == sp_life_closing;
-		if (why && why != sp_life_not_fresh && why != sp_life_det_busy && !again) /* these two come and go */
+		if (why == sp_life_closing)
+			sp_cupti_life_overlap(); /* each gap would say it: once a run */
+		else if (why && why != sp_life_not_fresh && why != sp_life_det_busy) /* these two come and go */
 			sp_info("not detaching from CUPTI between windows in step %lld: %s", (long long)step, why);
 	} else if (why == sp_life_not_fresh && step == L.held_step + 2) {
 		sp_info("not detaching from CUPTI between windows in steps %lld-%lld: %s (no tick of the writer "
