@@ -23,7 +23,9 @@ then wait W, warmup 1, active A, repeat 0), and each run also gets a paired rati
 machine's regimes between processes cannot blur: the median step inside windows (away from their
 edges) over the median step outside them (away from the warmup and the save), in one process.
 Comparing that ratio between two configurations (host_malloc on and off, say) gives what the
-difference costs inside a window.
+difference costs inside a window. The cupti-* configurations cycle as well (CUPTI_FLOOR_CYCLE: the
+worker turns the floor on for the warmup and recorded steps and detaches it, cuptiFinalize, for
+the others), so their paired ratio is the floor's cost inside a window on the same terms.
 A stepprof configuration may carry settings: sp-window+activities.runtime_api=false runs
 sp-window with STEPPROF_ACTIVITIES_RUNTIME_API=false. With activities.host_malloc=true the host
 allocation events per recorded step are counted (host_events column); with host_malloc_min=1 as
@@ -116,6 +118,12 @@ def worker(a):
     else:
         import mlp_train
         step = mlp_train.make_step()
+    floor_set, on_steps = None, set()
+    if os.environ.get("CUPTI_FLOOR_CYCLE"):  # the CUPTI floor, on in the steps stepprof would record
+        import ctypes
+        floor_set = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).cupti_floor_set
+        skip, wait, active = (int(v) for v in os.environ["CUPTI_FLOOR_CYCLE"].split(","))
+        on_steps = cycle_steps(skip, (wait, active), a.steps, warmup=True)
     prof = None
     if a.torch_profiler:
         import mlp_train
@@ -125,7 +133,9 @@ def worker(a):
             on_trace_ready=mlp_train.trace_exporter(a.torch_profiler))
         prof.start()
     t, issue = [time.perf_counter()], []
-    for _ in range(a.steps):
+    for i in range(a.steps):
+        if floor_set and floor_set(int(i in on_steps)):
+            sys.exit("bench: cupti_floor_set failed (see cupti_floor's line above)")
         step()
         issue.append((time.perf_counter() - t[-1]) * 1e3)  # launches issued, GPU maybe still busy
         torch.cuda.synchronize()
@@ -201,6 +211,16 @@ def host_event_stats(build, trace_file, run_dir):
     return {"host_events_per_step": events / steps, "dropped": dropped}
 
 
+def cycle_steps(skip, cycle, total, warmup=False):
+    """The steps (0-based, as the worker counts them) a --cycle schedule records: skip_first skip,
+    then cycles of W unrecorded steps, 1 warmup and A recorded, torch.profiler's semantics; with
+    warmup=True the warmup steps too."""
+    wait, active = cycle
+    period = wait + 1 + active
+    return {i for i in range(skip, total)
+            if (i - skip) % period >= wait + (0 if warmup else 1) and (i - skip) // period < CYCLES}
+
+
 def in_out(times, recorded, skip):
     """--cycle: {"in_out": median step inside windows / median step outside} in one run. Inside:
     recorded steps whose neighbours are recorded too; outside: steps after skip + 2 with no recorded
@@ -248,6 +268,8 @@ def run_one(a, workload, config, rnd):
                 "--active", str(a.active)]
     elif config in FLOOR_MODES:
         env.update(CUDA_INJECTION64_PATH=a.floor_lib, CUPTI_FLOOR_MODE=FLOOR_MODES[config])
+        if a.cycle:
+            env["CUPTI_FLOOR_CYCLE"] = f"{a.skip},{a.cycle[0]},{a.cycle[1]}"
     rec = {"workload": workload, "config": config, "round": rnd, "problems": []}
     try:
         pin = (lambda: os.sched_setaffinity(0, a.cpus)) if a.cpus else None
@@ -305,6 +327,10 @@ def run_one(a, workload, config, rnd):
             rec["problems"].append(rec["trace"]["error"])
     elif config in FLOOR_MODES and f"cupti_floor: mode {FLOOR_MODES[config]} enabled" not in err:
         rec["problems"].append("the CUPTI floor library did not load (no 'cupti_floor: mode' line)")
+    elif config in FLOOR_MODES and a.cycle:
+        rec.update(in_out(t, cycle_steps(a.skip, a.cycle, a.total), a.skip))
+        if "in_out" not in rec:
+            rec["problems"].append("too few steps inside or outside the windows for a paired ratio")
     return rec
 
 

@@ -10,6 +10,10 @@
  *                     tracer pays that records launches through callbacks, before doing any work)
  *   act               kernel + RUNTIME and DRIVER activity records (Kineto's way)
  *   ts                kernel, stamped through a timestamp callback reading CLOCK_MONOTONIC
+ * With CUPTI_FLOOR_CYCLE set (bench.py --cycle), nothing is enabled at cuInit: the program turns
+ * the mode on and off between its steps through cupti_floor_set(), off being stepprof's detach
+ * (disable, flush, unsubscribe, cuptiFinalize), so that one process gives the floor's own paired
+ * ratio of steps inside windows over steps outside them.
  * It never exits or aborts the host process; at exit it prints how much CUPTI delivered.
  * Build: gcc -O2 -shared -fPIC -I$CUDA/include cupti_floor.c -o libcuptifloor.so -L$CUDA/lib64 -lcupti */
 #include <cupti.h>
@@ -25,6 +29,12 @@ static struct {
 	uint64_t buffers;       /* buffers CUPTI handed back */
 	uint64_t bytes;         /* valid record bytes in them (dropped unread) */
 } floor_g;
+
+static struct {
+	int kernel, subscribe, callbacks, api_records, clock; /* what the mode turns on */
+	int on;                                               /* turned on (cycle: by cupti_floor_set) */
+	CUpti_SubscriberHandle sub;
+} F;
 
 /* runs on a CUPTI thread. On allocation failure hands CUPTI no buffer (it drops records). */
 static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_records)
@@ -46,7 +56,8 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
 /* Flushes what CUPTI still holds and prints the totals. This function can't fail. */
 static void report_at_exit(void)
 {
-	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	if (F.on)
+		cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	fprintf(stderr, "cupti_floor: %llu buffers, %llu record bytes dropped\n", (unsigned long long)floor_g.buffers,
 		(unsigned long long)floor_g.bytes);
 }
@@ -88,46 +99,94 @@ static CUptiResult enable_launch_callbacks(CUpti_SubscriberHandle sub)
 	return r;
 }
 
+/* Prints CUPTI's error for what and returns r. This function can't fail. */
+static CUptiResult said(CUptiResult r, const char *what)
+{
+	const char *msg = NULL;
+	if (r != CUPTI_SUCCESS) {
+		cuptiGetResultString(r, &msg);
+		fprintf(stderr, "cupti_floor: %s: CUPTI error %d: %s\n", what, (int)r, msg ? msg : "?");
+	}
+	return r;
+}
+
+/* Turns on what the mode wants. On a CUPTI error returns it (said), with part of it maybe on. */
+static CUptiResult floor_on(void)
+{
+	CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+	if (r == CUPTI_SUCCESS && F.clock)
+		r = cuptiActivityRegisterTimestampCallback(monotonic_ns);
+	if (r == CUPTI_SUCCESS && F.subscribe)
+		r = cuptiSubscribe(&F.sub, empty_callback, NULL);
+	if (r == CUPTI_SUCCESS && F.callbacks)
+		r = enable_launch_callbacks(F.sub);
+	if (r == CUPTI_SUCCESS && F.kernel)
+		r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	if (r == CUPTI_SUCCESS && F.api_records)
+		r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
+	if (r == CUPTI_SUCCESS && F.api_records)
+		r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
+	F.on = r == CUPTI_SUCCESS;
+	return said(r, "turning on");
+}
+
+/* stepprof's detach: everything off, records flushed (and dropped), CUPTI finalised. On a CUPTI
+ * error returns it (said). */
+static CUptiResult floor_off(void)
+{
+	CUptiResult r = CUPTI_SUCCESS;
+	if (F.kernel)
+		r = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	if (r == CUPTI_SUCCESS && F.api_records)
+		r = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+	if (r == CUPTI_SUCCESS && F.api_records)
+		r = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
+	if (r == CUPTI_SUCCESS)
+		r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	if (r == CUPTI_SUCCESS && F.subscribe)
+		r = cuptiUnsubscribe(F.sub);
+	if (r == CUPTI_SUCCESS)
+		r = cuptiFinalize();
+	F.on = 0;
+	return said(r, "turning off");
+}
+
+/* Cycle mode: turns the mode on (1) or off (0) between two steps of the program, never from
+ * inside a CUDA call. Returns 0, or -1 on a CUPTI error (said; the floor stays off from then). */
+__attribute__((visibility("default"))) int cupti_floor_set(int on)
+{
+	static int broken;
+	if (broken || !on == !F.on)
+		return broken ? -1 : 0;
+	broken = (on ? floor_on() : floor_off()) != CUPTI_SUCCESS;
+	if (broken && F.on)
+		floor_off();
+	return broken ? -1 : 0;
+}
+
 /* Called by the CUDA driver at cuInit. On a CUPTI error prints it and returns 0 with nothing
  * enabled (the process runs on unprofiled). */
 __attribute__((visibility("default"))) int InitializeInjection(void)
 {
-	const char *msg = NULL, *mode = getenv("CUPTI_FLOOR_MODE");
-	static CUpti_SubscriberHandle sub;
-	int kernel = 1, subscribe = 0, callbacks = 0, api_records = 0, clock = 0;
+	const char *mode = getenv("CUPTI_FLOOR_MODE"), *cycle = getenv("CUPTI_FLOOR_CYCLE");
+	F.kernel = 1;
 	if (!mode || !*mode)
 		mode = "kernel";
 	if (!strcmp(mode, "sub"))
-		kernel = 0, subscribe = 1;
+		F.kernel = 0, F.subscribe = 1;
 	else if (!strcmp(mode, "cb"))
-		subscribe = callbacks = 1;
+		F.subscribe = F.callbacks = 1;
 	else if (!strcmp(mode, "act"))
-		api_records = 1;
+		F.api_records = 1;
 	else if (!strcmp(mode, "ts"))
-		clock = 1;
+		F.clock = 1;
 	else if (strcmp(mode, "kernel")) {
 		fprintf(stderr, "cupti_floor: unknown CUPTI_FLOOR_MODE %s (kernel, sub, cb, act, ts)\n", mode);
 		return 0;
 	}
-	CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
-	if (r == CUPTI_SUCCESS && clock)
-		r = cuptiActivityRegisterTimestampCallback(monotonic_ns);
-	if (r == CUPTI_SUCCESS && subscribe)
-		r = cuptiSubscribe(&sub, empty_callback, NULL);
-	if (r == CUPTI_SUCCESS && callbacks)
-		r = enable_launch_callbacks(sub);
-	if (r == CUPTI_SUCCESS && kernel)
-		r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-	if (r == CUPTI_SUCCESS && api_records)
-		r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
-	if (r == CUPTI_SUCCESS && api_records)
-		r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
-	if (r != CUPTI_SUCCESS) {
-		cuptiGetResultString(r, &msg);
-		fprintf(stderr, "cupti_floor: CUPTI error %d: %s\n", (int)r, msg ? msg : "?");
+	if (!(cycle && *cycle) && floor_on() != CUPTI_SUCCESS)
 		return 0;
-	}
 	atexit(report_at_exit);
-	fprintf(stderr, "cupti_floor: mode %s enabled\n", mode);
+	fprintf(stderr, "cupti_floor: mode %s enabled%s\n", mode, cycle && *cycle ? " (cycled by the program)" : "");
 	return 1;
 }
