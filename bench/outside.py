@@ -21,9 +21,9 @@ one (a window after a detach and re-attach must miss none, CUDA graph kernels in
 
 Configurations (stepprof's schedule; the api marker pattern is the workload's):
   api         api marker, wait 20 / warmup 1 / active 20 / repeat 0, [cupti] detach_between = auto
-              (detach and re-attach between windows unless the program made a CUDA graph)
+              (detach and re-attach between windows; never once the program made a CUDA graph)
   api-never   the same with detach_between = never (the default: stay subscribed between windows)
-  api-always  the same with detach_between = always (detach and re-attach, CUDA graphs or not)
+  api-always  the same with detach_between = always (detach and re-attach, but for CUDA graphs)
   auto        auto marker, same cycles
   once        api marker, wait 100 / warmup 1 / active 20 / repeat 1, then nothing
 Built-in workloads (python3 outside.py worker NAME): add (2000 tiny add_ kernels and one
@@ -315,12 +315,14 @@ def check_boundaries(lines, wl, marker, once):
 
 def check_life(life, config, workload, steps):
     """Problems with stepprof's hold on CUPTI between windows: a configuration that may detach and
-    re-attach there (detach_between auto without CUDA graphs, or always) and ran steps between
-    windows must show a re-attach or say why it stayed; a marker call possibly missed while
-    detached is one too."""
+    re-attach there (detach_between auto or always, no CUDA graph) and ran steps between windows
+    must show a re-attach or say why it stayed; a marker call possibly missed while detached is one
+    too, and so is any detach of a program that made a CUDA graph (cuptiFinalize breaks them)."""
     detach = CONFIGS[config][2]
-    want = detach == "always" or (detach == "auto" and workload != "graph")
+    want = detach in ("always", "auto") and workload != "graph"
     problems = []
+    if workload == "graph" and any("detached from CUPTI" in l for l in life):
+        problems.append("detached from CUPTI although the program made a CUDA graph")
     said = any("re-attached to CUPTI" in l or l.startswith("stepprof: not detaching") for l in life)
     if want and any(p == "between" for _, _, p, _, _ in steps) and not said:
         problems.append("no detach between windows (the stepprof lines under the run say why)")

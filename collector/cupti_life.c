@@ -296,6 +296,9 @@ static void say_held(const struct sp_life_view *v, int64_t step)
 		L.held_step = step;
 		if (why == sp_life_closing)
 			sp_cupti_life_overlap(); /* each gap would say it: once a run */
+		else if (why == sp_life_graphs)
+			sp_info("not detaching from CUPTI in step %lld%s: %s", (long long)step,
+				v->done ? " (the schedule is done)" : "", why);
 		else if (why && why != sp_life_not_fresh && why != sp_life_det_busy) /* these two come and go */
 			sp_info("not detaching from CUPTI between windows in step %lld: %s", (long long)step, why);
 	} else if (why == sp_life_not_fresh && step == L.held_step + 2) {

@@ -145,7 +145,7 @@ CUptiResult sp_cupti_life_reattach(CUpti_SubscriberHandle *sub);
 int sp_cupti_life_activity_ready(void);
 /* Notes that an activity kind is being enabled (the instance now leaves a cost behind). */
 void sp_cupti_life_dirty(void);
-/* Notes that the program created a CUDA graph (auto keeps the subscription from then on). */
+/* Notes that the program created a CUDA graph (stepprof stays subscribed from then on: life.c). */
 void sp_cupti_life_graph(void);
 /* A window was written only after the next one began: says once (STEPPROF_VERBOSE) that there was
  * nothing to detach for. Writer thread. This function can't fail. */

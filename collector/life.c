@@ -6,12 +6,14 @@
 
 /* Rules, in order:
  * 1. busy (collecting, a window not yet written, activity kinds on): stay. Records still arrive.
- * 2. the schedule is done: detach for good (any policy: nothing will ever be recorded again).
- * 3. CUPTI is clean (no activity kind since it was last initialised): stay, nothing to remove.
- * 4. detach_between = never, or cycling was stopped: stay.
- * 5. detach_between = auto, and the program made a CUDA graph (kernels of graphs created before
- *    a re-attach may be invisible to the new CUPTI) or the marker is NVTX (its injection is
- *    CUPTI's and is not re-armed by a new subscription): stay.
+ * 2. the program made a CUDA graph: stay, for the rest of the run, whatever the policy. After
+ *    cuptiFinalize the later replays of graphs that torch captured under CUPTI fail with
+ *    "unspecified launch failure" (H100, CUDA 13.0, driver 580: tests/gpu/graph_detach.sh), and
+ *    kernels of graphs created before a re-attach may be invisible to the new CUPTI.
+ * 3. the schedule is done: detach for good (any policy: nothing will ever be recorded again).
+ * 4. CUPTI is clean (no activity kind since it was last initialised): stay, nothing to remove.
+ * 5. detach_between = never, or cycling was stopped: stay; detach_between = auto and the marker
+ *    is NVTX (its injection is CUPTI's and is not re-armed by a new subscription): stay.
  * 6. detach_between = auto, and not every marker call is known to come through the preload's
  *    hooks (a runtime linked in statically, a marker that is not a hooked CUDA call): stay, since
  *    only a park numbers every step for sure.
@@ -33,13 +35,13 @@ enum sp_life_act sp_life_decide(const struct sp_life_view *v)
 		       : v->busy || (v->det_busy && !v->hook_learn) || v->steps_to_window < SP_LIFE_UNPARK_AT
 			       ? SP_LIFE_UNPARK
 			       : SP_LIFE_STAY;
-	if (v->busy)
+	if (v->busy || v->graphs)
 		return SP_LIFE_STAY;
 	if (v->done)
 		return SP_LIFE_DETACH;
 	if (!v->dirty || v->stopped || v->policy == SP_DETACH_NEVER)
 		return SP_LIFE_STAY;
-	if (v->policy == SP_DETACH_AUTO && (v->graphs || v->marker == SP_MARK_NVTX))
+	if (v->policy == SP_DETACH_AUTO && v->marker == SP_MARK_NVTX)
 		return SP_LIFE_STAY;
 	if (v->policy == SP_DETACH_AUTO && !v->hook_ok)
 		return SP_LIFE_STAY;
@@ -58,16 +60,22 @@ const char sp_life_too_close[] = "the next window is too close";
 const char sp_life_closing[] = "the last window was still being written when the next one came close (its steps are "
 			       "shorter than a window takes to close: nothing to detach for)";
 
+const char sp_life_graphs[] = "the program created a CUDA graph, and graphs captured under CUPTI fail after "
+			      "cuptiFinalize (their replays end in 'unspecified launch failure'): stepprof stays "
+			      "subscribed, with nothing enabled outside windows, for the rest of the run";
+
 const char *sp_life_stay_reason(const struct sp_life_view *v)
 {
-	if (v->parked || (v->busy && !v->closing) || v->done || !v->dirty)
+	if (v->parked || (v->busy && !v->closing))
+		return NULL;
+	if (v->graphs && !v->busy && (v->done || v->dirty))
+		return sp_life_graphs;
+	if (v->done || !v->dirty)
 		return NULL;
 	if (v->stopped)
 		return "detaching between windows was stopped (see the warning above)";
 	if (v->policy == SP_DETACH_NEVER)
 		return "detach_between = never";
-	if (v->policy == SP_DETACH_AUTO && v->graphs)
-		return "the program created a CUDA graph (detach_between = auto)";
 	if (v->policy == SP_DETACH_AUTO && v->marker == SP_MARK_NVTX)
 		return "the marker is NVTX (detach_between = auto)";
 	if (v->policy == SP_DETACH_AUTO && !v->hook_ok)

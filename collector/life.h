@@ -53,6 +53,8 @@ enum sp_life_act sp_life_decide(const struct sp_life_view *v);
 const char *sp_life_stay_reason(const struct sp_life_view *v);
 /* The reasons that change from one tick to the next (sp_life_stay_reason returns these pointers). */
 extern const char sp_life_not_fresh[], sp_life_too_close[], sp_life_det_busy[], sp_life_closing[];
+/* The reason that holds CUPTI for the rest of the run once the program made a CUDA graph. */
+extern const char sp_life_graphs[];
 /* "stay", "cycle", "detach"; "?" for another value. This function can't fail. */
 const char *sp_life_act_name(unsigned act);
 /* Steps after `step` before the next one whose action is not NONE (0: the next step records or

@@ -111,7 +111,10 @@ assert outside.check_life([], "api", "add", btw) == ["no detach between windows 
 assert outside.check_life(att, "api", "add", btw) == []
 assert outside.check_life([], "api", "add", [(50, 10.0, "inside", 45, "RECORD")]) == []
 assert outside.check_life([], "api-never", "add", btw) == [] and outside.check_life([], "api", "graph", btw) == []
-assert outside.check_life([], "api-always", "graph", btw) != []
+assert outside.check_life([], "api-always", "graph", btw) == []  # a CUDA graph: never detach, any policy
+assert outside.check_life(["stepprof: detached from CUPTI in step 121 (the schedule is done) in 2 ms"], "once", "graph", btw) \
+    == ["detached from CUPTI although the program made a CUDA graph"]
+assert outside.check_life(["stepprof: detached from CUPTI in step 121 (the schedule is done) in 2 ms"], "once", "add", btw) == []
 p = outside.check_life(att + ["stepprof: the detach outlasted ...: a step boundary may have been missed while detached"], "auto", "add", btw)
 assert p == ["a marker call may have been missed while detached"], p
 # boundaries: a built-in workload with 200 printed steps must begin stepprof steps 0-199

@@ -39,13 +39,19 @@ static void test_decide(void **state)
 		v.done = true;
 		assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
 		/* the schedule is done and every window written: detach for good, with any policy, even
-		 * when clean, stopped, graphs in use, or not at a step start */
+		 * when clean, stopped, or not at a step start */
 		v = (struct sp_life_view){ .policy = (enum sp_detach_policy)p,
 					   .done = true,
 					   .stopped = true,
-					   .graphs = true,
 					   .marker = SP_MARK_NVTX };
 		assert_int_equal(sp_life_decide(&v), SP_LIFE_DETACH);
+		assert_null(sp_life_stay_reason(&v));
+		/* ... but never once the program made a CUDA graph (cuptiFinalize breaks its replays) */
+		v.graphs = true;
+		assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+		assert_ptr_equal(sp_life_stay_reason(&v), sp_life_graphs);
+		v.busy = v.closing = true; /* the last window still being written: said once it is */
+		assert_null(sp_life_stay_reason(&v));
 	}
 
 	/* nothing to remove: CUPTI was never dirtied since it was (re)initialised */
@@ -56,12 +62,15 @@ static void test_decide(void **state)
 	v = due(SP_DETACH_ALWAYS);
 	v.stopped = true;
 	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
-	/* auto keeps the subscription for CUDA graphs and NVTX markers; always does not */
-	v = due(SP_DETACH_AUTO);
-	v.graphs = true;
-	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
-	v.policy = SP_DETACH_ALWAYS;
-	assert_int_equal(sp_life_decide(&v), SP_LIFE_CYCLE);
+	/* a CUDA graph keeps the subscription under every policy; auto keeps it for NVTX markers,
+	 * always does not */
+	for (int p = SP_DETACH_AUTO; p <= SP_DETACH_NEVER; p++) {
+		v = due((enum sp_detach_policy)p);
+		v.graphs = true;
+		assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+		v.hook_ok = true;
+		assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	}
 	v = due(SP_DETACH_AUTO);
 	v.marker = SP_MARK_NVTX;
 	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
@@ -103,7 +112,7 @@ static void test_park(void **state)
 	v.hook_ok = v.graphs = true;
 	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
 	v.policy = SP_DETACH_ALWAYS;
-	assert_int_equal(sp_life_decide(&v), SP_LIFE_PARK);
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
 	v = due(SP_DETACH_AUTO);
 	v.hook_ok = true;
 	v.busy = true;
@@ -218,10 +227,10 @@ static void test_stay_reason(void **state)
 	assert_null(sp_life_stay_reason(&v)); /* nothing to remove */
 	v = due(SP_DETACH_AUTO);
 	v.graphs = true;
-	assert_non_null(strstr(sp_life_stay_reason(&v), "CUDA graph"));
+	assert_ptr_equal(sp_life_stay_reason(&v), sp_life_graphs);
 	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
 	v.policy = SP_DETACH_ALWAYS;
-	assert_null(sp_life_stay_reason(&v));
+	assert_ptr_equal(sp_life_stay_reason(&v), sp_life_graphs);
 	v = due(SP_DETACH_AUTO);
 	v.marker = SP_MARK_NVTX;
 	assert_non_null(strstr(sp_life_stay_reason(&v), "NVTX"));
