@@ -31,8 +31,8 @@ static struct {
 } floor_g;
 
 static struct {
-	int kernel, subscribe, callbacks, api_records, clock; /* what the mode turns on */
-	int on;                                               /* turned on (cycle: by cupti_floor_set) */
+	/* what the mode turns on; on: turned on (cycle: by cupti_floor_set) */
+	int kernel, subscribe, callbacks, api_records, clock, on;
 	CUpti_SubscriberHandle sub;
 } F;
 
