@@ -47,6 +47,7 @@ import statistics
 import subprocess
 import sys
 import time
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "gpu"))
@@ -248,7 +249,8 @@ def json_stats(path):
 
 def run_one(a, workload, config, rnd):
     """Runs one worker process; returns its record (times, stats, problems)."""
-    run_dir = os.path.join(a.out, "runs", f"{workload}-{config}-r{rnd}")
+    tag = config if len(config) <= 40 else f"{config[:24]}-{zlib.crc32(config.encode()):08x}"  # paths < inih's line
+    run_dir = os.path.join(a.out, "runs", f"{workload}-{tag}-r{rnd}")
     os.makedirs(run_dir, exist_ok=True)
     env = clean_env()
     cmd = [sys.executable, os.path.abspath(__file__), "worker", "--workload", workload, "--steps", str(a.total)]
