@@ -50,7 +50,7 @@ static const struct key keys[] = {
 	ACT(kernels, "true"),
 	ACT(memcpy, "true"),
 	ACT(memset, "true"),
-	ACT(sync, "true"),
+	ACT(sync, "false"),
 	ACT(runtime_api, "true"),
 	ACT(driver_api, "true"),
 	ACT(nccl, "true"),
