@@ -121,12 +121,13 @@ t_wl_kernel_static() { workload_test static kernel step_marker; }
 t_wl_api() { workload_test shared api 'cudaDeviceSynchronize*'; }
 # the runtime linked in statically (nvcc's default, as llm.c) with an api marker: its
 # cudaDeviceSynchronize reaches stepprof only as the driver call it gets through cuGetProcAddress
-# (preload/procaddr.c); once that is proven, stepprof parks between windows (always: the workload
-# captures a CUDA graph) and each window still holds exactly its steps and kernels
+# (preload/procaddr.c); once that is proven, stepprof parks between windows and each window still
+# holds exactly its steps and kernels. --no-graph: a CUDA graph keeps stepprof subscribed all run
+# (collector/life.c), so the workload makes none here
 t_wl_park_static() {
 	local WL_SCHED=10,8,1,3,3 # records 19-21, 31-33, 43-45; 8 steps between windows
 	# 20 ms of host work a step: the workload's own steps (~0.1 ms) end before a window is written
-	STEPPROF_VERBOSE=1 STEPPROF_CUPTI_DETACH_BETWEEN=always workload_test static api cudaDeviceSynchronize --host-us 20000
+	STEPPROF_VERBOSE=1 workload_test static api cudaDeviceSynchronize --host-us 20000 --no-graph
 	grep -aE "detached from CUPTI in step [0-9]+ until the next window" stderr.log ||
 		{ grep -a '^stepprof:' stderr.log | grep -aiE "hook|attach|driver|marker" | head; die "the static runtime did not park between windows"; }
 }

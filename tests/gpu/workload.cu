@@ -3,9 +3,10 @@
  * (tests/gpu/run.sh). Every iteration launches the same ops through every launch path stepprof
  * must see (runtime <<<>>>, cuLaunchKernel, cudaLaunchKernelExC with a cluster, a CUDA graph,
  * an async copy and memset). It checks every CUDA call and exits 1 with a message on error.
- * Usage: workload N [--profiler-range] [--expect FILE] [--host-us US]
+ * Usage: workload N [--profiler-range] [--expect FILE] [--host-us US] [--no-graph]
  * --host-us: US microseconds of host work (a sleep) after each iteration's synchronisation, as a
  * data loader's: steps long enough for stepprof to detach between windows.
+ * --no-graph: no CUDA graph (a program that made one keeps stepprof subscribed all run).
  * Build: nvcc -O2 -arch=sm_90 [-cudart shared] workload.cu -o workload -lcuda */
 #include <cuda.h>
 #include <cuda_profiler_api.h>
@@ -65,7 +66,7 @@ ELEMENTWISE(g_k2, x[i] * 0.5f)
 ELEMENTWISE(g_k3, x[i] - 1.0f)
 
 /* The expected GPU ops of one iteration, as tests/gpu/check_workload.py reads them. */
-static void write_expect(const char *path, int iters, int profiler_range)
+static void write_expect(const char *path, int iters, int profiler_range, int graph)
 {
 	FILE *f = fopen(path, "w");
 	if (!f) {
@@ -75,18 +76,19 @@ static void write_expect(const char *path, int iters, int profiler_range)
 	fprintf(f, "{\n  \"iterations\": %d,\n  \"profiler_range\": %s,\n", iters,
 		profiler_range ? "true" : "false");
 	fprintf(f, "  \"per_iteration\": {\"step_marker\": 1, \"k_a\": 1, \"k_b\": 1, \"k_drv\": 1, "
-		   "\"k_ex\": 1, \"g_k1\": 1, \"g_k2\": 1, \"g_k3\": 1, \"memcpy HtoD\": 1, "
-		   "\"memset\": 1},\n");
+		   "\"k_ex\": 1, %s\"memcpy HtoD\": 1, \"memset\": 1},\n",
+		graph ? "\"g_k1\": 1, \"g_k2\": 1, \"g_k3\": 1, " : "");
 	fprintf(f, "  \"marker_kernel\": \"step_marker\",\n");
 	fprintf(f, "  \"launchers\": {\"k_a\": \"cudaLaunchKernel\", \"k_b\": \"cudaLaunchKernel\", "
 		   "\"step_marker\": \"cudaLaunchKernel\", \"k_drv\": \"cuLaunchKernel\", "
 		   "\"k_ex\": \"cudaLaunchKernelExC\", \"g_k1\": \"cudaGraphLaunch\", "
 		   "\"g_k2\": \"cudaGraphLaunch\", \"g_k3\": \"cudaGraphLaunch\", "
 		   "\"memcpy HtoD\": \"cudaMemcpyAsync\", \"memset\": \"cudaMemsetAsync\"},\n");
-	fprintf(f, "  \"graph_kernels\": [\"g_k1\", \"g_k2\", \"g_k3\"],\n");
+	fprintf(f, "  \"graph_kernels\": [%s],\n", graph ? "\"g_k1\", \"g_k2\", \"g_k3\"" : "");
 	/* GPU ops of one stream run in launch order: their start times must say so */
 	fprintf(f, "  \"stream_order\": [[\"step_marker\", \"k_a\", \"k_drv\", \"memset\"], "
-		   "[\"k_b\", \"k_ex\", \"memcpy HtoD\"], [\"g_k1\", \"g_k2\", \"g_k3\"]],\n");
+		   "[\"k_b\", \"k_ex\", \"memcpy HtoD\"]%s],\n",
+		graph ? ", [\"g_k1\", \"g_k2\", \"g_k3\"]" : "");
 	fprintf(f, "  \"copy_bytes\": %d,\n  \"memset_bytes\": %d\n}\n", COPY_BYTES, COPY_BYTES);
 	if (fclose(f) != 0) {
 		perror(path);
@@ -96,7 +98,7 @@ static void write_expect(const char *path, int iters, int profiler_range)
 
 int main(int argc, char **argv)
 {
-	int iters = -1, profiler_range = 0, host_us = 0;
+	int iters = -1, profiler_range = 0, host_us = 0, use_graph = 1;
 	const char *expect = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--profiler-range"))
@@ -105,19 +107,21 @@ int main(int argc, char **argv)
 			expect = argv[++i];
 		else if (!strcmp(argv[i], "--host-us") && i + 1 < argc)
 			host_us = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--no-graph"))
+			use_graph = 0;
 		else if (iters < 0 && argv[i][0] >= '0' && argv[i][0] <= '9')
 			iters = atoi(argv[i]);
 		else {
-			fprintf(stderr, "usage: workload N [--profiler-range] [--expect FILE] [--host-us US]\n");
+			fprintf(stderr, "usage: workload N [--profiler-range] [--expect FILE] [--host-us US] [--no-graph]\n");
 			return 2;
 		}
 	}
 	if (iters <= 0) {
-		fprintf(stderr, "usage: workload N [--profiler-range] [--expect FILE] [--host-us US]\n");
+		fprintf(stderr, "usage: workload N [--profiler-range] [--expect FILE] [--host-us US] [--no-graph]\n");
 		return 2;
 	}
 	if (expect)
-		write_expect(expect, iters, profiler_range);
+		write_expect(expect, iters, profiler_range, use_graph);
 
 	CK(cudaSetDevice(0));
 	CK(cudaFree(0)); /* initialises CUDA: stepprof subscribes here, before the capture */
@@ -144,15 +148,17 @@ int main(int argc, char **argv)
 
 	/* the graph: three kernels in a row, captured once, replayed once per iteration */
 	cudaGraph_t graph;
-	cudaGraphExec_t graph_exec;
+	cudaGraphExec_t graph_exec = NULL;
 	int n = N_ELEMS;
-	CK(cudaStreamBeginCapture(cap, cudaStreamCaptureModeThreadLocal));
-	g_k1<<<GRID, BLOCK, 0, cap>>>(dg, n);
-	g_k2<<<GRID, BLOCK, 0, cap>>>(dg, n);
-	g_k3<<<GRID, BLOCK, 0, cap>>>(dg, n);
-	CK(cudaGetLastError());
-	CK(cudaStreamEndCapture(cap, &graph));
-	CK(cudaGraphInstantiate(&graph_exec, graph, 0));
+	if (use_graph) {
+		CK(cudaStreamBeginCapture(cap, cudaStreamCaptureModeThreadLocal));
+		g_k1<<<GRID, BLOCK, 0, cap>>>(dg, n);
+		g_k2<<<GRID, BLOCK, 0, cap>>>(dg, n);
+		g_k3<<<GRID, BLOCK, 0, cap>>>(dg, n);
+		CK(cudaGetLastError());
+		CK(cudaStreamEndCapture(cap, &graph));
+		CK(cudaGraphInstantiate(&graph_exec, graph, 0));
+	}
 
 	cudaFunction_t drv_fn;
 	CK(cudaGetFuncBySymbol(&drv_fn, (const void *)k_drv));
@@ -188,7 +194,8 @@ int main(int argc, char **argv)
 		CK(cudaLaunchKernelExC(&ex_cfg, (const void *)k_ex, ex_args));
 		CK(cudaMemcpyAsync(dm, host, COPY_BYTES, cudaMemcpyHostToDevice, s2));
 		CK(cudaMemsetAsync(ds, 0, COPY_BYTES, s1));
-		CK(cudaGraphLaunch(graph_exec, s3));
+		if (use_graph)
+			CK(cudaGraphLaunch(graph_exec, s3));
 		CK(cudaStreamSynchronize(s1));
 		CK(cudaDeviceSynchronize());
 		if (profiler_range)
@@ -203,8 +210,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "workload: step_marker wrote %d, expected %d\n", last, iters - 1);
 		return 1;
 	}
-	CK(cudaGraphExecDestroy(graph_exec));
-	CK(cudaGraphDestroy(graph));
+	if (use_graph) {
+		CK(cudaGraphExecDestroy(graph_exec));
+		CK(cudaGraphDestroy(graph));
+	}
 	CK(cudaFreeHost(host));
 	CK(cudaFree(da));
 	CK(cudaFree(db));
