@@ -81,9 +81,10 @@ static void write_expect(const char *path, int iters, int profiler_range, int gr
 	fprintf(f, "  \"marker_kernel\": \"step_marker\",\n");
 	fprintf(f, "  \"launchers\": {\"k_a\": \"cudaLaunchKernel\", \"k_b\": \"cudaLaunchKernel\", "
 		   "\"step_marker\": \"cudaLaunchKernel\", \"k_drv\": \"cuLaunchKernel\", "
-		   "\"k_ex\": \"cudaLaunchKernelExC\", \"g_k1\": \"cudaGraphLaunch\", "
-		   "\"g_k2\": \"cudaGraphLaunch\", \"g_k3\": \"cudaGraphLaunch\", "
-		   "\"memcpy HtoD\": \"cudaMemcpyAsync\", \"memset\": \"cudaMemsetAsync\"},\n");
+		   "\"k_ex\": \"cudaLaunchKernelExC\", %s"
+		   "\"memcpy HtoD\": \"cudaMemcpyAsync\", \"memset\": \"cudaMemsetAsync\"},\n",
+		graph ? "\"g_k1\": \"cudaGraphLaunch\", \"g_k2\": \"cudaGraphLaunch\", \"g_k3\": \"cudaGraphLaunch\", "
+		      : "");
 	fprintf(f, "  \"graph_kernels\": [%s],\n", graph ? "\"g_k1\", \"g_k2\", \"g_k3\"" : "");
 	/* GPU ops of one stream run in launch order: their start times must say so */
 	fprintf(f, "  \"stream_order\": [[\"step_marker\", \"k_a\", \"k_drv\", \"memset\"], "
