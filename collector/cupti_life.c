@@ -38,6 +38,7 @@ static struct {
 	const char *held;            /* the last reason said for not detaching between windows */
 	int64_t held_step;           /* the step it was first seen in */
 	bool said_closing;           /* sp_life_closing was said (once a run) */
+	bool said_graphs;            /* sp_life_graphs was said (once a run: it holds for the run) */
 	int64_t off_step;            /* the step a called-off detach was last said in */
 	pthread_mutex_t park_lock;   /* parked: the writer's tick and an application thread's attach */
 } L = { .held_step = INT64_MIN, .off_step = INT64_MIN, .park_lock = PTHREAD_MUTEX_INITIALIZER };
@@ -296,10 +297,11 @@ static void say_held(const struct sp_life_view *v, int64_t step)
 		L.held_step = step;
 		if (why == sp_life_closing)
 			sp_cupti_life_overlap(); /* each gap would say it: once a run */
-		else if (why == sp_life_graphs)
+		else if (why == sp_life_graphs && !L.said_graphs) {
+			L.said_graphs = true;
 			sp_info("not detaching from CUPTI in step %lld%s: %s", (long long)step,
 				v->done ? " (the schedule is done)" : "", why);
-		else if (why && why != sp_life_not_fresh && why != sp_life_det_busy) /* these two come and go */
+		} else if (why && why != sp_life_not_fresh && why != sp_life_det_busy) /* these two come and go */
 			sp_info("not detaching from CUPTI between windows in step %lld: %s", (long long)step, why);
 	} else if (why == sp_life_not_fresh && step == L.held_step + 2) {
 		sp_info("not detaching from CUPTI between windows in steps %lld-%lld: %s (no tick of the writer "

@@ -154,6 +154,17 @@ sys.exit(0 if ok else 1)
 PY
 run graph 6,1,3,0 auto 40 GRAPH=1
 check graph 0 0 7 8 9 17 18 19 27 28 29 37 38 39 && echo "ok   detach_between = auto with a CUDA graph: stays subscribed"
+# a CUDA graph keeps the subscription under every policy and after the last window (cuptiFinalize
+# broke torch's graph replays on an H100: tests/gpu/graph_detach.sh), said once
+run graphalways 6,1,3,0 always 40 GRAPH=1
+check graphalways 0 0 7 8 9 17 18 19 27 28 29 37 38 39 &&
+	[ "$(grep -c "not detaching from CUPTI in step [0-9]*: the program created a CUDA graph" "$T/graphalways/stderr")" = 1 ] &&
+	echo "ok   detach_between = always with a CUDA graph: stays subscribed, said once" ||
+	bad "graphalways: $(grep -c 'created a CUDA graph' "$T/graphalways/stderr") graph messages"
+run graphonce 5,1,3,1 auto 30 GRAPH=1
+check graphonce 0 0 6 7 8 && grep -q "not detaching from CUPTI in step [0-9]* (the schedule is done): the program created a CUDA graph" "$T/graphonce/stderr" &&
+	echo "ok   one window with a CUDA graph: no detach after it either, and stepprof says why" ||
+	bad "graphonce: $(grep -v begins "$T/graphonce/stderr" | head -5)"
 run never 6,1,3,0 never 40
 check never 0 0 7 8 9 17 18 19 27 28 29 37 38 39 && echo "ok   detach_between = never: stays subscribed"
 
