@@ -2,7 +2,8 @@
 /* life.h - when stepprof lets go of CUPTI: the life-cycle decision as pure functions (no CUPTI,
  * no clock, no lock), so that host tests cover it. collector/cupti_life.h does what they decide.
  * After the schedule's last window stepprof detaches for good; between two windows it may detach
- * and re-attach with only the marker's callbacks ([cupti] detach_between). Never touches CUPTI. */
+ * and re-attach with only the marker's callbacks ([cupti] detach_between); once the program made a
+ * CUDA graph it never detaches again (life.c, rule 2). Never touches CUPTI. */
 #ifndef SP_LIFE_H
 #define SP_LIFE_H
 
