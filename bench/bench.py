@@ -213,13 +213,13 @@ def host_event_stats(build, trace_file, run_dir):
 
 
 def cycle_steps(skip, cycle, total, warmup=False):
-    """The steps (0-based, as the worker counts them) a --cycle schedule records: skip_first skip,
-    then cycles of W unrecorded steps, 1 warmup and A recorded, torch.profiler's semantics; with
-    warmup=True the warmup steps too."""
-    wait, active = cycle
-    period = wait + 1 + active
-    return {i for i in range(skip, total)
-            if (i - skip) % period >= wait + (0 if warmup else 1) and (i - skip) // period < CYCLES}
+    """The steps (0-based, as the worker counts them) a --cycle schedule (write_ini's: skip_first,
+    wait W, warmup 1, active A, repeat 0) records, by torch.profiler's semantics
+    (traceutil.schedule_action); with warmup=True the warmup steps too."""
+    import traceutil as tu
+    want = ("WARMUP", "RECORD") if warmup else ("RECORD",)
+    return {i for i in range(total) if tu.schedule_action(i, skip_first=skip, wait=cycle[0], warmup=1,
+                                                          active=cycle[1], repeat=0).startswith(want)}
 
 
 def in_out(times, recorded, skip):
