@@ -3,8 +3,11 @@
  * the writer thread: callbacks in flight drain first, activity buffers are flushed, then
  * cuptiUnsubscribe and cuptiFinalize. Any failure warns once and leaves stepprof as it was
  * (still subscribed) with no further cycles; it never stops the program. */
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <time.h>
@@ -50,10 +53,101 @@ static void nap(void)
 	nanosleep(&ts, NULL);
 }
 
-/* Waits until *count is 0: the callbacks and outside CUPTI calls in flight (sp_hold.inflight,
- * DRAIN_NS), or the threads inside a hooked CUDA call (sp_hold.hooked, DRAIN_HOOKED_NS: short,
- * a long synchronisation calls the detach off); state must already say QUIESCING or DETACHING
- * (new ones wait). Returns 0, or -1 after limit_ns (caller backs out). */
+/* ---- callbacks in flight: per-thread slots and the asymmetric fence (cupti_life.h) ---- */
+
+__thread struct sp_inflight_slot *sp_inflight_own;
+struct sp_inflight_slot sp_inflight_shared;
+static struct sp_inflight_slot slots[SP_INFLIGHT_SLOTS] __attribute__((aligned(64)));
+static struct {
+	pthread_once_t once;
+	bool asym;              /* membarrier PRIVATE_EXPEDITED registered: slots in use */
+	_Atomic int high;       /* slots ever handed out (the drain sums these) */
+	pthread_key_t key;      /* its destructor gives a thread's slot back */
+	bool keyed;
+	_Atomic bool fence_failed; /* a membarrier call failed after registering (said once) */
+} IF = { .once = PTHREAD_ONCE_INIT };
+
+static void slot_release(void *p)
+{
+	struct sp_inflight_slot *s = p;
+	sp_inflight_own = NULL; /* a callback later in this thread's teardown claims again */
+	atomic_store(&s->owned, 0);
+}
+
+static void inflight_init(void)
+{
+	IF.keyed = pthread_key_create(&IF.key, slot_release) == 0;
+	IF.asym = IF.keyed && syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+	sp_info("callbacks in flight are counted %s", IF.asym ? "per thread (membarrier fences the detaches)"
+							      : "in one shared counter (no membarrier here)");
+}
+
+struct sp_inflight_slot *sp_cupti_life_claim(void)
+{
+	pthread_once(&IF.once, inflight_init);
+	struct sp_inflight_slot *s = &sp_inflight_shared;
+	for (int i = 0; IF.asym && i < SP_INFLIGHT_SLOTS; i++) {
+		int no = 0;
+		if (atomic_load_explicit(&slots[i].owned, memory_order_relaxed) ||
+		    !atomic_compare_exchange_strong(&slots[i].owned, &no, 1))
+			continue;
+		int h = atomic_load(&IF.high);
+		while (h < i + 1 && !atomic_compare_exchange_weak(&IF.high, &h, i + 1))
+			;
+		if (pthread_setspecific(IF.key, &slots[i])) {
+			atomic_store(&slots[i].owned, 0);
+			break;
+		}
+		s = &slots[i];
+		break;
+	}
+	sp_inflight_own = s;
+	return s;
+}
+
+/* After a change of sp_hold.state: every running thread of the process passes a full memory
+ * barrier, so that a thread counting in its slot either is seen counting by the drain or sees
+ * the new state (cupti_life.h). Returns 0, or -1 if the fence failed (the drain cannot trust
+ * the slots: the caller backs out; said once). */
+static int fence_all(void)
+{
+	if (!IF.asym)
+		return 0;
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+		return 0;
+	if (!atomic_exchange(&IF.fence_failed, true))
+		sp_warn("membarrier failed: callbacks in flight cannot be counted; staying attached to CUPTI");
+	return -1;
+}
+
+/* Callbacks and outside CUPTI calls in flight now, every thread's. */
+static int inflight_now(void)
+{
+	int n = atomic_load(&sp_hold.inflight);
+	for (int i = 0, h = atomic_load(&IF.high); i < h; i++)
+		n += atomic_load_explicit(&slots[i].n, memory_order_acquire);
+	return n;
+}
+
+/* Waits until no callback or outside CUPTI call is in flight (DRAIN_NS); state must already say
+ * QUIESCING or DETACHING (new ones wait). Returns 0, or -1 after the limit or if the fence failed
+ * (caller backs out). */
+static int drain_inflight(void)
+{
+	if (fence_all() < 0)
+		return -1;
+	uint64_t t0 = sp_now_ns();
+	while (inflight_now() > 0) {
+		if (sp_now_ns() - t0 > DRAIN_NS)
+			return -1;
+		nap();
+	}
+	return 0;
+}
+
+/* Waits until *count is 0: the threads inside a hooked CUDA call (sp_hold.hooked, DRAIN_HOOKED_NS:
+ * short, a long synchronisation calls the detach off); state must already say DETACHING (new ones
+ * wait). Returns 0, or -1 after limit_ns (caller backs out). */
 static int drain_until(_Atomic int *count, uint64_t limit_ns)
 {
 	uint64_t t0 = sp_now_ns();
@@ -74,13 +168,13 @@ int sp_cupti_life_enter_slow(enum sp_enter who)
 			/* a call goes ahead while a detach decides (still subscribed): the caller may hold
 			 * the collector's lock, which callbacks in flight may be waiting for; the detach
 			 * drains again before it touches CUPTI */
-			atomic_fetch_add(&sp_hold.inflight, 1);
+			sp_cupti_life_count(1);
 			int now = atomic_load(&sp_hold.state);
 			if (now == SP_HOLD_ATTACHED || (now == SP_HOLD_QUIESCING && who == SP_ENTER_CALL)) {
 				ok = 1;
 				break;
 			}
-			atomic_fetch_sub(&sp_hold.inflight, 1);
+			sp_cupti_life_count(-1);
 			continue;
 		}
 		if (st != SP_HOLD_QUIESCING)
@@ -107,9 +201,10 @@ int sp_cupti_life_enter_slow(enum sp_enter who)
 static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_ns)
 {
 	atomic_store(&sp_hold.state, SP_HOLD_QUIESCING);
-	if (drain_until(&sp_hold.inflight, DRAIN_NS) < 0) {
+	if (drain_inflight() < 0) {
 		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
-		sp_warn("a CUPTI callback did not return within 1 s; staying attached to CUPTI");
+		if (!atomic_load(&IF.fence_failed))
+			sp_warn("a CUPTI callback did not return within 1 s; staying attached to CUPTI");
 		return -1;
 	}
 	if (atomic_load(&sp_hold.marking) + atomic_load(&sp_hold.marker_waiting) > 0) {
@@ -120,9 +215,10 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 		return 1;
 	}
 	atomic_store(&sp_hold.state, SP_HOLD_DETACHING); /* waiting callbacks return now */
-	if (drain_until(&sp_hold.inflight, DRAIN_NS) < 0) { /* calls that went ahead while quiescing */
+	if (drain_inflight() < 0) { /* calls that went ahead while quiescing */
 		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
-		sp_warn("a CUPTI call did not return within 1 s; staying attached to CUPTI");
+		if (!atomic_load(&IF.fence_failed))
+			sp_warn("a CUPTI call did not return within 1 s; staying attached to CUPTI");
 		return -1;
 	}
 	/* no thread inside a hooked CUDA call: CUPTI wraps it, and finalising CUPTI under it crashed

@@ -35,7 +35,9 @@ enum sp_hold {
 /* Shared with the inline guards below; read-only outside cupti_life.c. */
 extern struct sp_hold_state {
 	_Atomic int state;           /* enum sp_hold */
-	_Atomic int inflight;        /* callbacks and CUPTI calls in progress outside the writer */
+	_Atomic int inflight;        /* callbacks and CUPTI calls in progress outside the writer, of the
+				      * threads that count here (sp_inflight_shared); the others count
+				      * in their own slots */
 	_Atomic unsigned generation; /* CUPTI instances so far (0 = the first) */
 	_Atomic uint32_t corr_base;  /* added to every correlation id of the current instance */
 	_Atomic uint32_t corr_last;  /* a recent raw correlation id of the current instance */
@@ -64,6 +66,41 @@ enum sp_enter { SP_ENTER_CALL, SP_ENTER_CALLBACK, SP_ENTER_MARKER };
 /* The slow path of sp_cupti_life_enter_as, when not attached. */
 int sp_cupti_life_enter_slow(enum sp_enter who);
 
+/* Callbacks and CUPTI calls in flight are counted per thread where the kernel gives an
+ * asymmetric fence (membarrier PRIVATE_EXPEDITED): a thread's count is a plain store to a cache
+ * line of its own, and a detach pays the fence (one membarrier call after each state change)
+ * instead of every callback paying two locked instructions, four callbacks per kernel launch
+ * (a host profile put 60% of the callback's own time there). Without membarrier, or past
+ * SP_INFLIGHT_SLOTS live threads, a thread counts in the shared sp_hold.inflight with atomic adds. */
+#define SP_INFLIGHT_SLOTS 1024
+struct sp_inflight_slot {
+	_Atomic int n;     /* this thread's callbacks and CUPTI calls in progress (only it writes) */
+	_Atomic int owned; /* a live thread holds the slot */
+	char pad[56];
+};
+/* This thread's slot; &sp_inflight_shared: it counts in sp_hold.inflight; NULL: not decided yet. */
+extern __thread struct sp_inflight_slot *sp_inflight_own;
+extern struct sp_inflight_slot sp_inflight_shared;
+/* Decides this thread's slot (the first time it counts). This function can't fail. */
+struct sp_inflight_slot *sp_cupti_life_claim(void);
+
+/* Adds d to this thread's count of callbacks and CUPTI calls in flight. This function can't fail. */
+static inline void sp_cupti_life_count(int d)
+{
+	struct sp_inflight_slot *s = sp_inflight_own;
+	if (__builtin_expect(!s, 0))
+		s = sp_cupti_life_claim();
+	if (__builtin_expect(s == &sp_inflight_shared, 0)) {
+		atomic_fetch_add(&sp_hold.inflight, d);
+		return;
+	}
+	/* only this thread writes it; the compiler keeps the count around the guarded work, and a
+	 * detach's membarrier orders it against its state change (cupti_life.c, drain) */
+	atomic_signal_fence(memory_order_seq_cst);
+	atomic_store_explicit(&s->n, atomic_load_explicit(&s->n, memory_order_relaxed) + d, memory_order_release);
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
 /* Enters a callback or a CUPTI call. Returns 1 (then call sp_cupti_life_leave) while CUPTI may be
  * used, else 0: CUPTI must not be touched (what the call was for is redone by the next attach's
  * armed hook), and a marker call's callback is noted as lost. While a detach is deciding, a call
@@ -71,10 +108,10 @@ int sp_cupti_life_enter_slow(enum sp_enter who);
  * between windows call itself off, so no marker is lost. This function can't fail. */
 static inline int sp_cupti_life_enter_as(enum sp_enter who)
 {
-	atomic_fetch_add(&sp_hold.inflight, 1);
+	sp_cupti_life_count(1);
 	if (__builtin_expect(atomic_load(&sp_hold.state) == SP_HOLD_ATTACHED, 1))
 		return 1;
-	atomic_fetch_sub(&sp_hold.inflight, 1);
+	sp_cupti_life_count(-1);
 	return sp_cupti_life_enter_slow(who);
 }
 
@@ -85,7 +122,7 @@ static inline int sp_cupti_life_enter(void)
 
 static inline void sp_cupti_life_leave(void)
 {
-	atomic_fetch_sub(&sp_hold.inflight, 1);
+	sp_cupti_life_count(-1);
 }
 
 /* A marker call's entry (the first on this thread: the caller keeps the depth) at now. Measures
