@@ -17,7 +17,9 @@
  * runtime's own nested call comes from; with VIA_CUDART too: a runtime the
  * hooks see, beside driver calls of its own). With LAUNCHES=N each step first launches N kernels
  * "adam_fake_K" through the driver API (fake_cupti_launch: callbacks if enabled, a kernel record if
- * CONCURRENT_KERNEL is on), and from step CHANGE_AT on LAUNCHES2 kernels "eval_fake_K" in steps of
+ * CONCURRENT_KERNEL is on; with RT_LAUNCH=1 each inside a runtime cudaLaunchKernel's callbacks,
+ * as libtorch launches; RT_LAUNCH=2 the same callbacks and no kernel record, what stepprof's callbacks
+ * alone cost), and from step CHANGE_AT on LAUNCHES2 kernels "eval_fake_K" in steps of
  * STEP2_US (the program's loop changes). Prints "driver: N of M syncs seen" (callbacks stepprof had
  * enabled), and with LAUNCHES "driver: K of L launches seen". With VIA_DRIVER and LAUNCHES the
  * launches go through the stand-in driver's cuLaunchKernel as cuGetProcAddress hands it out (a
@@ -155,6 +157,7 @@ int main(int argc, char **argv)
 	int nl = getenv("LAUNCHES") ? atoi(getenv("LAUNCHES")) : 0,
 	    nl2 = getenv("LAUNCHES2") ? atoi(getenv("LAUNCHES2")) : nl;
 	int change_at = getenv("CHANGE_AT") ? atoi(getenv("CHANGE_AT")) : -1;
+	int rt_launch = getenv("RT_LAUNCH") ? atoi(getenv("RT_LAUNCH")) : 0;
 	int step2_us = getenv("STEP2_US") ? atoi(getenv("STEP2_US")) : step_us;
 	unsigned lcorr = 2000000, lseen = 0, lall = 0;
 	if (getenv("VIA_CUDART")) {
@@ -200,7 +203,18 @@ int main(int argc, char **argv)
 			if (lk)
 				(i == lbypass_at ? lk_direct : lk)((CUfunction)sym, 1, 1, 1, 1, 1, 1, 0, NULL, NULL,
 								   NULL);
-			else
+			else if (rt_launch) { /* cudaLaunchKernel around the driver's launch, as libtorch's */
+				unsigned c = lcorr++;
+				fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0, c);
+				if (rt_launch == 2) { /* callbacks only: no kernel record (bench/callback_cost.sh) */
+					lseen += (unsigned)fire(CUPTI_CB_DOMAIN_DRIVER_API,
+								CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0, c);
+					fire(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, c);
+				} else {
+					lseen += (unsigned)launch(sym, c);
+				}
+				fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1, c);
+			} else
 				lseen += (unsigned)launch(sym, lcorr++);
 			lall++;
 		}
