@@ -29,7 +29,41 @@ static struct {
 	} closed[SP_MAX_CLOSED]; /* corr ranges of written windows (sp_col.lock) */
 	unsigned nclosed;                   /* windows written so far (closed[] is a ring) */
 	uint64_t last_flush;                /* last forced CUPTI flush (writer thread) */
+	struct {
+		uint32_t id, last;          /* the window's id; the highest correlation id */
+		uint64_t n;                 /* its launches drained since the last tick */
+	} drained[SP_MAX_WINDOWS];          /* by window slot (writer thread) */
+	uint64_t prev_tick;                 /* the writer's previous tick: every drain since began later */
 } A;
+
+void sp_act_writer_seen(const struct sp_event *ev)
+{
+	if (ev->kind != SP_EV_API || !ev->u.api.win_slot || ev->u.api.win_slot > SP_MAX_WINDOWS)
+		return;
+	unsigned k = ev->u.api.win_slot - 1u;
+	if (A.drained[k].id != ev->u.api.win_id || !A.drained[k].n) /* (a window a slot held before: stale) */
+		A.drained[k].id = ev->u.api.win_id, A.drained[k].n = 0, A.drained[k].last = 0;
+	A.drained[k].n++;
+	if (ev->corr > A.drained[k].last)
+		A.drained[k].last = ev->corr;
+}
+
+/* Adds the launches drained since the last tick to their windows' counts (writer thread, under
+ * sp_col.lock); those of a window already written are dropped. This function can't fail. */
+static void count_drained(void)
+{
+	for (int k = 0; k < SP_MAX_WINDOWS; k++) {
+		struct window *w = &sp_col.win[k];
+		if (!A.drained[k].n)
+			continue;
+		if (w->used && w->id == A.drained[k].id) {
+			w->launched += A.drained[k].n;
+			if (A.drained[k].last > w->last_launch)
+				w->last_launch = A.drained[k].last;
+		}
+		A.drained[k].n = 0;
+	}
+}
 
 /* ---- activity buffers (CUPTI's threads, or the writer thread when it flushes) ---- */
 
@@ -244,9 +278,11 @@ static void life_tick(uint64_t now)
 
 void sp_act_writer_tick(void *ctx)
 {
-	uint64_t now = sp_now_ns();
+	uint64_t now = sp_now_ns(), prev = A.prev_tick;
 	int closing = 0;
+	A.prev_tick = now;
 	pthread_mutex_lock(&sp_col.lock);
+	count_drained();
 	for (int i = 0; i < SP_MAX_WINDOWS; i++)
 		closing |= sp_col.win[i].used && sp_col.win[i].closing;
 	if (!closing)
@@ -271,11 +307,12 @@ void sp_act_writer_tick(void *ctx)
 		/* the counts alone are not enough: a kernel whose launch is not counted (a driver launch
 		 * inside a runtime call that is not a launch) would stand in for the last launch's kernel,
 		 * still on its way; so its record (the highest id counted, if inside the window) must have come */
-		uint32_t ll = atomic_load(&w->last_launch);
+		uint32_t ll = w->last_launch;
 		int last_ok = !ll || atomic_load(&w->last_arrived) >= ll ||
 			      (w->corr_hi != SP_CORR_PENDING && ll >= w->corr_hi);
-		uint64_t launched = atomic_load(&w->launched), arrived = atomic_load(&w->arrived);
-		int complete = arrived >= launched && last_ok && age > SP_WINDOW_SETTLE_NS;
+		uint64_t launched = w->launched, arrived = atomic_load(&w->arrived);
+		/* the launch counts are complete once a drain began after the window closed (prev) */
+		int complete = arrived >= launched && last_ok && age > SP_WINDOW_SETTLE_NS && prev > w->close_ts;
 		if (complete || (age > SP_WINDOW_QUIET_AGE_NS && quiet > SP_WINDOW_QUIET_NS) ||
 		    age > SP_WINDOW_GIVE_UP_NS) {
 			struct sp_event ev = { .kind = SP_EV_WINDOW_END,

@@ -391,6 +391,7 @@ void sp_autostep_reset(struct sp_autostep *a)
 	a->cand_run = 0;
 	a->same = 0;
 	a->graph_n = 0;
+	a->spent = 0;
 }
 
 void sp_autostep_refute(struct sp_autostep *a, uint32_t period)
@@ -418,6 +419,25 @@ uint64_t sp_autostep_graph_try(const struct sp_autostep *a)
 	return a->next_try - try_gap(a->next_try) + GRAPH_TRY;
 }
 
+void sp_autostep_attempt_took(struct sp_autostep *a, uint64_t ns)
+{
+	a->spent += ns;
+}
+
+/* 1 if the attempts so far leave room for another at stored time ts (SP_AUTOSTEP_SHARE). */
+static int within_share(const struct sp_autostep *a, uint64_t ts)
+{
+	uint64_t ran = a->n && ts > a->t0 ? ts - a->t0 : 0;
+	return a->spent <= SP_AUTOSTEP_BURST_NS + ran / SP_AUTOSTEP_SHARE;
+}
+
+int sp_autostep_due(const struct sp_autostep *a, int graph, uint64_t ts)
+{
+	if (a->locked || !a->tok || !within_share(a, ts - a->credit))
+		return 0;
+	return a->n + 1 >= a->next_try || (graph && a->n + 1 >= sp_autostep_graph_try(a));
+}
+
 int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 {
 	if (a->locked || !a->tok)
@@ -433,11 +453,15 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 	a->last[tok & (COUNT_SLOTS - 1)] = a->n + 1;
 	a->tok[a->n & (a->cap - 1)] = tok;
 	a->ts[a->n & (a->cap - 1)] = ts - a->credit;
+	if (!a->n)
+		a->t0 = ts - a->credit;
 	if (tok & SP_AUTOSTEP_GRAPH)
 		a->graph_n = a->n + 1;
 	a->n++;
 	if (a->n < a->next_try && !((tok & SP_AUTOSTEP_GRAPH) && a->n >= sp_autostep_graph_try(a)))
 		return 0;
+	if (!within_share(a, ts - a->credit))
+		return 0; /* the attempts' share of the time is used up: a later token asks again */
 	a->next_try = a->n + try_gap(a->n);
 	uint32_t p = find_period(a);
 	uint64_t need = required_copies(a, p) > NOSYNC_REPEATS ? required_copies(a, p) : NOSYNC_REPEATS;

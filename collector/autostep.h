@@ -25,6 +25,8 @@ struct sp_autostep {
 	uint64_t credit;        /* ns spent in detection itself, taken out of later timestamps */
 	uint64_t same;          /* the newest tokens' run of one token (run_length for a period of 1) */
 	uint64_t graph_n;       /* position + 1 of the newest graph launch (SP_AUTOSTEP_GRAPH), 0 none */
+	uint64_t spent;         /* ns the attempts since the reset took (sp_autostep_attempt_took) */
+	uint64_t t0;            /* the stored time of the first token since the reset */
 	/* result, valid once locked */
 	int locked;
 	uint32_t period;        /* tokens per iteration */
@@ -64,6 +66,17 @@ void sp_autostep_free(struct sp_autostep *a);
 /* Tells the detector that ns of the time since the last token were its own work (a detection
  * attempt), not the program's, so it does not see its own pauses as the loop's wrap. */
 void sp_autostep_credit(struct sp_autostep *a, uint64_t ns);
+/* A detection attempt runs on the program's thread, and took ns: attempts are held back while all
+ * of them since the reset took more than SP_AUTOSTEP_BURST_NS plus 1/SP_AUTOSTEP_SHARE of the
+ * program's time since its first token (token times), so that learning a long or irregular loop
+ * costs at most that share however many attempts it needs, and the first, cheap attempts on a
+ * short ring come as often as before. A replay that never reports costs attempts as before.
+ * This function can't fail. */
+#define SP_AUTOSTEP_SHARE 100u
+#define SP_AUTOSTEP_BURST_NS 1000000u
+void sp_autostep_attempt_took(struct sp_autostep *a, uint64_t ns);
+/* 1 if feeding a token at time ts (a graph launch: graph) runs a detection attempt. Can't fail. */
+int sp_autostep_due(const struct sp_autostep *a, int graph, uint64_t ts);
 /* Forgets the stream (not the refuted periods): learning starts again. This function can't fail. */
 void sp_autostep_reset(struct sp_autostep *a);
 /* The lock on period was wrong (its steps stopped matching): from now on that period must show

@@ -198,19 +198,12 @@ static void on_api_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const 
 		*cd->correlationData = t;
 }
 
-/* An API exit inside a window: counts a launch and writes its SP_EV_API event. */
+/* An API exit inside a window: writes its SP_EV_API event, a launch marked for the window's count
+ * (the writer thread counts it as it drains the event: activity.c). */
 static void record_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd, struct window *w,
 		       int launch, uint32_t stack, uint64_t t)
 {
 	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
-	if (launch) {
-		uint32_t hi = atomic_load_explicit(&w->last_launch, memory_order_relaxed);
-		atomic_fetch_add_explicit(&w->launched, 1, memory_order_relaxed);
-		while (hi < cd->correlationId &&
-		       !atomic_compare_exchange_weak_explicit(&w->last_launch, &hi, cd->correlationId,
-							      memory_order_relaxed, memory_order_relaxed))
-			;
-	}
 	struct sp_event ev = { .kind = SP_EV_API,
 			       .sub = d ? SP_API_DRIVER : SP_API_RUNTIME,
 			       .device = SP_NO_DEVICE,
@@ -222,6 +215,10 @@ static void record_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CU
 	ev.u.api.cbid = cbid;
 	ev.u.api.status = cd->functionReturnValue ? *(const int *)cd->functionReturnValue : 0;
 	ev.u.api.stack = stack;
+	if (launch) {
+		ev.u.api.win_id = w->id;
+		ev.u.api.win_slot = (uint16_t)(w - sp_col.win + 1);
+	}
 	sp_coll_push(&ev);
 }
 
@@ -284,7 +281,9 @@ static void callback_body(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const
 	int launch = sp_cbset_is_launch(dom, cbid);
 	if (launch && d && sp_thr.in_rt_launch)
 		return; /* the driver launch inside a runtime launch: that one is counted and recorded */
-	uint64_t t = sp_now_ns();
+	/* a marker call's times are step boundaries: the precise clock; any other call's, the counter
+	 * clock (clock.h: tens of ns from it, a third of the cost; two reads a launch in a window) */
+	uint64_t t = sp_thr.marking ? sp_now_ns() : sp_fast_ns();
 	if (cd->callbackSite == CUPTI_API_ENTER)
 		on_api_enter(dom, cbid, cd, launch, t);
 	else
@@ -299,9 +298,10 @@ static int marker_call(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CU
 	if (cbid < SP_CBID_MAX && sp_col.api_marker[d][cbid])
 		return 1;
 	/* automatic, locked on a call: that call (a kernel anchor has no marker call) */
-	if (cbid < SP_CBID_MAX && sp_col.api_name[d][cbid] && sp_ph_anchor_is(sp_col.api_name[d][cbid]))
+	if (sp_col.mk_auto && cbid < SP_CBID_MAX && sp_col.api_name[d][cbid] &&
+	    sp_ph_anchor_is(sp_col.api_name[d][cbid]))
 		return 1;
-	for (int i = 0; i < sp_col.nmk; i++)
+	for (int i = 0; sp_col.mk_kernel && i < sp_col.nmk; i++)
 		if (sp_col.mk[i].kind == SP_MARK_KERNEL && sp_cbset_is_launch(dom, cbid) &&
 		    sp_stepdet_matches(sp_col.mk[i].det, sp_coll_name_id(cd->symbolName)))
 			return 1;

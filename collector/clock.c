@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* clock.c - the anchor behind sp_fast_ns (clock.h): pairs of (time-stamp counter, CLOCK_MONOTONIC)
- * taken by the writer thread, published under a sequence counter. Only the writer writes it.
+ * taken by the writer thread every pass (before it runs, by the thread that feeds the step detector:
+ * windows.c), published under a sequence counter; one thread at a time anchors.
  * Also the wall-clock reading of the anchors, with its test offset. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,10 @@
 #define MIN_BASELINE_NS 10000000ull
 
 struct sp_tsc_anchor sp_tsc;
+
+#if defined(__x86_64__)
+static void anchor(void);
+#endif
 
 static struct {
 	int checked, usable;     /* clocksource looked at; it is the TSC */
@@ -40,6 +45,17 @@ static int clocksource_is_tsc(void)
 void sp_fast_anchor(void)
 {
 #if defined(__x86_64__)
+	static atomic_flag busy = ATOMIC_FLAG_INIT;
+	if (atomic_flag_test_and_set_explicit(&busy, memory_order_acquire))
+		return; /* another thread is anchoring: one at a time */
+	anchor();
+	atomic_flag_clear_explicit(&busy, memory_order_release);
+#endif
+}
+
+#if defined(__x86_64__)
+static void anchor(void)
+{
 	if (!A.checked) {
 		A.checked = 1;
 		A.usable = clocksource_is_tsc();
@@ -65,8 +81,8 @@ void sp_fast_anchor(void)
 	atomic_store_explicit(&sp_tsc.ns0, ns, memory_order_relaxed);
 	atomic_store_explicit(&sp_tsc.mult, mult, memory_order_relaxed);
 	atomic_store_explicit(&sp_tsc.seq, s + 2, memory_order_release);
-#endif
 }
+#endif
 
 uint64_t sp_realtime_ns(void)
 {

@@ -66,10 +66,13 @@ static inline uint64_t sp_fast_ns(void)
 #endif
 }
 
-/* Refreshes sp_fast_ns's anchor (the writer thread, every pass; one thread only). The first call
+/* Refreshes sp_fast_ns's anchor (the writer thread, every pass; before the writer runs, the step
+ * detector's feeding thread every SP_FAST_ANCHOR_NS; a call while another thread anchors does
+ * nothing). The first call
  * checks the clocksource; the rate comes from the first anchor to this one, once they are 10 ms
  * apart. This function can't fail (a check that fails leaves sp_fast_ns on sp_now_ns). */
 void sp_fast_anchor(void);
+#define SP_FAST_ANCHOR_NS 5000000ull /* between anchors taken outside the writer thread */
 
 /* CLOCK_REALTIME in ns, for the clock anchors that relate the trace clock to wall time (read
  * rarely: at trace open and window ends). Test switch: STEPPROF_TEST_CLOCK_OFFSET_NS (a signed

@@ -215,6 +215,7 @@ void sp_collector_inject(void)
 						     sp_share_buffer_completed, sp_act_timestamp, sp_share_armed };
 	sp_ring_configure(sp_col.cfg.ring_events);
 	sp_writer_set_tick(sp_act_writer_tick, NULL);
+	sp_writer_set_seen(sp_act_writer_seen);
 	CUptiResult r = CUPTI_SUCCESS;
 	if (sp_hooklearn_wanted()) { /* learning from the preload's hooks: subscribed before the first window */
 		sp_cupti_life_start_parked(&hooks);
@@ -230,6 +231,7 @@ void sp_collector_inject(void)
 		return;
 	} else if (r != CUPTI_SUCCESS) {
 		sp_writer_set_tick(NULL, NULL);
+		sp_writer_set_seen(NULL);
 		return; /* warned */
 	}
 	owner_pid = getpid();

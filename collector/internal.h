@@ -60,9 +60,10 @@ struct window {
 	uint32_t corr_lo, corr_hi; /* GPU records with corr in [lo, hi) belong here; SP_CORR_PENDING = next call */
 	int64_t first_step, last_step;
 	uint64_t t_begin, t_end, close_ts, last_record_ts;
-	atomic_uint_fast64_t launched; /* kernel launch calls seen in the window */
+	uint64_t launched;       /* kernel launch calls seen in the window, counted as the writer thread
+				  * drains their events (activity.c); under lock */
 	atomic_uint_fast64_t arrived;  /* non-graph kernel records received */
-	_Atomic uint32_t last_launch;  /* highest correlation id of a counted launch (0: none) */
+	uint32_t last_launch;    /* highest correlation id of a counted launch (0: none); under lock */
 	_Atomic uint32_t last_arrived; /* highest correlation id of a kernel record received */
 };
 
@@ -109,6 +110,7 @@ struct sp_col_state {
 	uint32_t next_window_id; /* id of the next window (0: none opened yet) */
 	/* markers (phases.c; one without [phase.NAME] sections) */
 	int nmk; /* markers in mk, >= 1 once injected */
+	int mk_auto, mk_kernel; /* one of them is automatic, a kernel marker (the callbacks' shortcuts) */
 	struct sp_mk mk[SP_MAX_PHASES];
 	int cur; /* the marker whose steps step..step_refuted hold (under lock) */
 	struct sp_phase_rt rt[SP_MAX_PHASES]; /* the others' step state, by marker (under lock) */
@@ -218,6 +220,9 @@ void CUPTIAPI sp_act_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 uint64_t CUPTIAPI sp_act_timestamp(void);
 void sp_act_flush(void);
 void sp_act_writer_tick(void *ctx);
+/* The writer thread drained ev (sp_writer_set_seen): a launch marked for a window is counted
+ * there at the next tick. This function can't fail. */
+void sp_act_writer_seen(const struct sp_event *ev);
 
 /* callbacks.c: the subscriber's callback. */
 void CUPTIAPI sp_cb_on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data);

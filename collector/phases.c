@@ -39,6 +39,10 @@ int sp_ph_init(void)
 	}
 	sp_col.nmk = n;
 	sp_col.cur = 0;
+	for (int i = 0; i < n; i++) {
+		sp_col.mk_auto |= sp_col.mk[i].kind == SP_MARK_AUTO;
+		sp_col.mk_kernel |= sp_col.mk[i].kind == SP_MARK_KERNEL;
+	}
 	if (c->phases.n && sp_col.cfg.detach_between != SP_DETACH_NEVER) {
 		sp_info("phases: CUPTI stays attached between windows (detach_between = never)");
 		sp_col.cfg.detach_between = SP_DETACH_NEVER;

@@ -294,8 +294,13 @@ int sp_stepdet_may_try(const struct sp_stepdet *d, const struct sp_token *t)
 	/* a graph launch may bring the attempt forward (sp_autostep_feed); any other token may not:
 	 * asking for every token would time every token from GRAPH_TRY tokens after an attempt on,
 	 * a clock read each (2x the learning phase's cost on a launch-bound loop) */
-	return d->learning &&
-	       (d->a.n + 1 >= d->a.next_try || (t->kind == SP_TOK_GRAPH && d->a.n + 1 >= sp_autostep_graph_try(&d->a)));
+	return d->learning && sp_autostep_due(&d->a, t->kind == SP_TOK_GRAPH, t->ts);
+}
+
+void sp_stepdet_attempt_took(struct sp_stepdet *d, uint64_t ns)
+{
+	if (d->learning)
+		sp_autostep_attempt_took(&d->a, ns);
 }
 
 unsigned sp_stepdet_wants(const struct sp_stepdet *d)

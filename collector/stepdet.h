@@ -150,6 +150,9 @@ void sp_stepdet_feed(struct sp_stepdet *d, const struct sp_token *t, struct sp_d
  * own time back: sp_stepdet_feed's token times must be the program's). Only t's kind is read: call
  * it before sp_stepdet_feed(d, t). This function can't fail. */
 int sp_stepdet_may_try(const struct sp_stepdet *d, const struct sp_token *t);
+/* The attempt that feeding the last token ran took ns of the program's thread (the detector
+ * spaces the next one out: sp_autostep_attempt_took). This function can't fail. */
+void sp_stepdet_attempt_took(struct sp_stepdet *d, uint64_t ns);
 /* SP_WANT_* the detector needs now. */
 unsigned sp_stepdet_wants(const struct sp_stepdet *d);
 /* The interned name of the API call the boundaries hang on once locked on a call (0 if none). */

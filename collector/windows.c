@@ -311,7 +311,15 @@ static void det_apply(const struct sp_det_out *o, uint64_t t, uint32_t corr, CUp
 void sp_win_detect(int mk, uint8_t kind, uint8_t flags, uint32_t name, uint64_t t, uint32_t corr, CUpti_CallbackId cbid,
 		   int d)
 {
+	static _Atomic uint64_t anchored; /* when a token last anchored the counter clock */
 	struct sp_det_out o;
+	/* learning before the first window: no writer thread anchors sp_fast_ns, which the callbacks'
+	 * clock is, so the tokens do (outside the lock: the first anchor reads a sysfs file) */
+	if (t - atomic_load_explicit(&anchored, memory_order_relaxed) >= SP_FAST_ANCHOR_NS) {
+		atomic_store_explicit(&anchored, t, memory_order_relaxed);
+		if (!sp_writer_running())
+			sp_fast_anchor();
+	}
 	pthread_mutex_lock(&sp_col.lock);
 	if (sp_col.done || sp_col.disabled) {
 		pthread_mutex_unlock(&sp_col.lock);
@@ -327,8 +335,11 @@ void sp_win_detect(int mk, uint8_t kind, uint8_t flags, uint32_t name, uint64_t 
 	sp_stepdet_feed(sp_col.mk[mk].det, &tk, &o);
 	if (o.what)
 		det_apply(&o, t, corr, cbid, d);
-	if (attempt) /* a detection attempt ran: its time is not the program's */
-		sp_col.credit += sp_now_ns() - t;
+	if (attempt) { /* a detection attempt ran: its time is not the program's */
+		uint64_t took = sp_now_ns() - t;
+		sp_col.credit += took;
+		sp_stepdet_attempt_took(sp_col.mk[mk].det, took);
+	}
 	pthread_mutex_unlock(&sp_col.lock);
 }
 

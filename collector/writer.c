@@ -50,6 +50,8 @@ static struct {
 	pthread_cond_t cond;            /* wakes the writer: kick or stop */
 	bool kicked, stopping;
 	void (*tick)(void *ctx);        /* run on the writer thread before each drain */
+	void (*seen)(const struct sp_event *ev); /* shown every drained event (guarded like tick) */
+	void (*pass_seen)(const struct sp_event *ev); /* seen, as this pass read it (writer thread) */
 	void *tick_ctx;
 	_Atomic uint64_t pass_ns;       /* idle wait between passes, 0 = PASS_NS */
 	_Atomic int running;
@@ -386,6 +388,8 @@ static bool grow_stage(void)
 static void stage_one(void *ctx, const struct sp_event *ev)
 {
 	uint32_t phase = 0;
+	if (g.pass_seen)
+		g.pass_seen(ev);
 	if (g.phased && ev->kind == SP_EV_WINDOW_BEGIN)
 		g.drain_phase = ev->name;
 	if (g.phased && ev->kind == SP_EV_ALLOC && (ev->u.mem.flags & SP_MEMF_SNAPSHOT))
@@ -411,6 +415,7 @@ static void *writer_main(void *arg)
 		bool stopping = g.stopping, kicked = g.kicked;
 		void (*tick)(void *) = g.tick;
 		void *tick_ctx = g.tick_ctx;
+		g.pass_seen = g.seen;
 		g.kicked = false;
 		pthread_mutex_unlock(&g.lock);
 
@@ -595,6 +600,13 @@ void sp_writer_set_tick(void (*fn)(void *ctx), void *ctx)
 	pthread_mutex_lock(&g.lock);
 	g.tick = fn;
 	g.tick_ctx = ctx;
+	pthread_mutex_unlock(&g.lock);
+}
+
+void sp_writer_set_seen(void (*fn)(const struct sp_event *ev))
+{
+	pthread_mutex_lock(&g.lock);
+	g.seen = fn;
 	pthread_mutex_unlock(&g.lock);
 }
 

@@ -48,6 +48,10 @@ int sp_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
  * (the collector flushes CUPTI buffers and decides window ends there); NULL removes it. Takes
  * effect from the next pass. This function can't fail. */
 void sp_writer_set_tick(void (*fn)(void *ctx), void *ctx);
+/* Sets a hook the writer thread shows every event it drains from the rings, before it is written
+ * (the collector counts a window's launches there, off the launch path); NULL removes it. Takes
+ * effect from the next pass. This function can't fail. */
+void sp_writer_set_seen(void (*fn)(const struct sp_event *ev));
 /* Sets the idle wait between passes (0: the default, 2 ms); a kick or a stop still wakes the
  * thread at once. The collector lengthens it once nothing more can be recorded. Can't fail. */
 void sp_writer_set_pass_ns(uint64_t ns);

@@ -107,6 +107,11 @@ struct sp_ev_api {
 	uint32_t cbid; /* CUPTI callback id in its domain */
 	int32_t status; /* return code (0 success) */
 	uint32_t stack; /* call-stack id (launch site), 0 none */
+	/* collector only, never encoded (0 when read from a trace): a kernel launch counted for the
+	 * window with this id, in slot win_slot - 1 of the collector's table (0: not counted). The
+	 * writer thread counts it as it drains the event, so that the launch path takes no lock. */
+	uint32_t win_id;
+	uint16_t win_slot;
 };
 
 struct sp_ev_nccl {
