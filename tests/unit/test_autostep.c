@@ -259,6 +259,43 @@ static void own_pauses_are_credited(void **state)
 	sp_autostep_free(&a);
 }
 
+static void attempts_keep_to_their_share(void **state)
+{
+	/* a stream that never repeats, 5 us a token, each attempt taking 400 us of the program's
+	 * thread (the collector reports it): the attempts' time stays within the burst plus 1% of
+	 * the stream's (without the share it would be 400 us every 256 tokens, 31% of it) */
+	struct sp_autostep a;
+	uint64_t t = 0, spent = 0, tries = 0;
+	assert_int_equal(sp_autostep_init(&a, 1u << 16), 0);
+	srand(11);
+	for (int i = 0; i < 400000; i++) {
+		int due = sp_autostep_due(&a, 0, t + 5000);
+		uint64_t before = a.next_try;
+		sp_autostep_feed(&a, ((uint32_t)rand() % 60000 + 1) | SP_AUTOSTEP_KERNEL, t += 5000);
+		assert_int_equal(due, a.next_try != before); /* sp_autostep_due says what feed does */
+		if (a.next_try != before) {
+			tries++;
+			spent += 400000;
+			sp_autostep_attempt_took(&a, 400000);
+		}
+	}
+	assert_false(a.locked);
+	assert_true(tries > 10);
+	assert_true(spent <= SP_AUTOSTEP_BURST_NS + 400000 + t / SP_AUTOSTEP_SHARE);
+	/* then a periodic loop still locks: its attempts are as rare, not gone */
+	for (int k = 0; k < 400 && !a.locked; k++)
+		for (int i = 0; i <= 2000 && !a.locked; i++) {
+			uint64_t before = a.next_try;
+			sp_autostep_feed(&a, i < 2000 ? (70000 + (uint32_t)i % 7) | SP_AUTOSTEP_KERNEL : 8 | SP_AUTOSTEP_SYNC,
+					 t += i == 0 ? 300000 : 5000);
+			if (a.next_try != before)
+				sp_autostep_attempt_took(&a, 400000);
+		}
+	assert_true(a.locked);
+	assert_int_equal(a.period, 2001);
+	sp_autostep_free(&a);
+}
+
 static void startup_copies_are_not_the_loop(void **state)
 {
 	/* model.to(device): copy + synchronise per parameter, no kernel - periodic, with a sync, but
@@ -322,6 +359,7 @@ int main(void)
 		cmocka_unit_test(sync_ends_iteration_without_gaps),
 		cmocka_unit_test(anchor_inside_iteration),
 		cmocka_unit_test(own_pauses_are_credited),
+		cmocka_unit_test(attempts_keep_to_their_share),
 		cmocka_unit_test(startup_copies_are_not_the_loop),
 		cmocka_unit_test(aperiodic_never_locks),
 		cmocka_unit_test(learn_workload_never_locks),
