@@ -33,8 +33,17 @@ no two consecutive steps alike and a cycle of 21 steps, longer than the automati
 period, so it learns all run long and its "learning" phase is the whole run; a lock is a problem). Other programs: --program NAME=COMMAND with
 --step-regex NAME=REGEX (groups: step number, milliseconds) and --marker NAME=PATTERN.
 
+Twin runs (--twin): every stepprof run has an unprofiled run of the same program beside it, started
+at the same moment on the other half of --cpus (the halves swap every round) and sharing the GPU.
+Each phase is then also compared with the twin's steps that ran at the same time (their middles
+inside the phase's steps' spans): the machine's drift over minutes, which moves whole processes by
+10-20% on a shared host, moves both alike. The twin of a built-in workload runs 1.5 times the steps,
+so that it outlasts the profiled run; another program's twin runs the same command, and a phase it
+does not cover has no twin ratio. Both share the GPU (its time-slicing between the two contexts
+costs both alike): the absolute times are not an unshared run's, the ratios are what counts.
+
 usage: outside.py run --build DIR --out DIR [--rounds 2] [--workloads add,mlp,...] [--configs ...]
-                      [--steps N] [--floor-lib SO] [--program NAME=CMD ...]
+                      [--steps N] [--floor-lib SO] [--program NAME=CMD ...] [--twin]
        outside.py worker add|mlp|graph|learn --steps N"""
 import argparse
 import bisect
@@ -160,6 +169,53 @@ def run_process(cmd, env, log_path, timeout, cpus=None):
     with open(log_path, "w") as f:
         f.writelines(f"{t:.6f} {l}\n" for t, l in lines)
     return rc, lines
+
+
+def step_spans(lines, step_re):
+    """[(start, end, ms)] of the program's steps (line arrival time as the end, s)."""
+    out = []
+    for t, line in lines:
+        m = step_re.search(line)
+        if m:
+            ms = float(m.group(2))
+            out.append((t - ms / 1e3, t, ms))
+    return out
+
+
+def twin_ratios(steps, spans, twin_spans):
+    """{phase: {"n", "twin_n", "ratio"}}: each phase's median over the median of the twin's steps
+    whose middles lie inside that phase's steps' spans (steps as classify gives them; spans of the
+    profiled run by program step index); "settled" here is every between- and after-window step."""
+    by_idx = spans
+    mids = sorted(((a + b) / 2, ms) for a, b, ms in twin_spans)
+    keys = [m for m, _ in mids]
+    out = {}
+    phases = sorted({p for _, _, p, _, _ in steps})
+    for ph in phases + ["settled"]:
+        own = [(i, ms) for i, ms, p, _, _ in steps if (p == ph if ph != "settled" else p in ("between", "after"))]
+        if not own:
+            continue
+        twin = []
+        for i, _ in own:
+            if i not in by_idx:
+                continue
+            a, b, _ = by_idx[i]
+            lo, hi = bisect.bisect_left(keys, a), bisect.bisect_right(keys, b)
+            twin += [ms for _, ms in mids[lo:hi]]
+        if len(twin) >= 3:
+            out[ph] = {"n": len(own), "twin_n": len(twin),
+                       "ratio": statistics.median(ms for _, ms in own) / statistics.median(twin)}
+    return out
+
+
+def twin_cmd(cmd, builtin):
+    """The twin's command: a built-in worker with 1.5 times the steps, another program as is."""
+    if not builtin or "--steps" not in cmd:
+        return cmd
+    c = list(cmd)
+    k = c.index("--steps") + 1
+    c[k] = str(int(c[k]) * 3 // 2)
+    return c
 
 
 def percentile(xs, q):
@@ -350,7 +406,20 @@ def run_one(a, wl, config, rnd):
         env.update(LD_PRELOAD=os.path.join(a.build, "libstepprof-nomalloc.so"), STEPPROF_CONFIG=ini,
                    STEPPROF_VERBOSE="1")
         env.update(parse_named(a.env, "--env"))
-    rc, lines = run_process(wl["cmd"], env, os.path.join(run_dir, "output.log"), a.timeout, a.cpus)
+    cpus, twin = a.cpus, None
+    if a.twin and config not in ("plain", "floor"):
+        halves = sorted(a.cpus or range(os.cpu_count() or 2))
+        h = len(halves) // 2
+        first, second = set(halves[:h] or halves), set(halves[h:] or halves)
+        cpus, twin_cpus = (first, second) if rnd % 2 == 0 else (second, first)
+        twin = {}
+        th = threading.Thread(target=lambda: twin.update(out=run_process(
+            twin_cmd(wl["cmd"], wl["name"] in BUILTIN), bench.clean_env(), os.path.join(run_dir, "twin.log"),
+            a.timeout, twin_cpus)))
+        th.start()
+    rc, lines = run_process(wl["cmd"], env, os.path.join(run_dir, "output.log"), a.timeout, cpus)
+    if twin is not None:
+        th.join()
     rec["stepprof"] = [l for _, l in lines if l.startswith("stepprof:") and " begins (" not in l][:12]
     rec["life"] = [l for _, l in lines if SP_LIFE.match(l)]
     if rc != 0:
@@ -391,6 +460,17 @@ def run_one(a, wl, config, rnd):
             per_step = {k: v for k, v in per_step.items() if k != rec["program_last"]}
         rec["problems"] += check_kernels(per_step, wl["name"])
         rec["problems"] += check_life(rec["life"], config, wl["name"], steps)
+    if twin is not None:
+        trc, tlines = twin.get("out", (1, []))
+        if trc != 0:
+            rec["problems"].append(f"the unprofiled twin exited {trc} (see {run_dir}/twin.log)")
+        # classify drops the first STARTUP steps: its indexes are the program's own step numbers
+        spans = {}
+        for (t0, t1, ms), (t, line) in zip(step_spans(lines, wl["step_re"]),
+                                           [(t, l) for t, l in lines if wl["step_re"].search(l)]):
+            spans[int(wl["step_re"].search(line).group(1))] = (t0, t1, ms)
+        tsp = step_spans(tlines, wl["step_re"])[STARTUP:]
+        rec["twin"] = twin_ratios(steps, spans, tsp)
     rec["steps"] = [(i, ms, p) for i, ms, p, _, _ in steps]
     return rec
 
@@ -432,6 +512,21 @@ def summarise(a, records):
                "and a re-attach's step and the next (the parked or detached state itself).")
     if a.cpus:
         out.append(f"Every process pinned to CPUs {sorted(a.cpus)}.")
+    if any("twin" in r for r in records):
+        out += ["", "Twin-paired (--twin): each phase's median over the median of the unprofiled twin's steps that ran at "
+                "the same time; per round, then the median over rounds.", "",
+                "| workload | configuration | " + " | ".join(PHASES + ["between/after"]) + " |",
+                "|---|---|" + "---|" * (len(PHASES) + 1)]
+        for wl in a.workloads:
+            for c in [c for c in a.configs if c in CONFIGS]:
+                rs = [r for r in records if r["workload"] == wl and r["config"] == c and "twin" in r]
+                if not rs:
+                    continue
+                cells = []
+                for ph in PHASES + ["settled"]:
+                    xs = [r["twin"][ph]["ratio"] for r in rs if ph in r["twin"]]
+                    cells.append(", ".join(f"{x:.3f}" for x in xs) + f" ({statistics.median(xs):.3f}x)" if xs else "-")
+                out.append(f"| {wl} | {c} | " + " | ".join(cells) + " |")
     problems = [f"{r['workload']}/{r['config']}/r{r['round']}: {p}" for r in records for p in r["problems"]]
     out += ["", "Problems:" if problems else "Problems: none"] + [f"- {p}" for p in problems]
     return "\n".join(out), problems
@@ -509,6 +604,8 @@ def main():
     r.add_argument("--step-regex", action="append", help="NAME=REGEX: its step lines (step, ms)")
     r.add_argument("--marker", action="append", help="NAME=PATTERN: its api marker (cudaDeviceSynchronize)")
     r.add_argument("--env", action="append", help="VAR=VALUE for the stepprof runs (e.g. STEPPROF_CUPTI_LIBRARY)")
+    r.add_argument("--twin", action="store_true",
+                   help="run an unprofiled twin beside every stepprof run, on the other half of --cpus")
     w = sub.add_parser("worker")
     w.add_argument("workload", choices=BUILTIN)
     w.add_argument("--steps", type=int, required=True)

@@ -12,7 +12,9 @@
 # graph kernels), LEARN=0 leaves out the learn workload (the automatic marker learning all run
 # long, against an unprofiled run; with CUPTI (auto) and from the hooks with CUPTI detached
 # (auto-hooks: [marker] learn = hooks)), CPUS (e.g. 2-7: every process pinned to these CPUs, for
-# less noise between processes), OUTSIDE_ARGS for anything else outside.py run takes.
+# less noise between processes), OUTSIDE_ARGS for anything else outside.py run takes (all three runs:
+# the main one, learn and graph), e.g. --twin (an unprofiled twin beside every stepprof run, each
+# phase paired with it in time: outside.py).
 # Exit status: 0 with no problem found, 1 otherwise (the table lists them).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -67,12 +69,12 @@ PIN=(); [ -n "${CPUS:-}" ] && PIN=(--cpus "$CPUS")
 	grep -v '^|' ; rc=${PIPESTATUS[0]}
 if [ "${LEARN:-1}" = 1 ]; then
 	"$PY" "$ROOT/bench/outside.py" run --build "$B" --out "$OUT/learn" --rounds "${ROUNDS:-2}" --steps "$STEPS" \
-		--workloads learn --configs auto,auto-hooks "${PIN[@]}" 2>&1 | tee "$OUT/learn.log" | grep -v '^|'
+		--workloads learn --configs auto,auto-hooks "${PIN[@]}" ${OUTSIDE_ARGS:-} 2>&1 | tee "$OUT/learn.log" | grep -v '^|'
 	rc=$((rc | PIPESTATUS[0]))
 fi
 if [ "${GRAPH:-0}" = 1 ]; then
 	"$PY" "$ROOT/bench/outside.py" run --build "$B" --out "$OUT/graph" --rounds 1 --steps "$STEPS" \
-		--workloads graph --configs api,api-always "${PIN[@]}" 2>&1 | tee "$OUT/graph.log" | grep -v '^|'
+		--workloads graph --configs api,api-always "${PIN[@]}" ${OUTSIDE_ARGS:-} 2>&1 | tee "$OUT/graph.log" | grep -v '^|'
 	rc=$((rc | PIPESTATUS[0]))
 	echo "== CUDA graph workload (detach_between auto keeps the subscription; always re-attaches)"
 	grep '^|' "$OUT/graph/outside.md"

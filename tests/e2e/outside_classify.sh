@@ -142,7 +142,26 @@ with tempfile.TemporaryDirectory() as d:
     with open(os.path.join(d, "steps.txt"), "w") as f:
         f.write("  198 1 ... 497\n  199 1 ... 1026\n\nStep 199 ended when the process exited, not at a step boundary\n")
     assert outside.exit_step(d, 150) == 199
-print("ok   outside.py: phases before/inside/between/after/learning exact, a wrong action and a short window named; missing re-attaches and lost boundaries named")
+# twin pairing: a machine that slows down by half midway slows the twin alike; a phase 10% slower
+# than its twin must read 1.10 whatever the drift, and the twin's steps outside the phase's spans
+# (before it) must not count
+steps, spans, tw, t = [], {}, [], 0.0
+for i in range(100):
+    drift = 1.0 if i < 50 else 1.5
+    ms = 10.0 * drift * (1.1 if i >= 20 else 1.0)
+    steps.append((i, ms, "before" if i < 20 else "between", None, None))
+    spans[i] = (t, t + ms / 1e3, ms)
+    t += ms / 1e3
+t = 0.0
+for i in range(160):
+    drift = 1.0 if t < spans[50][0] else 1.5
+    tw.append((t, t + 10.0 * drift / 1e3, 10.0 * drift))
+    t += 10.0 * drift / 1e3
+r = outside.twin_ratios(steps, spans, tw)
+assert abs(r["before"]["ratio"] - 1.0) < 0.01 and abs(r["between"]["ratio"] - 1.1) < 0.03, r
+assert outside.twin_cmd(["python3", "outside.py", "worker", "add", "--steps", "200"], True)[-1] == "300"
+assert outside.twin_cmd(["prog", "-x", "200"], False) == ["prog", "-x", "200"]
+print("ok   outside.py: phases before/inside/between/after/learning exact, a wrong action and a short window named; missing re-attaches and lost boundaries named; twin pairing cancels drift")
 PY
 
 # end to end with the real library and the stand-in libcupti (tests/e2e/cupti_life.sh): a program
@@ -170,3 +189,15 @@ grep -Eq '^    stepprof: detached from CUPTI in step [0-9]+ until the next windo
 grep -q '^outside: fake api round 0: .*step 159 ended at exit (not checked)' "$T/log" ||
 	{ grep '^outside: fake api' "$T/log"; fail "the step cut at exit is not named"; }
 echo "ok   outside.py end to end (stand-in CUPTI): phases per configuration, re-attach and final detach seen"
+
+# --twin: an unprofiled twin beside the api run, on the other CPU; the twin table has its row
+rm -rf "$T/tw"
+FAKE_CUPTI_LOG=/dev/null PRINT_STEPS=1 timeout 120 /usr/bin/python3 "$R/bench/outside.py" run --build "$B" \
+	--out "$T/tw" --rounds 1 --workloads fake --configs api --cpus 0,1 --twin \
+	--program "fake=env VIA_CUDART=$B/tests/e2e/libfakecudart.so $B/tests/e2e/cupti_life_driver 160 5000" \
+	--env STEPPROF_CUPTI_LIBRARY="$B/tests/e2e/libfakecupti.so" >"$T/twlog" 2>&1 ||
+	{ tail -20 "$T/twlog"; fail "outside.py run --twin exited non-zero"; }
+[ -s "$T/tw/runs/fake-api-r0/twin.log" ] || fail "no twin ran beside the api run"
+grep -Eq '^\| fake \| api \| - \| [0-9.]+ \([0-9.]+x\) \| [0-9.]+ \([0-9.]+x\) \| [0-9.]+ \([0-9.]+x\) \|' "$T/tw/outside.md" ||
+	{ cat "$T/tw/outside.md"; fail "the twin table lacks before, inside or between for the api run"; }
+echo "ok   outside.py --twin: an unprofiled twin ran beside the api run, each phase paired with it in time"
