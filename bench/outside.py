@@ -33,17 +33,18 @@ no two consecutive steps alike and a cycle of 21 steps, longer than the automati
 period, so it learns all run long and its "learning" phase is the whole run; a lock is a problem). Other programs: --program NAME=COMMAND with
 --step-regex NAME=REGEX (groups: step number, milliseconds) and --marker NAME=PATTERN.
 
-Twin runs (--twin): every stepprof run has an unprofiled run of the same program beside it, started
-at the same moment on the other half of --cpus (the halves swap every round) and sharing the GPU.
-Each phase is then also compared with the twin's steps that ran at the same time (their middles
-inside the phase's steps' spans): the machine's drift over minutes, which moves whole processes by
-10-20% on a shared host, moves both alike. The twin of a built-in workload runs 1.5 times the steps,
-so that it outlasts the profiled run; another program's twin runs the same command, and a phase it
-does not cover has no twin ratio. Both share the GPU (its time-slicing between the two contexts
-costs both alike): the absolute times are not an unshared run's, the ratios are what counts.
+Twin runs (--twin GPU, on a host with two GPUs): every stepprof run has an unprofiled run of the
+same program beside it, started at the same moment on the other half of --cpus (the halves swap
+every round) and on GPU number GPU (CUDA_VISIBLE_DEVICES; the profiled run keeps the default
+device). Each phase is then also compared with the twin's steps that ran at the same time (their
+middles inside the phase's steps' spans): the host's drift over minutes, which moves whole
+processes by 10-20% on a shared machine, moves both alike. The twin of a built-in workload runs
+1.5 times the steps, so that it outlasts the profiled run; another program's twin runs the same
+command, and a phase it does not cover has no twin ratio. Not on the profiled run's own GPU: there
+the two contexts' time-slicing slowed one run or the other by up to 2x (H200, session 10).
 
 usage: outside.py run --build DIR --out DIR [--rounds 2] [--workloads add,mlp,...] [--configs ...]
-                      [--steps N] [--floor-lib SO] [--program NAME=CMD ...] [--twin]
+                      [--steps N] [--floor-lib SO] [--program NAME=CMD ...] [--twin GPU]
        outside.py worker add|mlp|graph|learn --steps N"""
 import argparse
 import bisect
@@ -413,8 +414,10 @@ def run_one(a, wl, config, rnd):
         first, second = set(halves[:h] or halves), set(halves[h:] or halves)
         cpus, twin_cpus = (first, second) if rnd % 2 == 0 else (second, first)
         twin = {}
+        tenv = bench.clean_env()
+        tenv["CUDA_VISIBLE_DEVICES"] = a.twin
         th = threading.Thread(target=lambda: twin.update(out=run_process(
-            twin_cmd(wl["cmd"], wl["name"] in BUILTIN), bench.clean_env(), os.path.join(run_dir, "twin.log"),
+            twin_cmd(wl["cmd"], wl["name"] in BUILTIN), tenv, os.path.join(run_dir, "twin.log"),
             a.timeout, twin_cpus)))
         th.start()
     rc, lines = run_process(wl["cmd"], env, os.path.join(run_dir, "output.log"), a.timeout, cpus)
@@ -513,7 +516,7 @@ def summarise(a, records):
     if a.cpus:
         out.append(f"Every process pinned to CPUs {sorted(a.cpus)}.")
     if any("twin" in r for r in records):
-        out += ["", "Twin-paired (--twin): each phase's median over the median of the unprofiled twin's steps that ran at "
+        out += ["", f"Twin-paired (--twin {a.twin}): each phase's median over the median of the unprofiled twin's steps that ran at "
                 "the same time; per round, then the median over rounds.", "",
                 "| workload | configuration | " + " | ".join(PHASES + ["between/after"]) + " |",
                 "|---|---|" + "---|" * (len(PHASES) + 1)]
@@ -604,8 +607,9 @@ def main():
     r.add_argument("--step-regex", action="append", help="NAME=REGEX: its step lines (step, ms)")
     r.add_argument("--marker", action="append", help="NAME=PATTERN: its api marker (cudaDeviceSynchronize)")
     r.add_argument("--env", action="append", help="VAR=VALUE for the stepprof runs (e.g. STEPPROF_CUPTI_LIBRARY)")
-    r.add_argument("--twin", action="store_true",
-                   help="run an unprofiled twin beside every stepprof run, on the other half of --cpus")
+    r.add_argument("--twin", metavar="GPU",
+                   help="run an unprofiled twin beside every stepprof run, on GPU number GPU (another than the "
+                        "profiled run's) and the other half of --cpus")
     w = sub.add_parser("worker")
     w.add_argument("workload", choices=BUILTIN)
     w.add_argument("--steps", type=int, required=True)

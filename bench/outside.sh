@@ -13,8 +13,8 @@
 # long, against an unprofiled run; with CUPTI (auto) and from the hooks with CUPTI detached
 # (auto-hooks: [marker] learn = hooks)), CPUS (e.g. 2-7: every process pinned to these CPUs, for
 # less noise between processes), OUTSIDE_ARGS for anything else outside.py run takes (all three runs:
-# the main one, learn and graph), e.g. --twin (an unprofiled twin beside every stepprof run, each
-# phase paired with it in time: outside.py).
+# the main one, learn and graph), e.g. --twin 1 on a two-GPU host (an unprofiled twin on GPU 1 beside
+# every stepprof run, each phase paired with it in time: outside.py).
 # Exit status: 0 with no problem found, 1 otherwise (the table lists them).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

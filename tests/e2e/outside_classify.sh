@@ -190,10 +190,11 @@ grep -q '^outside: fake api round 0: .*step 159 ended at exit (not checked)' "$T
 	{ grep '^outside: fake api' "$T/log"; fail "the step cut at exit is not named"; }
 echo "ok   outside.py end to end (stand-in CUPTI): phases per configuration, re-attach and final detach seen"
 
-# --twin: an unprofiled twin beside the api run, on the other CPU; the twin table has its row
+# --twin: an unprofiled twin beside the api run, on the other CPU (and "GPU 1", which the stand-in
+# ignores); the twin table has its row
 rm -rf "$T/tw"
 FAKE_CUPTI_LOG=/dev/null PRINT_STEPS=1 timeout 120 /usr/bin/python3 "$R/bench/outside.py" run --build "$B" \
-	--out "$T/tw" --rounds 1 --workloads fake --configs api --cpus 0,1 --twin \
+	--out "$T/tw" --rounds 1 --workloads fake --configs api --cpus 0,1 --twin 1 \
 	--program "fake=env VIA_CUDART=$B/tests/e2e/libfakecudart.so $B/tests/e2e/cupti_life_driver 160 5000" \
 	--env STEPPROF_CUPTI_LIBRARY="$B/tests/e2e/libfakecupti.so" >"$T/twlog" 2>&1 ||
 	{ tail -20 "$T/twlog"; fail "outside.py run --twin exited non-zero"; }
