@@ -30,7 +30,8 @@ static struct {
 	unsigned nclosed;                   /* windows written so far (closed[] is a ring) */
 	uint64_t last_flush;                /* last forced CUPTI flush (writer thread) */
 	struct {
-		uint32_t id, last;          /* the window's id; the highest correlation id */
+		uint32_t id, last;          /* the window's id; the highest correlation id of a launch */
+		uint32_t copy;              /* ... of a copy or set call */
 		uint64_t n;                 /* its launches drained since the last tick */
 	} drained[SP_MAX_WINDOWS];          /* by window slot (writer thread) */
 	uint64_t prev_tick;                 /* the writer's previous tick: every drain since began later */
@@ -41,8 +42,13 @@ void sp_act_writer_seen(const struct sp_event *ev)
 	if (ev->kind != SP_EV_API || !ev->u.api.win_slot || ev->u.api.win_slot > SP_MAX_WINDOWS)
 		return;
 	unsigned k = ev->u.api.win_slot - 1u;
-	if (A.drained[k].id != ev->u.api.win_id || !A.drained[k].n) /* (a window a slot held before: stale) */
-		A.drained[k].id = ev->u.api.win_id, A.drained[k].n = 0, A.drained[k].last = 0;
+	if (A.drained[k].id != ev->u.api.win_id || (!A.drained[k].n && !A.drained[k].copy)) /* (stale: reset) */
+		A.drained[k].id = ev->u.api.win_id, A.drained[k].n = 0, A.drained[k].last = A.drained[k].copy = 0;
+	if (ev->u.api.win_copy) {
+		if (ev->corr > A.drained[k].copy)
+			A.drained[k].copy = ev->corr;
+		return;
+	}
 	A.drained[k].n++;
 	if (ev->corr > A.drained[k].last)
 		A.drained[k].last = ev->corr;
@@ -54,14 +60,17 @@ static void count_drained(void)
 {
 	for (int k = 0; k < SP_MAX_WINDOWS; k++) {
 		struct window *w = &sp_col.win[k];
-		if (!A.drained[k].n)
+		if (!A.drained[k].n && !A.drained[k].copy)
 			continue;
 		if (w->used && w->id == A.drained[k].id) {
 			w->launched += A.drained[k].n;
 			if (A.drained[k].last > w->last_launch)
 				w->last_launch = A.drained[k].last;
+			if (A.drained[k].copy > w->last_copy)
+				w->last_copy = A.drained[k].copy;
 		}
 		A.drained[k].n = 0;
+		A.drained[k].copy = 0;
 	}
 }
 
@@ -113,6 +122,9 @@ static void deliver(struct sp_event *ev, uint64_t *late)
 				atomic_store_explicit(&w->last_arrived, ev->corr,
 						      memory_order_relaxed); /* under lock */
 		}
+		if ((ev->kind == SP_EV_MEMCPY || ev->kind == SP_EV_MEMSET) && !ev->u.copy.graph_id &&
+		    ev->corr > w->last_copy_arrived)
+			w->last_copy_arrived = ev->corr;
 		w->last_record_ts = sp_now_ns();
 		if (sp_col.mk[0].name) /* phases: the writer puts it in its phase's file (writer.h) */
 			ev->tid = (uint32_t)w->mk + 1;
@@ -311,6 +323,11 @@ void sp_act_writer_tick(void *ctx)
 		int last_ok = !ll || atomic_load(&w->last_arrived) >= ll ||
 			      (w->corr_hi != SP_CORR_PENDING && ll >= w->corr_hi);
 		uint64_t launched = w->launched, arrived = atomic_load(&w->arrived);
+		/* the last copy or set call's record too (copies trail kernels: an all-reduce bucket's
+		 * DtoD copies after its last kernel were lost at a DDP window's end); not counted: a copy
+		 * that makes no record (zero bytes, captured) only delays the close to the quiet rule */
+		last_ok = last_ok && (!w->last_copy || w->last_copy_arrived >= w->last_copy ||
+				      (w->corr_hi != SP_CORR_PENDING && w->last_copy >= w->corr_hi));
 		/* the launch counts are complete once a drain began after the window closed (prev) */
 		int complete = arrived >= launched && last_ok && age > SP_WINDOW_SETTLE_NS && prev > w->close_ts;
 		if (complete || (age > SP_WINDOW_QUIET_AGE_NS && quiet > SP_WINDOW_QUIET_NS) ||

@@ -199,7 +199,7 @@ static void on_api_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const 
 }
 
 /* An API exit inside a window: writes its SP_EV_API event, a launch marked for the window's count
- * (the writer thread counts it as it drains the event: activity.c). */
+ * and a copy or set for its wait (the writer thread notes them as it drains the event: activity.c). */
 static void record_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd, struct window *w,
 		       int launch, uint32_t stack, uint64_t t)
 {
@@ -215,9 +215,11 @@ static void record_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CU
 	ev.u.api.cbid = cbid;
 	ev.u.api.status = cd->functionReturnValue ? *(const int *)cd->functionReturnValue : 0;
 	ev.u.api.stack = stack;
-	if (launch) {
+	int copy = !launch && cbid < SP_CBID_MAX && (sp_col.cls[d][cbid] & CLS_COPY) && !ev.u.api.status;
+	if (launch || copy) {
 		ev.u.api.win_id = w->id;
 		ev.u.api.win_slot = (uint16_t)(w - sp_col.win + 1);
+		ev.u.api.win_copy = (uint8_t)copy;
 	}
 	sp_coll_push(&ev);
 }

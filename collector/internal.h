@@ -23,8 +23,8 @@
 #define SP_MAX_CLOSED 4      /* corr ranges of written windows kept to count late records */
 #define SP_MAX_DEVICES 64    /* GPUs described by SP_EV_DEVICE records */
 /* A closing window is written once its kernels have all arrived (as many as its counted launches,
- * the last launch's among them) and it is SP_WINDOW_SETTLE_NS
- * old (other record kinds trail kernels), or once it is SP_WINDOW_QUIET_AGE_NS old and no record
+ * the last launch's among them), the record of its last copy or set call too, and it is
+ * SP_WINDOW_SETTLE_NS old (other record kinds trail kernels), or once it is SP_WINDOW_QUIET_AGE_NS old and no record
  * came for SP_WINDOW_QUIET_NS (graph kernels are not counted), or at SP_WINDOW_GIVE_UP_NS. */
 #define SP_WINDOW_SETTLE_NS 4000000ull       /* 4 ms */
 #define SP_WINDOW_QUIET_AGE_NS 50000000ull   /* 50 ms */
@@ -36,12 +36,13 @@
 #define SP_EXIT_POLL_US 10000
 
 /* Classes of a callback id, from its name (sp_cbset_arm): in the recorded set; an auto-detection
- * token; a graph launch; the recorded truth (tokrec.h); watched only for nesting.
+ * token; a graph launch; the recorded truth (tokrec.h); watched only for nesting; a copy or set
+ * (CLS_COPY: inside a window, the record of the last one is waited for before the window closes).
  * CLS_NEST: any runtime call, watched while recording an API truth or with an api marker on a
  * driver function only to know that a driver call is made inside one (PyTorch's
  * cudaDriverGetVersion calls cuDriverGetVersion): a truth or marker counts at the outermost call
  * only. Such a callback does nothing else (callbacks.c nest_only). */
-enum { CLS_RECORDED = 1, CLS_AUTO = 2, CLS_GRAPH = 4, CLS_TRUTH = 8, CLS_NEST = 16 };
+enum { CLS_RECORDED = 1, CLS_AUTO = 2, CLS_GRAPH = 4, CLS_TRUTH = 8, CLS_NEST = 16, CLS_COPY = 32 };
 
 /* How an allocation call's parameters look (every params struct starts with these fields). */
 enum { MEM_NONE, MEM_PTR_SIZE, MEM_PITCH, MEM_CREATE, MEM_FREE };
@@ -64,6 +65,8 @@ struct window {
 				  * drains their events (activity.c); under lock */
 	atomic_uint_fast64_t arrived;  /* non-graph kernel records received */
 	uint32_t last_launch;    /* highest correlation id of a counted launch (0: none); under lock */
+	uint32_t last_copy;      /* ... of a copy or set call that succeeded (0: none); under lock */
+	uint32_t last_copy_arrived; /* highest correlation id of a copy or set record received; under lock */
 	_Atomic uint32_t last_arrived; /* highest correlation id of a kernel record received */
 };
 

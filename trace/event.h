@@ -112,6 +112,7 @@ struct sp_ev_api {
 	 * writer thread counts it as it drains the event, so that the launch path takes no lock. */
 	uint32_t win_id;
 	uint16_t win_slot;
+	uint8_t win_copy; /* ... a copy or set call instead (its record is waited for, not counted) */
 };
 
 struct sp_ev_nccl {
