@@ -288,6 +288,27 @@ static void life_tick(uint64_t now)
 	}
 }
 
+/* 1 if closing window w has its records: a drain that began after its end (the tick before,
+ * at prev) counted its launches, as many kernel records came, the last launch's and the last copy
+ * or set call's among them. *missing: its launched kernels without a record (the last launch's
+ * counts as one). Under sp_col.lock. This function can't fail. */
+static int records_in(const struct window *w, uint64_t prev, uint64_t *missing)
+{
+	/* the counts alone are not enough: a kernel whose launch is not counted (a driver launch
+	 * inside a runtime call that is not a launch) would stand in for the last launch's kernel,
+	 * still on its way; so its record (the highest id counted, if inside the window) must have come */
+	uint32_t ll = w->last_launch;
+	int last_ok = !ll || atomic_load(&w->last_arrived) >= ll || (w->corr_hi != SP_CORR_PENDING && ll >= w->corr_hi);
+	uint64_t launched = w->launched, arrived = atomic_load(&w->arrived);
+	/* the last copy or set call's record too (copies trail kernels: an all-reduce bucket's DtoD
+	 * copies after its last kernel were lost at a DDP window's end); not counted as missing: a copy
+	 * that makes no record (zero bytes, captured) only delays the close to the quiet rule */
+	int copies_ok = !w->last_copy || w->last_copy_arrived >= w->last_copy ||
+			(w->corr_hi != SP_CORR_PENDING && w->last_copy >= w->corr_hi);
+	*missing = arrived < launched ? launched - arrived : !last_ok;
+	return arrived >= launched && last_ok && copies_ok && prev > w->close_ts;
+}
+
 void sp_act_writer_tick(void *ctx)
 {
 	uint64_t now = sp_now_ns(), prev = A.prev_tick;
@@ -316,20 +337,8 @@ void sp_act_writer_tick(void *ctx)
 			continue;
 		uint64_t last = w->last_record_ts > w->close_ts ? w->last_record_ts : w->close_ts;
 		uint64_t age = now > w->close_ts ? now - w->close_ts : 0, quiet = now > last ? now - last : 0;
-		/* the counts alone are not enough: a kernel whose launch is not counted (a driver launch
-		 * inside a runtime call that is not a launch) would stand in for the last launch's kernel,
-		 * still on its way; so its record (the highest id counted, if inside the window) must have come */
-		uint32_t ll = w->last_launch;
-		int last_ok = !ll || atomic_load(&w->last_arrived) >= ll ||
-			      (w->corr_hi != SP_CORR_PENDING && ll >= w->corr_hi);
-		uint64_t launched = w->launched, arrived = atomic_load(&w->arrived);
-		/* the last copy or set call's record too (copies trail kernels: an all-reduce bucket's
-		 * DtoD copies after its last kernel were lost at a DDP window's end); not counted: a copy
-		 * that makes no record (zero bytes, captured) only delays the close to the quiet rule */
-		last_ok = last_ok && (!w->last_copy || w->last_copy_arrived >= w->last_copy ||
-				      (w->corr_hi != SP_CORR_PENDING && w->last_copy >= w->corr_hi));
-		/* the launch counts are complete once a drain began after the window closed (prev) */
-		int complete = arrived >= launched && last_ok && age > SP_WINDOW_SETTLE_NS && prev > w->close_ts;
+		uint64_t missing, launched = w->launched;
+		int complete = records_in(w, prev, &missing) && age > SP_WINDOW_SETTLE_NS;
 		if (complete || (age > SP_WINDOW_QUIET_AGE_NS && quiet > SP_WINDOW_QUIET_NS) ||
 		    age > SP_WINDOW_GIVE_UP_NS) {
 			struct sp_event ev = { .kind = SP_EV_WINDOW_END,
@@ -341,7 +350,6 @@ void sp_act_writer_tick(void *ctx)
 			ev.u.window.id = w->id;
 			ev.u.window.first_step = w->first_step;
 			ev.u.window.last_step = w->last_step;
-			uint64_t missing = arrived < launched ? launched - arrived : !last_ok;
 			if (missing) { /* said in the trace and on stderr: never a silent loss */
 				struct sp_event d = { .kind = SP_EV_DROPPED,
 						      .sub = SP_DROP_MISSING,

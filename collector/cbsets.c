@@ -191,7 +191,8 @@ int sp_cbset_arm(void)
 					 ? CLS_AUTO
 					 : 0) |
 				(sp_coll_glob(d ? "cuGraphLaunch*" : "cudaGraphLaunch*", nm) ? CLS_GRAPH : 0) |
-				(sp_coll_glob(d ? "cuMemcpy*" : "cudaMemcpy*", nm) || sp_coll_glob(d ? "cuMemset*" : "cudaMemset*", nm)
+				(sp_coll_glob(d ? "cuMemcpy*" : "cudaMemcpy*", nm) ||
+						 sp_coll_glob(d ? "cuMemset*" : "cudaMemset*", nm)
 					 ? CLS_COPY
 					 : 0) |
 				(sp_tokrec_truth_kind() == SP_TOK_API && sp_coll_glob(sp_tokrec_truth_pattern(), nm)

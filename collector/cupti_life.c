@@ -78,8 +78,8 @@ static void inflight_init(void)
 {
 	IF.keyed = pthread_key_create(&IF.key, slot_release) == 0;
 	IF.asym = IF.keyed && syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-	sp_info("callbacks in flight are counted %s", IF.asym ? "per thread (membarrier fences the detaches)"
-							      : "in one shared counter (no membarrier here)");
+	sp_info("callbacks in flight are counted %s",
+		IF.asym ? "per thread (membarrier fences the detaches)" : "in one shared counter (no membarrier here)");
 }
 
 struct sp_inflight_slot *sp_cupti_life_claim(void)

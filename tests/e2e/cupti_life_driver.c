@@ -205,7 +205,8 @@ int main(int argc, char **argv)
 								   NULL);
 			else if (rt_launch) { /* cudaLaunchKernel around the driver's launch, as libtorch's */
 				unsigned c = lcorr++;
-				fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0, c);
+				fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0,
+				     c);
 				if (rt_launch == 2) { /* callbacks only: no kernel record (bench/callback_cost.sh) */
 					lseen += (unsigned)fire(CUPTI_CB_DOMAIN_DRIVER_API,
 								CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0, c);
@@ -213,7 +214,8 @@ int main(int argc, char **argv)
 				} else {
 					lseen += (unsigned)launch(sym, c);
 				}
-				fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1, c);
+				fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1,
+				     c);
 			} else
 				lseen += (unsigned)launch(sym, lcorr++);
 			lall++;

@@ -10,11 +10,12 @@
 # exit 0, record its window, never say "detached from CUPTI", and say why it stays subscribed.
 # Also runs tests/gpu/tools/graph_fin_probe.cu (CUPTI alone, no stepprof) for the record: its
 # graphs of plain kernels survived cuptiFinalize on the H100. BUILD_DIR: a build folder, or
-# dist/stepprof (the default, after 'make dist'). Output in ${OUT:-/tmp/stepprof-graphdetach}.
+# dist/stepprof (the default, after 'make dist'). Output in ${OUT:-/tmp}/graph_detach (emptied first;
+# never $OUT itself, which the GPU machine's runner sets to its result folder).
 # Exit 0 when every run passed, else 1.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-OUT=${OUT:-/tmp/stepprof-graphdetach}
+OUT=${OUT:-/tmp}/graph_detach
 PY=${PY:-python3}
 B=${1:-$ROOT/dist/stepprof}
 LIB=$B/libstepprof.so

@@ -286,7 +286,9 @@ static void attempts_keep_to_their_share(void **state)
 	for (int k = 0; k < 400 && !a.locked; k++)
 		for (int i = 0; i <= 2000 && !a.locked; i++) {
 			uint64_t before = a.next_try;
-			sp_autostep_feed(&a, i < 2000 ? (70000 + (uint32_t)i % 7) | SP_AUTOSTEP_KERNEL : 8 | SP_AUTOSTEP_SYNC,
+			sp_autostep_feed(&a,
+					 i < 2000 ? (70000 + (uint32_t)i % 7) | SP_AUTOSTEP_KERNEL
+						  : 8 | SP_AUTOSTEP_SYNC,
 					 t += i == 0 ? 300000 : 5000);
 			if (a.next_try != before)
 				sp_autostep_attempt_took(&a, 400000);
