@@ -144,6 +144,8 @@ CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t cbid,
 			snprintf(F.names[k][cbid], 48, "cudaDeviceSynchronize_v3020");
 		else if (!k && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020)
 			snprintf(F.names[k][cbid], 48, "cudaStreamSynchronize_v3020");
+		else if (!k && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020)
+			snprintf(F.names[k][cbid], 48, "cudaMemcpyAsync_v3020");
 		else if (!k && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000)
 			snprintf(F.names[k][cbid], 48, "cudaLaunchKernel_v7000");
 		else if (k && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel)
@@ -322,6 +324,50 @@ __attribute__((visibility("default"))) int fake_cupti_kernel(unsigned corr)
 		}
 		if (F.npend == sizeof F.pend / sizeof *F.pend)
 			deliver(); /* a full buffer: CUPTI hands it over by itself */
+	}
+	pthread_mutex_unlock(&F.lock);
+	return ret;
+}
+
+/* The test program's side: one device-to-device copy of the call with correlation id corr,
+ * recorded if MEMCPY is enabled; FAKE_CUPTI_LOSE_CORR and FAKE_CUPTI_LATE_CORR (with _LATE_MS)
+ * lose or hold back its record as they do a kernel's. Returns 1 if recorded. */
+__attribute__((visibility("default"))) int fake_cupti_copy(unsigned corr)
+{
+	const char *lose = getenv("FAKE_CUPTI_LOSE_CORR");
+	int ret = 0;
+	if (lose && strtoul(lose, NULL, 10) == corr)
+		return 0;
+	pthread_mutex_lock(&F.lock);
+	if (F.kind[CUPTI_ACTIVITY_KIND_MEMCPY]) {
+		CUpti_ActivityKernel10 *slot = &F.pend[F.npend++]; /* records share the slot size */
+		CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *)slot;
+		_Static_assert(sizeof *m <= sizeof *slot, "a copy record fits a slot");
+		memset(slot, 0, sizeof *slot);
+		m->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+		m->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
+		m->srcKind = m->dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+		m->bytes = 4096;
+		m->start = stamp();
+		m->end = m->start + 500;
+		m->correlationId = corr;
+		m->streamId = 7;
+		ret = 1;
+		const char *late = getenv("FAKE_CUPTI_LATE_CORR"), *ms = getenv("FAKE_CUPTI_LATE_MS");
+		if (late && strtoul(late, NULL, 10) == corr) { /* held back: out of the pending records */
+			long d = ms ? atol(ms) : 20;
+			F.late = *slot;
+			F.npend--;
+			clock_gettime(CLOCK_MONOTONIC, &F.late_due);
+			F.late_due.tv_sec += d / 1000;
+			F.late_due.tv_nsec += (d % 1000) * 1000000;
+			if (F.late_due.tv_nsec >= 1000000000) {
+				F.late_due.tv_sec++;
+				F.late_due.tv_nsec -= 1000000000;
+			}
+		}
+		if (F.npend == sizeof F.pend / sizeof *F.pend)
+			deliver();
 	}
 	pthread_mutex_unlock(&F.lock);
 	return ret;

@@ -12,6 +12,7 @@
 # launch but its record counts as arrived, so the counts matched while the last launch's record
 # was still on its way (here 20 ms late): the window was written after 4 ms without it. A window
 # now also waits for the record of its last counted launch; lost for good, it is said missing.
+# And a window's last copy (its record comes after the kernels'): waited for, never said missing.
 set -u
 B=${SP_BUILD:?}
 # shellcheck source=tests/e2e/lib/preload.sh
@@ -64,6 +65,19 @@ grep -qi missing "$T/late/report" "$T/late/stderr" && bad "late: a kernel said m
 run nested_lost DRIVER_NESTED=1 FAKE_CUPTI_LOSE_CORR=27
 [ "$(cat "$T/nested_lost/kernels")" = "2:4 3:3 " ] || bad "nested_lost: steps:kernels $(cat "$T/nested_lost/kernels")"
 grep -q '"missing":1,"complete":true' "$T/nested_lost/json" || bad "nested_lost: the lost last kernel is not said: $(grep -o '"windows".*' "$T/nested_lost/json" | head -c 300)"
+
+# copies: each micro-batch ends with a cudaMemcpyAsync after its kernels (phases_driver COPY_AFTER):
+# the window records corr 19-22 (step 2) and 24-27 (step 3); 27 is its last copy. Copies trail
+# kernels (an all-reduce bucket's DtoD copies were lost at a DDP window's end, 2 x H100): the window
+# waits for the last one's record; one that never comes is no kernel lost (quiet rule, nothing said)
+run copylate COPY_AFTER=1 FAKE_CUPTI_LATE_CORR=27 FAKE_CUPTI_LATE_MS=30
+[ "$("$SP" dump "$F" | grep -c '^memcpy')" = 2 ] || bad "copylate: the last copy of the last step is lost: $("$SP" dump "$F" | grep -c '^memcpy') copies"
+[ "$(cat "$T/copylate/kernels")" = "2:3 3:3 " ] || bad "copylate: steps:kernels $(cat "$T/copylate/kernels")"
+grep -qi missing "$T/copylate/report" "$T/copylate/stderr" && bad "copylate: said missing: $(grep -i missing "$T/copylate/stderr")"
+run copylost COPY_AFTER=1 FAKE_CUPTI_LOSE_CORR=27
+[ "$("$SP" dump "$F" | grep -c '^memcpy')" = 1 ] || bad "copylost: $("$SP" dump "$F" | grep -c '^memcpy') copies, not 1"
+grep -q '"missing":0,"complete":true' "$T/copylost/json" || bad "copylost: JSON window: $(grep -o '"windows".*' "$T/copylost/json" | head -c 300)"
+grep -qi missing "$T/copylost/stderr" && bad "copylost: a copy without a record said missing: $(grep -i missing "$T/copylost/stderr")"
 
 [ "$fail" = 0 ] && echo "missing_kernel: ok"
 exit $fail

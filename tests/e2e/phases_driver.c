@@ -7,6 +7,9 @@
  * micro-batch. DRIVER_NESTED=1: each micro-batch first makes a cudaStreamSynchronize inside which a
  * kernel is launched through the driver (cuLaunchKernel), as a runtime call that launches kernels
  * internally does (stepprof counts launches at the outermost call: that kernel is not counted).
+ * COPY_AFTER=1: each micro-batch's launches are followed by a cudaMemcpyAsync (one fake DtoD copy
+ * record, fakecupti.c fake_cupti_copy: late or lost as FAKE_CUPTI_LATE_CORR / _LOSE_CORR say)
+ * before its call.
  * Prints "driver: I infer, T train calls". */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -33,7 +36,8 @@ int main(int argc, char **argv)
 	}
 	fire(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, 0, 0);
 	unsigned corr = 1;
-	int nested = getenv("DRIVER_NESTED") != NULL;
+	int nested = getenv("DRIVER_NESTED") != NULL, copy_after = getenv("COPY_AFTER") != NULL;
+	int (*copy)(unsigned) = (int (*)(unsigned))dlsym(RTLD_DEFAULT, "fake_cupti_copy");
 	for (int r = 0; r < rounds; r++) {
 		for (int m = -1; m < micro; m++) { /* m = -1: the inference call */
 			unsigned cb = m < 0 ? CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020
@@ -53,6 +57,12 @@ int main(int argc, char **argv)
 				kernel(corr);
 				fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1,
 				     corr);
+			}
+			if (copy_after && copy && m >= 0) {
+				unsigned c = CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020;
+				fire(CUPTI_CB_DOMAIN_RUNTIME_API, c, 0, corr);
+				copy(corr);
+				fire(CUPTI_CB_DOMAIN_RUNTIME_API, c, 1, corr++);
 			}
 			fire(CUPTI_CB_DOMAIN_RUNTIME_API, cb, 0, corr);
 			usleep(step_us);
