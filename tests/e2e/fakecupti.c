@@ -287,6 +287,27 @@ static uint64_t stamp(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The newest pending record, of the call with correlation id corr, was just made (F.lock held):
+ * FAKE_CUPTI_LATE_CORR holds it back for FAKE_CUPTI_LATE_MS ms (out of the pending records), and a
+ * full buffer is handed over, as CUPTI does by itself. */
+static void settle(unsigned corr)
+{
+	const char *late = getenv("FAKE_CUPTI_LATE_CORR"), *ms = getenv("FAKE_CUPTI_LATE_MS");
+	if (late && strtoul(late, NULL, 10) == corr) {
+		long d = ms ? atol(ms) : 20;
+		F.late = F.pend[--F.npend];
+		clock_gettime(CLOCK_MONOTONIC, &F.late_due);
+		F.late_due.tv_sec += d / 1000;
+		F.late_due.tv_nsec += (d % 1000) * 1000000;
+		if (F.late_due.tv_nsec >= 1000000000) {
+			F.late_due.tv_sec++;
+			F.late_due.tv_nsec -= 1000000000;
+		}
+	}
+	if (F.npend == sizeof F.pend / sizeof *F.pend)
+		deliver();
+}
+
 /* The test program's side: one kernel of the launch with correlation id corr, recorded if
  * CONCURRENT_KERNEL is enabled (runs 1 us). Returns 1 if recorded. */
 __attribute__((visibility("default"))) int fake_cupti_kernel(unsigned corr)
@@ -309,21 +330,7 @@ __attribute__((visibility("default"))) int fake_cupti_kernel(unsigned corr)
 		k->streamId = 7;
 		k->gridX = k->gridY = k->gridZ = k->blockX = k->blockY = k->blockZ = 1;
 		ret = 1;
-		const char *late = getenv("FAKE_CUPTI_LATE_CORR"), *ms = getenv("FAKE_CUPTI_LATE_MS");
-		if (late && strtoul(late, NULL, 10) == corr) { /* held back: out of the pending records */
-			long d = ms ? atol(ms) : 20;
-			F.late = *k;
-			F.npend--;
-			clock_gettime(CLOCK_MONOTONIC, &F.late_due);
-			F.late_due.tv_sec += d / 1000;
-			F.late_due.tv_nsec += (d % 1000) * 1000000;
-			if (F.late_due.tv_nsec >= 1000000000) {
-				F.late_due.tv_sec++;
-				F.late_due.tv_nsec -= 1000000000;
-			}
-		}
-		if (F.npend == sizeof F.pend / sizeof *F.pend)
-			deliver(); /* a full buffer: CUPTI hands it over by itself */
+		settle(corr);
 	}
 	pthread_mutex_unlock(&F.lock);
 	return ret;
@@ -353,21 +360,7 @@ __attribute__((visibility("default"))) int fake_cupti_copy(unsigned corr)
 		m->correlationId = corr;
 		m->streamId = 7;
 		ret = 1;
-		const char *late = getenv("FAKE_CUPTI_LATE_CORR"), *ms = getenv("FAKE_CUPTI_LATE_MS");
-		if (late && strtoul(late, NULL, 10) == corr) { /* held back: out of the pending records */
-			long d = ms ? atol(ms) : 20;
-			F.late = *slot;
-			F.npend--;
-			clock_gettime(CLOCK_MONOTONIC, &F.late_due);
-			F.late_due.tv_sec += d / 1000;
-			F.late_due.tv_nsec += (d % 1000) * 1000000;
-			if (F.late_due.tv_nsec >= 1000000000) {
-				F.late_due.tv_sec++;
-				F.late_due.tv_nsec -= 1000000000;
-			}
-		}
-		if (F.npend == sizeof F.pend / sizeof *F.pend)
-			deliver();
+		settle(corr);
 	}
 	pthread_mutex_unlock(&F.lock);
 	return ret;
