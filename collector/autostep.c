@@ -452,9 +452,12 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 	a->prev[a->n & (a->cap - 1)] = last && a->n - (last - 1) < a->cap ? (uint32_t)(a->n - (last - 1)) : 0;
 	a->last[tok & (COUNT_SLOTS - 1)] = a->n + 1;
 	a->tok[a->n & (a->cap - 1)] = tok;
-	a->ts[a->n & (a->cap - 1)] = ts - a->credit;
+	/* stored times never go back: a token stamped with the precise clock may follow one stamped
+	 * with the counter clock (collector/clock.h), tens of ns apart; a gap must not wrap around */
+	uint64_t at_ts = ts - a->credit, prev_ts = a->n ? a->ts[(a->n - 1) & (a->cap - 1)] : 0;
+	a->ts[a->n & (a->cap - 1)] = at_ts > prev_ts ? at_ts : prev_ts;
 	if (!a->n)
-		a->t0 = ts - a->credit;
+		a->t0 = at_ts;
 	if (tok & SP_AUTOSTEP_GRAPH)
 		a->graph_n = a->n + 1;
 	a->n++;

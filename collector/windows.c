@@ -315,7 +315,7 @@ void sp_win_detect(int mk, uint8_t kind, uint8_t flags, uint32_t name, uint64_t 
 	struct sp_det_out o;
 	/* learning before the first window: no writer thread anchors sp_fast_ns, which the callbacks'
 	 * clock is, so the tokens do (outside the lock: the first anchor reads a sysfs file) */
-	if (t - atomic_load_explicit(&anchored, memory_order_relaxed) >= SP_FAST_ANCHOR_NS) {
+	if ((int64_t)(t - atomic_load_explicit(&anchored, memory_order_relaxed)) >= (int64_t)SP_FAST_ANCHOR_NS) {
 		atomic_store_explicit(&anchored, t, memory_order_relaxed);
 		if (!sp_writer_running())
 			sp_fast_anchor();
@@ -336,7 +336,8 @@ void sp_win_detect(int mk, uint8_t kind, uint8_t flags, uint32_t name, uint64_t 
 	if (o.what)
 		det_apply(&o, t, corr, cbid, d);
 	if (attempt) { /* a detection attempt ran: its time is not the program's */
-		uint64_t took = sp_now_ns() - t;
+		uint64_t now = sp_now_ns(); /* t may be the counter clock's, a little ahead of this one */
+		uint64_t took = now > t ? now - t : 0;
 		sp_col.credit += took;
 		sp_stepdet_attempt_took(sp_col.mk[mk].det, took);
 	}
