@@ -433,9 +433,9 @@ static int within_share(const struct sp_autostep *a, uint64_t ts)
 
 int sp_autostep_due(const struct sp_autostep *a, int graph, uint64_t ts)
 {
-	if (a->locked || !a->tok || !within_share(a, ts - a->credit))
-		return 0;
-	return a->n + 1 >= a->next_try || (graph && a->n + 1 >= sp_autostep_graph_try(a));
+	if (a->locked || !a->tok || !(a->n + 1 >= a->next_try || (graph && a->n + 1 >= sp_autostep_graph_try(a))))
+		return 0; /* not an attempt's token (most tokens: the cheap test first) */
+	return within_share(a, ts - a->credit);
 }
 
 int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
