@@ -152,24 +152,87 @@ def write_ini(path, out_dir, kind, pattern, sched, detach, learn=None):
             f.write(f"[cupti]\ndetach_between = {detach}\n")
 
 
-def run_process(cmd, env, log_path, timeout, cpus=None):
+class Instructions:
+    """A hardware counter of the instructions every thread of a process retires (perf_event_open,
+    inherit: threads created after it opens are counted too), opened on a child just after it
+    starts, read as each of its lines arrives. Instructions do not move with the host's speed:
+    on the GPU machine the same launch loop ran at two speeds 1.38x apart, switching every few
+    seconds within one process on any CPU (session 11, bench/noise_probe.py), while the work done
+    stays the same. User and kernel instructions where allowed, else user only (self.scope).
+    self.fd is None where there is no such counter (a VM without a PMU, no permission)."""
+    ATTR_SIZE = 64  # PERF_ATTR_SIZE_VER0
+
+    def __init__(self, pid):
+        import ctypes
+        self.fd, self.scope, self.why = None, None, None
+        libc = ctypes.CDLL(None, use_errno=True)
+        for scope, exclude_kernel in (("user+kernel", 0), ("user", 1)):
+            attr = bytearray(self.ATTR_SIZE)
+            # type PERF_TYPE_HARDWARE (0), size, config PERF_COUNT_HW_INSTRUCTIONS (1); flags: inherit
+            # (bit 1), exclude_kernel (bit 5), exclude_hv (bit 6)
+            attr[0:4] = (0).to_bytes(4, "little")
+            attr[4:8] = self.ATTR_SIZE.to_bytes(4, "little")
+            attr[8:16] = (1).to_bytes(8, "little")
+            attr[40:48] = ((1 << 1) | (exclude_kernel << 5) | (1 << 6)).to_bytes(8, "little")
+            buf = (ctypes.c_char * self.ATTR_SIZE).from_buffer(attr)
+            fd = libc.syscall(298 if os.uname().machine == "x86_64" else 241, buf, pid, -1, -1, 8)  # FD_CLOEXEC
+            if fd >= 0:
+                self.fd, self.scope = fd, scope
+                return
+            self.why = os.strerror(ctypes.get_errno())
+
+    def read(self):
+        try:
+            return int.from_bytes(os.read(self.fd, 8), "little") if self.fd is not None else None
+        except OSError:
+            return None
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def run_process(cmd, env, log_path, timeout, cpus=None, count=False):
     """Runs cmd with stdout and stderr on one pipe, pinned to the set cpus if given; returns (rc,
-    [(t, line)]) with the arrival time of every line (time.monotonic, s)."""
-    lines = []
+    [(t, line)], ins) with the arrival time of every line (time.monotonic, s) and, with count, the
+    process's instructions retired by then (Instructions): ins is (the counter's scope, [count or
+    None for each line]), or None without count."""
+    lines, ins = [], []
     pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          bufsize=1, errors="replace", preexec_fn=pin)
+    counter = Instructions(p.pid) if count else None
     timer = threading.Timer(timeout, p.kill)
     timer.start()
     try:
         for line in p.stdout:
             lines.append((time.monotonic(), line.rstrip("\n")))
+            if counter:
+                ins.append(counter.read())
         rc = p.wait()
     finally:
         timer.cancel()
+        if counter:
+            counter.close()
     with open(log_path, "w") as f:
         f.writelines(f"{t:.6f} {l}\n" for t, l in lines)
-    return rc, lines
+    if counter and counter.fd is None and counter.why:
+        lines.append((time.monotonic(), f"outside: no instruction counter ({counter.why})"))
+    return rc, lines, ((counter.scope, ins) if counter else None)
+
+
+def step_instructions(lines, ins, step_re):
+    """{program step: instructions the process retired from the previous step line to its own}."""
+    out, prev = {}, None
+    for (_, line), n in zip(lines, ins or []):
+        m = step_re.search(line)
+        if not m:
+            continue
+        if n is not None and prev is not None:
+            out[int(m.group(1))] = n - prev
+        prev = n
+    return out
 
 
 def step_spans(lines, step_re):
@@ -249,11 +312,17 @@ def settled(steps, lines):
     what being parked or detached costs in itself (the transitions' cost is the rest). Counted in
     program steps from the first one in the transition's stepprof step (after the schedule is done
     stepprof numbers no more steps)."""
+    keep = settled_steps(steps, lines)
+    return phase_stats([ms for idx, ms, p, _, _ in steps if p in ("between", "after") and idx in keep])
+
+
+def settled_steps(steps, lines):
+    """The program steps that no detach or re-attach touched (settled's rule), as a set."""
     first = {}
     for idx, _, _, n, _ in steps:
         first.setdefault(n, idx)
     edge = {i for n, k in transition_steps(lines).items() if n in first for i in range(first[n], first[n] + k)}
-    return phase_stats([ms for idx, ms, p, _, _ in steps if p in ("between", "after") and idx not in edge])
+    return {idx for idx, _, _, _, _ in steps if idx not in edge}
 
 
 def classify(lines, step_re, sched, marker):
@@ -418,9 +487,10 @@ def run_one(a, wl, config, rnd):
         tenv["CUDA_VISIBLE_DEVICES"] = a.twin
         th = threading.Thread(target=lambda: twin.update(out=run_process(
             twin_cmd(wl["cmd"], wl["name"] in BUILTIN), tenv, os.path.join(run_dir, "twin.log"),
-            a.timeout, twin_cpus)))
+            a.timeout, twin_cpus)[:2]))
         th.start()
-    rc, lines = run_process(wl["cmd"], env, os.path.join(run_dir, "output.log"), a.timeout, cpus)
+    rc, lines, ins = run_process(wl["cmd"], env, os.path.join(run_dir, "output.log"), a.timeout, cpus,
+                                 a.instructions)
     if twin is not None:
         th.join()
     rec["stepprof"] = [l for _, l in lines if l.startswith("stepprof:") and " begins (" not in l][:12]
@@ -441,6 +511,20 @@ def run_one(a, wl, config, rnd):
             rec["phases"][ph] = phase_stats(xs)
     if sched and settled(steps, lines):
         rec["phases"]["settled"] = settled(steps, lines)
+    if ins is not None:
+        per = step_instructions(lines, ins[1], wl["step_re"])
+        rec["instr"], rec["instr_scope"] = {}, ins[0]
+        for ph in PHASES + ["settled"] if sched else ["all"]:
+            if ph == "settled":
+                keep = {i for i, _, p, _, _ in steps if p in ("between", "after")} & settled_steps(steps, lines)
+            else:
+                keep = {i for i, _, p, _, _ in steps if p == ph or not sched}
+            xs = [per[i] for i in keep if i in per]
+            if xs:
+                rec["instr"][ph] = phase_stats(xs)
+        if not per:
+            rec["problems"].append(next((l for _, l in lines if l.startswith("outside: no instruction counter")),
+                                        "no instructions counted"))
     if sched and wl["name"] == "learn":
         if any(SP_LOCK.match(l) for _, l in lines):
             rec["problems"].append("the automatic marker locked: its learning is not the whole run")
@@ -530,6 +614,27 @@ def summarise(a, records):
                     xs = [r["twin"][ph]["ratio"] for r in rs if ph in r["twin"]]
                     cells.append(", ".join(f"{x:.3f}" for x in xs) + f" ({statistics.median(xs):.3f}x)" if xs else "-")
                 out.append(f"| {wl} | {c} | " + " | ".join(cells) + " |")
+    if any("instr" in r for r in records):
+        out += ["", "Instructions per step (every thread of the process; the counter's scope: "
+                + ", ".join(sorted({r.get("instr_scope") or "?" for r in records if "instr" in r}))
+                + "): each round's median in millions, then the median over rounds of phase median / the same "
+                "round's unprofiled median. The host's speed does not move them; a CPU that waits for the GPU "
+                "by spinning (a synchronisation) adds instructions with the time it waits.", "",
+                "| workload | configuration | " + " | ".join(PHASES + ["between/after, settled"]) + " | unprofiled |",
+                "|---|---|" + "---|" * (len(PHASES) + 2)]
+        for wl in a.workloads:
+            recs = [r for r in records if r["workload"] == wl and "instr" in r]
+            base = {r["round"]: r["instr"]["all"]["median"] for r in recs if r["config"] == "plain" and "all" in r["instr"]}
+            for c in [c for c in a.configs if c in CONFIGS]:
+                rs = [r for r in recs if r["config"] == c]
+                cells = []
+                for ph in PHASES + ["settled"]:
+                    vals = [(r["instr"][ph]["median"], base.get(r["round"])) for r in rs if ph in r["instr"]]
+                    ratios = [v / b for v, b in vals if b]
+                    cells.append(", ".join(f"{v / 1e6:.3f}" for v, _ in vals)
+                                 + (f" ({statistics.median(ratios):.4f}x)" if ratios else "") if vals else "-")
+                out.append(f"| {wl} | {c} | " + " | ".join(cells) + " | "
+                           + (", ".join(f"{base[k] / 1e6:.3f}" for k in sorted(base)) or "-") + " |")
     problems = [f"{r['workload']}/{r['config']}/r{r['round']}: {p}" for r in records for p in r["problems"]]
     out += ["", "Problems:" if problems else "Problems: none"] + [f"- {p}" for p in problems]
     return "\n".join(out), problems
@@ -607,6 +712,8 @@ def main():
     r.add_argument("--step-regex", action="append", help="NAME=REGEX: its step lines (step, ms)")
     r.add_argument("--marker", action="append", help="NAME=PATTERN: its api marker (cudaDeviceSynchronize)")
     r.add_argument("--env", action="append", help="VAR=VALUE for the stepprof runs (e.g. STEPPROF_CUPTI_LIBRARY)")
+    r.add_argument("--instructions", action="store_true",
+                   help="also count every process's instructions per step (a hardware counter)")
     r.add_argument("--twin", metavar="GPU",
                    help="run an unprofiled twin beside every stepprof run, on GPU number GPU (another than the "
                         "profiled run's) and the other half of --cpus")

@@ -161,6 +161,20 @@ r = outside.twin_ratios(steps, spans, tw)
 assert abs(r["before"]["ratio"] - 1.0) < 0.01 and abs(r["between"]["ratio"] - 1.1) < 0.03, r
 assert outside.twin_cmd(["python3", "outside.py", "worker", "add", "--steps", "200"], True)[-1] == "300"
 assert outside.twin_cmd(["prog", "-x", "200"], False) == ["prog", "-x", "200"]
+# instructions per step: the count read as each step line arrived, minus the previous step line's
+# (other lines between them change nothing; a line read without a counter gives no step)
+import re as _re
+sre = _re.compile(outside.BUILTIN_STEP)
+lines = [(0, "STEP 0 1.0"), (0, "stepprof: step 1 begins (NONE)"), (0, "STEP 1 1.0"), (0, "STEP 2 1.0"), (0, "STEP 3 1.0")]
+assert outside.step_instructions(lines, [100, 150, 400, 1000, None], sre) == {1: 300, 2: 600}, "step instructions"
+# the instructions table: a phase's median over the same round's unprofiled median
+recs = [{"workload": "w", "config": "plain", "round": 0, "problems": [], "phases": {"all": {"median": 10.0}},
+         "instr": {"all": {"median": 2.0e6}}, "instr_scope": "user"},
+        {"workload": "w", "config": "api", "round": 0, "problems": [], "phases": {"between": {"median": 10.0}},
+         "instr": {"between": {"median": 2.02e6}}, "instr_scope": "user"}]
+ns = type("A", (), {"workloads": ["w"], "configs": ["api"], "cpus": None, "twin": None})
+tab, _ = outside.summarise(ns, recs)
+assert "| w | api | - | - | - | 2.020 (1.0100x) | - | - | 2.000 |" in tab and "scope: user" in tab, tab
 print("ok   outside.py: phases before/inside/between/after/learning exact, a wrong action and a short window named; missing re-attaches and lost boundaries named; twin pairing cancels drift")
 PY
 
