@@ -42,9 +42,15 @@ processes by 10-20% on a shared machine, moves both alike. The twin of a built-i
 1.5 times the steps, so that it outlasts the profiled run; another program's twin runs the same
 command, and a phase it does not cover has no twin ratio. Not on the profiled run's own GPU: there
 the two contexts' time-slicing slowed one run or the other by up to 2x (H200, session 10).
+--twin-cpus same puts the twin on the same CPUs as the profiled run (e.g. --cpus 5: one CPU that
+the two processes share in time). On the GPU machine one CPU runs the same launch loop at two
+speeds 1.38x apart, switching every few seconds (session 11, bench/noise_probe.py: the loop's CPU
+time moves with its wall time); two processes on one CPU see the same speed at every moment, and
+the scheduler gives each half of it, so their step times compare the work each step does.
 
 usage: outside.py run --build DIR --out DIR [--rounds 2] [--workloads add,mlp,...] [--configs ...]
                       [--steps N] [--floor-lib SO] [--program NAME=CMD ...] [--twin GPU]
+                      [--twin-cpus split|same] [--instructions]
        outside.py worker add|mlp|graph|learn --steps N"""
 import argparse
 import bisect
@@ -477,11 +483,13 @@ def run_one(a, wl, config, rnd):
                    STEPPROF_VERBOSE="1")
         env.update(parse_named(a.env, "--env"))
     cpus, twin = a.cpus, None
-    if a.twin and config not in ("plain", "floor"):
+    if a.twin and config != "floor":  # the unprofiled run too: its twin ratio is the method's own error
         halves = sorted(a.cpus or range(os.cpu_count() or 2))
         h = len(halves) // 2
         first, second = set(halves[:h] or halves), set(halves[h:] or halves)
         cpus, twin_cpus = (first, second) if rnd % 2 == 0 else (second, first)
+        if a.twin_cpus == "same":  # both on all of --cpus: they share its CPUs' speed at every moment
+            cpus = twin_cpus = set(halves)
         twin = {}
         tenv = bench.clean_env()
         tenv["CUDA_VISIBLE_DEVICES"] = a.twin
@@ -601,11 +609,12 @@ def summarise(a, records):
         out.append(f"Every process pinned to CPUs {sorted(a.cpus)}.")
     if any("twin" in r for r in records):
         out += ["", f"Twin-paired (--twin {a.twin}): each phase's median over the median of the unprofiled twin's steps that ran at "
-                "the same time; per round, then the median over rounds.", "",
+                "the same time; per round, then the median over rounds. The row 'plain' is an unprofiled run beside its "
+                "unprofiled twin (its 'before' column): how far the pairing itself is from 1.", "",
                 "| workload | configuration | " + " | ".join(PHASES + ["between/after"]) + " |",
                 "|---|---|" + "---|" * (len(PHASES) + 1)]
         for wl in a.workloads:
-            for c in [c for c in a.configs if c in CONFIGS]:
+            for c in ["plain"] + [c for c in a.configs if c in CONFIGS]:
                 rs = [r for r in records if r["workload"] == wl and r["config"] == c and "twin" in r]
                 if not rs:
                     continue
@@ -712,6 +721,9 @@ def main():
     r.add_argument("--step-regex", action="append", help="NAME=REGEX: its step lines (step, ms)")
     r.add_argument("--marker", action="append", help="NAME=PATTERN: its api marker (cudaDeviceSynchronize)")
     r.add_argument("--env", action="append", help="VAR=VALUE for the stepprof runs (e.g. STEPPROF_CUPTI_LIBRARY)")
+    r.add_argument("--twin-cpus", choices=("split", "same"), default="split",
+                   help="split: the twin on the other half of --cpus; same: both on all of them (a CPU "
+                        "shared in time, so both see its speed alike)")
     r.add_argument("--instructions", action="store_true",
                    help="also count every process's instructions per step (a hardware counter)")
     r.add_argument("--twin", metavar="GPU",

@@ -215,4 +215,6 @@ FAKE_CUPTI_LOG=/dev/null PRINT_STEPS=1 timeout 120 /usr/bin/python3 "$R/bench/ou
 [ -s "$T/tw/runs/fake-api-r0/twin.log" ] || fail "no twin ran beside the api run"
 grep -Eq '^\| fake \| api \| - \| [0-9.]+ \([0-9.]+x\) \| [0-9.]+ \([0-9.]+x\) \| [0-9.]+ \([0-9.]+x\) \|' "$T/tw/outside.md" ||
 	{ cat "$T/tw/outside.md"; fail "the twin table lacks before, inside or between for the api run"; }
+grep -Eq '^\| fake \| plain \| - \| [0-9.]+ \([0-9.]+x\) \|' "$T/tw/outside.md" ||
+	{ cat "$T/tw/outside.md"; fail "the twin table lacks the unprofiled run beside its twin (the method's own error)"; }
 echo "ok   outside.py --twin: an unprofiled twin ran beside the api run, each phase paired with it in time"
