@@ -16,6 +16,7 @@
 #include "life.h"
 #include "log.h"
 #include "markhook.h"
+#include "writer.h"
 #include "ondemand.h"
 #include "trace/tokens.h"
 
@@ -449,7 +450,10 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 		return fn;
 	/* the schedule's step (automatic detection numbers its regimes' steps apart from it) */
 	int64_t sched = sp_stepdet_sched_step(sp_col.mk[0].det, sp_col.step);
-	if (sched < 0 || sp_life_steps_to_window(sp_col.mk[0].schedule, sched, 1) == 0 || sp_od_busy())
+	int64_t left = sched < 0 ? 0 : sp_life_steps_to_window(sp_col.mk[0].schedule, sched, SP_LIFE_UNPARK_AT);
+	if (left < SP_LIFE_UNPARK_AT)
+		sp_writer_kick(); /* the window nears: the writer re-attaches now (its passes are slow while parked) */
+	if (left == 0 || sp_od_busy())
 		wait_attached(); /* CUPTI counts this one if the re-attach came in time */
 	if (atomic_load(&H.counting)) {
 		sp_thr.hook_counted = 1;
