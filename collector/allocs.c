@@ -10,6 +10,7 @@
 #include <string.h>
 #include "clock.h"
 #include "collector.h"
+#include "cupti_life.h"
 #include "internal.h"
 #include "memory.h"
 #include "stacks.h"
@@ -104,6 +105,47 @@ void sp_alloc_call(const CUpti_CallbackData *cd, struct memop op, uint64_t t, ui
 		dev = UINT32_MAX;
 	if (addr)
 		sp_mem_alloc(op.kind, dev == UINT32_MAX ? -1 : (int)dev, addr, size, stack, t, record);
+}
+
+/* ---- device allocations seen by the preload's hooks (preload/procaddr.c) ---- */
+
+_Atomic int sp_devmem_want;
+
+unsigned sp_collector_devmem_enter(void)
+{
+	return sp_thr.mem_seen;
+}
+
+/* 1 if CUPTI accounts for the allocation call this thread is making: it reported the driver call
+ * itself (its exit came since seen), or the call is made inside a runtime allocation call CUPTI
+ * reports (whose exit accounts). Either only while attached in this thread's instance. */
+static int cupti_has_it(unsigned seen)
+{
+	if (sp_thr.mem_seen != seen)
+		return 1;
+	if (!sp_thr.in_rt || sp_thr.gen != sp_cupti_life_generation() ||
+	    atomic_load(&sp_hold.state) != SP_HOLD_ATTACHED)
+		return 0;
+	uint32_t rt = sp_thr.cur_cb[0];
+	return rt < SP_CBID_MAX && sp_col.memop[0][rt].shape != MEM_NONE;
+}
+
+void sp_collector_devmem(unsigned seen, int kind, int free, uint64_t addr, uint64_t size, int dev)
+{
+	/* not after the schedule, not stepprof's own (the writer thread's CUPTI calls), not twice (a
+	 * block CUPTI accounted; a call CUPTI was attached for midway, accounted again, is replaced) */
+	if (sp_col.disabled || sp_col.done || !sp_col.cfg.device_memory || sp_mem_self || !addr || cupti_has_it(seen))
+		return;
+	int rec = __atomic_load_n(&sp_col.open, __ATOMIC_ACQUIRE) != NULL;
+	uint64_t t = sp_now_ns();
+	if (free) {
+		sp_mem_free(kind == SP_MEM_VMM ? SP_MEM_VMM : SP_MEM_DEVICE, addr, t, rec);
+		return;
+	}
+	uint32_t stack = sp_col.cfg.stacks ? sp_stack_capture(sp_col.cfg.stack_depth,
+							      (unsigned)sp_col.cfg.stacks | SP_STACK_NATIVE_FALLBACK)
+					   : 0;
+	sp_mem_alloc(kind, dev, addr, size, stack, t, rec);
 }
 
 /* ---- host allocations (called from preload/malloc.c, inside malloc: no allocation here) ---- */

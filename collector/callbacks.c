@@ -244,6 +244,7 @@ static void on_api_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const C
 	struct memop mop = cbid < SP_CBID_MAX ? sp_col.memop[d][cbid] : (struct memop){ 0, 0 };
 	int ok = cd->functionReturnValue && *(const int *)cd->functionReturnValue == 0;
 	uint32_t stack = 0;
+	sp_thr.mem_seen += mop.shape != 0; /* an allocation hook around this call leaves it to CUPTI */
 	/* launches in a window; allocations always (they are rare, and a window's memory peak needs
 	 * the sites of blocks made long before it) */
 	int alloc = mop.shape && mop.shape != MEM_FREE && ok && sp_col.cfg.device_memory;

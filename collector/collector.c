@@ -36,6 +36,7 @@ static void on_fork_child(void)
 {
 	sp_host_min_bytes = SIZE_MAX;
 	atomic_store(&sp_launch_want, SP_LAUNCH_OFF); /* the launch hooks pass through, learning or not */
+	atomic_store(&sp_devmem_want, 0);
 	sp_col.disabled = 1;
 	sp_col.active = 0;
 	sp_ring_disable_all();
@@ -217,6 +218,8 @@ void sp_collector_inject(void)
 	sp_writer_set_tick(sp_act_writer_tick, NULL);
 	sp_writer_set_seen(sp_act_writer_seen);
 	CUptiResult r = CUPTI_SUCCESS;
+	/* the allocation hooks keep device memory while CUPTI is not there (learning, parked) */
+	atomic_store(&sp_devmem_want, sp_col.cfg.device_memory ? 1 : 0);
 	if (sp_hooklearn_wanted()) { /* learning from the preload's hooks: subscribed before the first window */
 		sp_cupti_life_start_parked(&hooks);
 		sp_hooklearn_begin();

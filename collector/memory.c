@@ -153,14 +153,16 @@ void sp_mem_alloc(int kind, int device, uint64_t addr, uint64_t size, uint32_t s
 	a.slot = is_host(kind) || device < 0 || device >= SP_MEM_HOST_SLOT ? SP_MEM_HOST_SLOT : (uint8_t)device;
 	lock();
 	struct level *l = level(a.slot);
-	l->live += size;
-	if (l->live > l->peak)
-		l->peak = l->live;
 	if ((M.used + 1) * 2 <= M.cap || grow() == 0) {
 		struct alloc *s = probe(M.tab, M.cap, a.key);
+		if (s->key) /* alive already: its free went unseen, or two sources told this block */
+			level(s->slot)->live -= s->size;
 		M.used += !s->key;
 		*s = a;
 	}
+	l->live += size;
+	if (l->live > l->peak)
+		l->peak = l->live;
 	if (record)
 		push_mem(kind, SP_EV_ALLOC, &a, addr, t, 0);
 	unlock();

@@ -17,8 +17,5 @@ const char *sp_cfg_learn_cupti_why(const struct sp_config *c)
 		return "[cupti] detach_between = never";
 	if (c->ondemand_delay_ms || c->ondemand_duration_ms)
 		return "an [ondemand] time range is set";
-	if (c->marker_learn == SP_LEARN_AUTO && c->device_memory)
-		return "device_memory tracks device allocations from process start (learn = hooks trades that for "
-		       "speed)";
 	return NULL;
 }

@@ -21,6 +21,7 @@
 #include "collector/collector.h"
 #include "collector/hookfns.h"
 #include "collector/log.h"
+#include "trace/event.h"
 #include "entry.h"
 #include "resolve.h"
 
@@ -86,9 +87,61 @@ static const char *const drv_libs[] = { "libcuda.so.1", "libcuda.so", NULL };
 	X(cuLaunchKernelEx, "cuLaunchKernelEx", 11060, 99999, 0, "cuLaunchKernelEx", LX_PARAMS, LX_ARGS)    \
 	X(cuLaunchKernelEx_ptsz, "cuLaunchKernelEx", 11060, 99999, 1, "cuLaunchKernelEx_ptsz", LX_PARAMS, LX_ARGS)
 
+/* The allocation functions, as SP_TRAMPOLINES, with what the collector is told after a call that
+ * succeeded (collector.h sp_collector_devmem): the kind (trace/event.h SP_MEM_*), 1 for a free, the
+ * address (or VMM handle), the size and the device (DEV_CTX: the calling thread's context's).
+ * Every runtime allocates through these (cudaMalloc through cuMemAlloc_v2, PyTorch's expandable
+ * segments through cuMemCreate), so device memory is tracked while stepprof is not subscribed to
+ * CUPTI (learning from the hooks, parked between windows); where CUPTI reports the call, it is
+ * accounted there and the hook leaves it. Versions from cuda.h (CUDA 13.0). */
+#define DEV_CTX (-2)
+#define P_DPTR(p) ((p) ? (uint64_t) * (p) : 0)
+#define P_HPTR(p) ((p) ? (uint64_t)(uintptr_t) * (p) : 0)
+#define SP_ALLOCS(X)                                                                                             \
+	X(cuMemAlloc_v2, "cuMemAlloc", 3020, 99999, ANY_PT, "cuMemAlloc_v2", (CUdeviceptr * p, size_t n), (p, n), \
+	  SP_MEM_DEVICE, 0, P_DPTR(p), n, DEV_CTX)                                                               \
+	X(cuMemAllocPitch_v2, "cuMemAllocPitch", 3020, 99999, ANY_PT, "cuMemAllocPitch_v2",                       \
+	  (CUdeviceptr * p, size_t *pitch, size_t w, size_t h, unsigned e), (p, pitch, w, h, e), SP_MEM_PITCHED, \
+	  0, P_DPTR(p), (pitch ? *pitch : w) * h, DEV_CTX)                                                        \
+	X(cuMemFree_v2, "cuMemFree", 3020, 99999, ANY_PT, "cuMemFree_v2", (CUdeviceptr p), (p), SP_MEM_DEVICE, 1,  \
+	  (uint64_t)p, 0, DEV_CTX)                                                                                \
+	X(cuMemAllocHost_v2, "cuMemAllocHost", 3020, 99999, ANY_PT, "cuMemAllocHost_v2", (void **p, size_t n),     \
+	  (p, n), SP_MEM_PINNED, 0, P_HPTR(p), n, DEV_CTX)                                                        \
+	X(cuMemHostAlloc, "cuMemHostAlloc", 2020, 99999, ANY_PT, "cuMemHostAlloc", (void **p, size_t n, unsigned f), \
+	  (p, n, f), SP_MEM_PINNED, 0, P_HPTR(p), n, DEV_CTX)                                                     \
+	X(cuMemFreeHost, "cuMemFreeHost", 2000, 99999, ANY_PT, "cuMemFreeHost", (void *p), (p), SP_MEM_PINNED, 1,  \
+	  (uint64_t)(uintptr_t)p, 0, DEV_CTX)                                                                     \
+	X(cuMemAllocManaged, "cuMemAllocManaged", 6000, 99999, ANY_PT, "cuMemAllocManaged",                        \
+	  (CUdeviceptr * p, size_t n, unsigned f), (p, n, f), SP_MEM_MANAGED, 0, P_DPTR(p), n, DEV_CTX)         \
+	X(cuMemAllocAsync, "cuMemAllocAsync", 11020, 99999, 0, "cuMemAllocAsync",                                 \
+	  (CUdeviceptr * p, size_t n, CUstream s), (p, n, s), SP_MEM_DEVICE_ASYNC, 0, P_DPTR(p), n, DEV_CTX)     \
+	X(cuMemAllocAsync_ptsz, "cuMemAllocAsync", 11020, 99999, 1, "cuMemAllocAsync_ptsz",                       \
+	  (CUdeviceptr * p, size_t n, CUstream s), (p, n, s), SP_MEM_DEVICE_ASYNC, 0, P_DPTR(p), n, DEV_CTX)     \
+	X(cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 11020, 99999, 0, "cuMemAllocFromPoolAsync",         \
+	  (CUdeviceptr * p, size_t n, CUmemoryPool m, CUstream s), (p, n, m, s), SP_MEM_DEVICE_ASYNC, 0,         \
+	  P_DPTR(p), n, DEV_CTX)                                                                                  \
+	X(cuMemAllocFromPoolAsync_ptsz, "cuMemAllocFromPoolAsync", 11020, 99999, 1,                               \
+	  "cuMemAllocFromPoolAsync_ptsz", (CUdeviceptr * p, size_t n, CUmemoryPool m, CUstream s), (p, n, m, s), \
+	  SP_MEM_DEVICE_ASYNC, 0, P_DPTR(p), n, DEV_CTX)                                                          \
+	X(cuMemFreeAsync, "cuMemFreeAsync", 11020, 99999, 0, "cuMemFreeAsync", (CUdeviceptr p, CUstream s),        \
+	  (p, s), SP_MEM_DEVICE, 1, (uint64_t)p, 0, DEV_CTX)                                                     \
+	X(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 11020, 99999, 1, "cuMemFreeAsync_ptsz",                          \
+	  (CUdeviceptr p, CUstream s), (p, s), SP_MEM_DEVICE, 1, (uint64_t)p, 0, DEV_CTX)                        \
+	X(cuMemCreate, "cuMemCreate", 10020, 99999, ANY_PT, "cuMemCreate",                                        \
+	  (CUmemGenericAllocationHandle * h, size_t n, const CUmemAllocationProp *prop, unsigned long long f),   \
+	  (h, n, prop, f), SP_MEM_VMM, 0, P_DPTR(h), n,                                                           \
+	  prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : DEV_CTX)               \
+	X(cuMemRelease, "cuMemRelease", 10020, 99999, ANY_PT, "cuMemRelease", (CUmemGenericAllocationHandle h),    \
+	  (h), SP_MEM_VMM, 1, (uint64_t)h, 0, DEV_CTX)
+#define AL_ROW(hook, ask, v0, v1, pt, exp, params, args, kind, free, addr, size, dev) \
+	X(hook, ask, v0, v1, pt, exp, params, args)
+
+/* (the order matters: every row from TR_cuLaunchKernel on is a kernel launch) */
 enum {
 #define TR_ENUM(hook, ask, v0, v1, pt, exp, params, args) TR_##hook,
-	SP_TRAMPOLINES(TR_ENUM) SP_LAUNCHES(TR_ENUM)
+#define X TR_ENUM
+	SP_TRAMPOLINES(TR_ENUM) SP_ALLOCS(AL_ROW) SP_LAUNCHES(TR_ENUM)
+#undef X
 #undef TR_ENUM
 		TR_N
 };
@@ -112,6 +165,7 @@ static struct {
 	_Atomic unsigned char said[TR_N];        /* SAID_* for this row's name (each said once) */
 	_Atomic(void *) func_get_name;           /* the driver's cuFuncGetName, (void *)-1 if none */
 	_Atomic(void *) kernel_get_name;         /* the driver's cuKernelGetName, (void *)-1 if none */
+	_Atomic(void *) ctx_get_device;          /* the driver's cuCtxGetDevice, (void *)-1 if none */
 	struct {
 		_Atomic uintptr_t fn; /* a CUfunction, 0 free */
 		_Atomic uint32_t id;  /* its name's interned id, 0 while being filled */
@@ -227,13 +281,47 @@ static uint32_t launch_name(CUfunction f)
 SP_LAUNCHES(TR_LAUNCH)
 #undef TR_LAUNCH
 
+/* The device of the calling thread's current context, -1 if none. This function can't fail. */
+static int ctx_device(void)
+{
+	CUdevice d = -1;
+	CUresult (*get)(CUdevice *) = (CUresult(*)(CUdevice *))driver_fn(&P.ctx_get_device, "cuCtxGetDevice");
+	return get && get(&d) == CUDA_SUCCESS ? (int)d : -1;
+}
+
+/* The allocation trampolines: one relaxed load and a tail call while stepprof tracks no device
+ * memory, else (out of line) the call, then what it did told to the collector. */
+#define TR_ALLOC(hook, ask, v0, v1, pt, exp, params, args, kind, free, addr, size, dev)                          \
+	static __attribute__((noinline)) CUresult slow_##hook params                                             \
+	{                                                                                                        \
+		CUresult(*real) params =                                                                         \
+			(CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed);      \
+		unsigned seen = sp_collector_devmem_enter();                                                     \
+		CUresult r = real args;                                                                          \
+		if (r == CUDA_SUCCESS) {                                                                         \
+			int dv = (dev);                                                                          \
+			sp_collector_devmem(seen, kind, free, addr, size, dv == DEV_CTX ? ctx_device() : dv);    \
+		}                                                                                                \
+		return r;                                                                                        \
+	}                                                                                                        \
+	static CUresult tr_##hook params                                                                         \
+	{                                                                                                        \
+		if (__builtin_expect(atomic_load_explicit(&sp_devmem_want, memory_order_relaxed) != 0, 0))       \
+			return slow_##hook args;                                                                 \
+		return ((CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed))args; \
+	}
+SP_ALLOCS(TR_ALLOC)
+#undef TR_ALLOC
+
 static const struct {
 	const char *ask, *exp; /* the name looked up; the driver's exported symbol of this ABI */
 	int v0, v1, pt;
 	void *tramp;
 } tr[TR_N] = {
 #define TR_ROW(hook, ask, v0, v1, pt, exp, params, args) { ask, exp, v0, v1, pt, (void *)tr_##hook },
-	SP_TRAMPOLINES(TR_ROW) SP_LAUNCHES(TR_ROW)
+#define X TR_ROW
+	SP_TRAMPOLINES(TR_ROW) SP_ALLOCS(AL_ROW) SP_LAUNCHES(TR_ROW)
+#undef X
 #undef TR_ROW
 };
 
@@ -649,6 +737,39 @@ SP_EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuu
 #undef cuLaunchKernelEx
 SP_LAUNCHES(EXP_LAUNCH)
 #undef EXP_LAUNCH
+
+/* The driver's allocation symbols, for a caller linked with libcuda: as their trampolines. */
+#define EXP_ALLOC(hook, ask, v0, v1, pt, exp, params, args, kind, free, addr, size, dev)                        \
+	SP_EXPORT CUresult hook params                                                                          \
+	{                                                                                                       \
+		static CUresult(*real) params;                                                                  \
+		if (!real) {                                                                                    \
+			raw++;                                                                                  \
+			real = (CUresult(*) params)(real_dlsym() ? sp_resolve(exp, drv_libs) : NULL);           \
+			raw--;                                                                                  \
+		}                                                                                               \
+		if (!real)                                                                                      \
+			return CUDA_ERROR_NOT_INITIALIZED;                                                      \
+		if (__builtin_expect(atomic_load_explicit(&sp_devmem_want, memory_order_relaxed) == 0, 1))      \
+			return real args;                                                                       \
+		unsigned seen = sp_collector_devmem_enter();                                                    \
+		CUresult r = real args;                                                                         \
+		if (r == CUDA_SUCCESS) {                                                                        \
+			int dv = (dev);                                                                         \
+			sp_collector_devmem(seen, kind, free, addr, size, dv == DEV_CTX ? ctx_device() : dv);   \
+		}                                                                                               \
+		return r;                                                                                       \
+	}
+#undef cuMemHostAlloc
+#undef cuMemFreeHost
+#undef cuMemAllocManaged
+#undef cuMemAllocAsync
+#undef cuMemAllocFromPoolAsync
+#undef cuMemFreeAsync
+#undef cuMemCreate
+#undef cuMemRelease
+SP_ALLOCS(EXP_ALLOC)
+#undef EXP_ALLOC
 
 /* Off when stepprof is (STEPPROF_PROFILE_ENABLED, read by entry.c before us). */
 __attribute__((constructor)) static void procaddr_init(void)

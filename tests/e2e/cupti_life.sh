@@ -375,9 +375,25 @@ hookrun hooklearn 60
 autoparked hooklearn 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" hooks &&
 	echo "ok   learn = hooks: learned from the launch and sync hooks with no CUPTI subscription, attached at the lock, parked between windows, every window step has its 20 kernels"
 LEARN=auto MARKER=auto run hooklearnauto 8,1,3,0 auto 30 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20
-grep -q "learn = hooks: learning with CUPTI all the same\|learning from stepprof's hooks" "$T/hooklearnauto/stderr" &&
-	bad "hooklearnauto: learn = auto learned from the hooks with device_memory on" ||
-	echo "ok   learn = auto with device_memory on (tracked from process start): learns with CUPTI"
+grep -q "learning from stepprof's hooks" "$T/hooklearnauto/stderr" &&
+	echo "ok   learn = auto with device_memory on: learns from the hooks (the allocation hooks keep device memory)" ||
+	bad "hooklearnauto: learn = auto did not learn from the hooks: $(grep -v begins "$T/hooklearnauto/stderr" | head -4)"
+# device memory while stepprof is not subscribed: blocks of 1, 2 and 3 MiB made by the driver's
+# cuMemAlloc as cuGetProcAddress hands it out, at step 3 (learning from the hooks: no CUPTI), 7
+# (attached: CUPTI's callback accounts, the hook leaves it) and 10 (in the first window: recorded
+# once); the first freed at step 26, parked between windows 21-23 and 33-35. Each window's
+# snapshot must hold what is alive: 6 MiB in the first two, 5 MiB in the third
+LEARN=hooks MARKER=auto run hookmem 8,1,3,0 auto 40 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20 \
+	ALLOC_AT=3,7,10 FREE_AT=26
+"$B/stepprof" memory "$T"/hookmem/out/*.sptrace -o "$T/hookmem/m.html" >"$T/hookmem/mem" 2>&1
+if grep -q "step 26 freed" "$T/hookmem/stdout" && grep -q "detached from CUPTI in step 2[45] until" "$T/hookmem/stderr" &&
+	grep -A1 '^Window 0' "$T/hookmem/mem" | grep -q 'peak 6.00MiB .*; 1 allocation, 0 frees in the window' &&
+	grep -A1 '^Window 1' "$T/hookmem/mem" | grep -q 'peak 6.00MiB' &&
+	grep -A1 '^Window 2' "$T/hookmem/mem" | grep -q 'peak 5.00MiB'; then
+	echo "ok   device memory through the allocation hooks: a block made while learning from the hooks and a free while parked counted, none twice"
+else
+	bad "hookmem: $(cat "$T/hookmem/mem" | head -12; grep -v begins "$T/hookmem/stderr" | head -6)"
+fi
 hookrun hookgraph 30 CAPTURE_AT=2
 grep -q "graph capture with CUPTI subscribed: 1" "$T/hookgraph/stdout" &&
 	grep -q "attached to CUPTI before the program's CUDA graph capture" "$T/hookgraph/stderr" &&

@@ -72,6 +72,21 @@ static __attribute__((noinline)) CUresult from_runtime(CUresult (*f)(void))
 	return r;
 }
 
+/* 1 if list (numbers separated by commas) holds n. */
+static int in_list(const char *list, int n)
+{
+	for (const char *p = list; *p;) {
+		char *end;
+		long v = strtol(p, &end, 10);
+		if (end == p)
+			return 0;
+		if (v == n)
+			return 1;
+		p = *end == ',' ? end + 1 : end;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int steps = argc > 1 ? atoi(argv[1]) : 40, step_us = argc > 2 ? atoi(argv[2]) : 8000, seen = 0;
@@ -110,6 +125,15 @@ int main(int argc, char **argv)
 	unsigned (*drv_seen)(void) = NULL;
 	int (*cap_sub)(void) = NULL;
 	gpa_t lgpa = NULL; /* the driver's cuGetProcAddress_v2 as it hands it out */
+	/* ALLOC_AT=i,j,...: a block of ALLOC_BYTES (1 MiB) more each time, by the driver's cuMemAlloc as
+	 * cuGetProcAddress hands it out; FREE_AT=k: the first of them freed */
+	CUresult (*mem_alloc)(CUdeviceptr *, size_t) = NULL;
+	CUresult (*mem_free)(CUdeviceptr) = NULL;
+	CUdeviceptr blocks[16];
+	int nblocks = 0;
+	const char *alloc_at = getenv("ALLOC_AT");
+	int free_at = getenv("FREE_AT") ? atoi(getenv("FREE_AT")) : -1;
+	size_t alloc_bytes = getenv("ALLOC_BYTES") ? (size_t)atol(getenv("ALLOC_BYTES")) : 1u << 20;
 	CUdriverProcAddressQueryResult lst;
 	int newer_at = getenv("LAUNCH_NEWER_AT") ? atoi(getenv("LAUNCH_NEWER_AT")) : -1;
 	if (getenv("VIA_DRIVER") && getenv("LAUNCHES")) {
@@ -122,6 +146,8 @@ int main(int argc, char **argv)
 			lgpa("cuLaunchKernel", (void **)&lk, lver, 0, &lst);
 			printf("driver: cuLaunchKernel looked up at version %d\n", lver);
 			lgpa("cuStreamBeginCapture", (void **)&capture, 12000, 0, &lst);
+			lgpa("cuMemAlloc", (void **)&mem_alloc, 12000, 0, &lst);
+			lgpa("cuMemFree", (void **)&mem_free, 12000, 0, &lst);
 		}
 		if (h && getenv("LAUNCH_DLSYM"))
 			lk = dlsym(h, "cuLaunchKernel");
@@ -190,6 +216,11 @@ int main(int argc, char **argv)
 		int changed = change_at >= 0 && i >= change_at;
 		if (capture && i == capture_at)
 			capture(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL);
+		if (mem_alloc && alloc_at && nblocks < 16 && in_list(alloc_at, i) &&
+		    mem_alloc(&blocks[nblocks], alloc_bytes * (size_t)(nblocks + 1)) == CUDA_SUCCESS)
+			printf("driver: step %d allocated %zu bytes\n", i, alloc_bytes * (size_t)(++nblocks));
+		if (mem_free && i == free_at && nblocks > 0 && mem_free(blocks[0]) == CUDA_SUCCESS)
+			printf("driver: step %d freed the first block\n", i);
 		if (lgpa && i == newer_at) { /* a library loaded late (cuBLAS at the first GEMM) */
 			lgpa("cuLaunchKernel", (void **)&lk, CUDA_VERSION + 20, 0, &lst);
 			printf("driver: cuLaunchKernel looked up at version %d in step %d\n", CUDA_VERSION + 20, i);

@@ -121,6 +121,50 @@ EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
 	return CUDA_SUCCESS;
 }
 
+/* Device memory: addresses handed out in order, never reused; each call fires the driver's
+ * allocation callbacks with its parameters (fake_cupti_fire_params), as the real driver does. */
+static CUdeviceptr next_ptr = 0x7f0000000000ull;
+
+static void fire_params(unsigned cbid, int site, const void *params)
+{
+	static int (*f)(int, unsigned, int, unsigned, const void *);
+	if (!f)
+		f = (int (*)(int, unsigned, int, unsigned, const void *))dlsym(RTLD_DEFAULT, "fake_cupti_fire_params");
+	if (f)
+		f(CUPTI_CB_DOMAIN_DRIVER_API, cbid, site, corr, params);
+}
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
+{
+	struct {
+		CUdeviceptr *p;
+		size_t n;
+	} prm = { p, n };
+	fire_params(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, 0, &prm);
+	*p = next_ptr;
+	next_ptr += (n + 0xfff) & ~(CUdeviceptr)0xfff;
+	fire_params(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, 1, &prm);
+	corr++;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
+{
+	struct {
+		CUdeviceptr p;
+	} prm = { p };
+	fire_params(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, 0, &prm);
+	fire_params(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, 1, &prm);
+	corr++;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxGetDevice(CUdevice *d)
+{
+	*d = 0;
+	return CUDA_SUCCESS;
+}
+
 EXPORT unsigned fake_cuda_launches_seen(void)
 {
 	return launches_seen;
@@ -176,6 +220,12 @@ static void *lookup(const char *sym, int ver, cuuint64_t flags)
 		return (void *)cuLaunchKernelEx;
 	if (!strcmp(sym, "cuFuncGetName") && ver >= 12030 && !getenv("FAKE_CUDA_NO_NAMES"))
 		return (void *)cuFuncGetName;
+	if (!strcmp(sym, "cuMemAlloc") && ver >= 3020)
+		return (void *)cuMemAlloc_v2;
+	if (!strcmp(sym, "cuMemFree") && ver >= 3020)
+		return (void *)cuMemFree_v2;
+	if (!strcmp(sym, "cuCtxGetDevice") && ver >= 2000)
+		return (void *)cuCtxGetDevice;
 	if (!strcmp(sym, "cuStreamBeginCapture") && ver >= 10010)
 		return (void *)cuStreamBeginCapture_v2;
 	if (!strcmp(sym, "cuStreamSynchronize") && ver >= 2000)

@@ -152,6 +152,10 @@ CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t cbid,
 			snprintf(F.names[k][cbid], 48, "cuLaunchKernel");
 		else if (k && cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize)
 			snprintf(F.names[k][cbid], 48, "cuCtxSynchronize");
+		else if (k && cbid == CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2)
+			snprintf(F.names[k][cbid], 48, "cuMemAlloc_v2");
+		else if (k && cbid == CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2)
+			snprintf(F.names[k][cbid], 48, "cuMemFree_v2");
 		else
 			snprintf(F.names[k][cbid], 48, "%s_other_%u", k ? "cu" : "cuda", cbid);
 	}
@@ -399,9 +403,18 @@ __attribute__((visibility("default"))) int fake_cupti_subscribed(void)
 	return F.cb != NULL;
 }
 
+int fake_cupti_fire_params(int domain, unsigned cbid, int site, unsigned corr, const void *params);
+
 /* The test program's side: one API callback (site 0 enter, 1 exit) or a resource callback, delivered
  * only if stepprof enabled it. Returns 1 if delivered. */
 __attribute__((visibility("default"))) int fake_cupti_fire(int domain, unsigned cbid, int site, unsigned corr)
+{
+	return fake_cupti_fire_params(domain, cbid, site, corr, NULL);
+}
+
+/* The same with the call's parameters (CUPTI's functionParams; a context is then current). */
+__attribute__((visibility("default"))) int fake_cupti_fire_params(int domain, unsigned cbid, int site, unsigned corr,
+								  const void *params)
 {
 	static const char *name = "fake";
 	static __thread uint64_t slot[4096]; /* CUPTI keeps a call's correlationData from entry to exit */
@@ -420,7 +433,9 @@ __attribute__((visibility("default"))) int fake_cupti_fire(int domain, unsigned 
 				  .functionName = name,
 				  .correlationId = corr,
 				  .correlationData = &slot[corr % 4096],
-				  .functionReturnValue = &ret };
+				  .functionReturnValue = &ret,
+				  .functionParams = params,
+				  .context = params ? (CUcontext)(uintptr_t)1 : NULL };
 	cb(F.ud, (CUpti_CallbackDomain)domain, cbid, &cd);
 	return 1;
 }
