@@ -95,44 +95,44 @@ static const char *const drv_libs[] = { "libcuda.so.1", "libcuda.so", NULL };
  * CUPTI (learning from the hooks, parked between windows); where CUPTI reports the call, it is
  * accounted there and the hook leaves it. Versions from cuda.h (CUDA 13.0). */
 #define DEV_CTX (-2)
-#define P_DPTR(p) ((p) ? (uint64_t) * (p) : 0)
-#define P_HPTR(p) ((p) ? (uint64_t)(uintptr_t) * (p) : 0)
-#define SP_ALLOCS(X)                                                                                             \
-	X(cuMemAlloc_v2, "cuMemAlloc", 3020, 99999, ANY_PT, "cuMemAlloc_v2", (CUdeviceptr * p, size_t n), (p, n), \
-	  SP_MEM_DEVICE, 0, P_DPTR(p), n, DEV_CTX)                                                               \
-	X(cuMemAllocPitch_v2, "cuMemAllocPitch", 3020, 99999, ANY_PT, "cuMemAllocPitch_v2",                       \
-	  (CUdeviceptr * p, size_t *pitch, size_t w, size_t h, unsigned e), (p, pitch, w, h, e), SP_MEM_PITCHED, \
-	  0, P_DPTR(p), (pitch ? *pitch : w) * h, DEV_CTX)                                                        \
-	X(cuMemFree_v2, "cuMemFree", 3020, 99999, ANY_PT, "cuMemFree_v2", (CUdeviceptr p), (p), SP_MEM_DEVICE, 1,  \
-	  (uint64_t)p, 0, DEV_CTX)                                                                                \
-	X(cuMemAllocHost_v2, "cuMemAllocHost", 3020, 99999, ANY_PT, "cuMemAllocHost_v2", (void **p, size_t n),     \
-	  (p, n), SP_MEM_PINNED, 0, P_HPTR(p), n, DEV_CTX)                                                        \
-	X(cuMemHostAlloc, "cuMemHostAlloc", 2020, 99999, ANY_PT, "cuMemHostAlloc", (void **p, size_t n, unsigned f), \
-	  (p, n, f), SP_MEM_PINNED, 0, P_HPTR(p), n, DEV_CTX)                                                     \
-	X(cuMemFreeHost, "cuMemFreeHost", 2000, 99999, ANY_PT, "cuMemFreeHost", (void *p), (p), SP_MEM_PINNED, 1,  \
-	  (uint64_t)(uintptr_t)p, 0, DEV_CTX)                                                                     \
-	X(cuMemAllocManaged, "cuMemAllocManaged", 6000, 99999, ANY_PT, "cuMemAllocManaged",                        \
-	  (CUdeviceptr * p, size_t n, unsigned f), (p, n, f), SP_MEM_MANAGED, 0, P_DPTR(p), n, DEV_CTX)         \
-	X(cuMemAllocAsync, "cuMemAllocAsync", 11020, 99999, 0, "cuMemAllocAsync",                                 \
-	  (CUdeviceptr * p, size_t n, CUstream s), (p, n, s), SP_MEM_DEVICE_ASYNC, 0, P_DPTR(p), n, DEV_CTX)     \
-	X(cuMemAllocAsync_ptsz, "cuMemAllocAsync", 11020, 99999, 1, "cuMemAllocAsync_ptsz",                       \
-	  (CUdeviceptr * p, size_t n, CUstream s), (p, n, s), SP_MEM_DEVICE_ASYNC, 0, P_DPTR(p), n, DEV_CTX)     \
-	X(cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 11020, 99999, 0, "cuMemAllocFromPoolAsync",         \
-	  (CUdeviceptr * p, size_t n, CUmemoryPool m, CUstream s), (p, n, m, s), SP_MEM_DEVICE_ASYNC, 0,         \
-	  P_DPTR(p), n, DEV_CTX)                                                                                  \
-	X(cuMemAllocFromPoolAsync_ptsz, "cuMemAllocFromPoolAsync", 11020, 99999, 1,                               \
-	  "cuMemAllocFromPoolAsync_ptsz", (CUdeviceptr * p, size_t n, CUmemoryPool m, CUstream s), (p, n, m, s), \
-	  SP_MEM_DEVICE_ASYNC, 0, P_DPTR(p), n, DEV_CTX)                                                          \
-	X(cuMemFreeAsync, "cuMemFreeAsync", 11020, 99999, 0, "cuMemFreeAsync", (CUdeviceptr p, CUstream s),        \
-	  (p, s), SP_MEM_DEVICE, 1, (uint64_t)p, 0, DEV_CTX)                                                     \
-	X(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 11020, 99999, 1, "cuMemFreeAsync_ptsz",                          \
-	  (CUdeviceptr p, CUstream s), (p, s), SP_MEM_DEVICE, 1, (uint64_t)p, 0, DEV_CTX)                        \
-	X(cuMemCreate, "cuMemCreate", 10020, 99999, ANY_PT, "cuMemCreate",                                        \
-	  (CUmemGenericAllocationHandle * h, size_t n, const CUmemAllocationProp *prop, unsigned long long f),   \
-	  (h, n, prop, f), SP_MEM_VMM, 0, P_DPTR(h), n,                                                           \
-	  prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : DEV_CTX)               \
-	X(cuMemRelease, "cuMemRelease", 10020, 99999, ANY_PT, "cuMemRelease", (CUmemGenericAllocationHandle h),    \
-	  (h), SP_MEM_VMM, 1, (uint64_t)h, 0, DEV_CTX)
+#define P_DPTR(p) ((p) ? (uint64_t)*(p) : 0)
+#define P_HPTR(p) ((p) ? (uint64_t)(uintptr_t)*(p) : 0)
+#define SP_ALLOCS(X)                                                                                                   \
+	X(cuMemAlloc_v2, "cuMemAlloc", 3020, 99999, ANY_PT, "cuMemAlloc_v2", (CUdeviceptr * p, size_t n), (p, n),      \
+	  SP_MEM_DEVICE, 0, P_DPTR(p), n, DEV_CTX)                                                                     \
+	X(cuMemAllocPitch_v2, "cuMemAllocPitch", 3020, 99999, ANY_PT, "cuMemAllocPitch_v2",                            \
+	  (CUdeviceptr * p, size_t *pitch, size_t w, size_t h, unsigned e), (p, pitch, w, h, e), SP_MEM_PITCHED, 0,    \
+	  P_DPTR(p), (pitch ? *pitch : w) * h, DEV_CTX)                                                                \
+	X(cuMemFree_v2, "cuMemFree", 3020, 99999, ANY_PT, "cuMemFree_v2", (CUdeviceptr p), (p), SP_MEM_DEVICE, 1,      \
+	  (uint64_t)p, 0, DEV_CTX)                                                                                     \
+	X(cuMemAllocHost_v2, "cuMemAllocHost", 3020, 99999, ANY_PT, "cuMemAllocHost_v2", (void **p, size_t n), (p, n), \
+	  SP_MEM_PINNED, 0, P_HPTR(p), n, DEV_CTX)                                                                     \
+	X(cuMemHostAlloc, "cuMemHostAlloc", 2020, 99999, ANY_PT, "cuMemHostAlloc", (void **p, size_t n, unsigned f),   \
+	  (p, n, f), SP_MEM_PINNED, 0, P_HPTR(p), n, DEV_CTX)                                                          \
+	X(cuMemFreeHost, "cuMemFreeHost", 2000, 99999, ANY_PT, "cuMemFreeHost", (void *p), (p), SP_MEM_PINNED, 1,      \
+	  (uint64_t)(uintptr_t)p, 0, DEV_CTX)                                                                          \
+	X(cuMemAllocManaged, "cuMemAllocManaged", 6000, 99999, ANY_PT, "cuMemAllocManaged",                            \
+	  (CUdeviceptr * p, size_t n, unsigned f), (p, n, f), SP_MEM_MANAGED, 0, P_DPTR(p), n, DEV_CTX)                \
+	X(cuMemAllocAsync, "cuMemAllocAsync", 11020, 99999, 0, "cuMemAllocAsync",                                      \
+	  (CUdeviceptr * p, size_t n, CUstream s), (p, n, s), SP_MEM_DEVICE_ASYNC, 0, P_DPTR(p), n, DEV_CTX)           \
+	X(cuMemAllocAsync_ptsz, "cuMemAllocAsync", 11020, 99999, 1, "cuMemAllocAsync_ptsz",                            \
+	  (CUdeviceptr * p, size_t n, CUstream s), (p, n, s), SP_MEM_DEVICE_ASYNC, 0, P_DPTR(p), n, DEV_CTX)           \
+	X(cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 11020, 99999, 0, "cuMemAllocFromPoolAsync",              \
+	  (CUdeviceptr * p, size_t n, CUmemoryPool m, CUstream s), (p, n, m, s), SP_MEM_DEVICE_ASYNC, 0, P_DPTR(p), n, \
+	  DEV_CTX)                                                                                                     \
+	X(cuMemAllocFromPoolAsync_ptsz, "cuMemAllocFromPoolAsync", 11020, 99999, 1, "cuMemAllocFromPoolAsync_ptsz",    \
+	  (CUdeviceptr * p, size_t n, CUmemoryPool m, CUstream s), (p, n, m, s), SP_MEM_DEVICE_ASYNC, 0, P_DPTR(p), n, \
+	  DEV_CTX)                                                                                                     \
+	X(cuMemFreeAsync, "cuMemFreeAsync", 11020, 99999, 0, "cuMemFreeAsync", (CUdeviceptr p, CUstream s), (p, s),    \
+	  SP_MEM_DEVICE, 1, (uint64_t)p, 0, DEV_CTX)                                                                   \
+	X(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 11020, 99999, 1, "cuMemFreeAsync_ptsz", (CUdeviceptr p, CUstream s),  \
+	  (p, s), SP_MEM_DEVICE, 1, (uint64_t)p, 0, DEV_CTX)                                                           \
+	X(cuMemCreate, "cuMemCreate", 10020, 99999, ANY_PT, "cuMemCreate",                                             \
+	  (CUmemGenericAllocationHandle * h, size_t n, const CUmemAllocationProp *prop, unsigned long long f),         \
+	  (h, n, prop, f), SP_MEM_VMM, 0, P_DPTR(h), n,                                                                \
+	  prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : DEV_CTX)                    \
+	X(cuMemRelease, "cuMemRelease", 10020, 99999, ANY_PT, "cuMemRelease", (CUmemGenericAllocationHandle h), (h),   \
+	  SP_MEM_VMM, 1, (uint64_t)h, 0, DEV_CTX)
 #define AL_ROW(hook, ask, v0, v1, pt, exp, params, args, kind, free, addr, size, dev) \
 	X(hook, ask, v0, v1, pt, exp, params, args)
 
@@ -739,26 +739,26 @@ SP_LAUNCHES(EXP_LAUNCH)
 #undef EXP_LAUNCH
 
 /* The driver's allocation symbols, for a caller linked with libcuda: as their trampolines. */
-#define EXP_ALLOC(hook, ask, v0, v1, pt, exp, params, args, kind, free, addr, size, dev)                        \
-	SP_EXPORT CUresult hook params                                                                          \
-	{                                                                                                       \
-		static CUresult(*real) params;                                                                  \
-		if (!real) {                                                                                    \
-			raw++;                                                                                  \
-			real = (CUresult(*) params)(real_dlsym() ? sp_resolve(exp, drv_libs) : NULL);           \
-			raw--;                                                                                  \
-		}                                                                                               \
-		if (!real)                                                                                      \
-			return CUDA_ERROR_NOT_INITIALIZED;                                                      \
-		if (__builtin_expect(atomic_load_explicit(&sp_devmem_want, memory_order_relaxed) == 0, 1))      \
-			return real args;                                                                       \
-		unsigned seen = sp_collector_devmem_enter();                                                    \
-		CUresult r = real args;                                                                         \
-		if (r == CUDA_SUCCESS) {                                                                        \
-			int dv = (dev);                                                                         \
-			sp_collector_devmem(seen, kind, free, addr, size, dv == DEV_CTX ? ctx_device() : dv);   \
-		}                                                                                               \
-		return r;                                                                                       \
+#define EXP_ALLOC(hook, ask, v0, v1, pt, exp, params, args, kind, free, addr, size, dev)                      \
+	SP_EXPORT CUresult hook params                                                                        \
+	{                                                                                                     \
+		static CUresult(*real) params;                                                                \
+		if (!real) {                                                                                  \
+			raw++;                                                                                \
+			real = (CUresult(*) params)(real_dlsym() ? sp_resolve(exp, drv_libs) : NULL);         \
+			raw--;                                                                                \
+		}                                                                                             \
+		if (!real)                                                                                    \
+			return CUDA_ERROR_NOT_INITIALIZED;                                                    \
+		if (__builtin_expect(atomic_load_explicit(&sp_devmem_want, memory_order_relaxed) == 0, 1))    \
+			return real args;                                                                     \
+		unsigned seen = sp_collector_devmem_enter();                                                  \
+		CUresult r = real args;                                                                       \
+		if (r == CUDA_SUCCESS) {                                                                      \
+			int dv = (dev);                                                                       \
+			sp_collector_devmem(seen, kind, free, addr, size, dv == DEV_CTX ? ctx_device() : dv); \
+		}                                                                                             \
+		return r;                                                                                     \
 	}
 #undef cuMemHostAlloc
 #undef cuMemFreeHost
