@@ -483,7 +483,7 @@ def run_one(a, wl, config, rnd):
                    STEPPROF_VERBOSE="1")
         env.update(parse_named(a.env, "--env"))
     cpus, twin = a.cpus, None
-    if a.twin and config != "floor":  # the unprofiled run too: its twin ratio is the method's own error
+    if a.twin:  # the unprofiled run too (its twin ratio is the method's own error), and the floor
         halves = sorted(a.cpus or range(os.cpu_count() or 2))
         h = len(halves) // 2
         first, second = set(halves[:h] or halves), set(halves[h:] or halves)
@@ -610,11 +610,12 @@ def summarise(a, records):
     if any("twin" in r for r in records):
         out += ["", f"Twin-paired (--twin {a.twin}): each phase's median over the median of the unprofiled twin's steps that ran at "
                 "the same time; per round, then the median over rounds. The row 'plain' is an unprofiled run beside its "
-                "unprofiled twin (its 'before' column): how far the pairing itself is from 1.", "",
+                "unprofiled twin (its 'before' column): how far the pairing itself is from 1; the row 'floor' is "
+                "the CUPTI floor recording kernels all run (its 'before' column), to compare with 'inside'.", "",
                 "| workload | configuration | " + " | ".join(PHASES + ["between/after"]) + " |",
                 "|---|---|" + "---|" * (len(PHASES) + 1)]
         for wl in a.workloads:
-            for c in ["plain"] + [c for c in a.configs if c in CONFIGS]:
+            for c in ["plain"] + [c for c in a.configs if c in CONFIGS] + ["floor"]:
                 rs = [r for r in records if r["workload"] == wl and r["config"] == c and "twin" in r]
                 if not rs:
                     continue
