@@ -137,7 +137,7 @@ int sp_cmd_check(int argc, char **argv)
 			: 0;
 	if (w)
 		fprintf(stderr, "stepprof check: %s: %s\n", w == 1 ? "warning" : "note", msg);
-	if (cfg.marker_learn != SP_LEARN_CUPTI) {
+	if (cfg.marker_learn != SP_LEARN_CUPTI && cfg.marker_kind == SP_MARK_AUTO) {
 		const char *why = sp_cfg_learn_cupti_why(&cfg);
 		if (why)
 			fprintf(stderr,

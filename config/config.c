@@ -46,7 +46,7 @@ static const struct key keys[] = {
 	{ "marker", "kind", K_CHOICE, FIELD(marker_kind), 0, 0, "auto" },
 	{ "marker", "pattern", K_STR, FIELD(marker_pattern), 0, 0, "" },
 	{ "marker", "every", K_INT, FIELD(marker_every), 1, SP_SCHEDULE_MAX, "1" },
-	{ "marker", "learn", K_CHOICE, FIELD(marker_learn), 0, 0, "cupti" },
+	{ "marker", "learn", K_CHOICE, FIELD(marker_learn), 0, 0, "auto" },
 	ACT(kernels, "true"),
 	ACT(memcpy, "true"),
 	ACT(memset, "true"),

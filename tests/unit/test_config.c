@@ -104,7 +104,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.marker_kind, SP_MARK_AUTO);
 	assert_string_equal(cfg.marker_pattern, "");
 	assert_int_equal(cfg.marker_every, 1);
-	assert_int_equal(cfg.marker_learn, SP_LEARN_CUPTI);
+	assert_int_equal(cfg.marker_learn, SP_LEARN_AUTO); /* the hooks where they can (session 11) */
 	assert_true(cfg.kernels && cfg.memcpy && cfg.memset && cfg.runtime_api && cfg.driver_api && cfg.nccl &&
 		    cfg.nvtx && cfg.device_memory && cfg.kernel_shapes);
 	assert_false(cfg.host_malloc || cfg.stacks || cfg.sync); /* sync: as torch.profiler, off (BENCHMARKS.md) */
@@ -761,7 +761,11 @@ static void test_learn_why(void **state)
 	(void)state;
 	struct sp_config c;
 	sp_cfg_defaults(&c);
-	assert_non_null(sp_cfg_learn_cupti_why(&c)); /* the default: cupti */
+	assert_int_equal(c.marker_learn, SP_LEARN_AUTO); /* the default: hooks where they can */
+	c.marker_kind = SP_MARK_AUTO;
+	assert_null(sp_cfg_learn_cupti_why(&c));
+	c.marker_learn = SP_LEARN_CUPTI;
+	assert_non_null(sp_cfg_learn_cupti_why(&c));
 	c.marker_learn = SP_LEARN_HOOKS;
 	assert_null(sp_cfg_learn_cupti_why(&c)); /* device_memory on: the allocation hooks keep it */
 	c.marker_learn = SP_LEARN_AUTO;
