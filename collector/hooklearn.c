@@ -190,7 +190,8 @@ int sp_collector_launch_enter(uint32_t name)
 	/* as CUPTI's driver launch callback feeds it (callbacks.c detect_enter, tokglue.c) */
 	if (!sp_col.done && (sp_stepdet_wants(sp_col.mk[0].det) & SP_WANT_LAUNCH)) {
 		launch_fed = 1;
-		sp_win_detect(0, SP_TOK_KERNEL, SP_TOKF_DRIVER, name, sp_now_ns(), 0, 0, 1);
+		/* the counter clock, as CUPTI's launch callbacks stamp theirs (clock.h; the tokens anchor it) */
+		sp_win_detect(0, SP_TOK_KERNEL, SP_TOKF_DRIVER, name, sp_fast_ns(), 0, 0, 1);
 		sp_hooklearn_check();
 	}
 	return 1;
