@@ -2,6 +2,7 @@
 /* allocs.c - memory allocations: device allocation calls seen through CUPTI callbacks (which
  * calls they are, how their parameters look) and host allocations from preload/malloc.c, both
  * forwarded to memory.c. The host entry points run inside malloc: they never allocate. */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -10,7 +11,6 @@
 #include <string.h>
 #include "clock.h"
 #include "collector.h"
-#include "cupti_life.h"
 #include "internal.h"
 #include "memory.h"
 #include "stacks.h"
@@ -116,32 +116,48 @@ unsigned sp_collector_devmem_enter(void)
 	return sp_thr.mem_seen;
 }
 
-/* 1 if CUPTI accounts for the allocation call this thread is making: it reported the driver call
- * itself (its exit came since seen), or the call is made inside a runtime allocation call CUPTI
- * reports (whose exit accounts). Either only while attached in this thread's instance. */
-static int cupti_has_it(unsigned seen)
+/* 1 if from lies in the libcupti stepprof loaded: CUPTI's own device buffers are not the
+ * program's (libcupti reaches the driver through cuGetProcAddress, so through the trampolines).
+ * This function can't fail. */
+static int from_cupti(const void *from)
 {
-	if (sp_thr.mem_seen != seen)
-		return 1;
-	if (!sp_thr.in_rt || sp_thr.gen != sp_cupti_life_generation() ||
-	    atomic_load(&sp_hold.state) != SP_HOLD_ATTACHED)
-		return 0;
-	uint32_t rt = sp_thr.cur_cb[0];
-	return rt < SP_CBID_MAX && sp_col.memop[0][rt].shape != MEM_NONE;
+	static _Atomic uintptr_t base; /* libcupti's load address; 0 not known yet, 1 none */
+	uintptr_t b = atomic_load_explicit(&base, memory_order_relaxed);
+	Dl_info di;
+	if (!b) {
+		b = sp_cupti.cuptiGetDeviceId && dladdr((void *)sp_cupti.cuptiGetDeviceId, &di) && di.dli_fbase
+			    ? (uintptr_t)di.dli_fbase
+			    : 1;
+		atomic_store_explicit(&base, b, memory_order_relaxed);
+	}
+	return b != 1 && from && dladdr(from, &di) && (uintptr_t)di.dli_fbase == b;
 }
 
-void sp_collector_devmem(unsigned seen, int kind, int free, uint64_t addr, uint64_t size, int dev)
+int sp_collector_devmem_take(unsigned seen, const void *from)
 {
-	/* not after the schedule, not stepprof's own (the writer thread's CUPTI calls), not twice (a
-	 * block CUPTI accounted; a call CUPTI was attached for midway, accounted again, is replaced) */
-	if (sp_col.disabled || sp_col.done || !sp_col.cfg.device_memory || sp_mem_self || !addr || cupti_has_it(seen))
+	/* CUPTI's driver callback accounted for this call (a driver call outside any runtime call,
+	 * while attached): its exit came since seen */
+	return !sp_col.disabled && !sp_col.done && sp_col.cfg.device_memory && sp_thr.mem_seen == seen &&
+	       !from_cupti(from);
+}
+
+void sp_collector_devmem(int kind, int free, uint64_t addr, uint64_t size, int dev)
+{
+	if (!addr)
 		return;
+	/* the hook is the one source of a driver call inside a runtime call: that call's exit, if
+	 * CUPTI reports it (an allocation call), leaves it to the hook, so a detach or attach between
+	 * the two loses or doubles nothing (callbacks.c on_api_exit) */
+	if (sp_thr.in_rt)
+		sp_thr.mem_hooked = 1;
 	int rec = __atomic_load_n(&sp_col.open, __ATOMIC_ACQUIRE) != NULL;
 	uint64_t t = sp_now_ns();
-	if (free) {
+	if (free) { /* (a block stepprof never counted is not in the table: nothing happens) */
 		sp_mem_free(kind == SP_MEM_VMM ? SP_MEM_VMM : SP_MEM_DEVICE, addr, t, rec);
 		return;
 	}
+	if (sp_mem_self)
+		return; /* stepprof's own (its writer thread's CUPTI calls) */
 	uint32_t stack = sp_col.cfg.stacks ? sp_stack_capture(sp_col.cfg.stack_depth,
 							      (unsigned)sp_col.cfg.stacks | SP_STACK_NATIVE_FALLBACK)
 					   : 0;

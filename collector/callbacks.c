@@ -177,6 +177,7 @@ static void on_api_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const 
 	if (!d) {
 		sp_thr.in_rt = 1;
 		sp_thr.in_rt_launch = launch;
+		sp_thr.mem_hooked = 0;
 		sp_thr.rt_t0 = t;
 		sp_thr.rt_corr = cd->correlationId;
 	}
@@ -230,8 +231,9 @@ static void on_api_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const C
 			uint64_t t)
 {
 	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
+	int hooked = !d && sp_thr.mem_hooked; /* an allocation hook accounted inside this runtime call */
 	if (!d)
-		sp_thr.in_rt = sp_thr.in_rt_launch = 0;
+		sp_thr.in_rt = sp_thr.in_rt_launch = sp_thr.mem_hooked = 0;
 	sp_thr.cur_cb[d] = 0;
 	if (sp_thr.defer_off) {
 		sp_thr.defer_off = 0;
@@ -244,15 +246,16 @@ static void on_api_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const C
 	struct memop mop = cbid < SP_CBID_MAX ? sp_col.memop[d][cbid] : (struct memop){ 0, 0 };
 	int ok = cd->functionReturnValue && *(const int *)cd->functionReturnValue == 0;
 	uint32_t stack = 0;
-	sp_thr.mem_seen += mop.shape != 0; /* an allocation hook around this call leaves it to CUPTI */
 	/* launches in a window; allocations always (they are rare, and a window's memory peak needs
-	 * the sites of blocks made long before it) */
-	int alloc = mop.shape && mop.shape != MEM_FREE && ok && sp_col.cfg.device_memory;
+	 * the sites of blocks made long before it), but those an allocation hook accounted */
+	int alloc = mop.shape && mop.shape != MEM_FREE && ok && sp_col.cfg.device_memory && !hooked;
 	if (sp_col.cfg.stacks && !(d && sp_thr.in_rt) && (w ? launch || mop.shape : alloc))
 		stack = sp_stack_capture(sp_col.cfg.stack_depth,
 					 (unsigned)sp_col.cfg.stacks | (alloc ? SP_STACK_NATIVE_FALLBACK : 0));
-	if (mop.shape && ok && !(d && sp_thr.in_rt) && sp_col.cfg.device_memory)
+	if (mop.shape && ok && !(d && sp_thr.in_rt) && sp_col.cfg.device_memory && !hooked) {
 		sp_alloc_call(cd, mop, t, stack, w != NULL);
+		sp_thr.mem_seen++; /* an allocation hook around this driver call leaves it to CUPTI */
+	}
 	if (!w || (d && sp_thr.in_rt) || (d ? !sp_col.cfg.driver_api : !sp_col.cfg.runtime_api))
 		return; /* warmup, nested in a runtime call, or not wanted */
 	/* a launch that failed made no kernel: it is not waited for (nor said missing) */
@@ -329,7 +332,7 @@ void CUPTIAPI sp_cb_on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callba
 			sp_cupti_life_missed("a marker call began while detached");
 		sp_thr.gen = gen;
 		sp_thr.in_rt = sp_thr.in_rt_launch = sp_thr.mk_depth = sp_thr.after_pending = sp_thr.defer_off =
-			sp_thr.marking = sp_thr.hook_pending = 0;
+			sp_thr.marking = sp_thr.hook_pending = sp_thr.mem_hooked = 0;
 		sp_thr.cur_cb[0] = sp_thr.cur_cb[1] = 0;
 	}
 	if (mk && site == CUPTI_API_ENTER && sp_thr.marking++ == 0)

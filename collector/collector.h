@@ -72,19 +72,23 @@ void sp_collector_launch_exit(int h);
  * lock (interning), never allocates inside malloc. This function can't fail. */
 uint32_t sp_collector_kernel_name(const char *mangled);
 /* A driver lookup of a function the preload trampolines stays unhooked (lookup: what was looked up,
- * "cuLaunchKernel at version 13020"; why: in words; launch: a kernel launch function), once per
- * name: said with STEPPROF_VERBOSE, and the first launch one is named if the launch hooks prove to
- * miss launches (hooklearn.h). Any thread, inside dlsym. This function can't fail. */
-void sp_collector_lookup_unhooked(const char *lookup, const char *why, int launch);
+ * "cuLaunchKernel at version 13020"; why: in words; what: SP_UNHOOKED_*), once per name: said with
+ * STEPPROF_VERBOSE; the first launch one is named if the launch hooks prove to miss launches
+ * (hooklearn.h); an allocation one is warned about while device memory is tracked. Any thread,
+ * inside dlsym. This function can't fail. */
+enum { SP_UNHOOKED_OTHER = 0, SP_UNHOOKED_LAUNCH, SP_UNHOOKED_ALLOC };
+void sp_collector_lookup_unhooked(const char *lookup, const char *why, int what);
 /* Device memory seen by the allocation hooks (preload/procaddr.c): nonzero while stepprof tracks
- * device allocations ([memory] device_memory), then the hooks tell every call that succeeded:
- * seen = sp_collector_devmem_enter() before the driver call, then sp_collector_devmem(seen, kind
- * (SP_MEM_*), free (1: addr is freed), addr (a VMM handle for SP_MEM_VMM), size, dev (the device,
- * -1 unknown)). The collector accounts for it unless CUPTI reported the call (it does there).
+ * device allocations ([memory] device_memory). A hook takes seen = sp_collector_devmem_enter()
+ * before the driver call; after one that succeeded, if sp_collector_devmem_take(seen, from: the
+ * hook's caller) says the collector accounts for it (stepprof on, device_memory, CUPTI did not
+ * report the call, not libcupti's own), it tells sp_collector_devmem(kind (SP_MEM_*), free (1:
+ * addr is freed), addr (a VMM handle for SP_MEM_VMM), size, dev (the device, -1 unknown)).
  * Any thread; never blocks but on memory.c's short lock. */
 extern _Atomic int sp_devmem_want;
 unsigned sp_collector_devmem_enter(void);
-void sp_collector_devmem(unsigned seen, int kind, int free, uint64_t addr, uint64_t size, int dev);
+int sp_collector_devmem_take(unsigned seen, const void *from);
+void sp_collector_devmem(int kind, int free, uint64_t addr, uint64_t size, int dev);
 int sp_collector_hook_enter(int fn);
 /* The same from a trampoline that knows the place it was called from (its return address): a
  * driver call standing for a marker call counts only from places proven to be the marker's. */

@@ -21,6 +21,7 @@
 #include "hooklearn.h"
 #include "internal.h"
 #include "log.h"
+#include "writer.h"
 
 #define CORR_STACK 16            /* nested API calls per thread the program's correlationData covers */
 
@@ -398,6 +399,8 @@ static int program_cb(uint32_t on, CUpti_SubscriberHandle sub, unsigned d, unsig
 	pthread_mutex_unlock(&S.lock);
 	if (in)
 		sp_cupti_life_leave();
+	else if (on)
+		sp_writer_kick(); /* detached: the writer re-attaches for it now (its passes are slow while parked) */
 	return 1;
 }
 
@@ -529,6 +532,8 @@ int sp_share_activity(CUpti_ActivityKind k, int on, CUptiResult *r)
 	pthread_mutex_unlock(&S.lock);
 	if (in)
 		sp_cupti_life_leave();
+	else if (on)
+		sp_writer_kick(); /* detached: the writer re-attaches for it now (its passes are slow while parked) */
 	return 1;
 }
 

@@ -153,18 +153,25 @@ void sp_hooklearn_cupti_launch(const char *symbol)
  * hook learning begins, sp_hooklearn_wanted says no; while it learns, it hands over to CUPTI now
  * (on the thread that looked the function up, none of stepprof's locks held); after, the proof
  * against CUPTI's launch callbacks names it if a launch comes through it. */
-void sp_collector_lookup_unhooked(const char *lookup, const char *why, int launch)
+void sp_collector_lookup_unhooked(const char *lookup, const char *why, int what)
 {
 	sp_info("%s is not hooked: %s", lookup, why);
+	if (what == SP_UNHOOKED_ALLOC && sp_col.cfg.device_memory) {
+		sp_warn("%s is not hooked (%s): device allocations made through it while stepprof is not "
+			"subscribed to CUPTI (learning from its hooks, parked between windows) are not tracked; "
+			"memory levels may miss them",
+			lookup, why);
+		return;
+	}
 	int free_ = 0;
-	if (!launch || !atomic_compare_exchange_strong(&HL.unhooked, &free_, 1))
+	if (what != SP_UNHOOKED_LAUNCH || !atomic_compare_exchange_strong(&HL.unhooked, &free_, 1))
 		return;
 	snprintf(HL.lookup, sizeof HL.lookup, "%s (%s)", lookup, why);
 	atomic_store_explicit(&HL.unhooked, 2, memory_order_release);
 	if (sp_hooklearn_on()) {
-		char what[sizeof HL.lookup + 64];
-		snprintf(what, sizeof what, UNHOOKED_WHY, HL.lookup);
-		sp_hooklearn_fail(what);
+		char msg[sizeof HL.lookup + 64];
+		snprintf(msg, sizeof msg, UNHOOKED_WHY, HL.lookup);
+		sp_hooklearn_fail(msg);
 	}
 }
 

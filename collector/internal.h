@@ -166,7 +166,8 @@ struct sp_col_thread {
 	int hook_depth; /* hooked marker calls in progress on this thread (markhook.c) */
 	int hook_counted; /* ... and the outermost one was counted by the hook, not by CUPTI */
 	int hook_pending; /* a marker call CUPTI saw outside the hooks: nested driver calls (markhook.c) */
-	unsigned mem_seen; /* allocation calls CUPTI reported on this thread (the hooks' share, allocs.c) */
+	unsigned mem_seen; /* allocation calls CUPTI's driver callbacks accounted on this thread (allocs.c) */
+	int mem_hooked; /* an allocation hook accounted inside the runtime call in progress (allocs.c) */
 	const void *np[SP_NAME_CACHE]; /* name pointer cache */
 	uint32_t nid[SP_NAME_CACHE];
 };

@@ -347,9 +347,21 @@ bool sp_hook_graph_made(void)
 
 /* The step that this call may end is the last before a window: waits (holding nothing) until the
  * writer thread has re-attached, so that CUPTI sees the window from its first call. */
+/* Parked, a marker call just began a step: once the next window is fewer than SP_LIFE_UNPARK_AT
+ * steps away, wakes the writer, whose passes are slow while parked, to re-attach now (at the step
+ * its 2 ms passes used to see). The step is read without the lock: a late read only delays the
+ * kick to the next step. This function can't fail. */
+static void kick_if_near(void)
+{
+	int64_t sched = sp_stepdet_sched_step(sp_col.mk[0].det, sp_col.step);
+	if (sched >= 0 && sp_life_steps_to_window(sp_col.mk[0].schedule, sched, SP_LIFE_UNPARK_AT) < SP_LIFE_UNPARK_AT)
+		sp_writer_kick();
+}
+
 static void wait_attached(void)
 {
 	atomic_store(&H.need_attach, true);
+	sp_writer_kick(); /* its passes are slow while parked: it re-attaches now */
 	uint64_t t0 = sp_now_ns();
 	while (atomic_load(&H.counting)) {
 		if (sp_now_ns() - t0 > WAIT_ATTACH_NS) {
@@ -450,14 +462,12 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 		return fn;
 	/* the schedule's step (automatic detection numbers its regimes' steps apart from it) */
 	int64_t sched = sp_stepdet_sched_step(sp_col.mk[0].det, sp_col.step);
-	int64_t left = sched < 0 ? 0 : sp_life_steps_to_window(sp_col.mk[0].schedule, sched, SP_LIFE_UNPARK_AT);
-	if (left < SP_LIFE_UNPARK_AT)
-		sp_writer_kick(); /* the window nears: the writer re-attaches now (its passes are slow while parked) */
-	if (left == 0 || sp_od_busy())
+	if (sched < 0 || sp_life_steps_to_window(sp_col.mk[0].schedule, sched, 1) == 0 || sp_od_busy())
 		wait_attached(); /* CUPTI counts this one if the re-attach came in time */
 	if (atomic_load(&H.counting)) {
 		sp_thr.hook_counted = 1;
 		sp_win_detect(0, SP_TOK_API, H.flags[fn], H.name[fn], sp_now_ns(), 0, 0, H.drv[fn]);
+		kick_if_near();
 	}
 	return fn;
 }
@@ -478,8 +488,10 @@ void sp_collector_hook_exit(int h)
 		return;
 	/* an automatic step that begins after the anchor call: CUPTI's exit callback is not there to
 	 * begin it (windows.c's det_apply), the hook's exit is */
-	if (sp_thr.hook_counted && sp_thr.after_pending)
+	if (sp_thr.hook_counted && sp_thr.after_pending) {
 		sp_win_after_exit(sp_now_ns());
+		kick_if_near();
+	}
 	sp_thr.hook_counted = 0;
 	/* a call the hooks would count that CUPTI did not count (a driver marker's function called
 	 * from inside the runtime, which CUPTI leaves out): the hooks' steps would not be CUPTI's */

@@ -182,8 +182,10 @@ static int need_cupti(void)
 	int st = atomic_load(&sp_hold.state);
 	if (st == SP_HOLD_ATTACHED)
 		return 0;
-	if (st != SP_HOLD_GONE)
-		return 1; /* a detach is under way: next poll */
+	if (st != SP_HOLD_GONE) {
+		sp_writer_kick(); /* parked (the writer re-attaches: its passes are slow then), or a detach is under way */
+		return 1; /* next poll */
+	}
 	/* said before the re-attach: a window may begin at the first step boundary CUPTI reports, before
 	 * this thread gets the lock back (on 2 x H200 the first trigger window came out unflagged) */
 	pthread_mutex_lock(&sp_col.lock);

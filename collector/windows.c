@@ -281,6 +281,8 @@ static void det_apply(const struct sp_det_out *o, uint64_t t, uint32_t corr, CUp
 		sp_win_end_step(t, corr);
 	if (o->what & SP_DET_UNLOCK)
 		sp_win_set_collecting(SP_ACT_NONE); /* nothing is collected while the detector learns again */
+	if (o->what & (SP_DET_PROBE | SP_DET_MISMATCH | SP_DET_UNLOCK))
+		sp_writer_kick(); /* launches are wanted: a parked writer (slow passes) re-attaches now */
 	if (o->what & SP_DET_LOCK)
 		det_locked(o, t);
 	if ((o->what & SP_DET_BOUNDARY) && (o->what & SP_DET_AFTER)) {

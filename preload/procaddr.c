@@ -281,13 +281,18 @@ static uint32_t launch_name(CUfunction f)
 SP_LAUNCHES(TR_LAUNCH)
 #undef TR_LAUNCH
 
-/* The device of the calling thread's current context, -1 if none. This function can't fail. */
-static int ctx_device(void)
+/* The device an allocation (not a free) is on: dev, or for DEV_CTX the calling thread's current
+ * context's; -1 if none. This function can't fail. */
+static int alloc_dev(int free, int dev)
 {
+	if (free || dev != DEV_CTX)
+		return free ? -1 : dev;
 	CUdevice d = -1;
 	CUresult (*get)(CUdevice *) = (CUresult(*)(CUdevice *))driver_fn(&P.ctx_get_device, "cuCtxGetDevice");
 	return get && get(&d) == CUDA_SUCCESS ? (int)d : -1;
 }
+
+static __thread const void *alloc_from; /* the caller of the allocation trampoline in progress */
 
 /* The allocation trampolines: one relaxed load and a tail call while stepprof tracks no device
  * memory, else (out of line) the call, then what it did told to the collector. */
@@ -296,18 +301,19 @@ static int ctx_device(void)
 	{                                                                                                        \
 		CUresult(*real) params =                                                                         \
 			(CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed);      \
+		const void *from = alloc_from;                                                                   \
 		unsigned seen = sp_collector_devmem_enter();                                                     \
 		CUresult r = real args;                                                                          \
-		if (r == CUDA_SUCCESS) {                                                                         \
-			int dv = (dev);                                                                          \
-			sp_collector_devmem(seen, kind, free, addr, size, dv == DEV_CTX ? ctx_device() : dv);    \
-		}                                                                                                \
+		if (r == CUDA_SUCCESS && sp_collector_devmem_take(seen, from))                                   \
+			sp_collector_devmem(kind, free, addr, size, alloc_dev(free, dev));                       \
 		return r;                                                                                        \
 	}                                                                                                        \
 	static CUresult tr_##hook params                                                                         \
 	{                                                                                                        \
-		if (__builtin_expect(atomic_load_explicit(&sp_devmem_want, memory_order_relaxed) != 0, 0))       \
+		if (__builtin_expect(atomic_load_explicit(&sp_devmem_want, memory_order_relaxed) != 0, 0)) {     \
+			alloc_from = __builtin_return_address(0);                                                \
 			return slow_##hook args;                                                                 \
+		}                                                                                                \
 		return ((CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed))args; \
 	}
 SP_ALLOCS(TR_ALLOC)
@@ -420,7 +426,10 @@ static void tell(int said, const char *sym, int ver, cuuint64_t flags, const cha
 	if (said == SAID_HOOKED)
 		sp_info("%s is hooked: %s", what, why);
 	else
-		sp_collector_lookup_unhooked(what, why, k >= TR_cuLaunchKernel);
+		sp_collector_lookup_unhooked(what, why,
+					     k >= TR_cuLaunchKernel  ? SP_UNHOOKED_LAUNCH
+					     : k >= TR_cuMemAlloc_v2 ? SP_UNHOOKED_ALLOC
+								     : SP_UNHOOKED_OTHER);
 }
 
 /* f, the driver's answer to a lookup (sym, ver, flags), into row k's slot: the row's trampoline,
@@ -739,26 +748,25 @@ SP_LAUNCHES(EXP_LAUNCH)
 #undef EXP_LAUNCH
 
 /* The driver's allocation symbols, for a caller linked with libcuda: as their trampolines. */
-#define EXP_ALLOC(hook, ask, v0, v1, pt, exp, params, args, kind, free, addr, size, dev)                      \
-	SP_EXPORT CUresult hook params                                                                        \
-	{                                                                                                     \
-		static CUresult(*real) params;                                                                \
-		if (!real) {                                                                                  \
-			raw++;                                                                                \
-			real = (CUresult(*) params)(real_dlsym() ? sp_resolve(exp, drv_libs) : NULL);         \
-			raw--;                                                                                \
-		}                                                                                             \
-		if (!real)                                                                                    \
-			return CUDA_ERROR_NOT_INITIALIZED;                                                    \
-		if (__builtin_expect(atomic_load_explicit(&sp_devmem_want, memory_order_relaxed) == 0, 1))    \
-			return real args;                                                                     \
-		unsigned seen = sp_collector_devmem_enter();                                                  \
-		CUresult r = real args;                                                                       \
-		if (r == CUDA_SUCCESS) {                                                                      \
-			int dv = (dev);                                                                       \
-			sp_collector_devmem(seen, kind, free, addr, size, dv == DEV_CTX ? ctx_device() : dv); \
-		}                                                                                             \
-		return r;                                                                                     \
+#define EXP_ALLOC(hook, ask, v0, v1, pt, exp, params, args, kind, free, addr, size, dev)                   \
+	SP_EXPORT CUresult hook params                                                                     \
+	{                                                                                                  \
+		static CUresult(*real) params;                                                             \
+		if (!real) {                                                                               \
+			raw++;                                                                             \
+			real = (CUresult(*) params)(real_dlsym() ? sp_resolve(exp, drv_libs) : NULL);      \
+			raw--;                                                                             \
+		}                                                                                          \
+		if (!real)                                                                                 \
+			return CUDA_ERROR_NOT_INITIALIZED;                                                 \
+		if (__builtin_expect(atomic_load_explicit(&sp_devmem_want, memory_order_relaxed) == 0, 1)) \
+			return real args;                                                                  \
+		const void *from = __builtin_return_address(0);                                            \
+		unsigned seen = sp_collector_devmem_enter();                                               \
+		CUresult r = real args;                                                                    \
+		if (r == CUDA_SUCCESS && sp_collector_devmem_take(seen, from))                             \
+			sp_collector_devmem(kind, free, addr, size, alloc_dev(free, dev));                 \
+		return r;                                                                                  \
 	}
 #undef cuMemHostAlloc
 #undef cuMemFreeHost

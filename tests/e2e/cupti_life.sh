@@ -394,6 +394,18 @@ if grep -q "step 26 freed" "$T/hookmem/stdout" && grep -q "detached from CUPTI i
 else
 	bad "hookmem: $(cat "$T/hookmem/mem" | head -12; grep -v begins "$T/hookmem/stderr" | head -6)"
 fi
+# the same with each block made inside a runtime cudaMalloc that CUPTI reports too (as libcudart
+# makes them): the hook accounts for the driver call and the runtime call's exit leaves it, so the
+# window's block is recorded once and every level is as above
+LEARN=hooks MARKER=auto run hookmemrt 8,1,3,0 auto 40 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20 \
+	ALLOC_AT=3,7,10 FREE_AT=26 ALLOC_RT=1
+"$B/stepprof" memory "$T"/hookmemrt/out/*.sptrace -o "$T/hookmemrt/m.html" >"$T/hookmemrt/mem" 2>&1
+if grep -A1 '^Window 0' "$T/hookmemrt/mem" | grep -q 'peak 6.00MiB .*; 1 allocation, 0 frees in the window' &&
+	grep -A1 '^Window 2' "$T/hookmemrt/mem" | grep -q 'peak 5.00MiB'; then
+	echo "ok   device memory, blocks made inside runtime allocation calls: each accounted once (by the hook), levels exact"
+else
+	bad "hookmemrt: $(cat "$T/hookmemrt/mem" | head -12)"
+fi
 hookrun hookgraph 30 CAPTURE_AT=2
 grep -q "graph capture with CUPTI subscribed: 1" "$T/hookgraph/stdout" &&
 	grep -q "attached to CUPTI before the program's CUDA graph capture" "$T/hookgraph/stderr" &&

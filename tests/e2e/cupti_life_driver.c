@@ -216,9 +216,26 @@ int main(int argc, char **argv)
 		int changed = change_at >= 0 && i >= change_at;
 		if (capture && i == capture_at)
 			capture(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL);
-		if (mem_alloc && alloc_at && nblocks < 16 && in_list(alloc_at, i) &&
-		    mem_alloc(&blocks[nblocks], alloc_bytes * (size_t)(nblocks + 1)) == CUDA_SUCCESS)
-			printf("driver: step %d allocated %zu bytes\n", i, alloc_bytes * (size_t)(++nblocks));
+		if (mem_alloc && alloc_at && nblocks < 16 && in_list(alloc_at, i)) {
+			/* ALLOC_RT: inside a runtime cudaMalloc, as libcudart makes it (CUPTI reports both) */
+			struct {
+				void **p;
+				size_t n;
+			} rp = { (void **)&blocks[nblocks], alloc_bytes * (size_t)(nblocks + 1) };
+			int (*firep)(int, unsigned, int, unsigned, const void *) =
+				getenv("ALLOC_RT")
+					? (int (*)(int, unsigned, int, unsigned,
+						   const void *))dlsym(RTLD_DEFAULT, "fake_cupti_fire_params")
+					: NULL;
+			if (firep)
+				firep(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 0, corr,
+				      &rp);
+			if (mem_alloc(&blocks[nblocks], rp.n) == CUDA_SUCCESS)
+				printf("driver: step %d allocated %zu bytes\n", i, alloc_bytes * (size_t)(++nblocks));
+			if (firep)
+				firep(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 1, corr++,
+				      &rp);
+		}
 		if (mem_free && i == free_at && nblocks > 0 && mem_free(blocks[0]) == CUDA_SUCCESS)
 			printf("driver: step %d freed the first block\n", i);
 		if (lgpa && i == newer_at) { /* a library loaded late (cuBLAS at the first GEMM) */

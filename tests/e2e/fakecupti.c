@@ -152,6 +152,8 @@ CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t cbid,
 			snprintf(F.names[k][cbid], 48, "cuLaunchKernel");
 		else if (k && cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize)
 			snprintf(F.names[k][cbid], 48, "cuCtxSynchronize");
+		else if (!k && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020)
+			snprintf(F.names[k][cbid], 48, "cudaMalloc_v3020");
 		else if (k && cbid == CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2)
 			snprintf(F.names[k][cbid], 48, "cuMemAlloc_v2");
 		else if (k && cbid == CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2)
