@@ -722,19 +722,25 @@ SP_EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuu
 	return P.off ? P.real_gpa2(sym, pfn, ver, flags, st) : gpa2_wrap(sym, pfn, ver, flags, st);
 }
 
+/* In an exported definition: `real`, the driver's own symbol exp, resolved once past this library;
+ * the definition returns CUDA_ERROR_NOT_INITIALIZED while there is none. */
+#define EXP_RESOLVE(exp, params)                                                              \
+	static CUresult(*real) params;                                                        \
+	if (!real) {                                                                          \
+		raw++;                                                                        \
+		real = (CUresult(*) params)(real_dlsym() ? sp_resolve(exp, drv_libs) : NULL); \
+		raw--;                                                                        \
+	}                                                                                     \
+	if (!real)                                                                            \
+		return CUDA_ERROR_NOT_INITIALIZED;                                            \
+	(void)0
+
 /* The driver's launch symbols, for a caller linked with libcuda (XLA) or finding them with
  * dlsym(RTLD_DEFAULT): as the trampolines, the real one resolved once past this library. */
 #define EXP_LAUNCH(hook, ask, v0, v1, pt, exp, params, args)                                               \
 	SP_EXPORT CUresult hook params                                                                     \
 	{                                                                                                  \
-		static CUresult(*real) params;                                                             \
-		if (!real) {                                                                               \
-			raw++;                                                                             \
-			real = (CUresult(*) params)(real_dlsym() ? sp_resolve(exp, drv_libs) : NULL);      \
-			raw--;                                                                             \
-		}                                                                                          \
-		if (!real)                                                                                 \
-			return CUDA_ERROR_NOT_INITIALIZED;                                                 \
+		EXP_RESOLVE(exp, params);                                                                  \
 		if (__builtin_expect(atomic_load_explicit(&sp_launch_want, memory_order_relaxed) == 0, 1)) \
 			return real args;                                                                  \
 		int h = sp_collector_launch_enter(launch_name(f));                                         \
@@ -751,14 +757,7 @@ SP_LAUNCHES(EXP_LAUNCH)
 #define EXP_ALLOC(hook, ask, v0, v1, pt, exp, params, args, kind, free, addr, size, dev)                   \
 	SP_EXPORT CUresult hook params                                                                     \
 	{                                                                                                  \
-		static CUresult(*real) params;                                                             \
-		if (!real) {                                                                               \
-			raw++;                                                                             \
-			real = (CUresult(*) params)(real_dlsym() ? sp_resolve(exp, drv_libs) : NULL);      \
-			raw--;                                                                             \
-		}                                                                                          \
-		if (!real)                                                                                 \
-			return CUDA_ERROR_NOT_INITIALIZED;                                                 \
+		EXP_RESOLVE(exp, params);                                                                  \
 		if (__builtin_expect(atomic_load_explicit(&sp_devmem_want, memory_order_relaxed) == 0, 1)) \
 			return real args;                                                                  \
 		const void *from = __builtin_return_address(0);                                            \
