@@ -16,9 +16,9 @@
 #include "life.h"
 #include "log.h"
 #include "markhook.h"
-#include "writer.h"
 #include "ondemand.h"
 #include "trace/tokens.h"
+#include "writer.h"
 
 #define WAIT_ATTACH_NS 1000000000ull /* longest a marker call waits for a re-attach before its window */
 
@@ -345,8 +345,6 @@ bool sp_hook_graph_made(void)
 	return atomic_exchange(&H.graph, false);
 }
 
-/* The step that this call may end is the last before a window: waits (holding nothing) until the
- * writer thread has re-attached, so that CUPTI sees the window from its first call. */
 /* Parked, a marker call just began a step: once the next window is fewer than SP_LIFE_UNPARK_AT
  * steps away, wakes the writer, whose passes are slow while parked, to re-attach now (at the step
  * its 2 ms passes used to see). The step is read without the lock: a late read only delays the
@@ -358,6 +356,8 @@ static void kick_if_near(void)
 		sp_writer_kick();
 }
 
+/* The step that this call may end is the last before a window: waits (holding nothing) until the
+ * writer thread has re-attached, so that CUPTI sees the window from its first call. */
 static void wait_attached(void)
 {
 	atomic_store(&H.need_attach, true);
