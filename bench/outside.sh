@@ -14,7 +14,9 @@
 # (auto-hooks: [marker] learn = hooks)), CPUS (e.g. 2-7: every process pinned to these CPUs, for
 # less noise between processes), OUTSIDE_ARGS for anything else outside.py run takes (all three runs:
 # the main one, learn and graph), e.g. --twin 1 on a two-GPU host (an unprofiled twin on GPU 1 beside
-# every stepprof run, each phase paired with it in time: outside.py).
+# every run, each phase paired with it in time: outside.py), with --twin-cpus same and CPUS=5 (both
+# processes on one CPU: the measurement of record on the GPU machine, whose CPUs switch between two
+# speeds within a process; docs/BENCHMARKS.md, "Eleventh session").
 # Exit status: 0 with no problem found, 1 otherwise (the table lists them).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
