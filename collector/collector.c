@@ -218,8 +218,6 @@ void sp_collector_inject(void)
 	sp_writer_set_tick(sp_act_writer_tick, NULL);
 	sp_writer_set_seen(sp_act_writer_seen);
 	CUptiResult r = CUPTI_SUCCESS;
-	/* the allocation hooks keep device memory while CUPTI is not there (learning, parked) */
-	atomic_store(&sp_devmem_want, sp_col.cfg.device_memory ? 1 : 0);
 	if (sp_hooklearn_wanted()) { /* learning from the preload's hooks: subscribed before the first window */
 		sp_cupti_life_start_parked(&hooks);
 		sp_hooklearn_begin();
@@ -237,6 +235,8 @@ void sp_collector_inject(void)
 		sp_writer_set_seen(NULL);
 		return; /* warned */
 	}
+	/* the allocation hooks keep device memory while CUPTI is not there (learning, parked) */
+	atomic_store(&sp_devmem_want, sp_col.cfg.device_memory ? 1 : 0);
 	owner_pid = getpid();
 	pthread_atfork(NULL, NULL, on_fork_child);
 	atexit(on_exit_process);
