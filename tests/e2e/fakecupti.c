@@ -132,6 +132,24 @@ CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle s
 	return CUPTI_SUCCESS;
 }
 
+/* The callbacks the test programs fire, by (driver?, cbid), with CUPTI's names; any other is
+ * "cu_other_N" or "cuda_other_N". */
+static const struct {
+	int driver;
+	uint32_t cbid;
+	const char *name;
+} cb_names[] = {
+	{ 0, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, "cudaDeviceSynchronize_v3020" },
+	{ 0, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, "cudaStreamSynchronize_v3020" },
+	{ 0, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, "cudaMemcpyAsync_v3020" },
+	{ 0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel_v7000" },
+	{ 0, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, "cudaMalloc_v3020" },
+	{ 1, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel" },
+	{ 1, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, "cuCtxSynchronize" },
+	{ 1, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2" },
+	{ 1, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, "cuMemFree_v2" },
+};
+
 CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t cbid, const char **name)
 {
 	int k = d == CUPTI_CB_DOMAIN_DRIVER_API;
@@ -140,26 +158,10 @@ CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t cbid,
 	if (F.finalized)
 		note("get_callback_name", "");
 	if (!F.names[k][cbid][0]) {
-		if (!k && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020)
-			snprintf(F.names[k][cbid], 48, "cudaDeviceSynchronize_v3020");
-		else if (!k && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020)
-			snprintf(F.names[k][cbid], 48, "cudaStreamSynchronize_v3020");
-		else if (!k && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020)
-			snprintf(F.names[k][cbid], 48, "cudaMemcpyAsync_v3020");
-		else if (!k && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000)
-			snprintf(F.names[k][cbid], 48, "cudaLaunchKernel_v7000");
-		else if (k && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel)
-			snprintf(F.names[k][cbid], 48, "cuLaunchKernel");
-		else if (k && cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize)
-			snprintf(F.names[k][cbid], 48, "cuCtxSynchronize");
-		else if (!k && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020)
-			snprintf(F.names[k][cbid], 48, "cudaMalloc_v3020");
-		else if (k && cbid == CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2)
-			snprintf(F.names[k][cbid], 48, "cuMemAlloc_v2");
-		else if (k && cbid == CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2)
-			snprintf(F.names[k][cbid], 48, "cuMemFree_v2");
-		else
-			snprintf(F.names[k][cbid], 48, "%s_other_%u", k ? "cu" : "cuda", cbid);
+		snprintf(F.names[k][cbid], 48, "%s_other_%u", k ? "cu" : "cuda", cbid);
+		for (size_t i = 0; i < sizeof cb_names / sizeof *cb_names; i++)
+			if (cb_names[i].driver == k && cb_names[i].cbid == cbid)
+				snprintf(F.names[k][cbid], 48, "%s", cb_names[i].name);
 	}
 	*name = F.names[k][cbid];
 	return CUPTI_SUCCESS;
