@@ -428,7 +428,8 @@ void sp_autostep_attempt_took(struct sp_autostep *a, uint64_t ns)
 static int within_share(const struct sp_autostep *a, uint64_t ts)
 {
 	uint64_t ran = a->n && ts > a->t0 ? ts - a->t0 : 0;
-	return a->spent <= SP_AUTOSTEP_BURST_NS + ran / SP_AUTOSTEP_SHARE;
+	uint64_t eager = ran < SP_AUTOSTEP_EAGER_NS ? ran : SP_AUTOSTEP_EAGER_NS;
+	return a->spent <= SP_AUTOSTEP_BURST_NS + eager / SP_AUTOSTEP_SHARE + (ran - eager) / SP_AUTOSTEP_LATE;
 }
 
 int sp_autostep_due(const struct sp_autostep *a, int graph, uint64_t ts)

@@ -68,11 +68,15 @@ void sp_autostep_free(struct sp_autostep *a);
 void sp_autostep_credit(struct sp_autostep *a, uint64_t ns);
 /* A detection attempt runs on the program's thread, and took ns: attempts are held back while all
  * of them since the reset took more than SP_AUTOSTEP_BURST_NS plus 1/SP_AUTOSTEP_SHARE of the
- * program's time since its first token (token times), so that learning a long or irregular loop
- * costs at most that share however many attempts it needs, and the first, cheap attempts on a
- * short ring come as often as before. A replay that never reports costs attempts as before.
- * This function can't fail. */
+ * program's first SP_AUTOSTEP_EAGER_NS since its first token (token times) plus 1/SP_AUTOSTEP_LATE
+ * of its time after that, so that learning a long or irregular loop costs at most that share however
+ * many attempts it needs (a stream that has not locked in its first seconds pays a quarter of it
+ * from then on: the budget it did not spend, such as a compile's quiet seconds, stays), and the
+ * first, cheap attempts on a short ring come as often as before. A replay that never reports
+ * costs attempts as before. This function can't fail. */
 #define SP_AUTOSTEP_SHARE 100u
+#define SP_AUTOSTEP_LATE 400u
+#define SP_AUTOSTEP_EAGER_NS 2000000000ull
 #define SP_AUTOSTEP_BURST_NS 1000000u
 void sp_autostep_attempt_took(struct sp_autostep *a, uint64_t ns);
 /* 1 if feeding a token at time ts (a graph launch: graph) runs a detection attempt. Can't fail. */
