@@ -48,9 +48,13 @@ static unsigned detect(uint8_t kind, uint8_t flags, uint32_t name, uint64_t t)
 	pthread_mutex_lock(&lock);
 	struct sp_token tk = { .ts = t - credit, .name = name, .tid = 1, .kind = kind, .flags = flags };
 	int attempt = sp_stepdet_may_try(&det, &tk);
+	uint64_t t0 = attempt ? sp_now_ns() : 0; /* (t may be made up: the lock-first loop's) */
 	sp_stepdet_feed(&det, &tk, &o);
-	if (attempt)
-		credit += sp_now_ns() - t;
+	if (attempt) { /* as windows.c: the attempt's time is credited and held to its share */
+		uint64_t took = sp_now_ns() - t0;
+		credit += took;
+		sp_stepdet_attempt_took(&det, took);
+	}
 	pthread_mutex_unlock(&lock);
 	return o.what;
 }

@@ -252,17 +252,19 @@ def step_spans(lines, step_re):
     return out
 
 
-def twin_ratios(steps, spans, twin_spans):
+def twin_ratios(steps, spans, twin_spans, keep=None):
     """{phase: {"n", "twin_n", "ratio"}}: each phase's median over the median of the twin's steps
     whose middles lie inside that phase's steps' spans (steps as classify gives them; spans of the
-    profiled run by program step index); "settled" here is every between- and after-window step."""
+    profiled run by program step index); "settled" is the between- and after-window steps in keep
+    (settled_steps: no detach or re-attach touched them), every one of them if keep is None."""
     by_idx = spans
     mids = sorted(((a + b) / 2, ms) for a, b, ms in twin_spans)
     keys = [m for m, _ in mids]
     out = {}
     phases = sorted({p for _, _, p, _, _ in steps})
     for ph in phases + ["settled"]:
-        own = [(i, ms) for i, ms, p, _, _ in steps if (p == ph if ph != "settled" else p in ("between", "after"))]
+        own = [(i, ms) for i, ms, p, _, _ in steps
+               if (p == ph if ph != "settled" else p in ("between", "after") and (keep is None or i in keep))]
         if not own:
             continue
         twin = []
@@ -565,7 +567,7 @@ def run_one(a, wl, config, rnd):
                                            [(t, l) for t, l in lines if wl["step_re"].search(l)]):
             spans[int(wl["step_re"].search(line).group(1))] = (t0, t1, ms)
         tsp = step_spans(tlines, wl["step_re"])[STARTUP:]
-        rec["twin"] = twin_ratios(steps, spans, tsp)
+        rec["twin"] = twin_ratios(steps, spans, tsp, settled_steps(steps, lines) if sched else None)
     rec["steps"] = [(i, ms, p) for i, ms, p, _, _ in steps]
     return rec
 
@@ -612,7 +614,7 @@ def summarise(a, records):
                 "the same time; per round, then the median over rounds. The row 'plain' is an unprofiled run beside its "
                 "unprofiled twin (its 'before' column): how far the pairing itself is from 1; the row 'floor' is "
                 "the CUPTI floor recording kernels all run (its 'before' column), to compare with 'inside'.", "",
-                "| workload | configuration | " + " | ".join(PHASES + ["between/after"]) + " |",
+                "| workload | configuration | " + " | ".join(PHASES + ["between/after, settled"]) + " |",
                 "|---|---|" + "---|" * (len(PHASES) + 1)]
         for wl in a.workloads:
             for c in ["plain"] + [c for c in a.configs if c in CONFIGS] + ["floor"]:

@@ -159,6 +159,10 @@ for i in range(160):
     t += 10.0 * drift / 1e3
 r = outside.twin_ratios(steps, spans, tw)
 assert abs(r["before"]["ratio"] - 1.0) < 0.01 and abs(r["between"]["ratio"] - 1.1) < 0.03, r
+# settled keeps only the steps no transition touched: slow transition steps (3x) left out of it
+steps2 = [(i, ms * (3.0 if i in (20, 21, 22, 23, 24) else 1.0), p, a, b) for i, ms, p, a, b in steps]
+r2 = outside.twin_ratios(steps2, spans, tw, keep=set(range(25, 100)))
+assert abs(r2["settled"]["ratio"] - 1.1) < 0.03 and r2["settled"]["n"] == 75, r2
 assert outside.twin_cmd(["python3", "outside.py", "worker", "add", "--steps", "200"], True)[-1] == "300"
 assert outside.twin_cmd(["prog", "-x", "200"], False) == ["prog", "-x", "200"]
 # instructions per step: the count read as each step line arrived, minus the previous step line's
