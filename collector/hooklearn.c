@@ -186,6 +186,8 @@ int sp_collector_launch_enter(uint32_t name)
 		return 1;
 	launch_fed = 0;
 	launch_id = name;
+	/* a launch: a context exists (CUPTI, attached after it was made, never reports its creation) */
+	atomic_store_explicit(&sp_col.had_context, 1, memory_order_relaxed);
 	if (atomic_load_explicit(&sp_launch_want, memory_order_relaxed) != SP_LAUNCH_LEARN || !sp_hooklearn_on())
 		return 1;
 	if (!name) {
@@ -193,7 +195,6 @@ int sp_collector_launch_enter(uint32_t name)
 				  "12.3+) named a launch");
 		return 1;
 	}
-	atomic_store_explicit(&sp_col.had_context, 1, memory_order_relaxed); /* a launch: a context exists */
 	/* as CUPTI's driver launch callback feeds it (callbacks.c detect_enter, tokglue.c) */
 	if (!sp_col.done && (sp_stepdet_wants(sp_col.mk[0].det) & SP_WANT_LAUNCH)) {
 		launch_fed = 1;

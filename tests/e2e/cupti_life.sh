@@ -39,7 +39,7 @@ fail=0
 bad() { echo "FAIL $*"; fail=1; }
 
 # run NAME SCHED(wait,warmup,active,repeat) DETACH STEPS [ENV...]: one driver run in $T/NAME (steps
-# of $STEP_US microseconds, 20000 if unset)
+# of $STEP_US microseconds, 20000 if unset); its trace's steps in $T/NAME/steps unless NOTRACE is set
 run() {
 	local name=$1 sched=$2 detach=$3 steps=$4 wa wu ac rp
 	shift 4
@@ -52,6 +52,7 @@ run() {
 	env "$@" FAKE_CUPTI_LOG="$T/$name/log" STEPPROF_VERBOSE=1 STEPPROF_CONFIG="$T/$name/sp.ini" \
 		LD_PRELOAD="$PRE" timeout 60 "$B/tests/e2e/cupti_life_driver" "$steps" "${STEP_US:-20000}" \
 		>"$T/$name/stdout" 2>"$T/$name/stderr" || bad "$name: driver exited $?: $(tail -3 "$T/$name/stderr")"
+	[ -n "${NOTRACE:-}" ] && return # a run that records nothing (it says why)
 	"$B/stepprof" steps "$T/$name"/out/*.sptrace >"$T/$name/steps" 2>&1 || bad "$name: stepprof steps failed: $(tail -2 "$T/$name/steps")"
 }
 
@@ -374,6 +375,14 @@ hookrun() {
 hookrun hooklearn 60
 autoparked hooklearn 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" hooks &&
 	echo "ok   learn = hooks: learned from the launch and sync hooks with no CUPTI subscription, attached at the lock, parked between windows, every window step has its 20 kernels"
+# a run too short for its schedule says why it recorded nothing, though CUPTI never reported the
+# context's creation (it was made before stepprof subscribed): the steps tell that one exists
+for l in cupti auto; do
+	NOTRACE=1 LEARN=$l MARKER=auto run short$l 40,1,3,0 auto 12 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20 NO_CONTEXT_EVENT=1
+	grep -q "^stepprof: no step recorded: the program ended in step" "$T/short$l/stderr" &&
+		echo "ok   learn = $l, a context CUPTI never reported: a run too short for its schedule says so at exit" ||
+		bad "short$l: no 'no step recorded' warning: $(grep -v begins "$T/short$l/stderr" | tail -4)"
+done
 LEARN=auto MARKER=auto run hooklearnauto 8,1,3,0 auto 30 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20
 grep -q "learning from stepprof's hooks" "$T/hooklearnauto/stderr" &&
 	echo "ok   learn = auto with device_memory on: learns from the hooks (the allocation hooks keep device memory)" ||

@@ -27,7 +27,8 @@
  * step LAUNCH_NEWER_AT=i on: looked up again then, at that version); with
  * LAUNCH_DLSYM set found with dlsym on the driver's handle instead; LAUNCH_BYPASS_AT=i: step i's
  * through a launch function no lookup gives, a caller the hooks cannot see), and CAPTURE_AT=i begins a CUDA graph capture in step i (prints whether CUPTI had a
- * subscriber then). */
+ * subscriber then). NO_CONTEXT_EVENT set: no CONTEXT_CREATED callback (a context made before any
+ * subscriber). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -204,7 +205,7 @@ int main(int argc, char **argv)
 	pthread_t th[16];
 	int nth = fire && getenv("THREADS") ? atoi(getenv("THREADS")) : 0;
 	nth = nth < 0 ? 0 : nth > 16 ? 16 : nth;
-	if (fire)
+	if (fire && !getenv("NO_CONTEXT_EVENT")) /* NO_CONTEXT_EVENT: made before anyone subscribed */
 		fire(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, 0, 0);
 	for (int i = 0; i < nth; i++)
 		pthread_create(&th[i], NULL, noise, NULL);
