@@ -140,13 +140,16 @@ uint32_t sp_coll_tid(void)
 	return t;
 }
 
-/* Interned id of a name pointer, cached per thread by address (names CUPTI hands out are stable). */
+/* Interned id of a name, cached per thread by address. A hit is checked against the name: a module
+ * unloaded and another loaded (XLA autotunes that way) may put another kernel's name where a
+ * name CUPTI handed out was. */
 uint32_t sp_coll_name_id(const char *s)
 {
 	if (!s)
 		return 0;
 	size_t h = ((uintptr_t)s >> 3) & (SP_NAME_CACHE - 1);
-	if (sp_thr.np[h] == s)
+	const char *was = sp_thr.np[h] == s ? sp_intern_lookup(sp_thr.nid[h]) : NULL;
+	if (was && !strcmp(was, s))
 		return sp_thr.nid[h];
 	uint32_t id = sp_intern(s);
 	sp_thr.np[h] = s;

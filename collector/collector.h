@@ -71,6 +71,8 @@ void sp_collector_launch_exit(int h);
 /* The id of a kernel's mangled name, as CUPTI's symbolName is interned; 0 for NULL. May take a
  * lock (interning), never allocates inside malloc. This function can't fail. */
 uint32_t sp_collector_kernel_name(const char *mangled);
+/* 1 if id (from sp_collector_kernel_name) is mangled's id: a lock-free compare of the names. */
+int sp_collector_kernel_named(uint32_t id, const char *mangled);
 /* A driver lookup of a function the preload trampolines stays unhooked (lookup: what was looked up,
  * "cuLaunchKernel at version 13020"; why: in words; what: SP_UNHOOKED_*), once per name: said with
  * STEPPROF_VERBOSE; the first launch one is named if the launch hooks prove to miss launches

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include "clock.h"
 #include "collector.h"
 #include "cupti_life.h"
@@ -178,6 +179,12 @@ void sp_collector_lookup_unhooked(const char *lookup, const char *why, int what)
 uint32_t sp_collector_kernel_name(const char *mangled)
 {
 	return mangled ? sp_intern(mangled) : 0;
+}
+
+int sp_collector_kernel_named(uint32_t id, const char *mangled)
+{
+	const char *s = sp_intern_lookup(id);
+	return s && mangled && !strcmp(s, mangled);
 }
 
 int sp_collector_launch_enter(uint32_t name)

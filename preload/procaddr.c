@@ -168,12 +168,13 @@ static struct {
 	_Atomic(void *) ctx_get_device;          /* the driver's cuCtxGetDevice, (void *)-1 if none */
 	struct {
 		_Atomic uintptr_t fn; /* a CUfunction, 0 free */
-		_Atomic uint32_t id;  /* its name's interned id, 0 while being filled */
-	} names[NAME_SLOTS];                     /* kernel names by CUfunction (lock-free) */
+		_Atomic uint32_t id; /* its name's interned id (the last one the driver gave), 0 while being filled */
+		_Atomic uint8_t how; /* the getter that named it (fn_name) */
+	} names[NAME_SLOTS]; /* kernel names by CUfunction (lock-free) */
 } P = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static __thread int in_resolve; /* finding the real dlsym on this thread: its allocations may call dlsym */
-static __thread int raw;        /* our own lookups on this thread: dlsym is the real one for them */
+static __thread int raw; /* our own lookups on this thread: dlsym is the real one for them */
 
 void sp_procaddr_raw(int on)
 {
@@ -218,23 +219,40 @@ static void *driver_fn(_Atomic(void *) *slot, const char *sym)
 	return f == (void *)-1 ? NULL : f;
 }
 
-/* The mangled name of what a launch names: a CUfunction (cuFuncGetName), or a CUkernel, which
- * cudart 12+ passes as one (lazy, context-free loading: cuKernelGetName); NULL if neither names it. */
-static const char *fn_name(CUfunction f)
+/* The mangled name of what a launch names: a CUfunction (cuFuncGetName, how 1), or a CUkernel,
+ * which cudart 12+ passes as one (lazy, context-free loading: cuKernelGetName, how 2); *how (in:
+ * the getter that named it before, 0 none; out: the one that did, 0 none), NULL if neither names it. */
+static const char *fn_name(CUfunction f, uint8_t *how)
 {
 	const char *n = NULL;
-	CUresult (*get)(const char **, CUfunction) =
-		(CUresult(*)(const char **, CUfunction))driver_fn(&P.func_get_name, "cuFuncGetName");
-	if (get && get(&n, f) == CUDA_SUCCESS && n)
-		return n;
+	if (*how != 2) {
+		CUresult (*get)(const char **, CUfunction) =
+			(CUresult(*)(const char **, CUfunction))driver_fn(&P.func_get_name, "cuFuncGetName");
+		if (get && get(&n, f) == CUDA_SUCCESS && n) {
+			*how = 1;
+			return n;
+		}
+	}
 	CUresult (*kget)(const char **, CUkernel) =
 		(CUresult(*)(const char **, CUkernel))driver_fn(&P.kernel_get_name, "cuKernelGetName");
 	n = NULL;
-	return kget && kget(&n, (CUkernel)f) == CUDA_SUCCESS ? n : NULL;
+	if (kget && kget(&n, (CUkernel)f) == CUDA_SUCCESS && n) {
+		*how = 2;
+		return n;
+	}
+	if (*how == 2) { /* no longer a CUkernel: a CUfunction at its address? */
+		*how = 0;
+		return fn_name(f, how);
+	}
+	*how = 0;
+	return NULL;
 }
 
 /* The interned id of f's name as CUPTI's symbolName gives it (the mangled name), 0 if the driver
- * cannot name it. Cached per CUfunction without a lock: a racing thread names it again. */
+ * cannot name it. The driver is asked every time (one call, by the getter that named f before): a
+ * module unloaded and another loaded may reuse a CUfunction's address for another kernel (XLA
+ * autotunes that way), so the cache, per CUfunction and without a lock, saves only the interning
+ * and holds while the name it keeps is the one the driver gives. A racing thread names it again. */
 static uint32_t launch_name(CUfunction f)
 {
 	uintptr_t k = (uintptr_t)f;
@@ -247,16 +265,21 @@ static uint32_t launch_name(CUfunction f)
 		if (cur && cur != k)
 			continue;
 		uint32_t id = cur ? atomic_load_explicit(&P.names[j].id, memory_order_acquire) : 0;
-		if (id)
-			return id;
-		const char *n = fn_name(f);
-		if (!n || !(id = sp_collector_kernel_name(n)))
+		uint8_t how = cur ? atomic_load_explicit(&P.names[j].how, memory_order_relaxed) : 0;
+		const char *n = fn_name(f, &how);
+		if (!n)
 			return 0;
-		if (cur || atomic_compare_exchange_strong(&P.names[j].fn, &cur, k) || cur == k)
+		if (id && sp_collector_kernel_named(id, n))
+			return id;
+		if ((id = sp_collector_kernel_name(n)) &&
+		    (cur || atomic_compare_exchange_strong(&P.names[j].fn, &cur, k) || cur == k)) {
+			atomic_store_explicit(&P.names[j].how, how, memory_order_relaxed);
 			atomic_store_explicit(&P.names[j].id, id, memory_order_release);
+		}
 		return id;
 	}
-	const char *n = fn_name(f);
+	uint8_t how = 0;
+	const char *n = fn_name(f, &how);
 	return n ? sp_collector_kernel_name(n) : 0;
 }
 

@@ -47,6 +47,7 @@ run() {
 	mkdir -p "$T/$name"
 	local mk="kind = api\npattern = ${MARKER:-cudaDeviceSynchronize}"
 	[ "${MARKER:-}" = auto ] && mk='kind = auto'
+	[ -n "${KMARKER:-}" ] && mk="kind = kernel\npattern = $KMARKER"
 	printf "[profile]\noutput = %s\n[ranks]\nranks = all\n[schedule]\nwait = %s\nwarmup = %s\nactive = %s\nrepeat = %s\n[marker]\n$mk\nlearn = ${LEARN:-cupti}\n[cupti]\nlibrary = %s\ndetach_between = %s\n" \
 		"$T/$name/out" "$wa" "$wu" "$ac" "$rp" "$B/tests/e2e/libfakecupti.so" "$detach" >"$T/$name/sp.ini"
 	env "$@" FAKE_CUPTI_LOG="$T/$name/log" STEPPROF_VERBOSE=1 STEPPROF_CONFIG="$T/$name/sp.ini" \
@@ -278,7 +279,8 @@ K20="9:20 10:20 11:20 21:20 22:20 23:20 33:20 34:20 35:20"
 MARKER=auto run autopark 8,1,3,0 auto 60 VIA_CUDART="$FAKERT" LAUNCHES=20
 autoparked autopark 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" &&
 	echo "ok   auto marker: locked on its sync, launch callbacks off between counted steps, parked between windows, every window step has its 20 kernels"
-MARKER=auto run autochange 8,1,3,0 auto 70 VIA_CUDART="$FAKERT" LAUNCHES=20 CHANGE_AT=38 LAUNCHES2=60 STEP2_US=90000
+MARKER=auto run autochange 8,1,3,0 auto 70 VIA_CUDART="$FAKERT" LAUNCHES=20 CHANGE_AT=38 LAUNCHES2=60 STEP2_US=90000 \
+	CHANGE_NAME=adam
 # the new regime numbers on from the first (issue 12: no step number twice in a trace): the gap rule
 # moves the window whose warmup (schedule step 44) fell in the re-lock's gap to steps 47-49
 autoparked autochange 1 "$K20 47:60 48:60 49:60 59:60 60:60 61:60" && {
@@ -383,6 +385,27 @@ for l in cupti auto; do
 		echo "ok   learn = $l, a context CUPTI never reported: a run too short for its schedule says so at exit" ||
 		bad "short$l: no 'no step recorded' warning: $(grep -v begins "$T/short$l/stderr" | tail -4)"
 done
+# a module unloaded and another loaded at the same addresses (XLA's autotuning): from step 11 the
+# eval kernels come through the CUfunctions (and the name pointers) the adam kernels had. The launch
+# hooks' names and CUPTI's must follow the driver, not a cache: the proof sees no mismatch
+# (FAKE_CUDA_KERNELS: the same with CUkernels, which only cuKernelGetName names)
+for kn in "" 1; do
+	LEARN=hooks MARKER=auto run reuse$kn 8,1,3,0 auto 30 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20 \
+		CHANGE_AT=11 LAUNCHES2=20 REUSE_NAMES=1 ${kn:+FAKE_CUDA_KERNELS=1}
+	if grep -q "locked on .* while learning from stepprof's hooks" "$T/reuse$kn/stderr" &&
+		! grep -qE "the driver names a kernel|cannot learn from" "$T/reuse$kn/stderr"; then
+		echo "ok   ${kn:+CUkernels }named again at a reused address: the launch hooks and CUPTI's callbacks agree"
+	else
+		bad "reuse$kn: $(grep -v begins "$T/reuse$kn/stderr" | grep -E 'names a kernel|locked|cannot learn' | head -3)"
+	fi
+done
+# ... and a kernel marker on a kernel loaded at a reused address finds it (steps 5 on)
+KMARKER=eval_fake_3 NOTRACE=1 run reusek 2,1,3,1 auto 16 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20 \
+	CHANGE_AT=5 LAUNCHES2=20 REUSE_NAMES=1
+"$B/stepprof" steps "$T"/reusek/out/*.sptrace >"$T/reusek/steps" 2>&1
+[ "$(grep -cE '^[0-9]+ +0 ' "$T/reusek/steps")" = 3 ] &&
+	echo "ok   a kernel marker on a kernel loaded at a reused address: its 3 steps recorded" ||
+	bad "reusek: $(grep -v begins "$T/reusek/stderr" | head -2; head -6 "$T/reusek/steps")"
 LEARN=auto MARKER=auto run hooklearnauto 8,1,3,0 auto 30 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20
 grep -q "learning from stepprof's hooks" "$T/hooklearnauto/stderr" &&
 	echo "ok   learn = auto with device_memory on: learns from the hooks (the allocation hooks keep device memory)" ||

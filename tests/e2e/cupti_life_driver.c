@@ -19,7 +19,7 @@
  * "adam_fake_K" through the driver API (fake_cupti_launch: callbacks if enabled, a kernel record if
  * CONCURRENT_KERNEL is on; with RT_LAUNCH=1 each inside a runtime cudaLaunchKernel's callbacks,
  * as libtorch launches; RT_LAUNCH=2 the same callbacks and no kernel record, what stepprof's callbacks
- * alone cost), and from step CHANGE_AT on LAUNCHES2 kernels "eval_fake_K" in steps of
+ * alone cost), and from step CHANGE_AT on LAUNCHES2 kernels "eval_fake_K" (CHANGE_NAME_fake_K) in steps of
  * STEP2_US (the program's loop changes). Prints "driver: N of M syncs seen" (callbacks stepprof had
  * enabled), and with LAUNCHES "driver: K of L launches seen". With VIA_DRIVER and LAUNCHES the
  * launches go through the stand-in driver's cuLaunchKernel as cuGetProcAddress hands it out (a
@@ -27,7 +27,8 @@
  * step LAUNCH_NEWER_AT=i on: looked up again then, at that version); with
  * LAUNCH_DLSYM set found with dlsym on the driver's handle instead; LAUNCH_BYPASS_AT=i: step i's
  * through a launch function no lookup gives, a caller the hooks cannot see), and CAPTURE_AT=i begins a CUDA graph capture in step i (prints whether CUPTI had a
- * subscriber then). NO_CONTEXT_EVENT set: no CONTEXT_CREATED callback (a context made before any
+ * subscriber then). REUSE_NAMES set: from CHANGE_AT on the eval kernels are the CUfunctions the
+ * first ones were (a module unloaded, another loaded at the same addresses). NO_CONTEXT_EVENT set: no CONTEXT_CREATED callback (a context made before any
  * subscriber). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -164,6 +165,8 @@ int main(int argc, char **argv)
 	int lbypass_at = getenv("LAUNCH_BYPASS_AT") ? atoi(getenv("LAUNCH_BYPASS_AT")) : -1;
 	int capture_at = getenv("CAPTURE_AT") ? atoi(getenv("CAPTURE_AT")) : -1;
 	static char knames[2][256][32]; /* a CUfunction of the fake driver is its name */
+	int reuse = getenv("REUSE_NAMES") != NULL; /* the changed kernels in the first ones' CUfunctions */
+	const char *change_name = getenv("CHANGE_NAME") ? getenv("CHANGE_NAME") : "eval";
 	int (*init)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "InitializeInjection");
 	if (!init && !print) {
 		fprintf(stderr, "driver: no InitializeInjection (preload libstepprof)\n");
@@ -244,11 +247,10 @@ int main(int argc, char **argv)
 			printf("driver: cuLaunchKernel looked up at version %d in step %d\n", CUDA_VERSION + 20, i);
 		}
 		for (int k = 0, n = changed ? nl2 : nl; (launch || lk) && k < n; k++) {
-			/* (the fake libcupti's launches keep the name in one stack buffer, as before: the name
-			 * cache by address (collector.c sp_coll_name_id) then sees every kernel under its first
-			 * name, which autochange's expectations rely on; a CUfunction needs its own) */
-			char buf[32], *sym = lk ? knames[changed][k & 255] : buf;
-			snprintf(sym, sizeof buf, "%s_fake_%d", changed ? "eval" : "adam", k & 255);
+			/* (the fake libcupti's launches keep the name in one stack buffer: the name cache by
+			 * address (collector.c sp_coll_name_id) must check the name; a CUfunction needs its own) */
+			char buf[32], *sym = lk ? knames[changed && !reuse][k & 255] : buf;
+			snprintf(sym, sizeof buf, "%s_fake_%d", changed ? change_name : "adam", k & 255);
 			if (lk)
 				(i == lbypass_at ? lk_direct : lk)((CUfunction)sym, 1, 1, 1, 1, 1, 1, 0, NULL, NULL,
 								   NULL);

@@ -110,14 +110,27 @@ EXPORT CUresult fake_cuda_launch_raw(CUfunction f, unsigned gx, unsigned gy, uns
 	return launch(f);
 }
 
-/* FAKE_CUDA_NO_NAMES: a driver that cannot name kernels (before CUDA 12.3) */
+/* FAKE_CUDA_NO_NAMES: a driver that cannot name kernels (before CUDA 12.3); FAKE_CUDA_KERNELS:
+ * every launch names a CUkernel (cudart 12+'s lazy loading), which only cuKernelGetName names */
 EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
 {
 	if (getenv("FAKE_CUDA_NO_NAMES"))
 		return CUDA_ERROR_NOT_SUPPORTED;
 	if (!name || !f)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (getenv("FAKE_CUDA_KERNELS"))
+		return CUDA_ERROR_INVALID_HANDLE;
 	*name = (const char *)f;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuKernelGetName(const char **name, CUkernel k)
+{
+	if (getenv("FAKE_CUDA_NO_NAMES") || !getenv("FAKE_CUDA_KERNELS"))
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!name || !k)
+		return CUDA_ERROR_INVALID_VALUE;
+	*name = (const char *)k;
 	return CUDA_SUCCESS;
 }
 
@@ -220,6 +233,8 @@ static void *lookup(const char *sym, int ver, cuuint64_t flags)
 		return (void *)cuLaunchKernelEx;
 	if (!strcmp(sym, "cuFuncGetName") && ver >= 12030 && !getenv("FAKE_CUDA_NO_NAMES"))
 		return (void *)cuFuncGetName;
+	if (!strcmp(sym, "cuKernelGetName") && ver >= 12030 && !getenv("FAKE_CUDA_NO_NAMES"))
+		return (void *)cuKernelGetName;
 	if (!strcmp(sym, "cuMemAlloc") && ver >= 3020)
 		return (void *)cuMemAlloc_v2;
 	if (!strcmp(sym, "cuMemFree") && ver >= 3020)
