@@ -498,6 +498,7 @@ static enum sp_life_act park(int64_t step, CUpti_SubscriberHandle *sub)
 	}
 	if (atomic_exchange(&sp_hold.lost, false))
 		sp_cupti_life_missed("a marker call that bypassed stepprof's hooks came while detaching");
+	sp_hooklearn_proof(0); /* nothing reports launches now: the launch hooks pass them through */
 	L.parked = true;
 	L.park_step = step;
 	L.park_ns = sp_now_ns();
@@ -515,6 +516,7 @@ static enum sp_life_act park(int64_t step, CUpti_SubscriberHandle *sub)
 static enum sp_life_act unpark(int64_t step, CUpti_SubscriberHandle *sub)
 {
 	uint64_t t0 = sp_now_ns();
+	sp_hooklearn_proof(1); /* before the attach: each launch CUPTI reports finds its hook watching */
 	CUptiResult r = attach(&L.hooks, sub, true);
 	L.parked = false;
 	sp_writer_set_pass_ns(0); /* windows close at the usual pace */

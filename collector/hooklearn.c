@@ -79,6 +79,14 @@ void sp_hooklearn_end(int attached)
 		     attached && atomic_load(&HL.begun) && !atomic_load(&HL.failed) ? SP_LAUNCH_MARK : SP_LAUNCH_OFF);
 }
 
+void sp_hooklearn_proof(int on)
+{
+	if (sp_hooklearn_on() || !atomic_load(&HL.begun) || atomic_load(&HL.failed))
+		return;
+	int from = on ? SP_LAUNCH_OFF : SP_LAUNCH_MARK;
+	atomic_compare_exchange_strong(&sp_launch_want, &from, on ? SP_LAUNCH_MARK : SP_LAUNCH_OFF);
+}
+
 /* Hands over to CUPTI now, on this application thread (none of stepprof's locks held): once. */
 static void hand_over(void)
 {

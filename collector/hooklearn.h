@@ -24,6 +24,12 @@ bool sp_hooklearn_on(void);
  * attached. attached: launch hooks keep proving themselves against CUPTI's launch callbacks.
  * This function can't fail. */
 void sp_hooklearn_end(int attached);
+/* The launch hooks' proof against CUPTI's launch callbacks, once learning from them has ended:
+ * on just before CUPTI is attached (every launch it reports then finds a hook that was watching),
+ * off once it is detached (parked: nothing reports launches, the hooks pass them straight through,
+ * as cheap as when stepprof is off). Nothing while learning, or once the proof failed or if the
+ * hooks never learned. This function can't fail. */
+void sp_hooklearn_proof(int on);
 /* The hooks cannot learn in this process (why, said once): the writer thread's next tick
  * attaches CUPTI, which learns from then on. This function can't fail. */
 void sp_hooklearn_fail(const char *why);

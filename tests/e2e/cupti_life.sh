@@ -377,6 +377,13 @@ hookrun() {
 hookrun hooklearn 60
 autoparked hooklearn 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" hooks &&
 	echo "ok   learn = hooks: learned from the launch and sync hooks with no CUPTI subscription, attached at the lock, parked between windows, every window step has its 20 kernels"
+# parked, nothing reports launches: the launch hooks pass them straight through (no kernel name
+# asked of the driver for the proof); 17 of the 60 steps are parked, 340 of the 1200 launches
+all=$(sed -n 's/^driver: [0-9]* of \([0-9]*\) launches seen$/\1/p' "$T/hooklearn/stdout")
+names=$(sed -n 's/^fakecuda: \([0-9]*\) kernel name lookups$/\1/p' "$T/hooklearn/stdout")
+[ -n "$all" ] && [ -n "$names" ] && [ $((names + 200)) -le "$all" ] &&
+	echo "ok   parked after learning from the hooks: the launch hooks pass launches through ($names name lookups for $all launches)" ||
+	bad "hooklearn: ${names:-no} kernel name lookups for ${all:-no} launches: the launch hooks stay on while parked"
 # a run too short for its schedule says why it recorded nothing, though CUPTI never reported the
 # context's creation (it was made before stepprof subscribed): the steps tell that one exists
 for l in cupti auto; do

@@ -7,9 +7,11 @@
  * cuGetProcAddress_v2 itself (a driver whose entry points are not its exported symbols). Each call fires the driver API callbacks through
  * the fake libcupti, as the real driver does through CUPTI. FAKE_CUDA_LAUNCH=internal: lookups of
  * cuLaunchKernel get an unexported copy at every version (as the real driver's); =newabi: that
- * copy up to CUDA_VERSION, another one above (a newer ABI under the same name). */
+ * copy up to CUDA_VERSION, another one above (a newer ABI under the same name). Prints at exit how
+ * many times it was asked a kernel's name. */
 #include <dlfcn.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cupti.h>
@@ -110,10 +112,19 @@ EXPORT CUresult fake_cuda_launch_raw(CUfunction f, unsigned gx, unsigned gy, uns
 	return launch(f);
 }
 
+static unsigned name_calls; /* cuFuncGetName and cuKernelGetName calls, told at exit */
+
+__attribute__((destructor)) static void tell_names(void)
+{
+	if (name_calls)
+		printf("fakecuda: %u kernel name lookups\n", name_calls);
+}
+
 /* FAKE_CUDA_NO_NAMES: a driver that cannot name kernels (before CUDA 12.3); FAKE_CUDA_KERNELS:
  * every launch names a CUkernel (cudart 12+'s lazy loading), which only cuKernelGetName names */
 EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
 {
+	__atomic_add_fetch(&name_calls, 1, __ATOMIC_RELAXED);
 	if (getenv("FAKE_CUDA_NO_NAMES"))
 		return CUDA_ERROR_NOT_SUPPORTED;
 	if (!name || !f)
@@ -126,6 +137,7 @@ EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
 
 EXPORT CUresult cuKernelGetName(const char **name, CUkernel k)
 {
+	__atomic_add_fetch(&name_calls, 1, __ATOMIC_RELAXED);
 	if (getenv("FAKE_CUDA_NO_NAMES") || !getenv("FAKE_CUDA_KERNELS"))
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (!name || !k)
