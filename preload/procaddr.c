@@ -23,6 +23,7 @@
 #include "collector/log.h"
 #include "trace/event.h"
 #include "entry.h"
+#include "kname.h"
 #include "resolve.h"
 
 #define SP_EXPORT __attribute__((visibility("default")))
@@ -148,9 +149,6 @@ enum {
 
 enum { SAID_UNHOOKED = 1, SAID_HOOKED = 2 }; /* a lookup of a name left unhooked; hooked by a new way */
 
-#define NAME_SLOTS 4096 /* kernels named (open addressing; past a full run of probes: asked each time) */
-#define NAME_PROBES 16
-
 static struct {
 	int off;     /* stepprof is off in this process: pass everything through */
 	void *(*real_dlsym)(void *, const char *); /* the next dlsym (libc's) */
@@ -163,14 +161,7 @@ static struct {
 	void *self;         /* a handle on this library (NOLOAD), NULL if none */
 	pthread_mutex_t lock;                    /* learning the above */
 	_Atomic unsigned char said[TR_N];        /* SAID_* for this row's name (each said once) */
-	_Atomic(void *) func_get_name;           /* the driver's cuFuncGetName, (void *)-1 if none */
-	_Atomic(void *) kernel_get_name;         /* the driver's cuKernelGetName, (void *)-1 if none */
 	_Atomic(void *) ctx_get_device;          /* the driver's cuCtxGetDevice, (void *)-1 if none */
-	struct {
-		_Atomic uintptr_t fn; /* a CUfunction, 0 free */
-		_Atomic uint32_t id; /* its name's interned id (the last one the driver gave), 0 while being filled */
-		_Atomic uint8_t how; /* the getter that named it (fn_name) */
-	} names[NAME_SLOTS]; /* kernel names by CUfunction (lock-free) */
 } P = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static __thread int in_resolve; /* finding the real dlsym on this thread: its allocations may call dlsym */
@@ -197,9 +188,7 @@ SP_TRAMPOLINES(TR_FN)
 
 static void *(*real_dlsym(void))(void *, const char *);
 
-/* A driver function for naming kernels (CUDA 12.3+), asked of the driver itself once (else its
- * exported symbol) and kept in *slot; NULL if none. */
-static void *driver_fn(_Atomic(void *) *slot, const char *sym)
+void *sp_procaddr_driver_fn(_Atomic(void *) *slot, const char *sym)
 {
 	void *f = atomic_load_explicit(slot, memory_order_acquire);
 	if (!f) {
@@ -219,70 +208,6 @@ static void *driver_fn(_Atomic(void *) *slot, const char *sym)
 	return f == (void *)-1 ? NULL : f;
 }
 
-/* The mangled name of what a launch names: a CUfunction (cuFuncGetName, how 1), or a CUkernel,
- * which cudart 12+ passes as one (lazy, context-free loading: cuKernelGetName, how 2); *how (in:
- * the getter that named it before, 0 none; out: the one that did, 0 none), NULL if neither names it. */
-static const char *fn_name(CUfunction f, uint8_t *how)
-{
-	const char *n = NULL;
-	if (*how != 2) {
-		CUresult (*get)(const char **, CUfunction) =
-			(CUresult(*)(const char **, CUfunction))driver_fn(&P.func_get_name, "cuFuncGetName");
-		if (get && get(&n, f) == CUDA_SUCCESS && n) {
-			*how = 1;
-			return n;
-		}
-	}
-	CUresult (*kget)(const char **, CUkernel) =
-		(CUresult(*)(const char **, CUkernel))driver_fn(&P.kernel_get_name, "cuKernelGetName");
-	n = NULL;
-	if (kget && kget(&n, (CUkernel)f) == CUDA_SUCCESS && n) {
-		*how = 2;
-		return n;
-	}
-	if (*how == 2) { /* no longer a CUkernel: a CUfunction at its address? */
-		*how = 0;
-		return fn_name(f, how);
-	}
-	*how = 0;
-	return NULL;
-}
-
-/* The interned id of f's name as CUPTI's symbolName gives it (the mangled name), 0 if the driver
- * cannot name it. The driver is asked every time (one call, by the getter that named f before): a
- * module unloaded and another loaded may reuse a CUfunction's address for another kernel (XLA
- * autotunes that way), so the cache, per CUfunction and without a lock, saves only the interning
- * and holds while the name it keeps is the one the driver gives. A racing thread names it again. */
-static uint32_t launch_name(CUfunction f)
-{
-	uintptr_t k = (uintptr_t)f;
-	if (!k)
-		return 0;
-	size_t h = (size_t)((k >> 4) * 0x9E3779B97F4A7C15ull >> 52);
-	for (int i = 0; i < NAME_PROBES; i++) {
-		size_t j = (h + (size_t)i) & (NAME_SLOTS - 1);
-		uintptr_t cur = atomic_load_explicit(&P.names[j].fn, memory_order_acquire);
-		if (cur && cur != k)
-			continue;
-		uint32_t id = cur ? atomic_load_explicit(&P.names[j].id, memory_order_acquire) : 0;
-		uint8_t how = cur ? atomic_load_explicit(&P.names[j].how, memory_order_relaxed) : 0;
-		const char *n = fn_name(f, &how);
-		if (!n)
-			return 0;
-		if (id && sp_collector_kernel_named(id, n))
-			return id;
-		if ((id = sp_collector_kernel_name(n)) &&
-		    (cur || atomic_compare_exchange_strong(&P.names[j].fn, &cur, k) || cur == k)) {
-			atomic_store_explicit(&P.names[j].how, how, memory_order_relaxed);
-			atomic_store_explicit(&P.names[j].id, id, memory_order_release);
-		}
-		return id;
-	}
-	uint8_t how = 0;
-	const char *n = fn_name(f, &how);
-	return n ? sp_collector_kernel_name(n) : 0;
-}
-
 /* The launch trampolines: one relaxed load and a tail call to the driver while stepprof wants no
  * launch, else (out of line) the collector around the call. */
 #define TR_LAUNCH(hook, ask, v0, v1, pt, exp, params, args)                                                      \
@@ -290,7 +215,7 @@ static uint32_t launch_name(CUfunction f)
 	{                                                                                                        \
 		CUresult(*real) params =                                                                         \
 			(CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed);      \
-		int h = sp_collector_launch_enter(launch_name(f));                                               \
+		int h = sp_collector_launch_enter(sp_kname(f));                                                  \
 		CUresult r = real args;                                                                          \
 		sp_collector_launch_exit(h);                                                                     \
 		return r;                                                                                        \
@@ -311,7 +236,8 @@ static int alloc_dev(int free, int dev)
 	if (free || dev != DEV_CTX)
 		return free ? -1 : dev;
 	CUdevice d = -1;
-	CUresult (*get)(CUdevice *) = (CUresult(*)(CUdevice *))driver_fn(&P.ctx_get_device, "cuCtxGetDevice");
+	CUresult (*get)(CUdevice *) =
+		(CUresult(*)(CUdevice *))sp_procaddr_driver_fn(&P.ctx_get_device, "cuCtxGetDevice");
 	return get && get(&d) == CUDA_SUCCESS ? (int)d : -1;
 }
 
@@ -766,7 +692,7 @@ SP_EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuu
 		EXP_RESOLVE(exp, params);                                                                  \
 		if (__builtin_expect(atomic_load_explicit(&sp_launch_want, memory_order_relaxed) == 0, 1)) \
 			return real args;                                                                  \
-		int h = sp_collector_launch_enter(launch_name(f));                                         \
+		int h = sp_collector_launch_enter(sp_kname(f));                                            \
 		CUresult r = real args;                                                                    \
 		sp_collector_launch_exit(h);                                                               \
 		return r;                                                                                  \

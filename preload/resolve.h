@@ -15,4 +15,9 @@ void *sp_resolve(const char *name, const char *const *libs);
  * hook resolving its real function cannot be handed itself. This function can't fail. */
 void sp_procaddr_raw(int on);
 
+/* A driver function stepprof calls itself (cuFuncGetName, cuKernelGetName: CUDA 12.3+;
+ * cuCtxGetDevice), asked of the driver's cuGetProcAddress once (else its exported symbol) and
+ * kept in *slot; NULL if none. Any thread. This function can't fail. */
+void *sp_procaddr_driver_fn(_Atomic(void *) *slot, const char *sym);
+
 #endif
