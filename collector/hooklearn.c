@@ -93,8 +93,10 @@ static void hand_over(void)
 	if (!atomic_exchange(&HL.on, false))
 		return; /* another thread does, or did */
 	atomic_store(&sp_launch_want, SP_LAUNCH_OFF);
+	/* 0: attached already (the writer's tick unparked first: the proof goes on), or the attach failed
+	 * (warned: the rest of the run is not profiled) */
 	if (!sp_cupti_life_attach_now(&sp_col.sub, sp_col.step, false))
-		sp_hooklearn_end(0); /* warned: the rest of the run is not profiled */
+		sp_hooklearn_end(atomic_load(&sp_hold.state) == SP_HOLD_ATTACHED);
 }
 
 void sp_hooklearn_fail(const char *why)
@@ -201,8 +203,10 @@ int sp_collector_launch_enter(uint32_t name)
 		return 1;
 	launch_fed = 0;
 	launch_id = name;
-	/* a launch: a context exists (CUPTI, attached after it was made, never reports its creation) */
-	atomic_store_explicit(&sp_col.had_context, 1, memory_order_relaxed);
+	/* a launch: a context exists (CUPTI, attached after it was made, never reports its creation);
+	 * stored once, so that launching threads do not share the line's writes */
+	if (!atomic_load_explicit(&sp_col.had_context, memory_order_relaxed))
+		atomic_store_explicit(&sp_col.had_context, 1, memory_order_relaxed);
 	if (atomic_load_explicit(&sp_launch_want, memory_order_relaxed) != SP_LAUNCH_LEARN || !sp_hooklearn_on())
 		return 1;
 	if (!name) {

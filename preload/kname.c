@@ -64,11 +64,15 @@ uint32_t sp_kname(CUfunction f)
 			continue;
 		uint32_t id = cur ? atomic_load_explicit(&K.names[j].id, memory_order_acquire) : 0;
 		uint8_t how = cur ? atomic_load_explicit(&K.names[j].how, memory_order_relaxed) : 0;
+		uint8_t was = how;
 		const char *n = fn_name(f, &how);
 		if (!n)
 			return 0;
-		if (id && sp_collector_kernel_named(id, n))
+		if (id && sp_collector_kernel_named(id, n)) {
+			if (how != was) /* a CUkernel's address now holds a CUfunction (or back): ask that first */
+				atomic_store_explicit(&K.names[j].how, how, memory_order_relaxed);
 			return id;
+		}
 		if ((id = sp_collector_kernel_name(n)) &&
 		    (cur || atomic_compare_exchange_strong(&K.names[j].fn, &cur, k) || cur == k)) {
 			atomic_store_explicit(&K.names[j].how, how, memory_order_relaxed);
