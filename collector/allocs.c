@@ -158,7 +158,7 @@ void sp_collector_devmem(int kind, int free, uint64_t addr, uint64_t size, int d
 	}
 	if (sp_mem_self)
 		return; /* stepprof's own (its writer thread's CUPTI calls) */
-	atomic_store_explicit(&sp_col.had_context, 1, memory_order_relaxed); /* a block: a context exists */
+	sp_coll_saw_context(); /* a block */
 	uint32_t stack = sp_col.cfg.stacks ? sp_stack_capture(sp_col.cfg.stack_depth,
 							      (unsigned)sp_col.cfg.stacks | SP_STACK_NATIVE_FALLBACK)
 					   : 0;

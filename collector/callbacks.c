@@ -164,7 +164,7 @@ static void on_resource(CUpti_CallbackId cbid)
 	if (cbid == CUPTI_CBID_RESOURCE_GRAPH_CREATED)
 		sp_cupti_life_graph();
 	else
-		atomic_store_explicit(&sp_col.had_context, 1, memory_order_relaxed);
+		sp_coll_saw_context();
 }
 
 /* An API entry at time t (launch: it is a kernel launch): call state, tokens, a pending window

@@ -140,6 +140,12 @@ uint32_t sp_coll_tid(void)
 	return t;
 }
 
+void sp_coll_saw_context(void)
+{
+	if (!atomic_load_explicit(&sp_col.had_context, memory_order_relaxed))
+		atomic_store_explicit(&sp_col.had_context, 1, memory_order_relaxed);
+}
+
 /* Interned id of a name, cached per thread by address. A hit is checked against the name: a module
  * unloaded and another loaded (XLA autotunes that way) may put another kernel's name where a
  * name CUPTI handed out was. */

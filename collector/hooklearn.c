@@ -203,10 +203,7 @@ int sp_collector_launch_enter(uint32_t name)
 		return 1;
 	launch_fed = 0;
 	launch_id = name;
-	/* a launch: a context exists (CUPTI, attached after it was made, never reports its creation);
-	 * stored once, so that launching threads do not share the line's writes */
-	if (!atomic_load_explicit(&sp_col.had_context, memory_order_relaxed))
-		atomic_store_explicit(&sp_col.had_context, 1, memory_order_relaxed);
+	sp_coll_saw_context(); /* a launch */
 	if (atomic_load_explicit(&sp_launch_want, memory_order_relaxed) != SP_LAUNCH_LEARN || !sp_hooklearn_on())
 		return 1;
 	if (!name) {

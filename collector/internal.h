@@ -175,6 +175,10 @@ extern __thread struct sp_col_thread sp_thr;
 
 /* collector.c: shared helpers. None can fail. */
 uint32_t sp_coll_tid(void); /* this thread's kernel id, cached */
+/* This process has a CUDA context: CUPTI reported its creation, or a CUDA call, launch or device
+ * allocation came (stepprof attached after the context was made: learning from the hooks, a
+ * hand-over). Stored once: launching threads do not share the line's writes. Any thread. */
+void sp_coll_saw_context(void);
 uint32_t sp_coll_name_id(const char *s); /* interned id of a stable name pointer, 0 for NULL */
 int sp_coll_glob(const char *pat, const char *s); /* 1 if s (not NULL) matches the fnmatch pattern */
 void sp_coll_push(struct sp_event *ev); /* to this thread's ring, naming the thread first */

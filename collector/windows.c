@@ -315,11 +315,8 @@ void sp_win_detect(int mk, uint8_t kind, uint8_t flags, uint32_t name, uint64_t 
 {
 	static _Atomic uint64_t anchored; /* when a token last anchored the counter clock */
 	struct sp_det_out o;
-	/* a CUDA call or launch: a context exists, whether or not CUPTI reported its creation (it
-	 * does not where stepprof subscribed after it: learning from the hooks, a hand-over) */
-	if (kind != SP_TOK_NVTX_PUSH && kind != SP_TOK_NVTX_POP &&
-	    !atomic_load_explicit(&sp_col.had_context, memory_order_relaxed))
-		atomic_store_explicit(&sp_col.had_context, 1, memory_order_relaxed);
+	if (kind != SP_TOK_NVTX_PUSH && kind != SP_TOK_NVTX_POP)
+		sp_coll_saw_context(); /* a CUDA call or launch */
 	/* learning before the first window: no writer thread anchors sp_fast_ns, which the callbacks'
 	 * clock is, so the tokens do (outside the lock: the first anchor reads a sysfs file) */
 	if ((int64_t)(t - atomic_load_explicit(&anchored, memory_order_relaxed)) >= (int64_t)SP_FAST_ANCHOR_NS) {
