@@ -16,7 +16,9 @@
 # the main one, learn and graph), e.g. --twin 1 on a two-GPU host (an unprofiled twin on GPU 1 beside
 # every run, each phase paired with it in time: outside.py), with --twin-cpus same and CPUS=5 (both
 # processes on one CPU: the measurement of record on the GPU machine, whose CPUs switch between two
-# speeds within a process; docs/BENCHMARKS.md, "Eleventh session").
+# speeds within a process; docs/BENCHMARKS.md, "Eleventh session"), OUTSIDE_BUILD (the flat build
+# dir, /tmp/spbuild-outside: another for each run at the same time, e.g. a second GPU pair of a
+# 4-GPU host with CUDA_VISIBLE_DEVICES=2 and --twin 3).
 # Exit status: 0 with no problem found, 1 otherwise (the table lists them).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,7 +26,7 @@ OUT=${OUT:-/tmp/stepprof-outside}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 PY=${PYTHON:-python3}
 STEPS=${STEPS:-200}
-B=/tmp/spbuild-outside
+B=${OUTSIDE_BUILD:-/tmp/spbuild-outside}  # another per concurrent run
 mkdir -p "$OUT" || exit 2
 rm -rf "$B" && mkdir -p "$B" || exit 2
 if [ -e "$ROOT/dist/stepprof/bin/stepprof" ]; then
