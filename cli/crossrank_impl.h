@@ -17,6 +17,7 @@
 #define LATE_RATIO 1.5         /* ... and this many times as often as the next rank */
 #define WAIT_FRAC 0.10         /* ... and the others wait for it this share of a step ... */
 #define WAIT_MIN_NS 100000     /* ... and at least this long */
+#define CLEAR_MARGIN 1.5       /* a straggler whose wait is under this many times both bars is marginal */
 #define MAX_ROWS 32            /* per-rank rows printed at most */
 #define MAX_NOTES 12
 
@@ -76,6 +77,7 @@ struct sp_xrank {
 	int phases_mixed;       /* windows of two or more phases were loaded */
 	int cause;
 	int explained;          /* the cause's excess explains at least a quarter of the wait */
+	int marginal;           /* a straggler named, its wait within CLEAR_MARGIN of the bars (near the edge) */
 	int untraced_later;     /* a rank that was not traced is likely later still */
 	double share, second;   /* the most frequent last arriver's share, the next one's */
 	int most;               /* trace index of the most frequent last arriver, -1 none */

@@ -178,11 +178,13 @@ void sp_xrank_json(const struct sp_xrank *a, FILE *out, int arrivals)
 			      cause_names[a->cause], (double)a->wait_others / 1e6);
 		sp_out_printf(x,
 			      "\"straggler_detail\":{\"label\":\"%s\",\"last_share\":%.4f,\"next_share\":%.4f,"
+			      "\"wait_share\":%.4f,\"marginal\":%s,"
 			      "\"cause_explained\":%s,\"excess_ms_per_step\":{\"host\":%.3f,\"compute\":%.3f,"
 			      "\"communication\":%.3f}},",
 			      label(a, (size_t)a->straggler, l, sizeof(l)), a->share, a->second,
-			      a->explained ? "true" : "false", (double)a->excess[0] / 1e6, (double)a->excess[1] / 1e6,
-			      (double)a->excess[2] / 1e6);
+			      a->step_med ? (double)a->wait_others / (double)a->step_med : 0.0,
+			      a->marginal ? "true" : "false", a->explained ? "true" : "false",
+			      (double)a->excess[0] / 1e6, (double)a->excess[1] / 1e6, (double)a->excess[2] / 1e6);
 	} else {
 		sp_out_puts(x, "\"straggler\":null,\"straggler_detail\":null,");
 	}

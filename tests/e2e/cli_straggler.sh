@@ -42,6 +42,18 @@ expect "host stall" "$(verdict "$T"/host/*.sptrace)" "2 host"
 w=$(jget 'd["straggler"]["wait_ms_per_step"]')
 python3 -c "import sys; sys.exit(not 4.5 < $w < 6.5)" || fail "host stall: wait_ms_per_step $w, expected about 5.4"
 expect "host stall, clocks" "$(jget '",".join(t["clock"]["method"] for t in d["traces"])')" "anchors,anchors,anchors,anchors"
+expect "host stall, a clear verdict" "$(jget 'd["straggler_detail"]["marginal"]')" "False"
+
+# a rank late by 0.1 ms a step: named (its wait, about 12% of a step, passes the 10% bar), but
+# marked marginal in the JSON and said so in the text; 0.06 ms (about 6%): no straggler
+mkdir -p "$T/near" "$T/under"
+"$GEN" "$T/near" --ranks 2 --late 1 --cause host --amount 100000
+expect "near the bar" "$(verdict "$T"/near/*.sptrace)" "1 host"
+expect "near the bar, marginal" "$(jget 'd["straggler_detail"]["marginal"] and 0.10 < d["straggler_detail"]["wait_share"] < 0.15')" "True"
+"$B/stepprof" steps "$T"/near/*.sptrace | grep -q '^- Marginal: the other ranks. wait for rank 1 (1[0-4]\.[0-9]% of a step' ||
+	fail "near the bar: no marginal note: $("$B/stepprof" steps "$T"/near/*.sptrace | tail -3)"
+"$GEN" "$T/under" --ranks 2 --late 1 --cause host --amount 60000
+expect "under the bar" "$(verdict "$T"/under/*.sptrace)" "none"
 "$B/stepprof" steps "$T"/host/*.sptrace >"$T/host.txt"
 grep -q '^Straggler: rank 2\. It arrives last in 100% of its ' "$T/host.txt" || fail "text verdict: $(cat "$T/host.txt")"
 grep -q 'Cause: host\. Its GPU sits idle a median 5\.[0-9]*ms per step' "$T/host.txt" || fail "text cause: $(cat "$T/host.txt")"
