@@ -406,6 +406,7 @@ static void judge(struct sp_xrank *a)
 	}
 	struct rk *m = &a->r[a->most];
 	a->wait_others = others(a, a->most, M_WAIT);
+	a->wait_share = a->step_med ? (double)a->wait_others / (double)a->step_med : 0.0;
 	label(a, (size_t)a->most, l, sizeof(l));
 	int late = m->decisive && a->share >= LATE_SHARE && a->share >= LATE_RATIO * a->second;
 	int costly = a->wait_others >= WAIT_MIN_NS && (double)a->wait_others >= WAIT_FRAC * (double)a->step_med;
@@ -503,15 +504,13 @@ static void judge(struct sp_xrank *a)
 			 "(%s more): check its links (NVLink, PCIe, network) and NCCL settings.",
 			 ms(b[2], (int64_t)m->med[M_XFER]), ms(b[3], (int64_t)a->peer[2]), ms(b[4], a->excess[2]));
 	}
-	a->marginal = (double)a->wait_others < CLEAR_MARGIN * WAIT_MIN_NS ||
-		      (double)a->wait_others < CLEAR_MARGIN * WAIT_FRAC * (double)a->step_med;
+	a->marginal = (double)a->wait_others < CLEAR_MARGIN * WAIT_MIN_NS || a->wait_share < CLEAR_MARGIN * WAIT_FRAC;
 	if (a->marginal)
 		note(a,
 		     "Marginal: the other ranks' wait for rank %s (%.1f%% of a step, %s) is close to what this verdict "
 		     "needs (%.0f%% of a step and %s); ranks of one program differ this much when their hosts' CPUs "
 		     "run at different speeds. Record more steps before acting on it.",
-		     l, a->step_med ? 100.0 * (double)a->wait_others / (double)a->step_med : 0.0,
-		     ms(b[0], (int64_t)a->wait_others), 100 * WAIT_FRAC, ms(b[1], WAIT_MIN_NS));
+		     l, 100 * a->wait_share, ms(b[0], (int64_t)a->wait_others), 100 * WAIT_FRAC, ms(b[1], WAIT_MIN_NS));
 	if (!a->explained)
 		note(a,
 		     "Unsure of the cause: rank %s's largest excess over the others (%s: %s per step) explains "

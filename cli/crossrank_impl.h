@@ -78,6 +78,7 @@ struct sp_xrank {
 	int cause;
 	int explained;          /* the cause's excess explains at least a quarter of the wait */
 	int marginal;           /* a straggler named, its wait within CLEAR_MARGIN of the bars (near the edge) */
+	double wait_share;      /* wait_others over the median step (0 without one) */
 	int untraced_later;     /* a rank that was not traced is likely later still */
 	double share, second;   /* the most frequent last arriver's share, the next one's */
 	int most;               /* trace index of the most frequent last arriver, -1 none */

@@ -181,8 +181,7 @@ void sp_xrank_json(const struct sp_xrank *a, FILE *out, int arrivals)
 			      "\"wait_share\":%.4f,\"marginal\":%s,"
 			      "\"cause_explained\":%s,\"excess_ms_per_step\":{\"host\":%.3f,\"compute\":%.3f,"
 			      "\"communication\":%.3f}},",
-			      label(a, (size_t)a->straggler, l, sizeof(l)), a->share, a->second,
-			      a->step_med ? (double)a->wait_others / (double)a->step_med : 0.0,
+			      label(a, (size_t)a->straggler, l, sizeof(l)), a->share, a->second, a->wait_share,
 			      a->marginal ? "true" : "false", a->explained ? "true" : "false",
 			      (double)a->excess[0] / 1e6, (double)a->excess[1] / 1e6, (double)a->excess[2] / 1e6);
 	} else {
