@@ -5,6 +5,7 @@
  * and asks cupti_life.c whether to let go of CUPTI. Runs on CUPTI's and the writer's threads. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,10 @@ static struct {
 	} drained[SP_MAX_WINDOWS];          /* by window slot (writer thread) */
 	uint64_t prev_tick;                 /* the writer's previous tick: every drain since began later */
 } A;
+
+/* One life-cycle tick at a time: the writer thread's, or an application thread's before the writer
+ * exists (sp_act_early_tick); the one that finds it taken skips its turn. */
+static pthread_mutex_t tick_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void sp_act_writer_seen(const struct sp_event *ev)
 {
@@ -251,9 +256,9 @@ void sp_act_flush(void)
 
 /* Between and after windows: asks cupti_life whether to detach (for good once the schedule is
  * done) or to detach and re-attach. Writer thread, without sp_col.lock. This function can't fail. */
-static void life_tick(uint64_t now)
+static void life_tick(uint64_t now, bool early)
 {
-	struct sp_life_view v = { .policy = sp_col.cfg.detach_between };
+	struct sp_life_view v = { .policy = sp_col.cfg.detach_between, .early = early };
 	pthread_mutex_lock(&sp_col.lock);
 	int64_t step = sp_col.step;
 	const struct sp_schedule *sched = sp_col.mk[sp_col.cur].schedule;
@@ -275,9 +280,11 @@ static void life_tick(uint64_t now)
 	v.busy = held || writing;
 	v.closing = writing && !held;
 	/* only whether the next window is SP_LIFE_MIN_GAP steps away or more matters */
-	v.steps_to_window = (v.busy && !v.closing) || v.done || v.policy == SP_DETACH_NEVER || sp_hook_need_attach()
-				    ? 0
-				    : sp_life_steps_to_window(sched, step, SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN);
+	v.steps_to_window =
+		(v.busy && !v.closing) || v.done || v.policy == SP_DETACH_NEVER || sp_hook_need_attach()
+			? 0
+			: sp_life_steps_to_window(sched, step,
+						  early ? SP_LIFE_EARLY_GAP : SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN);
 	v.hook_ok = sp_hook_proven();
 	enum sp_life_act act = sp_cupti_life_tick(&v, step, now, &sp_col.sub);
 	if (aut)
@@ -286,6 +293,16 @@ static void life_tick(uint64_t now)
 		sp_host_min_bytes = SIZE_MAX; /* host allocations: nothing will be recorded again */
 		sp_writer_set_pass_ns(SP_DETACHED_PASS_NS); /* nothing to drain but the odd NCCL event */
 	}
+}
+
+void sp_act_early_tick(void)
+{
+	if (__atomic_load_n(&sp_col.writer_started, __ATOMIC_ACQUIRE) || !sp_col.active ||
+	    pthread_mutex_trylock(&tick_lock))
+		return;
+	if (!__atomic_load_n(&sp_col.writer_started, __ATOMIC_ACQUIRE)) /* the writer ticks from now on */
+		life_tick(sp_now_ns(), true);
+	pthread_mutex_unlock(&tick_lock);
 }
 
 /* 1 if closing window w has its records: a drain that began after its end (the tick before,
@@ -322,7 +339,10 @@ void sp_act_writer_tick(void *ctx)
 		sp_win_activities_idle();
 	pthread_mutex_unlock(&sp_col.lock);
 	if (!closing) {
-		life_tick(now);
+		if (pthread_mutex_trylock(&tick_lock) == 0) {
+			life_tick(now, false);
+			pthread_mutex_unlock(&tick_lock);
+		}
 		return;
 	}
 	if (now - A.last_flush >= SP_FLUSH_EVERY_NS) {

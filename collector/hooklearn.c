@@ -3,6 +3,7 @@
  * and the writer thread (the switch, through markhook.c's sp_auto_life). The launch hooks' hot
  * path is one relaxed load in preload/procaddr.c; nothing here allocates or takes a lock unless
  * a token is fed to the detector. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -15,6 +16,7 @@
 #include "intern.h"
 #include "internal.h"
 #include "log.h"
+#include "markhook.h"
 #include "stepdet.h"
 #include "tokrec.h"
 #include "trace/tokens.h"
@@ -95,8 +97,16 @@ static void hand_over(void)
 	atomic_store(&sp_launch_want, SP_LAUNCH_OFF);
 	/* 0: attached already (the writer's tick unparked first: the proof goes on), or the attach failed
 	 * (warned: the rest of the run is not profiled) */
-	if (!sp_cupti_life_attach_now(&sp_col.sub, sp_col.step, false))
+	if (!sp_cupti_life_attach_now(&sp_col.sub, sp_col.step, false)) {
 		sp_hooklearn_end(atomic_load(&sp_hold.state) == SP_HOLD_ATTACHED);
+		return;
+	}
+	/* the anchor's hook from now on, as the writer's tick would (it runs from the first window): its
+	 * calls are proven against CUPTI's and, once proven, its exit may park until the first window */
+	pthread_mutex_lock(&sp_col.lock);
+	uint32_t anchor = sp_stepdet_anchor_name(sp_col.mk[0].det);
+	pthread_mutex_unlock(&sp_col.lock);
+	sp_hook_follow(anchor);
 }
 
 void sp_hooklearn_fail(const char *why)

@@ -11,16 +11,20 @@
  *    "unspecified launch failure" (H100, CUDA 13.0, driver 580: tests/gpu/graph_detach.sh), and
  *    kernels of graphs created before a re-attach may be invisible to the new CUPTI.
  * 3. the schedule is done: detach for good (any policy: nothing will ever be recorded again).
- * 4. CUPTI is clean (no activity kind since it was last initialised): stay, nothing to remove.
- * 5. detach_between = never, or cycling was stopped: stay; detach_between = auto and the marker
+ * 4. detach_between = never, or cycling was stopped: stay; detach_between = auto and the marker
  *    is NVTX (its injection is CUPTI's and is not re-armed by a new subscription): stay.
- * 6. detach_between = auto, and not every marker call is known to come through the preload's
- *    hooks (a runtime linked in statically, a marker that is not a hooked CUDA call): stay, since
- *    only a park numbers every step for sure.
- * 7. the preload's hooks see every marker call: park (detach until the next window, the hooks
+ * 5. the preload's hooks see every marker call: park (detach until the next window, the hooks
  *    counting steps) if the next window is SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN steps away or more,
  *    and automatic detection (whose marker call is its anchor) needs no launch now: locked, with
- *    its sparse check between counted steps (stepdet.h); else stay.
+ *    its sparse check between counted steps (stepdet.h); else stay. Clean or not: a subscription
+ *    with the marker's callbacks alone cost the launch-bound loop 1.03-1.05x before its first
+ *    window, and 1.08x after an automatic lock (H200; docs/BENCHMARKS.md, thirteenth session).
+ *    Asked by an application thread before the first window (early), which pays the detach and
+ *    the re-attach itself: only for a window SP_LIFE_EARLY_GAP steps away or more.
+ * 6. CUPTI is clean (no activity kind since it was last initialised): stay, nothing to remove.
+ * 7. detach_between = auto, and not every marker call is known to come through the preload's
+ *    hooks (a runtime linked in statically, a marker that is not a hooked CUDA call): stay, since
+ *    only a park numbers every step for sure.
  * 8. (always only) the next window is fewer than SP_LIFE_MIN_GAP steps away, or not just after a
  *    marker call ended (the detach must fall between two marker calls, not across one): stay.
  * 9. otherwise: cycle (detach, re-attach with the marker's callbacks only).
@@ -39,15 +43,17 @@ enum sp_life_act sp_life_decide(const struct sp_life_view *v)
 		return SP_LIFE_STAY;
 	if (v->done)
 		return SP_LIFE_DETACH;
-	if (!v->dirty || v->stopped || v->policy == SP_DETACH_NEVER)
+	if (v->stopped || v->policy == SP_DETACH_NEVER)
 		return SP_LIFE_STAY;
 	if (v->policy == SP_DETACH_AUTO && v->marker == SP_MARK_NVTX)
 		return SP_LIFE_STAY;
-	if (v->policy == SP_DETACH_AUTO && !v->hook_ok)
-		return SP_LIFE_STAY;
 	if (v->hook_ok)
-		return !v->det_busy && v->steps_to_window >= SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN ? SP_LIFE_PARK
-												   : SP_LIFE_STAY;
+		return !v->det_busy && v->steps_to_window >=
+					       (v->early ? SP_LIFE_EARLY_GAP : SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN)
+			       ? SP_LIFE_PARK
+			       : SP_LIFE_STAY;
+	if (!v->dirty || v->policy == SP_DETACH_AUTO)
+		return SP_LIFE_STAY;
 	if (v->steps_to_window < SP_LIFE_MIN_GAP || !v->fresh_step)
 		return SP_LIFE_STAY;
 	return SP_LIFE_CYCLE;

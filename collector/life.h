@@ -27,6 +27,10 @@ enum sp_life_act {
  * call that would begin the window earlier waits for it, markhook.c). */
 #define SP_LIFE_PARK_MARGIN 2
 #define SP_LIFE_UNPARK_AT 2
+/* Before the first window an application thread parks and re-attaches itself (no writer thread yet:
+ * sp_act_early_tick), paying the detach and the re-attach (tens of ms on an H200): only for a
+ * window at least this many steps away. */
+#define SP_LIFE_EARLY_GAP 20
 
 /* What the collector knows when its writer thread asks (all under the collector's lock). */
 struct sp_life_view {
@@ -43,6 +47,7 @@ struct sp_life_view {
 	bool parked;            /* detached until the next window, the hooks counting marker calls */
 	bool det_busy;          /* automatic detection needs every launch now (stepdet.h: not sparse_quiet) */
 	bool hook_learn;        /* ... and the preload's hooks give it every launch (hooklearn.h) */
+	bool early;             /* an application thread asks, before the first window (SP_LIFE_EARLY_GAP) */
 	int64_t steps_to_window;/* steps until the next WARMUP or RECORD step; INT64_MAX if none */
 };
 

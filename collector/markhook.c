@@ -362,6 +362,7 @@ static void wait_attached(void)
 {
 	atomic_store(&H.need_attach, true);
 	sp_writer_kick(); /* its passes are slow while parked: it re-attaches now */
+	sp_act_early_tick(); /* no writer yet (parked before the first window): this thread re-attaches */
 	uint64_t t0 = sp_now_ns();
 	while (atomic_load(&H.counting)) {
 		if (sp_now_ns() - t0 > WAIT_ATTACH_NS) {
@@ -472,6 +473,20 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 	return fn;
 }
 
+/* A marker call's hook, once the call is over: before the writer thread exists, the life-cycle tick
+ * runs here, once a step (it parks once the hooks are proven, re-attaches before the first window).
+ * Not for a driver call inside a runtime's marker call (still in progress: no detach there). */
+static void early_tick(int fn)
+{
+	static _Atomic int64_t last = -1;
+	if (__atomic_load_n(&sp_col.writer_started, __ATOMIC_RELAXED) ||
+	    atomic_load_explicit(&H.want[fn], memory_order_relaxed) != WANT_MARKER || atomic_load(&sp_hold.marking) > 0)
+		return;
+	int64_t step = __atomic_load_n(&sp_col.step, __ATOMIC_RELAXED);
+	if (atomic_exchange(&last, step) != step)
+		sp_act_early_tick();
+}
+
 void sp_collector_hook_exit(int h)
 {
 	if (h == HOOK_UNCOUNTED)
@@ -500,4 +515,5 @@ void sp_collector_hook_exit(int h)
 			"hooks cannot count its steps, stepprof stays attached to CUPTI between windows",
 			fns[h].name);
 	W.watch = 0;
+	early_tick(h);
 }

@@ -211,6 +211,17 @@ parked hooklocal 3 9 10 11 21 22 23 33 34 35 45 46 47 &&
 STEP_US=3000 run hookfast 8,1,3,0 always 48 VIA_CUDART="$FAKERT"
 parked hookfast 1 9 10 11 21 22 23 33 34 35 45 46 47 &&
 	echo "ok   parked with 3 ms steps: the re-attach before each window in time (or waited for), no step lost"
+# a first window far away: parked from the proof of the hooks (8 marker calls) until just before
+# it, by the application thread's own tick (no writer thread yet), with auto and with always; one
+# park, one re-attach, then the window and the final detach
+for pol in auto always; do
+	run "early$pol" 30,1,3,1 "$pol" 48 VIA_CUDART="$FAKERT"
+	parked "early$pol" 1 31 32 33 &&
+		grep -Eq "detached from CUPTI in step ([7-9]|1[0-2]) until the next window" "$T/early$pol/stderr" &&
+		grep -Eq "re-attached to CUPTI in step 2[6-9] for the next window" "$T/early$pol/stderr" &&
+		echo "ok   first window at step 30 ($pol): parked from step 7-12 (the hooks proven) until step 26-29, no step lost" ||
+		bad "early$pol: $(grep -E 'detached|re-attached' "$T/early$pol/stderr" | head -4)"
+done
 run bypass 8,1,3,0 auto 48 VIA_CUDART="$FAKERT" BYPASS_AT=3
 parked bypass 0 9 10 11 21 22 23 33 34 35 45 46 47 &&
 	echo "ok   one marker call that bypasses the hooks: never parked, every step numbered"
@@ -417,6 +428,17 @@ LEARN=auto MARKER=auto run hooklearnauto 8,1,3,0 auto 30 VIA_CUDART="$FAKERT" VI
 grep -q "learning from stepprof's hooks" "$T/hooklearnauto/stderr" &&
 	echo "ok   learn = auto with device_memory on: learns from the hooks (the allocation hooks keep device memory)" ||
 	bad "hooklearnauto: learn = auto did not learn from the hooks: $(grep -v begins "$T/hooklearnauto/stderr" | head -4)"
+# locked (step 5) far from the first window (step 40): the anchor's hook is proven against CUPTI's
+# callbacks (8 calls) and stepprof parks until just before the window, no writer thread yet; the
+# window's steps hold their 20 kernels each
+LEARN=hooks MARKER=auto run autoearly 40,1,3,1 auto 60 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20
+if grep -Eq "detached from CUPTI in step 1[0-9] until the next window" "$T/autoearly/stderr" &&
+	grep -Eq "re-attached to CUPTI in step 3[6-9] for the next window" "$T/autoearly/stderr" &&
+	[ "$(awk '$1 ~ /^4[123]$/ && $2 == 0 && $4 == 20' "$T/autoearly/steps" | wc -l)" = 3 ]; then
+	echo "ok   automatic marker locked at step 5, first window at 40: parked from the anchor's proof until step 36-39, the window whole"
+else
+	bad "autoearly: $(grep -E 'locked|detached|re-attached' "$T/autoearly/stderr" | head -5) $(grep -E '^4[0-4] ' "$T/autoearly/steps")"
+fi
 # device memory while stepprof is not subscribed: blocks of 1, 2 and 3 MiB made by the driver's
 # cuMemAlloc as cuGetProcAddress hands it out, at step 3 (learning from the hooks: no CUPTI), 7
 # (attached: CUPTI's callback accounts, the hook leaves it) and 10 (in the first window: recorded

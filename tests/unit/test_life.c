@@ -225,6 +225,33 @@ static void test_stay_reason(void **state)
 	v = due(SP_DETACH_AUTO);
 	v.dirty = false;
 	assert_null(sp_life_stay_reason(&v)); /* nothing to remove */
+	/* clean (before the first window, or after an automatic lock) but subscribed: parks once the
+	 * hooks are proven, far enough from the window, under auto and always but never under never */
+	v.hook_ok = true;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_PARK);
+	v.policy = SP_DETACH_ALWAYS;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_PARK);
+	v.policy = SP_DETACH_NEVER;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	v.policy = SP_DETACH_AUTO;
+	v.steps_to_window = SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN - 1;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	v.early = true; /* an application thread before the first window: only a window far away */
+	v.steps_to_window = SP_LIFE_EARLY_GAP - 1;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	v.steps_to_window = SP_LIFE_EARLY_GAP;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_PARK);
+	v.early = false;
+	v.steps_to_window = INT64_MAX; /* no window within the horizon */
+	v.det_busy = true;           /* automatic detection counting a step's launches */
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	v.det_busy = false;
+	v.graphs = true;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	v.graphs = false;
+	v.hook_ok = false; /* clean, hooks not proven: nothing to remove, nothing a cycle could do */
+	v.policy = SP_DETACH_ALWAYS;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
 	v = due(SP_DETACH_AUTO);
 	v.graphs = true;
 	assert_ptr_equal(sp_life_stay_reason(&v), sp_life_graphs);
