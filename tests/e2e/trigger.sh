@@ -110,7 +110,8 @@ PY
 # them while detached): a trigger re-attaches first; its window holds 3 counted steps, and the
 # schedule's windows keep their exact step numbers around it
 DRIVER_ENV="VIA_CUDART=$B/tests/e2e/libfakecudart.so" start parked 100,1,2,0 260
-for _ in $(seq 200); do grep -q 'until the next window' "$T/parked/stderr" 2>/dev/null && break; sleep 0.05; done
+# (stepprof parks before the first window too, far as it is: wait for the second park, after it)
+for _ in $(seq 200); do [ "$(grep -c 'until the next window' "$T/parked/stderr" 2>/dev/null)" -ge 2 ] && break; sleep 0.05; done
 "$B/stepprof" trigger --steps 3 --wait --timeout 10 --job "$T/parked/out" >"$T/parked/trigger" 2>&1
 rc=$?
 wait "$(cat "$T/parked/pid")"
@@ -124,10 +125,33 @@ sched = [[int(x) for x in r[5].split()] for r in rows if r[1] == "schedule"]
 trig = [[int(x) for x in r[5].split()] for r in rows if r[1] == "trigger" and r[2] == "counted"]
 park = [int(x) for x in re.findall(r"detached from CUPTI in step (\d+) until the next window", err)]
 ok = sched[:2] == [[101, 102], [204, 205]] and len(trig) == 1 and len(trig[0]) == 3
-ok = ok and trig[0] == list(range(trig[0][0], trig[0][0] + 3)) and park and park[0] < trig[0][0] < 203
+ok = ok and trig[0] == list(range(trig[0][0], trig[0][0] + 3)) and len(park) >= 2 and park[1] < trig[0][0] < 203
 ok = ok and "may have been missed" not in err and "took over 1 s" not in err
 sys.exit(0 if ok else 1)
 PY
+
+# 1c. parked before the first window (no writer thread yet: the application thread parked itself
+# once the hooks were proven): a trigger re-attaches first, its window holds 3 counted steps before
+# the schedule's first, which keeps its step numbers
+DRIVER_ENV="VIA_CUDART=$B/tests/e2e/libfakecudart.so" start early 100,1,2,1 140
+for _ in $(seq 200); do grep -q 'until the next window' "$T/early/stderr" 2>/dev/null && break; sleep 0.05; done
+"$B/stepprof" trigger --steps 3 --wait --timeout 10 --job "$T/early/out" >"$T/early/trigger" 2>&1
+rc=$?
+wait "$(cat "$T/early/pid")"
+w=$(windows early)
+/usr/bin/python3 - "$w" "$T/early/stderr" <<'PY' && [ $rc = 0 ] &&
+import re, sys
+rows = [l.split(None, 5) for l in sys.argv[1].splitlines()]
+err = open(sys.argv[2]).read()
+sched = [[int(x) for x in r[5].split()] for r in rows if r[1] == "schedule"]
+trig = [[int(x) for x in r[5].split()] for r in rows if r[1] == "trigger" and r[2] == "counted"]
+park = [int(x) for x in re.findall(r"detached from CUPTI in step (\d+) until the next window", err)]
+ok = sched == [[101, 102]] and len(trig) == 1 and trig[0] == list(range(trig[0][0], trig[0][0] + 3))
+ok = ok and park and park[0] < trig[0][0] < 99 and "may have been missed" not in err and "took over 1 s" not in err
+sys.exit(0 if ok else 1)
+PY
+	echo "ok   parked before the first window: a trigger re-attaches first, records 3 counted steps; the scheduled window keeps its steps" ||
+	bad "early: trigger rc $rc, windows: $w; $(grep -v begins "$T/early/stderr" | head -8)"
 
 # 2. armed but idle (wait = 100000000): a PID trigger; stays subscribed, step numbers exact
 start idle 100000000,1,3,1 150
