@@ -256,7 +256,7 @@ void sp_act_flush(void)
 
 /* Between and after windows: asks cupti_life whether to detach (for good once the schedule is
  * done) or to detach and re-attach. Writer thread, without sp_col.lock. This function can't fail. */
-static void life_tick(uint64_t now, bool early)
+static enum sp_life_act life_tick(uint64_t now, bool early)
 {
 	struct sp_life_view v = { .policy = sp_col.cfg.detach_between, .early = early };
 	pthread_mutex_lock(&sp_col.lock);
@@ -293,16 +293,23 @@ static void life_tick(uint64_t now, bool early)
 		sp_host_min_bytes = SIZE_MAX; /* host allocations: nothing will be recorded again */
 		sp_writer_set_pass_ns(SP_DETACHED_PASS_NS); /* nothing to drain but the odd NCCL event */
 	}
+	return act;
 }
 
-void sp_act_early_tick(void)
+bool sp_act_early_tick(void)
 {
+	static bool once; /* parked before the first window once and re-attached: no second park */
 	if (__atomic_load_n(&sp_col.writer_started, __ATOMIC_ACQUIRE) || !sp_col.active ||
 	    pthread_mutex_trylock(&tick_lock))
-		return;
-	if (!__atomic_load_n(&sp_col.writer_started, __ATOMIC_ACQUIRE)) /* the writer ticks from now on */
-		life_tick(sp_now_ns(), true);
+		return false;
+	/* the writer ticks once it exists; a re-attach before the window is near (automatic
+	 * detection checking a step that the detach itself made long, the program's profiler, a
+	 * trigger) leaves stepprof attached until the window, so that parks and checks cannot alternate */
+	if (!__atomic_load_n(&sp_col.writer_started, __ATOMIC_ACQUIRE) &&
+	    life_tick(sp_now_ns(), !once) == SP_LIFE_UNPARK)
+		once = true;
 	pthread_mutex_unlock(&tick_lock);
+	return true;
 }
 
 /* 1 if closing window w has its records: a drain that began after its end (the tick before,
@@ -340,7 +347,7 @@ void sp_act_writer_tick(void *ctx)
 	pthread_mutex_unlock(&sp_col.lock);
 	if (!closing) {
 		if (pthread_mutex_trylock(&tick_lock) == 0) {
-			life_tick(now, false);
+			(void)life_tick(now, false);
 			pthread_mutex_unlock(&tick_lock);
 		}
 		return;

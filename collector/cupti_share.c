@@ -375,6 +375,14 @@ int sp_share_unsubscribe(CUpti_SubscriberHandle sub, CUptiResult *r)
 }
 
 /* A callback change of the program's (cbid, or the whole domain if all). */
+/* Detached, the program's profiler wants callbacks or records: the writer re-attaches now (its
+ * passes are slow while parked); before the first window there is no writer, this thread does. */
+static void share_wake(void)
+{
+	sp_writer_kick();
+	sp_act_early_tick();
+}
+
 static int program_cb(uint32_t on, CUpti_SubscriberHandle sub, unsigned d, unsigned cbid, bool all, CUptiResult *r)
 {
 	if (sub != FAKE)
@@ -400,7 +408,7 @@ static int program_cb(uint32_t on, CUpti_SubscriberHandle sub, unsigned d, unsig
 	if (in)
 		sp_cupti_life_leave();
 	else if (on)
-		sp_writer_kick(); /* detached: the writer re-attaches for it now (its passes are slow while parked) */
+		share_wake();
 	return 1;
 }
 
@@ -533,7 +541,7 @@ int sp_share_activity(CUpti_ActivityKind k, int on, CUptiResult *r)
 	if (in)
 		sp_cupti_life_leave();
 	else if (on)
-		sp_writer_kick(); /* detached: the writer re-attaches for it now (its passes are slow while parked) */
+		share_wake();
 	return 1;
 }
 

@@ -230,10 +230,12 @@ uint64_t CUPTIAPI sp_act_timestamp(void);
 void sp_act_flush(void);
 void sp_act_writer_tick(void *ctx);
 /* Before the writer thread exists (it starts with the first window): the writer's life-cycle tick
- * on the calling application thread, which holds no lock of stepprof's and is inside no CUDA call
- * (a marker call's hook, after the call), so that stepprof parks once the marker's hooks are
- * proven and re-attaches before the first window. Skipped while another tick runs. Can't fail. */
-void sp_act_early_tick(void);
+ * on the calling thread, which holds no lock of stepprof's and is inside no CUDA call (a marker
+ * call's hook after the call, a marker call waiting for a re-attach, the on-demand poll thread,
+ * the program's profiler asking for CUPTI), so that stepprof parks once the marker's hooks are
+ * proven and re-attaches when a window is near or something wants CUPTI. Returns false if it did
+ * not tick (the writer exists, or another tick runs). Can't fail. */
+bool sp_act_early_tick(void);
 /* The writer thread drained ev (sp_writer_set_seen): a launch marked for a window is counted
  * there at the next tick. This function can't fail. */
 void sp_act_writer_seen(const struct sp_event *ev);

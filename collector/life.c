@@ -11,17 +11,20 @@
  *    "unspecified launch failure" (H100, CUDA 13.0, driver 580: tests/gpu/graph_detach.sh), and
  *    kernels of graphs created before a re-attach may be invisible to the new CUPTI.
  * 3. the schedule is done: detach for good (any policy: nothing will ever be recorded again).
- * 4. detach_between = never, or cycling was stopped: stay; detach_between = auto and the marker
- *    is NVTX (its injection is CUPTI's and is not re-armed by a new subscription): stay.
+ * 4. detach_between = never, or cycling was stopped: stay; CUPTI is clean (no activity kind since
+ *    it was last initialised) and the first window has begun: stay, nothing to remove (after a
+ *    re-attach for automatic detection's check, parking again would make its steps stand out
+ *    again: a loop of parks and re-attaches); detach_between = auto and the marker is NVTX (its
+ *    injection is CUPTI's and is not re-armed by a new subscription): stay.
  * 5. the preload's hooks see every marker call: park (detach until the next window, the hooks
  *    counting steps) if the next window is SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN steps away or more,
  *    and automatic detection (whose marker call is its anchor) needs no launch now: locked, with
- *    its sparse check between counted steps (stepdet.h); else stay. Clean or not: a subscription
- *    with the marker's callbacks alone cost the launch-bound loop 1.03-1.05x before its first
- *    window, and 1.08x after an automatic lock (H200; docs/BENCHMARKS.md, thirteenth session).
- *    Asked by an application thread before the first window (early), which pays the detach and
- *    the re-attach itself: only for a window SP_LIFE_EARLY_GAP steps away or more.
- * 6. CUPTI is clean (no activity kind since it was last initialised): stay, nothing to remove.
+ *    its sparse check between counted steps (stepdet.h); else stay. Before the first window
+ *    (early: an application thread asks, and pays the detach and the re-attach itself) CUPTI is
+ *    clean, and it parks all the same for a window SP_LIFE_EARLY_GAP steps away or more: a
+ *    subscription with the marker's callbacks alone cost the launch-bound loop 1.03-1.05x there,
+ *    and 1.08x after an automatic lock (H200; docs/BENCHMARKS.md, thirteenth session).
+ * 6. CUPTI is clean: stay, nothing to remove.
  * 7. detach_between = auto, and not every marker call is known to come through the preload's
  *    hooks (a runtime linked in statically, a marker that is not a hooked CUDA call): stay, since
  *    only a park numbers every step for sure.
@@ -43,7 +46,7 @@ enum sp_life_act sp_life_decide(const struct sp_life_view *v)
 		return SP_LIFE_STAY;
 	if (v->done)
 		return SP_LIFE_DETACH;
-	if (v->stopped || v->policy == SP_DETACH_NEVER)
+	if (v->stopped || v->policy == SP_DETACH_NEVER || (!v->dirty && !v->early))
 		return SP_LIFE_STAY;
 	if (v->policy == SP_DETACH_AUTO && v->marker == SP_MARK_NVTX)
 		return SP_LIFE_STAY;

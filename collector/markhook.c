@@ -362,9 +362,9 @@ static void wait_attached(void)
 {
 	atomic_store(&H.need_attach, true);
 	sp_writer_kick(); /* its passes are slow while parked: it re-attaches now */
-	sp_act_early_tick(); /* no writer yet (parked before the first window): this thread re-attaches */
 	uint64_t t0 = sp_now_ns();
 	while (atomic_load(&H.counting)) {
+		sp_act_early_tick(); /* no writer yet (parked before the first window): this thread re-attaches */
 		if (sp_now_ns() - t0 > WAIT_ATTACH_NS) {
 			if (!atomic_exchange(&H.slow, true))
 				sp_warn("re-attaching to CUPTI before a window took over 1 s: that window may lack its "
@@ -483,8 +483,8 @@ static void early_tick(int fn)
 	    atomic_load_explicit(&H.want[fn], memory_order_relaxed) != WANT_MARKER || atomic_load(&sp_hold.marking) > 0)
 		return;
 	int64_t step = __atomic_load_n(&sp_col.step, __ATOMIC_RELAXED);
-	if (atomic_exchange(&last, step) != step)
-		sp_act_early_tick();
+	if (atomic_load(&last) != step && sp_act_early_tick())
+		atomic_store(&last, step);
 }
 
 void sp_collector_hook_exit(int h)

@@ -184,6 +184,7 @@ static int need_cupti(void)
 		return 0;
 	if (st != SP_HOLD_GONE) {
 		sp_writer_kick(); /* parked (the writer re-attaches: its passes are slow then), or a detach is under way */
+		sp_act_early_tick(); /* parked before the first window: no writer yet, this thread re-attaches */
 		return 1; /* next poll */
 	}
 	/* said before the re-attach: a window may begin at the first step boundary CUPTI reports, before

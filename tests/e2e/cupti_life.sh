@@ -439,6 +439,15 @@ if grep -Eq "detached from CUPTI in step 1[0-9] until the next window" "$T/autoe
 else
 	bad "autoearly: $(grep -E 'locked|detached|re-attached' "$T/autoearly/stderr" | head -5) $(grep -E '^4[0-4] ' "$T/autoearly/steps")"
 fi
+# 2 ms steps and a 15 ms cuptiFinalize: each park makes a step stand out, automatic detection
+# re-attaches to check the next one; clean after that check, stepprof must not park again until
+# the next window (a loop of parks and checks: 37 parks in 200 steps when it did)
+STEP_US=2000 LEARN=hooks MARKER=auto run autoloop 30,1,3,0 auto 200 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" \
+	LAUNCHES=20 FAKE_FINALIZE_US=15000
+n=$(grep -c "until the next window" "$T/autoloop/stderr")
+[ "$n" -ge 1 ] && [ "$n" -le 7 ] &&
+	echo "ok   parks made steps stand out (15 ms finalize, 2 ms steps): $n parks in 200 steps, no loop of parks and checks" ||
+	bad "autoloop: $n parks in 200 steps (windows every 34)"
 # device memory while stepprof is not subscribed: blocks of 1, 2 and 3 MiB made by the driver's
 # cuMemAlloc as cuGetProcAddress hands it out, at step 3 (learning from the hooks: no CUPTI), 7
 # (attached: CUPTI's callback accounts, the hook leaves it) and 10 (in the first window: recorded

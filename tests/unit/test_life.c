@@ -225,23 +225,24 @@ static void test_stay_reason(void **state)
 	v = due(SP_DETACH_AUTO);
 	v.dirty = false;
 	assert_null(sp_life_stay_reason(&v)); /* nothing to remove */
-	/* clean (before the first window, or after an automatic lock) but subscribed: parks once the
-	 * hooks are proven, far enough from the window, under auto and always but never under never */
+	/* clean after a window (a re-attach for automatic detection's check): stays, though the hooks
+	 * are proven (parking again would make the next step stand out again) */
 	v.hook_ok = true;
+	v.steps_to_window = INT64_MAX;
+	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
+	/* clean before the first window (early: an application thread asks) but subscribed: parks once
+	 * the hooks are proven, for a window far away, under auto and always but never under never */
+	v.early = true;
 	assert_int_equal(sp_life_decide(&v), SP_LIFE_PARK);
 	v.policy = SP_DETACH_ALWAYS;
 	assert_int_equal(sp_life_decide(&v), SP_LIFE_PARK);
 	v.policy = SP_DETACH_NEVER;
 	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
 	v.policy = SP_DETACH_AUTO;
-	v.steps_to_window = SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN - 1;
-	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
-	v.early = true; /* an application thread before the first window: only a window far away */
 	v.steps_to_window = SP_LIFE_EARLY_GAP - 1;
 	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
 	v.steps_to_window = SP_LIFE_EARLY_GAP;
 	assert_int_equal(sp_life_decide(&v), SP_LIFE_PARK);
-	v.early = false;
 	v.steps_to_window = INT64_MAX; /* no window within the horizon */
 	v.det_busy = true;           /* automatic detection counting a step's launches */
 	assert_int_equal(sp_life_decide(&v), SP_LIFE_STAY);
