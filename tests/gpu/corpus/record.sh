@@ -14,6 +14,8 @@
 #     the sparse check the library runs for the automatic marker).
 #     A program that FAILs prints the auto run's stepprof lines (STEPPROF_VERBOSE) and leaves its
 #     token stream, replay, log and INI in $OUT/check/NAME/.
+#   CORPUS_SKIP_MIN=N: check's skip_first is at least N for every program (N 30: the first window is
+#     far enough from the lock for stepprof to detach from CUPTI before it, docs/STEPS.md).
 #   CORPUS_LEARN=hooks (or auto): check's auto runs learn with [marker] learn = CORPUS_LEARN and
 #     record no tokens (recording keeps CUPTI all run), so PASS needs the same kernel counts as
 #     the marker run (no in-process replay); each program prints how its auto run learned.
@@ -58,6 +60,8 @@ corpus_programs | while IFS='|' read -r name truth cmd skip; do
 		tail -3 "$d/log"
 	else
 		kind=${truth%%:*} pat=${truth#*:}
+		# CORPUS_SKIP_MIN: the first window no earlier than that (parks before it: docs/STEPS.md)
+		[ -n "${CORPUS_SKIP_MIN:-}" ] && [ "${skip:-10}" -lt "$CORPUS_SKIP_MIN" ] && skip=$CORPUS_SKIP_MIN
 		for how in auto marker; do
 			o=$d/$how; mkdir -p "$o"
 			{ printf '[profile]\noutput = %s\n[schedule]\nskip_first = %s\nwait = 0\nwarmup = 1\nactive = 3\n' "$o" "${skip:-10}"
@@ -102,6 +106,9 @@ corpus_programs | while IFS='|' read -r name truth cmd skip; do
 		# CORPUS_LEARN: whether the auto run learned from the hooks, and how it handed over to CUPTI
 		[ -n "${CORPUS_LEARN:-}" ] && grep -E "learn(ing|ed)? (from|with) |locked on .* while learning|launch hooks did not see|names a kernel|before the program's CUDA graph" \
 			"$d/auto/log" | sed "s/^/  $name: /" | head -6
+		# where the auto run detached from and re-attached to CUPTI before its first window
+		[ -n "${CORPUS_LEARN:-}" ] && grep -E "detached from CUPTI in step|re-attached to CUPTI in step|not detaching from CUPTI" \
+			"$d/auto/log" | sed "s/^/  $name: /" | cut -c1-220 | head -4
 		# a failure shows what the library said in the auto run (its locks, steps and windows)
 		# and keeps its stream, replay and log under $OUT/check/NAME (the GPU machine's run is gone after)
 		if grep -q '^FAIL' "$d/compare.txt"; then
