@@ -68,6 +68,17 @@ extern _Atomic int sp_launch_want;
  * sp_launch_want is not SP_LAUNCH_OFF. Never fails, never blocks. */
 int sp_collector_launch_enter(uint32_t name);
 void sp_collector_launch_exit(int h);
+/* Nonzero while stepprof is subscribed to CUPTI (from the start of each attach to the end of each
+ * detach): the launch trampolines then count their launches in flight, so that CUPTI is never
+ * finalised while a thread is inside a launch (CUPTI's dispatch of it crashed or corrupted the heap
+ * when cuptiFinalize ran under it: H200, 10 of 478 runs of a launch-bound loop parking between
+ * windows). Read with one relaxed load beside sp_launch_want. */
+extern _Atomic int sp_launch_guard;
+/* A launch through a trampoline begins / ends (g: what the guard returned), while sp_launch_guard
+ * is set: counted in flight, after waiting out a detach under way (its drains and cuptiFinalize,
+ * at most 2 s, then it goes ahead). Returns 1 if counted. Never fails. */
+int sp_collector_launch_guard(void);
+void sp_collector_launch_unguard(int g);
 /* The id of a kernel's mangled name, as CUPTI's symbolName is interned; 0 for NULL. May take a
  * lock (interning), never allocates inside malloc. This function can't fail. */
 uint32_t sp_collector_kernel_name(const char *mangled);

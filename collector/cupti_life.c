@@ -26,6 +26,8 @@
 
 #define DRAIN_NS 1000000000ull     /* longest wait for callbacks in flight before giving up */
 #define DRAIN_HOOKED_NS 2000000ull /* ... for hooked CUDA calls in progress (a long sync calls it off) */
+#define DRAIN_LAUNCH_NS 50000000ull /* ... for kernel launches in progress (a full launch queue blocks one) */
+#define LAUNCH_WAIT_NS 2000000000ull /* longest a launch waits out a detach before it goes ahead */
 #define CORR_MARGIN 65536u         /* ids a racing thread may have taken beyond the last one seen */
 
 struct sp_hold_state sp_hold;
@@ -151,6 +153,65 @@ static int drain_inflight(void)
 	return 0;
 }
 
+/* ---- kernel launches in flight (collector.h sp_launch_guard) ---- */
+
+_Atomic int sp_launch_guard;
+static __thread bool self_detaching; /* this thread runs a detach: its own launches never wait */
+
+int sp_collector_launch_guard(void)
+{
+	if (!atomic_load_explicit(&sp_launch_guard, memory_order_relaxed) || self_detaching)
+		return 0;
+	for (;;) {
+		/* counted first, then the state (as the callbacks: a detach's fence and drain see this
+		 * launch, or it sees the detach); counted while not subscribed too (an attach under way) */
+		sp_cupti_life_slot_add(true, 1);
+		int st = atomic_load(&sp_hold.state);
+		if (st == SP_HOLD_ATTACHED || st == SP_HOLD_NONE)
+			return 1;
+		sp_cupti_life_slot_add(true, -1);
+		if (st != SP_HOLD_QUIESCING && st != SP_HOLD_DETACHING)
+			return 0; /* detached for good */
+		uint64_t t0 = sp_now_ns();
+		while ((st = atomic_load(&sp_hold.state)) == SP_HOLD_QUIESCING || st == SP_HOLD_DETACHING) {
+			if (sp_now_ns() - t0 > LAUNCH_WAIT_NS)
+				return 0; /* never holds the program longer: it goes ahead */
+			sched_yield();
+		}
+	}
+}
+
+void sp_collector_launch_unguard(int g)
+{
+	if (g)
+		sp_cupti_life_slot_add(true, -1);
+}
+
+/* Launches in flight now, every thread's but this one's (a detach never waits for itself). */
+static int launches_now(void)
+{
+	int n = atomic_load(&sp_hold.launching);
+	for (int i = 0, h = atomic_load(&IF.high); i < h; i++)
+		n += atomic_load_explicit(&slots[i].launch, memory_order_acquire);
+	struct sp_inflight_slot *own = sp_inflight_own;
+	if (own && own != &sp_inflight_shared)
+		n -= atomic_load_explicit(&own->launch, memory_order_relaxed);
+	return n;
+}
+
+/* Waits until no kernel launch is in flight (DRAIN_LAUNCH_NS); state must already say DETACHING
+ * and the fence must have run since (new launches wait). Returns 0, or -1 (caller backs out). */
+static int drain_launches(void)
+{
+	uint64_t t0 = sp_now_ns();
+	while (launches_now() > 0) {
+		if (sp_now_ns() - t0 > DRAIN_LAUNCH_NS)
+			return -1;
+		nap();
+	}
+	return 0;
+}
+
 /* Waits until *count is 0: the threads inside a hooked CUDA call (sp_hold.hooked, DRAIN_HOOKED_NS:
  * short, a long synchronisation calls the detach off); state must already say DETACHING (new ones
  * wait). Returns 0, or -1 after limit_ns (caller backs out). */
@@ -235,6 +296,16 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
 		return 1;
 	}
+	/* nor inside a kernel launch: CUPTI's dispatch of a launch in flight when cuptiFinalize ran
+	 * crashed it (SIGSEGV at 0x18 under cuLaunchKernel) or corrupted the heap ("malloc(): unsorted
+	 * double linked list corrupted", then a hang); H200, a launch-bound loop parking between
+	 * windows: 10 of 478 runs of 200 steps, 3 programs a GPU. New launches wait; one blocked on a
+	 * full launch queue past DRAIN_LAUNCH_NS calls the detach off (the next tick tries again). The
+	 * fence after DETACHING (drain_inflight) orders the launch counts as it does the callbacks' */
+	if (drain_launches() < 0) {
+		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
+		return 1;
+	}
 	/* the writer thread is the only one touching CUPTI now; records still buffered arrive in
 	 * the buffer callback on this thread (late ones are counted, not lost in silence) */
 	SP_CUPTI(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
@@ -250,6 +321,7 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 	}
 	atomic_fetch_add(&sp_hold.generation, 1);
 	atomic_store(&sp_hold.state, for_good ? SP_HOLD_GONE : SP_HOLD_NONE);
+	atomic_store(&sp_launch_guard, 0); /* launches pass straight through until the next attach */
 	return 0;
 }
 
@@ -258,7 +330,9 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 static int detach(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_ns)
 {
 	sp_hook_detaching(1);
+	self_detaching = true;
 	int r = detach_body(sub, for_good, fin_ns);
+	self_detaching = false;
 	sp_hook_detaching(0);
 	return r;
 }
@@ -291,7 +365,10 @@ static CUptiResult register_activity(const struct sp_cupti_hooks *hooks)
  * that between windows CUPTI holds nothing but the callbacks the marker needs. */
 static CUptiResult attach(const struct sp_cupti_hooks *hooks, CUpti_SubscriberHandle *sub, bool lazy)
 {
+	atomic_store(&sp_launch_guard, 1); /* before CUPTI can wrap a launch (collector.h) */
 	CUptiResult r = sp_cupti.cuptiSubscribe(sub, hooks->callback, NULL);
+	if (r != CUPTI_SUCCESS && atomic_load(&sp_hold.state) != SP_HOLD_ATTACHED)
+		atomic_store(&sp_launch_guard, 0);
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
 		return r; /* the caller names the other profiler */
 	if (r != CUPTI_SUCCESS)
@@ -301,6 +378,7 @@ static CUptiResult attach(const struct sp_cupti_hooks *hooks, CUpti_SubscriberHa
 	L.reg_state = 0;
 	if (!lazy && (r = register_activity(hooks)) != CUPTI_SUCCESS) {
 		sp_cupti.cuptiUnsubscribe(*sub);
+		atomic_store(&sp_launch_guard, 0);
 		return r;
 	}
 	atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);

@@ -46,6 +46,9 @@ extern struct sp_hold_state {
 	_Atomic int hooked;          /* threads inside a CUDA call the preload hooks (a detach waits for
 				      * none: CUPTI finalised under a call it wraps crashes, as the NCCL
 				      * watchdog's cudaEventQuery did on H100) */
+	_Atomic int launching;       /* kernel launches in progress of the threads that count in the
+				      * shared counter (the others: their slot's launch; collector.h
+				      * sp_launch_guard) */
 	_Atomic uint64_t last_end;   /* when a marker call last ended (trace clock, ns), 0 never */
 	_Atomic uint64_t quiet;      /* shortest time from a marker call's end to the next one's start */
 	_Atomic unsigned quiet_seen; /* quiet times measured */
@@ -76,7 +79,9 @@ int sp_cupti_life_enter_slow(enum sp_enter who);
 struct sp_inflight_slot {
 	_Atomic int n;     /* this thread's callbacks and CUPTI calls in progress (only it writes) */
 	_Atomic int owned; /* a live thread holds the slot */
-	char pad[56];
+	_Atomic int launch; /* this thread's kernel launches in progress through the preload's
+			     * trampolines, while stepprof is subscribed (only it writes) */
+	char pad[52];
 };
 /* This thread's slot; &sp_inflight_shared: it counts in sp_hold.inflight; NULL: not decided yet. */
 extern __thread struct sp_inflight_slot *sp_inflight_own;
@@ -84,21 +89,28 @@ extern struct sp_inflight_slot sp_inflight_shared;
 /* Decides this thread's slot (the first time it counts). This function can't fail. */
 struct sp_inflight_slot *sp_cupti_life_claim(void);
 
-/* Adds d to this thread's count of callbacks and CUPTI calls in flight. This function can't fail. */
-static inline void sp_cupti_life_count(int d)
+/* Adds d to this thread's count of callbacks and CUPTI calls in flight, or (launch) of kernel
+ * launches in flight (collector.h sp_launch_guard). This function can't fail. */
+static inline void sp_cupti_life_slot_add(bool launch, int d)
 {
 	struct sp_inflight_slot *s = sp_inflight_own;
 	if (__builtin_expect(!s, 0))
 		s = sp_cupti_life_claim();
 	if (__builtin_expect(s == &sp_inflight_shared, 0)) {
-		atomic_fetch_add(&sp_hold.inflight, d);
+		atomic_fetch_add(launch ? &sp_hold.launching : &sp_hold.inflight, d);
 		return;
 	}
 	/* only this thread writes it; the compiler keeps the count around the guarded work, and a
 	 * detach's membarrier orders it against its state change (cupti_life.c, drain) */
+	_Atomic int *c = launch ? &s->launch : &s->n;
 	atomic_signal_fence(memory_order_seq_cst);
-	atomic_store_explicit(&s->n, atomic_load_explicit(&s->n, memory_order_relaxed) + d, memory_order_release);
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + d, memory_order_release);
 	atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline void sp_cupti_life_count(int d)
+{
+	sp_cupti_life_slot_add(false, d);
 }
 
 /* Enters a callback or a CUPTI call. Returns 1 (then call sp_cupti_life_leave) while CUPTI may be

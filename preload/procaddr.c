@@ -74,8 +74,9 @@ static const char *const drv_libs[] = { "libcuda.so.1", "libcuda.so", NULL };
 
 /* The kernel launches, as SP_TRAMPOLINES (cuda.h: cuLaunchKernel from 4000, cuLaunchKernelEx from
  * 11060, each with a _ptsz variant asked for with the per-thread flag). Every runtime (static or
- * shared cudart, cuBLAS's, NCCL's) gets them through cuGetProcAddress. Their trampolines cost one
- * relaxed load and a tail call while stepprof wants no launch (collector.h sp_launch_want). */
+ * shared cudart, cuBLAS's, NCCL's) gets them through cuGetProcAddress. Their trampolines cost two
+ * relaxed loads and a tail call while stepprof wants no launch and is not subscribed to CUPTI
+ * (collector.h sp_launch_want, sp_launch_guard). */
 #define LK_PARAMS                                                                                                 \
 	(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh, \
 	 CUstream s, void **kp, void **ex)
@@ -208,21 +209,28 @@ void *sp_procaddr_driver_fn(_Atomic(void *) *slot, const char *sym)
 	return f == (void *)-1 ? NULL : f;
 }
 
-/* The launch trampolines: one relaxed load and a tail call to the driver while stepprof wants no
- * launch, else (out of line) the collector around the call. */
+/* The launch trampolines: two relaxed loads and a tail call to the driver while stepprof wants no
+ * launch and is not subscribed, else (out of line) the collector around the call: the launch
+ * counted in flight while subscribed (a detach waits for it), fed to the collector if it wants it. */
 #define TR_LAUNCH(hook, ask, v0, v1, pt, exp, params, args)                                                      \
 	static __attribute__((noinline)) CUresult slow_##hook params                                             \
 	{                                                                                                        \
 		CUresult(*real) params =                                                                         \
 			(CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed);      \
-		int h = sp_collector_launch_enter(sp_kname(f));                                                  \
+		int g = sp_collector_launch_guard();                                                             \
+		int h = atomic_load_explicit(&sp_launch_want, memory_order_relaxed)                              \
+				? sp_collector_launch_enter(sp_kname(f))                                         \
+				: 0;                                                                             \
 		CUresult r = real args;                                                                          \
 		sp_collector_launch_exit(h);                                                                     \
+		sp_collector_launch_unguard(g);                                                                  \
 		return r;                                                                                        \
 	}                                                                                                        \
 	static CUresult tr_##hook params                                                                         \
 	{                                                                                                        \
-		if (__builtin_expect(atomic_load_explicit(&sp_launch_want, memory_order_relaxed) != 0, 0))       \
+		if (__builtin_expect((atomic_load_explicit(&sp_launch_want, memory_order_relaxed) |              \
+				      atomic_load_explicit(&sp_launch_guard, memory_order_relaxed)) != 0,        \
+				     0))                                                                         \
 			return slow_##hook args;                                                                 \
 		return ((CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed))args; \
 	}
@@ -686,16 +694,22 @@ SP_EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuu
 
 /* The driver's launch symbols, for a caller linked with libcuda (XLA) or finding them with
  * dlsym(RTLD_DEFAULT): as the trampolines, the real one resolved once past this library. */
-#define EXP_LAUNCH(hook, ask, v0, v1, pt, exp, params, args)                                               \
-	SP_EXPORT CUresult hook params                                                                     \
-	{                                                                                                  \
-		EXP_RESOLVE(exp, params);                                                                  \
-		if (__builtin_expect(atomic_load_explicit(&sp_launch_want, memory_order_relaxed) == 0, 1)) \
-			return real args;                                                                  \
-		int h = sp_collector_launch_enter(sp_kname(f));                                            \
-		CUresult r = real args;                                                                    \
-		sp_collector_launch_exit(h);                                                               \
-		return r;                                                                                  \
+#define EXP_LAUNCH(hook, ask, v0, v1, pt, exp, params, args)                                              \
+	SP_EXPORT CUresult hook params                                                                    \
+	{                                                                                                 \
+		EXP_RESOLVE(exp, params);                                                                 \
+		if (__builtin_expect((atomic_load_explicit(&sp_launch_want, memory_order_relaxed) |       \
+				      atomic_load_explicit(&sp_launch_guard, memory_order_relaxed)) == 0, \
+				     1))                                                                  \
+			return real args;                                                                 \
+		int g = sp_collector_launch_guard();                                                      \
+		int h = atomic_load_explicit(&sp_launch_want, memory_order_relaxed)                       \
+				? sp_collector_launch_enter(sp_kname(f))                                  \
+				: 0;                                                                      \
+		CUresult r = real args;                                                                   \
+		sp_collector_launch_exit(h);                                                              \
+		sp_collector_launch_unguard(g);                                                           \
+		return r;                                                                                 \
 	}
 #undef cuLaunchKernel
 #undef cuLaunchKernelEx

@@ -202,6 +202,7 @@ sys.exit(1 if problems else 0)
 PY
 }
 FAKERT=$B/tests/e2e/libfakecudart.so
+FAKECUDA=$B/tests/e2e/fakecuda/libcuda.so.1
 run hooked 8,1,3,0 auto 48 VIA_CUDART="$FAKERT"
 parked hooked 3 9 10 11 21 22 23 33 34 35 45 46 47 &&
 	echo "ok   marker calls through the dynamic linker: parked between windows, the hooks numbered every step"
@@ -237,6 +238,20 @@ for wd in watchdog:5,1,3,1:1 watchpark:8,1,3,0:3; do
 		bad "$name: $(grep -c '^finalize' "$T/$name/log") cuptiFinalize calls, expected $nfin or more: $(grep -v begins "$T/$name/stderr" | tail -3)"
 	else
 		echo "ok   $name: a thread polling a hooked call all along: CUPTI finalised only with no thread inside one ($nfin+ detaches)"
+	fi
+done
+# a thread inside a kernel launch nearly all the time (PyTorch's autograd thread; the launch loop on
+# H200 crashed in CUPTI's dispatch of a launch, or corrupted the heap, when cuptiFinalize ran under
+# it): every detach waits until no launch made through stepprof's trampolines is in flight
+for lp in launchfinal:5,1,3,1:1 launchpark:20,1,3,0:3; do
+	IFS=: read -r name sched nfin <<<"$lp"
+	run "$name" "$sched" auto 96 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=0 LAUNCHER=1 FAKE_LAUNCH_US=200
+	if grep -q FINALIZE_UNDER_CALL "$T/$name/log"; then
+		bad "$name: cuptiFinalize while a thread was inside a kernel launch: $(grep -c FINALIZE_UNDER_CALL "$T/$name/log") times"
+	elif [ "$(grep -c '^finalize' "$T/$name/log")" -lt "$nfin" ]; then
+		bad "$name: $(grep -c '^finalize' "$T/$name/log") cuptiFinalize calls, expected $nfin or more: $(grep -v begins "$T/$name/stderr" | tail -3)"
+	else
+		echo "ok   $name: a thread launching kernels all along: CUPTI finalised only with no launch in flight ($nfin+ detaches)"
 	fi
 done
 
@@ -306,7 +321,6 @@ autoparked autochange 1 "$K20 47:60 48:60 49:60 59:60 60:60 61:60" && {
 # a runtime linked in statically (llm.c, any nvcc program): its marker calls never reach the hooks;
 # it reaches the driver through cuGetProcAddress (dlsym'ed from a libcuda loaded out of the global
 # scope), and the driver call nested in each marker call stands for it
-FAKECUDA=$B/tests/e2e/fakecuda/libcuda.so.1
 run static 8,1,3,0 auto 48 VIA_DRIVER="$FAKECUDA"
 parked static 3 9 10 11 21 22 23 33 34 35 45 46 47 && grep -q "cuGetProcAddress_v2 from .*libstepprof" "$T/static/stdout" &&
 	echo "ok   a static runtime: its driver calls through cuGetProcAddress prove and count the marker; parked, every step numbered"

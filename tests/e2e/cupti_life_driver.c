@@ -56,6 +56,23 @@ static void *watchdog(void *arg)
 	return NULL;
 }
 
+/* LAUNCHER=1 (with VIA_DRIVER and LAUNCHES): a thread that launches kernels through the driver's
+ * cuLaunchKernel as cuGetProcAddress handed it out (stepprof's trampoline) all along, as PyTorch's
+ * autograd thread does while the main thread makes the marker calls */
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+			      CUstream, void **, void **);
+static launch_fn launcher_lk;
+static void *launcher(void *arg)
+{
+	static const char sym[] = "bwd_fake";
+	(void)arg;
+	while (!atomic_load(&stop)) {
+		launcher_lk((CUfunction)sym, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+		usleep(5);
+	}
+	return NULL;
+}
+
 static void *noise(void *arg)
 {
 	while (!atomic_load(&stop)) {
@@ -214,6 +231,9 @@ int main(int argc, char **argv)
 		pthread_create(&th[i], NULL, noise, NULL);
 	pthread_t wd;
 	int wd_on = getenv("WATCHDOG") && !pthread_create(&wd, NULL, watchdog, NULL);
+	pthread_t lt;
+	launcher_lk = lk;
+	int lt_on = getenv("LAUNCHER") && lk && !pthread_create(&lt, NULL, launcher, NULL);
 	for (int i = 0; i < steps; i++) {
 		if (fire && i == 2 && getenv("GRAPH"))
 			fire(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPH_CREATED, 0, 0);
@@ -299,6 +319,8 @@ int main(int argc, char **argv)
 	atomic_store(&stop, 1);
 	if (wd_on)
 		pthread_join(wd, NULL);
+	if (lt_on)
+		pthread_join(lt, NULL);
 	for (int i = 0; i < nth; i++)
 		pthread_join(th[i], NULL);
 	if (cudart_seen)

@@ -14,7 +14,9 @@
  * FAKE_CUPTI_LATE_CORR=N and FAKE_CUPTI_LATE_MS=M: that kernel's record is handed over only by the
  * first flush M ms (default 20) after it was made (a kernel still running, or a record late). 
  * A cuptiFinalize while a stand-in runtime call is in progress (fake_cupti_wrapped) is logged as
- * "FINALIZE_UNDER_CALL N". Built by the Makefile; used by tests/e2e/cupti_life.sh and share.sh. */
+ * "FINALIZE_UNDER_CALL N"; so is one during a kernel launch made while subscribed (real CUPTI
+ * dispatches it: finalised under it, it crashed or corrupted the heap), which FAKE_LAUNCH_US makes
+ * last that long. Built by the Makefile; used by tests/e2e/cupti_life.sh and share.sh. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdarg.h>
@@ -382,6 +384,15 @@ __attribute__((visibility("default"))) int fake_cupti_launch(const char *sym, un
 	static __thread uint64_t slot;
 	int ret = 0, seen = 0;
 	CUpti_CallbackFunc cb = F.cb;
+	int wrapped = cb != NULL; /* subscribed: CUPTI dispatches this launch */
+	if (wrapped) {
+		fake_cupti_wrapped(1);
+		const char *us = getenv("FAKE_LAUNCH_US");
+		if (us && atoi(us) > 0) {
+			struct timespec ts = { 0, (atoi(us) % 1000000) * 1000L };
+			nanosleep(&ts, NULL);
+		}
+	}
 	CUpti_CallbackData cd = { .functionName = "cuLaunchKernel",
 				  .symbolName = sym,
 				  .correlationId = corr,
@@ -398,6 +409,8 @@ __attribute__((visibility("default"))) int fake_cupti_launch(const char *sym, un
 		cd.callbackSite = CUPTI_API_EXIT;
 		cb(F.ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cd);
 	}
+	if (wrapped)
+		fake_cupti_wrapped(-1);
 	return seen;
 }
 
