@@ -137,20 +137,24 @@ static int inflight_now(void)
 	return n;
 }
 
+/* Waits until count() is 0, at most limit_ns. Returns 0, or -1 after the limit. */
+static int wait_none(int (*count)(void), uint64_t limit_ns)
+{
+	uint64_t t0 = sp_now_ns();
+	while (count() > 0) {
+		if (sp_now_ns() - t0 > limit_ns)
+			return -1;
+		nap();
+	}
+	return 0;
+}
+
 /* Waits until no callback or outside CUPTI call is in flight (DRAIN_NS); state must already say
  * QUIESCING or DETACHING (new ones wait). Returns 0, or -1 after the limit or if the fence failed
  * (caller backs out). */
 static int drain_inflight(void)
 {
-	if (fence_all() < 0)
-		return -1;
-	uint64_t t0 = sp_now_ns();
-	while (inflight_now() > 0) {
-		if (sp_now_ns() - t0 > DRAIN_NS)
-			return -1;
-		nap();
-	}
-	return 0;
+	return fence_all() < 0 ? -1 : wait_none(inflight_now, DRAIN_NS);
 }
 
 /* ---- kernel launches in flight (collector.h sp_launch_guard) ---- */
@@ -199,31 +203,10 @@ static int launches_now(void)
 	return n;
 }
 
-/* Waits until no kernel launch is in flight (DRAIN_LAUNCH_NS); state must already say DETACHING
- * and the fence must have run since (new launches wait). Returns 0, or -1 (caller backs out). */
-static int drain_launches(void)
+/* Threads inside a hooked CUDA call (sp_hold.hooked). */
+static int hooked_now(void)
 {
-	uint64_t t0 = sp_now_ns();
-	while (launches_now() > 0) {
-		if (sp_now_ns() - t0 > DRAIN_LAUNCH_NS)
-			return -1;
-		nap();
-	}
-	return 0;
-}
-
-/* Waits until *count is 0: the threads inside a hooked CUDA call (sp_hold.hooked, DRAIN_HOOKED_NS:
- * short, a long synchronisation calls the detach off); state must already say DETACHING (new ones
- * wait). Returns 0, or -1 after limit_ns (caller backs out). */
-static int drain_until(_Atomic int *count, uint64_t limit_ns)
-{
-	uint64_t t0 = sp_now_ns();
-	while (atomic_load(count) > 0) {
-		if (sp_now_ns() - t0 > limit_ns)
-			return -1;
-		nap();
-	}
-	return 0;
+	return atomic_load(&sp_hold.hooked);
 }
 
 int sp_cupti_life_enter_slow(enum sp_enter who)
@@ -292,7 +275,7 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 	 * (H100, 2-rank DDP: the NCCL watchdog's cudaEventQuery, 2 of 15 jobs); new ones wait. A call
 	 * that outlasts 2 ms (a long synchronisation) calls the detach off: the next tick tries again.
 	 * Calls the preload does not hook (launches) are not covered: CUPTI's own teardown must hold */
-	if (drain_until(&sp_hold.hooked, DRAIN_HOOKED_NS) < 0) {
+	if (wait_none(hooked_now, DRAIN_HOOKED_NS) < 0) {
 		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
 		return 1;
 	}
@@ -302,7 +285,7 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 	 * windows: 10 of 478 runs of 200 steps, 3 programs a GPU. New launches wait; one blocked on a
 	 * full launch queue past DRAIN_LAUNCH_NS calls the detach off (the next tick tries again). The
 	 * fence after DETACHING (drain_inflight) orders the launch counts as it does the callbacks' */
-	if (drain_launches() < 0) {
+	if (wait_none(launches_now, DRAIN_LAUNCH_NS) < 0) {
 		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
 		return 1;
 	}

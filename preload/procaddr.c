@@ -209,28 +209,47 @@ void *sp_procaddr_driver_fn(_Atomic(void *) *slot, const char *sym)
 	return f == (void *)-1 ? NULL : f;
 }
 
-/* The launch trampolines: two relaxed loads and a tail call to the driver while stepprof wants no
- * launch and is not subscribed, else (out of line) the collector around the call: the launch
- * counted in flight while subscribed (a detach waits for it), fed to the collector if it wants it. */
+/* 1 while a launch must go through the collector: it wants launches, or stepprof is subscribed. */
+static inline bool launch_watched(void)
+{
+	return (atomic_load_explicit(&sp_launch_want, memory_order_relaxed) |
+		atomic_load_explicit(&sp_launch_guard, memory_order_relaxed)) != 0;
+}
+
+/* A watched launch of f begins: counted in flight while subscribed (a detach waits for it), fed
+ * to the collector if it wants launches. What launch_end takes. */
+struct launch_ctx {
+	int guard, hook;
+};
+static inline struct launch_ctx launch_begin(CUfunction f)
+{
+	struct launch_ctx c = { sp_collector_launch_guard(), 0 };
+	if (atomic_load_explicit(&sp_launch_want, memory_order_relaxed))
+		c.hook = sp_collector_launch_enter(sp_kname(f));
+	return c;
+}
+
+static inline void launch_end(struct launch_ctx c)
+{
+	sp_collector_launch_exit(c.hook);
+	sp_collector_launch_unguard(c.guard);
+}
+
+/* The launch trampolines: two relaxed loads and a tail call to the driver while no launch is
+ * watched, else (out of line) the collector around the call. */
 #define TR_LAUNCH(hook, ask, v0, v1, pt, exp, params, args)                                                      \
 	static __attribute__((noinline)) CUresult slow_##hook params                                             \
 	{                                                                                                        \
 		CUresult(*real) params =                                                                         \
 			(CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed);      \
-		int g = sp_collector_launch_guard();                                                             \
-		int h = atomic_load_explicit(&sp_launch_want, memory_order_relaxed)                              \
-				? sp_collector_launch_enter(sp_kname(f))                                         \
-				: 0;                                                                             \
+		struct launch_ctx lc = launch_begin(f);                                                          \
 		CUresult r = real args;                                                                          \
-		sp_collector_launch_exit(h);                                                                     \
-		sp_collector_launch_unguard(g);                                                                  \
+		launch_end(lc);                                                                                  \
 		return r;                                                                                        \
 	}                                                                                                        \
 	static CUresult tr_##hook params                                                                         \
 	{                                                                                                        \
-		if (__builtin_expect((atomic_load_explicit(&sp_launch_want, memory_order_relaxed) |              \
-				      atomic_load_explicit(&sp_launch_guard, memory_order_relaxed)) != 0,        \
-				     0))                                                                         \
+		if (__builtin_expect(launch_watched(), 0))                                                       \
 			return slow_##hook args;                                                                 \
 		return ((CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed))args; \
 	}
@@ -694,22 +713,16 @@ SP_EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuu
 
 /* The driver's launch symbols, for a caller linked with libcuda (XLA) or finding them with
  * dlsym(RTLD_DEFAULT): as the trampolines, the real one resolved once past this library. */
-#define EXP_LAUNCH(hook, ask, v0, v1, pt, exp, params, args)                                              \
-	SP_EXPORT CUresult hook params                                                                    \
-	{                                                                                                 \
-		EXP_RESOLVE(exp, params);                                                                 \
-		if (__builtin_expect((atomic_load_explicit(&sp_launch_want, memory_order_relaxed) |       \
-				      atomic_load_explicit(&sp_launch_guard, memory_order_relaxed)) == 0, \
-				     1))                                                                  \
-			return real args;                                                                 \
-		int g = sp_collector_launch_guard();                                                      \
-		int h = atomic_load_explicit(&sp_launch_want, memory_order_relaxed)                       \
-				? sp_collector_launch_enter(sp_kname(f))                                  \
-				: 0;                                                                      \
-		CUresult r = real args;                                                                   \
-		sp_collector_launch_exit(h);                                                              \
-		sp_collector_launch_unguard(g);                                                           \
-		return r;                                                                                 \
+#define EXP_LAUNCH(hook, ask, v0, v1, pt, exp, params, args) \
+	SP_EXPORT CUresult hook params                       \
+	{                                                    \
+		EXP_RESOLVE(exp, params);                    \
+		if (__builtin_expect(!launch_watched(), 1))  \
+			return real args;                    \
+		struct launch_ctx lc = launch_begin(f);      \
+		CUresult r = real args;                      \
+		launch_end(lc);                              \
+		return r;                                    \
 	}
 #undef cuLaunchKernel
 #undef cuLaunchKernelEx

@@ -226,32 +226,27 @@ done
 run bypass 8,1,3,0 auto 48 VIA_CUDART="$FAKERT" BYPASS_AT=3
 parked bypass 0 9 10 11 21 22 23 33 34 35 45 46 47 &&
 	echo "ok   one marker call that bypasses the hooks: never parked, every step numbered"
-# a thread inside a hooked call nearly all the time (NCCL's watchdog polling cudaEventQuery, which
-# the real CUPTI wraps: finalised under it, it crashed): every detach waits until no thread is inside
-# one, the final detach and the parks between windows alike (the fake logs FINALIZE_UNDER_CALL)
-for wd in watchdog:5,1,3,1:1 watchpark:8,1,3,0:3; do
-	IFS=: read -r name sched nfin <<<"$wd"
-	run "$name" "$sched" auto 48 VIA_CUDART="$FAKERT" WATCHDOG=1
-	if grep -q FINALIZE_UNDER_CALL "$T/$name/log"; then
-		bad "$name: cuptiFinalize while a thread was inside a hooked call: $(grep -c FINALIZE_UNDER_CALL "$T/$name/log") times"
-	elif [ "$(grep -c '^finalize' "$T/$name/log")" -lt "$nfin" ]; then
-		bad "$name: $(grep -c '^finalize' "$T/$name/log") cuptiFinalize calls, expected $nfin or more: $(grep -v begins "$T/$name/stderr" | tail -3)"
+# a thread inside a call that the real CUPTI wraps nearly all the time, where a cuptiFinalize under
+# it crashed: a hooked call (NCCL's watchdog polling cudaEventQuery, H100) or a kernel launch through
+# stepprof's trampolines (PyTorch's autograd thread; H200: a SIGSEGV in CUPTI's dispatch of the
+# launch, or heap corruption). Every detach waits until no thread is inside one, the final detach
+# and the parks between windows alike (the fake logs FINALIZE_UNDER_CALL). NAME:SCHED:STEPS:DETACHES:WHAT
+for wd in watchdog:5,1,3,1:48:1:hooked watchpark:8,1,3,0:48:3:hooked launchfinal:5,1,3,1:96:1:launch \
+	launchpark:20,1,3,0:96:3:launch; do
+	IFS=: read -r name sched steps nfin what <<<"$wd"
+	if [ "$what" = hooked ]; then
+		run "$name" "$sched" auto "$steps" VIA_CUDART="$FAKERT" WATCHDOG=1
+		what="a hooked call"
 	else
-		echo "ok   $name: a thread polling a hooked call all along: CUPTI finalised only with no thread inside one ($nfin+ detaches)"
+		run "$name" "$sched" auto "$steps" VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=0 LAUNCHER=1 FAKE_LAUNCH_US=200
+		what="a kernel launch"
 	fi
-done
-# a thread inside a kernel launch nearly all the time (PyTorch's autograd thread; the launch loop on
-# H200 crashed in CUPTI's dispatch of a launch, or corrupted the heap, when cuptiFinalize ran under
-# it): every detach waits until no launch made through stepprof's trampolines is in flight
-for lp in launchfinal:5,1,3,1:1 launchpark:20,1,3,0:3; do
-	IFS=: read -r name sched nfin <<<"$lp"
-	run "$name" "$sched" auto 96 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=0 LAUNCHER=1 FAKE_LAUNCH_US=200
 	if grep -q FINALIZE_UNDER_CALL "$T/$name/log"; then
-		bad "$name: cuptiFinalize while a thread was inside a kernel launch: $(grep -c FINALIZE_UNDER_CALL "$T/$name/log") times"
+		bad "$name: cuptiFinalize while a thread was inside $what: $(grep -c FINALIZE_UNDER_CALL "$T/$name/log") times"
 	elif [ "$(grep -c '^finalize' "$T/$name/log")" -lt "$nfin" ]; then
 		bad "$name: $(grep -c '^finalize' "$T/$name/log") cuptiFinalize calls, expected $nfin or more: $(grep -v begins "$T/$name/stderr" | tail -3)"
 	else
-		echo "ok   $name: a thread launching kernels all along: CUPTI finalised only with no launch in flight ($nfin+ detaches)"
+		echo "ok   $name: a thread inside $what all along: CUPTI finalised only with none in flight ($nfin+ detaches)"
 	fi
 done
 
