@@ -6,13 +6,15 @@
 # CUPTI floor, 3 rounds; the learn workload learning from the hooks, 3 rounds; the automatic marker on
 # add, 3 rounds. Lane B (GPU 2, twin GPU 3, CPU 45): MLP and llm.c with api and once, 2 rounds; the
 # automatic marker on MLP, 2 rounds. Run from the repository root after `make dist` (llm.c built in
-# .thirdparty/llm.c, else lane B measures MLP alone). Writes under $OUT (default
-# /tmp/stepprof-lanes): each part's outside.md/outside.json and log; prints every table. About 450 s
-# on 4 x H200 (thirteenth session). Exit status: 0, or 1 if a part found a problem or failed.
+# .thirdparty/llm.c, else lane B measures MLP alone). Works in /tmp/stepprof-lanes (each part's
+# outside.md/outside.json, log and runs/ with every run's log); prints every table; with OUT set
+# (the device machine's result folder, which hands back only a few files) packs the work folder,
+# traces left out, into $OUT/lanes.tgz. About 450 s on 4 x H200 (thirteenth session). Exit status:
+# 0, or 1 if a part found a problem or failed.
 set -u
 cd "$(dirname "$0")/.." || exit 2
-R=${OUT:-/tmp/stepprof-lanes}
-mkdir -p "$R" || exit 2
+R=/tmp/stepprof-lanes
+rm -rf "$R" && mkdir -p "$R" || exit 2
 T0=$(date +%s)
 for v in $(compgen -e | grep '^STEPPROF_'); do unset "$v"; done
 [ -e dist/stepprof/bin/stepprof ] || { echo "outside_lanes: no dist/stepprof (run 'make dist' first)"; exit 2; }
@@ -50,4 +52,5 @@ for f in add learn autoA ml autoB; do
 	sed -n '/^Twin-paired/,/^Problems/p' "$R/$f/outside.md" 2>/dev/null | grep -E '^\||^Problems|^-' | cut -c1-300
 done
 echo "($(($(date +%s) - T0)) s)"
+[ -n "${OUT:-}" ] && tar czf "$OUT/lanes.tgz" -C "$R" --exclude='*.sptrace' --exclude='*.so' . 2>/dev/null
 ! grep -q " rc [1-9]" "$R/laneA.txt" "$R/laneB.txt"
