@@ -75,8 +75,8 @@ void sp_collector_launch_exit(int h);
  * windows). Read with one relaxed load beside sp_launch_want. */
 extern _Atomic int sp_launch_guard;
 /* A launch through a trampoline begins / ends (g: what the guard returned), while sp_launch_guard
- * is set: counted in flight, after waiting out a detach under way (its drains and cuptiFinalize,
- * at most 2 s, then it goes ahead). Returns 1 if counted. Never fails. */
+ * is set: counted in flight, after waiting out a detach under way (its drains and cuptiFinalize;
+ * after 10 s it goes ahead, warned once). Returns 1 if counted. Never fails. */
 int sp_collector_launch_guard(void);
 void sp_collector_launch_unguard(int g);
 /* The id of a kernel's mangled name, as CUPTI's symbolName is interned; 0 for NULL. May take a

@@ -26,32 +26,34 @@
 
 #define DRAIN_NS 1000000000ull     /* longest wait for callbacks in flight before giving up */
 #define DRAIN_HOOKED_NS 2000000ull /* ... for hooked CUDA calls in progress (a long sync calls it off) */
-#define DRAIN_LAUNCH_NS 50000000ull /* ... for kernel launches in progress (a full launch queue blocks one) */
-#define LAUNCH_WAIT_NS 2000000000ull /* longest a launch waits out a detach before it goes ahead */
-#define CORR_MARGIN 65536u         /* ids a racing thread may have taken beyond the last one seen */
+#define DRAIN_LAUNCH_NS 5000000ull /* ... for kernel launches in progress (one blocked on a full queue calls it off) */
+#define LAUNCH_WAIT_NS 10000000000ull /* longest a launch waits out a detach before it goes ahead */
+#define LAUNCH_BACKOFF_NS 100000000ull /* no detach this long after one a blocked launch called off */
+#define CORR_MARGIN 65536u /* ids a racing thread may have taken beyond the last one seen */
 
 struct sp_hold_state sp_hold;
 
 static struct {
 	struct sp_cupti_hooks hooks; /* of the first attach, reused by re-attaches */
-	bool dirty;                  /* an activity kind was on in this CUPTI instance */
-	_Atomic bool graphs;         /* the program created a CUDA graph */
-	_Atomic bool stopped;        /* no more cycles: one failed or may have missed a boundary */
-	_Atomic bool frozen;         /* the process exits: no detach at all any more */
-	unsigned cycles;             /* detach + re-attach done */
-	bool parked;                 /* detached until the next window, the hooks counting (markhook.h) */
-	int64_t park_step;           /* the step it parked in */
-	uint64_t park_ns;            /* when */
-	_Atomic bool registered;     /* timestamp and buffer callbacks registered in this instance */
-	_Atomic bool claim;          /* a thread is registering them, or did, in this instance */
-	_Atomic int reg_state;       /* 0 not yet, 1 registered, -1 failed (this instance) */
-	bool reg_tried;              /* the writer thread tried to register them (once an instance) */
-	const char *held;            /* the last reason said for not detaching between windows */
-	int64_t held_step;           /* the step it was first seen in */
-	bool said_closing;           /* sp_life_closing was said (once a run) */
-	bool said_graphs;            /* sp_life_graphs was said (once a run: it holds for the run) */
-	int64_t off_step;            /* the step a called-off detach was last said in */
-	pthread_mutex_t park_lock;   /* parked: the writer's tick and an application thread's attach */
+	bool dirty; /* an activity kind was on in this CUPTI instance */
+	_Atomic bool graphs; /* the program created a CUDA graph */
+	_Atomic bool stopped; /* no more cycles: one failed or may have missed a boundary */
+	_Atomic bool frozen; /* the process exits: no detach at all any more */
+	unsigned cycles; /* detach + re-attach done */
+	bool parked; /* detached until the next window, the hooks counting (markhook.h) */
+	int64_t park_step; /* the step it parked in */
+	uint64_t park_ns; /* when */
+	_Atomic bool registered; /* timestamp and buffer callbacks registered in this instance */
+	_Atomic bool claim; /* a thread is registering them, or did, in this instance */
+	_Atomic int reg_state; /* 0 not yet, 1 registered, -1 failed (this instance) */
+	bool reg_tried; /* the writer thread tried to register them (once an instance) */
+	const char *held; /* the last reason said for not detaching between windows */
+	int64_t held_step; /* the step it was first seen in */
+	bool said_closing; /* sp_life_closing was said (once a run) */
+	bool said_graphs; /* sp_life_graphs was said (once a run: it holds for the run) */
+	int64_t off_step; /* the step a called-off detach was last said in */
+	_Atomic uint64_t retry_ns; /* a detach called off for a blocked launch: none before this */
+	pthread_mutex_t park_lock; /* parked: the writer's tick and an application thread's attach */
 } L = { .held_step = INT64_MIN, .off_step = INT64_MIN, .park_lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* Sleeps about 50 us (the writer thread waits for callbacks to return). */
@@ -68,9 +70,9 @@ struct sp_inflight_slot sp_inflight_shared;
 static struct sp_inflight_slot slots[SP_INFLIGHT_SLOTS] __attribute__((aligned(64)));
 static struct {
 	pthread_once_t once;
-	bool asym;              /* membarrier PRIVATE_EXPEDITED registered: slots in use */
-	_Atomic int high;       /* slots ever handed out (the drain sums these) */
-	pthread_key_t key;      /* its destructor gives a thread's slot back */
+	bool asym; /* membarrier PRIVATE_EXPEDITED registered: slots in use */
+	_Atomic int high; /* slots ever handed out (the drain sums these) */
+	pthread_key_t key; /* its destructor gives a thread's slot back */
 	bool keyed;
 	_Atomic bool fence_failed; /* a membarrier call failed after registering (said once) */
 } IF = { .once = PTHREAD_ONCE_INIT };
@@ -161,25 +163,36 @@ static int drain_inflight(void)
 
 _Atomic int sp_launch_guard;
 static __thread bool self_detaching; /* this thread runs a detach: its own launches never wait */
+static _Atomic bool launch_gave_up; /* a launch stopped waiting for a detach (said once) */
 
 int sp_collector_launch_guard(void)
 {
 	if (!atomic_load_explicit(&sp_launch_guard, memory_order_relaxed) || self_detaching)
 		return 0;
+	/* inside a callback or CUPTI call of stepprof's (a program's forwarded callback launching, say):
+	 * a detach drains that first, so this launch must not wait for the detach; counted, it is
+	 * drained in turn */
+	struct sp_inflight_slot *own = sp_inflight_own;
+	bool inside = own && own != &sp_inflight_shared && atomic_load_explicit(&own->n, memory_order_relaxed) > 0;
 	for (;;) {
 		/* counted first, then the state (as the callbacks: a detach's fence and drain see this
-		 * launch, or it sees the detach); counted while not subscribed too (an attach under way) */
+		 * launch, or it sees the detach); counted while not subscribed too (the guard is set from
+		 * the start of an attach: its subscription may come before its state says so) */
 		sp_cupti_life_slot_add(true, 1);
 		int st = atomic_load(&sp_hold.state);
-		if (st == SP_HOLD_ATTACHED || st == SP_HOLD_NONE)
+		if ((st != SP_HOLD_QUIESCING && st != SP_HOLD_DETACHING) || inside)
 			return 1;
 		sp_cupti_life_slot_add(true, -1);
-		if (st != SP_HOLD_QUIESCING && st != SP_HOLD_DETACHING)
-			return 0; /* detached for good */
 		uint64_t t0 = sp_now_ns();
 		while ((st = atomic_load(&sp_hold.state)) == SP_HOLD_QUIESCING || st == SP_HOLD_DETACHING) {
-			if (sp_now_ns() - t0 > LAUNCH_WAIT_NS)
-				return 0; /* never holds the program longer: it goes ahead */
+			/* longer than a detach's drains and any cuptiFinalize seen (0.33 s); past it the
+			 * program goes on rather than hang behind a detach that never ends */
+			if (sp_now_ns() - t0 > LAUNCH_WAIT_NS) {
+				if (!atomic_exchange(&launch_gave_up, true))
+					sp_warn("a kernel launch waited %.0f s for a detach from CUPTI and went ahead",
+						LAUNCH_WAIT_NS / 1e9);
+				return 0;
+			}
 			sched_yield();
 		}
 	}
@@ -191,16 +204,21 @@ void sp_collector_launch_unguard(int g)
 		sp_cupti_life_slot_add(true, -1);
 }
 
+/* This thread's launches in flight: a detach made inside one of them (none is today) calls itself
+ * off rather than finalise under it. */
+static int own_launches(void)
+{
+	struct sp_inflight_slot *own = sp_inflight_own;
+	return own && own != &sp_inflight_shared ? atomic_load_explicit(&own->launch, memory_order_relaxed) : 0;
+}
+
 /* Launches in flight now, every thread's but this one's (a detach never waits for itself). */
 static int launches_now(void)
 {
 	int n = atomic_load(&sp_hold.launching);
 	for (int i = 0, h = atomic_load(&IF.high); i < h; i++)
 		n += atomic_load_explicit(&slots[i].launch, memory_order_acquire);
-	struct sp_inflight_slot *own = sp_inflight_own;
-	if (own && own != &sp_inflight_shared)
-		n -= atomic_load_explicit(&own->launch, memory_order_relaxed);
-	return n;
+	return n - own_launches();
 }
 
 /* Threads inside a hooked CUDA call (sp_hold.hooked). */
@@ -274,7 +292,7 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 	/* no thread inside a hooked CUDA call: CUPTI wraps it, and finalising CUPTI under it crashed
 	 * (H100, 2-rank DDP: the NCCL watchdog's cudaEventQuery, 2 of 15 jobs); new ones wait. A call
 	 * that outlasts 2 ms (a long synchronisation) calls the detach off: the next tick tries again.
-	 * Calls the preload does not hook (launches) are not covered: CUPTI's own teardown must hold */
+	 * Launches come next; driver calls that are neither (cuMemsetD*Async...) are not covered */
 	if (wait_none(hooked_now, DRAIN_HOOKED_NS) < 0) {
 		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
 		return 1;
@@ -285,7 +303,10 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 	 * windows: 10 of 478 runs of 200 steps, 3 programs a GPU. New launches wait; one blocked on a
 	 * full launch queue past DRAIN_LAUNCH_NS calls the detach off (the next tick tries again). The
 	 * fence after DETACHING (drain_inflight) orders the launch counts as it does the callbacks' */
-	if (wait_none(launches_now, DRAIN_LAUNCH_NS) < 0) {
+	if (own_launches() > 0 || wait_none(launches_now, DRAIN_LAUNCH_NS) < 0) {
+		/* a launch behind a long kernel may stay blocked for a while: no retry at every tick, each
+		 * holding the program's launches for DRAIN_LAUNCH_NS */
+		atomic_store(&L.retry_ns, sp_now_ns() + LAUNCH_BACKOFF_NS);
 		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
 		return 1;
 	}
@@ -303,8 +324,10 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 		atomic_store(&sp_hold.corr_last, 0);
 	}
 	atomic_fetch_add(&sp_hold.generation, 1);
+	/* launches pass straight through until the next attach: cleared before the state says the
+	 * detach is over, so that an attach that follows at once (on-demand) keeps its own guard */
+	atomic_store(&sp_launch_guard, 0);
 	atomic_store(&sp_hold.state, for_good ? SP_HOLD_GONE : SP_HOLD_NONE);
-	atomic_store(&sp_launch_guard, 0); /* launches pass straight through until the next attach */
 	return 0;
 }
 
@@ -502,7 +525,9 @@ static enum sp_life_act cycle(const struct sp_life_view *v, int64_t step, uint64
 			atomic_store(&L.stopped, true);
 		else if (L.off_step != step) { /* once a step: ticks come every 2 ms */
 			L.off_step = step;
-			sp_info("detach between windows called off in step %lld: a marker call was in progress",
+			sp_info("detach between windows called off in step %lld: a marker call, a hooked CUDA call or "
+				"a "
+				"kernel launch was in progress",
 				(long long)step);
 		}
 		if (atomic_exchange(&sp_hold.lost, false))
@@ -668,6 +693,8 @@ enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64
 		return act;
 	}
 	pthread_mutex_unlock(&L.park_lock);
+	if (now < atomic_load(&L.retry_ns))
+		return SP_LIFE_STAY; /* a blocked launch called the last detach off (detach_body) */
 	state = atomic_load(&sp_hold.state);
 	if (state != SP_HOLD_ATTACHED)
 		return SP_LIFE_STAY;

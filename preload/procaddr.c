@@ -216,16 +216,18 @@ static inline bool launch_watched(void)
 		atomic_load_explicit(&sp_launch_guard, memory_order_relaxed)) != 0;
 }
 
-/* A watched launch of f begins: counted in flight while subscribed (a detach waits for it), fed
- * to the collector if it wants launches. What launch_end takes. */
+/* A watched launch of f begins: fed to the collector if it wants launches, then counted in flight
+ * while subscribed (a detach waits for it), in that order because feeding it may attach to CUPTI
+ * (automatic detection locking while it learns from the hooks). What launch_end takes. */
 struct launch_ctx {
-	int guard, hook;
+	int hook, guard;
 };
 static inline struct launch_ctx launch_begin(CUfunction f)
 {
-	struct launch_ctx c = { sp_collector_launch_guard(), 0 };
+	struct launch_ctx c = { 0, 0 };
 	if (atomic_load_explicit(&sp_launch_want, memory_order_relaxed))
 		c.hook = sp_collector_launch_enter(sp_kname(f));
+	c.guard = sp_collector_launch_guard();
 	return c;
 }
 

@@ -230,16 +230,26 @@ parked bypass 0 9 10 11 21 22 23 33 34 35 45 46 47 &&
 # it crashed: a hooked call (NCCL's watchdog polling cudaEventQuery, H100) or a kernel launch through
 # stepprof's trampolines (PyTorch's autograd thread; H200: a SIGSEGV in CUPTI's dispatch of the
 # launch, or heap corruption). Every detach waits until no thread is inside one, the final detach
-# and the parks between windows alike (the fake logs FINALIZE_UNDER_CALL). NAME:SCHED:STEPS:DETACHES:WHAT
+# and the parks between windows alike, the park before the first window made on the application
+# thread too (the fake logs FINALIZE_UNDER_CALL). NAME:SCHED:STEPS:DETACHES:WHAT[:ENV]; launchdlsym
+# launches through the driver's exported symbol as dlsym finds it (stepprof's definition, as XLA);
+# launchslow's launches take 20 ms (blocked on a full queue): every detach is called off, none
+# finalises under one, and the run ends on time.
 for wd in watchdog:5,1,3,1:48:1:hooked watchpark:8,1,3,0:48:3:hooked launchfinal:5,1,3,1:96:1:launch \
-	launchpark:20,1,3,0:96:3:launch; do
-	IFS=: read -r name sched steps nfin what <<<"$wd"
+	launchpark:20,1,3,0:96:3:launch launchearly:30,1,3,1:48:2:launch launchdlsym:20,1,3,0:96:3:launch:LAUNCH_DLSYM=1 \
+	launchslow:20,1,3,0:96:0:launch:FAKE_LAUNCH_US=20000; do
+	IFS=: read -r name sched steps nfin what extra <<<"$wd"
 	if [ "$what" = hooked ]; then
 		run "$name" "$sched" auto "$steps" VIA_CUDART="$FAKERT" WATCHDOG=1
 		what="a hooked call"
 	else
-		run "$name" "$sched" auto "$steps" VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=0 LAUNCHER=1 FAKE_LAUNCH_US=200
+		run "$name" "$sched" auto "$steps" VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=0 LAUNCHER=1 \
+			FAKE_LAUNCH_US=200 ${extra:+"$extra"}
 		what="a kernel launch"
+	fi
+	if [ "$name" = launchearly ] && ! grep -Eq "detached from CUPTI in step ([0-9]|1[0-9]) until the next window" "$T/$name/stderr"; then
+		bad "$name: no park before the first window: $(grep -E 'detached|re-attached' "$T/$name/stderr" | head -3)"
+		continue
 	fi
 	if grep -q FINALIZE_UNDER_CALL "$T/$name/log"; then
 		bad "$name: cuptiFinalize while a thread was inside $what: $(grep -c FINALIZE_UNDER_CALL "$T/$name/log") times"
