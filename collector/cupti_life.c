@@ -26,34 +26,34 @@
 
 #define DRAIN_NS 1000000000ull     /* longest wait for callbacks in flight before giving up */
 #define DRAIN_HOOKED_NS 2000000ull /* ... for hooked CUDA calls in progress (a long sync calls it off) */
-#define DRAIN_LAUNCH_NS 5000000ull /* ... for kernel launches in progress (one blocked on a full queue calls it off) */
-#define LAUNCH_WAIT_NS 10000000000ull /* longest a launch waits out a detach before it goes ahead */
+#define DRAIN_LAUNCH_NS 5000000ull /* ... for kernel launches (one blocked on a full queue calls it off) */
+#define LAUNCH_WAIT_NS 10000000000ull  /* longest a launch waits out a detach before it goes ahead */
 #define LAUNCH_BACKOFF_NS 100000000ull /* no detach this long after one a blocked launch called off */
-#define CORR_MARGIN 65536u /* ids a racing thread may have taken beyond the last one seen */
+#define CORR_MARGIN 65536u         /* ids a racing thread may have taken beyond the last one seen */
 
 struct sp_hold_state sp_hold;
 
 static struct {
 	struct sp_cupti_hooks hooks; /* of the first attach, reused by re-attaches */
-	bool dirty; /* an activity kind was on in this CUPTI instance */
-	_Atomic bool graphs; /* the program created a CUDA graph */
-	_Atomic bool stopped; /* no more cycles: one failed or may have missed a boundary */
-	_Atomic bool frozen; /* the process exits: no detach at all any more */
-	unsigned cycles; /* detach + re-attach done */
-	bool parked; /* detached until the next window, the hooks counting (markhook.h) */
-	int64_t park_step; /* the step it parked in */
-	uint64_t park_ns; /* when */
-	_Atomic bool registered; /* timestamp and buffer callbacks registered in this instance */
-	_Atomic bool claim; /* a thread is registering them, or did, in this instance */
-	_Atomic int reg_state; /* 0 not yet, 1 registered, -1 failed (this instance) */
-	bool reg_tried; /* the writer thread tried to register them (once an instance) */
-	const char *held; /* the last reason said for not detaching between windows */
-	int64_t held_step; /* the step it was first seen in */
-	bool said_closing; /* sp_life_closing was said (once a run) */
-	bool said_graphs; /* sp_life_graphs was said (once a run: it holds for the run) */
-	int64_t off_step; /* the step a called-off detach was last said in */
-	_Atomic uint64_t retry_ns; /* a detach called off for a blocked launch: none before this */
-	pthread_mutex_t park_lock; /* parked: the writer's tick and an application thread's attach */
+	bool dirty;                  /* an activity kind was on in this CUPTI instance */
+	_Atomic bool graphs;         /* the program created a CUDA graph */
+	_Atomic bool stopped;        /* no more cycles: one failed or may have missed a boundary */
+	_Atomic bool frozen;         /* the process exits: no detach at all any more */
+	unsigned cycles;             /* detach + re-attach done */
+	bool parked;                 /* detached until the next window, the hooks counting (markhook.h) */
+	int64_t park_step;           /* the step it parked in */
+	uint64_t park_ns;            /* when */
+	_Atomic bool registered;     /* timestamp and buffer callbacks registered in this instance */
+	_Atomic bool claim;          /* a thread is registering them, or did, in this instance */
+	_Atomic int reg_state;       /* 0 not yet, 1 registered, -1 failed (this instance) */
+	bool reg_tried;              /* the writer thread tried to register them (once an instance) */
+	const char *held;            /* the last reason said for not detaching between windows */
+	int64_t held_step;           /* the step it was first seen in */
+	bool said_closing;           /* sp_life_closing was said (once a run) */
+	bool said_graphs;            /* sp_life_graphs was said (once a run: it holds for the run) */
+	int64_t off_step;            /* the step a called-off detach was last said in */
+	_Atomic uint64_t retry_ns;   /* a detach called off for a blocked launch: none before this */
+	pthread_mutex_t park_lock;   /* parked: the writer's tick and an application thread's attach */
 } L = { .held_step = INT64_MIN, .off_step = INT64_MIN, .park_lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* Sleeps about 50 us (the writer thread waits for callbacks to return). */
@@ -70,9 +70,9 @@ struct sp_inflight_slot sp_inflight_shared;
 static struct sp_inflight_slot slots[SP_INFLIGHT_SLOTS] __attribute__((aligned(64)));
 static struct {
 	pthread_once_t once;
-	bool asym; /* membarrier PRIVATE_EXPEDITED registered: slots in use */
-	_Atomic int high; /* slots ever handed out (the drain sums these) */
-	pthread_key_t key; /* its destructor gives a thread's slot back */
+	bool asym;              /* membarrier PRIVATE_EXPEDITED registered: slots in use */
+	_Atomic int high;       /* slots ever handed out (the drain sums these) */
+	pthread_key_t key;      /* its destructor gives a thread's slot back */
 	bool keyed;
 	_Atomic bool fence_failed; /* a membarrier call failed after registering (said once) */
 } IF = { .once = PTHREAD_ONCE_INIT };
@@ -169,18 +169,19 @@ int sp_collector_launch_guard(void)
 {
 	if (!atomic_load_explicit(&sp_launch_guard, memory_order_relaxed) || self_detaching)
 		return 0;
-	/* inside a callback or CUPTI call of stepprof's (a program's forwarded callback launching, say):
-	 * a detach drains that first, so this launch must not wait for the detach; counted, it is
-	 * drained in turn */
-	struct sp_inflight_slot *own = sp_inflight_own;
-	bool inside = own && own != &sp_inflight_shared && atomic_load_explicit(&own->n, memory_order_relaxed) > 0;
 	for (;;) {
 		/* counted first, then the state (as the callbacks: a detach's fence and drain see this
 		 * launch, or it sees the detach); counted while not subscribed too (the guard is set from
 		 * the start of an attach: its subscription may come before its state says so) */
 		sp_cupti_life_slot_add(true, 1);
 		int st = atomic_load(&sp_hold.state);
-		if ((st != SP_HOLD_QUIESCING && st != SP_HOLD_DETACHING) || inside)
+		if (st != SP_HOLD_QUIESCING && st != SP_HOLD_DETACHING)
+			return 1;
+		/* inside a callback or CUPTI call of stepprof's (a program's forwarded callback launching,
+		 * say): a detach drains that first, so this launch must not wait for it; counted, it is
+		 * drained in turn */
+		struct sp_inflight_slot *own = sp_inflight_own;
+		if (own && own != &sp_inflight_shared && atomic_load_explicit(&own->n, memory_order_relaxed) > 0)
 			return 1;
 		sp_cupti_life_slot_add(true, -1);
 		uint64_t t0 = sp_now_ns();
