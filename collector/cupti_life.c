@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <time.h>
 #include "clock.h"
+#include "collector.h"
 #include "cupti_api.h"
 #include "cupti_life.h"
 #include "hooklearn.h"
@@ -165,38 +166,46 @@ _Atomic int sp_launch_guard;
 static __thread bool self_detaching; /* this thread runs a detach: its own launches never wait */
 static _Atomic bool launch_gave_up; /* a launch stopped waiting for a detach (said once) */
 
+/* The launch guard's slow path: a detach is under way (this launch uncounted). Counts it at once if
+ * this thread is inside a callback or CUPTI call of stepprof's (a program's forwarded callback
+ * launching, say: a detach drains that first, so this launch must not wait for it; counted, it is
+ * drained in turn); else waits for the detach's verdict and returns what the guard returns. */
+static __attribute__((noinline)) int launch_wait(void)
+{
+	struct sp_inflight_slot *own = sp_inflight_own;
+	if (own && own != &sp_inflight_shared && atomic_load_explicit(&own->n, memory_order_relaxed) > 0) {
+		sp_cupti_life_slot_add(true, 1);
+		return 1;
+	}
+	uint64_t t0 = sp_now_ns();
+	int st;
+	while ((st = atomic_load(&sp_hold.state)) == SP_HOLD_QUIESCING || st == SP_HOLD_DETACHING) {
+		/* longer than a detach's drains and any cuptiFinalize seen (0.33 s); past it the program
+		 * goes on rather than hang behind a detach that never ends */
+		if (sp_now_ns() - t0 > LAUNCH_WAIT_NS) {
+			if (!atomic_exchange(&launch_gave_up, true))
+				sp_warn("a kernel launch waited %.0f s for a detach from CUPTI and went ahead",
+					LAUNCH_WAIT_NS / 1e9);
+			return 0;
+		}
+		sched_yield();
+	}
+	return sp_collector_launch_guard();
+}
+
 int sp_collector_launch_guard(void)
 {
 	if (!atomic_load_explicit(&sp_launch_guard, memory_order_relaxed) || self_detaching)
 		return 0;
-	for (;;) {
-		/* counted first, then the state (as the callbacks: a detach's fence and drain see this
-		 * launch, or it sees the detach); counted while not subscribed too (the guard is set from
-		 * the start of an attach: its subscription may come before its state says so) */
-		sp_cupti_life_slot_add(true, 1);
-		int st = atomic_load(&sp_hold.state);
-		if (st != SP_HOLD_QUIESCING && st != SP_HOLD_DETACHING)
-			return 1;
-		/* inside a callback or CUPTI call of stepprof's (a program's forwarded callback launching,
-		 * say): a detach drains that first, so this launch must not wait for it; counted, it is
-		 * drained in turn */
-		struct sp_inflight_slot *own = sp_inflight_own;
-		if (own && own != &sp_inflight_shared && atomic_load_explicit(&own->n, memory_order_relaxed) > 0)
-			return 1;
-		sp_cupti_life_slot_add(true, -1);
-		uint64_t t0 = sp_now_ns();
-		while ((st = atomic_load(&sp_hold.state)) == SP_HOLD_QUIESCING || st == SP_HOLD_DETACHING) {
-			/* longer than a detach's drains and any cuptiFinalize seen (0.33 s); past it the
-			 * program goes on rather than hang behind a detach that never ends */
-			if (sp_now_ns() - t0 > LAUNCH_WAIT_NS) {
-				if (!atomic_exchange(&launch_gave_up, true))
-					sp_warn("a kernel launch waited %.0f s for a detach from CUPTI and went ahead",
-						LAUNCH_WAIT_NS / 1e9);
-				return 0;
-			}
-			sched_yield();
-		}
-	}
+	/* counted first, then the state (as the callbacks: a detach's fence and drain see this launch,
+	 * or it sees the detach); counted while not subscribed too (the guard is set from the start of
+	 * an attach: its subscription may come before its state says so) */
+	sp_cupti_life_slot_add(true, 1);
+	int st = atomic_load(&sp_hold.state);
+	if (__builtin_expect(st != SP_HOLD_QUIESCING && st != SP_HOLD_DETACHING, 1))
+		return 1;
+	sp_cupti_life_slot_add(true, -1);
+	return launch_wait();
 }
 
 void sp_collector_launch_unguard(int g)

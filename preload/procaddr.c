@@ -233,8 +233,10 @@ static inline struct launch_ctx launch_begin(CUfunction f)
 
 static inline void launch_end(struct launch_ctx c)
 {
-	sp_collector_launch_exit(c.hook);
-	sp_collector_launch_unguard(c.guard);
+	if (c.hook)
+		sp_collector_launch_exit(c.hook);
+	if (c.guard)
+		sp_collector_launch_unguard(c.guard);
 }
 
 /* The launch trampolines: two relaxed loads and a tail call to the driver while no launch is
