@@ -51,7 +51,7 @@ static int nvtx_is_range(CUpti_CallbackId cbid)
 static void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *nd)
 {
 	const char *msg = nvtx_message(cbid, nd);
-	uint64_t t = sp_now_ns();
+	uint64_t t = sp_thr_ns(1);
 	if (sp_tokrec_on) {
 		uint8_t f = nvtx_is_range(cbid) ? SP_TOKF_RANGE : 0;
 		if (nvtx_is_end(cbid)) {
@@ -289,7 +289,7 @@ static void callback_body(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const
 		return; /* the driver launch inside a runtime launch: that one is counted and recorded */
 	/* a marker call's times are step boundaries: the precise clock; any other call's, the counter
 	 * clock (clock.h: tens of ns from it, a third of the cost; two reads a launch in a window) */
-	uint64_t t = sp_thr.marking ? sp_now_ns() : sp_fast_ns();
+	uint64_t t = sp_thr_ns(sp_thr.marking);
 	if (cd->callbackSite == CUPTI_API_ENTER)
 		on_api_enter(dom, cbid, cd, launch, t);
 	else

@@ -66,6 +66,21 @@ static inline uint64_t sp_fast_ns(void)
 #endif
 }
 
+/* sp_now_ns if precise, else sp_fast_ns, made later than *last (a thread's latest such time),
+ * which it becomes. The two clocks differ by up to a microsecond either way: a launch made a few
+ * hundred ns before a marker call on the same thread was stamped after the step boundary, and the
+ * offline tools put its kernel in the next step (tests/e2e/phases.sh, 1 run in 50 on a loaded
+ * host). So a thread's calls keep the order it made them in; a boundary moves by at most that
+ * difference. This function can't fail. */
+static inline uint64_t sp_ordered_ns(uint64_t *last, int precise)
+{
+	uint64_t t = precise ? sp_now_ns() : sp_fast_ns();
+	if (t <= *last)
+		t = *last + 1;
+	*last = t;
+	return t;
+}
+
 /* Refreshes sp_fast_ns's anchor (the writer thread, every pass; before the writer runs, the step
  * detector's feeding thread every SP_FAST_ANCHOR_NS; a call while another thread anchors does
  * nothing). The first call

@@ -101,7 +101,7 @@ int sp_collector_nccl_active(void)
 
 uint64_t sp_collector_nccl_begin(const struct sp_nccl_call *c)
 {
-	uint64_t t = sp_now_ns();
+	uint64_t t = sp_thr_ns(1);
 	sp_thr.in_nccl = 1;
 	sp_thr.nccl_corr = 0;
 	if (c->op == SP_NCCL_GROUP_END && sp_thr.nccl_group > 0)

@@ -225,7 +225,7 @@ int sp_collector_launch_enter(uint32_t name)
 	if (!sp_col.done && (sp_stepdet_wants(sp_col.mk[0].det) & SP_WANT_LAUNCH)) {
 		launch_fed = 1;
 		/* the counter clock, as CUPTI's launch callbacks stamp theirs (clock.h; the tokens anchor it) */
-		sp_win_detect(0, SP_TOK_KERNEL, SP_TOKF_DRIVER, name, sp_fast_ns(), 0, 0, 1);
+		sp_win_detect(0, SP_TOK_KERNEL, SP_TOKF_DRIVER, name, sp_thr_ns(0), 0, 0, 1);
 		sp_hooklearn_check();
 	}
 	return 1;
@@ -237,6 +237,6 @@ void sp_collector_launch_exit(int h)
 		return;
 	/* a step that begins after this launch: no CUPTI exit callback is there to begin it */
 	if (launch_fed && sp_thr.after_pending)
-		sp_win_after_exit(sp_now_ns());
+		sp_win_after_exit(sp_thr_ns(1));
 	launch_fed = 0;
 }

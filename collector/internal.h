@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include "config/config.h"
 #include "config/run.h"
+#include "clock.h"
 #include "cupti_api.h"
 #include "stepdet.h"
 #include "trace/event.h"
@@ -168,10 +169,18 @@ struct sp_col_thread {
 	int hook_pending; /* a marker call CUPTI saw outside the hooks: nested driver calls (markhook.c) */
 	unsigned mem_seen; /* allocation calls CUPTI's driver callbacks accounted on this thread (allocs.c) */
 	int mem_hooked; /* an allocation hook accounted inside the runtime call in progress (allocs.c) */
+	uint64_t last_t; /* the latest time sp_thr_ns gave this thread */
 	const void *np[SP_NAME_CACHE]; /* name pointer cache */
 	uint32_t nid[SP_NAME_CACHE];
 };
 extern __thread struct sp_col_thread sp_thr;
+
+/* This thread's time for a CUDA call, NCCL call or step boundary (sp_ordered_ns on this thread's
+ * latest: a marker's precise, any other call's from the counter clock). This function can't fail. */
+static inline uint64_t sp_thr_ns(int precise)
+{
+	return sp_ordered_ns(&sp_thr.last_t, precise);
+}
 
 /* collector.c: shared helpers. None can fail. */
 uint32_t sp_coll_tid(void); /* this thread's kernel id, cached */

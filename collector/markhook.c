@@ -400,7 +400,7 @@ static int learn_enter(int fn)
 	    !(wants & (H.tok[fn] == SP_TOK_GRAPH ? SP_WANT_GRAPH : SP_WANT_API)))
 		return SP_HOOK_N + fn;
 	learn_fed = 1;
-	sp_win_detect(0, H.tok[fn], H.flags[fn], H.name[fn], sp_now_ns(), 0, 0, H.drv[fn]);
+	sp_win_detect(0, H.tok[fn], H.flags[fn], H.name[fn], sp_thr_ns(1), 0, 0, H.drv[fn]);
 	sp_hooklearn_check();
 	return SP_HOOK_N + fn;
 }
@@ -467,7 +467,7 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 		wait_attached(); /* CUPTI counts this one if the re-attach came in time */
 	if (atomic_load(&H.counting)) {
 		sp_thr.hook_counted = 1;
-		sp_win_detect(0, SP_TOK_API, H.flags[fn], H.name[fn], sp_now_ns(), 0, 0, H.drv[fn]);
+		sp_win_detect(0, SP_TOK_API, H.flags[fn], H.name[fn], sp_thr_ns(1), 0, 0, H.drv[fn]);
 		kick_if_near();
 	}
 	return fn;
@@ -494,7 +494,7 @@ void sp_collector_hook_exit(int h)
 	atomic_fetch_sub(&sp_hold.hooked, 1);
 	if (h >= SP_HOOK_N) { /* learn_enter's */
 		if (--learn_depth == 0 && learn_fed && sp_thr.after_pending)
-			sp_win_after_exit(sp_now_ns()); /* no CUPTI exit callback is there to begin the step */
+			sp_win_after_exit(sp_thr_ns(1)); /* no CUPTI exit callback is there to begin the step */
 		if (learn_depth == 0)
 			learn_fed = 0;
 		return;
@@ -504,7 +504,7 @@ void sp_collector_hook_exit(int h)
 	/* an automatic step that begins after the anchor call: CUPTI's exit callback is not there to
 	 * begin it (windows.c's det_apply), the hook's exit is */
 	if (sp_thr.hook_counted && sp_thr.after_pending) {
-		sp_win_after_exit(sp_now_ns());
+		sp_win_after_exit(sp_thr_ns(1));
 		kick_if_near();
 	}
 	sp_thr.hook_counted = 0;

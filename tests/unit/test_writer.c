@@ -388,6 +388,39 @@ static void test_fast_clock_follows_trace_clock(void **state)
 	assert_true(worst < 5000);
 }
 
+/* A thread's calls keep their order whatever the two clocks say: with the counter clock 50 ms
+ * ahead of the trace clock (its anchor set by hand), a precise time taken after a counter time
+ * still comes later, as a marker call's boundary must after the launches made before it. */
+static void test_ordered_clock(void **state)
+{
+	(void)state;
+#if defined(__x86_64__)
+	struct sp_tsc_anchor saved;
+	saved.seq = atomic_load(&sp_tsc.seq);
+	saved.tsc0 = atomic_load(&sp_tsc.tsc0);
+	saved.ns0 = atomic_load(&sp_tsc.ns0);
+	saved.mult = atomic_load(&sp_tsc.mult);
+	atomic_store(&sp_tsc.tsc0, __rdtsc());
+	atomic_store(&sp_tsc.ns0, sp_now_ns() + 50000000);
+	atomic_store(&sp_tsc.mult, 0); /* the counter clock stands 50 ms ahead */
+	atomic_store(&sp_tsc.seq, 2);
+	assert_true(sp_now_ns() < sp_fast_ns()); /* unordered, a marker would come before its launches */
+#endif
+	uint64_t last = 0, prev = 0;
+	for (int i = 0; i < 1000; i++) {
+		uint64_t t = sp_ordered_ns(&last, i % 3 == 2); /* two launches, then a marker */
+		assert_true(t > prev);
+		assert_int_equal(t, last);
+		prev = t;
+	}
+#if defined(__x86_64__)
+	atomic_store(&sp_tsc.tsc0, saved.tsc0);
+	atomic_store(&sp_tsc.ns0, saved.ns0);
+	atomic_store(&sp_tsc.mult, saved.mult);
+	atomic_store(&sp_tsc.seq, saved.seq);
+#endif
+}
+
 static void test_start_failure_warns(void **state)
 {
 	assert_int_equal(sp_writer_start("/nonexistent-dir/x.sptrace", &meta, 0), -1);
@@ -569,6 +602,7 @@ int main(void)
 		cmocka_unit_test(test_capped_window),
 		cmocka_unit_test(test_tick_emits),
 		cmocka_unit_test(test_fast_clock_follows_trace_clock),
+		cmocka_unit_test(test_ordered_clock),
 		cmocka_unit_test(test_ring_drops_written_at_stop),
 		cmocka_unit_test(test_start_failure_warns),
 		cmocka_unit_test(test_existing_names_kept),
