@@ -395,8 +395,11 @@ void sp_act_writer_tick(void *ctx)
 			sp_writer_emit(&ev);
 			sp_info("window %u (steps %lld-%lld) closed after %.1f ms", w->id, (long long)w->first_step,
 				(long long)w->last_step, age / 1e6);
-			if (sp_col.collecting && sp_col.cfg.detach_between != SP_DETACH_NEVER)
-				sp_cupti_life_overlap(); /* the next window began before this one was written */
+			/* the next window began before this one was written (it may have ended already: a
+			 * tick between windows need not come while the next one is close, so say it here) */
+			if ((sp_col.collecting || sp_col.next_window_id > w->id + 1) &&
+			    sp_col.cfg.detach_between != SP_DETACH_NEVER)
+				sp_cupti_life_overlap();
 			A.closed[A.nclosed++ % SP_MAX_CLOSED].lo = w->corr_lo;
 			A.closed[(A.nclosed - 1) % SP_MAX_CLOSED].hi = w->corr_hi;
 			w->used = 0;
