@@ -258,6 +258,12 @@ static void on_api_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const C
 	}
 	if (!w || (d && sp_thr.in_rt) || (d ? !sp_col.cfg.driver_api : !sp_col.cfg.runtime_api))
 		return; /* warmup, nested in a runtime call, or not wanted */
+	/* a call is the window's if its correlation id is, as its GPU records are (activity.c): another
+	 * thread's launch that entered before the window began and returns inside it is not counted, or
+	 * the window would wait for a kernel record that goes elsewhere (100 ms, then "missing") */
+	uint32_t lo = __atomic_load_n(&w->corr_lo, __ATOMIC_RELAXED);
+	if (lo == SP_CORR_PENDING || cd->correlationId < lo)
+		return;
 	/* a launch that failed made no kernel: it is not waited for (nor said missing) */
 	record_api(dom, cbid, cd, w, launch && (ok || !cd->functionReturnValue), stack, t);
 }

@@ -56,9 +56,9 @@ static void *watchdog(void *arg)
 	return NULL;
 }
 
-/* LAUNCHER=1 (with VIA_DRIVER and LAUNCHES): a thread that launches kernels through the driver's
- * cuLaunchKernel as cuGetProcAddress handed it out (stepprof's trampoline) all along, as PyTorch's
- * autograd thread does while the main thread makes the marker calls */
+/* LAUNCHER=N (with VIA_DRIVER and LAUNCHES): N threads (1 to 8) that launch kernels through the
+ * driver's cuLaunchKernel as cuGetProcAddress handed it out (stepprof's trampoline) all along, as
+ * PyTorch's autograd thread does while the main thread makes the marker calls */
 typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
 			      CUstream, void **, void **);
 static launch_fn launcher_lk;
@@ -231,9 +231,12 @@ int main(int argc, char **argv)
 		pthread_create(&th[i], NULL, noise, NULL);
 	pthread_t wd;
 	int wd_on = getenv("WATCHDOG") && !pthread_create(&wd, NULL, watchdog, NULL);
-	pthread_t lt;
+	pthread_t lt[8];
 	launcher_lk = lk;
-	int lt_on = getenv("LAUNCHER") && lk && !pthread_create(&lt, NULL, launcher, NULL);
+	int nlt = getenv("LAUNCHER") && lk ? atoi(getenv("LAUNCHER")) : 0, lt_on = 0;
+	nlt = nlt < 0 ? 0 : nlt > 8 ? 8 : nlt;
+	while (lt_on < nlt && !pthread_create(&lt[lt_on], NULL, launcher, NULL))
+		lt_on++;
 	for (int i = 0; i < steps; i++) {
 		if (fire && i == 2 && getenv("GRAPH"))
 			fire(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPH_CREATED, 0, 0);
@@ -319,8 +322,8 @@ int main(int argc, char **argv)
 	atomic_store(&stop, 1);
 	if (wd_on)
 		pthread_join(wd, NULL);
-	if (lt_on)
-		pthread_join(lt, NULL);
+	for (int i = 0; i < lt_on; i++)
+		pthread_join(lt[i], NULL);
 	for (int i = 0; i < nth; i++)
 		pthread_join(th[i], NULL);
 	if (cudart_seen)

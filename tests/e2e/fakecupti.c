@@ -16,7 +16,10 @@
  * A cuptiFinalize while a stand-in runtime call is in progress (fake_cupti_wrapped) is logged as
  * "FINALIZE_UNDER_CALL N"; so is one during a kernel launch made while subscribed (real CUPTI
  * dispatches it: finalised under it, it crashed or corrupted the heap), which FAKE_LAUNCH_US makes
- * last that long. Built by the Makefile; used by tests/e2e/cupti_life.sh and share.sh. */
+ * last that long. FAKE_CUPTI_ONE_CORR=1: correlation ids come from one counter for the process, as
+ * CUPTI's do (the test programs number each thread's or library's calls apart): a call's entry
+ * takes the next one, its exit and what it launches meanwhile on its thread keep it.
+ * Built by the Makefile; used by tests/e2e/cupti_life.sh and share.sh. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdarg.h>
@@ -318,6 +321,38 @@ static void settle(unsigned corr)
 		deliver();
 }
 
+static atomic_uint one_corr = 1;    /* FAKE_CUPTI_ONE_CORR's counter */
+static __thread unsigned remap[4096]; /* ... the id given to the caller's id in a call open on this thread */
+static __thread unsigned char remap_open[4096];
+
+/* The correlation id CUPTI would give the caller's corr: itself, or with FAKE_CUPTI_ONE_CORR the
+ * next id of the process's counter at an entry (site 0; site -1: an entry and its exit at once),
+ * the entry's at the exit and inside the call. */
+static unsigned corr_of(unsigned corr, int site)
+{
+	static int one = -1;
+	if (one < 0)
+		one = getenv("FAKE_CUPTI_ONE_CORR") != NULL;
+	if (!one)
+		return corr;
+	unsigned k = corr % 4096;
+	if (remap_open[k] && site != 0) {
+		unsigned c = remap[k];
+		remap_open[k] -= site == 1;
+		return c;
+	}
+	if (site == 0 && remap_open[k]) { /* a nested call with the caller's id: the open one's */
+		remap_open[k]++;
+		return remap[k];
+	}
+	unsigned c = atomic_fetch_add(&one_corr, 1);
+	if (site == 0) {
+		remap[k] = c;
+		remap_open[k] = 1;
+	}
+	return c;
+}
+
 /* The test program's side: one kernel of the launch with correlation id corr, recorded if
  * CONCURRENT_KERNEL is enabled (runs 1 us). Returns 1 if recorded. */
 __attribute__((visibility("default"))) int fake_cupti_kernel(unsigned corr)
@@ -327,6 +362,7 @@ __attribute__((visibility("default"))) int fake_cupti_kernel(unsigned corr)
 	const char *lose = getenv("FAKE_CUPTI_LOSE_CORR");
 	if (lose && strtoul(lose, NULL, 10) == corr)
 		return 0;
+	corr = corr_of(corr, 2);
 	pthread_mutex_lock(&F.lock);
 	if (F.kind[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) {
 		CUpti_ActivityKernel10 *k = &F.pend[F.npend++];
@@ -383,6 +419,8 @@ __attribute__((visibility("default"))) int fake_cupti_launch(const char *sym, un
 {
 	static __thread uint64_t slot;
 	int ret = 0, seen = 0;
+	unsigned caller = corr;
+	corr = corr_of(caller, 0);
 	CUpti_CallbackFunc cb = F.cb;
 	int wrapped = cb != NULL; /* subscribed: CUPTI dispatches this launch */
 	if (wrapped) {
@@ -403,7 +441,7 @@ __attribute__((visibility("default"))) int fake_cupti_launch(const char *sym, un
 		cb(F.ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cd);
 		seen = 1;
 	}
-	fake_cupti_kernel(corr);
+	fake_cupti_kernel(caller); /* the open call's id */
 	cb = F.cb;
 	if (cb && F.on[CUPTI_CB_DOMAIN_DRIVER_API][CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel] && seen) {
 		cd.callbackSite = CUPTI_API_EXIT;
@@ -411,6 +449,7 @@ __attribute__((visibility("default"))) int fake_cupti_launch(const char *sym, un
 	}
 	if (wrapped)
 		fake_cupti_wrapped(-1);
+	corr_of(caller, 1);
 	return seen;
 }
 
@@ -437,6 +476,8 @@ __attribute__((visibility("default"))) int fake_cupti_fire_params(int domain, un
 	static __thread uint64_t slot[4096]; /* CUPTI keeps a call's correlationData from entry to exit */
 	int ret = 0;
 	CUpti_CallbackFunc cb = F.cb;
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API)
+		corr = corr_of(corr, site ? 1 : 0); /* whether or not the callback is on, as CUPTI's ids */
 	if (!cb || (unsigned)domain >= 5 || cbid >= NCB || !F.on[domain][cbid])
 		return 0;
 	if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
