@@ -28,7 +28,6 @@
 #define DRAIN_NS 1000000000ull     /* longest wait for callbacks in flight before giving up */
 #define DRAIN_HOOKED_NS 2000000ull /* ... for hooked CUDA calls in progress (a long sync calls it off) */
 #define DRAIN_LAUNCH_NS 5000000ull /* ... for kernel launches (one blocked on a full queue calls it off) */
-#define LAUNCH_WAIT_NS 10000000000ull  /* longest a launch waits out a detach before it goes ahead */
 #define LAUNCH_BACKOFF_NS 100000000ull /* no detach this long after one a blocked launch called off */
 #define CORR_MARGIN 65536u         /* ids a racing thread may have taken beyond the last one seen */
 
@@ -50,6 +49,7 @@ static struct {
 	bool reg_tried;              /* the writer thread tried to register them (once an instance) */
 	const char *held;            /* the last reason said for not detaching between windows */
 	int64_t held_step;           /* the step it was first seen in */
+	bool keep_guard;             /* a cycle: launches stay counted from its detach to its attach */
 	bool said_closing;           /* sp_life_closing was said (once a run) */
 	bool said_graphs;            /* sp_life_graphs was said (once a run: it holds for the run) */
 	int64_t off_step;            /* the step a called-off detach was last said in */
@@ -164,7 +164,28 @@ static int drain_inflight(void)
 
 _Atomic int sp_launch_guard;
 static __thread bool self_detaching; /* this thread runs a detach: its own launches never wait */
-static _Atomic bool launch_gave_up; /* a launch stopped waiting for a detach (said once) */
+
+int sp_cupti_life_wait_detach(void)
+{
+	static _Atomic bool said;
+	unsigned a = atomic_load(&sp_hold.attempt);
+	if (atomic_load(&sp_hold.gave_up) == a + 1)
+		return 0; /* a call already gave up on this detach: it is wedged, nobody waits for it */
+	uint64_t t0 = sp_now_ns();
+	int st;
+	while ((st = atomic_load(&sp_hold.state)) == SP_HOLD_QUIESCING || st == SP_HOLD_DETACHING) {
+		if (sp_now_ns() - t0 > SP_WAIT_DETACH_NS) { /* the program goes on rather than hang */
+			atomic_store(&sp_hold.gave_up, a + 1);
+			if (!atomic_exchange(&said, true))
+				sp_warn("a CUDA call waited %.0f s for a detach from CUPTI and went ahead",
+					SP_WAIT_DETACH_NS / 1e9);
+			return 0;
+		}
+		struct timespec ts = { 0, 20000 }; /* leaves the CPU to the detaching thread */
+		nanosleep(&ts, NULL);
+	}
+	return 1;
+}
 
 /* The launch guard's slow path: a detach is under way (this launch uncounted). Counts it at once if
  * this thread is inside a callback or CUPTI call of stepprof's (a program's forwarded callback
@@ -177,25 +198,14 @@ static __attribute__((noinline)) int launch_wait(void)
 		sp_cupti_life_slot_add(true, 1);
 		return 1;
 	}
-	uint64_t t0 = sp_now_ns();
-	int st;
-	while ((st = atomic_load(&sp_hold.state)) == SP_HOLD_QUIESCING || st == SP_HOLD_DETACHING) {
-		/* longer than a detach's drains and any cuptiFinalize seen (0.33 s); past it the program
-		 * goes on rather than hang behind a detach that never ends */
-		if (sp_now_ns() - t0 > LAUNCH_WAIT_NS) {
-			if (!atomic_exchange(&launch_gave_up, true))
-				sp_warn("a kernel launch waited %.0f s for a detach from CUPTI and went ahead",
-					LAUNCH_WAIT_NS / 1e9);
-			return 0;
-		}
-		sched_yield();
-	}
-	return sp_collector_launch_guard();
+	return sp_cupti_life_wait_detach() ? sp_collector_launch_guard() : 0;
 }
 
 int sp_collector_launch_guard(void)
 {
-	if (!atomic_load_explicit(&sp_launch_guard, memory_order_relaxed) || self_detaching)
+	/* acquire: a launch that reads the guard cleared by a detach sees all it did (weakly ordered
+	 * CPUs; a plain load on x86) */
+	if (!atomic_load_explicit(&sp_launch_guard, memory_order_acquire) || self_detaching)
 		return 0;
 	/* counted first, then the state (as the callbacks: a detach's fence and drain see this launch,
 	 * or it sees the detach); counted while not subscribed too (the guard is set from the start of
@@ -278,6 +288,7 @@ int sp_cupti_life_enter_slow(enum sp_enter who)
  * callbacks did not drain (likewise, and warned). */
 static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_ns)
 {
+	atomic_fetch_add(&sp_hold.attempt, 1);
 	atomic_store(&sp_hold.state, SP_HOLD_QUIESCING);
 	if (drain_inflight() < 0) {
 		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
@@ -335,8 +346,11 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 	}
 	atomic_fetch_add(&sp_hold.generation, 1);
 	/* launches pass straight through until the next attach: cleared before the state says the
-	 * detach is over, so that an attach that follows at once (on-demand) keeps its own guard */
-	atomic_store(&sp_launch_guard, 0);
+	 * detach is over, so that an attach that follows at once (on-demand) keeps its own guard; not
+	 * in a cycle, whose attach follows at once (a launch that began between them uncounted would
+	 * be in flight, unseen, under that instance) */
+	if (!L.keep_guard)
+		atomic_store(&sp_launch_guard, 0);
 	atomic_store(&sp_hold.state, for_good ? SP_HOLD_GONE : SP_HOLD_NONE);
 	return 0;
 }
@@ -529,7 +543,9 @@ static enum sp_life_act cycle(const struct sp_life_view *v, int64_t step, uint64
 {
 	uint64_t fin = 0;
 	uint64_t t0 = sp_now_ns();
+	L.keep_guard = true;
 	int r0 = detach(*sub, false, &fin);
+	L.keep_guard = false;
 	if (r0 != 0) {
 		if (r0 < 0)
 			atomic_store(&L.stopped, true);

@@ -49,6 +49,8 @@ extern struct sp_hold_state {
 	_Atomic int launching;       /* kernel launches in progress of the threads that count in the
 				      * shared counter (the others: their slot's launch; collector.h
 				      * sp_launch_guard) */
+	_Atomic unsigned attempt;    /* detaches begun (sp_cupti_life_wait_detach) */
+	_Atomic unsigned gave_up;    /* ... one that a call gave up waiting for, + 1; 0 none */
 	_Atomic uint64_t last_end;   /* when a marker call last ended (trace clock, ns), 0 never */
 	_Atomic uint64_t quiet;      /* shortest time from a marker call's end to the next one's start */
 	_Atomic unsigned quiet_seen; /* quiet times measured */
@@ -57,6 +59,13 @@ extern struct sp_hold_state {
 	_Atomic uint64_t verify_by;  /* a re-attach outlasted the quiet time: the next marker call must
 				      * begin before this (trace clock, ns) to prove none was missed; 0 none */
 } sp_hold;
+
+/* A CUDA call (a kernel launch, a hooked call) found a detach under way, itself not counted in
+ * flight: waits until the detach is over, at most SP_WAIT_DETACH_NS, then goes ahead (warned once)
+ * and no call waits for that detach again. Returns 1 if the detach was over (the caller counts
+ * itself and looks again), 0 if it gave up. Any thread but the detaching one. */
+int sp_cupti_life_wait_detach(void);
+#define SP_WAIT_DETACH_NS 10000000000ull /* longer than a detach's drains and any cuptiFinalize seen (0.33 s) */
 
 /* The first marker call after a re-attach that outlasted the quiet time began at now: proves that
  * no marker call came while detached, or reports that one may have. This function can't fail. */

@@ -376,17 +376,6 @@ static void wait_attached(void)
 	}
 }
 
-/* A detach is finalising CUPTI: a hooked call waits (holding nothing) until it is done, so that
- * CUPTI is never finalised under a call it is about to wrap; at most WAIT_ATTACH_NS. */
-static void wait_detach(void)
-{
-	uint64_t t0 = sp_now_ns();
-	int st;
-	while (((st = atomic_load(&sp_hold.state)) == SP_HOLD_QUIESCING || st == SP_HOLD_DETACHING) &&
-	       sp_now_ns() - t0 < WAIT_ATTACH_NS)
-		sched_yield();
-}
-
 /* A hooked call while learning from the hooks: the outermost one on this thread is a token if
  * CUPTI's callbacks would make it one (tokglue.c: a driver call inside a runtime call is none).
  * Returns the handle for sp_collector_hook_exit. */
@@ -417,11 +406,18 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 	/* in flight first, then the state (both sequentially consistent): a detach either sees this call
 	 * and waits for it, or this call sees the detach and waits for it to finish */
 	atomic_fetch_add(&sp_hold.hooked, 1);
-	int st = atomic_load(&sp_hold.state);
-	if (__builtin_expect(st == SP_HOLD_QUIESCING || st == SP_HOLD_DETACHING, 0) && !detaching) {
+	int st;
+	/* a detach is under way: waits (holding nothing) until it is over, then looks again, counted,
+	 * as the next detach may have begun meanwhile (libcupti may reach the driver through our
+	 * trampolines: not on its own detach) */
+	while (__builtin_expect((st = atomic_load(&sp_hold.state)) == SP_HOLD_QUIESCING || st == SP_HOLD_DETACHING,
+				0) &&
+	       !detaching) {
 		atomic_fetch_sub(&sp_hold.hooked, 1);
-		wait_detach(); /* (libcupti may reach the driver through our trampolines: not on its own detach) */
+		int over = sp_cupti_life_wait_detach();
 		atomic_fetch_add(&sp_hold.hooked, 1);
+		if (!over)
+			break; /* gave up (warned): goes ahead */
 	}
 	unsigned w = atomic_load_explicit(&H.want[fn], memory_order_relaxed);
 	if (w != WANT_MARKER && w != WANT_NESTED) {

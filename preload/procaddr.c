@@ -213,7 +213,7 @@ void *sp_procaddr_driver_fn(_Atomic(void *) *slot, const char *sym)
 static inline bool launch_watched(void)
 {
 	return (atomic_load_explicit(&sp_launch_want, memory_order_relaxed) |
-		atomic_load_explicit(&sp_launch_guard, memory_order_relaxed)) != 0;
+		atomic_load_explicit(&sp_launch_guard, memory_order_acquire)) != 0;
 }
 
 /* A watched launch of f begins: fed to the collector if it wants launches, then counted in flight
@@ -239,7 +239,7 @@ static inline void launch_end(struct launch_ctx c)
 		sp_collector_launch_unguard(c.guard);
 }
 
-/* The launch trampolines: two relaxed loads and a tail call to the driver while no launch is
+/* The launch trampolines: two loads (plain ones on x86) and a tail call to the driver while no launch is
  * watched, else (out of line) the collector around the call. */
 #define TR_LAUNCH(hook, ask, v0, v1, pt, exp, params, args)                                                      \
 	static __attribute__((noinline)) CUresult slow_##hook params                                             \
