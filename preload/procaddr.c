@@ -73,7 +73,8 @@ static const char *const drv_libs[] = { "libcuda.so.1", "libcuda.so", NULL };
 	X(cuGraphCreate, "cuGraphCreate", 10000, 99999, ANY_PT, "cuGraphCreate", (CUgraph * g, unsigned f), (g, f))
 
 /* The kernel launches, as SP_TRAMPOLINES (cuda.h: cuLaunchKernel from 4000, cuLaunchKernelEx from
- * 11060, each with a _ptsz variant asked for with the per-thread flag). Every runtime (static or
+ * 11060, cuLaunchCooperativeKernel from 9000, each with a _ptsz variant asked for with the
+ * per-thread flag). Every runtime (static or
  * shared cudart, cuBLAS's, NCCL's) gets them through cuGetProcAddress. Their trampolines cost two
  * relaxed loads and a tail call while stepprof wants no launch and is not subscribed to CUPTI
  * (collector.h sp_launch_want, sp_launch_guard). */
@@ -83,11 +84,19 @@ static const char *const drv_libs[] = { "libcuda.so.1", "libcuda.so", NULL };
 #define LK_ARGS (f, gx, gy, gz, bx, by, bz, sh, s, kp, ex)
 #define LX_PARAMS (const CUlaunchConfig *c, CUfunction f, void **kp, void **ex)
 #define LX_ARGS (c, f, kp, ex)
-#define SP_LAUNCHES(X)                                                                                      \
-	X(cuLaunchKernel, "cuLaunchKernel", 4000, 99999, 0, "cuLaunchKernel", LK_PARAMS, LK_ARGS)           \
-	X(cuLaunchKernel_ptsz, "cuLaunchKernel", 7000, 99999, 1, "cuLaunchKernel_ptsz", LK_PARAMS, LK_ARGS) \
-	X(cuLaunchKernelEx, "cuLaunchKernelEx", 11060, 99999, 0, "cuLaunchKernelEx", LX_PARAMS, LX_ARGS)    \
-	X(cuLaunchKernelEx_ptsz, "cuLaunchKernelEx", 11060, 99999, 1, "cuLaunchKernelEx_ptsz", LX_PARAMS, LX_ARGS)
+#define LC_PARAMS                                                                                                 \
+	(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh, \
+	 CUstream s, void **kp)
+#define LC_ARGS (f, gx, gy, gz, bx, by, bz, sh, s, kp)
+#define SP_LAUNCHES(X)                                                                                             \
+	X(cuLaunchKernel, "cuLaunchKernel", 4000, 99999, 0, "cuLaunchKernel", LK_PARAMS, LK_ARGS)                  \
+	X(cuLaunchKernel_ptsz, "cuLaunchKernel", 7000, 99999, 1, "cuLaunchKernel_ptsz", LK_PARAMS, LK_ARGS)        \
+	X(cuLaunchKernelEx, "cuLaunchKernelEx", 11060, 99999, 0, "cuLaunchKernelEx", LX_PARAMS, LX_ARGS)           \
+	X(cuLaunchKernelEx_ptsz, "cuLaunchKernelEx", 11060, 99999, 1, "cuLaunchKernelEx_ptsz", LX_PARAMS, LX_ARGS) \
+	X(cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel", 9000, 99999, 0, "cuLaunchCooperativeKernel",     \
+	  LC_PARAMS, LC_ARGS)                                                                                      \
+	X(cuLaunchCooperativeKernel_ptsz, "cuLaunchCooperativeKernel", 9000, 99999, 1,                             \
+	  "cuLaunchCooperativeKernel_ptsz", LC_PARAMS, LC_ARGS)
 
 /* The allocation functions, as SP_TRAMPOLINES, with what the collector is told after a call that
  * succeeded (collector.h sp_collector_devmem): the kind (trace/event.h SP_MEM_*), 1 for a free, the
@@ -730,6 +739,7 @@ SP_EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuu
 	}
 #undef cuLaunchKernel
 #undef cuLaunchKernelEx
+#undef cuLaunchCooperativeKernel
 SP_LAUNCHES(EXP_LAUNCH)
 #undef EXP_LAUNCH
 

@@ -23,7 +23,8 @@
 #    while parked; one marker call that bypasses the hooks keeps stepprof from parking at all.
 #  - a thread polling a hooked call all along (NCCL's watchdog): CUPTI is never finalised while a
 #    thread is inside one (the real CUPTI crashed the thread; the fake logs it). The same for kernel
-#    launches through stepprof's trampolines, and under stress: four launching threads, 30 parks.
+#    launches through stepprof's trampolines, and under stress: four launching threads, 30 parks
+#    (cuLaunchKernel, and cuLaunchCooperativeKernel).
 #  - the automatic marker (MARKER=auto) on a loop of 20 kernel launches and a cudaDeviceSynchronize
 #    through the stand-in libcudart: it locks on the sync, launch callbacks go off between counted
 #    steps (the sparse check), it parks between windows once the hooks are proven for its anchor,
@@ -264,18 +265,23 @@ done
 # launching all along, 3 ms steps, a park between every two of 30 windows; correlation ids from one
 # counter, as CUPTI's. Another thread's launch that entered before a window began and returns inside
 # it is not the window's (its kernel record is not): no window waits for it and calls it missing.
-STEP_US=3000 run launchmany 8,1,1,0 auto 300 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=0 LAUNCHER=4 \
-	FAKE_CUPTI_ONE_CORR=1 FAKE_LAUNCH_US=100
-nfin=$(grep -c '^finalize' "$T/launchmany/log")
-if grep -q FINALIZE_UNDER_CALL "$T/launchmany/log"; then
-	bad "launchmany: cuptiFinalize while a thread was inside a kernel launch: $(grep -c FINALIZE_UNDER_CALL "$T/launchmany/log") of $nfin times"
-elif grep -q "had no kernel record" "$T/launchmany/stderr"; then
-	bad "launchmany: $(grep -c "had no kernel record" "$T/launchmany/stderr") windows waited for kernels that were not theirs: $(grep -m1 "had no kernel record" "$T/launchmany/stderr")"
-elif [ "$nfin" -lt 15 ]; then
-	bad "launchmany: $nfin cuptiFinalize calls, expected 15 or more: $(grep -v begins "$T/launchmany/stderr" | tail -3)"
-else
-	echo "ok   launchmany: four threads launching all along, 3 ms steps: $nfin detaches, none with a launch in flight; no window waited for another's kernel"
-fi
+# launchcoop: the same with cooperative launches (cuLaunchCooperativeKernel)
+for lm in launchmany launchcoop; do
+	coop=
+	[ "$lm" = launchcoop ] && coop=LAUNCH_COOP=1
+	STEP_US=3000 run $lm 8,1,1,0 auto 300 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=0 LAUNCHER=4 \
+		FAKE_CUPTI_ONE_CORR=1 FAKE_LAUNCH_US=100 ${coop:+"$coop"}
+	nfin=$(grep -c '^finalize' "$T/$lm/log")
+	if grep -q FINALIZE_UNDER_CALL "$T/$lm/log"; then
+		bad "$lm: cuptiFinalize while a thread was inside a kernel launch: $(grep -c FINALIZE_UNDER_CALL "$T/$lm/log") of $nfin times"
+	elif grep -q "had no kernel record" "$T/$lm/stderr"; then
+		bad "$lm: $(grep -c "had no kernel record" "$T/$lm/stderr") windows waited for kernels that were not theirs: $(grep -m1 "had no kernel record" "$T/$lm/stderr")"
+	elif [ "$nfin" -lt 15 ]; then
+		bad "$lm: $nfin cuptiFinalize calls, expected 15 or more: $(grep -v begins "$T/$lm/stderr" | tail -3)"
+	else
+		echo "ok   $lm: four threads launching all along, 3 ms steps: $nfin detaches, none with a launch in flight; no window waited for another's kernel"
+	fi
+done
 
 # the automatic marker parks on its anchor call (issue 20): autoparked NAME PARKS KERNELS [hooks], KERNELS
 # "step:kernels ..." of the windows; with hooks it learned from stepprof's hooks ([marker] learn =

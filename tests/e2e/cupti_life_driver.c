@@ -61,13 +61,19 @@ static void *watchdog(void *arg)
  * PyTorch's autograd thread does while the main thread makes the marker calls */
 typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
 			      CUstream, void **, void **);
+typedef CUresult (*coop_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+			    void **);
 static launch_fn launcher_lk;
+static coop_fn launcher_coop; /* LAUNCH_COOP=1: the launchers' cuLaunchCooperativeKernel instead */
 static void *launcher(void *arg)
 {
 	static const char sym[] = "bwd_fake";
 	(void)arg;
 	while (!atomic_load(&stop)) {
-		launcher_lk((CUfunction)sym, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+		if (launcher_coop)
+			launcher_coop((CUfunction)sym, 1, 1, 1, 1, 1, 1, 0, NULL, NULL);
+		else
+			launcher_lk((CUfunction)sym, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
 		usleep(5);
 	}
 	return NULL;
@@ -165,6 +171,8 @@ int main(int argc, char **argv)
 			lgpa("cuLaunchKernel", (void **)&lk, lver, 0, &lst);
 			printf("driver: cuLaunchKernel looked up at version %d\n", lver);
 			lgpa("cuStreamBeginCapture", (void **)&capture, 12000, 0, &lst);
+			if (getenv("LAUNCH_COOP"))
+				lgpa("cuLaunchCooperativeKernel", (void **)&launcher_coop, 12000, 0, &lst);
 			lgpa("cuMemAlloc", (void **)&mem_alloc, 12000, 0, &lst);
 			lgpa("cuMemFree", (void **)&mem_free, 12000, 0, &lst);
 		}

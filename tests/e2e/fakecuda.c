@@ -90,6 +90,13 @@ EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **k
 	return launch(f);
 }
 
+EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+					  unsigned bz, unsigned sh, CUstream s, void **kp)
+{
+	(void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)sh, (void)s, (void)kp;
+	return launch(f);
+}
+
 static CUresult launch_internal(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
 				unsigned bz, unsigned sh, CUstream s, void **kp, void **ex)
 {
@@ -243,6 +250,8 @@ static void *lookup(const char *sym, int ver, cuuint64_t flags)
 		return (void *)cuLaunchKernel;
 	if (!strcmp(sym, "cuLaunchKernelEx") && ver >= 11060)
 		return (void *)cuLaunchKernelEx;
+	if (!strcmp(sym, "cuLaunchCooperativeKernel") && ver >= 9000)
+		return (void *)cuLaunchCooperativeKernel;
 	if (!strcmp(sym, "cuFuncGetName") && ver >= 12030 && !getenv("FAKE_CUDA_NO_NAMES"))
 		return (void *)cuFuncGetName;
 	if (!strcmp(sym, "cuKernelGetName") && ver >= 12030 && !getenv("FAKE_CUDA_NO_NAMES"))
