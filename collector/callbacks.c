@@ -334,13 +334,18 @@ void CUPTIAPI sp_cb_on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callba
 		return;
 	unsigned gen = sp_cupti_life_generation();
 	if (__builtin_expect(sp_thr.gen != gen, 0)) {
-		if (mk && site == CUPTI_API_EXIT)
+		/* a static runtime's marker call whose nested driver call the hooks counted while parked:
+		 * stepprof re-attached before the call returned (the hook kicks the writer near a window) */
+		if (mk && site == CUPTI_API_EXIT && !sp_thr.nested_counted)
 			sp_cupti_life_missed("a marker call began while detached");
+		sp_thr.nested_counted = 0;
 		sp_thr.gen = gen;
 		sp_thr.in_rt = sp_thr.in_rt_launch = sp_thr.mk_depth = sp_thr.after_pending = sp_thr.defer_off =
 			sp_thr.marking = sp_thr.hook_pending = sp_thr.mem_hooked = 0;
 		sp_thr.cur_cb[0] = sp_thr.cur_cb[1] = 0;
 	}
+	if (mk && site == CUPTI_API_ENTER)
+		sp_thr.nested_counted = 0; /* a call CUPTI sees whole */
 	if (mk && site == CUPTI_API_ENTER && sp_thr.marking++ == 0)
 		sp_cupti_life_mark_begin(sp_now_ns());
 	if (api)

@@ -167,6 +167,8 @@ struct sp_col_thread {
 	int hook_depth; /* hooked marker calls in progress on this thread (markhook.c) */
 	int hook_counted; /* ... and the outermost one was counted by the hook, not by CUPTI */
 	int hook_pending; /* a marker call CUPTI saw outside the hooks: nested driver calls (markhook.c) */
+	int nested_counted; /* the hooks counted this thread's marker call at its nested driver call (a
+			     * static runtime's): CUPTI's exit of it, attached since, is no missed call */
 	unsigned mem_seen; /* allocation calls CUPTI's driver callbacks accounted on this thread (allocs.c) */
 	int mem_hooked; /* an allocation hook accounted inside the runtime call in progress (allocs.c) */
 	uint64_t last_t; /* the latest time sp_thr_ns gave this thread */

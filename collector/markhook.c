@@ -431,6 +431,7 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 	}
 	if (sp_thr.hook_depth++ > 0)
 		return fn;
+	sp_thr.nested_counted = 0;
 	if (sp_thr.hook_pending != PEND_NONE) { /* inside a marker call CUPTI counted: the proof only */
 		sp_thr.hook_pending = sp_thr.hook_pending == PEND_WAIT ? PEND_ONE : PEND_MANY;
 		W.pc = (uintptr_t)from;
@@ -463,6 +464,7 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 		wait_attached(); /* CUPTI counts this one if the re-attach came in time */
 	if (atomic_load(&H.counting)) {
 		sp_thr.hook_counted = 1;
+		sp_thr.nested_counted = w == WANT_NESTED; /* its runtime call goes on: see callbacks.c */
 		sp_win_detect(0, SP_TOK_API, H.flags[fn], H.name[fn], sp_thr_ns(1), 0, 0, H.drv[fn]);
 		kick_if_near();
 	}
