@@ -462,7 +462,10 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 	int64_t sched = sp_stepdet_sched_step(sp_col.mk[0].det, sp_col.step);
 	if (sched < 0 || sp_life_steps_to_window(sp_col.mk[0].schedule, sched, 1) == 0 || sp_od_busy())
 		wait_attached(); /* CUPTI counts this one if the re-attach came in time */
-	if (atomic_load(&H.counting)) {
+	/* a nested driver call comes inside its runtime's marker call, which began while parked (CUPTI
+	 * reported no entry of it: hook_pending above): CUPTI cannot count that call even if stepprof
+	 * re-attached since, so the hooks do (a late re-attach said it missed before) */
+	if (w == WANT_NESTED || atomic_load(&H.counting)) {
 		sp_thr.hook_counted = 1;
 		sp_thr.nested_counted = w == WANT_NESTED; /* its runtime call goes on: see callbacks.c */
 		sp_win_detect(0, SP_TOK_API, H.flags[fn], H.name[fn], sp_thr_ns(1), 0, 0, H.drv[fn]);

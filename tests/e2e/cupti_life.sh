@@ -358,6 +358,11 @@ parked static 3 9 10 11 21 22 23 33 34 35 45 46 47 && grep -q "cuGetProcAddress_
 run statictail 8,1,3,0 auto 48 VIA_DRIVER="$FAKECUDA" SYNC_US=5000
 parked statictail 3 9 10 11 21 22 23 33 34 35 45 46 47 &&
 	echo "ok   a static runtime re-attached inside its marker call, after the hooks counted it: not said missed, every step numbered"
+# a re-attach that takes 100 ms (5 steps): the first window's marker call waits for it inside its
+# driver call, and the hooks count that call (CUPTI saw none of its entry; said missed before)
+run staticslow 8,1,3,0 auto 48 VIA_DRIVER="$FAKECUDA" FAKE_SUBSCRIBE_US=100000
+parked staticslow 3 9 10 11 21 22 23 33 34 35 45 46 47 &&
+	echo "ok   a static runtime with a slow re-attach: the marker call that waited for it counted by the hooks, every step numbered"
 run staticint 8,1,3,0 auto 48 VIA_DRIVER="$FAKECUDA" FAKE_CUDA_INTERNAL=1
 parked staticint 3 9 10 11 21 22 23 33 34 35 45 46 47 &&
 	grep -q "cuGetProcAddress_v2 from .*libstepprof" "$T/staticint/stdout" &&

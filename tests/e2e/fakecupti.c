@@ -9,6 +9,7 @@
  * CONCURRENT_KERNEL record (stamped by the registered timestamp callback, else CLOCK_REALTIME) if
  * that kind is enabled; records reach the registered buffer callbacks at cuptiActivityFlushAll
  * (or every 256 records), and cuptiActivityGetNextRecord walks them, as CUPTI's do.
+ * FAKE_SUBSCRIBE_US: cuptiSubscribe takes that long (a re-attach that comes late).
  * FAKE_CUPTI_LOSE_CORR=N: the kernel of the launch with correlation id N is never recorded (a
  * record CUPTI never hands over, as one on-demand window after a re-attach seemed to lose).
  * FAKE_CUPTI_LATE_CORR=N and FAKE_CUPTI_LATE_MS=M: that kernel's record is handed over only by the
@@ -72,9 +73,14 @@ static void note(const char *fn, const char *fmt, ...)
 
 CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud)
 {
+	const char *us = getenv("FAKE_SUBSCRIBE_US"); /* a slow subscription (a re-attach that comes late) */
 	note("subscribe", "");
 	if (F.cb)
 		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+	if (us && atoi(us) > 0) {
+		struct timespec ts = { atoi(us) / 1000000, atoi(us) % 1000000 * 1000L };
+		nanosleep(&ts, NULL);
+	}
 	F.finalized = 0;
 	F.cb = cb;
 	F.ud = ud;
