@@ -225,8 +225,8 @@ static void record_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CU
 	sp_coll_push(&ev);
 }
 
-/* An API exit at time t: call state, deferred callback changes, a boundary at its end, its
- * allocation (always) and its SP_EV_API event (in a window). */
+/* An API exit at time t: call state, deferred callback changes, its allocation (always), its
+ * SP_EV_API event (in a window), then a boundary at its end. */
 static void on_api_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd, int launch,
 			uint64_t t)
 {
@@ -241,7 +241,8 @@ static void on_api_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const C
 		sp_cbset_apply();
 		pthread_mutex_unlock(&sp_col.lock);
 	}
-	detect_exit(dom, cbid, cd, t);
+	/* the window this call was made in, before a boundary at its exit ends it: an automatic step
+	 * that ends after its anchor call (a cudaMemcpy to the host) keeps that call, and waits for its copy */
 	struct window *w = __atomic_load_n(&sp_col.open, __ATOMIC_ACQUIRE);
 	struct memop mop = cbid < SP_CBID_MAX ? sp_col.memop[d][cbid] : (struct memop){ 0, 0 };
 	int ok = cd->functionReturnValue && *(const int *)cd->functionReturnValue == 0;
@@ -256,16 +257,16 @@ static void on_api_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const C
 		sp_alloc_call(cd, mop, t, stack, w != NULL);
 		sp_thr.mem_seen++; /* an allocation hook around this driver call leaves it to CUPTI */
 	}
-	if (!w || (d && sp_thr.in_rt) || (d ? !sp_col.cfg.driver_api : !sp_col.cfg.runtime_api))
-		return; /* warmup, nested in a runtime call, or not wanted */
-	/* a call is the window's if its correlation id is, as its GPU records are (activity.c): another
-	 * thread's launch that entered before the window began and returns inside it is not counted, or
-	 * the window would wait for a kernel record that goes elsewhere (100 ms, then "missing") */
-	uint32_t lo = __atomic_load_n(&w->corr_lo, __ATOMIC_RELAXED);
-	if (lo == SP_CORR_PENDING || cd->correlationId < lo)
-		return;
-	/* a launch that failed made no kernel: it is not waited for (nor said missing) */
-	record_api(dom, cbid, cd, w, launch && (ok || !cd->functionReturnValue), stack, t);
+	/* in a window, not nested in a runtime call, and wanted; and the window's by its correlation
+	 * id, as its GPU records are (activity.c): another thread's launch that entered before the
+	 * window began and returns inside it is not counted, or the window would wait for a kernel
+	 * record that goes elsewhere (100 ms, then "missing") */
+	uint32_t lo = w ? __atomic_load_n(&w->corr_lo, __ATOMIC_RELAXED) : SP_CORR_PENDING;
+	if (w && !(d && sp_thr.in_rt) && (d ? sp_col.cfg.driver_api : sp_col.cfg.runtime_api) &&
+	    lo != SP_CORR_PENDING && cd->correlationId >= lo)
+		/* a launch that failed made no kernel: it is not waited for (nor said missing) */
+		record_api(dom, cbid, cd, w, launch && (ok || !cd->functionReturnValue), stack, t);
+	detect_exit(dom, cbid, cd, t);
 }
 
 /* Dispatches one callback to its handler by domain and site. */

@@ -145,7 +145,7 @@ void sp_collector_nccl_end(const struct sp_nccl_call *c, uint64_t t0, int ret)
 			       .device = SP_NO_DEVICE,
 			       .tid = sp_coll_tid(),
 			       .start = t0,
-			       .end = sp_now_ns(),
+			       .end = sp_thr_ns(1), /* after t0 and its launches (a 100 ns ncclGroupEnd) */
 			       .corr = sp_thr.nccl_corr,
 			       .name = sp_intern(c->fn) };
 	ev.u.nccl.count = c->count;

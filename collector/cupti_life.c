@@ -165,20 +165,22 @@ static int drain_inflight(void)
 _Atomic int sp_launch_guard;
 static __thread bool self_detaching; /* this thread runs a detach: its own launches never wait */
 
-int sp_cupti_life_wait_detach(void)
+int sp_cupti_life_wait_detach(uint64_t limit_ns)
 {
 	static _Atomic bool said;
-	unsigned a = atomic_load(&sp_hold.attempt);
-	if (atomic_load(&sp_hold.gave_up) == a + 1)
+	if (atomic_load(&sp_hold.gave_up) == atomic_load(&sp_hold.attempt) + 1)
 		return 0; /* a call already gave up on this detach: it is wedged, nobody waits for it */
 	uint64_t t0 = sp_now_ns();
 	int st;
 	while ((st = atomic_load(&sp_hold.state)) == SP_HOLD_QUIESCING || st == SP_HOLD_DETACHING) {
-		if (sp_now_ns() - t0 > SP_WAIT_DETACH_NS) { /* the program goes on rather than hang */
-			atomic_store(&sp_hold.gave_up, a + 1);
+		if (sp_now_ns() - t0 > limit_ns) { /* the program goes on rather than hang */
+			/* the detach under way now (the wait may have outlasted several) is wedged: no call
+			 * waits for it again (not after a hooked call's short wait: launches still do) */
+			if (limit_ns >= SP_WAIT_LAUNCH_NS)
+				atomic_store(&sp_hold.gave_up, atomic_load(&sp_hold.attempt) + 1);
 			if (!atomic_exchange(&said, true))
 				sp_warn("a CUDA call waited %.0f s for a detach from CUPTI and went ahead",
-					SP_WAIT_DETACH_NS / 1e9);
+					limit_ns / 1e9);
 			return 0;
 		}
 		struct timespec ts = { 0, 20000 }; /* leaves the CPU to the detaching thread */
@@ -198,7 +200,7 @@ static __attribute__((noinline)) int launch_wait(void)
 		sp_cupti_life_slot_add(true, 1);
 		return 1;
 	}
-	return sp_cupti_life_wait_detach() ? sp_collector_launch_guard() : 0;
+	return sp_cupti_life_wait_detach(SP_WAIT_LAUNCH_NS) ? sp_collector_launch_guard() : 0;
 }
 
 int sp_collector_launch_guard(void)

@@ -61,11 +61,15 @@ extern struct sp_hold_state {
 } sp_hold;
 
 /* A CUDA call (a kernel launch, a hooked call) found a detach under way, itself not counted in
- * flight: waits until the detach is over, at most SP_WAIT_DETACH_NS, then goes ahead (warned once)
- * and no call waits for that detach again. Returns 1 if the detach was over (the caller counts
- * itself and looks again), 0 if it gave up. Any thread but the detaching one. */
-int sp_cupti_life_wait_detach(void);
-#define SP_WAIT_DETACH_NS 10000000000ull /* longer than a detach's drains and any cuptiFinalize seen (0.33 s) */
+ * flight: waits until the detach is over, at most limit_ns, then goes ahead (warned once); after a
+ * launch's wait (SP_WAIT_LAUNCH_NS) no call waits for that detach again. Returns 1 if the detach was over (the caller counts itself and
+ * looks again), 0 if it gave up. Any thread but the detaching one. */
+int sp_cupti_life_wait_detach(uint64_t limit_ns);
+#define SP_WAIT_LAUNCH_NS \
+	10000000000ull /* a launch: longer than a detach's drains and any cuptiFinalize seen (0.33 s) */
+#define SP_WAIT_HOOKED_NS \
+	1000000000ull  /* a hooked call (as before the launch drain: a thread that
+					  * cuptiFinalize itself waits on must not stall longer) */
 
 /* The first marker call after a re-attach that outlasted the quiet time began at now: proves that
  * no marker call came while detached, or reports that one may have. This function can't fail. */

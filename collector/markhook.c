@@ -414,7 +414,7 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 				0) &&
 	       !detaching) {
 		atomic_fetch_sub(&sp_hold.hooked, 1);
-		int over = sp_cupti_life_wait_detach();
+		int over = sp_cupti_life_wait_detach(SP_WAIT_HOOKED_NS);
 		atomic_fetch_add(&sp_hold.hooked, 1);
 		if (!over)
 			break; /* gave up (warned): goes ahead */
@@ -441,6 +441,15 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 		/* a stray only where CUPTI reports every marker call: attached, the schedule not done (after
 		 * it the marker's callbacks are off, and every call would look like one) */
 		bool reported = !sp_col.done && atomic_load(&sp_hold.state) == SP_HOLD_ATTACHED;
+		/* a static runtime's marker call that began before a re-attach: this thread has had no
+		 * callback since (CUPTI saw no entry of it), and this driver call comes from the place the
+		 * proof counts, inside marker calls only; the hooks count it, as while parked */
+		if (w == WANT_NESTED && reported && sp_thr.gen != sp_cupti_life_generation() &&
+		    atomic_load_explicit(&H.nested, memory_order_relaxed) && site_counts((uintptr_t)from)) {
+			sp_thr.hook_counted = sp_thr.nested_counted = 1;
+			sp_win_detect(0, SP_TOK_API, H.flags[fn], H.name[fn], sp_thr_ns(1), 0, 0, H.drv[fn]);
+			return fn;
+		}
 		if (w == WANT_NESTED && reported) {
 			int i = site((uintptr_t)from, 1);
 			if (i >= 0)

@@ -363,6 +363,12 @@ parked statictail 3 9 10 11 21 22 23 33 34 35 45 46 47 &&
 run staticslow 8,1,3,0 auto 48 VIA_DRIVER="$FAKECUDA" FAKE_SUBSCRIBE_US=100000
 parked staticslow 3 9 10 11 21 22 23 33 34 35 45 46 47 &&
 	echo "ok   a static runtime with a slow re-attach: the marker call that waited for it counted by the hooks, every step numbered"
+# 10 ms of the marker call before its driver call, a 15 ms re-attach: it lands between the two, and
+# the driver call (from the proven place, on a thread with no callback since) is the marker's
+# (before: taken for a stray, said missed, the last step lost)
+run statichead 8,1,3,0 auto 48 VIA_DRIVER="$FAKECUDA" HEAD_US=10000 FAKE_SUBSCRIBE_US=15000
+parked statichead 3 9 10 11 21 22 23 33 34 35 45 46 47 &&
+	echo "ok   a static runtime re-attached between its marker call's entry and its driver call: counted by the hooks, no stray, every step numbered"
 run staticint 8,1,3,0 auto 48 VIA_DRIVER="$FAKECUDA" FAKE_CUDA_INTERNAL=1
 parked staticint 3 9 10 11 21 22 23 33 34 35 45 46 47 &&
 	grep -q "cuGetProcAddress_v2 from .*libstepprof" "$T/staticint/stdout" &&

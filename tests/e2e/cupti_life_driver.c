@@ -230,6 +230,7 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	unsigned corr = 1;
 	int sync_us = getenv("SYNC_US") ? atoi(getenv("SYNC_US")) : 0;
+	int head_us = getenv("HEAD_US") ? atoi(getenv("HEAD_US")) : 0;
 	pthread_t th[16];
 	int nth = fire && getenv("THREADS") ? atoi(getenv("THREADS")) : 0;
 	nth = nth < 0 ? 0 : nth > 16 ? 16 : nth;
@@ -302,7 +303,7 @@ int main(int argc, char **argv)
 				lseen += (unsigned)launch(sym, lcorr++);
 			lall++;
 		}
-		usleep((changed ? step2_us : step_us) - sync_us);
+		usleep((changed ? step2_us : step_us) - sync_us - head_us);
 		if (sync) {
 			(i == bypass_at ? direct : sync)();
 			if (ctx_sync && (i == stray_at || (stray_all && i > stray_at && stray_at >= 0)))
@@ -310,6 +311,8 @@ int main(int argc, char **argv)
 			goto timed;
 		}
 		seen += fire && fire(CUPTI_CB_DOMAIN_RUNTIME_API, rt_cbid, 0, corr);
+		if (head_us) /* HEAD_US: the runtime call's time before its driver call */
+			usleep(head_us);
 		if (ctx_sync && i != bypass_at)
 			from_runtime(ctx_sync);
 		if (sync_us)
