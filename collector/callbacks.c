@@ -193,6 +193,8 @@ static void on_api_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const 
 	if (atomic_load_explicit(&sp_col.split_pending, memory_order_relaxed) &&
 	    atomic_exchange(&sp_col.split_pending, 0))
 		fill_split(cd->correlationId);
+	if (__builtin_expect(sp_thr.own_split, 0))
+		sp_win_own_split(cd->correlationId); /* (after the fill: the bound is set) */
 	if (!sp_col.done)
 		detect_enter(dom, cbid, cd, launch, mt, mc);
 	if (cd->correlationData)

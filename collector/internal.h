@@ -172,6 +172,9 @@ struct sp_col_thread {
 	unsigned mem_seen; /* allocation calls CUPTI's driver callbacks accounted on this thread (allocs.c) */
 	int mem_hooked; /* an allocation hook accounted inside the runtime call in progress (allocs.c) */
 	uint64_t last_t; /* the latest time sp_thr_ns gave this thread */
+	int own_split;     /* this thread made a boundary outside a CUDA call (windows.c split_at) ... */
+	int own_slot[2];   /* ... of these windows (slot + 1; 0 none), their upper [0] and lower [1] bound */
+	unsigned own_id[2]; /* ... those windows' ids */
 	const void *np[SP_NAME_CACHE]; /* name pointer cache */
 	uint32_t nid[SP_NAME_CACHE];
 };
@@ -216,6 +219,11 @@ void sp_win_begin_step(uint64_t t, uint32_t corr, int64_t number);
 void sp_win_detect(int mk, uint8_t kind, uint8_t flags, uint32_t name, uint64_t t, uint32_t corr, CUpti_CallbackId cbid,
 		   int d);
 void sp_win_after_exit(uint64_t t);
+/* This thread made a window boundary outside a CUDA call and now makes its first CUDA call since,
+ * with id corr: that call comes after the boundary, so the split there goes no higher than corr
+ * (another thread's call, with a later id, may have reached the callbacks first and filled it).
+ * Takes sp_col.lock. This function can't fail. */
+void sp_win_own_split(uint32_t corr);
 int sp_win_open_now(uint64_t t);
 void sp_win_close_now(uint64_t t);
 

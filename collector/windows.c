@@ -28,9 +28,11 @@ static struct window *new_window(void)
 	return NULL;
 }
 
-/* Sets *field to corr, or arranges for the next CUDA call's correlation id to fill it. */
-static void split_at(uint32_t *field, uint32_t corr, int lo)
+/* Sets w's lower (lo) or upper correlation bound to corr, or arranges for the next CUDA call's id
+ * to fill it; this thread's own next call then lowers it to its id if need be (sp_win_own_split). */
+static void split_at(struct window *w, uint32_t corr, int lo)
 {
+	uint32_t *field = lo ? &w->corr_lo : &w->corr_hi;
 	*field = corr ? corr : SP_CORR_PENDING;
 	if (!corr) {
 		if (lo)
@@ -38,7 +40,27 @@ static void split_at(uint32_t *field, uint32_t corr, int lo)
 		else
 			sp_col.split_hi = field;
 		atomic_store(&sp_col.split_pending, 1);
+		sp_thr.own_slot[lo] = (int)(w - sp_col.win) + 1;
+		sp_thr.own_id[lo] = w->id;
+		sp_thr.own_split = 1;
 	}
+}
+
+void sp_win_own_split(uint32_t corr)
+{
+	sp_thr.own_split = 0;
+	pthread_mutex_lock(&sp_col.lock);
+	for (int lo = 0; lo < 2; lo++) {
+		int slot = sp_thr.own_slot[lo] - 1;
+		sp_thr.own_slot[lo] = 0;
+		if (slot < 0 || slot >= SP_MAX_WINDOWS)
+			continue;
+		struct window *w = &sp_col.win[slot];
+		uint32_t *field = lo ? &w->corr_lo : &w->corr_hi;
+		if (w->used && w->id == sp_thr.own_id[lo] && *field != SP_CORR_PENDING && corr < *field)
+			__atomic_store_n(field, corr, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&sp_col.lock);
 }
 
 static void push_ctl(enum sp_ev_kind kind, uint64_t t, struct window *w)
@@ -127,7 +149,7 @@ static struct window *open_window(uint64_t t, uint32_t corr)
 	w->t_begin = t;
 	w->corr_hi = SP_CORR_PENDING;
 	w->origin = sp_od_window_origin(w->id, sp_col.step);
-	split_at(&w->corr_lo, corr, 1);
+	split_at(w, corr, 1);
 	push_ctl(SP_EV_WINDOW_BEGIN, t, w);
 	sp_out_write_devices(t); /* if the writer's start could not */
 	sp_out_window_context(t);
@@ -143,7 +165,7 @@ static void close_window(uint64_t t, uint32_t corr)
 	struct window *w = sp_col.open;
 	w->last_step = sp_col.step;
 	w->t_end = t;
-	split_at(&w->corr_hi, corr, 0);
+	split_at(w, corr, 0);
 	w->close_ts = sp_now_ns();
 	w->closing = 1;
 	__atomic_store_n(&sp_col.open, NULL, __ATOMIC_RELEASE);

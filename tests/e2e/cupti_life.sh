@@ -265,7 +265,16 @@ done
 # launching all along, 3 ms steps, a park between every two of 30 windows; correlation ids from one
 # counter, as CUPTI's. Another thread's launch that entered before a window began and returns inside
 # it is not the window's (its kernel record is not): no window waits for it and calls it missing.
-# launchcoop: the same with cooperative launches (cuLaunchCooperativeKernel)
+# a window that begins at a marker call's exit (automatic, after the sync) takes its lower bound
+# from the next call to reach the callbacks; another thread's, with a later id, may come first
+# (RACE_SPLIT): the first launch of the window's thread is the window's all the same, 21 kernels
+# in every step (before: 20 in each window's first step, its kernel in no window, unsaid)
+MARKER=auto run racesplit 8,1,3,0 never 60 VIA_CUDART="$FAKERT" LAUNCHES=20 FAKE_CUPTI_ONE_CORR=1 RACE_SPLIT=1
+k=$("$B/stepprof" steps "$T"/racesplit/out/*.sptrace | awk '$1 ~ /^[0-9]+$/ {printf "%s:%s ", $1, $4}')
+[ "$k" = "9:21 10:21 11:21 21:21 22:21 23:21 33:21 34:21 35:21 45:21 46:21 47:21 57:21 58:21 59:21 " ] &&
+	echo "ok   a window's lower bound filled by another thread's later call first: the window's own first launch kept (21 kernels a step)" ||
+	bad "racesplit: kernels per step: $k"
+
 for lm in launchmany launchcoop; do
 	coop=
 	[ "$lm" = launchcoop ] && coop=LAUNCH_COOP=1

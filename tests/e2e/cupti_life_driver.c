@@ -79,6 +79,23 @@ static void *launcher(void *arg)
 	return NULL;
 }
 
+/* RACE_SPLIT=1 (FAKE_CUPTI_ONE_CORR, launches through fake_cupti_launch): each step's first launch
+ * takes its correlation id, then another thread's launch (a later id) reaches the callbacks before
+ * it does, as two threads racing into CUPTI; the first call after a boundary at a marker's exit */
+static int (*race_launch)(const char *, unsigned);
+static atomic_int race_go;
+static void *racer(void *arg)
+{
+	(void)arg;
+	for (unsigned c = 5000000; !atomic_load(&stop); usleep(20)) {
+		if (atomic_load(&race_go) != 1)
+			continue;
+		race_launch("race_fake", c++);
+		atomic_store(&race_go, 2);
+	}
+	return NULL;
+}
+
 static void *noise(void *arg)
 {
 	while (!atomic_load(&stop)) {
@@ -240,6 +257,11 @@ int main(int argc, char **argv)
 		pthread_create(&th[i], NULL, noise, NULL);
 	pthread_t wd;
 	int wd_on = getenv("WATCHDOG") && !pthread_create(&wd, NULL, watchdog, NULL);
+	unsigned (*take)(unsigned) = (unsigned (*)(unsigned))dlsym(RTLD_DEFAULT, "fake_cupti_take_corr");
+	void (*release)(unsigned) = (void (*)(unsigned))dlsym(RTLD_DEFAULT, "fake_cupti_release_corr");
+	pthread_t rt_th;
+	race_launch = launch;
+	int race_on = getenv("RACE_SPLIT") && take && release && launch && !pthread_create(&rt_th, NULL, racer, NULL);
 	pthread_t lt[8];
 	launcher_lk = lk;
 	int nlt = getenv("LAUNCHER") && lk ? atoi(getenv("LAUNCHER")) : 0, lt_on = 0;
@@ -299,6 +321,15 @@ int main(int argc, char **argv)
 				}
 				fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1,
 				     c);
+			} else if (race_on && k == 0) { /* taken, overtaken, then in the callbacks */
+				unsigned c = lcorr++;
+				take(c);
+				atomic_store(&race_go, 1);
+				while (atomic_load(&race_go) != 2)
+					usleep(20);
+				atomic_store(&race_go, 0);
+				lseen += (unsigned)launch(sym, c);
+				release(c);
 			} else
 				lseen += (unsigned)launch(sym, lcorr++);
 			lall++;
@@ -335,6 +366,8 @@ int main(int argc, char **argv)
 		pthread_join(wd, NULL);
 	for (int i = 0; i < lt_on; i++)
 		pthread_join(lt[i], NULL);
+	if (race_on)
+		pthread_join(rt_th, NULL);
 	for (int i = 0; i < nth; i++)
 		pthread_join(th[i], NULL);
 	if (cudart_seen)

@@ -359,6 +359,19 @@ static unsigned corr_of(unsigned corr, int site)
 	return c;
 }
 
+/* FAKE_CUPTI_ONE_CORR: a call with the caller's id corr takes its id now (as CUPTI does at the
+ * call's entry) but reaches the callbacks later (fake_cupti_launch with the same corr), and lets it
+ * go after (fake_cupti_release_corr): another thread's call may reach them first with a later id. */
+__attribute__((visibility("default"))) unsigned fake_cupti_take_corr(unsigned corr)
+{
+	return corr_of(corr, 0);
+}
+
+__attribute__((visibility("default"))) void fake_cupti_release_corr(unsigned corr)
+{
+	corr_of(corr, 1);
+}
+
 /* The test program's side: one kernel of the launch with correlation id corr, recorded if
  * CONCURRENT_KERNEL is enabled (runs 1 us). Returns 1 if recorded. */
 __attribute__((visibility("default"))) int fake_cupti_kernel(unsigned corr)
