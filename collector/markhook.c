@@ -399,6 +399,42 @@ int sp_collector_hook_enter(int fn)
 	return sp_collector_hook_enter_at(fn, NULL);
 }
 
+/* The hooks count this thread's marker call (a hook of fn: its own function, or a static runtime's
+ * driver call inside it, whose runtime call goes on: see callbacks.c). */
+static void count_here(int fn, unsigned w)
+{
+	sp_thr.hook_counted = 1;
+	sp_thr.nested_counted = w == WANT_NESTED;
+	sp_win_detect(0, SP_TOK_API, H.flags[fn], H.name[fn], sp_thr_ns(1), 0, 0, H.drv[fn]);
+}
+
+/* A marker's hooked call while CUPTI counts (attached): the proof's watch and strays. */
+static int attached_enter(int fn, unsigned w, const void *from)
+{
+	/* a stray only where CUPTI reports every marker call: attached, the schedule not done (after
+	 * it the marker's callbacks are off, and every call would look like one) */
+	bool reported = !sp_col.done && atomic_load(&sp_hold.state) == SP_HOLD_ATTACHED;
+	/* a static runtime's marker call that began before a re-attach: this thread has had no
+	 * callback since (CUPTI saw no entry of it), and this driver call comes from the place the
+	 * proof counts, inside marker calls only; the hooks count it, as while parked */
+	if (w == WANT_NESTED && reported && sp_thr.gen != sp_cupti_life_generation() &&
+	    atomic_load_explicit(&H.nested, memory_order_relaxed) && site_counts((uintptr_t)from)) {
+		count_here(fn, w);
+		return fn;
+	}
+	if (w == WANT_NESTED && reported) {
+		int i = site((uintptr_t)from, 1);
+		if (i >= 0)
+			atomic_fetch_add(&S[i].bad, 1);
+		atomic_fetch_add(&H.stray, 1);
+		stray_check();
+	}
+	/* CUPTI must report it as a marker call before it ends (where it reports them: as above) */
+	W.watch = w == WANT_MARKER && reported;
+	W.reported = 0;
+	return fn;
+}
+
 int sp_collector_hook_enter_at(int fn, const void *from)
 {
 	if ((unsigned)fn >= SP_HOOK_N)
@@ -437,31 +473,8 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 		W.pc = (uintptr_t)from;
 		return fn;
 	}
-	if (!atomic_load(&H.counting)) {
-		/* a stray only where CUPTI reports every marker call: attached, the schedule not done (after
-		 * it the marker's callbacks are off, and every call would look like one) */
-		bool reported = !sp_col.done && atomic_load(&sp_hold.state) == SP_HOLD_ATTACHED;
-		/* a static runtime's marker call that began before a re-attach: this thread has had no
-		 * callback since (CUPTI saw no entry of it), and this driver call comes from the place the
-		 * proof counts, inside marker calls only; the hooks count it, as while parked */
-		if (w == WANT_NESTED && reported && sp_thr.gen != sp_cupti_life_generation() &&
-		    atomic_load_explicit(&H.nested, memory_order_relaxed) && site_counts((uintptr_t)from)) {
-			sp_thr.hook_counted = sp_thr.nested_counted = 1;
-			sp_win_detect(0, SP_TOK_API, H.flags[fn], H.name[fn], sp_thr_ns(1), 0, 0, H.drv[fn]);
-			return fn;
-		}
-		if (w == WANT_NESTED && reported) {
-			int i = site((uintptr_t)from, 1);
-			if (i >= 0)
-				atomic_fetch_add(&S[i].bad, 1);
-			atomic_fetch_add(&H.stray, 1);
-			stray_check();
-		}
-		/* CUPTI must report it as a marker call before it ends (where it reports them: as above) */
-		W.watch = w == WANT_MARKER && reported;
-		W.reported = 0;
-		return fn;
-	}
+	if (!atomic_load(&H.counting))
+		return attached_enter(fn, w, from);
 	/* a driver call stands for a marker call only where the proof relied on that: otherwise the
 	 * runtime's hooks count (a nested call is inside one) and this one is none of them */
 	if (w == WANT_NESTED &&
@@ -475,9 +488,7 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 	 * reported no entry of it: hook_pending above): CUPTI cannot count that call even if stepprof
 	 * re-attached since, so the hooks do (a late re-attach said it missed before) */
 	if (w == WANT_NESTED || atomic_load(&H.counting)) {
-		sp_thr.hook_counted = 1;
-		sp_thr.nested_counted = w == WANT_NESTED; /* its runtime call goes on: see callbacks.c */
-		sp_win_detect(0, SP_TOK_API, H.flags[fn], H.name[fn], sp_thr_ns(1), 0, 0, H.drv[fn]);
+		count_here(fn, w);
 		kick_if_near();
 	}
 	return fn;
