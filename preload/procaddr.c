@@ -174,6 +174,9 @@ static struct {
 	_Atomic(void *) ctx_get_device;          /* the driver's cuCtxGetDevice, (void *)-1 if none */
 } P = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
+/* dlsym's route runs before a sanitizer runtime has mapped its shadow memory (ASan looks its own
+ * functions up with dlsym while it starts): not instrumented in a SAN=address build */
+#define SP_NO_ASAN __attribute__((no_sanitize_address))
 static __thread int in_resolve; /* finding the real dlsym on this thread: its allocations may call dlsym */
 static __thread int raw; /* our own lookups on this thread: dlsym is the real one for them */
 
@@ -322,7 +325,7 @@ static const struct {
 
 /* The real dlsym: libc's, found by version (2.34 moved it into libc; older x86-64 and aarch64
  * have it at their base version). NULL if none: then no lookup is wrapped. Can't fail otherwise. */
-static void *(*real_dlsym(void))(void *, const char *)
+static SP_NO_ASAN void *(*real_dlsym(void))(void *, const char *)
 {
 	static const char *const vers[] = { "GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17", NULL };
 	void *(*f)(void *, const char *) = P.real_dlsym;
@@ -554,7 +557,7 @@ static void *dlsym_gpa(void *h, const char *name)
 }
 
 /* The row whose driver symbol is name (an exported name of the trampolines), -1 if none. */
-static int exp_row(const char *name)
+static SP_NO_ASAN int exp_row(const char *name)
 {
 	if (name[0] != 'c' || name[1] != 'u') /* (most names dlsym is asked for: at once) */
 		return -1;
@@ -611,7 +614,7 @@ static void *no_dlsym(void *h, const char *name)
  * return address still on the stack, so that RTLD_NEXT means what the caller meant). Inside our
  * own resolution of the real dlsym (it may allocate, and a malloc hook may call dlsym) the base
  * version is found without recursion. Never returns NULL. */
-__attribute__((used, visibility("hidden"))) void *sp_dlsym_route(void *h, const char *name)
+__attribute__((used, visibility("hidden"))) SP_NO_ASAN void *sp_dlsym_route(void *h, const char *name)
 {
 	(void)h;
 	if (__builtin_expect(in_resolve > 0, 0)) {
