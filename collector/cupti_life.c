@@ -193,10 +193,17 @@ int sp_cupti_life_wait_detach(uint64_t limit_ns)
  * this thread is inside a callback or CUPTI call of stepprof's (a program's forwarded callback
  * launching, say: a detach drains that first, so this launch must not wait for it; counted, it is
  * drained in turn); else waits for the detach's verdict and returns what the guard returns. */
-static __attribute__((noinline)) int launch_wait(void)
+/* This thread's own slot, or NULL (it counts in the shared counters). */
+static struct sp_inflight_slot *own_slot(void)
 {
 	struct sp_inflight_slot *own = sp_inflight_own;
-	if (own && own != &sp_inflight_shared && atomic_load_explicit(&own->n, memory_order_relaxed) > 0) {
+	return own != &sp_inflight_shared ? own : NULL;
+}
+
+static __attribute__((noinline)) int launch_wait(void)
+{
+	struct sp_inflight_slot *own = own_slot();
+	if (own && atomic_load_explicit(&own->n, memory_order_relaxed) > 0) {
 		sp_cupti_life_slot_add(true, 1);
 		return 1;
 	}
@@ -230,8 +237,8 @@ void sp_collector_launch_unguard(int g)
  * off rather than finalise under it. */
 static int own_launches(void)
 {
-	struct sp_inflight_slot *own = sp_inflight_own;
-	return own && own != &sp_inflight_shared ? atomic_load_explicit(&own->launch, memory_order_relaxed) : 0;
+	struct sp_inflight_slot *own = own_slot();
+	return own ? atomic_load_explicit(&own->launch, memory_order_relaxed) : 0;
 }
 
 /* Launches in flight now, every thread's but this one's (a detach never waits for itself). */

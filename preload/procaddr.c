@@ -74,10 +74,9 @@ static const char *const drv_libs[] = { "libcuda.so.1", "libcuda.so", NULL };
 
 /* The kernel launches, as SP_TRAMPOLINES (cuda.h: cuLaunchKernel from 4000, cuLaunchKernelEx from
  * 11060, cuLaunchCooperativeKernel from 9000, each with a _ptsz variant asked for with the
- * per-thread flag). Every runtime (static or
- * shared cudart, cuBLAS's, NCCL's) gets them through cuGetProcAddress. Their trampolines cost two
- * relaxed loads and a tail call while stepprof wants no launch and is not subscribed to CUPTI
- * (collector.h sp_launch_want, sp_launch_guard). */
+ * per-thread flag). Every runtime (static or shared cudart, cuBLAS's, NCCL's) gets them through
+ * cuGetProcAddress. Their trampolines cost two loads (plain ones on x86) and a tail call while
+ * stepprof wants no launch and is not subscribed to CUPTI (launch_watched below). */
 #define LK_PARAMS                                                                                                 \
 	(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh, \
 	 CUstream s, void **kp, void **ex)
@@ -251,8 +250,8 @@ static inline void launch_end(struct launch_ctx c)
 		sp_collector_launch_unguard(c.guard);
 }
 
-/* The launch trampolines: two loads (plain ones on x86) and a tail call to the driver while no launch is
- * watched, else (out of line) the collector around the call. */
+/* The launch trampolines: a tail call to the driver while no launch is watched, else (out of line)
+ * the collector around the call. */
 #define TR_LAUNCH(hook, ask, v0, v1, pt, exp, params, args)                                                      \
 	static __attribute__((noinline)) CUresult slow_##hook params                                             \
 	{                                                                                                        \
