@@ -11,6 +11,8 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 S=${FUZZ_TEST_SECONDS:-6}
 fail() { echo "FAIL: $*" >&2; exit 1; }
+compgen -G "$B/fuzz/fuzz_*" >/dev/null ||
+	fail "no fuzz harness in $B/fuzz: \`make test\` builds them (\`make test-build\` does not; \`make fuzz-build\`)"
 for h in "$B"/fuzz/fuzz_*; do
 	name=${h##*/fuzz_}
 	inputs=("$R/tests/fuzz/corpus/$name"/*)
