@@ -65,12 +65,28 @@ typedef CUresult (*coop_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, 
 			    void **);
 static launch_fn launcher_lk;
 static coop_fn launcher_coop; /* LAUNCH_COOP=1: the launchers' cuLaunchCooperativeKernel instead */
+typedef CUresult (*hostfn_fn)(CUstream, CUhostFn, void *);
+static hostfn_fn launcher_host; /* LAUNCH_HOSTFN=1: the launchers' cuLaunchHostFunc instead */
+typedef CUresult (*memset_fn)(CUdeviceptr, unsigned char, size_t, CUstream);
+static memset_fn launcher_memset; /* LAUNCH_MEMSET=1: the launchers' cuMemsetD8Async instead */
+static _Atomic int memset_bad;    /* a memset that did not write what it was asked to */
+static void host_noop(void *u)
+{
+	(void)u;
+}
 static void *launcher(void *arg)
 {
 	static const char sym[] = "bwd_fake";
 	(void)arg;
 	while (!atomic_load(&stop)) {
-		if (launcher_coop)
+		if (launcher_memset) {
+			unsigned char buf[64] = { 0 };
+			if (launcher_memset((CUdeviceptr)(uintptr_t)(buf + 8), 0x5a, 48, NULL) != CUDA_SUCCESS ||
+			    buf[7] || buf[8] != 0x5a || buf[55] != 0x5a || buf[56])
+				atomic_store(&memset_bad, 1);
+		} else if (launcher_host)
+			launcher_host(NULL, host_noop, NULL);
+		else if (launcher_coop)
 			launcher_coop((CUfunction)sym, 1, 1, 1, 1, 1, 1, 0, NULL, NULL);
 		else
 			launcher_lk((CUfunction)sym, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
@@ -190,6 +206,10 @@ int main(int argc, char **argv)
 			lgpa("cuStreamBeginCapture", (void **)&capture, 12000, 0, &lst);
 			if (getenv("LAUNCH_COOP"))
 				lgpa("cuLaunchCooperativeKernel", (void **)&launcher_coop, 12000, 0, &lst);
+			if (getenv("LAUNCH_HOSTFN"))
+				lgpa("cuLaunchHostFunc", (void **)&launcher_host, 12000, 0, &lst);
+			if (getenv("LAUNCH_MEMSET"))
+				lgpa("cuMemsetD8Async", (void **)&launcher_memset, 12000, 0, &lst);
 			lgpa("cuMemAlloc", (void **)&mem_alloc, 12000, 0, &lst);
 			lgpa("cuMemFree", (void **)&mem_free, 12000, 0, &lst);
 		}
@@ -366,6 +386,9 @@ int main(int argc, char **argv)
 		pthread_join(wd, NULL);
 	for (int i = 0; i < lt_on; i++)
 		pthread_join(lt[i], NULL);
+	if (launcher_memset)
+		printf("driver: memsets through cuMemsetD8Async wrote %s\n",
+		       atomic_load(&memset_bad) ? "something else" : "what they were asked to");
 	if (race_on)
 		pthread_join(rt_th, NULL);
 	for (int i = 0; i < nth; i++)

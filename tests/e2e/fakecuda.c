@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cupti.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -95,6 +96,46 @@ EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy
 {
 	(void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)sh, (void)s, (void)kp;
 	return launch(f);
+}
+
+/* A call CUPTI's dispatch wraps while subscribed (fake_cupti_wrapped: a cuptiFinalize under it is
+ * logged), FAKE_LAUNCH_US long: a host function queued on a stream, an asynchronous memset. */
+static void dispatched(void)
+{
+	static int (*sub)(void);
+	static void (*wrapped)(int);
+	if (!sub) {
+		wrapped = (void (*)(int))dlsym(RTLD_DEFAULT, "fake_cupti_wrapped");
+		sub = (int (*)(void))dlsym(RTLD_DEFAULT, "fake_cupti_subscribed");
+	}
+	if (sub && wrapped && sub()) {
+		wrapped(1);
+		const char *us = getenv("FAKE_LAUNCH_US");
+		struct timespec ts = { 0, (us ? atoi(us) % 1000000 : 0) * 1000L };
+		nanosleep(&ts, NULL);
+		wrapped(-1);
+	}
+}
+
+/* fn runs at once */
+EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *u)
+{
+	(void)s;
+	dispatched();
+	if (fn)
+		fn(u);
+	return CUDA_SUCCESS;
+}
+
+/* writes n bytes of v at d (a host address here): the trampoline must pass the arguments through */
+EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
+{
+	(void)s;
+	dispatched();
+	if (!d)
+		return CUDA_ERROR_INVALID_VALUE;
+	memset((void *)(uintptr_t)d, v, n);
+	return CUDA_SUCCESS;
 }
 
 static CUresult launch_internal(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -252,6 +293,10 @@ static void *lookup(const char *sym, int ver, cuuint64_t flags)
 		return (void *)cuLaunchKernelEx;
 	if (!strcmp(sym, "cuLaunchCooperativeKernel") && ver >= 9000)
 		return (void *)cuLaunchCooperativeKernel;
+	if (!strcmp(sym, "cuLaunchHostFunc") && ver >= 10000)
+		return (void *)cuLaunchHostFunc;
+	if (!strcmp(sym, "cuMemsetD8Async") && ver >= 3020)
+		return (void *)cuMemsetD8Async;
 	if (!strcmp(sym, "cuFuncGetName") && ver >= 12030 && !getenv("FAKE_CUDA_NO_NAMES"))
 		return (void *)cuFuncGetName;
 	if (!strcmp(sym, "cuKernelGetName") && ver >= 12030 && !getenv("FAKE_CUDA_NO_NAMES"))
