@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "trace/trace.h"
 
 #define KERNELS 8       /* forward + backward kernels per step */
