@@ -102,7 +102,8 @@ static void replay_run(const struct sp_tokstream *s, struct sp_stepdet *det, str
 				  ? strdup(note)
 				  : NULL;
 		r->steps += (o.what & SP_DET_BOUNDARY) != 0;
-		for (size_t k = r->n - 1; (o.what & SP_DET_MISMATCH) && k-- > 0;)
+		/* refuted: the regime ended in it; an irregular step (the lock kept) is compared as any */
+		for (size_t k = r->n - 1; (o.what & SP_DET_MISMATCH) && (o.what & SP_DET_UNLOCK) && k-- > 0;)
 			if ((r->d[k].out.what & SP_DET_BOUNDARY) && r->d[k].out.step == o.bad_step) {
 				r->d[k].refuted = 1;
 				break;
@@ -317,8 +318,8 @@ static void windows_check(const struct sp_tokstream *s, const struct replay *r, 
 		unsigned what = d->out.what;
 		w->minor += (what & SP_DET_BOUNDARY) && (what & SP_DET_MINOR);
 		if ((what & (SP_DET_END | SP_DET_BOUNDARY)) && open && record)
-			window_step(s, truth, nt, v, w, step, regime, train, refuted || (what & SP_DET_MISMATCH),
-				    open_at, d->pos);
+			window_step(s, truth, nt, v, w, step, regime, train,
+				    refuted || ((what & SP_DET_MISMATCH) && (what & SP_DET_UNLOCK)), open_at, d->pos);
 		if (what & (SP_DET_END | SP_DET_BOUNDARY))
 			open = 0;
 		if (what & (SP_DET_LOCK | SP_DET_BOUNDARY)) {
@@ -351,9 +352,14 @@ static void print_decision(const struct decision *d, uint64_t t0, FILE *out)
 {
 	double t = (double)(d->ts - t0) / 1e9;
 	unsigned w = d->out.what;
-	if (w & SP_DET_MISMATCH)
+	if ((w & SP_DET_MISMATCH) && (w & SP_DET_UNLOCK))
 		fprintf(out, "  token %-9zu %10.6f s  step %lld differed from the period (not %u launches)\n", d->index,
 			t, (long long)d->out.bad_step, d->how.launches);
+	else if (w & SP_DET_MISMATCH)
+		fprintf(out,
+			"  token %-9zu %10.6f s  step %lld launched a few kernels more than the period's %u: kept as "
+			"an irregular step\n",
+			d->index, t, (long long)d->out.bad_step, d->how.launches);
 	if (w & SP_DET_UNLOCK)
 		fprintf(out, "  token %-9zu %10.6f s  unlock: the regime ended, learning again\n", d->index, t);
 	if (w & SP_DET_LOCK)

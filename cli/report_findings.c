@@ -114,14 +114,15 @@ static int differing_steps(const struct sp_steps *s, char *f)
 	med = sp_median_u64(k, m);
 	free(k);
 	for (size_t i = 0; i < s->n; i++)
-		n += whole_step(&s->st[i]) && (s->st[i].kernels != med || (s->st[i].how.flags & SP_STEP_REFUTED));
+		n += whole_step(&s->st[i]) &&
+		     (s->st[i].kernels != med || (s->st[i].how.flags & (SP_STEP_REFUTED | SP_STEP_IRREGULAR)));
 	if (!n)
 		return 0;
 	p += snprintf(p, end - p, "%zu of %zu recorded steps differ from the others (median %llu kernels):", n, m,
 		      (unsigned long long)med);
 	for (size_t i = 0; i < s->n && ranges < 6; i++) {
 		const struct sp_step_stat *a = &s->st[i];
-		if (!whole_step(a) || (a->kernels == med && !(a->how.flags & SP_STEP_REFUTED)))
+		if (!whole_step(a) || (a->kernels == med && !(a->how.flags & (SP_STEP_REFUTED | SP_STEP_IRREGULAR))))
 			continue;
 		size_t j = i;
 		while (j + 1 < s->n && whole_step(&s->st[j + 1]) && s->st[j + 1].kernels == a->kernels &&
@@ -130,7 +131,9 @@ static int differing_steps(const struct sp_steps *s, char *f)
 		p += snprintf(p, end > p ? end - p : 0, " step%s %lld%s%.0lld (%llu kernels%s);", j > i ? "s" : "",
 			      (long long)a->number, j > i ? "-" : "", j > i ? (long long)s->st[j].number : 0,
 			      (unsigned long long)a->kernels,
-			      a->how.flags & SP_STEP_REFUTED ? ", refuted by the detector" : "");
+			      a->how.flags & SP_STEP_REFUTED     ? ", refuted by the detector"
+			      : a->how.flags & SP_STEP_IRREGULAR ? ", irregular: the detector kept its lock"
+								 : "");
 		ranges++;
 		i = j;
 	}

@@ -128,7 +128,8 @@ struct sp_col_state {
 	struct sp_stepdet det; /* the step detector (stepdet.h): every marker kind */
 	uint64_t credit; /* ns the detector spent learning, taken out of token times */
 	struct sp_det_how step_how; /* how the current step was found (its STEP record says it) */
-	int step_refuted; /* the detector found the current step to differ from the period */
+	int step_refuted; /* the detector found the current step to differ from the period: 1 refuted
+			   * (its regime ended), 2 irregular (a few launches more, the lock kept) */
 	int at_exit; /* the process is exiting: the step ended now ends at exit (SP_STEP_AT_EXIT) */
 	/* callback sets (cbsets.c sets them; callbacks.c and tokglue.c read them) */
 	uint32_t api_name[2][SP_CBID_MAX]; /* (domain, cbid) -> interned name, 0 = not yet */

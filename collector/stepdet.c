@@ -19,6 +19,8 @@
 
 #define RING_TOKENS (1u << 16)   /* the learner's ring */
 #define YOUNG_STEPS 8u           /* a regime that ends within this many steps was a wrong lock */
+#define IRREGULAR_STEPS 4u       /* a regime this old keeps its lock through one step that differs */
+#define IRREGULAR_EXTRA 8u       /* ... by at most 1/8 of its launches more */
 #define SETTLE_STEPS 64u         /* a regime this old is the program's loop (sp_stepdet_settled) */
 #define UNDECIDED_TOKENS 65536u  /* learning this long without a lock is reported */
 #define OVERRUN 2u               /* a counted step with this many periods' launches ... */
@@ -564,7 +566,7 @@ static void lock(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_o
 static void unlock(struct sp_stepdet *d, struct sp_det_out *out)
 {
 	struct sp_det_regime *r = &d->reg[d->cur - 1];
-	d->probe = 0;
+	d->probe = d->irregular = 0;
 	d->ref_ns = 0; /* a new regime's steps take their own time */
 	if (r->steps < YOUNG_STEPS)
 		sp_autostep_refute(&d->a, r->period);
@@ -610,17 +612,32 @@ static void anchor_hit(struct sp_stepdet *d, const struct sp_token *t, struct sp
 	if (d->hits++ % d->every)
 		return;
 	struct sp_det_regime *r = &d->reg[d->cur - 1];
-	if (step_differs(d)) {
+	int irregular = step_differs(d);
+	/* a few launches more than the period's: the same iteration with extra work; fewer, or twice
+	 * as many, are a boundary out of place (an extra or a missed anchor call) */
+	if (irregular && (d->irregular || r->steps < IRREGULAR_STEPS || d->counted < d->how.launches ||
+			  d->counted - d->how.launches > d->how.launches / IRREGULAR_EXTRA + 1)) {
 		refute_step(d, out);
 		return;
+	}
+	if (irregular) {
+		/* one step of an established regime with a few launches more (an extra kernel every N
+		 * iterations: a norm logged, an EMA update) is said and kept; the next step is counted, and ends the
+		 * regime if it differs too (a regime that changed) */
+		out->what |= SP_DET_MISMATCH;
+		out->bad_step = d->step;
+		d->how.mismatches++;
+		d->probe = 1;
 	}
 	/* the cheap check of a step whose launches were not counted: its time against the counted
 	 * ones'; one that stands out gets the next step counted (a probe), which refutes the regime if
 	 * its launches differ. A counted step that matched sets the reference. */
 	uint64_t dur = t->ts > d->step_t0 ? t->ts - d->step_t0 : 0;
-	if (d->counting) {
+	if (d->counting && !irregular) {
 		d->ref_ns = d->ref_ns ? (d->ref_ns * 7 + dur) / 8 : dur;
-		d->probe = 0;
+		d->probe = d->irregular = 0;
+	} else if (d->counting) {
+		d->irregular = 1;
 	} else if (d->ref_ns && d->sparse > 1 && !d->probe &&
 		   (dur > PROBE_RATIO * d->ref_ns || dur * PROBE_RATIO < d->ref_ns)) {
 		d->probe = 1;
@@ -722,79 +739,4 @@ void sp_stepdet_feed(struct sp_stepdet *d, const struct sp_token *t, struct sp_d
 			marker_hit(d, t, out);
 		break;
 	}
-}
-
-/* The explicit marker to suggest from the learner's ring: the rarest host synchronisation that
- * repeats, else the rarest repeating NVTX range, else the rarest repeating kernel. */
-static void suggest(struct sp_stepdet *d, char *buf, size_t n)
-{
-	struct sp_autostep *a = &d->a;
-	uint32_t best[3] = { 0 }, bestc[3] = { UINT32_MAX, UINT32_MAX, UINT32_MAX };
-	uint64_t first = a->n > a->cap ? a->n - a->cap : 0;
-	sp_autostep_count(a, 0, 1);
-	for (uint64_t i = first; i < a->n; i++) {
-		uint32_t tok = a->tok[i & (a->cap - 1)], c = sp_autostep_count(a, tok, 0);
-		const char *nm = sp_intern_lookup(tok & ~SP_AUTOSTEP_FLAGS);
-		int k = tok & SP_AUTOSTEP_SYNC                                     ? 0
-			: nm && !strncmp(nm, "nvtx:", 5) && strcmp(nm, "nvtx:pop") ? 1
-			: tok & SP_AUTOSTEP_KERNEL                                 ? 2
-										   : -1;
-		if (k >= 0 && c >= 4 && c < bestc[k]) {
-			bestc[k] = c;
-			best[k] = tok;
-		}
-	}
-	static const char *const kinds[3] = { "api", "nvtx", "kernel" };
-	for (int k = 0; k < 3; k++)
-		if (best[k]) {
-			const char *nm = sp_intern_lookup(best[k] & ~SP_AUTOSTEP_FLAGS);
-			snprintf(buf, n, "[marker] kind = %s, pattern = %s", kinds[k], k == 1 ? nm + 5 : nm);
-			return;
-		}
-	snprintf(buf, n, "an explicit [marker] (docs/STEPS.md)");
-}
-
-int sp_stepdet_undecided(struct sp_stepdet *d, char *buf, size_t n)
-{
-	char sug[300];
-	if (d->kind != SP_MARK_AUTO || !d->learning)
-		return 0;
-	suggest(d, sug, sizeof sug);
-	if (d->a.cand_period)
-		snprintf(buf, n,
-			 "automatic step detection is undecided after %llu tokens: the best candidate, a period "
-			 "of %u tokens, repeated %llu times (not proven: it must repeat exactly, with a host "
-			 "synchronisation or a clear CPU gap where it wraps); set %s",
-			 (unsigned long long)d->tokens, d->a.cand_period,
-			 (unsigned long long)(d->a.cand_run / d->a.cand_period + 1), sug);
-	else
-		snprintf(buf, n, "automatic step detection is undecided after %llu tokens: nothing repeats; set %s",
-			 (unsigned long long)d->tokens, sug);
-	return 1;
-}
-
-int sp_stepdet_schedule_warning(const struct sp_schedule *s, char *buf, size_t n)
-{
-	int64_t first = -1;
-	for (int64_t k = 0; k < 100000 && first < 0; k++)
-		if (sp_schedule_action(s, k) != SP_ACT_NONE)
-			first = k;
-	if (first < 0 || first >= SP_STEPDET_LOCK_NOSYNC)
-		return 0;
-	if (first < SP_STEPDET_LOCK_SYNC) {
-		snprintf(buf, n,
-			 "the schedule collects from step %lld, but automatic step detection (kind = auto) "
-			 "locks during the program's iteration %d at the earliest (%d or later for a loop without a "
-			 "host synchronisation per iteration): the steps before are not recorded and the window is "
-			 "lost; raise skip_first or wait by %lld, or set an explicit [marker] (docs/STEPS.md)",
-			 (long long)first, SP_STEPDET_LOCK_SYNC - 1, SP_STEPDET_LOCK_NOSYNC - 1,
-			 (long long)(SP_STEPDET_LOCK_SYNC - first));
-		return 1;
-	}
-	snprintf(buf, n,
-		 "the schedule collects from step %lld: a loop without a host synchronisation per iteration "
-		 "(CUDA graphs, JAX) locks automatic step detection at iteration %d or later, and would lose that "
-		 "window; raise skip_first or wait by %lld for such programs, or set an explicit [marker]",
-		 (long long)first, SP_STEPDET_LOCK_NOSYNC - 1, (long long)(SP_STEPDET_LOCK_NOSYNC - first));
-	return 2;
 }

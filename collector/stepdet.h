@@ -30,7 +30,10 @@
 				* unwatched from its start (it records nothing) */
 #define SP_DET_RELOCK 0x10u  /* ... a lock after an unlock (with LOCK) */
 #define SP_DET_UNLOCK 0x20u  /* the period stopped matching: learning again (with END) */
-#define SP_DET_MISMATCH 0x40u  /* the step that ended differed from the period (`bad_step`) */
+#define SP_DET_MISMATCH \
+	0x40u  /* the step that ended differed from the period (`bad_step`): with
+				* UNLOCK the regime ended; without, an established regime keeps its
+				* lock through one irregular step and counts the next */
 #define SP_DET_WANTS 0x80u  /* sp_stepdet_wants changed */
 #define SP_DET_UNDECIDED \
 	0x100u /* learning has gone on long without a lock (once per run):
@@ -119,6 +122,8 @@ struct sp_stepdet {
 	uint32_t sparse;              /* count launches in one step of this many (0, 1: every step) */
 	int blind;      /* the caller sees no launch now (parked): no step is counted */
 	int probe;      /* a step's time stood out: count the next one */
+	int irregular;  /* the last counted step differed and the regime went on: the next counted
+			 * step that differs ends it */
 	uint64_t ref_ns;              /* the counted steps' time (moving average) */
 	uint32_t probes;              /* steps whose time stood out */
 	const struct sp_schedule *sparse_sched; /* ... and in the steps before and of its windows */

@@ -183,8 +183,9 @@ static void step_how(struct sp_event *ev)
 	ev->name = aut ? h->anchor & ~SP_AUTOSTEP_FLAGS : sp_intern(m->pattern[0] ? m->pattern : "?");
 	ev->u.step.how = (uint8_t)(m->kind + 1);
 	ev->u.step.flags =
-		(uint8_t)((aut && h->after ? SP_STEP_AFTER : 0) | (sp_col.step_refuted ? SP_STEP_REFUTED : 0) |
-			  (aut && h->train ? SP_STEP_TRAIN : 0) | (sp_col.at_exit ? SP_STEP_AT_EXIT : 0));
+		(uint8_t)((aut && h->after ? SP_STEP_AFTER : 0) | (sp_col.step_refuted == 1 ? SP_STEP_REFUTED : 0) |
+			  (sp_col.step_refuted == 2 ? SP_STEP_IRREGULAR : 0) | (aut && h->train ? SP_STEP_TRAIN : 0) |
+			  (sp_col.at_exit ? SP_STEP_AT_EXIT : 0));
 	ev->u.step.regime = h->regime;
 	ev->u.step.period = h->period;
 	ev->u.step.launches = h->launches;
@@ -292,10 +293,15 @@ static void det_locked(const struct sp_det_out *o, uint64_t t)
 static void det_apply(const struct sp_det_out *o, uint64_t t, uint32_t corr, CUpti_CallbackId cbid, int d)
 {
 	char msg[700];
-	if (o->what & SP_DET_MISMATCH) {
+	if ((o->what & SP_DET_MISMATCH) && (o->what & SP_DET_UNLOCK)) {
 		sp_info("step %lld did not match the detected period: automatic detection learns again",
 			(long long)o->bad_step);
 		sp_col.step_refuted = 1; /* it is the open step: its STEP record says so */
+	} else if (o->what & SP_DET_MISMATCH) {
+		sp_info("step %lld launched a few kernels more than the detected period: kept as an irregular step "
+			"(the next step is checked)",
+			(long long)o->bad_step);
+		sp_col.step_refuted = 2;
 	}
 	if ((o->what & SP_DET_UNLOCK) && sp_col.open && sp_col.open->mk == sp_col.cur)
 		sp_col.action = SP_ACT_RECORD_AND_SAVE; /* the loop changed: a window open now ends with this step */

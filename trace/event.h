@@ -168,6 +168,9 @@ struct sp_ev_step {
 };
 #define SP_STEP_AFTER 0x01u /* the boundary is at the end of the anchor call */
 #define SP_STEP_REFUTED 0x02u /* its launches differed from the period: the detector's loop ended in it */
+#define SP_STEP_IRREGULAR \
+	0x10u /* auto: a few launches more than the period (an extra kernel), its boundaries in place:
+			       * the detector kept its lock through it (and counted the next step) */
 #define SP_STEP_AT_EXIT \
 	0x08u /* the process exited in it: it ends at exit, not at a step boundary, and holds whatever
 			       * the program did after its last iteration (a final evaluation, a save) */

@@ -183,6 +183,51 @@ static void sparse_blind_probe(void **state)
 	sp_stepdet_free(&det);
 }
 
+/* An established regime keeps its lock through one step with a few launches more (an extra
+ * kernel every N iterations): the step is said (MISMATCH without UNLOCK) and the numbering goes
+ * on; two such steps in a row, or one with fewer launches (an anchor call out of place), end it. */
+static void irregular_step_kept(void **state)
+{
+	int64_t step = -1, prev;
+	unsigned w;
+	struct sp_det_out o;
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	for (int k = 0; k < 20 && !(iteration("t", 40, &step, 200000) & SP_DET_LOCK); k++)
+		;
+	for (int i = 0; i < 20; i++)
+		iteration("t", 40, &step, 200000);
+	for (int round = 0; round < 3; round++) {
+		prev = step;
+		w = feed(SP_TOK_KERNEL, 0, "norm_logged", 1000, &o) | iteration("t", 40, &step, 200000);
+		assert_true(w & SP_DET_MISMATCH);
+		assert_false(w & SP_DET_UNLOCK);
+		assert_int_equal(step, prev + 1);
+		for (int i = 0; i < 6; i++) {
+			prev = step;
+			w = iteration("t", 40, &step, 200000);
+			assert_false(w & (SP_DET_MISMATCH | SP_DET_UNLOCK));
+			assert_int_equal(step, prev + 1);
+		}
+	}
+	assert_int_equal(det.how.mismatches, 3);
+	assert_int_equal(det.how.relocks, 0);
+	/* two in a row: the second ends the regime */
+	w = feed(SP_TOK_KERNEL, 0, "norm_logged", 1000, &o) | iteration("t", 40, &step, 200000);
+	assert_false(w & SP_DET_UNLOCK);
+	w = feed(SP_TOK_KERNEL, 0, "norm_logged", 1000, &o) | iteration("t", 40, &step, 200000);
+	assert_true((w & SP_DET_MISMATCH) && (w & SP_DET_UNLOCK));
+	for (int k = 0; k < 20 && !(iteration("t", 40, &step, 200000) & SP_DET_LOCK); k++)
+		;
+	for (int i = 0; i < 20; i++)
+		iteration("t", 40, &step, 200000);
+	/* an extra sync splits a step (fewer launches): the regime ends at once */
+	for (int i = 0; i < 10; i++)
+		feed(SP_TOK_KERNEL, 0, "t_0", 4000, &o);
+	w = feed(SP_TOK_API, SP_TOKF_SYNC, "cudaStreamSynchronize", 3000, &o);
+	assert_true((w & SP_DET_MISMATCH) && (w & SP_DET_UNLOCK));
+	sp_stepdet_free(&det);
+}
+
 /* The loop changes (an evaluation phase of another shape), then comes back: the detector refutes
  * the step that differs, learns again, and the training regime resumes its own step numbers. */
 static void phase_change_and_relock(void **state)
@@ -422,6 +467,7 @@ int main(void)
 		cmocka_unit_test(nvtx_marker),
 		cmocka_unit_test(auto_lock_watch_and_check),
 		cmocka_unit_test(phase_change_and_relock),
+		cmocka_unit_test(irregular_step_kept),
 		cmocka_unit_test(sparse_blind_probe),
 		cmocka_unit_test(eval_first_prefers_training),
 		cmocka_unit_test(relock_gap_keeps_window),
