@@ -384,13 +384,14 @@ static void print_json(const struct report *rep, const char *path, const struct 
 			      "%s{\"number\":%lld,\"window\":%u,\"duration_ns\":%llu,\"kernels\":%llu,\"kernel_ns\":%"
 			      "llu,"
 			      "\"nccl_ns\":%llu,\"copy_ns\":%llu,\"gpu_busy_ns\":%llu,\"longest_idle_ns\":%llu,"
-			      "\"regime\":%u,\"refuted\":%s,\"training\":%s,\"at_exit\":%s}",
+			      "\"regime\":%u,\"refuted\":%s,\"irregular\":%s,\"training\":%s,\"at_exit\":%s}",
 			      i ? ",\n" : "\n", (long long)s->number, s->window,
 			      (unsigned long long)(s->end > s->start ? s->end - s->start : 0),
 			      (unsigned long long)s->kernels, (unsigned long long)s->kernel_ns,
 			      (unsigned long long)s->nccl_ns, (unsigned long long)s->copy_ns,
 			      (unsigned long long)s->busy, (unsigned long long)s->idle, s->how.regime,
 			      s->how.flags & SP_STEP_REFUTED ? "true" : "false",
+			      s->how.flags & SP_STEP_IRREGULAR ? "true" : "false",
 			      s->how.flags & SP_STEP_TRAIN ? "true" : "false",
 			      s->how.flags & SP_STEP_AT_EXIT ? "true" : "false");
 	}

@@ -99,7 +99,7 @@ static int whole_step(const struct sp_step_stat *a)
 static int differing_steps(const struct sp_steps *s, char *f)
 {
 	uint64_t *k, med;
-	size_t n = 0, ranges = 0, m = 0;
+	size_t n = 0, ranges = 0, m = 0, irregular = 0;
 	char *p = f, *end = f + FINDING_LEN;
 	if (s->n < 3 || !s->st[s->n - 1].how.how)
 		return 0; /* a version-1 trace, or one written by a tool that does not say how */
@@ -113,9 +113,12 @@ static int differing_steps(const struct sp_steps *s, char *f)
 	}
 	med = sp_median_u64(k, m);
 	free(k);
-	for (size_t i = 0; i < s->n; i++)
-		n += whole_step(&s->st[i]) &&
-		     (s->st[i].kernels != med || (s->st[i].how.flags & (SP_STEP_REFUTED | SP_STEP_IRREGULAR)));
+	for (size_t i = 0; i < s->n; i++) {
+		int differs = whole_step(&s->st[i]) &&
+			      (s->st[i].kernels != med || (s->st[i].how.flags & (SP_STEP_REFUTED | SP_STEP_IRREGULAR)));
+		n += differs;
+		irregular += differs && (s->st[i].how.flags & SP_STEP_IRREGULAR);
+	}
 	if (!n)
 		return 0;
 	p += snprintf(p, end - p, "%zu of %zu recorded steps differ from the others (median %llu kernels):", n, m,
@@ -137,7 +140,11 @@ static int differing_steps(const struct sp_steps *s, char *f)
 		ranges++;
 		i = j;
 	}
-	if (s->st[s->n - 1].how.how - 1 == SP_MARK_AUTO)
+	if (irregular == n) /* each one the detector checked and kept: the iteration's occasional extra work */
+		snprintf(p, end > p ? end - p : 0,
+			 " each is one iteration with a few launches more than the others (occasional extra "
+			 "work: a norm logged, an update every few steps), kept by automatic detection.");
+	else if (s->st[s->n - 1].how.how - 1 == SP_MARK_AUTO)
 		snprintf(p, end > p ? end - p : 0,
 			 " automatic detection may have locked on another phase of the "
 			 "program (evaluation, warm-up): compare with an explicit [marker] (docs/STEPS.md).");

@@ -275,6 +275,25 @@ k=$("$B/stepprof" steps "$T"/racesplit/out/*.sptrace | awk '$1 ~ /^[0-9]+$/ {pri
 	echo "ok   a window's lower bound filled by another thread's later call first: the window's own first launch kept (21 kernels a step)" ||
 	bad "racesplit: kernels per step: $k"
 
+# one kernel more every 7th step (a norm logged): the automatic regime keeps its lock through each
+# such step (said, flagged irregular in the trace), the window keeps its 20 steps, the report's
+# finding names them as the iteration's occasional extra work (before: the first one ended the
+# regime and the window with it)
+MARKER=auto run irregular 10,0,20,1 never 60 VIA_CUDART="$FAKERT" LAUNCHES=20 EXTRA_EVERY=7 FAKE_CUPTI_ONE_CORR=1
+"$B/stepprof" report --json "$T"/irregular/out/*.sptrace >"$T/irregular/report.json" 2>/dev/null
+/usr/bin/python3 - "$T/irregular" <<'PY' && echo "ok   an extra kernel every 7th step: the automatic lock kept, 20 window steps, steps 13, 20, 27 irregular (21 kernels)" || { bad irregular; grep -v begins "$T/irregular/stderr" | head -12 | sed 's/^/    /'; }
+import json, sys
+d = sys.argv[1]
+st = json.load(open(f"{d}/report.json"))["steps"]
+err = open(f"{d}/stderr").read()
+nums = [s["number"] for s in st]
+odd = [(s["number"], s["kernels"]) for s in st if s["irregular"] or s["refuted"] or s["kernels"] != 20]
+ok = nums == list(range(10, 30)) and odd == [(13, 21), (20, 21), (27, 21)]
+ok = ok and all(s["irregular"] and not s["refuted"] for s in st if s["kernels"] == 21)
+ok = ok and "learns again" not in err and "re-lock" not in err and err.count("kept as an irregular step") >= 3
+sys.exit(0 if ok else 1)
+PY
+
 for lm in launchmany launchcoop launchhost launchmemset; do
 	coop= what=cuLaunchKernel
 	[ "$lm" = launchcoop ] && coop=LAUNCH_COOP=1 what=cuLaunchCooperativeKernel
