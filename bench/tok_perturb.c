@@ -6,6 +6,8 @@
  *   jitter S  every gap between tokens times exp(N(0, S)) (a noisier machine)
  *   log N     a synchronising device-to-host copy (cudaMemcpyAsync, cudaStreamSynchronize) before
  *             every N-th true iteration, on its thread (`if it % N == 0: print(loss.item())`)
+ *   logmid N  the same two thirds into every N-th iteration's launches (a gradient norm read
+ *             between backward and the optimizer step)
  *   thin N    the synchronising calls of every iteration but each N-th removed (the loop reads its
  *             loss only every N iterations: no other host synchronisation)
  *   drop P    each kernel launch dropped with probability P (data-dependent launches)
@@ -59,7 +61,7 @@ int main(int argc, char **argv)
 	}
 	struct sp_token t;
 	uint64_t last_in = 0, last_out = 0;
-	long iter = 0;
+	long iter = 0, kin = 0, kprev = 0; /* launches in this true iteration so far, in the last one */
 	int rc, bad = 0;
 	while ((rc = sp_tok_next(r, &t, err, sizeof err)) == 1) {
 		const char *name = sp_tok_name(r, t.name);
@@ -71,7 +73,13 @@ int main(int argc, char **argv)
 		int kind = t.kind & 0x0f, room = ts > last_out + 3;
 		uint64_t a1 = room ? last_out + (ts - last_out) / 3 : ts,
 			 a2 = room ? last_out + 2 * (ts - last_out) / 3 : ts;
+		kin += kind == SP_TOK_KERNEL;
+		if (kind == SP_TOK_KERNEL && !strcmp(mode, "logmid") && iter > 1 && iter % every == 0 &&
+		    kin == kprev * 2 / 3 + 1) /* before the launch that follows two thirds of them */
+			bad |= add(w, a1, t.tid, SP_TOK_API, SP_TOKF_SYNC, ID_COPY, "cudaMemcpyAsync") |
+			       add(w, a2, t.tid, SP_TOK_API, SP_TOKF_SYNC, ID_SYNC, "cudaStreamSynchronize");
 		if (kind == SP_TOK_TRUTH) {
+			kprev = kin, kin = 0;
 			iter++;
 			if (!strcmp(mode, "log") && iter > 1 && iter % every == 0)
 				bad |= add(w, a1, t.tid, SP_TOK_API, SP_TOKF_SYNC, ID_COPY, "cudaMemcpyAsync") |

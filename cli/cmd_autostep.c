@@ -439,14 +439,20 @@ static void print_json(const struct sp_tokstream *s, const struct replay *r, con
 		const struct decision *d = &r->d[i];
 		fprintf(out,
 			"%s{\"token\":%zu,\"t_ns\":%llu,\"what\":%u,\"lock\":%d,\"relock\":%d,\"unlock\":%d,"
-			"\"boundary\":%d,\"after\":%d,\"mismatch\":%d,\"step\":%lld,\"regime\":%u,\"period\":%u,"
+			"\"boundary\":%d,\"after\":%d,\"mismatch\":%d,\"step\":%lld,\"bad_step\":%lld,\"regime\":%u,"
+			"\"period\":%u,"
 			"\"launches\":%u,\"every\":%u,\"anchor\":",
 			i ? "," : "", d->index, (unsigned long long)(d->ts - s->tok[0].ts), d->out.what,
 			!!(d->out.what & SP_DET_LOCK), !!(d->out.what & SP_DET_RELOCK), !!(d->out.what & SP_DET_UNLOCK),
 			!!(d->out.what & SP_DET_BOUNDARY), !!(d->out.what & SP_DET_AFTER),
 			!!(d->out.what & SP_DET_MISMATCH),
-			(long long)(d->out.what & SP_DET_MISMATCH ? d->out.bad_step : d->out.step), d->out.regime,
-			d->how.period, d->how.launches, d->how.every);
+			/* step: the one that begins (a boundary, a lock), else the refuted one, as before;
+			 * bad_step: the one that differed (a mismatch), else -1 */
+			(long long)(d->out.what & SP_DET_MISMATCH && !(d->out.what & (SP_DET_BOUNDARY | SP_DET_LOCK))
+					    ? d->out.bad_step
+					    : d->out.step),
+			(long long)(d->out.what & SP_DET_MISMATCH ? d->out.bad_step : -1), d->out.regime, d->how.period,
+			d->how.launches, d->how.every);
 		sp_tokstream_json_str(out, anchor_name(&d->how));
 		fputc('}', out);
 	}

@@ -322,7 +322,8 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 	/* no thread inside a hooked CUDA call: CUPTI wraps it, and finalising CUPTI under it crashed
 	 * (H100, 2-rank DDP: the NCCL watchdog's cudaEventQuery, 2 of 15 jobs); new ones wait. A call
 	 * that outlasts 2 ms (a long synchronisation) calls the detach off: the next tick tries again.
-	 * Launches come next; driver calls that are neither (cuMemsetD*Async...) are not covered */
+	 * Launches come next (with host functions, asynchronous memsets and copies: SP_GUARDS in
+	 * preload/procaddr_rows.h); other driver calls (synchronous memsets...) are not covered */
 	if (wait_none(hooked_now, DRAIN_HOOKED_NS) < 0) {
 		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
 		return 1;

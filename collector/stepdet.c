@@ -20,7 +20,8 @@
 #define RING_TOKENS (1u << 16)   /* the learner's ring */
 #define YOUNG_STEPS 8u           /* a regime that ends within this many steps was a wrong lock */
 #define IRREGULAR_STEPS 4u       /* a regime this old keeps its lock through one step that differs */
-#define IRREGULAR_EXTRA 8u       /* ... by at most 1/8 of its launches more */
+#define IRREGULAR_EXTRA 8u       /* ... by at most 1/8 of its launches more (none below 8) */
+#define IRREGULAR_GAP 4          /* ... and at most one such step in this many */
 #define SETTLE_STEPS 64u         /* a regime this old is the program's loop (sp_stepdet_settled) */
 #define UNDECIDED_TOKENS 65536u  /* learning this long without a lock is reported */
 #define OVERRUN 2u               /* a counted step with this many periods' launches ... */
@@ -270,6 +271,7 @@ int sp_stepdet_init(struct sp_stepdet *d, int kind, const char *pattern, int eve
 	d->every = every >= 1 ? (uint32_t)every : 1;
 	d->demangle = demangle;
 	d->step = -1;
+	d->irr_step = INT64_MIN;
 	d->how.marker_kind = kind;
 	d->how.every = d->every;
 	d->nvtx_pop = sp_intern("nvtx:pop");
@@ -566,7 +568,8 @@ static void lock(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_o
 static void unlock(struct sp_stepdet *d, struct sp_det_out *out)
 {
 	struct sp_det_regime *r = &d->reg[d->cur - 1];
-	d->probe = d->irregular = 0;
+	d->probe = d->split = 0;
+	d->irr_step = INT64_MIN;
 	d->ref_ns = 0; /* a new regime's steps take their own time */
 	if (r->steps < YOUNG_STEPS)
 		sp_autostep_refute(&d->a, r->period);
@@ -612,20 +615,32 @@ static void anchor_hit(struct sp_stepdet *d, const struct sp_token *t, struct sp
 	if (d->hits++ % d->every)
 		return;
 	struct sp_det_regime *r = &d->reg[d->cur - 1];
+	/* an anchor call with none of the step's launches, or with half of them or more but not all, in
+	 * an established regime: an extra call of the anchor's function (a loss or norm read for
+	 * logging); the next one decides, and the step's launches must then match the period exactly.
+	 * A call with fewer than half is a shorter step (an evaluation pass): refuted at once */
+	uint32_t c = d->counted, l = d->how.launches;
+	if (d->counting && d->every == 1 && !d->split && (c == 0 || (2 * c >= l && c < l)) &&
+	    r->steps >= IRREGULAR_STEPS) {
+		d->split = 1;
+		return;
+	}
 	int irregular = step_differs(d);
 	/* a few launches more than the period's: the same iteration with extra work; fewer, or twice
 	 * as many, are a boundary out of place (an extra or a missed anchor call) */
-	if (irregular && (d->irregular || r->steps < IRREGULAR_STEPS || d->counted < d->how.launches ||
-			  d->counted - d->how.launches > d->how.launches / IRREGULAR_EXTRA + 1)) {
+	if (irregular && ((d->irr_step != INT64_MIN && d->step - d->irr_step < IRREGULAR_GAP) || d->split ||
+			  r->steps < IRREGULAR_STEPS || d->counted < d->how.launches ||
+			  d->counted - d->how.launches > d->how.launches / IRREGULAR_EXTRA)) {
 		refute_step(d, out);
 		return;
 	}
 	if (irregular) {
 		/* one step of an established regime with a few launches more (an extra kernel every N
-		 * iterations: a norm logged, an EMA update) is said and kept; the next step is counted, and ends the
-		 * regime if it differs too (a regime that changed) */
+		 * iterations: a norm logged, an EMA update) is said and kept; the next step is counted, and
+		 * ends the regime if it differs too (a regime that changed), as does any within
+		 * IRREGULAR_GAP steps (a pattern every 2 or 3 iterations is a period of its own) */
 		out->what |= SP_DET_MISMATCH;
-		out->bad_step = d->step;
+		out->bad_step = d->irr_step = d->step;
 		d->how.mismatches++;
 		d->probe = 1;
 	}
@@ -635,10 +650,8 @@ static void anchor_hit(struct sp_stepdet *d, const struct sp_token *t, struct sp
 	uint64_t dur = t->ts > d->step_t0 ? t->ts - d->step_t0 : 0;
 	if (d->counting && !irregular) {
 		d->ref_ns = d->ref_ns ? (d->ref_ns * 7 + dur) / 8 : dur;
-		d->probe = d->irregular = 0;
-	} else if (d->counting) {
-		d->irregular = 1;
-	} else if (d->ref_ns && d->sparse > 1 && !d->probe &&
+		d->probe = 0;
+	} else if (!d->counting && d->ref_ns && d->sparse > 1 && !d->probe &&
 		   (dur > PROBE_RATIO * d->ref_ns || dur * PROBE_RATIO < d->ref_ns)) {
 		d->probe = 1;
 		d->probes++;
@@ -661,6 +674,7 @@ static void anchor_hit(struct sp_stepdet *d, const struct sp_token *t, struct sp
 	 * sp_stepdet_sparse trades that for cost, keeping the steps of windows counted */
 	d->counting = count_step(d);
 	d->counted = 0;
+	d->split = 0;
 	set_wants(d, locked_wants(d), out);
 }
 

@@ -122,8 +122,9 @@ struct sp_stepdet {
 	uint32_t sparse;              /* count launches in one step of this many (0, 1: every step) */
 	int blind;      /* the caller sees no launch now (parked): no step is counted */
 	int probe;      /* a step's time stood out: count the next one */
-	int irregular;  /* the last counted step differed and the regime went on: the next counted
-			 * step that differs ends it */
+	int64_t irr_step; /* the last step kept as irregular (INT64_MIN none) */
+	int split;      /* an anchor call came before this counted step had its launches: not taken
+			 * for its end (the step must match the period exactly) */
 	uint64_t ref_ns;              /* the counted steps' time (moving average) */
 	uint32_t probes;              /* steps whose time stood out */
 	const struct sp_schedule *sparse_sched; /* ... and in the steps before and of its windows */

@@ -675,6 +675,8 @@ SP_LAUNCHES(EXP_LAUNCH)
 #undef cuMemsetD2D8Async
 #undef cuMemsetD2D16Async
 #undef cuMemsetD2D32Async
+#undef cuMemcpyHtoDAsync
+#undef cuMemcpyDtoDAsync
 SP_GUARDS(EXP_GUARD)
 #undef EXP_GUARD
 

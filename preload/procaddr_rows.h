@@ -73,9 +73,11 @@
 	  "cuLaunchCooperativeKernel_ptsz", LC_PARAMS, LC_ARGS)
 
 /* Other work queued on a stream, as SP_TRAMPOLINES (cuda.h: cuLaunchHostFunc from 10000, the
- * asynchronous memsets from 3020, each with a _ptsz variant from 7000): counted in flight while
- * subscribed, as the kernel launches are (a detach waits for them), and nothing else. Graph
- * launches and asynchronous copies are hooked calls already (SP_TRAMPOLINES). */
+ * asynchronous memsets and host-to-device and device-to-device copies from 3020, each with a
+ * _ptsz variant from 7000): counted in flight while subscribed, as the kernel launches are (a
+ * detach waits for them), and nothing else. Graph launches, cuMemcpyAsync and the device-to-host
+ * copies are hooked calls already (SP_TRAMPOLINES); synchronous memsets and copies, 2D/3D and
+ * peer copies and prefetches are not covered. */
 #define HF_PARAMS (CUstream s, CUhostFn fn, void *u)
 #define HF_ARGS (s, fn, u)
 #define MS_PARAMS(T) (CUdeviceptr d, T v, size_t n, CUstream s)
@@ -85,6 +87,11 @@
 #define SP_GUARD_MEMSET(X, n, T, P, A)                                                               \
 	X(cuMemset##n##Async, "cuMemset" #n "Async", 3020, 99999, 0, "cuMemset" #n "Async", P(T), A) \
 	X(cuMemset##n##Async_ptsz, "cuMemset" #n "Async", 7000, 99999, 1, "cuMemset" #n "Async_ptsz", P(T), A)
+#define SP_GUARD_COPY(X, k, S)                                                                              \
+	X(cuMemcpy##k##Async_v2, "cuMemcpy" #k "Async", 3020, 99999, 0, "cuMemcpy" #k "Async_v2",           \
+	  (CUdeviceptr d, S s, size_t n, CUstream st), (d, s, n, st))                                       \
+	X(cuMemcpy##k##Async_v2_ptsz, "cuMemcpy" #k "Async", 7000, 99999, 1, "cuMemcpy" #k "Async_v2_ptsz", \
+	  (CUdeviceptr d, S s, size_t n, CUstream st), (d, s, n, st))
 #define SP_GUARDS(X)                                                                                               \
 	X(cuLaunchHostFunc, "cuLaunchHostFunc", 10000, 99999, 0, "cuLaunchHostFunc", HF_PARAMS, HF_ARGS)           \
 	X(cuLaunchHostFunc_ptsz, "cuLaunchHostFunc", 10000, 99999, 1, "cuLaunchHostFunc_ptsz", HF_PARAMS, HF_ARGS) \
@@ -93,7 +100,9 @@
 	SP_GUARD_MEMSET(X, D32, unsigned int, MS_PARAMS, MS_ARGS)                                                  \
 	SP_GUARD_MEMSET(X, D2D8, unsigned char, M2_PARAMS, M2_ARGS)                                                \
 	SP_GUARD_MEMSET(X, D2D16, unsigned short, M2_PARAMS, M2_ARGS)                                              \
-	SP_GUARD_MEMSET(X, D2D32, unsigned int, M2_PARAMS, M2_ARGS)
+	SP_GUARD_MEMSET(X, D2D32, unsigned int, M2_PARAMS, M2_ARGS)                                                \
+	SP_GUARD_COPY(X, HtoD, const void *)                                                                       \
+	SP_GUARD_COPY(X, DtoD, CUdeviceptr)
 
 /* The allocation functions, as SP_TRAMPOLINES, with what the collector is told after a call that
  * succeeded (collector.h sp_collector_devmem): the kind (trace/event.h SP_MEM_*), 1 for a free, the

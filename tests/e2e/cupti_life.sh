@@ -24,7 +24,8 @@
 #  - a thread polling a hooked call all along (NCCL's watchdog): CUPTI is never finalised while a
 #    thread is inside one (the real CUPTI crashed the thread; the fake logs it). The same for kernel
 #    launches through stepprof's trampolines, and under stress: four launching threads, 30 parks
-#    (cuLaunchKernel, cuLaunchCooperativeKernel, cuLaunchHostFunc, cuMemsetD8Async).
+#    (cuLaunchKernel, cuLaunchCooperativeKernel, cuLaunchHostFunc, cuMemsetD8Async and cuMemsetD2D8Async,
+#    cuMemcpyHtoDAsync, legacy and per-thread lookups).
 #  - the automatic marker (MARKER=auto) on a loop of 20 kernel launches and a cudaDeviceSynchronize
 #    through the stand-in libcudart: it locks on the sync, launch callbacks go off between counted
 #    steps (the sparse check), it parks between windows once the hooks are proven for its anchor,
@@ -294,11 +295,12 @@ ok = ok and "learns again" not in err and "re-lock" not in err and err.count("ke
 sys.exit(0 if ok else 1)
 PY
 
-for lm in launchmany launchcoop launchhost launchmemset; do
+for lm in launchmany launchcoop launchhost launchmemset launchcopy; do
 	coop= what=cuLaunchKernel
 	[ "$lm" = launchcoop ] && coop=LAUNCH_COOP=1 what=cuLaunchCooperativeKernel
 	[ "$lm" = launchhost ] && coop=LAUNCH_HOSTFN=1 what=cuLaunchHostFunc
-	[ "$lm" = launchmemset ] && coop=LAUNCH_MEMSET=1 what=cuMemsetD8Async
+	[ "$lm" = launchmemset ] && coop=LAUNCH_MEMSET=1 what="cuMemsetD8Async and cuMemsetD2D8Async"
+	[ "$lm" = launchcopy ] && coop=LAUNCH_COPY=1 what=cuMemcpyHtoDAsync
 	STEP_US=3000 run $lm 8,1,1,0 auto 300 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=0 LAUNCHER=4 \
 		FAKE_CUPTI_ONE_CORR=1 FAKE_LAUNCH_US=100 ${coop:+"$coop"}
 	nfin=$(grep -c '^finalize' "$T/$lm/log")
@@ -306,8 +308,8 @@ for lm in launchmany launchcoop launchhost launchmemset; do
 		bad "$lm: cuptiFinalize while a thread was inside a kernel launch: $(grep -c FINALIZE_UNDER_CALL "$T/$lm/log") of $nfin times"
 	elif grep -q "had no kernel record" "$T/$lm/stderr"; then
 		bad "$lm: $(grep -c "had no kernel record" "$T/$lm/stderr") windows waited for kernels that were not theirs: $(grep -m1 "had no kernel record" "$T/$lm/stderr")"
-	elif [ "$lm" = launchmemset ] && ! grep -q "memsets through cuMemsetD8Async wrote what they were asked to" "$T/$lm/stdout"; then
-		bad "$lm: $(grep memsets "$T/$lm/stdout" || echo "no memset made")"
+	elif [ "${lm#launch}" != many ] && [ "${lm#launch}" != coop ] && ! grep -q "guarded calls did what they were asked to" "$T/$lm/stdout"; then
+		bad "$lm: $(grep "guarded calls" "$T/$lm/stdout" || echo "no guarded call made")"
 	elif [ "$nfin" -lt 15 ]; then
 		bad "$lm: $nfin cuptiFinalize calls, expected 15 or more: $(grep -v begins "$T/$lm/stderr" | tail -3)"
 	else

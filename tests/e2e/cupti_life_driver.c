@@ -66,27 +66,56 @@ typedef CUresult (*coop_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, 
 			    void **);
 static launch_fn launcher_lk;
 static coop_fn launcher_coop; /* LAUNCH_COOP=1: the launchers' cuLaunchCooperativeKernel instead */
+/* The guarded calls (LAUNCH_HOSTFN=1: cuLaunchHostFunc; LAUNCH_MEMSET=1: cuMemsetD8Async, and on
+ * threads 2 and 3 cuMemsetD2D8Async; LAUNCH_COPY=1: cuMemcpyHtoDAsync), each looked up as legacy
+ * (even threads) and per-thread (odd threads: the _ptsz rows), each checked for what it did (the
+ * trampolines pass the arguments through); [0] legacy, [1] per-thread */
 typedef CUresult (*hostfn_fn)(CUstream, CUhostFn, void *);
-static hostfn_fn launcher_host; /* LAUNCH_HOSTFN=1: the launchers' cuLaunchHostFunc instead */
 typedef CUresult (*memset_fn)(CUdeviceptr, unsigned char, size_t, CUstream);
-static memset_fn launcher_memset; /* LAUNCH_MEMSET=1: the launchers' cuMemsetD8Async instead */
-static _Atomic int memset_bad;    /* a memset that did not write what it was asked to */
-static void host_noop(void *u)
+typedef CUresult (*memset2_fn)(CUdeviceptr, size_t, unsigned char, size_t, size_t, CUstream);
+typedef CUresult (*htod_fn)(CUdeviceptr, const void *, size_t, CUstream);
+static hostfn_fn launcher_host[2];
+static memset_fn launcher_memset[2];
+static memset2_fn launcher_memset2[2];
+static htod_fn launcher_htod[2];
+static _Atomic int guarded_bad; /* a guarded call that did not do what it was asked to */
+static _Atomic int guarded_made; /* a guarded call was made */
+static void host_mark(void *u)
 {
-	(void)u;
+	*(int *)u = 1;
+}
+/* One guarded call of thread i's kind, checked. Returns 0 if none is set. */
+static int guarded_call(int i)
+{
+	unsigned char buf[64] = { 0 }, src[16];
+	int pt = i & 1, ok = 1, seen = 0;
+	if (launcher_memset[pt] && !(i & 2)) {
+		ok = launcher_memset[pt]((CUdeviceptr)(uintptr_t)(buf + 8), 0x5a, 48, NULL) == CUDA_SUCCESS &&
+		     !buf[7] && buf[8] == 0x5a && buf[55] == 0x5a && !buf[56];
+	} else if (launcher_memset2[pt] && launcher_memset[pt]) { /* 3 rows of 4 bytes, pitch 16 */
+		ok = launcher_memset2[pt]((CUdeviceptr)(uintptr_t)buf, 16, 0x33, 4, 3, NULL) == CUDA_SUCCESS &&
+		     buf[3] == 0x33 && !buf[4] && buf[19] == 0x33 && !buf[20] && buf[35] == 0x33 && !buf[36] &&
+		     !buf[48];
+	} else if (launcher_htod[pt]) {
+		memset(src, 0x77, sizeof src);
+		ok = launcher_htod[pt]((CUdeviceptr)(uintptr_t)(buf + 1), src, 16, NULL) == CUDA_SUCCESS && !buf[0] &&
+		     buf[1] == 0x77 && buf[16] == 0x77 && !buf[17];
+	} else if (launcher_host[pt]) {
+		ok = launcher_host[pt](NULL, host_mark, &seen) == CUDA_SUCCESS && seen;
+	} else {
+		return 0;
+	}
+	if (!ok)
+		atomic_store(&guarded_bad, 1);
+	return 1;
 }
 static void *launcher(void *arg)
 {
 	static const char sym[] = "bwd_fake";
-	(void)arg;
+	int i = (int)(intptr_t)arg;
 	while (!atomic_load(&stop)) {
-		if (launcher_memset) {
-			unsigned char buf[64] = { 0 };
-			if (launcher_memset((CUdeviceptr)(uintptr_t)(buf + 8), 0x5a, 48, NULL) != CUDA_SUCCESS ||
-			    buf[7] || buf[8] != 0x5a || buf[55] != 0x5a || buf[56])
-				atomic_store(&memset_bad, 1);
-		} else if (launcher_host)
-			launcher_host(NULL, host_noop, NULL);
+		if (guarded_call(i))
+			atomic_store(&guarded_made, 1);
 		else if (launcher_coop)
 			launcher_coop((CUfunction)sym, 1, 1, 1, 1, 1, 1, 0, NULL, NULL);
 		else
@@ -207,10 +236,17 @@ int main(int argc, char **argv)
 			lgpa("cuStreamBeginCapture", (void **)&capture, 12000, 0, &lst);
 			if (getenv("LAUNCH_COOP"))
 				lgpa("cuLaunchCooperativeKernel", (void **)&launcher_coop, 12000, 0, &lst);
-			if (getenv("LAUNCH_HOSTFN"))
-				lgpa("cuLaunchHostFunc", (void **)&launcher_host, 12000, 0, &lst);
-			if (getenv("LAUNCH_MEMSET"))
-				lgpa("cuMemsetD8Async", (void **)&launcher_memset, 12000, 0, &lst);
+			for (int pt = 0; pt < 2; pt++) {
+				cuuint64_t fl = pt ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : 0;
+				if (getenv("LAUNCH_HOSTFN"))
+					lgpa("cuLaunchHostFunc", (void **)&launcher_host[pt], 12000, fl, &lst);
+				if (getenv("LAUNCH_MEMSET")) {
+					lgpa("cuMemsetD8Async", (void **)&launcher_memset[pt], 12000, fl, &lst);
+					lgpa("cuMemsetD2D8Async", (void **)&launcher_memset2[pt], 12000, fl, &lst);
+				}
+				if (getenv("LAUNCH_COPY"))
+					lgpa("cuMemcpyHtoDAsync", (void **)&launcher_htod[pt], 12000, fl, &lst);
+			}
 			lgpa("cuMemAlloc", (void **)&mem_alloc, 12000, 0, &lst);
 			lgpa("cuMemFree", (void **)&mem_free, 12000, 0, &lst);
 		}
@@ -288,7 +324,7 @@ int main(int argc, char **argv)
 	launcher_lk = lk;
 	int nlt = getenv("LAUNCHER") && lk ? atoi(getenv("LAUNCHER")) : 0, lt_on = 0;
 	nlt = nlt < 0 ? 0 : nlt > 8 ? 8 : nlt;
-	while (lt_on < nlt && !pthread_create(&lt[lt_on], NULL, launcher, NULL))
+	while (lt_on < nlt && !pthread_create(&lt[lt_on], NULL, launcher, (void *)(intptr_t)lt_on))
 		lt_on++;
 	for (int i = 0; i < steps; i++) {
 		if (fire && i == 2 && getenv("GRAPH"))
@@ -389,9 +425,9 @@ int main(int argc, char **argv)
 		pthread_join(wd, NULL);
 	for (int i = 0; i < lt_on; i++)
 		pthread_join(lt[i], NULL);
-	if (launcher_memset)
-		printf("driver: memsets through cuMemsetD8Async wrote %s\n",
-		       atomic_load(&memset_bad) ? "something else" : "what they were asked to");
+	if (atomic_load(&guarded_made))
+		printf("driver: guarded calls did %s\n",
+		       atomic_load(&guarded_bad) ? "something else" : "what they were asked to");
 	if (race_on)
 		pthread_join(rt_th, NULL);
 	for (int i = 0; i < nth; i++)

@@ -10,6 +10,7 @@
  * copy up to CUDA_VERSION, another one above (a newer ABI under the same name). Prints at exit how
  * many times it was asked a kernel's name. */
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,11 +103,14 @@ EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy
  * logged), FAKE_LAUNCH_US long: a host function queued on a stream, an asynchronous memset. */
 static void dispatched(void)
 {
-	static int (*sub)(void);
-	static void (*wrapped)(int);
-	if (!sub) {
-		wrapped = (void (*)(int))dlsym(RTLD_DEFAULT, "fake_cupti_wrapped");
-		sub = (int (*)(void))dlsym(RTLD_DEFAULT, "fake_cupti_subscribed");
+	/* looked up until libcupti is there, by any launching thread: atomics, no race */
+	static _Atomic(int (*)(void)) sub_a;
+	static _Atomic(void (*)(int)) wrapped_a;
+	int (*sub)(void) = atomic_load(&sub_a);
+	void (*wrapped)(int) = atomic_load(&wrapped_a);
+	if (!sub || !wrapped) {
+		atomic_store(&wrapped_a, wrapped = (void (*)(int))dlsym(RTLD_DEFAULT, "fake_cupti_wrapped"));
+		atomic_store(&sub_a, sub = (int (*)(void))dlsym(RTLD_DEFAULT, "fake_cupti_subscribed"));
 	}
 	if (sub && wrapped && sub()) {
 		wrapped(1);
@@ -135,6 +139,29 @@ EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstre
 	if (!d)
 		return CUDA_ERROR_INVALID_VALUE;
 	memset((void *)(uintptr_t)d, v, n);
+	return CUDA_SUCCESS;
+}
+
+/* h rows of w bytes of v at d, pitch p */
+EXPORT CUresult cuMemsetD2D8Async(CUdeviceptr d, size_t p, unsigned char v, size_t w, size_t h, CUstream s)
+{
+	(void)s;
+	dispatched();
+	if (!d)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t r = 0; r < h; r++)
+		memset((char *)(uintptr_t)d + r * p, v, w);
+	return CUDA_SUCCESS;
+}
+
+/* n bytes from s to d (a host address here) */
+EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *src, size_t n, CUstream s)
+{
+	(void)s;
+	dispatched();
+	if (!d || !src)
+		return CUDA_ERROR_INVALID_VALUE;
+	memcpy((void *)(uintptr_t)d, src, n);
 	return CUDA_SUCCESS;
 }
 
@@ -297,6 +324,10 @@ static void *lookup(const char *sym, int ver, cuuint64_t flags)
 		return (void *)cuLaunchHostFunc;
 	if (!strcmp(sym, "cuMemsetD8Async") && ver >= 3020)
 		return (void *)cuMemsetD8Async;
+	if (!strcmp(sym, "cuMemsetD2D8Async") && ver >= 3020)
+		return (void *)cuMemsetD2D8Async;
+	if (!strcmp(sym, "cuMemcpyHtoDAsync") && ver >= 3020)
+		return (void *)cuMemcpyHtoDAsync_v2;
 	if (!strcmp(sym, "cuFuncGetName") && ver >= 12030 && !getenv("FAKE_CUDA_NO_NAMES"))
 		return (void *)cuFuncGetName;
 	if (!strcmp(sym, "cuKernelGetName") && ver >= 12030 && !getenv("FAKE_CUDA_NO_NAMES"))

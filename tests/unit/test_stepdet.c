@@ -228,6 +228,86 @@ static void irregular_step_kept(void **state)
 	sp_stepdet_free(&det);
 }
 
+/* The irregular step's bounds: more than 1/8 extra launches, an irregular step within 4 steps of
+ * the last one, or any extra launch in a period under 8 launches is refuted. */
+static void irregular_bounds(void **state)
+{
+	int64_t step = -1;
+	unsigned w;
+	struct sp_det_out o;
+	static const struct {
+		int k, extra, gap; /* period launches, extra launches, steps since the last irregular one */
+		int kept;
+	} cases[] = { { 40, 5, 9, 1 }, { 40, 6, 9, 0 }, { 40, 1, 3, 0 }, { 40, 1, 4, 1 }, { 4, 1, 9, 0 } };
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+		for (int k = 0; k < 20 && !(iteration("t", cases[c].k, &step, 200000) & SP_DET_LOCK); k++)
+			;
+		for (int i = 0; i < 20; i++)
+			iteration("t", cases[c].k, &step, 200000);
+		if (cases[c].gap < 9) { /* an irregular step first, then gap - 1 regular ones */
+			w = feed(SP_TOK_KERNEL, 0, "norm", 1000, &o) | iteration("t", cases[c].k, &step, 200000);
+			assert_true((w & SP_DET_MISMATCH) && !(w & SP_DET_UNLOCK));
+			for (int i = 1; i < cases[c].gap; i++)
+				assert_false(iteration("t", cases[c].k, &step, 200000) & SP_DET_MISMATCH);
+		}
+		w = 0;
+		for (int e = 0; e < cases[c].extra; e++)
+			w |= feed(SP_TOK_KERNEL, 0, "norm", 1000, &o);
+		w |= iteration("t", cases[c].k, &step, 200000);
+		assert_true(w & SP_DET_MISMATCH);
+		assert_int_equal(!(w & SP_DET_UNLOCK), cases[c].kept);
+		sp_stepdet_free(&det);
+	}
+}
+
+/* An extra call of the anchor's function in an established regime (a loss or norm read for
+ * logging): two thirds into a step, or right after its boundary, it is no boundary, and the step
+ * keeps its launches and its number; a second one in the same step, or a step that then has other
+ * launches than the period's, is refuted. */
+static void extra_anchor_call(void **state)
+{
+	int64_t step = -1, prev;
+	unsigned w;
+	struct sp_det_out o;
+	char nm[32];
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	for (int k = 0; k < 20 && !(iteration("t", 40, &step, 200000) & SP_DET_LOCK); k++)
+		;
+	for (int i = 0; i < 20; i++)
+		iteration("t", 40, &step, 200000);
+	for (int at = 0; at <= 27; at += 27) { /* right after the boundary, then two thirds in */
+		prev = step;
+		w = 0;
+		for (int i = 0; i < 40; i++) {
+			if (i == at)
+				w |= feed(SP_TOK_API, SP_TOKF_SYNC, "cudaStreamSynchronize", 3000, &o);
+			snprintf(nm, sizeof nm, "t_%d", i);
+			w |= feed(SP_TOK_KERNEL, 0, nm, 4000, &o);
+		}
+		w |= feed(SP_TOK_API, SP_TOKF_SYNC, "cudaStreamSynchronize", 3000, &o);
+		if (o.what & SP_DET_BOUNDARY)
+			step = o.step;
+		now += 500000;
+		assert_false(w & (SP_DET_MISMATCH | SP_DET_UNLOCK));
+		assert_int_equal(step, prev + 1); /* one step, not two */
+		for (int i = 0; i < 3; i++)
+			assert_false(iteration("t", 40, &step, 200000) & (SP_DET_MISMATCH | SP_DET_UNLOCK));
+	}
+	assert_int_equal(det.how.relocks, 0);
+	/* an extra call, then a step with one launch fewer: refuted (it must match exactly) */
+	w = 0;
+	for (int i = 0; i < 39; i++) {
+		if (i == 30)
+			w |= feed(SP_TOK_API, SP_TOKF_SYNC, "cudaStreamSynchronize", 3000, &o);
+		snprintf(nm, sizeof nm, "t_%d", i);
+		w |= feed(SP_TOK_KERNEL, 0, nm, 4000, &o);
+	}
+	w |= feed(SP_TOK_API, SP_TOKF_SYNC, "cudaStreamSynchronize", 3000, &o);
+	assert_true((w & SP_DET_MISMATCH) && (w & SP_DET_UNLOCK));
+	sp_stepdet_free(&det);
+}
+
 /* The loop changes (an evaluation phase of another shape), then comes back: the detector refutes
  * the step that differs, learns again, and the training regime resumes its own step numbers. */
 static void phase_change_and_relock(void **state)
@@ -468,6 +548,8 @@ int main(void)
 		cmocka_unit_test(auto_lock_watch_and_check),
 		cmocka_unit_test(phase_change_and_relock),
 		cmocka_unit_test(irregular_step_kept),
+		cmocka_unit_test(extra_anchor_call),
+		cmocka_unit_test(irregular_bounds),
 		cmocka_unit_test(sparse_blind_probe),
 		cmocka_unit_test(eval_first_prefers_training),
 		cmocka_unit_test(relock_gap_keeps_window),
