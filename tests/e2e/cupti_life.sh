@@ -295,6 +295,16 @@ ok = ok and "learns again" not in err and "re-lock" not in err and err.count("ke
 sys.exit(0 if ok else 1)
 PY
 
+# one cudaDeviceSynchronize more two thirds into every 7th step (a norm read): inside the window
+# (every step counted) it is no boundary, each step keeps its 20 kernels and its number (before:
+# the step was split and refuted, and the window ended with it)
+MARKER=auto run xsync 10,0,20,1 never 60 VIA_CUDART="$FAKERT" LAUNCHES=20 EXTRA_SYNC_EVERY=7 FAKE_CUPTI_ONE_CORR=1
+k=$(awk '$1 ~ /^[0-9]+$/ {printf "%s:%s ", $1, $4}' "$T/xsync/steps")
+want=$(for i in $(seq 10 29); do printf '%s:20 ' "$i"; done)
+[ "$k" = "$want" ] && ! grep -qE "step (1[0-9]|2[0-9]) did not match" "$T/xsync/stderr" &&
+	echo "ok   an extra anchor call two thirds into every 7th step: no boundary in the window, 20 steps of 20 kernels" ||
+	bad "xsync: steps:kernels $k; $(grep -m2 "did not match" "$T/xsync/stderr")"
+
 for lm in launchmany launchcoop launchhost launchmemset launchcopy; do
 	coop= what=cuLaunchKernel
 	[ "$lm" = launchcoop ] && coop=LAUNCH_COOP=1 what=cuLaunchCooperativeKernel

@@ -30,7 +30,8 @@
  * subscriber then). REUSE_NAMES set: from CHANGE_AT on the eval kernels are the CUfunctions the
  * first ones were (a module unloaded, another loaded at the same addresses). NO_CONTEXT_EVENT set: no CONTEXT_CREATED callback (a context made before any
  * subscriber). EXTRA_EVERY=K: every K-th step (steps K-1, 2K-1, ...) launches one kernel more
- * (an extra kernel every K iterations: a norm logged). */
+ * (an extra kernel every K iterations: a norm logged); EXTRA_SYNC_EVERY=K (with VIA_CUDART): every
+ * K-th step makes one more cudaDeviceSynchronize two thirds into its launches (a norm read). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -284,6 +285,7 @@ int main(int argc, char **argv)
 	int (*launch)(const char *, unsigned) =
 		(int (*)(const char *, unsigned))dlsym(RTLD_DEFAULT, "fake_cupti_launch");
 	int extra_every = getenv("EXTRA_EVERY") ? atoi(getenv("EXTRA_EVERY")) : 0;
+	int xsync_every = getenv("EXTRA_SYNC_EVERY") ? atoi(getenv("EXTRA_SYNC_EVERY")) : 0;
 	int nl = getenv("LAUNCHES") ? atoi(getenv("LAUNCHES")) : 0,
 	    nl2 = getenv("LAUNCHES2") ? atoi(getenv("LAUNCHES2")) : nl;
 	int change_at = getenv("CHANGE_AT") ? atoi(getenv("CHANGE_AT")) : -1;
@@ -359,7 +361,10 @@ int main(int argc, char **argv)
 			printf("driver: cuLaunchKernel looked up at version %d in step %d\n", CUDA_VERSION + 20, i);
 		}
 		int extra = extra_every > 0 && i % extra_every == extra_every - 1;
+		int xsync = xsync_every > 0 && i % xsync_every == xsync_every - 1;
 		for (int k = 0, n = changed ? nl2 : nl + extra; (launch || lk) && k < n; k++) {
+			if (xsync && sync && k == n * 2 / 3)
+				sync();
 			/* (the fake libcupti's launches keep the name in one stack buffer: the name cache by
 			 * address (collector.c sp_coll_name_id) must check the name; a CUfunction needs its own) */
 			char buf[32], *sym = lk ? knames[changed && !reuse][k & 255] : buf;
