@@ -19,7 +19,9 @@
 
 #define RING_TOKENS (1u << 16)   /* the learner's ring */
 #define YOUNG_STEPS 8u           /* a regime that ends within this many steps was a wrong lock */
-#define IRREGULAR_STEPS 4u       /* a regime this old keeps its lock through one step that differs */
+#define IRREGULAR_STEPS \
+	2u       /* a regime this old keeps its lock through one step that differs
+				  * (4 refused the extra kernel in the 2nd step after a lock: ddp_train) */
 #define IRREGULAR_EXTRA 8u       /* ... by at most 1/8 of its launches more (none below 8) */
 #define IRREGULAR_GAP 4          /* ... and at most one such step in this many */
 #define SETTLE_STEPS 64u         /* a regime this old is the program's loop (sp_stepdet_settled) */
