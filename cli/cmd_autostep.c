@@ -365,10 +365,12 @@ static void print_decision(const struct decision *d, uint64_t t0, FILE *out)
 	if (w & SP_DET_LOCK)
 		fprintf(out,
 			"  token %-9zu %10.6f s  %s regime %u: period %u tokens (%u launches), boundary %s '%s' "
-			"every %u, proven by %u copies; step %lld open\n",
+			"every %u, proven by %u copies%s; step %lld open\n",
 			d->index, t, w & SP_DET_RELOCK ? "re-lock" : "lock", d->out.regime, d->how.period,
 			d->how.launches, d->how.after ? "after" : "before", anchor_name(&d->how), d->how.every,
-			d->how.confidence, (long long)d->out.step);
+			d->how.confidence,
+			d->how.blocks > 1 ? " (one of the iterations between two host synchronisations)" : "",
+			(long long)d->out.step);
 	if (d->note)
 		fprintf(out, "  token %-9zu %10.6f s  stepprof: %s\n", d->index, t, d->note);
 	if (w & SP_DET_BOUNDARY)

@@ -35,6 +35,13 @@
 #define GAP_RATIO 4u       /* the wrap's CPU gap vs the period's median gap */
 #define MIN_WRAP_NS 20000u /* and at least this long */
 #define LONG_RUN 32768u    /* without a clear wrap, a run this long still proves the period */
+#define BLOCK_EXTRA \
+	16u    /* a synchronised period that is c >= 2 copies of a block plus at most this
+			    * many tokens is c iterations (blocks_of) */
+#define BLOCK_MAX_COPIES 256u
+#define BLOCK_MIN \
+	32u      /* ... the finest block at least this many tokens (2000 tiny kernels and a
+			    * sync are one iteration, not 2000) */
 #define GRAPH_REPEATS 8u   /* ... or this many periods that launch a CUDA graph */
 #define GRAPH_TRY \
 	64u      /* a graph launch this many tokens after the last attempt brings the
@@ -167,6 +174,75 @@ static int graph_position(const struct sp_autostep *a, uint32_t p, uint64_t *pos
 			*pos = q;
 			return 1;
 		}
+	return 0;
+}
+
+/* 1 if token x lies among the extras of the period that begins at s0 and ends before b, whose
+ * blocks (c of q tokens) begin at s0 + o. */
+static int in_extras(const struct sp_autostep *a, uint64_t s0, uint64_t o, uint32_t q, uint32_t c, uint64_t b,
+		     uint32_t x)
+{
+	for (uint64_t i = s0; i < s0 + o; i++)
+		if (at(a, i) == x)
+			return 1;
+	for (uint64_t i = s0 + o + (uint64_t)c * q; i < b; i++)
+		if (at(a, i) == x)
+			return 1;
+	return 0;
+}
+
+/* 1 if the extras (as in_extras) launch a kernel. */
+static int extras_launch(const struct sp_autostep *a, uint64_t s0, uint64_t o, uint32_t q, uint32_t c, uint64_t b)
+{
+	for (uint64_t i = s0; i < b; i++)
+		if ((i < s0 + o || i >= s0 + o + (uint64_t)c * q) && (at(a, i) & SP_AUTOSTEP_KERNEL))
+			return 1;
+	return 0;
+}
+
+/* A period p whose synchronisation ends it at position b (the token after it, in [n - p, n)) that
+ * is c >= 2 copies of a block of q tokens that launches a kernel, plus at most BLOCK_EXTRA tokens
+ * before or after them (a loss read's copy and sync): a loop that reads its loss only every c
+ * iterations. The finest such block must hold BLOCK_MIN tokens or more and not repeat within
+ * itself, and the extras launch no kernel. Returns q, its copies in *c and the offset of the first
+ * block from the period's start in *o, or 0. */
+static uint32_t blocks_of(const struct sp_autostep *a, uint32_t p, uint64_t b, uint32_t *c, uint64_t *o)
+{
+	uint64_t s0 = b - p; /* the previous copy of the period, whole inside the run */
+	uint32_t extra = p > BLOCK_EXTRA ? BLOCK_EXTRA : p;
+	for (uint32_t k = p / 2 < BLOCK_MAX_COPIES ? p / 2 : BLOCK_MAX_COPIES; k >= 2; k--) {
+		for (uint32_t q = (p - extra + k - 1) / k; q && q <= p / k; q++) {
+			for (uint64_t off = 0; off <= p - (uint64_t)k * q; off++) {
+				uint64_t i = 0, span = (uint64_t)(k - 1) * q, s = s0 + off;
+				while (i < span && at(a, s + i) == at(a, s + i + q))
+					i++;
+				if (i < span)
+					continue;
+				/* the finest block: too short (tiny kernels), itself a repeat, or without a
+				 * launch, and the period stays whole */
+				if (q < BLOCK_MIN)
+					return 0;
+				int ok = 0;
+				for (i = 0; i < q; i++)
+					ok |= (at(a, s + i) & SP_AUTOSTEP_KERNEL) != 0;
+				for (uint32_t d = 1; ok && d < q; d++) {
+					if (q % d)
+						continue;
+					for (i = 0; i + d < q && at(a, s + i) == at(a, s + i + d); i++)
+						;
+					ok = i + d < q;
+				}
+				/* the extras launch nothing: a loss read, not an optimizer step (gradient
+				 * accumulation: micro-steps alike, then a fused optimizer of a few launches,
+				 * are one iteration) */
+				if (!ok || extras_launch(a, s0, off, q, k, b))
+					return 0;
+				*c = k;
+				*o = off;
+				return q;
+			}
+		}
+	}
 	return 0;
 }
 
@@ -439,6 +515,41 @@ int sp_autostep_due(const struct sp_autostep *a, int graph, uint64_t ts)
 	return within_share(a, ts - a->credit);
 }
 
+/* Locks on the block of q tokens that a synchronised period p (ending at b) holds c copies of
+ * (blocks_of): each block is an iteration, which begins before the block's first token that the
+ * extras do not hold (the extras may repeat the anchor's function: a loss read's copy). Returns 1. */
+static int lock_blocks(struct sp_autostep *a, uint32_t p, uint64_t b, uint32_t q, uint32_t c, uint64_t off,
+		       uint64_t region)
+{
+	uint64_t s0 = b - p, j = 0;
+	while (j < q && in_extras(a, s0, off, q, c, b, at(a, s0 + off + j)))
+		j++; /* the first token of the block that the extras do not hold */
+	j = (j < q ? j : 0) + off; /* from the period's start */
+	a->period = q;
+	a->anchor = at(a, s0 + j);
+	a->after = 0;
+	a->every = 0;
+	a->launches = 0;
+	for (uint64_t i = s0 + off; i < s0 + off + q; i++) {
+		a->every += at(a, i) == a->anchor;
+		a->launches += (at(a, i) & SP_AUTOSTEP_KERNEL) != 0;
+	}
+	/* the newest boundary: the newest block start (+ j) at or before the newest token */
+	uint64_t bound = s0 + j;
+	for (uint64_t base = s0; base < a->n; base += p)
+		for (uint32_t k = 0; k < c; k++)
+			if (base + j + (uint64_t)k * q < a->n)
+				bound = base + j + (uint64_t)k * q;
+	a->count = 0;
+	for (uint64_t i = bound; i < a->n; i++)
+		a->count += at(a, i) == a->anchor;
+	a->count %= a->every;
+	a->iterations = bound >= region ? (uint32_t)((bound - region) / p * c + (bound - region) % p / q + 1) : 1;
+	a->copies = (uint32_t)((a->n - region) / p * c);
+	a->locked = 1;
+	return 1;
+}
+
 int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 {
 	if (a->locked || !a->tok)
@@ -486,6 +597,13 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 	if (!a->after && !wrap_position(a, p, &b))
 		graph_position(a, p, &b); /* no wrap to see: before a graph launch, if there is one */
 	uint64_t ap = a->after ? b - 1 : b; /* the synchronisation that ends it, or the token that begins it */
+	uint64_t first = a->n > a->cap ? a->n - a->cap : 0, region = a->n - run_length(a, first, p) - p;
+	uint32_t c = 1;
+	uint64_t off = 0;
+	uint32_t q = a->after ? blocks_of(a, p, b, &c, &off) : 0;
+	a->blocks = q ? c : 1;
+	if (q)
+		return lock_blocks(a, p, b, q, c, off, region);
 	a->period = p;
 	a->anchor = at(a, ap);
 	a->every = count_in_period(a, p, a->anchor);
@@ -494,10 +612,9 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 		a->count += at(a, i) == a->anchor;
 	a->count %= a->every;
 	a->launches = 0;
-	for (uint64_t q = a->n - p; q < a->n; q++)
-		a->launches += (at(a, q) & SP_AUTOSTEP_KERNEL) != 0;
+	for (uint64_t i = a->n - p; i < a->n; i++)
+		a->launches += (at(a, i) & SP_AUTOSTEP_KERNEL) != 0;
 	/* iterations begun so far: boundaries inside the periodic region [n - run - p, n) */
-	uint64_t first = a->n > a->cap ? a->n - a->cap : 0, region = a->n - run_length(a, first, p) - p;
 	a->iterations = b >= region ? (uint32_t)((b - region) / p + 1) : 1;
 	a->copies = (uint32_t)((a->n - region) / p);
 	a->locked = 1;

@@ -37,6 +37,8 @@ struct sp_autostep {
 	uint32_t iterations;    /* iterations begun in the periodic run, the current one included */
 	uint32_t launches;      /* launch tokens (SP_AUTOSTEP_KERNEL) per period */
 	uint32_t copies;        /* whole periods the run covered at the lock */
+	uint32_t blocks;        /* > 1: the synchronised period found held this many iterations (a loss
+				 * read every `blocks` iterations), and the lock is on one of them */
 	/* why it has not locked: the longest repeat of the last attempts, proven or not */
 	uint32_t cand_period;
 	uint64_t cand_run;

@@ -551,6 +551,7 @@ static void lock(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_o
 	d->how.after = a->after;
 	d->how.every = a->every;
 	d->how.confidence = a->copies;
+	d->how.blocks = a->blocks;
 	d->how.train = r->train;
 	d->how.relocks += relock;
 	d->every = a->every;

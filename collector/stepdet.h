@@ -69,6 +69,7 @@ struct sp_det_how {
 	uint32_t relocks;      /* locks after the first */
 	uint32_t mismatches;   /* counted steps that differed */
 	uint32_t confidence;   /* copies of the period that proved the lock */
+	uint32_t blocks;       /* auto: > 1 if the synchronised period held this many iterations */
 	int train;             /* auto: the current regime has training evidence */
 };
 

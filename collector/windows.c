@@ -282,11 +282,16 @@ static void det_locked(const struct sp_det_out *o, uint64_t t)
 				(long long)sp_col.step + 1);
 			break;
 		}
+	char blocks[160] = "";
+	if (h->blocks > 1)
+		snprintf(blocks, sizeof blocks,
+			 " (the host synchronises only every %u iterations: a loss read; each of them is a step)",
+			 h->blocks);
 	sp_info("automatic steps%s: regime %u, period %u calls (%u launches), boundary %s '%s' (every %u), "
-		"proven by %u copies, at step %lld",
+		"proven by %u copies, at step %lld%s",
 		o->what & SP_DET_RELOCK ? " (re-lock)" : "", h->regime, h->period, h->launches,
 		h->after ? "after" : "before", sp_intern_lookup(h->anchor & ~SP_AUTOSTEP_FLAGS), h->every,
-		h->confidence, (long long)sp_col.step);
+		h->confidence, (long long)sp_col.step, blocks);
 }
 
 /* Applies one decision of the detector at time t (corr as for end_step). Under sp_col.lock. */

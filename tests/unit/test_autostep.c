@@ -353,6 +353,47 @@ static void learn_workload_never_locks(void **state)
 	sp_autostep_free(&a);
 }
 
+/* A loop whose only synchronisation is a loss read every 5 iterations (a copy and a sync after the
+ * 5th): the 5-iteration period is proven by its sync, and is 5 copies of a 40-launch block plus
+ * the read: the lock is on the block, a boundary before its first launch. Gradient accumulation
+ * (4 alike micro-steps, then an optimizer of 3 launches and a sync) stays one iteration: the
+ * extras launch kernels. */
+static void loss_read_every_few_iterations(void **state)
+{
+	for (int accum = 0; accum < 2; accum++) {
+		struct sp_autostep a;
+		uint64_t t = 1000;
+		int k;
+		assert_int_equal(sp_autostep_init(&a, 1u << 16), 0);
+		for (k = 0; k < 200 && !a.locked; k++) {
+			for (uint32_t i = 0; i < 40 && !a.locked; i++)
+				sp_autostep_feed(&a, (100 + i) | SP_AUTOSTEP_KERNEL, t += i ? 5000 : 200000);
+			if (k % 5 != 4 || a.locked)
+				continue;
+			for (uint32_t i = 0; accum && i < 3 && !a.locked; i++) /* the optimizer */
+				sp_autostep_feed(&a, (300 + i) | SP_AUTOSTEP_KERNEL, t += 5000);
+			if (!a.locked)
+				sp_autostep_feed(&a, 200 | SP_AUTOSTEP_SYNC, t += 5000); /* the loss's copy */
+			if (!a.locked)
+				sp_autostep_feed(&a, 201 | SP_AUTOSTEP_SYNC, t += 5000); /* its sync */
+		}
+		assert_true(a.locked);
+		if (accum) {
+			assert_int_equal(a.period, 5 * 40 + 5);
+			assert_int_equal(a.blocks, 1);
+			assert_true(a.after);
+		} else {
+			assert_int_equal(a.period, 40);
+			assert_int_equal(a.blocks, 5);
+			assert_false(a.after);
+			assert_int_equal(a.anchor, 100 | SP_AUTOSTEP_KERNEL);
+			assert_int_equal(a.every, 1);
+			assert_int_equal(a.launches, 40);
+		}
+		sp_autostep_free(&a);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -369,6 +410,7 @@ int main(void)
 		cmocka_unit_test(startup_copies_are_not_the_loop),
 		cmocka_unit_test(aperiodic_never_locks),
 		cmocka_unit_test(learn_workload_never_locks),
+		cmocka_unit_test(loss_read_every_few_iterations),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
