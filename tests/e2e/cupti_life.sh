@@ -305,6 +305,15 @@ want=$(for i in $(seq 10 29); do printf '%s:20 ' "$i"; done)
 	echo "ok   an extra anchor call two thirds into every 7th step: no boundary in the window, 20 steps of 20 kernels" ||
 	bad "xsync: steps:kernels $k; $(grep -m2 "did not match" "$T/xsync/stderr")"
 
+# the marker call only every 5th step (a loss read every 5 iterations, nothing else synchronises):
+# the lock is on one iteration of 40 launches, not on five; the window holds 10 steps of 40 kernels
+MARKER=auto run syncevery 30,0,10,1 never 60 VIA_CUDART="$FAKERT" LAUNCHES=40 SYNC_EVERY=5 FAKE_CUPTI_ONE_CORR=1
+k=$(awk '$1 ~ /^[0-9]+$/ {printf "%s:%s ", $1, $4}' "$T/syncevery/steps")
+want=$(for i in $(seq 30 39); do printf '%s:40 ' "$i"; done)
+[ "$k" = "$want" ] && grep -q "the host synchronises only every 5 iterations" "$T/syncevery/stderr" &&
+	echo "ok   a sync every 5th iteration only: each iteration a step (40 kernels), said at the lock" ||
+	bad "syncevery: steps:kernels $k; $(grep -m1 "automatic steps:" "$T/syncevery/stderr")"
+
 for lm in launchmany launchcoop launchhost launchmemset launchcopy; do
 	coop= what=cuLaunchKernel
 	[ "$lm" = launchcoop ] && coop=LAUNCH_COOP=1 what=cuLaunchCooperativeKernel

@@ -31,7 +31,9 @@
  * first ones were (a module unloaded, another loaded at the same addresses). NO_CONTEXT_EVENT set: no CONTEXT_CREATED callback (a context made before any
  * subscriber). EXTRA_EVERY=K: every K-th step (steps K-1, 2K-1, ...) launches one kernel more
  * (an extra kernel every K iterations: a norm logged); EXTRA_SYNC_EVERY=K (with VIA_CUDART): every
- * K-th step makes one more cudaDeviceSynchronize two thirds into its launches (a norm read). */
+ * K-th step makes one more cudaDeviceSynchronize two thirds into its launches (a norm read);
+ * SYNC_EVERY=K: only every K-th step ends with the marker call (a loss read every K steps and
+ * nothing else synchronises). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -286,6 +288,7 @@ int main(int argc, char **argv)
 		(int (*)(const char *, unsigned))dlsym(RTLD_DEFAULT, "fake_cupti_launch");
 	int extra_every = getenv("EXTRA_EVERY") ? atoi(getenv("EXTRA_EVERY")) : 0;
 	int xsync_every = getenv("EXTRA_SYNC_EVERY") ? atoi(getenv("EXTRA_SYNC_EVERY")) : 0;
+	int sync_every = getenv("SYNC_EVERY") ? atoi(getenv("SYNC_EVERY")) : 1;
 	int nl = getenv("LAUNCHES") ? atoi(getenv("LAUNCHES")) : 0,
 	    nl2 = getenv("LAUNCHES2") ? atoi(getenv("LAUNCHES2")) : nl;
 	int change_at = getenv("CHANGE_AT") ? atoi(getenv("CHANGE_AT")) : -1;
@@ -399,6 +402,8 @@ int main(int argc, char **argv)
 			lall++;
 		}
 		usleep((changed ? step2_us : step_us) - sync_us - head_us);
+		if (sync_every > 1 && i % sync_every != sync_every - 1)
+			goto timed; /* no marker call in this step */
 		if (sync) {
 			(i == bypass_at ? direct : sync)();
 			if (ctx_sync && (i == stray_at || (stray_all && i > stray_at && stray_at >= 0)))

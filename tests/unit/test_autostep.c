@@ -378,6 +378,9 @@ static void loss_read_every_few_iterations(void **state)
 				sp_autostep_feed(&a, 201 | SP_AUTOSTEP_SYNC, t += 5000); /* its sync */
 		}
 		assert_true(a.locked);
+		k--; /* the iteration the lock came in (the loop's k++ ran once more) */
+		if (!accum) /* numbered from the first iteration: the lock came in iteration k */
+			assert_int_equal(a.iterations, k + 1);
 		if (accum) {
 			assert_int_equal(a.period, 5 * 40 + 5);
 			assert_int_equal(a.blocks, 1);
