@@ -8,6 +8,8 @@
  *             every N-th true iteration, on its thread (`if it % N == 0: print(loss.item())`)
  *   logmid N  the same two thirds into every N-th iteration's launches (a gradient norm read
  *             between backward and the optimizer step)
+ *   ckpt N    a checkpoint save before every N-th true iteration: 64 synchronising device-to-host
+ *             copies, then a file write's pause of 50 ms (`torch.save(model.state_dict())`)
  *   thin N    the synchronising calls of every iteration but each N-th removed (the loop reads its
  *             loss only every N iterations: no other host synchronisation)
  *   drop P    each kernel launch dropped with probability P (data-dependent launches)
@@ -84,6 +86,12 @@ int main(int argc, char **argv)
 			if (!strcmp(mode, "log") && iter > 1 && iter % every == 0)
 				bad |= add(w, a1, t.tid, SP_TOK_API, SP_TOKF_SYNC, ID_COPY, "cudaMemcpyAsync") |
 				       add(w, a2, t.tid, SP_TOK_API, SP_TOKF_SYNC, ID_SYNC, "cudaStreamSynchronize");
+			if (!strcmp(mode, "ckpt") && iter > 1 && iter % every == 0) {
+				for (int c = 0; c < 64; c++)
+					bad |= add(w, a1 + (uint64_t)c * 2000, t.tid, SP_TOK_API, SP_TOKF_SYNC, ID_COPY,
+						   "cudaMemcpyAsync");
+				ts += 50000000 + 64 * 2000; /* the copies, then the write: the rest moves later */
+			}
 			if (!strcmp(mode, "extra") && iter > 1 && iter % every == 0)
 				bad |= add(w, a1, t.tid, SP_TOK_KERNEL, 0, ID_KERNEL, "extra_logging_kernel");
 		}

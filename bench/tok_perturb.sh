@@ -13,7 +13,7 @@ B=${1:-build}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 gcc -O2 -I. bench/tok_perturb.c "$B/libspcore.a" -lzstd -lm -lpthread -o "$T/perturb" || exit 2
-MODES=${MODES:-"jitter 0.3|jitter 0.8|log 10|log 3|logmid 10|thin 10|drop 0.005|extra 7"}
+MODES=${MODES:-"jitter 0.3|jitter 0.8|log 10|log 3|logmid 10|ckpt 20|thin 10|drop 0.005|extra 7"}
 IFS='|' read -ra modes <<<"$MODES"
 for f in tests/data/corpus/*.tokens; do
 	n=$(basename "$f" .tokens)
