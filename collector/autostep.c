@@ -209,13 +209,21 @@ static int extras_launch(const struct sp_autostep *a, uint64_t s0, uint64_t o, u
 static uint32_t blocks_of(const struct sp_autostep *a, uint32_t p, uint64_t b, uint32_t *c, uint64_t *o)
 {
 	uint64_t s0 = b - p; /* the previous copy of the period, whole inside the run */
-	uint32_t extra = p > BLOCK_EXTRA ? BLOCK_EXTRA : p;
+	uint32_t extra = p > BLOCK_EXTRA ? BLOCK_EXTRA : p, launches = 0;
+	uint64_t budget = 4 * (uint64_t)p; /* token comparisons: beyond, the period stays whole */
+	for (uint64_t i = s0; i < b; i++)
+		launches += (at(a, i) & SP_AUTOSTEP_KERNEL) != 0;
 	for (uint32_t k = p / 2 < BLOCK_MAX_COPIES ? p / 2 : BLOCK_MAX_COPIES; k >= 2; k--) {
+		if (launches % k)
+			continue; /* the extras launch nothing: each block holds launches / k */
 		for (uint32_t q = (p - extra + k - 1) / k; q && q <= p / k; q++) {
 			for (uint64_t off = 0; off <= p - (uint64_t)k * q; off++) {
 				uint64_t i = 0, span = (uint64_t)(k - 1) * q, s = s0 + off;
 				while (i < span && at(a, s + i) == at(a, s + i + q))
 					i++;
+				if (budget < i)
+					return 0;
+				budget -= i;
 				if (i < span)
 					continue;
 				/* the finest block: too short (tiny kernels), itself a repeat, or without a
@@ -526,6 +534,7 @@ static int lock_blocks(struct sp_autostep *a, uint32_t p, uint64_t b, uint32_t q
 		j++; /* the first token of the block that the extras do not hold */
 	j = (j < q ? j : 0) + off; /* from the period's start */
 	a->period = q;
+	a->period_at = s0 + off;
 	a->anchor = at(a, s0 + j);
 	a->after = 0;
 	a->every = 0;
@@ -544,7 +553,14 @@ static int lock_blocks(struct sp_autostep *a, uint32_t p, uint64_t b, uint32_t q
 	for (uint64_t i = bound; i < a->n; i++)
 		a->count += at(a, i) == a->anchor;
 	a->count %= a->every;
-	a->iterations = bound >= region ? (uint32_t)((bound - region) / p * c + (bound - region) % p / q + 1) : 1;
+	/* boundaries in [region, bound]: c classes, each every p tokens */
+	a->iterations = 0;
+	for (uint32_t k = 0; k < c; k++) {
+		uint64_t x = s0 + j + (uint64_t)k * q; /* >= s0 >= region */
+		x -= (x - region) / p * p;              /* the class's first one in the run */
+		if (x <= bound)
+			a->iterations += (uint32_t)((bound - x) / p + 1);
+	}
 	a->copies = (uint32_t)((a->n - region) / p * c);
 	a->locked = 1;
 	return 1;
@@ -601,10 +617,9 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 	uint32_t c = 1;
 	uint64_t off = 0;
 	uint32_t q = a->after ? blocks_of(a, p, b, &c, &off) : 0;
-	a->blocks = q ? c : 1;
-	if (q)
-		return lock_blocks(a, p, b, q, c, off, region);
+	a->blocks = 1;
 	a->period = p;
+	a->period_at = a->n - p;
 	a->anchor = at(a, ap);
 	a->every = count_in_period(a, p, a->anchor);
 	a->count = 0;
@@ -618,7 +633,24 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 	a->iterations = b >= region ? (uint32_t)((b - region) / p + 1) : 1;
 	a->copies = (uint32_t)((a->n - region) / p);
 	a->locked = 1;
+	if (q) { /* the whole period kept for sp_autostep_unblock, then the lock on its blocks */
+		a->whole = (struct sp_autostep_whole){ a->period,   a->anchor, a->every, a->count,    a->iterations,
+						       a->launches, a->copies, a->after, a->period_at };
+		a->blocks = c;
+		return lock_blocks(a, p, b, q, c, off, region);
+	}
 	return 1;
+}
+
+void sp_autostep_unblock(struct sp_autostep *a)
+{
+	if (a->blocks <= 1)
+		return;
+	const struct sp_autostep_whole *w = &a->whole;
+	a->period = w->period, a->anchor = w->anchor, a->every = w->every, a->count = w->count;
+	a->iterations = w->iterations, a->launches = w->launches, a->copies = w->copies, a->after = w->after;
+	a->period_at = w->period_at;
+	a->blocks = 1;
 }
 
 uint32_t sp_autostep_count(struct sp_autostep *a, uint32_t tok, int recount)

@@ -37,8 +37,14 @@ struct sp_autostep {
 	uint32_t iterations;    /* iterations begun in the periodic run, the current one included */
 	uint32_t launches;      /* launch tokens (SP_AUTOSTEP_KERNEL) per period */
 	uint32_t copies;        /* whole periods the run covered at the lock */
+	uint64_t period_at;     /* ring position of one whole copy of the locked period (its launches) */
 	uint32_t blocks;        /* > 1: the synchronised period found held this many iterations (a loss
 				 * read every `blocks` iterations), and the lock is on one of them */
+	struct sp_autostep_whole { /* blocks > 1: the lock on the whole period, as without blocks */
+		uint32_t period, anchor, every, count, iterations, launches, copies;
+		int after;
+		uint64_t period_at;
+	} whole;
 	/* why it has not locked: the longest repeat of the last attempts, proven or not */
 	uint32_t cand_period;
 	uint64_t cand_run;
@@ -60,6 +66,11 @@ struct sp_autostep {
  * iteration's own work, and a place to put the boundary. */
 #define SP_AUTOSTEP_GRAPH 0x20000000u
 #define SP_AUTOSTEP_FLAGS (SP_AUTOSTEP_SYNC | SP_AUTOSTEP_KERNEL | SP_AUTOSTEP_GRAPH)
+
+/* After a lock on one of a period's blocks (blocks > 1): locks on the whole period instead (the
+ * caller found no training evidence in the block: identical layers of an inference loop are not
+ * iterations). This function can't fail. */
+void sp_autostep_unblock(struct sp_autostep *a);
 
 /* Allocates a ring of cap tokens (rounded up to a power of two, >= 256). Returns 0 or -1
  * (no memory; a is then unusable). */

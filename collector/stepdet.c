@@ -181,29 +181,56 @@ static void set_wants(struct sp_stepdet *d, unsigned w, struct sp_det_out *out)
 	d->wants = w;
 }
 
-/* 1 if the kernel name (interned) says backward pass or optimizer: the evidence that a regime is
- * training. Names as PyTorch, Inductor, cuDNN, cuBLAS and llm.c spell them; case-insensitive.
- * Cached in d->match, which automatic detection does not otherwise use. */
+/* What a kernel's name (interned) says, KC_*: backward pass or optimizer (the evidence that a
+ * regime is training), optimizer. Names as PyTorch, Inductor, cuDNN, cuBLAS and llm.c spell them;
+ * case-insensitive. Cached in d->match, which automatic detection does not otherwise use. */
+enum { KC_KNOWN = 1, KC_TRAIN = 2, KC_OPTIMIZER = 4 };
+static unsigned kernel_class(struct sp_stepdet *d, uint32_t id)
+{
+	static const char *const train[] = { "backward", "bwd", "wgrad", "dgrad" };
+	static const char *const opt[] = { "adam", "sgd", "optimizer", "lamb", "adagrad", "rmsprop" };
+	if (id < SP_DET_MATCH_CACHE && d->match[id])
+		return d->match[id];
+	const char *n = sp_intern_lookup(id);
+	unsigned c = KC_KNOWN;
+	for (size_t i = 0; n && i < sizeof opt / sizeof *opt; i++)
+		c |= strcasestr(n, opt[i]) ? KC_OPTIMIZER | KC_TRAIN : 0;
+	for (size_t i = 0; n && !(c & KC_TRAIN) && i < sizeof train / sizeof *train; i++)
+		c |= strcasestr(n, train[i]) ? KC_TRAIN : 0;
+	if (id < SP_DET_MATCH_CACHE)
+		d->match[id] = (uint8_t)c;
+	return c;
+}
+
 static int train_kernel(struct sp_stepdet *d, uint32_t id)
 {
-	static const char *const words[] = { "backward", "bwd", "adam", "wgrad", "dgrad", "sgd", "optimizer" };
-	if (id < SP_DET_MATCH_CACHE && d->match[id])
-		return d->match[id] == 2;
-	const char *n = sp_intern_lookup(id);
-	int yes = 0;
-	for (size_t i = 0; n && !yes && i < sizeof words / sizeof *words; i++)
-		yes = strcasestr(n, words[i]) != NULL;
-	if (id < SP_DET_MATCH_CACHE)
-		d->match[id] = yes ? 2 : 1;
-	return yes;
+	return (kernel_class(d, id) & KC_TRAIN) != 0;
+}
+
+/* 1 if the kernel name (interned) says optimizer step (a subset of train_kernel's words). */
+static int optimizer_kernel(struct sp_stepdet *d, uint32_t id)
+{
+	return (kernel_class(d, id) & KC_OPTIMIZER) != 0;
+}
+
+/* 1 if the learner's locked period launches an optimizer kernel. */
+static int period_optimizes(struct sp_stepdet *d)
+{
+	const struct sp_autostep *a = &d->a;
+	for (uint64_t i = a->period_at; i < a->period_at + a->period; i++) {
+		uint32_t tok = a->tok[i & (a->cap - 1)];
+		if ((tok & SP_AUTOSTEP_KERNEL) && optimizer_kernel(d, tok & ~SP_AUTOSTEP_FLAGS))
+			return 1;
+	}
+	return 0;
 }
 
 /* 1 if the learner's last period (the one it locked on) launches a training kernel. */
 static int period_trains(struct sp_stepdet *d)
 {
 	const struct sp_autostep *a = &d->a;
-	uint64_t from = a->n > a->period ? a->n - a->period : 0;
-	for (uint64_t i = from; i < a->n; i++) {
+	uint64_t from = a->period_at;
+	for (uint64_t i = from; i < from + a->period; i++) {
 		uint32_t tok = a->tok[i & (a->cap - 1)];
 		if ((tok & SP_AUTOSTEP_KERNEL) && !(tok & SP_AUTOSTEP_GRAPH) &&
 		    train_kernel(d, tok & ~SP_AUTOSTEP_FLAGS))
@@ -227,9 +254,9 @@ static uint64_t mix2(uint32_t x, uint32_t y)
 static uint64_t period_sig(const struct sp_stepdet *d)
 {
 	const struct sp_autostep *a = &d->a;
-	uint64_t from = a->n > a->period ? a->n - a->period : 0, sig = 0;
+	uint64_t from = a->period_at, sig = 0;
 	uint32_t first = 0, prev = 0;
-	for (uint64_t i = from; i < a->n; i++) {
+	for (uint64_t i = from; i < from + a->period; i++) {
 		uint32_t tok = a->tok[i & (a->cap - 1)];
 		if (!(tok & SP_AUTOSTEP_KERNEL))
 			continue;
@@ -503,6 +530,12 @@ static int64_t continued_shift(const struct sp_stepdet *d, const struct sp_det_r
  * the gap rule): step numbers never go back and no schedule step is handed out twice. */
 static void lock(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_out *out)
 {
+	/* a block is an iteration only with training evidence: identical layers of an inference loop's
+	 * forward pass, or its micro-batches, synchronised once, are one step */
+	if (d->a.blocks > 1 && !period_trains(d))
+		sp_autostep_unblock(&d->a);
+	d->a_proven = d->a.blocks > 1 ? d->a.whole.period : d->a.period; /* what the learner proved */
+	d->period_opt = period_optimizes(d);
 	const struct sp_autostep *a = &d->a;
 	struct sp_det_regime *r = NULL;
 	uint64_t sig = period_sig(d);
@@ -571,11 +604,11 @@ static void lock(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_o
 static void unlock(struct sp_stepdet *d, struct sp_det_out *out)
 {
 	struct sp_det_regime *r = &d->reg[d->cur - 1];
-	d->probe = d->split = 0;
+	d->probe = d->split = d->step_opt = 0;
 	d->irr_step = INT64_MIN;
 	d->ref_ns = 0; /* a new regime's steps take their own time */
 	if (r->steps < YOUNG_STEPS)
-		sp_autostep_refute(&d->a, r->period);
+		sp_autostep_refute(&d->a, d->a_proven ? d->a_proven : r->period); /* the one the learner proved */
 	d->step_open = 0;
 	out->what |= SP_DET_END | SP_DET_UNLOCK;
 	start_learning(d, out);
@@ -631,9 +664,11 @@ static void anchor_hit(struct sp_stepdet *d, const struct sp_token *t, struct sp
 	int irregular = step_differs(d);
 	/* a few launches more than the period's: the same iteration with extra work; fewer, or twice
 	 * as many, are a boundary out of place (an extra or a missed anchor call) */
-	if (irregular && ((d->irr_step != INT64_MIN && d->step - d->irr_step < IRREGULAR_GAP) || d->split ||
-			  r->steps < IRREGULAR_STEPS || d->counted < d->how.launches ||
-			  d->counted - d->how.launches > d->how.launches / IRREGULAR_EXTRA)) {
+	if (irregular &&
+	    ((d->irr_step != INT64_MIN && d->step - d->irr_step < IRREGULAR_GAP) || d->split ||
+	     d->step_opt /* an optimizer step the period lacks: micro-batches of gradient accumulation */ ||
+	     r->steps < IRREGULAR_STEPS || d->counted < d->how.launches ||
+	     d->counted - d->how.launches > d->how.launches / IRREGULAR_EXTRA)) {
 		refute_step(d, out);
 		return;
 	}
@@ -677,7 +712,7 @@ static void anchor_hit(struct sp_stepdet *d, const struct sp_token *t, struct sp
 	 * sp_stepdet_sparse trades that for cost, keeping the steps of windows counted */
 	d->counting = count_step(d);
 	d->counted = 0;
-	d->split = 0;
+	d->split = d->step_opt = 0;
 	set_wants(d, locked_wants(d), out);
 }
 
@@ -722,6 +757,8 @@ static void auto_feed(struct sp_stepdet *d, const struct sp_token *t, struct sp_
 	/* a launch that is the anchor begins its step: count it in the new one */
 	if (tok == d->how.anchor)
 		anchor_hit(d, t, out);
+	if (d->counting && t->kind == SP_TOK_KERNEL && !d->period_opt && !d->step_opt)
+		d->step_opt = optimizer_kernel(d, t->name);
 	if (d->counting && (t->kind == SP_TOK_KERNEL || t->kind == SP_TOK_GRAPH) &&
 	    ++d->counted > OVERRUN * d->how.launches + OVERRUN_SLACK) {
 		/* far more launches than a period holds and no anchor: the loop has changed (its anchor

@@ -102,7 +102,7 @@ struct sp_stepdet {
 	char pattern[256];
 	uint32_t every;
 	char *(*demangle)(const char *, char *, size_t *, int *); /* __cxa_demangle, or NULL */
-	uint8_t match[SP_DET_MATCH_CACHE]; /* 0 unknown, 1 no, 2 yes */
+	uint8_t match[SP_DET_MATCH_CACHE]; /* 0 unknown, 1 no, 2 yes (auto: stepdet.c KC_* flags) */
 	int64_t step;                 /* the current step, -1 before the first */
 	int step_open;
 	uint64_t hits;                /* marker (or anchor) occurrences counted against every */
@@ -124,6 +124,9 @@ struct sp_stepdet {
 	int blind;      /* the caller sees no launch now (parked): no step is counted */
 	int probe;      /* a step's time stood out: count the next one */
 	int64_t irr_step; /* the last step kept as irregular (INT64_MIN none) */
+	int step_opt;     /* this counted step launched an optimizer kernel its period has none of */
+	int period_opt;   /* the locked period launches an optimizer kernel */
+	uint32_t a_proven; /* the period the learner proved for the current lock (a block's whole period) */
 	int split;      /* an anchor call came before this counted step had its launches: not taken
 			 * for its end (the step must match the period exactly) */
 	uint64_t ref_ns;              /* the counted steps' time (moving average) */

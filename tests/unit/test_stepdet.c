@@ -261,6 +261,60 @@ static void irregular_bounds(void **state)
 	}
 }
 
+/* Two loops that look like "one iteration, an occasional extra" and are not (review of the block
+ * and irregular rules):
+ *  - inference, six identical 40-launch layers and one sync a forward pass: the period is six
+ *    copies of a layer plus the sync, and a layer shows no training evidence: one step a pass;
+ *  - gradient accumulation, 8 micro-steps that each read their loss, then one Adam launch: the
+ *    optimizer is not an irregular extra kernel (the micro-step has none), the step is the
+ *    optimizer step. */
+static void layers_and_micro_steps_are_not_iterations(void **state)
+{
+	struct sp_det_out o;
+	char nm[32];
+	int64_t step = -1;
+	unsigned all = 0;
+	int bounds = 0;
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	for (int it = 0; it < 60; it++) {
+		for (int l = 0; l < 6; l++)
+			for (int i = 0; i < 40; i++) {
+				snprintf(nm, sizeof nm, "layer_%d", i);
+				all |= feed(SP_TOK_KERNEL, 0, nm, i ? 4000 + rnd(2000) : 30000, &o);
+			}
+		all |= feed(SP_TOK_API, SP_TOKF_SYNC, "cudaDeviceSynchronize", 3000, &o);
+		bounds += (o.what & SP_DET_BOUNDARY) != 0;
+		now += 500000;
+	}
+	assert_true(all & SP_DET_LOCK);
+	assert_int_equal(det.how.launches, 240);
+	assert_int_equal(det.a.blocks, 1);
+	assert_true(bounds >= 50 && bounds <= 60);
+	sp_stepdet_free(&det);
+
+	int kept = 0;
+	all = 0;
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	for (int it = 0; it < 60; it++)
+		for (int m = 0; m < 8; m++) {
+			for (int i = 0; i < 40; i++) {
+				snprintf(nm, sizeof nm, "fwdbwd_%d", i);
+				all |= feed(SP_TOK_KERNEL, 0, nm, i ? 4000 + rnd(2000) : 200000, &o);
+			}
+			unsigned w = feed(SP_TOK_API, SP_TOKF_SYNC, "cudaMemcpy", 3000, &o); /* loss.item() */
+			all |= w;
+			kept += (w & SP_DET_MISMATCH) && !(w & SP_DET_UNLOCK);
+			now += 300000;
+			if (m == 7)
+				all |= feed(SP_TOK_KERNEL, 0, "multi_tensor_apply_kernel<FusedAdamMathFunctor>", 4000,
+					    &o);
+		}
+	(void)step;
+	assert_int_equal(kept, 0);
+	assert_int_equal(det.how.launches, 8 * 40 + 1);
+	sp_stepdet_free(&det);
+}
+
 /* An extra call of the anchor's function in an established regime (a loss or norm read for
  * logging): two thirds into a step, or right after its boundary, it is no boundary, and the step
  * keeps its launches and its number; a second one in the same step, or a step that then has other
@@ -550,6 +604,7 @@ int main(void)
 		cmocka_unit_test(irregular_step_kept),
 		cmocka_unit_test(extra_anchor_call),
 		cmocka_unit_test(irregular_bounds),
+		cmocka_unit_test(layers_and_micro_steps_are_not_iterations),
 		cmocka_unit_test(sparse_blind_probe),
 		cmocka_unit_test(eval_first_prefers_training),
 		cmocka_unit_test(relock_gap_keeps_window),
