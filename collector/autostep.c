@@ -523,6 +523,30 @@ int sp_autostep_due(const struct sp_autostep *a, int graph, uint64_t ts)
 	return within_share(a, ts - a->credit);
 }
 
+/* Where a block of the period that begins at s0 (c blocks of q tokens from s0 + o, extras up to b)
+ * wraps: the position, from s0, whose CPU gap (the median of up to three blocks) is the largest
+ * and stands out as a loop's wrap does (wrap_position's test), its token not among the extras;
+ * UINT64_MAX if none stands out (a read mid-iteration then still puts the boundary where the loop
+ * begins, not after the read). */
+static uint64_t block_wrap(const struct sp_autostep *a, uint64_t s0, uint64_t o, uint32_t q, uint32_t c, uint64_t b)
+{
+	uint64_t s = s0 + o, best = UINT64_MAX, best_gap = 0, *g = a->gaps;
+	for (uint32_t j = 0; j < q; j++) {
+		uint64_t x = s + j, g0 = ts_at(a, x) - ts_at(a, x - 1), g1 = ts_at(a, x + q) - ts_at(a, x + q - 1);
+		g[j] = c >= 3    ? median3(g0, g1, ts_at(a, x + 2 * (uint64_t)q) - ts_at(a, x + 2 * (uint64_t)q - 1))
+		       : g0 < g1 ? g0
+				 : g1;
+		if (g[j] > best_gap && !in_extras(a, s0, o, q, c, b, at(a, x))) {
+			best_gap = g[j];
+			best = o + j;
+		}
+	}
+	uint32_t small = 0; /* gaps a GAP_RATIO-th of the best or less: more than half make it stand out */
+	for (uint32_t j = 0; j < q; j++)
+		small += g[j] * GAP_RATIO <= best_gap;
+	return best_gap >= MIN_WRAP_NS && 2 * small > q ? best : UINT64_MAX;
+}
+
 /* Locks on the block of q tokens that a synchronised period p (ending at b) holds c copies of
  * (blocks_of): each block is an iteration, which begins before the block's first token that the
  * extras do not hold (the extras may repeat the anchor's function: a loss read's copy). Returns 1. */
@@ -533,6 +557,8 @@ static int lock_blocks(struct sp_autostep *a, uint32_t p, uint64_t b, uint32_t q
 	while (j < q && in_extras(a, s0, off, q, c, b, at(a, s0 + off + j)))
 		j++; /* the first token of the block that the extras do not hold */
 	j = (j < q ? j : 0) + off; /* from the period's start */
+	uint64_t w = block_wrap(a, s0, off, q, c, b);
+	j = w != UINT64_MAX ? w : j;
 	a->period = q;
 	a->period_at = s0 + off;
 	a->anchor = at(a, s0 + j);

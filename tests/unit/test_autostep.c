@@ -397,6 +397,29 @@ static void loss_read_every_few_iterations(void **state)
 	}
 }
 
+/* The same with the read two thirds into every 5th iteration (a gradient norm read between
+ * backward and the optimizer): the block's boundary goes at the loop's wrap (its 200 us CPU gap,
+ * before kernel 0), not after the read (before kernel 27). */
+static void read_mid_iteration_wraps_at_the_gap(void **state)
+{
+	struct sp_autostep a;
+	uint64_t t = 1000;
+	assert_int_equal(sp_autostep_init(&a, 1u << 16), 0);
+	for (int k = 0; k < 200 && !a.locked; k++)
+		for (uint32_t i = 0; i < 40 && !a.locked; i++) {
+			sp_autostep_feed(&a, (100 + i) | SP_AUTOSTEP_KERNEL, t += i ? 5000 : 200000);
+			if (i == 26 && k % 5 == 4 && !a.locked)
+				sp_autostep_feed(&a, 200 | SP_AUTOSTEP_SYNC, t += 5000);
+			if (i == 26 && k % 5 == 4 && !a.locked)
+				sp_autostep_feed(&a, 201 | SP_AUTOSTEP_SYNC, t += 5000);
+		}
+	assert_true(a.locked);
+	assert_int_equal(a.blocks, 5);
+	assert_int_equal(a.period, 40);
+	assert_int_equal(a.anchor, 100 | SP_AUTOSTEP_KERNEL);
+	sp_autostep_free(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -414,6 +437,7 @@ int main(void)
 		cmocka_unit_test(aperiodic_never_locks),
 		cmocka_unit_test(learn_workload_never_locks),
 		cmocka_unit_test(loss_read_every_few_iterations),
+		cmocka_unit_test(read_mid_iteration_wraps_at_the_gap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
