@@ -57,11 +57,12 @@ DEP_LIBS := $(shell pkg-config --libs $(filter-out $(CLI_PKGS),$(PKGS)) 2>/dev/n
 # the CLI also demangles C++ names with libstdc++'s __cxa_demangle (g++ provides libstdc++.so)
 CLI_LIBS := $(DEP_LIBS) $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null) -lstdc++
 
-# Core: host code shared by the library, the CLI and the unit tests (no CUPTI calls).
-# the collector's CUPTI side (internal.h): only in the library, never in the host core
-CUPTI_SRCS := $(wildcard collector/cupti*.c) $(addprefix collector/,collector.c callbacks.c cbsets.c windows.c hooklearn.c \
-	activity.c output.c comms.c allocs.c tokglue.c phases.c ondemand.c)
-CORE_SRCS := $(wildcard config/*.c) $(wildcard trace/*.c) $(filter-out $(CUPTI_SRCS),$(wildcard collector/*.c))
+# Rooms (docs/ARCHITECTURE.md). The pure rooms are host code shared by the library, the CLI and the unit
+# tests (no CUPTI calls); the CUPTI-side rooms go into the library only.
+PURE_DIRS := config trace decide collector/base collector/out collector/mem collector/stacks
+CUPTI_DIRS := collector collector/cupti collector/hold collector/ondemand
+CORE_SRCS := $(wildcard $(addsuffix /*.c,$(PURE_DIRS)))
+CUPTI_SRCS := $(wildcard $(addsuffix /*.c,$(CUPTI_DIRS)))
 # Library only: hooks and the CUPTI side of the collector.
 LIBONLY_SRCS := $(wildcard preload/*.c) $(CUPTI_SRCS)
 CLI_SRCS := $(filter-out cli/main.c,$(wildcard cli/*.c))
@@ -188,7 +189,7 @@ check-cmocka:
 
 # the test library that a real CPython loads (tests/e2e/pystack.sh): the stack capture and the
 # Python walker built as the preloaded library builds them
-PYWALK_SRCS := tests/pywalk/pywalk.c collector/stacks.c collector/pystack.c collector/intern.c collector/log.c
+PYWALK_SRCS := tests/pywalk/pywalk.c collector/stacks/stacks.c collector/stacks/pystack.c collector/base/intern.c collector/base/log.c
 $(O)/tests/libpywalk.so: $(PYWALK_SRCS)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(LIB_CFLAGS) -shared -o $@ $^ $(shell pkg-config --libs libunwind) -ldl -lpthread $(SANLD)

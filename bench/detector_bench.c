@@ -19,9 +19,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "collector/clock.h"
-#include "collector/intern.h"
-#include "collector/stepdet.h"
+#include "collector/base/clock.h"
+#include "collector/base/intern.h"
+#include "decide/stepdet.h"
 #include "config/config.h"
 #include "trace/tokens.h"
 

@@ -8,10 +8,10 @@
  *   /tmp/host_event_bench */
 #include <stdint.h>
 #include <stdio.h>
-#include "collector/clock.h"
+#include "collector/base/clock.h"
 #include "trace/event.h"
-#include "collector/memory.h"
-#include "collector/ring.h"
+#include "collector/mem/memory.h"
+#include "collector/out/ring.h"
 
 #define PAIRS 200000u
 

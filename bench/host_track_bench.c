@@ -22,11 +22,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "collector/clock.h"
+#include "collector/base/clock.h"
 #include "trace/event.h"
-#include "collector/memory.h"
-#include "collector/ring.h"
-#include "collector/writer.h"
+#include "collector/mem/memory.h"
+#include "collector/out/ring.h"
+#include "collector/out/writer.h"
 
 #define OPS 20000
 #define SLOTS 4096

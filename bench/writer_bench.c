@@ -13,11 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include "collector/clock.h"
+#include "collector/base/clock.h"
 #include "trace/event.h"
-#include "collector/intern.h"
-#include "collector/ring.h"
-#include "collector/writer.h"
+#include "collector/base/intern.h"
+#include "collector/out/ring.h"
+#include "collector/out/writer.h"
 
 static uint64_t rng = 88172645463325252ull;
 

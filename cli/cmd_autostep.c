@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_autostep.c - `stepprof autostep FILE [--json] [--check] [--no-lock] [--marker KIND:PATTERN]`:
  * replays a token stream recorded with STEPPROF_RECORD_TOKENS through the step detector
- * (collector/stepdet.h, the code the library runs) and prints what it decides and why; with the
+ * (decide/stepdet.h, the code the library runs) and prints what it decides and why; with the
  * recorded truth, compares its steps with the true iterations. */
 #include <dlfcn.h>
 #include <getopt.h>
@@ -12,8 +12,8 @@
 #include "cli.h"
 #include "tokstream.h"
 #include "windows.h"
-#include "collector/intern.h"
-#include "collector/stepdet.h"
+#include "collector/base/intern.h"
+#include "decide/stepdet.h"
 #include "config/config.h"
 
 /* One decision of the replay. */

@@ -7,7 +7,7 @@
 #include <string.h>
 #include "cli.h"
 #include "config/config.h"
-#include "collector/stepdet.h"
+#include "decide/stepdet.h"
 
 /* One comment line per phase: its marker, its first window and whether it repeats; warnings for
  * an automatic phase. The rules between phases (docs/CONFIG.md) go with them. Can't fail. */

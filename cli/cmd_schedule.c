@@ -8,7 +8,7 @@
 #include <string.h>
 #include "cli.h"
 #include "config/config.h"
-#include "collector/stepdet.h"
+#include "decide/stepdet.h"
 
 #define MAX_STEPS 1000000       /* --steps limit */
 #define DEFAULT_STEPS_CAP 1000  /* limit of the default step count */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_trigger.c - `stepprof trigger`: asks running, preloaded processes (one, or every one of a
  * job's output directory) to record the next N steps or milliseconds, through the control files
- * of collector/odctl.h; says which processes answered and, with --wait, which windows they wrote.
+ * of config/odctl.h; says which processes answered and, with --wait, which windows they wrote.
  * Never signals a process. */
 #include <dirent.h>
 #include <errno.h>
@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
-#include "collector/odctl.h"
+#include "config/odctl.h"
 
 #define MAX_PROCS 4096
 #define REACH_SLACK_MS 1500 /* beyond two poll periods of the slowest process */
@@ -106,7 +106,7 @@ static int scan_job(struct proc *procs, const char *ctl, const char *host)
 	return n;
 }
 
-/* The control directory process pid holds open (collector/ondemand.c), into ctl. Returns 0 or -1. */
+/* The control directory process pid holds open (collector/ondemand/ondemand.c), into ctl. Returns 0 or -1. */
 static int find_ctl(int pid, char *ctl, size_t len)
 {
 	char fds[64], link[PATH_MAX + 64], target[PATH_MAX];

@@ -4,7 +4,7 @@
 #include <string.h>
 #include "tokstream.h"
 #include "windows.h"
-#include "collector/intern.h"
+#include "collector/base/intern.h"
 
 #define TOP_NAMES 8 /* most frequent names printed per kind */
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* tokstream.h - a recorded token stream (trace/tokens.h) loaded whole for the CLI: tokens in
- * order, names interned in this process (collector/intern.h) so that ids mean what they mean to
+ * order, names interned in this process (collector/base/intern.h) so that ids mean what they mean to
  * the step detector, and the statistics `stepprof autostep` prints before it replays. */
 #ifndef SP_TOKSTREAM_H
 #define SP_TOKSTREAM_H

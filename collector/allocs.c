@@ -9,11 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "clock.h"
+#include "collector/base/clock.h"
 #include "collector.h"
 #include "internal.h"
-#include "memory.h"
-#include "stacks.h"
+#include "collector/mem/memory.h"
+#include "collector/stacks/stacks.h"
 
 struct p_ptr_size {
 	void **ptr;

@@ -12,18 +12,18 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "clock.h"
+#include "collector/base/clock.h"
 #include "collector.h"
-#include "cupti_life.h"
-#include "cupti_share.h"
-#include "hooklearn.h"
-#include "intern.h"
+#include "collector/hold/cupti_life.h"
+#include "collector/cupti/cupti_share.h"
+#include "collector/hold/hooklearn.h"
+#include "collector/base/intern.h"
 #include "internal.h"
-#include "log.h"
-#include "ondemand.h"
-#include "ring.h"
-#include "tokrec.h"
-#include "writer.h"
+#include "collector/base/log.h"
+#include "collector/ondemand/ondemand.h"
+#include "collector/out/ring.h"
+#include "collector/out/tokrec.h"
+#include "collector/out/writer.h"
 
 struct sp_col_state sp_col = { .lock = PTHREAD_MUTEX_INITIALIZER, .step = -1 };
 __thread struct sp_col_thread sp_thr;

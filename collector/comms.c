@@ -11,14 +11,14 @@
 #include <string.h>
 #include <dlfcn.h>
 #include <nccl.h>
-#include "clock.h"
+#include "collector/base/clock.h"
 #include "collector.h"
-#include "cupti_life.h"
-#include "intern.h"
+#include "collector/hold/cupti_life.h"
+#include "collector/base/intern.h"
 #include "internal.h"
-#include "log.h"
-#include "stacks.h"
-#include "tokrec.h"
+#include "collector/base/log.h"
+#include "collector/stacks/stacks.h"
+#include "collector/out/tokrec.h"
 
 #define MAX_COMMS 256
 #define COMM_GONE ((void *)(uintptr_t)1) /* tombstone of a destroyed communicator's slot */

@@ -12,9 +12,9 @@
 #include <stdint.h>
 #include "config/config.h"
 #include "config/run.h"
-#include "clock.h"
-#include "cupti_api.h"
-#include "stepdet.h"
+#include "collector/base/clock.h"
+#include "collector/cupti/cupti_api.h"
+#include "decide/stepdet.h"
 #include "trace/event.h"
 
 #define SP_MAX_WINDOWS 8     /* windows tracked at once (open + closing) */

@@ -13,14 +13,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "config/version.h"
-#include "clock.h"
-#include "intern.h"
+#include "collector/base/clock.h"
+#include "collector/base/intern.h"
 #include "internal.h"
 #include "collector.h"
-#include "log.h"
-#include "memory.h"
-#include "tokrec.h"
-#include "writer.h"
+#include "collector/base/log.h"
+#include "collector/mem/memory.h"
+#include "collector/out/tokrec.h"
+#include "collector/out/writer.h"
 
 /* The trace file's state (sp_col.writer_started is shared: internal.h). */
 static struct {

@@ -6,9 +6,9 @@
  * Never touches the detector's internals: each phase has an instance of it. docs/CONFIG.md. */
 #include <stdlib.h>
 #include <string.h>
-#include "intern.h"
+#include "collector/base/intern.h"
 #include "internal.h"
-#include "log.h"
+#include "collector/base/log.h"
 
 /* Sets up sp_col.mk from the configuration, with one detector each. Returns 0, or -1 (warned: no
  * memory) with nothing set up. */

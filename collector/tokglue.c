@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
-#include "stepdet.h"
-#include "tokrec.h"
+#include "decide/stepdet.h"
+#include "collector/out/tokrec.h"
 
 /* The recorded truth's pattern per name id: 0 unknown, 1 no, 2 yes (tokrec.h). */
 static uint8_t truth_match_cache[SP_DET_MATCH_CACHE];

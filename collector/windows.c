@@ -9,13 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "clock.h"
-#include "intern.h"
+#include "collector/base/clock.h"
+#include "collector/base/intern.h"
 #include "internal.h"
-#include "log.h"
-#include "memory.h"
-#include "ondemand.h"
-#include "writer.h"
+#include "collector/base/log.h"
+#include "collector/mem/memory.h"
+#include "collector/ondemand/ondemand.h"
+#include "collector/out/writer.h"
 
 static struct window *new_window(void)
 {

@@ -27,14 +27,14 @@ enum sp_marker_kind {
 enum { SP_STACKS_NATIVE = 1, SP_STACKS_PYTHON = 2, SP_STACKS_BOTH = 3 };
 
 /* [cupti] detach_between: what happens to CUPTI between two windows of a repeating schedule
- * (after the last window stepprof always detaches; collector/life.h). */
+ * (after the last window stepprof always detaches; decide/life.h). */
 enum sp_detach_policy {
 	SP_DETACH_AUTO = 0,     /* detach and re-attach, unless the program uses CUDA graphs */
 	SP_DETACH_ALWAYS,       /* detach and re-attach between every two windows */
 	SP_DETACH_NEVER,        /* stay subscribed (activity kinds off) between windows */
 };
 
-/* [marker] learn: what automatic detection learns from before it locks (collector/hooklearn.h). */
+/* [marker] learn: what automatic detection learns from before it locks (collector/hold/hooklearn.h). */
 enum sp_learn_policy {
 	SP_LEARN_CUPTI = 0, /* CUPTI's callbacks, subscribed from the start */
 	SP_LEARN_HOOKS,     /* the preload's hooks, not subscribed until CUPTI is needed */
@@ -66,7 +66,7 @@ struct sp_config {
 	enum sp_marker_kind marker_kind;
 	char marker_pattern[SP_CFG_PATTERN]; /* glob; empty for auto and profiler_range */
 	int marker_every; /* every N-th occurrence is a step boundary, >= 1 */
-	enum sp_learn_policy marker_learn; /* where automatic detection learns (collector/hooklearn.h) */
+	enum sp_learn_policy marker_learn; /* where automatic detection learns (collector/hold/hooklearn.h) */
 	/* [activities] */
 	bool kernels, memcpy, memset, sync;
 	bool runtime_api, driver_api; /* launch, copy, sync, stream/event and allocation calls */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* learn.c - [marker] learn: the configurations in which automatic detection learns from the
- * preload's hooks rather than CUPTI (collector/hooklearn.h applies it; `stepprof check` says it).
+ * preload's hooks rather than CUPTI (collector/hold/hooklearn.h applies it; `stepprof check` says it).
  * Pure: reads the configuration only. */
 #include <stddef.h>
 #include "config.h"

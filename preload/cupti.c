@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* cupti.c - hooks on libcupti for the program's own profiler (torch.profiler/Kineto reaches
  * libcupti through the dynamic linker). While stepprof holds CUPTI in this process each hook
- * forwards to collector/cupti_share.c, which serves the call; otherwise it calls the real
+ * forwards to collector/cupti/cupti_share.c, which serves the call; otherwise it calls the real
  * libcupti. Hooks hold no policy. stepprof's own CUPTI calls never come here (cupti_api.c binds
  * libcupti's symbols directly). */
 #include <cupti.h>
-#include "collector/cupti_share.h"
+#include "collector/cupti/cupti_share.h"
 #include "resolve.h"
 
 #define SP_EXPORT __attribute__((visibility("default")))

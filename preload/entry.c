@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/collector.h"
-#include "collector/log.h"
+#include "collector/base/log.h"
 #include "entry.h"
 #include "resolve.h"
 

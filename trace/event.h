@@ -2,7 +2,7 @@
 /* event.h - the one in-memory event record that flows from hooks and CUPTI through the
  * per-thread rings to the trace writer, and back out of the trace reader to the CLI.
  * Fixed size (SP_EVENT_SIZE bytes) so rings hold plain slots. Strings are never stored
- * here: names are ids from collector/intern.h (in the process) or from the reader's
+ * here: names are ids from collector/base/intern.h (in the process) or from the reader's
  * string table (offline). Times are nanoseconds on the trace clock (CLOCK_MONOTONIC). */
 #ifndef SP_EVENT_H
 #define SP_EVENT_H

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "trace/tokens.h"
-#include "collector/intern.h"
+#include "collector/base/intern.h"
 
 static struct sp_tok_writer *w;
 static uint64_t now = 1000000000ull;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# pystack.sh - Python frames read in-process (collector/pystack.c) against real interpreters:
+# pystack.sh - Python frames read in-process (collector/stacks/pystack.c) against real interpreters:
 # tests/pywalk/check.py under Debian's /usr/bin/python3 (required) and under every other CPython
 # 3.10-3.13 found in pyenv (checked when present), through the test library libpywalk.so.
 set -euo pipefail

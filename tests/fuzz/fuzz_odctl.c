@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz_odctl.c - libFuzzer harness for the on-demand control files (collector/odctl.c, read in
+/* fuzz_odctl.c - libFuzzer harness for the on-demand control files (config/odctl.c, read in
  * every profiled process that accepts `stepprof trigger`, and by the CLI): a request or a status
  * (by the first line) that parses must format to a text that parses back to the same fields. A
  * crash, a sanitizer report, a leak or a failed round trip is a finding. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/odctl.h"
+#include "config/odctl.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

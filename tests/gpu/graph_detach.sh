@@ -4,7 +4,7 @@
 # CUDA graphs runs to its end under stepprof's default configuration, after the schedule's last
 # window as well. On an H100 (CUDA 13.0, driver 580) torch's graph replays failed with "unspecified
 # launch failure" once stepprof had called cuptiFinalize after its last window; stepprof now never
-# detaches once the program has made a graph (collector/life.c). Runs the corpus's graphs_train.py
+# detaches once the program has made a graph (decide/life.c). Runs the corpus's graphs_train.py
 # (a whole training step captured with torch.cuda.graph) and graphs_infer.py under: the automatic
 # marker, an api marker on cudaGraphLaunch, learn = hooks, and detach_between = always. Each must
 # exit 0, record its window, never say "detached from CUPTI", and say why it stays subscribed.

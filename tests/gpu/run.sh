@@ -123,7 +123,7 @@ t_wl_api() { workload_test shared api 'cudaDeviceSynchronize*'; }
 # cudaDeviceSynchronize reaches stepprof only as the driver call it gets through cuGetProcAddress
 # (preload/procaddr.c); once that is proven, stepprof parks between windows and each window still
 # holds exactly its steps and kernels. --no-graph: a CUDA graph keeps stepprof subscribed all run
-# (collector/life.c), so the workload makes none here
+# (decide/life.c), so the workload makes none here
 t_wl_park_static() {
 	local WL_SCHED=10,8,1,3,3 # records 19-21, 31-33, 43-45; 8 steps between windows
 	# 20 ms of host work a step: the workload's own steps (~0.1 ms) end before a window is written

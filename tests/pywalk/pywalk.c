@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* pywalk.c - a test library (not part of stepprof) that a real CPython loads with ctypes: it
- * captures the calling thread's stack through collector/stacks.c and collector/pystack.c, as
+ * captures the calling thread's stack through collector/stacks/stacks.c and collector/stacks/pystack.c, as
  * the preloaded library does at a launch, and returns it as text for tests/pywalk/check.py. */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include "collector/intern.h"
-#include "collector/pystack.h"
-#include "collector/stacks.h"
+#include "collector/base/intern.h"
+#include "collector/stacks/pystack.h"
+#include "collector/stacks/stacks.h"
 #include "trace/trace.h"
 
 /* One line per frame, innermost first: "py FILE:FUNC:LINE" or "c SYMBOL" (dladdr; "?" when the

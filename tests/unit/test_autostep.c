@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <cmocka.h>
-#include "collector/autostep.h"
+#include "decide/autostep.h"
 
 /* An iteration: tokens with the CPU gap (ns) before each. The first token follows the loop's
  * wrap, which has the longest gap. */

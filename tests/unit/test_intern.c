@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include "collector/intern.h"
+#include "collector/base/intern.h"
 
 static void test_basics(void **state)
 {

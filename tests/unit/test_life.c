@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_life.c - the CUPTI life-cycle decision (collector/life.h): when stepprof detaches for good,
+/* test_life.c - the CUPTI life-cycle decision (decide/life.h): when stepprof detaches for good,
  * when it detaches and re-attaches between windows, and when it must stay; how far the next
  * window is; and the quiet-time bound that keeps a detach between two marker calls. */
 #include <setjmp.h>
@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
-#include "collector/life.h"
+#include "decide/life.h"
 
 /* A view in which a cycle is due: between windows, activity kinds used, far from the next one. */
 static struct sp_life_view due(enum sp_detach_policy policy)

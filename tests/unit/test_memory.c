@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include "trace/event.h"
-#include "collector/memory.h"
-#include "collector/ring.h"
+#include "collector/mem/memory.h"
+#include "collector/out/ring.h"
 
 static struct sp_event got[70000];
 static int ngot;

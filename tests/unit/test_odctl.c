@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_odctl.c - collector/odctl.c: the on-demand control files. Requests and statuses round
+/* test_odctl.c - config/odctl.c: the on-demand control files. Requests and statuses round
  * trip; every malformed request is refused with a reason; sp_od_read refuses links, other
  * owners, files others may write, oversize and non-regular files; sp_od_write replaces atomically;
  * sp_od_check_dir refuses a directory others may write. */
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "collector/odctl.h"
+#include "config/odctl.h"
 
 static char dir[] = "/tmp/test_odctl.XXXXXX";
 

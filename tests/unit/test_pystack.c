@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <string.h>
-#include "collector/pystack.h"
-#include "collector/stacks.h"
+#include "collector/stacks/pystack.h"
+#include "collector/stacks/stacks.h"
 #include "config/config.h"
 #include "trace/trace.h"
 

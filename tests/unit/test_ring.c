@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "collector/ring.h"
+#include "collector/out/ring.h"
 
 enum { MAXT = 32 };
 #define WAIT_S 30 /* bound of every wait on producers: ample on a loaded machine */

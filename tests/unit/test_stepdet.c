@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_stepdet.c - the step detector (collector/stepdet.h) driven by tokens, as the library and
+/* test_stepdet.c - the step detector (decide/stepdet.h) driven by tokens, as the library and
  * `stepprof autostep` drive it: explicit markers, the lock, what it asks to watch, the per-step
  * check, unlock and re-lock with consistent step numbers, and the undecided report. */
 #include <setjmp.h>
@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
-#include "collector/intern.h"
-#include "collector/stepdet.h"
+#include "collector/base/intern.h"
+#include "decide/stepdet.h"
 #include "config/config.h"
 
 static struct sp_stepdet det;

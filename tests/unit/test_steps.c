@@ -11,7 +11,7 @@
 #include <cmocka.h>
 #include "cli/cli.h"
 #include "cli/steps.h"
-#include "collector/clock.h"
+#include "collector/base/clock.h"
 #include "scratch.h"
 #include "text_assert.h"
 #include "trace_fixture.h"
@@ -126,7 +126,7 @@ static void two_ranks(void **state)
 	free(s);
 }
 
-/* The test switch of collector/clock.c: STEPPROF_TEST_CLOCK_OFFSET_NS shifts the wall-clock anchors. */
+/* The test switch of collector/base/clock.c: STEPPROF_TEST_CLOCK_OFFSET_NS shifts the wall-clock anchors. */
 static void clock_offset(void **state)
 {
 	struct timespec ts;

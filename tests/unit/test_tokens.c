@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_tokens.c - the token stream format (trace/tokens.h) and its recorder (collector/tokrec.h):
+/* test_tokens.c - the token stream format (trace/tokens.h) and its recorder (collector/out/tokrec.h):
  * round trip across chunks, a file cut mid-chunk, hostile bytes, and STEPPROF_RECORD_TOKENS /
  * STEPPROF_RECORD_TRUTH as the library reads them. */
 #include <setjmp.h>
@@ -13,8 +13,8 @@
 #include <cmocka.h>
 #include "scratch.h"
 #include "trace/tokens.h"
-#include "collector/intern.h"
-#include "collector/tokrec.h"
+#include "collector/base/intern.h"
+#include "collector/out/tokrec.h"
 
 #define N_TOKENS 200000 /* several chunks */
 

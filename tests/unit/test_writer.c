@@ -21,10 +21,10 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
-#include "collector/clock.h"
-#include "collector/intern.h"
-#include "collector/ring.h"
-#include "collector/writer.h"
+#include "collector/base/clock.h"
+#include "collector/base/intern.h"
+#include "collector/out/ring.h"
+#include "collector/out/writer.h"
 #include "config/schedule.h"
 
 #define WAIT_S 30 /* bound of every wait on the writer: ample on a loaded machine */

@@ -3,7 +3,7 @@
  * detach and re-attach between windows (cuptiFinalize on the writer thread, never inside a
  * callback: CUPTI leaves a cost behind once an activity kind was on, and only finalising removes
  * it). Owns the count of callbacks in flight, so CUPTI is never torn down under one, and the
- * offset that keeps correlation ids increasing across re-attaches. The policy is collector/life.h;
+ * offset that keeps correlation ids increasing across re-attaches. The policy is decide/life.h;
  * this module never decides what is recorded. */
 #ifndef SP_CUPTI_LIFE_H
 #define SP_CUPTI_LIFE_H
@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <cupti.h>
-#include "life.h"
+#include "decide/life.h"
 
 /* What a (re)subscription installs; armed runs after each one, with no CUPTI callback or activity
  * enabled yet, to enable what the current phase needs (it may take the collector's lock). */
@@ -193,7 +193,7 @@ static inline uint32_t sp_cupti_life_corr(uint32_t raw)
  * except CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (the caller names the other profiler).
  * Not from inside a callback. */
 CUptiResult sp_cupti_life_attach(const struct sp_cupti_hooks *hooks, CUpti_SubscriberHandle *sub);
-/* After a detach for good, an on-demand window needs CUPTI again (collector/ondemand.c's thread;
+/* After a detach for good, an on-demand window needs CUPTI again (collector/ondemand/ondemand.c's thread;
  * no detach runs meanwhile: the state is GONE): subscribes anew with the marker's callbacks only
  * (activity callbacks lazily, as a re-attach between windows), correlation ids continuing past
  * the last instance's. Returns CUPTI_SUCCESS (attached; the tick detaches for good again once the

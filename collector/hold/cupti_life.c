@@ -11,14 +11,14 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <time.h>
-#include "clock.h"
-#include "collector.h"
-#include "cupti_api.h"
+#include "collector/base/clock.h"
+#include "collector/collector.h"
+#include "collector/cupti/cupti_api.h"
 #include "cupti_life.h"
 #include "hooklearn.h"
-#include "log.h"
+#include "collector/base/log.h"
 #include "markhook.h"
-#include "writer.h"
+#include "collector/out/writer.h"
 
 /* The writer's pass while parked between windows: the hooks kick it two steps before the next
  * window (markhook.c), so that its 500 wake-ups a second (2 ms passes) do not go on taking the

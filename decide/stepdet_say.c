@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "stepdet.h"
-#include "intern.h"
+#include "collector/base/intern.h"
 #include "config/config.h"
 
 /* The explicit marker to suggest from the learner's ring: the rarest host synchronisation that

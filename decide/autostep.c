@@ -607,7 +607,7 @@ int sp_autostep_feed(struct sp_autostep *a, uint32_t tok, uint64_t ts)
 	a->last[tok & (COUNT_SLOTS - 1)] = a->n + 1;
 	a->tok[a->n & (a->cap - 1)] = tok;
 	/* stored times never go back: a token stamped with the precise clock may follow one stamped
-	 * with the counter clock (collector/clock.h), tens of ns apart; a gap must not wrap around */
+	 * with the counter clock (collector/base/clock.h), tens of ns apart; a gap must not wrap around */
 	uint64_t at_ts = ts - a->credit, prev_ts = a->n ? a->ts[(a->n - 1) & (a->cap - 1)] : 0;
 	a->ts[a->n & (a->cap - 1)] = at_ts > prev_ts ? at_ts : prev_ts;
 	if (!a->n)

@@ -9,15 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <generated_nvtx_meta.h>
-#include "clock.h"
-#include "cupti_life.h"
-#include "hooklearn.h"
-#include "intern.h"
-#include "internal.h"
-#include "markhook.h"
-#include "stacks.h"
-#include "stepdet.h"
-#include "tokrec.h"
+#include "collector/base/clock.h"
+#include "collector/hold/cupti_life.h"
+#include "collector/hold/hooklearn.h"
+#include "collector/base/intern.h"
+#include "collector/internal.h"
+#include "collector/hold/markhook.h"
+#include "collector/stacks/stacks.h"
+#include "decide/stepdet.h"
+#include "collector/out/tokrec.h"
 
 /* ---- CUPTI callbacks (application threads) ---- */
 

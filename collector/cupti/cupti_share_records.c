@@ -10,12 +10,12 @@
 #include <stddef.h>
 #include <string.h>
 #include <time.h>
-#include "clock.h"
+#include "collector/base/clock.h"
 #include "cupti_api.h"
 #include "cupti_share.h"
 #include "cupti_share_int.h"
-#include "internal.h"
-#include "log.h"
+#include "collector/internal.h"
+#include "collector/base/log.h"
 
 #define CAL_MIN_NS 2000000ull    /* shortest span between two clock samples for a rate */
 

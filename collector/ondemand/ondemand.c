@@ -17,16 +17,16 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "clock.h"
-#include "collector.h"
-#include "cupti_life.h"
-#include "intern.h"
-#include "internal.h"
-#include "log.h"
-#include "memory.h"
-#include "odctl.h"
+#include "collector/base/clock.h"
+#include "collector/collector.h"
+#include "collector/hold/cupti_life.h"
+#include "collector/base/intern.h"
+#include "collector/internal.h"
+#include "collector/base/log.h"
+#include "collector/mem/memory.h"
+#include "config/odctl.h"
 #include "ondemand.h"
-#include "writer.h"
+#include "collector/out/writer.h"
 
 /* The change signature of a control file: read again only when it differs. */
 struct sig {

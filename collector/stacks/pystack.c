@@ -21,8 +21,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "trace/trace.h"
-#include "intern.h"
-#include "log.h"
+#include "collector/base/intern.h"
+#include "collector/base/log.h"
 #include "pystack.h"
 
 #define NO 0xffffu               /* no such field in this version */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cupti_api.h"
-#include "log.h"
+#include "collector/base/log.h"
 
 struct sp_cupti sp_cupti;
 

@@ -8,10 +8,10 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "clock.h"
+#include "collector/base/clock.h"
 #include "trace/event.h"
 #include "memory.h"
-#include "ring.h"
+#include "collector/out/ring.h"
 
 #define INITIAL_SLOTS 1024u  /* 32 KiB: a table that stays in cache; it doubles as live blocks grow */
 #define VMM_KEY (1ull << 63)  /* VMM handles live in their own key space */

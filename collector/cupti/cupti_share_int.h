@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "cupti_api.h"
-#include "internal.h"
+#include "collector/internal.h"
 
 #define NDOM CUPTI_CB_DOMAIN_SIZE
 #define NKIND CUPTI_ACTIVITY_KIND_COUNT

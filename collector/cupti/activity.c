@@ -10,18 +10,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "clock.h"
-#include "cupti_life.h"
+#include "collector/base/clock.h"
+#include "collector/hold/cupti_life.h"
 #include "cupti_share.h"
-#include "internal.h"
-#include "life.h"
-#include "collector.h"
-#include "log.h"
-#include "markhook.h"
-#include "ondemand.h"
-#include "memory.h"
-#include "writer.h"
-#include "tokrec.h"
+#include "collector/internal.h"
+#include "decide/life.h"
+#include "collector/collector.h"
+#include "collector/base/log.h"
+#include "collector/hold/markhook.h"
+#include "collector/ondemand/ondemand.h"
+#include "collector/mem/memory.h"
+#include "collector/out/writer.h"
+#include "collector/out/tokrec.h"
 
 /* Writer-thread state of closing windows. */
 static struct {

@@ -14,13 +14,13 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "clock.h"
-#include "intern.h"
-#include "log.h"
-#include "memory.h"
+#include "collector/base/clock.h"
+#include "collector/base/intern.h"
+#include "collector/base/log.h"
+#include "collector/mem/memory.h"
 #include "ring.h"
-#include "pystack.h"
-#include "stacks.h"
+#include "collector/stacks/pystack.h"
+#include "collector/stacks/stacks.h"
 #include "writer.h"
 
 #define PASS_NS 2000000           /* idle wait between passes */

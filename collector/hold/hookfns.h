@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* hookfns.h - the CUDA runtime and driver functions the preload library interposes so that step
  * markers can be counted without CUPTI while stepprof is detached between windows
- * (preload/markers.c forwards them; collector/markhook.c counts). X(symbol, CUPTI's name without
+ * (preload/markers.c forwards them; collector/hold/markhook.c counts). X(symbol, CUPTI's name without
  * its version suffix, 1 for the driver API, 1 for a CUDA graph capture or creation). A marker
  * naming a function not listed here keeps stepprof subscribed between windows. */
 #ifndef SP_HOOKFNS_H

@@ -9,16 +9,16 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include "clock.h"
-#include "collector.h"
+#include "collector/base/clock.h"
+#include "collector/collector.h"
 #include "cupti_life.h"
 #include "hooklearn.h"
-#include "intern.h"
-#include "internal.h"
-#include "log.h"
+#include "collector/base/intern.h"
+#include "collector/internal.h"
+#include "collector/base/log.h"
 #include "markhook.h"
-#include "stepdet.h"
-#include "tokrec.h"
+#include "decide/stepdet.h"
+#include "collector/out/tokrec.h"
 #include "trace/tokens.h"
 
 _Atomic int sp_launch_want;

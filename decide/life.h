@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* life.h - when stepprof lets go of CUPTI: the life-cycle decision as pure functions (no CUPTI,
- * no clock, no lock), so that host tests cover it. collector/cupti_life.h does what they decide.
+ * no clock, no lock), so that host tests cover it. collector/hold/cupti_life.h does what they decide.
  * After the schedule's last window stepprof detaches for good; between two windows it may detach
  * and re-attach with only the marker's callbacks ([cupti] detach_between); once the program made a
  * CUDA graph it never detaches again (life.c, rule 2). Never touches CUPTI. */

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <fnmatch.h>
 #include "stepdet.h"
-#include "intern.h"
+#include "collector/base/intern.h"
 #include "config/config.h"
 
 #define RING_TOKENS (1u << 16)   /* the learner's ring */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* odctl.h - the control files of on-demand windows (`stepprof trigger`): their names in the
  * output directory, their text format, and reading them as hostile input (owner, type, size).
- * Shared by the profiled process (collector/ondemand.c) and the CLI (cli/trigger.c). Pure file
+ * Shared by the profiled process (collector/ondemand/ondemand.c) and the CLI (cli/trigger.c). Pure file
  * handling: never touches CUPTI or the collector's state. */
 #ifndef SP_ODCTL_H
 #define SP_ODCTL_H

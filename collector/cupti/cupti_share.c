@@ -12,16 +12,16 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "clock.h"
-#include "collector.h"
+#include "collector/base/clock.h"
+#include "collector/collector.h"
 #include "cupti_api.h"
-#include "cupti_life.h"
+#include "collector/hold/cupti_life.h"
 #include "cupti_share.h"
 #include "cupti_share_int.h"
-#include "hooklearn.h"
-#include "internal.h"
-#include "log.h"
-#include "writer.h"
+#include "collector/hold/hooklearn.h"
+#include "collector/internal.h"
+#include "collector/base/log.h"
+#include "collector/out/writer.h"
 
 #define CORR_STACK 16            /* nested API calls per thread the program's correlationData covers */
 

@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <generated_nvtx_meta.h>
-#include "cupti_life.h"
-#include "intern.h"
-#include "internal.h"
-#include "log.h"
-#include "markhook.h"
-#include "tokrec.h"
+#include "collector/hold/cupti_life.h"
+#include "collector/base/intern.h"
+#include "collector/internal.h"
+#include "collector/base/log.h"
+#include "collector/hold/markhook.h"
+#include "collector/out/tokrec.h"
 
 /* What is enabled in the current CUPTI instance. Under sp_col.lock. */
 static struct {

@@ -6,19 +6,19 @@
 #include <sched.h>
 #include <string.h>
 #include <time.h>
-#include "clock.h"
-#include "collector.h"
+#include "collector/base/clock.h"
+#include "collector/collector.h"
 #include "cupti_life.h"
 #include "hookfns.h"
 #include "hooklearn.h"
-#include "intern.h"
-#include "internal.h"
-#include "life.h"
-#include "log.h"
+#include "collector/base/intern.h"
+#include "collector/internal.h"
+#include "decide/life.h"
+#include "collector/base/log.h"
 #include "markhook.h"
-#include "ondemand.h"
+#include "collector/ondemand/ondemand.h"
 #include "trace/tokens.h"
-#include "writer.h"
+#include "collector/out/writer.h"
 
 #define WAIT_ATTACH_NS 1000000000ull /* longest a marker call waits for a re-attach before its window */
 

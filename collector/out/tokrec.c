@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "clock.h"
-#include "intern.h"
-#include "log.h"
-#include "memory.h"
+#include "collector/base/clock.h"
+#include "collector/base/intern.h"
+#include "collector/base/log.h"
+#include "collector/mem/memory.h"
 #include "tokrec.h"
 #include "trace/tokens.h"
 
