@@ -50,15 +50,17 @@ endif
 # the stepprof version that token streams name (STEPPROF_RECORD_TOKENS)
 SP_GIT_VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 CFLAGS_COMMON := -DSP_GIT_VERSION='"$(SP_GIT_VERSION)"' -std=gnu11 $(OPT) -Wall -Wextra -Wno-unused-parameter -Wshadow -fno-omit-frame-pointer \
-	-D_GNU_SOURCE -I. $(CUDA_INC) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+	-D_GNU_SOURCE -I. $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LIB_CFLAGS := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -ftls-model=initial-exec -DSP_IN_LIBRARY
-CLI_CFLAGS := $(CFLAGS_COMMON)
+# the CLI, the tests and the pure rooms see no CUDA header (SP_PURE: the collector's internal headers refuse)
+CLI_CFLAGS := $(CFLAGS_COMMON) -DSP_PURE
 DEP_LIBS := $(shell pkg-config --libs $(filter-out $(CLI_PKGS),$(PKGS)) 2>/dev/null)
 # the CLI also demangles C++ names with libstdc++'s __cxa_demangle (g++ provides libstdc++.so)
 CLI_LIBS := $(DEP_LIBS) $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null) -lstdc++
 
 # Rooms (docs/ARCHITECTURE.md). The pure rooms are host code shared by the library, the CLI and the unit
-# tests (no CUPTI calls); the CUPTI-side rooms go into the library only.
+# tests: compiled without the CUDA include path and with SP_PURE, so an include of CUPTI or of the
+# collector's internals there fails the build. The CUPTI-side rooms go into the library only.
 PURE_DIRS := config trace decide collector/base collector/out collector/mem collector/stacks
 CUPTI_DIRS := collector collector/cupti collector/hold collector/ondemand
 CORE_SRCS := $(wildcard $(addsuffix /*.c,$(PURE_DIRS)))
@@ -80,10 +82,11 @@ Q := $(if $(V),,@)
 
 all: $(O)/libstepprof.so $(O)/libstepprof-nomalloc.so $(O)/stepprof
 
+# a pure room's file gets no CUDA include path; the CUPTI side gets it
 $(O)/lib/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC(lib) $<")
-	$(Q)$(CC) $(LIB_CFLAGS) -MMD -MP -c $< -o $@
+	$(Q)$(CC) $(LIB_CFLAGS) $(if $(filter $(CORE_SRCS),$<),-DSP_PURE,$(CUDA_INC)) -MMD -MP -c $< -o $@
 
 # the malloc hooks' usual path is a comparison and a tail call: no frame to set up (kept under SAN)
 $(O)/lib/preload/malloc.o: LIB_CFLAGS += $(if $(SAN),,-fomit-frame-pointer)
@@ -153,7 +156,7 @@ $(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_phases $(O)/tests/e2e/gen_random $(
 # libFuzzer harnesses (tests/fuzz/): the core and the CLI built again with clang, ASan and UBSan.
 FUZZ_CC ?= clang
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_CFLAGS := $(filter-out -O2 -O0 -g3 -Werror -fsanitize=%,$(CFLAGS_COMMON)) -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link
+FUZZ_CFLAGS := $(filter-out -O2 -O0 -g3 -Werror -fsanitize=%,$(CFLAGS_COMMON)) -DSP_PURE -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link
 FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS := $(patsubst %,$(O)/fuzz/fuzz_%,$(FUZZ_NAMES))
 FUZZ_OBJS := $(patsubst %.c,$(O)/fuzz/obj/%.o,$(CORE_SRCS) $(CLI_SRCS))

@@ -5,6 +5,9 @@
  * here may be used by the host core library (the CLI and unit tests link no CUPTI). */
 #ifndef SP_COLLECTOR_INTERNAL_H
 #define SP_COLLECTOR_INTERNAL_H
+#ifdef SP_PURE
+#error "a CUPTI-side collector header in pure code (a pure room, the CLI or a test): see docs/ARCHITECTURE.md"
+#endif
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -4,6 +4,9 @@
  * toolkit. Nothing is linked at build time, so an unselected process never loads CUPTI. */
 #ifndef SP_CUPTI_API_H
 #define SP_CUPTI_API_H
+#ifdef SP_PURE
+#error "a CUPTI-side collector header in pure code (a pure room, the CLI or a test): see docs/ARCHITECTURE.md"
+#endif
 
 #include <cupti.h>
 

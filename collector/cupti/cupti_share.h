@@ -7,6 +7,9 @@
  * what stepprof records and never fails the program's calls for stepprof's sake. */
 #ifndef SP_CUPTI_SHARE_H
 #define SP_CUPTI_SHARE_H
+#ifdef SP_PURE
+#error "a CUPTI-side collector header in pure code (a pure room, the CLI or a test): see docs/ARCHITECTURE.md"
+#endif
 
 #include <stdint.h>
 #include <cupti.h>

@@ -4,6 +4,9 @@
  * module's globals and the helpers one file gives the other; nothing else includes this. */
 #ifndef SP_CUPTI_SHARE_INT_H
 #define SP_CUPTI_SHARE_INT_H
+#ifdef SP_PURE
+#error "a CUPTI-side collector header in pure code (a pure room, the CLI or a test): see docs/ARCHITECTURE.md"
+#endif
 
 #include <pthread.h>
 #include <stdatomic.h>

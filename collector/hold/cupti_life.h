@@ -7,6 +7,9 @@
  * this module never decides what is recorded. */
 #ifndef SP_CUPTI_LIFE_H
 #define SP_CUPTI_LIFE_H
+#ifdef SP_PURE
+#error "a CUPTI-side collector header in pure code (a pure room, the CLI or a test): see docs/ARCHITECTURE.md"
+#endif
 
 #include <stdatomic.h>
 #include <stdbool.h>

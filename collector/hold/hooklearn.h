@@ -9,6 +9,9 @@
  * touches CUPTI itself. */
 #ifndef SP_HOOKLEARN_H
 #define SP_HOOKLEARN_H
+#ifdef SP_PURE
+#error "a CUPTI-side collector header in pure code (a pure room, the CLI or a test): see docs/ARCHITECTURE.md"
+#endif
 
 #include <stdbool.h>
 

@@ -9,6 +9,9 @@
  * entered: by its hook while the hooks count, else by CUPTI's callback. */
 #ifndef SP_MARKHOOK_H
 #define SP_MARKHOOK_H
+#ifdef SP_PURE
+#error "a CUPTI-side collector header in pure code (a pure room, the CLI or a test): see docs/ARCHITECTURE.md"
+#endif
 
 #include <stdbool.h>
 

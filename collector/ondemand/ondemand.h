@@ -5,6 +5,9 @@
  * to CUPTI when stepprof had let go of it. No signal handler; never blocks a program thread. */
 #ifndef SP_ONDEMAND_H
 #define SP_ONDEMAND_H
+#ifdef SP_PURE
+#error "a CUPTI-side collector header in pure code (a pure room, the CLI or a test): see docs/ARCHITECTURE.md"
+#endif
 
 #include <stdint.h>
 #include "config/schedule.h"
