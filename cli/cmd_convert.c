@@ -470,8 +470,12 @@ static int merge_ranks(const struct convert_opts *o)
 /* The line that reports a window file written. */
 static void window_line(char *buf, size_t n, const char *path, const struct sp_window *w, uint64_t events)
 {
-	snprintf(buf, n, "wrote %s: window %u, steps %lld-%lld, %llu events%s\n", path, w->id, (long long)w->first_step,
-		 (long long)w->last_step, (unsigned long long)events, w->complete ? "" : " (incomplete)");
+	char cut[64] = "";
+	if (!w->complete)
+		snprintf(cut, sizeof cut, " (incomplete: cut at step %lld)", (long long)w->last_step);
+	snprintf(buf, n, "wrote %s: window %u%s, steps %lld-%lld, %llu events%s\n", path, w->id,
+		 w->inferred ? " (its beginning is not in the trace: found from its steps)" : "",
+		 (long long)w->first_step, (long long)w->last_step, (unsigned long long)events, cut);
 }
 
 /* The file of a window of a phase without -o: DIR/PHASE/BASE.<id><ext> for the stem DIR/BASE, in

@@ -138,5 +138,10 @@ int sp_cmd_report(int argc, char **argv)
 			o.window >= 0 ? " of that id" : "", o.phase, res.other_phase);
 	else if (st == SP_REPORT_NO_WINDOW)
 		sp_cli_no_window("report", path, o.window, res.seen);
+	if (st == SP_REPORT_NO_WINDOW && !res.seen && res.outside)
+		fprintf(stderr,
+			"stepprof report: %s holds %llu records, none in a window: it was cut before its first window "
+			"began, or holds no recorded step (`stepprof dump` shows them)\n",
+			path, res.outside);
 	return st == SP_REPORT_OK ? 0 : 1;
 }

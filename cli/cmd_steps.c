@@ -75,6 +75,19 @@ int sp_cmd_steps(int argc, char **argv)
 		sp_xrank_free(a);
 		return 1;
 	}
+	for (size_t i = 0; i < n; i++) { /* a cut trace still gives its steps: said, exit 0 */
+		uint32_t win;
+		int64_t step;
+		int cut = sp_xrank_cut(a, i, &win, &step);
+		if (cut == 2)
+			fprintf(stderr,
+				"stepprof steps: note: %s was cut short: window %u has no window end (cut at step "
+				"%lld); what followed the cut is lost\n",
+				sp_xrank_path(a, i), win, (long long)step);
+		else if (cut)
+			fprintf(stderr, "stepprof steps: note: %s was cut short; what followed the cut is lost\n",
+				sp_xrank_path(a, i));
+	}
 	if (sp_xrank_phases_mixed(a))
 		fprintf(stderr, "stepprof steps: note: the windows belong to several phases, each numbering its own "
 				"steps; --phase NAME shows one phase\n");

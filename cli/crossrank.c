@@ -143,7 +143,10 @@ int sp_xrank_load(struct sp_xrank *a, const char *path, char *err, size_t errlen
 			snprintf(a->first_phase, sizeof a->first_phase, "%s", w->phase);
 		a->phases_mixed |= strcmp(a->first_phase, w->phase) != 0;
 		add_window(a, k, (uint32_t)a->n, r, w);
+		if (!w->complete)
+			k->cut = k->cut_has_window = 1, k->cut_window = w->id, k->cut_step = w->last_step;
 	}
+	k->cut |= sp_trace_truncated(r);
 	if (rc < 0)
 		snprintf(err, errlen, "%s: %s", path, sp_trace_error(r));
 	sp_windows_close(g);
@@ -179,6 +182,19 @@ const struct sp_steps *sp_xrank_steps(const struct sp_xrank *a, size_t i)
 int sp_xrank_rank(const struct sp_xrank *a, size_t i)
 {
 	return a->r[i].rank;
+}
+
+int sp_xrank_cut(const struct sp_xrank *a, size_t i, uint32_t *window, int64_t *step)
+{
+	const struct rk *k = &a->r[i];
+	*window = k->cut_window;
+	*step = k->cut_step;
+	return !k->cut ? 0 : k->cut_has_window ? 2 : 1;
+}
+
+const char *sp_xrank_path(const struct sp_xrank *a, size_t i)
+{
+	return a->r[i].path;
 }
 
 /* ---- clocks ---- */

@@ -368,7 +368,7 @@ static int chrome_window(struct sp_export *x, const struct sp_window *w)
 	sp_chrome_extra_spans(x);
 	if (!w->complete) {
 		char name[80];
-		snprintf(name, sizeof(name), "window %u (incomplete): trace cut short", w->id);
+		snprintf(name, sizeof(name), "window %u (incomplete): cut at step %lld", w->id, (long long)w->last_step);
 		sp_chrome_ev_open(x, "i", "stepprof", name, cpu_pid(x), 0, ts_of(x, w, w->t1));
 		sp_out_puts(x->out, ",\"s\":\"g\"}");
 	}
@@ -419,16 +419,19 @@ static void other_data(struct sp_export *x)
 	for (size_t i = 0; i < c->nwins; i++) {
 		const struct sp_window *w = &c->wins[i].w;
 		const struct sp_trace_meta *m = &c->traces[c->wins[i].trace].hdr->meta;
+		char cut[24];
+		snprintf(cut, sizeof cut, "%lld", (long long)w->last_step);
 		sp_out_puts(x->out, i ? ",\n{" : "\n{");
 		if (merged)
 			sp_out_printf(x->out, "\"rank\":%d,\"pid\":%d,", m->rank, m->pid);
 		sp_out_printf(x->out,
 			      "\"id\":%u,\"first_step\":%lld,\"last_step\":%lld,\"steps\":%llu,\"complete\":%s,"
+			      "\"cut_at_step\":%s,\"inferred\":%s,"
 			      "\"capped\":%s,\"start_ns\":%llu,\"end_ns\":%llu,\"bytes\":%llu,\"dropped\":{\"total\":%"
 			      "llu",
 			      w->id, (long long)w->first_step, (long long)w->last_step,
 			      (unsigned long long)c->wins[i].steps, w->complete ? "true" : "false",
-			      w->capped ? "true" : "false", (unsigned long long)sp_window_wall(w, w->t0),
+			      w->complete ? "null" : cut, w->inferred ? "true" : "false", w->capped ? "true" : "false", (unsigned long long)sp_window_wall(w, w->t0),
 			      (unsigned long long)sp_window_wall(w, w->t1), (unsigned long long)w->bytes,
 			      (unsigned long long)w->dropped_total);
 		for (unsigned s = 1; s < SP_DROP__COUNT; s++)

@@ -439,8 +439,12 @@ void sp_memtl_summary(const struct sp_memtl *w, const struct sp_trace_reader *r,
 {
 	char b[2][32], t[32];
 
-	fprintf(out, "Window %u: steps %" PRId64 "-%" PRId64 ", %s%s\n", w->id, w->first_step, w->last_step,
-		sp_fmt_ns(t, sizeof(t), w->t1 - w->t0), w->complete ? "" : " (incomplete)");
+	fprintf(out, "Window %u: steps %" PRId64 "-%" PRId64 ", %s", w->id, w->first_step, w->last_step,
+		sp_fmt_ns(t, sizeof(t), w->t1 - w->t0));
+	if (w->complete)
+		fputc('\n', out);
+	else
+		fprintf(out, " (incomplete: cut at step %" PRId64 ")\n", w->last_step);
 	if (!w->ns)
 		fprintf(out, "  no memory records\n");
 	for (size_t k = 0; k < w->ns; k++) {

@@ -175,8 +175,9 @@ static void print_windows(const struct report *rep, FILE *out)
 	for (size_t i = 0; i < rep->nw; i++) {
 		const struct wsum *s = &rep->w[i];
 		uint64_t dur = s->w.t1 > s->w.t0 ? s->w.t1 - s->w.t0 : 0;
-		fprintf(out, "Window %u%s%s%s: steps %lld-%lld (%llu step%s), %s, %llu kernel%s, GPU busy %.1f%%",
+		fprintf(out, "Window %u%s%s%s%s: steps %lld-%lld (%llu step%s), %s, %llu kernel%s, GPU busy %.1f%%",
 			s->w.id, s->w.phase[0] ? " (phase " : "", s->w.phase, s->w.phase[0] ? ")" : "",
+			s->w.inferred ? " (its beginning is not in the trace: found from its steps)" : "",
 			(long long)s->w.first_step, (long long)s->w.last_step, (unsigned long long)s->steps,
 			s->steps == 1 ? "" : "s", sp_fmt_ns(t, sizeof(t), dur), (unsigned long long)s->kernels,
 			sp_plural(s->kernels), dur ? 100.0 * s->busy / dur : 0);
@@ -193,7 +194,10 @@ static void print_windows(const struct report *rep, FILE *out)
 			fprintf(out, ", %llu kernel%s missing (launched in it, never arrived)",
 				(unsigned long long)s->w.dropped[SP_DROP_MISSING],
 				s->w.dropped[SP_DROP_MISSING] == 1 ? "" : "s");
-		fprintf(out, "%s\n", s->w.complete ? "" : " (incomplete)");
+		if (s->w.complete)
+			fputc('\n', out);
+		else
+			fprintf(out, " (incomplete: cut at step %lld)\n", (long long)s->w.last_step);
 	}
 }
 
@@ -365,17 +369,19 @@ static void print_json(const struct report *rep, const char *path, const struct 
 		      (unsigned long long)rep->dropped[SP_DROP_MISSING], (unsigned long long)outside);
 	for (size_t i = 0; i < rep->nw; i++) {
 		const struct wsum *s = &rep->w[i];
+		char cut[24];
+		snprintf(cut, sizeof cut, "%lld", (long long)s->w.last_step);
 		sp_out_printf(x,
 			      "%s{\"id\":%u,\"first_step\":%lld,\"last_step\":%lld,\"duration_ns\":%llu,\"steps\":%llu,"
 			      "\"kernels\":%llu,\"gpu_busy_ns\":%llu,\"capped\":%s,\"dropped\":%llu,\"missing\":%llu,"
-			      "\"complete\":%s,"
+			      "\"complete\":%s,\"cut_at_step\":%s,\"inferred\":%s,"
 			      "\"origin\":\"%s\",\"steps_uncounted_before\":%s}",
 			      i ? ",\n" : "\n", s->w.id, (long long)s->w.first_step, (long long)s->w.last_step,
 			      (unsigned long long)(s->w.t1 > s->w.t0 ? s->w.t1 - s->w.t0 : 0),
 			      (unsigned long long)s->steps, (unsigned long long)s->kernels, (unsigned long long)s->busy,
 			      s->w.capped ? "true" : "false", (unsigned long long)s->w.dropped_total,
 			      (unsigned long long)s->w.dropped[SP_DROP_MISSING], s->w.complete ? "true" : "false",
-			      sp_win_origin_name(s->w.origin), s->w.origin & SP_WIN_UNCOUNTED ? "true" : "false");
+			      s->w.complete ? "null" : cut, s->w.inferred ? "true" : "false", sp_win_origin_name(s->w.origin), s->w.origin & SP_WIN_UNCOUNTED ? "true" : "false");
 	}
 	sp_out_puts(x, "],\n\"steps\":[");
 	for (size_t i = 0; i < rep->steps.n; i++) {
@@ -521,6 +527,7 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 		res = &dummy;
 	res->why[0] = 0;
 	res->seen = 0;
+	res->outside = 0;
 	rep.r = sp_trace_open(path, res->why, sizeof(res->why));
 	if (!rep.r)
 		return SP_REPORT_UNREADABLE;
@@ -550,6 +557,7 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 		}
 	}
 	res->seen = seen;
+	res->outside = sp_windows_outside(g);
 	if (rc < 0) {
 		snprintf(res->why, sizeof(res->why), "%s", sp_trace_error(rep.r));
 		ret = SP_REPORT_CORRUPT;

@@ -37,6 +37,7 @@ struct sp_report_result {
 	char why[256];          /* UNREADABLE, CORRUPT: the reason, without any command prefix */
 	int seen;               /* windows the trace holds (all of them, whatever o->window says) */
 	unsigned long long other_phase; /* NO_WINDOW with o->phase: windows of other phases */
+	unsigned long long outside;     /* records outside every window (skipped) */
 };
 
 /* The sort key called s ("total", "avg", "calls", "max", "min", "name"), or -1. */

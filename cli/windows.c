@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 #include "cli.h"
+#include "config/schedule.h"
 #include "windows.h"
 
 struct sp_windows {
@@ -29,6 +30,8 @@ struct sp_windows {
 	uint64_t anchor_mono, anchor_real;       /* latest clock anchor */
 	uint64_t outside;               /* records of no window */
 	int done;         /* the reader returned its last value, kept in rc */
+	int at_bound;     /* a WINDOW_BEGIN (bound) or the end of the file was read, not yet settled */
+	struct sp_window bound;         /* that BEGIN's window (at the end of the file: unused) */
 	int rc;
 	const char *phase;              /* hand out only this phase's windows; NULL: all */
 	uint64_t other_phase;           /* windows passed over for another phase */
@@ -181,26 +184,91 @@ static void set_thread(struct sp_windows *g, uint32_t tid, uint32_t name)
 	g->threads[h].used = 1;
 }
 
+/* 1 for a STEP record of a step the schedule recorded (RECORD or RECORD_AND_SAVE). */
+static int recorded_step(const struct sp_event *e)
+{
+	return e->kind == SP_EV_STEP && (e->sub == SP_ACT_RECORD || e->sub == SP_ACT_RECORD_AND_SAVE);
+}
+
+/* A window the file lacks the WINDOW_BEGIN of, found from its steps: the writer holds a window's
+ * BEGIN back until the END of the window before it, so a file cut before that END holds the
+ * later windows' steps without their BEGIN. The held events (before `until`, the next BEGIN's
+ * start) hold such a window if a recorded step starts after the open window's RECORD_AND_SAVE
+ * step (the schedule closes a window with that step), or, with no window open, at all. Fills
+ * *inf from the first such step (id one past the open window's) and returns 1, else 0. */
+static int infer_window(const struct sp_windows *g, uint64_t until, struct sp_window *inf)
+{
+	const struct sp_window *w = &g->cur;
+	const struct sp_event *save = NULL, *first = NULL;
+
+	if (g->have_cur && w->complete)
+		return 0;
+	for (size_t i = 0; g->have_cur && i < w->n; i++) /* the step that closes the open window */
+		if (w->ev[i].kind == SP_EV_STEP && w->ev[i].sub == SP_ACT_RECORD_AND_SAVE && w->ev[i].start >= w->t0 &&
+		    (!save || w->ev[i].start < save->start))
+			save = &w->ev[i];
+	if (g->have_cur && !save)
+		return 0;
+	for (size_t i = 0; i < w->n; i++) {
+		const struct sp_event *e = &w->ev[i];
+		if (recorded_step(e) && e->start < until && (!save || e->start >= save->end) &&
+		    (!first || e->start < first->start))
+			first = e;
+	}
+	if (!first)
+		return 0;
+	*inf = (struct sp_window){ .id = g->have_cur ? w->id + 1 : 0,
+				   .inferred = 1,
+				   .origin = g->have_cur ? w->origin & SP_WIN_ORIGIN_MASK : SP_WIN_SCHEDULE,
+				   .t0 = first->start,
+				   .t1 = UINT64_MAX,
+				   .first_step = first->u.step.number,
+				   .last_step = first->u.step.number,
+				   .anchor_mono = g->anchor_mono,
+				   .anchor_real = g->anchor_real };
+	snprintf(inf->phase, sizeof inf->phase, "%s", g->have_cur ? w->phase : "");
+	return 1;
+}
+
+/* Settles the held events at the bound read last (a BEGIN, or the end of the file): first into
+ * the windows inferred from steps (infer_window), then into the bound. Points *w at the window
+ * that is ready and returns 1, or returns 0 when the bound left none to hand out. */
+static int settle_bound(struct sp_windows *g, const struct sp_window **w)
+{
+	while (g->at_bound) {
+		struct sp_window inf;
+		int had = g->have_cur;
+		if (infer_window(g, g->done ? UINT64_MAX : g->bound.t0, &inf)) {
+			settle(g, &inf);
+		} else {
+			g->at_bound = 0;
+			settle(g, g->done ? NULL : &g->bound);
+		}
+		if (had && !wanted(g)) {
+			g->other_phase++;
+		} else if (had) {
+			*w = &g->out;
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int sp_windows_next(struct sp_windows *g, const struct sp_window **w)
 {
 	struct sp_event ev;
 
+	if (settle_bound(g, w))
+		return 1;
 	while (!g->done) {
 		int rc = sp_trace_next(g->r, &ev);
 		sp_cli_progress(g->r);
 		if (rc <= 0) {
-			int had = g->have_cur;
 			g->done = 1;
 			g->rc = rc;
-			settle(g, NULL);
-			if (had && !wanted(g)) {
-				g->other_phase++;
-				break;
-			}
-			if (had) {
-				*w = &g->out;
+			g->at_bound = 1;
+			if (settle_bound(g, w))
 				return 1;
-			}
 			break;
 		}
 		switch (ev.kind) {
@@ -220,8 +288,8 @@ int sp_windows_next(struct sp_windows *g, const struct sp_window **w)
 			}
 			break;
 		case SP_EV_WINDOW_BEGIN: {
-			int had = g->have_cur;
-			struct sp_window next = {
+			const char *ph = ev.name ? sp_trace_string(g->r, ev.name) : NULL;
+			g->bound = (struct sp_window){
 				.id = ev.u.window.id,
 				.origin = ev.sub,
 				.t0 = ev.start,
@@ -231,15 +299,10 @@ int sp_windows_next(struct sp_windows *g, const struct sp_window **w)
 				.anchor_mono = g->anchor_mono,
 				.anchor_real = g->anchor_real,
 			};
-			const char *ph = ev.name ? sp_trace_string(g->r, ev.name) : NULL;
-			snprintf(next.phase, sizeof next.phase, "%s", ph ? ph : "");
-			settle(g, &next);
-			if (had && !wanted(g))
-				g->other_phase++;
-			else if (had) {
-				*w = &g->out;
+			snprintf(g->bound.phase, sizeof g->bound.phase, "%s", ph ? ph : "");
+			g->at_bound = 1;
+			if (settle_bound(g, w))
 				return 1;
-			}
 			break;
 		}
 		case SP_EV_WINDOW_END:

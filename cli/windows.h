@@ -20,9 +20,11 @@ struct sp_window {
 	char phase[32];         /* its phase ([phase.NAME]; WINDOW_BEGIN's name), "" without phases */
 	int complete;           /* 1 if its WINDOW_END was read; 0 if the file ended or the next began first */
 	int capped;             /* WINDOW_END says the byte cap cut it */
+	int inferred;           /* its WINDOW_BEGIN is not in the file: found from its steps (windows.c) */
 	int64_t first_step;     /* from WINDOW_BEGIN */
 	uint8_t origin;         /* WINDOW_BEGIN's sub: SP_WIN_* of trace/event.h, with SP_WIN_UNCOUNTED */
-	int64_t last_step;      /* from WINDOW_END; if incomplete, the last step recorded */
+	int64_t last_step;      /* from WINDOW_END; if incomplete, the last step it holds ("cut at step
+	                           last_step"; first_step if it holds none) */
 	uint64_t t0, t1;        /* ns; t1 from WINDOW_END, else the last end time of its events */
 	uint64_t bytes;         /* encoded bytes of the window (WINDOW_END) */
 	uint64_t dropped_total; /* records lost, all sources, as WINDOW_END counts them */
