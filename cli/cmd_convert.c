@@ -328,7 +328,7 @@ static const struct sp_window *next_window(const struct convert_opts *o, struct 
 	while (!(o->window >= 0 && in->seen) && (in->rc = sp_windows_next(in->g, &w)) == 1)
 		if (o->window < 0 || w->id == o->window) {
 			in->seen++;
-			if ((w = cut(o, w, &in->sl)))
+			if ((w = cut(o, sp_windows_full(in->g), &in->sl)))
 				return w;
 		}
 	return NULL;
@@ -551,7 +551,7 @@ static int convert_one(struct convert_opts o)
 		seen++;
 		if (o.window >= 0 && w->id != o.window)
 			continue;
-		if (!(w = cut(&o, w, &sl)))
+		if (!(w = cut(&o, sp_windows_full(g), &sl)))
 			continue; /* none of the --steps in this window */
 		if (!x.out) {
 			free(path);

@@ -76,6 +76,7 @@ static int load(const char *path, long long window, struct side *s)
 	struct sp_windows *g = sp_windows_open(r);
 	while ((rc = sp_windows_next(g, &w)) == 1)
 		if (window < 0 || w->id == window) {
+			w = sp_windows_full(g);
 			add_kernels(s, r, w, &byid, &cap);
 			sp_steps_add_window(&s->steps, r, w);
 		}

@@ -387,8 +387,8 @@ void sp_nccl_match_reset(struct sp_nccl_match *m)
 
 void sp_nccl_match_add(struct sp_nccl_match *m, int64_t key, const struct sp_window *w)
 {
-	for (size_t i = 0; i < w->n; i++) {
-		const struct sp_event *e = &w->ev[i];
+	for (size_t i = 0; i < w->nnccl; i++) {
+		const struct sp_event *e = &w->nccl[i];
 		if (e->kind != SP_EV_NCCL || !e->u.nccl.comm || is_group_call(e))
 			continue;
 		if (m->n == m->cap) {

@@ -142,7 +142,7 @@ int sp_xrank_load(struct sp_xrank *a, const char *path, char *err, size_t errlen
 		if (!a->nc && !a->first_phase[0] && !a->phases_mixed)
 			snprintf(a->first_phase, sizeof a->first_phase, "%s", w->phase);
 		a->phases_mixed |= strcmp(a->first_phase, w->phase) != 0;
-		add_window(a, k, (uint32_t)a->n, r, w);
+		add_window(a, k, (uint32_t)a->n, r, sp_windows_full(g));
 		if (!w->complete)
 			k->cut = k->cut_has_window = 1, k->cut_window = w->id, k->cut_step = w->last_step;
 	}

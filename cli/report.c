@@ -549,6 +549,7 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 	while ((rc = sp_windows_next(g, &w)) == 1) {
 		seen++;
 		if (o->window < 0 || w->id == o->window) {
+			w = sp_windows_full(g);
 			add_window(&rep, w);
 			sp_nccl_stats_add(&rep.nccl, rep.r, w);
 			sp_stackagg_add_window(&rep.sites, rep.r, w, SP_FOLD_ALLOC);

@@ -78,6 +78,7 @@ static void test_group_sample(void **state)
 	g = sp_windows_open(r);
 
 	assert_int_equal(sp_windows_next(g, &w), 1);
+	w = sp_windows_full(g);
 	assert_int_equal(w->id, 0);
 	assert_true(w->complete);
 	assert_int_equal(w->first_step, 5);
@@ -101,6 +102,7 @@ static void test_group_sample(void **state)
 	assert_null(sp_windows_device(g, 1));
 
 	assert_int_equal(sp_windows_next(g, &w), 1);
+	w = sp_windows_full(g);
 	assert_int_equal(w->id, 1);
 	assert_true(w->complete);
 	assert_int_equal(count_kind(w, SP_EV_KERNEL), 2);
@@ -150,10 +152,12 @@ static void test_group_truncated(void **state)
 	assert_non_null(r);
 	g = sp_windows_open(r);
 	assert_int_equal(sp_windows_next(g, &win), 1);
+	win = sp_windows_full(g);
 	assert_int_equal(win->id, 0);
 	assert_true(win->complete);
 	assert_int_equal(count_kind(win, SP_EV_KERNEL), 1);
 	assert_int_equal(sp_windows_next(g, &win), 1);
+	win = sp_windows_full(g);
 	assert_int_equal(win->id, 1);
 	assert_false(win->complete);
 	assert_int_equal(win->first_step, 3);
@@ -212,9 +216,11 @@ static void test_group_corrupt(void **state)
 	assert_non_null(r);
 	g = sp_windows_open(r);
 	assert_int_equal(sp_windows_next(g, &win), 1);
+	win = sp_windows_full(g);
 	assert_int_equal(win->id, 0);
 	assert_true(win->complete);
 	assert_int_equal(sp_windows_next(g, &win), 1);
+	win = sp_windows_full(g);
 	assert_int_equal(win->id, 1);
 	assert_false(win->complete);
 	assert_int_equal(count_kind(win, SP_EV_STEP), 1);
@@ -445,6 +451,7 @@ static void test_extra_spans(void **state)
 	struct sp_windows *g = sp_windows_open(r);
 	const struct sp_window *w;
 	assert_int_equal(sp_windows_next(g, &w), 1);
+	w = sp_windows_full(g);
 	uint64_t t0 = sp_window_wall(w, w->t0);
 	const struct sp_export_span spans[] = {
 		{ 1, "NCCL waiting", "wait for rank 0", t0 + 1000, t0 + 5000, NULL, "\"waited for\":0" },

@@ -384,8 +384,10 @@ static void test_nearest_anchor(void **state)
 	assert_non_null(r);
 	g = sp_windows_open(r);
 	assert_int_equal(sp_windows_next(g, &w), 1);
+	w = sp_windows_full(g);
 	assert_int_equal(sp_window_wall(w, w->t0), WALL + 500 * US);
 	assert_int_equal(sp_windows_next(g, &w), 1);
+	w = sp_windows_full(g);
 	assert_int_equal(sp_window_wall(w, w->t0), WALL + 1000500 * US);
 	sp_windows_close(g);
 	sp_trace_close_reader(r);
@@ -407,6 +409,7 @@ static void test_match(void **state)
 		assert_non_null(r[i]);
 		g[i] = sp_windows_open(r[i]);
 		assert_int_equal(sp_windows_next(g[i], &w[i]), 1);
+		w[i] = sp_windows_full(g[i]);
 	}
 	sp_nccl_match_reset(m);
 	sp_nccl_match_add(m, 1, w[1]);
