@@ -217,6 +217,11 @@ demo: all
 bench: all
 	bench/run.sh $(O)
 
+# host benchmark of the trace readers: time and peak RSS of report/steps/convert/memory on one
+# window of 1e6 and 1e7 records (docs/BENCHMARKS.md); CMP=DIR compares with another build
+bench-host: all $(O)/tests/e2e/gen_ddp
+	bench/reader_bench.sh $(O) $(CMP)
+
 dist: all $(O)/stepprof.1
 	scripts/make-dist.sh $(O) dist/stepprof
 
@@ -262,6 +267,7 @@ help:
 	@echo "  make dist         dist/stepprof/: self-contained copy (bundled libraries, docs, demo) for GPU machines"
 	@echo "  make test-gpu     GPU machine: the GPU test suite (docs/GPU-TESTS.md)"
 	@echo "  make bench        GPU machine: overhead benchmarks (docs/BENCHMARKS.md)"
+	@echo "  make bench-host   time and peak RSS of the trace readers at 1e6/1e7 records (CMP=DIR: vs a build)"
 	@echo "  make format       clang-format the sources (clang-format 16 or later)"
 	@echo "  make format-check how many lines make format would change, by file"
 	@echo "  make check-sizes  files over 800 lines, functions over 80 lines in collector/ and preload/"
@@ -293,6 +299,6 @@ check-sizes:
 clean:
 	rm -rf $(O) dist
 
-.PHONY: all test test-build test-gpu bench demo dist deps clean format format-check check-clang-format check-sizes check-cmocka install install-share uninstall help \
+.PHONY: all test test-build test-gpu bench bench-host demo dist deps clean format format-check check-clang-format check-sizes check-cmocka install install-share uninstall help \
 	check-clang fuzz fuzz-build
 -include $(shell find $(O) -name '*.d' 2>/dev/null)

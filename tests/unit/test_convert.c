@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "cli/cli.h"
 #include "cli/export.h"
+#include "cli/steps.h"
 #include "cli/windows.h"
 #include "trace_fixture.h"
 
@@ -494,6 +495,85 @@ static void test_extra_spans(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* The passes of a window read its stretch of the file again: sp_windows_sorted hands out the
+ * events sp_windows_full holds, by start (longest first, then file order); sp_windows_anchor
+ * places GPU work in the step sp_calls_anchor (the in-memory rule) places it. */
+struct sorted_check {
+	const struct sp_event *want; /* the window's events in the order expected */
+	size_t n, got;
+};
+
+static int by_start(const void *pa, const void *pb)
+{
+	const struct sp_event *a = *(const struct sp_event *const *)pa, *b = *(const struct sp_event *const *)pb;
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	if (a->end != b->end)
+		return a->end > b->end ? -1 : 1;
+	return a < b ? -1 : a > b;
+}
+
+static void sorted_seen(void *ctx, const struct sp_event *e)
+{
+	struct sorted_check *c = ctx;
+	assert_true(c->got < c->n);
+	assert_memory_equal(e, &c->want[c->got], sizeof(*e));
+	c->got++;
+}
+
+static void test_window_passes(void **state)
+{
+	const struct sp_window *w;
+	char err[256];
+	int windows = 0;
+
+	(void)state;
+	fx_write_sample(path_of("p.sptrace"));
+	struct sp_trace_reader *r = sp_trace_open(path_of("p.sptrace"), err, sizeof(err));
+	assert_non_null(r);
+	struct sp_windows *g = sp_windows_open(r);
+	while (sp_windows_next(g, &w) == 1) {
+		const struct sp_window *full = sp_windows_full(g);
+		const struct sp_event **order = malloc((full->n + 1) * sizeof(*order));
+		struct sp_event *want = malloc((full->n + 1) * sizeof(*want));
+		struct sp_calls calls = { 0 };
+		size_t gpu = 0;
+		for (size_t i = 0; i < full->n; i++)
+			order[i] = &full->ev[i];
+		qsort(order, full->n, sizeof(*order), by_start);
+		for (size_t i = 0; i < full->n; i++)
+			want[i] = *order[i];
+		struct sorted_check c = { want, full->n, 0 };
+		sp_windows_sorted(g, NULL, sorted_seen, &c);
+		assert_int_equal(c.got, full->n);
+		sp_calls_index(&calls, full);
+		for (size_t i = 0; i < full->n; i++) {
+			const struct sp_event *e = &full->ev[i];
+			if (!sp_ev_is_gpu(e))
+				continue;
+			const struct sp_event *a = NULL, *b = NULL;
+			uint64_t ta = sp_calls_anchor(&calls, e), tb = sp_windows_anchor(g, e);
+			for (size_t k = 0; k < w->nsteps; k++) {
+				if (ta >= w->steps[k].start && ta < w->steps[k].end)
+					a = &w->steps[k];
+				if (tb >= w->steps[k].start && tb < w->steps[k].end)
+					b = &w->steps[k];
+			}
+			assert_ptr_equal(a, b);
+			gpu++;
+		}
+		assert_true(gpu > 0);
+		assert_true(w->nsteps > 0);
+		sp_calls_free(&calls);
+		free(order);
+		free(want);
+		windows++;
+	}
+	assert_int_equal(windows, 2);
+	sp_windows_close(g);
+	sp_trace_close_reader(r);
+}
+
 int main(void)
 {
 	const char *sample = getenv("SP_WRITE_SAMPLE");
@@ -503,6 +583,7 @@ int main(void)
 	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_extra_spans),        cmocka_unit_test(test_group_sample),
+		cmocka_unit_test(test_window_passes),
 		cmocka_unit_test(test_group_truncated),    cmocka_unit_test(test_group_corrupt),
 		cmocka_unit_test(test_json_escape),        cmocka_unit_test(test_numbers_and_gzip),
 		cmocka_unit_test(test_convert_per_window), cmocka_unit_test(test_convert_merge_gzip),
