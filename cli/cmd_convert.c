@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_convert.c - `stepprof convert`: turns a trace into one viewer file per recorded window
- * (or one for all with --merge), streaming: the trace is read once, one window in memory.
- * --merge-ranks writes several ranks' traces into one file, one window per trace in memory.
+ * (or one for all with --merge), streaming: a window's events are read in passes (windows.h),
+ * never held. --merge-ranks writes several ranks' traces into one file, a window of each at a time.
  * Owns the argument parsing and the output file names; the format is the exporter's. */
 #include <errno.h>
 #include <getopt.h>
@@ -34,10 +34,10 @@ struct convert_opts {
 
 /* A window cut to the steps of --steps (one per trace being read). */
 struct slice {
-	struct sp_window w;     /* the cut; its events in ev[0..w.n) */
-	struct sp_event *ev;
-	size_t cap;
-	struct sp_calls calls;  /* the window's CUDA calls: where its GPU work belongs */
+	struct sp_window w;     /* the cut */
+	const struct convert_opts *o;
+	struct sp_windows *g;   /* its window's passes, restricted to the cut */
+	uint64_t s0, s1;        /* the span of its steps */
 };
 
 static int step_wanted(const struct convert_opts *o, const struct sp_event *e)
@@ -45,19 +45,40 @@ static int step_wanted(const struct convert_opts *o, const struct sp_event *e)
 	return e->kind == SP_EV_STEP && e->u.step.number >= o->step_lo && e->u.step.number <= o->step_hi;
 }
 
-/* Window w cut to the steps --steps selects: those steps, the CPU records that start inside them,
- * the GPU work their calls launched (placed by sp_calls_anchor, the rule of the report's per-step
- * rows) and the window's drop records. Returns w itself without --steps, the cut (in s, valid until the next
- * call) or NULL if w holds none of the steps. Exits the CLI if memory runs out. */
-static const struct sp_window *cut(const struct convert_opts *o, const struct sp_window *w, struct slice *s)
+/* 1 for an event of the cut: its steps, the CPU records that start inside them, the GPU work
+ * their calls launched (placed by sp_windows_anchor, the rule of the report's per-step rows) and
+ * the window's drop records. */
+static int in_cut(void *ctx, const struct sp_event *e)
+{
+	const struct slice *s = ctx;
+	if (e->kind == SP_EV_STEP)
+		return step_wanted(s->o, e);
+	if (e->kind == SP_EV_DROPPED)
+		return 1;
+	uint64_t at = sp_ev_is_gpu(e) ? sp_windows_anchor(s->g, e) : e->start;
+	return at >= s->s0 && at < s->s1;
+}
+
+static void cut_end(void *ctx, const struct sp_event *e)
+{
+	struct slice *s = ctx;
+	if (e->end > s->w.t1)
+		s->w.t1 = e->end; /* GPU work launched late in the last step ends after it */
+}
+
+/* Window w (the one g handed out last) cut to the steps --steps selects (in_cut). Returns w itself
+ * without --steps, the cut (in s, valid until the next call; g's passes restricted to it) or NULL
+ * if w holds none of the steps. Exits the CLI if memory runs out. */
+static const struct sp_window *cut(const struct convert_opts *o, struct sp_windows *g, const struct sp_window *w,
+				   struct slice *s)
 {
 	uint64_t s0 = UINT64_MAX, s1 = 0;
 	int64_t first = INT64_MAX, last = INT64_MIN;
 
 	if (!o->steps)
 		return w;
-	for (size_t i = 0; i < w->n; i++) {
-		const struct sp_event *e = &w->ev[i];
+	for (size_t i = 0; i < w->nsteps; i++) {
+		const struct sp_event *e = &w->steps[i];
 		if (!step_wanted(o, e))
 			continue;
 		s0 = e->start < s0 ? e->start : s0;
@@ -67,39 +88,14 @@ static const struct sp_window *cut(const struct convert_opts *o, const struct sp
 	}
 	if (first == INT64_MAX)
 		return NULL;
-	sp_calls_index(&s->calls, w);
-	s->w = *w;
-	s->w.n = 0;
+	*s = (struct slice){ .w = *w, .o = o, .g = g, .s0 = s0, .s1 = s1 };
 	s->w.first_step = first;
 	s->w.last_step = last;
 	s->w.t0 = s0;
 	s->w.t1 = s1;
-	for (size_t i = 0; i < w->n; i++) {
-		const struct sp_event *e = &w->ev[i];
-		int keep;
-		if (e->kind == SP_EV_STEP)
-			keep = step_wanted(o, e);
-		else if (e->kind == SP_EV_DROPPED)
-			keep = 1;
-		else {
-			uint64_t at = sp_ev_is_gpu(e) ? sp_calls_anchor(&s->calls, e) : e->start;
-			keep = at >= s0 && at < s1;
-		}
-		if (!keep)
-			continue;
-		s->ev = sp_xgrow(s->ev, &s->cap, sizeof(*s->ev), s->w.n);
-		s->ev[s->w.n++] = *e;
-		if (e->end > s->w.t1)
-			s->w.t1 = e->end; /* GPU work launched late in the last step ends after it */
-	}
-	s->w.ev = s->ev;
+	sp_windows_restrict(g, in_cut, s);
+	sp_windows_each(g, cut_end, s);
 	return &s->w;
-}
-
-static void slice_free(struct slice *s)
-{
-	free(s->ev);
-	sp_calls_free(&s->calls);
 }
 
 struct rank_in {                /* one trace of --merge-ranks */
@@ -328,7 +324,7 @@ static const struct sp_window *next_window(const struct convert_opts *o, struct 
 	while (!(o->window >= 0 && in->seen) && (in->rc = sp_windows_next(in->g, &w)) == 1)
 		if (o->window < 0 || w->id == o->window) {
 			in->seen++;
-			if ((w = cut(o, sp_windows_full(in->g), &in->sl)))
+			if ((w = cut(o, in->g, w, &in->sl)))
 				return w;
 		}
 	return NULL;
@@ -345,8 +341,8 @@ static int cmp_rank_in(const void *pa, const void *pb)
 
 /* --merge-ranks: the selected windows of every trace in one file on the wall clock. Windows with
  * the same id are written together, in rank order, after their NCCL calls are paired by
- * (comm, seq); memory is one window per trace. Returns 0, or 1 (message on stderr; also when the
- * traces come from different runs). */
+ * (comm, seq); a window of each trace at a time, read in passes. Returns 0, or 1 (message on
+ * stderr; also when the traces come from different runs). */
 static int merge_ranks(const struct convert_opts *o)
 {
 	if (sp_cli_one_run("convert", o->traces, (size_t)o->ntraces))
@@ -456,7 +452,6 @@ static int merge_ranks(const struct convert_opts *o)
 	for (int i = 0; i < n; i++) {
 		sp_windows_close(in[i].g);
 		sp_trace_close_reader(in[i].r);
-		slice_free(&in[i].sl);
 	}
 	free(in);
 	free(path);
@@ -551,7 +546,7 @@ static int convert_one(struct convert_opts o)
 		seen++;
 		if (o.window >= 0 && w->id != o.window)
 			continue;
-		if (!(w = cut(&o, sp_windows_full(g), &sl)))
+		if (!(w = cut(&o, g, w, &sl)))
 			continue; /* none of the --steps in this window */
 		if (!x.out) {
 			free(path);
@@ -639,7 +634,6 @@ static int convert_one(struct convert_opts o)
 	free(path);
 	free(stem);
 	free(ext);
-	slice_free(&sl);
 	sp_windows_close(g);
 	sp_trace_close_reader(r);
 	return failed;

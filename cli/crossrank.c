@@ -58,15 +58,80 @@ static int is_p2p(int op)
 	return op == SP_NCCL_SEND || op == SP_NCCL_RECV;
 }
 
-/* Folds window w of trace k (index ti) into a. Exits if memory runs out. */
-static void add_window(struct sp_xrank *a, struct rk *k, uint32_t ti, struct sp_trace_reader *r,
-		       const struct sp_window *w)
-{
-	size_t first = k->st.n, nl, c0 = k->ncomp;
-	struct sp_nccl_link *l;
+/* What the passes over a window of a trace work with. */
+struct pass {
+	struct rk *k;
+	struct sp_trace_reader *r;
+	struct sp_windows *g;
+	const struct sp_window *w;
+	struct sp_nccl_win nccl;
+	struct sp_steps_iv *span; /* kernels of its collectives and of earlier ones still running when
+	                             it ended (wall clock), by start */
+	size_t nspan;
+	uint64_t end;             /* its end, wall clock */
+	size_t at;                /* spans starting before the compute interval being merged */
+	uint64_t reach;           /* the latest end among them */
+	struct sp_steps_iv cur;   /* that interval (cur.e > cur.s: one is open) */
+};
 
-	sp_steps_add_window(&k->st, r, w);
-	nl = sp_nccl_links(r, w, &l);
+static void pass_event(void *ctx, const struct sp_event *e)
+{
+	struct pass *p = ctx;
+	sp_steps_event(&p->k->st, p->r, e, sp_windows_anchor(p->g, e));
+	sp_nccl_win_event(&p->nccl, p->r, e);
+}
+
+/* Keeps the merged compute interval p->cur if a collective's kernels overlap it, or if it runs past
+ * the window's end (a later window's may): the exposed transfer of a collective reads compute only
+ * inside its kernels' span. Exits if memory runs out. */
+static void comp_keep(struct pass *p)
+{
+	struct rk *k = p->k;
+	for (; p->at < p->nspan && p->span[p->at].s < p->cur.e; p->at++)
+		p->reach = p->span[p->at].e > p->reach ? p->span[p->at].e : p->reach;
+	if (p->reach <= p->cur.s && p->cur.e <= p->end)
+		return;
+	k->comp = sp_xgrow(k->comp, &k->compcap, sizeof(*k->comp), k->ncomp);
+	k->comp[k->ncomp++] = p->cur;
+}
+
+/* GPU work by start: the steps' busy time, and compute (non-NCCL) kernels merged into intervals. */
+static void pass_gpu(void *ctx, const struct sp_event *e)
+{
+	struct pass *p = ctx;
+	sp_steps_sweep(&p->k->st, e);
+	if (e->kind != SP_EV_KERNEL || e->end <= e->start || sp_steps_is_nccl(&p->k->st, p->r, e->name))
+		return;
+	struct sp_steps_iv v = { sp_window_wall(p->w, e->start), sp_window_wall(p->w, e->end) };
+	if (p->cur.e > p->cur.s && v.s <= p->cur.e) {
+		p->cur.e = v.e > p->cur.e ? v.e : p->cur.e;
+		return;
+	}
+	if (p->cur.e > p->cur.s)
+		comp_keep(p);
+	p->cur = v;
+}
+
+static int cmp_iv(const void *a, const void *b)
+{
+	return sp_cmp_u64(((const struct sp_steps_iv *)a)->s, ((const struct sp_steps_iv *)b)->s);
+}
+
+/* Folds window w of trace k (index ti), the one g handed out last, into a: two passes over its
+ * events. *carry holds the kernels of the trace's collectives still running at the end of the
+ * window before (in, then out for the next). Exits if memory runs out. */
+static void add_window(struct sp_xrank *a, struct rk *k, uint32_t ti, struct sp_trace_reader *r,
+		       struct sp_windows *g, const struct sp_window *w, struct sp_steps_iv **carry, size_t *ncarry)
+{
+	size_t first = k->st.n, nl, cap = *ncarry;
+	struct sp_nccl_link *l;
+	struct pass p = { .k = k, .r = r, .g = g, .w = w, .span = *carry, .nspan = *ncarry,
+			  .end = sp_window_wall(w, w->t1) };
+
+	sp_steps_begin(&k->st, w);
+	sp_nccl_win_begin(&p.nccl, w);
+	sp_windows_each(g, pass_event, &p);
+	nl = sp_nccl_links(r, &p.nccl, &l);
 	for (size_t i = 0; i < nl; i++) {
 		const struct sp_event *e = l[i].e;
 		if (!e->u.nccl.comm || is_p2p(e->sub) || l[i].shared)
@@ -88,17 +153,23 @@ static void add_window(struct sp_xrank *a, struct rk *k, uint32_t ti, struct sp_
 		k->unlinked += !l[i].kernels;
 		if (e->u.nccl.comm_size > a->world)
 			a->world = e->u.nccl.comm_size;
+		if (l[i].kernels) {
+			p.span = sp_xgrow(p.span, &cap, sizeof(*p.span), p.nspan);
+			p.span[p.nspan++] = (struct sp_steps_iv){ a->c[a->nc - 1].ks, a->c[a->nc - 1].ke };
+		}
 	}
 	free(l);
-	for (size_t i = 0; i < w->n; i++) {
-		const struct sp_event *e = &w->ev[i];
-		if (e->kind != SP_EV_KERNEL || e->end <= e->start || sp_steps_is_nccl(&k->st, r, e->name))
-			continue;
-		k->comp = sp_xgrow(k->comp, &k->compcap, sizeof(*k->comp), k->ncomp);
-		k->comp[k->ncomp++] = (struct sp_steps_iv){ sp_window_wall(w, e->start), sp_window_wall(w, e->end) };
-	}
-	if (k->ncomp > c0) /* k->comp is NULL while empty: no NULL + 0 */
-		k->ncomp = c0 + sp_steps_merge(k->comp + c0, k->ncomp - c0);
+	sp_sort(p.span, p.nspan, sizeof(*p.span), cmp_iv);
+	sp_windows_sorted(g, sp_ev_is_gpu, pass_gpu, &p);
+	if (p.cur.e > p.cur.s)
+		comp_keep(&p);
+	sp_steps_end(&k->st);
+	sp_nccl_win_free(&p.nccl);
+	*ncarry = 0;
+	for (size_t i = 0; i < p.nspan; i++)
+		if (p.span[i].e > p.end)
+			p.span[(*ncarry)++] = p.span[i];
+	*carry = p.span;
 }
 
 int sp_xrank_phases_mixed(const struct sp_xrank *a)
@@ -137,25 +208,24 @@ int sp_xrank_load(struct sp_xrank *a, const char *path, char *err, size_t errlen
 	if (m->world_size > a->world)
 		a->world = m->world_size;
 	struct sp_windows *g = sp_windows_open(r);
+	struct sp_steps_iv *carry = NULL; /* kernels of collectives running past a window's end */
+	size_t ncarry = 0;
 	sp_windows_set_phase(g, a->phase);
 	while ((rc = sp_windows_next(g, &w)) == 1) {
 		if (!a->nc && !a->first_phase[0] && !a->phases_mixed)
 			snprintf(a->first_phase, sizeof a->first_phase, "%s", w->phase);
 		a->phases_mixed |= strcmp(a->first_phase, w->phase) != 0;
-		add_window(a, k, (uint32_t)a->n, r, sp_windows_full(g));
+		add_window(a, k, (uint32_t)a->n, r, g, w, &carry, &ncarry);
 		if (!w->complete)
 			k->cut = k->cut_has_window = 1, k->cut_window = w->id, k->cut_step = w->last_step;
 	}
+	free(carry);
 	k->cut |= sp_trace_truncated(r);
 	if (rc < 0)
 		snprintf(err, errlen, "%s: %s", path, sp_trace_error(r));
 	sp_windows_close(g);
 	sp_trace_close_reader(r);
-	/* the steps' scratch is per window: only the steps stay */
-	free(k->st.iv);
-	sp_calls_free(&k->st.calls);
-	k->st.iv = NULL;
-	k->st.ivcap = 0;
+	sp_steps_free_scratch(&k->st); /* per window: only the steps stay */
 	if (rc < 0 || !k->st.n) {
 		sp_steps_free(&k->st);
 		free(k->comp);

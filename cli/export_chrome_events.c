@@ -404,10 +404,8 @@ static void step_event(struct sp_export *x, const struct sp_window *w, const str
 	uint64_t d = e->end > e->start ? e->end - e->start : 0;
 	char name[64];
 
-	while (c->step_at < c->nsteps && c->steps[c->step_at] != e)
-		c->step_at++;
-	for (size_t i = c->step_at + 1; i < c->nsteps; i++) {
-		const struct sp_event *next = c->steps[i];
+	for (size_t i = c->step_at + 1; i < c->nsteps; i++) { /* c->steps[step_at] is e */
+		const struct sp_event *next = &c->steps[i];
 		if (next->tid != e->tid)
 			continue;
 		int64_t nts = ts_of(x, w, next->start);

@@ -51,46 +51,85 @@ static int cmp_rows(const void *pa, const void *pb, void *arg)
 	return d ? d : strcmp(kname(c->rep, ia), kname(c->rep, ib));
 }
 
-/* Folds window w into the report. Exits if memory runs out; otherwise can't fail. */
-static void add_window(struct report *rep, const struct sp_window *w)
+/* What the passes over a window of the report work with. */
+struct pass {
+	struct report *rep;
+	struct sp_windows *g;
+	struct wsum *s;         /* the window's summary line */
+	struct sp_nccl_win nccl; /* its NCCL calls and kernels */
+	int by_line;
+};
+
+/* The first pass, file order: kernel and copy rows, the steps' GPU work, NCCL links, allocation
+ * sites, launch stacks. */
+static void add_event(void *ctx, const struct sp_event *e)
 {
-	struct wsum *s;
+	struct pass *p = ctx;
+	struct report *rep = p->rep;
+	uint64_t d = e->end > e->start ? e->end - e->start : 0;
+
+	sp_steps_event(&rep->steps, rep->r, e, sp_windows_anchor(p->g, e));
+	sp_nccl_win_event(&p->nccl, rep->r, e);
+	sp_stackagg_add(&rep->sites, rep->r, e, SP_FOLD_ALLOC);
+	if (p->by_line)
+		sp_bylines_call(&rep->lines, e);
+	p->s->steps += e->kind == SP_EV_STEP;
+	if (!sp_ev_is_gpu(e))
+		return;
+	if (e->kind == SP_EV_KERNEL) {
+		struct kstat *k;
+		uint32_t x = sp_trace_string_index(rep->r, e->name); /* dense: k[] is as small as the file */
+		rep->k = sp_xgrow(rep->k, &rep->kcap, sizeof(*rep->k), x);
+		k = &rep->k[x];
+		if (!k->calls || d < k->min)
+			k->min = d;
+		if (d > k->max)
+			k->max = d;
+		k->calls++;
+		k->total += d;
+		p->s->kernels++;
+	} else {
+		struct mstat *m = &rep->m[e->kind == SP_EV_MEMSET ? MEMSET_ROW
+					  : e->sub < MEMSET_ROW   ? e->sub
+								  : 0];
+		m->calls++;
+		m->bytes += e->u.copy.bytes;
+		m->total += d;
+	}
+}
+
+/* The second pass, GPU work by start: busy and idle time, kernels by launch stack. */
+static void add_gpu(void *ctx, const struct sp_event *e)
+{
+	struct pass *p = ctx;
+	sp_steps_sweep(&p->rep->steps, e);
+	if (p->by_line)
+		sp_bylines_kernel(&p->rep->lines, e);
+}
+
+/* Folds window w (the one g handed out last) into the report: two passes over its events. Exits if
+ * memory runs out; otherwise can't fail. */
+static void add_window(struct report *rep, struct sp_windows *g, const struct sp_window *w, struct sp_nccl_win *nw,
+		       int by_line)
+{
+	struct pass p = { .rep = rep, .g = g, .by_line = by_line };
 
 	rep->w = sp_xrealloc(rep->w, (rep->nw + 1) * sizeof(*rep->w));
-	s = &rep->w[rep->nw++];
-	memset(s, 0, sizeof(*s));
-	s->w = *w;
+	p.s = &rep->w[rep->nw++];
+	memset(p.s, 0, sizeof(*p.s));
+	p.s->w = *w;
 	for (unsigned i = 0; i < SP_DROP__COUNT; i++)
 		rep->dropped[i] += w->dropped[i];
-
-	for (size_t i = 0; i < w->n; i++) {
-		const struct sp_event *e = &w->ev[i];
-		uint64_t d = e->end > e->start ? e->end - e->start : 0;
-		s->steps += e->kind == SP_EV_STEP;
-		if (!sp_ev_is_gpu(e))
-			continue;
-		if (e->kind == SP_EV_KERNEL) {
-			struct kstat *k;
-			uint32_t x = sp_trace_string_index(rep->r, e->name); /* dense: k[] is as small as the file */
-			rep->k = sp_xgrow(rep->k, &rep->kcap, sizeof(*rep->k), x);
-			k = &rep->k[x];
-			if (!k->calls || d < k->min)
-				k->min = d;
-			if (d > k->max)
-				k->max = d;
-			k->calls++;
-			k->total += d;
-			s->kernels++;
-		} else {
-			struct mstat *m = &rep->m[e->kind == SP_EV_MEMSET ? MEMSET_ROW
-						  : e->sub < MEMSET_ROW   ? e->sub
-									  : 0];
-			m->calls++;
-			m->bytes += e->u.copy.bytes;
-			m->total += d;
-		}
-	}
-	s->busy = sp_steps_add_window(&rep->steps, rep->r, w);
+	p.nccl = *nw;
+	sp_steps_begin(&rep->steps, w);
+	sp_nccl_win_begin(&p.nccl, w);
+	if (by_line)
+		sp_bylines_begin(&rep->lines, g);
+	sp_windows_each(g, add_event, &p);
+	sp_windows_sorted(g, sp_ev_is_gpu, add_gpu, &p);
+	p.s->busy = sp_steps_end(&rep->steps);
+	sp_nccl_stats_add(&rep->nccl, rep->r, &p.nccl);
+	*nw = p.nccl; /* its buffers serve the next window */
 }
 
 /* The kernel rows (name ids with calls) in the order of sort key `key`; *n gets their count.
@@ -519,6 +558,7 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 	const struct sp_trace_header *h;
 	const struct sp_window *w;
 	struct sp_windows *g;
+	struct sp_nccl_win nw = { 0 };
 	char err[256];
 	int rc, seen = 0;
 	enum sp_report_status ret = SP_REPORT_OK;
@@ -548,14 +588,8 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 	sp_windows_set_phase(g, o->phase);
 	while ((rc = sp_windows_next(g, &w)) == 1) {
 		seen++;
-		if (o->window < 0 || w->id == o->window) {
-			w = sp_windows_full(g);
-			add_window(&rep, w);
-			sp_nccl_stats_add(&rep.nccl, rep.r, w);
-			sp_stackagg_add_window(&rep.sites, rep.r, w, SP_FOLD_ALLOC);
-			if (o->by_line)
-				sp_bylines_add_window(&rep.lines, w);
-		}
+		if (o->window < 0 || w->id == o->window)
+			add_window(&rep, g, w, &nw, o->by_line);
 	}
 	res->seen = seen;
 	res->outside = sp_windows_outside(g);
@@ -619,6 +653,7 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 	free(rep.w);
 	sp_steps_free(&rep.steps);
 	sp_nccl_stats_free(&rep.nccl);
+	sp_nccl_win_free(&nw);
 	sp_xrank_free(rep.peers);
 	sp_stackagg_free(&rep.sites);
 	sp_bylines_free(&rep.lines);

@@ -84,6 +84,11 @@ static void scan_candidate(struct region *g, const struct sp_event *e)
 		g->api_hi = !g->napi || e->corr > g->api_hi ? e->corr : g->api_hi;
 		g->napi++;
 	}
+	if (e->corr) {
+		g->corr_lo = !g->ncorr || e->corr < g->corr_lo ? e->corr : g->corr_lo;
+		g->corr_hi = !g->ncorr || e->corr > g->corr_hi ? e->corr : g->corr_hi;
+		g->ncorr++;
+	}
 }
 
 int sp_is_candidate(const struct sp_event *e)
@@ -466,6 +471,7 @@ static int settle_bound(struct sp_windows *g, const struct sp_window **w)
 
 int sp_windows_next(struct sp_windows *g, const struct sp_window **w)
 {
+	g->keep = NULL;
 	if (settle_bound(g, w))
 		return 1;
 	while (!g->done) {
@@ -484,6 +490,19 @@ void sp_windows_set_phase(struct sp_windows *g, const char *phase)
 uint64_t sp_windows_other_phase(const struct sp_windows *g)
 {
 	return g->other_phase;
+}
+
+void sp_windows_restrict(struct sp_windows *g, int (*keep)(void *ctx, const struct sp_event *e), void *ctx)
+{
+	g->keep = keep;
+	g->keep_ctx = ctx;
+}
+
+uint64_t sp_windows_corr_range(const struct sp_windows *g, uint32_t *lo, uint32_t *hi)
+{
+	*lo = g->out_reg.corr_lo;
+	*hi = g->out_reg.corr_hi;
+	return g->out_reg.ncorr;
 }
 
 struct sp_windows *sp_windows_open(struct sp_trace_reader *r)
@@ -524,7 +543,6 @@ void sp_windows_close(struct sp_windows *g)
 	free(g->out_steps);
 	free(g->out_nccl);
 	free(g->bound_t);
-	free(g->full);
 	free(g->threads);
 	sp_corrset_free(&g->corr);
 	sp_corrset_free(&g->prev_corr);

@@ -40,8 +40,6 @@ struct sp_window {
 	const struct sp_event *nccl;  /* its NCCL call records, file order */
 	size_t nnccl;
 	uint64_t events;        /* its events (records other than BEGIN/END and metadata) */
-	struct sp_event *ev;    /* its events, file order, only after sp_windows_full (else NULL) */
-	size_t n;
 };
 
 struct sp_windows;
@@ -54,8 +52,9 @@ struct sp_windows *sp_windows_open(struct sp_trace_reader *r);
  * 0 at the end, -1 after a corrupt chunk (sp_trace_error says why; the window cut by it was
  * handed out first, marked incomplete). */
 int sp_windows_next(struct sp_windows *g, const struct sp_window **w);
-/* A pass over the events of the window last handed out: fn(ctx, e) for each, in file order. Can
- * be called any number of times until the next sp_windows_next. Exits if memory runs out. */
+/* A pass over the events of the window last handed out: fn(ctx, e) for each, in file order (e is
+ * valid during the call only). Can be called any number of times until the next sp_windows_next.
+ * Exits if memory runs out. */
 typedef void (*sp_window_fn)(void *ctx, const struct sp_event *e);
 void sp_windows_each(struct sp_windows *g, sp_window_fn fn, void *ctx);
 /* The same for the events keep accepts (NULL: all), by start time, the longest first at equal
@@ -66,9 +65,13 @@ void sp_windows_sorted(struct sp_windows *g, int (*keep)(const struct sp_event *
  * time equivalent to the start of the CUDA call of the window with its correlation id against
  * every step boundary of the window, else e's own start. Can't fail. */
 uint64_t sp_windows_anchor(const struct sp_windows *g, const struct sp_event *e);
-/* The window last handed out with its events in ev[0..n) (held in memory until the next window:
- * for the readers that do not stream yet). Exits if memory runs out. */
-const struct sp_window *sp_windows_full(struct sp_windows *g);
+/* Limits the passes over the window last handed out to the events keep(ctx, e) accepts (a part of
+ * it: `convert --steps`); keep NULL lifts the limit, as sp_windows_next does. Can't fail. */
+void sp_windows_restrict(struct sp_windows *g, int (*keep)(void *ctx, const struct sp_event *e), void *ctx);
+/* The range lo..hi of the correlation ids its records carry (records of the window's stretch of
+ * the file: a superset of the window's); returns how many records carry one (0: none, lo and hi
+ * unset). Can't fail. */
+uint64_t sp_windows_corr_range(const struct sp_windows *g, uint32_t *lo, uint32_t *hi);
 /* Hands out only the windows of phase (compared without case; NULL: every window). Call before
  * the first sp_windows_next. This function can't fail. */
 void sp_windows_set_phase(struct sp_windows *g, const char *phase);

@@ -50,6 +50,8 @@ struct region {
 	uint64_t reorder;               /* the most candidates an event comes after that sort after it */
 	uint32_t api_lo, api_hi;        /* range of the correlation ids of CUDA calls */
 	uint64_t napi;
+	uint32_t corr_lo, corr_hi;      /* range of the correlation ids of all candidates */
+	uint64_t ncorr;
 };
 
 struct sp_windows {
@@ -61,8 +63,8 @@ struct sp_windows {
 	struct sp_window out;           /* the window last handed out (with the lists below) */
 	struct region out_reg;          /* its stretch */
 	uint64_t out_tw1;
-	struct sp_event *full;          /* out's events when asked for (sp_windows_full) */
-	size_t full_cap;
+	int (*keep)(void *ctx, const struct sp_event *e); /* passes over out: only these (NULL: all) */
+	void *keep_ctx;
 	int out_has_next;               /* out was settled against a next window starting at out_next_t0 */
 	uint64_t out_next_t0;
 	struct sp_event *out_steps, *out_nccl; /* its STEP and NCCL records */

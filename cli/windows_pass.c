@@ -214,10 +214,17 @@ struct each {
 	void *ctx;
 };
 
+/* 1 if e (a candidate of the stretch of the window handed out) is one of its events that the
+ * passes hand out (sp_windows_restrict). */
+static int passed(const struct sp_windows *g, const struct sp_event *e)
+{
+	return sp_windows_is_member(g, e) && (!g->keep || g->keep(g->keep_ctx, e));
+}
+
 static void each_event(void *ctx, const struct sp_event *e)
 {
 	struct each *x = ctx;
-	if (sp_windows_is_member(x->g, e))
+	if (passed(x->g, e))
 		x->fn(x->ctx, e);
 }
 
@@ -276,7 +283,7 @@ static void heap_pop(struct sorted *s)
 static void sorted_event(void *ctx, const struct sp_event *e)
 {
 	struct sorted *s = ctx;
-	if (!sp_windows_is_member(s->x.g, e) || (s->keep && !s->keep(e)))
+	if (!passed(s->x.g, e) || (s->keep && !s->keep(e)))
 		return;
 	s->h = sp_xgrow(s->h, &s->cap, sizeof(*s->h), s->n);
 	size_t i = s->n++;
@@ -298,21 +305,4 @@ void sp_windows_sorted(struct sp_windows *g, int (*keep)(const struct sp_event *
 	while (s.n)
 		heap_pop(&s);
 	free(s.h);
-}
-
-static void collect_event(void *ctx, const struct sp_event *e)
-{
-	struct sp_windows *g = ctx;
-	g->full = sp_xgrow(g->full, &g->full_cap, sizeof(*g->full), g->out.n);
-	g->full[g->out.n++] = *e;
-}
-
-const struct sp_window *sp_windows_full(struct sp_windows *g)
-{
-	if (!g->out.ev) {
-		g->out.n = 0;
-		sp_windows_each(g, collect_event, g);
-		g->out.ev = g->full;
-	}
-	return &g->out;
 }

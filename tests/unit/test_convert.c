@@ -19,6 +19,7 @@
 #include "cli/steps.h"
 #include "cli/windows.h"
 #include "trace_fixture.h"
+#include "window_fixture.h"
 
 static char dir[] = "/tmp/sp_test_convert.XXXXXX";
 
@@ -32,20 +33,12 @@ static char *path_of(const char *leaf)
 	return p;
 }
 
-static int has_kernel(const struct sp_window *w, uint32_t corr)
+static int has_kernel(const struct fx_events *v, uint32_t corr)
 {
-	for (size_t i = 0; i < w->n; i++)
-		if (w->ev[i].kind == SP_EV_KERNEL && w->ev[i].corr == corr)
+	for (size_t i = 0; i < v->n; i++)
+		if (v->ev[i].kind == SP_EV_KERNEL && v->ev[i].corr == corr)
 			return 1;
 	return 0;
-}
-
-static size_t count_kind(const struct sp_window *w, int kind)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < w->n; i++)
-		n += w->ev[i].kind == kind;
-	return n;
 }
 
 static int run_convert(int argc, const char **argv)
@@ -72,6 +65,7 @@ static void test_group_sample(void **state)
 	const struct sp_window *w;
 	struct sp_trace_reader *r;
 	struct sp_windows *g;
+	struct fx_events ev = { 0 };
 
 	fx_write_sample(path_of("g.sptrace"));
 	r = sp_trace_open(path_of("g.sptrace"), err, sizeof(err));
@@ -79,20 +73,21 @@ static void test_group_sample(void **state)
 	g = sp_windows_open(r);
 
 	assert_int_equal(sp_windows_next(g, &w), 1);
-	w = sp_windows_full(g);
+	fx_collect(g, &ev);
 	assert_int_equal(w->id, 0);
 	assert_true(w->complete);
 	assert_int_equal(w->first_step, 5);
 	assert_int_equal(w->last_step, 7);
 	assert_int_equal(w->t0, FX_T);
 	assert_int_equal(w->t1, FX_T + 30 * MS);
-	assert_int_equal(count_kind(w, SP_EV_STEP), 3);
-	assert_int_equal(count_kind(w, SP_EV_KERNEL), 8);
-	assert_true(has_kernel(w, 60));  /* ran after END, joined by its launch */
-	assert_false(has_kernel(w, 999)); /* after END, no launch in the window */
+	assert_int_equal(fx_count_kind(&ev, SP_EV_STEP), 3);
+	assert_int_equal(fx_count_kind(&ev, SP_EV_KERNEL), 8);
+	assert_int_equal(ev.n, w->events);
+	assert_true(has_kernel(&ev, 60));  /* ran after END, joined by its launch */
+	assert_false(has_kernel(&ev, 999)); /* after END, no launch in the window */
 	int pre = 0;
-	for (size_t i = 0; i < w->n; i++)
-		pre += w->ev[i].kind == SP_EV_API && w->ev[i].corr == 11;
+	for (size_t i = 0; i < ev.n; i++)
+		pre += ev.ev[i].kind == SP_EV_API && ev.ev[i].corr == 11;
 	assert_int_equal(pre, 1); /* written before BEGIN */
 	assert_int_equal(w->dropped[SP_DROP_RING], 3);
 	assert_int_equal(w->dropped[SP_DROP_LATE], 0);
@@ -103,11 +98,11 @@ static void test_group_sample(void **state)
 	assert_null(sp_windows_device(g, 1));
 
 	assert_int_equal(sp_windows_next(g, &w), 1);
-	w = sp_windows_full(g);
+	fx_collect(g, &ev);
 	assert_int_equal(w->id, 1);
 	assert_true(w->complete);
-	assert_int_equal(count_kind(w, SP_EV_KERNEL), 2);
-	assert_false(has_kernel(w, 61)); /* late: counted, not kept */
+	assert_int_equal(fx_count_kind(&ev, SP_EV_KERNEL), 2);
+	assert_false(has_kernel(&ev, 61)); /* late: counted, not kept */
 	assert_int_equal(w->dropped[SP_DROP_LATE], 1);
 	assert_int_equal(w->dropped[SP_DROP_CUPTI], 2);
 	assert_int_equal(w->dropped[SP_DROP_RING], 0);
@@ -117,6 +112,7 @@ static void test_group_sample(void **state)
 	assert_int_equal(sp_windows_outside(g), 1);
 	sp_windows_close(g);
 	sp_trace_close_reader(r);
+	free(ev.ev);
 }
 
 /* A file cut inside its last chunk: window 0 whole, window 1 partial (incomplete, t1 at its last
@@ -132,6 +128,7 @@ static void test_group_truncated(void **state)
 	struct stat st;
 	char err[256];
 	uint64_t T = FX_T;
+	struct fx_events ev = { 0 };
 
 	fx_put(w, fx_window(SP_EV_WINDOW_BEGIN, 0, 0, T, 0));
 	fx_put(w, fx_api(T + MS, 1, S_LAUNCH, 100));
@@ -153,22 +150,23 @@ static void test_group_truncated(void **state)
 	assert_non_null(r);
 	g = sp_windows_open(r);
 	assert_int_equal(sp_windows_next(g, &win), 1);
-	win = sp_windows_full(g);
+	fx_collect(g, &ev);
 	assert_int_equal(win->id, 0);
 	assert_true(win->complete);
-	assert_int_equal(count_kind(win, SP_EV_KERNEL), 1);
+	assert_int_equal(fx_count_kind(&ev, SP_EV_KERNEL), 1);
 	assert_int_equal(sp_windows_next(g, &win), 1);
-	win = sp_windows_full(g);
+	fx_collect(g, &ev);
 	assert_int_equal(win->id, 1);
 	assert_false(win->complete);
 	assert_int_equal(win->first_step, 3);
 	assert_int_equal(win->last_step, 3);
 	assert_int_equal(win->t1, T + 110 * MS); /* the step's end */
-	assert_int_equal(count_kind(win, SP_EV_KERNEL), 1);
+	assert_int_equal(fx_count_kind(&ev, SP_EV_KERNEL), 1);
 	assert_int_equal(sp_windows_next(g, &win), 0);
 	assert_true(sp_trace_truncated(r));
 	sp_windows_close(g);
 	sp_trace_close_reader(r);
+	free(ev.ev);
 
 	/* convert still writes both, the second marked incomplete */
 	const char *argv[] = { "convert", path, "-o", path_of("cut.json") };
@@ -217,14 +215,15 @@ static void test_group_corrupt(void **state)
 	assert_non_null(r);
 	g = sp_windows_open(r);
 	assert_int_equal(sp_windows_next(g, &win), 1);
-	win = sp_windows_full(g);
 	assert_int_equal(win->id, 0);
 	assert_true(win->complete);
 	assert_int_equal(sp_windows_next(g, &win), 1);
-	win = sp_windows_full(g);
+	struct fx_events ev = { 0 };
+	fx_collect(g, &ev);
 	assert_int_equal(win->id, 1);
 	assert_false(win->complete);
-	assert_int_equal(count_kind(win, SP_EV_STEP), 1);
+	assert_int_equal(fx_count_kind(&ev, SP_EV_STEP), 1);
+	free(ev.ev);
 	assert_int_equal(sp_windows_next(g, &win), -1);
 	assert_int_equal(sp_windows_next(g, &win), -1);
 	sp_windows_close(g);
@@ -452,7 +451,6 @@ static void test_extra_spans(void **state)
 	struct sp_windows *g = sp_windows_open(r);
 	const struct sp_window *w;
 	assert_int_equal(sp_windows_next(g, &w), 1);
-	w = sp_windows_full(g);
 	uint64_t t0 = sp_window_wall(w, w->t0);
 	const struct sp_export_span spans[] = {
 		{ 1, "NCCL waiting", "wait for rank 0", t0 + 1000, t0 + 5000, NULL, "\"waited for\":0" },
@@ -496,8 +494,9 @@ static void test_extra_spans(void **state)
 }
 
 /* The passes of a window read its stretch of the file again: sp_windows_sorted hands out the
- * events sp_windows_full holds, by start (longest first, then file order); sp_windows_anchor
- * places GPU work in the step sp_calls_anchor (the in-memory rule) places it. */
+ * events a pass in file order does, by start (longest first, then file order); sp_windows_anchor
+ * places GPU work in the step holding the start of the CUDA call with its correlation id (the
+ * earliest such call; the work's own start without one); sp_windows_restrict limits both passes. */
 struct sorted_check {
 	const struct sp_event *want; /* the window's events in the order expected */
 	size_t n, got;
@@ -521,11 +520,27 @@ static void sorted_seen(void *ctx, const struct sp_event *e)
 	c->got++;
 }
 
+/* The step of w holding t, or NULL. */
+static const struct sp_event *step_at(const struct sp_window *w, uint64_t t)
+{
+	for (size_t k = 0; k < w->nsteps; k++)
+		if (t >= w->steps[k].start && t < w->steps[k].end)
+			return &w->steps[k];
+	return NULL;
+}
+
+static int only_kernels(void *ctx, const struct sp_event *e)
+{
+	(void)ctx;
+	return e->kind == SP_EV_KERNEL;
+}
+
 static void test_window_passes(void **state)
 {
 	const struct sp_window *w;
 	char err[256];
 	int windows = 0;
+	struct fx_events ev = { 0 }, sub = { 0 };
 
 	(void)state;
 	fx_write_sample(path_of("p.sptrace"));
@@ -533,38 +548,42 @@ static void test_window_passes(void **state)
 	assert_non_null(r);
 	struct sp_windows *g = sp_windows_open(r);
 	while (sp_windows_next(g, &w) == 1) {
-		const struct sp_window *full = sp_windows_full(g);
-		const struct sp_event **order = malloc((full->n + 1) * sizeof(*order));
-		struct sp_event *want = malloc((full->n + 1) * sizeof(*want));
-		struct sp_calls calls = { 0 };
+		fx_collect(g, &ev);
+		const struct sp_event **order = malloc((ev.n + 1) * sizeof(*order));
+		struct sp_event *want = malloc((ev.n + 1) * sizeof(*want));
 		size_t gpu = 0;
-		for (size_t i = 0; i < full->n; i++)
-			order[i] = &full->ev[i];
-		qsort(order, full->n, sizeof(*order), by_start);
-		for (size_t i = 0; i < full->n; i++)
+		for (size_t i = 0; i < ev.n; i++)
+			order[i] = &ev.ev[i];
+		qsort(order, ev.n, sizeof(*order), by_start);
+		for (size_t i = 0; i < ev.n; i++)
 			want[i] = *order[i];
-		struct sorted_check c = { want, full->n, 0 };
+		struct sorted_check c = { want, ev.n, 0 };
 		sp_windows_sorted(g, NULL, sorted_seen, &c);
-		assert_int_equal(c.got, full->n);
-		sp_calls_index(&calls, full);
-		for (size_t i = 0; i < full->n; i++) {
-			const struct sp_event *e = &full->ev[i];
+		assert_int_equal(c.got, ev.n);
+		for (size_t i = 0; i < ev.n; i++) {
+			const struct sp_event *e = &ev.ev[i];
 			if (!sp_ev_is_gpu(e))
 				continue;
-			const struct sp_event *a = NULL, *b = NULL;
-			uint64_t ta = sp_calls_anchor(&calls, e), tb = sp_windows_anchor(g, e);
-			for (size_t k = 0; k < w->nsteps; k++) {
-				if (ta >= w->steps[k].start && ta < w->steps[k].end)
-					a = &w->steps[k];
-				if (tb >= w->steps[k].start && tb < w->steps[k].end)
-					b = &w->steps[k];
-			}
-			assert_ptr_equal(a, b);
+			uint64_t call = 0; /* the earliest start of a call with its id */
+			for (size_t k = 0; k < ev.n; k++)
+				if (ev.ev[k].kind == SP_EV_API && e->corr && ev.ev[k].corr == e->corr &&
+				    (!call || ev.ev[k].start < call))
+					call = ev.ev[k].start;
+			assert_ptr_equal(step_at(w, call ? call : e->start), step_at(w, sp_windows_anchor(g, e)));
 			gpu++;
 		}
 		assert_true(gpu > 0);
 		assert_true(w->nsteps > 0);
-		sp_calls_free(&calls);
+		sp_windows_restrict(g, only_kernels, NULL);
+		fx_collect(g, &sub);
+		assert_int_equal(sub.n, fx_count_kind(&ev, SP_EV_KERNEL));
+		size_t nk = 0;
+		for (size_t i = 0; i < ev.n; i++) /* the kernels, by start */
+			if (want[i].kind == SP_EV_KERNEL)
+				want[nk++] = want[i];
+		c = (struct sorted_check){ want, nk, 0 };
+		sp_windows_sorted(g, NULL, sorted_seen, &c);
+		assert_int_equal(c.got, sub.n);
 		free(order);
 		free(want);
 		windows++;
@@ -572,6 +591,8 @@ static void test_window_passes(void **state)
 	assert_int_equal(windows, 2);
 	sp_windows_close(g);
 	sp_trace_close_reader(r);
+	free(ev.ev);
+	free(sub.ev);
 }
 
 int main(void)

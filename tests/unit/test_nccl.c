@@ -384,10 +384,8 @@ static void test_nearest_anchor(void **state)
 	assert_non_null(r);
 	g = sp_windows_open(r);
 	assert_int_equal(sp_windows_next(g, &w), 1);
-	w = sp_windows_full(g);
 	assert_int_equal(sp_window_wall(w, w->t0), WALL + 500 * US);
 	assert_int_equal(sp_windows_next(g, &w), 1);
-	w = sp_windows_full(g);
 	assert_int_equal(sp_window_wall(w, w->t0), WALL + 1000500 * US);
 	sp_windows_close(g);
 	sp_trace_close_reader(r);
@@ -409,17 +407,14 @@ static void test_match(void **state)
 		assert_non_null(r[i]);
 		g[i] = sp_windows_open(r[i]);
 		assert_int_equal(sp_windows_next(g[i], &w[i]), 1);
-		w[i] = sp_windows_full(g[i]);
 	}
 	sp_nccl_match_reset(m);
 	sp_nccl_match_add(m, 1, w[1]);
 	sp_nccl_match_add(m, 0, w[0]);
 	sp_nccl_match_build(m);
 	assert_int_equal(sp_nccl_match_paired(m), 6);
-	for (size_t i = 0; i < w[1]->n; i++) {
-		const struct sp_event *e = &w[1]->ev[i];
-		if (e->kind != SP_EV_NCCL)
-			continue;
+	for (size_t i = 0; i < w[1]->nnccl; i++) {
+		const struct sp_event *e = &w[1]->nccl[i];
 		if (!e->u.nccl.comm) { /* group calls are not matched */
 			assert_int_equal(sp_nccl_match_find(m, 1, e, &p), 0);
 			continue;
