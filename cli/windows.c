@@ -46,6 +46,30 @@ static int okey_less(const struct okey *a, const struct okey *b)
 
 /* ---- scan: the stretch's bounds, lists and reorder bound ---- */
 
+/* Candidate e (the i-th) comes after `after` candidates that sort after it: the heap of the passes
+ * by start must be that deep, or e must be held aside (late). Exits if memory runs out. */
+static void place_candidate(struct region *g, const struct sp_event *e, uint64_t i, uint64_t after)
+{
+	if (!g->late_after)
+		g->late_after = LATE_AFTER;
+	if (after <= g->late_after) {
+		g->reorder = after > g->reorder ? after : g->reorder;
+		return;
+	}
+	g->late = sp_xgrow(g->late, &g->late_cap, sizeof(*g->late), g->nlate);
+	g->late[g->nlate++] = (struct late){ *e, i, after };
+	while (g->nlate > LATE_MAX) { /* too many held aside: a deeper heap holds the least late */
+		size_t kept = 0;
+		g->late_after *= 2;
+		for (size_t k = 0; k < g->nlate; k++)
+			if (g->late[k].after > g->late_after)
+				g->late[kept++] = g->late[k];
+			else if (g->late[k].after > g->reorder)
+				g->reorder = g->late[k].after;
+		g->nlate = kept;
+	}
+}
+
 /* Counts candidate e of the stretch being scanned: its place in the reorder bound (how many
  * candidates before it sort after it, at most, to CP_EVERY), the lists of few records, the range
  * of call ids. Exits if memory runs out. */
@@ -65,9 +89,7 @@ static void scan_candidate(struct region *g, const struct sp_event *e)
 			else
 				lo = mid + 1;
 		}
-		uint64_t after = i - (uint64_t)lo * CP_EVERY;
-		if (after > g->reorder)
-			g->reorder = after;
+		place_candidate(g, e, i, i - (uint64_t)lo * CP_EVERY);
 	}
 	if ((i + 1) % CP_EVERY == 0) {
 		g->cp = sp_xgrow(g->cp, &g->cp_cap, sizeof(*g->cp), g->ncp);
@@ -376,6 +398,7 @@ static void settle_steps(struct sp_windows *g)
 
 static void region_free(struct region *r)
 {
+	free(r->late);
 	free(r->carried);
 	free(r->steps);
 	free(r->nccl);

@@ -4,7 +4,8 @@
  * holding its events: once to find its bounds, steps and drop records, once to link its CUDA calls
  * (correlation ids) to its steps, then once per pass its reader asks for (file order, or by start
  * time). Memory: the window's steps and NCCL calls, a bit per correlation id, and the reordering
- * the file needs (docs/OUTPUTS.md, "Reading a trace"); never the window's records.
+ * the file needs, bounded (sp_windows_sorted; docs/OUTPUTS.md, "Reading a trace"); never the
+ * window's records.
  * Also the small per-file tables (thread names, devices, clock anchor). Never formats output. */
 #ifndef SP_WINDOWS_H
 #define SP_WINDOWS_H
@@ -59,7 +60,10 @@ typedef void (*sp_window_fn)(void *ctx, const struct sp_event *e);
 void sp_windows_each(struct sp_windows *g, sp_window_fn fn, void *ctx);
 /* The same for the events keep accepts (NULL: all), by start time, the longest first at equal
  * starts, then in file order (the order the exporters and the GPU-busy sweep need). Holds as many
- * events as the file is out of that order (measured when the window was read). */
+ * events as the file is out of that order (measured when the window was read), at most 65536 more
+ * or less: those further out of order (a step, a long range: written at their end) were kept
+ * aside when the window was read, unless there are more than 65536 of them, then the bound
+ * doubles until there are not (docs/OUTPUTS.md, "Reading a trace"). */
 void sp_windows_sorted(struct sp_windows *g, int (*keep)(const struct sp_event *e), sp_window_fn fn, void *ctx);
 /* Where GPU record e of the window counts among its steps (sp_calls_anchor's rule, steps.h): a
  * time equivalent to the start of the CUDA call of the window with its correlation id against

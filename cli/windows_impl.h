@@ -8,6 +8,10 @@
 #include "windows.h"
 
 #define CP_EVERY 1024 /* candidates per checkpoint of the running maximum (reorder bound) */
+#define LATE_AFTER (1u << 16) /* a candidate that comes after more candidates than this that sort
+                                 after it is held aside for the passes by start (a step or a long
+                                 range is written at its end): their heap stays that deep ... */
+#define LATE_MAX (1u << 16)   /* ... unless more than this many are: then the bound doubles */
 
 /* The correlation ids of a window's CUDA calls: a bit per id over their range when they are dense
  * (they count up as the program runs), a hash set otherwise. */
@@ -47,7 +51,15 @@ struct region {
 	struct okey runmax;             /* reorder bound: running maximum so far */
 	struct okey *cp;                /* ... at the end of each CP_EVERY candidates */
 	size_t ncp, cp_cap;
-	uint64_t reorder;               /* the most candidates an event comes after that sort after it */
+	uint64_t reorder;               /* the most candidates an event comes after that sort after it
+	                                   (at most late_after: later ones are in late) */
+	uint64_t late_after;            /* the bound (LATE_AFTER, doubled while late holds too many) */
+	struct late {
+		struct sp_event e;
+		uint64_t seq;           /* its place among the stretch's candidates */
+		uint64_t after;         /* candidates before it that sort after it (at most) */
+	} *late;                        /* candidates that come after more than late_after sorting after them */
+	size_t nlate, late_cap;
 	uint32_t api_lo, api_hi;        /* range of the correlation ids of CUDA calls */
 	uint64_t napi;
 	uint32_t corr_lo, corr_hi;      /* range of the correlation ids of all candidates */

@@ -234,7 +234,7 @@ void sp_windows_each(struct sp_windows *g, sp_window_fn fn, void *ctx)
 	sp_region_replay(g, &g->out_reg, &g->out_prev, each_event, &x);
 }
 
-/* A heap entry: the event and its place in file order. */
+/* A heap entry: the event and its place in file order (among the stretch's candidates). */
 struct hent {
 	struct sp_event e;
 	uint64_t seq;
@@ -245,7 +245,11 @@ struct sorted {
 	int (*keep)(const struct sp_event *e);
 	struct hent *h;
 	size_t n, cap, depth;
-	uint64_t seq;
+	uint64_t seq;           /* candidates met */
+	const struct late *late; /* the stretch's late candidates, file order */
+	size_t nlate, late_at;
+	struct hent *side;      /* the late ones the pass hands out, by start */
+	size_t nside, side_at;
 };
 
 /* 1 if a comes before b: start ascending, end descending, then file order. */
@@ -256,6 +260,20 @@ static int hless(const struct hent *a, const struct hent *b)
 	if (a->e.end != b->e.end)
 		return a->e.end > b->e.end;
 	return a->seq < b->seq;
+}
+
+static int cmp_hent(const void *a, const void *b)
+{
+	return hless(a, b) ? -1 : hless(b, a);
+}
+
+/* Hands out e, after the late candidates that come before it. */
+static void emit(struct sorted *s, const struct hent *e)
+{
+	for (; s->side_at < s->nside && (!e || hless(&s->side[s->side_at], e)); s->side_at++)
+		s->x.fn(s->x.ctx, &s->side[s->side_at].e);
+	if (e)
+		s->x.fn(s->x.ctx, &e->e);
 }
 
 /* Takes the first entry off the heap and hands it out. */
@@ -277,32 +295,47 @@ static void heap_pop(struct sorted *s)
 		s->h[m] = t;
 		i = m;
 	}
-	s->x.fn(s->x.ctx, &top.e);
+	emit(s, &top);
 }
 
 static void sorted_event(void *ctx, const struct sp_event *e)
 {
 	struct sorted *s = ctx;
+	uint64_t seq = s->seq++;
+	if (s->late_at < s->nlate && s->late[s->late_at].seq == seq) {
+		s->late_at++; /* handed out from the side list */
+		return;
+	}
 	if (!passed(s->x.g, e) || (s->keep && !s->keep(e)))
 		return;
 	s->h = sp_xgrow(s->h, &s->cap, sizeof(*s->h), s->n);
 	size_t i = s->n++;
-	s->h[i] = (struct hent){ *e, s->seq++ };
+	s->h[i] = (struct hent){ *e, seq };
 	while (i && hless(&s->h[i], &s->h[(i - 1) / 2])) {
 		struct hent t = s->h[i];
 		s->h[i] = s->h[(i - 1) / 2];
 		s->h[(i - 1) / 2] = t;
 		i = (i - 1) / 2;
 	}
-	if (s->n > s->depth) /* no event still to come sorts before the first one now */
+	if (s->n > s->depth) /* no event still to come sorts before the first one now (but the late ones) */
 		heap_pop(s);
 }
 
 void sp_windows_sorted(struct sp_windows *g, int (*keep)(const struct sp_event *e), sp_window_fn fn, void *ctx)
 {
-	struct sorted s = { .x = { g, fn, ctx }, .keep = keep, .depth = g->out_reg.reorder + 1 };
-	sp_region_replay(g, &g->out_reg, &g->out_prev, sorted_event, &s);
+	const struct region *reg = &g->out_reg;
+	struct sorted s = { .x = { g, fn, ctx }, .keep = keep, .depth = reg->reorder + 1, .late = reg->late,
+			    .nlate = reg->nlate };
+
+	s.side = sp_xrealloc(NULL, (reg->nlate + 1) * sizeof(*s.side));
+	for (size_t i = 0; i < reg->nlate; i++)
+		if (passed(g, &reg->late[i].e) && (!keep || keep(&reg->late[i].e)))
+			s.side[s.nside++] = (struct hent){ reg->late[i].e, reg->late[i].seq };
+	sp_sort(s.side, s.nside, sizeof(*s.side), cmp_hent);
+	sp_region_replay(g, reg, &g->out_prev, sorted_event, &s);
 	while (s.n)
 		heap_pop(&s);
+	emit(&s, NULL);
 	free(s.h);
+	free(s.side);
 }

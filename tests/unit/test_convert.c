@@ -595,6 +595,57 @@ static void test_window_passes(void **state)
 	free(sub.ev);
 }
 
+/* A pass by start over a window whose file order is far from time order: a step written at its
+ * end after 140 000 records of it, and 70 000 records written after 70 000 that start later (more
+ * than the grouper holds aside before it deepens its heap). The pass still hands out every event
+ * in order. */
+static void test_window_passes_late(void **state)
+{
+	const char *path = path_of("late.sptrace");
+	struct sp_trace_writer *tw = fx_create(path);
+	const struct sp_window *w;
+	char err[256];
+	uint64_t T = FX_T;
+	const int n = 70000;
+	struct fx_events ev = { 0 };
+
+	(void)state;
+	fx_put(tw, fx_window(SP_EV_WINDOW_BEGIN, 0, 1, T, 0));
+	for (int i = 0; i < n; i++) /* later, written first */
+		fx_put(tw, fx_gpu(SP_EV_KERNEL, T + 1000 * MS + (uint64_t)i * US, T + 1000 * MS + (uint64_t)i * US + 500,
+				  0, S_GEMM, 7));
+	for (int i = 0; i < n; i++)
+		fx_put(tw, fx_api(T + 1 * MS + (uint64_t)(n - i) * US, (uint32_t)i + 1, S_LAUNCH, 100));
+	struct sp_event st = fx_step(1, T, 1);
+	st.end = T + 2000 * MS;
+	fx_put(tw, st);
+	fx_put(tw, fx_window(SP_EV_WINDOW_END, 0, 1, T + 2000 * MS, 0));
+	assert_int_equal(sp_trace_close(tw), 0);
+
+	struct sp_trace_reader *r = sp_trace_open(path, err, sizeof(err));
+	assert_non_null(r);
+	struct sp_windows *g = sp_windows_open(r);
+	assert_int_equal(sp_windows_next(g, &w), 1);
+	fx_collect(g, &ev);
+	assert_int_equal(ev.n, 2 * (size_t)n + 1);
+	const struct sp_event **order = malloc(ev.n * sizeof(*order));
+	struct sp_event *want = malloc(ev.n * sizeof(*want));
+	for (size_t i = 0; i < ev.n; i++)
+		order[i] = &ev.ev[i];
+	qsort(order, ev.n, sizeof(*order), by_start);
+	for (size_t i = 0; i < ev.n; i++)
+		want[i] = *order[i];
+	assert_int_equal(want[0].kind, SP_EV_STEP);
+	struct sorted_check c = { want, ev.n, 0 };
+	sp_windows_sorted(g, NULL, sorted_seen, &c);
+	assert_int_equal(c.got, ev.n);
+	free(order);
+	free(want);
+	free(ev.ev);
+	sp_windows_close(g);
+	sp_trace_close_reader(r);
+}
+
 int main(void)
 {
 	const char *sample = getenv("SP_WRITE_SAMPLE");
@@ -604,7 +655,7 @@ int main(void)
 	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_extra_spans),        cmocka_unit_test(test_group_sample),
-		cmocka_unit_test(test_window_passes),
+		cmocka_unit_test(test_window_passes),      cmocka_unit_test(test_window_passes_late),
 		cmocka_unit_test(test_group_truncated),    cmocka_unit_test(test_group_corrupt),
 		cmocka_unit_test(test_json_escape),        cmocka_unit_test(test_numbers_and_gzip),
 		cmocka_unit_test(test_convert_per_window), cmocka_unit_test(test_convert_merge_gzip),
