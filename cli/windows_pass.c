@@ -308,7 +308,10 @@ static void sorted_event(void *ctx, const struct sp_event *e)
 	}
 	if (!passed(s->x.g, e) || (s->keep && !s->keep(e)))
 		return;
-	s->h = sp_xgrow(s->h, &s->cap, sizeof(*s->h), s->n);
+	if (s->n == s->cap) { /* doubling, but never past the depth */
+		s->cap = s->cap ? (2 * s->cap < s->depth + 1 ? 2 * s->cap : s->depth + 1) : 256;
+		s->h = sp_xrealloc(s->h, s->cap * sizeof(*s->h));
+	}
 	size_t i = s->n++;
 	s->h[i] = (struct hent){ *e, seq };
 	while (i && hless(&s->h[i], &s->h[(i - 1) / 2])) {
