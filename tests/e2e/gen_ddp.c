@@ -14,7 +14,9 @@
  * benchmark, bench/reader_bench.sh), if asked: GEN_DDP_QUEUE=N, a launch waits while N kernels are
  * queued on stream 7 (CUDA's launch queue; without it the GPU falls ever further behind); and
  * GEN_DDP_BATCH=N, GPU records are written N at a time (as CUPTI hands out its activity buffers)
- * and at the window's end. */
+ * and at the window's end. GEN_DDP_ALLOCS=N (for `memory`): each compute launch allocates a block
+ * of 1-64 MiB on its GPU (every 16th on the host) and frees the one made N launches before; the
+ * blocks alive when a window opens are written as its snapshots, the highest level at its end. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +91,9 @@ struct gen {
 	size_t queue, nqueued;
 	struct sp_event *held;  /* GEN_DDP_BATCH: GPU records not written yet */
 	size_t batch, nheld;
+	struct sp_event *blk;   /* GEN_DDP_ALLOCS: the ALLOC records of the last `allocs` blocks */
+	size_t allocs, nblk;
+	uint64_t level[2], top[2]; /* live bytes of the GPU and the host, and their highest */
 };
 
 /* Writes the GPU records held back. */
@@ -171,6 +176,53 @@ static void sync_gpu(struct gen *g, uint32_t stream)
 	g->t = end + 2 * US;
 }
 
+/* GEN_DDP_ALLOCS: the block made N launches ago is freed, a new one made (at g->t). */
+static void churn(struct gen *g)
+{
+	struct sp_event *b = &g->blk[g->nblk++ % g->allocs];
+	if (b->kind == SP_EV_ALLOC) {
+		int host = b->device == SP_NO_DEVICE;
+		struct sp_event f = *b;
+		g->level[host] -= b->u.mem.size;
+		f.kind = SP_EV_FREE, f.start = f.end = g->t, f.u.mem.live = g->level[host], f.u.mem.stack = 0;
+		put(g, f);
+		g->t += 1 * US;
+	}
+	int host = g->nblk % 16 == 0;
+	*b = ev(SP_EV_ALLOC, g->t, g->t);
+	b->sub = host ? SP_MEM_HOST : SP_MEM_DEVICE, b->tid = g->tid, b->device = host ? SP_NO_DEVICE : g->dev;
+	b->u.mem.addr = 0x7f0000000000ull + (uint64_t)g->nblk * 0x10000000ull;
+	b->u.mem.size = (1 + below(64)) << 20;
+	g->level[host] += b->u.mem.size;
+	g->top[host] = g->level[host] > g->top[host] ? g->level[host] : g->top[host];
+	b->u.mem.live = g->level[host];
+	put(g, *b);
+	g->t += 1 * US;
+}
+
+/* As a window opens: GEN_DDP_ALLOCS's blocks alive then (its snapshots). */
+static void window_opens(struct gen *g)
+{
+	for (size_t i = 0; i < g->allocs; i++)
+		if (g->blk[i].kind == SP_EV_ALLOC) {
+			struct sp_event e = g->blk[i];
+			e.u.mem.flags = SP_MEMF_SNAPSHOT, e.u.mem.live = g->level[e.device == SP_NO_DEVICE];
+			put(g, e);
+		}
+}
+
+/* As a window closes: the collector flushes CUPTI's buffers; GEN_DDP_ALLOCS's highest levels. */
+static void window_closes(struct gen *g)
+{
+	flush_gpu(g);
+	for (int host = 0; g->allocs && host < 2; host++) {
+		struct sp_event e = ev(SP_EV_ALLOC, g->t, g->t);
+		e.sub = host ? SP_MEM_HOST : SP_MEM_DEVICE, e.device = host ? SP_NO_DEVICE : g->dev;
+		e.u.mem.flags = SP_MEMF_PEAK, e.u.mem.live = g->top[host];
+		put(g, e);
+	}
+}
+
 /* GEN_DDP_QUEUE: a launch waits while the queue is full (for the oldest kernel in it to end);
  * returns the queue's slot for the kernel's end (a scratch word without a queue). */
 static uint64_t *queue_slot(struct gen *g)
@@ -227,6 +279,8 @@ static void step(struct gen *g, int64_t n, int kernels, uint64_t comm, uint64_t 
 			gpu(g, SP_EV_KERNEL, c, S_NCCL_KERNEL, 13, at, 900 * US + below(200) * US);
 		}
 		uint64_t *slot = queue_slot(g);
+		if (g->allocs)
+			churn(g);
 		c = api(g, SP_API_RUNTIME, S_LAUNCH, 211, 4 * US + below(4) * US);
 		gpu(g, SP_EV_KERNEL, c, kn[k % 4], 7, g->t, 10 * US + below(190) * US);
 		*slot = g->s7; /* its end */
@@ -245,12 +299,14 @@ static void step(struct gen *g, int64_t n, int kernels, uint64_t comm, uint64_t 
  * if memory runs out. */
 static void order_knobs(struct gen *g)
 {
-	const char *queue = getenv("GEN_DDP_QUEUE"), *batch = getenv("GEN_DDP_BATCH");
+	const char *queue = getenv("GEN_DDP_QUEUE"), *batch = getenv("GEN_DDP_BATCH"), *allocs = getenv("GEN_DDP_ALLOCS");
 	g->queue = queue ? strtoul(queue, NULL, 10) : 0;
 	g->batch = batch ? strtoul(batch, NULL, 10) : 0;
+	g->allocs = allocs ? strtoul(allocs, NULL, 10) : 0;
 	g->queued = calloc(g->queue + 1, sizeof(*g->queued));
 	g->held = calloc(g->batch + 1, sizeof(*g->held));
-	if (!g->queued || !g->held) {
+	g->blk = calloc(g->allocs + 1, sizeof(*g->blk));
+	if (!g->queued || !g->held || !g->blk) {
 		fprintf(stderr, "gen_ddp: out of memory\n");
 		exit(1);
 	}
@@ -307,6 +363,7 @@ int main(int argc, char **argv)
 		for (int w = 0; w < windows; w++) {
 			int64_t first = 10 + (int64_t)w * (steps + 5);
 			g.t += 5000 * US; /* steps outside the windows are not recorded */
+			window_opens(&g);
 			put(&g, (struct sp_event){
 					.kind = SP_EV_WINDOW_BEGIN,
 					.device = SP_NO_DEVICE,
@@ -315,7 +372,7 @@ int main(int argc, char **argv)
 					.u.window = { .id = (uint32_t)w, .first_step = first, .last_step = first } });
 			for (int s = 0; s < steps; s++)
 				step(&g, first + s, kernels, comm, &seq, s == steps - 1);
-			flush_gpu(&g); /* the collector flushes CUPTI's buffers as a window closes */
+			window_closes(&g);
 			e = ev(SP_EV_CLOCK, g.t, g.t);
 			e.u.clock.realtime_ns = m.anchor_real_ns + (g.t - T0);
 			put(&g, e);
@@ -327,7 +384,7 @@ int main(int argc, char **argv)
 								 .first_step = first,
 								 .last_step = first + steps - 1 } });
 		}
-		free(g.queued), free(g.held);
+		free(g.queued), free(g.held), free(g.blk);
 		if (sp_trace_close(g.w) < 0 || g.bad) {
 			fprintf(stderr, "gen_ddp: writing %s failed\n", path);
 			return 1;
