@@ -60,10 +60,10 @@ typedef void (*sp_window_fn)(void *ctx, const struct sp_event *e);
 void sp_windows_each(struct sp_windows *g, sp_window_fn fn, void *ctx);
 /* The same for the events keep accepts (NULL: all), by start time, the longest first at equal
  * starts, then in file order (the order the exporters and the GPU-busy sweep need). Holds as many
- * events as the file is out of that order (measured when the window was read), at most 65536 more
- * or less: those further out of order (a step, a long range: written at their end) were kept
- * aside when the window was read, unless there are more than 65536 of them, then the bound
- * doubles until there are not (docs/OUTPUTS.md, "Reading a trace"). */
+ * events as the file is out of that order (measured when the window was read), at most 65536 or
+ * so: those further out of order (a step, a long range: written at their end) were kept aside
+ * when the window was read, unless there are more than 4096 of them, then the bound doubles
+ * until there are not (docs/OUTPUTS.md, "Reading a trace"). */
 void sp_windows_sorted(struct sp_windows *g, int (*keep)(const struct sp_event *e), sp_window_fn fn, void *ctx);
 /* Where GPU record e of the window counts among its steps (sp_calls_anchor's rule, steps.h): a
  * time equivalent to the start of the CUDA call of the window with its correlation id against

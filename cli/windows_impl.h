@@ -11,7 +11,7 @@
 #define LATE_AFTER (1u << 16) /* a candidate that comes after more candidates than this that sort
                                  after it is held aside for the passes by start (a step or a long
                                  range is written at its end): their heap stays that deep ... */
-#define LATE_MAX (1u << 16)   /* ... unless more than this many are: then the bound doubles */
+#define LATE_MAX 4096         /* ... unless more than this many are: then the bound doubles */
 
 /* The correlation ids of a window's CUDA calls: a bit per id over their range when they are dense
  * (they count up as the program runs), a hash set otherwise. */
