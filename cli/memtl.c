@@ -48,7 +48,11 @@ static void push_ev(struct sp_event **a, size_t *n, size_t *cap, const struct sp
 
 static size_t lmap_pos(const struct lmap *m, struct key k)
 {
-	size_t i = (size_t)((k.addr ^ ((uint64_t)k.dev << 47)) * 0x9e3779b97f4a7c15ull >> 20) & (m->cap - 1);
+	uint64_t x = k.addr ^ ((uint64_t)k.dev << 47); /* mixed: aligned addresses differ in high bits only */
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	size_t i = (size_t)x & (m->cap - 1);
 	while (m->slot[i].used && (m->slot[i].k.addr != k.addr || m->slot[i].k.dev != k.dev))
 		i = (i + 1) & (m->cap - 1);
 	return i;
