@@ -235,8 +235,9 @@ static void other_data(struct sp_export *x)
 			      "llu",
 			      w->id, (long long)w->first_step, (long long)w->last_step,
 			      (unsigned long long)c->wins[i].steps, w->complete ? "true" : "false",
-			      w->complete ? "null" : cut, w->inferred ? "true" : "false", w->capped ? "true" : "false", (unsigned long long)sp_window_wall(w, w->t0),
-			      (unsigned long long)sp_window_wall(w, w->t1), (unsigned long long)w->bytes,
+			      w->complete ? "null" : cut, w->inferred ? "true" : "false", w->capped ? "true" : "false",
+			      (unsigned long long)sp_window_wall(w, w->t0), (unsigned long long)sp_window_wall(w, w->t1),
+			      (unsigned long long)w->bytes,
 			      (unsigned long long)w->dropped_total);
 		for (unsigned s = 1; s < SP_DROP__COUNT; s++)
 			sp_out_printf(x->out, ",\"%s\":%llu", sp_drop_source_name(s),

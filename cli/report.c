@@ -420,7 +420,8 @@ static void print_json(const struct report *rep, const char *path, const struct 
 			      (unsigned long long)s->steps, (unsigned long long)s->kernels, (unsigned long long)s->busy,
 			      s->w.capped ? "true" : "false", (unsigned long long)s->w.dropped_total,
 			      (unsigned long long)s->w.dropped[SP_DROP_MISSING], s->w.complete ? "true" : "false",
-			      s->w.complete ? "null" : cut, s->w.inferred ? "true" : "false", sp_win_origin_name(s->w.origin), s->w.origin & SP_WIN_UNCOUNTED ? "true" : "false");
+			      s->w.complete ? "null" : cut, s->w.inferred ? "true" : "false",
+			      sp_win_origin_name(s->w.origin), s->w.origin & SP_WIN_UNCOUNTED ? "true" : "false");
 	}
 	sp_out_puts(x, "],\n\"steps\":[");
 	for (size_t i = 0; i < rep->steps.n; i++) {
