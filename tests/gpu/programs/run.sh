@@ -22,7 +22,8 @@
 # Settings: OUT (/tmp/stepprof-programs), WORK (/tmp/spprog), ONLY=REGEX (program names), J (runs
 # at once: 4), T (seconds per run: 240), LIMIT (seconds for the whole mode: 570; no run starts
 # after LIMIT - 60 and each run's timeout is cut to end by LIMIT), ROUNDS (bench: 3), PYTHON,
-# DRY=1 (print the commands and fill the table with SKIP lines: no GPU, no stepprof run).
+# DRY=1 (print the commands and fill the table with SKIP lines: no GPU, no stepprof run),
+# PROG_PY (the Python that runs the programs: python3; tests/e2e/gpu_programs.sh puts a stand-in).
 # .thirdparty/llm.c (tests/gpu/corpus/README.md): its train_gpt2cu is used if built, else built
 # here with the README's command when its sources are there; without it llm.c is left out, saying so.
 # Exit status: 0 when nothing failed, 1 otherwise, 2 on a usage error.
