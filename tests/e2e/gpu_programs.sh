@@ -53,6 +53,11 @@ ok, d = suite.compare(rep([100] * 3, complete=False), evals)
 assert not ok and "incomplete" in d, d
 ok, d = suite.compare(rep([]), evals)
 assert not ok and "recorded no step" in d, d
+lossy = dict(evals, dropped={"cupti": 0, "ring_full": 7, "late": 0})
+ok, d = suite.compare(rep([100] * 3), lossy)
+assert not ok and "truth run lost records (7 dropped)" in d, d
+ok, d = suite.compare(rep([100] * 3), dict(evals, dropped={"ring_full": 0, "late": 40}))
+assert ok, d
 ok, d = suite.compare(rep([100] * 3), rep([]))
 assert not ok and "truth run recorded no step" in d, d
 
