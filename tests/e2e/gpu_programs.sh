@@ -142,4 +142,16 @@ PROG_PY=$T/py ONLY='^gan$' OUT=$T/out WORK=$T/work T=60 bash "$P/run.sh" "$B" st
 [ $rc = 1 ] || fail "steps with nothing recorded exits 1, not $rc: $(tail -4 "$T/steps.txt")"
 grep -qE '^FAIL gan +default +recorded no step; the truth run recorded none either' "$T/steps.txt" || fail "steps: gan's default FAILs ($(grep gan "$T/steps.txt"))"
 grep -qE '^(SKIP gan +optimizer +this build refuses|FAIL gan +optimizer )' "$T/steps.txt" || fail "steps: the optimizer line"
+# bench.py end to end on a stand-in trainer (no CUDA: the default run announces no window)
+cat >"$T/hf" <<'SH'
+#!/bin/sh
+i=0; while [ $i -lt 30 ]; do echo "STEP $i 2.000"; i=$((i + 1)); done
+echo "hf_trainer metrics train_runtime=1.5 train_samples_per_second=10"
+SH
+chmod +x "$T/hf"
+/usr/bin/python3 "$P/bench.py" --sp "$B/stepprof" --work "$T/bw" --results "$T/bres" --rounds 2 --limit 600 \
+	--hf-cmd "$T/hf" >"$T/bench.txt" 2>&1 || fail "bench.py: $(tail -3 "$T/bench.txt")"
+grep -q '^| hf_trainer | train_runtime_s | 2 | 1.5 \[1.5-1.5\] | 1.5 \[1.5-1.5\] | 1.5 \[1.5-1.5\] | 1 \[1-1\] | 1 \[1-1\] | n/a (no window announced' \
+	"$T/bench.txt" || fail "bench.py's table: $(grep hf_trainer "$T/bench.txt")"
+grep -qE '^PASS	hf_trainer	bench	train_runtime_s: base 1.5' "$T/bres" || fail "bench.py's result line: $(cat "$T/bres")"
 echo "gpu_programs: ok"

@@ -21,11 +21,13 @@ WORK/runs/*.log; appends PASS/FAIL lines to RESULTS for run.sh's table (FAIL: a 
 or gave no figure; the cost itself is reported, never judged).
 
 usage: bench.py --sp STEPPROF --work DIR --results FILE [--rounds 3] [--limit SECONDS]
-                [--llmc BIN --llmc-data DIR] [--hf-steps 200] [--llmc-steps 200] [--only REGEX] [--dry]"""
+                [--llmc BIN --llmc-data DIR [--llmc-ready FILE]] [--hf-steps 200] [--llmc-steps 200]
+                [--hf-cmd CMD] [--only REGEX] [--dry]"""
 import argparse
 import json
 import os
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -41,8 +43,9 @@ CONFIGS = ["base", "default", "base2"]
 
 
 def programs(a):
+    hf = shlex.split(a.hf_cmd) if a.hf_cmd else [sys.executable, os.path.join(HERE, "hf_trainer.py")]
     out = {"hf_trainer": dict(
-        cmd=[sys.executable, os.path.join(HERE, "hf_trainer.py"), "--steps", str(a.hf_steps)],
+        cmd=hf + ["--steps", str(a.hf_steps)],
         step=re.compile(r"^STEP (\d+) ([\d.]+)$"), figure="train_runtime_s",
         get=lambda text, steps: first_float(r"^hf_trainer metrics train_runtime=([\d.]+)", text))}
     if a.llmc:
@@ -79,8 +82,13 @@ def run_process(cmd, env, log_path, timeout):
     """Runs cmd with stdout and stderr on one pipe; returns (rc, [(t, line)]) with each line's
     arrival time (time.monotonic, s)."""
     lines = []
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-                         errors="replace", cwd=ROOT)
+    try:
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+                             errors="replace", cwd=ROOT)
+    except OSError as e:
+        with open(log_path, "w") as f:
+            f.write(f"bench: cannot run {cmd[0]}: {e}\n")
+        return 127, [(time.monotonic(), f"bench: cannot run {cmd[0]}: {e}")]
     timer = threading.Timer(timeout, p.kill)
     timer.start()
     try:
@@ -110,7 +118,7 @@ def inproc(lines, steps):
     begins = [(t, int(m.group(1)), m.group(2)) for t, l in lines for m in [SP_BEGINS.match(l)] if m]
     rec = [t for t, _, act in begins if act != "NONE"]
     if not rec:
-        return None, [], [], "no window announced (no 'step N begins (WARMUP|RECORD...)' line)"
+        return None, [], [], "no window announced (no 'step N begins (WARMUP)' or (RECORD...) line)"
     start = rec[0]
     saves = [t for t, _, act in begins if act == "RECORD_AND_SAVE"]
     last = saves[-1] if saves else rec[-1]
@@ -153,6 +161,7 @@ def main():
     ap.add_argument("--llmc-ready", help="a file the llm.c build makes when done (FILE.failed: failed)")
     ap.add_argument("--hf-steps", type=int, default=200)
     ap.add_argument("--llmc-steps", type=int, default=200)
+    ap.add_argument("--hf-cmd", help="what runs hf_trainer.py (default: this Python and the file beside it)")
     ap.add_argument("--only")
     ap.add_argument("--dry", action="store_true")
     a = ap.parse_args()
