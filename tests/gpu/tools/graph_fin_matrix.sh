@@ -18,16 +18,20 @@
 #           detached after a sync or while replaying, then replayed, re-instantiated or re-captured;
 #           each checksum is compared with the same cell's run without CUPTI
 # One line per cell: "OK|FAIL|SETUP|TIMEOUT|CRASH cell detail"; then the FAIL lines again, the counts
-# and the time. Output in ${OUT:-/tmp}/graph_fin (matrix.txt, cells/*.log, matrix.tgz of both).
-# Settings: J (6), CUDA_HOME, PYTHON, TORCH=0 (leave out the torch cells), SANITIZER=0.
+# and the time. Work in ${WORK:-/tmp/graph_fin} (the probe, the shim, cells/*.log); only two files go
+# to ${OUT:-/tmp}: graph_fin-matrix.txt (the lines) and graph_fin-matrix.tgz (the lines, the torch
+# checksums, the build log and every cell's log), so that the GPU machine's 8 returned files suffice.
+# Settings: J (6), CUDA_HOME, PYTHON, TORCH=0 (leave out the torch cells), SANITIZER=0, ONLY=REGEX
+# (the cells whose line matches, e.g. 'G=t,A=win' or '^T .*train').
 # Exit 0 when no cell FAILed, TIMED OUT or CRASHed, else 1; 2 when the probe does not build.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-O=${OUT:-/tmp}/graph_fin
+O=${WORK:-/tmp/graph_fin}
+R=${OUT:-/tmp}
 PY=${PYTHON:-python3}
 J=${J:-6}
 C=${CUDA_HOME:-/usr/local/cuda}
-rm -rf "$O" && mkdir -p "$O/cells" || exit 2
+rm -rf "$O" && mkdir -p "$O/cells" "$R" || exit 2
 CI=$C/extras/CUPTI/include CL=$C/extras/CUPTI/lib64
 [ -d "$CI" ] || CI=$C/include
 [ -e "$CL/libcupti.so" ] || CL=$C/lib64
@@ -102,7 +106,7 @@ one() {
 }
 export -f one
 export O PY HERE
-cells | awk '!seen[$0]++' | xargs -P "$J" -I{} bash -c 'one {}' >"$O/lines.txt" 2>&1
+cells | awk '!seen[$0]++' | grep -E -- "${ONLY:-.}" | xargs -P "$J" -I{} bash -c 'one {}' >"$O/lines.txt" 2>&1
 sort -k2 "$O/lines.txt" >"$O/matrix.txt"
 
 if [ "${SANITIZER:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
@@ -154,6 +158,7 @@ grep -E '^DIFFERENT' "$O/checksums.txt"
 n=$(grep -cE '^(OK|FAIL|SETUP|TIMEOUT|CRASH)' "$O/matrix.txt")
 bad=$(grep -cE '^(FAIL|TIMEOUT|CRASH)' "$O/matrix.txt")
 diff=$(grep -c '^DIFFERENT' "$O/checksums.txt")
-(cd "$O" && tar czf matrix.tgz matrix.txt checksums.txt build.txt cells 2>/dev/null)
-echo "graph_fin_matrix: $n cells, $(grep -c '^OK' "$O/matrix.txt") OK, $bad FAIL/TIMEOUT/CRASH, $(grep -c '^SETUP' "$O/matrix.txt") SETUP, $diff torch checksums different; $((SECONDS - t0)) s; $O/matrix.tgz"
+(cd "$O" && tar czf "$R/graph_fin-matrix.tgz" matrix.txt checksums.txt build.txt cells 2>/dev/null)
+{ cat "$O/matrix.txt"; echo "== torch checksums"; cat "$O/checksums.txt"; } >"$R/graph_fin-matrix.txt"
+echo "graph_fin_matrix: $n cells, $(grep -c '^OK' "$O/matrix.txt") OK, $bad FAIL/TIMEOUT/CRASH, $(grep -c '^SETUP' "$O/matrix.txt") SETUP, $diff torch checksums different; $((SECONDS - t0)) s; $R/graph_fin-matrix.tgz"
 [ "$bad" = 0 ] && [ "$diff" = 0 ]
