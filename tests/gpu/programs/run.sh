@@ -83,9 +83,14 @@ if [ "$MODE" != prof ] && { [ -z "${ONLY:-}" ] || [[ llmc =~ $ONLY ]]; }; then
 	fi
 fi
 llmc_ready() {
-	[ -n "$LLMC_PID" ] && wait "$LLMC_PID" 2>/dev/null
+	[ -n "$LLMC_PID" ] || return 0
+	wait "$LLMC_PID" 2>/dev/null
 	LLMC_PID=""
-	if [ -e "$W/llmc.ready" ]; then export LLMC_BIN=$L/train_gpt2cu LLMC_DATA=$W/llmc; fi
+	if [ -e "$W/llmc.ready" ]; then
+		export LLMC_BIN=$L/train_gpt2cu LLMC_DATA=$W/llmc
+	else
+		printf 'SKIP\tllmc\t%s\tnot built: no .thirdparty/llm.c, or its build failed (llmc-build.log)\n' "$MODE" >>"$R"
+	fi
 }
 
 elapsed() { echo $SECONDS; }
