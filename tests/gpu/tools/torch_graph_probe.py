@@ -79,7 +79,14 @@ class Work:
                     with torch.no_grad():
                         self.model(self.x)
         torch.cuda.current_stream().wait_stream(s)
-        self.graph = torch.cuda.CUDAGraph(keep_graph=True) if self.keep else torch.cuda.CUDAGraph()
+        self.graph = None
+        if self.keep:
+            try:
+                self.graph = torch.cuda.CUDAGraph(keep_graph=True)
+            except TypeError as e:  # a torch without keep_graph: no re-instantiation to try
+                print(f"API-FALLBACK CUDAGraph(keep_graph=True): {e}", flush=True)
+                self.keep = False
+        self.graph = self.graph or torch.cuda.CUDAGraph()
         if self.mode == "train":
             self.opt.zero_grad(set_to_none=True)
             with torch.cuda.graph(self.graph):
@@ -147,16 +154,20 @@ def main():
             raced += 1
         fin = shim.shim_fin_join()
         where = f"after the detach ({a.after})"
-        if a.after == "reinst" and w.graph is not None:
+        if a.after == "reinst" and not w.keep:
+            where += " unavailable: replayed the same graph"
+        elif a.after == "reinst" and w.graph is not None:
             torch.cuda.synchronize()
             w.graph.instantiate()
         elif a.after == "recapture" and a.mode != "compile":
             w.make()
         for _ in range(50):
             w.run()
+        done_after = where
         where = "the result"
         r = w.result()
-        print(f"TORCHCELL {tag}: OK checksum={r:.6e} cuptiFinalize {fin}, replays during the detach {raced}, "
+        where = done_after
+        print(f"TORCHCELL {tag}: OK checksum={r:.6e} ({where}) cuptiFinalize {fin}, replays during the detach {raced}, "
               f"records {shim.shim_records()}, callbacks {shim.shim_callbacks()}"
               f"{';' + shim.shim_note().decode() if shim.shim_note() else ''}", flush=True)
         return 0
