@@ -350,6 +350,12 @@ int sp_sym_model_frame(const struct sp_sym *s, const uint64_t *pcs, uint32_t n)
 	return first;
 }
 
+const char *sp_sym_module(const struct sp_sym *s, uint64_t pc)
+{
+	const struct module *m = pc && !SP_IS_PYFRAME(pc) && !SP_IS_MARK(pc) ? module_of(s, pc - 1) : NULL;
+	return m ? m->base : NULL;
+}
+
 int sp_stack_backward(const uint64_t *pcs, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)

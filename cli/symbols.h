@@ -52,6 +52,10 @@ int sp_py_model_file(const char *file);
 /* The index in pcs (n frames, innermost first) of the innermost Python frame of sp_py_model_file;
  * else of the innermost Python frame; -1 if the stack has no Python frame the trace defines. */
 int sp_sym_model_frame(const struct sp_sym *s, const uint64_t *pcs, uint32_t n);
+/* The file name (no folder) of the module that holds return address pc, as the trace's MODULE
+ * records map it; NULL for an address outside them, a Python frame or a mark. The string lives as
+ * long as s. Can't fail. */
+const char *sp_sym_module(const struct sp_sym *s, uint64_t pc);
 /* 1 if the stack holds SP_FRAME_BACKWARD (trace.h): its work is autograd's backward pass, launched
  * by a thread without Python frames while another was blocked in backward(). Can't fail. */
 int sp_stack_backward(const uint64_t *pcs, uint32_t n);
