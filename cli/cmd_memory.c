@@ -14,10 +14,34 @@
 
 #define SUMMARY_TOP 10 /* allocations alive at the peak listed per series */
 
+/* ,"owners":[...] of GPU series s: per owner with blocks, its key, label, bytes and blocks alive at
+ * the peak, own peak in the window and blocks (memtl.h, sp_memtl_owners). */
+static void owners_json(struct sp_out *x, const struct sp_memtl *w, const struct sp_memtl_series *s,
+			const struct sp_trace_reader *r, struct sp_sym *sym)
+{
+	struct sp_memtl_owned o;
+	int first = 1;
+	sp_memtl_owners(w, s, r, sym, &o);
+	sp_out_puts(x, ",\"owners\":[");
+	for (int k = 0; k < SP_OWNER__N; k++) {
+		if (!o.blocks[k])
+			continue;
+		sp_out_printf(x,
+			      "%s{\"owner\":\"%s\",\"label\":\"%s\",\"bytes_at_peak\":%llu,\"blocks_at_peak\":%llu,"
+			      "\"own_peak_bytes\":%llu,\"blocks\":%llu}",
+			      first ? "" : ",", sp_memtl_owner_key(k), sp_memtl_owner_label(k),
+			      (unsigned long long)o.at_peak[k], (unsigned long long)o.blocks_at_peak[k],
+			      (unsigned long long)o.peak[k], (unsigned long long)o.blocks[k]);
+		first = 0;
+	}
+	sp_out_puts(x, "]");
+}
+
 /* One window's summary as a JSON object (members of stepprof.memory's "windows"): its steps and
  * span, and per series the peak, when (ns from the window's start), the peak since process
  * start, allocations and frees, and the allocations alive at the peak (largest first, all of
- * them: size, kind, made relative to the window's start, innermost frame). Can't fail. */
+ * them: size, kind, made relative to the window's start, innermost frame, and on a GPU its owner
+ * and how that was told), and per GPU the bytes of each owner. Can't fail. */
 static void window_json(struct sp_out *x, const struct sp_memtl *w, const struct sp_trace_reader *r, struct sp_sym *sym,
 			int first)
 {
@@ -47,9 +71,18 @@ static void window_json(struct sp_out *x, const struct sp_memtl *w, const struct
 				sp_out_json_str(x, sp_sym_frame(sym, pcs[0]));
 			else
 				sp_out_puts(x, "null");
+			if (s->device != SP_NO_DEVICE) {
+				char why[128];
+				int q = sp_memtl_owner(sym, pcs, pcs ? n : 0, why, sizeof(why));
+				sp_out_printf(x, ",\"owner\":\"%s\",\"owner_how\":", sp_memtl_owner_key(q));
+				sp_out_json_str(x, why);
+			}
 			sp_out_puts(x, "}");
 		}
-		sp_out_puts(x, "]}");
+		sp_out_puts(x, "]");
+		if (s->device != SP_NO_DEVICE)
+			owners_json(x, w, s, r, sym);
+		sp_out_puts(x, "}");
 	}
 	sp_out_puts(x, "]}");
 }

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "symbols.h"
 #include "report.h"
+#include "bylines.h"
 #include "windows.h"
 
 /* Prints the usage to f and returns rc. */
@@ -15,14 +16,16 @@ static int usage(FILE *f, int rc)
 {
 	fprintf(f,
 		"usage: stepprof report TRACE [--sort total|avg|calls|max|min|name] [--top N] [--window N|all]"
-		" [--by kernel|line] [--wide] [--json] [--no-symbols]\n"
+		" [--by kernel|line|frame] [--wide] [--json] [--no-symbols]\n"
 		"       [--phase NAME] [--peers OTHER_RANK_TRACE ...]\n"
 		"  GPU kernel table of all recorded windows together (default) or of one window;\n"
 		"  --sort also takes torch's key_averages names (self_cuda_time_total, cuda_time_total,\n"
 		"  cuda_time, device_time_total, count);\n"
 		"  --top N rows (default %d, 0 = all), --wide: full kernel names, --json: everything as one\n"
 		"  JSON object (every kernel row); --by line: kernel time by the source line of the program's\n"
-		"  own code that launched it (needs stacks = python or both when recording); --peers\n"
+		"  own code that launched it (needs stacks = python or both when recording; a program whose\n"
+		"  own code is one entry point is shown by frame); --by frame: by the innermost Python frame\n"
+		"  outside torch and the standard library (a model's code in an installed package); --peers\n"
 		"  (repeatable): the other ranks' traces of the run, to split this rank's NCCL kernel time\n"
 		"  into waiting for peers and transfer; --phase NAME: only the windows of [phase.NAME]\n",
 		SP_REPORT_TOP);
@@ -99,11 +102,14 @@ int sp_cmd_report(int argc, char **argv)
 			o.peers[o.npeers++] = optarg;
 			break;
 		case 'b':
-			if (strcmp(optarg, "kernel") && strcmp(optarg, "line")) {
-				fprintf(stderr, "stepprof report: --by wants kernel or line, not '%s'\n", optarg);
+			if (strcmp(optarg, "kernel") && strcmp(optarg, "line") && strcmp(optarg, "frame")) {
+				fprintf(stderr, "stepprof report: --by wants kernel, line or frame, not '%s'\n",
+					optarg);
 				return usage(stderr, 2);
 			}
-			o.by_line = !strcmp(optarg, "line");
+			o.by_line = !strcmp(optarg, "line")    ? SP_BYLINES_LINE
+				    : !strcmp(optarg, "frame") ? SP_BYLINES_FRAME
+							       : 0;
 			break;
 		case 'P':
 			o.phase = optarg;

@@ -448,7 +448,7 @@ static void print_json(const struct report *rep, const char *path, const struct 
 	}
 	if (o->by_line) {
 		sp_out_puts(x, ",\n\"lines\":");
-		sp_bylines_json(&rep->lines, rep->r, x);
+		sp_bylines_json(&rep->lines, rep->r, o->by_line, x);
 	}
 	sp_out_puts(x, ",\n\"findings\":[");
 	char f[FINDINGS_MAX][FINDING_LEN];
@@ -577,7 +577,7 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 						     "shows one)\n"
 						   : "");
 		if (o->by_line)
-			sp_bylines_print(&rep.lines, rep.r, o->top, o->wide, out);
+			sp_bylines_print(&rep.lines, rep.r, o->by_line, o->top, o->wide, out);
 		else
 			print_kernels(&rep, o, out);
 		fprintf(out, "\nDropped records: %llu (cupti: %llu, ring_full: %llu, window_cap: %llu, late: %llu)\n",

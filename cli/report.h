@@ -21,7 +21,7 @@ struct sp_report_opts {
 	int json;               /* one JSON object instead of the tables (docs/OUTPUTS.md) */
 	char **peers;           /* other ranks' traces of the run (--peers): NCCL waiting vs transfer */
 	int npeers;
-	int by_line;            /* kernel time by source line (bylines.h) instead of by kernel name */
+	int by_line;            /* kernel time by source line or frame (SP_BYLINES_*, bylines.h), 0 by kernel name */
 	void (*note)(const char *text); /* told of a peer left out ("peer PATH: why"); NULL: not told */
 	const char *phase;      /* only the windows of this phase ([phase.NAME]), NULL = every window */
 };

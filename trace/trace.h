@@ -41,6 +41,13 @@
 #define SP_PYFRAME_TAG 0xfffe000000000000ull
 #define SP_IS_PYFRAME(pc) (((pc) >> 48) == 0xfffeu)
 #define SP_PYFRAME_ID(pc) ((uint32_t)(pc))
+/* A stack frame that is a mark, not an address (top 16 bits 0xfffd): SP_FRAME_BACKWARD stands
+ * between the frames of a thread that ran no Python (PyTorch's autograd thread launching a backward
+ * kernel), inner to it, and the Python frames borrowed from the thread blocked in backward(), outer
+ * to it: the stack's work is autograd's backward pass of that Python line. Readers that predate it
+ * show an unknown address. */
+#define SP_FRAME_BACKWARD 0xfffd000000000001ull
+#define SP_IS_MARK(pc) (((pc) >> 48) == 0xfffdu)
 
 /* What the producer knows about itself; copied into the file header. */
 struct sp_trace_meta {
