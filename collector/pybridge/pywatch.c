@@ -21,7 +21,8 @@
  * at_exit, monitor (takes a free sys.monitoring tool id, 4 or 3: never another tool's), code_of
  * (through __wrapped__ and __func__), wrap (3.10/3.11, or no free tool id: replaces a plain
  * function attribute with a wrapper that calls note first, keeping __name__, __qualname__,
- * __doc__, __module__ and __wrapped__; a Python function, so it binds as a method), watch. */
+ * __doc__, __module__ and __wrapped__; a Python function, so it binds as a method), watch (on
+ * what find returned: PY_START on its code with a tool id, else the wrapper). */
 static const char helper_src[] =
 	"_missing = object()\n"
 	"def find(mods, modname, qualname):\n"
@@ -56,7 +57,9 @@ static const char helper_src[] =
 	"        return r\n"
 	"    r[2](fn)\n"
 	"    return True\n"
+	"_mon = None\n"
 	"def monitor(mods, callback):\n"
+	"    global _mon\n"
 	"    mon = getattr(mods['sys'], 'monitoring', None)\n"
 	"    if mon is None:\n"
 	"        return -1\n"
@@ -64,6 +67,7 @@ static const char helper_src[] =
 	"        if mon.get_tool(tool) is None:\n"
 	"            mon.use_tool_id(tool, 'stepprof')\n"
 	"            mon.register_callback(tool, mon.events.PY_START, callback)\n"
+	"            _mon = mon\n"
 	"            return tool\n"
 	"    return -1\n"
 	"def code_of(obj):\n"
@@ -93,10 +97,7 @@ static const char helper_src[] =
 	"    wrapper.__wrapped__ = raw\n"
 	"    setattr(parent, name, wrapper)\n"
 	"    return wrapper\n"
-	"def watch(mods, modname, qualname, note, tool):\n"
-	"    r = find(mods, modname, qualname)\n"
-	"    if r is None or type(r) is str:\n"
-	"        return r\n"
+	"def watch(r, modname, qualname, note, tool):\n"
 	"    if not callable(r[2]):\n"
 	"        return '%s:%s is not callable' % (modname, qualname)\n"
 	"    if tool < 0:\n"
@@ -104,8 +105,7 @@ static const char helper_src[] =
 	"    c = code_of(r[2])\n"
 	"    if c is None:\n"
 	"        return '%s:%s is not a Python function' % (modname, qualname)\n"
-	"    mon = mods['sys'].monitoring\n"
-	"    mon.set_local_events(tool, c, mon.get_local_events(tool, c) | mon.events.PY_START)\n"
+	"    _mon.set_local_events(tool, c, _mon.get_local_events(tool, c) | _mon.events.PY_START)\n"
 	"    return c\n";
 
 /* ---- the callables ---- */
@@ -307,29 +307,49 @@ static int tool_id(void)
 	return sp_pyb.tool;
 }
 
+/* Watch i on the object found (f: what find returned) as a tool id says. Returns a new
+ * reference (the wrapper, the code object, or why not), or NULL (an exception pending). */
+static PyObj *install_watch(int i, PyObj *f, PyObj *m, PyObj *q)
+{
+	int tool = tool_id(); /* taken once something is to be watched */
+	if (tool == -3)
+		return NULL;
+	PyObj *note = callable(2, sp_py.long_from(i)), *t = note ? sp_py.long_from(tool) : NULL;
+	PyObj *r = t ? helper("watch", f, m, q, note, t) : NULL;
+	if (note)
+		sp_py.decref(note);
+	if (t)
+		sp_py.decref(t);
+	return r;
+}
+
 /* Watch i (the scaler, or python marker i - SP_PYW_CALL) on modname:qualname, once that is there. */
 static void watch(int i, const char *modname, const char *qualname)
 {
-	int tool = tool_id();
-	if (tool == -3)
-		return;
 	PyObj *m = sp_py.unicode(modname), *q = m ? sp_py.unicode(qualname) : NULL;
-	PyObj *note = q ? callable(2, sp_py.long_from(i)) : NULL, *t = note ? sp_py.long_from(tool) : NULL;
-	PyObj *r = t ? helper("watch", sp_py.modules(), m, q, note, t) : NULL;
-	PyObj *refs[] = { m, q, note, t };
+	PyObj *f = q ? helper("find", sp_py.modules(), m, q, NULL, NULL) : NULL, *r = NULL;
+	if (f && f != sp_py.none && !is_str(f))
+		r = install_watch(i, f, m, q);
+	else if (f) {
+		r = f;
+		f = NULL;
+	}
+	PyObj *refs[] = { m, q, f };
 	for (size_t k = 0; k < sizeof refs / sizeof *refs; k++)
 		if (refs[k])
 			sp_py.decref(refs[k]);
 	char what[320];
 	snprintf(what, sizeof what, "watching %s:%s", modname, qualname);
 	if (!r) {
-		failed(what);
+		if (!atomic_load(&sp_pyb.off))
+			failed(what);
 		return;
 	}
 	if (r == sp_py.none) {
 		sp_py.decref(r);
 		return;
 	}
+	int tool = sp_pyb.tool;
 	if (is_str(r)) {
 		if (i >= SP_PYW_CALL)
 			sp_warn("python marker '%s:%s': %s: it finds no steps", modname, qualname, sp_py.utf8(r));
