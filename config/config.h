@@ -142,6 +142,9 @@ const char *sp_marker_kind_name(enum sp_marker_kind k);
  * "pattern") and the problem in buf, as it follows "[section] KEY: " (keypre: how the allowed
  * setting is named, "[marker] " or ""). This function can't fail. */
 int sp_marker_check(int kind, const char *pattern, const char *keypre, const char **key, char *buf, size_t n);
+/* What marker kind optimizer or python does, in one sentence for `stepprof check` and
+ * `stepprof schedule`, into buf; NULL for the other kinds. Can't fail. */
+const char *sp_marker_explain(int kind, const char *pattern, char *buf, size_t n);
 /* 1 if pattern is module:qualname (dotted ASCII identifiers on both sides of one ':'). */
 int sp_marker_python_pattern(const char *pattern);
 /* Appends msg to errs (counted even when errs is full: for config/phase.c). Returns 1. */

@@ -64,3 +64,23 @@ int sp_marker_check(int kind, const char *pattern, const char *keypre, const cha
 		return 0;
 	return 1;
 }
+
+const char *sp_marker_explain(int kind, const char *pattern, char *buf, size_t n)
+{
+	if (kind == SP_MARK_OPTIMIZER)
+		snprintf(buf, n,
+			 "kind = optimizer: a step ends when a torch optimizer's step() returns (torch's global "
+			 "optimizer post hook, which stepprof installs in the program's CPython 3.10-3.13 once "
+			 "torch.optim.optimizer is imported; several optimizers stepped in one iteration make one "
+			 "step, and with a GradScaler its update() ends the step); step 0 runs from the install to "
+			 "the first optimizer step (docs/STEPS.md)");
+	else if (kind == SP_MARK_PYTHON)
+		snprintf(buf, n,
+			 "kind = python: a step begins at each call of %.200s (sys.monitoring's PY_START on "
+			 "CPython 3.12+, a wrapper replacing the attribute on 3.10 and 3.11), the first call "
+			 "beginning step 0 (docs/STEPS.md)",
+			 pattern);
+	else
+		return NULL;
+	return buf;
+}
