@@ -178,7 +178,7 @@ int sp_phase_finish(struct sp_config *cfg, struct sp_cfg_errors *errs)
 {
 	struct sp_phases *ph = &cfg->phases;
 	char err[256], w[300], name[32], why[300];
-	int n = 0, autos = 0, optims = 0;
+	int n = 0, autos = 0;
 
 	if (!ph->n)
 		return 0;
@@ -202,10 +202,12 @@ int sp_phase_finish(struct sp_config *cfg, struct sp_cfg_errors *errs)
 		if (sp_marker_check(p->marker_kind, p->marker_pattern, "", &key, why, sizeof why))
 			n += perr(errs, "%s: [phase.%s] %s: %s",
 				  blame(w, sizeof(w), p, key[0] == 'k' ? PK_KIND : PK_PATTERN), p->name, key, why);
-		if (p->marker_kind == SP_MARK_OPTIMIZER && ++optims == 2)
+		/* phases take turns where a step begins; an optimizer step is where one ends */
+		if (p->marker_kind == SP_MARK_OPTIMIZER)
 			n += perr(errs,
-				  "%s: [phase.%s] kind: a second phase with kind = optimizer (allowed: at most one: "
-				  "both would end their steps at the same optimizer steps)",
+				  "%s: [phase.%s] kind: optimizer in a phase (allowed: kind = python with the "
+				  "function of the phase's step, such as __main__:train_step: phases take turns "
+				  "where their steps begin, and an optimizer step is where one ends)",
 				  blame(w, sizeof(w), p, PK_KIND), p->name);
 		if (p->marker_kind == SP_MARK_AUTO && ++autos == 2)
 			n += perr(errs,

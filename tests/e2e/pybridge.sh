@@ -211,6 +211,20 @@ expect parked "11:7 12:7 24:7 25:7" && [ "$subs" = 2 ] && [ "$fins" = 2 ] &&
 	ok "parked: subscribed twice (once a window, from 2 steps before it), CUPTI saw the 42 launches of windows and warmups only" ||
 	bad "parked: $subs subscriptions, $fins finalisations, $(grep saw "$T/parked/stdout")"
 
+# phases on two python markers (an RL loop: generate, then the training step), no NVTX in the
+# program: each phase's window holds its own function's work
+mkdir -p "$T/rl"
+printf '[profile]\noutput = %s\n[ranks]\nranks = all\n[cupti]\nlibrary = %s\n' "$T/rl/out" "$CUPTI" >"$T/rl/sp.ini"
+printf '[phase.gen]\nkind = python\npattern = __main__:generate\nwait = 0\nwarmup = 0\nactive = 1\n' >>"$T/rl/sp.ini"
+printf '[phase.train]\nkind = python\npattern = __main__:rl_train\nwait = 3\nwarmup = 1\nactive = 1\n' >>"$T/rl/sp.ini"
+(cd "$T/rl" && STEPPROF_CONFIG="$T/rl/sp.ini" FAKE_CUPTI="$CUPTI" FAKE_CUPTI_NAME_KERNELS=1 WAIT=rl \
+	PYTHONPATH="$R/tests/e2e/pybridge" LD_PRELOAD="$PRE" timeout 60 "$PY" "$PROG" rl 10 >stdout 2>stderr)
+g=$("$B/stepprof" report --json "$T/rl"/out/gen/*.sptrace 2>&1 | /usr/bin/python3 -c 'import json,sys; print(" ".join("%d:%d" % (s["number"], s["kernels"]) for s in json.load(sys.stdin)["steps"]))' 2>&1)
+t=$("$B/stepprof" report --json "$T/rl"/out/train/*.sptrace 2>&1 | /usr/bin/python3 -c 'import json,sys; print(" ".join("%d:%d" % (s["number"], s["kernels"]) for s in json.load(sys.stdin)["steps"]))' 2>&1)
+[ "$g" = "0:10" ] && [ "$t" = "4:5" ] &&
+	ok "phases on python markers (RL: generate 0:10, training step 4:5), no NVTX in the program" ||
+	bad "rl phases: gen '$g' (expected 0:10), train '$t' (expected 4:5): $(tail -3 "$T/rl/stderr")"
+
 # the bridge's events in a token recording, replayed
 run tokens "$PY" auto "" gan 30 STEPPROF_RECORD_TOKENS="$T/tokens/run.tokens"
 out=$("$B/stepprof" autostep "$T/tokens/run.tokens" 2>&1)

@@ -10,7 +10,8 @@
 # wgan (a critic stepped 5 times per generator step: 18), accum (4 micro-batches, one step: 17),
 # scaler (a GradScaler; iterations in SKIP skip their optimizer step: 7, or 6 skipped), eval (one,
 # with an evaluation pass of 30 forward kernels before iteration 12), fn (one, inside the
-# function train_step), method (one, inside Trainer.training_step), fork (one; a child forked
+# function train_step), method (one, inside Trainer.training_step), rl (generate: 10 forward
+# kernels, then rl_train: 2 micro-batches and an optimizer step, 5), fork (one; a child forked
 # after iteration 3 steps 20 times and exits), notorch (launches only, torch never imported).
 # With FAKE_CUDA (the stand-in libcuda's path) the launches go through its cuLaunchKernel as
 # cuGetProcAddress hands it out (stepprof's launch trampoline), as a CUDA runtime makes them. At the
@@ -92,6 +93,20 @@ def train_step(opt):
     opt.step()
 
 
+def generate(n):
+    """an RL loop's rollout: forward passes only"""
+    for k in range(n):
+        launch("gen_fwd_fake")
+
+
+def rl_train(opt):
+    """an RL loop's training step: 2 micro-batches, one optimizer step"""
+    for mb in range(2):
+        launch("fwd_fake")
+        launch("bwd_fake")
+    opt.step()
+
+
 class Trainer:
     def __init__(self, opt):
         self.opt = opt
@@ -109,6 +124,7 @@ def wait(what):
             "scaler": lambda: watched(GradScaler.update),
             "fn": lambda: watched(sys.modules["__main__"].train_step),
             "method": lambda: watched(Trainer.training_step),
+            "rl": lambda: watched(sys.modules["__main__"].generate) and watched(sys.modules["__main__"].rl_train),
         }[what]()
         if ok:
             return
@@ -131,6 +147,9 @@ for it in range(iters):
         sys.modules["__main__"].train_step(opt)
     elif scenario == "method":
         trainer.training_step(it)
+    elif scenario == "rl":
+        sys.modules["__main__"].generate(10)
+        sys.modules["__main__"].rl_train(opt)
     elif scenario == "eval":
         if it == 12:
             for k in range(30):
