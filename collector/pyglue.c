@@ -38,10 +38,14 @@ static struct {
 	uint32_t call[SP_MAX_PHASES]; /* python marker i's module:qualname (interned; the PYCALL name) */
 	uint32_t pattern[SP_MAX_PHASES]; /* each marker's pattern, interned (python markers' calls) */
 	int ncalls;
-	int pid;                  /* the process that started the bridge */
 	int started;              /* the bridge runs (CPython here) */
 	_Atomic int64_t ticked;   /* the step the last early life tick ran in */
-} PG = { .lock = PTHREAD_MUTEX_INITIALIZER, .ticked = -2 };
+	int64_t next_active;      /* the first step after `active_from` the schedule collects, or
+				   * INT64_MAX (cached: the schedule never changes) */
+	int64_t active_from;      /* ... the step it was searched from (-2: not yet) */
+} PG = { .lock = PTHREAD_MUTEX_INITIALIZER, .ticked = -2, .active_from = -2 };
+
+#define ACTIVE_SCAN 1000000 /* steps searched ahead for the next collecting one */
 
 /* 1 if marker mk takes the bridge's token of this kind and name. */
 static int takes(int mk, int kind, uint32_t name)
@@ -84,21 +88,43 @@ static void kick_if_near(void)
 		sp_writer_kick();
 }
 
+/* Steps after `step` before the single marker's next collecting one (as sp_life_steps_to_window
+ * says, without its loop per event: the answer is cached until the step passes it). Called with
+ * the GIL held (one caller at a time). This function can't fail. */
+static int64_t steps_to_active(int64_t step)
+{
+	const struct sp_schedule *sch = sp_col.mk[0].schedule;
+	if (PG.active_from < -1 || step < PG.active_from || step >= PG.next_active) {
+		PG.active_from = step;
+		PG.next_active = INT64_MAX;
+		for (int64_t k = step + 1; k <= step + ACTIVE_SCAN && !sp_schedule_done(sch, k - 1); k++)
+			if (sp_schedule_action(sch, k) != SP_ACT_NONE) {
+				PG.next_active = k;
+				break;
+			}
+	}
+	return PG.next_active == INT64_MAX ? INT64_MAX : PG.next_active - step - 1;
+}
+
 /* After a token: a step that collects (a window's, or its warmup) needs CUPTI from its first call
  * on, so a parked stepprof attaches here at the latest; before the writer thread exists this
  * thread runs the life-cycle tick once a step (it parks, and re-attaches two steps before the
- * first window), afterwards it wakes the writer when a window is near. */
+ * first window: none while parked with the window farther, as nothing could change then),
+ * afterwards it wakes the writer when a window is near. */
 static void after_token(void)
 {
 	int collecting = __atomic_load_n(&sp_col.collecting, __ATOMIC_RELAXED) ||
 			 __atomic_load_n(&sp_col.open, __ATOMIC_RELAXED) != NULL;
-	if (collecting && atomic_load(&sp_hold.state) != SP_HOLD_ATTACHED)
+	int attached = atomic_load(&sp_hold.state) == SP_HOLD_ATTACHED;
+	if (collecting && !attached)
 		sp_cupti_life_attach_now(&sp_col.sub, sp_col.step, false);
 	if (__atomic_load_n(&sp_col.writer_started, __ATOMIC_ACQUIRE)) {
 		kick_if_near();
 		return;
 	}
 	int64_t step = __atomic_load_n(&sp_col.step, __ATOMIC_RELAXED);
+	if (!attached && sp_pyglue_counts() && steps_to_active(step) >= SP_LIFE_UNPARK_AT)
+		return;
 	if (atomic_load(&PG.ticked) != step && sp_act_early_tick())
 		atomic_store(&PG.ticked, step);
 }
@@ -114,10 +140,11 @@ static void token(int kind, uint32_t name, uint64_t t)
 	after_token();
 }
 
-/* 1 while the bridge's events count here: profiled, not a fork child. */
+/* 1 while the bridge's events count here: profiled, not a fork child (collector.c's fork handler
+ * clears active and sets disabled in the child). */
 static int live(void)
 {
-	return sp_col.active && !sp_col.disabled && getpid() == PG.pid;
+	return sp_col.active && !sp_col.disabled;
 }
 
 void sp_collector_py_installed(int what, int index)
@@ -175,7 +202,6 @@ void sp_pyglue_start(void)
 		}
 	}
 	PG.ncalls = ask.ncalls;
-	PG.pid = getpid();
 	if (!ask.optimizer && !ask.ncalls)
 		return;
 	int r = sp_pybridge_start(&ask, loud);

@@ -35,8 +35,8 @@ void sp_pyb_off(const char *what, const char *why)
 
 int sp_pyb_live(void)
 {
-	return !atomic_load_explicit(&sp_pyb.off, memory_order_relaxed) && getpid() == sp_pyb.pid &&
-	       !sp_py.is_finalizing();
+	/* a fork child is off from its start (child_after_fork): no getpid, a system call, per event */
+	return !atomic_load_explicit(&sp_pyb.off, memory_order_relaxed) && !sp_py.is_finalizing();
 }
 
 /* In a forked child: no helper thread, nothing installed counts (the callables check the pid). */

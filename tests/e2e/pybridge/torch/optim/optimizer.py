@@ -13,6 +13,7 @@ import time
 from collections import OrderedDict
 
 _global_optimizer_post_hooks = OrderedDict()
+_bad_hook_call = bool(os.environ.get("STANDIN_BAD_HOOK_CALL"))
 _import_done = False
 registered_while_importing = False  # the test's verdict: a hook went in before the import finished
 _next_id = [0]
@@ -59,7 +60,7 @@ class Optimizer:
         def step(self, *args, **kwargs):
             out = inner(self, *args, **kwargs)
             for hook in list(_global_optimizer_post_hooks.values()):
-                if os.environ.get("STANDIN_BAD_HOOK_CALL"):
+                if _bad_hook_call:
                     hook()
                 else:
                     hook(self, args, kwargs)
