@@ -16,6 +16,7 @@
 # With FAKE_CUDA (the stand-in libcuda's path) the launches go through its cuLaunchKernel as
 # cuGetProcAddress hands it out (stepprof's launch trampoline), as a CUDA runtime makes them. At the
 # end it prints how many launches stepprof's callbacks saw, and whether torch was imported.
+# STEP_MS: milliseconds of sleep at each iteration's end (2).
 import ctypes
 import os
 import sys
@@ -177,7 +178,7 @@ for it in range(iters):
             launch("bwd_fake")
         scaler.step(opt, skip=it in skip)
         scaler.update()
-    time.sleep(0.002)
+    time.sleep(float(os.environ.get("STEP_MS", "2")) / 1000)
     if scenario == "fork" and it == 3:
         pid = os.fork()
         if pid == 0:
