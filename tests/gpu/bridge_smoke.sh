@@ -11,6 +11,9 @@
 # stepprof's in it (outside any window) against unprofiled runs interleaved, with the A/A spread.
 # BUILD_DIR: a build folder, or dist/stepprof (the default, after 'make dist'). Output in
 # ${OUT:-/tmp/stepprof-bridge}. About a minute on one H200. Exit 0 when every check passed.
+# RECORD=1: the default run also records its token stream with the NVTX truth
+# ($OUT/default/run.tokens, for tests/data/corpus/) and replays it with `stepprof autostep --check
+# --windows` (one more check line).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/stepprof-bridge}
@@ -35,9 +38,11 @@ one() {
 	mkdir -p "$d"
 	printf '[profile]\noutput = %s\n[ranks]\nranks = all\n' "$d/trace" >"$d/sp.ini"
 	[ $# -gt 0 ] && { printf '[marker]\n'; printf '%s\n' "$@"; } >>"$d/sp.ini"
-	local t0=$SECONDS
-	STEPPROF_CONFIG=$d/sp.ini STEPPROF_VERBOSE=1 LD_PRELOAD=$LIB timeout 120 "$PY" "$ROOT/tests/gpu/bridge_train.py" \
-		>"$d/stdout" 2>"$d/stderr"
+	local t0=$SECONDS rec=()
+	[ "$name" = default ] && [ "${RECORD:-0}" = 1 ] &&
+		rec=(STEPPROF_RECORD_TOKENS="$d/run.tokens" STEPPROF_RECORD_TRUTH=nvtx:iter)
+	env "${rec[@]}" STEPPROF_CONFIG="$d/sp.ini" STEPPROF_VERBOSE=1 LD_PRELOAD="$LIB" timeout 120 "$PY" \
+		"$ROOT/tests/gpu/bridge_train.py" >"$d/stdout" 2>"$d/stderr"
 	echo $? >"$d/rc"
 	"$SP" report --json "$d"/trace/*.sptrace >"$d/report.json" 2>"$d/report.err"
 	"$PY" - "$d/report.json" >"$d/steps" <<'PY'
@@ -89,6 +94,12 @@ for n in optimizer python; do
 		fail "$n: not parked outside the window: $(grep -E 'attached|detached' "$e" | head -3)"
 	fi
 done
+
+if [ "${RECORD:-0}" = 1 ]; then
+	"$SP" autostep --check --windows "$OUT/default/run.tokens" >"$OUT/default/replay" 2>&1 &&
+		pass "recorded stream: the replay agrees with the NVTX truth ($(grep '^truth: dominant' "$OUT/default/replay" | cut -c1-100))" ||
+		fail "recorded stream: $(tail -2 "$OUT/default/replay")"
+fi
 
 # the cost per optimizer step: the hook stepprof installs, outside windows, against unprofiled runs
 printf '[profile]\noutput = %s\n[ranks]\nranks = all\n[schedule]\nwait = 1000000000\n[marker]\nkind = optimizer\n' \
