@@ -387,13 +387,15 @@ static void print_decision(const struct decision *d, uint64_t t0, FILE *out)
 	if ((w & SP_DET_END) && !(w & SP_DET_UNLOCK))
 		fprintf(out, "  token %-9zu %10.6f s  step ends\n", d->index, t);
 	if (w & SP_DET_SWITCH)
-		fprintf(out, "  token %-9zu %10.6f s  the program's optimizer steps from here (kind = auto)\n", d->index,
-			t);
+		fprintf(out, "  token %-9zu %10.6f s  the program's optimizer steps from here (kind = auto)\n",
+			d->index, t);
 	if (w & SP_DET_NOSWITCH)
-		fprintf(out, "  token %-9zu %10.6f s  optimizer steps came after a window began: steps stay automatic\n",
+		fprintf(out,
+			"  token %-9zu %10.6f s  optimizer steps came after a window began: steps stay automatic\n",
 			d->index, t);
 	if (w & SP_DET_PYRULE) {
-		struct sp_pysteps_how h = { .rule = (int)d->how.confidence, .period = d->how.period,
+		struct sp_pysteps_how h = { .rule = (int)d->how.confidence,
+					    .period = d->how.period,
 					    .optimizers = d->how.launches };
 		char say[300];
 		fprintf(out, "  token %-9zu %10.6f s  %s\n", d->index, t,
@@ -572,8 +574,9 @@ int sp_cmd_autostep(int argc, char **argv)
 				return usage(stderr, 2);
 			}
 		} else if (c == 'm' && parse_marker(optarg, &kind, &pattern) < 0) {
-			fprintf(stderr, "stepprof autostep: --marker wants KIND:PATTERN (kernel, api, nccl, nvtx, python) "
-					"or optimizer\n");
+			fprintf(stderr,
+				"stepprof autostep: --marker wants KIND:PATTERN (kernel, api, nccl, nvtx, python) "
+				"or optimizer\n");
 			return usage(stderr, 2);
 		} else if (c != 'm' && c != 's' && c != 'W' && c != 'S') {
 			sp_cli_bad_option("autostep", c, argc, argv);

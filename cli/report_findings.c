@@ -28,7 +28,8 @@ int sp_report_steps_found_by(const struct report *rep, char *buf, size_t len)
 	const char *m = l->marker ? sp_trace_string(rep->r, l->marker) : NULL;
 	if (l->how.how - 1 == SP_MARK_OPTIMIZER) {
 		/* the STEP record keeps the rule in confidence, the cycle in period and launches */
-		struct sp_pysteps_how h = { .rule = (int)l->how.confidence, .period = l->how.period,
+		struct sp_pysteps_how h = { .rule = (int)l->how.confidence,
+					    .period = l->how.period,
 					    .optimizers = l->how.launches };
 		char say[300];
 		snprintf(buf, len, "found by the program's optimizer steps (torch.optim's global post hook%s): %s%s",
@@ -39,8 +40,10 @@ int sp_report_steps_found_by(const struct report *rep, char *buf, size_t len)
 		return 1;
 	}
 	if (l->how.how - 1 == SP_MARK_PYTHON) {
-		snprintf(buf, len, "found by the python marker '%.200s' (every %u): a step begins at each call of that "
-			 "function", m ? m : "?", l->how.every);
+		snprintf(buf, len,
+			 "found by the python marker '%.200s' (every %u): a step begins at each call of that "
+			 "function",
+			 m ? m : "?", l->how.every);
 		return 1;
 	}
 	if (l->how.how - 1 != SP_MARK_AUTO) {
@@ -186,7 +189,8 @@ static int eval_steps(const struct sp_steps *s, char *f)
 {
 	char *p = f, *end = f + FINDING_LEN;
 	size_t m = 0, said = 0;
-	if (s->n < 3 || (s->st[s->n - 1].how.how - 1 != SP_MARK_OPTIMIZER && s->st[s->n - 1].how.how - 1 != SP_MARK_PYTHON))
+	if (s->n < 3 ||
+	    (s->st[s->n - 1].how.how - 1 != SP_MARK_OPTIMIZER && s->st[s->n - 1].how.how - 1 != SP_MARK_PYTHON))
 		return 0;
 	uint64_t *k = sp_xrealloc(NULL, 3 * s->n * sizeof(*k)), *run = k + s->n, *tr = run + s->n;
 	for (size_t i = 0; i < s->n; i++)
@@ -202,11 +206,14 @@ static int eval_steps(const struct sp_steps *s, char *f)
 		return 0;
 	for (size_t i = 0; i < s->n && said < 6; i++) {
 		const struct sp_step_stat *a = &s->st[i];
-		uint64_t extra = a->kernels > mk ? a->kernels - mk : 0, more = a->plain_run > mr ? a->plain_run - mr : 0;
+		uint64_t extra = a->kernels > mk ? a->kernels - mk : 0,
+			 more = a->plain_run > mr ? a->plain_run - mr : 0;
 		if (!whole_step(a) || !a->train_kernels || extra < (mk / 4 > 8 ? mk / 4 : 8) || 2 * more < extra)
 			continue;
-		p += snprintf(p, end > p ? end - p : 0, "%sstep %lld holds an evaluation pass (%llu kernels without "
-			      "backward)", said ? "; " : "", (long long)a->number, (unsigned long long)more);
+		p += snprintf(p, end > p ? end - p : 0,
+			      "%sstep %lld holds an evaluation pass (%llu kernels without "
+			      "backward)",
+			      said ? "; " : "", (long long)a->number, (unsigned long long)more);
 		said++;
 	}
 	if (!said)

@@ -84,7 +84,8 @@ static uint8_t kernel_bits(struct sp_steps *s, struct sp_trace_reader *r, uint32
 	s->nccl = sp_xgrow(s->nccl, &s->ncap, 1, id);
 	if (!s->nccl[id]) {
 		const char *name = sp_trace_string(r, id);
-		s->nccl[id] = (uint8_t)(1 | (name && sp_nccl_is_kernel(name) ? 2 : 0) | (sp_kernel_trains(name) ? 4 : 0));
+		s->nccl[id] =
+			(uint8_t)(1 | (name && sp_nccl_is_kernel(name) ? 2 : 0) | (sp_kernel_trains(name) ? 4 : 0));
 	}
 	return s->nccl[id];
 }

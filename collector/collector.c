@@ -74,8 +74,8 @@ static void explain_no_window(void)
 	else if (kind == SP_MARK_OPTIMIZER)
 		sp_warn("%sno step recorded: the program ended in step %lld and the schedule records from step "
 			"%lld (the program's optimizer steps%s, every %u)",
-			pre, (long long)sp_col.step, (long long)first,
-			h->from_auto ? ", found by kind = auto" : "", h->every);
+			pre, (long long)sp_col.step, (long long)first, h->from_auto ? ", found by kind = auto" : "",
+			h->every);
 	else if (kind == SP_MARK_AUTO)
 		sp_warn("%sno step recorded: the program ended in step %lld and the schedule records from step "
 			"%lld; automatic boundaries come %s each '%s' (every %u): if the program ran longer, "

@@ -149,7 +149,8 @@ static int live(void)
 
 void sp_collector_py_installed(int what, int index)
 {
-	if (!live() || what < SP_PY_OPTIM || what > SP_PY_CALL || (what == SP_PY_CALL && (index < 0 || index >= PG.ncalls)))
+	if (!live() || what < SP_PY_OPTIM || what > SP_PY_CALL ||
+	    (what == SP_PY_CALL && (index < 0 || index >= PG.ncalls)))
 		return;
 	token(SP_TOK_PYHOOK, what == SP_PY_CALL ? PG.call[index] : PG.hook[what - 1], sp_thr_ns(1));
 }
@@ -208,7 +209,8 @@ void sp_pyglue_start(void)
 	PG.started = r > 0;
 	if (r == 0 && loud)
 		sp_warn("the %s marker needs CPython, and this process runs none (or one the bridge does not know): "
-			"no steps", sp_marker_kind_name((enum sp_marker_kind)sp_col.mk[0].kind));
+			"no steps",
+			sp_marker_kind_name((enum sp_marker_kind)sp_col.mk[0].kind));
 }
 
 void sp_pyglue_stop(void)
@@ -236,9 +238,9 @@ int sp_pyglue_explain(char *buf, size_t n)
 			what = 2 + i;
 	int st = PG.started ? sp_pybridge_state(what) : -1;
 	snprintf(buf, n, "%s: %s", kind == SP_MARK_OPTIMIZER ? "the optimizer marker" : m->pattern,
-		 st < 0	 ? "no CPython (3.10 to 3.13) runs in this process"
+		 st < 0    ? "no CPython (3.10 to 3.13) runs in this process"
 		 : st == 0 ? (kind == SP_MARK_OPTIMIZER ? "torch.optim.optimizer was never imported (or its import "
-							 "never finished)"
+							  "never finished)"
 							: "the function was never found (its module never imported, or "
 							  "the name never defined)")
 		 : st == 2 ? "its watch could not be installed (said above)"

@@ -306,7 +306,8 @@ static void py_apply(const struct sp_det_out *o)
 	if (o->what & SP_DET_SWITCH)
 		sp_pyglue_switched(o->step);
 	if (o->what & SP_DET_NOSWITCH)
-		sp_warn("the program's optimizer steps came after a window of automatic steps had begun: the steps stay "
+		sp_warn("the program's optimizer steps came after a window of automatic steps had begun: the steps "
+			"stay "
 			"automatic (set [marker] kind = optimizer to take them)");
 	if (o->what & SP_DET_PYRULE) {
 		struct sp_pysteps_how h = det->py.how;

@@ -51,13 +51,14 @@ int sp_marker_check(int kind, const char *pattern, const char *keypre, const cha
 			 keypre);
 	else if (!glob && !py && pattern[0]) {
 		*key = "pattern";
-		snprintf(buf, n, "must be empty with kind = %s (allowed: empty with auto, profiler_range and optimizer)",
-			 name);
+		snprintf(buf, n,
+			 "must be empty with kind = %s (allowed: empty with auto, profiler_range and optimizer)", name);
 	} else if (py && !sp_marker_python_pattern(pattern)) {
 		*key = "pattern";
 		snprintf(buf, n,
 			 "'%.100s' is not module:qualname (allowed: a module's dotted name, ':', the function's "
-			 "dotted qualified name, such as __main__:train_step or transformers.trainer:Trainer.training_step; "
+			 "dotted qualified name, such as __main__:train_step or "
+			 "transformers.trainer:Trainer.training_step; "
 			 "no glob)",
 			 pattern);
 	} else

@@ -6,8 +6,8 @@
 
 int sp_kernel_trains(const char *name)
 {
-	static const char *const words[] = { "backward", "bwd",  "wgrad",   "dgrad", "adam",
-					     "sgd",      "optimizer", "lamb", "adagrad", "rmsprop" };
+	static const char *const words[] = { "backward", "bwd",       "wgrad", "dgrad",   "adam",
+					     "sgd",      "optimizer", "lamb",  "adagrad", "rmsprop" };
 	for (size_t i = 0; name && i < sizeof words / sizeof *words; i++)
 		if (strcasestr(name, words[i]))
 			return 1;

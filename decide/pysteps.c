@@ -212,8 +212,10 @@ const char *sp_pysteps_say(const struct sp_pysteps_how *h, const char *end, char
 		snprintf(buf, n, "each step ends when %s's update() begins (GradScaler: skipped steps too)%s",
 			 end ? end : "?", cyc);
 	else if (h->rule == SP_PYRULE_CYCLE)
-		snprintf(buf, n, "each step ends when %s's step() returns (the cycle's least stepped, last "
-			 "optimizer)%s", end ? end : "?", cyc);
+		snprintf(buf, n,
+			 "each step ends when %s's step() returns (the cycle's least stepped, last "
+			 "optimizer)%s",
+			 end ? end : "?", cyc);
 	else
 		snprintf(buf, n, "each step ends when %s's step() returns (no cycle of optimizers confirmed yet)",
 			 end ? end : "?");

@@ -15,7 +15,8 @@
 #include <stdint.h>
 
 #define SP_PYSTEPS_MAX_CYCLE 32   /* longest cycle of optimizer steps learned (one iteration's) */
-#define SP_PYSTEPS_CONFIRM 8  /* a cycle is confirmed by this many events in a row that repeat it,
+#define SP_PYSTEPS_CONFIRM \
+	8  /* a cycle is confirmed by this many events in a row that repeat it,
 			       * two whole copies at least: a WGAN critic's 5 steps before the
 			       * generator's first are no cycle of one optimizer */
 #define SP_PYSTEPS_HIST 64    /* optimizer events remembered: two copies of the longest cycle */
@@ -32,7 +33,8 @@ enum sp_pysteps_rule {
 #define SP_PYSTEPS_END 0x1u    /* a step ends at this event */
 #define SP_PYSTEPS_RULE 0x2u   /* the rule changed at this event (how says the new one) */
 #define SP_PYSTEPS_BROKEN 0x4u /* ... because the confirmed cycle stopped repeating: learning again */
-#define SP_PYSTEPS_MERGED 0x8u /* ... and the new rule's end here was left out: the old rule had
+#define SP_PYSTEPS_MERGED \
+	0x8u /* ... and the new rule's end here was left out: the old rule had
 				* ended a step inside this iteration already (no step of a few
 				* calls at the change) */
 
@@ -48,7 +50,7 @@ struct sp_pysteps_how {
 
 struct sp_pysteps {
 	uint32_t hist[SP_PYSTEPS_HIST]; /* optimizer ids by event index mod SP_PYSTEPS_HIST */
-	uint64_t n;                     /* optimizer events so far */
+	uint64_t n;		     /* optimizer events so far */
 	uint64_t from;                  /* event index where the cycle's program order starts */
 	uint64_t learn_from;            /* ... where learning started (the anchor's event after a change) */
 	uint64_t last_end;              /* 1 + index of the last optimizer event the optimizer rule
@@ -56,7 +58,7 @@ struct sp_pysteps {
 	uint32_t anchor;                /* the FIRST rule's optimizer */
 	uint32_t cycle[SP_PYSTEPS_MAX_CYCLE]; /* the confirmed cycle by position, in program order */
 	uint32_t end_pos;               /* position of the step that ends a step */
-	int fresh;                      /* the cycle was just confirmed: its first end may merge */
+	int fresh;		      /* the cycle was just confirmed: its first end may merge */
 	int scaler_on;                  /* the SCALER rule holds */
 	uint32_t scaler;                /* ... for this scaler (the first whose update came) */
 	unsigned opt_ends;              /* optimizer-rule ends since that scaler's last update: a

@@ -307,9 +307,9 @@ int sp_stepdet_init(struct sp_stepdet *d, int kind, const char *pattern, int eve
 	sp_pysteps_init(&d->py);
 	if (kind != SP_MARK_AUTO) {
 		/* optimizer and python markers need nothing from CUPTI: the Python bridge brings them */
-		d->wants = kind == SP_MARK_KERNEL		       ? SP_WANT_LAUNCH
-			   : kind == SP_MARK_NVTX		       ? SP_WANT_NVTX
-			   : kind == SP_MARK_NCCL		       ? SP_WANT_NCCL
+		d->wants = kind == SP_MARK_KERNEL                                ? SP_WANT_LAUNCH
+			   : kind == SP_MARK_NVTX                                ? SP_WANT_NVTX
+			   : kind == SP_MARK_NCCL                                ? SP_WANT_NCCL
 			   : kind == SP_MARK_OPTIMIZER || kind == SP_MARK_PYTHON ? 0
 										 : SP_WANT_MARKER;
 		return 0;

@@ -51,7 +51,8 @@
 				* evaluation pass, start-up work, or one not proven yet): its steps do
 				* not count towards the schedule (docs/STEPS.md, "Regimes") */
 /* The Python bridge's tokens (stepdet_py.c, docs/STEPS.md "PyTorch optimizer steps"). */
-#define SP_DET_SWITCH 0x1000u   /* kind = auto takes the program's optimizer steps from here (the
+#define SP_DET_SWITCH \
+	0x1000u   /* kind = auto takes the program's optimizer steps from here (the
 				 * optimizer hook is in and fired before any window): the detector
 				 * is an optimizer marker now, numbering from the hook's install */
 #define SP_DET_NOSWITCH 0x2000u /* ... it did not, a window of automatic steps having begun (once) */

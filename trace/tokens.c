@@ -40,8 +40,8 @@ enum {
 
 const char *sp_tok_kind_name(int kind)
 {
-	static const char *const names[] = { "?",     "kernel",   "api",   "graph",  "nccl",  "nvtx_push",
-					     "nvtx_pop", "truth", "pyhook", "optim", "scaler", "pycall" };
+	static const char *const names[] = { "?",        "kernel", "api",    "graph", "nccl",   "nvtx_push",
+					     "nvtx_pop", "truth",  "pyhook", "optim", "scaler", "pycall" };
 	return kind > 0 && kind <= SP_TOK_KIND_MAX ? names[kind] : "?";
 }
 

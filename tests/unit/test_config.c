@@ -252,11 +252,11 @@ static void test_cross_key_errors(void **state)
 	assert_non_null(strstr(errs.msg[0], ":3: [marker] pattern: must be empty with kind = optimizer"));
 	assert_int_equal(load_text("[marker]\nkind = python\n"), 1);
 	assert_non_null(strstr(errs.msg[0], ":2: [marker] kind: python needs a pattern (allowed: [marker] pattern = "
-				       "module:qualname"));
+					    "module:qualname"));
 	static const char *const good_py[] = { "__main__:train_step", "transformers.trainer:Trainer.training_step",
 					       "a1._b:C.d_2" };
-	static const char *const bad_py[] = { "train_step",  "__main__:",   ":f",     "a:b:c", "m:train*",
-					      "m.:f",        "m:f.",        "m:1f",   "m..n:f", "m:f g" };
+	static const char *const bad_py[] = { "train_step", "__main__:", ":f",   "a:b:c",  "m:train*",
+					      "m.:f",       "m:f.",      "m:1f", "m..n:f", "m:f g" };
 	for (size_t i = 0; i < sizeof good_py / sizeof *good_py; i++) {
 		char text[128];
 		snprintf(text, sizeof(text), "[marker]\nkind = python\npattern = %s\n", good_py[i]);

@@ -261,11 +261,11 @@ static void test_say(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_one_optimizer), cmocka_unit_test(test_accumulation),
+		cmocka_unit_test(test_one_optimizer),  cmocka_unit_test(test_accumulation),
 		cmocka_unit_test(test_scaler_skipped), cmocka_unit_test(test_gan),
-		cmocka_unit_test(test_per_module),    cmocka_unit_test(test_wgan),
-		cmocka_unit_test(test_cycle_changes), cmocka_unit_test(test_scaler_dropped),
-		cmocka_unit_test(test_two_scalers),   cmocka_unit_test(test_say),
+		cmocka_unit_test(test_per_module),     cmocka_unit_test(test_wgan),
+		cmocka_unit_test(test_cycle_changes),  cmocka_unit_test(test_scaler_dropped),
+		cmocka_unit_test(test_two_scalers),    cmocka_unit_test(test_say),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

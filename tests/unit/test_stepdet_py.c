@@ -40,8 +40,11 @@ static unsigned cuda_iteration(int64_t *step)
 		if (o.what & (SP_DET_BOUNDARY | SP_DET_LOCK))
 			*step = o.step;
 	}
-	struct sp_token t = { .kind = SP_TOK_API, .flags = SP_TOKF_SYNC, .tid = 1,
-			      .name = sp_intern("cudaStreamSynchronize"), .ts = now += 3000 };
+	struct sp_token t = { .kind = SP_TOK_API,
+			      .flags = SP_TOKF_SYNC,
+			      .tid = 1,
+			      .name = sp_intern("cudaStreamSynchronize"),
+			      .ts = now += 3000 };
 	sp_stepdet_feed(&det, &t, &o);
 	if (o.what & (SP_DET_BOUNDARY | SP_DET_LOCK))
 		*step = o.step;
