@@ -50,7 +50,7 @@ struct sp_pysteps_how {
 
 struct sp_pysteps {
 	uint32_t hist[SP_PYSTEPS_HIST]; /* optimizer ids by event index mod SP_PYSTEPS_HIST */
-	uint64_t n;                     /* optimizer events so far */
+	uint64_t n; /* optimizer events so far */
 	uint64_t from;                  /* event index where the cycle's program order starts */
 	uint64_t learn_from;            /* ... where learning started (the anchor's event after a change) */
 	uint64_t last_end;              /* 1 + index of the last optimizer event the optimizer rule
@@ -58,7 +58,7 @@ struct sp_pysteps {
 	uint32_t anchor;                /* the FIRST rule's optimizer */
 	uint32_t cycle[SP_PYSTEPS_MAX_CYCLE]; /* the confirmed cycle by position, in program order */
 	uint32_t end_pos;               /* position of the step that ends a step */
-	int fresh;                      /* the cycle was just confirmed: its first end may merge */
+	int fresh; /* the cycle was just confirmed: its first end may merge */
 	int scaler_on;                  /* the SCALER rule holds */
 	uint32_t scaler;                /* ... for this scaler (the first whose update came) */
 	unsigned opt_ends;              /* optimizer-rule ends since that scaler's last update: a
