@@ -14,11 +14,11 @@ struct sp_pyapi sp_py;
 #define TP_NAME 24 /* PyTypeObject.tp_name (after the variable object header) */
 
 /* dlsym into *slot; counts what is missing in *missing (its name in miss). */
-#define FIND(slot, name)                                                         \
-	do {                                                                     \
-		*(void **)&(slot) = dlsym(RTLD_DEFAULT, name);                   \
-		if (!(slot) && !*miss)                                           \
-			snprintf(miss, sizeof miss, "%s", name);                 \
+#define FIND(slot, name)                                         \
+	do {                                                     \
+		*(void **)&(slot) = dlsym(RTLD_DEFAULT, name);   \
+		if (!(slot) && !*miss)                           \
+			snprintf(miss, sizeof miss, "%s", name); \
 	} while (0)
 
 /* The functions every supported version has. Returns 0, or -1 with the first missing name in why. */
@@ -80,9 +80,9 @@ int sp_pyapi_resolve(char *why, size_t n)
 		snprintf(why, n, "Python %d.%d: a debug build", major, minor);
 		return -1;
 	}
-	*(void **)&sp_py.is_finalizing =
-		dlsym(RTLD_DEFAULT, "Py_IsFinalizing") ? dlsym(RTLD_DEFAULT, "Py_IsFinalizing")
-						       : dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
+	*(void **)&sp_py.is_finalizing = dlsym(RTLD_DEFAULT, "Py_IsFinalizing")
+						 ? dlsym(RTLD_DEFAULT, "Py_IsFinalizing")
+						 : dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
 	if (!sp_py.is_finalizing) {
 		snprintf(why, n, "Python %d.%d: a symbol is missing: Py_IsFinalizing", major, minor);
 		return -1;

@@ -28,7 +28,7 @@ struct sp_pymethod {
 
 /* The functions, resolved once (sp_pyapi_resolve). */
 extern struct sp_pyapi {
-	int minor;                              /* 3.minor */
+	int minor; /* 3.minor */
 	int (*is_initialized)(void);            /* Py_IsInitialized */
 	int (*is_finalizing)(void);             /* Py_IsFinalizing (3.13), _Py_IsFinalizing before */
 	int (*gil_ensure)(void);                /* PyGILState_Ensure */
@@ -54,7 +54,7 @@ extern struct sp_pyapi {
 	void (*clear)(void);                    /* PyErr_Clear */
 	void (*incref)(PyObj *);                /* Py_IncRef */
 	void (*decref)(PyObj *);                /* Py_DecRef */
-	PyObj *none;                            /* &_Py_NoneStruct */
+	PyObj *none; /* &_Py_NoneStruct */
 	PyObj *(*get_frame)(void);              /* PyEval_GetFrame (3.12+): borrowed */
 	PyObj *(*frame_var)(PyObj *, const char *); /* PyFrame_GetVarString (3.12+): new */
 } sp_py;

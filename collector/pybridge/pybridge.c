@@ -17,8 +17,11 @@
 #include "pybridge_int.h"
 
 #define POLL_NS 100000000ull   /* a poll every 100 ms ... */
-#define SLOW_POLL_NS 1000000000ull /* ... and every second once the optimizer hook is in (the scaler
-				    * watch may wait for a module the program never imports) */
+#define SLOW_POLL_NS \
+	1000000000ull /* ... and every second once the optimizer hook is in (the scaler
+				    * watch may wait for a module the program never imports), or after
+				    * SLOW_AFTER polls that found nothing (a program without torch) */
+#define SLOW_AFTER 300
 
 struct sp_pyb sp_pyb;
 
@@ -95,7 +98,12 @@ static void *bridge_main(void *arg)
 	sp_mem_self = 1; /* its allocations are stepprof's */
 	pthread_setname_np(pthread_self(), "stepprof-py");
 	while (!atomic_load(&sp_pyb.stopping)) {
-		uint64_t ns = sp_pyb.state[SP_PYW_OPTIM] == SP_PYW_INSTALLED ? SLOW_POLL_NS : POLL_NS;
+		int found = 0;
+		for (int i = 0; i < SP_PYW_N; i++)
+			found |= sp_pyb.state[i] != SP_PYW_WAITING;
+		uint64_t ns = sp_pyb.state[SP_PYW_OPTIM] == SP_PYW_INSTALLED || (!found && sp_pyb.polls >= SLOW_AFTER)
+				      ? SLOW_POLL_NS
+				      : POLL_NS;
 		struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
 		nanosleep(&ts, NULL);
 		if (atomic_load(&sp_pyb.stopping) || poll_once())
@@ -110,7 +118,8 @@ int sp_pybridge_start(const struct sp_pybridge_ask *ask, int loud)
 	int r = sp_pyapi_resolve(why, sizeof why);
 	if (r <= 0 || !sp_py.is_initialized()) {
 		if (r < 0 && loud)
-			sp_warn("%s: no steps from the program's Python (the optimizer and python markers need it)", why);
+			sp_warn("%s: no steps from the program's Python (the optimizer and python markers need it)",
+				why);
 		return 0;
 	}
 	sp_pyb.ask = *ask;

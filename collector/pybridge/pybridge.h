@@ -20,7 +20,7 @@
 /* What to install. */
 struct sp_pybridge_ask {
 	int optimizer;                   /* the optimizer post hook and the GradScaler.update watch */
-	int ncalls;                      /* python markers' functions */
+	int ncalls; /* python markers' functions */
 	const char *calls[SP_MAX_PHASES]; /* their module:qualname (outlive the bridge); index = event index */
 };
 

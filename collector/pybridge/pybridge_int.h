@@ -20,7 +20,7 @@ enum { SP_PYW_WAITING = 0, SP_PYW_INSTALLED, SP_PYW_FAILED };
 
 extern struct sp_pyb {
 	struct sp_pybridge_ask ask; /* what to install (set before the thread starts) */
-	int pid;                    /* the process that started the bridge */
+	int pid; /* the process that started the bridge */
 	_Atomic int off;            /* a failure (said), a fork child: the callables return at once */
 	_Atomic int stopping;       /* the interpreter finalises (atexit) or the process exits: no poll */
 	_Atomic int inflight;       /* polls between their check and their release of the GIL */
@@ -31,7 +31,7 @@ extern struct sp_pyb {
 	PyObj *helpers;             /* the private globals of the helper functions (pywatch.c) */
 	PyObj *hook_handle;         /* the optimizer hook's RemovableHandle */
 	PyObj *code[SP_PYW_N];      /* 3.12+: the code object each watch's PY_START is on, or NULL */
-	int tool;                   /* sys.monitoring tool id, -1 none (wrappers), -2 not tried yet */
+	int tool; /* sys.monitoring tool id, -1 none (wrappers), -2 not tried yet */
 	int exit_hooked;            /* the atexit callback is registered (or cannot be) */
 } sp_pyb;
 

@@ -303,7 +303,8 @@ static int tool_id(void)
 	if (sp_pyb.tool < 0)
 		sp_info("Python bridge: sys.monitoring tool ids 3 and 4 are taken: watched functions get a wrapper");
 	else
-		sp_info("Python bridge: sys.monitoring tool id %d (PY_START on the watched functions only)", sp_pyb.tool);
+		sp_info("Python bridge: sys.monitoring tool id %d (PY_START on the watched functions only)",
+			sp_pyb.tool);
 	return sp_pyb.tool;
 }
 
