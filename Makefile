@@ -62,7 +62,7 @@ CLI_LIBS := $(DEP_LIBS) $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null) -lstd
 # tests: compiled without the CUDA include path and with SP_PURE, so an include of CUPTI or of the
 # collector's internals there fails the build. The CUPTI-side rooms go into the library only.
 PURE_DIRS := config trace decide collector/base collector/out collector/mem collector/stacks
-CUPTI_DIRS := collector collector/cupti collector/hold collector/ondemand
+CUPTI_DIRS := collector collector/cupti collector/hold collector/ondemand collector/pybridge
 CORE_SRCS := $(wildcard $(addsuffix /*.c,$(PURE_DIRS)))
 CUPTI_SRCS := $(wildcard $(addsuffix /*.c,$(CUPTI_DIRS)))
 # Library only: hooks and the CUPTI side of the collector.

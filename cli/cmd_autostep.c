@@ -65,7 +65,8 @@ static int usage(FILE *f, int rc)
 		"  --check: exit 1 if they disagree (with --no-lock: if the detector finds steps in the loop, i.e. "
 		"from the\n"
 		"  first true iteration on, or anywhere without truth)\n"
-		"  --marker KIND:PATTERN: replay an explicit marker (kernel, api, nccl, nvtx) instead of auto\n"
+		"  --marker KIND:PATTERN: replay an explicit marker (kernel, api, nccl, nvtx, python:module:qualname,\n"
+		"  or optimizer without a pattern) instead of auto\n"
 		"  --windows: also replay the windows the default schedule ([schedule] defaults; --skip-first N and\n"
 		"  --wait N set skip_first and wait) would record, and with --check exit 1 unless each recorded step "
 		"is one true iteration of\n"
@@ -79,11 +80,17 @@ static int usage(FILE *f, int rc)
 	return rc;
 }
 
-static void replay_run(const struct sp_tokstream *s, struct sp_stepdet *det, struct replay *r)
+static void replay_run(const struct sp_tokstream *s, struct sp_stepdet *det, const struct sp_schedule *sch,
+		       struct replay *r)
 {
 	for (size_t i = 0; i < s->n; i++) {
 		struct sp_det_out o;
 		sp_stepdet_feed(det, &s->tok[i], &o);
+		/* as the library: once a window begins, kind = auto keeps its steps (stepdet_py.c) */
+		if ((o.what & SP_DET_BOUNDARY) && det->kind == SP_MARK_AUTO &&
+		    (sp_schedule_action(sch, sp_stepdet_sched_step(det, o.step)) == SP_ACT_RECORD ||
+		     sp_schedule_action(sch, sp_stepdet_sched_step(det, o.step)) == SP_ACT_RECORD_AND_SAVE))
+			sp_stepdet_no_switch(det);
 		if (o.what & SP_DET_UNDECIDED)
 			sp_stepdet_undecided(det, r->undecided, sizeof r->undecided);
 		if (!(o.what & ~(unsigned)(SP_DET_WANTS | SP_DET_UNDECIDED)))
@@ -379,6 +386,21 @@ static void print_decision(const struct decision *d, uint64_t t0, FILE *out)
 			w & SP_DET_MINOR ? ", not counted by the schedule" : "");
 	if ((w & SP_DET_END) && !(w & SP_DET_UNLOCK))
 		fprintf(out, "  token %-9zu %10.6f s  step ends\n", d->index, t);
+	if (w & SP_DET_SWITCH)
+		fprintf(out, "  token %-9zu %10.6f s  the program's optimizer steps from here (kind = auto)\n",
+			d->index, t);
+	if (w & SP_DET_NOSWITCH)
+		fprintf(out,
+			"  token %-9zu %10.6f s  optimizer steps came after a window began: steps stay automatic\n",
+			d->index, t);
+	if (w & SP_DET_PYRULE) {
+		struct sp_pysteps_how h = { .rule = (int)d->how.confidence,
+					    .period = d->how.period,
+					    .optimizers = d->how.launches };
+		char say[300];
+		fprintf(out, "  token %-9zu %10.6f s  %s\n", d->index, t,
+			sp_pysteps_say(&h, anchor_name(&d->how), say, sizeof say));
+	}
 }
 
 /* One line on the windows (text) or one field (json). */
@@ -495,8 +517,16 @@ static int parse_marker(const char *spec, int *kind, const char **pattern)
 	} kinds[] = { { "kernel", SP_MARK_KERNEL },
 		      { "api", SP_MARK_API },
 		      { "nccl", SP_MARK_NCCL },
-		      { "nvtx", SP_MARK_NVTX } };
+		      { "nvtx", SP_MARK_NVTX },
+		      { "python", SP_MARK_PYTHON } };
+	if (!strcmp(spec, "optimizer") || !strcmp(spec, "optimizer:")) {
+		*kind = SP_MARK_OPTIMIZER;
+		*pattern = "";
+		return 0;
+	}
 	const char *c = strchr(spec, ':');
+	if (c && !strncmp(spec, "python:", 7)) /* module:qualname holds a ':' of its own */
+		c = spec + 6;
 	for (size_t i = 0; c && c[1] && i < sizeof kinds / sizeof *kinds; i++)
 		if ((size_t)(c - spec) == strlen(kinds[i].name) && !strncmp(spec, kinds[i].name, (size_t)(c - spec))) {
 			*kind = kinds[i].kind;
@@ -544,7 +574,9 @@ int sp_cmd_autostep(int argc, char **argv)
 				return usage(stderr, 2);
 			}
 		} else if (c == 'm' && parse_marker(optarg, &kind, &pattern) < 0) {
-			fprintf(stderr, "stepprof autostep: --marker wants KIND:PATTERN (kernel, api, nccl, nvtx)\n");
+			fprintf(stderr,
+				"stepprof autostep: --marker wants KIND:PATTERN (kernel, api, nccl, nvtx, python) "
+				"or optimizer\n");
 			return usage(stderr, 2);
 		} else if (c != 'm' && c != 's' && c != 'W' && c != 'S') {
 			sp_cli_bad_option("autostep", c, argc, argv);
@@ -574,7 +606,7 @@ int sp_cmd_autostep(int argc, char **argv)
 	sp_stepdet_sparse(det, (uint32_t)sparse, &cfg.schedule);
 	if (tokens)
 		print_tokens(&s, stdout);
-	replay_run(&s, det, &r);
+	replay_run(&s, det, &cfg.schedule, &r);
 	compare(&s, &r, &v);
 	/* --no-lock: the loop (from the first true iteration on; without truth, the whole stream)
 	 * must get no step */

@@ -38,6 +38,8 @@ static void print_phases(const struct sp_config *cfg)
 			       p->schedule.repeat == 1 ? "" : "s");
 		else
 			printf("; repeats forever\n");
+		if (sp_marker_explain(p->marker_kind, p->marker_pattern, msg, sizeof msg))
+			fprintf(stderr, "stepprof check: phase %s: note: %s\n", p->name, msg);
 		if (p->marker_kind == SP_MARK_AUTO) {
 			int w = sp_stepdet_schedule_warning(&p->schedule, msg, sizeof msg);
 			if (w)
@@ -137,6 +139,8 @@ int sp_cmd_check(int argc, char **argv)
 			: 0;
 	if (w)
 		fprintf(stderr, "stepprof check: %s: %s\n", w == 1 ? "warning" : "note", msg);
+	if (!cfg.phases.n && sp_marker_explain(cfg.marker_kind, cfg.marker_pattern, msg, sizeof msg))
+		fprintf(stderr, "stepprof check: note: %s\n", msg);
 	if (cfg.marker_learn != SP_LEARN_CUPTI && cfg.marker_kind == SP_MARK_AUTO) {
 		const char *why = sp_cfg_learn_cupti_why(&cfg);
 		if (why)

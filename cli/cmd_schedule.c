@@ -199,6 +199,8 @@ int sp_cmd_schedule(int argc, char **argv)
 				"warmed up (torch warns: \"Profiler won't be using warmup, this can skew "
 				"profiler results\")\n");
 	char msg[600];
+	if (sp_marker_explain(cfg.marker_kind, ph ? ph->marker_pattern : cfg.marker_pattern, msg, sizeof msg))
+		fprintf(stderr, "stepprof schedule: note: %s\n", msg);
 	int w = cfg.marker_kind == SP_MARK_AUTO ? sp_stepdet_schedule_warning(&cfg.schedule, msg, sizeof msg) : 0;
 	if (w)
 		fprintf(stderr, "stepprof schedule: %s: %s\n", w == 1 ? "warning" : "note", msg);

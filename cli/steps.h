@@ -22,6 +22,10 @@ struct sp_step_stat {
 	uint64_t stall;         /* host stall: ns with no GPU work running between the end of the
 	                           previous step's GPU work (the first step of a window: its start)
 	                           and gpu_end: the GPU waited for this rank's CPU */
+	uint64_t train_kernels; /* kernels whose names say backward or optimizer (decide/kclass.h) */
+	uint64_t plain_run;     /* the longest run of its kernels, in the window's order, with none of
+	                           those: a forward pass (an evaluation pass is one) */
+	uint64_t cur_run;       /* (the run in progress while the window is read) */
 	struct sp_ev_step how;  /* the STEP record: how the step was found (format version 4) */
 	uint32_t marker;        /* its marker pattern or anchor (string id), 0 unknown */
 };
@@ -53,7 +57,8 @@ struct sp_steps {
 	} *iv;  /* GPU intervals of one window */
 	size_t ivcap;
 	struct sp_calls calls;  /* its CUDA calls */
-	uint8_t *nccl;          /* by name id: 0 unknown, 1 not an NCCL kernel, 2 an NCCL kernel */
+	uint8_t *nccl;          /* by name id: 0 unknown, else 1 | 2 (an NCCL kernel) | 4 (a training
+	                           kernel, decide/kclass.h) */
 	size_t ncap;
 };
 
@@ -61,6 +66,8 @@ struct sp_steps {
 struct sp_step_stat *sp_steps_at(struct sp_step_stat *st, size_t n, uint64_t t);
 /* 1 if kernel name id (strings of r) is an NCCL kernel, cached by id in s. Exits if memory runs out. */
 int sp_steps_is_nccl(struct sp_steps *s, struct sp_trace_reader *r, uint32_t id);
+/* 1 if its name says backward or optimizer (decide/kclass.h), cached the same way. */
+int sp_steps_trains(struct sp_steps *s, struct sp_trace_reader *r, uint32_t id);
 /* Sorts iv[0..n) by start and merges it in place into disjoint intervals; returns their number. */
 size_t sp_steps_merge(struct sp_steps_iv *iv, size_t n);
 /* ns of [lo, hi) covered by the disjoint sorted intervals iv[0..m). Can't fail. */

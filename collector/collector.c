@@ -66,9 +66,17 @@ static void explain_no_window(void)
 	const struct sp_det_how *h = &m->det->how;
 	const char *anchor = sp_intern_lookup(h->anchor & ~SP_AUTOSTEP_FLAGS);
 	char msg[700];
-	if (m->kind == SP_MARK_AUTO && sp_stepdet_undecided(m->det, msg, sizeof msg))
+	int kind = m->det->kind; /* the detector's: kind = auto may have switched to optimizer steps */
+	if (kind == SP_MARK_AUTO && sp_stepdet_undecided(m->det, msg, sizeof msg))
 		sp_warn("%sno step recorded: %s", pre, msg);
-	else if (m->kind == SP_MARK_AUTO)
+	else if (sp_col.step < 0 && sp_pyglue_explain(msg, sizeof msg))
+		sp_warn("%sno step recorded: %s", pre, msg);
+	else if (kind == SP_MARK_OPTIMIZER)
+		sp_warn("%sno step recorded: the program ended in step %lld and the schedule records from step "
+			"%lld (the program's optimizer steps%s, every %u)",
+			pre, (long long)sp_col.step, (long long)first, h->from_auto ? ", found by kind = auto" : "",
+			h->every);
+	else if (kind == SP_MARK_AUTO)
 		sp_warn("%sno step recorded: the program ended in step %lld and the schedule records from step "
 			"%lld; automatic boundaries come %s each '%s' (every %u): if the program ran longer, "
 			"that call stopped recurring - set an explicit [marker] (docs/STEPS.md)",
@@ -99,6 +107,7 @@ static void on_exit_process(void)
 {
 	if (!sp_col.active)
 		return;
+	sp_pyglue_stop(); /* the Python bridge polls no more */
 	sp_od_stop(); /* no re-attach or time range from now on */
 	sp_cupti_life_freeze();
 	pthread_mutex_lock(&sp_col.lock);
@@ -184,6 +193,23 @@ void sp_coll_push(struct sp_event *ev)
 	sp_ring_push(ev);
 }
 
+/* Subscribes to CUPTI now, or starts parked (subscribed before the first window) where the steps
+ * come without it: automatic detection learning from the preload's hooks, or the Python bridge's
+ * steps. Returns what the subscription returned (CUPTI_SUCCESS when parked). */
+static CUptiResult start_cupti(const struct sp_cupti_hooks *hooks)
+{
+	if (sp_hooklearn_wanted()) {
+		sp_cupti_life_start_parked(hooks);
+		sp_hooklearn_begin();
+		return CUPTI_SUCCESS;
+	}
+	if (sp_pyglue_parks()) {
+		sp_cupti_life_start_parked(hooks);
+		return CUPTI_SUCCESS;
+	}
+	return sp_cupti_life_attach(hooks, &sp_col.sub);
+}
+
 void sp_collector_inject(void)
 {
 	struct sp_cfg_errors errs = { 0 };
@@ -228,12 +254,7 @@ void sp_collector_inject(void)
 	sp_ring_configure(sp_col.cfg.ring_events);
 	sp_writer_set_tick(sp_act_writer_tick, NULL);
 	sp_writer_set_seen(sp_act_writer_seen);
-	CUptiResult r = CUPTI_SUCCESS;
-	if (sp_hooklearn_wanted()) { /* learning from the preload's hooks: subscribed before the first window */
-		sp_cupti_life_start_parked(&hooks);
-		sp_hooklearn_begin();
-	} else
-		r = sp_cupti_life_attach(&hooks, &sp_col.sub);
+	CUptiResult r = start_cupti(&hooks);
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		const char *msg = "?";
 		sp_cupti.cuptiGetResultString(r, &msg);
@@ -263,6 +284,7 @@ void sp_collector_inject(void)
 			sp_col.mk[i].name ? ": " : "", sp_marker_kind_name((enum sp_marker_kind)sp_col.mk[i].kind),
 			sp_col.mk[i].pattern, sp_col.mk[i].every);
 	sp_od_start(); /* warned if it fails: the schedule's windows still come */
+	sp_pyglue_start(); /* in a CPython process whose markers take the program's own steps */
 }
 
 int sp_collector_owns_cupti(void)

@@ -273,6 +273,25 @@ void sp_comms_announce(uint64_t t);
 struct memop sp_alloc_classify(int d, const char *name);
 void sp_alloc_call(const CUpti_CallbackData *cd, struct memop op, uint64_t t, uint32_t stack, int record);
 
+/* pyglue.c: the Python bridge's events (collector.h sp_collector_py_*) into the step logic. */
+/* At injection, once profiling: starts the bridge if a marker takes its events (optimizer,
+ * python, or the single automatic marker). Can't fail (the bridge warns). */
+void sp_pyglue_start(void);
+/* At exit: the bridge polls no more. Can't fail. */
+void sp_pyglue_stop(void);
+/* 1 if this configuration starts detached from CUPTI, parked until the first window: its single
+ * marker is an optimizer or python marker and nothing needs CUPTI from the start. Can't fail. */
+int sp_pyglue_parks(void);
+/* 1 if the single marker's steps come from the bridge now (an optimizer or python marker, or
+ * kind = auto switched to optimizer steps): they need no hook proven to park. Any thread. */
+int sp_pyglue_counts(void);
+/* kind = auto switched to optimizer steps at step (SP_DET_SWITCH): no launch or anchor hook is
+ * wanted any more; said with STEPPROF_VERBOSE. Under sp_col.lock. Can't fail. */
+void sp_pyglue_switched(int64_t step);
+/* Why the current optimizer or python marker recorded no step, into buf ("the optimizer marker:
+ * torch.optim.optimizer was never imported"). Returns 0 for other markers. Under sp_col.lock. */
+int sp_pyglue_explain(char *buf, size_t n);
+
 /* tokglue.c: detector tokens of API calls, and their recording (STEPPROF_RECORD_TOKENS). */
 int sp_tokglue_token_of(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd, int launch,
 			uint8_t *kind, uint8_t *flags, uint32_t *name);

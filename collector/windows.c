@@ -144,6 +144,8 @@ static struct window *open_window(uint64_t t, uint32_t corr)
 	}
 	w->id = sp_col.next_window_id++;
 	w->mk = sp_col.cur;
+	if (sp_col.mk[sp_col.cur].det->kind == SP_MARK_AUTO)
+		sp_stepdet_no_switch(sp_col.mk[sp_col.cur].det); /* its steps stay automatic (stepdet.h) */
 	sp_col.rt[sp_col.cur].windows++;
 	w->first_step = w->last_step = sp_col.step;
 	w->t_begin = t;
@@ -174,22 +176,23 @@ static void close_window(uint64_t t, uint32_t corr)
 	sp_writer_kick();
 }
 
-/* Fills a STEP record's account of how the step was found (format version 2). */
+/* Fills a STEP record's account of how the step was found (format version 2): the detector's
+ * kind (kind = auto may have switched to the program's optimizer steps). */
 static void step_how(struct sp_event *ev)
 {
 	const struct sp_det_how *h = &sp_col.step_how;
 	const struct sp_mk *m = &sp_col.mk[sp_col.cur];
-	int aut = m->kind == SP_MARK_AUTO;
-	ev->name = aut ? h->anchor & ~SP_AUTOSTEP_FLAGS : sp_intern(m->pattern[0] ? m->pattern : "?");
-	ev->u.step.how = (uint8_t)(m->kind + 1);
+	int aut = h->marker_kind == SP_MARK_AUTO, opt = h->marker_kind == SP_MARK_OPTIMIZER;
+	ev->name = aut || opt ? h->anchor & ~SP_AUTOSTEP_FLAGS : sp_intern(m->pattern[0] ? m->pattern : "?");
+	ev->u.step.how = (uint8_t)(h->marker_kind + 1);
 	ev->u.step.flags =
 		(uint8_t)((aut && h->after ? SP_STEP_AFTER : 0) | (sp_col.step_refuted == 1 ? SP_STEP_REFUTED : 0) |
 			  (sp_col.step_refuted == 2 ? SP_STEP_IRREGULAR : 0) | (aut && h->train ? SP_STEP_TRAIN : 0) |
-			  (sp_col.at_exit ? SP_STEP_AT_EXIT : 0));
+			  (sp_col.at_exit ? SP_STEP_AT_EXIT : 0) | (h->from_auto ? SP_STEP_FROM_AUTO : 0));
 	ev->u.step.regime = h->regime;
 	ev->u.step.period = h->period;
 	ev->u.step.launches = h->launches;
-	ev->u.step.every = aut ? h->every : (uint32_t)m->every;
+	ev->u.step.every = aut || opt ? h->every : (uint32_t)m->every;
 	ev->u.step.confidence = h->confidence;
 	ev->u.step.relocks = h->relocks;
 }
@@ -294,6 +297,25 @@ static void det_locked(const struct sp_det_out *o, uint64_t t)
 		h->confidence, (long long)sp_col.step, blocks);
 }
 
+/* What the Python bridge's tokens decided (stepdet_py.c): the switch of kind = auto to the
+ * program's optimizer steps, or why none came, and a change of the optimizer steps' rule. */
+static void py_apply(const struct sp_det_out *o)
+{
+	const struct sp_stepdet *det = sp_col.mk[sp_col.cur].det;
+	char say[300];
+	if (o->what & SP_DET_SWITCH)
+		sp_pyglue_switched(o->step);
+	if (o->what & SP_DET_NOSWITCH)
+		sp_warn("the program's optimizer steps came after a window of automatic steps had begun: the steps "
+			"stay "
+			"automatic (set [marker] kind = optimizer to take them)");
+	if (o->what & SP_DET_PYRULE) {
+		struct sp_pysteps_how h = det->py.how;
+		sp_info("optimizer steps from step %lld: %s", (long long)sp_col.step,
+			sp_pysteps_say(&h, sp_intern_lookup(h.end), say, sizeof say));
+	}
+}
+
 /* Applies one decision of the detector at time t (corr as for end_step). Under sp_col.lock. */
 static void det_apply(const struct sp_det_out *o, uint64_t t, uint32_t corr, CUpti_CallbackId cbid, int d)
 {
@@ -338,6 +360,7 @@ static void det_apply(const struct sp_det_out *o, uint64_t t, uint32_t corr, CUp
 		sp_cbset_apply();
 	if ((o->what & SP_DET_UNDECIDED) && sp_stepdet_undecided(sp_col.mk[sp_col.cur].det, msg, sizeof msg))
 		sp_warn("%s", msg);
+	py_apply(o);
 }
 
 /* Feeds marker mk's detector (sp_col.mk) one token (kind, flags and name as in trace/tokens.h)
@@ -348,7 +371,7 @@ void sp_win_detect(int mk, uint8_t kind, uint8_t flags, uint32_t name, uint64_t 
 {
 	static _Atomic uint64_t anchored; /* when a token last anchored the counter clock */
 	struct sp_det_out o;
-	if (kind != SP_TOK_NVTX_PUSH && kind != SP_TOK_NVTX_POP)
+	if (kind <= SP_TOK_NCCL)
 		sp_coll_saw_context(); /* a CUDA call or launch */
 	/* learning before the first window: no writer thread anchors sp_fast_ns, which the callbacks'
 	 * clock is, so the tokens do (outside the lock: the first anchor reads a sysfs file) */

@@ -304,11 +304,14 @@ int sp_stepdet_init(struct sp_stepdet *d, int kind, const char *pattern, int eve
 	d->how.marker_kind = kind;
 	d->how.every = d->every;
 	d->nvtx_pop = sp_intern("nvtx:pop");
+	sp_pysteps_init(&d->py);
 	if (kind != SP_MARK_AUTO) {
-		d->wants = kind == SP_MARK_KERNEL ? SP_WANT_LAUNCH
-			   : kind == SP_MARK_NVTX ? SP_WANT_NVTX
-			   : kind == SP_MARK_NCCL ? SP_WANT_NCCL
-						  : SP_WANT_MARKER;
+		/* optimizer and python markers need nothing from CUPTI: the Python bridge brings them */
+		d->wants = kind == SP_MARK_KERNEL                                ? SP_WANT_LAUNCH
+			   : kind == SP_MARK_NVTX                                ? SP_WANT_NVTX
+			   : kind == SP_MARK_NCCL                                ? SP_WANT_NCCL
+			   : kind == SP_MARK_OPTIMIZER || kind == SP_MARK_PYTHON ? 0
+										 : SP_WANT_MARKER;
 		return 0;
 	}
 	if (sp_autostep_init(&d->a, RING_TOKENS) < 0)
@@ -773,6 +776,10 @@ void sp_stepdet_feed(struct sp_stepdet *d, const struct sp_token *t, struct sp_d
 	out->regime = d->how.regime;
 	if (t->kind == SP_TOK_TRUTH)
 		return;
+	if (sp_stepdet_py_token(t)) { /* the Python bridge's: stepdet_py.c */
+		sp_stepdet_py_feed(d, t, out);
+		return;
+	}
 	switch (d->kind) {
 	case SP_MARK_AUTO:
 		auto_feed(d, t, out);

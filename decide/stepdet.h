@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 #include "autostep.h"
+#include "pysteps.h"
 #include "trace/tokens.h"
 
 /* Which tokens the detector needs now (sp_stepdet_wants): the caller enables what delivers them
@@ -49,6 +50,13 @@
 	0x200u    /* BOUNDARY / LOCK: the step's regime is not the preferred one (an
 				* evaluation pass, start-up work, or one not proven yet): its steps do
 				* not count towards the schedule (docs/STEPS.md, "Regimes") */
+/* The Python bridge's tokens (stepdet_py.c, docs/STEPS.md "PyTorch optimizer steps"). */
+#define SP_DET_SWITCH \
+	0x1000u   /* kind = auto takes the program's optimizer steps from here (the
+				 * optimizer hook is in and fired before any window): the detector
+				 * is an optimizer marker now, numbering from the hook's install */
+#define SP_DET_NOSWITCH 0x2000u /* ... it did not, a window of automatic steps having begun (once) */
+#define SP_DET_PYRULE 0x4000u   /* the optimizer steps' rule changed (sp_pysteps_say says the new one) */
 
 struct sp_det_out {
 	unsigned what;
@@ -71,6 +79,9 @@ struct sp_det_how {
 	uint32_t confidence;   /* copies of the period that proved the lock */
 	uint32_t blocks;       /* auto: > 1 if the synchronised period held this many iterations */
 	int train;             /* auto: the current regime has training evidence */
+	int from_auto;         /* optimizer: kind = auto switched to the program's optimizer steps */
+	/* optimizer steps keep anchor (the ending object's name), period (optimizer steps a cycle),
+	 * launches (optimizers in it), confidence (enum sp_pysteps_rule), regime (1 + rule changes) */
 };
 
 #define SP_DET_MATCH_CACHE 65536u /* name id -> marker match verdict */
@@ -145,6 +156,11 @@ struct sp_stepdet {
 	uint32_t nvtx_pop;            /* token id of a pop/end */
 	uint64_t undecided_at;        /* tokens at which "undecided" was last reported */
 	int reported;                 /* SP_DET_UNDECIDED was returned */
+	/* the Python bridge's tokens (stepdet_py.c) */
+	struct sp_pysteps py;         /* optimizer steps to iteration ends */
+	int py_hooked;                /* auto: the optimizer hook is in (its PYHOOK token came) */
+	int py_no_switch;             /* auto: a window has begun: no switch to optimizer steps */
+	int py_said;                  /* auto: SP_DET_NOSWITCH returned */
 };
 
 /* Sets d up for marker kind (enum sp_marker_kind), pattern (glob; ignored for auto and
@@ -226,6 +242,21 @@ int sp_stepdet_sparse_quiet(const struct sp_stepdet *d);
  * spent learning again skip only those it gives no action (docs/STEPS.md, "Regimes"). The live
  * collector and the replay must set the same. This function can't fail. */
 void sp_stepdet_schedule(struct sp_stepdet *d, const struct sp_schedule *sched);
+/* stepdet_py.c: the Python bridge's tokens (kinds SP_TOK_PYHOOK to SP_TOK_PYCALL). A python
+ * marker counts its function's calls against every; an optimizer marker begins step 0 at the
+ * optimizer hook's install and ends a step where decide/pysteps.h says (every `every` ends);
+ * kind = auto, once the hook is in, switches to the optimizer marker at the first optimizer or
+ * scaler token (SP_DET_SWITCH) unless sp_stepdet_no_switch was called. This function can't fail. */
+void sp_stepdet_py_feed(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_out *out);
+/* 1 if t is one of the Python bridge's tokens. */
+static inline int sp_stepdet_py_token(const struct sp_token *t)
+{
+	return t->kind >= SP_TOK_PYHOOK && t->kind <= SP_TOK_PYCALL;
+}
+/* A window has begun (kind = auto): steps stay automatic, optimizer steps that come later are not
+ * switched to (said once, SP_DET_NOSWITCH). This function can't fail. */
+void sp_stepdet_no_switch(struct sp_stepdet *d);
+
 /* 1 if the current regime has run long enough for its steps to be trusted as the program's loop
  * (auto), or always for explicit markers: the caller may then stop watching when the schedule is
  * done. */

@@ -174,6 +174,8 @@ struct sp_ev_step {
 #define SP_STEP_AT_EXIT \
 	0x08u /* the process exited in it: it ends at exit, not at a step boundary, and holds whatever
 			       * the program did after its last iteration (a final evaluation, a save) */
+#define SP_STEP_FROM_AUTO \
+	0x20u /* optimizer steps found by kind = auto: the program's optimizer hook fired before any window */
 #define SP_STEP_TRAIN \
 	0x04u /* auto: its regime launches backward or optimizer kernels (training);
 			       * without it, a regime taken for the loop after SP_DET_DEFER_STEPS steps */

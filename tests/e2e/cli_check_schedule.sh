@@ -146,4 +146,14 @@ run sconf "$SP" schedule --config "$D/bad.ini"
 ok "config errors exit 2" [ "$rc" = 2 ]
 ok "config errors all printed" [ "$(wc -l <"$T/sconf.err")" = 19 ]
 
+# the Python bridge's kinds: accepted and explained; a python pattern is module:qualname
+run copt env STEPPROF_MARKER_KIND=optimizer "$SP" check
+ok "kind = optimizer is valid" [ "$rc" = 0 ]
+ok "kind = optimizer explained" grep -q "^stepprof check: note: kind = optimizer: a step ends when a torch optimizer's step() returns" "$T/copt.err"
+run cpy env STEPPROF_MARKER_KIND=python STEPPROF_MARKER_PATTERN=__main__:train_step "$SP" schedule --count 1
+ok "kind = python explained by schedule" grep -q "^stepprof schedule: note: kind = python: a step begins at each call of __main__:train_step" "$T/cpy.err"
+run cpybad env STEPPROF_MARKER_KIND=python STEPPROF_MARKER_PATTERN='train*' "$SP" check
+ok "a python pattern that is no module:qualname exits 2" [ "$rc" = 2 ]
+ok "... and says what is allowed" grep -qF "STEPPROF_MARKER_PATTERN: [marker] pattern: 'train*' is not module:qualname" "$T/cpybad.err"
+
 exit $failed

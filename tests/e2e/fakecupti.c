@@ -20,7 +20,9 @@
  * last that long. FAKE_CUPTI_ONE_CORR=1: correlation ids come from one counter for the process, as
  * CUPTI's do (the test programs number each thread's or library's calls apart): a call's entry
  * takes the next one, its exit and what it launches meanwhile on its thread keep it.
- * Built by the Makefile; used by tests/e2e/cupti_life.sh and share.sh. */
+ * FAKE_CUPTI_NAME_KERNELS=1: a kernel made by fake_cupti_launch is named by the launch's symbol
+ * (else "fake_kernel"). Built by the Makefile; used by tests/e2e/cupti_life.sh, share.sh and
+ * pybridge.sh. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdarg.h>
@@ -372,11 +374,33 @@ __attribute__((visibility("default"))) void fake_cupti_release_corr(unsigned cor
 	corr_of(corr, 1);
 }
 
+/* A lasting copy of kernel name sym (FAKE_CUPTI_NAME_KERNELS), or "fake_kernel" beyond 256 names. */
+static const char *kernel_name(const char *sym)
+{
+	static char *names[256];
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	const char *r = "fake_kernel";
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < 256; i++) {
+		if (!names[i])
+			names[i] = strdup(sym);
+		if (names[i] && !strcmp(names[i], sym)) {
+			r = names[i];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+static __thread const char *launch_name; /* this thread's launch names its kernel (FAKE_CUPTI_NAME_KERNELS) */
+
 /* The test program's side: one kernel of the launch with correlation id corr, recorded if
- * CONCURRENT_KERNEL is enabled (runs 1 us). Returns 1 if recorded. */
+ * CONCURRENT_KERNEL is enabled (runs 1 us), named "fake_kernel" (with FAKE_CUPTI_NAME_KERNELS set
+ * and made by fake_cupti_launch: the launch's symbol). Returns 1 if recorded. */
 __attribute__((visibility("default"))) int fake_cupti_kernel(unsigned corr)
 {
-	static const char *kname = "fake_kernel";
+	const char *kname = launch_name ? launch_name : "fake_kernel";
 	int ret = 0;
 	const char *lose = getenv("FAKE_CUPTI_LOSE_CORR");
 	if (lose && strtoul(lose, NULL, 10) == corr)
@@ -460,7 +484,13 @@ __attribute__((visibility("default"))) int fake_cupti_launch(const char *sym, un
 		cb(F.ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cd);
 		seen = 1;
 	}
+	static int named = -1;
+	if (named < 0)
+		named = getenv("FAKE_CUPTI_NAME_KERNELS") != NULL;
+	if (named && sym)
+		launch_name = kernel_name(sym);
 	fake_cupti_kernel(caller); /* the open call's id */
+	launch_name = NULL;
 	cb = F.cb;
 	if (cb && F.on[CUPTI_CB_DOMAIN_DRIVER_API][CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel] && seen) {
 		cd.callbackSite = CUPTI_API_EXIT;

@@ -232,7 +232,7 @@ static void test_cross_key_errors(void **state)
 	assert_string_equal(errs.msg[0], p);
 	snprintf(p, sizeof(p),
 		 "%s:10: [marker] pattern: must be empty with kind = auto (allowed: empty "
-		 "with auto and profiler_range)",
+		 "with auto, profiler_range and optimizer)",
 		 data("bad_cross.ini"));
 	assert_string_equal(errs.msg[1], p);
 	assert_int_equal(cfg.schedule.wait, 10); /* unchanged on error */
@@ -244,7 +244,32 @@ static void test_cross_key_errors(void **state)
 	/* pattern forbidden for profiler_range, required for every glob kind */
 	assert_int_equal(load_text("[marker]\nkind = profiler_range\npattern = x*\n"), 1);
 	expect_error(":3: [marker] pattern: must be empty with kind = profiler_range (allowed: empty with "
-		     "auto and profiler_range)");
+		     "auto, profiler_range and optimizer)");
+	/* optimizer: no pattern (the program's optimizer steps); python: module:qualname, no glob */
+	assert_int_equal(load_text("[marker]\nkind = optimizer\n"), 0);
+	assert_int_equal(cfg.marker_kind, SP_MARK_OPTIMIZER);
+	assert_int_equal(load_text("[marker]\nkind = optimizer\npattern = Adam\n"), 1);
+	assert_non_null(strstr(errs.msg[0], ":3: [marker] pattern: must be empty with kind = optimizer"));
+	assert_int_equal(load_text("[marker]\nkind = python\n"), 1);
+	assert_non_null(strstr(errs.msg[0], ":2: [marker] kind: python needs a pattern (allowed: [marker] pattern = "
+					    "module:qualname"));
+	static const char *const good_py[] = { "__main__:train_step", "transformers.trainer:Trainer.training_step",
+					       "a1._b:C.d_2" };
+	static const char *const bad_py[] = { "train_step", "__main__:", ":f",   "a:b:c",  "m:train*",
+					      "m.:f",       "m:f.",      "m:1f", "m..n:f", "m:f g" };
+	for (size_t i = 0; i < sizeof good_py / sizeof *good_py; i++) {
+		char text[128];
+		snprintf(text, sizeof(text), "[marker]\nkind = python\npattern = %s\n", good_py[i]);
+		assert_int_equal(load_text(text), 0);
+		assert_int_equal(cfg.marker_kind, SP_MARK_PYTHON);
+	}
+	for (size_t i = 0; i < sizeof bad_py / sizeof *bad_py; i++) {
+		char text[128];
+		snprintf(text, sizeof(text), "[marker]\nkind = python\npattern = %s\n", bad_py[i]);
+		assert_int_equal(load_text(text), 1);
+		assert_non_null(strstr(errs.msg[0], ":3: [marker] pattern: '"));
+		assert_non_null(strstr(errs.msg[0], "' is not module:qualname"));
+	}
 	static const char *const need[] = { "kernel", "api", "nccl", "nvtx" };
 	for (int i = 0; i < 4; i++) {
 		char text[64];
