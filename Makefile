@@ -71,9 +71,9 @@ CLI_SRCS := $(filter-out cli/main.c,$(wildcard cli/*.c))
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
 TEST_BINS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(TEST_SRCS))
 HELPER_SRCS := $(filter-out tests/e2e/fakecupti.c tests/e2e/fakecudart.c tests/e2e/fakecuda.c \
-	tests/e2e/dlnext_lib.c,$(wildcard tests/e2e/*.c))
+	tests/e2e/dlnext_lib.c tests/e2e/fakeinject.c,$(wildcard tests/e2e/*.c))
 HELPER_BINS := $(patsubst tests/e2e/%.c,$(O)/tests/e2e/%,$(HELPER_SRCS)) $(O)/tests/e2e/libfakecupti.so \
-	$(O)/tests/e2e/libfakecudart.so $(O)/tests/e2e/fakecuda/libcuda.so.1
+	$(O)/tests/e2e/libfakecudart.so $(O)/tests/e2e/fakecuda/libcuda.so.1 $(O)/tests/e2e/libfakeinject.so
 
 LIB_OBJS := $(patsubst %.c,$(O)/lib/%.o,$(CORE_SRCS) $(LIBONLY_SRCS))
 CORE_OBJS := $(patsubst %.c,$(O)/host/%.o,$(CORE_SRCS) $(CLI_SRCS))
@@ -134,13 +134,17 @@ $(O)/tests/e2e/libfakecudart.so: tests/e2e/fakecudart.c
 $(O)/tests/e2e/fakecuda/libcuda.so.1: tests/e2e/fakecuda.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g -shared -fPIC -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic-functions $(CUDA_INC) -o $@ $< -ldl
+# another injection library, which stepprof chains (tests/e2e/crash.sh)
+$(O)/tests/e2e/libfakeinject.so: tests/e2e/fakeinject.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -O1 -g -shared -fPIC -o $@ $<
 # dlsym(RTLD_NEXT) from a library under the preload: two libraries defining one symbol
 $(O)/tests/e2e/libdlnext_a.so $(O)/tests/e2e/libdlnext_b.so: $(O)/tests/e2e/libdlnext_%.so: tests/e2e/dlnext_lib.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O0 -g -shared -fPIC -DWHICH='"$*"' -DLIB=$* -o $@ $< -ldl
 $(O)/tests/e2e/dlnext: tests/e2e/dlnext.c $(O)/tests/e2e/libdlnext_a.so $(O)/tests/e2e/libdlnext_b.so
 	$(Q)$(CC) -O0 -g -o $@ $< -L$(O)/tests/e2e -Wl,-rpath,'$$ORIGIN' -ldlnext_a -ldlnext_b -ldl
-$(O)/tests/e2e/cupti_life_driver $(O)/tests/e2e/share_driver: $(O)/tests/e2e/%: tests/e2e/%.c
+$(O)/tests/e2e/cupti_life_driver $(O)/tests/e2e/share_driver $(O)/tests/e2e/crash_driver: $(O)/tests/e2e/%: tests/e2e/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g $(CUDA_INC) -o $@ $< -ldl -lpthread
 $(O)/tests/e2e/phases_driver: tests/e2e/phases_driver.c
