@@ -755,6 +755,53 @@ static void test_expand(void **state)
 	assert_int_equal(sp_cfg_expand("a{rank}", &ri, out, 6), -1);
 }
 
+/* 1 if no component of path is "", "." or ".." (after the first, which the template names). */
+static int components_safe(const char *path)
+{
+	const char *p = strchr(path, '/');
+	while (p) {
+		const char *next = strchr(p + 1, '/');
+		size_t n = next ? (size_t)(next - p - 1) : strlen(p + 1);
+		if (!n || (n == 1 && p[1] == '.') || (n == 2 && p[1] == '.' && p[2] == '.'))
+			return 0;
+		p = next;
+	}
+	return 1;
+}
+
+/* a placeholder's value from the environment never leaves the configured directory, and says so */
+static void test_expand_hostile(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *var, *value, *want;
+	} cases[] = {
+		{ "SLURM_JOB_ID", "..", "R/_./x" },      { "SLURM_JOB_ID", ".", "R/_/x" },
+		{ "SLURM_JOB_ID", "../../etc", "R/_._.._etc/x" }, { "SLURM_JOB_ID", "/", "R/_/x" },
+		{ "TORCHELASTIC_RUN_ID", "..", "R/_./x" }, { "PBS_JOBID", "a\nb\x01", "R/a_b_/x" },
+		{ "SLURM_JOB_ID", ".hidden", "R/_hidden/x" },
+	};
+	char out[256], note[400];
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		unsetenv("SLURM_JOB_ID");
+		unsetenv("PBS_JOBID");
+		unsetenv("TORCHELASTIC_RUN_ID");
+		setenv(cases[i].var, cases[i].value, 1);
+		assert_int_equal(sp_cfg_expand_note("R/{jobid}/x", NULL, out, sizeof out, note, sizeof note), 0);
+		assert_string_equal(out, cases[i].want);
+		assert_true(components_safe(out));
+		assert_non_null(strstr(note, cases[i].var)); /* the note names where the value came from */
+		assert_null(strchr(note, '\n'));
+		assert_int_equal(sp_cfg_expand("R/{jobid}/x", NULL, out, sizeof out), 0);
+		assert_string_equal(out, cases[i].want);
+	}
+	setenv("SLURM_JOB_ID", "1234_5", 1); /* a plain value: no note */
+	assert_int_equal(sp_cfg_expand_note("R/{jobid}/x", NULL, out, sizeof out, note, sizeof note), 0);
+	assert_string_equal(out, "R/1234_5/x");
+	assert_string_equal(note, "");
+	unsetenv("SLURM_JOB_ID");
+}
+
 /* [marker] learn: where automatic detection learns, and why CUPTI all the same */
 static void test_learn_why(void **state)
 {
@@ -817,6 +864,7 @@ int main(void)
 		cmocka_unit_test(test_long_values_read_back),
 		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_expand),
+		cmocka_unit_test(test_expand_hostile),
 		cmocka_unit_test(test_run_id),
 		cmocka_unit_test(test_marker_kind_name),
 		cmocka_unit_test(test_learn_why),
