@@ -372,12 +372,8 @@ static void advance(uint64_t now, uint64_t t0)
 static int set_up_files(void)
 {
 	char dir[SP_CFG_PATH], host[64], err[600];
-	if (sp_cfg_expand(sp_col.cfg.output, &sp_col.ri, dir, sizeof dir) < 0) {
-		sp_warn("cannot expand output directory '%s'; no on-demand windows", sp_col.cfg.output);
-		return -1;
-	}
-	if (sp_writer_make_dir(dir, sp_col.cfg.allow_foreign_dir) < 0)
-		return -1; /* warned */
+	if (sp_out_dir(dir, sizeof dir) < 0)
+		return -1; /* said once: the traces cannot be written either */
 	snprintf(OD.ctl, sizeof OD.ctl, "%s/" SP_OD_DIR, dir);
 	if (sp_od_check_dir(OD.ctl, 1, err, sizeof err) < 0) {
 		sp_warn("%s; no on-demand windows (stepprof trigger) in this process", err);

@@ -42,6 +42,19 @@ struct file {
 	struct sp_event held[MAX_HELD]; /* WINDOW_BEGINs that came while a window was open, in order */
 	struct sp_event held_end[MAX_HELD]; /* ... the WINDOW_END of each if it came too (kind 0: not yet) */
 	int nheld;
+	/* what a failure lost, said at stop (window_account) */
+	bool made;                      /* the file was created */
+	bool gone;                      /* ... and removed (or replaced) while it was written */
+	dev_t dev;                      /* the file as created: a window's end checks it is still there */
+	ino_t ino;
+	int err;                        /* errno of the failure (0 none) */
+	bool win_kept;                  /* the open window began in the file before any failure */
+	bool cut;                       /* a failure came inside a window: it ends early in the file */
+	uint32_t kept, lost;            /* windows begun in the file before the failure, and after it */
+	int64_t kept_first, kept_last;  /* ... their steps */
+	int64_t lost_first, lost_last;
+	int64_t open_first;             /* first step of the window open in the file */
+	int64_t cut_first, cut_last;    /* steps of the window the failure cut */
 };
 
 static struct {
@@ -58,6 +71,7 @@ static struct {
 	pthread_t thread;
 	int result;       /* of the last run: 0, or -1 if a file is incomplete */
 	char path[1024];                /* the single file, or the first phase's (sp_writer_path) */
+	char why[1200];                 /* why the last sp_writer_start failed, "" if it did not */
 	/* writer thread only, from here on */
 	struct file f[MAX_FILES];       /* f[0] alone without phases */
 	int nf;
@@ -92,7 +106,66 @@ static void fail(struct file *f, const char *what, int err)
 {
 	if (!f->failed)
 		sp_warn("%s trace %s failed (%s); dropping further events", what, f->path, strerror(err));
+	if (!f->failed)
+		f->err = err;
 	f->failed = true;
+}
+
+/* After a window's end: if f's file is no longer at its path (its directory or the file removed,
+ * another put in its place), says so once and writes no more to it. This function can't fail. */
+static void check_still_there(struct file *f)
+{
+	struct stat st;
+	if (f->failed || !f->made || (stat(f->path, &st) == 0 && st.st_dev == f->dev && st.st_ino == f->ino))
+		return;
+	sp_warn("trace %s was removed while it was written (its directory or the file deleted); dropping further "
+		"events",
+		f->path);
+	f->gone = f->failed = true;
+	f->err = ENOENT;
+}
+
+/* Counts a window's begin (end: 0) or end (1) in f's account of what a failure lost. */
+static void window_account(struct file *f, const struct sp_event *ev, int end)
+{
+	bool kept = end ? f->win_kept : !f->failed && f->tw;
+	int64_t first = ev->u.window.first_step, last = ev->u.window.last_step;
+	if (!end && kept) {
+		f->kept_first = f->kept++ ? f->kept_first : first;
+		f->open_first = first;
+	} else if (!end) {
+		f->lost_first = f->lost++ ? f->lost_first : first;
+	} else if (kept && f->failed && !f->cut) {
+		f->cut = true; /* the failure came inside it */
+		f->cut_first = f->open_first;
+		f->cut_last = last;
+	}
+	if (end || !kept)
+		*(kept ? &f->kept_last : &f->lost_last) = last;
+	f->win_kept = !end && kept;
+}
+
+/* At stop: says what a failure of f lost (the failure itself was said when it came). */
+static void say_loss(const struct file *f)
+{
+	char cut[96] = "", lost[128] = "";
+	if (!f->failed || (!f->kept && !f->lost))
+		return;
+	if (f->gone || !f->made) {
+		sp_warn("trace %s is lost (%s): %u window%s (steps %lld-%lld) not written", f->path,
+			f->gone ? "removed while it was written" : strerror(f->err), f->kept + f->lost,
+			f->kept + f->lost == 1 ? "" : "s", (long long)(f->kept ? f->kept_first : f->lost_first),
+			(long long)(f->lost ? f->lost_last : f->kept_last));
+		return;
+	}
+	if (f->cut)
+		snprintf(cut, sizeof cut, "its window of steps %lld-%lld ends early", (long long)f->cut_first,
+			 (long long)f->cut_last);
+	if (f->lost)
+		snprintf(lost, sizeof lost, "%s%u later window%s (steps %lld-%lld) not written", f->cut ? "; " : "",
+			 f->lost, f->lost == 1 ? "" : "s", (long long)f->lost_first, (long long)f->lost_last);
+	if (f->cut || f->lost)
+		sp_warn("trace %s is cut short (%s): %s%s", f->path, strerror(f->err), cut, lost);
 }
 
 static bool is_data(uint8_t kind)
@@ -101,10 +174,11 @@ static bool is_data(uint8_t kind)
 }
 
 /* Creates f's trace at path and writes its header (meta). The file is always new: the next free
- * name STEM.1.sptrace ... STEM.99.sptrace is taken if path exists (a re-run with the same host and
- * pid, a planted link). Returns 0, or -1 after warning (f->tw stays NULL). */
-static int create_file(struct file *f, const char *path, const struct sp_trace_meta *meta)
+ * name STEM.1.sptrace ... STEM.99.sptrace is taken if path exists (a planted link, a name another
+ * process took). Returns 0, or -1 with why filled (f->tw stays NULL; nothing printed). */
+static int create_file(struct file *f, const char *path, const struct sp_trace_meta *meta, char *why, size_t whylen)
 {
+	struct stat st;
 	snprintf(f->path, sizeof(f->path), "%s", path);
 	size_t stem = strlen(f->path);
 	if (stem > 8 && !strcmp(f->path + stem - 8, ".sptrace"))
@@ -112,8 +186,14 @@ static int create_file(struct file *f, const char *path, const struct sp_trace_m
 	for (int n = 1; !(f->tw = sp_trace_create(f->path, meta, lookup, NULL, 0)) && errno == EEXIST && n < 100; n++)
 		snprintf(f->path, sizeof(f->path), "%.*s.%d%s", (int)stem, path, n, path[stem] ? path + stem : "");
 	if (!f->tw) {
-		sp_warn("cannot create trace %s: %s", f->path, strerror(errno));
+		f->err = errno;
+		snprintf(why, whylen, "cannot create trace %s: %s", f->path, strerror(errno));
 		return -1;
+	}
+	f->made = true;
+	if (stat(f->path, &st) == 0) {
+		f->dev = st.st_dev;
+		f->ino = st.st_ino;
 	}
 	if (strcmp(f->path, path))
 		sp_warn("%s exists; writing %s instead", path, f->path);
@@ -174,6 +254,7 @@ static void write_dropped(struct file *f, uint8_t source, uint64_t count, uint64
 /* Opens the window's byte and drop accounting in f and writes ev. Errors go through fail(). */
 static void window_begin(struct file *f, const struct sp_event *ev)
 {
+	window_account(f, ev, 0);
 	ring_drops_since_boundary();
 	f->in_window = true;
 	f->win_bytes = 0;
@@ -199,6 +280,8 @@ static void window_end(struct file *f, const struct sp_event *ev)
 	f->in_window = false;
 	if (!f->failed && f->tw && sp_trace_flush(f->tw) < 0)
 		fail(f, "writing", errno);
+	check_still_there(f);
+	window_account(f, ev, 1);
 }
 
 /* Phased: keeps a THREAD or DEVICE record for the phase files made later (each file names its
@@ -229,10 +312,13 @@ static struct file *phase_file(uint32_t phase)
 		char dir[sizeof g.dir + 64], path[sizeof dir + sizeof g.base + 1];
 		snprintf(dir, sizeof dir, "%s/%s", g.dir, sp_intern_lookup(f->phase));
 		snprintf(path, sizeof path, "%s/%s", dir, g.base);
-		if (sp_writer_make_dir(dir, g.allow_foreign) < 0 || create_file(f, path, &g.meta) < 0) {
+		char why[1200];
+		if (sp_writer_make_dir(dir, g.allow_foreign, why, sizeof why) < 0 ||
+		    create_file(f, path, &g.meta, why, sizeof why) < 0) {
 			snprintf(f->path, sizeof f->path, "%.*s", (int)sizeof f->path - 1, path);
-			sp_warn("phase %s: its windows are not written (the other phases' are)",
-				sp_intern_lookup(f->phase));
+			sp_warn("phase %s: %s; its windows are not written (the other phases' are)",
+				sp_intern_lookup(f->phase), why);
+			f->err = f->err ? f->err : ENOENT;
 			f->failed = true;
 			return NULL;
 		}
@@ -470,6 +556,7 @@ static void *writer_main(void *arg)
 		f->tw = NULL;
 		if (f->failed)
 			g.result = -1;
+		say_loss(f);
 	}
 	return NULL;
 }
@@ -518,8 +605,10 @@ int sp_writer_start(const char *path, const struct sp_trace_meta *meta, uint64_t
 	memset(g.f, 0, sizeof g.f);
 	g.nf = 1;
 	g.phased = false;
-	if (create_file(&g.f[0], path, meta) < 0) {
+	g.why[0] = 0;
+	if (create_file(&g.f[0], path, meta, g.why, sizeof g.why) < 0) {
 		snprintf(g.path, sizeof g.path, "%s", g.f[0].path);
+		sp_warn("%s; not profiling", g.why);
 		goto out;
 	}
 	snprintf(g.path, sizeof g.path, "%s", g.f[0].path);
@@ -558,8 +647,8 @@ out:
 	return rc;
 }
 
-/* Returns 0, or -1 after warning once. */
-int sp_writer_make_dir(char *dir, bool allow_foreign)
+/* Returns 0, or -1 with why filled (nothing printed). */
+int sp_writer_make_dir(char *dir, bool allow_foreign, char *why, size_t whylen)
 {
 	struct stat st;
 	for (char *p = dir + 1; *p; p++)
@@ -569,21 +658,28 @@ int sp_writer_make_dir(char *dir, bool allow_foreign)
 			*p = '/';
 		}
 	if (mkdir(dir, 0750) < 0 && errno != EEXIST) {
-		sp_warn("cannot create output directory %s: %s; not profiling", dir, strerror(errno));
+		snprintf(why, whylen, "cannot create output directory %s: %s", dir, strerror(errno));
 		return -1;
 	}
 	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		sp_warn("output directory %s is not a directory; not profiling", dir);
+		snprintf(why, whylen, "output directory %s is not a directory", dir);
 		return -1;
 	}
 	if (st.st_uid != geteuid() && !allow_foreign) {
-		sp_warn("output directory %s belongs to another user (uid %u; this process runs as uid %u), who could "
-			"read or remove the traces; not profiling (set [profile] allow_foreign_dir = true, or "
-			"STEPPROF_PROFILE_ALLOW_FOREIGN_DIR=1, if that is intended)",
-			dir, (unsigned)st.st_uid, (unsigned)geteuid());
+		snprintf(why, whylen,
+			 "output directory %s belongs to another user (uid %u; this process runs as uid %u), who could "
+			 "read or remove the traces (set [profile] allow_foreign_dir = true, or "
+			 "STEPPROF_PROFILE_ALLOW_FOREIGN_DIR=1, if that is intended)",
+			 dir, (unsigned)st.st_uid, (unsigned)geteuid());
 		return -1;
 	}
 	return 0;
+}
+
+/* Why the last sp_writer_start failed ("" if it did not). This function can't fail. */
+const char *sp_writer_failure(void)
+{
+	return g.why;
 }
 
 /* The file sp_writer_start created (its path, or the free name taken instead), or the first

@@ -28,16 +28,21 @@ int sp_writer_start_phases(const char *dir, const char *base, int n, const uint3
 			   const struct sp_trace_meta *meta, uint64_t window_max_bytes, bool allow_foreign);
 /* Creates the output directory dir and any missing parent (mode 0750 less the umask; dir is
  * modified in place while doing so, and restored) and checks that it is a directory owned by
- * the effective user, unless allow_foreign ([profile] allow_foreign_dir). Returns 0, or -1
- * after warning once on stderr (then nothing should be written there). */
-int sp_writer_make_dir(char *dir, bool allow_foreign);
+ * the effective user, unless allow_foreign ([profile] allow_foreign_dir). Returns 0, or -1 with
+ * why (whylen bytes) saying what failed, path and error (nothing printed: the caller says it once;
+ * then nothing should be written there). */
+int sp_writer_make_dir(char *dir, bool allow_foreign, char *why, size_t whylen);
+/* Why the last sp_writer_start failed (its file could not be created: path and error), "" if it
+ * did not. This function can't fail. */
+const char *sp_writer_failure(void);
 /* The path of the file the last sp_writer_start created. This function can't fail. */
 const char *sp_writer_path(void);
 /* Asks the writer to compress and write what it holds now (e.g. at a window's end) without
  * waiting for it. Safe on any thread. This function can't fail. */
 void sp_writer_kick(void);
-/* Drains every ring, writes the final chunk and closes the file; joins the thread.
- * Idempotent. Returns 0, or -1 if the file could not be completed (warned). */
+/* Drains every ring, writes the final chunk and closes the file; joins the thread. A file whose
+ * write failed, or that was removed while it was written, gets one more line: what it lost (which
+ * windows, which steps). Idempotent. Returns 0, or -1 if the file could not be completed (warned). */
 int sp_writer_stop(void);
 /* 1 while the writer thread runs. */
 int sp_writer_running(void);

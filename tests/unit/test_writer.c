@@ -482,11 +482,11 @@ static void test_existing_names_kept(void **state)
 /* Output directories: made 0750 (less the umask), refused when another user owns them. */
 static void test_output_dir(void **state)
 {
-	char d[256];
+	char d[256], why[1200];
 	struct stat st;
 	mode_t mask = umask(022);
 	snprintf(d, sizeof(d), "%s/out/a/b", dir);
-	assert_int_equal(sp_writer_make_dir(d, false), 0);
+	assert_int_equal(sp_writer_make_dir(d, false, why, sizeof why), 0);
 	assert_int_equal(stat(d, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0750);
 	snprintf(d, sizeof(d), "%s/out", dir);
@@ -494,7 +494,8 @@ static void test_output_dir(void **state)
 	assert_int_equal(st.st_mode & 0777, 0750);
 	umask(mask);
 	snprintf(d, sizeof(d), "%s/victim.txt", dir);
-	assert_int_equal(sp_writer_make_dir(d, false), -1); /* not a directory */
+	assert_int_equal(sp_writer_make_dir(d, false, why, sizeof why), -1); /* not a directory: said with its path */
+	assert_non_null(strstr(why, d));
 	if (geteuid() != 0) {
 		print_message("not root: the foreign owner case needs chown, skipped\n");
 		return;
@@ -502,8 +503,9 @@ static void test_output_dir(void **state)
 	snprintf(d, sizeof(d), "%s/foreign", dir);
 	assert_int_equal(mkdir(d, 0777), 0);
 	assert_int_equal(chown(d, 65534, 65534), 0);
-	assert_int_equal(sp_writer_make_dir(d, false), -1);
-	assert_int_equal(sp_writer_make_dir(d, true), 0);
+	assert_int_equal(sp_writer_make_dir(d, false, why, sizeof why), -1);
+	assert_non_null(strstr(why, "belongs to another user"));
+	assert_int_equal(sp_writer_make_dir(d, true, why, sizeof why), 0);
 }
 
 static void *random_allocs(void *arg)
