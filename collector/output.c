@@ -138,10 +138,12 @@ int sp_out_start_writer(void)
 	gethostname(host, sizeof host - 1);
 	if (sp_out_dir(dir, sizeof dir) < 0)
 		return -1; /* said */
+	char tag[16];
+	int pid = sp_name_pid(tag, sizeof tag); /* a tag in a pid namespace: pid and host may repeat there */
 	if (sp_col.ri.rank >= 0)
-		snprintf(base, sizeof base, "rank%d.%s.%d.sptrace", sp_col.ri.rank, host, (int)getpid());
+		snprintf(base, sizeof base, "rank%d.%s.%d%s.sptrace", sp_col.ri.rank, host, pid, tag);
 	else
-		snprintf(base, sizeof base, "norank.%s.%d.sptrace", host, (int)getpid());
+		snprintf(base, sizeof base, "norank.%s.%d%s.sptrace", host, pid, tag);
 	snprintf(O.trace_path, sizeof O.trace_path, "%s/%s", dir, base);
 	m.features = (sp_col.cfg.kernels ? SP_FEAT_KERNELS : 0) | (sp_col.cfg.memcpy ? SP_FEAT_MEMCPY : 0) |
 		     (sp_col.cfg.memset ? SP_FEAT_MEMSET : 0) | (sp_col.cfg.sync ? SP_FEAT_SYNC : 0) |

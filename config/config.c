@@ -114,7 +114,7 @@ static const char *const env_other[] = { "STEPPROF_CONFIG",
 					 "STEPPROF_RUN_ID",
 					 "STEPPROF_RECORD_TOKENS",
 					 "STEPPROF_RECORD_TRUTH",
-					 "STEPPROF_TEST_CLOCK_OFFSET_NS",
+					 "STEPPROF_TEST_CLOCK_OFFSET_NS", "STEPPROF_TEST_NAME_PID",
 					 "STEPPROF_NO_PROGRESS",
 					 "STEPPROF_PROGRESS_AFTER" };
 #define NENV_OTHER (sizeof(env_other) / sizeof(env_other[0]))

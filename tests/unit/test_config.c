@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "config/config.h"
 #include "config/run.h"
@@ -802,6 +803,34 @@ static void test_expand_hostile(void **state)
 	unsetenv("SLURM_JOB_ID");
 }
 
+/* the names of a process's files: its pid, and a tag drawn once per process where pid and host may
+ * repeat (a pid namespace; STEPPROF_TEST_NAME_PID forces it) */
+static void test_name_pid(void **state)
+{
+	(void)state;
+	char tag[16], again[16], child[16];
+	int fd[2];
+	setenv(SP_NAME_PID_ENV, "7", 1);
+	assert_int_equal(sp_name_pid(tag, sizeof tag), 7);
+	assert_int_equal(strlen(tag), 9);
+	assert_int_equal(tag[0], '.');
+	assert_int_equal(strspn(tag + 1, "0123456789abcdef"), 8);
+	assert_int_equal(sp_name_pid(again, sizeof again), 7);
+	assert_string_equal(tag, again); /* once per process */
+	assert_int_equal(pipe(fd), 0);
+	pid_t pid = fork();
+	if (pid == 0) { /* a child (another process of the same forced pid): its own tag */
+		sp_name_pid(child, sizeof child);
+		(void)!write(fd[1], child, sizeof child);
+		_exit(0);
+	}
+	assert_int_equal(read(fd[0], child, sizeof child), (ssize_t)sizeof child);
+	waitpid(pid, NULL, 0);
+	assert_string_not_equal(child, tag);
+	unsetenv(SP_NAME_PID_ENV);
+	assert_true(sp_pidns() > 0);
+}
+
 /* [marker] learn: where automatic detection learns, and why CUPTI all the same */
 static void test_learn_why(void **state)
 {
@@ -865,6 +894,7 @@ int main(void)
 		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_expand),
 		cmocka_unit_test(test_expand_hostile),
+		cmocka_unit_test(test_name_pid),
 		cmocka_unit_test(test_run_id),
 		cmocka_unit_test(test_marker_kind_name),
 		cmocka_unit_test(test_learn_why),
