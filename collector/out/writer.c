@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "collector/base/clock.h"
@@ -19,43 +18,13 @@
 #include "collector/base/log.h"
 #include "collector/mem/memory.h"
 #include "ring.h"
-#include "collector/stacks/pystack.h"
-#include "collector/stacks/stacks.h"
 #include "writer.h"
+#include "writer_int.h"
 
 #define PASS_NS 2000000           /* idle wait between passes */
 #define MAX_STAGE 65536u          /* events sorted together at most */
 
 #define MAX_FILES 8                /* SP_MAX_PHASES: a trace per phase at most */
-#define MAX_HELD 8                 /* the collector tracks at most 8 windows (SP_MAX_WINDOWS) */
-
-/* One trace file: the single file of a process, or the file of one phase. */
-struct file {
-	struct sp_trace_writer *tw;     /* NULL until created (a phase's at its first window) */
-	char path[1024];
-	uint32_t phase;                 /* interned phase name its windows carry; 0: the single file */
-	bool failed;                    /* a create or write failed: its events are discarded */
-	bool in_window;
-	uint64_t win_bytes;             /* encoded bytes since WINDOW_BEGIN */
-	uint64_t win_cap_drops;         /* data events dropped by the cap in this window */
-	uint64_t last_begin;            /* phased: start of its latest WINDOW_BEGIN, held or written (routing) */
-	struct sp_event held[MAX_HELD]; /* WINDOW_BEGINs that came while a window was open, in order */
-	struct sp_event held_end[MAX_HELD]; /* ... the WINDOW_END of each if it came too (kind 0: not yet) */
-	int nheld;
-	/* what a failure lost, said at stop (window_account) */
-	bool made;                      /* the file was created */
-	bool gone;                      /* ... and removed (or replaced) while it was written */
-	dev_t dev;                      /* the file as created: a window's end checks it is still there */
-	ino_t ino;
-	int err;                        /* errno of the failure (0 none) */
-	bool win_kept;                  /* the open window began in the file before any failure */
-	bool cut;                       /* a failure came inside a window: it ends early in the file */
-	uint32_t kept, lost;            /* windows begun in the file before the failure, and after it */
-	int64_t kept_first, kept_last;  /* ... their steps */
-	int64_t lost_first, lost_last;
-	int64_t open_first;             /* first step of the window open in the file */
-	int64_t cut_first, cut_last;    /* steps of the window the failure cut */
-};
 
 static struct {
 	pthread_mutex_t ctl;            /* serialises start and stop */
@@ -95,123 +64,9 @@ static struct {
 	.cond = PTHREAD_COND_INITIALIZER,
 };
 
-/* sp_string_lookup_fn over the process's intern table; NULL for an unknown id. */
-static const char *lookup(void *ctx, uint32_t id)
-{
-	return sp_intern_lookup(id);
-}
-
-/* Warns once and discards everything of f from now on. This function can't fail. */
-static void fail(struct file *f, const char *what, int err)
-{
-	if (!f->failed)
-		sp_warn("%s trace %s failed (%s); dropping further events", what, f->path, strerror(err));
-	if (!f->failed)
-		f->err = err;
-	f->failed = true;
-}
-
-/* After a window's end: if f's file is no longer at its path (its directory or the file removed,
- * another put in its place), says so once and writes no more to it. This function can't fail. */
-static void check_still_there(struct file *f)
-{
-	struct stat st;
-	if (f->failed || !f->made || (stat(f->path, &st) == 0 && st.st_dev == f->dev && st.st_ino == f->ino))
-		return;
-	sp_warn("trace %s was removed while it was written (its directory or the file deleted); dropping further "
-		"events",
-		f->path);
-	f->gone = f->failed = true;
-	f->err = ENOENT;
-}
-
-/* Counts a window's begin (end: 0) or end (1) in f's account of what a failure lost. */
-static void window_account(struct file *f, const struct sp_event *ev, int end)
-{
-	bool kept = end ? f->win_kept : !f->failed && f->tw;
-	int64_t first = ev->u.window.first_step, last = ev->u.window.last_step;
-	if (!end && kept) {
-		f->kept_first = f->kept++ ? f->kept_first : first;
-		f->open_first = first;
-	} else if (!end) {
-		f->lost_first = f->lost++ ? f->lost_first : first;
-	} else if (kept && f->failed && !f->cut) {
-		f->cut = true; /* the failure came inside it */
-		f->cut_first = f->open_first;
-		f->cut_last = last;
-	}
-	if (end || !kept)
-		*(kept ? &f->kept_last : &f->lost_last) = last;
-	f->win_kept = !end && kept;
-}
-
-/* At stop: says what a failure of f lost (the failure itself was said when it came). */
-static void say_loss(const struct file *f)
-{
-	char cut[96] = "", lost[128] = "";
-	if (!f->failed || (!f->kept && !f->lost))
-		return;
-	if (f->gone || !f->made) {
-		sp_warn("trace %s is lost (%s): %u window%s (steps %lld-%lld) not written", f->path,
-			f->gone ? "removed while it was written" : strerror(f->err), f->kept + f->lost,
-			f->kept + f->lost == 1 ? "" : "s", (long long)(f->kept ? f->kept_first : f->lost_first),
-			(long long)(f->lost ? f->lost_last : f->kept_last));
-		return;
-	}
-	if (f->cut)
-		snprintf(cut, sizeof cut, "its window of steps %lld-%lld ends early", (long long)f->cut_first,
-			 (long long)f->cut_last);
-	if (f->lost)
-		snprintf(lost, sizeof lost, "%s%u later window%s (steps %lld-%lld) not written", f->cut ? "; " : "",
-			 f->lost, f->lost == 1 ? "" : "s", (long long)f->lost_first, (long long)f->lost_last);
-	if (f->cut || f->lost)
-		sp_warn("trace %s is cut short (%s): %s%s", f->path, strerror(f->err), cut, lost);
-}
-
 static bool is_data(uint8_t kind)
 {
 	return kind >= SP_EV_KERNEL && kind <= SP_EV_MARKER;
-}
-
-/* Creates f's trace at path and writes its header (meta). The file is always new: the next free
- * name STEM.1.sptrace ... STEM.99.sptrace is taken if path exists (a planted link, a name another
- * process took). Returns 0, or -1 with why filled (f->tw stays NULL; nothing printed). */
-static int create_file(struct file *f, const char *path, const struct sp_trace_meta *meta, char *why, size_t whylen)
-{
-	struct stat st;
-	snprintf(f->path, sizeof(f->path), "%s", path);
-	size_t stem = strlen(f->path);
-	if (stem > 8 && !strcmp(f->path + stem - 8, ".sptrace"))
-		stem -= 8;
-	for (int n = 1; !(f->tw = sp_trace_create(f->path, meta, lookup, NULL, 0)) && errno == EEXIST && n < 100; n++)
-		snprintf(f->path, sizeof(f->path), "%.*s.%d%s", (int)stem, path, n, path[stem] ? path + stem : "");
-	if (!f->tw) {
-		f->err = errno;
-		snprintf(why, whylen, "cannot create trace %s: %s", f->path, strerror(errno));
-		return -1;
-	}
-	f->made = true;
-	if (stat(f->path, &st) == 0) {
-		f->dev = st.st_dev;
-		f->ino = st.st_ino;
-	}
-	if (strcmp(f->path, path))
-		sp_warn("%s exists; writing %s instead", path, f->path);
-	sp_trace_set_stack_lookup(f->tw, sp_stack_lookup, NULL);
-	sp_trace_set_pyframe_lookup(f->tw, sp_pyframe_lookup, NULL);
-	return 0;
-}
-
-/* Writes ev to f, counting its bytes in f's open window. Errors go through fail(). */
-static void write_event(struct file *f, const struct sp_event *ev)
-{
-	if (f->failed || !f->tw)
-		return;
-	int n = sp_trace_write(f->tw, ev);
-	if (n < 0)
-		fail(f, "writing", errno);
-	else if (f->in_window)
-		f->win_bytes += (uint64_t)n;
 }
 
 /* 1 if a window of some file is open. */
@@ -237,7 +92,7 @@ static uint64_t ring_drops_since_boundary(void)
 	return d;
 }
 
-/* Writes a DROPPED record to f if count is nonzero. Errors go through fail(). */
+/* Writes a DROPPED record to f if count is nonzero. Errors go through sp_tf_fail(). */
 static void write_dropped(struct file *f, uint8_t source, uint64_t count, uint64_t when)
 {
 	if (!count)
@@ -248,18 +103,18 @@ static void write_dropped(struct file *f, uint8_t source, uint64_t count, uint64
 			      .start = when,
 			      .end = when,
 			      .u.dropped.count = count };
-	write_event(f, &d);
+	sp_tf_write(f, &d);
 }
 
-/* Opens the window's byte and drop accounting in f and writes ev. Errors go through fail(). */
+/* Opens the window's byte and drop accounting in f and writes ev. Errors go through sp_tf_fail(). */
 static void window_begin(struct file *f, const struct sp_event *ev)
 {
-	window_account(f, ev, 0);
+	sp_tf_account(f, ev, 0);
 	ring_drops_since_boundary();
 	f->in_window = true;
 	f->win_bytes = 0;
 	f->win_cap_drops = 0;
-	write_event(f, ev);
+	sp_tf_write(f, ev);
 }
 
 /* Writes the window's drop records, a clock anchor and the completed WINDOW_END to f, then
@@ -275,13 +130,13 @@ static void window_end(struct file *f, const struct sp_event *ev)
 	write_dropped(f, SP_DROP_RING, ring, ev->start);
 	clk.start = clk.end = sp_now_ns();
 	clk.u.clock.realtime_ns = sp_realtime_ns();
-	write_event(f, &clk);
-	write_event(f, &end);
+	sp_tf_write(f, &clk);
+	sp_tf_write(f, &end);
 	f->in_window = false;
 	if (!f->failed && f->tw && sp_trace_flush(f->tw) < 0)
-		fail(f, "writing", errno);
-	check_still_there(f);
-	window_account(f, ev, 1);
+		sp_tf_fail(f, "writing", errno);
+	sp_tf_check_there(f);
+	sp_tf_account(f, ev, 1);
 }
 
 /* Phased: keeps a THREAD or DEVICE record for the phase files made later (each file names its
@@ -314,7 +169,7 @@ static struct file *phase_file(uint32_t phase)
 		snprintf(path, sizeof path, "%s/%s", dir, g.base);
 		char why[1200];
 		if (sp_writer_make_dir(dir, g.allow_foreign, why, sizeof why) < 0 ||
-		    create_file(f, path, &g.meta, why, sizeof why) < 0) {
+		    sp_tf_create(f, path, &g.meta, why, sizeof why) < 0) {
 			snprintf(f->path, sizeof f->path, "%.*s", (int)sizeof f->path - 1, path);
 			sp_warn("phase %s: %s; its windows are not written (the other phases' are)",
 				sp_intern_lookup(f->phase), why);
@@ -324,7 +179,7 @@ static struct file *phase_file(uint32_t phase)
 		}
 		sp_info("writing %s", f->path);
 		for (size_t i = 0; i < g.nctx; i++)
-			write_event(f, &g.ctx_ev[i]);
+			sp_tf_write(f, &g.ctx_ev[i]);
 	}
 	return f->failed ? NULL : f;
 }
@@ -359,7 +214,7 @@ static struct file *route(struct sp_event *ev)
  * previous one of the same file still waits for its GPU records (back-to-back windows: every step
  * its own window) has its BEGIN held until that END is written: windows never overlap in a file (a
  * reader takes a BEGIN before the previous END for a cut window; cli/windows.c places the events
- * written in between by their times). Errors go through fail(). */
+ * written in between by their times). Errors go through sp_tf_fail(). */
 static void process_in(struct file *f, const struct sp_event *ev)
 {
 	int k = 0;
@@ -392,12 +247,12 @@ static void process_in(struct file *f, const struct sp_event *ev)
 	} else if (f->in_window && g.cap && is_data(ev->kind) && f->win_bytes >= g.cap)
 		f->win_cap_drops++;
 	else
-		write_event(f, ev);
+		sp_tf_write(f, ev);
 }
 
 /* Writes ev to its file: the single one, or (phased) its phase's: `phase` if not 0, else as
  * route() says; THREAD and DEVICE records go to every phase's file, made or to be made. This
- * function can't fail (errors go through fail()). */
+ * function can't fail (errors go through sp_tf_fail()). */
 static void process(const struct sp_event *in, uint32_t phase)
 {
 	struct sp_event ev = *in;
@@ -409,7 +264,7 @@ static void process(const struct sp_event *in, uint32_t phase)
 	if (ev.kind == SP_EV_THREAD || ev.kind == SP_EV_DEVICE) {
 		keep_context(&ev);
 		for (int i = 0; i < g.nf; i++)
-			write_event(&g.f[i], &ev);
+			sp_tf_write(&g.f[i], &ev);
 		return;
 	}
 	if (ev.kind == SP_EV_WINDOW_BEGIN || ev.kind == SP_EV_WINDOW_END || (ev.kind == SP_EV_DROPPED && ev.name))
@@ -434,7 +289,7 @@ static int by_start(const void *a, const void *b)
 	return x < y ? -1 : x > y; /* stage order: keeps the sort stable */
 }
 
-/* Sorts and writes the staged batch. This function can't fail (errors go through fail()). */
+/* Sorts and writes the staged batch. This function can't fail (errors go through sp_tf_fail()). */
 static void process_stage(void)
 {
 	if (!g.nstage)
@@ -512,7 +367,7 @@ static void *writer_main(void *arg)
 		process_stage();
 		for (int i = 0; (kicked || stopping) && i < g.nf; i++)
 			if (!g.f[i].failed && g.f[i].tw && sp_trace_flush(g.f[i].tw) < 0)
-				fail(&g.f[i], "writing", errno);
+				sp_tf_fail(&g.f[i], "writing", errno);
 		if (stopping)
 			break;
 		if (drained >= MAX_STAGE / 4)
@@ -535,9 +390,9 @@ static void *writer_main(void *arg)
 	for (int k = 0; k < g.nf; k++) {
 		struct file *f = &g.f[k];
 		for (int i = 0; i < f->nheld; i++) { /* windows whose predecessor never ended: written as they are */
-			write_event(f, &f->held[i]);
+			sp_tf_write(f, &f->held[i]);
 			if (f->held_end[i].kind)
-				write_event(f, &f->held_end[i]);
+				sp_tf_write(f, &f->held_end[i]);
 		}
 		f->nheld = 0;
 		if (f->tw && (!last || f->last_begin > last->last_begin))
@@ -552,11 +407,11 @@ static void *writer_main(void *arg)
 	for (int k = 0; k < g.nf; k++) {
 		struct file *f = &g.f[k];
 		if (f->tw && sp_trace_close(f->tw) < 0 && !f->failed)
-			fail(f, "closing", errno);
+			sp_tf_fail(f, "closing", errno);
 		f->tw = NULL;
 		if (f->failed)
 			g.result = -1;
-		say_loss(f);
+		sp_tf_say_loss(f);
 	}
 	return NULL;
 }
@@ -606,7 +461,7 @@ int sp_writer_start(const char *path, const struct sp_trace_meta *meta, uint64_t
 	g.nf = 1;
 	g.phased = false;
 	g.why[0] = 0;
-	if (create_file(&g.f[0], path, meta, g.why, sizeof g.why) < 0) {
+	if (sp_tf_create(&g.f[0], path, meta, g.why, sizeof g.why) < 0) {
 		snprintf(g.path, sizeof g.path, "%s", g.f[0].path);
 		sp_warn("%s; not profiling", g.why);
 		goto out;
@@ -645,35 +500,6 @@ int sp_writer_start_phases(const char *dir, const char *base, int n, const uint3
 out:
 	pthread_mutex_unlock(&g.ctl);
 	return rc;
-}
-
-/* Returns 0, or -1 with why filled (nothing printed). */
-int sp_writer_make_dir(char *dir, bool allow_foreign, char *why, size_t whylen)
-{
-	struct stat st;
-	for (char *p = dir + 1; *p; p++)
-		if (*p == '/') {
-			*p = 0;
-			mkdir(dir, 0750);
-			*p = '/';
-		}
-	if (mkdir(dir, 0750) < 0 && errno != EEXIST) {
-		snprintf(why, whylen, "cannot create output directory %s: %s", dir, strerror(errno));
-		return -1;
-	}
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		snprintf(why, whylen, "output directory %s is not a directory", dir);
-		return -1;
-	}
-	if (st.st_uid != geteuid() && !allow_foreign) {
-		snprintf(why, whylen,
-			 "output directory %s belongs to another user (uid %u; this process runs as uid %u), who could "
-			 "read or remove the traces (set [profile] allow_foreign_dir = true, or "
-			 "STEPPROF_PROFILE_ALLOW_FOREIGN_DIR=1, if that is intended)",
-			 dir, (unsigned)st.st_uid, (unsigned)geteuid());
-		return -1;
-	}
-	return 0;
 }
 
 /* Why the last sp_writer_start failed ("" if it did not). This function can't fail. */
