@@ -242,6 +242,11 @@ void sp_ph_end_others(uint64_t t, uint32_t corr);
 uint32_t sp_ph_wants(void);
 uint32_t sp_ph_anchor_is(uint32_t name);
 
+/* crash.c: once a trace is being written, the fatal signals write what the rings hold before the
+ * program's own action (its handler, or the default) takes them; a later handler wins. Once per
+ * process; can't fail (a signal whose handler cannot be set is left as it was). */
+void sp_crash_install(void);
+
 /* output.c: the trace file and what each window carries for reading alone. */
 int sp_out_start_writer(void);
 /* The output directory into dir (len bytes): expanded and made once for the process (the trace

@@ -172,6 +172,7 @@ int sp_out_start_writer(void)
 		return -1;
 	}
 	sp_col.writer_started = 1;
+	sp_crash_install(); /* a crash from now on keeps the open window */
 	sp_out_write_devices(m.anchor_mono_ns);
 	snprintf(O.trace_path, sizeof O.trace_path, "%s", sp_writer_path()); /* another name if that one existed */
 	if (sp_col.mk[0].name)

@@ -24,7 +24,14 @@
 #define PASS_NS 2000000           /* idle wait between passes */
 #define MAX_STAGE 65536u          /* events sorted together at most */
 
+#define RESCUE_ASKED 0x100         /* in g.rescue: a rescue was asked */
 #define MAX_FILES 8                /* SP_MAX_PHASES: a trace per phase at most */
+/* A window's records reach the file at least this often, whatever the chunk size: a process killed
+ * outright (SIGKILL, the OOM killer), which runs no handler, keeps the window up to then
+ * (docs/BENCHMARKS.md: what it costs; bench/open_flush.sh builds other values) */
+#ifndef OPEN_FLUSH_NS
+#define OPEN_FLUSH_NS 250000000ull
+#endif
 
 static struct {
 	pthread_mutex_t ctl;            /* serialises start and stop */
@@ -38,6 +45,10 @@ static struct {
 	_Atomic uint64_t pass_ns;       /* idle wait between passes, 0 = PASS_NS */
 	_Atomic int running;
 	pthread_t thread;
+	int owner;                      /* the process the thread runs in (a fork child inherits running) */
+	_Atomic int rescue;             /* SP_RESCUE_* | RESCUE_ASKED from a signal handler, 0 none */
+	_Atomic int rescued;            /* the writer thread wrote what the rescue asked */
+	void (*rescue_fn)(void);        /* fetches the GPU records for SP_RESCUE_GPU (sp_writer_set_rescue) */
 	int result;       /* of the last run: 0, or -1 if a file is incomplete */
 	char path[1024];                /* the single file, or the first phase's (sp_writer_path) */
 	char why[1200];                 /* why the last sp_writer_start failed, "" if it did not */
@@ -346,12 +357,76 @@ static void stage_one(void *ctx, const struct sp_event *ev)
 	g.stage[g.nstage++] = *ev;
 }
 
+/* Writes the chunk of every file (all: 1) or of those whose window has reached nothing to the file
+ * for OPEN_FLUSH_NS (all: 0; a process killed outright keeps its window up to then). This function
+ * can't fail (errors go through sp_tf_fail()). */
+static void flush_files(int all, uint64_t now)
+{
+	for (int i = 0; i < g.nf; i++) {
+		struct file *f = &g.f[i];
+		if (f->failed || !f->tw)
+			continue;
+		uint64_t bytes = sp_trace_file_bytes(f->tw);
+		if (!all && (bytes != f->flushed_bytes || !f->in_window)) { /* it grew, or no window: start over */
+			f->flushed_bytes = bytes;
+			f->flushed_at = now;
+		} else if (all || now - f->flushed_at >= OPEN_FLUSH_NS) {
+			if (sp_trace_flush(f->tw) < 0)
+				sp_tf_fail(f, "writing", errno);
+			f->flushed_bytes = sp_trace_file_bytes(f->tw);
+			f->flushed_at = now;
+		}
+	}
+}
+
+/* The pass a signal handler asked for (sp_writer_rescue): without the tick (it takes locks the
+ * signalled thread may hold), the rings drained and every file's chunk written; then, for
+ * SP_RESCUE_GPU, the GPU records fetched and written too (after: if that hangs, the rest is in).
+ * Writer thread. This function can't fail. */
+static void rescue_pass(int how)
+{
+	sp_ring_drain(stage_one, NULL);
+	process_stage();
+	flush_files(1, sp_now_ns());
+	if ((how & SP_RESCUE_GPU) && g.rescue_fn) {
+		g.rescue_fn();
+		sp_ring_drain(stage_one, NULL);
+		process_stage();
+		flush_files(1, sp_now_ns());
+	}
+}
+
+/* Waits until the next pass is due, a kick or a stop. Writer thread. This function can't fail. */
+static void wait_pass(void)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	uint64_t pass = atomic_load(&g.pass_ns) ? atomic_load(&g.pass_ns) : PASS_NS;
+	until.tv_sec += (time_t)(pass / 1000000000u);
+	until.tv_nsec += (long)(pass % 1000000000u);
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&g.lock);
+	if (!g.kicked && !g.stopping)
+		pthread_cond_clockwait(&g.cond, &g.lock, CLOCK_MONOTONIC, &until);
+	pthread_mutex_unlock(&g.lock);
+}
+
 /* runs on the writer thread, all signals blocked */
 static void *writer_main(void *arg)
 {
 	pthread_setname_np(pthread_self(), "stepprof-writer");
 	sp_mem_self = 1; /* its staging, zstd and CUPTI-flush allocations are stepprof's, not the program's */
 	for (;;) {
+		int rescue = atomic_load(&g.rescue); /* before any lock: the signalled thread may hold one */
+		if (rescue && !atomic_load(&g.rescued)) {
+			rescue_pass(rescue);
+			atomic_store(&g.rescued, 1);
+			if (rescue & SP_RESCUE_FINAL)
+				break; /* the process dies: the files are closed now */
+		}
 		pthread_mutex_lock(&g.lock);
 		bool stopping = g.stopping, kicked = g.kicked;
 		void (*tick)(void *) = g.tick;
@@ -365,26 +440,11 @@ static void *writer_main(void *arg)
 			tick(tick_ctx);
 		uint64_t drained = sp_ring_drain(stage_one, NULL);
 		process_stage();
-		for (int i = 0; (kicked || stopping) && i < g.nf; i++)
-			if (!g.f[i].failed && g.f[i].tw && sp_trace_flush(g.f[i].tw) < 0)
-				sp_tf_fail(&g.f[i], "writing", errno);
+		flush_files(kicked || stopping, sp_now_ns());
 		if (stopping)
 			break;
-		if (drained >= MAX_STAGE / 4)
-			continue; /* busy: rings are filling, go again at once */
-		struct timespec until;
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		uint64_t pass = atomic_load(&g.pass_ns) ? atomic_load(&g.pass_ns) : PASS_NS;
-		until.tv_sec += (time_t)(pass / 1000000000u);
-		until.tv_nsec += (long)(pass % 1000000000u);
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
-		pthread_mutex_lock(&g.lock);
-		if (!g.kicked && !g.stopping)
-			pthread_cond_clockwait(&g.cond, &g.lock, CLOCK_MONOTONIC, &until);
-		pthread_mutex_unlock(&g.lock);
+		if (drained < MAX_STAGE / 4) /* else busy: rings are filling, go again at once */
+			wait_pass();
 	}
 	struct file *last = NULL; /* the file of the latest window: ring drops outside windows go there */
 	for (int k = 0; k < g.nf; k++) {
@@ -413,6 +473,7 @@ static void *writer_main(void *arg)
 			g.result = -1;
 		sp_tf_say_loss(f);
 	}
+	atomic_store(&g.rescued, 1); /* all written: a signal now has nothing left to wait for */
 	return NULL;
 }
 
@@ -432,6 +493,8 @@ int sp_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
 static int start_thread(uint64_t window_max_bytes)
 {
 	g.cap = window_max_bytes;
+	atomic_store(&g.rescue, 0);
+	atomic_store(&g.rescued, 0);
 	g.kicked = g.stopping = false;
 	g.ring_seen = sp_ring_dropped();
 	g.ring_outside = 0;
@@ -445,6 +508,7 @@ static int start_thread(uint64_t window_max_bytes)
 		memset(g.f, 0, sizeof g.f);
 		return -1;
 	}
+	g.owner = (int)getpid();
 	atomic_store(&g.running, 1);
 	return 0;
 }
@@ -543,6 +607,30 @@ void sp_writer_set_pass_ns(uint64_t ns)
 int sp_writer_emit(const struct sp_event *ev)
 {
 	return sp_ring_push(ev);
+}
+
+/* Async-signal-safe: atomics, getpid and nanosleep only. */
+int sp_writer_rescue(int how, unsigned wait_ms)
+{
+	int none = 0;
+	if (!atomic_load(&g.running) || g.owner != (int)getpid())
+		return 0; /* no writer thread here */
+	if (pthread_equal(pthread_self(), g.thread))
+		return -1;
+	atomic_compare_exchange_strong(&g.rescue, &none, how | RESCUE_ASKED); /* the first asker's */
+	for (unsigned waited = 0; !atomic_load(&g.rescued); waited++) {
+		struct timespec ms = { 0, 1000000 };
+		if (waited >= wait_ms || !atomic_load(&g.running))
+			return atomic_load(&g.rescued) ? 1 : -1;
+		nanosleep(&ms, NULL);
+	}
+	return 1;
+}
+
+/* This function can't fail. */
+void sp_writer_set_rescue(void (*fn)(void))
+{
+	g.rescue_fn = fn;
 }
 
 /* This function can't fail. */

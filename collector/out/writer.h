@@ -46,6 +46,21 @@ void sp_writer_kick(void);
 int sp_writer_stop(void);
 /* 1 while the writer thread runs. */
 int sp_writer_running(void);
+
+#define SP_RESCUE_FINAL 1 /* the process is about to die: also the windows held back, then the files are
+			   * closed and the thread ends */
+#define SP_RESCUE_GPU 2   /* the process is sound (SIGTERM, SIGINT): also fetch the GPU records
+			   * (sp_writer_set_rescue's hook) */
+/* For a signal handler (async-signal-safe: atomics, getpid and nanosleep): asks the writer thread
+ * to write what the rings hold at once (how: SP_RESCUE_* bits), without its tick, and waits at most
+ * wait_ms for it. The thread's next pass does it (a pass is at most 100 ms away). Once per process:
+ * a later call only waits for the first one's. Returns 1 written, 0 no writer thread here (none
+ * started, stopped, or a fork child), -1 not answered in time (the thread waits on a lock the
+ * signalled thread holds) or called on the writer thread. */
+int sp_writer_rescue(int how, unsigned wait_ms);
+/* Sets what SP_RESCUE_GPU runs on the writer thread (the collector's CUPTI flush), NULL none. Set it
+ * before the writer starts. This function can't fail. */
+void sp_writer_set_rescue(void (*fn)(void));
 /* Starts a stepprof thread with every signal blocked (the program's handlers never run on it).
  * Returns pthread_create's result. */
 int sp_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);

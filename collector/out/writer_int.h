@@ -39,6 +39,9 @@ struct file {
 	int64_t lost_first, lost_last;
 	int64_t open_first;             /* first step of the window open in the file */
 	int64_t cut_first, cut_last;    /* steps of the window the failure cut */
+	/* a window open for long: its records reach the file every OPEN_FLUSH_NS all the same (writer.c) */
+	uint64_t flushed_at;            /* when the file last grew (or the window opened) */
+	uint64_t flushed_bytes;         /* its size then */
 };
 
 /* Creates f's trace at path and writes its header (meta). The file is always new: the next free

@@ -9,8 +9,9 @@
 #    writes one trace; another injection library is still chained.
 #  - crashes inside a window (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGKILL; on
 #    the main thread or another): the exit status is the signal's, as without stepprof, and the
-#    trace holds the open window's begin and its steps up to the crash (no end); a handler the
-#    program installed before stepprof still runs, one installed after it wins.
+#    trace holds the open window's begin and its steps up to the crash (no end; SIGKILL: up to 250 ms
+#    before it); a handler the program installed before stepprof still runs, one installed after
+#    it wins.
 #  - dlopen instead of LD_PRELOAD (the driver loading the library named by CUDA_INJECTION64_PATH):
 #    the library loads (no "cannot allocate memory in static TLS block") and profiles.
 set -u
@@ -24,21 +25,28 @@ bad() { echo "FAIL $*"; fail=1; }
 ok() { echo "ok   $*"; }
 LIB=$B/libstepprof-nomalloc.so
 
-# run NAME STEPS [ENV...]: one driver run in $T/NAME (window: steps 3-11 of 5 ms steps); sets rc
+# run NAME STEPS [ENV...]: one driver run in $T/NAME (window: steps 3-11, or 3 to ACTIVE + 2, of 5 ms
+# steps); sets rc
 run() {
 	local name=$1 steps=$2
 	shift 2
 	mkdir -p "$T/$name"
-	printf "[profile]\noutput = %s\n[ranks]\nranks = all\n[schedule]\nwait = 2\nwarmup = 1\nactive = 9\nrepeat = 1\n[marker]\nkind = api\npattern = cudaDeviceSynchronize\n[cupti]\nlibrary = %s\n" \
-		"$T/$name/out" "$B/tests/e2e/libfakecupti.so" >"$T/$name/sp.ini"
-	env STEPPROF_VERBOSE=1 STEPPROF_CONFIG="$T/$name/sp.ini" "$@" timeout 60 "$B/tests/e2e/crash_driver" "$steps" 5000 \
-		>"$T/$name/stdout" 2>"$T/$name/stderr"
-	rc=$?
+	printf "[profile]\noutput = %s\n[ranks]\nranks = all\n[schedule]\nwait = 2\nwarmup = 1\nactive = %s\nrepeat = 1\n[marker]\nkind = api\npattern = cudaDeviceSynchronize\n[cupti]\nlibrary = %s\n" \
+		"$T/$name/out" "${ACTIVE:-9}" "$B/tests/e2e/libfakecupti.so" >"$T/$name/sp.ini"
+	{ # (the shell's own line about a process killed by a signal: not shown)
+		env STEPPROF_VERBOSE=1 STEPPROF_CONFIG="$T/$name/sp.ini" "$@" timeout 60 "$B/tests/e2e/crash_driver" "$steps" 5000 \
+			>"$T/$name/stdout" 2>"$T/$name/stderr"
+		rc=$?
+	} 2>/dev/null
 }
 # traces NAME: how many traces NAME wrote
 traces() { ls "$T/$1/out/"*.sptrace 2>/dev/null | wc -l; }
-# steps NAME: the step numbers its trace records, one line
-steps() { "$B/stepprof" dump "$T/$1/out/"*.sptrace 2>/dev/null | awk '/^step / { sub("number=", "", $6); printf "%s ", $6 }'; }
+# records NAME: its trace's window records and step numbers in order, then its kernel count
+records() {
+	"$B/stepprof" dump "$T/$1/out/"*.sptrace 2>/dev/null |
+		awk '/^step / { sub("number=", "", $6); printf "%s ", $6 } /^window_/ { printf "%s ", $1 } /^kernel / { k++ }
+			END { printf "kernels=%d", k }'
+}
 
 # ---- injection ----
 ln -s "$LIB" "$T/inject.so"
@@ -59,6 +67,39 @@ run copy 16 LD_PRELOAD="$PRE" CUDA_INJECTION64_PATH="$T/copy.so"
 run other 16 LD_PRELOAD="$PRE" CUDA_INJECTION64_PATH="$B/tests/e2e/libfakeinject.so"
 [ $rc = 0 ] && [ "$(traces other)" = 1 ] && grep -q "fakeinject: initialised" "$T/other/stderr" &&
 	ok "another injection library is still chained" || bad "other: exit $rc: $(tail -2 "$T/other/stderr")"
+
+# ---- crashes inside a window ----
+ulimit -c 0 # no core files
+# each signal in step 7 (steps 3-5 whole, step 6 under way): the exit status is the signal's; the trace
+# holds the window's begin and steps 3-5, no end; SIGTERM and SIGINT (a sound process) also the GPU
+# records of steps 3-6
+for c in segv:11 bus:7 fpe:8 ill:4 abort:6 term:15 int:2; do
+	run "$c" 16 LD_PRELOAD="$PRE" CRASH="${c%:*}" CRASH_AT=7
+	want="window_begin 3 4 5 kernels=0"
+	case $c in term* | int*) want="window_begin 3 4 5 kernels=12" ;; esac
+	[ $rc = $((128 + ${c#*:})) ] && [ "$(records "$c")" = "$want" ] ||
+		bad "${c%:*}: exit $rc (want $((128 + ${c#*:}))), records '$(records "$c")' (want '$want'): $(tail -2 "$T/$c/stderr")"
+done
+[ $fail = 0 ] && ok "SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT in a window: the signal's exit status, the window's steps up to the crash"
+run thread 16 LD_PRELOAD="$PRE" CRASH=segv CRASH_AT=7 CRASH_THREAD=1
+[ $rc = 139 ] && [[ "$(records thread)" == "window_begin 3 4 5 "* ]] && [[ "$(records thread)" != *window_end* ]] &&
+	ok "SIGSEGV on another thread: the same" || bad "thread: exit $rc, records '$(records thread)'"
+run before 16 LD_PRELOAD="$PRE" CRASH=segv CRASH_AT=7 OWN=before
+[ $rc = 139 ] && grep -q "driver: own handler" "$T/before/stderr" && [ "$(records before)" = "window_begin 3 4 5 kernels=0" ] &&
+	ok "the program's handler installed first still runs, after the window is written" ||
+	bad "before: exit $rc, records '$(records before)': $(tail -2 "$T/before/stderr")"
+run after 16 LD_PRELOAD="$PRE" CRASH=segv CRASH_AT=7 OWN=after
+[ $rc = 42 ] && grep -q "driver: own handler" "$T/after/stderr" &&
+	ok "a handler the program installs inside the window wins (its exit status 42)" ||
+	bad "after: exit $rc: $(tail -2 "$T/after/stderr")"
+# SIGKILL runs no handler: an open window reaches the file every 250 ms, so a kill 150 steps (at
+# least 750 ms) into it leaves its begin and its first steps
+ACTIVE=400 run kill 300 LD_PRELOAD="$PRE" CRASH=kill CRASH_AT=150
+r=$(records kill)
+n=$(echo "$r" | wc -w)
+[ $rc = 137 ] && [[ "$r" == "window_begin 3 4 5 "* ]] && [[ "$r" != *window_end* ]] && [ "$n" -ge 30 ] &&
+	ok "SIGKILL 150 steps into a window: its begin and $((n - 2)) steps are in the trace" ||
+	bad "kill: exit $rc, records '$r'"
 
 [ $fail = 0 ] && echo "crash: all passed"
 exit $fail

@@ -9,9 +9,9 @@
  * file), fpe (an integer division by zero), ill (an undefined instruction), abort, kill (SIGKILL),
  * term (SIGTERM) or int (SIGINT); with CRASH_THREAD=1 on a second thread while the main thread
  * goes on. OWN=before installs a handler of its own for that signal before the injection (it says
- * "driver: own handler", then lets the signal's default action happen); OWN=after installs one
- * after the injection (it says the same and exits 42). Prints "driver: injected" once initialised
- * and "driver: done" at a normal end. */
+ * "driver: own handler", then lets the signal's default action happen); OWN=after installs one in
+ * step CRASH_AT, once stepprof's window is open (it says the same and exits 42). Prints "driver:
+ * injected" once initialised and "driver: done" at a normal end. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -69,7 +69,7 @@ static void die(void)
 		if (p != MAP_FAILED)
 			(void)p[0]; /* the file is empty: SIGBUS */
 	} else if (!strcmp(crash, "fpe"))
-		zero = 1 / zero;
+		zero = 7 / zero;
 	else if (!strcmp(crash, "ill"))
 		__builtin_trap();
 	else if (!strcmp(crash, "abort"))
@@ -112,8 +112,6 @@ int main(int argc, char **argv)
 		own();
 	if (inject() < 0)
 		return 2;
-	if (getenv("OWN") && !strcmp(getenv("OWN"), "after") && crash_sig)
-		own();
 	fire = (int (*)(int, unsigned, int, unsigned))dlsym(RTLD_DEFAULT, "fake_cupti_fire");
 	launch = (int (*)(const char *, unsigned))dlsym(RTLD_DEFAULT, "fake_cupti_launch");
 	if (!fire || !launch) {
@@ -132,6 +130,8 @@ int main(int argc, char **argv)
 		if (i == crash_at && crash_sig) {
 			printf("driver: crash in step %d\n", i);
 			fflush(stdout);
+			if (getenv("OWN") && !strcmp(getenv("OWN"), "after"))
+				own();
 			if (getenv("CRASH_THREAD"))
 				pthread_create(&th, NULL, crasher, NULL);
 			else
