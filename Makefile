@@ -51,7 +51,11 @@ endif
 SP_GIT_VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 CFLAGS_COMMON := -DSP_GIT_VERSION='"$(SP_GIT_VERSION)"' -std=gnu11 $(OPT) -Wall -Wextra -Wno-unused-parameter -Wshadow -fno-omit-frame-pointer \
 	-D_GNU_SOURCE -I. $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LIB_CFLAGS := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -ftls-model=initial-exec -DSP_IN_LIBRARY
+# thread-local variables through TLS descriptors, not initial-exec: the library then needs no static
+# TLS block and loads with dlopen too (CUDA_INJECTION64_PATH without LD_PRELOAD); preloaded, a
+# descriptor resolves to a constant offset (docs/LIMITS.md, "dlopen"; aarch64 uses descriptors anyway)
+TLS_DIALECT := $(if $(filter x86_64%,$(shell $(CC) -dumpmachine)),-mtls-dialect=gnu2)
+LIB_CFLAGS := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden $(TLS_DIALECT) -DSP_IN_LIBRARY
 # the CLI, the tests and the pure rooms see no CUDA header (SP_PURE: the collector's internal headers refuse)
 CLI_CFLAGS := $(CFLAGS_COMMON) -DSP_PURE
 DEP_LIBS := $(shell pkg-config --libs $(filter-out $(CLI_PKGS),$(PKGS)) 2>/dev/null)

@@ -6,7 +6,7 @@
 # 50 ms, and "never": only full 256 KiB chunks, kicks and window ends reach the file, as before)
 # and runs tests/e2e/crash_driver under each library and BUILD_DIR's own (250 ms), interleaved over
 # ROUNDS rounds, all steps inside one window. Two loads: "slow" (5 ms steps, 3 launches each: the
-# chunk fills slowly, so the timed writes are all there is) and "busy" (2 ms steps, 400 launches:
+# chunk fills slowly, so the timed writes are all there is) and "busy" (5 ms steps, 200 launches:
 # chunks fill by size well within 250 ms). Prints per library and load the median over rounds of
 # the process's CPU seconds (user + system, all threads), its wall seconds and the trace's bytes.
 # Settings: ROUNDS (5), STEPS (400), OUT (/tmp/stepprof-open-flush).
@@ -39,7 +39,7 @@ one() {
 	awk -v b="$bytes" '{ printf "%.3f %.3f %d\n", $1 + $2, $3, b }' "$d/time"
 }
 echo "$(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $STEPS steps in one window, $ROUNDS rounds"
-for load in slow:5000:3 busy:2000:400; do
+for load in slow:5000:3 busy:5000:200; do
 	IFS=: read -r name us launches <<<"$load"
 	for ((r = 1; r <= ROUNDS; r++)); do
 		for v in never 250ms 50ms; do

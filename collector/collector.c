@@ -262,8 +262,8 @@ void sp_collector_inject(void)
 	atexit(on_exit_process);
 	sp_col.active = 1;
 	if (sp_col.cfg.host_malloc && !sp_col.malloc_hooks)
-		sp_warn("host_malloc = true, but this library has no malloc hooks (libstepprof-nomalloc.so): host "
-			"memory is not tracked; preload libstepprof.so instead (stepprof run picks it by itself)");
+		sp_warn("host_malloc = true, but stepprof's malloc hooks are not this process's allocator (libstepprof-"
+			"nomalloc.so, or loaded with dlopen): host memory is not tracked; preload libstepprof.so instead");
 	else
 		sp_host_min_bytes = sp_col.cfg.host_malloc ? (size_t)sp_col.cfg.host_malloc_min : SIZE_MAX;
 	for (int i = 0; i < sp_col.nmk; i++)

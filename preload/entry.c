@@ -66,13 +66,23 @@ static int is_stepprof(const char *path)
 	return found;
 }
 
+static void sp_entry_init(void);
+
+/* 1 if f lies in this copy of the library (the name InitializeInjection in it means the process's
+ * first definition, not always its own). */
+static int is_mine(void *f)
+{
+	Dl_info theirs, ours;
+	return f && dladdr(f, &theirs) && dladdr((void *)sp_entry_init, &ours) && theirs.dli_fbase == ours.dli_fbase;
+}
+
 /* Another copy of stepprof that came first into the global scope (the preloaded one, when the
  * driver loads this copy through CUDA_INJECTION64_PATH): its InitializeInjection, or NULL. */
 static int (*first_instance(void))(void)
 {
 	Dl_info info;
 	void *f = dlsym(RTLD_DEFAULT, "InitializeInjection");
-	if (!f || f == (void *)InitializeInjection || !dladdr(f, &info) || !info.dli_fname)
+	if (!f || is_mine(f) || !dladdr(f, &info) || !info.dli_fname)
 		return NULL;
 	return is_stepprof(info.dli_fname) ? (int (*)(void))f : NULL;
 }
@@ -116,7 +126,7 @@ SP_EXPORT int InitializeInjection(void)
 	} else if (chained && *chained) {
 		void *h = dlopen(chained, RTLD_NOW | RTLD_GLOBAL);
 		int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
-		if (init && init != InitializeInjection)
+		if (init && !is_mine((void *)init))
 			init();
 		else
 			sp_warn("cannot chain the injection library %s: %s", chained,

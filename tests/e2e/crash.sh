@@ -4,7 +4,7 @@
 # tests/e2e/crash_driver (the injection started as cuInit starts it, steps through the stand-in
 # libcupti) with libstepprof preloaded or only injected.
 #  - injection: CUDA_INJECTION64_PATH naming the library through a link, a copy at another path,
-#    STEPPROF_CHAINED_INJECTION naming the preloaded library: the program
+#    STEPPROF_CHAINED_INJECTION naming the preloaded library, the driver loading a copy: the program
 #    runs to its end (the link crashed it by recursion, exit 139), stepprof initialises once and
 #    writes one trace; another injection library is still chained.
 #  - crashes inside a window (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGKILL; on
@@ -13,7 +13,8 @@
 #    before it); a handler the program installed before stepprof still runs, one installed after
 #    it wins.
 #  - dlopen instead of LD_PRELOAD (the driver loading the library named by CUDA_INJECTION64_PATH):
-#    the library loads (no "cannot allocate memory in static TLS block") and profiles.
+#    the library loads (no "cannot allocate memory in static TLS block") and profiles; host_malloc
+#    says that the malloc hooks are not the process's allocator then.
 set -u
 B=${SP_BUILD:?}
 # shellcheck source=tests/e2e/lib/preload.sh
@@ -64,9 +65,27 @@ run copy 16 LD_PRELOAD="$PRE" CUDA_INJECTION64_PATH="$T/copy.so"
 [ $rc = 0 ] && [ "$(traces copy)" = 1 ] && ! grep -q "cannot chain" "$T/copy/stderr" &&
 	ok "CUDA_INJECTION64_PATH naming a copy of the library: not chained" ||
 	bad "copy: exit $rc: $(tail -2 "$T/copy/stderr")"
+run drvcopy 16 LD_PRELOAD="$PRE" DRIVER_INJECT="$T/copy.so"
+[ $rc = 0 ] && [ "$(traces drvcopy)" = 1 ] && [ "$(grep -c 'profiling rank' "$T/drvcopy/stderr")" = 1 ] &&
+	grep -q "handed to the first one" "$T/drvcopy/stderr" &&
+	ok "the driver loading a copy of the preloaded library: the copy hands over, one collector, one trace" ||
+	bad "drvcopy: exit $rc, $(traces drvcopy) traces: $(tail -2 "$T/drvcopy/stderr")"
 run other 16 LD_PRELOAD="$PRE" CUDA_INJECTION64_PATH="$B/tests/e2e/libfakeinject.so"
 [ $rc = 0 ] && [ "$(traces other)" = 1 ] && grep -q "fakeinject: initialised" "$T/other/stderr" &&
 	ok "another injection library is still chained" || bad "other: exit $rc: $(tail -2 "$T/other/stderr")"
+
+# ---- dlopen: the library named by CUDA_INJECTION64_PATH alone, loaded by the driver ----
+for how in lib:$LIB link:$T/inject.so; do
+	run "dl${how%%:*}" 16 CUDA_INJECTION64_PATH="${how#*:}"
+	[ $rc = 0 ] && [ "$(records "dl${how%%:*}")" = "window_begin 3 4 5 6 7 8 9 10 11 window_end kernels=27" ] &&
+		! grep -q "static TLS" "$T/dl${how%%:*}/stderr" ||
+		bad "dlopen (${how%%:*}): exit $rc, records '$(records "dl${how%%:*}")': $(tail -2 "$T/dl${how%%:*}/stderr")"
+done
+[ $fail = 0 ] && ok "loaded with dlopen (the injection variable alone, the library or a link to it): it loads and profiles"
+run dlmalloc 16 CUDA_INJECTION64_PATH="$B/libstepprof.so" STEPPROF_ACTIVITIES_HOST_MALLOC=1
+[ $rc = 0 ] && [ "$(grep -c "malloc hooks are not this process's allocator" "$T/dlmalloc/stderr")" = 1 ] &&
+	ok "loaded with dlopen and host_malloc = true: says host memory is not tracked" ||
+	bad "dlmalloc: exit $rc: $(tail -2 "$T/dlmalloc/stderr")"
 
 # ---- crashes inside a window ----
 ulimit -c 0 # no core files
