@@ -72,7 +72,7 @@ void sp_tf_say_loss(const struct file *f)
 		return;
 	if (f->gone || !f->made) {
 		sp_warn("trace %s is lost (%s): %u window%s (steps %lld-%lld) not written", f->path,
-			f->gone ? "removed while it was written" : strerror(f->err), f->kept + f->lost,
+			f->gone ? "removed while it was written" : "it could not be made, as said", f->kept + f->lost,
 			f->kept + f->lost == 1 ? "" : "s", (long long)(f->kept ? f->kept_first : f->lost_first),
 			(long long)(f->lost ? f->lost_last : f->kept_last));
 		return;

@@ -184,7 +184,6 @@ static struct file *phase_file(uint32_t phase)
 			snprintf(f->path, sizeof f->path, "%.*s", (int)sizeof f->path - 1, path);
 			sp_warn("phase %s: %s; its windows are not written (the other phases' are)",
 				sp_intern_lookup(f->phase), why);
-			f->err = f->err ? f->err : ENOENT;
 			f->failed = true;
 			return NULL;
 		}
