@@ -465,6 +465,7 @@ static void *writer_main(void *arg)
 	g.result = 0;
 	for (int k = 0; k < g.nf; k++) {
 		struct file *f = &g.f[k];
+		sp_tf_check_there(f); /* removed after its last window: lost all the same */
 		if (f->tw && sp_trace_close(f->tw) < 0 && !f->failed)
 			sp_tf_fail(f, "closing", errno);
 		f->tw = NULL;

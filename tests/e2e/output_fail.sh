@@ -7,8 +7,8 @@
 #    line that blames the schedule; `stepprof run`'s last line says the same;
 #  - a disk that fills up (a small tmpfs, where unshare -m is allowed): the trace is said to be
 #    cut short at exit, with the window it cut and the windows not written;
-#  - the output directory removed while the program runs: said when seen, and at exit which
-#    windows were lost;
+#  - the output directory removed while the program runs: said when seen (at a window's end, or
+#    at exit), and at exit which windows were lost;
 #  - a placeholder whose value comes from the environment ({jobid} = '..') stays inside the
 #    configured directory, and that is said once.
 # The program always runs on to its own exit status.
@@ -58,7 +58,7 @@ mkdir -p "$T/mnt"
 if unshare -m true 2>/dev/null; then
 	ini full "$T/mnt/out"
 	unshare -m sh -c 'mount -t tmpfs -o size=8k tmpfs "$1" && shift && "$@"; echo "rc=$?"' sh "$T/mnt" \
-		env STEPPROF_CONFIG="$T/full/sp.ini" LD_PRELOAD="$PRE" LAUNCHES=300 \
+		env STEPPROF_CONFIG="$T/full/sp.ini" LD_PRELOAD="$PRE" LAUNCHES=2000 \
 		"$B/tests/e2e/crash_driver" 30 2000 >"$T/full/stdout" 2>"$T/full/stderr"
 	e=$T/full/stderr
 	grep -q "^rc=0" "$T/full/stdout" && [ "$(grep -c "No space left on device); dropping further events" "$e")" = 1 ] &&
@@ -69,17 +69,18 @@ else
 	echo "skip a full disk: unshare -m is not allowed here"
 fi
 
-# ---- the output directory removed while the program runs ----
+# ---- the output directory removed while the program runs (one window, steps 3-22) ----
 ini removed "$T/removed/out"
+sed -i 's/^active = 3$/active = 20/; s/^repeat = 3$/repeat = 1/' "$T/removed/sp.ini"
 run removed 20000 &
-for _ in $(seq 200); do [ -s "$T/removed/stderr" ] || ls "$T/removed/out/"*.sptrace >/dev/null 2>&1 && break; sleep 0.02; done
-sleep 0.1
+for _ in $(seq 500); do ls "$T/removed/out/"*.sptrace >/dev/null 2>&1 && break; sleep 0.02; done
+sleep 0.1 # inside the first window (steps 3-5)
 rm -rf "$T/removed/out"
 wait $!
 rc=$?
 e=$T/removed/stderr
 [ $rc = 0 ] && grep -q "was removed while it was written (its directory or the file deleted)" "$e" &&
-	grep -Eq "stepprof: trace $T/removed/out/norank\..*\.sptrace is lost \(removed while it was written\): 3 windows \(steps 3-17\) not written" "$e" &&
+	grep -Eq "stepprof: trace $T/removed/out/norank\..*\.sptrace is lost \(removed while it was written\): 1 window \(steps 3-22\) not written" "$e" &&
 	ok "the output directory removed: said, and at exit the windows lost" || bad "removed: exit $rc: $(cat "$e")"
 
 # ---- a placeholder from the environment ----
