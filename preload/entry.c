@@ -44,11 +44,14 @@ int sp_preload_enabled(void)
 }
 
 /* 1 if the file at path is a stepprof library: this very file (through a link or under another
- * name), or a file that holds the mark (a copy, another build). 0 otherwise, and for a file that
- * cannot be read. No allocation; can't fail. */
+ * name), a file that holds the mark (a copy, another build), or one named libstepprof* (a build
+ * older than the mark). 0 otherwise, and for a file that cannot be read. No allocation; can't fail. */
 static int is_stepprof(const char *path)
 {
 	struct stat st;
+	const char *base = path ? strrchr(path, '/') : NULL;
+	if (path && strstr(base ? base + 1 : path, "libstepprof"))
+		return 1;
 	if (!path || !*path || stat(path, &st) < 0 || !S_ISREG(st.st_mode))
 		return 0;
 	if (entry.self[0] && st.st_dev == entry.self_st.st_dev && st.st_ino == entry.self_st.st_ino)
