@@ -10,8 +10,8 @@
 #  - crashes inside a window (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGKILL; on
 #    the main thread or another): the exit status is the signal's, as without stepprof, and the
 #    trace holds the open window's begin and its steps up to the crash (no end; SIGKILL: up to 250 ms
-#    before it); a handler the program installed before stepprof still runs, one installed after
-#    it wins.
+#    before it); a handler the program installed before stepprof still runs (and when it lets the
+#    program go on, the window is whole, written once), one installed after it wins.
 #  - dlopen instead of LD_PRELOAD (the driver loading the library named by CUDA_INJECTION64_PATH):
 #    the library loads (no "cannot allocate memory in static TLS block") and profiles; host_malloc
 #    says that the malloc hooks are not the process's allocator then.
@@ -107,6 +107,11 @@ run before 16 LD_PRELOAD="$PRE" CRASH=segv CRASH_AT=7 OWN=before
 [ $rc = 139 ] && grep -q "driver: own handler" "$T/before/stderr" && [ "$(records before)" = "window_begin 3 4 5 kernels=0" ] &&
 	ok "the program's handler installed first still runs, after the window is written" ||
 	bad "before: exit $rc, records '$(records before)': $(tail -2 "$T/before/stderr")"
+run survive 16 LD_PRELOAD="$PRE" CRASH=term CRASH_AT=7 OWN=survive
+[ $rc = 0 ] && grep -q "driver: own handler" "$T/survive/stderr" && grep -q "driver: done" "$T/survive/stdout" &&
+	[ "$(records survive)" = "window_begin 3 4 5 6 7 8 9 10 11 window_end kernels=27" ] &&
+	ok "a SIGTERM the program's handler survives: the program goes on, its window is whole, written once" ||
+	bad "survive: exit $rc, records '$(records survive)': $(tail -2 "$T/survive/stderr")"
 run after 16 LD_PRELOAD="$PRE" CRASH=segv CRASH_AT=7 OWN=after
 [ $rc = 42 ] && grep -q "driver: own handler" "$T/after/stderr" &&
 	ok "a handler the program installs inside the window wins (its exit status 42)" ||

@@ -10,7 +10,8 @@
  * term (SIGTERM) or int (SIGINT); with CRASH_THREAD=1 on a second thread while the main thread
  * goes on. OWN=before installs a handler of its own for that signal before the injection (it says
  * "driver: own handler", then lets the signal's default action happen); OWN=after installs one in
- * step CRASH_AT, once stepprof's window is open (it says the same and exits 42). Prints "driver:
+ * step CRASH_AT, once stepprof's window is open (it says the same and exits 42); OWN=survive installs
+ * one before the injection that only says so (for term and int: the program goes on). Prints "driver:
  * injected" once initialised and "driver: done" at a normal end. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -48,6 +49,8 @@ static void own_handler(int sig)
 	(void)!write(2, msg, sizeof msg - 1);
 	if (!strcmp(getenv("OWN"), "after"))
 		_exit(42);
+	if (!strcmp(getenv("OWN"), "survive"))
+		return; /* a SIGTERM or SIGINT the program takes in its stride */
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -108,7 +111,7 @@ int main(int argc, char **argv)
 	int nl = getenv("LAUNCHES") ? atoi(getenv("LAUNCHES")) : 3;
 	crash = getenv("CRASH") ? getenv("CRASH") : "";
 	crash_sig = sig_of(crash);
-	if (getenv("OWN") && !strcmp(getenv("OWN"), "before") && crash_sig)
+	if (getenv("OWN") && (!strcmp(getenv("OWN"), "before") || !strcmp(getenv("OWN"), "survive")) && crash_sig)
 		own();
 	if (inject() < 0)
 		return 2;
