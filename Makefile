@@ -51,7 +51,11 @@ endif
 SP_GIT_VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 CFLAGS_COMMON := -DSP_GIT_VERSION='"$(SP_GIT_VERSION)"' -std=gnu11 $(OPT) -Wall -Wextra -Wno-unused-parameter -Wshadow -fno-omit-frame-pointer \
 	-D_GNU_SOURCE -I. $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LIB_CFLAGS := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -ftls-model=initial-exec -DSP_IN_LIBRARY
+# thread-local variables through TLS descriptors, not initial-exec: the library then needs no static
+# TLS block and loads with dlopen too (CUDA_INJECTION64_PATH without LD_PRELOAD); preloaded, a
+# descriptor resolves to a constant offset (docs/LIMITS.md, "dlopen"; aarch64 uses descriptors anyway)
+TLS_DIALECT := $(if $(filter x86_64%,$(shell $(CC) -dumpmachine)),-mtls-dialect=gnu2)
+LIB_CFLAGS := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden $(TLS_DIALECT) -DSP_IN_LIBRARY
 # the CLI, the tests and the pure rooms see no CUDA header (SP_PURE: the collector's internal headers refuse)
 CLI_CFLAGS := $(CFLAGS_COMMON) -DSP_PURE
 DEP_LIBS := $(shell pkg-config --libs $(filter-out $(CLI_PKGS),$(PKGS)) 2>/dev/null)
@@ -71,9 +75,9 @@ CLI_SRCS := $(filter-out cli/main.c,$(wildcard cli/*.c))
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
 TEST_BINS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(TEST_SRCS))
 HELPER_SRCS := $(filter-out tests/e2e/fakecupti.c tests/e2e/fakecudart.c tests/e2e/fakecuda.c \
-	tests/e2e/dlnext_lib.c,$(wildcard tests/e2e/*.c))
+	tests/e2e/dlnext_lib.c tests/e2e/fakeinject.c,$(wildcard tests/e2e/*.c))
 HELPER_BINS := $(patsubst tests/e2e/%.c,$(O)/tests/e2e/%,$(HELPER_SRCS)) $(O)/tests/e2e/libfakecupti.so \
-	$(O)/tests/e2e/libfakecudart.so $(O)/tests/e2e/fakecuda/libcuda.so.1
+	$(O)/tests/e2e/libfakecudart.so $(O)/tests/e2e/fakecuda/libcuda.so.1 $(O)/tests/e2e/libfakeinject.so
 
 LIB_OBJS := $(patsubst %.c,$(O)/lib/%.o,$(CORE_SRCS) $(LIBONLY_SRCS))
 CORE_OBJS := $(patsubst %.c,$(O)/host/%.o,$(CORE_SRCS) $(CLI_SRCS))
@@ -134,13 +138,17 @@ $(O)/tests/e2e/libfakecudart.so: tests/e2e/fakecudart.c
 $(O)/tests/e2e/fakecuda/libcuda.so.1: tests/e2e/fakecuda.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g -shared -fPIC -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic-functions $(CUDA_INC) -o $@ $< -ldl
+# another injection library, which stepprof chains (tests/e2e/crash.sh)
+$(O)/tests/e2e/libfakeinject.so: tests/e2e/fakeinject.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -O1 -g -shared -fPIC -o $@ $<
 # dlsym(RTLD_NEXT) from a library under the preload: two libraries defining one symbol
 $(O)/tests/e2e/libdlnext_a.so $(O)/tests/e2e/libdlnext_b.so: $(O)/tests/e2e/libdlnext_%.so: tests/e2e/dlnext_lib.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O0 -g -shared -fPIC -DWHICH='"$*"' -DLIB=$* -o $@ $< -ldl
 $(O)/tests/e2e/dlnext: tests/e2e/dlnext.c $(O)/tests/e2e/libdlnext_a.so $(O)/tests/e2e/libdlnext_b.so
 	$(Q)$(CC) -O0 -g -o $@ $< -L$(O)/tests/e2e -Wl,-rpath,'$$ORIGIN' -ldlnext_a -ldlnext_b -ldl
-$(O)/tests/e2e/cupti_life_driver $(O)/tests/e2e/share_driver: $(O)/tests/e2e/%: tests/e2e/%.c
+$(O)/tests/e2e/cupti_life_driver $(O)/tests/e2e/share_driver $(O)/tests/e2e/crash_driver: $(O)/tests/e2e/%: tests/e2e/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g $(CUDA_INC) -o $@ $< -ldl -lpthread
 $(O)/tests/e2e/phases_driver: tests/e2e/phases_driver.c

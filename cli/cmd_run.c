@@ -287,7 +287,12 @@ int sp_cmd_run(int argc, char **argv)
 	char folder[SP_CFG_PATH];
 	bool one = !strstr(cfg.output, "{pid}") && !strstr(cfg.output, "{rank}") && !strstr(cfg.output, "{host}") &&
 		   !sp_cfg_expand(cfg.output, NULL, folder, sizeof folder);
-	if (!list_traces(dir[0] ? dir : ".", start, 0))
+	struct stat dst;
+	int there = stat(dir[0] ? dir : ".", &dst) == 0;
+	if (!there || !S_ISDIR(dst.st_mode)) /* the output failed, not the schedule */
+		fprintf(stderr, "stepprof: no trace written: the output directory %s %s (the lines above say why)\n",
+			dir[0] ? dir : ".", there ? "is not a directory" : "does not exist");
+	else if (!list_traces(dir[0] ? dir : ".", start, 0))
 		fprintf(stderr,
 			"stepprof: no trace written under %s (no CUDA, rank not selected, or no step "
 			"recorded: see the schedule with 'stepprof schedule')\n",

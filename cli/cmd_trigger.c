@@ -15,15 +15,16 @@
 #include <unistd.h>
 #include "cli.h"
 #include "config/odctl.h"
+#include "config/run.h"
 
 #define MAX_PROCS 4096
 #define REACH_SLACK_MS 1500 /* beyond two poll periods of the slowest process */
 
 struct proc {
 	char ctl[PATH_MAX];          /* its control directory */
-	char status_name[128];       /* HOST.PID.status there */
+	char status_name[128];       /* HOST.PID.status there (HOST.PID.TAG.status in a pid namespace) */
 	struct sp_od_status st;      /* as last read */
-	int local;     /* on this host: its liveness can be checked */
+	int local;     /* on this host and in this pid namespace: its liveness can be checked */
 	int alive;     /* running when the request was written (or not checkable) */
 	int reached, done;           /* answered the request; its window is written (or refused, exited) */
 };
@@ -83,7 +84,9 @@ static int add_proc(struct proc *procs, int *n, const char *ctl, const char *nam
 		fprintf(stderr, "stepprof trigger: ignoring %s/%s: %s\n", ctl, name, err);
 		return -1;
 	}
-	p->local = !strcmp(p->st.host, host);
+	/* another pid namespace (a container) on a host of the same name: its pid is not ours to check */
+	unsigned long long ns = sp_pidns();
+	p->local = !strcmp(p->st.host, host) && (!p->st.pidns || !ns || p->st.pidns == ns);
 	p->alive = strcmp(p->st.state, "exited") &&
 		   (!p->local || (p->st.start && sp_od_proc_start(p->st.pid) == p->st.start));
 	(*n)++;
@@ -104,6 +107,39 @@ static int scan_job(struct proc *procs, const char *ctl, const char *host)
 	if (d)
 		closedir(d);
 	return n;
+}
+
+/* The status file name in ctl of the live process pid on this host (HOST.PID.status, or
+ * HOST.PID.TAG.status in a pid namespace: the one whose start time is pid's), into name. Returns 0,
+ * or -1 (err says why). */
+static int find_status(const char *ctl, const char *host, long pid, char *name, size_t len, char *err, size_t elen)
+{
+	char path[PATH_MAX + 160], buf[SP_OD_MAX_BYTES + 1], prefix[128];
+	struct sp_od_status st;
+	uint64_t start = sp_od_proc_start((int)pid);
+	snprintf(name, len, "%s.%ld.status", host, pid);
+	snprintf(path, sizeof path, "%s/%s", ctl, name);
+	if (!access(path, F_OK))
+		return 0;
+	int n = snprintf(prefix, sizeof prefix, "%s.%ld.", host, pid), found = -1;
+	DIR *d = opendir(ctl);
+	struct dirent *e;
+	while (d && found < 0 && (e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		if (strncmp(e->d_name, prefix, (size_t)n) || l < 8 || l >= len || strcmp(e->d_name + l - 7, ".status"))
+			continue;
+		snprintf(path, sizeof path, "%s/%s", ctl, e->d_name);
+		ssize_t k = sp_od_read(path, buf, sizeof buf, err, elen);
+		if (k > 0 && !sp_od_status_parse(buf, (size_t)k, &st, err, elen) && st.pid == pid && st.start == start) {
+			snprintf(name, len, "%s", e->d_name);
+			found = 0;
+		}
+	}
+	if (d)
+		closedir(d);
+	if (found < 0)
+		snprintf(err, elen, "no status file %s.%ld[.TAG].status in %.300s", host, pid, ctl);
+	return found;
 }
 
 /* The control directory process pid holds open (collector/ondemand/ondemand.c), into ctl. Returns 0 or -1. */
@@ -343,13 +379,16 @@ int sp_cmd_trigger(int argc, char **argv)
 				rc = 1;
 				continue;
 			}
-			snprintf(name, sizeof name, "%s.%ld.status", host, pid);
-			if (sp_od_check_dir(ctl, 0, err, sizeof err) < 0 || add_proc(procs, &n, ctl, name, host) < 0) {
+			if (sp_od_check_dir(ctl, 0, err, sizeof err) < 0 ||
+			    find_status(ctl, host, pid, name, sizeof name, err, sizeof err) < 0 ||
+			    add_proc(procs, &n, ctl, name, host) < 0) {
 				printf("  pid %ld: not reached (%s)\n", pid, err);
 				rc = 1;
 				continue;
 			}
-			snprintf(name, sizeof name, SP_OD_JOB ".%s.%ld", host, pid);
+			char req[160]; /* trigger.HOST.PID[.TAG]: the status file's name less .status */
+			snprintf(req, sizeof req, SP_OD_JOB ".%.*s", (int)(strlen(name) - 7), name);
+			snprintf(name, sizeof name, "%s", req);
 			if (sp_od_write(ctl, name, text) < 0) {
 				printf("  pid %ld: not reached (cannot write %s/%s: %s)\n", pid, ctl, name,
 				       strerror(errno));

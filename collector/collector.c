@@ -54,6 +54,15 @@ static void explain_no_window(void)
 	int64_t first = -1;
 	if (sp_col.rt[sp_col.cur].windows || sp_col.disabled)
 		return;
+	if (sp_out_failure()[0]) { /* the output failed, not the schedule */
+		if (sp_col.unwritten)
+			sp_warn_once("no trace written (%s): the %llu step%s the schedule records from step %lld to %lld "
+				     "%s lost",
+				     sp_out_failure(), (unsigned long long)sp_col.unwritten, sp_col.unwritten == 1 ? "" : "s",
+				     (long long)sp_col.unwritten_first, (long long)sp_col.unwritten_last,
+				     sp_col.unwritten == 1 ? "is" : "are");
+		return;
+	}
 	if (ph)
 		snprintf(pre, sizeof pre, "phase %s: ", ph);
 	if (!atomic_load_explicit(&sp_col.had_context, memory_order_relaxed))
@@ -274,8 +283,8 @@ void sp_collector_inject(void)
 	atexit(on_exit_process);
 	sp_col.active = 1;
 	if (sp_col.cfg.host_malloc && !sp_col.malloc_hooks)
-		sp_warn("host_malloc = true, but this library has no malloc hooks (libstepprof-nomalloc.so): host "
-			"memory is not tracked; preload libstepprof.so instead (stepprof run picks it by itself)");
+		sp_warn("host_malloc = true, but stepprof's malloc hooks are not this process's allocator (libstepprof-"
+			"nomalloc.so, or loaded with dlopen): host memory is not tracked; preload libstepprof.so instead");
 	else
 		sp_host_min_bytes = sp_col.cfg.host_malloc ? (size_t)sp_col.cfg.host_malloc_min : SIZE_MAX;
 	for (int i = 0; i < sp_col.nmk; i++)

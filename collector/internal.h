@@ -127,6 +127,8 @@ struct sp_col_state {
 	uint32_t *split_lo, *split_hi; /* fields the pending split fills */
 	/* output (output.c; comms.c and collector.c read it) */
 	int writer_started; /* 0 not yet, 1 writing, -1 failed or not selected */
+	uint64_t unwritten; /* steps the schedule records that no trace could take (windows.c, under lock) */
+	int64_t unwritten_first, unwritten_last; /* ... the first and the last of them */
 	/* step detection (windows.c feeds it) */
 	struct sp_stepdet det; /* the step detector (stepdet.h): every marker kind */
 	uint64_t credit; /* ns the detector spent learning, taken out of token times */
@@ -240,8 +242,20 @@ void sp_ph_end_others(uint64_t t, uint32_t corr);
 uint32_t sp_ph_wants(void);
 uint32_t sp_ph_anchor_is(uint32_t name);
 
+/* crash.c: once a trace is being written, the fatal signals write what the rings hold before the
+ * program's own action (its handler, or the default) takes them; a later handler wins. Once per
+ * process; can't fail (a signal whose handler cannot be set is left as it was). */
+void sp_crash_install(void);
+
 /* output.c: the trace file and what each window carries for reading alone. */
 int sp_out_start_writer(void);
+/* The output directory into dir (len bytes): expanded and made once for the process (the trace
+ * and the on-demand control files share it; again only for a rank learnt late), a placeholder's
+ * value made safe and said once. Returns 0, or -1 (the failure said once, on the first call). */
+int sp_out_dir(char *dir, size_t len);
+/* Why no trace could be written (the output directory or the file, with path and error), "" if
+ * nothing failed so far. This function can't fail. */
+const char *sp_out_failure(void);
 /* SP_EV_DEVICE records, once the driver answers (output.c). Can't fail. */
 void sp_out_write_devices(uint64_t t);
 void sp_out_window_context(uint64_t t);

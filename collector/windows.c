@@ -140,6 +140,10 @@ static struct window *open_window(uint64_t t, uint32_t corr)
 	}
 	if (sp_out_start_writer() < 0) {
 		w->used = 0; /* not profiled after all, or no trace file: no window */
+		if (!sp_col.disabled) { /* no trace: the exit says which steps were lost */
+			sp_col.unwritten_first = sp_col.unwritten++ ? sp_col.unwritten_first : sp_col.step;
+			sp_col.unwritten_last = sp_col.step;
+		}
 		return NULL;
 	}
 	w->id = sp_col.next_window_id++;
