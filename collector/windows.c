@@ -270,7 +270,7 @@ static void det_locked(const struct sp_det_out *o, uint64_t t)
 	 * numbers on from one that counted: its schedule resumes after the steps handed out
 	 * (docs/STEPS.md, "Regimes"); a regime that does not count yet has no schedule step */
 	const struct sp_stepdet *det = m->det;
-	const struct sp_det_regime *rg = det->cur ? &det->reg[det->cur - 1] : NULL;
+	const struct sp_det_regime *rg = det->regimes.cur ? &det->regimes.r[det->regimes.cur - 1] : NULL;
 	int64_t sched = rg && (rg->steps || rg->continued) ? -1 : sp_stepdet_sched_step(det, sp_col.step);
 	for (int64_t k = 0; k <= sched; k++)
 		if (sp_schedule_action(m->schedule, k) != SP_ACT_NONE) {

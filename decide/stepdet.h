@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* stepdet.h - the step detector: tokens in, decisions out. Owns marker matching (kernel, api,
- * nccl, nvtx, profiler_range), automatic detection (autostep.h) with its phases (lock, per-step
- * check, unlock, re-lock), and step numbering. Pure: it calls no CUPTI or CUDA function, keeps no
- * global state and takes no lock (the caller serialises), so the library (windows.c) and the
- * offline replay (`stepprof autostep`) run the same code on the same tokens. docs/STEPS.md. */
+/* stepdet.h - the step detector: tokens in, decisions out. Explicit markers (stepdet.c) and
+ * automatic detection in stages: the learner finds the period (period.c) and where it wraps
+ * (wrap.c); regimes and the schedule's numbering (regime.c); the per-step check while locked
+ * (stepcheck.c); what it says (stepdet_say.c); its numbers (tunables.h). Pure: no CUPTI or CUDA
+ * call, no global state, no lock (the caller serialises), so the library (collector/windows.c)
+ * and the replay (`stepprof autostep`) run the same code on the same tokens. docs/STEPS.md. */
 #ifndef SP_STEPDET_H
 #define SP_STEPDET_H
 
@@ -42,7 +43,7 @@
 	0x400u   /* a deferred regime ran long enough: its steps count from here
 				* (sp_stepdet_regime_note says so) */
 #define SP_DET_PROBE \
-	0x800u   /* the step that ended (`bad_step`), not counted, took PROBE_RATIO times
+	0x800u   /* the step that ended (`bad_step`), not counted, took probe_ratio times
 				* more or less time than the counted ones: the next step is counted, the
 				* detector wants launches again (the caller re-attaches if parked) */
 #define SP_DET_MINOR \
@@ -82,76 +83,87 @@ struct sp_det_regime {
 	int64_t last_step;     /* its last step number */
 	uint64_t steps;        /* steps it has had */
 	int train;             /* its period launches a backward or optimizer kernel (by name) */
-	int proven;            /* no training evidence, but it ran SP_DET_DEFER_STEPS steps in a row */
+	int proven;            /* no training evidence, but it ran defer_steps steps in a row */
 	uint64_t run;          /* steps since its last lock */
 	int64_t deferred_from; /* the step it locked on while unproven */
-	int64_t shift;         /* step number - schedule step, once proven (the steps it deferred) */
+	int64_t shift;         /* step number - schedule step, once it counts */
 	uint64_t sig;          /* its period's launches in their cyclic order (a hash): a regime that
-				* differs only in API calls (DDP's timing syncs, first ten iterations) is
-				* the same loop */
-	int continued;         /* numbered on at a lock from a regime that counted for the schedule
-				* (its own earlier steps or another's): nothing was lost at that lock */
+				* differs only in API calls that come and go is the same loop */
+	int continued;         /* numbered on at a lock from a regime that counted for the schedule */
 	unsigned noted;        /* sp_stepdet_regime_note lines said for it (bit per kind) */
 };
-/* A regime without training evidence defers its steps' schedule this many steps (docs/STEPS.md,
- * "Regimes"): evaluation passes before training are shorter. */
-#define SP_DET_DEFER_STEPS 32u
+
+/* The regimes seen and the schedule's numbering across them (regime.c). */
+struct sp_det_regimes {
+	struct sp_det_regime r[SP_DET_REGIMES];
+	uint32_t n;
+	uint32_t cur;                 /* index + 1 of the current regime, 0 none */
+	uint32_t train;               /* index + 1 of the first regime with training evidence, 0 none */
+	uint32_t hand;                /* index + 1 of the regime whose steps last counted for the schedule */
+	int64_t sched_hi;             /* the highest schedule step handed out (valid with hand) */
+	const struct sp_schedule *sched; /* the schedule that counts the steps, or NULL */
+};
+
+/* The per-step check while locked (stepcheck.c): launches counted per step, time probes. */
+struct sp_det_check {
+	int counting;                 /* launches are counted in this step (not in the locked one) */
+	uint32_t counted;             /* ... so far */
+	uint32_t sparse;              /* count launches in one step of this many (0, 1: every step) */
+	const struct sp_schedule *sparse_sched; /* ... and in the steps before and of its windows */
+	int blind;                    /* the caller sees no launch now (parked): no step is counted */
+	int probe;                    /* a step's time stood out: count the next one */
+	int64_t irr_step;             /* the last step kept as irregular (INT64_MIN none) */
+	int step_opt;                 /* this counted step launched an optimizer kernel its period lacks */
+	int period_opt;               /* the locked period launches an optimizer kernel */
+	uint32_t proven_period;       /* the period the learner proved for this lock (a block's whole one) */
+	int split;                    /* an anchor call came before this counted step had its launches */
+	uint64_t ref_ns;              /* the counted steps' time (moving average) */
+};
+
+/* Learning's bookkeeping besides the learner (stepdet.c). */
+struct sp_det_learn {
+	uint64_t tokens;              /* tokens fed to the learner since it last started */
+	uint32_t launchers[SP_DET_LAUNCHERS]; /* threads that launched a kernel or graph (tid + 1; 0 free) */
+	struct {
+		uint32_t msg, tok;    /* NVTX message id -> its token ("step 17" -> "nvtx:step #") */
+	} nvtx[SP_DET_NVTX_SLOTS];
+	uint32_t nvtx_pop;            /* token id of a pop/end */
+	uint64_t undecided_at;        /* tokens at which "undecided" was last reported */
+	int reported;                 /* SP_DET_UNDECIDED was returned */
+};
 
 struct sp_stepdet {
 	int kind;       /* enum sp_marker_kind */
 	char pattern[256];
 	uint32_t every;
 	char *(*demangle)(const char *, char *, size_t *, int *); /* __cxa_demangle, or NULL */
-	uint8_t match[SP_DET_MATCH_CACHE]; /* 0 unknown, 1 no, 2 yes (auto: stepdet.c KC_* flags) */
+	uint8_t match[SP_DET_MATCH_CACHE]; /* 0 unknown, 1 no, 2 yes (auto: regime.c KC_* flags) */
+	const struct sp_det_tune *tune; /* outlives d */
 	int64_t step;                 /* the current step, -1 before the first */
 	int step_open;
+	uint64_t step_t0;             /* time the current step began */
 	uint64_t hits;                /* marker (or anchor) occurrences counted against every */
 	uint64_t range_starts, range_stops;
-	/* automatic detection */
-	struct sp_autostep a;
-	int learning;                 /* auto, not locked (or unlocked again) */
-	uint64_t tokens;              /* tokens fed to the learner since it last started */
-	struct sp_det_how how;
-	struct sp_det_regime reg[SP_DET_REGIMES];
-	uint32_t nreg;
-	uint32_t cur;                 /* index + 1 of the current regime in reg, 0 none */
-	uint32_t train;               /* index + 1 of the first regime with training evidence, 0 none */
-	uint32_t hand;                /* index + 1 of the regime whose steps last counted for the schedule */
-	int64_t sched_hi;             /* the highest schedule step handed out (valid with hand) */
-	int no_prefer;                /* replay only: every regime counts (the policy before issue 12) */
-	uint32_t launchers[16];       /* threads that launched a kernel or graph (tid + 1; 0 free) */
-	uint32_t sparse;              /* count launches in one step of this many (0, 1: every step) */
-	int blind;      /* the caller sees no launch now (parked): no step is counted */
-	int probe;      /* a step's time stood out: count the next one */
-	int64_t irr_step; /* the last step kept as irregular (INT64_MIN none) */
-	int step_opt;     /* this counted step launched an optimizer kernel its period has none of */
-	int period_opt;   /* the locked period launches an optimizer kernel */
-	uint32_t a_proven; /* the period the learner proved for the current lock (a block's whole period) */
-	int split;      /* an anchor call came before this counted step had its launches: not taken
-			 * for its end (the step must match the period exactly) */
-	uint64_t ref_ns;              /* the counted steps' time (moving average) */
-	uint32_t probes;              /* steps whose time stood out */
-	const struct sp_schedule *sparse_sched; /* ... and in the steps before and of its windows */
-	const struct sp_schedule *sched; /* the schedule that counts its steps (re-locks), or NULL */
-	/* the per-step check */
-	int counting;                 /* launches are counted in this step (all but the locked one) */
-	uint32_t counted;
-	uint64_t step_t0;             /* time the current step began */
 	unsigned wants;
-	/* NVTX messages, digits folded ("step 17" -> "nvtx:step #"): message id -> token id */
-	struct {
-		uint32_t msg, tok;
-	} nvtx[1024];
-	uint32_t nvtx_pop;            /* token id of a pop/end */
-	uint64_t undecided_at;        /* tokens at which "undecided" was last reported */
-	int reported;                 /* SP_DET_UNDECIDED was returned */
+	struct sp_det_how how;
+	/* automatic detection */
+	int learning;                 /* not locked (or unlocked again) */
+	int no_prefer;                /* replay only: every regime counts (no preference for training) */
+	uint32_t probes;              /* steps whose time stood out (the collector reads it) */
+	struct sp_autostep a;         /* the learner */
+	struct sp_det_learn learn;
+	struct sp_det_regimes regimes;
+	struct sp_det_check check;
 };
 
 /* Sets d up for marker kind (enum sp_marker_kind), pattern (glob; ignored for auto and
- * profiler_range) and every (>= 1). Returns 0, or -1 (no memory for automatic detection).
- * demangle may be NULL. */
+ * profiler_range) and every (>= 1), with the default tunables. Returns 0, or -1 (no memory for
+ * automatic detection). demangle may be NULL. */
 int sp_stepdet_init(struct sp_stepdet *d, int kind, const char *pattern, int every,
 		    char *(*demangle)(const char *, char *, size_t *, int *));
+/* The same with tunables t (NULL: the defaults), which must outlive d: `stepprof autostep --set`. */
+int sp_stepdet_init_tuned(struct sp_stepdet *d, int kind, const char *pattern, int every,
+			  char *(*demangle)(const char *, char *, size_t *, int *), const struct sp_det_tune *t);
 void sp_stepdet_free(struct sp_stepdet *d);
 /* Feeds one token (t->name an interned id; TRUTH tokens are ignored). Fills *out (what = 0: no
  * decision). This function can't fail. */
@@ -214,7 +226,7 @@ void sp_stepdet_sparse(struct sp_stepdet *d, uint32_t every, const struct sp_sch
 #define SP_STEPDET_SPARSE 16u
 /* The caller sees no launch (on = 1: parked, detached from CUPTI) or sees them again (0). While
  * blind no step is counted, whatever sp_stepdet_sparse says; each step is checked by its time
- * alone (between two anchor calls) against the counted steps': one that takes PROBE_RATIO (4)
+ * alone (between two anchor calls) against the counted steps': one that takes probe_ratio
  * times more or less returns SP_DET_PROBE and wants launches until the next step was counted
  * (a mismatch there refutes the regime as usual). Takes effect at the next boundary. Can't fail. */
 void sp_stepdet_blind(struct sp_stepdet *d, int on);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* stepdet_say.c - what the step detector (stepdet.h) says in words: why it is undecided, with the
- * explicit marker to set instead, and the warning for a schedule whose first window comes before
- * automatic detection can lock. Pure: no locks, no I/O. */
+ * explicit marker to set instead; what a regime's preference or deferral does to the schedule;
+ * and the warning for a schedule whose first window comes before automatic detection can lock.
+ * Pure: no locks, no I/O. */
 #include <stdio.h>
 #include <string.h>
-#include "stepdet.h"
+#include "stepdet_int.h"
 #include "collector/base/intern.h"
 #include "config/config.h"
 
@@ -15,9 +16,8 @@ static void suggest(struct sp_stepdet *d, char *buf, size_t n)
 	struct sp_autostep *a = &d->a;
 	uint32_t best[3] = { 0 }, bestc[3] = { UINT32_MAX, UINT32_MAX, UINT32_MAX };
 	uint64_t first = a->n > a->cap ? a->n - a->cap : 0;
-	sp_autostep_count(a, 0, 1);
 	for (uint64_t i = first; i < a->n; i++) {
-		uint32_t tok = a->tok[i & (a->cap - 1)], c = sp_autostep_count(a, tok, 0);
+		uint32_t tok = a->tok[i & (a->cap - 1)], c = sp_autostep_count(a, tok);
 		const char *nm = sp_intern_lookup(tok & ~SP_AUTOSTEP_FLAGS);
 		int k = tok & SP_AUTOSTEP_SYNC                                     ? 0
 			: nm && !strncmp(nm, "nvtx:", 5) && strcmp(nm, "nvtx:pop") ? 1
@@ -44,16 +44,16 @@ int sp_stepdet_undecided(struct sp_stepdet *d, char *buf, size_t n)
 	if (d->kind != SP_MARK_AUTO || !d->learning)
 		return 0;
 	suggest(d, sug, sizeof sug);
-	if (d->a.cand_period)
+	if (d->a.cand.period)
 		snprintf(buf, n,
 			 "automatic step detection is undecided after %llu tokens: the best candidate, a period "
 			 "of %u tokens, repeated %llu times (not proven: it must repeat exactly, with a host "
 			 "synchronisation or a clear CPU gap where it wraps); set %s",
-			 (unsigned long long)d->tokens, d->a.cand_period,
-			 (unsigned long long)(d->a.cand_run / d->a.cand_period + 1), sug);
+			 (unsigned long long)d->learn.tokens, d->a.cand.period,
+			 (unsigned long long)(d->a.cand.run / d->a.cand.period + 1), sug);
 	else
 		snprintf(buf, n, "automatic step detection is undecided after %llu tokens: nothing repeats; set %s",
-			 (unsigned long long)d->tokens, sug);
+			 (unsigned long long)d->learn.tokens, sug);
 	return 1;
 }
 
@@ -81,4 +81,56 @@ int sp_stepdet_schedule_warning(const struct sp_schedule *s, char *buf, size_t n
 		 "window; raise skip_first or wait by %lld for such programs, or set an explicit [marker]",
 		 (long long)first, SP_STEPDET_LOCK_NOSYNC - 1, (long long)(SP_STEPDET_LOCK_NOSYNC - first));
 	return 2;
+}
+
+int sp_stepdet_regime_note(struct sp_stepdet *d, char *buf, size_t n)
+{
+	const struct sp_det_regimes *g = &d->regimes;
+	if (d->kind != SP_MARK_AUTO || !g->cur || d->no_prefer)
+		return 0;
+	struct sp_det_regime *r = &d->regimes.r[g->cur - 1];
+	unsigned k = g->cur, kind;
+	uint64_t defer = d->tune->defer_steps;
+	if (!r->train && g->train)
+		kind = 1;
+	else if (!r->train && !r->proven)
+		kind = 2;
+	else if (!r->train && r->run == defer)
+		kind = 4;
+	else if (r->train && g->train == k && g->n > 1)
+		kind = 8;
+	else
+		return 0;
+	if (r->noted & kind)
+		return 0;
+	r->noted |= kind;
+	if (kind == 1)
+		snprintf(buf, n,
+			 "automatic steps: regime %u (%u launches a step) launches no backward or optimizer kernel, "
+			 "regime %u (%u launches) does: regime %u is taken for an evaluation or other side phase and "
+			 "its "
+			 "steps are not recorded (set an explicit [marker] to record them)",
+			 k, r->launches, g->train, g->r[g->train - 1].launches, k);
+	else if (kind == 2)
+		snprintf(buf, n,
+			 "automatic steps: regime %u (%u launches a step) launches no backward or optimizer kernel: "
+			 "its steps count towards the schedule only after %llu of them in a row (an evaluation pass "
+			 "before "
+			 "training is shorter); windows wait until then",
+			 k, r->launches, (unsigned long long)defer);
+	else if (kind == 4)
+		snprintf(buf, n,
+			 "automatic steps: regime %u ran %llu steps in a row without a backward or optimizer kernel: "
+			 "taken for the program's loop (inference, or training whose kernel names do not say so); its "
+			 "step "
+			 "%lld is the schedule's step %lld (the schedule's steps come %lld steps later than the "
+			 "program's); a training regime found later is preferred",
+			 k, (unsigned long long)defer, (long long)d->step, (long long)(d->step - r->shift),
+			 (long long)r->shift);
+	else
+		snprintf(buf, n,
+			 "automatic steps: regime %u launches backward or optimizer kernels: it is the training "
+			 "loop, preferred from now on over the regimes seen before (their steps are not recorded)",
+			 k);
+	return 1;
 }

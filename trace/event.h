@@ -176,7 +176,7 @@ struct sp_ev_step {
 			       * the program did after its last iteration (a final evaluation, a save) */
 #define SP_STEP_TRAIN \
 	0x04u /* auto: its regime launches backward or optimizer kernels (training);
-			       * without it, a regime taken for the loop after SP_DET_DEFER_STEPS steps */
+			       * without it, a regime taken for the loop after defer_steps steps (decide/tunables.h) */
 
 /* What opened a window: the sub code of its WINDOW_BEGIN and WINDOW_END records (0 in files
  * written before on-demand windows existed: the schedule). */

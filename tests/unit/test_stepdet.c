@@ -122,8 +122,8 @@ static void auto_lock_watch_and_check(void **state)
 	/* no backward or optimizer kernel: the schedule counted its steps only after 32 of them, from
 	 * the one after its lock on, and it settles late (a training loop may still come) */
 	assert_false(sp_stepdet_settled(&det));
-	assert_int_equal(sp_stepdet_sched_step(&det, step), step - det.reg[0].shift);
-	assert_int_equal(det.reg[0].shift, SP_DET_DEFER_STEPS - 1);
+	assert_int_equal(sp_stepdet_sched_step(&det, step), step - det.regimes.r[0].shift);
+	assert_int_equal(det.regimes.r[0].shift, (int64_t)sp_det_tune_default.defer_steps - 1);
 	for (int i = 0; i < 200; i++)
 		iteration("a", 30, &step, 200000);
 	assert_true(sp_stepdet_settled(&det));
@@ -152,7 +152,7 @@ static void sparse_blind_probe(void **state)
 	}
 	assert_false(all & (SP_DET_MISMATCH | SP_DET_UNLOCK | SP_DET_PROBE));
 	assert_int_equal(wanted, 64 / SP_STEPDET_SPARSE); /* the counted steps only */
-	assert_true(det.ref_ns > 0);
+	assert_true(det.check.ref_ns > 0);
 	/* blind: no step is counted, none wants launches, the same loop passes its time check */
 	sp_stepdet_blind(&det, 1);
 	all = 0;
@@ -492,7 +492,7 @@ static void numbering_never_goes_back(void **state)
 			last_sched = sc;
 		}
 	assert_true(all & SP_DET_RELOCK);
-	assert_true(det.nreg >= 3);      /* eval, training, training of another shape */
+	assert_true(det.regimes.n >= 3);      /* eval, training, training of another shape */
 	assert_true(ngiven >= 6);        /* windows in both training shapes */
 	sp_stepdet_free(&det);
 }
@@ -574,10 +574,10 @@ static void may_try_is_exact(void **state)
 					      .ts = now += 5000 };
 			struct sp_det_out o;
 			t.name = sp_intern(nm);
-			uint64_t next = det.a.next_try;
+			uint64_t next = det.a.attempt.next;
 			int may = sp_stepdet_may_try(&det, &t);
 			sp_stepdet_feed(&det, &t, &o);
-			int tried = det.a.next_try != next || !det.learning;
+			int tried = det.a.attempt.next != next || !det.learning;
 			attempts += tried;
 			graph_attempts += tried && graph && det.a.n < next;
 			missed += tried && !may;
