@@ -86,6 +86,16 @@ static int usage(FILE *f, int rc)
 	return rc;
 }
 
+/* Every note the detector has to say now (sp_stepdet_regime_note), one a line, or NULL. */
+static char *regime_notes(struct sp_stepdet *det)
+{
+	char note[600], all[2048] = "";
+	size_t o = 0;
+	while (sp_stepdet_regime_note(det, note, sizeof note) && o + 1 < sizeof all)
+		o += (size_t)snprintf(all + o, sizeof all - o, "%s%s", o ? "\n" : "", note);
+	return o ? sp_xstrdup(all) : NULL;
+}
+
 static void replay_run(const struct sp_tokstream *s, struct sp_stepdet *det, struct replay *r)
 {
 	for (size_t i = 0; i < s->n; i++) {
@@ -104,10 +114,7 @@ static void replay_run(const struct sp_tokstream *s, struct sp_stepdet *det, str
 		d->how = det->how;
 		d->settled = sp_stepdet_settled(det);
 		d->sched = sp_stepdet_sched_step(det, o.step);
-		char note[600];
-		d->note = (o.what & (SP_DET_LOCK | SP_DET_PROVEN)) && sp_stepdet_regime_note(det, note, sizeof note)
-				  ? strdup(note)
-				  : NULL;
+		d->note = (o.what & (SP_DET_LOCK | SP_DET_PROVEN)) ? regime_notes(det) : NULL;
 		r->steps += (o.what & SP_DET_BOUNDARY) != 0;
 		/* refuted: the regime ended in it; an irregular step (the lock kept) is compared as any */
 		for (size_t k = r->n - 1; (o.what & SP_DET_MISMATCH) && (o.what & SP_DET_UNLOCK) && k-- > 0;)
@@ -378,8 +385,11 @@ static void print_decision(const struct decision *d, uint64_t t0, FILE *out)
 			d->how.confidence,
 			d->how.blocks > 1 ? " (one of the iterations between two host synchronisations)" : "",
 			(long long)d->out.step);
-	if (d->note)
-		fprintf(out, "  token %-9zu %10.6f s  stepprof: %s\n", d->index, t, d->note);
+	for (const char *nt = d->note, *e; nt && *nt; nt = *e ? e + 1 : e) {
+		e = strchr(nt, '\n');
+		e = e ? e : nt + strlen(nt);
+		fprintf(out, "  token %-9zu %10.6f s  stepprof: %.*s\n", d->index, t, (int)(e - nt), nt);
+	}
 	if (w & SP_DET_BOUNDARY)
 		fprintf(out, "  token %-9zu %10.6f s  step %lld begins%s (regime %u%s)\n", d->index, t,
 			(long long)d->out.step, w & SP_DET_AFTER ? " after this call" : "", d->out.regime,

@@ -127,6 +127,33 @@ int64_t sp_stepdet_sched_step(const struct sp_stepdet *d, int64_t step)
 	return d->kind == SP_MARK_AUTO && d->regimes.cur ? step - d->regimes.r[d->regimes.cur - 1].shift : step;
 }
 
+/* The schedule's first step with an action (its first warmup, or its first recorded step without
+ * warmup), or -1 if it has none. */
+static int64_t first_active(const struct sp_schedule *s)
+{
+	int64_t f = s->skip_first + (s->skip_first_wait ? 0 : s->wait);
+	return f >= 0 && sp_schedule_action(s, f) != SP_ACT_NONE ? f : -1;
+}
+
+/* The late start: step `next` of regime r is the first to count for the schedule (none counted
+ * before); if the schedule's first window would have begun before it (its first active step f
+ * comes before next's schedule step), the schedule starts from here instead: next gets f, so no
+ * window is lost (they all come later than the program's numbering says, by the same amount).
+ * This function can't fail. */
+static void late_start(struct sp_stepdet *d, struct sp_det_regime *r, int64_t next)
+{
+	struct sp_det_regimes *g = &d->regimes;
+	int64_t f = g->sched && !g->hand ? first_active(g->sched) : -1, s = next - r->shift;
+	if (f < 0 || s <= f)
+		return;
+	r->shift += s - f;
+	g->late.moved += s - f;
+	g->late.step = next;
+	g->late.first = f;
+	g->late.regime = (uint32_t)(r - g->r) + 1;
+	d->how.late = (uint32_t)g->late.moved;
+}
+
 /* The schedule's numbering never goes back: a step of the preferred regime gets a schedule step
  * after the highest one handed out so far, or the same one when that is a warmup (a re-lock
  * repeats the warmup of the step it refuted). Shifts the current regime if needed. Can't fail. */
@@ -136,6 +163,7 @@ void sp_det_hand_out(struct sp_stepdet *d)
 	if (d->kind != SP_MARK_AUTO || !g->cur || sp_det_minor(d))
 		return;
 	struct sp_det_regime *r = &g->r[g->cur - 1];
+	late_start(d, r, d->step);
 	int64_t s = d->step - r->shift;
 	int rewarm = g->sched && s == g->sched_hi && sp_schedule_action(g->sched, s) == SP_ACT_WARMUP;
 	if (g->hand && s <= g->sched_hi && !rewarm) {
@@ -262,14 +290,20 @@ void sp_det_lock(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_o
 	r->period = l->period;
 	r->sig = sig;
 	r->last_step = d->step;
-	r->run = 0;
+	r->run = l->iterations; /* the iterations the learner saw in a row, the open one included */
 	r->train |= period_trains(d);
 	if (!r->train && !r->proven)
 		r->deferred_from = d->step;
 	g->cur = (uint32_t)(r - g->r) + 1;
 	if (r->train && !g->train)
 		g->train = g->cur;
+	if (!r->train && !r->proven && !g->train && r->run >= d->tune->defer_steps) {
+		r->proven = 1; /* it ran long enough before its lock: its steps count from the next one */
+		out->what |= SP_DET_PROVEN;
+	}
 	how_from_lock(d, r, relock);
+	if (!sp_det_minor(d))
+		late_start(d, r, d->step + 1); /* the open step was not watched: the next one counts first */
 	d->learning = 0;
 	d->step_open = 1;
 	d->step_t0 = t->ts;
@@ -284,10 +318,11 @@ void sp_det_regime_next(struct sp_stepdet *d, uint64_t ts, unsigned flags, struc
 {
 	struct sp_det_regime *r = sp_det_cur(d);
 	if (++r->run >= d->tune->defer_steps && !r->train && !r->proven && !d->regimes.train) {
-		/* long enough to be the program's loop (inference, or training whose kernels do not say
-		 * so): the schedule counts its steps from the one beginning now */
+		/* defer_steps steps in a row, those before its lock included: the program's loop
+		 * (inference, or training whose kernels do not say so); its steps count from this one */
 		r->proven = 1;
-		r->shift += d->step - r->deferred_from; /* on top of the shift a continued regime got */
+		if (d->regimes.hand) /* numbered on from a regime that counted: the deferred steps are skipped */
+			r->shift += d->step - r->deferred_from;
 		out->what |= SP_DET_PROVEN;
 	}
 	sp_det_boundary(d, ts, flags, out);

@@ -72,6 +72,7 @@ struct sp_det_how {
 	uint32_t confidence;   /* copies of the period that proved the lock */
 	uint32_t blocks;       /* auto: > 1 if the synchronised period held this many iterations */
 	int train;             /* auto: the current regime has training evidence */
+	uint32_t late;         /* auto: the schedule started from a late lock, this many steps later */
 };
 
 #define SP_DET_MATCH_CACHE 65536u /* name id -> marker match verdict */
@@ -84,7 +85,7 @@ struct sp_det_regime {
 	uint64_t steps;        /* steps it has had */
 	int train;             /* its period launches a backward or optimizer kernel (by name) */
 	int proven;            /* no training evidence, but it ran defer_steps steps in a row */
-	uint64_t run;          /* steps since its last lock */
+	uint64_t run;          /* steps begun in a row: since its last lock, and those the learner saw */
 	int64_t deferred_from; /* the step it locked on while unproven */
 	int64_t shift;         /* step number - schedule step, once it counts */
 	uint64_t sig;          /* its period's launches in their cyclic order (a hash): a regime that
@@ -102,6 +103,12 @@ struct sp_det_regimes {
 	uint32_t hand;                /* index + 1 of the regime whose steps last counted for the schedule */
 	int64_t sched_hi;             /* the highest schedule step handed out (valid with hand) */
 	const struct sp_schedule *sched; /* the schedule that counts the steps, or NULL */
+	struct {                      /* the late start (regime.c), once: late.moved > 0 */
+		int64_t moved;        /* schedule steps the schedule's numbering moved back */
+		int64_t step;         /* the first step that counted: the schedule's step `first` */
+		int64_t first;        /* the schedule's first step with an action */
+		uint32_t regime;      /* index + 1 of the regime it started with */
+	} late;
 };
 
 /* The per-step check while locked (stepcheck.c): launches counted per step, time probes. */
@@ -201,18 +208,21 @@ int sp_stepdet_undecided(struct sp_stepdet *d, char *buf, size_t n);
 #define SP_STEPDET_LOCK_NOSYNC 18
 struct sp_schedule;
 /* For `stepprof check` and `stepprof schedule`: if the schedule (with kind = auto) collects a step
- * before automatic detection can have locked, writes a warning (1) or a note for loops without a
- * host synchronisation (2) into buf, naming a skip_first that avoids it. Returns 0 if neither. */
+ * before automatic detection can have locked (the schedule then starts from the lock: its windows
+ * come later), writes a note into buf naming a skip_first that keeps the program's numbering.
+ * Returns 2 with a note, 0 if none (1, a warning, is not used now). */
 int sp_stepdet_schedule_warning(const struct sp_schedule *s, char *buf, size_t n);
 /* The schedule's step number for detector step `step` of the current regime: -1 (no action)
- * while the regime is not the preferred one (SP_DET_MINOR), else step minus the steps it
- * deferred and those it did not watch between its locks (docs/STEPS.md, "Regimes"); it never
- * goes back, across regimes too (only a warmup may come again after a re-lock). Explicit
- * markers: step. This function can't fail. */
+ * while the regime is not the preferred one (SP_DET_MINOR), else step minus its shift: the late
+ * start (the first step to count, found after the schedule's first window would have begun, gets
+ * that window's first step), the steps a regime deferred after another counted, and those not
+ * watched between its locks (docs/STEPS.md, "Regimes"); it never goes back, across regimes too
+ * (only a warmup may come again after a re-lock). Explicit markers: step. Can't fail. */
 int64_t sp_stepdet_sched_step(const struct sp_stepdet *d, int64_t step);
 /* When the current regime is deferred or not the preferred one, or was just proven, or is the
- * training regime found after others: writes one line saying so (and why) into buf, once per
- * regime and kind of line. Returns 1, or 0 if there is nothing (new) to say. */
+ * training regime found after others, or the schedule started from its late lock: writes one line
+ * saying so (and why) into buf, once per regime and kind of line. Returns 1, or 0 if there is
+ * nothing (new) to say: call it until it returns 0. */
 int sp_stepdet_regime_note(struct sp_stepdet *d, char *buf, size_t n);
 /* The per-step check (launches counted in each step) keeps launch callbacks on while locked. With
  * every > 1 it counts one step in `every`, plus each step whose next or own schedule step (sched,

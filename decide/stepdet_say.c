@@ -69,68 +69,89 @@ int sp_stepdet_schedule_warning(const struct sp_schedule *s, char *buf, size_t n
 		snprintf(buf, n,
 			 "the schedule collects from step %lld, but automatic step detection (kind = auto) "
 			 "locks during the program's iteration %d at the earliest (%d or later for a loop without a "
-			 "host synchronisation per iteration): the steps before are not recorded and the window is "
-			 "lost; raise skip_first or wait by %lld, or set an explicit [marker] (docs/STEPS.md)",
+			 "host synchronisation per iteration): the schedule then starts from the lock, so its windows "
+			 "hold later steps than their numbers say (none is lost); raise skip_first or wait by %lld to "
+			 "keep the program's numbering, or set an explicit [marker] (docs/STEPS.md)",
 			 (long long)first, SP_STEPDET_LOCK_SYNC - 1, SP_STEPDET_LOCK_NOSYNC - 1,
 			 (long long)(SP_STEPDET_LOCK_SYNC - first));
-		return 1;
+		return 2;
 	}
 	snprintf(buf, n,
 		 "the schedule collects from step %lld: a loop without a host synchronisation per iteration "
-		 "(CUDA graphs, JAX) locks automatic step detection at iteration %d or later, and would lose that "
-		 "window; raise skip_first or wait by %lld for such programs, or set an explicit [marker]",
+		 "(CUDA graphs, JAX) locks automatic step detection at iteration %d or later, and the schedule "
+		 "then starts from the lock (its windows hold later steps than their numbers say); raise "
+		 "skip_first or wait by %lld to keep the program's numbering for such programs, or set an "
+		 "explicit [marker]",
 		 (long long)first, SP_STEPDET_LOCK_NOSYNC - 1, (long long)(SP_STEPDET_LOCK_NOSYNC - first));
 	return 2;
+}
+
+/* The note of kind (a bit of sp_stepdet_regime_note's) for regime k into buf. Can't fail. */
+static void say_note(const struct sp_stepdet *d, unsigned kind, uint32_t k, char *buf, size_t n)
+{
+	const struct sp_det_regimes *g = &d->regimes;
+	const struct sp_det_regime *r = &g->r[k - 1];
+	unsigned long long defer = (unsigned long long)d->tune->defer_steps;
+	if (kind == 1)
+		snprintf(buf, n,
+			 "automatic steps: regime %u (%u launches a step) launches no backward or optimizer kernel, "
+			 "regime %u (%u launches) does: regime %u is taken for an evaluation or other side phase and "
+			 "its steps are not recorded (set an explicit [marker] to record them)",
+			 k, r->launches, g->train, g->r[g->train - 1].launches, k);
+	else if (kind == 2)
+		snprintf(buf, n,
+			 "automatic steps: regime %u (%u launches a step) launches no backward or optimizer kernel: "
+			 "its steps count towards the schedule only after %llu of them in a row, those before its lock "
+			 "included (an evaluation pass before training is shorter); windows wait until then",
+			 k, r->launches, defer);
+	else if (kind == 4)
+		snprintf(buf, n,
+			 "automatic steps: regime %u ran %llu steps in a row without a backward or optimizer kernel "
+			 "(those before its lock included): "
+			 "taken for the program's loop (inference, or training whose kernel names do not say so); its "
+			 "step %lld is the schedule's step %lld (the schedule's steps come %lld steps later than the "
+			 "program's); a training regime found later is preferred",
+			 k, defer, (long long)d->step, (long long)(d->step - r->shift), (long long)r->shift);
+	else if (kind == 8)
+		snprintf(buf, n,
+			 "automatic steps: regime %u launches backward or optimizer kernels: it is the training "
+			 "loop, preferred from now on over the regimes seen before (their steps are not recorded)",
+			 k);
+	else
+		snprintf(buf, n,
+			 "automatic steps: the loop was found after the schedule's first window would have begun "
+			 "(its step %lld): the schedule starts from here instead, so no window is lost: step %lld is "
+			 "the schedule's step %lld, and every window comes %lld steps later than the program's step "
+			 "numbers say (the trace keeps the program's numbers; a skip_first or wait that puts the "
+			 "first window after step %lld keeps them for the schedule too)",
+			 (long long)g->late.first, (long long)g->late.step, (long long)g->late.first,
+			 (long long)(g->late.step - g->late.first), (long long)g->late.step);
 }
 
 int sp_stepdet_regime_note(struct sp_stepdet *d, char *buf, size_t n)
 {
 	const struct sp_det_regimes *g = &d->regimes;
-	if (d->kind != SP_MARK_AUTO || !g->cur || d->no_prefer)
+	if (d->kind != SP_MARK_AUTO || !g->cur)
 		return 0;
 	struct sp_det_regime *r = &d->regimes.r[g->cur - 1];
-	unsigned k = g->cur, kind;
-	uint64_t defer = d->tune->defer_steps;
-	if (!r->train && g->train)
+	uint32_t k = g->cur;
+	unsigned kind = 0;
+	if (d->no_prefer)
+		kind = 0;
+	else if (!r->train && g->train)
 		kind = 1;
 	else if (!r->train && !r->proven)
 		kind = 2;
-	else if (!r->train && r->run == defer)
+	else if (!r->train && r->proven)
 		kind = 4;
 	else if (r->train && g->train == k && g->n > 1)
 		kind = 8;
-	else
+	kind |= g->late.moved && g->late.regime == k ? 16 : 0; /* the late start (regime.c) */
+	kind &= ~r->noted;
+	if (!kind)
 		return 0;
-	if (r->noted & kind)
-		return 0;
+	kind &= -kind; /* one line per call, the lowest kind first */
 	r->noted |= kind;
-	if (kind == 1)
-		snprintf(buf, n,
-			 "automatic steps: regime %u (%u launches a step) launches no backward or optimizer kernel, "
-			 "regime %u (%u launches) does: regime %u is taken for an evaluation or other side phase and "
-			 "its "
-			 "steps are not recorded (set an explicit [marker] to record them)",
-			 k, r->launches, g->train, g->r[g->train - 1].launches, k);
-	else if (kind == 2)
-		snprintf(buf, n,
-			 "automatic steps: regime %u (%u launches a step) launches no backward or optimizer kernel: "
-			 "its steps count towards the schedule only after %llu of them in a row (an evaluation pass "
-			 "before "
-			 "training is shorter); windows wait until then",
-			 k, r->launches, (unsigned long long)defer);
-	else if (kind == 4)
-		snprintf(buf, n,
-			 "automatic steps: regime %u ran %llu steps in a row without a backward or optimizer kernel: "
-			 "taken for the program's loop (inference, or training whose kernel names do not say so); its "
-			 "step "
-			 "%lld is the schedule's step %lld (the schedule's steps come %lld steps later than the "
-			 "program's); a training regime found later is preferred",
-			 k, (unsigned long long)defer, (long long)d->step, (long long)(d->step - r->shift),
-			 (long long)r->shift);
-	else
-		snprintf(buf, n,
-			 "automatic steps: regime %u launches backward or optimizer kernels: it is the training "
-			 "loop, preferred from now on over the regimes seen before (their steps are not recorded)",
-			 k);
+	say_note(d, kind, k, buf, n);
 	return 1;
 }

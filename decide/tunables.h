@@ -90,9 +90,9 @@
 	X(block_quiet_pct, 50, 0, 100, "wrap", \
 	  "a block's wrap stands out when more than this share of its gaps are 1/gap_ratio of it or less", \
 	  "test_autostep read_mid_iteration_wraps_at_the_gap") \
-	X(defer_steps, 32, 1, 1000000, "regime", \
-	  "steps a regime without training evidence runs before they count: evaluations before training are shorter", \
-	  "test_stepdet eval_first_prefers_training, auto_lock_watch_and_check") \
+	X(defer_steps, 26, 1, 1000000, "regime", \
+	  "steps in a row (the learner's included) a regime without training evidence runs before they count", \
+	  "test_stepdet eval_first_prefers_training, short_inference_loop_records") \
 	X(settle_steps, 64, 1, 1000000, "regime", \
 	  "a regime this old is the program's loop: the caller may stop watching once the schedule is done", \
 	  "test_stepdet auto_lock_watch_and_check") \

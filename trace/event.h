@@ -174,6 +174,9 @@ struct sp_ev_step {
 #define SP_STEP_AT_EXIT \
 	0x08u /* the process exited in it: it ends at exit, not at a step boundary, and holds whatever
 			       * the program did after its last iteration (a final evaluation, a save) */
+#define SP_STEP_LATE \
+	0x80u /* auto: the schedule started from a late lock (found after its first window would have
+			       * begun): the schedule's step numbers are the program's minus a constant */
 #define SP_STEP_TRAIN \
 	0x04u /* auto: its regime launches backward or optimizer kernels (training);
 			       * without it, a regime taken for the loop after defer_steps steps (decide/tunables.h) */

@@ -112,6 +112,23 @@ if "$B/stepprof" autostep --check --marker api:cudaStreamSynchronize "$D/warmup.
 else
 	echo "FAIL an explicit marker on the loop's synchronisation"; fail=1
 fi
+# a lock after the schedule's first window would have begun: the schedule starts from the lock
+# (docs/STEPS.md, "The late start"), so the default schedule records its window, three true
+# iterations, in torch.compile's CUDA-graph inference stopped after 40 iterations and in the JAX
+# loop (both lost a window before: graphs_infer recorded nothing at 40, jax_train 2 of 3 steps)
+for spec in "graphs_infer --iterations 40" "jax_train"; do
+	set -- $spec
+	f=$SP_ROOT/tests/data/corpus/$1.tokens
+	shift
+	if "$B/stepprof" autostep --check --windows "$@" "$f" >"$D/out" 2>"$D/err" &&
+		grep -qE '^windows \(skip_first 0\): 3 recorded steps, 0 not' "$D/out" &&
+		grep -q "the schedule starts from here" "$D/out"; then
+		echo "ok   $spec: the late start records the default window: $(grep -o 'first recorded step [0-9]*' "$D/out")"
+	else
+		echo "FAIL $spec: the default window after a late lock: $(grep '^windows' "$D/out" | cut -c1-150) $(cat "$D/err")"
+		fail=1
+	fi
+done
 # the detector's tunables: --tunables lists the table, --set changes one for a replay (the library runs
 # the defaults), an unknown name or a value out of range is refused (exit 2) with what is allowed
 if [ "$("$B/stepprof" autostep --tunables | grep -c '^[a-z_]* [0-9]* \[[0-9]*-[0-9]*\] [a-z]*: ')" -ge 40 ]; then

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 #include "collector/base/intern.h"
@@ -108,22 +109,28 @@ static void auto_lock_watch_and_check(void **state)
 	assert_true(k < 8);                 /* a synchronised loop locks within a few iterations */
 	assert_int_equal(step, k + 1);      /* numbered from the first iteration: the lock comes at the
 					     * end of iteration k, so the open step is iteration k + 1 */
+	int64_t watched = step; /* the first step watched from its start (the lock's open one ended) */
 	assert_string_equal(sp_intern_lookup(sp_stepdet_anchor_name(&det)), "cudaStreamSynchronize");
 	assert_true(det.how.after);
 	/* launches are watched besides the anchor: every whole step is counted */
 	assert_int_equal(sp_stepdet_wants(&det), SP_WANT_ANCHOR | SP_WANT_LAUNCH | SP_WANT_GRAPH);
+	int64_t counted = -1;
 	for (int i = 0; i < 100; i++) {
 		int64_t prev = step;
 		unsigned w = iteration("a", 30, &step, 200000);
 		assert_true(w & SP_DET_BOUNDARY);
 		assert_false(w & (SP_DET_MISMATCH | SP_DET_UNLOCK));
 		assert_int_equal(step, prev + 1);
+		if (counted < 0 && sp_stepdet_sched_step(&det, step) >= 0)
+			counted = step;
 	}
-	/* no backward or optimizer kernel: the schedule counted its steps only after 32 of them, from
-	 * the one after its lock on, and it settles late (a training loop may still come) */
+	/* no backward or optimizer kernel: the schedule counts its steps from its defer_steps-th in a
+	 * row on (step defer_steps - 1: those before the lock count), numbered as the program's (no
+	 * schedule here: no late start); it settles late (a training loop may still come) */
+	assert_true(watched < counted);
+	assert_int_equal(counted, (int64_t)sp_det_tune_default.defer_steps - 1);
 	assert_false(sp_stepdet_settled(&det));
-	assert_int_equal(sp_stepdet_sched_step(&det, step), step - det.regimes.r[0].shift);
-	assert_int_equal(det.regimes.r[0].shift, (int64_t)sp_det_tune_default.defer_steps - 1);
+	assert_int_equal(sp_stepdet_sched_step(&det, step), step);
 	for (int i = 0; i < 200; i++)
 		iteration("a", 30, &step, 200000);
 	assert_true(sp_stepdet_settled(&det));
@@ -534,6 +541,83 @@ static void relock_gap_keeps_window(void **state)
 	}
 }
 
+/* Feeds n iterations of the loop `prefix` and returns how many steps schedule sch records (their
+ * numbers from *rec on, rec[0..]); *lock is the step open at the lock, if one came. */
+static int recorded_steps(const struct sp_schedule *sch, const char *prefix, int n, int64_t *lock, int64_t *rec)
+{
+	int64_t step = -1;
+	int got = 0;
+	for (int i = 0; i < n; i++) {
+		int64_t before = step;
+		unsigned w = iteration(prefix, 30, &step, 200000);
+		if ((w & SP_DET_LOCK) && !(w & SP_DET_RELOCK))
+			*lock = before + 1 > 0 ? before + 1 : det.step - (w & SP_DET_BOUNDARY ? 1 : 0);
+		enum sp_action act = sp_schedule_action(sch, sp_stepdet_sched_step(&det, step));
+		if ((w & SP_DET_BOUNDARY) && (act == SP_ACT_RECORD || act == SP_ACT_RECORD_AND_SAVE))
+			rec[got++] = step;
+	}
+	return got;
+}
+
+/* The lock comes after the schedule's first window would have begun (wait 2: a warmup at step 2;
+ * a synchronised loop locks in its 5th iteration): the schedule starts from the lock instead, so
+ * both windows (repeat 2) are recorded, three steps each, the first right after the lock, and the
+ * detector says so once. A lock before the first window keeps the program's numbering. */
+static void late_lock_starts_the_schedule(void **state)
+{
+	struct sp_schedule late = { .wait = 2, .warmup = 1, .active = 3, .repeat = 2 };
+	struct sp_schedule early = { .skip_first = 20, .wait = 2, .warmup = 1, .active = 3, .repeat = 1 };
+	int64_t lock = -1, rec[64];
+	char note[700];
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	sp_stepdet_schedule(&det, &late);
+	assert_int_equal(recorded_steps(&late, "layer_backward", 40, &lock, rec), 6);
+	assert_true(lock >= 3); /* after the first warmup: the late start applies */
+	int64_t first = det.regimes.late.step; /* the step after the lock's: the schedule's step 2 */
+	assert_true(first > lock);
+	assert_int_equal(sp_stepdet_sched_step(&det, first), 2);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(rec[i], first + 1 + i); /* the first window: after its warmup */
+		assert_int_equal(rec[3 + i], first + 7 + i); /* the second, a cycle (6 steps) later */
+	}
+	assert_int_equal(det.how.late, first - 2);
+	assert_int_equal(sp_stepdet_regime_note(&det, note, sizeof note), 1);
+	assert_non_null(strstr(note, "after the schedule's first window would have begun (its step 2)"));
+	assert_int_equal(sp_stepdet_regime_note(&det, note, sizeof note), 0); /* said once */
+	sp_stepdet_free(&det);
+
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	sp_stepdet_schedule(&det, &early);
+	assert_int_equal(recorded_steps(&early, "layer_backward", 40, &lock, rec), 3);
+	assert_int_equal(rec[0], 23); /* skip_first 20, wait 2, warmup 1: the program's numbering */
+	assert_int_equal(det.how.late, 0);
+	assert_int_equal(sp_stepdet_regime_note(&det, note, sizeof note), 0);
+	sp_stepdet_free(&det);
+}
+
+/* An inference loop (no backward or optimizer kernel) of 40 iterations with the default schedule
+ * (wait 10, warmup 1, active 3): deferred until it ran defer_steps steps in a row, the iterations
+ * the learner saw before its lock included, then the schedule starts from there (its first window
+ * would have begun): the window's three steps are recorded within the 40 iterations. */
+static void short_inference_loop_records(void **state)
+{
+	struct sp_config cfg;
+	int64_t lock = -1, rec[64];
+	char note[700];
+	unsigned said = 0;
+	sp_cfg_defaults(&cfg);
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	sp_stepdet_schedule(&det, &cfg.schedule);
+	assert_int_equal(recorded_steps(&cfg.schedule, "fwd", 40, &lock, rec), 3);
+	assert_true(rec[2] < 39);
+	assert_int_equal(rec[0], (int64_t)sp_det_tune_default.defer_steps); /* after its warmup */
+	while (sp_stepdet_regime_note(&det, note, sizeof note))
+		said |= (strstr(note, "taken for the program's loop") ? 1u : 0) |
+			(strstr(note, "the schedule starts from here") ? 2u : 0);
+	assert_int_equal(said, 3u);
+	sp_stepdet_free(&det);
+}
+
 static void undecided_names_a_marker(void **state)
 {
 	struct sp_det_out o;
@@ -609,6 +693,8 @@ int main(void)
 		cmocka_unit_test(eval_first_prefers_training),
 		cmocka_unit_test(relock_gap_keeps_window),
 		cmocka_unit_test(numbering_never_goes_back),
+		cmocka_unit_test(late_lock_starts_the_schedule),
+		cmocka_unit_test(short_inference_loop_records),
 		cmocka_unit_test(undecided_names_a_marker),
 		cmocka_unit_test(may_try_is_exact),
 	};
