@@ -32,6 +32,11 @@ void sp_det_hand_out(struct sp_stepdet *d);
 /* regime.c: 1 if the kernel name (interned) says optimizer step. */
 int sp_det_optimizer_kernel(struct sp_stepdet *d, uint32_t id);
 
+/* advice.c: the explicit marker to suggest when undecided, checked on the learner's ring (once
+ * in every copy of a candidate period, launches between), and what it would give, into buf.
+ * Returns 1, or 0 if none qualifies (buf untouched). */
+int sp_det_advice(struct sp_stepdet *d, char *buf, size_t n);
+
 /* stepcheck.c: an anchor occurrence while locked (it may end the step, or refute it). */
 void sp_det_anchor_hit(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_out *out);
 /* stepcheck.c: a kernel or graph launch while locked (counted in a counted step). */

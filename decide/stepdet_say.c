@@ -9,50 +9,28 @@
 #include "collector/base/intern.h"
 #include "config/config.h"
 
-/* The explicit marker to suggest from the learner's ring: the rarest host synchronisation that
- * repeats, else the rarest repeating NVTX range, else the rarest repeating kernel. */
-static void suggest(struct sp_stepdet *d, char *buf, size_t n)
-{
-	struct sp_autostep *a = &d->a;
-	uint32_t best[3] = { 0 }, bestc[3] = { UINT32_MAX, UINT32_MAX, UINT32_MAX };
-	uint64_t first = a->n > a->cap ? a->n - a->cap : 0;
-	for (uint64_t i = first; i < a->n; i++) {
-		uint32_t tok = a->tok[i & (a->cap - 1)], c = sp_autostep_count(a, tok);
-		const char *nm = sp_intern_lookup(tok & ~SP_AUTOSTEP_FLAGS);
-		int k = tok & SP_AUTOSTEP_SYNC                                     ? 0
-			: nm && !strncmp(nm, "nvtx:", 5) && strcmp(nm, "nvtx:pop") ? 1
-			: tok & SP_AUTOSTEP_KERNEL                                 ? 2
-										   : -1;
-		if (k >= 0 && c >= 4 && c < bestc[k]) {
-			bestc[k] = c;
-			best[k] = tok;
-		}
-	}
-	static const char *const kinds[3] = { "api", "nvtx", "kernel" };
-	for (int k = 0; k < 3; k++)
-		if (best[k]) {
-			const char *nm = sp_intern_lookup(best[k] & ~SP_AUTOSTEP_FLAGS);
-			snprintf(buf, n, "[marker] kind = %s, pattern = %s", kinds[k], k == 1 ? nm + 5 : nm);
-			return;
-		}
-	snprintf(buf, n, "an explicit [marker] (docs/STEPS.md)");
-}
-
 int sp_stepdet_undecided(struct sp_stepdet *d, char *buf, size_t n)
 {
-	char sug[300];
+	char sug[700], adv[690];
 	if (d->kind != SP_MARK_AUTO || !d->learning)
 		return 0;
-	suggest(d, sug, sizeof sug);
+	if (sp_det_advice(d, adv, sizeof adv))
+		snprintf(sug, sizeof sug, "set %s", adv);
+	else
+		snprintf(sug, sizeof sug,
+			 "no API synchronisation, NVTX range, NCCL call or kernel occurs once in every copy of a "
+			 "candidate period with launches between, so none is suggested: mark the iteration with an "
+			 "NVTX range the program opens once per iteration ([marker] kind = nvtx) or, in a PyTorch "
+			 "program, by its optimizer steps ([marker] kind = optimizer)");
 	if (d->a.cand.period)
 		snprintf(buf, n,
 			 "automatic step detection is undecided after %llu tokens: the best candidate, a period "
 			 "of %u tokens, repeated %llu times (not proven: it must repeat exactly, with a host "
-			 "synchronisation or a clear CPU gap where it wraps); set %s",
+			 "synchronisation or a clear CPU gap where it wraps); %s",
 			 (unsigned long long)d->learn.tokens, d->a.cand.period,
 			 (unsigned long long)(d->a.cand.run / d->a.cand.period + 1), sug);
 	else
-		snprintf(buf, n, "automatic step detection is undecided after %llu tokens: nothing repeats; set %s",
+		snprintf(buf, n, "automatic step detection is undecided after %llu tokens: nothing repeats; %s",
 			 (unsigned long long)d->learn.tokens, sug);
 	return 1;
 }

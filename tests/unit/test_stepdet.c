@@ -639,6 +639,112 @@ static void undecided_names_a_marker(void **state)
 	sp_stepdet_free(&det);
 }
 
+/* The tokens fed by the advice tests, kept to replay them with an explicit marker. */
+static struct sp_token kept[200000];
+static size_t nkept;
+
+static unsigned feed_kept(int kind, int flags, const char *name, uint64_t gap, struct sp_det_out *o)
+{
+	unsigned w = feed(kind, flags, name, gap, o);
+	if (nkept < sizeof kept / sizeof *kept)
+		kept[nkept++] = (struct sp_token){ .kind = (uint8_t)kind, .flags = (uint8_t)flags, .tid = 1,
+						   .ts = now, .name = sp_intern(name) };
+	return w;
+}
+
+/* Replays the kept tokens with an explicit marker; returns the fewest and the most launches of its
+ * steps (the last `last` steps only, 0: all) in *lo, *hi. */
+static void replay_marker(int kind, const char *pattern, size_t last, uint64_t *lo, uint64_t *hi)
+{
+	struct sp_stepdet m;
+	struct sp_det_out o;
+	uint64_t *per = calloc(nkept + 1, sizeof *per);
+	size_t steps = 0;
+	assert_non_null(per);
+	assert_int_equal(sp_stepdet_init(&m, kind, pattern, 1, NULL), 0);
+	for (size_t i = 0; i < nkept; i++) {
+		sp_stepdet_feed(&m, &kept[i], &o);
+		if (o.what & SP_DET_BOUNDARY)
+			steps++;
+		if (steps && (kept[i].kind == SP_TOK_KERNEL || kept[i].kind == SP_TOK_GRAPH))
+			per[steps - 1]++;
+	}
+	assert_true(steps > 2);
+	*lo = UINT64_MAX, *hi = 0;
+	for (size_t k = last && steps - 1 > last ? steps - 1 - last : 0; k + 1 < steps; k++) { /* whole steps */
+		*lo = per[k] < *lo ? per[k] : *lo;
+		*hi = per[k] > *hi ? per[k] : *hi;
+	}
+	sp_stepdet_free(&m);
+	free(per);
+}
+
+/* Gradient accumulation 2 with data-dependent kernels (it never locks) and three synchronising
+ * reads together at the end of each iteration (loss and norm logged): the rarest repeating
+ * synchronisation, which the advice named before, gives steps of no launch between those reads.
+ * The checked advice names the one marker that occurs once per iteration, says its launches per
+ * step, and replaying it as an explicit marker gives exactly those. */
+static void undecided_advice_is_checked(void **state)
+{
+	struct sp_det_out o;
+	char nm[32], msg[900];
+	unsigned all = 0;
+	uint64_t lo, hi;
+	unsigned long long a_lo, a_hi;
+	nkept = 0;
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	for (int it = 0; it < 4000 && !(all & SP_DET_UNDECIDED); it++) {
+		for (int mb = 0; mb < 2; mb++) {
+			all |= feed_kept(SP_TOK_API, 0, "cudaMemcpyAsync", 200000, &o); /* the batch */
+			for (int i = 0, k = 10 + (int)rnd(10); i < k; i++) {
+				snprintf(nm, sizeof nm, "%s_%u", i < k / 2 ? "fwd" : "bwd", rnd(40));
+				all |= feed_kept(SP_TOK_KERNEL, 0, nm, 5000, &o);
+			}
+		}
+		all |= feed_kept(SP_TOK_KERNEL, 0, "adam_step", 5000, &o);
+		for (int r = 0; r < 3; r++)
+			all |= feed_kept(SP_TOK_API, SP_TOKF_SYNC, "cudaStreamSynchronize", 3000, &o);
+	}
+	assert_false(all & SP_DET_LOCK);
+	assert_true(all & SP_DET_UNDECIDED);
+	assert_int_equal(sp_stepdet_undecided(&det, msg, sizeof msg), 1);
+	/* what the advice used to name gives empty steps */
+	replay_marker(SP_MARK_API, "cudaStreamSynchronize", 0, &lo, &hi);
+	assert_int_equal(lo, 0);
+	assert_null(strstr(msg, "pattern = cudaStreamSynchronize"));
+	const char *s = strstr(msg, "set [marker] kind = kernel, pattern = adam_step: it occurs once in each of the ");
+	assert_non_null(s);
+	s = strstr(s, "would hold ");
+	assert_non_null(s);
+	assert_int_equal(sscanf(s, "would hold %llu to %llu launches", &a_lo, &a_hi), 2);
+	/* checked: the steps it gives in the stream hold what it says */
+	replay_marker(SP_MARK_KERNEL, "adam_step", 100, &lo, &hi);
+	assert_true(lo >= 1 && lo >= a_lo && hi <= a_hi);
+	sp_stepdet_free(&det);
+}
+
+/* Nothing occurs once per period: synchronisations and kernels at random. The advice names no
+ * marker and says what would work. */
+static void undecided_without_a_marker(void **state)
+{
+	struct sp_det_out o;
+	char nm[32], msg[900];
+	unsigned all = 0;
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	for (int i = 0; i < 200000 && !(all & SP_DET_UNDECIDED); i++) {
+		int sync = rnd(8) == 0;
+		snprintf(nm, sizeof nm, sync ? "cudaSync_%u" : "k_%u", rnd(sync ? 3 : 50));
+		all |= feed(sync ? SP_TOK_API : SP_TOK_KERNEL, sync ? SP_TOKF_SYNC : 0, nm, 5000, &o);
+	}
+	assert_true(all & SP_DET_UNDECIDED);
+	assert_int_equal(sp_stepdet_undecided(&det, msg, sizeof msg), 1);
+	assert_null(strstr(msg, "set [marker]"));
+	assert_non_null(strstr(msg, "none is suggested"));
+	assert_non_null(strstr(msg, "kind = nvtx"));
+	assert_non_null(strstr(msg, "kind = optimizer"));
+	sp_stepdet_free(&det);
+}
+
 /* sp_stepdet_may_try says 1 exactly for the tokens whose feed runs a detection attempt (the
  * collector reads the clock after each such token to credit the attempt's time back): never
  * missing one, and not answering 1 for other tokens (it did for every token from 64 tokens after
@@ -696,6 +802,8 @@ int main(void)
 		cmocka_unit_test(late_lock_starts_the_schedule),
 		cmocka_unit_test(short_inference_loop_records),
 		cmocka_unit_test(undecided_names_a_marker),
+		cmocka_unit_test(undecided_advice_is_checked),
+		cmocka_unit_test(undecided_without_a_marker),
 		cmocka_unit_test(may_try_is_exact),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
