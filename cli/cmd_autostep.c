@@ -249,6 +249,7 @@ struct windows {
 	size_t nseen, capseen;
 	size_t bad;            /* ... not one true iteration of the truth's regime */
 	size_t minor;          /* boundaries in a regime that was not the preferred one (SP_DET_MINOR) */
+	size_t at_exit;        /* the step open at the stream's end, cut there: not compared */
 	char first[400];       /* the first recorded step, and the first bad one */
 	char why[400];
 };
@@ -279,9 +280,12 @@ static size_t truths_in(const size_t *truth, size_t nt, size_t a, size_t b)
  * regime trains and the step is exactly one true iteration: one truth inside it, the iteration's
  * launches (a training loop that changed a little between two locks, DDP's timing calls that
  * stop after ten iterations); an evaluation pass, or a step that straddles iterations, is not.
- * A step number recorded twice is wrong whatever it holds. */
+ * A step number recorded twice is wrong whatever it holds. The step open when the stream ends (the
+ * program exited in it, or --iterations cut it) holds whatever came after the last iteration: if it
+ * is of the truth's regime and only its launches differ, it is not compared (at_exit). */
 static void window_step(const struct sp_tokstream *s, const size_t *truth, size_t nt, const struct verdict *v,
-			struct windows *w, long long step, uint32_t regime, int train, int refuted, size_t a, size_t b)
+			struct windows *w, long long step, uint32_t regime, int train, int refuted, int at_exit,
+			size_t a, size_t b)
 {
 	long long it = iteration_at(truth, nt, a);
 	size_t got = launches_in(s, a, b), want = 0;
@@ -299,6 +303,8 @@ static void window_step(const struct sp_tokstream *s, const size_t *truth, size_
 		bad = "recorded twice (a step number handed out again)";
 	else if (regime != v->regime && (!train || truths_in(truth, nt, a, b) != 1 || it < 0 || got != want))
 		bad = train ? "another regime's and not one true iteration" : "another regime's";
+	else if ((it < 0 || got != want) && at_exit)
+		w->at_exit++;
 	else if (it < 0 || got != want)
 		bad = "not one true iteration";
 	w->steps++;
@@ -333,7 +339,8 @@ static void windows_check(const struct sp_tokstream *s, const struct replay *r, 
 		w->minor += (what & SP_DET_BOUNDARY) && (what & SP_DET_MINOR);
 		if ((what & (SP_DET_END | SP_DET_BOUNDARY)) && open && record)
 			window_step(s, truth, nt, v, w, step, regime, train,
-				    refuted || ((what & SP_DET_MISMATCH) && (what & SP_DET_UNLOCK)), open_at, d->pos);
+				    refuted || ((what & SP_DET_MISMATCH) && (what & SP_DET_UNLOCK)), 0, open_at,
+				    d->pos);
 		if (what & (SP_DET_END | SP_DET_BOUNDARY))
 			open = 0;
 		if (what & (SP_DET_LOCK | SP_DET_BOUNDARY)) {
@@ -350,7 +357,7 @@ static void windows_check(const struct sp_tokstream *s, const struct replay *r, 
 		}
 	}
 	if (open && record && !done)
-		window_step(s, truth, nt, v, w, step, regime, train, 0, open_at, s->n);
+		window_step(s, truth, nt, v, w, step, regime, train, 0, 1, open_at, s->n);
 	free(truth);
 	free(w->seen);
 	w->seen = NULL;
@@ -403,9 +410,9 @@ static void print_windows(const struct windows *w, long long skip, int json, FIL
 {
 	if (json) {
 		fprintf(out,
-			",\"windows\":{\"skip_first\":%lld,\"steps\":%zu,\"bad\":%zu,\"minor_boundaries\":%zu,"
-			"\"first\":",
-			skip, w->steps, w->bad, w->minor);
+			",\"windows\":{\"skip_first\":%lld,\"steps\":%zu,\"bad\":%zu,\"at_exit\":%zu,"
+			"\"minor_boundaries\":%zu,\"first\":",
+			skip, w->steps, w->bad, w->at_exit, w->minor);
 		sp_tokstream_json_str(out, w->first);
 		fputs(",\"why\":", out);
 		sp_tokstream_json_str(out, w->why);
@@ -414,10 +421,11 @@ static void print_windows(const struct windows *w, long long skip, int json, FIL
 	}
 	fprintf(out,
 		"windows (skip_first %lld): %zu recorded step%s, %zu not one true iteration (of the truth's regime, or "
-		"of a training regime) or recorded twice%s%s; "
+		"of a training regime) or recorded twice%s%s; %s"
 		"%zu boundar%s in a regime that was not the preferred one%s%s\n",
-		skip, w->steps, w->steps == 1 ? "" : "s", w->bad, w->bad ? ": first: " : "", w->why, w->minor,
-		w->minor == 1 ? "y" : "ies", w->first[0] ? "; first recorded " : "", w->first);
+		skip, w->steps, w->steps == 1 ? "" : "s", w->bad, w->bad ? ": first: " : "", w->why,
+		w->at_exit ? "the last, cut by the stream's end (the step the program exited in), not compared; " : "",
+		w->minor, w->minor == 1 ? "y" : "ies", w->first[0] ? "; first recorded " : "", w->first);
 }
 
 /* The tunables table (decide/tunables.h): name, default, range, stage, why, test. */

@@ -129,6 +129,15 @@ for spec in "graphs_infer --iterations 40" "jax_train"; do
 		fail=1
 	fi
 done
+# the step open when a stream ends (the program exited in it) holds whatever came after the last
+# iteration: the windows check does not compare it (graphs_infer stopped after 34 iterations: the
+# window's third step is the one it exited in)
+if "$B/stepprof" autostep --check --windows --iterations 34 "$SP_ROOT/tests/data/corpus/graphs_infer.tokens" >"$D/out" 2>"$D/err" &&
+	grep -qE "^windows \(skip_first 0\): 3 recorded steps, 0 not .*the last, cut by the stream's end" "$D/out"; then
+	echo "ok   the step cut by the stream's end is not compared"
+else
+	echo "FAIL the step cut by the stream's end: $(grep '^windows' "$D/out" | cut -c1-160) $(cat "$D/err")"; fail=1
+fi
 # the detector's tunables: --tunables lists the table, --set changes one for a replay (the library runs
 # the defaults), an unknown name or a value out of range is refused (exit 2) with what is allowed
 if [ "$("$B/stepprof" autostep --tunables | grep -c '^[a-z_]* [0-9]* \[[0-9]*-[0-9]*\] [a-z]*: ')" -ge 40 ]; then
