@@ -145,6 +145,15 @@ if [ "$("$B/stepprof" autostep --tunables | grep -c '^[a-z_]* [0-9]* \[[0-9]*-[0
 else
 	echo "FAIL --tunables: $("$B/stepprof" autostep --tunables 2>&1 | head -3)"; fail=1
 fi
+# docs/STEPS.md's table (Tunables) lists every tunable with its default
+missing=$("$B/stepprof" autostep --tunables | awk '/^[a-z_]+ [0-9]+ \[/ {print $1, $2}' | while read -r name def; do
+	grep -qF "| \`$name\` | $def |" "$SP_ROOT/docs/STEPS.md" || echo "$name=$def"
+done)
+if [ -z "$missing" ]; then
+	echo "ok   docs/STEPS.md lists every tunable with its default"
+else
+	echo "FAIL docs/STEPS.md's tunables table misses or has another default for: $missing"; fail=1
+fi
 "$B/stepprof" autostep --set no_such=1 "$D/cublas.sptokens" >/dev/null 2>"$D/err"
 rc=$?
 if [ $rc -eq 2 ] && grep -q "unknown tunable 'no_such' (known: ring_tokens, .*defer_steps" "$D/err" &&
