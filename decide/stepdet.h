@@ -201,9 +201,8 @@ int sp_name_matches(uint32_t id, const char *pat, uint8_t *cache,
 /* When automatic detection has not locked: writes one line naming the best candidate and the
  * explicit marker it would suggest into buf. Returns 1 if undecided, else 0 (buf untouched). */
 int sp_stepdet_undecided(struct sp_stepdet *d, char *buf, size_t n);
-/* Iterations automatic detection needs before its lock, at the least: a loop with a host
- * synchronisation per iteration locks during its 5th iteration (4 copies and one to confirm); one
- * without (a CPU gap or a graph launch shows the wrap) needs 8 copies and more. */
+/* The iteration automatic detection locks in at the earliest (plus one): with a host synchronisation
+ * per iteration, and without (the defaults' min_repeats, nosync_repeats and a confirmation). */
 #define SP_STEPDET_LOCK_SYNC 6
 #define SP_STEPDET_LOCK_NOSYNC 18
 struct sp_schedule;
@@ -212,41 +211,31 @@ struct sp_schedule;
  * come later), writes a note into buf naming a skip_first that keeps the program's numbering.
  * Returns 2 with a note, 0 if none (1, a warning, is not used now). */
 int sp_stepdet_schedule_warning(const struct sp_schedule *s, char *buf, size_t n);
-/* The schedule's step number for detector step `step` of the current regime: -1 (no action)
- * while the regime is not the preferred one (SP_DET_MINOR), else step minus its shift: the late
- * start (the first step to count, found after the schedule's first window would have begun, gets
- * that window's first step), the steps a regime deferred after another counted, and those not
- * watched between its locks (docs/STEPS.md, "Regimes"); it never goes back, across regimes too
- * (only a warmup may come again after a re-lock). Explicit markers: step. Can't fail. */
+/* The schedule's step for detector step `step`: -1 (no action) while the regime is not the
+ * preferred one, else step minus its shift (the late start, deferred and unwatched steps:
+ * docs/STEPS.md, "Regimes"); it never goes back. Explicit markers: step. Can't fail. */
 int64_t sp_stepdet_sched_step(const struct sp_stepdet *d, int64_t step);
 /* When the current regime is deferred or not the preferred one, or was just proven, or is the
  * training regime found after others, or the schedule started from its late lock: writes one line
  * saying so (and why) into buf, once per regime and kind of line. Returns 1, or 0 if there is
  * nothing (new) to say: call it until it returns 0. */
 int sp_stepdet_regime_note(struct sp_stepdet *d, char *buf, size_t n);
-/* The per-step check (launches counted in each step) keeps launch callbacks on while locked. With
- * every > 1 it counts one step in `every`, plus each step whose next or own schedule step (sched,
- * may be NULL) is not SP_ACT_NONE: between counted steps the detector wants only its anchor, so the
- * caller can turn launch callbacks off. Trade-off (docs/STEPS.md, "The per-step check"): a phase
- * that ends in the loop's own anchor call (evaluation passes) is only noticed at the next counted
- * step, and its passes count as steps until then. every 0 or 1: every step (the default). Takes
- * effect at the next boundary. This function can't fail. */
+/* Counts launches in one step of `every` (0, 1: every step, the default) and in each step whose
+ * own or next schedule step (sched, may be NULL) has an action; between them the detector wants
+ * only its anchor (docs/STEPS.md item 5). From the next boundary. This function can't fail. */
 void sp_stepdet_sparse(struct sp_stepdet *d, uint32_t every, const struct sp_schedule *sched);
 /* The sparse check's rate the library uses for automatic detection (docs/STEPS.md). */
 #define SP_STEPDET_SPARSE 16u
-/* The caller sees no launch (on = 1: parked, detached from CUPTI) or sees them again (0). While
- * blind no step is counted, whatever sp_stepdet_sparse says; each step is checked by its time
- * alone (between two anchor calls) against the counted steps': one that takes probe_ratio
- * times more or less returns SP_DET_PROBE and wants launches until the next step was counted
- * (a mismatch there refutes the regime as usual). Takes effect at the next boundary. Can't fail. */
+/* The caller sees no launch (on = 1: parked) or sees them again (0). While blind no step is
+ * counted, each is checked by its time: one that stands out returns SP_DET_PROBE and wants
+ * launches until the next step was counted. From the next boundary. This function can't fail. */
 void sp_stepdet_blind(struct sp_stepdet *d, int on);
 /* 1 if automatic detection is locked on the preferred regime with a sparse check and wants no
  * launch now (the step in progress is not counted): the caller may stop seeing launches, and
  * park on the anchor call if something else counts it. This function can't fail. */
 int sp_stepdet_sparse_quiet(const struct sp_stepdet *d);
-/* The schedule that counts d's steps (sched outlives d; NULL: none known): at a re-lock the steps
- * spent learning again skip only those it gives no action (docs/STEPS.md, "Regimes"). The live
- * collector and the replay must set the same. This function can't fail. */
+/* The schedule that counts d's steps (outlives d; NULL: none): the late start and the re-lock gap
+ * rule read it. The collector and the replay must set the same. This function can't fail. */
 void sp_stepdet_schedule(struct sp_stepdet *d, const struct sp_schedule *sched);
 /* 1 if the current regime has run long enough for its steps to be trusted as the program's loop
  * (auto), or always for explicit markers: the caller may then stop watching when the schedule is
