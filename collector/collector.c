@@ -66,7 +66,8 @@ static void explain_no_window(void)
 	const struct sp_det_how *h = &m->det->how;
 	const char *anchor = sp_intern_lookup(h->anchor & ~SP_AUTOSTEP_FLAGS);
 	char msg[700];
-	if (m->kind == SP_MARK_AUTO && sp_stepdet_undecided(m->det, msg, sizeof msg))
+	if (m->kind == SP_MARK_AUTO && (sp_stepdet_undecided(m->det, msg, sizeof msg) ||
+					sp_stepdet_why_none(m->det, first, msg, sizeof msg)))
 		sp_warn("%sno step recorded: %s", pre, msg);
 	else if (m->kind == SP_MARK_AUTO)
 		sp_warn("%sno step recorded: the program ended in step %lld and the schedule records from step "

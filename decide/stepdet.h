@@ -201,6 +201,10 @@ int sp_name_matches(uint32_t id, const char *pat, uint8_t *cache,
 /* When automatic detection has not locked: writes one line naming the best candidate and the
  * explicit marker it would suggest into buf. Returns 1 if undecided, else 0 (buf untouched). */
 int sp_stepdet_undecided(struct sp_stepdet *d, char *buf, size_t n);
+/* Why a run whose schedule records from its step `first` recorded no step, when automatic detection's
+ * state says it (a regime still deferred or not preferred, or a schedule that counts later than the
+ * program): one line into buf. Returns 1, or 0 if it says nothing (buf untouched). Can't fail. */
+int sp_stepdet_why_none(const struct sp_stepdet *d, int64_t first, char *buf, size_t n);
 /* The iteration automatic detection locks in at the earliest (plus one): with a host synchronisation
  * per iteration, and without (the defaults' min_repeats, nosync_repeats and a confirmation). */
 #define SP_STEPDET_LOCK_SYNC 6

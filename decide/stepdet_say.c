@@ -64,6 +64,36 @@ int sp_stepdet_schedule_warning(const struct sp_schedule *s, char *buf, size_t n
 	return 2;
 }
 
+int sp_stepdet_why_none(const struct sp_stepdet *d, int64_t first, char *buf, size_t n)
+{
+	const struct sp_det_regimes *g = &d->regimes;
+	if (d->kind != SP_MARK_AUTO || d->learning || !g->cur)
+		return 0;
+	const struct sp_det_regime *r = &g->r[g->cur - 1];
+	if (sp_det_minor(d) && !g->train)
+		snprintf(buf, n,
+			 "automatic detection's regime %u (%u launches a step) launches no backward or optimizer "
+			 "kernel and had run %llu steps in a row when the program ended in step %lld: its steps "
+			 "count towards the schedule from %llu in a row (an evaluation before training is shorter); "
+			 "set an explicit [marker] to record such a short loop (docs/STEPS.md, item 7)",
+			 g->cur, r->launches, (unsigned long long)r->run, (long long)d->step,
+			 (unsigned long long)d->tune->defer_steps);
+	else if (sp_det_minor(d))
+		snprintf(buf, n,
+			 "the program ended in step %lld in automatic detection's regime %u, which launches no "
+			 "backward or optimizer kernel while regime %u did: its steps are not recorded (set an "
+			 "explicit [marker] to record them)",
+			 (long long)d->step, g->cur, g->train);
+	else if (r->shift)
+		snprintf(buf, n,
+			 "the program ended in step %lld, the schedule's step %lld (its steps come %lld later than "
+			 "the program's: docs/STEPS.md, \"Regimes\"), and the schedule records from its step %lld",
+			 (long long)d->step, (long long)(d->step - r->shift), (long long)r->shift, (long long)first);
+	else
+		return 0;
+	return 1;
+}
+
 /* The note of kind (a bit of sp_stepdet_regime_note's) for regime k into buf. Can't fail. */
 static void say_note(const struct sp_stepdet *d, unsigned kind, uint32_t k, char *buf, size_t n)
 {

@@ -618,6 +618,30 @@ static void short_inference_loop_records(void **state)
 	sp_stepdet_free(&det);
 }
 
+/* A run too short for its schedule says why it recorded nothing: an inference loop still deferred
+ * (no backward or optimizer kernel, fewer than defer_steps steps in a row) when it ended. */
+static void short_run_says_why(void **state)
+{
+	struct sp_config cfg;
+	int64_t lock = -1, rec[64];
+	char msg[700];
+	sp_cfg_defaults(&cfg);
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	sp_stepdet_schedule(&det, &cfg.schedule);
+	assert_int_equal(sp_stepdet_why_none(&det, 11, msg, sizeof msg), 0); /* learning: undecided says it */
+	assert_int_equal(recorded_steps(&cfg.schedule, "fwd", 15, &lock, rec), 0);
+	assert_int_equal(sp_stepdet_why_none(&det, 11, msg, sizeof msg), 1);
+	assert_non_null(strstr(msg, "launches no backward or optimizer kernel and had run"));
+	assert_non_null(strstr(msg, "count towards the schedule from 26 in a row"));
+	sp_stepdet_free(&det);
+	/* a training loop on the program's numbering: nothing to add to the caller's words */
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	sp_stepdet_schedule(&det, &cfg.schedule);
+	assert_int_equal(recorded_steps(&cfg.schedule, "layer_backward", 8, &lock, rec), 0);
+	assert_int_equal(sp_stepdet_why_none(&det, 11, msg, sizeof msg), 0);
+	sp_stepdet_free(&det);
+}
+
 static void undecided_names_a_marker(void **state)
 {
 	struct sp_det_out o;
@@ -801,6 +825,7 @@ int main(void)
 		cmocka_unit_test(numbering_never_goes_back),
 		cmocka_unit_test(late_lock_starts_the_schedule),
 		cmocka_unit_test(short_inference_loop_records),
+		cmocka_unit_test(short_run_says_why),
 		cmocka_unit_test(undecided_names_a_marker),
 		cmocka_unit_test(undecided_advice_is_checked),
 		cmocka_unit_test(undecided_without_a_marker),
