@@ -384,7 +384,8 @@ static void print_json(const struct report *rep, const char *path, const struct 
 			      "%s{\"number\":%lld,\"window\":%u,\"duration_ns\":%llu,\"kernels\":%llu,\"kernel_ns\":%"
 			      "llu,"
 			      "\"nccl_ns\":%llu,\"copy_ns\":%llu,\"gpu_busy_ns\":%llu,\"longest_idle_ns\":%llu,"
-			      "\"regime\":%u,\"refuted\":%s,\"irregular\":%s,\"training\":%s,\"at_exit\":%s}",
+			      "\"regime\":%u,\"refuted\":%s,\"irregular\":%s,\"training\":%s,\"at_exit\":%s,"
+			      "\"late\":%s}",
 			      i ? ",\n" : "\n", (long long)s->number, s->window,
 			      (unsigned long long)(s->end > s->start ? s->end - s->start : 0),
 			      (unsigned long long)s->kernels, (unsigned long long)s->kernel_ns,
@@ -393,7 +394,8 @@ static void print_json(const struct report *rep, const char *path, const struct 
 			      s->how.flags & SP_STEP_REFUTED ? "true" : "false",
 			      s->how.flags & SP_STEP_IRREGULAR ? "true" : "false",
 			      s->how.flags & SP_STEP_TRAIN ? "true" : "false",
-			      s->how.flags & SP_STEP_AT_EXIT ? "true" : "false");
+			      s->how.flags & SP_STEP_AT_EXIT ? "true" : "false",
+			      s->how.flags & SP_STEP_LATE ? "true" : "false");
 	}
 	char how[600];
 	sp_out_puts(x, "],\n\"steps_found_by\":");

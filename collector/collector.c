@@ -76,7 +76,8 @@ static void explain_no_window(void)
 	const char *anchor = sp_intern_lookup(h->anchor & ~SP_AUTOSTEP_FLAGS);
 	char msg[700];
 	int kind = m->det->kind; /* the detector's: kind = auto may have switched to optimizer steps */
-	if (kind == SP_MARK_AUTO && sp_stepdet_undecided(m->det, msg, sizeof msg))
+	if (kind == SP_MARK_AUTO && (sp_stepdet_undecided(m->det, msg, sizeof msg) ||
+				     sp_stepdet_why_none(m->det, first, msg, sizeof msg)))
 		sp_warn("%sno step recorded: %s", pre, msg);
 	else if (sp_col.step < 0 && sp_pyglue_explain(msg, sizeof msg))
 		sp_warn("%sno step recorded: %s", pre, msg);

@@ -192,7 +192,8 @@ static void step_how(struct sp_event *ev)
 	ev->u.step.flags =
 		(uint8_t)((aut && h->after ? SP_STEP_AFTER : 0) | (sp_col.step_refuted == 1 ? SP_STEP_REFUTED : 0) |
 			  (sp_col.step_refuted == 2 ? SP_STEP_IRREGULAR : 0) | (aut && h->train ? SP_STEP_TRAIN : 0) |
-			  (sp_col.at_exit ? SP_STEP_AT_EXIT : 0) | (h->from_auto ? SP_STEP_FROM_AUTO : 0));
+			  (sp_col.at_exit ? SP_STEP_AT_EXIT : 0) | (h->from_auto ? SP_STEP_FROM_AUTO : 0) |
+			  (aut && h->late ? SP_STEP_LATE : 0));
 	ev->u.step.regime = h->regime;
 	ev->u.step.period = h->period;
 	ev->u.step.launches = h->launches;
@@ -262,7 +263,8 @@ void sp_win_begin_step(uint64_t t, uint32_t corr, int64_t number)
 }
 
 /* Automatic detection locked on step `step`: it is open from t but was not watched from its start,
- * so it records nothing; warns if the schedule wanted a step before it. Under sp_col.lock. */
+ * so it records nothing (a lock after the schedule's first window would have begun starts the
+ * schedule from here: the detector says so, sp_stepdet_regime_note). Under sp_col.lock. */
 static void det_locked(const struct sp_det_out *o, uint64_t t)
 {
 	const struct sp_mk *m = &sp_col.mk[sp_col.cur];
@@ -273,22 +275,6 @@ static void det_locked(const struct sp_det_out *o, uint64_t t)
 	sp_col.step_refuted = 0;
 	sp_col.action = SP_ACT_NONE;
 	sp_col.step_start = t;
-	/* the schedule's steps up to the locked one's were lost, unless the regime was seen before or
-	 * numbers on from one that counted: its schedule resumes after the steps handed out
-	 * (docs/STEPS.md, "Regimes"); a regime that does not count yet has no schedule step */
-	const struct sp_stepdet *det = m->det;
-	const struct sp_det_regime *rg = det->cur ? &det->reg[det->cur - 1] : NULL;
-	int64_t sched = rg && (rg->steps || rg->continued) ? -1 : sp_stepdet_sched_step(det, sp_col.step);
-	for (int64_t k = 0; k <= sched; k++)
-		if (sp_schedule_action(m->schedule, k) != SP_ACT_NONE) {
-			sp_warn("automatic step detection needed %lld iterations%s; the schedule's steps before %lld "
-				"are "
-				"not recorded (raise skip_first or wait)",
-				(long long)sp_col.step + 1,
-				o->what & SP_DET_RELOCK ? " after the program's loop changed" : "",
-				(long long)sp_col.step + 1);
-			break;
-		}
 	char blocks[160] = "";
 	if (h->blocks > 1)
 		snprintf(blocks, sizeof blocks,
@@ -357,8 +343,8 @@ static void det_apply(const struct sp_det_out *o, uint64_t t, uint32_t corr, CUp
 		sp_win_end_step(t, corr);
 		sp_win_begin_step(t, corr, o->step);
 	}
-	if ((o->what & (SP_DET_LOCK | SP_DET_PROVEN)) &&
-	    sp_stepdet_regime_note(sp_col.mk[sp_col.cur].det, msg, sizeof msg))
+	while ((o->what & (SP_DET_LOCK | SP_DET_PROVEN)) &&
+	       sp_stepdet_regime_note(sp_col.mk[sp_col.cur].det, msg, sizeof msg))
 		sp_warn("%s", msg);
 	if (o->what & SP_DET_WANTS)
 		sp_cbset_apply();

@@ -176,9 +176,12 @@ struct sp_ev_step {
 			       * the program did after its last iteration (a final evaluation, a save) */
 #define SP_STEP_FROM_AUTO \
 	0x20u /* optimizer steps found by kind = auto: the program's optimizer hook fired before any window */
+#define SP_STEP_LATE \
+	0x80u /* auto: the schedule started from a late lock (found after its first window would have
+			       * begun): the schedule's step numbers are the program's minus a constant */
 #define SP_STEP_TRAIN \
 	0x04u /* auto: its regime launches backward or optimizer kernels (training);
-			       * without it, a regime taken for the loop after SP_DET_DEFER_STEPS steps */
+			       * without it, a regime taken for the loop after defer_steps steps (decide/tunables.h) */
 
 /* What opened a window: the sub code of its WINDOW_BEGIN and WINDOW_END records (0 in files
  * written before on-demand windows existed: the schedule). */

@@ -89,8 +89,8 @@ ok "schedule table" diff "$T/sched.out" - <<'EOF'
 10 NONE
 11 NONE
 EOF
-ok "auto: a window before the lock is a warning" grep -q "^stepprof schedule: warning: the schedule collects from step 3, but automatic step detection .* raise skip_first or wait by 3" "$T/sched.err"
-grep -v "^stepprof schedule: warning: the schedule collects" "$T/sched.err" >"$T/sched.err2"
+ok "auto: a window before the lock is a note (the schedule starts from the lock)" grep -q "^stepprof schedule: note: the schedule collects from step 3, but automatic step detection .* the schedule then starts from the lock, .* raise skip_first or wait by 3" "$T/sched.err"
+grep -v "^stepprof schedule: note: the schedule collects" "$T/sched.err" >"$T/sched.err2"
 ok "schedule summary on stderr" diff "$T/sched.err2" - <<'EOF'
 # windows (recorded steps): steps 4-5, 8-9
 # nothing is recorded after step 9
