@@ -8,7 +8,10 @@
  * take that long (the program goes on meanwhile, unseen). Activity: fake_cupti_kernel() makes one
  * CONCURRENT_KERNEL record (stamped by the registered timestamp callback, else CLOCK_REALTIME) if
  * that kind is enabled; records reach the registered buffer callbacks at cuptiActivityFlushAll
- * (or every 256 records), and cuptiActivityGetNextRecord walks them, as CUPTI's do.
+ * (or every 256 records), and cuptiActivityGetNextRecord walks them, as CUPTI's do. As CUPTI does,
+ * it asks the registered bufferRequested for a buffer when it makes the first record after handing
+ * one back (not at the flush): a client that looks at the buffers it handed out (Kineto flushes
+ * only when one is out) sees one out while records wait.
  * FAKE_SUBSCRIBE_US: cuptiSubscribe takes that long (a re-attach that comes late).
  * FAKE_CUPTI_LOSE_CORR=N: the kernel of the launch with correlation id N is never recorded (a
  * record CUPTI never hands over, as one on-demand window after a re-attach seemed to lose).
@@ -46,6 +49,8 @@ static struct {
 	unsigned char kind[CUPTI_ACTIVITY_KIND_COUNT]; /* enabled activity kinds */
 	CUpti_ActivityKernel10 pend[256]; /* records not yet delivered */
 	unsigned npend;
+	uint8_t *buf;                   /* the buffer asked for when the first of them was made, or NULL */
+	size_t bufsize;
 	CUpti_ActivityKernel10 late;    /* FAKE_CUPTI_LATE_CORR's record, held back until late_due */
 	struct timespec late_due;       /* CLOCK_MONOTONIC; tv_sec 0: nothing held */
 } F = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -117,7 +122,7 @@ CUptiResult CUPTIAPI cuptiFinalize(void)
 	F.cb = NULL;
 	memset(F.on, 0, sizeof F.on);
 	memset(F.kind, 0, sizeof F.kind);
-	F.ts = NULL, F.req = NULL, F.comp = NULL, F.npend = 0;
+	F.ts = NULL, F.req = NULL, F.comp = NULL, F.npend = 0, F.buf = NULL;
 	F.finalized = 1;
 	return CUPTI_SUCCESS;
 }
@@ -218,24 +223,49 @@ CUptiResult CUPTIAPI cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallb
 
 #define REC_SIZE ((sizeof(CUpti_ActivityKernel10) + 7) & ~(size_t)7)
 
-/* Hands the pending records to the registered buffer callbacks. Caller holds F.lock, which is
- * let go while the callbacks run (they may call back into CUPTI). */
+/* Asks the registered bufferRequested for the buffer the pending records go into, once they begin
+ * (F.lock held; let go while it runs, as in deliver). This function can't fail. */
+static void take_buffer(void)
+{
+	CUpti_BuffersCallbackRequestFunc req = F.req;
+	uint8_t *b = NULL;
+	size_t size = 0, maxrec = 0;
+	if (F.buf || !req)
+		return;
+	pthread_mutex_unlock(&F.lock);
+	req(&b, &size, &maxrec);
+	pthread_mutex_lock(&F.lock);
+	if (!F.buf) {
+		F.buf = b, F.bufsize = size;
+	} else if (b && F.comp) { /* another thread took one meanwhile: this one goes back empty */
+		CUpti_BuffersCallbackCompleteFunc comp = F.comp;
+		pthread_mutex_unlock(&F.lock);
+		comp(NULL, 0, b, size, 0);
+		pthread_mutex_lock(&F.lock);
+	}
+}
+
+/* Hands the pending records to the registered buffer callbacks, in the buffer asked for when the
+ * first of them was made. Caller holds F.lock, which is let go while the callbacks run (they may
+ * call back into CUPTI). */
 static void deliver(void)
 {
-	uint8_t *buf = NULL;
-	size_t size = 0, maxrec = 0, used = 0;
-	unsigned n = F.npend;
-	if (!n || !F.req || !F.comp)
+	size_t used = 0;
+	if (!F.npend || !F.comp)
 		return;
+	if (!F.buf)
+		take_buffer();
+	unsigned n = F.npend; /* (more may have come while the buffer was asked for) */
+	uint8_t *buf = F.buf;
+	size_t size = F.bufsize;
 	CUpti_ActivityKernel10 *copy = malloc(n * sizeof *copy);
-	CUpti_BuffersCallbackRequestFunc req = F.req;
 	CUpti_BuffersCallbackCompleteFunc comp = F.comp;
 	if (!copy)
 		return;
 	memcpy(copy, F.pend, n * sizeof *copy);
 	F.npend = 0;
+	F.buf = NULL;
 	pthread_mutex_unlock(&F.lock);
-	req(&buf, &size, &maxrec);
 	for (unsigned i = 0; buf && i < n && used + REC_SIZE <= size; i++, used += REC_SIZE)
 		memcpy(buf + used, &copy[i], sizeof copy[i]);
 	if (buf)
@@ -384,6 +414,7 @@ __attribute__((visibility("default"))) int fake_cupti_kernel(unsigned corr)
 	corr = corr_of(corr, 2);
 	pthread_mutex_lock(&F.lock);
 	if (F.kind[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) {
+		take_buffer(); /* as CUPTI: a buffer for the records from the first on */
 		CUpti_ActivityKernel10 *k = &F.pend[F.npend++];
 		memset(k, 0, sizeof *k);
 		k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
@@ -412,6 +443,7 @@ __attribute__((visibility("default"))) int fake_cupti_copy(unsigned corr)
 		return 0;
 	pthread_mutex_lock(&F.lock);
 	if (F.kind[CUPTI_ACTIVITY_KIND_MEMCPY]) {
+		take_buffer();
 		CUpti_ActivityKernel10 *slot = &F.pend[F.npend++]; /* records share the slot size */
 		CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *)slot;
 		_Static_assert(sizeof *m <= sizeof *slot, "a copy record fits a slot");
