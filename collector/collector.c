@@ -265,6 +265,12 @@ void sp_collector_inject(void)
 	sp_od_start(); /* warned if it fails: the schedule's windows still come */
 }
 
+int sp_collector_let_go_cupti(void)
+{
+	return sp_col.active && !sp_col.disabled && owner_pid == getpid() &&
+	       atomic_load(&sp_hold.state) == SP_HOLD_GONE;
+}
+
 int sp_collector_owns_cupti(void)
 {
 	/* after the last window stepprof let go of CUPTI: another profiler may take it */

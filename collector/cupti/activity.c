@@ -290,6 +290,7 @@ static enum sp_life_act life_tick(uint64_t now, bool early)
 	if (aut)
 		sp_auto_life_after(&v, det, act);
 	if (act == SP_LIFE_DETACH) {
+		sp_share_detached(); /* the program's profiler gets CUPTI itself */
 		sp_host_min_bytes = SIZE_MAX; /* host allocations: nothing will be recorded again */
 		sp_writer_set_pass_ns(SP_DETACHED_PASS_NS); /* nothing to drain but the odd NCCL event */
 	}
