@@ -129,6 +129,7 @@ static void on_exit_process(void)
 		}
 		sp_writer_stop();
 	}
+	sp_act_say_outside();
 	sp_col.active = 0;
 }
 

@@ -24,7 +24,7 @@
 #define SP_NAME_CACHE 1024   /* per-thread pointer -> name id cache (power of two) */
 #define SP_CORR_PENDING UINT32_MAX /* a window edge the next CUDA call's correlation id fills */
 #define SP_CBID_MAX 1024     /* callback ids tracked per domain (CUPTI 13: < 800 runtime, < 900 driver) */
-#define SP_MAX_CLOSED 4      /* corr ranges of written windows kept to count late records */
+#define SP_MAX_CLOSED 4      /* written windows whose own ids are kept to count late records */
 #define SP_MAX_DEVICES 64    /* GPUs described by SP_EV_DEVICE records */
 /* A closing window is written once its kernels have all arrived (as many as its counted launches,
  * the last launch's among them), the record of its last copy or set call too, and it is
@@ -70,6 +70,8 @@ struct window {
 	atomic_uint_fast64_t arrived;  /* non-graph kernel records received */
 	uint32_t last_launch;    /* highest correlation id of a counted launch (0: none); under lock */
 	uint32_t last_copy;      /* ... of a copy or set call that succeeded (0: none); under lock */
+	uint32_t last_call;      /* ... of any call it recorded: its own ids end there (late records) */
+	int graphs;              /* it launched a CUDA graph (graph kernels are not counted); under lock */
 	uint32_t last_copy_arrived; /* highest correlation id of a copy or set record received; under lock */
 	_Atomic uint32_t last_arrived; /* highest correlation id of a kernel record received */
 };
@@ -252,6 +254,9 @@ void CUPTIAPI sp_act_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 uint64_t CUPTIAPI sp_act_timestamp(void);
 void sp_act_flush(void);
 void sp_act_writer_tick(void *ctx);
+/* At exit (STEPPROF_VERBOSE): how many GPU records belonged to no window and were discarded. Takes
+ * sp_col.lock. This function can't fail. */
+void sp_act_say_outside(void);
 /* Before the writer thread exists (it starts with the first window): the writer's life-cycle tick
  * on the calling thread, which holds no lock of stepprof's and is inside no CUDA call (a marker
  * call's hook after the call, a marker call waiting for a re-attach, the on-demand poll thread,

@@ -201,8 +201,9 @@ static void on_api_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const 
 		*cd->correlationData = t;
 }
 
-/* An API exit inside a window: writes its SP_EV_API event, a launch marked for the window's count
- * and a copy or set for its wait (the writer thread notes them as it drains the event: activity.c). */
+/* An API exit inside a window: writes its SP_EV_API event, marked with the window and what it is
+ * (a launch for the window's count, a copy or set for its wait, a graph launch, another call): the
+ * writer thread notes them as it drains the event (activity.c). */
 static void record_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd, struct window *w,
 		       int launch, uint32_t stack, uint64_t t)
 {
@@ -218,12 +219,13 @@ static void record_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CU
 	ev.u.api.cbid = cbid;
 	ev.u.api.status = cd->functionReturnValue ? *(const int *)cd->functionReturnValue : 0;
 	ev.u.api.stack = stack;
-	int copy = !launch && cbid < SP_CBID_MAX && (sp_col.cls[d][cbid] & CLS_COPY) && !ev.u.api.status;
-	if (launch || copy) {
-		ev.u.api.win_id = w->id;
-		ev.u.api.win_slot = (uint16_t)(w - sp_col.win + 1);
-		ev.u.api.win_copy = (uint8_t)copy;
-	}
+	uint8_t cls = cbid < SP_CBID_MAX ? sp_col.cls[d][cbid] : 0;
+	ev.u.api.win_id = w->id;
+	ev.u.api.win_slot = (uint16_t)(w - sp_col.win + 1);
+	ev.u.api.win_call = launch			     ? SP_WCALL_LAUNCH
+			    : (cls & CLS_COPY) && !ev.u.api.status ? SP_WCALL_COPY
+			    : cls & CLS_GRAPH			     ? SP_WCALL_GRAPH
+								     : SP_WCALL_OTHER;
 	sp_coll_push(&ev);
 }
 

@@ -33,7 +33,8 @@
  * (an extra kernel every K iterations: a norm logged); EXTRA_SYNC_EVERY=K (with VIA_CUDART): every
  * K-th step makes one more cudaDeviceSynchronize two thirds into its launches (a norm read);
  * SYNC_EVERY=K: only every K-th step ends with the marker call (a loss read every K steps and
- * nothing else synchronises). PROF=...: a profiler inside the program, as torch.profiler's Kineto
+ * nothing else synchronises). LAUNCH_US=N: N microseconds after each launch, out of the step's
+ * time (launches spread over the step, as in a launch-bound loop). PROF=...: a profiler inside the program, as torch.profiler's Kineto
  * drives CUPTI (kineto_like.h); then it also runs without stepprof (the stand-in libcupti preloaded
  * instead: the reference). */
 #define _GNU_SOURCE
@@ -298,6 +299,7 @@ int main(int argc, char **argv)
 	int change_at = getenv("CHANGE_AT") ? atoi(getenv("CHANGE_AT")) : -1;
 	int rt_launch = getenv("RT_LAUNCH") ? atoi(getenv("RT_LAUNCH")) : 0;
 	int step2_us = getenv("STEP2_US") ? atoi(getenv("STEP2_US")) : step_us;
+	int launch_us = getenv("LAUNCH_US") ? atoi(getenv("LAUNCH_US")) : 0;
 	unsigned lcorr = 2000000, lseen = 0, lall = 0;
 	if (getenv("VIA_CUDART")) {
 		/* CUDART_LOCAL: as Python loads a wheel's renamed libcudart, out of the global scope */
@@ -405,8 +407,11 @@ int main(int argc, char **argv)
 			} else
 				lseen += (unsigned)launch(sym, lcorr++);
 			lall++;
+			if (launch_us) /* spread over the step, as a launch-bound loop's launches are */
+				usleep(launch_us);
 		}
-		usleep((changed ? step2_us : step_us) - sync_us - head_us);
+		usleep((changed ? step2_us : step_us) - sync_us - head_us -
+		       launch_us * (changed ? nl2 : nl + extra));
 		if (sync_every > 1 && i % sync_every != sync_every - 1)
 			goto timed; /* no marker call in this step */
 		if (sync) {

@@ -23,6 +23,8 @@
  * last that long. FAKE_CUPTI_ONE_CORR=1: correlation ids come from one counter for the process, as
  * CUPTI's do (the test programs number each thread's or library's calls apart): a call's entry
  * takes the next one, its exit and what it launches meanwhile on its thread keep it.
+ * FAKE_CUPTI_COUNT=1: prints "fakecupti: kernel records N" at exit (the records made while
+ * CONCURRENT_KERNEL was on: what recording cost).
  * Built by the Makefile; used by tests/e2e/cupti_life.sh and share.sh. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -102,6 +104,13 @@ CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle s)
 }
 
 static atomic_int wrapped_calls; /* threads inside a call CUPTI wraps (fake_cupti_wrapped) */
+static atomic_long kernel_records; /* kernel records made (FAKE_CUPTI_COUNT) */
+
+__attribute__((destructor)) static void count_at_exit(void)
+{
+	if (getenv("FAKE_CUPTI_COUNT"))
+		printf("fakecupti: kernel records %ld\n", atomic_load(&kernel_records));
+}
 
 /* A stand-in runtime's call that CUPTI would wrap begins (+1) or ends (-1). */
 __attribute__((visibility("default"))) void fake_cupti_wrapped(int delta)
@@ -425,6 +434,7 @@ __attribute__((visibility("default"))) int fake_cupti_kernel(unsigned corr)
 		k->name = kname;
 		k->streamId = 7;
 		k->gridX = k->gridY = k->gridZ = k->blockX = k->blockY = k->blockZ = 1;
+		atomic_fetch_add(&kernel_records, 1);
 		ret = 1;
 		settle(corr);
 	}
