@@ -130,6 +130,8 @@ static void on_exit_process(void)
 		sp_writer_stop();
 	}
 	sp_act_say_outside();
+	sp_win_say_end_waits();
+	sp_cupti_life_say_waits();
 	sp_col.active = 0;
 }
 

@@ -426,8 +426,7 @@ static void activities_done(bool all_in)
 	for (int i = 0; i < SP_MAX_WINDOWS; i++)
 		if (sp_col.win[i].used && (!sp_col.win[i].closing || sp_col.win[i].graphs))
 			return;
-	sp_cbset_activities(0);
-	sp_col.activities_on = 0;
+	sp_win_activities_due_off(); /* the CUPTI calls after the lock (sp_win_activities_off) */
 }
 
 void sp_act_writer_tick(void *ctx)
@@ -442,6 +441,7 @@ void sp_act_writer_tick(void *ctx)
 	if (!closing)
 		sp_win_activities_idle();
 	pthread_mutex_unlock(&sp_col.lock);
+	sp_win_activities_off();
 	if (!closing) {
 		if (pthread_mutex_trylock(&tick_lock) == 0) {
 			(void)life_tick(now, false);
@@ -471,4 +471,5 @@ void sp_act_writer_tick(void *ctx)
 	}
 	activities_done(all_in);
 	pthread_mutex_unlock(&sp_col.lock);
+	sp_win_activities_off();
 }

@@ -24,7 +24,10 @@
  * CUPTI's do (the test programs number each thread's or library's calls apart): a call's entry
  * takes the next one, its exit and what it launches meanwhile on its thread keep it.
  * FAKE_CUPTI_COUNT=1: prints "fakecupti: kernel records N" at exit (the records made while
- * CONCURRENT_KERNEL was on: what recording cost).
+ * CONCURRENT_KERNEL was on: what recording cost). FAKE_CALL_US=N: each cuptiEnableCallback,
+ * cuptiEnableDomain, cuptiActivityEnable and cuptiActivityDisable keeps its caller N microseconds
+ * (spinning: a model of what reconfiguring CUPTI costs, for bench/window_end.sh).
+ * FAKE_CUPTI_NAMES=FILE: callback names as CUPTI gives them (load_names), not "cuda_other_N".
  * Built by the Makefile; used by tests/e2e/cupti_life.sh and share.sh. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -76,6 +79,21 @@ static void note(const char *fn, const char *fmt, ...)
 		fflush(F.log);
 	}
 	pthread_mutex_unlock(&F.lock);
+}
+
+/* FAKE_CALL_US: the caller spins that long in a reconfiguring call. */
+static void call_cost(void)
+{
+	static long us = -1;
+	if (us < 0)
+		us = getenv("FAKE_CALL_US") ? atol(getenv("FAKE_CALL_US")) : 0;
+	if (us <= 0)
+		return;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
 }
 
 CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud)
@@ -139,6 +157,7 @@ CUptiResult CUPTIAPI cuptiFinalize(void)
 CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle s, CUpti_CallbackDomain d,
 					 CUpti_CallbackId cbid)
 {
+	call_cost();
 	note("enable_cb", " %d %u %u", (int)d, cbid, enable);
 	if (!F.cb || s != (CUpti_SubscriberHandle)&F)
 		return CUPTI_ERROR_INVALID_PARAMETER;
@@ -149,6 +168,7 @@ CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle
 
 CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle s, CUpti_CallbackDomain d)
 {
+	call_cost();
 	note("enable_domain", " %d %u", (int)d, enable);
 	if (!F.cb || s != (CUpti_SubscriberHandle)&F)
 		return CUPTI_ERROR_INVALID_PARAMETER;
@@ -175,6 +195,22 @@ static const struct {
 	{ 1, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, "cuMemFree_v2" },
 };
 
+/* FAKE_CUPTI_NAMES=FILE: every callback's name as CUPTI gives it, from lines "0|1 CBID NAME" (0
+ * runtime, 1 driver: bench/window_end.sh writes them from the CUPTI headers). Once. */
+static void load_names(void)
+{
+	static int done;
+	const char *p = getenv("FAKE_CUPTI_NAMES");
+	FILE *f = !done++ && p ? fopen(p, "r") : NULL;
+	unsigned k, cbid;
+	char nm[48];
+	while (f && fscanf(f, "%u %u %47s", &k, &cbid, nm) == 3)
+		if (k < 2 && cbid < NCB)
+			snprintf(F.names[k][cbid], 48, "%s", nm);
+	if (f)
+		fclose(f);
+}
+
 CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t cbid, const char **name)
 {
 	int k = d == CUPTI_CB_DOMAIN_DRIVER_API;
@@ -182,6 +218,7 @@ CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t cbid,
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	if (F.finalized)
 		note("get_callback_name", "");
+	load_names();
 	if (!F.names[k][cbid][0]) {
 		snprintf(F.names[k][cbid], 48, "%s_other_%u", k ? "cu" : "cuda", cbid);
 		for (size_t i = 0; i < sizeof cb_names / sizeof *cb_names; i++)
@@ -201,6 +238,7 @@ CUptiResult CUPTIAPI cuptiGetDeviceId(CUcontext c, uint32_t *dev)
 
 CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind k)
 {
+	call_cost();
 	note("activity_enable", " %d", (int)k);
 	if ((unsigned)k < CUPTI_ACTIVITY_KIND_COUNT)
 		F.kind[k] = 1;
@@ -209,6 +247,7 @@ CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind k)
 
 CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind k)
 {
+	call_cost();
 	note("activity_disable", " %d", (int)k);
 	if ((unsigned)k < CUPTI_ACTIVITY_KIND_COUNT)
 		F.kind[k] = 0;

@@ -51,7 +51,7 @@ fi
 
 # 2 ms between launches, warmup 0: a window's enable of CONCURRENT_KERNEL (10), the flushes of its
 # close, then the disable
-run spread 'kind = api\npattern = cudaDeviceSynchronize' 0 30 40000 LAUNCH_US=2000
+run spread 'kind = api\npattern = cudaDeviceSynchronize' 0 27 40000 LAUNCH_US=2000
 if /usr/bin/python3 - "$T/spread/log" <<'PY'; then
 import sys
 lines = [l.split() for l in open(sys.argv[1])]
