@@ -151,6 +151,7 @@ $(O)/tests/e2e/dlnext: tests/e2e/dlnext.c $(O)/tests/e2e/libdlnext_a.so $(O)/tes
 $(O)/tests/e2e/cupti_life_driver $(O)/tests/e2e/share_driver $(O)/tests/e2e/crash_driver: $(O)/tests/e2e/%: tests/e2e/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g $(CUDA_INC) -o $@ $< -ldl -lpthread
+$(O)/tests/e2e/cupti_life_driver: tests/e2e/kineto_like.h
 $(O)/tests/e2e/phases_driver: tests/e2e/phases_driver.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g $(CUDA_INC) -o $@ $< -ldl -lpthread

@@ -148,6 +148,9 @@ static void on_exit_process(void)
 		}
 		sp_writer_stop();
 	}
+	sp_act_say_outside();
+	sp_win_say_end_waits();
+	sp_cupti_life_say_waits();
 	sp_col.active = 0;
 }
 
@@ -295,6 +298,12 @@ void sp_collector_inject(void)
 			sp_col.mk[i].pattern, sp_col.mk[i].every);
 	sp_od_start(); /* warned if it fails: the schedule's windows still come */
 	sp_pyglue_start(); /* in a CPython process whose markers take the program's own steps */
+}
+
+int sp_collector_let_go_cupti(void)
+{
+	return sp_col.active && !sp_col.disabled && owner_pid == getpid() &&
+	       atomic_load(&sp_hold.state) == SP_HOLD_GONE;
 }
 
 int sp_collector_owns_cupti(void)
