@@ -101,18 +101,26 @@ static void stage_add(struct stage *s, const struct sp_event *ev)
 	s->ev[s->n++] = *ev;
 }
 
+/* qsort order of pointers into a stage: by start, then by place in the stage (stable). */
 static int by_start(const void *a, const void *b)
 {
-	const struct sp_event *x = a, *y = b;
+	const struct sp_event *x = *(const struct sp_event *const *)a, *y = *(const struct sp_event *const *)b;
 	return x->start < y->start ? -1 : x->start > y->start ? 1 : (x < y ? -1 : x > y);
 }
 
 /* Sorts and writes a stage, as one writer pass does. */
 static void drain(struct stage *s)
 {
-	qsort(s->ev, s->n, sizeof(*s->ev), by_start);
+	static const struct sp_event **order;
+	if (!order && !(order = malloc(MAX_PENDING * sizeof(*order)))) {
+		g.bad = 1;
+		return;
+	}
 	for (size_t i = 0; i < s->n; i++)
-		if (sp_trace_write(g.w, &s->ev[i]) <= 0)
+		order[i] = &s->ev[i];
+	qsort(order, s->n, sizeof(*order), by_start);
+	for (size_t i = 0; i < s->n; i++)
+		if (sp_trace_write(g.w, order[i]) <= 0)
 			g.bad = 1;
 	s->n = 0;
 }
