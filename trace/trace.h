@@ -13,13 +13,13 @@
 #include "event.h"
 
 #define SP_TRACE_MAGIC "STEPPROF"
-#define SP_TRACE_VERSION \
-	4        /* what the writer writes, and the newest this reader reads; 2: run id and
-                                     producer in the header, 3: Python frame records (0xFD) and tagged stack
-                                     frames, 4: step records say how the step was found (docs/FORMAT.md) */
+/* What the writer writes, and the newest this reader reads; 2: run id and producer in the header,
+ * 3: Python frame records (0xFD) and tagged stack frames, 4: step records say how the step was
+ * found, 5: a chunk's records are columns, coded against templates and predictions (docs/FORMAT.md) */
+#define SP_TRACE_VERSION 5
 #define SP_TRACE_MIN_VERSION 1    /* the oldest version this reader reads */
-/* the oldest reader that can read what the writer writes (version 4 added fields to step records) */
-#define SP_TRACE_WRITE_MIN_VERSION 4
+/* the oldest reader that can read what the writer writes (version 5 changed the chunk content) */
+#define SP_TRACE_WRITE_MIN_VERSION 5
 
 /* feature bits in the header: what the producer had switched on */
 #define SP_FEAT_KERNELS (1ull << 0)
