@@ -29,6 +29,7 @@ static int find_all(char *why, size_t n)
 	FIND(sp_py.gil_release, "PyGILState_Release");
 	FIND(sp_py.save_thread, "PyEval_SaveThread");
 	FIND(sp_py.restore_thread, "PyEval_RestoreThread");
+	FIND(sp_py.at_exit, "Py_AtExit");
 	FIND(sp_py.modules, "PyImport_GetModuleDict");
 	FIND(sp_py.dict_get, "PyDict_GetItemString");
 	FIND(sp_py.dict_set, "PyDict_SetItemString");

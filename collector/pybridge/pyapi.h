@@ -35,6 +35,7 @@ extern struct sp_pyapi {
 	void (*gil_release)(int);               /* PyGILState_Release */
 	void *(*save_thread)(void);             /* PyEval_SaveThread */
 	void (*restore_thread)(void *);         /* PyEval_RestoreThread */
+	int (*at_exit)(void (*)(void));         /* Py_AtExit */
 	PyObj *(*modules)(void);                /* PyImport_GetModuleDict: borrowed */
 	PyObj *(*dict_get)(PyObj *, const char *); /* PyDict_GetItemString: borrowed, never raises */
 	int (*dict_set)(PyObj *, const char *, PyObj *); /* PyDict_SetItemString */

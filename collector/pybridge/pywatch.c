@@ -10,8 +10,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 #include "collector/base/log.h"
 #include "collector/collector.h"
 #include "pybridge_int.h"
@@ -162,18 +160,13 @@ static PyObj *on_note(PyObj *self, PyObj *arg)
 	return sp_py_none();
 }
 
-/* atexit: the interpreter begins to finalise. No poll starts from here; one under way (between its
- * check and its GIL) is waited out, the GIL let go meanwhile so that it can finish. */
+/* atexit: the interpreter begins to finalise: no poll starts from here (one that waits for the
+ * GIL meanwhile lets it go at once). Not waited for: a poll holds no lock the program could need,
+ * and one that CPython ends during finalisation ends inside CPython's own code (pybridge.c). */
 static PyObj *on_exit_(PyObj *self, PyObj *unused)
 {
 	(void)self, (void)unused;
 	atomic_store(&sp_pyb.stopping, 1);
-	while (atomic_load(&sp_pyb.inflight) > 0 && getpid() == sp_pyb.pid) {
-		void *ts = sp_py.save_thread();
-		struct timespec nap = { 0, 1000000 };
-		nanosleep(&nap, NULL);
-		sp_py.restore_thread(ts);
-	}
 	return sp_py_none();
 }
 

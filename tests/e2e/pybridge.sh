@@ -11,8 +11,10 @@
 #    an import that raises, then succeeds; a fork after the install (the child writes nothing);
 #    a program that never imports torch (nothing said, torch still not imported); the hook's
 #    registration raising, and torch calling the hook with no argument (one line each, the
-#    program's exit status unchanged); the interpreter finalising while a poll waits between its
-#    check and the GIL (CPython embedded in a C program that lives on: no crash).
+#    program's exit status unchanged); CPython embedded in a C program that lives on after
+#    Py_FinalizeEx: the interpreter finalising while a poll waits between its check and the GIL,
+#    with and without the atexit module, CPython initialised after CUDA, CPython initialised twice
+#    (no crash; the second interpreter is not polled).
 #  - Debian's python3 (and a 3.12+ one for the scaler's PY_START): a GAN, a WGAN, gradient
 #    accumulation, a GradScaler loop with skipped steps, an evaluation pass inside a step (report
 #    names it), the default configuration taking the optimizer steps (no launch hook after the
@@ -148,19 +150,27 @@ for py in "${PYS[@]}"; do
 	done
 
 	# CPython embedded in a C program that lives on after Py_FinalizeEx: a poll waits between its
-	# check and the GIL while the interpreter finalises (the atexit callback waits it out)
+	# check and the GIL while the interpreter finalises, with the atexit module there and without
+	# it (nothing Python-level then tells the bridge); CPython initialised after CUDA; CPython
+	# initialised twice (the second interpreter is not polled with the first one's objects)
 	lib=$("$py" -c "import sysconfig, os; print(os.path.join(sysconfig.get_config_var('LIBDIR'), sysconfig.get_config_var('INSTSONAME')))")
 	if [ -f "$lib" ]; then
-		mkdir -p "$T/embed$v"
-		(cd "$T/embed$v" && STEPPROF_TEST_PYBRIDGE_DELAY_US=800000 PYTHONHOME=$("$py" -c 'import sys; print(sys.prefix)') \
-			STEPPROF_CUPTI_LIBRARY="$CUPTI" LD_PRELOAD="$PRE" timeout 30 "$B/tests/e2e/pyembed" "$lib" \
-			"$R/tests/e2e/pybridge/embed.py" >stdout 2>stderr)
-		rc=$?
-		if [ "$rc" = 0 ] && grep -q "atexit callback: True" "$T/embed$v/stdout" && grep -q "exiting 0" "$T/embed$v/stderr"; then
-			ok "$v: the interpreter finalises while a poll waits for the GIL: no crash after Py_FinalizeEx"
-		else
-			bad "$v: embedded: exit $rc: $(tail -3 "$T/embed$v/stderr")"
-		fi
+		for e in "atexit DELAY atexit callback: True" "noexit DELAY atexit, threading imported:" \
+			"late CUDA_FIRST round 1 optimizer hook in: True" "twice TWICE round 2 optimizer hook in: False"; do
+			read -r mode knob want <<<"$e"
+			mkdir -p "$T/embed$mode$v"
+			(cd "$T/embed$mode$v" && env EMBED_MODE=$mode PYTHONPATH="$R/tests/e2e/pybridge" \
+				PYTHONHOME=$("$py" -c 'import sys; print(sys.prefix)') STEPPROF_CUPTI_LIBRARY="$CUPTI" \
+				$([ "$knob" = DELAY ] && echo STEPPROF_TEST_PYBRIDGE_DELAY_US=800000) \
+				$([ "$knob" != DELAY ] && echo PYEMBED_CUDA_FIRST=1) $([ "$knob" = TWICE ] && echo PYEMBED_TWICE=1) \
+				LD_PRELOAD="$PRE" timeout 30 "$B/tests/e2e/pyembed" "$lib" "$R/tests/e2e/pybridge/embed.py" >stdout 2>stderr)
+			rc=$?
+			if [ "$rc" = 0 ] && grep -q "$want" "$T/embed$mode$v/stdout" && grep -q "exiting 0" "$T/embed$mode$v/stderr"; then
+				ok "$v: embedded CPython, $mode: '$want', no crash after Py_FinalizeEx"
+			else
+				bad "$v: embedded, $mode: exit $rc: $(cat "$T/embed$mode$v/stdout") $(tail -3 "$T/embed$mode$v/stderr")"
+			fi
+		done
 	else
 		echo "skip $v embedded: no $lib"
 	fi
