@@ -73,7 +73,9 @@ int sp_pyapi_resolve(char *why, size_t n)
 		return -1;
 	}
 	sp_py.minor = minor;
-	if (strstr(v, "free-threading") || strstr(v, "experimental free")) {
+	/* its version says so; its refcount functions too (defined in free-threading builds only) */
+	if (strstr(v, "free-threading") || strstr(v, "experimental free") ||
+	    dlsym(RTLD_DEFAULT, "_Py_MergeZeroLocalRefcount") || dlsym(RTLD_DEFAULT, "_Py_DecRefShared")) {
 		snprintf(why, n, "Python %d.%d: a free-threading build (the bridge relies on the GIL)", major, minor);
 		return -1;
 	}

@@ -21,6 +21,7 @@ struct sp_pymethod {
 	int flags;
 	const char *doc;
 };
+#define SP_METH_KEYWORDS 0x0002
 #define SP_METH_NOARGS 0x0004
 #define SP_METH_O 0x0008
 #define SP_METH_FASTCALL 0x0080

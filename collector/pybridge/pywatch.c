@@ -108,10 +108,11 @@ static const char helper_src[] =
 
 /* ---- the callables ---- */
 
-/* torch's global optimizer post hook: hook(optimizer, args, kwargs), after each step(). */
-static PyObj *on_optim(PyObj *self, PyObj *const *args, ssize_t nargs)
+/* torch's global optimizer post hook: hook(optimizer, args, kwargs), after each step(). Takes
+ * any call (keywords too) so that no call of it can raise in the program. */
+static PyObj *on_optim(PyObj *self, PyObj *const *args, ssize_t nargs, PyObj *kwnames)
 {
-	(void)self;
+	(void)self, (void)kwnames;
 	if (!sp_pyb_live())
 		return sp_py_none();
 	if (nargs < 1)
@@ -171,7 +172,7 @@ static PyObj *on_exit_(PyObj *self, PyObj *unused)
 }
 
 static struct sp_pymethod defs[] = {
-	{ "stepprof_optimizer_step", (void *)on_optim, SP_METH_FASTCALL, NULL },
+	{ "stepprof_optimizer_step", (void *)on_optim, SP_METH_FASTCALL | SP_METH_KEYWORDS, NULL },
 	{ "stepprof_py_start", (void *)on_start, SP_METH_FASTCALL, NULL },
 	{ "stepprof_note", (void *)on_note, SP_METH_O, NULL },
 	{ "stepprof_exit", (void *)on_exit_, SP_METH_NOARGS, NULL },

@@ -10,11 +10,12 @@
 #    after torch.optim.optimizer's import has finished (the stand-in sleeps halfway through it);
 #    an import that raises, then succeeds; a fork after the install (the child writes nothing);
 #    a program that never imports torch (nothing said, torch still not imported); the hook's
-#    registration raising, and torch calling the hook with no argument (one line each, the
-#    program's exit status unchanged); CPython embedded in a C program that lives on after
+#    registration raising, torch calling the hook with no argument or with keywords only (one
+#    line each, the program's exit status unchanged); CPython embedded in a C program that lives on after
 #    Py_FinalizeEx: the interpreter finalising while a poll waits between its check and the GIL,
 #    with and without the atexit module, CPython initialised after CUDA, CPython initialised twice
-#    (no crash; the second interpreter is not polled).
+#    (no crash; the second interpreter is not polled). Once: a free-threading CPython whose
+#    version string does not say so (tests/e2e/pyfake) is refused.
 #  - Debian's python3 (and a 3.12+ one for the scaler's PY_START): a GAN, a WGAN, gradient
 #    accumulation, a GradScaler loop with skipped steps, an evaluation pass inside a step (report
 #    names it), the default configuration taking the optimizer steps (no launch hook after the
@@ -136,10 +137,11 @@ for py in "${PYS[@]}"; do
 	# a Python exception in the registration, a hook torch calls wrongly: one line, the bridge
 	# off, the program's exit status its own
 	for c in "REGISTER_RAISES registering torch's optimizer post hook failed (RuntimeError: stand-in torch refuses hooks)" \
-		"BAD_HOOK_CALL the optimizer post hook failed (torch called it without the optimizer)"; do
+		"BAD_HOOK_CALL the optimizer post hook failed (torch called it without the optimizer)" \
+		"KW_HOOK_CALL the optimizer post hook failed (torch called it without the optimizer)"; do
 		line=${c#* } c=${c%% *}
 		# (the registration is tried at the bridge's first poll, 100 ms in: the loop lasts longer)
-		QUIET=1 run "$c$v" "$py" auto "" one 200 STANDIN_$c=1 WAIT=$([ $c = BAD_HOOK_CALL ] && echo optimizer) EXIT_CODE=5
+		QUIET=1 run "$c$v" "$py" auto "" one 200 STANDIN_$c=1 WAIT=$([ $c != REGISTER_RAISES ] && echo optimizer) EXIT_CODE=5
 		n=$(grep -c '^stepprof:' "$T/$c$v/stderr")
 		if [ "$(cat "$T/$c$v/rc")" = 5 ] && [ "$n" = 1 ] && grep -q "prog: done" "$T/$c$v/stdout" &&
 			grep -qF "stepprof: Python bridge: $line; it is off" "$T/$c$v/stderr"; then
@@ -175,6 +177,17 @@ for py in "${PYS[@]}"; do
 		echo "skip $v embedded: no $lib"
 	fi
 done
+
+# a process that looks like CPython but is a free-threading build (its refcount functions say so,
+# not its version string): refused, said once with an explicit marker, nothing else called
+mkdir -p "$T/pyfake"
+printf '[marker]\nkind = optimizer\n[cupti]\nlibrary = %s\n' "$CUPTI" >"$T/pyfake/sp.ini"
+(cd "$T/pyfake" && STEPPROF_CONFIG="$T/pyfake/sp.ini" LD_PRELOAD="$PRE" timeout 30 "$B/tests/e2e/pyfake" >stdout 2>stderr)
+rc=$?
+[ "$rc" = 0 ] && grep -q "a free-threading build (the bridge relies on the GIL)" "$T/pyfake/stderr" &&
+	! grep -q "_Py_DecRefShared called" "$T/pyfake/stderr" &&
+	ok "a free-threading CPython whose version string does not say so: refused by its symbols" ||
+	bad "pyfake: exit $rc: $(head -3 "$T/pyfake/stderr")"
 
 # ---- the steps of the other loops (Debian's python3; the scaler under a 3.12+ too) ----
 PY=/usr/bin/python3
