@@ -50,10 +50,6 @@ static int find_all(char *why, size_t n)
 	FIND(sp_py.incref, "Py_IncRef");
 	FIND(sp_py.decref, "Py_DecRef");
 	FIND(sp_py.none, "_Py_NoneStruct");
-	if (sp_py.minor >= 12) {
-		FIND(sp_py.get_frame, "PyEval_GetFrame");
-		FIND(sp_py.frame_var, "PyFrame_GetVarString");
-	}
 	if (!miss[0])
 		return 0;
 	snprintf(why, n, "a symbol is missing: %s", miss);

@@ -57,8 +57,6 @@ extern struct sp_pyapi {
 	void (*incref)(PyObj *);                /* Py_IncRef */
 	void (*decref)(PyObj *);                /* Py_DecRef */
 	PyObj *none; /* &_Py_NoneStruct */
-	PyObj *(*get_frame)(void);              /* PyEval_GetFrame (3.12+): borrowed */
-	PyObj *(*frame_var)(PyObj *, const char *); /* PyFrame_GetVarString (3.12+): new */
 } sp_py;
 
 /* Finds CPython in this process. Returns 1 (sp_py filled), 0 if the process runs no CPython

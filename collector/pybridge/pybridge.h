@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* pybridge.h - the Python bridge: in a CPython 3.10-3.13 process, a helper thread that takes the
  * GIL the way C extensions do and installs what the configuration asks in the program's own
- * Python: torch's global optimizer post hook, a watch on GradScaler.update's start, and the python
+ * Python: torch's global optimizer post hook, a wrapper on GradScaler.update, and the python
  * markers' functions (sys.monitoring's PY_START on 3.12+, a wrapper on 3.10/3.11). It never
  * imports a module (only sys.modules entries whose import has finished), leaves no name in the
- * program's namespaces (but the 3.10/3.11 wrapper, which replaces the attribute it wraps), does
+ * program's namespaces (but the wrappers, which replace the attributes they wrap), does
  * nothing while the interpreter finalises or in a forked child, and on any Python exception says
  * one `stepprof:` line and turns itself off. A front end: its events go to the collector
  * (collector.h, sp_collector_py_*), on the program's thread with the GIL held. Calls CPython,

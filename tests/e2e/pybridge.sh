@@ -5,8 +5,10 @@
 # torch: the optimizer's global post hooks, GradScaler), run with libstepprof preloaded and the
 # stand-in CUPTI, by Debian's python3 and every pyenv CPython 3.10-3.13 present (those absent are
 # named and skipped). Checked with `stepprof report --json` (step numbers and kernels per step):
-#  - every Python: an optimizer marker (one optimizer); python markers on a function and on a
-#    method (a wrapper on 3.10/3.11, sys.monitoring's PY_START on 3.12+); the hook goes in only
+#  - every Python: an optimizer marker (one optimizer); python markers on a function, a method
+#    and a staticmethod (a wrapper on 3.10/3.11 that keeps the annotations, sys.monitoring's
+#    PY_START on 3.12+), and on a module imported lazily (not loaded by a poll); the default
+#    configuration leaves sys.monitoring's tool ids to the program (3.12+); the hook goes in only
 #    after torch.optim.optimizer's import has finished (the stand-in sleeps halfway through it);
 #    an import that raises, then succeeds; a fork after the install (the child writes nothing);
 #    a program that never imports torch (nothing said, torch still not imported); the hook's
@@ -16,7 +18,7 @@
 #    with and without the atexit module, CPython initialised after CUDA, CPython initialised twice
 #    (no crash; the second interpreter is not polled). Once: a free-threading CPython whose
 #    version string does not say so (tests/e2e/pyfake) is refused.
-#  - Debian's python3 (and a 3.12+ one for the scaler's PY_START): a GAN, a WGAN, gradient
+#  - Debian's python3 (and a 3.12+ one for the scaler's wrapper): a GAN, a WGAN, gradient
 #    accumulation, a GradScaler loop with skipped steps, an evaluation pass inside a step (report
 #    names it), the default configuration taking the optimizer steps (no launch hook after the
 #    switch: the stand-in driver is asked no kernel name), parking between windows (CUPTI attached
@@ -104,10 +106,31 @@ for py in "${PYS[@]}"; do
 
 	run "fn$v" "$py" python __main__:train_step fn 30 WAIT=fn
 	expect "fn$v" "11:7 12:7 13:7" && grep -q "watching __main__:train_step ($how)" "$T/fn$v/stderr" &&
-		ok "$v: python marker on a function ($how)"
+		grep -q "type hints of train_step: {'opt': <class 'object'>, 'return': <class 'NoneType'>}" "$T/fn$v/stdout" &&
+		ok "$v: python marker on a function ($how; typing.get_type_hints sees its annotations)" ||
+		bad "$v: fn: $(grep hints "$T/fn$v/stdout")"
 	run "method$v" "$py" python __main__:Trainer.training_step method 30 WAIT=method
 	expect "method$v" "11:7 12:7 13:7" && grep -q "watching __main__:Trainer.training_step ($how)" "$T/method$v/stderr" &&
 		ok "$v: python marker on a method ($how)"
+	run "static$v" "$py" python __main__:Trainer.static_step static 30 WAIT=static
+	expect "static$v" "11:7 12:7 13:7" && grep -q "watching __main__:Trainer.static_step ($how)" "$T/static$v/stderr" &&
+		ok "$v: python marker on a staticmethod ($how)"
+
+	# a module imported with importlib's LazyLoader: the bridge reads module and class dicts only,
+	# so the module's body runs when and where the program first touches it, not in a poll
+	run "lazy$v" "$py" python lazymod:lazy_step lazy 30 WAIT=lazy
+	expect "lazy$v" "11:7 12:7 13:7" && grep -q "lazymod still lazy after the polls: True" "$T/lazy$v/stdout" &&
+		grep -q "lazymod loaded on the main thread: True" "$T/lazy$v/stdout" &&
+		ok "$v: python marker in a lazily imported module: left alone until the program loaded it" ||
+		bad "$v: lazy: $(grep lazymod "$T/lazy$v/stdout")"
+
+	# the default configuration takes no sys.monitoring tool id (GradScaler.update gets a wrapper):
+	# a program that takes ids 3 and 4 itself once the bridge's watches are in goes on
+	if [ "$m" -ge 12 ]; then
+		run "tools$v" "$py" auto "" tools 30 WAIT=optimizer,scaler
+		expect "tools$v" "11:7 12:7 13:7" && grep -q "tool ids 3 and 4 taken by the program: True" "$T/tools$v/stdout" &&
+			ok "$v: default configuration: the program takes sys.monitoring tool ids 3 and 4 after the install"
+	fi
 
 	# the stand-in's torch.optim.optimizer sleeps halfway through its import: the bridge polls
 	# meanwhile and must not register into the half-initialised module
