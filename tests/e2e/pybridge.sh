@@ -5,7 +5,8 @@
 # torch: the optimizer's global post hooks, GradScaler), run with libstepprof preloaded and the
 # stand-in CUPTI, by Debian's python3 and every pyenv CPython 3.10-3.13 present (those absent are
 # named and skipped). Checked with `stepprof report --json` (step numbers and kernels per step):
-#  - every Python: an optimizer marker (one optimizer); python markers on a function, a method
+#  - every Python: an optimizer marker (one optimizer); no reference held and nothing allocated per
+#    optimizer step, scaler update or marked call; python markers on a function, a method
 #    and a staticmethod (a wrapper on 3.10/3.11 that keeps the annotations, sys.monitoring's
 #    PY_START on 3.12+), and on a module imported lazily (not loaded by a poll); the default
 #    configuration leaves sys.monitoring's tool ids to the program (3.12+); the hook goes in only
@@ -131,6 +132,22 @@ for py in "${PYS[@]}"; do
 		expect "tools$v" "11:7 12:7 13:7" && grep -q "tool ids 3 and 4 taken by the program: True" "$T/tools$v/stdout" &&
 			ok "$v: default configuration: the program takes sys.monitoring tool ids 3 and 4 after the install"
 	fi
+
+	# no reference held and nothing allocated per event: 20000 optimizer steps, scaler updates and
+	# marked calls (the optimizer hook and the scaler's wrapper; the python marker's PY_START or
+	# wrapper) leave the reference counts of None, the optimizer and the scaler and the memory
+	# tracemalloc sees as they were
+	for c in "auto - optimizer,scaler" "python __main__:marked marked"; do
+		read -r kind pat w <<<"$c"
+		run "leak$kind$v" "$py" "$kind" "${pat#-}" leak 20000 WAIT="$w"
+		line=$(grep "leak:" "$T/leak$kind$v/stdout")
+		if [ "$(cat "$T/leak$kind$v/rc")" = 0 ] && echo "$line" | grep -q "None +0, optimizer +0, scaler +0 references" &&
+			[ "$(echo "$line" | sed -n 's/.*; +\{0,1\}\(-\{0,1\}[0-9]*\) bytes traced/\1/p')" -lt 4096 ]; then
+			ok "$v: nothing held or allocated per event ($kind: $(echo "$line" | cut -d: -f3-))"
+		else
+			bad "$v: leak ($kind): exit $(cat "$T/leak$kind$v/rc"), '$line'"
+		fi
+	done
 
 	# the stand-in's torch.optim.optimizer sleeps halfway through its import: the bridge polls
 	# meanwhile and must not register into the half-initialised module

@@ -15,7 +15,10 @@
 # after iteration 3 steps 20 times and exits), notorch (launches only, torch never imported),
 # static (one, inside the staticmethod Trainer.static_step), lazy (one, inside lazymod.lazy_step
 # of a module imported with importlib's LazyLoader, loaded by the program half a second later),
-# tools (one; the program takes sys.monitoring tool ids 3 and 4 once the bridge's watches are in).
+# tools (one; the program takes sys.monitoring tool ids 3 and 4 once the bridge's watches are in),
+# leak (ITERS optimizer steps, GradScaler updates and calls of `marked` that launch nothing, then
+# the change in the reference counts of None, the optimizer and the scaler, and in the memory
+# tracemalloc sees: stepprof's callables must hold no reference and allocate nothing per event).
 # With FAKE_CUDA (the stand-in libcuda's path) the launches go through its cuLaunchKernel as
 # cuGetProcAddress hands it out (stepprof's launch trampoline), as a CUDA runtime makes them. At the
 # end it prints how many launches stepprof's callbacks saw, and whether torch was imported.
@@ -97,6 +100,11 @@ def train_step(opt: object) -> None:
     opt.step()
 
 
+def marked(i):
+    """a python marker's function in the leak scenario"""
+    return i
+
+
 def generate(n):
     """an RL loop's rollout: forward passes only"""
     for k in range(n):
@@ -149,6 +157,7 @@ def wait(what):
             "method": lambda: watched(Trainer.training_step),
             "static": lambda: watched(Trainer.__dict__["static_step"].__func__) or watched(Trainer.static_step),
             "lazy": lambda: watched(sys.modules["lazymod"].lazy_step),
+            "marked": lambda: watched(sys.modules["__main__"].marked),
             "rl": lambda: watched(sys.modules["__main__"].generate) and watched(sys.modules["__main__"].rl_train),
         }[what]()
         if ok:
@@ -170,6 +179,32 @@ if scenario == "tools":
         mon.use_tool_id(4, "prog-4")
         mon.use_tool_id(3, "prog-3")
     print("prog: sys.monitoring tool ids 3 and 4 taken by the program:", bool(mon))
+if scenario == "leak":
+    import gc
+    import tracemalloc
+
+    quiet_opt, quiet_scaler, fn = torch.optim.Adam(lambda k: None, "-"), GradScaler(lambda k: None), sys.modules["__main__"].marked
+
+    def leak_loop(n):
+        for i in range(n):
+            quiet_opt.step()
+            quiet_scaler.update()
+            fn(i)
+
+    def counts():
+        gc.collect()
+        return (sys.getrefcount(None), sys.getrefcount(quiet_opt), sys.getrefcount(quiet_scaler),
+                tracemalloc.get_traced_memory()[0])
+
+    leak_loop(1000)
+    tracemalloc.start()
+    c0 = counts()
+    leak_loop(iters)
+    c1 = counts()
+    tracemalloc.stop()
+    print("prog: leak: after %d iterations: None %+d, optimizer %+d, scaler %+d references; %+d bytes traced"
+          % ((iters,) + tuple(b - a for a, b in zip(c0, c1))), flush=True)
+    iters = 0
 skip = {int(x) for x in filter(None, os.environ.get("SKIP", "").split(","))}
 opt = torch.optim.Adam(launch, "adam_fake")
 opt_g = torch.optim.Adam(launch, "adam_g_fake")
