@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "collector/base/clock.h"
 #include "collector/base/log.h"
 #include "collector/mem/memory.h"
 #include "collector/out/writer.h"
@@ -106,6 +107,7 @@ static int poll_once(void)
 	sp_pyb.running = 1;
 	test_delay();
 	take_gil();
+	uint64_t t0 = sp_now_ns();
 	if (!sp_pyb.exit_guard) {
 		sp_pyb.exit_guard = 1;
 		if (sp_py.at_exit(interpreter_gone) < 0)
@@ -116,6 +118,8 @@ static int poll_once(void)
 	if (!atomic_load(&sp_pyb.stopping))
 		sp_pyw_poll();
 	int over = atomic_load(&sp_pyb.off) || atomic_load(&sp_pyb.stopping) || all_settled();
+	atomic_fetch_add_explicit(&sp_pyb.gil_ns, sp_now_ns() - t0, memory_order_relaxed);
+	atomic_fetch_add_explicit(&sp_pyb.gil_polls, 1, memory_order_relaxed);
 	if (over)
 		sp_py.gil_release(sp_pyb.gil); /* the thread state goes with the GIL */
 	else
@@ -177,6 +181,11 @@ int sp_pybridge_start(const struct sp_pybridge_ask *ask, int loud)
 void sp_pybridge_stop(void)
 {
 	atomic_store(&sp_pyb.stopping, 1);
+	unsigned n = atomic_load_explicit(&sp_pyb.gil_polls, memory_order_relaxed);
+	uint64_t ns = atomic_load_explicit(&sp_pyb.gil_ns, memory_order_relaxed);
+	if (n)
+		sp_info("Python bridge: %u polls held the GIL %.1f us each on average (%.3f ms in all)", n,
+			(double)ns / n / 1000.0, (double)ns / 1e6);
 }
 
 int sp_pybridge_state(int what)

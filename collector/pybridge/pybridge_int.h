@@ -25,6 +25,8 @@ extern struct sp_pyb {
 				     * exits: no poll from now on, for good */
 	uint64_t delay_us;          /* STEPPROF_TEST_PYBRIDGE_DELAY_US (tests only) */
 	unsigned polls;             /* polls so far (helper thread) */
+	_Atomic unsigned gil_polls; /* ... that took the GIL, and how long they held it in all (ns): */
+	_Atomic uint64_t gil_ns;    /* what a poll costs the program's threads (STEPPROF_VERBOSE) */
 	void *ts;                   /* the helper thread's own PyThreadState, kept between polls (its
 				     * GIL let go with PyEval_SaveThread), NULL before the first poll */
 	int gil;                    /* the PyGILState_Ensure that made it (released when polling ends) */
