@@ -152,6 +152,11 @@ $(O)/tests/e2e/cupti_life_driver $(O)/tests/e2e/share_driver $(O)/tests/e2e/cras
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g $(CUDA_INC) -o $@ $< -ldl -lpthread
 $(O)/tests/e2e/cupti_life_driver: tests/e2e/kineto_like.h
+# a process that looks like CPython to the Python bridge: its symbols found with dlsym
+$(O)/tests/e2e/pyfake: tests/e2e/pyfake.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -O1 -g -rdynamic -o $@ $<
+
 $(O)/tests/e2e/phases_driver: tests/e2e/phases_driver.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g $(CUDA_INC) -o $@ $< -ldl -lpthread
