@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "opts.h"
 #include "tokstream.h"
 #include "windows.h"
 #include "collector/base/intern.h"
@@ -53,29 +54,34 @@ struct verdict {
 	char why[300];         /* first disagreement */
 };
 
+const struct sp_cmd_spec sp_spec_autostep = {
+	.name = "autostep",
+	.fn = sp_cmd_autostep,
+	.operands = "FILE",
+	.complete = "FILE",
+	.summary = "replay a recorded token stream (STEPPROF_RECORD_TOKENS) through step detection",
+	.text = "  Replays a token stream recorded with STEPPROF_RECORD_TOKENS=FILE through the step detector\n"
+		"  and prints each decision (lock, boundary, mismatch, unlock, re-lock) and the stream's\n"
+		"  statistics. With a truth (STEPPROF_RECORD_TRUTH), compares the dominant regime's steps with\n"
+		"  the true iterations.\n",
+	.opt = (const struct sp_opt[]){
+		{ "json", 'j', 0, NULL, "the same as one JSON object" },
+		{ "check", 'c', 0, NULL, "exit 1 if the steps disagree with the truth (with --no-lock: if any step is found in the loop)" },
+		{ "no-lock", 'n', 0, NULL, "the stream is one that must not lock (for --check)" },
+		{ "marker", 'm', 0, "KIND:PATTERN", "replay an explicit marker (kernel, api, nccl, nvtx) instead of auto" },
+		{ "windows", 'w', 0, NULL, "also replay the windows the schedule would record (--check: each step one true iteration)" },
+		{ "set", 'E', 0, "schedule.KEY=VALUE", "a [schedule] key of the replayed schedule (default: the built-in one)" },
+		{ "skip-first", 's', 0, "N", NULL },
+		{ "wait", 'W', 0, "N", NULL },
+		{ "no-prefer", 'P', 0, NULL, "count every regime's steps, not only the training regime's" },
+		{ "sparse", 'S', 0, "N", "check the launches of one step in N only (and of the windows), as the collector does" },
+		{ "tokens", 't', 0, NULL, "print every token first (index, time since the previous, thread, kind, name)" },
+		{ 0 } },
+};
+
 static int usage(FILE *f, int rc)
 {
-	fprintf(f,
-		"usage: stepprof autostep FILE [--json] [--check] [--no-lock] [--marker KIND:PATTERN] [--tokens]\n"
-		"                        [--windows] [--skip-first N] [--wait N]\n"
-		"  replays a token stream recorded with STEPPROF_RECORD_TOKENS=FILE through the step detector and\n"
-		"  prints each decision (lock, boundary, mismatch, unlock, re-lock) and the stream's statistics.\n"
-		"  With a truth (STEPPROF_RECORD_TRUTH), compares the dominant regime's steps with the true "
-		"iterations.\n"
-		"  --check: exit 1 if they disagree (with --no-lock: if the detector finds steps in the loop, i.e. "
-		"from the\n"
-		"  first true iteration on, or anywhere without truth)\n"
-		"  --marker KIND:PATTERN: replay an explicit marker (kernel, api, nccl, nvtx) instead of auto\n"
-		"  --windows: also replay the windows the default schedule ([schedule] defaults; --skip-first N and\n"
-		"  --wait N set skip_first and wait) would record, and with --check exit 1 unless each recorded step "
-		"is one true iteration of\n"
-		"  the truth's regime (or of another regime with training evidence: one truth inside it), with its\n"
-		"  kernel launches, and no step number is recorded twice\n"
-		"  --no-prefer: replay with every regime counted by the schedule (no preference for training: the\n"
-		"  detector before issue 12), to see what the preference changes\n"
-		"  --sparse N: the per-step check counts launches in one step of N and in the steps before and of\n"
-		"  the schedule's windows only (sp_stepdet_sparse), as a collector that saves its cost would\n"
-		"  --tokens: print every token first (index, time since the previous one, thread, kind, name)\n");
+	sp_opts_usage(&sp_spec_autostep, f);
 	return rc;
 }
 
@@ -509,23 +515,16 @@ static int parse_marker(const char *spec, int *kind, const char **pattern)
 /* Exit status: 0 printed (and, with --check, agrees); 1 unreadable file, or --check disagrees; 2 usage. */
 int sp_cmd_autostep(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },         { "check", no_argument, NULL, 'c' },
-		{ "windows", no_argument, NULL, 'w' },      { "skip-first", required_argument, NULL, 's' },
-		{ "wait", required_argument, NULL, 'W' },   { "no-prefer", no_argument, NULL, 'P' },
-		{ "sparse", required_argument, NULL, 'S' }, { "no-lock", no_argument, NULL, 'n' },
-		{ "marker", required_argument, NULL, 'm' }, { "tokens", no_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },         { 0 }
-	};
 	int c, json = 0, check = 0, nolock = 0, tokens = 0, wins = 0, noprefer = 0, kind = SP_MARK_AUTO;
 	long long skip = 0, wait = -1, sparse = 0, *num;
 	char *end;
 	const char *pattern = "";
 	char err[512];
 	struct sp_tokstream s;
+	char *sets[64];
+	int nsets = 0;
 	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+	while ((c = sp_opts_next(&sp_spec_autostep, argc, argv)) != -1) {
 		if (c == 'h')
 			return usage(stdout, 0);
 		if (c == 'j' || c == 'c' || c == 'n' || c == 't' || c == 'w' || c == 'P') {
@@ -539,20 +538,43 @@ int sp_cmd_autostep(int argc, char **argv)
 			num = c == 's' ? &skip : c == 'W' ? &wait : &sparse;
 			*num = strtoll(optarg, &end, 10);
 			if (*end || end == optarg || *num < 0 || *num > 1000000) {
-				fprintf(stderr, "stepprof autostep: --skip-first, --wait and --sparse want a number of "
-						"steps (0 to 1000000)\n");
+				fprintf(stderr, "stepprof autostep: --%s wants a number from 0 to 1000000, not '%s'\n",
+					c == 's' ? "skip-first" : c == 'W' ? "wait" : "sparse", optarg);
 				return usage(stderr, 2);
 			}
+		} else if (c == 'E' && nsets < 64) {
+			sets[nsets++] = optarg;
 		} else if (c == 'm' && parse_marker(optarg, &kind, &pattern) < 0) {
 			fprintf(stderr, "stepprof autostep: --marker wants KIND:PATTERN (kernel, api, nccl, nvtx)\n");
 			return usage(stderr, 2);
-		} else if (c != 'm' && c != 's' && c != 'W' && c != 'S') {
-			sp_cli_bad_option("autostep", c, argc, argv);
+		} else if (c != 'm' && c != 'E') {
 			return usage(stderr, 2);
 		}
 	}
 	if (sp_cli_operands("autostep", argc, argv, 1, 1))
 		return usage(stderr, 2);
+	/* the replayed schedule: the built-in one, with --set (and the old --skip-first, --wait) */
+	struct sp_config cfg;
+	struct sp_cfg_errors errs = { 0 };
+	sp_cfg_defaults(&cfg);
+	cfg.schedule.skip_first = skip;
+	if (wait >= 0)
+		cfg.schedule.wait = wait;
+	for (int i = 0; i < nsets; i++) {
+		char typed[300], sec[64], key[64];
+		const char *value;
+		snprintf(typed, sizeof typed, "--set %s", sets[i]);
+		if (sp_cli_set_split(typed, "schedule", sec, sizeof sec, key, sizeof key, &value) < 0) {
+			fprintf(stderr, "stepprof autostep: %s: expected schedule.KEY=VALUE\n", typed);
+			return 2;
+		}
+		sp_cfg_set(&cfg, sec, key, value, typed, 0, &errs);
+	}
+	if (sp_cfg_finish(&cfg, &errs) || errs.count) {
+		sp_cli_config_errors("autostep", &errs);
+		return 2;
+	}
+	skip = cfg.schedule.skip_first;
 	if (sp_tokstream_load(&s, argv[optind], err, sizeof err) < 0) {
 		fprintf(stderr, "stepprof autostep: %s\n", err);
 		return 1;
@@ -564,11 +586,6 @@ int sp_cmd_autostep(int argc, char **argv)
 				    (char *(*)(const char *, char *, size_t *, int *))dlsym(RTLD_DEFAULT,
 											    "__cxa_demangle")) < 0)
 		sp_oom();
-	struct sp_config cfg;
-	sp_cfg_defaults(&cfg);
-	cfg.schedule.skip_first = skip;
-	if (wait >= 0)
-		cfg.schedule.wait = wait;
 	det->no_prefer = noprefer;
 	sp_stepdet_schedule(det, &cfg.schedule); /* as the library does (collector/phases.c) */
 	sp_stepdet_sparse(det, (uint32_t)sparse, &cfg.schedule);

@@ -486,9 +486,9 @@ static void judge(struct sp_xrank *a)
 	case CAUSE_HOST:
 		snprintf(a->verdict + o, sizeof(a->verdict) - o,
 			 "Cause: host. Its GPU sits idle a median %s per step waiting for its CPU to launch work (the "
-			 "others: %s), while its compute (%s) and transfers (%s) are close to theirs: look at what "
-			 "rank "
-			 "%s's CPU does before its steps (data loading, Python, synchronisation, logging).",
+			 "others: %s), while its compute and transfers per step are close to theirs (differences: "
+			 "compute %s, transfers %s): look at what rank %s's CPU does before its steps (data loading, "
+			 "Python, synchronisation, logging).",
 			 ms(b[2], (int64_t)m->med[M_STALL]), ms(b[3], (int64_t)a->peer[0]), ms(b[4], a->excess[1]),
 			 ms(b[5], a->excess[2]), l);
 		break;
