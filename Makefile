@@ -244,11 +244,14 @@ install-share: $(O)/stepprof.1
 	install -m 644 tests/gpu/workload.cu $(DESTDIR)$(PREFIX)/share/stepprof/workload.cu
 	install -m 644 $(DEMO_TRACE) $(DESTDIR)$(PREFIX)/share/stepprof/demo.sptrace
 
+# then the folders install made, those left empty only (deepest first; PREFIX itself stays)
+INSTALL_DIRS = share/man/man1 share/man share/bash-completion/completions share/bash-completion share/doc share bin lib
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/stepprof $(DESTDIR)$(PREFIX)/lib/libstepprof.so \
 		$(DESTDIR)$(PREFIX)/lib/libstepprof-nomalloc.so $(DESTDIR)$(PREFIX)/share/man/man1/stepprof.1 \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/stepprof
 	rm -rf $(DOCDIR) $(DESTDIR)$(PREFIX)/share/stepprof
+	-@for d in $(INSTALL_DIRS); do [ -d "$(DESTDIR)$(PREFIX)/$$d" ] && rmdir --ignore-fail-on-non-empty "$(DESTDIR)$(PREFIX)/$$d"; done; true
 
 help:
 	@echo "stepprof $(VERSION) - targets:"

@@ -126,6 +126,7 @@ ok "host straggler: a compute difference is called a difference" bash -c "grep -
 "$SP" nosuchcmd 2>nc.err
 ok "an unknown command: the commands there are" grep -q "^stepprof: unknown command 'nosuchcmd' (commands: run check" nc.err
 ok "autostep --help: no development history" bash -c "! '$SP' autostep --help | grep -Eiq 'issue|sp_stepdet'"
+ok "no note for the lead left in tests/data" bash -c "! find '$R/tests/data' -name 'README-lead*' | grep -q ."
 
 [ "$failed" = 0 ] && echo "cli_grammar: ok"
 exit $failed

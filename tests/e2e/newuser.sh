@@ -125,6 +125,7 @@ ok "bash completion completes commands" bash -c "source '$T/inst/share/bash-comp
 ok "bash completion completes options from --help" bash -c "source '$T/inst/share/bash-completion/completions/stepprof'; PATH='$T/inst/bin':\$PATH; COMP_WORDS=(stepprof convert --merge-r); COMP_CWORD=2; _stepprof; [ \"\${COMPREPLY[*]}\" = --merge-ranks ]"
 $MK uninstall PREFIX="$T/inst" >/dev/null 2>&1
 ok "make uninstall removes it" test ! -e "$T/inst/bin/stepprof" -a ! -e "$T/inst/share/doc/stepprof"
+ok "make uninstall leaves no empty folder it made" [ -z "$(find "$T/inst" -mindepth 1 -type d -empty)" ]
 
 # --- the demo without a GPU ---------------------------------------------------------------------------
 if [ -e /dev/nvidia0 ] || nvidia-smi -L >/dev/null 2>&1; then
