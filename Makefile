@@ -200,6 +200,11 @@ $(O)/tests/libpywalk.so: $(PYWALK_SRCS)
 test: check-cmocka all $(O)/stepprof.1 $(TEST_BINS) $(HELPER_BINS) $(O)/tests/libpywalk.so $(FUZZ_BINS)
 	@tests/run.sh $(O)
 
+# a fresh clone of the committed HEAD in an empty folder (nothing beside it), `make test` there: 0 failed
+# (tests/clone.sh; not inside `make test`, which it runs)
+test-clone:
+	@tests/clone.sh
+
 # what one test script needs, without running any: SP_BUILD=$PWD/$(O) SP_ROOT=$PWD bash tests/e2e/X.sh
 test-build: check-cmocka all $(O)/stepprof.1 $(TEST_BINS) $(HELPER_BINS) $(O)/tests/libpywalk.so
 
@@ -257,7 +262,8 @@ help:
 	@echo "stepprof $(VERSION) - targets:"
 	@echo "  make              build/libstepprof.so, build/libstepprof-nomalloc.so, build/stepprof"
 	@echo "  make deps         install the Debian build and test packages (root; apt-get)"
-	@echo "  make test         every host test, no GPU needed; ends with 'N passed, N failed'"
+	@echo "  make test         every host test, no GPU needed; ends with 'N skipped; N passed, N failed'"
+	@echo "  make test-clone   clone the committed HEAD into an empty folder and run make test there"
 	@echo '  make test-build   build what the host tests need, run none (one script: SP_BUILD=$$PWD/build SP_ROOT=$$PWD bash tests/e2e/X.sh)'
 	@echo "  make demo         GPU: profile the bundled workload; no GPU: the report of a shipped GPU trace"
 	@echo "  make install      PREFIX=$(PREFIX): bin, lib, share/doc, man page, bash completion (DESTDIR too)"
@@ -296,6 +302,6 @@ check-sizes:
 clean:
 	rm -rf $(O) dist
 
-.PHONY: all test test-build test-gpu bench demo dist deps clean format format-check check-clang-format check-sizes check-cmocka install install-share uninstall help \
+.PHONY: all test test-clone test-build test-gpu bench demo dist deps clean format format-check check-clang-format check-sizes check-cmocka install install-share uninstall help \
 	check-clang fuzz fuzz-build
 -include $(shell find $(O) -name '*.d' 2>/dev/null)
