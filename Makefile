@@ -21,10 +21,11 @@ PKG_DEB_cmocka := libcmocka-dev
 PKG_DEB_libisal := libisal-dev
 # man-db: the install test reads the installed man page with man(1); clang and libclang-rt-14-dev:
 # libFuzzer, for the fuzz harnesses that `make test` runs briefly; libtcmalloc-minimal4: test_malloc
-# checks that tcmalloc is not taken for glibc; the python3-* modules run HTA (../shared/tools/hta)
-# in tests/e2e/cli_kineto.sh
+# checks that tcmalloc is not taken for glibc; python3-markdown-it: the documentation test
+# (tests/e2e/docs.sh); the other python3-* modules run HTA in tests/e2e/cli_kineto.sh when HTA is
+# there (optional: $SP_HTA, ../shared/tools/hta or an installed package; skipped otherwise)
 DEBS := libinih-dev libzstd-dev libunwind-dev libdw-dev libelf-dev libisal-dev g++ libcmocka-dev \
-	pkg-config python3 man-db clang libclang-rt-14-dev libtcmalloc-minimal4 \
+	pkg-config python3 man-db clang libclang-rt-14-dev libtcmalloc-minimal4 python3-markdown-it \
 	python3-pandas python3-numpy python3-yaml python3-plotly python3-ijson python3-psutil python3-networkx
 
 ifeq ($(filter deps clean distclean help uninstall,$(MAKECMDGOALS)),)
