@@ -107,7 +107,7 @@ static int list_traces(const char *dir, time_t since, int depth)
 		if (S_ISDIR(st.st_mode) && depth < 3)
 			n += list_traces(p, since, depth + 1);
 		else if (S_ISREG(st.st_mode) && st.st_mtime >= since && strstr(e->d_name, ".sptrace")) {
-			fprintf(stderr, "stepprof: trace %s (%lld bytes)\n", p, (long long)st.st_size);
+			fprintf(stderr, "stepprof run: trace %s (%lld bytes)\n", p, (long long)st.st_size);
 			n++;
 		}
 	}
@@ -297,10 +297,10 @@ int sp_cmd_run(int argc, char **argv)
 		   !sp_cfg_expand(cfg.output, NULL, folder, sizeof folder);
 	if (!list_traces(dir[0] ? dir : ".", start, 0))
 		fprintf(stderr,
-			"stepprof: no trace written under %s (no CUDA, rank not selected, or no step "
+			"stepprof run: no trace written under %s (no CUDA, rank not selected, or no step "
 			"recorded: see the schedule with 'stepprof schedule')\n",
 			dir[0] ? dir : ".");
 	else if (one)
-		fprintf(stderr, "stepprof: run %s (from the %s): %s/\n", run, how, folder);
+		fprintf(stderr, "stepprof run: run %s (from the %s): %s/\n", run, how, folder);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }

@@ -123,6 +123,8 @@ ok "report --window 7: names the windows there are" grep -q "has no window 7; it
 ok "stacks without stacks: the key's values" grep -q "stacks = native, python or both" st.err
 "$SP" steps "$R"/tests/data/straggler/host/*.sptrace >host.out 2>&1
 ok "host straggler: a compute difference is called a difference" bash -c "grep -q 'differences: compute' host.out && ! grep -q 'its compute (' host.out"
+"$SP" run -- true 2>rn.err
+ok "run's own lines carry its prefix" grep -q "^stepprof run: no trace written" rn.err
 "$SP" nosuchcmd 2>nc.err
 ok "an unknown command: the commands there are" grep -q "^stepprof: unknown command 'nosuchcmd' (commands: run check" nc.err
 ok "autostep --help: no development history" bash -c "! '$SP' autostep --help | grep -Eiq 'issue|sp_stepdet'"

@@ -81,9 +81,9 @@ echo "fwd_bwd steps:kernels $got_b(want $want_b)"
 [ "$got_b" = "$want_b" ] || fail "phase fwd_bwd: steps:kernels '$got_b', want '$want_b'"
 
 # each phase's windows in its folder, with the same kernels
-"$SP" convert "$TF" 2>convert.log && "$SP" convert "$TB" 2>>convert.log || fail "convert: $(cat convert.log)"
+D=trace # -o DIR/: each phase's windows in DIR/PHASE/, beside its trace
+"$SP" convert "$TF" -o "$D/" 2>convert.log && "$SP" convert "$TB" -o "$D/" 2>>convert.log || fail "convert: $(cat convert.log)"
 cat convert.log
-D=trace
 [ -e "$D/fwd/fwd" ] || [ -e "$D/fwd_bwd/fwd_bwd" ] && fail "convert nested a phase folder"
 nf=$(ls "$D"/fwd/*.pt.trace.json.gz 2>/dev/null | wc -l) nb=$(ls "$D"/fwd_bwd/*.pt.trace.json.gz 2>/dev/null | wc -l)
 [ "$nf" = 3 ] && [ "$nb" = 1 ] || fail "folders: fwd/ holds $nf files (want 3), fwd_bwd/ $nb (want 1)"
