@@ -10,8 +10,8 @@
 #   - per step, the kernels stepprof counted = torch.profiler's count for the same code (a run of
 #     the program with --truth, without stepprof): generate, and the last micro-batch;
 #   - the run itself writes a trace per phase, trace/fwd/ and trace/fwd_bwd/ (nothing beside
-#     them), each holding only its phase's windows; `stepprof convert` of each writes its windows
-#     beside it (no nested phase folder), each file with that many kernel events.
+#     them), each holding only its phase's windows; `stepprof convert -o trace/` of each writes
+#     its windows beside it (no nested phase folder), each file with that many kernel events.
 # BUILD_DIR holds libstepprof.so and stepprof; without it, dist/stepprof (make dist) is laid flat
 # in /tmp. Prints "PASS phases" or "FAIL phases: why"; logs and traces in ${OUT:-/tmp}/phases.
 # Needs one GPU and python3 with torch.
