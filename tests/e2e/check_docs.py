@@ -11,7 +11,9 @@
 #    `stepprof CMD ...` in inline code names a command, options of that command (the table that
 #    `stepprof --complete CMD` prints) and values they take; one without placeholders (TRACE,
 #    FILE, N, ...) runs on a shipped trace (tests/golden/small.sptrace) without a usage error.
-#    Their ```sh blocks are walked by tests/e2e/readme_walk.sh.
+#    Their ```sh blocks are walked by tests/e2e/readme_walk.sh. Every `stepprof convert ... -o NAME`
+#    there, inline or in a block, names a file the TensorBoard plugin finds (*.pt.trace.json[.gz]),
+#    a folder (DIR/) or stdout (-).
 #  - with --measured PAGE: no measured number (a ratio, a percentage, a time, a size) in a paragraph,
 #    list item or table row of PAGE without a link in it (to where it was measured).
 # usage: check_docs.py ROOT [--commands STEPPROF --run PAGE ...] [--measured PAGE] PAGE.md ...
@@ -114,6 +116,20 @@ def commands_of(tokens):
                 yield c.content, (t.map or [0])[0] + 1
 
 
+TB_NAME = re.compile(r"\.pt\.trace\.json(\.gz)?$|/$|^-$")
+
+
+def check_tb_names(root, path, text):
+    """`stepprof convert ... -o NAME` lines (inline or in blocks) whose NAME TensorBoard would skip."""
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        for m in re.finditer(r"stepprof convert\b[^`#\n]*?(?:-o|--output)[ =]([^\s`]+)", line):
+            if not TB_NAME.search(m.group(1)):
+                out.append(f"{os.path.relpath(path, root)}:{n}: convert -o {m.group(1)}: not a name the TensorBoard "
+                           "plugin finds (*.pt.trace.json.gz)")
+    return out
+
+
 def check_commands(sp, root, path, tokens, tables):
     out, golden = [], os.path.join(root, "tests/golden/small.sptrace")
     trace_ops = {"report": [golden], "convert": [golden], "dump": [golden], "memory": [golden],
@@ -204,6 +220,7 @@ def main():
             problems += check_measured(a.root, path, text)
         if a.commands and any(os.path.samefile(path, p) for p in a.run):
             problems += check_commands(a.commands, a.root, path, tokens, tables)
+            problems += check_tb_names(a.root, path, text)
     for p in problems:
         print(p)
     print(f"check_docs: {len(a.pages)} pages, {len(problems)} problems")

@@ -46,5 +46,9 @@ ok "the checker: an anchor no heading has" grep -q "link to '#no-such': .* has n
 ok "the checker: a heading inside a broken fence is no anchor" grep -q "link to 'fence.md#b'" "$T/out"
 ok "the checker: a measured number without a link" grep -q "num.md:3: a measured number" "$T/out"
 ok "the checker: a measured number with a link" bash -c "! grep -q 'num.md:5' '$T/out'"
+printf '# A\n\nRun `stepprof convert t.sptrace -o x.json.gz` or `stepprof trigger --steps 5 --job D`.\n' >"$T/cmd.md"
+$PY tests/e2e/check_docs.py "$T" "$T/cmd.md" --commands "$B/stepprof" --run "$T/cmd.md" >"$T/out" 2>&1
+ok "the checker: a convert example TensorBoard would not find" grep -q "cmd.md:3: convert -o x.json.gz: not a name" "$T/out"
+ok "the checker: an option the command does not have" grep -q "cmd.md:3: .*trigger has no option --steps" "$T/out"
 [ "$failed" = 0 ] && echo "docs: ok"
 exit $failed
