@@ -24,5 +24,14 @@ failed=0
 [[ $last =~ ^[0-9]+\ skipped\;\ [0-9]+\ passed,\ 0\ failed$ ]] || { echo "clone: FAIL the closing line is not '... 0 failed'"; failed=1; tail -n 40 "$T/test.log"; }
 dirty=$(git status --porcelain --ignored | grep -v '^!! build/$' || true)
 [ -z "$dirty" ] || { echo "clone: FAIL make test changed the source tree: $dirty"; failed=1; }
-[ "$failed" = 0 ] && echo "clone: ok"
+if [ "$failed" = 0 ]; then
+	echo "clone: ok"
+else # the log and what the failed tests kept (fuzz findings) outlive the scratch folder
+	keep=${TMPDIR:-/tmp}/stepprof-clone-failed.$$
+	mkdir -p "$keep" && cp "$T/test.log" "$keep/" && cp -r build/fuzz/findings "$keep/" 2>/dev/null
+	awk '/^== /{name=$2} /^failed: /{split(substr($0, 9), f, " "); for (i in f) bad[f[i]] = 1}
+		{log_[NR] = $0; who[NR] = name} END {for (i = 1; i <= NR; i++) if (who[i] in bad) print "clone: | " log_[i]}' \
+		"$T/test.log" | tail -n 60
+	echo "clone: the whole log: $keep/test.log"
+fi
 exit $failed
