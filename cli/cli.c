@@ -217,7 +217,7 @@ int sp_cli_set_split(const char *typed, const char *section, char *sec, size_t s
 int sp_cli_config(struct sp_config *cfg, const char *file, char *const *sets, int nsets, const char *section,
 		  struct sp_cfg_errors *errs)
 {
-	const char *path = file ? file : getenv("STEPPROF_CONFIG");
+	const char *path = file && *file ? file : getenv("STEPPROF_CONFIG");
 	char sec[64], key[64], msg[320];
 	const char *value;
 

@@ -12,16 +12,16 @@ trap 'rm -rf "$T"' EXIT
 git clone -q "$R" "$T/stepprof" || { echo "clone: git clone $R failed"; exit 1; }
 cd "$T/stepprof" || exit 1
 echo "clone: $(git log --oneline -1) in $T/stepprof (nothing beside it: $(ls -A "$T" | tr '\n' ' '))"
-unset SP_HTA SP_BUILD SP_ROOT
+unset SP_HTA SP_BUILD SP_ROOT MAKEFLAGS MFLAGS MAKELEVEL # a make of its own, not a sub-make of ours
 start=$(date +%s)
 make -j"${JOBS:-2}" test >"$T/test.log" 2>&1
 rc=$?
-last=$(tail -n 1 "$T/test.log")
-grep '^skipped: \|^failed: ' "$T/test.log" | sed 's/^/clone: /'
+last=$(grep -E '^[0-9]+ skipped; [0-9]+ passed, [0-9]+ failed$' "$T/test.log" | tail -n 1)
+grep -E '^skipped: (test_[a-z0-9_]+|[a-z0-9_]+\.sh): |^failed: ' "$T/test.log" | sed 's/^/clone: /'
 echo "clone: make test exit $rc after $(($(date +%s) - start)) s: $last"
 failed=0
 [ "$rc" = 0 ] || failed=1
-[[ $last =~ ^[0-9]+\ skipped\;\ [0-9]+\ passed,\ 0\ failed$ ]] || { echo "clone: FAIL the closing line is not '... 0 failed'"; failed=1; tail -n 40 "$T/test.log"; }
+[[ $last =~ \ 0\ failed$ ]] || { echo "clone: FAIL no closing line '... 0 failed'"; failed=1; }
 dirty=$(git status --porcelain --ignored | grep -v '^!! build/$' || true)
 [ -z "$dirty" ] || { echo "clone: FAIL make test changed the source tree: $dirty"; failed=1; }
 if [ "$failed" = 0 ]; then
