@@ -21,10 +21,11 @@ PKG_DEB_cmocka := libcmocka-dev
 PKG_DEB_libisal := libisal-dev
 # man-db: the install test reads the installed man page with man(1); clang and libclang-rt-14-dev:
 # libFuzzer, for the fuzz harnesses that `make test` runs briefly; libtcmalloc-minimal4: test_malloc
-# checks that tcmalloc is not taken for glibc; the python3-* modules run HTA (../shared/tools/hta)
-# in tests/e2e/cli_kineto.sh
+# checks that tcmalloc is not taken for glibc; python3-markdown-it: the documentation test
+# (tests/e2e/docs.sh); the other python3-* modules run HTA in tests/e2e/cli_kineto.sh when HTA is
+# there (optional: $SP_HTA, ../shared/tools/hta or an installed package; skipped otherwise)
 DEBS := libinih-dev libzstd-dev libunwind-dev libdw-dev libelf-dev libisal-dev g++ libcmocka-dev \
-	pkg-config python3 man-db clang libclang-rt-14-dev libtcmalloc-minimal4 \
+	pkg-config python3 man-db clang libclang-rt-14-dev libtcmalloc-minimal4 python3-markdown-it \
 	python3-pandas python3-numpy python3-yaml python3-plotly python3-ijson python3-psutil python3-networkx
 
 ifeq ($(filter deps clean distclean help uninstall,$(MAKECMDGOALS)),)
@@ -214,6 +215,11 @@ $(O)/tests/libpywalk.so: $(PYWALK_SRCS)
 test: check-cmocka all $(O)/stepprof.1 $(TEST_BINS) $(HELPER_BINS) $(O)/tests/libpywalk.so $(FUZZ_BINS)
 	@tests/run.sh $(O)
 
+# a fresh clone of the committed HEAD in an empty folder (nothing beside it), `make test` there: 0 failed
+# (tests/clone.sh; not inside `make test`, which it runs)
+test-clone:
+	@tests/clone.sh
+
 # what one test script needs, without running any: SP_BUILD=$PWD/$(O) SP_ROOT=$PWD bash tests/e2e/X.sh
 test-build: check-cmocka all $(O)/stepprof.1 $(TEST_BINS) $(HELPER_BINS) $(O)/tests/libpywalk.so
 
@@ -258,17 +264,21 @@ install-share: $(O)/stepprof.1
 	install -m 644 tests/gpu/workload.cu $(DESTDIR)$(PREFIX)/share/stepprof/workload.cu
 	install -m 644 $(DEMO_TRACE) $(DESTDIR)$(PREFIX)/share/stepprof/demo.sptrace
 
+# then the folders install made, those left empty only (deepest first; PREFIX itself stays)
+INSTALL_DIRS = share/man/man1 share/man share/bash-completion/completions share/bash-completion share/doc share bin lib
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/stepprof $(DESTDIR)$(PREFIX)/lib/libstepprof.so \
 		$(DESTDIR)$(PREFIX)/lib/libstepprof-nomalloc.so $(DESTDIR)$(PREFIX)/share/man/man1/stepprof.1 \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/stepprof
 	rm -rf $(DOCDIR) $(DESTDIR)$(PREFIX)/share/stepprof
+	-@for d in $(INSTALL_DIRS); do [ -d "$(DESTDIR)$(PREFIX)/$$d" ] && rmdir --ignore-fail-on-non-empty "$(DESTDIR)$(PREFIX)/$$d"; done; true
 
 help:
 	@echo "stepprof $(VERSION) - targets:"
 	@echo "  make              build/libstepprof.so, build/libstepprof-nomalloc.so, build/stepprof"
 	@echo "  make deps         install the Debian build and test packages (root; apt-get)"
-	@echo "  make test         every host test, no GPU needed; ends with 'N passed, N failed'"
+	@echo "  make test         every host test, no GPU needed; ends with 'N skipped; N passed, N failed'"
+	@echo "  make test-clone   clone the committed HEAD into an empty folder and run make test there"
 	@echo '  make test-build   build what the host tests need, run none (one script: SP_BUILD=$$PWD/build SP_ROOT=$$PWD bash tests/e2e/X.sh)'
 	@echo "  make demo         GPU: profile the bundled workload; no GPU: the report of a shipped GPU trace"
 	@echo "  make install      PREFIX=$(PREFIX): bin, lib, share/doc, man page, bash completion (DESTDIR too)"
@@ -307,6 +317,6 @@ check-sizes:
 clean:
 	rm -rf $(O) dist
 
-.PHONY: all test test-build test-gpu bench demo dist deps clean format format-check check-clang-format check-sizes check-cmocka install install-share uninstall help \
+.PHONY: all test test-clone test-build test-gpu bench demo dist deps clean format format-check check-clang-format check-sizes check-cmocka install install-share uninstall help \
 	check-clang fuzz fuzz-build
 -include $(shell find $(O) -name '*.d' 2>/dev/null)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "opts.h"
 #include "tokstream.h"
 #include "windows.h"
 #include "collector/base/intern.h"
@@ -53,37 +54,36 @@ struct verdict {
 	char why[300];         /* first disagreement */
 };
 
+const struct sp_cmd_spec sp_spec_autostep = {
+	.name = "autostep",
+	.fn = sp_cmd_autostep,
+	.operands = "FILE",
+	.complete = "FILE",
+	.summary = "replay a recorded token stream (STEPPROF_RECORD_TOKENS) through step detection",
+	.text = "  Replays a token stream recorded with STEPPROF_RECORD_TOKENS=FILE through the step detector\n"
+		"  and prints each decision (lock, boundary, mismatch, unlock, re-lock) and the stream's\n"
+		"  statistics. With a truth (STEPPROF_RECORD_TRUTH), compares the dominant regime's steps with\n"
+		"  the true iterations.\n",
+	.opt = (const struct sp_opt[]){
+		{ "json", 'j', 0, NULL, "the same as one JSON object" },
+		{ "check", 'c', 0, NULL, "exit 1 if the steps disagree with the truth (with --no-lock: if any step is found in the loop)" },
+		{ "no-lock", 'n', 0, NULL, "the stream is one that must not lock (for --check)" },
+		{ "marker", 'm', 0, "KIND:PATTERN", "replay an explicit marker (kernel, api, nccl, nvtx, python:module:qualname, or optimizer) instead of auto" },
+		{ "windows", 'w', 0, NULL, "also replay the windows the schedule would record (--check: each step one true iteration)" },
+		{ "set", 'E', 0, "NAME=VALUE", "schedule.KEY=VALUE: a [schedule] key of the replayed schedule (default: the built-in one); else one of the detector's tunables (repeatable; the library always runs the defaults)" },
+		{ "tunables", 'L', 0, NULL, "list the tunables (name, default, range, stage, why, the test that covers it)" },
+		{ "iterations", 'I', 0, "N", "replay only the stream's first N true iterations, as if the program had stopped there" },
+		{ "skip-first", 's', 0, "N", NULL },
+		{ "wait", 'W', 0, "N", NULL },
+		{ "no-prefer", 'P', 0, NULL, "count every regime's steps, not only the training regime's" },
+		{ "sparse", 'S', 0, "N", "check the launches of one step in N only (and of the windows), as the collector does" },
+		{ "tokens", 't', 0, NULL, "print every token first (index, time since the previous, thread, kind, name)" },
+		{ 0 } },
+};
+
 static int usage(FILE *f, int rc)
 {
-	fprintf(f,
-		"usage: stepprof autostep FILE [--json] [--check] [--no-lock] [--marker KIND:PATTERN] [--tokens]\n"
-		"                        [--windows] [--skip-first N] [--wait N] [--no-prefer] [--sparse N]\n"
-		"                        [--iterations N] [--set NAME=VALUE]...\n"
-		"       stepprof autostep --tunables\n"
-		"  replays a token stream recorded with STEPPROF_RECORD_TOKENS=FILE through the step detector and\n"
-		"  prints each decision (lock, boundary, mismatch, unlock, re-lock) and the stream's statistics.\n"
-		"  With a truth (STEPPROF_RECORD_TRUTH), compares the dominant regime's steps with the true "
-		"iterations.\n"
-		"  --check: exit 1 if they disagree (with --no-lock: if the detector finds steps in the loop, i.e. "
-		"from the\n"
-		"  first true iteration on, or anywhere without truth)\n"
-		"  --marker KIND:PATTERN: replay an explicit marker (kernel, api, nccl, nvtx, python:module:qualname,\n"
-		"  or optimizer without a pattern) instead of auto\n"
-		"  --windows: also replay the windows the default schedule ([schedule] defaults; --skip-first N and\n"
-		"  --wait N set skip_first and wait) would record, and with --check exit 1 unless each recorded step "
-		"is one true iteration of\n"
-		"  the truth's regime (or of another regime with training evidence: one truth inside it), with its\n"
-		"  kernel launches, and no step number is recorded twice\n"
-		"  --no-prefer: replay with every regime counted by the schedule (no preference for training: the\n"
-		"  detector before issue 12), to see what the preference changes\n"
-		"  --sparse N: the per-step check counts launches in one step of N and in the steps before and of\n"
-		"  the schedule's windows only (sp_stepdet_sparse), as a collector that saves its cost would\n"
-		"  --tokens: print every token first (index, time since the previous one, thread, kind, name)\n"
-		"  --iterations N: replay only the stream's first N true iterations (the tokens before its N+1-th\n"
-		"  truth), as if the program had stopped there\n"
-		"  --set NAME=VALUE: replay with one of the detector's tunables changed (several --set allowed; an\n"
-		"  unknown NAME is refused with the list); the library always runs the defaults\n"
-		"  --tunables: list the tunables (name, default, range, stage, why, the test that covers it)\n");
+	sp_opts_usage(&sp_spec_autostep, f);
 	return rc;
 }
 
@@ -571,7 +571,9 @@ struct args {
 	int json, check, nolock, tokens, wins, noprefer, kind, tunables;
 	long long skip, wait, sparse, iterations; /* wait, iterations: -1 unset */
 	const char *pattern;
-	struct sp_det_tune tune;                  /* the defaults, changed by --set */
+	struct sp_det_tune tune;                  /* the defaults, changed by --set NAME=VALUE */
+	const char *sets[64];                     /* --set schedule.KEY=VALUE, in order */
+	int nsets;
 };
 
 /* --check's verdict on stderr (nothing without --check, or when the replay agrees). */
@@ -632,23 +634,12 @@ static int parse_marker(const char *spec, int *kind, const char **pattern)
 /* Parses the options into *a. Returns 0, 1 (--help or --tunables printed: exit 0), or 2 (usage). */
 static int parse_args(int argc, char **argv, struct args *a)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },         { "check", no_argument, NULL, 'c' },
-		{ "windows", no_argument, NULL, 'w' },      { "skip-first", required_argument, NULL, 's' },
-		{ "wait", required_argument, NULL, 'W' },   { "no-prefer", no_argument, NULL, 'P' },
-		{ "sparse", required_argument, NULL, 'S' }, { "no-lock", no_argument, NULL, 'n' },
-		{ "marker", required_argument, NULL, 'm' }, { "tokens", no_argument, NULL, 't' },
-		{ "set", required_argument, NULL, 'T' },    { "tunables", no_argument, NULL, 'L' },
-		{ "iterations", required_argument, NULL, 'I' }, { "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
 	int c;
 	char *end, err[4096];
 	*a = (struct args){ .kind = SP_MARK_AUTO, .wait = -1, .iterations = -1, .pattern = "",
 			    .tune = sp_det_tune_default };
 	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+	while ((c = sp_opts_next(&sp_spec_autostep, argc, argv)) != -1) {
 		if (c == 'h')
 			return usage(stdout, 0), 1;
 		if (c == 'j' || c == 'c' || c == 'n' || c == 't' || c == 'w' || c == 'P' || c == 'L') {
@@ -666,20 +657,29 @@ static int parse_args(int argc, char **argv, struct args *a)
 						    : &a->iterations;
 			*num = strtoll(optarg, &end, 10);
 			if (*end || end == optarg || *num < 0 || *num > 1000000) {
-				fprintf(stderr, "stepprof autostep: --skip-first, --wait, --sparse and --iterations "
-						"want a number (0 to 1000000)\n");
+				fprintf(stderr, "stepprof autostep: --%s wants a number from 0 to 1000000, not '%s'\n",
+					c == 's'   ? "skip-first"
+					: c == 'W' ? "wait"
+					: c == 'S' ? "sparse"
+						   : "iterations",
+					optarg);
 				return usage(stderr, 2);
 			}
+		} else if (c == 'E' && !strncmp(optarg, "schedule.", 9)) {
+			if (a->nsets == 64) {
+				fprintf(stderr, "stepprof autostep: at most 64 --set schedule.KEY=VALUE\n");
+				return 2;
+			}
+			a->sets[a->nsets++] = optarg;
 		} else if (c == 'm' && parse_marker(optarg, &a->kind, &a->pattern) < 0) {
 			fprintf(stderr,
 				"stepprof autostep: --marker wants KIND:PATTERN (kernel, api, nccl, nvtx, python) "
 				"or optimizer\n");
 			return usage(stderr, 2);
-		} else if (c == 'T' && sp_det_tune_set(&a->tune, optarg, err, sizeof err) < 0) {
+		} else if (c == 'E' && sp_det_tune_set(&a->tune, optarg, err, sizeof err) < 0) {
 			fprintf(stderr, "stepprof autostep: --set %s: %s\n", optarg, err);
 			return 2;
-		} else if (c != 'm' && c != 'T') {
-			sp_cli_bad_option("autostep", c, argc, argv);
+		} else if (c != 'm' && c != 'E') {
 			return usage(stderr, 2);
 		}
 	}
@@ -688,15 +688,45 @@ static int parse_args(int argc, char **argv, struct args *a)
 	return sp_cli_operands("autostep", argc, argv, 1, 1) ? usage(stderr, 2) : 0;
 }
 
+/* The replayed schedule: the built-in one with --skip-first, --wait and --set schedule.KEY=VALUE.
+ * Returns 0, or 2 with the errors printed. */
+static int replay_schedule(const struct args *a, struct sp_config *cfg)
+{
+	struct sp_cfg_errors errs = { 0 };
+	sp_cfg_defaults(cfg);
+	cfg->schedule.skip_first = a->skip;
+	if (a->wait >= 0)
+		cfg->schedule.wait = a->wait;
+	for (int i = 0; i < a->nsets; i++) {
+		char typed[300], sec[64], key[64];
+		const char *value;
+		snprintf(typed, sizeof typed, "--set %s", a->sets[i]);
+		if (sp_cli_set_split(typed, "schedule", sec, sizeof sec, key, sizeof key, &value) < 0) {
+			fprintf(stderr, "stepprof autostep: %s: expected schedule.KEY=VALUE\n", typed);
+			return 2;
+		}
+		sp_cfg_set(cfg, sec, key, value, typed, 0, &errs);
+	}
+	if (sp_cfg_finish(cfg, &errs) || errs.count) {
+		sp_cli_config_errors("autostep", &errs);
+		return 2;
+	}
+	return 0;
+}
+
 /* Exit status: 0 printed (and, with --check, agrees); 1 unreadable file, or --check disagrees; 2 usage. */
 int sp_cmd_autostep(int argc, char **argv)
 {
 	char err[512];
 	struct sp_tokstream s;
-	struct args a;
+	static struct args a;
+	static struct sp_config cfg;
 	int rc = parse_args(argc, argv, &a);
 	if (rc)
 		return rc == 1 ? 0 : rc;
+	if (replay_schedule(&a, &cfg))
+		return 2;
+	a.skip = cfg.schedule.skip_first;
 	if (sp_tokstream_load(&s, argv[optind], err, sizeof err) < 0) {
 		fprintf(stderr, "stepprof autostep: %s\n", err);
 		return 1;
@@ -711,11 +741,6 @@ int sp_cmd_autostep(int argc, char **argv)
 												  "__cxa_demangle"),
 					  &a.tune) < 0)
 		sp_oom();
-	struct sp_config cfg;
-	sp_cfg_defaults(&cfg);
-	cfg.schedule.skip_first = a.skip;
-	if (a.wait >= 0)
-		cfg.schedule.wait = a.wait;
 	det->no_prefer = a.noprefer;
 	sp_stepdet_schedule(det, &cfg.schedule); /* as the library does (collector/phases.c) */
 	sp_stepdet_sparse(det, (uint32_t)a.sparse, &cfg.schedule);

@@ -523,6 +523,7 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 		res = &dummy;
 	res->why[0] = 0;
 	res->seen = 0;
+	res->ids[0] = 0;
 	rep.r = sp_trace_open(path, res->why, sizeof(res->why));
 	if (!rep.r)
 		return SP_REPORT_UNREADABLE;
@@ -543,6 +544,7 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 	sp_windows_set_phase(g, o->phase);
 	while ((rc = sp_windows_next(g, &w)) == 1) {
 		seen++;
+		sp_cli_ids_add(res->ids, sizeof(res->ids), w->id);
 		if (o->window < 0 || w->id == o->window) {
 			add_window(&rep, w);
 			sp_nccl_stats_add(&rep.nccl, rep.r, w);
@@ -552,6 +554,7 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 		}
 	}
 	res->seen = seen;
+	res->truncated = sp_trace_truncated(rep.r);
 	if (rc < 0) {
 		snprintf(res->why, sizeof(res->why), "%s", sp_trace_error(rep.r));
 		ret = SP_REPORT_CORRUPT;

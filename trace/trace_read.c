@@ -391,6 +391,8 @@ static int has_traces(int fd)
 	DIR *d = fdopendir(fd);
 	struct dirent *e;
 	int found = 0;
+	if (d)
+		rewinddir(d); /* a dup of a descriptor read before shares its offset */
 	for (int i = 0; d && !found && i < 4096 && (e = readdir(d)); i++) {
 		size_t n = strlen(e->d_name);
 		found = n > 8 && !strcmp(e->d_name + n - 8, ".sptrace");
@@ -408,20 +410,27 @@ static void folder_message(int fd, const char *path, char *err, size_t errlen)
 {
 	DIR *d = fdopendir(dup(fd));
 	struct dirent *e;
+	int plen = (int)strlen(path), subs = 0;
+	while (plen > 1 && path[plen - 1] == '/') /* DIR/ joins as DIR/NAME, not DIR//NAME */
+		plen--;
 	size_t len = (size_t)snprintf(err, errlen, "%s: a folder, not a trace file", path);
-	int subs = 0;
 	for (int i = 0; d && i < 4096 && subs < 8 && (e = readdir(d)); i++) {
 		if (e->d_name[0] == '.' || len >= errlen)
 			continue;
 		int sub = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 		if (sub >= 0 && has_traces(sub))
-			len += (size_t)snprintf(err + len, errlen - len, "%s %s/%s/*.sptrace",
-						subs++ ? "," : ": its phases' traces are", path, e->d_name);
+			len += (size_t)snprintf(err + len, errlen - len, "%s %.*s/%s/*.sptrace",
+						subs++ ? "," : ": its phases' traces are", plen, path, e->d_name);
 	}
 	if (d)
 		closedir(d);
-	if (!subs && len < errlen)
-		snprintf(err + len, errlen - len, " (give its .sptrace files: %s/*.sptrace)", path);
+	if (subs || len >= errlen)
+		return;
+	int again = dup(fd); /* has_traces closes what it is given */
+	if (again >= 0 && has_traces(again))
+		snprintf(err + len, errlen - len, " (give its .sptrace files: %.*s/*.sptrace)", plen, path);
+	else
+		snprintf(err + len, errlen - len, " (it holds no .sptrace file)");
 }
 
 /* ---- exported: reading ---- */

@@ -25,8 +25,6 @@
 #include "cli/symbols.h"
 #include "trace/trace.h"
 
-const char *sp_cli_argv0 = "stepprof";
-
 static char dir[64], trace[96], out_json[96], out_html[96], out_txt[96];
 static int devnull = -1, verbose;
 
