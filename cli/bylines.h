@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* bylines.h - GPU kernel time by source line, for `stepprof report --by line`: each kernel is
- * charged to the stack of the launch call with its correlation id, and the stack to its
- * innermost Python frame of the program's own code (symbols.h, sp_py_user_file: frames of the
- * standard library, installed packages and torch/ are skipped). Streaming: a window at a time;
- * memory is one row per launch stack, and the window's launch stacks by correlation id. */
+/* bylines.h - GPU kernel time by source line, for `stepprof report --by line|frame`: each kernel
+ * is charged to the stack of the launch call with its correlation id, and the stack to one Python
+ * frame: by line, the innermost frame of the program's own code (symbols.h, sp_py_user_file: frames
+ * of the standard library, installed packages and torch/ are skipped); by frame, the innermost
+ * frame outside torch and the standard library, installed packages included (sp_py_model_file). A
+ * program whose own code reaches the GPU through one line only (HF Trainer's trainer.train()) is
+ * shown by frame. Kernels that autograd's threads launched while the program waited in backward()
+ * (stacks with SP_FRAME_BACKWARD) are marked [backward]. Streaming: a window at a time; memory is
+ * one row per launch stack, and the window's launch stacks by correlation id. */
 #ifndef SP_BYLINES_H
 #define SP_BYLINES_H
 
@@ -12,6 +16,8 @@
 #include "export.h"
 #include "trace/trace.h"
 #include "windows.h"
+
+enum { SP_BYLINES_LINE = 1, SP_BYLINES_FRAME = 2 }; /* what a row is: --by line, --by frame */
 
 /* Kernel time and count per launch stack id (0: the launch record has no stack), and of kernels
  * whose launch record is not in their window. Zero-initialise. */
@@ -38,13 +44,17 @@ struct sp_bylines {
 void sp_bylines_begin(struct sp_bylines *b, const struct sp_windows *g);
 void sp_bylines_call(struct sp_bylines *b, const struct sp_event *e);
 void sp_bylines_kernel(struct sp_bylines *b, const struct sp_event *e);
-/* Prints the table (top rows by time, 0 = all; wide: no cut in the line column), stack and
+/* Prints the table by mode (SP_BYLINES_*; line turns to frame for a program with a single entry
+ * point, and says so) (top rows by time, 0 = all; wide: no cut in the line column), stack and
  * Python frame tables read from r. Can't fail (exits if memory runs out). */
-void sp_bylines_print(const struct sp_bylines *b, const struct sp_trace_reader *r, int top, int wide, FILE *out);
-/* Writes the rows as a JSON array (every row): {"file","line","function","user","total_ns",
- * "kernels"}, file/line/function null for kernels without a Python frame (then "what" says why:
- * "no Python frame", "no launch stack", "no launch record"). */
-void sp_bylines_json(const struct sp_bylines *b, const struct sp_trace_reader *r, struct sp_out *x);
+void sp_bylines_print(const struct sp_bylines *b, const struct sp_trace_reader *r, int mode, int top, int wide,
+		      FILE *out);
+/* Writes the rows (mode as for sp_bylines_print) as a JSON array (every row): {"file","line",
+ * "function","user","what","backward","by","auto","total_ns","kernels"}: file/line/function null
+ * for kernels without a Python frame (then "what" says why: "no Python frame", "no launch stack",
+ * "no launch record"); "user": the frame is the program's own code; "backward": launched for
+ * autograd's backward pass; "by": "line" or "frame"; "auto": frame was chosen for line. */
+void sp_bylines_json(const struct sp_bylines *b, const struct sp_trace_reader *r, int mode, struct sp_out *x);
 /* Frees b's memory and zeroes it. This function can't fail. */
 void sp_bylines_free(struct sp_bylines *b);
 

@@ -42,8 +42,7 @@ static int64_t median_i64(int64_t *v, size_t n)
 	return x / 2 + y / 2 + (x % 2 + y % 2) / 2;
 }
 
-static void note(struct sp_xrank *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(struct sp_xrank *a, const char *fmt, ...)
+void sp_xr_note(struct sp_xrank *a, const char *fmt, ...)
 {
 	va_list ap;
 	if (a->nnotes == MAX_NOTES)
@@ -56,6 +55,40 @@ static void note(struct sp_xrank *a, const char *fmt, ...)
 static int is_p2p(int op)
 {
 	return op == SP_NCCL_SEND || op == SP_NCCL_RECV;
+}
+
+/* CUDA calls that block the CPU until the GPU is done (a synchronous copy is how .item() and
+ * .cpu() wait), matched with any suffix after '_' (_v2, _ptsz). */
+static const char *const sync_calls[] = {
+	"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
+	"cudaMemcpy",            "cudaMemcpy2D",          "cuStreamSynchronize",  "cuCtxSynchronize",
+	"cuEventSynchronize",    "cuMemcpyDtoH",          "cuMemcpy",
+};
+
+/* 1 if API record name id (strings of r) is a synchronising call, cached by id in k. */
+static int is_sync_call(struct rk *k, struct sp_trace_reader *r, uint32_t id)
+{
+	k->syncname = sp_xgrow(k->syncname, &k->sncap, 1, id);
+	if (!k->syncname[id]) {
+		const char *name = sp_trace_string(r, id);
+		k->syncname[id] = 1;
+		for (size_t i = 0; name && i < sizeof(sync_calls) / sizeof(sync_calls[0]); i++) {
+			size_t n = strlen(sync_calls[i]);
+			if (!strncmp(name, sync_calls[i], n) && (!name[n] || name[n] == '_'))
+				k->syncname[id] = 2;
+		}
+	}
+	return k->syncname[id] == 2;
+}
+
+/* 1 if CPU record e is the CPU waiting for the GPU: a CUPTI sync record of an event, stream or
+ * context synchronisation (not a stream's wait for an event: the GPU waits there), or a
+ * synchronising API call. */
+static int is_blocking(struct rk *k, struct sp_trace_reader *r, const struct sp_event *e)
+{
+	if (e->kind == SP_EV_SYNC)
+		return e->sub == 1 || e->sub == 3 || e->sub == 4;
+	return e->kind == SP_EV_API && e->name && is_sync_call(k, r, e->name);
 }
 
 /* What the passes over a window of a trace work with. */
@@ -72,13 +105,70 @@ struct pass {
 	size_t at;                /* spans starting before the compute interval being merged */
 	uint64_t reach;           /* the latest end among them */
 	struct sp_steps_iv cur;   /* that interval (cur.e > cur.s: one is open) */
+	size_t first;             /* index in k->st.st of its first step */
+	uint64_t begin;           /* its start, wall clock */
+	size_t blk0, blk_at;      /* its CPU waits in k->blk; those ending before the busy interval */
+	struct sp_steps_iv busy;  /* the merged GPU interval being extended (busy.e > busy.s: one is open) */
 };
 
+/* Appends [s, e) (trace clock of w) to the interval list *v as wall clock. Exits on OOM. */
+static void add_iv(struct sp_steps_iv **v, size_t *n, size_t *cap, const struct sp_window *w, uint64_t s,
+		   uint64_t e)
+{
+	*v = sp_xgrow(*v, cap, sizeof(**v), *n);
+	(*v)[(*n)++] = (struct sp_steps_iv){ sp_window_wall(w, s), sp_window_wall(w, e) };
+}
+
+/* A window's event in file order: its steps and collectives, the CPU's blocking calls, and the GPU
+ * records CUPTI gave no times (per step for those that are not NCCL kernels). Exits on OOM. */
 static void pass_event(void *ctx, const struct sp_event *e)
 {
 	struct pass *p = ctx;
-	sp_steps_event(&p->k->st, p->r, e, sp_windows_anchor(p->g, e));
+	struct rk *k = p->k;
+	uint64_t anchor = sp_windows_anchor(p->g, e);
+	size_t nst = k->st.n - p->first;
+
+	sp_steps_event(&k->st, p->r, e, anchor);
 	sp_nccl_win_event(&p->nccl, p->r, e);
+	if (is_blocking(k, p->r, e) && e->end > e->start)
+		add_iv(&k->blk, &k->nblk, &k->blkcap, p->w, e->start, e->end);
+	if (!sp_ev_is_gpu(e) || (e->start && e->end >= e->start))
+		return;
+	int nccl = e->kind == SP_EV_KERNEL && sp_steps_is_nccl(&k->st, p->r, e->name);
+	struct sp_step_stat *in = nst ? sp_steps_at(k->st.st + p->first, nst, anchor) : NULL;
+	k->untimed_nccl += nccl;
+	k->untimed_other += !nccl;
+	if (in && !nccl)
+		k->untimed_gpu[in - k->st.st]++;
+}
+
+/* Keeps the merged GPU interval p->busy if one of the window's CPU waits overlaps it or it runs
+ * outside the window (another window's may): the waits read GPU work only inside them. */
+static void busy_keep(struct pass *p)
+{
+	struct rk *k = p->k;
+	for (; p->blk_at < k->nblk && k->blk[p->blk_at].e <= p->busy.s; p->blk_at++)
+		;
+	if ((p->blk_at == k->nblk || k->blk[p->blk_at].s >= p->busy.e) && p->busy.s >= p->begin &&
+	    p->busy.e <= p->end)
+		return;
+	k->busy = sp_xgrow(k->busy, &k->busycap, sizeof(*k->busy), k->nbusy);
+	k->busy[k->nbusy++] = p->busy;
+}
+
+/* Timed GPU work by start, merged into intervals for busy_keep. */
+static void busy_add(struct pass *p, const struct sp_event *e)
+{
+	if (!e->start || e->end <= e->start)
+		return;
+	struct sp_steps_iv v = { sp_window_wall(p->w, e->start), sp_window_wall(p->w, e->end) };
+	if (p->busy.e > p->busy.s && v.s <= p->busy.e) {
+		p->busy.e = v.e > p->busy.e ? v.e : p->busy.e;
+		return;
+	}
+	if (p->busy.e > p->busy.s)
+		busy_keep(p);
+	p->busy = v;
 }
 
 /* Keeps the merged compute interval p->cur if a collective's kernels overlap it, or if it runs past
@@ -100,7 +190,9 @@ static void pass_gpu(void *ctx, const struct sp_event *e)
 {
 	struct pass *p = ctx;
 	sp_steps_sweep(&p->k->st, e);
-	if (e->kind != SP_EV_KERNEL || e->end <= e->start || sp_steps_is_nccl(&p->k->st, p->r, e->name))
+	busy_add(p, e);
+	if (e->kind != SP_EV_KERNEL || !e->start || e->end <= e->start ||
+	    sp_steps_is_nccl(&p->k->st, p->r, e->name))
 		return;
 	struct sp_steps_iv v = { sp_window_wall(p->w, e->start), sp_window_wall(p->w, e->end) };
 	if (p->cur.e > p->cur.s && v.s <= p->cur.e) {
@@ -126,11 +218,15 @@ static void add_window(struct sp_xrank *a, struct rk *k, uint32_t ti, struct sp_
 	size_t first = k->st.n, nl, cap = *ncarry;
 	struct sp_nccl_link *l;
 	struct pass p = { .k = k, .r = r, .g = g, .w = w, .span = *carry, .nspan = *ncarry,
-			  .end = sp_window_wall(w, w->t1) };
+			  .end = sp_window_wall(w, w->t1), .first = first, .begin = sp_window_wall(w, w->t0),
+			  .blk0 = k->nblk, .blk_at = k->nblk };
 
 	sp_steps_begin(&k->st, w);
+	k->untimed_gpu = sp_xgrow(k->untimed_gpu, &k->utcap, sizeof(*k->untimed_gpu), k->st.n);
 	sp_nccl_win_begin(&p.nccl, w);
 	sp_windows_each(g, pass_event, &p);
+	if (k->nblk > p.blk0) /* k->blk is NULL while empty: no NULL + 0 */
+		k->nblk = p.blk0 + sp_steps_merge(k->blk + p.blk0, k->nblk - p.blk0);
 	nl = sp_nccl_links(r, &p.nccl, &l);
 	for (size_t i = 0; i < nl; i++) {
 		const struct sp_event *e = l[i].e;
@@ -138,17 +234,20 @@ static void add_window(struct sp_xrank *a, struct rk *k, uint32_t ti, struct sp_
 			continue; /* p2p pairs by peer, not by sequence; group members share their first's kernels */
 		struct sp_step_stat *in =
 			k->st.n > first ? sp_steps_at(k->st.st + first, k->st.n - first, e->start) : NULL;
+		int untimed = l[i].kernels && (!l[i].ks || l[i].ke < l[i].ks); /* a kernel without times */
+		int timed = l[i].kernels && !untimed;
 		a->c = sp_xgrow(a->c, &a->ccap, sizeof(*a->c), a->nc);
 		a->c[a->nc++] = (struct coll){ .comm = e->u.nccl.comm,
 					       .seq = e->u.nccl.seq,
 					       .cpu = sp_window_wall(w, e->start),
-					       .ks = l[i].kernels ? sp_window_wall(w, l[i].ks) : 0,
-					       .ke = l[i].kernels ? sp_window_wall(w, l[i].ke) : 0,
+					       .ks = timed ? sp_window_wall(w, l[i].ks) : 0,
+					       .ke = timed ? sp_window_wall(w, l[i].ke) : 0,
 					       .ks_mono = l[i].ks,
 					       .trace = ti,
 					       .step = in ? (int32_t)(in - k->st.st) : -1,
 					       .comm_size = e->u.nccl.comm_size,
-					       .op = e->sub };
+					       .op = e->sub,
+					       .untimed = (uint8_t)untimed };
 		k->ncoll++;
 		k->unlinked += !l[i].kernels;
 		if (e->u.nccl.comm_size > a->world)
@@ -163,6 +262,8 @@ static void add_window(struct sp_xrank *a, struct rk *k, uint32_t ti, struct sp_
 	sp_windows_sorted(g, sp_ev_is_gpu, pass_gpu, &p);
 	if (p.cur.e > p.cur.s)
 		comp_keep(&p);
+	if (p.busy.e > p.busy.s)
+		busy_keep(&p);
 	sp_steps_end(&k->st);
 	sp_nccl_win_free(&p.nccl);
 	*ncarry = 0;
@@ -170,6 +271,23 @@ static void add_window(struct sp_xrank *a, struct rk *k, uint32_t ti, struct sp_
 		if (p.span[i].e > p.end)
 			p.span[(*ncarry)++] = p.span[i];
 	*carry = p.span;
+}
+
+/* Frees what trace k holds (k itself is the caller's). Can't fail. */
+static void free_rk(struct rk *k)
+{
+	sp_steps_free(&k->st);
+	free(k->comp);
+	free(k->busy);
+	free(k->blk);
+	free(k->untimed_gpu);
+	free(k->syncname);
+	free(k->path);
+	free(k->wait);
+	free(k->xfer);
+	free(k->exposed);
+	free(k->cpuwait);
+	free(k->peeridle);
 }
 
 int sp_xrank_phases_mixed(const struct sp_xrank *a)
@@ -226,9 +344,10 @@ int sp_xrank_load(struct sp_xrank *a, const char *path, char *err, size_t errlen
 	sp_windows_close(g);
 	sp_trace_close_reader(r);
 	sp_steps_free_scratch(&k->st); /* per window: only the steps stay */
+	free(k->syncname);
+	k->syncname = NULL;
 	if (rc < 0 || !k->st.n) {
-		sp_steps_free(&k->st);
-		free(k->comp);
+		free_rk(k);
 		a->nc = c0;
 		return rc < 0 ? -1 : 0;
 	}
@@ -378,6 +497,78 @@ static size_t latest(const struct sp_xrank *a, const struct coll *c, size_t n, i
 	return count;
 }
 
+/* Index of the first of the disjoint sorted intervals iv[0..n) that ends after t (n if none). */
+static size_t first_after(const struct sp_steps_iv *iv, size_t n, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (iv[mid].e <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* ns of [lo, hi) (trace k's wall clock) in which k's CPU was blocked in a synchronising call;
+ * with idle, only while no timed GPU work of k ran. Can't fail. */
+static uint64_t blocked(const struct rk *k, uint64_t lo, uint64_t hi, int idle)
+{
+	uint64_t sum = 0;
+	for (size_t i = first_after(k->blk, k->nblk, lo); i < k->nblk && k->blk[i].s < hi; i++) {
+		uint64_t s = k->blk[i].s > lo ? k->blk[i].s : lo, e = k->blk[i].e < hi ? k->blk[i].e : hi;
+		sum += e - s - (idle ? sp_steps_covered(k->busy, k->nbusy, s, e) : 0);
+	}
+	return sum;
+}
+
+/* If at t (k's wall clock) k's CPU was blocked in a synchronising call and its GPU ran no timed
+ * work: the start of that stretch, no earlier than lo, in *since and 1; else 0. Can't fail. */
+static int blocked_idle_since(const struct rk *k, uint64_t t, uint64_t lo, uint64_t *since)
+{
+	size_t i = first_after(k->blk, k->nblk, t), j = first_after(k->busy, k->nbusy, t);
+	if (i == k->nblk || k->blk[i].s > t || (j < k->nbusy && k->busy[j].s <= t))
+		return 0;
+	uint64_t s = k->blk[i].s;
+	if (j && k->busy[j - 1].e > s)
+		s = k->busy[j - 1].e;
+	*since = s > lo ? s : lo;
+	return 1;
+}
+
+/* The calls of one collective whose NCCL kernels have no times: where a call's CPU was blocked in a
+ * synchronising call with its GPU idle from some point until the last timed arrival lks, its kernel
+ * had arrived by then (its step has no other GPU record without times that could have kept the GPU
+ * busy unseen); that stretch is its wait for peers (CPU and GPU). Raises *second to the latest such
+ * arrival. Returns how many arrivals it inferred. Can't fail. */
+static size_t infer(struct sp_xrank *a, struct coll *c, size_t n, int64_t lks, int64_t *second)
+{
+	size_t got = 0;
+	for (size_t k = 0; k < n; k++) {
+		struct rk *r = &a->r[c[k].trace];
+		uint64_t since, at = (uint64_t)lks + (uint64_t)r->off; /* the last arrival on r's own clock */
+		if (!c[k].untimed || c[k].step < 0 || r->untimed_gpu[c[k].step] || at <= c[k].cpu + (uint64_t)a->tie ||
+		    !blocked_idle_since(r, at - 1, c[k].cpu, &since))
+			continue;
+		if (since < r->infer_upto) /* its collectives run one after the other */
+			since = r->infer_upto;
+		if (since >= at)
+			continue;
+		r->infer_upto = at;
+		int64_t t = sub((int64_t)since, r->off);
+		c[k].inferred = t ? t : 1;
+		c[k].wait = at - since;
+		r->wait[c[k].step] += at - since;
+		r->cpuwait[c[k].step] += at - since;
+		r->peeridle[c[k].step] += at - since;
+		if (t > *second)
+			*second = t;
+		got++;
+	}
+	return got;
+}
+
 /* Arrivals, waits and transfers of one collective, its calls c[0..n) (one per trace), added to
  * its traces' steps. Exits if memory runs out. */
 static void arrivals(struct sp_xrank *a, struct coll *c, size_t n)
@@ -386,6 +577,10 @@ static void arrivals(struct sp_xrank *a, struct coll *c, size_t n)
 	int64_t sks = 0, scpu = 0, lks = 0, lcpu = 0;
 	size_t ncpu = latest(a, c, n, 0, &cpu_last, &lcpu, &scpu), linked = latest(a, c, n, 1, &last, &lks, &sks);
 
+	if (linked < 2)
+		sks = INT64_MIN;
+	size_t known = linked + (linked ? infer(a, c, n, lks, &sks) : 0);
+	int decisive = known >= 2 && sub(lks, sks) > a->tie;
 	a->groups++;
 	if (ncpu > 1) {
 		for (size_t k = 0; k < n; k++)
@@ -394,20 +589,25 @@ static void arrivals(struct sp_xrank *a, struct coll *c, size_t n)
 	}
 	if (c[0].comm_size > 0 && (size_t)c[0].comm_size == n)
 		a->complete++;
-	if (linked >= 2) {
+	if (known >= 2) {
 		a->paired++;
-		a->decisive += sub(lks, sks) > a->tie;
+		a->decisive += decisive;
+		a->inferred += decisive && known > linked;
 	}
 	for (size_t k = 0; k < n; k++) {
 		struct rk *r = &a->r[c[k].trace];
+		if (c[k].inferred) {
+			r->decisive += decisive;
+			r->inferred++;
+		}
 		if (!c[k].ke)
 			continue;
 		uint64_t dur = c[k].ke > c[k].ks ? c[k].ke - c[k].ks : 0, wait = 0;
-		if (linked >= 2) {
+		if (known >= 2) {
 			int64_t d = sub(lks, sub((int64_t)c[k].ks, r->off));
 			wait = d <= 0 ? 0 : (uint64_t)d > dur ? dur : (uint64_t)d;
-			r->decisive += sub(lks, sks) > a->tie;
-			r->last_gpu += k == last && sub(lks, sks) > a->tie;
+			r->decisive += decisive;
+			r->last_gpu += k == last && decisive;
 			c[k].wait = wait;
 			c[k].paired = 1;
 			a->wl = sp_xgrow(a->wl, &a->wlcap, sizeof(*a->wl), a->nwl);
@@ -416,6 +616,8 @@ static void arrivals(struct sp_xrank *a, struct coll *c, size_t n)
 		if (c[k].step < 0)
 			continue;
 		r->wait[c[k].step] += wait;
+		/* .item(), a synchronisation: the CPU blocked meanwhile */
+		r->cpuwait[c[k].step] += blocked(r, c[k].ks, c[k].ks + wait, 0);
 		r->xfer[c[k].step] += dur - wait;
 		uint64_t t0 = c[k].ks + wait; /* the transfer: not hidden where compute runs alongside */
 		if (dur && c[k].ke > t0)
@@ -431,8 +633,9 @@ static void medians(struct rk *k)
 		for (size_t i = 0; i < k->st.n; i++) {
 			const struct sp_step_stat *x = &k->st.st[i];
 			uint64_t comp = x->kernel_ns > x->nccl_ns ? x->kernel_ns - x->nccl_ns : 0;
-			uint64_t by[M__N] = { sp_step_ns(x), comp,       k->exposed[i], k->wait[i],
-					      x->stall,      x->copy_ns, k->xfer[i],    x->nccl_ns };
+			uint64_t stall = x->stall - (k->peeridle[i] < x->stall ? k->peeridle[i] : x->stall);
+			uint64_t by[M__N] = { sp_step_ns(x), comp,       k->exposed[i], k->wait[i], stall,
+					      x->copy_ns,    k->xfer[i], x->nccl_ns,    k->cpuwait[i] };
 			v[i] = by[q];
 		}
 		k->med[q] = sp_median_u64(v, k->st.n);
@@ -440,8 +643,7 @@ static void medians(struct rk *k)
 	free(v);
 }
 
-/* The median over the traces other than skip (-1: all) of their median q. */
-static uint64_t others(const struct sp_xrank *a, int skip, int q)
+uint64_t sp_xr_others(const struct sp_xrank *a, int skip, int q)
 {
 	uint64_t *v = sp_xrealloc(NULL, (a->n + 1) * sizeof(*v)), m;
 	size_t n = 0;
@@ -453,7 +655,7 @@ static uint64_t others(const struct sp_xrank *a, int skip, int q)
 	return m;
 }
 
-static const char *ms(char *buf, int64_t ns)
+const char *sp_xr_ms(char *buf, int64_t ns)
 {
 	char t[32];
 	if (ns < 0)
@@ -461,154 +663,6 @@ static const char *ms(char *buf, int64_t ns)
 	else
 		snprintf(buf, 40, "%s", sp_fmt_ns(t, sizeof(t), (uint64_t)ns));
 	return buf;
-}
-
-/* Names the straggler and its cause, or says why there is none, in a->verdict. */
-static void judge(struct sp_xrank *a)
-{
-	char l[24], b[6][40];
-	int subset = a->world > 0 && (size_t)a->world > a->n;
-
-	for (size_t i = 0; i < a->n; i++) {
-		double s = share(&a->r[i]);
-		if (a->most < 0 || s > a->share || (s == a->share && a->r[i].last_gpu > a->r[a->most].last_gpu)) {
-			a->most = (int)i;
-			a->share = s;
-		}
-	}
-	for (size_t i = 0; i < a->n; i++)
-		if ((int)i != a->most && share(&a->r[i]) > a->second)
-			a->second = share(&a->r[i]);
-	if (a->n < 2) {
-		snprintf(a->verdict, sizeof(a->verdict),
-			 "One trace: a straggler needs two or more ranks' traces of one run.");
-		return;
-	}
-	if (!a->paired) {
-		snprintf(a->verdict, sizeof(a->verdict),
-			 "No straggler can be named: no collective (same communicator "
-			 "and sequence number, NCCL kernel recorded) is in two or more traces.");
-		return;
-	}
-	struct rk *m = &a->r[a->most];
-	a->wait_others = others(a, a->most, M_WAIT);
-	a->wait_share = a->step_med ? (double)a->wait_others / (double)a->step_med : 0.0;
-	label(a, (size_t)a->most, l, sizeof(l));
-	int late = m->decisive && a->share >= LATE_SHARE && a->share >= LATE_RATIO * a->second;
-	int costly = a->wait_others >= WAIT_MIN_NS && (double)a->wait_others >= WAIT_FRAC * (double)a->step_med;
-	uint64_t xfer = others(a, -1, M_XFER);
-	if (subset && (!late || !costly) && xfer >= WAIT_MIN_NS && (double)xfer >= WAIT_FRAC * (double)a->step_med) {
-		a->untraced_later = 1;
-		snprintf(a->verdict, sizeof(a->verdict),
-			 "No straggler among the %zu traced ranks (of %d): they reach their collectives together, but "
-			 "then spend a median %s per step inside NCCL kernels (%.0f%% of a %s step). Either the "
-			 "transfers "
-			 "are that slow or, more likely, they all wait for a rank that was not traced. Trace every "
-			 "rank "
-			 "(ranks = all) to tell.",
-			 a->n, a->world, ms(b[0], (int64_t)xfer), 100.0 * (double)xfer / (double)a->step_med,
-			 ms(b[1], (int64_t)a->step_med));
-		return;
-	}
-	if (!a->decisive) {
-		snprintf(a->verdict, sizeof(a->verdict),
-			 "No straggler: in each of the %llu paired collectives the ranks arrive within %s of each "
-			 "other.",
-			 (unsigned long long)a->paired, ms(b[0], a->tie));
-		return;
-	}
-	if (!late || !costly) {
-		snprintf(a->verdict, sizeof(a->verdict),
-			 "No straggler: %s (rank %s arrives last most often, in %.0f%% of its %llu collectives with a "
-			 "clear "
-			 "last arrival; the next rank in %.0f%%), and the other ranks wait a median %s per step for it "
-			 "(%.1f%% of a %s step).",
-			 !late ? "no rank arrives last consistently" : "the waiting is too short to matter", l,
-			 100 * a->share, (unsigned long long)m->decisive, 100 * a->second,
-			 ms(b[0], (int64_t)a->wait_others),
-			 a->step_med ? 100.0 * (double)a->wait_others / (double)a->step_med : 0.0,
-			 ms(b[1], (int64_t)a->step_med));
-		if (subset)
-			note(a,
-			     "Only %zu of %d ranks were traced: a rank that was not traced may still be late; the "
-			     "waits here are the traced ranks' waits for each other (lower bounds).",
-			     a->n, a->world);
-		return;
-	}
-	static const int q[3] = { M_STALL, M_COMPUTE, M_XFER };
-	for (int i = 0; i < 3; i++) {
-		a->peer[i] = others(a, a->most, q[i]);
-		a->excess[i] = sub((int64_t)m->med[q[i]], (int64_t)a->peer[i]);
-		if (!i || a->excess[i] > a->excess[a->cause])
-			a->cause = i;
-	}
-	a->explained = a->excess[a->cause] > 0 && (uint64_t)a->excess[a->cause] * 4 >= a->wait_others;
-	uint64_t peer_nccl = others(a, a->most, M_NCCL);
-	if (subset && m->med[M_NCCL] * 2 >= peer_nccl) {
-		/* its own NCCL kernels run as long as the others': it waits too, for someone not traced */
-		a->untraced_later = 1;
-		snprintf(a->verdict, sizeof(a->verdict),
-			 "No straggler among the %zu traced ranks (of %d): rank %s arrives last of them in %.0f%% of "
-			 "the "
-			 "collectives, but its own NCCL kernels run about as long (median %s per step) as the others' "
-			 "(%s): it waits too, most likely for a rank that was not traced. Trace every rank (ranks = "
-			 "all) "
-			 "to name it.",
-			 a->n, a->world, l, 100 * a->share, ms(b[0], (int64_t)m->med[M_NCCL]),
-			 ms(b[1], (int64_t)peer_nccl));
-		return;
-	}
-	a->straggler = a->most;
-	int n = snprintf(
-		a->verdict, sizeof(a->verdict),
-		"Straggler: rank %s. It arrives last in %.0f%% of its %llu collectives with a clear last arrival "
-		"(the next rank in %.0f%%), and the other ranks wait for it a median %s per step (%.0f%% of a %s "
-		"step). ",
-		l, 100 * a->share, (unsigned long long)m->decisive, 100 * a->second, ms(b[0], (int64_t)a->wait_others),
-		a->step_med ? 100.0 * (double)a->wait_others / (double)a->step_med : 0.0,
-		ms(b[1], (int64_t)a->step_med));
-	size_t o = n > 0 && (size_t)n < sizeof(a->verdict) ? (size_t)n : sizeof(a->verdict) - 1;
-	switch (a->cause) {
-	case CAUSE_HOST:
-		snprintf(a->verdict + o, sizeof(a->verdict) - o,
-			 "Cause: host. Its GPU sits idle a median %s per step waiting for its CPU to launch work (the "
-			 "others: %s), while its compute (%s) and transfers (%s) are close to theirs: look at what "
-			 "rank "
-			 "%s's CPU does before its steps (data loading, Python, synchronisation, logging).",
-			 ms(b[2], (int64_t)m->med[M_STALL]), ms(b[3], (int64_t)a->peer[0]), ms(b[4], a->excess[1]),
-			 ms(b[5], a->excess[2]), l);
-		break;
-	case CAUSE_COMPUTE:
-		snprintf(a->verdict + o, sizeof(a->verdict) - o,
-			 "Cause: compute. Its GPU runs a median %s of non-NCCL kernels per step against the others' %s "
-			 "(%s more): it has more work (a larger batch or shard, uneven layers) or a slower GPU.",
-			 ms(b[2], (int64_t)m->med[M_COMPUTE]), ms(b[3], (int64_t)a->peer[1]), ms(b[4], a->excess[1]));
-		break;
-	default:
-		snprintf(a->verdict + o, sizeof(a->verdict) - o,
-			 "Cause: communication. Its own transfers take a median %s per step against the others' %s "
-			 "(%s more): check its links (NVLink, PCIe, network) and NCCL settings.",
-			 ms(b[2], (int64_t)m->med[M_XFER]), ms(b[3], (int64_t)a->peer[2]), ms(b[4], a->excess[2]));
-	}
-	a->marginal = (double)a->wait_others < CLEAR_MARGIN * WAIT_MIN_NS || a->wait_share < CLEAR_MARGIN * WAIT_FRAC;
-	if (a->marginal)
-		note(a,
-		     "Marginal: the other ranks' wait for rank %s (%.1f%% of a step, %s) is close to what this verdict "
-		     "needs (%.0f%% of a step and %s); ranks of one program differ this much when their hosts' CPUs "
-		     "run at different speeds. Record more steps before acting on it.",
-		     l, 100 * a->wait_share, ms(b[0], (int64_t)a->wait_others), 100 * WAIT_FRAC, ms(b[1], WAIT_MIN_NS));
-	if (!a->explained)
-		note(a,
-		     "Unsure of the cause: rank %s's largest excess over the others (%s: %s per step) explains "
-		     "less than a quarter of the wait it causes; its lateness may come from what this trace does not "
-		     "record (CPU work inside kernels' launch path, another process on its GPU).",
-		     l, cause_names[a->cause], ms(b[0], a->excess[a->cause]));
-	if (subset)
-		note(a,
-		     "Only %zu of %d ranks were traced. Rank %s's own NCCL kernels are short (median %s per step "
-		     "against the others' %s): it waits for no one traced and likely for no one at all, so it is "
-		     "probably the last of all ranks; a rank that was not traced could still be as late.",
-		     a->n, a->world, l, ms(b[0], (int64_t)m->med[M_NCCL]), ms(b[1], (int64_t)peer_nccl));
 }
 
 static int cmp_order(const void *pa, const void *pb, void *ctx)
@@ -621,10 +675,61 @@ static int cmp_order(const void *pa, const void *pb, void *ctx)
 	return x < y ? -1 : x > y;
 }
 
-void sp_xrank_analyse(struct sp_xrank *a)
+/* The notes on how the traces were read: clocks moved or left unchecked, GPU records without
+ * times, NCCL calls without kernels. */
+static void analysis_notes(struct sp_xrank *a)
 {
 	char l[24], b[2][40];
+	size_t moved = 0, unplaced = 0;
+	char ref[24];
+	label(a, a->order[0], ref, sizeof(ref));
+	for (size_t q = 0; q < a->n; q++) {
+		size_t i = a->order[q];
+		const struct rk *k = &a->r[i];
+		moved += k->clock == CLK_COLLECTIVES;
+		unplaced += k->clock == CLK_NONE && a->n > 1;
+		if (k->clock == CLK_COLLECTIVES && moved <= 4)
+			sp_xr_note(a,
+			     "Clock: rank %s %s rank %s's (the reference): placed by its collectives' ends, moved "
+			     "%s from its wall-clock anchors (median deviation %s over %zu collectives).",
+			     label(a, i, l, sizeof(l)),
+			     strcmp(k->host, a->r[a->order[0]].host) ? "is on another host than"
+								     : "shares a host but its anchors disagree with",
+			     ref, sp_xr_ms(b[0], -k->off), sp_xr_ms(b[1], k->spread), k->nest);
+	}
+	if (moved > 4)
+		sp_xr_note(a,
+			   "Clock: %zu ranks in all were placed by their collectives' ends rather than their anchors.",
+		     moved);
+	if (unplaced)
+		sp_xr_note(a,
+		     "Clock: %zu traces share fewer than %d collectives with the others: their wall-clock anchors "
+		     "are used as they are (arrivals are as good as the hosts' clock sync).",
+		     unplaced, MIN_COLLS);
+	uint64_t unlinked = 0, untimed[2] = { 0, 0 }, inferred = 0;
+	for (size_t i = 0; i < a->n; i++) {
+		unlinked += a->r[i].unlinked;
+		untimed[0] += a->r[i].untimed_nccl;
+		untimed[1] += a->r[i].untimed_other;
+		inferred += a->r[i].inferred;
+	}
+	if (untimed[0] || untimed[1])
+		sp_xr_note(a,
+			   "%llu GPU records (%llu of them NCCL kernels) have no times (CUPTI gave none): where they "
+			   "ran the GPU looks idle, so their steps' host stall may be overstated. NCCL kernels "
+			   "without times are not counted as arrivals; %llu were placed by their rank's CPU blocked "
+			   "in a synchronising call with its GPU idle until the last rank arrived.",
+			   (unsigned long long)(untimed[0] + untimed[1]), (unsigned long long)untimed[0],
+			   (unsigned long long)inferred);
+	if (unlinked)
+		sp_xr_note(a,
+		     "%llu NCCL calls had no kernel recorded (dropped records, or CUDA graphs): their arrivals are "
+		     "not counted.",
+		     (unsigned long long)unlinked);
+}
 
+void sp_xrank_analyse(struct sp_xrank *a)
+{
 	a->order = sp_xrealloc(NULL, (a->n + 1) * sizeof(*a->order));
 	a->ranks = sp_xrealloc(NULL, (a->n + 1) * sizeof(*a->ranks));
 	for (size_t i = 0; i < a->n; i++) {
@@ -645,7 +750,9 @@ void sp_xrank_analyse(struct sp_xrank *a)
 		k->wait = calloc(k->st.n + 1, sizeof(*k->wait));
 		k->xfer = calloc(k->st.n + 1, sizeof(*k->xfer));
 		k->exposed = calloc(k->st.n + 1, sizeof(*k->exposed));
-		if (!k->wait || !k->xfer || !k->exposed)
+		k->cpuwait = calloc(k->st.n + 1, sizeof(*k->cpuwait));
+		k->peeridle = calloc(k->st.n + 1, sizeof(*k->peeridle));
+		if (!k->wait || !k->xfer || !k->exposed || !k->cpuwait || !k->peeridle)
 			sp_oom();
 	}
 	if (a->n)
@@ -658,7 +765,7 @@ void sp_xrank_analyse(struct sp_xrank *a)
 		k->med[M_STEP] = sp_median_u64(v, k->st.n);
 		free(v);
 	}
-	a->step_med = others(a, -1, M_STEP);
+	a->step_med = sp_xr_others(a, -1, M_STEP);
 	a->tie = a->step_med / 100 > TIE_NS ? (int64_t)(a->step_med / 100) : TIE_NS;
 	for (size_t i = 0; i < a->nc;) {
 		size_t j = i;
@@ -670,55 +777,16 @@ void sp_xrank_analyse(struct sp_xrank *a)
 	sp_sort(a->wl, a->nwl, sizeof(*a->wl), cmp_wl);
 	for (size_t i = 0; i < a->n; i++)
 		medians(&a->r[i]);
-	size_t moved = 0, unplaced = 0;
-	char ref[24];
-	label(a, a->order[0], ref, sizeof(ref));
-	for (size_t q = 0; q < a->n; q++) {
-		size_t i = a->order[q];
-		const struct rk *k = &a->r[i];
-		moved += k->clock == CLK_COLLECTIVES;
-		unplaced += k->clock == CLK_NONE && a->n > 1;
-		if (k->clock == CLK_COLLECTIVES && moved <= 4)
-			note(a,
-			     "Clock: rank %s %s rank %s's (the reference): placed by its collectives' ends, moved "
-			     "%s from its wall-clock anchors (median deviation %s over %zu collectives).",
-			     label(a, i, l, sizeof(l)),
-			     strcmp(k->host, a->r[a->order[0]].host) ? "is on another host than"
-								     : "shares a host but its anchors disagree with",
-			     ref, ms(b[0], -k->off), ms(b[1], k->spread), k->nest);
-	}
-	if (moved > 4)
-		note(a, "Clock: %zu ranks in all were placed by their collectives' ends rather than their anchors.",
-		     moved);
-	if (unplaced)
-		note(a,
-		     "Clock: %zu traces share fewer than %d collectives with the others: their wall-clock anchors "
-		     "are used as they are (arrivals are as good as the hosts' clock sync).",
-		     unplaced, MIN_COLLS);
-	uint64_t unlinked = 0;
-	for (size_t i = 0; i < a->n; i++)
-		unlinked += a->r[i].unlinked;
-	if (unlinked)
-		note(a,
-		     "%llu NCCL calls had no kernel recorded (dropped records, or CUDA graphs): their arrivals are "
-		     "not counted.",
-		     (unsigned long long)unlinked);
-	judge(a);
+	analysis_notes(a);
+	sp_xr_judge(a);
 }
 
 void sp_xrank_free(struct sp_xrank *a)
 {
 	if (!a)
 		return;
-	for (size_t i = 0; i < a->n; i++) {
-		struct rk *k = &a->r[i];
-		sp_steps_free(&k->st);
-		free(k->comp);
-		free(k->path);
-		free(k->wait);
-		free(k->xfer);
-		free(k->exposed);
-	}
+	for (size_t i = 0; i < a->n; i++)
+		free_rk(&a->r[i]);
 	free(a->r);
 	free(a->c);
 	free(a->order);

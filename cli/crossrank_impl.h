@@ -20,23 +20,32 @@
 #define CLEAR_MARGIN 1.5       /* a straggler whose wait is under this many times both bars is marginal */
 #define MAX_ROWS 32            /* per-rank rows printed at most */
 #define MAX_NOTES 12
+#define SURE_SHARE 0.8         /* a straggler last in at least this share of its collectives is clear */
+#define SURE_STEPS 5           /* fewer steps per rank than this: at most medium confidence */
+#define FEW_STEPS 3            /* ... than this: low */
 
 enum { CLK_ANCHORS, CLK_COLLECTIVES, CLK_NONE };
-enum { M_STEP, M_COMPUTE, M_EXPOSED, M_WAIT, M_STALL, M_COPY, M_XFER, M_NCCL, M__N };
+enum { M_STEP, M_COMPUTE, M_EXPOSED, M_WAIT, M_STALL, M_COPY, M_XFER, M_NCCL, M_CPUWAIT, M__N };
+enum { CONF_LOW, CONF_MEDIUM, CONF_HIGH };
+static const char *const conf_names[] = { "low", "medium", "high" };
 enum { CAUSE_HOST, CAUSE_COMPUTE, CAUSE_COMM };
 static const char *const cause_names[] = { "host", "compute", "communication" };
 
 struct coll {     /* one collective call of a trace, with its kernels */
 	uint64_t comm, seq;
 	uint64_t cpu;           /* the call's start, the trace's wall clock */
-	uint64_t ks, ke;        /* its kernels' first start and last end, wall clock (0: none linked) */
+	uint64_t ks, ke;        /* its kernels' first start and last end, wall clock (0: none linked, or
+	                           CUPTI gave them no times) */
 	uint64_t ks_mono;       /* ks on the trace clock */
 	uint32_t trace;         /* index in a->r */
 	int32_t step;           /* index in the trace's steps, -1 outside every step */
 	int32_t comm_size;
 	uint8_t op;             /* enum sp_nccl_op */
 	uint8_t paired;         /* its kernels were paired with another trace's (after the analysis) */
+	uint8_t untimed;        /* its kernels were recorded without times */
 	uint64_t wait;          /* its wait for the last arrival, ns (after the analysis) */
+	int64_t inferred;       /* no kernel times: when it had surely arrived (common clock), from its CPU
+	                           blocked in a synchronising call with its GPU idle; 0 unknown */
 };
 
 struct rk {       /* one trace */
@@ -47,6 +56,16 @@ struct rk {       /* one trace */
 	struct sp_steps st;     /* its steps */
 	struct sp_steps_iv *comp; /* compute (non-NCCL kernel) intervals, wall clock, merged per window */
 	size_t ncomp, compcap;
+	struct sp_steps_iv *busy; /* all timed GPU work, wall clock, merged per window */
+	size_t nbusy, busycap;
+	struct sp_steps_iv *blk;  /* CPU blocked in a synchronising call (stream, device or event sync,
+	                             a synchronous copy: .item()), wall clock, merged per window */
+	size_t nblk, blkcap;
+	uint32_t *untimed_gpu;  /* per step: its GPU records without times other than NCCL kernels */
+	size_t utcap;
+	uint8_t *syncname;      /* by name id: 0 unknown, 1 not a synchronising call, 2 one (load only) */
+	size_t sncap;
+	uint64_t untimed_nccl, untimed_other; /* GPU records without times: NCCL kernels, the others */
 	int clock;              /* CLK_* */
 	int64_t off;            /* subtracted from its wall times to put it on the common clock */
 	int64_t est, spread;    /* the collectives' estimate of its offset and its median deviation */
@@ -58,6 +77,10 @@ struct rk {       /* one trace */
 	int cut_has_window;
 	uint64_t decisive, last_gpu, last_cpu, cpu_decisive; /* collectives with a clear last arrival; its */
 	uint64_t *wait, *xfer, *exposed; /* per step (index of st.st) */
+	uint64_t *cpuwait;      /* per step: CPU blocked in a synchronising call while a peer had not arrived */
+	uint64_t *peeridle;     /* per step: of that, with its GPU idle (not host stall: waiting for peers) */
+	uint64_t inferred;      /* its arrivals inferred from CPU waits (no kernel times) */
+	uint64_t infer_upto;    /* the end of its last inferred wait (own wall clock): waits never overlap */
 	uint64_t med[M__N];     /* medians over its steps */
 };
 
@@ -74,6 +97,7 @@ struct sp_xrank {
 	} *wl; /* waits of paired kernels, by (key, ks) */
 	size_t nwl, wlcap;
 	uint64_t groups, paired, complete, decisive;
+	uint64_t inferred;      /* decisive collectives that needed an inferred arrival */
 	int world;              /* the largest world or communicator size seen, -1 unknown */
 	int straggler;          /* trace index, -1 none */
 	const char *phase;      /* load only this phase's windows, NULL all */
@@ -91,10 +115,22 @@ struct sp_xrank {
 	int64_t tie;            /* arrivals closer than this are a tie: TIE_NS or 1% of step_med */
 	int64_t excess[3];      /* the straggler's stall, compute and transfer over the others' medians */
 	uint64_t peer[3];       /* the others' medians of those */
+	int conf;               /* CONF_*: how sure the verdict is */
+	char conf_why[4][160];  /* what lowered it */
+	int nconf;
 	char verdict[1024];
 	char notes[MAX_NOTES][512];
 	int nnotes;
 };
+
+/* Shared by crossrank.c and crossrank_judge.c: a note under the verdict (MAX_NOTES at most); the
+ * median over the traces other than skip (-1: all) of their median q; ns as "1.234ms" in buf (40
+ * bytes), negative values with a '-'; the verdict, its notes and confidence (crossrank_judge.c).
+ * These functions can't fail (sp_xr_others exits if memory runs out). */
+void sp_xr_note(struct sp_xrank *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+uint64_t sp_xr_others(const struct sp_xrank *a, int skip, int q);
+const char *sp_xr_ms(char *buf, int64_t ns);
+void sp_xr_judge(struct sp_xrank *a);
 
 /* a - b with wrap-around instead of overflow (times from a hostile file may be anything). */
 static inline int64_t sub(int64_t a, int64_t b)

@@ -20,10 +20,12 @@ void sp_xrank_print(const struct sp_xrank *a, FILE *out)
 		"\nArrivals: %llu collectives in %zu traces (paired across ranks by communicator and sequence "
 		"number: %llu, %llu of them with every rank of the communicator traced)\n",
 		(unsigned long long)a->groups, a->n, (unsigned long long)a->paired, (unsigned long long)a->complete);
-	fprintf(out, "Per rank, medians per step; Last = share of collectives it reached last (GPU: NCCL kernel start; "
-		     "CPU: the NCCL call)\n");
-	fprintf(out, "%-6s %6s %12s %12s %13s %14s %12s %10s %9s %9s\n", "Rank", "Steps", "Median step", "Compute",
-		"Exposed comm", "Wait for peers", "Host stall", "Copies", "Last GPU", "Last CPU");
+	fprintf(out, "Per rank, medians per step; CPU on peers = CPU blocked in a synchronising call (.item(), a "
+		     "sync) while a peer had not arrived;\n"
+		     "Last = share of collectives it reached last (GPU: NCCL kernel start; CPU: the NCCL call)\n");
+	fprintf(out, "%-6s %6s %12s %12s %13s %14s %12s %12s %10s %9s %9s\n", "Rank", "Steps", "Median step",
+		"Compute", "Exposed comm", "Wait for peers", "CPU on peers", "Host stall", "Copies", "Last GPU",
+		"Last CPU");
 	size_t *o = sp_xrealloc(NULL, (a->n + 1) * sizeof(*o));
 	memcpy(o, a->order, a->n * sizeof(*o));
 	if (a->n > MAX_ROWS) { /* the ranks most often last, then by rank */
@@ -38,9 +40,10 @@ void sp_xrank_print(const struct sp_xrank *a, FILE *out)
 	}
 	for (size_t i = 0; i < rows; i++) {
 		const struct rk *k = &a->r[o[i]];
-		fprintf(out, "%-6s %6zu %12s %12s %13s %14s %12s %10s %8.0f%% %8.0f%%\n", label(a, o[i], l, sizeof(l)),
-			k->st.n, sp_fmt_ns(t[0], 32, k->med[M_STEP]), sp_fmt_ns(t[1], 32, k->med[M_COMPUTE]),
-			sp_fmt_ns(t[2], 32, k->med[M_EXPOSED]), sp_fmt_ns(t[3], 32, k->med[M_WAIT]),
+		fprintf(out, "%-6s %6zu %12s %12s %13s %14s %12s %12s %10s %8.0f%% %8.0f%%\n",
+			label(a, o[i], l, sizeof(l)), k->st.n, sp_fmt_ns(t[0], 32, k->med[M_STEP]),
+			sp_fmt_ns(t[1], 32, k->med[M_COMPUTE]), sp_fmt_ns(t[2], 32, k->med[M_EXPOSED]),
+			sp_fmt_ns(t[3], 32, k->med[M_WAIT]), sp_fmt_ns(t[6], 32, k->med[M_CPUWAIT]),
 			sp_fmt_ns(t[4], 32, k->med[M_STALL]), sp_fmt_ns(t[5], 32, k->med[M_COPY]), 100 * share(k),
 			k->cpu_decisive ? 100.0 * (double)k->last_cpu / (double)k->cpu_decisive : 0.0);
 	}
@@ -57,10 +60,10 @@ static void json_meds(struct sp_out *x, const uint64_t *m)
 {
 	sp_out_printf(x,
 		      "{\"step\":%llu,\"compute\":%llu,\"exposed_comm\":%llu,\"wait\":%llu,\"host_stall\":%llu,"
-		      "\"copy\":%llu,\"transfer\":%llu,\"nccl\":%llu}",
+		      "\"copy\":%llu,\"transfer\":%llu,\"nccl\":%llu,\"cpu_wait\":%llu}",
 		      (unsigned long long)m[M_STEP], (unsigned long long)m[M_COMPUTE], (unsigned long long)m[M_EXPOSED],
 		      (unsigned long long)m[M_WAIT], (unsigned long long)m[M_STALL], (unsigned long long)m[M_COPY],
-		      (unsigned long long)m[M_XFER], (unsigned long long)m[M_NCCL]);
+		      (unsigned long long)m[M_XFER], (unsigned long long)m[M_NCCL], (unsigned long long)m[M_CPUWAIT]);
 }
 
 static const char *clock_name(int c)
@@ -110,7 +113,12 @@ static void json_arrivals(const struct sp_xrank *a, struct sp_out *x)
 					      (unsigned long long)(c->ke > c->ks ? c->ke - c->ks : 0));
 			else
 				sp_out_puts(x, ",\"gpu_arrival_ns\":null,\"kernel_ns\":null");
-			if (c->paired)
+			if (c->inferred)
+				sp_out_printf(x, ",\"inferred_arrival_ns\":%lld,\"wait_ns\":%llu,\"transfer_ns\":null,"
+						 "\"last\":false}",
+					      (long long)sub(c->inferred, g0 == INT64_MAX ? c->inferred : g0),
+					      (unsigned long long)c->wait);
+			else if (c->paired)
 				sp_out_printf(x, ",\"wait_ns\":%llu,\"transfer_ns\":%llu,\"last\":%s}",
 					      (unsigned long long)c->wait,
 					      (unsigned long long)((c->ke > c->ks ? c->ke - c->ks : 0) - c->wait),
@@ -122,6 +130,27 @@ static void json_arrivals(const struct sp_xrank *a, struct sp_out *x)
 		i = j;
 	}
 	sp_out_puts(x, "]");
+}
+
+/* Trace k's "per_step" array (after a comma). */
+static void json_steps(struct sp_out *x, const struct rk *k)
+{
+	sp_out_puts(x, ",\"per_step\":[");
+	for (size_t i = 0; i < k->st.n; i++) {
+		const struct sp_step_stat *s = &k->st.st[i];
+		uint64_t comp = s->kernel_ns > s->nccl_ns ? s->kernel_ns - s->nccl_ns : 0;
+		uint64_t stall = s->stall - (k->peeridle[i] < s->stall ? k->peeridle[i] : s->stall);
+		sp_out_printf(x,
+			      "%s{\"step\":%lld,\"window\":%u,\"duration_ns\":%llu,\"compute_ns\":%llu,"
+			      "\"exposed_comm_ns\":%llu,\"wait_ns\":%llu,\"host_stall_ns\":%llu,\"copy_ns\":%llu,"
+			      "\"transfer_ns\":%llu,\"nccl_ns\":%llu,\"cpu_wait_ns\":%llu,\"peer_idle_ns\":%llu}",
+			      i ? "," : "", (long long)s->number, s->window, (unsigned long long)sp_step_ns(s),
+			      (unsigned long long)comp, (unsigned long long)k->exposed[i],
+			      (unsigned long long)k->wait[i], (unsigned long long)stall,
+			      (unsigned long long)s->copy_ns, (unsigned long long)k->xfer[i],
+			      (unsigned long long)s->nccl_ns, (unsigned long long)k->cpuwait[i],
+			      (unsigned long long)k->peeridle[i]);
+	}
 }
 
 void sp_xrank_json(const struct sp_xrank *a, FILE *out, int arrivals)
@@ -154,29 +183,24 @@ void sp_xrank_json(const struct sp_xrank *a, FILE *out, int arrivals)
 			      (unsigned long long)k->last_gpu, (unsigned long long)k->last_cpu,
 			      (unsigned long long)k->decisive, (unsigned long long)k->cpu_decisive, share(k));
 		json_meds(x, k->med);
-		sp_out_puts(x, ",\"per_step\":[");
-		for (size_t i = 0; i < k->st.n; i++) {
-			const struct sp_step_stat *s = &k->st.st[i];
-			uint64_t comp = s->kernel_ns > s->nccl_ns ? s->kernel_ns - s->nccl_ns : 0;
-			sp_out_printf(x,
-				      "%s{\"step\":%lld,\"window\":%u,\"duration_ns\":%llu,\"compute_ns\":%llu,"
-				      "\"exposed_comm_ns\":%llu,\"wait_ns\":%llu,\"host_stall_ns\":%llu,\"copy_ns\":%"
-				      "llu,"
-				      "\"transfer_ns\":%llu,\"nccl_ns\":%llu}",
-				      i ? "," : "", (long long)s->number, s->window, (unsigned long long)sp_step_ns(s),
-				      (unsigned long long)comp, (unsigned long long)k->exposed[i],
-				      (unsigned long long)k->wait[i], (unsigned long long)s->stall,
-				      (unsigned long long)s->copy_ns, (unsigned long long)k->xfer[i],
-				      (unsigned long long)s->nccl_ns);
-		}
+		sp_out_printf(x, ",\"untimed_gpu_records\":{\"nccl\":%llu,\"other\":%llu},\"inferred_arrivals\":%llu",
+			      (unsigned long long)k->untimed_nccl, (unsigned long long)k->untimed_other,
+			      (unsigned long long)k->inferred);
+		json_steps(x, k);
 		sp_out_puts(x, "]}");
 	}
 	sp_out_printf(x,
 		      "],\"coverage\":{\"traced\":%zu,\"world_size\":%d,\"subset\":%s},"
-		      "\"collectives\":{\"total\":%llu,\"paired\":%llu,\"complete\":%llu,\"decisive\":%llu},",
+		      "\"collectives\":{\"total\":%llu,\"paired\":%llu,\"complete\":%llu,\"decisive\":%llu,"
+		      "\"inferred\":%llu},\"confidence\":{\"level\":\"%s\",\"reasons\":[",
 		      a->n, a->world, a->world > 0 && (size_t)a->world > a->n ? "true" : "false",
 		      (unsigned long long)a->groups, (unsigned long long)a->paired, (unsigned long long)a->complete,
-		      (unsigned long long)a->decisive);
+		      (unsigned long long)a->decisive, (unsigned long long)a->inferred, conf_names[a->conf]);
+	for (int i = 0; i < a->nconf; i++) {
+		sp_out_puts(x, i ? "," : "");
+		sp_out_json_str(x, a->conf_why[i]);
+	}
+	sp_out_puts(x, "]},");
 	if (a->straggler >= 0) {
 		const struct rk *k = &a->r[a->straggler];
 		sp_out_printf(x, "\"straggler\":{\"rank\":%d,\"cause\":\"%s\",\"wait_ms_per_step\":%.3f},", k->rank,

@@ -457,6 +457,40 @@ const char *sp_memtl_bytes(char *buf, size_t n, uint64_t b)
 	return buf;
 }
 
+/* The summary's lines on who made the blocks of GPU series s: per owner, its bytes alive at the
+ * peak and its own peak in the window (the caching allocator's is what torch's
+ * max_memory_reserved counts, if the window holds the program's peak). */
+static void owners_summary(const struct sp_memtl *w, const struct sp_memtl_series *s, const struct sp_trace_reader *r,
+			   struct sp_sym *sym, FILE *out)
+{
+	struct sp_memtl_owned o;
+	char b[2][32];
+	uint64_t all = 0;
+	sp_memtl_owners(w, s, r, sym, &o);
+	for (int k = 0; k < SP_OWNER__N; k++)
+		all += o.blocks[k];
+	if (!all)
+		return;
+	if (o.blocks[SP_OWNER_UNKNOWN] == all) {
+		fprintf(out, "    by owner: unknown for every block (first: %s)%s\n", o.unknown_why,
+			strcmp(o.unknown_why, "no stack") ? ""
+							  : ": record with [activities] stacks on to tell PyTorch's "
+							    "caching allocator from NCCL, cuBLAS and the rest");
+		return;
+	}
+	fprintf(out, "    by owner (the library that allocated each block, from its stack): at the peak, own peak\n");
+	for (int k = 1; k <= SP_OWNER__N; k++) {
+		int q = k % SP_OWNER__N; /* unknown last */
+		if (!o.blocks[q])
+			continue;
+		fprintf(out, "      %-34s %10s (%" PRIu64 " block%s), own peak %s%s%s%s\n", sp_memtl_owner_label(q),
+			sp_memtl_bytes(b[0], 32, o.at_peak[q]), o.blocks_at_peak[q], sp_plural(o.blocks_at_peak[q]),
+			sp_memtl_bytes(b[1], 32, o.peak[q]),
+			q == SP_OWNER_TORCH_CACHE ? ": beside torch.cuda.max_memory_reserved()" : "",
+			q ? "" : "; first: ", q ? "" : o.unknown_why);
+	}
+}
+
 void sp_memtl_summary(const struct sp_memtl *w, const struct sp_trace_reader *r, struct sp_sym *sym, int top, FILE *out)
 {
 	char b[2][32], t[32];
@@ -487,13 +521,21 @@ void sp_memtl_summary(const struct sp_memtl *w, const struct sp_trace_reader *r,
 			sp_plural(s->allocs), s->frees, sp_plural(s->frees));
 		fprintf(out, "    alive at the peak: %zu allocation%s, %s\n", s->n_at_peak, sp_plural(s->n_at_peak),
 			sp_memtl_bytes(b[1], 32, sum));
+		if (s->device != SP_NO_DEVICE)
+			owners_summary(w, s, r, sym, out);
 		for (size_t i = 0; i < s->n_at_peak && (int)i < top; i++) {
 			const struct sp_memtl_alloc *a = &w->a[s->at_peak[i]];
 			uint32_t n = 0;
 			const uint64_t *pcs = a->stack ? sp_trace_stack(r, a->stack, &n) : NULL;
-			fprintf(out, "    %10s  %-12s made %s  %s\n", sp_memtl_bytes(b[0], 32, a->size),
+			char why[128], own[160] = "";
+			if (s->device != SP_NO_DEVICE) {
+				int q = sp_memtl_owner(sym, pcs, pcs ? n : 0, why, sizeof(why));
+				snprintf(own, sizeof(own), "  [%s%s%s]", sp_memtl_owner_label(q), q ? "" : ": ",
+					 q ? "" : why);
+			}
+			fprintf(out, "    %10s  %-12s made %s  %s%s\n", sp_memtl_bytes(b[0], 32, a->size),
 				sp_mem_kind_name(a->kind), sp_fmt_sns(t, sizeof(t), (int64_t)(a->made - w->t0)),
-				sp_sym_site(sym, pcs, n));
+				sp_sym_site(sym, pcs, n), own);
 		}
 		if (s->n_at_peak > (size_t)top)
 			fprintf(out, "    ... %zu more\n", s->n_at_peak - (size_t)top);

@@ -87,6 +87,39 @@ int sp_memtl_next(struct sp_memtl_reader *m, const struct sp_memtl **w);
 /* Frees m (NULL is fine). This function can't fail. */
 void sp_memtl_close(struct sp_memtl_reader *m);
 
+/* Who made a device block (memtl_owner.c): the library of the innermost native frame of its
+ * allocation stack outside the CUDA runtime and driver, CUPTI and stepprof. PyTorch's caching
+ * allocator (libc10_cuda) holds what torch.cuda.memory_reserved() counts. */
+enum {
+	SP_OWNER_UNKNOWN,     /* no stack, no native frame, or no module for it */
+	SP_OWNER_TORCH_CACHE, /* libc10_cuda: the caching allocator's segments */
+	SP_OWNER_TORCH,       /* libtorch*, libc10, torch._C: PyTorch outside the caching allocator */
+	SP_OWNER_NCCL,
+	SP_OWNER_CUBLAS,      /* libcublas, libcublasLt (their own buffers, not torch's workspaces) */
+	SP_OWNER_CUDNN,
+	SP_OWNER_CUDA_LIB,    /* cuFFT, cuSPARSE, cuSOLVER, cuRAND, cuTENSOR, NVRTC, nvJitLink, NVSHMEM */
+	SP_OWNER_OTHER,       /* any other module */
+	SP_OWNER__N
+};
+/* The owner (SP_OWNER_*) of a block allocated with stack pcs (n frames, innermost first; 0: no
+ * stack), modules named by sym; how it was told ("a frame in libc10_cuda.so") or why not in why
+ * (len bytes). Can't fail. */
+int sp_memtl_owner(struct sp_sym *sym, const uint64_t *pcs, uint32_t n, char *why, size_t len);
+/* "PyTorch caching allocator", ... and the JSON key "torch_caching_allocator", ... of an owner. */
+const char *sp_memtl_owner_label(int owner);
+const char *sp_memtl_owner_key(int owner);
+/* Per owner, of one series (a GPU) of window w: bytes and blocks alive at the series' peak, the
+ * owner's own highest level in the window, and its blocks (made in it or alive when it opened). */
+struct sp_memtl_owned {
+	uint64_t at_peak[SP_OWNER__N], blocks_at_peak[SP_OWNER__N];
+	uint64_t peak[SP_OWNER__N], blocks[SP_OWNER__N];
+	char unknown_why[128];  /* why the first unknown block is unknown ("" if none) */
+};
+/* Fills o for series s of w (stacks read from r, modules named by sym). Exits the CLI if memory
+ * runs out; otherwise can't fail. */
+void sp_memtl_owners(const struct sp_memtl *w, const struct sp_memtl_series *s, const struct sp_trace_reader *r,
+		     struct sp_sym *sym, struct sp_memtl_owned *o);
+
 /* b bytes as "512B", "1.50KiB", "3.00MiB", "2.00GiB" in buf. Returns buf. Can't fail. */
 const char *sp_memtl_bytes(char *buf, size_t n, uint64_t b);
 /* The short text summary of w: per series the peak in the window, its time and step, the peak

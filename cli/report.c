@@ -430,7 +430,8 @@ static void print_json(const struct report *rep, const char *path, const struct 
 			      "%s{\"number\":%lld,\"window\":%u,\"duration_ns\":%llu,\"kernels\":%llu,\"kernel_ns\":%"
 			      "llu,"
 			      "\"nccl_ns\":%llu,\"copy_ns\":%llu,\"gpu_busy_ns\":%llu,\"longest_idle_ns\":%llu,"
-			      "\"regime\":%u,\"refuted\":%s,\"irregular\":%s,\"training\":%s,\"at_exit\":%s}",
+			      "\"regime\":%u,\"refuted\":%s,\"irregular\":%s,\"training\":%s,\"at_exit\":%s,"
+			      "\"late\":%s}",
 			      i ? ",\n" : "\n", (long long)s->number, s->window,
 			      (unsigned long long)(s->end > s->start ? s->end - s->start : 0),
 			      (unsigned long long)s->kernels, (unsigned long long)s->kernel_ns,
@@ -439,7 +440,8 @@ static void print_json(const struct report *rep, const char *path, const struct 
 			      s->how.flags & SP_STEP_REFUTED ? "true" : "false",
 			      s->how.flags & SP_STEP_IRREGULAR ? "true" : "false",
 			      s->how.flags & SP_STEP_TRAIN ? "true" : "false",
-			      s->how.flags & SP_STEP_AT_EXIT ? "true" : "false");
+			      s->how.flags & SP_STEP_AT_EXIT ? "true" : "false",
+			      s->how.flags & SP_STEP_LATE ? "true" : "false");
 	}
 	char how[600];
 	sp_out_puts(x, "],\n\"steps_found_by\":");
@@ -494,7 +496,7 @@ static void print_json(const struct report *rep, const char *path, const struct 
 	}
 	if (o->by_line) {
 		sp_out_puts(x, ",\n\"lines\":");
-		sp_bylines_json(&rep->lines, rep->r, x);
+		sp_bylines_json(&rep->lines, rep->r, o->by_line, x);
 	}
 	sp_out_puts(x, ",\n\"findings\":[");
 	char f[FINDINGS_MAX][FINDING_LEN];
@@ -569,6 +571,7 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 	res->why[0] = 0;
 	res->seen = 0;
 	res->outside = 0;
+	res->ids[0] = 0;
 	rep.r = sp_trace_open(path, res->why, sizeof(res->why));
 	if (!rep.r)
 		return SP_REPORT_UNREADABLE;
@@ -589,11 +592,13 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 	sp_windows_set_phase(g, o->phase);
 	while ((rc = sp_windows_next(g, &w)) == 1) {
 		seen++;
+		sp_cli_ids_add(res->ids, sizeof(res->ids), w->id);
 		if (o->window < 0 || w->id == o->window)
 			add_window(&rep, g, w, &nw, o->by_line);
 	}
 	res->seen = seen;
 	res->outside = sp_windows_outside(g);
+	res->truncated = sp_trace_truncated(rep.r);
 	if (rc < 0) {
 		snprintf(res->why, sizeof(res->why), "%s", sp_trace_error(rep.r));
 		ret = SP_REPORT_CORRUPT;
@@ -621,7 +626,7 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 						     "shows one)\n"
 						   : "");
 		if (o->by_line)
-			sp_bylines_print(&rep.lines, rep.r, o->top, o->wide, out);
+			sp_bylines_print(&rep.lines, rep.r, o->by_line, o->top, o->wide, out);
 		else
 			print_kernels(&rep, o, out);
 		fprintf(out, "\nDropped records: %llu (cupti: %llu, ring_full: %llu, window_cap: %llu, late: %llu)\n",

@@ -22,7 +22,7 @@ struct sp_report_opts {
 	int json;               /* one JSON object instead of the tables (docs/OUTPUTS.md) */
 	char **peers;           /* other ranks' traces of the run (--peers): NCCL waiting vs transfer */
 	int npeers;
-	int by_line;            /* kernel time by source line (bylines.h) instead of by kernel name */
+	int by_line;            /* kernel time by source line or frame (SP_BYLINES_*, bylines.h), 0 by kernel name */
 	void (*note)(const char *text); /* told of a peer left out ("peer PATH: why"); NULL: not told */
 	const char *phase;      /* only the windows of this phase ([phase.NAME]), NULL = every window */
 };
@@ -37,6 +37,8 @@ enum sp_report_status {
 struct sp_report_result {
 	char why[256];          /* UNREADABLE, CORRUPT: the reason, without any command prefix */
 	int seen;               /* windows the trace holds (all of them, whatever o->window says) */
+	char ids[96];           /* their ids (sp_cli_ids_add) */
+	int truncated;          /* the file was cut short */
 	unsigned long long other_phase; /* NO_WINDOW with o->phase: windows of other phases */
 	unsigned long long outside;     /* records outside every window (skipped) */
 };

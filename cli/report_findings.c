@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include "cli.h"
 #include "config/config.h"
+#include "decide/pysteps.h"
 #include "report_impl.h"
 #include "util.h"
 
@@ -24,7 +25,29 @@ int sp_report_steps_found_by(const struct report *rep, char *buf, size_t len)
 		refuted += (s->st[i].how.flags & SP_STEP_REFUTED) != 0;
 	}
 	const struct sp_step_stat *l = &s->st[s->n - 1];
+	static const char late[] = "; found after the schedule's first window would have begun, so the schedule "
+				   "started there: its windows hold later steps than its numbers say";
 	const char *m = l->marker ? sp_trace_string(rep->r, l->marker) : NULL;
+	if (l->how.how - 1 == SP_MARK_OPTIMIZER) {
+		/* the STEP record keeps the rule in confidence, the cycle in period and launches */
+		struct sp_pysteps_how h = { .rule = (int)l->how.confidence,
+					    .period = l->how.period,
+					    .optimizers = l->how.launches };
+		char say[300];
+		snprintf(buf, len, "found by the program's optimizer steps (torch.optim's global post hook%s): %s%s",
+			 l->how.flags & SP_STEP_FROM_AUTO ? "; kind = auto took them: the hook fired before any window"
+							  : "",
+			 sp_pysteps_say(&h, m, say, sizeof say),
+			 regimes > 1 ? "; the rule changed inside the recorded steps (STEPPROF_VERBOSE says how)" : "");
+		return 1;
+	}
+	if (l->how.how - 1 == SP_MARK_PYTHON) {
+		snprintf(buf, len,
+			 "found by the python marker '%.200s' (every %u): a step begins at each call of that "
+			 "function",
+			 m ? m : "?", l->how.every);
+		return 1;
+	}
 	if (l->how.how - 1 != SP_MARK_AUTO) {
 		snprintf(buf, len, "found by the %s marker '%.200s' (every %u)",
 			 sp_marker_kind_name((enum sp_marker_kind)(l->how.how - 1)), m ? m : "?", l->how.every);
@@ -32,12 +55,13 @@ int sp_report_steps_found_by(const struct report *rep, char *buf, size_t len)
 	}
 	snprintf(buf, len,
 		 "found automatically: boundary %s '%.200s' (every %u), a period of %u calls with %u "
-		 "launches, proven by %u copies; regime %u%s%s%s",
+		 "launches, proven by %u copies; regime %u%s%s%s%s",
 		 l->how.flags & SP_STEP_AFTER ? "after" : "before", m ? m : "?", l->how.every, l->how.period,
 		 l->how.launches, l->how.confidence, l->how.regime,
 		 l->how.relocks ? ", after re-locks (the program's loop changed)" : "",
 		 regimes > 1 ? "; the recorded steps span several regimes" : "",
-		 refuted ? "; the detector refuted some steps (see the findings)" : "");
+		 refuted ? "; the detector refuted some steps (see the findings)" : "",
+		 l->how.flags & SP_STEP_LATE ? late : "");
 	return 1;
 }
 
@@ -148,10 +172,63 @@ static int differing_steps(const struct sp_steps *s, char *f)
 		snprintf(p, end > p ? end - p : 0,
 			 " automatic detection may have locked on another phase of the "
 			 "program (evaluation, warm-up): compare with an explicit [marker] (docs/STEPS.md).");
+	else if (s->st[s->n - 1].how.how - 1 == SP_MARK_OPTIMIZER)
+		snprintf(p, end > p ? end - p : 0,
+			 " these are the program's own steps, one iteration each: a step with more kernels did more "
+			 "work (an evaluation pass, a checkpoint, logging).");
 	else
 		snprintf(p, end > p ? end - p : 0,
 			 " the marker may not fall once per iteration, or the program's "
 			 "iterations differ.");
+	return 1;
+}
+
+/* Steps holding an evaluation pass: the program's own steps (an optimizer or python marker) keep
+ * one that runs between two optimizer steps inside the step. A step is said to hold one where its
+ * kernels exceed the median by a quarter (8 at least), most of the excess is a longer run without
+ * a backward or optimizer kernel than the steps' median run, and the steps do launch such
+ * kernels (training); the run's excess is the number said. One finding into f; returns 1 if any. */
+static int eval_steps(const struct sp_steps *s, char *f)
+{
+	char *p = f, *end = f + FINDING_LEN;
+	size_t m = 0, said = 0;
+	if (s->n < 3 ||
+	    (s->st[s->n - 1].how.how - 1 != SP_MARK_OPTIMIZER && s->st[s->n - 1].how.how - 1 != SP_MARK_PYTHON))
+		return 0;
+	uint64_t *k = sp_xrealloc(NULL, 3 * s->n * sizeof(*k)), *run = k + s->n, *tr = run + s->n;
+	for (size_t i = 0; i < s->n; i++)
+		if (whole_step(&s->st[i])) {
+			k[m] = s->st[i].kernels;
+			run[m] = s->st[i].plain_run;
+			tr[m++] = s->st[i].train_kernels;
+		}
+	uint64_t mk = m >= 3 ? sp_median_u64(k, m) : 0, mr = m >= 3 ? sp_median_u64(run, m) : 0;
+	uint64_t mt = m >= 3 ? sp_median_u64(tr, m) : 0;
+	free(k);
+	if (m < 3 || !mt)
+		return 0;
+	for (size_t i = 0; i < s->n && said < 6; i++) {
+		const struct sp_step_stat *a = &s->st[i];
+		uint64_t extra = a->kernels > mk ? a->kernels - mk : 0,
+			 more = a->plain_run > mr ? a->plain_run - mr : 0;
+		if (!whole_step(a) || !a->train_kernels || extra < (mk / 4 > 8 ? mk / 4 : 8) || 2 * more < extra)
+			continue;
+		p += snprintf(p, end > p ? end - p : 0,
+			      "%sstep %lld holds an evaluation pass (%llu kernels without "
+			      "backward)",
+			      said ? "; " : "", (long long)a->number, (unsigned long long)more);
+		said++;
+	}
+	if (!said)
+		return 0;
+	snprintf(p, end > p ? end - p : 0,
+		 ": a stretch of kernels without a backward or optimizer kernel, longer than the other steps' "
+		 "(median %llu kernels a step), between two of the program's steps; it stays inside the step, "
+		 "which ends where the program's own step ends.",
+		 (unsigned long long)mk);
+	/* make the sentence start with a capital */
+	if (f[0] >= 'a' && f[0] <= 'z')
+		f[0] = (char)(f[0] - 'a' + 'A');
 	return 1;
 }
 
@@ -205,6 +282,8 @@ size_t sp_report_findings(const struct report *rep, char (*f)[FINDING_LEN])
 	n += differing_steps(s, f[n]);
 	if (n < FINDINGS_MAX)
 		n += untrained_steps(s, f[n]);
+	if (n < FINDINGS_MAX)
+		n += eval_steps(s, f[n]);
 	struct sp_xrank_wait w = { 0 };
 	if (rep->peers && rep->self >= 0)
 		sp_xrank_waits(rep->peers, (size_t)rep->self, &w);

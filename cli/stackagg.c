@@ -14,6 +14,7 @@
 struct line {
 	char *text;
 	uint64_t calls, bytes;
+	int owner;              /* sites: SP_OWNER_* of GPU allocations, -1 host (or not a site) */
 };
 
 static const char *const class_root[SP_FOLD_CLASSES] = { "[alloc]", "[launch]", "[nccl]" };
@@ -53,9 +54,11 @@ static void append(char **buf, size_t *len, size_t *cap, const char *s)
 	*len += n;
 }
 
-static int by_text(const void *a, const void *b)
+static int by_text(const void *pa, const void *pb)
 {
-	return strcmp(((const struct line *)a)->text, ((const struct line *)b)->text);
+	const struct line *a = pa, *b = pb;
+	int d = strcmp(a->text, b->text);
+	return d ? d : a->owner - b->owner;
 }
 
 static int by_bytes_desc(const void *pa, const void *pb)
@@ -72,7 +75,7 @@ static size_t merge(struct line *l, size_t n)
 	size_t k = 0;
 	sp_sort(l, n, sizeof(*l), by_text);
 	for (size_t i = 0; i < n; i++) {
-		if (k && !strcmp(l[k - 1].text, l[i].text)) {
+		if (k && !strcmp(l[k - 1].text, l[i].text) && l[k - 1].owner == l[i].owner) {
 			l[k - 1].calls += l[i].calls;
 			l[k - 1].bytes += l[i].bytes;
 			free(l[i].text);
@@ -104,6 +107,7 @@ void sp_stackagg_add(struct sp_stackagg *a, const struct sp_trace_reader *r, con
 	}
 	a->c[c][stack].calls++;
 	a->c[c][stack].bytes += bytes;
+	a->c[c][stack].device += c == 0 && ev->device != SP_NO_DEVICE;
 	a->total[c]++;
 }
 
@@ -139,7 +143,7 @@ size_t sp_stackagg_folded(const struct sp_stackagg *a, unsigned mask, int by_byt
 						*p = '_';
 			}
 			l = sp_xrealloc(l, (n + 1) * sizeof(*l));
-			l[n++] = (struct line){ buf, a->c[c][id].calls, a->c[c][id].bytes };
+			l[n++] = (struct line){ buf, a->c[c][id].calls, a->c[c][id].bytes, -1 };
 		}
 	}
 	n = merge(l, n);
@@ -171,11 +175,13 @@ static struct line *collect_sites(const struct sp_stackagg *a, const char *path,
 		char *text;
 		if (!a->c[0][id].calls)
 			continue;
+		char why[128];
+		int owner = a->c[0][id].device ? sp_memtl_owner(sym, pcs, pcs ? depth : 0, why, sizeof(why)) : -1;
 		text = strdup(sp_sym_site(sym, pcs, depth));
 		if (!text)
 			sp_oom();
 		l = sp_xrealloc(l, (*n + 1) * sizeof(*l));
-		l[(*n)++] = (struct line){ text, a->c[0][id].calls, a->c[0][id].bytes };
+		l[(*n)++] = (struct line){ text, a->c[0][id].calls, a->c[0][id].bytes, owner };
 	}
 	*n = merge(l, *n);
 	sp_sort(l, *n, sizeof(*l), by_bytes_desc);
@@ -193,7 +199,8 @@ void sp_stackagg_sites(const struct sp_stackagg *a, const char *path, const stru
 	if (!a->total[0])
 		return;
 	l = collect_sites(a, path, r, &n);
-	fprintf(out, "\n%-*s %12s %8s\n", SITE_WIDTH, "Top allocation sites by bytes", "Bytes", "Calls");
+	fprintf(out, "\n%-*s %12s %8s  %s\n", SITE_WIDTH, "Top allocation sites by bytes", "Bytes", "Calls",
+		"Owner (GPU)");
 	for (size_t i = 0; i < n; i++) {
 		if ((int)i < top) {
 			int len = (int)strlen(l[i].text);
@@ -201,7 +208,8 @@ void sp_stackagg_sites(const struct sp_stackagg *a, const char *path, const stru
 				fprintf(out, "%.*s...", SITE_WIDTH - 3, l[i].text);
 			else
 				fprintf(out, "%-*s", SITE_WIDTH, l[i].text);
-			fprintf(out, " %12s %8" PRIu64 "\n", sp_memtl_bytes(b, sizeof(b), l[i].bytes), l[i].calls);
+			fprintf(out, " %12s %8" PRIu64 "%s%s\n", sp_memtl_bytes(b, sizeof(b), l[i].bytes), l[i].calls,
+				l[i].owner >= 0 ? "  " : "", l[i].owner >= 0 ? sp_memtl_owner_label(l[i].owner) : "");
 		}
 		free(l[i].text);
 	}
@@ -222,7 +230,11 @@ void sp_stackagg_sites_json(const struct sp_stackagg *a, const char *path, const
 	for (size_t i = 0; i < n; i++) {
 		sp_out_puts(x, i ? ",\n{\"site\":" : "\n{\"site\":");
 		sp_out_json_str(x, l[i].text);
-		sp_out_printf(x, ",\"bytes\":%" PRIu64 ",\"calls\":%" PRIu64 "}", l[i].bytes, l[i].calls);
+		sp_out_printf(x, ",\"bytes\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"owner\":", l[i].bytes, l[i].calls);
+		if (l[i].owner >= 0)
+			sp_out_printf(x, "\"%s\"}", sp_memtl_owner_key(l[i].owner));
+		else
+			sp_out_puts(x, "null}");
 		free(l[i].text);
 	}
 	sp_out_puts(x, "]");

@@ -27,6 +27,7 @@ enum {
 struct sp_stackagg {
 	struct {
 		uint64_t calls, bytes;
+		uint64_t device;        /* alloc: of the calls, GPU allocations (their owner is told) */
 	} *c[SP_FOLD_CLASSES]; /* indexed by sp_trace_stack_index (0: no stack) */
 	uint32_t cap[SP_FOLD_CLASSES];
 	uint64_t total[SP_FOLD_CLASSES]; /* records counted */
@@ -43,14 +44,16 @@ void sp_stackagg_add(struct sp_stackagg *a, const struct sp_trace_reader *r, con
 size_t sp_stackagg_folded(const struct sp_stackagg *a, unsigned mask, int by_bytes, const struct sp_trace_reader *r,
 			  struct sp_sym *sym, FILE *out);
 /* Prints "Top allocation sites by bytes": the top rows (by bytes, then name) of allocations
- * grouped by their innermost frame, as "function+0xoff (module)", with bytes and calls. Does
+ * grouped by their innermost frame, as "function+0xoff (module)", with bytes, calls and, for GPU
+ * allocations, their owner (memtl.h, sp_memtl_owner; sites of different owners are apart). Does
  * nothing if no allocation was counted. Modules are read from the trace at path; stack ids from r.
  * Exits if memory runs out; otherwise can't fail (a trace that can't be reread only leaves
  * addresses unnamed). */
 void sp_stackagg_sites(const struct sp_stackagg *a, const char *path, const struct sp_trace_reader *r, int top,
 		       FILE *out);
 struct sp_out;
-/* The same sites, all of them, as a JSON array of {"site","bytes","calls"} written to x ([] when
+/* The same sites, all of them, as a JSON array of {"site","bytes","calls","owner"} (owner: the
+ * key of sp_memtl_owner_key, null for host allocations) written to x ([] when
  * no allocation was counted). Exits if memory runs out; otherwise can't fail. */
 void sp_stackagg_sites_json(const struct sp_stackagg *a, const char *path, const struct sp_trace_reader *r,
 			    struct sp_out *x);

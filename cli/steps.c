@@ -7,6 +7,7 @@
 #include "format.h"
 #include "commstats.h"
 #include "steps.h"
+#include "decide/kclass.h"
 
 static int cmp_q(const void *a, const void *b)
 {
@@ -37,14 +38,46 @@ struct sp_step_stat *sp_steps_at(struct sp_step_stat *st, size_t n, uint64_t t)
 	return lo && t < st[lo - 1].end ? &st[lo - 1] : NULL;
 }
 
-int sp_steps_is_nccl(struct sp_steps *s, struct sp_trace_reader *r, uint32_t id)
+/* The cached class bits of kernel name id (sp_steps.nccl). */
+static uint8_t kernel_bits(struct sp_steps *s, struct sp_trace_reader *r, uint32_t id)
 {
 	s->nccl = sp_xgrow(s->nccl, &s->ncap, 1, id);
 	if (!s->nccl[id]) {
 		const char *name = sp_trace_string(r, id);
-		s->nccl[id] = name && sp_nccl_is_kernel(name) ? 2 : 1;
+		s->nccl[id] =
+			(uint8_t)(1 | (name && sp_nccl_is_kernel(name) ? 2 : 0) | (sp_kernel_trains(name) ? 4 : 0));
 	}
-	return s->nccl[id] == 2;
+	return s->nccl[id];
+}
+
+int sp_steps_is_nccl(struct sp_steps *s, struct sp_trace_reader *r, uint32_t id)
+{
+	return (kernel_bits(s, r, id) & 2) != 0;
+}
+
+int sp_steps_trains(struct sp_steps *s, struct sp_trace_reader *r, uint32_t id)
+{
+	return (kernel_bits(s, r, id) & 4) != 0;
+}
+
+static int cmp_iv(const void *a, const void *b)
+{
+	return sp_cmp_u64(((const struct sp_steps_iv *)a)->s, ((const struct sp_steps_iv *)b)->s);
+}
+
+size_t sp_steps_merge(struct sp_steps_iv *iv, size_t n)
+{
+	size_t m = 0;
+	sp_sort(iv, n, sizeof(*iv), cmp_iv);
+	for (size_t i = 0; i < n; i++) { /* merge into disjoint intervals, in place */
+		if (m && iv[i].s <= iv[m - 1].e) {
+			if (iv[i].e > iv[m - 1].e)
+				iv[m - 1].e = iv[i].e;
+		} else {
+			iv[m++] = iv[i];
+		}
+	}
+	return m;
 }
 
 uint64_t sp_steps_covered(const struct sp_steps_iv *iv, size_t m, uint64_t lo, uint64_t hi)
@@ -105,9 +138,14 @@ void sp_steps_event(struct sp_steps *s, struct sp_trace_reader *r, const struct 
 	if (e->end > in->gpu_end)
 		in->gpu_end = e->end;
 	if (e->kind == SP_EV_KERNEL) {
+		int trains = sp_steps_trains(s, r, e->name);
 		in->kernels++;
 		in->kernel_ns += d;
 		in->nccl_ns += sp_steps_is_nccl(s, r, e->name) ? d : 0;
+		in->train_kernels += trains;
+		in->cur_run = trains ? 0 : in->cur_run + 1;
+		if (in->cur_run > in->plain_run)
+			in->plain_run = in->cur_run;
 	} else {
 		in->copy_ns += d;
 	}

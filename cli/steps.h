@@ -22,6 +22,10 @@ struct sp_step_stat {
 	uint64_t stall;         /* host stall: ns with no GPU work running between the end of the
 	                           previous step's GPU work (the first step of a window: its start)
 	                           and gpu_end: the GPU waited for this rank's CPU */
+	uint64_t train_kernels; /* kernels whose names say backward or optimizer (decide/kclass.h) */
+	uint64_t plain_run;     /* the longest run of its kernels, in the window's order, with none of
+	                           those: a forward pass (an evaluation pass is one) */
+	uint64_t cur_run;       /* (the run in progress while the window is read) */
 	struct sp_ev_step how;  /* the STEP record: how the step was found (format version 4) */
 	uint32_t marker;        /* its marker pattern or anchor (string id), 0 unknown */
 };
@@ -51,7 +55,8 @@ struct sp_steps {
 	uint64_t *cov;          /* per query slot: ns covered before its time */
 	size_t cov_cap;
 	uint64_t cum;           /* ns covered before the end of the intervals swept so far */
-	uint8_t *nccl;          /* by name id: 0 unknown, 1 not an NCCL kernel, 2 an NCCL kernel */
+	uint8_t *nccl;          /* by name id: 0 unknown, else 1 | 2 (an NCCL kernel) | 4 (a training
+	                           kernel, decide/kclass.h) */
 	size_t ncap;
 };
 
@@ -59,14 +64,17 @@ struct sp_steps {
 struct sp_step_stat *sp_steps_at(struct sp_step_stat *st, size_t n, uint64_t t);
 /* 1 if kernel name id (strings of r) is an NCCL kernel, cached by id in s. Exits if memory runs out. */
 int sp_steps_is_nccl(struct sp_steps *s, struct sp_trace_reader *r, uint32_t id);
+/* 1 if its name says backward or optimizer (decide/kclass.h), cached the same way. */
+int sp_steps_trains(struct sp_steps *s, struct sp_trace_reader *r, uint32_t id);
 /* Sorts iv[0..n) by start and merges it in place into disjoint intervals; returns their number. */
 size_t sp_steps_merge(struct sp_steps_iv *iv, size_t n);
 /* ns of [lo, hi) covered by the disjoint sorted intervals iv[0..m). Can't fail. */
 uint64_t sp_steps_covered(const struct sp_steps_iv *iv, size_t m, uint64_t lo, uint64_t hi);
 
 /* Adds the steps of window w to s, streaming, in three stages: sp_steps_begin (its steps, from
- * w->steps), sp_steps_event for each of its events in any order (GPU work counts in the step its
- * anchor lies in: sp_windows_anchor, the start of the call that launched it), sp_steps_sweep for
+ * w->steps), sp_steps_event for each of its events in file order (GPU work counts in the step its
+ * anchor lies in: sp_windows_anchor, the start of the call that launched it; a step's runs of
+ * kernels without training ones are counted in that order), sp_steps_sweep for
  * its GPU events by start (sp_windows_sorted: busy and idle time), then sp_steps_end, which returns
  * the ns of [w->t0, w->t1] during which any GPU work ran. Memory: a few words per step. Kernel
  * names are read through r. Each exits the CLI if memory runs out; otherwise they can't fail. */

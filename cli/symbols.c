@@ -157,6 +157,13 @@ static void resolve(struct sp_sym *s, struct entry *e)
 {
 	const char *file, *func;
 	uint32_t line;
+	if (SP_IS_MARK(e->pc)) { /* not an address: what the frames outer to it are */
+		e->func = sp_xstrdup(e->pc == SP_FRAME_BACKWARD ? "[backward]" : "[mark]");
+		e->frame = sp_xstrdup(e->pc == SP_FRAME_BACKWARD
+					      ? "[backward: the Python frames outward are the thread's in backward()]"
+					      : "[mark]");
+		return;
+	}
 	if (SP_IS_PYFRAME(e->pc)) {
 		if (sp_sym_pyframe(s, e->pc, &file, &func, &line) == 0) {
 			e->func = xprintf("%s (%s:%u)", func, sp_py_short_file(file), line);
@@ -317,6 +324,44 @@ int sp_py_user_file(const char *file)
 		if (strstr(file, lib[i]))
 			return 0;
 	return 1;
+}
+
+int sp_py_model_file(const char *file)
+{
+	const char *std = strstr(file, "/lib/python3");
+	if (!strncmp(file, "<frozen", 7) || strstr(file, "/torch/"))
+		return 0;
+	return !std || strstr(std, "/site-packages/") || strstr(std, "/dist-packages/");
+}
+
+int sp_sym_model_frame(const struct sp_sym *s, const uint64_t *pcs, uint32_t n)
+{
+	const char *file, *func;
+	uint32_t line;
+	int first = -1;
+	for (uint32_t i = 0; i < n; i++) {
+		if (sp_sym_pyframe(s, pcs[i], &file, &func, &line))
+			continue;
+		if (sp_py_model_file(file))
+			return (int)i;
+		if (first < 0)
+			first = (int)i;
+	}
+	return first;
+}
+
+const char *sp_sym_module(const struct sp_sym *s, uint64_t pc)
+{
+	const struct module *m = pc && !SP_IS_PYFRAME(pc) && !SP_IS_MARK(pc) ? module_of(s, pc - 1) : NULL;
+	return m ? m->base : NULL;
+}
+
+int sp_stack_backward(const uint64_t *pcs, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (pcs[i] == SP_FRAME_BACKWARD)
+			return 1;
+	return 0;
 }
 
 const char *sp_py_short_file(const char *file)

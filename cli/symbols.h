@@ -44,6 +44,21 @@ int sp_sym_pyframe(const struct sp_sym *s, uint64_t pc, const char **file, const
  * installed package, i.e. its path has none of "/site-packages/", "/dist-packages/",
  * "/lib/python3", "/torch/", and it does not start with "<frozen". Can't fail. */
 int sp_py_user_file(const char *file);
+/* 1 if a Python frame of this file is code that says what a model does: the program's own, or an
+ * installed package's (transformers, timm, accelerate), but not torch's (a path with "/torch/"),
+ * the standard library's (under "/lib/python3" outside site-packages and dist-packages) or
+ * "<frozen ...>". Can't fail. */
+int sp_py_model_file(const char *file);
+/* The index in pcs (n frames, innermost first) of the innermost Python frame of sp_py_model_file;
+ * else of the innermost Python frame; -1 if the stack has no Python frame the trace defines. */
+int sp_sym_model_frame(const struct sp_sym *s, const uint64_t *pcs, uint32_t n);
+/* The file name (no folder) of the module that holds return address pc, as the trace's MODULE
+ * records map it; NULL for an address outside them, a Python frame or a mark. The string lives as
+ * long as s. Can't fail. */
+const char *sp_sym_module(const struct sp_sym *s, uint64_t pc);
+/* 1 if the stack holds SP_FRAME_BACKWARD (trace.h): its work is autograd's backward pass, launched
+ * by a thread without Python frames while another was blocked in backward(). Can't fail. */
+int sp_stack_backward(const uint64_t *pcs, uint32_t n);
 /* The file as frames show it: what follows "site-packages/" or "dist-packages/" (the module's
  * path, as import names it) or "/lib/python3.N/" (the standard library), else the whole path. */
 const char *sp_py_short_file(const char *file);

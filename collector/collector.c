@@ -54,6 +54,15 @@ static void explain_no_window(void)
 	int64_t first = -1;
 	if (sp_col.rt[sp_col.cur].windows || sp_col.disabled)
 		return;
+	if (sp_out_failure()[0]) { /* the output failed, not the schedule */
+		if (sp_col.unwritten)
+			sp_warn_once("no trace written (%s): the %llu step%s the schedule records from step %lld to %lld "
+				     "%s lost",
+				     sp_out_failure(), (unsigned long long)sp_col.unwritten, sp_col.unwritten == 1 ? "" : "s",
+				     (long long)sp_col.unwritten_first, (long long)sp_col.unwritten_last,
+				     sp_col.unwritten == 1 ? "is" : "are");
+		return;
+	}
 	if (ph)
 		snprintf(pre, sizeof pre, "phase %s: ", ph);
 	if (!atomic_load_explicit(&sp_col.had_context, memory_order_relaxed))
@@ -66,9 +75,18 @@ static void explain_no_window(void)
 	const struct sp_det_how *h = &m->det->how;
 	const char *anchor = sp_intern_lookup(h->anchor & ~SP_AUTOSTEP_FLAGS);
 	char msg[700];
-	if (m->kind == SP_MARK_AUTO && sp_stepdet_undecided(m->det, msg, sizeof msg))
+	int kind = m->det->kind; /* the detector's: kind = auto may have switched to optimizer steps */
+	if (kind == SP_MARK_AUTO && (sp_stepdet_undecided(m->det, msg, sizeof msg) ||
+				     sp_stepdet_why_none(m->det, first, msg, sizeof msg)))
 		sp_warn("%sno step recorded: %s", pre, msg);
-	else if (m->kind == SP_MARK_AUTO)
+	else if (sp_col.step < 0 && sp_pyglue_explain(msg, sizeof msg))
+		sp_warn("%sno step recorded: %s", pre, msg);
+	else if (kind == SP_MARK_OPTIMIZER)
+		sp_warn("%sno step recorded: the program ended in step %lld and the schedule records from step "
+			"%lld (the program's optimizer steps%s, every %u)",
+			pre, (long long)sp_col.step, (long long)first, h->from_auto ? ", found by kind = auto" : "",
+			h->every);
+	else if (kind == SP_MARK_AUTO)
 		sp_warn("%sno step recorded: the program ended in step %lld and the schedule records from step "
 			"%lld; automatic boundaries come %s each '%s' (every %u): if the program ran longer, "
 			"that call stopped recurring - set an explicit [marker] (docs/STEPS.md)",
@@ -99,6 +117,7 @@ static void on_exit_process(void)
 {
 	if (!sp_col.active)
 		return;
+	sp_pyglue_stop(); /* the Python bridge polls no more */
 	sp_od_stop(); /* no re-attach or time range from now on */
 	sp_cupti_life_freeze();
 	pthread_mutex_lock(&sp_col.lock);
@@ -129,6 +148,9 @@ static void on_exit_process(void)
 		}
 		sp_writer_stop();
 	}
+	sp_act_say_outside();
+	sp_win_say_end_waits();
+	sp_cupti_life_say_waits();
 	sp_col.active = 0;
 }
 
@@ -184,6 +206,23 @@ void sp_coll_push(struct sp_event *ev)
 	sp_ring_push(ev);
 }
 
+/* Subscribes to CUPTI now, or starts parked (subscribed before the first window) where the steps
+ * come without it: automatic detection learning from the preload's hooks, or the Python bridge's
+ * steps. Returns what the subscription returned (CUPTI_SUCCESS when parked). */
+static CUptiResult start_cupti(const struct sp_cupti_hooks *hooks)
+{
+	if (sp_hooklearn_wanted()) {
+		sp_cupti_life_start_parked(hooks);
+		sp_hooklearn_begin();
+		return CUPTI_SUCCESS;
+	}
+	if (sp_pyglue_parks()) {
+		sp_cupti_life_start_parked(hooks);
+		return CUPTI_SUCCESS;
+	}
+	return sp_cupti_life_attach(hooks, &sp_col.sub);
+}
+
 void sp_collector_inject(void)
 {
 	struct sp_cfg_errors errs = { 0 };
@@ -228,12 +267,7 @@ void sp_collector_inject(void)
 	sp_ring_configure(sp_col.cfg.ring_events);
 	sp_writer_set_tick(sp_act_writer_tick, NULL);
 	sp_writer_set_seen(sp_act_writer_seen);
-	CUptiResult r = CUPTI_SUCCESS;
-	if (sp_hooklearn_wanted()) { /* learning from the preload's hooks: subscribed before the first window */
-		sp_cupti_life_start_parked(&hooks);
-		sp_hooklearn_begin();
-	} else
-		r = sp_cupti_life_attach(&hooks, &sp_col.sub);
+	CUptiResult r = start_cupti(&hooks);
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		const char *msg = "?";
 		sp_cupti.cuptiGetResultString(r, &msg);
@@ -253,8 +287,8 @@ void sp_collector_inject(void)
 	atexit(on_exit_process);
 	sp_col.active = 1;
 	if (sp_col.cfg.host_malloc && !sp_col.malloc_hooks)
-		sp_warn("host_malloc = true, but this library has no malloc hooks (libstepprof-nomalloc.so): host "
-			"memory is not tracked; preload libstepprof.so instead (stepprof run picks it by itself)");
+		sp_warn("host_malloc = true, but stepprof's malloc hooks are not this process's allocator (libstepprof-"
+			"nomalloc.so, or loaded with dlopen): host memory is not tracked; preload libstepprof.so instead");
 	else
 		sp_host_min_bytes = sp_col.cfg.host_malloc ? (size_t)sp_col.cfg.host_malloc_min : SIZE_MAX;
 	for (int i = 0; i < sp_col.nmk; i++)
@@ -263,6 +297,13 @@ void sp_collector_inject(void)
 			sp_col.mk[i].name ? ": " : "", sp_marker_kind_name((enum sp_marker_kind)sp_col.mk[i].kind),
 			sp_col.mk[i].pattern, sp_col.mk[i].every);
 	sp_od_start(); /* warned if it fails: the schedule's windows still come */
+	sp_pyglue_start(); /* in a CPython process whose markers take the program's own steps */
+}
+
+int sp_collector_let_go_cupti(void)
+{
+	return sp_col.active && !sp_col.disabled && owner_pid == getpid() &&
+	       atomic_load(&sp_hold.state) == SP_HOLD_GONE;
 }
 
 int sp_collector_owns_cupti(void)

@@ -53,6 +53,9 @@ void sp_collector_host_free(void *p);
 /* 1 if stepprof holds CUPTI in this process now (subscribed, not let go for good, not a fork
  * child): a profiler inside the program is then served through it (cupti_share.h). Can't fail. */
 int sp_collector_owns_cupti(void);
+/* 1 if stepprof held CUPTI in this process and let go of it for good (after the schedule's last
+ * window, or a failed re-attach): a profiler it served then gets CUPTI itself. Can't fail. */
+int sp_collector_let_go_cupti(void);
 /* A call of one of the CUDA functions in collector/hold/hookfns.h begins (fn: enum sp_hook_fn) / ends
  * (h: what enter returned), seen by the preload's hooks (preload/markers.c). While stepprof is
  * detached from CUPTI between windows, marker calls are counted here. Cheap when the function is
@@ -102,6 +105,18 @@ extern _Atomic int sp_devmem_want;
 unsigned sp_collector_devmem_enter(void);
 int sp_collector_devmem_take(unsigned seen, const void *from);
 void sp_collector_devmem(int kind, int free, uint64_t addr, uint64_t size, int dev);
+/* The Python bridge (collector/pybridge/): a PyTorch program's own steps. SP_PY_OPTIM: an
+ * optimizer's step() returned (torch's global post hook); SP_PY_SCALER: a GradScaler's update()
+ * began; SP_PY_CALL: a python marker's function began. */
+enum { SP_PY_OPTIM = 1, SP_PY_SCALER, SP_PY_CALL };
+/* The bridge installed the watch `what` (SP_PY_CALL: of python marker `index`, in the order of
+ * sp_pybridge_ask.calls). With the GIL held. This function can't fail. */
+void sp_collector_py_installed(int what, int index);
+/* One event, on the program's thread with the GIL held: obj and cls the optimizer or scaler
+ * object (identity only) and its class name (NULL for SP_PY_CALL), index the python marker.
+ * Never calls Python; attaches to CUPTI if the step that begins collects. This function can't
+ * fail. */
+void sp_collector_py_event(int what, const void *obj, const char *cls, int index);
 int sp_collector_hook_enter(int fn);
 /* The same from a trampoline that knows the place it was called from (its return address): a
  * driver call standing for a marker call counts only from places proven to be the marker's. */

@@ -18,7 +18,8 @@
 #include "config_impl.h"
 #include "run.h"
 
-static const char *const kind_names[] = { "auto", "kernel", "api", "nccl", "nvtx", "profiler_range", NULL };
+static const char *const kind_names[] = { "auto",           "kernel",    "api",    "nccl", "nvtx",
+					  "profiler_range", "optimizer", "python", NULL };
 #define NKINDS (sizeof(kind_names) / sizeof(kind_names[0]) - 1)
 static const char *const detach_names[] = { "auto", "always", "never", NULL };
 static const char *const learn_names[] = { "cupti", "hooks", "auto", NULL };
@@ -114,7 +115,8 @@ static const char *const env_other[] = { "STEPPROF_CONFIG",
 					 "STEPPROF_RUN_ID",
 					 "STEPPROF_RECORD_TOKENS",
 					 "STEPPROF_RECORD_TRUTH",
-					 "STEPPROF_TEST_CLOCK_OFFSET_NS",
+					 "STEPPROF_TEST_CLOCK_OFFSET_NS", "STEPPROF_TEST_NAME_PID",
+					 "STEPPROF_TEST_PYBRIDGE_DELAY_US",
 					 "STEPPROF_NO_PROGRESS",
 					 "STEPPROF_PROGRESS_AFTER" };
 #define NENV_OTHER (sizeof(env_other) / sizeof(env_other[0]))
@@ -721,9 +723,9 @@ int sp_cfg_load_env(struct sp_config *cfg, char **envp, struct sp_cfg_errors *er
 /* Returns the number of errors added (0 or more); cfg->schedule is unchanged if it is bad. */
 int sp_cfg_finish(struct sp_config *cfg, struct sp_cfg_errors *errs)
 {
-	char err[256], w[300], name[32];
+	char err[256], w[300], name[32], why[300];
+	const char *key;
 	int n = 0;
-	bool needs = cfg->marker_kind >= SP_MARK_KERNEL && cfg->marker_kind <= SP_MARK_NVTX;
 	const struct sp_cfg_origin *o;
 
 	if (sp_schedule_finish(&cfg->schedule, err, sizeof(err)) < 0) {
@@ -733,19 +735,9 @@ int sp_cfg_finish(struct sp_config *cfg, struct sp_cfg_errors *errs)
 		o = i < 0 ? &(struct sp_cfg_origin){ "", 0 } : &cfg->origin[i];
 		n += add_error(errs, "%s: [schedule] %s", where(w, sizeof(w), o->name, o->line), err);
 	}
-	if (needs && !cfg->marker_pattern[0]) {
-		o = &cfg->origin[find_key("marker", "kind")];
-		n += add_error(errs,
-			       "%s: [marker] kind: %s needs a pattern (allowed: [marker] pattern = "
-			       "a glob such as ncclAllReduce* with kernel, api, nccl, nvtx)",
-			       where(w, sizeof(w), o->name, o->line), kind_names[cfg->marker_kind]);
-	}
-	if (!needs && cfg->marker_pattern[0]) {
-		o = &cfg->origin[find_key("marker", "pattern")];
-		n += add_error(errs,
-			       "%s: [marker] pattern: must be empty with kind = %s (allowed: empty "
-			       "with auto and profiler_range)",
-			       where(w, sizeof(w), o->name, o->line), sp_marker_kind_name(cfg->marker_kind));
+	if (sp_marker_check(cfg->marker_kind, cfg->marker_pattern, "[marker] ", &key, why, sizeof why)) {
+		o = &cfg->origin[find_key("marker", key)];
+		n += add_error(errs, "%s: [marker] %s: %s", where(w, sizeof(w), o->name, o->line), key, why);
 	}
 	return n + sp_phase_finish(cfg, errs);
 }

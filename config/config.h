@@ -21,6 +21,8 @@ enum sp_marker_kind {
 	SP_MARK_NCCL,           /* NCCL call name (glob), e.g. ncclAllReduce */
 	SP_MARK_NVTX,           /* NVTX range name (glob) */
 	SP_MARK_PROFILER_RANGE, /* each cudaProfilerStart..cudaProfilerStop range is one step */
+	SP_MARK_OPTIMIZER,      /* a PyTorch program's optimizer steps (collector/pybridge/, decide/pysteps.h) */
+	SP_MARK_PYTHON,         /* each call of a Python function, pattern module:qualname */
 };
 
 /* [activities] stacks: which call stacks are captured (a mask) */
@@ -130,12 +132,27 @@ void sp_cfg_print(const struct sp_config *cfg, FILE *f);
 /* Writes every error of errs, one per line, and a line counting those not kept (for the CLI;
  * never called in the profiled process). This function can't fail. */
 void sp_cfg_print_errors(const struct sp_cfg_errors *errs, FILE *f);
-/* Expands the output template for this process into out. Returns 0, or -1 if it does not fit
- * or names an unknown placeholder. */
+/* Expands the output template for this process into out. A placeholder's value is one safe path
+ * component whatever the environment holds ('/' and control characters become '_', so does a
+ * leading '.', an empty value is "_"): the expansion never leaves the configured directory.
+ * Returns 0, or -1 if it does not fit or names an unknown placeholder. */
 int sp_cfg_expand(const char *tmpl, const struct sp_rank_info *ri, char *out, size_t outlen);
+/* As sp_cfg_expand; note (notelen bytes, none if 0) is "" or a line that says which placeholder's
+ * value was changed to make it safe, for the caller to say once. */
+int sp_cfg_expand_note(const char *tmpl, const struct sp_rank_info *ri, char *out, size_t outlen, char *note,
+		       size_t notelen);
 /* Parses sizes like 512, 64K, 256M, 2G (powers of 1024). Returns 0 or -1. */
 int sp_parse_size(const char *s, uint64_t *out);
 const char *sp_marker_kind_name(enum sp_marker_kind k);
+/* marker.c: 0 if pattern suits marker kind, else 1 with the key to blame in *key ("kind" or
+ * "pattern") and the problem in buf, as it follows "[section] KEY: " (keypre: how the allowed
+ * setting is named, "[marker] " or ""). This function can't fail. */
+int sp_marker_check(int kind, const char *pattern, const char *keypre, const char **key, char *buf, size_t n);
+/* What marker kind optimizer or python does, in one sentence for `stepprof check` and
+ * `stepprof schedule`, into buf; NULL for the other kinds. Can't fail. */
+const char *sp_marker_explain(int kind, const char *pattern, char *buf, size_t n);
+/* 1 if pattern is module:qualname (dotted ASCII identifiers on both sides of one ':'). */
+int sp_marker_python_pattern(const char *pattern);
 /* Appends msg to errs (counted even when errs is full: for config/phase.c). Returns 1. */
 int sp_cfg_error(struct sp_cfg_errors *errs, const char *msg);
 /* Where key was set (name "" = built-in default), or NULL for an unknown key. Can't fail. */

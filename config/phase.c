@@ -177,7 +177,7 @@ static const char *blame(char *buf, size_t len, const struct sp_phase *p, int k)
 int sp_phase_finish(struct sp_config *cfg, struct sp_cfg_errors *errs)
 {
 	struct sp_phases *ph = &cfg->phases;
-	char err[256], w[300], name[32];
+	char err[256], w[300], name[32], why[300];
 	int n = 0, autos = 0;
 
 	if (!ph->n)
@@ -193,24 +193,22 @@ int sp_phase_finish(struct sp_config *cfg, struct sp_cfg_errors *errs)
 	}
 	for (int i = 0; i < ph->n; i++) {
 		struct sp_phase *p = &ph->p[i];
-		int needs = p->marker_kind >= SP_MARK_KERNEL && p->marker_kind <= SP_MARK_NVTX;
+		const char *key;
 		if (sp_schedule_finish(&p->schedule, err, sizeof(err)) < 0) {
 			snprintf(name, sizeof(name), "%.*s", (int)strcspn(err, ":"), err);
 			int k = pkey_index(name);
 			n += perr(errs, "%s: [phase.%s] %s", blame(w, sizeof(w), p, k), p->name, err);
 		}
-		if (needs && !p->marker_pattern[0])
+		if (sp_marker_check(p->marker_kind, p->marker_pattern, "", &key, why, sizeof why))
+			n += perr(errs, "%s: [phase.%s] %s: %s",
+				  blame(w, sizeof(w), p, key[0] == 'k' ? PK_KIND : PK_PATTERN), p->name, key, why);
+		/* phases take turns where a step begins; an optimizer step is where one ends */
+		if (p->marker_kind == SP_MARK_OPTIMIZER)
 			n += perr(errs,
-				  "%s: [phase.%s] kind: %s needs a pattern (allowed: pattern = a glob with kernel, "
-				  "api, nccl, nvtx)",
-				  blame(w, sizeof(w), p, PK_KIND), p->name,
-				  sp_marker_kind_name((enum sp_marker_kind)p->marker_kind));
-		if (!needs && p->marker_pattern[0])
-			n += perr(errs,
-				  "%s: [phase.%s] pattern: must be empty with kind = %s (allowed: empty with auto "
-				  "and profiler_range)",
-				  blame(w, sizeof(w), p, PK_PATTERN), p->name,
-				  sp_marker_kind_name((enum sp_marker_kind)p->marker_kind));
+				  "%s: [phase.%s] kind: optimizer in a phase (allowed: kind = python with the "
+				  "function of the phase's step, such as __main__:train_step: phases take turns "
+				  "where their steps begin, and an optimizer step is where one ends)",
+				  blame(w, sizeof(w), p, PK_KIND), p->name);
 		if (p->marker_kind == SP_MARK_AUTO && ++autos == 2)
 			n += perr(errs,
 				  "%s: [phase.%s] kind: a second phase with kind = auto (allowed: at most one "

@@ -40,7 +40,8 @@ enum {
 
 const char *sp_tok_kind_name(int kind)
 {
-	static const char *const names[] = { "?", "kernel", "api", "graph", "nccl", "nvtx_push", "nvtx_pop", "truth" };
+	static const char *const names[] = { "?",        "kernel", "api",    "graph", "nccl",   "nvtx_push",
+					     "nvtx_pop", "truth",  "pyhook", "optim", "scaler", "pycall" };
 	return kind > 0 && kind <= SP_TOK_KIND_MAX ? names[kind] : "?";
 }
 
@@ -85,7 +86,7 @@ struct sp_tok_writer *sp_tok_create(const char *path, const struct sp_tok_header
 	}
 	memcpy(hdr + H_MAGIC, SP_TOK_MAGIC, 8);
 	put_le(hdr + H_VERSION, SP_TOK_VERSION, 2);
-	put_le(hdr + H_MINVER, SP_TOK_MIN_VERSION, 2);
+	put_le(hdr + H_MINVER, SP_TOK_WRITE_MIN, 2);
 	put_le(hdr + H_SIZE, HEADER_SIZE, 4);
 	put_le(hdr + H_PID, (uint32_t)h->pid, 4);
 	put_le(hdr + H_MONO, h->anchor_mono_ns, 8);

@@ -12,8 +12,9 @@
 #include <stdint.h>
 
 #define SP_TOK_MAGIC "SPTOKENS"
-#define SP_TOK_VERSION 1
-#define SP_TOK_MIN_VERSION 1
+#define SP_TOK_VERSION 2       /* written, and the newest read */
+#define SP_TOK_MIN_VERSION 1   /* the oldest read */
+#define SP_TOK_WRITE_MIN 2     /* the min_version written: version 1 readers refuse kinds 8-11 */
 
 /* Token kinds (a record's low 4 bits). 0 is a name definition, never a token. */
 enum sp_tok_kind {
@@ -24,7 +25,13 @@ enum sp_tok_kind {
 	SP_TOK_NVTX_PUSH = 5, /* nvtxRangePush / nvtxRangeStart (SP_TOKF_RANGE): name = message, 0 if none */
 	SP_TOK_NVTX_POP = 6,  /* nvtxRangePop / nvtxRangeEnd (SP_TOKF_RANGE): name 0 */
 	SP_TOK_TRUTH = 7,   /* a true iteration starts here; never fed to the detector */
-	SP_TOK_KIND_MAX = 7
+	/* version 2: the Python bridge's events (collector/pybridge/), on the program's thread */
+	SP_TOK_PYHOOK = 8,  /* the bridge installed a watch: name = what ("optimizer", "GradScaler.update",
+			     * or the python marker's module:qualname) */
+	SP_TOK_OPTIM = 9,   /* a torch optimizer's step() returned: name = "Class#k", the k-th optimizer object */
+	SP_TOK_SCALER = 10, /* a GradScaler's update() begins: name = "Class#k", the k-th scaler object */
+	SP_TOK_PYCALL = 11, /* a watched Python function begins: name = its module:qualname */
+	SP_TOK_KIND_MAX = 11
 };
 /* Token flags (a record's high 4 bits). */
 #define SP_TOKF_SYNC 0x10 /* the call blocks the host until the GPU catches up */

@@ -13,13 +13,13 @@
 #include "event.h"
 
 #define SP_TRACE_MAGIC "STEPPROF"
-#define SP_TRACE_VERSION \
-	4        /* what the writer writes, and the newest this reader reads; 2: run id and
-                                     producer in the header, 3: Python frame records (0xFD) and tagged stack
-                                     frames, 4: step records say how the step was found (docs/FORMAT.md) */
+/* What the writer writes, and the newest this reader reads; 2: run id and producer in the header,
+ * 3: Python frame records (0xFD) and tagged stack frames, 4: step records say how the step was
+ * found, 5: a chunk's records are columns, coded against templates and predictions (docs/FORMAT.md) */
+#define SP_TRACE_VERSION 5
 #define SP_TRACE_MIN_VERSION 1    /* the oldest version this reader reads */
-/* the oldest reader that can read what the writer writes (version 4 added fields to step records) */
-#define SP_TRACE_WRITE_MIN_VERSION 4
+/* the oldest reader that can read what the writer writes (version 5 changed the chunk content) */
+#define SP_TRACE_WRITE_MIN_VERSION 5
 
 /* feature bits in the header: what the producer had switched on */
 #define SP_FEAT_KERNELS (1ull << 0)
@@ -41,6 +41,13 @@
 #define SP_PYFRAME_TAG 0xfffe000000000000ull
 #define SP_IS_PYFRAME(pc) (((pc) >> 48) == 0xfffeu)
 #define SP_PYFRAME_ID(pc) ((uint32_t)(pc))
+/* A stack frame that is a mark, not an address (top 16 bits 0xfffd): SP_FRAME_BACKWARD stands
+ * between the frames of a thread that ran no Python (PyTorch's autograd thread launching a backward
+ * kernel), inner to it, and the Python frames borrowed from the thread blocked in backward(), outer
+ * to it: the stack's work is autograd's backward pass of that Python line. Readers that predate it
+ * show an unknown address. */
+#define SP_FRAME_BACKWARD 0xfffd000000000001ull
+#define SP_IS_MARK(pc) (((pc) >> 48) == 0xfffdu)
 
 /* What the producer knows about itself; copied into the file header. */
 struct sp_trace_meta {
@@ -156,8 +163,9 @@ const char *sp_trace_error(const struct sp_trace_reader *r);
 struct sp_trace_pos {
 	uint64_t off;           /* file offset of the chunk */
 	uint32_t rec;           /* records of it before the place */
-	uint32_t byte;          /* bytes of its content before the place */
-	uint64_t prev_start, prev_corr; /* the decoding state there (trace/layout.h) */
+	uint32_t byte;          /* versions 1-4: bytes of its content before the place */
+	uint64_t prev_start, prev_corr; /* versions 1-4: the decoding state there (trace/layout.h);
+	                                   version 5 decodes the chunk again up to rec */
 };
 /* The place of the next record. This function can't fail. */
 void sp_trace_tell(const struct sp_trace_reader *r, struct sp_trace_pos *p);

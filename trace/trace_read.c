@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* trace_read.c - reads the trace file (docs/FORMAT.md) for the CLI: checks the header, loads one
- * chunk at a time, decodes records with record.c and keeps the string, stack and Python frame
+ * chunk at a time, decodes records with columns.c and keeps the string, stack and Python frame
  * tables. Treats the file as hostile: every id, count and size is checked against the limits of
  * layout.h before it sizes anything; failures become a message (sp_trace_error), never a crash. */
 #include <errno.h>
@@ -39,9 +39,9 @@ struct sp_trace_reader {
 	uint64_t loaded_hw;     /* end offset of the furthest chunk loaded (decode budget, progress) */
 	uint8_t *raw, *comp;    /* current chunk, decompressed; compressed scratch */
 	size_t raw_cap, comp_cap;
-	size_t pos, len;        /* read position and size of raw */
+	size_t len;             /* size of raw */
 	uint32_t left;          /* records not yet decoded in this chunk */
-	struct sp_rec_prev prev; /* the chunk's previous start and correlation id (layout.h) */
+	struct sp_chunk_cur cur; /* where decoding stands in raw (layout.h) */
 	struct idmap strmap;    /* string id -> its index in str */
 	struct {
 		uint32_t id;
@@ -152,16 +152,20 @@ static int load_chunk(struct sp_trace_reader *r)
 	if (got != rsize)
 		return reader_fail(r, "corrupt chunk at offset %llu: %zu bytes instead of %u",
 				   (unsigned long long)r->off, got, rsize);
+	int rc = sp_chunk_begin(&r->cur, r->raw, rsize, r->hdr.version);
+	if (rc < 0)
+		return reader_fail(r,
+				   rc == -2 ? "out of memory for a chunk at offset %llu"
+					    : "corrupt chunk at offset %llu: its columns do not add up",
+				   (unsigned long long)r->off);
 	r->chunk_off = r->off;
 	r->count = count;
 	r->off += CHUNK_HEADER_SIZE + csize;
 	r->decoded += again ? 0 : rsize;
 	if (r->off > r->loaded_hw)
 		r->loaded_hw = r->off;
-	r->pos = 0;
 	r->len = rsize;
 	r->left = count;
-	r->prev = (struct sp_rec_prev){ 0 };
 	return 1;
 }
 
@@ -351,11 +355,12 @@ static int index_event_ids(struct sp_trace_reader *r, const struct sp_event *ev)
 }
 
 /* Decodes one event record (kind byte already read). Returns 0, or -1 on a bad record. */
-static int read_event(struct sp_trace_reader *r, uint8_t kind, const uint8_t **p, const uint8_t *end,
-		      struct sp_event *ev)
+static int read_event(struct sp_trace_reader *r, uint8_t kind, struct sp_event *ev)
 {
-	if (sp_rec_decode(p, end, kind, r->hdr.version, &r->prev, ev) < 0)
-		return reader_fail(r, "corrupt %s record", sp_ev_kind_name(kind));
+	int rc = sp_chunk_event(&r->cur, kind, ev);
+	if (rc < 0)
+		return reader_fail(r, rc == -2 ? "out of memory decoding a %s record" : "corrupt %s record",
+				   sp_ev_kind_name(kind));
 	return index_event_ids(r, ev);
 }
 
@@ -396,6 +401,8 @@ static int has_traces(int fd)
 	DIR *d = fdopendir(fd);
 	struct dirent *e;
 	int found = 0;
+	if (d)
+		rewinddir(d); /* a dup of a descriptor read before shares its offset */
 	for (int i = 0; d && !found && i < 4096 && (e = readdir(d)); i++) {
 		size_t n = strlen(e->d_name);
 		found = n > 8 && !strcmp(e->d_name + n - 8, ".sptrace");
@@ -413,20 +420,27 @@ static void folder_message(int fd, const char *path, char *err, size_t errlen)
 {
 	DIR *d = fdopendir(dup(fd));
 	struct dirent *e;
+	int plen = (int)strlen(path), subs = 0;
+	while (plen > 1 && path[plen - 1] == '/') /* DIR/ joins as DIR/NAME, not DIR//NAME */
+		plen--;
 	size_t len = (size_t)snprintf(err, errlen, "%s: a folder, not a trace file", path);
-	int subs = 0;
 	for (int i = 0; d && i < 4096 && subs < 8 && (e = readdir(d)); i++) {
 		if (e->d_name[0] == '.' || len >= errlen)
 			continue;
 		int sub = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 		if (sub >= 0 && has_traces(sub))
-			len += (size_t)snprintf(err + len, errlen - len, "%s %s/%s/*.sptrace",
-						subs++ ? "," : ": its phases' traces are", path, e->d_name);
+			len += (size_t)snprintf(err + len, errlen - len, "%s %.*s/%s/*.sptrace",
+						subs++ ? "," : ": its phases' traces are", plen, path, e->d_name);
 	}
 	if (d)
 		closedir(d);
-	if (!subs && len < errlen)
-		snprintf(err + len, errlen - len, " (give its .sptrace files: %s/*.sptrace)", path);
+	if (subs || len >= errlen)
+		return;
+	int again = dup(fd); /* has_traces closes what it is given */
+	if (again >= 0 && has_traces(again))
+		snprintf(err + len, errlen - len, " (give its .sptrace files: %.*s/*.sptrace)", plen, path);
+	else
+		snprintf(err + len, errlen - len, " (it holds no .sptrace file)");
 }
 
 /* ---- exported: reading ---- */
@@ -538,19 +552,19 @@ int sp_trace_next(struct sp_trace_reader *r, struct sp_event *ev)
 		return -1;
 	for (;;) {
 		if (!r->left) {
-			if (r->pos != r->len)
-				return reader_fail(r, "chunk before offset %llu has %zu bytes after its last record",
-						   (unsigned long long)r->off, r->len - r->pos);
+			if (r->len && !sp_chunk_done(&r->cur))
+				return reader_fail(r, "chunk before offset %llu has bytes after its last record",
+						   (unsigned long long)r->off);
 			int rc = load_chunk(r);
 			if (rc <= 0)
 				return rc;
 			continue;
 		}
-		const uint8_t *p = r->raw + r->pos, *end = r->raw + r->len;
-		if (p == end)
+		uint8_t kind;
+		if (sp_chunk_kind(&r->cur, &kind) < 0)
 			return reader_fail(r, "chunk before offset %llu ends before its last record",
 					   (unsigned long long)r->off);
-		uint8_t kind = *p++;
+		const uint8_t *p = r->cur.body, *end = r->cur.body_end; /* table records */
 		int rc;
 		if (r->replay) {
 			struct sp_trace_pos at = { .off = r->chunk_off, .rec = r->count - r->left };
@@ -568,10 +582,11 @@ int sp_trace_next(struct sp_trace_reader *r, struct sp_event *ev)
 			rc = reader_fail(r, "unknown record kind %u in chunk before offset %llu", kind,
 					 (unsigned long long)r->off);
 		else
-			rc = read_event(r, kind, &p, end, ev);
+			rc = read_event(r, kind, ev);
 		if (rc < 0)
 			return -1;
-		r->pos = (size_t)(p - r->raw);
+		if (kind == KIND_STRING || kind == KIND_STACK || kind == KIND_PYFRAME)
+			r->cur.body = p;
 		r->left--;
 		struct sp_trace_pos now = { .off = r->chunk_off, .rec = r->count - r->left };
 		if (!r->replay && pos_before(&r->hw, &now))
@@ -656,8 +671,37 @@ void sp_trace_tell(const struct sp_trace_reader *r, struct sp_trace_pos *p)
 	if (!r->left)
 		*p = (struct sp_trace_pos){ .off = r->off };
 	else
-		*p = (struct sp_trace_pos){ r->chunk_off, r->count - r->left, (uint32_t)r->pos, r->prev.start,
-					    r->prev.corr };
+		*p = (struct sp_trace_pos){ r->chunk_off, r->count - r->left, (uint32_t)(r->cur.body - r->raw),
+					    r->cur.prev.start, r->cur.prev.corr };
+}
+
+/* Decodes the loaded version-5 chunk again from its start up to record rec (its templates and
+ * predictions are built by the records before): from where reading stands if that is not past
+ * rec. Returns 0, or -1 on a bad record. */
+static int replay_to(struct sp_trace_reader *r, uint32_t rec)
+{
+	struct sp_event ev;
+	uint8_t kind;
+	int rc;
+
+	if (r->count - r->left > rec) {
+		if (sp_chunk_begin(&r->cur, r->raw, r->len, r->hdr.version) < 0)
+			return reader_fail(r, "chunk at offset %llu no longer reads", (unsigned long long)r->chunk_off);
+		r->left = r->count;
+	}
+	while (r->count - r->left < rec) {
+		if (sp_chunk_kind(&r->cur, &kind) < 0)
+			return reader_fail(r, "chunk at offset %llu ends before its last record",
+					   (unsigned long long)r->chunk_off);
+		if (kind == KIND_STRING || kind == KIND_STACK || kind == KIND_PYFRAME)
+			rc = skip_table_record(r, kind, &r->cur.body, r->cur.body_end);
+		else if (kind == SP_EV_NONE || kind >= SP_EV__COUNT || (rc = sp_chunk_event(&r->cur, kind, &ev)) < 0)
+			rc = reader_fail(r, "corrupt record in chunk at offset %llu", (unsigned long long)r->chunk_off);
+		if (rc < 0)
+			return -1;
+		r->left--;
+	}
+	return 0;
 }
 
 int sp_trace_seek(struct sp_trace_reader *r, const struct sp_trace_pos *p)
@@ -667,7 +711,7 @@ int sp_trace_seek(struct sp_trace_reader *r, const struct sp_trace_pos *p)
 	r->replay = 1;
 	if (!loaded) {
 		r->off = p->off;
-		r->pos = r->len = 0;
+		r->len = 0;
 		r->left = 0;
 		if (!p->rec)
 			return 0;
@@ -676,9 +720,11 @@ int sp_trace_seek(struct sp_trace_reader *r, const struct sp_trace_pos *p)
 	}
 	if (p->rec > r->count || p->byte > r->len)
 		return -1;
-	r->pos = p->byte;
+	if (r->hdr.version >= 5) /* a chunk's decoding state is only rebuilt by reading it */
+		return replay_to(r, p->rec);
+	r->cur.body = r->raw + p->byte;
+	r->cur.prev = (struct sp_rec_prev){ p->prev_start, p->prev_corr };
 	r->left = r->count - p->rec;
-	r->prev = (struct sp_rec_prev){ p->prev_start, p->prev_corr };
 	return 0;
 }
 
@@ -686,7 +732,7 @@ int sp_trace_seek(struct sp_trace_reader *r, const struct sp_trace_pos *p)
 int sp_trace_rewind(struct sp_trace_reader *r)
 {
 	r->off = r->hdr.header_size;
-	r->pos = r->len = 0;
+	r->len = 0;
 	r->left = 0;
 	r->decoded = 0;
 	r->truncated = r->failed = 0;
@@ -714,6 +760,7 @@ void sp_trace_close_reader(struct sp_trace_reader *r)
 	free(r->stkmap.val);
 	free(r->raw);
 	free(r->comp);
+	sp_chunk_free(&r->cur);
 	ZSTD_freeDCtx(r->dctx);
 	close(r->fd);
 	free(r);

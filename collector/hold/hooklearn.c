@@ -81,6 +81,13 @@ void sp_hooklearn_end(int attached)
 		     attached && atomic_load(&HL.begun) && !atomic_load(&HL.failed) ? SP_LAUNCH_MARK : SP_LAUNCH_OFF);
 }
 
+void sp_hooklearn_abandon(void)
+{
+	atomic_store(&HL.on, false);
+	atomic_store(&HL.begun, false);
+	atomic_store(&sp_launch_want, SP_LAUNCH_OFF);
+}
+
 void sp_hooklearn_proof(int on)
 {
 	if (sp_hooklearn_on() || !atomic_load(&HL.begun) || atomic_load(&HL.failed))

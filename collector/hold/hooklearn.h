@@ -27,6 +27,10 @@ bool sp_hooklearn_on(void);
  * attached. attached: launch hooks keep proving themselves against CUPTI's launch callbacks.
  * This function can't fail. */
 void sp_hooklearn_end(int attached);
+/* The steps come from the program's Python now (kind = auto switched to its optimizer steps): no
+ * learning, no launch proof, the launch hooks pass every launch straight through for the rest of
+ * the run. This function can't fail. */
+void sp_hooklearn_abandon(void);
 /* The launch hooks' proof against CUPTI's launch callbacks, once learning from them has ended:
  * on just before CUPTI is attached (every launch it reports then finds a hook that was watching),
  * off once it is detached (parked: nothing reports launches, the hooks pass them straight through,

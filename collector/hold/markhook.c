@@ -212,7 +212,8 @@ static void learn_tick(struct sp_life_view *v, struct sp_stepdet *det)
 
 int sp_auto_life(struct sp_life_view *v, struct sp_stepdet *det, int64_t *step)
 {
-	if (sp_col.nmk != 1 || sp_col.mk[0].name || sp_col.mk[0].kind != SP_MARK_AUTO)
+	/* switched to the program's optimizer steps (stepdet_py.c): an explicit marker from then on */
+	if (sp_col.nmk != 1 || sp_col.mk[0].name || sp_col.mk[0].kind != SP_MARK_AUTO || det->kind != SP_MARK_AUTO)
 		return 0;
 	int64_t s = sp_stepdet_sched_step(det, sp_col.step);
 	v->det_busy = !sp_stepdet_sparse_quiet(det) || s < 0;

@@ -10,7 +10,11 @@
  * The layout is checked before it is trusted: the first walk reads through a pipe (write(2)
  * fails with EFAULT instead of faulting) and checks every object's type (PyCode_Type,
  * PyUnicode_Type, PyFrame_Type); later walks read directly and keep the type checks, and any
- * failed check turns the walker off for good with one warning. */
+ * failed check turns the walker off for good with one warning.
+ * A thread that runs no Python (PyTorch's autograd threads launch the backward kernels) borrows the
+ * frames of the thread blocked in autograd's backward() (sp_pystack_borrow): that thread may wake
+ * and change its frames at any time, so every read of them is guarded (process_vm_readv on this
+ * process, or the pipe), and a walk counts only if the frames it read are still in place after it. */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
@@ -18,7 +22,9 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include "trace/trace.h"
 #include "collector/base/intern.h"
@@ -32,6 +38,9 @@
 #define CACHE_SLOTS (1u << 16)   /* hash of (code, instruction) -> id */
 #define CACHE_PROBES 16
 #define NAME_MAX_BYTES 1024
+#define BORROW_FRAMES 256        /* frames of a borrowed walk checked again after it */
+#define THREADS_MAX 256          /* thread states looked at for one waiting in backward() */
+#define FRAME_HEAD 104           /* bytes of a frame that hold its code, link and instruction */
 
 /* Where the walker reads, per minor version (offsets in bytes; checked on this machine against
  * pyenv's 3.10.13, 3.11.7, 3.12.1, 3.13.0 and Debian's 3.11.2 by tests/e2e/pystack.sh). */
@@ -56,6 +65,8 @@ struct pyframe {
 	uint32_t file, func, line;
 };
 
+typedef void *(*PyInterpreterState_fn)(void);
+
 struct centry {   /* (code, instruction) -> frame id, with what makes the code unique */
 	uintptr_t code, file, name;
 	int32_t lasti, first;
@@ -78,6 +89,10 @@ static struct {
 	int (*addr2line)(void *code, int addr);
 	pthread_mutex_t lock;       /* walks (cache and guarded reads) */
 	struct centry *cache;       /* mmap'ed, CACHE_SLOTS */
+	PyInterpreterState_fn main_interp; /* PyInterpreterState_Main, else PyInterpreterState_Head */
+	void *(*thread_head)(void *interp); /* PyInterpreterState_ThreadHead: a field read */
+	int vm_off;                 /* process_vm_readv refused: guarded reads go through the pipe */
+	pid_t pid;                  /* this process (a forked child walks nothing) */
 	pthread_mutex_t ftlock;     /* frame table inserts */
 	struct pyframe *byid;       /* mmap'ed, id -> frame */
 	uint32_t *ftab;             /* mmap'ed, FRAME_SLOTS */
@@ -86,6 +101,22 @@ static struct {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.ftlock = PTHREAD_MUTEX_INITIALIZER,
 	.pipe = { -1, -1 } };
+
+/* The last walk of another thread's frames (sp_pystack_borrow), reused while every frame it read
+ * still holds the same code, link and instruction (the thread is still blocked in that call).
+ * Under P.lock. */
+static struct {
+	uintptr_t ts;               /* the thread state walked, 0 none */
+	uintptr_t scan;             /* the one being walked now (the one walked, after) */
+	uintptr_t cframe;           /* its _PyCFrame when the walk began (3.11, 3.12; else unused) */
+	int nf;                     /* frames read (shim frames included) */
+	uintptr_t at[BORROW_FRAMES];   /* their addresses, innermost first */
+	uintptr_t key[BORROW_FRAMES][3]; /* what identifies each: code, previous frame, instruction */
+	int n;                      /* Python frame ids it gave */
+	uint32_t ids[SP_PY_MAX];
+} borrowed;
+
+static __thread int guard_reads; /* reading another thread's frames: every read guarded */
 
 static void *sym(const char *name)
 {
@@ -130,6 +161,10 @@ static void resolve(void)
 	P.code_type = (uintptr_t)sym("PyCode_Type");
 	P.str_type = (uintptr_t)sym("PyUnicode_Type");
 	P.frame_type = (uintptr_t)sym("PyFrame_Type");
+	P.main_interp = (PyInterpreterState_fn)(sym("PyInterpreterState_Main") ? sym("PyInterpreterState_Main")
+									       : sym("PyInterpreterState_Head"));
+	P.thread_head = (void *(*)(void *))sym("PyInterpreterState_ThreadHead");
+	P.pid = getpid();
 	const char *why = !P.L                                            ? "only 3.10 to 3.13 are known"
 			  : strstr(v, "free-threading")                   ? "a free-threading build"
 			  : sym("_Py_RefTotal") || sym("_Py_GetRefTotal") ? "a debug build"
@@ -164,9 +199,18 @@ static int rd(void *dst, uintptr_t a, size_t n)
 {
 	if (a < 4096)
 		return -1;
-	if (P.trusted) {
+	if (P.trusted && !guard_reads) {
 		memcpy(dst, (const void *)a, n);
 		return 0;
+	}
+	if (guard_reads && !P.vm_off) { /* one system call; the pipe where it is refused (seccomp) */
+		struct iovec l = { dst, n }, r = { (void *)a, n };
+		ssize_t got = process_vm_readv(P.pid, &l, 1, &r, 1, 0);
+		if (got == (ssize_t)n)
+			return 0;
+		if (got >= 0 || errno == EFAULT)
+			return -1;
+		P.vm_off = 1;
 	}
 	return write(P.pipe[1], (const void *)a, n) == (ssize_t)n && read(P.pipe[0], dst, n) == (ssize_t)n ? 0 : -1;
 }
@@ -175,7 +219,7 @@ static int rd(void *dst, uintptr_t a, size_t n)
 #define RD_TYPED(name, type)                                       \
 	static inline int name(uintptr_t a, type *v)               \
 	{                                                          \
-		if (__builtin_expect(P.trusted, 1) && a >= 4096) { \
+		if (__builtin_expect(P.trusted && !guard_reads, 1) && a >= 4096) { \
 			*v = *(const type *)a;                     \
 			return 0;                                  \
 		}                                                  \
@@ -251,6 +295,16 @@ static int str_text(uintptr_t s, char *buf, size_t cap)
 	return 0;
 }
 
+static int top_frame(uintptr_t ts, uintptr_t *f);
+
+/* While borrowing: 1 if the thread being walked still has the innermost frame it had when the
+ * walk began (so the code objects its frames name are alive). Under P.lock. */
+static int borrow_steady(void)
+{
+	uintptr_t f;
+	return borrowed.nf > 0 && top_frame(borrowed.scan, &f) == 0 && f == borrowed.at[0];
+}
+
 /* The frame id of code at instruction lasti (in code units; -1 before the first), the line
  * given (line >= 0, 3.10 while tracing) or computed. Cached per (code, lasti), checked against
  * the code's file, name and first line so a code object freed and another made at its address
@@ -283,6 +337,10 @@ static uint32_t frame_id(uintptr_t code, int32_t lasti, int32_t line, int *bad)
 		*bad = 1;
 		return 0;
 	}
+	if (guard_reads && !borrow_steady()) { /* its line table is read unguarded: only while it runs */
+		*bad = 1;
+		return 0;
+	}
 	if (!given)
 		line = P.addr2line((void *)code, lasti < 0 ? -1 : lasti * 2);
 	uint32_t id = sp_pyframe_intern(sp_intern(fbuf), sp_intern(nbuf), line < 0 ? 0 : (uint32_t)line);
@@ -291,15 +349,42 @@ static uint32_t frame_id(uintptr_t code, int32_t lasti, int32_t line, int *bad)
 	return id;
 }
 
+/* The innermost frame of thread state ts in *f (0: none). Returns 0, or -1 if unreadable. */
+static int top_frame(uintptr_t ts, uintptr_t *f)
+{
+	const struct layout *L = P.L;
+	uintptr_t cframe;
+	*f = 0;
+	if (L->cf_current == NO)
+		return rd_ptr(ts + L->ts_frame, f);
+	return rd_ptr(ts + L->ts_frame, &cframe) || (cframe && rd_ptr(cframe + L->cf_current, f)) ? -1 : 0;
+}
+
+/* While borrowing (guard_reads): notes frame f and what identifies it, for the check after the walk
+ * (more than BORROW_FRAMES frames: the walk is not checked, and not kept). Under P.lock. */
+static inline void remember(uintptr_t f, uintptr_t code, uintptr_t prev, uintptr_t instr)
+{
+	if (!guard_reads || borrowed.nf > BORROW_FRAMES)
+		return;
+	if (borrowed.nf == BORROW_FRAMES) {
+		borrowed.nf++;
+		return;
+	}
+	borrowed.at[borrowed.nf] = f;
+	borrowed.key[borrowed.nf][0] = code;
+	borrowed.key[borrowed.nf][1] = prev;
+	borrowed.key[borrowed.nf++][2] = instr;
+}
+
 /* Walks the frame chain of thread state ts. Returns the count; *bad set if a check failed. */
 static int walk(uintptr_t ts, uint32_t *ids, uint8_t *entry, int max, int *bad)
 {
 	const struct layout *L = P.L;
 	uintptr_t f = 0, code, prev;
 	int n = 0;
+	if (top_frame(ts, &f))
+		return *bad = 1, 0;
 	if (L->minor == 10) {
-		if (rd_ptr(ts + L->ts_frame, &f))
-			return *bad = 1, 0;
 		for (int hops = 0; f && n < max && hops < 4096; hops++) {
 			uintptr_t trace;
 			int32_t lasti, lineno;
@@ -307,6 +392,7 @@ static int walk(uintptr_t ts, uint32_t *ids, uint8_t *entry, int max, int *bad)
 			    rd_ptr(f + L->fr_trace, &trace) || rd_int(f + L->fr_lasti, &lasti) ||
 			    rd_int(f + L->fr_lineno, &lineno) || rd_ptr(f + L->fr_back, &prev))
 				return *bad = 1, n;
+			remember(f, code, prev, (uint32_t)lasti | (uintptr_t)(uint32_t)lineno << 32);
 			uint32_t id = frame_id(code, lasti, trace && lineno ? lineno : -1, bad);
 			if (*bad)
 				return n;
@@ -318,19 +404,13 @@ static int walk(uintptr_t ts, uint32_t *ids, uint8_t *entry, int max, int *bad)
 		}
 		return n;
 	}
-	if (L->cf_current != NO) {
-		uintptr_t cframe;
-		if (rd_ptr(ts + L->ts_frame, &cframe) || (cframe && rd_ptr(cframe + L->cf_current, &f)))
-			return *bad = 1, 0;
-	} else if (rd_ptr(ts + L->ts_frame, &f)) {
-		return *bad = 1, 0;
-	}
 	for (int hops = 0; f && n < max && hops < 4096; hops++) {
 		uint8_t owner = 0, is_entry = 2;
 		uintptr_t instr;
-		if (rd_ptr(f + L->if_code, &code) || rd_ptr(f + L->if_prev, &prev) ||
+		if (rd_ptr(f + L->if_code, &code) || rd_ptr(f + L->if_prev, &prev) || rd_ptr(f + L->if_instr, &instr) ||
 		    (L->if_owner != NO && rd_u8(f + L->if_owner, &owner)))
 			return *bad = 1, n;
+		remember(f, code, prev, instr);
 		if (L->if_owner != NO && owner == CSTACK_OWNER) { /* an eval call's shim frame, not Python code */
 			f = prev;
 			continue;
@@ -342,8 +422,6 @@ static int walk(uintptr_t ts, uint32_t *ids, uint8_t *entry, int max, int *bad)
 			}
 			return *bad = 1, n;
 		}
-		if (rd_ptr(f + L->if_instr, &instr))
-			return *bad = 1, n;
 		if (L->if_entry != NO && rd_u8(f + L->if_entry, &is_entry))
 			return *bad = 1, n;
 		if (L->if_owner != NO) { /* entry: the frame below is an eval call's shim */
@@ -365,6 +443,133 @@ static int walk(uintptr_t ts, uint32_t *ids, uint8_t *entry, int max, int *bad)
 	return n;
 }
 
+/* ---- another thread's frames ---- */
+
+/* Reads the n regions remote[i] into local[i] in one process_vm_readv where it is allowed, else
+ * through the pipe one at a time. Returns 0, or -1 if any is unreadable. Under P.lock. */
+static int rd_many(struct iovec *local, struct iovec *remote, int n)
+{
+	size_t total = 0;
+	for (int i = 0; i < n; i++)
+		total += local[i].iov_len;
+	if (!P.vm_off) {
+		ssize_t got = process_vm_readv(P.pid, local, (unsigned long)n, remote, (unsigned long)n, 0);
+		if (got >= 0 || errno == EFAULT)
+			return got == (ssize_t)total ? 0 : -1;
+		P.vm_off = 1; /* refused (seccomp, no such call): the pipe from now on */
+	}
+	for (int i = 0; i < n; i++)
+		if (rd(local[i].iov_base, (uintptr_t)remote[i].iov_base, local[i].iov_len))
+			return -1;
+	return 0;
+}
+
+/* 1 if the borrowed thread's innermost frame and every frame of the borrowed walk still hold what
+ * they held (its code, link and instruction): read in one system call. Under P.lock, with
+ * guard_reads set. */
+static int still_in_place(void)
+{
+	static uint8_t head[BORROW_FRAMES][FRAME_HEAD];
+	static struct iovec local[BORROW_FRAMES + 2], remote[BORROW_FRAMES + 2];
+	const struct layout *L = P.L;
+	size_t len = L->minor == 10 ? 104 : 72;
+	int nf = borrowed.nf, k = 0, cf = L->cf_current != NO;
+	uintptr_t top[2];
+
+	if (nf < 1 || nf > BORROW_FRAMES)
+		return 0;
+	local[k] = (struct iovec){ &top[0], 8 };
+	remote[k++] = (struct iovec){ (void *)(borrowed.scan + L->ts_frame), 8 };
+	if (cf) { /* 3.11, 3.12: the thread's C frame, then its current frame */
+		local[k] = (struct iovec){ &top[1], 8 };
+		remote[k++] = (struct iovec){ (void *)(borrowed.cframe + L->cf_current), 8 };
+	}
+	for (int i = 0; i < nf; i++, k++) {
+		local[k] = (struct iovec){ head[i], len };
+		remote[k] = (struct iovec){ (void *)borrowed.at[i], len };
+	}
+	if (rd_many(local, remote, k) || top[0] != (cf ? borrowed.cframe : borrowed.at[0]) ||
+	    (cf && top[1] != borrowed.at[0]))
+		return 0;
+	for (int i = 0; i < nf; i++) {
+		uintptr_t key[3];
+		if (L->minor == 10) {
+			uint32_t lasti, lineno;
+			memcpy(&key[0], head[i] + L->fr_code, 8);
+			memcpy(&key[1], head[i] + L->fr_back, 8);
+			memcpy(&lasti, head[i] + L->fr_lasti, 4);
+			memcpy(&lineno, head[i] + L->fr_lineno, 4);
+			key[2] = lasti | (uintptr_t)lineno << 32;
+		} else {
+			memcpy(&key[0], head[i] + L->if_code, 8);
+			memcpy(&key[1], head[i] + L->if_prev, 8);
+			memcpy(&key[2], head[i] + L->if_instr, 8);
+		}
+		if (memcmp(key, borrowed.key[i], sizeof(key)))
+			return 0;
+	}
+	return 1;
+}
+
+/* 1 if s (a str object) reads as text equal to want, or ending in want with end set. */
+static int str_is(uintptr_t s, const char *want, int end)
+{
+	char buf[NAME_MAX_BYTES];
+	size_t n, w = strlen(want);
+	if (str_text(s, buf, sizeof(buf)))
+		return 0;
+	n = strlen(buf);
+	return end ? n >= w && !strcmp(buf + n - w, want) : !strcmp(buf, want);
+}
+
+/* If the innermost frame of thread state ts is autograd's entry, blocked in the engine's C call
+ * (_engine_run_backward of torch/autograd/graph.py, or backward/grad of torch/autograd/__init__.py,
+ * where torch before 2.3 called the engine): its code object in *code and 1; else 0. Guarded reads. */
+static int in_backward(uintptr_t ts, uintptr_t *code)
+{
+	const struct layout *L = P.L;
+	uintptr_t f, file, name;
+	if (top_frame(ts, &f) || !f || rd_ptr(f + (L->minor == 10 ? L->fr_code : L->if_code), code) ||
+	    !is_a(*code, P.code_type) || rd_ptr(*code + L->co_filename, &file) || rd_ptr(*code + L->co_name, &name))
+		return 0;
+	if (str_is(file, "/torch/autograd/graph.py", 1))
+		return str_is(name, "_engine_run_backward", 0);
+	return str_is(file, "/torch/autograd/__init__.py", 1) &&
+	       (str_is(name, "backward", 0) || str_is(name, "grad", 0));
+}
+
+/* Finds a thread state other than self blocked in backward() and walks it into borrowed (checked
+ * after the walk). Returns its frame count, 0 if none. Under P.lock, with guard_reads set. */
+static int borrow_walk(uintptr_t self)
+{
+	uint8_t entry[SP_PY_MAX];
+	void *interp = P.main_interp();
+	uintptr_t ts = interp ? (uintptr_t)P.thread_head(interp) : 0, next;
+
+	borrowed.ts = 0;
+	for (int i = 0; ts && i < THREADS_MAX; i++, ts = next) {
+		if (rd_ptr(ts + 8, &next)) /* PyThreadState.next, 3.10 to 3.13 */
+			return 0;
+		uintptr_t code;
+		if (ts == self || !in_backward(ts, &code))
+			continue;
+		int bad = 0, n;
+		borrowed.nf = 0;
+		borrowed.scan = ts;
+		if (P.L->cf_current != NO && rd_ptr(ts + P.L->ts_frame, &borrowed.cframe))
+			return 0;
+		n = walk(ts, borrowed.ids, entry, SP_PY_MAX, &bad);
+		/* the frames read are in place after the walk, and the innermost is the entry seen above
+		 * (else it moved on while read, or reads garbage: no frames this time) */
+		if (bad || n <= 0 || borrowed.key[0][0] != code || !still_in_place())
+			return 0;
+		borrowed.ts = ts;
+		borrowed.n = n;
+		return n;
+	}
+	return 0;
+}
+
 /* ---- exported ---- */
 
 int sp_pystack_walk(uint32_t *ids, uint8_t *entry, int max)
@@ -380,11 +585,8 @@ int sp_pystack_walk(uint32_t *ids, uint8_t *entry, int max)
 	int bad = 0, n;
 	pthread_mutex_lock(&P.lock);
 	n = walk(ts, ids, entry, max, &bad);
-	if (!bad && n > 0 && !P.trusted) {
-		P.trusted = 1;
-		close(P.pipe[0]);
-		close(P.pipe[1]);
-	}
+	if (!bad && n > 0 && !P.trusted)
+		P.trusted = 1; /* the pipe stays: reads of other threads' frames go through it */
 	pthread_mutex_unlock(&P.lock);
 	if (bad) {
 		atomic_store(&P.off, 1);
@@ -392,6 +594,29 @@ int sp_pystack_walk(uint32_t *ids, uint8_t *entry, int max)
 			     P.version);
 		return 0;
 	}
+	return n;
+}
+
+int sp_pystack_borrow(uint32_t *ids, int max)
+{
+	pthread_once(&P.once, resolve);
+	if (!P.L || atomic_load_explicit(&P.off, memory_order_relaxed) || max <= 0 || !P.main_interp ||
+	    !P.thread_head || !P.is_init() || P.finalizing())
+		return 0;
+	uintptr_t self = (uintptr_t)P.this_tstate();
+	int saved = errno, n = 0;
+	pthread_mutex_lock(&P.lock);
+	guard_reads = 1;
+	if (borrowed.ts && borrowed.ts != self && still_in_place())
+		n = borrowed.n; /* still blocked in the same call: the same frames */
+	else
+		n = borrow_walk(self);
+	guard_reads = 0;
+	if (n > max)
+		n = max;
+	memcpy(ids, borrowed.ids, (size_t)(n > 0 ? n : 0) * sizeof(*ids));
+	pthread_mutex_unlock(&P.lock);
+	errno = saved;
 	return n;
 }
 

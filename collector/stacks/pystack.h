@@ -19,6 +19,15 @@
  * frame on this thread, or the walk was turned off after a failed layout check (warned once).
  * Safe on any thread, with or without the GIL; never allocates with malloc. */
 int sp_pystack_walk(uint32_t *ids, uint8_t *entry, int max);
+/* For a thread with no Python frame (PyTorch's autograd threads, which launch the backward
+ * kernels): the frames of another thread that is blocked in autograd's backward() (its innermost
+ * frame torch/autograd/graph.py _engine_run_backward, or torch/autograd/__init__.py backward or
+ * grad), innermost first, as interned ids. Every read of that thread's memory is guarded (it may
+ * wake and change its frames at any time) and a walk counts only if the frames it read are still
+ * in place after it; one is reused while they stay in place. Returns the count (at most max), or 0:
+ * no such thread, no CPython or the walker off, or the frames changed while read. Never warns,
+ * never turns the walker off; keeps errno. Safe on any thread; never allocates with malloc. */
+int sp_pystack_borrow(uint32_t *ids, int max);
 /* 1 if pc (a return address) lies in CPython's _PyEval_EvalFrameDefault, else 0. Lock-free;
  * can't fail (0 before the first walk resolved the interpreter). */
 int sp_pystack_is_eval(uint64_t pc);

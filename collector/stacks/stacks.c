@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include "config/config.h"
+#include "trace/trace.h"
 #include "pystack.h"
 #include "stacks.h"
 
@@ -96,7 +97,7 @@ uint32_t sp_stack_capture(int depth, unsigned what)
 	uint32_t py[SP_PY_MAX];
 	uint8_t entry[SP_PY_MAX], is_eval[SP_STACK_MAX];
 	uint32_t n = 0, id = 0;
-	int np = 0;
+	int np = 0, borrowed = 0;
 	if (busy)
 		return 0;
 	busy = 1;
@@ -105,16 +106,28 @@ uint32_t sp_stack_capture(int depth, unsigned what)
 		goto out;
 	if (depth < 1 || depth > SP_STACK_MAX)
 		depth = SP_STACK_MAX;
-	if (what & SP_STACKS_PYTHON)
+	if (what & SP_STACKS_PYTHON) {
 		np = sp_pystack_walk(py, entry, depth < SP_PY_MAX ? depth : SP_PY_MAX);
-	int native_too = (what & SP_STACKS_NATIVE) || (np == 0 && (what & SP_STACK_NATIVE_FALLBACK));
-	int got = native_too ? unw_backtrace(raw, depth + 16) : 0;
-	for (int i = 0; i < got && n < (uint32_t)depth; i++) {
+		if (np == 0) /* an autograd thread: the frames of the thread waiting in backward() */
+			borrowed = np = sp_pystack_borrow(py, depth < SP_PY_MAX ? depth : SP_PY_MAX);
+	}
+	int fallback = what & SP_STACK_NATIVE_FALLBACK, native_depth = depth;
+	if (!(what & SP_STACKS_NATIVE) && fallback && np > 0 && depth > SP_STACK_SITE_FRAMES)
+		native_depth = SP_STACK_SITE_FRAMES; /* an allocation's site: which library */
+	int native_too = (what & SP_STACKS_NATIVE) || fallback;
+	int got = native_too ? unw_backtrace(raw, native_depth + 16) : 0;
+	for (int i = 0; i < got && n < (uint32_t)native_depth; i++) {
 		if (n == 0 && skipped((uintptr_t)raw[i]))
 			continue; /* our frames, CUPTI's and the driver's at the top */
 		native[n++] = (uint64_t)(uintptr_t)raw[i];
 	}
-	if (np > 0) {
+	if (borrowed > 0) { /* its own native frames, the mark, the borrowed Python frames */
+		memcpy(merged, native, n * sizeof(*native));
+		merged[n++] = SP_FRAME_BACKWARD;
+		for (int i = 0; i < borrowed && n < SP_STACK_MERGED; i++)
+			merged[n++] = SP_PYFRAME_TAG | py[i];
+		pcs = merged;
+	} else if (np > 0) {
 		for (uint32_t i = 0; i < n; i++)
 			is_eval[i] = (uint8_t)sp_pystack_is_eval(native[i]);
 		n = sp_pystack_merge(native, is_eval, n, py, entry, (uint32_t)np, merged, SP_STACK_MERGED);

@@ -6,9 +6,12 @@
  * the transfer, an optimizer kernel and a device synchronisation. One rank can be late on the host
  * (a gap before its launches), in compute (longer kernels) or in communication (a slow transfer of
  * its own before the shared collectives); a rank's wall clock can be skewed;
- * ranks can sit on several hosts (own CLOCK_MONOTONIC base each). Deterministic (seeded).
+ * ranks can sit on several hosts (own CLOCK_MONOTONIC base each). One rank can end its steps with
+ * .item() (a 4-byte copy to the host, then cudaStreamSynchronize with its CUPTI sync record) instead
+ * of the device synchronisation, and one rank's NCCL kernels can lack times (start = end = 0, as
+ * CUPTI leaves them at times). Deterministic (seeded).
  * Usage: gen_ranks OUTDIR [--ranks N] [--steps S] [--late R --cause host|compute|comm] [--amount NS]
- *                  [--skew R:NS ...] [--hosts K]
+ *                  [--skew R:NS ...] [--hosts K] [--item R] [--untimed-nccl R]
  * writes OUTDIR/rankR.sptrace for R in 0..N-1. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,8 +34,10 @@ static const char *const strings[] = {
 	"void at::native::vectorized_elementwise_kernel<4, at::native::AdamFunctor>",
 	"python3",
 	"NVIDIA H100",
+	"cudaMemcpyAsync",
+	"cudaStreamSynchronize",
 };
-enum { S_LAUNCH = 1, S_NCCL, S_GEMM, S_NCCLK, S_SYNC, S_ADAM, S_THREAD, S_DEV };
+enum { S_LAUNCH = 1, S_NCCL, S_GEMM, S_NCCLK, S_SYNC, S_ADAM, S_THREAD, S_DEV, S_MEMCPY, S_STREAM_SYNC };
 
 static const char *lookup(void *ctx, uint32_t id)
 {
@@ -61,9 +66,54 @@ static int put(struct sp_trace_writer *w, struct sp_event ev)
 	return sp_trace_write(w, &ev) < 0;
 }
 
+/* .item() of a loss on the compute stream, called at t (trace clock) after the optimizer launch:
+ * cudaMemcpyAsync of 4 bytes to the host (its copy runs when the stream reaches it, after the
+ * optimizer kernel that ends at oe), then cudaStreamSynchronize until just before the step's end
+ * with CUPTI's sync record (a stream synchronisation, no thread). Returns nonzero on a write error. */
+static int item_call(struct sp_trace_writer *w, uint32_t tid, uint32_t *corr, uint64_t t, uint64_t oe, uint64_t end)
+{
+	int bad = put(w, (struct sp_event){ .kind = SP_EV_API,
+					    .sub = 1,
+					    .device = 0,
+					    .tid = tid,
+					    .start = t,
+					    .end = t + 3000,
+					    .corr = *corr,
+					    .name = S_MEMCPY,
+					    .u.api.cbid = 41 });
+	bad |= put(w, (struct sp_event){ .kind = SP_EV_MEMCPY,
+					 .sub = 2,
+					 .device = 0,
+					 .start = oe + 1000,
+					 .end = oe + 3000,
+					 .corr = (*corr)++,
+					 .stream = 7,
+					 .context = 1,
+					 .u.copy = { .bytes = 4, .async = 1 } });
+	bad |= put(w, (struct sp_event){ .kind = SP_EV_API,
+					 .sub = 1,
+					 .device = 0,
+					 .tid = tid,
+					 .start = t + 4000,
+					 .end = end - 1000,
+					 .corr = *corr,
+					 .name = S_STREAM_SYNC,
+					 .u.api.cbid = 131 });
+	bad |= put(w, (struct sp_event){ .kind = SP_EV_SYNC,
+					 .sub = 3,
+					 .device = SP_NO_DEVICE,
+					 .start = t + 4500,
+					 .end = end - 1500,
+					 .corr = (*corr)++,
+					 .stream = 7,
+					 .context = 1 });
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	int n = 2, steps = 10, late = -1, hosts = 1, cause = 0; /* 1 host, 2 compute, 3 comm */
+	int item = -1, untimed = -1;
 	uint64_t amount = 0;
 	int64_t *skew;
 	const char *dir = NULL;
@@ -81,6 +131,10 @@ int main(int argc, char **argv)
 			amount = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(o, "--hosts") && v)
 			hosts = atoi(argv[++i]);
+		else if (!strcmp(o, "--item") && v)
+			item = atoi(argv[++i]);
+		else if (!strcmp(o, "--untimed-nccl") && v)
+			untimed = atoi(argv[++i]);
 		else if (!strcmp(o, "--cause") && v) {
 			i++;
 			cause = !strcmp(v, "host")      ? 1
@@ -101,7 +155,7 @@ int main(int argc, char **argv)
 	if (!dir || n < 1 || n > 65536 || steps < 1 || hosts < 1 || cause < 0) {
 		fprintf(stderr,
 			"usage: gen_ranks OUTDIR [--ranks N] [--steps S] [--late R --cause host|compute|comm|none] "
-			"[--amount NS] [--skew R:NS ...] [--hosts K]\n");
+			"[--amount NS] [--skew R:NS ...] [--hosts K] [--item R] [--untimed-nccl R]\n");
 		return 2;
 	}
 	if (!amount)
@@ -168,7 +222,8 @@ int main(int argc, char **argv)
 		int host = (int)((long)r * hosts / n), bad = 0;
 		uint64_t mono0 = 5000000000000ull * (uint64_t)(host + 1); /* CLOCK_MONOTONIC base of its host */
 		int64_t ntp = (int64_t)(host * 37000) - 20000;           /* hosts' wall clocks differ a little */
-		struct sp_trace_meta m = { .features = SP_FEAT_KERNELS | SP_FEAT_RUNTIME_API | SP_FEAT_NCCL,
+		struct sp_trace_meta m = { .features = SP_FEAT_KERNELS | SP_FEAT_RUNTIME_API | SP_FEAT_NCCL |
+							       (r == item ? SP_FEAT_MEMCPY | SP_FEAT_SYNC : 0),
 					   .pid = 10000 + r,
 					   .rank = r,
 					   .world_size = n,
@@ -262,8 +317,8 @@ int main(int argc, char **argv)
 								 .u.api.cbid = 307 });
 				bad |= put(w, (struct sp_event){ .kind = SP_EV_KERNEL,
 								 .device = 0,
-								 .start = mono0 + x->bs[b],
-								 .end = mono0 + x->be[b],
+								 .start = r == untimed ? 0 : mono0 + x->bs[b],
+								 .end = r == untimed ? 0 : mono0 + x->be[b],
 								 .corr = corr++,
 								 .name = S_NCCLK,
 								 .stream = 13,
@@ -315,15 +370,18 @@ int main(int argc, char **argv)
 							 .name = S_ADAM,
 							 .stream = 7,
 							 .context = 1 });
-			bad |= put(w, (struct sp_event){ .kind = SP_EV_API,
-							 .sub = 1,
-							 .device = 0,
-							 .tid = tid,
-							 .start = at + 5000,
-							 .end = mono0 + x->end - 1000,
-							 .corr = corr++,
-							 .name = S_SYNC,
-							 .u.api.cbid = 165 });
+			if (r == item)
+				bad |= item_call(w, tid, &corr, at + 5000, mono0 + x->oe, mono0 + x->end);
+			else
+				bad |= put(w, (struct sp_event){ .kind = SP_EV_API,
+								 .sub = 1,
+								 .device = 0,
+								 .tid = tid,
+								 .start = at + 5000,
+								 .end = mono0 + x->end - 1000,
+								 .corr = corr++,
+								 .name = S_SYNC,
+								 .u.api.cbid = 165 });
 		}
 		bad |= put(w, (struct sp_event){ .kind = SP_EV_CLOCK,
 						 .device = none,

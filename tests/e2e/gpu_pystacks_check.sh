@@ -6,7 +6,8 @@
 # by correlation, to a CPU op by External id, a backward thread without Python) gives each kernel
 # its innermost user frame, and its key_averages cross-check reads both attribute spellings;
 # pystacks_check.py `lines` passes on agreeing synthetic rows and fails on a missing line, a share
-# far off and too few common keys; `memory` passes on the right Python lines and fails on a wrong one.
+# far off and too few common keys; `memory` passes on the right Python lines and owner and fails on a
+# wrong line or owner.
 set -euo pipefail
 R=${SP_ROOT:?}
 T=$(mktemp -d)
@@ -89,7 +90,10 @@ assert why == "" and {k: r["ns"] for k, r in ka.items()} == {f"{S}|project_in|34
 sp = [{"file": k.split("|")[0], "function": k.split("|")[1], "line": int(k.split("|")[2]) + (k.endswith("|34")),
        "user": True, "total_ns": v[0], "kernels": v[1]} for k, v in want.items() if k != "(none)"]
 sp.append({"file": None, "function": None, "line": None, "user": False, "what": "no Python frame",
-           "total_ns": 69000, "kernels": 2})
+           "total_ns": 9000, "kernels": 1})
+# the autograd thread's kernels stepprof ties to the line that called backward(): torch's "(none)"
+sp.append({"file": S, "function": "train_step", "line": 99, "user": True, "what": "user", "backward": True,
+           "total_ns": 60000, "kernels": 1})
 json.dump({"lines": sp}, open("sp_ext.json", "w"))
 doc["key_averages"], doc["key_averages_note"] = ka, why
 json.dump(doc, open("rows.json", "w"))
@@ -125,9 +129,11 @@ PY
 grep -q 'problem: pyline_train.py:project_in' far.txt || fail "lines: the share problem is not named: $(cat far.txt)"
 ! /usr/bin/python3 "$C" lines sp.json tr_missing.json "$S" >missing.txt || fail "lines: missing rows pass"
 A=$(grep -n '# BIG_A$' "$S" | cut -d: -f1) B=$(grep -n '# BIG_B$' "$S" | cut -d: -f1)
-printf '    alive at the peak: 3 allocations, 1.27GiB\n     768.00MiB  device       made -900.000ms  big_blocks (%s:%s)\n     512.00MiB  device       made -899.000ms  big_blocks (%s:%s)\n' \
+printf '    alive at the peak: 3 allocations, 1.27GiB\n     768.00MiB  device       made -900.000ms  big_blocks (%s:%s)  [PyTorch caching allocator]\n     512.00MiB  device       made -899.000ms  big_blocks (%s:%s)  [PyTorch caching allocator]\n' \
 	"$S" "$A" "$S" "$B" >mem_good.txt
 sed "s/:$B)/:$((B + 1)))/" mem_good.txt >mem_bad.txt
+sed "s/  \[PyTorch caching allocator\]$/  [NCCL]/" mem_good.txt >mem_owner.txt
 /usr/bin/python3 "$C" memory mem_good.txt "$S" >/dev/null || fail "memory: the right lines fail"
 ! /usr/bin/python3 "$C" memory mem_bad.txt "$S" >/dev/null || fail "memory: a wrong line passes"
+! /usr/bin/python3 "$C" memory mem_owner.txt "$S" >/dev/null || fail "memory: a wrong owner passes"
 echo "gpu_pystacks_check: ok"

@@ -9,9 +9,10 @@
 # marker, an api marker on cudaGraphLaunch, learn = hooks, and detach_between = always. Each must
 # exit 0, record its window, never say "detached from CUPTI", and say why it stays subscribed.
 # Also runs tests/gpu/tools/graph_fin_probe.cu (CUPTI alone, no stepprof) for the record: its
-# graphs of plain kernels survived cuptiFinalize on the H100. BUILD_DIR: a build folder, or
-# dist/stepprof (the default, after 'make dist'). Output in ${OUT:-/tmp}/graph_detach (emptied first;
-# never $OUT itself, which the GPU machine's runner sets to its result folder).
+# graphs of plain kernels survived cuptiFinalize on the H100 (tools/graph_fin_matrix.sh runs the
+# whole matrix of CUPTI states). BUILD_DIR: a build folder, or dist/stepprof (the default, after
+# 'make dist'). Output in ${OUT:-/tmp}/graph_detach (emptied first; never $OUT itself, which the
+# GPU machine's runner sets to its result folder).
 # Exit 0 when every run passed, else 1.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -58,7 +59,7 @@ C=${CUDA_HOME:-/usr/local/cuda}
 CI=$C/extras/CUPTI/include CL=$C/extras/CUPTI/lib64
 [ -d "$CI" ] || CI=$C/include
 [ -d "$CL" ] || CL=$C/lib64
-if nvcc -O2 -I"$CI" -o "$OUT/graph_fin_probe" "$ROOT/tests/gpu/tools/graph_fin_probe.cu" -L"$CL" -lcupti \
+if nvcc -O2 -I"$CI" -o "$OUT/graph_fin_probe" "$ROOT/tests/gpu/tools/graph_fin_probe.cu" -L"$CL" -lcupti -lcublas \
 	-Xlinker -rpath -Xlinker "$CL" >"$OUT/probe-build.txt" 2>&1; then
 	for s in iclklKfl ificlklKfl itdmkclklKMfl; do
 		echo "probe (CUPTI alone, for the record): $(timeout 60 "$OUT/graph_fin_probe" $s 2>&1 | tail -1)"

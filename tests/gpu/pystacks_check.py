@@ -8,13 +8,15 @@
         names a frame by its function's first line in some versions and by the line running in
         others, stepprof by the line running (pyline_train.py has one kernel line per function);
         whether the lines are equal is printed, not judged. Kernels without such a frame (the
-        autograd thread's backward) form one "(none)" row on both sides. Pass: the two top-10s
+        autograd thread's backward; stepprof's [backward] rows, which name the line that called
+        backward()) form one "(none)" row on both sides. Pass: the two top-10s
         share at least 8 keys, every key with >= 2% of kernel time on one side is in the other's
         top 12, and its shares differ by at most 3 points or 30%. torch's key_averages rows, when
         present, are compared with the trace's rows by the same rule and printed (a cross-check
         that does not decide).
   memory MEMORY.txt SCRIPT          `stepprof memory` text: the rows of 768 MiB and 512 MiB blocks
-        (the largest alive at the peak) name pyline_train.py's lines marked BIG_A and BIG_B.
+        (the largest alive at the peak) name pyline_train.py's lines marked BIG_A and BIG_B, and
+        their owner, PyTorch's caching allocator.
   cost DIR STEPPROF SKIP ACTIVE     bench.py worker runs DIR/<wl>-<stacks>-r<round>/ (out.log,
         trace/): median in-window step per run, ratio to stacks=false of the same round, cost per
         launch, the share of kernel time with a Python frame; pass if mlp/python <= 1.10x."""
@@ -83,9 +85,12 @@ def lines(sp_json, torch_json, script):
     for r in sp:
         if r.get("what") == "no launch record":  # torch.profiler has no op for such kernels either
             continue
-        key = f"{os.path.basename(r['file'])}|{r['function'].split('.')[-1]}" if r["user"] else "(none)"
+        # torch.profiler has no Python frame for the autograd thread's kernels: stepprof's
+        # [backward] rows (the line that called backward()) count as "(none)" here
+        mine = r["user"] and not r.get("backward")
+        key = f"{os.path.basename(r['file'])}|{r['function'].split('.')[-1]}" if mine else "(none)"
         spk[key] = spk.get(key, 0) + r["total_ns"]
-        if r["user"]:
+        if mine:
             sp_line.setdefault(key, r["line"])
     trk, tr_line = torch_keys(tr)
     ts, tt = sum(spk.values()) or 1, sum(trk.values()) or 1
@@ -128,8 +133,11 @@ def memory(text_path, script):
     for size, line in want.items():
         hit = [r for r in rows if r.split()[0] == size]
         tail = f"pyline_train.py:{line})"
-        if not hit or not hit[0].rstrip().endswith(tail):
-            print(f"problem: the {size} block's row {hit[0].strip() if hit else '(none)'!r} does not end with {tail!r}")
+        owner = "  [PyTorch caching allocator]"  # the owner stepprof tells (torch.empty: its segments)
+        row = hit[0].rstrip() if hit else ""
+        site = row[:-len(owner)] if row.endswith(owner) else row
+        if not hit or not site.endswith(tail) or site == row:
+            print(f"problem: the {size} block's row {row.strip() or '(none)'!r} does not end with {tail + owner!r}")
             ok = False
         else:
             print(f"{size} block: {hit[0].strip()}")

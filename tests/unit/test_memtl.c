@@ -241,9 +241,12 @@ static void test_summary(void **state)
 		"  GPU 0 (NVIDIA H100 80GB HBM3): peak 17.00MiB at +12.000ms (step 6), peak since process start "
 		"32.00MiB; 3 allocations, 3 frees in the window\n"
 		"    alive at the peak: 4 allocations, 17.00MiB\n"
-		"       8.00MiB  device       made +1.000ms  sx_alloc_weights+0x4 (test_memtl)\n"
-		"       4.00MiB  device       made -5.000s  sx_alloc_weights+0x4 (test_memtl)\n"
-		"       3.00MiB  device       made +12.000ms  (no stack)\n"
+		"    by owner (the library that allocated each block, from its stack): at the peak, own peak\n"
+		"      other library                        14.00MiB (3 blocks), own peak 14.00MiB\n"
+		"      unknown                               3.00MiB (1 block), own peak 3.00MiB; first: no stack\n"
+		"       8.00MiB  device       made +1.000ms  sx_alloc_weights+0x4 (test_memtl)  [other library]\n"
+		"       4.00MiB  device       made -5.000s  sx_alloc_weights+0x4 (test_memtl)  [other library]\n"
+		"       3.00MiB  device       made +12.000ms  (no stack)  [unknown: no stack]\n"
 		"    ... 1 more\n"
 		"  host: peak 1.06MiB at +16.000ms (step 6), peak since process start 2.00MiB; 1 allocation, 0 frees "
 		"in the window\n"
@@ -432,6 +435,165 @@ static void test_many_allocations(void **state)
 	free(page);
 }
 
+/* ---- who made each block (memtl_owner.c) ---- */
+
+#define LIB(i) (0x7f0000000000ull + (uint64_t)(i) * 0x100000ull) /* module i's text */
+
+static const char *const owner_libs[] = {
+	"/venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcudart.so.13",
+	"/venv/lib/python3.12/site-packages/torch/lib/libc10_cuda.so",
+	"/venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2",
+	"/venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcublasLt.so.13",
+};
+
+/* stacks: 4 cudart <- c10_cuda (the caching allocator); 5 nccl; 6 cudart <- cublasLt; 7 a Python
+ * frame only; 8 an address in no module; 9 cudart only */
+static const uint64_t *owner_stack(void *ctx, uint32_t id, uint32_t *n)
+{
+	static const uint64_t st[][3] = { { LIB(0) + 0x40, LIB(1) + 0x80, SP_PYFRAME_TAG | 1 },
+					  { LIB(2) + 0x100 },
+					  { LIB(0) + 0x40, LIB(3) + 0x200 },
+					  { SP_PYFRAME_TAG | 1 },
+					  { 0x5555000 },
+					  { LIB(0) + 0x44 } };
+	static const uint32_t len[] = { 3, 1, 2, 1, 1, 1 };
+	if (id < 4 || id > 9)
+		return NULL;
+	*n = len[id - 4];
+	return st[id - 4];
+}
+
+static const char *owner_string(void *ctx, uint32_t id)
+{
+	return id == 20 ? "/home/u/train.py" : id == 21 ? "main" : NULL;
+}
+
+static int owner_pyframe(void *ctx, uint32_t id, uint32_t *file, uint32_t *func, uint32_t *line)
+{
+	if (id != 1)
+		return -1;
+	*file = 20, *func = 21, *line = 3;
+	return 0;
+}
+
+/* GPU 0: snapshots A 100 MiB (stack 4), B 64 MiB (5) -> 164; in the window +1 C 20 MiB (4) -> 184,
+ * the peak; +2 free C -> 164; +3 D 8 MiB (6) -> 172; +4 E 2 MiB (7), +5 G 1 MiB (8), +6 H 1 MiB (9)
+ * -> 176; +7 I 4 MiB without a stack -> 180. */
+static void write_owners(const char *path)
+{
+	struct sp_trace_meta m = { .features = SP_FEAT_STACKS | SP_FEAT_PYSTACKS | SP_FEAT_DEVICE_MEM,
+				   .pid = 99,
+				   .rank = -1,
+				   .world_size = -1,
+				   .local_rank = -1,
+				   .anchor_mono_ns = T - 6000 * MS };
+	struct sp_trace_writer *w = sp_trace_create(path, &m, owner_string, NULL, 0);
+	assert_non_null(w);
+	sp_trace_set_stack_lookup(w, owner_stack, NULL);
+	sp_trace_set_pyframe_lookup(w, owner_pyframe, NULL);
+	for (uint32_t i = 0; i < 4; i++) {
+		struct sp_event e = ev(SP_EV_MODULE, T - MS);
+		e.name = 10 + i;
+		e.u.module.start = LIB(i), e.u.module.end = LIB(i) + 0x10000;
+		assert_true(sp_trace_write_string(w, e.name, owner_libs[i]) >= 0);
+		put(w, e);
+	}
+	put(w, mem(SP_EV_ALLOC, 0, T - 50 * MS, 0xA000, 100 * MIB, 100 * MIB, 4, SP_MEMF_SNAPSHOT));
+	put(w, mem(SP_EV_ALLOC, 0, T - 40 * MS, 0xB000, 64 * MIB, 164 * MIB, 5, SP_MEMF_SNAPSHOT));
+	put(w, window(SP_EV_WINDOW_BEGIN, 0, 5, T));
+	put(w, mem(SP_EV_ALLOC, 0, T + 1 * MS, 0xC000, 20 * MIB, 184 * MIB, 4, 0));
+	put(w, mem(SP_EV_FREE, 0, T + 2 * MS, 0xC000, 20 * MIB, 164 * MIB, 0, 0));
+	put(w, mem(SP_EV_ALLOC, 0, T + 3 * MS, 0xD000, 8 * MIB, 172 * MIB, 6, 0));
+	put(w, mem(SP_EV_ALLOC, 0, T + 4 * MS, 0xE000, 2 * MIB, 174 * MIB, 7, 0));
+	put(w, mem(SP_EV_ALLOC, 0, T + 5 * MS, 0xE800, 1 * MIB, 175 * MIB, 8, 0));
+	put(w, mem(SP_EV_ALLOC, 0, T + 6 * MS, 0xF000, 1 * MIB, 176 * MIB, 9, 0));
+	put(w, mem(SP_EV_ALLOC, 0, T + 7 * MS, 0xF800, 4 * MIB, 180 * MIB, 0, 0));
+	put(w, step(5, T, T + 10 * MS));
+	put(w, window(SP_EV_WINDOW_END, 0, 5, T + 10 * MS));
+	assert_int_equal(sp_trace_close(w), 0);
+}
+
+static void test_owners(void **state)
+{
+	char path[320], err[256], why[128], *buf = NULL;
+	size_t len = 0;
+	snprintf(path, sizeof(path), "%s/owners.sptrace", dir);
+	write_owners(path);
+	struct sp_trace_reader *r = sp_trace_open(path, err, sizeof(err));
+	struct sp_sym *sym = sp_sym_open();
+	struct sp_memtl_reader *m = sp_memtl_open(r, sym);
+	const struct sp_memtl *w;
+	struct sp_memtl_owned o;
+	assert_non_null(r);
+	sp_sym_use_trace(sym, r);
+	assert_int_equal(sp_memtl_next(m, &w), 1);
+
+	/* each stack: its owner and how it was told */
+	static const struct {
+		uint32_t stack;
+		int owner;
+		const char *why;
+	} want[] = { { 4, SP_OWNER_TORCH_CACHE, "a frame in libc10_cuda.so" },
+		     { 5, SP_OWNER_NCCL, "a frame in libnccl.so.2" },
+		     { 6, SP_OWNER_CUBLAS, "a frame in libcublasLt.so.13" },
+		     { 7, SP_OWNER_UNKNOWN, "no native frame (stacks = python by a version that kept none)" },
+		     { 8, SP_OWNER_UNKNOWN, "no module recorded for its frames" },
+		     { 9, SP_OWNER_UNKNOWN, "only CUDA runtime and driver frames" },
+		     { 0, SP_OWNER_UNKNOWN, "no stack" } };
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		uint32_t n = 0;
+		const uint64_t *pcs = want[i].stack ? sp_trace_stack(r, want[i].stack, &n) : NULL;
+		assert_int_equal(sp_memtl_owner(sym, pcs, n, why, sizeof(why)), want[i].owner);
+		assert_string_equal(why, want[i].why);
+	}
+	sp_memtl_owners(w, &w->s[0], r, sym, &o);
+	assert_int_equal(w->s[0].peak, 184 * MIB);
+	assert_int_equal(o.at_peak[SP_OWNER_TORCH_CACHE], 120 * MIB);
+	assert_int_equal(o.blocks_at_peak[SP_OWNER_TORCH_CACHE], 2);
+	assert_int_equal(o.at_peak[SP_OWNER_NCCL], 64 * MIB);
+	assert_int_equal(o.at_peak[SP_OWNER_CUBLAS] + o.at_peak[SP_OWNER_UNKNOWN], 0);
+	assert_int_equal(o.peak[SP_OWNER_TORCH_CACHE], 120 * MIB);
+	assert_int_equal(o.peak[SP_OWNER_CUBLAS], 8 * MIB);
+	assert_int_equal(o.peak[SP_OWNER_UNKNOWN], 8 * MIB);
+	assert_int_equal(o.blocks[SP_OWNER_UNKNOWN], 4);
+
+	FILE *f = open_memstream(&buf, &len);
+	sp_memtl_summary(w, r, sym, 2, f);
+	fclose(f);
+	assert_string_equal(
+		buf,
+		"Window 0: steps 5-5, 10.000ms\n"
+		"  GPU 0: peak 184.00MiB at +1.000ms (step 5); 6 allocations, 1 free in the window\n"
+		"    alive at the peak: 3 allocations, 184.00MiB\n"
+		"    by owner (the library that allocated each block, from its stack): at the peak, own peak\n"
+		"      PyTorch caching allocator           120.00MiB (2 blocks), own peak 120.00MiB: beside "
+		"torch.cuda.max_memory_reserved()\n"
+		"      NCCL                                 64.00MiB (1 block), own peak 64.00MiB\n"
+		"      cuBLAS                                     0B (0 blocks), own peak 8.00MiB\n"
+		"      unknown                                    0B (0 blocks), own peak 8.00MiB; first: no native frame "
+		"(stacks = python by a version that kept none)\n"
+		"     100.00MiB  device       made -50.000ms  main (/home/u/train.py:3)  [PyTorch caching allocator]\n"
+		"      64.00MiB  device       made -40.000ms  0x7f0000200100 (libnccl.so.2+0x100)  [NCCL]\n"
+		"    ... 1 more\n");
+	free(buf);
+	sp_memtl_close(m);
+	sp_sym_close(sym);
+	sp_trace_close_reader(r);
+
+	/* stepprof memory --json: the owners per GPU and each block's owner */
+	char json[320], *text;
+	snprintf(json, sizeof(json), "%s/owners.html", dir);
+	assert_int_equal(memory_cmd((const char *[]){ path, "-o", json, "--json", NULL }), 0);
+	snprintf(json, sizeof(json), "%s/memory.log", dir);
+	assert_non_null(text = slurp(json));
+	assert_non_null(strstr(text, "\"owners\":[{\"owner\":\"unknown\",\"label\":\"unknown\",\"bytes_at_peak\":0,"
+				     "\"blocks_at_peak\":0,\"own_peak_bytes\":8388608,\"blocks\":4},{\"owner\":"
+				     "\"torch_caching_allocator\",\"label\":\"PyTorch caching allocator\",\"bytes_at_peak\":"
+				     "125829120,\"blocks_at_peak\":2,\"own_peak_bytes\":125829120,\"blocks\":2}"));
+	assert_non_null(strstr(text, "\"owner\":\"nccl\",\"owner_how\":\"a frame in libnccl.so.2\""));
+	free(text);
+}
+
 static int setup(void **state)
 {
 	if (make_scratch("memtl") < 0)
@@ -454,6 +616,7 @@ int main(void)
 		cmocka_unit_test(test_html_page),
 		cmocka_unit_test(test_thinning_and_incomplete),
 		cmocka_unit_test(test_many_allocations),
+		cmocka_unit_test(test_owners),
 	};
 	return cmocka_run_group_tests(tests, setup, remove_scratch);
 }

@@ -84,7 +84,7 @@ static void test_errors(void **state)
 	assert_int_equal(load_into(&cfg, "[phase.a]\nwait = -1\nkind = bogus\nfoo = 1\n"), 3);
 	expect_error(":2: [phase.a] wait: out of range: '-1' (allowed: integer >= 0)");
 	expect_error(":3: [phase.a] kind: unknown marker kind: 'bogus' (allowed: auto, kernel, api, nccl, nvtx, "
-		     "profiler_range)");
+		     "profiler_range, optimizer, python)");
 	expect_error(":4: [phase.a] foo: unknown key (allowed: kind, pattern, every,");
 	assert_true(load_into(&cfg, "[phase.a b]\nwait = 1\n") >= 1);
 	expect_error("bad phase name 'a b'");
@@ -105,6 +105,15 @@ static void test_errors(void **state)
 	expect_error("[phase.a] kind: nvtx needs a pattern");
 	assert_int_equal(load_into(&cfg, "[phase.a]\npattern = x*\n"), 1);
 	expect_error("[phase.a] pattern: must be empty with kind = auto");
+	/* python phases (an RL loop's generate and its training step); no optimizer phase */
+	assert_int_equal(load_into(&cfg, "[phase.gen]\nkind = python\npattern = __main__:generate\n"
+					 "[phase.train]\nkind = python\npattern = __main__:train_step\n"),
+			 0);
+	assert_int_equal(sp_phase_find(&cfg, "gen")->marker_kind, SP_MARK_PYTHON);
+	assert_int_equal(load_into(&cfg, "[phase.a]\nkind = python\npattern = gen*\n"), 1);
+	expect_error(":3: [phase.a] pattern: 'gen*' is not module:qualname");
+	assert_int_equal(load_into(&cfg, "[phase.a]\nkind = nvtx\npattern = g\n[phase.b]\nkind = optimizer\n"), 1);
+	expect_error(":5: [phase.b] kind: optimizer in a phase (allowed: kind = python");
 	assert_int_equal(load_into(&cfg, "[phase.a]\nrepeat = 0\nprofiling_frequency = 3\nwarmup = 2\nactive = 2\n"),
 			 1);
 	expect_error("[phase.a] profiling_frequency:");

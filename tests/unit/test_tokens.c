@@ -55,6 +55,9 @@ static size_t read_stream(const char *path, int *truncated)
 	assert_non_null(r);
 	assert_int_equal(sp_tok_get_header(r)->pid, 42);
 	assert_string_equal(sp_tok_get_header(r)->truth, "nvtx:step");
+	/* version 2 (the Python bridge's kinds); a version-1 reader refuses it rather than call it damaged */
+	assert_int_equal(sp_tok_get_header(r)->version, 2);
+	assert_int_equal(sp_tok_get_header(r)->min_version, 2);
 	while ((rc = sp_tok_next(r, &t, err, sizeof err)) == 1) {
 		uint32_t i = (uint32_t)n++;
 		assert_int_equal(t.ts, 1000000 + (uint64_t)i * 700 - (i % 7 == 3 ? 900 : 0));

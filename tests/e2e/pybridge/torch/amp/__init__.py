@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: MIT
+from .grad_scaler import GradScaler  # noqa: F401
