@@ -112,8 +112,7 @@ struct pass {
 };
 
 /* Appends [s, e) (trace clock of w) to the interval list *v as wall clock. Exits on OOM. */
-static void add_iv(struct sp_steps_iv **v, size_t *n, size_t *cap, const struct sp_window *w, uint64_t s,
-		   uint64_t e)
+static void add_iv(struct sp_steps_iv **v, size_t *n, size_t *cap, const struct sp_window *w, uint64_t s, uint64_t e)
 {
 	*v = sp_xgrow(*v, cap, sizeof(**v), *n);
 	(*v)[(*n)++] = (struct sp_steps_iv){ sp_window_wall(w, s), sp_window_wall(w, e) };
@@ -149,8 +148,7 @@ static void busy_keep(struct pass *p)
 	struct rk *k = p->k;
 	for (; p->blk_at < k->nblk && k->blk[p->blk_at].e <= p->busy.s; p->blk_at++)
 		;
-	if ((p->blk_at == k->nblk || k->blk[p->blk_at].s >= p->busy.e) && p->busy.s >= p->begin &&
-	    p->busy.e <= p->end)
+	if ((p->blk_at == k->nblk || k->blk[p->blk_at].s >= p->busy.e) && p->busy.s >= p->begin && p->busy.e <= p->end)
 		return;
 	k->busy = sp_xgrow(k->busy, &k->busycap, sizeof(*k->busy), k->nbusy);
 	k->busy[k->nbusy++] = p->busy;
@@ -191,8 +189,7 @@ static void pass_gpu(void *ctx, const struct sp_event *e)
 	struct pass *p = ctx;
 	sp_steps_sweep(&p->k->st, e);
 	busy_add(p, e);
-	if (e->kind != SP_EV_KERNEL || !e->start || e->end <= e->start ||
-	    sp_steps_is_nccl(&p->k->st, p->r, e->name))
+	if (e->kind != SP_EV_KERNEL || !e->start || e->end <= e->start || sp_steps_is_nccl(&p->k->st, p->r, e->name))
 		return;
 	struct sp_steps_iv v = { sp_window_wall(p->w, e->start), sp_window_wall(p->w, e->end) };
 	if (p->cur.e > p->cur.s && v.s <= p->cur.e) {
@@ -217,10 +214,10 @@ static void add_window(struct sp_xrank *a, struct rk *k, uint32_t ti, struct sp_
 {
 	size_t first = k->st.n, nl, cap = *ncarry;
 	struct sp_nccl_link *l;
-	struct pass p = { .k = k, .r = r, .g = g, .w = w, .span = *carry, .nspan = *ncarry,
-			  .end = sp_window_wall(w, w->t1), .first = first, .begin = sp_window_wall(w, w->t0),
-			  .blk0 = k->nblk, .blk_at = k->nblk };
+	struct pass p = { .k = k, .r = r, .g = g, .w = w, .span = *carry, .nspan = *ncarry, .first = first };
 
+	p.begin = sp_window_wall(w, w->t0), p.end = sp_window_wall(w, w->t1);
+	p.blk0 = p.blk_at = k->nblk;
 	sp_steps_begin(&k->st, w);
 	k->untimed_gpu = sp_xgrow(k->untimed_gpu, &k->utcap, sizeof(*k->untimed_gpu), k->st.n);
 	sp_nccl_win_begin(&p.nccl, w);

@@ -570,7 +570,8 @@ int sp_trace_next(struct sp_trace_reader *r, struct sp_event *ev)
 			struct sp_trace_pos at = { .off = r->chunk_off, .rec = r->count - r->left };
 			r->replay = pos_before(&at, &r->hw);
 		}
-		if (r->replay && (kind == KIND_STRING || kind == KIND_STACK || (kind == KIND_PYFRAME && r->hdr.version >= 3)))
+		if (r->replay &&
+		    (kind == KIND_STRING || kind == KIND_STACK || (kind == KIND_PYFRAME && r->hdr.version >= 3)))
 			rc = skip_table_record(r, kind, &p, end);
 		else if (kind == KIND_STRING)
 			rc = read_string(r, &p, end);
