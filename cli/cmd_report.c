@@ -51,6 +51,26 @@ static int usage(FILE *f, int rc)
 	return rc;
 }
 
+/* The message for a report of path that did not go through (nothing for SP_REPORT_OK). */
+static void say_status(enum sp_report_status st, const char *path, const struct sp_report_opts *o,
+		       const struct sp_report_result *res)
+{
+	if (st == SP_REPORT_UNREADABLE)
+		fprintf(stderr, "stepprof report: %s\n", res->why);
+	else if (st == SP_REPORT_CORRUPT)
+		fprintf(stderr, "stepprof report: %s: %s\n", path, res->why);
+	else if (st == SP_REPORT_NO_WINDOW && o->phase)
+		fprintf(stderr, "stepprof report: %s has no window%s of phase '%s' (%llu of other phases)\n", path,
+			o->window >= 0 ? " of that id" : "", o->phase, res->other_phase);
+	else if (st == SP_REPORT_NO_WINDOW)
+		sp_cli_no_window("report", path, o->window, res->seen, res->ids, res->truncated);
+	if (st == SP_REPORT_NO_WINDOW && !res->seen && res->outside)
+		fprintf(stderr,
+			"stepprof report: %s holds %llu records, none in a window: it was cut before its first window "
+			"began, or holds no recorded step (`stepprof dump` shows them)\n",
+			path, res->outside);
+}
+
 int sp_cmd_report(int argc, char **argv)
 {
 	struct sp_report_opts o = { .sort = SP_SORT_TOTAL, .top = SP_REPORT_TOP, .window = -1 };
@@ -118,19 +138,6 @@ int sp_cmd_report(int argc, char **argv)
 	o.note = note;
 	enum sp_report_status st = sp_report(path, &o, stdout, &res);
 	free(o.peers);
-	if (st == SP_REPORT_UNREADABLE)
-		fprintf(stderr, "stepprof report: %s\n", res.why);
-	else if (st == SP_REPORT_CORRUPT)
-		fprintf(stderr, "stepprof report: %s: %s\n", path, res.why);
-	else if (st == SP_REPORT_NO_WINDOW && o.phase)
-		fprintf(stderr, "stepprof report: %s has no window%s of phase '%s' (%llu of other phases)\n", path,
-			o.window >= 0 ? " of that id" : "", o.phase, res.other_phase);
-	else if (st == SP_REPORT_NO_WINDOW)
-		sp_cli_no_window("report", path, o.window, res.seen, res.ids, res.truncated);
-	if (st == SP_REPORT_NO_WINDOW && !res.seen && res.outside)
-		fprintf(stderr,
-			"stepprof report: %s holds %llu records, none in a window: it was cut before its first window "
-			"began, or holds no recorded step (`stepprof dump` shows them)\n",
-			path, res.outside);
+	say_status(st, path, &o, &res);
 	return st == SP_REPORT_OK ? 0 : 1;
 }
