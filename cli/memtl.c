@@ -442,6 +442,7 @@ void sp_memtl_close(struct sp_memtl_reader *m)
 	free(m->steps);
 	free(m->keys.slot);
 	free(m->top);
+	free(m->owner_of);
 	free(m);
 }
 const char *sp_memtl_bytes(char *buf, size_t n, uint64_t b)

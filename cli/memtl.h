@@ -52,6 +52,8 @@ struct sp_memtl_series {
 	                           first (then made first) */
 	size_t n_at_peak;
 	uint64_t allocs, frees; /* ALLOC / FREE records in the window */
+	struct sp_memtl_owned *owned; /* per owner, counted over every allocation as the reader passes
+	                                 (NULL if it was opened without sym) */
 };
 
 struct sp_memtl_step {
@@ -115,8 +117,9 @@ struct sp_memtl_owned {
 	uint64_t peak[SP_OWNER__N], blocks[SP_OWNER__N];
 	char unknown_why[128];  /* why the first unknown block is unknown ("" if none) */
 };
-/* Fills o for series s of w (stacks read from r, modules named by sym). Exits the CLI if memory
- * runs out; otherwise can't fail. */
+/* Fills o for series s of w: what the reader counted over all its allocations, or, for a reader
+ * opened without sym, from w's allocations (all of them up to SP_MEMTL_MAX_ALLOCS; stacks read from
+ * r, modules named by sym). Exits the CLI if memory runs out; otherwise can't fail. */
 void sp_memtl_owners(const struct sp_memtl *w, const struct sp_memtl_series *s, const struct sp_trace_reader *r,
 		     struct sp_sym *sym, struct sp_memtl_owned *o);
 

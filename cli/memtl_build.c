@@ -221,14 +221,19 @@ static void born(struct sp_memtl_reader *m, const struct sp_event *e, uint64_t s
 					.device = e->device,
 					.kind = e->sub,
 					.snapshot = seq == 0 };
+	if (m->sym)
+		sp_memtl_owner_born(m, x, series_of(m, e->device));
 }
 
 /* The live set is what is alive at series k's peak: marks its allocations of k's device. */
 static void mark_peak(struct sp_memtl_reader *m, size_t k)
 {
 	for (size_t i = 0; i < m->keys.cap; i++)
-		if (m->keys.slot[i].used && m->keys.slot[i].a.device == m->out.s[k].device)
+		if (m->keys.slot[i].used && m->keys.slot[i].a.device == m->out.s[k].device) {
 			m->keys.slot[i].at_peak = 1;
+			if (m->sym)
+				sp_memtl_owner_at_peak(m, &m->keys.slot[i], k);
+		}
 }
 
 /* The second pass: the live set through the window, what is alive at each peak, the largest. */
@@ -242,6 +247,8 @@ static void live_one(struct sp_memtl_reader *m, void *ctx, const struct sp_event
 		x->a.freed = e->start;
 		x->a.died = b->seq;
 		ended(m, x);
+		if (m->sym)
+			sp_memtl_owner_freed(m, x, series_of(m, x->a.device));
 		sp_memtl_lmap_del(&m->keys, x);
 	}
 	if (e->kind == SP_EV_ALLOC)
@@ -315,6 +322,7 @@ void sp_memtl_out_free(struct sp_memtl_reader *m)
 	for (size_t i = 0; i < m->out.ns; i++) {
 		free(m->out.s[i].pt);
 		free(m->out.s[i].at_peak);
+		free(m->out.s[i].owned);
 		free(m->thin[i].peak);
 	}
 	free(m->out.a);
@@ -368,6 +376,8 @@ void sp_memtl_build(struct sp_memtl_reader *m, uint64_t t1, const struct sp_memt
 	/* the live set through the window: the snapshots first, then by start */
 	sp_memtl_lmap_clear(&m->keys);
 	m->ntop = m->nalloc = 0;
+	if (m->owner_cap) /* owners by the modules known now */
+		memset(m->owner_of, 0, m->owner_cap);
 	b.seq = 0;
 	for (size_t i = 0; i < m->nsnap; i++)
 		born(m, &m->snap[i], 0);

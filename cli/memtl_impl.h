@@ -25,6 +25,7 @@ struct live {
 	struct key k;
 	int used;
 	int at_peak;            /* alive at its series' peak */
+	int owner;              /* SP_OWNER_* (with a sym) */
 	size_t index;           /* its place among the window's allocations (sp_memtl_alloc order) */
 	struct sp_memtl_alloc a;
 };
@@ -50,6 +51,7 @@ struct thin {
 	size_t cap;             /* of the series' pt */
 	struct kept *peak;      /* the allocations alive at its peak, as they end */
 	size_t npeak, peak_cap;
+	uint64_t owner_level[SP_OWNER__N]; /* bytes alive per owner where the live pass is */
 };
 
 struct sp_memtl_reader {
@@ -81,6 +83,8 @@ struct sp_memtl_reader {
 	struct kept *top;       /* the largest allocations ended so far (a min-heap by size, place) */
 	size_t ntop, top_cap;
 	size_t nalloc;          /* allocations numbered so far in the pass */
+	uint8_t *owner_of;      /* by stack index: its owner + 1, 0 not known yet */
+	size_t owner_cap;
 	struct sp_memtl out;    /* the window handed out */
 	int done, rc;
 };
@@ -108,5 +112,12 @@ void sp_memtl_pass(struct sp_memtl_reader *m, uint64_t t0, uint64_t t1, const st
 void sp_memtl_build(struct sp_memtl_reader *m, uint64_t t1, const struct sp_memtl *next);
 /* Frees the window handed out before. Can't fail. */
 void sp_memtl_out_free(struct sp_memtl_reader *m);
+
+/* ---- memtl_owner.c ---- */
+/* Per owner of series k, as the live pass goes (with m->sym): allocation x born (its owner set),
+ * freed, alive at the series' peak. Each exits the CLI if memory runs out. */
+void sp_memtl_owner_born(struct sp_memtl_reader *m, struct live *x, size_t k);
+void sp_memtl_owner_freed(struct sp_memtl_reader *m, const struct live *x, size_t k);
+void sp_memtl_owner_at_peak(struct sp_memtl_reader *m, const struct live *x, size_t k);
 
 #endif

@@ -408,10 +408,18 @@ static void test_many_allocations(void **state)
 	assert_int_equal(sp_trace_close(w), 0);
 
 	struct sp_trace_reader *r = sp_trace_open(path, err, sizeof(err));
-	struct sp_memtl_reader *mr = sp_memtl_open(r, NULL);
+	struct sp_sym *sym = sp_sym_open();
+	struct sp_memtl_reader *mr = sp_memtl_open(r, sym);
 	const struct sp_memtl *tl;
+	struct sp_memtl_owned o;
 	assert_int_equal(sp_memtl_next(mr, &tl), 1);
 	assert_int_equal(tl->na_all, 24003);
+	sp_memtl_owners(tl, &tl->s[0], r, sym, &o); /* over all 24003 blocks, not the 20000 kept */
+	assert_int_equal(o.blocks[SP_OWNER_UNKNOWN], 24003);
+	assert_int_equal(o.peak[SP_OWNER_UNKNOWN], 3 * 999 * MIB + 1000 * KIB);
+	assert_int_equal(o.at_peak[SP_OWNER_UNKNOWN], 3 * 999 * MIB + 1000 * KIB);
+	assert_int_equal(o.blocks_at_peak[SP_OWNER_UNKNOWN], 4);
+	assert_string_equal(o.unknown_why, "no stack");
 	assert_int_equal(tl->na, 20000); /* the 20000 largest hold the 4 alive at the peak */
 	assert_int_equal(tl->s[0].n_at_peak, 4);
 	assert_int_equal(tl->s[0].peak, 3 * 999 * MIB + 1000 * KIB);
@@ -422,6 +430,7 @@ static void test_many_allocations(void **state)
 	}
 	assert_int_equal(least, 167 * KIB); /* 19997 small ones: 24 of each size from 1000 KiB to 168, 5 of 167 */
 	sp_memtl_close(mr);
+	sp_sym_close(sym);
 	sp_trace_close_reader(r);
 
 	assert_int_equal(memory_cmd((const char *[]){ path, "-o", html, NULL }), 0);
