@@ -203,16 +203,11 @@ void sp_memtl_html_begin(struct sp_out *o, const char *trace, const struct sp_tr
 		       "allocations.</p>\n");
 }
 
-void sp_memtl_html_window(struct sp_out *o, const struct sp_memtl *w, const struct sp_trace_reader *r,
-			  struct sp_sym *sym)
+/* Which of w's allocations go in the page: all, or the rows of the peak tables plus the largest
+ * others (MAX_ALLOCS in all). Their indexes into sel (*nsel of them); pos[i]: allocation i's row,
+ * -1 if left out. Exits if memory runs out. */
+static void select_allocs(const struct sp_memtl *w, size_t *sel, size_t *nsel, long *pos)
 {
-	size_t *sel = malloc((w->na ? w->na : 1) * sizeof(*sel)), nsel = 0;
-	long *pos = malloc((w->na ? w->na : 1) * sizeof(*pos));
-	struct sp_idset stacks = { 0 };
-
-	if (!sel || !pos)
-		sp_oom();
-	/* which allocations go in: all, or the rows of the peak tables plus the largest others */
 	for (size_t i = 0; i < w->na; i++)
 		pos[i] = w->na_all <= MAX_ALLOCS ? 0 : -1;
 	for (size_t k = 0; k < w->ns && w->na_all > MAX_ALLOCS; k++)
@@ -236,10 +231,14 @@ void sp_memtl_html_window(struct sp_out *o, const struct sp_memtl *w, const stru
 	}
 	for (size_t i = 0; i < w->na; i++)
 		if (pos[i] == 0) {
-			pos[i] = (long)nsel;
-			sel[nsel++] = i;
+			pos[i] = (long)*nsel;
+			sel[(*nsel)++] = i;
 		}
+}
 
+/* The window's object up to its series: id, steps, duration, the allocation kinds, its steps. */
+static void put_head(struct sp_out *o, const struct sp_memtl *w)
+{
 	sp_out_printf(o,
 		      "<section id=\"w%u\"></section>\n<script>SP_WINDOWS.push({\"id\":%u,\"first_step\":%" PRId64
 		      ",\"last_step\":%" PRId64 ",\"complete\":%s,\"dur\":",
@@ -258,6 +257,11 @@ void sp_memtl_html_window(struct sp_out *o, const struct sp_memtl *w, const stru
 		put_ms(o, w->step[i].end, w->t0);
 		sp_out_puts(o, "]");
 	}
+}
+
+/* The window's series: label, peak, the rows alive at the peak (pos: rows of the allocations), points. */
+static void put_series(struct sp_out *o, const struct sp_memtl *w, const long *pos)
+{
 	sp_out_puts(o, "],\n\"series\":[");
 	for (size_t k = 0; k < w->ns; k++) {
 		const struct sp_memtl_series *s = &w->s[k];
@@ -275,6 +279,11 @@ void sp_memtl_html_window(struct sp_out *o, const struct sp_memtl *w, const stru
 		put_points(o, w, s);
 		sp_out_puts(o, "}");
 	}
+}
+
+/* The selected allocations (sel[0..nsel)): series, made, freed, size, kind, stack. */
+static void put_allocs(struct sp_out *o, const struct sp_memtl *w, const size_t *sel, size_t nsel)
+{
 	sp_out_puts(o, "],\n\"allocs\":[");
 	for (size_t i = 0; i < nsel; i++) {
 		const struct sp_memtl_alloc *a = &w->a[sel[i]];
@@ -290,8 +299,17 @@ void sp_memtl_html_window(struct sp_out *o, const struct sp_memtl *w, const stru
 			put_ms(o, a->freed, w->t0);
 		sp_out_printf(o, ",%" PRIu64 ",%u,%u]", a->size, a->kind, a->stack);
 	}
-	sp_out_puts(o, "],\n\"stacks\":{");
+}
+
+/* The frames of the selected allocations' stacks, then the program's line behind each stack with
+ * Python frames (sp_sym_site), shown first. Exits if memory runs out. */
+static void put_stacks(struct sp_out *o, const struct sp_memtl *w, const struct sp_trace_reader *r, struct sp_sym *sym,
+		       const size_t *sel, size_t nsel)
+{
+	struct sp_idset stacks = { 0 };
 	int first = 1;
+
+	sp_out_puts(o, "],\n\"stacks\":{");
 	for (size_t i = 0; i < nsel; i++) {
 		uint32_t id = w->a[sel[i]].stack, n;
 		const uint64_t *pcs = id ? sp_trace_stack(r, id, &n) : NULL;
@@ -305,7 +323,6 @@ void sp_memtl_html_window(struct sp_out *o, const struct sp_memtl *w, const stru
 		sp_out_puts(o, "]");
 		first = 0;
 	}
-	/* the program's line behind each stack with Python frames (sp_sym_site), shown first */
 	sp_out_puts(o, "},\n\"sites\":{");
 	sp_idset_clear(&stacks);
 	first = 1;
@@ -321,6 +338,21 @@ void sp_memtl_html_window(struct sp_out *o, const struct sp_memtl *w, const stru
 	}
 	sp_out_puts(o, "}});</script>\n");
 	sp_idset_free(&stacks);
+}
+
+void sp_memtl_html_window(struct sp_out *o, const struct sp_memtl *w, const struct sp_trace_reader *r,
+			  struct sp_sym *sym)
+{
+	size_t *sel = malloc((w->na ? w->na : 1) * sizeof(*sel)), nsel = 0;
+	long *pos = malloc((w->na ? w->na : 1) * sizeof(*pos));
+
+	if (!sel || !pos)
+		sp_oom();
+	select_allocs(w, sel, &nsel, pos);
+	put_head(o, w);
+	put_series(o, w, pos);
+	put_allocs(o, w, sel, nsel);
+	put_stacks(o, w, r, sym, sel, nsel);
 	free(sel);
 	free(pos);
 }
