@@ -157,7 +157,7 @@ void sp_steps_event(struct sp_steps *s, struct sp_trace_reader *r, const struct 
 static void sweep_begin(struct sp_steps *s)
 {
 	size_t nst = s->n - s->first;
-	const struct sp_step_stat *st = s->st + s->first;
+	const struct sp_step_stat *st = s->st ? s->st + s->first : NULL; /* NULL while s has no step */
 
 	s->sweeping = 1;
 	s->upto = sp_xgrow(s->upto, &s->upto_cap, sizeof(*s->upto), nst);
@@ -181,7 +181,7 @@ static void sweep_begin(struct sp_steps *s)
 static void sweep_interval(struct sp_steps *s, uint64_t a, uint64_t b)
 {
 	size_t nst = s->n - s->first, kept = 0;
-	struct sp_step_stat *st = s->st + s->first;
+	struct sp_step_stat *st = s->st ? s->st + s->first : NULL; /* NULL while s has no step */
 
 	s->busy += b - a;
 	for (; s->qat < s->nq && s->q[s->qat].t <= a; s->qat++)
@@ -230,7 +230,7 @@ void sp_steps_sweep(struct sp_steps *s, const struct sp_event *e)
 uint64_t sp_steps_end(struct sp_steps *s)
 {
 	size_t nst = s->n - s->first;
-	struct sp_step_stat *st = s->st + s->first;
+	struct sp_step_stat *st = s->st ? s->st + s->first : NULL; /* NULL while s has no step */
 
 	if (!s->sweeping)
 		sweep_begin(s);
