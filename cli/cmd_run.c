@@ -297,9 +297,14 @@ int sp_cmd_run(int argc, char **argv)
 		   !sp_cfg_expand(cfg.output, NULL, folder, sizeof folder);
 	struct stat dst;
 	int there = stat(dir[0] ? dir : ".", &dst) == 0;
-	if (!there || !S_ISDIR(dst.st_mode)) /* the output failed, not the schedule */
-		fprintf(stderr, "stepprof: no trace written: the output directory %s %s (the lines above say why)\n",
-			dir[0] ? dir : ".", there ? "is not a directory" : "does not exist");
+	if (there && !S_ISDIR(dst.st_mode)) /* the output failed, not the schedule */
+		fprintf(stderr, "stepprof run: no trace written: the output directory %s is not a directory\n",
+			dir[0] ? dir : ".");
+	else if (!there) /* the collector makes it when it opens a trace */
+		fprintf(stderr,
+			"stepprof run: no trace written: no process made the output directory %s (no CUDA, rank "
+			"not selected, no step recorded, or the stepprof: lines above say why)\n",
+			dir[0] ? dir : ".");
 	else if (!list_traces(dir[0] ? dir : ".", start, 0))
 		fprintf(stderr,
 			"stepprof run: no trace written under %s (no CUDA, rank not selected, or no step "
