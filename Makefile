@@ -288,7 +288,7 @@ help:
 	@echo "  make bench        GPU machine: overhead benchmarks (docs/BENCHMARKS.md)"
 	@echo "  make format       clang-format the sources (clang-format 16 or later)"
 	@echo "  make format-check how many lines make format would change, by file"
-	@echo "  make check-sizes  files over 800 lines, functions over 80 lines in collector/ and preload/"
+	@echo "  make check-sizes  .c files over 800 lines, functions over 80 lines, in every product folder (CI runs it)"
 	@echo "  make clean        remove build/ and dist/"
 	@echo "options: DEBUG=1 (-O0 -g3 -Werror), SAN=address,undefined, CUDA_HOME=$(CUDA_HOME), V=1 (show commands)"
 
