@@ -58,6 +58,10 @@ check() {
 run inside CAPTURE=3:4 && check inside "2:0 3:0 " 6
 run early CAPTURE=1:3 && check early "2:0 3:3 " 3
 run joined CAPTURE=3:3 CAPTURE_JOIN=1 && check joined "2:0 3:3 " 3
+# the Chrome/Kineto export says so on each captured call's args, and on no other call
+(cd "$T/inside/out" && "$SP" convert ./*.sptrace >/dev/null 2>&1) || bad "inside: convert failed"
+n=$(zcat "$T"/inside/out/*.pt.trace.json.gz 2>/dev/null | grep -o '"captured into a graph":1' | wc -l)
+[ "$n" = 6 ] || bad "inside: $n calls marked captured into a graph in the Chrome trace, not 6"
 # the capture's own calls are recorded in the window (its end, here)
 grep -q '^api .*name="cudaStreamEndCapture"' "$T/early/dump" || bad "early: the end capture call is not in the trace"
 
