@@ -186,10 +186,12 @@ static void put_call_event(struct dump *d, const struct sp_event *ev)
 	switch (ev->kind) {
 	case SP_EV_API:
 		put_cpu(d, ev);
-		fprintf(o, " corr=%u domain=%s", ev->corr, NAME_OF(api_domains, ev->sub));
+		fprintf(o, " corr=%u domain=%s", ev->corr, NAME_OF(api_domains, SP_API_DOMAIN(ev->sub)));
 		put_name(d, "name", ev->name);
 		fprintf(o, " cbid=%u status=%d stream=%u stack=%u", ev->u.api.cbid, ev->u.api.status, ev->stream,
 			ev->u.api.stack);
+		if (ev->sub & SP_API_CAPTURED) /* into a CUDA graph: it ran nothing */
+			fputs(" captured=1", o);
 		break;
 	case SP_EV_NCCL: {
 		const struct sp_ev_nccl *n = &ev->u.nccl;
