@@ -37,7 +37,7 @@ static void on_fork_child(void)
 	sp_host_min_bytes = SIZE_MAX;
 	atomic_store(&sp_launch_want, SP_LAUNCH_OFF); /* the launch hooks pass through, learning or not */
 	atomic_store(&sp_launch_guard, 0);             /* ... and count nothing (no subscriber here) */
-	atomic_store(&sp_hold.state, SP_HOLD_GONE); /* no detach to wait for: forked mid-detach */
+	sp_cupti_life_forked(); /* no detach to wait for: forked mid-detach */
 	atomic_store(&sp_devmem_want, 0);
 	sp_col.disabled = 1;
 	sp_col.active = 0;

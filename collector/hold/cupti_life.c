@@ -40,7 +40,6 @@ static struct {
 	_Atomic bool stopped;        /* no more cycles: one failed or may have missed a boundary */
 	_Atomic bool frozen;         /* the process exits: no detach at all any more */
 	unsigned cycles;             /* detach + re-attach done */
-	bool parked;                 /* detached until the next window, the hooks counting (markhook.h) */
 	int64_t park_step;           /* the step it parked in */
 	uint64_t park_ns;            /* when */
 	_Atomic bool registered;     /* timestamp and buffer callbacks registered in this instance */
@@ -56,6 +55,23 @@ static struct {
 	_Atomic uint64_t retry_ns;   /* a detach called off for a blocked launch: none before this */
 	pthread_mutex_t park_lock;   /* parked: the writer's tick and an application thread's attach */
 } L = { .held_step = INT64_MIN, .off_step = INT64_MIN, .park_lock = PTHREAD_MUTEX_INITIALIZER };
+
+bool sp_cupti_life_move(enum sp_hold from, enum sp_hold to)
+{
+	static _Atomic bool said;
+	int seen = (int)from, r = sp_hold_step(&sp_hold.state, from, to, &seen);
+	if (r < 0 && !atomic_exchange(&said, true))
+		sp_warn("internal: the hold on CUPTI cannot move from %s to %s (%s %s)", sp_hold_name(from),
+			sp_hold_name(to), r == -1 ? "no such move in the table;" : "it was", r == -1 ? "" : sp_hold_name(seen));
+	return r == 0;
+}
+
+void sp_cupti_life_forked(void)
+{
+	int st = atomic_load(&sp_hold.state);
+	if (st != SP_HOLD_GONE)
+		(void)sp_cupti_life_move((enum sp_hold)st, SP_HOLD_GONE);
+}
 
 /* Sleeps about 50 us (the writer thread waits for callbacks to return). */
 static void nap(void)
@@ -320,9 +336,10 @@ int sp_cupti_life_enter_slow(enum sp_enter who)
 static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_ns)
 {
 	atomic_fetch_add(&sp_hold.attempt, 1);
-	atomic_store(&sp_hold.state, SP_HOLD_QUIESCING);
+	if (!sp_cupti_life_move(SP_HOLD_ATTACHED, SP_HOLD_QUIESCING))
+		return -1;
 	if (drain_inflight() < 0) {
-		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
+		sp_cupti_life_move(SP_HOLD_QUIESCING, SP_HOLD_ATTACHED);
 		if (!atomic_load(&IF.fence_failed))
 			sp_warn("a CUPTI callback did not return within 1 s; staying attached to CUPTI");
 		return -1;
@@ -331,12 +348,12 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 		/* its exit must be seen by the instance that saw its entry, and CUPTI must not be
 		 * finalised under a call it wraps (seen on H100: a SIGSEGV in the cudaDeviceSynchronize
 		 * that a detach for good fell into, in 2-rank DDP jobs) */
-		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
+		sp_cupti_life_move(SP_HOLD_QUIESCING, SP_HOLD_ATTACHED);
 		return 1;
 	}
-	atomic_store(&sp_hold.state, SP_HOLD_DETACHING); /* waiting callbacks return now */
+	sp_cupti_life_move(SP_HOLD_QUIESCING, SP_HOLD_DETACHING); /* waiting callbacks return now */
 	if (drain_inflight() < 0) { /* calls that went ahead while quiescing */
-		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
+		sp_cupti_life_move(SP_HOLD_DETACHING, SP_HOLD_ATTACHED);
 		if (!atomic_load(&IF.fence_failed))
 			sp_warn("a CUPTI call did not return within 1 s; staying attached to CUPTI");
 		return -1;
@@ -347,7 +364,7 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 	 * Launches come next (with host functions, asynchronous memsets and copies: SP_GUARDS in
 	 * preload/procaddr_rows.h); other driver calls (synchronous memsets...) are not covered */
 	if (wait_none(hooked_now, DRAIN_HOOKED_NS) < 0) {
-		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
+		sp_cupti_life_move(SP_HOLD_DETACHING, SP_HOLD_ATTACHED);
 		return 1;
 	}
 	/* nor inside a kernel launch: CUPTI's dispatch of a launch in flight when cuptiFinalize ran
@@ -360,7 +377,7 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 		/* a launch behind a long kernel may stay blocked for a while: no retry at every tick, each
 		 * holding the program's launches for DRAIN_LAUNCH_NS */
 		atomic_store(&L.retry_ns, sp_now_ns() + LAUNCH_BACKOFF_NS);
-		atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
+		sp_cupti_life_move(SP_HOLD_DETACHING, SP_HOLD_ATTACHED);
 		return 1;
 	}
 	/* the writer thread is the only one touching CUPTI now; records still buffered arrive in
@@ -383,7 +400,7 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 	 * be in flight, unseen, under that instance) */
 	if (!L.keep_guard)
 		atomic_store(&sp_launch_guard, 0);
-	atomic_store(&sp_hold.state, for_good ? SP_HOLD_GONE : SP_HOLD_NONE);
+	sp_cupti_life_move(SP_HOLD_DETACHING, for_good ? SP_HOLD_GONE : SP_HOLD_NONE);
 	return 0;
 }
 
@@ -425,7 +442,8 @@ static CUptiResult register_activity(const struct sp_cupti_hooks *hooks)
 /* Subscribes; the first instance registers the activity callbacks at once (a failure there is
  * the caller's to report), a re-attach (lazy) only when its first activity kind is enabled, so
  * that between windows CUPTI holds nothing but the callbacks the marker needs. */
-static CUptiResult attach(const struct sp_cupti_hooks *hooks, CUpti_SubscriberHandle *sub, bool lazy)
+static CUptiResult attach(const struct sp_cupti_hooks *hooks, CUpti_SubscriberHandle *sub, bool lazy,
+			  enum sp_hold from)
 {
 	atomic_store(&sp_launch_guard, 1); /* before CUPTI can wrap a launch (collector.h) */
 	CUptiResult r = sp_cupti.cuptiSubscribe(sub, hooks->callback, NULL);
@@ -443,7 +461,7 @@ static CUptiResult attach(const struct sp_cupti_hooks *hooks, CUpti_SubscriberHa
 		atomic_store(&sp_launch_guard, 0);
 		return r;
 	}
-	atomic_store(&sp_hold.state, SP_HOLD_ATTACHED);
+	sp_cupti_life_move(from, SP_HOLD_ATTACHED);
 	if (hooks->armed)
 		hooks->armed();
 	return CUPTI_SUCCESS;
@@ -451,7 +469,7 @@ static CUptiResult attach(const struct sp_cupti_hooks *hooks, CUpti_SubscriberHa
 
 CUptiResult sp_cupti_life_attach(const struct sp_cupti_hooks *hooks, CUpti_SubscriberHandle *sub)
 {
-	return attach(hooks, sub, false);
+	return attach(hooks, sub, false, SP_HOLD_NONE);
 }
 
 CUptiResult sp_cupti_life_reattach(CUpti_SubscriberHandle *sub)
@@ -462,7 +480,7 @@ CUptiResult sp_cupti_life_reattach(CUpti_SubscriberHandle *sub)
 	atomic_store(&sp_hold.corr_base, base + last + CORR_MARGIN); /* detach for good left it */
 	atomic_store(&sp_hold.corr_last, 0);
 	uint64_t t0 = sp_now_ns();
-	CUptiResult r = attach(&L.hooks, sub, true);
+	CUptiResult r = attach(&L.hooks, sub, true, SP_HOLD_GONE);
 	if (r != CUPTI_SUCCESS) {
 		atomic_store(&sp_hold.corr_base, base);
 		atomic_store(&sp_hold.corr_last, last);
@@ -597,7 +615,7 @@ static enum sp_life_act cycle(const struct sp_life_view *v, int64_t step, uint64
 	 * one begins no earlier than `end + 2 quiet`: one before that proves none came (a quarter of
 	 * the quiet time kept as margin, as quiet_fits does); armed before the marker's callback is */
 	atomic_store(&sp_hold.verify_by, end ? end + quiet / 4 * 7 : 1);
-	CUptiResult r = attach(&L.hooks, sub, true);
+	CUptiResult r = attach(&L.hooks, sub, true, SP_HOLD_NONE);
 	uint64_t t2 = sp_now_ns(), gap = t2 - t0;
 	if (r != CUPTI_SUCCESS) {
 		const char *msg = "?";
@@ -606,7 +624,7 @@ static enum sp_life_act cycle(const struct sp_life_view *v, int64_t step, uint64
 		sp_warn("cannot re-attach to CUPTI after detaching between windows (%s); the rest of the run "
 			"is not profiled",
 			msg);
-		atomic_store(&sp_hold.state, SP_HOLD_GONE);
+		sp_cupti_life_move(SP_HOLD_NONE, SP_HOLD_GONE);
 		atomic_store(&L.stopped, true);
 		return SP_LIFE_DETACH;
 	}
@@ -643,7 +661,7 @@ static enum sp_life_act park(int64_t step, CUpti_SubscriberHandle *sub)
 	if (atomic_exchange(&sp_hold.lost, false))
 		sp_cupti_life_missed("a marker call that bypassed stepprof's hooks came while detaching");
 	sp_hooklearn_proof(0); /* nothing reports launches now: the launch hooks pass them through */
-	L.parked = true;
+	sp_cupti_life_move(SP_HOLD_NONE, SP_HOLD_PARKED);
 	L.park_step = step;
 	L.park_ns = sp_now_ns();
 	L.held = NULL;
@@ -661,14 +679,13 @@ static enum sp_life_act unpark(int64_t step, CUpti_SubscriberHandle *sub)
 {
 	uint64_t t0 = sp_now_ns();
 	sp_hooklearn_proof(1); /* before the attach: each launch CUPTI reports finds its hook watching */
-	CUptiResult r = attach(&L.hooks, sub, true);
-	L.parked = false;
+	CUptiResult r = attach(&L.hooks, sub, true, SP_HOLD_PARKED);
 	sp_writer_set_pass_ns(0); /* windows close at the usual pace */
 	if (r != CUPTI_SUCCESS) {
 		const char *msg = "?";
 		sp_cupti.cuptiGetResultString(r, &msg);
 		sp_warn("cannot re-attach to CUPTI before a window (%s); the rest of the run is not profiled", msg);
-		atomic_store(&sp_hold.state, SP_HOLD_GONE);
+		sp_cupti_life_move(SP_HOLD_PARKED, SP_HOLD_GONE);
 		atomic_store(&L.stopped, true);
 		sp_hook_disarm();
 		return SP_LIFE_DETACH;
@@ -699,8 +716,7 @@ static enum sp_life_act parked_tick(struct sp_life_view *v, int64_t step, CUpti_
 	if (act == SP_LIFE_UNPARK)
 		return unpark(step, sub);
 	if (act == SP_LIFE_DETACH) {
-		L.parked = false;
-		atomic_store(&sp_hold.state, SP_HOLD_GONE);
+		sp_cupti_life_move(SP_HOLD_PARKED, SP_HOLD_GONE);
 		sp_hook_disarm();
 		sp_info("the schedule is done in step %lld: stepprof stays detached from CUPTI for the rest of the run",
 			(long long)step);
@@ -712,7 +728,7 @@ void sp_cupti_life_start_parked(const struct sp_cupti_hooks *hooks)
 {
 	pthread_mutex_lock(&L.park_lock);
 	L.hooks = *hooks;
-	L.parked = true;
+	sp_cupti_life_move(SP_HOLD_NONE, SP_HOLD_PARKED);
 	L.park_step = 0;
 	L.park_ns = sp_now_ns();
 	sp_writer_set_pass_ns(SP_PARKED_PASS_NS);
@@ -725,7 +741,7 @@ int sp_cupti_life_attach_now(CUpti_SubscriberHandle *sub, int64_t step, bool gra
 	if (atomic_load(&L.frozen))
 		return 0;
 	pthread_mutex_lock(&L.park_lock);
-	if (!L.parked) {
+	if (atomic_load(&sp_hold.state) != SP_HOLD_PARKED) {
 		pthread_mutex_unlock(&L.park_lock);
 		return 0;
 	}
@@ -745,7 +761,7 @@ enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64
 	if (atomic_load(&L.frozen))
 		return SP_LIFE_STAY;
 	pthread_mutex_lock(&L.park_lock);
-	if (L.parked) {
+	if (atomic_load(&sp_hold.state) == SP_HOLD_PARKED) {
 		enum sp_life_act act = parked_tick(v, step, sub);
 		pthread_mutex_unlock(&L.park_lock);
 		return act;

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <cupti.h>
+#include "decide/hold.h"
 #include "decide/life.h"
 
 /* What a (re)subscription installs; armed runs after each one, with no CUPTI callback or activity
@@ -27,17 +28,9 @@ struct sp_cupti_hooks {
 	void (*armed)(void);
 };
 
-enum sp_hold {
-	SP_HOLD_NONE = 0,       /* not subscribed (never, or a re-attach failed) */
-	SP_HOLD_ATTACHED,       /* subscribed: CUPTI calls allowed */
-	SP_HOLD_QUIESCING,      /* a detach waits for callbacks in flight: new ones wait for its verdict */
-	SP_HOLD_DETACHING,      /* the writer thread is finalising: callbacks return at once */
-	SP_HOLD_GONE,           /* detached for good: no CUPTI call ever again */
-};
-
 /* Shared with the inline guards below; read-only outside cupti_life.c. */
 extern struct sp_hold_state {
-	_Atomic int state;           /* enum sp_hold */
+	_Atomic int state;           /* enum sp_hold (decide/hold.h), moved by sp_cupti_life_move only */
 	_Atomic int inflight;        /* callbacks and CUPTI calls in progress outside the writer, of the
 				      * threads that count here (sp_inflight_shared); the others count
 				      * in their own slots */
@@ -62,6 +55,12 @@ extern struct sp_hold_state {
 	_Atomic uint64_t verify_by;  /* a re-attach outlasted the quiet time: the next marker call must
 				      * begin before this (trace clock, ns) to prove none was missed; 0 none */
 } sp_hold;
+
+/* Moves the hold from `from` to `to` through the table (decide/hold.h). Returns true, or false if
+ * the table has no such move or the state was not `from` (nothing changed; warned once: a bug). */
+bool sp_cupti_life_move(enum sp_hold from, enum sp_hold to);
+/* In a fork child: the hold is GONE (no detach to wait for, none to make). Can't fail. */
+void sp_cupti_life_forked(void);
 
 /* A CUDA call (a kernel launch, a hooked call) found a detach under way, itself not counted in
  * flight: waits until the detach is over, at most limit_ns, then goes ahead (warned once); after a
