@@ -17,6 +17,7 @@
 #include "collector/hold/cupti_life.h"
 #include "collector/cupti/cupti_share.h"
 #include "collector/hold/hooklearn.h"
+#include "collector/hold/markhook.h"
 #include "collector/base/intern.h"
 #include "internal.h"
 #include "collector/base/log.h"
@@ -211,6 +212,7 @@ void sp_coll_push(struct sp_event *ev)
  * steps. Returns what the subscription returned (CUPTI_SUCCESS when parked). */
 static CUptiResult start_cupti(const struct sp_cupti_hooks *hooks)
 {
+	sp_cupti_life_watch(&sp_hook_watch); /* the hold tells the hooks when it parks and attaches */
 	if (sp_hooklearn_wanted()) {
 		sp_cupti_life_start_parked(hooks);
 		sp_hooklearn_begin();

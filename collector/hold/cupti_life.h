@@ -56,6 +56,21 @@ extern struct sp_hold_state {
 				      * begin before this (trace clock, ns) to prove none was missed; 0 none */
 } sp_hold;
 
+/* What the preload's hooks do as the hold moves (markhook.c's sp_hook_watch), so that the hold
+ * calls nothing of theirs: they ask it for an attach through sp_cupti_life_attach_now alone. */
+struct sp_hold_watch {
+	void (*count)(int on);   /* the hooks count marker calls (1: parking, parked) or no longer (0) */
+	void (*proof)(int on);   /* launch hooks prove themselves against CUPTI (1) or pass through (0) */
+	void (*unparked)(void);  /* re-attached: CUPTI counts marker calls, learning from the hooks ends */
+	bool (*graph_made)(void); /* a CUDA graph was made while parked (once; clears it) */
+	void (*disarm)(void);    /* detached for good: the hooks watch nothing any more */
+};
+/* Sets the watch, before the first attach or park (NULL: none). This function can't fail. */
+void sp_cupti_life_watch(const struct sp_hold_watch *w);
+/* This thread runs a detach: a hooked call it makes (CUPTI reaching the driver through a
+ * trampoline) must not wait for that detach. */
+bool sp_cupti_life_detaching_here(void);
+
 /* Moves the hold from `from` to `to` through the table (decide/hold.h). Returns true, or false if
  * the table has no such move or the state was not `from` (nothing changed; warned once: a bug). */
 bool sp_cupti_life_move(enum sp_hold from, enum sp_hold to);

@@ -54,10 +54,9 @@ void sp_hook_count(int on);
 bool sp_hook_need_attach(void);
 /* A CUDA graph was captured or created while the hooks counted (once; clears it). */
 bool sp_hook_graph_made(void);
-/* This thread detaches from CUPTI (1) or is done (0): a hooked call it makes meanwhile (CUPTI
- * reaching the driver through a trampoline of preload/procaddr.c) does not wait for that detach. */
-void sp_hook_detaching(int on);
 /* Nothing to count any more (the schedule is done): the hooks cost one load again. */
 void sp_hook_disarm(void);
+/* What the hooks do as the hold on CUPTI moves (cupti_life.h sp_cupti_life_watch). */
+extern const struct sp_hold_watch sp_hook_watch;
 
 #endif
