@@ -9,7 +9,7 @@
 #include "collector/base/clock.h"
 #include "collector/collector.h"
 #include "cupti_life.h"
-#include "hookfns.h"
+#include "collector/hookfns.h"
 #include "hooklearn.h"
 #include "collector/base/intern.h"
 #include "collector/internal.h"

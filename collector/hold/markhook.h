@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* markhook.h - marker calls counted by the preload's hooks (collector/hold/hookfns.h) rather than by
+/* markhook.h - marker calls counted by the preload's hooks (collector/hookfns.h) rather than by
  * CUPTI's callbacks, so that stepprof can let go of CUPTI between windows and still number every
  * step ("parking", cupti_life.c). Relied on only once proven: at least SP_HOOK_PROOF marker calls
  * reported by CUPTI, every one of them made inside a hook or holding exactly one hooked driver call
