@@ -5,33 +5,34 @@
 #include "hold.h"
 
 #define INIT "the program's thread that initialises CUDA"
-#define APP "writer, or an application thread (under the park lock)"
+#define TICK "the tick" /* the writer after a pass, or an application thread before it exists */
+#define APP "the tick or an application thread, under the park lock"
 
 /* Every move the collector makes, in the order docs/ARCHITECTURE.md lists them; a fork child
  * (one thread, nothing to wait for) moves from any state to GONE. */
 const struct sp_hold_move sp_hold_moves[] = {
-	{ SP_HOLD_NONE, SP_HOLD_ATTACHED, "the first subscription; a cycle's re-attach", INIT "; writer" },
+	{ SP_HOLD_NONE, SP_HOLD_ATTACHED, "the first subscription; a cycle's re-attach", INIT "; " TICK },
 	{ SP_HOLD_NONE, SP_HOLD_PARKED, "starting parked (hook learning, the Python bridge); a park, once detached",
-	  INIT "; writer" },
-	{ SP_HOLD_NONE, SP_HOLD_GONE, "a cycle whose re-attach failed; a fork child", "writer; the child" },
+	  INIT "; " TICK },
+	{ SP_HOLD_NONE, SP_HOLD_GONE, "a cycle whose re-attach failed; a fork child", TICK "; the child" },
 	{ SP_HOLD_PARKED, SP_HOLD_ATTACHED,
 	  "an unpark: the tick before a window, or the hooks, hook learning, the Python bridge or the program's "
 	  "profiler needing CUPTI (sp_cupti_life_attach_now)",
 	  APP },
 	{ SP_HOLD_PARKED, SP_HOLD_GONE, "the schedule is done while parked; an unpark whose attach failed; a fork child",
 	  APP "; the child" },
-	{ SP_HOLD_ATTACHED, SP_HOLD_QUIESCING, "a detach begins (a cycle, a park, the final detach)", "writer" },
+	{ SP_HOLD_ATTACHED, SP_HOLD_QUIESCING, "a detach begins (a cycle, a park, the final detach)", TICK },
 	{ SP_HOLD_ATTACHED, SP_HOLD_GONE, "a fork child", "the child" },
 	{ SP_HOLD_QUIESCING, SP_HOLD_ATTACHED, "a detach called off: callbacks did not drain, or a marker call is in it",
-	  "writer" },
-	{ SP_HOLD_QUIESCING, SP_HOLD_DETACHING, "callbacks drained and no marker call in progress", "writer" },
+	  TICK },
+	{ SP_HOLD_QUIESCING, SP_HOLD_DETACHING, "callbacks drained and no marker call in progress", TICK },
 	{ SP_HOLD_QUIESCING, SP_HOLD_GONE, "a fork child", "the child" },
 	{ SP_HOLD_DETACHING, SP_HOLD_ATTACHED,
 	  "a detach called off: calls did not drain, or a hooked CUDA call or a kernel launch is in progress",
-	  "writer" },
-	{ SP_HOLD_DETACHING, SP_HOLD_NONE, "detached between windows (a cycle, a park)", "writer" },
+	  TICK },
+	{ SP_HOLD_DETACHING, SP_HOLD_NONE, "detached between windows (a cycle, a park)", TICK },
 	{ SP_HOLD_DETACHING, SP_HOLD_GONE, "detached for good (the schedule is done); a fork child",
-	  "writer; the child" },
+	  TICK "; the child" },
 	{ SP_HOLD_GONE, SP_HOLD_ATTACHED, "an on-demand window after the final detach (sp_cupti_life_reattach)",
 	  "the on-demand thread" },
 };
