@@ -78,9 +78,8 @@ int sp_collector_launch_enter(uint32_t name);
 void sp_collector_launch_exit(int h);
 /* Nonzero while stepprof is subscribed to CUPTI (from the start of each attach to the end of each
  * detach): the launch trampolines then count their launches in flight, so that CUPTI is never
- * finalised while a thread is inside a launch (CUPTI's dispatch of it crashed or corrupted the heap
- * when cuptiFinalize ran under it: H200, 10 of 478 runs of a launch-bound loop parking between
- * windows). Read with one relaxed load beside sp_launch_want. */
+ * finalised while a thread is inside a launch (CUPTI's dispatch of it crashes or corrupts the heap
+ * when cuptiFinalize runs under it). Read with one relaxed load beside sp_launch_want. */
 extern _Atomic int sp_launch_guard;
 /* A launch through a trampoline begins / ends (g: what the guard returned), while sp_launch_guard
  * is set: counted in flight, after waiting out a detach under way (its drains and cuptiFinalize;

@@ -40,8 +40,7 @@ extern struct sp_hold_state {
 	_Atomic int marking;         /* threads inside a marker call (a detach must wait for none) */
 	_Atomic int marker_waiting;  /* marker callbacks waiting out a quiescing detach (it calls off) */
 	_Atomic int hooked;          /* threads inside a CUDA call the preload hooks (a detach waits for
-				      * none: CUPTI finalised under a call it wraps crashes, as the NCCL
-				      * watchdog's cudaEventQuery did on H100) */
+				      * none: CUPTI finalised under a call it wraps crashes) */
 	_Atomic int launching;       /* kernel launches in progress of the threads that count in the
 				      * shared counter (the others: their slot's launch; collector.h
 				      * sp_launch_guard) */
@@ -83,7 +82,7 @@ void sp_cupti_life_forked(void);
  * looks again), 0 if it gave up. Any thread but the detaching one. */
 int sp_cupti_life_wait_detach(uint64_t limit_ns);
 #define SP_WAIT_LAUNCH_NS \
-	10000000000ull /* a launch: longer than a detach's drains and any cuptiFinalize seen (0.33 s) */
+	10000000000ull /* a launch: far longer than a detach's drains and cuptiFinalize */
 #define SP_WAIT_HOOKED_NS \
 	1000000000ull  /* a hooked call (as before the launch drain: a thread that
 					  * cuptiFinalize itself waits on must not stall longer) */
@@ -106,8 +105,8 @@ int sp_cupti_life_enter_slow(enum sp_enter who);
 /* Callbacks and CUPTI calls in flight are counted per thread where the kernel gives an
  * asymmetric fence (membarrier PRIVATE_EXPEDITED): a thread's count is a plain store to a cache
  * line of its own, and a detach pays the fence (one membarrier call after each state change)
- * instead of every callback paying two locked instructions, four callbacks per kernel launch
- * (a host profile put 60% of the callback's own time there). Without membarrier, or past
+ * instead of every callback paying two locked instructions, four callbacks per kernel launch.
+ * Without membarrier, or past
  * SP_INFLIGHT_SLOTS live threads, a thread counts in the shared sp_hold.inflight with atomic adds. */
 #define SP_INFLIGHT_SLOTS 1024
 struct sp_inflight_slot {

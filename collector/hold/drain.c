@@ -295,8 +295,7 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 	}
 	if (atomic_load(&sp_hold.marking) + atomic_load(&sp_hold.marker_waiting) > 0) {
 		/* its exit must be seen by the instance that saw its entry, and CUPTI must not be
-		 * finalised under a call it wraps (seen on H100: a SIGSEGV in the cudaDeviceSynchronize
-		 * that a detach for good fell into, in 2-rank DDP jobs) */
+		 * finalised under a call it wraps (docs/ARCHITECTURE.md, "Why a detach waits") */
 		sp_cupti_life_move(SP_HOLD_QUIESCING, SP_HOLD_ATTACHED);
 		return 1;
 	}
@@ -307,21 +306,18 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 			sp_warn("a CUPTI call did not return within 1 s; staying attached to CUPTI");
 		return -1;
 	}
-	/* no thread inside a hooked CUDA call: CUPTI wraps it, and finalising CUPTI under it crashed
-	 * (H100, 2-rank DDP: the NCCL watchdog's cudaEventQuery, 2 of 15 jobs); new ones wait. A call
-	 * that outlasts 2 ms (a long synchronisation) calls the detach off: the next tick tries again.
-	 * Launches come next (with host functions, asynchronous memsets and copies: SP_GUARDS in
-	 * preload/procaddr_rows.h); other driver calls (synchronous memsets...) are not covered */
+	/* no thread inside a hooked CUDA call: CUPTI wraps it, and finalising CUPTI under it crashes;
+	 * new ones wait. One that outlasts DRAIN_HOOKED_NS (a long synchronisation) calls the detach
+	 * off: the next tick tries again. Launches come next (with host functions, asynchronous
+	 * memsets and copies: SP_GUARDS in preload/procaddr_rows.h); other driver calls are not covered */
 	if (wait_none(hooked_now, DRAIN_HOOKED_NS) < 0) {
 		sp_cupti_life_move(SP_HOLD_DETACHING, SP_HOLD_ATTACHED);
 		return 1;
 	}
-	/* nor inside a kernel launch: CUPTI's dispatch of a launch in flight when cuptiFinalize ran
-	 * crashed it (SIGSEGV at 0x18 under cuLaunchKernel) or corrupted the heap ("malloc(): unsorted
-	 * double linked list corrupted", then a hang); H200, a launch-bound loop parking between
-	 * windows: 10 of 478 runs of 200 steps, 3 programs a GPU. New launches wait; one blocked on a
-	 * full launch queue past DRAIN_LAUNCH_NS calls the detach off (the next tick tries again). The
-	 * fence after DETACHING (drain_inflight) orders the launch counts as it does the callbacks' */
+	/* nor inside a kernel launch: cuptiFinalize under CUPTI's dispatch of one crashes or corrupts
+	 * the heap. New launches wait; one blocked on a full launch queue past DRAIN_LAUNCH_NS calls the
+	 * detach off (the next tick tries again). The fence after DETACHING (drain_inflight) orders the
+	 * launch counts as it does the callbacks' */
 	if (own_launches() > 0 || wait_none(launches_now, DRAIN_LAUNCH_NS) < 0) {
 		/* a launch behind a long kernel may stay blocked for a while: no retry at every tick, each
 		 * holding the program's launches for DRAIN_LAUNCH_NS */

@@ -13,7 +13,7 @@
 #include "hold_int.h"
 
 /* The writer's pass while parked: slow, as the hooks kick it two steps before the next window
- * (markhook.c); 2 ms passes would go on taking the program's CPU (docs/BENCHMARKS.md). */
+ * (markhook.c); 2 ms passes would go on taking the program's CPU (docs/ARCHITECTURE.md). */
 #define SP_PARKED_PASS_NS 100000000ull
 
 /* Parks (sp_cupti_life_tick's PARK): the hooks count marker calls from now on, then stepprof
