@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* cupti_life.c - subscribing to CUPTI and letting go of it (see cupti_life.h). Detaching runs on
- * the writer thread: callbacks in flight drain first, activity buffers are flushed, then
- * cuptiUnsubscribe and cuptiFinalize. Any failure warns once and leaves stepprof as it was
+/* cupti_life.c - subscribing to CUPTI and letting go of it (see cupti_life.h): the one function
+ * that moves the hold's state, attaches, cycles between windows and the final detach, as the tick
+ * asks (drain.c detaches, park.c parks). Any failure warns once and leaves stepprof as it was
  * (still subscribed) with no further cycles; it never stops the program. */
 #include <pthread.h>
 #include <sched.h>
@@ -18,6 +18,7 @@ struct sp_lifecycle sp_lifecycle = { .held_step = INT64_MIN,
 				     .off_step = INT64_MIN,
 				     .park_lock = PTHREAD_MUTEX_INITIALIZER };
 
+/* No watch set (no hooks to tell): the hold's moves go on alone. */
 static void watch_none(int on)
 {
 }
