@@ -300,6 +300,9 @@ void sp_act_say_outside(void);
  * proven and re-attaches when a window is near or something wants CUPTI. Returns false if it did
  * not tick (the writer exists, or another tick runs). Can't fail. */
 bool sp_act_early_tick(void);
+/* The writer thread's life-cycle tick after a pass with no window closing (collector/hold/lifetick.c);
+ * skipped while an application thread's early tick runs. Can't fail. */
+void sp_life_tick(uint64_t now);
 /* The writer thread drained ev (sp_writer_set_seen): a launch marked for a window is counted
  * there at the next tick. This function can't fail. */
 void sp_act_writer_seen(const struct sp_event *ev);
