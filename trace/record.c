@@ -48,7 +48,12 @@ static const struct field nccl_fields[] = {
 static const struct field mem_fields[] = {
 	F(u.mem.addr, FL_U), F(u.mem.size, FL_U), F(u.mem.live, FL_U), F(u.mem.stack, FL_U), F(u.mem.flags, FL_U),
 };
-static const struct field marker_fields[] = { F(u.marker.domain, FL_U), F(u.marker.depth, FL_S) };
+static const struct field marker_fields[] = {
+	F(u.marker.domain, FL_U), F(u.marker.depth, FL_S), F(u.marker.flags, FL_U),
+	F(u.marker.shapes, FL_U), F(u.marker.seq, FL_S),
+};
+/* a marker record before version 5: domain and depth only */
+static const struct field marker_fields_v1[] = { F(u.marker.domain, FL_U), F(u.marker.depth, FL_S) };
 static const struct field step_fields[] = {
 	F(u.step.number, FL_S), F(u.step.how, FL_U),        F(u.step.flags, FL_U),
 	F(u.step.regime, FL_U), F(u.step.period, FL_U),     F(u.step.launches, FL_U),
@@ -171,6 +176,10 @@ int sp_rec_decode(const uint8_t **p, const uint8_t *end, uint8_t kind, unsigned 
 	if (kind == SP_EV_STEP && version < 4) { /* step records before version 4: number only */
 		kf = step_fields_v1;
 		nk = 1;
+	}
+	if (kind == SP_EV_MARKER && version < 5) { /* marker records before version 5: domain, depth */
+		kf = marker_fields_v1;
+		nk = 2;
 	}
 	for (unsigned i = 0; i < nk; i++)
 		if (get_varint(p, end, &v) < 0 || field_set(ev, &kf[i], v) < 0)

@@ -259,17 +259,19 @@ int sp_trace_write(struct sp_trace_writer *w, const struct sp_event *ev)
 		errno = w->broken ? w->broken : EINVAL;
 		return -1;
 	}
-	int ns = ensure_string(w, ev->name), nd = 0, nk = 0;
+	int ns = ensure_string(w, ev->name), nd = 0, nh = 0, nk = 0;
 	if (ns >= 0 && ev->kind == SP_EV_MARKER)
 		nd = ensure_string(w, ev->u.marker.domain);
-	if (ns >= 0 && nd >= 0)
+	if (ns >= 0 && nd >= 0 && ev->kind == SP_EV_MARKER)
+		nh = ensure_string(w, ev->u.marker.shapes);
+	if (ns >= 0 && nd >= 0 && nh >= 0)
 		nk = ensure_stack(w, sp_ev_stack(ev));
-	if (ns < 0 || nd < 0 || nk < 0 || raw_reserve(w, MAX_EVENT_BYTES) < 0)
+	if (ns < 0 || nd < 0 || nh < 0 || nk < 0 || raw_reserve(w, MAX_EVENT_BYTES) < 0)
 		return -1;
 	uint8_t *start = w->raw + w->raw_len, *p = sp_rec_encode(start, ev, &w->prev);
 	w->raw_len += (size_t)(p - start);
 	w->nrec++;
-	return maybe_flush(w) < 0 ? -1 : ns + nd + nk + (int)(p - start);
+	return maybe_flush(w) < 0 ? -1 : ns + nd + nh + nk + (int)(p - start);
 }
 
 /* Returns encoded bytes, or -1 with errno (EINVAL for id 0, ENOMEM, or the error of a chunk

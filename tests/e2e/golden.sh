@@ -21,6 +21,9 @@ check() { # check NAME COMMAND...: runs the command, reports ok/FAIL
 
 "$DUMP" dump "$G/small-v1.sptrace" >"$tmp/v1.out"
 check "a version-1 trace still reads (small-v1.expected)" diff -u "$G/small-v1.expected" "$tmp/v1.out"
+"$DUMP" dump "$G/small-v4.sptrace" >"$tmp/v4.out"
+check "a version-4 trace still reads (small-v4.expected: marker records without op fields)" \
+	diff -u "$G/small-v4.expected" "$tmp/v4.out"
 "$DUMP" dump "$G/small.sptrace" >"$tmp/small.out"
 check "dump exits 0" test $? -eq 0
 check "dump matches small.expected" diff -u "$G/small.expected" "$tmp/small.out"

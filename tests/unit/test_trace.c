@@ -164,7 +164,8 @@ static int all_kinds(struct sp_event *ev)
 				     .start = t,
 				     .end = t + 9,
 				     .name = 5,
-				     .u.marker = { .domain = 6, .depth = -1 } };
+				     .u.marker = { .domain = 6, .depth = -1, .flags = SP_MARKF_OP | SP_MARKF_SEQ,
+						   .shapes = 2, .seq = 1234567 } };
 	ev[n++] = (struct sp_event){ .kind = SP_EV_STEP,
 				     .sub = SP_ACT_RECORD,
 				     .device = SP_NO_DEVICE,
@@ -499,8 +500,8 @@ static void test_pyframes(void **state)
 	const char *file, *func;
 	uint32_t line, n;
 	assert_non_null(r);
-	assert_int_equal(sp_trace_header(r)->version, 4);
-	assert_int_equal(sp_trace_header(r)->min_version, 4);
+	assert_int_equal(sp_trace_header(r)->version, SP_TRACE_VERSION);
+	assert_int_equal(sp_trace_header(r)->min_version, SP_TRACE_WRITE_MIN_VERSION);
 	assert_int_equal(sp_trace_next(r, &got), 1);
 	assert_memory_equal(sp_trace_stack(r, 1, &n), pystack, sizeof(pystack));
 	assert_int_equal(sp_trace_pyframe(r, 1, &file, &func, &line), 0);
@@ -532,7 +533,7 @@ static void test_pyframes(void **state)
 	assert_int_equal(calls, 0);
 	r = sp_trace_open(path, err, sizeof(err));
 	assert_non_null(r);
-	assert_int_equal(sp_trace_header(r)->version, 4);
+	assert_int_equal(sp_trace_header(r)->version, SP_TRACE_VERSION);
 	assert_int_equal(sp_trace_next(r, &got), 1);
 	assert_memory_equal(sp_trace_stack(r, 1, &n), pystack, sizeof(pystack));
 	assert_int_equal(sp_trace_pyframe_ids(r), 0);
@@ -741,7 +742,7 @@ static void test_versions(void **state)
 	FILE *a = fopen(path, "rb"), *b = fopen(bad, "wb");
 	uint8_t buf[1 << 16];
 	size_t len = fread(buf, 1, sizeof(buf), a);
-	uint8_t v3l[8] = { 4, 0, 1, 0, (HDR + 24) & 0xff, (HDR + 24) >> 8, 0, 0 };
+	uint8_t v3l[8] = { SP_TRACE_VERSION, 0, 1, 0, (HDR + 24) & 0xff, (HDR + 24) >> 8, 0, 0 };
 	memcpy(buf + 8, v3l, 8);
 	fwrite(buf, 1, HDR, b);
 	memset(buf + len, 0xee, 24);
@@ -751,7 +752,7 @@ static void test_versions(void **state)
 	fclose(b);
 	struct sp_trace_reader *r = sp_trace_open(bad, err, sizeof(err));
 	assert_non_null(r);
-	assert_int_equal(sp_trace_header(r)->version, 4);
+	assert_int_equal(sp_trace_header(r)->version, SP_TRACE_VERSION);
 	assert_int_equal(sp_trace_header(r)->header_size, HDR + 24);
 	for (int i = 0; i < n; i++) {
 		assert_int_equal(sp_trace_next(r, &got), 1);
