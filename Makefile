@@ -149,7 +149,7 @@ $(O)/tests/e2e/phases_driver: tests/e2e/phases_driver.c
 
 # gen_golden, gen_random, gen_ranks, gen_pytrace, gen_tokens and gen_ddp write traces through the core library
 # (gen_hostile writes raw zstd chunks)
-$(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_phases $(O)/tests/e2e/gen_random $(O)/tests/e2e/gen_ranks $(O)/tests/e2e/gen_pytrace $(O)/tests/e2e/gen_tokens $(O)/tests/e2e/gen_hostile $(O)/tests/e2e/gen_ddp: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a
+$(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_ops $(O)/tests/e2e/gen_phases $(O)/tests/e2e/gen_random $(O)/tests/e2e/gen_ranks $(O)/tests/e2e/gen_pytrace $(O)/tests/e2e/gen_tokens $(O)/tests/e2e/gen_hostile $(O)/tests/e2e/gen_ddp: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CLI_CFLAGS) -o $@ $< $(O)/libspcore.a $(CLI_LIBS) -lpthread $(SANLD)
 

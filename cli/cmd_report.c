@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "symbols.h"
 #include "report.h"
+#include "report_ops.h"
 #include "bylines.h"
 #include "windows.h"
 
@@ -16,7 +17,7 @@ static int usage(FILE *f, int rc)
 {
 	fprintf(f,
 		"usage: stepprof report TRACE [--sort total|avg|calls|max|min|name] [--top N] [--window N|all]"
-		" [--by kernel|line|frame] [--wide] [--json] [--no-symbols]\n"
+		" [--by kernel|line|frame|op|module] [--shapes] [--wide] [--json] [--no-symbols]\n"
 		"       [--phase NAME] [--peers OTHER_RANK_TRACE ...]\n"
 		"  GPU kernel table of all recorded windows together (default) or of one window;\n"
 		"  --sort also takes torch's key_averages names (self_cuda_time_total, cuda_time_total,\n"
@@ -27,7 +28,11 @@ static int usage(FILE *f, int rc)
 		"  own code is one entry point is shown by frame); --by frame: by the innermost Python frame\n"
 		"  outside torch and the standard library (a model's code in an installed package); --peers\n"
 		"  (repeatable): the other ranks' traces of the run, to split this rank's NCCL kernel time\n"
-		"  into waiting for peers and transfer; --phase NAME: only the windows of [phase.NAME]\n",
+		"  into waiting for peers and transfer; --phase NAME: only the windows of [phase.NAME];\n"
+		"  --by op: GPU time by torch operator as key_averages tables it (self CUDA time, CUDA total,\n"
+		"  calls, FLOPs, TFLOP/s; --sort self_cuda_time_total (default), cuda_time_total, count, avg,\n"
+		"  name, flops; --shapes: a row per input shapes); --by module: a tree of the nn.Module paths\n"
+		"  (recorded in a PyTorch program whose steps come from its optimizer or a python marker)\n",
 		SP_REPORT_TOP);
 	return rc;
 }
@@ -36,6 +41,22 @@ static int usage(FILE *f, int rc)
 static void note(const char *text)
 {
 	fprintf(stderr, "stepprof report: %s\n", text);
+}
+
+/* --by op's sort key from --sort's text (NULL: self CUDA time): torch's self_* names and total,
+ * max, min sort by self CUDA time; cuda_time_total and device_time_total by CUDA total. */
+static int op_sort(const char *s)
+{
+	if (!s)
+		return SP_OPSORT_SELF;
+	if (!strcmp(s, "cuda_time_total") || !strcmp(s, "device_time_total"))
+		return SP_OPSORT_TOTAL;
+	if (!strcmp(s, "calls") || !strcmp(s, "count"))
+		return SP_OPSORT_CALLS;
+	if (!strcmp(s, "avg") || !strcmp(s, "cuda_time") || !strcmp(s, "device_time") || !strcmp(s, "self_cuda_time") ||
+	    !strcmp(s, "self_device_time"))
+		return SP_OPSORT_AVG;
+	return !strcmp(s, "name") ? SP_OPSORT_NAME : !strcmp(s, "flops") ? SP_OPSORT_FLOPS : SP_OPSORT_SELF;
 }
 
 static int number(const char *s, long long *v)
@@ -55,10 +76,12 @@ int sp_cmd_report(int argc, char **argv)
 					      { "peers", required_argument, NULL, 'p' },
 					      { "by", required_argument, NULL, 'b' },
 					      { "phase", required_argument, NULL, 'P' },
+					      { "shapes", no_argument, NULL, 'S' },
 					      { "no-symbols", no_argument, NULL, 'N' },
 					      { "help", no_argument, NULL, 'h' },
 					      { 0 } };
 	struct sp_report_opts o = { .sort = SP_SORT_TOTAL, .top = SP_REPORT_TOP, .window = -1 };
+	const char *sort = NULL;
 	long long v;
 	int c;
 
@@ -67,7 +90,10 @@ int sp_cmd_report(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
+			sort = optarg;
 			o.sort = sp_report_sort_parse(optarg);
+			if (o.sort < 0 && !strcmp(optarg, "flops"))
+				o.sort = SP_SORT_TOTAL; /* --by op's */
 			if (o.sort < 0) {
 				fprintf(stderr,
 					"stepprof report: unknown sort key '%s' (known: total, avg, calls, max, "
@@ -102,14 +128,19 @@ int sp_cmd_report(int argc, char **argv)
 			o.peers[o.npeers++] = optarg;
 			break;
 		case 'b':
-			if (strcmp(optarg, "kernel") && strcmp(optarg, "line") && strcmp(optarg, "frame")) {
-				fprintf(stderr, "stepprof report: --by wants kernel, line or frame, not '%s'\n",
+			if (strcmp(optarg, "kernel") && strcmp(optarg, "line") && strcmp(optarg, "frame") &&
+			    strcmp(optarg, "op") && strcmp(optarg, "module")) {
+				fprintf(stderr, "stepprof report: --by wants kernel, line, frame, op or module, not '%s'\n",
 					optarg);
 				return usage(stderr, 2);
 			}
 			o.by_line = !strcmp(optarg, "line")    ? SP_BYLINES_LINE
 				    : !strcmp(optarg, "frame") ? SP_BYLINES_FRAME
 							       : 0;
+			o.by_ops = !strcmp(optarg, "op") ? SP_REPORT_BY_OP : !strcmp(optarg, "module") ? SP_REPORT_BY_MODULE : 0;
+			break;
+		case 'S':
+			o.shapes = 1;
 			break;
 		case 'P':
 			o.phase = optarg;
@@ -125,6 +156,11 @@ int sp_cmd_report(int argc, char **argv)
 			return usage(stderr, 2);
 		}
 	}
+	if (o.shapes && o.by_ops != SP_REPORT_BY_OP) {
+		fprintf(stderr, "stepprof report: --shapes goes with --by op\n");
+		return usage(stderr, 2);
+	}
+	o.op_sort = op_sort(sort);
 	if (sp_cli_operands("report", argc, argv, 1, 1)) {
 		free(o.peers);
 		return usage(stderr, 2);

@@ -348,6 +348,7 @@ static int chrome_window(struct sp_export *x, const struct sp_window *w)
 	wi->trace = c->trace;
 
 	index_window(x, w);
+	sp_chrome_ops_window(x, w);
 	sp_chrome_name_tracks(x);
 	for (size_t i = 0; i < w->n; i++) {
 		const struct sp_event *e = c->order[i];
@@ -482,6 +483,7 @@ static int chrome_end(struct sp_export *x)
 	free(c->wins);
 	free(c->traces);
 	free(c->order);
+	sp_chrome_ops_free(x);
 	free(c);
 	x->priv = NULL;
 	return 0;
