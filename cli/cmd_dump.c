@@ -16,8 +16,8 @@
 #define NAME_OF(table, v) ((v) < sizeof(table) / sizeof(table[0]) && table[v] ? table[v] : "?")
 
 static const char *const feature_names[] = {
-	"kernels",       "memcpy",      "memset", "sync",   "runtime_api", "driver_api", "nccl",
-	"device_memory", "host_malloc", "stacks", "shapes", "nvtx",        "pystacks", "ops", "modules",
+	"kernels",     "memcpy", "memset", "sync", "runtime_api", "driver_api", "nccl",    "device_memory",
+	"host_malloc", "stacks", "shapes", "nvtx", "pystacks",    "ops",        "modules",
 };
 static const char *const api_domains[] = {
 	[SP_API_RUNTIME] = "runtime", [SP_API_DRIVER] = "driver", [SP_API_NVTX] = "nvtx"

@@ -68,18 +68,14 @@ static int number(const char *s, long long *v)
 
 int sp_cmd_report(int argc, char **argv)
 {
-	static const struct option opts[] = { { "sort", required_argument, NULL, 's' },
-					      { "top", required_argument, NULL, 't' },
-					      { "window", required_argument, NULL, 'w' },
-					      { "wide", no_argument, NULL, 'W' },
-					      { "json", no_argument, NULL, 'j' },
-					      { "peers", required_argument, NULL, 'p' },
-					      { "by", required_argument, NULL, 'b' },
-					      { "phase", required_argument, NULL, 'P' },
-					      { "shapes", no_argument, NULL, 'S' },
-					      { "no-symbols", no_argument, NULL, 'N' },
-					      { "help", no_argument, NULL, 'h' },
-					      { 0 } };
+	static const struct option opts[] = {
+		{ "sort", required_argument, NULL, 's' },   { "top", required_argument, NULL, 't' },
+		{ "window", required_argument, NULL, 'w' }, { "wide", no_argument, NULL, 'W' },
+		{ "json", no_argument, NULL, 'j' },         { "peers", required_argument, NULL, 'p' },
+		{ "by", required_argument, NULL, 'b' },     { "phase", required_argument, NULL, 'P' },
+		{ "shapes", no_argument, NULL, 'S' },       { "no-symbols", no_argument, NULL, 'N' },
+		{ "help", no_argument, NULL, 'h' },         { 0 }
+	};
 	struct sp_report_opts o = { .sort = SP_SORT_TOTAL, .top = SP_REPORT_TOP, .window = -1 };
 	const char *sort = NULL;
 	long long v;
@@ -130,14 +126,17 @@ int sp_cmd_report(int argc, char **argv)
 		case 'b':
 			if (strcmp(optarg, "kernel") && strcmp(optarg, "line") && strcmp(optarg, "frame") &&
 			    strcmp(optarg, "op") && strcmp(optarg, "module")) {
-				fprintf(stderr, "stepprof report: --by wants kernel, line, frame, op or module, not '%s'\n",
+				fprintf(stderr,
+					"stepprof report: --by wants kernel, line, frame, op or module, not '%s'\n",
 					optarg);
 				return usage(stderr, 2);
 			}
 			o.by_line = !strcmp(optarg, "line")    ? SP_BYLINES_LINE
 				    : !strcmp(optarg, "frame") ? SP_BYLINES_FRAME
 							       : 0;
-			o.by_ops = !strcmp(optarg, "op") ? SP_REPORT_BY_OP : !strcmp(optarg, "module") ? SP_REPORT_BY_MODULE : 0;
+			o.by_ops = !strcmp(optarg, "op")       ? SP_REPORT_BY_OP
+				   : !strcmp(optarg, "module") ? SP_REPORT_BY_MODULE
+							       : 0;
 			break;
 		case 'S':
 			o.shapes = 1;

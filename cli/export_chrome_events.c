@@ -300,7 +300,8 @@ void sp_chrome_api_event(struct sp_export *x, const struct sp_window *w, const s
 	sp_chrome_ev_open_id(x, "X", cat, e->name, "cuda api", cpu_pid(x), tid, ts);
 	sp_chrome_dur(x, e);
 	char *p = sp_out_room(x->out, 5 * SP_PUT_NUM_MAX + 80);
-	p = sp_put_u64(SP_PUT_LIT(p, ",\"args\":{\"External id\":"), sp_chrome_ext_of_call(x, e->tid, e->start, e->corr));
+	p = sp_put_u64(SP_PUT_LIT(p, ",\"args\":{\"External id\":"),
+		       sp_chrome_ext_of_call(x, e->tid, e->start, e->corr));
 	p = sp_put_u64(SP_PUT_LIT(p, ",\"cbid\":"), e->u.api.cbid);
 	p = sp_put_u64(SP_PUT_LIT(p, ",\"correlation\":"), id);
 	if (e->u.api.status)

@@ -77,8 +77,8 @@ int sp_chrome_op_event(struct sp_export *x, const struct sp_window *w, const str
 	char name[600];
 	if (module)
 		snprintf(name, sizeof name, "nn.Module: %s", sp_chrome_str(x, e->name, "?"));
-	sp_chrome_ev_open(x, "X", module ? "python_function" : "cpu_op",
-			  module ? name : sp_chrome_str(x, e->name, "?"), cpu_pid(x), tid, ts);
+	sp_chrome_ev_open(x, "X", module ? "python_function" : "cpu_op", module ? name : sp_chrome_str(x, e->name, "?"),
+			  cpu_pid(x), tid, ts);
 	sp_chrome_dur(x, e);
 	if (module) {
 		sp_out_puts(x->out, ",\"args\":{\"depth\":");

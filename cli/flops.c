@@ -174,9 +174,8 @@ double sp_flops_peak(const char *name)
 		const char *part;
 		double tflops;
 	} peaks[] = {
-		{ "H200 NVL", 0 },    { "H200", 989.4 },   { "H100 PCIe", 756.5 },     { "H100 NVL", 0 },
-		{ "H100", 989.4 },    { "B200", 2250 },    { "A100", 312 },            { "L40S", 362.05 },
-		{ "V100-SXM", 125 },  { "V100-PCIE", 112 },
+		{ "H200 NVL", 0 }, { "H200", 989.4 }, { "H100 PCIe", 756.5 }, { "H100 NVL", 0 },   { "H100", 989.4 },
+		{ "B200", 2250 },  { "A100", 312 },   { "L40S", 362.05 },     { "V100-SXM", 125 }, { "V100-PCIE", 112 },
 	};
 	if (!name)
 		return 0;

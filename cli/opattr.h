@@ -25,9 +25,17 @@ struct sp_orange {
 struct sp_opattr {
 	struct sp_orange *op, *mod; /* by (tid, start), the longer first at equal starts */
 	size_t nop, nmod, op_cap, mod_cap;
-	struct call { uint32_t corr, tid; uint64_t t; } *calls; /* launching calls by corr (open addressing) */
+	struct call {
+		uint32_t corr, tid;
+		uint64_t t;
+	} *calls; /* launching calls by corr (open addressing) */
 	size_t calls_cap;
-	struct seqmod { int64_t seq; uint32_t module; int32_t fwd; int used; } *seqs; /* forward ops' seq -> the
+	struct seqmod {
+		int64_t seq;
+		uint32_t module;
+		int32_t fwd;
+		int used;
+	} *seqs; /* forward ops' seq -> the
 							  * module of the last, the first (index) */
 	size_t seqs_cap;
 };

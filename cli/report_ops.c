@@ -170,8 +170,8 @@ void sp_opstats_add_window(struct sp_opstats *s, const struct sp_trace_reader *r
 			s->flops[s->a.op[i].parent] += s->flops[i];
 	for (size_t i = 0; i < s->a.nop; i++) {
 		const struct sp_event *e = s->a.op[i].e;
-		struct orow *row = row_of(&s->ops, str(r, e->name, "?"),
-					  s->by_shapes ? str(r, e->u.marker.shapes, "") : NULL);
+		struct orow *row =
+			row_of(&s->ops, str(r, e->name, "?"), s->by_shapes ? str(r, e->u.marker.shapes, "") : NULL);
 		row->calls++;
 		row->kernels += s->kern[i];
 		row->self += s->self[i];
@@ -297,12 +297,11 @@ void sp_opstats_print_ops(const struct sp_opstats *s, int sort, int top, int wid
 	fprintf(out, "GPU work outside any op: %s (%.1f%%), %llu record%s\n", sp_fmt_ns(t[0], 40, s->noop_ns),
 		s->gpu_ns ? 100.0 * (double)s->noop_ns / (double)s->gpu_ns : 0, (unsigned long long)s->noop_records,
 		sp_plural(s->noop_records));
-	fprintf(out, "GPU time of the windows: %s (kernels, copies, sets: %llu records)\n", sp_fmt_ns(t[0], 40, s->gpu_ns),
-		(unsigned long long)s->gpu_records);
-	fprintf(out,
-		"FLOPs: as torch's with_flops counts aten::mm, addmm, bmm, baddbmm and conv2d (a convolution's "
-		"stride and padding from its module), attention as torch.utils.flop_counter does; an op's FLOPs "
-		"and TFLOP/s include the ops it called; ? = sizes that fit no formula\n");
+	fprintf(out, "GPU time of the windows: %s (kernels, copies, sets: %llu records)\n",
+		sp_fmt_ns(t[0], 40, s->gpu_ns), (unsigned long long)s->gpu_records);
+	fprintf(out, "FLOPs: as torch's with_flops counts aten::mm, addmm, bmm, baddbmm and conv2d (a convolution's "
+		     "stride and padding from its module), attention as torch.utils.flop_counter does; an op's FLOPs "
+		     "and TFLOP/s include the ops it called; ? = sizes that fit no formula\n");
 	if (peak > 0)
 		fprintf(out, "TFLOP/s in parentheses: share of %s's dense bf16 peak, %.0f TFLOP/s\n", device, peak);
 	else
@@ -420,7 +419,8 @@ void sp_opstats_print_modules(const struct sp_opstats *s, int top, int wide, FIL
 	fprintf(out,
 		"Modules: %llu step%s in %llu window%s; GPU time of each module's forward kernels and of the backward "
 		"kernels autograd ran for it (tied by sequence number), with its submodules\n",
-		(unsigned long long)s->steps, sp_plural(s->steps), (unsigned long long)s->windows, sp_plural(s->windows));
+		(unsigned long long)s->steps, sp_plural(s->steps), (unsigned long long)s->windows,
+		sp_plural(s->windows));
 	fprintf(out, "%-*s %8s %12s %7s %12s %12s\n", nw, "Module", "Calls", "Total", "% GPU", "Self fwd", "Self bwd");
 	for (size_t k = 0; k < tr.norder; k++) {
 		const struct orow *r = &tr.t.row[tr.order[k]];
@@ -435,19 +435,21 @@ void sp_opstats_print_modules(const struct sp_opstats *s, int top, int wide, FIL
 			fprintf(out, "%s\n%-*s", label, nw, "");
 		else
 			sp_print_name(out, label, nw);
-		fprintf(out, " %8llu %12s %6.1f%% %12s %12s\n", (unsigned long long)r->calls, sp_fmt_ns(t[0], 40, r->total),
-			share, sp_fmt_ns(t[1], 40, r->self), sp_fmt_ns(t[2], 40, r->bwd));
+		fprintf(out, " %8llu %12s %6.1f%% %12s %12s\n", (unsigned long long)r->calls,
+			sp_fmt_ns(t[0], 40, r->total), share, sp_fmt_ns(t[1], 40, r->self),
+			sp_fmt_ns(t[2], 40, r->bwd));
 	}
 	if (hidden)
 		fprintf(out, "... %llu module%s under 1%% of GPU time not shown (--top 0 shows all)\n",
 			(unsigned long long)hidden, sp_plural(hidden));
-	fprintf(out, "In modules: %s (%.1f%%); %s: %s (%.1f%%: the optimizer, the loss, work of no module's forward and "
+	fprintf(out,
+		"In modules: %s (%.1f%%); %s: %s (%.1f%%: the optimizer, the loss, work of no module's forward and "
 		"tied to none); GPU time of the windows: %s\n",
 		sp_fmt_ns(t[0], 40, in), s->gpu_ns ? 100.0 * (double)in / (double)s->gpu_ns : 0, OUTSIDE,
 		sp_fmt_ns(t[1], 40, s->outside_ns), s->gpu_ns ? 100.0 * (double)s->outside_ns / (double)s->gpu_ns : 0,
 		sp_fmt_ns(t[2], 40, s->gpu_ns));
 	fprintf(out, "Paths: from each outermost module (by its class; Class#2 for a second one), its named_modules() "
-		     "names; a module none named: parent.Class#k\n");
+		     "names; a module none named (made anew at each call): parent.Class\n");
 	tree_free(&tr);
 }
 
@@ -466,7 +468,8 @@ void sp_opstats_json(const struct sp_opstats *s, const char *device, struct sp_o
 		sp_out_json_str(x, r->name);
 		sp_out_puts(x, ",\"shapes\":");
 		r->shapes ? sp_out_json_str(x, r->shapes) : sp_out_puts(x, "null");
-		sp_out_printf(x, ",\"calls\":%llu,\"kernels\":%llu,\"self_ns\":%llu,\"total_ns\":%llu,\"flops\":%.17g,"
+		sp_out_printf(x,
+			      ",\"calls\":%llu,\"kernels\":%llu,\"self_ns\":%llu,\"total_ns\":%llu,\"flops\":%.17g,"
 			      "\"flop_calls\":%llu,\"flop_unfit\":%llu}",
 			      (unsigned long long)r->calls, (unsigned long long)r->kernels, (unsigned long long)r->self,
 			      (unsigned long long)r->total, r->flops, (unsigned long long)r->flop_calls,
@@ -478,8 +481,8 @@ void sp_opstats_json(const struct sp_opstats *s, const char *device, struct sp_o
 		const struct orow *r = &s->mods.row[i];
 		sp_out_puts(x, i ? ",\n{\"path\":" : "\n{\"path\":");
 		sp_out_json_str(x, r->name);
-		sp_out_printf(x, ",\"calls\":%llu,\"forward_ns\":%llu,\"backward_ns\":%llu}", (unsigned long long)r->calls,
-			      (unsigned long long)r->self, (unsigned long long)r->bwd);
+		sp_out_printf(x, ",\"calls\":%llu,\"forward_ns\":%llu,\"backward_ns\":%llu}",
+			      (unsigned long long)r->calls, (unsigned long long)r->self, (unsigned long long)r->bwd);
 	}
 	sp_out_puts(x, "]}");
 }

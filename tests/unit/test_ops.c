@@ -151,17 +151,23 @@ static void put(struct sp_event e)
 
 static void range(uint32_t tid, uint64_t a, uint64_t b, uint32_t name, uint32_t flags, int64_t seq)
 {
-	put((struct sp_event){ .kind = SP_EV_MARKER,
-			       .tid = tid,
-			       .start = a,
-			       .end = b,
-			       .name = name,
-			       .u.marker = { .flags = flags | (seq >= 0 ? SP_MARKF_SEQ : 0), .seq = seq > 0 ? seq : 0 } });
+	put((struct sp_event){
+		.kind = SP_EV_MARKER,
+		.tid = tid,
+		.start = a,
+		.end = b,
+		.name = name,
+		.u.marker = { .flags = flags | (seq >= 0 ? SP_MARKF_SEQ : 0), .seq = seq > 0 ? seq : 0 } });
 }
 
 static void call(uint32_t tid, uint64_t t, uint32_t corr)
 {
-	put((struct sp_event){ .kind = SP_EV_API, .tid = tid, .start = t, .end = t + 5, .corr = corr, .name = N_LAUNCH });
+	put((struct sp_event){ .kind = SP_EV_API,
+			       .tid = tid,
+			       .start = t,
+			       .end = t + 5,
+			       .corr = corr,
+			       .name = N_LAUNCH });
 	put((struct sp_event){ .kind = SP_EV_KERNEL, .start = t + 100, .end = t + 200, .corr = corr, .name = N_MM });
 }
 
@@ -176,15 +182,15 @@ static void test_attribution(void **state)
 	range(1, 1200, 1500, N_SUB, SP_MARKF_MODULE, -1);
 	range(1, 1210, 1490, N_FWD_OP, SP_MARKF_OP, 7);
 	range(1, 1210, 1480, N_INNER, SP_MARKF_OP, 7); /* same start as its parent: the longer one encloses */
-	call(1, 1300, 10);                             /* in addmm, in Net.fc */
-	call(1, 1600, 11);                             /* in Net only, no op */
+	call(1, 1300, 10);        /* in addmm, in Net.fc */
+	call(1, 1600, 11);        /* in Net only, no op */
 	range(2, 3000, 3900, N_EVAL, SP_MARKF_OP, -1); /* autograd's thread: no module around */
 	range(2, 3010, 3890, N_NODE, SP_MARKF_OP, 7);
 	range(2, 3020, 3500, N_MM, SP_MARKF_OP, 40);
 	call(2, 3100, 12); /* the backward of seq 7: Net.fc */
 	call(2, 3600, 13); /* in the node, after the mm */
 	range(1, 5000, 5000, N_LATE, SP_MARKF_OP, -1); /* an instant op */
-	call(1, 6000, 14);                            /* outside everything */
+	call(1, 6000, 14);       /* outside everything */
 	put((struct sp_event){ .kind = SP_EV_WINDOW_END, .start = 9000, .end = 9000 });
 	assert_int_equal(sp_trace_close(tw), 0);
 
@@ -228,7 +234,7 @@ static void test_attribution(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_opmsg),  cmocka_unit_test(test_shapes),      cmocka_unit_test(test_flops),
+		cmocka_unit_test(test_opmsg), cmocka_unit_test(test_shapes),      cmocka_unit_test(test_flops),
 		cmocka_unit_test(test_peaks), cmocka_unit_test(test_attribution),
 	};
 	if (make_scratch("ops") < 0)

@@ -164,8 +164,11 @@ static int all_kinds(struct sp_event *ev)
 				     .start = t,
 				     .end = t + 9,
 				     .name = 5,
-				     .u.marker = { .domain = 6, .depth = -1, .flags = SP_MARKF_OP | SP_MARKF_SEQ,
-						   .shapes = 2, .seq = 1234567 } };
+				     .u.marker = { .domain = 6,
+						   .depth = -1,
+						   .flags = SP_MARKF_OP | SP_MARKF_SEQ,
+						   .shapes = 2,
+						   .seq = 1234567 } };
 	ev[n++] = (struct sp_event){ .kind = SP_EV_STEP,
 				     .sub = SP_ACT_RECORD,
 				     .device = SP_NO_DEVICE,
