@@ -71,9 +71,9 @@ CLI_SRCS := $(filter-out cli/main.c,$(wildcard cli/*.c))
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
 TEST_BINS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(TEST_SRCS))
 HELPER_SRCS := $(filter-out tests/e2e/fakecupti.c tests/e2e/fakecudart.c tests/e2e/fakecuda.c \
-	tests/e2e/dlnext_lib.c,$(wildcard tests/e2e/*.c))
+	tests/e2e/dlnext_lib.c tests/e2e/fakenvtx.c,$(wildcard tests/e2e/*.c))
 HELPER_BINS := $(patsubst tests/e2e/%.c,$(O)/tests/e2e/%,$(HELPER_SRCS)) $(O)/tests/e2e/libfakecupti.so \
-	$(O)/tests/e2e/libfakecudart.so $(O)/tests/e2e/fakecuda/libcuda.so.1
+	$(O)/tests/e2e/libfakecudart.so $(O)/tests/e2e/fakecuda/libcuda.so.1 $(O)/tests/e2e/libfakenvtx.so
 
 LIB_OBJS := $(patsubst %.c,$(O)/lib/%.o,$(CORE_SRCS) $(LIBONLY_SRCS))
 CORE_OBJS := $(patsubst %.c,$(O)/host/%.o,$(CORE_SRCS) $(CLI_SRCS))
@@ -128,6 +128,10 @@ $(O)/tests/e2e/libfakecupti.so: tests/e2e/fakecupti.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g -shared -fPIC $(CUDA_INC) -o $@ $< -lpthread
 $(O)/tests/e2e/libfakecudart.so: tests/e2e/fakecudart.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -O1 -g -shared -fPIC $(CUDA_INC) -o $@ $< -ldl
+# a library that calls NVTX as libtorch_cuda does (the header-only NVTX 3)
+$(O)/tests/e2e/libfakenvtx.so: tests/e2e/fakenvtx.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g -shared -fPIC $(CUDA_INC) -o $@ $< -ldl
 # a stand-in driver, under its own name in a folder of its own
