@@ -21,10 +21,11 @@ PKG_DEB_cmocka := libcmocka-dev
 PKG_DEB_libisal := libisal-dev
 # man-db: the install test reads the installed man page with man(1); clang and libclang-rt-14-dev:
 # libFuzzer, for the fuzz harnesses that `make test` runs briefly; libtcmalloc-minimal4: test_malloc
-# checks that tcmalloc is not taken for glibc; the python3-* modules run HTA (../shared/tools/hta)
-# in tests/e2e/cli_kineto.sh
+# checks that tcmalloc is not taken for glibc; python3-markdown-it: the documentation test
+# (tests/e2e/docs.sh); the other python3-* modules run HTA in tests/e2e/cli_kineto.sh when HTA is
+# there (optional: $SP_HTA, ../shared/tools/hta or an installed package; skipped otherwise)
 DEBS := libinih-dev libzstd-dev libunwind-dev libdw-dev libelf-dev libisal-dev g++ libcmocka-dev \
-	pkg-config python3 man-db clang libclang-rt-14-dev libtcmalloc-minimal4 \
+	pkg-config python3 man-db clang libclang-rt-14-dev libtcmalloc-minimal4 python3-markdown-it \
 	python3-pandas python3-numpy python3-yaml python3-plotly python3-ijson python3-psutil python3-networkx
 
 ifeq ($(filter deps clean distclean help uninstall,$(MAKECMDGOALS)),)
@@ -51,7 +52,11 @@ endif
 SP_GIT_VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 CFLAGS_COMMON := -DSP_GIT_VERSION='"$(SP_GIT_VERSION)"' -std=gnu11 $(OPT) -Wall -Wextra -Wno-unused-parameter -Wshadow -fno-omit-frame-pointer \
 	-D_GNU_SOURCE -I. $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LIB_CFLAGS := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -ftls-model=initial-exec -DSP_IN_LIBRARY
+# thread-local variables through TLS descriptors, not initial-exec: the library then needs no static
+# TLS block and loads with dlopen too (CUDA_INJECTION64_PATH without LD_PRELOAD); preloaded, a
+# descriptor resolves to a constant offset (docs/LIMITS.md, "dlopen"; aarch64 uses descriptors anyway)
+TLS_DIALECT := $(if $(filter x86_64%,$(shell $(CC) -dumpmachine)),-mtls-dialect=gnu2)
+LIB_CFLAGS := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden $(TLS_DIALECT) -DSP_IN_LIBRARY
 # the CLI, the tests and the pure rooms see no CUDA header (SP_PURE: the collector's internal headers refuse)
 CLI_CFLAGS := $(CFLAGS_COMMON) -DSP_PURE
 DEP_LIBS := $(shell pkg-config --libs $(filter-out $(CLI_PKGS),$(PKGS)) 2>/dev/null)
@@ -71,9 +76,10 @@ CLI_SRCS := $(filter-out cli/main.c,$(wildcard cli/*.c))
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
 TEST_BINS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(TEST_SRCS))
 HELPER_SRCS := $(filter-out tests/e2e/fakecupti.c tests/e2e/fakecudart.c tests/e2e/fakecuda.c \
-	tests/e2e/dlnext_lib.c tests/e2e/fakenvtx.c,$(wildcard tests/e2e/*.c))
+	tests/e2e/dlnext_lib.c tests/e2e/fakenvtx.c tests/e2e/fakeinject.c,$(wildcard tests/e2e/*.c))
 HELPER_BINS := $(patsubst tests/e2e/%.c,$(O)/tests/e2e/%,$(HELPER_SRCS)) $(O)/tests/e2e/libfakecupti.so \
-	$(O)/tests/e2e/libfakecudart.so $(O)/tests/e2e/fakecuda/libcuda.so.1 $(O)/tests/e2e/libfakenvtx.so
+	$(O)/tests/e2e/libfakecudart.so $(O)/tests/e2e/fakecuda/libcuda.so.1 $(O)/tests/e2e/libfakenvtx.so \
+	$(O)/tests/e2e/libfakeinject.so
 
 LIB_OBJS := $(patsubst %.c,$(O)/lib/%.o,$(CORE_SRCS) $(LIBONLY_SRCS))
 CORE_OBJS := $(patsubst %.c,$(O)/host/%.o,$(CORE_SRCS) $(CLI_SRCS))
@@ -138,22 +144,32 @@ $(O)/tests/e2e/libfakenvtx.so: tests/e2e/fakenvtx.c
 $(O)/tests/e2e/fakecuda/libcuda.so.1: tests/e2e/fakecuda.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g -shared -fPIC -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic-functions $(CUDA_INC) -o $@ $< -ldl
+# another injection library, which stepprof chains (tests/e2e/crash.sh)
+$(O)/tests/e2e/libfakeinject.so: tests/e2e/fakeinject.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -O1 -g -shared -fPIC -o $@ $<
 # dlsym(RTLD_NEXT) from a library under the preload: two libraries defining one symbol
 $(O)/tests/e2e/libdlnext_a.so $(O)/tests/e2e/libdlnext_b.so: $(O)/tests/e2e/libdlnext_%.so: tests/e2e/dlnext_lib.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O0 -g -shared -fPIC -DWHICH='"$*"' -DLIB=$* -o $@ $< -ldl
 $(O)/tests/e2e/dlnext: tests/e2e/dlnext.c $(O)/tests/e2e/libdlnext_a.so $(O)/tests/e2e/libdlnext_b.so
 	$(Q)$(CC) -O0 -g -o $@ $< -L$(O)/tests/e2e -Wl,-rpath,'$$ORIGIN' -ldlnext_a -ldlnext_b -ldl
-$(O)/tests/e2e/cupti_life_driver $(O)/tests/e2e/share_driver: $(O)/tests/e2e/%: tests/e2e/%.c
+$(O)/tests/e2e/cupti_life_driver $(O)/tests/e2e/share_driver $(O)/tests/e2e/crash_driver: $(O)/tests/e2e/%: tests/e2e/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g $(CUDA_INC) -o $@ $< -ldl -lpthread
+$(O)/tests/e2e/cupti_life_driver: tests/e2e/kineto_like.h
+# a process that looks like CPython to the Python bridge: its symbols found with dlsym
+$(O)/tests/e2e/pyfake: tests/e2e/pyfake.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -O1 -g -rdynamic -o $@ $<
+
 $(O)/tests/e2e/phases_driver: tests/e2e/phases_driver.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g $(CUDA_INC) -o $@ $< -ldl -lpthread
 
-# gen_golden, gen_random, gen_ranks, gen_pytrace, gen_tokens and gen_ddp write traces through the core library
+# gen_golden, gen_random, gen_ranks, gen_pytrace, gen_tokens, gen_ddp and gen_stream write traces through the core library
 # (gen_hostile writes raw zstd chunks)
-$(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_ops $(O)/tests/e2e/gen_phases $(O)/tests/e2e/gen_random $(O)/tests/e2e/gen_ranks $(O)/tests/e2e/gen_pytrace $(O)/tests/e2e/gen_tokens $(O)/tests/e2e/gen_hostile $(O)/tests/e2e/gen_ddp: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a
+$(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_ops $(O)/tests/e2e/gen_phases $(O)/tests/e2e/gen_random $(O)/tests/e2e/gen_ranks $(O)/tests/e2e/gen_pytrace $(O)/tests/e2e/gen_tokens $(O)/tests/e2e/gen_hostile $(O)/tests/e2e/gen_ddp $(O)/tests/e2e/gen_stream: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CLI_CFLAGS) -o $@ $< $(O)/libspcore.a $(CLI_LIBS) -lpthread $(SANLD)
 
@@ -204,6 +220,11 @@ $(O)/tests/libpywalk.so: $(PYWALK_SRCS)
 test: check-cmocka all $(O)/stepprof.1 $(TEST_BINS) $(HELPER_BINS) $(O)/tests/libpywalk.so $(FUZZ_BINS)
 	@tests/run.sh $(O)
 
+# a fresh clone of the committed HEAD in an empty folder (nothing beside it), `make test` there: 0 failed
+# (tests/clone.sh; not inside `make test`, which it runs)
+test-clone:
+	@tests/clone.sh
+
 # what one test script needs, without running any: SP_BUILD=$PWD/$(O) SP_ROOT=$PWD bash tests/e2e/X.sh
 test-build: check-cmocka all $(O)/stepprof.1 $(TEST_BINS) $(HELPER_BINS) $(O)/tests/libpywalk.so
 
@@ -248,17 +269,21 @@ install-share: $(O)/stepprof.1
 	install -m 644 tests/gpu/workload.cu $(DESTDIR)$(PREFIX)/share/stepprof/workload.cu
 	install -m 644 $(DEMO_TRACE) $(DESTDIR)$(PREFIX)/share/stepprof/demo.sptrace
 
+# then the folders install made, those left empty only (deepest first; PREFIX itself stays)
+INSTALL_DIRS = share/man/man1 share/man share/bash-completion/completions share/bash-completion share/doc share bin lib
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/stepprof $(DESTDIR)$(PREFIX)/lib/libstepprof.so \
 		$(DESTDIR)$(PREFIX)/lib/libstepprof-nomalloc.so $(DESTDIR)$(PREFIX)/share/man/man1/stepprof.1 \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/stepprof
 	rm -rf $(DOCDIR) $(DESTDIR)$(PREFIX)/share/stepprof
+	-@for d in $(INSTALL_DIRS); do [ -d "$(DESTDIR)$(PREFIX)/$$d" ] && rmdir --ignore-fail-on-non-empty "$(DESTDIR)$(PREFIX)/$$d"; done; true
 
 help:
 	@echo "stepprof $(VERSION) - targets:"
 	@echo "  make              build/libstepprof.so, build/libstepprof-nomalloc.so, build/stepprof"
 	@echo "  make deps         install the Debian build and test packages (root; apt-get)"
-	@echo "  make test         every host test, no GPU needed; ends with 'N passed, N failed'"
+	@echo "  make test         every host test, no GPU needed; ends with 'N skipped; N passed, N failed'"
+	@echo "  make test-clone   clone the committed HEAD into an empty folder and run make test there"
 	@echo '  make test-build   build what the host tests need, run none (one script: SP_BUILD=$$PWD/build SP_ROOT=$$PWD bash tests/e2e/X.sh)'
 	@echo "  make demo         GPU: profile the bundled workload; no GPU: the report of a shipped GPU trace"
 	@echo "  make install      PREFIX=$(PREFIX): bin, lib, share/doc, man page, bash completion (DESTDIR too)"
@@ -297,6 +322,6 @@ check-sizes:
 clean:
 	rm -rf $(O) dist
 
-.PHONY: all test test-build test-gpu bench demo dist deps clean format format-check check-clang-format check-sizes check-cmocka install install-share uninstall help \
+.PHONY: all test test-clone test-build test-gpu bench demo dist deps clean format format-check check-clang-format check-sizes check-cmocka install install-share uninstall help \
 	check-clang fuzz fuzz-build
 -include $(shell find $(O) -name '*.d' 2>/dev/null)

@@ -348,9 +348,12 @@ def classify(lines, step_re, sched, marker):
             begins.append((t, int(m.group(1)), m.group(2)))
         elif SP_LOCK.match(line):
             locked_at = t
-            # a regime's steps that count late, or not at all, towards the schedule (docs/STEPS.md,
-            # "Regimes"): the process's own actions are right, the program's numbering is not theirs
+            # a regime's steps that count late, or not at all, towards the schedule, or a schedule
+            # started from a late lock (docs/STEPS.md, "Regimes", "The late start"): the process's own
+            # actions are right, the program's numbering is not theirs
             shifted = shifted or "count towards the schedule only after" in line or "not recorded" in line
+        elif "the schedule starts from here" in line:
+            shifted = True
     starts = [b[0] for b in begins]
     bad = {(n, act) for _, n, act in begins if n >= 0 and tu.schedule_action(n, **kw) != act}
     if bad and not shifted:

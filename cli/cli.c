@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
+#include "config/config.h"
 #include "config/version.h"
 #include "export.h"
 #include "trace/trace.h"
@@ -59,30 +60,63 @@ int sp_cli_window(const char *cmd, const char *arg, long long *window)
 	}
 	v = strtoll(arg, &end, 10);
 	if (*arg < '0' || *arg > '9' || *end || v < 0 || v > UINT32_MAX) {
-		fprintf(stderr, "stepprof %s: --window wants a window id or 'all', not '%s'\n", cmd, arg);
+		fprintf(stderr, "stepprof %s: --window wants N (a window id) or all, not '%s'\n", cmd, arg);
 		return -1;
 	}
 	*window = v;
 	return 0;
 }
 
-char *sp_cli_out_name(const char *trace, const char *suffix)
+char *sp_cli_out_path(const char *dir, const char *trace, const char *suffix)
 {
-	size_t n = strlen(trace);
+	const char *base = strrchr(trace, '/') ? strrchr(trace, '/') + 1 : trace;
+	size_t n = strlen(base), d = dir ? strlen(dir) : 0;
 	char *name;
 
-	n -= n > 8 && !strcmp(trace + n - 8, ".sptrace") ? 8 : 0;
-	if (asprintf(&name, "%.*s%s", (int)n, trace, suffix) < 0)
+	n -= n > 8 && !strcmp(base + n - 8, ".sptrace") ? 8 : 0;
+	while (d > 1 && dir[d - 1] == '/')
+		d--;
+	if (asprintf(&name, "%.*s%s%.*s%s", (int)d, d ? dir : "", d && dir[d - 1] != '/' ? "/" : "", (int)n, base,
+		     suffix) < 0)
 		sp_oom();
 	return name;
 }
 
-void sp_cli_no_window(const char *cmd, const char *trace, long long window, int seen)
+int sp_cli_ends_with(const char *s, const char *suffix)
 {
-	if (window >= 0)
-		fprintf(stderr, "stepprof %s: %s has no window %lld (it has %d)\n", cmd, trace, window, seen);
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
+void sp_cli_ids_add(char *ids, size_t n, unsigned id)
+{
+	size_t len = strnlen(ids, n);
+
+	if (len + 16 < n)
+		snprintf(ids + len, n - len, "%s%u", len ? ", " : "", id);
+	else if (len + 4 < n && strcmp(ids + len - 3, "..."))
+		snprintf(ids + len, n - len, ", ...");
+}
+
+void sp_cli_no_window(const char *cmd, const char *trace, long long window, int seen, const char *ids,
+		      int truncated)
+{
+	const char *cut = truncated ? ": the file was cut short (a killed job?) and holds only what came before"
+				    : "";
+
+	if (window >= 0 && seen)
+		fprintf(stderr, "stepprof %s: %s has no window %lld; %s %s%s\n", cmd, trace, window,
+			seen == 1 ? "its only window is" : "its windows:", ids, cut);
+	else if (truncated)
+		fprintf(stderr,
+			"stepprof %s: %s holds no complete window: the file was cut short (a killed job?) before "
+			"its first window was written; stepprof dump shows what it holds\n",
+			cmd, trace);
 	else
-		fprintf(stderr, "stepprof %s: %s holds no recorded window\n", cmd, trace);
+		fprintf(stderr,
+			"stepprof %s: %s holds no recorded window (no step was recorded: check the schedule "
+			"with stepprof schedule, and STEPPROF_VERBOSE=1 in the run)\n",
+			cmd, trace);
 }
 
 /* What one trace's header says about its run, for sp_cli_one_run. */
@@ -155,7 +189,68 @@ void sp_cli_json_head(struct sp_out *x, const char *cmd)
 		      SP_JSON_SCHEMA_VERSION, SP_VERSION);
 }
 
+int sp_cli_set_split(const char *typed, const char *section, char *sec, size_t slen, char *key, size_t klen,
+		     const char **value)
+{
+	const char *kv = typed, *eq, *dot = NULL;
+
+	if (!strncmp(kv, "--ranks ", 8)) {
+		snprintf(sec, slen, "ranks");
+		snprintf(key, klen, "ranks");
+		*value = kv + 8;
+		return 0;
+	}
+	if (!strncmp(kv, "--set ", 6))
+		kv += 6;
+	eq = strchr(kv, '=');
+	for (const char *p = kv; eq && p < eq; p++) /* the last dot: a phase's section has one too */
+		dot = *p == '.' ? p : dot;
+	if (!eq || (!dot && !section) || (dot ? eq - dot - 1 : eq - kv) < 1 || (dot && dot == kv) ||
+	    (size_t)(eq - kv) >= klen || (dot && (size_t)(dot - kv) >= slen))
+		return -1;
+	snprintf(sec, slen, "%.*s", dot ? (int)(dot - kv) : (int)strlen(section), dot ? kv : section);
+	snprintf(key, klen, "%.*s", dot ? (int)(eq - dot - 1) : (int)(eq - kv), dot ? dot + 1 : kv);
+	*value = eq + 1;
+	return 0;
+}
+
+int sp_cli_config(struct sp_config *cfg, const char *file, char *const *sets, int nsets, const char *section,
+		  struct sp_cfg_errors *errs)
+{
+	const char *path = file && *file ? file : getenv("STEPPROF_CONFIG");
+	char sec[64], key[64], msg[320];
+	const char *value;
+
+	errs->count = 0;
+	sp_cfg_defaults(cfg);
+	if (path && *path)
+		sp_cfg_load_file(cfg, path, errs);
+	sp_cfg_load_env(cfg, NULL, errs);
+	for (int i = 0; i < nsets; i++) {
+		if (sp_cli_set_split(sets[i], section, sec, sizeof sec, key, sizeof key, &value) < 0) {
+			snprintf(msg, sizeof msg, "%s: expected %sSECTION.KEY=VALUE (e.g. %s)", sets[i],
+				 section ? "KEY=VALUE or " : "", section ? "wait=2" : "schedule.wait=20");
+			sp_cfg_error(errs, msg);
+			continue;
+		}
+		if (section && !strncmp(section, "phase.", 6) && !strcmp(sec, "schedule")) /* schedule --phase */
+			snprintf(sec, sizeof sec, "%s", section);
+		sp_cfg_set(cfg, sec, key, value, sets[i], 0, errs);
+	}
+	sp_cfg_finish(cfg, errs);
+	return errs->count;
+}
+
+void sp_cli_config_errors(const char *cmd, const struct sp_cfg_errors *errs)
+{
+	for (int i = 0; i < errs->count && i < SP_CFG_MAX_ERRORS; i++)
+		fprintf(stderr, "stepprof %s: %s\n", cmd, errs->msg[i]);
+	if (errs->count > SP_CFG_MAX_ERRORS)
+		fprintf(stderr, "stepprof %s: ... and %d more errors\n", cmd, errs->count - SP_CFG_MAX_ERRORS);
+}
+
 const char *sp_cli_cmd = "";
+const char *sp_cli_argv0 = "stepprof";
 
 /* Progress line state: one line for the whole process. */
 static struct {

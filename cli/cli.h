@@ -38,19 +38,30 @@ int sp_cli_operands(const char *cmd, int argc, char **argv, int min, int max);
 int sp_cli_one_run(const char *cmd, char *const *paths, size_t n);
 
 /* --window ARG, the same in every command: a window id (0, 1, ...) or "all" (-1: every window).
- * Returns 0 with *window set, or -1 after "stepprof CMD: --window wants a window id or 'all',
+ * Returns 0 with *window set, or -1 after "stepprof CMD: --window wants N (a window id) or all,
  * not 'ARG'" on stderr (*window unchanged). */
 int sp_cli_window(const char *cmd, const char *arg, long long *window);
 
-/* The default name of a command's output file: trace without its ".sptrace" (if it has more
- * than that), then suffix (".memory.html"; "" for the stem alone). Returns a string to free;
- * exits the CLI if memory runs out. */
-char *sp_cli_out_name(const char *trace, const char *suffix);
+/* The default path of a command's output file: trace's file name without its ".sptrace" (if it
+ * has more than that), then suffix (".memory.html"; "" for the stem alone), in the folder dir
+ * (NULL: the current directory, i.e. the bare name). Returns a string to free; exits the CLI if
+ * memory runs out. */
+char *sp_cli_out_path(const char *dir, const char *trace, const char *suffix);
 
-/* After a command read the windows of trace and found none to use (seen: how many it has):
- * "stepprof CMD: TRACE has no window W (it has N)" for --window W (window >= 0), else
- * "stepprof CMD: TRACE holds no recorded window", on stderr. This function can't fail. */
-void sp_cli_no_window(const char *cmd, const char *trace, long long window, int seen);
+/* 1 if s ends with suffix. This function can't fail. */
+int sp_cli_ends_with(const char *s, const char *suffix);
+
+/* Appends id to the list of window ids in ids[0..n) ("0, 1, 2", then "..." once full). This
+ * function can't fail. */
+void sp_cli_ids_add(char *ids, size_t n, unsigned id);
+
+/* After a command read the windows of trace and found none to use (seen: how many it has, ids:
+ * their list from sp_cli_ids_add, truncated: the file was cut short): "stepprof CMD: TRACE has no
+ * window W; its windows: 0, 1" for --window W (window >= 0), else "stepprof CMD: TRACE holds no
+ * recorded window" and why (cut short before its first window was complete, or nothing recorded),
+ * on stderr. This function can't fail. */
+void sp_cli_no_window(const char *cmd, const char *trace, long long window, int seen, const char *ids,
+		      int truncated);
 
 /* Every JSON object the CLI writes starts with these members: "schema" ("stepprof.CMD"),
  * "schema_version" (SP_JSON_SCHEMA_VERSION: bumped when a member changes meaning or goes away;
@@ -67,6 +78,24 @@ void sp_cli_json_head(struct sp_out *x, const char *cmd);
  * STEPPROF_PROGRESS_AFTER=SECONDS changes the one second (tests). This function can't fail. */
 struct sp_trace_reader;
 void sp_cli_progress(const struct sp_trace_reader *r);
+
+/* The configuration a command reads, as the profiled process reads it: the built-in defaults,
+ * file (NULL: $STEPPROF_CONFIG, if set), the STEPPROF_* environment, then each of sets[0..nsets)
+ * as the user typed it ("--set SECTION.KEY=VALUE", "--ranks LIST" for ranks.ranks, or a bare
+ * "[SECTION.]KEY=VALUE" where section names the default section; NULL: a section is needed; a
+ * [schedule] key goes to section when it names a phase, as schedule --phase wants), then
+ * the rules between keys. An error about a setting names it as typed. Returns the number of errors,
+ * kept in errs. This function can't fail. */
+struct sp_config;
+struct sp_cfg_errors;
+int sp_cli_config(struct sp_config *cfg, const char *file, char *const *sets, int nsets, const char *section,
+		  struct sp_cfg_errors *errs);
+/* Splits one of sp_cli_config's sets into section, key and value. Returns 0, or -1 when it is not
+ * [SECTION.]KEY=VALUE (a section needed where section is NULL). This function can't fail. */
+int sp_cli_set_split(const char *typed, const char *section, char *sec, size_t slen, char *key, size_t klen,
+		     const char **value);
+/* Every error of errs on stderr, one a line, with the prefix "stepprof CMD: ". Can't fail. */
+void sp_cli_config_errors(const char *cmd, const struct sp_cfg_errors *errs);
 
 /* The running command's name, for messages (set by main). */
 extern const char *sp_cli_cmd;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "opts.h"
 #include "tokstream.h"
 #include "windows.h"
 #include "collector/base/intern.h"
@@ -53,31 +54,47 @@ struct verdict {
 	char why[300];         /* first disagreement */
 };
 
+const struct sp_cmd_spec sp_spec_autostep = {
+	.name = "autostep",
+	.fn = sp_cmd_autostep,
+	.operands = "FILE",
+	.complete = "FILE",
+	.summary = "replay a recorded token stream (STEPPROF_RECORD_TOKENS) through step detection",
+	.text = "  Replays a token stream recorded with STEPPROF_RECORD_TOKENS=FILE through the step detector\n"
+		"  and prints each decision (lock, boundary, mismatch, unlock, re-lock) and the stream's\n"
+		"  statistics. With a truth (STEPPROF_RECORD_TRUTH), compares the dominant regime's steps with\n"
+		"  the true iterations.\n",
+	.opt = (const struct sp_opt[]){
+		{ "json", 'j', 0, NULL, "the same as one JSON object" },
+		{ "check", 'c', 0, NULL, "exit 1 if the steps disagree with the truth (with --no-lock: if any step is found in the loop)" },
+		{ "no-lock", 'n', 0, NULL, "the stream is one that must not lock (for --check)" },
+		{ "marker", 'm', 0, "KIND:PATTERN", "replay an explicit marker (kernel, api, nccl, nvtx, python:module:qualname, or optimizer) instead of auto" },
+		{ "windows", 'w', 0, NULL, "also replay the windows the schedule would record (--check: each step one true iteration)" },
+		{ "set", 'E', 0, "NAME=VALUE", "schedule.KEY=VALUE: a [schedule] key of the replayed schedule (default: the built-in one); else one of the detector's tunables (repeatable; the library always runs the defaults)" },
+		{ "tunables", 'L', 0, NULL, "list the tunables (name, default, range, stage, why, the test that covers it)" },
+		{ "iterations", 'I', 0, "N", "replay only the stream's first N true iterations, as if the program had stopped there" },
+		{ "skip-first", 's', 0, "N", NULL },
+		{ "wait", 'W', 0, "N", NULL },
+		{ "no-prefer", 'P', 0, NULL, "count every regime's steps, not only the training regime's" },
+		{ "sparse", 'S', 0, "N", "check the launches of one step in N only (and of the windows), as the collector does" },
+		{ "tokens", 't', 0, NULL, "print every token first (index, time since the previous, thread, kind, name)" },
+		{ 0 } },
+};
+
 static int usage(FILE *f, int rc)
 {
-	fprintf(f,
-		"usage: stepprof autostep FILE [--json] [--check] [--no-lock] [--marker KIND:PATTERN] [--tokens]\n"
-		"                        [--windows] [--skip-first N] [--wait N]\n"
-		"  replays a token stream recorded with STEPPROF_RECORD_TOKENS=FILE through the step detector and\n"
-		"  prints each decision (lock, boundary, mismatch, unlock, re-lock) and the stream's statistics.\n"
-		"  With a truth (STEPPROF_RECORD_TRUTH), compares the dominant regime's steps with the true "
-		"iterations.\n"
-		"  --check: exit 1 if they disagree (with --no-lock: if the detector finds steps in the loop, i.e. "
-		"from the\n"
-		"  first true iteration on, or anywhere without truth)\n"
-		"  --marker KIND:PATTERN: replay an explicit marker (kernel, api, nccl, nvtx, python:module:qualname,\n"
-		"  or optimizer without a pattern) instead of auto\n"
-		"  --windows: also replay the windows the default schedule ([schedule] defaults; --skip-first N and\n"
-		"  --wait N set skip_first and wait) would record, and with --check exit 1 unless each recorded step "
-		"is one true iteration of\n"
-		"  the truth's regime (or of another regime with training evidence: one truth inside it), with its\n"
-		"  kernel launches, and no step number is recorded twice\n"
-		"  --no-prefer: replay with every regime counted by the schedule (no preference for training: the\n"
-		"  detector before issue 12), to see what the preference changes\n"
-		"  --sparse N: the per-step check counts launches in one step of N and in the steps before and of\n"
-		"  the schedule's windows only (sp_stepdet_sparse), as a collector that saves its cost would\n"
-		"  --tokens: print every token first (index, time since the previous one, thread, kind, name)\n");
+	sp_opts_usage(&sp_spec_autostep, f);
 	return rc;
+}
+
+/* Every note the detector has to say now (sp_stepdet_regime_note), one a line, or NULL. */
+static char *regime_notes(struct sp_stepdet *det)
+{
+	char note[600], all[2048] = "";
+	size_t o = 0;
+	while (sp_stepdet_regime_note(det, note, sizeof note) && o + 1 < sizeof all)
+		o += (size_t)snprintf(all + o, sizeof all - o, "%s%s", o ? "\n" : "", note);
+	return o ? sp_xstrdup(all) : NULL;
 }
 
 static void replay_run(const struct sp_tokstream *s, struct sp_stepdet *det, const struct sp_schedule *sch,
@@ -104,10 +121,7 @@ static void replay_run(const struct sp_tokstream *s, struct sp_stepdet *det, con
 		d->how = det->how;
 		d->settled = sp_stepdet_settled(det);
 		d->sched = sp_stepdet_sched_step(det, o.step);
-		char note[600];
-		d->note = (o.what & (SP_DET_LOCK | SP_DET_PROVEN)) && sp_stepdet_regime_note(det, note, sizeof note)
-				  ? strdup(note)
-				  : NULL;
+		d->note = (o.what & (SP_DET_LOCK | SP_DET_PROVEN)) ? regime_notes(det) : NULL;
 		r->steps += (o.what & SP_DET_BOUNDARY) != 0;
 		/* refuted: the regime ended in it; an irregular step (the lock kept) is compared as any */
 		for (size_t k = r->n - 1; (o.what & SP_DET_MISMATCH) && (o.what & SP_DET_UNLOCK) && k-- > 0;)
@@ -242,6 +256,7 @@ struct windows {
 	size_t nseen, capseen;
 	size_t bad;            /* ... not one true iteration of the truth's regime */
 	size_t minor;          /* boundaries in a regime that was not the preferred one (SP_DET_MINOR) */
+	size_t at_exit;        /* the step open at the stream's end, cut there: not compared */
 	char first[400];       /* the first recorded step, and the first bad one */
 	char why[400];
 };
@@ -272,9 +287,12 @@ static size_t truths_in(const size_t *truth, size_t nt, size_t a, size_t b)
  * regime trains and the step is exactly one true iteration: one truth inside it, the iteration's
  * launches (a training loop that changed a little between two locks, DDP's timing calls that
  * stop after ten iterations); an evaluation pass, or a step that straddles iterations, is not.
- * A step number recorded twice is wrong whatever it holds. */
+ * A step number recorded twice is wrong whatever it holds. The step open when the stream ends (the
+ * program exited in it, or --iterations cut it) holds whatever came after the last iteration: if it
+ * is of the truth's regime and only its launches differ, it is not compared (at_exit). */
 static void window_step(const struct sp_tokstream *s, const size_t *truth, size_t nt, const struct verdict *v,
-			struct windows *w, long long step, uint32_t regime, int train, int refuted, size_t a, size_t b)
+			struct windows *w, long long step, uint32_t regime, int train, int refuted, int at_exit,
+			size_t a, size_t b)
 {
 	long long it = iteration_at(truth, nt, a);
 	size_t got = launches_in(s, a, b), want = 0;
@@ -292,6 +310,8 @@ static void window_step(const struct sp_tokstream *s, const size_t *truth, size_
 		bad = "recorded twice (a step number handed out again)";
 	else if (regime != v->regime && (!train || truths_in(truth, nt, a, b) != 1 || it < 0 || got != want))
 		bad = train ? "another regime's and not one true iteration" : "another regime's";
+	else if ((it < 0 || got != want) && at_exit)
+		w->at_exit++;
 	else if (it < 0 || got != want)
 		bad = "not one true iteration";
 	w->steps++;
@@ -326,7 +346,8 @@ static void windows_check(const struct sp_tokstream *s, const struct replay *r, 
 		w->minor += (what & SP_DET_BOUNDARY) && (what & SP_DET_MINOR);
 		if ((what & (SP_DET_END | SP_DET_BOUNDARY)) && open && record)
 			window_step(s, truth, nt, v, w, step, regime, train,
-				    refuted || ((what & SP_DET_MISMATCH) && (what & SP_DET_UNLOCK)), open_at, d->pos);
+				    refuted || ((what & SP_DET_MISMATCH) && (what & SP_DET_UNLOCK)), 0, open_at,
+				    d->pos);
 		if (what & (SP_DET_END | SP_DET_BOUNDARY))
 			open = 0;
 		if (what & (SP_DET_LOCK | SP_DET_BOUNDARY)) {
@@ -343,7 +364,7 @@ static void windows_check(const struct sp_tokstream *s, const struct replay *r, 
 		}
 	}
 	if (open && record && !done)
-		window_step(s, truth, nt, v, w, step, regime, train, 0, open_at, s->n);
+		window_step(s, truth, nt, v, w, step, regime, train, 0, 1, open_at, s->n);
 	free(truth);
 	free(w->seen);
 	w->seen = NULL;
@@ -378,8 +399,11 @@ static void print_decision(const struct decision *d, uint64_t t0, FILE *out)
 			d->how.confidence,
 			d->how.blocks > 1 ? " (one of the iterations between two host synchronisations)" : "",
 			(long long)d->out.step);
-	if (d->note)
-		fprintf(out, "  token %-9zu %10.6f s  stepprof: %s\n", d->index, t, d->note);
+	for (const char *nt = d->note, *e; nt && *nt; nt = *e ? e + 1 : e) {
+		e = strchr(nt, '\n');
+		e = e ? e : nt + strlen(nt);
+		fprintf(out, "  token %-9zu %10.6f s  stepprof: %.*s\n", d->index, t, (int)(e - nt), nt);
+	}
 	if (w & SP_DET_BOUNDARY)
 		fprintf(out, "  token %-9zu %10.6f s  step %lld begins%s (regime %u%s)\n", d->index, t,
 			(long long)d->out.step, w & SP_DET_AFTER ? " after this call" : "", d->out.regime,
@@ -408,9 +432,9 @@ static void print_windows(const struct windows *w, long long skip, int json, FIL
 {
 	if (json) {
 		fprintf(out,
-			",\"windows\":{\"skip_first\":%lld,\"steps\":%zu,\"bad\":%zu,\"minor_boundaries\":%zu,"
-			"\"first\":",
-			skip, w->steps, w->bad, w->minor);
+			",\"windows\":{\"skip_first\":%lld,\"steps\":%zu,\"bad\":%zu,\"at_exit\":%zu,"
+			"\"minor_boundaries\":%zu,\"first\":",
+			skip, w->steps, w->bad, w->at_exit, w->minor);
 		sp_tokstream_json_str(out, w->first);
 		fputs(",\"why\":", out);
 		sp_tokstream_json_str(out, w->why);
@@ -419,17 +443,48 @@ static void print_windows(const struct windows *w, long long skip, int json, FIL
 	}
 	fprintf(out,
 		"windows (skip_first %lld): %zu recorded step%s, %zu not one true iteration (of the truth's regime, or "
-		"of a training regime) or recorded twice%s%s; "
+		"of a training regime) or recorded twice%s%s; %s"
 		"%zu boundar%s in a regime that was not the preferred one%s%s\n",
-		skip, w->steps, w->steps == 1 ? "" : "s", w->bad, w->bad ? ": first: " : "", w->why, w->minor,
-		w->minor == 1 ? "y" : "ies", w->first[0] ? "; first recorded " : "", w->first);
+		skip, w->steps, w->steps == 1 ? "" : "s", w->bad, w->bad ? ": first: " : "", w->why,
+		w->at_exit ? "the last, cut by the stream's end (the step the program exited in), not compared; " : "",
+		w->minor, w->minor == 1 ? "y" : "ies", w->first[0] ? "; first recorded " : "", w->first);
 }
 
-static void print_text(const struct sp_tokstream *s, const struct replay *r, const struct verdict *v, FILE *out)
+/* The tunables table (decide/tunables.h): name, default, range, stage, why, test. */
+static void print_tunables(FILE *out)
+{
+	fprintf(out, "# the step detector's tunables (decide/tunables.h): NAME DEFAULT [MIN-MAX] STAGE: why (test)\n");
+	for (size_t i = 0; i < sp_det_ntunables; i++) {
+		const struct sp_det_tunable *u = &sp_det_tunables[i];
+		fprintf(out, "%s %llu [%llu-%llu] %s: %s (%s)\n", u->name, (unsigned long long)u->def,
+			(unsigned long long)u->min, (unsigned long long)u->max, u->stage, u->why, u->test);
+	}
+}
+
+/* The tunables of t that differ from the defaults, as "NAME=VALUE, ..." (json: "NAME":VALUE,...)
+ * into buf ("" if none). This function can't fail (it truncates). */
+static void tunables_changed(const struct sp_det_tune *t, int json, char *buf, size_t n)
+{
+	size_t o = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < sp_det_ntunables && o + 1 < n; i++) {
+		const struct sp_det_tunable *u = &sp_det_tunables[i];
+		uint64_t v;
+		memcpy(&v, (const char *)t + u->off, sizeof v);
+		if (v != u->def)
+			o += (size_t)snprintf(buf + o, n - o, json ? "%s\"%s\":%llu" : "%s%s=%llu", o ? ", " : "",
+					      u->name, (unsigned long long)v);
+	}
+}
+
+static void print_text(const struct sp_tokstream *s, const struct replay *r, const struct verdict *v,
+		       const struct sp_det_tune *t, FILE *out)
 {
 	uint64_t t0 = s->n ? s->tok[0].ts : 0;
+	char set[1024];
+	tunables_changed(t, 0, set, sizeof set);
 	sp_tokstream_stats(s, out, 0);
-	fprintf(out, "replay (%s):\n", sp_marker_kind_name(r->how.marker_kind));
+	fprintf(out, "replay (%s%s%s):\n", sp_marker_kind_name(r->how.marker_kind), set[0] ? "; tunables: " : "", set);
 	for (size_t i = 0; i < r->n; i++)
 		print_decision(&r->d[i], t0, out);
 	if (r->undecided[0])
@@ -454,11 +509,14 @@ static void print_text(const struct sp_tokstream *s, const struct replay *r, con
 }
 
 static void print_json(const struct sp_tokstream *s, const struct replay *r, const struct verdict *v,
-		       const struct windows *w, long long skip, int ok, FILE *out)
+		       const struct windows *w, long long skip, int ok, const struct sp_det_tune *t, FILE *out)
 {
+	char set[2048];
+	tunables_changed(t, 1, set, sizeof set);
 	fputc('{', out);
 	sp_tokstream_stats(s, out, 1);
-	fprintf(out, ",\"marker\":\"%s\",\"decisions\":[", sp_marker_kind_name(r->how.marker_kind));
+	fprintf(out, ",\"marker\":\"%s\",\"tunables\":{%s},\"decisions\":[", sp_marker_kind_name(r->how.marker_kind),
+		set);
 	for (size_t i = 0; i < r->n; i++) {
 		const struct decision *d = &r->d[i];
 		fprintf(out,
@@ -508,6 +566,43 @@ static void print_tokens(const struct sp_tokstream *s, FILE *out)
 	}
 }
 
+/* The command line of `stepprof autostep`. */
+struct args {
+	int json, check, nolock, tokens, wins, noprefer, kind, tunables;
+	long long skip, wait, sparse, iterations; /* wait, iterations: -1 unset */
+	const char *pattern;
+	struct sp_det_tune tune;                  /* the defaults, changed by --set NAME=VALUE */
+	const char *sets[64];                     /* --set schedule.KEY=VALUE, in order */
+	int nsets;
+};
+
+/* --check's verdict on stderr (nothing without --check, or when the replay agrees). */
+static void report_verdict(const char *file, const struct args *a, const struct verdict *v, const struct windows *w,
+			   int ok)
+{
+	if (a->check && !ok)
+		fprintf(stderr, "stepprof autostep: %s: %s\n", file,
+			a->nolock       ? "the detector found steps in a loop that must not lock"
+			: v->steps_after ? v->why
+					 : "no step found");
+	else if (a->check && w && w->bad)
+		fprintf(stderr, "stepprof autostep: %s: the default schedule's windows (skip_first %lld): %s\n", file,
+			a->skip, w->why);
+}
+
+/* Keeps the tokens before the (n + 1)-th truth token: the stream of a program that ran n
+ * iterations (its tail after the loop is lost). A stream without that many truths stays whole. */
+static void keep_iterations(struct sp_tokstream *s, size_t n)
+{
+	size_t seen = 0;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->tok[i].kind == SP_TOK_TRUTH && seen++ == n) {
+			s->n = i;
+			s->truth = n;
+			return;
+		}
+}
+
 /* --marker KIND:PATTERN into kind and pattern. Returns 0 or -1. */
 static int parse_marker(const char *spec, int *kind, const char **pattern)
 {
@@ -536,105 +631,143 @@ static int parse_marker(const char *spec, int *kind, const char **pattern)
 	return -1;
 }
 
-/* Exit status: 0 printed (and, with --check, agrees); 1 unreadable file, or --check disagrees; 2 usage. */
-int sp_cmd_autostep(int argc, char **argv)
+/* Parses the options into *a. Returns 0, 1 (--help or --tunables printed: exit 0), or 2 (usage). */
+static int parse_args(int argc, char **argv, struct args *a)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },         { "check", no_argument, NULL, 'c' },
-		{ "windows", no_argument, NULL, 'w' },      { "skip-first", required_argument, NULL, 's' },
-		{ "wait", required_argument, NULL, 'W' },   { "no-prefer", no_argument, NULL, 'P' },
-		{ "sparse", required_argument, NULL, 'S' }, { "no-lock", no_argument, NULL, 'n' },
-		{ "marker", required_argument, NULL, 'm' }, { "tokens", no_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },         { 0 }
-	};
-	int c, json = 0, check = 0, nolock = 0, tokens = 0, wins = 0, noprefer = 0, kind = SP_MARK_AUTO;
-	long long skip = 0, wait = -1, sparse = 0, *num;
-	char *end;
-	const char *pattern = "";
-	char err[512];
-	struct sp_tokstream s;
+	int c;
+	char *end, err[4096];
+	*a = (struct args){ .kind = SP_MARK_AUTO, .wait = -1, .iterations = -1, .pattern = "",
+			    .tune = sp_det_tune_default };
 	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+	while ((c = sp_opts_next(&sp_spec_autostep, argc, argv)) != -1) {
 		if (c == 'h')
-			return usage(stdout, 0);
-		if (c == 'j' || c == 'c' || c == 'n' || c == 't' || c == 'w' || c == 'P') {
-			*(c == 'j'   ? &json
-			  : c == 'c' ? &check
-			  : c == 'n' ? &nolock
-			  : c == 'w' ? &wins
-			  : c == 'P' ? &noprefer
-				     : &tokens) = 1;
-		} else if (c == 's' || c == 'W' || c == 'S') {
-			num = c == 's' ? &skip : c == 'W' ? &wait : &sparse;
+			return usage(stdout, 0), 1;
+		if (c == 'j' || c == 'c' || c == 'n' || c == 't' || c == 'w' || c == 'P' || c == 'L') {
+			*(c == 'j'   ? &a->json
+			  : c == 'c' ? &a->check
+			  : c == 'n' ? &a->nolock
+			  : c == 'w' ? &a->wins
+			  : c == 'P' ? &a->noprefer
+			  : c == 'L' ? &a->tunables
+				     : &a->tokens) = 1;
+		} else if (c == 's' || c == 'W' || c == 'S' || c == 'I') {
+			long long *num = c == 's'   ? &a->skip
+					 : c == 'W' ? &a->wait
+					 : c == 'S' ? &a->sparse
+						    : &a->iterations;
 			*num = strtoll(optarg, &end, 10);
 			if (*end || end == optarg || *num < 0 || *num > 1000000) {
-				fprintf(stderr, "stepprof autostep: --skip-first, --wait and --sparse want a number of "
-						"steps (0 to 1000000)\n");
+				fprintf(stderr, "stepprof autostep: --%s wants a number from 0 to 1000000, not '%s'\n",
+					c == 's'   ? "skip-first"
+					: c == 'W' ? "wait"
+					: c == 'S' ? "sparse"
+						   : "iterations",
+					optarg);
 				return usage(stderr, 2);
 			}
-		} else if (c == 'm' && parse_marker(optarg, &kind, &pattern) < 0) {
+		} else if (c == 'E' && !strncmp(optarg, "schedule.", 9)) {
+			if (a->nsets == 64) {
+				fprintf(stderr, "stepprof autostep: at most 64 --set schedule.KEY=VALUE\n");
+				return 2;
+			}
+			a->sets[a->nsets++] = optarg;
+		} else if (c == 'm' && parse_marker(optarg, &a->kind, &a->pattern) < 0) {
 			fprintf(stderr,
 				"stepprof autostep: --marker wants KIND:PATTERN (kernel, api, nccl, nvtx, python) "
 				"or optimizer\n");
 			return usage(stderr, 2);
-		} else if (c != 'm' && c != 's' && c != 'W' && c != 'S') {
-			sp_cli_bad_option("autostep", c, argc, argv);
+		} else if (c == 'E' && sp_det_tune_set(&a->tune, optarg, err, sizeof err) < 0) {
+			fprintf(stderr, "stepprof autostep: --set %s: %s\n", optarg, err);
+			return 2;
+		} else if (c != 'm' && c != 'E') {
 			return usage(stderr, 2);
 		}
 	}
-	if (sp_cli_operands("autostep", argc, argv, 1, 1))
-		return usage(stderr, 2);
+	if (a->tunables)
+		return print_tunables(stdout), 1;
+	return sp_cli_operands("autostep", argc, argv, 1, 1) ? usage(stderr, 2) : 0;
+}
+
+/* The replayed schedule: the built-in one with --skip-first, --wait and --set schedule.KEY=VALUE.
+ * Returns 0, or 2 with the errors printed. */
+static int replay_schedule(const struct args *a, struct sp_config *cfg)
+{
+	struct sp_cfg_errors errs = { 0 };
+	sp_cfg_defaults(cfg);
+	cfg->schedule.skip_first = a->skip;
+	if (a->wait >= 0)
+		cfg->schedule.wait = a->wait;
+	for (int i = 0; i < a->nsets; i++) {
+		char typed[300], sec[64], key[64];
+		const char *value;
+		snprintf(typed, sizeof typed, "--set %s", a->sets[i]);
+		if (sp_cli_set_split(typed, "schedule", sec, sizeof sec, key, sizeof key, &value) < 0) {
+			fprintf(stderr, "stepprof autostep: %s: expected schedule.KEY=VALUE\n", typed);
+			return 2;
+		}
+		sp_cfg_set(cfg, sec, key, value, typed, 0, &errs);
+	}
+	if (sp_cfg_finish(cfg, &errs) || errs.count) {
+		sp_cli_config_errors("autostep", &errs);
+		return 2;
+	}
+	return 0;
+}
+
+/* Exit status: 0 printed (and, with --check, agrees); 1 unreadable file, or --check disagrees; 2 usage. */
+int sp_cmd_autostep(int argc, char **argv)
+{
+	char err[512];
+	struct sp_tokstream s;
+	static struct args a;
+	static struct sp_config cfg;
+	int rc = parse_args(argc, argv, &a);
+	if (rc)
+		return rc == 1 ? 0 : rc;
+	if (replay_schedule(&a, &cfg))
+		return 2;
+	a.skip = cfg.schedule.skip_first;
 	if (sp_tokstream_load(&s, argv[optind], err, sizeof err) < 0) {
 		fprintf(stderr, "stepprof autostep: %s\n", err);
 		return 1;
 	}
+	if (a.iterations >= 0)
+		keep_iterations(&s, (size_t)a.iterations);
 	struct sp_stepdet *det = calloc(1, sizeof *det);
 	struct replay r = { 0 };
 	struct verdict v;
-	if (!det || sp_stepdet_init(det, kind, pattern, 1,
-				    (char *(*)(const char *, char *, size_t *, int *))dlsym(RTLD_DEFAULT,
-											    "__cxa_demangle")) < 0)
+	if (!det || sp_stepdet_init_tuned(det, a.kind, a.pattern, 1,
+					  (char *(*)(const char *, char *, size_t *, int *))dlsym(RTLD_DEFAULT,
+												  "__cxa_demangle"),
+					  &a.tune) < 0)
 		sp_oom();
-	struct sp_config cfg;
-	sp_cfg_defaults(&cfg);
-	cfg.schedule.skip_first = skip;
-	if (wait >= 0)
-		cfg.schedule.wait = wait;
-	det->no_prefer = noprefer;
+	det->no_prefer = a.noprefer;
 	sp_stepdet_schedule(det, &cfg.schedule); /* as the library does (collector/phases.c) */
-	sp_stepdet_sparse(det, (uint32_t)sparse, &cfg.schedule);
-	if (tokens)
+	sp_stepdet_sparse(det, (uint32_t)a.sparse, &cfg.schedule);
+	if (a.tokens)
 		print_tokens(&s, stdout);
 	replay_run(&s, det, &cfg.schedule, &r);
 	compare(&s, &r, &v);
 	/* --no-lock: the loop (from the first true iteration on; without truth, the whole stream)
 	 * must get no step */
-	int ok = nolock ? (v.have_truth ? !v.loop_boundaries : !v.locked)
-			: !v.mismatched && (!v.have_truth || v.steps_after > 0);
+	int ok = a.nolock ? (v.have_truth ? !v.loop_boundaries : !v.locked)
+			  : !v.mismatched && (!v.have_truth || v.steps_after > 0);
 	struct windows w;
-	if (wins)
+	if (a.wins)
 		windows_check(&s, &r, &v, &cfg.schedule, &w);
-	if (json)
-		print_json(&s, &r, &v, wins ? &w : NULL, skip, ok && (!wins || !w.bad), stdout);
+	if (a.json)
+		print_json(&s, &r, &v, a.wins ? &w : NULL, a.skip, ok && (!a.wins || !w.bad), &a.tune, stdout);
 	else
-		print_text(&s, &r, &v, stdout);
-	if (wins && !json)
-		print_windows(&w, skip, 0, stdout);
-	if (check && !ok)
-		fprintf(stderr, "stepprof autostep: %s: %s\n", argv[optind],
-			nolock          ? "the detector found steps in a loop that must not lock"
-			: v.steps_after ? v.why
-					: "no step found");
-	else if (check && wins && w.bad)
-		fprintf(stderr, "stepprof autostep: %s: the default schedule's windows (skip_first %lld): %s\n",
-			argv[optind], skip, w.why);
-	ok &= !wins || !w.bad;
+		print_text(&s, &r, &v, &a.tune, stdout);
+	if (a.wins && !a.json)
+		print_windows(&w, a.skip, 0, stdout);
+	report_verdict(argv[optind], &a, &v, a.wins ? &w : NULL, ok);
+	ok &= !a.wins || !w.bad;
 	sp_stepdet_free(det);
 	free(det);
 	for (size_t i = 0; i < r.n; i++)
 		free(r.d[i].note);
 	free(r.d);
 	sp_tokstream_free(&s);
-	return check && !ok;
+	return a.check && !ok;
 }

@@ -4,8 +4,11 @@
  * and prints it as an INI file that loads back to the same configuration, or every error. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "opts.h"
+#include "util.h"
 #include "config/config.h"
 #include "decide/stepdet.h"
 
@@ -59,12 +62,43 @@ static void print_phases(const struct sp_config *cfg)
 		       "one window records at a time (docs/CONFIG.md)\n");
 }
 
+const struct sp_cmd_spec sp_spec_check = {
+	.name = "check",
+	.fn = sp_cmd_check,
+	.operands = "[FILE]",
+	.complete = "INI",
+	.summary = "print the effective configuration, or every error",
+	.text = "  Checks FILE (else $STEPPROF_CONFIG, else the built-in defaults) with the STEPPROF_*\n"
+		"  environment overrides and --set applied, as the profiled process will. Prints the effective\n"
+		"  configuration and exits 0, or prints every error to stderr and exits 2. Keys: docs/CONFIG.md.\n",
+	.opt = (const struct sp_opt[]){
+		{ "config", 'c', 'c', "INI", "the configuration file (the same as FILE)" },
+		{ "set", 'S', 0, "SECTION.KEY=VALUE", "override one key (repeatable), as stepprof run --set" },
+		{ "ranks", 'r', 0, "LIST", "short for --set ranks.ranks=LIST" },
+		{ 0 } },
+};
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: stepprof check [[-c] FILE]\n"
-		   "  Checks FILE (else $STEPPROF_CONFIG, else the built-in defaults) with the STEPPROF_*\n"
-		   "  environment overrides applied. Prints the effective configuration and exits 0, or\n"
-		   "  prints every error to stderr and exits 2. Keys: docs/CONFIG.md.\n");
+	sp_opts_usage(&sp_spec_check, f);
+}
+
+/* The note on what automatic step detection learns from until it locks, as a comment line on
+ * stdout, when the configuration uses automatic detection. This function can't fail. */
+static void print_learn(const struct sp_config *cfg)
+{
+	int is_auto = !cfg->phases.n && cfg->marker_kind == SP_MARK_AUTO;
+	for (int i = 0; i < cfg->phases.n; i++)
+		is_auto |= cfg->phases.p[i].marker_kind == SP_MARK_AUTO;
+	if (!is_auto || cfg->marker_learn == SP_LEARN_CUPTI)
+		return;
+	const char *why = sp_cfg_learn_cupti_why(cfg), *learn = cfg->marker_learn == SP_LEARN_HOOKS ? "hooks" : "auto";
+	if (why)
+		printf("# [marker] learn = %s: automatic detection learns with CUPTI here (%s)\n", learn, why);
+	else
+		printf("# [marker] learn = %s: automatic detection learns from stepprof's hooks, not subscribed to "
+		       "CUPTI until it locks (docs/CONFIG.md)\n",
+		       learn);
 }
 
 /* Exits 0 (valid), 2 (usage or configuration errors, or a malformed STEPPROF_RANK or
@@ -74,41 +108,45 @@ int sp_cmd_check(int argc, char **argv)
 	static struct sp_config cfg;
 	static struct sp_cfg_errors errs;
 	struct sp_rank_info ri;
-	static const struct option opts[] = { { "config", required_argument, NULL, 'c' },
-					      { "help", no_argument, NULL, 'h' },
-					      { 0 } };
 	bool env_header = false;
 	const char *file = NULL;
-	int c;
+	char **sets = calloc((size_t)argc + 1, sizeof(*sets));
+	int c, nsets = 0, rc = 2;
 
+	if (!sets)
+		sp_oom();
 	/* options anywhere on the line */
 	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":hc:", opts, NULL)) != -1) {
+	while ((c = sp_opts_next(&sp_spec_check, argc, argv)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
-			return 0;
+			rc = 0;
+			goto out;
 		}
 		if (c == 'c') { /* -c FILE, as run and schedule take it */
 			file = optarg;
 			continue;
 		}
-		sp_cli_bad_option("check", c, argc, argv);
+		if (c == 'S' || c == 'r') {
+			if (asprintf(&sets[nsets++], "%s %s", c == 'S' ? "--set" : "--ranks", optarg) < 0)
+				sp_oom();
+			continue;
+		}
 		usage(stderr);
-		return 2;
+		goto out;
 	}
 	if (sp_cli_operands("check", argc, argv, 0, file ? 0 : 1)) {
 		usage(stderr);
-		return 2;
+		goto out;
 	}
 	if (!file && optind < argc)
 		file = argv[optind];
 	sp_ranks_detect(&ri, NULL);
 	if (ri.problem[0])
-		fprintf(stderr, "stepprof: %s\n", ri.problem);
-	if (sp_cfg_load(&cfg, file, &errs) || ri.explicit_bad) {
-		sp_cfg_print_errors(&errs, stderr);
-		return 2;
+		fprintf(stderr, "stepprof check: %s\n", ri.problem);
+	if (sp_cli_config(&cfg, file, sets, nsets, NULL, &errs) || ri.explicit_bad) {
+		sp_cli_config_errors("check", &errs);
+		goto out;
 	}
 	if (cfg.source[0])
 		printf("# stepprof: %s is valid\n", cfg.source);
@@ -122,6 +160,8 @@ int sp_cmd_check(int argc, char **argv)
 	}
 	if (env_header)
 		printf("\n");
+	for (int i = 0; i < nsets; i++)
+		printf("%s %s%s", i ? "," : "# set on the command line:", sets[i], i == nsets - 1 ? "\n" : "");
 	if (ri.rank >= 0 && ri.world_size > 0)
 		printf("# this process: rank %d of %d (%s): %s\n", ri.rank, ri.world_size, ri.source,
 		       sp_rankset_has(&cfg.ranks, ri.rank) ? "selected" : "not selected");
@@ -132,6 +172,7 @@ int sp_cmd_check(int argc, char **argv)
 		printf("# this process: no rank in the environment (counts as rank 0): %s\n",
 		       sp_rankset_has(&cfg.ranks, ri.rank) ? "selected" : "not selected");
 	print_phases(&cfg);
+	print_learn(&cfg);
 	sp_cfg_print(&cfg, stdout);
 	char msg[600];
 	int w = cfg.marker_kind == SP_MARK_AUTO && !cfg.phases.n
@@ -141,18 +182,10 @@ int sp_cmd_check(int argc, char **argv)
 		fprintf(stderr, "stepprof check: %s: %s\n", w == 1 ? "warning" : "note", msg);
 	if (!cfg.phases.n && sp_marker_explain(cfg.marker_kind, cfg.marker_pattern, msg, sizeof msg))
 		fprintf(stderr, "stepprof check: note: %s\n", msg);
-	if (cfg.marker_learn != SP_LEARN_CUPTI && cfg.marker_kind == SP_MARK_AUTO) {
-		const char *why = sp_cfg_learn_cupti_why(&cfg);
-		if (why)
-			fprintf(stderr,
-				"stepprof check: note: [marker] learn = %s: automatic detection learns with CUPTI "
-				"here (%s)\n",
-				cfg.marker_learn == SP_LEARN_HOOKS ? "hooks" : "auto", why);
-		else
-			fprintf(stderr,
-				"stepprof check: note: [marker] learn = %s: automatic detection learns from "
-				"stepprof's hooks, not subscribed to CUPTI until it locks (docs/CONFIG.md)\n",
-				cfg.marker_learn == SP_LEARN_HOOKS ? "hooks" : "auto");
-	}
-	return 0;
+	rc = 0;
+out:
+	for (int i = 0; i < nsets; i++)
+		free(sets[i]);
+	free(sets);
+	return rc;
 }

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
+#include "opts.h"
 #include "export.h"
 #include "crossrank.h"
 #include "commstats.h"
@@ -20,6 +21,7 @@
 struct convert_opts {
 	const char *trace;
 	const char *out;        /* -o, or NULL */
+	const char *out_dir;    /* -o DIR/: the default names inside it, or NULL */
 	int merge;              /* all windows in one file */
 	int wall;               /* wall-clock times */
 	long long window;       /* only this window id, or -1 */
@@ -113,51 +115,60 @@ struct rank_in {                /* one trace of --merge-ranks */
 	int64_t key;            /* rank, or pid if it has none */
 };
 
+const struct sp_cmd_spec sp_spec_convert = {
+	.name = "convert",
+	.fn = sp_cmd_convert,
+	.operands = "TRACE | --merge-ranks -o FILE TRACE TRACE ...",
+	.complete = "TRACE",
+	.summary = "Chrome/Perfetto JSON laid out as torch.profiler's (HTA, TensorBoard, Perfetto)",
+	.text = "  Writes torch.profiler-style Chrome JSON (HTA, TensorBoard, Perfetto open it), one file per\n"
+		"  recorded window, into the current directory: STEM.<window id>.pt.trace.json.gz, STEM being\n"
+		"  TRACE's file name without .sptrace (a phase's windows go into a folder of the phase's name).\n"
+		"  -o FILE with a single window (or --window N, --steps) writes exactly FILE; with several,\n"
+		"  STEM is FILE without .pt.trace.json[.gz] or .json[.gz] (plain JSON if FILE does not end in\n"
+		"  .gz); -o DIR/ writes the default names inside DIR (made if missing); '-o -' writes stdout.\n"
+		"  --merge-ranks: every trace's windows in FILE on one wall clock, NCCL collectives linked\n"
+		"  across ranks.\n",
+	.opt = (const struct sp_opt[]){
+		{ "output", 'o', 'o', "FILE|DIR/", "the file, or the folder for the default names" },
+		{ "window", 'w', 0, "N|all", "only window N (default all)" },
+		{ "steps", 's', 0, "A[-B]", "only steps A-B (A-: from A on) of each window, with the GPU work they launched" },
+		{ "phase", 'P', 0, "NAME", "only the windows of [phase.NAME]" },
+		{ "merge", 'm', 0, NULL, "all windows in one file, on the wall clock" },
+		{ "merge-ranks", 'M', 0, NULL, "several ranks' traces of one run in one file (needs -o)" },
+		{ "wall", 'W', 0, NULL, "wall-clock times (default: the trace's clock from the window's start)" },
+		{ "format", 'f', 0, "chrome", "the output format" },
+		{ 0 } },
+};
+
 /* Prints the usage to f and returns rc. */
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof convert TRACE [-o FILE] [--merge] [--wall] [--window N|all] [--steps A[-B]]"
-		   " [--phase NAME] [--format chrome]\n"
-		   "       stepprof convert --merge-ranks -o FILE [--window N|all] [--steps A[-B]] TRACE TRACE ...\n"
-		   "  writes torch.profiler-style Chrome JSON (HTA, TensorBoard, Perfetto open it), one file per\n"
-		   "  recorded window: STEM.<window id>.pt.trace.json.gz, STEM = TRACE without .sptrace or FILE\n"
-		   "  without .pt.trace.json[.gz]/.json[.gz] (plain JSON if FILE does not end in .gz); with -o FILE\n"
-		   "  and a single window (or --window N), exactly FILE;\n"
-		   "  --steps: only those steps (A-B, A- or A) of each window, with the GPU work they launched;\n"
-		   "  --merge: all windows in one file (FILE, or STEM.pt.trace.json.gz) on the wall clock;\n"
-		   "  '-o -' writes stdout (implies --merge);\n"
-		   "  --merge-ranks: every trace's windows (or window N) in FILE on one wall clock, NCCL\n"
-		   "  collectives linked across ranks; --phase NAME: only the windows of [phase.NAME]\n");
+	sp_opts_usage(&sp_spec_convert, f);
 	return rc;
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), k = strlen(suffix);
-	return n >= k && !strcmp(s + n - k, suffix);
 }
 
 /* Splits the output name into stem and extension: the extension is the format's suffix
  * (".pt.trace.json", the name torch.profiler's files have and the TensorBoard plugin looks for)
  * plus ".gz" unless -o names a plain file: "run.json.gz" -> "run" + ".pt.trace.json.gz",
- * "run.json" -> "run" + ".pt.trace.json", TRACE.sptrace -> "TRACE" + ".pt.trace.json.gz".
- * Exits if memory runs out. */
+ * "run.json" -> "run" + ".pt.trace.json", TRACE.sptrace -> "TRACE" + ".pt.trace.json.gz" (in
+ * the current directory, or in -o DIR/). Exits if memory runs out. */
 static void out_name(const struct convert_opts *o, char **stem, char **ext)
 {
 	const char *suffix = o->ops->suffix;
 	char *s;
 	int gz = 1;
 
-	if (!o->out) {
-		s = sp_cli_out_name(o->trace, "");
+	if (!o->out || o->out_dir) {
+		s = sp_cli_out_path(o->out, o->trace, "");
 	} else {
 		s = sp_xstrdup(o->out);
-		gz = ends_with(s, ".gz");
+		gz = sp_cli_ends_with(s, ".gz");
 		if (gz)
 			s[strlen(s) - 3] = 0;
-		if (ends_with(s, suffix))
+		if (sp_cli_ends_with(s, suffix))
 			s[strlen(s) - strlen(suffix)] = 0;
-		else if (ends_with(s, ".json"))
+		else if (sp_cli_ends_with(s, ".json"))
 			s[strlen(s) - strlen(".json")] = 0;
 	}
 	*stem = s;
@@ -224,22 +235,13 @@ static void progress_done(struct progress *p)
  * error (printed). */
 static int parse(int argc, char **argv, struct convert_opts *o)
 {
-	static const struct option opts[] = {
-		{ "merge", no_argument, NULL, 'm' },        { "wall", no_argument, NULL, 'W' },
-		{ "output", required_argument, NULL, 'o' }, { "window", required_argument, NULL, 'w' },
-		{ "steps", required_argument, NULL, 's' },  { "format", required_argument, NULL, 'f' },
-		{ "merge-ranks", no_argument, NULL, 'M' },  { "phase", required_argument, NULL, 'P' },
-		{ "help", no_argument, NULL, 'h' },         { 0 }
-	};
-	char *end;
 	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->window = -1;
 	o->ops = &sp_export_chrome;
 	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+	while ((c = sp_opts_next(&sp_spec_convert, argc, argv)) != -1) {
 		switch (c) {
 		case 'm':
 			o->merge = 1;
@@ -259,23 +261,12 @@ static int parse(int argc, char **argv, struct convert_opts *o)
 			break;
 		case 's':
 			o->steps = 1;
-			o->step_lo = strtoll(optarg, &end, 10);
-			o->step_hi = o->step_lo;
-			if (end != optarg && *end == '-')
-				o->step_hi = end[1] ? strtoll(end + 1, &end, 10) : (++end, INT64_MAX);
-			if (end == optarg || *end || o->step_lo < 0 || o->step_hi < o->step_lo) {
-				fprintf(stderr,
-					"stepprof convert: --steps wants A, A-B or A- (step numbers), not '%s'\n",
-					optarg);
+			if (sp_opts_steps("convert", optarg, &o->step_lo, &o->step_hi) < 0)
 				return usage(stderr, 2);
-			}
 			break;
 		case 'f':
-			o->ops = sp_export_find(optarg);
-			if (!o->ops) {
-				fprintf(stderr, "stepprof convert: unknown format '%s' (known: chrome)\n", optarg);
-				return 2;
-			}
+			if (sp_opts_choice(&sp_spec_convert, c, optarg) < 0 || !(o->ops = sp_export_find(optarg)))
+				return usage(stderr, 2);
 			break;
 		case 'M':
 			o->merge_ranks = 1;
@@ -284,7 +275,6 @@ static int parse(int argc, char **argv, struct convert_opts *o)
 			usage(stdout, 0);
 			return 1;
 		default:
-			sp_cli_bad_option("convert", c, argc, argv);
 			return usage(stderr, 2);
 		}
 	}
@@ -294,7 +284,7 @@ static int parse(int argc, char **argv, struct convert_opts *o)
 		return usage(stderr, 2);
 	o->trace = o->traces[0];
 	if (o->merge_ranks && !o->out) {
-		fprintf(stderr, "stepprof convert: --merge-ranks needs -o OUT\n");
+		fprintf(stderr, "stepprof convert: --merge-ranks needs -o FILE (or -o DIR/)\n");
 		return usage(stderr, 2);
 	}
 	if (!o->merge_ranks && o->ntraces > 1) {
@@ -304,6 +294,13 @@ static int parse(int argc, char **argv, struct convert_opts *o)
 	}
 	if (o->out && !strcmp(o->out, "-"))
 		o->merge = 1;
+	else if (o->out && sp_opts_is_dir(o->out))
+		o->out_dir = o->out;
+	else if (o->out && !sp_cli_ends_with(o->out, ".json") && !sp_cli_ends_with(o->out, ".json.gz"))
+		fprintf(stderr,
+			"stepprof convert: warning: %s gets Chrome trace JSON%s; name it .pt.trace.json.gz for "
+			"TensorBoard, HTA and Perfetto\n",
+			o->out, sp_cli_ends_with(o->out, ".gz") ? " (gzip)" : " (plain, not gzip: the name does not end in .gz)");
 	if (o->merge)
 		o->wall = 1;
 	return 0;
@@ -394,7 +391,8 @@ static int merge_ranks(const struct convert_opts *o)
 	for (int i = 0; !failed && i < n; i++)
 		in[i].w = next_window(o, &in[i]);
 	out_name(o, &stem, &ext);
-	path = sp_xstrdup(o->out); /* one file: exactly the one named */
+	/* one file: exactly the one named, or the default name in -o DIR/ */
+	path = o->out_dir ? sp_cli_out_path(o->out_dir, "merged", ext) : sp_xstrdup(o->out);
 	x.dest = path;
 	progress_start(&pr, "all ranks");
 	if (!failed) {
@@ -467,6 +465,30 @@ static int merge_ranks(const struct convert_opts *o)
 	return failed;
 }
 
+/* Appends window w's steps to the list in held[0..n) ("steps 10-12 (window 0), ..."). Can't fail. */
+static void held_add(char *held, size_t n, const struct sp_window *w)
+{
+	size_t len = strnlen(held, n);
+
+	if (len + 48 < n)
+		snprintf(held + len, n - len, "%s%lld-%lld (window %u)", len ? ", " : "steps ", (long long)w->first_step,
+			 (long long)w->last_step, w->id);
+	else if (len + 5 < n && strcmp(held + len - 3, "..."))
+		snprintf(held + len, n - len, ", ...");
+}
+
+/* --steps as the user gave it, normalised ("16", "10-12", "10-"), in buf. Returns buf. */
+static const char *steps_text(const struct convert_opts *o, char *buf, size_t n)
+{
+	if (o->step_hi == o->step_lo)
+		snprintf(buf, n, "%lld", (long long)o->step_lo);
+	else if (o->step_hi == INT64_MAX)
+		snprintf(buf, n, "%lld-", (long long)o->step_lo);
+	else
+		snprintf(buf, n, "%lld-%lld", (long long)o->step_lo, (long long)o->step_hi);
+	return buf;
+}
+
 /* The line that reports a window file written. */
 static void window_line(char *buf, size_t n, const char *path, const struct sp_window *w, uint64_t events)
 {
@@ -474,10 +496,11 @@ static void window_line(char *buf, size_t n, const char *path, const struct sp_w
 		 (long long)w->last_step, (unsigned long long)events, w->complete ? "" : " (incomplete)");
 }
 
-/* The file of a window of a phase without -o: DIR/PHASE/BASE.<id><ext> for the stem DIR/BASE, in
- * the phase's folder (created), as torch.profiler's handlers put each schedule's traces in its own
- * folder; DIR/BASE.<id><ext> if DIR is already named PHASE (the collector's file of that phase). A phase name that is not [A-Za-z0-9_-] (a hostile trace) is not used as a folder: the
- * window then goes beside the trace, with a note. Returns a new string; exits if memory runs out. */
+/* The file of a window of a phase without -o FILE: DIR/PHASE/BASE.<id><ext> for the stem DIR/BASE
+ * (PHASE/BASE.<id><ext> for a bare BASE), in the phase's folder (created), as torch.profiler's
+ * handlers put each schedule's traces in its own folder; DIR/BASE.<id><ext> if DIR is already
+ * named PHASE. A phase name that is not [A-Za-z0-9_-] (a hostile trace) is not used as a folder:
+ * the window then goes to DIR/BASE.<id><ext>, with a note. Returns a new string; exits if memory runs out. */
 static char *phase_path(const char *stem, const struct sp_window *w, const char *ext)
 {
 	const char *base = strrchr(stem, '/');
@@ -488,7 +511,7 @@ static char *phase_path(const char *stem, const struct sp_window *w, const char 
 	if (strspn(w->phase, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != n) {
 		fprintf(stderr,
 			"stepprof convert: note: window %u names the phase '%s', not a folder name: "
-			"written beside the trace\n",
+			"written without a phase folder\n",
 			w->id, w->phase);
 		if (asprintf(&path, "%s.%u%s", stem, w->id, ext) < 0)
 			sp_oom();
@@ -500,7 +523,7 @@ static char *phase_path(const char *stem, const struct sp_window *w, const char 
 			sp_oom();
 		return path;
 	}
-	if (asprintf(&dir, "%.*s/%s", dn, base ? stem : ".", w->phase) < 0 ||
+	if ((base ? asprintf(&dir, "%.*s/%s", dn, stem, w->phase) : asprintf(&dir, "%s", w->phase)) < 0 ||
 	    asprintf(&path, "%s/%s.%u%s", dir, base ? base + 1 : stem, w->id, ext) < 0)
 		sp_oom();
 	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
@@ -520,9 +543,9 @@ static int convert_one(struct convert_opts o)
 	const struct sp_window *w;
 	struct sp_export x;
 	struct progress pr;
-	char err[256], *stem, *ext, *path = NULL, *first = NULL, first_line[4400] = "";
+	char err[256], *stem, *ext, *path = NULL, *first = NULL, first_line[4400] = "", ids[96] = "", held[200] = "";
 	int rc = 0, failed = 0, nwin = 0, seen = 0;
-	int exact = o.out && strcmp(o.out, "-"); /* -o FILE: a single window's file is FILE */
+	int exact = o.out && strcmp(o.out, "-") && !o.out_dir; /* -o FILE: a single window's file is FILE */
 	struct slice sl = { 0 };
 
 	r = sp_trace_open(o.trace, err, sizeof(err));
@@ -545,15 +568,17 @@ static int convert_one(struct convert_opts o)
 
 	while (!failed && (rc = sp_windows_next(g, &w)) == 1) {
 		seen++;
+		sp_cli_ids_add(ids, sizeof ids, w->id);
 		if (o.window >= 0 && w->id != o.window)
 			continue;
+		held_add(held, sizeof held, w);
 		if (!(w = cut(&o, w, &sl)))
 			continue; /* none of the --steps in this window */
 		if (!x.out) {
 			free(path);
-			if (o.out && (o.merge || !strcmp(o.out, "-") || (exact && !nwin)))
+			if (o.out && !o.out_dir && (o.merge || (exact && !nwin)))
 				path = strdup(o.out);
-			else if (!o.out && !o.merge && w->phase[0])
+			else if ((!o.out || o.out_dir) && !o.merge && w->phase[0])
 				path = phase_path(stem, w, ext);
 			else if (o.merge ? asprintf(&path, "%s%s", stem, ext) < 0
 					 : asprintf(&path, "%s.%u%s", stem, w->id, ext) < 0)
@@ -619,15 +644,15 @@ static int convert_one(struct convert_opts o)
 		fprintf(stderr, "stepprof convert: %s: %s\n", o.trace, sp_trace_error(r));
 		failed = 1;
 	} else if (!failed && !nwin) {
-		if (o.steps)
-			fprintf(stderr, "stepprof convert: %s has no recorded step in %lld-%lld%s\n", o.trace,
-				(long long)o.step_lo, (long long)o.step_hi, o.window >= 0 ? " in that window" : "");
+		if (o.steps && held[0])
+			fprintf(stderr, "stepprof convert: %s has no recorded step in --steps %s; it holds %s\n",
+				o.trace, steps_text(&o, err, sizeof err), held);
 		else if (o.phase)
 			fprintf(stderr, "stepprof convert: %s has no window%s of phase '%s' (%llu of other phases)\n",
 				o.trace, o.window >= 0 ? " of that id" : "", o.phase,
 				(unsigned long long)sp_windows_other_phase(g));
 		else
-			sp_cli_no_window("convert", o.trace, o.window, seen);
+			sp_cli_no_window("convert", o.trace, o.window, seen, ids, sp_trace_truncated(r));
 		failed = 1;
 	} else if (sp_trace_truncated(r)) {
 		fprintf(stderr, "stepprof convert: note: %s was cut short; what followed the cut is lost\n", o.trace);
@@ -646,7 +671,9 @@ int sp_cmd_convert(int argc, char **argv)
 	struct convert_opts o;
 	int ret = parse(argc, argv, &o);
 
-	if (!ret)
+	if (!ret && o.out_dir && sp_opts_make_dir("convert", o.out_dir) < 0)
+		ret = 1;
+	else if (!ret)
 		ret = o.merge_ranks ? merge_ranks(&o) : convert_one(o);
 	else if (ret == 1) /* --help */
 		ret = 0;

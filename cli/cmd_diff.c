@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "opts.h"
 #include "export.h"
 #include "format.h"
 #include "steps.h"
@@ -60,8 +61,10 @@ static void add_kernels(struct side *s, struct sp_trace_reader *r, const struct 
 	}
 }
 
-/* Reads path's windows (all, or only window) into s. Returns 0, or 1 after a message. */
-static int load(const char *path, long long window, struct side *s)
+/* Reads path's windows (all, or only window) into s, and the ids of all its windows into ids.
+ * Returns 0, 1 after a message (unreadable or corrupt), or 2 when it holds no recorded step there
+ * (no message: the caller says it once for both traces). */
+static int load(const char *path, long long window, struct side *s, char *ids, size_t idlen)
 {
 	char err[512];
 	const struct sp_window *w;
@@ -74,21 +77,36 @@ static int load(const char *path, long long window, struct side *s)
 		return 1;
 	}
 	struct sp_windows *g = sp_windows_open(r);
-	while ((rc = sp_windows_next(g, &w)) == 1)
+	while ((rc = sp_windows_next(g, &w)) == 1) {
+		sp_cli_ids_add(ids, idlen, w->id);
 		if (window < 0 || w->id == window) {
 			add_kernels(s, r, w, &byid, &cap);
 			sp_steps_add_window(&s->steps, r, w);
 		}
+	}
 	if (rc < 0)
 		fprintf(stderr, "stepprof diff: %s: %s\n", path, sp_trace_error(r));
-	else if (!s->steps.n)
-		fprintf(stderr, "stepprof diff: %s holds no recorded step%s\n", path,
-			window < 0 ? "" : " in that window");
 	free(byid);
 	sp_windows_close(g);
 	sp_trace_close_reader(r);
 	sp_sort(s->k, s->n, sizeof(*s->k), cmp_name);
-	return rc < 0 || !s->steps.n;
+	return rc < 0 ? 1 : !s->steps.n ? 2 : 0;
+}
+
+/* One message for the traces that hold no recorded step (rc[k] == 2), naming each with the
+ * windows it has. This function can't fail. */
+static void say_no_steps(const char *const *path, const int *rc, char ids[2][96], long long window)
+{
+	char where[64] = "";
+
+	if (window >= 0)
+		snprintf(where, sizeof where, " in window %lld", window);
+	if (rc[0] == 2 && rc[1] == 2)
+		fprintf(stderr, "stepprof diff: no recorded step%s of either trace (BASE %s: windows %s; NEW %s: windows %s)\n",
+			where, path[0], ids[0][0] ? ids[0] : "none", path[1], ids[1][0] ? ids[1] : "none");
+	else
+		fprintf(stderr, "stepprof diff: no recorded step%s of %s (its windows: %s)\n", where,
+			path[rc[0] == 2 ? 0 : 1], ids[rc[0] == 2 ? 0 : 1][0] ? ids[rc[0] == 2 ? 0 : 1] : "none");
 }
 
 struct drow {
@@ -165,9 +183,10 @@ static void print_diff_json(const struct side *s, const char *const *path, FILE 
 	free(rows);
 }
 
-static void print_diff(const struct side *s, const char *const *path, int top, FILE *out)
+static void print_diff(const struct side *s, const char *const *path, int top, int wide, FILE *out)
 {
 	size_t n, shown;
+	int width = SP_DIFF_NAME_WIDTH, cut = 0;
 	struct drow *rows = diff_rows(s, &n);
 	double steps[2] = { (double)s[0].steps.n, (double)s[1].steps.n };
 	uint64_t med[2] = { sp_steps_median_ns(&s[0].steps), sp_steps_median_ns(&s[1].steps) };
@@ -179,12 +198,17 @@ static void print_diff(const struct side *s, const char *const *path, int top, F
 		s[1].steps.n, sp_plural(s[1].steps.n), sp_fmt_ns(t[0], 32, med[1]),
 		med[0] ? 100.0 * ((double)med[1] - med[0]) / med[0] : 0.0, sp_fmt_ns(t[1], 32, (uint64_t)(k1 + 0.5)),
 		k0 > 0 ? 100.0 * (k1 - k0) / k0 : 0.0);
-	fprintf(out, "%-*s %10s %10s %12s %12s %12s %8s\n", SP_DIFF_NAME_WIDTH, "Kernel (per step)", "Calls base",
-		"Calls new", "Time base", "Time new", "Delta", "Delta %");
 	shown = top > 0 && (size_t)top < n ? (size_t)top : n;
+	for (size_t k = 0; k < shown; k++) { /* --wide: the column as wide as the longest name shown */
+		int len = (int)strlen(sp_display_name(rows[k].name));
+		cut |= len > SP_DIFF_NAME_WIDTH;
+		width = wide && len > width ? len : width;
+	}
+	fprintf(out, "%-*s %10s %10s %12s %12s %12s %8s\n", width, "Kernel (per step)", "Calls base", "Calls new",
+		"Time base", "Time new", "Delta", "Delta %");
 	for (size_t k = 0; k < shown; k++) {
 		const struct drow *r = &rows[k];
-		sp_print_name(out, sp_display_name(r->name), SP_DIFF_NAME_WIDTH);
+		sp_print_name(out, sp_display_name(r->name), width);
 		fprintf(out, " %10.1f %10.1f %12s %12s %12s ", r->calls[0], r->calls[1],
 			r->ns[0] > 0 ? sp_fmt_ns(t[0], 32, (uint64_t)(r->ns[0] + 0.5)) : "-",
 			r->ns[1] > 0 ? sp_fmt_ns(t[1], 32, (uint64_t)(r->ns[1] + 0.5)) : "-",
@@ -196,49 +220,54 @@ static void print_diff(const struct side *s, const char *const *path, int top, F
 	}
 	if (shown < n)
 		fprintf(out, "... %zu more kernel names (--top 0 shows all)\n", n - shown);
+	if (cut && !wide)
+		fprintf(out, "(names cut at %d characters: --wide shows them whole)\n", SP_DIFF_NAME_WIDTH);
 	free(rows);
 }
 
+const struct sp_cmd_spec sp_spec_diff = {
+	.name = "diff",
+	.fn = sp_cmd_diff,
+	.operands = "BASE NEW",
+	.complete = "TRACE",
+	.summary = "kernel time per step by kernel between two traces: what changed",
+	.text = "  Kernel time per recorded step by kernel name, BASE against NEW (two runs, two commits,\n"
+		"  two ranks), largest change first, and the median step time of each.\n",
+	.opt = (const struct sp_opt[]){
+		{ "window", 'w', 0, "N|all", "compare window N of each trace (default all)" },
+		{ "top", 't', 0, "N", "rows (default " SP_STR(DIFF_TOP) ", 0 = all)" },
+		{ "wide", 'W', 0, NULL, "full kernel names (default: cut at " SP_STR(SP_DIFF_NAME_WIDTH) " characters)" },
+		{ "json", 'j', 0, NULL, "one JSON object with every row" },
+		{ 0 } },
+};
+
 static int usage(FILE *f, int rc)
 {
-	fprintf(f,
-		"usage: stepprof diff BASE NEW [--window N|all] [--top N] [--json]\n"
-		"  kernel time per recorded step by kernel name, BASE vs NEW, largest change first\n"
-		"  (default %d rows, 0 = all); --window N compares that window of each trace;\n"
-		"  --json: one JSON object with every row\n",
-		DIFF_TOP);
+	sp_opts_usage(&sp_spec_diff, f);
 	return rc;
 }
 
 /* Exit status: 0 printed; 1 a trace unreadable, corrupt or without a recorded step; 2 usage. */
 int sp_cmd_diff(int argc, char **argv)
 {
-	static const struct option opts[] = { { "window", required_argument, NULL, 'w' },
-					      { "top", required_argument, NULL, 't' },
-					      { "json", no_argument, NULL, 'j' },
-					      { "help", no_argument, NULL, 'h' },
-					      { 0 } };
 	const char *path[2];
-	long long window = -1, top = DIFF_TOP, v;
+	long long window = -1, top = DIFF_TOP;
 	struct side s[2];
-	int c, ret = 0, json = 0;
-	char *end;
+	int c, ret = 0, json = 0, wide = 0;
 
 	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	while ((c = sp_opts_next(&sp_spec_diff, argc, argv)) != -1) {
 		switch (c) {
 		case 'w':
 			if (sp_cli_window("diff", optarg, &window) < 0)
 				return usage(stderr, 2);
 			break;
 		case 't':
-			v = strtoll(optarg, &end, 10);
-			if (!*optarg || *end || v < 0) {
-				fprintf(stderr, "stepprof diff: --top wants a number >= 0, not '%s'\n", optarg);
+			if (sp_opts_count("diff", "top", optarg, 0, 1000000000, &top) < 0)
 				return usage(stderr, 2);
-			}
-			top = v;
+			break;
+		case 'W':
+			wide = 1;
 			break;
 		case 'j':
 			json = 1;
@@ -246,7 +275,6 @@ int sp_cmd_diff(int argc, char **argv)
 		case 'h':
 			return usage(stdout, 0);
 		default:
-			sp_cli_bad_option("diff", c, argc, argv);
 			return usage(stderr, 2);
 		}
 	}
@@ -255,12 +283,17 @@ int sp_cmd_diff(int argc, char **argv)
 	path[0] = argv[optind];
 	path[1] = argv[optind + 1];
 	memset(s, 0, sizeof(s));
+	char ids[2][96] = { "", "" };
+	int rc[2];
 	for (int k = 0; k < 2; k++)
-		ret |= load(path[k], window, &s[k]);
+		ret |= rc[k] = load(path[k], window, &s[k], ids[k], sizeof ids[k]);
+	if ((rc[0] == 2 || rc[1] == 2) && rc[0] != 1 && rc[1] != 1)
+		say_no_steps(path, rc, ids, window);
+	ret = ret != 0;
 	if (!ret && json)
 		print_diff_json(s, path, stdout);
 	else if (!ret)
-		print_diff(s, path, (int)(top > 1000000 ? 0 : top), stdout);
+		print_diff(s, path, (int)top, wide, stdout);
 	for (int k = 0; k < 2; k++) {
 		for (size_t i = 0; i < s[k].n; i++)
 			free(s[k].k[i].name);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
+#include "opts.h"
 #include "config/config.h"
 #include "config/schedule.h"
 #include "trace/trace.h"
@@ -304,12 +305,23 @@ static void put_header(FILE *o, const struct sp_trace_header *h)
 	fputc('\n', o);
 }
 
+const struct sp_cmd_spec sp_spec_dump = {
+	.name = "dump",
+	.fn = sp_cmd_dump,
+	.operands = "TRACE",
+	.complete = "TRACE",
+	.summary = "every record as text (stable, for diffs)",
+	.text = "  Prints the header, then every record as one line (names resolved); a file cut short ends\n"
+		"  with \"# truncated\".\n",
+	.opt = (const struct sp_opt[]){
+		{ "relative", 'r', 0, NULL, "times relative to the header's clock anchors" },
+		{ 0 } },
+};
+
 /* Prints the usage to f and returns rc. */
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof dump [--relative] TRACE\n"
-		   "  prints the header, then every record as one line (names resolved);\n"
-		   "  --relative: times relative to the header's clock anchors\n");
+	sp_opts_usage(&sp_spec_dump, f);
 	return rc;
 }
 
@@ -318,16 +330,12 @@ static int usage(FILE *f, int rc)
  * error. */
 int sp_cmd_dump(int argc, char **argv)
 {
-	static const struct option opts[] = { { "relative", no_argument, NULL, 'r' },
-					      { "help", no_argument, NULL, 'h' },
-					      { 0 } };
 	struct dump d = { .out = stdout };
 	const char *path;
 	int c;
 
 	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = sp_opts_next(&sp_spec_dump, argc, argv)) != -1) {
 		switch (c) {
 		case 'r':
 			d.relative = 1;
@@ -335,7 +343,6 @@ int sp_cmd_dump(int argc, char **argv)
 		case 'h':
 			return usage(stdout, 0);
 		default:
-			sp_cli_bad_option("dump", c, argc, argv);
 			return usage(stderr, 2);
 		}
 	}

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd_memory.c - `stepprof memory TRACE [-o OUT.html] [--window N|all] [--json]`: the memory
+/* cmd_memory.c - `stepprof memory TRACE [-o FILE|DIR/] [--window N|all] [--json]`: the memory
  * timeline page of every recorded window (or one) and a short summary of each on stdout, as text
  * or one JSON object (memtl.h). */
 #include <getopt.h>
@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "opts.h"
 #include "symbols.h"
 #include "export.h"
 #include "memtl.h"
-#include "symbols.h"
 
 #define SUMMARY_TOP 10 /* allocations alive at the peak listed per series */
 
@@ -87,12 +87,26 @@ static void window_json(struct sp_out *x, const struct sp_memtl *w, const struct
 	sp_out_puts(x, "]}");
 }
 
+const struct sp_cmd_spec sp_spec_memory = {
+	.name = "memory",
+	.fn = sp_cmd_memory,
+	.operands = "TRACE",
+	.complete = "TRACE",
+	.summary = "memory timeline page (HTML) and the peaks of each window",
+	.text = "  Writes a self-contained HTML page of live GPU and host memory per recorded window, into\n"
+		"  the current directory as TRACE's name without .sptrace plus .memory.html (-o FILE: that\n"
+		"  file; -o DIR/: that name inside DIR, made if missing), and prints each window's peaks.\n",
+	.opt = (const struct sp_opt[]){
+		{ "output", 'o', 'o', "FILE|DIR/", "the page's file, or the folder for its default name" },
+		{ "window", 'w', 0, "N|all", "only window N (default all)" },
+		{ "json", 'j', 0, NULL, "the peaks as one JSON object (every allocation alive at each peak)" },
+		{ "no-symbols", 'N', 0, NULL, "open no file that the trace names (symbols from the trace only)" },
+		{ 0 } },
+};
+
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof memory TRACE [-o OUT.html] [--window N|all] [--json] [--no-symbols]\n"
-		   "  writes a self-contained HTML page of live GPU and host memory per recorded window\n"
-		   "  (default OUT: TRACE without .sptrace, plus .memory.html) and prints each window's peaks\n"
-		   "  (--json: as one JSON object, every allocation alive at each peak)\n");
+	sp_opts_usage(&sp_spec_memory, f);
 	return rc;
 }
 
@@ -100,19 +114,13 @@ static int usage(FILE *f, int rc)
  * written with the windows before it) or write error; 2 usage. */
 int sp_cmd_memory(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "window", required_argument, NULL, 'w' }, { "output", required_argument, NULL, 'o' },
-		{ "json", no_argument, NULL, 'j' },         { "no-symbols", no_argument, NULL, 'N' },
-		{ "help", no_argument, NULL, 'h' },         { 0 }
-	};
 	const char *trace, *out = NULL;
-	char *def = NULL, err[512];
+	char *def = NULL, err[512], ids[96] = "";
 	long long window = -1;
 	int c, json = 0;
 
 	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+	while ((c = sp_opts_next(&sp_spec_memory, argc, argv)) != -1) {
 		switch (c) {
 		case 'o':
 			out = optarg;
@@ -130,15 +138,19 @@ int sp_cmd_memory(int argc, char **argv)
 		case 'h':
 			return usage(stdout, 0);
 		default:
-			sp_cli_bad_option("memory", c, argc, argv);
 			return usage(stderr, 2);
 		}
 	}
 	if (sp_cli_operands("memory", argc, argv, 1, 1))
 		return usage(stderr, 2);
 	trace = argv[optind];
-	if (!out)
-		out = def = sp_cli_out_name(trace, ".memory.html");
+	if (out && sp_opts_is_dir(out) && sp_opts_make_dir("memory", out) < 0)
+		return 1;
+	if (!out || sp_opts_is_dir(out))
+		out = def = sp_cli_out_path(out, trace, ".memory.html");
+	else if (!sp_cli_ends_with(out, ".html") && !sp_cli_ends_with(out, ".htm"))
+		fprintf(stderr, "stepprof memory: warning: %s gets an HTML page (name it .html)%s\n", out,
+			sp_cli_ends_with(out, ".json") ? "; --json prints the peaks as JSON on stdout" : "");
 
 	struct sp_trace_reader *r = sp_trace_open(trace, err, sizeof(err));
 	if (!r) {
@@ -171,6 +183,7 @@ int sp_cmd_memory(int argc, char **argv)
 	sp_memtl_html_begin(o, trace, sp_trace_header(r));
 	while ((rc = sp_memtl_next(m, &w)) == 1) {
 		seen++;
+		sp_cli_ids_add(ids, sizeof ids, w->id);
 		if (window >= 0 && w->id != window)
 			continue;
 		sp_memtl_html_window(o, w, r, sym);
@@ -189,7 +202,7 @@ int sp_cmd_memory(int argc, char **argv)
 		fprintf(stderr, "stepprof memory: %s: %s\n", trace, sp_trace_error(r));
 		ret = 1;
 	} else if (!shown) {
-		sp_cli_no_window("memory", trace, window, seen);
+		sp_cli_no_window("memory", trace, window, seen, ids, sp_trace_truncated(r));
 		ret = 1;
 	}
 	if (sp_out_close(o, shown > 0) != 0)

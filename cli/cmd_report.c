@@ -6,36 +6,43 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "opts.h"
 #include "symbols.h"
 #include "report.h"
 #include "report_ops.h"
 #include "bylines.h"
 #include "windows.h"
 
-/* Prints the usage to f and returns rc. */
-static int usage(FILE *f, int rc)
-{
-	fprintf(f,
-		"usage: stepprof report TRACE [--sort total|avg|calls|max|min|name] [--top N] [--window N|all]"
-		" [--by kernel|line|frame|op|module] [--shapes] [--wide] [--json] [--no-symbols]\n"
-		"       [--phase NAME] [--peers OTHER_RANK_TRACE ...]\n"
-		"  GPU kernel table of all recorded windows together (default) or of one window;\n"
-		"  --sort also takes torch's key_averages names (self_cuda_time_total, cuda_time_total,\n"
-		"  cuda_time, device_time_total, count);\n"
-		"  --top N rows (default %d, 0 = all), --wide: full kernel names, --json: everything as one\n"
-		"  JSON object (every kernel row); --by line: kernel time by the source line of the program's\n"
-		"  own code that launched it (needs stacks = python or both when recording; a program whose\n"
-		"  own code is one entry point is shown by frame); --by frame: by the innermost Python frame\n"
-		"  outside torch and the standard library (a model's code in an installed package); --peers\n"
-		"  (repeatable): the other ranks' traces of the run, to split this rank's NCCL kernel time\n"
-		"  into waiting for peers and transfer; --phase NAME: only the windows of [phase.NAME];\n"
-		"  --by op: GPU time by torch operator as key_averages tables it (self CUDA time, CUDA total,\n"
-		"  calls, FLOPs, TFLOP/s; --sort self_cuda_time_total (default), cuda_time_total, count, avg,\n"
-		"  name, flops; --shapes: a row per input shapes); --by module: a tree of the nn.Module paths\n"
-		"  (recorded in a PyTorch program whose steps come from its optimizer or a python marker)\n",
-		SP_REPORT_TOP);
-	return rc;
-}
+#define SORT_KEYS                                                                                    \
+	"total|avg|calls|max|min|name|self_cuda_time_total|cuda_time_total|self_device_time_total|"         \
+	"device_time_total|cuda_time|device_time|self_cuda_time|self_device_time|count|flops"
+
+const struct sp_cmd_spec sp_spec_report = {
+	.name = "report",
+	.fn = sp_cmd_report,
+	.operands = "TRACE",
+	.complete = "TRACE",
+	.summary = "kernel, step, copy and NCCL tables and findings of one trace",
+	.text = "  GPU kernel table of all recorded windows together (default) or of one window, the windows,\n"
+		"  a per-step table, copies, NCCL calls, allocation sites and findings in plain words.\n"
+		"  --sort takes torch's key_averages names too. --by op: GPU time by torch operator as\n"
+		"  key_averages tables it (self CUDA time, CUDA total, calls, FLOPs, TFLOP/s; sorted by self CUDA\n"
+		"  time unless --sort says cuda_time_total, count, avg, name or flops); --by module: a tree of\n"
+		"  the nn.Module paths (both recorded in a PyTorch program whose steps come from its optimizer\n"
+		"  or a python marker, [activities] ops and modules).\n",
+	.opt = (const struct sp_opt[]){
+		{ "sort", 's', 0, SORT_KEYS, "order of the kernel table (default total)" },
+		{ "top", 't', 0, "N", "rows of the kernel table (default " SP_STR(SP_REPORT_TOP) ", 0 = all)" },
+		{ "window", 'w', 0, "N|all", "only window N (default all, together)" },
+		{ "phase", 'P', 0, "NAME", "only the windows of [phase.NAME]" },
+		{ "by", 'b', 0, "kernel|line|frame|op|module", "line: kernel time by the program's own source line (needs stacks = python; a program whose own code is one entry point is shown by frame); frame: by the innermost Python frame outside torch and the standard library" },
+		{ "shapes", 'S', 0, NULL, "with --by op: a row per operator and input shapes" },
+		{ "wide", 'W', 0, NULL, "full kernel names (default: cut at " SP_STR(SP_REPORT_NAME_WIDTH) " characters)" },
+		{ "json", 'j', 0, NULL, "everything as one JSON object (every kernel row)" },
+		{ "peers", 'p', 0, "TRACE", "another rank's trace of the run (repeatable): NCCL time split into wait and transfer" },
+		{ "no-symbols", 'N', 0, NULL, "open no file that the trace names (symbols from the trace only)" },
+		{ 0 } },
+};
 
 /* sp_report's notes (a peer left out), with the command's prefix. This function can't fail. */
 static void note(const char *text)
@@ -59,54 +66,38 @@ static int op_sort(const char *s)
 	return !strcmp(s, "name") ? SP_OPSORT_NAME : !strcmp(s, "flops") ? SP_OPSORT_FLOPS : SP_OPSORT_SELF;
 }
 
-static int number(const char *s, long long *v)
+/* Prints the usage to f and returns rc. */
+static int usage(FILE *f, int rc)
 {
-	char *end;
-	*v = strtoll(s, &end, 10);
-	return *s && !*end && *v >= 0;
+	sp_opts_usage(&sp_spec_report, f);
+	return rc;
 }
 
 int sp_cmd_report(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "sort", required_argument, NULL, 's' },   { "top", required_argument, NULL, 't' },
-		{ "window", required_argument, NULL, 'w' }, { "wide", no_argument, NULL, 'W' },
-		{ "json", no_argument, NULL, 'j' },         { "peers", required_argument, NULL, 'p' },
-		{ "by", required_argument, NULL, 'b' },     { "phase", required_argument, NULL, 'P' },
-		{ "shapes", no_argument, NULL, 'S' },       { "no-symbols", no_argument, NULL, 'N' },
-		{ "help", no_argument, NULL, 'h' },         { 0 }
-	};
 	struct sp_report_opts o = { .sort = SP_SORT_TOTAL, .top = SP_REPORT_TOP, .window = -1 };
 	const char *sort = NULL;
 	long long v;
 	int c;
 
 	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	while ((c = sp_opts_next(&sp_spec_report, argc, argv)) != -1) {
 		switch (c) {
 		case 's':
+			if (sp_opts_choice(&sp_spec_report, c, optarg) < 0) {
+				if (strstr(optarg, "cpu"))
+					fprintf(stderr, "stepprof report: CPU operator time is not reported: the tables "
+							"are of GPU time (--by op: by torch operator)\n");
+				return usage(stderr, 2);
+			}
 			sort = optarg;
 			o.sort = sp_report_sort_parse(optarg);
-			if (o.sort < 0 && !strcmp(optarg, "flops"))
-				o.sort = SP_SORT_TOTAL; /* --by op's */
-			if (o.sort < 0) {
-				fprintf(stderr,
-					"stepprof report: unknown sort key '%s' (known: total, avg, calls, max, "
-					"min, name; torch's self_cuda_time_total, cuda_time_total, cuda_time, "
-					"device_time_total, count%s)\n",
-					optarg,
-					strstr(optarg, "cpu") ? "; CPU operator time is not recorded: stepprof sees "
-								"CUDA calls and GPU work, not torch operators"
-							      : "");
-				return usage(stderr, 2);
-			}
+			if (o.sort < 0) /* flops: --by op's */
+				o.sort = SP_SORT_TOTAL;
 			break;
 		case 't':
-			if (!number(optarg, &v) || v > 1000000000) {
-				fprintf(stderr, "stepprof report: --top wants a count, not '%s'\n", optarg);
+			if (sp_opts_count("report", "top", optarg, 0, 1000000000, &v) < 0)
 				return usage(stderr, 2);
-			}
 			o.top = (int)v;
 			break;
 		case 'w':
@@ -124,13 +115,8 @@ int sp_cmd_report(int argc, char **argv)
 			o.peers[o.npeers++] = optarg;
 			break;
 		case 'b':
-			if (strcmp(optarg, "kernel") && strcmp(optarg, "line") && strcmp(optarg, "frame") &&
-			    strcmp(optarg, "op") && strcmp(optarg, "module")) {
-				fprintf(stderr,
-					"stepprof report: --by wants kernel, line, frame, op or module, not '%s'\n",
-					optarg);
+			if (sp_opts_choice(&sp_spec_report, c, optarg) < 0)
 				return usage(stderr, 2);
-			}
 			o.by_line = !strcmp(optarg, "line")    ? SP_BYLINES_LINE
 				    : !strcmp(optarg, "frame") ? SP_BYLINES_FRAME
 							       : 0;
@@ -148,15 +134,15 @@ int sp_cmd_report(int argc, char **argv)
 			sp_sym_no_files();
 			break;
 		case 'h':
-			usage(stdout, 0);
-			return 0;
+			return usage(stdout, 0);
 		default:
-			sp_cli_bad_option("report", c, argc, argv);
+			free(o.peers);
 			return usage(stderr, 2);
 		}
 	}
 	if (o.shapes && o.by_ops != SP_REPORT_BY_OP) {
 		fprintf(stderr, "stepprof report: --shapes goes with --by op\n");
+		free(o.peers);
 		return usage(stderr, 2);
 	}
 	o.op_sort = op_sort(sort);
@@ -178,6 +164,6 @@ int sp_cmd_report(int argc, char **argv)
 		fprintf(stderr, "stepprof report: %s has no window%s of phase '%s' (%llu of other phases)\n", path,
 			o.window >= 0 ? " of that id" : "", o.phase, res.other_phase);
 	else if (st == SP_REPORT_NO_WINDOW)
-		sp_cli_no_window("report", path, o.window, res.seen);
+		sp_cli_no_window("report", path, o.window, res.seen, res.ids, res.truncated);
 	return st == SP_REPORT_OK ? 0 : 1;
 }

@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
+#include "opts.h"
+#include "util.h"
 #include "config/config.h"
 #include "config/run.h"
 
@@ -105,7 +107,7 @@ static int list_traces(const char *dir, time_t since, int depth)
 		if (S_ISDIR(st.st_mode) && depth < 3)
 			n += list_traces(p, since, depth + 1);
 		else if (S_ISREG(st.st_mode) && st.st_mtime >= since && strstr(e->d_name, ".sptrace")) {
-			fprintf(stderr, "stepprof: trace %s (%lld bytes)\n", p, (long long)st.st_size);
+			fprintf(stderr, "stepprof run: trace %s (%lld bytes)\n", p, (long long)st.st_size);
 			n++;
 		}
 	}
@@ -113,66 +115,67 @@ static int list_traces(const char *dir, time_t since, int depth)
 	return n;
 }
 
+const struct sp_cmd_spec sp_spec_run = {
+	.name = "run",
+	.fn = sp_cmd_run,
+	.operands = "[--] CMD [ARGS...]",
+	.complete = "CMD",
+	.summary = "profile CMD: checks the configuration, preloads stepprof, lists the traces",
+	.text = "  Runs CMD with stepprof preloaded; every process it starts shares one run id (" SP_RUN_ENV "),\n"
+		"  so one run writes one folder (default output: stepprof-traces/{run}). Options come before\n"
+		"  CMD. e.g. stepprof run --ranks 0,7 --set schedule.wait=20 -- torchrun ...\n",
+	.stop_at_operand = 1,
+	.opt = (const struct sp_opt[]){
+		{ "config", 'c', 'c', "INI", "the configuration file" },
+		{ "output", 'o', 'o', "DIR", "the output directory ([profile] output)" },
+		{ "out", 'o', 0, "DIR", NULL },
+		{ "set", 's', 0, "SECTION.KEY=VALUE", "override one key (repeatable): STEPPROF_SECTION_KEY for every process" },
+		{ "ranks", 'r', 0, "LIST", "short for --set ranks.ranks=LIST" },
+		{ 0 } },
+};
+
 /* Prints the usage to f and returns rc. */
 static int usage(FILE *f, int rc)
 {
-	fprintf(f,
-		"usage: stepprof run [-c|--config FILE] [-o|--output DIR] [--ranks LIST] [--set SECTION.KEY=VALUE]... "
-		"[--] CMD [ARGS...]\n"
-		"  Runs CMD with stepprof preloaded; every process it starts shares one run id (%s),\n"
-		"  so one run writes one folder (default output: stepprof-traces/{run}). Options come\n"
-		"  before CMD. e.g. stepprof run --ranks 0,7 --set schedule.wait=20 --set marker.kind=nvtx "
-		"--set marker.pattern=train_step -- torchrun ...\n",
-		SP_RUN_ENV);
+	sp_opts_usage(&sp_spec_run, f);
 	return rc;
 }
 
-/* Checks SECTION.KEY=VALUE against the configuration keys and exports it as
- * STEPPROF_<SECTION>_<KEY>. Returns 0, or -1 after printing what is wrong. */
-static int set_option(const char *kv)
+/* Exports a setting checked by sp_cli_config as STEPPROF_<SECTION>_<KEY>, which every process
+ * of the job reads. Returns 0, or -1 after a message for a phase's key (phases are set in the
+ * INI file only). */
+static int export_set(const char *typed)
 {
-	const char *dot = strchr(kv, '.'), *eq = strchr(kv, '=');
-	char section[32], key[64], var[128];
-	struct sp_config scratch;
-	struct sp_cfg_errors errs = { 0 };
+	char section[64], key[64], var[160];
+	const char *value;
 
-	if (!dot || !eq || dot > eq || dot == kv || eq == dot + 1 || (size_t)(dot - kv) >= sizeof section ||
-	    (size_t)(eq - dot - 1) >= sizeof key) {
-		fprintf(stderr, "stepprof run: --set '%s': expected SECTION.KEY=VALUE (e.g. schedule.wait=20)\n", kv);
-		return -1;
-	}
-	snprintf(section, sizeof section, "%.*s", (int)(dot - kv), kv);
-	snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
-	sp_cfg_defaults(&scratch);
-	if (sp_cfg_set(&scratch, section, key, eq + 1, "--set", 0, &errs)) {
-		sp_cfg_print_errors(&errs, stderr);
+	if (sp_cli_set_split(typed, NULL, section, sizeof section, key, sizeof key, &value) < 0)
+		return -1; /* sp_cli_config said why */
+	if (!strncmp(section, "phase.", 6)) {
+		fprintf(stderr, "stepprof run: %s: a phase's keys are set in the INI file only\n", typed);
 		return -1;
 	}
 	int n = snprintf(var, sizeof var, "STEPPROF_%s_%s", section, key);
-	for (int k = 9; k < n; k++)
+	for (int k = 9; k < n && k < (int)sizeof var; k++)
 		var[k] = (char)toupper((unsigned char)var[k]);
-	setenv(var, eq + 1, 1);
+	setenv(var, value, 1);
 	return 0;
 }
 
 int sp_cmd_run(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' }, { "output", required_argument, NULL, 'o' },
-		{ "out", required_argument, NULL, 'o' }, /* the old name */
-		{ "set", required_argument, NULL, 's' },    { "ranks", required_argument, NULL, 'r' },
-		{ "help", no_argument, NULL, 'h' },         { 0 }
-	};
 	const char *config = NULL, *out = NULL;
-	char lib[PATH_MAX], abs[PATH_MAX], preload[2 * PATH_MAX], kv[256];
+	char lib[PATH_MAX], abs[PATH_MAX], preload[2 * PATH_MAX];
 	struct sp_config cfg;
 	struct sp_cfg_errors errs = { 0 };
-	int c;
+	char **sets = calloc((size_t)argc + 1, sizeof(*sets)); /* --set and --ranks as typed */
+	int c, nsets = 0, bad = 0;
 
+	if (!sets)
+		sp_oom();
 	/* '+': the options end at CMD (or after "--"); the rest is CMD's own */
 	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:hc:o:", opts, NULL)) != -1) {
+	while (!bad && (c = sp_opts_next(&sp_spec_run, argc, argv)) != -1) {
 		switch (c) {
 		case 'c':
 			config = optarg;
@@ -181,39 +184,44 @@ int sp_cmd_run(int argc, char **argv)
 			out = optarg;
 			break;
 		case 's':
-			if (set_option(optarg) < 0)
-				return 2;
-			break;
 		case 'r':
-			snprintf(kv, sizeof kv, "ranks.ranks=%s", optarg);
-			if (set_option(kv) < 0)
-				return 2;
+			if (asprintf(&sets[nsets++], "%s %s", c == 's' ? "--set" : "--ranks", optarg) < 0)
+				sp_oom();
 			break;
 		case 'h':
 			usage(stdout, 0);
-			return 0;
+			bad = -1;
+			break;
 		default:
-			sp_cli_bad_option("run", c, argc, argv);
-			return usage(stderr, 2);
+			bad = usage(stderr, 2);
 		}
 	}
-	if (optind >= argc)
-		return usage(stderr, 2);
-	char **cmd = argv + optind;
-	if (config) {
+	if (!bad && optind >= argc)
+		bad = usage(stderr, 2);
+	if (!bad && config) {
 		if (!realpath(config, abs)) {
 			fprintf(stderr, "stepprof run: %s: %s\n", config, strerror(errno));
-			return 2;
+			bad = 2;
+		} else {
+			setenv("STEPPROF_CONFIG", abs, 1);
 		}
-		setenv("STEPPROF_CONFIG", abs, 1);
 	}
-	if (out)
+	if (!bad && out)
 		setenv("STEPPROF_PROFILE_OUTPUT", out, 1);
-	if (sp_cfg_load(&cfg, NULL, &errs) > 0) {
-		for (int k = 0; k < errs.count && k < SP_CFG_MAX_ERRORS; k++)
-			fprintf(stderr, "%s\n", errs.msg[k]);
-		return 2;
+	/* checked as the processes will read it, each --set named as typed; then exported */
+	if (!bad && sp_cli_config(&cfg, NULL, sets, nsets, NULL, &errs) > 0) {
+		sp_cli_config_errors("run", &errs);
+		bad = 2;
 	}
+	for (int i = 0; i < nsets; i++) {
+		if (!bad && export_set(sets[i]) < 0)
+			bad = 2;
+		free(sets[i]);
+	}
+	free(sets);
+	if (bad)
+		return bad < 0 ? 0 : bad;
+	char **cmd = argv + optind;
 	/* without host_malloc, the library without malloc hooks: the program's allocator calls then
 	 * reach libc directly (with the hooks, tracking off still costs a tail call per call) */
 	if ((cfg.host_malloc || find_library("libstepprof-nomalloc.so", lib, sizeof lib) < 0) &&
@@ -287,12 +295,17 @@ int sp_cmd_run(int argc, char **argv)
 	char folder[SP_CFG_PATH];
 	bool one = !strstr(cfg.output, "{pid}") && !strstr(cfg.output, "{rank}") && !strstr(cfg.output, "{host}") &&
 		   !sp_cfg_expand(cfg.output, NULL, folder, sizeof folder);
-	if (!list_traces(dir[0] ? dir : ".", start, 0))
+	struct stat dst;
+	int there = stat(dir[0] ? dir : ".", &dst) == 0;
+	if (!there || !S_ISDIR(dst.st_mode)) /* the output failed, not the schedule */
+		fprintf(stderr, "stepprof: no trace written: the output directory %s %s (the lines above say why)\n",
+			dir[0] ? dir : ".", there ? "is not a directory" : "does not exist");
+	else if (!list_traces(dir[0] ? dir : ".", start, 0))
 		fprintf(stderr,
-			"stepprof: no trace written under %s (no CUDA, rank not selected, or no step "
+			"stepprof run: no trace written under %s (no CUDA, rank not selected, or no step "
 			"recorded: see the schedule with 'stepprof schedule')\n",
 			dir[0] ? dir : ".");
 	else if (one)
-		fprintf(stderr, "stepprof: run %s (from the %s): %s/\n", run, how, folder);
+		fprintf(stderr, "stepprof run: run %s (from the %s): %s/\n", run, how, folder);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd_schedule.c - `stepprof schedule [-c FILE] [--steps N] [[--set] [schedule.]KEY=VALUE ...]`: dry run of
+/* cmd_schedule.c - `stepprof schedule [-c FILE] [--count N | --steps A[-B]] [[--set] [schedule.]KEY=VALUE ...]`: dry run of
  * the [schedule] section. stdout is exactly one "STEP ACTION" line per step; the summary
  * (recorded windows, when recording stops) and warnings go to stderr as '#' lines. */
 #include <getopt.h>
@@ -7,24 +7,44 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "opts.h"
+#include "util.h"
 #include "config/config.h"
 #include "decide/stepdet.h"
 
 #define MAX_STEPS 1000000       /* --steps limit */
 #define DEFAULT_STEPS_CAP 1000  /* limit of the default step count */
 
+const struct sp_cmd_spec sp_spec_schedule = {
+	.name = "schedule",
+	.fn = sp_cmd_schedule,
+	.operands = "[[SECTION.]KEY=VALUE ...]",
+	.complete = "",
+	.summary = "dry-run the schedule: which steps are recorded (torch's numbering)",
+	.text = "  Prints torch.profiler.schedule's action for each step, one \"STEP ACTION\" line each; a\n"
+		"  summary goes to stderr. KEY=VALUE sets a [schedule] key (wait=2, schedule.wait=2 and\n"
+		"  --set schedule.wait=2 are the same), over FILE (else $STEPPROF_CONFIG, else the defaults)\n"
+		"  and the STEPPROF_* environment; options and KEY=VALUE in any order. A configuration with\n"
+		"  phases needs --phase. Exits 2 on any error.\n",
+	.opt = (const struct sp_opt[]){
+		{ "config", 'c', 'c', "INI", "the configuration file" },
+		{ "set", 'S', 0, "SECTION.KEY=VALUE", "override one key (repeatable), as stepprof run --set" },
+		{ "count", 'n', 'n', "N", "steps 0..N-1 (default: the whole schedule and 2 more)" },
+		{ "steps", 'r', 0, "A[-B]", "steps A..B (A-: from A, as many as --count or the default)" },
+		{ "phase", 'p', 0, "NAME", "the schedule of [phase.NAME] (KEY=VALUE then sets that phase's keys)" },
+		{ 0 } },
+};
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: stepprof schedule [-c|--config FILE] [--phase NAME] [-n|--count N | --steps A-B]\n"
-		   "                         [[--set] [schedule.]KEY=VALUE ...]\n"
-		   "  Prints torch.profiler.schedule's action for steps 0..N-1 (or A..B), one \"STEP ACTION\"\n"
-		   "  line each (--steps: step numbers as convert takes them; --count: how many from step 0);\n"
-		   "  a summary goes to stderr. KEY: skip_first, skip_first_wait, wait, warmup,\n"
-		   "  active, repeat, profiling_frequency (wait=2, schedule.wait=2 and --set schedule.wait=2\n"
-		   "  are the same), applied over FILE (else $STEPPROF_CONFIG, else the defaults) and the\n"
-		   "  STEPPROF_* environment; options and KEY=VALUE in any order. --phase NAME: the schedule of\n"
-		   "  [phase.NAME] (KEY=VALUE then sets that phase's keys); a configuration with phases needs it.\n"
-		   "  Exits 2 on any error.\n");
+	sp_opts_usage(&sp_spec_schedule, f);
+}
+
+static void free_sets(char **sets, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(sets[i]);
+	free(sets);
 }
 
 /* Steps to show by default: skip_first, then `repeat` cycles (2 if it repeats forever), plus 2. */
@@ -81,103 +101,61 @@ static void print_table(const struct sp_schedule *s, int64_t first, int64_t step
 /* Exits 0, or 2 for usage and configuration errors (all printed to stderr). */
 int sp_cmd_schedule(int argc, char **argv)
 {
-	static const struct option opts[] = { { "config", required_argument, NULL, 'c' },
-					      { "steps", required_argument, NULL, 'r' },
-					      { "count", required_argument, NULL, 'n' },
-					      { "set", required_argument, NULL, 'S' },
-					      { "phase", required_argument, NULL, 'p' },
-					      { "help", no_argument, NULL, 'h' },
-					      { 0 } };
 	static struct sp_config cfg;
 	static struct sp_cfg_errors errs;
-	const char *path = getenv("STEPPROF_CONFIG"), *phase = NULL;
-	char phase_section[64] = "";
-	int64_t steps = -1, first = 0;
-	int c, i, bad = 0, nsets = 0;
-	char *end;
-	const char **sets = calloc((size_t)argc + 1, sizeof(*sets)); /* --set values, in order */
+	const char *path = NULL, *phase = NULL;
+	char phase_section[64] = "schedule";
+	int64_t last = -1, first = 0;
+	long long count = -1;
+	int c, i, nsets = 0, ranged = 0;
+	char **sets = calloc((size_t)argc + 1, sizeof(*sets)); /* as typed, in order */
 
 	if (!sets)
-		return 2;
+		sp_oom();
 	/* options and KEY=VALUE operands in any order (getopt permutes the operands to the end) */
 	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":hc:n:", opts, NULL)) != -1) {
+	while ((c = sp_opts_next(&sp_spec_schedule, argc, argv)) != -1) {
 		switch (c) {
 		case 'c':
 			path = optarg;
 			break;
 		case 'S':
-			sets[nsets++] = optarg;
+			if (asprintf(&sets[nsets++], "--set %s", optarg) < 0)
+				sp_oom();
 			break;
 		case 'p':
 			phase = optarg;
 			snprintf(phase_section, sizeof(phase_section), "phase.%.50s", optarg);
 			break;
 		case 'n':
-			steps = strtoll(optarg, &end, 10);
-			first = 0;
-			if (*optarg < '0' || *optarg > '9' || *end || steps < 1 || steps > MAX_STEPS) {
-				fprintf(stderr, "stepprof schedule: --count: '%s' is not an integer 1..%d\n", optarg,
-					MAX_STEPS);
-				free(sets);
-				return 2;
-			}
+			if (sp_opts_count("schedule", "count", optarg, 1, MAX_STEPS, &count) < 0)
+				goto bad;
 			break;
-		case 'r': /* A-B: step numbers, as convert --steps takes them */
-			first = strtoll(optarg, &end, 10);
-			steps = *end == '-' && end[1] >= '0' && end[1] <= '9' ? strtoll(end + 1, &end, 10) - first + 1
-									      : 0;
-			if (*optarg < '0' || *optarg > '9' || *end || first < 0 || steps < 1 || steps > MAX_STEPS ||
-			    first > INT64_MAX - MAX_STEPS) {
-				fprintf(stderr,
-					"stepprof schedule: --steps wants step numbers A-B (at most %d steps), not "
-					"'%s'%s\n",
-					MAX_STEPS, optarg, *end ? "" : "; for the first N steps say --count N");
-				free(sets);
-				return 2;
+		case 'r': /* step numbers, as convert --steps takes them */
+			if (sp_opts_steps("schedule", optarg, &first, &last) < 0)
+				goto bad;
+			ranged = 1;
+			if (last != INT64_MAX && last - first >= MAX_STEPS) {
+				fprintf(stderr, "stepprof schedule: --steps %s: at most %d steps at a time\n", optarg,
+					MAX_STEPS);
+				goto bad;
 			}
 			break;
 		case 'h':
-			free(sets);
 			usage(stdout);
+			free_sets(sets, nsets);
 			return 0;
 		default:
-			free(sets);
-			sp_cli_bad_option("schedule", c, argc, argv);
 			usage(stderr);
-			return 2;
+			goto bad;
 		}
 	}
-	sp_cfg_defaults(&cfg);
-	if (path && *path)
-		sp_cfg_load_file(&cfg, path, &errs);
-	sp_cfg_load_env(&cfg, NULL, &errs);
 	for (i = optind; i < argc; i++)
-		sets[nsets++] = argv[i];
-	for (i = 0; i < nsets; i++) {
-		char section[64] = "schedule", key[64];
-		const char *kv = sets[i], *eq = strchr(kv, '='), *dot = memchr(kv, '.', eq ? (size_t)(eq - kv) : 0);
-		if (dot && (size_t)(dot - kv) < sizeof(section)) {
-			snprintf(section, sizeof(section), "%.*s", (int)(dot - kv), kv);
-			kv = dot + 1;
-		}
-		if (phase && !strcmp(section, "schedule")) /* with --phase, KEY=VALUE sets that phase's key */
-			snprintf(section, sizeof(section), "%s", phase_section);
-		if (!eq || eq == kv || (size_t)(eq - kv) >= sizeof(key)) {
-			bad += fprintf(stderr,
-				       "command line: '%s': expected KEY=VALUE or SECTION.KEY=VALUE (KEY: a "
-				       "[schedule] key, e.g. wait=2)\n",
-				       sets[i]) > 0;
-			continue;
-		}
-		snprintf(key, sizeof(key), "%.*s", (int)(eq - kv), kv);
-		sp_cfg_set(&cfg, section, key, eq + 1, "command line", 0, &errs);
-	}
-	free(sets);
-	sp_cfg_finish(&cfg, &errs);
-	if (errs.count || bad) {
-		sp_cfg_print_errors(&errs, stderr);
+		sets[nsets++] = sp_xstrdup(argv[i]);
+	i = sp_cli_config(&cfg, path, sets, nsets, phase_section, &errs);
+	free_sets(sets, nsets);
+	if (i) {
+		sp_cli_config_errors("schedule", &errs);
 		return 2;
 	}
 	const struct sp_phase *ph = phase ? sp_phase_find(&cfg, phase) : NULL;
@@ -204,6 +182,14 @@ int sp_cmd_schedule(int argc, char **argv)
 	int w = cfg.marker_kind == SP_MARK_AUTO ? sp_stepdet_schedule_warning(&cfg.schedule, msg, sizeof msg) : 0;
 	if (w)
 		fprintf(stderr, "stepprof schedule: %s: %s\n", w == 1 ? "warning" : "note", msg);
-	print_table(&cfg.schedule, first, steps > 0 ? steps : default_steps(&cfg.schedule));
+	int64_t steps = count > 0 ? count : default_steps(&cfg.schedule);
+	if (ranged && last != INT64_MAX)
+		steps = last - first + 1;
+	else if (!ranged)
+		first = 0;
+	print_table(&cfg.schedule, first, steps);
 	return 0;
+bad:
+	free_sets(sets, nsets);
+	return 2;
 }

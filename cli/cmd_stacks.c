@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd_stacks.c - `stepprof stacks TRACE [--by bytes|calls] [--kind alloc|launch|nccl|all]
+/* cmd_stacks.c - `stepprof stacks TRACE [--weight bytes|calls] [--kind alloc|launch|nccl|all]
  * [-o FILE]`: folded call stacks of the trace's allocation, launch and NCCL call sites
  * (stackagg.h), symbolised offline against the trace's module records. */
 #include <getopt.h>
@@ -7,17 +7,32 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
+#include "opts.h"
 #include "outfile.h"
 #include "symbols.h"
 #include "stackagg.h"
 
+const struct sp_cmd_spec sp_spec_stacks = {
+	.name = "stacks",
+	.fn = sp_cmd_stacks,
+	.operands = "TRACE",
+	.complete = "TRACE",
+	.summary = "folded call stacks (flamegraph.pl, speedscope) of allocations, launches, NCCL calls",
+	.text = "  Folded stacks (\"root;...;leaf weight\", for flamegraph.pl or speedscope) of allocation\n"
+		"  sites (default), launch sites or NCCL call sites, from a trace recorded with\n"
+		"  [activities] stacks = native, python or both.\n",
+	.opt = (const struct sp_opt[]){
+		{ "kind", 'k', 0, "alloc|launch|nccl|all", "which call sites (default alloc)" },
+		{ "weight", 'b', 0, "bytes|calls", "the weight of a stack (default bytes for alloc, else calls)" },
+		{ "by", 'b', 0, "bytes|calls", NULL },
+		{ "output", 'o', 'o', "FILE", "write FILE instead of stdout" },
+		{ "no-symbols", 'N', 0, NULL, "open no file that the trace names (symbols from the trace only)" },
+		{ 0 } },
+};
+
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof stacks TRACE [--by bytes|calls] [--kind alloc|launch|nccl|all] [-o FILE] "
-		   "[--no-symbols]\n"
-		   "  folded stacks (\"root;...;leaf weight\", for flamegraph.pl or speedscope) of allocation sites\n"
-		   "  (default), launch sites or NCCL call sites; weight = bytes (default for alloc) or calls\n"
-		   "  (default otherwise; launches have no bytes); -o FILE instead of stdout\n");
+	sp_opts_usage(&sp_spec_stacks, f);
 	return rc;
 }
 
@@ -25,48 +40,27 @@ static int usage(FILE *f, int rc)
  * trace, or write error; 2 usage. */
 int sp_cmd_stacks(int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		unsigned mask;
-	} kinds[] = {
-		{ "alloc", SP_FOLD_ALLOC },
-		{ "launch", SP_FOLD_LAUNCH },
-		{ "nccl", SP_FOLD_NCCL },
-		{ "all", SP_FOLD_ALL },
-	};
-	static const struct option opts[] = { { "by", required_argument, NULL, 'b' },
-					      { "kind", required_argument, NULL, 'k' },
-					      { "no-symbols", no_argument, NULL, 'N' },
-					      { "help", no_argument, NULL, 'h' },
-					      { 0 } };
+	static const unsigned masks[] = { SP_FOLD_ALLOC, SP_FOLD_LAUNCH, SP_FOLD_NCCL, SP_FOLD_ALL };
+	static const char *const kinds[] = { "alloc", "launch", "nccl", "all" };
 	const char *trace, *outpath = NULL;
 	unsigned mask = SP_FOLD_ALLOC;
 	const char *kind = "alloc";
-	int by_bytes = -1, c;
+	int by_bytes = -1, c, k;
 	char err[512];
-	size_t k;
 
 	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+	while ((c = sp_opts_next(&sp_spec_stacks, argc, argv)) != -1) {
 		switch (c) {
 		case 'b':
-			if (strcmp(optarg, "bytes") && strcmp(optarg, "calls")) {
-				fprintf(stderr, "stepprof stacks: --by wants bytes or calls, not '%s'\n", optarg);
+			if ((k = sp_opts_choice(&sp_spec_stacks, c, optarg)) < 0)
 				return usage(stderr, 2);
-			}
-			by_bytes = !strcmp(optarg, "bytes");
+			by_bytes = k == 0;
 			break;
 		case 'k':
-			k = 0;
-			while (k < sizeof(kinds) / sizeof(kinds[0]) && strcmp(optarg, kinds[k].name))
-				k++;
-			if (k == sizeof(kinds) / sizeof(kinds[0])) {
-				fprintf(stderr, "stepprof stacks: unknown --kind '%s'\n", optarg);
+			if ((k = sp_opts_choice(&sp_spec_stacks, c, optarg)) < 0)
 				return usage(stderr, 2);
-			}
-			mask = kinds[k].mask;
-			kind = kinds[k].name;
+			mask = masks[k];
+			kind = kinds[k];
 			break;
 		case 'o':
 			outpath = optarg;
@@ -77,7 +71,6 @@ int sp_cmd_stacks(int argc, char **argv)
 		case 'h':
 			return usage(stdout, 0);
 		default:
-			sp_cli_bad_option("stacks", c, argc, argv);
 			return usage(stderr, 2);
 		}
 	}
@@ -87,7 +80,7 @@ int sp_cmd_stacks(int argc, char **argv)
 	if (by_bytes < 0)
 		by_bytes = mask == SP_FOLD_ALLOC;
 	if (by_bytes && mask == SP_FOLD_LAUNCH) {
-		fprintf(stderr, "stepprof stacks: launches have no bytes; use --by calls\n");
+		fprintf(stderr, "stepprof stacks: launches have no bytes; use --weight calls\n");
 		return usage(stderr, 2);
 	}
 
@@ -129,7 +122,7 @@ int sp_cmd_stacks(int argc, char **argv)
 		} else if (nostacks) { /* an empty result would look like "no such calls" */
 			fprintf(stderr,
 				"stepprof stacks: %s holds no call stacks: it was recorded without "
-				"[activities] stacks = true\n",
+				"[activities] stacks = native, python or both\n",
 				trace);
 			if (outpath)
 				unlink(outpath);

@@ -7,19 +7,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "cli.h"
+#include "opts.h"
 #include "crossrank.h"
+
+const struct sp_cmd_spec sp_spec_steps = {
+	.name = "steps",
+	.fn = sp_cmd_steps,
+	.operands = "TRACE [TRACE ...]",
+	.complete = "TRACE",
+	.summary = "per-step table; several ranks side by side, the straggler and its cause",
+	.text = "  One trace: a row per recorded step (kernel, NCCL and copy time, GPU busy, longest GPU idle).\n"
+		"  Several (every rank's trace of one run, or some ranks'): each step's time across them, the\n"
+		"  arrival at each collective (paired by communicator and sequence number, clocks aligned),\n"
+		"  per rank the medians of compute, exposed communication, wait for peers, host stall and\n"
+		"  copies, how often it arrives last, and the straggler with its cause (host, compute or\n"
+		"  communication) or none.\n",
+	.opt = (const struct sp_opt[]){
+		{ "json", 'j', 0, NULL, "the same as one JSON object" },
+		{ "arrivals", 'a', 0, NULL, "also every collective's calls, arrivals, waits and transfers (implies --json)" },
+		{ "phase", 'P', 0, "NAME", "only the windows of [phase.NAME] (each phase numbers its steps from 0)" },
+		{ 0 } },
+};
 
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof steps [--json [--arrivals]] [--phase NAME] TRACE [TRACE ...]\n"
-		   "  one trace: a row per recorded step (kernel, NCCL and copy time, GPU busy, longest GPU idle);\n"
-		   "  several (every rank's trace of one run, or some ranks'): each step's time across them, and\n"
-		   "  the arrival at each collective (paired by communicator and sequence number, clocks aligned):\n"
-		   "  per rank the medians of compute, exposed communication, wait for peers, host stall and\n"
-		   "  copies, how often it arrives last, and the straggler with its cause (host, compute or\n"
-		   "  communication) or none; --json: the same as one JSON object; --arrivals (implies --json):\n"
-		   "  also every collective's calls with their arrivals, waits and transfers; --phase NAME: only\n"
-		   "  the windows of [phase.NAME] (each phase numbers its steps from 0)\n");
+	sp_opts_usage(&sp_spec_steps, f);
 	return rc;
 }
 
@@ -27,18 +39,12 @@ static int usage(FILE *f, int rc)
  * A trace without a recorded step is left out, with a note on stderr. */
 int sp_cmd_steps(int argc, char **argv)
 {
-	static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
-					      { "arrivals", no_argument, NULL, 'a' },
-					      { "phase", required_argument, NULL, 'P' },
-					      { "help", no_argument, NULL, 'h' },
-					      { 0 } };
 	int c, json = 0, arrivals = 0;
 	const char *phase = NULL;
 	char err[512];
 
 	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	while ((c = sp_opts_next(&sp_spec_steps, argc, argv)) != -1) {
 		if (c == 'h')
 			return usage(stdout, 0);
 		if (c == 'j' || c == 'a') {
@@ -50,7 +56,6 @@ int sp_cmd_steps(int argc, char **argv)
 			phase = optarg;
 			continue;
 		}
-		sp_cli_bad_option("steps", c, argc, argv);
 		return usage(stderr, 2);
 	}
 	if (sp_cli_operands("steps", argc, argv, 1, argc))

@@ -14,35 +14,51 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
+#include "opts.h"
 #include "config/odctl.h"
+#include "config/run.h"
 
 #define MAX_PROCS 4096
 #define REACH_SLACK_MS 1500 /* beyond two poll periods of the slowest process */
 
 struct proc {
 	char ctl[PATH_MAX];          /* its control directory */
-	char status_name[128];       /* HOST.PID.status there */
+	char status_name[128];       /* HOST.PID.status there (HOST.PID.TAG.status in a pid namespace) */
 	struct sp_od_status st;      /* as last read */
-	int local;     /* on this host: its liveness can be checked */
+	int local;     /* on this host and in this pid namespace: its liveness can be checked */
 	int alive;     /* running when the request was written (or not checkable) */
 	int reached, done;           /* answered the request; its window is written (or refused, exited) */
 };
 
+const struct sp_cmd_spec sp_spec_trigger = {
+	.name = "trigger",
+	.fn = sp_cmd_trigger,
+	.operands = "PID ... | --job DIR",
+	.complete = "",
+	.summary = "record a window now in running processes, on demand",
+	.text = "  Asks running processes that stepprof profiles (LD_PRELOAD, [ondemand] trigger = true, the\n"
+		"  default) to record a window now, whatever their schedule says: the next N whole steps from\n"
+		"  the next step boundary (--count, default 3), or MS milliseconds from now (--ms, for programs\n"
+		"  without steps). PID: one process (its output directory is found through /proc/PID/fd);\n"
+		"  --job DIR: every process writing into the output directory DIR (every selected rank, all\n"
+		"  hosts sharing DIR). The request is a file in DIR/.stepprof, which each process checks every\n"
+		"  [ondemand] poll_ms (500 ms) with one stat(); no signal is sent. Prints which processes\n"
+		"  answered. Exit status: 0 every live process answered (and wrote its window, with --wait);\n"
+		"  1 otherwise; 2 usage.\n",
+	.opt = (const struct sp_opt[]){
+		{ "count", 's', 0, "N", "record the next N steps (default 3)" },
+		{ "steps", 's', 0, "N", NULL },
+		{ "ms", 'm', 0, "MS", "record MS milliseconds instead of steps" },
+		{ "job", 'j', 0, "DIR", "every process writing into the output directory DIR" },
+		{ "phase", 'p', 0, "NAME", "count the steps of [phase.NAME]" },
+		{ "wait", 'w', 0, NULL, "wait until each has written its window and name the trace files" },
+		{ "timeout", 't', 0, "SEC", "with --wait: wait at most SEC seconds (default 600)" },
+		{ 0 } },
+};
+
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: stepprof trigger [--steps N | --ms MS] [--phase NAME] [--wait] [--timeout SEC] PID ...\n"
-		   "       stepprof trigger [--steps N | --ms MS] [--phase NAME] [--wait] [--timeout SEC] --job DIR\n"
-		   "  asks running processes that stepprof profiles (LD_PRELOAD, [ondemand] trigger = true, the\n"
-		   "  default) to record a window now, whatever their schedule says: the next N whole steps from\n"
-		   "  the next step boundary (--steps, default 3), or MS milliseconds from now (--ms, for programs\n"
-		   "  without steps). PID: one process (its output directory is found through /proc/PID/fd);\n"
-		   "  --job DIR: every process writing into the output directory DIR (every selected rank, all hosts\n"
-		   "  sharing DIR). The request is a file in DIR/.stepprof, which each process checks every\n"
-		   "  [ondemand] poll_ms (500 ms) with one stat(); no signal is sent. Prints which processes\n"
-		   "  answered; --wait: also waits (at most --timeout seconds, default 600) until each has written\n"
-		   "  its window and names the trace files. --phase NAME: count the steps of that phase.\n"
-		   "  Exit status: 0 every live process answered (and wrote its window, with --wait); 1 otherwise;\n"
-		   "  2 usage.\n");
+	sp_opts_usage(&sp_spec_trigger, f);
 	return rc;
 }
 
@@ -83,7 +99,9 @@ static int add_proc(struct proc *procs, int *n, const char *ctl, const char *nam
 		fprintf(stderr, "stepprof trigger: ignoring %s/%s: %s\n", ctl, name, err);
 		return -1;
 	}
-	p->local = !strcmp(p->st.host, host);
+	/* another pid namespace (a container) on a host of the same name: its pid is not ours to check */
+	unsigned long long ns = sp_pidns();
+	p->local = !strcmp(p->st.host, host) && (!p->st.pidns || !ns || p->st.pidns == ns);
 	p->alive = strcmp(p->st.state, "exited") &&
 		   (!p->local || (p->st.start && sp_od_proc_start(p->st.pid) == p->st.start));
 	(*n)++;
@@ -104,6 +122,39 @@ static int scan_job(struct proc *procs, const char *ctl, const char *host)
 	if (d)
 		closedir(d);
 	return n;
+}
+
+/* The status file name in ctl of the live process pid on this host (HOST.PID.status, or
+ * HOST.PID.TAG.status in a pid namespace: the one whose start time is pid's), into name. Returns 0,
+ * or -1 (err says why). */
+static int find_status(const char *ctl, const char *host, long pid, char *name, size_t len, char *err, size_t elen)
+{
+	char path[PATH_MAX + 160], buf[SP_OD_MAX_BYTES + 1], prefix[128];
+	struct sp_od_status st;
+	uint64_t start = sp_od_proc_start((int)pid);
+	snprintf(name, len, "%s.%ld.status", host, pid);
+	snprintf(path, sizeof path, "%s/%s", ctl, name);
+	if (!access(path, F_OK))
+		return 0;
+	int n = snprintf(prefix, sizeof prefix, "%s.%ld.", host, pid), found = -1;
+	DIR *d = opendir(ctl);
+	struct dirent *e;
+	while (d && found < 0 && (e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		if (strncmp(e->d_name, prefix, (size_t)n) || l < 8 || l >= len || strcmp(e->d_name + l - 7, ".status"))
+			continue;
+		snprintf(path, sizeof path, "%s/%s", ctl, e->d_name);
+		ssize_t k = sp_od_read(path, buf, sizeof buf, err, elen);
+		if (k > 0 && !sp_od_status_parse(buf, (size_t)k, &st, err, elen) && st.pid == pid && st.start == start) {
+			snprintf(name, len, "%s", e->d_name);
+			found = 0;
+		}
+	}
+	if (d)
+		closedir(d);
+	if (found < 0)
+		snprintf(err, elen, "no status file %s.%ld[.TAG].status in %.300s", host, pid, ctl);
+	return found;
 }
 
 /* The control directory process pid holds open (collector/ondemand/ondemand.c), into ctl. Returns 0 or -1. */
@@ -205,12 +256,6 @@ static int set_at(struct sp_od_req *r, const struct proc *procs, int n, char *te
  * could not be asked or did not answer; 2 usage. */
 int sp_cmd_trigger(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "steps", required_argument, NULL, 's' }, { "ms", required_argument, NULL, 'm' },
-		{ "phase", required_argument, NULL, 'p' }, { "job", required_argument, NULL, 'j' },
-		{ "wait", no_argument, NULL, 'w' },        { "timeout", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },        { 0 }
-	};
 	struct sp_od_req r = { 0 };
 	const char *job = NULL;
 	int c, wait = 0, n = 0, rc = 0;
@@ -218,29 +263,14 @@ int sp_cmd_trigger(int argc, char **argv)
 	char host[64], err[600], text[SP_OD_MAX_BYTES], *end;
 
 	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = sp_opts_next(&sp_spec_trigger, argc, argv)) != -1) {
 		long long v = 0;
 		if (c == 'h')
 			return usage(stdout, 0);
-		if (c == 's' || c == 'm' || c == 't') {
-			errno = 0;
-			v = strtoll(optarg, &end, 10);
-			if (errno || end == optarg || *end || v < 1 ||
-			    v > (c == 's'   ? SP_OD_MAX_STEPS
-				 : c == 'm' ? SP_OD_MAX_MS
-					    : 86400)) {
-				fprintf(stderr, "stepprof trigger: --%s: '%s' is not an integer 1..%d\n",
-					c == 's'   ? "steps"
-					: c == 'm' ? "ms"
-						   : "timeout",
-					optarg,
-					c == 's'   ? SP_OD_MAX_STEPS
-					: c == 'm' ? SP_OD_MAX_MS
-						   : 86400);
-				return 2;
-			}
-		}
+		if ((c == 's' && sp_opts_count("trigger", "count", optarg, 1, SP_OD_MAX_STEPS, &v) < 0) ||
+		    (c == 'm' && sp_opts_count("trigger", "ms", optarg, 1, SP_OD_MAX_MS, &v) < 0) ||
+		    (c == 't' && sp_opts_count("trigger", "timeout", optarg, 1, 86400, &v) < 0))
+			return 2;
 		if (c == 's')
 			r.steps = v;
 		else if (c == 'm')
@@ -259,12 +289,11 @@ int sp_cmd_trigger(int argc, char **argv)
 			}
 			strcpy(r.phase, optarg);
 		} else {
-			sp_cli_bad_option("trigger", c, argc, argv);
 			return usage(stderr, 2);
 		}
 	}
 	if (r.steps && r.ms) {
-		fprintf(stderr, "stepprof trigger: --steps and --ms exclude each other\n");
+		fprintf(stderr, "stepprof trigger: --count and --ms exclude each other\n");
 		return 2;
 	}
 	if (!r.steps && !r.ms)
@@ -343,13 +372,16 @@ int sp_cmd_trigger(int argc, char **argv)
 				rc = 1;
 				continue;
 			}
-			snprintf(name, sizeof name, "%s.%ld.status", host, pid);
-			if (sp_od_check_dir(ctl, 0, err, sizeof err) < 0 || add_proc(procs, &n, ctl, name, host) < 0) {
+			if (sp_od_check_dir(ctl, 0, err, sizeof err) < 0 ||
+			    find_status(ctl, host, pid, name, sizeof name, err, sizeof err) < 0 ||
+			    add_proc(procs, &n, ctl, name, host) < 0) {
 				printf("  pid %ld: not reached (%s)\n", pid, err);
 				rc = 1;
 				continue;
 			}
-			snprintf(name, sizeof name, SP_OD_JOB ".%s.%ld", host, pid);
+			char req[160]; /* trigger.HOST.PID[.TAG]: the status file's name less .status */
+			snprintf(req, sizeof req, SP_OD_JOB ".%.*s", (int)(strlen(name) - 7), name);
+			snprintf(name, sizeof name, "%s", req);
 			if (sp_od_write(ctl, name, text) < 0) {
 				printf("  pid %ld: not reached (cannot write %s/%s: %s)\n", pid, ctl, name,
 				       strerror(errno));

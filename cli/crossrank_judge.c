@@ -77,8 +77,9 @@ static void cause_text(struct sp_xrank *a, const struct rk *m, size_t o, const c
 	case CAUSE_HOST:
 		snprintf(a->verdict + o, sizeof(a->verdict) - o,
 			 "Cause: host. Its GPU sits idle a median %s per step waiting for its CPU to launch work (the "
-			 "others: %s), while its compute (%s) and transfers (%s) are close to theirs: look at what "
-			 "rank %s's CPU does before its steps (data loading, Python, synchronisation, logging).",
+			 "others: %s), while its compute and transfers per step are close to theirs (differences: "
+			 "compute %s, transfers %s): look at what rank %s's CPU does before its steps (data loading, "
+			 "Python, synchronisation, logging).",
 			 sp_xr_ms(b[0], (int64_t)m->med[M_STALL]), sp_xr_ms(b[1], (int64_t)a->peer[0]),
 			 sp_xr_ms(b[2], a->excess[1]), sp_xr_ms(b[3], a->excess[2]), l);
 		break;

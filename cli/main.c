@@ -4,42 +4,18 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
+#include "opts.h"
 #include "config/version.h"
 #include "trace/trace.h"
 
-const char *sp_cli_argv0;
 
-static const struct {
-	const char *name;
-	int (*fn)(int, char **);
-	const char *help;
-} cmds[] = {
-	{ "run", sp_cmd_run,
-	  "run [-c FILE] [-o DIR] [--ranks LIST] [--set SECTION.KEY=VALUE] -- CMD ...   profile CMD" },
-	{ "check", sp_cmd_check, "check [[-c] FILE]             print the effective configuration or every error" },
-	{ "schedule", sp_cmd_schedule,
-	  "schedule [-c FILE] [--count N | --steps A-B] [KEY=VALUE ...]   dry-run the schedule" },
-	{ "report", sp_cmd_report,
-	  "report TRACE [--sort KEY] [--top N] [--window N] [--json]   kernel, step, NCCL tables, findings" },
-	{ "convert", sp_cmd_convert, "convert TRACE [-o OUT[.json|.json.gz]] [--merge]   Chrome/Perfetto JSON" },
-	{ "dump", sp_cmd_dump, "dump TRACE                    every record as text (stable, for diffs)" },
-	{ "memory", sp_cmd_memory, "memory TRACE [-o OUT.html] [--window N]   memory timeline page and peaks" },
-	{ "diff", sp_cmd_diff, "diff BASE NEW [--window N] [--top N]   kernel time per step, what changed" },
-	{ "steps", sp_cmd_steps, "steps TRACE [TRACE ...]       per-step table; several ranks side by side" },
-	{ "autostep", sp_cmd_autostep,
-	  "autostep FILE [--json] [--check]   replay a recorded token stream (STEPPROF_RECORD_TOKENS)" },
-	{ "trigger", sp_cmd_trigger,
-	  "trigger [--steps N | --ms MS] [--wait] PID ... | --job DIR   record a window now, on demand" },
-	{ "stacks", sp_cmd_stacks,
-	  "stacks TRACE [--by bytes|calls] [--kind alloc|launch|nccl|all] [-o FILE]   folded stacks" },
-};
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: stepprof COMMAND [ARGS]     (stepprof COMMAND --help: its options)\n"
 		   "       stepprof --version\n\n");
-	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		fprintf(f, "  %s\n", cmds[i].help);
+	for (size_t i = 0; sp_cmd_specs[i]; i++)
+		fprintf(f, "  %-10s %s\n", sp_cmd_specs[i]->name, sp_cmd_specs[i]->summary);
 	fprintf(f, "\nProfiles unmodified GPU programs: LD_PRELOAD=libstepprof.so (or stepprof run) in front of any\n"
 		   "launcher, an INI file picks ranks and a torch.profiler-style schedule, and each selected rank\n"
 		   "writes a compact trace (.sptrace) that the other commands read. Exit status: 0 success,\n"
@@ -64,12 +40,16 @@ int main(int argc, char **argv)
 		       SP_TRACE_MIN_VERSION, SP_TRACE_VERSION);
 		return 0;
 	}
-	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		if (!strcmp(argv[1], cmds[i].name)) {
-			sp_cli_cmd = cmds[i].name;
-			return cmds[i].fn(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "--complete")) /* for bash completion: scripts/stepprof-completion.bash */
+		return sp_opts_complete(argc > 2 ? argv[2] : NULL, stdout);
+	for (size_t i = 0; sp_cmd_specs[i]; i++)
+		if (!strcmp(argv[1], sp_cmd_specs[i]->name)) {
+			sp_cli_cmd = sp_cmd_specs[i]->name;
+			return sp_cmd_specs[i]->fn(argc - 1, argv + 1);
 		}
-	fprintf(stderr, "stepprof: unknown command '%s'\n", argv[1]);
-	usage(stderr);
+	fprintf(stderr, "stepprof: unknown command '%s' (commands:", argv[1]);
+	for (size_t i = 0; sp_cmd_specs[i]; i++)
+		fprintf(stderr, " %s", sp_cmd_specs[i]->name);
+	fprintf(stderr, "; stepprof --help)\n");
 	return 2;
 }

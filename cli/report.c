@@ -384,7 +384,8 @@ static void print_json(const struct report *rep, const char *path, const struct 
 			      "%s{\"number\":%lld,\"window\":%u,\"duration_ns\":%llu,\"kernels\":%llu,\"kernel_ns\":%"
 			      "llu,"
 			      "\"nccl_ns\":%llu,\"copy_ns\":%llu,\"gpu_busy_ns\":%llu,\"longest_idle_ns\":%llu,"
-			      "\"regime\":%u,\"refuted\":%s,\"irregular\":%s,\"training\":%s,\"at_exit\":%s}",
+			      "\"regime\":%u,\"refuted\":%s,\"irregular\":%s,\"training\":%s,\"at_exit\":%s,"
+			      "\"late\":%s}",
 			      i ? ",\n" : "\n", (long long)s->number, s->window,
 			      (unsigned long long)(s->end > s->start ? s->end - s->start : 0),
 			      (unsigned long long)s->kernels, (unsigned long long)s->kernel_ns,
@@ -393,7 +394,8 @@ static void print_json(const struct report *rep, const char *path, const struct 
 			      s->how.flags & SP_STEP_REFUTED ? "true" : "false",
 			      s->how.flags & SP_STEP_IRREGULAR ? "true" : "false",
 			      s->how.flags & SP_STEP_TRAIN ? "true" : "false",
-			      s->how.flags & SP_STEP_AT_EXIT ? "true" : "false");
+			      s->how.flags & SP_STEP_AT_EXIT ? "true" : "false",
+			      s->how.flags & SP_STEP_LATE ? "true" : "false");
 	}
 	char how[600];
 	sp_out_puts(x, "],\n\"steps_found_by\":");
@@ -525,6 +527,7 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 		res = &dummy;
 	res->why[0] = 0;
 	res->seen = 0;
+	res->ids[0] = 0;
 	rep.r = sp_trace_open(path, res->why, sizeof(res->why));
 	if (!rep.r)
 		return SP_REPORT_UNREADABLE;
@@ -547,6 +550,7 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 		rep.ops = sp_opstats_new(o->shapes);
 	while ((rc = sp_windows_next(g, &w)) == 1) {
 		seen++;
+		sp_cli_ids_add(res->ids, sizeof(res->ids), w->id);
 		if (o->window < 0 || w->id == o->window) {
 			add_window(&rep, w);
 			sp_nccl_stats_add(&rep.nccl, rep.r, w);
@@ -561,6 +565,7 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 		if (sp_windows_device(g, d))
 			rep.device = sp_trace_string(rep.r, sp_windows_device(g, d)->name);
 	res->seen = seen;
+	res->truncated = sp_trace_truncated(rep.r);
 	if (rc < 0) {
 		snprintf(res->why, sizeof(res->why), "%s", sp_trace_error(rep.r));
 		ret = SP_REPORT_CORRUPT;

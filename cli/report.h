@@ -41,6 +41,8 @@ enum sp_report_status {
 struct sp_report_result {
 	char why[256];          /* UNREADABLE, CORRUPT: the reason, without any command prefix */
 	int seen;               /* windows the trace holds (all of them, whatever o->window says) */
+	char ids[96];           /* their ids (sp_cli_ids_add) */
+	int truncated;          /* the file was cut short */
 	unsigned long long other_phase; /* NO_WINDOW with o->phase: windows of other phases */
 };
 

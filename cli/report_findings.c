@@ -25,6 +25,8 @@ int sp_report_steps_found_by(const struct report *rep, char *buf, size_t len)
 		refuted += (s->st[i].how.flags & SP_STEP_REFUTED) != 0;
 	}
 	const struct sp_step_stat *l = &s->st[s->n - 1];
+	static const char late[] = "; found after the schedule's first window would have begun, so the schedule "
+				   "started there: its windows hold later steps than its numbers say";
 	const char *m = l->marker ? sp_trace_string(rep->r, l->marker) : NULL;
 	if (l->how.how - 1 == SP_MARK_OPTIMIZER) {
 		/* the STEP record keeps the rule in confidence, the cycle in period and launches */
@@ -53,12 +55,13 @@ int sp_report_steps_found_by(const struct report *rep, char *buf, size_t len)
 	}
 	snprintf(buf, len,
 		 "found automatically: boundary %s '%.200s' (every %u), a period of %u calls with %u "
-		 "launches, proven by %u copies; regime %u%s%s%s",
+		 "launches, proven by %u copies; regime %u%s%s%s%s",
 		 l->how.flags & SP_STEP_AFTER ? "after" : "before", m ? m : "?", l->how.every, l->how.period,
 		 l->how.launches, l->how.confidence, l->how.regime,
 		 l->how.relocks ? ", after re-locks (the program's loop changed)" : "",
 		 regimes > 1 ? "; the recorded steps span several regimes" : "",
-		 refuted ? "; the detector refuted some steps (see the findings)" : "");
+		 refuted ? "; the detector refuted some steps (see the findings)" : "",
+		 l->how.flags & SP_STEP_LATE ? late : "");
 	return 1;
 }
 

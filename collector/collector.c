@@ -54,6 +54,15 @@ static void explain_no_window(void)
 	int64_t first = -1;
 	if (sp_col.rt[sp_col.cur].windows || sp_col.disabled)
 		return;
+	if (sp_out_failure()[0]) { /* the output failed, not the schedule */
+		if (sp_col.unwritten)
+			sp_warn_once("no trace written (%s): the %llu step%s the schedule records from step %lld to %lld "
+				     "%s lost",
+				     sp_out_failure(), (unsigned long long)sp_col.unwritten, sp_col.unwritten == 1 ? "" : "s",
+				     (long long)sp_col.unwritten_first, (long long)sp_col.unwritten_last,
+				     sp_col.unwritten == 1 ? "is" : "are");
+		return;
+	}
 	if (ph)
 		snprintf(pre, sizeof pre, "phase %s: ", ph);
 	if (!atomic_load_explicit(&sp_col.had_context, memory_order_relaxed))
@@ -67,7 +76,8 @@ static void explain_no_window(void)
 	const char *anchor = sp_intern_lookup(h->anchor & ~SP_AUTOSTEP_FLAGS);
 	char msg[700];
 	int kind = m->det->kind; /* the detector's: kind = auto may have switched to optimizer steps */
-	if (kind == SP_MARK_AUTO && sp_stepdet_undecided(m->det, msg, sizeof msg))
+	if (kind == SP_MARK_AUTO && (sp_stepdet_undecided(m->det, msg, sizeof msg) ||
+				     sp_stepdet_why_none(m->det, first, msg, sizeof msg)))
 		sp_warn("%sno step recorded: %s", pre, msg);
 	else if (sp_col.step < 0 && sp_pyglue_explain(msg, sizeof msg))
 		sp_warn("%sno step recorded: %s", pre, msg);
@@ -138,6 +148,9 @@ static void on_exit_process(void)
 		}
 		sp_writer_stop();
 	}
+	sp_act_say_outside();
+	sp_win_say_end_waits();
+	sp_cupti_life_say_waits();
 	sp_col.active = 0;
 }
 
@@ -275,8 +288,8 @@ void sp_collector_inject(void)
 	atexit(on_exit_process);
 	sp_col.active = 1;
 	if (sp_col.cfg.host_malloc && !sp_col.malloc_hooks)
-		sp_warn("host_malloc = true, but this library has no malloc hooks (libstepprof-nomalloc.so): host "
-			"memory is not tracked; preload libstepprof.so instead (stepprof run picks it by itself)");
+		sp_warn("host_malloc = true, but stepprof's malloc hooks are not this process's allocator (libstepprof-"
+			"nomalloc.so, or loaded with dlopen): host memory is not tracked; preload libstepprof.so instead");
 	else
 		sp_host_min_bytes = sp_col.cfg.host_malloc ? (size_t)sp_col.cfg.host_malloc_min : SIZE_MAX;
 	for (int i = 0; i < sp_col.nmk; i++)
@@ -286,6 +299,12 @@ void sp_collector_inject(void)
 			sp_col.mk[i].pattern, sp_col.mk[i].every);
 	sp_od_start(); /* warned if it fails: the schedule's windows still come */
 	sp_pyglue_start(); /* in a CPython process whose markers take the program's own steps */
+}
+
+int sp_collector_let_go_cupti(void)
+{
+	return sp_col.active && !sp_col.disabled && owner_pid == getpid() &&
+	       atomic_load(&sp_hold.state) == SP_HOLD_GONE;
 }
 
 int sp_collector_owns_cupti(void)

@@ -53,6 +53,9 @@ void sp_collector_host_free(void *p);
 /* 1 if stepprof holds CUPTI in this process now (subscribed, not let go for good, not a fork
  * child): a profiler inside the program is then served through it (cupti_share.h). Can't fail. */
 int sp_collector_owns_cupti(void);
+/* 1 if stepprof held CUPTI in this process and let go of it for good (after the schedule's last
+ * window, or a failed re-attach): a profiler it served then gets CUPTI itself. Can't fail. */
+int sp_collector_let_go_cupti(void);
 /* A call of one of the CUDA functions in collector/hold/hookfns.h begins (fn: enum sp_hook_fn) / ends
  * (h: what enter returned), seen by the preload's hooks (preload/markers.c). While stepprof is
  * detached from CUPTI between windows, marker calls are counted here. Cheap when the function is

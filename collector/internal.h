@@ -24,7 +24,7 @@
 #define SP_NAME_CACHE 1024   /* per-thread pointer -> name id cache (power of two) */
 #define SP_CORR_PENDING UINT32_MAX /* a window edge the next CUDA call's correlation id fills */
 #define SP_CBID_MAX 1024     /* callback ids tracked per domain (CUPTI 13: < 800 runtime, < 900 driver) */
-#define SP_MAX_CLOSED 4      /* corr ranges of written windows kept to count late records */
+#define SP_MAX_CLOSED 4      /* written windows whose own ids are kept to count late records */
 #define SP_MAX_DEVICES 64    /* GPUs described by SP_EV_DEVICE records */
 /* A closing window is written once its kernels have all arrived (as many as its counted launches,
  * the last launch's among them), the record of its last copy or set call too, and it is
@@ -70,6 +70,8 @@ struct window {
 	atomic_uint_fast64_t arrived;  /* non-graph kernel records received */
 	uint32_t last_launch;    /* highest correlation id of a counted launch (0: none); under lock */
 	uint32_t last_copy;      /* ... of a copy or set call that succeeded (0: none); under lock */
+	uint32_t last_call;      /* ... of any call it recorded: its own ids end there (late records) */
+	int graphs;              /* it launched a CUDA graph (graph kernels are not counted); under lock */
 	uint32_t last_copy_arrived; /* highest correlation id of a copy or set record received; under lock */
 	_Atomic uint32_t last_arrived; /* highest correlation id of a kernel record received */
 };
@@ -127,6 +129,8 @@ struct sp_col_state {
 	uint32_t *split_lo, *split_hi; /* fields the pending split fills */
 	/* output (output.c; comms.c and collector.c read it) */
 	int writer_started; /* 0 not yet, 1 writing, -1 failed or not selected */
+	uint64_t unwritten; /* steps the schedule records that no trace could take (windows.c, under lock) */
+	int64_t unwritten_first, unwritten_last; /* ... the first and the last of them */
 	/* step detection (windows.c feeds it) */
 	struct sp_stepdet det; /* the step detector (stepdet.h): every marker kind */
 	uint64_t credit; /* ns the detector spent learning, taken out of token times */
@@ -139,6 +143,8 @@ struct sp_col_state {
 	uint8_t api_marker[2][SP_CBID_MAX]; /* (domain, cbid) is an api marker / profiler range call */
 	uint8_t cls[2][SP_CBID_MAX]; /* CLS_* of each callback id, from its name (sp_cbset_arm) */
 	uint8_t api_sync[2][SP_CBID_MAX]; /* (domain, cbid) blocks the host (auto detection's iteration ends) */
+	uint8_t cb_lazy[2][SP_CBID_MAX]; /* enabled in CUPTI, wanted no more: off at its call's next exit
+					  * (cbsets.c writes under lock; callbacks read it relaxed) */
 	struct memop memop[2][SP_CBID_MAX]; /* allocation calls, by (domain, cbid) (allocs.c classifies) */
 	/* misc */
 	atomic_int had_context; /* a CUDA context was created (a launcher only counts devices) */
@@ -163,7 +169,6 @@ struct sp_col_thread {
 	int after_mk; /* ... of this marker (sp_col.mk) */
 	uint32_t after_cb[2]; /* ... its callback id (runtime, driver), 0 none */
 	uint32_t cur_cb[2]; /* (runtime, driver) callback ids in progress on this thread, 0 none */
-	int defer_off; /* sp_cbset_apply left a call in progress enabled: redo at its exit */
 	int named; /* SP_EV_THREAD pushed */
 	unsigned gen; /* CUPTI instance the call state above belongs to (cupti_life.h) */
 	int marking; /* marker calls in progress on this thread (cupti_life.h timing) */
@@ -176,6 +181,11 @@ struct sp_col_thread {
 	unsigned mem_seen; /* allocation calls CUPTI's driver callbacks accounted on this thread (allocs.c) */
 	int mem_hooked; /* an allocation hook accounted inside the runtime call in progress (allocs.c) */
 	uint64_t last_t; /* the latest time sp_thr_ns gave this thread */
+	uint8_t end_now;   /* this thread's boundary handling ended a window (windows.c note_end) ... */
+	uint8_t end_soon;  /* ... or set up one that ends at its call's exit */
+	uint8_t bound_now; /* ... or made another step boundary ... */
+	uint8_t began;     /* ... that began collecting (a window's warmup or first step) */
+	uint64_t end_carry; /* the time the entry of such a call took */
 	int own_split;     /* this thread made a boundary outside a CUDA call (windows.c split_at) ... */
 	int own_slot[2];   /* ... of these windows (slot + 1; 0 none), their upper [0] and lower [1] bound */
 	unsigned own_id[2]; /* ... those windows' ids */
@@ -209,6 +219,9 @@ int sp_cbset_is_launch(CUpti_CallbackDomain dom, CUpti_CallbackId cbid);
  * For the hooks' learning (markhook.c). This function can't fail. */
 int sp_cbset_token_kind(const char *name, int drv);
 void sp_cbset_apply(void);
+/* The exit of a call whose callback nothing wants any more (sp_col.cb_lazy): turns it off in
+ * CUPTI. A callback, inside the hold; takes sp_col.lock. This function can't fail (warned once). */
+void sp_cbset_lazy_off(int d, CUpti_CallbackId cbid);
 void sp_cbset_activities(int on);
 int sp_cbset_arm(void);
 int sp_cbset_marks(const struct sp_mk *m, const char *nm);
@@ -218,6 +231,13 @@ void sp_cbset_armed(void);
 int sp_win_is_record(enum sp_action a);
 void sp_win_set_collecting(enum sp_action act);
 void sp_win_activities_idle(void);
+/* Writer thread, under sp_col.lock: activity kinds are to go off (activities_on cleared now); the
+ * CUPTI calls come in sp_win_activities_off, after the lock. Can't fail. */
+void sp_win_activities_due_off(void);
+/* Writer thread, without sp_col.lock: turns the kinds off if still due. Can't fail. */
+void sp_win_activities_off(void);
+/* A new CUPTI instance (sp_cbset_armed, under sp_col.lock): nothing is due off. Can't fail. */
+void sp_win_activities_armed(void);
 void sp_win_end_step(uint64_t t, uint32_t corr);
 void sp_win_begin_step(uint64_t t, uint32_t corr, int64_t number);
 void sp_win_detect(int mk, uint8_t kind, uint8_t flags, uint32_t name, uint64_t t, uint32_t corr, CUpti_CallbackId cbid,
@@ -230,6 +250,9 @@ void sp_win_after_exit(uint64_t t);
 void sp_win_own_split(uint32_t corr);
 int sp_win_open_now(uint64_t t);
 void sp_win_close_now(uint64_t t);
+/* At exit (STEPPROF_VERBOSE): how long the program's threads spent in stepprof at window ends.
+ * Takes sp_col.lock. This function can't fail. */
+void sp_win_say_end_waits(void);
 
 /* phases.c: the markers (one per phase) and switching sp_col's step state between them. */
 int sp_ph_init(void);
@@ -240,8 +263,20 @@ void sp_ph_end_others(uint64_t t, uint32_t corr);
 uint32_t sp_ph_wants(void);
 uint32_t sp_ph_anchor_is(uint32_t name);
 
+/* crash.c: once a trace is being written, the fatal signals write what the rings hold before the
+ * program's own action (its handler, or the default) takes them; a later handler wins. Once per
+ * process; can't fail (a signal whose handler cannot be set is left as it was). */
+void sp_crash_install(void);
+
 /* output.c: the trace file and what each window carries for reading alone. */
 int sp_out_start_writer(void);
+/* The output directory into dir (len bytes): expanded and made once for the process (the trace
+ * and the on-demand control files share it; again only for a rank learnt late), a placeholder's
+ * value made safe and said once. Returns 0, or -1 (the failure said once, on the first call). */
+int sp_out_dir(char *dir, size_t len);
+/* Why no trace could be written (the output directory or the file, with path and error), "" if
+ * nothing failed so far. This function can't fail. */
+const char *sp_out_failure(void);
 /* SP_EV_DEVICE records, once the driver answers (output.c). Can't fail. */
 void sp_out_write_devices(uint64_t t);
 void sp_out_window_context(uint64_t t);
@@ -252,6 +287,9 @@ void CUPTIAPI sp_act_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 uint64_t CUPTIAPI sp_act_timestamp(void);
 void sp_act_flush(void);
 void sp_act_writer_tick(void *ctx);
+/* At exit (STEPPROF_VERBOSE): how many GPU records belonged to no window and were discarded. Takes
+ * sp_col.lock. This function can't fail. */
+void sp_act_say_outside(void);
 /* Before the writer thread exists (it starts with the first window): the writer's life-cycle tick
  * on the calling thread, which holds no lock of stepprof's and is inside no CUDA call (a marker
  * call's hook after the call, a marker call waiting for a re-attach, the on-demand poll thread,

@@ -26,7 +26,29 @@
 static struct {
 	char trace_path[SP_CFG_PATH + 256]; /* this process's .sptrace */
 	int devices_written;                /* SP_EV_DEVICE records are in the trace */
-} O;
+	pthread_mutex_t dir_lock;           /* the fields below: the on-demand thread and the first window */
+	int dir_state;                      /* 0 not made yet, 1 made, -1 failed */
+	int dir_rank;                       /* the rank it was expanded for ({rank} of a rank learnt late) */
+	char dir[SP_CFG_PATH];              /* the output directory, expanded */
+	char why[1400];                     /* why no trace could be written ("" none), said when it came */
+} O = { .dir_lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* Expands and makes the output directory (under O.dir_lock). Says a failure, or a placeholder's
+ * value made safe, once. This function can't fail (O.dir_state says how it went). */
+static void make_out_dir(void)
+{
+	char note[600];
+	O.dir_rank = sp_col.ri.rank;
+	O.dir_state = -1;
+	if (sp_cfg_expand_note(sp_col.cfg.output, &sp_col.ri, O.dir, sizeof O.dir, note, sizeof note) < 0)
+		snprintf(O.why, sizeof O.why, "cannot expand output directory '%s' (too long)", sp_col.cfg.output);
+	else if (sp_writer_make_dir(O.dir, sp_col.cfg.allow_foreign_dir, O.why, sizeof O.why) == 0)
+		O.dir_state = 1;
+	if (note[0])
+		sp_warn_once("%s", note);
+	if (O.dir_state < 0)
+		sp_warn("%s; not profiling", O.why);
+}
 
 /* Writes one SP_EV_DEVICE record per GPU (name, SMs, compute capability, memory), once: tried when
  * the writer starts and again at each window's start until the driver answers (a program that
@@ -83,6 +105,22 @@ static void disable_unselected(void)
 	sp_col.disabled = 1;
 }
 
+int sp_out_dir(char *dir, size_t len)
+{
+	pthread_mutex_lock(&O.dir_lock);
+	if (!O.dir_state || (O.dir_state > 0 && O.dir_rank != sp_col.ri.rank))
+		make_out_dir();
+	int state = O.dir_state;
+	snprintf(dir, len, "%s", O.dir);
+	pthread_mutex_unlock(&O.dir_lock);
+	return state > 0 ? 0 : -1;
+}
+
+const char *sp_out_failure(void)
+{
+	return O.why;
+}
+
 int sp_out_start_writer(void)
 {
 	char dir[SP_CFG_PATH], host[64] = "host", base[160];
@@ -98,16 +136,14 @@ int sp_out_start_writer(void)
 		return -1;
 	}
 	gethostname(host, sizeof host - 1);
-	if (sp_cfg_expand(sp_col.cfg.output, &sp_col.ri, dir, sizeof dir) < 0) {
-		sp_warn("cannot expand output directory '%s'; not profiling", sp_col.cfg.output);
-		return -1;
-	}
-	if (sp_writer_make_dir(dir, sp_col.cfg.allow_foreign_dir) < 0)
-		return -1;
+	if (sp_out_dir(dir, sizeof dir) < 0)
+		return -1; /* said */
+	char tag[16];
+	int pid = sp_name_pid(tag, sizeof tag); /* a tag in a pid namespace: pid and host may repeat there */
 	if (sp_col.ri.rank >= 0)
-		snprintf(base, sizeof base, "rank%d.%s.%d.sptrace", sp_col.ri.rank, host, (int)getpid());
+		snprintf(base, sizeof base, "rank%d.%s.%d%s.sptrace", sp_col.ri.rank, host, pid, tag);
 	else
-		snprintf(base, sizeof base, "norank.%s.%d.sptrace", host, (int)getpid());
+		snprintf(base, sizeof base, "norank.%s.%d%s.sptrace", host, pid, tag);
 	snprintf(O.trace_path, sizeof O.trace_path, "%s/%s", dir, base);
 	m.features = (sp_col.cfg.kernels ? SP_FEAT_KERNELS : 0) | (sp_col.cfg.memcpy ? SP_FEAT_MEMCPY : 0) |
 		     (sp_col.cfg.memset ? SP_FEAT_MEMSET : 0) | (sp_col.cfg.sync ? SP_FEAT_SYNC : 0) |
@@ -132,9 +168,12 @@ int sp_out_start_writer(void)
 		phases[i] = sp_col.mk[i].name;
 	if (sp_col.mk[0].name ? sp_writer_start_phases(dir, base, sp_col.nmk, phases, &m, sp_col.cfg.window_max_bytes,
 						       sp_col.cfg.allow_foreign_dir) < 0
-			      : sp_writer_start(O.trace_path, &m, sp_col.cfg.window_max_bytes) < 0)
+			      : sp_writer_start(O.trace_path, &m, sp_col.cfg.window_max_bytes) < 0) {
+		snprintf(O.why, sizeof O.why, "%s", sp_writer_failure()[0] ? sp_writer_failure() : "no trace writer");
 		return -1;
+	}
 	sp_col.writer_started = 1;
+	sp_crash_install(); /* a crash from now on keeps the open window */
 	sp_out_write_devices(m.anchor_mono_ns);
 	snprintf(O.trace_path, sizeof O.trace_path, "%s", sp_writer_path()); /* another name if that one existed */
 	if (sp_col.mk[0].name)

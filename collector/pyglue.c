@@ -236,9 +236,10 @@ int sp_pyglue_explain(char *buf, size_t n)
 	for (int i = 0; kind == SP_MARK_PYTHON && i < PG.ncalls; i++)
 		if (PG.call[i] == PG.pattern[sp_col.cur])
 			what = 2 + i;
-	int st = PG.started ? sp_pybridge_state(what) : -1;
+	int st = PG.started ? sp_pybridge_state(what) : -2;
 	snprintf(buf, n, "%s: %s", kind == SP_MARK_OPTIMIZER ? "the optimizer marker" : m->pattern,
-		 st < 0    ? "no CPython (3.10 to 3.13) runs in this process"
+		 st == -2  ? "no CPython (3.10 to 3.13) runs in this process"
+		 : st < 0  ? "CPython was never initialised in this process"
 		 : st == 0 ? (kind == SP_MARK_OPTIMIZER ? "torch.optim.optimizer was never imported (or its import "
 							  "never finished)"
 							: "the function was never found (its module never imported, or "

@@ -5,6 +5,7 @@
  * sp_col.lock; makes no CUPTI configuration change inside an API exit callback. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,82 @@
 #include "collector/mem/memory.h"
 #include "collector/ondemand/ondemand.h"
 #include "collector/out/writer.h"
+
+/* The program's threads at window ends: how long stepprof kept them, from the boundary's time to
+ * the end of its handling (lock waits and CUPTI calls included), the last END_WAITS of them, for
+ * the STEPPROF_VERBOSE line at exit (docs/BENCHMARKS.md, "The program's thread at a window's
+ * end"). Under sp_col.lock. */
+#define END_WAITS 1024
+static struct {
+	uint64_t n, max_ns;
+	uint64_t last[END_WAITS];
+	uint64_t between_n, between_max_ns; /* other boundaries but those that begin collecting */
+} end_waits;
+
+/* After a boundary's handling, out of sp_col.lock, on the thread whose call (at time t) made it:
+ * notes the time of one that ended a window (with the entry of a call whose exit ended it), or
+ * of another boundary that did not begin collecting (the steps after a window's end: the writer
+ * then closes the window and turns activity off). This function can't fail. */
+static void note_end(uint64_t t)
+{
+	if (__builtin_expect(!sp_thr.end_now && !sp_thr.end_soon && !sp_thr.bound_now, 1))
+		return;
+	uint64_t now = sp_now_ns(), took = now > t ? now - t : 0;
+	if (!sp_thr.end_now && sp_thr.end_soon) { /* the entry of a call whose exit ends the window */
+		sp_thr.end_carry = took;
+		sp_thr.end_soon = sp_thr.bound_now = sp_thr.began = 0;
+		return;
+	}
+	bool end = sp_thr.end_now, between = !end && !sp_thr.began;
+	took += end ? sp_thr.end_carry : 0;
+	sp_thr.end_now = sp_thr.end_soon = sp_thr.bound_now = sp_thr.began = 0;
+	sp_thr.end_carry = 0;
+	pthread_mutex_lock(&sp_col.lock);
+	if (end) {
+		end_waits.last[end_waits.n++ % END_WAITS] = took;
+		if (took > end_waits.max_ns)
+			end_waits.max_ns = took;
+	} else if (between) {
+		end_waits.between_n++;
+		if (took > end_waits.between_max_ns)
+			end_waits.between_max_ns = took;
+	}
+	pthread_mutex_unlock(&sp_col.lock);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+void sp_win_say_end_waits(void)
+{
+	static uint64_t v[END_WAITS];
+	pthread_mutex_lock(&sp_col.lock);
+	uint64_t n = end_waits.n < END_WAITS ? end_waits.n : END_WAITS, max = end_waits.max_ns, all = end_waits.n;
+	uint64_t bn = end_waits.between_n, bmax = end_waits.between_max_ns;
+	memcpy(v, end_waits.last, n * sizeof *v);
+	pthread_mutex_unlock(&sp_col.lock);
+	if (!n)
+		return;
+	qsort(v, n, sizeof *v, cmp_u64);
+	sp_info("at %llu window ends the program's thread spent in stepprof: median %.3f ms, p99 %.3f ms, at most "
+		"%.3f ms (from the boundary to the end of its handling); at the %llu other step boundaries outside "
+		"windows at most %.3f ms",
+		(unsigned long long)all, v[n / 2] / 1e6, v[n - 1 - n / 100] / 1e6, max / 1e6, (unsigned long long)bn,
+		bmax / 1e6);
+}
+
+/* The writer's turn-off of activity kinds, made after its tick let go of sp_col.lock: CUPTI calls
+ * behind that lock would keep a program's thread waiting at its next marker call. A window that
+ * begins before it is made calls it off while the kinds are still on; lock keeps the two in order
+ * (taken inside sp_col.lock by the program's threads, alone by the writer). due: set under
+ * sp_col.lock by the writer, read and cleared under lock. */
+static struct {
+	pthread_mutex_t lock;
+	bool due;
+} act_off = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static struct window *new_window(void)
 {
@@ -94,11 +171,13 @@ static int window_top_pending(void)
 }
 
 /* Switches activity kinds and recording callbacks to what `act` needs. Activity kinds go off at
- * once only while a window's top is pending (unwatched work would fall inside it); otherwise the
- * writer's tick turns them off once every window is written (sp_win_activities_idle). So a window that
- * ends inside an API exit callback (cudaProfilerStop, whose call is the window's top) does not
- * reconfigure CUPTI there, and no window loses records CUPTI has not handed over yet (seen once
- * on CUDA 13: all 10 GPU operations of a window's last step, the kinds switched off at its end). */
+ * once only while a window's top is pending (a boundary at its call's exit, whose entry this is:
+ * the step after it is not recorded); otherwise the writer's tick turns them off once every
+ * closing window's records are in (activity.c). So a window that ends inside an API exit callback
+ * (cudaProfilerStop, whose call is the window's top) does not reconfigure CUPTI there, and no
+ * window loses records CUPTI has not handed over yet (seen once on CUDA 13: all 10 GPU operations
+ * of a window's last step, the kinds switched off at its end). Callbacks nothing wants go off at
+ * their calls' next exits (cbsets.c): none is turned off here. */
 void sp_win_set_collecting(enum sp_action act)
 {
 	sp_col.rt[sp_col.cur].want = act != SP_ACT_NONE;
@@ -106,17 +185,45 @@ void sp_win_set_collecting(enum sp_action act)
 	if (want && !sp_col.collecting && sp_out_start_writer() < 0)
 		want = 0;
 	if (want != sp_col.activities_on && (want || window_top_pending())) {
-		sp_cbset_activities(want);
+		pthread_mutex_lock(&act_off.lock);
+		if (!(want && act_off.due)) /* (due: still on in CUPTI, the writer's turn-off called off) */
+			sp_cbset_activities(want);
+		act_off.due = false;
+		pthread_mutex_unlock(&act_off.lock);
 		sp_col.activities_on = want;
 	}
 	if (want != sp_col.collecting) {
 		sp_col.collecting = want;
+		sp_thr.began |= (uint8_t)want; /* (note_end) */
 		sp_cbset_apply();
 	}
 }
 
+void sp_win_activities_due_off(void)
+{
+	sp_col.activities_on = 0;
+	act_off.due = true;
+}
+
+void sp_win_activities_off(void)
+{
+	pthread_mutex_lock(&act_off.lock);
+	if (act_off.due)
+		sp_cbset_activities(0);
+	act_off.due = false;
+	pthread_mutex_unlock(&act_off.lock);
+}
+
+void sp_win_activities_armed(void)
+{
+	pthread_mutex_lock(&act_off.lock);
+	act_off.due = false; /* a new CUPTI instance holds none */
+	pthread_mutex_unlock(&act_off.lock);
+}
+
 /* Turns activity kinds off when nothing wants them any more: not collecting, and every window
- * written. Writer thread (its tick), under sp_col.lock. This function can't fail. */
+ * written. Writer thread (its tick), under sp_col.lock; the CUPTI calls come in
+ * sp_win_activities_off. This function can't fail. */
 void sp_win_activities_idle(void)
 {
 	if (!sp_col.activities_on || sp_col.collecting)
@@ -124,8 +231,7 @@ void sp_win_activities_idle(void)
 	for (int i = 0; i < SP_MAX_WINDOWS; i++)
 		if (sp_col.win[i].used)
 			return;
-	sp_cbset_activities(0);
-	sp_col.activities_on = 0;
+	sp_win_activities_due_off();
 }
 
 /* Opens a window at time t (corr as for sp_win_end_step) named after the current step, if the
@@ -140,6 +246,10 @@ static struct window *open_window(uint64_t t, uint32_t corr)
 	}
 	if (sp_out_start_writer() < 0) {
 		w->used = 0; /* not profiled after all, or no trace file: no window */
+		if (!sp_col.disabled) { /* no trace: the exit says which steps were lost */
+			sp_col.unwritten_first = sp_col.unwritten++ ? sp_col.unwritten_first : sp_col.step;
+			sp_col.unwritten_last = sp_col.step;
+		}
 		return NULL;
 	}
 	w->id = sp_col.next_window_id++;
@@ -170,6 +280,7 @@ static void close_window(uint64_t t, uint32_t corr)
 	split_at(w, corr, 0);
 	w->close_ts = sp_now_ns();
 	w->closing = 1;
+	sp_thr.end_now = 1;
 	__atomic_store_n(&sp_col.open, NULL, __ATOMIC_RELEASE);
 	if (sp_col.cfg.device_memory || sp_col.cfg.host_malloc)
 		sp_mem_peaks(t);
@@ -188,7 +299,8 @@ static void step_how(struct sp_event *ev)
 	ev->u.step.flags =
 		(uint8_t)((aut && h->after ? SP_STEP_AFTER : 0) | (sp_col.step_refuted == 1 ? SP_STEP_REFUTED : 0) |
 			  (sp_col.step_refuted == 2 ? SP_STEP_IRREGULAR : 0) | (aut && h->train ? SP_STEP_TRAIN : 0) |
-			  (sp_col.at_exit ? SP_STEP_AT_EXIT : 0) | (h->from_auto ? SP_STEP_FROM_AUTO : 0));
+			  (sp_col.at_exit ? SP_STEP_AT_EXIT : 0) | (h->from_auto ? SP_STEP_FROM_AUTO : 0) |
+			  (aut && h->late ? SP_STEP_LATE : 0));
 	ev->u.step.regime = h->regime;
 	ev->u.step.period = h->period;
 	ev->u.step.launches = h->launches;
@@ -205,6 +317,7 @@ void sp_win_end_step(uint64_t t, uint32_t corr)
 	if (!sp_col.step_open)
 		return;
 	sp_col.step_open = 0;
+	sp_thr.bound_now = 1; /* (note_end) */
 	if (sp_win_is_record(sp_col.action)) {
 		struct sp_event ev = { .kind = SP_EV_STEP,
 				       .sub = sp_col.action,
@@ -258,7 +371,8 @@ void sp_win_begin_step(uint64_t t, uint32_t corr, int64_t number)
 }
 
 /* Automatic detection locked on step `step`: it is open from t but was not watched from its start,
- * so it records nothing; warns if the schedule wanted a step before it. Under sp_col.lock. */
+ * so it records nothing (a lock after the schedule's first window would have begun starts the
+ * schedule from here: the detector says so, sp_stepdet_regime_note). Under sp_col.lock. */
 static void det_locked(const struct sp_det_out *o, uint64_t t)
 {
 	const struct sp_mk *m = &sp_col.mk[sp_col.cur];
@@ -269,22 +383,6 @@ static void det_locked(const struct sp_det_out *o, uint64_t t)
 	sp_col.step_refuted = 0;
 	sp_col.action = SP_ACT_NONE;
 	sp_col.step_start = t;
-	/* the schedule's steps up to the locked one's were lost, unless the regime was seen before or
-	 * numbers on from one that counted: its schedule resumes after the steps handed out
-	 * (docs/STEPS.md, "Regimes"); a regime that does not count yet has no schedule step */
-	const struct sp_stepdet *det = m->det;
-	const struct sp_det_regime *rg = det->cur ? &det->reg[det->cur - 1] : NULL;
-	int64_t sched = rg && (rg->steps || rg->continued) ? -1 : sp_stepdet_sched_step(det, sp_col.step);
-	for (int64_t k = 0; k <= sched; k++)
-		if (sp_schedule_action(m->schedule, k) != SP_ACT_NONE) {
-			sp_warn("automatic step detection needed %lld iterations%s; the schedule's steps before %lld "
-				"are "
-				"not recorded (raise skip_first or wait)",
-				(long long)sp_col.step + 1,
-				o->what & SP_DET_RELOCK ? " after the program's loop changed" : "",
-				(long long)sp_col.step + 1);
-			break;
-		}
 	char blocks[160] = "";
 	if (h->blocks > 1)
 		snprintf(blocks, sizeof blocks,
@@ -344,6 +442,8 @@ static void det_apply(const struct sp_det_out *o, uint64_t t, uint32_t corr, CUp
 		/* CUPTI must not be reconfigured inside an API exit callback (seen on CUDA 13: enabling
 		 * activity kinds there froze every later correlation id): the coming step's collection
 		 * is set now, at the call's entry, and only the bookkeeping waits for its exit */
+		if (sp_col.action == SP_ACT_RECORD_AND_SAVE && sp_col.open && sp_col.open->mk == sp_col.cur)
+			sp_thr.end_soon = 1; /* the window ends at this call's exit */
 		sp_win_set_collecting(sp_od_action(o->step));
 		sp_thr.after_pending = 1;
 		sp_thr.after_step = o->step;
@@ -353,8 +453,8 @@ static void det_apply(const struct sp_det_out *o, uint64_t t, uint32_t corr, CUp
 		sp_win_end_step(t, corr);
 		sp_win_begin_step(t, corr, o->step);
 	}
-	if ((o->what & (SP_DET_LOCK | SP_DET_PROVEN)) &&
-	    sp_stepdet_regime_note(sp_col.mk[sp_col.cur].det, msg, sizeof msg))
+	while ((o->what & (SP_DET_LOCK | SP_DET_PROVEN)) &&
+	       sp_stepdet_regime_note(sp_col.mk[sp_col.cur].det, msg, sizeof msg))
 		sp_warn("%s", msg);
 	if (o->what & SP_DET_WANTS)
 		sp_cbset_apply();
@@ -402,6 +502,7 @@ void sp_win_detect(int mk, uint8_t kind, uint8_t flags, uint32_t name, uint64_t 
 		sp_stepdet_attempt_took(sp_col.mk[mk].det, took);
 	}
 	pthread_mutex_unlock(&sp_col.lock);
+	note_end(t);
 }
 
 /* The exit of a call that ends its step (see det_apply): the next step begins now; the next CUDA
@@ -415,6 +516,7 @@ void sp_win_after_exit(uint64_t t)
 	sp_win_end_step(t, 0);
 	sp_win_begin_step(t, 0, sp_thr.after_step);
 	pthread_mutex_unlock(&sp_col.lock);
+	note_end(t);
 }
 
 /* A time range begins now, at t, outside any step boundary (ondemand.c; not in a callback): opens

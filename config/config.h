@@ -134,9 +134,15 @@ void sp_cfg_print(const struct sp_config *cfg, FILE *f);
 /* Writes every error of errs, one per line, and a line counting those not kept (for the CLI;
  * never called in the profiled process). This function can't fail. */
 void sp_cfg_print_errors(const struct sp_cfg_errors *errs, FILE *f);
-/* Expands the output template for this process into out. Returns 0, or -1 if it does not fit
- * or names an unknown placeholder. */
+/* Expands the output template for this process into out. A placeholder's value is one safe path
+ * component whatever the environment holds ('/' and control characters become '_', so does a
+ * leading '.', an empty value is "_"): the expansion never leaves the configured directory.
+ * Returns 0, or -1 if it does not fit or names an unknown placeholder. */
 int sp_cfg_expand(const char *tmpl, const struct sp_rank_info *ri, char *out, size_t outlen);
+/* As sp_cfg_expand; note (notelen bytes, none if 0) is "" or a line that says which placeholder's
+ * value was changed to make it safe, for the caller to say once. */
+int sp_cfg_expand_note(const char *tmpl, const struct sp_rank_info *ri, char *out, size_t outlen, char *note,
+		       size_t notelen);
 /* Parses sizes like 512, 64K, 256M, 2G (powers of 1024). Returns 0 or -1. */
 int sp_parse_size(const char *s, uint64_t *out);
 const char *sp_marker_kind_name(enum sp_marker_kind k);

@@ -167,12 +167,12 @@ static int status_key(void *ctx, const char *k, const char *v)
 		return copy_name(s->host, sizeof s->host, v);
 	if (!strcmp(k, "state"))
 		return copy_name(s->state, sizeof s->state, v);
-	if (!strcmp(k, "start") || !strcmp(k, "request")) {
+	if (!strcmp(k, "start") || !strcmp(k, "request") || !strcmp(k, "pidns")) {
 		errno = 0;
 		uint64_t u = strtoull(v, &end, k[0] == 'r' ? 16 : 10);
 		if (errno || end == v || *end)
 			return -1;
-		*(k[0] == 'r' ? &s->request : &s->start) = u;
+		*(k[0] == 'r' ? &s->request : k[1] == 'i' ? &s->pidns : &s->start) = u;
 		return 0;
 	}
 	if (!strcmp(k, "trace") || !strcmp(k, "note")) {
@@ -186,10 +186,11 @@ static int status_key(void *ctx, const char *k, const char *v)
 int sp_od_status_format(const struct sp_od_status *s, char *buf, size_t len)
 {
 	int n = snprintf(buf, len,
-			 STATUS_MAGIC "\npid %d\nrank %d\nhost %s\nstart %" PRIu64 "\npoll_ms %d\nrequest %016" PRIx64
-				      "\nstate %s\nwindow %u\nfirst %" PRId64 "\nlast %" PRId64 "\ntrace %s\nnote %s\n",
-			 s->pid, s->rank, s->host, s->start, s->poll_ms, s->request, s->state, s->window, s->first,
-			 s->last, s->trace, s->note);
+			 STATUS_MAGIC "\npid %d\nrank %d\nhost %s\nstart %" PRIu64 "\npidns %" PRIu64
+				      "\npoll_ms %d\nrequest %016" PRIx64 "\nstate %s\nwindow %u\nfirst %" PRId64
+				      "\nlast %" PRId64 "\ntrace %s\nnote %s\n",
+			 s->pid, s->rank, s->host, s->start, s->pidns, s->poll_ms, s->request, s->state, s->window,
+			 s->first, s->last, s->trace, s->note);
 	return n < 0 || (size_t)n >= len ? -1 : n;
 }
 
@@ -314,7 +315,10 @@ uint64_t sp_od_new_id(void)
 uint64_t sp_od_proc_start(int pid)
 {
 	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	if (pid)
+		snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	else
+		snprintf(path, sizeof path, "/proc/self/stat");
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;

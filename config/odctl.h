@@ -17,7 +17,7 @@
 #define SP_OD_MAX_MS 3600000         /* milliseconds one time-based request may ask for */
 #define SP_OD_TEXT 256               /* longest note, path or phase kept from a file */
 
-/* A request (file "trigger" or "trigger.HOST.PID"). */
+/* A request (file "trigger", or "trigger.HOST.PID[.TAG]" for one process). */
 struct sp_od_req {
 	uint64_t id;            /* nonzero, new for each request */
 	int64_t steps;          /* record this many whole steps from the next boundary (0: ms) */
@@ -27,12 +27,15 @@ struct sp_od_req {
 				 * ns), so that the ranks of a job pick the same step; 0 = at once */
 };
 
-/* What a process says about itself (file "HOST.PID.status"), rewritten when it changes. */
+/* What a process says about itself (file "HOST.PID.status", "HOST.PID.TAG.status" in a pid
+ * namespace: config/run.h sp_name_pid), rewritten when it changes. */
 struct sp_od_status {
 	int pid;
 	int rank;               /* -1 while unknown */
 	char host[64];
 	uint64_t start;         /* /proc/PID/stat start time (clock ticks): tells a reused pid */
+	uint64_t pidns;         /* its pid namespace's inode (0: unknown, a process before it was said):
+				 * another than the reader's means pid and start cannot be checked there */
 	int poll_ms;            /* how often it looks for requests */
 	uint64_t request;       /* the last request it answered, 0 none */
 	char state[16];         /* idle, armed, recording, written, refused, exited */
@@ -66,7 +69,8 @@ int sp_od_check_dir(const char *dir, int create, char *err, size_t elen);
 void sp_od_host_name(char *host, size_t len);
 /* A request id: new for each call (time, pid and the kernel's random bytes). Can't fail. */
 uint64_t sp_od_new_id(void);
-/* The start time of process pid (field 22 of /proc/PID/stat), 0 if it does not exist. */
+/* The start time of process pid (field 22 of /proc/PID/stat; pid 0: this process, from
+ * /proc/self/stat, right in a pid namespace too), 0 if it does not exist. */
 uint64_t sp_od_proc_start(int pid);
 
 #endif

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* run.c - the run id of run.h, from the launcher's environment and /proc. Prints nothing, never
- * fails (a /proc it can't read falls back to the current time). */
+/* run.c - the run id of run.h, from the launcher's environment and /proc, and how this process's
+ * files are named (pid, and a tag inside a pid namespace). Prints nothing, never fails (a /proc it
+ * can't read falls back to the current time, or to a tag). */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 #include "run.h"
@@ -25,7 +29,10 @@ static time_t start_time(pid_t pid)
 	FILE *f;
 	size_t n;
 
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if (pid == getpid()) /* right in a pid namespace without its own /proc too */
+		snprintf(path, sizeof path, "/proc/self/stat");
+	else
+		snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
 	if (!(f = fopen(path, "re")))
 		return time(NULL);
 	n = fread(buf, 1, sizeof buf - 1, f);
@@ -91,4 +98,41 @@ void sp_run_id(char *out, size_t len, const char **how)
 		out[0] = '_';
 	if (how)
 		*how = src;
+}
+
+unsigned long long sp_pidns(void)
+{
+	char link[64];
+	unsigned long long ino = 0;
+	ssize_t n = readlink("/proc/self/ns/pid", link, sizeof link - 1);
+	if (n <= 0)
+		return 0;
+	link[n] = 0;
+	return sscanf(link, "pid:[%llu]", &ino) == 1 ? ino : 0;
+}
+
+int sp_name_pid(char *tag, size_t len)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static char made[16];
+	static pid_t made_for; /* a fork child draws its own */
+	const char *forced = getenv(SP_NAME_PID_ENV);
+	int pid = forced && atoi(forced) > 0 ? atoi(forced) : (int)getpid();
+	pthread_mutex_lock(&lock);
+	if (made_for != getpid()) {
+		uint32_t r = 0;
+		made[0] = 0;
+		made_for = getpid();
+		if (forced || sp_pidns() != SP_PIDNS_INIT) {
+			if (getrandom(&r, sizeof r, GRND_NONBLOCK) != sizeof r) {
+				struct timespec ts;
+				clock_gettime(CLOCK_MONOTONIC, &ts);
+				r = (uint32_t)(ts.tv_nsec ^ ((uint64_t)(uintptr_t)&ts >> 4) ^ ((uint64_t)getpid() << 16));
+			}
+			snprintf(made, sizeof made, ".%08x", r);
+		}
+	}
+	snprintf(tag, len, "%s", made);
+	pthread_mutex_unlock(&lock);
+	return pid;
 }

@@ -21,4 +21,16 @@
  * process (not on a hot path). This function can't fail: the same process gets the same id. */
 void sp_run_id(char *out, size_t len, const char **how);
 
+#define SP_PIDNS_INIT 0xeffffffcull    /* the host's pid namespace (the kernel's PROC_PID_INIT_INO) */
+#define SP_NAME_PID_ENV "STEPPROF_TEST_NAME_PID"
+
+/* The inode of this process's pid namespace (/proc/self/ns/pid), 0 if unreadable. Can't fail. */
+unsigned long long sp_pidns(void);
+/* The pid this process's files are named with, and its tag (len >= 10): "" in the host's pid
+ * namespace, where host name and pid tell processes apart; in another (a container per rank:
+ * the same pid and host name in two processes) or where the namespace cannot be read, "." and 8
+ * hex digits drawn once per process. $STEPPROF_TEST_NAME_PID=N (tests only) names the process N and
+ * always gives it a tag. Thread-safe, the same answer in one process. This function can't fail. */
+int sp_name_pid(char *tag, size_t len);
+
 #endif

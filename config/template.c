@@ -48,28 +48,74 @@ int sp_cfg_check_template(const char *t, char *problem, size_t len)
 	return 0;
 }
 
-/* Copies s into out at *n, '/' replaced by '_'. Returns -1 if it does not fit. */
+/* Copies s into out at *n. Returns -1 if it does not fit. */
 static int put(char *out, size_t outlen, size_t *n, const char *s)
 {
 	for (; *s; s++) {
 		if (*n + 1 >= outlen)
 			return -1;
-		out[(*n)++] = *s == '/' ? '_' : *s;
+		out[(*n)++] = *s;
 	}
 	out[*n] = '\0';
 	return 0;
+}
+
+/* Makes a placeholder's value (from the environment or the host name: anything) one safe path
+ * component: '/' and control characters become '_', a leading '.' too (never ".", ".." or a hidden
+ * folder), an empty value "_". Returns 1 if it changed val, else 0. */
+static int make_safe(char *val)
+{
+	int changed = 0;
+	for (char *p = val; *p; p++)
+		if (*p == '/' || (unsigned char)*p < 0x20 || *p == 0x7f) {
+			*p = '_';
+			changed = 1;
+		}
+	if (!val[0])
+		val[1] = '\0';
+	if (!val[0] || val[0] == '.') {
+		val[0] = '_';
+		changed = 1;
+	}
+	return changed;
+}
+
+/* Says in note (notelen bytes; none if 0) that placeholder name's value, from source, was changed
+ * from was (printable bytes only) to now. This function can't fail. */
+static void say_changed(char *note, size_t notelen, const char *name, const char *source, const char *was,
+			const char *now)
+{
+	char shown[64];
+	size_t k = 0;
+	for (const char *p = was; *p && k + 1 < sizeof shown; p++)
+		shown[k++] = (unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p;
+	shown[k] = 0;
+	if (notelen && !note[0])
+		snprintf(note, notelen,
+			 "output: {%s} is '%s' (from %s), not a safe folder name: written as '%s' (a placeholder's value never "
+			 "leaves the configured directory)",
+			 name, shown, source, now);
 }
 
 /* Returns 0, or -1 (out holds a truncated string) if it does not fit or names an unknown
  * placeholder. ri may be NULL (no rank). */
 int sp_cfg_expand(const char *tmpl, const struct sp_rank_info *ri, char *out, size_t outlen)
 {
-	char val[256];
+	return sp_cfg_expand_note(tmpl, ri, out, outlen, NULL, 0);
+}
+
+/* As sp_cfg_expand; note (if notelen) is "" or says which placeholder's value was made safe. */
+int sp_cfg_expand_note(const char *tmpl, const struct sp_rank_info *ri, char *out, size_t outlen, char *note,
+		       size_t notelen)
+{
+	char val[256], was[256];
 	size_t n = 0, len;
 	time_t now = time(NULL);
 	struct tm tm;
-	const char *job;
+	const char *job = NULL, *source = NULL;
 
+	if (notelen)
+		note[0] = '\0';
 	if (!outlen)
 		return -1;
 	out[0] = '\0';
@@ -82,11 +128,13 @@ int sp_cfg_expand(const char *tmpl, const struct sp_rank_info *ri, char *out, si
 			out[n] = '\0';
 			continue;
 		}
-		switch (placeholder_at(p, &len)) {
+		int ph = placeholder_at(p, &len);
+		switch (ph) {
 		case PH_HOST:
 			if (gethostname(val, sizeof(val)) < 0)
 				strcpy(val, "nohost");
 			val[sizeof(val) - 1] = '\0';
+			source = "the host name";
 			break;
 		case PH_PID:
 			snprintf(val, sizeof(val), "%d", (int)getpid());
@@ -104,9 +152,10 @@ int sp_cfg_expand(const char *tmpl, const struct sp_rank_info *ri, char *out, si
 			strftime(val, sizeof(val), "%H%M%S", &tm);
 			break;
 		case PH_JOBID:
-			if (!(job = getenv("SLURM_JOB_ID")) || !*job)
-				if (!(job = getenv("PBS_JOBID")) || !*job)
-					if (!(job = getenv("TORCHELASTIC_RUN_ID")) || !*job)
+			source = "SLURM_JOB_ID";
+			if (!(job = getenv(source)) || !*job)
+				if (!(job = getenv(source = "PBS_JOBID")) || !*job)
+					if (!(job = getenv(source = "TORCHELASTIC_RUN_ID")) || !*job)
 						job = "nojob";
 			snprintf(val, sizeof(val), "%s", job);
 			break;
@@ -116,6 +165,10 @@ int sp_cfg_expand(const char *tmpl, const struct sp_rank_info *ri, char *out, si
 		default:
 			return -1;
 		}
+		snprintf(was, sizeof was, "%s", val);
+		if (make_safe(val))
+			say_changed(note, notelen, placeholders[ph], source ? source : "?", was, val);
+		source = NULL;
 		if (put(out, outlen, &n, val) < 0)
 			return -1;
 		p += len - 1;

@@ -23,13 +23,13 @@ enum sp_life_act {
 /* Steps at least this far from the next window's first (WARMUP or RECORD) step justify a cycle. */
 #define SP_LIFE_MIN_GAP 3
 /* Parking needs this many steps more than a cycle; a parked stepprof re-attaches once the next
- * window is fewer than SP_LIFE_UNPARK_AT steps away (the re-attach takes about 16 ms: a marker
- * call that would begin the window earlier waits for it, markhook.c). */
+ * window is fewer than SP_LIFE_UNPARK_AT steps away (a marker call that would begin the window
+ * before the re-attach ended waits for it, markhook.c; its cost: docs/STEPS.md). */
 #define SP_LIFE_PARK_MARGIN 2
 #define SP_LIFE_UNPARK_AT 2
 /* Before the first window an application thread parks and re-attaches itself (no writer thread yet:
- * sp_act_early_tick), paying the detach and the re-attach (tens of ms on an H200): only for a
- * window at least this many steps away. */
+ * sp_act_early_tick), paying the detach and the re-attach: only for a window at least this many
+ * steps away. */
 #define SP_LIFE_EARLY_GAP 20
 
 /* What the collector knows when its writer thread asks (all under the collector's lock). */

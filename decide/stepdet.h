@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* stepdet.h - the step detector: tokens in, decisions out. Owns marker matching (kernel, api,
- * nccl, nvtx, profiler_range), automatic detection (autostep.h) with its phases (lock, per-step
- * check, unlock, re-lock), and step numbering. Pure: it calls no CUPTI or CUDA function, keeps no
- * global state and takes no lock (the caller serialises), so the library (windows.c) and the
- * offline replay (`stepprof autostep`) run the same code on the same tokens. docs/STEPS.md. */
+/* stepdet.h - the step detector: tokens in, decisions out. Explicit markers (stepdet.c) and
+ * automatic detection in stages: the learner finds the period (period.c) and where it wraps
+ * (wrap.c); regimes and the schedule's numbering (regime.c); the per-step check while locked
+ * (stepcheck.c); what it says (stepdet_say.c); its numbers (tunables.h). Pure: no CUPTI or CUDA
+ * call, no global state, no lock (the caller serialises), so the library (collector/windows.c)
+ * and the replay (`stepprof autostep`) run the same code on the same tokens. docs/STEPS.md. */
 #ifndef SP_STEPDET_H
 #define SP_STEPDET_H
 
@@ -43,7 +44,7 @@
 	0x400u   /* a deferred regime ran long enough: its steps count from here
 				* (sp_stepdet_regime_note says so) */
 #define SP_DET_PROBE \
-	0x800u   /* the step that ended (`bad_step`), not counted, took PROBE_RATIO times
+	0x800u   /* the step that ended (`bad_step`), not counted, took probe_ratio times
 				* more or less time than the counted ones: the next step is counted, the
 				* detector wants launches again (the caller re-attaches if parked) */
 #define SP_DET_MINOR \
@@ -82,6 +83,7 @@ struct sp_det_how {
 	int from_auto;         /* optimizer: kind = auto switched to the program's optimizer steps */
 	/* optimizer steps keep anchor (the ending object's name), period (optimizer steps a cycle),
 	 * launches (optimizers in it), confidence (enum sp_pysteps_rule), regime (1 + rule changes) */
+	uint32_t late;         /* auto: the schedule started from a late lock, this many steps later */
 };
 
 #define SP_DET_MATCH_CACHE 65536u /* name id -> marker match verdict */
@@ -93,69 +95,83 @@ struct sp_det_regime {
 	int64_t last_step;     /* its last step number */
 	uint64_t steps;        /* steps it has had */
 	int train;             /* its period launches a backward or optimizer kernel (by name) */
-	int proven;            /* no training evidence, but it ran SP_DET_DEFER_STEPS steps in a row */
-	uint64_t run;          /* steps since its last lock */
+	int proven;            /* no training evidence, but it ran defer_steps steps in a row */
+	uint64_t run;          /* steps begun in a row: since its last lock, and those the learner saw */
 	int64_t deferred_from; /* the step it locked on while unproven */
-	int64_t shift;         /* step number - schedule step, once proven (the steps it deferred) */
+	int64_t shift;         /* step number - schedule step, once it counts */
 	uint64_t sig;          /* its period's launches in their cyclic order (a hash): a regime that
-				* differs only in API calls (DDP's timing syncs, first ten iterations) is
-				* the same loop */
-	int continued;         /* numbered on at a lock from a regime that counted for the schedule
-				* (its own earlier steps or another's): nothing was lost at that lock */
+				* differs only in API calls that come and go is the same loop */
+	int continued;         /* numbered on at a lock from a regime that counted for the schedule */
 	unsigned noted;        /* sp_stepdet_regime_note lines said for it (bit per kind) */
 };
-/* A regime without training evidence defers its steps' schedule this many steps (docs/STEPS.md,
- * "Regimes"): evaluation passes before training are shorter. */
-#define SP_DET_DEFER_STEPS 32u
+
+/* The regimes seen and the schedule's numbering across them (regime.c). */
+struct sp_det_regimes {
+	struct sp_det_regime r[SP_DET_REGIMES];
+	uint32_t n;
+	uint32_t cur;                 /* index + 1 of the current regime, 0 none */
+	uint32_t train;               /* index + 1 of the first regime with training evidence, 0 none */
+	uint32_t hand;                /* index + 1 of the regime whose steps last counted for the schedule */
+	int64_t sched_hi;             /* the highest schedule step handed out (valid with hand) */
+	const struct sp_schedule *sched; /* the schedule that counts the steps, or NULL */
+	struct {                      /* the late start (regime.c), once: late.moved > 0 */
+		int64_t moved;        /* schedule steps the schedule's numbering moved back */
+		int64_t step;         /* the first step that counted: the schedule's step `first` */
+		int64_t first;        /* the schedule's first step with an action */
+		uint32_t regime;      /* index + 1 of the regime it started with */
+	} late;
+};
+
+/* The per-step check while locked (stepcheck.c): launches counted per step, time probes. */
+struct sp_det_check {
+	int counting;                 /* launches are counted in this step (not in the locked one) */
+	uint32_t counted;             /* ... so far */
+	uint32_t sparse;              /* count launches in one step of this many (0, 1: every step) */
+	const struct sp_schedule *sparse_sched; /* ... and in the steps before and of its windows */
+	int blind;                    /* the caller sees no launch now (parked): no step is counted */
+	int probe;                    /* a step's time stood out: count the next one */
+	int64_t irr_step;             /* the last step kept as irregular (INT64_MIN none) */
+	int step_opt;                 /* this counted step launched an optimizer kernel its period lacks */
+	int period_opt;               /* the locked period launches an optimizer kernel */
+	uint32_t proven_period;       /* the period the learner proved for this lock (a block's whole one) */
+	int split;                    /* an anchor call came before this counted step had its launches */
+	uint64_t ref_ns;              /* the counted steps' time (moving average) */
+};
+
+/* Learning's bookkeeping besides the learner (stepdet.c). */
+struct sp_det_learn {
+	uint64_t tokens;              /* tokens fed to the learner since it last started */
+	uint32_t launchers[SP_DET_LAUNCHERS]; /* threads that launched a kernel or graph (tid + 1; 0 free) */
+	struct {
+		uint32_t msg, tok;    /* NVTX message id -> its token ("step 17" -> "nvtx:step #") */
+	} nvtx[SP_DET_NVTX_SLOTS];
+	uint32_t nvtx_pop;            /* token id of a pop/end */
+	uint64_t undecided_at;        /* tokens at which "undecided" was last reported */
+	int reported;                 /* SP_DET_UNDECIDED was returned */
+};
 
 struct sp_stepdet {
 	int kind;       /* enum sp_marker_kind */
 	char pattern[256];
 	uint32_t every;
 	char *(*demangle)(const char *, char *, size_t *, int *); /* __cxa_demangle, or NULL */
-	uint8_t match[SP_DET_MATCH_CACHE]; /* 0 unknown, 1 no, 2 yes (auto: stepdet.c KC_* flags) */
+	uint8_t match[SP_DET_MATCH_CACHE]; /* 0 unknown, 1 no, 2 yes (auto: regime.c KC_* flags) */
+	const struct sp_det_tune *tune; /* outlives d */
 	int64_t step;                 /* the current step, -1 before the first */
 	int step_open;
+	uint64_t step_t0;             /* time the current step began */
 	uint64_t hits;                /* marker (or anchor) occurrences counted against every */
 	uint64_t range_starts, range_stops;
-	/* automatic detection */
-	struct sp_autostep a;
-	int learning;                 /* auto, not locked (or unlocked again) */
-	uint64_t tokens;              /* tokens fed to the learner since it last started */
-	struct sp_det_how how;
-	struct sp_det_regime reg[SP_DET_REGIMES];
-	uint32_t nreg;
-	uint32_t cur;                 /* index + 1 of the current regime in reg, 0 none */
-	uint32_t train;               /* index + 1 of the first regime with training evidence, 0 none */
-	uint32_t hand;                /* index + 1 of the regime whose steps last counted for the schedule */
-	int64_t sched_hi;             /* the highest schedule step handed out (valid with hand) */
-	int no_prefer;                /* replay only: every regime counts (the policy before issue 12) */
-	uint32_t launchers[16];       /* threads that launched a kernel or graph (tid + 1; 0 free) */
-	uint32_t sparse;              /* count launches in one step of this many (0, 1: every step) */
-	int blind;      /* the caller sees no launch now (parked): no step is counted */
-	int probe;      /* a step's time stood out: count the next one */
-	int64_t irr_step; /* the last step kept as irregular (INT64_MIN none) */
-	int step_opt;     /* this counted step launched an optimizer kernel its period has none of */
-	int period_opt;   /* the locked period launches an optimizer kernel */
-	uint32_t a_proven; /* the period the learner proved for the current lock (a block's whole period) */
-	int split;      /* an anchor call came before this counted step had its launches: not taken
-			 * for its end (the step must match the period exactly) */
-	uint64_t ref_ns;              /* the counted steps' time (moving average) */
-	uint32_t probes;              /* steps whose time stood out */
-	const struct sp_schedule *sparse_sched; /* ... and in the steps before and of its windows */
-	const struct sp_schedule *sched; /* the schedule that counts its steps (re-locks), or NULL */
-	/* the per-step check */
-	int counting;                 /* launches are counted in this step (all but the locked one) */
-	uint32_t counted;
-	uint64_t step_t0;             /* time the current step began */
 	unsigned wants;
-	/* NVTX messages, digits folded ("step 17" -> "nvtx:step #"): message id -> token id */
-	struct {
-		uint32_t msg, tok;
-	} nvtx[1024];
-	uint32_t nvtx_pop;            /* token id of a pop/end */
-	uint64_t undecided_at;        /* tokens at which "undecided" was last reported */
-	int reported;                 /* SP_DET_UNDECIDED was returned */
+	struct sp_det_how how;
+	/* automatic detection */
+	int learning;                 /* not locked (or unlocked again) */
+	int no_prefer;                /* replay only: every regime counts (no preference for training) */
+	uint32_t probes;              /* steps whose time stood out (the collector reads it) */
+	struct sp_autostep a;         /* the learner */
+	struct sp_det_learn learn;
+	struct sp_det_regimes regimes;
+	struct sp_det_check check;
 	/* the Python bridge's tokens (stepdet_py.c) */
 	struct sp_pysteps py;         /* optimizer steps to iteration ends */
 	int py_hooked;                /* auto: the optimizer hook is in (its PYHOOK token came) */
@@ -164,10 +180,13 @@ struct sp_stepdet {
 };
 
 /* Sets d up for marker kind (enum sp_marker_kind), pattern (glob; ignored for auto and
- * profiler_range) and every (>= 1). Returns 0, or -1 (no memory for automatic detection).
- * demangle may be NULL. */
+ * profiler_range) and every (>= 1), with the default tunables. Returns 0, or -1 (no memory for
+ * automatic detection). demangle may be NULL. */
 int sp_stepdet_init(struct sp_stepdet *d, int kind, const char *pattern, int every,
 		    char *(*demangle)(const char *, char *, size_t *, int *));
+/* The same with tunables t (NULL: the defaults), which must outlive d: `stepprof autostep --set`. */
+int sp_stepdet_init_tuned(struct sp_stepdet *d, int kind, const char *pattern, int every,
+			  char *(*demangle)(const char *, char *, size_t *, int *), const struct sp_det_tune *t);
 void sp_stepdet_free(struct sp_stepdet *d);
 /* Feeds one token (t->name an interned id; TRUTH tokens are ignored). Fills *out (what = 0: no
  * decision). This function can't fail. */
@@ -198,49 +217,45 @@ int sp_name_matches(uint32_t id, const char *pat, uint8_t *cache,
 /* When automatic detection has not locked: writes one line naming the best candidate and the
  * explicit marker it would suggest into buf. Returns 1 if undecided, else 0 (buf untouched). */
 int sp_stepdet_undecided(struct sp_stepdet *d, char *buf, size_t n);
-/* Iterations automatic detection needs before its lock, at the least: a loop with a host
- * synchronisation per iteration locks during its 5th iteration (4 copies and one to confirm); one
- * without (a CPU gap or a graph launch shows the wrap) needs 8 copies and more. */
+/* Why a run whose schedule records from its step `first` recorded no step, when automatic detection's
+ * state says it (a regime still deferred or not preferred, or a schedule that counts later than the
+ * program): one line into buf. Returns 1, or 0 if it says nothing (buf untouched). Can't fail. */
+int sp_stepdet_why_none(const struct sp_stepdet *d, int64_t first, char *buf, size_t n);
+/* The iteration automatic detection locks in at the earliest (plus one): with a host synchronisation
+ * per iteration, and without (the defaults' min_repeats, nosync_repeats and a confirmation). */
 #define SP_STEPDET_LOCK_SYNC 6
 #define SP_STEPDET_LOCK_NOSYNC 18
 struct sp_schedule;
 /* For `stepprof check` and `stepprof schedule`: if the schedule (with kind = auto) collects a step
- * before automatic detection can have locked, writes a warning (1) or a note for loops without a
- * host synchronisation (2) into buf, naming a skip_first that avoids it. Returns 0 if neither. */
+ * before automatic detection can have locked (the schedule then starts from the lock: its windows
+ * come later), writes a note into buf naming a skip_first that keeps the program's numbering.
+ * Returns 2 with a note, 0 if none (1, a warning, is not used now). */
 int sp_stepdet_schedule_warning(const struct sp_schedule *s, char *buf, size_t n);
-/* The schedule's step number for detector step `step` of the current regime: -1 (no action)
- * while the regime is not the preferred one (SP_DET_MINOR), else step minus the steps it
- * deferred and those it did not watch between its locks (docs/STEPS.md, "Regimes"); it never
- * goes back, across regimes too (only a warmup may come again after a re-lock). Explicit
- * markers: step. This function can't fail. */
+/* The schedule's step for detector step `step`: -1 (no action) while the regime is not the
+ * preferred one, else step minus its shift (the late start, deferred and unwatched steps:
+ * docs/STEPS.md, "Regimes"); it never goes back. Explicit markers: step. Can't fail. */
 int64_t sp_stepdet_sched_step(const struct sp_stepdet *d, int64_t step);
 /* When the current regime is deferred or not the preferred one, or was just proven, or is the
- * training regime found after others: writes one line saying so (and why) into buf, once per
- * regime and kind of line. Returns 1, or 0 if there is nothing (new) to say. */
+ * training regime found after others, or the schedule started from its late lock: writes one line
+ * saying so (and why) into buf, once per regime and kind of line. Returns 1, or 0 if there is
+ * nothing (new) to say: call it until it returns 0. */
 int sp_stepdet_regime_note(struct sp_stepdet *d, char *buf, size_t n);
-/* The per-step check (launches counted in each step) keeps launch callbacks on while locked. With
- * every > 1 it counts one step in `every`, plus each step whose next or own schedule step (sched,
- * may be NULL) is not SP_ACT_NONE: between counted steps the detector wants only its anchor, so the
- * caller can turn launch callbacks off. Trade-off (docs/STEPS.md, "The per-step check"): a phase
- * that ends in the loop's own anchor call (evaluation passes) is only noticed at the next counted
- * step, and its passes count as steps until then. every 0 or 1: every step (the default). Takes
- * effect at the next boundary. This function can't fail. */
+/* Counts launches in one step of `every` (0, 1: every step, the default) and in each step whose
+ * own or next schedule step (sched, may be NULL) has an action; between them the detector wants
+ * only its anchor (docs/STEPS.md item 5). From the next boundary. This function can't fail. */
 void sp_stepdet_sparse(struct sp_stepdet *d, uint32_t every, const struct sp_schedule *sched);
 /* The sparse check's rate the library uses for automatic detection (docs/STEPS.md). */
 #define SP_STEPDET_SPARSE 16u
-/* The caller sees no launch (on = 1: parked, detached from CUPTI) or sees them again (0). While
- * blind no step is counted, whatever sp_stepdet_sparse says; each step is checked by its time
- * alone (between two anchor calls) against the counted steps': one that takes PROBE_RATIO (4)
- * times more or less returns SP_DET_PROBE and wants launches until the next step was counted
- * (a mismatch there refutes the regime as usual). Takes effect at the next boundary. Can't fail. */
+/* The caller sees no launch (on = 1: parked) or sees them again (0). While blind no step is
+ * counted, each is checked by its time: one that stands out returns SP_DET_PROBE and wants
+ * launches until the next step was counted. From the next boundary. This function can't fail. */
 void sp_stepdet_blind(struct sp_stepdet *d, int on);
 /* 1 if automatic detection is locked on the preferred regime with a sparse check and wants no
  * launch now (the step in progress is not counted): the caller may stop seeing launches, and
  * park on the anchor call if something else counts it. This function can't fail. */
 int sp_stepdet_sparse_quiet(const struct sp_stepdet *d);
-/* The schedule that counts d's steps (sched outlives d; NULL: none known): at a re-lock the steps
- * spent learning again skip only those it gives no action (docs/STEPS.md, "Regimes"). The live
- * collector and the replay must set the same. This function can't fail. */
+/* The schedule that counts d's steps (outlives d; NULL: none): the late start and the re-lock gap
+ * rule read it. The collector and the replay must set the same. This function can't fail. */
 void sp_stepdet_schedule(struct sp_stepdet *d, const struct sp_schedule *sched);
 /* stepdet_py.c: the Python bridge's tokens (kinds SP_TOK_PYHOOK to SP_TOK_PYCALL). A python
  * marker counts its function's calls against every; an optimizer marker begins step 0 at the

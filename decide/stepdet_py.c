@@ -74,8 +74,8 @@ static void auto_switch(struct sp_stepdet *d, const struct sp_token *t, struct s
 		return;
 	}
 	d->kind = SP_MARK_OPTIMIZER;
-	d->learning = d->counting = d->probe = 0;
-	d->cur = 0;
+	d->learning = d->check.counting = d->check.probe = 0;
+	d->regimes.cur = 0;
 	memset(&d->how, 0, sizeof d->how);
 	d->how.marker_kind = SP_MARK_OPTIMIZER;
 	d->how.from_auto = 1;

@@ -54,13 +54,6 @@ static size_t pool_size(const void *p)
 	return *(const size_t *)((const char *)p - 16);
 }
 
-/* Tells the collector this library has the hooks (host_malloc can work). Runs at load, before
- * cuInit can reach sp_collector_inject. This function can't fail. */
-__attribute__((constructor)) static void announce_hooks(void)
-{
-	sp_collector_malloc_hooks();
-}
-
 /* Resolves every real function at once. This function can't fail (a missing one stays NULL). */
 static void resolve(void)
 {
@@ -243,4 +236,17 @@ SP_EXPORT void *valloc(size_t n)
 	if (!R.valloc)
 		resolve();
 	return report(R.valloc(n), n);
+}
+
+/* Tells the collector the hooks are the process's allocator (host_malloc can work): they are only
+ * when this library comes first (LD_PRELOAD); loaded with dlopen, or after another allocator that
+ * the program links, they are never called. Runs at load, before cuInit can reach
+ * sp_collector_inject. This function can't fail. */
+__attribute__((constructor)) static void announce_hooks(void)
+{
+	void *(*volatile process_malloc)(size_t) = malloc; /* the first definition, not always this one */
+	Dl_info theirs, ours;
+	if (dladdr((void *)process_malloc, &theirs) && dladdr((void *)announce_hooks, &ours) &&
+	    theirs.dli_fbase == ours.dli_fbase)
+		sp_collector_malloc_hooks();
 }

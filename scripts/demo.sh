@@ -9,10 +9,11 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 if [ -x "$HERE/../../bin/stepprof" ]; then # dist/ or PREFIX/: share/stepprof/demo.sh
-	SP=$HERE/../../bin/stepprof
+	SP=$(cd "$HERE/../../bin" && pwd)/stepprof
 	WORKLOAD=$HERE/workload.cu
 	SHIPPED=$HERE/demo.sptrace
 	OUTBASE=${TMPDIR:-/tmp}/stepprof-demo
+	AGAIN=$HERE/demo.sh
 else # the source tree: scripts/demo.sh BUILD
 	B=$(cd "${1:-build}" && pwd)
 	ROOT=$(cd "$HERE/.." && pwd)
@@ -21,6 +22,7 @@ else # the source tree: scripts/demo.sh BUILD
 	SHIPPED=$(ls "$ROOT"/tests/data/demo/*.sptrace 2>/dev/null | head -n 1 || true)
 	[ -n "$SHIPPED" ] || SHIPPED=$ROOT/tests/golden/small.sptrace
 	OUTBASE=$B/demo
+	AGAIN="make demo"
 fi
 if ! { [ -e /dev/nvidia0 ] || nvidia-smi -L >/dev/null 2>&1; }; then
 	echo "stepprof demo: this machine has no NVIDIA GPU, so nothing can be profiled here."
@@ -32,9 +34,9 @@ if ! { [ -e /dev/nvidia0 ] || nvidia-smi -L >/dev/null 2>&1; }; then
 	echo
 	"$SP" report "$SHIPPED"
 	echo
-	echo "stepprof demo: on a GPU machine 'make demo' profiles the bundled workload and prints the same for it."
+	echo "stepprof demo: on a GPU machine '$AGAIN' profiles the bundled workload and prints the same for it."
 	echo "stepprof demo: what works here: $SP check, $SP schedule, and every command on that trace, e.g."
-	echo "  $SP convert $SHIPPED -o demo.json.gz   (open in https://ui.perfetto.dev)"
+	echo "  $SP convert $SHIPPED -o demo.pt.trace.json.gz   (open in https://ui.perfetto.dev)"
 	exit 0
 fi
 NVCC=${NVCC:-$(command -v nvcc || echo "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc")}
@@ -48,4 +50,4 @@ echo
 "$SP" report "$trace"
 echo
 echo "trace: $trace"
-echo "view:  $SP convert $trace -o trace.json.gz   (open in https://ui.perfetto.dev)"
+echo "view:  $SP convert $trace -o demo.pt.trace.json.gz   (open in https://ui.perfetto.dev)"

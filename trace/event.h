@@ -65,9 +65,9 @@ enum sp_drop_source {
 	SP_DROP_RING = 1, /* a per-thread ring was full */
 	SP_DROP_CUPTI = 2, /* CUPTI reported dropped activity records */
 	SP_DROP_CAP = 3, /* the window byte cap was reached */
-	SP_DROP_LATE = 4, /* GPU record arrived after its window was closed */
+	SP_DROP_LATE = 4, /* a GPU record of one of a window's own calls, arrived after it was written */
 	SP_DROP_MISSING = 5, /* kernels launched in the window whose records had not arrived when it was
-			      * written (one that comes later is counted late as well) */
+			      * written (one that comes later is not counted late again) */
 };
 
 #define SP_NO_DEVICE 0xffffu
@@ -107,13 +107,19 @@ struct sp_ev_api {
 	uint32_t cbid; /* CUPTI callback id in its domain */
 	int32_t status; /* return code (0 success) */
 	uint32_t stack; /* call-stack id (launch site), 0 none */
-	/* collector only, never encoded (0 when read from a trace): a kernel launch counted for the
-	 * window with this id, in slot win_slot - 1 of the collector's table (0: not counted). The
-	 * writer thread counts it as it drains the event, so that the launch path takes no lock. */
+	/* collector only, never encoded (0 when read from a trace): a call of the window with this
+	 * id, in slot win_slot - 1 of the collector's table (0: none), and what it is (enum
+	 * sp_win_call). The writer thread counts it as it drains the event, so that the launch path
+	 * takes no lock. */
 	uint32_t win_id;
 	uint16_t win_slot;
-	uint8_t win_copy; /* ... a copy or set call instead (its record is waited for, not counted) */
+	uint8_t win_call;
 };
+
+/* What a window's call is to the writer (sp_ev_api.win_call): a kernel launch (counted, its record
+ * waited for), a copy or set (its record waited for, not counted), a graph launch (its kernels
+ * are not counted), any other call (only its correlation id: the window's own ids end there). */
+enum sp_win_call { SP_WCALL_LAUNCH = 0, SP_WCALL_COPY = 1, SP_WCALL_GRAPH = 2, SP_WCALL_OTHER = 3 };
 
 struct sp_ev_nccl {
 	uint64_t count; /* elements */
@@ -151,7 +157,7 @@ struct sp_ev_mem {
 struct sp_ev_marker {
 	uint32_t domain; /* string id of the NVTX domain, 0 default */
 	int32_t depth; /* nesting depth on its thread (among ranges of its kind: ops, modules) */
-	/* format version 5 (0 when read from older files) */
+	/* format version 6 (0 when read from older files) */
 	uint32_t flags; /* SP_MARKF_* */
 	uint32_t shapes; /* string id: an op's input sizes ("[[8, 64], []]"), a Conv module's
 			  * parameters ("stride=1,1 padding=0,0 dilation=1,1 groups=1"); 0 none */
@@ -184,9 +190,12 @@ struct sp_ev_step {
 			       * the program did after its last iteration (a final evaluation, a save) */
 #define SP_STEP_FROM_AUTO \
 	0x20u /* optimizer steps found by kind = auto: the program's optimizer hook fired before any window */
+#define SP_STEP_LATE \
+	0x80u /* auto: the schedule started from a late lock (found after its first window would have
+			       * begun): the schedule's step numbers are the program's minus a constant */
 #define SP_STEP_TRAIN \
 	0x04u /* auto: its regime launches backward or optimizer kernels (training);
-			       * without it, a regime taken for the loop after SP_DET_DEFER_STEPS steps */
+			       * without it, a regime taken for the loop after defer_steps steps (decide/tunables.h) */
 
 /* What opened a window: the sub code of its WINDOW_BEGIN and WINDOW_END records (0 in files
  * written before on-demand windows existed: the schedule). */

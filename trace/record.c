@@ -1,18 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /* record.c - the layout of one event record: the field tables (which fields each kind stores,
- * in which order, how) and the encoding and decoding of a record with them (see layout.h). Pure:
- * no file, no allocation, no message. A change here changes the format: SP_TRACE_VERSION and
- * docs/FORMAT.md go with it. */
+ * in which order, how, and which of them a version-5 template holds) and the decoding of a
+ * version 1-4 record and the coding of a version-5 record's fields with them (see layout.h; the
+ * version-5 chunk around them is columns.c). Pure: no file, no allocation, no message. A change
+ * here changes the format: SP_TRACE_VERSION and docs/FORMAT.md go with it. */
 #include <stddef.h>
 #include <string.h>
 #include "bytes.h"
 #include "layout.h"
+#include "trace.h"
 
 /* How a field is stored: plain varint, zigzag varint, device ordinal plus one (mod 2^16) so
- * SP_NO_DEVICE costs one byte, or correlation id: 0 for none, else 1 + zigzag(corr - the previous
- * nonzero corr of the chunk) - neighbouring records have neighbouring ids, so this is one
- * repetitive byte where the plain id was three unpredictable ones. */
+ * SP_NO_DEVICE costs one byte, or correlation id: in versions 1-4 0 for none, else 1 +
+ * zigzag(corr - the previous nonzero corr of the chunk) - neighbouring records have neighbouring
+ * ids, so this is one repetitive byte where the plain id was three unpredictable ones; version 5
+ * codes it in a column of its own (columns.c). */
 enum { FL_U = 0, FL_S = 1, FL_DEV = 2, FL_CORR = 3 };
+/* Or'ed into how: a value field, stored with every version-5 record; the others are template
+ * fields, stored once per chunk in the template that records repeat (columns.c). */
+#define FL_V 0x10
+#define HOW(f) ((f)->how & 0x0f)
 
 struct field {
 	uint8_t off;            /* byte offset in struct sp_event */
@@ -41,42 +48,42 @@ static const struct field copy_fields[] = {
 static const struct field sync_fields[] = { F(u.sync.event, FL_U) };
 static const struct field api_fields[] = { F(u.api.cbid, FL_U), F(u.api.status, FL_S), F(u.api.stack, FL_U) };
 static const struct field nccl_fields[] = {
-	F(u.nccl.count, FL_U), F(u.nccl.bytes, FL_U),       F(u.nccl.comm, FL_U),      F(u.nccl.seq, FL_U),
+	F(u.nccl.count, FL_U), F(u.nccl.bytes, FL_U),       F(u.nccl.comm, FL_U),      F(u.nccl.seq, FL_U | FL_V),
 	F(u.nccl.peer, FL_S),  F(u.nccl.comm_rank, FL_S),   F(u.nccl.comm_size, FL_S), F(u.nccl.dtype, FL_U),
 	F(u.nccl.redop, FL_U), F(u.nccl.group_depth, FL_U), F(u.nccl.stack, FL_U),
 };
 static const struct field mem_fields[] = {
-	F(u.mem.addr, FL_U), F(u.mem.size, FL_U), F(u.mem.live, FL_U), F(u.mem.stack, FL_U), F(u.mem.flags, FL_U),
+	F(u.mem.addr, FL_U | FL_V), F(u.mem.size, FL_U | FL_V), F(u.mem.live, FL_U | FL_V),
+	F(u.mem.stack, FL_U),       F(u.mem.flags, FL_U),
 };
 static const struct field marker_fields[] = {
 	F(u.marker.domain, FL_U), F(u.marker.depth, FL_S), F(u.marker.flags, FL_U),
-	F(u.marker.shapes, FL_U), F(u.marker.seq, FL_S),
+	F(u.marker.shapes, FL_U), F(u.marker.seq, FL_S | FL_V),
 };
-/* a marker record before version 5: domain and depth only */
-static const struct field marker_fields_v1[] = { F(u.marker.domain, FL_U), F(u.marker.depth, FL_S) };
+#define MARKER_FIELDS_V1 2 /* a marker record before version 6: domain and depth only */
 static const struct field step_fields[] = {
-	F(u.step.number, FL_S), F(u.step.how, FL_U),        F(u.step.flags, FL_U),
-	F(u.step.regime, FL_U), F(u.step.period, FL_U),     F(u.step.launches, FL_U),
-	F(u.step.every, FL_U),  F(u.step.confidence, FL_U), F(u.step.relocks, FL_U),
+	F(u.step.number, FL_S | FL_V), F(u.step.how, FL_U),        F(u.step.flags, FL_U),
+	F(u.step.regime, FL_U),        F(u.step.period, FL_U),     F(u.step.launches, FL_U),
+	F(u.step.every, FL_U),         F(u.step.confidence, FL_U), F(u.step.relocks, FL_U),
 };
 /* a version-1 file's step record: the number only */
 static const struct field step_fields_v1[] = { F(u.step.number, FL_S) };
 static const struct field window_fields[] = {
-	F(u.window.id, FL_U),        F(u.window.capped, FL_U), F(u.window.first_step, FL_S),
-	F(u.window.last_step, FL_S), F(u.window.bytes, FL_U),  F(u.window.dropped, FL_U),
+	F(u.window.id, FL_U | FL_V),        F(u.window.capped, FL_U | FL_V), F(u.window.first_step, FL_S | FL_V),
+	F(u.window.last_step, FL_S | FL_V), F(u.window.bytes, FL_U | FL_V),  F(u.window.dropped, FL_U | FL_V),
 };
-static const struct field dropped_fields[] = { F(u.dropped.count, FL_U) };
+static const struct field dropped_fields[] = { F(u.dropped.count, FL_U | FL_V) };
 static const struct field device_fields[] = {
 	F(u.dev.sm_count, FL_U),
 	F(u.dev.cc_major, FL_U),
 	F(u.dev.cc_minor, FL_U),
 	F(u.dev.memory, FL_U),
 };
-static const struct field clock_fields[] = { F(u.clock.realtime_ns, FL_U) };
+static const struct field clock_fields[] = { F(u.clock.realtime_ns, FL_U | FL_V) };
 static const struct field module_fields[] = {
-	F(u.module.start, FL_U),
-	F(u.module.end, FL_U),
-	F(u.module.offset, FL_U),
+	F(u.module.start, FL_U | FL_V),
+	F(u.module.end, FL_U | FL_V),
+	F(u.module.offset, FL_U | FL_V),
 };
 
 #define KIND(k, t) [k] = { t, sizeof(t) / sizeof(t[0]) }
@@ -108,48 +115,29 @@ static const struct {
 static uint64_t field_get(const struct sp_event *ev, const struct field *f)
 {
 	uint64_t v = get_le((const uint8_t *)ev + f->off, f->size);
-	if (f->how == FL_S) {
+	if (HOW(f) == FL_S) {
 		int shift = 64 - 8 * f->size;
 		return zigzag((int64_t)(v << shift) >> shift);
 	}
-	return f->how == FL_DEV ? (v + 1) & 0xffff : v;
+	return HOW(f) == FL_DEV ? (v + 1) & 0xffff : v;
 }
 
 /* Stores the decoded form of one field into ev. Returns 0, or -1 if v does not fit the field. */
 static int field_set(struct sp_event *ev, const struct field *f, uint64_t v)
 {
 	int bits = 8 * f->size;
-	if (f->how == FL_S) {
+	if (HOW(f) == FL_S) {
 		int64_t s = unzigzag(v);
 		if (bits < 64 && (s < -((int64_t)1 << (bits - 1)) || s >= ((int64_t)1 << (bits - 1))))
 			return -1;
 		v = (uint64_t)s;
 	} else if (bits < 64 && v >> bits) {
 		return -1;
-	} else if (f->how == FL_DEV) {
+	} else if (HOW(f) == FL_DEV) {
 		v = (v - 1) & 0xffff;
 	}
 	put_le((uint8_t *)ev + f->off, v, f->size);
 	return 0;
-}
-
-uint8_t *sp_rec_encode(uint8_t *p, const struct sp_event *ev, struct sp_rec_prev *prev)
-{
-	*p++ = ev->kind;
-	p = put_varint(p, zigzag((int64_t)(ev->start - prev->start)));
-	p = put_varint(p, zigzag((int64_t)(ev->end - ev->start)));
-	prev->start = ev->start;
-	for (size_t i = 0; i < sizeof(common_fields) / sizeof(common_fields[0]); i++) {
-		uint64_t v = field_get(ev, &common_fields[i]);
-		if (common_fields[i].how == FL_CORR && v) {
-			v = 1 + zigzag((int64_t)v - (int64_t)prev->corr);
-			prev->corr = ev->corr;
-		}
-		p = put_varint(p, v);
-	}
-	for (unsigned i = 0; i < kind_fields[ev->kind].n; i++)
-		p = put_varint(p, field_get(ev, &kind_fields[ev->kind].f[i]));
-	return p;
 }
 
 int sp_rec_decode(const uint8_t **p, const uint8_t *end, uint8_t kind, unsigned version, struct sp_rec_prev *prev,
@@ -166,7 +154,7 @@ int sp_rec_decode(const uint8_t **p, const uint8_t *end, uint8_t kind, unsigned 
 	for (size_t i = 0; i < sizeof(common_fields) / sizeof(common_fields[0]); i++) {
 		if (get_varint(p, end, &v) < 0)
 			return -1;
-		if (common_fields[i].how == FL_CORR && v) /* modulo 2^64, as the writer's difference */
+		if (HOW(&common_fields[i]) == FL_CORR && v) /* modulo 2^64, as the writer's difference */
 			prev->corr = v = prev->corr + (uint64_t)unzigzag(v - 1);
 		if (field_set(ev, &common_fields[i], v) < 0)
 			return -1;
@@ -177,12 +165,54 @@ int sp_rec_decode(const uint8_t **p, const uint8_t *end, uint8_t kind, unsigned 
 		kf = step_fields_v1;
 		nk = 1;
 	}
-	if (kind == SP_EV_MARKER && version < 5) { /* marker records before version 5: domain, depth */
-		kf = marker_fields_v1;
-		nk = 2;
-	}
+	if (kind == SP_EV_MARKER) /* marker records before version 6: domain, depth */
+		nk = MARKER_FIELDS_V1;
 	for (unsigned i = 0; i < nk; i++)
 		if (get_varint(p, end, &v) < 0 || field_set(ev, &kf[i], v) < 0)
+			return -1;
+	return 0;
+}
+
+/* The next field of kind (common fields first, from position *i on, which it advances) that a
+ * record of version (5 or later) stores in its template (values 0) or with every record (values
+ * FL_V); NULL after the last. The correlation id is neither: it has a column of its own. This
+ * function can't fail. */
+static const struct field *field_next(uint8_t kind, unsigned version, unsigned values, unsigned *i)
+{
+	const unsigned nc = sizeof(common_fields) / sizeof(common_fields[0]);
+	unsigned nk = kind == SP_EV_MARKER && version < 6 ? MARKER_FIELDS_V1 : kind_fields[kind].n;
+	while (*i < nc + nk) {
+		const struct field *f = *i < nc ? &common_fields[*i] : &kind_fields[kind].f[*i - nc];
+		(*i)++;
+		if (HOW(f) != FL_CORR && (f->how & FL_V) == values)
+			return f;
+	}
+	return NULL;
+}
+
+void sp_rec_key(struct sp_event *key, const struct sp_event *ev)
+{
+	const struct field *f;
+	memset(key, 0, sizeof(*key));
+	key->kind = ev->kind;
+	for (unsigned i = 0; (f = field_next(ev->kind, SP_TRACE_VERSION, 0, &i));)
+		memcpy((uint8_t *)key + f->off, (const uint8_t *)ev + f->off, f->size);
+}
+
+uint8_t *sp_rec_put(uint8_t *p, const struct sp_event *ev, int values)
+{
+	const struct field *f;
+	for (unsigned i = 0; (f = field_next(ev->kind, SP_TRACE_VERSION, values ? FL_V : 0, &i));)
+		p = put_varint(p, field_get(ev, f));
+	return p;
+}
+
+int sp_rec_get(const uint8_t **p, const uint8_t *end, unsigned version, struct sp_event *ev, int values)
+{
+	const struct field *f;
+	uint64_t v;
+	for (unsigned i = 0; (f = field_next(ev->kind, version, values ? FL_V : 0, &i));)
+		if (get_varint(p, end, &v) < 0 || field_set(ev, f, v) < 0)
 			return -1;
 	return 0;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* trace_read.c - reads the trace file (docs/FORMAT.md) for the CLI: checks the header, loads one
- * chunk at a time, decodes records with record.c and keeps the string, stack and Python frame
+ * chunk at a time, decodes records with columns.c and keeps the string, stack and Python frame
  * tables. Treats the file as hostile: every id, count and size is checked against the limits of
  * layout.h before it sizes anything; failures become a message (sp_trace_error), never a crash. */
 #include <errno.h>
@@ -34,9 +34,9 @@ struct sp_trace_reader {
 	uint64_t off;           /* file offset of the next chunk */
 	uint8_t *raw, *comp;    /* current chunk, decompressed; compressed scratch */
 	size_t raw_cap, comp_cap;
-	size_t pos, len;        /* read position and size of raw */
+	size_t len;             /* size of raw */
 	uint32_t left;          /* records not yet decoded in this chunk */
-	struct sp_rec_prev prev; /* the chunk's previous start and correlation id (layout.h) */
+	struct sp_chunk_cur cur; /* where decoding stands in raw (layout.h) */
 	struct idmap strmap;    /* string id -> its index in str */
 	struct {
 		uint32_t id;
@@ -146,12 +146,16 @@ static int load_chunk(struct sp_trace_reader *r)
 	if (got != rsize)
 		return reader_fail(r, "corrupt chunk at offset %llu: %zu bytes instead of %u",
 				   (unsigned long long)r->off, got, rsize);
+	int rc = sp_chunk_begin(&r->cur, r->raw, rsize, r->hdr.version);
+	if (rc < 0)
+		return reader_fail(r,
+				   rc == -2 ? "out of memory for a chunk at offset %llu"
+					    : "corrupt chunk at offset %llu: its columns do not add up",
+				   (unsigned long long)r->off);
 	r->off += CHUNK_HEADER_SIZE + csize;
 	r->decoded += rsize;
-	r->pos = 0;
 	r->len = rsize;
 	r->left = count;
-	r->prev = (struct sp_rec_prev){ 0 };
 	return 1;
 }
 
@@ -343,11 +347,12 @@ static int index_event_ids(struct sp_trace_reader *r, const struct sp_event *ev)
 }
 
 /* Decodes one event record (kind byte already read). Returns 0, or -1 on a bad record. */
-static int read_event(struct sp_trace_reader *r, uint8_t kind, const uint8_t **p, const uint8_t *end,
-		      struct sp_event *ev)
+static int read_event(struct sp_trace_reader *r, uint8_t kind, struct sp_event *ev)
 {
-	if (sp_rec_decode(p, end, kind, r->hdr.version, &r->prev, ev) < 0)
-		return reader_fail(r, "corrupt %s record", sp_ev_kind_name(kind));
+	int rc = sp_chunk_event(&r->cur, kind, ev);
+	if (rc < 0)
+		return reader_fail(r, rc == -2 ? "out of memory decoding a %s record" : "corrupt %s record",
+				   sp_ev_kind_name(kind));
 	return index_event_ids(r, ev);
 }
 
@@ -388,6 +393,8 @@ static int has_traces(int fd)
 	DIR *d = fdopendir(fd);
 	struct dirent *e;
 	int found = 0;
+	if (d)
+		rewinddir(d); /* a dup of a descriptor read before shares its offset */
 	for (int i = 0; d && !found && i < 4096 && (e = readdir(d)); i++) {
 		size_t n = strlen(e->d_name);
 		found = n > 8 && !strcmp(e->d_name + n - 8, ".sptrace");
@@ -405,20 +412,27 @@ static void folder_message(int fd, const char *path, char *err, size_t errlen)
 {
 	DIR *d = fdopendir(dup(fd));
 	struct dirent *e;
+	int plen = (int)strlen(path), subs = 0;
+	while (plen > 1 && path[plen - 1] == '/') /* DIR/ joins as DIR/NAME, not DIR//NAME */
+		plen--;
 	size_t len = (size_t)snprintf(err, errlen, "%s: a folder, not a trace file", path);
-	int subs = 0;
 	for (int i = 0; d && i < 4096 && subs < 8 && (e = readdir(d)); i++) {
 		if (e->d_name[0] == '.' || len >= errlen)
 			continue;
 		int sub = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 		if (sub >= 0 && has_traces(sub))
-			len += (size_t)snprintf(err + len, errlen - len, "%s %s/%s/*.sptrace",
-						subs++ ? "," : ": its phases' traces are", path, e->d_name);
+			len += (size_t)snprintf(err + len, errlen - len, "%s %.*s/%s/*.sptrace",
+						subs++ ? "," : ": its phases' traces are", plen, path, e->d_name);
 	}
 	if (d)
 		closedir(d);
-	if (!subs && len < errlen)
-		snprintf(err + len, errlen - len, " (give its .sptrace files: %s/*.sptrace)", path);
+	if (subs || len >= errlen)
+		return;
+	int again = dup(fd); /* has_traces closes what it is given */
+	if (again >= 0 && has_traces(again))
+		snprintf(err + len, errlen - len, " (give its .sptrace files: %.*s/*.sptrace)", plen, path);
+	else
+		snprintf(err + len, errlen - len, " (it holds no .sptrace file)");
 }
 
 /* ---- exported: reading ---- */
@@ -505,19 +519,19 @@ int sp_trace_next(struct sp_trace_reader *r, struct sp_event *ev)
 		return -1;
 	for (;;) {
 		if (!r->left) {
-			if (r->pos != r->len)
-				return reader_fail(r, "chunk before offset %llu has %zu bytes after its last record",
-						   (unsigned long long)r->off, r->len - r->pos);
+			if (r->len && !sp_chunk_done(&r->cur))
+				return reader_fail(r, "chunk before offset %llu has bytes after its last record",
+						   (unsigned long long)r->off);
 			int rc = load_chunk(r);
 			if (rc <= 0)
 				return rc;
 			continue;
 		}
-		const uint8_t *p = r->raw + r->pos, *end = r->raw + r->len;
-		if (p == end)
+		uint8_t kind;
+		if (sp_chunk_kind(&r->cur, &kind) < 0)
 			return reader_fail(r, "chunk before offset %llu ends before its last record",
 					   (unsigned long long)r->off);
-		uint8_t kind = *p++;
+		const uint8_t *p = r->cur.body, *end = r->cur.body_end; /* table records */
 		int rc;
 		if (kind == KIND_STRING)
 			rc = read_string(r, &p, end);
@@ -529,10 +543,11 @@ int sp_trace_next(struct sp_trace_reader *r, struct sp_event *ev)
 			rc = reader_fail(r, "unknown record kind %u in chunk before offset %llu", kind,
 					 (unsigned long long)r->off);
 		else
-			rc = read_event(r, kind, &p, end, ev);
+			rc = read_event(r, kind, ev);
 		if (rc < 0)
 			return -1;
-		r->pos = (size_t)(p - r->raw);
+		if (kind == KIND_STRING || kind == KIND_STACK || kind == KIND_PYFRAME)
+			r->cur.body = p;
 		r->left--;
 		if (kind != KIND_STRING && kind != KIND_STACK && kind != KIND_PYFRAME)
 			return 1;
@@ -612,7 +627,7 @@ const char *sp_trace_error(const struct sp_trace_reader *r)
 int sp_trace_rewind(struct sp_trace_reader *r)
 {
 	r->off = r->hdr.header_size;
-	r->pos = r->len = 0;
+	r->len = 0;
 	r->left = 0;
 	r->decoded = 0;
 	r->truncated = r->failed = 0;
@@ -640,6 +655,7 @@ void sp_trace_close_reader(struct sp_trace_reader *r)
 	free(r->stkmap.val);
 	free(r->raw);
 	free(r->comp);
+	sp_chunk_free(&r->cur);
 	ZSTD_freeDCtx(r->dctx);
 	close(r->fd);
 	free(r);

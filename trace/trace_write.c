@@ -2,7 +2,7 @@
 /* trace_write.c - writes the trace file (docs/FORMAT.md): the header, then chunks of records (one
  * zstd frame each), with every string, call stack and Python frame written once, before the
  * first record that names it. Runs on the collector's writer thread only and never prints;
- * records are encoded by record.c. */
+ * records are encoded into the chunk's columns by columns.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -28,11 +28,9 @@ struct idbits {
 struct sp_trace_writer {
 	int fd;
 	ZSTD_CCtx *cctx;
-	uint8_t *raw;           /* records of the chunk being built */
-	size_t raw_len, raw_cap;
+	struct sp_enc *enc;     /* the chunk being built (columns.c) */
 	size_t chunk_bytes;     /* raw size that triggers a flush */
-	uint32_t nrec;          /* records in raw, strings included */
-	struct sp_rec_prev prev; /* the chunk's previous start and correlation id (layout.h) */
+	uint32_t nrec;          /* records in the chunk, strings included */
 	uint8_t *out;           /* chunk header + compressed frame */
 	size_t out_cap;
 	uint64_t file_bytes;
@@ -50,22 +48,6 @@ struct sp_trace_writer {
 };
 
 /* ---- writing ---- */
-
-/* Makes room for need more raw bytes. Returns 0, or -1 with errno ENOMEM (nothing changed). */
-static int raw_reserve(struct sp_trace_writer *w, size_t need)
-{
-	if (w->raw_len + need <= w->raw_cap)
-		return 0;
-	size_t cap = w->raw_cap ? w->raw_cap : 4096;
-	while (cap < w->raw_len + need)
-		cap *= 2;
-	uint8_t *p = realloc(w->raw, cap);
-	if (!p)
-		return -1;
-	w->raw = p;
-	w->raw_cap = cap;
-	return 0;
-}
 
 /* This function can't fail. */
 static bool bits_has(const struct idbits *b, uint32_t id)
@@ -98,18 +80,17 @@ static int bits_set(struct idbits *b, uint32_t id)
 static int append_string(struct sp_trace_writer *w, uint32_t id, const char *s)
 {
 	size_t len = strnlen(s, MAX_STRING_BYTES); /* longer: its first MAX_STRING_BYTES bytes */
-	if (raw_reserve(w, len + 21) < 0)
+	uint8_t *start = sp_enc_table(w->enc, KIND_STRING, len + 20), *p = start;
+	if (!p)
 		return -1;
-	uint8_t *start = w->raw + w->raw_len, *p = start;
-	*p++ = KIND_STRING;
 	p = put_varint(p, id);
 	p = put_varint(p, len);
 	memcpy(p, s, len);
 	p += len;
-	w->raw_len += (size_t)(p - start);
+	sp_enc_table_end(w->enc, p);
 	w->nrec++;
 	bits_set(&w->strings, id);
-	return (int)(p - start);
+	return 1 + (int)(p - start);
 }
 
 /* Writes the string of id if the file lacks it. Returns bytes added (0 if none) or -1. */
@@ -125,21 +106,20 @@ static int ensure_string(struct sp_trace_writer *w, uint32_t id)
  * the stack (0 before the first). Returns its encoded size, or -1 with errno ENOMEM. */
 static int append_stack(struct sp_trace_writer *w, uint32_t id, const uint64_t *pcs, uint32_t n)
 {
-	if (raw_reserve(w, 21 + (size_t)n * 10) < 0)
-		return -1;
-	uint8_t *start = w->raw + w->raw_len, *p = start;
+	uint8_t *start = sp_enc_table(w->enc, KIND_STACK, 20 + (size_t)n * 10), *p = start;
 	uint64_t prev = 0;
-	*p++ = KIND_STACK;
+	if (!p)
+		return -1;
 	p = put_varint(p, id);
 	p = put_varint(p, n);
 	for (uint32_t i = 0; i < n; i++) {
 		p = put_varint(p, zigzag((int64_t)(pcs[i] - prev)));
 		prev = pcs[i];
 	}
-	w->raw_len += (size_t)(p - start);
+	sp_enc_table_end(w->enc, p);
 	w->nrec++;
 	bits_set(&w->stacks, id);
-	return (int)(p - start);
+	return 1 + (int)(p - start);
 }
 
 /* Writes the Python frame record of id (and its strings) if the file lacks it. Returns bytes
@@ -152,18 +132,17 @@ static int ensure_pyframe(struct sp_trace_writer *w, uint32_t id)
 	if (w->py_lookup(w->py_ctx, id, &file, &func, &line) < 0)
 		file = func = line = 0;
 	int a = ensure_string(w, file), b = a < 0 ? -1 : ensure_string(w, func);
-	if (a < 0 || b < 0 || raw_reserve(w, 41) < 0)
+	uint8_t *start = a < 0 || b < 0 ? NULL : sp_enc_table(w->enc, KIND_PYFRAME, 40), *p = start;
+	if (!p)
 		return -1;
-	uint8_t *start = w->raw + w->raw_len, *p = start;
-	*p++ = KIND_PYFRAME;
 	p = put_varint(p, id);
 	p = put_varint(p, file);
 	p = put_varint(p, func);
 	p = put_varint(p, line);
-	w->raw_len += (size_t)(p - start);
+	sp_enc_table_end(w->enc, p);
 	w->nrec++;
 	bits_set(&w->pyframes, id);
-	return a + b + (int)(p - start);
+	return a + b + 1 + (int)(p - start);
 }
 
 /* Writes the stack of id if the file lacks it (after the Python frame records it names, in a
@@ -189,7 +168,7 @@ static int ensure_stack(struct sp_trace_writer *w, uint32_t id)
 /* Flushes if the chunk has reached its size. Returns 0 or -1 with errno. */
 static int maybe_flush(struct sp_trace_writer *w)
 {
-	return w->raw_len >= w->chunk_bytes ? sp_trace_flush(w) : 0;
+	return sp_enc_bytes(w->enc) >= w->chunk_bytes ? sp_trace_flush(w) : 0;
 }
 
 /* ---- exported: writing ---- */
@@ -226,9 +205,11 @@ struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_
 	w->lookup = lookup;
 	w->lookup_ctx = lookup_ctx;
 	w->cctx = ZSTD_createCCtx();
-	if (!w->cctx || ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, ZSTD_LEVEL)) ||
+	w->enc = sp_enc_new();
+	if (!w->cctx || !w->enc || ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, ZSTD_LEVEL)) ||
 	    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1))) {
 		ZSTD_freeCCtx(w->cctx);
+		sp_enc_free(w->enc);
 		free(w);
 		errno = ENOMEM;
 		return NULL;
@@ -242,6 +223,7 @@ struct sp_trace_writer *sp_trace_create(const char *path, const struct sp_trace_
 			unlink(path);
 		}
 		ZSTD_freeCCtx(w->cctx);
+		sp_enc_free(w->enc);
 		free(w);
 		errno = e;
 		return NULL;
@@ -259,19 +241,19 @@ int sp_trace_write(struct sp_trace_writer *w, const struct sp_event *ev)
 		errno = w->broken ? w->broken : EINVAL;
 		return -1;
 	}
-	int ns = ensure_string(w, ev->name), nd = 0, nh = 0, nk = 0;
+	if (sp_enc_full(w->enc) && sp_trace_flush(w) < 0) /* the chunk's templates are all taken */
+		return -1;
+	int ns = ensure_string(w, ev->name), nd = 0, nh = 0, nk = 0, n = 0;
 	if (ns >= 0 && ev->kind == SP_EV_MARKER)
 		nd = ensure_string(w, ev->u.marker.domain);
 	if (ns >= 0 && nd >= 0 && ev->kind == SP_EV_MARKER)
 		nh = ensure_string(w, ev->u.marker.shapes);
 	if (ns >= 0 && nd >= 0 && nh >= 0)
 		nk = ensure_stack(w, sp_ev_stack(ev));
-	if (ns < 0 || nd < 0 || nh < 0 || nk < 0 || raw_reserve(w, MAX_EVENT_BYTES) < 0)
+	if (ns < 0 || nd < 0 || nh < 0 || nk < 0 || (n = sp_enc_event(w->enc, ev)) < 0)
 		return -1;
-	uint8_t *start = w->raw + w->raw_len, *p = sp_rec_encode(start, ev, &w->prev);
-	w->raw_len += (size_t)(p - start);
 	w->nrec++;
-	return maybe_flush(w) < 0 ? -1 : ns + nd + nh + nk + (int)(p - start);
+	return maybe_flush(w) < 0 ? -1 : ns + nd + nh + nk + n;
 }
 
 /* Returns encoded bytes, or -1 with errno (EINVAL for id 0, ENOMEM, or the error of a chunk
@@ -323,7 +305,7 @@ int sp_trace_flush(struct sp_trace_writer *w)
 	}
 	if (!w->nrec)
 		return 0;
-	size_t bound = CHUNK_HEADER_SIZE + ZSTD_compressBound(w->raw_len);
+	size_t bound = CHUNK_HEADER_SIZE + ZSTD_compressBound(sp_enc_bytes(w->enc) + 200);
 	if (bound > w->out_cap) {
 		uint8_t *p = realloc(w->out, bound);
 		if (!p)
@@ -331,23 +313,26 @@ int sp_trace_flush(struct sp_trace_writer *w)
 		w->out = p;
 		w->out_cap = bound;
 	}
-	size_t c = ZSTD_compress2(w->cctx, w->out + CHUNK_HEADER_SIZE, bound - CHUNK_HEADER_SIZE, w->raw, w->raw_len);
-	if (ZSTD_isError(c) || c > UINT32_MAX || w->raw_len > UINT32_MAX) {
+	const uint8_t *raw;
+	size_t len;
+	if (sp_enc_finish(w->enc, &raw, &len) < 0)
+		return -1;
+	uint32_t nrec = w->nrec;
+	w->nrec = 0;
+	size_t c = ZSTD_compress2(w->cctx, w->out + CHUNK_HEADER_SIZE, bound - CHUNK_HEADER_SIZE, raw, len);
+	if (ZSTD_isError(c) || c > UINT32_MAX || len > UINT32_MAX) { /* the chunk is lost */
 		errno = EIO;
 		return -1;
 	}
 	put_le(w->out, CHUNK_MAGIC, 4);
 	put_le(w->out + 4, c, 4);
-	put_le(w->out + 8, w->raw_len, 4);
-	put_le(w->out + 12, w->nrec, 4);
+	put_le(w->out + 8, len, 4);
+	put_le(w->out + 12, nrec, 4);
 	if (sp_write_all(w->fd, w->out, CHUNK_HEADER_SIZE + c) < 0) {
 		w->broken = errno ? errno : EIO;
 		return -1;
 	}
 	w->file_bytes += CHUNK_HEADER_SIZE + c;
-	w->raw_len = 0;
-	w->nrec = 0;
-	w->prev = (struct sp_rec_prev){ 0 };
 	return 0;
 }
 
@@ -367,7 +352,7 @@ int sp_trace_close(struct sp_trace_writer *w)
 		e = errno;
 	}
 	ZSTD_freeCCtx(w->cctx);
-	free(w->raw);
+	sp_enc_free(w->enc);
 	free(w->out);
 	free(w->strings.bits);
 	free(w->stacks.bits);

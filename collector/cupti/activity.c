@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* activity.c - CUPTI's activity buffers: hands out buffers, converts each GPU record into a ring
- * event of the window its correlation id falls in (warmup and outside records are dropped,
- * late ones counted), and the writer thread's tick that closes windows once their records came
- * and asks cupti_life.c whether to let go of CUPTI. Runs on CUPTI's and the writer's threads. */
+ * event of the window its correlation id falls in (records of no window are discarded: warmup
+ * steps, the program's own profiler's, a step recorded while activity was still on; a record of a
+ * written window's own call that was not already said missing is counted late), and the writer
+ * thread's tick that closes windows once their records came, turns activity off once their
+ * records are in, and asks cupti_life.c whether to let go of CUPTI. Runs on CUPTI's and the
+ * writer's threads. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -26,16 +29,20 @@
 /* Writer-thread state of closing windows. */
 static struct {
 	struct {
-		uint32_t lo, hi;
-	} closed[SP_MAX_CLOSED]; /* corr ranges of written windows (sp_col.lock) */
+		uint32_t lo, hi;            /* the ids of its own calls: [lo, hi) */
+		uint64_t missing;           /* its kernels said missing whose records did not come yet */
+	} closed[SP_MAX_CLOSED]; /* written windows (sp_col.lock) */
 	unsigned nclosed;                   /* windows written so far (closed[] is a ring) */
 	uint64_t last_flush;                /* last forced CUPTI flush (writer thread) */
 	struct {
 		uint32_t id, last;          /* the window's id; the highest correlation id of a launch */
 		uint32_t copy;              /* ... of a copy or set call */
+		uint32_t top;               /* ... of any call */
+		bool graph;                 /* a graph launch */
 		uint64_t n;                 /* its launches drained since the last tick */
 	} drained[SP_MAX_WINDOWS];          /* by window slot (writer thread) */
 	uint64_t prev_tick;                 /* the writer's previous tick: every drain since began later */
+	uint64_t outside;                   /* records of no window, discarded (under sp_col.lock) */
 } A;
 
 /* One life-cycle tick at a time: the writer thread's, or an application thread's before the writer
@@ -47,13 +54,16 @@ void sp_act_writer_seen(const struct sp_event *ev)
 	if (ev->kind != SP_EV_API || !ev->u.api.win_slot || ev->u.api.win_slot > SP_MAX_WINDOWS)
 		return;
 	unsigned k = ev->u.api.win_slot - 1u;
-	if (A.drained[k].id != ev->u.api.win_id || (!A.drained[k].n && !A.drained[k].copy)) /* (stale: reset) */
-		A.drained[k].id = ev->u.api.win_id, A.drained[k].n = 0, A.drained[k].last = A.drained[k].copy = 0;
-	if (ev->u.api.win_copy) {
-		if (ev->corr > A.drained[k].copy)
-			A.drained[k].copy = ev->corr;
+	if (A.drained[k].id != ev->u.api.win_id || !A.drained[k].top) /* (stale: reset) */
+		A.drained[k].id = ev->u.api.win_id, A.drained[k].n = 0,
+		A.drained[k].last = A.drained[k].copy = A.drained[k].top = 0, A.drained[k].graph = false;
+	if (ev->corr > A.drained[k].top)
+		A.drained[k].top = ev->corr;
+	if (ev->u.api.win_call == SP_WCALL_COPY && ev->corr > A.drained[k].copy)
+		A.drained[k].copy = ev->corr;
+	A.drained[k].graph |= ev->u.api.win_call == SP_WCALL_GRAPH;
+	if (ev->u.api.win_call != SP_WCALL_LAUNCH)
 		return;
-	}
 	A.drained[k].n++;
 	if (ev->corr > A.drained[k].last)
 		A.drained[k].last = ev->corr;
@@ -65,7 +75,7 @@ static void count_drained(void)
 {
 	for (int k = 0; k < SP_MAX_WINDOWS; k++) {
 		struct window *w = &sp_col.win[k];
-		if (!A.drained[k].n && !A.drained[k].copy)
+		if (!A.drained[k].top)
 			continue;
 		if (w->used && w->id == A.drained[k].id) {
 			w->launched += A.drained[k].n;
@@ -73,9 +83,13 @@ static void count_drained(void)
 				w->last_launch = A.drained[k].last;
 			if (A.drained[k].copy > w->last_copy)
 				w->last_copy = A.drained[k].copy;
+			if (A.drained[k].top > w->last_call)
+				w->last_call = A.drained[k].top;
+			w->graphs |= A.drained[k].graph;
 		}
 		A.drained[k].n = 0;
-		A.drained[k].copy = 0;
+		A.drained[k].copy = A.drained[k].top = 0;
+		A.drained[k].graph = false;
 	}
 }
 
@@ -92,10 +106,10 @@ void CUPTIAPI sp_act_buffer_requested(uint8_t **buf, size_t *size, size_t *max_r
 }
 
 /* The window a GPU record with this correlation id belongs to, or NULL (warmup or outside).
- * *late is set if it belongs to a window already written. Caller holds sp_col.lock. */
-static struct window *window_of(uint32_t corr, int *late)
+ * *closed gets the written window whose own call it is, or -1. Caller holds sp_col.lock. */
+static struct window *window_of(uint32_t corr, int *closed)
 {
-	*late = 0;
+	*closed = -1;
 	for (int i = 0; i < SP_MAX_WINDOWS; i++) {
 		struct window *w = &sp_col.win[i];
 		if (w->used && w->corr_lo != SP_CORR_PENDING && corr >= w->corr_lo &&
@@ -103,7 +117,8 @@ static struct window *window_of(uint32_t corr, int *late)
 			return w;
 	}
 	for (unsigned i = 0; i < A.nclosed && i < SP_MAX_CLOSED; i++)
-		*late |= corr >= A.closed[i].lo && corr < A.closed[i].hi;
+		if (corr >= A.closed[i].lo && corr < A.closed[i].hi)
+			*closed = (int)i;
 	return NULL;
 }
 
@@ -114,12 +129,23 @@ static struct window *window_of(uint32_t corr, int *late)
 	 (ev).context = (r)->contextId)
 
 /* Pushes a converted GPU record if its window is open or closing (counting a kernel's arrival),
- * else counts it in *late if it belongs to a window already written. This function can't fail. */
+ * else counts it in *late if it is of a written window's own call and not already counted as
+ * one of its missing kernels; anything else is of no window (discarded, no loss). This function
+ * can't fail. */
 static void deliver(struct sp_event *ev, uint64_t *late)
 {
-	int is_late;
+	int closed;
 	pthread_mutex_lock(&sp_col.lock);
-	struct window *w = window_of(ev->corr, &is_late);
+	struct window *w = window_of(ev->corr, &closed);
+	if (!w && closed >= 0) {
+		uint64_t *missing = &A.closed[closed].missing;
+		if (ev->kind == SP_EV_KERNEL && !ev->u.kernel.graph_id && *missing)
+			--*missing; /* said missing when its window was written: no second count */
+		else
+			++*late;
+	} else if (!w) {
+		A.outside++;
+	}
 	if (w) {
 		if (ev->kind == SP_EV_KERNEL && !ev->u.kernel.graph_id) {
 			atomic_fetch_add_explicit(&w->arrived, 1, memory_order_relaxed);
@@ -137,8 +163,6 @@ static void deliver(struct sp_event *ev, uint64_t *late)
 	pthread_mutex_unlock(&sp_col.lock);
 	if (w)
 		sp_coll_push(ev);
-	else
-		*late += is_late;
 }
 
 /* Converts one CUPTI activity record into a ring event (kinds stepprof does not record are
@@ -237,6 +261,17 @@ void CUPTIAPI sp_act_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 	free(buf);
 }
 
+void sp_act_say_outside(void)
+{
+	pthread_mutex_lock(&sp_col.lock);
+	uint64_t n = A.outside;
+	pthread_mutex_unlock(&sp_col.lock);
+	if (n)
+		sp_info("%llu GPU records of no window were discarded (not a loss: warmup steps, steps after a "
+			"window's end recorded while its records came in, the program's own profiler's)",
+			(unsigned long long)n);
+}
+
 uint64_t CUPTIAPI sp_act_timestamp(void)
 {
 	return sp_now_ns();
@@ -290,6 +325,7 @@ static enum sp_life_act life_tick(uint64_t now, bool early)
 	if (aut)
 		sp_auto_life_after(&v, det, act);
 	if (act == SP_LIFE_DETACH) {
+		sp_share_detached(); /* the program's profiler gets CUPTI itself */
 		sp_host_min_bytes = SIZE_MAX; /* host allocations: nothing will be recorded again */
 		sp_writer_set_pass_ns(SP_DETACHED_PASS_NS); /* nothing to drain but the odd NCCL event */
 	}
@@ -333,6 +369,66 @@ static int records_in(const struct window *w, uint64_t prev, uint64_t *missing)
 	return arrived >= launched && last_ok && copies_ok && prev > w->close_ts;
 }
 
+/* Writes closing window w: its END, and a DROPPED 'missing' record and a warning if kernels are
+ * missing; keeps its own calls' ids for late records and frees its slot. Writer thread, under
+ * sp_col.lock. This function can't fail. */
+static void write_window(struct window *w, uint64_t missing, uint64_t age)
+{
+	struct sp_event ev = {
+		.kind = SP_EV_WINDOW_END, .sub = w->origin, .device = SP_NO_DEVICE, .start = w->t_end, .end = w->t_end
+	};
+	ev.name = sp_col.mk[w->mk].name; /* the phase, 0 without phases */
+	ev.u.window.id = w->id;
+	ev.u.window.first_step = w->first_step;
+	ev.u.window.last_step = w->last_step;
+	if (missing) { /* said in the trace and on stderr: never a silent loss */
+		struct sp_event d = { .kind = SP_EV_DROPPED,
+				      .sub = SP_DROP_MISSING,
+				      .device = SP_NO_DEVICE,
+				      .start = w->t_end,
+				      .end = w->t_end };
+		d.u.dropped.count = missing;
+		d.name = sp_col.mk[w->mk].name; /* its phase's: the phase's file (writer.h) */
+		sp_writer_emit(&d);
+		sp_warn("window %u (steps %lld-%lld): %llu of its %llu kernel launches had no kernel record after %.1f "
+			"ms; written without them (counted as dropped 'missing')",
+			w->id, (long long)w->first_step, (long long)w->last_step, (unsigned long long)missing,
+			(unsigned long long)w->launched, age / 1e6);
+	}
+	sp_writer_emit(&ev);
+	sp_info("window %u (steps %lld-%lld) closed after %.1f ms", w->id, (long long)w->first_step,
+		(long long)w->last_step, age / 1e6);
+	/* the next window began before this one was written (it may have ended already: a tick
+	 * between windows need not come while the next one is close, so say it here) */
+	if ((sp_col.collecting || sp_col.next_window_id > w->id + 1) && sp_col.cfg.detach_between != SP_DETACH_NEVER)
+		sp_cupti_life_overlap();
+	/* late records: of its own calls only (a top still pending ends at its last call: the next
+	 * step's records are no window's), and not its kernels said missing, counted already */
+	unsigned c = A.nclosed++ % SP_MAX_CLOSED;
+	A.closed[c].lo = w->corr_lo;
+	A.closed[c].hi = w->corr_hi != SP_CORR_PENDING ? w->corr_hi : w->last_call ? w->last_call + 1 : w->corr_lo;
+	A.closed[c].missing = missing;
+	if (sp_col.split_hi == &w->corr_hi) /* its top still pending: no later call fills a freed slot */
+		sp_col.split_hi = NULL;
+	if (sp_col.split_lo == &w->corr_lo)
+		sp_col.split_lo = NULL;
+	w->used = 0;
+}
+
+/* Once every closing window has its records, activity kinds go off: the steps after a window are
+ * not recorded while it waits out its settle time (they were, for a step of a launch-bound loop).
+ * Not with sync records (not waited for), nor after a graph launch (its kernels are not counted).
+ * Writer thread, under sp_col.lock. This function can't fail. */
+static void activities_done(bool all_in)
+{
+	if (!all_in || sp_col.collecting || !sp_col.activities_on || sp_col.cfg.sync)
+		return;
+	for (int i = 0; i < SP_MAX_WINDOWS; i++)
+		if (sp_col.win[i].used && (!sp_col.win[i].closing || sp_col.win[i].graphs))
+			return;
+	sp_win_activities_due_off(); /* the CUPTI calls after the lock (sp_win_activities_off) */
+}
+
 void sp_act_writer_tick(void *ctx)
 {
 	uint64_t now = sp_now_ns(), prev = A.prev_tick;
@@ -345,6 +441,7 @@ void sp_act_writer_tick(void *ctx)
 	if (!closing)
 		sp_win_activities_idle();
 	pthread_mutex_unlock(&sp_col.lock);
+	sp_win_activities_off();
 	if (!closing) {
 		if (pthread_mutex_trylock(&tick_lock) == 0) {
 			(void)life_tick(now, false);
@@ -358,52 +455,21 @@ void sp_act_writer_tick(void *ctx)
 	}
 	pthread_mutex_lock(&sp_col.lock);
 	now = sp_now_ns(); /* a window may have begun closing since the first read (its age was negative) */
+	bool all_in = true;
 	for (int i = 0; i < SP_MAX_WINDOWS; i++) {
 		struct window *w = &sp_col.win[i];
 		if (!w->used || !w->closing)
 			continue;
 		uint64_t last = w->last_record_ts > w->close_ts ? w->last_record_ts : w->close_ts;
 		uint64_t age = now > w->close_ts ? now - w->close_ts : 0, quiet = now > last ? now - last : 0;
-		uint64_t missing, launched = w->launched;
-		int complete = records_in(w, prev, &missing) && age > SP_WINDOW_SETTLE_NS;
-		if (complete || (age > SP_WINDOW_QUIET_AGE_NS && quiet > SP_WINDOW_QUIET_NS) ||
-		    age > SP_WINDOW_GIVE_UP_NS) {
-			struct sp_event ev = { .kind = SP_EV_WINDOW_END,
-					       .sub = w->origin,
-					       .device = SP_NO_DEVICE,
-					       .start = w->t_end,
-					       .end = w->t_end };
-			ev.name = sp_col.mk[w->mk].name; /* the phase, 0 without phases */
-			ev.u.window.id = w->id;
-			ev.u.window.first_step = w->first_step;
-			ev.u.window.last_step = w->last_step;
-			if (missing) { /* said in the trace and on stderr: never a silent loss */
-				struct sp_event d = { .kind = SP_EV_DROPPED,
-						      .sub = SP_DROP_MISSING,
-						      .device = SP_NO_DEVICE,
-						      .start = w->t_end,
-						      .end = w->t_end };
-				d.u.dropped.count = missing;
-				d.name = sp_col.mk[w->mk].name; /* its phase's: the phase's file (writer.h) */
-				sp_writer_emit(&d);
-				sp_warn("window %u (steps %lld-%lld): %llu of its %llu kernel launches had no kernel "
-					"record "
-					"after %.1f ms; written without them (counted as dropped 'missing')",
-					w->id, (long long)w->first_step, (long long)w->last_step,
-					(unsigned long long)missing, (unsigned long long)launched, age / 1e6);
-			}
-			sp_writer_emit(&ev);
-			sp_info("window %u (steps %lld-%lld) closed after %.1f ms", w->id, (long long)w->first_step,
-				(long long)w->last_step, age / 1e6);
-			/* the next window began before this one was written (it may have ended already: a
-			 * tick between windows need not come while the next one is close, so say it here) */
-			if ((sp_col.collecting || sp_col.next_window_id > w->id + 1) &&
-			    sp_col.cfg.detach_between != SP_DETACH_NEVER)
-				sp_cupti_life_overlap();
-			A.closed[A.nclosed++ % SP_MAX_CLOSED].lo = w->corr_lo;
-			A.closed[(A.nclosed - 1) % SP_MAX_CLOSED].hi = w->corr_hi;
-			w->used = 0;
-		}
+		uint64_t missing;
+		int in = records_in(w, prev, &missing);
+		all_in &= in != 0;
+		if ((in && age > SP_WINDOW_SETTLE_NS) || (age > SP_WINDOW_QUIET_AGE_NS && quiet > SP_WINDOW_QUIET_NS) ||
+		    age > SP_WINDOW_GIVE_UP_NS)
+			write_window(w, missing, age);
 	}
+	activities_done(all_in);
 	pthread_mutex_unlock(&sp_col.lock);
+	sp_win_activities_off();
 }

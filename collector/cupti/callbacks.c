@@ -201,8 +201,9 @@ static void on_api_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const 
 		*cd->correlationData = t;
 }
 
-/* An API exit inside a window: writes its SP_EV_API event, a launch marked for the window's count
- * and a copy or set for its wait (the writer thread notes them as it drains the event: activity.c). */
+/* An API exit inside a window: writes its SP_EV_API event, marked with the window and what it is
+ * (a launch for the window's count, a copy or set for its wait, a graph launch, another call): the
+ * writer thread notes them as it drains the event (activity.c). */
 static void record_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd, struct window *w,
 		       int launch, uint32_t stack, uint64_t t)
 {
@@ -218,12 +219,13 @@ static void record_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CU
 	ev.u.api.cbid = cbid;
 	ev.u.api.status = cd->functionReturnValue ? *(const int *)cd->functionReturnValue : 0;
 	ev.u.api.stack = stack;
-	int copy = !launch && cbid < SP_CBID_MAX && (sp_col.cls[d][cbid] & CLS_COPY) && !ev.u.api.status;
-	if (launch || copy) {
-		ev.u.api.win_id = w->id;
-		ev.u.api.win_slot = (uint16_t)(w - sp_col.win + 1);
-		ev.u.api.win_copy = (uint8_t)copy;
-	}
+	uint8_t cls = cbid < SP_CBID_MAX ? sp_col.cls[d][cbid] : 0;
+	ev.u.api.win_id = w->id;
+	ev.u.api.win_slot = (uint16_t)(w - sp_col.win + 1);
+	ev.u.api.win_call = launch			     ? SP_WCALL_LAUNCH
+			    : (cls & CLS_COPY) && !ev.u.api.status ? SP_WCALL_COPY
+			    : cls & CLS_GRAPH			     ? SP_WCALL_GRAPH
+								     : SP_WCALL_OTHER;
 	sp_coll_push(&ev);
 }
 
@@ -237,12 +239,6 @@ static void on_api_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const C
 	if (!d)
 		sp_thr.in_rt = sp_thr.in_rt_launch = sp_thr.mem_hooked = 0;
 	sp_thr.cur_cb[d] = 0;
-	if (sp_thr.defer_off) {
-		sp_thr.defer_off = 0;
-		pthread_mutex_lock(&sp_col.lock);
-		sp_cbset_apply();
-		pthread_mutex_unlock(&sp_col.lock);
-	}
 	/* the window this call was made in, before a boundary at its exit ends it: an automatic step
 	 * that ends after its anchor call (a cudaMemcpy to the host) keeps that call, and waits for its copy */
 	struct window *w = __atomic_load_n(&sp_col.open, __ATOMIC_ACQUIRE);
@@ -271,6 +267,26 @@ static void on_api_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const C
 	detect_exit(dom, cbid, cd, t);
 }
 
+/* A call whose callback nothing wants any more (sp_col.cb_lazy): as if it were off already, but a
+ * pending window split takes its id (the window's top is the first call after its end), and its
+ * exit ends the call state an entry seen in full set up, then turns the callback off. */
+static void lazy_call(int d, CUpti_CallbackId cbid, const CUpti_CallbackData *cd)
+{
+	if (cd->callbackSite == CUPTI_API_ENTER) {
+		if (atomic_load_explicit(&sp_col.split_pending, memory_order_relaxed) &&
+		    atomic_exchange(&sp_col.split_pending, 0))
+			fill_split(cd->correlationId);
+		if (__builtin_expect(sp_thr.own_split, 0))
+			sp_win_own_split(cd->correlationId);
+		return;
+	}
+	if (sp_thr.cur_cb[d] == cbid) /* its entry was a wanted one's */
+		sp_thr.cur_cb[d] = 0;
+	if (!d) /* runtime calls do not nest: none is in progress on this thread now */
+		sp_thr.in_rt = sp_thr.in_rt_launch = sp_thr.mem_hooked = sp_thr.in_nest = 0;
+	sp_cbset_lazy_off(d, cbid);
+}
+
 /* Dispatches one callback to its handler by domain and site. */
 static void callback_body(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
 {
@@ -288,6 +304,10 @@ static void callback_body(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const
 		return;
 	const CUpti_CallbackData *cd = data;
 	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
+	if (__builtin_expect(cbid < SP_CBID_MAX && __atomic_load_n(&sp_col.cb_lazy[d][cbid], __ATOMIC_RELAXED), 0)) {
+		lazy_call(d, cbid, cd);
+		return;
+	}
 	if (nest_only(d, cbid)) {
 		sp_thr.in_nest = cd->callbackSite == CUPTI_API_ENTER;
 		return;
@@ -343,8 +363,8 @@ void CUPTIAPI sp_cb_on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callba
 			sp_cupti_life_missed("a marker call began while detached");
 		sp_thr.nested_counted = 0;
 		sp_thr.gen = gen;
-		sp_thr.in_rt = sp_thr.in_rt_launch = sp_thr.mk_depth = sp_thr.after_pending = sp_thr.defer_off =
-			sp_thr.marking = sp_thr.hook_pending = sp_thr.mem_hooked = 0;
+		sp_thr.in_rt = sp_thr.in_rt_launch = sp_thr.mk_depth = sp_thr.after_pending = sp_thr.marking =
+			sp_thr.hook_pending = sp_thr.mem_hooked = 0;
 		sp_thr.cur_cb[0] = sp_thr.cur_cb[1] = 0;
 	}
 	if (mk && site == CUPTI_API_ENTER)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* cbsets.c - which CUPTI callbacks and activity kinds are on: classifies every callback id by
  * name once (sp_cbset_arm), then enables exactly what the phase needs (marker detection, the
- * recorded API set inside windows, allocation calls, NVTX). Never enables a callback for a
- * call in progress (its exit would be lost). */
+ * recorded API set inside windows, allocation calls, NVTX). A callback nothing wants any more is
+ * turned off at its call's next exit, not at once: a window's end turned some 260 ids off on the
+ * program's thread in one go, and a call in progress must not lose its exit. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -123,13 +124,15 @@ void sp_cbset_apply(void)
 			/* driver recording also needs the runtime set: its depth counter hides nested driver calls */
 			if ((d == 0 ? rec_rt || rec_drv : rec_drv) && (sp_col.cls[d][cb] & CLS_RECORDED))
 				want = 1;
-			if (!want && S.cb_on[d][cb] && sp_thr.cur_cb[d] == cb) {
-				/* the call in progress: disabling it now loses its exit, and CUPTI then never
-				 * moves on to a new correlation id; its exit callback finishes the job */
-				sp_thr.defer_off = 1;
+			if (S.cb_on[d][cb]) {
+				/* not wanted: off at its call's next exit (sp_cbset_lazy_off), most never come
+				 * again, and one in progress keeps its exit (disabled now, CUPTI then never
+				 * moves on to a new correlation id); wanted again before that, it stays on */
+				if (sp_col.cb_lazy[d][cb] != !want)
+					__atomic_store_n(&sp_col.cb_lazy[d][cb], (uint8_t)!want, __ATOMIC_RELAXED);
 				continue;
 			}
-			if (want != S.cb_on[d][cb]) {
+			if (want) {
 				CUptiResult r = sp_cupti.cuptiEnableCallback(want, sp_col.sub, doms[d], cb);
 				if (r == CUPTI_SUCCESS)
 					S.cb_on[d][cb] = (uint8_t)want;
@@ -141,6 +144,22 @@ void sp_cbset_apply(void)
 	}
 	set_nvtx(sp_tokrec_on || (!sp_col.done && (wants & SP_WANT_NVTX)));
 	sp_cupti_life_leave();
+}
+
+void sp_cbset_lazy_off(int d, CUpti_CallbackId cbid)
+{
+	static const CUpti_CallbackDomain doms[2] = { CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API };
+	pthread_mutex_lock(&sp_col.lock);
+	if (cbid < SP_CBID_MAX && sp_col.cb_lazy[d][cbid] && S.cb_on[d][cbid]) {
+		CUptiResult r = sp_cupti.cuptiEnableCallback(0, sp_col.sub, doms[d], cbid);
+		if (r == CUPTI_SUCCESS)
+			S.cb_on[d][cbid] = 0;
+		else
+			sp_warn_once("cuptiEnableCallback(0, %s) failed: %d",
+				     sp_intern_lookup(sp_cbset_api_name(doms[d], cbid)), (int)r);
+		__atomic_store_n(&sp_col.cb_lazy[d][cbid], 0, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&sp_col.lock);
 }
 
 void sp_cbset_activities(int on)
@@ -245,7 +264,9 @@ void sp_cbset_armed(void)
 	SP_CUPTI(cuptiEnableCallback(1, sp_col.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
 	SP_CUPTI(cuptiEnableCallback(1, sp_col.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPH_CREATED));
 	memset(S.cb_on, 0, sizeof S.cb_on);
+	memset(sp_col.cb_lazy, 0, sizeof sp_col.cb_lazy);
 	S.nvtx_on = 0; /* a new instance: sp_cbset_apply enables NVTX again if wanted */
+	sp_win_activities_armed();
 	sp_col.activities_on = sp_col.collecting;
 	if (sp_col.collecting)
 		sp_cbset_activities(1);

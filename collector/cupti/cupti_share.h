@@ -44,8 +44,15 @@ void sp_share_install(void);
 void CUPTIAPI sp_share_on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data);
 void CUPTIAPI sp_share_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid);
 void sp_share_armed(void);
-/* 1 while the program's profiler holds anything in CUPTI through stepprof (a subscription, an
- * activity kind, records not yet handed over): stepprof must not detach. Can't fail. */
+/* 1 while the program's profiler needs CUPTI now through stepprof (an activity kind, records not
+ * yet handed over, callbacks outside the resource domain): stepprof must not detach. A
+ * subscription with resource callbacks alone does not hold it. Can't fail. */
 int sp_share_busy(void);
+/* After a detach for good (the writer's tick, or an application thread's before the first
+ * window): a program that holds a subscription or an activity kind through stepprof gets CUPTI
+ * itself (its own subscription, callbacks and kinds, its buffer and clock callbacks); one that
+ * only registered callbacks gets them at its next CUPTI call. No locks of stepprof's held. Can't
+ * fail (warned). */
+void sp_share_detached(void);
 
 #endif

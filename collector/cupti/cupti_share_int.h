@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* cupti_share_int.h - inside the CUPTI sharing module only (cupti_share.c: the wants and the
- * program's calls; cupti_share_records.c: the program's activity records and its clock). The
- * module's globals and the helpers one file gives the other; nothing else includes this. */
+/* cupti_share_int.h - inside the CUPTI sharing module only (cupti_share.c: what each side wants
+ * and the callbacks; cupti_share_prog.c: the program's calls and the hand-over;
+ * cupti_share_records.c: the program's activity records and its clock). The module's globals and
+ * the helpers one file gives the others; nothing else includes this. */
 #ifndef SP_CUPTI_SHARE_INT_H
 #define SP_CUPTI_SHARE_INT_H
 #ifdef SP_PURE
@@ -40,6 +41,14 @@ struct share_globals {
 	uint8_t cb[NDOM][SP_CBID_MAX];    /* SIDE_* bits: one callback id enabled */
 	uint8_t kind[NKIND];              /* SIDE_* bits: activity kind enabled */
 	bool sp_kind_ever[NKIND];         /* stepprof enabled this kind at some point */
+	/* what the program asked for, attached or not (the bits above: what CUPTI holds for it now) */
+	uint8_t prog_all[NDOM];           /* whole domain */
+	uint8_t prog_cb[NDOM][SP_CBID_MAX]; /* one callback id */
+	uint8_t prog_kind[NKIND];         /* activity kind */
+	_Atomic bool prog_api;            /* ... a callback outside the resource domain: it needs CUPTI now */
+	/* after stepprof let go of CUPTI for good: the program's own subscription (cupti_share_prog.c) */
+	bool handed;                      /* handed over (under lock) */
+	CUpti_SubscriberHandle real_sub;  /* its real handle, the program's calls with FAKE go there */
 	uint64_t on_at[NKIND], off_at[NKIND]; /* program's last enable / disable of a kind (trace clock; off 0 = on) */
 	/* the program's profiler */
 	_Atomic(CUpti_CallbackFunc) cb_fn; /* its subscriber callback, NULL if not subscribed */
@@ -75,6 +84,20 @@ struct stamps {
 	uint16_t off[5];
 };
 
+/* The handle the program gets from cuptiSubscribe while stepprof serves it (compared only). */
+extern char sp_share_fake_handle;
+#define FAKE ((CUpti_SubscriberHandle) & sp_share_fake_handle)
+
+/* ---- cupti_share.c: what each side wants ---- */
+/* One side's change to one callback id (cbid) or a whole domain (all), made real; caller holds
+ * S.lock and is inside the hold. Returns the real call's result. */
+CUptiResult sp_share_set_cb(int side, uint32_t on, CUpti_SubscriberHandle sub, unsigned d, unsigned cbid, bool all);
+/* One side's change to an activity kind, made real; caller holds S.lock, inside the hold. */
+CUptiResult sp_share_set_kind(int side, CUpti_ActivityKind k, int on);
+/* Notes a change of the program's callback wants (prog_all, prog_cb): prog_api. Caller holds
+ * S.lock. This function can't fail. */
+void sp_share_note_wants(void);
+
 /* ---- cupti_share_records.c ---- */
 /* The timestamp layout of record kind k (n 0: unknown). This function can't fail. */
 struct stamps sp_share_stamps_of(unsigned k);
@@ -85,5 +108,10 @@ void sp_share_sample(uint64_t *m, uint64_t *p);
 /* Hands the program's buffer being filled to its bufferCompleted; caller holds buf_lock.
  * This function can't fail. */
 void sp_share_complete_pending(void);
+/* While the program has an activity kind on, keeps one of its buffers out, as CUPTI asks for one
+ * when records begin: Kineto flushes at the end of a session only if a buffer is out
+ * (CuptiActivityApi::activityBuffers), so records still in stepprof's buffers never reached it.
+ * Caller holds buf_lock. This function can't fail (a program that gives none gets none). */
+void sp_share_hold_buffer(void);
 
 #endif

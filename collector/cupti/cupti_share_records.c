@@ -114,22 +114,42 @@ void sp_share_complete_pending(void)
 		S.comp(S.pctx, S.pstream, b, S.psize, S.pused);
 }
 
+/* Asks the program's bufferRequested for a buffer if none is out. Caller holds buf_lock.
+ * Returns 0, or -1 if the program gave none (it stopped giving buffers: Kineto's limit). */
+static int take_buffer(void)
+{
+	uint8_t *b = NULL;
+	size_t size = 0, maxrec = 0;
+	if (S.pbuf)
+		return 0;
+	if (!S.req)
+		return -1;
+	S.req(&b, &size, &maxrec);
+	if (!b || !size) {
+		if (b && S.comp) /* an empty one goes back at once */
+			S.comp(NULL, 0, b, size, 0);
+		return -1;
+	}
+	S.pbuf = b, S.psize = size, S.pused = 0, S.pctx = NULL, S.pstream = 0;
+	return 0;
+}
+
+void sp_share_hold_buffer(void)
+{
+	if (atomic_load(&S.nkinds) > 0 && S.comp)
+		(void)take_buffer();
+}
+
 /* Copies one record of len bytes into the program's buffer (a new one from its bufferRequested
- * when full). Caller holds buf_lock. Returns the copy, or NULL if the program gave no room. */
+ * when full; an empty one takes the record's context and stream). Caller holds buf_lock.
+ * Returns the copy, or NULL if the program gave no room. */
 static uint8_t *room_for(size_t len, CUcontext ctx, uint32_t stream)
 {
-	if (S.pbuf && (S.pused + len > S.psize || S.pctx != ctx || S.pstream != stream))
+	if (S.pbuf && S.pused && (S.pused + len > S.psize || S.pctx != ctx || S.pstream != stream))
 		sp_share_complete_pending();
-	if (!S.pbuf) {
-		uint8_t *b = NULL;
-		size_t size = 0, maxrec = 0;
-		if (!S.req)
-			return NULL;
-		S.req(&b, &size, &maxrec);
-		if (!b || size < len)
-			return NULL; /* the program stopped giving buffers (Kineto's limit): as CUPTI drops */
-		S.pbuf = b, S.psize = size, S.pused = 0, S.pctx = ctx, S.pstream = stream;
-	}
+	if (take_buffer() < 0 || S.psize - S.pused < len)
+		return NULL; /* as CUPTI drops what finds no buffer */
+	S.pctx = ctx, S.pstream = stream;
 	uint8_t *at = S.pbuf + S.pused;
 	S.pused += len;
 	return at;
@@ -144,7 +164,7 @@ static int is_programs(unsigned k, uint64_t t, bool timed)
 	if (!S.sp_kind_ever[k])
 		return 1; /* only the program enabled this kind: every record is its own */
 	if (!timed)
-		return S.kind[k] & SIDE_PROG ? 1 : 0;
+		return S.prog_kind[k] ? 1 : 0;
 	return t >= S.on_at[k] && (!S.off_at[k] || t <= S.off_at[k]);
 }
 

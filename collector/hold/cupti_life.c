@@ -165,6 +165,26 @@ static int drain_inflight(void)
 _Atomic int sp_launch_guard;
 static __thread bool self_detaching; /* this thread runs a detach: its own launches never wait */
 
+/* CUDA calls of the program's that waited for a detach, and the longest wait (ns): said at exit. */
+static struct {
+	_Atomic uint64_t n, max_ns;
+} detach_waits;
+
+static void note_detach_wait(uint64_t t0)
+{
+	uint64_t w = sp_now_ns() - t0, m = atomic_load(&detach_waits.max_ns);
+	atomic_fetch_add(&detach_waits.n, 1);
+	while (w > m && !atomic_compare_exchange_weak(&detach_waits.max_ns, &m, w))
+		;
+}
+
+void sp_cupti_life_say_waits(void)
+{
+	if (atomic_load(&detach_waits.n))
+		sp_info("%llu CUDA calls of the program's waited for a detach from CUPTI, the longest %.3f ms",
+			(unsigned long long)atomic_load(&detach_waits.n), atomic_load(&detach_waits.max_ns) / 1e6);
+}
+
 int sp_cupti_life_wait_detach(uint64_t limit_ns)
 {
 	static _Atomic bool said;
@@ -181,11 +201,13 @@ int sp_cupti_life_wait_detach(uint64_t limit_ns)
 			if (!atomic_exchange(&said, true))
 				sp_warn("a CUDA call waited %.0f s for a detach from CUPTI and went ahead",
 					limit_ns / 1e9);
+			note_detach_wait(t0);
 			return 0;
 		}
 		struct timespec ts = { 0, 20000 }; /* leaves the CPU to the detaching thread */
 		nanosleep(&ts, NULL);
 	}
+	note_detach_wait(t0);
 	return 1;
 }
 

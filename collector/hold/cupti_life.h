@@ -74,6 +74,10 @@ int sp_cupti_life_wait_detach(uint64_t limit_ns);
 	1000000000ull  /* a hooked call (as before the launch drain: a thread that
 					  * cuptiFinalize itself waits on must not stall longer) */
 
+/* At exit (STEPPROF_VERBOSE): how many CUDA calls of the program's waited for a detach, and the
+ * longest wait. This function can't fail. */
+void sp_cupti_life_say_waits(void);
+
 /* The first marker call after a re-attach that outlasted the quiet time began at now: proves that
  * no marker call came while detached, or reports that one may have. This function can't fail. */
 void sp_cupti_life_verify(uint64_t now);

@@ -25,6 +25,7 @@
 #include "collector/base/log.h"
 #include "collector/mem/memory.h"
 #include "config/odctl.h"
+#include "config/run.h"
 #include "ondemand.h"
 #include "collector/out/writer.h"
 
@@ -372,26 +373,25 @@ static void advance(uint64_t now, uint64_t t0)
 static int set_up_files(void)
 {
 	char dir[SP_CFG_PATH], host[64], err[600];
-	if (sp_cfg_expand(sp_col.cfg.output, &sp_col.ri, dir, sizeof dir) < 0) {
-		sp_warn("cannot expand output directory '%s'; no on-demand windows", sp_col.cfg.output);
-		return -1;
-	}
-	if (sp_writer_make_dir(dir, sp_col.cfg.allow_foreign_dir) < 0)
-		return -1; /* warned */
+	if (sp_out_dir(dir, sizeof dir) < 0)
+		return -1; /* said once: the traces cannot be written either */
 	snprintf(OD.ctl, sizeof OD.ctl, "%s/" SP_OD_DIR, dir);
 	if (sp_od_check_dir(OD.ctl, 1, err, sizeof err) < 0) {
 		sp_warn("%s; no on-demand windows (stepprof trigger) in this process", err);
 		return -1;
 	}
 	sp_od_host_name(host, sizeof host);
+	char tag[16];
+	int pid = sp_name_pid(tag, sizeof tag); /* the trace's: a tag in a pid namespace */
 	snprintf(OD.name[0], sizeof OD.name[0], SP_OD_JOB);
-	snprintf(OD.name[1], sizeof OD.name[1], SP_OD_JOB ".%s.%d", host, (int)getpid());
-	snprintf(OD.status_name, sizeof OD.status_name, "%s.%d.status", host, (int)getpid());
+	snprintf(OD.name[1], sizeof OD.name[1], SP_OD_JOB ".%s.%d%s", host, pid, tag);
+	snprintf(OD.status_name, sizeof OD.status_name, "%s.%d%s.status", host, pid, tag);
 	OD.ctl_fd = open(OD.ctl, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	OD.st.pid = (int)getpid();
 	OD.st.rank = sp_col.ri.rank;
 	snprintf(OD.st.host, sizeof OD.st.host, "%s", host);
-	OD.st.start = sp_od_proc_start((int)getpid());
+	OD.st.start = sp_od_proc_start(0);
+	OD.st.pidns = sp_pidns();
 	OD.st.poll_ms = sp_col.cfg.ondemand_poll_ms;
 	OD.files = 1;
 	return 0;

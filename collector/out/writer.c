@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "collector/base/clock.h"
@@ -19,30 +18,20 @@
 #include "collector/base/log.h"
 #include "collector/mem/memory.h"
 #include "ring.h"
-#include "collector/stacks/pystack.h"
-#include "collector/stacks/stacks.h"
 #include "writer.h"
+#include "writer_int.h"
 
 #define PASS_NS 2000000           /* idle wait between passes */
 #define MAX_STAGE 65536u          /* events sorted together at most */
 
+#define RESCUE_ASKED 0x100         /* in g.rescue: a rescue was asked */
 #define MAX_FILES 8                /* SP_MAX_PHASES: a trace per phase at most */
-#define MAX_HELD 8                 /* the collector tracks at most 8 windows (SP_MAX_WINDOWS) */
-
-/* One trace file: the single file of a process, or the file of one phase. */
-struct file {
-	struct sp_trace_writer *tw;     /* NULL until created (a phase's at its first window) */
-	char path[1024];
-	uint32_t phase;                 /* interned phase name its windows carry; 0: the single file */
-	bool failed;                    /* a create or write failed: its events are discarded */
-	bool in_window;
-	uint64_t win_bytes;             /* encoded bytes since WINDOW_BEGIN */
-	uint64_t win_cap_drops;         /* data events dropped by the cap in this window */
-	uint64_t last_begin;            /* phased: start of its latest WINDOW_BEGIN, held or written (routing) */
-	struct sp_event held[MAX_HELD]; /* WINDOW_BEGINs that came while a window was open, in order */
-	struct sp_event held_end[MAX_HELD]; /* ... the WINDOW_END of each if it came too (kind 0: not yet) */
-	int nheld;
-};
+/* A window's records reach the file at least this often, whatever the chunk size: a process killed
+ * outright (SIGKILL, the OOM killer), which runs no handler, keeps the window up to then
+ * (docs/BENCHMARKS.md: what it costs; bench/open_flush.sh builds other values) */
+#ifndef OPEN_FLUSH_NS
+#define OPEN_FLUSH_NS 250000000ull
+#endif
 
 static struct {
 	pthread_mutex_t ctl;            /* serialises start and stop */
@@ -56,8 +45,13 @@ static struct {
 	_Atomic uint64_t pass_ns;       /* idle wait between passes, 0 = PASS_NS */
 	_Atomic int running;
 	pthread_t thread;
+	int owner;                      /* the process the thread runs in (a fork child inherits running) */
+	_Atomic int rescue;             /* SP_RESCUE_* | RESCUE_ASKED from a signal handler, 0 none */
+	_Atomic int rescued;            /* the writer thread wrote what the rescue asked */
+	void (*rescue_fn)(void);        /* fetches the GPU records for SP_RESCUE_GPU (sp_writer_set_rescue) */
 	int result;       /* of the last run: 0, or -1 if a file is incomplete */
 	char path[1024];                /* the single file, or the first phase's (sp_writer_path) */
+	char why[1200];                 /* why the last sp_writer_start failed, "" if it did not */
 	/* writer thread only, from here on */
 	struct file f[MAX_FILES];       /* f[0] alone without phases */
 	int nf;
@@ -81,57 +75,9 @@ static struct {
 	.cond = PTHREAD_COND_INITIALIZER,
 };
 
-/* sp_string_lookup_fn over the process's intern table; NULL for an unknown id. */
-static const char *lookup(void *ctx, uint32_t id)
-{
-	return sp_intern_lookup(id);
-}
-
-/* Warns once and discards everything of f from now on. This function can't fail. */
-static void fail(struct file *f, const char *what, int err)
-{
-	if (!f->failed)
-		sp_warn("%s trace %s failed (%s); dropping further events", what, f->path, strerror(err));
-	f->failed = true;
-}
-
 static bool is_data(uint8_t kind)
 {
 	return kind >= SP_EV_KERNEL && kind <= SP_EV_MARKER;
-}
-
-/* Creates f's trace at path and writes its header (meta). The file is always new: the next free
- * name STEM.1.sptrace ... STEM.99.sptrace is taken if path exists (a re-run with the same host and
- * pid, a planted link). Returns 0, or -1 after warning (f->tw stays NULL). */
-static int create_file(struct file *f, const char *path, const struct sp_trace_meta *meta)
-{
-	snprintf(f->path, sizeof(f->path), "%s", path);
-	size_t stem = strlen(f->path);
-	if (stem > 8 && !strcmp(f->path + stem - 8, ".sptrace"))
-		stem -= 8;
-	for (int n = 1; !(f->tw = sp_trace_create(f->path, meta, lookup, NULL, 0)) && errno == EEXIST && n < 100; n++)
-		snprintf(f->path, sizeof(f->path), "%.*s.%d%s", (int)stem, path, n, path[stem] ? path + stem : "");
-	if (!f->tw) {
-		sp_warn("cannot create trace %s: %s", f->path, strerror(errno));
-		return -1;
-	}
-	if (strcmp(f->path, path))
-		sp_warn("%s exists; writing %s instead", path, f->path);
-	sp_trace_set_stack_lookup(f->tw, sp_stack_lookup, NULL);
-	sp_trace_set_pyframe_lookup(f->tw, sp_pyframe_lookup, NULL);
-	return 0;
-}
-
-/* Writes ev to f, counting its bytes in f's open window. Errors go through fail(). */
-static void write_event(struct file *f, const struct sp_event *ev)
-{
-	if (f->failed || !f->tw)
-		return;
-	int n = sp_trace_write(f->tw, ev);
-	if (n < 0)
-		fail(f, "writing", errno);
-	else if (f->in_window)
-		f->win_bytes += (uint64_t)n;
 }
 
 /* 1 if a window of some file is open. */
@@ -157,7 +103,7 @@ static uint64_t ring_drops_since_boundary(void)
 	return d;
 }
 
-/* Writes a DROPPED record to f if count is nonzero. Errors go through fail(). */
+/* Writes a DROPPED record to f if count is nonzero. Errors go through sp_tf_fail(). */
 static void write_dropped(struct file *f, uint8_t source, uint64_t count, uint64_t when)
 {
 	if (!count)
@@ -168,17 +114,18 @@ static void write_dropped(struct file *f, uint8_t source, uint64_t count, uint64
 			      .start = when,
 			      .end = when,
 			      .u.dropped.count = count };
-	write_event(f, &d);
+	sp_tf_write(f, &d);
 }
 
-/* Opens the window's byte and drop accounting in f and writes ev. Errors go through fail(). */
+/* Opens the window's byte and drop accounting in f and writes ev. Errors go through sp_tf_fail(). */
 static void window_begin(struct file *f, const struct sp_event *ev)
 {
+	sp_tf_account(f, ev, 0);
 	ring_drops_since_boundary();
 	f->in_window = true;
 	f->win_bytes = 0;
 	f->win_cap_drops = 0;
-	write_event(f, ev);
+	sp_tf_write(f, ev);
 }
 
 /* Writes the window's drop records, a clock anchor and the completed WINDOW_END to f, then
@@ -194,11 +141,13 @@ static void window_end(struct file *f, const struct sp_event *ev)
 	write_dropped(f, SP_DROP_RING, ring, ev->start);
 	clk.start = clk.end = sp_now_ns();
 	clk.u.clock.realtime_ns = sp_realtime_ns();
-	write_event(f, &clk);
-	write_event(f, &end);
+	sp_tf_write(f, &clk);
+	sp_tf_write(f, &end);
 	f->in_window = false;
 	if (!f->failed && f->tw && sp_trace_flush(f->tw) < 0)
-		fail(f, "writing", errno);
+		sp_tf_fail(f, "writing", errno);
+	sp_tf_check_there(f);
+	sp_tf_account(f, ev, 1);
 }
 
 /* Phased: keeps a THREAD or DEVICE record for the phase files made later (each file names its
@@ -229,16 +178,18 @@ static struct file *phase_file(uint32_t phase)
 		char dir[sizeof g.dir + 64], path[sizeof dir + sizeof g.base + 1];
 		snprintf(dir, sizeof dir, "%s/%s", g.dir, sp_intern_lookup(f->phase));
 		snprintf(path, sizeof path, "%s/%s", dir, g.base);
-		if (sp_writer_make_dir(dir, g.allow_foreign) < 0 || create_file(f, path, &g.meta) < 0) {
+		char why[1200];
+		if (sp_writer_make_dir(dir, g.allow_foreign, why, sizeof why) < 0 ||
+		    sp_tf_create(f, path, &g.meta, why, sizeof why) < 0) {
 			snprintf(f->path, sizeof f->path, "%.*s", (int)sizeof f->path - 1, path);
-			sp_warn("phase %s: its windows are not written (the other phases' are)",
-				sp_intern_lookup(f->phase));
+			sp_warn("phase %s: %s; its windows are not written (the other phases' are)",
+				sp_intern_lookup(f->phase), why);
 			f->failed = true;
 			return NULL;
 		}
 		sp_info("writing %s", f->path);
 		for (size_t i = 0; i < g.nctx; i++)
-			write_event(f, &g.ctx_ev[i]);
+			sp_tf_write(f, &g.ctx_ev[i]);
 	}
 	return f->failed ? NULL : f;
 }
@@ -273,7 +224,7 @@ static struct file *route(struct sp_event *ev)
  * previous one of the same file still waits for its GPU records (back-to-back windows: every step
  * its own window) has its BEGIN held until that END is written: windows never overlap in a file (a
  * reader takes a BEGIN before the previous END for a cut window; cli/windows.c places the events
- * written in between by their times). Errors go through fail(). */
+ * written in between by their times). Errors go through sp_tf_fail(). */
 static void process_in(struct file *f, const struct sp_event *ev)
 {
 	int k = 0;
@@ -306,12 +257,12 @@ static void process_in(struct file *f, const struct sp_event *ev)
 	} else if (f->in_window && g.cap && is_data(ev->kind) && f->win_bytes >= g.cap)
 		f->win_cap_drops++;
 	else
-		write_event(f, ev);
+		sp_tf_write(f, ev);
 }
 
 /* Writes ev to its file: the single one, or (phased) its phase's: `phase` if not 0, else as
  * route() says; THREAD and DEVICE records go to every phase's file, made or to be made. This
- * function can't fail (errors go through fail()). */
+ * function can't fail (errors go through sp_tf_fail()). */
 static void process(const struct sp_event *in, uint32_t phase)
 {
 	struct sp_event ev = *in;
@@ -323,7 +274,7 @@ static void process(const struct sp_event *in, uint32_t phase)
 	if (ev.kind == SP_EV_THREAD || ev.kind == SP_EV_DEVICE) {
 		keep_context(&ev);
 		for (int i = 0; i < g.nf; i++)
-			write_event(&g.f[i], &ev);
+			sp_tf_write(&g.f[i], &ev);
 		return;
 	}
 	if (ev.kind == SP_EV_WINDOW_BEGIN || ev.kind == SP_EV_WINDOW_END || (ev.kind == SP_EV_DROPPED && ev.name))
@@ -348,7 +299,7 @@ static int by_start(const void *a, const void *b)
 	return x < y ? -1 : x > y; /* stage order: keeps the sort stable */
 }
 
-/* Sorts and writes the staged batch. This function can't fail (errors go through fail()). */
+/* Sorts and writes the staged batch. This function can't fail (errors go through sp_tf_fail()). */
 static void process_stage(void)
 {
 	if (!g.nstage)
@@ -405,12 +356,76 @@ static void stage_one(void *ctx, const struct sp_event *ev)
 	g.stage[g.nstage++] = *ev;
 }
 
+/* Writes the chunk of every file (all: 1) or of those whose window has reached nothing to the file
+ * for OPEN_FLUSH_NS (all: 0; a process killed outright keeps its window up to then). This function
+ * can't fail (errors go through sp_tf_fail()). */
+static void flush_files(int all, uint64_t now)
+{
+	for (int i = 0; i < g.nf; i++) {
+		struct file *f = &g.f[i];
+		if (f->failed || !f->tw)
+			continue;
+		uint64_t bytes = sp_trace_file_bytes(f->tw);
+		if (!all && (bytes != f->flushed_bytes || !f->in_window)) { /* it grew, or no window: start over */
+			f->flushed_bytes = bytes;
+			f->flushed_at = now;
+		} else if (all || now - f->flushed_at >= OPEN_FLUSH_NS) {
+			if (sp_trace_flush(f->tw) < 0)
+				sp_tf_fail(f, "writing", errno);
+			f->flushed_bytes = sp_trace_file_bytes(f->tw);
+			f->flushed_at = now;
+		}
+	}
+}
+
+/* The pass a signal handler asked for (sp_writer_rescue): without the tick (it takes locks the
+ * signalled thread may hold), the rings drained and every file's chunk written; then, for
+ * SP_RESCUE_GPU, the GPU records fetched and written too (after: if that hangs, the rest is in).
+ * Writer thread. This function can't fail. */
+static void rescue_pass(int how)
+{
+	sp_ring_drain(stage_one, NULL);
+	process_stage();
+	flush_files(1, sp_now_ns());
+	if ((how & SP_RESCUE_GPU) && g.rescue_fn) {
+		g.rescue_fn();
+		sp_ring_drain(stage_one, NULL);
+		process_stage();
+		flush_files(1, sp_now_ns());
+	}
+}
+
+/* Waits until the next pass is due, a kick or a stop. Writer thread. This function can't fail. */
+static void wait_pass(void)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	uint64_t pass = atomic_load(&g.pass_ns) ? atomic_load(&g.pass_ns) : PASS_NS;
+	until.tv_sec += (time_t)(pass / 1000000000u);
+	until.tv_nsec += (long)(pass % 1000000000u);
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&g.lock);
+	if (!g.kicked && !g.stopping)
+		pthread_cond_clockwait(&g.cond, &g.lock, CLOCK_MONOTONIC, &until);
+	pthread_mutex_unlock(&g.lock);
+}
+
 /* runs on the writer thread, all signals blocked */
 static void *writer_main(void *arg)
 {
 	pthread_setname_np(pthread_self(), "stepprof-writer");
 	sp_mem_self = 1; /* its staging, zstd and CUPTI-flush allocations are stepprof's, not the program's */
 	for (;;) {
+		int rescue = atomic_load(&g.rescue); /* before any lock: the signalled thread may hold one */
+		if (rescue && !atomic_load(&g.rescued)) {
+			rescue_pass(rescue);
+			atomic_store(&g.rescued, 1);
+			if (rescue & SP_RESCUE_FINAL)
+				break; /* the process dies: the files are closed now */
+		}
 		pthread_mutex_lock(&g.lock);
 		bool stopping = g.stopping, kicked = g.kicked;
 		void (*tick)(void *) = g.tick;
@@ -424,34 +439,19 @@ static void *writer_main(void *arg)
 			tick(tick_ctx);
 		uint64_t drained = sp_ring_drain(stage_one, NULL);
 		process_stage();
-		for (int i = 0; (kicked || stopping) && i < g.nf; i++)
-			if (!g.f[i].failed && g.f[i].tw && sp_trace_flush(g.f[i].tw) < 0)
-				fail(&g.f[i], "writing", errno);
+		flush_files(kicked || stopping, sp_now_ns());
 		if (stopping)
 			break;
-		if (drained >= MAX_STAGE / 4)
-			continue; /* busy: rings are filling, go again at once */
-		struct timespec until;
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		uint64_t pass = atomic_load(&g.pass_ns) ? atomic_load(&g.pass_ns) : PASS_NS;
-		until.tv_sec += (time_t)(pass / 1000000000u);
-		until.tv_nsec += (long)(pass % 1000000000u);
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
-		pthread_mutex_lock(&g.lock);
-		if (!g.kicked && !g.stopping)
-			pthread_cond_clockwait(&g.cond, &g.lock, CLOCK_MONOTONIC, &until);
-		pthread_mutex_unlock(&g.lock);
+		if (drained < MAX_STAGE / 4) /* else busy: rings are filling, go again at once */
+			wait_pass();
 	}
 	struct file *last = NULL; /* the file of the latest window: ring drops outside windows go there */
 	for (int k = 0; k < g.nf; k++) {
 		struct file *f = &g.f[k];
 		for (int i = 0; i < f->nheld; i++) { /* windows whose predecessor never ended: written as they are */
-			write_event(f, &f->held[i]);
+			sp_tf_write(f, &f->held[i]);
 			if (f->held_end[i].kind)
-				write_event(f, &f->held_end[i]);
+				sp_tf_write(f, &f->held_end[i]);
 		}
 		f->nheld = 0;
 		if (f->tw && (!last || f->last_begin > last->last_begin))
@@ -465,12 +465,15 @@ static void *writer_main(void *arg)
 	g.result = 0;
 	for (int k = 0; k < g.nf; k++) {
 		struct file *f = &g.f[k];
+		sp_tf_check_there(f); /* removed after its last window: lost all the same */
 		if (f->tw && sp_trace_close(f->tw) < 0 && !f->failed)
-			fail(f, "closing", errno);
+			sp_tf_fail(f, "closing", errno);
 		f->tw = NULL;
 		if (f->failed)
 			g.result = -1;
+		sp_tf_say_loss(f);
 	}
+	atomic_store(&g.rescued, 1); /* all written: a signal now has nothing left to wait for */
 	return NULL;
 }
 
@@ -490,6 +493,8 @@ int sp_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
 static int start_thread(uint64_t window_max_bytes)
 {
 	g.cap = window_max_bytes;
+	atomic_store(&g.rescue, 0);
+	atomic_store(&g.rescued, 0);
 	g.kicked = g.stopping = false;
 	g.ring_seen = sp_ring_dropped();
 	g.ring_outside = 0;
@@ -503,6 +508,7 @@ static int start_thread(uint64_t window_max_bytes)
 		memset(g.f, 0, sizeof g.f);
 		return -1;
 	}
+	g.owner = (int)getpid();
 	atomic_store(&g.running, 1);
 	return 0;
 }
@@ -518,8 +524,10 @@ int sp_writer_start(const char *path, const struct sp_trace_meta *meta, uint64_t
 	memset(g.f, 0, sizeof g.f);
 	g.nf = 1;
 	g.phased = false;
-	if (create_file(&g.f[0], path, meta) < 0) {
+	g.why[0] = 0;
+	if (sp_tf_create(&g.f[0], path, meta, g.why, sizeof g.why) < 0) {
 		snprintf(g.path, sizeof g.path, "%s", g.f[0].path);
+		sp_warn("%s; not profiling", g.why);
 		goto out;
 	}
 	snprintf(g.path, sizeof g.path, "%s", g.f[0].path);
@@ -558,32 +566,10 @@ out:
 	return rc;
 }
 
-/* Returns 0, or -1 after warning once. */
-int sp_writer_make_dir(char *dir, bool allow_foreign)
+/* Why the last sp_writer_start failed ("" if it did not). This function can't fail. */
+const char *sp_writer_failure(void)
 {
-	struct stat st;
-	for (char *p = dir + 1; *p; p++)
-		if (*p == '/') {
-			*p = 0;
-			mkdir(dir, 0750);
-			*p = '/';
-		}
-	if (mkdir(dir, 0750) < 0 && errno != EEXIST) {
-		sp_warn("cannot create output directory %s: %s; not profiling", dir, strerror(errno));
-		return -1;
-	}
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		sp_warn("output directory %s is not a directory; not profiling", dir);
-		return -1;
-	}
-	if (st.st_uid != geteuid() && !allow_foreign) {
-		sp_warn("output directory %s belongs to another user (uid %u; this process runs as uid %u), who could "
-			"read or remove the traces; not profiling (set [profile] allow_foreign_dir = true, or "
-			"STEPPROF_PROFILE_ALLOW_FOREIGN_DIR=1, if that is intended)",
-			dir, (unsigned)st.st_uid, (unsigned)geteuid());
-		return -1;
-	}
-	return 0;
+	return g.why;
 }
 
 /* The file sp_writer_start created (its path, or the free name taken instead), or the first
@@ -621,6 +607,30 @@ void sp_writer_set_pass_ns(uint64_t ns)
 int sp_writer_emit(const struct sp_event *ev)
 {
 	return sp_ring_push(ev);
+}
+
+/* Async-signal-safe: atomics, getpid and nanosleep only. */
+int sp_writer_rescue(int how, unsigned wait_ms)
+{
+	int none = 0;
+	if (!atomic_load(&g.running) || g.owner != (int)getpid())
+		return 0; /* no writer thread here */
+	if (pthread_equal(pthread_self(), g.thread))
+		return -1;
+	atomic_compare_exchange_strong(&g.rescue, &none, how | RESCUE_ASKED); /* the first asker's */
+	for (unsigned waited = 0; !atomic_load(&g.rescued); waited++) {
+		struct timespec ms = { 0, 1000000 };
+		if (waited >= wait_ms || !atomic_load(&g.running))
+			return atomic_load(&g.rescued) ? 1 : -1;
+		nanosleep(&ms, NULL);
+	}
+	return 1;
+}
+
+/* This function can't fail. */
+void sp_writer_set_rescue(void (*fn)(void))
+{
+	g.rescue_fn = fn;
 }
 
 /* This function can't fail. */

@@ -28,19 +28,39 @@ int sp_writer_start_phases(const char *dir, const char *base, int n, const uint3
 			   const struct sp_trace_meta *meta, uint64_t window_max_bytes, bool allow_foreign);
 /* Creates the output directory dir and any missing parent (mode 0750 less the umask; dir is
  * modified in place while doing so, and restored) and checks that it is a directory owned by
- * the effective user, unless allow_foreign ([profile] allow_foreign_dir). Returns 0, or -1
- * after warning once on stderr (then nothing should be written there). */
-int sp_writer_make_dir(char *dir, bool allow_foreign);
+ * the effective user, unless allow_foreign ([profile] allow_foreign_dir). Returns 0, or -1 with
+ * why (whylen bytes) saying what failed, path and error (nothing printed: the caller says it once;
+ * then nothing should be written there). */
+int sp_writer_make_dir(char *dir, bool allow_foreign, char *why, size_t whylen);
+/* Why the last sp_writer_start failed (its file could not be created: path and error), "" if it
+ * did not. This function can't fail. */
+const char *sp_writer_failure(void);
 /* The path of the file the last sp_writer_start created. This function can't fail. */
 const char *sp_writer_path(void);
 /* Asks the writer to compress and write what it holds now (e.g. at a window's end) without
  * waiting for it. Safe on any thread. This function can't fail. */
 void sp_writer_kick(void);
-/* Drains every ring, writes the final chunk and closes the file; joins the thread.
- * Idempotent. Returns 0, or -1 if the file could not be completed (warned). */
+/* Drains every ring, writes the final chunk and closes the file; joins the thread. A file whose
+ * write failed, or that was removed while it was written, gets one more line: what it lost (which
+ * windows, which steps). Idempotent. Returns 0, or -1 if the file could not be completed (warned). */
 int sp_writer_stop(void);
 /* 1 while the writer thread runs. */
 int sp_writer_running(void);
+
+#define SP_RESCUE_FINAL 1 /* the process is about to die: also the windows held back, then the files are
+			   * closed and the thread ends */
+#define SP_RESCUE_GPU 2   /* the process is sound (SIGTERM, SIGINT): also fetch the GPU records
+			   * (sp_writer_set_rescue's hook) */
+/* For a signal handler (async-signal-safe: atomics, getpid and nanosleep): asks the writer thread
+ * to write what the rings hold at once (how: SP_RESCUE_* bits), without its tick, and waits at most
+ * wait_ms for it. The thread's next pass does it (a pass is at most 100 ms away). Once per process:
+ * a later call only waits for the first one's. Returns 1 written, 0 no writer thread here (none
+ * started, stopped, or a fork child), -1 not answered in time (the thread waits on a lock the
+ * signalled thread holds) or called on the writer thread. */
+int sp_writer_rescue(int how, unsigned wait_ms);
+/* Sets what SP_RESCUE_GPU runs on the writer thread (the collector's CUPTI flush), NULL none. Set it
+ * before the writer starts. This function can't fail. */
+void sp_writer_set_rescue(void (*fn)(void));
 /* Starts a stepprof thread with every signal blocked (the program's handlers never run on it).
  * Returns pthread_create's result. */
 int sp_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);

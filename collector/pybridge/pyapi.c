@@ -29,6 +29,7 @@ static int find_all(char *why, size_t n)
 	FIND(sp_py.gil_release, "PyGILState_Release");
 	FIND(sp_py.save_thread, "PyEval_SaveThread");
 	FIND(sp_py.restore_thread, "PyEval_RestoreThread");
+	FIND(sp_py.at_exit, "Py_AtExit");
 	FIND(sp_py.modules, "PyImport_GetModuleDict");
 	FIND(sp_py.dict_get, "PyDict_GetItemString");
 	FIND(sp_py.dict_set, "PyDict_SetItemString");
@@ -49,10 +50,6 @@ static int find_all(char *why, size_t n)
 	FIND(sp_py.incref, "Py_IncRef");
 	FIND(sp_py.decref, "Py_DecRef");
 	FIND(sp_py.none, "_Py_NoneStruct");
-	if (sp_py.minor >= 12) {
-		FIND(sp_py.get_frame, "PyEval_GetFrame");
-		FIND(sp_py.frame_var, "PyFrame_GetVarString");
-	}
 	if (!miss[0])
 		return 0;
 	snprintf(why, n, "a symbol is missing: %s", miss);
@@ -72,7 +69,9 @@ int sp_pyapi_resolve(char *why, size_t n)
 		return -1;
 	}
 	sp_py.minor = minor;
-	if (strstr(v, "free-threading") || strstr(v, "experimental free")) {
+	/* its version says so; its refcount functions too (defined in free-threading builds only) */
+	if (strstr(v, "free-threading") || strstr(v, "experimental free") ||
+	    dlsym(RTLD_DEFAULT, "_Py_MergeZeroLocalRefcount") || dlsym(RTLD_DEFAULT, "_Py_DecRefShared")) {
 		snprintf(why, n, "Python %d.%d: a free-threading build (the bridge relies on the GIL)", major, minor);
 		return -1;
 	}

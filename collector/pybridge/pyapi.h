@@ -21,6 +21,7 @@ struct sp_pymethod {
 	int flags;
 	const char *doc;
 };
+#define SP_METH_KEYWORDS 0x0002
 #define SP_METH_NOARGS 0x0004
 #define SP_METH_O 0x0008
 #define SP_METH_FASTCALL 0x0080
@@ -35,6 +36,7 @@ extern struct sp_pyapi {
 	void (*gil_release)(int);               /* PyGILState_Release */
 	void *(*save_thread)(void);             /* PyEval_SaveThread */
 	void (*restore_thread)(void *);         /* PyEval_RestoreThread */
+	int (*at_exit)(void (*)(void));         /* Py_AtExit */
 	PyObj *(*modules)(void);                /* PyImport_GetModuleDict: borrowed */
 	PyObj *(*dict_get)(PyObj *, const char *); /* PyDict_GetItemString: borrowed, never raises */
 	int (*dict_set)(PyObj *, const char *, PyObj *); /* PyDict_SetItemString */
@@ -55,8 +57,6 @@ extern struct sp_pyapi {
 	void (*incref)(PyObj *);                /* Py_IncRef */
 	void (*decref)(PyObj *);                /* Py_DecRef */
 	PyObj *none; /* &_Py_NoneStruct */
-	PyObj *(*get_frame)(void);              /* PyEval_GetFrame (3.12+): borrowed */
-	PyObj *(*frame_var)(PyObj *, const char *); /* PyFrame_GetVarString (3.12+): new */
 } sp_py;
 
 /* Finds CPython in this process. Returns 1 (sp_py filled), 0 if the process runs no CPython

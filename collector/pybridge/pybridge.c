@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "collector/base/clock.h"
 #include "collector/base/log.h"
 #include "collector/mem/memory.h"
 #include "collector/out/writer.h"
@@ -42,10 +43,18 @@ int sp_pyb_live(void)
 	return !atomic_load_explicit(&sp_pyb.off, memory_order_relaxed) && !sp_py.is_finalizing();
 }
 
-/* In a forked child: no helper thread, nothing installed counts (the callables check the pid). */
+/* In a forked child: no helper thread, nothing installed counts (the callables see `off`). */
 static void child_after_fork(void)
 {
 	atomic_store(&sp_pyb.off, 1);
+	atomic_store(&sp_pyb.stopping, 1);
+}
+
+/* Py_AtExit's callback, at the end of every Py_FinalizeEx: that interpreter is gone, and with it
+ * the helper's thread state and everything a poll kept; an embedding program that initialises
+ * CPython again gets no poll (they would use the old interpreter's objects). Can't fail. */
+static void interpreter_gone(void)
+{
 	atomic_store(&sp_pyb.stopping, 1);
 }
 
@@ -68,27 +77,53 @@ static void test_delay(void)
 	}
 }
 
-/* One poll: takes the GIL unless the interpreter is gone or going, installs what is due, lets
- * the GIL go. Counted in sp_pyb.inflight from before its check to after its release, so that the
- * atexit callback (pywatch.c) waits it out. Returns 1 when polling is over. */
+/* Takes the GIL: the first time with PyGILState_Ensure (a thread state of the helper's own), then
+ * with PyEval_RestoreThread on that kept state, as a Python thread does. An interpreter that began
+ * to finalise meanwhile ends this thread inside CPython (PyThread_exit_thread, even after
+ * Py_FinalizeEx freed the state: CPython's path for daemon threads), which holds no stepprof
+ * lock here: no PyGILState_Ensure ever runs against a finalised runtime but the first. */
+static void take_gil(void)
+{
+	if (!sp_pyb.ts)
+		sp_pyb.gil = sp_py.gil_ensure();
+	else
+		sp_py.restore_thread(sp_pyb.ts);
+	sp_pyb.ts = NULL;
+}
+
+/* One poll: returns at once while CPython is not initialised yet (a program that embeds it may
+ * initialise it after CUDA), once it finalised or is finalising, else takes the GIL, installs
+ * what is due and lets the GIL go, keeping its thread state (or deleting it when polling is
+ * over). Returns 1 when polling is over. */
 static int poll_once(void)
 {
-	int over = 0;
 	sp_pyb.polls++;
-	atomic_fetch_add(&sp_pyb.inflight, 1);
-	if (atomic_load(&sp_pyb.stopping) || atomic_load(&sp_pyb.off) || !sp_py.is_initialized() ||
-	    sp_py.is_finalizing()) {
-		atomic_fetch_sub(&sp_pyb.inflight, 1);
+	if (atomic_load(&sp_pyb.stopping) || atomic_load(&sp_pyb.off))
 		return 1;
-	}
+	if (!sp_py.is_initialized())
+		return sp_pyb.running; /* not yet, or no more */
+	if (sp_py.is_finalizing())
+		return 1;
+	sp_pyb.running = 1;
 	test_delay();
-	int g = sp_py.gil_ensure();
+	take_gil();
+	uint64_t t0 = sp_now_ns();
+	if (!sp_pyb.exit_guard) {
+		sp_pyb.exit_guard = 1;
+		if (sp_py.at_exit(interpreter_gone) < 0)
+			sp_info("Python bridge: Py_AtExit is full; an embedding program that initialises CPython "
+				"twice could see its second interpreter polled");
+	}
 	/* the atexit callback may have run while this thread waited for the GIL */
-	if (!atomic_load(&sp_pyb.stopping) && !sp_py.is_finalizing())
+	if (!atomic_load(&sp_pyb.stopping))
 		sp_pyw_poll();
-	over = atomic_load(&sp_pyb.off) || all_settled();
-	sp_py.gil_release(g);
-	atomic_fetch_sub(&sp_pyb.inflight, 1);
+	int over = atomic_load(&sp_pyb.off) || atomic_load(&sp_pyb.stopping) || all_settled();
+	atomic_fetch_add_explicit(&sp_pyb.gil_ns, sp_now_ns() - t0, memory_order_relaxed);
+	atomic_fetch_add_explicit(&sp_pyb.gil_polls, 1, memory_order_relaxed);
+	if (over)
+		sp_py.gil_release(sp_pyb.gil); /* the thread state goes with the GIL */
+	else
+		sp_pyb.ts = sp_py.save_thread();
 	return over;
 }
 
@@ -116,14 +151,14 @@ int sp_pybridge_start(const struct sp_pybridge_ask *ask, int loud)
 {
 	char why[160];
 	int r = sp_pyapi_resolve(why, sizeof why);
-	if (r <= 0 || !sp_py.is_initialized()) {
+	if (r <= 0) {
 		if (r < 0 && loud)
 			sp_warn("%s: no steps from the program's Python (the optimizer and python markers need it)",
 				why);
 		return 0;
 	}
 	sp_pyb.ask = *ask;
-	sp_pyb.pid = getpid();
+	sp_pyb.running = sp_py.is_initialized();
 	const char *d = getenv("STEPPROF_TEST_PYBRIDGE_DELAY_US");
 	sp_pyb.delay_us = d ? strtoull(d, NULL, 10) : 0;
 	if (pthread_atfork(NULL, NULL, child_after_fork) != 0) {
@@ -146,9 +181,16 @@ int sp_pybridge_start(const struct sp_pybridge_ask *ask, int loud)
 void sp_pybridge_stop(void)
 {
 	atomic_store(&sp_pyb.stopping, 1);
+	unsigned n = atomic_load_explicit(&sp_pyb.gil_polls, memory_order_relaxed);
+	uint64_t ns = atomic_load_explicit(&sp_pyb.gil_ns, memory_order_relaxed);
+	if (n)
+		sp_info("Python bridge: %u polls held the GIL %.1f us each on average (%.3f ms in all)", n,
+			(double)ns / n / 1000.0, (double)ns / 1e6);
 }
 
 int sp_pybridge_state(int what)
 {
+	if (!sp_pyb.running)
+		return -1;
 	return what >= 0 && what < 2 + SP_MAX_PHASES ? sp_pyb.state[what] : SP_PYW_WAITING;
 }

@@ -20,12 +20,18 @@ enum { SP_PYW_WAITING = 0, SP_PYW_INSTALLED, SP_PYW_FAILED };
 
 extern struct sp_pyb {
 	struct sp_pybridge_ask ask; /* what to install (set before the thread starts) */
-	int pid; /* the process that started the bridge */
 	_Atomic int off;            /* a failure (said), a fork child: the callables return at once */
-	_Atomic int stopping;       /* the interpreter finalises (atexit) or the process exits: no poll */
-	_Atomic int inflight;       /* polls between their check and their release of the GIL */
+	_Atomic int stopping;       /* the interpreter finalises (atexit, Py_AtExit) or the process
+				     * exits: no poll from now on, for good */
 	uint64_t delay_us;          /* STEPPROF_TEST_PYBRIDGE_DELAY_US (tests only) */
 	unsigned polls;             /* polls so far (helper thread) */
+	_Atomic unsigned gil_polls; /* ... that took the GIL, and how long they held it in all (ns): */
+	_Atomic uint64_t gil_ns;    /* what a poll costs the program's threads (STEPPROF_VERBOSE) */
+	void *ts;                   /* the helper thread's own PyThreadState, kept between polls (its
+				     * GIL let go with PyEval_SaveThread), NULL before the first poll */
+	int gil;                    /* the PyGILState_Ensure that made it (released when polling ends) */
+	int running;                /* the interpreter was seen initialised (a later "not" is its end) */
+	int exit_guard;             /* Py_AtExit took the C exit guard (or cannot) */
 	int state[SP_PYW_N];        /* SP_PYW_* of each watch (written by the helper thread) */
 	/* what a poll keeps (helper thread or the GIL holder; never freed: the process keeps them) */
 	PyObj *helpers;             /* the private globals of the helper functions (pywatch.c) */

@@ -3,47 +3,89 @@
  * (see pybridge.h). The installing is done by a few helper functions written in Python, compiled
  * with Py_CompileString and run in a private globals dict (no import, no name in the program's
  * namespaces); each reads sys.modules only, and acts only on a module whose import has finished
- * (`__spec__._initializing` false). The callables never raise and never call back into Python
- * but to read the scaler of a 3.12+ PY_START (its frame's `self`); they return None at once once
- * the bridge is off, in a forked child or while the interpreter finalises. */
+ * (`__spec__._initializing` false). The callables never raise and never call back into Python;
+ * they return None at once once the bridge is off, in a forked child or while the interpreter
+ * finalises. */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 #include "collector/base/log.h"
 #include "collector/collector.h"
 #include "pybridge_int.h"
 
-/* The helpers: find(mods, module, qualname) -> (parent, name, object) once the module's import has
- * finished, None (not yet), or a string (never: a finished module without it); hook_optimizer,
- * at_exit, monitor (takes a free sys.monitoring tool id, 4 or 3: never another tool's), code_of
- * (through __wrapped__ and __func__), wrap (3.10/3.11, or no free tool id: replaces a plain
- * function attribute with a wrapper that calls note first, keeping __name__, __qualname__,
- * __doc__, __module__ and __wrapped__; a Python function, so it binds as a method), watch (on
- * what find returned: PY_START on its code with a tool id, else the wrapper). */
+/* The helpers. find(mods, module, qualname) -> (parent, name, object) once the module's import and
+ * its packages' have finished, None (not yet), or a string (never: a finished module without it,
+ * but a module importlib's LazyLoader made, whose body 3.10/3.11 run as a plain module); it reads
+ * module and class dicts only (never an attribute hook of the program's: a lazy module is left
+ * alone until the program loads it). hook_optimizer, at_exit, monitor (takes a free
+ * sys.monitoring tool id, 4 or 3: never another tool's), code_of (through the __wrapped__ of
+ * decorators), wrap (replaces a function, staticmethod or classmethod attribute with a wrapper
+ * that calls note first, keeping functools.wraps' attributes and setting __wrapped__; a Python
+ * function, so it binds as a method), watch (on what find returned: PY_START on its code with a
+ * tool id, else the wrapper). */
 static const char helper_src[] =
 	"_missing = object()\n"
-	"def find(mods, modname, qualname):\n"
-	"    m = mods.get(modname)\n"
-	"    if m is None:\n"
+	"_Module = type(__builtins__)\n"
+	"_Function = type(lambda: None)\n"
+	"_Code = type((lambda: None).__code__)\n"
+	"_module_dict = _Module.__dict__['__dict__']\n"
+	"_type_dict = type.__dict__['__dict__']\n"
+	"_type_mro = type.__dict__['__mro__']\n"
+	"_plain_getattribute = _Module.__dict__['__getattribute__']\n"
+	"_methods = (staticmethod, classmethod)\n"
+	"_assigned = ('__module__', '__name__', '__qualname__', '__doc__', '__annotations__', '__type_params__')\n"
+	"def _lookup(t, name):\n"
+	"    for k in _type_mro.__get__(t):\n"
+	"        d = _type_dict.__get__(k)\n"
+	"        if name in d:\n"
+	"            return d[name]\n"
+	"    return _missing\n"
+	"def _dict_of(m):\n"
+	"    if not issubclass(type(m), _Module):\n"
 	"        return None\n"
-	"    d = getattr(m, '__dict__', None)\n"
-	"    if type(d) is not dict:\n"
-	"        return None\n"
+	"    d = _module_dict.__get__(m)\n"
+	"    return d if type(d) is dict else None\n"
+	"def _importing(d):\n"
 	"    spec = d.get('__spec__')\n"
-	"    if spec is not None and getattr(spec, '_initializing', False):\n"
+	"    if spec is None:\n"
+	"        return False\n"
+	"    try:\n"
+	"        return object.__getattribute__(spec, '_initializing') is True\n"
+	"    except AttributeError:\n"
+	"        return False\n"
+	"def _lazy(d):\n"
+	"    try:\n"
+	"        st = object.__getattribute__(d.get('__spec__'), 'loader_state')\n"
+	"    except AttributeError:\n"
+	"        return False\n"
+	"    return type(st) is dict and '__class__' in st\n"
+	"def _static(obj, name):\n"
+	"    if issubclass(type(obj), type):\n"
+	"        return _lookup(obj, name)\n"
+	"    d = _dict_of(obj)\n"
+	"    return _missing if d is None else d.get(name, _missing)\n"
+	"def find(mods, modname, qualname):\n"
+	"    parts = modname.split('.')\n"
+	"    for i in range(1, len(parts)):\n"
+	"        d = _dict_of(mods.get('.'.join(parts[:i])))\n"
+	"        if d is not None and _importing(d):\n"
+	"            return None\n"
+	"    m = mods.get(modname)\n"
+	"    d = _dict_of(m)\n"
+	"    if d is None or _importing(d) or _lookup(type(m), '__getattribute__') is not _plain_getattribute:\n"
 	"        return None\n"
 	"    names = qualname.split('.')\n"
 	"    parent, obj = m, d.get(names[0], _missing)\n"
-	"    for n in names[1:]:\n"
+	"    for k, n in enumerate(names[1:]):\n"
 	"        if obj is _missing:\n"
 	"            break\n"
-	"        parent, obj = obj, getattr(obj, n, _missing)\n"
+	"        if not issubclass(type(obj), (type, _Module)):\n"
+	"            return '%s:%s is a %s, not a module or class' % (modname, '.'.join(names[:k + 1]), type(obj).__name__)\n"
+	"        parent, obj = obj, _static(obj, n)\n"
 	"    if obj is not _missing:\n"
 	"        return parent, names[-1], obj\n"
-	"    if spec is None or modname == '__main__':\n"
+	"    if d.get('__spec__') is None or modname == '__main__' or _lazy(d):\n"
 	"        return None\n"
 	"    return '%s has no %s' % (modname, qualname)\n"
 	"def hook_optimizer(mods, hook):\n"
@@ -60,7 +102,7 @@ static const char helper_src[] =
 	"_mon = None\n"
 	"def monitor(mods, callback):\n"
 	"    global _mon\n"
-	"    mon = getattr(mods['sys'], 'monitoring', None)\n"
+	"    mon = _dict_of(mods.get('sys')).get('monitoring')\n"
 	"    if mon is None:\n"
 	"        return -1\n"
 	"    for tool in (4, 3):\n"
@@ -70,50 +112,48 @@ static const char helper_src[] =
 	"            _mon = mon\n"
 	"            return tool\n"
 	"    return -1\n"
-	"def code_of(obj):\n"
+	"def _function(raw):\n"
+	"    return raw.__func__ if type(raw) in _methods else raw\n"
+	"def code_of(fn):\n"
 	"    for _ in range(16):\n"
-	"        w = getattr(obj, '__wrapped__', None)\n"
-	"        if w is None:\n"
-	"            break\n"
-	"        obj = w\n"
-	"    obj = getattr(obj, '__func__', obj)\n"
-	"    c = getattr(obj, '__code__', None)\n"
-	"    return c if type(c) is type(code_of.__code__) else None\n"
-	"def wrap(parent, name, note):\n"
-	"    raw = _missing\n"
-	"    for k in (parent.__mro__ if isinstance(parent, type) else (parent,)):\n"
-	"        d = getattr(k, '__dict__', {})\n"
-	"        if name in d:\n"
-	"            raw = d[name]\n"
-	"            break\n"
-	"    if type(raw) is not type(wrap):\n"
-	"        return 'not a plain Python function but %s' % type(raw).__name__\n"
+	"        if type(fn) is not _Function:\n"
+	"            return None\n"
+	"        w = fn.__dict__.get('__wrapped__', _missing)\n"
+	"        if w is _missing:\n"
+	"            return fn.__code__\n"
+	"        fn = _function(w)\n"
+	"    return None\n"
+	"def wrap(parent, name, raw, note):\n"
+	"    fn = _function(raw)\n"
+	"    if type(fn) is not _Function:\n"
+	"        return 'not a Python function but %s' % type(raw).__name__\n"
 	"    def wrapper(*args, **kwargs):\n"
 	"        note(args[0] if args else None)\n"
-	"        return raw(*args, **kwargs)\n"
-	"    for a in ('__module__', '__name__', '__qualname__', '__doc__'):\n"
-	"        setattr(wrapper, a, getattr(raw, a, None))\n"
-	"    wrapper.__dict__.update(raw.__dict__)\n"
-	"    wrapper.__wrapped__ = raw\n"
-	"    setattr(parent, name, wrapper)\n"
+	"        return fn(*args, **kwargs)\n"
+	"    for a in _assigned:\n"
+	"        v = getattr(fn, a, _missing)\n"
+	"        if v is not _missing:\n"
+	"            setattr(wrapper, a, v)\n"
+	"    wrapper.__dict__.update(fn.__dict__)\n"
+	"    wrapper.__wrapped__ = fn\n"
+	"    setattr(parent, name, wrapper if fn is raw else type(raw)(wrapper))\n"
 	"    return wrapper\n"
 	"def watch(r, modname, qualname, note, tool):\n"
-	"    if not callable(r[2]):\n"
-	"        return '%s:%s is not callable' % (modname, qualname)\n"
 	"    if tool < 0:\n"
-	"        return wrap(r[0], r[1], note)\n"
-	"    c = code_of(r[2])\n"
+	"        return wrap(r[0], r[1], r[2], note)\n"
+	"    c = code_of(_function(r[2]))\n"
 	"    if c is None:\n"
-	"        return '%s:%s is not a Python function' % (modname, qualname)\n"
+	"        return '%s:%s is not a Python function but %s' % (modname, qualname, type(r[2]).__name__)\n"
 	"    _mon.set_local_events(tool, c, _mon.get_local_events(tool, c) | _mon.events.PY_START)\n"
 	"    return c\n";
 
 /* ---- the callables ---- */
 
-/* torch's global optimizer post hook: hook(optimizer, args, kwargs), after each step(). */
-static PyObj *on_optim(PyObj *self, PyObj *const *args, ssize_t nargs)
+/* torch's global optimizer post hook: hook(optimizer, args, kwargs), after each step(). Takes
+ * any call (keywords too) so that no call of it can raise in the program. */
+static PyObj *on_optim(PyObj *self, PyObj *const *args, ssize_t nargs, PyObj *kwnames)
 {
-	(void)self;
+	(void)self, (void)kwnames;
 	if (!sp_pyb_live())
 		return sp_py_none();
 	if (nargs < 1)
@@ -134,29 +174,23 @@ static void watch_event(long i, PyObj *obj)
 	sp_pyops_tick();
 }
 
-/* sys.monitoring's PY_START callback (3.12+): (code, instruction offset), set on the watched code
- * objects only. The scaler is its frame's `self`. */
+/* sys.monitoring's PY_START callback (3.12+): (code, instruction offset), set on the python
+ * markers' code objects only. */
 static PyObj *on_start(PyObj *self, PyObj *const *args, ssize_t nargs)
 {
 	(void)self;
 	if (!sp_pyb_live() || nargs < 1)
 		return sp_py_none();
-	for (long i = 0; i < SP_PYW_N; i++) {
-		if (!sp_pyb.code[i] || sp_pyb.code[i] != args[0])
-			continue;
-		PyObj *frame = i == SP_PYW_SCALER ? sp_py.get_frame() : NULL;
-		PyObj *scaler = frame ? sp_py.frame_var(frame, "self") : NULL;
-		if (frame && !scaler)
-			sp_py.clear(); /* no `self`: one scaler for all */
-		watch_event(i, scaler);
-		if (scaler)
-			sp_py.decref(scaler);
-		break;
-	}
+	for (long i = SP_PYW_CALL; i < SP_PYW_N; i++)
+		if (sp_pyb.code[i] && sp_pyb.code[i] == args[0]) {
+			watch_event(i, NULL);
+			break;
+		}
 	return sp_py_none();
 }
 
-/* A wrapper's note (3.10/3.11): self is the watch's index, arg the call's first argument. */
+/* A wrapper's note (the scaler; python markers on 3.10/3.11): self is the watch's index, arg the
+ * call's first argument. */
 static PyObj *on_note(PyObj *self, PyObj *arg)
 {
 	if (sp_pyb_live())
@@ -164,23 +198,18 @@ static PyObj *on_note(PyObj *self, PyObj *arg)
 	return sp_py_none();
 }
 
-/* atexit: the interpreter begins to finalise. No poll starts from here; one under way (between its
- * check and its GIL) is waited out, the GIL let go meanwhile so that it can finish. */
+/* atexit: the interpreter begins to finalise: no poll starts from here (one that waits for the
+ * GIL meanwhile lets it go at once). Not waited for: a poll holds no lock the program could need,
+ * and one that CPython ends during finalisation ends inside CPython's own code (pybridge.c). */
 static PyObj *on_exit_(PyObj *self, PyObj *unused)
 {
 	(void)self, (void)unused;
 	atomic_store(&sp_pyb.stopping, 1);
-	while (atomic_load(&sp_pyb.inflight) > 0 && getpid() == sp_pyb.pid) {
-		void *ts = sp_py.save_thread();
-		struct timespec nap = { 0, 1000000 };
-		nanosleep(&nap, NULL);
-		sp_py.restore_thread(ts);
-	}
 	return sp_py_none();
 }
 
 static struct sp_pymethod defs[] = {
-	{ "stepprof_optimizer_step", (void *)on_optim, SP_METH_FASTCALL, NULL },
+	{ "stepprof_optimizer_step", (void *)on_optim, SP_METH_FASTCALL | SP_METH_KEYWORDS, NULL },
 	{ "stepprof_py_start", (void *)on_start, SP_METH_FASTCALL, NULL },
 	{ "stepprof_note", (void *)on_note, SP_METH_O, NULL },
 	{ "stepprof_exit", (void *)on_exit_, SP_METH_NOARGS, NULL },
@@ -310,14 +339,16 @@ static int tool_id(void)
 	return sp_pyb.tool;
 }
 
-/* Watch i on the object found (f: what find returned) as a tool id says. Returns a new
+/* Watch i on the object found (f: what find returned): the scaler's with a wrapper (no
+ * sys.monitoring tool id taken in the default configuration), a python marker's with PY_START
+ * under the bridge's tool id where there is one, else a wrapper (*tool: which). Returns a new
  * reference (the wrapper, the code object, or why not), or NULL (an exception pending). */
-static PyObj *install_watch(int i, PyObj *f, PyObj *m, PyObj *q)
+static PyObj *install_watch(int i, PyObj *f, PyObj *m, PyObj *q, int *tool)
 {
-	int tool = tool_id(); /* taken once something is to be watched */
-	if (tool == -3)
+	*tool = i == SP_PYW_SCALER ? -1 : tool_id(); /* taken once something is to be watched */
+	if (*tool == -3)
 		return NULL;
-	PyObj *note = callable(2, sp_py.long_from(i)), *t = note ? sp_py.long_from(tool) : NULL;
+	PyObj *note = callable(2, sp_py.long_from(i)), *t = note ? sp_py.long_from(*tool) : NULL;
 	PyObj *r = t ? helper("watch", f, m, q, note, t) : NULL;
 	if (note)
 		sp_py.decref(note);
@@ -329,10 +360,11 @@ static PyObj *install_watch(int i, PyObj *f, PyObj *m, PyObj *q)
 /* Watch i (the scaler, or python marker i - SP_PYW_CALL) on modname:qualname, once that is there. */
 static void watch(int i, const char *modname, const char *qualname)
 {
+	int tool = -1;
 	PyObj *m = sp_py.unicode(modname), *q = m ? sp_py.unicode(qualname) : NULL;
 	PyObj *f = q ? helper("find", sp_py.modules(), m, q, NULL, NULL) : NULL, *r = NULL;
 	if (f && f != sp_py.none && !is_str(f))
-		r = install_watch(i, f, m, q);
+		r = install_watch(i, f, m, q, &tool);
 	else if (f) {
 		r = f;
 		f = NULL;
@@ -352,7 +384,6 @@ static void watch(int i, const char *modname, const char *qualname)
 		sp_py.decref(r);
 		return;
 	}
-	int tool = sp_pyb.tool;
 	if (is_str(r)) {
 		if (i >= SP_PYW_CALL)
 			sp_warn("python marker '%s:%s': %s: it finds no steps", modname, qualname, sp_py.utf8(r));

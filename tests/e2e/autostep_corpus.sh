@@ -112,6 +112,72 @@ if "$B/stepprof" autostep --check --marker api:cudaStreamSynchronize "$D/warmup.
 else
 	echo "FAIL an explicit marker on the loop's synchronisation"; fail=1
 fi
+# a lock after the schedule's first window would have begun: the schedule starts from the lock
+# (docs/STEPS.md, "The late start"), so the default schedule records its window, three true
+# iterations, in torch.compile's CUDA-graph inference stopped after 40 iterations and in the JAX
+# loop (both lost a window before: graphs_infer recorded nothing at 40, jax_train 2 of 3 steps)
+for spec in "graphs_infer --iterations 40" "jax_train"; do
+	set -- $spec
+	f=$SP_ROOT/tests/data/corpus/$1.tokens
+	shift
+	if "$B/stepprof" autostep --check --windows "$@" "$f" >"$D/out" 2>"$D/err" &&
+		grep -qE '^windows \(skip_first 0\): 3 recorded steps, 0 not' "$D/out" &&
+		grep -q "the schedule starts from here" "$D/out"; then
+		echo "ok   $spec: the late start records the default window: $(grep -o 'first recorded step [0-9]*' "$D/out")"
+	else
+		echo "FAIL $spec: the default window after a late lock: $(grep '^windows' "$D/out" | cut -c1-150) $(cat "$D/err")"
+		fail=1
+	fi
+done
+# the step open when a stream ends (the program exited in it) holds whatever came after the last
+# iteration: the windows check does not compare it (graphs_infer stopped after 34 iterations: the
+# window's third step is the one it exited in)
+if "$B/stepprof" autostep --check --windows --iterations 34 "$SP_ROOT/tests/data/corpus/graphs_infer.tokens" >"$D/out" 2>"$D/err" &&
+	grep -qE "^windows \(skip_first 0\): 3 recorded steps, 0 not .*the last, cut by the stream's end" "$D/out"; then
+	echo "ok   the step cut by the stream's end is not compared"
+else
+	echo "FAIL the step cut by the stream's end: $(grep '^windows' "$D/out" | cut -c1-160) $(cat "$D/err")"; fail=1
+fi
+# the detector's tunables: --tunables lists the table, --set changes one for a replay (the library runs
+# the defaults), an unknown name or a value out of range is refused (exit 2) with what is allowed
+if [ "$("$B/stepprof" autostep --tunables | grep -c '^[a-z_]* [0-9]* \[[0-9]*-[0-9]*\] [a-z]*: ')" -ge 40 ]; then
+	echo "ok   --tunables lists the table"
+else
+	echo "FAIL --tunables: $("$B/stepprof" autostep --tunables 2>&1 | head -3)"; fail=1
+fi
+# docs/STEPS.md's table (Tunables) lists every tunable with its default
+missing=$("$B/stepprof" autostep --tunables | awk '/^[a-z_]+ [0-9]+ \[/ {print $1, $2}' | while read -r name def; do
+	grep -qF "| \`$name\` | $def |" "$SP_ROOT/docs/STEPS.md" || echo "$name=$def"
+done)
+if [ -z "$missing" ]; then
+	echo "ok   docs/STEPS.md lists every tunable with its default"
+else
+	echo "FAIL docs/STEPS.md's tunables table misses or has another default for: $missing"; fail=1
+fi
+"$B/stepprof" autostep --set no_such=1 "$D/cublas.sptokens" >/dev/null 2>"$D/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "unknown tunable 'no_such' (known: ring_tokens, .*defer_steps" "$D/err" &&
+	! "$B/stepprof" autostep --set defer_steps=0 "$D/cublas.sptokens" >/dev/null 2>&1; then
+	echo "ok   --set refuses an unknown name (with the list) and a value out of range"
+else
+	echo "FAIL --set no_such=1: rc $rc: $(cat "$D/err")"; fail=1
+fi
+f=$SP_ROOT/tests/data/corpus/cublas_loop.tokens
+def=$("$B/stepprof" autostep --windows "$f" | grep -o 'first recorded step [0-9]*')
+set=$("$B/stepprof" autostep --windows --set defer_steps=8 "$f" | grep -o 'first recorded step [0-9]*')
+if [ -n "$def" ] && [ -n "$set" ] && [ "$def" != "$set" ] &&
+	"$B/stepprof" autostep --json --set defer_steps=8 "$f" | grep -q '"tunables":{"defer_steps":8}'; then
+	echo "ok   --set defer_steps=8 changes the replay (cublas_loop: $def by default, $set with it)"
+else
+	echo "FAIL --set defer_steps=8 changed nothing: '$def' / '$set'"; fail=1
+fi
+# --iterations N replays the stream of a program that stopped after N true iterations
+if "$B/stepprof" autostep --iterations 40 "$SP_ROOT/tests/data/corpus/graphs_infer.tokens" |
+	grep -q '^truth: api:cuDriverGetVersion, 40 true iterations'; then
+	echo "ok   --iterations 40 keeps 40 true iterations"
+else
+	echo "FAIL --iterations 40"; fail=1
+fi
 # JSON is valid and names the dominant regime
 "$B/stepprof" autostep --json "$D/ddp.sptokens" >"$D/j" && /usr/bin/python3 -c '
 import json,sys; j=json.load(open(sys.argv[1])); assert j["check"]=="ok" and j["truth"]["regime"]>=1 and j["steps"]>40, j["truth"]

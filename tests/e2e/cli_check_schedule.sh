@@ -42,14 +42,14 @@ run bad "$SP" check "$D/bad.ini"
 ok "check bad.ini exits 2" [ "$rc" = 2 ]
 ok "check bad.ini prints nothing on stdout" [ ! -s "$T/bad.out" ]
 ok "check bad.ini reports all 19 errors" [ "$(wc -l <"$T/bad.err")" = 19 ]
-ok "bad int with file:line" has bad.err "$D/bad.ini:7: [schedule] wait: not an integer: 'x' (allowed: integer >= 0)"
-ok "unknown key with file:line" has bad.err "$D/bad.ini:11: [schedule] wiat: unknown key (allowed: skip_first, skip_first_wait, wait, warmup, active, repeat, profiling_frequency)"
-ok "syntax error with file:line" has bad.err "$D/bad.ini:13: expected 'key = value', '[section]' or a comment: 'this line has no equals sign'"
-ok "bad rank set with file:line" has bad.err "$D/bad.ini:22: [ranks] ranks: bad rank or range 'x' (allowed: all, or ranks and ranges like 0 / 0,1 / 0-3,8)"
-ok "missing pattern with file:line" has bad.err "$D/bad.ini:18: [marker] kind: kernel needs a pattern (allowed: [marker] pattern = a glob such as ncclAllReduce* with kernel, api, nccl, nvtx)"
+ok "bad int with file:line" has bad.err "stepprof check: $D/bad.ini:7: [schedule] wait: not an integer: 'x' (allowed: integer >= 0)"
+ok "unknown key with file:line" has bad.err "stepprof check: $D/bad.ini:11: [schedule] wiat: unknown key (allowed: skip_first, skip_first_wait, wait, warmup, active, repeat, profiling_frequency)"
+ok "syntax error with file:line" has bad.err "stepprof check: $D/bad.ini:13: expected 'key = value', '[section]' or a comment: 'this line has no equals sign'"
+ok "bad rank set with file:line" has bad.err "stepprof check: $D/bad.ini:22: [ranks] ranks: bad rank or range 'x' (allowed: all, or ranks and ranges like 0 / 0,1 / 0-3,8)"
+ok "missing pattern with file:line" has bad.err "stepprof check: $D/bad.ini:18: [marker] kind: kernel needs a pattern (allowed: [marker] pattern = a glob such as ncclAllReduce* with kernel, api, nccl, nvtx)"
 run cross "$SP" check "$D/bad_cross.ini"
 ok "contradictions exit 2" [ "$rc" = 2 ]
-ok "warmup + active > profiling_frequency" has cross.err "$D/bad_cross.ini:6: [schedule] profiling_frequency: 10 is less than warmup + active = 11 (allowed: 0, or at least warmup + active)"
+ok "warmup + active > profiling_frequency" has cross.err "stepprof check: $D/bad_cross.ini:6: [schedule] profiling_frequency: 10 is less than warmup + active = 11 (allowed: 0, or at least warmup + active)"
 
 # check: defaults, $STEPPROF_CONFIG, environment overrides, usage errors
 run defaults "$SP" check
@@ -63,10 +63,10 @@ ok "env override applied" has envset.out "wait = 3"
 ok "env override named in the header" has envset.out "# environment overrides applied: STEPPROF_PROFILE_OUTPUT, STEPPROF_SCHEDULE_WAIT"
 run envbad env STEPPROF_SCHEDULE_WAIT=x "$SP" check
 ok "bad env value exits 2" [ "$rc" = 2 ]
-ok "bad env value message" has envbad.err "STEPPROF_SCHEDULE_WAIT: [schedule] wait: not an integer: 'x' (allowed: integer >= 0)"
+ok "bad env value message" has envbad.err "stepprof check: STEPPROF_SCHEDULE_WAIT: [schedule] wait: not an integer: 'x' (allowed: integer >= 0)"
 run missing "$SP" check /nonexistent/stepprof.ini
 ok "missing file exits 2" [ "$rc" = 2 ]
-ok "missing file message" has missing.err "/nonexistent/stepprof.ini: cannot open: No such file or directory"
+ok "missing file message" has missing.err "stepprof check: /nonexistent/stepprof.ini: cannot open: No such file or directory"
 run usage "$SP" check a b
 ok "two files: usage error" [ "$rc" = 2 ]
 run rank env OMPI_COMM_WORLD_RANK=5 OMPI_COMM_WORLD_SIZE=8 "$SP" check "$D/good.ini"
@@ -89,8 +89,8 @@ ok "schedule table" diff "$T/sched.out" - <<'EOF'
 10 NONE
 11 NONE
 EOF
-ok "auto: a window before the lock is a warning" grep -q "^stepprof schedule: warning: the schedule collects from step 3, but automatic step detection .* raise skip_first or wait by 3" "$T/sched.err"
-grep -v "^stepprof schedule: warning: the schedule collects" "$T/sched.err" >"$T/sched.err2"
+ok "auto: a window before the lock is a note (the schedule starts from the lock)" grep -q "^stepprof schedule: note: the schedule collects from step 3, but automatic step detection .* the schedule then starts from the lock, .* raise skip_first or wait by 3" "$T/sched.err"
+grep -v "^stepprof schedule: note: the schedule collects" "$T/sched.err" >"$T/sched.err2"
 ok "schedule summary on stderr" diff "$T/sched.err2" - <<'EOF'
 # windows (recorded steps): steps 4-5, 8-9
 # nothing is recorded after step 9
@@ -122,13 +122,15 @@ run sfreq2 "$SP" schedule repeat=0 profiling_frequency=4 warmup=1 active=1 --cou
 ok "an option after KEY=VALUE is taken" [ "$rc" = 0 ] && ok "options anywhere: 3 steps" [ "$(wc -l <"$T/sfreq2.out")" = 3 ]
 run sdot "$SP" schedule -c "$D/frequency.ini" schedule.wait=1 --set schedule.warmup=0 warmup=1 --steps 10-12
 ok "schedule.KEY=VALUE, --set and KEY=VALUE are one thing; --steps A-B" [ "$(tr '\n' ' ' <"$T/sdot.out")" = "$("$SP" schedule -c "$D/frequency.ini" wait=1 warmup=1 --count 13 2>/dev/null | tail -n 3 | tr '\n' ' ')" ]
-run sbare "$SP" schedule --steps 12
-ok "--steps N (a count before 0.2) is refused with a hint" grep -qF "for the first N steps say --count N" "$T/sbare.err"
+run sbare "$SP" schedule --steps 12 skip_first=2 wait=1 warmup=1 active=2 repeat=2
+ok "--steps A: step A alone, as convert --steps takes it" [ "$(cat "$T/sbare.out")" = "12 NONE" ]
+run sfrom "$SP" schedule --steps 3- --count 3 skip_first=2 wait=1 warmup=1 active=2 repeat=2
+ok "--steps A-: from A, --count steps" [ "$(tr '\n' ' ' <"$T/sfrom.out")" = "3 WARMUP 4 RECORD 5 RECORD_AND_SAVE " ]
 run sfreq3 "$SP" schedule --count 8 repeat=0 profiling_frequency=4 warmup=1 active=1
 ok "profiling_frequency on the command line" [ "$(tr '\n' ' ' <"$T/sfreq3.out")" = "0 NONE 1 NONE 2 WARMUP 3 RECORD_AND_SAVE 4 NONE 5 NONE 6 WARMUP 7 RECORD_AND_SAVE " ]
 run sfrepeat "$SP" schedule profiling_frequency=10
 ok "profiling_frequency with repeat > 0 exits 2" [ "$rc" = 2 ]
-ok "profiling_frequency with repeat > 0 message" grep -qF "command line: [schedule] profiling_frequency: 10 is only allowed with repeat = 0" "$T/sfrepeat.err"
+ok "profiling_frequency with repeat > 0 message" grep -qF "stepprof schedule: profiling_frequency=10: [schedule] profiling_frequency: 10 is only allowed with repeat = 0" "$T/sfrepeat.err"
 run senv env STEPPROF_SCHEDULE_WAIT=5 STEPPROF_SCHEDULE_REPEAT=1 "$SP" schedule --count 2 warmup=0 active=1 wait=0
 ok "the command line wins over the environment" [ "$(tr '\n' ' ' <"$T/senv.out")" = "0 RECORD_AND_SAVE 1 NONE " ]
 
@@ -136,10 +138,10 @@ ok "the command line wins over the environment" [ "$(tr '\n' ' ' <"$T/senv.out")
 run sbad "$SP" schedule wiat=1 wait=x foo active=0
 ok "bad KEY/VALUE exits 2" [ "$rc" = 2 ]
 ok "bad KEY/VALUE prints no table" [ ! -s "$T/sbad.out" ]
-ok "unknown key" grep -qF "command line: [schedule] wiat: unknown key (allowed: skip_first," "$T/sbad.err"
-ok "bad value" has sbad.err "command line: [schedule] wait: not an integer: 'x' (allowed: integer >= 0)"
-ok "not KEY=VALUE" grep -qF "command line: 'foo': expected KEY=VALUE" "$T/sbad.err"
-ok "out of range" has sbad.err "command line: [schedule] active: out of range: '0' (allowed: integer >= 1)"
+ok "unknown key" grep -qF "stepprof schedule: wiat=1: [schedule] wiat: unknown key (allowed: skip_first," "$T/sbad.err"
+ok "bad value" has sbad.err "stepprof schedule: wait=x: [schedule] wait: not an integer: 'x' (allowed: integer >= 0)"
+ok "not KEY=VALUE" grep -qF "stepprof schedule: foo: expected KEY=VALUE" "$T/sbad.err"
+ok "out of range" has sbad.err "stepprof schedule: active=0: [schedule] active: out of range: '0' (allowed: integer >= 1)"
 run ssteps "$SP" schedule --count 0
 ok "--count 0 exits 2" [ "$rc" = 2 ]
 run sconf "$SP" schedule --config "$D/bad.ini"

@@ -8,18 +8,33 @@
 # tests/data (grouped by folder: a folder's traces of several ranks are one job). The merged view
 # (--merge-ranks): ids unique per rank. SP_KINETO_DATA=DIR checks the GPU traces under DIR instead of
 # tests/data (fresh ones from a GPU run, e.g. the DDP test's). Exits non-zero on the first failure.
+# HTA is an optional tool: its checks run when it is found (SP_HTA=DIR holding HTA's hta/ package,
+# else ../shared/tools/hta beside the project, else an installed `hta` package) with the Python
+# modules it needs, and otherwise print one "skipped: ..." line (tests/run.sh counts it); every
+# other check runs always.
 set -euo pipefail
 B=${SP_BUILD:?} R=${SP_ROOT:?}
 CHECK="python3 $R/tests/e2e/check_chrome_json.py"
 PY=/usr/bin/python3 # Debian's, with pandas & co. (a python3 earlier on PATH may lack them)
+[ -x "$PY" ] || PY=python3
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-HTA_PKG=$R/../shared/tools/hta # HTA's package (MIT), beside the project, as its README says
-[ -d "$HTA_PKG/hta" ] || fail "no HTA package at $HTA_PKG (../shared/tools/hta from the project's root)"
-$PY -c 'import pandas, numpy, yaml, plotly, ijson, psutil, networkx' ||
-	fail "$PY lacks HTA's modules: make deps installs them (python3-pandas, ...)"
-HTA="$PY $R/tests/e2e/check_hta.py --hta $HTA_PKG"
+HTA_PKG= HTA_SKIP=
+for d in "${SP_HTA:-}" "$R/../shared/tools/hta"; do
+	[ -n "$d" ] && [ -d "$d/hta" ] && { HTA_PKG=$(cd "$d" && pwd); break; }
+done
+[ -n "$HTA_PKG" ] || ! $PY -c 'import hta.trace_analysis' 2>/dev/null || HTA_PKG=installed
+if [ -z "$HTA_PKG" ]; then
+	HTA_SKIP="no HTA (set SP_HTA=DIR holding its hta/ package, put it at ../shared/tools/hta, or install it)"
+elif ! $PY -c 'import pandas, numpy, yaml, plotly, ijson, psutil, networkx' 2>/dev/null; then
+	HTA_SKIP="$PY lacks the modules HTA needs (make deps installs python3-pandas, python3-numpy, ...)"
+fi
+# hta ARGS...: check_hta.py when HTA can run, else nothing (the skip is said once, at the end)
+hta() {
+	[ -z "$HTA_SKIP" ] || return 0
+	$PY "$R/tests/e2e/check_hta.py" --hta "$([ "$HTA_PKG" = installed ] || echo "$HTA_PKG")" "$@"
+}
 
 # the TensorBoard plugin's file discovery, exactly as the plugin does it: WORKER_PATTERN copied
 # verbatim from pytorch/kineto tb_plugin/torch_tb_profiler/consts.py (commit
@@ -81,11 +96,11 @@ done
 for w in 0 1; do
 	mkdir hta$w
 	cp ddp0.$w.pt.trace.json.gz ddp1.$w.pt.trace.json.gz hta$w/
-	$HTA hta$w --ranks 0,1 --report report0.w$w.json --report report1.w$w.json
+	hta hta$w --ranks 0,1 --report report0.w$w.json --report report1.w$w.json
 done
 # a check that can fail: two files of one rank collapse in HTA
 mkdir same && cp ddp0.0.pt.trace.json.gz same/a.pt.trace.json.gz && cp ddp0.1.pt.trace.json.gz same/b.pt.trace.json.gz
-if $HTA same --ranks 0,1 >/dev/null 2>&1; then fail "check_hta accepted one rank for two"; fi
+if [ -z "$HTA_SKIP" ] && hta same --ranks 0,1 >/dev/null 2>&1; then fail "check_hta accepted one rank for two"; fi
 
 # -o FILE: exactly FILE for a single window; per-window names beside it otherwise (plain JSON if
 # FILE is plain)
@@ -147,7 +162,7 @@ print(d["rank"], " ".join(str(w["id"]) for w in d["windows"]))' "gpu$n.$base.rep
 		ranks=$(python3 -c 'import json, sys; print(",".join(sorted((str(max(json.load(open(f))["rank"], 0)) for f in sys.argv[1:]), key=int)))' "$wd"/*.report)
 		[ "$ntr" -eq 1 ] || [ "$(echo "$ranks" | tr ',' '\n' | wc -l)" -ge 2 ] || continue
 		mkdir -p "$wd/hta" && mv "$wd"/*.pt.trace.json.gz "$wd/hta/"
-		$HTA "$wd/hta" --ranks "$ranks" $(for f in "$wd"/*.report; do echo --report "$f"; done) ||
+		hta "$wd/hta" --ranks "$ranks" $(for f in "$wd"/*.report; do echo --report "$f"; done) ||
 			fail "HTA on $dir $(basename "$wd")"
 	done
 	if [ "$nranked" -ge 2 ]; then # the merged view of the job
@@ -183,4 +198,5 @@ grep -q "ProfilerStep at 0.1 ends at 0.30000000000000004" <<<"$out" ||
 for f in badflow.json overlap.json; do
 	if $CHECK $f --perfetto >/dev/null 2>&1; then fail "check_chrome_json --perfetto accepted $f"; fi
 done
+[ -z "$HTA_SKIP" ] || echo "skipped: cli_kineto's HTA checks: $HTA_SKIP"
 echo "cli_kineto: ok"

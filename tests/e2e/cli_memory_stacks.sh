@@ -45,7 +45,7 @@ if command -v node >/dev/null; then # the page's own script: draws, hovers, buil
 		"8.00MiB device on GPU 0 (NVIDIA H100 80GB HBM3), age 11.500 ms: sx_alloc_weights+0x4 (test_memtl)" ||
 		fail "page script"
 else
-	echo "note: no node here; the page's script was not run"
+	echo "skipped: the memory page's own script (no node here: Debian's nodejs runs it)"
 fi
 
 # stacks: folded lines "frame;...;frame weight", root first

@@ -28,7 +28,7 @@ ok() { # ok DESCRIPTION TEST...
 rc=$?
 ok "the command's exit status (7: it saw the library without malloc hooks preloaded)" [ "$rc" = 7 ]
 ok "--set and --ranks reach the command" grep -qxF "wait=3 ranks=0,7 out=$T/traces" run.out
-ok "no trace from a process without CUDA, said on stderr" grep -qF "stepprof: no trace written" run.err
+ok "no trace from a process without CUDA, said on stderr" grep -qF "stepprof run: no trace written" run.err
 "$SP" run --set activities.host_malloc=true -- sh -c 'case "$LD_PRELOAD" in */libstepprof.so*) exit 7;; esac; exit 1' 2>/dev/null
 ok "host_malloc = true: the library with malloc hooks" [ "$?" = 7 ]
 inj=$("$SP" run -- sh -c 'echo "$CUDA_INJECTION64_PATH"' 2>/dev/null)

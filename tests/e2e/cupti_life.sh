@@ -382,6 +382,44 @@ for p in problems:
 sys.exit(1 if problems else 0)
 PY
 }
+# a lock after the schedule's first window would have begun (wait 0: its warmup is step 0, and the
+# automatic marker locks in the loop's 5th iteration): the schedule starts from the lock, so its one
+# window holds the three steps after the first watched one, 20 kernels each, flagged late in the
+# trace and said in report (before: the window was lost and nothing was recorded). Learning with
+# CUPTI, and from the hooks (attached at the lock, the window's warmup right after it).
+latecheck() {
+	"$B/stepprof" report --json "$T/$1"/out/*.sptrace >"$T/$1/report.json" 2>"$T/$1/report.err"
+	/usr/bin/python3 - "$T/$1" <<'PY' || { bad "$1"; grep -v begins "$T/$1/stderr" | head -8 | sed 's/^/    /'; false; }
+import json, re, sys
+d = sys.argv[1]
+err = open(f"{d}/stderr").read()
+got = [(int(l.split()[0]), int(l.split()[3])) for l in open(f"{d}/steps") if re.match(r"^\d+\s", l)]
+m = re.search(r"the schedule's first window would have begun \(its step 0\): the schedule starts from here "
+              r"instead, so no window is lost: step (\d+) is the schedule's step 0", err)
+try:
+    rep = json.load(open(f"{d}/report.json"))
+except ValueError:
+    rep = {"steps": [], "steps_found_by": ""}
+problems = []
+if not m:
+    problems.append("no late-start line")
+elif [n for n, _ in got] != [int(m.group(1)) + 1 + i for i in range(3)]:
+    problems.append(f"recorded steps {got}, expected the three after step {m.group(1)}")
+if any(k != 20 for _, k in got):
+    problems.append(f"kernels per step {got}")
+if not rep["steps"] or not all(s.get("late") for s in rep["steps"]):
+    problems.append("steps not flagged late in report --json")
+if "found after the schedule's first window would have begun" not in (rep.get("steps_found_by") or ""):
+    problems.append("report does not say how the schedule started")
+for p in problems:
+    print("   ", p)
+sys.exit(1 if problems else 0)
+PY
+}
+MARKER=auto run late 0,1,3,1 never 30 VIA_CUDART="$FAKERT" LAUNCHES=20 FAKE_CUPTI_ONE_CORR=1
+latecheck late && echo "ok   a lock after the first window would have begun: the schedule starts from it, the window holds 3 steps of 20 kernels (late in the trace and in report)"
+LEARN=hooks MARKER=auto run latehooks 0,1,3,1 auto 30 VIA_CUDART="$FAKERT" VIA_DRIVER="$FAKECUDA" LAUNCHES=20
+latecheck latehooks && echo "ok   ... learning from the hooks: attached at the lock, the window right after it holds its 3 steps"
 K20="9:20 10:20 11:20 21:20 22:20 23:20 33:20 34:20 35:20"
 MARKER=auto run autopark 8,1,3,0 auto 60 VIA_CUDART="$FAKERT" LAUNCHES=20
 autoparked autopark 2 "$K20 45:20 46:20 47:20 57:20 58:20 59:20" &&

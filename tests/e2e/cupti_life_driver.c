@@ -33,7 +33,10 @@
  * (an extra kernel every K iterations: a norm logged); EXTRA_SYNC_EVERY=K (with VIA_CUDART): every
  * K-th step makes one more cudaDeviceSynchronize two thirds into its launches (a norm read);
  * SYNC_EVERY=K: only every K-th step ends with the marker call (a loss read every K steps and
- * nothing else synchronises). */
+ * nothing else synchronises). LAUNCH_US=N: N microseconds after each launch, out of the step's
+ * time (launches spread over the step, as in a launch-bound loop). PROF=...: a profiler inside the program, as torch.profiler's Kineto
+ * drives CUPTI (kineto_like.h); then it also runs without stepprof (the stand-in libcupti preloaded
+ * instead: the reference). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -43,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cupti.h>
+#include "kineto_like.h"
 
 static int (*fire)(int, unsigned, int, unsigned);
 static atomic_int stop;
@@ -270,14 +274,15 @@ int main(int argc, char **argv)
 	int reuse = getenv("REUSE_NAMES") != NULL; /* the changed kernels in the first ones' CUfunctions */
 	const char *change_name = getenv("CHANGE_NAME") ? getenv("CHANGE_NAME") : "eval";
 	int (*init)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "InitializeInjection");
-	if (!init && !print) {
+	if (!init && !print && !getenv("PROF")) {
 		fprintf(stderr, "driver: no InitializeInjection (preload libstepprof)\n");
 		return 2;
 	}
 	if (init)
 		init();
 	fire = (int (*)(int, unsigned, int, unsigned))dlsym(RTLD_DEFAULT, "fake_cupti_fire");
-	if (!fire && !print) {
+	kl_setup(); /* (after the injection: stepprof loads the stand-in libcupti there) */
+	if (!fire && !print && !KL.on) {
 		fprintf(stderr, "driver: the fake libcupti is not loaded\n");
 		return 2;
 	}
@@ -294,6 +299,7 @@ int main(int argc, char **argv)
 	int change_at = getenv("CHANGE_AT") ? atoi(getenv("CHANGE_AT")) : -1;
 	int rt_launch = getenv("RT_LAUNCH") ? atoi(getenv("RT_LAUNCH")) : 0;
 	int step2_us = getenv("STEP2_US") ? atoi(getenv("STEP2_US")) : step_us;
+	int launch_us = getenv("LAUNCH_US") ? atoi(getenv("LAUNCH_US")) : 0;
 	unsigned lcorr = 2000000, lseen = 0, lall = 0;
 	if (getenv("VIA_CUDART")) {
 		/* CUDART_LOCAL: as Python loads a wheel's renamed libcudart, out of the global scope */
@@ -332,6 +338,7 @@ int main(int argc, char **argv)
 	while (lt_on < nlt && !pthread_create(&lt[lt_on], NULL, launcher, (void *)(intptr_t)lt_on))
 		lt_on++;
 	for (int i = 0; i < steps; i++) {
+		kl_begin_step(i);
 		if (fire && i == 2 && getenv("GRAPH"))
 			fire(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPH_CREATED, 0, 0);
 		int changed = change_at >= 0 && i >= change_at;
@@ -400,8 +407,11 @@ int main(int argc, char **argv)
 			} else
 				lseen += (unsigned)launch(sym, lcorr++);
 			lall++;
+			if (launch_us) /* spread over the step, as a launch-bound loop's launches are */
+				usleep(launch_us);
 		}
-		usleep((changed ? step2_us : step_us) - sync_us - head_us);
+		usleep((changed ? step2_us : step_us) - sync_us - head_us -
+		       launch_us * (changed ? nl2 : nl + extra));
 		if (sync_every > 1 && i % sync_every != sync_every - 1)
 			goto timed; /* no marker call in this step */
 		if (sync) {
@@ -423,6 +433,7 @@ int main(int argc, char **argv)
 			(void)(stray_same ? from_runtime(ctx_sync) : ctx_sync());
 		corr++;
 	timed:
+		kl_end_step(i);
 		if (print) {
 			clock_gettime(CLOCK_MONOTONIC, &t1);
 			printf("STEP %d %.4f\n", i, (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
@@ -448,6 +459,7 @@ int main(int argc, char **argv)
 		lseen = drv_seen();
 	if (cap_sub && capture_at >= 0)
 		printf("driver: graph capture with CUPTI subscribed: %d\n", cap_sub());
+	kl_report();
 	printf("driver: %d of %d syncs seen\n", seen, steps);
 	if (nl)
 		printf("driver: %u of %u launches seen\n", lseen, lall);

@@ -8,7 +8,10 @@
  * take that long (the program goes on meanwhile, unseen). Activity: fake_cupti_kernel() makes one
  * CONCURRENT_KERNEL record (stamped by the registered timestamp callback, else CLOCK_REALTIME) if
  * that kind is enabled; records reach the registered buffer callbacks at cuptiActivityFlushAll
- * (or every 256 records), and cuptiActivityGetNextRecord walks them, as CUPTI's do.
+ * (or every 256 records), and cuptiActivityGetNextRecord walks them, as CUPTI's do. As CUPTI does,
+ * it asks the registered bufferRequested for a buffer when it makes the first record after handing
+ * one back (not at the flush): a client that looks at the buffers it handed out (Kineto flushes
+ * only when one is out) sees one out while records wait.
  * FAKE_SUBSCRIBE_US: cuptiSubscribe takes that long (a re-attach that comes late).
  * FAKE_CUPTI_LOSE_CORR=N: the kernel of the launch with correlation id N is never recorded (a
  * record CUPTI never hands over, as one on-demand window after a re-attach seemed to lose).
@@ -21,8 +24,13 @@
  * CUPTI's do (the test programs number each thread's or library's calls apart): a call's entry
  * takes the next one, its exit and what it launches meanwhile on its thread keep it.
  * FAKE_CUPTI_NAME_KERNELS=1: a kernel made by fake_cupti_launch is named by the launch's symbol
- * (else "fake_kernel"). Built by the Makefile; used by tests/e2e/cupti_life.sh, share.sh and
- * pybridge.sh. */
+ * (else "fake_kernel").
+ * FAKE_CUPTI_COUNT=1: prints "fakecupti: kernel records N" at exit (the records made while
+ * CONCURRENT_KERNEL was on: what recording cost). FAKE_CALL_US=N: each cuptiEnableCallback,
+ * cuptiEnableDomain, cuptiActivityEnable and cuptiActivityDisable keeps its caller N microseconds
+ * (spinning: a model of what reconfiguring CUPTI costs, for bench/window_end.sh).
+ * FAKE_CUPTI_NAMES=FILE: callback names as CUPTI gives them (load_names), not "cuda_other_N".
+ * Built by the Makefile; used by tests/e2e/cupti_life.sh, share.sh and pybridge.sh. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdarg.h>
@@ -48,6 +56,8 @@ static struct {
 	unsigned char kind[CUPTI_ACTIVITY_KIND_COUNT]; /* enabled activity kinds */
 	CUpti_ActivityKernel10 pend[256]; /* records not yet delivered */
 	unsigned npend;
+	uint8_t *buf;                   /* the buffer asked for when the first of them was made, or NULL */
+	size_t bufsize;
 	CUpti_ActivityKernel10 late;    /* FAKE_CUPTI_LATE_CORR's record, held back until late_due */
 	struct timespec late_due;       /* CLOCK_MONOTONIC; tv_sec 0: nothing held */
 } F = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -71,6 +81,21 @@ static void note(const char *fn, const char *fmt, ...)
 		fflush(F.log);
 	}
 	pthread_mutex_unlock(&F.lock);
+}
+
+/* FAKE_CALL_US: the caller spins that long in a reconfiguring call. */
+static void call_cost(void)
+{
+	static long us = -1;
+	if (us < 0)
+		us = getenv("FAKE_CALL_US") ? atol(getenv("FAKE_CALL_US")) : 0;
+	if (us <= 0)
+		return;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
 }
 
 CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud)
@@ -99,6 +124,13 @@ CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle s)
 }
 
 static atomic_int wrapped_calls; /* threads inside a call CUPTI wraps (fake_cupti_wrapped) */
+static atomic_long kernel_records; /* kernel records made (FAKE_CUPTI_COUNT) */
+
+__attribute__((destructor)) static void count_at_exit(void)
+{
+	if (getenv("FAKE_CUPTI_COUNT"))
+		printf("fakecupti: kernel records %ld\n", atomic_load(&kernel_records));
+}
 
 /* A stand-in runtime's call that CUPTI would wrap begins (+1) or ends (-1). */
 __attribute__((visibility("default"))) void fake_cupti_wrapped(int delta)
@@ -119,7 +151,7 @@ CUptiResult CUPTIAPI cuptiFinalize(void)
 	F.cb = NULL;
 	memset(F.on, 0, sizeof F.on);
 	memset(F.kind, 0, sizeof F.kind);
-	F.ts = NULL, F.req = NULL, F.comp = NULL, F.npend = 0;
+	F.ts = NULL, F.req = NULL, F.comp = NULL, F.npend = 0, F.buf = NULL;
 	F.finalized = 1;
 	return CUPTI_SUCCESS;
 }
@@ -127,6 +159,7 @@ CUptiResult CUPTIAPI cuptiFinalize(void)
 CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle s, CUpti_CallbackDomain d,
 					 CUpti_CallbackId cbid)
 {
+	call_cost();
 	note("enable_cb", " %d %u %u", (int)d, cbid, enable);
 	if (!F.cb || s != (CUpti_SubscriberHandle)&F)
 		return CUPTI_ERROR_INVALID_PARAMETER;
@@ -137,6 +170,7 @@ CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle
 
 CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle s, CUpti_CallbackDomain d)
 {
+	call_cost();
 	note("enable_domain", " %d %u", (int)d, enable);
 	if (!F.cb || s != (CUpti_SubscriberHandle)&F)
 		return CUPTI_ERROR_INVALID_PARAMETER;
@@ -163,6 +197,22 @@ static const struct {
 	{ 1, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, "cuMemFree_v2" },
 };
 
+/* FAKE_CUPTI_NAMES=FILE: every callback's name as CUPTI gives it, from lines "0|1 CBID NAME" (0
+ * runtime, 1 driver: bench/window_end.sh writes them from the CUPTI headers). Once. */
+static void load_names(void)
+{
+	static int done;
+	const char *p = getenv("FAKE_CUPTI_NAMES");
+	FILE *f = !done++ && p ? fopen(p, "r") : NULL;
+	unsigned k, cbid;
+	char nm[48];
+	while (f && fscanf(f, "%u %u %47s", &k, &cbid, nm) == 3)
+		if (k < 2 && cbid < NCB)
+			snprintf(F.names[k][cbid], 48, "%s", nm);
+	if (f)
+		fclose(f);
+}
+
 CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t cbid, const char **name)
 {
 	int k = d == CUPTI_CB_DOMAIN_DRIVER_API;
@@ -170,6 +220,7 @@ CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t cbid,
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	if (F.finalized)
 		note("get_callback_name", "");
+	load_names();
 	if (!F.names[k][cbid][0]) {
 		snprintf(F.names[k][cbid], 48, "%s_other_%u", k ? "cu" : "cuda", cbid);
 		for (size_t i = 0; i < sizeof cb_names / sizeof *cb_names; i++)
@@ -189,6 +240,7 @@ CUptiResult CUPTIAPI cuptiGetDeviceId(CUcontext c, uint32_t *dev)
 
 CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind k)
 {
+	call_cost();
 	note("activity_enable", " %d", (int)k);
 	if ((unsigned)k < CUPTI_ACTIVITY_KIND_COUNT)
 		F.kind[k] = 1;
@@ -197,6 +249,7 @@ CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind k)
 
 CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind k)
 {
+	call_cost();
 	note("activity_disable", " %d", (int)k);
 	if ((unsigned)k < CUPTI_ACTIVITY_KIND_COUNT)
 		F.kind[k] = 0;
@@ -220,24 +273,49 @@ CUptiResult CUPTIAPI cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallb
 
 #define REC_SIZE ((sizeof(CUpti_ActivityKernel10) + 7) & ~(size_t)7)
 
-/* Hands the pending records to the registered buffer callbacks. Caller holds F.lock, which is
- * let go while the callbacks run (they may call back into CUPTI). */
+/* Asks the registered bufferRequested for the buffer the pending records go into, once they begin
+ * (F.lock held; let go while it runs, as in deliver). This function can't fail. */
+static void take_buffer(void)
+{
+	CUpti_BuffersCallbackRequestFunc req = F.req;
+	uint8_t *b = NULL;
+	size_t size = 0, maxrec = 0;
+	if (F.buf || !req)
+		return;
+	pthread_mutex_unlock(&F.lock);
+	req(&b, &size, &maxrec);
+	pthread_mutex_lock(&F.lock);
+	if (!F.buf) {
+		F.buf = b, F.bufsize = size;
+	} else if (b && F.comp) { /* another thread took one meanwhile: this one goes back empty */
+		CUpti_BuffersCallbackCompleteFunc comp = F.comp;
+		pthread_mutex_unlock(&F.lock);
+		comp(NULL, 0, b, size, 0);
+		pthread_mutex_lock(&F.lock);
+	}
+}
+
+/* Hands the pending records to the registered buffer callbacks, in the buffer asked for when the
+ * first of them was made. Caller holds F.lock, which is let go while the callbacks run (they may
+ * call back into CUPTI). */
 static void deliver(void)
 {
-	uint8_t *buf = NULL;
-	size_t size = 0, maxrec = 0, used = 0;
-	unsigned n = F.npend;
-	if (!n || !F.req || !F.comp)
+	size_t used = 0;
+	if (!F.npend || !F.comp)
 		return;
+	if (!F.buf)
+		take_buffer();
+	unsigned n = F.npend; /* (more may have come while the buffer was asked for) */
+	uint8_t *buf = F.buf;
+	size_t size = F.bufsize;
 	CUpti_ActivityKernel10 *copy = malloc(n * sizeof *copy);
-	CUpti_BuffersCallbackRequestFunc req = F.req;
 	CUpti_BuffersCallbackCompleteFunc comp = F.comp;
 	if (!copy)
 		return;
 	memcpy(copy, F.pend, n * sizeof *copy);
 	F.npend = 0;
+	F.buf = NULL;
 	pthread_mutex_unlock(&F.lock);
-	req(&buf, &size, &maxrec);
 	for (unsigned i = 0; buf && i < n && used + REC_SIZE <= size; i++, used += REC_SIZE)
 		memcpy(buf + used, &copy[i], sizeof copy[i]);
 	if (buf)
@@ -408,6 +486,7 @@ __attribute__((visibility("default"))) int fake_cupti_kernel(unsigned corr)
 	corr = corr_of(corr, 2);
 	pthread_mutex_lock(&F.lock);
 	if (F.kind[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) {
+		take_buffer(); /* as CUPTI: a buffer for the records from the first on */
 		CUpti_ActivityKernel10 *k = &F.pend[F.npend++];
 		memset(k, 0, sizeof *k);
 		k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
@@ -418,6 +497,7 @@ __attribute__((visibility("default"))) int fake_cupti_kernel(unsigned corr)
 		k->name = kname;
 		k->streamId = 7;
 		k->gridX = k->gridY = k->gridZ = k->blockX = k->blockY = k->blockZ = 1;
+		atomic_fetch_add(&kernel_records, 1);
 		ret = 1;
 		settle(corr);
 	}
@@ -436,6 +516,7 @@ __attribute__((visibility("default"))) int fake_cupti_copy(unsigned corr)
 		return 0;
 	pthread_mutex_lock(&F.lock);
 	if (F.kind[CUPTI_ACTIVITY_KIND_MEMCPY]) {
+		take_buffer();
 		CUpti_ActivityKernel10 *slot = &F.pend[F.npend++]; /* records share the slot size */
 		CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *)slot;
 		_Static_assert(sizeof *m <= sizeof *slot, "a copy record fits a slot");

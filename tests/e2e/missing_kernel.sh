@@ -6,7 +6,8 @@
 # fake libcupti told to lose the record of the last launch of the window's last step
 # (FAKE_CUPTI_LOSE_CORR). The window is written once no record comes (the quiet rule), with a
 # DROPPED 'missing' record of 1, a stderr line, and `stepprof report` (text, JSON, findings) says
-# so; the same run without the loss has none of it.
+# so; the same run without the loss has none of it. One that comes long after the window was
+# written is counted once (missing), not late as well.
 # And how the last kernel of a window's last step was lost with nothing said (the trigger.sh
 # signature): a kernel launched inside a runtime call that is not a launch is not counted as a
 # launch but its record counts as arrived, so the counts matched while the last launch's record
@@ -31,7 +32,7 @@ run() {
 	mkdir -p "$T/$name"
 	printf '[profile]\noutput = %s\n[ranks]\nranks = all\n[cupti]\nlibrary = %s\n[marker]\nkind = api\npattern = cudaDeviceSynchronize\n[schedule]\nwait = 1\nwarmup = 1\nactive = 2\nrepeat = 1\n' \
 		"$T/$name/out" "$B/tests/e2e/libfakecupti.so" >"$T/$name/sp.ini"
-	env "$@" STEPPROF_CONFIG="$T/$name/sp.ini" LD_PRELOAD="$PRE" timeout 60 "$B/tests/e2e/phases_driver" 1 6 3000 \
+	env "$@" STEPPROF_CONFIG="$T/$name/sp.ini" LD_PRELOAD="$PRE" timeout 60 "$B/tests/e2e/phases_driver" 1 "${MICRO:-6}" 3000 \
 		>"$T/$name/stdout" 2>"$T/$name/stderr" || bad "$name: driver exited $?: $(tail -3 "$T/$name/stderr")"
 	F=$(ls "$T/$name"/out/*.sptrace 2>/dev/null | head -1)
 	[ -n "$F" ] || { bad "$name: no trace"; return; }
@@ -56,6 +57,17 @@ grep -q "^Window 0: steps 2-3 (2 steps), .*, 5 kernels, .*1 kernel missing (laun
 grep -q "^Missing kernels: 1 launched" "$T/lost/report" || bad "lost: report: no 'Missing kernels' line"
 grep -q "1 kernel launched in a window never arrived" "$T/lost/report" || bad "lost: report findings say nothing"
 grep -q '"missing":1,"complete":true' "$T/lost/json" || bad "lost: JSON window: $(grep -o '"windows".*' "$T/lost/json" | head -c 300)"
+
+# the same kernel's record comes 400 ms late, after its window was written (the program runs on
+# for 600 ms; recording tokens keeps stepprof subscribed to the end, where it flushes): said
+# missing once, not counted 'late' on top (it was: two records said lost)
+MICRO=200 run latemissing FAKE_CUPTI_LATE_CORR=22 FAKE_CUPTI_LATE_MS=400 STEPPROF_RECORD_TOKENS="$T/latemissing.tok"
+grep -q "window 0 (steps 2-3): 1 of its 6 kernel launches had no kernel record" "$T/latemissing/stderr" ||
+	bad "latemissing: not said missing: $(grep -v begins "$T/latemissing/stderr" | head -3)"
+grep -q "^Missing kernels: 1 launched" "$T/latemissing/report" &&
+	grep -qx 'Dropped records: 0 (cupti: 0, ring_full: 0, window_cap: 0, late: 0)' "$T/latemissing/report" &&
+	grep -q "1 record was lost: 1 kernel launched in a window never arrived" "$T/latemissing/report" ||
+	bad "latemissing: $(grep -E 'Dropped|Missing|lost' "$T/latemissing/report")"
 
 # nested: each micro-batch also launches one kernel inside a cudaStreamSynchronize (uncounted):
 # the window records corr 19-22 (step 2) and 24-27 (step 3); 27 is the last launch

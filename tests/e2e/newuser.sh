@@ -70,7 +70,7 @@ fi
 SP_WRITE_NCCL_SAMPLE=$T "$B/tests/test_nccl" >/dev/null 2>&1
 "$SP" stacks rank0.sptrace -o st.folded >st.out 2>st.err
 ok "stacks without stacks: exit 1" [ $? = 1 ]
-ok "stacks without stacks: says why" grep -q "holds no call stacks: it was recorded without \[activities\] stacks = true" st.err
+ok "stacks without stacks: says why" grep -q "holds no call stacks: it was recorded without \[activities\] stacks = native, python or both" st.err
 ok "stacks without stacks: no empty file left" [ ! -e st.folded ]
 
 # --- diff --json -----------------------------------------------------------------------------------
@@ -90,7 +90,7 @@ for real in "$R"/tests/data/demo/*.sptrace; do
 	ok "real trace: report" [ $? = 0 ]
 	ok "real trace: report names its kernels" grep -q "ncclDevKernel_AllReduce" real.txt
 	ok "real trace: report --sort self_cuda_time_total --json" bash -c "'$SP' report '$real' --sort self_cuda_time_total --json | python3 -c 'import json, sys; d = json.load(sys.stdin); assert d[\"kernels\"] and d[\"windows\"]'"
-	ok "real trace: convert" "$SP" convert "$real" -o real.json.gz
+	ok "real trace: convert" "$SP" convert "$real" -o real.pt.trace.json.gz
 	ok "real trace: steps" bash -c "'$SP' steps '$real' >/dev/null"
 	ok "real trace: memory --json" bash -c "'$SP' memory '$real' -o real.html --json 2>/dev/null | python3 -c 'import json, sys; json.load(sys.stdin)'"
 	ok "real trace: diff against the golden" bash -c "'$SP' diff '$real' '$R/tests/golden/small.sptrace' --json >/dev/null"
@@ -125,6 +125,7 @@ ok "bash completion completes commands" bash -c "source '$T/inst/share/bash-comp
 ok "bash completion completes options from --help" bash -c "source '$T/inst/share/bash-completion/completions/stepprof'; PATH='$T/inst/bin':\$PATH; COMP_WORDS=(stepprof convert --merge-r); COMP_CWORD=2; _stepprof; [ \"\${COMPREPLY[*]}\" = --merge-ranks ]"
 $MK uninstall PREFIX="$T/inst" >/dev/null 2>&1
 ok "make uninstall removes it" test ! -e "$T/inst/bin/stepprof" -a ! -e "$T/inst/share/doc/stepprof"
+ok "make uninstall leaves no empty folder it made" [ -z "$(find "$T/inst" -mindepth 1 -type d -empty)" ]
 
 # --- the demo without a GPU ---------------------------------------------------------------------------
 if [ -e /dev/nvidia0 ] || nvidia-smi -L >/dev/null 2>&1; then
@@ -146,6 +147,9 @@ else
 	rc=$?
 	ok "dist demo without a GPU: exit 0" [ "$rc" = 0 ]
 	ok "dist demo without a GPU: a report" grep -q "^Name .* Calls" ddemo.out
+	ok "dist demo: names its own paths, not ../../bin" bash -c "! grep -q '\.\./\.\./bin' ddemo.out && grep -q '$T/moved/bin/stepprof' ddemo.out"
+	ok "dist demo: no 'make demo' in a copy without a Makefile" bash -c "! grep -q 'make demo' ddemo.out"
+	ok "dist demo: a TensorBoard name in its convert example" grep -q "convert .* -o demo.pt.trace.json.gz" ddemo.out
 	ok "dist has the docs the messages point to" test -s "$T/moved/share/doc/stepprof/CONFIG.md" -a -s "$T/moved/share/man/man1/stepprof.1"
 fi
 [ "$failed" = 0 ] && echo "newuser: ok"

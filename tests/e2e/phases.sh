@@ -10,8 +10,9 @@
 #    repeat 0); training wait = micro-batches - 3, warmup 2, active 1: its window is the last
 #    micro-batch of the first round. Each phase numbers its own steps; the windows alternate and
 #    never overlap; WINDOW records name their phase.
-#  - report / steps / convert --phase select a phase; convert writes a phase file's windows beside
-#    it (no nested phase folder); a run folder given as a trace names its phase folders.
+#  - report / steps / convert --phase select a phase; convert run in the run's folder writes each
+#    window into the phase's folder there (no nested phase folder); a run folder given as a trace
+#    names its phase folders.
 #  - training with active 3 while inference interleaves: the training window is cut at the next
 #    inference step (a window never holds another phase's steps) and the next one opens.
 #  - check shows each phase; schedule --phase dry-runs one; a second auto phase is refused.
@@ -99,9 +100,10 @@ grep -q "no window of phase 'fwd' (1 of other phases)" "$T/rl/nosuch" || bad "rl
 "$SP" report "$T/rl/out" >/dev/null 2>"$T/rl/dir" && bad "rl: report of the run folder succeeded"
 grep -q "a folder, not a trace file: its phases' traces are .*/out/fwd/\*.sptrace" "$T/rl/dir" &&
 	grep -q "/out/fwd_bwd/\*.sptrace" "$T/rl/dir" || bad "rl: report of the run folder: $(cat "$T/rl/dir")"
-"$SP" convert "$FW" 2>"$T/rl/convert" || bad "rl: convert failed: $(cat "$T/rl/convert")"
-"$SP" convert "$FB" 2>>"$T/rl/convert" || bad "rl: convert failed: $(cat "$T/rl/convert")"
+# run in the run's folder: each window goes into the current directory's folder of its phase
 D=$(dirname "$(dirname "$FW")") S=$(basename "$FW" .sptrace)
+(cd "$D" && "$SP" convert "$FW") 2>"$T/rl/convert" || bad "rl: convert failed: $(cat "$T/rl/convert")"
+(cd "$D" && "$SP" convert "$FB") 2>>"$T/rl/convert" || bad "rl: convert failed: $(cat "$T/rl/convert")"
 for f in fwd/$S.0 fwd_bwd/$S.1 fwd/$S.2 fwd/$S.3; do
 	[ -s "$D/$f.pt.trace.json.gz" ] || bad "rl: convert: no $f.pt.trace.json.gz ($(ls -R "$D" | tr '\n' ' '))"
 done

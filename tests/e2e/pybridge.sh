@@ -5,15 +5,21 @@
 # torch: the optimizer's global post hooks, GradScaler), run with libstepprof preloaded and the
 # stand-in CUPTI, by Debian's python3 and every pyenv CPython 3.10-3.13 present (those absent are
 # named and skipped). Checked with `stepprof report --json` (step numbers and kernels per step):
-#  - every Python: an optimizer marker (one optimizer); python markers on a function and on a
-#    method (a wrapper on 3.10/3.11, sys.monitoring's PY_START on 3.12+); the hook goes in only
+#  - every Python: an optimizer marker (one optimizer); no reference held and nothing allocated per
+#    optimizer step, scaler update or marked call; python markers on a function, a method
+#    and a staticmethod (a wrapper on 3.10/3.11 that keeps the annotations, sys.monitoring's
+#    PY_START on 3.12+), and on a module imported lazily (not loaded by a poll); the default
+#    configuration leaves sys.monitoring's tool ids to the program (3.12+); the hook goes in only
 #    after torch.optim.optimizer's import has finished (the stand-in sleeps halfway through it);
 #    an import that raises, then succeeds; a fork after the install (the child writes nothing);
 #    a program that never imports torch (nothing said, torch still not imported); the hook's
-#    registration raising, and torch calling the hook with no argument (one line each, the
-#    program's exit status unchanged); the interpreter finalising while a poll waits between its
-#    check and the GIL (CPython embedded in a C program that lives on: no crash).
-#  - Debian's python3 (and a 3.12+ one for the scaler's PY_START): a GAN, a WGAN, gradient
+#    registration raising, torch calling the hook with no argument or with keywords only (one
+#    line each, the program's exit status unchanged); CPython embedded in a C program that lives on after
+#    Py_FinalizeEx: the interpreter finalising while a poll waits between its check and the GIL,
+#    with and without the atexit module, CPython initialised after CUDA, CPython initialised twice
+#    (no crash; the second interpreter is not polled). Once: a free-threading CPython whose
+#    version string does not say so (tests/e2e/pyfake) is refused.
+#  - Debian's python3 (and a 3.12+ one for the scaler's wrapper): a GAN, a WGAN, gradient
 #    accumulation, a GradScaler loop with skipped steps, an evaluation pass inside a step (report
 #    names it), the default configuration taking the optimizer steps (no launch hook after the
 #    switch: the stand-in driver is asked no kernel name), parking between windows (CUPTI attached
@@ -101,10 +107,47 @@ for py in "${PYS[@]}"; do
 
 	run "fn$v" "$py" python __main__:train_step fn 30 WAIT=fn
 	expect "fn$v" "11:7 12:7 13:7" && grep -q "watching __main__:train_step ($how)" "$T/fn$v/stderr" &&
-		ok "$v: python marker on a function ($how)"
+		grep -q "type hints of train_step: {'opt': <class 'object'>, 'return': <class 'NoneType'>}" "$T/fn$v/stdout" &&
+		ok "$v: python marker on a function ($how; typing.get_type_hints sees its annotations)" ||
+		bad "$v: fn: $(grep hints "$T/fn$v/stdout")"
 	run "method$v" "$py" python __main__:Trainer.training_step method 30 WAIT=method
 	expect "method$v" "11:7 12:7 13:7" && grep -q "watching __main__:Trainer.training_step ($how)" "$T/method$v/stderr" &&
 		ok "$v: python marker on a method ($how)"
+	run "static$v" "$py" python __main__:Trainer.static_step static 30 WAIT=static
+	expect "static$v" "11:7 12:7 13:7" && grep -q "watching __main__:Trainer.static_step ($how)" "$T/static$v/stderr" &&
+		ok "$v: python marker on a staticmethod ($how)"
+
+	# a module imported with importlib's LazyLoader: the bridge reads module and class dicts only,
+	# so the module's body runs when and where the program first touches it, not in a poll
+	run "lazy$v" "$py" python lazymod:lazy_step lazy 30 WAIT=lazy
+	expect "lazy$v" "11:7 12:7 13:7" && grep -q "lazymod still lazy after the polls: True" "$T/lazy$v/stdout" &&
+		grep -q "lazymod loaded on the main thread: True" "$T/lazy$v/stdout" &&
+		ok "$v: python marker in a lazily imported module: left alone until the program loaded it" ||
+		bad "$v: lazy: $(grep lazymod "$T/lazy$v/stdout")"
+
+	# the default configuration takes no sys.monitoring tool id (GradScaler.update gets a wrapper):
+	# a program that takes ids 3 and 4 itself once the bridge's watches are in goes on
+	if [ "$m" -ge 12 ]; then
+		run "tools$v" "$py" auto "" tools 30 WAIT=optimizer,scaler
+		expect "tools$v" "11:7 12:7 13:7" && grep -q "tool ids 3 and 4 taken by the program: True" "$T/tools$v/stdout" &&
+			ok "$v: default configuration: the program takes sys.monitoring tool ids 3 and 4 after the install"
+	fi
+
+	# no reference held and nothing allocated per event: 20000 optimizer steps, scaler updates and
+	# marked calls (the optimizer hook and the scaler's wrapper; the python marker's PY_START or
+	# wrapper) leave the reference counts of None, the optimizer and the scaler and the memory
+	# tracemalloc sees as they were
+	for c in "auto - optimizer,scaler" "python __main__:marked marked"; do
+		read -r kind pat w <<<"$c"
+		run "leak$kind$v" "$py" "$kind" "${pat#-}" leak 20000 WAIT="$w"
+		line=$(grep "leak:" "$T/leak$kind$v/stdout")
+		if [ "$(cat "$T/leak$kind$v/rc")" = 0 ] && echo "$line" | grep -q "None +0, optimizer +0, scaler +0 references" &&
+			[ "$(echo "$line" | sed -n 's/.*; +\{0,1\}\(-\{0,1\}[0-9]*\) bytes traced/\1/p')" -lt 4096 ]; then
+			ok "$v: nothing held or allocated per event ($kind: $(echo "$line" | cut -d: -f3-))"
+		else
+			bad "$v: leak ($kind): exit $(cat "$T/leak$kind$v/rc"), '$line'"
+		fi
+	done
 
 	# the stand-in's torch.optim.optimizer sleeps halfway through its import: the bridge polls
 	# meanwhile and must not register into the half-initialised module
@@ -134,10 +177,11 @@ for py in "${PYS[@]}"; do
 	# a Python exception in the registration, a hook torch calls wrongly: one line, the bridge
 	# off, the program's exit status its own
 	for c in "REGISTER_RAISES registering torch's optimizer post hook failed (RuntimeError: stand-in torch refuses hooks)" \
-		"BAD_HOOK_CALL the optimizer post hook failed (torch called it without the optimizer)"; do
+		"BAD_HOOK_CALL the optimizer post hook failed (torch called it without the optimizer)" \
+		"KW_HOOK_CALL the optimizer post hook failed (torch called it without the optimizer)"; do
 		line=${c#* } c=${c%% *}
 		# (the registration is tried at the bridge's first poll, 100 ms in: the loop lasts longer)
-		QUIET=1 run "$c$v" "$py" auto "" one 200 STANDIN_$c=1 WAIT=$([ $c = BAD_HOOK_CALL ] && echo optimizer) EXIT_CODE=5
+		QUIET=1 run "$c$v" "$py" auto "" one 200 STANDIN_$c=1 WAIT=$([ $c != REGISTER_RAISES ] && echo optimizer) EXIT_CODE=5
 		n=$(grep -c '^stepprof:' "$T/$c$v/stderr")
 		if [ "$(cat "$T/$c$v/rc")" = 5 ] && [ "$n" = 1 ] && grep -q "prog: done" "$T/$c$v/stdout" &&
 			grep -qF "stepprof: Python bridge: $line; it is off" "$T/$c$v/stderr"; then
@@ -148,23 +192,42 @@ for py in "${PYS[@]}"; do
 	done
 
 	# CPython embedded in a C program that lives on after Py_FinalizeEx: a poll waits between its
-	# check and the GIL while the interpreter finalises (the atexit callback waits it out)
+	# check and the GIL while the interpreter finalises, with the atexit module there and without
+	# it (nothing Python-level then tells the bridge); CPython initialised after CUDA; CPython
+	# initialised twice (the second interpreter is not polled with the first one's objects)
 	lib=$("$py" -c "import sysconfig, os; print(os.path.join(sysconfig.get_config_var('LIBDIR'), sysconfig.get_config_var('INSTSONAME')))")
 	if [ -f "$lib" ]; then
-		mkdir -p "$T/embed$v"
-		(cd "$T/embed$v" && STEPPROF_TEST_PYBRIDGE_DELAY_US=800000 PYTHONHOME=$("$py" -c 'import sys; print(sys.prefix)') \
-			STEPPROF_CUPTI_LIBRARY="$CUPTI" LD_PRELOAD="$PRE" timeout 30 "$B/tests/e2e/pyembed" "$lib" \
-			"$R/tests/e2e/pybridge/embed.py" >stdout 2>stderr)
-		rc=$?
-		if [ "$rc" = 0 ] && grep -q "atexit callback: True" "$T/embed$v/stdout" && grep -q "exiting 0" "$T/embed$v/stderr"; then
-			ok "$v: the interpreter finalises while a poll waits for the GIL: no crash after Py_FinalizeEx"
-		else
-			bad "$v: embedded: exit $rc: $(tail -3 "$T/embed$v/stderr")"
-		fi
+		for e in "atexit DELAY atexit callback: True" "noexit DELAY atexit, threading imported:" \
+			"late CUDA_FIRST round 1 optimizer hook in: True" "twice TWICE round 2 optimizer hook in: False"; do
+			read -r mode knob want <<<"$e"
+			mkdir -p "$T/embed$mode$v"
+			(cd "$T/embed$mode$v" && env EMBED_MODE=$mode PYTHONPATH="$R/tests/e2e/pybridge" \
+				PYTHONHOME=$("$py" -c 'import sys; print(sys.prefix)') STEPPROF_CUPTI_LIBRARY="$CUPTI" \
+				$([ "$knob" = DELAY ] && echo STEPPROF_TEST_PYBRIDGE_DELAY_US=800000) \
+				$([ "$knob" != DELAY ] && echo PYEMBED_CUDA_FIRST=1) $([ "$knob" = TWICE ] && echo PYEMBED_TWICE=1) \
+				LD_PRELOAD="$PRE" timeout 30 "$B/tests/e2e/pyembed" "$lib" "$R/tests/e2e/pybridge/embed.py" >stdout 2>stderr)
+			rc=$?
+			if [ "$rc" = 0 ] && grep -q "$want" "$T/embed$mode$v/stdout" && grep -q "exiting 0" "$T/embed$mode$v/stderr"; then
+				ok "$v: embedded CPython, $mode: '$want', no crash after Py_FinalizeEx"
+			else
+				bad "$v: embedded, $mode: exit $rc: $(cat "$T/embed$mode$v/stdout") $(tail -3 "$T/embed$mode$v/stderr")"
+			fi
+		done
 	else
 		echo "skip $v embedded: no $lib"
 	fi
 done
+
+# a process that looks like CPython but is a free-threading build (its refcount functions say so,
+# not its version string): refused, said once with an explicit marker, nothing else called
+mkdir -p "$T/pyfake"
+printf '[marker]\nkind = optimizer\n[cupti]\nlibrary = %s\n' "$CUPTI" >"$T/pyfake/sp.ini"
+(cd "$T/pyfake" && STEPPROF_CONFIG="$T/pyfake/sp.ini" LD_PRELOAD="$PRE" timeout 30 "$B/tests/e2e/pyfake" >stdout 2>stderr)
+rc=$?
+[ "$rc" = 0 ] && grep -q "a free-threading build (the bridge relies on the GIL)" "$T/pyfake/stderr" &&
+	! grep -q "_Py_DecRefShared called" "$T/pyfake/stderr" &&
+	ok "a free-threading CPython whose version string does not say so: refused by its symbols" ||
+	bad "pyfake: exit $rc: $(head -3 "$T/pyfake/stderr")"
 
 # ---- the steps of the other loops (Debian's python3; the scaler under a 3.12+ too) ----
 PY=/usr/bin/python3

@@ -10,8 +10,8 @@ B=${SP_BUILD:?} R=${SP_ROOT:?}
 fail() { echo "FAIL: $*" >&2; exit 1; }
 [ -x /usr/bin/python3 ] || fail "no /usr/bin/python3 (make deps installs it)"
 if ldd "$B/tests/libpywalk.so" | grep -Eq 'lib(a|ub)san'; then # a sanitizer runtime must load first
-	echo "pystack: skipped (sanitizer build: python3 cannot load the test library)"
-	exit 0
+	echo "skipped: pystack (a sanitizer build: python3 cannot load the test library)"
+	exit 77
 fi
 for py in /usr/bin/python3 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[0-3].*/bin/python3; do
 	[ -x "$py" ] || continue

@@ -74,7 +74,7 @@ for lang, body in re.findall(r"```(\w*)\n(.*?)```", doc, re.S):
 PY
 n=$(grep -c '^echo' walk.sh)
 echo "walking $n commands of $(basename "$DOC") (skipped, need a GPU or root: $(wc -l <skipped.txt))"
-sed 's/^/  skipped: /' skipped.txt
+sed 's/^/  not walked (GPU or root): /' skipped.txt
 bash walk.sh >walk.out 2>walk.err
 rc=$?
 ok "$(basename "$DOC"): every command succeeds as written" [ "$rc" = 0 ]
@@ -83,8 +83,9 @@ ok "$(basename "$DOC"): at least 8 commands walked" [ "$n" -ge 8 ]
 if [ "$(basename "$DOC")" = README.md ]; then
 	ok "prof.ini came from the README and passes check" eval "\"$B/stepprof\" check prof.ini >/dev/null"
 	ok "report --json is JSON with a schema version" $PY -c 'import json, sys; d = json.load(open("summary.json")); assert d["schema_version"] >= 1 and d["stepprof_version"]'
-	ok "the merged file holds both ranks" $PY -c 'import gzip, json; d = json.load(gzip.open("job.json.gz")); n = {e["args"]["name"] for e in d["traceEvents"] if e.get("ph") == "M" and e.get("name") == "process_name"}; assert any("rank 0" in x for x in n) and any("rank 1" in x for x in n), n'
-	ok "memory page written" test -s memory.html
+	ok "the merged file holds both ranks" $PY -c 'import gzip, json; d = json.load(gzip.open("job.pt.trace.json.gz")); n = {e["args"]["name"] for e in d["traceEvents"] if e.get("ph") == "M" and e.get("name") == "process_name"}; assert any("rank 0" in x for x in n) and any("rank 1" in x for x in n), n'
+	ok "convert without -o: the windows' files in the current directory" bash -c "ls rank0.golden-host.4242.*.pt.trace.json.gz >/dev/null"
+	ok "memory without -o: the page in the current directory" test -s rank0.golden-host.4242.memory.html
 	ok "folded stacks written" test -s allocs.folded
 	ok "the skipped commands are the profiled runs and make targets only" [ "$(grep -cv 'LD_PRELOAD\|stepprof run\|^make\|^mpirun' skipped.txt)" = 0 ]
 fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# recipes.sh - the recipes of docs/RECIPES.md: every docs/recipes/*.ini passes `stepprof check`, and
+# recipes.sh - the recipes of docs/RECIPES.md: every docs/recipes/*.ini passes `stepprof check` with
+# no warning and no note its comments do not explain, and
 # its dry run (`stepprof schedule`) is, step for step, what torch.profiler.schedule returns for the
 # call its "; torch: schedule(...)" line names (tests/e2e/torch_schedule.py, a transcription that is
 # first checked against the table computed with real torch in tests/data/schedule_torch.txt);
@@ -25,7 +26,14 @@ n=0
 for ini in "$R"/docs/recipes/*.ini; do
 	name=$(basename "$ini")
 	n=$((n + 1))
-	ok "$name: stepprof check" "$SP" check "$ini" >/dev/null
+	"$SP" check "$ini" >/dev/null 2>"$T/check.err"
+	ok "$name: stepprof check" [ $? = 0 ]
+	# what check says must not contradict the recipe: no warning, and a note only where the INI
+	# explains it ("; stepprof check notes ...")
+	ok "$name: stepprof check warns of nothing" bash -c "! grep -q 'warning:' '$T/check.err'"
+	if grep -q 'note:' "$T/check.err"; then
+		ok "$name: its comments explain check's note" grep -q '^; stepprof check notes' "$ini"
+	fi
 	# one "; torch: schedule(...)" line, or one "; torch[PHASE]: ..." per [phase.PHASE] section
 	phases=$(sed -n 's/^\[phase\.\(.*\)\]$/\1/p' "$ini")
 	[ -n "$phases" ] || phases=-

@@ -10,6 +10,8 @@
 #  - hostile control files (another owner, group-writable, a link, too big, garbage) are ignored
 #    with a warning; a control directory others may write disables triggers; a request older than
 #    the process is not obeyed; --phase with a single-phase process is refused.
+#  - two processes with one pid and one host name (pid namespaces) in one output directory: one --job
+#    trigger reaches both.
 set -u
 B=${SP_BUILD:?}
 # shellcheck source=tests/e2e/lib/preload.sh
@@ -19,11 +21,10 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
 fail=0
 bad() { echo "FAIL $*"; fail=1; }
 
-# start NAME SCHED(wait,warmup,active,repeat) STEPS [INI LINES...]: the driver in the background
-# (PID in $T/NAME/pid), writing into $T/NAME/out
-start() {
-	local name=$1 sched=$2 steps=$3 wa wu ac rp
-	shift 3
+# ini NAME SCHED(wait,warmup,active,repeat) [INI LINES...]: $T/NAME/sp.ini, writing into $T/NAME/out
+ini() {
+	local name=$1 sched=$2 wa wu ac rp
+	shift 2
 	IFS=, read -r wa wu ac rp <<<"$sched"
 	mkdir -p "$T/$name"
 	{
@@ -33,6 +34,14 @@ start() {
 			"$B/tests/e2e/libfakecupti.so"
 		for l in "$@"; do echo "$l"; done
 	} >"$T/$name/sp.ini"
+}
+
+# start NAME SCHED(wait,warmup,active,repeat) STEPS [INI LINES...]: the driver in the background
+# (PID in $T/NAME/pid), writing into $T/NAME/out
+start() {
+	local name=$1 sched=$2 steps=$3
+	shift 3
+	ini "$name" "$sched" "$@"
 	env ${DRIVER_ENV:-} FAKE_CUPTI_LOG="$T/$name/log" STEPPROF_VERBOSE=1 STEPPROF_CONFIG="$T/$name/sp.ini" LD_PRELOAD="$PRE" \
 		timeout 60 "$B/tests/e2e/cupti_life_driver" "$steps" 20000 >"$T/$name/stdout" 2>"$T/$name/stderr" &
 	echo $! >"$T/$name/pid"
@@ -200,6 +209,47 @@ grep -q 'to 2 running processes' "$T/pair/trigger" && [ "$(grep -c 'window 0 wri
 	grep -q '^at [0-9]' "$T/pair/out/.stepprof/trigger" &&
 	echo "ok   a --job trigger reaches both processes of one output directory; each writes its window" ||
 	bad "pair: $(cat "$T/pair/trigger")"
+
+# 2d. two processes with the same pid and host name (a pid namespace each, as one container per
+# rank; where unshare is not allowed, the pid forced into their names): their status files and
+# traces keep apart, and one --job trigger reaches both
+ini ns 100000000,1,3,1
+if unshare -p -f true 2>/dev/null; then
+	how="a pid namespace each" wrap="unshare -p -f" nsenv=
+else
+	how="the pid forced into the names (unshare is not allowed here)" wrap= nsenv=STEPPROF_TEST_NAME_PID=7
+fi
+for k in 1 2; do
+	env $nsenv FAKE_CUPTI_LOG=/dev/null STEPPROF_CONFIG="$T/ns/sp.ini" LD_PRELOAD="$PRE" \
+		$wrap timeout 60 "$B/tests/e2e/cupti_life_driver" 150 20000 >"$T/ns/stdout$k" 2>"$T/ns/stderr$k" &
+	eval "ns$k=\$!"
+done
+for _ in $(seq 100); do [ "$(ls "$T/ns/out/.stepprof/"*.status 2>/dev/null | wc -l)" = 2 ] && break; sleep 0.05; done
+"$B/stepprof" trigger --steps 3 --wait --timeout 10 --job "$T/ns/out" >"$T/ns/trigger" 2>&1 || bad "ns: $(cat "$T/ns/trigger")"
+wait "$ns1" "$ns2"
+names=$(cd "$T/ns/out" && ls .stepprof/*.status *.sptrace | sed 's/\.[0-9a-f]\{8\}\./.TAG./' | sort | uniq -c | awk '{ print $1 }' | sort -u)
+grep -q 'to 2 running processes' "$T/ns/trigger" && [ "$(grep -c 'window 0 written' "$T/ns/trigger")" = 2 ] &&
+	[ "$(ls "$T/ns/out/"*.sptrace | wc -l)" = 2 ] && [ "$names" = 2 ] && ! grep -q "exists; writing" "$T/ns/stderr"* &&
+	echo "ok   two processes of one pid and host name ($how): two status files and traces, one --job trigger reaches both" ||
+	bad "ns ($how): $(ls -a "$T/ns/out" "$T/ns/out/.stepprof"; cat "$T/ns/trigger")"
+
+# 2e. inside a pid namespace with its own /proc: `stepprof trigger PID` finds the tagged status file
+if unshare -p -f -m --mount-proc true 2>/dev/null; then
+	ini nspid 100000000,1,3,1
+	unshare -p -f -m --mount-proc sh -c '
+		env FAKE_CUPTI_LOG=/dev/null STEPPROF_CONFIG="$1/nspid/sp.ini" LD_PRELOAD="$2" "$3/tests/e2e/cupti_life_driver" 150 20000 \
+			>"$1/nspid/stdout" 2>"$1/nspid/stderr" &
+		for _ in $(seq 100); do ls "$1/nspid/out/.stepprof/"*.status >/dev/null 2>&1 && break; sleep 0.05; done
+		"$3/stepprof" trigger --steps 3 --wait --timeout 10 $! >"$1/nspid/trigger" 2>&1
+		echo "trigger rc=$?" >>"$1/nspid/trigger"
+		wait' sh "$T" "$PRE" "$B"
+	grep -q 'trigger rc=0' "$T/nspid/trigger" && grep -q 'window 0 written' "$T/nspid/trigger" &&
+		ls "$T/nspid/out/.stepprof/" | grep -Eq '\.[0-9]+\.[0-9a-f]{8}\.status$' &&
+		echo "ok   inside a pid namespace: stepprof trigger PID finds the process's tagged status file" ||
+		bad "nspid: $(ls -a "$T/nspid/out/.stepprof"; cat "$T/nspid/trigger")"
+else
+	echo "skip stepprof trigger PID inside a pid namespace: unshare -p -m is not allowed here"
+fi
 
 # 3. --ms: a time range on demand; and [ondemand] delay_ms/duration_ms with nothing scheduled
 start ms 100000000,1,3,1 100

@@ -9,7 +9,9 @@
  * - an input that starts with "STEPPROF" is the file itself (header and chunk framing);
  * - any other is "records": 40 bytes of header fields (offset 16.. of the header), then chunks,
  *   each u16 raw length, u32 record count (both little-endian) and that many raw record bytes,
- *   which the harness compresses into a well-framed chunk.
+ *   which the harness compresses into a well-framed chunk. The file is of format version 1,
+ *   unless the input starts with "SPRV" and a version byte (then that version, 1 to
+ *   SP_TRACE_VERSION: version 5's chunks hold columns).
  * FUZZ_VERBOSE=1 keeps the commands' stderr (to read a finding). FUZZ_RECORDS=IN,OUT converts
  * the trace IN to the records form in OUT and exits (to make seeds). */
 #include <zstd.h>
@@ -21,8 +23,7 @@
 #include <unistd.h>
 #include "cli/cli.h"
 #include "cli/symbols.h"
-
-const char *sp_cli_argv0 = "stepprof";
+#include "trace/trace.h"
 
 static char dir[64], trace[96], out_json[96], out_html[96], out_txt[96];
 static int devnull = -1, verbose;
@@ -95,14 +96,21 @@ static void put_le(uint8_t *p, uint64_t v, int n)
 static void write_records(FILE *f, const uint8_t *data, size_t size)
 {
 	static uint8_t comp[ZSTD_COMPRESSBOUND(65535) + 16];
-	uint8_t h[376] = "STEPPROF";
-	put_le(h + 8, 1, 2);
-	put_le(h + 10, 1, 2);
-	put_le(h + 12, sizeof(h), 4);
+	uint8_t h[472] = "STEPPROF";
+	unsigned version = 1;
+	if (size >= 5 && !memcmp(data, "SPRV", 4)) {
+		version = data[4] >= 1 && data[4] <= SP_TRACE_VERSION ? data[4] : SP_TRACE_VERSION;
+		data += 5;
+		size -= 5;
+	}
+	size_t hsize = version == 1 ? 376 : 472;
+	put_le(h + 8, version, 2);
+	put_le(h + 10, version, 2);
+	put_le(h + 12, hsize, 4);
 	memcpy(h + 16, data, size < 40 ? size : 40);
 	memcpy(h + 56, "fuzz-host", 9);
 	memcpy(h + 120, "fuzz command", 12);
-	if (fwrite(h, 1, sizeof(h), f) != sizeof(h))
+	if (fwrite(h, 1, hsize, f) != hsize)
 		abort();
 	size_t pos = size < 40 ? size : 40;
 	for (int chunks = 0; pos + 6 <= size && chunks < 64; chunks++) {
@@ -125,7 +133,8 @@ static void write_records(FILE *f, const uint8_t *data, size_t size)
 	}
 }
 
-/* FUZZ_RECORDS=IN,OUT: writes the records form of trace IN (chunks decompressed) to OUT. */
+/* FUZZ_RECORDS=IN,OUT: writes the records form of trace IN (chunks decompressed) to OUT; a trace
+ * of version 2 or later gets the "SPRV" prefix with its version. */
 static int convert_seed(const char *spec)
 {
 	char in[512], *out;
@@ -138,6 +147,11 @@ static int convert_seed(const char *spec)
 	size_t n = f ? fread(buf, 1, sizeof(buf), f) : 0, pos = 376;
 	if (!g || n < pos)
 		return 1;
+	pos = buf[12] | (size_t)buf[13] << 8;
+	if (buf[8] >= 2) {
+		uint8_t pre[5] = { 'S', 'P', 'R', 'V', buf[8] };
+		fwrite(pre, 1, 5, g);
+	}
 	fwrite(buf + 16, 1, 40, g);
 	while (pos + 16 <= n) {
 		uint32_t csize = buf[pos + 4] | buf[pos + 5] << 8 | buf[pos + 6] << 16 | (uint32_t)buf[pos + 7] << 24;

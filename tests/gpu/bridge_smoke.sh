@@ -11,6 +11,12 @@
 # stepprof's in it (outside any window) against unprofiled runs interleaved, with the A/A spread.
 # BUILD_DIR: a build folder, or dist/stepprof (the default, after 'make dist'). Output in
 # ${OUT:-/tmp/stepprof-bridge}. About a minute on one H200. Exit 0 when every check passed.
+# Also (tests/gpu/bridge_train.py --probe) what the program sees of the bridge under the default
+# configuration: one hook in torch's global post hooks, GradScaler.update wrapped with the same
+# signature and type hints, a GradScaler still pickled, sys.monitoring's tool ids 3 and 4 free.
+# COMPILE=1: also a torch.compile'd optimizer step (fullgraph=False), unprofiled and profiled: it
+# runs, and dynamo's graph-break count with stepprof's hook is printed against the unprofiled one
+# (about 2 more minutes: two compilations).
 # RECORD=1: the default run also records its token stream with the NVTX truth
 # ($OUT/default/run.tokens, for tests/data/corpus/) and replays it with `stepprof autostep --check
 # --windows` (one more check line).
@@ -94,6 +100,32 @@ for n in optimizer python; do
 		fail "$n: not parked outside the window: $(grep -E 'attached|detached' "$e" | head -3)"
 	fi
 done
+
+# what the program sees of the bridge (the default configuration, outside any window)
+mkdir -p "$OUT/probe"
+printf '[profile]\noutput = %s\n[ranks]\nranks = all\n' "$OUT/probe/trace" >"$OUT/probe/sp.ini"
+STEPPROF_CONFIG=$OUT/probe/sp.ini LD_PRELOAD=$LIB timeout 120 "$PY" "$ROOT/tests/gpu/bridge_train.py" --probe \
+	>"$OUT/probe/stdout" 2>"$OUT/probe/stderr"
+p=$(grep '^PROBE' "$OUT/probe/stdout")
+case "$p" in
+*"hooks=1 scaler_wrapped=True signature_same=True hints_same="*" pickled_scaler=GradScaler tools=[None, None]"* | \
+	*"hooks=1 scaler_wrapped=True signature_same=True hints_same="*" pickled_scaler=GradScaler tools=no sys.monitoring"*)
+	case "$p" in
+	*"hints_same=False"*) fail "probe: GradScaler.update's type hints differ under its wrapper: $p" ;;
+	*) pass "probe: $p" ;;
+	esac ;;
+*) fail "probe: '$p' $(tail -2 "$OUT/probe/stderr")" ;;
+esac
+
+if [ "${COMPILE:-0}" = 1 ]; then
+	cu=$(timeout 300 "$PY" "$ROOT/tests/gpu/bridge_train.py" --compile-opt 50 2>"$OUT/probe/compile.none" | grep '^COMPILE')
+	cp=$(STEPPROF_CONFIG=$OUT/probe/sp.ini LD_PRELOAD=$LIB timeout 300 "$PY" "$ROOT/tests/gpu/bridge_train.py" \
+		--compile-opt 50 2>"$OUT/probe/compile.profiled" | grep '^COMPILE')
+	case "$cu/$cp" in
+	"COMPILE ok "*"/COMPILE ok "*) pass "torch.compile(opt.step): runs with stepprof's hook; graph breaks unprofiled ${cu#COMPILE ok }, profiled ${cp#COMPILE ok }" ;;
+	*) fail "torch.compile(opt.step): unprofiled '$cu', profiled '$cp'" ;;
+	esac
+fi
 
 if [ "${RECORD:-0}" = 1 ]; then
 	"$SP" autostep --check --windows "$OUT/default/run.tokens" >"$OUT/default/replay" 2>&1 &&

@@ -51,7 +51,7 @@ check "stepprof run: one folder" [ "$(ls -d stepprof-traces/*/ | wc -l)" = 1 ]
 f1=$(ls -d stepprof-traces/*/ | head -n 1)
 check "stepprof run: $N rank traces in it" [ "$(ls "$f1"*.sptrace | wc -l)" = "$N" ]
 check "stepprof run: one run id in every header, the folder's name" bash -c "for t in $f1*.sptrace; do [ \"\$('$SP' dump \$t | head -n 20 | sed -n 's/^run_id: //p')\" = \"\$(basename $f1)\" ] || exit 1; done"
-check "stepprof run: it printed the folder" grep -q "stepprof: run .*: stepprof-traces/" "$R/run1.log"
+check "stepprof run: it printed the folder" grep -q "stepprof run: run .*: stepprof-traces/" "$R/run1.log"
 check "steps on the run folder" "$SP" steps "$f1"*.sptrace
 sleep 1
 STEPPROF_RANKS_RANKS=all LD_PRELOAD=$D/lib/libstepprof-nomalloc.so "${LAUNCH[@]}" --standalone --nproc_per_node "$N" \

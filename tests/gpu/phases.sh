@@ -10,8 +10,8 @@
 #   - per step, the kernels stepprof counted = torch.profiler's count for the same code (a run of
 #     the program with --truth, without stepprof): generate, and the last micro-batch;
 #   - the run itself writes a trace per phase, trace/fwd/ and trace/fwd_bwd/ (nothing beside
-#     them), each holding only its phase's windows; `stepprof convert` of each writes its windows
-#     beside it (no nested phase folder), each file with that many kernel events.
+#     them), each holding only its phase's windows; `stepprof convert -o trace/` of each writes
+#     its windows beside it (no nested phase folder), each file with that many kernel events.
 # BUILD_DIR holds libstepprof.so and stepprof; without it, dist/stepprof (make dist) is laid flat
 # in /tmp. Prints "PASS phases" or "FAIL phases: why"; logs and traces in ${OUT:-/tmp}/phases.
 # Needs one GPU and python3 with torch.
@@ -81,9 +81,9 @@ echo "fwd_bwd steps:kernels $got_b(want $want_b)"
 [ "$got_b" = "$want_b" ] || fail "phase fwd_bwd: steps:kernels '$got_b', want '$want_b'"
 
 # each phase's windows in its folder, with the same kernels
-"$SP" convert "$TF" 2>convert.log && "$SP" convert "$TB" 2>>convert.log || fail "convert: $(cat convert.log)"
+D=trace # -o DIR/: each phase's windows in DIR/PHASE/, beside its trace
+"$SP" convert "$TF" -o "$D/" 2>convert.log && "$SP" convert "$TB" -o "$D/" 2>>convert.log || fail "convert: $(cat convert.log)"
 cat convert.log
-D=trace
 [ -e "$D/fwd/fwd" ] || [ -e "$D/fwd_bwd/fwd_bwd" ] && fail "convert nested a phase folder"
 nf=$(ls "$D"/fwd/*.pt.trace.json.gz 2>/dev/null | wc -l) nb=$(ls "$D"/fwd_bwd/*.pt.trace.json.gz 2>/dev/null | wc -l)
 [ "$nf" = 3 ] && [ "$nb" = 1 ] || fail "folders: fwd/ holds $nf files (want 3), fwd_bwd/ $nb (want 1)"

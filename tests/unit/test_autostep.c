@@ -9,6 +9,8 @@
 #include <cmocka.h>
 #include "decide/autostep.h"
 
+static const struct sp_det_tune *const T = &sp_det_tune_default;
+
 /* An iteration: tokens with the CPU gap (ns) before each. The first token follows the loop's
  * wrap, which has the longest gap. */
 struct iter {
@@ -47,18 +49,18 @@ static int run_changing(const struct iter *early, int n_early, const struct iter
 			if (!sp_autostep_feed(&a, it->tok[i], t += it->gap[i]))
 				continue;
 			/* steps are numbered from the first iteration: this one is number k */
-			assert_int_equal(a.iterations, k + 1);
-			uint64_t count = a.count;
+			assert_int_equal(a.lock.iterations, k + 1);
+			uint64_t count = a.lock.count;
 			for (int m = 0; m <= 20; m++) {
 				const struct iter *c = k + m < n_early ? early : late;
-				uint32_t first = a.after ? c->n - 1 : 0; /* where a boundary belongs */
+				uint32_t first = a.lock.after ? c->n - 1 : 0; /* where a boundary belongs */
 				for (uint32_t j = m ? 0 : i + 1; j < c->n; j++) /* from the rest of this one */
-					if (c->tok[j] == a.anchor && count++ % a.every == 0)
+					if (c->tok[j] == a.lock.anchor && count++ % a.lock.every == 0)
 						bad += j != first, boundaries++;
 			}
 		}
 	}
-	*period = a.period;
+	*period = a.lock.period;
 	int locked = a.locked;
 	sp_autostep_free(&a);
 	if (!locked)
@@ -229,9 +231,9 @@ static void anchor_inside_iteration(void **state)
 		for (uint32_t i = 0; i < it.n && !locked; i++)
 			locked = sp_autostep_feed(&a, it.tok[i], t += it.gap[i]);
 	assert_true(locked);
-	assert_int_equal(a.period, 5);
-	assert_int_equal(a.anchor, 3 | SP_AUTOSTEP_KERNEL);
-	assert_int_equal(a.every, 1);
+	assert_int_equal(a.lock.period, 5);
+	assert_int_equal(a.lock.anchor, 3 | SP_AUTOSTEP_KERNEL);
+	assert_int_equal(a.lock.every, 1);
 	sp_autostep_free(&a);
 	(void)period;
 }
@@ -245,17 +247,17 @@ static void own_pauses_are_credited(void **state)
 	assert_int_equal(sp_autostep_init(&a, 1u << 16), 0);
 	for (int k = 0; k < 20 && !a.locked; k++)
 		for (int i = 0; i <= 2000 && !a.locked; i++) {
-			uint64_t before = a.next_try;
+			uint64_t before = a.attempt.next;
 			sp_autostep_feed(&a, i < 2000 ? 7 | SP_AUTOSTEP_KERNEL : 8 | SP_AUTOSTEP_SYNC,
 					 t += i == 0 ? 300000 : 5000);
-			if (a.next_try != before) { /* an attempt ran: 80 us of our own time */
+			if (a.attempt.next != before) { /* an attempt ran: 80 us of our own time */
 				t += 80000;
 				sp_autostep_credit(&a, 80000);
 			}
 		}
 	assert_true(a.locked);
-	assert_int_equal(a.period, 2001);
-	assert_true(a.after);
+	assert_int_equal(a.lock.period, 2001);
+	assert_true(a.lock.after);
 	sp_autostep_free(&a);
 }
 
@@ -271,10 +273,10 @@ static void attempts_keep_to_their_share(void **state)
 	srand(11);
 	for (int i = 0; i < 600000; i++) {
 		int due = sp_autostep_due(&a, 0, t + 5000);
-		uint64_t before = a.next_try;
+		uint64_t before = a.attempt.next;
 		sp_autostep_feed(&a, ((uint32_t)rand() % 60000 + 1) | SP_AUTOSTEP_KERNEL, t += 5000);
-		assert_int_equal(due, a.next_try != before); /* sp_autostep_due says what feed does */
-		if (a.next_try != before) {
+		assert_int_equal(due, a.attempt.next != before); /* sp_autostep_due says what feed does */
+		if (a.attempt.next != before) {
 			tries++;
 			spent += 400000;
 			sp_autostep_attempt_took(&a, 400000);
@@ -282,23 +284,23 @@ static void attempts_keep_to_their_share(void **state)
 	}
 	assert_false(a.locked);
 	assert_true(tries > 10);
-	assert_true(t > SP_AUTOSTEP_EAGER_NS); /* past the eager share: a quarter of it from then on */
-	assert_true(spent <= SP_AUTOSTEP_BURST_NS + 400000 + SP_AUTOSTEP_EAGER_NS / SP_AUTOSTEP_SHARE +
-				     (t - SP_AUTOSTEP_EAGER_NS) / SP_AUTOSTEP_LATE);
-	assert_true(spent > SP_AUTOSTEP_EAGER_NS / SP_AUTOSTEP_SHARE); /* not starved either */
+	assert_true(t > T->attempt_eager_ns); /* past the eager share: a quarter of it from then on */
+	assert_true(spent <= T->attempt_burst_ns + 400000 + T->attempt_eager_ns / T->attempt_share +
+				     (t - T->attempt_eager_ns) / T->attempt_late);
+	assert_true(spent > T->attempt_eager_ns / T->attempt_share); /* not starved either */
 	/* then a periodic loop still locks: its attempts are as rare, not gone */
 	for (int k = 0; k < 400 && !a.locked; k++)
 		for (int i = 0; i <= 2000 && !a.locked; i++) {
-			uint64_t before = a.next_try;
+			uint64_t before = a.attempt.next;
 			sp_autostep_feed(&a,
 					 i < 2000 ? (70000 + (uint32_t)i % 7) | SP_AUTOSTEP_KERNEL
 						  : 8 | SP_AUTOSTEP_SYNC,
 					 t += i == 0 ? 300000 : 5000);
-			if (a.next_try != before)
+			if (a.attempt.next != before)
 				sp_autostep_attempt_took(&a, 400000);
 		}
 	assert_true(a.locked);
-	assert_int_equal(a.period, 2001);
+	assert_int_equal(a.lock.period, 2001);
 	sp_autostep_free(&a);
 }
 
@@ -317,7 +319,7 @@ static void startup_copies_are_not_the_loop(void **state)
 		for (uint32_t i = 0; i < 12 && !a.locked; i++)
 			sp_autostep_feed(&a, i < 11 ? (60 + i) | SP_AUTOSTEP_KERNEL : 51 | SP_AUTOSTEP_SYNC, t += 5000);
 	assert_true(a.locked);
-	assert_int_equal(a.period, 12);
+	assert_int_equal(a.lock.period, 12);
 	sp_autostep_free(&a);
 }
 
@@ -380,18 +382,18 @@ static void loss_read_every_few_iterations(void **state)
 		assert_true(a.locked);
 		k--; /* the iteration the lock came in (the loop's k++ ran once more) */
 		if (!accum) /* numbered from the first iteration: the lock came in iteration k */
-			assert_int_equal(a.iterations, k + 1);
+			assert_int_equal(a.lock.iterations, k + 1);
 		if (accum) {
-			assert_int_equal(a.period, 5 * 40 + 5);
+			assert_int_equal(a.lock.period, 5 * 40 + 5);
 			assert_int_equal(a.blocks, 1);
-			assert_true(a.after);
+			assert_true(a.lock.after);
 		} else {
-			assert_int_equal(a.period, 40);
+			assert_int_equal(a.lock.period, 40);
 			assert_int_equal(a.blocks, 5);
-			assert_false(a.after);
-			assert_int_equal(a.anchor, 100 | SP_AUTOSTEP_KERNEL);
-			assert_int_equal(a.every, 1);
-			assert_int_equal(a.launches, 40);
+			assert_false(a.lock.after);
+			assert_int_equal(a.lock.anchor, 100 | SP_AUTOSTEP_KERNEL);
+			assert_int_equal(a.lock.every, 1);
+			assert_int_equal(a.lock.launches, 40);
 		}
 		sp_autostep_free(&a);
 	}
@@ -415,8 +417,8 @@ static void read_mid_iteration_wraps_at_the_gap(void **state)
 		}
 	assert_true(a.locked);
 	assert_int_equal(a.blocks, 5);
-	assert_int_equal(a.period, 40);
-	assert_int_equal(a.anchor, 100 | SP_AUTOSTEP_KERNEL);
+	assert_int_equal(a.lock.period, 40);
+	assert_int_equal(a.lock.anchor, 100 | SP_AUTOSTEP_KERNEL);
 	sp_autostep_free(&a);
 }
 

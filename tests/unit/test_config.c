@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "config/config.h"
 #include "config/run.h"
@@ -780,6 +781,81 @@ static void test_expand(void **state)
 	assert_int_equal(sp_cfg_expand("a{rank}", &ri, out, 6), -1);
 }
 
+/* 1 if no component of path is "", "." or ".." (after the first, which the template names). */
+static int components_safe(const char *path)
+{
+	const char *p = strchr(path, '/');
+	while (p) {
+		const char *next = strchr(p + 1, '/');
+		size_t n = next ? (size_t)(next - p - 1) : strlen(p + 1);
+		if (!n || (n == 1 && p[1] == '.') || (n == 2 && p[1] == '.' && p[2] == '.'))
+			return 0;
+		p = next;
+	}
+	return 1;
+}
+
+/* a placeholder's value from the environment never leaves the configured directory, and says so */
+static void test_expand_hostile(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *var, *value, *want;
+	} cases[] = {
+		{ "SLURM_JOB_ID", "..", "R/_./x" },      { "SLURM_JOB_ID", ".", "R/_/x" },
+		{ "SLURM_JOB_ID", "../../etc", "R/_._.._etc/x" }, { "SLURM_JOB_ID", "/", "R/_/x" },
+		{ "TORCHELASTIC_RUN_ID", "..", "R/_./x" }, { "PBS_JOBID", "a\nb\x01", "R/a_b_/x" },
+		{ "SLURM_JOB_ID", ".hidden", "R/_hidden/x" },
+	};
+	char out[256], note[400];
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		unsetenv("SLURM_JOB_ID");
+		unsetenv("PBS_JOBID");
+		unsetenv("TORCHELASTIC_RUN_ID");
+		setenv(cases[i].var, cases[i].value, 1);
+		assert_int_equal(sp_cfg_expand_note("R/{jobid}/x", NULL, out, sizeof out, note, sizeof note), 0);
+		assert_string_equal(out, cases[i].want);
+		assert_true(components_safe(out));
+		assert_non_null(strstr(note, cases[i].var)); /* the note names where the value came from */
+		assert_null(strchr(note, '\n'));
+		assert_int_equal(sp_cfg_expand("R/{jobid}/x", NULL, out, sizeof out), 0);
+		assert_string_equal(out, cases[i].want);
+	}
+	setenv("SLURM_JOB_ID", "1234_5", 1); /* a plain value: no note */
+	assert_int_equal(sp_cfg_expand_note("R/{jobid}/x", NULL, out, sizeof out, note, sizeof note), 0);
+	assert_string_equal(out, "R/1234_5/x");
+	assert_string_equal(note, "");
+	unsetenv("SLURM_JOB_ID");
+}
+
+/* the names of a process's files: its pid, and a tag drawn once per process where pid and host may
+ * repeat (a pid namespace; STEPPROF_TEST_NAME_PID forces it) */
+static void test_name_pid(void **state)
+{
+	(void)state;
+	char tag[16], again[16], child[16];
+	int fd[2];
+	setenv(SP_NAME_PID_ENV, "7", 1);
+	assert_int_equal(sp_name_pid(tag, sizeof tag), 7);
+	assert_int_equal(strlen(tag), 9);
+	assert_int_equal(tag[0], '.');
+	assert_int_equal(strspn(tag + 1, "0123456789abcdef"), 8);
+	assert_int_equal(sp_name_pid(again, sizeof again), 7);
+	assert_string_equal(tag, again); /* once per process */
+	assert_int_equal(pipe(fd), 0);
+	pid_t pid = fork();
+	if (pid == 0) { /* a child (another process of the same forced pid): its own tag */
+		sp_name_pid(child, sizeof child);
+		(void)!write(fd[1], child, sizeof child);
+		_exit(0);
+	}
+	assert_int_equal(read(fd[0], child, sizeof child), (ssize_t)sizeof child);
+	waitpid(pid, NULL, 0);
+	assert_string_not_equal(child, tag);
+	unsetenv(SP_NAME_PID_ENV);
+	assert_true(sp_pidns() > 0);
+}
+
 /* [marker] learn: where automatic detection learns, and why CUPTI all the same */
 static void test_learn_why(void **state)
 {
@@ -842,6 +918,8 @@ int main(void)
 		cmocka_unit_test(test_long_values_read_back),
 		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_expand),
+		cmocka_unit_test(test_expand_hostile),
+		cmocka_unit_test(test_name_pid),
 		cmocka_unit_test(test_run_id),
 		cmocka_unit_test(test_marker_kind_name),
 		cmocka_unit_test(test_learn_why),

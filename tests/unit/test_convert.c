@@ -500,8 +500,8 @@ int main(void)
 		cmocka_unit_test(test_json_escape),        cmocka_unit_test(test_numbers_and_gzip),
 		cmocka_unit_test(test_convert_per_window), cmocka_unit_test(test_convert_merge_gzip),
 	};
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
+	if (!mkdtemp(dir) || chdir(dir)) { /* convert writes into the current directory by default */
+		perror(dir);
 		return 1;
 	}
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

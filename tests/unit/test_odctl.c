@@ -94,6 +94,7 @@ static void test_status_round_trip(void **state)
 				  .rank = 3,
 				  .host = "node-1",
 				  .start = 123456,
+				  .pidns = 4026532177u,
 				  .poll_ms = 500,
 				  .request = 0xabcu,
 				  .state = "written",

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 #include "collector/base/intern.h"
@@ -108,22 +109,28 @@ static void auto_lock_watch_and_check(void **state)
 	assert_true(k < 8);                 /* a synchronised loop locks within a few iterations */
 	assert_int_equal(step, k + 1);      /* numbered from the first iteration: the lock comes at the
 					     * end of iteration k, so the open step is iteration k + 1 */
+	int64_t watched = step; /* the first step watched from its start (the lock's open one ended) */
 	assert_string_equal(sp_intern_lookup(sp_stepdet_anchor_name(&det)), "cudaStreamSynchronize");
 	assert_true(det.how.after);
 	/* launches are watched besides the anchor: every whole step is counted */
 	assert_int_equal(sp_stepdet_wants(&det), SP_WANT_ANCHOR | SP_WANT_LAUNCH | SP_WANT_GRAPH);
+	int64_t counted = -1;
 	for (int i = 0; i < 100; i++) {
 		int64_t prev = step;
 		unsigned w = iteration("a", 30, &step, 200000);
 		assert_true(w & SP_DET_BOUNDARY);
 		assert_false(w & (SP_DET_MISMATCH | SP_DET_UNLOCK));
 		assert_int_equal(step, prev + 1);
+		if (counted < 0 && sp_stepdet_sched_step(&det, step) >= 0)
+			counted = step;
 	}
-	/* no backward or optimizer kernel: the schedule counted its steps only after 32 of them, from
-	 * the one after its lock on, and it settles late (a training loop may still come) */
+	/* no backward or optimizer kernel: the schedule counts its steps from its defer_steps-th in a
+	 * row on (step defer_steps - 1: those before the lock count), numbered as the program's (no
+	 * schedule here: no late start); it settles late (a training loop may still come) */
+	assert_true(watched < counted);
+	assert_int_equal(counted, (int64_t)sp_det_tune_default.defer_steps - 1);
 	assert_false(sp_stepdet_settled(&det));
-	assert_int_equal(sp_stepdet_sched_step(&det, step), step - det.reg[0].shift);
-	assert_int_equal(det.reg[0].shift, SP_DET_DEFER_STEPS - 1);
+	assert_int_equal(sp_stepdet_sched_step(&det, step), step);
 	for (int i = 0; i < 200; i++)
 		iteration("a", 30, &step, 200000);
 	assert_true(sp_stepdet_settled(&det));
@@ -152,7 +159,7 @@ static void sparse_blind_probe(void **state)
 	}
 	assert_false(all & (SP_DET_MISMATCH | SP_DET_UNLOCK | SP_DET_PROBE));
 	assert_int_equal(wanted, 64 / SP_STEPDET_SPARSE); /* the counted steps only */
-	assert_true(det.ref_ns > 0);
+	assert_true(det.check.ref_ns > 0);
 	/* blind: no step is counted, none wants launches, the same loop passes its time check */
 	sp_stepdet_blind(&det, 1);
 	all = 0;
@@ -492,7 +499,7 @@ static void numbering_never_goes_back(void **state)
 			last_sched = sc;
 		}
 	assert_true(all & SP_DET_RELOCK);
-	assert_true(det.nreg >= 3);      /* eval, training, training of another shape */
+	assert_true(det.regimes.n >= 3);      /* eval, training, training of another shape */
 	assert_true(ngiven >= 6);        /* windows in both training shapes */
 	sp_stepdet_free(&det);
 }
@@ -534,6 +541,107 @@ static void relock_gap_keeps_window(void **state)
 	}
 }
 
+/* Feeds n iterations of the loop `prefix` and returns how many steps schedule sch records (their
+ * numbers from *rec on, rec[0..]); *lock is the step open at the lock, if one came. */
+static int recorded_steps(const struct sp_schedule *sch, const char *prefix, int n, int64_t *lock, int64_t *rec)
+{
+	int64_t step = -1;
+	int got = 0;
+	for (int i = 0; i < n; i++) {
+		int64_t before = step;
+		unsigned w = iteration(prefix, 30, &step, 200000);
+		if ((w & SP_DET_LOCK) && !(w & SP_DET_RELOCK))
+			*lock = before + 1 > 0 ? before + 1 : det.step - (w & SP_DET_BOUNDARY ? 1 : 0);
+		enum sp_action act = sp_schedule_action(sch, sp_stepdet_sched_step(&det, step));
+		if ((w & SP_DET_BOUNDARY) && (act == SP_ACT_RECORD || act == SP_ACT_RECORD_AND_SAVE))
+			rec[got++] = step;
+	}
+	return got;
+}
+
+/* The lock comes after the schedule's first window would have begun (wait 2: a warmup at step 2;
+ * a synchronised loop locks in its 5th iteration): the schedule starts from the lock instead, so
+ * both windows (repeat 2) are recorded, three steps each, the first right after the lock, and the
+ * detector says so once. A lock before the first window keeps the program's numbering. */
+static void late_lock_starts_the_schedule(void **state)
+{
+	struct sp_schedule late = { .wait = 2, .warmup = 1, .active = 3, .repeat = 2 };
+	struct sp_schedule early = { .skip_first = 20, .wait = 2, .warmup = 1, .active = 3, .repeat = 1 };
+	int64_t lock = -1, rec[64];
+	char note[700];
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	sp_stepdet_schedule(&det, &late);
+	assert_int_equal(recorded_steps(&late, "layer_backward", 40, &lock, rec), 6);
+	assert_true(lock >= 3); /* after the first warmup: the late start applies */
+	int64_t first = det.regimes.late.step; /* the step after the lock's: the schedule's step 2 */
+	assert_true(first > lock);
+	assert_int_equal(sp_stepdet_sched_step(&det, first), 2);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(rec[i], first + 1 + i); /* the first window: after its warmup */
+		assert_int_equal(rec[3 + i], first + 7 + i); /* the second, a cycle (6 steps) later */
+	}
+	assert_int_equal(det.how.late, first - 2);
+	assert_int_equal(sp_stepdet_regime_note(&det, note, sizeof note), 1);
+	assert_non_null(strstr(note, "after the schedule's first window would have begun (its step 2)"));
+	assert_int_equal(sp_stepdet_regime_note(&det, note, sizeof note), 0); /* said once */
+	sp_stepdet_free(&det);
+
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	sp_stepdet_schedule(&det, &early);
+	assert_int_equal(recorded_steps(&early, "layer_backward", 40, &lock, rec), 3);
+	assert_int_equal(rec[0], 23); /* skip_first 20, wait 2, warmup 1: the program's numbering */
+	assert_int_equal(det.how.late, 0);
+	assert_int_equal(sp_stepdet_regime_note(&det, note, sizeof note), 0);
+	sp_stepdet_free(&det);
+}
+
+/* An inference loop (no backward or optimizer kernel) of 40 iterations with the default schedule
+ * (wait 10, warmup 1, active 3): deferred until it ran defer_steps steps in a row, the iterations
+ * the learner saw before its lock included, then the schedule starts from there (its first window
+ * would have begun): the window's three steps are recorded within the 40 iterations. */
+static void short_inference_loop_records(void **state)
+{
+	struct sp_config cfg;
+	int64_t lock = -1, rec[64];
+	char note[700];
+	unsigned said = 0;
+	sp_cfg_defaults(&cfg);
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	sp_stepdet_schedule(&det, &cfg.schedule);
+	assert_int_equal(recorded_steps(&cfg.schedule, "fwd", 40, &lock, rec), 3);
+	assert_true(rec[2] < 39);
+	assert_int_equal(rec[0], (int64_t)sp_det_tune_default.defer_steps); /* after its warmup */
+	while (sp_stepdet_regime_note(&det, note, sizeof note))
+		said |= (strstr(note, "taken for the program's loop") ? 1u : 0) |
+			(strstr(note, "the schedule starts from here") ? 2u : 0);
+	assert_int_equal(said, 3u);
+	sp_stepdet_free(&det);
+}
+
+/* A run too short for its schedule says why it recorded nothing: an inference loop still deferred
+ * (no backward or optimizer kernel, fewer than defer_steps steps in a row) when it ended. */
+static void short_run_says_why(void **state)
+{
+	struct sp_config cfg;
+	int64_t lock = -1, rec[64];
+	char msg[700];
+	sp_cfg_defaults(&cfg);
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	sp_stepdet_schedule(&det, &cfg.schedule);
+	assert_int_equal(sp_stepdet_why_none(&det, 11, msg, sizeof msg), 0); /* learning: undecided says it */
+	assert_int_equal(recorded_steps(&cfg.schedule, "fwd", 15, &lock, rec), 0);
+	assert_int_equal(sp_stepdet_why_none(&det, 11, msg, sizeof msg), 1);
+	assert_non_null(strstr(msg, "launches no backward or optimizer kernel and had run"));
+	assert_non_null(strstr(msg, "count towards the schedule from 26 in a row"));
+	sp_stepdet_free(&det);
+	/* a training loop on the program's numbering: nothing to add to the caller's words */
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	sp_stepdet_schedule(&det, &cfg.schedule);
+	assert_int_equal(recorded_steps(&cfg.schedule, "layer_backward", 8, &lock, rec), 0);
+	assert_int_equal(sp_stepdet_why_none(&det, 11, msg, sizeof msg), 0);
+	sp_stepdet_free(&det);
+}
+
 static void undecided_names_a_marker(void **state)
 {
 	struct sp_det_out o;
@@ -552,6 +660,112 @@ static void undecided_names_a_marker(void **state)
 	assert_int_equal(sp_stepdet_undecided(&det, msg, sizeof msg), 1);
 	assert_non_null(strstr(msg, "undecided"));
 	assert_non_null(strstr(msg, "kind = api, pattern = cudaDeviceSynchronize"));
+	sp_stepdet_free(&det);
+}
+
+/* The tokens fed by the advice tests, kept to replay them with an explicit marker. */
+static struct sp_token kept[200000];
+static size_t nkept;
+
+static unsigned feed_kept(int kind, int flags, const char *name, uint64_t gap, struct sp_det_out *o)
+{
+	unsigned w = feed(kind, flags, name, gap, o);
+	if (nkept < sizeof kept / sizeof *kept)
+		kept[nkept++] = (struct sp_token){ .kind = (uint8_t)kind, .flags = (uint8_t)flags, .tid = 1,
+						   .ts = now, .name = sp_intern(name) };
+	return w;
+}
+
+/* Replays the kept tokens with an explicit marker; returns the fewest and the most launches of its
+ * steps (the last `last` steps only, 0: all) in *lo, *hi. */
+static void replay_marker(int kind, const char *pattern, size_t last, uint64_t *lo, uint64_t *hi)
+{
+	struct sp_stepdet m;
+	struct sp_det_out o;
+	uint64_t *per = calloc(nkept + 1, sizeof *per);
+	size_t steps = 0;
+	assert_non_null(per);
+	assert_int_equal(sp_stepdet_init(&m, kind, pattern, 1, NULL), 0);
+	for (size_t i = 0; i < nkept; i++) {
+		sp_stepdet_feed(&m, &kept[i], &o);
+		if (o.what & SP_DET_BOUNDARY)
+			steps++;
+		if (steps && (kept[i].kind == SP_TOK_KERNEL || kept[i].kind == SP_TOK_GRAPH))
+			per[steps - 1]++;
+	}
+	assert_true(steps > 2);
+	*lo = UINT64_MAX, *hi = 0;
+	for (size_t k = last && steps - 1 > last ? steps - 1 - last : 0; k + 1 < steps; k++) { /* whole steps */
+		*lo = per[k] < *lo ? per[k] : *lo;
+		*hi = per[k] > *hi ? per[k] : *hi;
+	}
+	sp_stepdet_free(&m);
+	free(per);
+}
+
+/* Gradient accumulation 2 with data-dependent kernels (it never locks) and three synchronising
+ * reads together at the end of each iteration (loss and norm logged): the rarest repeating
+ * synchronisation, which the advice named before, gives steps of no launch between those reads.
+ * The checked advice names the one marker that occurs once per iteration, says its launches per
+ * step, and replaying it as an explicit marker gives exactly those. */
+static void undecided_advice_is_checked(void **state)
+{
+	struct sp_det_out o;
+	char nm[32], msg[900];
+	unsigned all = 0;
+	uint64_t lo, hi;
+	unsigned long long a_lo, a_hi;
+	nkept = 0;
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	for (int it = 0; it < 4000 && !(all & SP_DET_UNDECIDED); it++) {
+		for (int mb = 0; mb < 2; mb++) {
+			all |= feed_kept(SP_TOK_API, 0, "cudaMemcpyAsync", 200000, &o); /* the batch */
+			for (int i = 0, k = 10 + (int)rnd(10); i < k; i++) {
+				snprintf(nm, sizeof nm, "%s_%u", i < k / 2 ? "fwd" : "bwd", rnd(40));
+				all |= feed_kept(SP_TOK_KERNEL, 0, nm, 5000, &o);
+			}
+		}
+		all |= feed_kept(SP_TOK_KERNEL, 0, "adam_step", 5000, &o);
+		for (int r = 0; r < 3; r++)
+			all |= feed_kept(SP_TOK_API, SP_TOKF_SYNC, "cudaStreamSynchronize", 3000, &o);
+	}
+	assert_false(all & SP_DET_LOCK);
+	assert_true(all & SP_DET_UNDECIDED);
+	assert_int_equal(sp_stepdet_undecided(&det, msg, sizeof msg), 1);
+	/* what the advice used to name gives empty steps */
+	replay_marker(SP_MARK_API, "cudaStreamSynchronize", 0, &lo, &hi);
+	assert_int_equal(lo, 0);
+	assert_null(strstr(msg, "pattern = cudaStreamSynchronize"));
+	const char *s = strstr(msg, "set [marker] kind = kernel, pattern = adam_step: it occurs once in each of the ");
+	assert_non_null(s);
+	s = strstr(s, "would hold ");
+	assert_non_null(s);
+	assert_int_equal(sscanf(s, "would hold %llu to %llu launches", &a_lo, &a_hi), 2);
+	/* checked: the steps it gives in the stream hold what it says */
+	replay_marker(SP_MARK_KERNEL, "adam_step", 100, &lo, &hi);
+	assert_true(lo >= 1 && lo >= a_lo && hi <= a_hi);
+	sp_stepdet_free(&det);
+}
+
+/* Nothing occurs once per period: synchronisations and kernels at random. The advice names no
+ * marker and says what would work. */
+static void undecided_without_a_marker(void **state)
+{
+	struct sp_det_out o;
+	char nm[32], msg[900];
+	unsigned all = 0;
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	for (int i = 0; i < 200000 && !(all & SP_DET_UNDECIDED); i++) {
+		int sync = rnd(8) == 0;
+		snprintf(nm, sizeof nm, sync ? "cudaSync_%u" : "k_%u", rnd(sync ? 3 : 50));
+		all |= feed(sync ? SP_TOK_API : SP_TOK_KERNEL, sync ? SP_TOKF_SYNC : 0, nm, 5000, &o);
+	}
+	assert_true(all & SP_DET_UNDECIDED);
+	assert_int_equal(sp_stepdet_undecided(&det, msg, sizeof msg), 1);
+	assert_null(strstr(msg, "set [marker]"));
+	assert_non_null(strstr(msg, "none is suggested"));
+	assert_non_null(strstr(msg, "kind = nvtx"));
+	assert_non_null(strstr(msg, "kind = optimizer"));
 	sp_stepdet_free(&det);
 }
 
@@ -574,10 +788,10 @@ static void may_try_is_exact(void **state)
 					      .ts = now += 5000 };
 			struct sp_det_out o;
 			t.name = sp_intern(nm);
-			uint64_t next = det.a.next_try;
+			uint64_t next = det.a.attempt.next;
 			int may = sp_stepdet_may_try(&det, &t);
 			sp_stepdet_feed(&det, &t, &o);
-			int tried = det.a.next_try != next || !det.learning;
+			int tried = det.a.attempt.next != next || !det.learning;
 			attempts += tried;
 			graph_attempts += tried && graph && det.a.n < next;
 			missed += tried && !may;
@@ -609,7 +823,12 @@ int main(void)
 		cmocka_unit_test(eval_first_prefers_training),
 		cmocka_unit_test(relock_gap_keeps_window),
 		cmocka_unit_test(numbering_never_goes_back),
+		cmocka_unit_test(late_lock_starts_the_schedule),
+		cmocka_unit_test(short_inference_loop_records),
+		cmocka_unit_test(short_run_says_why),
 		cmocka_unit_test(undecided_names_a_marker),
+		cmocka_unit_test(undecided_advice_is_checked),
+		cmocka_unit_test(undecided_without_a_marker),
 		cmocka_unit_test(may_try_is_exact),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

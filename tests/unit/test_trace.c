@@ -424,7 +424,8 @@ static void test_stacks_precede_use(void **state)
 	assert_int_equal(sp_trace_close(w), 0);
 	assert_int_equal(lookups, 4); /* once per id; never for 9, written explicitly */
 	assert_true(bytes[0] > 5 * 2 + 10);
-	assert_true(bytes[4] < 16); /* stack 1 is not written again in a later chunk */
+	/* stack 1 (five frames, 30 bytes and more) is not written again in a later chunk */
+	assert_true(bytes[4] + 30 <= bytes[0]);
 
 	struct sp_trace_reader *r = sp_trace_open(path, err, sizeof(err));
 	struct sp_event got;
@@ -892,7 +893,7 @@ static void test_bytes_per_kernel(void **state)
 	stat(path, &st);
 	double per = (double)(st.st_size - HDR) / N;
 	printf("bytes per kernel record (zstd, %d kernels, 50 names, random order): %.2f\n", N, per);
-	assert_true(per < 16.0);
+	assert_true(per < 5.0); /* version 4's rows: 7.0 */
 }
 
 /* Ids of any value get dense indexes in order of first appearance; an id past the limit, a long

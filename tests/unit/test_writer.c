@@ -482,11 +482,11 @@ static void test_existing_names_kept(void **state)
 /* Output directories: made 0750 (less the umask), refused when another user owns them. */
 static void test_output_dir(void **state)
 {
-	char d[256];
+	char d[256], why[1200];
 	struct stat st;
 	mode_t mask = umask(022);
 	snprintf(d, sizeof(d), "%s/out/a/b", dir);
-	assert_int_equal(sp_writer_make_dir(d, false), 0);
+	assert_int_equal(sp_writer_make_dir(d, false, why, sizeof why), 0);
 	assert_int_equal(stat(d, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0750);
 	snprintf(d, sizeof(d), "%s/out", dir);
@@ -494,7 +494,8 @@ static void test_output_dir(void **state)
 	assert_int_equal(st.st_mode & 0777, 0750);
 	umask(mask);
 	snprintf(d, sizeof(d), "%s/victim.txt", dir);
-	assert_int_equal(sp_writer_make_dir(d, false), -1); /* not a directory */
+	assert_int_equal(sp_writer_make_dir(d, false, why, sizeof why), -1); /* not a directory: said with its path */
+	assert_non_null(strstr(why, d));
 	if (geteuid() != 0) {
 		print_message("not root: the foreign owner case needs chown, skipped\n");
 		return;
@@ -502,8 +503,9 @@ static void test_output_dir(void **state)
 	snprintf(d, sizeof(d), "%s/foreign", dir);
 	assert_int_equal(mkdir(d, 0777), 0);
 	assert_int_equal(chown(d, 65534, 65534), 0);
-	assert_int_equal(sp_writer_make_dir(d, false), -1);
-	assert_int_equal(sp_writer_make_dir(d, true), 0);
+	assert_int_equal(sp_writer_make_dir(d, false, why, sizeof why), -1);
+	assert_non_null(strstr(why, "belongs to another user"));
+	assert_int_equal(sp_writer_make_dir(d, true, why, sizeof why), 0);
 }
 
 static void *random_allocs(void *arg)
@@ -594,6 +596,82 @@ static void test_held_windows(void **state)
 	free(f.ev);
 }
 
+/* "B" for the WINDOW_BEGIN, the step numbers, "E" for the WINDOW_END of path as it is on disk. */
+static void window_records(const char *path, char *got, size_t len)
+{
+	struct file f;
+	read_file(path, &f);
+	got[0] = 0;
+	for (int i = 0; i < f.n; i++)
+		if (f.ev[i].kind == SP_EV_WINDOW_BEGIN || f.ev[i].kind == SP_EV_WINDOW_END)
+			snprintf(got + strlen(got), len - strlen(got), "%s ", f.ev[i].kind == SP_EV_WINDOW_BEGIN ? "B" : "E");
+		else if (f.ev[i].kind == SP_EV_STEP)
+			snprintf(got + strlen(got), len - strlen(got), "%lld ", (long long)f.ev[i].u.step.number);
+	free(f.ev);
+}
+
+/* Pushes a window's begin and steps first..last (no kick: the writer keeps them in its chunk). */
+static void window_steps(int64_t first, int64_t last)
+{
+	struct sp_event b = { .kind = SP_EV_WINDOW_BEGIN, .device = SP_NO_DEVICE, .start = 1000, .end = 1000 };
+	if (first == 3)
+		push(b);
+	for (int64_t k = first; k <= last; k++) {
+		struct sp_event st = { .kind = SP_EV_STEP, .device = SP_NO_DEVICE, .start = 1000 + 10 * (uint64_t)k };
+		st.end = st.start + 10;
+		st.u.step.number = k;
+		push(st);
+	}
+}
+
+/* A long window's records reach the file every 250 ms though nothing kicks the writer and its chunk is
+ * far from full: a process killed outright (SIGKILL) keeps them. */
+static void test_open_window_flushed(void **state)
+{
+	char path[256], got[256];
+	snprintf(path, sizeof(path), "%s/open.sptrace", dir);
+	assert_int_equal(sp_writer_start(path, &meta, 0), 0);
+	window_steps(3, 7);
+	uint64_t give_up = now_ms() + WAIT_S * 1000;
+	do {
+		usleep(50000);
+		window_records(path, got, sizeof got);
+	} while (strcmp(got, "B 3 4 5 6 7 ") && now_ms() < give_up);
+	assert_string_equal(got, "B 3 4 5 6 7 ");
+	assert_int_equal(sp_writer_stop(), 0);
+}
+
+/* What a signal handler asks (sp_writer_rescue): the rings written at once, the thread going on (a
+ * program that survives), or the files closed and the thread ended (one that dies); once per run. */
+static void test_rescue(void **state)
+{
+	char path[256], got[256];
+	assert_int_equal(sp_writer_rescue(SP_RESCUE_FINAL, 100), 0); /* no writer: nothing to wait for */
+	snprintf(path, sizeof(path), "%s/rescue.sptrace", dir);
+	assert_int_equal(sp_writer_start(path, &meta, 0), 0);
+	window_steps(3, 5);
+	assert_int_equal(sp_writer_rescue(0, 5000), 1);
+	window_records(path, got, sizeof got);
+	assert_string_equal(got, "B 3 4 5 ");
+	window_steps(6, 7);
+	assert_int_equal(sp_writer_rescue(SP_RESCUE_FINAL, 5000), 1); /* the first one's: already answered */
+	assert_int_equal(sp_writer_stop(), 0);
+	window_records(path, got, sizeof got);
+	assert_string_equal(got, "B 3 4 5 6 7 ");
+
+	snprintf(path, sizeof(path), "%s/rescue2.sptrace", dir);
+	assert_int_equal(sp_writer_start(path, &meta, 0), 0); /* a new run may be rescued again */
+	window_steps(3, 6);
+	assert_int_equal(sp_writer_rescue(SP_RESCUE_FINAL, 5000), 1);
+	window_records(path, got, sizeof got);
+	assert_string_equal(got, "B 3 4 5 6 "); /* no end: the reader marks it cut */
+	struct file f;
+	read_file(path, &f);
+	assert_false(f.truncated); /* the file was closed at a chunk's end */
+	free(f.ev);
+	assert_int_equal(sp_writer_stop(), 0); /* the thread ended by itself: joined at once */
+}
+
 int main(void)
 {
 	if (make_scratch("writer") < 0)
@@ -609,6 +687,8 @@ int main(void)
 		cmocka_unit_test(test_output_dir),
 		cmocka_unit_test(test_write_error_warns_once),
 		cmocka_unit_test(test_held_windows),
+		cmocka_unit_test(test_open_window_flushed),
+		cmocka_unit_test(test_rescue),
 	};
 	return cmocka_run_group_tests(tests, NULL, remove_scratch);
 }

@@ -12,7 +12,13 @@
 # with an evaluation pass of 30 forward kernels before iteration 12), fn (one, inside the
 # function train_step), method (one, inside Trainer.training_step), rl (generate: 10 forward
 # kernels, then rl_train: 2 micro-batches and an optimizer step, 5), fork (one; a child forked
-# after iteration 3 steps 20 times and exits), notorch (launches only, torch never imported).
+# after iteration 3 steps 20 times and exits), notorch (launches only, torch never imported),
+# static (one, inside the staticmethod Trainer.static_step), lazy (one, inside lazymod.lazy_step
+# of a module imported with importlib's LazyLoader, loaded by the program half a second later),
+# tools (one; the program takes sys.monitoring tool ids 3 and 4 once the bridge's watches are in),
+# leak (ITERS optimizer steps, GradScaler updates and calls of `marked` that launch nothing, then
+# the change in the reference counts of None, the optimizer and the scaler, and in the memory
+# tracemalloc sees: stepprof's callables must hold no reference and allocate nothing per event).
 # With FAKE_CUDA (the stand-in libcuda's path) the launches go through its cuLaunchKernel as
 # cuGetProcAddress hands it out (stepprof's launch trampoline), as a CUDA runtime makes them. At the
 # end it prints how many launches stepprof's callbacks saw, and whether torch was imported.
@@ -85,13 +91,18 @@ def watched(fn):
     return bool(mon and code and any(mon.get_tool(t) and mon.get_local_events(t, code) for t in (3, 4)))
 
 
-def train_step(opt):
+def train_step(opt: object) -> None:
     """one training iteration"""
     for k in range(3):
         launch("fwd_fake")
     for k in range(3):
         launch("bwd_fake")
     opt.step()
+
+
+def marked(i):
+    """a python marker's function in the leak scenario"""
+    return i
 
 
 def generate(n):
@@ -116,6 +127,25 @@ class Trainer:
         train_step(self.opt)
         return n
 
+    @staticmethod
+    def static_step(opt):
+        train_step(opt)
+
+
+if scenario == "lazy":
+    import importlib.util
+    import threading
+
+    spec = importlib.util.find_spec("lazymod")
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    sys.modules["lazymod"] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sys.modules["lazymod"])
+    time.sleep(0.5)  # the bridge polls meanwhile, its marker on lazymod.lazy_step waiting
+    print("prog: lazymod still lazy after the polls:", type(sys.modules["lazymod"]).__name__ == "_LazyModule")
+    lazymod = sys.modules["lazymod"]
+    print("prog: lazymod loaded on the main thread:", lazymod.loaded_on == threading.get_ident())  # loads it
+    lazymod.launch = launch
+
 
 def wait(what):
     t0 = time.time()
@@ -125,6 +155,9 @@ def wait(what):
             "scaler": lambda: watched(GradScaler.update),
             "fn": lambda: watched(sys.modules["__main__"].train_step),
             "method": lambda: watched(Trainer.training_step),
+            "static": lambda: watched(Trainer.__dict__["static_step"].__func__) or watched(Trainer.static_step),
+            "lazy": lambda: watched(sys.modules["lazymod"].lazy_step),
+            "marked": lambda: watched(sys.modules["__main__"].marked),
             "rl": lambda: watched(sys.modules["__main__"].generate) and watched(sys.modules["__main__"].rl_train),
         }[what]()
         if ok:
@@ -136,14 +169,54 @@ def wait(what):
 for w in filter(None, os.environ.get("WAIT", "optimizer").split(",")):
     wait(w)
 
+if scenario == "fn":
+    import typing
+
+    print("prog: type hints of train_step:", typing.get_type_hints(sys.modules["__main__"].train_step))
+if scenario == "tools":
+    mon = getattr(sys, "monitoring", None)
+    if mon:
+        mon.use_tool_id(4, "prog-4")
+        mon.use_tool_id(3, "prog-3")
+    print("prog: sys.monitoring tool ids 3 and 4 taken by the program:", bool(mon))
+if scenario == "leak":
+    import gc
+    import tracemalloc
+
+    quiet_opt, quiet_scaler, fn = torch.optim.Adam(lambda k: None, "-"), GradScaler(lambda k: None), sys.modules["__main__"].marked
+
+    def leak_loop(n):
+        for i in range(n):
+            quiet_opt.step()
+            quiet_scaler.update()
+            fn(i)
+
+    def counts():
+        gc.collect()
+        return (sys.getrefcount(None), sys.getrefcount(quiet_opt), sys.getrefcount(quiet_scaler),
+                tracemalloc.get_traced_memory()[0])
+
+    leak_loop(1000)
+    tracemalloc.start()
+    c0 = counts()
+    leak_loop(iters)
+    c1 = counts()
+    tracemalloc.stop()
+    print("prog: leak: after %d iterations: None %+d, optimizer %+d, scaler %+d references; %+d bytes traced"
+          % ((iters,) + tuple(b - a for a, b in zip(c0, c1))), flush=True)
+    iters = 0
 skip = {int(x) for x in filter(None, os.environ.get("SKIP", "").split(","))}
 opt = torch.optim.Adam(launch, "adam_fake")
 opt_g = torch.optim.Adam(launch, "adam_g_fake")
 scaler = GradScaler(launch)
 trainer = Trainer(opt)
 for it in range(iters):
-    if scenario in ("one", "fork"):
+    if scenario in ("one", "fork", "tools"):
         train_step(opt)
+    elif scenario == "static":
+        Trainer.static_step(opt)
+    elif scenario == "lazy":
+        sys.modules["lazymod"].lazy_step(opt)
     elif scenario == "fn":
         sys.modules["__main__"].train_step(opt)
     elif scenario == "method":

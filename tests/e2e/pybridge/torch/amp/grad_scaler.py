@@ -10,5 +10,5 @@ class GradScaler:
         if not skip:
             optimizer.step()
 
-    def update(self, new_scale=None):
+    def update(self, new_scale: object = None) -> None:
         self.launch("scale_update_fake")

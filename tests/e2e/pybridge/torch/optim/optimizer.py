@@ -7,6 +7,7 @@
 #   STANDIN_IMPORT_RAISES=1 its first import raises ImportError at the end
 #   STANDIN_REGISTER_RAISES=1  register_optimizer_step_post_hook raises RuntimeError
 #   STANDIN_BAD_HOOK_CALL=1 post hooks are called without arguments
+#   STANDIN_KW_HOOK_CALL=1  post hooks are called with keyword arguments only
 import os
 import sys
 import time
@@ -14,6 +15,7 @@ from collections import OrderedDict
 
 _global_optimizer_post_hooks = OrderedDict()
 _bad_hook_call = bool(os.environ.get("STANDIN_BAD_HOOK_CALL"))
+_kw_hook_call = bool(os.environ.get("STANDIN_KW_HOOK_CALL"))
 _import_done = False
 registered_while_importing = False  # the test's verdict: a hook went in before the import finished
 _next_id = [0]
@@ -73,6 +75,8 @@ class Optimizer:
                 for hook in list(_global_optimizer_post_hooks.values()):
                     if _bad_hook_call:
                         hook()
+                    elif _kw_hook_call:
+                        hook(optimizer=self, args=args, kwargs=kwargs)
                     else:
                         hook(self, args, kwargs)
             return out
