@@ -54,6 +54,13 @@ struct sp_cfg_origin {
 	int line;               /* line in the INI file, 0 if not from a file */
 };
 
+/* [activities] ops and modules' default, one switch for both: "true" records torch operators and
+ * module paths inside windows of a PyTorch program with no setting (and makes stepprof NVTX's
+ * injection), "false" only when asked (docs/CONFIG.md says what each costs). */
+#ifndef SP_OPS_DEFAULT
+#define SP_OPS_DEFAULT "true"
+#endif
+
 struct sp_config {
 	/* [profile] */
 	bool enabled;                   /* master switch */
