@@ -141,6 +141,9 @@ uint32_t sp_collector_module_top(void);
  * the emission may be turned off only at 0 (torch's end callback of a range begun under it needs
  * it on). Can't fail. */
 int sp_collector_ops_open(void);
+/* Torch op ranges that reached stepprof's NVTX handlers so far, on any thread (the bridge checks
+ * that its emission reached them). Can't fail. */
+unsigned long sp_collector_ops_seen(void);
 /* What the bridge should have on now (SP_OPS_*: a window records, its steps come from the bridge,
  * and the configuration asks for them), 0 nothing. Any thread. This function can't fail. */
 enum { SP_OPS_OPS = 1, SP_OPS_MODULES = 2 };

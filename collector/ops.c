@@ -45,6 +45,7 @@ struct stacks {
 
 static struct {
 	_Atomic int live; /* NVTX ranges and modules are followed in this process */
+	_Atomic unsigned long seen; /* torch op ranges begun, any thread */
 	int ops, nvtx, modules; /* what the configuration records: ops, plain NVTX ranges, modules */
 	char self[4096]; /* this library's path: NVTX's injection ([activities] ops or nvtx) */
 	pthread_once_t key_once;
@@ -127,6 +128,8 @@ int sp_collector_nvtx_push(const char *msg)
 	uint32_t win = window_now();
 	int torch = msg && strstr(msg, ", op_id = ") != NULL;
 	s->ops_open += torch;
+	if (torch)
+		atomic_fetch_add_explicit(&ops.seen, 1, memory_order_relaxed);
 	if (s->nnvtx == STACK_MAX) {
 		s->over_nvtx++;
 		return depth;
@@ -222,6 +225,11 @@ uint32_t sp_collector_module_top(void)
 {
 	const struct stacks *s = tls_stacks;
 	return s && s->nmod && !s->over_mod ? s->mod[s->nmod - 1].name : 0;
+}
+
+unsigned long sp_collector_ops_seen(void)
+{
+	return atomic_load_explicit(&ops.seen, memory_order_relaxed);
 }
 
 int sp_collector_ops_open(void)

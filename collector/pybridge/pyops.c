@@ -140,6 +140,8 @@ static struct {
 	int failed;     /* off for good after a Python exception (said) */
 	int on;         /* what is on: 1 torch's emission, 2 the module hooks (ops_on's answer) */
 	int pending;    /* the window ended with op ranges open: off at the next safe point */
+	int unseen;     /* the emission reached no handler of stepprof's: not turned on again (said) */
+	unsigned long seen0; /* sp_collector_ops_seen() when the emission went on */
 	uint32_t tid;   /* the thread that turned them on */
 	char said[160]; /* the last reason given for not turning them on (said once) */
 	PyObj *pre, *post; /* the module hooks' callables (kept for the process) */
@@ -226,6 +228,7 @@ static void turn_on(int want)
 		say_why(sp_py.utf8(r));
 	} else if (r != sp_py.none) {
 		po.on = (int)sp_py.long_as(r);
+		po.seen0 = sp_collector_ops_seen();
 		po.tid = tid_now();
 		po.cached = 0;
 		memset(po.cache, 0, sizeof po.cache);
@@ -240,9 +243,17 @@ static void turn_on(int want)
 	sp_py.decref(r);
 }
 
-/* Turns both off (the emission only where no op range begun under it is open here). */
+/* Turns both off (the emission only where no op range begun under it is open here). An emission
+ * that brought no op range to stepprof (torch's NVTX was set up before stepprof named itself
+ * NVTX's injection) is not turned on again: it would cost the program and record nothing. */
 static void turn_off(void)
 {
+	if ((po.on & 1) && sp_collector_ops_seen() == po.seen0 && !po.unseen) {
+		po.unseen = 1;
+		sp_warn("torch operators: torch's NVTX ranges did not reach stepprof in a window (its NVTX was "
+			"set up before stepprof became NVTX's injection, or another tool took it); operators are "
+			"not recorded from now on, module paths still are");
+	}
 	PyObj *r = helper("ops_off", NULL, NULL, NULL, NULL);
 	po.on = 0;
 	po.pending = 0;
@@ -257,7 +268,7 @@ void sp_pyops_tick(void)
 {
 	if (po.failed || !sp_pyb_live() || !sp_pyb.helpers)
 		return;
-	int want = sp_collector_ops_want();
+	int want = sp_collector_ops_want() & ~(po.unseen ? SP_OPS_OPS : 0);
 	if (want) {
 		po.pending = 0;
 		if (!po.on)

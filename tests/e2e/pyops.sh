@@ -19,7 +19,10 @@
 #    that ran torch.compile (nothing, said); torch refusing the emission (one `stepprof:` line, the
 #    program's exit status and steps unchanged, no hook left); a forward that raises inside a
 #    module (always_call closes its range); [activities] ops = false (modules only) and both false
-#    (nothing installed).
+#    (nothing installed); the default's safety: NVTX_INJECTION64_PATH already set by the user (left
+#    alone and said, no emission, modules only), a process that never reaches a window (no
+#    emission, no hook ever installed, no NVTX call), and NVTX called before stepprof named itself
+#    the injection (the emission reaches nothing: said once, not turned on again).
 set -u
 B=${SP_BUILD:?}
 R=${SP_ROOT:?}
@@ -45,7 +48,7 @@ for v in 3.10 3.11 3.12 3.13; do
 done
 [ -x /usr/bin/python3 ] || { echo "skip: no /usr/bin/python3"; exit 0; }
 
-# run NAME PY SCENARIO [ENV...]: ops_prog.py SCENARIO 16 in $T/NAME, optimizer marker, schedule
+# run NAME PY SCENARIO [ENV...]: ops_prog.py SCENARIO ${ITERS:-16} in $T/NAME, optimizer marker, schedule
 # 10,1,3,1 (window steps 11-13), extra INI lines from $EXTRA; exit status in rc
 run() {
 	local name=$1 py=$2 sc=$3
@@ -59,7 +62,7 @@ run() {
 	} >"$T/$name/sp.ini"
 	(cd "$T/$name" && env -u STEPPROF_VERBOSE "$@" FAKE_CUPTI_LOG="$T/$name/log" FAKE_CUPTI_NAME_KERNELS=1 \
 		STEPPROF_CONFIG="$T/$name/sp.ini" FAKE_CUPTI="$CUPTI" FAKE_NVTX="$NVTX" \
-		PYTHONPATH="$R/tests/e2e/pybridge" LD_PRELOAD="$PRE" timeout 60 "$py" "$PROG" "$sc" 16 \
+		PYTHONPATH="$R/tests/e2e/pybridge" LD_PRELOAD="$PRE" timeout 60 "$py" "$PROG" "$sc" "${ITERS:-16}" \
 		>"$T/$name/stdout" 2>"$T/$name/stderr")
 	echo $? >"$T/$name/rc"
 }
@@ -156,6 +159,32 @@ assert line("module hooks left").endswith(": 0")
 EXTRA='[activities]\nops = false\nmodules = false\n' run none /usr/bin/python3 train
 check none "ops and modules false: nothing installed" '
 assert rc == 0 and line("emission") == "prog: emission" and not ops and not mods, (ops, mods)
+assert steps == [(11, 11), (12, 11), (13, 11)], steps
+'
+# the default's safety: an NVTX injection of the program's own (nsys, the user's) is left alone
+# and said, torch's emission stays off (it would reach that tool), module paths are still recorded
+run preset /usr/bin/python3 train NVTX_INJECTION64_PATH="$B/tests/e2e/libfakeinject.so"
+check preset "NVTX_INJECTION64_PATH set by the program's user: left alone and said, no emission, modules only" '
+assert rc == 0 and line("nvtx injection").endswith("libfakeinject.so"), line("nvtx injection")
+assert "stepprof: NVTX_INJECTION64_PATH is " in err and "libfakeinject.so: NVTX ranges and torch operators reach stepprof only if" in err, err
+assert line("emission") == "prog: emission" and line("ranges emitted").endswith(": 0"), (line("emission"), line("ranges emitted"))
+assert not ops and mods["Net.fc1"]["calls"] == 3 and steps == [(11, 11), (12, 11), (13, 11)], (ops, mods, steps)
+'
+# a process that never reaches a window: no emission, no module hook ever installed, no NVTX call
+# (stepprof attaches to CUPTI only as a window comes: the injection is not even named then)
+ITERS=8 run nowindow /usr/bin/python3 train
+check nowindow "a process that never runs a window: no emission, no hook ever installed, no NVTX call" '
+assert rc == 0 and line("emission") == "prog: emission" and line("ranges emitted").endswith(": 0"), out
+assert line("module hooks ever installed").endswith(": 0"), line("module hooks ever installed")
+assert line("nvtx injection").endswith((": unset", "libstepprof.so")) and "nvtx_push" not in log, (line("nvtx injection"), log[:300])
+assert not ops and not mods, (ops, mods)
+'
+# torch's NVTX set up before stepprof named itself NVTX's injection: the emission reaches nothing;
+# said once, and the emission is not turned on again (module paths still recorded)
+run early /usr/bin/python3 early
+check early "an emission that reaches no stepprof handler: said once, operators off, modules kept" '
+assert rc == 0 and not ops and mods["Net.fc1"]["calls"] == 3, (rc, ops, mods)
+assert err.count("stepprof: torch operators: torch'"'"'s NVTX ranges did not reach stepprof in a window") == 1, err
 assert steps == [(11, 11), (12, 11), (13, 11)], steps
 '
 

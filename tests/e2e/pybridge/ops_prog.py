@@ -11,7 +11,8 @@
 # Optimizer.step range, the post hooks inside it too). Every kernel goes through the stand-in CUPTI.
 # Scenarios: train; profiler (the program made a torch.profiler.profile before: KinetoStepTracker);
 # compiled (torch.compile ran: torch._dynamo's frame counter); raising (a forward raises inside
-# Net.conv at iteration 12, caught by the program). At the end it prints what the stand-in saw:
+# Net.conv at iteration 12, caught by the program); early (the NVTX library is called once before
+# stepprof is initialised, so NVTX holds no injection and the emission reaches nothing). At the end it prints what the stand-in saw:
 # the emission's enables and disables (thread, iteration), ranges ended after the emission went off
 # (torch would warn), module hooks left, the profiler flag.
 import ctypes
@@ -30,6 +31,10 @@ def launch(name):
     cupti.fake_cupti_launch(name.encode(), corr[0])
 
 
+if scenario == "early":  # NVTX used before stepprof names itself NVTX's injection: no tool for good
+    nvtx = ctypes.CDLL(os.environ["FAKE_NVTX"])
+    nvtx.fake_nvtx_push(b"early")
+    nvtx.fake_nvtx_pop()
 ctypes.CDLL(None).InitializeInjection()
 import torch  # noqa: E402
 import torch.optim.optimizer as topt  # noqa: E402
@@ -136,4 +141,6 @@ print("prog: ranges ended after the emission went off:", len(prof.violations), p
 print("prog: module hooks left:", len(nnm._global_forward_pre_hooks) + len(nnm._global_forward_hooks))
 print("prog: profiler flag:", prof._is_profiler_enabled)
 print("prog: ranges emitted:", prof.emitted[0])
+print("prog: module hooks ever installed:", nnm._next_id[0])
+print("prog: nvtx injection:", os.environ.get("NVTX_INJECTION64_PATH", "unset"))
 print("prog: done", flush=True)
