@@ -58,6 +58,8 @@ run() {
 		printf '[profile]\noutput = %s\n[ranks]\nranks = all\n' "$T/$name/out"
 		printf '[schedule]\nwait = 10\nwarmup = 1\nactive = 3\nrepeat = 1\n[marker]\nkind = optimizer\n'
 		printf '[cupti]\nlibrary = %s\n' "$CUPTI"
+		# ops and modules on whatever the built-in default (SP_OPS_DEFAULT), unless EXTRA sets them
+		[[ ${EXTRA:-} == *'[activities]'* ]] || printf '[activities]\nops = true\nmodules = true\n'
 		printf '%b' "${EXTRA:-}"
 	} >"$T/$name/sp.ini"
 	(cd "$T/$name" && env -u STEPPROF_VERBOSE "$@" FAKE_CUPTI_LOG="$T/$name/log" FAKE_CUPTI_NAME_KERNELS=1 \

@@ -5,7 +5,7 @@
 # is cut to end by then and what did not run is said FAIL. For tests/gpu/programs/gradscaler_resnet.py
 # (--iters 30 --eval-every 1000) and hf_trainer.py (--steps 30 --eval-steps 1000: no evaluation in the window), both
 # unmodified, with `[marker] kind = optimizer` and the schedule wait 10, warmup 2, active 10:
-#  1. stepprof with the default [activities] (ops and modules on), then torch.profiler on the same
+#  1. stepprof with [activities] ops and modules on (whatever the default), then torch.profiler on the same
 #     steps (ops_torchprof.py: the program through runpy inside torch.profiler.profile(schedule=...)):
 #     `report --by op --json`'s top 10 by self CUDA time and their calls against key_averages;
 #  2. the module times and the work outside modules sum to the steps' kernel time within 5%;
@@ -65,7 +65,7 @@ sp() {
 main() {
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 	echo "ops_check: stepprof $SP ($("$SP" --version 2>&1 | head -1)), LIMIT $LIMIT s"
-	for n in "${PROGS[@]}"; do sp "$n" ops; done
+	for n in "${PROGS[@]}"; do sp "$n" ops --set activities.ops=true --set activities.modules=true; done
 
 	# torch.profiler on the window's steps (as stepprof numbered them; 12-21 if it recorded none)
 	for n in "${PROGS[@]}"; do
