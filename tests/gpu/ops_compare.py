@@ -51,7 +51,8 @@ def cmp_ops(name, rep_path, torch_path):
     tenth_sp, tenth_t = st[-1]["self_ns"], tt[-1]["self_device_us"]
     bad, lines = [], []
     lines.append(f"steps: stepprof {[(w['first_step'], w['last_step']) for w in rep['windows']]}, "
-                 f"torch.profiler {tp['first']}-{tp['last']}")
+                 f"torch.profiler {tp['first']}-{tp['last']} ({tp.get('device_rows', 0)} device-side rows of "
+                 f"key_averages left out)")
     lines.append(f"{'op':58} {'stepprof self':>14} {'calls':>7} | {'torch self':>12} {'calls':>7}")
     for r in tt:
         s = by_sp.get(r["name"])

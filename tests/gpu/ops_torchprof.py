@@ -6,9 +6,11 @@ the steps A..B of an unmodified training program, for tests/gpu/ops_check.sh to 
 first on sys.path, __main__) inside torch.profiler.profile(schedule=schedule(wait=A-1, warmup=1,
 active=B-A+1)), a step being one optimizer step as stepprof's `kind = optimizer` counts them: the
 profiler steps from torch's global optimizer step post hook, so step 0 is the start to the first
-optimizer step. Writes JSON: {"first", "last", "steps_seen", "ops": [{"name", "count",
-"self_device_us", "device_us"}]} from key_averages() (ProfilerStep#N left out), and exits with the
-program's exit status."""
+optimizer step. Writes JSON: {"first", "last", "steps_seen", "device_rows", "ops": [{"name",
+"count", "self_device_us", "device_us"}]} from key_averages(): its CPU-side rows (operators,
+record_function ranges) but ProfilerStep#N; device_rows counts the rows left out (kernels, copies
+and GPU-side annotations, which key_averages lists as rows of their own). Exits with the program's
+exit status."""
 import argparse
 import json
 import os
@@ -42,11 +44,14 @@ def main():
     if a.first < 1 or a.last < a.first or not prog:
         p.error("--first >= 1, --last >= --first and a program are needed")
     steps = [0]
-    result = {"first": a.first, "last": a.last, "steps_seen": 0, "ops": []}
+    result = {"first": a.first, "last": a.last, "steps_seen": 0, "device_rows": 0, "ops": []}
 
     def ready(prof):
         for e in prof.key_averages():
-            if e.key.startswith("ProfilerStep#"):
+            # CPU-side ops only: GPU kernels, copies and GPU-side annotations are rows of key_averages
+            # too (their own time as self device time), stepprof's table has no such rows
+            if e.key.startswith("ProfilerStep#") or not str(getattr(e, "device_type", "CPU")).endswith("CPU"):
+                result["device_rows"] += 1
                 continue
             s, t = device_times(e)
             result["ops"].append({"name": e.key, "count": int(e.count), "self_device_us": s, "device_us": t})
