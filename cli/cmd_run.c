@@ -298,7 +298,8 @@ int sp_cmd_run(int argc, char **argv)
 	struct stat dst;
 	int there = stat(dir[0] ? dir : ".", &dst) == 0;
 	if (!there || !S_ISDIR(dst.st_mode)) /* the output failed, not the schedule */
-		fprintf(stderr, "stepprof: no trace written: the output directory %s %s (the lines above say why)\n",
+		fprintf(stderr,
+			"stepprof run: no trace written: the output directory %s %s (the lines above say why)\n",
 			dir[0] ? dir : ".", there ? "is not a directory" : "does not exist");
 	else if (!list_traces(dir[0] ? dir : ".", start, 0))
 		fprintf(stderr,
