@@ -102,13 +102,19 @@ $(O)/host/%.o: %.c
 	$(if $(Q),@echo "  CC      $<")
 	$(Q)$(CC) $(CLI_CFLAGS) -MMD -MP -c $< -o $@
 
-$(O)/libstepprof.so: $(LIB_OBJS)
+# preload/ sees the collector through collector/collector.h alone (scripts/check-includes.py): the
+# libraries are not linked while a hook includes another header of collector/
+$(O)/includes.ok: scripts/check-includes.py $(wildcard preload/*.c preload/*.h)
+	@mkdir -p $(dir $@)
+	$(Q)scripts/check-includes.py && touch $@
+
+$(O)/libstepprof.so: $(LIB_OBJS) | $(O)/includes.ok
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) -shared -Wl,--no-undefined -Wl,-z,nodelete -Wl,-rpath,'$$ORIGIN' -o $@ $^ $(DEP_LIBS) -ldl -lpthread $(SANLD)
 
 # the same library without the malloc hooks: what `stepprof run` preloads when host_malloc is off,
 # so that a program's allocator calls reach libc directly (no interposition, no cost)
-$(O)/libstepprof-nomalloc.so: $(filter-out $(O)/lib/preload/malloc.o,$(LIB_OBJS))
+$(O)/libstepprof-nomalloc.so: $(filter-out $(O)/lib/preload/malloc.o,$(LIB_OBJS)) | $(O)/includes.ok
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) -shared -Wl,--no-undefined -Wl,-z,nodelete -Wl,-rpath,'$$ORIGIN' -o $@ $^ $(DEP_LIBS) -ldl -lpthread $(SANLD)
 
@@ -169,7 +175,7 @@ $(O)/tests/e2e/phases_driver: tests/e2e/phases_driver.c
 
 # gen_golden, gen_random, gen_ranks, gen_pytrace, gen_tokens, gen_ddp and gen_stream write traces through the core library
 # (gen_hostile writes raw zstd chunks)
-$(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_ops $(O)/tests/e2e/gen_phases $(O)/tests/e2e/gen_random $(O)/tests/e2e/gen_ranks $(O)/tests/e2e/gen_pytrace $(O)/tests/e2e/gen_tokens $(O)/tests/e2e/gen_hostile $(O)/tests/e2e/gen_ddp $(O)/tests/e2e/gen_stream: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a
+$(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_ops $(O)/tests/e2e/gen_cut $(O)/tests/e2e/gen_phases $(O)/tests/e2e/gen_random $(O)/tests/e2e/gen_ranks $(O)/tests/e2e/gen_pytrace $(O)/tests/e2e/gen_tokens $(O)/tests/e2e/gen_hostile $(O)/tests/e2e/gen_ddp $(O)/tests/e2e/gen_stream: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CLI_CFLAGS) -o $@ $< $(O)/libspcore.a $(CLI_LIBS) -lpthread $(SANLD)
 
@@ -242,6 +248,11 @@ demo: all
 bench: all
 	bench/run.sh $(O)
 
+# host benchmark of the trace readers: time and peak RSS of report/steps/convert/memory on one
+# window of 1e6 and 1e7 records (docs/BENCHMARKS.md); CMP=DIR compares with another build
+bench-host: all $(O)/tests/e2e/gen_ddp
+	bench/reader_bench.sh $(O) $(CMP)
+
 dist: all $(O)/stepprof.1
 	scripts/make-dist.sh $(O) dist/stepprof
 
@@ -291,9 +302,10 @@ help:
 	@echo "  make dist         dist/stepprof/: self-contained copy (bundled libraries, docs, demo) for GPU machines"
 	@echo "  make test-gpu     GPU machine: the GPU test suite (docs/GPU-TESTS.md)"
 	@echo "  make bench        GPU machine: overhead benchmarks (docs/BENCHMARKS.md)"
+	@echo "  make bench-host   time and peak RSS of the trace readers at 1e6/1e7 records (CMP=DIR: vs a build)"
 	@echo "  make format       clang-format the sources (clang-format 16 or later)"
 	@echo "  make format-check how many lines make format would change, by file"
-	@echo "  make check-sizes  files over 800 lines, functions over 80 lines in collector/ and preload/"
+	@echo "  make check-sizes  .c files over 800 lines, functions over 80 lines, in every product folder (CI runs it);\n                    preload/ including a collector/ header other than collector.h"
 	@echo "  make clean        remove build/ and dist/"
 	@echo "options: DEBUG=1 (-O0 -g3 -Werror), SAN=address,undefined, CUDA_HOME=$(CUDA_HOME), V=1 (show commands)"
 
@@ -318,10 +330,11 @@ format-check: check-clang-format
 # of at most 80
 check-sizes:
 	@scripts/check-sizes.py
+	@scripts/check-includes.py
 
 clean:
 	rm -rf $(O) dist
 
-.PHONY: all test test-clone test-build test-gpu bench demo dist deps clean format format-check check-clang-format check-sizes check-cmocka install install-share uninstall help \
+.PHONY: all test test-clone test-build test-gpu bench bench-host demo dist deps clean format format-check check-clang-format check-sizes check-cmocka install install-share uninstall help \
 	check-clang fuzz fuzz-build
 -include $(shell find $(O) -name '*.d' 2>/dev/null)

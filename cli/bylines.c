@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* bylines.c - see bylines.h. A window's launch records give correlation id -> stack (sorted
- * pairs, searched per kernel); kernel time is summed per stack id; at print time each stack
- * becomes its row's text and equal texts are merged. */
+/* bylines.c - see bylines.h. A window's launch records give correlation id -> stack (an array
+ * over the window's ids, a hash map if they are sparse); kernel time is summed per stack id; at
+ * print time each stack becomes its row's text and equal texts are merged. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,10 +19,6 @@ static const char *const row_what[] = { "user", "library", "no Python frame", "n
 static const char *const row_text[] = { NULL, NULL, "(no Python frame)", "(no launch stack)", "(no launch record)" };
 static const char *const mode_name[] = { [SP_BYLINES_LINE] = "line", [SP_BYLINES_FRAME] = "frame" };
 
-struct pair {
-	uint32_t corr, stack;
-};
-
 struct row {
 	char *text;             /* merge key and what is printed */
 	const char *file, *func;/* NULL without a Python frame */
@@ -31,12 +27,6 @@ struct row {
 	int backward;           /* launched for autograd's backward pass (SP_FRAME_BACKWARD) */
 	uint64_t ns, kernels;
 };
-
-static int by_corr(const void *a, const void *b)
-{
-	const struct pair *x = a, *y = b;
-	return x->corr < y->corr ? -1 : x->corr > y->corr;
-}
 
 static int by_text(const void *a, const void *b)
 {
@@ -128,36 +118,112 @@ static void free_rows(struct row *l, size_t n)
 
 /* ---- exported ---- */
 
-void sp_bylines_add_window(struct sp_bylines *b, const struct sp_window *w)
+void sp_bylines_begin(struct sp_bylines *b, const struct sp_windows *g)
 {
-	struct pair *p = NULL;
-	size_t np = 0, cap = 0;
-	for (size_t i = 0; i < w->n; i++) {
-		const struct sp_event *e = &w->ev[i];
-		if (e->kind == SP_EV_API && e->corr) {
-			p = sp_xgrow(p, &cap, sizeof(*p), np);
-			p[np++] = (struct pair){ e->corr, e->u.api.stack };
-		}
+	uint32_t lo = 0, hi = 0;
+	uint64_t n = sp_windows_corr_range(g, &lo, &hi);
+
+	free(b->launch.stack);
+	free(b->launch.has);
+	b->launch.stack = NULL;
+	b->launch.has = NULL;
+	b->launch.lo = lo;
+	b->launch.n = n && (uint64_t)hi - lo < 64 * n + 65536 ? (uint64_t)hi - lo + 1 : 0;
+	if (b->launch.n) { /* the ids count up as the program runs: dense */
+		b->launch.stack = malloc(b->launch.n * sizeof(*b->launch.stack));
+		b->launch.has = calloc((b->launch.n + 63) / 64, sizeof(*b->launch.has));
+		if (!b->launch.stack || !b->launch.has)
+			sp_oom();
 	}
-	sp_sort(p, np, sizeof(*p), by_corr);
-	for (size_t i = 0; i < w->n; i++) {
-		const struct sp_event *e = &w->ev[i];
-		if (e->kind != SP_EV_KERNEL)
-			continue;
-		struct pair key = { e->corr, 0 },
-			    *hit = e->corr && np ? bsearch(&key, p, np, sizeof(*p), by_corr) : NULL;
-		uint64_t ns = e->end > e->start ? e->end - e->start : 0;
-		if (!hit) {
-			b->orphan.ns += ns;
-			b->orphan.kernels++;
-			continue;
-		}
-		if (hit->stack >= b->cap)
-			b->s = sp_xgrow(b->s, &b->cap, sizeof(*b->s), hit->stack);
-		b->s[hit->stack].ns += ns;
-		b->s[hit->stack].kernels++;
+	if (b->launch.used)
+		memset(b->launch.key, 0, b->launch.cap * sizeof(*b->launch.key));
+	b->launch.used = 0;
+}
+
+static size_t slot(const struct sp_bylines *b, uint32_t corr)
+{
+	size_t h = (corr * 2654435761u) & (b->launch.cap - 1);
+	while (b->launch.key[h] && b->launch.key[h] != corr)
+		h = (h + 1) & (b->launch.cap - 1);
+	return h;
+}
+
+/* The launch stack of corr into *stack; 0 if no launch record has that id. */
+static int launch_get(const struct sp_bylines *b, uint32_t corr, uint32_t *stack)
+{
+	uint64_t i = (uint64_t)corr - b->launch.lo;
+	if (b->launch.n) {
+		if (corr < b->launch.lo || i >= b->launch.n || !(b->launch.has[i / 64] >> (i % 64) & 1))
+			return 0;
+		*stack = b->launch.stack[i];
+		return 1;
 	}
-	free(p);
+	if (!b->launch.used)
+		return 0;
+	size_t h = slot(b, corr);
+	*stack = b->launch.val[h];
+	return b->launch.key[h] != 0;
+}
+
+/* Sets corr's launch stack. Exits if memory runs out. */
+static void launch_put(struct sp_bylines *b, uint32_t corr, uint32_t stack)
+{
+	uint64_t i = (uint64_t)corr - b->launch.lo;
+	if (b->launch.n) {
+		if (corr >= b->launch.lo && i < b->launch.n) {
+			b->launch.stack[i] = stack;
+			b->launch.has[i / 64] |= 1ull << (i % 64);
+		}
+		return;
+	}
+	if (2 * (b->launch.used + 1) > b->launch.cap) {
+		uint32_t *key = b->launch.key, *val = b->launch.val;
+		size_t cap = b->launch.cap;
+		b->launch.cap = cap ? 2 * cap : 1024;
+		b->launch.key = calloc(b->launch.cap, sizeof(*b->launch.key));
+		b->launch.val = calloc(b->launch.cap, sizeof(*b->launch.val));
+		if (!b->launch.key || !b->launch.val)
+			sp_oom();
+		for (size_t k = 0; k < cap; k++)
+			if (key[k]) {
+				size_t h = slot(b, key[k]);
+				b->launch.key[h] = key[k];
+				b->launch.val[h] = val[k];
+			}
+		free(key);
+		free(val);
+	}
+	size_t h = slot(b, corr);
+	b->launch.used += !b->launch.key[h];
+	b->launch.key[h] = corr;
+	b->launch.val[h] = stack;
+}
+
+void sp_bylines_call(struct sp_bylines *b, const struct sp_event *e)
+{
+	uint32_t had;
+	if (e->kind != SP_EV_API || !e->corr)
+		return;
+	/* a driver call nested in a runtime launch has its id and no stack: the launch's stack wins */
+	if (!launch_get(b, e->corr, &had) || (!had && e->u.api.stack))
+		launch_put(b, e->corr, e->u.api.stack);
+}
+
+void sp_bylines_kernel(struct sp_bylines *b, const struct sp_event *e)
+{
+	uint32_t stack;
+	if (e->kind != SP_EV_KERNEL)
+		return;
+	uint64_t ns = e->end > e->start ? e->end - e->start : 0;
+	if (!e->corr || !launch_get(b, e->corr, &stack)) {
+		b->orphan.ns += ns;
+		b->orphan.kernels++;
+		return;
+	}
+	if (stack >= b->cap)
+		b->s = sp_xgrow(b->s, &b->cap, sizeof(*b->s), stack);
+	b->s[stack].ns += ns;
+	b->s[stack].kernels++;
 }
 
 /* In mode line: 1 if the program's own code reaches the GPU through one line only (HF Trainer's
@@ -297,5 +363,9 @@ void sp_bylines_json(const struct sp_bylines *b, const struct sp_trace_reader *r
 void sp_bylines_free(struct sp_bylines *b)
 {
 	free(b->s);
+	free(b->launch.stack);
+	free(b->launch.has);
+	free(b->launch.key);
+	free(b->launch.val);
 	memset(b, 0, sizeof(*b));
 }

@@ -7,7 +7,7 @@
  * program whose own code reaches the GPU through one line only (HF Trainer's trainer.train()) is
  * shown by frame. Kernels that autograd's threads launched while the program waited in backward()
  * (stacks with SP_FRAME_BACKWARD) are marked [backward]. Streaming: a window at a time; memory is
- * one row per launch stack. */
+ * one row per launch stack, and the window's launch stacks by correlation id. */
 #ifndef SP_BYLINES_H
 #define SP_BYLINES_H
 
@@ -26,11 +26,24 @@ struct sp_bylines {
 		uint64_t ns, kernels;
 	} *s, orphan;
 	size_t cap;
+	struct {                /* the window being read: launch stack by correlation id */
+		uint32_t lo;    /* dense: stack[id - lo], its bit in has set */
+		uint64_t n;     /* ids covered; 0: sparse, key/val by open addressing (key 0 empty) */
+		uint32_t *stack;
+		uint64_t *has;
+		uint32_t *key, *val;
+		size_t cap, used;
+	} launch;
 };
 
-/* Charges window w's kernels to their launch stacks. Exits the CLI if memory runs out;
- * otherwise can't fail. */
-void sp_bylines_add_window(struct sp_bylines *b, const struct sp_window *w);
+/* Charges a window's kernels to their launch stacks, streaming: sp_bylines_begin (for the window g
+ * handed out last), sp_bylines_call for each of its events (its launch calls), then
+ * sp_bylines_kernel for each of its events (its kernels). Memory: a stack per correlation id of
+ * the window (4 bytes an id while the ids are dense). Each exits the CLI if memory runs out;
+ * otherwise they can't fail. */
+void sp_bylines_begin(struct sp_bylines *b, const struct sp_windows *g);
+void sp_bylines_call(struct sp_bylines *b, const struct sp_event *e);
+void sp_bylines_kernel(struct sp_bylines *b, const struct sp_event *e);
 /* Prints the table by mode (SP_BYLINES_*; line turns to frame for a program with a single entry
  * point, and says so) (top rows by time, 0 = all; wide: no cut in the line column), stack and
  * Python frame tables read from r. Can't fail (exits if memory runs out). */

@@ -101,6 +101,37 @@ static void print_learn(const struct sp_config *cfg)
 		       learn);
 }
 
+/* The comment lines that say where the configuration came from (file or defaults, environment
+ * overrides, --set and --ranks) and whether this process's rank is selected. Can't fail. */
+static void print_origin(const struct sp_config *cfg, char **sets, int nsets, const struct sp_rank_info *ri)
+{
+	bool env_header = false;
+
+	if (cfg->source[0])
+		printf("# stepprof: %s is valid\n", cfg->source);
+	else
+		printf("# stepprof: built-in defaults\n");
+	for (int i = 0; i < SP_CFG_NKEYS; i++) {
+		if (strncmp(cfg->origin[i].name, "STEPPROF_", 9))
+			continue;
+		printf("%s %s", env_header ? "," : "# environment overrides applied:", cfg->origin[i].name);
+		env_header = true;
+	}
+	if (env_header)
+		printf("\n");
+	for (int i = 0; i < nsets; i++)
+		printf("%s %s%s", i ? "," : "# set on the command line:", sets[i], i == nsets - 1 ? "\n" : "");
+	if (ri->rank >= 0 && ri->world_size > 0)
+		printf("# this process: rank %d of %d (%s): %s\n", ri->rank, ri->world_size, ri->source,
+		       sp_rankset_has(&cfg->ranks, ri->rank) ? "selected" : "not selected");
+	else if (ri->rank >= 0)
+		printf("# this process: rank %d (%s): %s\n", ri->rank, ri->source,
+		       sp_rankset_has(&cfg->ranks, ri->rank) ? "selected" : "not selected");
+	else
+		printf("# this process: no rank in the environment (counts as rank 0): %s\n",
+		       sp_rankset_has(&cfg->ranks, ri->rank) ? "selected" : "not selected");
+}
+
 /* Exits 0 (valid), 2 (usage or configuration errors, or a malformed STEPPROF_RANK or
  * STEPPROF_WORLD_SIZE; any malformed rank variable is reported once on stderr). */
 int sp_cmd_check(int argc, char **argv)
@@ -108,7 +139,6 @@ int sp_cmd_check(int argc, char **argv)
 	static struct sp_config cfg;
 	static struct sp_cfg_errors errs;
 	struct sp_rank_info ri;
-	bool env_header = false;
 	const char *file = NULL;
 	char **sets = calloc((size_t)argc + 1, sizeof(*sets));
 	int c, nsets = 0, rc = 2;
@@ -148,29 +178,7 @@ int sp_cmd_check(int argc, char **argv)
 		sp_cli_config_errors("check", &errs);
 		goto out;
 	}
-	if (cfg.source[0])
-		printf("# stepprof: %s is valid\n", cfg.source);
-	else
-		printf("# stepprof: built-in defaults\n");
-	for (int i = 0; i < SP_CFG_NKEYS; i++) {
-		if (strncmp(cfg.origin[i].name, "STEPPROF_", 9))
-			continue;
-		printf("%s %s", env_header ? "," : "# environment overrides applied:", cfg.origin[i].name);
-		env_header = true;
-	}
-	if (env_header)
-		printf("\n");
-	for (int i = 0; i < nsets; i++)
-		printf("%s %s%s", i ? "," : "# set on the command line:", sets[i], i == nsets - 1 ? "\n" : "");
-	if (ri.rank >= 0 && ri.world_size > 0)
-		printf("# this process: rank %d of %d (%s): %s\n", ri.rank, ri.world_size, ri.source,
-		       sp_rankset_has(&cfg.ranks, ri.rank) ? "selected" : "not selected");
-	else if (ri.rank >= 0)
-		printf("# this process: rank %d (%s): %s\n", ri.rank, ri.source,
-		       sp_rankset_has(&cfg.ranks, ri.rank) ? "selected" : "not selected");
-	else
-		printf("# this process: no rank in the environment (counts as rank 0): %s\n",
-		       sp_rankset_has(&cfg.ranks, ri.rank) ? "selected" : "not selected");
+	print_origin(&cfg, sets, nsets, &ri);
 	print_phases(&cfg);
 	print_learn(&cfg);
 	sp_cfg_print(&cfg, stdout);

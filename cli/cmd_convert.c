@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_convert.c - `stepprof convert`: turns a trace into one viewer file per recorded window
- * (or one for all with --merge), streaming: the trace is read once, one window in memory.
- * --merge-ranks writes several ranks' traces into one file, one window per trace in memory.
+ * (or one for all with --merge), streaming: a window's events are read in passes (windows.h),
+ * never held. --merge-ranks writes several ranks' traces into one file, a window of each at a time.
  * Owns the argument parsing and the output file names; the format is the exporter's. */
 #include <errno.h>
 #include <getopt.h>
@@ -36,10 +36,10 @@ struct convert_opts {
 
 /* A window cut to the steps of --steps (one per trace being read). */
 struct slice {
-	struct sp_window w;     /* the cut; its events in ev[0..w.n) */
-	struct sp_event *ev;
-	size_t cap;
-	struct sp_calls calls;  /* the window's CUDA calls: where its GPU work belongs */
+	struct sp_window w;     /* the cut */
+	const struct convert_opts *o;
+	struct sp_windows *g;   /* its window's passes, restricted to the cut */
+	uint64_t s0, s1;        /* the span of its steps */
 };
 
 static int step_wanted(const struct convert_opts *o, const struct sp_event *e)
@@ -47,19 +47,40 @@ static int step_wanted(const struct convert_opts *o, const struct sp_event *e)
 	return e->kind == SP_EV_STEP && e->u.step.number >= o->step_lo && e->u.step.number <= o->step_hi;
 }
 
-/* Window w cut to the steps --steps selects: those steps, the CPU records that start inside them,
- * the GPU work their calls launched (placed by sp_calls_anchor, the rule of the report's per-step
- * rows) and the window's drop records. Returns w itself without --steps, the cut (in s, valid until the next
- * call) or NULL if w holds none of the steps. Exits the CLI if memory runs out. */
-static const struct sp_window *cut(const struct convert_opts *o, const struct sp_window *w, struct slice *s)
+/* 1 for an event of the cut: its steps, the CPU records that start inside them, the GPU work
+ * their calls launched (placed by sp_windows_anchor, the rule of the report's per-step rows) and
+ * the window's drop records. */
+static int in_cut(void *ctx, const struct sp_event *e)
+{
+	const struct slice *s = ctx;
+	if (e->kind == SP_EV_STEP)
+		return step_wanted(s->o, e);
+	if (e->kind == SP_EV_DROPPED)
+		return 1;
+	uint64_t at = sp_ev_is_gpu(e) ? sp_windows_anchor(s->g, e) : e->start;
+	return at >= s->s0 && at < s->s1;
+}
+
+static void cut_end(void *ctx, const struct sp_event *e)
+{
+	struct slice *s = ctx;
+	if (e->end > s->w.t1)
+		s->w.t1 = e->end; /* GPU work launched late in the last step ends after it */
+}
+
+/* Window w (the one g handed out last) cut to the steps --steps selects (in_cut). Returns w itself
+ * without --steps, the cut (in s, valid until the next call; g's passes restricted to it) or NULL
+ * if w holds none of the steps. Exits the CLI if memory runs out. */
+static const struct sp_window *cut(const struct convert_opts *o, struct sp_windows *g, const struct sp_window *w,
+				   struct slice *s)
 {
 	uint64_t s0 = UINT64_MAX, s1 = 0;
 	int64_t first = INT64_MAX, last = INT64_MIN;
 
 	if (!o->steps)
 		return w;
-	for (size_t i = 0; i < w->n; i++) {
-		const struct sp_event *e = &w->ev[i];
+	for (size_t i = 0; i < w->nsteps; i++) {
+		const struct sp_event *e = &w->steps[i];
 		if (!step_wanted(o, e))
 			continue;
 		s0 = e->start < s0 ? e->start : s0;
@@ -69,39 +90,14 @@ static const struct sp_window *cut(const struct convert_opts *o, const struct sp
 	}
 	if (first == INT64_MAX)
 		return NULL;
-	sp_calls_index(&s->calls, w);
-	s->w = *w;
-	s->w.n = 0;
+	*s = (struct slice){ .w = *w, .o = o, .g = g, .s0 = s0, .s1 = s1 };
 	s->w.first_step = first;
 	s->w.last_step = last;
 	s->w.t0 = s0;
 	s->w.t1 = s1;
-	for (size_t i = 0; i < w->n; i++) {
-		const struct sp_event *e = &w->ev[i];
-		int keep;
-		if (e->kind == SP_EV_STEP)
-			keep = step_wanted(o, e);
-		else if (e->kind == SP_EV_DROPPED)
-			keep = 1;
-		else {
-			uint64_t at = sp_ev_is_gpu(e) ? sp_calls_anchor(&s->calls, e) : e->start;
-			keep = at >= s0 && at < s1;
-		}
-		if (!keep)
-			continue;
-		s->ev = sp_xgrow(s->ev, &s->cap, sizeof(*s->ev), s->w.n);
-		s->ev[s->w.n++] = *e;
-		if (e->end > s->w.t1)
-			s->w.t1 = e->end; /* GPU work launched late in the last step ends after it */
-	}
-	s->w.ev = s->ev;
+	sp_windows_restrict(g, in_cut, s);
+	sp_windows_each(g, cut_end, s);
 	return &s->w;
-}
-
-static void slice_free(struct slice *s)
-{
-	free(s->ev);
-	sp_calls_free(&s->calls);
 }
 
 struct rank_in {                /* one trace of --merge-ranks */
@@ -325,7 +321,7 @@ static const struct sp_window *next_window(const struct convert_opts *o, struct 
 	while (!(o->window >= 0 && in->seen) && (in->rc = sp_windows_next(in->g, &w)) == 1)
 		if (o->window < 0 || w->id == o->window) {
 			in->seen++;
-			if ((w = cut(o, w, &in->sl)))
+			if ((w = cut(o, in->g, w, &in->sl)))
 				return w;
 		}
 	return NULL;
@@ -340,10 +336,91 @@ static int cmp_rank_in(const void *pa, const void *pb)
 	return na != nb ? na - nb : (a->key > b->key) - (a->key < b->key);
 }
 
+/* Opens the traces of --merge-ranks into in, by rank; *n those opened. Returns 0, or 1 after a
+ * message (one does not open, or two have the same rank). */
+static int open_ranks(const struct convert_opts *o, struct rank_in *in, int *n)
+{
+	char err[256];
+
+	for (; *n < o->ntraces; (*n)++) {
+		struct rank_in *k = &in[*n];
+		*k = (struct rank_in){ .path = o->traces[*n], .r = sp_trace_open(o->traces[*n], err, sizeof(err)) };
+		if (!k->r) {
+			fprintf(stderr, "stepprof convert: %s\n", err);
+			return 1;
+		}
+		const struct sp_trace_meta *meta = &sp_trace_header(k->r)->meta;
+		k->key = meta->rank >= 0 ? meta->rank : meta->pid;
+		k->g = sp_windows_open(k->r);
+		sp_windows_set_phase(k->g, o->phase);
+	}
+	int failed = 0;
+	sp_sort(in, (size_t)*n, sizeof(*in), cmp_rank_in);
+	for (int i = 1; i < *n; i++)
+		if (in[i].key == in[i - 1].key) {
+			fprintf(stderr, "stepprof convert: %s and %s are both %s %lld\n", in[i - 1].path, in[i].path,
+				sp_trace_header(in[i].r)->meta.rank >= 0 ? "rank" : "pid", (long long)in[i].key);
+			failed = 1;
+		}
+	return failed;
+}
+
+/* Writes the windows of the n traces in into x's file, a round per window id (the lowest not
+ * written yet), their NCCL calls paired by m first; *nwin counts them. Returns 1 if one failed. */
+static int write_rounds(const struct convert_opts *o, struct rank_in *in, int n, struct sp_export *x,
+			struct sp_nccl_match *m, int *nwin)
+{
+	int failed = 0;
+
+	while (!failed) {
+		long long id = -1;
+		for (int i = 0; i < n; i++)
+			if (in[i].w && (id < 0 || in[i].w->id < id))
+				id = in[i].w->id;
+		if (id < 0)
+			break;
+		sp_nccl_match_reset(m);
+		for (int i = 0; i < n; i++)
+			if (in[i].w && in[i].w->id == id)
+				sp_nccl_match_add(m, in[i].key, in[i].w);
+		sp_nccl_match_build(m);
+		for (int i = 0; i < n && !failed; i++)
+			if (in[i].w && in[i].w->id == id) {
+				x->r = in[i].r, x->hdr = sp_trace_header(in[i].r), x->g = in[i].g;
+				x->source = in[i].path;
+				failed |= x->ops->window(x, in[i].w) != 0;
+				(*nwin)++;
+				in[i].w = next_window(o, &in[i]);
+			}
+	}
+	return failed;
+}
+
+/* Says per trace of --merge-ranks what was wrong with it: a corrupt chunk (returns 1: the command
+ * fails, the file is kept), no window, a cut file. */
+static int say_ranks(const struct convert_opts *o, const struct rank_in *in, int n)
+{
+	int failed = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (in[i].rc < 0) {
+			fprintf(stderr, "stepprof convert: %s: %s\n", in[i].path, sp_trace_error(in[i].r));
+			failed = 1;
+		} else if (!in[i].seen) {
+			fprintf(stderr, "stepprof convert: note: %s has no window%s\n", in[i].path,
+				o->window >= 0 ? " of that id" : "");
+		} else if (sp_trace_truncated(in[i].r)) {
+			fprintf(stderr, "stepprof convert: note: %s was cut short; what followed the cut is lost\n",
+				in[i].path);
+		}
+	}
+	return failed;
+}
+
 /* --merge-ranks: the selected windows of every trace in one file on the wall clock. Windows with
  * the same id are written together, in rank order, after their NCCL calls are paired by
- * (comm, seq); memory is one window per trace. Returns 0, or 1 (message on stderr; also when the
- * traces come from different runs). */
+ * (comm, seq); a window of each trace at a time, read in passes. Returns 0, or 1 (message on
+ * stderr; also when the traces come from different runs). */
 static int merge_ranks(const struct convert_opts *o)
 {
 	if (sp_cli_one_run("convert", o->traces, (size_t)o->ntraces))
@@ -367,27 +444,7 @@ static int merge_ranks(const struct convert_opts *o)
 	sp_xrank_analyse(arrivals);
 	x.arrivals = arrivals;
 
-	for (; n < o->ntraces; n++) {
-		const struct sp_trace_meta *meta;
-		in[n] = (struct rank_in){ .path = o->traces[n], .r = sp_trace_open(o->traces[n], err, sizeof(err)) };
-		if (!in[n].r) {
-			fprintf(stderr, "stepprof convert: %s\n", err);
-			failed = 1;
-			break;
-		}
-		meta = &sp_trace_header(in[n].r)->meta;
-		in[n].key = meta->rank >= 0 ? meta->rank : meta->pid;
-		in[n].g = sp_windows_open(in[n].r);
-		sp_windows_set_phase(in[n].g, o->phase);
-	}
-	if (!failed)
-		sp_sort(in, (size_t)n, sizeof(*in), cmp_rank_in);
-	for (int i = 1; !failed && i < n; i++)
-		if (in[i].key == in[i - 1].key) {
-			fprintf(stderr, "stepprof convert: %s and %s are both %s %lld\n", in[i - 1].path, in[i].path,
-				sp_trace_header(in[i].r)->meta.rank >= 0 ? "rank" : "pid", (long long)in[i].key);
-			failed = 1;
-		}
+	failed = open_ranks(o, in, &n);
 	for (int i = 0; !failed && i < n; i++)
 		in[i].w = next_window(o, &in[i]);
 	out_name(o, &stem, &ext);
@@ -406,26 +463,8 @@ static int merge_ranks(const struct convert_opts *o)
 		}
 		failed = !x.out;
 	}
-	while (!failed) {
-		long long id = -1; /* the round: the lowest window id not written yet */
-		for (int i = 0; i < n; i++)
-			if (in[i].w && (id < 0 || in[i].w->id < id))
-				id = in[i].w->id;
-		if (id < 0)
-			break;
-		sp_nccl_match_reset(m);
-		for (int i = 0; i < n; i++)
-			if (in[i].w && in[i].w->id == id)
-				sp_nccl_match_add(m, in[i].key, in[i].w);
-		sp_nccl_match_build(m);
-		for (int i = 0; i < n && !failed; i++)
-			if (in[i].w && in[i].w->id == id) {
-				x.r = in[i].r, x.hdr = sp_trace_header(in[i].r), x.g = in[i].g, x.source = in[i].path;
-				failed |= x.ops->window(&x, in[i].w) != 0;
-				nwin++;
-				in[i].w = next_window(o, &in[i]);
-			}
-	}
+	if (!failed)
+		failed = write_rounds(o, in, n, &x, m, &nwin);
 	if (x.out) {
 		if (!nwin)
 			fprintf(stderr, "stepprof convert: no window to write\n");
@@ -437,24 +476,11 @@ static int merge_ranks(const struct convert_opts *o)
 				"ranks\n",
 				path, n, nwin, (unsigned long long)x.events,
 				(unsigned long long)sp_nccl_match_paired(m));
-		for (int i = 0; i < n; i++) { /* a corrupt chunk fails the command, the file is kept */
-			if (in[i].rc < 0) {
-				fprintf(stderr, "stepprof convert: %s: %s\n", in[i].path, sp_trace_error(in[i].r));
-				failed = 1;
-			} else if (!in[i].seen) {
-				fprintf(stderr, "stepprof convert: note: %s has no window%s\n", in[i].path,
-					o->window >= 0 ? " of that id" : "");
-			} else if (sp_trace_truncated(in[i].r)) {
-				fprintf(stderr,
-					"stepprof convert: note: %s was cut short; what followed the cut is lost\n",
-					in[i].path);
-			}
-		}
+		failed |= say_ranks(o, in, n);
 	}
 	for (int i = 0; i < n; i++) {
 		sp_windows_close(in[i].g);
 		sp_trace_close_reader(in[i].r);
-		slice_free(&in[i].sl);
 	}
 	free(in);
 	free(path);
@@ -492,8 +518,12 @@ static const char *steps_text(const struct convert_opts *o, char *buf, size_t n)
 /* The line that reports a window file written. */
 static void window_line(char *buf, size_t n, const char *path, const struct sp_window *w, uint64_t events)
 {
-	snprintf(buf, n, "wrote %s: window %u, steps %lld-%lld, %llu events%s\n", path, w->id, (long long)w->first_step,
-		 (long long)w->last_step, (unsigned long long)events, w->complete ? "" : " (incomplete)");
+	char cut[64] = "";
+	if (!w->complete)
+		snprintf(cut, sizeof cut, " (incomplete: cut at step %lld)", (long long)w->last_step);
+	snprintf(buf, n, "wrote %s: window %u%s, steps %lld-%lld, %llu events%s\n", path, w->id,
+		 w->inferred ? " (its beginning is not in the trace: found from its steps)" : "",
+		 (long long)w->first_step, (long long)w->last_step, (unsigned long long)events, cut);
 }
 
 /* The file of a window of a phase without -o FILE: DIR/PHASE/BASE.<id><ext> for the stem DIR/BASE
@@ -531,6 +561,100 @@ static char *phase_path(const char *stem, const struct sp_window *w, const char 
 			strerror(errno)); /* the open says it again */
 	free(dir);
 	return path;
+}
+
+/* Opens x's file for window w (the first of the file): -o FILE (exactly, with --merge or for a
+ * single window: exact), a phase's folder, or STEM[.<id>]EXT; begins it. The path in *path (the
+ * one before freed). Returns 0, or 1 after a message. */
+static int open_file(const struct convert_opts *o, struct sp_export *x, const struct sp_window *w, const char *stem,
+		     const char *ext, int exact, char **path)
+{
+	char err[256];
+
+	free(*path);
+	if (o->out && !o->out_dir && (o->merge || exact))
+		*path = strdup(o->out);
+	else if ((!o->out || o->out_dir) && !o->merge && w->phase[0])
+		*path = phase_path(stem, w, ext);
+	else if (o->merge ? asprintf(path, "%s%s", stem, ext) < 0 : asprintf(path, "%s.%u%s", stem, w->id, ext) < 0)
+		*path = NULL;
+	if (!*path)
+		sp_oom();
+	x->dest = *path;
+	x->out = sp_out_open(*path, err, sizeof(err));
+	x->events = 0;
+	if (!x->out) {
+		fprintf(stderr, "stepprof convert: %s\n", err);
+		return 1;
+	}
+	if (x->ops->begin(x)) {
+		sp_out_close(x->out, 0);
+		x->out = NULL;
+		return 1;
+	}
+	return 0;
+}
+
+/* Without --merge: ends window w's file and says so. The first window of -o FILE (only: exact)
+ * is said once it is known to be the only one (*first: its own name, first_line: its line); a
+ * second window renames it. Returns failed, or 1 if this fails. */
+static int window_done(const struct convert_opts *o, struct sp_export *x, struct progress *pr,
+		       const struct sp_window *w, int failed, int only, const char *stem, const char *ext, char **first,
+		       char *first_line, size_t fl_len)
+{
+	char line[4400];
+
+	failed |= finish(x, failed);
+	progress_done(pr);
+	if (failed)
+		return 1;
+	if (only) { /* FILE; reported once it is known to be the only window */
+		if (asprintf(first, "%s.%u%s", stem, w->id, ext) < 0)
+			sp_oom();
+		window_line(first_line, fl_len, o->out, w, x->events);
+		return 0;
+	}
+	if (*first) { /* a second window: the first takes its own name */
+		if (rename(o->out, *first)) {
+			fprintf(stderr, "stepprof convert: %s -> %s: %s\n", o->out, *first, strerror(errno));
+			return 1;
+		}
+		fprintf(stderr, "wrote %s%s", *first, strchr(first_line, ':'));
+		free(*first);
+		*first = NULL;
+	}
+	window_line(line, sizeof(line), x->dest, w, x->events);
+	fputs(line, stderr);
+	return 0;
+}
+
+/* What convert says at the end of a trace (failed: what went wrong so far was said; rc: the last
+ * sp_windows_next result; nwin windows written of seen; ids: their ids, held: their steps).
+ * Returns 1 if the command fails. */
+static int say_end(const struct convert_opts *o, struct sp_trace_reader *r, struct sp_windows *g, int failed, int rc,
+		   int nwin, int seen, const char *ids, const char *held)
+{
+	char err[256];
+
+	if (!failed && rc < 0) {
+		fprintf(stderr, "stepprof convert: %s: %s\n", o->trace, sp_trace_error(r));
+		return 1;
+	}
+	if (!failed && !nwin) {
+		if (o->steps && held[0])
+			fprintf(stderr, "stepprof convert: %s has no recorded step in --steps %s; it holds %s\n",
+				o->trace, steps_text(o, err, sizeof err), held);
+		else if (o->phase)
+			fprintf(stderr, "stepprof convert: %s has no window%s of phase '%s' (%llu of other phases)\n",
+				o->trace, o->window >= 0 ? " of that id" : "", o->phase,
+				(unsigned long long)sp_windows_other_phase(g));
+		else
+			sp_cli_no_window("convert", o->trace, o->window, seen, ids, sp_trace_truncated(r));
+		return 1;
+	}
+	if (sp_trace_truncated(r))
+		fprintf(stderr, "stepprof convert: note: %s was cut short; what followed the cut is lost\n", o->trace);
+	return failed;
 }
 
 /* One trace: a file per window (<stem>.<window id><ext>), or one for all (--merge). With -o FILE
@@ -572,62 +696,17 @@ static int convert_one(struct convert_opts o)
 		if (o.window >= 0 && w->id != o.window)
 			continue;
 		held_add(held, sizeof held, w);
-		if (!(w = cut(&o, w, &sl)))
+		if (!(w = cut(&o, g, w, &sl)))
 			continue; /* none of the --steps in this window */
-		if (!x.out) {
-			free(path);
-			if (o.out && !o.out_dir && (o.merge || (exact && !nwin)))
-				path = strdup(o.out);
-			else if ((!o.out || o.out_dir) && !o.merge && w->phase[0])
-				path = phase_path(stem, w, ext);
-			else if (o.merge ? asprintf(&path, "%s%s", stem, ext) < 0
-					 : asprintf(&path, "%s.%u%s", stem, w->id, ext) < 0)
-				path = NULL;
-			if (!path)
-				sp_oom();
-			x.dest = path;
-			x.out = sp_out_open(path, err, sizeof(err));
-			x.events = 0;
-			if (!x.out) {
-				fprintf(stderr, "stepprof convert: %s\n", err);
-				failed = 1;
-				break;
-			}
-			if (x.ops->begin(&x)) {
-				sp_out_close(x.out, 0);
-				x.out = NULL;
-				failed = 1;
-				break;
-			}
+		if (!x.out && open_file(&o, &x, w, stem, ext, exact && !nwin, &path)) {
+			failed = 1;
+			break;
 		}
 		failed |= x.ops->window(&x, w) != 0;
 		nwin++;
-		if (!o.merge) {
-			char line[4400];
-			failed |= finish(&x, failed);
-			progress_done(&pr);
-			if (failed)
-				break;
-			if (nwin == 1 && exact) { /* FILE; reported once it is known to be the only window */
-				if (asprintf(&first, "%s.%u%s", stem, w->id, ext) < 0)
-					sp_oom();
-				window_line(first_line, sizeof(first_line), o.out, w, x.events);
-				continue;
-			}
-			if (first) { /* a second window: the first takes its own name */
-				if (rename(o.out, first)) {
-					fprintf(stderr, "stepprof convert: %s -> %s: %s\n", o.out, first,
-						strerror(errno));
-					failed = 1;
-					break;
-				}
-				fprintf(stderr, "wrote %s%s", first, strchr(first_line, ':'));
-				free(first);
-				first = NULL;
-			}
-			window_line(line, sizeof(line), path, w, x.events);
-			fputs(line, stderr);
-		}
+		if (!o.merge && (failed = window_done(&o, &x, &pr, w, failed, exact && nwin == 1, stem, ext, &first,
+						      first_line, sizeof(first_line))))
+			break;
 	}
 	if (x.out) {
 		failed |= finish(&x, failed);
@@ -640,27 +719,10 @@ static int convert_one(struct convert_opts o)
 		fputs(first_line, stderr);
 		free(first);
 	}
-	if (!failed && rc < 0) {
-		fprintf(stderr, "stepprof convert: %s: %s\n", o.trace, sp_trace_error(r));
-		failed = 1;
-	} else if (!failed && !nwin) {
-		if (o.steps && held[0])
-			fprintf(stderr, "stepprof convert: %s has no recorded step in --steps %s; it holds %s\n",
-				o.trace, steps_text(&o, err, sizeof err), held);
-		else if (o.phase)
-			fprintf(stderr, "stepprof convert: %s has no window%s of phase '%s' (%llu of other phases)\n",
-				o.trace, o.window >= 0 ? " of that id" : "", o.phase,
-				(unsigned long long)sp_windows_other_phase(g));
-		else
-			sp_cli_no_window("convert", o.trace, o.window, seen, ids, sp_trace_truncated(r));
-		failed = 1;
-	} else if (sp_trace_truncated(r)) {
-		fprintf(stderr, "stepprof convert: note: %s was cut short; what followed the cut is lost\n", o.trace);
-	}
+	failed = say_end(&o, r, g, failed, rc, nwin, seen, ids, held);
 	free(path);
 	free(stem);
 	free(ext);
-	slice_free(&sl);
 	sp_windows_close(g);
 	sp_trace_close_reader(r);
 	return failed;

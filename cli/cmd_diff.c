@@ -34,31 +34,43 @@ static int cmp_name(const void *a, const void *b)
 	return strcmp(((const struct krow *)a)->name, ((const struct krow *)b)->name);
 }
 
-/* Folds window w's kernels into s by name index (byid[index] = row + 1), growing as ids appear.
- * Exits if memory runs out. */
-static void add_kernels(struct side *s, struct sp_trace_reader *r, const struct sp_window *w, size_t **byid,
-			size_t *cap)
+/* What the passes over a window work with. */
+struct pass {
+	struct side *s;
+	struct sp_trace_reader *r;
+	struct sp_windows *g;
+	size_t *byid, cap;      /* byid[name index] = row + 1, growing as ids appear */
+};
+
+/* A window's event: its kernel into its row by name, its GPU work into its step. Exits if memory
+ * runs out. */
+static void add_event(void *ctx, const struct sp_event *e)
 {
-	for (size_t i = 0; i < w->n; i++) {
-		const struct sp_event *e = &w->ev[i];
-		if (e->kind != SP_EV_KERNEL)
-			continue;
-		uint32_t x = sp_trace_string_index(r, e->name); /* dense: byid is as small as the file */
-		*byid = sp_xgrow(*byid, cap, sizeof(**byid), x);
-		if (!(*byid)[x]) {
-			const char *name = sp_trace_string(r, e->name);
-			s->k = sp_xrealloc(s->k, (s->n + 1) * sizeof(*s->k));
-			s->k[s->n] = (struct krow){ strdup(name ? name : "?"), 0, 0 };
-			if (!s->k[s->n].name)
-				sp_oom();
-			(*byid)[x] = ++s->n;
-		}
-		struct krow *k = &s->k[(*byid)[x] - 1];
-		uint64_t d = e->end > e->start ? e->end - e->start : 0;
-		k->calls++;
-		k->total += d;
-		s->total += d;
+	struct pass *p = ctx;
+	struct side *s = p->s;
+	sp_steps_event(&s->steps, p->r, e, sp_windows_anchor(p->g, e));
+	if (e->kind != SP_EV_KERNEL)
+		return;
+	uint32_t x = sp_trace_string_index(p->r, e->name); /* dense: byid is as small as the file */
+	p->byid = sp_xgrow(p->byid, &p->cap, sizeof(*p->byid), x);
+	if (!p->byid[x]) {
+		const char *name = sp_trace_string(p->r, e->name);
+		s->k = sp_xrealloc(s->k, (s->n + 1) * sizeof(*s->k));
+		s->k[s->n] = (struct krow){ strdup(name ? name : "?"), 0, 0 };
+		if (!s->k[s->n].name)
+			sp_oom();
+		p->byid[x] = ++s->n;
 	}
+	struct krow *k = &s->k[p->byid[x] - 1];
+	uint64_t d = e->end > e->start ? e->end - e->start : 0;
+	k->calls++;
+	k->total += d;
+	s->total += d;
+}
+
+static void add_gpu(void *ctx, const struct sp_event *e)
+{
+	sp_steps_sweep(&((struct pass *)ctx)->s->steps, e);
 }
 
 /* Reads path's windows (all, or only window) into s, and the ids of all its windows into ids.
@@ -68,25 +80,27 @@ static int load(const char *path, long long window, struct side *s, char *ids, s
 {
 	char err[512];
 	const struct sp_window *w;
-	size_t *byid = NULL, cap = 0;
 	int rc;
 	struct sp_trace_reader *r = sp_trace_open(path, err, sizeof(err));
+	struct pass p = { .s = s, .r = r };
 
 	if (!r) {
 		fprintf(stderr, "stepprof diff: %s\n", err);
 		return 1;
 	}
-	struct sp_windows *g = sp_windows_open(r);
+	struct sp_windows *g = p.g = sp_windows_open(r);
 	while ((rc = sp_windows_next(g, &w)) == 1) {
 		sp_cli_ids_add(ids, idlen, w->id);
 		if (window < 0 || w->id == window) {
-			add_kernels(s, r, w, &byid, &cap);
-			sp_steps_add_window(&s->steps, r, w);
+			sp_steps_begin(&s->steps, w);
+			sp_windows_each(g, add_event, &p);
+			sp_windows_sorted(g, sp_ev_is_gpu, add_gpu, &p);
+			sp_steps_end(&s->steps);
 		}
 	}
 	if (rc < 0)
 		fprintf(stderr, "stepprof diff: %s: %s\n", path, sp_trace_error(r));
-	free(byid);
+	free(p.byid);
 	sp_windows_close(g);
 	sp_trace_close_reader(r);
 	sp_sort(s->k, s->n, sizeof(*s->k), cmp_name);

@@ -143,12 +143,10 @@ static void put_stack(struct dump *d, uint32_t id)
 	fputc('\n', d->out);
 }
 
-/* One line for ev: the kind's name, then its fields. stdio errors are left to the caller. */
-static void put_event(struct dump *d, const struct sp_event *ev)
+/* The fields of a kernel, copy, memset or sync event. stdio errors are left to the caller. */
+static void put_gpu_event(struct dump *d, const struct sp_event *ev)
 {
 	FILE *o = d->out;
-	put_stack(d, sp_ev_stack(ev));
-	fputs(sp_ev_kind_name(ev->kind), o);
 	switch (ev->kind) {
 	case SP_EV_KERNEL: {
 		const struct sp_ev_kernel *k = &ev->u.kernel;
@@ -175,12 +173,25 @@ static void put_event(struct dump *d, const struct sp_event *ev)
 		put_gpu(d, ev);
 		fprintf(o, " tid=%u type=%u event=%u", ev->tid, ev->sub, ev->u.sync.event);
 		break;
+	default:
+		break;
+	}
+}
+
+/* The fields of an event a host call made: API, NCCL, allocation, marker, communicator.
+ * stdio errors are left to the caller. */
+static void put_call_event(struct dump *d, const struct sp_event *ev)
+{
+	FILE *o = d->out;
+	switch (ev->kind) {
 	case SP_EV_API:
 		put_cpu(d, ev);
-		fprintf(o, " corr=%u domain=%s", ev->corr, NAME_OF(api_domains, ev->sub));
+		fprintf(o, " corr=%u domain=%s", ev->corr, NAME_OF(api_domains, SP_API_DOMAIN(ev->sub)));
 		put_name(d, "name", ev->name);
 		fprintf(o, " cbid=%u status=%d stream=%u stack=%u", ev->u.api.cbid, ev->u.api.status, ev->stream,
 			ev->u.api.stack);
+		if (ev->sub & SP_API_CAPTURED) /* into a CUDA graph: it ran nothing */
+			fputs(" captured=1", o);
 		break;
 	case SP_EV_NCCL: {
 		const struct sp_ev_nccl *n = &ev->u.nccl;
@@ -215,6 +226,24 @@ static void put_event(struct dump *d, const struct sp_event *ev)
 		if (ev->u.marker.shapes)
 			put_name(d, "shapes", ev->u.marker.shapes);
 		break;
+	case SP_EV_COMM:
+		put_cpu(d, ev);
+		fprintf(o, " event=%s", NAME_OF(comm_events, ev->sub));
+		put_name(d, "name", ev->name);
+		fprintf(o, " comm=0x%016" PRIx64 " rank=%d/%d stack=%u", ev->u.nccl.comm, ev->u.nccl.comm_rank,
+			ev->u.nccl.comm_size, ev->u.nccl.stack);
+		break;
+	default:
+		break;
+	}
+}
+
+/* The fields of the trace's own records: steps, windows, drops, threads, devices, clocks,
+ * modules. stdio errors are left to the caller. */
+static void put_record_event(struct dump *d, const struct sp_event *ev)
+{
+	FILE *o = d->out;
+	switch (ev->kind) {
 	case SP_EV_STEP:
 		put_cpu(d, ev);
 		fprintf(o, " number=%" PRId64 " action=%s", ev->u.step.number, sp_action_name(ev->sub));
@@ -260,21 +289,42 @@ static void put_event(struct dump *d, const struct sp_event *ev)
 		put_time(d, ev, 0);
 		fprintf(o, " realtime=%" PRId64, (int64_t)(ev->u.clock.realtime_ns - d->real0));
 		break;
-	case SP_EV_COMM:
-		put_cpu(d, ev);
-		fprintf(o, " event=%s", NAME_OF(comm_events, ev->sub));
-		put_name(d, "name", ev->name);
-		fprintf(o, " comm=0x%016" PRIx64 " rank=%d/%d stack=%u", ev->u.nccl.comm, ev->u.nccl.comm_rank,
-			ev->u.nccl.comm_size, ev->u.nccl.stack);
-		break;
 	case SP_EV_MODULE:
 		put_time(d, ev, 0);
 		put_name(d, "name", ev->name);
 		fprintf(o, " range=0x%" PRIx64 "-0x%" PRIx64 " offset=0x%" PRIx64, ev->u.module.start, ev->u.module.end,
 			ev->u.module.offset);
 		break;
+	default:
+		break;
 	}
-	fputc('\n', o);
+}
+
+/* One line for ev: the kind's name, then its fields. stdio errors are left to the caller. */
+static void put_event(struct dump *d, const struct sp_event *ev)
+{
+	put_stack(d, sp_ev_stack(ev));
+	fputs(sp_ev_kind_name(ev->kind), d->out);
+	switch (ev->kind) {
+	case SP_EV_KERNEL:
+	case SP_EV_MEMCPY:
+	case SP_EV_MEMSET:
+	case SP_EV_SYNC:
+		put_gpu_event(d, ev);
+		break;
+	case SP_EV_API:
+	case SP_EV_NCCL:
+	case SP_EV_ALLOC:
+	case SP_EV_FREE:
+	case SP_EV_MARKER:
+	case SP_EV_COMM:
+		put_call_event(d, ev);
+		break;
+	default:
+		put_record_event(d, ev);
+		break;
+	}
+	fputc('\n', d->out);
 }
 
 /* The header as "key: value" lines. */

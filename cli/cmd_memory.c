@@ -110,26 +110,23 @@ static int usage(FILE *f, int rc)
 	return rc;
 }
 
-/* Exit status: 0 written; 1 unreadable trace, no (such) window, corrupt chunk (the page is still
- * written with the windows before it) or write error; 2 usage. */
-int sp_cmd_memory(int argc, char **argv)
+/* Reads the options (-o into *out, --window, --json); leaves optind at the trace. Returns -1 to go
+ * on, or the exit status (help printed: 0; a usage error: 2). */
+static int parse(int argc, char **argv, const char **out, long long *window, int *json)
 {
-	const char *trace, *out = NULL;
-	char *def = NULL, err[512], ids[96] = "";
-	long long window = -1;
-	int c, json = 0;
+	int c;
 
 	optind = 0;
 	while ((c = sp_opts_next(&sp_spec_memory, argc, argv)) != -1) {
 		switch (c) {
 		case 'o':
-			out = optarg;
+			*out = optarg;
 			break;
 		case 'j':
-			json = 1;
+			*json = 1;
 			break;
 		case 'w':
-			if (sp_cli_window("memory", optarg, &window) < 0)
+			if (sp_cli_window("memory", optarg, window) < 0)
 				return usage(stderr, 2);
 			break;
 		case 'N': /* open no file that the trace names */
@@ -141,8 +138,34 @@ int sp_cmd_memory(int argc, char **argv)
 			return usage(stderr, 2);
 		}
 	}
-	if (sp_cli_operands("memory", argc, argv, 1, 1))
-		return usage(stderr, 2);
+	return sp_cli_operands("memory", argc, argv, 1, 1) ? usage(stderr, 2) : -1;
+}
+
+/* Begins --json's object on stdout (trace, its page out), up to its windows. */
+static struct sp_out *json_begin(const char *trace, const char *out)
+{
+	struct sp_out *jx = sp_out_stream(stdout);
+	sp_out_puts(jx, "{");
+	sp_cli_json_head(jx, "memory");
+	sp_out_puts(jx, "\"trace\":");
+	sp_out_json_str(jx, trace);
+	sp_out_puts(jx, ",\"page\":");
+	sp_out_json_str(jx, out);
+	sp_out_puts(jx, ",\"windows\":[");
+	return jx;
+}
+
+/* Exit status: 0 written; 1 unreadable trace, no (such) window, corrupt chunk (the page is still
+ * written with the windows before it) or write error; 2 usage. */
+int sp_cmd_memory(int argc, char **argv)
+{
+	const char *trace, *out = NULL;
+	char *def = NULL, err[512], ids[96] = "";
+	long long window = -1;
+	int json = 0, exit_rc = parse(argc, argv, &out, &window, &json);
+
+	if (exit_rc >= 0)
+		return exit_rc;
 	trace = argv[optind];
 	if (out && sp_opts_is_dir(out) && sp_opts_make_dir("memory", out) < 0)
 		return 1;
@@ -170,16 +193,7 @@ int sp_cmd_memory(int argc, char **argv)
 		ret = 1;
 		goto done;
 	}
-	struct sp_out *jx = json ? sp_out_stream(stdout) : NULL;
-	if (jx) {
-		sp_out_puts(jx, "{");
-		sp_cli_json_head(jx, "memory");
-		sp_out_puts(jx, "\"trace\":");
-		sp_out_json_str(jx, trace);
-		sp_out_puts(jx, ",\"page\":");
-		sp_out_json_str(jx, out);
-		sp_out_puts(jx, ",\"windows\":[");
-	}
+	struct sp_out *jx = json ? json_begin(trace, out) : NULL;
 	sp_memtl_html_begin(o, trace, sp_trace_header(r));
 	while ((rc = sp_memtl_next(m, &w)) == 1) {
 		seen++;

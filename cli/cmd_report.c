@@ -66,11 +66,41 @@ static int op_sort(const char *s)
 	return !strcmp(s, "name") ? SP_OPSORT_NAME : !strcmp(s, "flops") ? SP_OPSORT_FLOPS : SP_OPSORT_SELF;
 }
 
+/* --by's value into o; -1 if it is none of --by's. */
+static int set_by(struct sp_report_opts *o, const char *arg)
+{
+	if (sp_opts_choice(&sp_spec_report, 'b', arg) < 0)
+		return -1;
+	o->by_line = !strcmp(arg, "line") ? SP_BYLINES_LINE : !strcmp(arg, "frame") ? SP_BYLINES_FRAME : 0;
+	o->by_ops = !strcmp(arg, "op") ? SP_REPORT_BY_OP : !strcmp(arg, "module") ? SP_REPORT_BY_MODULE : 0;
+	return 0;
+}
+
 /* Prints the usage to f and returns rc. */
 static int usage(FILE *f, int rc)
 {
 	sp_opts_usage(&sp_spec_report, f);
 	return rc;
+}
+
+/* The message for a report of path that did not go through (nothing for SP_REPORT_OK). */
+static void say_status(enum sp_report_status st, const char *path, const struct sp_report_opts *o,
+		       const struct sp_report_result *res)
+{
+	if (st == SP_REPORT_UNREADABLE)
+		fprintf(stderr, "stepprof report: %s\n", res->why);
+	else if (st == SP_REPORT_CORRUPT)
+		fprintf(stderr, "stepprof report: %s: %s\n", path, res->why);
+	else if (st == SP_REPORT_NO_WINDOW && o->phase)
+		fprintf(stderr, "stepprof report: %s has no window%s of phase '%s' (%llu of other phases)\n", path,
+			o->window >= 0 ? " of that id" : "", o->phase, res->other_phase);
+	else if (st == SP_REPORT_NO_WINDOW)
+		sp_cli_no_window("report", path, o->window, res->seen, res->ids, res->truncated);
+	if (st == SP_REPORT_NO_WINDOW && !res->seen && res->outside)
+		fprintf(stderr,
+			"stepprof report: %s holds %llu records, none in a window: it was cut before its first window "
+			"began, or holds no recorded step (`stepprof dump` shows them)\n",
+			path, res->outside);
 }
 
 int sp_cmd_report(int argc, char **argv)
@@ -115,14 +145,8 @@ int sp_cmd_report(int argc, char **argv)
 			o.peers[o.npeers++] = optarg;
 			break;
 		case 'b':
-			if (sp_opts_choice(&sp_spec_report, c, optarg) < 0)
+			if (set_by(&o, optarg) < 0)
 				return usage(stderr, 2);
-			o.by_line = !strcmp(optarg, "line")    ? SP_BYLINES_LINE
-				    : !strcmp(optarg, "frame") ? SP_BYLINES_FRAME
-							       : 0;
-			o.by_ops = !strcmp(optarg, "op")       ? SP_REPORT_BY_OP
-				   : !strcmp(optarg, "module") ? SP_REPORT_BY_MODULE
-							       : 0;
 			break;
 		case 'S':
 			o.shapes = 1;
@@ -140,13 +164,11 @@ int sp_cmd_report(int argc, char **argv)
 			return usage(stderr, 2);
 		}
 	}
-	if (o.shapes && o.by_ops != SP_REPORT_BY_OP) {
-		fprintf(stderr, "stepprof report: --shapes goes with --by op\n");
-		free(o.peers);
-		return usage(stderr, 2);
-	}
 	o.op_sort = op_sort(sort);
-	if (sp_cli_operands("report", argc, argv, 1, 1)) {
+	int shapes_alone = o.shapes && o.by_ops != SP_REPORT_BY_OP;
+	if (shapes_alone)
+		fprintf(stderr, "stepprof report: --shapes goes with --by op\n");
+	if (shapes_alone || sp_cli_operands("report", argc, argv, 1, 1)) {
 		free(o.peers);
 		return usage(stderr, 2);
 	}
@@ -156,14 +178,6 @@ int sp_cmd_report(int argc, char **argv)
 	o.note = note;
 	enum sp_report_status st = sp_report(path, &o, stdout, &res);
 	free(o.peers);
-	if (st == SP_REPORT_UNREADABLE)
-		fprintf(stderr, "stepprof report: %s\n", res.why);
-	else if (st == SP_REPORT_CORRUPT)
-		fprintf(stderr, "stepprof report: %s: %s\n", path, res.why);
-	else if (st == SP_REPORT_NO_WINDOW && o.phase)
-		fprintf(stderr, "stepprof report: %s has no window%s of phase '%s' (%llu of other phases)\n", path,
-			o.window >= 0 ? " of that id" : "", o.phase, res.other_phase);
-	else if (st == SP_REPORT_NO_WINDOW)
-		sp_cli_no_window("report", path, o.window, res.seen, res.ids, res.truncated);
+	say_status(st, path, &o, &res);
 	return st == SP_REPORT_OK ? 0 : 1;
 }

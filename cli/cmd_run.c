@@ -162,30 +162,25 @@ static int export_set(const char *typed)
 	return 0;
 }
 
-int sp_cmd_run(int argc, char **argv)
+/* Reads the options into *config, *out and sets (--set and --ranks as typed, *nsets of them); stops
+ * at CMD. Returns 0, -1 after printing the help for --help, or 2 after the usage for a bad line. */
+static int read_options(int argc, char **argv, const char **config, const char **out, char **sets, int *nsets)
 {
-	const char *config = NULL, *out = NULL;
-	char lib[PATH_MAX], abs[PATH_MAX], preload[2 * PATH_MAX];
-	struct sp_config cfg;
-	struct sp_cfg_errors errs = { 0 };
-	char **sets = calloc((size_t)argc + 1, sizeof(*sets)); /* --set and --ranks as typed */
-	int c, nsets = 0, bad = 0;
+	int c, bad = 0;
 
-	if (!sets)
-		sp_oom();
 	/* '+': the options end at CMD (or after "--"); the rest is CMD's own */
 	optind = 0;
 	while (!bad && (c = sp_opts_next(&sp_spec_run, argc, argv)) != -1) {
 		switch (c) {
 		case 'c':
-			config = optarg;
+			*config = optarg;
 			break;
 		case 'o':
-			out = optarg;
+			*out = optarg;
 			break;
 		case 's':
 		case 'r':
-			if (asprintf(&sets[nsets++], "%s %s", c == 's' ? "--set" : "--ranks", optarg) < 0)
+			if (asprintf(&sets[(*nsets)++], "%s %s", c == 's' ? "--set" : "--ranks", optarg) < 0)
 				sp_oom();
 			break;
 		case 'h':
@@ -198,6 +193,128 @@ int sp_cmd_run(int argc, char **argv)
 	}
 	if (!bad && optind >= argc)
 		bad = usage(stderr, 2);
+	return bad;
+}
+
+/* Puts libstepprof.so (libstepprof-nomalloc.so without host_malloc) first in LD_PRELOAD, through
+ * a private link made in tmpdir when its path holds a space or a colon (tmpdir stays "" otherwise).
+ * Returns 0, or 1 with a message printed. */
+static int preload_library(const struct sp_config *cfg, char *tmpdir, size_t tlen)
+{
+	char lib[PATH_MAX], preload[2 * PATH_MAX], via[PATH_MAX];
+
+	/* without host_malloc, the library without malloc hooks: the program's allocator calls then
+	 * reach libc directly (with the hooks, tracking off still costs a tail call per call) */
+	if ((cfg->host_malloc || find_library("libstepprof-nomalloc.so", lib, sizeof lib) < 0) &&
+	    find_library("libstepprof.so", lib, sizeof lib) < 0) {
+		fprintf(stderr, "stepprof run: libstepprof.so not found beside %s or in ../lib\n", sp_cli_argv0);
+		return 1;
+	}
+	if (strpbrk(lib, " \t\n:")) { /* see link_library */
+		if (link_library(lib, tmpdir, tlen, via, sizeof via) < 0)
+			return 1;
+		snprintf(lib, sizeof lib, "%s", via);
+	}
+	const char *old = getenv("LD_PRELOAD");
+	if (old && (strstr(old, "libasan") || strstr(old, "libtsan") || strstr(old, "libhwasan")))
+		snprintf(preload, sizeof preload, "%s %s", old, lib); /* a sanitizer runtime must stay first */
+	else
+		snprintf(preload, sizeof preload, "%s%s%s", lib, old && *old ? " " : "", old && *old ? old : "");
+	setenv("LD_PRELOAD", preload, 1);
+	return 0;
+}
+
+/* Runs cmd and waits for it, then removes tmpdir's link (if any). Returns 0 with its wait status in
+ * *st, or what stepprof run exits with after a message: 1 (no pipe or fork), 127 (cmd not found),
+ * 126 (cmd found but not run). */
+static int run_command(char **cmd, const char *tmpdir, int *st)
+{
+	int ep[2]; /* the child's exec errno, if exec fails (closed on a successful exec) */
+	if (pipe2(ep, O_CLOEXEC) < 0) {
+		perror("stepprof run: pipe");
+		return 1;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		perror("stepprof run: fork");
+		if (tmpdir[0])
+			drop_link(tmpdir);
+		return 1;
+	}
+	if (pid == 0) {
+		close(ep[0]);
+		execvp(cmd[0], cmd);
+		int e = errno;
+		if (write(ep[1], &e, sizeof e) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(ep[1]);
+	int exec_errno = 0;
+	*st = 0;
+	while (read(ep[0], &exec_errno, sizeof exec_errno) < 0 && errno == EINTR)
+		;
+	close(ep[0]);
+	while (waitpid(pid, st, 0) < 0 && errno == EINTR)
+		;
+	if (tmpdir[0])
+		drop_link(tmpdir);
+	if (exec_errno) {
+		fprintf(stderr, "stepprof run: cannot run '%s': %s\n", cmd[0], strerror(exec_errno));
+		return exec_errno == ENOENT ? 127 : 126;
+	}
+	return 0;
+}
+
+/* Names the traces written since start under the output template's first fixed directory, and the
+ * run's folder when the template makes one; or says why there is none. This function can't fail. */
+static void say_traces(const struct sp_config *cfg, time_t start, const char *run, const char *how)
+{
+	char dir[SP_CFG_PATH];
+	snprintf(dir, sizeof dir, "%s", cfg->output);
+	char *brace = strchr(dir, '{');
+	if (brace) {
+		*brace = 0;
+		char *slash = strrchr(dir, '/');
+		if (slash)
+			*slash = 0;
+		else
+			snprintf(dir, sizeof dir, ".");
+	}
+	char folder[SP_CFG_PATH];
+	bool one = !strstr(cfg->output, "{pid}") && !strstr(cfg->output, "{rank}") && !strstr(cfg->output, "{host}") &&
+		   !sp_cfg_expand(cfg->output, NULL, folder, sizeof folder);
+	struct stat dst;
+	int there = stat(dir[0] ? dir : ".", &dst) == 0;
+	if (there && !S_ISDIR(dst.st_mode)) /* the output failed, not the schedule */
+		fprintf(stderr, "stepprof run: no trace written: the output directory %s is not a directory\n",
+			dir[0] ? dir : ".");
+	else if (!there) /* the collector makes it when it opens a trace */
+		fprintf(stderr,
+			"stepprof run: no trace written: no process made the output directory %s (no CUDA, rank "
+			"not selected, no step recorded, or the stepprof: lines above say why)\n",
+			dir[0] ? dir : ".");
+	else if (!list_traces(dir[0] ? dir : ".", start, 0))
+		fprintf(stderr,
+			"stepprof run: no trace written under %s (no CUDA, rank not selected, or no step "
+			"recorded: see the schedule with 'stepprof schedule')\n",
+			dir[0] ? dir : ".");
+	else if (one)
+		fprintf(stderr, "stepprof run: run %s (from the %s): %s/\n", run, how, folder);
+}
+
+int sp_cmd_run(int argc, char **argv)
+{
+	const char *config = NULL, *out = NULL;
+	char abs[PATH_MAX];
+	struct sp_config cfg;
+	struct sp_cfg_errors errs = { 0 };
+	char **sets = calloc((size_t)argc + 1, sizeof(*sets)); /* --set and --ranks as typed */
+	int nsets = 0, bad;
+
+	if (!sets)
+		sp_oom();
+	bad = read_options(argc, argv, &config, &out, sets, &nsets);
 	if (!bad && config) {
 		if (!realpath(config, abs)) {
 			fprintf(stderr, "stepprof run: %s: %s\n", config, strerror(errno));
@@ -221,92 +338,18 @@ int sp_cmd_run(int argc, char **argv)
 	free(sets);
 	if (bad)
 		return bad < 0 ? 0 : bad;
-	char **cmd = argv + optind;
-	/* without host_malloc, the library without malloc hooks: the program's allocator calls then
-	 * reach libc directly (with the hooks, tracking off still costs a tail call per call) */
-	if ((cfg.host_malloc || find_library("libstepprof-nomalloc.so", lib, sizeof lib) < 0) &&
-	    find_library("libstepprof.so", lib, sizeof lib) < 0) {
-		fprintf(stderr, "stepprof run: libstepprof.so not found beside %s or in ../lib\n", sp_cli_argv0);
+	char tmpdir[PATH_MAX] = "";
+	if (preload_library(&cfg, tmpdir, sizeof tmpdir))
 		return 1;
-	}
-	char tmpdir[PATH_MAX] = "", via[PATH_MAX];
-	if (strpbrk(lib, " \t\n:")) { /* see link_library */
-		if (link_library(lib, tmpdir, sizeof tmpdir, via, sizeof via) < 0)
-			return 1;
-		snprintf(lib, sizeof lib, "%s", via);
-	}
-	const char *old = getenv("LD_PRELOAD");
-	if (old && (strstr(old, "libasan") || strstr(old, "libtsan") || strstr(old, "libhwasan")))
-		snprintf(preload, sizeof preload, "%s %s", old, lib); /* a sanitizer runtime must stay first */
-	else
-		snprintf(preload, sizeof preload, "%s%s%s", lib, old && *old ? " " : "", old && *old ? old : "");
-	setenv("LD_PRELOAD", preload, 1);
 	/* one id for every process of the run (a launcher's workers included): one folder */
 	char run[SP_RUN_ID_MAX];
 	const char *how;
 	sp_run_id(run, sizeof run, &how);
 	setenv(SP_RUN_ENV, run, 1);
 	time_t start = time(NULL);
-	int ep[2]; /* the child's exec errno, if exec fails (closed on a successful exec) */
-	if (pipe2(ep, O_CLOEXEC) < 0) {
-		perror("stepprof run: pipe");
-		return 1;
-	}
-	pid_t pid = fork();
-	if (pid < 0) {
-		perror("stepprof run: fork");
-		if (tmpdir[0])
-			drop_link(tmpdir);
-		return 1;
-	}
-	if (pid == 0) {
-		close(ep[0]);
-		execvp(cmd[0], cmd);
-		int e = errno;
-		if (write(ep[1], &e, sizeof e) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close(ep[1]);
-	int st = 0, exec_errno = 0;
-	while (read(ep[0], &exec_errno, sizeof exec_errno) < 0 && errno == EINTR)
-		;
-	close(ep[0]);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (tmpdir[0])
-		drop_link(tmpdir);
-	if (exec_errno) {
-		fprintf(stderr, "stepprof run: cannot run '%s': %s\n", cmd[0], strerror(exec_errno));
-		return exec_errno == ENOENT ? 127 : 126;
-	}
-	/* the output template's first fixed directory is where traces land */
-	char dir[SP_CFG_PATH];
-	snprintf(dir, sizeof dir, "%s", cfg.output);
-	char *brace = strchr(dir, '{');
-	if (brace) {
-		*brace = 0;
-		char *slash = strrchr(dir, '/');
-		if (slash)
-			*slash = 0;
-		else
-			snprintf(dir, sizeof dir, ".");
-	}
-	char folder[SP_CFG_PATH];
-	bool one = !strstr(cfg.output, "{pid}") && !strstr(cfg.output, "{rank}") && !strstr(cfg.output, "{host}") &&
-		   !sp_cfg_expand(cfg.output, NULL, folder, sizeof folder);
-	struct stat dst;
-	int there = stat(dir[0] ? dir : ".", &dst) == 0;
-	if (!there || !S_ISDIR(dst.st_mode)) /* the output failed, not the schedule */
-		fprintf(stderr,
-			"stepprof run: no trace written: the output directory %s %s (the lines above say why)\n",
-			dir[0] ? dir : ".", there ? "is not a directory" : "does not exist");
-	else if (!list_traces(dir[0] ? dir : ".", start, 0))
-		fprintf(stderr,
-			"stepprof run: no trace written under %s (no CUDA, rank not selected, or no step "
-			"recorded: see the schedule with 'stepprof schedule')\n",
-			dir[0] ? dir : ".");
-	else if (one)
-		fprintf(stderr, "stepprof run: run %s (from the %s): %s/\n", run, how, folder);
+	int st, rc = run_command(argv + optind, tmpdir, &st);
+	if (rc)
+		return rc;
+	say_traces(&cfg, start, run, how);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }

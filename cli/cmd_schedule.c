@@ -98,6 +98,44 @@ static void print_table(const struct sp_schedule *s, int64_t first, int64_t step
 	}
 }
 
+/* With --phase NAME, puts that phase's schedule and marker in place of [schedule] and [marker]
+ * (*ph: the phase; NULL without --phase). Returns 0, or 2 after a message when the phase is not
+ * there, or when the configuration has phases and none was named. */
+static int use_phase(struct sp_config *cfg, const char *phase, const struct sp_phase **ph)
+{
+	*ph = phase ? sp_phase_find(cfg, phase) : NULL;
+	if ((phase && !*ph) || (!phase && cfg->phases.n)) {
+		fprintf(stderr, "stepprof schedule: %s%s%s: name one with --phase NAME:", phase ? "no phase '" : "",
+			phase ? phase : "this configuration has phases", phase ? "' in this configuration" : "");
+		for (int i = 0; i < cfg->phases.n; i++)
+			fprintf(stderr, " %s", cfg->phases.p[i].name);
+		fprintf(stderr, "%s\n", cfg->phases.n ? "" : " (none: it has no [phase.NAME] section)");
+		return 2;
+	}
+	if (*ph) { /* the phase's schedule and marker stand for [schedule] and [marker] */
+		cfg->schedule = (*ph)->schedule;
+		cfg->marker_kind = (enum sp_marker_kind)(*ph)->marker_kind;
+		fprintf(stderr, "# phase %s (its own step numbers)\n", (*ph)->name);
+	}
+	return 0;
+}
+
+/* The warnings and notes on the schedule and on the marker (pattern: its pattern) to stderr.
+ * This function can't fail. */
+static void print_warnings(const struct sp_config *cfg, const char *pattern)
+{
+	if (cfg->schedule.warmup == 0)
+		fprintf(stderr, "stepprof schedule: warning: warmup = 0: the first recorded step is not "
+				"warmed up (torch warns: \"Profiler won't be using warmup, this can skew "
+				"profiler results\")\n");
+	char msg[600];
+	if (sp_marker_explain(cfg->marker_kind, pattern, msg, sizeof msg))
+		fprintf(stderr, "stepprof schedule: note: %s\n", msg);
+	int w = cfg->marker_kind == SP_MARK_AUTO ? sp_stepdet_schedule_warning(&cfg->schedule, msg, sizeof msg) : 0;
+	if (w)
+		fprintf(stderr, "stepprof schedule: %s: %s\n", w == 1 ? "warning" : "note", msg);
+}
+
 /* Exits 0, or 2 for usage and configuration errors (all printed to stderr). */
 int sp_cmd_schedule(int argc, char **argv)
 {
@@ -158,30 +196,10 @@ int sp_cmd_schedule(int argc, char **argv)
 		sp_cli_config_errors("schedule", &errs);
 		return 2;
 	}
-	const struct sp_phase *ph = phase ? sp_phase_find(&cfg, phase) : NULL;
-	if ((phase && !ph) || (!phase && cfg.phases.n)) {
-		fprintf(stderr, "stepprof schedule: %s%s%s: name one with --phase NAME:", phase ? "no phase '" : "",
-			phase ? phase : "this configuration has phases", phase ? "' in this configuration" : "");
-		for (i = 0; i < cfg.phases.n; i++)
-			fprintf(stderr, " %s", cfg.phases.p[i].name);
-		fprintf(stderr, "%s\n", cfg.phases.n ? "" : " (none: it has no [phase.NAME] section)");
+	const struct sp_phase *ph;
+	if (use_phase(&cfg, phase, &ph))
 		return 2;
-	}
-	if (ph) { /* the phase's schedule and marker stand for [schedule] and [marker] */
-		cfg.schedule = ph->schedule;
-		cfg.marker_kind = (enum sp_marker_kind)ph->marker_kind;
-		fprintf(stderr, "# phase %s (its own step numbers)\n", ph->name);
-	}
-	if (cfg.schedule.warmup == 0)
-		fprintf(stderr, "stepprof schedule: warning: warmup = 0: the first recorded step is not "
-				"warmed up (torch warns: \"Profiler won't be using warmup, this can skew "
-				"profiler results\")\n");
-	char msg[600];
-	if (sp_marker_explain(cfg.marker_kind, ph ? ph->marker_pattern : cfg.marker_pattern, msg, sizeof msg))
-		fprintf(stderr, "stepprof schedule: note: %s\n", msg);
-	int w = cfg.marker_kind == SP_MARK_AUTO ? sp_stepdet_schedule_warning(&cfg.schedule, msg, sizeof msg) : 0;
-	if (w)
-		fprintf(stderr, "stepprof schedule: %s: %s\n", w == 1 ? "warning" : "note", msg);
+	print_warnings(&cfg, ph ? ph->marker_pattern : cfg.marker_pattern);
 	int64_t steps = count > 0 ? count : default_steps(&cfg.schedule);
 	if (ranged && last != INT64_MAX)
 		steps = last - first + 1;

@@ -35,6 +35,22 @@ static int usage(FILE *f, int rc)
 	return rc;
 }
 
+/* Says of trace i of a that it was cut short, if it was (its steps are still shown, exit 0). */
+static void say_cut(const struct sp_xrank *a, size_t i)
+{
+	uint32_t win;
+	int64_t step;
+	int cut = sp_xrank_cut(a, i, &win, &step);
+	if (cut == 2)
+		fprintf(stderr,
+			"stepprof steps: note: %s was cut short: window %u has no window end (cut at step "
+			"%lld); what followed the cut is lost\n",
+			sp_xrank_path(a, i), win, (long long)step);
+	else if (cut)
+		fprintf(stderr, "stepprof steps: note: %s was cut short; what followed the cut is lost\n",
+			sp_xrank_path(a, i));
+}
+
 /* Exit status: 0 printed; 1 a trace is unreadable or corrupt, or none holds a recorded step; 2 usage.
  * A trace without a recorded step is left out, with a note on stderr. */
 int sp_cmd_steps(int argc, char **argv)
@@ -80,6 +96,8 @@ int sp_cmd_steps(int argc, char **argv)
 		sp_xrank_free(a);
 		return 1;
 	}
+	for (size_t i = 0; i < n; i++)
+		say_cut(a, i);
 	if (sp_xrank_phases_mixed(a))
 		fprintf(stderr, "stepprof steps: note: the windows belong to several phases, each numbering its own "
 				"steps; --phase NAME shows one phase\n");

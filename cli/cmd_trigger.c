@@ -252,15 +252,12 @@ static int set_at(struct sp_od_req *r, const struct proc *procs, int n, char *te
 	return 0;
 }
 
-/* Exit status: 0 every live process answered (and wrote its window, with --wait); 1 a process
- * could not be asked or did not answer; 2 usage. */
-int sp_cmd_trigger(int argc, char **argv)
+/* Reads the options into r (steps or ms, phase), *job, *wait and *timeout. Returns -1 to go on, or
+ * the exit status: 0 after --help, 2 after a message (a bad value, --count with --ms, neither or
+ * both of PID and --job). */
+static int read_options(int argc, char **argv, struct sp_od_req *r, const char **job, int *wait, long long *timeout)
 {
-	struct sp_od_req r = { 0 };
-	const char *job = NULL;
-	int c, wait = 0, n = 0, rc = 0;
-	long long timeout = 600;
-	char host[64], err[600], text[SP_OD_MAX_BYTES], *end;
+	int c;
 
 	optind = 0;
 	while ((c = sp_opts_next(&sp_spec_trigger, argc, argv)) != -1) {
@@ -272,128 +269,143 @@ int sp_cmd_trigger(int argc, char **argv)
 		    (c == 't' && sp_opts_count("trigger", "timeout", optarg, 1, 86400, &v) < 0))
 			return 2;
 		if (c == 's')
-			r.steps = v;
+			r->steps = v;
 		else if (c == 'm')
-			r.ms = v;
+			r->ms = v;
 		else if (c == 't')
-			timeout = v;
+			*timeout = v;
 		else if (c == 'w')
-			wait = 1;
+			*wait = 1;
 		else if (c == 'j')
-			job = optarg;
+			*job = optarg;
 		else if (c == 'p') {
-			if (strlen(optarg) >= sizeof r.phase) {
+			if (strlen(optarg) >= sizeof r->phase) {
 				fprintf(stderr, "stepprof trigger: --phase: longer than %zu characters\n",
-					sizeof r.phase - 1);
+					sizeof r->phase - 1);
 				return 2;
 			}
-			strcpy(r.phase, optarg);
+			strcpy(r->phase, optarg);
 		} else {
 			return usage(stderr, 2);
 		}
 	}
-	if (r.steps && r.ms) {
+	if (r->steps && r->ms) {
 		fprintf(stderr, "stepprof trigger: --count and --ms exclude each other\n");
 		return 2;
 	}
-	if (!r.steps && !r.ms)
-		r.steps = 3;
-	if (!job == (optind >= argc)) {
+	if (!r->steps && !r->ms)
+		r->steps = 3;
+	if (!*job == (optind >= argc)) {
 		fprintf(stderr, "stepprof trigger: name processes (PID ...) or a job's output directory (--job DIR), "
 				"one of the two\n");
 		return usage(stderr, 2);
 	}
-	struct proc *procs = calloc(MAX_PROCS, sizeof *procs);
-	if (!procs) {
-		fprintf(stderr, "stepprof trigger: out of memory\n");
-		return 1;
-	}
-	sp_od_host_name(host, sizeof host);
-	r.id = sp_od_new_id();
+	return -1;
+}
+
+/* Formats r into text and reads it back as the processes will. Returns 0, or -1 after a message. */
+static int format_request(const struct sp_od_req *r, char *text, size_t len)
+{
 	struct sp_od_req back;
-	int len = sp_od_req_format(&r, text, sizeof text);
-	if (len < 0 || sp_od_req_parse(text, (size_t)len, &back, err, sizeof err) < 0) { /* what processes accept */
+	char err[600];
+	int n = sp_od_req_format(r, text, len);
+	if (n < 0 || sp_od_req_parse(text, (size_t)n, &back, err, sizeof err) < 0) { /* what processes accept */
 		fprintf(stderr, "stepprof trigger: %s\n",
-			len < 0                  ? "request too long"
+			n < 0                    ? "request too long"
 			: strstr(err, "'phase'") ? "--phase: not a phase name ([A-Za-z0-9_.-], at most 63 characters)"
 						 : err);
-		free(procs);
-		return 2;
+		return -1;
 	}
-	char what[64];
-	snprintf(what, sizeof what, "%" PRId64 " %s", r.steps ? r.steps : r.ms, r.steps ? "steps" : "ms");
-	if (job) {
-		char ctl[PATH_MAX];
-		snprintf(ctl, sizeof ctl, "%s/" SP_OD_DIR, job);
-		if (sp_od_check_dir(ctl, 0, err, sizeof err) < 0) {
-			fprintf(stderr,
-				"stepprof trigger: %s (is %s the output directory of a running job, started with "
-				"[ondemand] trigger = true?)\n",
-				err, job);
-			free(procs);
-			return 1;
-		}
-		n = scan_job(procs, ctl, host);
-		int live = 0;
-		for (int i = 0; i < n; i++)
-			live += procs[i].alive;
-		if (live > 1 && r.steps && set_at(&r, procs, n, text, sizeof text) < 0) {
-			free(procs);
-			return 1;
-		}
-		if (!live) {
-			fprintf(stderr, "stepprof trigger: no running process in %s (%d exited)\n", job, n);
-			free(procs);
-			return 1;
-		}
-		if (sp_od_write(ctl, SP_OD_JOB, text) < 0) {
-			fprintf(stderr, "stepprof trigger: cannot write %s/%s: %s\n", ctl, SP_OD_JOB, strerror(errno));
-			free(procs);
-			return 1;
-		}
-		printf("stepprof trigger: request %016" PRIx64 " (%s) to %d running process%s in %s\n", r.id, what,
-		       live, live == 1 ? "" : "es", job);
-	} else {
-		printf("stepprof trigger: request %016" PRIx64 " (%s) to %d process%s\n", r.id, what, argc - optind,
-		       argc - optind == 1 ? "" : "es");
-		for (int i = optind; i < argc; i++) {
-			long pid = strtol(argv[i], &end, 10);
-			char ctl[PATH_MAX], name[160];
-			if (*end || end == argv[i] || pid <= 0 || pid > INT_MAX) {
-				fprintf(stderr, "stepprof trigger: '%s' is not a process id\n", argv[i]);
-				free(procs);
-				return 2;
-			}
-			if (find_ctl((int)pid, ctl, sizeof ctl) < 0) {
-				printf("  pid %ld: not reached (not running, another user's, not preloaded with "
-				       "stepprof, "
-				       "CUDA not initialised yet, or [ondemand] trigger = false)\n",
-				       pid);
-				rc = 1;
-				continue;
-			}
-			if (sp_od_check_dir(ctl, 0, err, sizeof err) < 0 ||
-			    find_status(ctl, host, pid, name, sizeof name, err, sizeof err) < 0 ||
-			    add_proc(procs, &n, ctl, name, host) < 0) {
-				printf("  pid %ld: not reached (%s)\n", pid, err);
-				rc = 1;
-				continue;
-			}
-			char req[160]; /* trigger.HOST.PID[.TAG]: the status file's name less .status */
-			snprintf(req, sizeof req, SP_OD_JOB ".%.*s", (int)(strlen(name) - 7), name);
-			snprintf(name, sizeof name, "%s", req);
-			if (sp_od_write(ctl, name, text) < 0) {
-				printf("  pid %ld: not reached (cannot write %s/%s: %s)\n", pid, ctl, name,
-				       strerror(errno));
-				procs[--n].alive = 0;
-				rc = 1;
-			}
-		}
-	}
+	return 0;
+}
 
-	int poll = slowest_poll(procs, n);
+/* --job: writes the request (text, rewritten with a common start for several processes) for every
+ * live process of the output directory job, whose processes go into procs (*n). Returns 0, or -1
+ * after a message (no control directory, no live process, the request not written). */
+static int ask_job(struct proc *procs, int *n, struct sp_od_req *r, const char *job, const char *host, char *text,
+		   size_t len, const char *what)
+{
+	char ctl[PATH_MAX], err[600];
+	snprintf(ctl, sizeof ctl, "%s/" SP_OD_DIR, job);
+	if (sp_od_check_dir(ctl, 0, err, sizeof err) < 0) {
+		fprintf(stderr,
+			"stepprof trigger: %s (is %s the output directory of a running job, started with "
+			"[ondemand] trigger = true?)\n",
+			err, job);
+		return -1;
+	}
+	*n = scan_job(procs, ctl, host);
+	int live = 0;
+	for (int i = 0; i < *n; i++)
+		live += procs[i].alive;
+	if (live > 1 && r->steps && set_at(r, procs, *n, text, len) < 0)
+		return -1;
+	if (!live) {
+		fprintf(stderr, "stepprof trigger: no running process in %s (%d exited)\n", job, *n);
+		return -1;
+	}
+	if (sp_od_write(ctl, SP_OD_JOB, text) < 0) {
+		fprintf(stderr, "stepprof trigger: cannot write %s/%s: %s\n", ctl, SP_OD_JOB, strerror(errno));
+		return -1;
+	}
+	printf("stepprof trigger: request %016" PRIx64 " (%s) to %d running process%s in %s\n", r->id, what, live,
+	       live == 1 ? "" : "es", job);
+	return 0;
+}
+
+/* PID ...: writes the request text for each of the npids processes pids names; those asked go into
+ * procs (*n). Returns 0, 1 when one could not be asked (said on stdout), or 2 after a message for
+ * an operand that is not a process id. */
+static int ask_pids(struct proc *procs, int *n, char **pids, int npids, uint64_t id, const char *host,
+		    const char *text, const char *what)
+{
+	char err[600], *end;
+	int rc = 0;
+
+	printf("stepprof trigger: request %016" PRIx64 " (%s) to %d process%s\n", id, what, npids,
+	       npids == 1 ? "" : "es");
+	for (int i = 0; i < npids; i++) {
+		long pid = strtol(pids[i], &end, 10);
+		char ctl[PATH_MAX], name[160];
+		if (*end || end == pids[i] || pid <= 0 || pid > INT_MAX) {
+			fprintf(stderr, "stepprof trigger: '%s' is not a process id\n", pids[i]);
+			return 2;
+		}
+		if (find_ctl((int)pid, ctl, sizeof ctl) < 0) {
+			printf("  pid %ld: not reached (not running, another user's, not preloaded with "
+			       "stepprof, "
+			       "CUDA not initialised yet, or [ondemand] trigger = false)\n",
+			       pid);
+			rc = 1;
+			continue;
+		}
+		if (sp_od_check_dir(ctl, 0, err, sizeof err) < 0 ||
+		    find_status(ctl, host, pid, name, sizeof name, err, sizeof err) < 0 ||
+		    add_proc(procs, n, ctl, name, host) < 0) {
+			printf("  pid %ld: not reached (%s)\n", pid, err);
+			rc = 1;
+			continue;
+		}
+		char req[160]; /* trigger.HOST.PID[.TAG]: the status file's name less .status */
+		snprintf(req, sizeof req, SP_OD_JOB ".%.*s", (int)(strlen(name) - 7), name);
+		snprintf(name, sizeof name, "%s", req);
+		if (sp_od_write(ctl, name, text) < 0) {
+			printf("  pid %ld: not reached (cannot write %s/%s: %s)\n", pid, ctl, name, strerror(errno));
+			procs[--*n].alive = 0;
+			rc = 1;
+		}
+	}
+	return rc;
+}
+
+/* Waits for the n processes asked to answer request id, and with wait for their windows (at most
+ * timeout seconds), naming each. Returns 0 when every live one answered (and wrote its window,
+ * with wait), else 1. */
+static int await_answers(struct proc *procs, int n, uint64_t id, int wait, long long timeout)
+{
+	int rc = 0, poll = slowest_poll(procs, n);
 	fflush(stdout);
-	watch(procs, n, r.id, 0, now_ms() + 2u * (uint64_t)poll + REACH_SLACK_MS);
+	watch(procs, n, id, 0, now_ms() + 2u * (uint64_t)poll + REACH_SLACK_MS);
 	for (int i = 0; i < n; i++)
 		if (procs[i].alive && !procs[i].reached) {
 			printf("  rank %d pid %d on %s: not reached within %.1f s%s\n", procs[i].st.rank,
@@ -403,7 +415,7 @@ int sp_cmd_trigger(int argc, char **argv)
 		} else if (procs[i].reached && !strcmp(procs[i].st.state, "refused"))
 			rc = 1;
 	if (wait) {
-		watch(procs, n, r.id, 1, now_ms() + (uint64_t)timeout * 1000u);
+		watch(procs, n, id, 1, now_ms() + (uint64_t)timeout * 1000u);
 		for (int i = 0; i < n; i++)
 			if (procs[i].reached && !procs[i].done) {
 				printf("  rank %d pid %d on %s: no window written within %lld s (%s)\n",
@@ -412,6 +424,44 @@ int sp_cmd_trigger(int argc, char **argv)
 			} else if (procs[i].reached && strcmp(procs[i].st.state, "written"))
 				rc = 1;
 	}
+	return rc;
+}
+
+/* Exit status: 0 every live process answered (and wrote its window, with --wait); 1 a process
+ * could not be asked or did not answer; 2 usage. */
+int sp_cmd_trigger(int argc, char **argv)
+{
+	struct sp_od_req r = { 0 };
+	const char *job = NULL;
+	int wait = 0, n = 0, rc;
+	long long timeout = 600;
+	char host[64], text[SP_OD_MAX_BYTES], what[64];
+
+	rc = read_options(argc, argv, &r, &job, &wait, &timeout);
+	if (rc >= 0)
+		return rc;
+	struct proc *procs = calloc(MAX_PROCS, sizeof *procs);
+	if (!procs) {
+		fprintf(stderr, "stepprof trigger: out of memory\n");
+		return 1;
+	}
+	sp_od_host_name(host, sizeof host);
+	r.id = sp_od_new_id();
+	if (format_request(&r, text, sizeof text) < 0) {
+		free(procs);
+		return 2;
+	}
+	snprintf(what, sizeof what, "%" PRId64 " %s", r.steps ? r.steps : r.ms, r.steps ? "steps" : "ms");
+	if (job)
+		rc = ask_job(procs, &n, &r, job, host, text, sizeof text, what) < 0 ? 1 : 0;
+	else
+		rc = ask_pids(procs, &n, argv + optind, argc - optind, r.id, host, text, what);
+	if ((job && rc) || rc == 2) {
+		free(procs);
+		return rc;
+	}
+	if (await_answers(procs, n, r.id, wait, timeout))
+		rc = 1;
 	free(procs);
 	return rc;
 }

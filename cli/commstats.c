@@ -17,11 +17,6 @@ struct call {     /* an NCCL call of the window being folded in */
 	int shared;             /* 1: shares its group's kernels with an earlier member */
 };
 
-struct launch {   /* where a kernel was launched: thread and CPU time */
-	uint32_t corr, tid;
-	uint64_t t;
-};
-
 struct member {   /* one call of a round of the cross-rank match */
 	uint64_t comm, seq;
 	uint64_t start;         /* on its trace's clock */
@@ -80,34 +75,75 @@ static int merge_algo(int have, int code, int first)
 	return first || have == code ? code : SP_NCCL_ALGO_MIXED;
 }
 
+/* Calls by (thread, start), then file order (their place in the window's nccl list). */
 static int cmp_call(const void *pa, const void *pb)
 {
-	const struct call *a = pa, *b = pb;
-	int d = sp_cmp_u64(a->e->tid, b->e->tid);
-	d = d ? d : sp_cmp_u64(a->e->start, b->e->start);
-	return d ? d : (a->e > b->e) - (a->e < b->e);
+	const struct sp_event *a = *(const struct sp_event *const *)pa, *b = *(const struct sp_event *const *)pb;
+	int d = sp_cmp_u64(a->tid, b->tid);
+	d = d ? d : sp_cmp_u64(a->start, b->start);
+	return d ? d : (a > b) - (a < b);
 }
 
-static int cmp_launch(const void *pa, const void *pb)
-{
-	return sp_cmp_u64(((const struct launch *)pa)->corr, ((const struct launch *)pb)->corr);
-}
-
-/* The call of calls (sorted by thread, start) enclosing time t on thread tid, or NULL. */
-static struct call *enclosing(struct call *calls, size_t n, uint32_t tid, uint64_t t)
+/* The index of the call of calls (sorted by thread, start) enclosing time t on thread tid, or -1. */
+static long enclosing(const struct sp_event *const *calls, size_t n, uint32_t tid, uint64_t t)
 {
 	size_t lo = 0, hi = n; /* first call after (tid, t) */
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		if (calls[mid].e->tid < tid || (calls[mid].e->tid == tid && calls[mid].e->start <= t))
+		if (calls[mid]->tid < tid || (calls[mid]->tid == tid && calls[mid]->start <= t))
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (!lo || calls[lo - 1].e->tid != tid || calls[lo - 1].e->end < t)
-		return NULL;
-	return &calls[lo - 1];
+	if (!lo || calls[lo - 1]->tid != tid || calls[lo - 1]->end < t)
+		return -1;
+	return (long)lo - 1;
+}
+
+static size_t launch_slot(const struct sp_nccl_win *x, uint32_t corr)
+{
+	size_t h = (corr * 2654435761u) & (x->launch.cap - 1);
+	while (x->launch.key[h] && x->launch.key[h] != corr)
+		h = (h + 1) & (x->launch.cap - 1);
+	return h;
+}
+
+/* The index of the call that launched corr, or -1. Can't fail. */
+static long launch_get(const struct sp_nccl_win *x, uint32_t corr)
+{
+	if (!x->launch.n)
+		return -1;
+	size_t h = launch_slot(x, corr);
+	return x->launch.key[h] ? (long)x->launch.call[h] : -1;
+}
+
+/* Records that call (an index in calls) launched corr (not 0) unless one did already. Exits if
+ * memory runs out. */
+static void launch_put(struct sp_nccl_win *x, uint32_t corr, uint32_t call)
+{
+	if (2 * (x->launch.n + 1) > x->launch.cap) {
+		struct sp_nccl_win old = *x;
+		x->launch.cap = old.launch.cap ? 2 * old.launch.cap : 256;
+		x->launch.key = calloc(x->launch.cap, sizeof(*x->launch.key));
+		x->launch.call = calloc(x->launch.cap, sizeof(*x->launch.call));
+		if (!x->launch.key || !x->launch.call)
+			sp_oom();
+		for (size_t i = 0; i < old.launch.cap; i++)
+			if (old.launch.key[i]) {
+				size_t h = launch_slot(x, old.launch.key[i]);
+				x->launch.key[h] = old.launch.key[i];
+				x->launch.call[h] = old.launch.call[i];
+			}
+		free(old.launch.key);
+		free(old.launch.call);
+	}
+	size_t h = launch_slot(x, corr);
+	if (x->launch.key[h])
+		return;
+	x->launch.key[h] = corr;
+	x->launch.call[h] = call;
+	x->launch.n++;
 }
 
 /* Shares the kernel time of group end g among the calls members[0..n) by bytes. Can't fail. */
@@ -259,51 +295,72 @@ double sp_nccl_bus_factor(int op, int nranks)
 
 /* ---- the report's table ---- */
 
-/* The NCCL calls of window w sorted by (thread, start), each with its linked kernels (see
- * sp_nccl_stats_add); *n gets their number. Kernels linked to no call are added to *orphans and
- * *orphan_ns. Returns a malloc'ed array (NULL if none). Exits if memory runs out. */
-static struct call *link_calls(struct sp_trace_reader *r, const struct sp_window *w, size_t *n, uint64_t *orphans,
+void sp_nccl_win_begin(struct sp_nccl_win *x, const struct sp_window *w)
+{
+	x->w = w;
+	x->ncalls = x->nk = 0;
+	if (x->launch.n)
+		memset(x->launch.key, 0, x->launch.cap * sizeof(*x->launch.key));
+	x->launch.n = 0;
+	if (x->is_nccl_cap)
+		memset(x->is_nccl, 0, x->is_nccl_cap);
+	for (size_t i = 0; i < w->nnccl; i++) {
+		x->calls = sp_xgrow(x->calls, &x->calls_cap, sizeof(*x->calls), x->ncalls);
+		x->calls[x->ncalls++] = &w->nccl[i];
+	}
+	sp_sort(x->calls, x->ncalls, sizeof(*x->calls), cmp_call);
+}
+
+void sp_nccl_win_event(struct sp_nccl_win *x, struct sp_trace_reader *r, const struct sp_event *e)
+{
+	if ((e->kind == SP_EV_NCCL || e->kind == SP_EV_API) && e->corr) {
+		long c = enclosing(x->calls, x->ncalls, e->tid, e->start);
+		if (c >= 0)
+			launch_put(x, e->corr, (uint32_t)c);
+	} else if (e->kind == SP_EV_KERNEL) {
+		uint32_t id = sp_trace_string_index(r, e->name); /* dense: the cache is as small as the file */
+		x->is_nccl = sp_xgrow(x->is_nccl, &x->is_nccl_cap, 1, id);
+		if (!x->is_nccl[id])
+			x->is_nccl[id] = sp_nccl_is_kernel(sp_trace_string(r, e->name)) ? 2 : 1;
+		if (x->is_nccl[id] == 2) {
+			x->k = sp_xgrow(x->k, &x->k_cap, sizeof(*x->k), x->nk);
+			x->k[x->nk++] = (struct sp_nccl_kernel){ e->corr, e->name, e->start, e->end };
+		}
+	}
+}
+
+void sp_nccl_win_free(struct sp_nccl_win *x)
+{
+	free(x->calls);
+	free(x->k);
+	free(x->launch.key);
+	free(x->launch.call);
+	free(x->is_nccl);
+	memset(x, 0, sizeof(*x));
+}
+
+/* The NCCL calls of the window x read, sorted by (thread, start), each with its linked kernels
+ * (see sp_nccl_stats_add); *n gets their number. Kernels linked to no call are added to *orphans
+ * and *orphan_ns. Returns a malloc'ed array. Exits if memory runs out. */
+static struct call *link_calls(struct sp_trace_reader *r, const struct sp_nccl_win *x, size_t *n, uint64_t *orphans,
 			       uint64_t *orphan_ns)
 {
-	struct call *calls, **pending;
-	struct launch *launches;
-	size_t nc = 0, nl = 0, np = 0;
+	size_t nc = x->ncalls, np = 0;
+	struct call *calls = sp_xrealloc(NULL, (nc + 1) * sizeof(*calls)), **pending;
 
-	for (size_t i = 0; i < w->n; i++) {
-		nc += w->ev[i].kind == SP_EV_NCCL;
-		nl += (w->ev[i].kind == SP_EV_NCCL || w->ev[i].kind == SP_EV_API) && w->ev[i].corr;
-	}
-	calls = sp_xrealloc(NULL, nc * sizeof(*calls));
-	pending = sp_xrealloc(NULL, nc * sizeof(*pending));
-	launches = sp_xrealloc(NULL, nl * sizeof(*launches));
-	nc = nl = 0;
-	for (size_t i = 0; i < w->n; i++) {
-		const struct sp_event *e = &w->ev[i];
-		if (e->kind == SP_EV_NCCL)
-			calls[nc++] = (struct call){ .e = e };
-		if ((e->kind == SP_EV_NCCL || e->kind == SP_EV_API) && e->corr)
-			launches[nl++] = (struct launch){ e->corr, e->tid, e->start };
-	}
-	if (nc)
-		sp_sort(calls, nc, sizeof(*calls), cmp_call);
-	if (nl)
-		sp_sort(launches, nl, sizeof(*launches), cmp_launch);
-
-	for (size_t i = 0; i < w->n; i++) { /* each NCCL kernel to the call that launched it */
-		const struct sp_event *k = &w->ev[i];
-		struct launch key = { .corr = k->corr }, *l;
-		struct call *c = NULL;
+	pending = sp_xrealloc(NULL, (nc + 1) * sizeof(*pending));
+	for (size_t i = 0; i < nc; i++)
+		calls[i] = (struct call){ .e = x->calls[i] };
+	for (size_t i = 0; i < x->nk; i++) { /* each NCCL kernel to the call that launched it */
+		const struct sp_nccl_kernel *k = &x->k[i];
+		long at = k->corr ? launch_get(x, k->corr) : -1;
 		uint64_t d = k->end > k->start ? k->end - k->start : 0;
-		if (k->kind != SP_EV_KERNEL || !sp_nccl_is_kernel(sp_trace_string(r, k->name)))
-			continue;
-		l = k->corr && nl ? bsearch(&key, launches, nl, sizeof(*launches), cmp_launch) : NULL;
-		if (l)
-			c = enclosing(calls, nc, l->tid, l->t);
-		if (!c) {
+		if (at < 0) {
 			++*orphans;
 			*orphan_ns += d;
 			continue;
 		}
+		struct call *c = &calls[at];
 		c->algo = merge_algo(c->algo, sp_nccl_algo(sp_trace_string(r, k->name)), !c->kernels);
 		c->ks = !c->kernels || k->start < c->ks ? k->start : c->ks;
 		c->ke = !c->kernels || k->end > c->ke ? k->end : c->ke;
@@ -329,15 +386,14 @@ static struct call *link_calls(struct sp_trace_reader *r, const struct sp_window
 		}
 	}
 	free(pending);
-	free(launches);
 	*n = nc;
 	return calls;
 }
 
-void sp_nccl_stats_add(struct sp_nccl_stats *s, struct sp_trace_reader *r, const struct sp_window *w)
+void sp_nccl_stats_add(struct sp_nccl_stats *s, struct sp_trace_reader *r, const struct sp_nccl_win *x)
 {
 	size_t nc;
-	struct call *calls = link_calls(r, w, &nc, &s->orphan_kernels, &s->orphan_ns);
+	struct call *calls = link_calls(r, x, &nc, &s->orphan_kernels, &s->orphan_ns);
 
 	for (size_t i = 0; i < nc; i++)
 		if (!is_group_call(calls[i].e))
@@ -345,11 +401,11 @@ void sp_nccl_stats_add(struct sp_nccl_stats *s, struct sp_trace_reader *r, const
 	free(calls);
 }
 
-size_t sp_nccl_links(struct sp_trace_reader *r, const struct sp_window *w, struct sp_nccl_link **out)
+size_t sp_nccl_links(struct sp_trace_reader *r, const struct sp_nccl_win *x, struct sp_nccl_link **out)
 {
 	size_t nc, n = 0;
 	uint64_t orphans = 0, orphan_ns = 0;
-	struct call *calls = link_calls(r, w, &nc, &orphans, &orphan_ns);
+	struct call *calls = link_calls(r, x, &nc, &orphans, &orphan_ns);
 	struct sp_nccl_link *l = sp_xrealloc(NULL, (nc + 1) * sizeof(*l));
 
 	for (size_t i = 0; i < nc; i++)
@@ -387,8 +443,8 @@ void sp_nccl_match_reset(struct sp_nccl_match *m)
 
 void sp_nccl_match_add(struct sp_nccl_match *m, int64_t key, const struct sp_window *w)
 {
-	for (size_t i = 0; i < w->n; i++) {
-		const struct sp_event *e = &w->ev[i];
+	for (size_t i = 0; i < w->nnccl; i++) {
+		const struct sp_event *e = &w->nccl[i];
 		if (e->kind != SP_EV_NCCL || !e->u.nccl.comm || is_group_call(e))
 			continue;
 		if (m->n == m->cap) {

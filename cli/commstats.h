@@ -48,26 +48,52 @@ uint64_t sp_nccl_size(int op, uint64_t bytes, int nranks);
  * AlltoAll (n-1)/n; Broadcast, Reduce, Send, Recv 1. Negative if unknown. */
 double sp_nccl_bus_factor(int op, int nranks);
 
-/* Folds the NCCL calls of window w (strings from r) into s. A call's time is that of the NCCL
- * kernels it launched: the kernel whose correlation id the call carries, and any NCCL kernel whose
- * launch (an API record, by correlation id) lies inside the call on its thread. Calls inside a group
- * (group_depth > 0) that launched nothing share the kernel time of the group's outermost GroupEnd on
- * their thread, in proportion to their bytes (equally if all are 0). A call with no kernel counts
- * its CPU time, in a row marked cpu_timed. Exits the CLI if memory runs out; otherwise can't fail. */
-void sp_nccl_stats_add(struct sp_nccl_stats *s, struct sp_trace_reader *r, const struct sp_window *w);
+/* A window's NCCL calls being linked to the kernels they launched, streaming: sp_nccl_win_begin
+ * (its calls, from w->nccl), sp_nccl_win_event for each of its events in any order, then
+ * sp_nccl_stats_add or sp_nccl_links. Memory: its NCCL calls and kernels and the launches made
+ * inside its NCCL calls. Zero-initialise; free with sp_nccl_win_free. */
+struct sp_nccl_win {
+	const struct sp_window *w;
+	const struct sp_event **calls; /* w->nccl by (thread, start) */
+	size_t ncalls, calls_cap;
+	struct sp_nccl_kernel { /* an NCCL kernel of the window, file order */
+		uint32_t corr, name;
+		uint64_t start, end;
+	} *k;
+	size_t nk, k_cap;
+	struct {                /* correlation id -> the call (index in calls) that made the first
+	                           launch with that id found inside a call (open addressing; key 0 empty) */
+		uint32_t *key, *call;
+		size_t cap, n;
+	} launch;
+	uint8_t *is_nccl;       /* by kernel name index: 0 unknown, 1 not NCCL's, 2 NCCL's */
+	size_t is_nccl_cap;
+};
+void sp_nccl_win_begin(struct sp_nccl_win *x, const struct sp_window *w);
+void sp_nccl_win_event(struct sp_nccl_win *x, struct sp_trace_reader *r, const struct sp_event *e);
+void sp_nccl_win_free(struct sp_nccl_win *x);
+
+/* Folds the NCCL calls of the window x read (strings from r) into s. A call's time is that of the
+ * NCCL kernels it launched: the kernel whose correlation id the call carries, and any NCCL kernel
+ * whose launch (an API record, by correlation id) lies inside the call on its thread. Calls inside
+ * a group (group_depth > 0) that launched nothing share the kernel time of the group's outermost
+ * GroupEnd on their thread, in proportion to their bytes (equally if all are 0). A call with no
+ * kernel counts its CPU time, in a row marked cpu_timed. Exits the CLI if memory runs out;
+ * otherwise can't fail. */
+void sp_nccl_stats_add(struct sp_nccl_stats *s, struct sp_trace_reader *r, const struct sp_nccl_win *x);
 /* One NCCL call of a window (GroupStart/GroupEnd left out) with its linked kernels, by the
  * rules of sp_nccl_stats_add. */
 struct sp_nccl_link {
-	const struct sp_event *e; /* the call (points into the window) */
+	const struct sp_event *e; /* the call (points into the window's nccl) */
 	uint64_t ks, ke;        /* first start and last end of its kernels (for a group member: the
 	                           group's); 0 when kernels is 0 */
 	uint32_t kernels;       /* its kernels (a group member: the group's); 0 none linked */
 	int shared;             /* 1: a group member after the first: the same kernels as that one */
 };
-/* The NCCL calls of window w (strings from r) with their kernels, in (thread, start) order, into
- * *out (malloc'ed, the caller frees; valid while w is). Returns their number. Exits the CLI if
- * memory runs out; otherwise can't fail. */
-size_t sp_nccl_links(struct sp_trace_reader *r, const struct sp_window *w, struct sp_nccl_link **out);
+/* The NCCL calls of the window x read (strings from r) with their kernels, in (thread, start)
+ * order, into *out (malloc'ed, the caller frees; valid while the window is). Returns their number.
+ * Exits the CLI if memory runs out; otherwise can't fail. */
+size_t sp_nccl_links(struct sp_trace_reader *r, const struct sp_nccl_win *x, struct sp_nccl_link **out);
 /* Frees the rows; s may be reused. Can't fail. */
 void sp_nccl_stats_free(struct sp_nccl_stats *s);
 

@@ -91,61 +91,140 @@ static int is_blocking(struct rk *k, struct sp_trace_reader *r, const struct sp_
 	return e->kind == SP_EV_API && e->name && is_sync_call(k, r, e->name);
 }
 
+/* What the passes over a window of a trace work with. */
+struct pass {
+	struct rk *k;
+	struct sp_trace_reader *r;
+	struct sp_windows *g;
+	const struct sp_window *w;
+	struct sp_nccl_win nccl;
+	struct sp_steps_iv *span; /* kernels of its collectives and of earlier ones still running when
+	                             it ended (wall clock), by start */
+	size_t nspan;
+	uint64_t end;             /* its end, wall clock */
+	size_t at;                /* spans starting before the compute interval being merged */
+	uint64_t reach;           /* the latest end among them */
+	struct sp_steps_iv cur;   /* that interval (cur.e > cur.s: one is open) */
+	size_t first;             /* index in k->st.st of its first step */
+	uint64_t begin;           /* its start, wall clock */
+	size_t blk0, blk_at;      /* its CPU waits in k->blk; those ending before the busy interval */
+	struct sp_steps_iv busy;  /* the merged GPU interval being extended (busy.e > busy.s: one is open) */
+};
+
 /* Appends [s, e) (trace clock of w) to the interval list *v as wall clock. Exits on OOM. */
-static void add_iv(struct sp_steps_iv **v, size_t *n, size_t *cap, const struct sp_window *w, uint64_t s,
-		   uint64_t e)
+static void add_iv(struct sp_steps_iv **v, size_t *n, size_t *cap, const struct sp_window *w, uint64_t s, uint64_t e)
 {
 	*v = sp_xgrow(*v, cap, sizeof(**v), *n);
 	(*v)[(*n)++] = (struct sp_steps_iv){ sp_window_wall(w, s), sp_window_wall(w, e) };
 }
 
-/* Window w's GPU work and CPU waits of trace k: compute and all timed GPU intervals, the CPU's
- * blocking calls, and the GPU records CUPTI gave no times (per step for those that are not NCCL
- * kernels). Call right after sp_steps_add_window (its call index places records). Exits on OOM. */
-static void add_activity(struct rk *k, struct sp_trace_reader *r, const struct sp_window *w, size_t first)
+/* A window's event in file order: its steps and collectives, the CPU's blocking calls, and the GPU
+ * records CUPTI gave no times (per step for those that are not NCCL kernels). Exits on OOM. */
+static void pass_event(void *ctx, const struct sp_event *e)
 {
-	size_t c0 = k->ncomp, b0 = k->nbusy, k0 = k->nblk, nst = k->st.n - first;
+	struct pass *p = ctx;
+	struct rk *k = p->k;
+	uint64_t anchor = sp_windows_anchor(p->g, e);
+	size_t nst = k->st.n - p->first;
 
-	k->untimed_gpu = sp_xgrow(k->untimed_gpu, &k->utcap, sizeof(*k->untimed_gpu), k->st.n);
-	for (size_t i = 0; i < w->n; i++) {
-		const struct sp_event *e = &w->ev[i];
-		if (is_blocking(k, r, e) && e->end > e->start)
-			add_iv(&k->blk, &k->nblk, &k->blkcap, w, e->start, e->end);
-		if (!sp_ev_is_gpu(e))
-			continue;
-		int nccl = e->kind == SP_EV_KERNEL && sp_steps_is_nccl(&k->st, r, e->name);
-		if (!e->start || e->end < e->start) { /* CUPTI gave it no times */
-			struct sp_step_stat *in =
-				nst ? sp_steps_at(k->st.st + first, nst, sp_calls_anchor(&k->st.calls, e)) : NULL;
-			k->untimed_nccl += nccl;
-			k->untimed_other += !nccl;
-			if (in && !nccl)
-				k->untimed_gpu[in - k->st.st]++;
-			continue;
-		}
-		if (e->end > e->start)
-			add_iv(&k->busy, &k->nbusy, &k->busycap, w, e->start, e->end);
-		if (e->kind == SP_EV_KERNEL && e->end > e->start && !nccl)
-			add_iv(&k->comp, &k->ncomp, &k->compcap, w, e->start, e->end);
-	}
-	/* the lists are NULL while empty: no NULL + 0 */
-	if (k->ncomp > c0)
-		k->ncomp = c0 + sp_steps_merge(k->comp + c0, k->ncomp - c0);
-	if (k->nbusy > b0)
-		k->nbusy = b0 + sp_steps_merge(k->busy + b0, k->nbusy - b0);
-	if (k->nblk > k0)
-		k->nblk = k0 + sp_steps_merge(k->blk + k0, k->nblk - k0);
+	sp_steps_event(&k->st, p->r, e, anchor);
+	sp_nccl_win_event(&p->nccl, p->r, e);
+	if (is_blocking(k, p->r, e) && e->end > e->start)
+		add_iv(&k->blk, &k->nblk, &k->blkcap, p->w, e->start, e->end);
+	if (!sp_ev_is_gpu(e) || (e->start && e->end >= e->start))
+		return;
+	int nccl = e->kind == SP_EV_KERNEL && sp_steps_is_nccl(&k->st, p->r, e->name);
+	struct sp_step_stat *in = nst ? sp_steps_at(k->st.st + p->first, nst, anchor) : NULL;
+	k->untimed_nccl += nccl;
+	k->untimed_other += !nccl;
+	if (in && !nccl)
+		k->untimed_gpu[in - k->st.st]++;
 }
 
-/* Folds window w of trace k (index ti) into a. Exits if memory runs out. */
-static void add_window(struct sp_xrank *a, struct rk *k, uint32_t ti, struct sp_trace_reader *r,
-		       const struct sp_window *w)
+/* Keeps the merged GPU interval p->busy if one of the window's CPU waits overlaps it or it runs
+ * outside the window (another window's may): the waits read GPU work only inside them. */
+static void busy_keep(struct pass *p)
 {
-	size_t first = k->st.n, nl;
-	struct sp_nccl_link *l;
+	struct rk *k = p->k;
+	for (; p->blk_at < k->nblk && k->blk[p->blk_at].e <= p->busy.s; p->blk_at++)
+		;
+	if ((p->blk_at == k->nblk || k->blk[p->blk_at].s >= p->busy.e) && p->busy.s >= p->begin && p->busy.e <= p->end)
+		return;
+	k->busy = sp_xgrow(k->busy, &k->busycap, sizeof(*k->busy), k->nbusy);
+	k->busy[k->nbusy++] = p->busy;
+}
 
-	sp_steps_add_window(&k->st, r, w);
-	nl = sp_nccl_links(r, w, &l);
+/* Timed GPU work by start, merged into intervals for busy_keep. */
+static void busy_add(struct pass *p, const struct sp_event *e)
+{
+	if (!e->start || e->end <= e->start)
+		return;
+	struct sp_steps_iv v = { sp_window_wall(p->w, e->start), sp_window_wall(p->w, e->end) };
+	if (p->busy.e > p->busy.s && v.s <= p->busy.e) {
+		p->busy.e = v.e > p->busy.e ? v.e : p->busy.e;
+		return;
+	}
+	if (p->busy.e > p->busy.s)
+		busy_keep(p);
+	p->busy = v;
+}
+
+/* Keeps the merged compute interval p->cur if a collective's kernels overlap it, or if it runs past
+ * the window's end (a later window's may): the exposed transfer of a collective reads compute only
+ * inside its kernels' span. Exits if memory runs out. */
+static void comp_keep(struct pass *p)
+{
+	struct rk *k = p->k;
+	for (; p->at < p->nspan && p->span[p->at].s < p->cur.e; p->at++)
+		p->reach = p->span[p->at].e > p->reach ? p->span[p->at].e : p->reach;
+	if (p->reach <= p->cur.s && p->cur.e <= p->end)
+		return;
+	k->comp = sp_xgrow(k->comp, &k->compcap, sizeof(*k->comp), k->ncomp);
+	k->comp[k->ncomp++] = p->cur;
+}
+
+/* GPU work by start: the steps' busy time, and compute (non-NCCL) kernels merged into intervals. */
+static void pass_gpu(void *ctx, const struct sp_event *e)
+{
+	struct pass *p = ctx;
+	sp_steps_sweep(&p->k->st, e);
+	busy_add(p, e);
+	if (e->kind != SP_EV_KERNEL || !e->start || e->end <= e->start || sp_steps_is_nccl(&p->k->st, p->r, e->name))
+		return;
+	struct sp_steps_iv v = { sp_window_wall(p->w, e->start), sp_window_wall(p->w, e->end) };
+	if (p->cur.e > p->cur.s && v.s <= p->cur.e) {
+		p->cur.e = v.e > p->cur.e ? v.e : p->cur.e;
+		return;
+	}
+	if (p->cur.e > p->cur.s)
+		comp_keep(p);
+	p->cur = v;
+}
+
+static int cmp_iv(const void *a, const void *b)
+{
+	return sp_cmp_u64(((const struct sp_steps_iv *)a)->s, ((const struct sp_steps_iv *)b)->s);
+}
+
+/* Folds window w of trace k (index ti), the one g handed out last, into a: two passes over its
+ * events. *carry holds the kernels of the trace's collectives still running at the end of the
+ * window before (in, then out for the next). Exits if memory runs out. */
+static void add_window(struct sp_xrank *a, struct rk *k, uint32_t ti, struct sp_trace_reader *r,
+		       struct sp_windows *g, const struct sp_window *w, struct sp_steps_iv **carry, size_t *ncarry)
+{
+	size_t first = k->st.n, nl, cap = *ncarry;
+	struct sp_nccl_link *l;
+	struct pass p = { .k = k, .r = r, .g = g, .w = w, .span = *carry, .nspan = *ncarry, .first = first };
+
+	p.begin = sp_window_wall(w, w->t0), p.end = sp_window_wall(w, w->t1);
+	p.blk0 = p.blk_at = k->nblk;
+	sp_steps_begin(&k->st, w);
+	k->untimed_gpu = sp_xgrow(k->untimed_gpu, &k->utcap, sizeof(*k->untimed_gpu), k->st.n);
+	sp_nccl_win_begin(&p.nccl, w);
+	sp_windows_each(g, pass_event, &p);
+	if (k->nblk > p.blk0) /* k->blk is NULL while empty: no NULL + 0 */
+		k->nblk = p.blk0 + sp_steps_merge(k->blk + p.blk0, k->nblk - p.blk0);
+	nl = sp_nccl_links(r, &p.nccl, &l);
 	for (size_t i = 0; i < nl; i++) {
 		const struct sp_event *e = l[i].e;
 		if (!e->u.nccl.comm || is_p2p(e->sub) || l[i].shared)
@@ -170,9 +249,25 @@ static void add_window(struct sp_xrank *a, struct rk *k, uint32_t ti, struct sp_
 		k->unlinked += !l[i].kernels;
 		if (e->u.nccl.comm_size > a->world)
 			a->world = e->u.nccl.comm_size;
+		if (l[i].kernels) {
+			p.span = sp_xgrow(p.span, &cap, sizeof(*p.span), p.nspan);
+			p.span[p.nspan++] = (struct sp_steps_iv){ a->c[a->nc - 1].ks, a->c[a->nc - 1].ke };
+		}
 	}
 	free(l);
-	add_activity(k, r, w, first);
+	sp_sort(p.span, p.nspan, sizeof(*p.span), cmp_iv);
+	sp_windows_sorted(g, sp_ev_is_gpu, pass_gpu, &p);
+	if (p.cur.e > p.cur.s)
+		comp_keep(&p);
+	if (p.busy.e > p.busy.s)
+		busy_keep(&p);
+	sp_steps_end(&k->st);
+	sp_nccl_win_free(&p.nccl);
+	*ncarry = 0;
+	for (size_t i = 0; i < p.nspan; i++)
+		if (p.span[i].e > p.end)
+			p.span[(*ncarry)++] = p.span[i];
+	*carry = p.span;
 }
 
 /* Frees what trace k holds (k itself is the caller's). Can't fail. */
@@ -228,22 +323,24 @@ int sp_xrank_load(struct sp_xrank *a, const char *path, char *err, size_t errlen
 	if (m->world_size > a->world)
 		a->world = m->world_size;
 	struct sp_windows *g = sp_windows_open(r);
+	struct sp_steps_iv *carry = NULL; /* kernels of collectives running past a window's end */
+	size_t ncarry = 0;
 	sp_windows_set_phase(g, a->phase);
 	while ((rc = sp_windows_next(g, &w)) == 1) {
 		if (!a->nc && !a->first_phase[0] && !a->phases_mixed)
 			snprintf(a->first_phase, sizeof a->first_phase, "%s", w->phase);
 		a->phases_mixed |= strcmp(a->first_phase, w->phase) != 0;
-		add_window(a, k, (uint32_t)a->n, r, w);
+		add_window(a, k, (uint32_t)a->n, r, g, w, &carry, &ncarry);
+		if (!w->complete)
+			k->cut = k->cut_has_window = 1, k->cut_window = w->id, k->cut_step = w->last_step;
 	}
+	free(carry);
+	k->cut |= sp_trace_truncated(r);
 	if (rc < 0)
 		snprintf(err, errlen, "%s: %s", path, sp_trace_error(r));
 	sp_windows_close(g);
 	sp_trace_close_reader(r);
-	/* the steps' scratch is per window: only the steps stay */
-	free(k->st.iv);
-	sp_calls_free(&k->st.calls);
-	k->st.iv = NULL;
-	k->st.ivcap = 0;
+	sp_steps_free_scratch(&k->st); /* per window: only the steps stay */
 	free(k->syncname);
 	k->syncname = NULL;
 	if (rc < 0 || !k->st.n) {
@@ -271,6 +368,19 @@ const struct sp_steps *sp_xrank_steps(const struct sp_xrank *a, size_t i)
 int sp_xrank_rank(const struct sp_xrank *a, size_t i)
 {
 	return a->r[i].rank;
+}
+
+int sp_xrank_cut(const struct sp_xrank *a, size_t i, uint32_t *window, int64_t *step)
+{
+	const struct rk *k = &a->r[i];
+	*window = k->cut_window;
+	*step = k->cut_step;
+	return !k->cut ? 0 : k->cut_has_window ? 2 : 1;
+}
+
+const char *sp_xrank_path(const struct sp_xrank *a, size_t i)
+{
+	return a->r[i].path;
 }
 
 /* ---- clocks ---- */

@@ -35,6 +35,10 @@ void sp_xrank_analyse(struct sp_xrank *a);
 size_t sp_xrank_count(const struct sp_xrank *a);
 const struct sp_steps *sp_xrank_steps(const struct sp_xrank *a, size_t i);
 int sp_xrank_rank(const struct sp_xrank *a, size_t i);
+const char *sp_xrank_path(const struct sp_xrank *a, size_t i);
+/* Whether trace i was cut short: 0 no; 1 the file ends inside a chunk; 2 a window lacks its
+ * WINDOW_END (the last such window's id and the last step it holds in *window, *step). */
+int sp_xrank_cut(const struct sp_xrank *a, size_t i, uint32_t *window, int64_t *step);
 /* The per-rank table, the clock alignment and the verdict in plain words. Can't fail. */
 void sp_xrank_print(const struct sp_xrank *a, FILE *out);
 /* Everything as one JSON object (schema SP_XRANK_SCHEMA, docs/OUTPUTS.md); with arrivals, also

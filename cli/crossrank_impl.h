@@ -71,6 +71,10 @@ struct rk {       /* one trace */
 	int64_t est, spread;    /* the collectives' estimate of its offset and its median deviation */
 	size_t nest;            /* collectives behind est */
 	uint64_t ncoll, unlinked; /* its collectives; those without a kernel */
+	int cut;                /* a window without its WINDOW_END, or the file ends inside a chunk */
+	uint32_t cut_window;    /* the last window without its end, and the last step it holds */
+	int64_t cut_step;       /* (cut_window and cut_step mean nothing if only the file is torn) */
+	int cut_has_window;
 	uint64_t decisive, last_gpu, last_cpu, cpu_decisive; /* collectives with a clear last arrival; its */
 	uint64_t *wait, *xfer, *exposed; /* per step (index of st.st) */
 	uint64_t *cpuwait;      /* per step: CPU blocked in a synchronising call while a peer had not arrived */

@@ -166,6 +166,11 @@ void sp_xrank_json(const struct sp_xrank *a, FILE *out, int arrivals)
 		sp_out_printf(x, ",\"label\":\"%s\",\"rank\":%d,\"pid\":%d,\"world_size\":%d,\"host\":",
 			      label(a, a->order[q], l, sizeof(l)), k->rank, k->pid, k->world);
 		sp_out_json_str(x, k->host);
+		if (k->cut_has_window)
+			sp_out_printf(x, ",\"cut\":{\"window\":%u,\"at_step\":%lld}", k->cut_window,
+				      (long long)k->cut_step);
+		else
+			sp_out_puts(x, k->cut ? ",\"cut\":{\"window\":null,\"at_step\":null}" : ",\"cut\":null");
 		sp_out_printf(x,
 			      ",\"steps\":%zu,\"collectives\":%llu,\"collectives_without_kernel\":%llu,"
 			      "\"clock\":{\"method\":\"%s\",\"offset_ns\":%lld,\"collective_estimate_ns\":%lld,"

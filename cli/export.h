@@ -38,7 +38,7 @@ struct sp_export {
 	struct sp_out *out;             /* the file being written */
 	struct sp_trace_reader *r;      /* strings of the trace */
 	const struct sp_trace_header *hdr;
-	const struct sp_windows *g;     /* thread names, devices */
+	struct sp_windows *g;           /* the windows' passes, thread names, devices */
 	const char *source;             /* path of the trace, for the output's metadata */
 	int wall;         /* times on the wall clock (several windows or ranks line up) */
 	const struct sp_nccl_match *match; /* --merge-ranks: the NCCL calls of every rank's window of this
@@ -63,7 +63,9 @@ struct sp_export_ops {
 	const char *suffix;             /* file suffix, e.g. ".json" */
 	/* Starts a file. Returns 0 or -1 (message on stderr). */
 	int (*begin)(struct sp_export *x);
-	/* Writes one window. Returns 0 or -1 (message on stderr). */
+	/* Writes one window, the one x->g handed out last (w: it, or a part of it, the passes
+	 * restricted to that part: sp_windows_restrict), reading its events through the passes of
+	 * windows.h. Returns 0 or -1 (message on stderr). */
 	int (*window)(struct sp_export *x, const struct sp_window *w);
 	/* Finishes the file and frees priv; called once after a successful begin, even after an
 	 * error. Returns 0 or -1. */

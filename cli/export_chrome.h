@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* export_chrome.h - what the files of the Chrome (Kineto) JSON exporter share, and nothing else
  * includes: the exporter's state, the pid and tid numbering of its tracks, and the functions each
- * file gives the others. export_chrome.c: the file and the window's indexes; export_chrome_tracks.c:
- * event objects, processes, tracks and lanes; export_chrome_events.c: one writer per record kind. */
+ * file gives the others. export_chrome.c: the file and the window's passes;
+ * export_chrome_index.c: the window's indexes (its first pass); export_chrome_tracks.c: event
+ * objects, processes, tracks and lanes; export_chrome_events.c: one writer per record kind. */
 #ifndef SP_EXPORT_CHROME_H
 #define SP_EXPORT_CHROME_H
 
@@ -27,7 +28,7 @@
 #define PROGRESS_EVERY 65536
 
 struct win_info {               /* what otherData says about a window written */
-	struct sp_window w;     /* ev/n not used */
+	struct sp_window w;
 	uint64_t steps;
 	size_t trace;           /* index in traces */
 };
@@ -63,6 +64,26 @@ struct call_map {               /* correlation id -> the NCCL call that launched
 	size_t cap, n;
 };
 
+struct launch {                 /* a CUDA call made inside one of the window's NCCL calls */
+	uint32_t corr, tid;
+	uint64_t start;
+};
+
+/* A track or process the window's events name (a CPU thread; a GPU stream by device, or by context
+ * when the record has no device; a GPU process an allocation names), with the first of those events
+ * in the order they are written (start, longest first, file order). */
+struct track_use {
+	uint8_t kind;           /* USE_* */
+	uint32_t a, b;          /* thread; device, stream; context, stream; device */
+	uint64_t start, end, seq;
+};
+enum { USE_CPU, USE_GPU_DEV, USE_GPU_CTX, USE_PROCESS };
+
+struct seq_step {               /* a step and its place among the window's events in file order */
+	struct sp_event e;
+	uint64_t seq;
+};
+
 enum { CORR_API = 1, CORR_GPU = 2, CORR_FLOW_S = 4, CORR_FLOW_F = 8 };
 
 struct corrs {    /* per correlation id of the current window: CORR_* flags (which ends
@@ -84,13 +105,27 @@ struct chrome {
 	struct sp_idset pids;   /* processes whose metadata is written */
 	struct sp_idset tracks; /* (pid, tid) tracks whose name is written */
 	struct corrs corrs;     /* flows only where both ends exist, one of each end per id */
-	const struct sp_event **order; /* the window's events by start, longest first on ties */
-	size_t order_cap;
-	const struct sp_event **steps; /* the window's steps by start */
-	size_t nsteps, steps_cap, step_at;
-	const struct sp_event **ncall; /* the window's NCCL calls by (tid, start) */
-	size_t nncall, ncall_cap;
+	uint64_t seq;           /* events of the window met so far in a pass (file order) */
+	uint64_t first_start;   /* the window's earliest start (no negative ts) */
+	uint64_t used;          /* devices (< 64) of the window's GPU work */
+	int has_nccl;           /* the window has NCCL calls */
+	struct sp_event *steps; /* the window's steps by start, longest first, then file order */
+	struct seq_step *steps_in; /* ... while collected, with their places in file order */
+	size_t nsteps, steps_cap, steps_in_cap;
+	size_t step_at;         /* the step being written (index in steps) */
+	size_t step_seen;       /* steps met by the pass that writes */
+	const struct sp_window *w; /* the window being written */
+	struct sp_event *ncall_ev; /* the window's NCCL calls, file order */
+	const struct sp_event **ncall; /* ... by (tid, start) */
+	size_t nncall, ncall_cap, ncall_ev_cap;
+	struct launch *launches; /* CUDA calls with an id inside an NCCL call of the window, file order */
+	size_t nlaunches, launches_cap;
+	const struct sp_event **wcall; /* the window's NCCL calls as grouped (sp_window nccl) by (tid, start) */
+	uint64_t *wcall_end;    /* ... the latest end of its thread's calls up to each */
+	size_t nwcall, wcall_cap, wcall_end_cap;
 	struct call_map calls;
+	struct track_use *uses; /* tracks and processes named by the window's events (open addressing) */
+	size_t uses_cap, nuses, use_last;
 	struct ctxdev *ctx;     /* contexts seen, few */
 	size_t nctx, ctx_cap;
 	int only_dev;           /* the one device of the window's GPU work, -1 none or several */
@@ -198,14 +233,24 @@ int sp_chrome_is_nccl_kernel(struct sp_export *x, uint32_t id);
 uint64_t sp_chrome_lane(struct sp_export *x, int64_t pid, uint64_t base, uint64_t start, uint64_t end);
 /* The tid a slice [ts, ts + d) of track (pid, tid) goes on: its own, or an overlap lane. */
 uint64_t sp_chrome_fit(struct sp_export *x, int64_t pid, uint64_t tid, int64_t ts, uint64_t d, int gpu);
-/* Names a track (pid, tid) / the GPU process of device (-1: unknown) / every track of the window,
- * once each. */
+/* Names a track (pid, tid) / a thread's or a stream's track / the process (pid, -1: the CPU's) /
+ * the GPU process of device (-1: unknown), once each. */
 void sp_chrome_name_track_as(struct sp_export *x, int64_t pid, uint64_t tid, const char *name, long long sort);
+void sp_chrome_name_track(struct sp_export *x, int64_t pid, uint32_t tid, int gpu);
+void sp_chrome_name_process(struct sp_export *x, int64_t pid, int device);
 int64_t sp_chrome_gpu_process(struct sp_export *x, int device);
+
+/* ---- export_chrome_index.c: the window's indexes (each exits the CLI if memory runs out;
+ * nothing else fails) ---- */
+
+/* Starts the indexes of window w (x->g handed it out): call, then sp_chrome_index_event for each
+ * of its events in file order (sp_windows_each), then sp_chrome_index_end. */
+void sp_chrome_index_begin(struct sp_export *x, const struct sp_window *w);
+void sp_chrome_index_event(void *x, const struct sp_event *e);
+void sp_chrome_index_end(struct sp_export *x);
+/* Names the tracks and processes the window's events land on, in the order a pass by start meets
+ * them (the tracks with lanes are named as they are used). */
 void sp_chrome_name_tracks(struct sp_export *x);
-
-/* ---- export_chrome.c: the window's indexes (these functions can't fail) ---- */
-
 /* Correlation id flags (CORR_*) of the window: has / sets (1 if newly set). */
 int sp_chrome_corrs_has(const struct corrs *k, uint32_t id, unsigned bit);
 int sp_chrome_corrs_add(struct corrs *k, uint32_t id, unsigned bit);
@@ -213,6 +258,8 @@ int sp_chrome_corrs_add(struct corrs *k, uint32_t id, unsigned bit);
 int sp_chrome_device_of(const struct chrome *c, const struct sp_event *e);
 /* The NCCL call that launched correlation id corr, or NULL. */
 const struct sp_event *sp_chrome_call_map_get(const struct call_map *m, uint32_t corr);
+/* Frees the indexes (with the exporter's state). */
+void sp_chrome_index_free(struct chrome *c);
 
 /* ---- export_chrome_events.c: the writers per record kind (each exits the CLI if memory runs
  * out; nothing else fails) ---- */

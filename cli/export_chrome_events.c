@@ -292,20 +292,23 @@ void sp_chrome_gpu_event(struct sp_export *x, const struct sp_window *w, const s
 void sp_chrome_api_event(struct sp_export *x, const struct sp_window *w, const struct sp_event *e)
 {
 	struct chrome *c = x->priv;
-	const char *cat = e->sub == SP_API_DRIVER ? "cuda_driver" : e->sub == SP_API_NVTX ? "nvtx" : "cuda_runtime";
+	int dom = SP_API_DOMAIN(e->sub);
+	const char *cat = dom == SP_API_DRIVER ? "cuda_driver" : dom == SP_API_NVTX ? "nvtx" : "cuda_runtime";
 	int64_t ts = ts_of(x, w, e->start);
 	uint64_t id = corr_id(x, e->corr);
 	uint64_t tid = sp_chrome_fit(x, cpu_pid(x), e->tid, ts, e->end > e->start ? e->end - e->start : 0, 0);
 
 	sp_chrome_ev_open_id(x, "X", cat, e->name, "cuda api", cpu_pid(x), tid, ts);
 	sp_chrome_dur(x, e);
-	char *p = sp_out_room(x->out, 5 * SP_PUT_NUM_MAX + 80);
+	char *p = sp_out_room(x->out, 5 * SP_PUT_NUM_MAX + 120);
 	p = sp_put_u64(SP_PUT_LIT(p, ",\"args\":{\"External id\":"),
 		       sp_chrome_ext_of_call(x, e->tid, e->start, e->corr));
 	p = sp_put_u64(SP_PUT_LIT(p, ",\"cbid\":"), e->u.api.cbid);
 	p = sp_put_u64(SP_PUT_LIT(p, ",\"correlation\":"), id);
 	if (e->u.api.status)
 		p = sp_put_i64(SP_PUT_LIT(p, ",\"status\":"), e->u.api.status);
+	if (e->sub & SP_API_CAPTURED) /* recorded into a CUDA graph: no kernel of its own, the replays have them */
+		p = SP_PUT_LIT(p, ",\"captured into a graph\":1");
 	if (e->device != SP_NO_DEVICE)
 		p = sp_put_u64(SP_PUT_LIT(p, ",\"device\":"), e->device);
 	sp_out_done(x->out, SP_PUT_LIT(p, "}}"));
@@ -405,10 +408,8 @@ static void step_event(struct sp_export *x, const struct sp_window *w, const str
 	uint64_t d = e->end > e->start ? e->end - e->start : 0;
 	char name[64];
 
-	while (c->step_at < c->nsteps && c->steps[c->step_at] != e)
-		c->step_at++;
-	for (size_t i = c->step_at + 1; i < c->nsteps; i++) {
-		const struct sp_event *next = c->steps[i];
+	for (size_t i = c->step_at + 1; i < c->nsteps; i++) { /* c->steps[step_at] is e */
+		const struct sp_event *next = &c->steps[i];
 		if (next->tid != e->tid)
 			continue;
 		int64_t nts = ts_of(x, w, next->start);

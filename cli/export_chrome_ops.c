@@ -14,7 +14,7 @@ void sp_chrome_ops_window(struct sp_export *x, const struct sp_window *w)
 {
 	struct chrome *c = x->priv;
 	c->op_next += c->ops.nop; /* the previous window's */
-	sp_opattr_build(&c->ops, x->r, w);
+	sp_opattr_build(&c->ops, x->r, x->g);
 	if (!c->ops.nop)
 		return;
 	c->op_flow = sp_xgrow(c->op_flow, &c->op_flow_cap, sizeof *c->op_flow, c->ops.nop);

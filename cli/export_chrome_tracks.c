@@ -237,7 +237,7 @@ uint64_t sp_chrome_fit(struct sp_export *x, int64_t pid, uint64_t tid, int64_t t
 }
 /* ---- tracks ---- */
 
-static void name_process(struct sp_export *x, int64_t pid, int device)
+void sp_chrome_name_process(struct sp_export *x, int64_t pid, int device)
 {
 	struct chrome *c = x->priv;
 	const struct sp_trace_meta *m = &x->hdr->meta;
@@ -276,7 +276,7 @@ void sp_chrome_name_track_as(struct sp_export *x, int64_t pid, uint64_t tid, con
 	meta(x, "thread_sort_index", pid, tid, "sort_index", NULL, sort);
 }
 
-static void name_track(struct sp_export *x, int64_t pid, uint32_t tid, int gpu)
+void sp_chrome_name_track(struct sp_export *x, int64_t pid, uint32_t tid, int gpu)
 {
 	char name[48];
 	const char *s;
@@ -293,27 +293,6 @@ static void name_track(struct sp_export *x, int64_t pid, uint32_t tid, int gpu)
 int64_t sp_chrome_gpu_process(struct sp_export *x, int device)
 {
 	int64_t pid = gpu_pid(x, device);
-	name_process(x, pid, device >= 0 ? device : -2);
+	sp_chrome_name_process(x, pid, device >= 0 ? device : -2);
 	return pid;
-}
-
-/* Names every process and track the window's events land on, first time each is seen (the
- * tracks with lanes are named as they are used). */
-void sp_chrome_name_tracks(struct sp_export *x)
-{
-	struct chrome *c = x->priv;
-	const struct sp_window *w = &c->wins[c->nwins - 1].w;
-
-	name_process(x, cpu_pid(x), -1);
-	for (size_t i = 0; i < w->n; i++) {
-		const struct sp_event *e = c->order[i];
-		if (sp_ev_is_gpu(e))
-			name_track(x, sp_chrome_gpu_process(x, sp_chrome_device_of(c, e)), e->stream, 1);
-		else if (e->kind == SP_EV_ALLOC || e->kind == SP_EV_FREE) {
-			if (e->device != SP_NO_DEVICE)
-				sp_chrome_gpu_process(x, e->device);
-		} else if (e->kind != SP_EV_DROPPED && e->kind != SP_EV_SYNC) {
-			name_track(x, cpu_pid(x), e->tid, 0);
-		}
-	}
 }

@@ -1,110 +1,25 @@
 /* SPDX-License-Identifier: MIT */
-/* memtl.c - see memtl.h. Memory and step records are held from one WINDOW_BEGIN to the next
- * and settled then, as windows.c does for the other kinds: a record joins the window if it
- * starts in [t0, t1]. SNAPSHOT records lie before t0 and may be written before their window's
- * BEGIN, or (back-to-back windows) before the previous window's END; one read while window W is
- * open still belongs to the next window if W already has a snapshot of that allocation or if it
- * was made after W opened. PEAK records go to the window they are read in or just after. */
+/* memtl.c - see memtl.h. Memory and step records are settled from one WINDOW_BEGIN to the next,
+ * as windows.c does for the other kinds: a record joins the window if it starts in [t0, t1].
+ * SNAPSHOT records lie before t0 and may be written before their window's BEGIN, or
+ * (back-to-back windows) before the previous window's END; one read while window W is open still
+ * belongs to the next window if W already has a snapshot of that allocation or if it was made
+ * after W opened. PEAK records go to the window they are read in or just after.
+ * Streaming: SNAPSHOT, PEAK and STEP records are held (the live set when the window opened, and a
+ * few); allocations and frees are read again from the file, in time order (a heap as deep as the
+ * file is out of order among them), once for the levels, peaks and thinned points, once for the
+ * live set (what is alive at each peak, the largest allocations). Memory: the live set, the
+ * thinned points, SP_MEMTL_MAX_ALLOCS allocations; never the window's records. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
 #include "format.h"
-#include "memtl.h"
-#include "windows.h"
+#include "memtl_impl.h"
 
-#define MAX_DEVICES 64
-
-/* Key of a live allocation: device and address; VMM handles are kept apart from pointers. */
-struct key {
-	uint64_t addr;
-	uint32_t dev;           /* device | 0x10000 for VMM handles */
-};
-
-/* Open-addressing map key -> allocation index. */
-struct amap {
-	struct {
-		struct key k;
-		size_t v;
-		int used;
-	} *slot;
-	size_t cap, n;
-};
-
-struct sp_memtl_reader {
-	struct sp_trace_reader *r;
-	struct sp_sym *sym;
-	uint32_t devname[MAX_DEVICES]; /* string ids of SP_EV_DEVICE names, 0 none */
-	struct sp_event *held;  /* memory and step records read since the open window began */
-	size_t nheld, heldcap;
-	size_t end_at;          /* held index at which the open window's END was read, or SIZE_MAX */
-	int have_cur;           /* a window is open (its BEGIN was read) */
-	struct sp_memtl cur;    /* its header fields only */
-	struct sp_event *ev, *snap, *peak; /* the settled window: its records, snapshots, peaks */
-	size_t nev, nsnap, npeak, evcap, snapcap, peakcap;
-	struct amap keys;       /* scratch: snapshot keys, then live allocations */
-	struct sp_memtl out;    /* the window handed out */
-	int done, rc;
-};
-
-static struct key key_of(const struct sp_event *e)
+struct key sp_memtl_key_of(const struct sp_event *e)
 {
 	return (struct key){ e->u.mem.addr, e->device | (e->sub == SP_MEM_VMM ? 0x10000u : 0) };
-}
-
-static size_t amap_pos(const struct amap *m, struct key k)
-{
-	size_t i = (size_t)((k.addr ^ ((uint64_t)k.dev << 47)) * 0x9e3779b97f4a7c15ull >> 20) & (m->cap - 1);
-	while (m->slot[i].used && (m->slot[i].k.addr != k.addr || m->slot[i].k.dev != k.dev))
-		i = (i + 1) & (m->cap - 1);
-	return i;
-}
-
-/* The value of k, or SIZE_MAX if absent. */
-static size_t amap_get(const struct amap *m, struct key k)
-{
-	if (!m->cap)
-		return SIZE_MAX;
-	size_t i = amap_pos(m, k);
-	return m->slot[i].used ? m->slot[i].v : SIZE_MAX;
-}
-
-/* Sets k to v (v = SIZE_MAX: removes k's value, leaving the key). Exits if memory runs out. */
-static void amap_put(struct amap *m, struct key k, size_t v)
-{
-	if ((m->n + 1) * 2 > m->cap) {
-		struct amap big = { .cap = m->cap ? m->cap * 2 : 256 };
-		big.slot = calloc(big.cap, sizeof(*big.slot));
-		if (!big.slot)
-			sp_oom();
-		for (size_t i = 0; i < m->cap; i++)
-			if (m->slot[i].used)
-				big.slot[amap_pos(&big, m->slot[i].k)] = m->slot[i];
-		big.n = m->n;
-		free(m->slot);
-		*m = big;
-	}
-	size_t i = amap_pos(m, k);
-	m->n += !m->slot[i].used;
-	m->slot[i].used = 1;
-	m->slot[i].k = k;
-	m->slot[i].v = v;
-}
-
-static void amap_clear(struct amap *m)
-{
-	if (m->n)
-		memset(m->slot, 0, m->cap * sizeof(*m->slot));
-	m->n = 0;
-}
-
-static void push_ev(struct sp_event **a, size_t *n, size_t *cap, const struct sp_event *e)
-{
-	if (*n == *cap) {
-		*cap = *cap ? *cap * 2 : 256;
-		*a = sp_xrealloc(*a, *cap * sizeof(**a));
-	}
-	(*a)[(*n)++] = *e;
 }
 
 static int is_snapshot(const struct sp_event *e)
@@ -117,15 +32,244 @@ static int is_peak(const struct sp_event *e)
 	return e->kind == SP_EV_ALLOC && (e->u.mem.flags & SP_MEMF_PEAK);
 }
 
-/* Splits the held records between the open window (into ev/snap/peak) and next (kept in held;
- * next is NULL at the end of the file); the rest are outside any window. Then next is open. */
+/* An allocation or free made at its time (not a snapshot or a peak). */
+static int is_plain(const struct sp_event *e)
+{
+	return (e->kind == SP_EV_ALLOC || e->kind == SP_EV_FREE) && !is_snapshot(e) && !is_peak(e);
+}
+
+static void push_ev(struct sp_event **a, size_t *n, size_t *cap, const struct sp_event *e)
+{
+	*a = sp_xgrow(*a, cap, sizeof(**a), *n);
+	(*a)[(*n)++] = *e;
+}
+
+/* ---- the live map ---- */
+
+static size_t lmap_pos(const struct lmap *m, struct key k)
+{
+	uint64_t x = k.addr ^ ((uint64_t)k.dev << 47); /* mixed: aligned addresses differ in high bits only */
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	size_t i = (size_t)x & (m->cap - 1);
+	while (m->slot[i].used && (m->slot[i].k.addr != k.addr || m->slot[i].k.dev != k.dev))
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+/* The entry of k, or NULL. */
+struct live *sp_memtl_lmap_get(const struct lmap *m, struct key k)
+{
+	if (!m->n)
+		return NULL;
+	size_t i = lmap_pos(m, k);
+	return m->slot[i].used ? &m->slot[i] : NULL;
+}
+
+/* The entry of k, added (zeroed but its key) if absent. Exits if memory runs out. */
+struct live *sp_memtl_lmap_put(struct lmap *m, struct key k)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		struct lmap big = { .cap = m->cap ? m->cap * 2 : 256 };
+		big.slot = calloc(big.cap, sizeof(*big.slot));
+		if (!big.slot)
+			sp_oom();
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->slot[i].used)
+				big.slot[lmap_pos(&big, m->slot[i].k)] = m->slot[i];
+		big.n = m->n;
+		free(m->slot);
+		*m = big;
+	}
+	size_t i = lmap_pos(m, k);
+	if (!m->slot[i].used) {
+		m->slot[i] = (struct live){ .k = k, .used = 1 };
+		m->n++;
+	}
+	return &m->slot[i];
+}
+
+/* Removes entry x (of m), moving back the entries its probe sequence holds. Can't fail. */
+void sp_memtl_lmap_del(struct lmap *m, struct live *x)
+{
+	size_t i = (size_t)(x - m->slot), j = i;
+	m->slot[i].used = 0;
+	m->n--;
+	for (;;) {
+		j = (j + 1) & (m->cap - 1);
+		if (!m->slot[j].used)
+			return;
+		size_t h = lmap_pos(m, m->slot[j].k); /* stops at the hole if it lies on j's way */
+		if (h == j)
+			continue;
+		m->slot[h] = m->slot[j];
+		m->slot[j].used = 0;
+	}
+}
+
+void sp_memtl_lmap_clear(struct lmap *m)
+{
+	if (m->n)
+		memset(m->slot, 0, m->cap * sizeof(*m->slot));
+	m->n = 0;
+}
+
+/* ---- the stretch: held records, allocations and frees read again ---- */
+
+/* Counts allocation or free e (the stretch's next) in the disorder bound: how many before it
+ * start after it, at most (checkpoints of the running maximum). Exits if memory runs out. */
+static void count_plain(struct sp_memtl_reader *m, const struct sp_event *e)
+{
+	uint64_t i = m->nplain++;
+	if (!i || e->start >= m->runmax) {
+		m->runmax = e->start;
+	} else {
+		size_t lo = 0, hi = m->ncp; /* the first checkpoint past e: all before its stretch start before e */
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (e->start < m->cp[mid])
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		uint64_t after = i - (uint64_t)lo * CP_EVERY;
+		m->reorder = after > m->reorder ? after : m->reorder;
+	}
+	if ((i + 1) % CP_EVERY == 0) {
+		m->cp = sp_xgrow(m->cp, &m->cp_cap, sizeof(*m->cp), m->ncp);
+		m->cp[m->ncp++] = m->runmax;
+	}
+}
+
+/* Hands the stretch's allocations and frees (those carried, then the file's) to fn, in file
+ * order. The reader goes on where it was. */
+static void replay(struct sp_memtl_reader *m, plain_fn fn, void *ctx)
+{
+	struct sp_trace_pos back;
+	struct sp_event ev;
+
+	for (size_t i = 0; i < m->ncarried; i++)
+		fn(m, ctx, &m->carried[i]);
+	if (!m->nrec)
+		return;
+	sp_trace_tell(m->r, &back);
+	if (sp_trace_seek(m->r, &m->pos) == 0)
+		for (uint64_t k = 0; k < m->nrec && sp_trace_next(m->r, &ev) == 1; k++)
+			if (is_plain(&ev))
+				fn(m, ctx, &ev);
+	sp_trace_seek(m->r, &back);
+}
+
+/* A heap entry of the pass by start: the record and its place in file order. */
+struct hent {
+	struct sp_event e;
+	uint64_t seq;
+};
+
+struct sorted {
+	plain_fn fn;            /* given the window's allocations and frees by start */
+	void *ctx;
+	uint64_t t0, t1;        /* the window's span, as settled */
+	struct hent *h;
+	size_t n, cap;
+	uint64_t seq;
+	const struct sp_memtl *next; /* the next window (NULL: none, or not asked): what is not the
+	                               window's and starts after the next's start is kept for it */
+	struct sp_event *keep;
+	size_t nkeep, keep_cap;
+};
+
+static int hless(const struct hent *a, const struct hent *b)
+{
+	return a->e.start != b->e.start ? a->e.start < b->e.start : a->seq < b->seq;
+}
+
+static void heap_pop(struct sp_memtl_reader *m, struct sorted *s)
+{
+	struct hent top = s->h[0];
+	size_t i = 0;
+	s->h[0] = s->h[--s->n];
+	for (;;) {
+		size_t l = 2 * i + 1, k = i;
+		if (l < s->n && hless(&s->h[l], &s->h[k]))
+			k = l;
+		if (l + 1 < s->n && hless(&s->h[l + 1], &s->h[k]))
+			k = l + 1;
+		if (k == i)
+			break;
+		struct hent t = s->h[i];
+		s->h[i] = s->h[k];
+		s->h[k] = t;
+		i = k;
+	}
+	s->fn(m, s->ctx, &top.e);
+}
+
+static void sorted_one(struct sp_memtl_reader *m, void *ctx, const struct sp_event *e)
+{
+	struct sorted *s = ctx;
+	uint64_t seq = s->seq++;
+	if (!m->have_cur || e->start < s->t0 || e->start > s->t1) {
+		if (s->next && e->start >= s->next->t0)
+			push_ev(&s->keep, &s->nkeep, &s->keep_cap, e);
+		return;
+	}
+	s->h = sp_xgrow(s->h, &s->cap, sizeof(*s->h), s->n);
+	size_t i = s->n++;
+	s->h[i] = (struct hent){ *e, seq };
+	while (i && hless(&s->h[i], &s->h[(i - 1) / 2])) {
+		struct hent t = s->h[i];
+		s->h[i] = s->h[(i - 1) / 2];
+		s->h[(i - 1) / 2] = t;
+		i = (i - 1) / 2;
+	}
+	if (s->n > m->reorder + 1) /* no record still to come starts before the first one now */
+		heap_pop(m, s);
+}
+
+/* A pass over the open window's allocations and frees (start in [t0, t1], the span settled) by
+ * start, then file order: fn(m, ctx, e) for each. With next, the records kept for the next window
+ * (not this one's, starting at or after next's start) go to next_carried. Exits if memory runs
+ * out. */
+void sp_memtl_pass(struct sp_memtl_reader *m, uint64_t t0, uint64_t t1, const struct sp_memtl *next, plain_fn fn,
+		 void *ctx)
+{
+	struct sorted s = { .fn = fn, .ctx = ctx, .t0 = t0, .t1 = t1, .next = next };
+	if (m->nplain)
+		replay(m, sorted_one, &s);
+	while (s.n)
+		heap_pop(m, &s);
+	free(s.h);
+	if (next) {
+		free(m->next_carried);
+		m->next_carried = s.keep, m->nnext_carried = s.nkeep;
+	} else {
+		free(s.keep);
+	}
+}
+
+/* Starts the next stretch of the file (from where the reader is), with the records carried. */
+static void stretch_begin(struct sp_memtl_reader *m)
+{
+	sp_trace_tell(m->r, &m->pos);
+	m->nrec = m->nplain = m->ncp = m->reorder = 0;
+	for (size_t i = 0; i < m->ncarried; i++)
+		count_plain(m, &m->carried[i]);
+}
+
+/* ---- settling a stretch ---- */
+
+/* Splits the held records between the open window (into snap/peak/steps) and next (kept in held;
+ * next is NULL at the end of the file); the rest are outside any window. Then next is open. The
+ * allocations and frees are decided by their passes (build, or a pass that only keeps next's). */
 static void settle(struct sp_memtl_reader *m, const struct sp_memtl *next)
 {
 	struct sp_memtl *w = &m->cur;
 	size_t kept = 0;
 
-	m->nev = m->nsnap = m->npeak = 0;
-	amap_clear(&m->keys);
+	m->nsnap = m->npeak = m->nsteps = 0;
+	sp_memtl_lmap_clear(&m->keys);
 	if (m->have_cur && !w->complete)
 		w->t1 = next ? next->t0 - (next->t0 > w->t0) : UINT64_MAX;
 	for (size_t i = 0; i < m->nheld; i++) {
@@ -134,10 +278,9 @@ static void settle(struct sp_memtl_reader *m, const struct sp_memtl *next)
 		if (is_peak(e)) {
 			mine = m->have_cur;
 		} else if (is_snapshot(e)) {
-			mine = m->have_cur && i < m->end_at && e->start <= w->t0 &&
-			       amap_get(&m->keys, key_of(e)) == SIZE_MAX;
+			mine = m->have_cur && i < m->end_at && e->start <= w->t0 && !sp_memtl_lmap_get(&m->keys, sp_memtl_key_of(e));
 			if (mine)
-				amap_put(&m->keys, key_of(e), 0);
+				sp_memtl_lmap_put(&m->keys, sp_memtl_key_of(e));
 		} else {
 			mine = m->have_cur && e->start >= w->t0 && e->start <= w->t1;
 		}
@@ -146,191 +289,45 @@ static void settle(struct sp_memtl_reader *m, const struct sp_memtl *next)
 		else if (mine && is_snapshot(e))
 			push_ev(&m->snap, &m->nsnap, &m->snapcap, e);
 		else if (mine)
-			push_ev(&m->ev, &m->nev, &m->evcap, e);
+			push_ev(&m->steps, &m->nsteps, &m->stepscap, e);
 		else if (next && (is_snapshot(e) || (!is_peak(e) && e->start >= next->t0)))
 			m->held[kept++] = *e;
-	}
-	if (m->have_cur && !w->complete) {
-		w->t1 = w->t0;
-		for (size_t i = 0; i < m->nev; i++) {
-			if (m->ev[i].end > w->t1)
-				w->t1 = m->ev[i].end;
-			if (m->ev[i].kind == SP_EV_STEP && m->ev[i].u.step.number > w->last_step)
-				w->last_step = m->ev[i].u.step.number;
-		}
 	}
 	m->nheld = kept;
 	m->end_at = SIZE_MAX;
 }
 
-/* qsort order of the window's records: by start, then file order (kept in the pointers). */
-static int by_start(const void *a, const void *b)
+/* A window without its END ends at the last end of its records (what a window with [t0, t1]
+ * holds: t1 its span as settled). */
+struct last {
+	uint64_t t0, t1, end;
+};
+
+static void last_end(struct sp_memtl_reader *m, void *ctx, const struct sp_event *e)
 {
-	const struct sp_event *x = *(const struct sp_event *const *)a, *y = *(const struct sp_event *const *)b;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return x < y ? -1 : x > y;
+	struct last *l = ctx;
+	if (m->have_cur && e->start >= l->t0 && e->start <= l->t1 && e->end > l->end)
+		l->end = e->end;
 }
 
-static int by_size_desc(const void *a, const void *b, void *arg)
+/* Sets the open window's end and last step if its END was not read. Can't fail (but exits if
+ * memory runs out). */
+static void settle_end(struct sp_memtl_reader *m)
 {
-	const struct sp_memtl_alloc *al = arg;
-	const struct sp_memtl_alloc *x = &al[*(const size_t *)a], *y = &al[*(const size_t *)b];
-	if (x->size != y->size)
-		return x->size > y->size ? -1 : 1;
-	return x->made < y->made ? -1 : x->made > y->made;
-}
+	struct sp_memtl *w = &m->cur;
+	struct last l = { w->t0, w->t1, w->t0 };
 
-/* The series of device in out, created (in device order, host last) on first use. */
-static struct sp_memtl_series *series_of(struct sp_memtl_reader *m, uint16_t device)
-{
-	struct sp_memtl *o = &m->out;
-	size_t i = 0;
-	while (i < o->ns && o->s[i].device < device)
-		i++;
-	if (i < o->ns && o->s[i].device == device)
-		return &o->s[i];
-	o->s = sp_xrealloc(o->s, (o->ns + 1) * sizeof(*o->s));
-	memmove(&o->s[i + 1], &o->s[i], (o->ns - i) * sizeof(*o->s));
-	o->ns++;
-	struct sp_memtl_series *s = memset(&o->s[i], 0, sizeof(*o->s));
-	s->device = device;
-	if (device == SP_NO_DEVICE)
-		snprintf(s->label, sizeof(s->label), "host");
-	else if (device < MAX_DEVICES && m->devname[device])
-		snprintf(s->label, sizeof(s->label), "GPU %u (%s)", device, sp_trace_string(m->r, m->devname[device]));
-	else
-		snprintf(s->label, sizeof(s->label), "GPU %u", device);
-	return s;
-}
-
-/* Accounting slot of a device: its ordinal, or MAX_DEVICES for the host (and unknown ordinals). */
-static unsigned slot_of(uint16_t device)
-{
-	return device < MAX_DEVICES ? device : MAX_DEVICES;
-}
-
-/* Arrays below grow by doubling when their count reaches a power of two. */
-static void add_point(struct sp_memtl_series *s, uint64_t t, uint64_t live, uint64_t seq)
-{
-	if (!(s->n & (s->n - 1)))
-		s->pt = sp_xrealloc(s->pt, (s->n ? s->n * 2 : 1) * sizeof(*s->pt));
-	s->pt[s->n++] = (struct sp_memtl_point){ t, live, seq };
-}
-
-static size_t add_alloc(struct sp_memtl *o, const struct sp_event *e, uint64_t born)
-{
-	if (!(o->na & (o->na - 1)))
-		o->a = sp_xrealloc(o->a, (o->na ? o->na * 2 : 1) * sizeof(*o->a));
-	o->a[o->na] = (struct sp_memtl_alloc){ .addr = e->u.mem.addr,
-					       .size = e->u.mem.size,
-					       .made = e->start,
-					       .freed = SP_MEMTL_NEVER,
-					       .born = born,
-					       .died = SP_MEMTL_NEVER,
-					       .stack = e->u.mem.stack,
-					       .device = e->device,
-					       .kind = e->sub,
-					       .snapshot = born == 0 };
-	return o->na++;
-}
-
-/* Builds m->out from the settled records of the open window. Exits if memory runs out. */
-static void build(struct sp_memtl_reader *m)
-{
-	struct sp_memtl *o = &m->out;
-	const struct sp_event **order = sp_xrealloc(NULL, (m->nev ? m->nev : 1) * sizeof(*order));
-	uint64_t seq = 0;
-
-	for (size_t i = 0; i < o->ns; i++) {
-		free(o->s[i].pt);
-		free(o->s[i].at_peak);
+	if (!m->have_cur || w->complete)
+		return;
+	for (size_t i = 0; i < m->nsteps; i++) {
+		if (m->steps[i].end > l.end)
+			l.end = m->steps[i].end;
+		if (m->steps[i].u.step.number > w->last_step)
+			w->last_step = m->steps[i].u.step.number;
 	}
-	free(o->a);
-	free(o->s);
-	free(o->step);
-	*o = m->cur;
-	o->a = NULL, o->s = NULL, o->step = NULL;
-	o->na = o->ns = o->nstep = 0;
-
-	/* level at t0: what the snapshots say (their `live`), else worked back from the first change */
-	uint64_t start_level[MAX_DEVICES + 1];
-	int has_start[MAX_DEVICES + 1] = { 0 };
-	amap_clear(&m->keys);
-	for (size_t i = 0; i < m->nsnap; i++) {
-		const struct sp_event *e = &m->snap[i];
-		amap_put(&m->keys, key_of(e), add_alloc(o, e, 0));
-		series_of(m, e->device);
-		start_level[slot_of(e->device)] = e->u.mem.live;
-		has_start[slot_of(e->device)] = 1;
-	}
-	for (size_t i = 0; i < m->nev; i++)
-		order[i] = &m->ev[i];
-	sp_sort(order, m->nev, sizeof(*order), by_start);
-	for (size_t i = 0; i < m->nev; i++) {
-		const struct sp_event *e = order[i];
-		if (e->kind == SP_EV_STEP) {
-			if (!(o->nstep & (o->nstep - 1)))
-				o->step = sp_xrealloc(o->step, (o->nstep ? o->nstep * 2 : 1) * sizeof(*o->step));
-			o->step[o->nstep++] = (struct sp_memtl_step){ e->u.step.number, e->start, e->end };
-			continue;
-		}
-		struct sp_memtl_series *s = series_of(m, e->device);
-		size_t live = amap_get(&m->keys, key_of(e));
-		seq++;
-		if (!s->n) {
-			const struct sp_ev_mem *em = &e->u.mem;
-			uint64_t before = e->kind == SP_EV_FREE ? em->live + em->size
-					  : em->live > em->size ? em->live - em->size
-								: 0;
-			add_point(s, o->t0, has_start[slot_of(e->device)] ? start_level[slot_of(e->device)] : before,
-				  0);
-		}
-		if (live != SIZE_MAX) { /* freed, or allocated again without a FREE we saw */
-			o->a[live].freed = e->start;
-			o->a[live].died = seq;
-			amap_put(&m->keys, key_of(e), SIZE_MAX);
-		}
-		if (e->kind == SP_EV_ALLOC) {
-			amap_put(&m->keys, key_of(e), add_alloc(o, e, seq));
-			s->allocs++;
-		} else {
-			s->frees++;
-		}
-		add_point(s, e->start, e->u.mem.live, seq);
-	}
-	for (size_t i = 0; i < m->npeak; i++) {
-		struct sp_memtl_series *s = series_of(m, m->peak[i].device);
-		if (m->peak[i].u.mem.live > s->peak_ever)
-			s->peak_ever = m->peak[i].u.mem.live;
-	}
-
-	/* per series: the level at t0 if no change set it, the peak, the allocations alive then */
-	for (size_t k = 0; k < o->ns; k++) {
-		struct sp_memtl_series *s = &o->s[k];
-		if (!s->n)
-			add_point(s, o->t0, has_start[slot_of(s->device)] ? start_level[slot_of(s->device)] : 0, 0);
-		s->peak = s->pt[0].live;
-		s->peak_t = o->t0;
-		s->peak_seq = 0;
-		for (size_t i = 1; i < s->n; i++)
-			if (s->pt[i].live > s->peak) {
-				s->peak = s->pt[i].live;
-				s->peak_t = s->pt[i].t;
-				s->peak_seq = s->pt[i].seq;
-			}
-		if (s->peak_ever && s->peak_ever < s->peak)
-			s->peak_ever = s->peak;
-		for (size_t i = 0; i < o->na; i++) {
-			const struct sp_memtl_alloc *a = &o->a[i];
-			if (a->device == s->device && a->born <= s->peak_seq && a->died > s->peak_seq) {
-				s->at_peak = sp_xrealloc(s->at_peak, (s->n_at_peak + 1) * sizeof(*s->at_peak));
-				s->at_peak[s->n_at_peak++] = i;
-			}
-		}
-		sp_sort_r(s->at_peak, s->n_at_peak, sizeof(*s->at_peak), by_size_desc, o->a);
-	}
-	free(order);
+	if (m->nplain)
+		replay(m, last_end, &l);
+	w->t1 = l.end;
 }
 
 /* ---- exported ---- */
@@ -343,7 +340,34 @@ struct sp_memtl_reader *sp_memtl_open(struct sp_trace_reader *r, struct sp_sym *
 	m->r = r;
 	m->sym = sym;
 	m->end_at = SIZE_MAX;
+	stretch_begin(m);
 	return m;
+}
+
+/* The stretch before the BEGIN just read (or the end of the file: next NULL) is settled: the
+ * open window built (if any), what belongs to next kept. Returns 1 if a window is ready. */
+static int settle_stretch(struct sp_memtl_reader *m, const struct sp_memtl *next)
+{
+	int had = m->have_cur;
+	settle(m, next);
+	if (had) {
+		uint64_t t1 = m->cur.t1; /* the span its records were settled by */
+		settle_end(m);
+		sp_memtl_build(m, t1, next);
+	} else if (next && m->nplain) {
+		sp_memtl_pass(m, 0, 0, next, NULL, NULL); /* no window: only what is next's */
+	}
+	free(m->carried); /* what the stretch kept for next goes first in next's */
+	m->carried = next ? m->next_carried : NULL;
+	m->ncarried = m->carried_cap = next ? m->nnext_carried : 0;
+	if (!next)
+		free(m->next_carried);
+	m->next_carried = NULL, m->nnext_carried = 0;
+	m->have_cur = next != NULL;
+	if (next)
+		m->cur = *next;
+	stretch_begin(m);
+	return had;
 }
 
 int sp_memtl_next(struct sp_memtl_reader *m, const struct sp_memtl **w)
@@ -355,7 +379,6 @@ int sp_memtl_next(struct sp_memtl_reader *m, const struct sp_memtl **w)
 		sp_cli_progress(m->r);
 		if (rc <= 0 || ev.kind == SP_EV_WINDOW_BEGIN) {
 			struct sp_memtl next = { .t1 = UINT64_MAX };
-			int had = m->have_cur;
 			if (rc > 0) {
 				next.id = ev.u.window.id;
 				next.t0 = ev.start;
@@ -364,17 +387,13 @@ int sp_memtl_next(struct sp_memtl_reader *m, const struct sp_memtl **w)
 				m->done = 1;
 				m->rc = rc;
 			}
-			settle(m, rc > 0 ? &next : NULL);
-			if (had)
-				build(m);
-			m->have_cur = rc > 0;
-			m->cur = next;
-			if (had) {
+			if (settle_stretch(m, rc > 0 ? &next : NULL)) {
 				*w = &m->out;
 				return 1;
 			}
 			continue;
 		}
+		m->nrec++;
 		switch (ev.kind) {
 		case SP_EV_WINDOW_END:
 			if (m->have_cur && !m->cur.complete && ev.u.window.id == m->cur.id) {
@@ -386,6 +405,11 @@ int sp_memtl_next(struct sp_memtl_reader *m, const struct sp_memtl **w)
 			break;
 		case SP_EV_ALLOC:
 		case SP_EV_FREE:
+			if (is_plain(&ev))
+				count_plain(m, &ev);
+			else
+				push_ev(&m->held, &m->nheld, &m->heldcap, &ev);
+			break;
 		case SP_EV_STEP:
 			push_ev(&m->held, &m->nheld, &m->heldcap, &ev);
 			break;
@@ -407,21 +431,20 @@ void sp_memtl_close(struct sp_memtl_reader *m)
 {
 	if (!m)
 		return;
-	for (size_t i = 0; i < m->out.ns; i++) {
-		free(m->out.s[i].pt);
-		free(m->out.s[i].at_peak);
-	}
-	free(m->out.a);
-	free(m->out.s);
-	free(m->out.step);
+	sp_memtl_out_free(m);
+	free(m->thin);
 	free(m->held);
-	free(m->ev);
+	free(m->carried);
+	free(m->next_carried);
+	free(m->cp);
 	free(m->snap);
 	free(m->peak);
+	free(m->steps);
 	free(m->keys.slot);
+	free(m->top);
+	free(m->owner_of);
 	free(m);
 }
-
 const char *sp_memtl_bytes(char *buf, size_t n, uint64_t b)
 {
 	if (b < 1024)
@@ -473,8 +496,12 @@ void sp_memtl_summary(const struct sp_memtl *w, const struct sp_trace_reader *r,
 {
 	char b[2][32], t[32];
 
-	fprintf(out, "Window %u: steps %" PRId64 "-%" PRId64 ", %s%s\n", w->id, w->first_step, w->last_step,
-		sp_fmt_ns(t, sizeof(t), w->t1 - w->t0), w->complete ? "" : " (incomplete)");
+	fprintf(out, "Window %u: steps %" PRId64 "-%" PRId64 ", %s", w->id, w->first_step, w->last_step,
+		sp_fmt_ns(t, sizeof(t), w->t1 - w->t0));
+	if (w->complete)
+		fputc('\n', out);
+	else
+		fprintf(out, " (incomplete: cut at step %" PRId64 ")\n", w->last_step);
 	if (!w->ns)
 		fprintf(out, "  no memory records\n");
 	for (size_t k = 0; k < w->ns; k++) {

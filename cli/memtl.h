@@ -3,7 +3,8 @@
  * each GPU (and of the host) over the window, its steps, its peak and the allocations alive at
  * the peak. The live set at time t is the window's SNAPSHOT allocations plus its ALLOCs minus its
  * FREEs (matched by device and address); levels are the records' absolute `live` values. Reads
- * the trace once, one window in memory at a time; never formats output (memtl_html.c does). */
+ * a window's allocations and frees again in passes instead of holding them: memory is the live
+ * set, the points kept and the allocations kept; never formats output (memtl_html.c does). */
 #ifndef SP_MEMTL_H
 #define SP_MEMTL_H
 
@@ -14,6 +15,8 @@
 #include "symbols.h"
 
 #define SP_MEMTL_NEVER UINT64_MAX /* freed / died of an allocation still alive at the window's end */
+#define SP_MEMTL_MAX_POINTS 4000  /* points of a series before it is thinned */
+#define SP_MEMTL_MAX_ALLOCS 20000 /* the largest allocations of a window kept (and embedded in the page) */
 
 /* One allocation of the window (made in it, or alive when it opened). */
 struct sp_memtl_alloc {
@@ -37,14 +40,20 @@ struct sp_memtl_point {
 struct sp_memtl_series {
 	uint16_t device;        /* GPU ordinal, or SP_NO_DEVICE: host memory (malloc family and pinned) */
 	char label[96];         /* "GPU 0 (NVIDIA H100 80GB HBM3)", "GPU 1", "host" */
-	struct sp_memtl_point *pt; /* pt[0] = the level at t0, then one point per change, time order */
+	struct sp_memtl_point *pt; /* pt[0] = the level at t0, then one point per change, time order;
+	                              past SP_MEMTL_MAX_POINTS, thinned: each of SP_MEMTL_MAX_POINTS / 2
+	                              equal parts of the window keeps its highest point and its last */
 	size_t n;
+	size_t n_all;           /* points before thinning: the changes, and the level at t0 */
 	uint64_t peak, peak_t;  /* highest level in the window and when it was first reached */
 	uint64_t peak_seq;      /* the change that reached it (0: the level at t0) */
 	uint64_t peak_ever;     /* highest level since process start (PEAK records), 0 if unknown */
-	size_t *at_peak;        /* indexes into the window's allocations alive at the peak, biggest first */
+	size_t *at_peak;        /* indexes into a of the window's allocations alive at the peak, biggest
+	                           first (then made first) */
 	size_t n_at_peak;
 	uint64_t allocs, frees; /* ALLOC / FREE records in the window */
+	struct sp_memtl_owned *owned; /* per owner, counted over every allocation as the reader passes
+	                                 (NULL if it was opened without sym) */
 };
 
 struct sp_memtl_step {
@@ -58,8 +67,11 @@ struct sp_memtl {
 	int complete;           /* its WINDOW_END was read */
 	int64_t first_step, last_step;
 	uint64_t t0, t1;
-	struct sp_memtl_alloc *a; /* snapshot allocations first, then in the order they were made */
+	struct sp_memtl_alloc *a; /* those alive at a peak and the SP_MEMTL_MAX_ALLOCS largest (all
+	                             if there are no more), snapshot allocations first, then in the order
+	                             they were made */
 	size_t na;
+	size_t na_all;          /* allocations of the window (snapshots and made in it) */
 	struct sp_memtl_series *s; /* GPUs by ordinal, the host last */
 	size_t ns;
 	struct sp_memtl_step *step; /* by start */
@@ -105,8 +117,9 @@ struct sp_memtl_owned {
 	uint64_t peak[SP_OWNER__N], blocks[SP_OWNER__N];
 	char unknown_why[128];  /* why the first unknown block is unknown ("" if none) */
 };
-/* Fills o for series s of w (stacks read from r, modules named by sym). Exits the CLI if memory
- * runs out; otherwise can't fail. */
+/* Fills o for series s of w: what the reader counted over all its allocations, or, for a reader
+ * opened without sym, from w's allocations (all of them up to SP_MEMTL_MAX_ALLOCS; stacks read from
+ * r, modules named by sym). Exits the CLI if memory runs out; otherwise can't fail. */
 void sp_memtl_owners(const struct sp_memtl *w, const struct sp_memtl_series *s, const struct sp_trace_reader *r,
 		     struct sp_sym *sym, struct sp_memtl_owned *o);
 

@@ -11,8 +11,7 @@
 #include "export.h"
 #include "memtl.h"
 
-#define MAX_POINTS 4000     /* points per series before thinning */
-#define MAX_ALLOCS 20000    /* allocations embedded per window */
+#define MAX_ALLOCS SP_MEMTL_MAX_ALLOCS /* allocations embedded per window */
 #define MAX_PEAK_ROWS 500   /* rows of a peak table */
 #define MAX_FRAMES 12       /* frames embedded per stack */
 
@@ -160,50 +159,18 @@ static void put_ms(struct sp_out *o, uint64_t t, uint64_t t0)
 	sp_out_printf(o, "%.6f", ((double)t - (double)t0) / 1e6);
 }
 
-/* The bucket (0..nb-1) of time t among nb equal parts of [t0, t0 + dur]. */
-static uint64_t bucket(uint64_t t, uint64_t t0, uint64_t dur, uint64_t nb)
-{
-	uint64_t b = (uint64_t)((double)(t - t0) / (double)dur * (double)nb);
-	return b < nb ? b : nb - 1;
-}
-
-/* The series' points as "t":[...],"v":[...]; thinned to about MAX_POINTS. Exits if memory runs
- * out. */
+/* The series' points as "t":[...],"v":[...] (thinned by memtl.c to about SP_MEMTL_MAX_POINTS). */
 static void put_points(struct sp_out *o, const struct sp_memtl *w, const struct sp_memtl_series *s)
 {
-	size_t *keep = malloc(s->n * sizeof(*keep)), nk = 0;
-	uint64_t dur = w->t1 > w->t0 ? w->t1 - w->t0 : 1, nb = MAX_POINTS / 2;
-	if (!keep)
-		sp_oom();
-	if (s->n <= MAX_POINTS) {
-		for (size_t i = 0; i < s->n; i++)
-			keep[nk++] = i;
-	} else { /* per time bucket: its highest point and its last, in order */
-		size_t hi = 0;
-		keep[nk++] = 0;
-		for (size_t i = 1; i < s->n; i++) {
-			int last = i + 1 == s->n ||
-				   bucket(s->pt[i + 1].t, w->t0, dur, nb) != bucket(s->pt[i].t, w->t0, dur, nb);
-			if (!hi || s->pt[i].live > s->pt[hi].live)
-				hi = i;
-			if (last) {
-				if (hi != i)
-					keep[nk++] = hi;
-				keep[nk++] = i;
-				hi = 0;
-			}
-		}
-	}
 	sp_out_puts(o, "\"t\":[");
-	for (size_t i = 0; i < nk; i++) {
+	for (size_t i = 0; i < s->n; i++) {
 		sp_out_puts(o, i ? "," : "");
-		put_ms(o, s->pt[keep[i]].t, w->t0);
+		put_ms(o, s->pt[i].t, w->t0);
 	}
 	sp_out_puts(o, "],\"v\":[");
-	for (size_t i = 0; i < nk; i++)
-		sp_out_printf(o, "%s%" PRIu64, i ? "," : "", s->pt[keep[i]].live);
+	for (size_t i = 0; i < s->n; i++)
+		sp_out_printf(o, "%s%" PRIu64, i ? "," : "", s->pt[i].live);
 	sp_out_puts(o, "]");
-	free(keep);
 }
 
 static int by_size(const void *a, const void *b, void *arg)
@@ -236,22 +203,17 @@ void sp_memtl_html_begin(struct sp_out *o, const char *trace, const struct sp_tr
 		       "allocations.</p>\n");
 }
 
-void sp_memtl_html_window(struct sp_out *o, const struct sp_memtl *w, const struct sp_trace_reader *r,
-			  struct sp_sym *sym)
+/* Which of w's allocations go in the page: all, or the rows of the peak tables plus the largest
+ * others (MAX_ALLOCS in all). Their indexes into sel (*nsel of them); pos[i]: allocation i's row,
+ * -1 if left out. Exits if memory runs out. */
+static void select_allocs(const struct sp_memtl *w, size_t *sel, size_t *nsel, long *pos)
 {
-	size_t *sel = malloc((w->na ? w->na : 1) * sizeof(*sel)), nsel = 0;
-	long *pos = malloc((w->na ? w->na : 1) * sizeof(*pos));
-	struct sp_idset stacks = { 0 };
-
-	if (!sel || !pos)
-		sp_oom();
-	/* which allocations go in: all, or the rows of the peak tables plus the largest others */
 	for (size_t i = 0; i < w->na; i++)
-		pos[i] = w->na <= MAX_ALLOCS ? 0 : -1;
-	for (size_t k = 0; k < w->ns && w->na > MAX_ALLOCS; k++)
+		pos[i] = w->na_all <= MAX_ALLOCS ? 0 : -1;
+	for (size_t k = 0; k < w->ns && w->na_all > MAX_ALLOCS; k++)
 		for (size_t i = 0; i < w->s[k].n_at_peak && i < MAX_PEAK_ROWS; i++)
 			pos[w->s[k].at_peak[i]] = 0;
-	if (w->na > MAX_ALLOCS) {
+	if (w->na_all > MAX_ALLOCS) {
 		size_t *bysize = malloc(w->na * sizeof(*bysize)), taken = 0;
 		if (!bysize)
 			sp_oom();
@@ -269,10 +231,14 @@ void sp_memtl_html_window(struct sp_out *o, const struct sp_memtl *w, const stru
 	}
 	for (size_t i = 0; i < w->na; i++)
 		if (pos[i] == 0) {
-			pos[i] = (long)nsel;
-			sel[nsel++] = i;
+			pos[i] = (long)*nsel;
+			sel[(*nsel)++] = i;
 		}
+}
 
+/* The window's object up to its series: id, steps, duration, the allocation kinds, its steps. */
+static void put_head(struct sp_out *o, const struct sp_memtl *w)
+{
 	sp_out_printf(o,
 		      "<section id=\"w%u\"></section>\n<script>SP_WINDOWS.push({\"id\":%u,\"first_step\":%" PRId64
 		      ",\"last_step\":%" PRId64 ",\"complete\":%s,\"dur\":",
@@ -291,6 +257,11 @@ void sp_memtl_html_window(struct sp_out *o, const struct sp_memtl *w, const stru
 		put_ms(o, w->step[i].end, w->t0);
 		sp_out_puts(o, "]");
 	}
+}
+
+/* The window's series: label, peak, the rows alive at the peak (pos: rows of the allocations), points. */
+static void put_series(struct sp_out *o, const struct sp_memtl *w, const long *pos)
+{
 	sp_out_puts(o, "],\n\"series\":[");
 	for (size_t k = 0; k < w->ns; k++) {
 		const struct sp_memtl_series *s = &w->s[k];
@@ -308,6 +279,11 @@ void sp_memtl_html_window(struct sp_out *o, const struct sp_memtl *w, const stru
 		put_points(o, w, s);
 		sp_out_puts(o, "}");
 	}
+}
+
+/* The selected allocations (sel[0..nsel)): series, made, freed, size, kind, stack. */
+static void put_allocs(struct sp_out *o, const struct sp_memtl *w, const size_t *sel, size_t nsel)
+{
 	sp_out_puts(o, "],\n\"allocs\":[");
 	for (size_t i = 0; i < nsel; i++) {
 		const struct sp_memtl_alloc *a = &w->a[sel[i]];
@@ -323,8 +299,17 @@ void sp_memtl_html_window(struct sp_out *o, const struct sp_memtl *w, const stru
 			put_ms(o, a->freed, w->t0);
 		sp_out_printf(o, ",%" PRIu64 ",%u,%u]", a->size, a->kind, a->stack);
 	}
-	sp_out_puts(o, "],\n\"stacks\":{");
+}
+
+/* The frames of the selected allocations' stacks, then the program's line behind each stack with
+ * Python frames (sp_sym_site), shown first. Exits if memory runs out. */
+static void put_stacks(struct sp_out *o, const struct sp_memtl *w, const struct sp_trace_reader *r, struct sp_sym *sym,
+		       const size_t *sel, size_t nsel)
+{
+	struct sp_idset stacks = { 0 };
 	int first = 1;
+
+	sp_out_puts(o, "],\n\"stacks\":{");
 	for (size_t i = 0; i < nsel; i++) {
 		uint32_t id = w->a[sel[i]].stack, n;
 		const uint64_t *pcs = id ? sp_trace_stack(r, id, &n) : NULL;
@@ -338,7 +323,6 @@ void sp_memtl_html_window(struct sp_out *o, const struct sp_memtl *w, const stru
 		sp_out_puts(o, "]");
 		first = 0;
 	}
-	/* the program's line behind each stack with Python frames (sp_sym_site), shown first */
 	sp_out_puts(o, "},\n\"sites\":{");
 	sp_idset_clear(&stacks);
 	first = 1;
@@ -354,6 +338,21 @@ void sp_memtl_html_window(struct sp_out *o, const struct sp_memtl *w, const stru
 	}
 	sp_out_puts(o, "}});</script>\n");
 	sp_idset_free(&stacks);
+}
+
+void sp_memtl_html_window(struct sp_out *o, const struct sp_memtl *w, const struct sp_trace_reader *r,
+			  struct sp_sym *sym)
+{
+	size_t *sel = malloc((w->na ? w->na : 1) * sizeof(*sel)), nsel = 0;
+	long *pos = malloc((w->na ? w->na : 1) * sizeof(*pos));
+
+	if (!sel || !pos)
+		sp_oom();
+	select_allocs(w, sel, &nsel, pos);
+	put_head(o, w);
+	put_series(o, w, pos);
+	put_allocs(o, w, sel, nsel);
+	put_stacks(o, w, r, sym, sel, nsel);
 	free(sel);
 	free(pos);
 }

@@ -3,11 +3,12 @@
  * native frame of its allocation stack that is not the CUDA runtime or driver, CUPTI or stepprof
  * itself (PyTorch's caching allocator lives in libc10_cuda; NCCL and cuBLAS link the runtime
  * statically, so their own frames come first), and the per-owner levels of a window (at its peak,
- * and each owner's own peak). Reads stacks and module names; never prints. */
+ * and each owner's own peak), counted as the reader's live pass goes. Reads stacks and module
+ * names; never prints. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "memtl.h"
+#include "memtl_impl.h"
 #include "util.h"
 
 static const struct {
@@ -115,6 +116,10 @@ void sp_memtl_owners(const struct sp_memtl *w, const struct sp_memtl_series *s, 
 	char why[128];
 
 	memset(o, 0, sizeof(*o));
+	if (s->owned) {
+		*o = *s->owned;
+		return;
+	}
 	for (size_t i = 0; i < w->na; i++) {
 		const struct sp_memtl_alloc *a = &w->a[i];
 		uint32_t n = 0;
@@ -145,4 +150,48 @@ void sp_memtl_owners(const struct sp_memtl *w, const struct sp_memtl_series *s, 
 		}
 		free(c[k]);
 	}
+}
+
+/* The owner of series k's counts (made if absent). Exits if memory runs out. */
+static struct sp_memtl_owned *owned_of(struct sp_memtl_reader *m, size_t k)
+{
+	struct sp_memtl_series *s = &m->out.s[k];
+	if (!s->owned && !(s->owned = calloc(1, sizeof(*s->owned))))
+		sp_oom();
+	return s->owned;
+}
+
+void sp_memtl_owner_born(struct sp_memtl_reader *m, struct live *x, size_t k)
+{
+	struct sp_memtl_owned *o = owned_of(m, k);
+	uint32_t n = 0, i = x->a.stack ? sp_trace_stack_index(m->r, x->a.stack) : 0;
+	const uint64_t *pcs = i ? sp_trace_stack(m->r, x->a.stack, &n) : NULL;
+	char why[128];
+
+	m->owner_of = sp_xgrow(m->owner_of, &m->owner_cap, 1, i);
+	if (!m->owner_of[i]) /* the same stack has the same owner */
+		m->owner_of[i] = (uint8_t)(1 + sp_memtl_owner(m->sym, pcs, pcs ? n : 0, why, sizeof(why)));
+	x->owner = m->owner_of[i] - 1;
+	if (x->owner == SP_OWNER_UNKNOWN && !o->blocks[x->owner]) {
+		sp_memtl_owner(m->sym, pcs, pcs ? n : 0, why, sizeof(why));
+		snprintf(o->unknown_why, sizeof(o->unknown_why), "%s", why);
+	}
+	o->blocks[x->owner]++;
+	uint64_t *level = &m->thin[k].owner_level[x->owner];
+	*level += x->a.size;
+	if (*level > o->peak[x->owner])
+		o->peak[x->owner] = *level;
+}
+
+void sp_memtl_owner_freed(struct sp_memtl_reader *m, const struct live *x, size_t k)
+{
+	uint64_t *level = &m->thin[k].owner_level[x->owner];
+	*level = *level > x->a.size ? *level - x->a.size : 0;
+}
+
+void sp_memtl_owner_at_peak(struct sp_memtl_reader *m, const struct live *x, size_t k)
+{
+	struct sp_memtl_owned *o = owned_of(m, k);
+	o->at_peak[x->owner] += x->a.size;
+	o->blocks_at_peak[x->owner]++;
 }

@@ -58,31 +58,29 @@ static size_t hash32(uint64_t v, size_t cap)
 	return (size_t)((v * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
 }
 
-/* Records the launching calls (API records with a correlation id) of w by corr. */
-static void index_calls(struct sp_opattr *a, const struct sp_window *w)
+/* Puts launching call (corr, tid, t) in a's table, keeping the outermost (earliest) call of an
+ * id; the table grows to stay at most half full. */
+static void call_put(struct sp_opattr *a, uint32_t corr, uint32_t tid, uint64_t t)
 {
-	size_t want = 64;
-	for (size_t i = 0; i < w->n; i++)
-		want += w->ev[i].kind == SP_EV_API && w->ev[i].corr;
-	size_t cap = 64;
-	while (cap < 2 * want)
-		cap <<= 1;
-	if (cap > a->calls_cap) {
-		free(a->calls);
-		a->calls = sp_xrealloc(NULL, cap * sizeof *a->calls);
-		a->calls_cap = cap;
+	if (2 * (a->ncalls + 1) > a->calls_cap) {
+		struct call *old = a->calls;
+		size_t old_cap = a->calls_cap;
+		a->calls_cap = old_cap ? 2 * old_cap : 1024;
+		a->calls = sp_xrealloc(NULL, a->calls_cap * sizeof *a->calls);
+		memset(a->calls, 0, a->calls_cap * sizeof *a->calls);
+		a->ncalls = 0;
+		for (size_t i = 0; i < old_cap; i++)
+			if (old[i].corr)
+				call_put(a, old[i].corr, old[i].tid, old[i].t);
+		free(old);
 	}
-	memset(a->calls, 0, a->calls_cap * sizeof *a->calls);
-	for (size_t i = 0; i < w->n; i++) {
-		const struct sp_event *e = &w->ev[i];
-		if (e->kind != SP_EV_API || !e->corr)
-			continue;
-		size_t h = hash32(e->corr, a->calls_cap);
-		while (a->calls[h].corr && a->calls[h].corr != e->corr)
-			h = (h + 1) & (a->calls_cap - 1);
-		if (!a->calls[h].corr || e->start < a->calls[h].t) /* the outermost call of the id */
-			a->calls[h] = (struct call){ e->corr, e->tid, e->start };
-	}
+	size_t h = hash32(corr, a->calls_cap);
+	while (a->calls[h].corr && a->calls[h].corr != corr)
+		h = (h + 1) & (a->calls_cap - 1);
+	if (!a->calls[h].corr)
+		a->ncalls++;
+	if (!a->calls[h].corr || t < a->calls[h].t)
+		a->calls[h] = (struct call){ corr, tid, t };
 }
 
 static const struct call *call_of(const struct sp_opattr *a, uint32_t corr)
@@ -154,24 +152,44 @@ static void link(struct sp_opattr *a, const struct sp_trace_reader *r)
 	}
 }
 
-void sp_opattr_build(struct sp_opattr *a, const struct sp_trace_reader *r, const struct sp_window *w)
+/* The pass's callback: copies of the window's op and module ranges, its launching calls by id. */
+static void collect(void *ctx, const struct sp_event *e)
 {
-	a->nop = a->nmod = 0;
-	for (size_t i = 0; i < w->n; i++) {
-		const struct sp_event *e = &w->ev[i];
-		if (e->kind != SP_EV_MARKER || e->end < e->start)
-			continue;
-		if (e->u.marker.flags & SP_MARKF_OP) {
-			a->op = sp_xgrow(a->op, &a->op_cap, sizeof *a->op, a->nop);
-			a->op[a->nop++].e = e;
-		} else if (e->u.marker.flags & SP_MARKF_MODULE) {
-			a->mod = sp_xgrow(a->mod, &a->mod_cap, sizeof *a->mod, a->nmod);
-			a->mod[a->nmod++].e = e;
-		}
+	struct sp_opattr *a = ctx;
+	if (e->kind == SP_EV_API && e->corr) {
+		call_put(a, e->corr, e->tid, e->start);
+		return;
 	}
+	if (e->kind != SP_EV_MARKER || e->end < e->start)
+		return;
+	if (e->u.marker.flags & SP_MARKF_OP) {
+		a->opev = sp_xgrow(a->opev, &a->opev_cap, sizeof *a->opev, a->nop);
+		a->opev[a->nop++] = *e;
+	} else if (e->u.marker.flags & SP_MARKF_MODULE) {
+		a->modev = sp_xgrow(a->modev, &a->modev_cap, sizeof *a->modev, a->nmod);
+		a->modev[a->nmod++] = *e;
+	}
+}
+
+/* Points the n ranges of v at their copies ev (after the pass: ev no longer moves). */
+static struct sp_orange *ranges(struct sp_orange *v, size_t *cap, const struct sp_event *ev, size_t n)
+{
+	v = sp_xgrow(v, cap, sizeof *v, n);
+	for (size_t i = 0; i < n; i++)
+		v[i].e = &ev[i];
+	return v;
+}
+
+void sp_opattr_build(struct sp_opattr *a, const struct sp_trace_reader *r, struct sp_windows *g)
+{
+	a->nop = a->nmod = a->ncalls = 0;
+	if (a->calls)
+		memset(a->calls, 0, a->calls_cap * sizeof *a->calls);
+	sp_windows_each(g, collect, a);
+	a->op = ranges(a->op, &a->op_cap, a->opev, a->nop);
+	a->mod = ranges(a->mod, &a->mod_cap, a->modev, a->nmod);
 	nest(a->op, a->nop);
 	nest(a->mod, a->nmod);
-	index_calls(a, w);
 	link(a, r);
 }
 
@@ -201,14 +219,22 @@ uint32_t sp_opattr_module_of(const struct sp_opattr *a, uint32_t corr, int *back
 	return sm ? sm->module : 0;
 }
 
+/* 1 if op range x is a copy of record e (a pass hands out each record once). */
+static int same_range(const struct sp_event *x, const struct sp_event *e)
+{
+	return x->tid == e->tid && x->start == e->start && x->end == e->end && x->name == e->name &&
+	       x->u.marker.seq == e->u.marker.seq && x->u.marker.depth == e->u.marker.depth &&
+	       x->u.marker.shapes == e->u.marker.shapes;
+}
+
 int sp_opattr_index(const struct sp_opattr *a, const struct sp_event *e)
 {
 	int i = innermost(a->op, a->nop, e->tid, e->start);
 	for (; i >= 0; i = a->op[i].parent) /* e is i or one of its parents (a child starts no earlier) */
-		if (a->op[i].e == e)
+		if (same_range(a->op[i].e, e))
 			return i;
 	for (size_t k = 0; k < a->nop; k++) /* ranges of equal start and end: any order */
-		if (a->op[k].e == e)
+		if (same_range(a->op[k].e, e))
 			return (int)k;
 	return -1;
 }
@@ -225,6 +251,8 @@ void sp_opattr_free(struct sp_opattr *a)
 {
 	free(a->op);
 	free(a->mod);
+	free(a->opev);
+	free(a->modev);
 	free(a->calls);
 	free(a->seqs);
 	memset(a, 0, sizeof *a);

@@ -16,7 +16,7 @@
 
 /* One op or module range. */
 struct sp_orange {
-	const struct sp_event *e;
+	const struct sp_event *e; /* its copy in opev or modev */
 	int32_t parent; /* the enclosing range of its kind on its thread (index), -1 none */
 	int32_t module; /* ops: the innermost module around its start (index into mod), -1 none */
 	int32_t node;   /* ops: the backward node it runs under (index into op, itself for a node), -1 */
@@ -25,11 +25,13 @@ struct sp_orange {
 struct sp_opattr {
 	struct sp_orange *op, *mod; /* by (tid, start), the longer first at equal starts */
 	size_t nop, nmod, op_cap, mod_cap;
+	struct sp_event *opev, *modev; /* copies of the window's op and module records, file order */
+	size_t opev_cap, modev_cap;
 	struct call {
 		uint32_t corr, tid;
 		uint64_t t;
-	} *calls; /* launching calls by corr (open addressing) */
-	size_t calls_cap;
+	} *calls; /* launching calls by corr (open addressing), the earliest call of an id */
+	size_t calls_cap, ncalls;
 	struct seqmod {
 		int64_t seq;
 		uint32_t module;
@@ -40,9 +42,11 @@ struct sp_opattr {
 	size_t seqs_cap;
 };
 
-/* Builds a's view of window w (r: the trace's strings), reusing a's memory. Exits the CLI if
- * memory runs out; otherwise can't fail. Zero-initialise a before the first call. */
-void sp_opattr_build(struct sp_opattr *a, const struct sp_trace_reader *r, const struct sp_window *w);
+/* Builds a's view of the window g last handed out (r: the trace's strings) in one pass in file
+ * order, reusing a's memory: copies of its op and module records and its launching calls (corr,
+ * thread, start), never its GPU records (string fields are ids: the reader keeps the strings).
+ * Exits the CLI if memory runs out; otherwise can't fail. Zero-initialise a before the first call. */
+void sp_opattr_build(struct sp_opattr *a, const struct sp_trace_reader *r, struct sp_windows *g);
 /* The innermost op (index into a->op) on thread tid at time t, -1 none. Can't fail. */
 int sp_opattr_op_at(const struct sp_opattr *a, uint32_t tid, uint64_t t);
 /* The innermost op around the launching call of correlation id corr, -1 none (or no such call

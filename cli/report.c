@@ -51,46 +51,85 @@ static int cmp_rows(const void *pa, const void *pb, void *arg)
 	return d ? d : strcmp(kname(c->rep, ia), kname(c->rep, ib));
 }
 
-/* Folds window w into the report. Exits if memory runs out; otherwise can't fail. */
-static void add_window(struct report *rep, const struct sp_window *w)
+/* What the passes over a window of the report work with. */
+struct pass {
+	struct report *rep;
+	struct sp_windows *g;
+	struct wsum *s;         /* the window's summary line */
+	struct sp_nccl_win nccl; /* its NCCL calls and kernels */
+	int by_line;
+};
+
+/* The first pass, file order: kernel and copy rows, the steps' GPU work, NCCL links, allocation
+ * sites, launch stacks. */
+static void add_event(void *ctx, const struct sp_event *e)
 {
-	struct wsum *s;
+	struct pass *p = ctx;
+	struct report *rep = p->rep;
+	uint64_t d = e->end > e->start ? e->end - e->start : 0;
+
+	sp_steps_event(&rep->steps, rep->r, e, sp_windows_anchor(p->g, e));
+	sp_nccl_win_event(&p->nccl, rep->r, e);
+	sp_stackagg_add(&rep->sites, rep->r, e, SP_FOLD_ALLOC);
+	if (p->by_line)
+		sp_bylines_call(&rep->lines, e);
+	p->s->steps += e->kind == SP_EV_STEP;
+	if (!sp_ev_is_gpu(e))
+		return;
+	if (e->kind == SP_EV_KERNEL) {
+		struct kstat *k;
+		uint32_t x = sp_trace_string_index(rep->r, e->name); /* dense: k[] is as small as the file */
+		rep->k = sp_xgrow(rep->k, &rep->kcap, sizeof(*rep->k), x);
+		k = &rep->k[x];
+		if (!k->calls || d < k->min)
+			k->min = d;
+		if (d > k->max)
+			k->max = d;
+		k->calls++;
+		k->total += d;
+		p->s->kernels++;
+	} else {
+		struct mstat *m = &rep->m[e->kind == SP_EV_MEMSET ? MEMSET_ROW : e->sub < MEMSET_ROW ? e->sub : 0];
+		m->calls++;
+		m->bytes += e->u.copy.bytes;
+		m->total += d;
+	}
+}
+
+/* The second pass, GPU work by start: busy and idle time, kernels by launch stack. */
+static void add_gpu(void *ctx, const struct sp_event *e)
+{
+	struct pass *p = ctx;
+	sp_steps_sweep(&p->rep->steps, e);
+	if (p->by_line)
+		sp_bylines_kernel(&p->rep->lines, e);
+}
+
+/* Folds window w (the one g handed out last) into the report: two passes over its events. Exits if
+ * memory runs out; otherwise can't fail. */
+static void add_window(struct report *rep, struct sp_windows *g, const struct sp_window *w, struct sp_nccl_win *nw,
+		       int by_line)
+{
+	struct pass p = { .rep = rep, .g = g, .by_line = by_line };
 
 	rep->w = sp_xrealloc(rep->w, (rep->nw + 1) * sizeof(*rep->w));
-	s = &rep->w[rep->nw++];
-	memset(s, 0, sizeof(*s));
-	s->w = *w;
+	p.s = &rep->w[rep->nw++];
+	memset(p.s, 0, sizeof(*p.s));
+	p.s->w = *w;
 	for (unsigned i = 0; i < SP_DROP__COUNT; i++)
 		rep->dropped[i] += w->dropped[i];
-
-	for (size_t i = 0; i < w->n; i++) {
-		const struct sp_event *e = &w->ev[i];
-		uint64_t d = e->end > e->start ? e->end - e->start : 0;
-		s->steps += e->kind == SP_EV_STEP;
-		if (!sp_ev_is_gpu(e))
-			continue;
-		if (e->kind == SP_EV_KERNEL) {
-			struct kstat *k;
-			uint32_t x = sp_trace_string_index(rep->r, e->name); /* dense: k[] is as small as the file */
-			rep->k = sp_xgrow(rep->k, &rep->kcap, sizeof(*rep->k), x);
-			k = &rep->k[x];
-			if (!k->calls || d < k->min)
-				k->min = d;
-			if (d > k->max)
-				k->max = d;
-			k->calls++;
-			k->total += d;
-			s->kernels++;
-		} else {
-			struct mstat *m = &rep->m[e->kind == SP_EV_MEMSET ? MEMSET_ROW
-						  : e->sub < MEMSET_ROW   ? e->sub
-									  : 0];
-			m->calls++;
-			m->bytes += e->u.copy.bytes;
-			m->total += d;
-		}
-	}
-	s->busy = sp_steps_add_window(&rep->steps, rep->r, w);
+	p.nccl = *nw;
+	sp_steps_begin(&rep->steps, w);
+	sp_nccl_win_begin(&p.nccl, w);
+	if (by_line)
+		sp_bylines_begin(&rep->lines, g);
+	sp_windows_each(g, add_event, &p);
+	sp_windows_sorted(g, sp_ev_is_gpu, add_gpu, &p);
+	p.s->busy = sp_steps_end(&rep->steps);
+	sp_nccl_stats_add(&rep->nccl, rep->r, &p.nccl);
+	*nw = p.nccl; /* its buffers serve the next window */
+	if (rep->ops) /* --by op|module: two more passes (report_ops.h) */
+		sp_opstats_add_window(rep->ops, rep->r, g, w);
 }
 
 /* The kernel rows (name ids with calls) in the order of sort key `key`; *n gets their count.
@@ -175,8 +214,9 @@ static void print_windows(const struct report *rep, FILE *out)
 	for (size_t i = 0; i < rep->nw; i++) {
 		const struct wsum *s = &rep->w[i];
 		uint64_t dur = s->w.t1 > s->w.t0 ? s->w.t1 - s->w.t0 : 0;
-		fprintf(out, "Window %u%s%s%s: steps %lld-%lld (%llu step%s), %s, %llu kernel%s, GPU busy %.1f%%",
+		fprintf(out, "Window %u%s%s%s%s: steps %lld-%lld (%llu step%s), %s, %llu kernel%s, GPU busy %.1f%%",
 			s->w.id, s->w.phase[0] ? " (phase " : "", s->w.phase, s->w.phase[0] ? ")" : "",
+			s->w.inferred ? " (its beginning is not in the trace: found from its steps)" : "",
 			(long long)s->w.first_step, (long long)s->w.last_step, (unsigned long long)s->steps,
 			s->steps == 1 ? "" : "s", sp_fmt_ns(t, sizeof(t), dur), (unsigned long long)s->kernels,
 			sp_plural(s->kernels), dur ? 100.0 * s->busy / dur : 0);
@@ -193,7 +233,10 @@ static void print_windows(const struct report *rep, FILE *out)
 			fprintf(out, ", %llu kernel%s missing (launched in it, never arrived)",
 				(unsigned long long)s->w.dropped[SP_DROP_MISSING],
 				s->w.dropped[SP_DROP_MISSING] == 1 ? "" : "s");
-		fprintf(out, "%s\n", s->w.complete ? "" : " (incomplete)");
+		if (s->w.complete)
+			fputc('\n', out);
+		else
+			fprintf(out, " (incomplete: cut at step %lld)\n", (long long)s->w.last_step);
 	}
 }
 
@@ -322,6 +365,100 @@ static void print_findings(const struct report *rep, FILE *out)
 		fprintf(out, "%s- %s\n", i ? "" : "\nFindings\n", f[i]);
 }
 
+/* The JSON rows of rep's windows (print_json). */
+static void json_windows(struct sp_out *x, const struct report *rep)
+{
+	for (size_t i = 0; i < rep->nw; i++) {
+		const struct wsum *s = &rep->w[i];
+		char cut[24];
+		snprintf(cut, sizeof cut, "%lld", (long long)s->w.last_step);
+		sp_out_printf(x,
+			      "%s{\"id\":%u,\"first_step\":%lld,\"last_step\":%lld,\"duration_ns\":%llu,\"steps\":%llu,"
+			      "\"kernels\":%llu,\"gpu_busy_ns\":%llu,\"capped\":%s,\"dropped\":%llu,\"missing\":%llu,"
+			      "\"complete\":%s,\"cut_at_step\":%s,\"inferred\":%s,"
+			      "\"origin\":\"%s\",\"steps_uncounted_before\":%s}",
+			      i ? ",\n" : "\n", s->w.id, (long long)s->w.first_step, (long long)s->w.last_step,
+			      (unsigned long long)(s->w.t1 > s->w.t0 ? s->w.t1 - s->w.t0 : 0),
+			      (unsigned long long)s->steps, (unsigned long long)s->kernels, (unsigned long long)s->busy,
+			      s->w.capped ? "true" : "false", (unsigned long long)s->w.dropped_total,
+			      (unsigned long long)s->w.dropped[SP_DROP_MISSING], s->w.complete ? "true" : "false",
+			      s->w.complete ? "null" : cut, s->w.inferred ? "true" : "false",
+			      sp_win_origin_name(s->w.origin), s->w.origin & SP_WIN_UNCOUNTED ? "true" : "false");
+	}
+}
+
+/* The JSON rows of rep's steps (print_json). */
+static void json_steps(struct sp_out *x, const struct report *rep)
+{
+	for (size_t i = 0; i < rep->steps.n; i++) {
+		const struct sp_step_stat *s = &rep->steps.st[i];
+		sp_out_printf(x,
+			      "%s{\"number\":%lld,\"window\":%u,\"duration_ns\":%llu,\"kernels\":%llu,\"kernel_ns\":%"
+			      "llu,"
+			      "\"nccl_ns\":%llu,\"copy_ns\":%llu,\"gpu_busy_ns\":%llu,\"longest_idle_ns\":%llu,"
+			      "\"regime\":%u,\"refuted\":%s,\"irregular\":%s,\"training\":%s,\"at_exit\":%s,"
+			      "\"late\":%s}",
+			      i ? ",\n" : "\n", (long long)s->number, s->window,
+			      (unsigned long long)(s->end > s->start ? s->end - s->start : 0),
+			      (unsigned long long)s->kernels, (unsigned long long)s->kernel_ns,
+			      (unsigned long long)s->nccl_ns, (unsigned long long)s->copy_ns,
+			      (unsigned long long)s->busy, (unsigned long long)s->idle, s->how.regime,
+			      s->how.flags & SP_STEP_REFUTED ? "true" : "false",
+			      s->how.flags & SP_STEP_IRREGULAR ? "true" : "false",
+			      s->how.flags & SP_STEP_TRAIN ? "true" : "false",
+			      s->how.flags & SP_STEP_AT_EXIT ? "true" : "false",
+			      s->how.flags & SP_STEP_LATE ? "true" : "false");
+	}
+}
+
+/* The JSON rows of rep's NCCL operations (print_json). */
+static void json_nccl(struct sp_out *x, const struct report *rep)
+{
+	for (size_t i = 0; i < rep->nccl.n; i++) {
+		const struct sp_nccl_row *r = &rep->nccl.row[i];
+		uint64_t size = sp_nccl_size(r->op, r->bytes, r->nranks);
+		double factor = sp_nccl_bus_factor(r->op, r->nranks);
+		double algbw = size && r->ns ? (double)size * r->calls / r->ns : -1;
+		char algo[32];
+		sp_out_printf(x,
+			      "%s{\"op\":\"%s\",\"ranks\":%d,\"size\":%llu,\"calls\":%llu,\"time_ns\":%llu,"
+			      "\"cpu_timed\":%s,\"algo\":",
+			      i ? ",\n" : "\n", sp_nccl_op_name(r->op), r->nranks, (unsigned long long)size,
+			      (unsigned long long)r->calls, (unsigned long long)r->ns, r->cpu_timed ? "true" : "false");
+		sp_out_json_str(x, sp_nccl_algo_name(r->algo, algo, sizeof(algo)));
+		algbw < 0 ? sp_out_puts(x, ",\"algbw_gbps\":null") : sp_out_printf(x, ",\"algbw_gbps\":%.3f", algbw);
+		algbw < 0 || factor < 0 ? sp_out_puts(x, ",\"busbw_gbps\":null}")
+					: sp_out_printf(x, ",\"busbw_gbps\":%.3f}", algbw * factor);
+	}
+}
+
+/* The JSON object of the wait for peers (--peers), or null (print_json). */
+static void json_nccl_wait(struct sp_out *x, const struct report *rep)
+{
+	if (!rep->peers) {
+		sp_out_puts(x, "null");
+	} else {
+		struct sp_xrank_wait w = { 0 };
+		const char *cause;
+		int straggler = sp_xrank_straggler(rep->peers, &cause);
+		if (rep->self >= 0)
+			sp_xrank_waits(rep->peers, (size_t)rep->self, &w);
+		sp_out_printf(x,
+			      "{\"traces\":%zu,\"wait_ns\":%llu,\"transfer_ns\":%llu,\"wait_per_step_ns\":%llu,"
+			      "\"transfer_per_step_ns\":%llu,\"straggler\":",
+			      sp_xrank_count(rep->peers), (unsigned long long)w.wait_ns,
+			      (unsigned long long)w.transfer_ns, (unsigned long long)w.wait_step_ns,
+			      (unsigned long long)w.transfer_step_ns);
+		if (straggler >= 0 || cause)
+			sp_out_printf(x, "{\"rank\":%d,\"cause\":\"%s\"}", straggler, cause);
+		else
+			sp_out_puts(x, "null");
+		sp_out_puts(x, ",\"verdict\":");
+		sp_out_json_str(x, sp_xrank_verdict(rep->peers));
+		sp_out_puts(x, "}");
+	}
+}
+
 /* The whole report as one JSON object (docs/OUTPUTS.md): every kernel row (in --sort order,
  * --top ignored), drops, windows, steps, memory ops, NCCL rows and the findings' sentences. */
 static void print_json(const struct report *rep, const char *path, const struct sp_trace_header *h,
@@ -363,40 +500,9 @@ static void print_json(const struct report *rep, const char *path, const struct 
 		      (unsigned long long)rep->dropped[SP_DROP_CUPTI], (unsigned long long)rep->dropped[SP_DROP_RING],
 		      (unsigned long long)rep->dropped[SP_DROP_CAP], (unsigned long long)rep->dropped[SP_DROP_LATE],
 		      (unsigned long long)rep->dropped[SP_DROP_MISSING], (unsigned long long)outside);
-	for (size_t i = 0; i < rep->nw; i++) {
-		const struct wsum *s = &rep->w[i];
-		sp_out_printf(x,
-			      "%s{\"id\":%u,\"first_step\":%lld,\"last_step\":%lld,\"duration_ns\":%llu,\"steps\":%llu,"
-			      "\"kernels\":%llu,\"gpu_busy_ns\":%llu,\"capped\":%s,\"dropped\":%llu,\"missing\":%llu,"
-			      "\"complete\":%s,"
-			      "\"origin\":\"%s\",\"steps_uncounted_before\":%s}",
-			      i ? ",\n" : "\n", s->w.id, (long long)s->w.first_step, (long long)s->w.last_step,
-			      (unsigned long long)(s->w.t1 > s->w.t0 ? s->w.t1 - s->w.t0 : 0),
-			      (unsigned long long)s->steps, (unsigned long long)s->kernels, (unsigned long long)s->busy,
-			      s->w.capped ? "true" : "false", (unsigned long long)s->w.dropped_total,
-			      (unsigned long long)s->w.dropped[SP_DROP_MISSING], s->w.complete ? "true" : "false",
-			      sp_win_origin_name(s->w.origin), s->w.origin & SP_WIN_UNCOUNTED ? "true" : "false");
-	}
+	json_windows(x, rep);
 	sp_out_puts(x, "],\n\"steps\":[");
-	for (size_t i = 0; i < rep->steps.n; i++) {
-		const struct sp_step_stat *s = &rep->steps.st[i];
-		sp_out_printf(x,
-			      "%s{\"number\":%lld,\"window\":%u,\"duration_ns\":%llu,\"kernels\":%llu,\"kernel_ns\":%"
-			      "llu,"
-			      "\"nccl_ns\":%llu,\"copy_ns\":%llu,\"gpu_busy_ns\":%llu,\"longest_idle_ns\":%llu,"
-			      "\"regime\":%u,\"refuted\":%s,\"irregular\":%s,\"training\":%s,\"at_exit\":%s,"
-			      "\"late\":%s}",
-			      i ? ",\n" : "\n", (long long)s->number, s->window,
-			      (unsigned long long)(s->end > s->start ? s->end - s->start : 0),
-			      (unsigned long long)s->kernels, (unsigned long long)s->kernel_ns,
-			      (unsigned long long)s->nccl_ns, (unsigned long long)s->copy_ns,
-			      (unsigned long long)s->busy, (unsigned long long)s->idle, s->how.regime,
-			      s->how.flags & SP_STEP_REFUTED ? "true" : "false",
-			      s->how.flags & SP_STEP_IRREGULAR ? "true" : "false",
-			      s->how.flags & SP_STEP_TRAIN ? "true" : "false",
-			      s->how.flags & SP_STEP_AT_EXIT ? "true" : "false",
-			      s->how.flags & SP_STEP_LATE ? "true" : "false");
-	}
+	json_steps(x, rep);
 	char how[600];
 	sp_out_puts(x, "],\n\"steps_found_by\":");
 	sp_report_steps_found_by(rep, how, sizeof how) ? sp_out_json_str(x, how) : sp_out_puts(x, "null");
@@ -409,45 +515,9 @@ static void print_json(const struct report *rep, const char *path, const struct 
 			first = 0;
 		}
 	sp_out_puts(x, "],\n\"nccl\":[");
-	for (size_t i = 0; i < rep->nccl.n; i++) {
-		const struct sp_nccl_row *r = &rep->nccl.row[i];
-		uint64_t size = sp_nccl_size(r->op, r->bytes, r->nranks);
-		double factor = sp_nccl_bus_factor(r->op, r->nranks);
-		double algbw = size && r->ns ? (double)size * r->calls / r->ns : -1;
-		char algo[32];
-		sp_out_printf(x,
-			      "%s{\"op\":\"%s\",\"ranks\":%d,\"size\":%llu,\"calls\":%llu,\"time_ns\":%llu,"
-			      "\"cpu_timed\":%s,\"algo\":",
-			      i ? ",\n" : "\n", sp_nccl_op_name(r->op), r->nranks, (unsigned long long)size,
-			      (unsigned long long)r->calls, (unsigned long long)r->ns, r->cpu_timed ? "true" : "false");
-		sp_out_json_str(x, sp_nccl_algo_name(r->algo, algo, sizeof(algo)));
-		algbw < 0 ? sp_out_puts(x, ",\"algbw_gbps\":null") : sp_out_printf(x, ",\"algbw_gbps\":%.3f", algbw);
-		algbw < 0 || factor < 0 ? sp_out_puts(x, ",\"busbw_gbps\":null}")
-					: sp_out_printf(x, ",\"busbw_gbps\":%.3f}", algbw * factor);
-	}
+	json_nccl(x, rep);
 	sp_out_puts(x, "],\n\"nccl_wait\":");
-	if (!rep->peers) {
-		sp_out_puts(x, "null");
-	} else {
-		struct sp_xrank_wait w = { 0 };
-		const char *cause;
-		int straggler = sp_xrank_straggler(rep->peers, &cause);
-		if (rep->self >= 0)
-			sp_xrank_waits(rep->peers, (size_t)rep->self, &w);
-		sp_out_printf(x,
-			      "{\"traces\":%zu,\"wait_ns\":%llu,\"transfer_ns\":%llu,\"wait_per_step_ns\":%llu,"
-			      "\"transfer_per_step_ns\":%llu,\"straggler\":",
-			      sp_xrank_count(rep->peers), (unsigned long long)w.wait_ns,
-			      (unsigned long long)w.transfer_ns, (unsigned long long)w.wait_step_ns,
-			      (unsigned long long)w.transfer_step_ns);
-		if (straggler >= 0 || cause)
-			sp_out_printf(x, "{\"rank\":%d,\"cause\":\"%s\"}", straggler, cause);
-		else
-			sp_out_puts(x, "null");
-		sp_out_puts(x, ",\"verdict\":");
-		sp_out_json_str(x, sp_xrank_verdict(rep->peers));
-		sp_out_puts(x, "}");
-	}
+	json_nccl_wait(x, rep);
 	if (o->by_line) {
 		sp_out_puts(x, ",\n\"lines\":");
 		sp_bylines_json(&rep->lines, rep->r, o->by_line, x);
@@ -511,6 +581,78 @@ static void peer_note(const struct sp_report_opts *o, const char *what, const ch
 	o->note(text);
 }
 
+/* The report as text (rep holds at least one window; seen: the windows of the trace). */
+static void print_text(struct report *rep, const char *path, const struct sp_trace_header *h,
+		       const struct sp_report_opts *o, struct sp_windows *g, int seen, FILE *out)
+{
+	fprintf(out, "Trace %s: host %s, ", path, h->meta.host);
+	if (h->meta.rank >= 0)
+		fprintf(out, "rank %d of %d, ", h->meta.rank, h->meta.world_size);
+	fprintf(out, "pid %d\n", h->meta.pid);
+	if (o->phase)
+		fprintf(out, "Phase %s (%llu window%s of other phases left out)\n", o->phase,
+			(unsigned long long)sp_windows_other_phase(g), sp_plural(sp_windows_other_phase(g)));
+	if (o->window >= 0)
+		fprintf(out, "Window %lld of %d window%s\n\n", o->window, seen, sp_plural((uint64_t)seen));
+	else if (rep->nw == 1)
+		fprintf(out, "1 window\n\n");
+	else
+		fprintf(out, "All %zu windows aggregated\n%s\n", rep->nw,
+			phases_mixed(rep) ? "(of several phases, each numbering its own steps: --phase NAME "
+					    "shows one)\n"
+					  : "");
+	if (o->by_line)
+		sp_bylines_print(&rep->lines, rep->r, o->by_line, o->top, o->wide, out);
+	else if (o->by_ops == SP_REPORT_BY_OP)
+		sp_opstats_print_ops(rep->ops, o->op_sort, o->top, o->wide, rep->device, out);
+	else if (o->by_ops == SP_REPORT_BY_MODULE)
+		sp_opstats_print_modules(rep->ops, o->top, o->wide, out);
+	else
+		print_kernels(rep, o, out);
+	fprintf(out, "\nDropped records: %llu (cupti: %llu, ring_full: %llu, window_cap: %llu, late: %llu)\n",
+		(unsigned long long)(rep->dropped[SP_DROP_CUPTI] + rep->dropped[SP_DROP_RING] +
+				     rep->dropped[SP_DROP_CAP] + rep->dropped[SP_DROP_LATE]),
+		(unsigned long long)rep->dropped[SP_DROP_CUPTI], (unsigned long long)rep->dropped[SP_DROP_RING],
+		(unsigned long long)rep->dropped[SP_DROP_CAP], (unsigned long long)rep->dropped[SP_DROP_LATE]);
+	if (rep->dropped[SP_DROP_MISSING])
+		fprintf(out,
+			"Missing kernels: %llu launched in the windows never arrived before their window was "
+			"written\n",
+			(unsigned long long)rep->dropped[SP_DROP_MISSING]);
+	print_windows(rep, out);
+	if (sp_windows_outside(g))
+		fprintf(out, "Records outside any window (skipped): %llu\n", (unsigned long long)sp_windows_outside(g));
+	if (sp_trace_truncated(rep->r))
+		fprintf(out, "Note: the trace was cut short; what followed the cut is lost.\n");
+	char how[600];
+	if (sp_report_steps_found_by(rep, how, sizeof how))
+		fprintf(out, "\nSteps %s\n", how);
+	sp_steps_print(&rep->steps, out);
+	print_memory(rep, out);
+	print_nccl(rep, o, out);
+	print_wait(rep, out);
+	sp_stackagg_sites(&rep->sites, path, rep->r, SP_SITES_TOP, out);
+	print_findings(rep, out);
+}
+
+/* --peers: the arrivals of path and its peers' traces in rep->peers (rep->self: path's index, or -1
+ * if it holds no step); a peer that does not load is said through o->note. */
+static void load_peers(struct report *rep, const char *path, const struct sp_report_opts *o)
+{
+	char err[256];
+
+	rep->peers = sp_xrank_new();
+	rep->self = sp_xrank_load(rep->peers, path, err, sizeof(err)) == 1 ? 0 : -1;
+	for (int i = 0; i < o->npeers; i++) {
+		int lrc = sp_xrank_load(rep->peers, o->peers[i], err, sizeof(err));
+		if (lrc < 0)
+			peer_note(o, err, NULL);
+		else if (!lrc)
+			peer_note(o, "holds no recorded step; left out", o->peers[i]);
+	}
+	sp_xrank_analyse(rep->peers);
+}
+
 enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o, FILE *out,
 				struct sp_report_result *res)
 {
@@ -519,7 +661,7 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 	const struct sp_trace_header *h;
 	const struct sp_window *w;
 	struct sp_windows *g;
-	char err[256];
+	struct sp_nccl_win nw = { 0 };
 	int rc, seen = 0;
 	enum sp_report_status ret = SP_REPORT_OK;
 
@@ -527,23 +669,14 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 		res = &dummy;
 	res->why[0] = 0;
 	res->seen = 0;
+	res->outside = 0;
 	res->ids[0] = 0;
 	rep.r = sp_trace_open(path, res->why, sizeof(res->why));
 	if (!rep.r)
 		return SP_REPORT_UNREADABLE;
 	h = sp_trace_header(rep.r);
-	if (o->npeers) { /* a first pass over the trace and its peers: the arrivals */
-		rep.peers = sp_xrank_new();
-		rep.self = sp_xrank_load(rep.peers, path, err, sizeof(err)) == 1 ? 0 : -1;
-		for (int i = 0; i < o->npeers; i++) {
-			int lrc = sp_xrank_load(rep.peers, o->peers[i], err, sizeof(err));
-			if (lrc < 0)
-				peer_note(o, err, NULL);
-			else if (!lrc)
-				peer_note(o, "holds no recorded step; left out", o->peers[i]);
-		}
-		sp_xrank_analyse(rep.peers);
-	}
+	if (o->npeers) /* a first pass over the trace and its peers: the arrivals */
+		load_peers(&rep, path, o);
 	g = sp_windows_open(rep.r);
 	sp_windows_set_phase(g, o->phase);
 	if (o->by_ops)
@@ -551,20 +684,14 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 	while ((rc = sp_windows_next(g, &w)) == 1) {
 		seen++;
 		sp_cli_ids_add(res->ids, sizeof(res->ids), w->id);
-		if (o->window < 0 || w->id == o->window) {
-			add_window(&rep, w);
-			sp_nccl_stats_add(&rep.nccl, rep.r, w);
-			sp_stackagg_add_window(&rep.sites, rep.r, w, SP_FOLD_ALLOC);
-			if (o->by_line)
-				sp_bylines_add_window(&rep.lines, w);
-			if (rep.ops)
-				sp_opstats_add_window(rep.ops, rep.r, w);
-		}
+		if (o->window < 0 || w->id == o->window)
+			add_window(&rep, g, w, &nw, o->by_line);
 	}
 	for (unsigned d = 0; d < SP_WIN_MAX_DEVICES && !rep.device; d++) /* the peak of TFLOP/s: the first GPU's */
 		if (sp_windows_device(g, d))
 			rep.device = sp_trace_string(rep.r, sp_windows_device(g, d)->name);
 	res->seen = seen;
+	res->outside = sp_windows_outside(g);
 	res->truncated = sp_trace_truncated(rep.r);
 	if (rc < 0) {
 		snprintf(res->why, sizeof(res->why), "%s", sp_trace_error(rep.r));
@@ -576,60 +703,13 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 	if (rep.nw && o->json) {
 		print_json(&rep, path, h, o, sp_windows_outside(g), out);
 	} else if (rep.nw) {
-		fprintf(out, "Trace %s: host %s, ", path, h->meta.host);
-		if (h->meta.rank >= 0)
-			fprintf(out, "rank %d of %d, ", h->meta.rank, h->meta.world_size);
-		fprintf(out, "pid %d\n", h->meta.pid);
-		if (o->phase)
-			fprintf(out, "Phase %s (%llu window%s of other phases left out)\n", o->phase,
-				(unsigned long long)sp_windows_other_phase(g), sp_plural(sp_windows_other_phase(g)));
-		if (o->window >= 0)
-			fprintf(out, "Window %lld of %d window%s\n\n", o->window, seen, sp_plural((uint64_t)seen));
-		else if (rep.nw == 1)
-			fprintf(out, "1 window\n\n");
-		else
-			fprintf(out, "All %zu windows aggregated\n%s\n", rep.nw,
-				phases_mixed(&rep) ? "(of several phases, each numbering its own steps: --phase NAME "
-						     "shows one)\n"
-						   : "");
-		if (o->by_line)
-			sp_bylines_print(&rep.lines, rep.r, o->by_line, o->top, o->wide, out);
-		else if (o->by_ops == SP_REPORT_BY_OP)
-			sp_opstats_print_ops(rep.ops, o->op_sort, o->top, o->wide, rep.device, out);
-		else if (o->by_ops == SP_REPORT_BY_MODULE)
-			sp_opstats_print_modules(rep.ops, o->top, o->wide, out);
-		else
-			print_kernels(&rep, o, out);
-		fprintf(out, "\nDropped records: %llu (cupti: %llu, ring_full: %llu, window_cap: %llu, late: %llu)\n",
-			(unsigned long long)(rep.dropped[SP_DROP_CUPTI] + rep.dropped[SP_DROP_RING] +
-					     rep.dropped[SP_DROP_CAP] + rep.dropped[SP_DROP_LATE]),
-			(unsigned long long)rep.dropped[SP_DROP_CUPTI], (unsigned long long)rep.dropped[SP_DROP_RING],
-			(unsigned long long)rep.dropped[SP_DROP_CAP], (unsigned long long)rep.dropped[SP_DROP_LATE]);
-		if (rep.dropped[SP_DROP_MISSING])
-			fprintf(out,
-				"Missing kernels: %llu launched in the windows never arrived before their window was "
-				"written\n",
-				(unsigned long long)rep.dropped[SP_DROP_MISSING]);
-		print_windows(&rep, out);
-		if (sp_windows_outside(g))
-			fprintf(out, "Records outside any window (skipped): %llu\n",
-				(unsigned long long)sp_windows_outside(g));
-		if (sp_trace_truncated(rep.r))
-			fprintf(out, "Note: the trace was cut short; what followed the cut is lost.\n");
-		char how[600];
-		if (sp_report_steps_found_by(&rep, how, sizeof how))
-			fprintf(out, "\nSteps %s\n", how);
-		sp_steps_print(&rep.steps, out);
-		print_memory(&rep, out);
-		print_nccl(&rep, o, out);
-		print_wait(&rep, out);
-		sp_stackagg_sites(&rep.sites, path, rep.r, SP_SITES_TOP, out);
-		print_findings(&rep, out);
+		print_text(&rep, path, h, o, g, seen, out);
 	}
 	free(rep.k);
 	free(rep.w);
 	sp_steps_free(&rep.steps);
 	sp_nccl_stats_free(&rep.nccl);
+	sp_nccl_win_free(&nw);
 	sp_xrank_free(rep.peers);
 	sp_stackagg_free(&rep.sites);
 	sp_bylines_free(&rep.lines);

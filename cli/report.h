@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* report.h - the text report of `stepprof report`: a key_averages-style table of GPU kernels,
  * the dropped-record line, one summary line per window, the per-step table (steps.h), the
- * memcpy/memset table and the NCCL table (commstats.h), with the peers' traces its waiting for them (ranks.h). Reads the trace once through windows.h; memory is one window plus one row per kernel
- * name and per NCCL (op, ranks, size). */
+ * memcpy/memset table and the NCCL table (commstats.h), with the peers' traces its waiting for
+ * them (ranks.h). Reads the trace through windows.h, a window's events in two passes; memory is
+ * a row per kernel name, per step and per NCCL (op, ranks, size), never a window's events. */
 #ifndef SP_REPORT_H
 #define SP_REPORT_H
 
@@ -44,6 +45,7 @@ struct sp_report_result {
 	char ids[96];           /* their ids (sp_cli_ids_add) */
 	int truncated;          /* the file was cut short */
 	unsigned long long other_phase; /* NO_WINDOW with o->phase: windows of other phases */
+	unsigned long long outside;     /* records outside every window (skipped) */
 };
 
 /* The sort key called s ("total", "avg", "calls", "max", "min", "name"), or -1. */

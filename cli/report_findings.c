@@ -232,6 +232,79 @@ static int eval_steps(const struct sp_steps *s, char *f)
 	return 1;
 }
 
+/* A GPU idle for a median of >= 30% of each step; a step >= 1.5x the median step (3 or more
+ * steps). Writes those findings into f[0], f[1]; returns how many. Exits if memory runs out. */
+static size_t idle_and_slow_steps(const struct sp_steps *s, char (*f)[FINDING_LEN])
+{
+	size_t n = 0;
+	char t[2][32];
+
+	if (!s->n)
+		return 0;
+	uint64_t *idle = sp_xrealloc(NULL, s->n * sizeof(*idle)), med = sp_steps_median_ns(s);
+	size_t slow = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		uint64_t d = sp_step_ns(&s->st[i]);
+		idle[i] = d ? (d - s->st[i].busy) * 1000000 / d : 0; /* parts per million of the step */
+		if (d > sp_step_ns(&s->st[slow]))
+			slow = i;
+	}
+	uint64_t idle_med = sp_median_u64(idle, s->n), longest = sp_step_ns(&s->st[slow]);
+	free(idle);
+	if (idle_med >= 300000)
+		snprintf(f[n++], FINDING_LEN,
+			 "The GPU is idle for a median %.1f%% of each step: the host (Python, "
+			 "launches, data loading, synchronisation) does not keep it busy. The per-step table "
+			 "shows the longest idle stretch of each step; open one step in Perfetto (stepprof "
+			 "convert) to see what the CPU does then.",
+			 idle_med / 1e4);
+	if (s->n >= 3 && med && longest * 2 >= med * 3)
+		snprintf(f[n++], FINDING_LEN,
+			 "Step %lld took %s, %.1fx the median step (%s): see its row in the "
+			 "per-step table.",
+			 (long long)s->st[slow].number, sp_fmt_ns(t[0], 32, longest), (double)longest / med,
+			 sp_fmt_ns(t[1], 32, med));
+	return n;
+}
+
+/* Lost records, by cause, with the setting to raise for each. One finding into f; returns 1 if any
+ * record was lost. This function can't fail. */
+static size_t lost_records(const struct report *rep, char *f)
+{
+	uint64_t drops = 0;
+
+	for (unsigned i = 0; i < SP_DROP__COUNT; i++)
+		drops += rep->dropped[i];
+	if (!drops)
+		return 0;
+	char *p = f, *end = f + FINDING_LEN;
+	p += snprintf(p, end - p, "%llu record%s lost:", (unsigned long long)drops,
+		      drops == 1 ? " was" : "s were");
+	if (rep->dropped[SP_DROP_RING])
+		p += snprintf(p, end - p, " %llu to full per-thread rings (raise [limits] ring_events);",
+			      (unsigned long long)rep->dropped[SP_DROP_RING]);
+	if (rep->dropped[SP_DROP_CUPTI])
+		p += snprintf(p, end - p, " %llu by CUPTI (raise [limits] cupti_buffer_bytes);",
+			      (unsigned long long)rep->dropped[SP_DROP_CUPTI]);
+	if (rep->dropped[SP_DROP_CAP])
+		p += snprintf(p, end - p, " %llu to the window byte cap (raise [limits] window_max_bytes);",
+			      (unsigned long long)rep->dropped[SP_DROP_CAP]);
+	if (rep->dropped[SP_DROP_LATE])
+		p += snprintf(p, end - p,
+			      " %llu GPU record%s came after its window was written (work still "
+			      "running long after the window's last step);",
+			      (unsigned long long)rep->dropped[SP_DROP_LATE],
+			      rep->dropped[SP_DROP_LATE] == 1 ? "" : "s");
+	if (rep->dropped[SP_DROP_MISSING])
+		p += snprintf(p, end - p,
+			      " %llu kernel%s launched in a window never arrived before the window was written "
+			      "(the steps that launched them count fewer kernels);",
+			      (unsigned long long)rep->dropped[SP_DROP_MISSING],
+			      rep->dropped[SP_DROP_MISSING] == 1 ? "" : "s");
+	snprintf(p, end - p, " the tables above miss them.");
+	return 1;
+}
+
 /* What stands out, in plain words, with where to look next: writes up to FINDINGS_MAX sentences
  * into f and returns how many. Thresholds: GPU idle for a median of >= 30% of each step; a step
  * >= 1.5x the median step (3 or more steps); NCCL kernels >= 30% of kernel time; one kernel name
@@ -239,9 +312,8 @@ static int eval_steps(const struct sp_steps *s, char *f)
 size_t sp_report_findings(const struct report *rep, char (*f)[FINDING_LEN])
 {
 	const struct sp_steps *s = &rep->steps;
-	uint64_t total = 0, nccl = 0, top = 0, drops = 0;
+	uint64_t total = 0, nccl = 0, top = 0;
 	size_t top_id = 0, n = 0;
-	char t[2][32];
 
 	for (size_t id = 0; id < rep->kcap; id++) {
 		const char *name = rep->k[id].calls ? kname(rep, id) : NULL;
@@ -254,31 +326,7 @@ size_t sp_report_findings(const struct report *rep, char (*f)[FINDING_LEN])
 			top_id = id;
 		}
 	}
-	if (s->n) {
-		uint64_t *idle = sp_xrealloc(NULL, s->n * sizeof(*idle)), med = sp_steps_median_ns(s);
-		size_t slow = 0;
-		for (size_t i = 0; i < s->n; i++) {
-			uint64_t d = sp_step_ns(&s->st[i]);
-			idle[i] = d ? (d - s->st[i].busy) * 1000000 / d : 0; /* parts per million of the step */
-			if (d > sp_step_ns(&s->st[slow]))
-				slow = i;
-		}
-		uint64_t idle_med = sp_median_u64(idle, s->n), longest = sp_step_ns(&s->st[slow]);
-		free(idle);
-		if (idle_med >= 300000)
-			snprintf(f[n++], FINDING_LEN,
-				 "The GPU is idle for a median %.1f%% of each step: the host (Python, "
-				 "launches, data loading, synchronisation) does not keep it busy. The per-step table "
-				 "shows the longest idle stretch of each step; open one step in Perfetto (stepprof "
-				 "convert) to see what the CPU does then.",
-				 idle_med / 1e4);
-		if (s->n >= 3 && med && longest * 2 >= med * 3)
-			snprintf(f[n++], FINDING_LEN,
-				 "Step %lld took %s, %.1fx the median step (%s): see its row in the "
-				 "per-step table.",
-				 (long long)s->st[slow].number, sp_fmt_ns(t[0], 32, longest), (double)longest / med,
-				 sp_fmt_ns(t[1], 32, med));
-	}
+	n += idle_and_slow_steps(s, f);
 	n += differing_steps(s, f[n]);
 	if (n < FINDINGS_MAX)
 		n += untrained_steps(s, f[n]);
@@ -305,34 +353,6 @@ size_t sp_report_findings(const struct report *rep, char (*f)[FINDING_LEN])
 	if (total && top * 2 >= total)
 		snprintf(f[n++], FINDING_LEN, "One kernel takes %.1f%% of GPU kernel time: %.400s.",
 			 100.0 * top / total, sp_display_name(kname(rep, top_id)));
-	for (unsigned i = 0; i < SP_DROP__COUNT; i++)
-		drops += rep->dropped[i];
-	if (drops) {
-		char *p = f[n++], *end = p + FINDING_LEN;
-		p += snprintf(p, end - p, "%llu record%s lost:", (unsigned long long)drops,
-			      drops == 1 ? " was" : "s were");
-		if (rep->dropped[SP_DROP_RING])
-			p += snprintf(p, end - p, " %llu to full per-thread rings (raise [limits] ring_events);",
-				      (unsigned long long)rep->dropped[SP_DROP_RING]);
-		if (rep->dropped[SP_DROP_CUPTI])
-			p += snprintf(p, end - p, " %llu by CUPTI (raise [limits] cupti_buffer_bytes);",
-				      (unsigned long long)rep->dropped[SP_DROP_CUPTI]);
-		if (rep->dropped[SP_DROP_CAP])
-			p += snprintf(p, end - p, " %llu to the window byte cap (raise [limits] window_max_bytes);",
-				      (unsigned long long)rep->dropped[SP_DROP_CAP]);
-		if (rep->dropped[SP_DROP_LATE])
-			p += snprintf(p, end - p,
-				      " %llu GPU record%s came after its window was written (work still "
-				      "running long after the window's last step);",
-				      (unsigned long long)rep->dropped[SP_DROP_LATE],
-				      rep->dropped[SP_DROP_LATE] == 1 ? "" : "s");
-		if (rep->dropped[SP_DROP_MISSING])
-			p += snprintf(p, end - p,
-				      " %llu kernel%s launched in a window never arrived before the window was written "
-				      "(the steps that launched them count fewer kernels);",
-				      (unsigned long long)rep->dropped[SP_DROP_MISSING],
-				      rep->dropped[SP_DROP_MISSING] == 1 ? "" : "s");
-		snprintf(p, end - p, " the tables above miss them.");
-	}
+	n += lost_records(rep, f[n]);
 	return n;
 }

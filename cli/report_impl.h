@@ -28,7 +28,7 @@ struct mstat {
 };
 
 struct wsum {     /* one summary line */
-	struct sp_window w;     /* ev/n not used */
+	struct sp_window w;
 	uint64_t steps, kernels, busy; /* busy: ns of [t0, t1] with GPU work running */
 };
 

@@ -102,34 +102,38 @@ static const char *str(const struct sp_trace_reader *r, uint32_t id, const char 
 	return v ? v : none;
 }
 
-/* Each GPU record of w to its op and module. */
-static void charge_gpu(struct sp_opstats *s, const struct sp_trace_reader *r, const struct sp_window *w)
+struct charge {
+	struct sp_opstats *s;
+	const struct sp_trace_reader *r;
+};
+
+/* The pass's callback: each GPU record of the window to its op and module. */
+static void charge_gpu(void *ctx, const struct sp_event *e)
 {
-	for (size_t i = 0; i < w->n; i++) {
-		const struct sp_event *e = &w->ev[i];
-		if (!sp_ev_is_gpu(e) || e->end < e->start)
-			continue;
-		uint64_t d = e->end - e->start;
-		s->gpu_ns += d;
-		s->gpu_records++;
-		int op = sp_opattr_op_of(&s->a, e->corr), bwd;
-		if (op < 0) {
-			s->noop_ns += d;
-			s->noop_records++;
-		} else {
-			s->self[op] += d;
-			s->kern[op]++;
-			for (int j = op; j >= 0; j = s->a.op[j].parent)
-				s->total[j] += d;
-		}
-		uint32_t m = sp_opattr_module_of(&s->a, e->corr, &bwd);
-		if (!m) {
-			s->outside_ns += d;
-			continue;
-		}
-		struct orow *row = row_of(&s->mods, str(r, m, "?"), NULL);
-		*(bwd ? &row->bwd : &row->self) += d;
+	struct sp_opstats *s = ((struct charge *)ctx)->s;
+	const struct sp_trace_reader *r = ((struct charge *)ctx)->r;
+	if (!sp_ev_is_gpu(e) || e->end < e->start)
+		return;
+	uint64_t d = e->end - e->start;
+	s->gpu_ns += d;
+	s->gpu_records++;
+	int op = sp_opattr_op_of(&s->a, e->corr), bwd;
+	if (op < 0) {
+		s->noop_ns += d;
+		s->noop_records++;
+	} else {
+		s->self[op] += d;
+		s->kern[op]++;
+		for (int j = op; j >= 0; j = s->a.op[j].parent)
+			s->total[j] += d;
 	}
+	uint32_t m = sp_opattr_module_of(&s->a, e->corr, &bwd);
+	if (!m) {
+		s->outside_ns += d;
+		return;
+	}
+	struct orow *row = row_of(&s->mods, str(r, m, "?"), NULL);
+	*(bwd ? &row->bwd : &row->self) += d;
 }
 
 /* The FLOPs of op range i itself (flops.h; a convolution's parameters from its module), and
@@ -143,12 +147,12 @@ static int op_flops(const struct sp_opstats *s, const struct sp_trace_reader *r,
 	return sp_flops(str(r, e->name, "?"), str(r, e->u.marker.shapes, NULL), conv, f);
 }
 
-void sp_opstats_add_window(struct sp_opstats *s, const struct sp_trace_reader *r, const struct sp_window *w)
+void sp_opstats_add_window(struct sp_opstats *s, const struct sp_trace_reader *r, struct sp_windows *g,
+			   const struct sp_window *w)
 {
-	sp_opattr_build(&s->a, r, w);
+	sp_opattr_build(&s->a, r, g);
 	s->windows++;
-	for (size_t i = 0; i < w->n; i++)
-		s->steps += w->ev[i].kind == SP_EV_STEP;
+	s->steps += w->nsteps;
 	if (s->a.nop > s->cap) {
 		s->cap = s->a.nop;
 		s->self = sp_xrealloc(s->self, s->cap * sizeof *s->self);
@@ -161,7 +165,8 @@ void sp_opstats_add_window(struct sp_opstats *s, const struct sp_trace_reader *r
 		memset(s->total, 0, s->a.nop * sizeof *s->total);
 		memset(s->kern, 0, s->a.nop * sizeof *s->kern);
 	}
-	charge_gpu(s, r, w);
+	struct charge ch = { s, r };
+	sp_windows_each(g, charge_gpu, &ch);
 	int *fit = sp_xrealloc(NULL, (s->a.nop + 1) * sizeof *fit);
 	for (size_t i = 0; i < s->a.nop; i++)
 		fit[i] = op_flops(s, r, i, &s->flops[i]);

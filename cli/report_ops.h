@@ -21,8 +21,11 @@ enum { SP_OPSORT_SELF = 0, SP_OPSORT_TOTAL, SP_OPSORT_CALLS, SP_OPSORT_AVG, SP_O
 
 /* A new accumulator; shapes: one row per (op, input shapes). Exits the CLI if memory runs out. */
 struct sp_opstats *sp_opstats_new(int shapes);
-/* Adds window w of the trace r. Exits the CLI if memory runs out; otherwise can't fail. */
-void sp_opstats_add_window(struct sp_opstats *s, const struct sp_trace_reader *r, const struct sp_window *w);
+/* Adds window w, the one g last handed out, of the trace r: two passes in file order (the ops,
+ * modules and launching calls; then the GPU records charged by correlation id). Exits the CLI if
+ * memory runs out; otherwise can't fail. */
+void sp_opstats_add_window(struct sp_opstats *s, const struct sp_trace_reader *r, struct sp_windows *g,
+			   const struct sp_window *w);
 /* The op table (sort: SP_OPSORT_*; top rows, 0 all; wide: no cut in the name and shapes columns;
  * device: the GPU's name for its peak, NULL unknown). Can't fail (exits if memory runs out). */
 void sp_opstats_print_ops(const struct sp_opstats *s, int sort, int top, int wide, const char *device, FILE *out);

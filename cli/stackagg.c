@@ -111,13 +111,6 @@ void sp_stackagg_add(struct sp_stackagg *a, const struct sp_trace_reader *r, con
 	a->total[c]++;
 }
 
-void sp_stackagg_add_window(struct sp_stackagg *a, const struct sp_trace_reader *r, const struct sp_window *w,
-			    unsigned mask)
-{
-	for (size_t i = 0; i < w->n; i++)
-		sp_stackagg_add(a, r, &w->ev[i], mask);
-}
-
 size_t sp_stackagg_folded(const struct sp_stackagg *a, unsigned mask, int by_bytes, const struct sp_trace_reader *r,
 			  struct sp_sym *sym, FILE *out)
 {

@@ -36,9 +36,6 @@ struct sp_stackagg {
 /* Counts ev if it is of a class in mask (r names its API call). Exits the CLI if memory runs out;
  * otherwise can't fail. */
 void sp_stackagg_add(struct sp_stackagg *a, const struct sp_trace_reader *r, const struct sp_event *ev, unsigned mask);
-/* Counts the events of window w, as sp_stackagg_add. */
-void sp_stackagg_add_window(struct sp_stackagg *a, const struct sp_trace_reader *r, const struct sp_window *w,
-			    unsigned mask);
 /* Writes the folded stacks of the classes in mask: frames root first, named as sp_sym_function
  * names them (';' in a name becomes '_'), "[no stack]" for records without one, under a root
  * frame "[alloc]", "[launch]" or "[nccl]" when mask has several classes; weight = bytes (by_bytes)

@@ -9,15 +9,9 @@
 #include "steps.h"
 #include "decide/kclass.h"
 
-static int cmp_iv(const void *a, const void *b)
+static int cmp_q(const void *a, const void *b)
 {
-	return sp_cmp_u64(((const struct sp_steps_iv *)a)->s, ((const struct sp_steps_iv *)b)->s);
-}
-
-static int cmp_call(const void *a, const void *b)
-{
-	const struct sp_calls_one *x = a, *y = b;
-	return x->corr != y->corr ? (x->corr < y->corr ? -1 : 1) : sp_cmp_u64(x->t, y->t);
+	return sp_cmp_u64(((const struct sp_steps_q *)a)->t, ((const struct sp_steps_q *)b)->t);
 }
 
 static int cmp_u64p(const void *a, const void *b)
@@ -29,40 +23,6 @@ static int cmp_i64p(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
 	return x < y ? -1 : x > y;
-}
-
-void sp_calls_index(struct sp_calls *c, const struct sp_window *w)
-{
-	c->n = 0;
-	for (size_t i = 0; i < w->n; i++) {
-		const struct sp_event *e = &w->ev[i];
-		if (e->kind != SP_EV_API || !e->corr)
-			continue;
-		c->v = sp_xgrow(c->v, &c->cap, sizeof(*c->v), c->n);
-		c->v[c->n++] = (struct sp_calls_one){ e->corr, e->start };
-	}
-	sp_sort(c->v, c->n, sizeof(*c->v), cmp_call);
-}
-
-uint64_t sp_calls_anchor(const struct sp_calls *c, const struct sp_event *e)
-{
-	size_t lo = 0, hi = c->n;
-	if (!e->corr)
-		return e->start;
-	while (lo < hi) { /* first call with an id >= e's */
-		size_t mid = (lo + hi) / 2;
-		if (c->v[mid].corr < e->corr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < c->n && c->v[lo].corr == e->corr && c->v[lo].t ? c->v[lo].t : e->start;
-}
-
-void sp_calls_free(struct sp_calls *c)
-{
-	free(c->v);
-	*c = (struct sp_calls){ 0 };
 }
 
 struct sp_step_stat *sp_steps_at(struct sp_step_stat *st, size_t n, uint64_t t)
@@ -98,6 +58,11 @@ int sp_steps_is_nccl(struct sp_steps *s, struct sp_trace_reader *r, uint32_t id)
 int sp_steps_trains(struct sp_steps *s, struct sp_trace_reader *r, uint32_t id)
 {
 	return (kernel_bits(s, r, id) & 4) != 0;
+}
+
+static int cmp_iv(const void *a, const void *b)
+{
+	return sp_cmp_u64(((const struct sp_steps_iv *)a)->s, ((const struct sp_steps_iv *)b)->s);
 }
 
 size_t sp_steps_merge(struct sp_steps_iv *iv, size_t n)
@@ -139,81 +104,188 @@ uint64_t sp_median_u64(uint64_t *v, size_t n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-uint64_t sp_steps_add_window(struct sp_steps *s, struct sp_trace_reader *r, const struct sp_window *w)
+void sp_steps_begin(struct sp_steps *s, const struct sp_window *w)
 {
-	size_t niv = 0, first_st = s->n, nst, m;
-	struct sp_step_stat *st;
-	uint64_t busy = 0;
-
-	/* the window's steps and CUDA calls first: GPU work belongs to the step of its call */
-	for (size_t i = 0; i < w->n; i++) {
-		const struct sp_event *e = &w->ev[i];
-		if (e->kind == SP_EV_STEP) {
-			s->st = sp_xrealloc(s->st, (s->n + 1) * sizeof(*s->st));
-			s->st[s->n++] = (struct sp_step_stat){ .number = e->u.step.number,
-							       .window = w->id,
-							       .start = e->start,
-							       .end = e->end,
-							       .how = e->u.step,
-							       .marker = e->name };
-		}
+	s->first = s->n;
+	s->t0 = w->t0;
+	s->t1 = w->t1;
+	s->sweeping = 0;
+	s->busy = s->cum = 0;
+	s->cur = (struct sp_steps_iv){ 0, 0 };
+	s->next = s->nactive = s->nq = s->qat = 0;
+	s->reach = 0;
+	for (size_t i = 0; i < w->nsteps; i++) {
+		const struct sp_event *e = &w->steps[i];
+		s->st = sp_xgrow(s->st, &s->cap, sizeof(*s->st), s->n);
+		s->st[s->n++] = (struct sp_step_stat){ .number = e->u.step.number,
+						       .window = w->id,
+						       .start = e->start,
+						       .end = e->end,
+						       .how = e->u.step,
+						       .marker = e->name };
 	}
-	sp_calls_index(&s->calls, w);
-	nst = s->n - first_st;
-	st = nst ? s->st + first_st : NULL; /* s->st is NULL while no step was seen: no NULL + 0 */
+}
 
-	for (size_t i = 0; i < w->n; i++) {
-		const struct sp_event *e = &w->ev[i];
-		if (!sp_ev_is_gpu(e))
+void sp_steps_event(struct sp_steps *s, struct sp_trace_reader *r, const struct sp_event *e, uint64_t anchor)
+{
+	size_t nst = s->n - s->first;
+	if (!sp_ev_is_gpu(e) || !nst)
+		return;
+	uint64_t d = e->end > e->start ? e->end - e->start : 0;
+	struct sp_step_stat *in = sp_steps_at(s->st + s->first, nst, anchor);
+	if (!in)
+		return;
+	if (e->end > in->gpu_end)
+		in->gpu_end = e->end;
+	if (e->kind == SP_EV_KERNEL) {
+		int trains = sp_steps_trains(s, r, e->name);
+		in->kernels++;
+		in->kernel_ns += d;
+		in->nccl_ns += sp_steps_is_nccl(s, r, e->name) ? d : 0;
+		in->train_kernels += trains;
+		in->cur_run = trains ? 0 : in->cur_run + 1;
+		if (in->cur_run > in->plain_run)
+			in->plain_run = in->cur_run;
+	} else {
+		in->copy_ns += d;
+	}
+}
+
+/* Before the sweep: per step, where its span's covered part ends (its start), and the times whose
+ * covered ns its host stall needs (the previous step's GPU end, else its start; its GPU end),
+ * sorted. Exits if memory runs out. */
+static void sweep_begin(struct sp_steps *s)
+{
+	size_t nst = s->n - s->first;
+	const struct sp_step_stat *st = s->st ? s->st + s->first : NULL; /* NULL while s has no step */
+
+	s->sweeping = 1;
+	s->upto = sp_xgrow(s->upto, &s->upto_cap, sizeof(*s->upto), nst);
+	s->cov = sp_xgrow(s->cov, &s->cov_cap, sizeof(*s->cov), 2 * nst);
+	for (size_t k = 0; k < nst; k++) {
+		uint64_t lo = k && st[k - 1].gpu_end ? st[k - 1].gpu_end : st[k].start;
+		s->upto[k] = st[k].start;
+		if (st[k].gpu_end <= lo)
 			continue;
-		uint64_t d = e->end > e->start ? e->end - e->start : 0;
-		struct sp_step_stat *in = sp_steps_at(st, nst, sp_calls_anchor(&s->calls, e));
-		if (in && e->end > in->gpu_end)
-			in->gpu_end = e->end;
-		if (in && e->kind == SP_EV_KERNEL) {
-			int trains = sp_steps_trains(s, r, e->name);
-			in->kernels++;
-			in->kernel_ns += d;
-			in->nccl_ns += sp_steps_is_nccl(s, r, e->name) ? d : 0;
-			in->train_kernels += trains;
-			in->cur_run = trains ? 0 : in->cur_run + 1;
-			if (in->cur_run > in->plain_run)
-				in->plain_run = in->cur_run;
-		} else if (in) {
-			in->copy_ns += d;
-		}
-		if (niv == s->ivcap) {
-			s->ivcap = s->ivcap ? s->ivcap * 2 : 1024;
-			s->iv = sp_xrealloc(s->iv, s->ivcap * sizeof(*s->iv));
-		}
-		s->iv[niv].s = e->start < w->t0 ? w->t0 : e->start;
-		s->iv[niv].e = e->end > w->t1 ? w->t1 : e->end;
-		niv += s->iv[niv].e > s->iv[niv].s;
+		s->q = sp_xgrow(s->q, &s->q_cap, sizeof(*s->q), s->nq + 1);
+		s->q[s->nq++] = (struct sp_steps_q){ lo, 2 * k };
+		s->q[s->nq++] = (struct sp_steps_q){ st[k].gpu_end, 2 * k + 1 };
 	}
-	m = sp_steps_merge(s->iv, niv);
-	for (size_t i = 0; i < m; i++)
-		busy += s->iv[i].e - s->iv[i].s;
-	/* each step: busy time inside its span and the longest stretch with no GPU work */
-	for (size_t k = 0, first = 0; k < nst; k++) {
+	sp_sort(s->q, s->nq, sizeof(*s->q), cmp_q);
+}
+
+/* One merged GPU interval [a, b) of the window, in time order: the covered ns before the queried
+ * times, and the busy and idle time of each step whose span it meets (steps are met in their order:
+ * a step is reached once the latest start up to it lies before b, and left once b passes its end,
+ * as a walk of the merged intervals step after step would). Exits if memory runs out. */
+static void sweep_interval(struct sp_steps *s, uint64_t a, uint64_t b)
+{
+	size_t nst = s->n - s->first, kept = 0;
+	struct sp_step_stat *st = s->st ? s->st + s->first : NULL; /* NULL while s has no step */
+
+	s->busy += b - a;
+	for (; s->qat < s->nq && s->q[s->qat].t <= a; s->qat++)
+		s->cov[s->q[s->qat].slot] = s->cum;
+	for (; s->qat < s->nq && s->q[s->qat].t < b; s->qat++)
+		s->cov[s->q[s->qat].slot] = s->cum + (s->q[s->qat].t - a);
+	s->cum += b - a;
+	for (; s->next < nst && (st[s->next].start > s->reach ? st[s->next].start : s->reach) < b; s->next++) {
+		s->reach = st[s->next].start > s->reach ? st[s->next].start : s->reach;
+		s->active = sp_xgrow(s->active, &s->active_cap, sizeof(*s->active), s->nactive);
+		s->active[s->nactive++] = s->next;
+	}
+	for (size_t i = 0; i < s->nactive; i++) {
+		size_t k = s->active[i];
 		struct sp_step_stat *x = &st[k];
-		uint64_t upto = x->start;
-		while (first < m && s->iv[first].e <= x->start)
-			first++;
-		for (size_t i = first; i < m && s->iv[i].s < x->end; i++) {
-			uint64_t a = s->iv[i].s > x->start ? s->iv[i].s : x->start;
-			uint64_t b = s->iv[i].e < x->end ? s->iv[i].e : x->end;
-			if (a > upto && a - upto > x->idle)
-				x->idle = a - upto;
-			x->busy += b - a;
-			upto = b;
-		}
-		if (x->end > upto && x->end - upto > x->idle)
-			x->idle = x->end - upto;
-		uint64_t lo = k && st[k - 1].gpu_end ? st[k - 1].gpu_end : x->start;
-		if (x->gpu_end > lo)
-			x->stall = x->gpu_end - lo - sp_steps_covered(s->iv, m, lo, x->gpu_end);
+		if (x->end <= a)
+			continue; /* the sweep is past it */
+		uint64_t from = a > x->start ? a : x->start, to = b < x->end ? b : x->end;
+		if (from > s->upto[k] && from - s->upto[k] > x->idle)
+			x->idle = from - s->upto[k];
+		x->busy += to - from;
+		s->upto[k] = to;
+		s->active[kept++] = k;
 	}
-	return busy;
+	s->nactive = kept;
+}
+
+void sp_steps_sweep(struct sp_steps *s, const struct sp_event *e)
+{
+	uint64_t a = e->start < s->t0 ? s->t0 : e->start, b = e->end > s->t1 ? s->t1 : e->end;
+
+	if (!s->sweeping)
+		sweep_begin(s);
+	if (b <= a)
+		return;
+	if (s->cur.e > s->cur.s && a <= s->cur.e) { /* overlaps or touches the open one */
+		if (b > s->cur.e)
+			s->cur.e = b;
+		return;
+	}
+	if (s->cur.e > s->cur.s)
+		sweep_interval(s, s->cur.s, s->cur.e);
+	s->cur = (struct sp_steps_iv){ a, b };
+}
+
+uint64_t sp_steps_end(struct sp_steps *s)
+{
+	size_t nst = s->n - s->first;
+	struct sp_step_stat *st = s->st ? s->st + s->first : NULL; /* NULL while s has no step */
+
+	if (!s->sweeping)
+		sweep_begin(s);
+	if (s->cur.e > s->cur.s)
+		sweep_interval(s, s->cur.s, s->cur.e);
+	for (; s->qat < s->nq; s->qat++)
+		s->cov[s->q[s->qat].slot] = s->cum;
+	for (size_t k = 0; k < nst; k++) {
+		struct sp_step_stat *x = &st[k];
+		if (x->end > s->upto[k] && x->end - s->upto[k] > x->idle)
+			x->idle = x->end - s->upto[k];
+		uint64_t lo = k && st[k - 1].gpu_end ? st[k - 1].gpu_end : x->start;
+		if (x->gpu_end > lo) /* no GPU work ran while the GPU waited for this rank's CPU */
+			x->stall = x->gpu_end - lo - (s->cov[2 * k + 1] - s->cov[2 * k]);
+	}
+	s->nactive = s->nq = s->qat = 0;
+	return s->busy;
+}
+
+struct add_window {
+	struct sp_steps *s;
+	struct sp_trace_reader *r;
+	struct sp_windows *g;
+};
+
+static void add_event(void *ctx, const struct sp_event *e)
+{
+	struct add_window *x = ctx;
+	sp_steps_event(x->s, x->r, e, sp_windows_anchor(x->g, e));
+}
+
+static void add_sweep(void *ctx, const struct sp_event *e)
+{
+	sp_steps_sweep(((struct add_window *)ctx)->s, e);
+}
+
+uint64_t sp_steps_add_window(struct sp_steps *s, struct sp_trace_reader *r, struct sp_windows *g,
+			     const struct sp_window *w)
+{
+	struct add_window x = { s, r, g };
+	sp_steps_begin(s, w);
+	sp_windows_each(g, add_event, &x);
+	sp_windows_sorted(g, sp_ev_is_gpu, add_sweep, &x);
+	return sp_steps_end(s);
+}
+
+void sp_steps_free_scratch(struct sp_steps *s)
+{
+	free(s->active);
+	free(s->upto);
+	free(s->q);
+	free(s->cov);
+	s->active = s->upto = s->cov = NULL;
+	s->q = NULL;
+	s->active_cap = s->upto_cap = s->q_cap = s->cov_cap = 0;
 }
 
 void sp_steps_print(const struct sp_steps *s, FILE *out)
@@ -336,8 +408,7 @@ void sp_steps_compare(const struct sp_steps *s, const int *rank, size_t n, FILE 
 void sp_steps_free(struct sp_steps *s)
 {
 	free(s->st);
-	free(s->iv);
-	sp_calls_free(&s->calls);
+	sp_steps_free_scratch(s);
 	free(s->nccl);
 	memset(s, 0, sizeof(*s));
 }

@@ -2,7 +2,7 @@
 /* steps.h - per-step statistics of a trace's recorded windows, for `stepprof report` (one trace)
  * and `stepprof steps` (several ranks side by side): the GPU work launched in each step (a GPU
  * operation counts in the step whose CPU call, found by correlation id, lies in the step) and how
- * busy the GPU was inside the step's span. Memory: the steps, plus one window's scratch. */
+ * busy the GPU was inside the step's span. Memory: the steps; never a window's events. */
 #ifndef SP_STEPS_H
 #define SP_STEPS_H
 
@@ -30,33 +30,31 @@ struct sp_step_stat {
 	uint32_t marker;        /* its marker pattern or anchor (string id), 0 unknown */
 };
 
-/* A window's CUDA calls by correlation id: what places its GPU work among its steps. */
-struct sp_calls {
-	struct sp_calls_one {
-		uint32_t corr;
-		uint64_t t;
-	} *v; /* sorted by id, then start */
-	size_t n, cap;
-};
-
-/* Indexes the CUDA API calls of window w (those with a correlation id) into c, replacing what
- * it held. Exits the CLI if memory runs out; otherwise can't fail. */
-void sp_calls_index(struct sp_calls *c, const struct sp_window *w);
-/* The CPU time that places GPU record e among steps: the start of the call that launched it
- * (same correlation id), or e's own start when that call is not in the window (no id, or its
- * record was lost). `report`, `steps` and `convert --steps` all count GPU work by this rule. */
-uint64_t sp_calls_anchor(const struct sp_calls *c, const struct sp_event *e);
-void sp_calls_free(struct sp_calls *c);
-
 struct sp_steps {
 	struct sp_step_stat *st; /* recorded steps, window after window */
-	size_t n;
-	/* scratch */
+	size_t n, cap;
+	/* the window being added (sp_steps_begin .. sp_steps_end) */
+	size_t first;           /* index in st of its first step */
+	uint64_t t0, t1;        /* its span: GPU intervals are cut to it */
+	int sweeping;           /* sp_steps_sweep was called */
+	uint64_t busy;          /* ns covered by the GPU intervals swept so far */
 	struct sp_steps_iv {
 		uint64_t s, e;
-	} *iv;  /* GPU intervals of one window */
-	size_t ivcap;
-	struct sp_calls calls;  /* its CUDA calls */
+	} cur;                  /* the merged GPU interval being extended (cur.e > cur.s: one is open) */
+	size_t next;            /* its next step (index from first) the sweep has not reached */
+	uint64_t reach;         /* the latest start among the steps reached */
+	size_t *active;         /* steps reached whose span the sweep may still meet (index from first) */
+	size_t nactive, active_cap;
+	uint64_t *upto;         /* per step: where its span's covered part so far ends */
+	size_t upto_cap;
+	struct sp_steps_q {
+		uint64_t t;     /* a time whose covered ns (from the window's start) a host stall needs */
+		size_t slot;    /* where it goes in cov */
+	} *q;
+	size_t nq, qat, q_cap;
+	uint64_t *cov;          /* per query slot: ns covered before its time */
+	size_t cov_cap;
+	uint64_t cum;           /* ns covered before the end of the intervals swept so far */
 	uint8_t *nccl;          /* by name id: 0 unknown, else 1 | 2 (an NCCL kernel) | 4 (a training
 	                           kernel, decide/kclass.h) */
 	size_t ncap;
@@ -73,10 +71,22 @@ size_t sp_steps_merge(struct sp_steps_iv *iv, size_t n);
 /* ns of [lo, hi) covered by the disjoint sorted intervals iv[0..m). Can't fail. */
 uint64_t sp_steps_covered(const struct sp_steps_iv *iv, size_t m, uint64_t lo, uint64_t hi);
 
-/* Adds the steps of window w (read through r, for kernel names) to s. Returns the ns of
- * [w->t0, w->t1] during which any GPU work ran. Exits the CLI if memory runs out; otherwise
- * can't fail. */
-uint64_t sp_steps_add_window(struct sp_steps *s, struct sp_trace_reader *r, const struct sp_window *w);
+/* Adds the steps of window w to s, streaming, in three stages: sp_steps_begin (its steps, from
+ * w->steps), sp_steps_event for each of its events in file order (GPU work counts in the step its
+ * anchor lies in: sp_windows_anchor, the start of the call that launched it; a step's runs of
+ * kernels without training ones are counted in that order), sp_steps_sweep for
+ * its GPU events by start (sp_windows_sorted: busy and idle time), then sp_steps_end, which returns
+ * the ns of [w->t0, w->t1] during which any GPU work ran. Memory: a few words per step. Kernel
+ * names are read through r. Each exits the CLI if memory runs out; otherwise they can't fail. */
+void sp_steps_begin(struct sp_steps *s, const struct sp_window *w);
+void sp_steps_event(struct sp_steps *s, struct sp_trace_reader *r, const struct sp_event *e, uint64_t anchor);
+void sp_steps_sweep(struct sp_steps *s, const struct sp_event *e);
+uint64_t sp_steps_end(struct sp_steps *s);
+/* All of it for the window g handed out last (w): two passes over its events. */
+uint64_t sp_steps_add_window(struct sp_steps *s, struct sp_trace_reader *r, struct sp_windows *g,
+			     const struct sp_window *w);
+/* Frees what s keeps for adding a window (its steps stay). Can't fail. */
+void sp_steps_free_scratch(struct sp_steps *s);
 /* The per-step table of s (at most SP_STEPS_ROWS rows); nothing if s has no step. Can't fail. */
 void sp_steps_print(const struct sp_steps *s, FILE *out);
 /* Several ranks' steps side by side: per step number, the spread of step times and the slowest

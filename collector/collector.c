@@ -17,6 +17,7 @@
 #include "collector/hold/cupti_life.h"
 #include "collector/cupti/cupti_share.h"
 #include "collector/hold/hooklearn.h"
+#include "collector/hold/markhook.h"
 #include "collector/base/intern.h"
 #include "internal.h"
 #include "collector/base/log.h"
@@ -37,7 +38,7 @@ static void on_fork_child(void)
 	sp_host_min_bytes = SIZE_MAX;
 	atomic_store(&sp_launch_want, SP_LAUNCH_OFF); /* the launch hooks pass through, learning or not */
 	atomic_store(&sp_launch_guard, 0);             /* ... and count nothing (no subscriber here) */
-	atomic_store(&sp_hold.state, SP_HOLD_GONE); /* no detach to wait for: forked mid-detach */
+	sp_cupti_life_forked(); /* no detach to wait for: forked mid-detach */
 	atomic_store(&sp_devmem_want, 0);
 	sp_col.disabled = 1;
 	sp_col.active = 0;
@@ -211,6 +212,7 @@ void sp_coll_push(struct sp_event *ev)
  * steps. Returns what the subscription returned (CUPTI_SUCCESS when parked). */
 static CUptiResult start_cupti(const struct sp_cupti_hooks *hooks)
 {
+	sp_cupti_life_watch(&sp_hook_watch); /* the hold tells the hooks when it parks and attaches */
 	if (sp_hooklearn_wanted()) {
 		sp_cupti_life_start_parked(hooks);
 		sp_hooklearn_begin();

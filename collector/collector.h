@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* collector.h - the collector core's entry points. Front ends (preload/ hooks, the CUDA
- * injection entry) call these and nothing else; the core does not know who called. */
+ * injection entry) include this header and no other of collector/ (the build checks it:
+ * scripts/check-includes.py); the core does not know who called. */
 #ifndef SP_COLLECTOR_H
 #define SP_COLLECTOR_H
 
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+/* Re-exported for the front ends: */
+#include "collector/base/log.h" /* warnings said once, with the stepprof: prefix (never exit) */
+#include "collector/hookfns.h"  /* the CUDA functions the marker hooks interpose: enum sp_hook_fn */
+#include "collector/mem/memory.h" /* the malloc hooks' inline guards (sp_mem_self, sp_mem_host_mark) */
 
 /* Called once from the CUDA driver's injection entry (inside cuInit, before any kernel or graph
  * exists). Loads the configuration; if this process is selected, loads CUPTI, subscribes and
@@ -56,7 +61,7 @@ int sp_collector_owns_cupti(void);
 /* 1 if stepprof held CUPTI in this process and let go of it for good (after the schedule's last
  * window, or a failed re-attach): a profiler it served then gets CUPTI itself. Can't fail. */
 int sp_collector_let_go_cupti(void);
-/* A call of one of the CUDA functions in collector/hold/hookfns.h begins (fn: enum sp_hook_fn) / ends
+/* A call of one of the CUDA functions in collector/hookfns.h begins (fn: enum sp_hook_fn) / ends
  * (h: what enter returned), seen by the preload's hooks (preload/markers.c). While stepprof is
  * detached from CUPTI between windows, marker calls are counted here. Cheap when the function is
  * not a marker's: one load. Never fails; may block while CUPTI is re-attached for a window that
@@ -73,9 +78,8 @@ int sp_collector_launch_enter(uint32_t name);
 void sp_collector_launch_exit(int h);
 /* Nonzero while stepprof is subscribed to CUPTI (from the start of each attach to the end of each
  * detach): the launch trampolines then count their launches in flight, so that CUPTI is never
- * finalised while a thread is inside a launch (CUPTI's dispatch of it crashed or corrupted the heap
- * when cuptiFinalize ran under it: H200, 10 of 478 runs of a launch-bound loop parking between
- * windows). Read with one relaxed load beside sp_launch_want. */
+ * finalised while a thread is inside a launch (CUPTI's dispatch of it crashes or corrupts the heap
+ * when cuptiFinalize runs under it). Read with one relaxed load beside sp_launch_want. */
 extern _Atomic int sp_launch_guard;
 /* A launch through a trampoline begins / ends (g: what the guard returned), while sp_launch_guard
  * is set: counted in flight, after waiting out a detach under way (its drains and cuptiFinalize;
@@ -153,5 +157,27 @@ int sp_collector_hook_enter(int fn);
  * driver call standing for a marker call counts only from places proven to be the marker's. */
 int sp_collector_hook_enter_at(int fn, const void *from);
 void sp_collector_hook_exit(int h);
+
+#ifndef SP_PURE /* a unit test builds preload/malloc.c as host code, without CUPTI */
+#include <cupti.h>
+/* ---- the program's side (preload/cupti.c). Each returns 1 when stepprof served the call (its
+ * result in *r), or 0 when the caller must pass it to the real libcupti: stepprof is not
+ * subscribed in this process (not selected, not yet, a fork child, or let go for good). ---- */
+int sp_share_subscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *ud, CUptiResult *r);
+int sp_share_unsubscribe(CUpti_SubscriberHandle sub, CUptiResult *r);
+int sp_share_enable_callback(uint32_t on, CUpti_SubscriberHandle sub, CUpti_CallbackDomain d, CUpti_CallbackId cbid,
+			     CUptiResult *r);
+int sp_share_enable_domain(uint32_t on, CUpti_SubscriberHandle sub, CUpti_CallbackDomain d, CUptiResult *r);
+int sp_share_enable_all(uint32_t on, CUpti_SubscriberHandle sub, CUptiResult *r);
+int sp_share_callback_state(uint32_t *on, CUpti_SubscriberHandle sub, CUpti_CallbackDomain d, CUpti_CallbackId cbid,
+			    CUptiResult *r);
+int sp_share_register_buffers(CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc comp,
+			      CUptiResult *r);
+int sp_share_register_timestamp(CUpti_TimestampCallbackFunc f, CUptiResult *r);
+int sp_share_get_timestamp(uint64_t *t, CUptiResult *r);
+int sp_share_activity(CUpti_ActivityKind k, int on, CUptiResult *r);
+int sp_share_flush(uint32_t flag, CUptiResult *r);
+int sp_share_finalize(CUptiResult *r);
+#endif
 
 #endif

@@ -45,8 +45,9 @@
  * CLS_NEST: any runtime call, watched while recording an API truth or with an api marker on a
  * driver function only to know that a driver call is made inside one (PyTorch's
  * cudaDriverGetVersion calls cuDriverGetVersion): a truth or marker counts at the outermost call
- * only. Such a callback does nothing else (callbacks.c nest_only). */
-enum { CLS_RECORDED = 1, CLS_AUTO = 2, CLS_GRAPH = 4, CLS_TRUTH = 8, CLS_NEST = 16, CLS_COPY = 32 };
+ * only. Such a callback does nothing else (callbacks.c nest_only). CLS_CAPTURE: begins or ends a
+ * stream capture (capture.h), on whenever launches may be counted. */
+enum { CLS_RECORDED = 1, CLS_AUTO = 2, CLS_GRAPH = 4, CLS_TRUTH = 8, CLS_NEST = 16, CLS_COPY = 32, CLS_CAPTURE = 64 };
 
 /* How an allocation call's parameters look (every params struct starts with these fields). */
 enum { MEM_NONE, MEM_PTR_SIZE, MEM_PITCH, MEM_CREATE, MEM_FREE };
@@ -180,6 +181,8 @@ struct sp_col_thread {
 			     * static runtime's): CUPTI's exit of it, attached since, is no missed call */
 	unsigned mem_seen; /* allocation calls CUPTI's driver callbacks accounted on this thread (allocs.c) */
 	int mem_hooked; /* an allocation hook accounted inside the runtime call in progress (allocs.c) */
+	uint8_t cap_node; /* a graph node was made inside the outermost call in progress: it went into a
+			   * stream capture (capture.h) */
 	uint64_t last_t; /* the latest time sp_thr_ns gave this thread */
 	uint8_t end_now;   /* this thread's boundary handling ended a window (windows.c note_end) ... */
 	uint8_t end_soon;  /* ... or set up one that ends at its call's exit */
@@ -297,6 +300,9 @@ void sp_act_say_outside(void);
  * proven and re-attaches when a window is near or something wants CUPTI. Returns false if it did
  * not tick (the writer exists, or another tick runs). Can't fail. */
 bool sp_act_early_tick(void);
+/* The writer thread's life-cycle tick after a pass with no window closing (collector/hold/lifetick.c);
+ * skipped while an application thread's early tick runs. Can't fail. */
+void sp_life_tick(uint64_t now);
 /* The writer thread drained ev (sp_writer_set_seen): a launch marked for a window is counted
  * there at the next tick. This function can't fail. */
 void sp_act_writer_seen(const struct sp_event *ev);

@@ -213,42 +213,6 @@ static int parse_bool(const char *s, bool *out)
 	return -1;
 }
 
-/* What the key accepts, for the "(allowed: ...)" part of its errors. */
-static const char *allowed(const struct key *k, char *buf, size_t len)
-{
-	char a[16], b[16];
-
-	switch (k->type) {
-	case K_BOOL:
-		return "true, false, yes, no, on, off, 1, 0";
-	case K_INT:
-		if (k->max == SP_SCHEDULE_MAX)
-			snprintf(buf, len, "integer >= %lld", (long long)k->min);
-		else
-			snprintf(buf, len, "integer %lld..%lld", (long long)k->min, (long long)k->max);
-		return buf;
-	case K_SIZE:
-		snprintf(buf, len, "size %s..%s, as 512, 64K, 256M, 2G; K, M, G, T are powers of 1024",
-			 sp_cfg_format_size(a, sizeof(a), (uint64_t)k->min),
-			 sp_cfg_format_size(b, sizeof(b), (uint64_t)k->max));
-		return buf;
-	case K_STR:
-		snprintf(buf, len, "text of at most %zu characters, optionally in double quotes", k->size - 1);
-		return buf;
-	case K_OUTPUT:
-		return "a directory path; placeholders {run} {host} {pid} {rank} {date} {time} {jobid}";
-	case K_RANKS:
-		return "all, or ranks and ranges like 0 / 0,1 / 0-3,8";
-	case K_CHOICE:
-		for (size_t n = 0, at = 0; choices(k)[n]; n++)
-			at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s%s", n ? ", " : "", choices(k)[n]);
-		return buf;
-	case K_STACKS:
-		return "native, python, both, false (true, yes, on, 1 = native; no, off, 0 = false)";
-	}
-	return "?";
-}
-
 /* Stores an integer of the field's width. Can't fail (ranges are checked before). */
 static void store(struct sp_config *cfg, const struct key *k, int64_t v)
 {
@@ -271,6 +235,76 @@ static int64_t load(const struct sp_config *cfg, const struct key *k)
 	if (k->size == sizeof(int32_t))
 		return *(const int32_t *)p;
 	return *(const int64_t *)p;
+}
+
+/* A [ranks] ranks value: a rank set, kept as typed for printing back. Returns 0, or -1 with the
+ * problem in problem; cfg is unchanged then. */
+static int set_ranks(struct sp_config *cfg, const struct key *k, const char *v, char *problem, size_t plen)
+{
+	char *field = (char *)cfg + k->off;
+	struct sp_rankset set;
+	char err[128];
+	if (strlen(v) >= k->size || strlen(k->name) + 3 + strlen(v) > PRINT_LINE_MAX) {
+		snprintf(problem, plen,
+			 "too long: %zu characters (at most %zu, so that the line '%s = ...' "
+			 "fits in an INI line)",
+			 strlen(v), PRINT_LINE_MAX - 3 - strlen(k->name), k->name);
+		return -1;
+	}
+	/* a rank set is digits, commas, dashes and blanks, or "all": anything else (a ';' that an
+	 * INI reader would take for a comment when the value is printed back) is refused here */
+	if (strspn(v, "0123456789,- \t") != strlen(v) && strcasecmp(v + strspn(v, " \t"), "all") &&
+	    sp_rankset_parse(v, &set, err, sizeof(err)) == 0) {
+		snprintf(problem, plen, "bad rank set '%.80s': only ranks, ranges, commas and 'all'", v);
+		return -1;
+	}
+	if (sp_rankset_parse(v, &set, err, sizeof(err)) < 0) {
+		snprintf(problem, plen, "%s", err);
+		return -1;
+	}
+	cfg->ranks = set;
+	strcpy(field, v);
+	return 0;
+}
+
+/* A text or output template value, without its double quotes if it has them. Returns 0, or -1
+ * with the problem in problem; cfg is unchanged then. */
+static int set_text(struct sp_config *cfg, const struct key *k, const char *v, char *problem, size_t plen)
+{
+	char *field = (char *)cfg + k->off;
+	size_t n = strlen(v);
+	if (n >= 2 && v[0] == '"' && v[n - 1] == '"') {
+		v++;
+		n -= 2;
+	}
+	if (n >= k->size || strlen(k->name) + 5 + n > PRINT_LINE_MAX) {
+		snprintf(problem, plen,
+			 "too long: %zu characters (at most %zu, so that the line '%s = \"...\"' "
+			 "fits in an INI line)",
+			 n, PRINT_LINE_MAX - 5 - strlen(k->name), k->name);
+		return -1;
+	}
+	for (size_t j = 0; j < n; j++) {
+		if (iscntrl((unsigned char)v[j])) {
+			snprintf(problem, plen, "contains a control character");
+			return -1;
+		}
+		if (v[j] == ';' && j > 0 && isspace((unsigned char)v[j - 1])) {
+			snprintf(problem, plen, "contains ' ;', which an INI file takes for a comment");
+			return -1;
+		}
+	}
+	char text[SP_CFG_PATH];
+	memcpy(text, v, n);
+	text[n] = '\0';
+	if (k->type == K_OUTPUT && !n) {
+		snprintf(problem, plen, "empty");
+		return -1;
+	}
+	if (k->type == K_OUTPUT && sp_cfg_check_template(text, problem, plen) < 0)
+		return -1;
+	memcpy(field, text, n + 1);
+	return 0;
 }
 
 /* Parses v (already trimmed) into the key's field. Returns 0, or -1 with the problem in
@@ -338,67 +372,11 @@ static int set_value(struct sp_config *cfg, const struct key *k, const char *v, 
 		snprintf(problem, plen, "unknown %s: '%.80s'",
 			 k->off == offsetof(struct sp_config, marker_kind) ? "marker kind" : "value", v);
 		return -1;
-	case K_RANKS: {
-		struct sp_rankset set;
-		char err[128];
-		if (strlen(v) >= k->size || strlen(k->name) + 3 + strlen(v) > PRINT_LINE_MAX) {
-			snprintf(problem, plen,
-				 "too long: %zu characters (at most %zu, so that the line '%s = ...' "
-				 "fits in an INI line)",
-				 strlen(v), PRINT_LINE_MAX - 3 - strlen(k->name), k->name);
-			return -1;
-		}
-		/* a rank set is digits, commas, dashes and blanks, or "all": anything else (a ';' that an
-		 * INI reader would take for a comment when the value is printed back) is refused here */
-		if (strspn(v, "0123456789,- \t") != strlen(v) && strcasecmp(v + strspn(v, " \t"), "all") &&
-		    sp_rankset_parse(v, &set, err, sizeof(err)) == 0) {
-			snprintf(problem, plen, "bad rank set '%.80s': only ranks, ranges, commas and 'all'", v);
-			return -1;
-		}
-		if (sp_rankset_parse(v, &set, err, sizeof(err)) < 0) {
-			snprintf(problem, plen, "%s", err);
-			return -1;
-		}
-		cfg->ranks = set;
-		strcpy(field, v);
-		return 0;
-	}
+	case K_RANKS:
+		return set_ranks(cfg, k, v, problem, plen);
 	case K_STR:
-	case K_OUTPUT: {
-		size_t n = strlen(v);
-		if (n >= 2 && v[0] == '"' && v[n - 1] == '"') {
-			v++;
-			n -= 2;
-		}
-		if (n >= k->size || strlen(k->name) + 5 + n > PRINT_LINE_MAX) {
-			snprintf(problem, plen,
-				 "too long: %zu characters (at most %zu, so that the line '%s = \"...\"' "
-				 "fits in an INI line)",
-				 n, PRINT_LINE_MAX - 5 - strlen(k->name), k->name);
-			return -1;
-		}
-		for (size_t j = 0; j < n; j++) {
-			if (iscntrl((unsigned char)v[j])) {
-				snprintf(problem, plen, "contains a control character");
-				return -1;
-			}
-			if (v[j] == ';' && j > 0 && isspace((unsigned char)v[j - 1])) {
-				snprintf(problem, plen, "contains ' ;', which an INI file takes for a comment");
-				return -1;
-			}
-		}
-		char text[SP_CFG_PATH];
-		memcpy(text, v, n);
-		text[n] = '\0';
-		if (k->type == K_OUTPUT && !n) {
-			snprintf(problem, plen, "empty");
-			return -1;
-		}
-		if (k->type == K_OUTPUT && sp_cfg_check_template(text, problem, plen) < 0)
-			return -1;
-		memcpy(field, text, n + 1);
-		return 0;
-	}
+	case K_OUTPUT:
+		return set_text(cfg, k, v, problem, plen);
 	}
 	return -1;
 }
@@ -443,7 +421,7 @@ int sp_cfg_set(struct sp_config *cfg, const char *section, const char *key, cons
 		return 0;
 	}
 	return add_error(errs, "%s: [%s] %s: %s (allowed: %s)", w, k->section, k->name, problem,
-			 allowed(k, list, sizeof(list)));
+			 sp_cfg_key_allowed(k, list, sizeof(list)));
 }
 
 /* This function can't fail. */

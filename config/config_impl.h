@@ -27,6 +27,10 @@ int64_t sp_cfg_key_load(const struct sp_config *cfg, const struct key *k);
 /* The name of value v of a K_CHOICE or K_STACKS key. Can't fail. */
 const char *sp_cfg_key_choice(const struct key *k, int64_t v);
 
+/* What key k accepts, for the "(allowed: ...)" part of its errors, in buf or a constant string,
+ * which it returns. Can't fail (config_print.c). */
+const char *sp_cfg_key_allowed(const struct key *k, char *buf, size_t len);
+
 /* Formats a size with the largest suffix that divides it exactly (round-trips through
  * sp_parse_size) into buf, which it returns. Can't fail (config_print.c). */
 const char *sp_cfg_format_size(char *buf, size_t len, uint64_t v);

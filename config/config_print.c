@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* config_print.c - the configuration as text: sp_cfg_print writes the effective configuration
- * as an INI file that reads back to the same values, sp_cfg_print_errors the problems found, and
- * sizes are parsed and formatted with K/M/G/T suffixes. Prints only to the FILE it is given. */
+ * as an INI file that reads back to the same values, sp_cfg_print_errors the problems found,
+ * sp_cfg_key_allowed what a key accepts, and sizes are parsed and formatted with K/M/G/T
+ * suffixes. Prints only to the FILE it is given. */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -97,4 +98,40 @@ const char *sp_cfg_format_size(char *buf, size_t len, uint64_t v)
 	}
 	snprintf(buf, len, i < 0 ? "%llu" : "%llu%c", (unsigned long long)v, i < 0 ? 0 : suffix[i]);
 	return buf;
+}
+
+const char *sp_cfg_key_allowed(const struct key *k, char *buf, size_t len)
+{
+	char a[16], b[16];
+
+	switch (k->type) {
+	case K_BOOL:
+		return "true, false, yes, no, on, off, 1, 0";
+	case K_INT:
+		if (k->max == SP_SCHEDULE_MAX)
+			snprintf(buf, len, "integer >= %lld", (long long)k->min);
+		else
+			snprintf(buf, len, "integer %lld..%lld", (long long)k->min, (long long)k->max);
+		return buf;
+	case K_SIZE:
+		snprintf(buf, len, "size %s..%s, as 512, 64K, 256M, 2G; K, M, G, T are powers of 1024",
+			 sp_cfg_format_size(a, sizeof(a), (uint64_t)k->min),
+			 sp_cfg_format_size(b, sizeof(b), (uint64_t)k->max));
+		return buf;
+	case K_STR:
+		snprintf(buf, len, "text of at most %zu characters, optionally in double quotes", k->size - 1);
+		return buf;
+	case K_OUTPUT:
+		return "a directory path; placeholders {run} {host} {pid} {rank} {date} {time} {jobid}";
+	case K_RANKS:
+		return "all, or ranks and ranges like 0 / 0,1 / 0-3,8";
+	case K_CHOICE:
+		for (size_t n = 0, at = 0; sp_cfg_key_choice(k, (int64_t)n); n++)
+			at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s%s", n ? ", " : "",
+					       sp_cfg_key_choice(k, (int64_t)n));
+		return buf;
+	case K_STACKS:
+		return "native, python, both, false (true, yes, on, 1 = native; no, off, 0 = false)";
+	}
+	return "?";
 }

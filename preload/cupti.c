@@ -5,7 +5,7 @@
  * libcupti. Hooks hold no policy. stepprof's own CUPTI calls never come here (cupti_api.c binds
  * libcupti's symbols directly). */
 #include <cupti.h>
-#include "collector/cupti/cupti_share.h"
+#include "collector/collector.h"
 #include "resolve.h"
 
 #define SP_EXPORT __attribute__((visibility("default")))

@@ -16,7 +16,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "collector/collector.h"
-#include "collector/base/log.h"
 #include "entry.h"
 #include "resolve.h"
 

@@ -11,7 +11,6 @@
 #include <stdint.h>
 #include <string.h>
 #include "collector/collector.h"
-#include "collector/mem/memory.h"
 
 #define SP_EXPORT __attribute__((visibility("default")))
 

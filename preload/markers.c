@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* markers.c - hooks on the CUDA runtime and driver functions that step markers name
- * (collector/hold/hookfns.h), so that the collector can count marker calls while it is detached from
+ * (collector/hookfns.h), so that the collector can count marker calls while it is detached from
  * CUPTI between windows. libtorch and other dynamically linked callers reach these through the
  * dynamic linker (their versioned imports bind to these unversioned definitions); a program with
  * the runtime linked in statically never does, and the collector then stays subscribed (it checks
@@ -10,7 +10,6 @@
 #include <cuda_runtime_api.h>
 #include <stddef.h>
 #include "collector/collector.h"
-#include "collector/hold/hookfns.h"
 #include "resolve.h"
 
 #define SP_EXPORT __attribute__((visibility("default")))

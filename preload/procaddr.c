@@ -4,7 +4,7 @@
  * dlsym and gets every driver function through it: the dynamic linker never sees those calls, so
  * markers.c cannot. Here dlsym, cuGetProcAddress and cuGetProcAddress_v2 are interposed; a lookup
  * of cuGetProcAddress* gets our wrapper, which hands out a counting trampoline for the driver
- * functions that step markers need (collector/hold/hookfns.h) and only where it knows the ABI of what
+ * functions that step markers need (collector/hookfns.h) and only where it knows the ABI of what
  * the driver returned; dlsym on a library's handle of those functions' exported names gets the
  * trampoline where it found the driver's own symbol; everything else passes through untouched
  * (a lookup of a trampolined name left unhooked is told to the collector). Never changes what a lookup
@@ -19,8 +19,6 @@
 #include <stdio.h>
 #include <string.h>
 #include "collector/collector.h"
-#include "collector/hold/hookfns.h"
-#include "collector/base/log.h"
 #include "trace/event.h"
 #include "entry.h"
 #include "kname.h"

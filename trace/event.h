@@ -34,6 +34,10 @@ enum sp_ev_kind {
 };
 
 enum sp_api_domain { SP_API_RUNTIME = 1, SP_API_DRIVER = 2, SP_API_NVTX = 3 };
+/* Or'ed into an SP_EV_API record's sub: the call went into a CUDA stream capture (recorded into a
+ * graph, it ran nothing and has no GPU record; the graph's replays do). The domain is the rest. */
+#define SP_API_CAPTURED 0x10
+#define SP_API_DOMAIN(sub) ((sub) & 0x0f)
 
 enum sp_nccl_op {
 	SP_NCCL_ALLREDUCE = 1,

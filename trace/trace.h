@@ -162,6 +162,22 @@ void sp_trace_progress(const struct sp_trace_reader *r, uint64_t *done, uint64_t
 /* 1 if the file ended inside a chunk (cut short), else 0. */
 int sp_trace_truncated(const struct sp_trace_reader *r);
 const char *sp_trace_error(const struct sp_trace_reader *r);
+/* A place in the file between two records, for reading a stretch again (cli/windows.c). */
+struct sp_trace_pos {
+	uint64_t off;           /* file offset of the chunk */
+	uint32_t rec;           /* records of it before the place */
+	uint32_t byte;          /* versions 1-4: bytes of its content before the place */
+	uint64_t prev_start, prev_corr; /* versions 1-4: the decoding state there (trace/layout.h);
+	                                   version 5 decodes the chunk again up to rec */
+};
+/* The place of the next record. This function can't fail. */
+void sp_trace_tell(const struct sp_trace_reader *r, struct sp_trace_pos *p);
+/* Moves to p (from sp_trace_tell) to read on from there. Records read before are returned again;
+ * string, stack and Python frame records read before are skipped: the tables keep the state of
+ * the furthest place read (a string redefined later keeps its later text), and chunks read
+ * again do not count against the decompression limit. Returns 0, or -1 if p's chunk no longer
+ * reads (then sp_trace_next returns what it can). */
+int sp_trace_seek(struct sp_trace_reader *r, const struct sp_trace_pos *p);
 /* Moves back to the first event (string table kept). Returns 0 or -1. */
 int sp_trace_rewind(struct sp_trace_reader *r);
 void sp_trace_close_reader(struct sp_trace_reader *r);

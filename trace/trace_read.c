@@ -32,6 +32,11 @@ struct sp_trace_reader {
 	int fd;
 	struct sp_trace_header hdr;
 	uint64_t off;           /* file offset of the next chunk */
+	uint64_t chunk_off;     /* file offset of the chunk loaded now */
+	uint32_t count;         /* its records */
+	struct sp_trace_pos hw; /* the furthest position read: tables hold what lies before it */
+	int replay;             /* reading before hw again (sp_trace_seek): table records are skipped */
+	uint64_t loaded_hw;     /* end offset of the furthest chunk loaded (decode budget, progress) */
 	uint8_t *raw, *comp;    /* current chunk, decompressed; compressed scratch */
 	size_t raw_cap, comp_cap;
 	size_t len;             /* size of raw */
@@ -124,7 +129,8 @@ static int load_chunk(struct sp_trace_reader *r)
 		return 0;
 	}
 	uint64_t budget = DECODE_FLOOR + DECODE_RATIO * (uint64_t)st.st_size;
-	if (r->decoded + rsize > budget)
+	int again = r->off < r->loaded_hw; /* loaded before: counted once against the budget */
+	if (!again && r->decoded + rsize > budget)
 		return reader_fail(r,
 				   "chunk at offset %llu: the file decodes to more than %llu bytes (%llu MiB + %ux "
 				   "its size): refused as a decompression bomb",
@@ -152,8 +158,12 @@ static int load_chunk(struct sp_trace_reader *r)
 				   rc == -2 ? "out of memory for a chunk at offset %llu"
 					    : "corrupt chunk at offset %llu: its columns do not add up",
 				   (unsigned long long)r->off);
+	r->chunk_off = r->off;
+	r->count = count;
 	r->off += CHUNK_HEADER_SIZE + csize;
-	r->decoded += rsize;
+	r->decoded += again ? 0 : rsize;
+	if (r->off > r->loaded_hw)
+		r->loaded_hw = r->off;
 	r->len = rsize;
 	r->left = count;
 	return 1;
@@ -501,7 +511,7 @@ fail:
 void sp_trace_progress(const struct sp_trace_reader *r, uint64_t *done, uint64_t *total)
 {
 	struct stat st;
-	*done = r->off;
+	*done = r->loaded_hw > r->off ? r->loaded_hw : r->off;
 	*total = fstat(r->fd, &st) == 0 ? (uint64_t)st.st_size : 0;
 }
 
@@ -511,8 +521,33 @@ const struct sp_trace_header *sp_trace_header(const struct sp_trace_reader *r)
 	return &r->hdr;
 }
 
+/* Skips a string, stack or Python frame record (kind byte read) read before: the tables hold it
+ * already, maybe redefined since. Returns 0, or -1 on a bad record. */
+static int skip_table_record(struct sp_trace_reader *r, uint8_t kind, const uint8_t **p, const uint8_t *end)
+{
+	uint64_t a, n, v;
+	if (get_varint(p, end, &a) < 0 || get_varint(p, end, &n) < 0)
+		return reader_fail(r, "corrupt record");
+	if (kind == KIND_STRING) {
+		if (n > (uint64_t)(end - *p))
+			return reader_fail(r, "corrupt string record");
+		*p += n;
+		return 0;
+	}
+	for (uint64_t i = 0; i < (kind == KIND_STACK ? n : 2); i++)
+		if (get_varint(p, end, &v) < 0)
+			return reader_fail(r, "corrupt record");
+	return 0;
+}
+
+/* 1 if a is before b. */
+static int pos_before(const struct sp_trace_pos *a, const struct sp_trace_pos *b)
+{
+	return a->off < b->off || (a->off == b->off && a->rec < b->rec);
+}
+
 /* Returns 1 with *ev filled, 0 at the end (or a torn last chunk), -1 on a corrupt chunk; after
- * -1 every call returns -1 until sp_trace_rewind. */
+ * -1 every call returns -1 until sp_trace_rewind or sp_trace_seek. */
 int sp_trace_next(struct sp_trace_reader *r, struct sp_event *ev)
 {
 	if (r->failed)
@@ -533,7 +568,14 @@ int sp_trace_next(struct sp_trace_reader *r, struct sp_event *ev)
 					   (unsigned long long)r->off);
 		const uint8_t *p = r->cur.body, *end = r->cur.body_end; /* table records */
 		int rc;
-		if (kind == KIND_STRING)
+		if (r->replay) {
+			struct sp_trace_pos at = { .off = r->chunk_off, .rec = r->count - r->left };
+			r->replay = pos_before(&at, &r->hw);
+		}
+		if (r->replay &&
+		    (kind == KIND_STRING || kind == KIND_STACK || (kind == KIND_PYFRAME && r->hdr.version >= 3)))
+			rc = skip_table_record(r, kind, &p, end);
+		else if (kind == KIND_STRING)
 			rc = read_string(r, &p, end);
 		else if (kind == KIND_STACK)
 			rc = read_stack(r, &p, end);
@@ -549,6 +591,9 @@ int sp_trace_next(struct sp_trace_reader *r, struct sp_event *ev)
 		if (kind == KIND_STRING || kind == KIND_STACK || kind == KIND_PYFRAME)
 			r->cur.body = p;
 		r->left--;
+		struct sp_trace_pos now = { .off = r->chunk_off, .rec = r->count - r->left };
+		if (!r->replay && pos_before(&r->hw, &now))
+			r->hw = now;
 		if (kind != KIND_STRING && kind != KIND_STACK && kind != KIND_PYFRAME)
 			return 1;
 	}
@@ -621,6 +666,69 @@ int sp_trace_truncated(const struct sp_trace_reader *r)
 const char *sp_trace_error(const struct sp_trace_reader *r)
 {
 	return r->err[0] ? r->err : "no error";
+}
+
+/* This function can't fail. */
+void sp_trace_tell(const struct sp_trace_reader *r, struct sp_trace_pos *p)
+{
+	if (!r->left)
+		*p = (struct sp_trace_pos){ .off = r->off };
+	else
+		*p = (struct sp_trace_pos){ r->chunk_off, r->count - r->left, (uint32_t)(r->cur.body - r->raw),
+					    r->cur.prev.start, r->cur.prev.corr };
+}
+
+/* Decodes the loaded version-5 chunk again from its start up to record rec (its templates and
+ * predictions are built by the records before): from where reading stands if that is not past
+ * rec. Returns 0, or -1 on a bad record. */
+static int replay_to(struct sp_trace_reader *r, uint32_t rec)
+{
+	struct sp_event ev;
+	uint8_t kind;
+	int rc;
+
+	if (r->count - r->left > rec) {
+		if (sp_chunk_begin(&r->cur, r->raw, r->len, r->hdr.version) < 0)
+			return reader_fail(r, "chunk at offset %llu no longer reads", (unsigned long long)r->chunk_off);
+		r->left = r->count;
+	}
+	while (r->count - r->left < rec) {
+		if (sp_chunk_kind(&r->cur, &kind) < 0)
+			return reader_fail(r, "chunk at offset %llu ends before its last record",
+					   (unsigned long long)r->chunk_off);
+		if (kind == KIND_STRING || kind == KIND_STACK || kind == KIND_PYFRAME)
+			rc = skip_table_record(r, kind, &r->cur.body, r->cur.body_end);
+		else if (kind == SP_EV_NONE || kind >= SP_EV__COUNT || (rc = sp_chunk_event(&r->cur, kind, &ev)) < 0)
+			rc = reader_fail(r, "corrupt record in chunk at offset %llu", (unsigned long long)r->chunk_off);
+		if (rc < 0)
+			return -1;
+		r->left--;
+	}
+	return 0;
+}
+
+int sp_trace_seek(struct sp_trace_reader *r, const struct sp_trace_pos *p)
+{
+	int loaded = r->len && r->chunk_off == p->off && p->rec; /* the chunk in hand: no reading */
+	r->failed = 0;
+	r->replay = 1;
+	if (!loaded) {
+		r->off = p->off;
+		r->len = 0;
+		r->left = 0;
+		if (!p->rec)
+			return 0;
+		if (load_chunk(r) <= 0)
+			return -1;
+	}
+	if (p->rec > r->count || p->byte > r->len)
+		return -1;
+	if (r->hdr.version >= 5) /* a chunk's decoding state is only rebuilt by reading it */
+		return replay_to(r, p->rec);
+	r->cur.body = r->raw + p->byte;
+	r->cur.prev = (struct sp_rec_prev){ p->prev_start, p->prev_corr };
+	r->left = r->count - p->rec;
+	return 0;
 }
 
 /* Returns 0. This function can't fail (the file is re-read lazily by sp_trace_next). */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <generated_nvtx_meta.h>
 #include "collector/base/clock.h"
+#include "capture.h"
 #include "collector/hold/cupti_life.h"
 #include "collector/hold/hooklearn.h"
 #include "collector/base/intern.h"
@@ -158,10 +159,13 @@ static int nest_only(int d, CUpti_CallbackId cbid)
 	       !(sp_col.api_name[0][cbid] && sp_ph_anchor_is(sp_col.api_name[0][cbid]));
 }
 
-/* A resource callback: CONTEXT_CREATED (this process does GPU work) or GRAPH_CREATED. */
+/* A resource callback: CONTEXT_CREATED (this process does GPU work), GRAPH_CREATED, or
+ * GRAPHNODE_CREATED (inside the call that made the node: into a capture, if a launch or copy). */
 static void on_resource(CUpti_CallbackId cbid)
 {
-	if (cbid == CUPTI_CBID_RESOURCE_GRAPH_CREATED)
+	if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED)
+		sp_thr.cap_node = 1;
+	else if (cbid == CUPTI_CBID_RESOURCE_GRAPH_CREATED)
 		sp_cupti_life_graph();
 	else
 		sp_coll_saw_context();
@@ -174,6 +178,8 @@ static void on_api_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const 
 {
 	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
 	sp_thr.cur_cb[d] = cbid;
+	if (!(d && sp_thr.in_rt))
+		sp_thr.cap_node = 0; /* an outermost call: no graph node made in it yet */
 	if (!d) {
 		sp_thr.in_rt = 1;
 		sp_thr.in_rt_launch = launch;
@@ -202,14 +208,15 @@ static void on_api_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const 
 }
 
 /* An API exit inside a window: writes its SP_EV_API event, marked with the window and what it is
- * (a launch for the window's count, a copy or set for its wait, a graph launch, another call): the
+ * (a launch for the window's count, a copy or set for its wait, a graph launch, another call; a
+ * call captured into a graph is marked so and is another call: it makes no GPU record): the
  * writer thread notes them as it drains the event (activity.c). */
 static void record_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd, struct window *w,
-		       int launch, uint32_t stack, uint64_t t)
+		       int launch, int captured, uint32_t stack, uint64_t t)
 {
 	int d = dom == CUPTI_CB_DOMAIN_DRIVER_API;
 	struct sp_event ev = { .kind = SP_EV_API,
-			       .sub = d ? SP_API_DRIVER : SP_API_RUNTIME,
+			       .sub = (uint8_t)((d ? SP_API_DRIVER : SP_API_RUNTIME) | (captured ? SP_API_CAPTURED : 0)),
 			       .device = SP_NO_DEVICE,
 			       .tid = sp_coll_tid(),
 			       .end = t,
@@ -222,7 +229,8 @@ static void record_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CU
 	uint8_t cls = cbid < SP_CBID_MAX ? sp_col.cls[d][cbid] : 0;
 	ev.u.api.win_id = w->id;
 	ev.u.api.win_slot = (uint16_t)(w - sp_col.win + 1);
-	ev.u.api.win_call = launch			     ? SP_WCALL_LAUNCH
+	ev.u.api.win_call = captured			     ? SP_WCALL_OTHER
+			    : launch			     ? SP_WCALL_LAUNCH
 			    : (cls & CLS_COPY) && !ev.u.api.status ? SP_WCALL_COPY
 			    : cls & CLS_GRAPH			     ? SP_WCALL_GRAPH
 								     : SP_WCALL_OTHER;
@@ -243,7 +251,10 @@ static void on_api_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const C
 	 * that ends after its anchor call (a cudaMemcpy to the host) keeps that call, and waits for its copy */
 	struct window *w = __atomic_load_n(&sp_col.open, __ATOMIC_ACQUIRE);
 	struct memop mop = cbid < SP_CBID_MAX ? sp_col.memop[d][cbid] : (struct memop){ 0, 0 };
+	uint8_t cls = cbid < SP_CBID_MAX ? sp_col.cls[d][cbid] : 0;
 	int ok = cd->functionReturnValue && *(const int *)cd->functionReturnValue == 0;
+	if (__builtin_expect(cls & CLS_CAPTURE, 0))
+		sp_cap_call(dom, cbid, cd, ok); /* a stream begins or ends a capture */
 	uint32_t stack = 0;
 	/* launches in a window; allocations always (they are rare, and a window's memory peak needs
 	 * the sites of blocks made long before it), but those an allocation hook accounted */
@@ -261,9 +272,13 @@ static void on_api_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const C
 	 * record that goes elsewhere (100 ms, then "missing") */
 	uint32_t lo = w ? __atomic_load_n(&w->corr_lo, __ATOMIC_RELAXED) : SP_CORR_PENDING;
 	if (w && !(d && sp_thr.in_rt) && (d ? sp_col.cfg.driver_api : sp_col.cfg.runtime_api) &&
-	    lo != SP_CORR_PENDING && cd->correlationId >= lo)
-		/* a launch that failed made no kernel: it is not waited for (nor said missing) */
-		record_api(dom, cbid, cd, w, launch && (ok || !cd->functionReturnValue), stack, t);
+	    lo != SP_CORR_PENDING && cd->correlationId >= lo) {
+		/* a launch that failed made no kernel, nor one captured into a graph (its replays do):
+		 * neither is waited for (nor said missing) */
+		int captured = (launch || (cls & CLS_COPY)) && sp_cap_into(dom, cbid, cd);
+		record_api(dom, cbid, cd, w, launch && !captured && (ok || !cd->functionReturnValue), captured, stack,
+			   t);
+	}
 	detect_exit(dom, cbid, cd, t);
 }
 

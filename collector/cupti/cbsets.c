@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <generated_nvtx_meta.h>
+#include "capture.h"
 #include "collector/hold/cupti_life.h"
 #include "collector/base/intern.h"
 #include "collector/internal.h"
@@ -121,6 +122,10 @@ void sp_cbset_apply(void)
 			if (sp_tokrec_on && (sp_cbset_is_launch(doms[d], cb) ||
 					     (sp_col.cls[d][cb] & (CLS_AUTO | CLS_GRAPH | CLS_TRUTH | CLS_NEST))))
 				want = 1; /* recording the detector's tokens: for the whole run */
+			/* the streams under capture, known from before any window: a launch into one runs
+			 * nothing and is not waited for (capture.h); rare calls, so on whatever the phase */
+			if ((!sp_col.done || rec_rt || rec_drv) && (sp_col.cls[d][cb] & CLS_CAPTURE))
+				want = 1;
 			/* driver recording also needs the runtime set: its depth counter hides nested driver calls */
 			if ((d == 0 ? rec_rt || rec_drv : rec_drv) && (sp_col.cls[d][cb] & CLS_RECORDED))
 				want = 1;
@@ -226,7 +231,8 @@ int sp_cbset_arm(void)
 				(sp_tokrec_truth_kind() == SP_TOK_API && sp_coll_glob(sp_tokrec_truth_pattern(), nm)
 					 ? CLS_TRUTH
 					 : 0) |
-				(sp_tokrec_truth_kind() == SP_TOK_API && d == 0 ? CLS_NEST : 0);
+				(sp_tokrec_truth_kind() == SP_TOK_API && d == 0 ? CLS_NEST : 0) |
+				(sp_cap_is_call(doms[d], cb) ? CLS_CAPTURE : 0);
 			sp_col.memop[d][cb] = sp_alloc_classify(d, nm);
 			sp_col.api_sync[d][cb] =
 				d ? sp_coll_glob("cu*Synchronize*", nm) ||
@@ -256,13 +262,15 @@ int sp_cbset_arm(void)
 }
 
 /* CUPTI was (re)initialised with nothing enabled in it: enables what the current phase needs
- * (context and graph creation, NVTX markers, the callbacks sp_cbset_apply picks, and activity
+ * (context, graph and graph node creation, NVTX markers, the callbacks sp_cbset_apply picks, and activity
  * kinds if a window is collecting). Init or writer thread, outside callbacks. Can't fail. */
 void sp_cbset_armed(void)
 {
 	pthread_mutex_lock(&sp_col.lock);
 	SP_CUPTI(cuptiEnableCallback(1, sp_col.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
 	SP_CUPTI(cuptiEnableCallback(1, sp_col.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPH_CREATED));
+	/* a node made inside a launch or copy: it went into a capture (capture.h), whatever its stream */
+	SP_CUPTI(cuptiEnableCallback(1, sp_col.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED));
 	memset(S.cb_on, 0, sizeof S.cb_on);
 	memset(sp_col.cb_lazy, 0, sizeof sp_col.cb_lazy);
 	S.nvtx_on = 0; /* a new instance: sp_cbset_apply enables NVTX again if wanted */

@@ -13,25 +13,9 @@
 
 #include <stdint.h>
 #include <cupti.h>
+#include "collector/collector.h"
 
-/* ---- the program's side (preload/cupti.c). Each returns 1 when stepprof served the call (its
- * result in *r), or 0 when the caller must pass it to the real libcupti: stepprof is not
- * subscribed in this process (not selected, not yet, a fork child, or let go for good). ---- */
-int sp_share_subscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *ud, CUptiResult *r);
-int sp_share_unsubscribe(CUpti_SubscriberHandle sub, CUptiResult *r);
-int sp_share_enable_callback(uint32_t on, CUpti_SubscriberHandle sub, CUpti_CallbackDomain d, CUpti_CallbackId cbid,
-			     CUptiResult *r);
-int sp_share_enable_domain(uint32_t on, CUpti_SubscriberHandle sub, CUpti_CallbackDomain d, CUptiResult *r);
-int sp_share_enable_all(uint32_t on, CUpti_SubscriberHandle sub, CUptiResult *r);
-int sp_share_callback_state(uint32_t *on, CUpti_SubscriberHandle sub, CUpti_CallbackDomain d, CUpti_CallbackId cbid,
-			    CUptiResult *r);
-int sp_share_register_buffers(CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc comp,
-			      CUptiResult *r);
-int sp_share_register_timestamp(CUpti_TimestampCallbackFunc f, CUptiResult *r);
-int sp_share_get_timestamp(uint64_t *t, CUptiResult *r);
-int sp_share_activity(CUpti_ActivityKind k, int on, CUptiResult *r);
-int sp_share_flush(uint32_t flag, CUptiResult *r);
-int sp_share_finalize(CUptiResult *r);
+/* The program's side (sp_share_subscribe...) is in collector/collector.h: preload/cupti.c calls it. */
 
 /* ---- the collector's side ---- */
 /* After sp_cupti_load: routes stepprof's own enable/disable/unsubscribe/finalize calls through

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <cupti.h>
+#include "decide/hold.h"
 #include "decide/life.h"
 
 /* What a (re)subscription installs; armed runs after each one, with no CUPTI callback or activity
@@ -27,17 +28,9 @@ struct sp_cupti_hooks {
 	void (*armed)(void);
 };
 
-enum sp_hold {
-	SP_HOLD_NONE = 0,       /* not subscribed (never, or a re-attach failed) */
-	SP_HOLD_ATTACHED,       /* subscribed: CUPTI calls allowed */
-	SP_HOLD_QUIESCING,      /* a detach waits for callbacks in flight: new ones wait for its verdict */
-	SP_HOLD_DETACHING,      /* the writer thread is finalising: callbacks return at once */
-	SP_HOLD_GONE,           /* detached for good: no CUPTI call ever again */
-};
-
 /* Shared with the inline guards below; read-only outside cupti_life.c. */
 extern struct sp_hold_state {
-	_Atomic int state;           /* enum sp_hold */
+	_Atomic int state;           /* enum sp_hold (decide/hold.h), moved by sp_cupti_life_move only */
 	_Atomic int inflight;        /* callbacks and CUPTI calls in progress outside the writer, of the
 				      * threads that count here (sp_inflight_shared); the others count
 				      * in their own slots */
@@ -47,8 +40,7 @@ extern struct sp_hold_state {
 	_Atomic int marking;         /* threads inside a marker call (a detach must wait for none) */
 	_Atomic int marker_waiting;  /* marker callbacks waiting out a quiescing detach (it calls off) */
 	_Atomic int hooked;          /* threads inside a CUDA call the preload hooks (a detach waits for
-				      * none: CUPTI finalised under a call it wraps crashes, as the NCCL
-				      * watchdog's cudaEventQuery did on H100) */
+				      * none: CUPTI finalised under a call it wraps crashes) */
 	_Atomic int launching;       /* kernel launches in progress of the threads that count in the
 				      * shared counter (the others: their slot's launch; collector.h
 				      * sp_launch_guard) */
@@ -63,13 +55,34 @@ extern struct sp_hold_state {
 				      * begin before this (trace clock, ns) to prove none was missed; 0 none */
 } sp_hold;
 
+/* What the preload's hooks do as the hold moves (markhook.c's sp_hook_watch), so that the hold
+ * calls nothing of theirs: they ask it for an attach through sp_cupti_life_attach_now alone. */
+struct sp_hold_watch {
+	void (*count)(int on);   /* the hooks count marker calls (1: parking, parked) or no longer (0) */
+	void (*proof)(int on);   /* launch hooks prove themselves against CUPTI (1) or pass through (0) */
+	void (*unparked)(void);  /* re-attached: CUPTI counts marker calls, learning from the hooks ends */
+	bool (*graph_made)(void); /* a CUDA graph was made while parked (once; clears it) */
+	void (*disarm)(void);    /* detached for good: the hooks watch nothing any more */
+};
+/* Sets the watch, before the first attach or park (NULL: none). This function can't fail. */
+void sp_cupti_life_watch(const struct sp_hold_watch *w);
+/* This thread runs a detach: a hooked call it makes (CUPTI reaching the driver through a
+ * trampoline) must not wait for that detach. */
+bool sp_cupti_life_detaching_here(void);
+
+/* Moves the hold from `from` to `to` through the table (decide/hold.h). Returns true, or false if
+ * the table has no such move or the state was not `from` (nothing changed; warned once: a bug). */
+bool sp_cupti_life_move(enum sp_hold from, enum sp_hold to);
+/* In a fork child: the hold is GONE (no detach to wait for, none to make). Can't fail. */
+void sp_cupti_life_forked(void);
+
 /* A CUDA call (a kernel launch, a hooked call) found a detach under way, itself not counted in
  * flight: waits until the detach is over, at most limit_ns, then goes ahead (warned once); after a
  * launch's wait (SP_WAIT_LAUNCH_NS) no call waits for that detach again. Returns 1 if the detach was over (the caller counts itself and
  * looks again), 0 if it gave up. Any thread but the detaching one. */
 int sp_cupti_life_wait_detach(uint64_t limit_ns);
 #define SP_WAIT_LAUNCH_NS \
-	10000000000ull /* a launch: longer than a detach's drains and any cuptiFinalize seen (0.33 s) */
+	10000000000ull /* a launch: far longer than a detach's drains and cuptiFinalize */
 #define SP_WAIT_HOOKED_NS \
 	1000000000ull  /* a hooked call (as before the launch drain: a thread that
 					  * cuptiFinalize itself waits on must not stall longer) */
@@ -92,8 +105,8 @@ int sp_cupti_life_enter_slow(enum sp_enter who);
 /* Callbacks and CUPTI calls in flight are counted per thread where the kernel gives an
  * asymmetric fence (membarrier PRIVATE_EXPEDITED): a thread's count is a plain store to a cache
  * line of its own, and a detach pays the fence (one membarrier call after each state change)
- * instead of every callback paying two locked instructions, four callbacks per kernel launch
- * (a host profile put 60% of the callback's own time there). Without membarrier, or past
+ * instead of every callback paying two locked instructions, four callbacks per kernel launch.
+ * Without membarrier, or past
  * SP_INFLIGHT_SLOTS live threads, a thread counts in the shared sp_hold.inflight with atomic adds. */
 #define SP_INFLIGHT_SLOTS 1024
 struct sp_inflight_slot {

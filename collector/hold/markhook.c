@@ -9,7 +9,7 @@
 #include "collector/base/clock.h"
 #include "collector/collector.h"
 #include "cupti_life.h"
-#include "hookfns.h"
+#include "collector/hookfns.h"
 #include "hooklearn.h"
 #include "collector/base/intern.h"
 #include "collector/internal.h"
@@ -81,7 +81,6 @@ static struct {
 } S[SP_SITES];
 static _Atomic bool sites_full; /* a place found no slot: the proof fails */
 
-static __thread int detaching; /* this thread is detaching (sp_hook_detaching) */
 static __thread int learn_depth; /* hooked calls on this thread entered while learning from the hooks */
 static __thread int learn_fed;   /* ... and the outermost one fed the detector a token */
 static __thread struct {
@@ -168,11 +167,6 @@ void sp_hook_arm(void)
 		H.flags[drv] = H.flags[rt];
 		atomic_store(&H.want[drv], WANT_NESTED);
 	}
-}
-
-void sp_hook_detaching(int on)
-{
-	detaching = on;
 }
 
 int sp_hook_follow(uint32_t anchor)
@@ -449,7 +443,7 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 	 * trampolines: not on its own detach) */
 	while (__builtin_expect((st = atomic_load(&sp_hold.state)) == SP_HOLD_QUIESCING || st == SP_HOLD_DETACHING,
 				0) &&
-	       !detaching) {
+	       !sp_cupti_life_detaching_here()) {
 		atomic_fetch_sub(&sp_hold.hooked, 1);
 		int over = sp_cupti_life_wait_detach(SP_WAIT_HOOKED_NS);
 		atomic_fetch_add(&sp_hold.hooked, 1);
@@ -539,3 +533,14 @@ void sp_collector_hook_exit(int h)
 	W.watch = 0;
 	early_tick(h);
 }
+
+/* Re-attached after a park: CUPTI's callbacks count marker calls from now on, and learning from
+ * the hooks ends (launches are proven against CUPTI's). */
+static void hook_unparked(void)
+{
+	sp_hook_count(0);
+	sp_hooklearn_end(1);
+}
+
+const struct sp_hold_watch sp_hook_watch = { sp_hook_count, sp_hooklearn_proof, hook_unparked, sp_hook_graph_made,
+					     sp_hook_disarm };

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* markhook.h - marker calls counted by the preload's hooks (collector/hold/hookfns.h) rather than by
+/* markhook.h - marker calls counted by the preload's hooks (collector/hookfns.h) rather than by
  * CUPTI's callbacks, so that stepprof can let go of CUPTI between windows and still number every
  * step ("parking", cupti_life.c). Relied on only once proven: at least SP_HOOK_PROOF marker calls
  * reported by CUPTI, every one of them made inside a hook or holding exactly one hooked driver call
@@ -54,10 +54,9 @@ void sp_hook_count(int on);
 bool sp_hook_need_attach(void);
 /* A CUDA graph was captured or created while the hooks counted (once; clears it). */
 bool sp_hook_graph_made(void);
-/* This thread detaches from CUPTI (1) or is done (0): a hooked call it makes meanwhile (CUPTI
- * reaching the driver through a trampoline of preload/procaddr.c) does not wait for that detach. */
-void sp_hook_detaching(int on);
 /* Nothing to count any more (the schedule is done): the hooks cost one load again. */
 void sp_hook_disarm(void);
+/* What the hooks do as the hold on CUPTI moves (cupti_life.h sp_cupti_life_watch). */
+extern const struct sp_hold_watch sp_hook_watch;
 
 #endif

@@ -10,7 +10,13 @@
  * runs from each step into the next (it nests in neither: viewers need it moved). Thread names,
  * device records and clock anchors as the collector writes them. Deterministic for a seed.
  * Usage: gen_ddp OUT_PREFIX RANKS WINDOWS STEPS KERNELS [SEED]  (writes OUT_PREFIX<rank>.sptrace;
- * exits 1 on a write failure, 2 on bad arguments) */
+ * exits 1 on a write failure, 2 on bad arguments). The file order of a real trace (for the reader
+ * benchmark, bench/reader_bench.sh), if asked: GEN_DDP_QUEUE=N, a launch waits while N kernels are
+ * queued on stream 7 (CUDA's launch queue; without it the GPU falls ever further behind); and
+ * GEN_DDP_BATCH=N, GPU records are written N at a time (as CUPTI hands out its activity buffers)
+ * and at the window's end. GEN_DDP_ALLOCS=N (for `memory`): each compute launch allocates a block
+ * of 1-64 MiB on its GPU (every 16th on the host) and frees the one made N launches before; the
+ * blocks alive when a window opens are written as its snapshots, the highest level at its end. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,10 +87,31 @@ struct gen {
 	uint64_t t;             /* CPU time now */
 	uint64_t s7, s13;       /* when streams 7 and 13 are free */
 	uint64_t prefetch;      /* start of the NVTX range open across the step boundary, 0 none */
+	uint64_t *queued;       /* GEN_DDP_QUEUE: ends of the last `queue` kernels on stream 7 */
+	size_t queue, nqueued;
+	struct sp_event *held;  /* GEN_DDP_BATCH: GPU records not written yet */
+	size_t batch, nheld;
+	struct sp_event *blk;   /* GEN_DDP_ALLOCS: the ALLOC records of the last `allocs` blocks */
+	size_t allocs, nblk;
+	uint64_t level[2], top[2]; /* live bytes of the GPU and the host, and their highest */
 };
+
+/* Writes the GPU records held back. */
+static void flush_gpu(struct gen *g)
+{
+	for (size_t i = 0; i < g->nheld; i++)
+		g->bad |= sp_trace_write(g->w, &g->held[i]) < 0;
+	g->nheld = 0;
+}
 
 static void put(struct gen *g, struct sp_event e)
 {
+	if (g->batch && (sp_ev_is_gpu(&e) || e.kind == SP_EV_SYNC)) {
+		g->held[g->nheld++] = e;
+		if (g->nheld == g->batch)
+			flush_gpu(g);
+		return;
+	}
 	g->bad |= sp_trace_write(g->w, &e) < 0;
 }
 
@@ -149,6 +176,66 @@ static void sync_gpu(struct gen *g, uint32_t stream)
 	g->t = end + 2 * US;
 }
 
+/* GEN_DDP_ALLOCS: the block made N launches ago is freed, a new one made (at g->t). */
+static void churn(struct gen *g)
+{
+	struct sp_event *b = &g->blk[g->nblk++ % g->allocs];
+	if (b->kind == SP_EV_ALLOC) {
+		int host = b->device == SP_NO_DEVICE;
+		struct sp_event f = *b;
+		g->level[host] -= b->u.mem.size;
+		f.kind = SP_EV_FREE, f.start = f.end = g->t, f.u.mem.live = g->level[host], f.u.mem.stack = 0;
+		put(g, f);
+		g->t += 1 * US;
+	}
+	int host = g->nblk % 16 == 0;
+	*b = ev(SP_EV_ALLOC, g->t, g->t);
+	b->sub = host ? SP_MEM_HOST : SP_MEM_DEVICE, b->tid = g->tid, b->device = host ? SP_NO_DEVICE : g->dev;
+	b->u.mem.addr = 0x7f0000000000ull + (uint64_t)g->nblk * 0x10000000ull;
+	b->u.mem.size = (1 + below(64)) << 20;
+	g->level[host] += b->u.mem.size;
+	g->top[host] = g->level[host] > g->top[host] ? g->level[host] : g->top[host];
+	b->u.mem.live = g->level[host];
+	put(g, *b);
+	g->t += 1 * US;
+}
+
+/* As a window opens: GEN_DDP_ALLOCS's blocks alive then (its snapshots). */
+static void window_opens(struct gen *g)
+{
+	for (size_t i = 0; i < g->allocs; i++)
+		if (g->blk[i].kind == SP_EV_ALLOC) {
+			struct sp_event e = g->blk[i];
+			e.u.mem.flags = SP_MEMF_SNAPSHOT, e.u.mem.live = g->level[e.device == SP_NO_DEVICE];
+			put(g, e);
+		}
+}
+
+/* As a window closes: the collector flushes CUPTI's buffers; GEN_DDP_ALLOCS's highest levels. */
+static void window_closes(struct gen *g)
+{
+	flush_gpu(g);
+	for (int host = 0; g->allocs && host < 2; host++) {
+		struct sp_event e = ev(SP_EV_ALLOC, g->t, g->t);
+		e.sub = host ? SP_MEM_HOST : SP_MEM_DEVICE, e.device = host ? SP_NO_DEVICE : g->dev;
+		e.u.mem.flags = SP_MEMF_PEAK, e.u.mem.live = g->top[host];
+		put(g, e);
+	}
+}
+
+/* GEN_DDP_QUEUE: a launch waits while the queue is full (for the oldest kernel in it to end);
+ * returns the queue's slot for the kernel's end (a scratch word without a queue). */
+static uint64_t *queue_slot(struct gen *g)
+{
+	static uint64_t none;
+	if (!g->queue)
+		return &none;
+	uint64_t *slot = &g->queued[g->nqueued++ % g->queue];
+	if (*slot > g->t)
+		g->t = *slot;
+	return slot;
+}
+
 static void step(struct gen *g, int64_t n, int kernels, uint64_t comm, uint64_t *seq, int last)
 {
 	uint64_t start = g->t;
@@ -191,8 +278,12 @@ static void step(struct gen *g, int64_t n, int kernels, uint64_t comm, uint64_t 
 			g->t = call.end + 2 * US;
 			gpu(g, SP_EV_KERNEL, c, S_NCCL_KERNEL, 13, at, 900 * US + below(200) * US);
 		}
+		uint64_t *slot = queue_slot(g);
+		if (g->allocs)
+			churn(g);
 		c = api(g, SP_API_RUNTIME, S_LAUNCH, 211, 4 * US + below(4) * US);
 		gpu(g, SP_EV_KERNEL, c, kn[k % 4], 7, g->t, 10 * US + below(190) * US);
+		*slot = g->s7; /* its end */
 	}
 	if (!last)
 		g->prefetch = g->t - 3 * US;
@@ -202,6 +293,23 @@ static void step(struct gen *g, int64_t n, int kernels, uint64_t comm, uint64_t 
 	struct sp_event s = ev(SP_EV_STEP, start, g->t);
 	s.sub = last ? SP_ACT_RECORD_AND_SAVE : SP_ACT_RECORD, s.tid = g->tid, s.u.step.number = n;
 	put(g, s);
+}
+
+/* The file order asked for in the environment (GEN_DDP_QUEUE, GEN_DDP_BATCH: see the top); exits
+ * if memory runs out. */
+static void order_knobs(struct gen *g)
+{
+	const char *queue = getenv("GEN_DDP_QUEUE"), *batch = getenv("GEN_DDP_BATCH"), *allocs = getenv("GEN_DDP_ALLOCS");
+	g->queue = queue ? strtoul(queue, NULL, 10) : 0;
+	g->batch = batch ? strtoul(batch, NULL, 10) : 0;
+	g->allocs = allocs ? strtoul(allocs, NULL, 10) : 0;
+	g->queued = calloc(g->queue + 1, sizeof(*g->queued));
+	g->held = calloc(g->batch + 1, sizeof(*g->held));
+	g->blk = calloc(g->allocs + 1, sizeof(*g->blk));
+	if (!g->queued || !g->held || !g->blk) {
+		fprintf(stderr, "gen_ddp: out of memory\n");
+		exit(1);
+	}
 }
 
 int main(int argc, char **argv)
@@ -227,6 +335,7 @@ int main(int argc, char **argv)
 					   .anchor_mono_ns = T0,
 					   .anchor_real_ns = 1764000000000000000ull + 37 * US * r };
 		struct gen g = { .rank = r, .ranks = ranks, .tid = 31000 + r, .dev = (uint16_t)r, .t = T0 + 1000 * US };
+		order_knobs(&g);
 		uint64_t seq = 0, comm = 0x5eed0000c0ffee00ull;
 		rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(argc > 6 ? atoll(argv[6]) : 1) ^ (uint64_t)r << 32;
 		snprintf(path, sizeof(path), "%s%d.sptrace", argv[1], r);
@@ -254,6 +363,7 @@ int main(int argc, char **argv)
 		for (int w = 0; w < windows; w++) {
 			int64_t first = 10 + (int64_t)w * (steps + 5);
 			g.t += 5000 * US; /* steps outside the windows are not recorded */
+			window_opens(&g);
 			put(&g, (struct sp_event){
 					.kind = SP_EV_WINDOW_BEGIN,
 					.device = SP_NO_DEVICE,
@@ -262,6 +372,7 @@ int main(int argc, char **argv)
 					.u.window = { .id = (uint32_t)w, .first_step = first, .last_step = first } });
 			for (int s = 0; s < steps; s++)
 				step(&g, first + s, kernels, comm, &seq, s == steps - 1);
+			window_closes(&g);
 			e = ev(SP_EV_CLOCK, g.t, g.t);
 			e.u.clock.realtime_ns = m.anchor_real_ns + (g.t - T0);
 			put(&g, e);
@@ -273,6 +384,7 @@ int main(int argc, char **argv)
 								 .first_step = first,
 								 .last_step = first + steps - 1 } });
 		}
+		free(g.queued), free(g.held), free(g.blk);
 		if (sp_trace_close(g.w) < 0 || g.bad) {
 			fprintf(stderr, "gen_ddp: writing %s failed\n", path);
 			return 1;

@@ -49,7 +49,7 @@ e=$T/nodir/stderr
 	ok "an output directory that cannot be made: said once with its path and error, the lost steps at exit" ||
 	bad "nodir: exit $rc: $(cat "$e")"
 "$B/stepprof" run -c "$T/nodir/sp.ini" -- "$B/tests/e2e/crash_driver" 30 2000 >/dev/null 2>"$T/nodir/run.err"
-tail -1 "$T/nodir/run.err" | grep -q "no trace written: the output directory $T/file/sub does not exist" &&
+tail -1 "$T/nodir/run.err" | grep -q "^stepprof run: no trace written: no process made the output directory $T/file/sub " &&
 	ok "stepprof run: the last line names the output directory, not the schedule" ||
 	bad "nodir run: $(tail -2 "$T/nodir/run.err")"
 

@@ -16,8 +16,10 @@
 #include <unistd.h>
 #include "cli/cli.h"
 #include "cli/export.h"
+#include "cli/steps.h"
 #include "cli/windows.h"
 #include "trace_fixture.h"
+#include "window_fixture.h"
 
 static char dir[] = "/tmp/sp_test_convert.XXXXXX";
 
@@ -31,20 +33,12 @@ static char *path_of(const char *leaf)
 	return p;
 }
 
-static int has_kernel(const struct sp_window *w, uint32_t corr)
+static int has_kernel(const struct fx_events *v, uint32_t corr)
 {
-	for (size_t i = 0; i < w->n; i++)
-		if (w->ev[i].kind == SP_EV_KERNEL && w->ev[i].corr == corr)
+	for (size_t i = 0; i < v->n; i++)
+		if (v->ev[i].kind == SP_EV_KERNEL && v->ev[i].corr == corr)
 			return 1;
 	return 0;
-}
-
-static size_t count_kind(const struct sp_window *w, int kind)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < w->n; i++)
-		n += w->ev[i].kind == kind;
-	return n;
 }
 
 static int run_convert(int argc, const char **argv)
@@ -71,6 +65,7 @@ static void test_group_sample(void **state)
 	const struct sp_window *w;
 	struct sp_trace_reader *r;
 	struct sp_windows *g;
+	struct fx_events ev = { 0 };
 
 	fx_write_sample(path_of("g.sptrace"));
 	r = sp_trace_open(path_of("g.sptrace"), err, sizeof(err));
@@ -78,19 +73,21 @@ static void test_group_sample(void **state)
 	g = sp_windows_open(r);
 
 	assert_int_equal(sp_windows_next(g, &w), 1);
+	fx_collect(g, &ev);
 	assert_int_equal(w->id, 0);
 	assert_true(w->complete);
 	assert_int_equal(w->first_step, 5);
 	assert_int_equal(w->last_step, 7);
 	assert_int_equal(w->t0, FX_T);
 	assert_int_equal(w->t1, FX_T + 30 * MS);
-	assert_int_equal(count_kind(w, SP_EV_STEP), 3);
-	assert_int_equal(count_kind(w, SP_EV_KERNEL), 8);
-	assert_true(has_kernel(w, 60));  /* ran after END, joined by its launch */
-	assert_false(has_kernel(w, 999)); /* after END, no launch in the window */
+	assert_int_equal(fx_count_kind(&ev, SP_EV_STEP), 3);
+	assert_int_equal(fx_count_kind(&ev, SP_EV_KERNEL), 8);
+	assert_int_equal(ev.n, w->events);
+	assert_true(has_kernel(&ev, 60));  /* ran after END, joined by its launch */
+	assert_false(has_kernel(&ev, 999)); /* after END, no launch in the window */
 	int pre = 0;
-	for (size_t i = 0; i < w->n; i++)
-		pre += w->ev[i].kind == SP_EV_API && w->ev[i].corr == 11;
+	for (size_t i = 0; i < ev.n; i++)
+		pre += ev.ev[i].kind == SP_EV_API && ev.ev[i].corr == 11;
 	assert_int_equal(pre, 1); /* written before BEGIN */
 	assert_int_equal(w->dropped[SP_DROP_RING], 3);
 	assert_int_equal(w->dropped[SP_DROP_LATE], 0);
@@ -101,10 +98,11 @@ static void test_group_sample(void **state)
 	assert_null(sp_windows_device(g, 1));
 
 	assert_int_equal(sp_windows_next(g, &w), 1);
+	fx_collect(g, &ev);
 	assert_int_equal(w->id, 1);
 	assert_true(w->complete);
-	assert_int_equal(count_kind(w, SP_EV_KERNEL), 2);
-	assert_false(has_kernel(w, 61)); /* late: counted, not kept */
+	assert_int_equal(fx_count_kind(&ev, SP_EV_KERNEL), 2);
+	assert_false(has_kernel(&ev, 61)); /* late: counted, not kept */
 	assert_int_equal(w->dropped[SP_DROP_LATE], 1);
 	assert_int_equal(w->dropped[SP_DROP_CUPTI], 2);
 	assert_int_equal(w->dropped[SP_DROP_RING], 0);
@@ -114,6 +112,7 @@ static void test_group_sample(void **state)
 	assert_int_equal(sp_windows_outside(g), 1);
 	sp_windows_close(g);
 	sp_trace_close_reader(r);
+	free(ev.ev);
 }
 
 /* A file cut inside its last chunk: window 0 whole, window 1 partial (incomplete, t1 at its last
@@ -129,6 +128,7 @@ static void test_group_truncated(void **state)
 	struct stat st;
 	char err[256];
 	uint64_t T = FX_T;
+	struct fx_events ev = { 0 };
 
 	fx_put(w, fx_window(SP_EV_WINDOW_BEGIN, 0, 0, T, 0));
 	fx_put(w, fx_api(T + MS, 1, S_LAUNCH, 100));
@@ -150,20 +150,23 @@ static void test_group_truncated(void **state)
 	assert_non_null(r);
 	g = sp_windows_open(r);
 	assert_int_equal(sp_windows_next(g, &win), 1);
+	fx_collect(g, &ev);
 	assert_int_equal(win->id, 0);
 	assert_true(win->complete);
-	assert_int_equal(count_kind(win, SP_EV_KERNEL), 1);
+	assert_int_equal(fx_count_kind(&ev, SP_EV_KERNEL), 1);
 	assert_int_equal(sp_windows_next(g, &win), 1);
+	fx_collect(g, &ev);
 	assert_int_equal(win->id, 1);
 	assert_false(win->complete);
 	assert_int_equal(win->first_step, 3);
 	assert_int_equal(win->last_step, 3);
 	assert_int_equal(win->t1, T + 110 * MS); /* the step's end */
-	assert_int_equal(count_kind(win, SP_EV_KERNEL), 1);
+	assert_int_equal(fx_count_kind(&ev, SP_EV_KERNEL), 1);
 	assert_int_equal(sp_windows_next(g, &win), 0);
 	assert_true(sp_trace_truncated(r));
 	sp_windows_close(g);
 	sp_trace_close_reader(r);
+	free(ev.ev);
 
 	/* convert still writes both, the second marked incomplete */
 	const char *argv[] = { "convert", path, "-o", path_of("cut.json") };
@@ -215,9 +218,12 @@ static void test_group_corrupt(void **state)
 	assert_int_equal(win->id, 0);
 	assert_true(win->complete);
 	assert_int_equal(sp_windows_next(g, &win), 1);
+	struct fx_events ev = { 0 };
+	fx_collect(g, &ev);
 	assert_int_equal(win->id, 1);
 	assert_false(win->complete);
-	assert_int_equal(count_kind(win, SP_EV_STEP), 1);
+	assert_int_equal(fx_count_kind(&ev, SP_EV_STEP), 1);
+	free(ev.ev);
 	assert_int_equal(sp_windows_next(g, &win), -1);
 	assert_int_equal(sp_windows_next(g, &win), -1);
 	sp_windows_close(g);
@@ -487,6 +493,159 @@ static void test_extra_spans(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* The passes of a window read its stretch of the file again: sp_windows_sorted hands out the
+ * events a pass in file order does, by start (longest first, then file order); sp_windows_anchor
+ * places GPU work in the step holding the start of the CUDA call with its correlation id (the
+ * earliest such call; the work's own start without one); sp_windows_restrict limits both passes. */
+struct sorted_check {
+	const struct sp_event *want; /* the window's events in the order expected */
+	size_t n, got;
+};
+
+static int by_start(const void *pa, const void *pb)
+{
+	const struct sp_event *a = *(const struct sp_event *const *)pa, *b = *(const struct sp_event *const *)pb;
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	if (a->end != b->end)
+		return a->end > b->end ? -1 : 1;
+	return a < b ? -1 : a > b;
+}
+
+static void sorted_seen(void *ctx, const struct sp_event *e)
+{
+	struct sorted_check *c = ctx;
+	assert_true(c->got < c->n);
+	assert_memory_equal(e, &c->want[c->got], sizeof(*e));
+	c->got++;
+}
+
+/* The step of w holding t, or NULL. */
+static const struct sp_event *step_at(const struct sp_window *w, uint64_t t)
+{
+	for (size_t k = 0; k < w->nsteps; k++)
+		if (t >= w->steps[k].start && t < w->steps[k].end)
+			return &w->steps[k];
+	return NULL;
+}
+
+static int only_kernels(void *ctx, const struct sp_event *e)
+{
+	(void)ctx;
+	return e->kind == SP_EV_KERNEL;
+}
+
+static void test_window_passes(void **state)
+{
+	const struct sp_window *w;
+	char err[256];
+	int windows = 0;
+	struct fx_events ev = { 0 }, sub = { 0 };
+
+	(void)state;
+	fx_write_sample(path_of("p.sptrace"));
+	struct sp_trace_reader *r = sp_trace_open(path_of("p.sptrace"), err, sizeof(err));
+	assert_non_null(r);
+	struct sp_windows *g = sp_windows_open(r);
+	while (sp_windows_next(g, &w) == 1) {
+		fx_collect(g, &ev);
+		const struct sp_event **order = malloc((ev.n + 1) * sizeof(*order));
+		struct sp_event *want = malloc((ev.n + 1) * sizeof(*want));
+		size_t gpu = 0;
+		for (size_t i = 0; i < ev.n; i++)
+			order[i] = &ev.ev[i];
+		qsort(order, ev.n, sizeof(*order), by_start);
+		for (size_t i = 0; i < ev.n; i++)
+			want[i] = *order[i];
+		struct sorted_check c = { want, ev.n, 0 };
+		sp_windows_sorted(g, NULL, sorted_seen, &c);
+		assert_int_equal(c.got, ev.n);
+		for (size_t i = 0; i < ev.n; i++) {
+			const struct sp_event *e = &ev.ev[i];
+			if (!sp_ev_is_gpu(e))
+				continue;
+			uint64_t call = 0; /* the earliest start of a call with its id */
+			for (size_t k = 0; k < ev.n; k++)
+				if (ev.ev[k].kind == SP_EV_API && e->corr && ev.ev[k].corr == e->corr &&
+				    (!call || ev.ev[k].start < call))
+					call = ev.ev[k].start;
+			assert_ptr_equal(step_at(w, call ? call : e->start), step_at(w, sp_windows_anchor(g, e)));
+			gpu++;
+		}
+		assert_true(gpu > 0);
+		assert_true(w->nsteps > 0);
+		sp_windows_restrict(g, only_kernels, NULL);
+		fx_collect(g, &sub);
+		assert_int_equal(sub.n, fx_count_kind(&ev, SP_EV_KERNEL));
+		size_t nk = 0;
+		for (size_t i = 0; i < ev.n; i++) /* the kernels, by start */
+			if (want[i].kind == SP_EV_KERNEL)
+				want[nk++] = want[i];
+		c = (struct sorted_check){ want, nk, 0 };
+		sp_windows_sorted(g, NULL, sorted_seen, &c);
+		assert_int_equal(c.got, sub.n);
+		free(order);
+		free(want);
+		windows++;
+	}
+	assert_int_equal(windows, 2);
+	sp_windows_close(g);
+	sp_trace_close_reader(r);
+	free(ev.ev);
+	free(sub.ev);
+}
+
+/* A pass by start over a window whose file order is far from time order: a step written at its
+ * end after 140 000 records of it, and 70 000 records written after 70 000 that start later (more
+ * than the grouper holds aside before it deepens its heap). The pass still hands out every event
+ * in order. */
+static void test_window_passes_late(void **state)
+{
+	const char *path = path_of("late.sptrace");
+	struct sp_trace_writer *tw = fx_create(path);
+	const struct sp_window *w;
+	char err[256];
+	uint64_t T = FX_T;
+	const int n = 70000;
+	struct fx_events ev = { 0 };
+
+	(void)state;
+	fx_put(tw, fx_window(SP_EV_WINDOW_BEGIN, 0, 1, T, 0));
+	for (int i = 0; i < n; i++) /* later, written first */
+		fx_put(tw, fx_gpu(SP_EV_KERNEL, T + 1000 * MS + (uint64_t)i * US, T + 1000 * MS + (uint64_t)i * US + 500,
+				  0, S_GEMM, 7));
+	for (int i = 0; i < n; i++)
+		fx_put(tw, fx_api(T + 1 * MS + (uint64_t)(n - i) * US, (uint32_t)i + 1, S_LAUNCH, 100));
+	struct sp_event st = fx_step(1, T, 1);
+	st.end = T + 2000 * MS;
+	fx_put(tw, st);
+	fx_put(tw, fx_window(SP_EV_WINDOW_END, 0, 1, T + 2000 * MS, 0));
+	assert_int_equal(sp_trace_close(tw), 0);
+
+	struct sp_trace_reader *r = sp_trace_open(path, err, sizeof(err));
+	assert_non_null(r);
+	struct sp_windows *g = sp_windows_open(r);
+	assert_int_equal(sp_windows_next(g, &w), 1);
+	fx_collect(g, &ev);
+	assert_int_equal(ev.n, 2 * (size_t)n + 1);
+	const struct sp_event **order = malloc(ev.n * sizeof(*order));
+	struct sp_event *want = malloc(ev.n * sizeof(*want));
+	for (size_t i = 0; i < ev.n; i++)
+		order[i] = &ev.ev[i];
+	qsort(order, ev.n, sizeof(*order), by_start);
+	for (size_t i = 0; i < ev.n; i++)
+		want[i] = *order[i];
+	assert_int_equal(want[0].kind, SP_EV_STEP);
+	struct sorted_check c = { want, ev.n, 0 };
+	sp_windows_sorted(g, NULL, sorted_seen, &c);
+	assert_int_equal(c.got, ev.n);
+	free(order);
+	free(want);
+	free(ev.ev);
+	sp_windows_close(g);
+	sp_trace_close_reader(r);
+}
+
 int main(void)
 {
 	const char *sample = getenv("SP_WRITE_SAMPLE");
@@ -496,6 +655,7 @@ int main(void)
 	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_extra_spans),        cmocka_unit_test(test_group_sample),
+		cmocka_unit_test(test_window_passes),      cmocka_unit_test(test_window_passes_late),
 		cmocka_unit_test(test_group_truncated),    cmocka_unit_test(test_group_corrupt),
 		cmocka_unit_test(test_json_escape),        cmocka_unit_test(test_numbers_and_gzip),
 		cmocka_unit_test(test_convert_per_window), cmocka_unit_test(test_convert_merge_gzip),

@@ -364,7 +364,8 @@ static void test_thinning_and_incomplete(void **state)
 	assert_int_equal(sp_memtl_next(mr, &tl), 1);
 	assert_false(tl->complete);
 	assert_int_equal(tl->t1, T + 12000 * 1000);
-	assert_int_equal(tl->s[0].n, 12001);
+	assert_int_equal(tl->s[0].n_all, 12001);
+	assert_true(tl->s[0].n <= 4001); /* thinned as the reader goes: the page's points */
 	assert_int_equal(tl->s[0].peak, 999 * MIB);
 	assert_string_equal(at_peak(tl, &tl->s[0]), "999M");
 	sp_memtl_close(mr);
@@ -381,6 +382,66 @@ static void test_thinning_and_incomplete(void **state)
 	assert_true(points > 1000 && points <= 4001);
 	assert_non_null(strstr(v, ",1047527424,")); /* 999 MiB */
 	free(s);
+}
+
+/* 24000 allocations of 1..1000 KiB, each freed at once, after 3 blocks of 999 MiB that stay (the
+ * peak: the first 1000 KiB one alive beside them): the reader keeps the 20000 largest and those
+ * alive at the peak, not every allocation; the page embeds 20000. */
+static void test_many_allocations(void **state)
+{
+	char path[320], html[320], err[256];
+	snprintf(path, sizeof(path), "%s/many.sptrace", dir);
+	snprintf(html, sizeof(html), "%s/many.html", dir);
+	struct sp_trace_meta m = { .rank = -1 };
+	struct sp_trace_writer *w = sp_trace_create(path, &m, lookup_string, NULL, 0);
+	uint64_t t = T, live = 3 * 999 * MIB;
+	assert_non_null(w);
+	put(w, window(SP_EV_WINDOW_BEGIN, 0, 0, T));
+	for (uint64_t i = 0; i < 3; i++)
+		put(w, mem(SP_EV_ALLOC, 0, t++, 0x900000 + i, 999 * MIB, (i + 1) * 999 * MIB, 0, 0));
+	for (uint64_t i = 0; i < 24000; i++) {
+		uint64_t size = (i % 1000 + 1) * KIB;
+		put(w, mem(SP_EV_ALLOC, 0, t++, 0x100000 + i, size, live + size, 0, 0));
+		put(w, mem(SP_EV_FREE, 0, t++, 0x100000 + i, size, live, 0, 0));
+	}
+	put(w, window(SP_EV_WINDOW_END, 0, 0, t));
+	assert_int_equal(sp_trace_close(w), 0);
+
+	struct sp_trace_reader *r = sp_trace_open(path, err, sizeof(err));
+	struct sp_sym *sym = sp_sym_open();
+	struct sp_memtl_reader *mr = sp_memtl_open(r, sym);
+	const struct sp_memtl *tl;
+	struct sp_memtl_owned o;
+	assert_int_equal(sp_memtl_next(mr, &tl), 1);
+	assert_int_equal(tl->na_all, 24003);
+	sp_memtl_owners(tl, &tl->s[0], r, sym, &o); /* over all 24003 blocks, not the 20000 kept */
+	assert_int_equal(o.blocks[SP_OWNER_UNKNOWN], 24003);
+	assert_int_equal(o.peak[SP_OWNER_UNKNOWN], 3 * 999 * MIB + 1000 * KIB);
+	assert_int_equal(o.at_peak[SP_OWNER_UNKNOWN], 3 * 999 * MIB + 1000 * KIB);
+	assert_int_equal(o.blocks_at_peak[SP_OWNER_UNKNOWN], 4);
+	assert_string_equal(o.unknown_why, "no stack");
+	assert_int_equal(tl->na, 20000); /* the 20000 largest hold the 4 alive at the peak */
+	assert_int_equal(tl->s[0].n_at_peak, 4);
+	assert_int_equal(tl->s[0].peak, 3 * 999 * MIB + 1000 * KIB);
+	uint64_t least = UINT64_MAX;
+	for (size_t i = 0; i < tl->na; i++) {
+		least = tl->a[i].size < least ? tl->a[i].size : least;
+		assert_true(i == 0 || tl->a[i].made > tl->a[i - 1].made); /* in the order made */
+	}
+	assert_int_equal(least, 167 * KIB); /* 19997 small ones: 24 of each size from 1000 KiB to 168, 5 of 167 */
+	sp_memtl_close(mr);
+	sp_sym_close(sym);
+	sp_trace_close_reader(r);
+
+	assert_int_equal(memory_cmd((const char *[]){ path, "-o", html, NULL }), 0);
+	char *page = slurp(html), *a = strstr(page, "\"allocs\":["), *end = strstr(page, "],\n\"stacks\"");
+	assert_non_null(a);
+	assert_non_null(end);
+	size_t rows = 1;
+	for (const char *p = a; p < end; p++)
+		rows += *p == '\n';
+	assert_int_equal(rows, 20000);
+	free(page);
 }
 
 /* ---- who made each block (memtl_owner.c) ---- */
@@ -563,6 +624,7 @@ int main(void)
 		cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_html_page),
 		cmocka_unit_test(test_thinning_and_incomplete),
+		cmocka_unit_test(test_many_allocations),
 		cmocka_unit_test(test_owners),
 	};
 	return cmocka_run_group_tests(tests, setup, remove_scratch);

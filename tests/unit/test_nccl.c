@@ -413,10 +413,8 @@ static void test_match(void **state)
 	sp_nccl_match_add(m, 0, w[0]);
 	sp_nccl_match_build(m);
 	assert_int_equal(sp_nccl_match_paired(m), 6);
-	for (size_t i = 0; i < w[1]->n; i++) {
-		const struct sp_event *e = &w[1]->ev[i];
-		if (e->kind != SP_EV_NCCL)
-			continue;
+	for (size_t i = 0; i < w[1]->nnccl; i++) {
+		const struct sp_event *e = &w[1]->nccl[i];
 		if (!e->u.nccl.comm) { /* group calls are not matched */
 			assert_int_equal(sp_nccl_match_find(m, 1, e, &p), 0);
 			continue;

@@ -200,7 +200,7 @@ static void test_attribution(void **state)
 	const struct sp_window *w;
 	assert_int_equal(sp_windows_next(g, &w), 1);
 	struct sp_opattr a = { 0 };
-	sp_opattr_build(&a, r, w);
+	sp_opattr_build(&a, r, g);
 	assert_int_equal(a.nop, 6);
 	assert_int_equal(a.nmod, 2);
 	int i = sp_opattr_op_of(&a, 10), bwd = -1;

@@ -168,30 +168,60 @@ static void diff(void **state)
 }
 
 /* Where GPU work belongs: at its launching call's start; at its own start without an id, or when
- * the call's record is not in the window (lost to a full ring). */
+ * the call's record is not in the window (lost to a full ring). Steps 1-3 at +0, +250 us, +600 us. */
 static void anchor_rule(void **state)
 {
+	char p[600], err[256];
+	uint64_t T = FX_T;
+	const struct sp_window *w;
+
+	snprintf(p, sizeof(p), "%s/anchor.sptrace", dir);
+	struct sp_trace_writer *tw = fx_create(p);
 	struct sp_event ev[] = {
-		{ .kind = SP_EV_API, .corr = 7, .start = 300, .end = 310 },
-		{ .kind = SP_EV_API, .corr = 5, .start = 100, .end = 110 },
-		{ .kind = SP_EV_API, .corr = 0, .start = 50, .end = 60 },     /* no id: not indexed */
-		{ .kind = SP_EV_KERNEL, .corr = 7, .start = 900, .end = 950 },
-		{ .kind = SP_EV_KERNEL, .corr = 9, .start = 920, .end = 960 }, /* its call was lost */
-		{ .kind = SP_EV_MEMCPY, .corr = 0, .start = 940, .end = 990 },
-		{ .kind = SP_EV_KERNEL, .corr = 5, .start = 980, .end = 999 },
+		fx_api(T + 300 * US, 7, S_LAUNCH, 100),
+		fx_api(T + 100 * US, 5, S_LAUNCH, 100),
+		fx_api(T + 50 * US, 0, S_LAUNCH, 100),                      /* no id */
+		fx_gpu(SP_EV_KERNEL, T + 900 * US, T + 950 * US, 7, S_GEMM, 7),
+		fx_gpu(SP_EV_KERNEL, T + 920 * US, T + 960 * US, 9, S_GEMM, 7), /* its call was lost */
+		fx_gpu(SP_EV_MEMCPY, T + 940 * US, T + 990 * US, 0, S_GEMM, 7),
+		fx_gpu(SP_EV_KERNEL, T + 980 * US, T + 999 * US, 5, S_GEMM, 7),
 	};
-	struct sp_window w = { .ev = ev, .n = sizeof ev / sizeof *ev };
-	struct sp_calls c = { 0 };
-	sp_calls_index(&c, &w);
-	assert_int_equal(c.n, 2);
-	assert_int_equal(sp_calls_anchor(&c, &ev[3]), 300);
-	assert_int_equal(sp_calls_anchor(&c, &ev[4]), 920);
-	assert_int_equal(sp_calls_anchor(&c, &ev[5]), 940);
-	assert_int_equal(sp_calls_anchor(&c, &ev[6]), 100);
-	w.n = 0; /* an empty window empties the index */
-	sp_calls_index(&c, &w);
-	assert_int_equal(sp_calls_anchor(&c, &ev[3]), 900);
-	sp_calls_free(&c);
+	fx_put(tw, fx_window(SP_EV_WINDOW_BEGIN, 0, 1, T, 0));
+	for (int n = 1; n <= 3; n++) {
+		struct sp_event st = fx_step(n, T + (n == 1 ? 0 : n == 2 ? 250 : 600) * US, n == 3);
+		st.end = T + (n == 1 ? 250 : n == 2 ? 600 : 1000) * US;
+		fx_put(tw, st);
+	}
+	for (size_t i = 0; i < sizeof ev / sizeof *ev; i++)
+		fx_put(tw, ev[i]);
+	fx_put(tw, fx_window(SP_EV_WINDOW_END, 0, 3, T + 1000 * US, 0));
+	assert_int_equal(sp_trace_close(tw), 0);
+
+	struct sp_trace_reader *r = sp_trace_open(p, err, sizeof(err));
+	assert_non_null(r);
+	struct sp_windows *g = sp_windows_open(r);
+	assert_int_equal(sp_windows_next(g, &w), 1);
+	const int64_t want[] = { 2, 3, 3, 1 }; /* the step of ev[3..6] */
+	for (int i = 0; i < 4; i++) {
+		uint64_t t = sp_windows_anchor(g, &ev[3 + i]);
+		int64_t in = 0;
+		for (size_t k = 0; k < w->nsteps; k++)
+			if (t >= w->steps[k].start && t < w->steps[k].end)
+				in = w->steps[k].u.step.number;
+		assert_int_equal(in, want[i]);
+	}
+	struct sp_steps s = { 0 };
+	assert_int_equal(sp_steps_add_window(&s, r, g, w), 99 * US); /* busy: 900..999 us */
+	assert_int_equal(s.n, 3);
+	assert_int_equal(s.st[0].kernels, 1); /* corr 5 */
+	assert_int_equal(s.st[1].kernels, 1); /* corr 7 */
+	assert_int_equal(s.st[2].kernels, 1); /* corr 9, and the copy */
+	assert_int_equal(s.st[2].copy_ns, 50 * US);
+	assert_int_equal(s.st[2].busy, 99 * US);
+	assert_int_equal(s.st[2].idle, 300 * US);
+	sp_steps_free(&s);
+	sp_windows_close(g);
+	sp_trace_close_reader(r);
 }
 
 static void errors(void **state)

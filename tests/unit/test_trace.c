@@ -306,6 +306,50 @@ static void test_roundtrip_every_kind(void **state)
 	}
 }
 
+/* sp_trace_tell / sp_trace_seek inside chunks: a version-5 chunk's records are coded against
+ * templates and predictions of the records before, so a place inside it reads the same records
+ * again whatever was read last (forward and back in the loaded chunk, across chunks). */
+static void test_seek_inside_chunks(void **state)
+{
+	enum { ROUNDS = 40 };
+	static struct sp_event ev[64 * ROUNDS], got[64 * ROUNDS];
+	static struct sp_trace_pos at[64 * ROUNDS];
+	struct sp_event one[64], e;
+	int k = all_kinds(one), n = 0;
+	char path[256], err[256];
+	path_of(path, sizeof(path), "seek.sptrace");
+	for (int round = 0; round < ROUNDS; round++)
+		for (int i = 0; i < k; i++, n++) {
+			ev[n] = one[i];
+			if (ev[n].start < ev[n].end && ev[n].end < (1ull << 60)) /* times and ids move on */
+				ev[n].start += 1000u * round, ev[n].end += 1000u * round + (uint64_t)(i % 3);
+			if (ev[n].corr)
+				ev[n].corr += 3u * round;
+		}
+	for (size_t chunk = 4096; chunk <= 1u << 20; chunk <<= 8) { /* several chunks, then one */
+		write_file(path, ev, n, chunk);
+		struct sp_trace_reader *r = sp_trace_open(path, err, sizeof(err));
+		assert_non_null(r);
+		for (int i = 0; i < n; i++) {
+			sp_trace_tell(r, &at[i]);
+			assert_int_equal(sp_trace_next(r, &got[i]), 1);
+			assert_memory_equal(&got[i], &ev[i], sizeof(e));
+		}
+		srand(7);
+		for (int j = 0; j < 400; j++) {
+			int i = j % 2 ? rand() % n : n - 1 - j / 2; /* at random, and walking back */
+			assert_int_equal(sp_trace_seek(r, &at[i]), 0);
+			for (int m = i; m < n && m < i + 3; m++) {
+				assert_int_equal(sp_trace_next(r, &e), 1);
+				if (memcmp(&e, &got[m], sizeof(e)))
+					fail_msg("record %d after a seek to %d differs (chunk size %zu)", m, i, chunk);
+			}
+		}
+		assert_string_equal(sp_trace_string(r, 8), names[8]);
+		sp_trace_close_reader(r);
+	}
+}
+
 static void test_bad_kind_refused(void **state)
 {
 	char path[256];
@@ -962,6 +1006,7 @@ int main(void)
 		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip_every_kind),
+		cmocka_unit_test(test_seek_inside_chunks),
 		cmocka_unit_test(test_bad_kind_refused),
 		cmocka_unit_test(test_strings_precede_use_across_chunks),
 		cmocka_unit_test(test_stacks_precede_use),

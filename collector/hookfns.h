@@ -6,9 +6,6 @@
  * naming a function not listed here keeps stepprof subscribed between windows. */
 #ifndef SP_HOOKFNS_H
 #define SP_HOOKFNS_H
-#ifdef SP_PURE
-#error "a CUPTI-side collector header in pure code (a pure room, the CLI or a test): see docs/ARCHITECTURE.md"
-#endif
 
 #define SP_HOOK_FNS(X)                                                      \
 	X(cudaDeviceSynchronize, "cudaDeviceSynchronize", 0, 0)             \
