@@ -152,14 +152,10 @@ static void link(struct sp_opattr *a, const struct sp_trace_reader *r)
 	}
 }
 
-/* The pass's callback: copies of the window's op and module ranges, its launching calls by id. */
-static void collect(void *ctx, const struct sp_event *e)
+/* The first pass's callback: copies of the window's op and module ranges. */
+static void collect_ranges(void *ctx, const struct sp_event *e)
 {
 	struct sp_opattr *a = ctx;
-	if (e->kind == SP_EV_API && e->corr) {
-		call_put(a, e->corr, e->tid, e->start);
-		return;
-	}
 	if (e->kind != SP_EV_MARKER || e->end < e->start)
 		return;
 	if (e->u.marker.flags & SP_MARKF_OP) {
@@ -169,6 +165,16 @@ static void collect(void *ctx, const struct sp_event *e)
 		a->modev = sp_xgrow(a->modev, &a->modev_cap, sizeof *a->modev, a->nmod);
 		a->modev[a->nmod++] = *e;
 	}
+}
+
+/* The second pass's callback: the launching calls inside an op or a module range (a call outside
+ * every range belongs to no op and no module: not kept). */
+static void collect_calls(void *ctx, const struct sp_event *e)
+{
+	struct sp_opattr *a = ctx;
+	if (e->kind == SP_EV_API && e->corr &&
+	    (innermost(a->op, a->nop, e->tid, e->start) >= 0 || innermost(a->mod, a->nmod, e->tid, e->start) >= 0))
+		call_put(a, e->corr, e->tid, e->start);
 }
 
 /* Points the n ranges of v at their copies ev (after the pass: ev no longer moves). */
@@ -185,11 +191,13 @@ void sp_opattr_build(struct sp_opattr *a, const struct sp_trace_reader *r, struc
 	a->nop = a->nmod = a->ncalls = 0;
 	if (a->calls)
 		memset(a->calls, 0, a->calls_cap * sizeof *a->calls);
-	sp_windows_each(g, collect, a);
+	sp_windows_each(g, collect_ranges, a);
 	a->op = ranges(a->op, &a->op_cap, a->opev, a->nop);
 	a->mod = ranges(a->mod, &a->mod_cap, a->modev, a->nmod);
 	nest(a->op, a->nop);
 	nest(a->mod, a->nmod);
+	if (a->nop || a->nmod)
+		sp_windows_each(g, collect_calls, a);
 	link(a, r);
 }
 

@@ -30,7 +30,7 @@ struct sp_opattr {
 	struct call {
 		uint32_t corr, tid;
 		uint64_t t;
-	} *calls; /* launching calls by corr (open addressing), the earliest call of an id */
+	} *calls; /* launching calls inside a range by corr (open addressing), the earliest of an id */
 	size_t calls_cap, ncalls;
 	struct seqmod {
 		int64_t seq;
@@ -42,9 +42,10 @@ struct sp_opattr {
 	size_t seqs_cap;
 };
 
-/* Builds a's view of the window g last handed out (r: the trace's strings) in one pass in file
- * order, reusing a's memory: copies of its op and module records and its launching calls (corr,
- * thread, start), never its GPU records (string fields are ids: the reader keeps the strings).
+/* Builds a's view of the window g last handed out (r: the trace's strings) in two passes in file
+ * order (the second only if the window has an op or module range), reusing a's memory: copies of
+ * its op and module records, then its launching calls (corr, thread, start) inside one of those
+ * ranges; never its GPU records (string fields are ids: the reader keeps the strings).
  * Exits the CLI if memory runs out; otherwise can't fail. Zero-initialise a before the first call. */
 void sp_opattr_build(struct sp_opattr *a, const struct sp_trace_reader *r, struct sp_windows *g);
 /* The innermost op (index into a->op) on thread tid at time t, -1 none. Can't fail. */
