@@ -254,7 +254,7 @@ static int no_ops(const struct sp_opstats *s, FILE *out, int modules)
 	fprintf(out,
 		"No %s was recorded in these windows. They are recorded in a PyTorch program whose steps come "
 		"from the Python bridge (kind = optimizer or python, or auto once torch's optimizer hook fires: the "
-		"default), with [activities] %s = true, unless the program runs torch.profiler or ran "
+		"default), with [activities] %s = true (off by default), unless the program runs torch.profiler or ran "
 		"torch.compile; stepprof said on stderr why not when it ran (STEPPROF_VERBOSE=1 for the details).\n",
 		modules ? "nn.Module forward" : "torch operator", modules ? "modules" : "ops");
 	return 1;

@@ -54,11 +54,11 @@ struct sp_cfg_origin {
 	int line;               /* line in the INI file, 0 if not from a file */
 };
 
-/* [activities] ops and modules' default, one switch for both: "true" records torch operators and
- * module paths inside windows of a PyTorch program with no setting (and makes stepprof NVTX's
- * injection), "false" only when asked (docs/CONFIG.md says what each costs). */
+/* [activities] ops and modules' default, one switch for both: "false" records torch operators and
+ * module paths only when asked, since a program that starts its own torch.profiler while the
+ * emission is on gets torch's RuntimeError; "true" records them with no setting (docs/CONFIG.md). */
 #ifndef SP_OPS_DEFAULT
-#define SP_OPS_DEFAULT "true"
+#define SP_OPS_DEFAULT "false"
 #endif
 
 struct sp_config {

@@ -126,6 +126,7 @@ fi
 
 "$SP" report --by op "$R/tests/golden/small-v4.sptrace" >"$T/none.txt" 2>&1
 has "a trace without ops says why" "$T/none.txt" '^No torch operator was recorded in these windows\.'
+has "... and that ops are off by default" "$T/none.txt" 'ops = true \(off by default\)'
 "$SP" report --shapes "$T/ops.sptrace" >/dev/null 2>&1
 [ $? -eq 2 ] && ok "--shapes without --by op: exit 2" || bad "--shapes without --by op is not refused"
 

@@ -153,7 +153,7 @@ assert rc == 0 and line("ranges ended after").endswith(": 0 []"), out
 assert mods["Net.conv"]["calls"] == 3 and mods["Net.fc1"]["calls"] == 3, mods
 assert mods["Net.conv"]["forward_ns"] == 2000, mods["Net.conv"]
 '
-EXTRA='[activities]\nops = false\n' run modonly /usr/bin/python3 train
+EXTRA='[activities]\nops = false\nmodules = true\n' run modonly /usr/bin/python3 train
 check modonly "[activities] ops = false: module paths only" '
 assert rc == 0 and line("emission") == "prog: emission" and not ops and mods["Net.fc1"]["calls"] == 3, (ops, mods)
 assert line("module hooks left").endswith(": 0")
