@@ -203,6 +203,7 @@ static void test_attribution(void **state)
 	sp_opattr_build(&a, r, g);
 	assert_int_equal(a.nop, 6);
 	assert_int_equal(a.nmod, 2);
+	assert_int_equal(a.ncalls, 4); /* the call outside every range is not kept */
 	int i = sp_opattr_op_of(&a, 10), bwd = -1;
 	assert_true(i >= 0);
 	assert_int_equal(a.op[i].e->name, N_INNER);
