@@ -10,11 +10,6 @@ import os, re, sys
 FILE_MAX, FUNC_MAX = 800, 80
 PRODUCT = ('cli', 'collector', 'config', 'decide', 'preload', 'trace')
 
-# Known breaches being fixed on another branch: 'file:function' -> the most lines it may have until
-# then. Each is printed as "pending", not failed; one that grows past its cap fails, and one that is
-# fixed (its file there, the function gone or short) fails until its entry is removed here.
-PENDING = {}
-
 def functions(path):
     """(name, first line, length) of each function in the file at path."""
     lines = open(path, encoding='utf-8', errors='replace').read().split('\n')
@@ -45,7 +40,7 @@ def sources(root):
 
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else '.'
-    bad, seen = 0, {}
+    bad = 0
     for f in sources(root):
         path = os.path.join(root, f)
         if f.endswith('.c'):
@@ -54,22 +49,9 @@ def main():
                 print(f'{f}: {n} lines (over {FILE_MAX})')
                 bad += 1
         for name, line, n in functions(path):
-            key = f'{f}:{name}'
-            cap = PENDING.get(key)
-            if cap is not None:
-                seen[key] = max(seen.get(key, 0), n)
-            if n <= FUNC_MAX:
-                continue
-            if cap is not None and n <= cap:
-                print(f'{f}:{line}: {name}() is {n} lines (over {FUNC_MAX}; pending, allowed up to {cap})')
-            else:
+            if n > FUNC_MAX:
                 print(f'{f}:{line}: {name}() is {n} lines (over {FUNC_MAX})')
                 bad += 1
-    for key in PENDING:
-        f = key.split(':')[0]
-        if os.path.exists(os.path.join(root, f)) and seen.get(key, 0) <= FUNC_MAX:
-            print(f'{key}: fixed; remove it from PENDING in scripts/check-sizes.py')
-            bad += 1
     return 1 if bad else 0
 
 sys.exit(main())
