@@ -76,9 +76,10 @@ CLI_SRCS := $(filter-out cli/main.c,$(wildcard cli/*.c))
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
 TEST_BINS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(TEST_SRCS))
 HELPER_SRCS := $(filter-out tests/e2e/fakecupti.c tests/e2e/fakecudart.c tests/e2e/fakecuda.c \
-	tests/e2e/dlnext_lib.c tests/e2e/fakeinject.c,$(wildcard tests/e2e/*.c))
+	tests/e2e/dlnext_lib.c tests/e2e/fakenvtx.c tests/e2e/fakeinject.c,$(wildcard tests/e2e/*.c))
 HELPER_BINS := $(patsubst tests/e2e/%.c,$(O)/tests/e2e/%,$(HELPER_SRCS)) $(O)/tests/e2e/libfakecupti.so \
-	$(O)/tests/e2e/libfakecudart.so $(O)/tests/e2e/fakecuda/libcuda.so.1 $(O)/tests/e2e/libfakeinject.so
+	$(O)/tests/e2e/libfakecudart.so $(O)/tests/e2e/fakecuda/libcuda.so.1 $(O)/tests/e2e/libfakenvtx.so \
+	$(O)/tests/e2e/libfakeinject.so
 
 LIB_OBJS := $(patsubst %.c,$(O)/lib/%.o,$(CORE_SRCS) $(LIBONLY_SRCS))
 CORE_OBJS := $(patsubst %.c,$(O)/host/%.o,$(CORE_SRCS) $(CLI_SRCS))
@@ -141,6 +142,10 @@ $(O)/tests/e2e/libfakecupti.so: tests/e2e/fakecupti.c
 $(O)/tests/e2e/libfakecudart.so: tests/e2e/fakecudart.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g -shared -fPIC $(CUDA_INC) -o $@ $< -ldl
+# a library that calls NVTX as libtorch_cuda does (the header-only NVTX 3)
+$(O)/tests/e2e/libfakenvtx.so: tests/e2e/fakenvtx.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -O1 -g -shared -fPIC $(CUDA_INC) -o $@ $< -ldl
 # a stand-in driver, under its own name in a folder of its own
 $(O)/tests/e2e/fakecuda/libcuda.so.1: tests/e2e/fakecuda.c
 	@mkdir -p $(dir $@)
@@ -170,7 +175,7 @@ $(O)/tests/e2e/phases_driver: tests/e2e/phases_driver.c
 
 # gen_golden, gen_random, gen_ranks, gen_pytrace, gen_tokens, gen_ddp and gen_stream write traces through the core library
 # (gen_hostile writes raw zstd chunks)
-$(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_cut $(O)/tests/e2e/gen_phases $(O)/tests/e2e/gen_random $(O)/tests/e2e/gen_ranks $(O)/tests/e2e/gen_pytrace $(O)/tests/e2e/gen_tokens $(O)/tests/e2e/gen_hostile $(O)/tests/e2e/gen_ddp $(O)/tests/e2e/gen_stream: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a
+$(O)/tests/e2e/gen_golden $(O)/tests/e2e/gen_ops $(O)/tests/e2e/gen_cut $(O)/tests/e2e/gen_phases $(O)/tests/e2e/gen_random $(O)/tests/e2e/gen_ranks $(O)/tests/e2e/gen_pytrace $(O)/tests/e2e/gen_tokens $(O)/tests/e2e/gen_hostile $(O)/tests/e2e/gen_ddp $(O)/tests/e2e/gen_stream: $(O)/tests/e2e/%: tests/e2e/%.c $(O)/libspcore.a
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CLI_CFLAGS) -o $@ $< $(O)/libspcore.a $(CLI_LIBS) -lpthread $(SANLD)
 

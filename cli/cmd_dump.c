@@ -17,8 +17,8 @@
 #define NAME_OF(table, v) ((v) < sizeof(table) / sizeof(table[0]) && table[v] ? table[v] : "?")
 
 static const char *const feature_names[] = {
-	"kernels",       "memcpy",      "memset", "sync",   "runtime_api", "driver_api", "nccl",
-	"device_memory", "host_malloc", "stacks", "shapes", "nvtx",        "pystacks",
+	"kernels",     "memcpy", "memset", "sync", "runtime_api", "driver_api", "nccl",    "device_memory",
+	"host_malloc", "stacks", "shapes", "nvtx", "pystacks",    "ops",        "modules",
 };
 static const char *const api_domains[] = {
 	[SP_API_RUNTIME] = "runtime", [SP_API_DRIVER] = "driver", [SP_API_NVTX] = "nvtx"
@@ -221,6 +221,10 @@ static void put_call_event(struct dump *d, const struct sp_event *ev)
 		put_name(d, "name", ev->name);
 		put_name(d, "domain", ev->u.marker.domain);
 		fprintf(o, " depth=%d", ev->u.marker.depth);
+		if (ev->u.marker.flags) /* format version 5: an op or a module */
+			fprintf(o, " flags=%u seq=%" PRId64, ev->u.marker.flags, ev->u.marker.seq);
+		if (ev->u.marker.shapes)
+			put_name(d, "shapes", ev->u.marker.shapes);
 		break;
 	case SP_EV_COMM:
 		put_cpu(d, ev);

@@ -9,12 +9,13 @@
 #include "opts.h"
 #include "symbols.h"
 #include "report.h"
+#include "report_ops.h"
 #include "bylines.h"
 #include "windows.h"
 
 #define SORT_KEYS                                                                                    \
 	"total|avg|calls|max|min|name|self_cuda_time_total|cuda_time_total|self_device_time_total|"         \
-	"device_time_total|cuda_time|device_time|self_cuda_time|self_device_time|count"
+	"device_time_total|cuda_time|device_time|self_cuda_time|self_device_time|count|flops"
 
 const struct sp_cmd_spec sp_spec_report = {
 	.name = "report",
@@ -24,13 +25,18 @@ const struct sp_cmd_spec sp_spec_report = {
 	.summary = "kernel, step, copy and NCCL tables and findings of one trace",
 	.text = "  GPU kernel table of all recorded windows together (default) or of one window, the windows,\n"
 		"  a per-step table, copies, NCCL calls, allocation sites and findings in plain words.\n"
-		"  --sort takes torch's key_averages names too; rows are GPU kernels, not torch operators.\n",
+		"  --sort takes torch's key_averages names too. --by op: GPU time by torch operator as\n"
+		"  key_averages tables it (self CUDA time, CUDA total, calls, FLOPs, TFLOP/s; sorted by self CUDA\n"
+		"  time unless --sort says cuda_time_total, count, avg, name or flops); --by module: a tree of\n"
+		"  the nn.Module paths (both recorded in a PyTorch program whose steps come from its optimizer\n"
+		"  or a python marker, [activities] ops and modules).\n",
 	.opt = (const struct sp_opt[]){
 		{ "sort", 's', 0, SORT_KEYS, "order of the kernel table (default total)" },
 		{ "top", 't', 0, "N", "rows of the kernel table (default " SP_STR(SP_REPORT_TOP) ", 0 = all)" },
 		{ "window", 'w', 0, "N|all", "only window N (default all, together)" },
 		{ "phase", 'P', 0, "NAME", "only the windows of [phase.NAME]" },
-		{ "by", 'b', 0, "kernel|line|frame", "line: kernel time by the program's own source line (needs stacks = python; a program whose own code is one entry point is shown by frame); frame: by the innermost Python frame outside torch and the standard library" },
+		{ "by", 'b', 0, "kernel|line|frame|op|module", "line: kernel time by the program's own source line (needs stacks = python; a program whose own code is one entry point is shown by frame); frame: by the innermost Python frame outside torch and the standard library" },
+		{ "shapes", 'S', 0, NULL, "with --by op: a row per operator and input shapes" },
 		{ "wide", 'W', 0, NULL, "full kernel names (default: cut at " SP_STR(SP_REPORT_NAME_WIDTH) " characters)" },
 		{ "json", 'j', 0, NULL, "everything as one JSON object (every kernel row)" },
 		{ "peers", 'p', 0, "TRACE", "another rank's trace of the run (repeatable): NCCL time split into wait and transfer" },
@@ -42,6 +48,32 @@ const struct sp_cmd_spec sp_spec_report = {
 static void note(const char *text)
 {
 	fprintf(stderr, "stepprof report: %s\n", text);
+}
+
+/* --by op's sort key from --sort's text (NULL: self CUDA time): torch's self_* names and total,
+ * max, min sort by self CUDA time; cuda_time_total and device_time_total by CUDA total. */
+static int op_sort(const char *s)
+{
+	if (!s)
+		return SP_OPSORT_SELF;
+	if (!strcmp(s, "cuda_time_total") || !strcmp(s, "device_time_total"))
+		return SP_OPSORT_TOTAL;
+	if (!strcmp(s, "calls") || !strcmp(s, "count"))
+		return SP_OPSORT_CALLS;
+	if (!strcmp(s, "avg") || !strcmp(s, "cuda_time") || !strcmp(s, "device_time") || !strcmp(s, "self_cuda_time") ||
+	    !strcmp(s, "self_device_time"))
+		return SP_OPSORT_AVG;
+	return !strcmp(s, "name") ? SP_OPSORT_NAME : !strcmp(s, "flops") ? SP_OPSORT_FLOPS : SP_OPSORT_SELF;
+}
+
+/* --by's value into o; -1 if it is none of --by's. */
+static int set_by(struct sp_report_opts *o, const char *arg)
+{
+	if (sp_opts_choice(&sp_spec_report, 'b', arg) < 0)
+		return -1;
+	o->by_line = !strcmp(arg, "line") ? SP_BYLINES_LINE : !strcmp(arg, "frame") ? SP_BYLINES_FRAME : 0;
+	o->by_ops = !strcmp(arg, "op") ? SP_REPORT_BY_OP : !strcmp(arg, "module") ? SP_REPORT_BY_MODULE : 0;
+	return 0;
 }
 
 /* Prints the usage to f and returns rc. */
@@ -74,6 +106,7 @@ static void say_status(enum sp_report_status st, const char *path, const struct 
 int sp_cmd_report(int argc, char **argv)
 {
 	struct sp_report_opts o = { .sort = SP_SORT_TOTAL, .top = SP_REPORT_TOP, .window = -1 };
+	const char *sort = NULL;
 	long long v;
 	int c;
 
@@ -83,11 +116,14 @@ int sp_cmd_report(int argc, char **argv)
 		case 's':
 			if (sp_opts_choice(&sp_spec_report, c, optarg) < 0) {
 				if (strstr(optarg, "cpu"))
-					fprintf(stderr, "stepprof report: CPU operator time is not recorded: stepprof "
-							"sees CUDA calls and GPU work, not torch operators\n");
+					fprintf(stderr, "stepprof report: CPU operator time is not reported: the tables "
+							"are of GPU time (--by op: by torch operator)\n");
 				return usage(stderr, 2);
 			}
+			sort = optarg;
 			o.sort = sp_report_sort_parse(optarg);
+			if (o.sort < 0) /* flops: --by op's */
+				o.sort = SP_SORT_TOTAL;
 			break;
 		case 't':
 			if (sp_opts_count("report", "top", optarg, 0, 1000000000, &v) < 0)
@@ -109,11 +145,11 @@ int sp_cmd_report(int argc, char **argv)
 			o.peers[o.npeers++] = optarg;
 			break;
 		case 'b':
-			if (sp_opts_choice(&sp_spec_report, c, optarg) < 0)
+			if (set_by(&o, optarg) < 0)
 				return usage(stderr, 2);
-			o.by_line = !strcmp(optarg, "line")    ? SP_BYLINES_LINE
-				    : !strcmp(optarg, "frame") ? SP_BYLINES_FRAME
-							       : 0;
+			break;
+		case 'S':
+			o.shapes = 1;
 			break;
 		case 'P':
 			o.phase = optarg;
@@ -128,7 +164,11 @@ int sp_cmd_report(int argc, char **argv)
 			return usage(stderr, 2);
 		}
 	}
-	if (sp_cli_operands("report", argc, argv, 1, 1)) {
+	o.op_sort = op_sort(sort);
+	int shapes_alone = o.shapes && o.by_ops != SP_REPORT_BY_OP;
+	if (shapes_alone)
+		fprintf(stderr, "stepprof report: --shapes goes with --by op\n");
+	if (shapes_alone || sp_cli_operands("report", argc, argv, 1, 1)) {
 		free(o.peers);
 		return usage(stderr, 2);
 	}

@@ -167,6 +167,7 @@ static int chrome_window(struct sp_export *x, const struct sp_window *w)
 	wi->steps = 0;
 	wi->trace = c->trace;
 
+	sp_chrome_ops_window(x, w);
 	sp_chrome_name_tracks(x);
 	sp_windows_sorted(x->g, NULL, write_event, x);
 	sp_chrome_extra_spans(x);
@@ -282,6 +283,7 @@ static int chrome_end(struct sp_export *x)
 	free(c->names);
 	free(c->wins);
 	free(c->traces);
+	sp_chrome_ops_free(x);
 	free(c);
 	x->priv = NULL;
 	return 0;

@@ -15,6 +15,7 @@
 #include "commstats.h"
 #include "crossrank.h"
 #include "symbols.h"
+#include "opattr.h"
 
 #define GPU_PID_BASE 1000000000ll  /* merged view: GPU pid = base + key * 100 + device */
 #define NO_DEV_PID 65535           /* per-rank view: GPU work whose device is unknown */
@@ -147,6 +148,10 @@ struct chrome {
 	} *names; /* by name id: display name, its
 	                           length, 1 if JSON needs no escape in it (0: not looked up yet, -1: needs) */
 	size_t names_cap;
+	struct sp_opattr ops;   /* the window's torch ops and modules (opattr.h) */
+	uint64_t op_next;       /* External ids given to ops in earlier windows */
+	uint64_t *op_flow;      /* per op of the window: the id of its fwdbwd flow, 0 none */
+	size_t op_flow_cap;
 };
 
 /* ---- CUDA facts the trace does not carry (per compute capability, CUDA occupancy tables) ---- */
@@ -267,4 +272,18 @@ void sp_chrome_nccl_event(struct sp_export *x, const struct sp_window *w, const 
 void sp_chrome_cpu_event(struct sp_export *x, const struct sp_window *w, const struct sp_event *e);
 /* The caller's extra spans of the trace being written (sp_export_span), each on its track's lane. */
 void sp_chrome_extra_spans(struct sp_export *x);
+
+/* ---- export_chrome_ops.c: torch ops and modules as Kineto writes them (nothing fails but memory,
+ * which exits the CLI) ---- */
+
+/* Indexes window w's op and module ranges. */
+void sp_chrome_ops_window(struct sp_export *x, const struct sp_window *w);
+/* "External id" of a launching call on tid at t / of the GPU record of corr: the innermost op's
+ * id, as Kineto ties runtime calls and kernels to their cpu_op; the correlation id without one. */
+uint64_t sp_chrome_ext_of_call(const struct sp_export *x, uint32_t tid, uint64_t t, uint32_t corr);
+uint64_t sp_chrome_ext_of_gpu(const struct sp_export *x, uint32_t corr);
+/* Writes marker e if it is an op (cpu_op: External id, Sequence number, Input Dims) or a module
+ * (python_function "nn.Module: PATH"), with its fwdbwd flow end; returns 0 for another marker. */
+int sp_chrome_op_event(struct sp_export *x, const struct sp_window *w, const struct sp_event *e);
+void sp_chrome_ops_free(struct sp_export *x);
 #endif

@@ -101,7 +101,7 @@ static void gpu_ids(struct sp_export *x, const struct sp_event *e, int device)
 	char *p = sp_out_room(x->out, 5 * SP_PUT_NUM_MAX + 80);
 
 	p = SP_PUT_LIT(p, ",\"args\":{\"External id\":");
-	p = sp_put_u64(p, id);
+	p = sp_put_u64(p, sp_chrome_ext_of_gpu(x, e->corr)); /* its op's, as Kineto's */
 	p = SP_PUT_LIT(p, ",\"device\":");
 	p = sp_put_i64(p, device);
 	p = SP_PUT_LIT(p, ",\"context\":");
@@ -301,7 +301,8 @@ void sp_chrome_api_event(struct sp_export *x, const struct sp_window *w, const s
 	sp_chrome_ev_open_id(x, "X", cat, e->name, "cuda api", cpu_pid(x), tid, ts);
 	sp_chrome_dur(x, e);
 	char *p = sp_out_room(x->out, 5 * SP_PUT_NUM_MAX + 120);
-	p = sp_put_u64(SP_PUT_LIT(p, ",\"args\":{\"External id\":"), id);
+	p = sp_put_u64(SP_PUT_LIT(p, ",\"args\":{\"External id\":"),
+		       sp_chrome_ext_of_call(x, e->tid, e->start, e->corr));
 	p = sp_put_u64(SP_PUT_LIT(p, ",\"cbid\":"), e->u.api.cbid);
 	p = sp_put_u64(SP_PUT_LIT(p, ",\"correlation\":"), id);
 	if (e->u.api.status)
@@ -436,6 +437,9 @@ void sp_chrome_cpu_event(struct sp_export *x, const struct sp_window *w, const s
 		sync_event(x, w, e);
 		break;
 	case SP_EV_MARKER:
+		if ((e->u.marker.flags & (SP_MARKF_OP | SP_MARKF_MODULE)) && e->end >= e->start &&
+		    sp_chrome_op_event(x, w, e))
+			break;
 		sp_chrome_ev_open(x, e->end > e->start ? "X" : "i", "user_annotation",
 				  sp_chrome_str(x, e->name, "marker"), cpu_pid(x),
 				  e->end > e->start ? sp_chrome_fit(x, cpu_pid(x), e->tid, ts, e->end - e->start, 0)

@@ -128,6 +128,8 @@ static void add_window(struct report *rep, struct sp_windows *g, const struct sp
 	p.s->busy = sp_steps_end(&rep->steps);
 	sp_nccl_stats_add(&rep->nccl, rep->r, &p.nccl);
 	*nw = p.nccl; /* its buffers serve the next window */
+	if (rep->ops) /* --by op|module: two more passes (report_ops.h) */
+		sp_opstats_add_window(rep->ops, rep->r, g, w);
 }
 
 /* The kernel rows (name ids with calls) in the order of sort key `key`; *n gets their count.
@@ -520,6 +522,10 @@ static void print_json(const struct report *rep, const char *path, const struct 
 		sp_out_puts(x, ",\n\"lines\":");
 		sp_bylines_json(&rep->lines, rep->r, o->by_line, x);
 	}
+	if (rep->ops) {
+		sp_out_puts(x, ",\n");
+		sp_opstats_json(rep->ops, rep->device, x);
+	}
 	sp_out_puts(x, ",\n\"findings\":[");
 	char f[FINDINGS_MAX][FINDING_LEN];
 	n = sp_report_findings(rep, f);
@@ -597,6 +603,10 @@ static void print_text(struct report *rep, const char *path, const struct sp_tra
 					  : "");
 	if (o->by_line)
 		sp_bylines_print(&rep->lines, rep->r, o->by_line, o->top, o->wide, out);
+	else if (o->by_ops == SP_REPORT_BY_OP)
+		sp_opstats_print_ops(rep->ops, o->op_sort, o->top, o->wide, rep->device, out);
+	else if (o->by_ops == SP_REPORT_BY_MODULE)
+		sp_opstats_print_modules(rep->ops, o->top, o->wide, out);
 	else
 		print_kernels(rep, o, out);
 	fprintf(out, "\nDropped records: %llu (cupti: %llu, ring_full: %llu, window_cap: %llu, late: %llu)\n",
@@ -669,12 +679,17 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 		load_peers(&rep, path, o);
 	g = sp_windows_open(rep.r);
 	sp_windows_set_phase(g, o->phase);
+	if (o->by_ops)
+		rep.ops = sp_opstats_new(o->shapes);
 	while ((rc = sp_windows_next(g, &w)) == 1) {
 		seen++;
 		sp_cli_ids_add(res->ids, sizeof(res->ids), w->id);
 		if (o->window < 0 || w->id == o->window)
 			add_window(&rep, g, w, &nw, o->by_line);
 	}
+	for (unsigned d = 0; d < SP_WIN_MAX_DEVICES && !rep.device; d++) /* the peak of TFLOP/s: the first GPU's */
+		if (sp_windows_device(g, d))
+			rep.device = sp_trace_string(rep.r, sp_windows_device(g, d)->name);
 	res->seen = seen;
 	res->outside = sp_windows_outside(g);
 	res->truncated = sp_trace_truncated(rep.r);
@@ -698,6 +713,7 @@ enum sp_report_status sp_report(const char *path, const struct sp_report_opts *o
 	sp_xrank_free(rep.peers);
 	sp_stackagg_free(&rep.sites);
 	sp_bylines_free(&rep.lines);
+	sp_opstats_free(rep.ops);
 	sp_windows_close(g);
 	sp_trace_close_reader(rep.r);
 	return ret;

@@ -9,6 +9,8 @@
 
 #include <stdio.h>
 
+enum { SP_REPORT_BY_OP = 1, SP_REPORT_BY_MODULE = 2 };
+
 enum sp_report_sort { SP_SORT_TOTAL, SP_SORT_AVG, SP_SORT_CALLS, SP_SORT_MAX, SP_SORT_MIN, SP_SORT_NAME };
 
 #define SP_REPORT_NAME_WIDTH 50  /* kernel name column, unless wide */
@@ -23,6 +25,9 @@ struct sp_report_opts {
 	char **peers;           /* other ranks' traces of the run (--peers): NCCL waiting vs transfer */
 	int npeers;
 	int by_line;            /* kernel time by source line or frame (SP_BYLINES_*, bylines.h), 0 by kernel name */
+	int by_ops; /* SP_REPORT_BY_OP: GPU time by torch operator, SP_REPORT_BY_MODULE: by module (report_ops.h) */
+	int shapes; /* --by op: a row per input shapes */
+	int op_sort; /* --by op: SP_OPSORT_* (report_ops.h) */
 	void (*note)(const char *text); /* told of a peer left out ("peer PATH: why"); NULL: not told */
 	const char *phase;      /* only the windows of this phase ([phase.NAME]), NULL = every window */
 };

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "bylines.h"
+#include "report_ops.h"
 #include "commstats.h"
 #include "crossrank.h"
 #include "format.h"
@@ -45,6 +46,8 @@ struct report {
 	int self;                /* index of the trace among them, -1 if it holds no step */
 	struct sp_stackagg sites;  /* allocation sites (stackagg.h) */
 	struct sp_bylines lines;   /* kernel time by source line (--by line) */
+	struct sp_opstats *ops;    /* GPU time by torch op and by module (--by op|module), NULL otherwise */
+	const char *device;        /* the first GPU's name (its peak for TFLOP/s), NULL if none */
 };
 
 #define FINDINGS_MAX 8

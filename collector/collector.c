@@ -258,6 +258,7 @@ void sp_collector_inject(void)
 	if (sp_ph_init() < 0)
 		return; /* warned */
 	sp_tokrec_start(); /* before sp_cbset_arm: the truth's API calls are classified there */
+	sp_ops_start();    /* ... and which library NVTX injects is chosen there */
 	if (sp_cbset_arm() < 0) {
 		sp_tokrec_stop();
 		return;

@@ -121,6 +121,37 @@ void sp_collector_py_installed(int what, int index);
  * Never calls Python; attaches to CUPTI if the step that begins collects. This function can't
  * fail. */
 void sp_collector_py_event(int what, const void *obj, const char *cls, int index);
+/* Torch operators and modules inside windows (collector/ops.c). An NVTX range of the default
+ * domain begins (msg: its ASCII message, NULL if none) / ends, as the NVTX injection saw it
+ * (preload/nvtx.c). Any thread; never blocks; a plain load when nothing is followed. They return
+ * the range's depth on this thread (push) or the depth left (pop; -1 when none was open), for an
+ * NVTX call that has no other tool to answer it. */
+int sp_collector_nvtx_push(const char *msg);
+int sp_collector_nvtx_pop(void);
+/* CUPTI's NVTX injection entry (InitializeInjectionNvtx2 of the libcupti stepprof loaded), which
+ * stepprof's own injection initialises first so that CUPTI's NVTX callbacks keep working; NULL if
+ * none. This function can't fail. */
+void *sp_collector_nvtx_chain(void);
+/* An nn.Module's forward begins (obj: the module, identity only; name and params interned: its
+ * path, a convolution's parameters or 0) / ends, on the program's thread (the bridge's global
+ * module hooks, GIL held). Written if both fall in one window. Can't fail. */
+void sp_collector_module_enter(const void *obj, uint32_t name, uint32_t params);
+void sp_collector_module_exit(const void *obj);
+/* Modules open on this thread (0: the next one to begin is outermost), and the innermost one's
+ * name (0 none). Can't fail. */
+int sp_collector_module_depth(void);
+uint32_t sp_collector_module_top(void);
+/* Torch op ranges open on this thread (begun while torch's NVTX emission was on, not yet ended):
+ * the emission may be turned off only at 0 (torch's end callback of a range begun under it needs
+ * it on). Can't fail. */
+int sp_collector_ops_open(void);
+/* Torch op ranges that reached stepprof's NVTX handlers so far, on any thread (the bridge checks
+ * that its emission reached them). Can't fail. */
+unsigned long sp_collector_ops_seen(void);
+/* What the bridge should have on now (SP_OPS_*: a window records, its steps come from the bridge,
+ * and the configuration asks for them), 0 nothing. Any thread. This function can't fail. */
+enum { SP_OPS_OPS = 1, SP_OPS_MODULES = 2 };
+int sp_collector_ops_want(void);
 int sp_collector_hook_enter(int fn);
 /* The same from a trampoline that knows the place it was called from (its return address): a
  * driver call standing for a marker call counts only from places proven to be the marker's. */

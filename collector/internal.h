@@ -317,6 +317,12 @@ void sp_comms_announce(uint64_t t);
 struct memop sp_alloc_classify(int d, const char *name);
 void sp_alloc_call(const CUpti_CallbackData *cd, struct memop op, uint64_t t, uint32_t stack, int record);
 
+/* ops.c: ranges (NVTX, torch operators, modules) inside windows. sp_ops_start: at inject, after
+ * the configuration (follows them if [activities] ops, modules or nvtx asks); sp_ops_nvtx_library:
+ * the library NVTX's injection should load (this one), NULL when not following. Can't fail. */
+void sp_ops_start(void);
+const char *sp_ops_nvtx_library(void);
+
 /* pyglue.c: the Python bridge's events (collector.h sp_collector_py_*) into the step logic. */
 /* At injection, once profiling: starts the bridge if a marker takes its events (optimizer,
  * python, or the single automatic marker). Can't fail (the bridge warns). */

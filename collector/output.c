@@ -152,7 +152,8 @@ int sp_out_start_writer(void)
 		     (sp_col.cfg.kernel_shapes ? SP_FEAT_SHAPES : 0) | (sp_col.cfg.nvtx ? SP_FEAT_NVTX : 0) |
 		     (sp_col.cfg.nccl ? SP_FEAT_NCCL : 0) | (sp_col.cfg.device_memory ? SP_FEAT_DEVICE_MEM : 0) |
 		     (sp_col.cfg.host_malloc ? SP_FEAT_HOST_MALLOC : 0) | (sp_col.cfg.stacks ? SP_FEAT_STACKS : 0) |
-		     (sp_col.cfg.stacks & SP_STACKS_PYTHON ? SP_FEAT_PYSTACKS : 0);
+		     (sp_col.cfg.stacks & SP_STACKS_PYTHON ? SP_FEAT_PYSTACKS : 0) |
+		     (sp_col.cfg.ops ? SP_FEAT_OPS : 0) | (sp_col.cfg.modules ? SP_FEAT_MODULES : 0);
 	m.pid = getpid();
 	m.rank = sp_col.ri.rank;
 	m.world_size = sp_col.ri.world_size;

@@ -62,6 +62,8 @@ static const struct key keys[] = {
 	{ "activities", "stacks", K_STACKS, FIELD(stacks), 0, 3, "false" },
 	{ "activities", "stack_depth", K_INT, FIELD(stack_depth), 1, 128, "32" },
 	ACT(kernel_shapes, "true"),
+	ACT(ops, SP_OPS_DEFAULT),
+	ACT(modules, SP_OPS_DEFAULT),
 	{ "limits", "window_max_bytes", K_SIZE, FIELD(window_max_bytes), 0, TIB, "256M" },
 	{ "limits", "ring_events", K_SIZE, FIELD(ring_events), 64, 16 * MIB, "65536" },
 	{ "limits", "cupti_buffer_bytes", K_SIZE, FIELD(cupti_buffer_bytes), 64 * KIB, 256 * MIB, "8M" },

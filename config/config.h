@@ -46,13 +46,20 @@ enum sp_learn_policy {
 #define SP_CFG_PATH 1024
 #define SP_CFG_PATTERN 256
 #define SP_ONDEMAND_MAX_MS 604800000 /* [ondemand] delay_ms and duration_ms: at most a week */
-#define SP_CFG_NKEYS 38         /* keys in the table of config.c (docs/CONFIG.md lists them) */
+#define SP_CFG_NKEYS 40         /* keys in the table of config.c (docs/CONFIG.md lists them) */
 
 /* Where a key got its value: for error messages about contradictions and for `stepprof check`. */
 struct sp_cfg_origin {
 	char name[256];         /* INI path, variable name or "command line"; "" = built-in default */
 	int line;               /* line in the INI file, 0 if not from a file */
 };
+
+/* [activities] ops and modules' default, one switch for both: "false" records torch operators and
+ * module paths only when asked, since a program that starts its own torch.profiler while the
+ * emission is on gets torch's RuntimeError; "true" records them with no setting (docs/CONFIG.md). */
+#ifndef SP_OPS_DEFAULT
+#define SP_OPS_DEFAULT "false"
+#endif
 
 struct sp_config {
 	/* [profile] */
@@ -79,6 +86,8 @@ struct sp_config {
 	int stacks; /* SP_STACKS_* mask: 0 off, native, python or both */
 	int stack_depth; /* frames, 1..128 (native and Python each) */
 	bool kernel_shapes; /* grid, block, registers, shared memory */
+	bool ops; /* torch operators (name, input shapes, sequence number) in windows: the Python bridge */
+	bool modules; /* nn.Module paths in windows (torch's global module hooks) */
 	/* [limits] */
 	uint64_t window_max_bytes; /* encoded bytes per window, 0 = unlimited */
 	uint32_t ring_events; /* slots per thread ring */

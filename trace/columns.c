@@ -448,7 +448,7 @@ static struct tmpl *dec_template(struct sp_chunk_cur *c, uint8_t kind, int *rc)
 		return NULL;
 	if (i == d->s.nt) {
 		struct sp_event key = { .kind = kind };
-		if (sp_rec_get(&c->body, c->body_end, &key, 0) < 0)
+		if (sp_rec_get(&c->body, c->body_end, c->version, &key, 0) < 0)
 			return NULL;
 		if (d->s.nt == MAX_TEMPLATES)
 			return NULL;
@@ -471,7 +471,7 @@ static int dec_event(struct sp_chunk_cur *c, uint8_t kind, struct sp_event *ev)
 	if (!t)
 		return rc;
 	*ev = t->key;
-	if (sp_rec_get(&c->body, c->body_end, ev, 1) < 0 || get_varint(&d->col[COL_CORR], d->end[COL_CORR], &v) < 0 ||
+	if (sp_rec_get(&c->body, c->body_end, c->version, ev, 1) < 0 || get_varint(&d->col[COL_CORR], d->end[COL_CORR], &v) < 0 ||
 	    v > 1 + (uint64_t)UINT32_MAX)
 		return -1;
 	if (v) {

@@ -160,8 +160,16 @@ struct sp_ev_mem {
 
 struct sp_ev_marker {
 	uint32_t domain; /* string id of the NVTX domain, 0 default */
-	int32_t depth; /* nesting depth on its thread */
+	int32_t depth; /* nesting depth on its thread (among ranges of its kind: ops, modules) */
+	/* format version 6 (0 when read from older files) */
+	uint32_t flags; /* SP_MARKF_* */
+	uint32_t shapes; /* string id: an op's input sizes ("[[8, 64], []]"), a Conv module's
+			  * parameters ("stride=1,1 padding=0,0 dilation=1,1 groups=1"); 0 none */
+	int64_t seq; /* an op's autograd sequence number (SP_MARKF_SEQ), else 0 */
 };
+#define SP_MARKF_OP 0x01u /* a torch operator or record_function range (torch's NVTX emission, "name, op_id = N") */
+#define SP_MARKF_MODULE 0x02u /* an nn.Module's forward (torch's global module hooks); name = its path */
+#define SP_MARKF_SEQ 0x04u /* seq holds the op's sequence number ("seq = N") */
 
 struct sp_ev_step {
 	int64_t number; /* torch numbering, from 0 */

@@ -56,9 +56,10 @@ void sp_rec_key(struct sp_event *key, const struct sp_event *ev);
 /* Encodes ev's template fields (values 0) or value fields (values 1) as varints at p, which has
  * room for MAX_EVENT_BYTES. Returns the end. This function can't fail. */
 uint8_t *sp_rec_put(uint8_t *p, const struct sp_event *ev, int values);
-/* Decodes them from *p..end into ev (whose kind is set) and advances *p. Returns 0, or -1 for
- * bytes cut short or a value that does not fit its field. */
-int sp_rec_get(const uint8_t **p, const uint8_t *end, struct sp_event *ev, int values);
+/* Decodes them, as a file of version (5 or later) stores them, from *p..end into ev (whose kind
+ * is set) and advances *p. Returns 0, or -1 for bytes cut short or a value that does not fit its
+ * field. */
+int sp_rec_get(const uint8_t **p, const uint8_t *end, unsigned version, struct sp_event *ev, int values);
 
 /* ---- version 5: a chunk's content is columns (columns.c, docs/FORMAT.md) ---- */
 #define MAX_TEMPLATES 16384u         /* templates of one chunk: the reader refuses more as corrupt */

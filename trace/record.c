@@ -8,6 +8,7 @@
 #include <string.h>
 #include "bytes.h"
 #include "layout.h"
+#include "trace.h"
 
 /* How a field is stored: plain varint, zigzag varint, device ordinal plus one (mod 2^16) so
  * SP_NO_DEVICE costs one byte, or correlation id: in versions 1-4 0 for none, else 1 +
@@ -55,7 +56,11 @@ static const struct field mem_fields[] = {
 	F(u.mem.addr, FL_U | FL_V), F(u.mem.size, FL_U | FL_V), F(u.mem.live, FL_U | FL_V),
 	F(u.mem.stack, FL_U),       F(u.mem.flags, FL_U),
 };
-static const struct field marker_fields[] = { F(u.marker.domain, FL_U), F(u.marker.depth, FL_S) };
+static const struct field marker_fields[] = {
+	F(u.marker.domain, FL_U), F(u.marker.depth, FL_S), F(u.marker.flags, FL_U),
+	F(u.marker.shapes, FL_U), F(u.marker.seq, FL_S | FL_V),
+};
+#define MARKER_FIELDS_V1 2 /* a marker record before version 6: domain and depth only */
 static const struct field step_fields[] = {
 	F(u.step.number, FL_S | FL_V), F(u.step.how, FL_U),        F(u.step.flags, FL_U),
 	F(u.step.regime, FL_U),        F(u.step.period, FL_U),     F(u.step.launches, FL_U),
@@ -160,6 +165,8 @@ int sp_rec_decode(const uint8_t **p, const uint8_t *end, uint8_t kind, unsigned 
 		kf = step_fields_v1;
 		nk = 1;
 	}
+	if (kind == SP_EV_MARKER) /* marker records before version 6: domain, depth */
+		nk = MARKER_FIELDS_V1;
 	for (unsigned i = 0; i < nk; i++)
 		if (get_varint(p, end, &v) < 0 || field_set(ev, &kf[i], v) < 0)
 			return -1;
@@ -167,12 +174,14 @@ int sp_rec_decode(const uint8_t **p, const uint8_t *end, uint8_t kind, unsigned 
 }
 
 /* The next field of kind (common fields first, from position *i on, which it advances) that a
- * version-5 record stores in its template (values 0) or with every record (values FL_V); NULL after
- * the last. The correlation id is neither: it has a column of its own. This function can't fail. */
-static const struct field *field_next(uint8_t kind, unsigned values, unsigned *i)
+ * record of version (5 or later) stores in its template (values 0) or with every record (values
+ * FL_V); NULL after the last. The correlation id is neither: it has a column of its own. This
+ * function can't fail. */
+static const struct field *field_next(uint8_t kind, unsigned version, unsigned values, unsigned *i)
 {
 	const unsigned nc = sizeof(common_fields) / sizeof(common_fields[0]);
-	while (*i < nc + kind_fields[kind].n) {
+	unsigned nk = kind == SP_EV_MARKER && version < 6 ? MARKER_FIELDS_V1 : kind_fields[kind].n;
+	while (*i < nc + nk) {
 		const struct field *f = *i < nc ? &common_fields[*i] : &kind_fields[kind].f[*i - nc];
 		(*i)++;
 		if (HOW(f) != FL_CORR && (f->how & FL_V) == values)
@@ -186,23 +195,23 @@ void sp_rec_key(struct sp_event *key, const struct sp_event *ev)
 	const struct field *f;
 	memset(key, 0, sizeof(*key));
 	key->kind = ev->kind;
-	for (unsigned i = 0; (f = field_next(ev->kind, 0, &i));)
+	for (unsigned i = 0; (f = field_next(ev->kind, SP_TRACE_VERSION, 0, &i));)
 		memcpy((uint8_t *)key + f->off, (const uint8_t *)ev + f->off, f->size);
 }
 
 uint8_t *sp_rec_put(uint8_t *p, const struct sp_event *ev, int values)
 {
 	const struct field *f;
-	for (unsigned i = 0; (f = field_next(ev->kind, values ? FL_V : 0, &i));)
+	for (unsigned i = 0; (f = field_next(ev->kind, SP_TRACE_VERSION, values ? FL_V : 0, &i));)
 		p = put_varint(p, field_get(ev, f));
 	return p;
 }
 
-int sp_rec_get(const uint8_t **p, const uint8_t *end, struct sp_event *ev, int values)
+int sp_rec_get(const uint8_t **p, const uint8_t *end, unsigned version, struct sp_event *ev, int values)
 {
 	const struct field *f;
 	uint64_t v;
-	for (unsigned i = 0; (f = field_next(ev->kind, values ? FL_V : 0, &i));)
+	for (unsigned i = 0; (f = field_next(ev->kind, version, values ? FL_V : 0, &i));)
 		if (get_varint(p, end, &v) < 0 || field_set(ev, f, v) < 0)
 			return -1;
 	return 0;

@@ -15,11 +15,12 @@
 #define SP_TRACE_MAGIC "STEPPROF"
 /* What the writer writes, and the newest this reader reads; 2: run id and producer in the header,
  * 3: Python frame records (0xFD) and tagged stack frames, 4: step records say how the step was
- * found, 5: a chunk's records are columns, coded against templates and predictions (docs/FORMAT.md) */
-#define SP_TRACE_VERSION 5
+ * found, 5: a chunk's records are columns, coded against templates and predictions, 6: marker
+ * records carry an op's or a module's flags, shapes and sequence number (docs/FORMAT.md) */
+#define SP_TRACE_VERSION 6
 #define SP_TRACE_MIN_VERSION 1    /* the oldest version this reader reads */
-/* the oldest reader that can read what the writer writes (version 5 changed the chunk content) */
-#define SP_TRACE_WRITE_MIN_VERSION 5
+/* the oldest reader that can read what the writer writes (version 6 added fields to marker records) */
+#define SP_TRACE_WRITE_MIN_VERSION 6
 
 /* feature bits in the header: what the producer had switched on */
 #define SP_FEAT_KERNELS (1ull << 0)
@@ -35,6 +36,8 @@
 #define SP_FEAT_SHAPES (1ull << 10)
 #define SP_FEAT_NVTX (1ull << 11)
 #define SP_FEAT_PYSTACKS (1ull << 12) /* stacks may hold Python frames (format version 3 and later) */
+#define SP_FEAT_OPS (1ull << 13) /* torch operators' ranges in windows ([activities] ops, version 6) */
+#define SP_FEAT_MODULES (1ull << 14) /* nn.Module ranges in windows ([activities] modules, version 6) */
 
 /* A frame of a stack that is a Python frame, not a return address: the tag in the top 16 bits
  * (no canonical user-space address has them) and a Python frame id (sp_trace_pyframe) below. */

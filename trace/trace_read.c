@@ -351,6 +351,8 @@ static int index_event_ids(struct sp_trace_reader *r, const struct sp_event *ev)
 		return -1;
 	if (ev->kind == SP_EV_MARKER && ev->u.marker.domain && !string_id(r, ev->u.marker.domain))
 		return -1;
+	if (ev->kind == SP_EV_MARKER && ev->u.marker.shapes && !string_id(r, ev->u.marker.shapes))
+		return -1;
 	return stack && !stack_id(r, stack) ? -1 : 0;
 }
 

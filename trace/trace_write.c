@@ -243,15 +243,17 @@ int sp_trace_write(struct sp_trace_writer *w, const struct sp_event *ev)
 	}
 	if (sp_enc_full(w->enc) && sp_trace_flush(w) < 0) /* the chunk's templates are all taken */
 		return -1;
-	int ns = ensure_string(w, ev->name), nd = 0, nk = 0, n = 0;
+	int ns = ensure_string(w, ev->name), nd = 0, nh = 0, nk = 0, n = 0;
 	if (ns >= 0 && ev->kind == SP_EV_MARKER)
 		nd = ensure_string(w, ev->u.marker.domain);
-	if (ns >= 0 && nd >= 0)
+	if (ns >= 0 && nd >= 0 && ev->kind == SP_EV_MARKER)
+		nh = ensure_string(w, ev->u.marker.shapes);
+	if (ns >= 0 && nd >= 0 && nh >= 0)
 		nk = ensure_stack(w, sp_ev_stack(ev));
-	if (ns < 0 || nd < 0 || nk < 0 || (n = sp_enc_event(w->enc, ev)) < 0)
+	if (ns < 0 || nd < 0 || nh < 0 || nk < 0 || (n = sp_enc_event(w->enc, ev)) < 0)
 		return -1;
 	w->nrec++;
-	return maybe_flush(w) < 0 ? -1 : ns + nd + nk + n;
+	return maybe_flush(w) < 0 ? -1 : ns + nd + nh + nk + n;
 }
 
 /* Returns encoded bytes, or -1 with errno (EINVAL for id 0, ENOMEM, or the error of a chunk

@@ -51,15 +51,24 @@ static int name_in(const char *n, const char *const *globs, size_t k)
 	return 0;
 }
 
-/* Points NVTX's injection at libcupti so that NVTX ranges reach CUPTI's callbacks. NVTX reads it
- * at the program's first NVTX call: ranges opened before CUDA initialises are not seen. */
+/* Points NVTX's injection at libcupti so that NVTX ranges reach CUPTI's callbacks, or at this
+ * library when it records ranges and torch operators itself (ops.c; it initialises CUPTI's
+ * injection first). NVTX reads it at a library's first NVTX call: ranges opened before CUDA
+ * initialises are not seen. */
 static void nvtx_injection(void)
 {
-	const char *cur = getenv("NVTX_INJECTION64_PATH");
+	const char *cur = getenv("NVTX_INJECTION64_PATH"), *want = sp_ops_nvtx_library();
+	if (!want)
+		want = sp_cupti.path;
 	if (!cur || !*cur)
-		setenv("NVTX_INJECTION64_PATH", sp_cupti.path, 1);
-	else if (strcmp(cur, sp_cupti.path))
-		sp_warn("NVTX_INJECTION64_PATH is %s: NVTX ranges reach stepprof only if it is libcupti", cur);
+		setenv("NVTX_INJECTION64_PATH", want, 1);
+	else if (strcmp(cur, want) && strcmp(cur, sp_cupti.path))
+		sp_warn("NVTX_INJECTION64_PATH is %s: NVTX ranges and torch operators reach stepprof only if it is "
+			"stepprof or libcupti",
+			cur);
+	else if (strcmp(cur, want))
+		sp_info("NVTX_INJECTION64_PATH is libcupti (%s): NVTX ranges and torch operators are not recorded",
+			cur);
 }
 
 /* Enables or disables CUPTI's NVTX callbacks on range starts and ends. Under sp_col.lock. */
@@ -247,7 +256,7 @@ int sp_cbset_arm(void)
 	for (uint32_t cb = 1; cb < SP_CBID_MAX && S.nest_marker; cb++)
 		sp_col.cls[0][cb] |= CLS_NEST; /* a driver marker counts outside runtime calls only */
 	sp_hook_arm();
-	if (nvtx || sp_tokrec_on)
+	if (nvtx || sp_tokrec_on || sp_ops_nvtx_library())
 		nvtx_injection();
 	return 0;
 }

@@ -46,6 +46,11 @@ void sp_pyb_off(const char *what, const char *why);
 /* 1 while the callables may act: on, in the process that started it, the interpreter not finalising. */
 int sp_pyb_live(void);
 
+/* pyops.c: turns torch's operator emission and the module hooks on or off as the collector wants
+ * (sp_collector_ops_want), after each of the bridge's events, on the program's thread with the
+ * GIL held. Can't fail (a Python exception turns operators off, said once). */
+void sp_pyops_tick(void);
+
 /* pywatch.c: installs what is due, with the GIL held (helper thread). Can't fail (a Python
  * exception turns the bridge off, said once). */
 void sp_pyw_poll(void);

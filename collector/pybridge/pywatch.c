@@ -160,6 +160,7 @@ static PyObj *on_optim(PyObj *self, PyObj *const *args, ssize_t nargs, PyObj *kw
 		sp_pyb_off("the optimizer post hook", "torch called it without the optimizer");
 	else
 		sp_collector_py_event(SP_PY_OPTIM, args[0], sp_py_type_name(args[0]), 0);
+	sp_pyops_tick();
 	return sp_py_none();
 }
 
@@ -170,6 +171,7 @@ static void watch_event(long i, PyObj *obj)
 		sp_collector_py_event(SP_PY_SCALER, obj, obj ? sp_py_type_name(obj) : "GradScaler", 0);
 	else if (i >= SP_PYW_CALL && i < SP_PYW_N)
 		sp_collector_py_event(SP_PY_CALL, NULL, NULL, (int)(i - SP_PYW_CALL));
+	sp_pyops_tick();
 }
 
 /* sys.monitoring's PY_START callback (3.12+): (code, instruction offset), set on the python

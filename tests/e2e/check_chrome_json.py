@@ -67,6 +67,9 @@ def kineto_rules(path, doc, rank, err):
     os_pid = (doc.get("otherData") or {}).get("pid")
     if isinstance(os_pid, int) and 0 <= os_pid < 64:
         os_pid += 0x10000000  # stepprof moves an OS pid off the device ordinals
+    # an op's External id (cpu_op): GPU work and CUDA calls it launched carry it, as Kineto's do
+    op_ids = {(e.get("args") or {}).get("External id") for e in doc["traceEvents"]
+              if e.get("ph") == "X" and e.get("cat") == "cpu_op"}
     for i, e in enumerate(doc["traceEvents"]):
         a = e.get("args") or {}
         if e.get("ph") != "X":
@@ -76,8 +79,11 @@ def kineto_rules(path, doc, rank, err):
             err(f"{where}: ts < 0 (HTA's alignment of ranks loses every event then)")
         if e["cat"] in GPU_CATS:
             if e["pid"] != a.get("device") or not on_stream_track(e["tid"], a.get("stream")) or "External id" not in a \
-                    or a.get("correlation") != a.get("External id"):
-                err(f"{where}: GPU work needs pid = device, tid = stream, External id = correlation")
+                    or (a.get("correlation") != a.get("External id") and a.get("External id") not in op_ids):
+                err(f"{where}: GPU work needs pid = device, tid = stream, External id = correlation or its op's")
+        elif e["cat"] == "cpu_op":
+            if not isinstance(a.get("External id"), int) or not isinstance(a.get("Sequence number"), int):
+                err(f"{where}: cpu_op needs an integer External id and Sequence number")
         elif e["cat"] == "cuda_sync":
             if not isinstance(a.get("stream"), int) or a["stream"] == 0 or "cuda_sync_kind" not in a:
                 err(f"{where}: cuda_sync needs cuda_sync_kind and a stream (-1 when none)")
@@ -138,8 +144,8 @@ def check(path, args):
                 steps.append((e["pid"], int(e["name"][len("ProfilerStep#"):])))
         elif ph in ("s", "f"):
             if not (isinstance(e.get("id"), int) and isinstance(e.get("tid"), int)
-                    and e.get("cat") in ("ac2g", "nccl") and isinstance(e.get("name"), str)):
-                err(f"{where}: flow needs integer id and tid, cat ac2g or nccl and a name")
+                    and e.get("cat") in ("ac2g", "nccl", "fwdbwd") and isinstance(e.get("name"), str)):
+                err(f"{where}: flow needs integer id and tid, cat ac2g, nccl or fwdbwd and a name")
                 continue
             if ph == "f" and e.get("bp") != "e":
                 err(f"{where}: flow end without \"bp\":\"e\"")

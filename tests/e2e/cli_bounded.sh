@@ -4,7 +4,7 @@
 # 800 K records (gen_ddp, written in the order the collector writes: GPU records in batches of
 # 8192, as CUPTI hands out 2 MB activity buffers; launches held by CUDA's queue; an allocation and
 # a free per launch, 1000 alive), the
-# peak RSS of report, report --by line --json, steps, convert, diff and memory stays under 40 MB
+# peak RSS of report, report --by line --json, report --by op, steps, convert, diff and memory stays under 40 MB
 # and grows by less than 8 MB from the small window to the large one (readers that held the window
 # took 130-280 bytes a record: 100-220 MB at 800 K). The outputs of the large one are checked for
 # the steps and allocations they hold. Exits non-zero on the first failure.
@@ -24,7 +24,7 @@ rss() {
 	/usr/bin/time -f %M -o rss.txt "$B/stepprof" "$@" >out.txt 2>err.txt || fail "$*: $(cat err.txt)"
 	cat rss.txt
 }
-for cmd in "report T" "report --by line --json T" "steps T" "convert T -o T.json.gz" "diff s0.sptrace T" \
+for cmd in "report T" "report --by line --json T" "report --by op T" "steps T" "convert T -o T.json.gz" "diff s0.sptrace T" \
 	"memory T -o T.html"; do
 	small=$(rss ${cmd//T/s0.sptrace})
 	large=$(rss ${cmd//T/l0.sptrace})

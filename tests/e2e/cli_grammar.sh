@@ -57,7 +57,7 @@ complete_words() { # complete_words WORD...: what completing the last word offer
 	_stepprof
 	echo "${COMPREPLY[*]}"
 }
-ok "completion: report --by offers report's values" [ "$(complete_words stepprof report --by '')" = "kernel line frame" ]
+ok "completion: report --by offers report's values" [ "$(complete_words stepprof report --by '')" = "kernel line frame op module" ]
 ok "completion: stacks --weight offers bytes and calls" [ "$(complete_words stepprof stacks --weight '')" = "bytes calls" ]
 ok "completion: --window offers all (N is typed)" [ "$(complete_words stepprof diff --window '')" = "all" ]
 

@@ -7,7 +7,7 @@
 # innermost frame outside torch, and an HF Trainer-like program (its own code one line) gets it by
 # itself from `--by line`; `stacks` writes
 # the Python frames in folded stacks; `memory` names the line of a block made before the window;
-# `dump` prints the Python frame records; old readers are kept off (min_version 5).
+# `dump` prints the Python frame records; old readers are kept off (min_version 6).
 set -euo pipefail
 B=${SP_BUILD:?}
 T=$(mktemp -d)
@@ -104,7 +104,7 @@ grep -Eq '^ +64\.00MiB +device +made -500ns +train_step \(/home/u/train\.py:43\)
 grep -q '"sites":{"5":"train_step (/home/u/train.py:43)"}' mem.html || fail "memory page: no Python line"
 
 "$B/stepprof" dump py.sptrace >dump.txt || fail "dump"
-grep -q '^min_version: 5$' dump.txt || fail "min_version"
+grep -q '^min_version: 6$' dump.txt || fail "min_version"
 grep -q '^features: 0x1211 kernels,runtime_api,stacks,pystacks$' dump.txt || fail "features: $(sed -n 4p dump.txt)"
 grep -q '^pyframe id=2 file="/opt/venv/lib/python3.12/site-packages/torch/nn/modules/linear.py" func="Linear.forward" line=125$' \
 	dump.txt || fail "dump pyframe"

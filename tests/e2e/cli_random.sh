@@ -42,6 +42,8 @@ for t in r*.sptrace; do
 	run report "$B/stepprof" report "$t" || true
 	if run report-json "$B/stepprof" report "$t" --json; then json_ok out.txt; fi
 	run report-sort "$B/stepprof" report "$t" --sort calls --top 3 --window 1 || true
+	run report-ops "$B/stepprof" report "$t" --by op --shapes --sort flops || true
+	if run report-modules "$B/stepprof" report "$t" --by module --json; then json_ok out.txt; fi
 	rm -f c.*json*
 	if run convert "$B/stepprof" convert "$t" -o c.json; then
 		ls c*.json >/dev/null 2>&1 && json_ok c*.json

@@ -70,7 +70,7 @@ static void note(const char *fn, const char *fmt, ...)
 		const char *p = getenv("FAKE_CUPTI_LOG");
 		F.log = fopen(p ? p : "/dev/null", "a");
 	}
-	if (F.finalized && strcmp(fn, "subscribe") && F.log)
+	if (F.finalized && strcmp(fn, "subscribe") && strncmp(fn, "nvtx_", 5) && F.log) /* NVTX's handlers stay */
 		fprintf(F.log, "AFTER_FINALIZE %s\n", fn);
 	if (F.log) {
 		fputs(fn, F.log);
@@ -627,5 +627,38 @@ __attribute__((visibility("default"))) int fake_cupti_fire_params(int domain, un
 				  .functionParams = params,
 				  .context = params ? (CUcontext)(uintptr_t)1 : NULL };
 	cb(F.ud, (CUpti_CallbackDomain)domain, cbid, &cd);
+	return 1;
+}
+
+/* NVTX's injection entry, as libcupti has one: puts handlers for the default domain's RangePushA
+ * and RangePop in the calling library's table; each logs "nvtx_push MESSAGE" / "nvtx_pop" (the
+ * proof that an injection which chains CUPTI's keeps CUPTI's NVTX handlers called). */
+#define NVTX_NO_IMPL
+#include <nvtx3/nvToolsExt.h>
+
+static int NVTX_API fake_nvtx_push_a(const char *msg)
+{
+	note("nvtx_push", " %s", msg ? msg : "");
+	return 0;
+}
+
+static int NVTX_API fake_nvtx_pop(void)
+{
+	note("nvtx_pop", "");
+	return 0;
+}
+
+__attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get)
+{
+	const NvtxExportTableCallbacks *cb = get ? (const NvtxExportTableCallbacks *)get(NVTX_ETID_CALLBACKS) : NULL;
+	NvtxFunctionTable t = NULL;
+	unsigned n = 0;
+	note("nvtx_init", "");
+	if (!cb || !cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &t, &n) || !t)
+		return 0;
+	if (NVTX_CBID_CORE_RangePushA < n && t[NVTX_CBID_CORE_RangePushA])
+		*t[NVTX_CBID_CORE_RangePushA] = (NvtxFunctionPointer)fake_nvtx_push_a;
+	if (NVTX_CBID_CORE_RangePop < n && t[NVTX_CBID_CORE_RangePop])
+		*t[NVTX_CBID_CORE_RangePop] = (NvtxFunctionPointer)fake_nvtx_pop;
 	return 1;
 }

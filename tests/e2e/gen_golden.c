@@ -28,6 +28,8 @@ static const char *const strings[] = {
 	"/usr/lib/x86_64-linux-gnu/libcuda.so.1",
 	"cudaMalloc",
 	"forward",
+	"aten::mm",
+	"[[64, 32], [32, 16]]",
 };
 
 static const char *lookup(void *ctx, uint32_t id)
@@ -157,6 +159,15 @@ int main(int argc, char **argv)
 					 .end = T0 + 30000,
 					 .name = 11,
 					 .u.marker = { .domain = 6, .depth = 0 } });
+	bad |= put(w,
+		   (struct sp_event){
+			   .kind = SP_EV_MARKER, /* a torch op (format version 5) */
+			   .device = none,
+			   .tid = 4242,
+			   .start = T0 + 1150,
+			   .end = T0 + 1180,
+			   .name = 12,
+			   .u.marker = { .depth = 0, .flags = SP_MARKF_OP | SP_MARKF_SEQ, .shapes = 13, .seq = 7 } });
 	bad |= put(w, (struct sp_event){ .kind = SP_EV_ALLOC,
 					 .sub = SP_MEM_DEVICE,
 					 .device = 0,

@@ -117,6 +117,10 @@ static struct sp_event random_event(uint64_t *t)
 		break;
 	case SP_EV_MARKER:
 		ev.u.marker.domain = (uint32_t)below(NNAMES + 3); /* a string id */
+		ev.u.marker.flags = (uint32_t)below(8);          /* ops, modules, seq (version 5) */
+		ev.u.marker.shapes = (uint32_t)below(NNAMES + 3);
+		ev.u.marker.seq = below(4) ? (int64_t)below(50) : (int64_t)next();
+		ev.u.marker.depth = (int32_t)below(5);
 		break;
 	case SP_EV_NCCL:
 	case SP_EV_COMM:

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # golden.sh - the trace format against a committed trace: tests/golden/small.sptrace (written by
 # gen_golden) must dump to small.expected; re-running gen_golden must give the same bytes (the
-# writer is deterministic); the same records written by older versions (small-v1, small-v4) still
-# read; --relative, a cut copy, a corrupt copy and bad usage behave.
+# writer is deterministic); the records written by older versions (small-v1, small-v4, small-v5)
+# still read; --relative, a cut copy, a corrupt copy and bad usage behave.
 set -u
 G=$SP_ROOT/tests/golden
 DUMP=$SP_BUILD/stepprof
@@ -23,8 +23,12 @@ check() { # check NAME COMMAND...: runs the command, reports ok/FAIL
 "$DUMP" dump "$G/small-v1.sptrace" >"$tmp/v1.out"
 check "a version-1 trace still reads (small-v1.expected)" diff -u "$G/small-v1.expected" "$tmp/v1.out"
 "$DUMP" dump "$G/small-v4.sptrace" >"$tmp/v4.out"
-check "a version-4 trace still reads (small-v4.expected)" diff -u "$G/small-v4.expected" "$tmp/v4.out"
-check "version 4 and 5 hold the same records" diff -u <(tail -n +3 "$G/small-v4.expected") <(tail -n +3 "$G/small.expected")
+check "a version-4 trace still reads (small-v4.expected: marker records without op fields)" \
+	diff -u "$G/small-v4.expected" "$tmp/v4.out"
+"$DUMP" dump "$G/small-v5.sptrace" >"$tmp/v5.out"
+check "a version-5 trace still reads (small-v5.expected: columns, marker records without op fields)" \
+	diff -u "$G/small-v5.expected" "$tmp/v5.out"
+check "version 4 and 5 hold the same records" diff -u <(tail -n +3 "$G/small-v4.expected") <(tail -n +3 "$G/small-v5.expected")
 "$DUMP" dump "$G/small.sptrace" >"$tmp/small.out"
 check "dump exits 0" test $? -eq 0
 check "dump matches small.expected" diff -u "$G/small.expected" "$tmp/small.out"

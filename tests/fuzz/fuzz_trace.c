@@ -187,6 +187,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	run(sp_cmd_report, (const char *const[]){ "report", trace, "--sort", "name", "--top", "0", "--window", "1",
 						  "--wide", "--no-symbols", NULL });
 	run(sp_cmd_report, (const char *const[]){ "report", trace, "--by", "line", "--json", "--no-symbols", NULL });
+	run(sp_cmd_report, (const char *const[]){ "report", trace, "--by", "op", "--shapes", "--no-symbols", NULL });
+	run(sp_cmd_report, (const char *const[]){ "report", trace, "--by", "module", "--json", "--no-symbols", NULL });
 	run(sp_cmd_convert, (const char *const[]){ "convert", trace, "--merge", "-o", out_json, NULL });
 	run(sp_cmd_convert,
 	    (const char *const[]){ "convert", trace, "--steps", "1-3", "--wall", "-o", out_json, NULL });

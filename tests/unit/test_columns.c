@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_columns.c - the version-5 chunk content (trace/columns.c, docs/FORMAT.md "Chunk content,
+/* test_columns.c - the version-5 (and 6) chunk content (trace/columns.c, docs/FORMAT.md "Chunk content,
  * version 5"): every field of a periodic stream round-trips through templates and predictions
  * whatever the values (times that wrap around 2^64 or run backwards, GPU times off their 32 ns
  * grid by exactly half a tick, correlation ids that wrap, ids at their limits), with any chunk
@@ -49,7 +49,7 @@ static void expect_file(const char *path, const struct sp_event *want, int n)
 	struct sp_event got;
 	if (!r)
 		fail_msg("%s", err);
-	assert_int_equal(sp_trace_header(r)->version, 5);
+	assert_int_equal(sp_trace_header(r)->version, SP_TRACE_VERSION);
 	for (int i = 0; i < n; i++) {
 		if (sp_trace_next(r, &got) != 1)
 			fail_msg("record %d: %s", i, sp_trace_error(r));
@@ -121,6 +121,9 @@ static int stream(struct sp_event *ev, uint64_t t0)
 				      .end = t + 100,
 				      .name = 20 };
 		m.u.marker.depth = INT32_MIN;
+		m.u.marker.flags = s % 2 ? SP_MARKF_OP | SP_MARKF_SEQ : SP_MARKF_MODULE; /* version 6's fields */
+		m.u.marker.shapes = 21 + (uint32_t)s % 3;
+		m.u.marker.seq = s % 2 ? INT64_MIN + s : INT64_MAX - s;
 		ev[n++] = m;
 		struct sp_event al = { .kind = SP_EV_ALLOC,
 				       .sub = SP_MEM_DEVICE,

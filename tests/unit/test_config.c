@@ -109,6 +109,7 @@ static void test_defaults(void **state)
 	assert_true(cfg.kernels && cfg.memcpy && cfg.memset && cfg.runtime_api && cfg.driver_api && cfg.nccl &&
 		    cfg.nvtx && cfg.device_memory && cfg.kernel_shapes);
 	assert_false(cfg.host_malloc || cfg.stacks || cfg.sync); /* sync: as torch.profiler, off (BENCHMARKS.md) */
+	assert_false(cfg.ops || cfg.modules); /* a program's own first torch.profiler would fail (LIMITS.md) */
 	assert_int_equal(cfg.host_malloc_min, 64 * 1024);
 	assert_int_equal(cfg.stack_depth, 32);
 	assert_int_equal(cfg.window_max_bytes, 256ull << 20);

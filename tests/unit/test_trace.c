@@ -164,7 +164,11 @@ static int all_kinds(struct sp_event *ev)
 				     .start = t,
 				     .end = t + 9,
 				     .name = 5,
-				     .u.marker = { .domain = 6, .depth = -1 } };
+				     .u.marker = { .domain = 6,
+						   .depth = -1,
+						   .flags = SP_MARKF_OP | SP_MARKF_SEQ,
+						   .shapes = 2,
+						   .seq = 1234567 } };
 	ev[n++] = (struct sp_event){ .kind = SP_EV_STEP,
 				     .sub = SP_ACT_RECORD,
 				     .device = SP_NO_DEVICE,
@@ -544,8 +548,8 @@ static void test_pyframes(void **state)
 	const char *file, *func;
 	uint32_t line, n;
 	assert_non_null(r);
-	assert_int_equal(sp_trace_header(r)->version, 5);
-	assert_int_equal(sp_trace_header(r)->min_version, 5);
+	assert_int_equal(sp_trace_header(r)->version, SP_TRACE_VERSION);
+	assert_int_equal(sp_trace_header(r)->min_version, SP_TRACE_WRITE_MIN_VERSION);
 	assert_int_equal(sp_trace_next(r, &got), 1);
 	assert_memory_equal(sp_trace_stack(r, 1, &n), pystack, sizeof(pystack));
 	assert_int_equal(sp_trace_pyframe(r, 1, &file, &func, &line), 0);
@@ -577,7 +581,7 @@ static void test_pyframes(void **state)
 	assert_int_equal(calls, 0);
 	r = sp_trace_open(path, err, sizeof(err));
 	assert_non_null(r);
-	assert_int_equal(sp_trace_header(r)->version, 5);
+	assert_int_equal(sp_trace_header(r)->version, SP_TRACE_VERSION);
 	assert_int_equal(sp_trace_next(r, &got), 1);
 	assert_memory_equal(sp_trace_stack(r, 1, &n), pystack, sizeof(pystack));
 	assert_int_equal(sp_trace_pyframe_ids(r), 0);

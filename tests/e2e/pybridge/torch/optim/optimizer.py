@@ -50,6 +50,14 @@ if os.environ.get("STANDIN_IMPORT_RAISES") and not getattr(sys, "_standin_raised
     raise ImportError("stand-in torch: this import fails once")
 
 
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
 class Optimizer:
     def __init__(self, launch, kernel):
         self.launch = launch  # the program's fake kernel launch
@@ -60,14 +68,17 @@ class Optimizer:
         inner = cls.step
 
         def step(self, *args, **kwargs):
-            out = inner(self, *args, **kwargs)
-            for hook in list(_global_optimizer_post_hooks.values()):
-                if _bad_hook_call:
-                    hook()
-                elif _kw_hook_call:
-                    hook(optimizer=self, args=args, kwargs=kwargs)
-                else:
-                    hook(self, args, kwargs)
+            # torch's profile_hook_step: the post hooks run inside the step's record_function
+            prof = sys.modules.get("torch.autograd.profiler")
+            with prof.record_function("Optimizer.step#%s.step" % type(self).__name__) if prof else _nothing():
+                out = inner(self, *args, **kwargs)
+                for hook in list(_global_optimizer_post_hooks.values()):
+                    if _bad_hook_call:
+                        hook()
+                    elif _kw_hook_call:
+                        hook(optimizer=self, args=args, kwargs=kwargs)
+                    else:
+                        hook(self, args, kwargs)
             return out
 
         step.__wrapped__ = inner

@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: MIT
+from . import module  # noqa: F401
