@@ -148,7 +148,7 @@ echo "-- cost: unprofiled $u1 $u2 ns a step, profiled $p1 $p2 ns a step"
 awk -v u1="$u1" -v u2="$u2" -v p1="$p1" -v p2="$p2" 'BEGIN {
 	if (u1 == "" || u2 == "" || p1 == "" || p2 == "") { print "FAIL cost: a run printed no COST line"; exit 1 }
 	d = ((p1 + p2) - (u1 + u2)) / 2000; aa = (u1 > u2 ? u1 - u2 : u2 - u1) / 1000
-	printf "%s cost: torch optimizer step +%.2f us with the stepprof post hook between windows (unprofiled %.0f ns; A/A spread %.2f us; limit 2 us)\n",
+	printf "%s cost: torch optimizer step %+.2f us with the stepprof post hook between windows (unprofiled %.0f ns; A/A spread %.2f us; limit 2 us)\n",
 		d <= 2 ? "PASS" : "FAIL", d, (u1 + u2) / 2, aa
 	exit d <= 2 ? 0 : 1 }' || bad=1
 exit $bad
