@@ -120,8 +120,8 @@ __attribute__((visibility("default"))) double pywalk_bench_thread(int n, int wha
 }
 
 /* 1 if the Python frames pcs[0..n) are those of backward.py's hammer while in its C call:
- * _engine_run_backward, any number of deep, then hammer, main and <module> (or deep frames to the
- * end, when the capture's SP_PY_MAX frames cut it). */
+ * _engine_run_backward, any number of deep, then hammer, main and <module> (cut anywhere after the
+ * entry when the capture holds SP_PY_MAX frames). */
 static int hammer_frames(const uint64_t *pcs, uint32_t n)
 {
 	static const char *const tail[] = { "hammer", "main", "<module>" };
@@ -138,11 +138,12 @@ static int hammer_frames(const uint64_t *pcs, uint32_t n)
 		return 0;
 	while (i < n && strlen(name[i]) >= 4 && !strcmp(name[i] + strlen(name[i]) - 4, "deep"))
 		i++;
-	if (i == n && n == SP_PY_MAX)
-		return 1; /* deeper than a capture keeps: deep frames to the end */
-	for (int k = 0; k < 3; k++, i++)
+	for (int k = 0; k < 3; k++, i++) {
+		if (i == n && n == SP_PY_MAX)
+			return 1; /* the capture's cut fell inside the tail */
 		if (i >= n || strcmp(name[i], tail[k]))
 			return 0;
+	}
 	return i == n;
 }
 
