@@ -147,6 +147,36 @@ static int op_flops(const struct sp_opstats *s, const struct sp_trace_reader *r,
 	return sp_flops(str(r, e->name, "?"), str(r, e->u.marker.shapes, NULL), conv, f);
 }
 
+/* key_averages' rule (torch's EventList._remove_dup_nodes): an op that is the only op inside an
+ * op of its own name, which launched nothing itself, is one call with it: its GPU records and
+ * kernels move up, its row is not counted. Returns per op range the range it joined, -1 none. */
+static int32_t *fold_same_name(struct sp_opstats *s, const struct sp_trace_reader *r, const int *fit)
+{
+	size_t n = s->a.nop;
+	int32_t *into = sp_xrealloc(NULL, (n + 1) * sizeof *into), *kids = sp_xrealloc(NULL, (n + 1) * sizeof *kids);
+	memset(kids, 0, (n + 1) * sizeof *kids);
+	for (size_t i = 0; i < n; i++)
+		if (s->a.op[i].parent >= 0)
+			kids[s->a.op[i].parent]++;
+	for (size_t i = 0; i < n; i++) { /* parents come first: a chain folds into its outermost op */
+		int p = s->a.op[i].parent;
+		into[i] = -1;
+		if (p < 0 || kids[p] != 1 || strcmp(str(r, s->a.op[p].e->name, "?"), str(r, s->a.op[i].e->name, "")))
+			continue;
+		int root = into[p] >= 0 ? into[p] : p;
+		if (s->kern[p] || (p != root && s->kern[root]))
+			continue;
+		into[i] = root;
+		s->self[root] += s->self[i];
+		s->kern[root] += s->kern[i];
+		s->self[i] = s->kern[i] = 0;
+		if (fit[root]) /* the outer call's own FLOPs are the inner's: count them once */
+			s->flops[i] = 0;
+	}
+	free(kids);
+	return into;
+}
+
 void sp_opstats_add_window(struct sp_opstats *s, const struct sp_trace_reader *r, struct sp_windows *g,
 			   const struct sp_window *w)
 {
@@ -170,11 +200,14 @@ void sp_opstats_add_window(struct sp_opstats *s, const struct sp_trace_reader *r
 	int *fit = sp_xrealloc(NULL, (s->a.nop + 1) * sizeof *fit);
 	for (size_t i = 0; i < s->a.nop; i++)
 		fit[i] = op_flops(s, r, i, &s->flops[i]);
+	int32_t *into = fold_same_name(s, r, fit);
 	for (size_t i = s->a.nop; i-- > 0;) /* children come after their parents */
 		if (s->a.op[i].parent >= 0)
 			s->flops[s->a.op[i].parent] += s->flops[i];
 	for (size_t i = 0; i < s->a.nop; i++) {
 		const struct sp_event *e = s->a.op[i].e;
+		if (into[i] >= 0)
+			continue;
 		struct orow *row =
 			row_of(&s->ops, str(r, e->name, "?"), s->by_shapes ? str(r, e->u.marker.shapes, "") : NULL);
 		row->calls++;
@@ -186,6 +219,7 @@ void sp_opstats_add_window(struct sp_opstats *s, const struct sp_trace_reader *r
 		row->flop_bad += fit[i] < 0;
 	}
 	free(fit);
+	free(into);
 	s->op_ranges += s->a.nop;
 	s->mod_ranges += s->a.nmod;
 	for (size_t i = 0; i < s->a.nmod; i++)

@@ -7,9 +7,10 @@ first on sys.path, __main__) inside torch.profiler.profile(schedule=schedule(wai
 active=B-A+1)), a step being one optimizer step as stepprof's `kind = optimizer` counts them: the
 profiler steps from torch's global optimizer step post hook, so step 0 is the start to the first
 optimizer step. Writes JSON: {"first", "last", "steps_seen", "device_rows", "ops": [{"name",
-"count", "self_device_us", "device_us"}]} from key_averages(): its CPU-side rows (operators,
-record_function ranges) but ProfilerStep#N; device_rows counts the rows left out (kernels, copies
-and GPU-side annotations, which key_averages lists as rows of their own). Exits with the program's
+"count", "self_device_us", "device_us"}], "device": [{"name", "count", "self_device_us"}]} from
+key_averages(): "ops" its CPU-side rows (operators, record_function ranges) but ProfilerStep#N;
+device_rows counts the rows left out of "ops" (kernels, copies and GPU-side annotations, which
+key_averages lists as rows of their own), "device" lists them. Exits with the program's
 exit status."""
 import argparse
 import json
@@ -44,7 +45,7 @@ def main():
     if a.first < 1 or a.last < a.first or not prog:
         p.error("--first >= 1, --last >= --first and a program are needed")
     steps = [0]
-    result = {"first": a.first, "last": a.last, "steps_seen": 0, "device_rows": 0, "ops": []}
+    result = {"first": a.first, "last": a.last, "steps_seen": 0, "device_rows": 0, "ops": [], "device": []}
 
     def ready(prof):
         for e in prof.key_averages():
@@ -52,6 +53,9 @@ def main():
             # too (their own time as self device time), stepprof's table has no such rows
             if e.key.startswith("ProfilerStep#") or not str(getattr(e, "device_type", "CPU")).endswith("CPU"):
                 result["device_rows"] += 1
+                if not e.key.startswith("ProfilerStep#"):  # kept to tell which kernel a self time gap is in
+                    result["device"].append({"name": e.key, "count": int(e.count),
+                                             "self_device_us": device_times(e)[0]})
                 continue
             s, t = device_times(e)
             result["ops"].append({"name": e.key, "count": int(e.count), "self_device_us": s, "device_us": t})

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 #include "cli/flops.h"
 #include "cli/opattr.h"
+#include "cli/report_ops.h"
 #include "cli/windows.h"
 #include "collector/base/opmsg.h"
 #include "scratch.h"
@@ -125,7 +126,7 @@ static void test_peaks(void **state)
 
 /* ---- attribution on a written trace ---- */
 
-enum { N_LAUNCH = 1, N_FWD_OP, N_INNER, N_EVAL, N_NODE, N_MM, N_MOD, N_SUB, N_LATE, N_NSTR };
+enum { N_LAUNCH = 1, N_FWD_OP, N_INNER, N_EVAL, N_NODE, N_MM, N_MOD, N_SUB, N_LATE, N_MUL, N_SUM, N_FILL, N_NSTR };
 static const char *const names[N_NSTR] = { [N_LAUNCH] = "cudaLaunchKernel",
 					   [N_FWD_OP] = "aten::linear",
 					   [N_INNER] = "aten::addmm",
@@ -134,7 +135,10 @@ static const char *const names[N_NSTR] = { [N_LAUNCH] = "cudaLaunchKernel",
 					   [N_MM] = "aten::mm",
 					   [N_MOD] = "Net",
 					   [N_SUB] = "Net.fc",
-					   [N_LATE] = "aten::add_" };
+					   [N_LATE] = "aten::add_",
+					   [N_MUL] = "aten::mul",
+					   [N_SUM] = "aten::sum",
+					   [N_FILL] = "aten::fill_" };
 
 static const char *lookup(void *ctx, uint32_t id)
 {
@@ -232,11 +236,70 @@ static void test_attribution(void **state)
 	sp_trace_close_reader(r);
 }
 
+/* The op table's JSON of the one window of the trace at path. */
+static void ops_json(const char *path, char *buf, size_t n)
+{
+	char err[256];
+	struct sp_trace_reader *r = sp_trace_open(path, err, sizeof err);
+	assert_non_null(r);
+	struct sp_windows *g = sp_windows_open(r);
+	const struct sp_window *w;
+	assert_int_equal(sp_windows_next(g, &w), 1);
+	struct sp_opstats *s = sp_opstats_new(0);
+	sp_opstats_add_window(s, r, g, w);
+	FILE *f = tmpfile();
+	assert_non_null(f);
+	struct sp_out *x = sp_out_stream(f);
+	sp_opstats_json(s, NULL, x);
+	assert_int_equal(sp_out_close(x, 1), 0);
+	rewind(f);
+	size_t got = fread(buf, 1, n - 1, f);
+	buf[got] = 0;
+	fclose(f);
+	sp_opstats_free(s);
+	sp_windows_close(g);
+	sp_trace_close_reader(r);
+}
+
+/* key_averages' counting: an op whose only op inside is one of its own name and which launched
+ * nothing itself (mul.Scalar around mul.Tensor, sum around sum.dim_IntList) is one call. */
+static void test_same_name_nesting(void **state)
+{
+	char path[256], json[8192];
+	snprintf(path, sizeof path, "%s/nest.sptrace", dir);
+	struct sp_trace_meta m = { .pid = 1, .rank = -1, .world_size = -1, .local_rank = -1 };
+	assert_non_null(tw = sp_trace_create(path, &m, lookup, NULL, 0));
+	put((struct sp_event){ .kind = SP_EV_WINDOW_BEGIN, .start = 1000, .end = 1000 });
+	range(1, 1100, 1400, N_MUL, SP_MARKF_OP, -1); /* folds: one call */
+	range(1, 1150, 1350, N_MUL, SP_MARKF_OP, -1);
+	call(1, 1200, 20);
+	range(1, 2000, 2600, N_MUL, SP_MARKF_OP, -1); /* launched a kernel itself: two calls */
+	call(1, 2050, 21);
+	range(1, 2100, 2500, N_MUL, SP_MARKF_OP, -1);
+	call(1, 2200, 22);
+	range(1, 3000, 3600, N_SUM, SP_MARKF_OP, -1); /* two ops inside: two sums */
+	range(1, 3050, 3200, N_SUM, SP_MARKF_OP, -1);
+	call(1, 3100, 23);
+	range(1, 3300, 3400, N_FILL, SP_MARKF_OP, -1);
+	range(2, 4000, 4900, N_MUL, SP_MARKF_OP, -1); /* a chain of three: one call */
+	range(2, 4100, 4800, N_MUL, SP_MARKF_OP, -1);
+	range(2, 4200, 4700, N_MUL, SP_MARKF_OP, -1);
+	call(2, 4300, 24);
+	put((struct sp_event){ .kind = SP_EV_WINDOW_END, .start = 9000, .end = 9000 });
+	assert_int_equal(sp_trace_close(tw), 0);
+	ops_json(path, json, sizeof json);
+	assert_non_null(strstr(json, "{\"name\":\"aten::mul\",\"shapes\":null,\"calls\":4,\"kernels\":4,"
+				     "\"self_ns\":400,\"total_ns\":500,"));
+	assert_non_null(strstr(json, "{\"name\":\"aten::sum\",\"shapes\":null,\"calls\":2,\"kernels\":1,"
+				     "\"self_ns\":100,\"total_ns\":200,"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_opmsg), cmocka_unit_test(test_shapes),      cmocka_unit_test(test_flops),
-		cmocka_unit_test(test_peaks), cmocka_unit_test(test_attribution),
+		cmocka_unit_test(test_opmsg),       cmocka_unit_test(test_shapes),
+		cmocka_unit_test(test_flops),       cmocka_unit_test(test_peaks),
+		cmocka_unit_test(test_attribution), cmocka_unit_test(test_same_name_nesting),
 	};
 	if (make_scratch("ops") < 0)
 		return 1;
