@@ -9,11 +9,8 @@
 #include "clock.h"
 #include "log.h"
 
-/* A pair is (counter, clock) with the counter read before and after the clock: its error is half
- * their distance. Pairs wider than MAX_PAIR_TICKS (under a microsecond at 2-4 GHz) were
- * interrupted and are not used; the rate waits for MIN_BASELINE_NS between the first pair and the
- * current one, so that two pairs' errors make at most 1e-4 of it (200 ns over a 2 ms pass, the
- * worst case; a pair is usually 25 ns wide). */
+/* A pair is (counter, clock), the counter read before and after the clock (error: half their distance); wider
+ * pairs were interrupted and are dropped, and the rate waits for MIN_BASELINE_NS so pair errors stay small. */
 #define MAX_PAIR_TICKS 2000
 #define MIN_BASELINE_NS 10000000ull
 
