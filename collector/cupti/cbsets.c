@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* cbsets.c - which CUPTI callbacks and activity kinds are on: classifies every callback id by
- * name once (sp_cbset_arm), then enables exactly what the phase needs (marker detection, the
- * recorded API set inside windows, allocation calls, NVTX). A callback nothing wants any more is
- * turned off at its call's next exit, not at once: a window's end turned some 260 ids off on the
- * program's thread in one go, and a call in progress must not lose its exit. */
+/* cbsets.c - which CUPTI callbacks and activity kinds are on: classifies each callback id by name once, then
+ * enables what the phase needs. A callback nothing wants goes off at its call's next exit, so a call in
+ * progress keeps its exit and a window's end reconfigures nothing (docs/BENCHMARKS.md). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>

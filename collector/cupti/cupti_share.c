@@ -1,11 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* cupti_share.c - serving the program's own CUPTI profiler while stepprof stays the only real
- * subscriber (see cupti_share.h). Keeps what each side enabled (callbacks, activity kinds) and
- * makes CUPTI hold the union, gives the program's wants back to each new CUPTI instance, and
- * dispatches each callback to the side(s) that enabled it. The program's calls are in
- * cupti_share_prog.c, its records and clock in cupti_share_records.c. Runs on the program's
- * threads, CUPTI's threads and the writer thread. Never fails a program's call because of
- * stepprof, never changes what stepprof records. */
+/* cupti_share.c - serving the program's own CUPTI profiler while stepprof stays the only subscriber
+ * (cupti_share.h): keeps each side's wants, makes CUPTI hold the union and dispatches callbacks to the sides
+ * that want them. Never fails a program's call; never changes what stepprof records. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>

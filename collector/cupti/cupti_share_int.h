@@ -107,10 +107,8 @@ void sp_share_sample(uint64_t *m, uint64_t *p);
 /* Hands the program's buffer being filled to its bufferCompleted; caller holds buf_lock.
  * This function can't fail. */
 void sp_share_complete_pending(void);
-/* While the program has an activity kind on, keeps one of its buffers out, as CUPTI asks for one
- * when records begin: Kineto flushes at the end of a session only if a buffer is out
- * (CuptiActivityApi::activityBuffers), so records still in stepprof's buffers never reached it.
- * Caller holds buf_lock. This function can't fail (a program that gives none gets none). */
+/* While the program has an activity kind on, keeps one of its buffers out, as Kineto flushes only then
+ * (docs/OUTPUTS.md). Caller holds buf_lock. This function can't fail (a program that gives none gets none). */
 void sp_share_hold_buffer(void);
 
 #endif

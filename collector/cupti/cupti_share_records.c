@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* cupti_share_records.c - the program's activity records (part of the CUPTI sharing module, see
- * cupti_share.h): picks the records of the kinds and stretches the program enabled out of each
- * buffer stepprof gets, copies them into buffers the program's bufferRequested gives, and
- * converts their timestamps to the program's clock. Runs on CUPTI's buffer thread or a thread
- * that flushes. Never changes stepprof's own records (they are copied, not moved). */
+/* cupti_share_records.c - the program's activity records (cupti_share.h): copies the kinds it enabled out of
+ * stepprof's buffers into its own and converts their timestamps to its clock. CUPTI's buffer thread or a
+ * flushing thread; stepprof's records are copied, never moved. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
