@@ -178,10 +178,8 @@ void sp_hooklearn_cupti_launch(const char *symbol)
 	}
 }
 
-/* A launch function the hooks do not see: learning from them would miss its launches. Before
- * hook learning begins, sp_hooklearn_wanted says no; while it learns, it hands over to CUPTI now
- * (on the thread that looked the function up, none of stepprof's locks held); after, the proof
- * against CUPTI's launch callbacks names it if a launch comes through it. */
+/* A launch function the hooks do not see: before hook learning, sp_hooklearn_wanted says no; during it,
+ * hands over to CUPTI now (this thread, no stepprof lock); after, the proof names it if a launch uses it. */
 void sp_collector_lookup_unhooked(const char *lookup, const char *why, int what)
 {
 	sp_info("%s is not hooked: %s", lookup, why);
