@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* memory.c - see memory.h. One open-addressing table of live allocations (address -> size, kind,
- * device, stack, time) in mmap'ed memory, guarded by a spinlock; per-slot levels and peaks. It runs
- * inside malloc hooks on every thread: no malloc, no stdio, and a host event touches as few cache
- * lines as it can (the lock's line, one table slot, the ring's). */
+/* memory.c - see memory.h. An open-addressing table of live allocations in mmap'ed memory under a spinlock,
+ * with per-slot levels and peaks. Runs inside malloc hooks: no malloc, no stdio, few cache lines per event. */
 #include <dlfcn.h>
 #include <sched.h>
 #include <stdatomic.h>
