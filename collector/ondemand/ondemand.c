@@ -1,10 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* ondemand.c - on-demand windows (see ondemand.h). A thread started at injection sleeps
- * [ondemand] poll_ms between two stat() calls (the job's request file and this process's), reads
- * a file only when it changed, and says what it did in OUTPUT/.stepprof/HOST.PID.status. Step
- * windows bind to the next step boundary through sp_od_action (windows.c asks it instead of the
- * schedule); time ranges open and close windows from this thread. Never touches the program's
- * signals; a failure warns once and leaves on-demand windows off. */
+/* ondemand.c - on-demand windows (ondemand.h): a thread polls the request files every poll_ms and writes
+ * HOST.PID.status; step windows bind through sp_od_action, time ranges open and close from the thread.
+ * Never touches the program's signals; a failure warns once and leaves on-demand off. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
