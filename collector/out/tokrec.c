@@ -1,9 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* tokrec.c - recording the detector's token stream (see tokrec.h). Every token is appended
- * under one lock; a chunk is compressed and written when the buffer fills or a second has passed
- * since the last write, so a process that ends without running exit handlers (os._exit, a
- * signal) leaves every token older than a second. Normal exit and the library destructor write
- * the rest. */
+/* tokrec.c - recording the detector's token stream (tokrec.h): appended under one lock, a chunk written when
+ * full or a second old, so an abrupt end loses at most the last second; exit writes the rest. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
