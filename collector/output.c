@@ -53,10 +53,8 @@ static void make_out_dir(void)
 		sp_warn("%s; not profiling", trace_out.why);
 }
 
-/* Writes one SP_EV_DEVICE record per GPU (name, SMs, compute capability, memory), once: tried when
- * the writer starts and again at each window's start until the driver answers (a program that
- * loads libcuda privately, or has not initialised it yet, is not ready at the first try). Calls the
- * driver: only from an API entry callback or outside callbacks. */
+/* Writes one SP_EV_DEVICE record per GPU, once: at the writer's start and again at each window's start until
+ * the driver answers. Calls the driver: only from an API entry callback or outside callbacks. */
 void sp_out_write_devices(uint64_t t)
 {
 	typedef int (*cu_int_fn)(int *);
