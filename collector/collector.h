@@ -61,11 +61,9 @@ int sp_collector_owns_cupti(void);
 /* 1 if stepprof held CUPTI in this process and let go of it for good (after the schedule's last
  * window, or a failed re-attach): a profiler it served then gets CUPTI itself. Can't fail. */
 int sp_collector_let_go_cupti(void);
-/* A call of one of the CUDA functions in collector/hookfns.h begins (fn: enum sp_hook_fn) / ends
- * (h: what enter returned), seen by the preload's hooks (preload/markers.c). While stepprof is
- * detached from CUPTI between windows, marker calls are counted here. Cheap when the function is
- * not a marker's: one load. Never fails; may block while CUPTI is re-attached for a window that
- * begins with this call. */
+/* A call of a CUDA function of collector/hookfns.h begins / ends (h: what enter returned), seen by the
+ * preload's hooks; counts marker calls while detached. One load when not a marker's. Never fails; may block
+ * while CUPTI re-attaches for a window that begins with this call. */
 /* What the launch hooks (preload/procaddr.c) do now: SP_LAUNCH_OFF pass through (one relaxed
  * load), SP_LAUNCH_MARK note on this thread that a hook saw the launch (the proof against CUPTI's
  * callbacks, hooklearn.h), SP_LAUNCH_LEARN also feed it to automatic step detection as a token. */
@@ -76,10 +74,8 @@ extern _Atomic int sp_launch_want;
  * sp_launch_want is not SP_LAUNCH_OFF. Never fails, never blocks. */
 int sp_collector_launch_enter(uint32_t name);
 void sp_collector_launch_exit(int h);
-/* Nonzero while stepprof is subscribed to CUPTI (from the start of each attach to the end of each
- * detach): the launch trampolines then count their launches in flight, so that CUPTI is never
- * finalised while a thread is inside a launch (CUPTI's dispatch of it crashes or corrupts the heap
- * when cuptiFinalize runs under it). Read with one relaxed load beside sp_launch_want. */
+/* Nonzero while stepprof is subscribed to CUPTI: the launch trampolines then count their launches in
+ * flight, so CUPTI is never finalised under a launch. One relaxed load beside sp_launch_want. */
 extern _Atomic int sp_launch_guard;
 /* A launch through a trampoline begins / ends (g: what the guard returned), while sp_launch_guard
  * is set: counted in flight, after waiting out a detach under way (its drains and cuptiFinalize;
@@ -91,20 +87,14 @@ void sp_collector_launch_unguard(int g);
 uint32_t sp_collector_kernel_name(const char *mangled);
 /* 1 if id (from sp_collector_kernel_name) is mangled's id: a lock-free compare of the names. */
 int sp_collector_kernel_named(uint32_t id, const char *mangled);
-/* A driver lookup of a function the preload trampolines stays unhooked (lookup: what was looked up,
- * "cuLaunchKernel at version 13020"; why: in words; what: SP_UNHOOKED_*), once per name: said with
- * STEPPROF_VERBOSE; the first launch one is named if the launch hooks prove to miss launches
- * (hooklearn.h); an allocation one is warned about while device memory is tracked. Any thread,
- * inside dlsym. This function can't fail. */
+/* A driver lookup of a trampolined function stays unhooked (lookup, why in words, what: SP_UNHOOKED_*),
+ * said once per name with STEPPROF_VERBOSE, or warned when it matters (hooklearn.h, device memory).
+ * Any thread, inside dlsym. This function can't fail. */
 enum { SP_UNHOOKED_OTHER = 0, SP_UNHOOKED_LAUNCH, SP_UNHOOKED_ALLOC };
 void sp_collector_lookup_unhooked(const char *lookup, const char *why, int what);
-/* Device memory seen by the allocation hooks (preload/procaddr.c): nonzero while stepprof tracks
- * device allocations ([memory] device_memory). A hook takes seen = sp_collector_devmem_enter()
- * before the driver call; after one that succeeded, if sp_collector_devmem_take(seen, from: the
- * hook's caller) says the collector accounts for it (stepprof on, device_memory, CUPTI did not
- * report the call, not libcupti's own), it tells sp_collector_devmem(kind (SP_MEM_*), free (1:
- * addr is freed), addr (a VMM handle for SP_MEM_VMM), size, dev (the device, -1 unknown)).
- * Any thread; never blocks but on memory.c's short lock. */
+/* Device memory seen by the allocation hooks (preload/procaddr.c), while [memory] device_memory tracks it:
+ * seen = enter() before the driver call; after a success, take(seen, from) says whether the collector
+ * accounts for it, then sp_collector_devmem() records it. Any thread; only memory.c's short lock. */
 extern _Atomic int sp_devmem_want;
 unsigned sp_collector_devmem_enter(void);
 int sp_collector_devmem_take(unsigned seen, const void *from);
@@ -121,11 +111,9 @@ void sp_collector_py_installed(int what, int index);
  * Never calls Python; attaches to CUPTI if the step that begins collects. This function can't
  * fail. */
 void sp_collector_py_event(int what, const void *obj, const char *cls, int index);
-/* Torch operators and modules inside windows (collector/ops.c). An NVTX range of the default
- * domain begins (msg: its ASCII message, NULL if none) / ends, as the NVTX injection saw it
- * (preload/nvtx.c). Any thread; never blocks; a plain load when nothing is followed. They return
- * the range's depth on this thread (push) or the depth left (pop; -1 when none was open), for an
- * NVTX call that has no other tool to answer it. */
+/* Torch operators and modules inside windows (collector/ops.c): an NVTX range of the default domain
+ * begins (msg, NULL if none) / ends. Any thread; never blocks. Return the depth on this thread (push)
+ * or the depth left (pop; -1 when none was open). */
 int sp_collector_nvtx_push(const char *msg);
 int sp_collector_nvtx_pop(void);
 /* CUPTI's NVTX injection entry (InitializeInjectionNvtx2 of the libcupti stepprof loaded), which

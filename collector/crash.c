@@ -1,12 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* crash.c - a program that dies by a signal keeps the window it was recording: handlers for the
- * fatal signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, and SIGTERM, SIGINT, whose default ends
- * the process without exit handlers) ask the writer thread to write what the rings hold, wait for
- * it a bounded time, then hand the signal on exactly as it came: to the program's handler if it
- * had one first, else to the default action, so that the exit status and the core dump are what
- * they would have been. A handler installed after stepprof's wins (it is never replaced); a signal
- * the program ignores is left alone. The handler is async-signal-safe: atomics, sigaction,
- * write(2), nanosleep and the signal re-sent to its thread; it never takes a lock. */
+/* crash.c - a program that dies by a fatal signal keeps the window it was recording: the handler asks the
+ * writer to write the rings, waits a bounded time, then hands the signal on exactly as it came
+ * (docs/ARCHITECTURE.md). Async-signal-safe; never takes a lock. */
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -63,11 +58,8 @@ static int slot_of(int sig)
 	return -1;
 }
 
-/* Hands sig on as if stepprof's handler had not been there. Installed: the program's own action
- * comes back and the signal is sent again (blocked until this handler returns, then delivered with
- * that action's flags and mask; a fault's default action dumps core at the faulting instruction).
- * Reached through a handler installed later (which chained to stepprof's): the earlier action is
- * run here, and a default one taken. Async-signal-safe. */
+/* Hands sig on as if stepprof's handler had not been there: the program's earlier action is restored and
+ * the signal re-sent, or run here when reached through a later handler that chained. Async-signal-safe. */
 static void hand_on(int sig, siginfo_t *si, void *uc, const struct sigaction *prev, int installed)
 {
 	int dfl = !(prev->sa_flags & SA_SIGINFO) && prev->sa_handler == SIG_DFL;

@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* hookfns.h - the CUDA runtime and driver functions the preload library interposes so that step
- * markers can be counted without CUPTI while stepprof is detached between windows
- * (preload/markers.c forwards them; collector/hold/markhook.c counts). X(symbol, CUPTI's name without
- * its version suffix, 1 for the driver API, 1 for a CUDA graph capture or creation). A marker
- * naming a function not listed here keeps stepprof subscribed between windows. */
+/* hookfns.h - the CUDA functions the preload interposes so step markers are counted without CUPTI while
+ * detached (preload/markers.c forwards, collector/hold/markhook.c counts). X(symbol, CUPTI's name, driver?,
+ * graph?). A marker naming a function not listed keeps stepprof subscribed. */
 #ifndef SP_HOOKFNS_H
 #define SP_HOOKFNS_H
 
@@ -50,13 +48,9 @@
 	X(cuMemcpyAsync_ptsz, "cuMemcpyAsync_ptsz", 1, 0)                   \
 	X(cuStreamBeginCapture_v2_ptsz, "cuStreamBeginCapture_v2_ptsz", 1, 1)
 
-/* A runtime function and a driver function it calls, for runtimes that the hooks cannot see (a
- * runtime linked in statically reaches the driver through cuGetProcAddress: preload/procaddr.c).
- * X(runtime hook, driver hook): while a runtime marker names the runtime function, the driver
- * function counts its calls, and the proof (markhook.h) checks, call by call, that each of its
- * calls CUPTI reports holds exactly one of them and that none comes outside one. Measured with a
- * logging libcuda (docs/ARCHITECTURE.md): the lookups cudart 13.0 makes; which one a call uses is
- * checked by the proof on the real driver. */
+/* A runtime function and the driver function it calls, for runtimes the hooks cannot see (static ones):
+ * X(runtime hook, driver hook). A candidate list measured on cudart 13.0 (docs/ARCHITECTURE.md); the
+ * proof (markhook.h) checks it call by call on the real driver. */
 #define SP_HOOK_NESTED(X)                                       \
 	X(cudaDeviceSynchronize, cuCtxSynchronize)              \
 	X(cudaDeviceSynchronize, cuCtxSynchronize_v2)           \

@@ -26,10 +26,8 @@
 #define SP_CBID_MAX 1024     /* callback ids tracked per domain (CUPTI 13: < 800 runtime, < 900 driver) */
 #define SP_MAX_CLOSED 4      /* written windows whose own ids are kept to count late records */
 #define SP_MAX_DEVICES 64    /* GPUs described by SP_EV_DEVICE records */
-/* A closing window is written once its kernels have all arrived (as many as its counted launches,
- * the last launch's among them), the record of its last copy or set call too, and it is
- * SP_WINDOW_SETTLE_NS old (other record kinds trail kernels), or once it is SP_WINDOW_QUIET_AGE_NS old and no record
- * came for SP_WINDOW_QUIET_NS (graph kernels are not counted), or at SP_WINDOW_GIVE_UP_NS. */
+/* A closing window is written once its kernels, last copy or set and last launch arrived and it is
+ * SETTLE old; or at QUIET_AGE with no record for QUIET_NS (graph kernels are not counted); or at GIVE_UP. */
 #define SP_WINDOW_SETTLE_NS 4000000ull       /* 4 ms */
 #define SP_WINDOW_QUIET_AGE_NS 50000000ull   /* 50 ms */
 #define SP_WINDOW_QUIET_NS 100000000ull      /* 100 ms */
@@ -39,14 +37,9 @@
 #define SP_EXIT_WAIT_POLLS 200               /* at exit, wait up to 200 x 10 ms = 2 s for windows */
 #define SP_EXIT_POLL_US 10000
 
-/* Classes of a callback id, from its name (sp_cbset_arm): in the recorded set; an auto-detection
- * token; a graph launch; the recorded truth (tokrec.h); watched only for nesting; a copy or set
- * (CLS_COPY: inside a window, the record of the last one is waited for before the window closes).
- * CLS_NEST: any runtime call, watched while recording an API truth or with an api marker on a
- * driver function only to know that a driver call is made inside one (PyTorch's
- * cudaDriverGetVersion calls cuDriverGetVersion): a truth or marker counts at the outermost call
- * only. Such a callback does nothing else (callbacks.c nest_only). CLS_CAPTURE: begins or ends a
- * stream capture (capture.h), on whenever launches may be counted. */
+/* Classes of a callback id, from its name (sp_cbset_arm). CLS_COPY: a window waits for its last one's record;
+ * CLS_NEST: watched only to see a driver call inside a runtime call (callbacks.c nest_only); CLS_CAPTURE: a
+ * stream capture's begin or end (capture.h). */
 enum { CLS_RECORDED = 1, CLS_AUTO = 2, CLS_GRAPH = 4, CLS_TRUTH = 8, CLS_NEST = 16, CLS_COPY = 32, CLS_CAPTURE = 64 };
 
 /* How an allocation call's parameters look (every params struct starts with these fields). */
@@ -246,10 +239,8 @@ void sp_win_begin_step(uint64_t t, uint32_t corr, int64_t number);
 void sp_win_detect(int mk, uint8_t kind, uint8_t flags, uint32_t name, uint64_t t, uint32_t corr, CUpti_CallbackId cbid,
 		   int d);
 void sp_win_after_exit(uint64_t t);
-/* This thread made a window boundary outside a CUDA call and now makes its first CUDA call since,
- * with id corr: that call comes after the boundary, so the split there goes no higher than corr
- * (another thread's call, with a later id, may have reached the callbacks first and filled it).
- * Takes sp_col.lock. This function can't fail. */
+/* This thread made a window boundary outside a CUDA call; its first CUDA call since (id corr) bounds the
+ * split there. Takes sp_col.lock. This function can't fail. */
 void sp_win_own_split(uint32_t corr);
 int sp_win_open_now(uint64_t t);
 void sp_win_close_now(uint64_t t);
@@ -293,12 +284,8 @@ void sp_act_writer_tick(void *ctx);
 /* At exit (STEPPROF_VERBOSE): how many GPU records belonged to no window and were discarded. Takes
  * sp_col.lock. This function can't fail. */
 void sp_act_say_outside(void);
-/* Before the writer thread exists (it starts with the first window): the writer's life-cycle tick
- * on the calling thread, which holds no lock of stepprof's and is inside no CUDA call (a marker
- * call's hook after the call, a marker call waiting for a re-attach, the on-demand poll thread,
- * the program's profiler asking for CUPTI), so that stepprof parks once the marker's hooks are
- * proven and re-attaches when a window is near or something wants CUPTI. Returns false if it did
- * not tick (the writer exists, or another tick runs). Can't fail. */
+/* Before the writer thread exists: its hold tick on the calling thread (no stepprof lock, no CUDA call), so
+ * stepprof parks or re-attaches in time. Returns false if it did not tick (writer exists, or a tick runs). */
 bool sp_act_early_tick(void);
 /* The writer thread's life-cycle tick after a pass with no window closing (collector/hold/lifetick.c);
  * skipped while an application thread's early tick runs. Can't fail. */

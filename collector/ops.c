@@ -1,11 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* ops.c - ranges on CPU threads inside windows, as marker events (trace/event.h SP_MARKF_*): the
- * NVTX ranges of the default domain that the NVTX injection hands over (preload/nvtx.c: torch's
- * operators while the Python bridge has torch's NVTX emission on, and the program's own ranges),
- * and nn.Module forwards from the bridge's global module hooks. Each thread keeps a stack of its
- * open ranges; a range is written if it began and ended in the same open window. Parses torch's
- * NVTX messages ("NAME[, seq = N], op_id = N[, sizes = [...]][, input_op_ids = ...]"). Never
- * calls Python or CUPTI but to find CUPTI's NVTX entry point for the chain (sp_collector_nvtx_chain). */
+/* ops.c - ranges on CPU threads inside windows, as marker events: NVTX ranges of the default domain
+ * (torch's operators, the program's ranges) and nn.Module forwards from the bridge. A per-thread stack of
+ * open ranges; one is written if it began and ended in the same window. Calls neither Python nor CUPTI. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>

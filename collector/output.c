@@ -31,41 +31,42 @@ static struct {
 	int dir_rank;                       /* the rank it was expanded for ({rank} of a rank learnt late) */
 	char dir[SP_CFG_PATH];              /* the output directory, expanded */
 	char why[1400];                     /* why no trace could be written ("" none), said when it came */
-} O = { .dir_lock = PTHREAD_MUTEX_INITIALIZER };
+} trace_out = { .dir_lock = PTHREAD_MUTEX_INITIALIZER };
 
-/* Expands and makes the output directory (under O.dir_lock). Says a failure, or a placeholder's
- * value made safe, once. This function can't fail (O.dir_state says how it went). */
+/* Expands and makes the output directory (under trace_out.dir_lock). Says a failure, or a placeholder's
+ * value made safe, once. This function can't fail (trace_out.dir_state says how it went). */
 static void make_out_dir(void)
 {
 	char note[600];
-	O.dir_rank = sp_col.ri.rank;
-	O.dir_state = -1;
-	if (sp_cfg_expand_note(sp_col.cfg.output, &sp_col.ri, O.dir, sizeof O.dir, note, sizeof note) < 0)
-		snprintf(O.why, sizeof O.why, "cannot expand output directory '%s' (too long)", sp_col.cfg.output);
-	else if (sp_writer_make_dir(O.dir, sp_col.cfg.allow_foreign_dir, O.why, sizeof O.why) == 0)
-		O.dir_state = 1;
+	trace_out.dir_rank = sp_col.ri.rank;
+	trace_out.dir_state = -1;
+	if (sp_cfg_expand_note(sp_col.cfg.output, &sp_col.ri, trace_out.dir, sizeof trace_out.dir, note,
+			       sizeof note) < 0)
+		snprintf(trace_out.why, sizeof trace_out.why, "cannot expand output directory '%s' (too long)",
+			 sp_col.cfg.output);
+	else if (sp_writer_make_dir(trace_out.dir, sp_col.cfg.allow_foreign_dir, trace_out.why,
+				    sizeof trace_out.why) == 0)
+		trace_out.dir_state = 1;
 	if (note[0])
 		sp_warn_once("%s", note);
-	if (O.dir_state < 0)
-		sp_warn("%s; not profiling", O.why);
+	if (trace_out.dir_state < 0)
+		sp_warn("%s; not profiling", trace_out.why);
 }
 
-/* Writes one SP_EV_DEVICE record per GPU (name, SMs, compute capability, memory), once: tried when
- * the writer starts and again at each window's start until the driver answers (a program that
- * loads libcuda privately, or has not initialised it yet, is not ready at the first try). Calls the
- * driver: only from an API entry callback or outside callbacks. */
+/* Writes one SP_EV_DEVICE record per GPU, once: at the writer's start and again at each window's start until
+ * the driver answers. Calls the driver: only from an API entry callback or outside callbacks. */
 void sp_out_write_devices(uint64_t t)
 {
 	typedef int (*cu_int_fn)(int *);
 	static cu_int_fn count;
 	static void *cuda = RTLD_DEFAULT; /* libcuda loaded RTLD_LOCAL (cudart does) is not in the global scope */
 	int n = 0;
-	if (!O.devices_written && !count && !(count = (cu_int_fn)dlsym(cuda, "cuDeviceGetCount"))) {
+	if (!trace_out.devices_written && !count && !(count = (cu_int_fn)dlsym(cuda, "cuDeviceGetCount"))) {
 		void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
 		if (h && (count = (cu_int_fn)dlsym(h, "cuDeviceGetCount")))
 			cuda = h;
 	}
-	if (!O.devices_written && count && !count(&n)) {
+	if (!trace_out.devices_written && count && !count(&n)) {
 		int (*get_name)(char *, int, int) = (int (*)(char *, int, int))dlsym(cuda, "cuDeviceGetName");
 		int (*attr)(int *, int, int) = (int (*)(int *, int, int))dlsym(cuda, "cuDeviceGetAttribute");
 		int (*mem)(size_t *, int) = (int (*)(size_t *, int))dlsym(cuda, "cuDeviceTotalMem_v2");
@@ -90,7 +91,7 @@ void sp_out_write_devices(uint64_t t)
 			ev.u.dev.memory = bytes;
 			sp_coll_push(&ev);
 		}
-		O.devices_written = 1;
+		trace_out.devices_written = 1;
 	}
 }
 
@@ -107,18 +108,18 @@ static void disable_unselected(void)
 
 int sp_out_dir(char *dir, size_t len)
 {
-	pthread_mutex_lock(&O.dir_lock);
-	if (!O.dir_state || (O.dir_state > 0 && O.dir_rank != sp_col.ri.rank))
+	pthread_mutex_lock(&trace_out.dir_lock);
+	if (!trace_out.dir_state || (trace_out.dir_state > 0 && trace_out.dir_rank != sp_col.ri.rank))
 		make_out_dir();
-	int state = O.dir_state;
-	snprintf(dir, len, "%s", O.dir);
-	pthread_mutex_unlock(&O.dir_lock);
+	int state = trace_out.dir_state;
+	snprintf(dir, len, "%s", trace_out.dir);
+	pthread_mutex_unlock(&trace_out.dir_lock);
 	return state > 0 ? 0 : -1;
 }
 
 const char *sp_out_failure(void)
 {
-	return O.why;
+	return trace_out.why;
 }
 
 int sp_out_start_writer(void)
@@ -144,7 +145,7 @@ int sp_out_start_writer(void)
 		snprintf(base, sizeof base, "rank%d.%s.%d%s.sptrace", sp_col.ri.rank, host, pid, tag);
 	else
 		snprintf(base, sizeof base, "norank.%s.%d%s.sptrace", host, pid, tag);
-	snprintf(O.trace_path, sizeof O.trace_path, "%s/%s", dir, base);
+	snprintf(trace_out.trace_path, sizeof trace_out.trace_path, "%s/%s", dir, base);
 	m.features = (sp_col.cfg.kernels ? SP_FEAT_KERNELS : 0) | (sp_col.cfg.memcpy ? SP_FEAT_MEMCPY : 0) |
 		     (sp_col.cfg.memset ? SP_FEAT_MEMSET : 0) | (sp_col.cfg.sync ? SP_FEAT_SYNC : 0) |
 		     (sp_col.cfg.runtime_api ? SP_FEAT_RUNTIME_API : 0) |
@@ -168,18 +169,20 @@ int sp_out_start_writer(void)
 		phases[i] = sp_col.mk[i].name;
 	if (sp_col.mk[0].name ? sp_writer_start_phases(dir, base, sp_col.nmk, phases, &m, sp_col.cfg.window_max_bytes,
 						       sp_col.cfg.allow_foreign_dir) < 0
-			      : sp_writer_start(O.trace_path, &m, sp_col.cfg.window_max_bytes) < 0) {
-		snprintf(O.why, sizeof O.why, "%s", sp_writer_failure()[0] ? sp_writer_failure() : "no trace writer");
+			      : sp_writer_start(trace_out.trace_path, &m, sp_col.cfg.window_max_bytes) < 0) {
+		snprintf(trace_out.why, sizeof trace_out.why, "%s",
+			 sp_writer_failure()[0] ? sp_writer_failure() : "no trace writer");
 		return -1;
 	}
 	sp_col.writer_started = 1;
 	sp_crash_install(); /* a crash from now on keeps the open window */
 	sp_out_write_devices(m.anchor_mono_ns);
-	snprintf(O.trace_path, sizeof O.trace_path, "%s", sp_writer_path()); /* another name if that one existed */
+	snprintf(trace_out.trace_path, sizeof trace_out.trace_path, "%s",
+		 sp_writer_path()); /* another name if that one existed */
 	if (sp_col.mk[0].name)
 		sp_info("writing a trace per phase: %s/PHASE/%s, each made at its phase's first window", dir, base);
 	else
-		sp_info("writing %s", O.trace_path);
+		sp_info("writing %s", trace_out.trace_path);
 	return 0;
 }
 

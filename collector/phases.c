@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* phases.c - the step markers of this process: the [marker]/[schedule] pair, or one per
- * [phase.NAME] section, each with its own detector and step numbers. Owns switching sp_col's step
- * fields between phases (under sp_col.lock) and the rules between phases: a step of one phase
- * ends the open step of every other (phases alternate in time), and one window records at a time.
- * Never touches the detector's internals: each phase has an instance of it. docs/CONFIG.md. */
+/* phases.c - the step markers of this process ([marker]/[schedule], or one per [phase.NAME]), each with its
+ * own detector: switches sp_col's step fields between phases under sp_col.lock; a step of one phase ends the
+ * others' and one window records at a time (docs/CONFIG.md). */
 #include <stdlib.h>
 #include <string.h>
 #include "collector/base/intern.h"

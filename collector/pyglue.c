@@ -1,10 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* pyglue.c - the Python bridge's events into the step logic (collector.h, sp_collector_py_*):
- * each becomes a detector token (trace/tokens.h kinds 8-11) fed to the markers that take it and
- * recorded with STEPPROF_RECORD_TOKENS; windows.c begins and ends the steps. The life cycle goes
- * on as for a marker call the preload's hooks count, but these events need no proof: stepprof
- * stays detached from CUPTI outside windows and re-attaches before a window's first step at the
- * latest, on the program's thread. Never calls Python (the GIL is held by the caller). */
+/* pyglue.c - the Python bridge's events into the step logic: detector tokens fed to the markers that take
+ * them; windows.c begins and ends the steps. They need no proof, so stepprof stays detached outside
+ * windows and re-attaches on the program's thread. Never calls Python (caller holds the GIL). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -43,7 +40,7 @@ static struct {
 	int64_t next_active;      /* the first step after `active_from` the schedule collects, or
 				   * INT64_MAX (cached: the schedule never changes) */
 	int64_t active_from;      /* ... the step it was searched from (-2: not yet) */
-} PG = { .lock = PTHREAD_MUTEX_INITIALIZER, .ticked = -2, .active_from = -2 };
+} pynames = { .lock = PTHREAD_MUTEX_INITIALIZER, .ticked = -2, .active_from = -2 };
 
 #define ACTIVE_SCAN 1000000 /* steps searched ahead for the next collecting one */
 
@@ -52,7 +49,7 @@ static int takes(int mk, int kind, uint32_t name)
 {
 	const struct sp_mk *m = &sp_col.mk[mk];
 	if (m->kind == SP_MARK_PYTHON)
-		return kind == SP_TOK_PYCALL && name == PG.pattern[mk];
+		return kind == SP_TOK_PYCALL && name == pynames.pattern[mk];
 	if (kind == SP_TOK_PYCALL)
 		return 0;
 	return m->kind == SP_MARK_OPTIMIZER || (m->kind == SP_MARK_AUTO && sp_col.nmk == 1 && !m->name);
@@ -62,20 +59,20 @@ static int takes(int mk, int kind, uint32_t name)
 static uint32_t object_name(int what, const void *obj, const char *cls)
 {
 	uint32_t name = 0;
-	pthread_mutex_lock(&PG.lock);
-	for (unsigned i = 0; i < PG.nobj && i < OBJECTS && !name; i++)
-		if (PG.obj[i].obj == obj && PG.obj[i].kind == what)
-			name = PG.obj[i].name;
+	pthread_mutex_lock(&pynames.lock);
+	for (unsigned i = 0; i < pynames.nobj && i < OBJECTS && !name; i++)
+		if (pynames.obj[i].obj == obj && pynames.obj[i].kind == what)
+			name = pynames.obj[i].name;
 	if (!name) {
 		char buf[96];
-		snprintf(buf, sizeof buf, "%.60s#%u", cls && *cls ? cls : "?", ++PG.count[what]);
+		snprintf(buf, sizeof buf, "%.60s#%u", cls && *cls ? cls : "?", ++pynames.count[what]);
 		name = sp_intern(buf);
-		unsigned slot = PG.nobj++ % OBJECTS;
-		PG.obj[slot].obj = obj;
-		PG.obj[slot].name = name;
-		PG.obj[slot].kind = (uint8_t)what;
+		unsigned slot = pynames.nobj++ % OBJECTS;
+		pynames.obj[slot].obj = obj;
+		pynames.obj[slot].name = name;
+		pynames.obj[slot].kind = (uint8_t)what;
 	}
-	pthread_mutex_unlock(&PG.lock);
+	pthread_mutex_unlock(&pynames.lock);
 	return name;
 }
 
@@ -94,23 +91,20 @@ static void kick_if_near(void)
 static int64_t steps_to_active(int64_t step)
 {
 	const struct sp_schedule *sch = sp_col.mk[0].schedule;
-	if (PG.active_from < -1 || step < PG.active_from || step >= PG.next_active) {
-		PG.active_from = step;
-		PG.next_active = INT64_MAX;
+	if (pynames.active_from < -1 || step < pynames.active_from || step >= pynames.next_active) {
+		pynames.active_from = step;
+		pynames.next_active = INT64_MAX;
 		for (int64_t k = step + 1; k <= step + ACTIVE_SCAN && !sp_schedule_done(sch, k - 1); k++)
 			if (sp_schedule_action(sch, k) != SP_ACT_NONE) {
-				PG.next_active = k;
+				pynames.next_active = k;
 				break;
 			}
 	}
-	return PG.next_active == INT64_MAX ? INT64_MAX : PG.next_active - step - 1;
+	return pynames.next_active == INT64_MAX ? INT64_MAX : pynames.next_active - step - 1;
 }
 
-/* After a token: a step that collects (a window's, or its warmup) needs CUPTI from its first call
- * on, so a parked stepprof attaches here at the latest; before the writer thread exists this
- * thread runs the life-cycle tick once a step (it parks, and re-attaches two steps before the
- * first window: none while parked with the window farther, as nothing could change then),
- * afterwards it wakes the writer when a window is near. */
+/* After a token: a collecting step needs CUPTI from its first call, so a parked stepprof attaches here at the
+ * latest; before the writer exists this thread runs the life tick once a step, after it wakes the writer. */
 static void after_token(void)
 {
 	int collecting = __atomic_load_n(&sp_col.collecting, __ATOMIC_RELAXED) ||
@@ -125,8 +119,8 @@ static void after_token(void)
 	int64_t step = __atomic_load_n(&sp_col.step, __ATOMIC_RELAXED);
 	if (!attached && sp_pyglue_counts() && steps_to_active(step) >= SP_LIFE_UNPARK_AT)
 		return;
-	if (atomic_load(&PG.ticked) != step && sp_act_early_tick())
-		atomic_store(&PG.ticked, step);
+	if (atomic_load(&pynames.ticked) != step && sp_act_early_tick())
+		atomic_store(&pynames.ticked, step);
 }
 
 /* One token of the bridge at t on this thread: recorded, fed to each marker that takes it. */
@@ -150,9 +144,9 @@ static int live(void)
 void sp_collector_py_installed(int what, int index)
 {
 	if (!live() || what < SP_PY_OPTIM || what > SP_PY_CALL ||
-	    (what == SP_PY_CALL && (index < 0 || index >= PG.ncalls)))
+	    (what == SP_PY_CALL && (index < 0 || index >= pynames.ncalls)))
 		return;
-	token(SP_TOK_PYHOOK, what == SP_PY_CALL ? PG.call[index] : PG.hook[what - 1], sp_thr_ns(1));
+	token(SP_TOK_PYHOOK, what == SP_PY_CALL ? pynames.call[index] : pynames.hook[what - 1], sp_thr_ns(1));
 }
 
 void sp_collector_py_event(int what, const void *obj, const char *cls, int index)
@@ -160,8 +154,8 @@ void sp_collector_py_event(int what, const void *obj, const char *cls, int index
 	if (!live())
 		return;
 	uint64_t t = sp_thr_ns(1);
-	if (what == SP_PY_CALL && index >= 0 && index < PG.ncalls)
-		token(SP_TOK_PYCALL, PG.call[index], t);
+	if (what == SP_PY_CALL && index >= 0 && index < pynames.ncalls)
+		token(SP_TOK_PYCALL, pynames.call[index], t);
 	else if (what == SP_PY_OPTIM || what == SP_PY_SCALER)
 		token(what == SP_PY_OPTIM ? SP_TOK_OPTIM : SP_TOK_SCALER, object_name(what, obj, cls), t);
 }
@@ -187,26 +181,26 @@ void sp_pyglue_start(void)
 {
 	struct sp_pybridge_ask ask = { 0 };
 	int loud = 0;
-	PG.hook[SP_PY_OPTIM - 1] = sp_intern("optimizer");
-	PG.hook[SP_PY_SCALER - 1] = sp_intern("GradScaler.update");
+	pynames.hook[SP_PY_OPTIM - 1] = sp_intern("optimizer");
+	pynames.hook[SP_PY_SCALER - 1] = sp_intern("GradScaler.update");
 	for (int i = 0; i < sp_col.nmk; i++) {
 		const struct sp_mk *m = &sp_col.mk[i];
 		int seen = 0;
-		PG.pattern[i] = m->kind == SP_MARK_PYTHON ? sp_intern(m->pattern) : 0;
+		pynames.pattern[i] = m->kind == SP_MARK_PYTHON ? sp_intern(m->pattern) : 0;
 		ask.optimizer |= takes(i, SP_TOK_OPTIM, 0);
 		loud |= m->kind == SP_MARK_OPTIMIZER || m->kind == SP_MARK_PYTHON;
 		for (int k = 0; k < ask.ncalls; k++)
 			seen |= !strcmp(ask.calls[k], m->pattern);
 		if (m->kind == SP_MARK_PYTHON && !seen) {
-			PG.call[ask.ncalls] = sp_intern(m->pattern);
+			pynames.call[ask.ncalls] = sp_intern(m->pattern);
 			ask.calls[ask.ncalls++] = m->pattern;
 		}
 	}
-	PG.ncalls = ask.ncalls;
+	pynames.ncalls = ask.ncalls;
 	if (!ask.optimizer && !ask.ncalls)
 		return;
 	int r = sp_pybridge_start(&ask, loud);
-	PG.started = r > 0;
+	pynames.started = r > 0;
 	if (r == 0 && loud)
 		sp_warn("the %s marker needs CPython, and this process runs none (or one the bridge does not know): "
 			"no steps",
@@ -233,10 +227,10 @@ int sp_pyglue_explain(char *buf, size_t n)
 	int kind = m->det->kind, what = kind == SP_MARK_OPTIMIZER ? 0 : 2;
 	if (kind != SP_MARK_OPTIMIZER && kind != SP_MARK_PYTHON)
 		return 0;
-	for (int i = 0; kind == SP_MARK_PYTHON && i < PG.ncalls; i++)
-		if (PG.call[i] == PG.pattern[sp_col.cur])
+	for (int i = 0; kind == SP_MARK_PYTHON && i < pynames.ncalls; i++)
+		if (pynames.call[i] == pynames.pattern[sp_col.cur])
 			what = 2 + i;
-	int st = PG.started ? sp_pybridge_state(what) : -2;
+	int st = pynames.started ? sp_pybridge_state(what) : -2;
 	snprintf(buf, n, "%s: %s", kind == SP_MARK_OPTIMIZER ? "the optimizer marker" : m->pattern,
 		 st == -2  ? "no CPython (3.10 to 3.13) runs in this process"
 		 : st < 0  ? "CPython was never initialised in this process"

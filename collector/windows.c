@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* windows.c - steps and windows: begins and ends steps from the detector's decisions, opens a
- * window at the first RECORD step and hands it to the writer thread at the end of its
- * RECORD_AND_SAVE step, switching collection on and off as the schedule says. Runs under
- * sp_col.lock; makes no CUPTI configuration change inside an API exit callback. */
+/* windows.c - steps and windows: begins and ends steps from the detector's decisions, opens and hands
+ * windows to the writer as the schedule says. Under sp_col.lock; no CUPTI change inside an API exit callback. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -29,10 +27,8 @@ static struct {
 	uint64_t between_n, between_max_ns; /* other boundaries but those that begin collecting */
 } end_waits;
 
-/* After a boundary's handling, out of sp_col.lock, on the thread whose call (at time t) made it:
- * notes the time of one that ended a window (with the entry of a call whose exit ended it), or
- * of another boundary that did not begin collecting (the steps after a window's end: the writer
- * then closes the window and turns activity off). This function can't fail. */
+/* After a boundary's handling, out of sp_col.lock, on the thread whose call (at t) made it: notes the time
+ * of a window's end or of a boundary that did not begin collecting. This function can't fail. */
 static void note_end(uint64_t t)
 {
 	if (__builtin_expect(!sp_thr.end_now && !sp_thr.end_soon && !sp_thr.bound_now, 1))
@@ -84,11 +80,8 @@ void sp_win_say_end_waits(void)
 		bmax / 1e6);
 }
 
-/* The writer's turn-off of activity kinds, made after its tick let go of sp_col.lock: CUPTI calls
- * behind that lock would keep a program's thread waiting at its next marker call. A window that
- * begins before it is made calls it off while the kinds are still on; lock keeps the two in order
- * (taken inside sp_col.lock by the program's threads, alone by the writer). due: set under
- * sp_col.lock by the writer, read and cleared under lock. */
+/* The writer's turn-off of activity kinds, made outside sp_col.lock so no marker call waits on CUPTI; a
+ * window that begins first calls it off. lock orders the two; due is set under sp_col.lock, cleared under lock. */
 static struct {
 	pthread_mutex_t lock;
 	bool due;
@@ -170,14 +163,8 @@ static int window_top_pending(void)
 	return 0;
 }
 
-/* Switches activity kinds and recording callbacks to what `act` needs. Activity kinds go off at
- * once only while a window's top is pending (a boundary at its call's exit, whose entry this is:
- * the step after it is not recorded); otherwise the writer's tick turns them off once every
- * closing window's records are in (activity.c). So a window that ends inside an API exit callback
- * (cudaProfilerStop, whose call is the window's top) does not reconfigure CUPTI there, and no
- * window loses records CUPTI has not handed over yet (seen once on CUDA 13: all 10 GPU operations
- * of a window's last step, the kinds switched off at its end). Callbacks nothing wants go off at
- * their calls' next exits (cbsets.c): none is turned off here. */
+/* Switches activity kinds and recording callbacks to what `act` needs: kinds go off here only while a
+ * window's top is pending, else at the writer's tick once records are in (docs/ARCHITECTURE.md, writer). */
 void sp_win_set_collecting(enum sp_action act)
 {
 	sp_col.rt[sp_col.cur].want = act != SP_ACT_NONE;

@@ -1,10 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* advice.c - the explicit marker an undecided detector may suggest (stepdet_say.c): only an API
- * synchronisation, NVTX range, NCCL call or kernel that occurs exactly once in every copy of a
- * candidate period of the learner's ring, with launches between its occurrences, and what it would
- * give (launches per step). The candidate periods: the learner's longest repeat, and the period of
- * the program's calls alone (launches left out: data-dependent kernels do not hide a regular loop
- * of calls). Pure; it allocates a scratch table and frees it. */
+/* advice.c - the explicit marker an undecided detector may suggest (stepdet_say.c): an API sync, NVTX range,
+ * NCCL call or kernel occurring once in every copy of a candidate period, with launches between, and what it
+ * would give. Pure; allocates a scratch table and frees it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

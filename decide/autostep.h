@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* autostep.h - the learner of automatic step detection: finds the iteration period in the stream
- * of launch and synchronisation tokens (period.c) and names a marker, a token and an every-N, that
- * falls on the same place of every iteration (wrap.c). Pure logic: no locks, no I/O, no CUDA; the
- * caller serialises. Its numbers are in tunables.h; algorithm and limits in docs/STEPS.md. */
+/* autostep.h - the learner of automatic step detection: finds the iteration period in the token stream
+ * (period.c) and names a marker that falls on the same place of every iteration (wrap.c). Pure; the caller
+ * serialises. Numbers in tunables.h, algorithm in docs/STEPS.md. */
 #ifndef SP_AUTOSTEP_H
 #define SP_AUTOSTEP_H
 

@@ -4,37 +4,9 @@
 #include <stddef.h>
 #include "life.h"
 
-/* Rules, in order:
- * 1. busy (collecting, a window not yet written, activity kinds on): stay. Records still arrive.
- * 2. the program made a CUDA graph: stay, for the rest of the run, whatever the policy. After
- *    cuptiFinalize the later replays of graphs that torch captured under CUPTI fail with
- *    "unspecified launch failure" (H100, CUDA 13.0, driver 580: tests/gpu/graph_detach.sh), and
- *    kernels of graphs created before a re-attach may be invisible to the new CUPTI.
- * 3. the schedule is done: detach for good (any policy: nothing will ever be recorded again).
- * 4. detach_between = never, or cycling was stopped: stay; CUPTI is clean (no activity kind since
- *    it was last initialised) and the first window has begun: stay, nothing to remove (after a
- *    re-attach for automatic detection's check, parking again would make its steps stand out
- *    again: a loop of parks and re-attaches); detach_between = auto and the marker is NVTX (its
- *    injection is CUPTI's and is not re-armed by a new subscription): stay.
- * 5. the preload's hooks see every marker call: park (detach until the next window, the hooks
- *    counting steps) if the next window is SP_LIFE_MIN_GAP + SP_LIFE_PARK_MARGIN steps away or more,
- *    and automatic detection (whose marker call is its anchor) needs no launch now: locked, with
- *    its sparse check between counted steps (stepdet.h); else stay. Before the first window
- *    (early: an application thread asks, and pays the detach and the re-attach itself) CUPTI is
- *    clean, and it parks all the same for a window SP_LIFE_EARLY_GAP steps away or more: a
- *    subscription with the marker's callbacks alone cost the launch-bound loop 1.03-1.05x there,
- *    and 1.08x after an automatic lock (H200; docs/BENCHMARKS.md, thirteenth session).
- * 6. CUPTI is clean: stay, nothing to remove.
- * 7. detach_between = auto, and not every marker call is known to come through the preload's
- *    hooks (a runtime linked in statically, a marker that is not a hooked CUDA call): stay, since
- *    only a park numbers every step for sure.
- * 8. (always only) the next window is fewer than SP_LIFE_MIN_GAP steps away, or not just after a
- *    marker call ended (the detach must fall between two marker calls, not across one): stay.
- * 9. otherwise: cycle (detach, re-attach with the marker's callbacks only).
- * Parked: re-attach (unpark) once the next window is fewer than SP_LIFE_UNPARK_AT steps away, or
- * has begun, or automatic detection wants launches again (a step's time stood out, or it learns
- * again) unless the preload's hooks give it every launch (hook_learn); detach for good once the
- * schedule is done. */
+/* Rules in order, reasons in docs/ARCHITECTURE.md ("What the tick decides"). Stay: 1 busy, 2 graphs,
+ * 4 never/stopped/clean/NVTX, 6 clean, 7 auto without hooks, 8 near or not fresh; 3 done: detach;
+ * 5 hooks proven and window far: park; 9 cycle. Parked: unpark when near or needed. */
 enum sp_life_act sp_life_decide(const struct sp_life_view *v)
 {
 	if (v->parked)

@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* life.h - when stepprof lets go of CUPTI: the life-cycle decision as pure functions (no CUPTI,
- * no clock, no lock), so that host tests cover it. collector/hold/cupti_life.h does what they decide.
- * After the schedule's last window stepprof detaches for good; between two windows it may detach
- * and re-attach with only the marker's callbacks ([cupti] detach_between); once the program made a
- * CUDA graph it never detaches again (life.c, rule 2). Never touches CUPTI. */
+/* life.h - when stepprof lets go of CUPTI, as pure functions host tests cover (collector/hold/cupti_life.h
+ * does what they decide): detach for good after the last window, maybe between windows ([cupti]
+ * detach_between), never after the program made a CUDA graph. Never touches CUPTI. */
 #ifndef SP_LIFE_H
 #define SP_LIFE_H
 
@@ -68,12 +66,9 @@ const char *sp_life_act_name(unsigned act);
  * This function can't fail. */
 int64_t sp_life_steps_to_window(const struct sp_schedule *s, int64_t step, int64_t horizon);
 
-/* How long a detach may last: the quiet time between the end of a marker call and the start of
- * the next (the shortest seen, over `seen` samples) bounds it, since a marker call that begins
- * while detached is lost. fresh: a marker call ended `since` ns ago, early enough in the quiet
- * time (its first quarter) to start a detach; fits: a detach that began `since` ns after the last
- * marker call ended and lasted `gap` ns ended in the first three quarters of the quiet time. Both
- * are 0 while fewer than two quiet times were measured. These functions can't fail. */
+/* How long a detach may last, bounded by the shortest quiet time between marker calls (a call while detached
+ * is lost). fresh: early enough in it to start; fits: a detach ended in its first three quarters. Both 0 under
+ * two samples. These functions can't fail. */
 int sp_life_quiet_fresh(uint64_t shortest, unsigned seen, uint64_t since);
 int sp_life_quiet_fits(uint64_t shortest, unsigned seen, uint64_t since, uint64_t gap);
 

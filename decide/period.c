@@ -1,12 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* period.c - the learner's period search (autostep.h): keeps the ring of recent tokens and, at
- * each attempt, finds the period of the stream and proves it (docs/STEPS.md, items 2-4).
- *
- * Any true period P is a distance from a token's newest occurrence to an earlier one: the rarest
- * repeating tokens give the candidates. A candidate's run (how far back the stream stays periodic)
- * is measured; the true period has the longest (multiples have shorter runs, identical layers
- * break at the optimizer). It must cover enough copies, launch a kernel, show where it wraps
- * (wrap.c), be primitive, and be found again one period later. Numbers: tunables.h. Pure. */
+/* period.c - the learner's period search (autostep.h): keeps the ring of recent tokens and at each attempt
+ * finds the stream's period from its rarest repeating tokens and proves it (docs/STEPS.md items 2-4;
+ * numbers in tunables.h). Pure. */
 #include <stdlib.h>
 #include <string.h>
 #include "learn.h"
@@ -120,10 +115,8 @@ static void try_from(struct sp_autostep *a, uint64_t first, uint64_t pos, struct
 	}
 }
 
-/* Where the attempt starts its candidates: per search window (the newest half, eighth, 32nd ...
- * of the ring, at most scan_newest tokens back), the position of its rarest repeating token in
- * pos[w] and of its rarest repeating launch in pos[windows + w]; one pass from the newest token
- * back. Returns the position of the newest repeating graph launch in that span, or n if none. */
+/* Where the attempt starts its candidates: per search window, the position of its rarest repeating token
+ * in pos[w] and launch in pos[windows + w]. Returns the newest repeating graph launch's position, or n. */
 static uint64_t scan_rare(const struct sp_autostep *a, uint64_t *pos)
 {
 	const struct sp_det_tune *t = a->tune;
@@ -161,10 +154,8 @@ static uint64_t scan_rare(const struct sp_autostep *a, uint64_t *pos)
 	return a->n;
 }
 
-/* One attempt. Returns the proven period (its run in found.run), or 0 if none is proven yet.
- * The longest-running candidate of the rare tokens wins, except that a launch period filling
- * super_fill_pct of a period super_copies times longer wins: a loop that reads its loss every N
- * iterations has "N iterations and a read" as the longer period, but its iteration is the short one. */
+/* One attempt. Returns the proven period (its run in found.run), or 0. The longest-running candidate wins,
+ * unless a launch period fills super_fill_pct of one super_copies times longer (docs/STEPS.md). */
 static uint32_t find_period(struct sp_autostep *a)
 {
 	const struct sp_det_tune *t = a->tune;

@@ -1,18 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* pysteps.c - optimizer steps to iteration ends (see pysteps.h and docs/STEPS.md, "PyTorch
- * optimizer steps").
- *
- * Optimizer rule. Until a cycle is confirmed each step() of the anchor optimizer ends a step (the
- * first optimizer stepped; after a change, the first one after the last end). A cycle is the
- * shortest period p of the sequence of optimizer objects such that the last max(2p, CONFIRM)
- * events repeat it and it holds every optimizer stepped since learning started; its program order
- * starts with the first event (after a change: right after the anchor's step). A step then ends
- * at the last occurrence of the optimizer stepped least often in the cycle (among equals, the one
- * that comes last): the generator in a GAN or a WGAN, the last of per-module optimizers. An event
- * that does not follow the cycle breaks it and learning starts again.
- * Scaler rule. Once a GradScaler's update() is seen, each update of that scaler ends a step and
- * the optimizer rule's ends do not (an iteration whose optimizer step was skipped for inf/nan
- * still updates); two optimizer-rule ends without an update between them drop it again. */
+/* pysteps.c - optimizer steps to iteration ends (pysteps.h; the optimizer and scaler rules are in
+ * docs/STEPS.md, "PyTorch optimizer steps"). */
 #include <stdio.h>
 #include <string.h>
 #include "pysteps.h"

@@ -1,13 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* pysteps.h - a PyTorch program's iterations from its optimizer steps: events in (an optimizer's
- * step() returned, through torch's global post hook; a GradScaler's update() began), step ends
- * out. Several optimizers stepped in one iteration (GANs, per-module optimizers, a WGAN critic
- * stepped 5 times per generator step) make one step: the cycle of optimizer objects is learned
- * from the events, and a step ends where the cycle's least-stepped optimizer (the last one among
- * equals) returns; once a GradScaler's update is seen, at each update instead. Pure: no CPython,
- * no CUPTI, no lock, no global state, so the library (through decide/stepdet.c) and the offline
- * replay (`stepprof autostep`) decide the same on the same tokens. docs/STEPS.md, "PyTorch
- * optimizer steps". */
+/* pysteps.h - a PyTorch program's iterations from its optimizer steps: optimizer step() and GradScaler
+ * update() events in, step ends out; several optimizers per iteration make one step (docs/STEPS.md,
+ * "PyTorch optimizer steps"). Pure, so the library and `stepprof autostep` decide the same. */
 #ifndef SP_PYSTEPS_H
 #define SP_PYSTEPS_H
 

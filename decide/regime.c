@@ -1,9 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* regime.c - regimes and the schedule's numbering (stepdet.h; docs/STEPS.md items 6 and 7). Each
- * lock is a regime (anchor, every, period, launches); one seen before resumes its numbers. A
- * regime whose kernels show training (backward, optimizer) is preferred; one without is deferred
- * until it ran defer_steps steps. The schedule's step numbers never go back, and a re-lock never
- * drops a window into the gap it spent learning. Pure. */
+/* regime.c - regimes and the schedule's numbering (docs/STEPS.md items 6 and 7): each lock is a regime,
+ * one seen before resumes its numbers, training regimes are preferred; step numbers never go back. Pure. */
 #include <string.h>
 #include "stepdet_int.h"
 #include "collector/base/intern.h"
@@ -135,11 +132,8 @@ static int64_t first_active(const struct sp_schedule *s)
 	return f >= 0 && sp_schedule_action(s, f) != SP_ACT_NONE ? f : -1;
 }
 
-/* The late start: step `next` of regime r is the first to count for the schedule (none counted
- * before); if the schedule's first window would have begun before it (its first active step f
- * comes before next's schedule step), the schedule starts from here instead: next gets f, so no
- * window is lost (they all come later than the program's numbering says, by the same amount).
- * This function can't fail. */
+/* The late start: step `next` of regime r is the first to count; if the schedule's first window would
+ * have begun before it, the schedule starts here instead, so no window is lost. This function can't fail. */
 static void late_start(struct sp_stepdet *d, struct sp_det_regime *r, int64_t next)
 {
 	struct sp_det_regimes *g = &d->regimes;
@@ -174,11 +168,8 @@ void sp_det_hand_out(struct sp_stepdet *d)
 	g->sched_hi = s;
 }
 
-/* The schedule steps a training regime skips at its re-lock on step d->step after its last
- * watched one (r->last_step + 1, refuted: it keeps its schedule step): the iterations spent
- * learning again advance the schedule only through steps it gives no action, up to the first it
- * does (or the refuted step's own, if a warmup), which the next boundary then gets; so a window
- * never falls into the gap. Without a schedule, every step of the gap is skipped. Can't fail. */
+/* The schedule steps a training regime skips at its re-lock after its last watched one: the gap advances
+ * the schedule only through steps with no action, so a window never falls into it (docs/STEPS.md). Can't fail. */
 static int64_t gap_steps(const struct sp_stepdet *d, const struct sp_det_regime *r)
 {
 	const struct sp_schedule *sched = d->regimes.sched;
@@ -194,10 +185,8 @@ static int64_t gap_steps(const struct sp_stepdet *d, const struct sp_det_regime 
 	return 0;
 }
 
-/* The shift of regime r (at its lock on d->step) that continues the schedule's numbering of p,
- * the regime that last counted (r itself when it resumes): one taken for the loop after its
- * deferral counts only the steps the detector watched, a training regime skips the gap's steps
- * the schedule gives no action (gap_steps); one that never counted keeps r's. Can't fail. */
+/* The shift of regime r (at its lock on d->step) that continues the numbering of p, the regime that last
+ * counted (r itself when it resumes), with the gap rule (gap_steps). Can't fail. */
 static int64_t continued_shift(const struct sp_stepdet *d, const struct sp_det_regime *p, const struct sp_det_regime *r)
 {
 	if (p->proven && !p->train)
@@ -222,11 +211,8 @@ static struct sp_det_regime *known_regime(struct sp_stepdet *d, uint64_t sig)
 	return NULL;
 }
 
-/* Numbers the step open at the lock, in regime r (found again if `known`); p: a copy of the regime
- * that counted last (taken before r's slot was). Once a regime counted for the schedule, every
- * lock numbers on from it plus the iterations seen while learning (with the gap rule): step
- * numbers never go back. A regime locked before any counted is numbered from its first periodic
- * iteration. This function can't fail. */
+/* Numbers the step open at the lock in regime r (found again if `known`); p: a copy of the regime that
+ * counted last. Numbers go on from it plus the iterations spent learning. This function can't fail. */
 static void number_lock(struct sp_stepdet *d, struct sp_det_regime *r, int known, struct sp_det_regime p)
 {
 	struct sp_det_regimes *g = &d->regimes;

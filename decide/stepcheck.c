@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* stepcheck.c - the per-step check while locked (stepdet.h; docs/STEPS.md item 5): each counted
- * step's launches must match the period's. A step that differs refutes the regime (learning
- * again), except, in an established regime, one step with a few launches more (irregular) and an
- * extra call of the anchor's function (a split). Steps not counted (the sparse check, or parked)
- * are checked by their time: one that stands out gets the next step counted (a probe). Pure. */
+/* stepcheck.c - the per-step check while locked (docs/STEPS.md item 5): a counted step's launches must match
+ * the period's, else the regime is refuted (irregular and split steps excepted); uncounted steps are checked
+ * by time and one that stands out gets a probe. Pure. */
 #include "stepdet_int.h"
 #include "config/config.h"
 

@@ -1,10 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* stepdet.h - the step detector: tokens in, decisions out. Explicit markers (stepdet.c) and
- * automatic detection in stages: the learner finds the period (period.c) and where it wraps
- * (wrap.c); regimes and the schedule's numbering (regime.c); the per-step check while locked
- * (stepcheck.c); what it says (stepdet_say.c); its numbers (tunables.h). Pure: no CUPTI or CUDA
- * call, no global state, no lock (the caller serialises), so the library (collector/windows.c)
- * and the replay (`stepprof autostep`) run the same code on the same tokens. docs/STEPS.md. */
+/* stepdet.h - the step detector: tokens in, decisions out; markers (stepdet.c) and automatic detection by
+ * stage (period.c, wrap.c, regime.c, stepcheck.c, stepdet_say.c, tunables.h). Pure, so the library and
+ * `stepprof autostep` run the same code on the same tokens (docs/STEPS.md). */
 #ifndef SP_STEPDET_H
 #define SP_STEPDET_H
 
@@ -226,19 +223,15 @@ int sp_stepdet_why_none(const struct sp_stepdet *d, int64_t first, char *buf, si
 #define SP_STEPDET_LOCK_SYNC 6
 #define SP_STEPDET_LOCK_NOSYNC 18
 struct sp_schedule;
-/* For `stepprof check` and `stepprof schedule`: if the schedule (with kind = auto) collects a step
- * before automatic detection can have locked (the schedule then starts from the lock: its windows
- * come later), writes a note into buf naming a skip_first that keeps the program's numbering.
- * Returns 2 with a note, 0 if none (1, a warning, is not used now). */
+/* For `stepprof check` and `stepprof schedule`: if the schedule (kind = auto) collects a step before a lock can
+ * be, writes a note naming a skip_first that keeps the numbering. Returns 2 with a note, 0 if none. */
 int sp_stepdet_schedule_warning(const struct sp_schedule *s, char *buf, size_t n);
 /* The schedule's step for detector step `step`: -1 (no action) while the regime is not the
  * preferred one, else step minus its shift (the late start, deferred and unwatched steps:
  * docs/STEPS.md, "Regimes"); it never goes back. Explicit markers: step. Can't fail. */
 int64_t sp_stepdet_sched_step(const struct sp_stepdet *d, int64_t step);
-/* When the current regime is deferred or not the preferred one, or was just proven, or is the
- * training regime found after others, or the schedule started from its late lock: writes one line
- * saying so (and why) into buf, once per regime and kind of line. Returns 1, or 0 if there is
- * nothing (new) to say: call it until it returns 0. */
+/* Writes one line into buf about the current regime (deferred, not preferred, proven, training found late,
+ * late start), once per regime and kind. Returns 1, or 0 if nothing new: call it until it returns 0. */
 int sp_stepdet_regime_note(struct sp_stepdet *d, char *buf, size_t n);
 /* Counts launches in one step of `every` (0, 1: every step, the default) and in each step whose
  * own or next schedule step (sched, may be NULL) has an action; between them the detector wants
@@ -257,11 +250,8 @@ int sp_stepdet_sparse_quiet(const struct sp_stepdet *d);
 /* The schedule that counts d's steps (outlives d; NULL: none): the late start and the re-lock gap
  * rule read it. The collector and the replay must set the same. This function can't fail. */
 void sp_stepdet_schedule(struct sp_stepdet *d, const struct sp_schedule *sched);
-/* stepdet_py.c: the Python bridge's tokens (kinds SP_TOK_PYHOOK to SP_TOK_PYCALL). A python
- * marker counts its function's calls against every; an optimizer marker begins step 0 at the
- * optimizer hook's install and ends a step where decide/pysteps.h says (every `every` ends);
- * kind = auto, once the hook is in, switches to the optimizer marker at the first optimizer or
- * scaler token (SP_DET_SWITCH) unless sp_stepdet_no_switch was called. This function can't fail. */
+/* stepdet_py.c: the Python bridge's tokens (SP_TOK_PYHOOK to SP_TOK_PYCALL) for python and optimizer markers;
+ * kind = auto switches to the optimizer marker at its first token unless sp_stepdet_no_switch. Can't fail. */
 void sp_stepdet_py_feed(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_out *out);
 /* 1 if t is one of the Python bridge's tokens. */
 static inline int sp_stepdet_py_token(const struct sp_token *t)

@@ -1,9 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* stepdet_py.c - the step detector's Python markers (see stepdet.h, sp_stepdet_py_feed, and
- * docs/STEPS.md "PyTorch optimizer steps"): the tokens collector/pybridge/ brings from the
- * program's own Python (an optimizer's step() returned, a GradScaler's update() or a watched
- * function began), for kind = optimizer and kind = python, and kind = auto's switch to optimizer
- * steps. Pure, like stepdet.c: no lock, no global state; the library and the replay run it. */
+/* stepdet_py.c - the step detector's Python markers (stepdet.h, docs/STEPS.md "PyTorch optimizer steps"):
+ * tokens from collector/pybridge/ for kind = optimizer and python, and kind = auto's switch. Pure. */
 #include <string.h>
 #include "stepdet.h"
 #include "collector/base/intern.h"

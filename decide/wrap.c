@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* wrap.c - where a proven period wraps, and the learner's lock (autostep.h, docs/STEPS.md item 4):
- * after the period's rarest host synchronisation; else before the token after the CPU gap that
- * stands out (the loop's Python or data loading); else before a graph launch. A synchronised
- * period that is several copies of one block (a loss read every c iterations) locks on the block.
- * The boundary becomes an ordinary marker: an anchor token and every N-th occurrence. Pure. */
+/* wrap.c - where a proven period wraps, and the learner's lock (docs/STEPS.md item 4): after its rarest
+ * host synchronisation, else after the CPU gap that stands out, else before a graph launch; the boundary
+ * becomes an ordinary marker. Pure. */
 #include <string.h>
 #include "learn.h"
 
@@ -70,10 +68,8 @@ static uint32_t count_in_period(const struct sp_autostep *a, uint32_t p, uint32_
 	return c;
 }
 
-/* Where period p wraps if it holds a synchronisation: just after the one that occurs fewest times
- * per period (the loop's own synchronize() or loss.item(), not per-bucket waits that come and
- * go), among equals one that ends a run of them, then the newest; as a position in [n - p, n) in
- * *pos. Returns 1 if there is one, else 0. */
+/* Where period p wraps if it holds a synchronisation: just after the one rarest per period (ends of runs
+ * first, then the newest), as a position in [n - p, n) in *pos. Returns 1 if there is one, else 0. */
 static int rarest_sync(const struct sp_autostep *a, uint32_t p, uint64_t *pos)
 {
 	uint32_t best = UINT32_MAX;
@@ -143,11 +139,8 @@ static int fine_block(const struct sp_autostep *a, uint64_t s, uint32_t q)
 	return ok;
 }
 
-/* Period p, whose synchronisation ends it at b (the token after it, in [n - p, n)): if it is
- * c >= 2 copies of a block of q tokens plus at most block_extra tokens before or after them that
- * launch no kernel (a loss read's copy and sync), fills *k and returns q; else 0. The finest such
- * block must hold block_min tokens or more, launch a kernel and not repeat within itself; the
- * search stops after block_budget comparisons per token of p (the period then stays whole). */
+/* Period p, synchronised at b: if it is c >= 2 copies of a block of q tokens plus at most block_extra
+ * launch-free tokens (a loss read), fills *k and returns q; else 0. Limits: block_min, block_budget. */
 static uint32_t blocks_of(const struct sp_autostep *a, uint32_t p, uint64_t b, struct blocks *k)
 {
 	const struct sp_det_tune *t = a->tune;

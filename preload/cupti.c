@@ -1,9 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* cupti.c - hooks on libcupti for the program's own profiler (torch.profiler/Kineto reaches
- * libcupti through the dynamic linker). While stepprof holds CUPTI in this process each hook
- * forwards to collector/cupti/cupti_share.c, which serves the call; otherwise it calls the real
- * libcupti. Hooks hold no policy. stepprof's own CUPTI calls never come here (cupti_api.c binds
- * libcupti's symbols directly). */
+/* cupti.c - hooks on libcupti for the program's own profiler: while stepprof holds CUPTI they forward to
+ * collector/cupti/cupti_share.c, else to the real libcupti. No policy; stepprof's own calls bind directly. */
 #include <cupti.h>
 #include "collector/collector.h"
 #include "resolve.h"

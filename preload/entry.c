@@ -1,12 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* entry.c - how stepprof gets into a process. The constructor only points the CUDA driver's
- * injection hook (CUDA_INJECTION64_PATH) at this library: a process that never initialises
- * CUDA therefore gets no thread, no file and no CUPTI. cuInit then calls InitializeInjection,
- * which hands over to the collector. An injection library that was configured before us (nsys,
- * compute-sanitizer) is chained: it is initialised first, so it keeps CUPTI and stepprof warns.
- * stepprof itself is never chained, however it is named (a link, a copy, another build): that
- * recursed until the stack overflowed. The program's own CUPTI calls are hooked in preload/cupti.c.
- * May run before main(): no stdio, no allocation in the constructor. */
+/* entry.c - how stepprof gets into a process: the constructor only points CUDA_INJECTION64_PATH here, so a
+ * process that never initialises CUDA gets nothing; cuInit's InitializeInjection hands over to the collector,
+ * chaining an earlier injection library but never stepprof itself. May run before main(): no stdio. */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdatomic.h>

@@ -19,7 +19,7 @@ static struct {
 		_Atomic uint32_t id; /* its name's interned id (the last one the driver gave), 0 while being filled */
 		_Atomic uint8_t how; /* the getter that named it (fn_name) */
 	} names[NAME_SLOTS]; /* kernel names by CUfunction (lock-free) */
-} K;
+} knames;
 
 /* The mangled name of what a launch names: a CUfunction (cuFuncGetName, how 1), or a CUkernel,
  * which cudart 12+ passes as one (lazy, context-free loading: cuKernelGetName, how 2); *how (in:
@@ -29,7 +29,7 @@ static const char *fn_name(CUfunction f, uint8_t *how)
 	const char *n = NULL;
 	if (*how != 2) {
 		CUresult (*get)(const char **, CUfunction) =
-			(CUresult(*)(const char **, CUfunction))sp_procaddr_driver_fn(&K.func_get_name,
+			(CUresult(*)(const char **, CUfunction))sp_procaddr_driver_fn(&knames.func_get_name,
 										      "cuFuncGetName");
 		if (get && get(&n, f) == CUDA_SUCCESS && n) {
 			*how = 1;
@@ -37,7 +37,7 @@ static const char *fn_name(CUfunction f, uint8_t *how)
 		}
 	}
 	CUresult (*kget)(const char **, CUkernel) =
-		(CUresult(*)(const char **, CUkernel))sp_procaddr_driver_fn(&K.kernel_get_name, "cuKernelGetName");
+		(CUresult(*)(const char **, CUkernel))sp_procaddr_driver_fn(&knames.kernel_get_name, "cuKernelGetName");
 	n = NULL;
 	if (kget && kget(&n, (CUkernel)f) == CUDA_SUCCESS && n) {
 		*how = 2;
@@ -59,24 +59,24 @@ uint32_t sp_kname(CUfunction f)
 	size_t h = (size_t)((k >> 4) * 0x9E3779B97F4A7C15ull >> 52);
 	for (int i = 0; i < NAME_PROBES; i++) {
 		size_t j = (h + (size_t)i) & (NAME_SLOTS - 1);
-		uintptr_t cur = atomic_load_explicit(&K.names[j].fn, memory_order_acquire);
+		uintptr_t cur = atomic_load_explicit(&knames.names[j].fn, memory_order_acquire);
 		if (cur && cur != k)
 			continue;
-		uint32_t id = cur ? atomic_load_explicit(&K.names[j].id, memory_order_acquire) : 0;
-		uint8_t how = cur ? atomic_load_explicit(&K.names[j].how, memory_order_relaxed) : 0;
+		uint32_t id = cur ? atomic_load_explicit(&knames.names[j].id, memory_order_acquire) : 0;
+		uint8_t how = cur ? atomic_load_explicit(&knames.names[j].how, memory_order_relaxed) : 0;
 		uint8_t was = how;
 		const char *n = fn_name(f, &how);
 		if (!n)
 			return 0;
 		if (id && sp_collector_kernel_named(id, n)) {
 			if (how != was) /* a CUkernel's address now holds a CUfunction (or back): ask that first */
-				atomic_store_explicit(&K.names[j].how, how, memory_order_relaxed);
+				atomic_store_explicit(&knames.names[j].how, how, memory_order_relaxed);
 			return id;
 		}
 		if ((id = sp_collector_kernel_name(n)) &&
-		    (cur || atomic_compare_exchange_strong(&K.names[j].fn, &cur, k) || cur == k)) {
-			atomic_store_explicit(&K.names[j].how, how, memory_order_relaxed);
-			atomic_store_explicit(&K.names[j].id, id, memory_order_release);
+		    (cur || atomic_compare_exchange_strong(&knames.names[j].fn, &cur, k) || cur == k)) {
+			atomic_store_explicit(&knames.names[j].how, how, memory_order_relaxed);
+			atomic_store_explicit(&knames.names[j].id, id, memory_order_release);
 		}
 		return id;
 	}

@@ -7,12 +7,9 @@
 #include <cuda.h>
 #include <stdint.h>
 
-/* The interned id of f's name, 0 if the driver cannot name it (before CUDA 12.3) or f is NULL.
- * The driver is asked at every call (one call, by the getter that named f before: cuFuncGetName
- * for a CUfunction, cuKernelGetName for the CUkernel cudart 12+ passes as one): a module unloaded
- * and another loaded may put another kernel at a CUfunction's address (XLA autotunes that way).
- * A lock-free table per CUfunction keeps the interned id, reused while its name is the driver's
- * answer, so only the interning is saved; a racing thread names it again. Can't fail. */
+/* The interned id of f's name, 0 if the driver cannot name it or f is NULL. The driver is asked every call
+ * (a reloaded module may reuse an address: docs/ARCHITECTURE.md); a lock-free table only saves the
+ * interning. Can't fail. */
 uint32_t sp_kname(CUfunction f);
 
 #endif

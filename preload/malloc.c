@@ -1,11 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* malloc.c - malloc family hooks. Each wrapper forwards to the real function (resolved with
- * RTLD_NEXT on first use) and, when the collector wants host allocations, reports the result.
- * Safe before main(), inside dlsym (which calls calloc: served from a static pool that free()
- * recognises and ignores) and on every thread, CUPTI's included; the per-thread sp_mem_self keeps
- * stepprof's own allocations out (the collector's inside a report, the writer thread's, CUPTI
- * activity buffers). When host tracking is off a call costs one comparison and a
- * tail call to the real function (the file is built without frame pointers for that). */
+/* malloc.c - malloc family hooks: forward to the real function and report the result when host allocations
+ * are wanted. Safe before main(), inside dlsym (a static pool free() ignores) and on any thread; sp_mem_self
+ * keeps stepprof's own out. Off: one compare and a tail call (no frame pointers here for that). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
@@ -25,7 +21,7 @@ static struct {
 	void *(*valloc)(size_t);
 	int resolving;               /* inside resolve(): dlsym's allocations come from the pool */
 	int glibc_sizes;             /* the real free is glibc's: a block's chunk size precedes it */
-} R;
+} real_alloc;
 
 static _Alignas(16) char pool[4096]; /* for dlsym's calloc during resolve() */
 static size_t pool_used;
@@ -56,26 +52,24 @@ static size_t pool_size(const void *p)
 /* Resolves every real function at once. This function can't fail (a missing one stays NULL). */
 static void resolve(void)
 {
-	R.resolving = 1;
-	R.malloc = dlsym(RTLD_NEXT, "malloc");
-	R.calloc = dlsym(RTLD_NEXT, "calloc");
-	R.realloc = dlsym(RTLD_NEXT, "realloc");
-	R.free = dlsym(RTLD_NEXT, "free");
-	R.posix_memalign = dlsym(RTLD_NEXT, "posix_memalign");
-	R.aligned_alloc = dlsym(RTLD_NEXT, "aligned_alloc");
-	R.memalign = dlsym(RTLD_NEXT, "memalign");
-	R.valloc = dlsym(RTLD_NEXT, "valloc");
+	real_alloc.resolving = 1;
+	real_alloc.malloc = dlsym(RTLD_NEXT, "malloc");
+	real_alloc.calloc = dlsym(RTLD_NEXT, "calloc");
+	real_alloc.realloc = dlsym(RTLD_NEXT, "realloc");
+	real_alloc.free = dlsym(RTLD_NEXT, "free");
+	real_alloc.posix_memalign = dlsym(RTLD_NEXT, "posix_memalign");
+	real_alloc.aligned_alloc = dlsym(RTLD_NEXT, "aligned_alloc");
+	real_alloc.memalign = dlsym(RTLD_NEXT, "memalign");
+	real_alloc.valloc = dlsym(RTLD_NEXT, "valloc");
 #if defined(__x86_64__)
-	/* glibc's free: the chunk size before each block is the free filter. Decided by what the
-	 * functions are and do (memory.h), never by the __libc_free symbol, which tcmalloc exports at
-	 * its own free; any other allocator (jemalloc, tcmalloc, mimalloc) keeps the bitmap filter.
-	 * 64-bit x86 only: the layout is checked for 64-bit, and where glibc tags memory (aarch64
-	 * MTE) the word before a block is not the block's to read. */
+	/* glibc's free: the chunk size before each block is the free filter, decided by what the functions do
+	 * (memory.h), not by name; other allocators keep the bitmap. 64-bit x86 only (aarch64 MTE tags memory). */
 	size_t (*usable)(void *) = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
-	R.glibc_sizes =
-		sp_mem_glibc_object(R.malloc, R.free, usable) && sp_mem_glibc_behaviour(R.malloc, R.free, usable);
+	real_alloc.glibc_sizes =
+		sp_mem_glibc_object(real_alloc.malloc, real_alloc.free, usable) &&
+			sp_mem_glibc_behaviour(real_alloc.malloc, real_alloc.free, usable);
 #endif
-	R.resolving = 0;
+	real_alloc.resolving = 0;
 }
 
 /* Reports an allocation of size >= sp_host_min_bytes (callers test that: one comparison for an
@@ -85,7 +79,7 @@ static __attribute__((noinline)) void *report_big(void *p, size_t size)
 {
 	if (p && !sp_mem_self) {
 		sp_mem_self = 1;
-		if (!R.glibc_sizes)
+		if (!real_alloc.glibc_sizes)
 			sp_mem_host_mark((uint64_t)(uintptr_t)p); /* maybe_recorded's bitmap */
 		sp_collector_host_alloc(p, size);
 		sp_mem_self = 0;
@@ -115,7 +109,7 @@ static __attribute__((noinline)) void report_free_slow(void *p)
  * recorded, whatever its address. Else one bitmap test (memory.h). */
 static inline int maybe_recorded(void *p, size_t min)
 {
-	if (R.glibc_sizes)
+	if (real_alloc.glibc_sizes)
 		return (((const size_t *)p)[-1] & ~(size_t)7) >= min; /* 7: glibc's flag bits */
 	return sp_mem_host_maybe((uint64_t)(uintptr_t)p);
 }
@@ -139,29 +133,29 @@ static inline void report_free(void *p)
  * NULL once the pool is spent), else resolves them and goes on as malloc. */
 static __attribute__((noinline)) void *malloc_first(size_t n)
 {
-	if (R.resolving)
+	if (real_alloc.resolving)
 		return pool_alloc(n);
 	resolve();
-	return report(R.malloc(n), n);
+	return report(real_alloc.malloc(n), n);
 }
 
 SP_EXPORT void *malloc(size_t n)
 {
-	if (__builtin_expect(!R.malloc, 0))
+	if (__builtin_expect(!real_alloc.malloc, 0))
 		return malloc_first(n);
 	if (__builtin_expect(n < sp_host_min_bytes, 1))
-		return R.malloc(n); /* a tail call */
-	return report_big(R.malloc(n), n);
+		return real_alloc.malloc(n); /* a tail call */
+	return report_big(real_alloc.malloc(n), n);
 }
 
 SP_EXPORT void *calloc(size_t k, size_t n)
 {
-	if (!R.calloc) {
-		if (R.resolving)
+	if (!real_alloc.calloc) {
+		if (real_alloc.resolving)
 			return k && n > SIZE_MAX / k ? NULL : pool_alloc(k * n);
 		resolve();
 	}
-	return report(R.calloc(k, n), k * n);
+	return report(real_alloc.calloc(k, n), k * n);
 }
 
 SP_EXPORT void *realloc(void *p, size_t n)
@@ -172,13 +166,13 @@ SP_EXPORT void *realloc(void *p, size_t n)
 			memcpy(q, p, n < pool_size(p) ? n : pool_size(p));
 		return q;
 	}
-	if (!R.realloc)
+	if (!real_alloc.realloc)
 		resolve();
 	/* asked before the call (after it p's chunk may be gone), reported after it: a failed
 	 * realloc leaves p allocated and the accounting unchanged; realloc(p, 0) returning NULL has
 	 * released p (glibc) */
 	int rec = free_needs_report(p);
-	void *q = R.realloc(p, n);
+	void *q = real_alloc.realloc(p, n);
 	if (rec && (q || !n))
 		report_free_slow(p);
 	return report(q, n);
@@ -190,27 +184,27 @@ static __attribute__((noinline)) void free_slow(void *p)
 {
 	if (in_pool(p))
 		return;
-	if (!R.free)
+	if (!real_alloc.free)
 		resolve();
 	report_free(p);
-	R.free(p); /* free(NULL) is the real one's to ignore */
+	real_alloc.free(p); /* free(NULL) is the real one's to ignore */
 }
 
 SP_EXPORT void free(void *p)
 {
 	/* tracking off: two loads, three comparisons and a tail call; on, for a block never recorded,
 	 * the chunk size's load (glibc reads that line next anyway) and a comparison more */
-	if (__builtin_expect(R.free && !in_pool(p) && !free_needs_report(p), 1))
-		R.free(p);
+	if (__builtin_expect(real_alloc.free && !in_pool(p) && !free_needs_report(p), 1))
+		real_alloc.free(p);
 	else
 		free_slow(p);
 }
 
 SP_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 {
-	if (!R.posix_memalign)
+	if (!real_alloc.posix_memalign)
 		resolve();
-	int r = R.posix_memalign(out, align, n);
+	int r = real_alloc.posix_memalign(out, align, n);
 	if (r == 0)
 		report(*out, n);
 	return r;
@@ -218,23 +212,23 @@ SP_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 
 SP_EXPORT void *aligned_alloc(size_t align, size_t n)
 {
-	if (!R.aligned_alloc)
+	if (!real_alloc.aligned_alloc)
 		resolve();
-	return report(R.aligned_alloc(align, n), n);
+	return report(real_alloc.aligned_alloc(align, n), n);
 }
 
 SP_EXPORT void *memalign(size_t align, size_t n)
 {
-	if (!R.memalign)
+	if (!real_alloc.memalign)
 		resolve();
-	return report(R.memalign(align, n), n);
+	return report(real_alloc.memalign(align, n), n);
 }
 
 SP_EXPORT void *valloc(size_t n)
 {
-	if (!R.valloc)
+	if (!real_alloc.valloc)
 		resolve();
-	return report(R.valloc(n), n);
+	return report(real_alloc.valloc(n), n);
 }
 
 /* Tells the collector the hooks are the process's allocator (host_malloc can work): they are only

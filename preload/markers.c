@@ -1,11 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* markers.c - hooks on the CUDA runtime and driver functions that step markers name
- * (collector/hookfns.h), so that the collector can count marker calls while it is detached from
- * CUPTI between windows. libtorch and other dynamically linked callers reach these through the
- * dynamic linker (their versioned imports bind to these unversioned definitions); a program with
- * the runtime linked in statically never does, and the collector then stays subscribed (it checks
- * that every marker call CUPTI sees came through here before relying on them). Each wrapper
- * resolves the real function once and forwards; what a call means lives in the collector. */
+/* markers.c - hooks on the CUDA functions step markers name (collector/hookfns.h), so marker calls are
+ * counted while detached; reached through the dynamic linker only (a static runtime never comes here, and the
+ * collector then stays subscribed). Each wrapper resolves once and forwards. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <stddef.h>

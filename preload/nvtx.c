@@ -1,9 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* nvtx.c - NVTX's injection (NVTX_INJECTION64_PATH names this library, collector/cupti/cbsets.c
- * sets it): each library built with NVTX calls InitializeInjectionNvtx2 at its first NVTX call,
- * and this file puts its handlers for the default domain's range push and pop in that library's
- * table. A handler forwards to the collector (sp_collector_nvtx_*), then to the function CUPTI
- * put in the slot (CUPTI's injection is initialised first, so its NVTX callbacks keep working).
+/* nvtx.c - NVTX's injection: at each NVTX library's first call, puts this file's default-domain range push
+ * and pop handlers in its table; a handler forwards to the collector, then to CUPTI's handler in the slot.
  * Holds no policy. */
 #define NVTX_NO_IMPL /* a tool: the types, not NVTX's own implementation */
 #include <nvtx3/nvToolsExt.h>

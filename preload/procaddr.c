@@ -1,15 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* procaddr.c - driver entry points handed out by cuGetProcAddress. A CUDA runtime (linked in
- * statically, or libcudart.so itself) dlopens libcuda.so.1, looks up cuGetProcAddress_v2 with
- * dlsym and gets every driver function through it: the dynamic linker never sees those calls, so
- * markers.c cannot. Here dlsym, cuGetProcAddress and cuGetProcAddress_v2 are interposed; a lookup
- * of cuGetProcAddress* gets our wrapper, which hands out a counting trampoline for the driver
- * functions that step markers need (collector/hookfns.h) and only where it knows the ABI of what
- * the driver returned; dlsym on a library's handle of those functions' exported names gets the
- * trampoline where it found the driver's own symbol; everything else passes through untouched
- * (a lookup of a trampolined name left unhooked is told to the collector). Never changes what a lookup
- * finds for anyone else: dlsym keeps its caller's address for RTLD_NEXT (an assembly stub jumps
- * to the real one). Everything passes through when stepprof is off. */
+/* procaddr.c - driver entry points handed out by cuGetProcAddress and dlsym, which markers.c cannot see:
+ * hands out counting trampolines for the functions of collector/hookfns.h where it knows the ABI, passes
+ * everything else through untouched (docs/ARCHITECTURE.md says how). Everything passes through when off. */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -57,7 +49,7 @@ static struct {
 	pthread_mutex_t lock;                    /* learning the above */
 	_Atomic unsigned char said[TR_N];        /* SAID_* for this row's name (each said once) */
 	_Atomic(void *) ctx_get_device;          /* the driver's cuCtxGetDevice, (void *)-1 if none */
-} P = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} drv_procs = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* dlsym's route runs before a sanitizer runtime has mapped its shadow memory (ASan looks its own
  * functions up with dlsym while it starts): not instrumented in a SAN=address build */
@@ -75,7 +67,7 @@ void sp_procaddr_raw(int on)
 	static CUresult tr_##hook params                                                                    \
 	{                                                                                                   \
 		CUresult(*real) params =                                                                    \
-			(CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed); \
+			(CUresult(*) params)atomic_load_explicit(&drv_procs.real[TR_##hook], memory_order_relaxed); \
 		int h = sp_collector_hook_enter_at(SP_HOOK_##hook, __builtin_return_address(0));            \
 		CUresult r = real args;                                                                     \
 		sp_collector_hook_exit(h);                                                                  \
@@ -91,9 +83,9 @@ void *sp_procaddr_driver_fn(_Atomic(void *) *slot, const char *sym)
 	void *f = atomic_load_explicit(slot, memory_order_acquire);
 	if (!f) {
 		CUdriverProcAddressQueryResult st;
-		if (!P.real_gpa2 || P.real_gpa2(sym, &f, 12030, 0, &st) != CUDA_SUCCESS)
+		if (!drv_procs.real_gpa2 || drv_procs.real_gpa2(sym, &f, 12030, 0, &st) != CUDA_SUCCESS)
 			f = NULL;
-		if (!f && P.real_gpa1 && P.real_gpa1(sym, &f, 12030, 0) != CUDA_SUCCESS)
+		if (!f && drv_procs.real_gpa1 && drv_procs.real_gpa1(sym, &f, 12030, 0) != CUDA_SUCCESS)
 			f = NULL;
 		if (!f) { /* a caller linked with libcuda that never asked cuGetProcAddress (XLA) */
 			raw++;
@@ -142,7 +134,8 @@ static inline void launch_end(struct launch_ctx c)
 	static __attribute__((noinline)) CUresult slow_##hook params                                             \
 	{                                                                                                        \
 		CUresult(*real) params =                                                                         \
-			(CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed);      \
+			(CUresult(*) params)atomic_load_explicit(&drv_procs.real[TR_##hook],                     \
+								 memory_order_relaxed);                          \
 		struct launch_ctx lc = launch_begin(f);                                                          \
 		CUresult r = real args;                                                                          \
 		launch_end(lc);                                                                                  \
@@ -152,7 +145,8 @@ static inline void launch_end(struct launch_ctx c)
 	{                                                                                                        \
 		if (__builtin_expect(launch_watched(), 0))                                                       \
 			return slow_##hook args;                                                                 \
-		return ((CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed))args; \
+		return ((CUresult(*) params)atomic_load_explicit(&drv_procs.real[TR_##hook],                     \
+								 memory_order_relaxed))args;                     \
 	}
 SP_LAUNCHES(TR_LAUNCH)
 #undef TR_LAUNCH
@@ -163,7 +157,8 @@ SP_LAUNCHES(TR_LAUNCH)
 	static __attribute__((noinline)) CUresult slow_##hook params                                             \
 	{                                                                                                        \
 		CUresult(*real) params =                                                                         \
-			(CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed);      \
+			(CUresult(*) params)atomic_load_explicit(&drv_procs.real[TR_##hook],                     \
+								 memory_order_relaxed);                          \
 		int g = sp_collector_launch_guard();                                                             \
 		CUresult r = real args;                                                                          \
 		if (g)                                                                                           \
@@ -174,7 +169,8 @@ SP_LAUNCHES(TR_LAUNCH)
 	{                                                                                                        \
 		if (__builtin_expect(atomic_load_explicit(&sp_launch_guard, memory_order_acquire) != 0, 0))      \
 			return slow_##hook args;                                                                 \
-		return ((CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed))args; \
+		return ((CUresult(*) params)atomic_load_explicit(&drv_procs.real[TR_##hook],                     \
+								 memory_order_relaxed))args;                     \
 	}
 SP_GUARDS(TR_GUARD)
 #undef TR_GUARD
@@ -187,7 +183,7 @@ static int alloc_dev(int free, int dev)
 		return free ? -1 : dev;
 	CUdevice d = -1;
 	CUresult (*get)(CUdevice *) =
-		(CUresult(*)(CUdevice *))sp_procaddr_driver_fn(&P.ctx_get_device, "cuCtxGetDevice");
+		(CUresult(*)(CUdevice *))sp_procaddr_driver_fn(&drv_procs.ctx_get_device, "cuCtxGetDevice");
 	return get && get(&d) == CUDA_SUCCESS ? (int)d : -1;
 }
 
@@ -199,7 +195,8 @@ static __thread const void *alloc_from; /* the caller of the allocation trampoli
 	static __attribute__((noinline)) CUresult slow_##hook params                                             \
 	{                                                                                                        \
 		CUresult(*real) params =                                                                         \
-			(CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed);      \
+			(CUresult(*) params)atomic_load_explicit(&drv_procs.real[TR_##hook],                     \
+								 memory_order_relaxed);                          \
 		const void *from = alloc_from;                                                                   \
 		unsigned seen = sp_collector_devmem_enter();                                                     \
 		CUresult r = real args;                                                                          \
@@ -213,7 +210,8 @@ static __thread const void *alloc_from; /* the caller of the allocation trampoli
 			alloc_from = __builtin_return_address(0);                                                \
 			return slow_##hook args;                                                                 \
 		}                                                                                                \
-		return ((CUresult(*) params)atomic_load_explicit(&P.real[TR_##hook], memory_order_relaxed))args; \
+		return ((CUresult(*) params)atomic_load_explicit(&drv_procs.real[TR_##hook],                     \
+								 memory_order_relaxed))args;                     \
 	}
 SP_ALLOCS(TR_ALLOC)
 #undef TR_ALLOC
@@ -235,7 +233,7 @@ static const struct {
 static SP_NO_ASAN void *(*real_dlsym(void))(void *, const char *)
 {
 	static const char *const vers[] = { "GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17", NULL };
-	void *(*f)(void *, const char *) = P.real_dlsym;
+	void *(*f)(void *, const char *) = drv_procs.real_dlsym;
 	if (f)
 		return f;
 	in_resolve++;
@@ -243,7 +241,7 @@ static SP_NO_ASAN void *(*real_dlsym(void))(void *, const char *)
 		f = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", vers[i]);
 	in_resolve--;
 	if (f)
-		P.real_dlsym = f;
+		drv_procs.real_dlsym = f;
 	return f;
 }
 
@@ -255,25 +253,26 @@ static bool ours(void *f)
 }
 
 /* The driver's cuGetProcAddress pair, learned from the object that defines f (one of them, or
- * anything of libcuda). Caller holds P.lock. Leaves them and P.drv NULL when f's object has
+ * anything of libcuda). Caller holds drv_procs.lock. Leaves them and drv_procs.drv NULL when f's object has
  * neither (not a driver: any library may define a cu* name). */
 static void learn_driver(void *f)
 {
 	Dl_info di;
-	if (P.drv || !f || ours(f) || !dladdr(f, &di) || !di.dli_fname) /* our cuGetProcAddress is not the driver's */
+	if (drv_procs.drv || !f || ours(f) || !dladdr(f, &di) ||
+	    !di.dli_fname) /* our cuGetProcAddress is not the driver's */
 		return;
 	void *h = dlopen(di.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
 	if (!h)
 		return;
-	gpa1_fn g1 = (gpa1_fn)P.real_dlsym(h, "cuGetProcAddress");
-	gpa2_fn g2 = (gpa2_fn)P.real_dlsym(h, "cuGetProcAddress_v2");
+	gpa1_fn g1 = (gpa1_fn)drv_procs.real_dlsym(h, "cuGetProcAddress");
+	gpa2_fn g2 = (gpa2_fn)drv_procs.real_dlsym(h, "cuGetProcAddress_v2");
 	if (!g1 && !g2) {
 		dlclose(h);
 		return;
 	}
-	P.real_gpa1 = g1;
-	P.real_gpa2 = g2;
-	P.drv = h; /* kept: the driver is never unloaded */
+	drv_procs.real_gpa1 = g1;
+	drv_procs.real_gpa2 = g2;
+	drv_procs.drv = h; /* kept: the driver is never unloaded */
 }
 
 static CUresult gpa1_wrap(const char *sym, void **pfn, int ver, cuuint64_t flags);
@@ -286,35 +285,33 @@ static CUresult gpa2_alt(const char *sym, void **pfn, int ver, cuuint64_t flags,
  * versions cuda.h gives: v1 from 11030, v2 from 12000), else f. Can't fail. */
 static void *wrap_self(void *f, int ver)
 {
-	if (f == (void *)P.real_gpa1)
+	if (f == (void *)drv_procs.real_gpa1)
 		return (void *)gpa1_wrap;
-	if (f == (void *)P.real_gpa2)
+	if (f == (void *)drv_procs.real_gpa2)
 		return (void *)gpa2_wrap;
 	if (ver > CUDA_VERSION || ver < 11030)
 		return f;
 	if (ver < 12000) {
 		gpa1_fn old = NULL;
-		return atomic_compare_exchange_strong(&P.alt_gpa1, &old, (gpa1_fn)f) || old == (gpa1_fn)f
+		return atomic_compare_exchange_strong(&drv_procs.alt_gpa1, &old, (gpa1_fn)f) || old == (gpa1_fn)f
 			       ? (void *)gpa1_alt
 			       : f;
 	}
 	gpa2_fn old = NULL;
-	return atomic_compare_exchange_strong(&P.alt_gpa2, &old, (gpa2_fn)f) || old == (gpa2_fn)f ? (void *)gpa2_alt
+	return atomic_compare_exchange_strong(&drv_procs.alt_gpa2, &old, (gpa2_fn)f) ||
+		old == (gpa2_fn)f ? (void *)gpa2_alt
 												  : f;
 }
 
-/* A lookup of a trampolined name (sym: asked for, or the exported name dlsym was asked for, then
- * ver < 0), once per name and kind (SAID_*): left unhooked, and why, forwarded to the collector
- * (it says it with STEPPROF_VERBOSE; the first launch one is named when the launch hooks prove
- * incomplete); hooked by a way that needed more than the table (a newer version, dlsym), said
- * with STEPPROF_VERBOSE. This function can't fail. */
+/* A lookup of a trampolined name, once per name and kind (SAID_*): left unhooked (forwarded to the
+ * collector with why) or hooked by more than the table (said with STEPPROF_VERBOSE). This function can't fail. */
 static void tell(int said, const char *sym, int ver, cuuint64_t flags, const char *why)
 {
 	int k = -1;
 	for (int i = 0; i < TR_N && k < 0; i++)
 		if (!strcmp(sym, tr[i].ask) || !strcmp(sym, tr[i].exp))
 			k = i;
-	if (k < 0 || (atomic_fetch_or(&P.said[k], (unsigned char)said) & said))
+	if (k < 0 || (atomic_fetch_or(&drv_procs.said[k], (unsigned char)said) & said))
 		return;
 	char what[128];
 	if (ver < 0)
@@ -337,7 +334,7 @@ static void tell(int said, const char *sym, int ver, cuuint64_t flags, const cha
 static void *install(int k, void *f, const char *sym, int ver, cuuint64_t flags)
 {
 	void *old = NULL;
-	if (atomic_compare_exchange_strong(&P.real[k], &old, f) || old == f)
+	if (atomic_compare_exchange_strong(&drv_procs.real[k], &old, f) || old == f)
 		return tr[k].tramp;
 	tell(SAID_UNHOOKED, sym, ver, flags,
 	     "the driver handed out a second function for one hook (the first one is hooked)");
@@ -354,23 +351,20 @@ static void *ask_again(gpa1_fn g1, gpa2_fn g2, const char *sym, int ver, cuuint6
 	return r == CUDA_SUCCESS ? p : NULL;
 }
 
-/* What to hand out for f, which the driver's lookup g1 or g2 returned for (sym, ver, flags): a
- * trampoline when f is a function whose ABI we know (the exported symbol of one of ours, asked for
- * in a version range cuda.h documents, or asked for at a version newer than cuda.h where the
- * driver answers the same function as at the newest version we know), else f itself (said once
- * per name). Can't fail. */
+/* What to hand out for f, returned by the driver's lookup for (sym, ver, flags): a trampoline when f's ABI
+ * is known (cuda.h's version ranges, or the exported symbol itself), else f (said once per name). Can't fail. */
 static void *wrap(const char *sym, void *f, int ver, cuuint64_t flags, gpa1_fn g1, gpa2_fn g2)
 {
-	if (!f || !sym || P.off)
+	if (!f || !sym || drv_procs.off)
 		return f;
-	pthread_mutex_lock(&P.lock);
+	pthread_mutex_lock(&drv_procs.lock);
 	learn_driver(f);
-	pthread_mutex_unlock(&P.lock);
+	pthread_mutex_unlock(&drv_procs.lock);
 	if (!strcmp(sym, "cuGetProcAddress")) /* asked of the driver itself, as cudart does */
 		return wrap_self(f, ver);
 	int pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0, k = -1, known = 0, row = -1;
 	for (int i = 0; i < TR_N && k < 0; i++) /* the exported symbol itself: its name says the ABI */
-		if (!strcmp(sym, tr[i].ask) && P.drv && P.real_dlsym(P.drv, tr[i].exp) == f)
+		if (!strcmp(sym, tr[i].ask) && drv_procs.drv && drv_procs.real_dlsym(drv_procs.drv, tr[i].exp) == f)
 			k = i;
 	for (int i = 0; i < TR_N && k < 0; i++) {
 		if (strcmp(sym, tr[i].ask) || (tr[i].pt != ANY_PT && tr[i].pt != pt))
@@ -424,22 +418,22 @@ static CUresult gpa2_call(gpa2_fn real, const char *sym, void **pfn, int ver, cu
 
 static CUresult gpa1_wrap(const char *sym, void **pfn, int ver, cuuint64_t flags)
 {
-	return gpa1_call(P.real_gpa1, sym, pfn, ver, flags);
+	return gpa1_call(drv_procs.real_gpa1, sym, pfn, ver, flags);
 }
 
 static CUresult gpa2_wrap(const char *sym, void **pfn, int ver, cuuint64_t flags, CUdriverProcAddressQueryResult *st)
 {
-	return gpa2_call(P.real_gpa2, sym, pfn, ver, flags, st);
+	return gpa2_call(drv_procs.real_gpa2, sym, pfn, ver, flags, st);
 }
 
 static CUresult gpa1_alt(const char *sym, void **pfn, int ver, cuuint64_t flags)
 {
-	return gpa1_call(atomic_load(&P.alt_gpa1), sym, pfn, ver, flags);
+	return gpa1_call(atomic_load(&drv_procs.alt_gpa1), sym, pfn, ver, flags);
 }
 
 static CUresult gpa2_alt(const char *sym, void **pfn, int ver, cuuint64_t flags, CUdriverProcAddressQueryResult *st)
 {
-	return gpa2_call(atomic_load(&P.alt_gpa2), sym, pfn, ver, flags, st);
+	return gpa2_call(atomic_load(&drv_procs.alt_gpa2), sym, pfn, ver, flags, st);
 }
 
 /* dlsym of a cuGetProcAddress* name (the stub below sends only those here): the driver's, then
@@ -455,12 +449,13 @@ static void *dlsym_gpa(void *h, const char *name)
 	raw--;
 	if (!f)
 		return NULL;
-	if (P.off)
+	if (drv_procs.off)
 		return f;
-	pthread_mutex_lock(&P.lock);
+	pthread_mutex_lock(&drv_procs.lock);
 	learn_driver(f);
-	pthread_mutex_unlock(&P.lock);
-	return f == (void *)P.real_gpa1 ? (void *)gpa1_wrap : f == (void *)P.real_gpa2 ? (void *)gpa2_wrap : f;
+	pthread_mutex_unlock(&drv_procs.lock);
+	return f == (void *)drv_procs.real_gpa1 ? (void *)gpa1_wrap :
+	       f == (void *)drv_procs.real_gpa2 ? (void *)gpa2_wrap : f;
 }
 
 /* The row whose driver symbol is name (an exported name of the trampolines), -1 if none. */
@@ -474,12 +469,8 @@ static SP_NO_ASAN int exp_row(const char *name)
 	return -1;
 }
 
-/* dlsym on a library's handle of a trampolined function's exported name (the stub below sends
- * only those here: RTLD_DEFAULT and RTLD_NEXT find our own definitions): the real lookup; where it
- * found the driver's own exported symbol of that name (whose name fixes its ABI), our own
- * definition of it (as RTLD_DEFAULT finds: the launches, markers.c's hooks), else the row's
- * trampoline (the slot may hold the driver's other entry point cuGetProcAddress gave: then
- * unhooked); else what it found (said once per name unless it is our own). NULL as dlsym would. */
+/* dlsym on a library's handle of a trampolined function's exported name: where the real lookup found the
+ * driver's own symbol, our definition or the row's trampoline; else what it found. NULL as dlsym would. */
 static void *dlsym_tramp(void *h, const char *name)
 {
 	void *(*rd)(void *, const char *) = real_dlsym();
@@ -488,14 +479,14 @@ static void *dlsym_tramp(void *h, const char *name)
 	raw++;
 	void *f = rd(h, name);
 	raw--;
-	if (!f || P.off)
+	if (!f || drv_procs.off)
 		return f;
-	pthread_mutex_lock(&P.lock);
+	pthread_mutex_lock(&drv_procs.lock);
 	learn_driver(f);
-	pthread_mutex_unlock(&P.lock);
+	pthread_mutex_unlock(&drv_procs.lock);
 	int k = exp_row(name);
-	if (k >= 0 && P.drv && P.real_dlsym(P.drv, name) == f) {
-		void *own = P.self ? P.real_dlsym(P.self, name) : NULL;
+	if (k >= 0 && drv_procs.drv && drv_procs.real_dlsym(drv_procs.drv, name) == f) {
+		void *own = drv_procs.self ? drv_procs.real_dlsym(drv_procs.self, name) : NULL;
 		own = own && ours(own) ? own : NULL;
 		void *t = own ? own : install(k, f, name, -1, 0);
 		if (t != f)
@@ -517,10 +508,8 @@ static void *no_dlsym(void *h, const char *name)
 	return NULL;
 }
 
-/* Called by the dlsym stub with its arguments: where to jump with them untouched (the caller's
- * return address still on the stack, so that RTLD_NEXT means what the caller meant). Inside our
- * own resolution of the real dlsym (it may allocate, and a malloc hook may call dlsym) the base
- * version is found without recursion. Never returns NULL. */
+/* Called by the dlsym stub: where to jump with its arguments untouched (so RTLD_NEXT keeps the caller's
+ * meaning); the base version without recursion inside our own resolution. Never returns NULL. */
 __attribute__((used, visibility("hidden"))) SP_NO_ASAN void *sp_dlsym_route(void *h, const char *name)
 {
 	(void)h;
@@ -534,7 +523,7 @@ __attribute__((used, visibility("hidden"))) SP_NO_ASAN void *sp_dlsym_route(void
 		return (void *)no_dlsym;
 	if (!raw && name && !strncmp(name, "cuGetProcAddress", 16))
 		return (void *)dlsym_gpa;
-	if (!raw && name && !P.off && h != RTLD_DEFAULT && h != RTLD_NEXT && exp_row(name) >= 0)
+	if (!raw && name && !drv_procs.off && h != RTLD_DEFAULT && h != RTLD_NEXT && exp_row(name) >= 0)
 		return (void *)dlsym_tramp;
 	return (void *)rd;
 }
@@ -595,30 +584,30 @@ static void find_driver(const char *name)
 	raw++;
 	void *f = real_dlsym() ? sp_resolve(name, drv_libs) : NULL;
 	raw--;
-	pthread_mutex_lock(&P.lock);
+	pthread_mutex_lock(&drv_procs.lock);
 	learn_driver(f);
-	pthread_mutex_unlock(&P.lock);
+	pthread_mutex_unlock(&drv_procs.lock);
 }
 
 /* The driver's own symbols, for a caller linked with libcuda. */
 #undef cuGetProcAddress
 SP_EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, cuuint64_t flags)
 {
-	if (!P.real_gpa1)
+	if (!drv_procs.real_gpa1)
 		find_driver("cuGetProcAddress");
-	if (!P.real_gpa1)
+	if (!drv_procs.real_gpa1)
 		return CUDA_ERROR_NOT_INITIALIZED;
-	return P.off ? P.real_gpa1(sym, pfn, ver, flags) : gpa1_wrap(sym, pfn, ver, flags);
+	return drv_procs.off ? drv_procs.real_gpa1(sym, pfn, ver, flags) : gpa1_wrap(sym, pfn, ver, flags);
 }
 
 SP_EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuuint64_t flags,
 				       CUdriverProcAddressQueryResult *st)
 {
-	if (!P.real_gpa2)
+	if (!drv_procs.real_gpa2)
 		find_driver("cuGetProcAddress_v2");
-	if (!P.real_gpa2)
+	if (!drv_procs.real_gpa2)
 		return CUDA_ERROR_NOT_INITIALIZED;
-	return P.off ? P.real_gpa2(sym, pfn, ver, flags, st) : gpa2_wrap(sym, pfn, ver, flags, st);
+	return drv_procs.off ? drv_procs.real_gpa2(sym, pfn, ver, flags, st) : gpa2_wrap(sym, pfn, ver, flags, st);
 }
 
 /* In an exported definition: `real`, the driver's own symbol exp, resolved once past this library;
@@ -706,9 +695,9 @@ SP_ALLOCS(EXP_ALLOC)
 /* Off when stepprof is (STEPPROF_PROFILE_ENABLED, read by entry.c before us). */
 __attribute__((constructor)) static void procaddr_init(void)
 {
-	P.off = !sp_preload_enabled();
+	drv_procs.off = !sp_preload_enabled();
 	real_dlsym();
 	Dl_info me;
-	if (!P.off && dladdr((void *)ours, &me) && me.dli_fname)
-		P.self = dlopen(me.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
+	if (!drv_procs.off && dladdr((void *)ours, &me) && me.dli_fname)
+		drv_procs.self = dlopen(me.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
 }

@@ -9,11 +9,9 @@
 
 #define ANY_PT 2 /* a function without per-thread variant: the same whatever the flags */
 
-/* The trampolines: X(hook, name asked for, first version, versions up to (excluded), per-thread:
- * 0 legacy, 1 per-thread, ANY_PT, the driver's exported symbol of this ABI, params, args). The
- * version bounds come from cuda.h (CUDA 13.0): a function's ABI changes only under a new _vN
- * name at a new version; versions above the header's are trusted only when the driver returned
- * the exported symbol itself, whose name fixes the ABI. */
+/* The trampolines: X(hook, name, first version, versions up to (excluded), per-thread: 0, 1 or ANY_PT,
+ * the driver's exported symbol of this ABI, params, args). Bounds from cuda.h (CUDA 13.0); a newer version
+ * is trusted only when the driver returned the exported symbol itself. */
 #define SP_TRAMPOLINES(X)                                                                                             \
 	X(cuCtxSynchronize, "cuCtxSynchronize", 2000, 13000, ANY_PT, "cuCtxSynchronize", (void), ())                  \
 	X(cuCtxSynchronize_v2, "cuCtxSynchronize", 13000, 99999, ANY_PT, "cuCtxSynchronize_v2", (CUcontext c), (c))   \
@@ -47,11 +45,8 @@
 	  (CUstream s, CUstreamCaptureMode m), (s, m))                                                                \
 	X(cuGraphCreate, "cuGraphCreate", 10000, 99999, ANY_PT, "cuGraphCreate", (CUgraph * g, unsigned f), (g, f))
 
-/* The kernel launches, as SP_TRAMPOLINES (cuda.h: cuLaunchKernel from 4000, cuLaunchKernelEx from
- * 11060, cuLaunchCooperativeKernel from 9000, each with a _ptsz variant asked for with the
- * per-thread flag). Every runtime (static or shared cudart, cuBLAS's, NCCL's) gets them through
- * cuGetProcAddress. Their trampolines cost two loads (plain ones on x86) and a tail call while
- * stepprof wants no launch and is not subscribed to CUPTI (launch_watched below). */
+/* The kernel launches (cuda.h versions, each with a _ptsz variant). Every runtime gets them through
+ * cuGetProcAddress; two loads and a tail call while stepprof wants no launch and is detached. */
 #define LK_PARAMS                                                                                                 \
 	(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh, \
 	 CUstream s, void **kp, void **ex)
@@ -72,12 +67,8 @@
 	X(cuLaunchCooperativeKernel_ptsz, "cuLaunchCooperativeKernel", 9000, 99999, 1,                             \
 	  "cuLaunchCooperativeKernel_ptsz", LC_PARAMS, LC_ARGS)
 
-/* Other work queued on a stream, as SP_TRAMPOLINES (cuda.h: cuLaunchHostFunc from 10000, the
- * asynchronous memsets and host-to-device and device-to-device copies from 3020, each with a
- * _ptsz variant from 7000): counted in flight while subscribed, as the kernel launches are (a
- * detach waits for them), and nothing else. Graph launches, cuMemcpyAsync and the device-to-host
- * copies are hooked calls already (SP_TRAMPOLINES); synchronous memsets and copies, 2D/3D and
- * peer copies and prefetches are not covered. */
+/* Other work queued on a stream (host functions, async memsets and copies), counted in flight while
+ * subscribed so a detach waits for it; docs/LIMITS.md lists what is not covered. */
 #define HF_PARAMS (CUstream s, CUhostFn fn, void *u)
 #define HF_ARGS (s, fn, u)
 #define MS_PARAMS(T) (CUdeviceptr d, T v, size_t n, CUstream s)
@@ -104,13 +95,9 @@
 	SP_GUARD_COPY(X, HtoD, const void *)                                                                       \
 	SP_GUARD_COPY(X, DtoD, CUdeviceptr)
 
-/* The allocation functions, as SP_TRAMPOLINES, with what the collector is told after a call that
- * succeeded (collector.h sp_collector_devmem): the kind (trace/event.h SP_MEM_*), 1 for a free, the
- * address (or VMM handle), the size and the device (DEV_CTX: the calling thread's context's).
- * Every runtime allocates through these (cudaMalloc through cuMemAlloc_v2, PyTorch's expandable
- * segments through cuMemCreate), so device memory is tracked while stepprof is not subscribed to
- * CUPTI (learning from the hooks, parked between windows); where CUPTI reports the call, it is
- * accounted there and the hook leaves it. Versions from cuda.h (CUDA 13.0). */
+/* The allocation functions, with what sp_collector_devmem is told after a success (kind SP_MEM_*, free,
+ * address or VMM handle, size, device): device memory is tracked while detached; calls CUPTI reports are
+ * left to it. Versions from cuda.h (CUDA 13.0). */
 #define DEV_CTX (-2)
 #define P_DPTR(p) ((p) ? (uint64_t)*(p) : 0)
 #define P_HPTR(p) ((p) ? (uint64_t)(uintptr_t)*(p) : 0)

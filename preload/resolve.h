@@ -3,11 +3,8 @@
 #ifndef SP_RESOLVE_H
 #define SP_RESOLVE_H
 
-/* The next definition of name after this library: RTLD_NEXT when its library is in the global
- * scope, else from the first of libs (NULL-terminated sonames) that is already loaded - torch
- * loads libnccl and libcupti as dependencies of a library that Python dlopen'ed RTLD_LOCAL, where
- * RTLD_NEXT cannot see them; last, any loaded object but this library that defines it (a wheel's
- * renamed copy, libcudart-HASH.so.12). Returns NULL if none has it. Never loads a library. */
+/* The next definition of name after this library: RTLD_NEXT, else the first loaded of libs (RTLD_LOCAL loads
+ * hide them from RTLD_NEXT), else any loaded object but this one. Returns NULL if none. Never loads a library. */
 void *sp_resolve(const char *name, const char *const *libs);
 
 /* This thread's own lookups begin (on = 1) or end (0), nested: meanwhile dlsym is the real one

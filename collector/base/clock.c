@@ -9,11 +9,8 @@
 #include "clock.h"
 #include "log.h"
 
-/* A pair is (counter, clock) with the counter read before and after the clock: its error is half
- * their distance. Pairs wider than MAX_PAIR_TICKS (under a microsecond at 2-4 GHz) were
- * interrupted and are not used; the rate waits for MIN_BASELINE_NS between the first pair and the
- * current one, so that two pairs' errors make at most 1e-4 of it (200 ns over a 2 ms pass, the
- * worst case; a pair is usually 25 ns wide). */
+/* A pair is (counter, clock), the counter read before and after the clock (error: half their distance); wider
+ * pairs were interrupted and are dropped, and the rate waits for MIN_BASELINE_NS so pair errors stay small. */
 #define MAX_PAIR_TICKS 2000
 #define MIN_BASELINE_NS 10000000ull
 
@@ -26,7 +23,7 @@ static void anchor(void);
 static struct {
 	int checked, usable;     /* clocksource looked at; it is the TSC */
 	uint64_t first_tsc, first_ns;
-} A;
+} clock_anchor;
 
 /* 1 if the kernel keeps CLOCK_MONOTONIC with the TSC (then the counter is invariant and in step
  * across CPUs, or the kernel would have dropped it). */
@@ -56,24 +53,25 @@ void sp_fast_anchor(void)
 #if defined(__x86_64__)
 static void anchor(void)
 {
-	if (!A.checked) {
-		A.checked = 1;
-		A.usable = clocksource_is_tsc();
+	if (!clock_anchor.checked) {
+		clock_anchor.checked = 1;
+		clock_anchor.usable = clocksource_is_tsc();
 	}
-	if (!A.usable)
+	if (!clock_anchor.usable)
 		return;
 	uint64_t a = __rdtsc(), ns = sp_now_ns(), b = __rdtsc();
 	if (b - a > MAX_PAIR_TICKS)
 		return;
 	uint64_t tsc = a + (b - a) / 2;
-	if (!A.first_tsc) {
-		A.first_tsc = tsc;
-		A.first_ns = ns;
+	if (!clock_anchor.first_tsc) {
+		clock_anchor.first_tsc = tsc;
+		clock_anchor.first_ns = ns;
 		return;
 	}
-	if (ns - A.first_ns < MIN_BASELINE_NS || tsc <= A.first_tsc)
+	if (ns - clock_anchor.first_ns < MIN_BASELINE_NS || tsc <= clock_anchor.first_tsc)
 		return;
-	uint64_t mult = (uint64_t)(((unsigned __int128)(ns - A.first_ns) << 32) / (tsc - A.first_tsc));
+	uint64_t mult = (uint64_t)(((unsigned __int128)(ns - clock_anchor.first_ns) << 32) /
+				   (tsc - clock_anchor.first_tsc));
 	uint32_t s = atomic_load_explicit(&sp_tsc.seq, memory_order_relaxed);
 	atomic_store_explicit(&sp_tsc.seq, s + 1, memory_order_relaxed); /* odd: readers retry */
 	atomic_thread_fence(memory_order_release);

@@ -37,12 +37,9 @@ struct sp_tsc_anchor {
 };
 extern struct sp_tsc_anchor sp_tsc;
 
-/* The trace clock from the CPU's time-stamp counter: one RDTSC (not serialising, unlike the
- * vDSO's) and a multiply against an anchor the writer thread refreshes every pass. For paths that
- * stamp every host allocation, where clock_gettime's serialisation stalls a memory-bound program.
- * Within a microsecond of sp_now_ns at worst (an anchor pair's width plus the rate's error over
- * one pass), usually tens of ns. For the first 10 ms of the writer, off x86-64, or where the
- * kernel does not use the TSC as its clocksource, it is sp_now_ns. This function can't fail. */
+/* The trace clock from one unserialised RDTSC scaled against an anchor the writer refreshes, for paths that
+ * stamp every host allocation (docs/BENCHMARKS.md). Within a microsecond of sp_now_ns; sp_now_ns itself
+ * where the TSC is not usable. This function can't fail. */
 static inline uint64_t sp_fast_ns(void)
 {
 #if defined(__x86_64__)
@@ -66,12 +63,8 @@ static inline uint64_t sp_fast_ns(void)
 #endif
 }
 
-/* sp_now_ns if precise, else sp_fast_ns, made later than *last (a thread's latest such time),
- * which it becomes. The two clocks differ by up to a microsecond either way: a launch made a few
- * hundred ns before a marker call on the same thread was stamped after the step boundary, and the
- * offline tools put its kernel in the next step (tests/e2e/phases.sh, 1 run in 50 on a loaded
- * host). So a thread's calls keep the order it made them in; a boundary moves by at most that
- * difference. This function can't fail. */
+/* sp_now_ns if precise, else sp_fast_ns, made later than *last (the thread's latest), which it becomes,
+ * so a thread's calls keep their order across the two clocks. This function can't fail. */
 static inline uint64_t sp_ordered_ns(uint64_t *last, int precise)
 {
 	uint64_t t = precise ? sp_now_ns() : sp_fast_ns();
@@ -81,19 +74,13 @@ static inline uint64_t sp_ordered_ns(uint64_t *last, int precise)
 	return t;
 }
 
-/* Refreshes sp_fast_ns's anchor (the writer thread, every pass; before the writer runs, the step
- * detector's feeding thread every SP_FAST_ANCHOR_NS; a call while another thread anchors does
- * nothing). The first call
- * checks the clocksource; the rate comes from the first anchor to this one, once they are 10 ms
- * apart. This function can't fail (a check that fails leaves sp_fast_ns on sp_now_ns). */
+/* Refreshes sp_fast_ns's anchor (writer thread, or the detector's feeding thread before it runs; a no-op
+ * while another thread anchors). Can't fail: a failed clocksource check leaves sp_fast_ns on sp_now_ns. */
 void sp_fast_anchor(void);
 #define SP_FAST_ANCHOR_NS 5000000ull /* between anchors taken outside the writer thread */
 
-/* CLOCK_REALTIME in ns, for the clock anchors that relate the trace clock to wall time (read
- * rarely: at trace open and window ends). Test switch: STEPPROF_TEST_CLOCK_OFFSET_NS (a signed
- * integer, read at the first call) is added to every reading, so that the process's wall clock
- * looks skewed as on a host whose clock is off: the cross-rank alignment of `stepprof steps` must
- * correct it. For tests only; never set it in production. This function can't fail. */
+/* CLOCK_REALTIME in ns, for the anchors to wall time. Test switch STEPPROF_TEST_CLOCK_OFFSET_NS (signed,
+ * read once) skews it so cross-rank alignment can be tested; never in production. This function can't fail. */
 uint64_t sp_realtime_ns(void);
 
 #endif

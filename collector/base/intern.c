@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* intern.c - the process-wide string table behind intern.h. Ids index chunked pointer arrays
- * that are published with release stores, so sp_intern_lookup and a hit of sp_intern never lock;
- * a miss takes the one mutex to append. Nothing is ever freed or moved: a pointer handed out
- * stays valid, and hash tables outgrown are kept because lock-free readers may still probe them. */
+/* intern.c - the process-wide string table behind intern.h: lookups and hits never lock (release-published
+ * chunked arrays), a miss appends under one mutex. Nothing is freed or moved, so lock-free readers stay safe. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>

@@ -1,11 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* activity.c - CUPTI's activity buffers: hands out buffers, converts each GPU record into a ring
- * event of the window its correlation id falls in (records of no window are discarded: warmup
- * steps, the program's own profiler's, a step recorded while activity was still on; a record of a
- * written window's own call that was not already said missing is counted late), and the writer
- * thread's tick that closes windows once their records came, turns activity off once their
- * records are in, and hands over to the hold's tick (collector/hold/lifetick.c). Runs on CUPTI's
- * and the writer's threads. */
+/* activity.c - CUPTI's activity buffers: converts each GPU record into a ring event of the window its
+ * correlation id falls in (others discarded or counted late), and the writer's tick that closes windows and
+ * turns activity off once their records are in. CUPTI's and the writer's threads. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -43,26 +39,27 @@ static struct {
 	} drained[SP_MAX_WINDOWS];          /* by window slot (writer thread) */
 	uint64_t prev_tick;                 /* the writer's previous tick: every drain since began later */
 	uint64_t outside;                   /* records of no window, discarded (under sp_col.lock) */
-} A;
+} win_records;
 
 void sp_act_writer_seen(const struct sp_event *ev)
 {
 	if (ev->kind != SP_EV_API || !ev->u.api.win_slot || ev->u.api.win_slot > SP_MAX_WINDOWS)
 		return;
 	unsigned k = ev->u.api.win_slot - 1u;
-	if (A.drained[k].id != ev->u.api.win_id || !A.drained[k].top) /* (stale: reset) */
-		A.drained[k].id = ev->u.api.win_id, A.drained[k].n = 0,
-		A.drained[k].last = A.drained[k].copy = A.drained[k].top = 0, A.drained[k].graph = false;
-	if (ev->corr > A.drained[k].top)
-		A.drained[k].top = ev->corr;
-	if (ev->u.api.win_call == SP_WCALL_COPY && ev->corr > A.drained[k].copy)
-		A.drained[k].copy = ev->corr;
-	A.drained[k].graph |= ev->u.api.win_call == SP_WCALL_GRAPH;
+	if (win_records.drained[k].id != ev->u.api.win_id || !win_records.drained[k].top) /* (stale: reset) */
+		win_records.drained[k].id = ev->u.api.win_id, win_records.drained[k].n = 0,
+		win_records.drained[k].last = win_records.drained[k].copy = win_records.drained[k].top = 0,
+			win_records.drained[k].graph = false;
+	if (ev->corr > win_records.drained[k].top)
+		win_records.drained[k].top = ev->corr;
+	if (ev->u.api.win_call == SP_WCALL_COPY && ev->corr > win_records.drained[k].copy)
+		win_records.drained[k].copy = ev->corr;
+	win_records.drained[k].graph |= ev->u.api.win_call == SP_WCALL_GRAPH;
 	if (ev->u.api.win_call != SP_WCALL_LAUNCH)
 		return;
-	A.drained[k].n++;
-	if (ev->corr > A.drained[k].last)
-		A.drained[k].last = ev->corr;
+	win_records.drained[k].n++;
+	if (ev->corr > win_records.drained[k].last)
+		win_records.drained[k].last = ev->corr;
 }
 
 /* Adds the launches drained since the last tick to their windows' counts (writer thread, under
@@ -71,21 +68,21 @@ static void count_drained(void)
 {
 	for (int k = 0; k < SP_MAX_WINDOWS; k++) {
 		struct window *w = &sp_col.win[k];
-		if (!A.drained[k].top)
+		if (!win_records.drained[k].top)
 			continue;
-		if (w->used && w->id == A.drained[k].id) {
-			w->launched += A.drained[k].n;
-			if (A.drained[k].last > w->last_launch)
-				w->last_launch = A.drained[k].last;
-			if (A.drained[k].copy > w->last_copy)
-				w->last_copy = A.drained[k].copy;
-			if (A.drained[k].top > w->last_call)
-				w->last_call = A.drained[k].top;
-			w->graphs |= A.drained[k].graph;
+		if (w->used && w->id == win_records.drained[k].id) {
+			w->launched += win_records.drained[k].n;
+			if (win_records.drained[k].last > w->last_launch)
+				w->last_launch = win_records.drained[k].last;
+			if (win_records.drained[k].copy > w->last_copy)
+				w->last_copy = win_records.drained[k].copy;
+			if (win_records.drained[k].top > w->last_call)
+				w->last_call = win_records.drained[k].top;
+			w->graphs |= win_records.drained[k].graph;
 		}
-		A.drained[k].n = 0;
-		A.drained[k].copy = A.drained[k].top = 0;
-		A.drained[k].graph = false;
+		win_records.drained[k].n = 0;
+		win_records.drained[k].copy = win_records.drained[k].top = 0;
+		win_records.drained[k].graph = false;
 	}
 }
 
@@ -112,8 +109,8 @@ static struct window *window_of(uint32_t corr, int *closed)
 		    (w->corr_hi == SP_CORR_PENDING || corr < w->corr_hi))
 			return w;
 	}
-	for (unsigned i = 0; i < A.nclosed && i < SP_MAX_CLOSED; i++)
-		if (corr >= A.closed[i].lo && corr < A.closed[i].hi)
+	for (unsigned i = 0; i < win_records.nclosed && i < SP_MAX_CLOSED; i++)
+		if (corr >= win_records.closed[i].lo && corr < win_records.closed[i].hi)
 			*closed = (int)i;
 	return NULL;
 }
@@ -134,13 +131,13 @@ static void deliver(struct sp_event *ev, uint64_t *late)
 	pthread_mutex_lock(&sp_col.lock);
 	struct window *w = window_of(ev->corr, &closed);
 	if (!w && closed >= 0) {
-		uint64_t *missing = &A.closed[closed].missing;
+		uint64_t *missing = &win_records.closed[closed].missing;
 		if (ev->kind == SP_EV_KERNEL && !ev->u.kernel.graph_id && *missing)
 			--*missing; /* said missing when its window was written: no second count */
 		else
 			++*late;
 	} else if (!w) {
-		A.outside++;
+		win_records.outside++;
 	}
 	if (w) {
 		if (ev->kind == SP_EV_KERNEL && !ev->u.kernel.graph_id) {
@@ -260,7 +257,7 @@ void CUPTIAPI sp_act_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 void sp_act_say_outside(void)
 {
 	pthread_mutex_lock(&sp_col.lock);
-	uint64_t n = A.outside;
+	uint64_t n = win_records.outside;
 	pthread_mutex_unlock(&sp_col.lock);
 	if (n)
 		sp_info("%llu GPU records of no window were discarded (not a loss: warmup steps, steps after a "
@@ -285,10 +282,9 @@ void sp_act_flush(void)
 	}
 }
 
-/* 1 if closing window w has its records: a drain that began after its end (the tick before,
- * at prev) counted its launches, as many kernel records came, the last launch's and the last copy
- * or set call's among them. *missing: its launched kernels without a record (the last launch's
- * counts as one). Under sp_col.lock. This function can't fail. */
+/* 1 if closing window w has its records: a drain begun after its end counted its launches, and as many
+ * kernel records came, the last launch's and last copy's among them. *missing: kernels without a record.
+ * Under sp_col.lock. This function can't fail. */
 static int records_in(const struct window *w, uint64_t prev, uint64_t *missing)
 {
 	/* the counts alone are not enough: a kernel whose launch is not counted (a driver launch
@@ -341,10 +337,11 @@ static void write_window(struct window *w, uint64_t missing, uint64_t age)
 		sp_cupti_life_overlap();
 	/* late records: of its own calls only (a top still pending ends at its last call: the next
 	 * step's records are no window's), and not its kernels said missing, counted already */
-	unsigned c = A.nclosed++ % SP_MAX_CLOSED;
-	A.closed[c].lo = w->corr_lo;
-	A.closed[c].hi = w->corr_hi != SP_CORR_PENDING ? w->corr_hi : w->last_call ? w->last_call + 1 : w->corr_lo;
-	A.closed[c].missing = missing;
+	unsigned c = win_records.nclosed++ % SP_MAX_CLOSED;
+	win_records.closed[c].lo = w->corr_lo;
+	win_records.closed[c].hi = w->corr_hi != SP_CORR_PENDING ? w->corr_hi :
+				   w->last_call ? w->last_call + 1 : w->corr_lo;
+	win_records.closed[c].missing = missing;
 	if (sp_col.split_hi == &w->corr_hi) /* its top still pending: no later call fills a freed slot */
 		sp_col.split_hi = NULL;
 	if (sp_col.split_lo == &w->corr_lo)
@@ -352,10 +349,9 @@ static void write_window(struct window *w, uint64_t missing, uint64_t age)
 	w->used = 0;
 }
 
-/* Once every closing window has its records, activity kinds go off: the steps after a window are
- * not recorded while it waits out its settle time (they were, for a step of a launch-bound loop).
- * Not with sync records (not waited for), nor after a graph launch (its kernels are not counted).
- * Writer thread, under sp_col.lock. This function can't fail. */
+/* Once every closing window has its records, activity kinds go off, so steps after a window are not
+ * recorded during its settle time; not with sync records, nor after a graph launch. Writer, under
+ * sp_col.lock. Can't fail. */
 static void activities_done(bool all_in)
 {
 	if (!all_in || sp_col.collecting || !sp_col.activities_on || sp_col.cfg.sync)
@@ -368,9 +364,9 @@ static void activities_done(bool all_in)
 
 void sp_act_writer_tick(void *ctx)
 {
-	uint64_t now = sp_now_ns(), prev = A.prev_tick;
+	uint64_t now = sp_now_ns(), prev = win_records.prev_tick;
 	int closing = 0;
-	A.prev_tick = now;
+	win_records.prev_tick = now;
 	pthread_mutex_lock(&sp_col.lock);
 	count_drained();
 	for (int i = 0; i < SP_MAX_WINDOWS; i++)
@@ -383,9 +379,9 @@ void sp_act_writer_tick(void *ctx)
 		sp_life_tick(now);
 		return;
 	}
-	if (now - A.last_flush >= SP_FLUSH_EVERY_NS) {
+	if (now - win_records.last_flush >= SP_FLUSH_EVERY_NS) {
 		sp_act_flush();
-		A.last_flush = sp_now_ns();
+		win_records.last_flush = sp_now_ns();
 	}
 	pthread_mutex_lock(&sp_col.lock);
 	now = sp_now_ns(); /* a window may have begun closing since the first read (its age was negative) */

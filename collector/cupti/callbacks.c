@@ -207,10 +207,8 @@ static void on_api_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const 
 		*cd->correlationData = t;
 }
 
-/* An API exit inside a window: writes its SP_EV_API event, marked with the window and what it is
- * (a launch for the window's count, a copy or set for its wait, a graph launch, another call; a
- * call captured into a graph is marked so and is another call: it makes no GPU record): the
- * writer thread notes them as it drains the event (activity.c). */
+/* An API exit inside a window: writes its SP_EV_API event, marked with the window and what it is (launch,
+ * copy or set, graph launch, captured, other) for the writer's drain count (activity.c). */
 static void record_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd, struct window *w,
 		       int launch, int captured, uint32_t stack, uint64_t t)
 {
@@ -266,10 +264,8 @@ static void on_api_exit(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const C
 		sp_alloc_call(cd, mop, t, stack, w != NULL);
 		sp_thr.mem_seen++; /* an allocation hook around this driver call leaves it to CUPTI */
 	}
-	/* in a window, not nested in a runtime call, and wanted; and the window's by its correlation
-	 * id, as its GPU records are (activity.c): another thread's launch that entered before the
-	 * window began and returns inside it is not counted, or the window would wait for a kernel
-	 * record that goes elsewhere (100 ms, then "missing") */
+	/* in a window, not nested in a runtime call, and wanted; the window by correlation id as its GPU records
+	 * are, so a launch from before the window is not waited for */
 	uint32_t lo = w ? __atomic_load_n(&w->corr_lo, __ATOMIC_RELAXED) : SP_CORR_PENDING;
 	if (w && !(d && sp_thr.in_rt) && (d ? sp_col.cfg.driver_api : sp_col.cfg.runtime_api) &&
 	    lo != SP_CORR_PENDING && cd->correlationId >= lo) {
@@ -358,11 +354,9 @@ static int marker_call(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CU
 	return 0;
 }
 
-/* The subscriber's callback (application threads). Counted in flight, so that a detach never
- * tears CUPTI down under it, and marker calls are timed, so that a detach between windows falls
- * between two of them (cupti_life.h). After a re-attach this thread's call state from the old
- * instance is stale and is reset (no marker call was in progress at the detach), and correlation
- * ids are moved past the old instance's; a marker call whose entry went unseen is said. */
+/* The subscriber's callback (application threads): counted in flight so a detach never tears CUPTI down
+ * under it; marker calls timed for detaches between windows (cupti_life.h); stale call state reset after a
+ * re-attach. */
 void CUPTIAPI sp_cb_on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
 {
 	int api = dom == CUPTI_CB_DOMAIN_RUNTIME_API || dom == CUPTI_CB_DOMAIN_DRIVER_API;

@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* capture.c - the streams under capture (see capture.h), from the exits of the begin and end
- * capture calls of both APIs, and the launch's stream read from its parameters. A launch into a
- * capturing stream is captured whatever the thread and the capture mode (the mode only decides
- * which other calls are refused meanwhile), so the set is the process's. Application threads,
- * inside CUPTI callbacks; never calls CUDA. */
+/* capture.c - the streams under capture (capture.h), from the begin and end capture calls' exits; a launch
+ * into one is captured whatever its thread or mode, so the set is the process's. Inside CUPTI callbacks;
+ * never calls CUDA. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>

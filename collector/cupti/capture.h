@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* capture.h - which CUDA calls go into a stream capture (a CUDA graph being recorded): such a
- * launch runs nothing, so CUPTI makes no kernel record for it; the graph's replays do. Known from
- * the begin and end capture calls (their callbacks stay on while anything is counted) and from a
- * graph node made inside a call on its thread. Never calls the driver. */
+/* capture.h - which CUDA calls go into a stream capture (such a launch makes no kernel record; the graph's
+ * replays do), from the begin and end capture calls and graph nodes made on the thread. Never calls the driver. */
 #ifndef SP_CUPTI_CAPTURE_H
 #define SP_CUPTI_CAPTURE_H
 #ifdef SP_PURE

@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* cbsets.c - which CUPTI callbacks and activity kinds are on: classifies every callback id by
- * name once (sp_cbset_arm), then enables exactly what the phase needs (marker detection, the
- * recorded API set inside windows, allocation calls, NVTX). A callback nothing wants any more is
- * turned off at its call's next exit, not at once: a window's end turned some 260 ids off on the
- * program's thread in one go, and a call in progress must not lose its exit. */
+/* cbsets.c - which CUPTI callbacks and activity kinds are on: classifies each callback id by name once, then
+ * enables what the phase needs. A callback nothing wants goes off at its call's next exit, so a call in
+ * progress keeps its exit and a window's end reconfigures nothing (docs/BENCHMARKS.md). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -24,7 +22,7 @@ static struct {
 	int nvtx_on;   /* NVTX callbacks enabled */
 	int nest_marker;                    /* an api marker names a driver function: runtime calls are CLS_NEST */
 	uint8_t cb_on[2][SP_CBID_MAX];      /* callbacks currently enabled */
-} S;
+} cb_sets;
 
 /* API calls recorded inside windows: everything that launches, copies, sets, synchronises,
  * orders streams or allocates. Selected by name so new CUDA versions' variants are included. */
@@ -81,9 +79,9 @@ static void set_nvtx(int on)
 		CUPTI_CBID_NVTX_nvtxRangePop,          CUPTI_CBID_NVTX_nvtxRangeEnd,
 		CUPTI_CBID_NVTX_nvtxDomainRangePop,    CUPTI_CBID_NVTX_nvtxDomainRangeEnd
 	};
-	if (on == S.nvtx_on)
+	if (on == cb_sets.nvtx_on)
 		return;
-	S.nvtx_on = on;
+	cb_sets.nvtx_on = on;
 	for (size_t i = 0; i < sizeof ids / sizeof *ids; i++)
 		SP_CUPTI(cuptiEnableCallback(on, sp_col.sub, CUPTI_CB_DOMAIN_NVTX, ids[i]));
 }
@@ -117,7 +115,7 @@ void sp_cbset_apply(void)
 				       ((wants & SP_WANT_MARKER) && sp_col.api_marker[d][cb]);
 			if (!sp_col.done && sp_col.cfg.device_memory && sp_col.memop[d][cb].shape)
 				want = 1; /* levels are tracked from process start */
-			if (!sp_col.done && S.nest_marker && (sp_col.cls[d][cb] & CLS_NEST))
+			if (!sp_col.done && cb_sets.nest_marker && (sp_col.cls[d][cb] & CLS_NEST))
 				want = 1; /* a driver API marker: see the runtime calls it may be made inside */
 			if (sp_tokrec_on && (sp_cbset_is_launch(doms[d], cb) ||
 					     (sp_col.cls[d][cb] & (CLS_AUTO | CLS_GRAPH | CLS_TRUTH | CLS_NEST))))
@@ -129,7 +127,7 @@ void sp_cbset_apply(void)
 			/* driver recording also needs the runtime set: its depth counter hides nested driver calls */
 			if ((d == 0 ? rec_rt || rec_drv : rec_drv) && (sp_col.cls[d][cb] & CLS_RECORDED))
 				want = 1;
-			if (S.cb_on[d][cb]) {
+			if (cb_sets.cb_on[d][cb]) {
 				/* not wanted: off at its call's next exit (sp_cbset_lazy_off), most never come
 				 * again, and one in progress keeps its exit (disabled now, CUPTI then never
 				 * moves on to a new correlation id); wanted again before that, it stays on */
@@ -140,7 +138,7 @@ void sp_cbset_apply(void)
 			if (want) {
 				CUptiResult r = sp_cupti.cuptiEnableCallback(want, sp_col.sub, doms[d], cb);
 				if (r == CUPTI_SUCCESS)
-					S.cb_on[d][cb] = (uint8_t)want;
+					cb_sets.cb_on[d][cb] = (uint8_t)want;
 				else
 					sp_warn_once("cuptiEnableCallback(%d, %s) failed: %d", want,
 						     sp_intern_lookup(sp_cbset_api_name(doms[d], cb)), (int)r);
@@ -155,10 +153,10 @@ void sp_cbset_lazy_off(int d, CUpti_CallbackId cbid)
 {
 	static const CUpti_CallbackDomain doms[2] = { CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API };
 	pthread_mutex_lock(&sp_col.lock);
-	if (cbid < SP_CBID_MAX && sp_col.cb_lazy[d][cbid] && S.cb_on[d][cbid]) {
+	if (cbid < SP_CBID_MAX && sp_col.cb_lazy[d][cbid] && cb_sets.cb_on[d][cbid]) {
 		CUptiResult r = sp_cupti.cuptiEnableCallback(0, sp_col.sub, doms[d], cbid);
 		if (r == CUPTI_SUCCESS)
-			S.cb_on[d][cbid] = 0;
+			cb_sets.cb_on[d][cbid] = 0;
 		else
 			sp_warn_once("cuptiEnableCallback(0, %s) failed: %d",
 				     sp_intern_lookup(sp_cbset_api_name(doms[d], cbid)), (int)r);
@@ -252,8 +250,8 @@ int sp_cbset_arm(void)
 			sp_info("NCCL marker '%s': steps come from the NCCL hooks", m->pattern);
 	}
 	for (uint32_t cb = 1; cb < SP_CBID_MAX && any_api; cb++)
-		S.nest_marker |= sp_col.api_marker[1][cb];
-	for (uint32_t cb = 1; cb < SP_CBID_MAX && S.nest_marker; cb++)
+		cb_sets.nest_marker |= sp_col.api_marker[1][cb];
+	for (uint32_t cb = 1; cb < SP_CBID_MAX && cb_sets.nest_marker; cb++)
 		sp_col.cls[0][cb] |= CLS_NEST; /* a driver marker counts outside runtime calls only */
 	sp_hook_arm();
 	if (nvtx || sp_tokrec_on || sp_ops_nvtx_library())
@@ -271,9 +269,9 @@ void sp_cbset_armed(void)
 	SP_CUPTI(cuptiEnableCallback(1, sp_col.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPH_CREATED));
 	/* a node made inside a launch or copy: it went into a capture (capture.h), whatever its stream */
 	SP_CUPTI(cuptiEnableCallback(1, sp_col.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED));
-	memset(S.cb_on, 0, sizeof S.cb_on);
+	memset(cb_sets.cb_on, 0, sizeof cb_sets.cb_on);
 	memset(sp_col.cb_lazy, 0, sizeof sp_col.cb_lazy);
-	S.nvtx_on = 0; /* a new instance: sp_cbset_apply enables NVTX again if wanted */
+	cb_sets.nvtx_on = 0; /* a new instance: sp_cbset_apply enables NVTX again if wanted */
 	sp_win_activities_armed();
 	sp_col.activities_on = sp_col.collecting;
 	if (sp_col.collecting)

@@ -1,10 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* cupti_share.h - sharing CUPTI with a profiler inside the program (torch.profiler/Kineto, another
- * tool). CUPTI 13.0 allows one subscriber: stepprof stays it, and serves the program's profiler
- * as CUPTI would: the program's callback gets the callbacks it enabled, its buffer callbacks get
- * copies of the activity records of the kinds it enabled, stamped with its own clock. The hooks
- * (preload/cupti.c) forward here; the collector installs the dispatching callbacks. Never decides
- * what stepprof records and never fails the program's calls for stepprof's sake. */
+/* cupti_share.h - sharing CUPTI's one subscriber slot with a profiler inside the program (Kineto...): stepprof
+ * stays subscribed and serves the program's callbacks and activity records as CUPTI would (preload/cupti.c
+ * forwards here). Never decides what stepprof records; never fails the program's calls. */
 #ifndef SP_CUPTI_SHARE_H
 #define SP_CUPTI_SHARE_H
 #ifdef SP_PURE
@@ -32,11 +29,8 @@ void sp_share_armed(void);
  * yet handed over, callbacks outside the resource domain): stepprof must not detach. A
  * subscription with resource callbacks alone does not hold it. Can't fail. */
 int sp_share_busy(void);
-/* After a detach for good (the writer's tick, or an application thread's before the first
- * window): a program that holds a subscription or an activity kind through stepprof gets CUPTI
- * itself (its own subscription, callbacks and kinds, its buffer and clock callbacks); one that
- * only registered callbacks gets them at its next CUPTI call. No locks of stepprof's held. Can't
- * fail (warned). */
+/* After a detach for good, with no stepprof lock held: a program holding a subscription or kind gets CUPTI
+ * itself; one that only registered callbacks gets them at its next CUPTI call. Can't fail (warned). */
 void sp_share_detached(void);
 
 #endif

@@ -73,9 +73,8 @@ struct share_globals {
 	_Atomic bool said; /* the "program subscribed" line was printed */
 };
 
-/* The module's globals (defined in cupti_share.c); both files call them S. */
-extern struct share_globals sp_share_S;
-#define S sp_share_S
+/* The module's globals (defined in cupti_share.c). */
+extern struct share_globals sp_share;
 
 /* Where the timestamps of the record kinds the program may get sit (first = the one compared
  * with the program's enabled stretch); n 0: a kind that is not passed on (unknown layout). */
@@ -90,12 +89,12 @@ extern char sp_share_fake_handle;
 
 /* ---- cupti_share.c: what each side wants ---- */
 /* One side's change to one callback id (cbid) or a whole domain (all), made real; caller holds
- * S.lock and is inside the hold. Returns the real call's result. */
+ * sp_share.lock and is inside the hold. Returns the real call's result. */
 CUptiResult sp_share_set_cb(int side, uint32_t on, CUpti_SubscriberHandle sub, unsigned d, unsigned cbid, bool all);
-/* One side's change to an activity kind, made real; caller holds S.lock, inside the hold. */
+/* One side's change to an activity kind, made real; caller holds sp_share.lock, inside the hold. */
 CUptiResult sp_share_set_kind(int side, CUpti_ActivityKind k, int on);
 /* Notes a change of the program's callback wants (prog_all, prog_cb): prog_api. Caller holds
- * S.lock. This function can't fail. */
+ * sp_share.lock. This function can't fail. */
 void sp_share_note_wants(void);
 
 /* ---- cupti_share_records.c ---- */
@@ -108,10 +107,8 @@ void sp_share_sample(uint64_t *m, uint64_t *p);
 /* Hands the program's buffer being filled to its bufferCompleted; caller holds buf_lock.
  * This function can't fail. */
 void sp_share_complete_pending(void);
-/* While the program has an activity kind on, keeps one of its buffers out, as CUPTI asks for one
- * when records begin: Kineto flushes at the end of a session only if a buffer is out
- * (CuptiActivityApi::activityBuffers), so records still in stepprof's buffers never reached it.
- * Caller holds buf_lock. This function can't fail (a program that gives none gets none). */
+/* While the program has an activity kind on, keeps one of its buffers out, as Kineto flushes only then
+ * (docs/OUTPUTS.md). Caller holds buf_lock. This function can't fail (a program that gives none gets none). */
 void sp_share_hold_buffer(void);
 
 #endif

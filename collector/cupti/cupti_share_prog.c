@@ -1,11 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* cupti_share_prog.c - the program's CUPTI calls while stepprof serves them (part of the sharing
- * module, see cupti_share.h): its subscription, callbacks, activity kinds, buffers, clock, flush
- * and finalize. What it asks for is kept whether or not stepprof is attached; a want that needs
- * CUPTI now (activity, API callbacks) attaches stepprof on the calling thread, so that nothing
- * is missed while stepprof is parked or learning from its hooks. Once stepprof lets go of CUPTI
- * for good, the program gets CUPTI itself (the hand-over). Program's threads, and the writer
- * thread for the hand-over. Never fails a program's call because of stepprof. */
+/* cupti_share_prog.c - the program's CUPTI calls while stepprof serves them (cupti_share.h): its wants
+ * are kept attached or not, one needing CUPTI now attaches stepprof on its thread, and the program gets
+ * CUPTI itself once stepprof lets go for good. Never fails a program's call because of stepprof. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -27,12 +23,12 @@
 /* 1 if stepprof serves CUPTI calls in this process now. This function can't fail. */
 static int serving(void)
 {
-	return atomic_load(&S.installed) && sp_collector_owns_cupti();
+	return atomic_load(&sp_share.installed) && sp_collector_owns_cupti();
 }
 
 static void say_once(const char *what)
 {
-	if (!atomic_exchange(&S.said, true))
+	if (!atomic_exchange(&sp_share.said, true))
 		sp_warn("the program uses CUPTI itself (%s: torch.profiler or another profiler); stepprof stays the "
 			"only CUPTI subscriber and passes on the callbacks and activity records the program enables, "
 			"and keeps its own windows (docs/OUTPUTS.md, 'Another profiler in the process')",
@@ -48,10 +44,8 @@ static void share_wake(void)
 	sp_act_early_tick();
 }
 
-/* Enters the hold for a want of the program's that needs CUPTI now: while stepprof is parked or
- * learning from its hooks, attaches first, on this thread (which holds none of stepprof's locks),
- * so that no callback or record the program asked for falls between its call and a writer pass.
- * Returns what sp_cupti_life_enter returns (then leave). This function can't fail. */
+/* Enters the hold for a program's want that needs CUPTI now, attaching first (this thread holds no stepprof
+ * lock) if parked or learning. Returns what sp_cupti_life_enter returns (then leave). This function can't fail. */
 static int enter_attached(void)
 {
 	if (sp_cupti_life_enter())
@@ -65,45 +59,42 @@ static int enter_attached(void)
 
 /* ---- the hand-over, once stepprof let go of CUPTI for good ---- */
 
-/* Gives the program CUPTI itself, as it would have it without stepprof: its buffer and clock
- * callbacks, its own subscription with the callbacks it enabled, its activity kinds. Once; caller
- * holds S.lock, stepprof is detached for good. eager (the writer, at the detach): only a program
- * that holds a subscription or a kind, which it would hold without stepprof; one that only
- * registered callbacks gets them at its next CUPTI call (touching CUPTI again costs the program).
- * Can't fail (a failed call is warned). */
+/* Gives the program CUPTI itself (its callbacks, subscription and kinds), once; caller holds sp_share.lock,
+ * stepprof gone for good. eager (the writer): only a program holding a subscription or kind. Can't fail (warned). */
 static void hand_over_locked(bool eager)
 {
-	CUpti_CallbackFunc f = atomic_load(&S.cb_fn);
+	CUpti_CallbackFunc f = atomic_load(&sp_share.cb_fn);
 	bool kinds = false;
 	for (unsigned k = 0; k < NKIND; k++)
-		kinds |= S.prog_kind[k] != 0;
-	if (S.handed || (eager && !f && !kinds))
+		kinds |= sp_share.prog_kind[k] != 0;
+	if (sp_share.handed || (eager && !f && !kinds))
 		return;
-	S.handed = true;
-	if (!f && !S.comp && !atomic_load(&S.ts) && !kinds)
+	sp_share.handed = true;
+	if (!f && !sp_share.comp && !atomic_load(&sp_share.ts) && !kinds)
 		return; /* the program never used CUPTI through stepprof */
-	pthread_mutex_lock(&S.buf_lock);
+	pthread_mutex_lock(&sp_share.buf_lock);
 	sp_share_complete_pending(); /* what stepprof copied for it so far */
-	CUpti_TimestampCallbackFunc ts = atomic_load(&S.ts);
-	CUpti_BuffersCallbackRequestFunc req = S.req;
-	CUpti_BuffersCallbackCompleteFunc comp = S.comp;
-	pthread_mutex_unlock(&S.buf_lock);
+	CUpti_TimestampCallbackFunc ts = atomic_load(&sp_share.ts);
+	CUpti_BuffersCallbackRequestFunc req = sp_share.req;
+	CUpti_BuffersCallbackCompleteFunc comp = sp_share.comp;
+	pthread_mutex_unlock(&sp_share.buf_lock);
 	CUptiResult r = CUPTI_SUCCESS;
 	if (ts)
 		r = sp_cupti.cuptiActivityRegisterTimestampCallback(ts);
 	if (req && comp && r == CUPTI_SUCCESS)
 		r = sp_cupti.cuptiActivityRegisterCallbacks(req, comp);
-	if (f && r == CUPTI_SUCCESS && (r = sp_cupti.cuptiSubscribe(&S.real_sub, f, S.ud)) == CUPTI_SUCCESS)
+	if (f && r == CUPTI_SUCCESS && (r = sp_cupti.cuptiSubscribe(&sp_share.real_sub, f,
+								    sp_share.ud)) == CUPTI_SUCCESS)
 		for (unsigned d = 0; d < NDOM; d++) {
-			if (S.prog_all[d])
-				S.real.enable_domain(1, S.real_sub, (CUpti_CallbackDomain)d);
-			for (unsigned c = 0; c < SP_CBID_MAX && !S.prog_all[d]; c++)
-				if (S.prog_cb[d][c])
-					S.real.enable_cb(1, S.real_sub, (CUpti_CallbackDomain)d, c);
+			if (sp_share.prog_all[d])
+				sp_share.real.enable_domain(1, sp_share.real_sub, (CUpti_CallbackDomain)d);
+			for (unsigned c = 0; c < SP_CBID_MAX && !sp_share.prog_all[d]; c++)
+				if (sp_share.prog_cb[d][c])
+					sp_share.real.enable_cb(1, sp_share.real_sub, (CUpti_CallbackDomain)d, c);
 		}
 	for (unsigned k = 0; k < NKIND && r == CUPTI_SUCCESS; k++)
-		if (S.prog_kind[k])
-			S.real.act_enable((CUpti_ActivityKind)k);
+		if (sp_share.prog_kind[k])
+			sp_share.real.act_enable((CUpti_ActivityKind)k);
 	if (r != CUPTI_SUCCESS)
 		sp_warn("stepprof let go of CUPTI but could not give it to the program's profiler (CUPTI error %d): "
 			"its later CUPTI calls may fail",
@@ -114,24 +105,22 @@ static void hand_over_locked(bool eager)
 
 void sp_share_detached(void)
 {
-	if (!atomic_load(&S.installed) || !sp_collector_let_go_cupti())
+	if (!atomic_load(&sp_share.installed) || !sp_collector_let_go_cupti())
 		return;
-	pthread_mutex_lock(&S.lock);
+	pthread_mutex_lock(&sp_share.lock);
 	hand_over_locked(true);
-	pthread_mutex_unlock(&S.lock);
+	pthread_mutex_unlock(&sp_share.lock);
 }
 
-/* A program's call made after stepprof let go of CUPTI for good: hands over first if not done yet
- * (the writer does it at once; a call may come first). Returns 1 if stepprof let go (the call
- * then reaches CUPTI itself, with the program's real handle), 0 if stepprof never held CUPTI
- * here (a fork child, not profiled). */
+/* A program's call after stepprof let go of CUPTI for good: hands over first if not done yet. Returns 1 if
+ * stepprof let go (the call reaches CUPTI itself), 0 if stepprof never held CUPTI here. */
 static int handed_over(void)
 {
-	if (!atomic_load(&S.installed) || !sp_collector_let_go_cupti())
+	if (!atomic_load(&sp_share.installed) || !sp_collector_let_go_cupti())
 		return 0;
-	pthread_mutex_lock(&S.lock);
+	pthread_mutex_lock(&sp_share.lock);
 	hand_over_locked(false);
-	pthread_mutex_unlock(&S.lock);
+	pthread_mutex_unlock(&sp_share.lock);
 	return 1;
 }
 
@@ -149,8 +138,8 @@ int sp_share_subscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void 
 		return 1;
 	}
 	CUpti_CallbackFunc none = NULL;
-	S.ud = ud;
-	if (!atomic_compare_exchange_strong(&S.cb_fn, &none, cb)) {
+	sp_share.ud = ud;
+	if (!atomic_compare_exchange_strong(&sp_share.cb_fn, &none, cb)) {
 		*r = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED; /* as CUPTI: one program subscriber */
 		return 1;
 	}
@@ -161,10 +150,10 @@ int sp_share_subscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void 
 }
 
 /* The program's real handle after the hand-over, for a call made with FAKE; NULL if it has none
- * (its calls then fail as they would on an unknown handle). Caller holds S.lock. */
+ * (its calls then fail as they would on an unknown handle). Caller holds sp_share.lock. */
 static CUpti_SubscriberHandle real_handle(void)
 {
-	return S.handed && atomic_load(&S.cb_fn) ? S.real_sub : NULL;
+	return sp_share.handed && atomic_load(&sp_share.cb_fn) ? sp_share.real_sub : NULL;
 }
 
 int sp_share_unsubscribe(CUpti_SubscriberHandle sub, CUptiResult *r)
@@ -172,30 +161,30 @@ int sp_share_unsubscribe(CUpti_SubscriberHandle sub, CUptiResult *r)
 	if (sub != FAKE)
 		return 0;
 	if (!serving() && handed_over()) {
-		pthread_mutex_lock(&S.lock);
+		pthread_mutex_lock(&sp_share.lock);
 		CUpti_SubscriberHandle h = real_handle();
-		*r = h ? S.real.unsubscribe(h) : CUPTI_ERROR_INVALID_PARAMETER;
-		memset(S.prog_all, 0, sizeof S.prog_all);
-		memset(S.prog_cb, 0, sizeof S.prog_cb);
-		atomic_store(&S.cb_fn, NULL);
-		pthread_mutex_unlock(&S.lock);
+		*r = h ? sp_share.real.unsubscribe(h) : CUPTI_ERROR_INVALID_PARAMETER;
+		memset(sp_share.prog_all, 0, sizeof sp_share.prog_all);
+		memset(sp_share.prog_cb, 0, sizeof sp_share.prog_cb);
+		atomic_store(&sp_share.cb_fn, NULL);
+		pthread_mutex_unlock(&sp_share.lock);
 		return 1;
 	}
 	int in = sp_cupti_life_enter();
-	pthread_mutex_lock(&S.lock);
+	pthread_mutex_lock(&sp_share.lock);
 	for (unsigned d = 0; d < NDOM; d++) {
 		if (in)
 			sp_share_set_cb(SIDE_PROG, 0, sp_col.sub, d, 0, true);
-		S.prog_all[d] = 0;
-		memset(S.prog_cb[d], 0, sizeof S.prog_cb[d]);
+		sp_share.prog_all[d] = 0;
+		memset(sp_share.prog_cb[d], 0, sizeof sp_share.prog_cb[d]);
 	}
 	sp_share_note_wants();
-	atomic_store(&S.cb_fn, NULL);
-	pthread_mutex_unlock(&S.lock);
+	atomic_store(&sp_share.cb_fn, NULL);
+	pthread_mutex_unlock(&sp_share.lock);
 	if (in)
 		sp_cupti_life_leave();
 	sp_info("the program unsubscribed from CUPTI (%llu callbacks passed on)",
-		(unsigned long long)atomic_load(&S.callbacks));
+		(unsigned long long)atomic_load(&sp_share.callbacks));
 	*r = CUPTI_SUCCESS;
 	return 1;
 }
@@ -211,32 +200,32 @@ static int program_cb(uint32_t on, CUpti_SubscriberHandle sub, unsigned d, unsig
 		return 1;
 	}
 	if (!serving() && handed_over()) {
-		pthread_mutex_lock(&S.lock);
+		pthread_mutex_lock(&sp_share.lock);
 		CUpti_SubscriberHandle h = real_handle();
 		*r = !h	   ? CUPTI_ERROR_INVALID_PARAMETER
-		     : all ? S.real.enable_domain(on, h, (CUpti_CallbackDomain)d)
-			   : S.real.enable_cb(on, h, (CUpti_CallbackDomain)d, cbid);
-		pthread_mutex_unlock(&S.lock);
+		     : all ? sp_share.real.enable_domain(on, h, (CUpti_CallbackDomain)d)
+			   : sp_share.real.enable_cb(on, h, (CUpti_CallbackDomain)d, cbid);
+		pthread_mutex_unlock(&sp_share.lock);
 		return 1;
 	}
-	if (!atomic_load(&S.cb_fn)) {
+	if (!atomic_load(&sp_share.cb_fn)) {
 		*r = CUPTI_ERROR_INVALID_PARAMETER;
 		return 1;
 	}
 	int in = on && d != CUPTI_CB_DOMAIN_RESOURCE ? enter_attached() : sp_cupti_life_enter();
-	pthread_mutex_lock(&S.lock);
+	pthread_mutex_lock(&sp_share.lock);
 	*r = CUPTI_SUCCESS;
 	if (in)
 		*r = sp_share_set_cb(SIDE_PROG, on, sp_col.sub, d, cbid, all);
 	if (*r == CUPTI_SUCCESS && all) {
-		S.prog_all[d] = (uint8_t)(on != 0);
+		sp_share.prog_all[d] = (uint8_t)(on != 0);
 		if (!on)
-			memset(S.prog_cb[d], 0, sizeof S.prog_cb[d]);
+			memset(sp_share.prog_cb[d], 0, sizeof sp_share.prog_cb[d]);
 	} else if (*r == CUPTI_SUCCESS) {
-		S.prog_cb[d][cbid] = (uint8_t)(on != 0);
+		sp_share.prog_cb[d][cbid] = (uint8_t)(on != 0);
 	}
 	sp_share_note_wants();
-	pthread_mutex_unlock(&S.lock);
+	pthread_mutex_unlock(&sp_share.lock);
 	if (in)
 		sp_cupti_life_leave();
 	else if (on && d != CUPTI_CB_DOMAIN_RESOURCE)
@@ -278,9 +267,9 @@ int sp_share_callback_state(uint32_t *on, CUpti_SubscriberHandle sub, CUpti_Call
 		*r = CUPTI_ERROR_INVALID_PARAMETER;
 		return 1;
 	}
-	pthread_mutex_lock(&S.lock);
-	*on = S.prog_all[d] || S.prog_cb[d][cbid];
-	pthread_mutex_unlock(&S.lock);
+	pthread_mutex_lock(&sp_share.lock);
+	*on = sp_share.prog_all[d] || sp_share.prog_cb[d][cbid];
+	pthread_mutex_unlock(&sp_share.lock);
 	*r = CUPTI_SUCCESS;
 	return 1;
 }
@@ -297,12 +286,12 @@ int sp_share_register_buffers(CUpti_BuffersCallbackRequestFunc req, CUpti_Buffer
 		*r = CUPTI_ERROR_INVALID_PARAMETER;
 		return 1;
 	}
-	pthread_mutex_lock(&S.buf_lock);
-	if (S.req != req || S.comp != comp)
+	pthread_mutex_lock(&sp_share.buf_lock);
+	if (sp_share.req != req || sp_share.comp != comp)
 		sp_share_complete_pending(); /* the old callbacks get their buffer back */
-	S.req = req, S.comp = comp;
+	sp_share.req = req, sp_share.comp = comp;
 	sp_share_hold_buffer();
-	pthread_mutex_unlock(&S.buf_lock);
+	pthread_mutex_unlock(&sp_share.buf_lock);
 	*r = CUPTI_SUCCESS;
 	return 1;
 }
@@ -315,12 +304,12 @@ int sp_share_register_timestamp(CUpti_TimestampCallbackFunc f, CUptiResult *r)
 	}
 	/* stepprof's clock stays registered (a second registration corrupts records): the program's
 	 * records are converted to this one */
-	pthread_mutex_lock(&S.buf_lock);
-	atomic_store(&S.ts, f);
-	S.have0 = false;
-	sp_share_sample(&S.m0, &S.p0);
-	S.have0 = true;
-	pthread_mutex_unlock(&S.buf_lock);
+	pthread_mutex_lock(&sp_share.buf_lock);
+	atomic_store(&sp_share.ts, f);
+	sp_share.have0 = false;
+	sp_share_sample(&sp_share.m0, &sp_share.p0);
+	sp_share.have0 = true;
+	pthread_mutex_unlock(&sp_share.buf_lock);
 	*r = CUPTI_SUCCESS;
 	return 1;
 }
@@ -339,18 +328,18 @@ int sp_share_get_timestamp(uint64_t *t, CUptiResult *r)
 }
 
 /* The program's kind k went on or off (its last enable or disable, on the trace clock: records of a
- * kind both sides enabled go to it by their start). Caller holds S.lock. */
+ * kind both sides enabled go to it by their start). Caller holds sp_share.lock. */
 static void note_kind(CUpti_ActivityKind k, bool now)
 {
-	if (now == (S.prog_kind[k] != 0))
+	if (now == (sp_share.prog_kind[k] != 0))
 		return;
-	S.prog_kind[k] = now;
+	sp_share.prog_kind[k] = now;
 	uint64_t t = sp_now_ns();
 	if (now)
-		S.on_at[k] = t, S.off_at[k] = 0, atomic_store(&S.ever_on, true);
+		sp_share.on_at[k] = t, sp_share.off_at[k] = 0, atomic_store(&sp_share.ever_on, true);
 	else
-		S.off_at[k] = t;
-	atomic_fetch_add(&S.nkinds, now ? 1 : -1);
+		sp_share.off_at[k] = t;
+	atomic_fetch_add(&sp_share.nkinds, now ? 1 : -1);
 }
 
 int sp_share_activity(CUpti_ActivityKind k, int on, CUptiResult *r)
@@ -374,22 +363,22 @@ int sp_share_activity(CUpti_ActivityKind k, int on, CUptiResult *r)
 		*r = CUPTI_ERROR_UNKNOWN; /* warned */
 		return 1;
 	}
-	pthread_mutex_lock(&S.lock);
+	pthread_mutex_lock(&sp_share.lock);
 	*r = CUPTI_SUCCESS;
 	if (in && on)
 		sp_cupti_life_dirty();
-	if (in && on != ((S.kind[k] & SIDE_PROG) != 0))
+	if (in && on != ((sp_share.kind[k] & SIDE_PROG) != 0))
 		*r = sp_share_set_kind(SIDE_PROG, k, on);
 	if (*r == CUPTI_SUCCESS)
 		note_kind(k, on); /* detached: the next attach enables it (sp_share_armed) */
-	pthread_mutex_unlock(&S.lock);
+	pthread_mutex_unlock(&sp_share.lock);
 	if (in)
 		sp_cupti_life_leave();
 	else if (on)
 		share_wake();
-	pthread_mutex_lock(&S.buf_lock);
+	pthread_mutex_lock(&sp_share.buf_lock);
 	sp_share_hold_buffer();
-	pthread_mutex_unlock(&S.buf_lock);
+	pthread_mutex_unlock(&sp_share.buf_lock);
 	return 1;
 }
 
@@ -404,10 +393,10 @@ int sp_share_flush(uint32_t flag, CUptiResult *r)
 		*r = sp_cupti.cuptiActivityFlushAll(flag);
 		sp_cupti_life_leave();
 	}
-	pthread_mutex_lock(&S.buf_lock);
+	pthread_mutex_lock(&sp_share.buf_lock);
 	sp_share_complete_pending();
 	sp_share_hold_buffer(); /* its kinds still on: CUPTI would take a new buffer at the next record */
-	pthread_mutex_unlock(&S.buf_lock);
+	pthread_mutex_unlock(&sp_share.buf_lock);
 	return 1;
 }
 
@@ -419,25 +408,25 @@ int sp_share_finalize(CUptiResult *r)
 	}
 	/* the program's CUPTI state ends, as a real cuptiFinalize ends it; stepprof's goes on */
 	for (unsigned k = 0; k < NKIND; k++)
-		if (S.prog_kind[k]) {
+		if (sp_share.prog_kind[k]) {
 			CUptiResult e;
 			sp_share_activity((CUpti_ActivityKind)k, 0, &e);
 		}
 	/* no CUPTI flush here: Kineto calls cuptiFinalize from inside a callback (TEARDOWN_CUPTI=1)
 	 * after flushing itself; what was copied for it so far is handed over */
 	CUptiResult e;
-	pthread_mutex_lock(&S.buf_lock);
+	pthread_mutex_lock(&sp_share.buf_lock);
 	sp_share_complete_pending();
-	pthread_mutex_unlock(&S.buf_lock);
-	if (atomic_load(&S.cb_fn))
+	pthread_mutex_unlock(&sp_share.buf_lock);
+	if (atomic_load(&sp_share.cb_fn))
 		sp_share_unsubscribe(FAKE, &e);
-	pthread_mutex_lock(&S.buf_lock);
-	S.req = NULL, S.comp = NULL;
-	atomic_store(&S.ts, NULL);
-	S.have0 = false;
-	pthread_mutex_unlock(&S.buf_lock);
+	pthread_mutex_lock(&sp_share.buf_lock);
+	sp_share.req = NULL, sp_share.comp = NULL;
+	atomic_store(&sp_share.ts, NULL);
+	sp_share.have0 = false;
+	pthread_mutex_unlock(&sp_share.buf_lock);
 	sp_info("the program finalised CUPTI: %llu activity records passed on to it, %llu withheld",
-		(unsigned long long)atomic_load(&S.passed), (unsigned long long)atomic_load(&S.withheld));
+		(unsigned long long)atomic_load(&sp_share.passed), (unsigned long long)atomic_load(&sp_share.withheld));
 	*r = CUPTI_SUCCESS;
 	return 1;
 }

@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* cupti_share_records.c - the program's activity records (part of the CUPTI sharing module, see
- * cupti_share.h): picks the records of the kinds and stretches the program enabled out of each
- * buffer stepprof gets, copies them into buffers the program's bufferRequested gives, and
- * converts their timestamps to the program's clock. Runs on CUPTI's buffer thread or a thread
- * that flushes. Never changes stepprof's own records (they are copied, not moved). */
+/* cupti_share_records.c - the program's activity records (cupti_share.h): copies the kinds it enabled out of
+ * stepprof's buffers into its own and converts their timestamps to its clock. CUPTI's buffer thread or a
+ * flushing thread; stepprof's records are copied, never moved. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -61,7 +59,7 @@ struct stamps sp_share_stamps_of(unsigned k)
 
 uint64_t sp_share_program_now(void)
 {
-	CUpti_TimestampCallbackFunc f = atomic_load(&S.ts);
+	CUpti_TimestampCallbackFunc f = atomic_load(&sp_share.ts);
 	if (f)
 		return f();
 	struct timespec ts;
@@ -83,35 +81,35 @@ void sp_share_sample(uint64_t *m, uint64_t *p)
 /* Brings the clock mapping up to date; caller holds buf_lock. This function can't fail. */
 static void calibrate(void)
 {
-	if (!S.have0) {
-		sp_share_sample(&S.m0, &S.p0);
-		S.have0 = true;
+	if (!sp_share.have0) {
+		sp_share_sample(&sp_share.m0, &sp_share.p0);
+		sp_share.have0 = true;
 	}
 	uint64_t m, p;
 	sp_share_sample(&m, &p);
-	while (m - S.m0 < CAL_MIN_NS) { /* the first conversion: a rate needs some span (once) */
+	while (m - sp_share.m0 < CAL_MIN_NS) { /* the first conversion: a rate needs some span (once) */
 		struct timespec ts = { 0, 200000 };
 		nanosleep(&ts, NULL);
 		sp_share_sample(&m, &p);
 	}
-	S.rate = (double)(int64_t)(p - S.p0) / (double)(m - S.m0);
-	S.m1 = m, S.p1 = p;
+	sp_share.rate = (double)(int64_t)(p - sp_share.p0) / (double)(m - sp_share.m0);
+	sp_share.m1 = m, sp_share.p1 = p;
 }
 
 static uint64_t to_program_clock(uint64_t t)
 {
-	return S.p1 + (uint64_t)(int64_t)((double)(int64_t)(t - S.m1) * S.rate);
+	return sp_share.p1 + (uint64_t)(int64_t)((double)(int64_t)(t - sp_share.m1) * sp_share.rate);
 }
 
 /* Hands the program's buffer being filled to its bufferCompleted; caller holds buf_lock. */
 void sp_share_complete_pending(void)
 {
-	if (!S.pbuf)
+	if (!sp_share.pbuf)
 		return;
-	uint8_t *b = S.pbuf;
-	S.pbuf = NULL;
-	if (S.comp)
-		S.comp(S.pctx, S.pstream, b, S.psize, S.pused);
+	uint8_t *b = sp_share.pbuf;
+	sp_share.pbuf = NULL;
+	if (sp_share.comp)
+		sp_share.comp(sp_share.pctx, sp_share.pstream, b, sp_share.psize, sp_share.pused);
 }
 
 /* Asks the program's bufferRequested for a buffer if none is out. Caller holds buf_lock.
@@ -120,23 +118,23 @@ static int take_buffer(void)
 {
 	uint8_t *b = NULL;
 	size_t size = 0, maxrec = 0;
-	if (S.pbuf)
+	if (sp_share.pbuf)
 		return 0;
-	if (!S.req)
+	if (!sp_share.req)
 		return -1;
-	S.req(&b, &size, &maxrec);
+	sp_share.req(&b, &size, &maxrec);
 	if (!b || !size) {
-		if (b && S.comp) /* an empty one goes back at once */
-			S.comp(NULL, 0, b, size, 0);
+		if (b && sp_share.comp) /* an empty one goes back at once */
+			sp_share.comp(NULL, 0, b, size, 0);
 		return -1;
 	}
-	S.pbuf = b, S.psize = size, S.pused = 0, S.pctx = NULL, S.pstream = 0;
+	sp_share.pbuf = b, sp_share.psize = size, sp_share.pused = 0, sp_share.pctx = NULL, sp_share.pstream = 0;
 	return 0;
 }
 
 void sp_share_hold_buffer(void)
 {
-	if (atomic_load(&S.nkinds) > 0 && S.comp)
+	if (atomic_load(&sp_share.nkinds) > 0 && sp_share.comp)
 		(void)take_buffer();
 }
 
@@ -145,13 +143,14 @@ void sp_share_hold_buffer(void)
  * Returns the copy, or NULL if the program gave no room. */
 static uint8_t *room_for(size_t len, CUcontext ctx, uint32_t stream)
 {
-	if (S.pbuf && S.pused && (S.pused + len > S.psize || S.pctx != ctx || S.pstream != stream))
+	if (sp_share.pbuf && sp_share.pused && (sp_share.pused + len > sp_share.psize || sp_share.pctx != ctx ||
+						sp_share.pstream != stream))
 		sp_share_complete_pending();
-	if (take_buffer() < 0 || S.psize - S.pused < len)
+	if (take_buffer() < 0 || sp_share.psize - sp_share.pused < len)
 		return NULL; /* as CUPTI drops what finds no buffer */
-	S.pctx = ctx, S.pstream = stream;
-	uint8_t *at = S.pbuf + S.pused;
-	S.pused += len;
+	sp_share.pctx = ctx, sp_share.pstream = stream;
+	uint8_t *at = sp_share.pbuf + sp_share.pused;
+	sp_share.pused += len;
 	return at;
 }
 
@@ -159,13 +158,13 @@ static uint8_t *room_for(size_t len, CUcontext ctx, uint32_t stream)
  * where stepprof enabled the kind too, stamped within the program's stretch. */
 static int is_programs(unsigned k, uint64_t t, bool timed)
 {
-	if (k >= NKIND || !S.on_at[k])
+	if (k >= NKIND || !sp_share.on_at[k])
 		return 0;
-	if (!S.sp_kind_ever[k])
+	if (!sp_share.sp_kind_ever[k])
 		return 1; /* only the program enabled this kind: every record is its own */
 	if (!timed)
-		return S.prog_kind[k] ? 1 : 0;
-	return t >= S.on_at[k] && (!S.off_at[k] || t <= S.off_at[k]);
+		return sp_share.prog_kind[k] ? 1 : 0;
+	return t >= sp_share.on_at[k] && (!sp_share.off_at[k] || t <= sp_share.off_at[k]);
 }
 
 /* Copies the program's records of one completed buffer into its buffers. CUPTI's thread. */
@@ -174,9 +173,9 @@ static void pass_records(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t va
 	CUpti_Activity *rec = NULL, *next = NULL;
 	uint64_t passed = 0, withheld = 0;
 	unsigned bad_kind = 0;
-	pthread_mutex_lock(&S.buf_lock);
-	if (!S.comp) { /* no buffer callbacks registered: CUPTI would have nowhere to put them either */
-		pthread_mutex_unlock(&S.buf_lock);
+	pthread_mutex_lock(&sp_share.buf_lock);
+	if (!sp_share.comp) { /* no buffer callbacks registered: CUPTI would have nowhere to put them either */
+		pthread_mutex_unlock(&sp_share.buf_lock);
 		return;
 	}
 	bool cal = false;
@@ -220,10 +219,10 @@ static void pass_records(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t va
 		}
 		passed++;
 	}
-	pthread_mutex_unlock(&S.buf_lock);
-	atomic_fetch_add(&S.passed, passed);
+	pthread_mutex_unlock(&sp_share.buf_lock);
+	atomic_fetch_add(&sp_share.passed, passed);
 	if (withheld) {
-		atomic_fetch_add(&S.withheld, withheld);
+		atomic_fetch_add(&sp_share.withheld, withheld);
 		if (bad_kind)
 			sp_warn_once("the program enabled CUPTI activity kind %u, whose records stepprof cannot pass "
 				     "on "
@@ -240,7 +239,7 @@ static void pass_records(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t va
  * valid only until stepprof's handler frees the buffer. */
 void CUPTIAPI sp_share_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid)
 {
-	if (valid && atomic_load(&S.ever_on))
+	if (valid && atomic_load(&sp_share.ever_on))
 		pass_records(ctx, stream, buf, valid);
 	sp_act_buffer_completed(ctx, stream, buf, size, valid);
 }

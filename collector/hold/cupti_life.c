@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* cupti_life.c - subscribing to CUPTI and letting go of it (see cupti_life.h): the one function
- * that moves the hold's state, attaches, cycles between windows and the final detach, as the tick
- * asks (drain.c detaches, park.c parks). Any failure warns once and leaves stepprof as it was
- * (still subscribed) with no further cycles; it never stops the program. */
+/* cupti_life.c - subscribing to CUPTI and letting go of it (cupti_life.h): the one function that moves the
+ * hold's state, attach, cycles and the final detach (drain.c detaches, park.c parks). A failure warns once and
+ * leaves stepprof subscribed, with no further cycles. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -54,10 +53,8 @@ void sp_cupti_life_forked(void)
 		(void)sp_cupti_life_move((enum sp_hold)st, SP_HOLD_GONE);
 }
 
-/* Registers the timestamp and buffer callbacks of this CUPTI instance, once: the writer thread
- * (ahead of a window) and an application thread (enabling its activity kinds) may both come; the
- * one that claims it registers, the other waits for the outcome (the claimant takes no lock, so
- * this cannot deadlock). Returns CUPTI_SUCCESS, or the failing call's result (warned). */
+/* Registers this CUPTI instance's timestamp and buffer callbacks once: the thread that claims it registers,
+ * another waits for the outcome (no lock, no deadlock). Returns CUPTI_SUCCESS, or the failing result (warned). */
 static CUptiResult register_activity(const struct sp_cupti_hooks *hooks)
 {
 	bool no = false;

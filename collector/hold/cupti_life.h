@@ -1,10 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* cupti_life.h - stepprof's hold on CUPTI: subscribe, detach for good after the last window, or
- * detach and re-attach between windows (cuptiFinalize on the writer thread, never inside a
- * callback: CUPTI leaves a cost behind once an activity kind was on, and only finalising removes
- * it). Owns the count of callbacks in flight, so CUPTI is never torn down under one, and the
- * offset that keeps correlation ids increasing across re-attaches. The policy is decide/life.h;
- * this module never decides what is recorded. */
+ * detach and re-attach between windows (on the writer thread, never inside a callback). Owns the count
+ * of callbacks in flight and the correlation id offset across re-attaches; the policy is decide/life.h. */
 #ifndef SP_CUPTI_LIFE_H
 #define SP_CUPTI_LIFE_H
 #ifdef SP_PURE
@@ -76,10 +73,8 @@ bool sp_cupti_life_move(enum sp_hold from, enum sp_hold to);
 /* In a fork child: the hold is GONE (no detach to wait for, none to make). Can't fail. */
 void sp_cupti_life_forked(void);
 
-/* A CUDA call (a kernel launch, a hooked call) found a detach under way, itself not counted in
- * flight: waits until the detach is over, at most limit_ns, then goes ahead (warned once); after a
- * launch's wait (SP_WAIT_LAUNCH_NS) no call waits for that detach again. Returns 1 if the detach was over (the caller counts itself and
- * looks again), 0 if it gave up. Any thread but the detaching one. */
+/* A CUDA call found a detach under way: waits for it, at most limit_ns, then goes ahead (warned once).
+ * Returns 1 if the detach was over (count yourself and look again), 0 if it gave up. Not the detaching thread. */
 int sp_cupti_life_wait_detach(uint64_t limit_ns);
 #define SP_WAIT_LAUNCH_NS \
 	10000000000ull /* a launch: far longer than a detach's drains and cuptiFinalize */
@@ -102,12 +97,8 @@ enum sp_enter { SP_ENTER_CALL, SP_ENTER_CALLBACK, SP_ENTER_MARKER };
 /* The slow path of sp_cupti_life_enter_as, when not attached. */
 int sp_cupti_life_enter_slow(enum sp_enter who);
 
-/* Callbacks and CUPTI calls in flight are counted per thread where the kernel gives an
- * asymmetric fence (membarrier PRIVATE_EXPEDITED): a thread's count is a plain store to a cache
- * line of its own, and a detach pays the fence (one membarrier call after each state change)
- * instead of every callback paying two locked instructions, four callbacks per kernel launch.
- * Without membarrier, or past
- * SP_INFLIGHT_SLOTS live threads, a thread counts in the shared sp_hold.inflight with atomic adds. */
+/* Callbacks and CUPTI calls in flight, counted per thread with an asymmetric fence (membarrier) paid by
+ * the detach, else in the shared sp_hold.inflight (docs/ARCHITECTURE.md says why). */
 #define SP_INFLIGHT_SLOTS 1024
 struct sp_inflight_slot {
 	_Atomic int n;     /* this thread's callbacks and CUPTI calls in progress (only it writes) */
@@ -146,11 +137,8 @@ static inline void sp_cupti_life_count(int d)
 	sp_cupti_life_slot_add(false, d);
 }
 
-/* Enters a callback or a CUPTI call. Returns 1 (then call sp_cupti_life_leave) while CUPTI may be
- * used, else 0: CUPTI must not be touched (what the call was for is redone by the next attach's
- * armed hook), and a marker call's callback is noted as lost. While a detach is deciding, a call
- * goes ahead and a callback waits for the verdict (microseconds): a marker call's makes a detach
- * between windows call itself off, so no marker is lost. This function can't fail. */
+/* Enters a callback or a CUPTI call. Returns 1 (then call sp_cupti_life_leave) while CUPTI may be used,
+ * else 0 (a lost marker callback is noted); a callback waits for a deciding detach. This function can't fail. */
 static inline int sp_cupti_life_enter_as(enum sp_enter who)
 {
 	sp_cupti_life_count(1);
@@ -206,20 +194,12 @@ static inline uint32_t sp_cupti_life_corr(uint32_t raw)
 	return raw ? raw + atomic_load_explicit(&sp_hold.corr_base, memory_order_relaxed) : 0;
 }
 
-/* Subscribes and registers the buffer and timestamp callbacks, the timestamp one exactly once in
- * this CUPTI instance and before any activity kind (a later change corrupts records), then runs
- * hooks->armed. (A re-attach between windows registers them only at its first activity kind:
- * sp_cupti_life_activity_ready.) Returns CUPTI_SUCCESS, or the failing call's result with nothing held: warned,
- * except CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (the caller names the other profiler).
- * Not from inside a callback. */
+/* Subscribes, registers the buffer and timestamp callbacks (once per CUPTI instance), runs hooks->armed.
+ * Returns CUPTI_SUCCESS, or the failing call's result with nothing held (warned, except a second subscriber). */
 CUptiResult sp_cupti_life_attach(const struct sp_cupti_hooks *hooks, CUpti_SubscriberHandle *sub);
-/* After a detach for good, an on-demand window needs CUPTI again (collector/ondemand/ondemand.c's thread;
- * no detach runs meanwhile: the state is GONE): subscribes anew with the marker's callbacks only
- * (activity callbacks lazily, as a re-attach between windows), correlation ids continuing past
- * the last instance's. Returns CUPTI_SUCCESS (attached; the tick detaches for good again once the
- * schedule and the request are done), CUPTI_ERROR_INVALID_OPERATION if not detached for good or
- * the process exits, or the failing call's result (still GONE; warned, except
- * CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: another profiler took CUPTI meanwhile). */
+/* After a detach for good, re-subscribes for an on-demand window (the on-demand thread), ids continuing.
+ * Returns CUPTI_SUCCESS, CUPTI_ERROR_INVALID_OPERATION if not GONE or exiting, or the failing call's
+ * result (still GONE). */
 CUptiResult sp_cupti_life_reattach(CUpti_SubscriberHandle *sub);
 /* Before an activity kind is enabled (under the collector's lock, inside sp_cupti_life_enter):
  * registers the timestamp and buffer callbacks if this instance has not yet (a re-attach leaves
@@ -238,19 +218,14 @@ void sp_cupti_life_missed(const char *why);
  * automatic detection learns from the preload's hooks (hooklearn.h); hooks are what the first
  * attach installs. Before the writer thread's first tick. This function can't fail. */
 void sp_cupti_life_start_parked(const struct sp_cupti_hooks *hooks);
-/* Parked: attaches now, on an application thread holding none of stepprof's locks (the hooks'
- * learning hands over to CUPTI; graph: the program is about to capture or create a CUDA graph,
- * which CUPTI must exist before: no more parking after it), step for messages. Returns 1 if it
- * attached, 0 if not parked (nothing done) or the attach failed (warned). */
+/* Parked: attaches now on an application thread holding no stepprof lock (learning hands over, or a graph
+ * comes). Returns 1 if it attached, 0 if not parked or the attach failed (warned). */
 int sp_cupti_life_attach_now(CUpti_SubscriberHandle *sub, int64_t step, bool graph);
 /* The process is exiting: from now on the tick detaches nothing (finalising CUPTI while CUDA
  * tears itself down gains nothing and risks a hang). This function can't fail. */
 void sp_cupti_life_freeze(void);
-/* Writer thread, its tick, without the collector's lock: v describes the collector now (policy,
- * marker, done, busy, steps_to_window filled by the caller; the rest is filled here), step the
- * current step (for messages). Detaches or cycles when sp_life_decide says so. Returns the act
- * done (SP_LIFE_STAY if nothing, or if it failed or was called off: then no harm done).
- * Never call it from a callback. */
+/* Writer thread's tick, without the collector's lock: detaches or cycles when sp_life_decide says so.
+ * Returns the act done (SP_LIFE_STAY if nothing, failed or called off). Never from a callback. */
 enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64_t now, CUpti_SubscriberHandle *sub);
 
 #endif

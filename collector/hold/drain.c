@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* drain.c - what a detach waits for, and the detach itself: callbacks and CUPTI calls in flight
- * (per-thread slots fenced by membarrier, or one shared counter), hooked CUDA calls and kernel
- * launches in progress (the launch guard), then flush, cuptiUnsubscribe and cuptiFinalize on the
- * writer thread. A detach that cannot drain is called off with nothing lost. */
+/* drain.c - what a detach waits for (callbacks and CUPTI calls in flight, hooked calls and launches in
+ * progress), then the detach itself on the writer thread. A detach that cannot drain is called off, nothing lost. */
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
@@ -41,7 +39,7 @@ static struct {
 	pthread_key_t key;      /* its destructor gives a thread's slot back */
 	bool keyed;
 	_Atomic bool fence_failed; /* a membarrier call failed after registering (said once) */
-} IF = { .once = PTHREAD_ONCE_INIT };
+} inflight_slots = { .once = PTHREAD_ONCE_INIT };
 
 static void slot_release(void *p)
 {
@@ -52,25 +50,27 @@ static void slot_release(void *p)
 
 static void inflight_init(void)
 {
-	IF.keyed = pthread_key_create(&IF.key, slot_release) == 0;
-	IF.asym = IF.keyed && syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+	inflight_slots.keyed = pthread_key_create(&inflight_slots.key, slot_release) == 0;
+	inflight_slots.asym = inflight_slots.keyed && syscall(__NR_membarrier,
+							      MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 	sp_info("callbacks in flight are counted %s",
-		IF.asym ? "per thread (membarrier fences the detaches)" : "in one shared counter (no membarrier here)");
+		inflight_slots.asym ? "per thread (membarrier fences the detaches)"
+				    : "in one shared counter (no membarrier here)");
 }
 
 struct sp_inflight_slot *sp_cupti_life_claim(void)
 {
-	pthread_once(&IF.once, inflight_init);
+	pthread_once(&inflight_slots.once, inflight_init);
 	struct sp_inflight_slot *s = &sp_inflight_shared;
-	for (int i = 0; IF.asym && i < SP_INFLIGHT_SLOTS; i++) {
+	for (int i = 0; inflight_slots.asym && i < SP_INFLIGHT_SLOTS; i++) {
 		int no = 0;
 		if (atomic_load_explicit(&slots[i].owned, memory_order_relaxed) ||
 		    !atomic_compare_exchange_strong(&slots[i].owned, &no, 1))
 			continue;
-		int h = atomic_load(&IF.high);
-		while (h < i + 1 && !atomic_compare_exchange_weak(&IF.high, &h, i + 1))
+		int h = atomic_load(&inflight_slots.high);
+		while (h < i + 1 && !atomic_compare_exchange_weak(&inflight_slots.high, &h, i + 1))
 			;
-		if (pthread_setspecific(IF.key, &slots[i])) {
+		if (pthread_setspecific(inflight_slots.key, &slots[i])) {
 			atomic_store(&slots[i].owned, 0);
 			break;
 		}
@@ -81,17 +81,15 @@ struct sp_inflight_slot *sp_cupti_life_claim(void)
 	return s;
 }
 
-/* After a change of sp_hold.state: every running thread of the process passes a full memory
- * barrier, so that a thread counting in its slot either is seen counting by the drain or sees
- * the new state (cupti_life.h). Returns 0, or -1 if the fence failed (the drain cannot trust
- * the slots: the caller backs out; said once). */
+/* After a change of sp_hold.state: a full barrier on every thread, so a slot's counter is seen by the drain or
+ * sees the new state. Returns 0, or -1 if the fence failed (caller backs out; said once). */
 static int fence_all(void)
 {
-	if (!IF.asym)
+	if (!inflight_slots.asym)
 		return 0;
 	if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
 		return 0;
-	if (!atomic_exchange(&IF.fence_failed, true))
+	if (!atomic_exchange(&inflight_slots.fence_failed, true))
 		sp_warn("membarrier failed: callbacks in flight cannot be counted; staying attached to CUPTI");
 	return -1;
 }
@@ -100,7 +98,7 @@ static int fence_all(void)
 static int inflight_now(void)
 {
 	int n = atomic_load(&sp_hold.inflight);
-	for (int i = 0, h = atomic_load(&IF.high); i < h; i++)
+	for (int i = 0, h = atomic_load(&inflight_slots.high); i < h; i++)
 		n += atomic_load_explicit(&slots[i].n, memory_order_acquire);
 	return n;
 }
@@ -176,10 +174,8 @@ int sp_cupti_life_wait_detach(uint64_t limit_ns)
 	return 1;
 }
 
-/* The launch guard's slow path: a detach is under way (this launch uncounted). Counts it at once if
- * this thread is inside a callback or CUPTI call of stepprof's (a program's forwarded callback
- * launching, say: a detach drains that first, so this launch must not wait for it; counted, it is
- * drained in turn); else waits for the detach's verdict and returns what the guard returns. */
+/* The launch guard's slow path (a detach under way): counts the launch at once inside one of stepprof's
+ * callbacks or CUPTI calls (the drain waits for it), else waits for the detach's verdict; returns as the guard. */
 /* This thread's own slot, or NULL (it counts in the shared counters). */
 static struct sp_inflight_slot *own_slot(void)
 {
@@ -232,7 +228,7 @@ static int own_launches(void)
 static int launches_now(void)
 {
 	int n = atomic_load(&sp_hold.launching);
-	for (int i = 0, h = atomic_load(&IF.high); i < h; i++)
+	for (int i = 0, h = atomic_load(&inflight_slots.high); i < h; i++)
 		n += atomic_load_explicit(&slots[i].launch, memory_order_acquire);
 	return n - own_launches();
 }
@@ -278,10 +274,9 @@ int sp_cupti_life_enter_slow(enum sp_enter who)
 	return ok;
 }
 
-/* Detaches: drains, flushes, unsubscribes, finalises, for good or not, only if no marker call is
- * in progress or waiting once callbacks have drained (the hooks hold new hooked calls meanwhile). Returns 0 (state NONE or GONE), 1
- * if a marker call was in progress (called off: state back to ATTACHED, nothing lost), or -1 if
- * callbacks did not drain (likewise, and warned). */
+/* Detaches (drain, flush, unsubscribe, finalise), for good or not, unless a marker call is in progress.
+ * Returns 0 (NONE or GONE), 1 if called off for a marker call (back to ATTACHED), -1 if callbacks did not
+ * drain (likewise, warned). */
 static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_ns)
 {
 	atomic_fetch_add(&sp_hold.attempt, 1);
@@ -289,7 +284,7 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 		return -1;
 	if (drain_inflight() < 0) {
 		sp_cupti_life_move(SP_HOLD_QUIESCING, SP_HOLD_ATTACHED);
-		if (!atomic_load(&IF.fence_failed))
+		if (!atomic_load(&inflight_slots.fence_failed))
 			sp_warn("a CUPTI callback did not return within 1 s; staying attached to CUPTI");
 		return -1;
 	}
@@ -302,7 +297,7 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 	sp_cupti_life_move(SP_HOLD_QUIESCING, SP_HOLD_DETACHING); /* waiting callbacks return now */
 	if (drain_inflight() < 0) { /* calls that went ahead while quiescing */
 		sp_cupti_life_move(SP_HOLD_DETACHING, SP_HOLD_ATTACHED);
-		if (!atomic_load(&IF.fence_failed))
+		if (!atomic_load(&inflight_slots.fence_failed))
 			sp_warn("a CUPTI call did not return within 1 s; staying attached to CUPTI");
 		return -1;
 	}

@@ -31,7 +31,7 @@ static struct {
 	_Atomic unsigned unseen; /* ... outside any (said once) */
 	_Atomic int unhooked;    /* the first launch lookup left unhooked: 1 being written, 2 in `lookup` */
 	char lookup[320];        /* ... in words */
-} HL;
+} hook_learning;
 
 /* why hook learning cannot be trusted once a launch lookup was left unhooked */
 #define UNHOOKED_WHY "a launch lookup stepprof left unhooked: %s"
@@ -48,9 +48,9 @@ bool sp_hooklearn_wanted(void)
 		why = "phases are set"; /* (as the configuration says: a safety net) */
 	else if (!why && sp_tokrec_on)
 		why = "the detector's tokens are recorded (STEPPROF_RECORD_TOKENS)";
-	static char unhooked[sizeof HL.lookup + 64];
-	if (!why && atomic_load_explicit(&HL.unhooked, memory_order_acquire) == 2) {
-		snprintf(unhooked, sizeof unhooked, UNHOOKED_WHY, HL.lookup);
+	static char unhooked[sizeof hook_learning.lookup + 64];
+	if (!why && atomic_load_explicit(&hook_learning.unhooked, memory_order_acquire) == 2) {
+		snprintf(unhooked, sizeof unhooked, UNHOOKED_WHY, hook_learning.lookup);
 		why = unhooked;
 	}
 	if (why && c->marker_learn == SP_LEARN_HOOKS)
@@ -60,8 +60,8 @@ bool sp_hooklearn_wanted(void)
 
 void sp_hooklearn_begin(void)
 {
-	atomic_store(&HL.begun, true);
-	atomic_store(&HL.on, true);
+	atomic_store(&hook_learning.begun, true);
+	atomic_store(&hook_learning.on, true);
 	atomic_store(&sp_launch_want, SP_LAUNCH_LEARN);
 	sp_info("automatic steps: learning from stepprof's hooks, not subscribed to CUPTI until it locks "
 		"([marker] learn = %s)",
@@ -70,27 +70,28 @@ void sp_hooklearn_begin(void)
 
 bool sp_hooklearn_on(void)
 {
-	return atomic_load_explicit(&HL.on, memory_order_relaxed);
+	return atomic_load_explicit(&hook_learning.on, memory_order_relaxed);
 }
 
 void sp_hooklearn_end(int attached)
 {
-	atomic_store(&HL.on, false);
+	atomic_store(&hook_learning.on, false);
 	/* the proof runs only where CUPTI reports launches; once one failed, nothing to prove */
 	atomic_store(&sp_launch_want,
-		     attached && atomic_load(&HL.begun) && !atomic_load(&HL.failed) ? SP_LAUNCH_MARK : SP_LAUNCH_OFF);
+		     attached && atomic_load(&hook_learning.begun) &&
+		     	!atomic_load(&hook_learning.failed) ? SP_LAUNCH_MARK : SP_LAUNCH_OFF);
 }
 
 void sp_hooklearn_abandon(void)
 {
-	atomic_store(&HL.on, false);
-	atomic_store(&HL.begun, false);
+	atomic_store(&hook_learning.on, false);
+	atomic_store(&hook_learning.begun, false);
 	atomic_store(&sp_launch_want, SP_LAUNCH_OFF);
 }
 
 void sp_hooklearn_proof(int on)
 {
-	if (sp_hooklearn_on() || !atomic_load(&HL.begun) || atomic_load(&HL.failed))
+	if (sp_hooklearn_on() || !atomic_load(&hook_learning.begun) || atomic_load(&hook_learning.failed))
 		return;
 	int from = on ? SP_LAUNCH_OFF : SP_LAUNCH_MARK;
 	atomic_compare_exchange_strong(&sp_launch_want, &from, on ? SP_LAUNCH_MARK : SP_LAUNCH_OFF);
@@ -99,7 +100,7 @@ void sp_hooklearn_proof(int on)
 /* Hands over to CUPTI now, on this application thread (none of stepprof's locks held): once. */
 static void hand_over(void)
 {
-	if (!atomic_exchange(&HL.on, false))
+	if (!atomic_exchange(&hook_learning.on, false))
 		return; /* another thread does, or did */
 	atomic_store(&sp_launch_want, SP_LAUNCH_OFF);
 	/* 0: attached already (the writer's tick unparked first: the proof goes on), or the attach failed
@@ -118,7 +119,7 @@ static void hand_over(void)
 
 void sp_hooklearn_fail(const char *why)
 {
-	if (!atomic_exchange(&HL.failed, true))
+	if (!atomic_exchange(&hook_learning.failed, true))
 		sp_info("automatic steps: cannot learn from stepprof's hooks (%s): learning with CUPTI instead", why);
 	hand_over();
 }
@@ -143,7 +144,7 @@ void sp_hooklearn_check(void)
 
 bool sp_hooklearn_failed(void)
 {
-	return atomic_load(&HL.failed);
+	return atomic_load(&hook_learning.failed);
 }
 
 void sp_hooklearn_cupti_launch(const char *symbol)
@@ -151,9 +152,9 @@ void sp_hooklearn_cupti_launch(const char *symbol)
 	if (atomic_load_explicit(&sp_launch_want, memory_order_relaxed) == SP_LAUNCH_OFF)
 		return;
 	if (launch_depth > 0) {
-		atomic_fetch_add_explicit(&HL.seen, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&hook_learning.seen, 1, memory_order_relaxed);
 		uint32_t cupti = sp_coll_name_id(symbol);
-		if (launch_id && cupti && launch_id != cupti && !atomic_exchange(&HL.failed, true)) {
+		if (launch_id && cupti && launch_id != cupti && !atomic_exchange(&hook_learning.failed, true)) {
 			atomic_store(&sp_launch_want, SP_LAUNCH_OFF);
 			sp_warn("the driver names a kernel '%s' where CUPTI names it '%s': the steps learned from "
 				"stepprof's hooks before the first window may differ from CUPTI's; automatic detection "
@@ -162,10 +163,10 @@ void sp_hooklearn_cupti_launch(const char *symbol)
 		}
 		return;
 	}
-	if (atomic_fetch_add(&HL.unseen, 1) == 0) {
-		atomic_store(&HL.failed, true);
+	if (atomic_fetch_add(&hook_learning.unseen, 1) == 0) {
+		atomic_store(&hook_learning.failed, true);
 		atomic_store(&sp_launch_want, SP_LAUNCH_OFF);
-		int known = atomic_load_explicit(&HL.unhooked, memory_order_acquire) == 2;
+		int known = atomic_load_explicit(&hook_learning.unhooked, memory_order_acquire) == 2;
 		sp_warn("a kernel launch came that stepprof's launch hooks did not see (kernel '%s'; %s%s): the steps "
 			"learned from the hooks before the first window may be off; automatic detection learns with "
 			"CUPTI from now on (set [marker] learn = cupti to avoid this)",
@@ -173,14 +174,12 @@ void sp_hooklearn_cupti_launch(const char *symbol)
 			known ? "the first launch lookup stepprof left unhooked: "
 			      : "no launch lookup was left unhooked: a launch function found another way, or a launch "
 				"call that is not hooked",
-			known ? HL.lookup : "");
+			known ? hook_learning.lookup : "");
 	}
 }
 
-/* A launch function the hooks do not see: learning from them would miss its launches. Before
- * hook learning begins, sp_hooklearn_wanted says no; while it learns, it hands over to CUPTI now
- * (on the thread that looked the function up, none of stepprof's locks held); after, the proof
- * against CUPTI's launch callbacks names it if a launch comes through it. */
+/* A launch function the hooks do not see: before hook learning, sp_hooklearn_wanted says no; during it,
+ * hands over to CUPTI now (this thread, no stepprof lock); after, the proof names it if a launch uses it. */
 void sp_collector_lookup_unhooked(const char *lookup, const char *why, int what)
 {
 	sp_info("%s is not hooked: %s", lookup, why);
@@ -192,13 +191,13 @@ void sp_collector_lookup_unhooked(const char *lookup, const char *why, int what)
 		return;
 	}
 	int free_ = 0;
-	if (what != SP_UNHOOKED_LAUNCH || !atomic_compare_exchange_strong(&HL.unhooked, &free_, 1))
+	if (what != SP_UNHOOKED_LAUNCH || !atomic_compare_exchange_strong(&hook_learning.unhooked, &free_, 1))
 		return;
-	snprintf(HL.lookup, sizeof HL.lookup, "%s (%s)", lookup, why);
-	atomic_store_explicit(&HL.unhooked, 2, memory_order_release);
+	snprintf(hook_learning.lookup, sizeof hook_learning.lookup, "%s (%s)", lookup, why);
+	atomic_store_explicit(&hook_learning.unhooked, 2, memory_order_release);
 	if (sp_hooklearn_on()) {
-		char msg[sizeof HL.lookup + 64];
-		snprintf(msg, sizeof msg, UNHOOKED_WHY, HL.lookup);
+		char msg[sizeof hook_learning.lookup + 64];
+		snprintf(msg, sizeof msg, UNHOOKED_WHY, hook_learning.lookup);
 		sp_hooklearn_fail(msg);
 	}
 }

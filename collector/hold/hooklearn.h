@@ -1,12 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* hooklearn.h - automatic step detection learning from the preload's hooks with stepprof not
- * subscribed to CUPTI ([marker] learn = hooks): kernel launches (preload/procaddr.c's launch
- * trampolines), the hooked CUDA calls (hookfns.h, markhook.c) and NCCL calls are its tokens until
- * it locks; then CUPTI is attached at once, on the application thread that fed the locking
- * token (the parking code's UNPARK, before any window), as it is when the program captures or
- * creates a CUDA graph and whenever the hooks cannot learn (a driver that cannot name kernels). After the first attach every kernel launch CUPTI reports must have come
- * through a launch hook: one that did not ends hook learning for the run (said once). Never
- * touches CUPTI itself. */
+/* hooklearn.h - automatic detection learning from the preload's hooks while not subscribed ([marker] learn =
+ * hooks): launches, hooked calls and NCCL calls are its tokens until it locks, then CUPTI attaches on that
+ * thread; afterwards every launch CUPTI reports must have come through a hook. Never touches CUPTI. */
 #ifndef SP_HOOKLEARN_H
 #define SP_HOOKLEARN_H
 #ifdef SP_PURE
@@ -31,11 +26,8 @@ void sp_hooklearn_end(int attached);
  * learning, no launch proof, the launch hooks pass every launch straight through for the rest of
  * the run. This function can't fail. */
 void sp_hooklearn_abandon(void);
-/* The launch hooks' proof against CUPTI's launch callbacks, once learning from them has ended:
- * on just before CUPTI is attached (every launch it reports then finds a hook that was watching),
- * off once it is detached (parked: nothing reports launches, the hooks pass them straight through,
- * as cheap as when stepprof is off). Nothing while learning, or once the proof failed or if the
- * hooks never learned. This function can't fail. */
+/* The launch hooks' proof against CUPTI's launch callbacks once learning ended: on just before CUPTI attaches,
+ * off once detached. Nothing while learning, after a failed proof, or if the hooks never learned. Can't fail. */
 void sp_hooklearn_proof(int on);
 /* The hooks cannot learn in this process (why, said once): the writer thread's next tick
  * attaches CUPTI, which learns from then on. This function can't fail. */

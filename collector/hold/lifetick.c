@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* lifetick.c - the hold's periodic tick: gathers what the collector knows (windows open or not yet
- * written, the schedule, the detector, the program's profiler, on-demand requests) into a
- * decide/life.h view and lets cupti_life.c act on it; then the effects of a final detach on the
- * rest of the collector. The writer thread ticks after each pass; before it exists, an
- * application thread does (sp_act_early_tick). Never from a callback. */
+/* lifetick.c - the hold's periodic tick: gathers what the collector knows into a decide/life.h view for
+ * cupti_life.c to act on, then applies a final detach to the rest of the collector. The writer ticks after
+ * each pass, an application thread before it exists; never from a callback. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>

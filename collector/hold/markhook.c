@@ -67,18 +67,15 @@ static struct {
 	_Atomic unsigned extra;          /* hooked marker calls CUPTI did not count as marker calls */
 	_Atomic bool graph;              /* a graph was captured or created while counting */
 	_Atomic bool slow;               /* a re-attach outlasted WAIT_ATTACH_NS (said once) */
-} H;
+} marker_hooks;
 
-/* The places in a runtime (return addresses into it) that nested driver calls come from: cudart
- * makes the driver call that stands for a marker call from one place in that function, and calls
- * the same driver function elsewhere for itself (cudaFree, initialisation...). A place seen inside
- * a marker call (good) and never outside one (bad) counts steps while detached; calls from the
- * others are not marker calls. Lock-free: a slot's pc is claimed once and never changes. */
+/* The places in a runtime (return addresses) that nested driver calls come from: one seen inside a marker
+ * call (good) and never outside (bad) counts steps while detached. Lock-free: a slot's pc is claimed once. */
 #define SP_SITES 32
 static struct {
 	_Atomic uintptr_t pc;       /* 0: free */
 	_Atomic unsigned good, bad; /* nested calls from here inside / outside a marker call */
-} S[SP_SITES];
+} nest_sites[SP_SITES];
 static _Atomic bool sites_full; /* a place found no slot: the proof fails */
 
 static __thread int learn_depth; /* hooked calls on this thread entered while learning from the hooks */
@@ -87,20 +84,20 @@ static __thread struct {
 	int watch;     /* the outermost hooked marker call on this thread was made while attached */
 	int reported;  /* ... and CUPTI reported it as a marker call */
 	uintptr_t pc;  /* the place of the nested driver call in the marker call in progress */
-} W;
+} this_call;
 
 /* The slot of place pc: found, or claimed if add (else -1). Never fails otherwise. */
 static int site(uintptr_t pc, int add)
 {
 	for (int i = 0; i < SP_SITES; i++) {
-		uintptr_t cur = atomic_load_explicit(&S[i].pc, memory_order_acquire);
+		uintptr_t cur = atomic_load_explicit(&nest_sites[i].pc, memory_order_acquire);
 		if (cur == pc)
 			return i;
 		if (!cur) {
 			if (!add)
 				return -1;
 			uintptr_t zero = 0;
-			if (atomic_compare_exchange_strong(&S[i].pc, &zero, pc) || zero == pc)
+			if (atomic_compare_exchange_strong(&nest_sites[i].pc, &zero, pc) || zero == pc)
 				return i;
 		}
 	}
@@ -114,8 +111,8 @@ static bool sites_ok(void)
 {
 	if (atomic_load(&sites_full))
 		return false;
-	for (int i = 0; i < SP_SITES && atomic_load(&S[i].pc); i++)
-		if (atomic_load(&S[i].good) && atomic_load(&S[i].bad))
+	for (int i = 0; i < SP_SITES && atomic_load(&nest_sites[i].pc); i++)
+		if (atomic_load(&nest_sites[i].good) && atomic_load(&nest_sites[i].bad))
 			return false;
 	return true;
 }
@@ -125,8 +122,8 @@ static int site_counts(uintptr_t pc)
 {
 	int i = site(pc, 0);
 	if (i >= 0)
-		return atomic_load(&S[i].good) > 0 && atomic_load(&S[i].bad) == 0;
-	if (!atomic_exchange(&H.odd_said, true))
+		return atomic_load(&nest_sites[i].good) > 0 && atomic_load(&nest_sites[i].bad) == 0;
+	if (!atomic_exchange(&marker_hooks.odd_said, true))
 		sp_warn("a driver call that stands for marker calls came from a place in the runtime not seen "
 			"while attached to CUPTI: not counted as a step (if it was a marker call, the step numbers "
 			"after it are one short until the next window re-attaches)");
@@ -140,32 +137,33 @@ void sp_hook_arm(void)
 	for (int i = 0; i < SP_HOOK_N; i++) {
 		int m = api && sp_coll_glob(mk->pattern, fns[i].name);
 		const char *n = fns[i].name;
-		H.name[i] = sp_intern(n);
-		H.drv[i] = fns[i].drv;
+		marker_hooks.name[i] = sp_intern(n);
+		marker_hooks.drv[i] = fns[i].drv;
 		/* as tokglue.c classifies the call for automatic detection (cbsets.c's api_sync) */
-		H.flags[i] = (uint8_t)((fns[i].drv ? SP_TOKF_DRIVER : 0) |
+		marker_hooks.flags[i] = (uint8_t)((fns[i].drv ? SP_TOKF_DRIVER : 0) |
 				       (sp_coll_glob(fns[i].drv ? "cu*Synchronize*" : "cuda*Synchronize*", n) ||
 							!strcmp(n, "cudaMemcpy") || !strcmp(n, "cuMemcpyDtoH")
 						? SP_TOKF_SYNC
 						: 0));
-		H.tok[i] = sp_cbset_token_kind(n, fns[i].drv);
-		atomic_store(&H.want[i], m ? WANT_MARKER : fns[i].graph ? WANT_GRAPH : WANT_NONE);
+		marker_hooks.tok[i] = sp_cbset_token_kind(n, fns[i].drv);
+		atomic_store(&marker_hooks.want[i], m ? WANT_MARKER : fns[i].graph ? WANT_GRAPH : WANT_NONE);
 	}
 	/* learning from the hooks: a driver call that may be a runtime call's own (a runtime linked in
 	 * statically, whose calls the hooks cannot see) is no token, since CUPTI would name the token
 	 * after the runtime call; only launches and the runtime's hooked calls stand for it */
 	for (size_t k = 0; k < sizeof nested / sizeof nested[0]; k++)
-		H.tok[nested[k].drv] = 0;
+		marker_hooks.tok[nested[k].drv] = 0;
 	/* the driver functions a marked runtime function calls count its calls under its name, where
 	 * the runtime call itself is out of the hooks' sight; a function marked itself stays a marker */
 	for (size_t k = 0; k < sizeof nested / sizeof nested[0]; k++) {
 		unsigned rt = nested[k].rt, drv = nested[k].drv;
-		if (atomic_load(&H.want[rt]) != WANT_MARKER || atomic_load(&H.want[drv]) != WANT_NONE)
+		if (atomic_load(&marker_hooks.want[rt]) != WANT_MARKER ||
+		    atomic_load(&marker_hooks.want[drv]) != WANT_NONE)
 			continue;
-		H.name[drv] = H.name[rt];
-		H.drv[drv] = 0;
-		H.flags[drv] = H.flags[rt];
-		atomic_store(&H.want[drv], WANT_NESTED);
+		marker_hooks.name[drv] = marker_hooks.name[rt];
+		marker_hooks.drv[drv] = 0;
+		marker_hooks.flags[drv] = marker_hooks.flags[rt];
+		atomic_store(&marker_hooks.want[drv], WANT_NESTED);
 	}
 }
 
@@ -176,18 +174,18 @@ int sp_hook_follow(uint32_t anchor)
 	if (sp_col.nmk != 1 || mk->name || mk->kind != SP_MARK_AUTO)
 		return -1;
 	for (int i = 0; anchor && i < SP_HOOK_N && fn < 0; i++)
-		if (H.name[i] == anchor && !fns[i].graph && !strstr(fns[i].name, "GraphLaunch"))
+		if (marker_hooks.name[i] == anchor && !fns[i].graph && !strstr(fns[i].name, "GraphLaunch"))
 			fn = i; /* a graph launch anchors graphs: detach_between = auto never parks on those */
 	if (fn < 0)
 		anchor = 0;
-	if (atomic_load(&H.anchor) == anchor)
+	if (atomic_load(&marker_hooks.anchor) == anchor)
 		return fn;
 	for (int i = 0; i < SP_HOOK_N; i++)
-		atomic_store(&H.want[i], i == fn ? WANT_MARKER : fns[i].graph ? WANT_GRAPH : WANT_NONE);
-	atomic_store(&H.seen, 0); /* another call: proven anew */
-	atomic_store(&H.unseen, 0);
-	atomic_store(&H.extra, 0);
-	atomic_store(&H.anchor, anchor);
+		atomic_store(&marker_hooks.want[i], i == fn ? WANT_MARKER : fns[i].graph ? WANT_GRAPH : WANT_NONE);
+	atomic_store(&marker_hooks.seen, 0); /* another call: proven anew */
+	atomic_store(&marker_hooks.unseen, 0);
+	atomic_store(&marker_hooks.extra, 0);
+	atomic_store(&marker_hooks.anchor, anchor);
 	return fn;
 }
 
@@ -215,15 +213,15 @@ int sp_auto_life(struct sp_life_view *v, struct sp_stepdet *det, int64_t *step)
 		*step = s; /* the schedule's step: how far the next window is */
 	if (sp_hooklearn_on())
 		learn_tick(v, det);
-	else if (!atomic_load(&H.counting)) /* attached: follow the anchor (none while learning) */
+	else if (!atomic_load(&marker_hooks.counting)) /* attached: follow the anchor (none while learning) */
 		sp_hook_follow(sp_stepdet_anchor_name(det));
 	if (!v->det_busy && sp_hook_proven())
 		sp_stepdet_blind(det, 1); /* a park may come: no step may begin counting launches before it */
-	if (det->probes != H.probes) {
-		H.probes = det->probes;
+	if (det->probes != marker_hooks.probes) {
+		marker_hooks.probes = det->probes;
 		sp_info("automatic steps: a step took over 4 times more or less time than those whose launches were "
 			"counted: the next step's launches are counted%s",
-			atomic_load(&H.counting) ? " (re-attaching to CUPTI for it)" : "");
+			atomic_load(&marker_hooks.counting) ? " (re-attaching to CUPTI for it)" : "");
 	}
 	return 1;
 }
@@ -239,15 +237,15 @@ void sp_auto_life_after(const struct sp_life_view *v, struct sp_stepdet *det, in
 
 int sp_hook_cupti_anchor(uint32_t name)
 {
-	if (!name || name != atomic_load_explicit(&H.anchor, memory_order_relaxed))
+	if (!name || name != atomic_load_explicit(&marker_hooks.anchor, memory_order_relaxed))
 		return 0;
 	if (sp_thr.hook_counted)
 		return 1;
 	/* an anchor is proven by its own hook only (no nested driver call stands for it) */
 	if (sp_thr.hook_depth > 0) {
-		atomic_fetch_add_explicit(&H.seen, 1, memory_order_relaxed);
-		W.reported = 1;
-	} else if (atomic_fetch_add(&H.unseen, 1) == 0)
+		atomic_fetch_add_explicit(&marker_hooks.seen, 1, memory_order_relaxed);
+		this_call.reported = 1;
+	} else if (atomic_fetch_add(&marker_hooks.unseen, 1) == 0)
 		sp_info("a step anchor call came without going through stepprof's hooks (a runtime linked in "
 			"statically, or a function looked up by hand): stepprof stays attached to CUPTI between "
 			"windows");
@@ -257,9 +255,9 @@ int sp_hook_cupti_anchor(uint32_t name)
 void sp_hook_disarm(void)
 {
 	sp_hooklearn_end(0);
-	atomic_store(&H.disarmed, true);
+	atomic_store(&marker_hooks.disarmed, true);
 	for (int i = 0; i < SP_HOOK_N; i++)
-		atomic_store(&H.want[i], WANT_NONE);
+		atomic_store(&marker_hooks.want[i], WANT_NONE);
 }
 
 int sp_hook_cupti_marker(void)
@@ -268,11 +266,11 @@ int sp_hook_cupti_marker(void)
 		return 1;
 	/* disarmed (an on-demand window after the final detach): the hooks are not watching, so a
 	 * marker call CUPTI reports says nothing about them */
-	if (atomic_load_explicit(&H.disarmed, memory_order_relaxed))
+	if (atomic_load_explicit(&marker_hooks.disarmed, memory_order_relaxed))
 		return 0;
 	if (sp_thr.hook_depth > 0) {
-		atomic_fetch_add_explicit(&H.seen, 1, memory_order_relaxed);
-		W.reported = 1;
+		atomic_fetch_add_explicit(&marker_hooks.seen, 1, memory_order_relaxed);
+		this_call.reported = 1;
 	} else
 		sp_thr.hook_pending = PEND_WAIT; /* the verdict at its end: did a nested driver call come? */
 	return 0;
@@ -282,12 +280,13 @@ int sp_hook_cupti_marker(void)
  * outside them: the hooks would count a step that is none. Said once. */
 static void stray_check(void)
 {
-	if (!atomic_load(&H.stray) || !atomic_load(&H.nested) || sites_ok() || atomic_exchange(&H.stray_said, true))
+	if (!atomic_load(&marker_hooks.stray) || !atomic_load(&marker_hooks.nested) || sites_ok() ||
+	    atomic_exchange(&marker_hooks.stray_said, true))
 		return;
 	uintptr_t both = 0, rel = 0;
-	for (int i = 0; i < SP_SITES && atomic_load(&S[i].pc); i++)
-		if (atomic_load(&S[i].good) && atomic_load(&S[i].bad))
-			both = atomic_load(&S[i].pc);
+	for (int i = 0; i < SP_SITES && atomic_load(&nest_sites[i].pc); i++)
+		if (atomic_load(&nest_sites[i].good) && atomic_load(&nest_sites[i].bad))
+			both = atomic_load(&nest_sites[i].pc);
 	Dl_info di = { 0 };
 	if (both && dladdr((void *)both, &di) && di.dli_fbase)
 		rel = both - (uintptr_t)di.dli_fbase;
@@ -303,13 +302,13 @@ void sp_hook_cupti_marker_end(void)
 	int p = sp_thr.hook_pending;
 	sp_thr.hook_pending = PEND_NONE;
 	if (p == PEND_ONE) {
-		int i = site(W.pc, 1);
+		int i = site(this_call.pc, 1);
 		if (i >= 0)
-			atomic_fetch_add(&S[i].good, 1);
-		atomic_fetch_add_explicit(&H.seen, 1, memory_order_relaxed);
-		if (atomic_fetch_add(&H.nested, 1) == 0)
+			atomic_fetch_add(&nest_sites[i].good, 1);
+		atomic_fetch_add_explicit(&marker_hooks.seen, 1, memory_order_relaxed);
+		if (atomic_fetch_add(&marker_hooks.nested, 1) == 0)
 			stray_check();
-	} else if (p != PEND_NONE && atomic_fetch_add(&H.unseen, 1) == 0)
+	} else if (p != PEND_NONE && atomic_fetch_add(&marker_hooks.unseen, 1) == 0)
 		sp_info(p == PEND_MANY ? "a marker call made more than one of the driver calls that stand for it: "
 					 "stepprof stays attached to CUPTI between windows"
 				       : "a marker call came without going through stepprof's hooks (a runtime "
@@ -319,31 +318,30 @@ void sp_hook_cupti_marker_end(void)
 
 bool sp_hook_proven(void)
 {
-	return atomic_load(&H.seen) >= SP_HOOK_PROOF && atomic_load(&H.unseen) == 0 && atomic_load(&H.extra) == 0 &&
-	       (atomic_load(&H.nested) == 0 || sites_ok());
+	return atomic_load(&marker_hooks.seen) >= SP_HOOK_PROOF && atomic_load(&marker_hooks.unseen) == 0 &&
+		atomic_load(&marker_hooks.extra) == 0 &&
+	       (atomic_load(&marker_hooks.nested) == 0 || sites_ok());
 }
 
 void sp_hook_count(int on)
 {
-	atomic_store(&H.counting, on);
+	atomic_store(&marker_hooks.counting, on);
 	if (!on)
-		atomic_store(&H.need_attach, false);
+		atomic_store(&marker_hooks.need_attach, false);
 }
 
 bool sp_hook_need_attach(void)
 {
-	return atomic_load(&H.need_attach);
+	return atomic_load(&marker_hooks.need_attach);
 }
 
 bool sp_hook_graph_made(void)
 {
-	return atomic_exchange(&H.graph, false);
+	return atomic_exchange(&marker_hooks.graph, false);
 }
 
-/* Parked, a marker call just began a step: once the next window is fewer than SP_LIFE_UNPARK_AT
- * steps away, wakes the writer, whose passes are slow while parked, to re-attach now (at the step
- * its 2 ms passes used to see). The step is read without the lock: a late read only delays the
- * kick to the next step. This function can't fail. */
+/* Parked, a marker call began a step: once the next window is under SP_LIFE_UNPARK_AT steps away, wakes the
+ * writer to re-attach now. The step is read without the lock (a late read delays by a step). Can't fail. */
 static void kick_if_near(void)
 {
 	int64_t sched = sp_stepdet_sched_step(sp_col.mk[0].det, sp_col.step);
@@ -355,13 +353,13 @@ static void kick_if_near(void)
  * writer thread has re-attached, so that CUPTI sees the window from its first call. */
 static void wait_attached(void)
 {
-	atomic_store(&H.need_attach, true);
+	atomic_store(&marker_hooks.need_attach, true);
 	sp_writer_kick(); /* its passes are slow while parked: it re-attaches now */
 	uint64_t t0 = sp_now_ns();
-	while (atomic_load(&H.counting)) {
+	while (atomic_load(&marker_hooks.counting)) {
 		sp_act_early_tick(); /* no writer yet (parked before the first window): this thread re-attaches */
 		if (sp_now_ns() - t0 > WAIT_ATTACH_NS) {
-			if (!atomic_exchange(&H.slow, true))
+			if (!atomic_exchange(&marker_hooks.slow, true))
 				sp_warn("re-attaching to CUPTI before a window took over 1 s: that window may lack its "
 					"first records");
 			return;
@@ -380,11 +378,12 @@ static int learn_enter(int fn)
 		return SP_HOOK_N + fn;
 	learn_fed = 0;
 	unsigned wants = sp_stepdet_wants(sp_col.mk[0].det);
-	if (sp_col.done || !H.tok[fn] || !sp_hooklearn_on() ||
-	    !(wants & (H.tok[fn] == SP_TOK_GRAPH ? SP_WANT_GRAPH : SP_WANT_API)))
+	if (sp_col.done || !marker_hooks.tok[fn] || !sp_hooklearn_on() ||
+	    !(wants & (marker_hooks.tok[fn] == SP_TOK_GRAPH ? SP_WANT_GRAPH : SP_WANT_API)))
 		return SP_HOOK_N + fn;
 	learn_fed = 1;
-	sp_win_detect(0, H.tok[fn], H.flags[fn], H.name[fn], sp_thr_ns(1), 0, 0, H.drv[fn]);
+	sp_win_detect(0, marker_hooks.tok[fn], marker_hooks.flags[fn], marker_hooks.name[fn], sp_thr_ns(1), 0, 0,
+		      marker_hooks.drv[fn]);
 	sp_hooklearn_check();
 	return SP_HOOK_N + fn;
 }
@@ -400,7 +399,8 @@ static void count_here(int fn, unsigned w)
 {
 	sp_thr.hook_counted = 1;
 	sp_thr.nested_counted = w == WANT_NESTED;
-	sp_win_detect(0, SP_TOK_API, H.flags[fn], H.name[fn], sp_thr_ns(1), 0, 0, H.drv[fn]);
+	sp_win_detect(0, SP_TOK_API, marker_hooks.flags[fn], marker_hooks.name[fn], sp_thr_ns(1), 0, 0,
+		      marker_hooks.drv[fn]);
 }
 
 /* A marker's hooked call while CUPTI counts (attached): the proof's watch and strays. */
@@ -413,20 +413,20 @@ static int attached_enter(int fn, unsigned w, const void *from)
 	 * callback since (CUPTI saw no entry of it), and this driver call comes from the place the
 	 * proof counts, inside marker calls only; the hooks count it, as while parked */
 	if (w == WANT_NESTED && reported && sp_thr.gen != sp_cupti_life_generation() &&
-	    atomic_load_explicit(&H.nested, memory_order_relaxed) && site_counts((uintptr_t)from)) {
+	    atomic_load_explicit(&marker_hooks.nested, memory_order_relaxed) && site_counts((uintptr_t)from)) {
 		count_here(fn, w);
 		return fn;
 	}
 	if (w == WANT_NESTED && reported) {
 		int i = site((uintptr_t)from, 1);
 		if (i >= 0)
-			atomic_fetch_add(&S[i].bad, 1);
-		atomic_fetch_add(&H.stray, 1);
+			atomic_fetch_add(&nest_sites[i].bad, 1);
+		atomic_fetch_add(&marker_hooks.stray, 1);
 		stray_check();
 	}
 	/* CUPTI must report it as a marker call before it ends (where it reports them: as above) */
-	W.watch = w == WANT_MARKER && reported;
-	W.reported = 0;
+	this_call.watch = w == WANT_MARKER && reported;
+	this_call.reported = 0;
 	return fn;
 }
 
@@ -450,12 +450,12 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 		if (!over)
 			break; /* gave up (warned): goes ahead */
 	}
-	unsigned w = atomic_load_explicit(&H.want[fn], memory_order_relaxed);
+	unsigned w = atomic_load_explicit(&marker_hooks.want[fn], memory_order_relaxed);
 	if (w != WANT_MARKER && w != WANT_NESTED) {
 		/* parked: CUPTI must exist before the graph does (graphs captured earlier are invisible) */
-		if (w == WANT_GRAPH && atomic_load_explicit(&H.counting, memory_order_relaxed) &&
+		if (w == WANT_GRAPH && atomic_load_explicit(&marker_hooks.counting, memory_order_relaxed) &&
 		    !sp_cupti_life_attach_now(&sp_col.sub, sp_col.step, true))
-			atomic_store(&H.graph, true);
+			atomic_store(&marker_hooks.graph, true);
 		if (atomic_load_explicit(&sp_launch_want, memory_order_relaxed) == SP_LAUNCH_LEARN)
 			return learn_enter(fn);
 		return -1;
@@ -465,15 +465,15 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 	sp_thr.nested_counted = 0;
 	if (sp_thr.hook_pending != PEND_NONE) { /* inside a marker call CUPTI counted: the proof only */
 		sp_thr.hook_pending = sp_thr.hook_pending == PEND_WAIT ? PEND_ONE : PEND_MANY;
-		W.pc = (uintptr_t)from;
+		this_call.pc = (uintptr_t)from;
 		return fn;
 	}
-	if (!atomic_load(&H.counting))
+	if (!atomic_load(&marker_hooks.counting))
 		return attached_enter(fn, w, from);
 	/* a driver call stands for a marker call only where the proof relied on that: otherwise the
 	 * runtime's hooks count (a nested call is inside one) and this one is none of them */
 	if (w == WANT_NESTED &&
-	    (!atomic_load_explicit(&H.nested, memory_order_relaxed) || !site_counts((uintptr_t)from)))
+	    (!atomic_load_explicit(&marker_hooks.nested, memory_order_relaxed) || !site_counts((uintptr_t)from)))
 		return fn;
 	/* the schedule's step (automatic detection numbers its regimes' steps apart from it) */
 	int64_t sched = sp_stepdet_sched_step(sp_col.mk[0].det, sp_col.step);
@@ -482,7 +482,7 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 	/* a nested driver call comes inside its runtime's marker call, which began while parked (CUPTI
 	 * reported no entry of it: hook_pending above): CUPTI cannot count that call even if stepprof
 	 * re-attached since, so the hooks do (a late re-attach said it missed before) */
-	if (w == WANT_NESTED || atomic_load(&H.counting)) {
+	if (w == WANT_NESTED || atomic_load(&marker_hooks.counting)) {
 		count_here(fn, w);
 		kick_if_near();
 	}
@@ -496,7 +496,8 @@ static void early_tick(int fn)
 {
 	static _Atomic int64_t last = -1;
 	if (__atomic_load_n(&sp_col.writer_started, __ATOMIC_RELAXED) ||
-	    atomic_load_explicit(&H.want[fn], memory_order_relaxed) != WANT_MARKER || atomic_load(&sp_hold.marking) > 0)
+	    atomic_load_explicit(&marker_hooks.want[fn], memory_order_relaxed) != WANT_MARKER ||
+	    	atomic_load(&sp_hold.marking) > 0)
 		return;
 	int64_t step = __atomic_load_n(&sp_col.step, __ATOMIC_RELAXED);
 	if (atomic_load(&last) != step && sp_act_early_tick())
@@ -526,11 +527,12 @@ void sp_collector_hook_exit(int h)
 	sp_thr.hook_counted = 0;
 	/* a call the hooks would count that CUPTI did not count (a driver marker's function called
 	 * from inside the runtime, which CUPTI leaves out): the hooks' steps would not be CUPTI's */
-	if (W.watch && !W.reported && !atomic_load(&H.counting) && atomic_fetch_add(&H.extra, 1) == 0)
+	if (this_call.watch && !this_call.reported && !atomic_load(&marker_hooks.counting) &&
+	    atomic_fetch_add(&marker_hooks.extra, 1) == 0)
 		sp_info("a hooked call of %s was not a marker call for CUPTI (made inside a runtime call): the "
 			"hooks cannot count its steps, stepprof stays attached to CUPTI between windows",
 			fns[h].name);
-	W.watch = 0;
+	this_call.watch = 0;
 	early_tick(h);
 }
 

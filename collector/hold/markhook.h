@@ -1,12 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* markhook.h - marker calls counted by the preload's hooks (collector/hookfns.h) rather than by
- * CUPTI's callbacks, so that stepprof can let go of CUPTI between windows and still number every
- * step ("parking", cupti_life.c). Relied on only once proven: at least SP_HOOK_PROOF marker calls
- * reported by CUPTI, every one of them made inside a hook or holding exactly one hooked driver call
- * that stands for it (a runtime the hooks cannot see), and no such driver call outside them; no
- * hooked call of the marker's function that CUPTI did not count (the runtime's own calls of a
- * driver marker's function, now that the driver's entry points are hooked too). Each call is counted once, where it
- * entered: by its hook while the hooks count, else by CUPTI's callback. */
+/* markhook.h - marker calls counted by the preload's hooks instead of CUPTI, so stepprof can park between
+ * windows and still number every step. Relied on only once proven against CUPTI (docs/ARCHITECTURE.md);
+ * each call is counted once, where it entered. */
 #ifndef SP_MARKHOOK_H
 #define SP_MARKHOOK_H
 #ifdef SP_PURE
@@ -24,20 +19,16 @@ void sp_hook_arm(void);
  * it already (the callback must not), else 0; notes whether it came through a hook (the proof),
  * except once the hooks are disarmed (sp_hook_disarm: they watch nothing then). */
 int sp_hook_cupti_marker(void);
-/* Automatic detection: the hooks follow its anchor call `anchor` (interned; 0: none, learning or
- * locked on something the hooks do not see): a hooked CUDA call other than a graph launch is
- * armed as the marker is for explicit api markers, proven anew when the anchor changes. Writer
- * thread, while attached. Returns the hooked function's index, or -1 (none: no parking). */
+/* Automatic detection: the hooks follow the anchor call `anchor` (interned; 0 none), armed as an api marker's
+ * and proven anew when it changes. Writer thread, attached. Returns the hooked function's index, or -1. */
 int sp_hook_follow(uint32_t anchor);
 /* CUPTI reports an automatic-detection token `name` (outermost): as sp_hook_cupti_marker if it is
  * the anchor the hooks follow (1: a hook counted it already), else 0. */
 int sp_hook_cupti_anchor(uint32_t name);
 struct sp_life_view;
 struct sp_stepdet;
-/* The writer thread's life tick, under sp_col.lock, for the single automatic marker: fills
- * v->det_busy, turns *step into the schedule's step, makes the hooks follow the detector's anchor
- * while attached and blinds the detector (no step starts counting launches) when a park may come.
- * Returns 0 (and does nothing) for any other marker. This function can't fail. */
+/* The writer's life tick for the single automatic marker, under sp_col.lock: fills v->det_busy, maps *step
+ * to the schedule's, follows the anchor, blinds the detector before a park. Returns 0 for any other marker. */
 int sp_auto_life(struct sp_life_view *v, struct sp_stepdet *det, int64_t *step);
 /* After the tick (without sp_col.lock): the detector is blind exactly while parked (act: enum
  * sp_life_act). This function can't fail. */

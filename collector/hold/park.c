@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* park.c - parking: stepprof detaches from CUPTI until the next window is near while the preload's
- * hooks count the marker calls (markhook.h), then re-attaches on the writer's tick or at once on an
- * application thread that needs CUPTI (sp_cupti_life_attach_now, the one call the hooks, hook
- * learning, the Python bridge and the program's profiler use). The policy is decide/life.h. */
+/* park.c - parking: detached from CUPTI until the next window is near while the hooks count marker calls
+ * (markhook.h), re-attached by the writer's tick or at once by sp_cupti_life_attach_now. Policy: decide/life.h. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>

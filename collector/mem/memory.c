@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* memory.c - see memory.h. One open-addressing table of live allocations (address -> size, kind,
- * device, stack, time) in mmap'ed memory, guarded by a spinlock; per-slot levels and peaks. It runs
- * inside malloc hooks on every thread: no malloc, no stdio, and a host event touches as few cache
- * lines as it can (the lock's line, one table slot, the ring's). */
+/* memory.c - see memory.h. An open-addressing table of live allocations in mmap'ed memory under a spinlock,
+ * with per-slot levels and peaks. Runs inside malloc hooks: no malloc, no stdio, few cache lines per event. */
 #include <dlfcn.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -46,7 +44,7 @@ static struct {
 	struct alloc *tab;       /* mmap'ed; linear probing, deletion by backward shift: no tombstones */
 	struct level host;       /* SP_MEM_HOST_SLOT */
 	_Alignas(64) struct level dev[SP_MEM_HOST_SLOT];
-} M;
+} mem_table;
 
 _Atomic uint64_t sp_mem_host_seen[1u << 14];
 __thread volatile int sp_mem_self;
@@ -55,8 +53,8 @@ __thread volatile int sp_mem_self;
  * a holder that was preempted gets the CPU back. This function can't fail. */
 static void lock(void)
 {
-	while (atomic_exchange_explicit(&M.lock, 1, memory_order_acquire))
-		for (int i = 0; atomic_load_explicit(&M.lock, memory_order_relaxed); i++)
+	while (atomic_exchange_explicit(&mem_table.lock, 1, memory_order_acquire))
+		for (int i = 0; atomic_load_explicit(&mem_table.lock, memory_order_relaxed); i++)
 			if (i < SPINS)
 				cpu_relax();
 			else
@@ -65,12 +63,12 @@ static void lock(void)
 
 static void unlock(void)
 {
-	atomic_store_explicit(&M.lock, 0, memory_order_release);
+	atomic_store_explicit(&mem_table.lock, 0, memory_order_release);
 }
 
 static struct level *level(unsigned slot)
 {
-	return slot == SP_MEM_HOST_SLOT ? &M.host : &M.dev[slot];
+	return slot == SP_MEM_HOST_SLOT ? &mem_table.host : &mem_table.dev[slot];
 }
 
 static int is_host(int kind)
@@ -104,18 +102,18 @@ static struct alloc *probe(struct alloc *t, uint32_t cap, uint64_t key)
  * unchanged). Call with the lock held. */
 static int grow(void)
 {
-	uint32_t cap = M.cap ? M.cap * 2 : INITIAL_SLOTS;
+	uint32_t cap = mem_table.cap ? mem_table.cap * 2 : INITIAL_SLOTS;
 	struct alloc *t =
 		mmap(NULL, (size_t)cap * sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (t == MAP_FAILED)
 		return -1;
-	for (uint32_t i = 0; i < M.cap; i++)
-		if (M.tab[i].key)
-			*probe(t, cap, M.tab[i].key) = M.tab[i];
-	if (M.tab)
-		munmap(M.tab, (size_t)M.cap * sizeof(*M.tab));
-	M.tab = t;
-	M.cap = cap;
+	for (uint32_t i = 0; i < mem_table.cap; i++)
+		if (mem_table.tab[i].key)
+			*probe(t, cap, mem_table.tab[i].key) = mem_table.tab[i];
+	if (mem_table.tab)
+		munmap(mem_table.tab, (size_t)mem_table.cap * sizeof(*mem_table.tab));
+	mem_table.tab = t;
+	mem_table.cap = cap;
 	return 0;
 }
 
@@ -123,16 +121,16 @@ static int grow(void)
  * never need tombstones (linear probing's backward-shift deletion). Lock held. */
 static void erase(uint32_t i)
 {
-	uint32_t mask = M.cap - 1;
-	for (uint32_t j = (i + 1) & mask; M.tab[j].key; j = (j + 1) & mask) {
-		uint32_t home = hash(M.tab[j].key) & mask;
+	uint32_t mask = mem_table.cap - 1;
+	for (uint32_t j = (i + 1) & mask; mem_table.tab[j].key; j = (j + 1) & mask) {
+		uint32_t home = hash(mem_table.tab[j].key) & mask;
 		if (((j - home) & mask) >= ((j - i) & mask)) { /* the hole lies on j's probe path */
-			M.tab[i] = M.tab[j];
+			mem_table.tab[i] = mem_table.tab[j];
 			i = j;
 		}
 	}
-	M.tab[i].key = 0;
-	M.used--;
+	mem_table.tab[i].key = 0;
+	mem_table.used--;
 }
 
 static void push_mem(int kind, int evkind, const struct alloc *a, uint64_t addr, uint64_t t, uint32_t flags)
@@ -153,11 +151,11 @@ void sp_mem_alloc(int kind, int device, uint64_t addr, uint64_t size, uint32_t s
 	a.slot = is_host(kind) || device < 0 || device >= SP_MEM_HOST_SLOT ? SP_MEM_HOST_SLOT : (uint8_t)device;
 	lock();
 	struct level *l = level(a.slot);
-	if ((M.used + 1) * 2 <= M.cap || grow() == 0) {
-		struct alloc *s = probe(M.tab, M.cap, a.key);
+	if ((mem_table.used + 1) * 2 <= mem_table.cap || grow() == 0) {
+		struct alloc *s = probe(mem_table.tab, mem_table.cap, a.key);
 		if (s->key) /* alive already: its free went unseen, or two sources told this block */
 			level(s->slot)->live -= s->size;
-		M.used += !s->key;
+		mem_table.used += !s->key;
 		*s = a;
 	}
 	l->live += size;
@@ -171,10 +169,10 @@ void sp_mem_alloc(int kind, int device, uint64_t addr, uint64_t size, uint32_t s
 void sp_mem_free(int kind, uint64_t addr, uint64_t t, int record)
 {
 	lock();
-	struct alloc *a = M.cap ? probe(M.tab, M.cap, key_of(kind, addr)) : NULL;
+	struct alloc *a = mem_table.cap ? probe(mem_table.tab, mem_table.cap, key_of(kind, addr)) : NULL;
 	if (a && a->key) {
 		struct alloc old = *a;
-		erase((uint32_t)(a - M.tab));
+		erase((uint32_t)(a - mem_table.tab));
 		level(old.slot)->live -= old.size;
 		if (record)
 			push_mem(old.kind, SP_EV_FREE, &old, addr, t, 0);
@@ -185,8 +183,8 @@ void sp_mem_free(int kind, uint64_t addr, uint64_t t, int record)
 void sp_mem_snapshot(uint64_t t)
 {
 	lock();
-	for (uint32_t i = 0; i < M.cap; i++) {
-		struct alloc *a = &M.tab[i];
+	for (uint32_t i = 0; i < mem_table.cap; i++) {
+		struct alloc *a = &mem_table.tab[i];
 		if (a->key)
 			push_mem(a->kind, SP_EV_ALLOC, a, a->key & ~VMM_KEY, a->time, SP_MEMF_SNAPSHOT);
 	}
@@ -213,7 +211,7 @@ void sp_mem_peaks(uint64_t t)
 uint32_t sp_mem_table_slots(void)
 {
 	lock();
-	uint32_t cap = M.cap;
+	uint32_t cap = mem_table.cap;
 	unlock();
 	return cap;
 }

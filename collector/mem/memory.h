@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* memory.h - live memory accounting from process start: every device allocation (these calls
- * are rare) and, when asked, every host allocation above a size. Levels are absolute, so a
- * window's timeline starts at the true level. Events are pushed only when the caller says a
- * window is open. Never allocates with malloc (it runs inside malloc hooks). */
+/* memory.h - live memory accounting from process start: every device allocation and, when asked, host ones
+ * above a size, with absolute levels; events pushed only inside windows. Never mallocs (runs in malloc hooks). */
 #ifndef SP_MEMORY_H
 #define SP_MEMORY_H
 
@@ -12,11 +10,8 @@
 
 #define SP_MEM_HOST_SLOT 64 /* accounting slot of host memory (device slots are 0..63) */
 
-/* Nonzero while the calling thread allocates for stepprof itself (the writer thread always, CUPTI
- * activity buffers): the malloc hooks leave such allocations and releases out of the program's
- * host memory. Set and restore it around the allocation; initial-exec TLS, one load in a hook's
- * slow path. volatile: the compiler takes malloc for a function that reads no program memory and
- * would drop the store before one as dead. */
+/* Nonzero while the calling thread allocates for stepprof itself: the malloc hooks leave such calls out.
+ * Set and restore around the allocation. volatile, or the compiler drops the store before malloc as dead. */
 extern __thread volatile int sp_mem_self;
 
 /* Records an allocation of size bytes at addr (kind = enum sp_mem_kind; device ordinal, or -1
@@ -54,13 +49,9 @@ static inline void sp_mem_host_mark(uint64_t addr)
 	if (!sp_mem_host_maybe(addr))
 		atomic_fetch_or_explicit(&sp_mem_host_seen[b >> 6], 1ull << (b & 63), memory_order_relaxed);
 }
-/* Whether the allocator behind malloc_fn, free_fn and usable_fn is glibc's, so that the word
- * before each of its blocks is a chunk size (the free filter of preload/malloc.c reads it).
- * Decided by what the functions are and do, never by a symbol's name (tcmalloc exports a
- * __libc_free of its own): sp_mem_glibc_object checks that all three are defined in the object
- * that defines gnu_get_libc_version; sp_mem_glibc_behaviour allocates blocks of a few sizes and
- * checks that their usable sizes and the words before them follow glibc's chunk layout. Each
- * returns 1 or 0. They may allocate through malloc_fn (never through the hooks). */
+/* Whether the allocator behind malloc_fn, free_fn and usable_fn is glibc's (a chunk size before each block),
+ * judged by what the functions are (_object: defined with gnu_get_libc_version) and do (_behaviour: the
+ * chunk layout), never by name. Each returns 1 or 0; may allocate through malloc_fn. */
 int sp_mem_glibc_object(void *(*malloc_fn)(size_t), void (*free_fn)(void *), size_t (*usable_fn)(void *));
 int sp_mem_glibc_behaviour(void *(*malloc_fn)(size_t), void (*free_fn)(void *), size_t (*usable_fn)(void *));
 /* At a window's start: pushes one SNAPSHOT ALLOC per live allocation. */

@@ -1,10 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* ondemand.c - on-demand windows (see ondemand.h). A thread started at injection sleeps
- * [ondemand] poll_ms between two stat() calls (the job's request file and this process's), reads
- * a file only when it changed, and says what it did in OUTPUT/.stepprof/HOST.PID.status. Step
- * windows bind to the next step boundary through sp_od_action (windows.c asks it instead of the
- * schedule); time ranges open and close windows from this thread. Never touches the program's
- * signals; a failure warns once and leaves on-demand windows off. */
+/* ondemand.c - on-demand windows (ondemand.h): a thread polls the request files every poll_ms and writes
+ * HOST.PID.status; step windows bind through sp_od_action, time ranges open and close from the thread.
+ * Never touches the program's signals; a failure warns once and leaves on-demand off. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -67,7 +64,7 @@ static struct {
 	uint32_t win;                 /* the request's window, once open */
 	int have_win;
 	int64_t win_first, win_last;  /* its steps: the request's, or a time range's at its ends */
-} OD = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .ctl_fd = -1, .first = -1, .mk = -1 };
+} requests = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .ctl_fd = -1, .first = -1, .mk = -1 };
 
 /* The marker index of phase `name` ([phase.NAME], case as in the file or not), -1 none. Under
  * sp_col.lock. */
@@ -83,16 +80,17 @@ static int phase_index(const char *name)
  * that fails warns once: the request still runs, the CLI just cannot see it). */
 static void say(const char *state, const char *note)
 {
-	char text[sizeof OD.status_text];
-	snprintf(OD.st.state, sizeof OD.st.state, "%s", state);
-	snprintf(OD.st.note, sizeof OD.st.note, "%s", note);
-	if (!OD.files || sp_od_status_format(&OD.st, text, sizeof text) < 0 || !strcmp(text, OD.status_text))
+	char text[sizeof requests.status_text];
+	snprintf(requests.st.state, sizeof requests.st.state, "%s", state);
+	snprintf(requests.st.note, sizeof requests.st.note, "%s", note);
+	if (!requests.files || sp_od_status_format(&requests.st, text, sizeof text) < 0 ||
+	    !strcmp(text, requests.status_text))
 		return;
-	if (sp_od_write(OD.ctl, OD.status_name, text) < 0)
-		sp_warn_once("cannot write %s/%s: %s; `stepprof trigger` will not see this process", OD.ctl,
-			     OD.status_name, strerror(errno));
+	if (sp_od_write(requests.ctl, requests.status_name, text) < 0)
+		sp_warn_once("cannot write %s/%s: %s; `stepprof trigger` will not see this process", requests.ctl,
+			     requests.status_name, strerror(errno));
 	else
-		snprintf(OD.status_text, sizeof OD.status_text, "%s", text);
+		snprintf(requests.status_text, sizeof requests.status_text, "%s", text);
 }
 
 /* Refuses the request id with a reason (warned on stderr and said in the status file). Poll
@@ -100,7 +98,7 @@ static void say(const char *state, const char *note)
 static void refuse(uint64_t id, const char *why)
 {
 	sp_warn("on-demand request %016llx refused: %s", (unsigned long long)id, why);
-	OD.st.request = id;
+	requests.st.request = id;
 	say("refused", why);
 }
 
@@ -109,15 +107,15 @@ static void refuse(uint64_t id, const char *why)
  * (at start: a request older than this process is not for it). Poll thread. */
 static int poll_file(int i, struct sp_od_req *r, int act)
 {
-	char path[sizeof OD.ctl + 130], buf[SP_OD_MAX_BYTES + 1], err[300];
+	char path[sizeof requests.ctl + 130], buf[SP_OD_MAX_BYTES + 1], err[300];
 	struct stat st;
 	struct sig now = { 0 };
-	snprintf(path, sizeof path, "%s/%s", OD.ctl, OD.name[i]);
+	snprintf(path, sizeof path, "%s/%s", requests.ctl, requests.name[i]);
 	if (stat(path, &st) == 0)
 		now = (struct sig){ 1, st.st_dev, st.st_ino, st.st_size, st.st_mtim };
-	if (!memcmp(&now, &OD.sig[i], sizeof now))
+	if (!memcmp(&now, &requests.sig[i], sizeof now))
 		return 0;
-	OD.sig[i] = now;
+	requests.sig[i] = now;
 	if (!now.exists)
 		return 0;
 	ssize_t n = sp_od_read(path, buf, sizeof buf, err, sizeof err);
@@ -126,9 +124,9 @@ static int poll_file(int i, struct sp_od_req *r, int act)
 			sp_warn("ignoring the on-demand request in %s: %s", path, err);
 		return 0;
 	}
-	if (r->id == OD.seen[i])
+	if (r->id == requests.seen[i])
 		return 0;
-	OD.seen[i] = r->id;
+	requests.seen[i] = r->id;
 	return act;
 }
 
@@ -145,20 +143,20 @@ static void take(const struct sp_od_req *r)
 		snprintf(msg, sizeof msg, "no phase '%s' in this process%s", r->phase,
 			 sp_col.mk[0].name ? "" : ": it has a single phase (ask without --phase)");
 		why = msg;
-	} else if (OD.req) {
-		snprintf(msg, sizeof msg, "request %016llx is still being served", (unsigned long long)OD.req);
+	} else if (requests.req) {
+		snprintf(msg, sizeof msg, "request %016llx is still being served", (unsigned long long)requests.req);
 		why = msg;
 	} else if (r->steps && gone && sp_col.mk[sp_col.cur].kind == SP_MARK_NVTX)
 		why = "the marker is NVTX, whose injection a new CUPTI subscription cannot re-arm after stepprof let "
 		      "go of CUPTI at the end of its schedule (use --ms, or a schedule window)";
 	if (!why) {
-		OD.req = r->id;
-		OD.pending = r->steps;
-		OD.at = r->at;
-		OD.timed_ms = r->ms;
-		OD.first = -1;
-		OD.mk = r->phase[0] ? phase_index(r->phase) : -1;
-		OD.have_win = 0;
+		requests.req = r->id;
+		requests.pending = r->steps;
+		requests.at = r->at;
+		requests.timed_ms = r->ms;
+		requests.first = -1;
+		requests.mk = r->phase[0] ? phase_index(r->phase) : -1;
+		requests.have_win = 0;
 		sp_col.done = 0; /* the schedule may be done: the marker's callbacks are needed again */
 		for (int i = 0; i < sp_col.nmk; i++)
 			sp_col.rt[i].done = 0; /* each phase is done again at its next step (windows.c) */
@@ -170,9 +168,9 @@ static void take(const struct sp_od_req *r)
 	sp_info("on-demand request %016llx: %lld %s", (unsigned long long)r->id,
 		(long long)(r->steps ? r->steps : r->ms),
 		r->steps ? "steps from the next step boundary" : "ms from now");
-	OD.st.request = r->id;
-	OD.st.window = 0;
-	OD.st.first = OD.st.last = 0;
+	requests.st.request = r->id;
+	requests.st.window = 0;
+	requests.st.first = requests.st.last = 0;
 	say("armed", r->steps ? "waiting for the next step boundary" : "opening a time range");
 }
 
@@ -191,8 +189,8 @@ static int need_cupti(void)
 	/* said before the re-attach: a window may begin at the first step boundary CUPTI reports, before
 	 * this thread gets the lock back (on 2 x H200 the first trigger window came out unflagged) */
 	pthread_mutex_lock(&sp_col.lock);
-	int said = OD.uncounted;
-	OD.uncounted |= sp_col.step >= 0;
+	int said = requests.uncounted;
+	requests.uncounted |= sp_col.step >= 0;
 	pthread_mutex_unlock(&sp_col.lock);
 	CUptiResult r = sp_cupti_life_reattach(&sp_col.sub);
 	if (r != CUPTI_SUCCESS) {
@@ -205,7 +203,7 @@ static int need_cupti(void)
 	}
 	sp_writer_set_pass_ns(0); /* windows close at the usual pace again */
 	pthread_mutex_lock(&sp_col.lock);
-	if (!said && OD.uncounted)
+	if (!said && requests.uncounted)
 		sp_info("steps run while detached from CUPTI were not counted: step numbers continue from %lld",
 			(long long)sp_col.step);
 	if (sp_col.cfg.device_memory || sp_col.cfg.host_malloc) {
@@ -231,15 +229,16 @@ static int open_range(int64_t ms)
 	uint64_t now = sp_now_ns();
 	pthread_mutex_lock(&sp_col.lock);
 	sp_col.done = 0;
-	OD.timed_open = 1;
-	OD.timed_end = ms ? now + (uint64_t)ms * 1000000u : 0;
+	requests.timed_open = 1;
+	requests.timed_end = ms ? now + (uint64_t)ms * 1000000u : 0;
 	int rc = sp_win_open_now(now);
 	if (rc < 0)
-		OD.timed_open = 0;
-	else if (OD.req && !OD.have_win && sp_col.open) { /* a scheduled window was open: it goes on as the range */
-		OD.win = sp_col.open->id;
-		OD.have_win = 1;
-		OD.win_first = sp_col.step;
+		requests.timed_open = 0;
+	else if (requests.req && !requests.have_win &&
+		 sp_col.open) { /* a scheduled window was open: it goes on as the range */
+		requests.win = sp_col.open->id;
+		requests.have_win = 1;
+		requests.win_first = sp_col.step;
 	}
 	pthread_mutex_unlock(&sp_col.lock);
 	sp_info("time range: %s (%lld ms)", rc < 0 ? "no window could open" : "recording", (long long)ms);
@@ -253,16 +252,16 @@ static int attach_if_wanted(uint64_t now, uint64_t t0)
 {
 	int want;
 	pthread_mutex_lock(&sp_col.lock);
-	want = OD.pending || OD.timed_ms ||
-	       (OD.range == 1 && now >= t0 + (uint64_t)sp_col.cfg.ondemand_delay_ms * 1000000u);
+	want = requests.pending || requests.timed_ms ||
+	       (requests.range == 1 && now >= t0 + (uint64_t)sp_col.cfg.ondemand_delay_ms * 1000000u);
 	pthread_mutex_unlock(&sp_col.lock);
 	if (want && need_cupti() < 0) {
 		uint64_t id;
 		pthread_mutex_lock(&sp_col.lock);
-		id = OD.req;
-		OD.req = 0;
-		OD.pending = OD.timed_ms = 0;
-		OD.range = 0;
+		id = requests.req;
+		requests.req = 0;
+		requests.pending = requests.timed_ms = 0;
+		requests.range = 0;
 		pthread_mutex_unlock(&sp_col.lock);
 		if (id)
 			refuse(id, "cannot re-attach to CUPTI (see the process's stderr)");
@@ -280,21 +279,22 @@ static int open_due_range(uint64_t now, uint64_t t0)
 	int64_t ms = 0;
 	int open = 0;
 	pthread_mutex_lock(&sp_col.lock);
-	if (OD.range == 1 && now >= t0 + (uint64_t)sp_col.cfg.ondemand_delay_ms * 1000000u && !OD.timed_open &&
-	    !OD.req) {
-		OD.range = 2;
+	if (requests.range == 1 && now >= t0 + (uint64_t)sp_col.cfg.ondemand_delay_ms * 1000000u &&
+	    !requests.timed_open &&
+	    !requests.req) {
+		requests.range = 2;
 		ms = sp_col.cfg.ondemand_duration_ms;
 		open = 1;
-	} else if (OD.timed_ms && !OD.timed_open) {
-		ms = OD.timed_ms;
-		OD.timed_ms = 0;
+	} else if (requests.timed_ms && !requests.timed_open) {
+		ms = requests.timed_ms;
+		requests.timed_ms = 0;
 		open = 2;
 	}
 	pthread_mutex_unlock(&sp_col.lock);
 	if (open && open_range(ms) < 0 && open == 2) {
 		pthread_mutex_lock(&sp_col.lock);
-		uint64_t id = OD.req;
-		OD.req = 0;
+		uint64_t id = requests.req;
+		requests.req = 0;
 		pthread_mutex_unlock(&sp_col.lock);
 		refuse(id, "no window could open (see the process's stderr)");
 		return -1;
@@ -307,57 +307,57 @@ static int open_due_range(uint64_t now, uint64_t t0)
 static void settle_request(void)
 {
 	pthread_mutex_lock(&sp_col.lock);
-	if (OD.timed_open && OD.timed_end && sp_now_ns() >= OD.timed_end) {
-		OD.win_last = sp_col.step;
+	if (requests.timed_open && requests.timed_end && sp_now_ns() >= requests.timed_end) {
+		requests.win_last = sp_col.step;
 		sp_win_close_now(sp_now_ns());
-		OD.timed_open = 0;
-		if (OD.range == 2)
-			OD.range = 0;
+		requests.timed_open = 0;
+		if (requests.range == 2)
+			requests.range = 0;
 	}
 	/* the request's window: recording while its slot is used, written once the writer let it go */
 	int used = 0;
-	for (int i = 0; OD.have_win && i < SP_MAX_WINDOWS; i++)
-		used |= sp_col.win[i].used && sp_col.win[i].id == OD.win;
-	if (OD.have_win && OD.first >= 0) {
-		OD.win_first = OD.first;
-		OD.win_last = OD.last;
+	for (int i = 0; requests.have_win && i < SP_MAX_WINDOWS; i++)
+		used |= sp_col.win[i].used && sp_col.win[i].id == requests.win;
+	if (requests.have_win && requests.first >= 0) {
+		requests.win_first = requests.first;
+		requests.win_last = requests.last;
 	}
-	uint64_t id = OD.req;
-	int state = !id ? 0 : !OD.have_win ? 1 : used || OD.timed_open ? 2 : 3;
-	const char *note = OD.uncounted ? "steps run while stepprof was detached from CUPTI were not counted: "
+	uint64_t id = requests.req;
+	int state = !id ? 0 : !requests.have_win ? 1 : used || requests.timed_open ? 2 : 3;
+	const char *note = requests.uncounted ? "steps run while stepprof was detached from CUPTI were not counted: "
 					  "the step numbers continue the count from before"
 					: "";
-	if (state == 1 && OD.first >= 0 && sp_col.step > OD.last) {
+	if (state == 1 && requests.first >= 0 && sp_col.step > requests.last) {
 		/* its steps passed without a window of its own: a scheduled window held them, or none
 		 * could open (warned) */
 		state = 3;
-		OD.win = sp_col.next_window_id ? sp_col.next_window_id - 1 : 0;
-		OD.win_first = OD.first;
-		OD.win_last = OD.last;
+		requests.win = sp_col.next_window_id ? sp_col.next_window_id - 1 : 0;
+		requests.win_first = requests.first;
+		requests.win_last = requests.last;
 		note = sp_col.next_window_id ? "the steps fell inside a window the schedule had opened (this one)"
 					     : "no window could open (see the process's stderr)";
 	}
-	int64_t wf = OD.win_first, wl = OD.win_last;
-	uint32_t win = OD.win;
+	int64_t wf = requests.win_first, wl = requests.win_last;
+	uint32_t win = requests.win;
 	if (state == 3) {
-		OD.req = 0;
-		OD.first = -1;
-		OD.have_win = 0;
+		requests.req = 0;
+		requests.first = -1;
+		requests.have_win = 0;
 	}
-	if (sp_col.writer_started > 0 && !OD.st.trace[0])
-		snprintf(OD.st.trace, sizeof OD.st.trace, "%s", sp_writer_path());
+	if (sp_col.writer_started > 0 && !requests.st.trace[0])
+		snprintf(requests.st.trace, sizeof requests.st.trace, "%s", sp_writer_path());
 	int rank = sp_col.ri.rank;
 	pthread_mutex_unlock(&sp_col.lock);
-	OD.st.rank = rank;
-	if (state == 2 && strcmp(OD.st.state, "recording"))
+	requests.st.rank = rank;
+	if (state == 2 && strcmp(requests.st.state, "recording"))
 		say("recording", "");
 	if (state == 3) {
-		OD.st.window = win;
-		OD.st.first = wf;
-		OD.st.last = wl;
+		requests.st.window = win;
+		requests.st.first = wf;
+		requests.st.last = wl;
 		say("written", note);
 	}
-	if (state == 0 && !strcmp(OD.st.state, "idle"))
+	if (state == 0 && !strcmp(requests.st.state, "idle"))
 		say("idle", ""); /* a rank learned late */
 }
 
@@ -375,25 +375,25 @@ static int set_up_files(void)
 	char dir[SP_CFG_PATH], host[64], err[600];
 	if (sp_out_dir(dir, sizeof dir) < 0)
 		return -1; /* said once: the traces cannot be written either */
-	snprintf(OD.ctl, sizeof OD.ctl, "%s/" SP_OD_DIR, dir);
-	if (sp_od_check_dir(OD.ctl, 1, err, sizeof err) < 0) {
+	snprintf(requests.ctl, sizeof requests.ctl, "%s/" SP_OD_DIR, dir);
+	if (sp_od_check_dir(requests.ctl, 1, err, sizeof err) < 0) {
 		sp_warn("%s; no on-demand windows (stepprof trigger) in this process", err);
 		return -1;
 	}
 	sp_od_host_name(host, sizeof host);
 	char tag[16];
 	int pid = sp_name_pid(tag, sizeof tag); /* the trace's: a tag in a pid namespace */
-	snprintf(OD.name[0], sizeof OD.name[0], SP_OD_JOB);
-	snprintf(OD.name[1], sizeof OD.name[1], SP_OD_JOB ".%s.%d%s", host, pid, tag);
-	snprintf(OD.status_name, sizeof OD.status_name, "%s.%d%s.status", host, pid, tag);
-	OD.ctl_fd = open(OD.ctl, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	OD.st.pid = (int)getpid();
-	OD.st.rank = sp_col.ri.rank;
-	snprintf(OD.st.host, sizeof OD.st.host, "%s", host);
-	OD.st.start = sp_od_proc_start(0);
-	OD.st.pidns = sp_pidns();
-	OD.st.poll_ms = sp_col.cfg.ondemand_poll_ms;
-	OD.files = 1;
+	snprintf(requests.name[0], sizeof requests.name[0], SP_OD_JOB);
+	snprintf(requests.name[1], sizeof requests.name[1], SP_OD_JOB ".%s.%d%s", host, pid, tag);
+	snprintf(requests.status_name, sizeof requests.status_name, "%s.%d%s.status", host, pid, tag);
+	requests.ctl_fd = open(requests.ctl, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	requests.st.pid = (int)getpid();
+	requests.st.rank = sp_col.ri.rank;
+	snprintf(requests.st.host, sizeof requests.st.host, "%s", host);
+	requests.st.start = sp_od_proc_start(0);
+	requests.st.pidns = sp_pidns();
+	requests.st.poll_ms = sp_col.cfg.ondemand_poll_ms;
+	requests.files = 1;
 	return 0;
 }
 
@@ -406,22 +406,22 @@ static void *od_main(void *arg)
 	int ready = 0;
 	pthread_setname_np(pthread_self(), "stepprof-od");
 	sp_mem_self = 1;
-	pthread_mutex_lock(&OD.mu);
-	while (!OD.stopping) {
+	pthread_mutex_lock(&requests.mu);
+	while (!requests.stopping) {
 		if (!ready && atomic_load_explicit(&sp_col.had_context, memory_order_relaxed)) {
 			ready = 1;
-			pthread_mutex_unlock(&OD.mu);
+			pthread_mutex_unlock(&requests.mu);
 			if (sp_col.cfg.ondemand_trigger && set_up_files() == 0) {
 				for (int i = 0; i < 2; i++)
 					poll_file(i, &r, 0); /* requests older than this process are not for it */
 				say("idle", "");
 			}
-			pthread_mutex_lock(&OD.mu);
+			pthread_mutex_lock(&requests.mu);
 		}
 		struct timespec until;
 		clock_gettime(CLOCK_MONOTONIC, &until);
 		uint64_t ns = (uint64_t)sp_col.cfg.ondemand_poll_ms * 1000000u;
-		if (OD.range == 1 || OD.timed_open)
+		if (requests.range == 1 || requests.timed_open)
 			ns = ns > 20000000u ? 20000000u : ns; /* a range's edges: 20 ms at worst */
 		until.tv_sec += (time_t)(ns / 1000000000u);
 		until.tv_nsec += (long)(ns % 1000000000u);
@@ -429,60 +429,62 @@ static void *od_main(void *arg)
 			until.tv_sec++;
 			until.tv_nsec -= 1000000000;
 		}
-		pthread_cond_clockwait(&OD.cv, &OD.mu, CLOCK_MONOTONIC, &until);
-		if (OD.stopping)
+		pthread_cond_clockwait(&requests.cv, &requests.mu, CLOCK_MONOTONIC, &until);
+		if (requests.stopping)
 			break;
 		if (!ready)
 			continue;
-		pthread_mutex_unlock(&OD.mu);
-		for (int i = 0; OD.files && i < 2; i++)
+		pthread_mutex_unlock(&requests.mu);
+		for (int i = 0; requests.files && i < 2; i++)
 			if (poll_file(i, &r, 1))
 				take(&r);
 		advance(sp_now_ns(), t0);
-		pthread_mutex_lock(&OD.mu);
+		pthread_mutex_lock(&requests.mu);
 	}
-	pthread_mutex_unlock(&OD.mu);
+	pthread_mutex_unlock(&requests.mu);
 	return NULL;
 }
 
 enum sp_action sp_od_action(int64_t step)
 {
-	if (OD.timed_open)
+	if (requests.timed_open)
 		return SP_ACT_RECORD;
-	if (OD.pending && step > sp_col.step && (!OD.at || sp_realtime_ns() >= OD.at) &&
-	    (OD.mk < 0 || OD.mk == sp_col.cur)) {
-		OD.mk = sp_col.cur; /* steps of the phase that steps first, unless the request named one */
-		OD.first = step;
-		OD.last = step + OD.pending - 1;
-		OD.pending = 0;
-		sp_info("on-demand window: steps %lld-%lld", (long long)OD.first, (long long)OD.last);
+	if (requests.pending && step > sp_col.step && (!requests.at || sp_realtime_ns() >= requests.at) &&
+	    (requests.mk < 0 || requests.mk == sp_col.cur)) {
+		requests.mk = sp_col.cur; /* steps of the phase that steps first, unless the request named one */
+		requests.first = step;
+		requests.last = step + requests.pending - 1;
+		requests.pending = 0;
+		sp_info("on-demand window: steps %lld-%lld", (long long)requests.first, (long long)requests.last);
 	}
 	const struct sp_mk *m = &sp_col.mk[sp_col.cur];
 	/* the schedule counts the preferred regime's steps only (docs/STEPS.md, "Regimes") */
 	enum sp_action sched = sp_schedule_action(m->schedule, sp_stepdet_sched_step(m->det, step));
-	if (OD.first >= 0 && OD.mk == sp_col.cur && step >= OD.first && step <= OD.last && !sp_win_is_record(sched))
-		return step == OD.last ? SP_ACT_RECORD_AND_SAVE : SP_ACT_RECORD;
+	if (requests.first >= 0 && requests.mk == sp_col.cur && step >= requests.first && step <= requests.last &&
+	    !sp_win_is_record(sched))
+		return step == requests.last ? SP_ACT_RECORD_AND_SAVE : SP_ACT_RECORD;
 	return sched; /* a scheduled window goes on as planned: the request's steps are inside it */
 }
 
 int sp_od_busy(void)
 {
-	return OD.pending || OD.timed_ms || OD.timed_open || OD.range == 1 || (OD.first >= 0 && sp_col.step < OD.last);
+	return requests.pending || requests.timed_ms || requests.timed_open || requests.range == 1 ||
+		(requests.first >= 0 && sp_col.step < requests.last);
 }
 
 uint8_t sp_od_window_origin(uint32_t id, int64_t step)
 {
 	uint8_t o = SP_WIN_SCHEDULE;
-	if (OD.timed_open)
+	if (requests.timed_open)
 		o = SP_WIN_TIMED;
-	else if (OD.first >= 0 && step >= OD.first && step <= OD.last)
+	else if (requests.first >= 0 && step >= requests.first && step <= requests.last)
 		o = SP_WIN_TRIGGER;
-	if (o != SP_WIN_SCHEDULE && OD.req && !OD.have_win) {
-		OD.win = id;
-		OD.have_win = 1;
-		OD.win_first = OD.win_last = step;
+	if (o != SP_WIN_SCHEDULE && requests.req && !requests.have_win) {
+		requests.win = id;
+		requests.have_win = 1;
+		requests.win_first = requests.win_last = step;
 	}
-	return (uint8_t)(o | (OD.uncounted ? SP_WIN_UNCOUNTED : 0));
+	return (uint8_t)(o | (requests.uncounted ? SP_WIN_UNCOUNTED : 0));
 }
 
 int sp_od_start(void)
@@ -491,36 +493,36 @@ int sp_od_start(void)
 	int range = c->ondemand_delay_ms > 0 || c->ondemand_duration_ms > 0;
 	if (!c->ondemand_trigger && !range)
 		return 0;
-	OD.range = range;
-	int err = sp_thread_start(&OD.thread, od_main, NULL);
+	requests.range = range;
+	int err = sp_thread_start(&requests.thread, od_main, NULL);
 	if (err) {
 		sp_warn("cannot start the on-demand thread: %s; no on-demand windows", strerror(err));
 		return -1;
 	}
-	OD.started = 1;
+	requests.started = 1;
 	return 0;
 }
 
 void sp_od_stop(void)
 {
-	if (!OD.started)
+	if (!requests.started)
 		return;
-	pthread_mutex_lock(&OD.mu);
-	OD.stopping = 1;
-	pthread_cond_signal(&OD.cv);
-	pthread_mutex_unlock(&OD.mu);
-	pthread_join(OD.thread, NULL);
-	OD.started = 0;
+	pthread_mutex_lock(&requests.mu);
+	requests.stopping = 1;
+	pthread_cond_signal(&requests.cv);
+	pthread_mutex_unlock(&requests.mu);
+	pthread_join(requests.thread, NULL);
+	requests.started = 0;
 	pthread_mutex_lock(&sp_col.lock);
-	uint64_t id = OD.req;
-	int bound = OD.have_win;
+	uint64_t id = requests.req;
+	int bound = requests.have_win;
 	pthread_mutex_unlock(&sp_col.lock);
 	if (id)
 		say("exited", bound ? "the process exited inside the window: it ends at the exit"
 				    : "the process exited before a step boundary came");
 	else
 		say("exited", "");
-	if (OD.ctl_fd >= 0)
-		close(OD.ctl_fd);
-	OD.ctl_fd = -1;
+	if (requests.ctl_fd >= 0)
+		close(requests.ctl_fd);
+	requests.ctl_fd = -1;
 }

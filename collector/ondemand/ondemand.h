@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* ondemand.h - windows the schedule did not ask for: `stepprof trigger` requests (the next N
- * steps, or N milliseconds) read from control files in the output directory by a thread that
- * wakes every [ondemand] poll_ms, and the time range of [ondemand] delay_ms/duration_ms. Re-attaches
- * to CUPTI when stepprof had let go of it. No signal handler; never blocks a program thread. */
+/* ondemand.h - windows the schedule did not ask for: `stepprof trigger` requests read from control files by a
+ * polling thread, and [ondemand] delay_ms/duration_ms; re-attaches to CUPTI if needed. Never blocks the program. */
 #ifndef SP_ONDEMAND_H
 #define SP_ONDEMAND_H
 #ifdef SP_PURE

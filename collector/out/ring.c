@@ -1,15 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* ring.c - per-thread SPSC rings behind ring.h. A thread's first push maps its ring and links
- * it into a global lock-free list; after that a push is a few loads and stores, no lock, no
- * syscall. A thread's exit marks its ring dead; the consumer frees it once drained. Rings are
- * mmap'ed, not malloc'ed, so a push from inside a malloc hook cannot recurse into malloc.
- *
- * Rewind: a ring is megabytes (room for bursts), but between two writer passes a thread fills a
- * few hundred slots. Lapping the whole ring would write a fresh, cold stretch of it every pass and
- * push the program's own data out of the cache. So when a pass leaves a ring empty, the consumer
- * offers a rewind at that index; a producer that finds its head still there jumps to the start
- * of the next lap (slot 0, still warm) and says so; the consumer skips the slots jumped over.
- * The ring keeps its full capacity across a jump, and its busy part stays a few hundred slots. */
+/* ring.c - per-thread SPSC rings behind ring.h, mmap'ed (a push in a malloc hook cannot recurse) and linked
+ * lock-free; a push takes no lock and no syscall. A ring emptied by a pass is rewound so its busy part stays
+ * small and warm (docs/BENCHMARKS.md, ring rewind). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>

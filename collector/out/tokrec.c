@@ -1,9 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* tokrec.c - recording the detector's token stream (see tokrec.h). Every token is appended
- * under one lock; a chunk is compressed and written when the buffer fills or a second has passed
- * since the last write, so a process that ends without running exit handlers (os._exit, a
- * signal) leaves every token older than a second. Normal exit and the library destructor write
- * the rest. */
+/* tokrec.c - recording the detector's token stream (tokrec.h): appended under one lock, a chunk written when
+ * full or a second old, so an abrupt end loses at most the last second; exit writes the rest. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -31,7 +28,7 @@ static struct {
 	uint64_t last_flush;      /* time of the last chunk written */
 	int truth_kind;           /* SP_TOK_KERNEL / SP_TOK_API / SP_TOK_NVTX_PUSH, 0 none */
 	char truth_pat[128];
-} R = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} tokfile = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void tokrec_exit(void)
 {
@@ -43,22 +40,22 @@ __attribute__((destructor)) static void tokrec_fini(void)
 	sp_tokrec_stop();
 }
 
-/* Parses KIND:PATTERN into R. Returns 0 or -1 (warned). */
+/* Parses KIND:PATTERN into tokfile. Returns 0 or -1 (warned). */
 static int parse_truth(const char *spec, char *err, size_t errlen)
 {
 	const char *c = strchr(spec, ':');
-	if (!c || !c[1] || strlen(c + 1) >= sizeof R.truth_pat)
+	if (!c || !c[1] || strlen(c + 1) >= sizeof tokfile.truth_pat)
 		return snprintf(err, errlen, "expected KIND:PATTERN"), -1;
 	size_t k = (size_t)(c - spec);
 	if (k == 4 && !strncmp(spec, "nvtx", 4))
-		R.truth_kind = SP_TOK_NVTX_PUSH;
+		tokfile.truth_kind = SP_TOK_NVTX_PUSH;
 	else if (k == 3 && !strncmp(spec, "api", 3))
-		R.truth_kind = SP_TOK_API;
+		tokfile.truth_kind = SP_TOK_API;
 	else if (k == 6 && !strncmp(spec, "kernel", 6))
-		R.truth_kind = SP_TOK_KERNEL;
+		tokfile.truth_kind = SP_TOK_KERNEL;
 	else
 		return snprintf(err, errlen, "KIND must be nvtx, api or kernel"), -1;
-	snprintf(R.truth_pat, sizeof R.truth_pat, "%s", c + 1);
+	snprintf(tokfile.truth_pat, sizeof tokfile.truth_pat, "%s", c + 1);
 	return 0;
 }
 
@@ -114,36 +111,36 @@ int sp_tokrec_start(void)
 	sp_tokrec_cmdline(h.command, sizeof h.command);
 	int self = sp_mem_self;
 	sp_mem_self = 1; /* stepprof's buffers, not the program's host memory */
-	R.w = sp_tok_create(file, &h, err, sizeof err);
-	if (!R.w && errno == EEXIST) {
+	tokfile.w = sp_tok_create(file, &h, err, sizeof err);
+	if (!tokfile.w && errno == EEXIST) {
 		/* another process of the run (a launcher, a compile worker) has the name: this one
 		 * writes FILE.<pid> (and never touches the other's file) */
 		size_t k = strlen(file);
 		snprintf(file + k, sizeof file - k, ".%d", (int)getpid());
-		R.w = sp_tok_create(file, &h, err, sizeof err);
+		tokfile.w = sp_tok_create(file, &h, err, sizeof err);
 	}
 	sp_mem_self = self;
-	if (!R.w) {
+	if (!tokfile.w) {
 		sp_warn("STEPPROF_RECORD_TOKENS: %s; not recording tokens", err);
 		return -1;
 	}
-	R.owner = getpid();
-	R.last_flush = h.anchor_mono_ns;
+	tokfile.owner = getpid();
+	tokfile.last_flush = h.anchor_mono_ns;
 	atexit(tokrec_exit);
 	sp_tokrec_on = 1;
-	sp_info("recording the detector's tokens to %s%s%s", file, R.truth_kind ? ", truth " : "",
-		R.truth_kind ? truth : "");
+	sp_info("recording the detector's tokens to %s%s%s", file, tokfile.truth_kind ? ", truth " : "",
+		tokfile.truth_kind ? truth : "");
 	return 1;
 }
 
 int sp_tokrec_truth_kind(void)
 {
-	return R.truth_kind;
+	return tokfile.truth_kind;
 }
 
 const char *sp_tokrec_truth_pattern(void)
 {
-	return R.truth_kind ? R.truth_pat : NULL;
+	return tokfile.truth_kind ? tokfile.truth_pat : NULL;
 }
 
 void sp_tokrec_add(uint8_t kind, uint8_t flags, uint32_t name, uint64_t ts, uint32_t tid)
@@ -151,20 +148,20 @@ void sp_tokrec_add(uint8_t kind, uint8_t flags, uint32_t name, uint64_t ts, uint
 	struct sp_token t = { .ts = ts, .name = name, .tid = tid, .kind = kind, .flags = flags };
 	int self = sp_mem_self, bad = 0;
 	sp_mem_self = 1;
-	pthread_mutex_lock(&R.lock);
-	if (R.w && R.owner == getpid()) {
-		bad = sp_tok_add(R.w, &t, name ? sp_intern_lookup(name) : NULL) < 0;
-		if (!bad && ts > R.last_flush + FLUSH_EVERY_NS) {
-			bad = sp_tok_flush(R.w) < 0;
-			R.last_flush = ts;
+	pthread_mutex_lock(&tokfile.lock);
+	if (tokfile.w && tokfile.owner == getpid()) {
+		bad = sp_tok_add(tokfile.w, &t, name ? sp_intern_lookup(name) : NULL) < 0;
+		if (!bad && ts > tokfile.last_flush + FLUSH_EVERY_NS) {
+			bad = sp_tok_flush(tokfile.w) < 0;
+			tokfile.last_flush = ts;
 		}
 		if (bad) {
-			sp_tok_close(R.w);
-			R.w = NULL;
+			sp_tok_close(tokfile.w);
+			tokfile.w = NULL;
 			sp_tokrec_on = 0;
 		}
 	}
-	pthread_mutex_unlock(&R.lock);
+	pthread_mutex_unlock(&tokfile.lock);
 	sp_mem_self = self;
 	if (bad)
 		sp_warn("STEPPROF_RECORD_TOKENS: write failed; token recording stopped");
@@ -174,13 +171,13 @@ void sp_tokrec_stop(void)
 {
 	int self = sp_mem_self, bad = 0;
 	sp_mem_self = 1;
-	pthread_mutex_lock(&R.lock);
-	if (R.w && R.owner == getpid()) {
+	pthread_mutex_lock(&tokfile.lock);
+	if (tokfile.w && tokfile.owner == getpid()) {
 		sp_tokrec_on = 0;
-		bad = sp_tok_close(R.w) < 0;
-		R.w = NULL;
+		bad = sp_tok_close(tokfile.w) < 0;
+		tokfile.w = NULL;
 	}
-	pthread_mutex_unlock(&R.lock);
+	pthread_mutex_unlock(&tokfile.lock);
 	sp_mem_self = self;
 	if (bad)
 		sp_warn("STEPPROF_RECORD_TOKENS: the last tokens could not be written");

@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* tokrec.h - STEPPROF_RECORD_TOKENS=FILE: records, for the whole run, the token stream the step
- * detector sees (format: trace/tokens.h), and STEPPROF_RECORD_TRUTH=KIND:PATTERN occurrences as
- * TRUTH tokens, so that `stepprof autostep FILE` can replay the run through the detector offline.
- * Owns the file and its lock; knows nothing of CUPTI. Never breaks the program: a failure warns
- * once and stops recording. */
+/* tokrec.h - STEPPROF_RECORD_TOKENS=FILE: records the detector's token stream (trace/tokens.h) and
+ * STEPPROF_RECORD_TRUTH occurrences, for `stepprof autostep FILE`. Knows nothing of CUPTI; a failure warns once
+ * and stops recording. */
 #ifndef SP_TOKREC_H
 #define SP_TOKREC_H
 

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* writer.c - the writer thread behind writer.h: each pass runs the tick hook, drains every ring
- * into a staging batch, sorts it by start (stable) and encodes it; it enforces the per-window
- * byte cap and writes the window's drop counts. It is the only thread that touches the trace
- * file. An error warns once and turns the writer into a sink; it never stops the program. */
+/* writer.c - the writer thread behind writer.h: each pass runs the tick hook, drains the rings, sorts and
+ * encodes, enforcing the window byte cap. The only thread that touches the trace file; an error warns once
+ * and makes it a sink. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -194,12 +193,8 @@ static struct file *phase_file(uint32_t phase)
 	return f->failed ? NULL : f;
 }
 
-/* Phased: the file an event other than a WINDOW record goes to: a GPU record to its window's
- * phase (activity.c puts the phase's index + 1 in tid, which is cleared here), any other to the
- * phase whose window began last at or before it (phases' windows never overlap in time: a step of
- * one phase ends the others'), or the latest window's if none did (an event outside every
- * window, counted outside by the reader as in a single file). NULL before any phase file exists
- * (nothing to attribute the event to: it lies before every window). */
+/* Phased: the file an event goes to: a GPU record to its window's phase (index + 1 in tid, cleared here),
+ * any other to the phase whose window began last at or before it. NULL before any phase file exists. */
 static struct file *route(struct sp_event *ev)
 {
 	struct file *best = NULL, *latest = NULL;
@@ -220,11 +215,8 @@ static struct file *route(struct sp_event *ev)
 	return best ? best : latest;
 }
 
-/* Writes ev to f, or counts it as dropped by the window cap. A window that begins while the
- * previous one of the same file still waits for its GPU records (back-to-back windows: every step
- * its own window) has its BEGIN held until that END is written: windows never overlap in a file (a
- * reader takes a BEGIN before the previous END for a cut window; cli/windows.c places the events
- * written in between by their times). Errors go through sp_tf_fail(). */
+/* Writes ev to f, or counts it dropped by the window cap. A BEGIN waits until the same file's previous END
+ * is written, so windows never overlap in a file. Errors go through sp_tf_fail(). */
 static void process_in(struct file *f, const struct sp_event *ev)
 {
 	int k = 0;

@@ -10,27 +10,17 @@
 #include <stdint.h>
 #include "trace/trace.h"
 
-/* Creates the trace file at path and starts the writer thread (all signals blocked). The file
- * is always new: if path exists (a re-run with the same host and pid, or a link someone put
- * there), STEM.1.sptrace, STEM.2.sptrace ... is created instead, with a warning; see
- * sp_writer_path. window_max_bytes caps encoded bytes per window (0 = no cap). Returns 0, or -1
- * after warning once on stderr ("stepprof: ..."): then nothing is running and pushes are dropped. */
+/* Creates the trace file at path (STEM.1.sptrace ... if it exists, warned; see sp_writer_path) and starts
+ * the writer thread; window_max_bytes caps a window's encoded bytes (0 none). Returns 0, or -1 warned once:
+ * nothing runs and pushes are dropped. */
 int sp_writer_start(const char *path, const struct sp_trace_meta *meta, uint64_t window_max_bytes);
-/* As sp_writer_start, for a process with phases ([phase.NAME] sections): a trace per phase,
- * DIR/PHASE/BASE (phases[i] is the interned name of phase i, the name the WINDOW records of its
- * windows carry; activity.c marks a GPU record with i + 1 in tid). A phase's folder and file are
- * made at its first window (a phase that records nothing has neither), on the writer thread, with
- * the THREAD and DEVICE records seen so far, so each file reads alone. Each window goes to its
- * phase's file (WINDOW records and a DROPPED record with a name: by that name), with the CPU events
- * from its begin until the next window of any phase begins, the GPU records of its launches, and
- * the allocations alive at its start. Returns 0, or -1 after warning once (nothing running). */
+/* As sp_writer_start, with phases: a trace per phase, DIR/PHASE/BASE, made at the phase's first window
+ * with the THREAD and DEVICE records so far so each reads alone; each window goes to its phase's file.
+ * Returns 0, or -1 warned once (nothing running). */
 int sp_writer_start_phases(const char *dir, const char *base, int n, const uint32_t *phases,
 			   const struct sp_trace_meta *meta, uint64_t window_max_bytes, bool allow_foreign);
-/* Creates the output directory dir and any missing parent (mode 0750 less the umask; dir is
- * modified in place while doing so, and restored) and checks that it is a directory owned by
- * the effective user, unless allow_foreign ([profile] allow_foreign_dir). Returns 0, or -1 with
- * why (whylen bytes) saying what failed, path and error (nothing printed: the caller says it once;
- * then nothing should be written there). */
+/* Creates the output directory dir and missing parents (0750 less umask; dir restored after) and checks it is
+ * a directory of the effective user, unless allow_foreign. Returns 0, or -1 with why filled (nothing printed). */
 int sp_writer_make_dir(char *dir, bool allow_foreign, char *why, size_t whylen);
 /* Why the last sp_writer_start failed (its file could not be created: path and error), "" if it
  * did not. This function can't fail. */
@@ -51,12 +41,9 @@ int sp_writer_running(void);
 			   * closed and the thread ends */
 #define SP_RESCUE_GPU 2   /* the process is sound (SIGTERM, SIGINT): also fetch the GPU records
 			   * (sp_writer_set_rescue's hook) */
-/* For a signal handler (async-signal-safe: atomics, getpid and nanosleep): asks the writer thread
- * to write what the rings hold at once (how: SP_RESCUE_* bits), without its tick, and waits at most
- * wait_ms for it. The thread's next pass does it (a pass is at most 100 ms away). Once per process:
- * a later call only waits for the first one's. Returns 1 written, 0 no writer thread here (none
- * started, stopped, or a fork child), -1 not answered in time (the thread waits on a lock the
- * signalled thread holds) or called on the writer thread. */
+/* For a signal handler (async-signal-safe): asks the writer to write the rings now (how: SP_RESCUE_*), once
+ * per process, waiting at most wait_ms. Returns 1 written, 0 no writer thread here, -1 not answered in time
+ * or called on the writer thread. */
 int sp_writer_rescue(int how, unsigned wait_ms);
 /* Sets what SP_RESCUE_GPU runs on the writer thread (the collector's CUPTI flush), NULL none. Set it
  * before the writer starts. This function can't fail. */

@@ -1,20 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* pystack.c - see pystack.h. PyTorch releases the GIL before an operator runs (its generated
- * bindings open every dispatch with gil_scoped_release), so at a kernel launch or an allocation
- * the thread as a rule does not hold the GIL and the C API's frame getters (which take and drop
- * references and may allocate frame objects) must not be called. What is safe is to read the
- * calling thread's own frame chain, as py-spy reads it from outside: while the thread is inside a
- * C call its frames can't change, and the code objects they name stay alive. So this walker only
- * reads memory, through a per-version layout of the interpreter's structures (3.10-3.13, release
- * builds, GIL builds), and calls only PyCode_Addr2Line (a pure read of the line table).
- * The layout is checked before it is trusted: the first walk reads through a pipe (write(2)
- * fails with EFAULT instead of faulting) and checks every object's type (PyCode_Type,
- * PyUnicode_Type, PyFrame_Type); later walks read directly and keep the type checks, and any
- * failed check turns the walker off for good with one warning.
- * A thread that runs no Python (PyTorch's autograd threads launch the backward kernels) borrows the
- * frames of the thread blocked in autograd's backward() (sp_pystack_borrow): that thread may wake
- * and change its frames at any time, so every read of them is guarded (process_vm_readv on this
- * process, or the pipe), and a walk counts only if the frames it read are still in place after it. */
+/* pystack.c - see pystack.h. Reads the calling thread's own frame chain through a per-version layout,
+ * never the C API (no GIL held at a launch); the layout is checked before it is trusted and any failed
+ * check turns the walker off (docs/ARCHITECTURE.md, Python frames). */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
@@ -75,7 +62,7 @@ struct centry {   /* (code, instruction) -> frame id, with what makes the code u
 
 static struct {
 	pthread_once_t once;
-	const struct layout *L;     /* NULL: no walking (no CPython, or one this file does not know) */
+	const struct layout *layout; /* NULL: no walking (no CPython, or one this file does not know) */
 	char version[16];           /* "3.12" */
 	atomic_int off;             /* a layout check failed: no more walking */
 	int trusted;                /* a walk passed its checks with guarded reads (under lock) */
@@ -97,14 +84,14 @@ static struct {
 	struct pyframe *byid;       /* mmap'ed, id -> frame */
 	uint32_t *ftab;             /* mmap'ed, FRAME_SLOTS */
 	atomic_uint count;          /* frame ids handed out */
-} P = { .once = PTHREAD_ONCE_INIT,
+} pywalk = { .once = PTHREAD_ONCE_INIT,
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.ftlock = PTHREAD_MUTEX_INITIALIZER,
 	.pipe = { -1, -1 } };
 
 /* The last walk of another thread's frames (sp_pystack_borrow), reused while every frame it read
  * still holds the same code, link and instruction (the thread is still blocked in that call).
- * Under P.lock. */
+ * Under pywalk.lock. */
 static struct {
 	uintptr_t ts;               /* the thread state walked, 0 none */
 	uintptr_t scan;             /* the one being walked now (the one walked, after) */
@@ -133,12 +120,12 @@ static void *map(size_t bytes)
  * and the cache half written: the child walks no Python frames. Runs in the child after fork. */
 static void child_after_fork(void)
 {
-	pthread_mutex_init(&P.lock, NULL);
-	pthread_mutex_init(&P.ftlock, NULL);
-	atomic_store(&P.off, 1);
+	pthread_mutex_init(&pywalk.lock, NULL);
+	pthread_mutex_init(&pywalk.ftlock, NULL);
+	atomic_store(&pywalk.off, 1);
 }
 
-/* Finds the interpreter. Leaves P.L NULL (no walking, silently) in a process without CPython,
+/* Finds the interpreter. Leaves pywalk.layout NULL (no walking, silently) in a process without CPython,
  * and warns once for a CPython this walker does not know. */
 static void resolve(void)
 {
@@ -150,76 +137,78 @@ static void resolve(void)
 	int major = 0, minor = 0;
 	if (!v || sscanf(v, "%d.%d", &major, &minor) != 2)
 		return;
-	snprintf(P.version, sizeof(P.version), "%d.%d", major, minor);
+	snprintf(pywalk.version, sizeof(pywalk.version), "%d.%d", major, minor);
 	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
 		if (major == 3 && layouts[i].minor == minor)
-			P.L = &layouts[i];
-	P.this_tstate = (void *(*)(void))sym("PyGILState_GetThisThreadState");
-	P.is_init = (int (*)(void))sym("Py_IsInitialized");
-	P.finalizing = (int (*)(void))(sym("Py_IsFinalizing") ? sym("Py_IsFinalizing") : sym("_Py_IsFinalizing"));
-	P.addr2line = (int (*)(void *, int))sym("PyCode_Addr2Line");
-	P.code_type = (uintptr_t)sym("PyCode_Type");
-	P.str_type = (uintptr_t)sym("PyUnicode_Type");
-	P.frame_type = (uintptr_t)sym("PyFrame_Type");
-	P.main_interp = (PyInterpreterState_fn)(sym("PyInterpreterState_Main") ? sym("PyInterpreterState_Main")
+			pywalk.layout = &layouts[i];
+	pywalk.this_tstate = (void *(*)(void))sym("PyGILState_GetThisThreadState");
+	pywalk.is_init = (int (*)(void))sym("Py_IsInitialized");
+	pywalk.finalizing = (int (*)(void))(sym("Py_IsFinalizing") ? sym("Py_IsFinalizing") : sym("_Py_IsFinalizing"));
+	pywalk.addr2line = (int (*)(void *, int))sym("PyCode_Addr2Line");
+	pywalk.code_type = (uintptr_t)sym("PyCode_Type");
+	pywalk.str_type = (uintptr_t)sym("PyUnicode_Type");
+	pywalk.frame_type = (uintptr_t)sym("PyFrame_Type");
+	pywalk.main_interp = (PyInterpreterState_fn)(sym("PyInterpreterState_Main") ? sym("PyInterpreterState_Main")
 									       : sym("PyInterpreterState_Head"));
-	P.thread_head = (void *(*)(void *))sym("PyInterpreterState_ThreadHead");
-	P.pid = getpid();
-	const char *why = !P.L                                            ? "only 3.10 to 3.13 are known"
+	pywalk.thread_head = (void *(*)(void *))sym("PyInterpreterState_ThreadHead");
+	pywalk.pid = getpid();
+	const char *why = !pywalk.layout                                            ? "only 3.10 to 3.13 are known"
 			  : strstr(v, "free-threading")                   ? "a free-threading build"
 			  : sym("_Py_RefTotal") || sym("_Py_GetRefTotal") ? "a debug build"
-			  : !P.this_tstate || !P.is_init || !P.finalizing || !P.addr2line || !P.code_type ||
-					  !P.str_type || (minor == 10 && !P.frame_type)
+			  : !pywalk.this_tstate || !pywalk.is_init || !pywalk.finalizing || !pywalk.addr2line ||
+			  	!pywalk.code_type ||
+					  !pywalk.str_type || (minor == 10 && !pywalk.frame_type)
 				  ? "a symbol is missing"
 				  : NULL;
 	if (!why) {
-		P.code_base = *(const uintptr_t *)(P.code_type + 32); /* PyTypeObject.tp_basicsize */
-		P.cache = map(CACHE_SLOTS * sizeof(*P.cache));
-		if (!P.cache || pipe2(P.pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		pywalk.code_base = *(const uintptr_t *)(pywalk.code_type + 32); /* PyTypeObject.tp_basicsize */
+		pywalk.cache = map(CACHE_SLOTS * sizeof(*pywalk.cache));
+		if (!pywalk.cache || pipe2(pywalk.pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 			why = "no memory or no pipe for its first, guarded walk";
 	}
 	if (!why && pthread_atfork(NULL, NULL, child_after_fork) != 0)
 		why = "pthread_atfork failed";
 	if (why) {
-		sp_warn("Python %s: no Python frames in stacks (%s)", P.version, why);
-		P.L = NULL;
+		sp_warn("Python %s: no Python frames in stacks (%s)", pywalk.version, why);
+		pywalk.layout = NULL;
 		return;
 	}
 	Dl_info info;
 	const ElfW(Sym) *es = NULL;
 	if (dladdr1(eval, &info, (void **)&es, RTLD_DL_SYMENT) && es && es->st_size) {
-		P.eval_lo = (uintptr_t)eval;
-		P.eval_hi = P.eval_lo + es->st_size;
+		pywalk.eval_lo = (uintptr_t)eval;
+		pywalk.eval_hi = pywalk.eval_lo + es->st_size;
 	}
 }
 
 /* Reads n bytes at a into dst: directly once the layout is trusted, else through the pipe, so a
- * bad address fails (EFAULT) instead of faulting. Returns 0 or -1. Under P.lock. */
+ * bad address fails (EFAULT) instead of faulting. Returns 0 or -1. Under pywalk.lock. */
 static int rd(void *dst, uintptr_t a, size_t n)
 {
 	if (a < 4096)
 		return -1;
-	if (P.trusted && !guard_reads) {
+	if (pywalk.trusted && !guard_reads) {
 		memcpy(dst, (const void *)a, n);
 		return 0;
 	}
-	if (guard_reads && !P.vm_off) { /* one system call; the pipe where it is refused (seccomp) */
+	if (guard_reads && !pywalk.vm_off) { /* one system call; the pipe where it is refused (seccomp) */
 		struct iovec l = { dst, n }, r = { (void *)a, n };
-		ssize_t got = process_vm_readv(P.pid, &l, 1, &r, 1, 0);
+		ssize_t got = process_vm_readv(pywalk.pid, &l, 1, &r, 1, 0);
 		if (got == (ssize_t)n)
 			return 0;
 		if (got >= 0 || errno == EFAULT)
 			return -1;
-		P.vm_off = 1;
+		pywalk.vm_off = 1;
 	}
-	return write(P.pipe[1], (const void *)a, n) == (ssize_t)n && read(P.pipe[0], dst, n) == (ssize_t)n ? 0 : -1;
+	return write(pywalk.pipe[1], (const void *)a, n) == (ssize_t)n && read(pywalk.pipe[0], dst,
+									       n) == (ssize_t)n ? 0 : -1;
 }
 
 /* rd of one pointer, int or byte: a plain load once trusted (the walk's every step). */
 #define RD_TYPED(name, type)                                       \
 	static inline int name(uintptr_t a, type *v)               \
 	{                                                          \
-		if (__builtin_expect(P.trusted && !guard_reads, 1) && a >= 4096) { \
+		if (__builtin_expect(pywalk.trusted && !guard_reads, 1) && a >= 4096) { \
 			*v = *(const type *)a;                     \
 			return 0;                                  \
 		}                                                  \
@@ -262,12 +251,12 @@ static int str_text(uintptr_t s, char *buf, size_t cap)
 {
 	int64_t length;
 	uint32_t state;
-	if (!is_a(s, P.str_type) || rd(&length, s + 16, 8) || rd(&state, s + 32, 4) || length < 0)
+	if (!is_a(s, pywalk.str_type) || rd(&length, s + 16, 8) || rd(&state, s + 32, 4) || length < 0)
 		return -1;
 	unsigned kind = state >> 2 & 7, compact = state >> 5 & 1, ascii = state >> 6 & 1;
 	if (!compact || (kind != 1 && kind != 2 && kind != 4))
 		return -1;
-	uintptr_t data = s + (ascii ? P.L->str_ascii : P.L->str_compact);
+	uintptr_t data = s + (ascii ? pywalk.layout->str_ascii : pywalk.layout->str_compact);
 	size_t len = 0;
 	if (ascii) {
 		len = (size_t)length < cap - 1 ? (size_t)length : cap - 1;
@@ -298,21 +287,18 @@ static int str_text(uintptr_t s, char *buf, size_t cap)
 static int top_frame(uintptr_t ts, uintptr_t *f);
 
 /* While borrowing: 1 if the thread being walked still has the innermost frame it had when the
- * walk began (so the code objects its frames name are alive). Under P.lock. */
+ * walk began (so the code objects its frames name are alive). Under pywalk.lock. */
 static int borrow_steady(void)
 {
 	uintptr_t f;
 	return borrowed.nf > 0 && top_frame(borrowed.scan, &f) == 0 && f == borrowed.at[0];
 }
 
-/* The frame id of code at instruction lasti (in code units; -1 before the first), the line
- * given (line >= 0, 3.10 while tracing) or computed. Cached per (code, lasti), checked against
- * the code's file, name and first line so a code object freed and another made at its address
- * do not share entries. Returns the id, or 0 (unreadable names: *bad set; table full). Under
- * P.lock. */
+/* The frame id of code at instruction lasti, the line given (line >= 0) or computed; cached per (code, lasti)
+ * and checked against the code's names. Returns the id, or 0 (*bad set, or table full). Under pywalk.lock. */
 static uint32_t frame_id(uintptr_t code, int32_t lasti, int32_t line, int *bad)
 {
-	const struct layout *L = P.L;
+	const struct layout *L = pywalk.layout;
 	uintptr_t file, name;
 	int32_t first;
 	if (rd_ptr(code + L->co_filename, &file) || rd_ptr(code + L->co_name, &name) ||
@@ -324,7 +310,7 @@ static uint32_t frame_id(uintptr_t code, int32_t lasti, int32_t line, int *bad)
 	uint64_t h = (code ^ (uint64_t)(uint32_t)lasti * 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull;
 	struct centry *slot = NULL;
 	for (uint32_t k = 0; k < CACHE_PROBES && !given; k++) {
-		struct centry *e = &P.cache[((h >> 40) + k) & (CACHE_SLOTS - 1)];
+		struct centry *e = &pywalk.cache[((h >> 40) + k) & (CACHE_SLOTS - 1)];
 		if (!e->code) {
 			slot = e;
 			break;
@@ -342,7 +328,7 @@ static uint32_t frame_id(uintptr_t code, int32_t lasti, int32_t line, int *bad)
 		return 0;
 	}
 	if (!given)
-		line = P.addr2line((void *)code, lasti < 0 ? -1 : lasti * 2);
+		line = pywalk.addr2line((void *)code, lasti < 0 ? -1 : lasti * 2);
 	uint32_t id = sp_pyframe_intern(sp_intern(fbuf), sp_intern(nbuf), line < 0 ? 0 : (uint32_t)line);
 	if (id && slot) /* a full probe run: not cached, computed again next time */
 		*slot = (struct centry){ code, file, name, lasti, first, id };
@@ -352,7 +338,7 @@ static uint32_t frame_id(uintptr_t code, int32_t lasti, int32_t line, int *bad)
 /* The innermost frame of thread state ts in *f (0: none). Returns 0, or -1 if unreadable. */
 static int top_frame(uintptr_t ts, uintptr_t *f)
 {
-	const struct layout *L = P.L;
+	const struct layout *L = pywalk.layout;
 	uintptr_t cframe;
 	*f = 0;
 	if (L->cf_current == NO)
@@ -361,7 +347,7 @@ static int top_frame(uintptr_t ts, uintptr_t *f)
 }
 
 /* While borrowing (guard_reads): notes frame f and what identifies it, for the check after the walk
- * (more than BORROW_FRAMES frames: the walk is not checked, and not kept). Under P.lock. */
+ * (more than BORROW_FRAMES frames: the walk is not checked, and not kept). Under pywalk.lock. */
 static inline void remember(uintptr_t f, uintptr_t code, uintptr_t prev, uintptr_t instr)
 {
 	if (!guard_reads || borrowed.nf > BORROW_FRAMES)
@@ -379,7 +365,7 @@ static inline void remember(uintptr_t f, uintptr_t code, uintptr_t prev, uintptr
 /* Walks the frame chain of thread state ts. Returns the count; *bad set if a check failed. */
 static int walk(uintptr_t ts, uint32_t *ids, uint8_t *entry, int max, int *bad)
 {
-	const struct layout *L = P.L;
+	const struct layout *L = pywalk.layout;
 	uintptr_t f = 0, code, prev;
 	int n = 0;
 	if (top_frame(ts, &f))
@@ -388,7 +374,8 @@ static int walk(uintptr_t ts, uint32_t *ids, uint8_t *entry, int max, int *bad)
 		for (int hops = 0; f && n < max && hops < 4096; hops++) {
 			uintptr_t trace;
 			int32_t lasti, lineno;
-			if (!is_a(f, P.frame_type) || rd_ptr(f + L->fr_code, &code) || !is_a(code, P.code_type) ||
+			if (!is_a(f, pywalk.frame_type) || rd_ptr(f + L->fr_code, &code) || !is_a(code,
+												  pywalk.code_type) ||
 			    rd_ptr(f + L->fr_trace, &trace) || rd_int(f + L->fr_lasti, &lasti) ||
 			    rd_int(f + L->fr_lineno, &lineno) || rd_ptr(f + L->fr_back, &prev))
 				return *bad = 1, n;
@@ -415,7 +402,7 @@ static int walk(uintptr_t ts, uint32_t *ids, uint8_t *entry, int max, int *bad)
 			f = prev;
 			continue;
 		}
-		if (!is_a(code, P.code_type)) {
+		if (!is_a(code, pywalk.code_type)) {
 			if (L->minor >= 13 && code) { /* 3.13: f_executable may be None etc. for internal frames */
 				f = prev;
 				continue;
@@ -430,7 +417,7 @@ static int walk(uintptr_t ts, uint32_t *ids, uint8_t *entry, int max, int *bad)
 				return *bad = 1, n;
 			is_entry = pown == CSTACK_OWNER;
 		}
-		intptr_t units = ((intptr_t)instr - (intptr_t)(code + P.code_base)) / 2;
+		intptr_t units = ((intptr_t)instr - (intptr_t)(code + pywalk.code_base)) / 2;
 		uint32_t id = frame_id(code, units < -1 || units > INT32_MAX ? -1 : (int32_t)units, -1, bad);
 		if (*bad)
 			return n;
@@ -446,17 +433,17 @@ static int walk(uintptr_t ts, uint32_t *ids, uint8_t *entry, int max, int *bad)
 /* ---- another thread's frames ---- */
 
 /* Reads the n regions remote[i] into local[i] in one process_vm_readv where it is allowed, else
- * through the pipe one at a time. Returns 0, or -1 if any is unreadable. Under P.lock. */
+ * through the pipe one at a time. Returns 0, or -1 if any is unreadable. Under pywalk.lock. */
 static int rd_many(struct iovec *local, struct iovec *remote, int n)
 {
 	size_t total = 0;
 	for (int i = 0; i < n; i++)
 		total += local[i].iov_len;
-	if (!P.vm_off) {
-		ssize_t got = process_vm_readv(P.pid, local, (unsigned long)n, remote, (unsigned long)n, 0);
+	if (!pywalk.vm_off) {
+		ssize_t got = process_vm_readv(pywalk.pid, local, (unsigned long)n, remote, (unsigned long)n, 0);
 		if (got >= 0 || errno == EFAULT)
 			return got == (ssize_t)total ? 0 : -1;
-		P.vm_off = 1; /* refused (seccomp, no such call): the pipe from now on */
+		pywalk.vm_off = 1; /* refused (seccomp, no such call): the pipe from now on */
 	}
 	for (int i = 0; i < n; i++)
 		if (rd(local[i].iov_base, (uintptr_t)remote[i].iov_base, local[i].iov_len))
@@ -465,13 +452,13 @@ static int rd_many(struct iovec *local, struct iovec *remote, int n)
 }
 
 /* 1 if the borrowed thread's innermost frame and every frame of the borrowed walk still hold what
- * they held (its code, link and instruction): read in one system call. Under P.lock, with
+ * they held (its code, link and instruction): read in one system call. Under pywalk.lock, with
  * guard_reads set. */
 static int still_in_place(void)
 {
 	static uint8_t head[BORROW_FRAMES][FRAME_HEAD];
 	static struct iovec local[BORROW_FRAMES + 2], remote[BORROW_FRAMES + 2];
-	const struct layout *L = P.L;
+	const struct layout *L = pywalk.layout;
 	size_t len = L->minor == 10 ? 104 : 72;
 	int nf = borrowed.nf, k = 0, cf = L->cf_current != NO;
 	uintptr_t top[2];
@@ -527,10 +514,11 @@ static int str_is(uintptr_t s, const char *want, int end)
  * where torch before 2.3 called the engine): its code object in *code and 1; else 0. Guarded reads. */
 static int in_backward(uintptr_t ts, uintptr_t *code)
 {
-	const struct layout *L = P.L;
+	const struct layout *L = pywalk.layout;
 	uintptr_t f, file, name;
 	if (top_frame(ts, &f) || !f || rd_ptr(f + (L->minor == 10 ? L->fr_code : L->if_code), code) ||
-	    !is_a(*code, P.code_type) || rd_ptr(*code + L->co_filename, &file) || rd_ptr(*code + L->co_name, &name))
+	    !is_a(*code, pywalk.code_type) || rd_ptr(*code + L->co_filename, &file) || rd_ptr(*code + L->co_name,
+											      &name))
 		return 0;
 	if (str_is(file, "/torch/autograd/graph.py", 1))
 		return str_is(name, "_engine_run_backward", 0);
@@ -539,12 +527,12 @@ static int in_backward(uintptr_t ts, uintptr_t *code)
 }
 
 /* Finds a thread state other than self blocked in backward() and walks it into borrowed (checked
- * after the walk). Returns its frame count, 0 if none. Under P.lock, with guard_reads set. */
+ * after the walk). Returns its frame count, 0 if none. Under pywalk.lock, with guard_reads set. */
 static int borrow_walk(uintptr_t self)
 {
 	uint8_t entry[SP_PY_MAX];
-	void *interp = P.main_interp();
-	uintptr_t ts = interp ? (uintptr_t)P.thread_head(interp) : 0, next;
+	void *interp = pywalk.main_interp();
+	uintptr_t ts = interp ? (uintptr_t)pywalk.thread_head(interp) : 0, next;
 
 	borrowed.ts = 0;
 	for (int i = 0; ts && i < THREADS_MAX; i++, ts = next) {
@@ -556,7 +544,7 @@ static int borrow_walk(uintptr_t self)
 		int bad = 0, n;
 		borrowed.nf = 0;
 		borrowed.scan = ts;
-		if (P.L->cf_current != NO && rd_ptr(ts + P.L->ts_frame, &borrowed.cframe))
+		if (pywalk.layout->cf_current != NO && rd_ptr(ts + pywalk.layout->ts_frame, &borrowed.cframe))
 			return 0;
 		n = walk(ts, borrowed.ids, entry, SP_PY_MAX, &bad);
 		/* the frames read are in place after the walk, and the innermost is the entry seen above
@@ -574,24 +562,24 @@ static int borrow_walk(uintptr_t self)
 
 int sp_pystack_walk(uint32_t *ids, uint8_t *entry, int max)
 {
-	pthread_once(&P.once, resolve);
-	if (!P.L || atomic_load_explicit(&P.off, memory_order_relaxed) || max <= 0)
+	pthread_once(&pywalk.once, resolve);
+	if (!pywalk.layout || atomic_load_explicit(&pywalk.off, memory_order_relaxed) || max <= 0)
 		return 0;
-	if (!P.is_init() || P.finalizing())
+	if (!pywalk.is_init() || pywalk.finalizing())
 		return 0;
-	uintptr_t ts = (uintptr_t)P.this_tstate();
+	uintptr_t ts = (uintptr_t)pywalk.this_tstate();
 	if (!ts)
 		return 0; /* a thread that never ran Python */
 	int bad = 0, n;
-	pthread_mutex_lock(&P.lock);
+	pthread_mutex_lock(&pywalk.lock);
 	n = walk(ts, ids, entry, max, &bad);
-	if (!bad && n > 0 && !P.trusted)
-		P.trusted = 1; /* the pipe stays: reads of other threads' frames go through it */
-	pthread_mutex_unlock(&P.lock);
+	if (!bad && n > 0 && !pywalk.trusted)
+		pywalk.trusted = 1; /* the pipe stays: reads of other threads' frames go through it */
+	pthread_mutex_unlock(&pywalk.lock);
 	if (bad) {
-		atomic_store(&P.off, 1);
+		atomic_store(&pywalk.off, 1);
 		sp_warn_once("Python %s: its frames did not read as expected; no more Python frames in stacks",
-			     P.version);
+			     pywalk.version);
 		return 0;
 	}
 	return n;
@@ -599,13 +587,14 @@ int sp_pystack_walk(uint32_t *ids, uint8_t *entry, int max)
 
 int sp_pystack_borrow(uint32_t *ids, int max)
 {
-	pthread_once(&P.once, resolve);
-	if (!P.L || atomic_load_explicit(&P.off, memory_order_relaxed) || max <= 0 || !P.main_interp ||
-	    !P.thread_head || !P.is_init() || P.finalizing())
+	pthread_once(&pywalk.once, resolve);
+	if (!pywalk.layout || atomic_load_explicit(&pywalk.off, memory_order_relaxed) || max <= 0 ||
+	    !pywalk.main_interp ||
+	    !pywalk.thread_head || !pywalk.is_init() || pywalk.finalizing())
 		return 0;
-	uintptr_t self = (uintptr_t)P.this_tstate();
+	uintptr_t self = (uintptr_t)pywalk.this_tstate();
 	int saved = errno, n = 0;
-	pthread_mutex_lock(&P.lock);
+	pthread_mutex_lock(&pywalk.lock);
 	guard_reads = 1;
 	if (borrowed.ts && borrowed.ts != self && still_in_place())
 		n = borrowed.n; /* still blocked in the same call: the same frames */
@@ -615,14 +604,14 @@ int sp_pystack_borrow(uint32_t *ids, int max)
 	if (n > max)
 		n = max;
 	memcpy(ids, borrowed.ids, (size_t)(n > 0 ? n : 0) * sizeof(*ids));
-	pthread_mutex_unlock(&P.lock);
+	pthread_mutex_unlock(&pywalk.lock);
 	errno = saved;
 	return n;
 }
 
 int sp_pystack_is_eval(uint64_t pc)
 {
-	return pc > P.eval_lo && pc <= P.eval_hi; /* a return address: the call is just before it */
+	return pc > pywalk.eval_lo && pc <= pywalk.eval_hi; /* a return address: the call is just before it */
 }
 
 uint32_t sp_pystack_merge(const uint64_t *native, const uint8_t *is_eval, uint32_t nn, const uint32_t *py,
@@ -648,53 +637,53 @@ uint32_t sp_pystack_merge(const uint64_t *native, const uint8_t *is_eval, uint32
 
 uint32_t sp_pyframe_intern(uint32_t file, uint32_t func, uint32_t line)
 {
-	if (!atomic_load_explicit(&P.count, memory_order_acquire) && !P.byid) { /* first use: map the table */
-		pthread_mutex_lock(&P.ftlock);
-		if (!P.byid) {
-			P.ftab = map(FRAME_SLOTS * sizeof(*P.ftab));
-			P.byid = P.ftab ? map(MAX_PYFRAMES * sizeof(*P.byid)) : NULL;
+	if (!atomic_load_explicit(&pywalk.count, memory_order_acquire) && !pywalk.byid) { /* first use: map the table */
+		pthread_mutex_lock(&pywalk.ftlock);
+		if (!pywalk.byid) {
+			pywalk.ftab = map(FRAME_SLOTS * sizeof(*pywalk.ftab));
+			pywalk.byid = pywalk.ftab ? map(MAX_PYFRAMES * sizeof(*pywalk.byid)) : NULL;
 		}
-		pthread_mutex_unlock(&P.ftlock);
-		if (!P.byid)
+		pthread_mutex_unlock(&pywalk.ftlock);
+		if (!pywalk.byid)
 			return 0;
 	}
 	uint64_t h = ((uint64_t)file * 0x9e3779b97f4a7c15ull ^ func) * 0xff51afd7ed558ccdull ^ line;
 	h ^= h >> 31;
 	uint32_t id = 0;
-	pthread_mutex_lock(&P.ftlock);
+	pthread_mutex_lock(&pywalk.ftlock);
 	for (uint32_t k = 0; k < FRAME_SLOTS; k++) {
-		uint32_t *slot = &P.ftab[(h + k) & (FRAME_SLOTS - 1)];
+		uint32_t *slot = &pywalk.ftab[(h + k) & (FRAME_SLOTS - 1)];
 		if (*slot) {
-			const struct pyframe *f = &P.byid[*slot];
+			const struct pyframe *f = &pywalk.byid[*slot];
 			if (f->file == file && f->func == func && f->line == line) {
 				id = *slot;
 				break;
 			}
 			continue;
 		}
-		uint32_t next = atomic_load_explicit(&P.count, memory_order_relaxed) + 1;
+		uint32_t next = atomic_load_explicit(&pywalk.count, memory_order_relaxed) + 1;
 		if (next >= MAX_PYFRAMES)
 			break;
-		P.byid[next] = (struct pyframe){ file, func, line };
-		atomic_store_explicit(&P.count, next, memory_order_release);
+		pywalk.byid[next] = (struct pyframe){ file, func, line };
+		atomic_store_explicit(&pywalk.count, next, memory_order_release);
 		*slot = id = next;
 		break;
 	}
-	pthread_mutex_unlock(&P.ftlock);
+	pthread_mutex_unlock(&pywalk.ftlock);
 	return id;
 }
 
 int sp_pyframe_lookup(void *ctx, uint32_t id, uint32_t *file, uint32_t *func, uint32_t *line)
 {
-	if (!id || id > atomic_load_explicit(&P.count, memory_order_acquire))
+	if (!id || id > atomic_load_explicit(&pywalk.count, memory_order_acquire))
 		return -1;
-	*file = P.byid[id].file;
-	*func = P.byid[id].func;
-	*line = P.byid[id].line;
+	*file = pywalk.byid[id].file;
+	*func = pywalk.byid[id].func;
+	*line = pywalk.byid[id].line;
 	return 0;
 }
 
 const char *sp_pystack_version(void)
 {
-	return P.L ? P.version : NULL;
+	return pywalk.layout ? pywalk.version : NULL;
 }

@@ -37,21 +37,21 @@ static struct {
 		uintptr_t lo, hi;
 	} skip[8]; /* our own, libcupti's and libcuda's text */
 	int nskip;
-} S = { .lock = PTHREAD_MUTEX_INITIALIZER, .once = PTHREAD_ONCE_INIT };
+} stack_table = { .lock = PTHREAD_MUTEX_INITIALIZER, .once = PTHREAD_ONCE_INIT };
 
 static __thread int busy;             /* re-entrancy guard */
 
 static int find_skip(struct dl_phdr_info *info, size_t size, void *data)
 {
 	const char *n = info->dlpi_name ? info->dlpi_name : "";
-	if (!(strstr(n, "libstepprof") || strstr(n, "libcupti") || strstr(n, "libcuda.so")) || S.nskip >= 8)
+	if (!(strstr(n, "libstepprof") || strstr(n, "libcupti") || strstr(n, "libcuda.so")) || stack_table.nskip >= 8)
 		return 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-			S.skip[S.nskip].lo = info->dlpi_addr + ph->p_vaddr;
-			S.skip[S.nskip].hi = S.skip[S.nskip].lo + ph->p_memsz;
-			S.nskip++;
+			stack_table.skip[stack_table.nskip].lo = info->dlpi_addr + ph->p_vaddr;
+			stack_table.skip[stack_table.nskip].hi = stack_table.skip[stack_table.nskip].lo + ph->p_memsz;
+			stack_table.nskip++;
 			break;
 		}
 	}
@@ -61,23 +61,23 @@ static int find_skip(struct dl_phdr_info *info, size_t size, void *data)
 static void setup(void)
 {
 	void *a = mmap(NULL, ARENA_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	void *b = mmap(NULL, MAX_STACKS * sizeof(*S.byid), PROT_READ | PROT_WRITE,
+	void *b = mmap(NULL, MAX_STACKS * sizeof(*stack_table.byid), PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	void *t = mmap(NULL, TABLE_SLOTS * sizeof(uint32_t), PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (a == MAP_FAILED || b == MAP_FAILED || t == MAP_FAILED)
 		return;
-	S.arena = a;
-	S.byid = b;
-	S.table = t;
+	stack_table.arena = a;
+	stack_table.byid = b;
+	stack_table.table = t;
 	dl_iterate_phdr(find_skip, NULL);
-	S.ready = 1;
+	stack_table.ready = 1;
 }
 
 static int skipped(uintptr_t pc)
 {
-	for (int i = 0; i < S.nskip; i++)
-		if (pc >= S.skip[i].lo && pc < S.skip[i].hi)
+	for (int i = 0; i < stack_table.nskip; i++)
+		if (pc >= stack_table.skip[i].lo && pc < stack_table.skip[i].hi)
 			return 1;
 	return 0;
 }
@@ -101,8 +101,8 @@ uint32_t sp_stack_capture(int depth, unsigned what)
 	if (busy)
 		return 0;
 	busy = 1;
-	pthread_once(&S.once, setup);
-	if (!S.ready)
+	pthread_once(&stack_table.once, setup);
+	if (!stack_table.ready)
 		goto out;
 	if (depth < 1 || depth > SP_STACK_MAX)
 		depth = SP_STACK_MAX;
@@ -136,11 +136,11 @@ uint32_t sp_stack_capture(int depth, unsigned what)
 	if (!n)
 		goto out;
 	uint64_t h = hash_frames(pcs, n);
-	pthread_mutex_lock(&S.lock);
+	pthread_mutex_lock(&stack_table.lock);
 	for (uint32_t k = 0; k < TABLE_SLOTS; k++) {
-		uint32_t *slot = &S.table[(h + k) & (TABLE_SLOTS - 1)];
+		uint32_t *slot = &stack_table.table[(h + k) & (TABLE_SLOTS - 1)];
 		if (*slot) {
-			struct stack *s = atomic_load_explicit(&S.byid[*slot], memory_order_relaxed);
+			struct stack *s = atomic_load_explicit(&stack_table.byid[*slot], memory_order_relaxed);
 			if (s->n == n && !memcmp(s->pcs, pcs, n * sizeof(*pcs))) {
 				id = *slot;
 				break;
@@ -148,19 +148,19 @@ uint32_t sp_stack_capture(int depth, unsigned what)
 			continue;
 		}
 		size_t need = sizeof(struct stack) + n * sizeof(uint64_t);
-		uint32_t next = atomic_load(&S.count) + 1;
-		if (next >= MAX_STACKS || S.used + need > ARENA_BYTES)
+		uint32_t next = atomic_load(&stack_table.count) + 1;
+		if (next >= MAX_STACKS || stack_table.used + need > ARENA_BYTES)
 			break; /* full: stacks are dropped from here on (id 0) */
-		struct stack *s = (struct stack *)(S.arena + S.used);
-		S.used += (need + 7) & ~(size_t)7;
+		struct stack *s = (struct stack *)(stack_table.arena + stack_table.used);
+		stack_table.used += (need + 7) & ~(size_t)7;
 		s->n = n;
 		memcpy(s->pcs, pcs, n * sizeof(*pcs));
-		atomic_store_explicit(&S.byid[next], s, memory_order_release);
-		atomic_store(&S.count, next);
+		atomic_store_explicit(&stack_table.byid[next], s, memory_order_release);
+		atomic_store(&stack_table.count, next);
 		*slot = id = next;
 		break;
 	}
-	pthread_mutex_unlock(&S.lock);
+	pthread_mutex_unlock(&stack_table.lock);
 out:
 	busy = 0;
 	return id;
@@ -168,9 +168,9 @@ out:
 
 const uint64_t *sp_stack_lookup(void *ctx, uint32_t id, uint32_t *n)
 {
-	if (!S.ready || !id || id > atomic_load(&S.count))
+	if (!stack_table.ready || !id || id > atomic_load(&stack_table.count))
 		return NULL;
-	struct stack *s = atomic_load_explicit(&S.byid[id], memory_order_acquire);
+	struct stack *s = atomic_load_explicit(&stack_table.byid[id], memory_order_acquire);
 	if (!s)
 		return NULL;
 	*n = s->n;

@@ -37,9 +37,9 @@ void sp_collector_malloc_hooks(void)
 static void glibc_is_recognised(void **state)
 {
 	free(malloc(1)); /* resolves the real functions */
-	assert_true(sp_mem_glibc_object(R.malloc, R.free, malloc_usable_size));
-	assert_true(sp_mem_glibc_behaviour(R.malloc, R.free, malloc_usable_size));
-	assert_int_equal(R.glibc_sizes, 1);
+	assert_true(sp_mem_glibc_object(real_alloc.malloc, real_alloc.free, malloc_usable_size));
+	assert_true(sp_mem_glibc_behaviour(real_alloc.malloc, real_alloc.free, malloc_usable_size));
+	assert_int_equal(real_alloc.glibc_sizes, 1);
 }
 
 static void tcmalloc_is_not_glibc(void **state)
@@ -64,15 +64,15 @@ static void pool_realloc_copies_the_block(void **state)
 	free(malloc(1));
 	/* as inside resolve()'s dlsym: calloc serves from the pool (volatile stores: the compiler
 	 * takes calloc for a function that reads no program memory) */
-	void *(*real_calloc)(size_t, size_t) = R.calloc;
-	*(void *(*volatile *)(size_t, size_t)) & R.calloc = NULL;
-	*(volatile int *)&R.resolving = 1;
+	void *(*real_calloc)(size_t, size_t) = real_alloc.calloc;
+	*(void *(*volatile *)(size_t, size_t)) & real_alloc.calloc = NULL;
+	*(volatile int *)&real_alloc.resolving = 1;
 	size_t left = sizeof pool - pool_used;
 	char *volatile filler = left > 16 + 48 + 16 ? calloc(1, left - 16 - 48 - 16) : NULL;
 	char *volatile launder = calloc(1, 40); /* the pool's last block */
 	char *p = launder;
-	*(volatile int *)&R.resolving = 0;
-	*(void *(*volatile *)(size_t, size_t)) & R.calloc = real_calloc;
+	*(volatile int *)&real_alloc.resolving = 0;
+	*(void *(*volatile *)(size_t, size_t)) & real_alloc.calloc = real_calloc;
 	(void)filler;
 	assert_non_null(p);
 	assert_true(in_pool(p));
