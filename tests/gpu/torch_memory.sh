@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# torch_memory.sh [DIST] - [activities] torch_memory (issue 40) on the GPU machine, from the repo root
+# after `make dist` (DIST: dist/stepprof). About 60 s on one H200, 90 s at most (LIMIT). Runs
+# tests/gpu/programs/gradscaler_resnet.py (--iters 36 --eval-every 1000) unmodified, through
+# torch_memory_wrap.py (a global optimizer post hook that prints torch.cuda.memory_allocated() after
+# every step: test-only), with `[marker] kind = optimizer` and the schedule wait 8, warmup 1, active 5,
+# repeat 2 (windows 0 and 1), twice: torch_memory on, then off. Checks:
+#  1. each window left <trace stem>.w<N>.memory_snapshot.pickle that pickle.load opens, with
+#     'segments' and 'device_traces' (its trace entries non-empty, with Python frames), and that
+#     `python -m torch.cuda._memory_viz trace_plot` (memory_viz's own reader) turns into HTML;
+#  2. its live bytes (the sizes of the 'active_allocated' blocks in 'segments') equal
+#     memory_allocated() printed at the window's last step (the last TMEM line before the file's
+#     mtime: the wrapper's hook runs just before stepprof's at the same step) within 1 MiB;
+#  3. `stepprof report` names each file;
+#  4. the cost: the window's median step time (stepprof's step durations) with torch_memory on
+#     against off (one run each; shown, PASS when both runs recorded the same steps), and the
+#     snapshot's own time (stepprof's verbose line; it falls in the step after the window).
+# Prints "PASS/FAIL torch_memory ..." lines and ends with "torch_memory: N passed, M failed".
+# $OUT (default /tmp/stepprof-tmem) gets torch_memory.txt (this output) and tmem_logs.tgz (logs, JSON).
+set -u
+D=$(cd "${1:-dist/stepprof}" && pwd) || exit 2
+HERE=$(cd "$(dirname "$0")" && pwd)
+O=${OUT:-/tmp/stepprof-tmem}
+W=${WORK:-/tmp/stepprof-tmem-work}
+PY=${PYTHON:-python3}
+LIMIT=${LIMIT:-88}
+SP=$D/bin/stepprof
+[ -x "$SP" ] || SP=$D/stepprof
+mkdir -p "$O" && rm -rf "$W" && mkdir -p "$W" || exit 2
+for v in $(compgen -e | grep '^STEPPROF_'); do unset "$v"; done
+unset LD_PRELOAD CUDA_INJECTION64_PATH NVTX_INJECTION64_PATH
+export PYTHONUNBUFFERED=1 PROG_STEP_LINES=0
+SCHED=(--set marker.kind=optimizer --set schedule.wait=8 --set schedule.warmup=1 --set schedule.active=5
+	--set schedule.repeat=2)
+
+# run HOW [--set ...]: the wrapped program under stepprof into $W/HOW (trace/, log, report.json, report.txt)
+run() {
+	local how=$1 d=$W/$1 tr t=$((LIMIT - SECONDS))
+	shift
+	mkdir -p "$d"
+	[ "$t" -gt 45 ] && t=45
+	[ "$t" -lt 5 ] && { echo "$how: not run (LIMIT $LIMIT s spent)"; return; }
+	timeout -k 5 "$t" env STEPPROF_VERBOSE=1 "$SP" run -o "$d/trace" "${SCHED[@]}" "$@" -- "$PY" \
+		"$HERE/torch_memory_wrap.py" "$HERE/programs/gradscaler_resnet.py" --iters 36 --eval-every 1000 \
+		>"$d/log" 2>&1 </dev/null
+	echo "$how: exit $? after ${SECONDS}s; $(grep -a '^PROG ' "$d/log" | tail -1)"
+	tr=$(ls -S "$d"/trace/*.sptrace 2>/dev/null | head -1)
+	[ -n "$tr" ] || { tail -3 "$d/log" | sed 's/^/    log: /'; return; }
+	"$SP" report --json "$tr" >"$d/report.json" 2>"$d/report.err"
+	"$SP" report "$tr" >"$d/report.txt" 2>>"$d/report.err"
+}
+
+main() {
+	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+	echo "torch_memory: stepprof $SP ($("$SP" --version 2>&1 | head -1)), LIMIT $LIMIT s"
+	run on --set activities.torch_memory=true --set activities.torch_memory_entries=100000
+	run off --set activities.torch_memory=false
+	"$PY" - "$W" "$PY" <<-'PYEOF'
+	import glob, json, os, pickle, re, statistics, subprocess, sys
+	w, py = sys.argv[1], sys.argv[2]
+	res = []
+	def say(ok, what, details=()):
+	    res.append(ok)
+	    print(f"{'PASS' if ok else 'FAIL'} torch_memory {what}")
+	    for d in details:
+	        print(f"    {d}")
+	def load(p):
+	    try:
+	        return json.load(open(p))
+	    except Exception:
+	        return None
+	on, off = load(w + "/on/report.json"), load(w + "/off/report.json")
+	log = open(w + "/on/log", errors="replace").read() if os.path.exists(w + "/on/log") else ""
+	tmem = [(int(a), float(b), int(c)) for a, b, c in re.findall(r"^TMEM (\d+) (\S+) (\d+)$", log, re.M)]
+	wins = [x["id"] for x in on["windows"]] if on else []
+	say(wins == [0, 1], f"the run with torch_memory on recorded windows 0 and 1: {wins}")
+	rep = open(w + "/on/report.txt").read() if os.path.exists(w + "/on/report.txt") else ""
+	for wid in wins:
+	    files = glob.glob(f"{w}/on/trace/*.w{wid}.memory_snapshot.pickle")
+	    if not files:
+	        say(False, f"window {wid}: no snapshot file", [l for l in log.splitlines() if "torch memory" in l][:3])
+	        continue
+	    f = files[0]
+	    try:
+	        s = pickle.load(open(f, "rb"))
+	    except Exception as e:
+	        say(False, f"window {wid}: pickle.load({f}) failed: {e!r}")
+	        continue
+	    tr = s.get("device_traces") or [[]]
+	    ntr = sum(len(t) for t in tr)
+	    py_frames = sum(1 for t in tr for e in t for fr in e.get("frames", []) if fr.get("filename", "").endswith(".py"))
+	    say("segments" in s and "device_traces" in s and ntr > 0 and py_frames > 0,
+	        f"window {wid}: {os.path.basename(f)} ({os.path.getsize(f) // 1024} KiB) loads with pickle: "
+	        f"{len(s.get('segments', []))} segments, {ntr} trace entries, {py_frames} Python frames in them")
+	    html = f + ".html"
+	    p = subprocess.run([py, "-m", "torch.cuda._memory_viz", "trace_plot", f, "-o", html], capture_output=True,
+	                       text=True, timeout=60)
+	    say(p.returncode == 0 and os.path.exists(html) and os.path.getsize(html) > 1000,
+	        f"window {wid}: memory_viz's trace_plot read it (exit {p.returncode})", [p.stderr[-300:]] if p.returncode else [])
+	    live = sum(b["size"] for g in s["segments"] for b in g.get("blocks", []) if b.get("state") == "active_allocated")
+	    mt = os.path.getmtime(f)
+	    before = [t for t in tmem if t[1] <= mt]
+	    if not before:
+	        say(False, f"window {wid}: no TMEM line before the snapshot's mtime (wrapper hook not run?)")
+	    else:
+	        n, t, alloc = before[-1]
+	        say(abs(live - alloc) <= 1 << 20,
+	            f"window {wid}: live bytes in the snapshot {live} vs memory_allocated() {alloc} at the window's last "
+	            f"step (optimizer step {n}): differ by {live - alloc} bytes (<= 1 MiB)",
+	            [f"memory_allocated() at the steps around it: {[x[2] for x in tmem[max(0, n - 3):n + 2]]}",
+	             f"the file's mtime is {(mt - t) * 1e3:.1f} ms after that TMEM line"])
+	    say(f"PyTorch memory snapshot of window {wid}: " in rep and f.split("/")[-1] in rep,
+	        f"window {wid}: stepprof report names the file")
+	if on and off:
+	    son = {s["number"]: s["duration_ns"] / 1e6 for s in on["steps"]}
+	    soff = {s["number"]: s["duration_ns"] / 1e6 for s in off["steps"]}
+	    same = sorted(son) == sorted(soff) and len(son) > 0
+	    d = [f"torch_memory on: median {statistics.median(son.values()):.3f} ms over {len(son)} steps" if son else "on: none",
+	         f"torch_memory off: median {statistics.median(soff.values()):.3f} ms over {len(soff)} steps" if soff else "off: none"]
+	    if son and soff:
+	        d.append(f"window step time on / off: {statistics.median(son.values()) / statistics.median(soff.values()):.3f}x (medians, one run each)")
+	    d += [l.split("stepprof: ", 1)[-1] for l in log.splitlines() if "PyTorch memory snapshot of window" in l]
+	    say(same, "cost inside the windows (shown; PASS: both runs recorded the same steps)", d)
+	else:
+	    say(False, "cost: a run left no report")
+	print(f"torch_memory: {sum(res)} passed, {len(res) - sum(res)} failed")
+	sys.exit(0 if res and all(res) else 1)
+	PYEOF
+	local rc=$?
+	grep -a '^stepprof' "$W/on/log" 2>/dev/null | grep -i 'torch memory\|warn\|fail' | head -5 | sed 's/^/    stepprof said: /'
+	(cd "$W" && tar czf "$O/tmem_logs.tgz" --exclude='*.sptrace' --exclude='*.pickle' --exclude='*.html' . 2>/dev/null)
+	echo "torch_memory: done in $SECONDS s"
+	return $rc
+}
+main 2>&1 | tee "$O/torch_memory.txt"
+exit "${PIPESTATUS[0]}"
