@@ -18,7 +18,9 @@
 /* The helpers (compiled into the bridge's private globals, beside find): mem_on(mods, n) finds
  * the history's switch, the snapshot and pickle.dump, turns the history on with n entries and
  * returns True, or why it cannot (a str). mem_off(path) snapshots into a new file at path (never
- * over an existing one) and turns the history off whatever happened. */
+ * over an existing one) and turns the history off whatever happened. mem_watch_oom(mods, fn)
+ * attaches fn as the caching allocator's out-of-memory observer; mem_oom(mods, path) writes a
+ * snapshot to a new file at path. */
 static const char mem_src[] =
 	"_tm = {}\n"
 	"def mem_on(mods, n):\n"
@@ -41,6 +43,20 @@ static const char mem_src[] =
 	"                dump(s, f)\n"
 	"    finally:\n"
 	"        rec(enabled=None)\n"
+	"    return True\n"
+	"def mem_watch_oom(mods, observer):\n"
+	"    r = find(mods, 'torch._C', '_cuda_attach_out_of_memory_observer')\n"
+	"    if type(r) is not tuple:\n"
+	"        return r if type(r) is str else 'torch._C is not imported'\n"
+	"    r[2](observer)\n"
+	"    return True\n"
+	"def mem_oom(mods, path):\n"
+	"    s = find(mods, 'torch.cuda.memory', '_snapshot')\n"
+	"    p = find(mods, 'pickle', 'dump')\n"
+	"    if type(s) is not tuple or type(p) is not tuple:\n"
+	"        return 'torch.cuda.memory or pickle is not in sys.modules'\n"
+	"    with open(path, 'xb') as f:\n"
+	"        p[2](s[2](), f)\n"
 	"    return True\n";
 
 /* The state (the program's threads, one at a time under the GIL). */
@@ -48,7 +64,11 @@ static struct {
 	int ready;     /* mem_src is compiled into the helpers */
 	int failed;    /* off for good (said) */
 	uint32_t win;  /* id + 1 of the window whose history is on, 0 none */
+	int oom_watch; /* 0 not tried, 1 the observer is attached, -1 it cannot be (said) */
+	unsigned ooms; /* out-of-memory snapshots taken (at most MAX_OOMS) */
 } pm;
+
+#define MAX_OOMS 4 /* out-of-memory snapshots a process (torch may retry a failed allocation) */
 
 /* Off for good: doing what failed, why (NULL: the pending Python exception, cleared). */
 static void failed(const char *what, const char *why)
@@ -87,6 +107,30 @@ static int ready(void)
 	return pm.ready ? 0 : -1;
 }
 
+static PyObj *on_oom(PyObj *self, PyObj *const *args, ssize_t nargs);
+static struct sp_pymethod oom_def = { "stepprof_out_of_memory", (void *)on_oom, SP_METH_FASTCALL, NULL };
+
+/* Attaches the out-of-memory observer, once (the trace exists from the first window on). */
+static void watch_oom(void)
+{
+	if (pm.oom_watch)
+		return;
+	pm.oom_watch = -1;
+	PyObj *fn = sp_py.cfunction(&oom_def, NULL, NULL);
+	PyObj *r = fn ? helper("mem_watch_oom", sp_py.modules(), fn) : NULL;
+	if (fn)
+		sp_py.decref(fn);
+	if (!r) {
+		failed("attaching an out-of-memory observer to torch's allocator", NULL);
+		return;
+	}
+	if (!strcmp(sp_py_type_name(r), "str"))
+		sp_warn("torch memory: no snapshot at out-of-memory: %s", sp_py.utf8(r) ? sp_py.utf8(r) : "?");
+	else
+		pm.oom_watch = 1;
+	sp_py.decref(r);
+}
+
 /* Turns the history on for window win (id + 1). */
 static void turn_on(uint32_t win)
 {
@@ -109,13 +153,15 @@ static void turn_on(uint32_t win)
 	}
 	sp_py.decref(r);
 	pm.win = win;
+	watch_oom();
 	sp_info("torch memory: allocator history on for window %u (%d entries at most)", win - 1,
 		sp_pyb.ask.torch_memory_entries);
 }
 
-/* The snapshot's file for window id: the trace's path without ".sptrace", then
- * ".w<id>.memory_snapshot.pickle". Returns 0, or -1 (no trace yet, or a path too long). */
-static int snapshot_path(uint32_t id, char *buf, size_t n)
+/* The snapshot's file: the trace's path without ".sptrace", then ".<what><id>.memory_snapshot.pickle"
+ * (what "w": window id's, "oom": the id-th out-of-memory's). Returns 0, or -1 (no trace yet, or a
+ * path too long). */
+static int snapshot_path(const char *what, uint32_t id, char *buf, size_t n)
 {
 	const char *t = sp_collector_trace_path();
 	if (!t)
@@ -123,7 +169,7 @@ static int snapshot_path(uint32_t id, char *buf, size_t n)
 	size_t len = strlen(t), ext = strlen(".sptrace");
 	if (len > ext && !strcmp(t + len - ext, ".sptrace"))
 		len -= ext;
-	int k = snprintf(buf, n, "%.*s.w%u.memory_snapshot.pickle", (int)len, t, id);
+	int k = snprintf(buf, n, "%.*s.%s%u.memory_snapshot.pickle", (int)len, t, what, id);
 	return k > 0 && (size_t)k < n ? 0 : -1;
 }
 
@@ -132,7 +178,7 @@ static void snapshot_off(void)
 {
 	char path[4200];
 	uint32_t id = pm.win - 1;
-	int have = snapshot_path(id, path, sizeof path) == 0;
+	int have = snapshot_path("w", id, path, sizeof path) == 0;
 	uint64_t t0 = sp_now_ns();
 	PyObj *p = have ? sp_py.unicode(path) : sp_py_none();
 	PyObj *r = p ? helper("mem_off", p, NULL) : NULL;
@@ -151,6 +197,48 @@ static void snapshot_off(void)
 			id, path, (double)(sp_now_ns() - t0) / 1e6);
 	else
 		failed("naming window's snapshot file", "no trace file (yet), or its path is too long");
+}
+
+/* The allocator's out-of-memory observer: (device, bytes asked, device allocated, device free),
+ * on the thread whose allocation failed, before torch raises OutOfMemoryError: a snapshot beside
+ * the trace, said on stderr with its path. */
+static PyObj *on_oom(PyObj *self, PyObj *const *args, ssize_t nargs)
+{
+	(void)self;
+	if (!sp_pyb_live() || pm.failed || pm.ooms >= MAX_OOMS)
+		return sp_py_none();
+	char path[4200], what[4300];
+	long dev = -1, asked = -1;
+	if (nargs >= 2 && !strcmp(sp_py_type_name(args[0]), "int") && !strcmp(sp_py_type_name(args[1]), "int")) {
+		dev = sp_py.long_as(args[0]);
+		asked = sp_py.long_as(args[1]);
+		if (sp_py.occurred())
+			sp_py.clear();
+	}
+	if (snapshot_path("oom", ++pm.ooms, path, sizeof path) < 0) {
+		sp_warn_once("torch memory: out of memory on device %ld: no snapshot (no trace file)", dev);
+		return sp_py_none();
+	}
+	PyObj *p = sp_py.unicode(path), *r = p ? helper("mem_oom", sp_py.modules(), p) : NULL;
+	if (p)
+		sp_py.decref(p);
+	snprintf(what, sizeof what, "writing an out-of-memory snapshot to %s", path);
+	if (!r) {
+		char why[300];
+		sp_py_error(why, sizeof why);
+		pm.ooms = MAX_OOMS;
+		sp_warn("torch memory: %s failed (%s); no more out-of-memory snapshots in this process", what, why);
+		return sp_py_none();
+	}
+	if (!strcmp(sp_py_type_name(r), "str"))
+		sp_warn("torch memory: out of memory on device %ld: no snapshot: %s", dev, sp_py.utf8(r) ? sp_py.utf8(r) : "?");
+	else
+		sp_warn("torch memory: out of memory on device %ld (%ld bytes asked): PyTorch memory snapshot %s (%s)%s",
+			dev, asked, path,
+			pm.win ? "with the window's allocation history" : "outside windows: blocks only, no history",
+			pm.ooms == MAX_OOMS ? "; no more out-of-memory snapshots in this process" : "");
+	sp_py.decref(r);
+	return sp_py_none();
 }
 
 void sp_pymem_tick(void)

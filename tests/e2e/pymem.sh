@@ -16,7 +16,10 @@
 #  - Debian's python3: off by default (no call, no file); the history's switch raising when turned
 #    on (one `stepprof:` line, no file, nothing more in the second window, steps unchanged), and when
 #    turned off (the first window's file is written, the second window gets nothing); a torch without
-#    torch.cuda.memory (said once, no call).
+#    torch.cuda.memory (said once, no call); out of memory (the stand-in torch._C calls the
+#    allocator's observers, then raises): from the first window on, a snapshot beside the trace
+#    (<stem>.oom<K>.memory_snapshot.pickle: blocks only outside windows, with the window's
+#    history inside one), said on stderr with its path, 4 a process at most; none with it off.
 set -u
 B=${SP_BUILD:?}
 R=${SP_ROOT:?}
@@ -79,7 +82,7 @@ out, err = open(d + "/stdout").read(), open(d + "/stderr").read()
 rc = int(open(d + "/rc").read())
 calls = [l.split(" ", 2)[2].split(":") for l in out.splitlines() if l.startswith("prog: memory ")]
 snaps = {}
-for f in glob.glob(d + "/out/*.memory_snapshot.pickle"):
+for f in glob.glob(d + "/out/*.w[0-9]*.memory_snapshot.pickle"):
     m = re.search(r"\.w(\d+)\.memory_snapshot\.pickle$", f)
     assert m and os.path.basename(f).startswith(os.path.basename(glob.glob(d + "/out/*.sptrace")[0])[:-8] + ".w"), f
     with open(f, "rb") as fh:
@@ -160,6 +163,30 @@ check nomem "no torch.cuda.memory in sys.modules: said once, nothing done" '
 assert rc == 0 and snaps == {} and steps == [4, 5, 10, 11], (rc, snaps, steps)
 lines = [l for l in err.splitlines() if l.startswith("stepprof:")]
 assert len(lines) == 1 and "torch.cuda.memory is not imported" in lines[0], lines
+'
+
+run oom /usr/bin/python3 OOM_AT=1,7,10,12,13,14
+check oom "out of memory: a snapshot before the error reaches the program, said with its path; 4 at most" '
+assert rc == 0 and out.splitlines()[-1] == "prog: done", (rc, out)
+assert [l for l in out.splitlines() if l.startswith("prog: oom")] == ["prog: oom %d" % i for i in (1, 7, 10, 12, 13, 14)]
+snaps_at = [(c[1], c[3]) for c in calls if c[0] == "snapshot"]
+assert snaps_at == [("5", "all"), ("7", "None"), ("10", "all"), ("11", "all"), ("12", "None"), ("13", "None")], snaps_at
+ooms = {}
+for f in glob.glob(d + "/out/*.oom*.memory_snapshot.pickle"):
+    ooms[int(re.search(r"\.oom(\d+)\.memory_snapshot\.pickle$", f).group(1))] = pickle.load(open(f, "rb"))
+assert sorted(ooms) == [1, 2, 3, 4] and sorted(snaps) == [0, 1], (sorted(ooms), sorted(snaps))
+assert ooms[1]["device_traces"] == [[]] and ooms[2]["device_traces"][0][0]["iteration"] == 10, ooms
+assert live(ooms[2]) == 1010 and live(ooms[4]) == 1013, (live(ooms[2]), live(ooms[4]))
+lines = [l for l in err.splitlines() if l.startswith("stepprof:")]
+assert len(lines) == 4 and all("out of memory on device 0 (1099511627776 bytes asked)" in l for l in lines), lines
+assert "oom1.memory_snapshot.pickle (outside windows: blocks only, no history)" in lines[0], lines[0]
+assert "oom2.memory_snapshot.pickle (with the window" in lines[1] and lines[3].endswith("no more out-of-memory snapshots in this process"), lines
+assert steps == [4, 5, 10, 11], steps
+'
+
+EXTRA='' run oom_off /usr/bin/python3 OOM_AT=7,10
+check oom_off "out of memory with torch_memory off: no observer, nothing said" '
+assert rc == 0 and calls == [] and not glob.glob(d + "/out/*.memory_snapshot.pickle") and "stepprof:" not in err, (rc, calls, err)
 '
 
 [ $fail = 0 ] && echo "pymem: all passed"

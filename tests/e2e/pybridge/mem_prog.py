@@ -5,6 +5,8 @@
 # iterations of a forward and backward kernel and an optimizer step, telling the stand-in
 # torch.cuda.memory the iteration and the bytes it holds (1000 + iteration). At the end it prints
 # the stand-in allocator's log: `prog: memory CALL:ITERATION:THREAD:ARGS...` a call.
+# OOM_AT=I,J,...: at those iterations an allocation runs out of memory (the stand-in torch._C calls
+# the observers, then raises OutOfMemoryError, which the program catches: `prog: oom I`).
 import ctypes
 import os
 import sys
@@ -33,6 +35,11 @@ opt = torch.optim.SGD(launch, "sgd_fake")
 for it in range(iters):
     if mem:
         mem.iteration[0], mem.live[0] = it, 1000 + it
+    if str(it) in os.environ.get("OOM_AT", "").split(","):
+        try:
+            torch._C.out_of_memory(1 << 40)
+        except torch._C.OutOfMemoryError:
+            print("prog: oom %d" % it, flush=True)
     launch("fwd_fake")
     launch("bwd_fake")
     opt.step()
