@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # torch_memory.sh [DIST] - [activities] torch_memory (issue 40) on the GPU machine, from the repo root
-# after `make dist` (DIST: dist/stepprof). About 60 s on one H200, 90 s at most (LIMIT). Runs
+# after `make dist` (DIST: dist/stepprof). About 70 s on one H200, 90 s at most (LIMIT). Runs
 # tests/gpu/programs/gradscaler_resnet.py (--iters 36 --eval-every 1000) unmodified, through
 # torch_memory_wrap.py (a global optimizer post hook that prints torch.cuda.memory_allocated() after
 # every step: test-only), with `[marker] kind = optimizer` and the schedule wait 8, warmup 1, active 5,
-# repeat 2 (windows 0 and 1), twice: torch_memory on, then off. Checks:
+# repeat 2 (windows 0 and 1), twice: torch_memory on, then off; then tests/gpu/oom_train.py. Checks:
 #  1. each window left <trace stem>.w<N>.memory_snapshot.pickle that pickle.load opens, with
 #     'segments' and 'device_traces' (its trace entries non-empty, with Python frames), and that
 #     `python -m torch.cuda._memory_viz trace_plot` (memory_viz's own reader) turns into HTML;
@@ -13,7 +13,10 @@
 #     memory_allocated() printed at the window's last step (the last TMEM line before the file's
 #     mtime: the wrapper's hook runs just before stepprof's at the same step) within 1 MiB;
 #  3. `stepprof report` names each file;
-#  4. the cost: the window's median step time (stepprof's step durations) with torch_memory on
+#  4. a forced out-of-memory inside a window (tests/gpu/oom_train.py, third run: asks for 1 PiB at
+#     iteration 14, catches torch.OutOfMemoryError) leaves <stem>.oom1.memory_snapshot.pickle, said on
+#     stderr with its path, whose 'oom' trace entry names oom_train.py and the line that asked;
+#  5. the cost: the window's median step time (stepprof's step durations) with torch_memory on
 #     against off (one run each; shown, PASS when both runs recorded the same steps), and the
 #     snapshot's own time (stepprof's verbose line; it falls in the step after the window).
 # Prints "PASS/FAIL torch_memory ..." lines and ends with "torch_memory: N passed, M failed".
@@ -41,9 +44,15 @@ run() {
 	mkdir -p "$d"
 	[ "$t" -gt 45 ] && t=45
 	[ "$t" -lt 5 ] && { echo "$how: not run (LIMIT $LIMIT s spent)"; return; }
-	timeout -k 5 "$t" env STEPPROF_VERBOSE=1 "$SP" run -o "$d/trace" "${SCHED[@]}" "$@" -- "$PY" \
-		"$HERE/torch_memory_wrap.py" "$HERE/programs/gradscaler_resnet.py" --iters 36 --eval-every 1000 \
-		>"$d/log" 2>&1 </dev/null
+	if [ "$how" = oom ]; then
+		timeout -k 5 "$t" env STEPPROF_VERBOSE=1 "$SP" run -o "$d/trace" --set marker.kind=optimizer \
+			--set schedule.wait=8 --set schedule.warmup=1 --set schedule.active=12 --set schedule.repeat=1 "$@" \
+			-- "$PY" "$HERE/oom_train.py" --iters 30 --oom-at 14 >"$d/log" 2>&1 </dev/null
+	else
+		timeout -k 5 "$t" env STEPPROF_VERBOSE=1 "$SP" run -o "$d/trace" "${SCHED[@]}" "$@" -- "$PY" \
+			"$HERE/torch_memory_wrap.py" "$HERE/programs/gradscaler_resnet.py" --iters 36 --eval-every 1000 \
+			>"$d/log" 2>&1 </dev/null
+	fi
 	echo "$how: exit $? after ${SECONDS}s; $(grep -a '^PROG ' "$d/log" | tail -1)"
 	tr=$(ls -S "$d"/trace/*.sptrace 2>/dev/null | head -1)
 	[ -n "$tr" ] || { tail -3 "$d/log" | sed 's/^/    log: /'; return; }
@@ -56,6 +65,7 @@ main() {
 	echo "torch_memory: stepprof $SP ($("$SP" --version 2>&1 | head -1)), LIMIT $LIMIT s"
 	run on --set activities.torch_memory=true --set activities.torch_memory_entries=100000
 	run off --set activities.torch_memory=false
+	run oom --set activities.torch_memory=true
 	"$PY" - "$W" "$PY" <<-'PYEOF'
 	import glob, json, os, pickle, re, statistics, subprocess, sys
 	w, py = sys.argv[1], sys.argv[2]
@@ -124,6 +134,21 @@ main() {
 	    say(same, "cost inside the windows (shown; PASS: both runs recorded the same steps)", d)
 	else:
 	    say(False, "cost: a run left no report")
+	olog = open(w + "/oom/log", errors="replace").read() if os.path.exists(w + "/oom/log") else ""
+	m = re.search(r"^OOM caught at iteration (\d+) line (\d+)", olog, re.M)
+	said = [l for l in olog.splitlines() if "out of memory on device" in l]
+	files = glob.glob(w + "/oom/trace/*.oom1.memory_snapshot.pickle")
+	if not m or not files:
+	    say(False, f"forced out-of-memory: caught {bool(m)}, snapshot files {files}", said[:2] + olog.splitlines()[-3:])
+	else:
+	    line = int(m.group(2))
+	    s = pickle.load(open(files[0], "rb"))
+	    ents = [e for t in s.get("device_traces", []) for e in t if e.get("action") == "oom"]
+	    at = [f"{fr.get('filename', '?').split('/')[-1]}:{fr.get('line')}" for e in ents for fr in e.get("frames", [])]
+	    ok = any(a == f"oom_train.py:{line}" for a in at) and said and files[0] in said[0]
+	    say(ok, f"forced out-of-memory (iteration {m.group(1)}, oom_train.py:{line}): {files[0].split('/')[-1]} was said "
+	        f"on stderr, and its 'oom' trace entry names the line",
+	        said[:1] + [f"oom entries: {len(ents)}, sizes {[e.get('size') for e in ents][:3]}, frames {at[:4]}"])
 	print(f"torch_memory: {sum(res)} passed, {len(res) - sum(res)} failed")
 	sys.exit(0 if res and all(res) else 1)
 	PYEOF
