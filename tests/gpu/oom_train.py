@@ -25,7 +25,7 @@ def main():
         if i == a.oom_at:
             try:
                 line = inspect.currentframe().f_lineno + 1
-                huge = torch.empty(1 << 50, dtype=torch.uint8, device="cuda")  # OOM-LINE
+                huge = torch.empty(1 << 38, dtype=torch.uint8, device="cuda")  # OOM-LINE
                 del huge
             except torch.OutOfMemoryError:
                 print(f"OOM caught at iteration {i} line {line}", flush=True)

@@ -13,7 +13,7 @@
 #     memory_allocated() printed at the window's last step (the last TMEM line before the file's
 #     mtime: the wrapper's hook runs just before stepprof's at the same step) within 1 MiB;
 #  3. `stepprof report` names each file;
-#  4. a forced out-of-memory inside a window (tests/gpu/oom_train.py, third run: asks for 1 PiB at
+#  4. a forced out-of-memory inside a window (tests/gpu/oom_train.py, third run: asks for 256 GiB at
 #     iteration 14, catches torch.OutOfMemoryError) leaves <stem>.oom1.memory_snapshot.pickle, said on
 #     stderr with its path, whose 'oom' trace entry names oom_train.py and the line that asked;
 #  5. the cost: the window's median step time (stepprof's step durations) with torch_memory on
