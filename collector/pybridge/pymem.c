@@ -18,7 +18,8 @@
 /* The helpers (compiled into the bridge's private globals, beside find): mem_on(mods, n) finds
  * the history's switch, the snapshot and pickle.dump, turns the history on with n entries and
  * returns True, or why it cannot (a str). mem_off(path) snapshots into a new file at path (never
- * over an existing one) and turns the history off whatever happened. mem_watch_oom(mods, fn)
+ * over an existing one), its summary to spath (live and reserved bytes, the largest live blocks
+ * with the innermost frame outside torch) and turns the history off whatever happened. mem_watch_oom(mods, fn)
  * attaches fn as the caching allocator's out-of-memory observer; mem_oom(mods, path) writes a
  * snapshot to a new file at path. */
 static const char mem_src[] =
@@ -34,13 +35,39 @@ static const char mem_src[] =
 	"    got[0](enabled='all', context='all', stacks='python', max_entries=n)\n"
 	"    _tm['rec'], _tm['snap'], _tm['dump'] = got\n"
 	"    return True\n"
-	"def mem_off(path):\n"
+	"def _where(frames):\n"
+	"    for fr in frames:\n"
+	"        fn = str(fr.get('filename', '?'))\n"
+	"        if '/torch/' not in fn and not fn.startswith('<'):\n"
+	"            break\n"
+	"    else:\n"
+	"        fr = frames[0] if frames else None\n"
+	"    if fr is None:\n"
+	"        return '?'\n"
+	"    w = '%s:%s %s' % (fr.get('filename', '?'), fr.get('line', '?'), fr.get('name', '?'))\n"
+	"    return ' '.join(w.split())\n"
+	"def _summary(s, path):\n"
+	"    segs, live, reserved, blocks = s.get('segments', []), 0, 0, []\n"
+	"    for g in segs:\n"
+	"        reserved += int(g.get('total_size', 0))\n"
+	"        for b in g.get('blocks', []):\n"
+	"            if b.get('state') == 'active_allocated':\n"
+	"                live += int(b.get('size', 0))\n"
+	"                blocks.append(b)\n"
+	"    blocks.sort(key=lambda b: -int(b.get('size', 0)))\n"
+	"    out = ['stepprof-torch-memory 1', 'allocated %d' % live, 'reserved %d' % reserved,\n"
+	"           'segments %d' % len(segs), 'blocks %d' % len(blocks)]\n"
+	"    out += ['top %d %s' % (int(b.get('size', 0)), _where(b.get('frames') or [])) for b in blocks[:10]]\n"
+	"    with open(path, 'x') as f:\n"
+	"        f.write('\\n'.join(out) + '\\n')\n"
+	"def mem_off(path, spath):\n"
 	"    rec, snap, dump = _tm.pop('rec'), _tm.pop('snap'), _tm.pop('dump')\n"
 	"    try:\n"
 	"        s = snap()\n"
 	"        if path is not None:\n"
 	"            with open(path, 'xb') as f:\n"
 	"                dump(s, f)\n"
+	"            _summary(s, spath)\n"
 	"    finally:\n"
 	"        rec(enabled=None)\n"
 	"    return True\n"
@@ -173,17 +200,31 @@ static int snapshot_path(const char *what, uint32_t id, char *buf, size_t n)
 	return k > 0 && (size_t)k < n ? 0 : -1;
 }
 
+/* The summary beside a window's snapshot (what `stepprof memory` reads): its path with
+ * ".memory_summary.txt" in place of ".memory_snapshot.pickle". Returns 0, or -1 (too long). */
+static int summary_path(const char *snap, char *buf, size_t n)
+{
+	size_t len = strlen(snap), ext = strlen(".memory_snapshot.pickle");
+	int k = snprintf(buf, n, "%.*s.memory_summary.txt", (int)(len > ext ? len - ext : len), snap);
+	return k > 0 && (size_t)k < n ? 0 : -1;
+}
+
 /* Takes the snapshot of the window whose history is on, writes it, turns the history off. */
 static void snapshot_off(void)
 {
 	char path[4200];
 	uint32_t id = pm.win - 1;
-	int have = snapshot_path("w", id, path, sizeof path) == 0;
+	char spath[4200];
+	int have = snapshot_path("w", id, path, sizeof path) == 0 &&
+		   summary_path(path, spath, sizeof spath) == 0;
 	uint64_t t0 = sp_now_ns();
 	PyObj *p = have ? sp_py.unicode(path) : sp_py_none();
-	PyObj *r = p ? helper("mem_off", p, NULL) : NULL;
+	PyObj *sp = p ? (have ? sp_py.unicode(spath) : sp_py_none()) : NULL;
+	PyObj *r = sp ? helper("mem_off", p, sp) : NULL;
 	if (p)
 		sp_py.decref(p);
+	if (sp)
+		sp_py.decref(sp);
 	pm.win = 0;
 	if (!r) {
 		char what[4300];

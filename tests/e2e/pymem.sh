@@ -12,7 +12,9 @@
 #    (iterations 3 and 9), then the snapshot and off (enabled=None) in the hook that ends it
 #    (iterations 5 and 11), all on the program's thread; nothing else; each file loads with
 #    pickle, has 'segments' and 'device_traces', and its live bytes are the program's at the
-#    window's last step; `stepprof report` names each file; the program's output and steps unchanged;
+#    window's last step; `stepprof report` names each file; `stepprof memory` shows the allocator's
+#    live and reserved bytes and largest live block with its line from the summary beside it; the
+#    program's output and steps unchanged;
 #  - Debian's python3: off by default (no call, no file); the history's switch raising when turned
 #    on (one `stepprof:` line, no file, nothing more in the second window, steps unchanged), and when
 #    turned off (the first window's file is written, the second window gets nothing); a torch without
@@ -64,16 +66,18 @@ run() {
 
 # check NAME WHAT PYTHON-ASSERTIONS: on the run's stdout lines (out), stderr (err), exit status
 # (rc), the allocator's calls (calls: lists of strings), the snapshot files by window (snaps:
-# {N: the unpickled dict}), the steps of `report --json` (steps), `report`'s text (rep)
+# {N: the unpickled dict}), the steps of `report --json` (steps), `report`'s text (rep), `memory`'s (mem)
 check() {
 	local name=$1 what=$2 code=$3 tr
 	tr=$(ls "$T/$name"/out/*.sptrace 2>/dev/null | head -1)
 	if [ -n "$tr" ]; then
 		"$SP" report --json "$tr" >"$T/$name/report.json" 2>"$T/$name/report.err"
 		"$SP" report "$tr" >"$T/$name/report.txt" 2>>"$T/$name/report.err"
+		"$SP" memory "$tr" -o "$T/$name/memory.html" >"$T/$name/memory.txt" 2>>"$T/$name/report.err"
 	else
 		echo null >"$T/$name/report.json"
 		: >"$T/$name/report.txt"
+		: >"$T/$name/memory.txt"
 	fi
 	if /usr/bin/python3 - "$T/$name" "$code" >"$T/$name/check" 2>&1 <<'EOF'; then ok "$name: $what"; else
 import glob, json, os, pickle, re, sys
@@ -90,6 +94,7 @@ for f in glob.glob(d + "/out/*.w[0-9]*.memory_snapshot.pickle"):
 r = json.load(open(d + "/report.json"))
 steps = [s["number"] for s in r["steps"]] if r else None
 rep = open(d + "/report.txt").read()
+mem = open(d + "/memory.txt").read()
 live = lambda s: sum(b["size"] for g in s["segments"] for b in g["blocks"] if b["state"] == "active_allocated")
 exec(sys.argv[2])
 EOF
@@ -118,6 +123,11 @@ assert steps == [4, 5, 10, 11], steps
 assert "stepprof:" not in err, err
 for w in (0, 1):
     assert re.search(r"PyTorch memory snapshot of window %d: \S+\.w%d\.memory_snapshot\.pickle" % (w, w), rep), rep
+for w, last in ((0, 5), (1, 11)):
+    assert re.search(r"PyTorch\x27s caching allocator at the window\x27s end \(\S+\.w%d\.memory_summary\.txt\): %dB in 1 live "
+                     r"block \(tensors\), 2\.00MiB reserved in 1 segment, of which" % (w, 1000 + last), mem), mem
+    assert re.search(r"\n +%dB  train\.py:42 forward\n" % (1000 + last), mem), mem
+assert mem.count("the driver\x27s view: no device memory records in this window") == 2, mem
 '
 n=0
 for py in "${PYS[@]}"; do
