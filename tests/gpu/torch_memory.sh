@@ -12,7 +12,8 @@
 #  2. its live bytes (the sizes of the 'active_allocated' blocks in 'segments') equal
 #     memory_allocated() printed at the window's last step (the last TMEM line before the file's
 #     mtime: the wrapper's hook runs just before stepprof's at the same step) within 1 MiB;
-#  3. `stepprof report` names each file;
+#  3. `stepprof report` names each file; `stepprof memory` shows the allocator's view (from the summary
+#     beside it) with the driver's level at the window's end and the part outside torch's reserve;
 #  4. a forced out-of-memory inside a window (tests/gpu/oom_train.py, third run: asks for 256 GiB at
 #     iteration 14, catches torch.OutOfMemoryError) leaves <stem>.oom1.memory_snapshot.pickle, said on
 #     stderr with its path, whose 'oom' trace entry names oom_train.py and the line that asked;
@@ -58,6 +59,7 @@ run() {
 	[ -n "$tr" ] || { tail -3 "$d/log" | sed 's/^/    log: /'; return; }
 	"$SP" report --json "$tr" >"$d/report.json" 2>"$d/report.err"
 	"$SP" report "$tr" >"$d/report.txt" 2>>"$d/report.err"
+	"$SP" memory "$tr" -o "$d/memory.html" >"$d/memory.txt" 2>>"$d/report.err"
 }
 
 main() {
@@ -122,6 +124,12 @@ main() {
 	             f"the file's mtime is {(mt - t) * 1e3:.1f} ms after that TMEM line"])
 	    say(f"PyTorch memory snapshot of window {wid}: " in rep and f.split("/")[-1] in rep,
 	        f"window {wid}: stepprof report names the file")
+	    mem = open(w + "/on/memory.txt").read() if os.path.exists(w + "/on/memory.txt") else ""
+	    ml = [l for l in mem.splitlines() if f".w{wid}.memory_summary.txt" in l]
+	    mi = mem.find(ml[0]) if ml else -1
+	    say(bool(ml) and f"in {sum(1 for g in s['segments'] for b in g.get('blocks', []) if b.get('state') == 'active_allocated')} live block" in ml[0],
+	        f"window {wid}: stepprof memory shows the allocator's view beside the driver's",
+	        mem[mi:mi + 900].splitlines()[:8] if mi >= 0 else ["no allocator line in stepprof memory's output"])
 	if on and off:
 	    son = {s["number"]: s["duration_ns"] / 1e6 for s in on["steps"]}
 	    soff = {s["number"]: s["duration_ns"] / 1e6 for s in off["steps"]}
