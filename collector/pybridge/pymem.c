@@ -147,8 +147,12 @@ static void watch_oom(void)
 	PyObj *r = fn ? helper("mem_watch_oom", sp_py.modules(), fn) : NULL;
 	if (fn)
 		sp_py.decref(fn);
-	if (!r) {
-		failed("attaching an out-of-memory observer to torch's allocator", NULL);
+	if (!r) { /* the window's history is on: only the out-of-memory snapshots go */
+		char why[300];
+		sp_py_error(why, sizeof why);
+		sp_warn("torch memory: attaching an out-of-memory observer to torch's allocator failed (%s); no "
+			"snapshot at out-of-memory",
+			why);
 		return;
 	}
 	if (!strcmp(sp_py_type_name(r), "str"))
