@@ -203,8 +203,10 @@ int sp_cmd_memory(int argc, char **argv)
 		sp_memtl_html_window(o, w, r, sym);
 		if (jx)
 			window_json(jx, w, r, sym, !shown);
-		else
+		else {
 			sp_memtl_summary(w, r, sym, SUMMARY_TOP, stdout);
+			sp_memtl_torch_view(w, trace, stdout);
+		}
 		shown++;
 	}
 	sp_memtl_html_end(o);

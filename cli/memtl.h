@@ -125,6 +125,10 @@ void sp_memtl_owners(const struct sp_memtl *w, const struct sp_memtl_series *s, 
 
 /* b bytes as "512B", "1.50KiB", "3.00MiB", "2.00GiB" in buf. Returns buf. Can't fail. */
 const char *sp_memtl_bytes(char *buf, size_t n, uint64_t b);
+/* PyTorch's allocator at window w's end, from the summary the collector wrote beside trace
+ * ([activities] torch_memory), set against the driver's level; nothing if there is none. Can't
+ * fail. (memtorch.c) */
+void sp_memtl_torch_view(const struct sp_memtl *w, const char *trace, FILE *out);
 /* The short text summary of w: per series the peak in the window, its time and step, the peak
  * since process start, and the top allocations alive at the peak (symbolised stack tops). Stack
  * ids are read from r. Can't fail (stdio errors are the caller's). */

@@ -3,6 +3,7 @@
  * prints the tables of report.h. Kernel rows live in a table indexed by name id (ids are small
  * and dense: the collector interns names from 1 up), so a window is folded in as it is read. */
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include "bylines.h"
 #include "stackagg.h"
@@ -207,9 +208,22 @@ static int phases_mixed(const struct report *rep)
 	return 0;
 }
 
-static void print_windows(const struct report *rep, FILE *out)
+/* The PyTorch memory snapshot the collector wrote beside trace for window id ([activities]
+ * torch_memory: TRACE-without-.sptrace.wID.memory_snapshot.pickle) into buf. Returns 1 if that is a
+ * regular file, else 0. Found by its name: the trace does not record it. Can't fail. */
+static int torch_snapshot(const char *trace, uint32_t id, char *buf, size_t n)
 {
-	char t[32];
+	struct stat st;
+	size_t len = strlen(trace), ext = strlen(".sptrace");
+	if (len > ext && !strcmp(trace + len - ext, ".sptrace"))
+		len -= ext;
+	int k = snprintf(buf, n, "%.*s.w%u.memory_snapshot.pickle", (int)len, trace, id);
+	return k > 0 && (size_t)k < n && stat(buf, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static void print_windows(const struct report *rep, const char *path, FILE *out)
+{
+	char t[32], snap[4200];
 
 	for (size_t i = 0; i < rep->nw; i++) {
 		const struct wsum *s = &rep->w[i];
@@ -237,6 +251,8 @@ static void print_windows(const struct report *rep, FILE *out)
 			fputc('\n', out);
 		else
 			fprintf(out, " (incomplete: cut at step %lld)\n", (long long)s->w.last_step);
+		if (torch_snapshot(path, s->w.id, snap, sizeof snap))
+			fprintf(out, "  PyTorch memory snapshot of window %u: %s\n", s->w.id, snap);
 	}
 }
 
@@ -366,17 +382,17 @@ static void print_findings(const struct report *rep, FILE *out)
 }
 
 /* The JSON rows of rep's windows (print_json). */
-static void json_windows(struct sp_out *x, const struct report *rep)
+static void json_windows(struct sp_out *x, const struct report *rep, const char *path)
 {
 	for (size_t i = 0; i < rep->nw; i++) {
 		const struct wsum *s = &rep->w[i];
-		char cut[24];
+		char cut[24], snap[4200];
 		snprintf(cut, sizeof cut, "%lld", (long long)s->w.last_step);
 		sp_out_printf(x,
 			      "%s{\"id\":%u,\"first_step\":%lld,\"last_step\":%lld,\"duration_ns\":%llu,\"steps\":%llu,"
 			      "\"kernels\":%llu,\"gpu_busy_ns\":%llu,\"capped\":%s,\"dropped\":%llu,\"missing\":%llu,"
 			      "\"complete\":%s,\"cut_at_step\":%s,\"inferred\":%s,"
-			      "\"origin\":\"%s\",\"steps_uncounted_before\":%s}",
+			      "\"origin\":\"%s\",\"steps_uncounted_before\":%s,\"torch_memory_snapshot\":",
 			      i ? ",\n" : "\n", s->w.id, (long long)s->w.first_step, (long long)s->w.last_step,
 			      (unsigned long long)(s->w.t1 > s->w.t0 ? s->w.t1 - s->w.t0 : 0),
 			      (unsigned long long)s->steps, (unsigned long long)s->kernels, (unsigned long long)s->busy,
@@ -384,6 +400,11 @@ static void json_windows(struct sp_out *x, const struct report *rep)
 			      (unsigned long long)s->w.dropped[SP_DROP_MISSING], s->w.complete ? "true" : "false",
 			      s->w.complete ? "null" : cut, s->w.inferred ? "true" : "false",
 			      sp_win_origin_name(s->w.origin), s->w.origin & SP_WIN_UNCOUNTED ? "true" : "false");
+		if (torch_snapshot(path, s->w.id, snap, sizeof snap))
+			sp_out_json_str(x, snap);
+		else
+			sp_out_printf(x, "null");
+		sp_out_printf(x, "}");
 	}
 }
 
@@ -500,7 +521,7 @@ static void print_json(const struct report *rep, const char *path, const struct 
 		      (unsigned long long)rep->dropped[SP_DROP_CUPTI], (unsigned long long)rep->dropped[SP_DROP_RING],
 		      (unsigned long long)rep->dropped[SP_DROP_CAP], (unsigned long long)rep->dropped[SP_DROP_LATE],
 		      (unsigned long long)rep->dropped[SP_DROP_MISSING], (unsigned long long)outside);
-	json_windows(x, rep);
+	json_windows(x, rep, path);
 	sp_out_puts(x, "],\n\"steps\":[");
 	json_steps(x, rep);
 	char how[600];
@@ -619,7 +640,7 @@ static void print_text(struct report *rep, const char *path, const struct sp_tra
 			"Missing kernels: %llu launched in the windows never arrived before their window was "
 			"written\n",
 			(unsigned long long)rep->dropped[SP_DROP_MISSING]);
-	print_windows(rep, out);
+	print_windows(rep, path, out);
 	if (sp_windows_outside(g))
 		fprintf(out, "Records outside any window (skipped): %llu\n", (unsigned long long)sp_windows_outside(g));
 	if (sp_trace_truncated(rep->r))

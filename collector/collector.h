@@ -140,6 +140,12 @@ unsigned long sp_collector_ops_seen(void);
  * and the configuration asks for them), 0 nothing. Any thread. This function can't fail. */
 enum { SP_OPS_OPS = 1, SP_OPS_MODULES = 2 };
 int sp_collector_ops_want(void);
+/* [activities] torch_memory: the id + 1 of the window open now when the bridge should record
+ * torch's allocator history (the configuration asks, the window's steps come from the bridge), else
+ * 0. And this process's trace path (NULL before the writer started, or with a trace per phase).
+ * Any thread. These functions can't fail. */
+uint32_t sp_collector_torch_memory_window(void);
+const char *sp_collector_trace_path(void);
 int sp_collector_hook_enter(int fn);
 /* The same from a trampoline that knows the place it was called from (its return address): a
  * driver call standing for a marker call counts only from places proven to be the marker's. */

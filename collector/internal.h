@@ -264,6 +264,8 @@ void sp_crash_install(void);
 
 /* output.c: the trace file and what each window carries for reading alone. */
 int sp_out_start_writer(void);
+/* The trace's path once the writer started (one trace, no phases), else NULL. Can't fail. */
+const char *sp_out_trace_path(void);
 /* The output directory into dir (len bytes): expanded and made once for the process (the trace
  * and the on-demand control files share it; again only for a rank learnt late), a placeholder's
  * value made safe and said once. Returns 0, or -1 (the failure said once, on the first call). */

@@ -254,6 +254,16 @@ int sp_collector_ops_want(void)
 	return (ops.ops && injected() ? SP_OPS_OPS : 0) | (ops.modules ? SP_OPS_MODULES : 0);
 }
 
+uint32_t sp_collector_torch_memory_window(void)
+{
+	return sp_col.cfg.torch_memory && sp_pyglue_counts() ? window_now() : 0;
+}
+
+const char *sp_collector_trace_path(void)
+{
+	return sp_out_trace_path();
+}
+
 void *sp_collector_nvtx_chain(void)
 {
 	return sp_cupti.handle ? dlsym(sp_cupti.handle, "InitializeInjectionNvtx2") : NULL;

@@ -122,6 +122,12 @@ const char *sp_out_failure(void)
 	return trace_out.why;
 }
 
+const char *sp_out_trace_path(void)
+{
+	int started = __atomic_load_n(&sp_col.writer_started, __ATOMIC_ACQUIRE) > 0;
+	return started && !sp_col.mk[0].name ? trace_out.trace_path : NULL;
+}
+
 int sp_out_start_writer(void)
 {
 	char dir[SP_CFG_PATH], host[64] = "host", base[160];
@@ -174,11 +180,11 @@ int sp_out_start_writer(void)
 			 sp_writer_failure()[0] ? sp_writer_failure() : "no trace writer");
 		return -1;
 	}
-	sp_col.writer_started = 1;
+	/* another name if that one existed */
+	snprintf(trace_out.trace_path, sizeof trace_out.trace_path, "%s", sp_writer_path());
+	__atomic_store_n(&sp_col.writer_started, 1, __ATOMIC_RELEASE);
 	sp_crash_install(); /* a crash from now on keeps the open window */
 	sp_out_write_devices(m.anchor_mono_ns);
-	snprintf(trace_out.trace_path, sizeof trace_out.trace_path, "%s",
-		 sp_writer_path()); /* another name if that one existed */
 	if (sp_col.mk[0].name)
 		sp_info("writing a trace per phase: %s/PHASE/%s, each made at its phase's first window", dir, base);
 	else

@@ -197,6 +197,8 @@ void sp_pyglue_start(void)
 		}
 	}
 	pynames.ncalls = ask.ncalls;
+	ask.torch_memory = sp_col.cfg.torch_memory;
+	ask.torch_memory_entries = sp_col.cfg.torch_memory_entries;
 	if (!ask.optimizer && !ask.ncalls)
 		return;
 	int r = sp_pybridge_start(&ask, loud);

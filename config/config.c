@@ -64,6 +64,8 @@ static const struct key keys[] = {
 	ACT(kernel_shapes, "true"),
 	ACT(ops, SP_OPS_DEFAULT),
 	ACT(modules, SP_OPS_DEFAULT),
+	ACT(torch_memory, "false"),
+	{ "activities", "torch_memory_entries", K_INT, FIELD(torch_memory_entries), 1, 100000000, "100000" },
 	{ "limits", "window_max_bytes", K_SIZE, FIELD(window_max_bytes), 0, TIB, "256M" },
 	{ "limits", "ring_events", K_SIZE, FIELD(ring_events), 64, 16 * MIB, "65536" },
 	{ "limits", "cupti_buffer_bytes", K_SIZE, FIELD(cupti_buffer_bytes), 64 * KIB, 256 * MIB, "8M" },

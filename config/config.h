@@ -46,7 +46,7 @@ enum sp_learn_policy {
 #define SP_CFG_PATH 1024
 #define SP_CFG_PATTERN 256
 #define SP_ONDEMAND_MAX_MS 604800000 /* [ondemand] delay_ms and duration_ms: at most a week */
-#define SP_CFG_NKEYS 40         /* keys in the table of config.c (docs/CONFIG.md lists them) */
+#define SP_CFG_NKEYS 42         /* keys in the table of config.c (docs/CONFIG.md lists them) */
 
 /* Where a key got its value: for error messages about contradictions and for `stepprof check`. */
 struct sp_cfg_origin {
@@ -88,6 +88,8 @@ struct sp_config {
 	bool kernel_shapes; /* grid, block, registers, shared memory */
 	bool ops; /* torch operators (name, input shapes, sequence number) in windows: the Python bridge */
 	bool modules; /* nn.Module paths in windows (torch's global module hooks) */
+	bool torch_memory; /* torch's allocator history per window, its snapshot beside the trace */
+	int torch_memory_entries; /* the history's bound (max_entries), 1..1e8 */
 	/* [limits] */
 	uint64_t window_max_bytes; /* encoded bytes per window, 0 = unlimited */
 	uint32_t ring_events; /* slots per thread ring */

@@ -22,6 +22,8 @@ struct sp_pybridge_ask {
 	int optimizer;                   /* the optimizer post hook and the GradScaler.update watch */
 	int ncalls; /* python markers' functions */
 	const char *calls[SP_MAX_PHASES]; /* their module:qualname (outlive the bridge); index = event index */
+	int torch_memory;         /* torch's allocator history and snapshot per window (pymem.c) */
+	int torch_memory_entries; /* the history's bound */
 };
 
 /* Starts the bridge in this process if CPython is there (Py_IsInitialized resolves), with the

@@ -51,6 +51,12 @@ int sp_pyb_live(void);
  * GIL held. Can't fail (a Python exception turns operators off, said once). */
 void sp_pyops_tick(void);
 
+/* pymem.c: turns torch's allocator history on at a window's first step and, at its end, writes
+ * its snapshot beside the trace and turns it off ([activities] torch_memory), after each of the
+ * bridge's events, on the program's thread with the GIL held. Can't fail (a Python exception
+ * turns it off for good, said once). */
+void sp_pymem_tick(void);
+
 /* pywatch.c: installs what is due, with the GIL held (helper thread). Can't fail (a Python
  * exception turns the bridge off, said once). */
 void sp_pyw_poll(void);

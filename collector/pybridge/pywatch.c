@@ -161,6 +161,7 @@ static PyObj *on_optim(PyObj *self, PyObj *const *args, ssize_t nargs, PyObj *kw
 	else
 		sp_collector_py_event(SP_PY_OPTIM, args[0], sp_py_type_name(args[0]), 0);
 	sp_pyops_tick();
+	sp_pymem_tick();
 	return sp_py_none();
 }
 
@@ -172,6 +173,7 @@ static void watch_event(long i, PyObj *obj)
 	else if (i >= SP_PYW_CALL && i < SP_PYW_N)
 		sp_collector_py_event(SP_PY_CALL, NULL, NULL, (int)(i - SP_PYW_CALL));
 	sp_pyops_tick();
+	sp_pymem_tick();
 }
 
 /* sys.monitoring's PY_START callback (3.12+): (code, instruction offset), set on the python

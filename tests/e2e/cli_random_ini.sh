@@ -24,7 +24,8 @@ keys = {
     "schedule": ["skip_first", "skip_first_wait", "wait", "warmup", "active", "repeat", "profiling_frequency"],
     "marker": ["kind", "pattern", "every"],
     "activities": ["kernels", "memcpy", "memset", "sync", "runtime_api", "driver_api", "nccl", "nvtx",
-                   "device_memory", "host_malloc", "host_malloc_min", "stacks", "stack_depth", "kernel_shapes", "ops", "modules"],
+                   "device_memory", "host_malloc", "host_malloc_min", "stacks", "stack_depth", "kernel_shapes", "ops", "modules",
+                   "torch_memory", "torch_memory_entries"],
     "limits": ["window_max_bytes", "ring_events", "cupti_buffer_bytes"], "cupti": ["library"],
 }
 values = ["0", "1", "-1", "true", "false", "yes", "off", "3", "10", "64K", "8M", "1G", "2T", "99999999999999999999",

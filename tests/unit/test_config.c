@@ -112,6 +112,8 @@ static void test_defaults(void **state)
 	assert_false(cfg.ops || cfg.modules); /* a program's own first torch.profiler would fail (LIMITS.md) */
 	assert_int_equal(cfg.host_malloc_min, 64 * 1024);
 	assert_int_equal(cfg.stack_depth, 32);
+	assert_false(cfg.torch_memory); /* its history costs the program inside windows */
+	assert_int_equal(cfg.torch_memory_entries, 100000);
 	assert_int_equal(cfg.window_max_bytes, 256ull << 20);
 	assert_int_equal(cfg.ring_events, 65536);
 	assert_int_equal(cfg.cupti_buffer_bytes, 8ull << 20);

@@ -1,0 +1,7 @@
+# SPDX-License-Identifier: MIT
+# torch.cuda as stepprof's Python bridge sees it: its memory module (the caching allocator's
+# history and snapshot), imported by `import torch` as torch's is, unless STANDIN_NO_CUDA_MEMORY=1.
+import os
+
+if not os.environ.get("STANDIN_NO_CUDA_MEMORY"):
+    from . import memory  # noqa: F401
