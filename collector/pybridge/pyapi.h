@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* pyapi.h - the part of CPython's C API the Python bridge calls, found in the running process
- * with dlsym(RTLD_DEFAULT) (never linked: a process without CPython never sees the bridge), for
- * release builds with the GIL of CPython 3.10 to 3.13. Declared here by hand, as the stable ABI
- * has them (no Python.h at build time). Only the bridge's files include it. */
+/* pyapi.h - the CPython C API the Python bridge calls, declared by hand (no Python.h at build time)
+ * and found with dlsym(RTLD_DEFAULT): a process without CPython never sees the bridge. */
 #ifndef SP_PYAPI_H
 #define SP_PYAPI_H
 #ifdef SP_PURE

@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* pybridge.c - the bridge's life (see pybridge.h): the helper thread and its polls, the guards
- * around the GIL (the interpreter's end, a fork, the process's exit), and turning itself off.
- * What a poll installs is pywatch.c's. No stepprof lock is ever held while Python runs: a thread
- * that CPython ends inside a Python call (a daemon thread at finalisation) leaves none held. */
+/* pybridge.c - the bridge's life: the helper thread and its polls, the guards around the GIL
+ * (interpreter end, fork, exit). No stepprof lock is held while Python runs. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -77,11 +75,8 @@ static void test_delay(void)
 	}
 }
 
-/* Takes the GIL: the first time with PyGILState_Ensure (a thread state of the helper's own), then
- * with PyEval_RestoreThread on that kept state, as a Python thread does. An interpreter that began
- * to finalise meanwhile ends this thread inside CPython (PyThread_exit_thread, even after
- * Py_FinalizeEx freed the state: CPython's path for daemon threads), which holds no stepprof
- * lock here: no PyGILState_Ensure ever runs against a finalised runtime but the first. */
+/* Takes the GIL, as a Python thread does: PyGILState_Ensure the first time, then
+ * PyEval_RestoreThread on the kept state (docs/STEPS.md: why finalisation is safe here). */
 static void take_gil(void)
 {
 	if (!sp_pyb.ts)
@@ -91,10 +86,8 @@ static void take_gil(void)
 	sp_pyb.ts = NULL;
 }
 
-/* One poll: returns at once while CPython is not initialised yet (a program that embeds it may
- * initialise it after CUDA), once it finalised or is finalising, else takes the GIL, installs
- * what is due and lets the GIL go, keeping its thread state (or deleting it when polling is
- * over). Returns 1 when polling is over. */
+/* One poll: takes the GIL once CPython is initialised and not finalising, installs what is due and
+ * lets the GIL go. Returns 1 when polling is over. */
 static int poll_once(void)
 {
 	sp_pyb.polls++;

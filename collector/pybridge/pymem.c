@@ -1,12 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* pymem.c - PyTorch's own memory view inside windows ([activities] torch_memory), with no change
- * to the program: at a window's first step the bridge turns on the caching allocator's history
- * (torch.cuda.memory._record_memory_history: every event, Python stacks, a bounded number of
- * entries), and at the window's end it takes torch.cuda.memory._snapshot(), pickles it beside the
- * trace as <trace stem>.w<window>.memory_snapshot.pickle (what pytorch.org/memory_viz loads) and
- * turns the history off. On the program's thread with the GIL held, after the bridge's events.
- * Reaches torch and pickle through sys.modules only; a Python exception turns it off for good
- * (said once), the steps go on. */
+/* pymem.c - [activities] torch_memory: the caching allocator's history on for each window and its
+ * snapshot pickled beside the trace at the window's end; an OOM observer (docs/CONFIG.md). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,13 +9,8 @@
 #include "collector/collector.h"
 #include "pybridge_int.h"
 
-/* The helpers (compiled into the bridge's private globals, beside find): mem_on(mods, n) finds
- * the history's switch, the snapshot and pickle.dump, turns the history on with n entries and
- * returns True, or why it cannot (a str). mem_off(path) snapshots into a new file at path (never
- * over an existing one), its summary to spath (live and reserved bytes, the largest live blocks
- * with the innermost frame outside torch) and turns the history off whatever happened. mem_watch_oom(mods, fn)
- * attaches fn as the caching allocator's out-of-memory observer; mem_oom(mods, path) writes a
- * snapshot to a new file at path. */
+/* The helpers, compiled into the bridge's private globals: mem_on (history on), mem_off (snapshot,
+ * summary, history off), mem_watch_oom and mem_oom (the out-of-memory snapshot). */
 static const char mem_src[] =
 	"_tm = {}\n"
 	"def mem_on(mods, n):\n"

@@ -1,16 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* pyops.c - torch operators and module paths inside windows, with no change to the program: at a
- * window's first step the bridge turns on, on the program's thread, what
- * torch.autograd.profiler.emit_nvtx(record_shapes=True) turns on (torch's NVTX range per operator,
- * with its input sizes and sequence number; torch's thread-local state carries it to autograd's
- * backward threads), and installs torch's global module forward hooks (each module's path from
- * its outermost module: the hooks' C callables below). At the window's end it turns them off,
- * but only where no op range begun under the emission is open on the thread (torch's end callback
- * of such a range needs the emission on): at once, else at the next safe point (a module call at
- * depth 0, a bridge event). The ranges themselves are recorded by the collector (collector/ops.c)
- * from the NVTX injection and from these hooks. Acts only on sys.modules entries whose import has
- * finished; a Python exception turns operators and modules off for good (said once), the step
- * bridge goes on. */
+/* pyops.c - [activities] ops and modules: torch's NVTX emission and global module hooks on for a
+ * window, off at its end at the first safe point (no op range of the emission open). docs/CONFIG.md. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,17 +13,8 @@
 
 #define MOD_CACHE 4096 /* modules named per window without asking Python (a power of two) */
 
-/* The helpers (compiled into the bridge's private globals, beside find): ops_on(mods, ops, pre,
- * post) installs the module hooks and turns on emit_nvtx's state (ops true, unless a profiler of
- * the program's own is in use: torch allows one a thread; ops_why() then says so); returns what
- * is on (2 hooks, | 1 emission), None (torch's modules not imported yet) or why nothing is (a str:
- * torch.compile ran, and module hooks would make it recompile, while without them no safe point
- * to turn the emission off would come).
- * ops_off() undoes it. mod_name(m, parent): a module's path, from the outermost module (parent
- * None: its named_modules() named once, the root by its class, "Class#2" for the second root of a
- * class), else parent.Class for a module no root named (one made anew at each call: not kept,
- * mod_kept(m) false). mod_params(m): a convolution's parameters (the FLOP count needs them), else
- * None. */
+/* The helpers, compiled into the bridge's private globals: ops_on/ops_off (hooks and emission),
+ * mod_name (a module's path from its outermost module), mod_params (a convolution's parameters). */
 static const char ops_src[] =
 	"_st = {'prof': None, 'hooks': []}\n"
 	"_names = {}\n"

@@ -1,11 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* pywatch.c - what the bridge installs in the program's Python, and the C callables Python calls
- * (see pybridge.h). The installing is done by a few helper functions written in Python, compiled
- * with Py_CompileString and run in a private globals dict (no import, no name in the program's
- * namespaces); each reads sys.modules only, and acts only on a module whose import has finished
- * (`__spec__._initializing` false). The callables never raise and never call back into Python;
- * they return None at once once the bridge is off, in a forked child or while the interpreter
- * finalises. */
+/* pywatch.c - what the bridge installs in the program's Python (helpers compiled into private
+ * globals, reading sys.modules only) and the C callables Python calls, which never raise. */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,16 +9,8 @@
 #include "collector/collector.h"
 #include "pybridge_int.h"
 
-/* The helpers. find(mods, module, qualname) -> (parent, name, object) once the module's import and
- * its packages' have finished, None (not yet), or a string (never: a finished module without it,
- * but a module importlib's LazyLoader made, whose body 3.10/3.11 run as a plain module); it reads
- * module and class dicts only (never an attribute hook of the program's: a lazy module is left
- * alone until the program loads it). hook_optimizer, at_exit, monitor (takes a free
- * sys.monitoring tool id, 4 or 3: never another tool's), code_of (through the __wrapped__ of
- * decorators), wrap (replaces a function, staticmethod or classmethod attribute with a wrapper
- * that calls note first, keeping functools.wraps' attributes and setting __wrapped__; a Python
- * function, so it binds as a method), watch (on what find returned: PY_START on its code with a
- * tool id, else the wrapper). */
+/* The helpers: find (a finished module's object, through module and class dicts only),
+ * hook_optimizer, at_exit, monitor (a free sys.monitoring tool id), code_of, wrap, watch. */
 static const char helper_src[] =
 	"_missing = object()\n"
 	"_Module = type(__builtins__)\n"
@@ -341,10 +328,8 @@ static int tool_id(void)
 	return sp_pyb.tool;
 }
 
-/* Watch i on the object found (f: what find returned): the scaler's with a wrapper (no
- * sys.monitoring tool id taken in the default configuration), a python marker's with PY_START
- * under the bridge's tool id where there is one, else a wrapper (*tool: which). Returns a new
- * reference (the wrapper, the code object, or why not), or NULL (an exception pending). */
+/* Watch i on what find returned: a wrapper, or PY_START under the bridge's tool id (*tool: which).
+ * Returns a new reference (the wrapper, the code object, or why not), or NULL (exception pending). */
 static PyObj *install_watch(int i, PyObj *f, PyObj *m, PyObj *q, int *tool)
 {
 	*tool = i == SP_PYW_SCALER ? -1 : tool_id(); /* taken once something is to be watched */
