@@ -15,6 +15,7 @@
 #include <string.h>
 #include "cli.h"
 #include "format.h"
+#include "evheap.h"
 #include "memtl_impl.h"
 
 struct key sp_memtl_key_of(const struct sp_event *e)
@@ -162,16 +163,12 @@ static void replay(struct sp_memtl_reader *m, plain_fn fn, void *ctx)
 }
 
 /* A heap entry of the pass by start: the record and its place in file order. */
-struct hent {
-	struct sp_event e;
-	uint64_t seq;
-};
 
 struct sorted {
 	plain_fn fn;            /* given the window's allocations and frees by start */
 	void *ctx;
 	uint64_t t0, t1;        /* the window's span, as settled */
-	struct hent *h;
+	struct sp_hent *h;
 	size_t n, cap;
 	uint64_t seq;
 	const struct sp_memtl *next; /* the next window (NULL: none, or not asked): what is not the
@@ -180,29 +177,14 @@ struct sorted {
 	size_t nkeep, keep_cap;
 };
 
-static int hless(const struct hent *a, const struct hent *b)
+static int hless(const struct sp_hent *a, const struct sp_hent *b)
 {
 	return a->e.start != b->e.start ? a->e.start < b->e.start : a->seq < b->seq;
 }
 
 static void heap_pop(struct sp_memtl_reader *m, struct sorted *s)
 {
-	struct hent top = s->h[0];
-	size_t i = 0;
-	s->h[0] = s->h[--s->n];
-	for (;;) {
-		size_t l = 2 * i + 1, k = i;
-		if (l < s->n && hless(&s->h[l], &s->h[k]))
-			k = l;
-		if (l + 1 < s->n && hless(&s->h[l + 1], &s->h[k]))
-			k = l + 1;
-		if (k == i)
-			break;
-		struct hent t = s->h[i];
-		s->h[i] = s->h[k];
-		s->h[k] = t;
-		i = k;
-	}
+	struct sp_hent top = sp_evheap_pop(s->h, &s->n, hless);
 	s->fn(m, s->ctx, &top.e);
 }
 
@@ -217,13 +199,8 @@ static void sorted_one(struct sp_memtl_reader *m, void *ctx, const struct sp_eve
 	}
 	s->h = sp_xgrow(s->h, &s->cap, sizeof(*s->h), s->n);
 	size_t i = s->n++;
-	s->h[i] = (struct hent){ *e, seq };
-	while (i && hless(&s->h[i], &s->h[(i - 1) / 2])) {
-		struct hent t = s->h[i];
-		s->h[i] = s->h[(i - 1) / 2];
-		s->h[(i - 1) / 2] = t;
-		i = (i - 1) / 2;
-	}
+	s->h[i] = (struct sp_hent){ *e, seq };
+	sp_evheap_up(s->h, i, hless);
 	if (s->n > m->reorder + 1) /* no record still to come starts before the first one now */
 		heap_pop(m, s);
 }

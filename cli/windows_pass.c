@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "evheap.h"
 #include "windows_impl.h"
 
 #define RUNS_MAX 65536 /* runs of call ids before a map by id takes over (a hostile file) */
@@ -234,26 +235,21 @@ void sp_windows_each(struct sp_windows *g, sp_window_fn fn, void *ctx)
 	sp_region_replay(g, &g->out_reg, &g->out_prev, each_event, &x);
 }
 
-/* A heap entry: the event and its place in file order (among the stretch's candidates). */
-struct hent {
-	struct sp_event e;
-	uint64_t seq;
-};
 
 struct sorted {
 	struct each x;
 	int (*keep)(const struct sp_event *e);
-	struct hent *h;
+	struct sp_hent *h;
 	size_t n, cap, depth;
 	uint64_t seq;           /* candidates met */
 	const struct late *late; /* the stretch's late candidates, file order */
 	size_t nlate, late_at;
-	struct hent *side;      /* the late ones the pass hands out, by start */
+	struct sp_hent *side;      /* the late ones the pass hands out, by start */
 	size_t nside, side_at;
 };
 
 /* 1 if a comes before b: start ascending, end descending, then file order. */
-static int hless(const struct hent *a, const struct hent *b)
+static int hless(const struct sp_hent *a, const struct sp_hent *b)
 {
 	if (a->e.start != b->e.start)
 		return a->e.start < b->e.start;
@@ -268,7 +264,7 @@ static int cmp_hent(const void *a, const void *b)
 }
 
 /* Hands out e, after the late candidates that come before it. */
-static void emit(struct sorted *s, const struct hent *e)
+static void emit(struct sorted *s, const struct sp_hent *e)
 {
 	for (; s->side_at < s->nside && (!e || hless(&s->side[s->side_at], e)); s->side_at++)
 		s->x.fn(s->x.ctx, &s->side[s->side_at].e);
@@ -279,22 +275,7 @@ static void emit(struct sorted *s, const struct hent *e)
 /* Takes the first entry off the heap and hands it out. */
 static void heap_pop(struct sorted *s)
 {
-	struct hent top = s->h[0];
-	size_t i = 0;
-	s->h[0] = s->h[--s->n];
-	for (;;) {
-		size_t l = 2 * i + 1, m = i;
-		if (l < s->n && hless(&s->h[l], &s->h[m]))
-			m = l;
-		if (l + 1 < s->n && hless(&s->h[l + 1], &s->h[m]))
-			m = l + 1;
-		if (m == i)
-			break;
-		struct hent t = s->h[i];
-		s->h[i] = s->h[m];
-		s->h[m] = t;
-		i = m;
-	}
+	struct sp_hent top = sp_evheap_pop(s->h, &s->n, hless);
 	emit(s, &top);
 }
 
@@ -313,13 +294,8 @@ static void sorted_event(void *ctx, const struct sp_event *e)
 		s->h = sp_xrealloc(s->h, s->cap * sizeof(*s->h));
 	}
 	size_t i = s->n++;
-	s->h[i] = (struct hent){ *e, seq };
-	while (i && hless(&s->h[i], &s->h[(i - 1) / 2])) {
-		struct hent t = s->h[i];
-		s->h[i] = s->h[(i - 1) / 2];
-		s->h[(i - 1) / 2] = t;
-		i = (i - 1) / 2;
-	}
+	s->h[i] = (struct sp_hent){ *e, seq };
+	sp_evheap_up(s->h, i, hless);
 	if (s->n > s->depth) /* no event still to come sorts before the first one now (but the late ones) */
 		heap_pop(s);
 }
@@ -333,7 +309,7 @@ void sp_windows_sorted(struct sp_windows *g, int (*keep)(const struct sp_event *
 	s.side = sp_xrealloc(NULL, (reg->nlate + 1) * sizeof(*s.side));
 	for (size_t i = 0; i < reg->nlate; i++)
 		if (passed(g, &reg->late[i].e) && (!keep || keep(&reg->late[i].e)))
-			s.side[s.nside++] = (struct hent){ reg->late[i].e, reg->late[i].seq };
+			s.side[s.nside++] = (struct sp_hent){ reg->late[i].e, reg->late[i].seq };
 	sp_sort(s.side, s.nside, sizeof(*s.side), cmp_hent);
 	sp_region_replay(g, reg, &g->out_prev, sorted_event, &s);
 	while (s.n)
