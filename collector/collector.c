@@ -135,7 +135,7 @@ static void on_exit_process(void)
 	sp_col.done = 1;
 	pthread_mutex_unlock(&sp_col.lock);
 	if (sp_col.writer_started > 0) {
-		sp_act_flush(); /* nothing if detached: no CUPTI call may bring it back */
+		sp_act_flush(false); /* nothing if detached: no CUPTI call may bring it back */
 		for (int i = 0; i < SP_EXIT_WAIT_POLLS; i++) { /* windows close before the trace ends */
 			int closing = 0;
 			pthread_mutex_lock(&sp_col.lock);

@@ -92,11 +92,17 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
 	errno = saved;
 }
 
+/* A dying process's last GPU records: every buffer, incomplete records left out (activity.c). */
+static void flush_forced(void)
+{
+	sp_act_flush(true);
+}
+
 void sp_crash_install(void)
 {
 	if (atomic_exchange(&crash.installed, 1))
 		return;
-	sp_writer_set_rescue(sp_act_flush); /* a SIGTERM or SIGINT fetches the GPU records too */
+	sp_writer_set_rescue(flush_forced); /* a SIGTERM or SIGINT fetches the GPU records too */
 	for (unsigned i = 0; i < NSIGS; i++) {
 		struct sigaction sa = { .sa_sigaction = on_fatal }, *prev = &crash.prev[i];
 		if (sigaction(crash_sigs[i], NULL, prev) < 0)

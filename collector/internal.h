@@ -33,6 +33,7 @@
 #define SP_WINDOW_QUIET_NS 100000000ull      /* 100 ms */
 #define SP_WINDOW_GIVE_UP_NS 10000000000ull  /* 10 s */
 #define SP_FLUSH_EVERY_NS 2000000ull         /* CUPTI buffers flushed every 2 ms while a window closes */
+#define SP_INCOMPLETE_SLACK_NS 10000000ull   /* a GPU record starting 10 ms before its window's begin is incomplete */
 #define SP_DETACHED_PASS_NS 100000000ull     /* writer pass once CUPTI is let go: 100 ms */
 #define SP_EXIT_WAIT_POLLS 200               /* at exit, wait up to 200 x 10 ms = 2 s for windows */
 #define SP_EXIT_POLL_US 10000
@@ -68,6 +69,7 @@ struct window {
 	int graphs;              /* it launched a CUDA graph (graph kernels are not counted); under lock */
 	uint32_t last_copy_arrived; /* highest correlation id of a copy or set record received; under lock */
 	_Atomic uint32_t last_arrived; /* highest correlation id of a kernel record received */
+	uint64_t incomplete;     /* GPU records CUPTI handed over incomplete (not written); under lock */
 };
 
 /* One step marker: the configuration's [marker] and [schedule], or one [phase.NAME] (phases.c sets
@@ -281,7 +283,7 @@ void sp_out_window_context(uint64_t t);
 void CUPTIAPI sp_act_buffer_requested(uint8_t **buf, size_t *size, size_t *max_records);
 void CUPTIAPI sp_act_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid);
 uint64_t CUPTIAPI sp_act_timestamp(void);
-void sp_act_flush(void);
+void sp_act_flush(bool forced);
 void sp_act_writer_tick(void *ctx);
 /* At exit (STEPPROF_VERBOSE): how many GPU records belonged to no window and were discarded. Takes
  * sp_col.lock. This function can't fail. */

@@ -121,6 +121,16 @@ static struct window *window_of(uint32_t corr, int *closed)
 	 (ev).corr = sp_cupti_life_corr((r)->correlationId), (ev).stream = (r)->streamId,     \
 	 (ev).context = (r)->contextId)
 
+/* 1 if GPU record ev came incomplete: a forced flush hands over the records of work still running
+ * with a timestamp unset, read through the clock's conversion as far in the past (docs/GPU-TESTS.md). */
+static bool incomplete(const struct sp_event *ev, const struct window *w)
+{
+	if (ev->kind != SP_EV_KERNEL && ev->kind != SP_EV_MEMCPY && ev->kind != SP_EV_MEMSET)
+		return false;
+	return !ev->start || !ev->end || ev->end < ev->start ||
+	       (w && ev->start + SP_INCOMPLETE_SLACK_NS < w->t_begin);
+}
+
 /* Pushes a converted GPU record if its window is open or closing (counting a kernel's arrival),
  * else counts it in *late if it is of a written window's own call and not already counted as
  * one of its missing kernels; anything else is of no window (discarded, no loss). This function
@@ -130,6 +140,12 @@ static void deliver(struct sp_event *ev, uint64_t *late)
 	int closed;
 	pthread_mutex_lock(&sp_col.lock);
 	struct window *w = window_of(ev->corr, &closed);
+	if (incomplete(ev, w)) { /* never written: its kernel stays missing, said at the window's end */
+		if (w)
+			w->incomplete++;
+		pthread_mutex_unlock(&sp_col.lock);
+		return;
+	}
 	if (!w && closed >= 0) {
 		uint64_t *missing = &win_records.closed[closed].missing;
 		if (ev->kind == SP_EV_KERNEL && !ev->u.kernel.graph_id && *missing)
@@ -272,12 +288,13 @@ uint64_t CUPTIAPI sp_act_timestamp(void)
 
 /* ---- the writer thread's tick: finish closing windows, let go of CUPTI ---- */
 
-/* Flushes CUPTI's activity buffers if attached (their records arrive in sp_act_buffer_completed).
- * This function can't fail. */
-void sp_act_flush(void)
+/* Flushes CUPTI's activity buffers if attached (their records arrive in sp_act_buffer_completed):
+ * forced, every buffer, records of work still running incomplete; else only buffers whose records
+ * are all complete. This function can't fail. */
+void sp_act_flush(bool forced)
 {
 	if (sp_cupti_life_enter()) {
-		sp_cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		sp_cupti.cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 		sp_cupti_life_leave();
 	}
 }
@@ -324,9 +341,11 @@ static void write_window(struct window *w, uint64_t missing, uint64_t age)
 		d.name = sp_col.mk[w->mk].name; /* its phase's: the phase's file (writer.h) */
 		sp_writer_emit(&d);
 		sp_warn("window %u (steps %lld-%lld): %llu of its %llu kernel launches had no kernel record after %.1f "
-			"ms; written without them (counted as dropped 'missing')",
+			"ms; written without them (counted as dropped 'missing')%s",
 			w->id, (long long)w->first_step, (long long)w->last_step, (unsigned long long)missing,
-			(unsigned long long)w->launched, age / 1e6);
+			(unsigned long long)w->launched, age / 1e6,
+			w->incomplete ? "; some came from CUPTI incomplete (their work was still running at a forced flush)"
+				      : "");
 	}
 	sp_writer_emit(&ev);
 	sp_info("window %u (steps %lld-%lld) closed after %.1f ms", w->id, (long long)w->first_step,
@@ -380,7 +399,7 @@ void sp_act_writer_tick(void *ctx)
 		return;
 	}
 	if (now - win_records.last_flush >= SP_FLUSH_EVERY_NS) {
-		sp_act_flush();
+		sp_act_flush(false); /* forced, the window's kernels still running would come incomplete */
 		win_records.last_flush = sp_now_ns();
 	}
 	pthread_mutex_lock(&sp_col.lock);

@@ -16,7 +16,9 @@
  * FAKE_CUPTI_LOSE_CORR=N: the kernel of the launch with correlation id N is never recorded (a
  * record CUPTI never hands over, as one on-demand window after a re-attach seemed to lose).
  * FAKE_CUPTI_LATE_CORR=N and FAKE_CUPTI_LATE_MS=M: that kernel's record is handed over only by the
- * first flush M ms (default 20) after it was made (a kernel still running, or a record late). 
+ * first flush M ms (default 20) after it was made (a kernel still running, or a record late), and
+ * FAKE_CUPTI_INCOMPLETE=start|end: a forced flush before then hands it over incomplete, as CUPTI
+ * does (start 1 us after the clock's zero, or end 0), and the whole record never comes.
  * A cuptiFinalize while a stand-in runtime call is in progress (fake_cupti_wrapped) is logged as
  * "FINALIZE_UNDER_CALL N"; so is one during a kernel launch made while subscribed (real CUPTI
  * dispatches it: finalised under it, it crashed or corrupted the heap), which FAKE_LAUNCH_US makes
@@ -330,12 +332,17 @@ CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
 {
 	struct timespec now;
 	note("flush", "");
+	const char *inc = getenv("FAKE_CUPTI_INCOMPLETE");
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	pthread_mutex_lock(&F.lock);
-	if (F.late_due.tv_sec &&
-	    (now.tv_sec > F.late_due.tv_sec ||
-	     (now.tv_sec == F.late_due.tv_sec && now.tv_nsec >= F.late_due.tv_nsec)) &&
-	    F.npend < sizeof F.pend / sizeof *F.pend) {
+	int due = now.tv_sec > F.late_due.tv_sec ||
+		  (now.tv_sec == F.late_due.tv_sec && now.tv_nsec >= F.late_due.tv_nsec);
+	int forced = (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && inc && *inc;
+	if (F.late_due.tv_sec && (due || forced) && F.npend < sizeof F.pend / sizeof *F.pend) {
+		if (!due && !strcmp(inc, "end"))
+			F.late.end = 0;
+		else if (!due)
+			F.late.start = 1000;
 		F.pend[F.npend++] = F.late;
 		F.late_due.tv_sec = 0;
 	}

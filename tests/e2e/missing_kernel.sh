@@ -91,5 +91,23 @@ run copylost COPY_AFTER=1 FAKE_CUPTI_LOSE_CORR=27
 grep -q '"missing":0,"complete":true' "$T/copylost/json" || bad "copylost: JSON window: $(grep -o '"windows".*' "$T/copylost/json" | head -c 300)"
 grep -qi missing "$T/copylost/stderr" && bad "copylost: a copy without a record said missing: $(grep -i missing "$T/copylost/stderr")"
 
+# a kernel still running when the window closes (the optimizer step ends an iteration whose kernels the
+# GPU has not run yet): CUPTI's forced flush hands its record over incomplete, with a timestamp unset
+# (FAKE_CUPTI_INCOMPLETE). The window's flushes wait for complete buffers: its record comes whole,
+# 20 ms late; lost for good (400 ms), an incomplete one is never written, and the kernel is missing.
+# Before: a kernel starting 1 us after the clock's zero (mlp-auto on an H200: step 9's busy time 40% short)
+for part in start end; do
+	run "inc_$part" FAKE_CUPTI_LATE_CORR=22 FAKE_CUPTI_LATE_MS=20 FAKE_CUPTI_INCOMPLETE=$part
+	[ "$(cat "$T/inc_$part/kernels")" = "2:3 3:3 " ] || bad "inc_$part: steps:kernels $(cat "$T/inc_$part/kernels")"
+	"$SP" dump "$F" | awk '/^window_begin/ {b = $0; sub(/.*start=/, "", b); sub(/ .*/, "", b)}
+		/^kernel/ {s = $0; sub(/.*start=/, "", s); sub(/ .*/, "", s); d = $0; sub(/.*dur=/, "", d); sub(/ .*/, "", d)
+			if (s + 0 < b + 0 || d + 0 < 0 || d + 0 > 1e12) { print "bad kernel: " $0; bad = 1 } }
+		END { exit bad }' >"$T/inc_$part/badk" || bad "inc_$part: a kernel outside its window: $(head -2 "$T/inc_$part/badk")"
+	grep -qi missing "$T/inc_$part/stderr" && bad "inc_$part: said missing: $(grep -i missing "$T/inc_$part/stderr")"
+done
+MICRO=200 run inc_lost FAKE_CUPTI_LATE_CORR=22 FAKE_CUPTI_LATE_MS=400 FAKE_CUPTI_INCOMPLETE=start
+[ "$(cat "$T/inc_lost/kernels")" = "2:3 3:2 " ] || bad "inc_lost: steps:kernels $(cat "$T/inc_lost/kernels")"
+grep -q '"missing":1,"complete":true' "$T/inc_lost/json" || bad "inc_lost: JSON window: $(grep -o '"windows".*' "$T/inc_lost/json" | head -c 300)"
+
 [ "$fail" = 0 ] && echo "missing_kernel: ok"
 exit $fail
