@@ -72,6 +72,10 @@ cells() {
 			echo "T --mode $m --spec A=KM,C=sp,T=1"
 			echo "T --mode $m --spec A=all,C=domains,T=1"
 			echo "T --mode $m --spec A=KM,C=resource,T=1"
+			echo "T --mode $m --spec A=win,C=sp,T=1 --when pre"
+			echo "T --mode $m --spec A=win,C=sp,T=1 --win 40-50"
+			echo "T --mode $m --spec A=win,C=sp,T=1 --capkinds"
+			echo "T --mode $m --spec A=KM,C=sp,T=1 --kmoff 20"
 		done
 		for m in graph train; do
 			echo "T --mode $m --spec C=off --after reinst"

@@ -13,7 +13,9 @@ flush, unsubscribe, cuptiFinalize on a thread of the shim's), then the graphs re
 while the shim's thread detaches. --after reinst: a graph made with keep_graph=True is
 instantiated again after the detach (torch's CUDAGraph.instantiate); recapture: a new graph is
 captured after the detach and replayed. 50 replays under CUPTI (A=win: a window of KM kinds over
-replays 10-19), 50 after. Prints one line "TORCHCELL <args>: OK checksum=X" (X: the outputs' sum,
+replays 10-19; --win A-B moves it, B = 50 ending it just before the detach), 50 after.
+--capkinds: KM kinds on while the graph is captured and instantiated, off again before the replays.
+--kmoff N: with A=KM, the kinds go off (synchronised) before replay N, still attached. Prints one line "TORCHCELL <args>: OK checksum=X" (X: the outputs' sum,
 or the trained weights' sum: equal to the C=off run's when the replays were right) or
 "TORCHCELL <args>: FAIL <where>: <exception>"; exit 0 or 1."""
 import argparse
@@ -119,8 +121,14 @@ def main():
     ap.add_argument("--when", default="under", choices=["under", "pre"])
     ap.add_argument("--fin", default="sync", choices=["sync", "race"])
     ap.add_argument("--after", default="same", choices=["same", "reinst", "recapture"])
+    ap.add_argument("--win", default="10-20")
+    ap.add_argument("--capkinds", action="store_true")
+    ap.add_argument("--kmoff", type=int, default=-1)
     a = ap.parse_args()
-    tag = f"mode={a.mode},{a.spec},when={a.when},fin={a.fin},after={a.after}"
+    w0, w1 = (int(x) for x in a.win.split("-"))
+    extra = (f",win={a.win}" if a.win != "10-20" else "") + (",capkinds" if a.capkinds else "") + \
+        (f",kmoff={a.kmoff}" if a.kmoff >= 0 else "")
+    tag = f"mode={a.mode},{a.spec}{extra},when={a.when},fin={a.fin},after={a.after}"
     shim = load_shim(a.shim)
     where = "setup"
     try:
@@ -135,15 +143,23 @@ def main():
             return 2
         if a.when == "under":
             where = "capture under CUPTI"
+            if a.capkinds:
+                shim.shim_window(1)
             w.make()
+            if a.capkinds:
+                torch.cuda.synchronize()
+                shim.shim_window(0)
         where = "replays under CUPTI"
         for i in range(50):
-            if i == 10 and "A=win" in a.spec:
+            if i == w0 and "A=win" in a.spec:
                 shim.shim_window(1)
-            if i == 20 and "A=win" in a.spec:
+            if (i == w1 and "A=win" in a.spec) or i == a.kmoff:
                 torch.cuda.synchronize()
                 shim.shim_window(0)
             w.run()
+        if w1 >= 50 and "A=win" in a.spec:
+            torch.cuda.synchronize()
+            shim.shim_window(0)
         where = "the detach"
         if a.fin == "sync":
             torch.cuda.synchronize()
