@@ -170,6 +170,7 @@ struct sp_col_thread {
 	int marking; /* marker calls in progress on this thread (cupti_life.h timing) */
 	int in_nest; /* inside a runtime call watched only for nesting (CLS_NEST) */
 	int hook_depth; /* hooked marker calls in progress on this thread (markhook.c) */
+	int graph_hooked; /* hooked graph launches in progress on this thread (markhook.c) */
 	int hook_counted; /* ... and the outermost one was counted by the hook, not by CUPTI */
 	int hook_pending; /* a marker call CUPTI saw outside the hooks: nested driver calls (markhook.c) */
 	int nested_counted; /* the hooks counted this thread's marker call at its nested driver call (a
@@ -221,6 +222,8 @@ void sp_cbset_apply(void);
  * CUPTI. A callback, inside the hold; takes sp_col.lock. This function can't fail (warned once). */
 void sp_cbset_lazy_off(int d, CUpti_CallbackId cbid);
 void sp_cbset_activities(int on);
+/* The activity kinds on or off with no hold taken: the detaching thread, CUPTI alive. Can't fail. */
+void sp_cbset_kinds(int on);
 int sp_cbset_arm(void);
 int sp_cbset_marks(const struct sp_mk *m, const char *nm);
 void sp_cbset_armed(void);
@@ -234,6 +237,10 @@ void sp_win_activities_idle(void);
 void sp_win_activities_due_off(void);
 /* Writer thread, without sp_col.lock: turns the kinds off if still due. Can't fail. */
 void sp_win_activities_off(void);
+/* Whether kinds are due off (left on for now). Can't fail. */
+bool sp_win_activities_due(void);
+/* The detaching thread, callbacks and launches drained: the kinds due off go off. Can't fail. */
+void sp_win_activities_off_detaching(void);
 /* A new CUPTI instance (sp_cbset_armed, under sp_col.lock): nothing is due off. Can't fail. */
 void sp_win_activities_armed(void);
 void sp_win_end_step(uint64_t t, uint32_t corr);

@@ -201,6 +201,23 @@ void sp_win_activities_off(void)
 	pthread_mutex_unlock(&act_off.lock);
 }
 
+bool sp_win_activities_due(void)
+{
+	pthread_mutex_lock(&act_off.lock);
+	bool due = act_off.due;
+	pthread_mutex_unlock(&act_off.lock);
+	return due;
+}
+
+void sp_win_activities_off_detaching(void)
+{
+	pthread_mutex_lock(&act_off.lock);
+	if (act_off.due)
+		sp_cbset_kinds(0);
+	act_off.due = false;
+	pthread_mutex_unlock(&act_off.lock);
+}
+
 void sp_win_activities_armed(void)
 {
 	pthread_mutex_lock(&act_off.lock);

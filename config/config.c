@@ -71,6 +71,7 @@ static const struct key keys[] = {
 	{ "limits", "cupti_buffer_bytes", K_SIZE, FIELD(cupti_buffer_bytes), 64 * KIB, 256 * MIB, "8M" },
 	{ "cupti", "library", K_STR, FIELD(cupti_library), 0, 0, "" },
 	{ "cupti", "detach_between", K_CHOICE, FIELD(detach_between), 0, 0, "auto" },
+	{ "cupti", "graph_detach", K_BOOL, FIELD(graph_detach), 0, 1, "true" },
 	{ "ondemand", "trigger", K_BOOL, FIELD(ondemand_trigger), 0, 1, "true" },
 	{ "ondemand", "poll_ms", K_INT, FIELD(ondemand_poll_ms), 20, 60000, "500" },
 	{ "ondemand", "delay_ms", K_INT, FIELD(ondemand_delay_ms), 0, SP_ONDEMAND_MAX_MS, "0" },

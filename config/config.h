@@ -46,7 +46,7 @@ enum sp_learn_policy {
 #define SP_CFG_PATH 1024
 #define SP_CFG_PATTERN 256
 #define SP_ONDEMAND_MAX_MS 604800000 /* [ondemand] delay_ms and duration_ms: at most a week */
-#define SP_CFG_NKEYS 42         /* keys in the table of config.c (docs/CONFIG.md lists them) */
+#define SP_CFG_NKEYS 43         /* keys in the table of config.c (docs/CONFIG.md lists them) */
 
 /* Where a key got its value: for error messages about contradictions and for `stepprof check`. */
 struct sp_cfg_origin {
@@ -97,6 +97,7 @@ struct sp_config {
 	/* [cupti] */
 	char cupti_library[SP_CFG_PATH]; /* explicit libcupti path; empty = the loaded one, else search */
 	enum sp_detach_policy detach_between; /* CUPTI between windows (after the last: always detached) */
+	int graph_detach;      /* detach with the program's CUDA graphs alive, made safe (docs/CONFIG.md) */
 	/* [phase.NAME] sections (phase.h): with any, they replace [marker] and [schedule] */
 	struct sp_phases phases;
 	/* [ondemand] (docs/CONFIG.md) */

@@ -41,9 +41,10 @@ const char sp_life_too_close[] = "the next window is too close";
 const char sp_life_closing[] = "the last window was still being written when the next one came close (its steps are "
 			       "shorter than a window takes to close: nothing to detach for)";
 
-const char sp_life_graphs[] = "the program created a CUDA graph, and graphs captured under CUPTI fail after "
-			      "cuptiFinalize (their replays end in 'unspecified launch failure'): stepprof stays "
-			      "subscribed, with nothing enabled outside windows, for the rest of the run";
+const char sp_life_graphs[] = "the program created a CUDA graph, and stepprof cannot keep its replays safe through a "
+			      "cuptiFinalize (a graph launch came past its hooks, or none through them yet, or the "
+			      "activity kinds went off with no detach following, or graph_detach = false): stepprof "
+			      "stays subscribed, with nothing enabled outside windows, for the rest of the run";
 
 const char *sp_life_stay_reason(const struct sp_life_view *v)
 {

@@ -381,6 +381,14 @@ static void activities_done(bool all_in)
 	sp_win_activities_due_off(); /* the CUPTI calls after the lock (sp_win_activities_off) */
 }
 
+/* Kinds due off go off, unless the program's graphs want them on until the detach turns them off with
+ * graph launches held (cupti_life.h). Writer thread, without sp_col.lock. Can't fail. */
+static void kinds_off(uint64_t now)
+{
+	if (!sp_cupti_life_hold_kinds(now, sp_win_activities_due()))
+		sp_win_activities_off();
+}
+
 void sp_act_writer_tick(void *ctx)
 {
 	uint64_t now = sp_now_ns(), prev = win_records.prev_tick;
@@ -393,7 +401,7 @@ void sp_act_writer_tick(void *ctx)
 	if (!closing)
 		sp_win_activities_idle();
 	pthread_mutex_unlock(&sp_col.lock);
-	sp_win_activities_off();
+	kinds_off(now);
 	if (!closing) {
 		sp_life_tick(now);
 		return;
@@ -420,5 +428,5 @@ void sp_act_writer_tick(void *ctx)
 	}
 	activities_done(all_in);
 	pthread_mutex_unlock(&sp_col.lock);
-	sp_win_activities_off();
+	kinds_off(now);
 }

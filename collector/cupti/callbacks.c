@@ -378,6 +378,9 @@ void CUPTIAPI sp_cb_on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callba
 	}
 	if (mk && site == CUPTI_API_ENTER)
 		sp_thr.nested_counted = 0; /* a call CUPTI sees whole */
+	if (dom == CUPTI_CB_DOMAIN_DRIVER_API && site == CUPTI_API_ENTER && cbid < SP_CBID_MAX &&
+	    (sp_col.cls[1][cbid] & CLS_GRAPH))
+		sp_cupti_life_glaunch(sp_thr.graph_hooked > 0);
 	if (mk && site == CUPTI_API_ENTER && sp_thr.marking++ == 0)
 		sp_cupti_life_mark_begin(sp_now_ns());
 	if (api)

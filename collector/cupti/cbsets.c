@@ -113,6 +113,9 @@ void sp_cbset_apply(void)
 				       ((wants & SP_WANT_ANCHOR) && sp_col.api_name[d][cb] &&
 					sp_ph_anchor_is(sp_col.api_name[d][cb])) ||
 				       ((wants & SP_WANT_MARKER) && sp_col.api_marker[d][cb]);
+			/* with graphs: whether each graph launch comes through a hook (cupti_life.h) */
+			if (d == 1 && (sp_col.cls[d][cb] & CLS_GRAPH) && sp_cupti_life_graphs())
+				want = 1;
 			if (!sp_col.done && sp_col.cfg.device_memory && sp_col.memop[d][cb].shape)
 				want = 1; /* levels are tracked from process start */
 			if (!sp_col.done && cb_sets.nest_marker && (sp_col.cls[d][cb] & CLS_NEST))
@@ -165,9 +168,9 @@ void sp_cbset_lazy_off(int d, CUpti_CallbackId cbid)
 	pthread_mutex_unlock(&sp_col.lock);
 }
 
-void sp_cbset_activities(int on)
+void sp_cbset_kinds(int on)
 {
-	struct {
+	const struct {
 		int want;
 		CUpti_ActivityKind k;
 	} kinds[] = {
@@ -176,6 +179,13 @@ void sp_cbset_activities(int on)
 		{ sp_col.cfg.memset, CUPTI_ACTIVITY_KIND_MEMSET },
 		{ sp_col.cfg.sync, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION },
 	};
+	for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+		if (kinds[i].want)
+			on ? SP_CUPTI(cuptiActivityEnable(kinds[i].k)) : SP_CUPTI(cuptiActivityDisable(kinds[i].k));
+}
+
+void sp_cbset_activities(int on)
+{
 	if (!sp_cupti_life_enter())
 		return; /* not attached: the next attach applies them (sp_cbset_armed) */
 	if (on && sp_cupti_life_activity_ready() < 0) {
@@ -184,9 +194,9 @@ void sp_cbset_activities(int on)
 	}
 	if (on)
 		sp_cupti_life_dirty();
-	for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
-		if (kinds[i].want)
-			on ? SP_CUPTI(cuptiActivityEnable(kinds[i].k)) : SP_CUPTI(cuptiActivityDisable(kinds[i].k));
+	else
+		sp_cupti_life_kinds_off();
+	sp_cbset_kinds(on);
 	sp_cupti_life_leave();
 }
 

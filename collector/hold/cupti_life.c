@@ -10,6 +10,7 @@
 #include "collector/base/log.h"
 #include "collector/collector.h"
 #include "collector/cupti/cupti_api.h"
+#include "collector/internal.h"
 #include "hold_int.h"
 
 struct sp_hold_state sp_hold;
@@ -140,6 +141,50 @@ void sp_cupti_life_graph(void)
 {
 	if (!atomic_exchange(&sp_lifecycle.graphs, true))
 		sp_info("the program creates CUDA graphs");
+}
+
+bool sp_cupti_life_graphs(void)
+{
+	return atomic_load(&sp_lifecycle.graphs);
+}
+
+void sp_cupti_life_glaunch(bool hooked)
+{
+	if (hooked)
+		atomic_fetch_add(&sp_lifecycle.glaunch_hooked, 1);
+	else if (atomic_fetch_add(&sp_lifecycle.glaunch_unhooked, 1) == 0)
+		sp_info("a CUDA graph launch came past stepprof's hooks (it could not be held while CUPTI is "
+			"finalised): stepprof stays subscribed to CUPTI for the rest of the run");
+}
+
+/* A detach with graphs alive is safe when every graph launch waits for it in a hook and no graph
+ * was replayed with the kinds off after they were on in this instance (docs/CONFIG.md). */
+static bool graph_detach_ok(void)
+{
+	return sp_col.cfg.graph_detach && atomic_load(&sp_lifecycle.glaunch_hooked) > 0 && !atomic_load(&sp_lifecycle.glaunch_unhooked) &&
+	       !atomic_load(&sp_lifecycle.graph_tainted);
+}
+
+void sp_cupti_life_kinds_off(void)
+{
+	if (atomic_load(&sp_lifecycle.graphs) && !atomic_exchange(&sp_lifecycle.graph_tainted, true) &&
+	    atomic_load(&sp_lifecycle.glaunch_hooked))
+		sp_info("activity kinds went off with the program's CUDA graphs alive and stepprof subscribed (no "
+			"detach followed the window at once): it stays subscribed for the rest of the run");
+}
+
+bool sp_cupti_life_hold_kinds(uint64_t now, bool due)
+{
+	if (!due || !atomic_load(&sp_lifecycle.graphs) || !graph_detach_ok()) {
+		sp_lifecycle.kinds_held = 0;
+		return false;
+	}
+	if (!sp_lifecycle.kinds_held)
+		sp_lifecycle.kinds_held = now;
+	if (now - sp_lifecycle.kinds_held < SP_GRAPH_HOLD_NS)
+		return true;
+	sp_lifecycle.kinds_held = 0;
+	return false;
 }
 
 void sp_cupti_life_overlap(void)
@@ -300,7 +345,7 @@ enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64
 	unsigned seen = atomic_load(&sp_hold.quiet_seen);
 	uint64_t since = end && now > end ? now - end : UINT64_MAX / 2, fin = 0;
 	v->dirty = sp_lifecycle.dirty;
-	v->graphs = atomic_load(&sp_lifecycle.graphs);
+	v->graphs = atomic_load(&sp_lifecycle.graphs) && !graph_detach_ok(); /* a graph that forbids a detach */
 	v->stopped = atomic_load(&sp_lifecycle.stopped);
 	v->fresh_step = atomic_load(&sp_hold.marking) == 0 && sp_life_quiet_fresh(quiet, seen, since);
 	enum sp_life_act act = sp_life_decide(v);

@@ -209,6 +209,16 @@ int sp_cupti_life_activity_ready(void);
 void sp_cupti_life_dirty(void);
 /* Notes that the program created a CUDA graph (stepprof stays subscribed from then on: life.c). */
 void sp_cupti_life_graph(void);
+/* Whether it did. Can't fail. */
+bool sp_cupti_life_graphs(void);
+/* A graph launch CUPTI reported (driver API entry): inside one of the preload's hooks or not. */
+void sp_cupti_life_glaunch(bool hooked);
+/* Activity kinds go off while attached (not in a detach): with graphs alive, their replays would
+ * fail after a later cuptiFinalize, so stepprof stays subscribed from then on. Can't fail. */
+void sp_cupti_life_kinds_off(void);
+/* Writer thread, kinds due off (due): true to leave them on for SP_GRAPH_HOLD_NS, the program having
+ * graphs that a detach can keep safe (the detach turns them off with graph launches held). */
+bool sp_cupti_life_hold_kinds(uint64_t now, bool due);
 /* A window was written only after the next one began: says once (STEPPROF_VERBOSE) that there was
  * nothing to detach for. Writer thread. This function can't fail. */
 void sp_cupti_life_overlap(void);

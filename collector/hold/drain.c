@@ -13,6 +13,7 @@
 #include "collector/base/log.h"
 #include "collector/collector.h"
 #include "collector/cupti/cupti_api.h"
+#include "collector/internal.h"
 #include "hold_int.h"
 
 #define DRAIN_NS 1000000000ull     /* longest wait for callbacks in flight before giving up */
@@ -320,8 +321,10 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 		sp_cupti_life_move(SP_HOLD_DETACHING, SP_HOLD_ATTACHED);
 		return 1;
 	}
-	/* the writer thread is the only one touching CUPTI now; records still buffered arrive in
-	 * the buffer callback on this thread (late ones are counted, not lost in silence) */
+	/* the writer thread is the only one touching CUPTI now: kinds left on for the program's graphs go
+	 * off with no graph launched until the finalise; records still buffered arrive in the buffer
+	 * callback on this thread (late ones are counted, not lost in silence) */
+	sp_win_activities_off_detaching();
 	SP_CUPTI(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
 	uint64_t t0 = sp_now_ns();
 	SP_CUPTI(cuptiUnsubscribe(sub));

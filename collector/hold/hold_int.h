@@ -17,10 +17,15 @@
 #define CORR_MARGIN 65536u /* ids a racing thread may have taken beyond the last one seen */
 
 /* The hold's own state (sp_hold holds what the inline guards read). */
+#define SP_GRAPH_HOLD_NS 100000000ull /* kinds left on after a window for a graph detach: 100 ms */
+
 struct sp_lifecycle {
 	struct sp_cupti_hooks hooks; /* of the first attach, reused by re-attaches */
 	bool dirty;                  /* an activity kind was on in this CUPTI instance */
 	_Atomic bool graphs;         /* the program created a CUDA graph */
+	_Atomic unsigned glaunch_hooked, glaunch_unhooked; /* graph launches CUPTI saw inside / outside a hook */
+	_Atomic bool graph_tainted;  /* activity kinds went off while attached with graphs alive */
+	uint64_t kinds_held;         /* since when the writer leaves the kinds on for a graph detach (0 not) */
 	_Atomic bool stopped;        /* no more cycles: one failed or may have missed a boundary */
 	_Atomic bool frozen;         /* the process exits: no detach at all any more */
 	unsigned cycles;             /* detach + re-attach done */

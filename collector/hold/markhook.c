@@ -26,6 +26,15 @@
 enum { WANT_NONE, WANT_MARKER, WANT_GRAPH, WANT_NESTED };
 
 #define HOOK_UNCOUNTED (-2) /* sp_collector_hook_enter: not a hooked function, not in flight */
+#define HOOK_GLAUNCH (-3)   /* ... a graph launch, in flight, no marker's */
+
+/* A graph launch: stepprof may detach with the program's graphs alive only if every one comes
+ * through here (it waits while CUPTI is finalised; cupti_life.h sp_cupti_life_glaunch). */
+static bool glaunch(int fn)
+{
+	return fn == SP_HOOK_cudaGraphLaunch || fn == SP_HOOK_cudaGraphLaunch_ptsz || fn == SP_HOOK_cuGraphLaunch ||
+	       fn == SP_HOOK_cuGraphLaunch_ptsz;
+}
 
 /* sp_thr.hook_pending: where the proof stands on this thread's marker call that CUPTI reported
  * outside any hook: none, waiting for a nested driver call, one seen, more than one seen. */
@@ -450,6 +459,9 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 		if (!over)
 			break; /* gave up (warned): goes ahead */
 	}
+	bool gl = glaunch(fn);
+	if (gl)
+		sp_thr.graph_hooked++;
 	unsigned w = atomic_load_explicit(&marker_hooks.want[fn], memory_order_relaxed);
 	if (w != WANT_MARKER && w != WANT_NESTED) {
 		/* parked: CUPTI must exist before the graph does (graphs captured earlier are invisible) */
@@ -458,7 +470,7 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 			atomic_store(&marker_hooks.graph, true);
 		if (atomic_load_explicit(&sp_launch_want, memory_order_relaxed) == SP_LAUNCH_LEARN)
 			return learn_enter(fn);
-		return -1;
+		return gl ? HOOK_GLAUNCH : -1;
 	}
 	if (sp_thr.hook_depth++ > 0)
 		return fn;
@@ -508,7 +520,11 @@ void sp_collector_hook_exit(int h)
 {
 	if (h == HOOK_UNCOUNTED)
 		return;
+	if (h == HOOK_GLAUNCH || (h >= 0 && glaunch(h >= SP_HOOK_N ? h - SP_HOOK_N : h)))
+		sp_thr.graph_hooked--;
 	atomic_fetch_sub(&sp_hold.hooked, 1);
+	if (h == HOOK_GLAUNCH)
+		return;
 	if (h >= SP_HOOK_N) { /* learn_enter's */
 		if (--learn_depth == 0 && learn_fed && sp_thr.after_pending)
 			sp_win_after_exit(sp_thr_ns(1)); /* no CUPTI exit callback is there to begin the step */

@@ -226,6 +226,24 @@ for pol in auto always; do
 		echo "ok   first window at step 30 ($pol): parked from step 7-12 (the hooks proven) until step 26-29, no step lost" ||
 		bad "early$pol: $(grep -E 'detached|re-attached' "$T/early$pol/stderr" | head -4)"
 done
+# a program that replays a CUDA graph every step (from step 2) through the runtime's cudaGraphLaunch:
+# the activity kinds stay on after a window until the detach turns them off, graph launches held
+# in the hook, so no graph is replayed with the kinds off while subscribed before cuptiFinalize
+# (the fake logs GRAPH_FINALIZE_HAZARD: torch's replays failed after that on an H200). Detached for
+# good after the last window, parked between windows; a graph launch past the hooks keeps it subscribed
+nohazard() {
+	! grep -qE "GRAPH_FINALIZE_HAZARD|FINALIZE_UNDER_CALL" "$T/$1/log" || { bad "$1: $(grep -E 'HAZARD|UNDER_CALL' "$T/$1/log" | head -2)"; false; }
+}
+run graphdetach 5,1,3,1 auto 30 VIA_CUDART="$FAKERT" GRAPH=1 GLAUNCH=hooked
+check graphdetach 0 1 6 7 8 && nohazard graphdetach &&
+	echo "ok   graphs replayed through the hooks: detached for good after the last window, the kinds off inside the detach"
+run graphpark 8,1,3,0 auto 48 VIA_CUDART="$FAKERT" GRAPH=1 GLAUNCH=hooked
+parked graphpark 3 9 10 11 21 22 23 33 34 35 45 46 47 && nohazard graphpark &&
+	echo "ok   graphs replayed through the hooks: parked between windows, no replay with the kinds off before a finalise"
+run graphdirect 5,1,3,1 auto 30 VIA_CUDART="$FAKERT" GRAPH=1 GLAUNCH=direct
+check graphdirect 0 0 6 7 8 && grep -q "a CUDA graph launch came past stepprof's hooks" "$T/graphdirect/stderr" &&
+	echo "ok   a graph launch past the hooks: stays subscribed after the last window, and says why" ||
+	bad "graphdirect: $(grep -v begins "$T/graphdirect/stderr" | head -5)"
 run bypass 8,1,3,0 auto 48 VIA_CUDART="$FAKERT" BYPASS_AT=3
 parked bypass 0 9 10 11 21 22 23 33 34 35 45 46 47 &&
 	echo "ok   one marker call that bypasses the hooks: never parked, every step numbered"

@@ -8,7 +8,8 @@
  * set it prints "STEP i MS" as each step ends (bench/outside.py's format) and runs without stepprof
  * too. With VIA_CUDART=PATH it loads that stand-in libcudart (fakecudart.c) and makes each step's
  * cudaDeviceSynchronize through the dynamic linker, as libtorch does (stepprof's hook first); with
- * BYPASS_AT=i, step i's call goes straight to it (a caller the hook cannot see). With VIA_DRIVER=PATH
+ * BYPASS_AT=i, step i's call goes straight to it (a caller the hook cannot see); GLAUNCH=hooked|direct
+ * replays a CUDA graph from step 2 on, through the linker or past the hooks. With VIA_DRIVER=PATH
  * it is a runtime linked in statically: it dlopens that stand-in libcuda (fakecuda.c) out of the
  * global scope, looks up cuGetProcAddress_v2 with dlsym, asks it for itself and for
  * cuCtxSynchronize, and each step's cudaDeviceSynchronize (its runtime callbacks) calls that in
@@ -43,6 +44,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <cupti.h>
@@ -286,7 +288,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "driver: the fake libcupti is not loaded\n");
 		return 2;
 	}
-	int (*sync)(void) = NULL, (*direct)(void) = NULL;
+	int (*sync)(void) = NULL, (*direct)(void) = NULL, (*glaunch)(void *, void *) = NULL;
 	unsigned (*cudart_seen)(void) = NULL;
 	int bypass_at = getenv("BYPASS_AT") ? atoi(getenv("BYPASS_AT")) : -1;
 	int (*launch)(const char *, unsigned) =
@@ -307,6 +309,11 @@ int main(int argc, char **argv)
 		sync = (int (*)(void))dlsym(RTLD_DEFAULT, "cudaDeviceSynchronize"); /* the first definition */
 		direct = h ? (int (*)(void))dlsym(h, "cudaDeviceSynchronize") : NULL;
 		cudart_seen = h ? (unsigned (*)(void))dlsym(h, "fake_cudart_seen") : NULL;
+		/* GLAUNCH=hooked: a graph replay each step through the dynamic linker (stepprof's hook
+		 * first); GLAUNCH=direct: from the stand-in runtime's handle, past the hooks */
+		const char *gl = getenv("GLAUNCH");
+		if (gl && h)
+			glaunch = (int (*)(void *, void *))dlsym(strcmp(gl, "direct") ? RTLD_DEFAULT : h, "cudaGraphLaunch");
 		if (!sync || !direct || !cudart_seen) {
 			fprintf(stderr, "driver: cannot load %s: %s\n", getenv("VIA_CUDART"), dlerror());
 			return 2;
@@ -341,6 +348,8 @@ int main(int argc, char **argv)
 		kl_begin_step(i);
 		if (fire && i == 2 && getenv("GRAPH"))
 			fire(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPH_CREATED, 0, 0);
+		if (glaunch && i >= 2)
+			glaunch(NULL, NULL);
 		int changed = change_at >= 0 && i >= change_at;
 		if (capture && i == capture_at)
 			capture(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL);

@@ -5,7 +5,9 @@
  * it RTLD_GLOBAL and calls cudaDeviceSynchronize through the dynamic linker, so stepprof's hook
  * (preload/markers.c) comes first, as it does for libtorch. Its cudaEventQuery stays QUERY_US
  * (default 300) microseconds inside a call the fake libcupti counts as wrapped (fake_cupti_wrapped),
- * as NCCL's watchdog thread polls the real one. */
+ * as NCCL's watchdog thread polls the real one. Its cudaGraphLaunch fires cudaGraphLaunch's and, inside
+ * it, cuGraphLaunch's callbacks around a replay the fake libcupti watches (fake_cupti_graph_launch),
+ * counted as a wrapped call. */
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -52,5 +54,28 @@ __attribute__((visibility("default"))) cudaError_t cudaEventQuery(cudaEvent_t e)
 	usleep(query_us);
 	if (wrapped)
 		wrapped(-1);
+	return cudaSuccess;
+}
+
+__attribute__((visibility("default"))) cudaError_t cudaGraphLaunch(cudaGraphExec_t g, cudaStream_t st)
+{
+	static int (*fire)(int, unsigned, int, unsigned);
+	static void (*wrapped)(int), (*replay)(void);
+	(void)g, (void)st;
+	if (!fire) {
+		wrapped = (void (*)(int))dlsym(RTLD_DEFAULT, "fake_cupti_wrapped");
+		replay = (void (*)(void))dlsym(RTLD_DEFAULT, "fake_cupti_graph_launch");
+		fire = (int (*)(int, unsigned, int, unsigned))dlsym(RTLD_DEFAULT, "fake_cupti_fire");
+	}
+	if (!fire || !wrapped || !replay)
+		return cudaErrorInitializationError;
+	unsigned c = corr++;
+	wrapped(1);
+	fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, 0, c);
+	fire(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, 0, c);
+	replay();
+	fire(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, 1, c);
+	fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, 1, c);
+	wrapped(-1);
 	return cudaSuccess;
 }

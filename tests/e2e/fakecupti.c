@@ -25,6 +25,9 @@
  * last that long. FAKE_CUPTI_ONE_CORR=1: correlation ids come from one counter for the process, as
  * CUPTI's do (the test programs number each thread's or library's calls apart): a call's entry
  * takes the next one, its exit and what it launches meanwhile on its thread keep it.
+ * A graph replay (fake_cupti_graph_launch) made while subscribed with every activity kind off after
+ * one was on in this instance, then a cuptiFinalize: "GRAPH_FINALIZE_HAZARD" (torch's graphs failed
+ * at their next replay after that sequence, H200: docs/GPU-TESTS.md, graph detach matrix).
  * FAKE_CUPTI_NAME_KERNELS=1: a kernel made by fake_cupti_launch is named by the launch's symbol
  * (else "fake_kernel").
  * FAKE_CUPTI_COUNT=1: prints "fakecupti: kernel records N" at exit (the records made while
@@ -61,6 +64,8 @@ static struct {
 	uint8_t *buf;                   /* the buffer asked for when the first of them was made, or NULL */
 	size_t bufsize;
 	CUpti_ActivityKernel10 late;    /* FAKE_CUPTI_LATE_CORR's record, held back until late_due */
+	int kinds_were_on;              /* an activity kind was enabled in this CUPTI instance */
+	int graph_hazard;               /* ... and a graph was replayed with every kind off since */
 	struct timespec late_due;       /* CLOCK_MONOTONIC; tv_sec 0: nothing held */
 } F = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -145,6 +150,9 @@ CUptiResult CUPTIAPI cuptiFinalize(void)
 	const char *us = getenv("FAKE_FINALIZE_US"); /* how long a real cuptiFinalize may take */
 	if (atomic_load(&wrapped_calls) > 0) /* the real one crashes the thread inside it (H100) */
 		note("FINALIZE_UNDER_CALL", "%d", atomic_load(&wrapped_calls));
+	if (F.graph_hazard)
+		note("GRAPH_FINALIZE_HAZARD", "");
+	F.kinds_were_on = F.graph_hazard = 0;
 	note("finalize", "");
 	if (us && atoi(us) > 0) {
 		struct timespec ts = { atoi(us) / 1000000, atoi(us) % 1000000 * 1000L };
@@ -195,6 +203,8 @@ static const struct {
 	{ 0, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, "cudaMalloc_v3020" },
 	{ 0, CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000, "cudaStreamBeginCapture_v10000" },
 	{ 0, CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000, "cudaStreamEndCapture_v10000" },
+	{ 0, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, "cudaGraphLaunch_v10000" },
+	{ 1, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, "cuGraphLaunch" },
 	{ 1, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel" },
 	{ 1, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, "cuCtxSynchronize" },
 	{ 1, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2" },
@@ -248,6 +258,7 @@ CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind k)
 	note("activity_enable", " %d", (int)k);
 	if ((unsigned)k < CUPTI_ACTIVITY_KIND_COUNT)
 		F.kind[k] = 1;
+	F.kinds_were_on = 1;
 	return F.cb || F.req ? CUPTI_SUCCESS : CUPTI_ERROR_NOT_INITIALIZED;
 }
 
@@ -599,6 +610,18 @@ __attribute__((visibility("default"))) int fake_cupti_subscribed(void)
 }
 
 int fake_cupti_fire_params(int domain, unsigned cbid, int site, unsigned corr, const void *params);
+
+/* A stand-in runtime replays a CUDA graph (inside its launch callbacks): notes the hazard above. */
+__attribute__((visibility("default"))) void fake_cupti_graph_launch(void)
+{
+	int any = 0;
+	pthread_mutex_lock(&F.lock);
+	for (unsigned k = 0; k < CUPTI_ACTIVITY_KIND_COUNT; k++)
+		any |= F.kind[k];
+	if (F.cb && F.kinds_were_on && !any)
+		F.graph_hazard = 1;
+	pthread_mutex_unlock(&F.lock);
+}
 
 /* The test program's side: one API callback (site 0 enter, 1 exit) or a resource callback, delivered
  * only if stepprof enabled it. Returns 1 if delivered. */

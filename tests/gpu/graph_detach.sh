@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: MIT
 # graph_detach.sh [BUILD_DIR] - on a GPU machine, from the repository root: a program that replays
 # CUDA graphs runs to its end under stepprof's default configuration, after the schedule's last
-# window as well. On an H100 (CUDA 13.0, driver 580) torch's graph replays failed with "unspecified
-# launch failure" once stepprof had called cuptiFinalize after its last window; stepprof now never
-# detaches once the program has made a graph (decide/life.c). Runs the corpus's graphs_train.py
-# (a whole training step captured with torch.cuda.graph) and graphs_infer.py under: the automatic
-# marker, an api marker on cudaGraphLaunch, learn = hooks, and detach_between = always. Each must
-# exit 0, record its window, never say "detached from CUPTI", and say why it stays subscribed.
+# window as well. torch's graph replays fail with "unspecified launch failure" after a cuptiFinalize
+# that followed replays with the activity kinds turned off while subscribed; stepprof now keeps the
+# kinds on until a detach turns them off with graph launches held in its hooks ([cupti]
+# graph_detach, docs/CONFIG.md). Runs the corpus's graphs_train.py (a whole training step captured
+# with torch.cuda.graph), graphs_infer.py and tests/gpu/programs/compile_infer_graphs.py
+# (torch.compile reduce-overhead) under the default, an api marker on cudaGraphLaunch, learn = hooks,
+# detach_between = always with 3 windows, and graph_detach = false (the old rule).
 # Also runs tests/gpu/tools/graph_fin_probe.cu (CUPTI alone, no stepprof) for the record: its
 # graphs of plain kernels survived cuptiFinalize on the H100 (tools/graph_fin_matrix.sh runs the
 # whole matrix of CUPTI states). BUILD_DIR: a build folder, or dist/stepprof (the default, after
@@ -30,20 +31,51 @@ unset LD_PRELOAD CUDA_INJECTION64_PATH
 
 bad=0
 # one NAME PROGRAM [KEY=VALUE...]: the program's 300 iterations under stepprof (schedule: wait 10,
-# warmup 1, active 3, repeat 1, so the schedule ends early and most replays come after it)
+# warmup 1, active 3, repeat 1, so the schedule ends early and most replays come after it). PASS:
+# exit 0 (a replay after a cuptiFinalize that broke it ends in "unspecified launch failure"), a
+# readable trace, the output's checksum (graphs_infer.py) equal to a run without stepprof, and
+# either a detach from CUPTI or a line saying why it stays subscribed. The line says which, and the
+# program's median STEP time after the window over before it when it prints STEP lines.
 one() {
-	local name=$1 prog=$2 d=$OUT/$1
+	local name=$1 prog=$2 d=$OUT/$1 path
 	shift 2
 	mkdir -p "$d"
-	env STEPPROF_PROFILE_OUTPUT="$d/trace" STEPPROF_RANKS_RANKS=all STEPPROF_VERBOSE=1 "$@" LD_PRELOAD="$LIB" \
-		timeout 300 "$PY" "$ROOT/tests/gpu/corpus/$prog" 300 >"$d/stdout" 2>"$d/stderr" </dev/null
-	local rc=$? why=""
+	path=$ROOT/tests/gpu/corpus/$prog
+	[ -e "$path" ] || path=$ROOT/tests/gpu/programs/$prog
+	env PYTHONPATH="$ROOT/tests/gpu/corpus:$ROOT/tests/gpu/programs" STEPPROF_PROFILE_OUTPUT="$d/trace" \
+		STEPPROF_RANKS_RANKS=all STEPPROF_VERBOSE=1 "$@" LD_PRELOAD="$LIB" \
+		timeout 300 "$PY" "$path" 300 >"$d/stdout" 2>"$d/stderr" </dev/null
+	local rc=$? why="" how
 	"$SP" report "$d"/trace/*.sptrace >"$d/report" 2>&1 || why="no readable trace; "
 	[ $rc = 0 ] || why+="exit $rc ($(grep -m1 -E 'Error|error' "$d/stderr" | cut -c1-120)); "
-	grep -q "detached from CUPTI" "$d/stderr" && why+="detached from CUPTI; "
-	grep -q "not detaching from CUPTI.*created a CUDA graph" "$d/stderr" || why+="did not say why it stays subscribed; "
+	if grep -q "detached from CUPTI" "$d/stderr"; then
+		how="detached ($(grep -c 'detached from CUPTI' "$d/stderr") detaches)"
+	elif grep -q "not detaching from CUPTI.*created a CUDA graph" "$d/stderr"; then
+		how="stayed subscribed ($(grep -o 'a graph launch came past[^:]*\|activity kinds went off[^:]*' "$d/stderr" | head -1))"
+	else
+		why+="neither detached nor said why it stays subscribed; "
+	fi
+	if [ "$prog" = graphs_infer.py ]; then
+		[ -s "$OUT/infer.plain" ] || PYTHONPATH="$ROOT/tests/gpu/corpus" timeout 300 "$PY" "$path" 300 >"$OUT/infer.plain" 2>&1
+		[ "$(grep -o 'checksum=.*' "$d/stdout")" = "$(grep -o 'checksum=.*' "$OUT/infer.plain")" ] ||
+			why+="checksum $(grep -o 'checksum=.*' "$d/stdout") against $(grep -o 'checksum=.*' "$OUT/infer.plain") without stepprof; "
+	fi
+	local ratio
+	ratio=$("$PY" - "$d/stdout" "$d/report" <<'PY'
+import re, statistics, sys
+st = {int(m.group(1)): float(m.group(2)) for m in (re.match(r"STEP (\d+) ([0-9.]+)$", l.strip()) for l in open(sys.argv[1])) if m}
+w = re.search(r"steps (\d+)-(\d+)", open(sys.argv[2]).read())
+if st and w:
+    a, b = int(w.group(1)), int(w.group(2))
+    pre = [v for k, v in st.items() if 3 <= k < a - 2]
+    post = [v for k, v in st.items() if b + 5 < k < max(st)]
+    if pre and post:
+        print(f"; after/before the window {statistics.median(post) / statistics.median(pre):.3f} "
+              f"({statistics.median(post):.3f} / {statistics.median(pre):.3f} ms, {len(post)}/{len(pre)} steps)")
+PY
+)
 	if [ -z "$why" ]; then
-		echo "PASS graph_detach-$name"
+		echo "PASS graph_detach-$name: $how$ratio"
 	else
 		echo "FAIL graph_detach-$name: $why(see $d/stderr)"
 		bad=1
@@ -53,7 +85,11 @@ one train-auto graphs_train.py
 one train-api graphs_train.py STEPPROF_MARKER_KIND=api 'STEPPROF_MARKER_PATTERN=cudaGraphLaunch*'
 one train-hooks graphs_train.py STEPPROF_MARKER_LEARN=hooks
 one train-always graphs_train.py STEPPROF_CUPTI_DETACH_BETWEEN=always 'STEPPROF_SCHEDULE_REPEAT=3'
+one train-nodetach graphs_train.py STEPPROF_CUPTI_GRAPH_DETACH=false
 one infer-auto graphs_infer.py
+one infer-nodetach graphs_infer.py STEPPROF_CUPTI_GRAPH_DETACH=false
+one compile-auto compile_infer_graphs.py
+one compile-nodetach compile_infer_graphs.py STEPPROF_CUPTI_GRAPH_DETACH=false
 
 C=${CUDA_HOME:-/usr/local/cuda}
 CI=$C/extras/CUPTI/include CL=$C/extras/CUPTI/lib64
