@@ -111,6 +111,9 @@ void sp_collector_py_installed(int what, int index);
  * Never calls Python; attaches to CUPTI if the step that begins collects. This function can't
  * fail. */
 void sp_collector_py_event(int what, const void *obj, const char *cls, int index);
+/* SP_PY_OPTIM's index: 1 if the step ran inside a CUDA stream capture. Whether to look (before
+ * the first window: a captured step changes how kind = auto finds steps). Can't fail. */
+int sp_collector_py_check_capture(void);
 /* Torch operators and modules inside windows (collector/ops.c): an NVTX range of the default domain
  * begins (msg, NULL if none) / ends. Any thread; never blocks. Return the depth on this thread (push)
  * or the depth left (pop; -1 when none was open). */

@@ -336,6 +336,8 @@ int sp_pyglue_counts(void);
 /* kind = auto switched to optimizer steps at step (SP_DET_SWITCH): no launch or anchor hook is
  * wanted any more; said with STEPPROF_VERBOSE. Under sp_col.lock. Can't fail. */
 void sp_pyglue_switched(int64_t step);
+/* ... and gave them up (SP_DET_UNSWITCH): the next token ticks the life cycle again. Can't fail. */
+void sp_pyglue_unswitched(void);
 /* Why the current optimizer or python marker recorded no step, into buf ("the optimizer marker:
  * torch.optim.optimizer was never imported"). Returns 0 for other markers. Under sp_col.lock. */
 int sp_pyglue_explain(char *buf, size_t n);

@@ -124,13 +124,14 @@ static void after_token(void)
 }
 
 /* One token of the bridge at t on this thread: recorded, fed to each marker that takes it. */
-static void token(int kind, uint32_t name, uint64_t t)
+static void token(int kind, uint8_t flags, uint32_t name, uint64_t t)
 {
 	if (sp_tokrec_on)
-		sp_tokrec_add((uint8_t)kind, 0, name, t, sp_coll_tid());
+		sp_tokrec_add((uint8_t)kind, flags, name, t, sp_coll_tid());
 	for (int i = 0; i < sp_col.nmk; i++)
 		if (takes(i, kind, name))
-			sp_win_detect(i, (uint8_t)kind, kind == SP_TOK_PYCALL ? SP_TOKF_MATCHED : 0, name, t, 0, 0, 0);
+			sp_win_detect(i, (uint8_t)kind, flags | (kind == SP_TOK_PYCALL ? SP_TOKF_MATCHED : 0), name, t, 0,
+				      0, 0);
 	after_token();
 }
 
@@ -146,7 +147,7 @@ void sp_collector_py_installed(int what, int index)
 	if (!live() || what < SP_PY_OPTIM || what > SP_PY_CALL ||
 	    (what == SP_PY_CALL && (index < 0 || index >= pynames.ncalls)))
 		return;
-	token(SP_TOK_PYHOOK, what == SP_PY_CALL ? pynames.call[index] : pynames.hook[what - 1], sp_thr_ns(1));
+	token(SP_TOK_PYHOOK, 0, what == SP_PY_CALL ? pynames.call[index] : pynames.hook[what - 1], sp_thr_ns(1));
 }
 
 void sp_collector_py_event(int what, const void *obj, const char *cls, int index)
@@ -155,9 +156,15 @@ void sp_collector_py_event(int what, const void *obj, const char *cls, int index
 		return;
 	uint64_t t = sp_thr_ns(1);
 	if (what == SP_PY_CALL && index >= 0 && index < pynames.ncalls)
-		token(SP_TOK_PYCALL, pynames.call[index], t);
+		token(SP_TOK_PYCALL, 0, pynames.call[index], t);
 	else if (what == SP_PY_OPTIM || what == SP_PY_SCALER)
-		token(what == SP_PY_OPTIM ? SP_TOK_OPTIM : SP_TOK_SCALER, object_name(what, obj, cls), t);
+		token(what == SP_PY_OPTIM ? SP_TOK_OPTIM : SP_TOK_SCALER,
+		      what == SP_PY_OPTIM && index ? SP_TOKF_CAPTURED : 0, object_name(what, obj, cls), t);
+}
+
+int sp_collector_py_check_capture(void)
+{
+	return live() && sp_col.next_window_id == 0;
 }
 
 int sp_pyglue_parks(void)
@@ -212,6 +219,11 @@ void sp_pyglue_start(void)
 void sp_pyglue_stop(void)
 {
 	sp_pybridge_stop();
+}
+
+void sp_pyglue_unswitched(void)
+{
+	atomic_store(&pynames.ticked, -2); /* step -1 again: the next token ticks (the detector wants launches) */
 }
 
 void sp_pyglue_switched(int64_t step)

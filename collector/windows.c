@@ -258,8 +258,7 @@ static struct window *open_window(uint64_t t, uint32_t corr)
 	}
 	w->id = sp_col.next_window_id++;
 	w->mk = sp_col.cur;
-	if (sp_col.mk[sp_col.cur].det->kind == SP_MARK_AUTO)
-		sp_stepdet_no_switch(sp_col.mk[sp_col.cur].det); /* its steps stay automatic (stepdet.h) */
+	sp_stepdet_no_switch(sp_col.mk[sp_col.cur].det); /* its steps stay as they are (stepdet.h) */
 	sp_col.rt[sp_col.cur].windows++;
 	w->first_step = w->last_step = sp_col.step;
 	w->t_begin = t;
@@ -407,6 +406,21 @@ static void py_apply(const struct sp_det_out *o)
 	char say[300];
 	if (o->what & SP_DET_SWITCH)
 		sp_pyglue_switched(o->step);
+	if (o->what & SP_DET_UNSWITCH) {
+		sp_info("the program's optimizer step ran inside a CUDA graph capture in step %lld (a graph's replays "
+			"never call torch's optimizer hook): automatic steps again, learning the launch stream's "
+			"period; steps are numbered afresh from its lock",
+			(long long)sp_col.step);
+		sp_col.step = -1;
+		sp_col.step_open = 0;
+		sp_pyglue_unswitched();
+		sp_writer_kick(); /* launches are wanted: a parked writer re-attaches now */
+	}
+	if (o->what & SP_DET_CAPTURED)
+		sp_warn("the program's optimizer step ran inside a CUDA graph capture (step %lld): the graph's "
+			"replays never call torch's optimizer hook, so [marker] kind = optimizer counts no step "
+			"they make (kind = auto finds them from the launches)",
+			(long long)sp_col.step);
 	if (o->what & SP_DET_NOSWITCH)
 		sp_warn("the program's optimizer steps came after a window of automatic steps had begun: the steps "
 			"stay "

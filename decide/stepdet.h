@@ -55,6 +55,10 @@
 				 * is an optimizer marker now, numbering from the hook's install */
 #define SP_DET_NOSWITCH 0x2000u /* ... it did not, a window of automatic steps having begun (once) */
 #define SP_DET_PYRULE 0x4000u   /* the optimizer steps' rule changed (sp_pysteps_say says the new one) */
+#define SP_DET_UNSWITCH 0x8000u /* kind = auto gives the optimizer steps up: one was captured into a CUDA
+				 * graph (its replays never call the hook) before any window; learning
+				 * again, steps numbered afresh (once) */
+#define SP_DET_CAPTURED 0x10000u /* kind = optimizer: a step was captured into a CUDA graph (once) */
 
 struct sp_det_out {
 	unsigned what;
@@ -174,6 +178,7 @@ struct sp_stepdet {
 	int py_hooked;                /* auto: the optimizer hook is in (its PYHOOK token came) */
 	int py_no_switch;             /* auto: a window has begun: no switch to optimizer steps */
 	int py_said;                  /* auto: SP_DET_NOSWITCH returned */
+	int py_captured;              /* an optimizer step ran inside a graph capture (said once) */
 };
 
 /* Sets d up for marker kind (enum sp_marker_kind), pattern (glob; ignored for auto and

@@ -3,6 +3,7 @@
  * tokens from collector/pybridge/ for kind = optimizer and python, and kind = auto's switch. Pure. */
 #include <string.h>
 #include "stepdet.h"
+#include "stepdet_int.h"
 #include "collector/base/intern.h"
 #include "config/config.h"
 
@@ -55,14 +56,42 @@ static void optimizer(struct sp_stepdet *d, const struct sp_token *t, struct sp_
 		boundary(d, t->ts, out);
 }
 
+/* An optimizer step captured into a CUDA graph (torch.cuda.graph with a capturable optimizer): its
+ * replays never call the hook. kind = auto learns the launch stream's period again if no window has
+ * begun (steps numbered afresh), and never takes the optimizer steps; kind = optimizer says so. */
+static void captured(struct sp_stepdet *d, struct sp_det_out *out)
+{
+	int first = !d->py_captured;
+	d->py_captured = 1;
+	if (!d->how.from_auto) {
+		if (first && d->kind == SP_MARK_OPTIMIZER)
+			out->what |= SP_DET_CAPTURED;
+		return;
+	}
+	if (d->py_no_switch)
+		return; /* a window of its steps has begun: the schedule goes on with them */
+	d->kind = SP_MARK_AUTO;
+	memset(&d->how, 0, sizeof d->how);
+	d->how.marker_kind = SP_MARK_AUTO;
+	d->step = -1;
+	d->step_open = 0;
+	d->hits = 0;
+	sp_det_start_learning(d, out);
+	out->what |= SP_DET_UNSWITCH | SP_DET_END;
+}
+
 /* kind = auto: the optimizer hook is in and an optimizer step (or a scaler update) came: the
  * period detector gives way to the program's own steps, numbered from the hook's install, unless a
- * window of automatic steps has begun. */
+ * window of automatic steps has begun or a step was captured into a graph. */
 static void auto_switch(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_out *out)
 {
 	if (optimizer_hooked(t))
 		d->py_hooked = 1;
 	if (!d->py_hooked || (t->kind != SP_TOK_OPTIM && t->kind != SP_TOK_SCALER))
+		return;
+	if (t->kind == SP_TOK_OPTIM && (t->flags & SP_TOKF_CAPTURED))
+		d->py_captured = 1;
+	if (d->py_captured)
 		return;
 	if (d->py_no_switch) {
 		if (!d->py_said)
@@ -94,7 +123,10 @@ void sp_stepdet_py_feed(struct sp_stepdet *d, const struct sp_token *t, struct s
 		auto_switch(d, t, out);
 		break;
 	case SP_MARK_OPTIMIZER:
-		optimizer(d, t, out);
+		if (t->kind == SP_TOK_OPTIM && (t->flags & SP_TOKF_CAPTURED))
+			captured(d, out);
+		if (d->kind == SP_MARK_OPTIMIZER)
+			optimizer(d, t, out);
 		break;
 	case SP_MARK_PYTHON:
 		if (t->kind == SP_TOK_PYCALL &&

@@ -37,6 +37,7 @@ enum sp_tok_kind {
 #define SP_TOKF_SYNC 0x10 /* the call blocks the host until the GPU catches up */
 #define SP_TOKF_DRIVER 0x20 /* a driver API call (else runtime) */
 #define SP_TOKF_RANGE 0x40 /* NVTX start/end (not push/pop) */
+#define SP_TOKF_CAPTURED 0x10 /* SP_TOK_OPTIM: the step ran inside a CUDA stream capture (a graph holds it) */
 /* Never in a file: the caller has matched the token against the marker itself (stepdet.h). */
 #define SP_TOKF_MATCHED 0x80
 

@@ -80,6 +80,9 @@ static const char helper_src[] =
 	"    if r is None or type(r) is str:\n"
 	"        return r\n"
 	"    return r[2](hook)\n"
+	"def capturing(mods):\n"
+	"    r = find(mods, 'torch.cuda', 'is_current_stream_capturing')\n"
+	"    return r[2] if type(r) is tuple else None\n"
 	"def at_exit(mods, fn):\n"
 	"    r = find(mods, 'atexit', 'register')\n"
 	"    if r is None or type(r) is str:\n"
@@ -136,6 +139,39 @@ static const char helper_src[] =
 
 /* ---- the callables ---- */
 
+static PyObj *helper(const char *name, PyObj *a, PyObj *b, PyObj *c, PyObj *d, PyObj *e);
+
+/* torch.cuda.is_current_stream_capturing, once found; off after an exception. */
+static struct {
+	PyObj *fn;
+	int off;
+} capture_check;
+
+/* 1 if the current CUDA stream captures a graph (asked before the first window only). */
+static int capturing(void)
+{
+	if (capture_check.off || !sp_collector_py_check_capture())
+		return 0;
+	if (!capture_check.fn) {
+		PyObj *f = helper("capturing", sp_py.modules(), NULL, NULL, NULL, NULL);
+		if (f && f != sp_py.none)
+			capture_check.fn = f; /* kept for the process */
+		else if (f)
+			sp_py.decref(f); /* torch.cuda not imported yet: asked again at the next step */
+		else
+			capture_check.off = 1;
+	}
+	PyObj *r = capture_check.fn ? sp_py.call(capture_check.fn, NULL) : NULL;
+	int yes = r && !strcmp(sp_py_type_name(r), "bool") && sp_py.long_as(r) == 1;
+	if (r)
+		sp_py.decref(r);
+	else if (capture_check.fn)
+		capture_check.off = 1;
+	if (!r)
+		sp_py.clear();
+	return yes;
+}
+
 /* torch's global optimizer post hook: hook(optimizer, args, kwargs), after each step(). Takes
  * any call (keywords too) so that no call of it can raise in the program. */
 static PyObj *on_optim(PyObj *self, PyObj *const *args, ssize_t nargs, PyObj *kwnames)
@@ -146,7 +182,7 @@ static PyObj *on_optim(PyObj *self, PyObj *const *args, ssize_t nargs, PyObj *kw
 	if (nargs < 1)
 		sp_pyb_off("the optimizer post hook", "torch called it without the optimizer");
 	else
-		sp_collector_py_event(SP_PY_OPTIM, args[0], sp_py_type_name(args[0]), 0);
+		sp_collector_py_event(SP_PY_OPTIM, args[0], sp_py_type_name(args[0]), capturing());
 	sp_pyops_tick();
 	sp_pymem_tick();
 	return sp_py_none();

@@ -256,6 +256,15 @@ expect eval "11:7 12:37 13:7" &&
 # the default configuration ([marker] kind = auto): the program's optimizer steps once the hook
 # fired, numbered from its install; the launch hooks learn until then and never after (the stand-in
 # driver is asked a kernel's name only for the 7 launches of the first iteration)
+# an optimizer step inside a CUDA graph capture (torch.cuda.graph with a capturable optimizer): the
+# graph's replays never call the hook, so the default gives the optimizer steps up and finds the
+# replayed steps from the launches (it recorded nothing before: 4 optimizer steps, then silence)
+run captured "$PY" auto "" captured 40
+c=$(steps captured)
+grep -q "the program's optimizer step ran inside a CUDA graph capture" "$T/captured/stderr" &&
+	[ "$(echo "$c" | wc -w)" = 3 ] && ! echo "$c" | tr " " "\n" | grep -qv ":5$" &&
+	ok "default configuration, an optimizer step captured into a graph: automatic steps again, 3 steps of the 5 replayed kernels ($c)" ||
+	bad "captured: steps '$c'; $(grep -v begins "$T/captured/stderr" | tail -5)"
 run default "$PY" auto "" gan 30 FAKE_CUDA="$CUDA"
 expect default "11:8 12:8 13:8" &&
 	"$B/stepprof" report --json "$T/default"/out/*.sptrace | grep -q '"steps_found_by":"found by the program.s optimizer steps (torch.optim.s global post hook; kind = auto took them' &&

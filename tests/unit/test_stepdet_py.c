@@ -167,12 +167,74 @@ static void auto_switches(void **state)
 	sp_stepdet_free(&det);
 }
 
+static unsigned feed_captured(const char *name, struct sp_det_out *o)
+{
+	struct sp_token t = { .kind = SP_TOK_OPTIM, .flags = SP_TOKF_CAPTURED, .tid = 1, .name = sp_intern(name) };
+	t.ts = now += 100000;
+	sp_stepdet_feed(&det, &t, o);
+	return o->what;
+}
+
+/* A training step captured into a CUDA graph (torch.cuda.graph with a capturable optimizer): kind =
+ * auto took the warm-up's optimizer steps, then one ran inside the capture; the graph's replays never
+ * call the hook, so the detector learns the launches' period again (steps numbered afresh) and never
+ * takes the optimizer steps; once a window of them began it keeps them; kind = optimizer says so once. */
+static void captured_step(void **state)
+{
+	(void)state;
+	struct sp_det_out o;
+	int64_t step = -1;
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	feed(SP_TOK_PYHOOK, "optimizer", &o);
+	for (int i = 0; i < 3; i++)
+		feed(SP_TOK_OPTIM, "Adam#1", &o); /* the warm-up, on a side stream */
+	assert_int_equal(det.kind, SP_MARK_OPTIMIZER);
+	assert_true(feed_captured("Adam#1", &o) & SP_DET_UNSWITCH);
+	assert_true(o.what & SP_DET_WANTS);
+	assert_int_equal(det.kind, SP_MARK_AUTO);
+	assert_int_equal(det.how.from_auto, 0);
+	assert_true(sp_stepdet_wants(&det) != 0);
+	assert_int_equal(feed(SP_TOK_OPTIM, "Adam#1", &o) & (SP_DET_SWITCH | SP_DET_BOUNDARY), 0);
+	unsigned all = 0;
+	for (int i = 0; i < 12; i++)
+		all |= cuda_iteration(&step);
+	assert_true(all & SP_DET_LOCK);
+	assert_int_equal(det.kind, SP_MARK_AUTO);
+	sp_stepdet_free(&det);
+
+	/* captured before the switch: never switches */
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	feed(SP_TOK_PYHOOK, "optimizer", &o);
+	assert_int_equal(feed_captured("Adam#1", &o) & SP_DET_SWITCH, 0);
+	assert_int_equal(feed(SP_TOK_OPTIM, "Adam#1", &o) & SP_DET_SWITCH, 0);
+	assert_int_equal(det.kind, SP_MARK_AUTO);
+	sp_stepdet_free(&det);
+
+	/* a window of the optimizer steps began: they stay */
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_AUTO, "", 1, NULL), 0);
+	feed(SP_TOK_PYHOOK, "optimizer", &o);
+	feed(SP_TOK_OPTIM, "Adam#1", &o);
+	sp_stepdet_no_switch(&det);
+	assert_int_equal(feed_captured("Adam#1", &o) & SP_DET_UNSWITCH, 0);
+	assert_int_equal(det.kind, SP_MARK_OPTIMIZER);
+	sp_stepdet_free(&det);
+
+	/* kind = optimizer: said once, steps go on */
+	assert_int_equal(sp_stepdet_init(&det, SP_MARK_OPTIMIZER, "", 1, NULL), 0);
+	feed(SP_TOK_PYHOOK, "optimizer", &o);
+	assert_true(feed_captured("Adam#1", &o) & SP_DET_CAPTURED);
+	assert_int_equal(feed_captured("Adam#1", &o) & SP_DET_CAPTURED, 0);
+	assert_int_equal(det.kind, SP_MARK_OPTIMIZER);
+	sp_stepdet_free(&det);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(optimizer_marker),
 		cmocka_unit_test(python_marker),
 		cmocka_unit_test(auto_switches),
+		cmocka_unit_test(captured_step),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,9 @@
 # static (one, inside the staticmethod Trainer.static_step), lazy (one, inside lazymod.lazy_step
 # of a module imported with importlib's LazyLoader, loaded by the program half a second later),
 # tools (one; the program takes sys.monitoring tool ids 3 and 4 once the bridge's watches are in),
+# captured (3 warm-up iterations with an optimizer step, one whose step runs "inside a CUDA graph
+# capture" (torch.cuda.is_current_stream_capturing() true), then iterations of 5 launches and a
+# cudaDeviceSynchronize with no optimizer step: a training step captured into a graph and replayed),
 # leak (ITERS optimizer steps, GradScaler updates and calls of `marked` that launch nothing, then
 # the change in the reference counts of None, the optimizer and the scaler, and in the memory
 # tracemalloc sees: stepprof's callables must hold no reference and allocate nothing per event).
@@ -245,6 +248,18 @@ for it in range(iters):
             launch("bwd_fake")
             launch("bwd_fake")
         opt.step()
+    elif scenario == "captured":
+        if it < 4:
+            torch.cuda.capturing = it == 3
+            launch("fwd_fake")
+            opt.step()
+            torch.cuda.capturing = False
+        else:
+            for k in range(5):
+                launch("graph_k%d_fake" % k)
+            corr[0] += 1
+            cupti.fake_cupti_fire(0, 165, 0, corr[0])  # cudaDeviceSynchronize, entry and exit
+            cupti.fake_cupti_fire(0, 165, 1, corr[0])
     elif scenario == "scaler":
         for k in range(2):
             launch("fwd_fake")

@@ -3,5 +3,11 @@
 # history and snapshot), imported by `import torch` as torch's is, unless STANDIN_NO_CUDA_MEMORY=1.
 import os
 
+capturing = False  # prog.py's "captured" scenario sets it around a step "inside a graph capture"
+
+
+def is_current_stream_capturing():
+    return capturing
+
 if not os.environ.get("STANDIN_NO_CUDA_MEMORY"):
     from . import memory  # noqa: F401
