@@ -148,7 +148,8 @@ struct sp_memtorch {
 	uint64_t history_us;    /* when the collector turned the history on (unix-epoch us) */
 	uint64_t series_us;     /* the series' start: history_us, or later when cut */
 	uint64_t entries, skipped; /* trace entries read, and left out as malformed, by the collector */
-	int cut;                /* the ring was full: events before series_us are lost */
+	int cut;                /* events before series_us are lost: 1 the ring was full, 2 past the
+	                           summary's bound (in the pickle still) */
 	uint64_t peak_us, peak; /* the highest allocated level in the series and when first reached */
 	struct sp_memtorch_line at_peak[SP_MEMTORCH_TOP]; /* live at the peak by line, largest first */
 	int nat;

@@ -122,7 +122,7 @@ static void parse_line(struct sp_memtorch *t, const char *line, int *have)
 		t->history_us = v[0], *have |= 4;
 	else if (!nums(line, "entries", v, 2))
 		t->entries = v[0], t->skipped = v[1];
-	else if (!nums(line, "cut", v, 1) && v[0] <= 1)
+	else if (!nums(line, "cut", v, 1) && v[0] <= 2)
 		t->cut = (int)v[0];
 	else if (!nums(line, "series_start_us", v, 1))
 		t->series_us = v[0], *have |= 8;
@@ -228,8 +228,10 @@ static void history_text(const struct sp_memtorch *t, FILE *out)
 	if (t->cut)
 		fprintf(out,
 			"    the allocator's history was cut: the series starts at %+.3f ms from %s, not at the "
-			"window's start (its %" PRIu64 " events filled the ring: raise torch_memory_entries)\n",
-			rel_ms(t, t->series_us), from, t->entries);
+			"window's start (%s)\n",
+			rel_ms(t, t->series_us), from,
+			t->cut == 1 ? "the window's events filled the ring: raise torch_memory_entries"
+				    : "the summary reads the latest 500000 events; the snapshot's pickle has them all");
 	if (t->nat)
 		fprintf(out,
 			"    live at the peak by line (innermost frame outside torch; block sizes of tensors freed "

@@ -195,7 +195,17 @@ for w, last in ((0, 5), (1, 11)):
     assert t["cut"] is True and t["series_start_ns"] > 0, t
     ms = t["series_start_ns"] / 1e6
     assert re.search(r"the allocator\x27s history was cut: the series starts at \+%.3f ms from the window\x27s start, not "
-                     r"at the window\x27s start \(its 777 events filled the ring" % ms, mem), mem
+                     r"at the window\x27s start \(the window\x27s events filled the ring: raise torch_memory_entries" % ms, mem), mem
+'
+
+EXTRA='[activities]\ntorch_memory = true\ntorch_memory_entries = 600000\n' run cut_bound /usr/bin/python3 STANDIN_TRACE=cut
+check cut_bound "600000 entries: the summary reads the latest 500000, said as cut 2" '
+assert rc == 0 and sorted(sums) == [0, 1], (rc, sorted(sums))
+for w, last in ((0, 5), (1, 11)):
+    head, kv, pts, at = v2(sums[w])
+    assert kv["cut"] == ["2"] and kv["entries"] == ["500000", "0"] and len(pts) <= 1001, (kv, len(pts))
+    assert pts[-1][1] == 1000 + last and len(sums[w]) < 64 << 10, pts[-3:]
+assert mem.count("the summary reads the latest 500000 events; the snapshot\x27s pickle has them all") == 2, mem
 '
 
 run hostile /usr/bin/python3 STANDIN_TRACE=hostile

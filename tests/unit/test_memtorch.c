@@ -113,6 +113,22 @@ static void test_v2(void **state)
 	assert_non_null(strstr(js, "\"t\":[3.000,6.000,11.000],\"a\":[4096,5247981,1005]"));
 	sp_memtorch_free(&t);
 
+	char v2b[sizeof v2];
+	memcpy(v2b, v2, sizeof v2);
+	memcpy(strstr(v2b, "cut 1"), "cut 2", 5); /* cut by the summary's bound, not the ring */
+	put(v2b);
+	assert_int_equal(sp_memtorch_read(&w, trace, &t), 0);
+	text = capture(sp_memtorch_text, &w, &t);
+	assert_non_null(
+		strstr(text, "(the summary reads the latest 500000 events; the snapshot's pickle has them all)"));
+	sp_memtorch_free(&t);
+	memcpy(strstr(v2b, "cut 2"), "cut 3", 5); /* no such cut: not read */
+	put(v2b);
+	assert_int_equal(sp_memtorch_read(&w, trace, &t), 0);
+	assert_int_equal(t.cut, 0);
+	sp_memtorch_free(&t);
+	put(v2);
+
 	w.anchor_mono = w.anchor_real = 0; /* no clock pair: the history's own axis, said */
 	assert_int_equal(sp_memtorch_read(&w, trace, &t), 0);
 	assert_false(t.mapped);
