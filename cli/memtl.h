@@ -165,6 +165,7 @@ int sp_memtorch_load(const char *path, struct sp_memtorch *t);
 /* The summary of window w beside trace into t, its times mapped to w's start through w's clock pair
  * where that is plausible. Returns 0, or -1 (none: t empty). Exits if memory runs out. */
 int sp_memtorch_read(const struct sp_memtl *w, const char *trace, struct sp_memtorch *t);
+/* Frees t's series (t keeps the rest). Can't fail. */
 void sp_memtorch_free(struct sp_memtorch *t);
 /* t as text under w's driver view (the gap between them named), as the "torch" member of w's
  * JSON object (t NULL: null), and as the page's data for w (nothing without a series). Can't fail. */

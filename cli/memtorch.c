@@ -53,7 +53,8 @@ static int num(const char **p, uint64_t *v)
 	return 0;
 }
 
-/* Reads n numbers after keyword key at the start of line into v. Returns 0, or -1. */
+/* Reads the n numbers of a "KEY N..." line into v. Returns 0, or -1 (another key, fewer numbers, or
+ * anything after them). */
 static int nums(const char *line, const char *key, uint64_t *v, int n)
 {
 	size_t k = strlen(key);

@@ -11,7 +11,8 @@
 #include "pybridge_int.h"
 
 /* The helpers, compiled into the bridge's private globals: mem_on (history on), mem_off (snapshot,
- * summary, history off), mem_watch_oom and mem_oom (the out-of-memory snapshot). */
+ * summary, history off), mem_watch_oom and mem_oom (the out-of-memory snapshot). The summary's
+ * series is worked back from the snapshot's live bytes over its device_traces (docs/OUTPUTS.md). */
 static const char mem_src[] =
 	"_tm = {}\n"
 	"def mem_on(mods, n):\n"
