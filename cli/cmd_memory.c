@@ -43,7 +43,7 @@ static void owners_json(struct sp_out *x, const struct sp_memtl *w, const struct
  * them: size, kind, made relative to the window's start, innermost frame, and on a GPU its owner
  * and how that was told), and per GPU the bytes of each owner. Can't fail. */
 static void window_json(struct sp_out *x, const struct sp_memtl *w, const struct sp_trace_reader *r, struct sp_sym *sym,
-			int first)
+			const struct sp_memtorch *t, int first)
 {
 	sp_out_printf(x,
 		      "%s{\"id\":%u,\"first_step\":%lld,\"last_step\":%lld,\"duration_ns\":%llu,"
@@ -84,7 +84,9 @@ static void window_json(struct sp_out *x, const struct sp_memtl *w, const struct
 			owners_json(x, w, s, r, sym);
 		sp_out_puts(x, "}");
 	}
-	sp_out_puts(x, "]}");
+	sp_out_puts(x, "]");
+	sp_memtorch_json(x, w, t);
+	sp_out_puts(x, "}");
 }
 
 const struct sp_cmd_spec sp_spec_memory = {
@@ -155,6 +157,26 @@ static struct sp_out *json_begin(const char *trace, const char *out)
 	return jx;
 }
 
+/* One window: its page section, then its JSON object (jx) or its text summary, each with PyTorch's
+ * allocator view when the summary beside trace exists. */
+static void show(struct sp_out *o, struct sp_out *jx, const struct sp_memtl *w, const struct sp_trace_reader *r,
+		 struct sp_sym *sym, const char *trace, int first)
+{
+	struct sp_memtorch t;
+	int torch = sp_memtorch_read(w, trace, &t) == 0;
+	sp_memtl_html_window(o, w, r, sym);
+	if (torch)
+		sp_memtorch_html(o, w, &t);
+	if (jx)
+		window_json(jx, w, r, sym, torch ? &t : NULL, first);
+	else {
+		sp_memtl_summary(w, r, sym, SUMMARY_TOP, stdout);
+		if (torch)
+			sp_memtorch_text(w, &t, stdout);
+	}
+	sp_memtorch_free(&t);
+}
+
 /* Exit status: 0 written; 1 unreadable trace, no (such) window, corrupt chunk (the page is still
  * written with the windows before it) or write error; 2 usage. */
 int sp_cmd_memory(int argc, char **argv)
@@ -200,13 +222,7 @@ int sp_cmd_memory(int argc, char **argv)
 		sp_cli_ids_add(ids, sizeof ids, w->id);
 		if (window >= 0 && w->id != window)
 			continue;
-		sp_memtl_html_window(o, w, r, sym);
-		if (jx)
-			window_json(jx, w, r, sym, !shown);
-		else {
-			sp_memtl_summary(w, r, sym, SUMMARY_TOP, stdout);
-			sp_memtl_torch_view(w, trace, stdout);
-		}
+		show(o, jx, w, r, sym, trace, !shown);
 		shown++;
 	}
 	sp_memtl_html_end(o);

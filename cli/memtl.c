@@ -317,6 +317,8 @@ struct sp_memtl_reader *sp_memtl_open(struct sp_trace_reader *r, struct sp_sym *
 	m->r = r;
 	m->sym = sym;
 	m->end_at = SIZE_MAX;
+	m->anchor_mono = sp_trace_header(r)->meta.anchor_mono_ns;
+	m->anchor_real = sp_trace_header(r)->meta.anchor_real_ns;
 	stretch_begin(m);
 	return m;
 }
@@ -360,6 +362,7 @@ int sp_memtl_next(struct sp_memtl_reader *m, const struct sp_memtl **w)
 				next.id = ev.u.window.id;
 				next.t0 = ev.start;
 				next.first_step = next.last_step = ev.u.window.first_step;
+				next.anchor_mono = m->anchor_mono, next.anchor_real = m->anchor_real;
 			} else {
 				m->done = 1;
 				m->rc = rc;
@@ -389,6 +392,11 @@ int sp_memtl_next(struct sp_memtl_reader *m, const struct sp_memtl **w)
 			break;
 		case SP_EV_STEP:
 			push_ev(&m->held, &m->nheld, &m->heldcap, &ev);
+			break;
+		case SP_EV_CLOCK: /* written at a window's end: the pair nearest to it */
+			m->anchor_mono = ev.start, m->anchor_real = ev.u.clock.realtime_ns;
+			if (m->have_cur && !m->cur.complete)
+				m->cur.anchor_mono = ev.start, m->cur.anchor_real = ev.u.clock.realtime_ns;
 			break;
 		case SP_EV_MODULE:
 			if (m->sym)

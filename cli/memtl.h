@@ -76,6 +76,8 @@ struct sp_memtl {
 	size_t ns;
 	struct sp_memtl_step *step; /* by start */
 	size_t nstep;
+	uint64_t anchor_mono, anchor_real; /* CLOCK_MONOTONIC / CLOCK_REALTIME pair nearest the window
+	                                      (its CLOCK record, else the file header's); 0 0 none */
 };
 
 struct sp_memtl_reader;
@@ -125,10 +127,54 @@ void sp_memtl_owners(const struct sp_memtl *w, const struct sp_memtl_series *s, 
 
 /* b bytes as "512B", "1.50KiB", "3.00MiB", "2.00GiB" in buf. Returns buf. Can't fail. */
 const char *sp_memtl_bytes(char *buf, size_t n, uint64_t b);
-/* PyTorch's allocator at window w's end, from the summary the collector wrote beside trace
- * ([activities] torch_memory), set against the driver's level; nothing if there is none. Can't
- * fail. (memtorch.c) */
-void sp_memtl_torch_view(const struct sp_memtl *w, const char *trace, FILE *out);
+/* PyTorch's caching allocator in a window (memtorch.c), from the summary the collector wrote
+ * beside the trace ([activities] torch_memory; docs/OUTPUTS.md), read as hostile text. */
+#define SP_MEMTORCH_TOP 10          /* top and at_peak lines kept */
+#define SP_MEMTORCH_MAX_POINTS 4096 /* series points kept (the collector writes about 1000) */
+struct sp_memtorch_line {
+	uint64_t bytes, blocks;
+	char where[320];        /* FILE:LINE FUNCTION of the innermost frame outside torch, or '?' */
+};
+struct sp_memtorch_point {
+	uint64_t t_us, allocated, reserved; /* unix-epoch us (torch's time_us), bytes from then on */
+};
+struct sp_memtorch {
+	char path[4200];
+	int version;            /* of the file: 1 or 2 */
+	uint64_t allocated, reserved, segments, blocks; /* at the window's end */
+	struct sp_memtorch_line top[SP_MEMTORCH_TOP]; /* largest live blocks at the end */
+	int ntop;
+	int history;            /* version 2 with a usable series, its start and its peak */
+	uint64_t history_us;    /* when the collector turned the history on (unix-epoch us) */
+	uint64_t series_us;     /* the series' start: history_us, or later when cut */
+	uint64_t entries, skipped; /* trace entries read, and left out as malformed, by the collector */
+	int cut;                /* events before series_us are lost: 1 the ring was full, 2 past the
+	                           summary's bound (in the pickle still) */
+	uint64_t peak_us, peak; /* the highest allocated level in the series and when first reached */
+	struct sp_memtorch_line at_peak[SP_MEMTORCH_TOP]; /* live at the peak by line, largest first */
+	int nat;
+	struct sp_memtorch_point *pt; /* time order */
+	size_t npt;
+	size_t dropped;         /* point lines left out: past SP_MEMTORCH_MAX_POINTS or out of order */
+	int mapped;             /* the window's clock pair puts the history inside the window */
+	int64_t off_us;         /* the series' origin: the window's start (mapped) or history_us */
+};
+/* Reads summary path into t. Returns 0, or -1 (no such file, not a summary, or neither allocated nor
+ * reserved in it; t empty). Exits the CLI if memory runs out. */
+int sp_memtorch_load(const char *path, struct sp_memtorch *t);
+/* The summary of window w beside trace into t, its times mapped to w's start through w's clock pair
+ * where that is plausible. Returns 0, or -1 (none: t empty). Exits if memory runs out. */
+int sp_memtorch_read(const struct sp_memtl *w, const char *trace, struct sp_memtorch *t);
+/* Frees t's series (t keeps the rest). Can't fail. */
+void sp_memtorch_free(struct sp_memtorch *t);
+/* t as text under w's driver view (the gap between them named), as the "torch" member of w's
+ * JSON object (t NULL: null), and as the page's data for w (nothing without a series). Can't fail. */
+struct sp_out;
+void sp_memtorch_text(const struct sp_memtl *w, const struct sp_memtorch *t, FILE *out);
+void sp_memtorch_json(struct sp_out *x, const struct sp_memtl *w, const struct sp_memtorch *t);
+void sp_memtorch_html(struct sp_out *o, const struct sp_memtl *w, const struct sp_memtorch *t);
+/* s as a JavaScript string literal safe inside <script> (memtl_html.c). Can't fail. */
+void sp_memtl_js_str(struct sp_out *o, const char *s);
 /* The short text summary of w: per series the peak in the window, its time and step, the peak
  * since process start, and the top allocations alive at the peak (symbolised stack tops). Stack
  * ids are read from r. Can't fail (stdio errors are the caller's). */

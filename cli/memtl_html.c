@@ -50,15 +50,24 @@ static const char page_script[] =
 	" const sec=document.getElementById(\"w\"+W.id);\n"
 	" sec.appendChild(el(\"h2\",`Window ${W.id}: steps ${W.first_step}-${W.last_step}, ${W.dur.toFixed(3)} ms`"
 	"+(W.complete?\"\":\" (incomplete)\")));\n"
-	" if(!W.series.length){sec.appendChild(el(\"p\",\"No memory records in this window.\"));return;}\n"
+	" if(!W.series.length&&!W.torch){sec.appendChild(el(\"p\",\"No memory records in this window.\"));return;}\n"
 	" const lg=el(\"div\",undefined,\"legend\");\n"
 	" W.series.forEach((s,i)=>{const e=el(\"span\",`${s.label}: peak ${fmtB(s.peak)} at ${fmtMs(s.peak_ms)}`"
 	"+(s.peak_ever?`, peak since process start ${fmtB(s.peak_ever)}`:\"\"));"
 	"e.style.borderColor=COLORS[i%COLORS.length];lg.appendChild(e);});\n"
 	" sec.appendChild(lg);\n"
+	" if(W.torch){const T=W.torch,p=el(\"p\",`PyTorch's caching allocator (${T.path}): allocated (black dashes), "
+	"peak ${fmtB(T.peak)} at ${fmtMs(T.peak_ms)}; reserved (grey dots), ${fmtB(T.reserved)} at the window's "
+	"end`+(T.driver_end>=0?`; the driver's level at the end ${fmtB(T.driver_end)}, "
+	"${fmtB(Math.max(0,T.driver_end-T.reserved))} of it outside torch's reserve (other libraries' workspaces, "
+	"allocations before stepprof tracked memory)`:\"\")+(T.mapped?\"\":\". The allocator's lines have their own "
+	"time axis: 0 is when its history was turned on, not the window's start (the trace's clock records do not "
+	"place them in the window)\")+(T.cut?`. The allocator's history was cut: its series starts at "
+	"${fmtMs(T.start_ms)}`:\"\"),\"meta\");sec.appendChild(p);}\n"
 	" const wrap=el(\"div\",undefined,\"plot\"),cv=el(\"canvas\"),tip=el(\"div\",undefined,\"tip\");\n"
 	" wrap.appendChild(cv);wrap.appendChild(tip);sec.appendChild(wrap);\n"
-	" const H=360,L=84,R=24,T=30,B=28;let top=1;W.series.forEach(s=>{if(s.peak>top)top=s.peak;});top*=1.1;\n"
+	" const H=360,L=84,R=24,T=30,B=28;let top=1;W.series.forEach(s=>{if(s.peak>top)top=s.peak;});\n"
+	" if(W.torch)W.torch.r.concat([W.torch.peak]).forEach(v=>{if(v>top)top=v;});top*=1.1;\n"
 	" function draw(cur){\n"
 	"  const w=wrap.clientWidth||900,d=window.devicePixelRatio||1;\n"
 	"  cv.width=w*d;cv.height=H*d;cv.style.width=w+\"px\";cv.style.height=H+\"px\";\n"
@@ -80,6 +89,11 @@ static const char page_script[] =
 	"   c.lineTo(x(W.dur),y(s.v[s.v.length-1]));c.stroke();c.lineWidth=1;\n"
 	"   c.fillStyle=col;c.beginPath();c.arc(x(s.peak_ms),y(s.peak),4,0,2*Math.PI);c.fill();\n"
 	"   c.fillText(\"peak \"+fmtB(s.peak),Math.min(x(s.peak_ms)+6,w-R-80),y(s.peak)-6);});\n"
+	"  if(W.torch){const "
+	"T=W.torch;[[T.a,\"#000\",[6,3]],[T.r,\"#888\",[2,3]]].forEach(([v,col,dash])=>{c.strokeStyle=col;c."
+	"setLineDash(dash);c.lineWidth=1.4;c.beginPath();c.moveTo(x(T.t[0]),y(v[0]));for(let "
+	"k=1;k<T.t.length;k++){c.lineTo(x(T.t[k]),y(v[k-1]));c.lineTo(x(T.t[k]),y(v[k]));}c.lineTo(x(W.dur),y(v[v."
+	"length-1]));c.stroke();});c.setLineDash([]);c.lineWidth=1;}\n"
 	"  if(cur!==undefined){c.strokeStyle=\"#000\";c.setLineDash([3,3]);c.beginPath();c.moveTo(x(cur),T);"
 	"c.lineTo(x(cur),H-B);c.stroke();c.setLineDash([]);}\n"
 	"  return px=>(px-L)/(w-L-R)*W.dur;}\n"
@@ -88,6 +102,8 @@ static const char page_script[] =
 	"  if(t<0||t>W.dur){tip.style.display=\"none\";inv=draw();return;}\n"
 	"  inv=draw(t);tip.replaceChildren(el(\"b\",fmtMs(t)+\" from the window's start\"));\n"
 	"  W.series.forEach(s=>tip.appendChild(el(\"div\",`${s.label}: ${fmtB(levelAt(s,t))} live`)));\n"
+	"  if(W.torch){const T=W.torch;tip.appendChild(el(\"div\",`PyTorch allocated "
+	"${fmtB(levelAt({t:T.t,v:T.a},t))}, reserved ${fmtB(levelAt({t:T.t,v:T.r},t))}`));}\n"
 	"  const live=W.allocs.filter(a=>a[1]<=t&&(a[2]===null||a[2]>t)).sort((p,q)=>q[3]-p[3]).slice(0,5);\n"
 	"  if(live.length)tip.appendChild(el(\"div\",\"largest live allocations\",\"h\"));\n"
 	"  live.forEach(a=>{const on=W.series[a[0]].label;tip.appendChild(el(\"div\",`${fmtB(a[3])} "
@@ -109,6 +125,12 @@ static const char page_script[] =
 	"   const st=el(\"td\",frames(W,a[5],4),\"s\");st.title=(W.stacks[a[5]]||[]).join(\"\\n\");tr.appendChild(st);"
 	"tb.appendChild(tr);});\n"
 	"  sec.appendChild(tb);});\n"
+	" if(W.torch&&W.torch.at_peak.length){const T=W.torch;sec.appendChild(el(\"h3\",`PyTorch tensors live at the "
+	"allocator's peak (${fmtB(T.peak)} at ${fmtMs(T.peak_ms)}), by line`));const "
+	"tb=el(\"table\"),hr=el(\"tr\");[\"Bytes\",\"Blocks\",\"Line (innermost frame outside "
+	"torch)\"].forEach(h=>hr.appendChild(el(\"th\",h)));tb.appendChild(hr);T.at_peak.forEach(a=>{const "
+	"tr=el(\"tr\");tr.appendChild(el(\"td\",fmtB(a[0]),\"n\"));tr.appendChild(el(\"td\",String(a[1]),\"n\"));tr."
+	"appendChild(el(\"td\",a[2],\"s\"));tb.appendChild(tr);});sec.appendChild(tb);}\n"
 	"}\n"
 	"SP_WINDOWS.forEach(render);\n"
 	"</script>\n</body></html>\n";
@@ -116,7 +138,7 @@ static const char page_script[] =
 /* s as a JavaScript string literal that is safe inside <script>: quotes, backslashes and control
  * characters escaped, and '<' as \u003c so no "</script" can end the element. Other bytes pass
  * (the page is UTF-8; the browser turns invalid bytes into U+FFFD). Can't fail. */
-static void js_str(struct sp_out *o, const char *s)
+void sp_memtl_js_str(struct sp_out *o, const char *s)
 {
 	sp_out_puts(o, "\"");
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -247,7 +269,7 @@ static void put_head(struct sp_out *o, const struct sp_memtl *w)
 	sp_out_puts(o, ",\n\"kinds\":[");
 	for (unsigned k = 0; k <= SP_MEM_HOST; k++) {
 		sp_out_puts(o, k ? "," : "");
-		js_str(o, sp_mem_kind_name(k));
+		sp_memtl_js_str(o, sp_mem_kind_name(k));
 	}
 	sp_out_puts(o, "],\n\"steps\":[");
 	for (size_t i = 0; i < w->nstep; i++) {
@@ -267,7 +289,7 @@ static void put_series(struct sp_out *o, const struct sp_memtl *w, const long *p
 		const struct sp_memtl_series *s = &w->s[k];
 		size_t rows = 0;
 		sp_out_puts(o, k ? ",\n{\"label\":" : "{\"label\":");
-		js_str(o, s->label);
+		sp_memtl_js_str(o, s->label);
 		sp_out_printf(o, ",\"peak\":%" PRIu64 ",\"peak_ms\":", s->peak);
 		put_ms(o, s->peak_t, w->t0);
 		sp_out_printf(o, ",\"peak_ever\":%" PRIu64 ",\"n_at_peak\":%zu,\"at_peak\":[", s->peak_ever,
@@ -318,7 +340,7 @@ static void put_stacks(struct sp_out *o, const struct sp_memtl *w, const struct 
 		sp_out_printf(o, "%s\"%u\":[", first ? "" : ",\n", id);
 		for (uint32_t f = 0; f < n && f < MAX_FRAMES; f++) {
 			sp_out_puts(o, f ? "," : "");
-			js_str(o, sp_sym_frame(sym, pcs[f]));
+			sp_memtl_js_str(o, sp_sym_frame(sym, pcs[f]));
 		}
 		sp_out_puts(o, "]");
 		first = 0;
@@ -333,7 +355,7 @@ static void put_stacks(struct sp_out *o, const struct sp_memtl *w, const struct 
 		if (!pcs || sp_sym_user_frame(sym, pcs, n, &user) < 0 || !sp_idset_add(&stacks, id))
 			continue;
 		sp_out_printf(o, "%s\"%u\":", first ? "" : ",\n", id);
-		js_str(o, sp_sym_site(sym, pcs, n));
+		sp_memtl_js_str(o, sp_sym_site(sym, pcs, n));
 		first = 0;
 	}
 	sp_out_puts(o, "}});</script>\n");

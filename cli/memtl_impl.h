@@ -87,6 +87,7 @@ struct sp_memtl_reader {
 	size_t owner_cap;
 	struct sp_memtl out;    /* the window handed out */
 	int done, rc;
+	uint64_t anchor_mono, anchor_real; /* the latest clock pair read (the header's at first) */
 };
 
 typedef void (*plain_fn)(struct sp_memtl_reader *m, void *ctx, const struct sp_event *e);

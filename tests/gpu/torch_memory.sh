@@ -12,6 +12,10 @@
 #  2. its live bytes (the sizes of the 'active_allocated' blocks in 'segments') equal
 #     memory_allocated() printed at the window's last step (the last TMEM line before the file's
 #     mtime: the wrapper's hook runs just before stepprof's at the same step) within 1 MiB;
+#  2b. the summary beside it (version 2): its series' last allocated value equals that same
+#     memory_allocated() within 1 MiB, its peak is >= that end, and `stepprof memory --json` maps the
+#     series onto the trace's clock (mapped, the peak inside the window give or take 50 ms); the series'
+#     first value against memory_allocated() at the step before the history is shown (INFO, unchecked);
 #  3. `stepprof report` names each file; `stepprof memory` shows the allocator's view (from the summary
 #     beside it) with the driver's level at the window's end and the part outside torch's reserve;
 #  4. a forced out-of-memory inside a window (tests/gpu/oom_train.py, third run: asks for 256 GiB at
@@ -60,6 +64,7 @@ run() {
 	"$SP" report --json "$tr" >"$d/report.json" 2>"$d/report.err"
 	"$SP" report "$tr" >"$d/report.txt" 2>>"$d/report.err"
 	"$SP" memory "$tr" -o "$d/memory.html" >"$d/memory.txt" 2>>"$d/report.err"
+	"$SP" memory --json "$tr" -o "$d/memory.html" >"$d/memory.json" 2>>"$d/report.err"
 }
 
 main() {
@@ -83,6 +88,36 @@ main() {
 	    except Exception:
 	        return None
 	on, off = load(w + "/on/report.json"), load(w + "/off/report.json")
+	mj = load(w + "/on/memory.json")
+	def series_checks(wid, f, alloc):
+	    # the summary's version 2 beside snapshot f: its series against memory_allocated() (alloc) at the
+	    # window's last step, its peak, and `memory --json` putting it on the trace's clock
+	    sp = f[:-len(".memory_snapshot.pickle")] + ".memory_summary.txt"
+	    sl = open(sp).read().splitlines() if os.path.exists(sp) else []
+	    kv = {l.split(" ")[0]: l.split(" ")[1:] for l in sl if not l.startswith(("point ", "at_peak ", "top "))}
+	    pts = [tuple(int(x) for x in l.split(" ")[1:4]) for l in sl if l.startswith("point ")]
+	    if not sl or sl[0] != "stepprof-torch-memory 2" or not pts or "peak" not in kv:
+	        say(False, f"window {wid}: {os.path.basename(sp)} is no version 2 summary with a series", sl[:3])
+	        return
+	    end, peak = pts[-1][1], int(kv["peak"][1])
+	    say(abs(end - alloc) <= 1 << 20,
+	        f"window {wid}: the summary's series ends at {end} allocated vs memory_allocated() {alloc} at the window's "
+	        f"last step: differ by {end - alloc} bytes (<= 1 MiB)",
+	        [f"{len(pts)} points; entries {kv.get('entries')}, cut {kv.get('cut')}"])
+	    say(peak >= end, f"window {wid}: the series' peak {peak} >= its end {end}",
+	        [l for l in sl if l.startswith("at_peak ")][:5])
+	    st = [x for x in tmem if x[1] <= int(kv["history_start_us"][0]) / 1e6]
+	    if st:
+	        print(f"INFO torch_memory window {wid}: the series starts at {pts[0][1]} allocated; memory_allocated() at "
+	              f"the step before the history {st[-1][2]}: differ by {pts[0][1] - st[-1][2]} bytes (not checked: "
+	              f"blocks freed in the window count their requests rounded to 512 B)")
+	    win = [x for x in (mj or {}).get("windows", []) if x["id"] == wid]
+	    t = win[0].get("torch") if win else None
+	    ok = bool(t) and t.get("mapped") is True and len(t["series"]["time_us"]) == len(pts) and \
+	        -50e6 <= t["peak"]["at_ns"] <= win[0]["duration_ns"] + 50e6
+	    say(ok, f"window {wid}: memory --json puts the series on the trace's clock: the peak at "
+	        f"{t['peak']['at_ns'] / 1e6 if t and t.get('mapped') else None} ms of a "
+	        f"{win[0]['duration_ns'] / 1e6 if win else None} ms window (50 ms slack)")
 	log = open(w + "/on/log", errors="replace").read() if os.path.exists(w + "/on/log") else ""
 	tmem = [(int(a), float(b), int(c)) for a, b, c in re.findall(r"^TMEM (\d+) (\S+) (\d+)$", log, re.M)]
 	wins = [x["id"] for x in on["windows"]] if on else []
@@ -122,6 +157,7 @@ main() {
 	            f"step (optimizer step {n}): differ by {live - alloc} bytes (<= 1 MiB)",
 	            [f"memory_allocated() at the steps around it: {[x[2] for x in tmem[max(0, n - 3):n + 2]]}",
 	             f"the file's mtime is {(mt - t) * 1e3:.1f} ms after that TMEM line"])
+	        series_checks(wid, f, alloc)
 	    say(f"PyTorch memory snapshot of window {wid}: " in rep and f.split("/")[-1] in rep,
 	        f"window {wid}: stepprof report names the file")
 	    mem = open(w + "/on/memory.txt").read() if os.path.exists(w + "/on/memory.txt") else ""
