@@ -17,7 +17,7 @@
 #define CORR_MARGIN 65536u /* ids a racing thread may have taken beyond the last one seen */
 
 /* The hold's own state (sp_hold holds what the inline guards read). */
-#define SP_GRAPH_HOLD_NS 100000000ull /* kinds left on after a window for a graph detach: 100 ms */
+#define SP_GRAPH_HOLD_NS 10000000ull /* kinds left on after a window for a graph detach: 10 ms */
 
 struct sp_lifecycle {
 	struct sp_cupti_hooks hooks; /* of the first attach, reused by re-attaches */
