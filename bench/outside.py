@@ -454,12 +454,11 @@ def check_life(life, config, workload, steps):
     """Problems with stepprof's hold on CUPTI between windows: a configuration that may detach and
     re-attach there (detach_between auto or always, no CUDA graph) and ran steps between windows
     must show a re-attach or say why it stayed; a marker call possibly missed while detached is one
-    too, and so is any detach of a program that made a CUDA graph (cuptiFinalize breaks them)."""
+    too. A program with CUDA graphs detaches too since graph_detach (docs/CONFIG.md): its replays
+    after a detach must work, which the run's exit status shows."""
     detach = CONFIGS[config][2]
-    want = detach in ("always", "auto") and workload != "graph"
+    want = detach in ("always", "auto")
     problems = []
-    if workload == "graph" and any("detached from CUPTI" in l for l in life):
-        problems.append("detached from CUPTI although the program made a CUDA graph")
     said = any("re-attached to CUPTI" in l or l.startswith("stepprof: not detaching") for l in life)
     if want and any(p == "between" for _, _, p, _, _ in steps) and not said:
         problems.append("no detach between windows (the stepprof lines under the run say why)")

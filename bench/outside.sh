@@ -80,7 +80,7 @@ if [ "${GRAPH:-0}" = 1 ]; then
 	"$PY" "$ROOT/bench/outside.py" run --build "$B" --out "$OUT/graph" --rounds 1 --steps "$STEPS" \
 		--workloads graph --configs api,api-always "${PIN[@]}" ${OUTSIDE_ARGS:-} 2>&1 | tee "$OUT/graph.log" | grep -v '^|'
 	rc=$((rc | PIPESTATUS[0]))
-	echo "== CUDA graph workload (detach_between auto keeps the subscription; always re-attaches)"
+	echo "== CUDA graph workload (parked between windows: graph_detach; always re-attaches)"
 	grep '^|' "$OUT/graph/outside.md"
 fi
 if [ "${LEARN:-1}" = 1 ]; then
