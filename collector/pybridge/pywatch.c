@@ -81,8 +81,12 @@ static const char helper_src[] =
 	"        return r\n"
 	"    return r[2](hook)\n"
 	"def capturing(mods):\n"
-	"    r = find(mods, 'torch.cuda', 'is_current_stream_capturing')\n"
-	"    return r[2] if type(r) is tuple else None\n"
+	"    i = find(mods, 'torch.cuda', 'is_initialized')\n"
+	"    c = find(mods, 'torch.cuda', 'is_current_stream_capturing')\n"
+	"    if type(i) is not tuple or type(c) is not tuple:\n"
+	"        return None\n"
+	"    i, c = i[2], c[2]\n"
+	"    return lambda: c() if i() else False\n"
 	"def at_exit(mods, fn):\n"
 	"    r = find(mods, 'atexit', 'register')\n"
 	"    if r is None or type(r) is str:\n"
@@ -141,7 +145,8 @@ static const char helper_src[] =
 
 static PyObj *helper(const char *name, PyObj *a, PyObj *b, PyObj *c, PyObj *d, PyObj *e);
 
-/* torch.cuda.is_current_stream_capturing, once found; off after an exception. */
+/* torch.cuda.is_current_stream_capturing, asked only once torch.cuda is initialised (a CPU program's
+ * CUDA is never started by it); off after an exception. */
 static struct {
 	PyObj *fn;
 	int off;

@@ -265,6 +265,11 @@ grep -q "the program's optimizer step ran inside a CUDA graph capture" "$T/captu
 	[ "$(echo "$c" | wc -w)" = 3 ] && ! echo "$c" | tr " " "\n" | grep -qv ":5$" &&
 	ok "default configuration, an optimizer step captured into a graph: automatic steps again, 3 steps of the 5 replayed kernels ($c)" ||
 	bad "captured: steps '$c'; $(grep -v begins "$T/captured/stderr" | tail -5)"
+# CUDA not initialised (a CPU program): the bridge never asks (asking would start CUDA)
+run captured_cpu "$PY" auto "" captured 40 STANDIN_CUDA_UNINIT=1
+grep -q "prog: capture checks 0" "$T/captured_cpu/stdout" && ! grep -q "inside a CUDA graph capture" "$T/captured_cpu/stderr" &&
+	ok "CUDA not initialised: torch.cuda.is_current_stream_capturing is never called" ||
+	bad "captured_cpu: $(grep 'capture checks' "$T/captured_cpu/stdout")"
 run default "$PY" auto "" gan 30 FAKE_CUDA="$CUDA"
 expect default "11:8 12:8 13:8" &&
 	"$B/stepprof" report --json "$T/default"/out/*.sptrace | grep -q '"steps_found_by":"found by the program.s optimizer steps (torch.optim.s global post hook; kind = auto took them' &&

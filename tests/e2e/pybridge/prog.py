@@ -275,6 +275,8 @@ for it in range(iters):
             os._exit(0)
         print("prog: child status", os.waitpid(pid, 0)[1])
 print("prog: registered_while_importing =", topt.registered_while_importing)
+if scenario == "captured":
+    print("prog: capture checks", torch.cuda.checks)
 print("prog: stepprof's callbacks saw", seen[0], "launches")
 print("prog: done", flush=True)
 sys.exit(int(os.environ.get("EXIT_CODE", "0")))

@@ -4,9 +4,16 @@
 import os
 
 capturing = False  # prog.py's "captured" scenario sets it around a step "inside a graph capture"
+checks = 0  # calls of is_current_stream_capturing (STANDIN_CUDA_UNINIT=1: CUDA never initialised)
+
+
+def is_initialized():
+    return not os.environ.get("STANDIN_CUDA_UNINIT")
 
 
 def is_current_stream_capturing():
+    global checks
+    checks += 1
     return capturing
 
 if not os.environ.get("STANDIN_NO_CUDA_MEMORY"):
