@@ -367,11 +367,16 @@ int sp_share_activity(CUpti_ActivityKind k, int on, CUptiResult *r)
 	*r = CUPTI_SUCCESS;
 	if (in && on)
 		sp_cupti_life_dirty();
-	if (in && on != ((sp_share.kind[k] & SIDE_PROG) != 0))
+	bool went_off = false;
+	if (in && on != ((sp_share.kind[k] & SIDE_PROG) != 0)) {
 		*r = sp_share_set_kind(SIDE_PROG, k, on);
+		went_off = !on && *r == CUPTI_SUCCESS && !sp_share.kind[k];
+	}
 	if (*r == CUPTI_SUCCESS)
 		note_kind(k, on); /* detached: the next attach enables it (sp_share_armed) */
 	pthread_mutex_unlock(&sp_share.lock);
+	if (went_off) /* off while subscribed: graphs replayed now fail after a cuptiFinalize (cupti_life.h) */
+		sp_cupti_life_kinds_off();
 	if (in)
 		sp_cupti_life_leave();
 	else if (on)

@@ -162,11 +162,13 @@ void sp_cupti_life_glaunch(bool hooked)
 static bool graph_detach_ok(void)
 {
 	return sp_col.cfg.graph_detach && atomic_load(&sp_lifecycle.glaunch_hooked) > 0 && !atomic_load(&sp_lifecycle.glaunch_unhooked) &&
-	       !atomic_load(&sp_lifecycle.graph_tainted);
+	       !atomic_load(&sp_lifecycle.graph_tainted) && !atomic_load(&sp_lifecycle.kinds_went_off);
 }
 
 void sp_cupti_life_kinds_off(void)
 {
+	/* a graph made later in this instance is replayed with the kinds off after they were on */
+	atomic_store(&sp_lifecycle.kinds_went_off, true);
 	if (atomic_load(&sp_lifecycle.graphs) && !atomic_exchange(&sp_lifecycle.graph_tainted, true) &&
 	    atomic_load(&sp_lifecycle.glaunch_hooked))
 		sp_info("activity kinds went off with the program's CUDA graphs alive and stepprof subscribed (no "

@@ -331,6 +331,7 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 	SP_CUPTI(cuptiFinalize());
 	*fin_ns = sp_now_ns() - t0;
 	sp_lifecycle.dirty = false;
+	atomic_store(&sp_lifecycle.kinds_went_off, false); /* the next instance starts clean */
 	if (!for_good) { /* the next instance's ids go past every id of this one */
 		uint32_t last = atomic_load(&sp_hold.corr_last);
 		atomic_store(&sp_hold.corr_base, atomic_load(&sp_hold.corr_base) + last + CORR_MARGIN);

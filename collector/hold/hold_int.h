@@ -25,6 +25,7 @@ struct sp_lifecycle {
 	_Atomic bool graphs;         /* the program created a CUDA graph */
 	_Atomic unsigned glaunch_hooked, glaunch_unhooked; /* graph launches CUPTI saw inside / outside a hook */
 	_Atomic bool graph_tainted;  /* activity kinds went off while attached with graphs alive */
+	_Atomic bool kinds_went_off; /* ... with or without graphs, in this CUPTI instance */
 	uint64_t kinds_held;         /* since when the writer leaves the kinds on for a graph detach (0 not) */
 	_Atomic bool stopped;        /* no more cycles: one failed or may have missed a boundary */
 	_Atomic bool frozen;         /* the process exits: no detach at all any more */

@@ -244,6 +244,13 @@ run graphdirect 5,1,3,1 auto 30 VIA_CUDART="$FAKERT" GRAPH=1 GLAUNCH=direct
 check graphdirect 0 0 6 7 8 && grep -q "a CUDA graph launch came past stepprof's hooks" "$T/graphdirect/stderr" &&
 	echo "ok   a graph launch past the hooks: stays subscribed after the last window, and says why" ||
 	bad "graphdirect: $(grep -v begins "$T/graphdirect/stderr" | head -5)"
+# the kinds off while subscribed without a window's end: the program's own profiler turns its kind
+# off (steps 3-5), or stepprof's went off before the program made its first graph (step 6): a graph
+# replayed with the kinds off after they were on in this instance; no detach may finalise under it
+run graphprog 8,1,3,0 auto 30 VIA_CUDART="$FAKERT" GRAPH=1 GLAUNCH=hooked PROG_KIND=3,5
+nohazard graphprog && echo "ok   graphs and the program's own kind turned off while subscribed: no finalise after"
+run graphlate 2,1,2,2 auto 16 VIA_CUDART="$FAKERT" GRAPH=1 GLAUNCH=hooked GRAPH_AT=7
+nohazard graphlate && echo "ok   a graph made after the kinds went off while subscribed: no finalise after"
 run bypass 8,1,3,0 auto 48 VIA_CUDART="$FAKERT" BYPASS_AT=3
 parked bypass 0 9 10 11 21 22 23 33 34 35 45 46 47 &&
 	echo "ok   one marker call that bypasses the hooks: never parked, every step numbered"

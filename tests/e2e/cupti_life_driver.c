@@ -9,7 +9,7 @@
  * too. With VIA_CUDART=PATH it loads that stand-in libcudart (fakecudart.c) and makes each step's
  * cudaDeviceSynchronize through the dynamic linker, as libtorch does (stepprof's hook first); with
  * BYPASS_AT=i, step i's call goes straight to it (a caller the hook cannot see); GLAUNCH=hooked|direct
- * replays a CUDA graph from step 2 on, through the linker or past the hooks. With VIA_DRIVER=PATH
+ * replays a CUDA graph from the graph's step on, through the linker or past the hooks. With VIA_DRIVER=PATH
  * it is a runtime linked in statically: it dlopens that stand-in libcuda (fakecuda.c) out of the
  * global scope, looks up cuGetProcAddress_v2 with dlsym, asks it for itself and for
  * cuCtxSynchronize, and each step's cudaDeviceSynchronize (its runtime callbacks) calls that in
@@ -346,10 +346,23 @@ int main(int argc, char **argv)
 		lt_on++;
 	for (int i = 0; i < steps; i++) {
 		kl_begin_step(i);
-		if (fire && i == 2 && getenv("GRAPH"))
+		int graph_at = getenv("GRAPH_AT") ? atoi(getenv("GRAPH_AT")) : 2;
+		if (fire && i == graph_at && getenv("GRAPH"))
 			fire(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPH_CREATED, 0, 0);
-		if (glaunch && i >= 2)
+		if (glaunch && i >= graph_at)
 			glaunch(NULL, NULL);
+		if (getenv("PROG_KIND")) { /* the program's profiler (cupti_share.h) */
+			int pa = -1, pb = -1;
+			sscanf(getenv("PROG_KIND"), "%d,%d", &pa, &pb);
+			CUptiResult (*pk)(CUpti_ActivityKind) = NULL;
+			if (i == pa)
+				pk = (CUptiResult(*)(CUpti_ActivityKind))dlsym(RTLD_DEFAULT, "cuptiActivityEnable");
+			if (i == pb)
+				pk = (CUptiResult(*)(CUpti_ActivityKind))dlsym(RTLD_DEFAULT, "cuptiActivityDisable");
+			if (pk)
+				printf("driver: step %d program kind %s: %d\n", i, i == pa ? "on" : "off",
+				       (int)pk(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+		}
 		int changed = change_at >= 0 && i >= change_at;
 		if (capture && i == capture_at)
 			capture(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL);
