@@ -164,7 +164,7 @@ void sp_collector_py_event(int what, const void *obj, const char *cls, int index
 
 int sp_collector_py_check_capture(void)
 {
-	return live() && sp_col.next_window_id == 0;
+	return live() && __atomic_load_n(&sp_col.next_window_id, __ATOMIC_RELAXED) == 0;
 }
 
 int sp_pyglue_parks(void)

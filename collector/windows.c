@@ -411,6 +411,7 @@ static void py_apply(const struct sp_det_out *o)
 			"never call torch's optimizer hook): automatic steps again, learning the launch stream's "
 			"period; steps are numbered afresh from its lock",
 			(long long)sp_col.step);
+		sp_win_set_collecting(SP_ACT_NONE); /* nothing is collected while the detector learns again */
 		sp_col.step = -1;
 		sp_col.step_open = 0;
 		sp_pyglue_unswitched();

@@ -393,11 +393,15 @@ void sp_act_writer_tick(void *ctx)
 {
 	uint64_t now = sp_now_ns(), prev = win_records.prev_tick;
 	int closing = 0;
+	bool old = false; /* a closing window waits past the quiet age */
 	win_records.prev_tick = now;
 	pthread_mutex_lock(&sp_col.lock);
 	count_drained();
-	for (int i = 0; i < SP_MAX_WINDOWS; i++)
+	for (int i = 0; i < SP_MAX_WINDOWS; i++) {
 		closing |= sp_col.win[i].used && sp_col.win[i].closing;
+		old |= sp_col.win[i].used && sp_col.win[i].closing && now > sp_col.win[i].close_ts &&
+		       now - sp_col.win[i].close_ts > SP_WINDOW_QUIET_AGE_NS;
+	}
 	if (!closing)
 		sp_win_activities_idle();
 	pthread_mutex_unlock(&sp_col.lock);
@@ -407,7 +411,9 @@ void sp_act_writer_tick(void *ctx)
 		return;
 	}
 	if (now - win_records.last_flush >= SP_FLUSH_EVERY_NS) {
-		sp_act_flush(false); /* forced, the window's kernels still running would come incomplete */
+		/* only complete buffers: a forced flush hands over the window's running kernels incomplete; but a
+		 * GPU that never idles keeps every buffer incomplete, so past the quiet age it is forced */
+		sp_act_flush(old);
 		win_records.last_flush = sp_now_ns();
 	}
 	pthread_mutex_lock(&sp_col.lock);

@@ -121,6 +121,6 @@ int sp_cupti_life_attach_now(CUpti_SubscriberHandle *sub, int64_t step, bool gra
 	pthread_mutex_unlock(&sp_lifecycle.park_lock);
 	if (act == SP_LIFE_UNPARK && graph)
 		sp_info("attached to CUPTI before the program's CUDA graph capture or creation (graphs made before "
-			"a subscriber exists are invisible to it); no more detaching between windows");
+			"a subscriber exists are invisible to it)");
 	return act == SP_LIFE_UNPARK;
 }

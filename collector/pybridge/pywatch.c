@@ -174,6 +174,9 @@ static int capturing(void)
 		capture_check.off = 1;
 	if (!r)
 		sp_py.clear();
+	if (capture_check.off)
+		sp_info("Python bridge: torch.cuda.is_current_stream_capturing() raised: optimizer steps captured into "
+			"a CUDA graph are not looked for from now on");
 	return yes;
 }
 
