@@ -12,6 +12,7 @@
 #include "collector/base/intern.h"
 #include "internal.h"
 #include "collector/base/log.h"
+#include "collector/hold/cupti_life.h"
 #include "collector/mem/memory.h"
 #include "collector/ondemand/ondemand.h"
 #include "collector/out/writer.h"
@@ -171,7 +172,9 @@ void sp_win_set_collecting(enum sp_action act)
 	int want = (act != SP_ACT_NONE || sp_ph_other_wants()) && !sp_col.disabled;
 	if (want && !sp_col.collecting && sp_out_start_writer() < 0)
 		want = 0;
-	if (want != sp_col.activities_on && (want || window_top_pending())) {
+	/* a window whose top is pending (an optimizer step ends it at the next call) turns the kinds off at
+	 * once, unless the program's graphs want them on until a detach (the writer's tick then) */
+	if (want != sp_col.activities_on && (want || (window_top_pending() && !sp_cupti_life_graph_hold()))) {
 		pthread_mutex_lock(&act_off.lock);
 		if (!(want && act_off.due)) /* (due: still on in CUPTI, the writer's turn-off called off) */
 			sp_cbset_activities(want);

@@ -175,6 +175,11 @@ void sp_cupti_life_kinds_off(void)
 			"detach followed the window at once): it stays subscribed for the rest of the run");
 }
 
+bool sp_cupti_life_graph_hold(void)
+{
+	return atomic_load(&sp_lifecycle.graphs) && graph_detach_ok();
+}
+
 bool sp_cupti_life_hold_kinds(uint64_t now, bool due)
 {
 	if (!due || !atomic_load(&sp_lifecycle.graphs) || !graph_detach_ok()) {

@@ -219,6 +219,9 @@ void sp_cupti_life_kinds_off(void);
 /* Writer thread, kinds due off (due): true to leave them on for SP_GRAPH_HOLD_NS, the program having
  * graphs that a detach can keep safe (the detach turns them off with graph launches held). */
 bool sp_cupti_life_hold_kinds(uint64_t now, bool due);
+/* Whether the program's graphs want the kinds left on after a window for a detach to turn them off
+ * (graphs made, and a detach can keep them safe). Can't fail. */
+bool sp_cupti_life_graph_hold(void);
 /* A window was written only after the next one began: says once (STEPPROF_VERBOSE) that there was
  * nothing to detach for. Writer thread. This function can't fail. */
 void sp_cupti_life_overlap(void);

@@ -289,6 +289,19 @@ expect parked "11:7 12:7 24:7 25:7" && [ "$subs" = 2 ] && [ "$fins" = 2 ] &&
 	ok "parked: subscribed twice (once a window, from 2 steps before it), CUPTI saw the 42 launches of windows and warmups only" ||
 	bad "parked: $subs subscriptions, $fins finalisations, $(grep saw "$T/parked/stdout")"
 
+# the same with a CUDA graph replayed each iteration through the runtime's hooked cudaGraphLaunch
+# (torch.compile reduce-overhead training with an eager optimizer): the optimizer step ends the window
+# at the next call, yet the kinds stay on until the park turns them off with graph launches held, so
+# it parks as without graphs and no graph replays with the kinds off before a finalise (before: the
+# kinds went off at once, stepprof stayed subscribed for the rest of the run)
+SCHED=10,1,2,2 run gparked "$PY" optimizer "" one 35 STEP_MS=20 FAKERT="$B/tests/e2e/libfakecudart.so" FAKE_CUPTI_ONE_CORR=1
+subs=$(grep -c '^subscribe' "$T/gparked/log")
+fins=$(grep -c '^finalize' "$T/gparked/log")
+expect gparked "11:7 12:7 24:7 25:7" && [ "$subs" = 2 ] && [ "$fins" = 2 ] &&
+	! grep -qE 'GRAPH_FINALIZE_HAZARD|FINALIZE_UNDER_CALL' "$T/gparked/log" &&
+	ok "parked with CUDA graphs replayed through the hooks: subscribed twice, no replay with the kinds off before a finalise" ||
+	bad "gparked: $subs subscriptions, $fins finalisations; $(grep -E 'HAZARD|UNDER_CALL' "$T/gparked/log" | head -2); $(grep -v begins "$T/gparked/stderr" | grep -i 'graph\|detach' | head -3)"
+
 # phases on two python markers (an RL loop: generate, then the training step), no NVTX in the
 # program: each phase's window holds its own function's work
 mkdir -p "$T/rl"

@@ -25,7 +25,9 @@
 # With FAKE_CUDA (the stand-in libcuda's path) the launches go through its cuLaunchKernel as
 # cuGetProcAddress hands it out (stepprof's launch trampoline), as a CUDA runtime makes them. At the
 # end it prints how many launches stepprof's callbacks saw, and whether torch was imported.
-# STEP_MS: milliseconds of sleep at each iteration's end (2).
+# STEP_MS: milliseconds of sleep at each iteration's end (2). FAKERT (the stand-in libcudart's path):
+# a CUDA graph is created before the loop and replayed at each iteration's start through the dynamic
+# linker (stepprof's cudaGraphLaunch hook first), as torch's CUDAGraph.replay() does.
 import ctypes
 import os
 import sys
@@ -209,11 +211,19 @@ if scenario == "leak":
           % ((iters,) + tuple(b - a for a, b in zip(c0, c1))), flush=True)
     iters = 0
 skip = {int(x) for x in filter(None, os.environ.get("SKIP", "").split(","))}
+replay = None
+if os.environ.get("FAKERT"):
+    ctypes.CDLL(os.environ["FAKERT"], mode=ctypes.RTLD_GLOBAL)
+    rt = ctypes.CDLL(None)  # stepprof's hooks first, as for libtorch
+    rt.cudaGraphCreate(ctypes.byref(ctypes.c_void_p()), 0)
+    replay = rt.cudaGraphLaunch
 opt = torch.optim.Adam(launch, "adam_fake")
 opt_g = torch.optim.Adam(launch, "adam_g_fake")
 scaler = GradScaler(launch)
 trainer = Trainer(opt)
 for it in range(iters):
+    if replay:
+        replay(None, None)
     if scenario in ("one", "fork", "tools"):
         train_step(opt)
     elif scenario == "static":
@@ -258,8 +268,8 @@ for it in range(iters):
             for k in range(5):
                 launch("graph_k%d_fake" % k)
             corr[0] += 1
-            cupti.fake_cupti_fire(0, 165, 0, corr[0])  # cudaDeviceSynchronize, entry and exit
-            cupti.fake_cupti_fire(0, 165, 1, corr[0])
+            cupti.fake_cupti_fire(2, 165, 0, corr[0])  # cudaDeviceSynchronize (runtime API), entry and exit
+            cupti.fake_cupti_fire(2, 165, 1, corr[0])
     elif scenario == "scaler":
         for k in range(2):
             launch("fwd_fake")
