@@ -6,7 +6,8 @@
 # that followed replays with the activity kinds turned off while subscribed; stepprof now keeps the
 # kinds on until a detach turns them off with graph launches held in its hooks ([cupti]
 # graph_detach, docs/CONFIG.md). Runs the corpus's graphs_train.py (a whole training step captured
-# with torch.cuda.graph), graphs_infer.py and tests/gpu/programs/compile_infer_graphs.py
+# with torch.cuda.graph), graphs_infer.py, graphs_compile_train.py (reduce-overhead training, an eager
+# optimizer: the optimizer marker's window) and tests/gpu/programs/compile_infer_graphs.py
 # (torch.compile reduce-overhead) under the default, an api marker on cudaGraphLaunch, learn = hooks,
 # detach_between = always with 3 windows, and graph_detach = false (the old rule).
 # Also runs tests/gpu/tools/graph_fin_probe.cu (CUPTI alone, no stepprof) for the record: its
@@ -88,6 +89,7 @@ one train-always graphs_train.py STEPPROF_CUPTI_DETACH_BETWEEN=always 'STEPPROF_
 one train-nodetach graphs_train.py STEPPROF_CUPTI_GRAPH_DETACH=false
 one infer-auto graphs_infer.py
 one infer-nodetach graphs_infer.py STEPPROF_CUPTI_GRAPH_DETACH=false
+one ctrain-auto graphs_compile_train.py
 one compile-auto compile_infer_graphs.py
 one compile-nodetach compile_infer_graphs.py STEPPROF_CUPTI_GRAPH_DETACH=false
 
