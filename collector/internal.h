@@ -70,6 +70,7 @@ struct window {
 	uint32_t last_copy_arrived; /* highest correlation id of a copy or set record received; under lock */
 	_Atomic uint32_t last_arrived; /* highest correlation id of a kernel record received */
 	uint64_t incomplete;     /* GPU records CUPTI handed over incomplete (not written); under lock */
+	uint64_t incomplete_graph; /* ... of them graph kernels (not counted as launches) */
 };
 
 /* One step marker: the configuration's [marker] and [schedule], or one [phase.NAME] (phases.c sets

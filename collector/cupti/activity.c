@@ -141,8 +141,13 @@ static void deliver(struct sp_event *ev, uint64_t *late)
 	pthread_mutex_lock(&sp_col.lock);
 	struct window *w = window_of(ev->corr, &closed);
 	if (incomplete(ev, w)) { /* never written: its kernel stays missing, said at the window's end */
-		if (w)
+		if (w && ev->kind == SP_EV_KERNEL && ev->u.kernel.graph_id)
+			w->incomplete_graph++; /* not counted as launched: said missing on its own */
+		else if (w)
 			w->incomplete++;
+		else if (closed >= 0 && !(ev->kind == SP_EV_KERNEL && !ev->u.kernel.graph_id &&
+					  win_records.closed[closed].missing))
+			++*late; /* of a written window, and not one of its kernels said missing: lost late */
 		pthread_mutex_unlock(&sp_col.lock);
 		return;
 	}
@@ -324,6 +329,7 @@ static int records_in(const struct window *w, uint64_t prev, uint64_t *missing)
  * sp_col.lock. This function can't fail. */
 static void write_window(struct window *w, uint64_t missing, uint64_t age)
 {
+	missing += w->incomplete_graph; /* graph kernels are not counted as launches: their loss is said here */
 	struct sp_event ev = {
 		.kind = SP_EV_WINDOW_END, .sub = w->origin, .device = SP_NO_DEVICE, .start = w->t_end, .end = w->t_end
 	};
@@ -340,12 +346,18 @@ static void write_window(struct window *w, uint64_t missing, uint64_t age)
 		d.u.dropped.count = missing;
 		d.name = sp_col.mk[w->mk].name; /* its phase's: the phase's file (writer.h) */
 		sp_writer_emit(&d);
+		char graphs[96] = "";
+		if (w->incomplete_graph)
+			snprintf(graphs, sizeof graphs, ", and %llu kernels of its CUDA graphs came incomplete",
+				 (unsigned long long)w->incomplete_graph);
 		sp_warn("window %u (steps %lld-%lld): %llu of its %llu kernel launches had no kernel record after %.1f "
-			"ms; written without them (counted as dropped 'missing')%s",
-			w->id, (long long)w->first_step, (long long)w->last_step, (unsigned long long)missing,
-			(unsigned long long)w->launched, age / 1e6,
-			w->incomplete ? "; some came from CUPTI incomplete (their work was still running at a forced flush)"
-				      : "");
+			"ms%s; written without them (counted as dropped 'missing')%s",
+			w->id, (long long)w->first_step, (long long)w->last_step,
+			(unsigned long long)(missing - w->incomplete_graph), (unsigned long long)w->launched, age / 1e6,
+			graphs,
+			w->incomplete || w->incomplete_graph
+				? "; some came from CUPTI incomplete (their work was still running at a forced flush)"
+				: "");
 	}
 	sp_writer_emit(&ev);
 	sp_info("window %u (steps %lld-%lld) closed after %.1f ms", w->id, (long long)w->first_step,
