@@ -6,6 +6,7 @@
  * peak; set against the driver's level as text, JSON and the page's data. The file is hostile
  * text: lines, numbers and the series are bounded; what does not parse is skipped. */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,6 +302,13 @@ static void at_ns(struct sp_out *x, const struct sp_memtorch *t, uint64_t u)
 		sp_out_puts(x, "null");
 }
 
+/* The series' allocated (or reserved) bytes, comma-separated. */
+static void levels(struct sp_out *o, const struct sp_memtorch *t, bool reserved)
+{
+	for (size_t i = 0; i < t->npt; i++)
+		sp_out_printf(o, "%s%" PRIu64, i ? "," : "", reserved ? t->pt[i].reserved : t->pt[i].allocated);
+}
+
 /* The version 2 members of the torch object: history, cut, series, peak, at_peak. */
 static void history_json(struct sp_out *x, const struct sp_memtorch *t)
 {
@@ -318,11 +326,9 @@ static void history_json(struct sp_out *x, const struct sp_memtorch *t)
 	for (size_t i = 0; i < t->npt; i++)
 		sp_out_printf(x, "%s%" PRIu64, i ? "," : "", t->pt[i].t_us);
 	sp_out_puts(x, "],\"allocated\":[");
-	for (size_t i = 0; i < t->npt; i++)
-		sp_out_printf(x, "%s%" PRIu64, i ? "," : "", t->pt[i].allocated);
+	levels(x, t, false);
 	sp_out_puts(x, "],\"reserved\":[");
-	for (size_t i = 0; i < t->npt; i++)
-		sp_out_printf(x, "%s%" PRIu64, i ? "," : "", t->pt[i].reserved);
+	levels(x, t, true);
 	sp_out_puts(x, "]}");
 }
 
@@ -376,10 +382,8 @@ void sp_memtorch_html(struct sp_out *o, const struct sp_memtl *w, const struct s
 	for (size_t i = 0; i < t->npt; i++)
 		sp_out_printf(o, "%s%.3f", i ? "," : "", rel_ms(t, t->pt[i].t_us));
 	sp_out_puts(o, "],\"a\":[");
-	for (size_t i = 0; i < t->npt; i++)
-		sp_out_printf(o, "%s%" PRIu64, i ? "," : "", t->pt[i].allocated);
+	levels(o, t, false);
 	sp_out_puts(o, "],\"r\":[");
-	for (size_t i = 0; i < t->npt; i++)
-		sp_out_printf(o, "%s%" PRIu64, i ? "," : "", t->pt[i].reserved);
+	levels(o, t, true);
 	sp_out_puts(o, "]};</script>\n");
 }
