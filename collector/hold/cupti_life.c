@@ -169,8 +169,18 @@ void sp_cupti_life_kinds_off(void)
 {
 	/* a graph made later in this instance is replayed with the kinds off after they were on */
 	atomic_store(&sp_lifecycle.kinds_went_off, true);
-	if (atomic_load(&sp_lifecycle.graphs) && !atomic_exchange(&sp_lifecycle.graph_tainted, true) &&
-	    atomic_load(&sp_lifecycle.glaunch_hooked))
+	if (!atomic_load(&sp_lifecycle.graphs) || atomic_exchange(&sp_lifecycle.graph_tainted, true) ||
+	    !atomic_load(&sp_lifecycle.glaunch_hooked))
+		return;
+	if (!sp_col.cfg.graph_detach)
+		sp_info("activity kinds went off with the program's CUDA graphs alive ([cupti] graph_detach = "
+			"false): stepprof stays subscribed for the rest of the run");
+	else if (atomic_load(&sp_lifecycle.wanted) && sp_lifecycle.off_why)
+		sp_info("activity kinds went off with the program's CUDA graphs alive and stepprof subscribed (the "
+			"detach after the window was called off for %.0f ms, last because %s): it stays subscribed "
+			"for the rest of the run",
+			SP_GRAPH_HOLD_TRY_NS / 1e6, sp_lifecycle.off_why);
+	else
 		sp_info("activity kinds went off with the program's CUDA graphs alive and stepprof subscribed (no "
 			"detach followed the window at once): it stays subscribed for the rest of the run");
 }
@@ -188,7 +198,10 @@ bool sp_cupti_life_hold_kinds(uint64_t now, bool due)
 	}
 	if (!sp_lifecycle.kinds_held)
 		sp_lifecycle.kinds_held = now;
-	if (now - sp_lifecycle.kinds_held < SP_GRAPH_HOLD_NS)
+	/* the tick detaches within the first 10 ms, or its detach was called off (a launch blocked on a
+	 * full queue, a long synchronisation) and is tried again: then up to 1 s */
+	uint64_t held = now - sp_lifecycle.kinds_held;
+	if (held < SP_GRAPH_HOLD_NS || (atomic_load(&sp_lifecycle.wanted) && held < SP_GRAPH_HOLD_TRY_NS))
 		return true;
 	sp_lifecycle.kinds_held = 0;
 	return false;
@@ -288,10 +301,8 @@ static enum sp_life_act cycle(const struct sp_life_view *v, int64_t step, uint64
 			atomic_store(&sp_lifecycle.stopped, true);
 		else if (sp_lifecycle.off_step != step) { /* once a step: ticks come every 2 ms */
 			sp_lifecycle.off_step = step;
-			sp_info("detach between windows called off in step %lld: a marker call, a hooked CUDA call or "
-				"a "
-				"kernel launch was in progress",
-				(long long)step);
+			sp_info("detach between windows called off in step %lld (%s)", (long long)step,
+				sp_lifecycle.off_why ? sp_lifecycle.off_why : "?");
 		}
 		if (atomic_exchange(&sp_hold.lost, false))
 			sp_cupti_life_missed("a marker call came while a detach was being called off");
@@ -331,6 +342,19 @@ static enum sp_life_act cycle(const struct sp_life_view *v, int64_t step, uint64
 	return SP_LIFE_CYCLE;
 }
 
+/* A detach the tick wanted was called off: tried again at the next tick (a graph program's kinds stay
+ * on meanwhile, sp_cupti_life_hold_kinds); `what`, if set, is said once a step. */
+static void called_off(int64_t step, uint64_t now, const char *what)
+{
+	uint64_t no = 0;
+	atomic_compare_exchange_strong(&sp_lifecycle.wanted, &no, now);
+	if (what && sp_lifecycle.off_step != step) {
+		sp_lifecycle.off_step = step;
+		sp_info("%s called off in step %lld (%s): tried again", what, (long long)step,
+			sp_lifecycle.off_why ? sp_lifecycle.off_why : "?");
+	}
+}
+
 enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64_t now, CUpti_SubscriberHandle *sub)
 {
 	int state = atomic_load(&sp_hold.state);
@@ -344,7 +368,7 @@ enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64
 	}
 	pthread_mutex_unlock(&sp_lifecycle.park_lock);
 	if (now < atomic_load(&sp_lifecycle.retry_ns))
-		return SP_LIFE_STAY; /* a blocked launch called the last detach off (detach_body) */
+		return SP_LIFE_STAY; /* a blocked launch called the last detach off (detach_body): still wanted */
 	state = atomic_load(&sp_hold.state);
 	if (state != SP_HOLD_ATTACHED)
 		return SP_LIFE_STAY;
@@ -356,29 +380,38 @@ enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64
 	v->stopped = atomic_load(&sp_lifecycle.stopped);
 	v->fresh_step = atomic_load(&sp_hold.marking) == 0 && sp_life_quiet_fresh(quiet, seen, since);
 	enum sp_life_act act = sp_life_decide(v);
-	if (act == SP_LIFE_STAY)
+	if (act == SP_LIFE_STAY) {
+		atomic_store(&sp_lifecycle.wanted, 0);
 		say_held(v, step);
+	}
 	if (act == SP_LIFE_STAY && !v->done && !sp_lifecycle.reg_tried && (v->busy || v->steps_to_window < SP_LIFE_MIN_GAP))
 		register_early(step);
 	if (act == SP_LIFE_DETACH) {
 		uint64_t t0 = sp_now_ns();
 		int r = sp_hold_detach(*sub, true, &fin);
-		if (r > 0)
-			return SP_LIFE_STAY; /* a marker call was in progress: the next tick tries again */
+		if (r > 0) { /* a call was in progress: the next tick tries again */
+			called_off(step, now, "the detach after the last window");
+			return SP_LIFE_STAY;
+		}
 		if (r < 0) {
 			atomic_store(&sp_lifecycle.stopped, true);
 			atomic_store(&sp_lifecycle.frozen, true); /* warned; no second try */
 			return SP_LIFE_STAY;
 		}
 		sp_hold_watching->disarm();
+		atomic_store(&sp_lifecycle.wanted, 0);
 		sp_info("detached from CUPTI in step %lld (the schedule is done) in %.2f ms (cuptiUnsubscribe + "
 			"cuptiFinalize %.2f ms): the rest of the run is not profiled",
 			(long long)step, (sp_now_ns() - t0) / 1e6, fin / 1e6);
 		return act;
 	}
 	if (act == SP_LIFE_PARK)
-		return sp_hold_park(step, sub);
-	if (act != SP_LIFE_CYCLE)
-		return act;
-	return cycle(v, step, now, sub, end, quiet, seen, since);
+		act = sp_hold_park(step, sub);
+	else if (act == SP_LIFE_CYCLE)
+		act = cycle(v, step, now, sub, end, quiet, seen, since);
+	if (act == SP_LIFE_STAY && !atomic_load(&sp_lifecycle.stopped))
+		called_off(step, now, NULL);
+	else
+		atomic_store(&sp_lifecycle.wanted, 0);
+	return act;
 }

@@ -237,6 +237,13 @@ nohazard() {
 run graphdetach 5,1,3,1 auto 30 VIA_CUDART="$FAKERT" GRAPH=1 GLAUNCH=hooked
 check graphdetach 0 1 6 7 8 && nohazard graphdetach &&
 	echo "ok   graphs replayed through the hooks: detached for good after the last window, the kinds off inside the detach"
+# each replay blocked 30 ms (a full launch queue behind the GPU): the detach after the window is
+# called off while a replay is in flight, the kinds stay on while it is tried again, and it detaches
+# (before, the kinds went off 10 ms after the window and it stayed subscribed)
+run graphblocked 5,1,3,1 auto 30 VIA_CUDART="$FAKERT" GRAPH=1 GLAUNCH=hooked GLAUNCH_US=30000
+check graphblocked 0 1 6 7 8 && nohazard graphblocked && grep -q "called off in step [0-9]* (a hooked CUDA call" "$T/graphblocked/stderr" &&
+	echo "ok   graph replays blocked 30 ms each: the detach after the window called off, tried again, and done" ||
+	bad "graphblocked: $(grep -E 'called off|went off|detached' "$T/graphblocked/stderr" | head -3)"
 run graphpark 8,1,3,0 auto 48 VIA_CUDART="$FAKERT" GRAPH=1 GLAUNCH=hooked
 parked graphpark 3 9 10 11 21 22 23 33 34 35 45 46 47 && nohazard graphpark &&
 	echo "ok   graphs replayed through the hooks: parked between windows, no replay with the kinds off before a finalise"

@@ -69,10 +69,15 @@ __attribute__((visibility("default"))) cudaError_t cudaGraphLaunch(cudaGraphExec
 	}
 	if (!fire || !wrapped || !replay)
 		return cudaErrorInitializationError;
+	static int glaunch_us = -1;
+	if (glaunch_us < 0) /* GLAUNCH_US: each replay blocks this long (a full launch queue) */
+		glaunch_us = getenv("GLAUNCH_US") ? atoi(getenv("GLAUNCH_US")) : 0;
 	unsigned c = corr++;
 	wrapped(1);
 	fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, 0, c);
 	fire(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, 0, c);
+	if (glaunch_us)
+		usleep(glaunch_us);
 	replay();
 	fire(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, 1, c);
 	fire(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, 1, c);

@@ -31,15 +31,16 @@ for v in $(compgen -e | grep '^STEPPROF_'); do unset "$v"; done
 unset LD_PRELOAD CUDA_INJECTION64_PATH
 
 bad=0
-# one NAME PROGRAM [KEY=VALUE...]: the program's 300 iterations under stepprof (schedule: wait 10,
-# warmup 1, active 3, repeat 1, so the schedule ends early and most replays come after it). PASS:
+# one NAME PROGRAM EXPECT [KEY=VALUE...]: the program's 300 iterations under stepprof (schedule: wait
+# 10, warmup 1, active 3, repeat 1, so the schedule ends early and most replays come after it). PASS:
 # exit 0 (a replay after a cuptiFinalize that broke it ends in "unspecified launch failure"), a
-# readable trace, the output's checksum (graphs_infer.py) equal to a run without stepprof, and
-# either a detach from CUPTI or a line saying why it stays subscribed. The line says which, and the
-# program's median STEP time after the window over before it when it prints STEP lines.
+# readable trace, the output's checksum (graphs_infer.py) equal to a run without stepprof, and as
+# EXPECT says: a detach from CUPTI (detach), or a line saying why it stays subscribed (stay). The
+# line says which, and the program's median STEP time after the window over before it when it
+# prints STEP lines.
 one() {
-	local name=$1 prog=$2 d=$OUT/$1 path
-	shift 2
+	local name=$1 prog=$2 expect=$3 d=$OUT/$1 path
+	shift 3
 	mkdir -p "$d"
 	path=$ROOT/tests/gpu/corpus/$prog
 	[ -e "$path" ] || path=$ROOT/tests/gpu/programs/$prog
@@ -51,11 +52,14 @@ one() {
 	[ $rc = 0 ] || why+="exit $rc ($(grep -m1 -E 'Error|error' "$d/stderr" | cut -c1-120)); "
 	if grep -q "detached from CUPTI" "$d/stderr"; then
 		how="detached ($(grep -c 'detached from CUPTI' "$d/stderr") detaches)"
+		[ "$expect" = detach ] || why+="detached, expected to stay subscribed; "
 	elif grep -q "not detaching from CUPTI.*created a CUDA graph" "$d/stderr"; then
 		how="stayed subscribed ($(grep -o 'a graph launch came past[^:]*\|activity kinds went off[^:]*' "$d/stderr" | head -1))"
+		[ "$expect" = stay ] || why+="$how, expected a detach; "
 	else
 		why+="neither detached nor said why it stays subscribed; "
 	fi
+	grep -o "called off in step.*" "$d/stderr" | head -2 | sed "s/^/  $name: /"
 	if [ "$prog" = graphs_infer.py ]; then
 		[ -s "$OUT/infer.plain" ] || PYTHONPATH="$ROOT/tests/gpu/corpus" timeout 300 "$PY" "$path" 300 >"$OUT/infer.plain" 2>&1
 		[ "$(grep -o 'checksum=.*' "$d/stdout")" = "$(grep -o 'checksum=.*' "$OUT/infer.plain")" ] ||
@@ -82,16 +86,16 @@ PY
 		bad=1
 	fi
 }
-one train-auto graphs_train.py
-one train-api graphs_train.py STEPPROF_MARKER_KIND=api 'STEPPROF_MARKER_PATTERN=cudaGraphLaunch*'
-one train-hooks graphs_train.py STEPPROF_MARKER_LEARN=hooks
-one train-always graphs_train.py STEPPROF_CUPTI_DETACH_BETWEEN=always 'STEPPROF_SCHEDULE_REPEAT=3'
-one train-nodetach graphs_train.py STEPPROF_CUPTI_GRAPH_DETACH=false
-one infer-auto graphs_infer.py
-one infer-nodetach graphs_infer.py STEPPROF_CUPTI_GRAPH_DETACH=false
-one ctrain-auto graphs_compile_train.py
-one compile-auto compile_infer_graphs.py
-one compile-nodetach compile_infer_graphs.py STEPPROF_CUPTI_GRAPH_DETACH=false
+one train-auto graphs_train.py detach
+one train-api graphs_train.py detach STEPPROF_MARKER_KIND=api 'STEPPROF_MARKER_PATTERN=cudaGraphLaunch*'
+one train-hooks graphs_train.py detach STEPPROF_MARKER_LEARN=hooks
+one train-always graphs_train.py detach STEPPROF_CUPTI_DETACH_BETWEEN=always 'STEPPROF_SCHEDULE_REPEAT=3'
+one train-nodetach graphs_train.py stay STEPPROF_CUPTI_GRAPH_DETACH=false
+one infer-auto graphs_infer.py detach
+one infer-nodetach graphs_infer.py stay STEPPROF_CUPTI_GRAPH_DETACH=false
+one ctrain-auto graphs_compile_train.py detach
+one compile-auto compile_infer_graphs.py detach
+one compile-nodetach compile_infer_graphs.py stay STEPPROF_CUPTI_GRAPH_DETACH=false
 
 C=${CUDA_HOME:-/usr/local/cuda}
 CI=$C/extras/CUPTI/include CL=$C/extras/CUPTI/lib64
