@@ -413,6 +413,11 @@ static void print_decision(const struct decision *d, uint64_t t0, FILE *out)
 	if (w & SP_DET_SWITCH)
 		fprintf(out, "  token %-9zu %10.6f s  the program's optimizer steps from here (kind = auto)\n",
 			d->index, t);
+	if (w & SP_DET_HELD)
+		fprintf(out,
+			"  token %-9zu %10.6f s  a loop without training evidence, an optimizer made but not stepped: "
+			"its steps wait\n",
+			d->index, t);
 	if (w & SP_DET_NOSWITCH)
 		fprintf(out,
 			"  token %-9zu %10.6f s  optimizer steps came after a window began: steps stay automatic\n",

@@ -101,8 +101,9 @@ int sp_collector_devmem_take(unsigned seen, const void *from);
 void sp_collector_devmem(int kind, int free, uint64_t addr, uint64_t size, int dev);
 /* The Python bridge (collector/pybridge/): a PyTorch program's own steps. SP_PY_OPTIM: an
  * optimizer's step() returned (torch's global post hook); SP_PY_SCALER: a GradScaler's update()
- * began; SP_PY_CALL: a python marker's function began. */
-enum { SP_PY_OPTIM = 1, SP_PY_SCALER, SP_PY_CALL };
+ * began; SP_PY_CALL: a python marker's function began; SP_PY_MADE: Optimizer.__init__ began (or one
+ * was made before the bridge watched it). */
+enum { SP_PY_OPTIM = 1, SP_PY_SCALER, SP_PY_CALL, SP_PY_MADE };
 /* The bridge installed the watch `what` (SP_PY_CALL: of python marker `index`, in the order of
  * sp_pybridge_ask.calls). With the GIL held. This function can't fail. */
 void sp_collector_py_installed(int what, int index);

@@ -33,8 +33,10 @@ static struct {
 	unsigned count[3];        /* objects named so far, by kind (their k) */
 	uint32_t hook[3];         /* the PYHOOK tokens' names, by SP_PY_* (interned) */
 	uint32_t call[SP_MAX_PHASES]; /* python marker i's module:qualname (interned; the PYCALL name) */
+	uint32_t made;            /* SP_STEPDET_OPTIM_MADE, interned (the PYCALL name of an optimizer made) */
 	uint32_t pattern[SP_MAX_PHASES]; /* each marker's pattern, interned (python markers' calls) */
 	int ncalls;
+	_Atomic int made_said;    /* an optimizer made was said (once) */
 	int started;              /* the bridge runs (CPython here) */
 	_Atomic int64_t ticked;   /* the step the last early life tick ran in */
 	int64_t next_active;      /* the first step after `active_from` the schedule collects, or
@@ -50,8 +52,8 @@ static int takes(int mk, int kind, uint32_t name)
 	const struct sp_mk *m = &sp_col.mk[mk];
 	if (m->kind == SP_MARK_PYTHON)
 		return kind == SP_TOK_PYCALL && name == pynames.pattern[mk];
-	if (kind == SP_TOK_PYCALL)
-		return 0;
+	if (kind == SP_TOK_PYCALL) /* an optimizer made: kind = auto defers loops without training evidence */
+		return name == pynames.made && m->kind == SP_MARK_AUTO && sp_col.nmk == 1 && !m->name;
 	return m->kind == SP_MARK_OPTIMIZER || (m->kind == SP_MARK_AUTO && sp_col.nmk == 1 && !m->name);
 }
 
@@ -157,6 +159,12 @@ void sp_collector_py_event(int what, const void *obj, const char *cls, int index
 	uint64_t t = sp_thr_ns(1);
 	if (what == SP_PY_CALL && index >= 0 && index < pynames.ncalls)
 		token(SP_TOK_PYCALL, 0, pynames.call[index], t);
+	else if (what == SP_PY_MADE) {
+		if (!atomic_exchange(&pynames.made_said, 1))
+			sp_info("the program made a torch optimizer%s%s (step %lld)", cls ? ": " : "", cls ? cls : "",
+				(long long)__atomic_load_n(&sp_col.step, __ATOMIC_RELAXED));
+		token(SP_TOK_PYCALL, 0, pynames.made, t);
+	}
 	else if (what == SP_PY_OPTIM || what == SP_PY_SCALER)
 		token(what == SP_PY_OPTIM ? SP_TOK_OPTIM : SP_TOK_SCALER,
 		      what == SP_PY_OPTIM && index ? SP_TOKF_CAPTURED : 0, object_name(what, obj, cls), t);
@@ -190,6 +198,7 @@ void sp_pyglue_start(void)
 	int loud = 0;
 	pynames.hook[SP_PY_OPTIM - 1] = sp_intern("optimizer");
 	pynames.hook[SP_PY_SCALER - 1] = sp_intern("GradScaler.update");
+	pynames.made = sp_intern(SP_STEPDET_OPTIM_MADE);
 	for (int i = 0; i < sp_col.nmk; i++) {
 		const struct sp_mk *m = &sp_col.mk[i];
 		int seen = 0;

@@ -425,6 +425,13 @@ static void py_apply(const struct sp_det_out *o)
 			"replays never call torch's optimizer hook, so [marker] kind = optimizer counts no step "
 			"they make (kind = auto finds them from the launches)",
 			(long long)sp_col.step);
+	if (o->what & SP_DET_HELD)
+		sp_info("automatic steps: a loop without backward or optimizer kernels has run %llu steps in a row in "
+			"step %lld, but the program made a torch optimizer that has not stepped yet (a rollout or an "
+			"evaluation before training?): its steps count only after %llu in a row, and the optimizer's "
+			"first step takes over before that",
+			(unsigned long long)det->tune->defer_steps, (long long)sp_col.step,
+			(unsigned long long)det->tune->optim_defer_steps);
 	if (o->what & SP_DET_NOSWITCH)
 		sp_warn("the program's optimizer steps came after a window of automatic steps had begun: the steps "
 			"stay "

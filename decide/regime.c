@@ -283,7 +283,7 @@ void sp_det_lock(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_o
 	g->cur = (uint32_t)(r - g->r) + 1;
 	if (r->train && !g->train)
 		g->train = g->cur;
-	if (!r->train && !r->proven && !g->train && r->run >= d->tune->defer_steps) {
+	if (!r->train && !r->proven && !g->train && r->run >= sp_det_defer_steps(d)) {
 		r->proven = 1; /* it ran long enough before its lock: its steps count from the next one */
 		out->what |= SP_DET_PROVEN;
 	}
@@ -300,10 +300,23 @@ void sp_det_lock(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_o
 	sp_det_watch(d, out);
 }
 
+/* While the program has made a torch optimizer that has not stepped, a loop without training evidence is
+ * taken for a phase before training (an RL rollout, an evaluation): kind = auto waits for that first step. */
+uint64_t sp_det_defer_steps(const struct sp_stepdet *d)
+{
+	return d->py_made && !d->py_captured ? d->tune->optim_defer_steps : d->tune->defer_steps;
+}
+
 void sp_det_regime_next(struct sp_stepdet *d, uint64_t ts, unsigned flags, struct sp_det_out *out)
 {
 	struct sp_det_regime *r = sp_det_cur(d);
-	if (++r->run >= d->tune->defer_steps && !r->train && !r->proven && !d->regimes.train) {
+	++r->run;
+	if (r->run == d->tune->defer_steps && sp_det_defer_steps(d) > r->run && !r->train && !r->proven &&
+	    !d->regimes.train && !d->py_held) {
+		d->py_held = 1;
+		out->what |= SP_DET_HELD;
+	}
+	if (r->run >= sp_det_defer_steps(d) && !r->train && !r->proven && !d->regimes.train) {
 		/* defer_steps steps in a row, those before its lock included: the program's loop
 		 * (inference, or training whose kernels do not say so); its steps count from this one */
 		r->proven = 1;

@@ -59,6 +59,11 @@
 				 * graph (its replays never call the hook) before any window; learning
 				 * again, steps numbered afresh (once) */
 #define SP_DET_CAPTURED 0x10000u /* kind = optimizer: a step was captured into a CUDA graph (once) */
+#define SP_DET_HELD 0x20000u /* kind = auto: a regime without training evidence ran defer_steps, but the program
+			      * made a torch optimizer that has not stepped: optim_defer_steps instead (once) */
+
+/* The watched function whose PYCALL token says the program made a torch optimizer (its __init__ began). */
+#define SP_STEPDET_OPTIM_MADE "torch.optim.optimizer:Optimizer.__init__"
 
 struct sp_det_out {
 	unsigned what;
@@ -179,6 +184,8 @@ struct sp_stepdet {
 	int py_no_switch;             /* auto: a window has begun: no switch to optimizer steps */
 	int py_said;                  /* auto: SP_DET_NOSWITCH returned */
 	int py_captured;              /* an optimizer step ran inside a graph capture (said once) */
+	int py_made;                  /* auto: the program made a torch optimizer (SP_STEPDET_OPTIM_MADE) */
+	int py_held;                  /* auto: SP_DET_HELD returned */
 };
 
 /* Sets d up for marker kind (enum sp_marker_kind), pattern (glob; ignored for auto and

@@ -22,6 +22,8 @@ void sp_det_watch(struct sp_stepdet *d, struct sp_det_out *out);
 
 /* regime.c: 1 if the current regime's steps do not count towards the schedule. */
 int sp_det_minor(const struct sp_stepdet *d);
+/* Steps in a row a regime without training evidence runs before its steps count (regime.c). */
+uint64_t sp_det_defer_steps(const struct sp_stepdet *d);
 /* regime.c: the learner locked at token t: finds or opens the regime and numbers the open step. */
 void sp_det_lock(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_out *out);
 /* regime.c: the locked regime's next step begins at ts (flags as for sp_det_boundary): it counts

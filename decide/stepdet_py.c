@@ -33,6 +33,8 @@ static int optimizer_hooked(const struct sp_token *t)
 static void optimizer(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_out *out)
 {
 	unsigned r = 0;
+	if (t->kind == SP_TOK_PYCALL)
+		return; /* an optimizer made: nothing for its steps */
 	if (optimizer_hooked(t)) {
 		if (d->step < 0)
 			boundary(d, t->ts, out);
@@ -85,6 +87,11 @@ static void captured(struct sp_stepdet *d, struct sp_det_out *out)
  * window of automatic steps has begun or a step was captured into a graph. */
 static void auto_switch(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_out *out)
 {
+	if (t->kind == SP_TOK_PYCALL) {
+		const char *n = sp_intern_lookup(t->name);
+		d->py_made |= n && !strcmp(n, SP_STEPDET_OPTIM_MADE);
+		return;
+	}
 	if (optimizer_hooked(t))
 		d->py_hooked = 1;
 	if (!d->py_hooked || (t->kind != SP_TOK_OPTIM && t->kind != SP_TOK_SCALER))

@@ -77,7 +77,7 @@ int sp_stepdet_why_none(const struct sp_stepdet *d, int64_t first, char *buf, si
 			 "count towards the schedule from %llu in a row (an evaluation before training is shorter); "
 			 "set an explicit [marker] to record such a short loop (docs/STEPS.md, item 7)",
 			 g->cur, r->launches, (unsigned long long)r->run, (long long)d->step,
-			 (unsigned long long)d->tune->defer_steps);
+			 (unsigned long long)sp_det_defer_steps(d));
 	else if (sp_det_minor(d))
 		snprintf(buf, n,
 			 "the program ended in step %lld in automatic detection's regime %u, which launches no "
@@ -99,7 +99,7 @@ static void say_note(const struct sp_stepdet *d, unsigned kind, uint32_t k, char
 {
 	const struct sp_det_regimes *g = &d->regimes;
 	const struct sp_det_regime *r = &g->r[k - 1];
-	unsigned long long defer = (unsigned long long)d->tune->defer_steps;
+	unsigned long long defer = (unsigned long long)sp_det_defer_steps(d);
 	if (kind == 1)
 		snprintf(buf, n,
 			 "automatic steps: regime %u (%u launches a step) launches no backward or optimizer kernel, "

@@ -13,8 +13,8 @@
 #include "pybridge.h"
 
 /* The watches, by index in sp_pyb.state: the optimizer hook, the scaler watch, python marker i at
- * SP_PYW_CALL + i. */
-enum { SP_PYW_OPTIM = 0, SP_PYW_SCALER = 1, SP_PYW_CALL = 2, SP_PYW_N = 2 + SP_MAX_PHASES };
+ * SP_PYW_CALL + i, the watch on Optimizer.__init__ (an optimizer made) last. */
+enum { SP_PYW_OPTIM = 0, SP_PYW_SCALER = 1, SP_PYW_CALL = 2, SP_PYW_MADE = 2 + SP_MAX_PHASES, SP_PYW_N };
 /* A watch's state. */
 enum { SP_PYW_WAITING = 0, SP_PYW_INSTALLED, SP_PYW_FAILED };
 

@@ -80,6 +80,22 @@ static const char helper_src[] =
 	"    if r is None or type(r) is str:\n"
 	"        return r\n"
 	"    return r[2](hook)\n"
+	"_subclasses = type.__dict__['__subclasses__']\n"
+	"def made(mods):\n"
+	"    r = find(mods, 'torch.optim.optimizer', 'Optimizer')\n"
+	"    if type(r) is not tuple or not issubclass(type(r[2]), type):\n"
+	"        return False\n"
+	"    seen, todo = set(), [r[2]]\n"
+	"    while todo and len(seen) < 4096:\n"
+	"        k = todo.pop()\n"
+	"        if id(k) in seen:\n"
+	"            continue\n"
+	"        seen.add(id(k))\n"
+	"        f = _type_dict.__get__(k).get('step')\n"
+	"        if type(f) is _Function and f.__dict__.get('hooked') is True:\n"
+	"            return True\n"
+	"        todo.extend(_subclasses(k))\n"
+	"    return False\n"
 	"def capturing(mods):\n"
 	"    i = find(mods, 'torch.cuda', 'is_initialized')\n"
 	"    c = find(mods, 'torch.cuda', 'is_current_stream_capturing')\n"
@@ -196,12 +212,15 @@ static PyObj *on_optim(PyObj *self, PyObj *const *args, ssize_t nargs, PyObj *kw
 	return sp_py_none();
 }
 
-/* An event of watch i (the scaler watch or python marker i - SP_PYW_CALL); obj: the scaler or NULL. */
+/* An event of watch i (the scaler watch, python marker i - SP_PYW_CALL, an optimizer made); obj: the
+ * scaler, the optimizer (wrappers only) or NULL. */
 static void watch_event(long i, PyObj *obj)
 {
-	if (i == SP_PYW_SCALER)
+	if (i == SP_PYW_MADE)
+		sp_collector_py_event(SP_PY_MADE, obj, obj ? sp_py_type_name(obj) : NULL, 0);
+	else if (i == SP_PYW_SCALER)
 		sp_collector_py_event(SP_PY_SCALER, obj, obj ? sp_py_type_name(obj) : "GradScaler", 0);
-	else if (i >= SP_PYW_CALL && i < SP_PYW_N)
+	else if (i >= SP_PYW_CALL && i < SP_PYW_CALL + SP_MAX_PHASES)
 		sp_collector_py_event(SP_PY_CALL, NULL, NULL, (int)(i - SP_PYW_CALL));
 	sp_pyops_tick();
 	sp_pymem_tick();
@@ -376,7 +395,8 @@ static int tool_id(void)
  * Returns a new reference (the wrapper, the code object, or why not), or NULL (exception pending). */
 static PyObj *install_watch(int i, PyObj *f, PyObj *m, PyObj *q, int *tool)
 {
-	*tool = i == SP_PYW_SCALER ? -1 : tool_id(); /* taken once something is to be watched */
+	/* the default's watches take no tool id: the program's own use_tool_id could raise */
+	*tool = i == SP_PYW_SCALER || i == SP_PYW_MADE ? -1 : tool_id();
 	if (*tool == -3)
 		return NULL;
 	PyObj *note = callable(2, sp_py.long_from(i)), *t = note ? sp_py.long_from(*tool) : NULL;
@@ -388,7 +408,22 @@ static PyObj *install_watch(int i, PyObj *f, PyObj *m, PyObj *q, int *tool)
 	return r;
 }
 
-/* Watch i (the scaler, or python marker i - SP_PYW_CALL) on modname:qualname, once that is there. */
+/* Optimizer.__init__ is watched from now on: one made before (torch marks the class's step() as
+ * `hooked` at its first optimizer) counts once. An exception turns the bridge off. */
+static void made_before(void)
+{
+	PyObj *r = helper("made", sp_py.modules(), NULL, NULL, NULL, NULL);
+	if (!r) {
+		failed("looking for optimizers made before its watch");
+		return;
+	}
+	if (!strcmp(sp_py_type_name(r), "bool") && sp_py.long_as(r) == 1)
+		sp_collector_py_event(SP_PY_MADE, NULL, NULL, 0);
+	sp_py.decref(r);
+}
+
+/* Watch i (the scaler, python marker i - SP_PYW_CALL, Optimizer.__init__) on modname:qualname, once that
+ * is there. */
 static void watch(int i, const char *modname, const char *qualname)
 {
 	int tool = -1;
@@ -429,7 +464,10 @@ static void watch(int i, const char *modname, const char *qualname)
 		sp_py.decref(r);
 	sp_pyb.state[i] = SP_PYW_INSTALLED;
 	sp_info("Python bridge: %s (%s)", what, tool >= 0 ? "sys.monitoring PY_START" : "a wrapper");
-	sp_collector_py_installed(i == SP_PYW_SCALER ? SP_PY_SCALER : SP_PY_CALL, i - SP_PYW_CALL);
+	if (i == SP_PYW_MADE)
+		made_before();
+	else
+		sp_collector_py_installed(i == SP_PYW_SCALER ? SP_PY_SCALER : SP_PY_CALL, i - SP_PYW_CALL);
 }
 
 void sp_pyw_poll(void)
@@ -442,6 +480,9 @@ void sp_pyw_poll(void)
 		hook_optimizer();
 	if (sp_pyb.ask.optimizer && sp_pyb.state[SP_PYW_SCALER] == SP_PYW_WAITING && !atomic_load(&sp_pyb.off))
 		watch(SP_PYW_SCALER, "torch.amp.grad_scaler", "GradScaler.update");
+	/* kind = auto: a program that made an optimizer will train (decide/regime.c) */
+	if (sp_pyb.ask.optimizer && sp_pyb.state[SP_PYW_MADE] == SP_PYW_WAITING && !atomic_load(&sp_pyb.off))
+		watch(SP_PYW_MADE, "torch.optim.optimizer", "Optimizer.__init__");
 	for (int i = 0; i < sp_pyb.ask.ncalls && !atomic_load(&sp_pyb.off); i++) {
 		if (sp_pyb.state[SP_PYW_CALL + i] != SP_PYW_WAITING)
 			continue;

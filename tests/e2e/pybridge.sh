@@ -265,6 +265,20 @@ grep -q "the program's optimizer step ran inside a CUDA graph capture" "$T/captu
 	[ "$(echo "$c" | wc -w)" = 3 ] && ! echo "$c" | tr " " "\n" | grep -qv ":5$" &&
 	ok "default configuration, an optimizer step captured into a graph: automatic steps again, 3 steps of the 5 replayed kernels ($c)" ||
 	bad "captured: steps '$c'; $(grep -v begins "$T/captured/stderr" | tail -5)"
+# an RL loop (rl_phases.py on a GPU): the optimizer is made before a rollout of 40 tokens (a loop of
+# 5 launches and a sync, no training kernel) and steps after it; the default waits for that step
+# (Optimizer.__init__ watched) and records 3 whole iterations, not the rollout's token steps (before:
+# the rollout's loop counted after 26 tokens, its window began before the first optimizer step)
+run rollout "$PY" auto "" rollout 20 WAIT=optimizer,made STEPPROF_MARKER_LEARN=cupti
+expect rollout "11:205 12:205 13:205" && grep -q "the program made a torch optimizer" "$T/rollout/stderr" &&
+	grep -q "made a torch optimizer that has not stepped yet" "$T/rollout/stderr" &&
+	ok "default configuration, an RL loop's rollout before the first optimizer step: 3 iterations of 205 kernels, the rollout's steps held" ||
+	bad "rollout: $(steps rollout); $(grep -v begins "$T/rollout/stderr" | grep -iE 'optimizer|automatic' | head -4)"
+# the optimizer made before the bridge's first poll: found by torch's mark on its class's step()
+run rollout_early "$PY" auto "" rollout 20 WAIT=optimizer,made STEPPROF_MARKER_LEARN=cupti MADE_EARLY=1
+expect rollout_early "11:205 12:205 13:205" && grep -q "the program made a torch optimizer (step" "$T/rollout_early/stderr" &&
+	ok "default configuration, the optimizer made before the bridge watched: found all the same, 3 iterations of 205 kernels" ||
+	bad "rollout_early: $(steps rollout_early); $(grep -v begins "$T/rollout_early/stderr" | grep -iE 'optimizer|automatic' | head -4)"
 # CUDA not initialised (a CPU program): the bridge never asks (asking would start CUDA)
 run captured_cpu "$PY" auto "" captured 40 STANDIN_CUDA_UNINIT=1
 grep -q "prog: capture checks 0" "$T/captured_cpu/stdout" && ! grep -q "inside a CUDA graph capture" "$T/captured_cpu/stderr" &&

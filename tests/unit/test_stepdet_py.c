@@ -228,6 +228,45 @@ static void captured_step(void **state)
 	sp_stepdet_free(&det);
 }
 
+/* An RL loop under kind = auto: the program made an optimizer (Optimizer.__init__'s PYCALL token), then
+ * its rollout, a loop without training evidence, runs longer than defer_steps before the first optimizer
+ * step: its steps are held (said once), not counted, and that step takes over. Without the token (or
+ * with another function's) they count from defer_steps on; with it, from optim_defer_steps on. */
+static void optimizer_made_defers(void **state)
+{
+	(void)state;
+	struct sp_det_out o;
+	int64_t step = -1;
+	struct sp_det_tune t = sp_det_tune_default;
+	t.optim_defer_steps = 45;
+	for (int made = 0; made < 4; made++) {
+		assert_int_equal(sp_stepdet_init_tuned(&det, SP_MARK_AUTO, "", 1, NULL, made == 3 ? &t : NULL), 0);
+		feed(SP_TOK_PYHOOK, "optimizer", &o);
+		if (made)
+			feed(SP_TOK_PYCALL, made == 2 ? "__main__:generate" : SP_STEPDET_OPTIM_MADE, &o);
+		unsigned all = 0, held = 0;
+		int64_t proven_at = -1;
+		for (int i = 0; i < 60; i++) {
+			unsigned w = cuda_iteration(&step);
+			held += (w & SP_DET_HELD) != 0;
+			if ((w & SP_DET_PROVEN) && proven_at < 0)
+				proven_at = i;
+			all |= w;
+		}
+		assert_true(all & SP_DET_LOCK);
+		if (made == 1) {
+			assert_int_equal(all & SP_DET_PROVEN, 0);
+			assert_int_equal(held, 1);
+		} else {
+			assert_true(all & SP_DET_PROVEN);
+			assert_int_equal(held, made == 3);
+			assert_true(made == 3 ? proven_at >= 40 : proven_at < 30);
+		}
+		assert_true(feed(SP_TOK_OPTIM, "AdamW#1", &o) & SP_DET_SWITCH);
+		sp_stepdet_free(&det);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -235,6 +274,7 @@ int main(void)
 		cmocka_unit_test(python_marker),
 		cmocka_unit_test(auto_switches),
 		cmocka_unit_test(captured_step),
+		cmocka_unit_test(optimizer_made_defers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,6 +19,8 @@
 # captured (3 warm-up iterations with an optimizer step, one whose step runs "inside a CUDA graph
 # capture" (torch.cuda.is_current_stream_capturing() true), then iterations of 5 launches and a
 # cudaDeviceSynchronize with no optimizer step: a training step captured into a graph and replayed),
+# rollout (an RL loop: 40 generated tokens of 5 launches and a cudaDeviceSynchronize each, then 2
+# micro-batches and an optimizer step: 205 kernels an iteration; the optimizer made before the loop),
 # leak (ITERS optimizer steps, GradScaler updates and calls of `marked` that launch nothing, then
 # the change in the reference counts of None, the optimizer and the scaler, and in the memory
 # tracemalloc sees: stepprof's callables must hold no reference and allocate nothing per event).
@@ -86,6 +88,9 @@ for attempt in range(2):
         print("prog: import failed:", e, flush=True)
 from torch.amp import GradScaler  # noqa: E402
 import torch.optim.optimizer as topt  # noqa: E402
+
+# MADE_EARLY: the loop's optimizer is made before the bridge watches Optimizer.__init__ (and no other)
+early = torch.optim.Adam(launch, "adam_fake") if os.environ.get("MADE_EARLY") else None
 
 
 def watched(fn):
@@ -164,6 +169,7 @@ def wait(what):
             "lazy": lambda: watched(sys.modules["lazymod"].lazy_step),
             "marked": lambda: watched(sys.modules["__main__"].marked),
             "rl": lambda: watched(sys.modules["__main__"].generate) and watched(sys.modules["__main__"].rl_train),
+            "made": lambda: watched(topt.Optimizer.__init__),
         }[what]()
         if ok:
             return
@@ -217,8 +223,8 @@ if os.environ.get("FAKERT"):
     rt = ctypes.CDLL(None)  # stepprof's hooks first, as for libtorch
     rt.cudaGraphCreate(ctypes.byref(ctypes.c_void_p()), 0)
     replay = rt.cudaGraphLaunch
-opt = torch.optim.Adam(launch, "adam_fake")
-opt_g = torch.optim.Adam(launch, "adam_g_fake")
+opt = early or torch.optim.Adam(launch, "adam_fake")
+opt_g = None if early else torch.optim.Adam(launch, "adam_g_fake")
 scaler = GradScaler(launch)
 trainer = Trainer(opt)
 for it in range(iters):
@@ -258,6 +264,15 @@ for it in range(iters):
             launch("bwd_fake")
             launch("bwd_fake")
         opt.step()
+    elif scenario == "rollout":
+        for tok in range(40):
+            for k in range(5):
+                launch("gen_fwd_fake")
+            corr[0] += 1
+            cupti.fake_cupti_fire(2, 165, 0, corr[0])  # cudaDeviceSynchronize (a sampled token read)
+            cupti.fake_cupti_fire(2, 165, 1, corr[0])
+            time.sleep(0.0005)
+        rl_train(opt)
     elif scenario == "captured":
         if it < 4:
             torch.cuda.capturing = it == 3

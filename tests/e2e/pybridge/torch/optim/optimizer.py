@@ -62,6 +62,7 @@ class Optimizer:
     def __init__(self, launch, kernel):
         self.launch = launch  # the program's fake kernel launch
         self.kernel = kernel
+        type(self).step.hooked = True  # as torch marks it (_patch_step_function)
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
