@@ -186,6 +186,19 @@ def load(path, pid=None):
     return tr
 
 
+def idle_before(tr):
+    """{kernel label: [us the GPU was idle before each instance]}: its start minus the latest end of
+    the ops before it in its step (the first op of a step has none)."""
+    gaps = collections.defaultdict(list)
+    for ops in tr.steps.values():
+        prev_end = None
+        for op in ops:
+            if op.cat == "kernel" and prev_end is not None:
+                gaps[op.label].append(op.ts - prev_end)
+            prev_end = op.ts + op.dur if prev_end is None else max(prev_end, op.ts + op.dur)
+    return gaps
+
+
 def schedule_action(step, skip_first=0, wait=0, warmup=0, active=1, repeat=0, skip_first_wait=0):
     """torch.profiler.schedule(...)(step) of torch 2.11: NONE, WARMUP, RECORD or RECORD_AND_SAVE."""
     if step < skip_first:

@@ -21,16 +21,14 @@ import traceutil as tu  # noqa: E402
 def per_name(tr):
     rows = collections.defaultdict(lambda: ([], [], []))
     for ops in tr.steps.values():
-        prev_end = None
         for op in ops:
             if op.cat == "kernel":
-                d, gap, lead = rows[op.label]
+                d, _, lead = rows[op.label]
                 d.append(op.dur)
-                if prev_end is not None:
-                    gap.append(op.ts - prev_end)
                 if not op.fallback:
                     lead.append(op.ts - op.launch_ts)
-            prev_end = op.ts + op.dur if prev_end is None else max(prev_end, op.ts + op.dur)
+    for name, gaps in tu.idle_before(tr).items():
+        rows[name][1].extend(gaps)
     return rows
 
 
