@@ -30,7 +30,8 @@ enum sp_tok_kind {
 			     * or the python marker's module:qualname) */
 	SP_TOK_OPTIM = 9,   /* a torch optimizer's step() returned: name = "Class#k", the k-th optimizer object */
 	SP_TOK_SCALER = 10, /* a GradScaler's update() begins: name = "Class#k", the k-th scaler object */
-	SP_TOK_PYCALL = 11, /* a watched Python function begins: name = its module:qualname (an optimizer made: Optimizer.__init__) */
+	SP_TOK_PYCALL = 11, /* a watched Python function begins: name = its module:qualname (Optimizer.__init__:
+			     * the program made a torch optimizer) */
 	SP_TOK_KIND_MAX = 11
 };
 /* Token flags (a record's high 4 bits). */

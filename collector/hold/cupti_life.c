@@ -161,7 +161,8 @@ void sp_cupti_life_glaunch(bool hooked)
  * was replayed with the kinds off after they were on in this instance (docs/CONFIG.md). */
 static bool graph_detach_ok(void)
 {
-	return sp_col.cfg.graph_detach && atomic_load(&sp_lifecycle.glaunch_hooked) > 0 && !atomic_load(&sp_lifecycle.glaunch_unhooked) &&
+	return sp_col.cfg.graph_detach && atomic_load(&sp_lifecycle.glaunch_hooked) > 0 &&
+	       !atomic_load(&sp_lifecycle.glaunch_unhooked) &&
 	       !atomic_load(&sp_lifecycle.graph_tainted) && !atomic_load(&sp_lifecycle.kinds_went_off);
 }
 
