@@ -446,6 +446,7 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 	/* in flight first, then the state (both sequentially consistent): a detach either sees this call
 	 * and waits for it, or this call sees the detach and waits for it to finish */
 	atomic_fetch_add(&sp_hold.hooked, 1);
+	bool gl = glaunch(fn);
 	int st;
 	/* a detach is under way: waits (holding nothing) until it is over, then looks again, counted,
 	 * as the next detach may have begun meanwhile (libcupti may reach the driver through our
@@ -454,12 +455,12 @@ int sp_collector_hook_enter_at(int fn, const void *from)
 				0) &&
 	       !sp_cupti_life_detaching_here()) {
 		atomic_fetch_sub(&sp_hold.hooked, 1);
-		int over = sp_cupti_life_wait_detach(SP_WAIT_HOOKED_NS);
+		/* a graph replayed under cuptiFinalize is as unsafe as a kernel launched under it */
+		int over = sp_cupti_life_wait_detach(gl ? SP_WAIT_LAUNCH_NS : SP_WAIT_HOOKED_NS);
 		atomic_fetch_add(&sp_hold.hooked, 1);
 		if (!over)
 			break; /* gave up (warned): goes ahead */
 	}
-	bool gl = glaunch(fn);
 	if (gl)
 		sp_thr.graph_hooked++;
 	unsigned w = atomic_load_explicit(&marker_hooks.want[fn], memory_order_relaxed);

@@ -232,7 +232,8 @@ done
 # (the fake logs GRAPH_FINALIZE_HAZARD: torch's replays failed after that on an H200). Detached for
 # good after the last window, parked between windows; a graph launch past the hooks keeps it subscribed
 nohazard() {
-	! grep -qE "GRAPH_FINALIZE_HAZARD|FINALIZE_UNDER_CALL" "$T/$1/log" || { bad "$1: $(grep -E 'HAZARD|UNDER_CALL' "$T/$1/log" | head -2)"; false; }
+	! grep -qE "GRAPH_FINALIZE_HAZARD|FINALIZE_UNDER_CALL|GRAPH_DURING_FINALIZE" "$T/$1/log" ||
+		{ bad "$1: $(grep -E 'HAZARD|UNDER_CALL|DURING' "$T/$1/log" | head -2)"; false; }
 }
 run graphdetach 5,1,3,1 auto 30 VIA_CUDART="$FAKERT" GRAPH=1 GLAUNCH=hooked
 check graphdetach 0 1 6 7 8 && nohazard graphdetach &&
@@ -244,6 +245,11 @@ run graphblocked 5,1,3,1 auto 30 VIA_CUDART="$FAKERT" GRAPH=1 GLAUNCH=hooked GLA
 check graphblocked 0 1 6 7 8 && nohazard graphblocked && grep -q "called off in step [0-9]* (a hooked CUDA call" "$T/graphblocked/stderr" &&
 	echo "ok   graph replays blocked 30 ms each: the detach after the window called off, tried again, and done" ||
 	bad "graphblocked: $(grep -E 'called off|went off|detached' "$T/graphblocked/stderr" | head -3)"
+# a cuptiFinalize of 2.5 s: the graph launch that comes 1 s in waits for it, as a kernel launch does
+# (10 s at most), where a hooked call gives up after 1 s (before: the replay went ahead under it)
+run graphslowfin 5,1,3,1 auto 30 VIA_CUDART="$FAKERT" GRAPH=1 GLAUNCH=hooked FAKE_FINALIZE_US=2500000
+check graphslowfin 0 1 6 7 8 && nohazard graphslowfin &&
+	echo "ok   a cuptiFinalize of 2.5 s: the graph launch made meanwhile waited for it"
 run graphpark 8,1,3,0 auto 48 VIA_CUDART="$FAKERT" GRAPH=1 GLAUNCH=hooked
 parked graphpark 3 9 10 11 21 22 23 33 34 35 45 46 47 && nohazard graphpark &&
 	echo "ok   graphs replayed through the hooks: parked between windows, no replay with the kinds off before a finalise"

@@ -27,7 +27,8 @@
  * takes the next one, its exit and what it launches meanwhile on its thread keep it.
  * A graph replay (fake_cupti_graph_launch) made while subscribed with every activity kind off after
  * one was on in this instance, then a cuptiFinalize: "GRAPH_FINALIZE_HAZARD" (torch's graphs failed
- * at their next replay after that sequence, H200: docs/GPU-TESTS.md, graph detach matrix).
+ * at their next replay after that sequence, H200: docs/GPU-TESTS.md, graph detach matrix). A graph
+ * replay while cuptiFinalize runs (FAKE_FINALIZE_US makes it last): "GRAPH_DURING_FINALIZE".
  * FAKE_CUPTI_NAME_KERNELS=1: a kernel made by fake_cupti_launch is named by the launch's symbol
  * (else "fake_kernel").
  * FAKE_CUPTI_COUNT=1: prints "fakecupti: kernel records N" at exit (the records made while
@@ -131,6 +132,7 @@ CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle s)
 }
 
 static atomic_int wrapped_calls; /* threads inside a call CUPTI wraps (fake_cupti_wrapped) */
+static atomic_int finalizing;    /* inside cuptiFinalize */
 static atomic_long kernel_records; /* kernel records made (FAKE_CUPTI_COUNT) */
 
 __attribute__((destructor)) static void count_at_exit(void)
@@ -154,10 +156,12 @@ CUptiResult CUPTIAPI cuptiFinalize(void)
 		note("GRAPH_FINALIZE_HAZARD", "");
 	F.kinds_were_on = F.graph_hazard = 0;
 	note("finalize", "");
+	atomic_store(&finalizing, 1);
 	if (us && atoi(us) > 0) {
 		struct timespec ts = { atoi(us) / 1000000, atoi(us) % 1000000 * 1000L };
 		nanosleep(&ts, NULL);
 	}
+	atomic_store(&finalizing, 0);
 	F.cb = NULL;
 	memset(F.on, 0, sizeof F.on);
 	memset(F.kind, 0, sizeof F.kind);
@@ -615,6 +619,8 @@ int fake_cupti_fire_params(int domain, unsigned cbid, int site, unsigned corr, c
 __attribute__((visibility("default"))) void fake_cupti_graph_launch(void)
 {
 	int any = 0;
+	if (atomic_load(&finalizing))
+		note("GRAPH_DURING_FINALIZE", "");
 	pthread_mutex_lock(&F.lock);
 	for (unsigned k = 0; k < CUPTI_ACTIVITY_KIND_COUNT; k++)
 		any |= F.kind[k];
