@@ -170,17 +170,19 @@ void sp_cupti_life_kinds_off(void)
 {
 	/* a graph made later in this instance is replayed with the kinds off after they were on */
 	atomic_store(&sp_lifecycle.kinds_went_off, true);
+	uint64_t wanted = atomic_load(&sp_lifecycle.wanted);
+	const char *why = atomic_load(&sp_lifecycle.off_why);
 	if (!atomic_load(&sp_lifecycle.graphs) || atomic_exchange(&sp_lifecycle.graph_tainted, true) ||
 	    !atomic_load(&sp_lifecycle.glaunch_hooked))
 		return;
 	if (!sp_col.cfg.graph_detach)
 		sp_info("activity kinds went off with the program's CUDA graphs alive ([cupti] graph_detach = "
 			"false): stepprof stays subscribed for the rest of the run");
-	else if (atomic_load(&sp_lifecycle.wanted) && sp_lifecycle.off_why)
+	else if (wanted && why)
 		sp_info("activity kinds went off with the program's CUDA graphs alive and stepprof subscribed (the "
-			"detach after the window was called off for %.0f ms, last because %s): it stays subscribed "
-			"for the rest of the run",
-			SP_GRAPH_HOLD_TRY_NS / 1e6, sp_lifecycle.off_why);
+			"detach after the window was called off and tried again for %.0f ms, last because %s): it "
+			"stays subscribed for the rest of the run",
+			(sp_now_ns() - wanted) / 1e6, why);
 	else
 		sp_info("activity kinds went off with the program's CUDA graphs alive and stepprof subscribed (no "
 			"detach followed the window at once): it stays subscribed for the rest of the run");
@@ -191,21 +193,30 @@ bool sp_cupti_life_graph_hold(void)
 	return atomic_load(&sp_lifecycle.graphs) && graph_detach_ok();
 }
 
+/* No detach is being tried again (a hold is over; the next one starts afresh). */
+static void not_wanted(void)
+{
+	atomic_store(&sp_lifecycle.wanted, 0);
+	atomic_store(&sp_lifecycle.off_why, NULL);
+}
+
 bool sp_cupti_life_hold_kinds(uint64_t now, bool due)
 {
 	if (!due || !atomic_load(&sp_lifecycle.graphs) || !graph_detach_ok()) {
+		if (!due)
+			not_wanted(); /* the kinds are off, or on again for a window */
 		sp_lifecycle.kinds_held = 0;
 		return false;
 	}
 	if (!sp_lifecycle.kinds_held)
 		sp_lifecycle.kinds_held = now;
 	/* the tick detaches within the first 10 ms, or its detach was called off (a launch blocked on a
-	 * full queue, a long synchronisation) and is tried again: then up to 1 s */
+	 * full queue, a long synchronisation) and is tried again: then up to 10 s */
 	uint64_t held = now - sp_lifecycle.kinds_held;
 	if (held < SP_GRAPH_HOLD_NS || (atomic_load(&sp_lifecycle.wanted) && held < SP_GRAPH_HOLD_TRY_NS))
 		return true;
 	sp_lifecycle.kinds_held = 0;
-	return false;
+	return false; /* (wanted is kept for the message of the kinds' turn-off) */
 }
 
 void sp_cupti_life_overlap(void)
@@ -349,10 +360,10 @@ static void called_off(int64_t step, uint64_t now, const char *what)
 {
 	uint64_t no = 0;
 	atomic_compare_exchange_strong(&sp_lifecycle.wanted, &no, now);
+	const char *why = atomic_load(&sp_lifecycle.off_why);
 	if (what && sp_lifecycle.off_step != step) {
 		sp_lifecycle.off_step = step;
-		sp_info("%s called off in step %lld (%s): tried again", what, (long long)step,
-			sp_lifecycle.off_why ? sp_lifecycle.off_why : "?");
+		sp_info("%s called off in step %lld (%s): tried again", what, (long long)step, why ? why : "?");
 	}
 }
 
@@ -381,10 +392,8 @@ enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64
 	v->stopped = atomic_load(&sp_lifecycle.stopped);
 	v->fresh_step = atomic_load(&sp_hold.marking) == 0 && sp_life_quiet_fresh(quiet, seen, since);
 	enum sp_life_act act = sp_life_decide(v);
-	if (act == SP_LIFE_STAY) {
-		atomic_store(&sp_lifecycle.wanted, 0);
-		say_held(v, step);
-	}
+	if (act == SP_LIFE_STAY)
+		say_held(v, step); /* (a detach called off earlier stays wanted: this may pass) */
 	if (act == SP_LIFE_STAY && !v->done && !sp_lifecycle.reg_tried && (v->busy || v->steps_to_window < SP_LIFE_MIN_GAP))
 		register_early(step);
 	if (act == SP_LIFE_DETACH) {
@@ -397,22 +406,24 @@ enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64
 		if (r < 0) {
 			atomic_store(&sp_lifecycle.stopped, true);
 			atomic_store(&sp_lifecycle.frozen, true); /* warned; no second try */
+			not_wanted();
 			return SP_LIFE_STAY;
 		}
 		sp_hold_watching->disarm();
-		atomic_store(&sp_lifecycle.wanted, 0);
+		not_wanted();
 		sp_info("detached from CUPTI in step %lld (the schedule is done) in %.2f ms (cuptiUnsubscribe + "
 			"cuptiFinalize %.2f ms): the rest of the run is not profiled",
 			(long long)step, (sp_now_ns() - t0) / 1e6, fin / 1e6);
 		return act;
 	}
+	enum sp_life_act tried = act;
 	if (act == SP_LIFE_PARK)
 		act = sp_hold_park(step, sub);
 	else if (act == SP_LIFE_CYCLE)
 		act = cycle(v, step, now, sub, end, quiet, seen, since);
-	if (act == SP_LIFE_STAY && !atomic_load(&sp_lifecycle.stopped))
+	if (atomic_load(&sp_lifecycle.stopped) || (act != SP_LIFE_STAY && act == tried))
+		not_wanted(); /* detached, or no more tries */
+	else if (tried != SP_LIFE_STAY && act == SP_LIFE_STAY)
 		called_off(step, now, NULL);
-	else
-		atomic_store(&sp_lifecycle.wanted, 0);
 	return act;
 }

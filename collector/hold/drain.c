@@ -293,7 +293,7 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 		/* its exit must be seen by the instance that saw its entry, and CUPTI must not be
 		 * finalised under a call it wraps (docs/ARCHITECTURE.md, "Why a detach waits") */
 		sp_cupti_life_move(SP_HOLD_QUIESCING, SP_HOLD_ATTACHED);
-		sp_lifecycle.off_why = "a marker call was in progress";
+		atomic_store(&sp_lifecycle.off_why, "a marker call was in progress");
 		return 1;
 	}
 	sp_cupti_life_move(SP_HOLD_QUIESCING, SP_HOLD_DETACHING); /* waiting callbacks return now */
@@ -309,7 +309,7 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 	 * memsets and copies: SP_GUARDS in preload/procaddr_rows.h); other driver calls are not covered */
 	if (wait_none(hooked_now, DRAIN_HOOKED_NS) < 0) {
 		sp_cupti_life_move(SP_HOLD_DETACHING, SP_HOLD_ATTACHED);
-		sp_lifecycle.off_why = "a hooked CUDA call (a synchronisation, a graph launch) lasted over 2 ms";
+		atomic_store(&sp_lifecycle.off_why, "a hooked CUDA call (a synchronisation, a graph launch) lasted over 2 ms");
 		return 1;
 	}
 	/* nor inside a kernel launch: cuptiFinalize under CUPTI's dispatch of one crashes or corrupts
@@ -321,7 +321,7 @@ static int detach_body(CUpti_SubscriberHandle sub, bool for_good, uint64_t *fin_
 		 * holding the program's launches for DRAIN_LAUNCH_NS */
 		atomic_store(&sp_lifecycle.retry_ns, sp_now_ns() + LAUNCH_BACKOFF_NS);
 		sp_cupti_life_move(SP_HOLD_DETACHING, SP_HOLD_ATTACHED);
-		sp_lifecycle.off_why = "a kernel launch lasted over 5 ms (a full launch queue)";
+		atomic_store(&sp_lifecycle.off_why, "a kernel launch lasted over 5 ms (a full launch queue)");
 		return 1;
 	}
 	/* the writer thread is the only one touching CUPTI now: kinds left on for the program's graphs go

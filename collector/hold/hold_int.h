@@ -18,7 +18,7 @@
 
 /* The hold's own state (sp_hold holds what the inline guards read). */
 #define SP_GRAPH_HOLD_NS 10000000ull /* kinds left on after a window for a graph detach: 10 ms */
-#define SP_GRAPH_HOLD_TRY_NS 1000000000ull /* ... while that detach is called off and tried again: 1 s */
+#define SP_GRAPH_HOLD_TRY_NS 10000000000ull /* ... while that detach is called off and tried again: 10 s */
 
 struct sp_lifecycle {
 	struct sp_cupti_hooks hooks; /* of the first attach, reused by re-attaches */
@@ -45,7 +45,7 @@ struct sp_lifecycle {
 	int64_t off_step;            /* the step a called-off detach was last said in */
 	_Atomic uint64_t retry_ns;   /* a detach called off for a blocked launch: none before this */
 	_Atomic uint64_t wanted;     /* since when the tick's detach is called off and tried again (0 none) */
-	const char *off_why;         /* why the last detach was called off (drain.c) */
+	const char *_Atomic off_why; /* why the last detach was called off (drain.c), NULL once not wanted */
 	pthread_mutex_t park_lock;   /* parked: the writer's tick and an application thread's attach */
 };
 extern struct sp_lifecycle sp_lifecycle;
