@@ -204,6 +204,7 @@ void sp_pyglue_start(void)
 		int seen = 0;
 		pynames.pattern[i] = m->kind == SP_MARK_PYTHON ? sp_intern(m->pattern) : 0;
 		ask.optimizer |= takes(i, SP_TOK_OPTIM, 0);
+		ask.made |= takes(i, SP_TOK_PYCALL, pynames.made);
 		loud |= m->kind == SP_MARK_OPTIMIZER || m->kind == SP_MARK_PYTHON;
 		for (int k = 0; k < ask.ncalls; k++)
 			seen |= !strcmp(ask.calls[k], m->pattern);

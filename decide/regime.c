@@ -300,11 +300,12 @@ void sp_det_lock(struct sp_stepdet *d, const struct sp_token *t, struct sp_det_o
 	sp_det_watch(d, out);
 }
 
-/* While the program has made a torch optimizer that has not stepped, a loop without training evidence is
- * taken for a phase before training (an RL rollout, an evaluation): kind = auto waits for that first step. */
+/* While the program has made a torch optimizer that has not stepped (the hook that would see it in), a
+ * loop without training evidence is taken for a phase before training (an RL rollout, an evaluation):
+ * kind = auto waits for that first step. */
 uint64_t sp_det_defer_steps(const struct sp_stepdet *d)
 {
-	return d->py_made && !d->py_captured ? d->tune->optim_defer_steps : d->tune->defer_steps;
+	return d->py_made && d->py_hooked && !d->py_captured ? d->tune->optim_defer_steps : d->tune->defer_steps;
 }
 
 void sp_det_regime_next(struct sp_stepdet *d, uint64_t ts, unsigned flags, struct sp_det_out *out)

@@ -93,7 +93,7 @@
 	X(defer_steps, 26, 1, 1000000, "regime", \
 	  "steps in a row (the learner's included) a regime without training evidence runs before they count", \
 	  "test_stepdet eval_first_prefers_training, short_inference_loop_records") \
-	X(optim_defer_steps, 1024, 1, 1000000, "regime", \
+	X(optim_defer_steps, 65536, 1, 1000000, "regime", \
 	  "... instead, while the program has made a torch optimizer that has not stepped (its first step takes over)", \
 	  "test_stepdet_py optimizer_made_defers") \
 	X(settle_steps, 64, 1, 1000000, "regime", \

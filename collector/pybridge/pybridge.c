@@ -62,7 +62,7 @@ static int all_settled(void)
 	for (int i = 0; i < 2 + sp_pyb.ask.ncalls; i++)
 		if ((i < 2 ? sp_pyb.ask.optimizer : 1) && sp_pyb.state[i] == SP_PYW_WAITING)
 			return 0;
-	return !sp_pyb.ask.optimizer || sp_pyb.state[SP_PYW_MADE] != SP_PYW_WAITING;
+	return !sp_pyb.ask.made || sp_pyb.state[SP_PYW_MADE] != SP_PYW_WAITING;
 }
 
 /* The test delay between a poll's check and its GIL (STEPPROF_TEST_PYBRIDGE_DELAY_US: opens the

@@ -13,6 +13,7 @@
 /* What to install. */
 struct sp_pybridge_ask {
 	int optimizer;                   /* the optimizer post hook and the GradScaler.update watch */
+	int made;                        /* the Optimizer.__init__ watch (kind = auto: an optimizer made) */
 	int ncalls; /* python markers' functions */
 	const char *calls[SP_MAX_PHASES]; /* their module:qualname (outlive the bridge); index = event index */
 	int torch_memory;         /* torch's allocator history and snapshot per window (pymem.c) */

@@ -10,7 +10,8 @@
 #include "pybridge_int.h"
 
 /* The helpers: find (a finished module's object, through module and class dicts only),
- * hook_optimizer, at_exit, monitor (a free sys.monitoring tool id), code_of, wrap, watch. */
+ * hook_optimizer, made (an optimizer made before the watch), capturing, at_exit, monitor (a free
+ * sys.monitoring tool id), code_of, wrap, watch (tool < 0: a wrapper; -2: it notes after the call). */
 static const char helper_src[] =
 	"_missing = object()\n"
 	"_Module = type(__builtins__)\n"
@@ -133,11 +134,15 @@ static const char helper_src[] =
 	"            return fn.__code__\n"
 	"        fn = _function(w)\n"
 	"    return None\n"
-	"def wrap(parent, name, raw, note):\n"
+	"def wrap(parent, name, raw, note, after):\n"
 	"    fn = _function(raw)\n"
 	"    if type(fn) is not _Function:\n"
 	"        return 'not a Python function but %s' % type(raw).__name__\n"
 	"    def wrapper(*args, **kwargs):\n"
+	"        if after:\n"
+	"            r = fn(*args, **kwargs)\n"
+	"            note(args[0] if args else None)\n"
+	"            return r\n"
 	"        note(args[0] if args else None)\n"
 	"        return fn(*args, **kwargs)\n"
 	"    for a in _assigned:\n"
@@ -150,7 +155,7 @@ static const char helper_src[] =
 	"    return wrapper\n"
 	"def watch(r, modname, qualname, note, tool):\n"
 	"    if tool < 0:\n"
-	"        return wrap(r[0], r[1], r[2], note)\n"
+	"        return wrap(r[0], r[1], r[2], note, tool == -2)\n"
 	"    c = code_of(_function(r[2]))\n"
 	"    if c is None:\n"
 	"        return '%s:%s is not a Python function but %s' % (modname, qualname, type(r[2]).__name__)\n"
@@ -395,8 +400,9 @@ static int tool_id(void)
  * Returns a new reference (the wrapper, the code object, or why not), or NULL (exception pending). */
 static PyObj *install_watch(int i, PyObj *f, PyObj *m, PyObj *q, int *tool)
 {
-	/* the default's watches take no tool id: the program's own use_tool_id could raise */
-	*tool = i == SP_PYW_SCALER || i == SP_PYW_MADE ? -1 : tool_id();
+	/* the default's watches take no tool id (the program's own use_tool_id could raise); -2: a wrapper
+	 * that notes after the call (an optimizer made is one whose __init__ returned) */
+	*tool = i == SP_PYW_SCALER ? -1 : i == SP_PYW_MADE ? -2 : tool_id();
 	if (*tool == -3)
 		return NULL;
 	PyObj *note = callable(2, sp_py.long_from(i)), *t = note ? sp_py.long_from(*tool) : NULL;
@@ -481,7 +487,7 @@ void sp_pyw_poll(void)
 	if (sp_pyb.ask.optimizer && sp_pyb.state[SP_PYW_SCALER] == SP_PYW_WAITING && !atomic_load(&sp_pyb.off))
 		watch(SP_PYW_SCALER, "torch.amp.grad_scaler", "GradScaler.update");
 	/* kind = auto: a program that made an optimizer will train (decide/regime.c) */
-	if (sp_pyb.ask.optimizer && sp_pyb.state[SP_PYW_MADE] == SP_PYW_WAITING && !atomic_load(&sp_pyb.off))
+	if (sp_pyb.ask.made && sp_pyb.state[SP_PYW_MADE] == SP_PYW_WAITING && !atomic_load(&sp_pyb.off))
 		watch(SP_PYW_MADE, "torch.optim.optimizer", "Optimizer.__init__");
 	for (int i = 0; i < sp_pyb.ask.ncalls && !atomic_load(&sp_pyb.off); i++) {
 		if (sp_pyb.state[SP_PYW_CALL + i] != SP_PYW_WAITING)

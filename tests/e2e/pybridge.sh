@@ -103,7 +103,9 @@ for py in "${PYS[@]}"; do
 
 	run "opt$v" "$py" optimizer "" one 30
 	expect "opt$v" "11:7 12:7 13:7" && grep -q "torch's global optimizer post hook is in" "$T/opt$v/stderr" &&
-		ok "$v: optimizer marker: steps 11-13 of 7 kernels (the optimizer's step() ends each)"
+		! grep -q "Optimizer.__init__" "$T/opt$v/stderr" &&
+		ok "$v: optimizer marker: steps 11-13 of 7 kernels (the optimizer's step() ends each; Optimizer.__init__ left alone)" ||
+		bad "$v: opt: $(grep -c 'Optimizer.__init__' "$T/opt$v/stderr") lines about Optimizer.__init__"
 
 	run "fn$v" "$py" python __main__:train_step fn 30 WAIT=fn
 	expect "fn$v" "11:7 12:7 13:7" && grep -q "watching __main__:train_step ($how)" "$T/fn$v/stderr" &&
