@@ -367,6 +367,14 @@ static void called_off(int64_t step, uint64_t now, const char *what)
 	}
 }
 
+/* 1 if the tick's STAY may pass (the window still being written, the hooks not proven yet, the detector
+ * busy, the next window near): a graph program's kinds stay on for the detach that follows. */
+static bool stay_passes(const struct sp_life_view *v)
+{
+	return !v->graphs && !v->stopped && v->policy != SP_DETACH_NEVER &&
+	       !(v->policy == SP_DETACH_AUTO && v->marker == SP_MARK_NVTX && !v->done);
+}
+
 enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64_t now, CUpti_SubscriberHandle *sub)
 {
 	int state = atomic_load(&sp_hold.state);
@@ -392,8 +400,12 @@ enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64
 	v->stopped = atomic_load(&sp_lifecycle.stopped);
 	v->fresh_step = atomic_load(&sp_hold.marking) == 0 && sp_life_quiet_fresh(quiet, seen, since);
 	enum sp_life_act act = sp_life_decide(v);
+	if (act == SP_LIFE_STAY && stay_passes(v)) {
+		uint64_t no = 0; /* a detach is to come: wanted from now, as one called off */
+		atomic_compare_exchange_strong(&sp_lifecycle.wanted, &no, now);
+	}
 	if (act == SP_LIFE_STAY)
-		say_held(v, step); /* (a detach called off earlier stays wanted: this may pass) */
+		say_held(v, step);
 	if (act == SP_LIFE_STAY && !v->done && !sp_lifecycle.reg_tried && (v->busy || v->steps_to_window < SP_LIFE_MIN_GAP))
 		register_early(step);
 	if (act == SP_LIFE_DETACH) {

@@ -245,6 +245,14 @@ run graphblocked 5,1,3,1 auto 30 VIA_CUDART="$FAKERT" GRAPH=1 GLAUNCH=hooked GLA
 check graphblocked 0 1 6 7 8 && nohazard graphblocked && grep -q "called off in step [0-9]* (a hooked CUDA call" "$T/graphblocked/stderr" &&
 	echo "ok   graph replays blocked 30 ms each: the detach after the window called off, tried again, and done" ||
 	bad "graphblocked: $(grep -E 'called off|went off|detached' "$T/graphblocked/stderr" | head -3)"
+# automatic steps with 20 ms steps: after the window the tick stays while the hooks are proven
+# (several steps), then parks; the kinds stay on until that detach (before: off 10 ms after the
+# window, and stepprof stayed subscribed for the rest of the run, as graph_detach.sh saw on an H200)
+MARKER=auto run graphauto 10,1,3,1 auto 40 VIA_CUDART="$FAKERT" GRAPH=1 GLAUNCH=hooked LAUNCHES=20 FAKE_CUPTI_ONE_CORR=1
+grep -q "detached from CUPTI in step [0-9]* until the next window" "$T/graphauto/stderr" && nohazard graphauto &&
+	! grep -q "activity kinds went off" "$T/graphauto/stderr" &&
+	echo "ok   automatic steps, a graph program: kinds held while the hooks are proven, then parked" ||
+	bad "graphauto: $(grep -E 'went off|detached|not detaching' "$T/graphauto/stderr" | head -2 | cut -c1-150)"
 # a cuptiFinalize of 2.5 s: the graph launch that comes 1 s in waits for it, as a kernel launch does
 # (10 s at most), where a hooked call gives up after 1 s (before: the replay went ahead under it)
 run graphslowfin 5,1,3,1 auto 30 VIA_CUDART="$FAKERT" GRAPH=1 GLAUNCH=hooked FAKE_FINALIZE_US=2500000
