@@ -183,6 +183,11 @@ void sp_cupti_life_kinds_off(void)
 			"detach after the window was called off and tried again for %.0f ms, last because %s): it "
 			"stays subscribed for the rest of the run",
 			(sp_now_ns() - wanted) / 1e6, why);
+	else if (wanted)
+		sp_info("activity kinds went off with the program's CUDA graphs alive and stepprof subscribed (no "
+			"detach came within %.0f ms of the window: the hooks not proven, or the detector not done): "
+			"it stays subscribed for the rest of the run",
+			(sp_now_ns() - wanted) / 1e6);
 	else
 		sp_info("activity kinds went off with the program's CUDA graphs alive and stepprof subscribed (no "
 			"detach followed the window at once): it stays subscribed for the rest of the run");
@@ -197,6 +202,7 @@ bool sp_cupti_life_graph_hold(void)
 static void not_wanted(void)
 {
 	atomic_store(&sp_lifecycle.wanted, 0);
+	atomic_store(&sp_lifecycle.tried, false);
 	atomic_store(&sp_lifecycle.off_why, NULL);
 }
 
@@ -210,10 +216,14 @@ bool sp_cupti_life_hold_kinds(uint64_t now, bool due)
 	}
 	if (!sp_lifecycle.kinds_held)
 		sp_lifecycle.kinds_held = now;
-	/* the tick detaches within the first 10 ms, or its detach was called off (a launch blocked on a
-	 * full queue, a long synchronisation) and is tried again: then up to 10 s */
+	/* the tick detaches within the first 10 ms; a detach still to come gets 1 s (the hooks proven, the
+	 * detector done), one called off and tried again (a launch blocked on a full queue, a long
+	 * synchronisation) 10 s: the kinds cost the program while on */
 	uint64_t held = now - sp_lifecycle.kinds_held;
-	if (held < SP_GRAPH_HOLD_NS || (atomic_load(&sp_lifecycle.wanted) && held < SP_GRAPH_HOLD_TRY_NS))
+	uint64_t limit = !atomic_load(&sp_lifecycle.wanted) ? SP_GRAPH_HOLD_NS
+			 : atomic_load(&sp_lifecycle.tried)   ? SP_GRAPH_HOLD_TRY_NS
+							      : SP_GRAPH_HOLD_WAIT_NS;
+	if (held < limit)
 		return true;
 	sp_lifecycle.kinds_held = 0;
 	return false; /* (wanted is kept for the message of the kinds' turn-off) */
@@ -360,6 +370,7 @@ static void called_off(int64_t step, uint64_t now, const char *what)
 {
 	uint64_t no = 0;
 	atomic_compare_exchange_strong(&sp_lifecycle.wanted, &no, now);
+	atomic_store(&sp_lifecycle.tried, true);
 	const char *why = atomic_load(&sp_lifecycle.off_why);
 	if (what && sp_lifecycle.off_step != step) {
 		sp_lifecycle.off_step = step;

@@ -18,6 +18,7 @@
 
 /* The hold's own state (sp_hold holds what the inline guards read). */
 #define SP_GRAPH_HOLD_NS 10000000ull /* kinds left on after a window for a graph detach: 10 ms */
+#define SP_GRAPH_HOLD_WAIT_NS 1000000000ull /* ... while the tick's STAY may pass (a detach is to come): 1 s */
 #define SP_GRAPH_HOLD_TRY_NS 10000000000ull /* ... while that detach is called off and tried again: 10 s */
 
 struct sp_lifecycle {
@@ -44,7 +45,8 @@ struct sp_lifecycle {
 	bool said_graphs;            /* sp_life_graphs was said (once a run: it holds for the run) */
 	int64_t off_step;            /* the step a called-off detach was last said in */
 	_Atomic uint64_t retry_ns;   /* a detach called off for a blocked launch: none before this */
-	_Atomic uint64_t wanted;     /* since when the tick's detach is called off and tried again (0 none) */
+	_Atomic uint64_t wanted;     /* since when a detach is to come: a STAY that may pass, or called off (0 none) */
+	_Atomic bool tried;          /* ... and one was tried and called off (it is tried again) */
 	const char *_Atomic off_why; /* why the last detach was called off (drain.c), NULL once not wanted */
 	pthread_mutex_t park_lock;   /* parked: the writer's tick and an application thread's attach */
 };

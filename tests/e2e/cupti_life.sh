@@ -253,6 +253,12 @@ grep -q "detached from CUPTI in step [0-9]* until the next window" "$T/graphauto
 	! grep -q "activity kinds went off" "$T/graphauto/stderr" &&
 	echo "ok   automatic steps, a graph program: kinds held while the hooks are proven, then parked" ||
 	bad "graphauto: $(grep -E 'went off|detached|not detaching' "$T/graphauto/stderr" | head -2 | cut -c1-150)"
+# a marker call past the hooks (no park can come), the next window 1.2 s away: the kinds held for a
+# detach to come go off after 1 s, said (before: held 10 s, the program paying for them all along)
+run graphwait 60,1,3,2 auto 140 VIA_CUDART="$FAKERT" GRAPH=1 GLAUNCH=hooked BYPASS_AT=3
+grep -Eq "no detach came within (9[0-9]{2}|1[0-9]{3}) ms of the window" "$T/graphwait/stderr" && nohazard graphwait &&
+	echo "ok   no park can come: the kinds held for one go off after 1 s, said" ||
+	bad "graphwait: $(grep -E 'went off|detached|not detaching' "$T/graphwait/stderr" | head -2 | cut -c1-150)"
 # a cuptiFinalize of 2.5 s: the graph launch that comes 1 s in waits for it, as a kernel launch does
 # (10 s at most), where a hooked call gives up after 1 s (before: the replay went ahead under it)
 run graphslowfin 5,1,3,1 auto 30 VIA_CUDART="$FAKERT" GRAPH=1 GLAUNCH=hooked FAKE_FINALIZE_US=2500000
