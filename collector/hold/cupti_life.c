@@ -439,14 +439,14 @@ enum sp_life_act sp_cupti_life_tick(struct sp_life_view *v, int64_t step, uint64
 			(long long)step, (sp_now_ns() - t0) / 1e6, fin / 1e6);
 		return act;
 	}
-	enum sp_life_act tried = act;
+	enum sp_life_act decided = act;
 	if (act == SP_LIFE_PARK)
 		act = sp_hold_park(step, sub);
 	else if (act == SP_LIFE_CYCLE)
 		act = cycle(v, step, now, sub, end, quiet, seen, since);
-	if (atomic_load(&sp_lifecycle.stopped) || (act != SP_LIFE_STAY && act == tried))
+	if (atomic_load(&sp_lifecycle.stopped) || (act != SP_LIFE_STAY && act == decided))
 		not_wanted(); /* detached, or no more tries */
-	else if (tried != SP_LIFE_STAY && act == SP_LIFE_STAY)
+	else if (decided != SP_LIFE_STAY && act == SP_LIFE_STAY)
 		called_off(step, now, NULL);
 	return act;
 }
