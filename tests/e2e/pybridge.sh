@@ -38,16 +38,8 @@ PROG=$R/tests/e2e/pybridge/prog.py
 CUPTI=$B/tests/e2e/libfakecupti.so
 CUDA=$B/tests/e2e/fakecuda/libcuda.so.1
 
-PYS=()
-# PYBRIDGE_PYTHONS="PATH ...": only those (a quicker run while changing the bridge)
-for p in ${PYBRIDGE_PYTHONS:-/usr/bin/python3 /root/.pyenv/versions/3.10*/bin/python3 /root/.pyenv/versions/3.11*/bin/python3 \
-	/root/.pyenv/versions/3.12*/bin/python3 /root/.pyenv/versions/3.13*/bin/python3}; do
-	[ -x "$p" ] && PYS+=("$p")
-done
-for v in 3.10 3.11 3.12 3.13; do
-	ls /root/.pyenv/versions/$v*/bin/python3 >/dev/null 2>&1 || echo "skip CPython $v: no /root/.pyenv/versions/$v*/bin/python3 here"
-done
-[ -x /usr/bin/python3 ] || { echo "skip: no /usr/bin/python3"; exit 0; }
+# shellcheck source=tests/e2e/lib/pythons.sh
+. "$(dirname "$0")/lib/pythons.sh"
 minor() { "$1" -c 'import sys; print(sys.version_info[1])'; }
 
 # run NAME PY KIND PATTERN SCENARIO ITERS [ENV...]: prog.py in $T/NAME (schedule SCHED="wait,warmup,

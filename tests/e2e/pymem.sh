@@ -41,15 +41,8 @@ PROG=$R/tests/e2e/pybridge/mem_prog.py
 CUPTI=$B/tests/e2e/libfakecupti.so
 SP=$B/stepprof
 
-PYS=()
-for p in /usr/bin/python3 /root/.pyenv/versions/3.10*/bin/python3 /root/.pyenv/versions/3.11*/bin/python3 \
-	/root/.pyenv/versions/3.12*/bin/python3 /root/.pyenv/versions/3.13*/bin/python3; do
-	[ -x "$p" ] && PYS+=("$p")
-done
-for v in 3.10 3.11 3.12 3.13; do
-	ls /root/.pyenv/versions/$v*/bin/python3 >/dev/null 2>&1 || echo "skip CPython $v: no /root/.pyenv/versions/$v*/bin/python3 here"
-done
-[ -x /usr/bin/python3 ] || { echo "skip: no /usr/bin/python3"; exit 0; }
+# shellcheck source=tests/e2e/lib/pythons.sh
+. "$(dirname "$0")/lib/pythons.sh"
 
 # run NAME PY [ENV...]: mem_prog.py 16 in $T/NAME, optimizer marker, schedule 3,1,2,2, extra INI
 # lines from $EXTRA (default: torch_memory on with 777 entries); exit status in rc

@@ -38,15 +38,8 @@ CUPTI=$B/tests/e2e/libfakecupti.so
 NVTX=$B/tests/e2e/libfakenvtx.so
 SP=$B/stepprof
 
-PYS=()
-for p in /usr/bin/python3 /root/.pyenv/versions/3.10*/bin/python3 /root/.pyenv/versions/3.11*/bin/python3 \
-	/root/.pyenv/versions/3.12*/bin/python3 /root/.pyenv/versions/3.13*/bin/python3; do
-	[ -x "$p" ] && PYS+=("$p")
-done
-for v in 3.10 3.11 3.12 3.13; do
-	ls /root/.pyenv/versions/$v*/bin/python3 >/dev/null 2>&1 || echo "skip CPython $v: no /root/.pyenv/versions/$v*/bin/python3 here"
-done
-[ -x /usr/bin/python3 ] || { echo "skip: no /usr/bin/python3"; exit 0; }
+# shellcheck source=tests/e2e/lib/pythons.sh
+. "$(dirname "$0")/lib/pythons.sh"
 
 # run NAME PY SCENARIO [ENV...]: ops_prog.py SCENARIO ${ITERS:-16} in $T/NAME, optimizer marker, schedule
 # 10,1,3,1 (window steps 11-13), extra INI lines from $EXTRA; exit status in rc
